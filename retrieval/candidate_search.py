@@ -1,0 +1,98 @@
+"""Stage: candidate search. Embedding similarity and BM25 full-text in LanceDB, fused."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from retrieval.embedders.base import Embedder
+from retrieval.fusion import fuse
+from retrieval.trace import CandidatesFused, SearchLegRan, SearchLegSkipped, StageOutput, TraceEvent
+from retrieval.types import Candidate, RecallRequest
+from storage.records import Scope, SearchHit
+
+
+class CandidateSource(Protocol):
+    """What the stage needs from the store (``storage.store.MemoryStore`` implements it)."""
+
+    def vector_search(
+        self,
+        scope: Scope,
+        vector: np.ndarray,
+        *,
+        embedder: str,
+        limit: int,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> list[SearchHit]: ...
+
+    def fulltext_search(
+        self,
+        scope: Scope,
+        text: str,
+        *,
+        limit: int,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> list[SearchHit]: ...
+
+
+class CandidateSearchStage:
+    name = "candidate_search"
+
+    def __init__(
+        self,
+        source: CandidateSource,
+        embedder: Embedder,
+        *,
+        vector_weight: float,
+        use_vector: bool = True,
+        use_fulltext: bool = True,
+    ) -> None:
+        self._source = source
+        self._embedder = embedder
+        self._vector_weight = vector_weight if use_fulltext else 1.0
+        self._use_vector = use_vector
+        self._use_fulltext = use_fulltext
+        if not use_vector and use_fulltext:
+            self._vector_weight = 0.0
+
+    def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
+        events: list[TraceEvent] = []
+        limit = request.candidate_limit
+        kinds = list(request.kinds) or None
+        tags = list(request.tags) or None
+        query_vector: np.ndarray | None = None
+        vector_hits: list[SearchHit] = []
+        fulltext_hits: list[SearchHit] = []
+        if self._use_vector:
+            query_vector = self._embedder.embed_query(request.query)
+            vector_hits = self._source.vector_search(
+                request.scope, query_vector, embedder=self._embedder.name, limit=limit, kinds=kinds, tags=tags
+            )
+            events.append(SearchLegRan("vector", self._embedder.name, len(vector_hits), limit))
+        else:
+            events.append(SearchLegSkipped("vector", "disabled by configuration"))
+        if self._use_fulltext:
+            fulltext_hits = self._source.fulltext_search(
+                request.scope, request.query, limit=limit, kinds=kinds, tags=tags
+            )
+            events.append(SearchLegRan("fulltext", "lancedb-bm25", len(fulltext_hits), limit))
+        else:
+            events.append(SearchLegSkipped("fulltext", "disabled by configuration"))
+        fused, seen = fuse(
+            vector_hits,
+            fulltext_hits,
+            query_vector=query_vector,
+            embedder_name=self._embedder.name,
+            vector_weight=self._vector_weight,
+            limit=limit,
+        )
+        events.append(
+            CandidatesFused(
+                "weighted-sum", self._vector_weight, round(1.0 - self._vector_weight, 6), seen, len(fused)
+            )
+        )
+        return StageOutput(fused, tuple(events))

@@ -1,0 +1,75 @@
+"""Sentence-transformers embeddings (default all-MiniLM-L6-v2), loaded on warm-up, not on construction."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from retrieval.embedders.base import Vectors, l2_normalize
+from retrieval.model_files import ModelUnavailable, resolve_model_dir, short_reason
+
+
+class SentenceTransformerEmbedder:
+    """Wraps ``SentenceTransformer``; ``warm_up()`` does the slow import and load."""
+
+    def __init__(self, model: str, *, device: str = "cpu", allow_downloads: bool = True) -> None:
+        self._model_ref = model
+        self._device = device
+        self._allow_downloads = allow_downloads
+        self._model: Any = None
+        self._dimension = 0
+        # torch inference from several worker threads at once only fights over the same cores.
+        self._inference_lock = threading.Lock()
+
+    def warm_up(self) -> None:
+        if self._model is not None:
+            return
+        folder = resolve_model_dir(self._model_ref, allow_downloads=self._allow_downloads)
+        try:
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(str(folder), device=self._device)
+        except Exception as exc:
+            raise ModelUnavailable(
+                f"{self._model_ref} could not be loaded from {folder} ({short_reason(exc)})"
+            ) from exc
+        # sentence-transformers 6 renamed get_sentence_embedding_dimension to get_embedding_dimension.
+        measure = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dimension = measure()
+        if not dimension:
+            raise ModelUnavailable(f"{self._model_ref} does not report an embedding dimension")
+        self._model = model
+        self._dimension = int(dimension)
+
+    @property
+    def name(self) -> str:
+        return f"st:{self._model_ref}:{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        self._require()
+        return self._dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        self._require()
+        if not texts:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        with self._inference_lock:
+            matrix = self._model.encode(
+                list(texts),
+                batch_size=32,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        return l2_normalize(np.asarray(matrix, dtype=np.float32))
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed_documents([text])[0]
+
+    def _require(self) -> None:
+        if self._model is None:
+            raise RuntimeError("SentenceTransformerEmbedder used before warm_up()")

@@ -1,0 +1,75 @@
+"""Fusing the vector and full-text legs into one candidate list (pure).
+
+fused = w x max(0, cosine) + (1 - w) x bm25 / max_bm25, both terms in [0, 1]. A memory found by only
+one leg still gets its cosine from its stored vector when that vector came from the same embedder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.types import Candidate
+from storage.records import MemoryRecord, SearchHit
+
+
+@dataclass
+class _Merged:
+    record: MemoryRecord
+    vector: np.ndarray | None
+    vector_score: float | None = None
+    fulltext_score: float | None = None
+    vector_leg: bool = False
+    fulltext_leg: bool = False
+
+
+def fuse(
+    vector_hits: Sequence[SearchHit],
+    fulltext_hits: Sequence[SearchHit],
+    *,
+    query_vector: np.ndarray | None,
+    embedder_name: str,
+    vector_weight: float,
+    limit: int,
+) -> tuple[tuple[Candidate, ...], int]:
+    """Return the best ``limit`` candidates by fused score, and how many distinct memories were seen."""
+    merged: dict[str, _Merged] = {}
+    for hit in vector_hits:
+        entry = merged.setdefault(hit.record.id, _Merged(hit.record, hit.vector))
+        entry.vector_score = hit.score
+        entry.vector_leg = True
+    for hit in fulltext_hits:
+        entry = merged.setdefault(hit.record.id, _Merged(hit.record, hit.vector))
+        entry.fulltext_score = hit.score
+        entry.fulltext_leg = True
+
+    if query_vector is not None:
+        for entry in merged.values():
+            if (
+                entry.vector_score is None
+                and entry.vector is not None
+                and entry.record.embedder == embedder_name
+            ):
+                entry.vector_score = float(np.dot(query_vector, entry.vector))
+
+    max_bm25 = max((entry.fulltext_score or 0.0 for entry in merged.values()), default=0.0)
+    candidates = []
+    for entry in merged.values():
+        cosine = max(0.0, entry.vector_score) if entry.vector_score is not None else 0.0
+        keyword = (entry.fulltext_score or 0.0) / max_bm25 if max_bm25 > 0 else 0.0
+        found_by = tuple(
+            leg for leg, hit in (("vector", entry.vector_leg), ("fulltext", entry.fulltext_leg)) if hit
+        )
+        candidates.append(
+            Candidate(
+                memory=entry.record,
+                found_by=found_by,
+                vector_score=entry.vector_score,
+                fulltext_score=entry.fulltext_score,
+                fused_score=vector_weight * cosine + (1.0 - vector_weight) * keyword,
+            )
+        )
+    candidates.sort(key=lambda candidate: (-candidate.fused_score, candidate.id))
+    return tuple(candidates[:limit]), len(merged)

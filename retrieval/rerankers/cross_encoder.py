@@ -1,0 +1,68 @@
+"""Local cross-encoder reranking (default ms-marco-MiniLM-L6-v2; bge-reranker-v2-m3 selectable)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from retrieval.model_files import ModelUnavailable, resolve_model_dir, short_reason
+from retrieval.rerankers.base import RerankFailed, sigmoid
+
+
+class CrossEncoderReranker:
+    """Scores (query, document) pairs with a sentence-transformers ``CrossEncoder``; logits go through a
+    sigmoid here (not inside the model) so every model's scores land in [0, 1] the same way."""
+
+    def __init__(
+        self, model: str, *, device: str = "cpu", allow_downloads: bool = True, batch_size: int = 32
+    ) -> None:
+        self._model_ref = model
+        self._device = device
+        self._allow_downloads = allow_downloads
+        self._batch_size = batch_size
+        self._model: Any = None
+        self._identity: Any = None
+        self._inference_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"cross-encoder:{self._model_ref}"
+
+    def warm_up(self) -> None:
+        if self._model is not None:
+            return
+        folder = resolve_model_dir(self._model_ref, allow_downloads=self._allow_downloads)
+        try:
+            import torch
+            from sentence_transformers import CrossEncoder
+
+            self._model = CrossEncoder(str(folder), device=self._device)
+        except Exception as exc:
+            raise ModelUnavailable(
+                f"{self._model_ref} could not be loaded from {folder} ({short_reason(exc)})"
+            ) from exc
+        self._identity = torch.nn.Identity()
+
+    def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        if self._model is None:
+            raise RuntimeError("CrossEncoderReranker used before warm_up()")
+        if not documents:
+            return []
+        pairs = [(query, document) for document in documents]
+        try:
+            with self._inference_lock:
+                raw = self._model.predict(
+                    pairs, batch_size=self._batch_size, activation_fn=self._identity, show_progress_bar=False
+                )
+        except Exception as exc:
+            raise RerankFailed(f"cross-encoder {self._model_ref} failed: {exc}", transient=True) from exc
+        logits = np.asarray(raw, dtype=np.float64)
+        if logits.ndim == 2 and logits.shape[1] > 1:
+            # Two-class heads: probability of the "relevant" class.
+            shifted = logits - logits.max(axis=1, keepdims=True)
+            probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+            return [float(p) for p in probabilities[:, -1]]
+        return [sigmoid(float(logit)) for logit in logits.reshape(-1)]

@@ -1,0 +1,70 @@
+"""Text normalisation shared by hashing, the offline embedder and content de-duplication."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from functools import lru_cache
+
+_WHITESPACE = re.compile(r"\s+")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+# Function words that carry no topic; dropped from lexical features (BM25 does its own).
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most
+    my myself no nor not now of off on once only or other our ours ourselves out over own same she
+    should so some such than that the their theirs them themselves then there these they this those
+    through to too under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves also get got let us ok okay yes yeah
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+
+
+def normalize_content(content: str) -> str:
+    """Canonical form for "the same content": Unicode NFC, trimmed, runs of whitespace collapsed."""
+    return _WHITESPACE.sub(" ", unicodedata.normalize("NFC", content)).strip()
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(normalize_content(content).encode("utf-8")).hexdigest()
+
+
+def word_tokens(text: str) -> list[str]:
+    """Lower-cased letter/digit runs after NFKC folding (so "Ｐｏｓｔｇｒｅｓ" == "postgres")."""
+    return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
+
+
+@lru_cache(maxsize=65_536)
+def light_stem(token: str) -> str:
+    """A conservative suffix stripper: plural and common verb endings, nothing clever."""
+    if len(token) <= 3 or not token.isalpha():
+        return token
+    for suffix, replacement, min_stem in (
+        ("ies", "y", 2),
+        ("sses", "ss", 2),
+        ("ing", "", 3),
+        ("ed", "", 3),
+        ("es", "", 3),
+        ("s", "", 3),
+    ):
+        if token.endswith(suffix) and len(token) - len(suffix) >= min_stem:
+            if suffix == "s" and token.endswith(("ss", "us", "is")):
+                return token
+            if suffix == "es" and not token.endswith(("ches", "shes", "xes", "zes", "sses")):
+                continue
+            stem = token[: len(token) - len(suffix)] + replacement
+            if suffix in ("ing", "ed") and len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+                stem = stem[:-1]  # running -> run, stopped -> stop
+            return stem
+    return token
+
+
+def content_terms(text: str) -> list[str]:
+    """Stemmed content words (stop words dropped; if nothing is left, the stemmed words themselves)."""
+    words = word_tokens(text)
+    content = [light_stem(word) for word in words if word not in STOPWORDS]
+    return content or [light_stem(word) for word in words]

@@ -1,0 +1,172 @@
+"""The recall trace: typed events each stage emits, and the record ``explain_ranking`` reads back.
+
+The pipeline writes this at recall time; explain never recomputes it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from retrieval.types import Candidate
+
+PREVIEW_CHARS = 160
+
+
+@dataclass(frozen=True)
+class SearchLegRan:
+    leg: str
+    backend: str
+    hits: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class SearchLegSkipped:
+    leg: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class CandidatesFused:
+    method: str
+    vector_weight: float
+    fulltext_weight: float
+    union: int
+    kept: int
+
+
+@dataclass(frozen=True)
+class Reranked:
+    backend: str
+    candidates: int
+
+
+@dataclass(frozen=True)
+class RerankSkipped:
+    reason: str
+
+
+@dataclass(frozen=True)
+class RerankFellBack:
+    backend: str
+    reason: str
+    transient: bool
+
+
+@dataclass(frozen=True)
+class FeedbackApplied:
+    weighting_enabled: bool
+    reordered: int
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    memory_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ContextAssembled:
+    included: int
+    chars: int
+    char_budget: int
+
+
+TraceEvent = (
+    SearchLegRan
+    | SearchLegSkipped
+    | CandidatesFused
+    | Reranked
+    | RerankSkipped
+    | RerankFellBack
+    | FeedbackApplied
+    | LeftOut
+    | ContextAssembled
+)
+
+
+@dataclass(frozen=True)
+class StageOutput:
+    """What a stage hands on: the candidates in their new order, what it did, and (assembly) the context."""
+
+    candidates: tuple[Candidate, ...]
+    events: tuple[TraceEvent, ...] = ()
+    context: str | None = None
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    name: str
+    elapsed_ms: float
+    events: tuple[TraceEvent, ...]
+
+
+@dataclass(frozen=True)
+class RecallTrace:
+    """Everything one recall did, stage by stage, and where each candidate ended up."""
+
+    retrieval_id: str
+    query: str
+    backends: dict[str, str]
+    weighting_enabled: bool
+    top_k: int
+    char_budget: int
+    stages: tuple[StageRecord, ...]
+    candidates: tuple[Candidate, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "retrieval_id": self.retrieval_id,
+                "query": self.query,
+                "backends": self.backends,
+                "weighting_enabled": self.weighting_enabled,
+                "top_k": self.top_k,
+                "char_budget": self.char_budget,
+                "stages": [
+                    {
+                        "name": stage.name,
+                        "elapsed_ms": round(stage.elapsed_ms, 3),
+                        "events": [event_to_dict(event) for event in stage.events],
+                    }
+                    for stage in self.stages
+                ],
+                "candidates": [candidate_to_dict(candidate) for candidate in self.candidates],
+            },
+            ensure_ascii=False,
+        )
+
+
+def event_to_dict(event: TraceEvent) -> dict[str, Any]:
+    return {"event": type(event).__name__, **asdict(event)}
+
+
+def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
+    memory = candidate.memory
+    return {
+        "id": memory.id,
+        "kind": memory.kind,
+        "agent_id": memory.agent_id,
+        "session_id": memory.session_id,
+        "episode_id": memory.episode_id,
+        "created_at": memory.created_at.isoformat(),
+        "protection_tier": memory.protection_tier,
+        "status": memory.status,
+        "preview": memory.content[:PREVIEW_CHARS],
+        "found_by": list(candidate.found_by),
+        "scores": {
+            "vector": candidate.vector_score,
+            "fulltext": candidate.fulltext_score,
+            "fused": candidate.fused_score,
+            "rerank": candidate.rerank_score,
+            "relevance": candidate.relevance_score,
+            "feedback_weight": candidate.feedback_weight,
+            "final": candidate.final_score,
+        },
+        "unweighted_rank": candidate.unweighted_rank,
+        "weighted_rank": candidate.weighted_rank,
+        "in_context": candidate.in_context,
+        "exclusion_reason": candidate.exclusion_reason,
+    }

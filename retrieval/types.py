@@ -1,0 +1,53 @@
+"""Typed values that flow through the recall pipeline. Stages return new values; nothing is mutated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from storage.records import MemoryRecord, Scope
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    query: str
+    scope: Scope
+    top_k: int
+    char_budget: int
+    candidate_limit: int
+    weighting_enabled: bool = True
+    kinds: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    retrieval_id: str = ""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One memory under consideration, with its score at every stage so far.
+
+    Ranges: ``vector_score`` is cosine similarity in [-1, 1]; ``fulltext_score`` is raw BM25 (>= 0);
+    ``fused_score``, ``rerank_score`` and ``relevance_score`` are in [0, 1]; ``feedback_weight`` is the
+    memory's EMA weight (neutral 1.0); ``weighted_score`` = relevance x weight when weighting is on.
+    Ranks are 0-based, as in the feedback seed's A/B log.
+    """
+
+    memory: MemoryRecord
+    found_by: tuple[str, ...] = ()
+    vector_score: float | None = None
+    fulltext_score: float | None = None
+    fused_score: float = 0.0
+    rerank_score: float | None = None
+    relevance_score: float = 0.0
+    feedback_weight: float = 1.0
+    weighted_score: float = 0.0
+    unweighted_rank: int | None = None
+    weighted_rank: int | None = None
+    in_context: bool = False
+    exclusion_reason: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.memory.id
+
+    @property
+    def final_score(self) -> float:
+        return self.weighted_score

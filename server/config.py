@@ -1,0 +1,186 @@
+"""The server's one frozen configuration object, read from the environment once at start-up.
+
+Nothing else in the project reads ``os.environ``: everything that is configurable is a field here,
+and ``ENVIRONMENT`` maps each field to the variable that sets it (``mcp.json`` lists them all).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+
+class ConfigError(ValueError):
+    """A configuration value is unusable; the message names the variable and how to fix it."""
+
+
+class OrgFeatures(BaseModel):
+    """Per-org feature flags (the seed's ``organizations.features`` JSON)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    feedback_weighting_disabled: bool = False
+
+
+def default_data_dir(
+    home: Path | None = None, platform: str = sys.platform, env: Mapping[str, str] | None = None
+) -> Path:
+    """The per-user data folder: XDG on Linux, Application Support on macOS, LOCALAPPDATA on Windows."""
+    env = os.environ if env is None else env
+    home = home or Path.home()
+    if platform == "darwin":
+        return home / "Library" / "Application Support" / "memoria"
+    if platform.startswith("win"):
+        base = env.get("LOCALAPPDATA")
+        return (Path(base) if base else home / "AppData" / "Local") / "memoria"
+    xdg = env.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else home / ".local" / "share") / "memoria"
+
+
+class Settings(BaseModel):
+    """Everything the server can be told. Frozen: built once, passed everywhere."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    db_uri: str = Field(
+        description="LanceDB URI: a local folder (default) or any LanceDB URI such as s3://bucket/path"
+    )
+    storage_options: dict[str, str] = Field(
+        default_factory=dict, description="LanceDB storage options (JSON object)"
+    )
+    org_id: str = Field("default", min_length=1, max_length=128, description="Default org scope")
+    project_id: str = Field("default", min_length=1, max_length=128, description="Default project scope")
+
+    embedder: Literal["auto", "sentence-transformers", "hashed"] = "auto"
+    embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    vector_dim: int = Field(384, ge=8, le=4096, description="Vector width of a new store")
+    reranker: Literal["auto", "cross-encoder", "cohere", "none"] = "auto"
+    rerank_model: str = "cross-encoder/ms-marco-MiniLM-L6-v2"
+    cohere_api_key: SecretStr | None = None
+    cohere_rerank_model: str = "rerank-v3.5"
+    cohere_base_url: str | None = None
+    cohere_timeout_seconds: float = Field(10.0, gt=0, le=120)
+    allow_model_downloads: bool = True
+    model_device: str = "cpu"
+
+    rerank_multiplier: int = Field(3, ge=1, le=20)
+    fusion_vector_weight: float = Field(0.5, ge=0.0, le=1.0)
+    feedback_ema_alpha: float = Field(0.2, gt=0.0, le=1.0)
+    feedback_min_weight: float = Field(0.25, gt=0.0)
+    feedback_max_weight: float = Field(1.75, gt=0.0)
+    org_features: dict[str, OrgFeatures] = Field(default_factory=dict)
+
+    max_content_chars: int = Field(20_000, ge=100, le=1_000_000)
+    max_query_chars: int = Field(4_000, ge=50, le=100_000)
+    max_top_k: int = Field(100, ge=1, le=1_000)
+    min_char_budget: int = Field(200, ge=50)
+    max_char_budget: int = Field(200_000, ge=1_000)
+    max_tags: int = Field(32, ge=0, le=1_000)
+
+    maintenance_interval_seconds: float = Field(30.0, gt=0)
+    compaction_min_fragments: int = Field(16, ge=2)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("feedback_max_weight")
+    @classmethod
+    def _max_above_min(cls, value: float, info: Any) -> float:
+        low = info.data.get("feedback_min_weight")
+        if low is not None and value <= low:
+            raise ValueError(f"must be greater than feedback_min_weight ({low}), but got {value}")
+        return value
+
+    def feedback_weighting_enabled(self, org_id: str) -> bool:
+        """The seed's org toggle: enabled unless the org's features say ``feedback_weighting_disabled``."""
+        features = self.org_features.get(org_id)
+        return not (features and features.feedback_weighting_disabled)
+
+    @property
+    def is_local_store(self) -> bool:
+        return "://" not in self.db_uri or self.db_uri.startswith("file://")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Build the settings from ``MEMORIA_*`` variables (see ``ENVIRONMENT``); overrides win."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for field_name, variable in ENVIRONMENT.items():
+            raw = env.get(variable)
+            if raw is None or raw == "":
+                continue
+            values[field_name] = _parse(field_name, variable, raw)
+        values.update(overrides)
+        values.setdefault("db_uri", str(default_data_dir(env=env) / "lancedb"))
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            problems = []
+            for error in exc.errors():
+                field_name = str(error["loc"][0]) if error["loc"] else "?"
+                variable = ENVIRONMENT.get(field_name, field_name)
+                problems.append(f"{variable}: {error['msg']}")
+            raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+
+
+_JSON_FIELDS = {"storage_options", "org_features"}
+_BOOL_TRUE = {"1", "true", "yes", "on"}
+_BOOL_FALSE = {"0", "false", "no", "off"}
+
+
+def _parse(field_name: str, variable: str, raw: str) -> Any:
+    if field_name in _JSON_FIELDS:
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{variable} must be a JSON object, but it does not parse: {exc.msg}") from None
+        if not isinstance(value, dict):
+            raise ConfigError(f"{variable} must be a JSON object, but got {type(value).__name__}")
+        return value
+    if Settings.model_fields[field_name].annotation is bool:
+        lowered = raw.strip().lower()
+        if lowered in _BOOL_TRUE:
+            return True
+        if lowered in _BOOL_FALSE:
+            return False
+        raise ConfigError(f"{variable} must be true or false, but got {raw!r}")
+    return raw.strip()
+
+
+# Field -> environment variable. Every variable the server reads is here and in mcp.json.
+ENVIRONMENT: dict[str, str] = {
+    "db_uri": "MEMORIA_DB_URI",
+    "storage_options": "MEMORIA_STORAGE_OPTIONS",
+    "org_id": "MEMORIA_ORG_ID",
+    "project_id": "MEMORIA_PROJECT_ID",
+    "embedder": "MEMORIA_EMBEDDER",
+    "embedding_model": "MEMORIA_EMBEDDING_MODEL",
+    "vector_dim": "MEMORIA_VECTOR_DIM",
+    "reranker": "MEMORIA_RERANKER",
+    "rerank_model": "MEMORIA_RERANK_MODEL",
+    "cohere_api_key": "COHERE_API_KEY",
+    "cohere_rerank_model": "MEMORIA_COHERE_RERANK_MODEL",
+    "cohere_base_url": "MEMORIA_COHERE_BASE_URL",
+    "cohere_timeout_seconds": "MEMORIA_COHERE_TIMEOUT_SECONDS",
+    "allow_model_downloads": "MEMORIA_ALLOW_MODEL_DOWNLOADS",
+    "model_device": "MEMORIA_MODEL_DEVICE",
+    "rerank_multiplier": "MEMORIA_RERANK_MULTIPLIER",
+    "fusion_vector_weight": "MEMORIA_FUSION_VECTOR_WEIGHT",
+    "feedback_ema_alpha": "MEMORIA_FEEDBACK_EMA_ALPHA",
+    "feedback_min_weight": "MEMORIA_FEEDBACK_MIN_WEIGHT",
+    "feedback_max_weight": "MEMORIA_FEEDBACK_MAX_WEIGHT",
+    "org_features": "MEMORIA_ORG_FEATURES",
+    "max_content_chars": "MEMORIA_MAX_CONTENT_CHARS",
+    "max_query_chars": "MEMORIA_MAX_QUERY_CHARS",
+    "max_top_k": "MEMORIA_MAX_TOP_K",
+    "min_char_budget": "MEMORIA_MIN_CHAR_BUDGET",
+    "max_char_budget": "MEMORIA_MAX_CHAR_BUDGET",
+    "max_tags": "MEMORIA_MAX_TAGS",
+    "maintenance_interval_seconds": "MEMORIA_MAINTENANCE_INTERVAL_SECONDS",
+    "compaction_min_fragments": "MEMORIA_COMPACTION_MIN_FRAGMENTS",
+    "log_level": "MEMORIA_LOG_LEVEL",
+}

@@ -1,0 +1,139 @@
+"""Registering a tool from its pydantic input and output models.
+
+The SDK derives a tool's input schema from the function signature, so the wrapper's signature is
+built from the input model's fields: the model stays the single source of the schema. Each parameter
+is typed loosely for the SDK and validated by the model here, so a bad argument gets an error that
+names the field, the bound and the value, instead of a raw pydantic dump. (A missing required
+argument is still caught by the SDK first, with pydantic's "Field required" message.)
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ValidationError, WithJsonSchema, WrapValidator
+
+from server.identity import resolve_caller
+from server.state import AppState
+from tools.common import Caller, Runtime, ToolFailure
+
+Handler = Callable[[Any, Runtime, Caller], Awaitable[BaseModel]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    handler: Handler
+    annotations: ToolAnnotations
+
+
+def register_tool(app: MCPServer[AppState], spec: ToolSpec) -> None:
+    async def call(ctx: Context[AppState, Any], **arguments: Any) -> BaseModel:
+        try:
+            args = spec.input_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolError(friendly_validation_message(spec.name, exc)) from None
+        state: AppState = ctx.request_context.lifespan_context
+        try:
+            runtime = await state.runtime()
+            return await spec.handler(args, runtime, resolve_caller(ctx, state))
+        except ToolFailure as exc:
+            raise ToolError(str(exc)) from None
+
+    call.__name__ = spec.name
+    call.__doc__ = spec.description
+    call.__signature__ = _signature(spec.input_model, spec.output_model)  # type: ignore[attr-defined]
+    call.__annotations__ = {
+        **{name: parameter.annotation for name, parameter in call.__signature__.parameters.items()},  # type: ignore[attr-defined]
+        "return": spec.output_model,
+    }
+    app.add_tool(
+        call, name=spec.name, title=spec.title, description=spec.description, annotations=spec.annotations
+    )
+
+
+def _pass_through(value: Any, _handler: Any) -> Any:
+    return value
+
+
+def _signature(input_model: type[BaseModel], output_model: type[BaseModel]) -> inspect.Signature:
+    properties = input_model.model_json_schema()["properties"]
+    parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
+    for name, field in input_model.model_fields.items():
+        schema = WithJsonSchema(properties[name])
+        if field.annotation in (str, str | None):
+            # The SDK json-decodes string arguments of non-`str` parameters (for clients that send lists as
+            # JSON text); text must reach the model verbatim, so these are typed `str` and passed through.
+            annotation: Any = Annotated[str, WrapValidator(_pass_through), schema]
+        else:
+            annotation = Annotated[Any, schema]
+        if field.is_required():
+            default: Any = inspect.Parameter.empty
+        elif field.default_factory is not None:
+            default = field.default_factory()  # type: ignore[call-arg]
+        else:
+            default = field.default
+        parameters.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+        )
+    return inspect.Signature(parameters, return_annotation=output_model)
+
+
+def friendly_validation_message(tool: str, exc: ValidationError) -> str:
+    problems = [_describe(error) for error in exc.errors()]
+    return "; ".join(problems) + f". Fix the arguments and call {tool} again."
+
+
+def _describe(error: Any) -> str:
+    field = ".".join(str(part) for part in error["loc"]) or "arguments"
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    value = _show(error.get("input"))
+    if kind == "missing":
+        return f"`{field}` is required"
+    if kind == "string_too_short":
+        return f"`{field}` must not be empty"
+    if kind == "string_too_long":
+        return (
+            f"`{field}` is {len(error['input']):,} characters; at most {ctx.get('max_length'):,} are allowed"
+        )
+    if kind == "too_long":
+        return (
+            f"`{field}` has {ctx.get('actual_length')} entries; at most {ctx.get('max_length')} are allowed"
+        )
+    if kind in {"greater_than_equal", "greater_than", "less_than_equal", "less_than"}:
+        bound = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[
+            kind
+        ]
+        limit = next(iter(ctx.values()), "?")
+        return f"`{field}` must be {bound} {limit}, but got {value}"
+    if kind in {"int_parsing", "int_type", "int_from_float"}:
+        return f"`{field}` must be a whole number, but got {value}"
+    if kind in {"float_parsing", "float_type"}:
+        return f"`{field}` must be a number, but got {value}"
+    if kind in {"string_type"}:
+        return f"`{field}` must be a string, but got {value}"
+    if kind in {"list_type"}:
+        return f"`{field}` must be a list, but got {value}"
+    if kind == "literal_error":
+        return f"`{field}` must be one of {ctx.get('expected')}, but got {value}"
+    if kind == "value_error":
+        return f"`{field}` {ctx.get('error', error['msg'])!s}"
+    if kind == "extra_forbidden":
+        return f"`{field}` is not an argument of this tool"
+    return f"`{field}`: {error['msg']} (got {value})"
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

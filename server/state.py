@@ -1,0 +1,140 @@
+"""The typed lifespan state: settings, the runtime (built in a background thread so the MCP handshake
+never waits for LanceDB or models), per-connection session ids and background maintenance."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import secrets
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+
+import anyio
+
+from server.config import Settings
+from tools.common import Runtime, ToolFailure, backend_summary
+
+log = logging.getLogger(__name__)
+
+RuntimeFactory = Callable[[Settings], Runtime]
+
+
+def build_runtime(settings: Settings) -> Runtime:
+    """Open the store, load the models (falling back to the offline backend) and assemble the pipeline."""
+    from retrieval.pipeline import PipelineOptions, RecallPipeline, build_stages
+    from retrieval.providers import load_models
+    from storage.store import MemoryStore
+
+    store = MemoryStore.open(
+        settings.db_uri, storage_options=settings.storage_options, vector_dim=settings.vector_dim
+    )
+    try:
+        models = load_models(model_config(settings), store.vector_dim)
+        stages = build_stages(store, models, PipelineOptions(vector_weight=settings.fusion_vector_weight))
+        pipeline = RecallPipeline(stages, backend_summary(models))
+    except BaseException:
+        store.close()
+        raise
+    return Runtime(settings=settings, store=store, models=models, pipeline=pipeline)
+
+
+def model_config(settings: Settings):  # -> retrieval.providers.ModelConfig
+    from retrieval.providers import ModelConfig
+
+    return ModelConfig(
+        embedder=settings.embedder,
+        embedding_model=settings.embedding_model,
+        reranker=settings.reranker,
+        rerank_model=settings.rerank_model,
+        cohere_api_key=settings.cohere_api_key.get_secret_value() if settings.cohere_api_key else None,
+        cohere_rerank_model=settings.cohere_rerank_model,
+        cohere_base_url=settings.cohere_base_url,
+        cohere_timeout_seconds=settings.cohere_timeout_seconds,
+        allow_downloads=settings.allow_model_downloads,
+        device=settings.model_device,
+    )
+
+
+class AppState:
+    """Process-wide resources for the server's lifetime (one per lifespan)."""
+
+    def __init__(self, settings: Settings, runtime_factory: RuntimeFactory = build_runtime) -> None:
+        self.settings = settings
+        self._factory = runtime_factory
+        self._future: concurrent.futures.Future[Runtime] = concurrent.futures.Future()
+        self._sessions: dict[str, str] = {}
+        self._sessions_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._closing_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        builder = threading.Thread(target=self._build, name="memoria-runtime", daemon=True)
+        builder.start()
+        self._threads.append(builder)
+
+    def _build(self) -> None:
+        try:
+            runtime = self._factory(self.settings)
+        except BaseException as exc:
+            log.error("memoria could not start: %s", exc)
+            self._future.set_exception(exc)
+            return
+        with self._closing_lock:
+            if self._stop.is_set():  # the server shut down while models were loading
+                runtime.close()
+                self._future.set_exception(RuntimeError("the server is shutting down"))
+                return
+            self._future.set_result(runtime)
+        log.info(
+            "memoria ready: store %s; embedder %s; reranker %s",
+            runtime.store.uri,
+            runtime.models.embedder_info.active,
+            runtime.models.reranker_info.active,
+        )
+        maintenance = threading.Thread(
+            target=self._maintain, args=(runtime,), name="memoria-maintenance", daemon=True
+        )
+        maintenance.start()
+        self._threads.append(maintenance)
+
+    def _maintain(self, runtime: Runtime) -> None:
+        while not self._stop.wait(self.settings.maintenance_interval_seconds):
+            try:
+                report = runtime.store.maintain(
+                    min_fragments=self.settings.compaction_min_fragments, keep_versions_for=timedelta(hours=1)
+                )
+                for table, what in report.items():
+                    log.debug("maintenance %s: %s", table, what)
+            except Exception as exc:  # next round retries; reads and writes are unaffected
+                log.warning("store maintenance failed (will retry): %s", exc)
+
+    async def runtime(self) -> Runtime:
+        """The runtime, waiting for start-up to finish; a failed start-up becomes a clear tool error."""
+        if not self._future.done():
+            await anyio.to_thread.run_sync(self._future.result)
+        try:
+            return self._future.result()
+        except Exception as exc:
+            raise ToolFailure(
+                f"the memory server could not start: {exc}. Fix the configuration (see the server's stderr) "
+                "and restart it."
+            ) from exc
+
+    def session_for(self, agent_id: str) -> str:
+        """One session id per client for this lifespan (stdio: per process; in-process: per client)."""
+        with self._sessions_lock:
+            return self._sessions.setdefault(agent_id, new_session_id())
+
+    def close(self) -> None:
+        with self._closing_lock:
+            self._stop.set()
+        for thread in self._threads[1:]:  # maintenance: let a compaction in progress finish
+            thread.join(timeout=30)
+        if self._future.done() and self._future.exception() is None:
+            self._future.result().close()
+
+
+def new_session_id() -> str:
+    return "ses_" + secrets.token_hex(8)

@@ -1,0 +1,41 @@
+"""Typed LanceDB filter expressions. Every value reaches LanceDB as a literal node built by
+``lancedb.expr.lit``, never as text pasted into SQL, so a quote in an id or tag cannot change a query."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import reduce
+
+from lancedb.expr import Expr, col, lit
+
+from storage.records import Scope
+
+
+def scope_is(scope: Scope) -> Expr:
+    return (col("org_id") == lit(scope.org_id)) & (col("project_id") == lit(scope.project_id))
+
+
+def equals(column: str, value: str) -> Expr:
+    return col(column) == lit(value)
+
+
+def one_of(column: str, values: Iterable[str]) -> Expr:
+    return col(column).isin([lit(value) for value in values])
+
+
+def any_tag(tags: Iterable[str]) -> Expr:
+    """Rows carrying at least one of ``tags`` (tags never contain ``|``; see ``tags_key``)."""
+    return reduce(
+        lambda left, right: left | right, (col("tags_key").contains(lit(f"|{tag}|")) for tag in tags)
+    )
+
+
+def all_of(*parts: Expr | None) -> Expr:
+    present = [part for part in parts if part is not None]
+    if not present:
+        raise ValueError("all_of needs at least one expression")
+    return reduce(lambda left, right: left & right, present)
+
+
+def tags_key(tags: Iterable[str]) -> str:
+    return "|" + "|".join(tags) + "|"

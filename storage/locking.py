@@ -1,0 +1,111 @@
+"""One writer at a time per store, across threads and across processes.
+
+LanceDB commits are atomic, but read-check-write sequences (deduplicate, then insert; read a weight,
+then update it) are not: two server processes on one folder would race. A local store therefore
+takes an exclusive advisory lock on a file inside the store folder around every write sequence;
+object stores (no shared file system) rely on LanceDB's conditional commits, deterministic ids and
+the retry loop in ``retrying``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, TypeVar
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+try:  # pragma: no cover - Windows
+    import msvcrt
+except ImportError:
+    msvcrt = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+LOCK_FILE_NAME = ".memoria-write.lock"
+
+
+class WriteLock:
+    """Re-entrant within a thread; exclusive across threads and (for local stores) processes."""
+
+    def __init__(self, lock_path: Path | None) -> None:
+        self._thread_lock = threading.RLock()
+        self._depth = 0
+        self._lock_path = lock_path
+        self._handle: IO[bytes] | None = None
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        with self._thread_lock:
+            outermost = self._depth == 0
+            if outermost:
+                self._acquire_file()
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if outermost:
+                    self._release_file()
+
+    def close(self) -> None:
+        with self._thread_lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+
+    def _acquire_file(self) -> None:
+        if self._lock_path is None:
+            return
+        if self._handle is None:
+            self._handle = open(self._lock_path, "a+b")  # noqa: SIM115 - held for the store's lifetime
+        if fcntl is not None:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX)
+        elif msvcrt is not None:  # pragma: no cover - Windows
+            self._handle.seek(0)
+            while True:
+                try:
+                    msvcrt.locking(self._handle.fileno(), msvcrt.LK_LOCK, 1)
+                    break
+                except OSError:
+                    time.sleep(0.01)
+
+    def _release_file(self) -> None:
+        if self._handle is None:
+            return
+        if fcntl is not None:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
+        elif msvcrt is not None:  # pragma: no cover - Windows
+            self._handle.seek(0)
+            msvcrt.locking(self._handle.fileno(), msvcrt.LK_UNLCK, 1)
+
+
+_RETRYABLE_MARKERS = ("conflict", "too many concurrent writers", "retryable", "commit")
+
+
+def is_retryable(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, (RuntimeError, OSError)) and any(marker in text for marker in _RETRYABLE_MARKERS)
+
+
+def retrying(operation: Callable[[], T], *, attempts: int = 8, base_delay: float = 0.02) -> T:
+    """Run a write, retrying commit conflicts with jittered exponential backoff; other errors propagate."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return operation()
+        except Exception as exc:
+            if attempt == attempts or not is_retryable(exc):
+                raise
+            delay = base_delay * (2 ** (attempt - 1)) * (0.5 + random.random())
+            log.debug("write conflict (attempt %d/%d), retrying in %.3fs: %s", attempt, attempts, delay, exc)
+            time.sleep(delay)
+    raise AssertionError("unreachable")

@@ -1,0 +1,96 @@
+"""Numbered schema migrations. A store records its schema version in the ``meta`` table; opening it
+applies whatever is pending, in order, under the store's write lock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from lancedb.expr import col, lit
+from lancedb.index import FTS, Bitmap, BTree
+
+from storage import schema
+
+
+class StoreVersionError(RuntimeError):
+    """The store was written by a newer release than this one."""
+
+
+@dataclass(frozen=True)
+class MigrationContext:
+    vector_dim: int
+
+
+@dataclass(frozen=True)
+class Migration:
+    number: int
+    name: str
+    apply: Callable[[Any, MigrationContext], None]
+
+
+def m001_create_tables(db: Any, ctx: MigrationContext) -> None:
+    memories = db.create_table(schema.MEMORIES, schema=schema.memories_schema(ctx.vector_dim), exist_ok=True)
+    memories.create_index("id", config=BTree(), replace=True)
+    for column in ("org_id", "project_id", "status", "kind", "embedder"):
+        memories.create_index(column, config=Bitmap(), replace=True)
+    # Stemmed, stop-worded BM25 over content + tags; rows added after the index stay searchable (flat scan)
+    # until maintenance folds them in.
+    memories.create_index("search_text", config=FTS(with_position=False), replace=True)
+
+    db.create_table(schema.EPISODES, schema=schema.episodes_schema(), exist_ok=True).create_index(
+        "id", config=BTree(), replace=True
+    )
+    retrievals = db.create_table(schema.RETRIEVALS, schema=schema.retrievals_schema(), exist_ok=True)
+    retrievals.create_index("retrieval_id", config=BTree(), replace=True)
+    retrievals.create_index("session_id", config=BTree(), replace=True)
+    db.create_table(schema.AB_LOGS, schema=schema.ab_logs_schema(), exist_ok=True)
+    db.create_table(schema.OUTCOMES, schema=schema.outcomes_schema(), exist_ok=True).create_index(
+        "session_id", config=BTree(), replace=True
+    )
+    db.create_table(schema.WEIGHT_EVENTS, schema=schema.weight_events_schema(), exist_ok=True)
+
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "create_tables", m001_create_tables),)
+assert MIGRATIONS[-1].number == schema.SCHEMA_VERSION
+
+
+def read_meta(db: Any) -> dict[str, str]:
+    try:
+        table = db.open_table(schema.META)
+    except ValueError:  # "Table 'meta' was not found": a new store
+        return {}
+    rows = table.to_arrow().to_pylist()
+    return {row["key"]: row["value"] for row in rows}
+
+
+def write_meta(db: Any, values: dict[str, str]) -> None:
+    table = db.create_table(schema.META, schema=schema.meta_schema(), exist_ok=True)
+    for key, _value in values.items():
+        table.delete(col("key") == lit(key))
+    table.add([{"key": key, "value": value} for key, value in values.items()])
+
+
+def apply_pending(db: Any, vector_dim: int) -> dict[str, str]:
+    """Bring the store to ``SCHEMA_VERSION``; returns its meta. Caller holds the write lock."""
+    meta = read_meta(db)
+    current = int(meta.get("schema_version", "0"))
+    if current > schema.SCHEMA_VERSION:
+        raise StoreVersionError(
+            f"this store has schema version {current}, newer than this release understands "
+            f"({schema.SCHEMA_VERSION}); upgrade memoria-mcp or point MEMORIA_DB_URI at another store"
+        )
+    if current == schema.SCHEMA_VERSION:
+        return meta
+    dim = int(meta.get("vector_dim", vector_dim))
+    ctx = MigrationContext(vector_dim=dim)
+    for migration in MIGRATIONS:
+        if migration.number > current:
+            migration.apply(db, ctx)
+            update = {"schema_version": str(migration.number), "vector_dim": str(dim)}
+            if current == 0 and "created_at" not in meta:
+                update["created_at"] = datetime.now(UTC).isoformat()
+            write_meta(db, update)
+            meta = {**meta, **update}
+    return meta

@@ -1,0 +1,163 @@
+"""Plain row types the rest of the project uses; no LanceDB or pyarrow here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+MemoryKind = Literal["fact", "episode", "artifact"]
+MemoryStatus = Literal["active", "superseded", "retracted"]
+ProtectionTier = Literal["standard", "immutable", "protected", "ephemeral"]
+OutcomeLabel = Literal["success", "failure", "partial"]
+RetrievalPurpose = Literal["recall", "explain"]
+
+MEMORY_KINDS: tuple[MemoryKind, ...] = ("fact", "episode", "artifact")
+PROTECTION_TIERS: tuple[ProtectionTier, ...] = ("standard", "immutable", "protected", "ephemeral")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A tenant boundary: nothing is read or written across it."""
+
+    org_id: str
+    project_id: str
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """One stored memory, as read back (without its vector)."""
+
+    id: str
+    org_id: str
+    project_id: str
+    agent_id: str
+    session_id: str
+    episode_id: str | None
+    kind: MemoryKind
+    content: str
+    content_hash: str
+    tags: tuple[str, ...]
+    protection_tier: ProtectionTier
+    status: MemoryStatus
+    replaced_by: str | None
+    weight: float
+    created_at: datetime
+    updated_at: datetime
+    embedder: str
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.org_id, self.project_id)
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A memory about to be written: the record plus its vector and full-text fields."""
+
+    record: MemoryRecord
+    vector: tuple[float, ...]
+    search_text: str
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A memory found by one search leg: cosine similarity (vector leg) or BM25 (full-text leg)."""
+
+    record: MemoryRecord
+    score: float
+    vector: npt.NDArray[np.float32] | None
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    id: str
+    org_id: str
+    project_id: str
+    title: str | None
+    agent_id: str
+    session_id: str
+    started_at: datetime
+    last_seen_at: datetime
+
+
+@dataclass(frozen=True)
+class RetrievalRecord:
+    """What one recall (or explain) did: the context it built and the full trace, for explain and outcomes."""
+
+    retrieval_id: str
+    org_id: str
+    project_id: str
+    session_id: str
+    agent_id: str
+    query: str
+    purpose: RetrievalPurpose
+    created_at: datetime
+    top_k: int
+    char_budget: int
+    context_ids: tuple[str, ...]
+    trace_json: str
+
+
+@dataclass(frozen=True)
+class AbLogRow:
+    """One candidate of one retrieval, with the columns of the feedback seed's ``retrieval_ab_logs``."""
+
+    retrieval_id: str
+    session_id: str
+    org_id: str
+    project_id: str
+    query_text: str
+    observation_id: str
+    relevance_score: float
+    feedback_weight: float
+    weighted_score: float
+    unweighted_rank: int
+    weighted_rank: int
+    weighting_enabled: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class OutcomeRecord:
+    """The current report for one session; a corrected report replaces it and keeps its place in order."""
+
+    session_id: str
+    org_id: str
+    project_id: str
+    outcome: OutcomeLabel
+    score: float
+    note: str | None
+    memory_ids: tuple[str, ...]
+    first_reported_at: datetime
+    reported_at: datetime
+    revision: int
+
+
+@dataclass(frozen=True)
+class WeightEvent:
+    """An audit row: one memory's weight moved by one session's report."""
+
+    memory_id: str
+    org_id: str
+    project_id: str
+    session_id: str
+    weight_before: float
+    weight_after: float
+    revision: int
+    at: datetime
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """What the store says about itself."""
+
+    uri: str
+    schema_version: int
+    vector_dim: int
+    memory_count: int
+    tables: dict[str, int] = field(default_factory=dict)

@@ -1,0 +1,137 @@
+"""Arrow schemas of every table, one function per table; the memory table's vector width is per store."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+MEMORIES = "memories"
+EPISODES = "episodes"
+RETRIEVALS = "retrievals"
+AB_LOGS = "retrieval_ab_logs"
+OUTCOMES = "outcomes"
+WEIGHT_EVENTS = "weight_events"
+META = "meta"
+
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def memories_schema(vector_dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("org_id", pa.string(), nullable=False),
+            pa.field("project_id", pa.string(), nullable=False),
+            pa.field("agent_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("episode_id", pa.string()),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("content", pa.string(), nullable=False),
+            pa.field("content_hash", pa.string(), nullable=False),
+            pa.field("tags", pa.list_(pa.string())),
+            # "|a|b|": lets a tag filter be a typed `contains` expression instead of SQL text.
+            pa.field("tags_key", pa.string(), nullable=False),
+            pa.field("protection_tier", pa.string(), nullable=False),
+            pa.field("status", pa.string(), nullable=False),
+            pa.field("replaced_by", pa.string()),
+            pa.field("weight", pa.float64(), nullable=False),
+            pa.field("created_at", _TS, nullable=False),
+            pa.field("updated_at", _TS, nullable=False),
+            pa.field("embedder", pa.string(), nullable=False),
+            pa.field("search_text", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), vector_dim)),
+        ]
+    )
+
+
+def episodes_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("org_id", pa.string(), nullable=False),
+            pa.field("project_id", pa.string(), nullable=False),
+            pa.field("title", pa.string()),
+            pa.field("agent_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("started_at", _TS, nullable=False),
+            pa.field("last_seen_at", _TS, nullable=False),
+        ]
+    )
+
+
+def retrievals_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("retrieval_id", pa.string(), nullable=False),
+            pa.field("org_id", pa.string(), nullable=False),
+            pa.field("project_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("agent_id", pa.string(), nullable=False),
+            pa.field("query", pa.string(), nullable=False),
+            pa.field("purpose", pa.string(), nullable=False),
+            pa.field("created_at", _TS, nullable=False),
+            pa.field("top_k", pa.int32(), nullable=False),
+            pa.field("char_budget", pa.int32(), nullable=False),
+            pa.field("context_ids", pa.list_(pa.string())),
+            pa.field("trace_json", pa.string(), nullable=False),
+        ]
+    )
+
+
+def ab_logs_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("retrieval_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("org_id", pa.string(), nullable=False),
+            pa.field("project_id", pa.string(), nullable=False),
+            pa.field("query_text", pa.string(), nullable=False),
+            pa.field("observation_id", pa.string(), nullable=False),
+            pa.field("relevance_score", pa.float64(), nullable=False),
+            pa.field("feedback_weight", pa.float64(), nullable=False),
+            pa.field("weighted_score", pa.float64(), nullable=False),
+            pa.field("unweighted_rank", pa.int32(), nullable=False),
+            pa.field("weighted_rank", pa.int32(), nullable=False),
+            pa.field("weighting_enabled", pa.bool_(), nullable=False),
+            pa.field("created_at", _TS, nullable=False),
+        ]
+    )
+
+
+def outcomes_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("org_id", pa.string(), nullable=False),
+            pa.field("project_id", pa.string(), nullable=False),
+            pa.field("outcome", pa.string(), nullable=False),
+            pa.field("score", pa.float64(), nullable=False),
+            pa.field("note", pa.string()),
+            pa.field("memory_ids", pa.list_(pa.string())),
+            pa.field("first_reported_at", _TS, nullable=False),
+            pa.field("reported_at", _TS, nullable=False),
+            pa.field("revision", pa.int32(), nullable=False),
+        ]
+    )
+
+
+def weight_events_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("memory_id", pa.string(), nullable=False),
+            pa.field("org_id", pa.string(), nullable=False),
+            pa.field("project_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("weight_before", pa.float64(), nullable=False),
+            pa.field("weight_after", pa.float64(), nullable=False),
+            pa.field("revision", pa.int32(), nullable=False),
+            pa.field("at", _TS, nullable=False),
+        ]
+    )
+
+
+def meta_schema() -> pa.Schema:
+    return pa.schema(
+        [pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string(), nullable=False)]
+    )

@@ -1,0 +1,616 @@
+"""The memory store: the only code that talks to LanceDB.
+
+Reads always see the newest committed version (``read_consistency_interval=0``), so a write made by
+another server process on the same store is visible to the next recall. Write sequences run under
+``WriteLock`` and ``retrying``; ids are deterministic, so a retried or concurrent duplicate write
+lands on the same id and reads collapse any duplicate rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+from lancedb.expr import Expr
+
+from storage import filters, migrations, schema
+from storage.locking import LOCK_FILE_NAME, WriteLock, retrying
+from storage.records import (
+    AbLogRow,
+    EpisodeRecord,
+    MemoryRecord,
+    NewMemory,
+    OutcomeRecord,
+    RetrievalPurpose,
+    RetrievalRecord,
+    Scope,
+    SearchHit,
+    StoreInfo,
+    WeightEvent,
+)
+
+log = logging.getLogger(__name__)
+
+MEMORY_COLUMNS = [
+    "id",
+    "org_id",
+    "project_id",
+    "agent_id",
+    "session_id",
+    "episode_id",
+    "kind",
+    "content",
+    "content_hash",
+    "tags",
+    "protection_tier",
+    "status",
+    "replaced_by",
+    "weight",
+    "created_at",
+    "updated_at",
+    "embedder",
+]
+
+
+class StoreError(RuntimeError):
+    """The store could not be opened or written; the message says what to check."""
+
+
+class MemoryStore:
+    """Typed reads and writes over the LanceDB tables of one store."""
+
+    def __init__(self, db: Any, uri: str, meta: Mapping[str, str], lock: WriteLock) -> None:
+        self._db = db
+        self._uri = uri
+        self._lock = lock
+        self._schema_version = int(meta["schema_version"])
+        self._vector_dim = int(meta["vector_dim"])
+        self._memories = db.open_table(schema.MEMORIES)
+        self._episodes = db.open_table(schema.EPISODES)
+        self._retrievals = db.open_table(schema.RETRIEVALS)
+        self._ab_logs = db.open_table(schema.AB_LOGS)
+        self._outcomes = db.open_table(schema.OUTCOMES)
+        self._weight_events = db.open_table(schema.WEIGHT_EVENTS)
+
+    @classmethod
+    def open(
+        cls, uri: str, *, storage_options: Mapping[str, str] | None = None, vector_dim: int = 384
+    ) -> MemoryStore:
+        """Open (creating and migrating if needed) the store at ``uri``: a folder or any LanceDB URI."""
+        local_path = _local_path(uri)
+        try:
+            if local_path is not None:
+                local_path.mkdir(parents=True, exist_ok=True)
+            db = lancedb.connect(
+                str(local_path) if local_path is not None else uri,
+                read_consistency_interval=timedelta(0),
+                storage_options=dict(storage_options or {}) or None,
+            )
+        except Exception as exc:
+            raise StoreError(
+                f"could not open the memory store at {uri!r}: {exc}. Check MEMORIA_DB_URI "
+                "(a writable folder, or a LanceDB URI with credentials in MEMORIA_STORAGE_OPTIONS)."
+            ) from exc
+        lock = WriteLock(local_path / LOCK_FILE_NAME if local_path is not None else None)
+        try:
+            with lock.hold():
+                meta = retrying(lambda: migrations.apply_pending(db, vector_dim))
+            return cls(db, uri, meta, lock)
+        except BaseException:
+            lock.close()
+            raise
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def vector_dim(self) -> int:
+        return self._vector_dim
+
+    @property
+    def schema_version(self) -> int:
+        return self._schema_version
+
+    def close(self) -> None:
+        self._lock.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the store's write lock across a read-check-write sequence (re-entrant)."""
+        with self._lock.hold():
+            yield
+
+    # ------------------------------------------------------------------ memories
+
+    def get_memory(self, memory_id: str, scope: Scope | None = None) -> MemoryRecord | None:
+        condition = filters.equals("id", memory_id)
+        if scope is not None:
+            condition = filters.all_of(condition, filters.scope_is(scope))
+        rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=2)
+        return _memory_from_row(rows[0]) if rows else None
+
+    def get_memories(self, memory_ids: Iterable[str], scope: Scope) -> dict[str, MemoryRecord]:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return {}
+        condition = filters.all_of(filters.one_of("id", ids), filters.scope_is(scope))
+        rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=len(ids) * 2)
+        found: dict[str, MemoryRecord] = {}
+        for row in rows:
+            found.setdefault(row["id"], _memory_from_row(row))
+        return found
+
+    def insert_memory(self, new: NewMemory) -> tuple[MemoryRecord, bool]:
+        """Store ``new`` unless its id already exists; returns (the stored record, whether it was created)."""
+        return self.insert_many([new])[0]
+
+    def insert_many(self, news: Sequence[NewMemory]) -> list[tuple[MemoryRecord, bool]]:
+        """Bulk ``insert_memory``: one append for every new id; existing ids (and repeats) come back as
+        (existing record, False). Results are in input order."""
+        if not news:
+            return []
+        for new in news:
+            if len(new.vector) != self._vector_dim:
+                raise StoreError(
+                    f"vector has {len(new.vector)} dimensions but this store holds {self._vector_dim}-d vectors"
+                )
+        with self._lock.hold():
+            existing: dict[str, MemoryRecord] = {}
+            ids = list(dict.fromkeys(new.record.id for new in news))
+            for start in range(0, len(ids), 1_000):
+                chunk = ids[start : start + 1_000]
+                rows = self._select(
+                    self._memories, filters.one_of("id", chunk), MEMORY_COLUMNS, limit=len(chunk) * 2
+                )
+                for row in rows:
+                    existing.setdefault(row["id"], _memory_from_row(row))
+            fresh: dict[str, NewMemory] = {}
+            for new in news:
+                if new.record.id not in existing:
+                    fresh.setdefault(new.record.id, new)
+            if fresh:
+                table = pa.Table.from_pylist(
+                    [_memory_to_row(new) for new in fresh.values()], schema=self._memories.schema
+                )
+                retrying(lambda: self._memories.add(table))
+                self._record_episodes([new.record for new in fresh.values()])
+        results = []
+        created_once: set[str] = set()
+        for new in news:
+            record_id = new.record.id
+            if record_id in existing:
+                results.append((existing[record_id], False))
+            elif record_id in created_once:
+                results.append((fresh[record_id].record, False))
+            else:
+                created_once.add(record_id)
+                results.append((fresh[record_id].record, True))
+        return results
+
+    def vector_search(
+        self,
+        scope: Scope,
+        vector: np.ndarray,
+        *,
+        embedder: str,
+        limit: int,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> list[SearchHit]:
+        """Active memories in ``scope`` embedded by ``embedder``, nearest first; score = cosine similarity."""
+        condition = filters.all_of(self._active_in(scope, kinds, tags), filters.equals("embedder", embedder))
+        query = (
+            self._memories.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+            .distance_type("cosine")
+            .where(condition, prefilter=True)
+            .select([*MEMORY_COLUMNS, "vector", "_distance"])
+            .limit(limit)
+        )
+        hits = [
+            SearchHit(_memory_from_row(row), 1.0 - float(row["_distance"]), _vector(row))
+            for row in query.to_arrow().to_pylist()
+        ]
+        return _dedupe(hits)
+
+    def fulltext_search(
+        self,
+        scope: Scope,
+        text: str,
+        *,
+        limit: int,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> list[SearchHit]:
+        """Active memories in ``scope`` matching ``text`` (BM25 over content and tags), best first."""
+        if not text.strip():
+            return []
+        query = (
+            self._memories.search(text, query_type="fts", fts_columns="search_text")
+            .where(self._active_in(scope, kinds, tags), prefilter=True)
+            .select([*MEMORY_COLUMNS, "vector", "_score"])
+            .limit(limit)
+        )
+        hits = [
+            SearchHit(_memory_from_row(row), float(row["_score"]), _vector(row))
+            for row in query.to_arrow().to_pylist()
+        ]
+        return _dedupe(hits)
+
+    def set_weights(self, weights: Mapping[str, float], at: datetime) -> None:
+        """Write feedback weights (caller holds ``exclusive()`` when it read them first)."""
+        if not weights:
+            return
+        update = pa.table(
+            {
+                "id": pa.array(list(weights), pa.string()),
+                "weight": pa.array([float(w) for w in weights.values()], pa.float64()),
+                "updated_at": pa.array([at] * len(weights), pa.timestamp("us", tz="UTC")),
+            }
+        )
+        with self._lock.hold():
+            retrying(lambda: self._memories.merge_insert("id").when_matched_update_all().execute(update))
+
+    def count_memories(self) -> int:
+        return int(self._memories.count_rows())
+
+    # ------------------------------------------------------------------ episodes
+
+    def get_episode(self, episode_id: str, scope: Scope) -> EpisodeRecord | None:
+        condition = filters.all_of(filters.equals("id", episode_id), filters.scope_is(scope))
+        rows = self._select(self._episodes, condition, None, limit=1)
+        if not rows:
+            return None
+        row = rows[0]
+        return EpisodeRecord(
+            id=row["id"],
+            org_id=row["org_id"],
+            project_id=row["project_id"],
+            title=row["title"],
+            agent_id=row["agent_id"],
+            session_id=row["session_id"],
+            started_at=row["started_at"],
+            last_seen_at=row["last_seen_at"],
+        )
+
+    def _record_episodes(self, records: Sequence[MemoryRecord]) -> None:
+        """Create the episodes these new memories belong to, and title them from an episode-kind memory."""
+        firsts: dict[tuple[str, str, str], MemoryRecord] = {}
+        titles: dict[tuple[str, str, str], str] = {}
+        for record in records:
+            if record.episode_id is None:
+                continue
+            key = (record.org_id, record.project_id, record.episode_id)
+            firsts.setdefault(key, record)
+            if record.kind == "episode":
+                titles.setdefault(key, _episode_title(record))
+        if not firsts:
+            return
+        existing: dict[tuple[str, str, str], str | None] = {}
+        episode_ids = list({key[2] for key in firsts})
+        for start in range(0, len(episode_ids), 1_000):
+            chunk = episode_ids[start : start + 1_000]
+            for row in self._select(
+                self._episodes, filters.one_of("id", chunk), ["id", "org_id", "project_id", "title"], None
+            ):
+                existing[(row["org_id"], row["project_id"], row["id"])] = row["title"]
+        missing = [
+            {
+                "id": record.episode_id,
+                "org_id": record.org_id,
+                "project_id": record.project_id,
+                "title": titles.get(key),
+                "agent_id": record.agent_id,
+                "session_id": record.session_id,
+                "started_at": record.created_at,
+                "last_seen_at": record.created_at,
+            }
+            for key, record in firsts.items()
+            if key not in existing
+        ]
+        if missing:
+            table = pa.Table.from_pylist(missing, schema=self._episodes.schema)
+            retrying(lambda: self._episodes.add(table))
+        for key, title in titles.items():
+            if key in existing and existing[key] is None:
+                org_id, project_id, episode_id = key
+                condition = filters.all_of(
+                    filters.equals("id", episode_id), filters.scope_is(Scope(org_id, project_id))
+                )
+                retrying(partial(self._episodes.update, where=condition, values={"title": title}))
+
+    # ------------------------------------------------------------------ retrievals
+
+    def record_retrieval(self, record: RetrievalRecord) -> None:
+        row = {
+            "retrieval_id": record.retrieval_id,
+            "org_id": record.org_id,
+            "project_id": record.project_id,
+            "session_id": record.session_id,
+            "agent_id": record.agent_id,
+            "query": record.query,
+            "purpose": record.purpose,
+            "created_at": record.created_at,
+            "top_k": record.top_k,
+            "char_budget": record.char_budget,
+            "context_ids": list(record.context_ids),
+            "trace_json": record.trace_json,
+        }
+        with self._lock.hold():
+            retrying(
+                lambda: self._retrievals.add(pa.Table.from_pylist([row], schema=self._retrievals.schema))
+            )
+
+    def log_ab_rows(self, rows: Sequence[AbLogRow]) -> None:
+        if not rows:
+            return
+        table = pa.Table.from_pylist([row.__dict__ for row in rows], schema=self._ab_logs.schema)
+        with self._lock.hold():
+            retrying(lambda: self._ab_logs.add(table))
+
+    def ab_log_rows(self, scope: Scope, retrieval_id: str) -> list[AbLogRow]:
+        condition = filters.all_of(filters.scope_is(scope), filters.equals("retrieval_id", retrieval_id))
+        rows = self._select(self._ab_logs, condition, None, limit=None)
+        return sorted((AbLogRow(**row) for row in rows), key=lambda row: row.weighted_rank)
+
+    def get_retrieval(self, retrieval_id: str, scope: Scope) -> RetrievalRecord | None:
+        condition = filters.all_of(filters.equals("retrieval_id", retrieval_id), filters.scope_is(scope))
+        rows = self._select(self._retrievals, condition, None, limit=1)
+        return _retrieval_from_row(rows[0]) if rows else None
+
+    def session_retrievals(
+        self, scope: Scope, session_id: str, purpose: RetrievalPurpose = "recall"
+    ) -> list[RetrievalRecord]:
+        condition = filters.all_of(
+            filters.scope_is(scope),
+            filters.equals("session_id", session_id),
+            filters.equals("purpose", purpose),
+        )
+        rows = self._select(self._retrievals, condition, None, limit=None)
+        unique = {row["retrieval_id"]: _retrieval_from_row(row) for row in rows}
+        return sorted(unique.values(), key=lambda record: record.created_at)
+
+    # ------------------------------------------------------------------ outcomes
+
+    def get_outcome(self, scope: Scope, session_id: str) -> OutcomeRecord | None:
+        condition = filters.all_of(filters.scope_is(scope), filters.equals("session_id", session_id))
+        rows = self._select(self._outcomes, condition, None, limit=None)
+        if not rows:
+            return None
+        return max((_outcome_from_row(row) for row in rows), key=lambda record: record.revision)
+
+    def outcomes_in_scope(self, scope: Scope) -> list[OutcomeRecord]:
+        """Every session's current report, in the order sessions first reported (the replay order)."""
+        rows = self._select(self._outcomes, filters.scope_is(scope), None, limit=None)
+        latest: dict[str, OutcomeRecord] = {}
+        for row in rows:
+            record = _outcome_from_row(row)
+            kept = latest.get(record.session_id)
+            if kept is None or record.revision > kept.revision:
+                latest[record.session_id] = record
+        return sorted(latest.values(), key=lambda record: (record.first_reported_at, record.session_id))
+
+    def put_outcome(self, record: OutcomeRecord) -> None:
+        """Insert or replace the session's report (caller holds ``exclusive()``)."""
+        row = {
+            "session_id": record.session_id,
+            "org_id": record.org_id,
+            "project_id": record.project_id,
+            "outcome": record.outcome,
+            "score": record.score,
+            "note": record.note,
+            "memory_ids": list(record.memory_ids),
+            "first_reported_at": record.first_reported_at,
+            "reported_at": record.reported_at,
+            "revision": record.revision,
+        }
+        table = pa.Table.from_pylist([row], schema=self._outcomes.schema)
+        with self._lock.hold():
+            retrying(
+                lambda: (
+                    self._outcomes.merge_insert(["org_id", "project_id", "session_id"])
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(table)
+                )
+            )
+
+    def add_weight_events(self, events: Sequence[WeightEvent]) -> None:
+        if not events:
+            return
+        table = pa.Table.from_pylist([event.__dict__ for event in events], schema=self._weight_events.schema)
+        with self._lock.hold():
+            retrying(lambda: self._weight_events.add(table))
+
+    def weight_events(self, scope: Scope, memory_id: str) -> list[WeightEvent]:
+        condition = filters.all_of(filters.scope_is(scope), filters.equals("memory_id", memory_id))
+        rows = self._select(self._weight_events, condition, None, limit=None)
+        return sorted((WeightEvent(**row) for row in rows), key=lambda event: (event.at, event.revision))
+
+    # ------------------------------------------------------------------ upkeep
+
+    def maintain(
+        self, *, min_fragments: int, keep_versions_for: timedelta = timedelta(hours=1)
+    ) -> dict[str, str]:
+        """Compact tables whose appends have piled up into many small fragments, fold new rows into the
+        indexes and drop versions older than ``keep_versions_for``. Returns what it did per table."""
+        report: dict[str, str] = {}
+        tables = {
+            schema.MEMORIES: self._memories,
+            schema.EPISODES: self._episodes,
+            schema.RETRIEVALS: self._retrievals,
+            schema.AB_LOGS: self._ab_logs,
+            schema.OUTCOMES: self._outcomes,
+            schema.WEIGHT_EVENTS: self._weight_events,
+        }
+        for name, table in tables.items():
+            fragments = int(table.stats()["fragment_stats"]["num_fragments"])
+            unindexed = sum(index.num_unindexed_rows or 0 for index in table.list_indices())
+            if fragments < min_fragments and unindexed < 1_000:
+                continue
+            with self._lock.hold():
+                retrying(partial(table.optimize, cleanup_older_than=keep_versions_for))
+            after = int(table.stats()["fragment_stats"]["num_fragments"])
+            report[name] = (
+                f"compacted {fragments} -> {after} fragments; folded {unindexed} row-index entries into indexes"
+            )
+        return report
+
+    def info(self) -> StoreInfo:
+        return StoreInfo(
+            uri=self._uri,
+            schema_version=self._schema_version,
+            vector_dim=self._vector_dim,
+            memory_count=self.count_memories(),
+            tables={
+                name: int(self._db.open_table(name).count_rows())
+                for name in (schema.MEMORIES, schema.RETRIEVALS, schema.OUTCOMES)
+            },
+        )
+
+    # ------------------------------------------------------------------ helpers
+
+    def _active_in(self, scope: Scope, kinds: Sequence[str] | None, tags: Sequence[str] | None) -> Expr:
+        return filters.all_of(
+            filters.scope_is(scope),
+            filters.equals("status", "active"),
+            filters.one_of("kind", kinds) if kinds else None,
+            filters.any_tag(tags) if tags else None,
+        )
+
+    @staticmethod
+    def _select(
+        table: Any, condition: Expr, columns: list[str] | None, limit: int | None
+    ) -> list[dict[str, Any]]:
+        query = table.search().where(condition)
+        if columns is not None:
+            query = query.select(columns)
+        # LanceDB's plain scan defaults to 10 rows; None means every match.
+        query = query.limit(limit if limit is not None else 2**31 - 1)
+        return query.to_arrow().to_pylist()
+
+
+def _local_path(uri: str) -> Path | None:
+    if uri.startswith("file://"):
+        return Path(uri[len("file://") :]).expanduser()
+    if "://" in uri:
+        return None
+    return Path(uri).expanduser()
+
+
+def _memory_to_row(new: NewMemory) -> dict[str, Any]:
+    record = new.record
+    return {
+        "id": record.id,
+        "org_id": record.org_id,
+        "project_id": record.project_id,
+        "agent_id": record.agent_id,
+        "session_id": record.session_id,
+        "episode_id": record.episode_id,
+        "kind": record.kind,
+        "content": record.content,
+        "content_hash": record.content_hash,
+        "tags": list(record.tags),
+        "tags_key": filters.tags_key(record.tags),
+        "protection_tier": record.protection_tier,
+        "status": record.status,
+        "replaced_by": record.replaced_by,
+        "weight": record.weight,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "embedder": record.embedder,
+        "search_text": new.search_text,
+        "vector": list(new.vector),
+    }
+
+
+def _memory_from_row(row: Mapping[str, Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=row["id"],
+        org_id=row["org_id"],
+        project_id=row["project_id"],
+        agent_id=row["agent_id"],
+        session_id=row["session_id"],
+        episode_id=row["episode_id"],
+        kind=row["kind"],
+        content=row["content"],
+        content_hash=row["content_hash"],
+        tags=tuple(row["tags"] or ()),
+        protection_tier=row["protection_tier"],
+        status=row["status"],
+        replaced_by=row["replaced_by"],
+        weight=float(row["weight"]),
+        created_at=_utc(row["created_at"]),
+        updated_at=_utc(row["updated_at"]),
+        embedder=row["embedder"],
+    )
+
+
+def _retrieval_from_row(row: Mapping[str, Any]) -> RetrievalRecord:
+    return RetrievalRecord(
+        retrieval_id=row["retrieval_id"],
+        org_id=row["org_id"],
+        project_id=row["project_id"],
+        session_id=row["session_id"],
+        agent_id=row["agent_id"],
+        query=row["query"],
+        purpose=row["purpose"],
+        created_at=_utc(row["created_at"]),
+        top_k=int(row["top_k"]),
+        char_budget=int(row["char_budget"]),
+        context_ids=tuple(row["context_ids"] or ()),
+        trace_json=row["trace_json"],
+    )
+
+
+def _outcome_from_row(row: Mapping[str, Any]) -> OutcomeRecord:
+    return OutcomeRecord(
+        session_id=row["session_id"],
+        org_id=row["org_id"],
+        project_id=row["project_id"],
+        outcome=row["outcome"],
+        score=float(row["score"]),
+        note=row["note"],
+        memory_ids=tuple(row["memory_ids"] or ()),
+        first_reported_at=_utc(row["first_reported_at"]),
+        reported_at=_utc(row["reported_at"]),
+        revision=int(row["revision"]),
+    )
+
+
+def _vector(row: Mapping[str, Any]) -> np.ndarray | None:
+    value = row.get("vector")
+    return None if value is None else np.asarray(value, dtype=np.float32)
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _dedupe(hits: list[SearchHit]) -> list[SearchHit]:
+    seen: set[str] = set()
+    unique = []
+    for hit in hits:
+        if hit.record.id not in seen:
+            seen.add(hit.record.id)
+            unique.append(hit)
+    return unique
+
+
+def _episode_title(record: MemoryRecord) -> str:
+    first_line = record.content.strip().splitlines()[0] if record.content.strip() else ""
+    return first_line[:120]

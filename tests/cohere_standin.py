@@ -1,0 +1,76 @@
+"""A local HTTP stand-in for Cohere's v2 rerank endpoint: real HTTP, real client, no network."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from retrieval.text import word_tokens
+
+
+@dataclass
+class CohereStandIn:
+    url: str
+    api_key: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    fail_with: int | None = None
+
+
+def overlap_score(query: str, document: str) -> float:
+    """Share of the query's words found in the document: easy to compute by hand in tests."""
+    query_words = set(word_tokens(query))
+    return len(query_words & set(word_tokens(document))) / len(query_words) if query_words else 0.0
+
+
+@contextmanager
+def cohere_standin(api_key: str = "test-key") -> Iterator[CohereStandIn]:
+    state = CohereStandIn(url="", api_key=api_key)
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state.requests.append(
+                {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+            )
+            if self.headers.get("Authorization") != f"Bearer {state.api_key}":
+                return self._reply(401, {"message": "invalid api token"})
+            if state.fail_with is not None:
+                return self._reply(state.fail_with, {"message": "stand-in failure"})
+            if self.path != "/v2/rerank":
+                return self._reply(404, {"message": f"no route {self.path}"})
+            scored = [
+                {"index": index, "relevance_score": overlap_score(body["query"], document)}
+                for index, document in enumerate(body["documents"])
+            ]
+            scored.sort(key=lambda item: -item["relevance_score"])
+            top_n = body.get("top_n") or len(scored)
+            self._reply(
+                200,
+                {"id": "standin", "results": scored[:top_n], "meta": {"billed_units": {"search_units": 1}}},
+            )
+
+        def _reply(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,87 @@
+"""Building runtimes and servers for tests, and calling tools through a real MCP client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp_types import Implementation
+
+from retrieval.embedders.base import Embedder
+from retrieval.embedders.hashed import HashedEmbedder
+from retrieval.pipeline import PipelineOptions, RecallPipeline, build_stages
+from retrieval.providers import BackendInfo, Models
+from retrieval.rerankers.base import Reranker
+from server.app import build_server
+from server.config import Settings
+from storage.store import MemoryStore
+from tools.common import Runtime, backend_summary
+
+TIMEOUT = 60
+
+
+def settings_for(db_path: Any, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "db_uri": str(db_path),
+        "embedder": "hashed",
+        "reranker": "none",
+        "allow_model_downloads": False,
+        "maintenance_interval_seconds": 3600,
+    }
+    values.update(overrides)
+    return Settings.from_env({}, **values)
+
+
+def make_runtime(
+    settings: Settings, *, embedder: Embedder | None = None, reranker: Reranker | None = None
+) -> Runtime:
+    store = MemoryStore.open(
+        settings.db_uri, vector_dim=embedder.dimension if embedder else settings.vector_dim
+    )
+    embedder = embedder or HashedEmbedder(store.vector_dim)
+    models = Models(
+        embedder=embedder,
+        reranker=reranker,
+        embedder_info=BackendInfo("embedder", embedder.name, embedder.name),
+        reranker_info=BackendInfo(
+            "reranker", reranker.name if reranker else "none", reranker.name if reranker else "none"
+        ),
+    )
+    stages = build_stages(store, models, PipelineOptions(vector_weight=settings.fusion_vector_weight))
+    return Runtime(
+        settings=settings,
+        store=store,
+        models=models,
+        pipeline=RecallPipeline(stages, backend_summary(models)),
+    )
+
+
+def server_with(settings: Settings, **runtime_parts: Any) -> Any:
+    return build_server(settings, runtime_factory=lambda s: make_runtime(s, **runtime_parts))
+
+
+@asynccontextmanager
+async def connected(server: Any, agent: str = "test-agent", **client_options: Any) -> AsyncIterator[Client]:
+    with anyio.fail_after(TIMEOUT):
+        async with Client(
+            server, client_info=Implementation(name=agent, version="1.0"), **client_options
+        ) as client:
+            yield client
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    with anyio.fail_after(TIMEOUT):
+        result = await client.call_tool(tool, arguments)
+    assert not result.is_error, f"{tool} failed: {result.content[0].text if result.content else result}"
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def call_error(client: Client, tool: str, arguments: dict[str, Any]) -> str:
+    with anyio.fail_after(TIMEOUT):
+        result = await client.call_tool(tool, arguments)
+    assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
+    return result.content[0].text

@@ -1,0 +1,87 @@
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from retrieval.fusion import fuse
+from storage.records import MemoryRecord, SearchHit
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def record(memory_id: str, embedder: str = "emb") -> MemoryRecord:
+    return MemoryRecord(
+        id=memory_id,
+        org_id="o",
+        project_id="p",
+        agent_id="a",
+        session_id="s",
+        episode_id=None,
+        kind="fact",
+        content=memory_id,
+        content_hash=memory_id,
+        tags=(),
+        protection_tier="standard",
+        status="active",
+        replaced_by=None,
+        weight=1.0,
+        created_at=NOW,
+        updated_at=NOW,
+        embedder=embedder,
+    )
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.array(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def test_fused_score_is_weighted_cosine_plus_max_normalised_bm25():
+    query = unit(1, 0)
+    vector_hits = [SearchHit(record("a"), 0.8, unit(0.8, 0.6)), SearchHit(record("b"), 0.6, unit(0.6, 0.8))]
+    fulltext_hits = [SearchHit(record("b"), 4.0, unit(0.6, 0.8)), SearchHit(record("c"), 2.0, unit(0, 1))]
+    fused, seen = fuse(
+        vector_hits, fulltext_hits, query_vector=query, embedder_name="emb", vector_weight=0.5, limit=10
+    )
+    scores = {c.id: c.fused_score for c in fused}
+    # a: 0.5 x 0.8 + 0.5 x 0 = 0.40; b: 0.5 x 0.6 + 0.5 x 4/4 = 0.80; c: cosine 0 from its stored vector, 0.5 x 2/4 = 0.25
+    assert scores == pytest.approx({"a": 0.40, "b": 0.80, "c": 0.25})
+    assert [c.id for c in fused] == ["b", "a", "c"]
+    assert seen == 3
+
+
+def test_fulltext_only_hit_gets_cosine_from_its_stored_vector():
+    query = unit(1, 0)
+    fused, _ = fuse(
+        [],
+        [SearchHit(record("c"), 3.0, unit(0.6, 0.8))],
+        query_vector=query,
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=5,
+    )
+    assert fused[0].vector_score == pytest.approx(0.6)
+    assert fused[0].found_by == ("fulltext",)
+    assert fused[0].fused_score == pytest.approx(0.5 * 0.6 + 0.5 * 1.0)
+
+
+def test_vectors_from_another_embedder_are_never_compared():
+    fused, _ = fuse(
+        [],
+        [SearchHit(record("c", embedder="other"), 3.0, unit(1, 0))],
+        query_vector=unit(1, 0),
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=5,
+    )
+    assert fused[0].vector_score is None
+    assert fused[0].fused_score == pytest.approx(0.5)
+
+
+def test_negative_cosine_counts_as_zero_and_limit_applies():
+    hits = [SearchHit(record(f"m{i}"), -0.3 + i * 0.1, None) for i in range(5)]
+    fused, seen = fuse(hits, [], query_vector=None, embedder_name="emb", vector_weight=1.0, limit=2)
+    assert seen == 5
+    assert [c.id for c in fused] == ["m4", "m3"]
+    assert fused[0].fused_score == pytest.approx(0.1)
+    assert fused[1].fused_score == pytest.approx(0.0)

@@ -1,0 +1,46 @@
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from retrieval.embedders.base import Embedder
+from retrieval.embedders.hashed import HashedEmbedder, hashed_features
+
+
+def test_vectors_are_unit_length_with_the_requested_width():
+    embedder = HashedEmbedder(128)
+    matrix = embedder.embed_documents(["postgres pool size", "the deploy script"])
+    assert matrix.shape == (2, 128) and matrix.dtype == np.float32
+    assert np.linalg.norm(matrix, axis=1) == pytest.approx([1.0, 1.0], abs=1e-5)
+    assert isinstance(embedder, Embedder)
+
+
+def test_shared_words_and_word_forms_bring_texts_closer():
+    embedder = HashedEmbedder(384)
+    query = embedder.embed_query("database migrations")
+    related = embedder.embed_query("we ran the database migration yesterday")
+    unrelated = embedder.embed_query("the cat sat on the mat")
+    assert float(query @ related) > 0.4
+    assert float(query @ related) > float(query @ unrelated) + 0.3
+
+
+def test_features_weight_words_pairs_and_trigrams():
+    features = hashed_features("deploy script")
+    assert features["w:deploy"] == 1.0
+    assert features["b:deploy script"] == 0.5
+    assert features["c:#de"] == pytest.approx(0.2)
+
+
+def test_vectors_are_identical_in_another_process():
+    # Python's hash() is salted per process; stored vectors must not depend on it.
+    code = "from retrieval.embedders.hashed import HashedEmbedder; print(HashedEmbedder(64).embed_query('stable across runs').tolist())"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    here = HashedEmbedder(64).embed_query("stable across runs")
+    assert np.array(eval(other), dtype=np.float32) == pytest.approx(here, abs=1e-6)
+
+
+def test_fingerprint_names_version_and_width():
+    assert HashedEmbedder(384).name == "hashed-v1:384"
+    with pytest.raises(ValueError, match="dimension must be >= 8, but got 4"):
+        HashedEmbedder(4)

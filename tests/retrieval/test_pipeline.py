@@ -1,0 +1,136 @@
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from retrieval.candidate_search import CandidateSearchStage
+from retrieval.pipeline import PipelineOptions, RecallPipeline, build_stages
+from retrieval.providers import BackendInfo, Models
+from retrieval.trace import CandidatesFused, SearchLegRan, SearchLegSkipped
+from retrieval.types import RecallRequest
+from storage.records import MemoryRecord, Scope, SearchHit
+from tests.fakes import ScriptedReranker, TokenEmbedder
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+SCOPE = Scope("acme", "web")
+
+
+def record(memory_id: str, content: str, embedder: str, weight: float = 1.0) -> MemoryRecord:
+    return MemoryRecord(
+        id=memory_id,
+        org_id="acme",
+        project_id="web",
+        agent_id="a",
+        session_id="s",
+        episode_id=None,
+        kind="fact",
+        content=content,
+        content_hash=memory_id,
+        tags=(),
+        protection_tier="standard",
+        status="active",
+        replaced_by=None,
+        weight=weight,
+        created_at=NOW,
+        updated_at=NOW,
+        embedder=embedder,
+    )
+
+
+class FakeSource:
+    """An in-memory candidate source: cosine over stored vectors, word overlap as the 'BM25'."""
+
+    def __init__(self, embedder: TokenEmbedder, memories: list[MemoryRecord]) -> None:
+        self.embedder = embedder
+        self.memories = memories
+        self.vectors = {m.id: embedder.embed_query(m.content) for m in memories}
+        self.calls: list[tuple] = []
+
+    def vector_search(self, scope, vector, *, embedder, limit, kinds=None, tags=None):
+        self.calls.append(("vector", scope, embedder, limit))
+        hits = [
+            SearchHit(m, float(np.dot(vector, self.vectors[m.id])), self.vectors[m.id])
+            for m in self.memories
+            if m.embedder == embedder
+        ]
+        return sorted(hits, key=lambda h: -h.score)[:limit]
+
+    def fulltext_search(self, scope, text, *, limit, kinds=None, tags=None):
+        self.calls.append(("fulltext", scope, limit))
+        words = set(text.lower().split())
+        hits = [
+            SearchHit(m, float(len(words & set(m.content.lower().split()))), self.vectors[m.id])
+            for m in self.memories
+        ]
+        return sorted((h for h in hits if h.score > 0), key=lambda h: -h.score)[:limit]
+
+
+def request(**overrides) -> RecallRequest:
+    values = dict(
+        query="postgres pool size",
+        scope=SCOPE,
+        top_k=2,
+        char_budget=2000,
+        candidate_limit=6,
+        retrieval_id="ret_t",
+    )
+    values.update(overrides)
+    return RecallRequest(**values)
+
+
+def models(embedder, reranker=None) -> Models:
+    return Models(
+        embedder,
+        reranker,
+        BackendInfo("embedder", embedder.name, embedder.name),
+        BackendInfo("reranker", "none", reranker.name if reranker else "none"),
+    )
+
+
+def test_candidate_search_queries_both_legs_with_the_scope_and_embedder():
+    embedder = TokenEmbedder()
+    source = FakeSource(
+        embedder,
+        [record("m1", "postgres pool size is 20", embedder.name), record("m2", "cats", embedder.name)],
+    )
+    output = CandidateSearchStage(source, embedder, vector_weight=0.5)(request(), ())
+    assert source.calls == [("vector", SCOPE, embedder.name, 6), ("fulltext", SCOPE, 6)]
+    assert output.candidates[0].id == "m1"
+    assert output.candidates[0].found_by == ("vector", "fulltext")
+    assert output.events[:2] == (
+        SearchLegRan("vector", embedder.name, 2, 6),
+        SearchLegRan("fulltext", "lancedb-bm25", 1, 6),
+    )
+    assert output.events[2] == CandidatesFused("weighted-sum", 0.5, 0.5, 2, 2)
+
+
+def test_fulltext_can_be_switched_off():
+    embedder = TokenEmbedder()
+    source = FakeSource(embedder, [record("m1", "postgres", embedder.name)])
+    output = CandidateSearchStage(source, embedder, vector_weight=0.5, use_fulltext=False)(request(), ())
+    assert [call[0] for call in source.calls] == ["vector"]
+    assert SearchLegSkipped("fulltext", "disabled by configuration") in output.events
+    assert output.candidates[0].fused_score == pytest.approx(output.candidates[0].vector_score)
+
+
+def test_pipeline_runs_every_stage_in_order_and_traces_each_with_its_time():
+    embedder = TokenEmbedder()
+    memories = [
+        record("m1", "postgres pool size is 20", embedder.name, weight=0.5),
+        record("m2", "the postgres pool size was raised", embedder.name, weight=1.5),
+        record("m3", "cats", embedder.name),
+    ]
+    reranker = ScriptedReranker({"postgres pool size is 20": 0.9, "the postgres pool size was raised": 0.8})
+    stages = build_stages(FakeSource(embedder, memories), models(embedder, reranker), PipelineOptions())
+    pipeline = RecallPipeline(stages, {"embedder": embedder.name})
+    result = pipeline.run(request())
+
+    assert pipeline.stage_names == ["candidate_search", "rerank", "feedback", "assembly"]
+    assert [stage.name for stage in result.trace.stages] == pipeline.stage_names
+    assert all(stage.elapsed_ms >= 0 for stage in result.trace.stages)
+    # m1: 0.9 x 0.5 = 0.45; m2: 0.8 x 1.5 = 1.2 -> m2 first; m3: 0.05 x 1.0
+    assert [c.id for c in result.candidates] == ["m2", "m1", "m3"]
+    assert [c.final_score for c in result.candidates] == pytest.approx([1.2, 0.45, 0.05])
+    assert [c.id for c in result.in_context] == ["m2", "m1"]
+    assert "postgres pool size is 20" in result.context
+    assert result.trace.backends == {"embedder": embedder.name}

@@ -1,0 +1,81 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from server.config import ENVIRONMENT, ConfigError, Settings, default_data_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults_follow_the_seeds_and_the_issue():
+    settings = Settings.from_env({}, db_uri="/tmp/x")
+    assert (settings.embedding_model, settings.rerank_model) == (
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "cross-encoder/ms-marco-MiniLM-L6-v2",
+    )
+    assert (settings.rerank_multiplier, settings.vector_dim, settings.org_id, settings.project_id) == (
+        3,
+        384,
+        "default",
+        "default",
+    )
+
+
+def test_values_come_from_memoria_variables():
+    settings = Settings.from_env(
+        {
+            "MEMORIA_DB_URI": "s3://bucket/memories",
+            "MEMORIA_STORAGE_OPTIONS": '{"region": "eu-west-1"}',
+            "MEMORIA_RERANKER": "cohere",
+            "COHERE_API_KEY": "secret",
+            "MEMORIA_ALLOW_MODEL_DOWNLOADS": "no",
+            "MEMORIA_ORG_FEATURES": '{"acme": {"feedback_weighting_disabled": true}}',
+        }
+    )
+    assert settings.db_uri == "s3://bucket/memories" and not settings.is_local_store
+    assert settings.storage_options == {"region": "eu-west-1"}
+    assert settings.cohere_api_key.get_secret_value() == "secret"
+    assert "secret" not in repr(settings)
+    assert settings.allow_model_downloads is False
+    assert settings.feedback_weighting_enabled("acme") is False
+    assert settings.feedback_weighting_enabled("other") is True
+
+
+@pytest.mark.parametrize(
+    "environ, message",
+    [
+        ({"MEMORIA_RERANKER": "magic"}, "MEMORIA_RERANKER"),
+        ({"MEMORIA_STORAGE_OPTIONS": "{not json"}, "MEMORIA_STORAGE_OPTIONS must be a JSON object"),
+        ({"MEMORIA_ALLOW_MODEL_DOWNLOADS": "maybe"}, "MEMORIA_ALLOW_MODEL_DOWNLOADS must be true or false"),
+        (
+            {"MEMORIA_FEEDBACK_MIN_WEIGHT": "2", "MEMORIA_FEEDBACK_MAX_WEIGHT": "1"},
+            "MEMORIA_FEEDBACK_MAX_WEIGHT",
+        ),
+    ],
+)
+def test_bad_values_name_the_variable(environ, message):
+    with pytest.raises(ConfigError, match=message):
+        Settings.from_env(environ, db_uri="/tmp/x")
+
+
+def test_empty_variables_mean_the_default():
+    assert Settings.from_env({"MEMORIA_ORG_ID": "", "MEMORIA_DB_URI": "/tmp/y"}).org_id == "default"
+
+
+def test_the_default_store_lives_in_the_per_user_data_folder():
+    home = Path("/home/ada")
+    assert default_data_dir(home, "linux", {}) == home / ".local/share/memoria"
+    assert default_data_dir(home, "linux", {"XDG_DATA_HOME": "/data"}) == Path("/data/memoria")
+    assert default_data_dir(home, "darwin", {}) == home / "Library/Application Support/memoria"
+    assert default_data_dir(home, "win32", {"LOCALAPPDATA": "C:/Users/ada/AppData/Local"}) == Path(
+        "C:/Users/ada/AppData/Local/memoria"
+    )
+    assert Settings.from_env({"XDG_DATA_HOME": "/data"}).db_uri == "/data/memoria/lancedb"
+
+
+def test_mcp_json_lists_every_variable_the_server_reads():
+    entry = json.loads((ROOT / "mcp.json").read_text())["mcpServers"]["memoria"]
+    assert entry["command"] == "memoria" and entry["args"] == ["serve"]
+    assert set(entry["env"]) == set(ENVIRONMENT.values())
+    assert set(ENVIRONMENT) == set(Settings.model_fields)

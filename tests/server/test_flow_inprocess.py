@@ -1,0 +1,125 @@
+"""The whole flow through an in-process MCP client: remember -> recall -> report_outcome -> recall shows
+the reordering -> explain_ranking shows why."""
+
+import pytest
+
+from tests.fakes import ScriptedReranker
+from tests.helpers import call, connected, server_with
+
+pytestmark = pytest.mark.anyio
+
+POOL = "The postgres connection pool size is 20"
+PORT = "Postgres listens on port 5432 in staging"
+CAT = "The office cat is called Miso"
+
+
+async def test_feedback_reorders_recall_and_explain_shows_why(settings):
+    reranker = ScriptedReranker({POOL: 0.80, PORT: 0.75, CAT: 0.05})
+    async with connected(server_with(settings, reranker=reranker), agent="claude-code") as client:
+        ids = {text: (await call(client, "remember", {"content": text}))["id"] for text in (POOL, PORT, CAT)}
+
+        first = await call(client, "recall", {"query": "postgres settings", "top_k": 1})
+        assert [m["id"] for m in first["memories"]] == [ids[POOL]]
+        assert POOL in first["context"]
+
+        report = await call(client, "report_outcome", {"outcome": "failure", "note": "pool size was stale"})
+        assert report["status"] == "applied"
+        assert report["updated"] == [{"id": ids[POOL], "weight_before": 1.0, "weight_after": 0.85}]
+
+        second = await call(client, "recall", {"query": "postgres settings", "top_k": 1})
+        assert [m["id"] for m in second["memories"]] == [ids[PORT]]
+        assert second["memories"][0]["score"] == pytest.approx(0.75)
+
+        explained = await call(client, "explain_ranking", {"retrieval_id": second["retrieval_id"]})
+        by_id = {c["id"]: c for c in explained["candidates"]}
+        demoted, promoted = by_id[ids[POOL]], by_id[ids[PORT]]
+        assert (demoted["unweighted_rank"], demoted["weighted_rank"], demoted["rank_delta"]) == (0, 1, -1)
+        assert (promoted["unweighted_rank"], promoted["weighted_rank"], promoted["rank_delta"]) == (1, 0, 1)
+        assert demoted["scores"]["rerank"] == 0.80
+        assert demoted["scores"]["feedback_weight"] == pytest.approx(0.85)
+        assert demoted["scores"]["final"] == pytest.approx(0.68)
+        assert demoted["in_context"] is False and demoted["reason"] == "ranked below the top_k=1 cut"
+        assert promoted["reason"] == "in the context (final position 1)"
+        assert [s["stage"] for s in explained["stages"]] == [
+            "candidate_search",
+            "rerank",
+            "feedback",
+            "assembly",
+        ]
+        assert all(s["elapsed_ms"] >= 0 for s in explained["stages"])
+        assert explained["backends"]["reranker"] == "scripted"
+
+
+async def test_offline_backend_flow_end_to_end(settings):
+    async with connected(server_with(settings)) as client:
+        for text in (POOL, PORT, CAT):
+            await call(client, "remember", {"content": text, "tags": ["db"] if "ostgres" in text else []})
+        duplicate = await call(client, "remember", {"content": POOL})
+        assert duplicate["status"] == "duplicate" and duplicate["duplicate_of"] == duplicate["id"]
+
+        recalled = await call(client, "recall", {"query": "what is the postgres pool size?", "top_k": 2})
+        assert recalled["memories"][0]["content"] == POOL
+        assert len(recalled["context"]) <= 16_000
+
+        report = await call(client, "report_outcome", {"outcome": "success"})
+        assert {u["weight_after"] for u in report["updated"]} == {1.15}
+
+        explained = await call(client, "explain_ranking", {"retrieval_id": recalled["retrieval_id"]})
+        assert explained["backends"]["embedder"].startswith("hashed-v1:384")
+        assert explained["backends"]["reranker"] == "none"
+        top = explained["candidates"][0]
+        assert top["scores"]["vector"] > 0 and top["scores"]["fulltext"] > 0
+        assert top["found_by"] == ["vector", "fulltext"]
+
+
+async def test_tools_are_listed_with_their_contract(settings):
+    async with connected(server_with(settings)) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == {"remember", "recall", "report_outcome", "explain_ranking"}
+    assert tools["recall"].annotations.read_only_hint is True
+    assert tools["explain_ranking"].annotations.read_only_hint is True
+    assert tools["report_outcome"].annotations.idempotent_hint is True
+    assert tools["remember"].annotations.read_only_hint is False
+    remember_schema = tools["remember"].input_schema
+    assert remember_schema["required"] == ["content"]
+    assert remember_schema["properties"]["kind"]["enum"] == ["fact", "episode", "artifact"]
+    assert remember_schema["properties"]["protection_tier"]["default"] == "standard"
+    recall_schema = tools["recall"].input_schema["properties"]
+    assert (recall_schema["top_k"]["default"], recall_schema["char_budget"]["default"]) == (10, 16000)
+    assert {"org_id", "project_id"} <= set(recall_schema)
+    assert set(tools["recall"].output_schema["properties"]) >= {"retrieval_id", "context", "memories"}
+    score = tools["report_outcome"].input_schema["properties"]["score"]["anyOf"][0]
+    assert (score["minimum"], score["maximum"]) == (0.0, 1.0)
+
+
+async def test_agent_defaults_to_the_client_name_and_session_to_the_connection(settings):
+    server = server_with(settings)
+    async with connected(server, agent="cursor") as client:
+        one = await call(client, "remember", {"content": "first fact"})
+        two = await call(client, "remember", {"content": "second fact"})
+        recalled = await call(client, "recall", {"query": "fact"})
+    async with connected(server, agent="cursor") as other_client:
+        three = await call(other_client, "remember", {"content": "third fact"})
+    assert one["agent_id"] == two["agent_id"] == "cursor"
+    assert one["session_id"] == two["session_id"] == recalled["session_id"]
+    assert three["session_id"] != one["session_id"]
+
+
+async def test_handshake_era_clients_get_one_session_per_connection(settings):
+    server = server_with(settings)
+    async with connected(server, agent="claude-desktop", mode="legacy") as client:
+        one = await call(client, "remember", {"content": "legacy one"})
+        two = await call(client, "recall", {"query": "legacy"})
+    async with connected(server, agent="claude-desktop", mode="legacy") as client:
+        three = await call(client, "remember", {"content": "legacy two"})
+    assert one["agent_id"] == "claude-desktop"
+    assert one["session_id"] == two["session_id"] != three["session_id"]
+
+
+async def test_scopes_isolate_memories(settings):
+    async with connected(server_with(settings)) as client:
+        await call(client, "remember", {"content": "acme secret roadmap", "org_id": "acme"})
+        other = await call(client, "recall", {"query": "secret roadmap", "org_id": "globex"})
+        own = await call(client, "recall", {"query": "secret roadmap", "org_id": "acme"})
+    assert other["memories"] == [] and other["context"] == ""
+    assert [m["content"] for m in own["memories"]] == ["acme secret roadmap"]

@@ -1,0 +1,47 @@
+"""The handshake never waits for the store or models, and a failed start-up is a clear tool error."""
+
+import threading
+
+import anyio
+import pytest
+
+from server.app import build_server
+from tests.helpers import call, call_error, connected, make_runtime
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_tools_list_answers_while_models_are_still_loading(settings):
+    release = threading.Event()
+
+    def slow_runtime(s):
+        release.wait(timeout=30)  # stands in for a model that takes long to load
+        return make_runtime(s)
+
+    async with connected(build_server(settings, runtime_factory=slow_runtime)) as client:
+        tools = await client.list_tools()
+        assert len(tools.tools) == 4
+        assert not release.is_set()
+
+        results = []
+
+        async def remember():
+            results.append(await call(client, "remember", {"content": "stored once the runtime is ready"}))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(remember)
+            await anyio.sleep(0.2)
+            assert results == []  # the call waits for the runtime instead of failing
+            release.set()
+        assert results[0]["status"] == "stored"
+
+
+async def test_a_runtime_that_cannot_start_gives_a_tool_error_with_the_reason(settings):
+    def broken_runtime(s):
+        raise RuntimeError("MEMORIA_DB_URI points at a read-only folder")
+
+    async with connected(build_server(settings, runtime_factory=broken_runtime)) as client:
+        assert len((await client.list_tools()).tools) == 4
+        text = await call_error(client, "recall", {"query": "anything"})
+    assert "could not start: MEMORIA_DB_URI points at a read-only folder" in text
+    assert "restart" in text

@@ -1,0 +1,118 @@
+"""The real console entry point in a subprocess, spoken to over stdio."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types import Implementation
+
+from tests.helpers import TIMEOUT, call
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+def server_env(db: Path, **extra: str) -> dict[str, str]:
+    # The default "auto" backends with downloads off: exercises the real loading code and its fallback.
+    return {"MEMORIA_DB_URI": str(db), "MEMORIA_ALLOW_MODEL_DOWNLOADS": "0", "HF_HUB_OFFLINE": "1", **extra}
+
+
+async def test_full_flow_over_stdio_on_the_offline_backend(tmp_path):
+    stderr_path = tmp_path / "stderr.log"
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "server", "serve"], env=server_env(tmp_path / "db")
+    )
+    with open(stderr_path, "w") as errlog:
+        async with Client(
+            stdio_client(params, errlog=errlog),
+            client_info=Implementation(name="stdio-agent", version="1"),
+            read_timeout_seconds=TIMEOUT,
+        ) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == {
+                "remember",
+                "recall",
+                "report_outcome",
+                "explain_ranking",
+            }
+            first = await call(client, "remember", {"content": "The staging database is postgres 16"})
+            await call(client, "remember", {"content": "Lunch is at noon"})
+            assert first["agent_id"] == "stdio-agent"
+            recalled = await call(
+                client, "recall", {"query": "which postgres version is staging on?", "top_k": 1}
+            )
+            assert recalled["memories"][0]["id"] == first["id"]
+            report = await call(client, "report_outcome", {"outcome": "success"})
+            assert report["updated"] == [{"id": first["id"], "weight_before": 1.0, "weight_after": 1.15}]
+            explained = await call(client, "explain_ranking", {"retrieval_id": recalled["retrieval_id"]})
+            assert explained["backends"]["embedder"].startswith("hashed-v1:384 (offline fallback:")
+            assert explained["backends"]["reranker"].startswith("none (offline fallback:")
+    stderr = stderr_path.read_text()
+    assert stderr.count("embedder 'sentence-transformers/all-MiniLM-L6-v2' is unavailable") == 1
+    assert stderr.count("reranker 'cross-encoder/ms-marco-MiniLM-L6-v2' is unavailable") == 1
+
+
+def test_stdout_carries_nothing_but_protocol_messages(tmp_path):
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"content": "raw stdio"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"query": "raw stdio"}},
+        },
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**server_env(tmp_path / "db"), "PATH": "/usr/bin:/bin"},
+    )
+    responses = {}
+    assert process.stdin and process.stdout
+    try:
+        for request in requests:
+            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.flush()
+            if "id" not in request:
+                continue
+            while request["id"] not in responses:
+                line = process.stdout.readline()
+                assert line, f"server exited early: {process.stderr.read() if process.stderr else ''}"
+                message = json.loads(line)  # any non-JSON line on stdout fails here
+                assert message["jsonrpc"] == "2.0"
+                if "id" in message:
+                    responses[message["id"]] = message
+    finally:
+        process.stdin.close()
+        process.wait(timeout=TIMEOUT)
+        if process.stderr:
+            process.stderr.close()
+        process.stdout.close()
+    assert responses[1]["result"]["serverInfo"]["name"] == "memoria"
+    assert len(responses[2]["result"]["tools"]) == 4
+    assert responses[3]["result"]["structuredContent"]["status"] == "stored"
+    assert responses[4]["result"]["structuredContent"]["memories"][0]["content"] == "raw stdio"

@@ -1,0 +1,66 @@
+"""Bad input gets a tool error that says what to do, and nothing stored changes."""
+
+import pytest
+
+from tests.helpers import call, call_error, connected, server_with
+
+pytestmark = pytest.mark.anyio
+
+CASES = [
+    ("remember", {"content": 42}, "`content` must be a string, but got 42"),
+    ("remember", {"content": ""}, "`content` must not be empty"),
+    ("remember", {"content": "   \n "}, "`content` is empty or whitespace only: pass the text to remember"),
+    ("remember", {"content": "x" * 20_001}, "content is 20,001 characters; the limit is 20,000"),
+    (
+        "remember",
+        {"content": "x", "kind": "note"},
+        "`kind` must be one of 'fact', 'episode' or 'artifact', but got 'note'",
+    ),
+    ("remember", {"content": "x", "protection_tier": "gold"}, "`protection_tier` must be one of"),
+    ("remember", {"content": "x", "tags": ["ok", "a|b"]}, "`tags.1` must not contain '|'"),
+    ("remember", {"content": "x", "tags": "db"}, "`tags` must be a list"),
+    ("remember", {"content": "x", "org_id": ""}, "`org_id` must not be empty"),
+    ("recall", {"query": ""}, "`query` must not be empty"),
+    ("recall", {"query": "x", "top_k": 0}, "`top_k` must be >= 1, but got 0"),
+    ("recall", {"query": "x", "top_k": "ten"}, "`top_k` must be a whole number, but got 'ten'"),
+    ("recall", {"query": "x", "top_k": 500}, "top_k must be between 1 and 100, but got 500"),
+    ("recall", {"query": "x", "char_budget": 50}, "char_budget must be between 200 and 200,000, but got 50"),
+    ("recall", {"query": "x", "kinds": ["memo"]}, "`kinds.0` must be one of"),
+    (
+        "report_outcome",
+        {"outcome": "great"},
+        "`outcome` must be one of 'success', 'failure' or 'partial', but got 'great'",
+    ),
+    ("report_outcome", {"outcome": "success", "score": 1.5}, "`score` must be <= 1.0, but got 1.5"),
+    ("report_outcome", {"outcome": "success", "score": -0.1}, "`score` must be >= 0.0, but got -0.1"),
+    ("report_outcome", {}, "outcome\n  Field required"),
+    ("explain_ranking", {}, "pass exactly one of retrieval_id (from a recall result) or query"),
+    (
+        "explain_ranking",
+        {"retrieval_id": "ret_unknown"},
+        "no retrieval 'ret_unknown' in org 'default' / project 'default'",
+    ),
+]
+
+
+@pytest.mark.parametrize("tool, arguments, message", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+async def test_bad_input_gets_a_clear_tool_error_and_stores_nothing(settings, tool, arguments, message):
+    async with connected(server_with(settings)) as client:
+        kept = await call(client, "remember", {"content": "a memory that must survive"})
+        recalled = await call(client, "recall", {"query": "memory"})
+        text = await call_error(client, tool, arguments)
+        assert message in text, text
+        still = await call(client, "recall", {"query": "memory"})
+    assert [m["id"] for m in still["memories"]] == [kept["id"]]
+    assert still["memories"][0]["score"] == recalled["memories"][0]["score"]
+
+
+async def test_json_looking_text_is_stored_verbatim(settings):
+    artifact = '{"retries": 3, "backoff": [1, 2, 4]}'
+    async with connected(server_with(settings)) as client:
+        stored = await call(
+            client, "remember", {"content": artifact, "kind": "artifact", "tags": '["config"]'}
+        )
+        recalled = await call(client, "recall", {"query": "retries backoff", "tags": ["config"]})
+    assert stored["status"] == "stored"
+    assert recalled["memories"][0]["content"] == artifact

@@ -1,0 +1,223 @@
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from storage import migrations, schema
+from storage.migrations import StoreVersionError
+from storage.records import MemoryRecord, NewMemory, OutcomeRecord, RetrievalRecord, Scope
+from storage.store import MemoryStore, StoreError
+
+NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)
+SCOPE = Scope("acme", "web")
+DIM = 8
+
+
+def vec(*hot: int) -> tuple[float, ...]:
+    values = np.zeros(DIM, dtype=np.float32)
+    for index in hot:
+        values[index] = 1.0
+    return tuple((values / np.linalg.norm(values)).tolist())
+
+
+def new(memory_id: str, content: str, *, scope: Scope = SCOPE, hot=(0,), **fields) -> NewMemory:
+    base = dict(
+        id=memory_id,
+        org_id=scope.org_id,
+        project_id=scope.project_id,
+        agent_id="agent",
+        session_id="s1",
+        episode_id=None,
+        kind="fact",
+        content=content,
+        content_hash=memory_id,
+        tags=(),
+        protection_tier="standard",
+        status="active",
+        replaced_by=None,
+        weight=1.0,
+        created_at=NOW,
+        updated_at=NOW,
+        embedder="emb",
+    )
+    base.update(fields)
+    record = MemoryRecord(**base)
+    return NewMemory(record, vec(*hot), content + ("\n" + " ".join(record.tags) if record.tags else ""))
+
+
+@pytest.fixture
+def store(tmp_path) -> MemoryStore:
+    opened = MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM)
+    yield opened
+    opened.close()
+
+
+def test_a_new_store_is_created_at_the_current_schema_version(store):
+    assert store.schema_version == schema.SCHEMA_VERSION
+    assert store.vector_dim == DIM
+    assert store.count_memories() == 0
+
+
+def test_reopening_keeps_the_stores_vector_width(tmp_path):
+    MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM).close()
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=384) as reopened:
+        assert reopened.vector_dim == DIM
+
+
+def test_a_store_from_a_newer_release_is_refused_with_advice(tmp_path):
+    import lancedb
+
+    MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM).close()
+    migrations.write_meta(lancedb.connect(str(tmp_path / "db")), {"schema_version": "99"})
+    with pytest.raises(StoreVersionError, match="upgrade memoria-mcp"):
+        MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM)
+
+
+def test_insert_then_read_back_verbatim_with_provenance(store):
+    content = "  We switched from Postgres to MySQL.\n\tReason: licensing  "
+    stored, created = store.insert_memory(new("m1", content, tags=("db", "infra"), episode_id="ep1"))
+    assert created
+    got = store.get_memory("m1", SCOPE)
+    assert got == stored
+    assert got.content == content
+    assert (got.agent_id, got.session_id, got.episode_id, got.tags) == ("agent", "s1", "ep1", ("db", "infra"))
+    assert got.created_at == NOW
+
+
+def test_inserting_an_existing_id_returns_the_stored_row_untouched(store):
+    store.insert_memory(new("m1", "first"))
+    again, created = store.insert_memory(new("m1", "second write of the same id"))
+    assert not created and again.content == "first"
+    assert store.count_memories() == 1
+
+
+def test_bulk_insert_reports_each_row_in_order(store):
+    store.insert_memory(new("old", "already here"))
+    results = store.insert_many([new("a", "a"), new("old", "x"), new("b", "b"), new("a", "a again")])
+    assert [(record.id, created) for record, created in results] == [
+        ("a", True),
+        ("old", False),
+        ("b", True),
+        ("a", False),
+    ]
+    assert store.count_memories() == 3
+
+
+def test_a_vector_of_the_wrong_width_is_refused(store):
+    bad = replace(new("m1", "x"), vector=(1.0, 0.0))
+    with pytest.raises(StoreError, match="2 dimensions but this store holds 8-d vectors"):
+        store.insert_memory(bad)
+
+
+def test_vector_search_ranks_by_cosine_within_scope_status_and_embedder(store):
+    store.insert_many(
+        [
+            new("near", "near", hot=(0,)),
+            new("mid", "mid", hot=(0, 1)),
+            new("far", "far", hot=(2,)),
+            new("other-scope", "x", hot=(0,), scope=Scope("acme", "api")),
+            new("retired", "x", hot=(0,), status="superseded"),
+            new("other-embedder", "x", hot=(0,), embedder="other"),
+        ]
+    )
+    hits = store.vector_search(SCOPE, np.array(vec(0)), embedder="emb", limit=10)
+    assert [hit.record.id for hit in hits] == ["near", "mid", "far"]
+    assert [hit.score for hit in hits] == pytest.approx([1.0, 2**-0.5, 0.0], abs=1e-5)
+
+
+def test_fulltext_search_matches_word_forms_and_filters_by_kind_and_tag(store):
+    store.insert_many(
+        [
+            new("m1", "The databases were migrated", tags=("db",)),
+            new("m2", "database migration finished", kind="episode"),
+            new("m3", "cats on mats"),
+        ]
+    )
+    assert {h.record.id for h in store.fulltext_search(SCOPE, "database", limit=10)} == {"m1", "m2"}
+    assert [h.record.id for h in store.fulltext_search(SCOPE, "database", limit=10, kinds=["episode"])] == [
+        "m2"
+    ]
+    assert [h.record.id for h in store.fulltext_search(SCOPE, "database", limit=10, tags=["db"])] == ["m1"]
+    assert store.fulltext_search(SCOPE, "   ", limit=10) == []
+
+
+def test_rows_added_after_indexing_stay_searchable_through_maintenance(store):
+    for index in range(20):
+        store.insert_memory(new(f"m{index}", f"note number {index} about kubernetes"))
+    fragments_before = store._memories.stats()["fragment_stats"]["num_fragments"]
+    report = store.maintain(min_fragments=4)
+    assert fragments_before >= 20
+    assert schema.MEMORIES in report
+    assert store._memories.stats()["fragment_stats"]["num_fragments"] < 4
+    assert len(store.fulltext_search(SCOPE, "kubernetes", limit=50)) == 20
+    assert len(store.vector_search(SCOPE, np.array(vec(0)), embedder="emb", limit=50)) == 20
+
+
+@pytest.mark.parametrize(
+    "hostile", ["acme' OR '1'='1", "acme\\' OR 1=1 --", "web%", 'a"b', "'; DROP TABLE memories; --"]
+)
+def test_quote_injection_in_a_scope_finds_nothing_and_breaks_nothing(store, hostile):
+    store.insert_memory(new("m1", "secret of acme"))
+    assert store.fulltext_search(Scope(hostile, "web"), "secret", limit=10) == []
+    assert store.vector_search(Scope("acme", hostile), np.array(vec(0)), embedder="emb", limit=10) == []
+    assert store.get_memory("m1", Scope(hostile, hostile)) is None
+    assert store.count_memories() == 1
+
+
+def test_weights_are_written_only_for_the_named_memories(store):
+    store.insert_many([new("a", "a"), new("b", "b")])
+    store.set_weights({"a": 1.15}, NOW + timedelta(minutes=1))
+    assert store.get_memory("a").weight == 1.15
+    assert store.get_memory("a").updated_at == NOW + timedelta(minutes=1)
+    assert store.get_memory("b").weight == 1.0
+
+
+def test_retrievals_are_found_per_session_and_scope(store):
+    def retrieval(rid, session, purpose="recall", scope=SCOPE):
+        return RetrievalRecord(
+            rid, scope.org_id, scope.project_id, session, "agent", "q", purpose, NOW, 5, 1000, ("m1",), "{}"
+        )
+
+    store.record_retrieval(retrieval("r1", "s1"))
+    store.record_retrieval(retrieval("r2", "s1", purpose="explain"))
+    store.record_retrieval(retrieval("r3", "s2"))
+    store.record_retrieval(retrieval("r4", "s1", scope=Scope("other", "web")))
+    assert [r.retrieval_id for r in store.session_retrievals(SCOPE, "s1")] == ["r1"]
+    assert store.get_retrieval("r4", SCOPE) is None
+    assert store.get_retrieval("r1", SCOPE).context_ids == ("m1",)
+
+
+def test_an_outcome_is_replaced_in_place_and_keeps_its_replay_position(store):
+    def outcome(session, score, first, revision):
+        return OutcomeRecord(
+            session,
+            "acme",
+            "web",
+            "success",
+            score,
+            None,
+            ("m1",),
+            first,
+            NOW + timedelta(hours=revision),
+            revision,
+        )
+
+    store.put_outcome(outcome("late", 1.0, NOW + timedelta(minutes=5), 1))
+    store.put_outcome(outcome("early", 0.0, NOW, 1))
+    store.put_outcome(outcome("early", 0.5, NOW, 2))
+    ordered = store.outcomes_in_scope(SCOPE)
+    assert [(o.session_id, o.score, o.revision) for o in ordered] == [("early", 0.5, 2), ("late", 1.0, 1)]
+    assert store.get_outcome(SCOPE, "early").score == 0.5
+
+
+def test_a_second_handle_sees_the_first_handles_writes_immediately(tmp_path):
+    # Two server processes keep long-lived handles; the second must see the first's commits on its next read.
+    with (
+        MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM) as first,
+        MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM) as second,
+    ):
+        assert second.get_memory("m1") is None
+        first.insert_memory(new("m1", "written by the first process"))
+        assert second.get_memory("m1").content == "written by the first process"
+        assert [h.record.id for h in second.fulltext_search(SCOPE, "first process", limit=5)] == ["m1"]

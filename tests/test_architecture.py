@@ -1,0 +1,74 @@
+"""Layering rules, checked on the source: a layer importing what it must not fails here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ["server", "tools", "storage", "retrieval"]
+
+
+def modules(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def imported_roots(path: Path) -> set[str]:
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+FORBIDDEN = {
+    "storage": {"server", "tools", "retrieval", "mcp"},
+    "retrieval": {"server", "tools", "lancedb", "pyarrow", "mcp"},
+    "tools": {"mcp", "lancedb", "pyarrow"},
+    "server": {"lancedb", "pyarrow"},
+}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_layers_import_only_what_they_may(package):
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(imported_roots(path) & FORBIDDEN[package])
+        for path in modules(package)
+    }
+    assert {path: found for path, found in offenders.items() if found} == {}
+
+
+def test_only_storage_imports_lancedb_or_pyarrow():
+    users = {
+        str(p.relative_to(ROOT))
+        for pkg in PACKAGES
+        for p in modules(pkg)
+        if imported_roots(p) & {"lancedb", "pyarrow"}
+    }
+    assert users and all(user.startswith("storage/") for user in users)
+
+
+def test_nothing_but_the_config_module_reads_the_environment():
+    readers = set()
+    for package in PACKAGES:
+        for path in modules(package):
+            text = path.read_text()
+            if "os.environ" in text or "os.getenv" in text:
+                readers.add(str(path.relative_to(ROOT)))
+    assert readers == {"server/config.py"}
+
+
+def test_no_print_to_stdout_in_the_server_packages():
+    # stdout is the protocol stream of a stdio server.
+    offenders = []
+    for package in PACKAGES:
+        for path in modules(package):
+            for node in ast.walk(ast.parse(path.read_text())):
+                is_print = isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"
+                if is_print and not any(k.arg == "file" for k in node.keywords):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == []

@@ -1,0 +1,99 @@
+import pytest
+
+from tools.common import Caller, ToolFailure
+from tools.explain_ranking import ExplainRankingInput, explain_ranking
+from tools.recall import RecallInput, recall
+from tools.remember import RememberInput, remember
+from tools.report_outcome import ReportOutcomeInput, report_outcome
+
+CALLER = Caller("claude-code", "ses_1")
+
+
+@pytest.fixture
+def ids(runtime):
+    texts = ["postgres connection pool size is 20", "postgres listens on 5432", "the office cat is Miso"]
+    return [remember(RememberInput(content=text), runtime, CALLER).id for text in texts]
+
+
+def test_explain_reads_back_every_candidate_with_its_scores_per_stage(runtime, ids):
+    recalled = recall(RecallInput(query="postgres pool", top_k=1), runtime, CALLER)
+    out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+    assert out.purpose == "recall" and out.query == "postgres pool" and out.session_id == "ses_1"
+    assert [stage.stage for stage in out.stages] == ["candidate_search", "rerank", "feedback", "assembly"]
+    assert out.backends["embedder"] == "hashed-v1:384"
+    first = out.candidates[0]
+    assert first.id == recalled.memories[0].id and first.in_context
+    assert first.scores.final == pytest.approx(recalled.memories[0].score, abs=1e-6)
+    assert first.scores.relevance == first.scores.fused  # no reranker ran
+    assert first.reason == "in the context (final position 1)"
+    assert all(not c.in_context and c.reason == "ranked below the top_k=1 cut" for c in out.candidates[1:])
+    assert all(c.rank_delta == 0 for c in out.candidates)
+
+
+def test_explain_shows_the_rank_delta_feedback_caused(settings):
+    from tests.fakes import ScriptedReranker
+    from tests.helpers import make_runtime
+
+    runtime = make_runtime(
+        settings, reranker=ScriptedReranker({"postgres pool is 20": 0.80, "postgres port is 5432": 0.75})
+    )
+    try:
+        a = remember(RememberInput(content="postgres pool is 20"), runtime, CALLER).id
+        b = remember(RememberInput(content="postgres port is 5432"), runtime, CALLER).id
+        bad = Caller("a", "ses_bad")
+        assert [m.id for m in recall(RecallInput(query="postgres", top_k=1), runtime, bad).memories] == [a]
+        report_outcome(
+            ReportOutcomeInput(outcome="failure"), runtime, bad
+        )  # a: 0.85 -> 0.80 x 0.85 = 0.68 < 0.75
+        recalled = recall(RecallInput(query="postgres", top_k=1), runtime, CALLER)
+        assert [m.id for m in recalled.memories] == [b]
+        out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+        by_id = {c.id: c for c in out.candidates}
+        assert (by_id[a].unweighted_rank, by_id[a].weighted_rank, by_id[a].rank_delta) == (0, 1, -1)
+        assert (by_id[b].unweighted_rank, by_id[b].weighted_rank, by_id[b].rank_delta) == (1, 0, 1)
+        assert by_id[a].scores.rerank == 0.80 and by_id[a].scores.feedback_weight == pytest.approx(0.85)
+        assert by_id[a].scores.final == pytest.approx(0.68)
+        assert by_id[a].reason == "ranked below the top_k=1 cut"
+        assert out.backends["reranker"] == "scripted"
+    finally:
+        runtime.close()
+
+
+def test_explain_with_a_query_runs_the_pipeline_and_is_not_counted_as_a_session_recall(runtime, ids):
+    out = explain_ranking(ExplainRankingInput(query="office cat"), runtime, CALLER)
+    assert out.purpose == "explain" and out.candidates[0].id == ids[2]
+    reported = report_outcome(ReportOutcomeInput(outcome="success"), runtime, CALLER)
+    assert reported.status == "nothing_to_update"
+    again = explain_ranking(ExplainRankingInput(retrieval_id=out.retrieval_id), runtime, CALLER)
+    assert [c.id for c in again.candidates] == [c.id for c in out.candidates]
+
+
+def test_memory_id_narrows_to_one_candidate_or_says_why_it_was_not_one(runtime, ids):
+    recalled = recall(RecallInput(query="office cat"), runtime, CALLER)
+    one = explain_ranking(
+        ExplainRankingInput(retrieval_id=recalled.retrieval_id, memory_id=ids[2]), runtime, CALLER
+    )
+    assert [c.id for c in one.candidates] == [ids[2]]
+    later = remember(RememberInput(content="a memory stored after the recall"), runtime, CALLER).id
+    out = explain_ranking(
+        ExplainRankingInput(retrieval_id=recalled.retrieval_id, memory_id=later), runtime, CALLER
+    )
+    assert out.candidates == [] and "stored after this retrieval ran" in out.notes[0]
+    with pytest.raises(ToolFailure, match="no memory 'mem_nope'"):
+        explain_ranking(
+            ExplainRankingInput(retrieval_id=recalled.retrieval_id, memory_id="mem_nope"), runtime, CALLER
+        )
+
+
+def test_a_retrieval_from_another_scope_is_unknown(runtime, ids):
+    recalled = recall(RecallInput(query="postgres"), runtime, CALLER)
+    with pytest.raises(ToolFailure, match="no retrieval"):
+        explain_ranking(
+            ExplainRankingInput(retrieval_id=recalled.retrieval_id, org_id="someone-else"), runtime, CALLER
+        )
+
+
+@pytest.mark.parametrize("arguments", [{}, {"retrieval_id": "ret_1", "query": "x"}])
+def test_exactly_one_of_retrieval_id_or_query_is_required(runtime, arguments):
+    with pytest.raises(ToolFailure, match="pass exactly one of retrieval_id"):
+        explain_ranking(ExplainRankingInput(**arguments), runtime, CALLER)

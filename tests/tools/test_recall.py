@@ -1,0 +1,125 @@
+import pytest
+
+from server.config import OrgFeatures
+from storage.records import Scope
+from tests.helpers import make_runtime
+from tools.common import Caller, ToolFailure
+from tools.recall import RecallInput, recall
+from tools.remember import RememberInput, remember
+
+CALLER = Caller("claude-code", "ses_1")
+FACTS = {
+    "pool": "The postgres connection pool size is 20",
+    "port": "Postgres listens on port 5432 in staging",
+    "cat": "The office cat is called Miso",
+    "deploy": "Deploys run from scripts/deploy.sh every Tuesday",
+}
+
+
+@pytest.fixture
+def stored(runtime):
+    return {
+        key: remember(
+            RememberInput(content=text, tags=["db"] if "ostgres" in text else []), runtime, CALLER
+        ).id
+        for key, text in FACTS.items()
+    }
+
+
+def test_recall_returns_a_context_and_the_memories_in_it(runtime, stored):
+    out = recall(RecallInput(query="postgres connection pool", top_k=2), runtime, CALLER)
+    assert next(m.id for m in out.memories) == stored["pool"]
+    assert len(out.memories) == 2
+    assert out.memories[0].content == FACTS["pool"]
+    assert out.memories[0].score >= out.memories[1].score > 0
+    assert FACTS["pool"] in out.context and out.retrieval_id.startswith("ret_")
+    assert out.session_id == "ses_1"
+
+
+def test_context_never_exceeds_the_char_budget(runtime, stored):
+    out = recall(RecallInput(query="postgres deploy cat", char_budget=300), runtime, CALLER)
+    assert 0 < len(out.context) <= 300
+    assert len(out.memories) >= 1
+
+
+def test_kinds_and_tags_filter_the_candidates(runtime, stored):
+    remember(RememberInput(content="Postgres upgrade went smoothly", kind="episode"), runtime, CALLER)
+    episodes = recall(RecallInput(query="postgres", kinds=["episode"]), runtime, CALLER)
+    assert [m.content for m in episodes.memories] == ["Postgres upgrade went smoothly"]
+    tagged = recall(RecallInput(query="postgres staging deploys", tags=["db"]), runtime, CALLER)
+    assert {m.id for m in tagged.memories} <= {stored["pool"], stored["port"]}
+
+
+def test_only_active_memories_are_searched(runtime, stored):
+    from lancedb.expr import col, lit
+
+    runtime.store._memories.update(where=col("id") == lit(stored["pool"]), values={"status": "superseded"})
+    out = recall(RecallInput(query="postgres connection pool size"), runtime, CALLER)
+    assert stored["pool"] not in {m.id for m in out.memories}
+
+
+def test_recall_does_not_cross_projects(runtime, stored):
+    out = recall(RecallInput(query="postgres connection pool", project_id="other"), runtime, CALLER)
+    assert out.memories == [] and out.context == ""
+
+
+def test_every_recall_records_its_context_and_the_seed_ab_log(runtime, stored):
+    out = recall(RecallInput(query="postgres connection pool", top_k=2), runtime, CALLER)
+    scope = Scope("default", "default")
+    record = runtime.store.get_retrieval(out.retrieval_id, scope)
+    assert record.context_ids == tuple(m.id for m in out.memories)
+    assert record.session_id == "ses_1" and record.purpose == "recall"
+    rows = runtime.store.ab_log_rows(scope, out.retrieval_id)
+    assert len(rows) >= 2
+    assert [row.weighted_rank for row in rows] == list(range(len(rows)))
+    first = rows[0]
+    assert (first.session_id, first.query_text, first.observation_id) == (
+        "ses_1",
+        "postgres connection pool",
+        stored["pool"],
+    )
+    assert first.weighted_score == pytest.approx(first.relevance_score * first.feedback_weight)
+    assert first.weighting_enabled is True
+
+
+def test_a_failing_ab_log_never_fails_the_recall(runtime, stored, monkeypatch, caplog):
+    def broken(rows):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(runtime.store, "log_ab_rows", broken)
+    out = recall(RecallInput(query="postgres"), runtime, CALLER)
+    assert out.memories and out.warnings == []
+    assert "A/B log" in caplog.text
+
+
+def test_an_org_with_weighting_disabled_keeps_relevance_order(tmp_path):
+    from tests.helpers import settings_for
+
+    settings = settings_for(
+        tmp_path / "db", org_features={"acme": OrgFeatures(feedback_weighting_disabled=True)}
+    )
+    runtime = make_runtime(settings)
+    try:
+        ids = [remember(RememberInput(content=t, org_id="acme"), runtime, CALLER).id for t in FACTS.values()]
+        runtime.store.set_weights({ids[1]: 1.75}, runtime.clock())
+        out = recall(RecallInput(query="postgres connection pool", org_id="acme"), runtime, CALLER)
+        assert out.memories[0].id == ids[0]
+        rows = runtime.store.ab_log_rows(Scope("acme", "default"), out.retrieval_id)
+        assert all(row.weighting_enabled is False for row in rows)
+        assert all(row.unweighted_rank == row.weighted_rank for row in rows)
+        assert {row.observation_id: row.feedback_weight for row in rows}[ids[1]] == 1.75
+    finally:
+        runtime.close()
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"query": "x", "top_k": 101}, "top_k must be between 1 and 100, but got 101"),
+        ({"query": "x", "char_budget": 150}, "char_budget must be between 200 and 200,000, but got 150"),
+        ({"query": "x" * 4_001}, "query is 4,001 characters; the limit is 4,000"),
+    ],
+)
+def test_out_of_bounds_requests_get_a_clear_error(runtime, arguments, message):
+    with pytest.raises(ToolFailure, match=message):
+        recall(RecallInput(**arguments), runtime, CALLER)

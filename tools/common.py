@@ -1,0 +1,121 @@
+"""What every tool handler shares: argument types, the caller's identity, the runtime and the error type.
+
+Handlers know nothing of MCP: they take a pydantic input model, the ``Runtime`` and the ``Caller`` and
+return a pydantic output model, raising ``ToolFailure`` with a message that tells the model what to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from retrieval.outcomes import WeightPolicy
+from server.config import Settings
+from storage.records import Scope
+
+if TYPE_CHECKING:  # heavy (LanceDB, models): imported by the runtime builder, after the MCP handshake
+    from retrieval.pipeline import RecallPipeline
+    from retrieval.providers import Models
+    from storage.store import MemoryStore
+
+
+class ToolFailure(Exception):
+    """A request that cannot be served as asked; the message is for the calling model to act on."""
+
+
+def _clean_identifier(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise ValueError("must not be empty or whitespace")
+    if any(ord(char) < 32 or ord(char) == 127 for char in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _clean_tag(value: str) -> str:
+    value = _clean_identifier(value)
+    if "|" in value:
+        raise ValueError(f"must not contain '|', but got {value!r}")
+    return value
+
+
+Identifier = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_clean_identifier)]
+Tag = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_tag)]
+
+
+class ScopeArgs(BaseModel):
+    """The tenant scope every tool accepts; omitted fields fall back to the server's configured scope."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    org_id: Identifier | None = Field(
+        None, description="Organisation scope. Default: the server's MEMORIA_ORG_ID."
+    )
+    project_id: Identifier | None = Field(
+        None, description="Project scope within the org. Default: the server's MEMORIA_PROJECT_ID."
+    )
+
+    def scope(self, settings: Settings) -> Scope:
+        return Scope(self.org_id or settings.org_id, self.project_id or settings.project_id)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: agent from the MCP handshake's client name, session one per client connection."""
+
+    agent_id: str
+    session_id: str
+
+
+@dataclass
+class Runtime:
+    """The process-wide parts a handler works with, built once in the background at start-up."""
+
+    settings: Settings
+    store: MemoryStore
+    models: Models
+    pipeline: RecallPipeline
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+    @property
+    def weight_policy(self) -> WeightPolicy:
+        settings = self.settings
+        return WeightPolicy(
+            settings.feedback_ema_alpha, settings.feedback_min_weight, settings.feedback_max_weight
+        )
+
+    @property
+    def backends(self) -> dict[str, str]:
+        return backend_summary(self.models)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def backend_summary(models: Models) -> dict[str, str]:
+    """Which backends run, and why when it is the offline fallback: for the trace and explain_ranking."""
+    return {
+        "embedder": models.embedder_info.describe(),
+        "reranker": models.reranker_info.describe(),
+        "fulltext": "lancedb native BM25",
+    }
+
+
+def memory_id_for(scope: Scope, content_digest: str) -> str:
+    """Deterministic: the same content in the same scope always maps to the same id (idempotent writes)."""
+    key = f"{scope.org_id}\x1f{scope.project_id}\x1f{content_digest}".encode()
+    return "mem_" + hashlib.sha256(key).hexdigest()[:24]
+
+
+def new_retrieval_id() -> str:
+    return "ret_" + secrets.token_hex(10)
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

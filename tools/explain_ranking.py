@@ -1,0 +1,223 @@
+"""explain_ranking: every candidate of a retrieval with its score at each stage, its unweighted and
+weighted rank, whether it reached the context and why not, the backends and each stage's time.
+
+It reads the trace the pipeline wrote at recall time; given a query instead of a retrieval id it runs
+the pipeline once (recorded as an "explain" retrieval that report_outcome ignores) and reads that.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, Field
+
+from storage.records import RetrievalRecord
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso
+from tools.recall import build_request, check_bounds, record_retrieval
+
+
+class ExplainRankingInput(ScopeArgs):
+    retrieval_id: Identifier | None = Field(None, description="The retrieval_id a recall returned.")
+    query: str | None = Field(
+        None,
+        min_length=1,
+        max_length=100_000,
+        description="Instead of retrieval_id: run this query now and explain it.",
+    )
+    memory_id: Identifier | None = Field(None, description="Explain only this memory.")
+    top_k: int = Field(10, ge=1, le=1_000, description="With query: as for recall.")
+    char_budget: int = Field(16_000, ge=1, le=10_000_000, description="With query: as for recall.")
+    tags: list[Tag] | None = Field(None, max_length=100, description="With query: as for recall.")
+    kinds: list[Literal["fact", "episode", "artifact"]] | None = Field(
+        None, description="With query: as for recall."
+    )
+
+
+class StageScores(BaseModel):
+    vector: float | None = Field(description="Cosine similarity to the query embedding, [-1, 1].")
+    fulltext: float | None = Field(
+        description="BM25 score from the full-text index (>= 0); null if not matched."
+    )
+    fused: float = Field(description="w x max(0, vector) + (1 - w) x bm25 / max bm25, [0, 1].")
+    rerank: float | None = Field(
+        description="Cross-encoder / Cohere relevance, [0, 1]; null when no reranker ran."
+    )
+    relevance: float = Field(
+        description="The score feedback weighting starts from: rerank if it ran, else fused."
+    )
+    feedback_weight: float = Field(description="The memory's EMA weight at recall time (neutral 1.0).")
+    final: float = Field(description="relevance x feedback_weight (relevance alone when weighting is off).")
+
+
+class CandidateExplanation(BaseModel):
+    id: str
+    preview: str
+    kind: str
+    agent_id: str
+    episode_id: str | None
+    created_at: str
+    protection_tier: str
+    found_by: list[str]
+    scores: StageScores
+    unweighted_rank: int | None = Field(description="0-based rank by relevance alone.")
+    weighted_rank: int | None = Field(description="0-based rank after feedback weighting.")
+    rank_delta: int | None = Field(
+        description="unweighted_rank - weighted_rank: > 0 means feedback lifted it."
+    )
+    in_context: bool
+    reason: str
+
+
+class StageReport(BaseModel):
+    stage: str
+    elapsed_ms: float
+    events: list[dict[str, Any]]
+
+
+class ExplainRankingOutput(BaseModel):
+    retrieval_id: str
+    purpose: str
+    query: str
+    created_at: str
+    session_id: str
+    agent_id: str
+    org_id: str
+    project_id: str
+    top_k: int
+    char_budget: int
+    weighting_enabled: bool
+    backends: dict[str, str]
+    stages: list[StageReport]
+    candidates: list[CandidateExplanation]
+    notes: list[str]
+
+
+def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller) -> ExplainRankingOutput:
+    if (args.retrieval_id is None) == (args.query is None):
+        raise ToolFailure(
+            "pass exactly one of retrieval_id (from a recall result) or query (to run and explain a recall now)"
+        )
+    scope = args.scope(runtime.settings)
+    if args.retrieval_id is not None:
+        record = runtime.store.get_retrieval(args.retrieval_id, scope)
+        if record is None:
+            raise ToolFailure(
+                f"no retrieval {args.retrieval_id!r} in org {scope.org_id!r} / project {scope.project_id!r}: "
+                "pass a retrieval_id returned by recall in this scope, or pass query instead"
+            )
+    else:
+        assert args.query is not None
+        if not args.query.strip():
+            raise ToolFailure("query is empty or whitespace only: describe what you need to know")
+        check_bounds(runtime, args.query, args.top_k, args.char_budget)
+        request = build_request(
+            runtime, scope, args.query, args.top_k, args.char_budget, args.kinds, args.tags
+        )
+        result = runtime.pipeline.run(request)
+        record_retrieval(
+            runtime,
+            request,
+            result,
+            session_id=caller.session_id,
+            agent_id=caller.agent_id,
+            purpose="explain",
+        )
+        record = RetrievalRecord(
+            retrieval_id=request.retrieval_id,
+            org_id=scope.org_id,
+            project_id=scope.project_id,
+            session_id=caller.session_id,
+            agent_id=caller.agent_id,
+            query=request.query,
+            purpose="explain",
+            created_at=runtime.clock(),
+            top_k=request.top_k,
+            char_budget=request.char_budget,
+            context_ids=tuple(candidate.id for candidate in result.in_context),
+            trace_json=result.trace.to_json(),
+        )
+    return _explain(record, args.memory_id, runtime)
+
+
+def _explain(record: RetrievalRecord, memory_id: str | None, runtime: Runtime) -> ExplainRankingOutput:
+    trace = json.loads(record.trace_json)
+    candidates = [_candidate(entry, position) for position, entry in enumerate(trace["candidates"])]
+    notes: list[str] = []
+    if memory_id is not None:
+        candidates = [candidate for candidate in candidates if candidate.id == memory_id]
+        if not candidates:
+            notes.append(_why_not_a_candidate(memory_id, record, trace, runtime))
+    return ExplainRankingOutput(
+        retrieval_id=record.retrieval_id,
+        purpose=record.purpose,
+        query=record.query,
+        created_at=iso(record.created_at),
+        session_id=record.session_id,
+        agent_id=record.agent_id,
+        org_id=record.org_id,
+        project_id=record.project_id,
+        top_k=record.top_k,
+        char_budget=record.char_budget,
+        weighting_enabled=bool(trace["weighting_enabled"]),
+        backends=dict(trace["backends"]),
+        stages=[
+            StageReport(stage=s["name"], elapsed_ms=s["elapsed_ms"], events=s["events"])
+            for s in trace["stages"]
+        ],
+        candidates=candidates,
+        notes=notes,
+    )
+
+
+def _candidate(entry: dict[str, Any], position: int) -> CandidateExplanation:
+    unweighted, weighted = entry["unweighted_rank"], entry["weighted_rank"]
+    if entry["in_context"]:
+        reason = f"in the context (final position {position + 1})"
+    else:
+        reason = entry["exclusion_reason"] or "not placed in the context"
+    return CandidateExplanation(
+        id=entry["id"],
+        preview=entry["preview"],
+        kind=entry["kind"],
+        agent_id=entry["agent_id"],
+        episode_id=entry["episode_id"],
+        created_at=entry["created_at"],
+        protection_tier=entry["protection_tier"],
+        found_by=entry["found_by"],
+        scores=StageScores(**entry["scores"]),
+        unweighted_rank=unweighted,
+        weighted_rank=weighted,
+        rank_delta=unweighted - weighted if unweighted is not None and weighted is not None else None,
+        in_context=entry["in_context"],
+        reason=reason,
+    )
+
+
+def _why_not_a_candidate(
+    memory_id: str, record: RetrievalRecord, trace: dict[str, Any], runtime: Runtime
+) -> str:
+    memory = runtime.store.get_memory(memory_id)
+    if memory is None or (memory.org_id, memory.project_id) != (record.org_id, record.project_id):
+        raise ToolFailure(f"no memory {memory_id!r} in org {record.org_id!r} / project {record.project_id!r}")
+    if memory.status != "active":
+        return f"{memory_id} is {memory.status}: only active memories are searched"
+    if memory.created_at > record.created_at:
+        return f"{memory_id} was stored after this retrieval ran"
+    limits = [
+        event["limit"]
+        for stage in trace["stages"]
+        for event in stage["events"]
+        if event.get("event") == "SearchLegRan"
+    ]
+    within = f"within its top {limits[0]}" if limits else "high enough"
+    note = f"{memory_id} was not among the candidates: neither the vector nor the full-text search ranked it {within}"
+    active_embedder = runtime.models.embedder.name
+    if memory.embedder != active_embedder:
+        note += f" (its vector was made by {memory.embedder}, not {active_embedder}, so only full-text search can find it)"
+    return note
+
+
+async def handle(args: ExplainRankingInput, runtime: Runtime, caller: Caller) -> ExplainRankingOutput:
+    return await anyio.to_thread.run_sync(explain_ranking, args, runtime, caller)

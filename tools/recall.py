@@ -1,0 +1,216 @@
+"""recall: run the retrieval pipeline and return a ready-to-paste context block plus the memories in it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+from pydantic import BaseModel, Field, field_validator
+
+from retrieval.types import RecallRequest
+from storage.records import AbLogRow, RetrievalRecord, Scope
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso, new_retrieval_id
+
+if TYPE_CHECKING:
+    from retrieval.pipeline import RecallResult
+
+log = logging.getLogger(__name__)
+
+
+class RecallInput(ScopeArgs):
+    query: str = Field(
+        min_length=1,
+        max_length=100_000,
+        description="What the agent needs to know, in plain words: the task, question or error at hand.",
+    )
+    top_k: int = Field(
+        10,
+        ge=1,
+        le=1_000,
+        description="At most this many memories in the context (limit MEMORIA_MAX_TOP_K, 100).",
+    )
+    char_budget: int = Field(
+        16_000,
+        ge=1,
+        le=10_000_000,
+        description="The context is never longer than this many characters (200 to 200,000 by default).",
+    )
+    session_id: Identifier | None = Field(
+        None,
+        description="The session this recall belongs to, for report_outcome. Default: one per client connection.",
+    )
+    agent_id: Identifier | None = Field(None, description="Who is asking. Default: the MCP client's name.")
+    tags: list[Tag] | None = Field(
+        None, max_length=100, description="Only memories carrying at least one of these tags."
+    )
+    kinds: list[Literal["fact", "episode", "artifact"]] | None = Field(
+        None, description="Only memories of these kinds."
+    )
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("is empty or whitespace only: describe what you need to know")
+        return value
+
+
+class RecalledMemory(BaseModel):
+    id: str
+    content: str
+    kind: str
+    agent_id: str
+    episode_id: str | None
+    created_at: str
+    score: float = Field(description="Final score: relevance x feedback weight.")
+
+
+class RecallOutput(BaseModel):
+    retrieval_id: str = Field(
+        description="Pass to explain_ranking to see why each memory ranked where it did."
+    )
+    context: str = Field(description="Paste into the prompt; empty when nothing relevant was found.")
+    memories: list[RecalledMemory]
+    session_id: str
+    warnings: list[str] = Field(default_factory=list)
+
+
+def check_bounds(runtime: Runtime, query: str, top_k: int, char_budget: int) -> None:
+    settings = runtime.settings
+    if len(query) > settings.max_query_chars:
+        raise ToolFailure(
+            f"query is {len(query):,} characters; the limit is {settings.max_query_chars:,}. "
+            "Ask about one thing in a sentence or two."
+        )
+    if top_k > settings.max_top_k:
+        raise ToolFailure(f"top_k must be between 1 and {settings.max_top_k}, but got {top_k}")
+    if not settings.min_char_budget <= char_budget <= settings.max_char_budget:
+        raise ToolFailure(
+            f"char_budget must be between {settings.min_char_budget:,} and {settings.max_char_budget:,}, "
+            f"but got {char_budget:,}"
+        )
+
+
+def build_request(
+    runtime: Runtime,
+    scope: Scope,
+    query: str,
+    top_k: int,
+    char_budget: int,
+    kinds: Sequence[str] | None,
+    tags: Sequence[str] | None,
+) -> RecallRequest:
+    settings = runtime.settings
+    return RecallRequest(
+        query=query,
+        scope=scope,
+        top_k=top_k,
+        char_budget=char_budget,
+        candidate_limit=top_k * settings.rerank_multiplier,
+        weighting_enabled=settings.feedback_weighting_enabled(scope.org_id),
+        kinds=tuple(dict.fromkeys(kinds or ())),
+        tags=tuple(dict.fromkeys(tags or ())),
+        retrieval_id=new_retrieval_id(),
+    )
+
+
+def record_retrieval(
+    runtime: Runtime,
+    request: RecallRequest,
+    result: RecallResult,
+    *,
+    session_id: str,
+    agent_id: str,
+    purpose: Literal["recall", "explain"],
+) -> list[str]:
+    """Persist what the recall did (for explain and outcomes) and the A/B rows; returns warnings."""
+    warnings = []
+    now = runtime.clock()
+    record = RetrievalRecord(
+        retrieval_id=request.retrieval_id,
+        org_id=request.scope.org_id,
+        project_id=request.scope.project_id,
+        session_id=session_id,
+        agent_id=agent_id,
+        query=request.query,
+        purpose=purpose,
+        created_at=now,
+        top_k=request.top_k,
+        char_budget=request.char_budget,
+        context_ids=tuple(candidate.id for candidate in result.in_context),
+        trace_json=result.trace.to_json(),
+    )
+    try:
+        runtime.store.record_retrieval(record)
+    except Exception as exc:
+        log.error("could not record retrieval %s: %s", request.retrieval_id, exc)
+        warnings.append(
+            f"this retrieval could not be recorded ({type(exc).__name__}), so explain_ranking and "
+            "report_outcome will not know it"
+        )
+    if purpose == "recall":
+        rows = [
+            AbLogRow(
+                retrieval_id=request.retrieval_id,
+                session_id=session_id,
+                org_id=request.scope.org_id,
+                project_id=request.scope.project_id,
+                query_text=request.query,
+                observation_id=candidate.id,
+                relevance_score=candidate.relevance_score,
+                feedback_weight=candidate.feedback_weight,
+                weighted_score=candidate.weighted_score,
+                unweighted_rank=candidate.unweighted_rank if candidate.unweighted_rank is not None else -1,
+                weighted_rank=candidate.weighted_rank if candidate.weighted_rank is not None else -1,
+                weighting_enabled=request.weighting_enabled,
+                created_at=now,
+            )
+            for candidate in result.candidates
+        ]
+        try:
+            runtime.store.log_ab_rows(rows)
+        except Exception as exc:  # the seed: A/B logging is non-fatal
+            log.warning("A/B log for retrieval %s not written: %s", request.retrieval_id, exc)
+    return warnings
+
+
+def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
+    check_bounds(runtime, args.query, args.top_k, args.char_budget)
+    request = build_request(
+        runtime, args.scope(runtime.settings), args.query, args.top_k, args.char_budget, args.kinds, args.tags
+    )
+    result = runtime.pipeline.run(request)
+    session_id = args.session_id or caller.session_id
+    warnings = record_retrieval(
+        runtime,
+        request,
+        result,
+        session_id=session_id,
+        agent_id=args.agent_id or caller.agent_id,
+        purpose="recall",
+    )
+    memories = [
+        RecalledMemory(
+            id=candidate.id,
+            content=candidate.memory.content,
+            kind=candidate.memory.kind,
+            agent_id=candidate.memory.agent_id,
+            episode_id=candidate.memory.episode_id,
+            created_at=iso(candidate.memory.created_at),
+            score=round(candidate.final_score, 6),
+        )
+        for candidate in result.in_context
+    ]
+    return RecallOutput(
+        retrieval_id=request.retrieval_id,
+        context=result.context,
+        memories=memories,
+        session_id=session_id,
+        warnings=warnings,
+    )
+
+
+async def handle(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
+    return await anyio.to_thread.run_sync(recall, args, runtime, caller)

@@ -1,0 +1,160 @@
+"""report_outcome: move the feedback weight of every memory this session's recalls put into a context.
+
+Weights are a replay of every session's current report, in the order sessions first reported, so a
+repeated report changes nothing and a corrected report replaces the earlier one as if it had been
+the only one sent.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import anyio
+from pydantic import BaseModel, Field, field_validator
+
+from retrieval.outcomes import effective_score
+from storage.records import OutcomeRecord, WeightEvent
+from tools.common import Caller, Identifier, Runtime, ScopeArgs
+
+
+class ReportOutcomeInput(ScopeArgs):
+    outcome: Literal["success", "failure", "partial"] = Field(
+        description="How the task went: success raises the weight of the memories this session recalled, "
+        "failure lowers it, partial leaves it near neutral."
+    )
+    score: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="Optional finer grade from 0 (failure) to 1 (success); overrides the label.",
+    )
+    session_id: Identifier | None = Field(
+        None, description="The session to report on. Default: this client connection's session."
+    )
+    note: str | None = Field(None, max_length=4_000, description="Optional: what helped or misled.")
+
+
+class WeightUpdate(BaseModel):
+    id: str
+    weight_before: float
+    weight_after: float
+
+    @field_validator("weight_before", "weight_after")
+    @classmethod
+    def _readable(cls, value: float) -> float:
+        return round(value, 6)
+
+
+class ReportOutcomeOutput(BaseModel):
+    session_id: str
+    outcome: str
+    score: float
+    status: Literal["applied", "replaced", "unchanged", "nothing_to_update"] = Field(
+        description="applied: first report; replaced: a corrected report replaced the earlier one; "
+        "unchanged: the same report again; nothing_to_update: this session's recalls put no memory into a context."
+    )
+    revision: int
+    updated: list[WeightUpdate]
+
+
+def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -> ReportOutcomeOutput:
+    scope = args.scope(runtime.settings)
+    session_id = args.session_id or caller.session_id
+    score = effective_score(args.outcome, args.score)
+    store = runtime.store
+    policy = runtime.weight_policy
+
+    with store.exclusive():
+        memory_ids = tuple(
+            dict.fromkeys(
+                memory_id
+                for retrieval in store.session_retrievals(scope, session_id)
+                for memory_id in retrieval.context_ids
+            )
+        )
+        previous = store.get_outcome(scope, session_id)
+        if (
+            previous is not None
+            and previous.score == score
+            and previous.outcome == args.outcome
+            and previous.note == args.note
+            and set(previous.memory_ids) == set(memory_ids)
+        ):
+            current = store.get_memories(memory_ids, scope)
+            unchanged = [
+                WeightUpdate(id=m, weight_before=current[m].weight, weight_after=current[m].weight)
+                for m in memory_ids
+                if m in current
+            ]
+            return ReportOutcomeOutput(
+                session_id=session_id,
+                outcome=args.outcome,
+                score=score,
+                status="unchanged",
+                revision=previous.revision,
+                updated=unchanged,
+            )
+
+        now = runtime.clock()
+        record = OutcomeRecord(
+            session_id=session_id,
+            org_id=scope.org_id,
+            project_id=scope.project_id,
+            outcome=args.outcome,
+            score=score,
+            note=args.note,
+            memory_ids=memory_ids,
+            first_reported_at=previous.first_reported_at if previous is not None else now,
+            reported_at=now,
+            revision=previous.revision + 1 if previous is not None else 1,
+        )
+        store.put_outcome(record)
+
+        affected = list(dict.fromkeys((*memory_ids, *(previous.memory_ids if previous else ()))))
+        current = store.get_memories(affected, scope)
+        replay_order = store.outcomes_in_scope(scope)
+        updates: list[WeightUpdate] = []
+        new_weights: dict[str, float] = {}
+        for memory_id in affected:
+            memory = current.get(memory_id)
+            if memory is None:  # erased since it was recalled
+                continue
+            weight = policy.replay(
+                outcome.score for outcome in replay_order if memory_id in outcome.memory_ids
+            )
+            updates.append(WeightUpdate(id=memory_id, weight_before=memory.weight, weight_after=weight))
+            if weight != memory.weight:
+                new_weights[memory_id] = weight
+        store.set_weights(new_weights, now)
+        store.add_weight_events(
+            [
+                WeightEvent(
+                    memory_id=update.id,
+                    org_id=scope.org_id,
+                    project_id=scope.project_id,
+                    session_id=session_id,
+                    weight_before=update.weight_before,
+                    weight_after=update.weight_after,
+                    revision=record.revision,
+                    at=now,
+                )
+                for update in updates
+            ]
+        )
+
+    if not memory_ids and previous is None:
+        status: Literal["applied", "replaced", "unchanged", "nothing_to_update"] = "nothing_to_update"
+    else:
+        status = "replaced" if previous is not None else "applied"
+    return ReportOutcomeOutput(
+        session_id=session_id,
+        outcome=args.outcome,
+        score=score,
+        status=status,
+        revision=record.revision,
+        updated=updates,
+    )
+
+
+async def handle(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -> ReportOutcomeOutput:
+    return await anyio.to_thread.run_sync(report_outcome, args, runtime, caller)
