@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from retrieval.text import single_line
 from retrieval.trace import ContextAssembled, StageOutput
 from retrieval.types import Candidate, RecallRequest
 
@@ -27,9 +28,11 @@ def render_memory(position: int, candidate: Candidate) -> str:
         provenance.append(f"episode {memory.episode_id}")
     if memory.tags:
         provenance.append("tags: " + ", ".join(memory.tags))
+    # The header is the one unquoted line per memory: nothing stored may break out of it.
+    header = single_line(" · ".join(provenance))
     lines = memory.content.splitlines() or [""]
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
-    return f"\n[{position}] " + " · ".join(provenance) + "\n" + quoted + "\n"
+    return f"\n[{position}] {header}\n{quoted}\n"
 
 
 def assemble(

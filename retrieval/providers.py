@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from retrieval.embedders.base import Embedder
@@ -22,7 +22,7 @@ class ModelConfig:
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     reranker: Literal["auto", "cross-encoder", "cohere", "none"] = "auto"
     rerank_model: str = "cross-encoder/ms-marco-MiniLM-L6-v2"
-    cohere_api_key: str | None = None
+    cohere_api_key: str | None = field(default=None, repr=False)
     cohere_rerank_model: str = "rerank-v3.5"
     cohere_base_url: str | None = None
     cohere_timeout_seconds: float = 10.0

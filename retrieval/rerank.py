@@ -3,11 +3,18 @@ reranker, or when it fails, relevance stays the fused score and the trace says w
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
+from retrieval.model_files import short_reason
 from retrieval.rerankers.base import Reranker, RerankFailed
 from retrieval.trace import Reranked, RerankFellBack, RerankSkipped, StageOutput
 from retrieval.types import Candidate, RecallRequest
+
+log = logging.getLogger(__name__)
+
+
+log = logging.getLogger(__name__)
 
 
 def by_relevance(candidates: tuple[Candidate, ...]) -> tuple[Candidate, ...]:
@@ -35,6 +42,10 @@ class RerankStage:
             )
         except RerankFailed as exc:
             event = RerankFellBack(self._reranker.name, str(exc), exc.transient)
+            return StageOutput(by_relevance(unranked), (event,))
+        except Exception as exc:  # a reranker bug must cost ranking quality, never the recall
+            log.exception("reranker %s failed", self._reranker.name)
+            event = RerankFellBack(self._reranker.name, short_reason(exc), False)
             return StageOutput(by_relevance(unranked), (event,))
         if len(scores) != len(candidates):
             reason = f"returned {len(scores)} scores for {len(candidates)} documents"

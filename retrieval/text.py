@@ -33,6 +33,16 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(normalize_content(content).encode("utf-8")).hexdigest()
 
 
+def is_unsafe_char(char: str) -> bool:
+    """Control, format-less separators and line breaks (including U+0085, U+2028, U+2029)."""
+    return unicodedata.category(char) in {"Cc", "Cs", "Co", "Cn", "Zl", "Zp"}
+
+
+def single_line(text: str) -> str:
+    """``text`` with every control character and line break replaced by a space."""
+    return "".join(" " if is_unsafe_char(char) else char for char in text)
+
+
 def word_tokens(text: str) -> list[str]:
     """Lower-cased letter/digit runs after NFKC folding (so "Ｐｏｓｔｇｒｅｓ" == "postgres")."""
     return _WORD.findall(unicodedata.normalize("NFKC", text).lower())

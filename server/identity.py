@@ -8,6 +8,7 @@ from typing import Any
 from mcp.server.mcpserver import Context
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from retrieval.text import single_line
 from server.state import AppState, new_session_id
 from tools.common import Caller
 
@@ -18,10 +19,12 @@ _SESSION_KEY = "memoria.session_id"
 def resolve_caller(ctx: Context[Any, Any], state: AppState) -> Caller:
     session = ctx.request_context.session
     params = session.client_params
-    agent_id = (
-        params.client_info.name.strip() if params and params.client_info.name else ""
-    ) or UNKNOWN_AGENT
-    return Caller(agent_id=agent_id[:128], session_id=_connection_session(session, state, agent_id))
+    # The client names itself: keep it to one clean line before it becomes provenance.
+    name = (
+        " ".join(single_line(params.client_info.name).split()) if params and params.client_info.name else ""
+    )
+    agent_id = name[:128] or UNKNOWN_AGENT
+    return Caller(agent_id=agent_id, session_id=_connection_session(session, state, agent_id))
 
 
 def _connection_session(session: Any, state: AppState, agent_id: str) -> str:

@@ -10,6 +10,7 @@ argument is still caught by the SDK first, with pydantic's "Field required" mess
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -19,9 +20,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ValidationError, WithJsonSchema, WrapValidator
 
+from retrieval.model_files import short_reason
 from server.identity import resolve_caller
 from server.state import AppState
 from tools.common import Caller, Runtime, ToolFailure
+
+log = logging.getLogger(__name__)
 
 Handler = Callable[[Any, Runtime, Caller], Awaitable[BaseModel]]
 
@@ -49,6 +53,12 @@ def register_tool(app: MCPServer[AppState], spec: ToolSpec) -> None:
             return await spec.handler(args, runtime, resolve_caller(ctx, state))
         except ToolFailure as exc:
             raise ToolError(str(exc)) from None
+        except Exception as exc:  # a store or model fault: say what failed instead of a bare "error"
+            log.exception("%s failed", spec.name)
+            raise ToolError(
+                f"{spec.name} failed: {short_reason(exc)}. Nothing was changed by this call if it did not "
+                "complete; retrying is safe. If it keeps failing, check the server's stderr log."
+            ) from None
 
     call.__name__ = spec.name
     call.__doc__ = spec.description

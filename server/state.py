@@ -112,9 +112,9 @@ class AppState:
 
     async def runtime(self) -> Runtime:
         """The runtime, waiting for start-up to finish; a failed start-up becomes a clear tool error."""
-        if not self._future.done():
-            await anyio.to_thread.run_sync(self._future.result)
         try:
+            if not self._future.done():
+                await anyio.to_thread.run_sync(self._future.result)
             return self._future.result()
         except Exception as exc:
             raise ToolFailure(

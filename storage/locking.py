@@ -2,9 +2,11 @@
 
 LanceDB commits are atomic, but read-check-write sequences (deduplicate, then insert; read a weight,
 then update it) are not: two server processes on one folder would race. A local store therefore
-takes an exclusive advisory lock on a file inside the store folder around every write sequence;
-object stores (no shared file system) rely on LanceDB's conditional commits, deterministic ids and
-the retry loop in ``retrying``.
+takes an exclusive advisory lock on a file inside the store folder around every write sequence.
+Object stores have no shared file to lock: each commit is still atomic (and retried on conflict by
+``retrying``), and deterministic ids let reads collapse a duplicated row, but read-check-write
+sequences from several processes can interleave, so one writing process per object-store URI is
+what is safe today.
 """
 
 from __future__ import annotations

@@ -184,11 +184,9 @@ class MemoryStore:
                 if new.record.id not in existing:
                     fresh.setdefault(new.record.id, new)
             if fresh:
-                table = pa.Table.from_pylist(
-                    [_memory_to_row(new) for new in fresh.values()], schema=self._memories.schema
-                )
-                retrying(lambda: self._memories.add(table))
+                # Episodes first: if the memory append then fails, a retry finds the episode and adds the memory.
                 self._record_episodes([new.record for new in fresh.values()])
+                self._append(self._memories, [_memory_to_row(new) for new in fresh.values()])
         results = []
         created_once: set[str] = set()
         for new in news:
@@ -271,8 +269,7 @@ class MemoryStore:
     # ------------------------------------------------------------------ episodes
 
     def get_episode(self, episode_id: str, scope: Scope) -> EpisodeRecord | None:
-        condition = filters.all_of(filters.equals("id", episode_id), filters.scope_is(scope))
-        rows = self._select(self._episodes, condition, None, limit=1)
+        rows = self._select(self._episodes, self._in_scope(scope, id=episode_id), None, limit=1)
         if not rows:
             return None
         row = rows[0]
@@ -322,9 +319,7 @@ class MemoryStore:
             for key, record in firsts.items()
             if key not in existing
         ]
-        if missing:
-            table = pa.Table.from_pylist(missing, schema=self._episodes.schema)
-            retrying(lambda: self._episodes.add(table))
+        self._append(self._episodes, missing)
         for key, title in titles.items():
             if key in existing and existing[key] is None:
                 org_id, project_id, episode_id = key
@@ -336,50 +331,23 @@ class MemoryStore:
     # ------------------------------------------------------------------ retrievals
 
     def record_retrieval(self, record: RetrievalRecord) -> None:
-        row = {
-            "retrieval_id": record.retrieval_id,
-            "org_id": record.org_id,
-            "project_id": record.project_id,
-            "session_id": record.session_id,
-            "agent_id": record.agent_id,
-            "query": record.query,
-            "purpose": record.purpose,
-            "created_at": record.created_at,
-            "top_k": record.top_k,
-            "char_budget": record.char_budget,
-            "context_ids": list(record.context_ids),
-            "trace_json": record.trace_json,
-        }
-        with self._lock.hold():
-            retrying(
-                lambda: self._retrievals.add(pa.Table.from_pylist([row], schema=self._retrievals.schema))
-            )
+        self._append(self._retrievals, [{**record.__dict__, "context_ids": list(record.context_ids)}])
 
     def log_ab_rows(self, rows: Sequence[AbLogRow]) -> None:
-        if not rows:
-            return
-        table = pa.Table.from_pylist([row.__dict__ for row in rows], schema=self._ab_logs.schema)
-        with self._lock.hold():
-            retrying(lambda: self._ab_logs.add(table))
+        self._append(self._ab_logs, [row.__dict__ for row in rows])
 
     def ab_log_rows(self, scope: Scope, retrieval_id: str) -> list[AbLogRow]:
-        condition = filters.all_of(filters.scope_is(scope), filters.equals("retrieval_id", retrieval_id))
-        rows = self._select(self._ab_logs, condition, None, limit=None)
+        rows = self._select(self._ab_logs, self._in_scope(scope, retrieval_id=retrieval_id), None, limit=None)
         return sorted((AbLogRow(**row) for row in rows), key=lambda row: row.weighted_rank)
 
     def get_retrieval(self, retrieval_id: str, scope: Scope) -> RetrievalRecord | None:
-        condition = filters.all_of(filters.equals("retrieval_id", retrieval_id), filters.scope_is(scope))
-        rows = self._select(self._retrievals, condition, None, limit=1)
+        rows = self._select(self._retrievals, self._in_scope(scope, retrieval_id=retrieval_id), None, limit=1)
         return _retrieval_from_row(rows[0]) if rows else None
 
     def session_retrievals(
         self, scope: Scope, session_id: str, purpose: RetrievalPurpose = "recall"
     ) -> list[RetrievalRecord]:
-        condition = filters.all_of(
-            filters.scope_is(scope),
-            filters.equals("session_id", session_id),
-            filters.equals("purpose", purpose),
-        )
+        condition = self._in_scope(scope, session_id=session_id, purpose=purpose)
         rows = self._select(self._retrievals, condition, None, limit=None)
         unique = {row["retrieval_id"]: _retrieval_from_row(row) for row in rows}
         return sorted(unique.values(), key=lambda record: record.created_at)
@@ -387,8 +355,7 @@ class MemoryStore:
     # ------------------------------------------------------------------ outcomes
 
     def get_outcome(self, scope: Scope, session_id: str) -> OutcomeRecord | None:
-        condition = filters.all_of(filters.scope_is(scope), filters.equals("session_id", session_id))
-        rows = self._select(self._outcomes, condition, None, limit=None)
+        rows = self._select(self._outcomes, self._in_scope(scope, session_id=session_id), None, limit=None)
         if not rows:
             return None
         return max((_outcome_from_row(row) for row in rows), key=lambda record: record.revision)
@@ -406,18 +373,7 @@ class MemoryStore:
 
     def put_outcome(self, record: OutcomeRecord) -> None:
         """Insert or replace the session's report (caller holds ``exclusive()``)."""
-        row = {
-            "session_id": record.session_id,
-            "org_id": record.org_id,
-            "project_id": record.project_id,
-            "outcome": record.outcome,
-            "score": record.score,
-            "note": record.note,
-            "memory_ids": list(record.memory_ids),
-            "first_reported_at": record.first_reported_at,
-            "reported_at": record.reported_at,
-            "revision": record.revision,
-        }
+        row = {**record.__dict__, "memory_ids": list(record.memory_ids)}
         table = pa.Table.from_pylist([row], schema=self._outcomes.schema)
         with self._lock.hold():
             retrying(
@@ -430,15 +386,10 @@ class MemoryStore:
             )
 
     def add_weight_events(self, events: Sequence[WeightEvent]) -> None:
-        if not events:
-            return
-        table = pa.Table.from_pylist([event.__dict__ for event in events], schema=self._weight_events.schema)
-        with self._lock.hold():
-            retrying(lambda: self._weight_events.add(table))
+        self._append(self._weight_events, [event.__dict__ for event in events])
 
     def weight_events(self, scope: Scope, memory_id: str) -> list[WeightEvent]:
-        condition = filters.all_of(filters.scope_is(scope), filters.equals("memory_id", memory_id))
-        rows = self._select(self._weight_events, condition, None, limit=None)
+        rows = self._select(self._weight_events, self._in_scope(scope, memory_id=memory_id), None, limit=None)
         return sorted((WeightEvent(**row) for row in rows), key=lambda event: (event.at, event.revision))
 
     # ------------------------------------------------------------------ upkeep
@@ -492,6 +443,19 @@ class MemoryStore:
             filters.any_tag(tags) if tags else None,
         )
 
+    def _append(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+        if not rows:
+            return
+        data = pa.Table.from_pylist(list(rows), schema=table.schema)
+        with self._lock.hold():
+            retrying(lambda: table.add(data))
+
+    @staticmethod
+    def _in_scope(scope: Scope, **equal: str) -> Expr:
+        return filters.all_of(
+            filters.scope_is(scope), *(filters.equals(column, value) for column, value in equal.items())
+        )
+
     @staticmethod
     def _select(
         table: Any, condition: Expr, columns: list[str] | None, limit: int | None
@@ -515,80 +479,41 @@ def _local_path(uri: str) -> Path | None:
 def _memory_to_row(new: NewMemory) -> dict[str, Any]:
     record = new.record
     return {
-        "id": record.id,
-        "org_id": record.org_id,
-        "project_id": record.project_id,
-        "agent_id": record.agent_id,
-        "session_id": record.session_id,
-        "episode_id": record.episode_id,
-        "kind": record.kind,
-        "content": record.content,
-        "content_hash": record.content_hash,
+        **record.__dict__,
         "tags": list(record.tags),
         "tags_key": filters.tags_key(record.tags),
-        "protection_tier": record.protection_tier,
-        "status": record.status,
-        "replaced_by": record.replaced_by,
-        "weight": record.weight,
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        "embedder": record.embedder,
         "search_text": new.search_text,
         "vector": list(new.vector),
     }
 
 
 def _memory_from_row(row: Mapping[str, Any]) -> MemoryRecord:
+    # Arrow gives lists and maybe-naive datetimes; records hold tuples and UTC times.
     return MemoryRecord(
-        id=row["id"],
-        org_id=row["org_id"],
-        project_id=row["project_id"],
-        agent_id=row["agent_id"],
-        session_id=row["session_id"],
-        episode_id=row["episode_id"],
-        kind=row["kind"],
-        content=row["content"],
-        content_hash=row["content_hash"],
-        tags=tuple(row["tags"] or ()),
-        protection_tier=row["protection_tier"],
-        status=row["status"],
-        replaced_by=row["replaced_by"],
-        weight=float(row["weight"]),
-        created_at=_utc(row["created_at"]),
-        updated_at=_utc(row["updated_at"]),
-        embedder=row["embedder"],
+        **{
+            **{name: row[name] for name in MEMORY_COLUMNS},
+            "tags": tuple(row["tags"] or ()),
+            "weight": float(row["weight"]),
+            "created_at": _utc(row["created_at"]),
+            "updated_at": _utc(row["updated_at"]),
+        }
     )
 
 
 def _retrieval_from_row(row: Mapping[str, Any]) -> RetrievalRecord:
     return RetrievalRecord(
-        retrieval_id=row["retrieval_id"],
-        org_id=row["org_id"],
-        project_id=row["project_id"],
-        session_id=row["session_id"],
-        agent_id=row["agent_id"],
-        query=row["query"],
-        purpose=row["purpose"],
-        created_at=_utc(row["created_at"]),
-        top_k=int(row["top_k"]),
-        char_budget=int(row["char_budget"]),
-        context_ids=tuple(row["context_ids"] or ()),
-        trace_json=row["trace_json"],
+        **{**row, "created_at": _utc(row["created_at"]), "context_ids": tuple(row["context_ids"] or ())}
     )
 
 
 def _outcome_from_row(row: Mapping[str, Any]) -> OutcomeRecord:
     return OutcomeRecord(
-        session_id=row["session_id"],
-        org_id=row["org_id"],
-        project_id=row["project_id"],
-        outcome=row["outcome"],
-        score=float(row["score"]),
-        note=row["note"],
-        memory_ids=tuple(row["memory_ids"] or ()),
-        first_reported_at=_utc(row["first_reported_at"]),
-        reported_at=_utc(row["reported_at"]),
-        revision=int(row["revision"]),
+        **{
+            **row,
+            "memory_ids": tuple(row["memory_ids"] or ()),
+            "first_reported_at": _utc(row["first_reported_at"]),
+            "reported_at": _utc(row["reported_at"]),
+        }
     )
 
 

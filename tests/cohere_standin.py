@@ -19,6 +19,7 @@ class CohereStandIn:
     api_key: str
     requests: list[dict[str, Any]] = field(default_factory=list)
     fail_with: int | None = None
+    bad_index: bool = False
 
 
 def overlap_score(query: str, document: str) -> float:
@@ -51,6 +52,8 @@ def cohere_standin(api_key: str = "test-key") -> Iterator[CohereStandIn]:
                 for index, document in enumerate(body["documents"])
             ]
             scored.sort(key=lambda item: -item["relevance_score"])
+            if state.bad_index:
+                scored[0]["index"] = len(body["documents"]) + 5
             top_n = body.get("top_n") or len(scored)
             self._reply(
                 200,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from retrieval.outcomes import WeightPolicy
+from retrieval.text import is_unsafe_char
 from server.config import Settings
 from storage.records import Scope
 
@@ -33,8 +34,8 @@ def _clean_identifier(value: str) -> str:
     value = value.strip()
     if not value:
         raise ValueError("must not be empty or whitespace")
-    if any(ord(char) < 32 or ord(char) == 127 for char in value):
-        raise ValueError("must not contain control characters")
+    if any(is_unsafe_char(char) for char in value):
+        raise ValueError("must not contain control characters or line breaks")
     return value
 
 

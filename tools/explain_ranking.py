@@ -116,7 +116,7 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
             runtime, scope, args.query, args.top_k, args.char_budget, args.kinds, args.tags
         )
         result = runtime.pipeline.run(request)
-        record_retrieval(
+        record, _ = record_retrieval(
             runtime,
             request,
             result,
@@ -124,26 +124,15 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
             agent_id=caller.agent_id,
             purpose="explain",
         )
-        record = RetrievalRecord(
-            retrieval_id=request.retrieval_id,
-            org_id=scope.org_id,
-            project_id=scope.project_id,
-            session_id=caller.session_id,
-            agent_id=caller.agent_id,
-            query=request.query,
-            purpose="explain",
-            created_at=runtime.clock(),
-            top_k=request.top_k,
-            char_budget=request.char_budget,
-            context_ids=tuple(candidate.id for candidate in result.in_context),
-            trace_json=result.trace.to_json(),
-        )
     return _explain(record, args.memory_id, runtime)
 
 
 def _explain(record: RetrievalRecord, memory_id: str | None, runtime: Runtime) -> ExplainRankingOutput:
     trace = json.loads(record.trace_json)
-    candidates = [_candidate(entry, position) for position, entry in enumerate(trace["candidates"])]
+    positions = iter(range(1, len(trace["candidates"]) + 1))
+    candidates = [
+        _candidate(entry, next(positions) if entry["in_context"] else None) for entry in trace["candidates"]
+    ]
     notes: list[str] = []
     if memory_id is not None:
         candidates = [candidate for candidate in candidates if candidate.id == memory_id]
@@ -171,10 +160,11 @@ def _explain(record: RetrievalRecord, memory_id: str | None, runtime: Runtime) -
     )
 
 
-def _candidate(entry: dict[str, Any], position: int) -> CandidateExplanation:
+def _candidate(entry: dict[str, Any], position: int | None) -> CandidateExplanation:
+    """``position``: the memory's number in the context ([1], [2], ...), None when it is not in it."""
     unweighted, weighted = entry["unweighted_rank"], entry["weighted_rank"]
-    if entry["in_context"]:
-        reason = f"in the context (final position {position + 1})"
+    if position is not None:
+        reason = f"in the context at position [{position}]"
     else:
         reason = entry["exclusion_reason"] or "not placed in the context"
     return CandidateExplanation(

@@ -124,8 +124,9 @@ def record_retrieval(
     session_id: str,
     agent_id: str,
     purpose: Literal["recall", "explain"],
-) -> list[str]:
-    """Persist what the recall did (for explain and outcomes) and the A/B rows; returns warnings."""
+) -> tuple[RetrievalRecord, list[str]]:
+    """Persist what the recall did (for explain and outcomes) and the A/B rows; returns the record and
+    warnings for the caller."""
     warnings = []
     now = runtime.clock()
     record = RetrievalRecord(
@@ -173,7 +174,7 @@ def record_retrieval(
             runtime.store.log_ab_rows(rows)
         except Exception as exc:  # the seed: A/B logging is non-fatal
             log.warning("A/B log for retrieval %s not written: %s", request.retrieval_id, exc)
-    return warnings
+    return record, warnings
 
 
 def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
@@ -183,7 +184,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     )
     result = runtime.pipeline.run(request)
     session_id = args.session_id or caller.session_id
-    warnings = record_retrieval(
+    _, warnings = record_retrieval(
         runtime,
         request,
         result,

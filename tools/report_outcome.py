@@ -108,11 +108,11 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             reported_at=now,
             revision=previous.revision + 1 if previous is not None else 1,
         )
-        store.put_outcome(record)
-
         affected = list(dict.fromkeys((*memory_ids, *(previous.memory_ids if previous else ()))))
         current = store.get_memories(affected, scope)
-        replay_order = store.outcomes_in_scope(scope)
+        replay_order = [o if o.session_id != session_id else record for o in store.outcomes_in_scope(scope)]
+        if previous is None:
+            replay_order.append(record)  # the newest report replays last
         updates: list[WeightUpdate] = []
         new_weights: dict[str, float] = {}
         for memory_id in affected:
@@ -141,6 +141,9 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
                 for update in updates
             ]
         )
+        # The report is saved last: if a write above fails, the retried call finds no matching report
+        # and redoes the whole update instead of answering "unchanged" over stale weights.
+        store.put_outcome(record)
 
     if not memory_ids and previous is None:
         status: Literal["applied", "replaced", "unchanged", "nothing_to_update"] = "nothing_to_update"

@@ -39,8 +39,8 @@ class CohereReranker:
     def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
         if not documents:
             return []
-        self.warm_up()
         try:
+            self.warm_up()
             response = self._client.rerank(
                 model=self._model, query=query, documents=list(documents), top_n=len(documents)
             )
@@ -52,6 +52,12 @@ class CohereReranker:
                 f"Cohere rerank failed with {status or type(exc).__name__}{hint}", transient=transient
             ) from exc
         scores = [0.0] * len(documents)
-        for result in response.results:
-            scores[result.index] = min(1.0, max(0.0, float(result.relevance_score)))
+        for result in getattr(response, "results", None) or []:
+            index = getattr(result, "index", None)
+            if not isinstance(index, int) or not 0 <= index < len(documents):
+                raise RerankFailed(
+                    f"Cohere rerank returned an index outside 0..{len(documents) - 1}: {index!r}",
+                    transient=False,
+                )
+            scores[index] = min(1.0, max(0.0, float(result.relevance_score)))
         return scores

@@ -1,35 +1,15 @@
 from dataclasses import replace
-from datetime import UTC, datetime
 
 import pytest
 
 from retrieval.feedback import FeedbackStage, apply_feedback_ranking
 from retrieval.types import Candidate, RecallRequest
 from storage.records import MemoryRecord, Scope
-
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
+from tests.records import memory_record
 
 
 def memory(memory_id: str, weight: float = 1.0) -> MemoryRecord:
-    return MemoryRecord(
-        id=memory_id,
-        org_id="o",
-        project_id="p",
-        agent_id="a",
-        session_id="s",
-        episode_id=None,
-        kind="fact",
-        content=memory_id,
-        content_hash=memory_id,
-        tags=(),
-        protection_tier="standard",
-        status="active",
-        replaced_by=None,
-        weight=weight,
-        created_at=NOW,
-        updated_at=NOW,
-        embedder="e",
-    )
+    return memory_record(memory_id, weight=weight)
 
 
 def candidate(memory_id: str, relevance: float, weight: float = 1.0) -> Candidate:

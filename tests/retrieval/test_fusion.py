@@ -1,34 +1,13 @@
-from datetime import UTC, datetime
-
 import numpy as np
 import pytest
 
 from retrieval.fusion import fuse
 from storage.records import MemoryRecord, SearchHit
-
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
+from tests.records import memory_record
 
 
 def record(memory_id: str, embedder: str = "emb") -> MemoryRecord:
-    return MemoryRecord(
-        id=memory_id,
-        org_id="o",
-        project_id="p",
-        agent_id="a",
-        session_id="s",
-        episode_id=None,
-        kind="fact",
-        content=memory_id,
-        content_hash=memory_id,
-        tags=(),
-        protection_tier="standard",
-        status="active",
-        replaced_by=None,
-        weight=1.0,
-        created_at=NOW,
-        updated_at=NOW,
-        embedder=embedder,
-    )
+    return memory_record(memory_id, embedder=embedder)
 
 
 def unit(*values: float) -> np.ndarray:

@@ -1,5 +1,3 @@
-from datetime import UTC, datetime
-
 import numpy as np
 import pytest
 
@@ -10,30 +8,14 @@ from retrieval.trace import CandidatesFused, SearchLegRan, SearchLegSkipped
 from retrieval.types import RecallRequest
 from storage.records import MemoryRecord, Scope, SearchHit
 from tests.fakes import ScriptedReranker, TokenEmbedder
+from tests.records import memory_record
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
 SCOPE = Scope("acme", "web")
 
 
 def record(memory_id: str, content: str, embedder: str, weight: float = 1.0) -> MemoryRecord:
-    return MemoryRecord(
-        id=memory_id,
-        org_id="acme",
-        project_id="web",
-        agent_id="a",
-        session_id="s",
-        episode_id=None,
-        kind="fact",
-        content=content,
-        content_hash=memory_id,
-        tags=(),
-        protection_tier="standard",
-        status="active",
-        replaced_by=None,
-        weight=weight,
-        created_at=NOW,
-        updated_at=NOW,
-        embedder=embedder,
+    return memory_record(
+        memory_id, org_id="acme", project_id="web", content=content, embedder=embedder, weight=weight
     )
 
 

@@ -1,41 +1,20 @@
-from datetime import UTC, datetime
-
 import pytest
 
 from retrieval.rerank import RerankStage
 from retrieval.rerankers.base import sigmoid
 from retrieval.trace import Reranked, RerankFellBack, RerankSkipped
 from retrieval.types import Candidate, RecallRequest
-from storage.records import MemoryRecord, Scope
+from storage.records import Scope
 from tests.fakes import FailingReranker, ScriptedReranker
+from tests.records import memory_record
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
 REQUEST = RecallRequest(
     query="which database?", scope=Scope("o", "p"), top_k=5, char_budget=1000, candidate_limit=15
 )
 
 
 def candidate(content: str, fused: float) -> Candidate:
-    record = MemoryRecord(
-        id=content,
-        org_id="o",
-        project_id="p",
-        agent_id="a",
-        session_id="s",
-        episode_id=None,
-        kind="fact",
-        content=content,
-        content_hash=content,
-        tags=(),
-        protection_tier="standard",
-        status="active",
-        replaced_by=None,
-        weight=1.0,
-        created_at=NOW,
-        updated_at=NOW,
-        embedder="e",
-    )
-    return Candidate(memory=record, fused_score=fused)
+    return Candidate(memory=memory_record(content), fused_score=fused)
 
 
 def test_sigmoid_maps_logits_into_zero_one_without_overflow():
@@ -68,3 +47,15 @@ def test_a_failing_reranker_falls_back_to_fused_scores_and_says_why():
     output = RerankStage(FailingReranker())(REQUEST, (candidate("a", 0.2), candidate("b", 0.7)))
     assert [c.id for c in output.candidates] == ["b", "a"]
     assert output.events == (RerankFellBack("failing", "the reranker service is down", True),)
+
+
+def test_any_reranker_bug_falls_back_instead_of_failing_the_recall():
+    class Broken:
+        name = "broken"
+
+        def rerank(self, query, documents):
+            raise IndexError("list index out of range")
+
+    output = RerankStage(Broken())(REQUEST, (candidate("a", 0.2), candidate("b", 0.7)))
+    assert [c.id for c in output.candidates] == ["b", "a"]
+    assert output.events == (RerankFellBack("broken", "IndexError: list index out of range", False),)

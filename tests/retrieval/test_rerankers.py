@@ -67,6 +67,19 @@ def test_cohere_server_errors_are_transient():
     assert failure.value.transient is True
 
 
+def test_cohere_results_pointing_outside_the_documents_are_rejected():
+    with cohere_standin() as standin:
+        standin.bad_index = True
+        with pytest.raises(RerankFailed, match=r"index outside 0\.\.2"):
+            CohereReranker("test-key", base_url=standin.url).rerank("q", DOCUMENTS)
+
+
+def test_the_cohere_key_is_never_shown_in_a_model_config():
+    from retrieval.providers import ModelConfig
+
+    assert "sk-secret" not in repr(ModelConfig(cohere_api_key="sk-secret"))
+
+
 @pytest.mark.cohere_live
 @pytest.mark.skipif(not os.environ.get("COHERE_API_KEY"), reason="COHERE_API_KEY is not set")
 def test_real_cohere_rerank_ranks_the_relevant_document_first():

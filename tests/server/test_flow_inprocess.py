@@ -39,7 +39,7 @@ async def test_feedback_reorders_recall_and_explain_shows_why(settings):
         assert demoted["scores"]["feedback_weight"] == pytest.approx(0.85)
         assert demoted["scores"]["final"] == pytest.approx(0.68)
         assert demoted["in_context"] is False and demoted["reason"] == "ranked below the top_k=1 cut"
-        assert promoted["reason"] == "in the context (final position 1)"
+        assert promoted["reason"] == "in the context at position [1]"
         assert [s["stage"] for s in explained["stages"]] == [
             "candidate_search",
             "rerank",

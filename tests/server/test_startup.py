@@ -45,3 +45,23 @@ async def test_a_runtime_that_cannot_start_gives_a_tool_error_with_the_reason(se
         text = await call_error(client, "recall", {"query": "anything"})
     assert "could not start: MEMORIA_DB_URI points at a read-only folder" in text
     assert "restart" in text
+
+
+async def test_a_call_waiting_on_a_failing_start_up_gets_the_reason(settings):
+    release = threading.Event()
+
+    def failing_runtime(s):
+        release.wait(timeout=30)
+        raise RuntimeError("the store folder is not writable")
+
+    async with connected(build_server(settings, runtime_factory=failing_runtime)) as client:
+        texts = []
+
+        async def recall():
+            texts.append(await call_error(client, "recall", {"query": "anything"}))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(recall)
+            await anyio.sleep(0.2)
+            release.set()
+    assert "could not start: the store folder is not writable" in texts[0]

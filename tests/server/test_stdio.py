@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -39,21 +41,69 @@ async def test_full_flow_over_stdio_on_the_offline_backend(tmp_path):
                 "report_outcome",
                 "explain_ranking",
             }
-            first = await call(client, "remember", {"content": "The staging database is postgres 16"})
-            await call(client, "remember", {"content": "Lunch is at noon"})
-            assert first["agent_id"] == "stdio-agent"
-            recalled = await call(
-                client, "recall", {"query": "which postgres version is staging on?", "top_k": 1}
+            version = await call(client, "remember", {"content": "The staging database is postgres 16"})
+            port = await call(
+                client, "remember", {"content": "Staging runs the postgres 16 database on port 5432"}
             )
-            assert recalled["memories"][0]["id"] == first["id"]
-            report = await call(client, "report_outcome", {"outcome": "success"})
-            assert report["updated"] == [{"id": first["id"], "weight_before": 1.0, "weight_after": 1.15}]
-            explained = await call(client, "explain_ranking", {"retrieval_id": recalled["retrieval_id"]})
+            await call(client, "remember", {"content": "Lunch is at noon"})
+            assert version["agent_id"] == "stdio-agent"
+            query = {"query": "which postgres version does the staging database run?", "top_k": 1}
+
+            first = await call(client, "recall", query)
+            assert [m["id"] for m in first["memories"]] == [port["id"]]
+            report = await call(client, "report_outcome", {"outcome": "failure"})
+            assert report["updated"] == [{"id": port["id"], "weight_before": 1.0, "weight_after": 0.85}]
+
+            second = await call(client, "recall", query)
+            assert [m["id"] for m in second["memories"]] == [version["id"]]
+            explained = await call(client, "explain_ranking", {"retrieval_id": second["retrieval_id"]})
+            demoted = next(c for c in explained["candidates"] if c["id"] == port["id"])
+            assert (demoted["unweighted_rank"], demoted["weighted_rank"], demoted["rank_delta"]) == (0, 1, -1)
+            assert demoted["scores"]["feedback_weight"] == pytest.approx(0.85)
             assert explained["backends"]["embedder"].startswith("hashed-v1:384 (offline fallback:")
             assert explained["backends"]["reranker"].startswith("none (offline fallback:")
     stderr = stderr_path.read_text()
     assert stderr.count("embedder 'sentence-transformers/all-MiniLM-L6-v2' is unavailable") == 1
     assert stderr.count("reranker 'cross-encoder/ms-marco-MiniLM-L6-v2' is unavailable") == 1
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def test_streamable_http_transport_serves_the_same_tools(tmp_path):
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server", "serve", "--http", str(port)],
+        env={**server_env(tmp_path / "db"), "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        with anyio.fail_after(TIMEOUT):
+            while True:  # wait until it accepts connections
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    assert process.poll() is None, process.stderr.read() if process.stderr else ""
+                    await anyio.sleep(0.1)
+        async with Client(
+            f"http://127.0.0.1:{port}/mcp", client_info=Implementation(name="http-agent", version="1")
+        ) as client:
+            assert len((await client.list_tools()).tools) == 4
+            stored = await call(client, "remember", {"content": "served over streamable HTTP"})
+            recalled = await call(client, "recall", {"query": "streamable HTTP"})
+        assert stored["agent_id"] == "http-agent"
+        assert [m["id"] for m in recalled["memories"]] == [stored["id"]]
+    finally:
+        process.terminate()
+        process.wait(timeout=TIMEOUT)
+        for stream in (process.stdout, process.stderr):
+            if stream:
+                stream.close()
 
 
 def test_stdout_carries_nothing_but_protocol_messages(tmp_path):

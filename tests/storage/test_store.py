@@ -6,8 +6,9 @@ import pytest
 
 from storage import migrations, schema
 from storage.migrations import StoreVersionError
-from storage.records import MemoryRecord, NewMemory, OutcomeRecord, RetrievalRecord, Scope
+from storage.records import NewMemory, OutcomeRecord, RetrievalRecord, Scope
 from storage.store import MemoryStore, StoreError
+from tests.records import memory_record
 
 NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)
 SCOPE = Scope("acme", "web")
@@ -22,27 +23,17 @@ def vec(*hot: int) -> tuple[float, ...]:
 
 
 def new(memory_id: str, content: str, *, scope: Scope = SCOPE, hot=(0,), **fields) -> NewMemory:
-    base = dict(
-        id=memory_id,
-        org_id=scope.org_id,
-        project_id=scope.project_id,
-        agent_id="agent",
-        session_id="s1",
-        episode_id=None,
-        kind="fact",
-        content=content,
-        content_hash=memory_id,
-        tags=(),
-        protection_tier="standard",
-        status="active",
-        replaced_by=None,
-        weight=1.0,
-        created_at=NOW,
-        updated_at=NOW,
-        embedder="emb",
+    fields = {
+        "agent_id": "agent",
+        "session_id": "s1",
+        "created_at": NOW,
+        "updated_at": NOW,
+        "embedder": "emb",
+        **fields,
+    }
+    record = memory_record(
+        memory_id, org_id=scope.org_id, project_id=scope.project_id, content=content, **fields
     )
-    base.update(fields)
-    record = MemoryRecord(**base)
     return NewMemory(record, vec(*hot), content + ("\n" + " ".join(record.tags) if record.tags else ""))
 
 

@@ -25,7 +25,7 @@ def test_explain_reads_back_every_candidate_with_its_scores_per_stage(runtime, i
     assert first.id == recalled.memories[0].id and first.in_context
     assert first.scores.final == pytest.approx(recalled.memories[0].score, abs=1e-6)
     assert first.scores.relevance == first.scores.fused  # no reranker ran
-    assert first.reason == "in the context (final position 1)"
+    assert first.reason == "in the context at position [1]"
     assert all(not c.in_context and c.reason == "ranked below the top_k=1 cut" for c in out.candidates[1:])
     assert all(c.rank_delta == 0 for c in out.candidates)
 
@@ -97,3 +97,22 @@ def test_a_retrieval_from_another_scope_is_unknown(runtime, ids):
 def test_exactly_one_of_retrieval_id_or_query_is_required(runtime, arguments):
     with pytest.raises(ToolFailure, match="pass exactly one of retrieval_id"):
         explain_ranking(ExplainRankingInput(**arguments), runtime, CALLER)
+
+
+def test_the_position_given_is_the_memorys_number_in_the_context(settings):
+    from tests.fakes import ScriptedReranker
+    from tests.helpers import make_runtime
+
+    big, small = "postgres " + "x" * 600, "postgres port is 5432"
+    runtime = make_runtime(settings, reranker=ScriptedReranker({big: 0.9, small: 0.5}))
+    try:
+        remember(RememberInput(content=big), runtime, CALLER)
+        small_id = remember(RememberInput(content=small), runtime, CALLER).id
+        recalled = recall(RecallInput(query="postgres", char_budget=400), runtime, CALLER)
+        assert [m.id for m in recalled.memories] == [small_id]
+        assert f"[1] {small_id}" in recalled.context
+        out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+        assert out.candidates[0].reason.startswith("did not fit")
+        assert out.candidates[1].reason == "in the context at position [1]"
+    finally:
+        runtime.close()

@@ -123,3 +123,33 @@ def test_an_org_with_weighting_disabled_keeps_relevance_order(tmp_path):
 def test_out_of_bounds_requests_get_a_clear_error(runtime, arguments, message):
     with pytest.raises(ToolFailure, match=message):
         recall(RecallInput(**arguments), runtime, CALLER)
+
+
+def test_vectors_from_another_embedder_are_not_mixed_in(settings):
+    from tests.fakes import TokenEmbedder
+
+    hashed = make_runtime(settings)
+    try:
+        old = remember(RememberInput(content="The cache ttl is 300 seconds"), hashed, CALLER).id
+    finally:
+        hashed.close()
+    other = make_runtime(
+        settings, embedder=TokenEmbedder(384)
+    )  # same store, a different model of the same width
+    try:
+        new = remember(RememberInput(content="The cache ttl in staging is 60 seconds"), other, CALLER).id
+        out = recall(RecallInput(query="cache ttl"), other, CALLER)
+        scope = Scope("default", "default")
+        record = runtime_trace(other, out.retrieval_id, scope)
+        by_id = {c["id"]: c for c in record["candidates"]}
+        assert by_id[new]["found_by"] == ["vector", "fulltext"]
+        assert by_id[old]["found_by"] == ["fulltext"]  # only full-text can reach the old model's memory
+        assert by_id[old]["scores"]["vector"] is None
+    finally:
+        other.close()
+
+
+def runtime_trace(runtime, retrieval_id, scope):
+    import json
+
+    return json.loads(runtime.store.get_retrieval(retrieval_id, scope).trace_json)

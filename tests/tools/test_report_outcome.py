@@ -104,3 +104,22 @@ def test_weight_history_is_recorded(runtime, three):
         (1, 1.0, 1.15),
         (2, 1.15, 0.85),
     ]
+
+
+def test_a_report_whose_weight_write_failed_is_redone_in_full_on_retry(runtime, three, monkeypatch):
+    recall_top(runtime, S1)
+    real_set_weights = runtime.store.set_weights
+    failures = iter([OSError("disk full")])
+
+    def flaky(weights, at):
+        error = next(failures, None)
+        if error is not None:
+            raise error
+        real_set_weights(weights, at)
+
+    monkeypatch.setattr(runtime.store, "set_weights", flaky)
+    with pytest.raises(OSError):
+        report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
+    retried = report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
+    assert retried.status == "applied"
+    assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
