@@ -1,17 +1,30 @@
-"""Stage: character-budget assembly of the context block an agent pastes into its prompt.
+"""Stage: episode-grouped, character-budget assembly of the context block (XTrace's strategy).
 
-Greedy in rank order, at most ``top_k`` memories, never longer than ``char_budget``; a memory that does
-not fit is left out whole (never cut), with the reason on its candidate. Each memory carries its
-provenance and is rendered as quoted data, so stored text is not mistaken for instructions.
+1. Select in final order: at most ``top_k`` directly matched facts and artifacts (plus the episode
+   siblings they brought), ``top_k_episodes`` episode summaries and ``max_episodes`` distinct episodes.
+
+2. Group by episode: a header (title, time, agent), then the episode's summary, its artifacts and its
+   fact bullets by score; groups ordered by how many direct matches they hold, then by best score; groups
+   with only an episode summary ("residual episodes") last. A memory with no episode is its own group.
+3. Greedy fill: never longer than ``char_budget``; a memory that does not fit is left out whole (never
+   cut) with the reason on its candidate.
+
+Every memory shows its provenance on one line (id, kind, agent, date) and its text as quoted lines, so
+stored text is never mistaken for instructions.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
+from retrieval.expansion import EpisodeSource
 from retrieval.text import single_line
 from retrieval.trace import ContextAssembled, StageOutput
 from retrieval.types import Candidate, RecallRequest
+from storage.records import EpisodeRecord
+
+KIND_ORDER = {"episode": 0, "artifact": 1, "fact": 2}
 
 
 def preamble(retrieval_id: str) -> str:
@@ -24,52 +37,185 @@ def preamble(retrieval_id: str) -> str:
 def render_memory(position: int, candidate: Candidate) -> str:
     memory = candidate.memory
     provenance = [memory.id, memory.kind, f"agent {memory.agent_id}", memory.created_at.strftime("%Y-%m-%d")]
-    if memory.episode_id:
-        provenance.append(f"episode {memory.episode_id}")
     if memory.tags:
         provenance.append("tags: " + ", ".join(memory.tags))
+    if candidate.corroborating_agents:
+        provenance.append("also stated by " + ", ".join(candidate.corroborating_agents))
     # The header is the one unquoted line per memory: nothing stored may break out of it.
     header = single_line(" · ".join(provenance))
     lines = memory.content.splitlines() or [""]
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
-    return f"\n[{position}] {header}\n{quoted}\n"
+    return f"[{position}] {header}\n{quoted}\n"
+
+
+def render_episode_header(episode_id: str, episode: EpisodeRecord | None, matches: int) -> str:
+    parts = [f"episode {episode_id}"]
+    if episode is not None:
+        if episode.title:
+            parts.append(repr(episode.title[:120]))
+        parts.append(episode.started_at.strftime("%Y-%m-%d %H:%M"))
+        parts.append(f"agent {episode.agent_id}")
+    parts.append(f"{matches} direct match{'es' if matches != 1 else ''}")
+    return "\n## " + single_line(" · ".join(parts)) + "\n"
+
+
+@dataclass
+class _Group:
+    episode_id: str | None
+    items: list[Candidate] = field(default_factory=list)
+
+    @property
+    def matches(self) -> int:
+        return sum(1 for item in self.items if item.source == "direct")
+
+    @property
+    def best(self) -> float:
+        return max(item.final_score for item in self.items)
+
+    @property
+    def residual(self) -> bool:
+        return all(item.memory.kind == "episode" for item in self.items)
+
+
+def select(
+    candidates: Sequence[Candidate], *, top_k: int, top_k_episodes: int, max_episodes: int
+) -> tuple[list[Candidate], dict[str, str]]:
+    """The memories to place, in final order, and the reason each other candidate was left out."""
+    chosen: list[Candidate] = []
+    chosen_ids: set[str] = set()
+    reasons: dict[str, str] = {}
+    facts = summaries = 0
+    episodes: set[str] = set()
+    for candidate in candidates:
+        memory = candidate.memory
+        if memory.kind == "episode" and summaries >= top_k_episodes:
+            reasons[candidate.id] = f"ranked below the top_k_episodes={top_k_episodes} cut"
+            continue
+        # Episode siblings are extra context around the top_k matches, bounded by max_siblings per source,
+        # and come only with the memory that brought them.
+        if candidate.source == "sibling" and candidate.sibling_of not in chosen_ids:
+            reasons[candidate.id] = (
+                f"the memory that brought it ({candidate.sibling_of}) is not in the context"
+            )
+            continue
+        if memory.kind != "episode" and candidate.source == "direct" and facts >= top_k:
+            reasons[candidate.id] = f"ranked below the top_k={top_k} cut"
+            continue
+        if memory.episode_id and memory.episode_id not in episodes and len(episodes) >= max_episodes:
+            reasons[candidate.id] = f"its episode is beyond the max_episodes={max_episodes} cap"
+            continue
+        chosen.append(candidate)
+        chosen_ids.add(candidate.id)
+        if memory.episode_id:
+            episodes.add(memory.episode_id)
+        if memory.kind == "episode":
+            summaries += 1
+        elif candidate.source == "direct":
+            facts += 1
+    return chosen, reasons
+
+
+def group(chosen: Sequence[Candidate]) -> list[_Group]:
+    groups: dict[str, _Group] = {}
+    ordered: list[_Group] = []
+    for candidate in chosen:
+        episode_id = candidate.memory.episode_id
+        if episode_id is None:
+            ordered.append(_Group(None, [candidate]))
+            continue
+        if episode_id not in groups:
+            groups[episode_id] = _Group(episode_id)
+            ordered.append(groups[episode_id])
+        groups[episode_id].items.append(candidate)
+    for each in ordered:
+        # Direct matches before siblings, so a sibling is placed only after its source was.
+        each.items.sort(
+            key=lambda c: (c.source == "sibling", KIND_ORDER.get(c.memory.kind, 3), -c.final_score, c.id)
+        )
+    return sorted(ordered, key=lambda g: (g.residual, -g.matches, -g.best))
 
 
 def assemble(
-    candidates: tuple[Candidate, ...], *, top_k: int, char_budget: int, retrieval_id: str
+    candidates: tuple[Candidate, ...],
+    *,
+    top_k: int,
+    char_budget: int,
+    retrieval_id: str,
+    episodes: Mapping[str, EpisodeRecord] | None = None,
+    top_k_episodes: int = 3,
+    max_episodes: int = 10,
 ) -> tuple[tuple[Candidate, ...], str]:
-    """Return the candidates marked in/out of the context, and the context (``""`` when nothing fits)."""
+    """Return the candidates (in final order) marked in or out of the context, and the context
+    (``""`` when nothing fits)."""
     context = preamble(retrieval_id)
     if len(context) > char_budget:
         reason = f"char_budget {char_budget} is smaller than the context header ({len(context)} chars)"
         return tuple(replace(candidate, exclusion_reason=reason) for candidate in candidates), ""
-    marked = []
-    included = 0
-    for candidate in candidates:
-        if included >= top_k:
-            marked.append(replace(candidate, exclusion_reason=f"ranked below the top_k={top_k} cut"))
-            continue
-        block = render_memory(included + 1, candidate)
-        remaining = char_budget - len(context)
-        if len(block) > remaining:
-            reason = f"did not fit: needs {len(block)} chars, {remaining} of char_budget={char_budget} left"
-            marked.append(replace(candidate, exclusion_reason=reason))
-            continue
-        context += block
-        included += 1
-        marked.append(replace(candidate, in_context=True, exclusion_reason=None))
-    return tuple(marked), context if included else ""
+    chosen, reasons = select(
+        candidates, top_k=top_k, top_k_episodes=top_k_episodes, max_episodes=max_episodes
+    )
+    positions: dict[str, int] = {}
+    for each in group(chosen):
+        header = (
+            render_episode_header(each.episode_id, (episodes or {}).get(each.episode_id), each.matches)
+            if each.episode_id
+            else "\n"
+        )
+        header_added = False
+        for item in each.items:
+            if item.source == "sibling" and item.sibling_of not in positions:
+                reasons[item.id] = f"the memory that brought it ({item.sibling_of}) did not fit"
+                continue
+            block = render_memory(len(positions) + 1, item)
+            needed = len(block) + (0 if header_added else len(header))
+            remaining = char_budget - len(context)
+            if needed > remaining:
+                reasons[item.id] = (
+                    f"did not fit: needs {needed} chars, {remaining} of char_budget={char_budget} left"
+                )
+                continue
+            if not header_added:
+                context += header
+                header_added = True
+            context += block
+            positions[item.id] = len(positions) + 1
+    marked = tuple(
+        replace(candidate, in_context=True, context_position=positions[candidate.id], exclusion_reason=None)
+        if candidate.id in positions
+        else replace(
+            candidate,
+            in_context=False,
+            context_position=None,
+            exclusion_reason=reasons.get(candidate.id, "not selected"),
+        )
+        for candidate in candidates
+    )
+    return marked, context if positions else ""
 
 
 class AssemblyStage:
     name = "assembly"
 
+    def __init__(
+        self, episodes: EpisodeSource | None = None, *, top_k_episodes: int = 3, max_episodes: int = 10
+    ) -> None:
+        self._episodes = episodes
+        self._top_k_episodes = top_k_episodes
+        self._max_episodes = max_episodes
+
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
+        episode_ids = list(dict.fromkeys(c.memory.episode_id for c in candidates if c.memory.episode_id))
+        episodes = (
+            self._episodes.get_episodes(request.scope, episode_ids) if self._episodes and episode_ids else {}
+        )
         marked, context = assemble(
             candidates,
             top_k=request.top_k,
             char_budget=request.char_budget,
             retrieval_id=request.retrieval_id,
+            episodes=episodes,
+            top_k_episodes=self._top_k_episodes,
+            max_episodes=self._max_episodes,
         )
         included = sum(1 for candidate in marked if candidate.in_context)
         return StageOutput(marked, (ContextAssembled(included, len(context), request.char_budget),), context)

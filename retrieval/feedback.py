@@ -1,8 +1,10 @@
-"""Stage: feedback weighting, as in the feedback seed: weightedScore = relevanceScore x feedbackWeight.
+"""Stage: feedback weighting, as in the feedback seed: weightedScore = relevanceScore x feedbackWeight,
+where the relevance score already carries the corroboration boost (the seed's order: store score, plus
+the boost, times the weight).
 
 With the org's ``feedback_weighting_disabled`` flag the order stays unweighted, but weights are still
-recorded (and logged to the A/B table). Ranks are 0-based: ``unweighted_rank`` orders by relevance
-alone, ``weighted_rank`` by the weighted score; their difference is the Feedback Impact rank delta.
+recorded (and logged to the A/B table). Ranks are 0-based: ``unweighted_rank`` orders by the boosted
+relevance alone, ``weighted_rank`` by the weighted score; their difference is the Feedback Impact rank delta.
 """
 
 from __future__ import annotations
@@ -21,16 +23,16 @@ def apply_feedback_ranking(
         replace(
             candidate,
             feedback_weight=candidate.memory.weight,
-            weighted_score=candidate.relevance_score * candidate.memory.weight
+            weighted_score=candidate.boosted_score * candidate.memory.weight
             if weighting_enabled
-            else candidate.relevance_score,
+            else candidate.boosted_score,
         )
         for candidate in candidates
     ]
-    unweighted_order = sorted(weighted, key=lambda candidate: (-candidate.relevance_score, candidate.id))
+    unweighted_order = sorted(weighted, key=lambda candidate: (-candidate.boosted_score, candidate.id))
     unweighted_rank = {candidate.id: rank for rank, candidate in enumerate(unweighted_order)}
     weighted_order = sorted(
-        weighted, key=lambda candidate: (-candidate.weighted_score, -candidate.relevance_score, candidate.id)
+        weighted, key=lambda candidate: (-candidate.weighted_score, -candidate.boosted_score, candidate.id)
     )
     return tuple(
         replace(candidate, unweighted_rank=unweighted_rank[candidate.id], weighted_rank=rank)

@@ -1,29 +1,41 @@
 """The recall pipeline: an explicit, ordered list of stages, each timed and traced.
 
-Later stages (gate, corroboration, episode expansion) slot into ``build_stages`` at their place in the
-seeds' order: gate -> candidate search -> rerank -> corroboration -> feedback -> expansion -> assembly.
+gate -> candidate search -> rerank -> min score -> iterative retrieval -> corroboration -> feedback
+-> episode expansion -> episode-grouped assembly. A stage that halts the recall (the gate) leaves the
+rest recorded as skipped.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from retrieval.assembly import AssemblyStage
 from retrieval.candidate_search import CandidateSearchStage, CandidateSource
+from retrieval.corroboration import ClusterProvider, CorroborationStage, MemoryCluster
+from retrieval.expansion import EpisodeExpansionStage, EpisodeSource
 from retrieval.feedback import FeedbackStage
+from retrieval.gate import GateMode, GateStage
+from retrieval.iterative import IterativeRetrievalStage
 from retrieval.providers import Models
 from retrieval.rerank import RerankStage
-from retrieval.trace import RecallTrace, StageOutput, StageRecord
+from retrieval.rerankers.llm import RerankerConfiguration, RerankerService
+from retrieval.threshold import MinScoreStage
+from retrieval.trace import RecallTrace, StageOutput, StageRecord, StageSkipped
 from retrieval.types import Candidate, RecallRequest
+from storage.records import Scope
 
 
 class Stage(Protocol):
     name: str
 
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput: ...
+
+
+class PipelineStore(CandidateSource, EpisodeSource, Protocol):
+    """Everything the stages read from the store."""
 
 
 @dataclass(frozen=True)
@@ -34,32 +46,85 @@ class RecallResult:
 
     @property
     def in_context(self) -> tuple[Candidate, ...]:
-        return tuple(candidate for candidate in self.candidates if candidate.in_context)
+        """The memories in the context, in the order the context shows them."""
+        chosen = [candidate for candidate in self.candidates if candidate.in_context]
+        return tuple(sorted(chosen, key=lambda candidate: candidate.context_position or 0))
+
+    @property
+    def gated(self) -> str | None:
+        return self.trace.gated
 
 
 @dataclass(frozen=True)
 class PipelineOptions:
+    """Which stages run and their knobs (``server.config.Settings`` is where the defaults are set)."""
+
     vector_weight: float = 0.5
     use_vector: bool = True
     use_fulltext: bool = True
     use_rerank: bool = True
+    gate: GateMode = "local"
+    min_fact_score: float = 0.0
+    max_iterations: int = 1
+    sufficiency_threshold: float = 0.7
+    use_corroboration: bool = True
+    use_expansion: bool = True
+    score_propagation_alpha: float = 0.5
+    max_siblings: int = 3
+    top_k_episodes: int = 3
+    max_episodes: int = 10
+    llm_reranker: RerankerConfiguration | None = None
 
 
-def build_stages(source: CandidateSource, models: Models, options: PipelineOptions) -> list[Stage]:
+class _NoClusters:
+    def clusters_for(self, scope: Scope, memory_ids: Sequence[str]) -> Mapping[str, MemoryCluster]:
+        return {}
+
+
+def build_stages(
+    store: PipelineStore, models: Models, options: PipelineOptions, clusters: ClusterProvider | None = None
+) -> list[Stage]:
     reranker = models.reranker if options.use_rerank else None
     skipped = "disabled by configuration" if not options.use_rerank else models.reranker_info.describe()
-    return [
-        CandidateSearchStage(
-            source,
-            models.embedder,
-            vector_weight=options.vector_weight,
-            use_vector=options.use_vector,
-            use_fulltext=options.use_fulltext,
+    search = CandidateSearchStage(
+        store,
+        models.embedder,
+        vector_weight=options.vector_weight,
+        use_vector=options.use_vector,
+        use_fulltext=options.use_fulltext,
+    )
+    rerank = RerankStage(
+        reranker,
+        skipped_reason=f"no reranker: {skipped}",
+        llm_config=options.llm_reranker if options.use_rerank else None,
+        llm_rerankers=RerankerService(),
+    )
+    threshold = MinScoreStage(options.min_fact_score)
+    stages: list[Stage] = [
+        GateStage(options.gate),
+        search,
+        rerank,
+        threshold,
+        IterativeRetrievalStage(
+            search,
+            rerank,
+            threshold,
+            max_iterations=options.max_iterations,
+            sufficiency_threshold=options.sufficiency_threshold,
         ),
-        RerankStage(reranker, skipped_reason=f"no reranker: {skipped}"),
+        CorroborationStage(clusters if clusters is not None and options.use_corroboration else _NoClusters()),
         FeedbackStage(),
-        AssemblyStage(),
     ]
+    if options.use_expansion:
+        stages.append(
+            EpisodeExpansionStage(
+                store, alpha=options.score_propagation_alpha, max_siblings=options.max_siblings
+            )
+        )
+    stages.append(
+        AssemblyStage(store, top_k_episodes=options.top_k_episodes, max_episodes=options.max_episodes)
+    )
+    return stages
 
 
 class RecallPipeline:
@@ -75,15 +140,18 @@ class RecallPipeline:
         candidates: tuple[Candidate, ...] = ()
         context = ""
         records = []
+        halted: str | None = None
         for stage in self._stages:
+            if halted is not None:
+                records.append(StageRecord(stage.name, 0.0, (StageSkipped(f"not run: {halted}"),)))
+                continue
             started = time.perf_counter()
             output = stage(request, candidates)
-            records.append(
-                StageRecord(stage.name, (time.perf_counter() - started) * 1000.0, tuple(output.events))
-            )  # type: ignore[arg-type]
+            records.append(StageRecord(stage.name, (time.perf_counter() - started) * 1000.0, output.events))
             candidates = output.candidates
             if output.context is not None:
                 context = output.context
+            halted = output.halt
         trace = RecallTrace(
             retrieval_id=request.retrieval_id,
             query=request.query,
@@ -93,5 +161,6 @@ class RecallPipeline:
             char_budget=request.char_budget,
             stages=tuple(records),
             candidates=candidates,
+            gated=halted,
         )
         return RecallResult(candidates, context, trace)

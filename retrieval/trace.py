@@ -62,6 +62,78 @@ class FeedbackApplied:
 
 
 @dataclass(frozen=True)
+class GateDecided:
+    retrieve: bool
+    method: str  # "local" | "llm" | "off"
+    reason: str
+
+
+@dataclass(frozen=True)
+class BelowThreshold:
+    memory_id: str
+    score: float
+    threshold: float
+
+
+@dataclass(frozen=True)
+class IterationSkipped:
+    reason: str
+
+
+@dataclass(frozen=True)
+class SufficiencyJudged:
+    iteration: int
+    sufficient: bool
+    confidence: float
+    threshold: float
+    sub_queries: tuple[str, ...]
+    model: str
+
+
+@dataclass(frozen=True)
+class SubQueryRan:
+    iteration: int
+    query: str
+    hits: int
+    new_candidates: int
+
+
+@dataclass(frozen=True)
+class CrossReranked:
+    method: str
+    candidates: int
+
+
+@dataclass(frozen=True)
+class LLMReranked:
+    model: str
+    success: bool
+    candidates: int
+    duration_ms: float
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost: float | None
+
+
+@dataclass(frozen=True)
+class CorroborationApplied:
+    boosted: int
+    clusters: int
+
+
+@dataclass(frozen=True)
+class SiblingsAdded:
+    sources: int
+    siblings: int
+    alpha: float
+
+
+@dataclass(frozen=True)
+class StageSkipped:
+    reason: str
+
+
+@dataclass(frozen=True)
 class LeftOut:
     memory_id: str
     reason: str
@@ -75,7 +147,17 @@ class ContextAssembled:
 
 
 TraceEvent = (
-    SearchLegRan
+    GateDecided
+    | BelowThreshold
+    | IterationSkipped
+    | SufficiencyJudged
+    | SubQueryRan
+    | CrossReranked
+    | LLMReranked
+    | CorroborationApplied
+    | SiblingsAdded
+    | StageSkipped
+    | SearchLegRan
     | SearchLegSkipped
     | CandidatesFused
     | Reranked
@@ -94,6 +176,8 @@ class StageOutput:
     candidates: tuple[Candidate, ...]
     events: tuple[TraceEvent, ...] = ()
     context: str | None = None
+    # Set by a stage that ends the recall early (the gate): later stages are recorded as skipped.
+    halt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +199,7 @@ class RecallTrace:
     char_budget: int
     stages: tuple[StageRecord, ...]
     candidates: tuple[Candidate, ...]
+    gated: str | None = None  # why the gate skipped retrieval, when it did
 
     def to_json(self) -> str:
         return json.dumps(
@@ -125,6 +210,7 @@ class RecallTrace:
                 "weighting_enabled": self.weighting_enabled,
                 "top_k": self.top_k,
                 "char_budget": self.char_budget,
+                "gated": self.gated,
                 "stages": [
                     {
                         "name": stage.name,
@@ -156,17 +242,24 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
         "status": memory.status,
         "preview": memory.content[:PREVIEW_CHARS],
         "found_by": list(candidate.found_by),
+        "queries": list(candidate.queries),
+        "source": candidate.source,
+        "sibling_of": candidate.sibling_of,
+        "corroborating_agents": list(candidate.corroborating_agents),
+        "cluster_canonical": candidate.cluster_canonical,
         "scores": {
             "vector": candidate.vector_score,
             "fulltext": candidate.fulltext_score,
             "fused": candidate.fused_score,
             "rerank": candidate.rerank_score,
             "relevance": candidate.relevance_score,
+            "corroboration_boost": candidate.corroboration_boost,
             "feedback_weight": candidate.feedback_weight,
             "final": candidate.final_score,
         },
         "unweighted_rank": candidate.unweighted_rank,
         "weighted_rank": candidate.weighted_rank,
         "in_context": candidate.in_context,
+        "context_position": candidate.context_position,
         "exclusion_reason": candidate.exclusion_reason,
     }

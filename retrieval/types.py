@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from storage.records import MemoryRecord, Scope
+
+if TYPE_CHECKING:
+    from retrieval.llm.base import LanguageModel
 
 
 @dataclass(frozen=True)
@@ -18,6 +22,8 @@ class RecallRequest:
     kinds: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     retrieval_id: str = ""
+    # The LLM this request may use (the client's, by MCP sampling, or Cohere chat); None when there is none.
+    llm: LanguageModel | None = None
 
 
 @dataclass(frozen=True)
@@ -25,28 +31,41 @@ class Candidate:
     """One memory under consideration, with its score at every stage so far.
 
     Ranges: ``vector_score`` is cosine similarity in [-1, 1]; ``fulltext_score`` is raw BM25 (>= 0);
-    ``fused_score``, ``rerank_score`` and ``relevance_score`` are in [0, 1]; ``feedback_weight`` is the
-    memory's EMA weight (neutral 1.0); ``weighted_score`` = relevance x weight when weighting is on.
-    Ranks are 0-based, as in the feedback seed's A/B log.
+    ``fused_score``, ``rerank_score`` and ``relevance_score`` are in [0, 1]; ``corroboration_boost`` is
+    log2(1 + corroborating agents) x 0.1 (>= 0); ``feedback_weight`` is the memory's EMA weight (neutral
+    1.0); ``weighted_score`` = (relevance + boost) x weight when weighting is on. An episode sibling's
+    ``weighted_score`` is its source's, discounted by ``score_propagation_alpha``. Ranks are 0-based, as in
+    the feedback seed's A/B log.
     """
 
     memory: MemoryRecord
     found_by: tuple[str, ...] = ()
+    queries: tuple[str, ...] = ()
     vector_score: float | None = None
     fulltext_score: float | None = None
     fused_score: float = 0.0
     rerank_score: float | None = None
     relevance_score: float = 0.0
+    corroboration_boost: float = 0.0
+    corroborating_agents: tuple[str, ...] = ()
+    cluster_canonical: str | None = None
     feedback_weight: float = 1.0
     weighted_score: float = 0.0
     unweighted_rank: int | None = None
     weighted_rank: int | None = None
+    source: Literal["direct", "sibling"] = "direct"
+    sibling_of: str | None = None
     in_context: bool = False
+    context_position: int | None = None  # its [n] in the context block
     exclusion_reason: str | None = None
 
     @property
     def id(self) -> str:
         return self.memory.id
+
+    @property
+    def boosted_score(self) -> float:
+        return self.relevance_score + self.corroboration_boost
 
     @property
     def final_score(self) -> float:

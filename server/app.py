@@ -59,14 +59,16 @@ def tool_specs() -> list[ToolSpec]:
             title="Recall",
             description=(
                 "Find the memories most useful for a task and return them as a ready-to-paste context block "
-                "(never longer than char_budget) plus the list of memories in it. Ranking: embedding and full-text "
-                "search, cross-encoder rerank, then feedback weights from reported outcomes. Call at the start of "
-                "a task and when stuck."
+                "(never longer than char_budget), grouped by episode, plus the list of memories in it. Pipeline: "
+                "gate (greetings and thanks skip retrieval), embedding + full-text search, rerank, corroboration "
+                "boost (the same conclusion from several agents), feedback weights from reported outcomes, "
+                "episode expansion. Call at the start of a task and when stuck."
             ),
             input_model=recall.RecallInput,
             output_model=recall.RecallOutput,
             handler=recall.handle,
             annotations=ToolAnnotations(title="Recall", read_only_hint=True, open_world_hint=False),
+            uses_llm=True,
         ),
         ToolSpec(
             name="report_outcome",
@@ -92,7 +94,8 @@ def tool_specs() -> list[ToolSpec]:
             title="Explain ranking",
             description=(
                 "Show why each memory ranked where it did in a recall: its score at every stage (vector, "
-                "full-text, fused, rerank, feedback weight, final), its rank with and without feedback weighting, "
+                "full-text, fused, rerank, corroboration boost and the agents behind it, feedback weight, final; "
+                "for an episode sibling, the memory that brought it), its rank with and without feedback weighting, "
                 "whether it made the context and why not, the backends used and each stage's time. Pass the "
                 "retrieval_id from recall, or a query to run and explain now; memory_id narrows it to one memory."
             ),
@@ -100,6 +103,7 @@ def tool_specs() -> list[ToolSpec]:
             output_model=explain_ranking.ExplainRankingOutput,
             handler=explain_ranking.handle,
             annotations=ToolAnnotations(title="Explain ranking", read_only_hint=True, open_world_hint=False),
+            uses_llm=True,
         ),
     ]
 

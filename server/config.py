@@ -70,6 +70,26 @@ class Settings(BaseModel):
     model_device: str = "cpu"
 
     rerank_multiplier: int = Field(3, ge=1, le=20)
+    top_k_facts: int = Field(10, ge=1, le=1_000, description="recall's top_k when a call gives none")
+    top_k_episodes: int = Field(3, ge=0, le=100, description="episode summaries a context may hold")
+    max_episodes: int = Field(10, ge=1, le=1_000, description="distinct episodes a context may hold")
+    min_fact_score: float = Field(
+        0.0, ge=0.0, le=1.0, description="candidates below this relevance are dropped"
+    )
+    gate: Literal["local", "llm", "off"] = "local"
+    corroboration: bool = True
+    episode_expansion: bool = True
+    score_propagation_alpha: float = Field(0.5, gt=0.0, lt=1.0)
+    max_siblings: int = Field(3, ge=0, le=50, description="siblings each retrieved memory may bring")
+    max_iterations: int = Field(1, ge=1, le=5)
+    sufficiency_threshold: float = Field(0.7, ge=0.0, le=1.0)
+    llm: Literal["auto", "sampling", "cohere", "none"] = "auto"
+    cohere_chat_model: str = "command-a-03-2025"
+    llm_reranker: dict[str, Any] = Field(
+        default_factory=dict, description="the MemberJunction shape: enabled, modelId, topK, minScore"
+    )
+    aggregation_interval_seconds: float = Field(60.0, gt=0)
+    aggregation_max_rows: int = Field(10_000, ge=1, le=10_000_000)
     fusion_vector_weight: float = Field(0.5, ge=0.0, le=1.0)
     feedback_ema_alpha: float = Field(0.2, gt=0.0, le=1.0)
     feedback_min_weight: float = Field(0.25, gt=0.0)
@@ -127,7 +147,7 @@ class Settings(BaseModel):
             raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
 
 
-_JSON_FIELDS = {"storage_options", "org_features"}
+_JSON_FIELDS = {"storage_options", "org_features", "llm_reranker"}
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 _BOOL_FALSE = {"0", "false", "no", "off"}
 
@@ -169,6 +189,22 @@ ENVIRONMENT: dict[str, str] = {
     "allow_model_downloads": "MEMORIA_ALLOW_MODEL_DOWNLOADS",
     "model_device": "MEMORIA_MODEL_DEVICE",
     "rerank_multiplier": "MEMORIA_RERANK_MULTIPLIER",
+    "top_k_facts": "MEMORIA_TOP_K_FACTS",
+    "top_k_episodes": "MEMORIA_TOP_K_EPISODES",
+    "max_episodes": "MEMORIA_MAX_EPISODES",
+    "min_fact_score": "MEMORIA_MIN_FACT_SCORE",
+    "gate": "MEMORIA_GATE",
+    "corroboration": "MEMORIA_CORROBORATION",
+    "episode_expansion": "MEMORIA_EPISODE_EXPANSION",
+    "score_propagation_alpha": "MEMORIA_SCORE_PROPAGATION_ALPHA",
+    "max_siblings": "MEMORIA_MAX_SIBLINGS",
+    "max_iterations": "MEMORIA_MAX_ITERATIONS",
+    "sufficiency_threshold": "MEMORIA_SUFFICIENCY_THRESHOLD",
+    "llm": "MEMORIA_LLM",
+    "cohere_chat_model": "MEMORIA_COHERE_CHAT_MODEL",
+    "llm_reranker": "MEMORIA_LLM_RERANKER",
+    "aggregation_interval_seconds": "MEMORIA_AGGREGATION_INTERVAL_SECONDS",
+    "aggregation_max_rows": "MEMORIA_AGGREGATION_MAX_ROWS",
     "fusion_vector_weight": "MEMORIA_FUSION_VECTOR_WEIGHT",
     "feedback_ema_alpha": "MEMORIA_FEEDBACK_EMA_ALPHA",
     "feedback_min_weight": "MEMORIA_FEEDBACK_MIN_WEIGHT",

@@ -12,16 +12,18 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp_types import InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, ValidationError, WithJsonSchema, WrapValidator
 
+from retrieval.llm.base import ClientInputNeeded
 from retrieval.model_files import short_reason
 from server.identity import resolve_caller
+from server.llm_bridge import SamplingLedger, input_required, recorded_ledger
 from server.state import AppState
 from tools.common import Caller, Runtime, ToolFailure
 
@@ -39,18 +41,26 @@ class ToolSpec:
     output_model: type[BaseModel]
     handler: Handler
     annotations: ToolAnnotations
+    uses_llm: bool = False  # may ask the request's LLM (sampling needs the input-required flow)
 
 
 def register_tool(app: MCPServer[AppState], spec: ToolSpec) -> None:
-    async def call(ctx: Context[AppState, Any], **arguments: Any) -> BaseModel:
+    async def call(ctx: Context[AppState, Any], **arguments: Any) -> BaseModel | InputRequiredResult:
         try:
             args = spec.input_model.model_validate(arguments)
         except ValidationError as exc:
             raise ToolError(friendly_validation_message(spec.name, exc)) from None
         state: AppState = ctx.request_context.lifespan_context
+        ledger = SamplingLedger()
         try:
             runtime = await state.runtime()
-            return await spec.handler(args, runtime, resolve_caller(ctx, state))
+            caller = resolve_caller(ctx, state)
+            if spec.uses_llm:
+                ledger = recorded_ledger(ctx)
+                caller = replace(caller, llm=state.llms.for_request(ctx, ledger))
+            return await spec.handler(args, runtime, caller)
+        except ClientInputNeeded as needed:  # 2026-07-28: ask the client, then the call is retried
+            return input_required(needed, ledger)
         except ToolFailure as exc:
             raise ToolError(str(exc)) from None
         except Exception as exc:  # a store or model fault: say what failed instead of a bare "error"
@@ -62,10 +72,11 @@ def register_tool(app: MCPServer[AppState], spec: ToolSpec) -> None:
 
     call.__name__ = spec.name
     call.__doc__ = spec.description
-    call.__signature__ = _signature(spec.input_model, spec.output_model)  # type: ignore[attr-defined]
+    returns = spec.output_model | InputRequiredResult if spec.uses_llm else spec.output_model
+    call.__signature__ = _signature(spec.input_model, returns)  # type: ignore[attr-defined]
     call.__annotations__ = {
         **{name: parameter.annotation for name, parameter in call.__signature__.parameters.items()},  # type: ignore[attr-defined]
-        "return": spec.output_model,
+        "return": call.__signature__.return_annotation,  # type: ignore[attr-defined]
     }
     app.add_tool(
         call, name=spec.name, title=spec.title, description=spec.description, annotations=spec.annotations
@@ -73,10 +84,11 @@ def register_tool(app: MCPServer[AppState], spec: ToolSpec) -> None:
 
 
 def _pass_through(value: Any, _handler: Any) -> Any:
+
     return value
 
 
-def _signature(input_model: type[BaseModel], output_model: type[BaseModel]) -> inspect.Signature:
+def _signature(input_model: type[BaseModel], output_model: Any) -> inspect.Signature:
     properties = input_model.model_json_schema()["properties"]
     parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     for name, field in input_model.model_fields.items():

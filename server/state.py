@@ -9,11 +9,17 @@ import secrets
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import anyio
 
 from server.config import Settings
+from server.llm_bridge import LLMChooser
 from tools.common import Runtime, ToolFailure, backend_summary
+
+if TYPE_CHECKING:
+    from retrieval.providers import Models
+    from storage.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +28,6 @@ RuntimeFactory = Callable[[Settings], Runtime]
 
 def build_runtime(settings: Settings) -> Runtime:
     """Open the store, load the models (falling back to the offline backend) and assemble the pipeline."""
-    from retrieval.pipeline import PipelineOptions, RecallPipeline, build_stages
     from retrieval.providers import load_models
     from storage.store import MemoryStore
 
@@ -30,13 +35,43 @@ def build_runtime(settings: Settings) -> Runtime:
         settings.db_uri, storage_options=settings.storage_options, vector_dim=settings.vector_dim
     )
     try:
-        models = load_models(model_config(settings), store.vector_dim)
-        stages = build_stages(store, models, PipelineOptions(vector_weight=settings.fusion_vector_weight))
-        pipeline = RecallPipeline(stages, backend_summary(models))
+        return assemble_runtime(settings, store, load_models(model_config(settings), store.vector_dim))
     except BaseException:
         store.close()
         raise
-    return Runtime(settings=settings, store=store, models=models, pipeline=pipeline)
+
+
+def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> Runtime:
+    """The pipeline and corroboration cache over an open store and loaded models."""
+    from retrieval.aggregation import CorroborationService
+    from retrieval.pipeline import RecallPipeline, build_stages
+
+    corroboration = CorroborationService(store, max_rows=settings.aggregation_max_rows)
+    stages = build_stages(store, models, pipeline_options(settings), corroboration)
+    pipeline = RecallPipeline(stages, backend_summary(models))
+    return Runtime(
+        settings=settings, store=store, models=models, pipeline=pipeline, corroboration=corroboration
+    )
+
+
+def pipeline_options(settings: Settings):  # -> retrieval.pipeline.PipelineOptions
+    from retrieval.pipeline import PipelineOptions
+    from retrieval.rerankers.llm import parse_reranker_configuration
+
+    return PipelineOptions(
+        vector_weight=settings.fusion_vector_weight,
+        gate=settings.gate,
+        min_fact_score=settings.min_fact_score,
+        max_iterations=settings.max_iterations,
+        sufficiency_threshold=settings.sufficiency_threshold,
+        use_corroboration=settings.corroboration,
+        use_expansion=settings.episode_expansion,
+        score_propagation_alpha=settings.score_propagation_alpha,
+        max_siblings=settings.max_siblings,
+        top_k_episodes=settings.top_k_episodes,
+        max_episodes=settings.max_episodes,
+        llm_reranker=parse_reranker_configuration(settings.llm_reranker),
+    )
 
 
 def model_config(settings: Settings):  # -> retrieval.providers.ModelConfig
@@ -61,6 +96,7 @@ class AppState:
 
     def __init__(self, settings: Settings, runtime_factory: RuntimeFactory = build_runtime) -> None:
         self.settings = settings
+        self.llms = LLMChooser(settings)
         self._factory = runtime_factory
         self._future: concurrent.futures.Future[Runtime] = concurrent.futures.Future()
         self._sessions: dict[str, str] = {}
@@ -93,11 +129,33 @@ class AppState:
             runtime.models.embedder_info.active,
             runtime.models.reranker_info.active,
         )
-        maintenance = threading.Thread(
-            target=self._maintain, args=(runtime,), name="memoria-maintenance", daemon=True
-        )
-        maintenance.start()
-        self._threads.append(maintenance)
+        for target, name in (
+            (self._maintain, "memoria-maintenance"),
+            (self._aggregate, "memoria-aggregation"),
+        ):
+            thread = threading.Thread(target=target, args=(runtime,), name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _aggregate(self, runtime: Runtime) -> None:
+        """The aggregation job: first pass at once, then every ``aggregation_interval_seconds``."""
+        while not self._stop.is_set():
+            try:
+                for result in runtime.corroboration.run_all():
+                    log.debug(
+                        "aggregation %s/%s: %d rows, %d clusters, %d corroborated, %d contradictions, %.0f ms",
+                        result.scope.org_id,
+                        result.scope.project_id,
+                        result.rows,
+                        len(result.clusters),
+                        result.corroborated_count,
+                        len(result.contradictions),
+                        result.elapsed_ms,
+                    )
+            except Exception as exc:  # the next pass retries; recall uses the clusters it has
+                log.warning("aggregation pass failed (will retry): %s", exc)
+            if self._stop.wait(self.settings.aggregation_interval_seconds):
+                return
 
     def _maintain(self, runtime: Runtime) -> None:
         while not self._stop.wait(self.settings.maintenance_interval_seconds):

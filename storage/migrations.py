@@ -52,7 +52,23 @@ def m001_create_tables(db: Any, ctx: MigrationContext) -> None:
     db.create_table(schema.WEIGHT_EVENTS, schema=schema.weight_events_schema(), exist_ok=True)
 
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "create_tables", m001_create_tables),)
+def m002_corroboration(db: Any, ctx: MigrationContext) -> None:
+    memories = db.open_table(schema.MEMORIES)
+    missing = [field for field in schema.MEMORIES_V2_FIELDS if field.name not in memories.schema.names]
+    if missing:
+        # Existing rows get null; the aggregation job computes their fingerprints from content.
+        memories.add_columns(missing)
+    memories.create_index("episode_id", config=BTree(), replace=True)
+    db.create_table(schema.ATTESTATIONS, schema=schema.attestations_schema(), exist_ok=True).create_index(
+        "memory_id", config=BTree(), replace=True
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "create_tables", m001_create_tables),
+    Migration(2, "corroboration", m002_corroboration),
+)
+
 assert MIGRATIONS[-1].number == schema.SCHEMA_VERSION
 
 

@@ -49,9 +49,12 @@ class MemoryRecord:
     created_at: datetime
     updated_at: datetime
     embedder: str
+    # 64-bit SimHash of the content (unsigned); None for memories stored before schema version 2.
+    simhash: int | None = None
 
     @property
     def scope(self) -> Scope:
+
         return Scope(self.org_id, self.project_id)
 
 
@@ -71,6 +74,28 @@ class SearchHit:
     record: MemoryRecord
     score: float
     vector: npt.NDArray[np.float32] | None
+
+
+@dataclass(frozen=True)
+class AggregationRow:
+    """What the aggregation job reads per active memory (``simhash`` is None for rows stored before it)."""
+
+    id: str
+    agent_id: str
+    weight: float
+    created_at: datetime
+    simhash: int | None
+    content: str
+
+
+@dataclass(frozen=True)
+class EpisodeMemberStub:
+    """Just enough of an episode's member to choose siblings by time before reading whole records."""
+
+    id: str
+    episode_id: str
+    created_at: datetime
+    weight: float
 
 
 @dataclass(frozen=True)

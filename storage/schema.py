@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MEMORIES = "memories"
 EPISODES = "episodes"
@@ -12,12 +12,14 @@ RETRIEVALS = "retrievals"
 AB_LOGS = "retrieval_ab_logs"
 OUTCOMES = "outcomes"
 WEIGHT_EVENTS = "weight_events"
+ATTESTATIONS = "attestations"
 META = "meta"
 
 _TS = pa.timestamp("us", tz="UTC")
 
 
 def memories_schema(vector_dim: int) -> pa.Schema:
+    """The memories table as migration 1 creates it; ``MEMORIES_V2_FIELDS`` are added by migration 2."""
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
@@ -45,7 +47,26 @@ def memories_schema(vector_dim: int) -> pa.Schema:
     )
 
 
+# Signed storage of the unsigned 64-bit SimHash (Arrow has uint64, but LanceDB scalar filters are int64-friendly).
+MEMORIES_V2_FIELDS = [pa.field("simhash", pa.int64())]
+
+
+def attestations_schema() -> pa.Schema:
+    """Agents that stated an already-stored memory again (exact duplicates): they corroborate it."""
+    return pa.schema(
+        [
+            pa.field("memory_id", pa.string(), nullable=False),
+            pa.field("org_id", pa.string(), nullable=False),
+            pa.field("project_id", pa.string(), nullable=False),
+            pa.field("agent_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("at", _TS, nullable=False),
+        ]
+    )
+
+
 def episodes_schema() -> pa.Schema:
+
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),

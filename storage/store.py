@@ -25,6 +25,8 @@ from storage import filters, migrations, schema
 from storage.locking import LOCK_FILE_NAME, WriteLock, retrying
 from storage.records import (
     AbLogRow,
+    AggregationRow,
+    EpisodeMemberStub,
     EpisodeRecord,
     MemoryRecord,
     NewMemory,
@@ -57,6 +59,7 @@ MEMORY_COLUMNS = [
     "created_at",
     "updated_at",
     "embedder",
+    "simhash",
 ]
 
 
@@ -79,6 +82,7 @@ class MemoryStore:
         self._ab_logs = db.open_table(schema.AB_LOGS)
         self._outcomes = db.open_table(schema.OUTCOMES)
         self._weight_events = db.open_table(schema.WEIGHT_EVENTS)
+        self._attestations = db.open_table(schema.ATTESTATIONS)
 
     @classmethod
     def open(
@@ -266,23 +270,102 @@ class MemoryStore:
     def count_memories(self) -> int:
         return int(self._memories.count_rows())
 
+    def episode_member_stubs(self, scope: Scope, episode_ids: Sequence[str]) -> list[EpisodeMemberStub]:
+        """Every active member of these episodes: id, episode, time and weight (no content or vector)."""
+        if not episode_ids:
+            return []
+        condition = filters.all_of(
+            filters.scope_is(scope),
+            filters.equals("status", "active"),
+            filters.one_of("episode_id", list(episode_ids)),
+        )
+        rows = self._select(
+            self._memories, condition, ["id", "episode_id", "created_at", "weight"], limit=None
+        )
+        unique = {
+            row["id"]: EpisodeMemberStub(
+                row["id"], row["episode_id"], _utc(row["created_at"]), float(row["weight"])
+            )
+            for row in rows
+        }
+        return list(unique.values())
+
+    # ------------------------------------------------------------------ corroboration
+
+    def scopes(self) -> list[Scope]:
+        """Every scope that holds an active memory."""
+        table = (
+            self._memories.search().where(filters.equals("status", "active")).select(["org_id", "project_id"])
+        )
+        rows = table.limit(2**31 - 1).to_arrow()
+        pairs = set(
+            zip(rows.column("org_id").to_pylist(), rows.column("project_id").to_pylist(), strict=True)
+        )
+        return [Scope(org_id, project_id) for org_id, project_id in sorted(pairs)]
+
+    def aggregation_rows(self, scope: Scope, limit: int) -> list[AggregationRow]:
+        """The scope's newest ``limit`` active memories, as the aggregation job reads them."""
+        condition = filters.all_of(filters.scope_is(scope), filters.equals("status", "active"))
+        columns = ["id", "agent_id", "weight", "created_at", "simhash", "content"]
+        rows = self._select(self._memories, condition, columns, limit=None)
+        rows.sort(key=lambda row: (row["created_at"], row["id"]), reverse=True)
+        unique: dict[str, AggregationRow] = {}
+        for row in rows:
+            if len(unique) >= limit:
+                break
+            unique.setdefault(
+                row["id"],
+                AggregationRow(
+                    id=row["id"],
+                    agent_id=row["agent_id"],
+                    weight=float(row["weight"]),
+                    created_at=_utc(row["created_at"]),
+                    simhash=_from_int64(row["simhash"]),
+                    content=row["content"],
+                ),
+            )
+        return list(unique.values())
+
+    def attesters(self, scope: Scope) -> dict[str, set[str]]:
+        """memory id -> agents (other than its author) that stated it again."""
+        rows = self._select(
+            self._attestations, filters.scope_is(scope), ["memory_id", "agent_id"], limit=None
+        )
+        found: dict[str, set[str]] = {}
+        for row in rows:
+            found.setdefault(row["memory_id"], set()).add(row["agent_id"])
+        return found
+
+    def add_attestation(self, memory: MemoryRecord, agent_id: str, session_id: str, at: datetime) -> bool:
+        """Record that ``agent_id`` stated ``memory`` again; False when it is the author or already recorded."""
+        if agent_id == memory.agent_id:
+            return False
+        with self._lock.hold():
+            condition = self._in_scope(memory.scope, memory_id=memory.id, agent_id=agent_id)
+            if self._select(self._attestations, condition, ["memory_id"], limit=1):
+                return False
+            row = {
+                "memory_id": memory.id,
+                "org_id": memory.org_id,
+                "project_id": memory.project_id,
+                "agent_id": agent_id,
+                "session_id": session_id,
+                "at": at,
+            }
+            self._append(self._attestations, [row])
+        return True
+
     # ------------------------------------------------------------------ episodes
 
+    def get_episodes(self, scope: Scope, episode_ids: Sequence[str]) -> dict[str, EpisodeRecord]:
+        if not episode_ids:
+            return {}
+        condition = filters.all_of(filters.scope_is(scope), filters.one_of("id", list(episode_ids)))
+        rows = self._select(self._episodes, condition, None, limit=len(episode_ids) * 2)
+        return {row["id"]: _episode_from_row(row) for row in rows}
+
     def get_episode(self, episode_id: str, scope: Scope) -> EpisodeRecord | None:
-        rows = self._select(self._episodes, self._in_scope(scope, id=episode_id), None, limit=1)
-        if not rows:
-            return None
-        row = rows[0]
-        return EpisodeRecord(
-            id=row["id"],
-            org_id=row["org_id"],
-            project_id=row["project_id"],
-            title=row["title"],
-            agent_id=row["agent_id"],
-            session_id=row["session_id"],
-            started_at=row["started_at"],
-            last_seen_at=row["last_seen_at"],
-        )
+        return self.get_episodes(scope, [episode_id]).get(episode_id)
 
     def _record_episodes(self, records: Sequence[MemoryRecord]) -> None:
         """Create the episodes these new memories belong to, and title them from an episode-kind memory."""
@@ -482,6 +565,7 @@ def _memory_to_row(new: NewMemory) -> dict[str, Any]:
         **record.__dict__,
         "tags": list(record.tags),
         "tags_key": filters.tags_key(record.tags),
+        "simhash": _to_int64(record.simhash),
         "search_text": new.search_text,
         "vector": list(new.vector),
     }
@@ -496,8 +580,24 @@ def _memory_from_row(row: Mapping[str, Any]) -> MemoryRecord:
             "weight": float(row["weight"]),
             "created_at": _utc(row["created_at"]),
             "updated_at": _utc(row["updated_at"]),
+            "simhash": _from_int64(row.get("simhash")),
         }
     )
+
+
+def _episode_from_row(row: Mapping[str, Any]) -> EpisodeRecord:
+    return EpisodeRecord(
+        **{**row, "started_at": _utc(row["started_at"]), "last_seen_at": _utc(row["last_seen_at"])}
+    )
+
+
+def _to_int64(value: int | None) -> int | None:
+    """Unsigned 64-bit SimHash -> the signed int64 stored in the column."""
+    return None if value is None else value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _from_int64(value: int | None) -> int | None:
+    return None if value is None else value + (1 << 64) if value < 0 else value
 
 
 def _retrieval_from_row(row: Mapping[str, Any]) -> RetrievalRecord:

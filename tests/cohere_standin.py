@@ -20,6 +20,7 @@ class CohereStandIn:
     requests: list[dict[str, Any]] = field(default_factory=list)
     fail_with: int | None = None
     bad_index: bool = False
+    chat_reply: str = '{"sufficient": true, "confidence": 0.9, "sub_queries": []}'
 
 
 def overlap_score(query: str, document: str) -> float:
@@ -45,8 +46,25 @@ def cohere_standin(api_key: str = "test-key") -> Iterator[CohereStandIn]:
                 return self._reply(401, {"message": "invalid api token"})
             if state.fail_with is not None:
                 return self._reply(state.fail_with, {"message": "stand-in failure"})
+            if self.path == "/v2/chat":
+                return self._reply(
+                    200,
+                    {
+                        "id": "chat-standin",
+                        "finish_reason": "COMPLETE",
+                        "message": {
+                            "role": "assistant",
+                            "content": [{"type": "text", "text": state.chat_reply}],
+                        },
+                        "usage": {
+                            "billed_units": {"input_tokens": 42, "output_tokens": 7},
+                            "tokens": {"input_tokens": 50, "output_tokens": 7},
+                        },
+                    },
+                )
             if self.path != "/v2/rerank":
                 return self._reply(404, {"message": f"no route {self.path}"})
+
             scored = [
                 {"index": index, "relevance_score": overlap_score(body["query"], document)}
                 for index, document in enumerate(body["documents"])

@@ -1,4 +1,4 @@
-"""Deterministic stand-ins for models (fakes, not mocks): same input, same output, in every process."""
+"""Deterministic stand-ins for models and the store (fakes, not mocks): same input, same output."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from retrieval.embedders.base import Vectors, l2_normalize
+from retrieval.llm.base import LLMRequest, LLMResponse, LLMUnavailable
 from retrieval.rerankers.base import RerankFailed
 from retrieval.text import word_tokens
+from storage.records import MemoryRecord, SearchHit
 
 
 class TokenEmbedder:
@@ -68,3 +70,58 @@ class FailingReranker:
 
     def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
         raise RerankFailed("the reranker service is down", transient=self._transient)
+
+
+class ScriptedLLM:
+    """Answers by purpose ("gate", "sufficiency", "rerank") from a script, and records the questions."""
+
+    def __init__(self, answers: dict[str, list[str]], model: str = "scripted-llm") -> None:
+        self._answers = {purpose: list(texts) for purpose, texts in answers.items()}
+        self._model = model
+        self.asked: list[LLMRequest] = []
+
+    @property
+    def name(self) -> str:
+        return self._model
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        self.asked.append(request)
+        queue = self._answers.get(request.purpose)
+        if not queue:
+            raise LLMUnavailable(f"no scripted answer for {request.purpose}")
+        text = queue.pop(0) if len(queue) > 1 else queue[0]
+        return LLMResponse(text=text, model=self._model, input_tokens=10, output_tokens=5)
+
+
+class FakeSource:
+    """An in-memory candidate source: cosine over stored vectors, word overlap as the 'BM25'."""
+
+    def __init__(self, embedder: TokenEmbedder, memories: list[MemoryRecord]) -> None:
+        self.embedder = embedder
+        self.memories = memories
+        self.vectors = {m.id: embedder.embed_query(m.content) for m in memories}
+        self.calls: list[tuple] = []
+
+    def vector_search(self, scope, vector, *, embedder, limit, kinds=None, tags=None):
+        self.calls.append(("vector", scope, embedder, limit))
+        hits = [
+            SearchHit(m, float(np.dot(vector, self.vectors[m.id])), self.vectors[m.id])
+            for m in self.memories
+            if m.embedder == embedder
+        ]
+        return sorted(hits, key=lambda h: -h.score)[:limit]
+
+    def fulltext_search(self, scope, text, *, limit, kinds=None, tags=None):
+        self.calls.append(("fulltext", scope, limit))
+        words = set(text.lower().split())
+        hits = [
+            SearchHit(m, float(len(words & set(m.content.lower().split()))), self.vectors[m.id])
+            for m in self.memories
+        ]
+        return sorted((h for h in hits if h.score > 0), key=lambda h: -h.score)[:limit]
+
+    def episode_members(self, scope, episode_ids, limit):
+        return [m for m in self.memories if m.episode_id in set(episode_ids) and m.status == "active"][:limit]
+
+    def get_episodes(self, scope, episode_ids):
+        return {}

@@ -12,15 +12,27 @@ from mcp_types import Implementation
 
 from retrieval.embedders.base import Embedder
 from retrieval.embedders.hashed import HashedEmbedder
-from retrieval.pipeline import PipelineOptions, RecallPipeline, build_stages
 from retrieval.providers import BackendInfo, Models
 from retrieval.rerankers.base import Reranker
 from server.app import build_server
 from server.config import Settings
+from server.state import assemble_runtime
 from storage.store import MemoryStore
-from tools.common import Runtime, backend_summary
+from tools.common import Runtime
 
 TIMEOUT = 60
+# The seeds' order of recall stages, as the pipeline must run and trace them.
+ALL_STAGES = [
+    "gate",
+    "candidate_search",
+    "rerank",
+    "min_score",
+    "iterative",
+    "corroboration",
+    "feedback",
+    "episode_expansion",
+    "assembly",
+]
 
 
 def settings_for(db_path: Any, **overrides: Any) -> Settings:
@@ -50,13 +62,7 @@ def make_runtime(
             "reranker", reranker.name if reranker else "none", reranker.name if reranker else "none"
         ),
     )
-    stages = build_stages(store, models, PipelineOptions(vector_weight=settings.fusion_vector_weight))
-    return Runtime(
-        settings=settings,
-        store=store,
-        models=models,
-        pipeline=RecallPipeline(stages, backend_summary(models)),
-    )
+    return assemble_runtime(settings, store, models)
 
 
 def server_with(settings: Settings, **runtime_parts: Any) -> Any:

@@ -21,6 +21,8 @@ from server.config import Settings
 from storage.records import Scope
 
 if TYPE_CHECKING:  # heavy (LanceDB, models): imported by the runtime builder, after the MCP handshake
+    from retrieval.aggregation import CorroborationService
+    from retrieval.llm.base import LanguageModel
     from retrieval.pipeline import RecallPipeline
     from retrieval.providers import Models
     from storage.store import MemoryStore
@@ -68,10 +70,12 @@ class ScopeArgs(BaseModel):
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling: agent from the MCP handshake's client name, session one per client connection."""
+    """Who is calling: agent from the MCP handshake's client name, session one per client connection,
+    and the LLM this request may use (the client's by sampling, or Cohere chat), if any."""
 
     agent_id: str
     session_id: str
+    llm: LanguageModel | None = None
 
 
 @dataclass
@@ -82,6 +86,8 @@ class Runtime:
     store: MemoryStore
     models: Models
     pipeline: RecallPipeline
+    corroboration: CorroborationService
+
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
     @property

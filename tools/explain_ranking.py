@@ -27,7 +27,7 @@ class ExplainRankingInput(ScopeArgs):
         description="Instead of retrieval_id: run this query now and explain it.",
     )
     memory_id: Identifier | None = Field(None, description="Explain only this memory.")
-    top_k: int = Field(10, ge=1, le=1_000, description="With query: as for recall.")
+    top_k: int | None = Field(None, ge=1, le=1_000, description="With query: as for recall.")
     char_budget: int = Field(16_000, ge=1, le=10_000_000, description="With query: as for recall.")
     tags: list[Tag] | None = Field(None, max_length=100, description="With query: as for recall.")
     kinds: list[Literal["fact", "episode", "artifact"]] | None = Field(
@@ -42,13 +42,16 @@ class StageScores(BaseModel):
     )
     fused: float = Field(description="w x max(0, vector) + (1 - w) x bm25 / max bm25, [0, 1].")
     rerank: float | None = Field(
-        description="Cross-encoder / Cohere relevance, [0, 1]; null when no reranker ran."
+        description="Cross-encoder, Cohere or LLM relevance, [0, 1]; null when no reranker ran."
     )
-    relevance: float = Field(
-        description="The score feedback weighting starts from: rerank if it ran, else fused."
+    relevance: float = Field(description="rerank if it ran, else fused (0 for an episode sibling).")
+    corroboration_boost: float = Field(
+        0.0, description="log2(1 + corroborating agents) x 0.1, added to relevance before feedback weighting."
     )
     feedback_weight: float = Field(description="The memory's EMA weight at recall time (neutral 1.0).")
-    final: float = Field(description="relevance x feedback_weight (relevance alone when weighting is off).")
+    final: float = Field(
+        description="(relevance + boost) x feedback_weight; for a sibling, alpha x its source's final score."
+    )
 
 
 class CandidateExplanation(BaseModel):
@@ -60,6 +63,15 @@ class CandidateExplanation(BaseModel):
     created_at: str
     protection_tier: str
     found_by: list[str]
+    queries: list[str] = Field(
+        default_factory=list, description="Which queries found it (iterative retrieval)."
+    )
+    source: str = Field("direct", description="direct match, or sibling brought by episode expansion")
+    brought_by: str | None = Field(None, description="For a sibling: the memory whose episode brought it.")
+    corroborating_agents: list[str] = Field(default_factory=list)
+    cluster_canonical: str | None = Field(
+        None, description="The canonical member of its near-duplicate cluster."
+    )
     scores: StageScores
     unweighted_rank: int | None = Field(description="0-based rank by relevance alone.")
     weighted_rank: int | None = Field(description="0-based rank after feedback weighting.")
@@ -67,6 +79,7 @@ class CandidateExplanation(BaseModel):
         description="unweighted_rank - weighted_rank: > 0 means feedback lifted it."
     )
     in_context: bool
+    context_position: int | None = None
     reason: str
 
 
@@ -88,6 +101,7 @@ class ExplainRankingOutput(BaseModel):
     top_k: int
     char_budget: int
     weighting_enabled: bool
+    gated: str | None = Field(None, description="Why the gate skipped retrieval, when it did.")
     backends: dict[str, str]
     stages: list[StageReport]
     candidates: list[CandidateExplanation]
@@ -111,9 +125,9 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
         assert args.query is not None
         if not args.query.strip():
             raise ToolFailure("query is empty or whitespace only: describe what you need to know")
-        check_bounds(runtime, args.query, args.top_k, args.char_budget)
+        top_k = check_bounds(runtime, args.query, args.top_k, args.char_budget)
         request = build_request(
-            runtime, scope, args.query, args.top_k, args.char_budget, args.kinds, args.tags
+            runtime, scope, args.query, top_k, args.char_budget, args.kinds, args.tags, caller.llm
         )
         result = runtime.pipeline.run(request)
         record, _ = record_retrieval(
@@ -129,10 +143,8 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
 
 def _explain(record: RetrievalRecord, memory_id: str | None, runtime: Runtime) -> ExplainRankingOutput:
     trace = json.loads(record.trace_json)
-    positions = iter(range(1, len(trace["candidates"]) + 1))
-    candidates = [
-        _candidate(entry, next(positions) if entry["in_context"] else None) for entry in trace["candidates"]
-    ]
+    candidates = [_candidate(entry) for entry in trace["candidates"]]
+
     notes: list[str] = []
     if memory_id is not None:
         candidates = [candidate for candidate in candidates if candidate.id == memory_id]
@@ -150,6 +162,7 @@ def _explain(record: RetrievalRecord, memory_id: str | None, runtime: Runtime) -
         top_k=record.top_k,
         char_budget=record.char_budget,
         weighting_enabled=bool(trace["weighting_enabled"]),
+        gated=trace.get("gated"),
         backends=dict(trace["backends"]),
         stages=[
             StageReport(stage=s["name"], elapsed_ms=s["elapsed_ms"], events=s["events"])
@@ -160,13 +173,15 @@ def _explain(record: RetrievalRecord, memory_id: str | None, runtime: Runtime) -
     )
 
 
-def _candidate(entry: dict[str, Any], position: int | None) -> CandidateExplanation:
-    """``position``: the memory's number in the context ([1], [2], ...), None when it is not in it."""
+def _candidate(entry: dict[str, Any]) -> CandidateExplanation:
     unweighted, weighted = entry["unweighted_rank"], entry["weighted_rank"]
-    if position is not None:
+    position = entry.get("context_position")
+    if entry["in_context"]:
         reason = f"in the context at position [{position}]"
     else:
         reason = entry["exclusion_reason"] or "not placed in the context"
+    if entry.get("source") == "sibling":
+        reason += f"; a sibling from the episode of {entry.get('sibling_of')}"
     return CandidateExplanation(
         id=entry["id"],
         preview=entry["preview"],
@@ -176,11 +191,17 @@ def _candidate(entry: dict[str, Any], position: int | None) -> CandidateExplanat
         created_at=entry["created_at"],
         protection_tier=entry["protection_tier"],
         found_by=entry["found_by"],
+        queries=entry.get("queries", []),
+        source=entry.get("source", "direct"),
+        brought_by=entry.get("sibling_of"),
+        corroborating_agents=entry.get("corroborating_agents", []),
+        cluster_canonical=entry.get("cluster_canonical"),
         scores=StageScores(**entry["scores"]),
         unweighted_rank=unweighted,
         weighted_rank=weighted,
         rank_delta=unweighted - weighted if unweighted is not None and weighted is not None else None,
         in_context=entry["in_context"],
+        context_position=position,
         reason=reason,
     )
 

@@ -14,6 +14,7 @@ from storage.records import AbLogRow, RetrievalRecord, Scope
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso, new_retrieval_id
 
 if TYPE_CHECKING:
+    from retrieval.llm.base import LanguageModel
     from retrieval.pipeline import RecallResult
 
 log = logging.getLogger(__name__)
@@ -25,11 +26,12 @@ class RecallInput(ScopeArgs):
         max_length=100_000,
         description="What the agent needs to know, in plain words: the task, question or error at hand.",
     )
-    top_k: int = Field(
-        10,
+    top_k: int | None = Field(
+        None,
         ge=1,
         le=1_000,
-        description="At most this many memories in the context (limit MEMORIA_MAX_TOP_K, 100).",
+        description="At most this many directly matched memories in the context; default 10 "
+        "(MEMORIA_TOP_K_FACTS), limit 100 (MEMORIA_MAX_TOP_K).",
     )
     char_budget: int = Field(
         16_000,
@@ -64,7 +66,15 @@ class RecalledMemory(BaseModel):
     agent_id: str
     episode_id: str | None
     created_at: str
-    score: float = Field(description="Final score: relevance x feedback weight.")
+    score: float = Field(description="Final score: (relevance + corroboration boost) x feedback weight.")
+    position: int = Field(description="Its [n] in the context.")
+    source: Literal["direct", "sibling"] = Field(
+        description="direct: matched the query; sibling: from the same episode as a memory that did."
+    )
+    sibling_of: str | None = Field(None, description="For a sibling: the memory that brought it.")
+    corroborated_by: list[str] = Field(
+        default_factory=list, description="Other agents that stated the same conclusion independently."
+    )
 
 
 class RecallOutput(BaseModel):
@@ -72,25 +82,30 @@ class RecallOutput(BaseModel):
         description="Pass to explain_ranking to see why each memory ranked where it did."
     )
     context: str = Field(description="Paste into the prompt; empty when nothing relevant was found.")
-    memories: list[RecalledMemory]
+    memories: list[RecalledMemory] = Field(description="The memories in the context, in context order.")
     session_id: str
+    gated: bool = Field(False, description="True when the query needed no memory and retrieval was skipped.")
+    gate_reason: str | None = None
     warnings: list[str] = Field(default_factory=list)
 
 
-def check_bounds(runtime: Runtime, query: str, top_k: int, char_budget: int) -> None:
+def check_bounds(runtime: Runtime, query: str, top_k: int | None, char_budget: int) -> int:
+    """Check the configurable limits; returns the effective top_k."""
     settings = runtime.settings
     if len(query) > settings.max_query_chars:
         raise ToolFailure(
             f"query is {len(query):,} characters; the limit is {settings.max_query_chars:,}. "
             "Ask about one thing in a sentence or two."
         )
-    if top_k > settings.max_top_k:
-        raise ToolFailure(f"top_k must be between 1 and {settings.max_top_k}, but got {top_k}")
+    effective_top_k = settings.top_k_facts if top_k is None else top_k
+    if effective_top_k > settings.max_top_k:
+        raise ToolFailure(f"top_k must be between 1 and {settings.max_top_k}, but got {effective_top_k}")
     if not settings.min_char_budget <= char_budget <= settings.max_char_budget:
         raise ToolFailure(
             f"char_budget must be between {settings.min_char_budget:,} and {settings.max_char_budget:,}, "
             f"but got {char_budget:,}"
         )
+    return effective_top_k
 
 
 def build_request(
@@ -101,6 +116,7 @@ def build_request(
     char_budget: int,
     kinds: Sequence[str] | None,
     tags: Sequence[str] | None,
+    llm: LanguageModel | None = None,
 ) -> RecallRequest:
     settings = runtime.settings
     return RecallRequest(
@@ -113,6 +129,7 @@ def build_request(
         kinds=tuple(dict.fromkeys(kinds or ())),
         tags=tuple(dict.fromkeys(tags or ())),
         retrieval_id=new_retrieval_id(),
+        llm=llm,
     )
 
 
@@ -160,15 +177,18 @@ def record_retrieval(
                 project_id=request.scope.project_id,
                 query_text=request.query,
                 observation_id=candidate.id,
-                relevance_score=candidate.relevance_score,
+                # The score feedback weighting multiplies: relevance plus any corroboration boost.
+                relevance_score=candidate.boosted_score,
                 feedback_weight=candidate.feedback_weight,
                 weighted_score=candidate.weighted_score,
-                unweighted_rank=candidate.unweighted_rank if candidate.unweighted_rank is not None else -1,
-                weighted_rank=candidate.weighted_rank if candidate.weighted_rank is not None else -1,
+                unweighted_rank=candidate.unweighted_rank,
+                weighted_rank=candidate.weighted_rank,
                 weighting_enabled=request.weighting_enabled,
                 created_at=now,
             )
             for candidate in result.candidates
+            if candidate.unweighted_rank is not None
+            and candidate.weighted_rank is not None  # siblings are not ranked
         ]
         try:
             runtime.store.log_ab_rows(rows)
@@ -178,9 +198,16 @@ def record_retrieval(
 
 
 def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
-    check_bounds(runtime, args.query, args.top_k, args.char_budget)
+    top_k = check_bounds(runtime, args.query, args.top_k, args.char_budget)
     request = build_request(
-        runtime, args.scope(runtime.settings), args.query, args.top_k, args.char_budget, args.kinds, args.tags
+        runtime,
+        args.scope(runtime.settings),
+        args.query,
+        top_k,
+        args.char_budget,
+        args.kinds,
+        args.tags,
+        caller.llm,
     )
     result = runtime.pipeline.run(request)
     session_id = args.session_id or caller.session_id
@@ -201,6 +228,10 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
             episode_id=candidate.memory.episode_id,
             created_at=iso(candidate.memory.created_at),
             score=round(candidate.final_score, 6),
+            position=candidate.context_position or 0,
+            source=candidate.source,
+            sibling_of=candidate.sibling_of,
+            corroborated_by=list(candidate.corroborating_agents),
         )
         for candidate in result.in_context
     ]
@@ -209,6 +240,8 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         context=result.context,
         memories=memories,
         session_id=session_id,
+        gated=result.gated is not None,
+        gate_reason=result.gated,
         warnings=warnings,
     )
 

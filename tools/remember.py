@@ -7,6 +7,8 @@ from typing import Literal
 import anyio
 from pydantic import BaseModel, Field, field_validator
 
+from retrieval.corroboration import ClusterMember
+from retrieval.simhash import simhash
 from retrieval.text import content_hash
 from storage.records import MemoryKind, MemoryRecord, NewMemory
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso, memory_id_for
@@ -97,6 +99,7 @@ def new_record(args: RememberInput, runtime: Runtime, caller: Caller) -> MemoryR
         created_at=now,
         updated_at=now,
         embedder=runtime.models.embedder.name,
+        simhash=simhash(args.content),
     )
 
 
@@ -122,10 +125,16 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
     else:
         stored, created = existing, False
     note = None
-    if not created and stored.status != "active":
+    if created:
+        runtime.corroboration.observe(stored.scope, cluster_member(stored))
+    elif stored.status != "active":
         note = f"an identical memory exists with status {stored.status!r}" + (
             f" (replaced by {stored.replaced_by})" if stored.replaced_by else ""
         )
+    elif runtime.store.add_attestation(stored, record.agent_id, record.session_id, record.created_at):
+        # Another agent reached the same conclusion: stored once, counted as corroboration.
+        runtime.corroboration.attest(stored.scope, stored.id, record.agent_id)
+        note = f"already stored by {stored.agent_id}; recorded {record.agent_id} as corroborating it"
     return RememberOutput(
         org_id=stored.org_id,
         project_id=stored.project_id,
@@ -139,6 +148,11 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
         created_at=iso(stored.created_at),
         note=note,
     )
+
+
+def cluster_member(record: MemoryRecord) -> ClusterMember:
+    fingerprint = record.simhash if record.simhash is not None else simhash(record.content)
+    return ClusterMember(record.id, record.agent_id, record.weight, record.created_at, fingerprint)
 
 
 async def handle(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberOutput:

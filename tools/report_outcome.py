@@ -126,6 +126,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             if weight != memory.weight:
                 new_weights[memory_id] = weight
         store.set_weights(new_weights, now)
+        runtime.corroboration.set_weights(scope, new_weights)  # the canonical member follows the weights
+
         store.add_weight_events(
             [
                 WeightEvent(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from retrieval.cohere_client import cohere_client
 from retrieval.rerankers.base import RerankFailed
 
 
@@ -29,12 +30,7 @@ class CohereReranker:
     def warm_up(self) -> None:
         if self._client is not None:
             return
-        import cohere
-
-        options: dict[str, Any] = {"timeout": self._timeout, "max_retries": 1}
-        if self._base_url:
-            options["base_url"] = self._base_url
-        self._client = cohere.ClientV2(api_key=self._api_key, **options)
+        self._client = cohere_client(self._api_key, base_url=self._base_url, timeout=self._timeout)
 
     def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
         if not documents:

@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 
 from retrieval.candidate_search import CandidateSearchStage
@@ -6,8 +5,9 @@ from retrieval.pipeline import PipelineOptions, RecallPipeline, build_stages
 from retrieval.providers import BackendInfo, Models
 from retrieval.trace import CandidatesFused, SearchLegRan, SearchLegSkipped
 from retrieval.types import RecallRequest
-from storage.records import MemoryRecord, Scope, SearchHit
-from tests.fakes import ScriptedReranker, TokenEmbedder
+from storage.records import MemoryRecord, Scope
+from tests.fakes import FakeSource, ScriptedReranker, TokenEmbedder
+from tests.helpers import ALL_STAGES
 from tests.records import memory_record
 
 SCOPE = Scope("acme", "web")
@@ -17,34 +17,6 @@ def record(memory_id: str, content: str, embedder: str, weight: float = 1.0) -> 
     return memory_record(
         memory_id, org_id="acme", project_id="web", content=content, embedder=embedder, weight=weight
     )
-
-
-class FakeSource:
-    """An in-memory candidate source: cosine over stored vectors, word overlap as the 'BM25'."""
-
-    def __init__(self, embedder: TokenEmbedder, memories: list[MemoryRecord]) -> None:
-        self.embedder = embedder
-        self.memories = memories
-        self.vectors = {m.id: embedder.embed_query(m.content) for m in memories}
-        self.calls: list[tuple] = []
-
-    def vector_search(self, scope, vector, *, embedder, limit, kinds=None, tags=None):
-        self.calls.append(("vector", scope, embedder, limit))
-        hits = [
-            SearchHit(m, float(np.dot(vector, self.vectors[m.id])), self.vectors[m.id])
-            for m in self.memories
-            if m.embedder == embedder
-        ]
-        return sorted(hits, key=lambda h: -h.score)[:limit]
-
-    def fulltext_search(self, scope, text, *, limit, kinds=None, tags=None):
-        self.calls.append(("fulltext", scope, limit))
-        words = set(text.lower().split())
-        hits = [
-            SearchHit(m, float(len(words & set(m.content.lower().split()))), self.vectors[m.id])
-            for m in self.memories
-        ]
-        return sorted((h for h in hits if h.score > 0), key=lambda h: -h.score)[:limit]
 
 
 def request(**overrides) -> RecallRequest:
@@ -107,7 +79,7 @@ def test_pipeline_runs_every_stage_in_order_and_traces_each_with_its_time():
     pipeline = RecallPipeline(stages, {"embedder": embedder.name})
     result = pipeline.run(request())
 
-    assert pipeline.stage_names == ["candidate_search", "rerank", "feedback", "assembly"]
+    assert pipeline.stage_names == ALL_STAGES
     assert [stage.name for stage in result.trace.stages] == pipeline.stage_names
     assert all(stage.elapsed_ms >= 0 for stage in result.trace.stages)
     # m1: 0.9 x 0.5 = 0.45; m2: 0.8 x 1.5 = 1.2 -> m2 first; m3: 0.05 x 1.0

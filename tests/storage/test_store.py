@@ -212,3 +212,53 @@ def test_a_second_handle_sees_the_first_handles_writes_immediately(tmp_path):
         first.insert_memory(new("m1", "written by the first process"))
         assert second.get_memory("m1").content == "written by the first process"
         assert [h.record.id for h in second.fulltext_search(SCOPE, "first process", limit=5)] == ["m1"]
+
+
+def test_simhash_round_trips_through_the_signed_column(store):
+    big = (1 << 64) - 5  # above 2**63: stored as a negative int64
+    store.insert_memory(new("m1", "x", simhash=big))
+    assert store.get_memory("m1").simhash == big
+    assert store.aggregation_rows(SCOPE, 10)[0].simhash == big
+
+
+def test_aggregation_rows_are_the_newest_active_ones(store):
+    store.insert_many(
+        [new(f"m{i}", f"note {i}", created_at=NOW + timedelta(minutes=i), updated_at=NOW) for i in range(5)]
+        + [new("gone", "retired", status="superseded", created_at=NOW + timedelta(hours=1))]
+    )
+    assert [row.id for row in store.aggregation_rows(SCOPE, 3)] == ["m4", "m3", "m2"]
+
+
+def test_scopes_lists_every_scope_with_active_memories(store):
+    store.insert_many(
+        [
+            new("a", "a"),
+            new("b", "b", scope=Scope("globex", "api")),
+            new("c", "c", scope=Scope("x", "y"), status="retracted"),
+        ]
+    )
+    assert store.scopes() == [Scope("acme", "web"), Scope("globex", "api")]
+
+
+def test_an_attestation_is_recorded_once_per_other_agent(store):
+    stored, _ = store.insert_memory(new("m1", "shared conclusion", agent_id="author"))
+    assert store.add_attestation(stored, "author", "s", NOW) is False
+    assert store.add_attestation(stored, "second", "s", NOW) is True
+    assert store.add_attestation(stored, "second", "s2", NOW) is False
+    assert store.attesters(SCOPE) == {"m1": {"second"}}
+    assert store.attesters(Scope("acme", "other")) == {}
+
+
+def test_episode_members_and_episodes_come_back_by_id(store):
+    store.insert_many(
+        [
+            new("a", "a", episode_id="ep1"),
+            new("b", "b", episode_id="ep1"),
+            new("c", "c", episode_id="ep2"),
+            new("d", "d"),
+        ]
+    )
+    stubs = store.episode_member_stubs(SCOPE, ["ep1"])
+    assert {(m.id, m.episode_id, m.weight) for m in stubs} == {("a", "ep1", 1.0), ("b", "ep1", 1.0)}
+    episodes = store.get_episodes(SCOPE, ["ep1", "ep2", "nope"])
+    assert set(episodes) == {"ep1", "ep2"} and episodes["ep1"].agent_id == "agent"

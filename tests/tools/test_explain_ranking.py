@@ -1,5 +1,6 @@
 import pytest
 
+from tests.helpers import ALL_STAGES
 from tools.common import Caller, ToolFailure
 from tools.explain_ranking import ExplainRankingInput, explain_ranking
 from tools.recall import RecallInput, recall
@@ -19,7 +20,7 @@ def test_explain_reads_back_every_candidate_with_its_scores_per_stage(runtime, i
     recalled = recall(RecallInput(query="postgres pool", top_k=1), runtime, CALLER)
     out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
     assert out.purpose == "recall" and out.query == "postgres pool" and out.session_id == "ses_1"
-    assert [stage.stage for stage in out.stages] == ["candidate_search", "rerank", "feedback", "assembly"]
+    assert [stage.stage for stage in out.stages] == ALL_STAGES
     assert out.backends["embedder"] == "hashed-v1:384"
     first = out.candidates[0]
     assert first.id == recalled.memories[0].id and first.in_context

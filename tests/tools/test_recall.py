@@ -153,3 +153,16 @@ def runtime_trace(runtime, retrieval_id, scope):
     import json
 
     return json.loads(runtime.store.get_retrieval(retrieval_id, scope).trace_json)
+
+
+def test_an_explicit_top_k_is_honoured_even_when_it_equals_the_default(tmp_path):
+    from tests.helpers import settings_for
+
+    runtime = make_runtime(settings_for(tmp_path / "db", top_k_facts=2))
+    try:
+        for index in range(12):
+            remember(RememberInput(content=f"postgres note number {index}"), runtime, CALLER)
+        assert len(recall(RecallInput(query="postgres note"), runtime, CALLER).memories) == 2
+        assert len(recall(RecallInput(query="postgres note", top_k=10), runtime, CALLER).memories) == 10
+    finally:
+        runtime.close()

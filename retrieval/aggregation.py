@@ -1,0 +1,303 @@
+"""The aggregation job: near-duplicate clusters, contradictions and corroboration per scope.
+
+A pass reads a scope's newest active memories (up to ``max_rows``), clusters them by SimHash with the
+block search, detects contradictions, and returns ``{clusters, contradictions, corroboratedCount,
+elapsedMs}``. The clusters are cached in-process until the next pass; memories remembered by this
+process join their clusters at once (a few dictionary lookups), writes by other processes at the next
+pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Protocol
+
+import numpy as np
+
+from retrieval.contradictions import (
+    DEFAULT_OPPOSITIONS,
+    Contradiction,
+    ContradictionInput,
+    detect_contradictions,
+)
+from retrieval.corroboration import ClusterMember, MemoryCluster, UnionFind, make_cluster
+from retrieval.simhash import (
+    BLOCK_BITS,
+    BLOCKS,
+    MAX_DISTANCE,
+    connected_components,
+    hamming,
+    near_duplicate_pair_arrays,
+    simhash,
+)
+from storage.records import AggregationRow, Scope
+
+log = logging.getLogger(__name__)
+
+
+class AggregationSource(Protocol):
+    """What a pass needs from the store (``storage.store.MemoryStore`` implements it)."""
+
+    def scopes(self) -> list[Scope]: ...
+
+    def aggregation_rows(self, scope: Scope, limit: int) -> list[AggregationRow]: ...
+
+    def attesters(self, scope: Scope) -> dict[str, set[str]]: ...
+
+
+@dataclass(frozen=True)
+class AggregationResult:
+    scope: Scope
+    clusters: tuple[MemoryCluster, ...]
+    contradictions: tuple[Contradiction, ...]
+    corroborated_count: int
+    elapsed_ms: float
+    rows: int
+
+
+def _blocks(fingerprint: int) -> list[int]:
+    return [(fingerprint >> (block * BLOCK_BITS)) & 0xFFFF for block in range(BLOCKS)]
+
+
+class _BlockTables:
+    """For each 16-bit block: which members have which value. Sorted arrays for the members a pass
+    loaded, a dictionary for the ones added since."""
+
+    def __init__(self, ids: Sequence[str], fingerprints: np.ndarray) -> None:
+        self._ids = np.asarray(ids, dtype=object)
+        self._sorted: list[tuple[np.ndarray, np.ndarray]] = []
+        for block in range(BLOCKS):
+            keys = ((fingerprints >> np.uint64(block * BLOCK_BITS)) & np.uint64(0xFFFF)).astype(np.int64)
+            order = np.argsort(keys, kind="stable")
+            self._sorted.append((keys[order], order))
+        self._added: list[dict[int, list[str]]] = [defaultdict(list) for _ in range(BLOCKS)]
+
+    def candidates(self, fingerprint: int) -> set[str]:
+        found: set[str] = set()
+        for block, value in enumerate(_blocks(fingerprint)):
+            keys, order = self._sorted[block]
+            low, high = np.searchsorted(keys, value, "left"), np.searchsorted(keys, value, "right")
+            found.update(self._ids[order[low:high]].tolist())
+            found.update(self._added[block].get(value, ()))
+        return found
+
+    def add(self, memory_id: str, fingerprint: int) -> None:
+        for block, value in enumerate(_blocks(fingerprint)):
+            self._added[block][value].append(memory_id)
+
+
+def cluster_members(rows: Sequence[AggregationRow]) -> list[ClusterMember]:
+    """Rows stored before fingerprints existed get theirs computed from their content."""
+    return [
+        ClusterMember(
+            row.id,
+            row.agent_id,
+            row.weight,
+            row.created_at,
+            row.simhash if row.simhash is not None else simhash(row.content),
+        )
+        for row in rows
+    ]
+
+
+class ScopeIndex:
+    """One scope's members, block tables for incremental near-duplicate lookups, and union-find. Clusters
+    are recomputed only for the sets a change touched, so a write costs the next recall almost nothing."""
+
+    def __init__(
+        self,
+        members: Sequence[ClusterMember] = (),
+        attesters: Mapping[str, set[str]] | None = None,
+        max_distance: int = MAX_DISTANCE,
+    ) -> None:
+        self.max_distance = max_distance
+        self.members: dict[str, ClusterMember] = {member.id: member for member in members}
+        self.attesters: dict[str, set[str]] = defaultdict(set)
+        for memory_id, agents in (attesters or {}).items():
+            if memory_id in self.members:
+                self.attesters[memory_id].update(agents)
+        ids = [member.id for member in members]
+        fingerprints = np.asarray([member.simhash for member in members], dtype=np.uint64)
+        left, right = near_duplicate_pair_arrays(fingerprints, max_distance)
+        labels = connected_components(len(ids), left, right)
+        self._blocks = _BlockTables(ids, fingerprints)
+        self._union = UnionFind.from_labels(ids, labels.tolist())
+        self._by_member: dict[str, MemoryCluster] = {}
+        # Only sets with more than one member, or with attestations, can be clusters.
+        sizes = np.bincount(labels, minlength=len(ids)) if len(ids) else np.zeros(0, dtype=np.int64)
+        self._dirty: set[str] = {ids[label] for label in np.flatnonzero(sizes > 1).tolist()}
+        self._dirty.update(self._union.find(memory_id) for memory_id in self.attesters)
+
+    @classmethod
+    def build(
+        cls,
+        members: Sequence[ClusterMember],
+        attesters: Mapping[str, set[str]],
+        max_distance: int = MAX_DISTANCE,
+    ) -> ScopeIndex:
+        return cls(members, attesters, max_distance)
+
+    def add(self, member: ClusterMember) -> None:
+        """A new memory joins the index and any cluster it is a near-duplicate of."""
+        if member.id in self.members:
+            return
+        neighbours = {
+            other
+            for other in self._blocks.candidates(member.simhash)
+            if hamming(self.members[other].simhash, member.simhash) <= self.max_distance
+        }
+        self.members[member.id] = member
+        self._blocks.add(member.id, member.simhash)
+        self._union.add(member.id)
+        root = member.id
+        for other in neighbours:
+            root = self._union.union(member.id, other)
+        self._dirty.add(root)
+
+    def attest(self, memory_id: str, agent_id: str) -> None:
+        if memory_id in self.members and agent_id not in self.attesters[memory_id]:
+            self.attesters[memory_id].add(agent_id)
+            self._dirty.add(self._union.find(memory_id))
+
+    def set_weight(self, memory_id: str, weight: float) -> None:
+        member = self.members.get(memory_id)
+        if member is not None and member.weight != weight:
+            self.members[memory_id] = ClusterMember(
+                member.id, member.agent_id, weight, member.created_at, member.simhash
+            )
+            self._dirty.add(self._union.find(memory_id))
+
+    def clusters_by_member(self) -> Mapping[str, MemoryCluster]:
+        """A read-only view of member -> cluster, updated in place by later changes (not thread-safe: the
+        service reads it under its lock)."""
+        for root in self._dirty:
+            if not self._union.is_root(root):  # merged into another set, which is dirty too
+                continue
+            ids = self._union.members_of(root)
+            cluster = make_cluster([self.members[i] for i in ids], self.attesters)
+            for memory_id in ids:
+                if cluster is None:
+                    self._by_member.pop(memory_id, None)
+                else:
+                    self._by_member[memory_id] = cluster
+        self._dirty.clear()
+        return MappingProxyType(self._by_member)
+
+    def clusters(self) -> tuple[MemoryCluster, ...]:
+        unique = {cluster.canonical.id: cluster for cluster in self.clusters_by_member().values()}
+        return tuple(sorted(unique.values(), key=lambda c: (-c.corroboration_score, c.canonical.id)))
+
+
+class CorroborationService:
+    """Per-scope cluster cache, refreshed by aggregation passes and updated by this process's writes."""
+
+    def __init__(
+        self,
+        source: AggregationSource,
+        *,
+        max_rows: int = 10_000,
+        max_distance: int = MAX_DISTANCE,
+        oppositions: Sequence[tuple[str, str]] = DEFAULT_OPPOSITIONS,
+    ) -> None:
+        self._source = source
+        self._max_rows = max_rows
+        self._max_distance = max_distance
+        self._oppositions = tuple(oppositions)
+        self._indexes: dict[Scope, ScopeIndex] = {}
+        self._results: dict[Scope, AggregationResult] = {}
+        # Changes made while a pass builds a scope's new index, replayed onto it when it is swapped in.
+        self._journal: dict[Scope, list[tuple[str, tuple[object, ...]]]] = {}
+        # One pass per scope at a time, so a pass working from an older snapshot never replaces a newer index.
+        self._pass_locks: dict[Scope, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def run_pass(self, scope: Scope) -> AggregationResult:
+        with self._pass_lock(scope):
+            return self._run_pass(scope)
+
+    def _pass_lock(self, scope: Scope) -> threading.Lock:
+        with self._lock:
+            return self._pass_locks.setdefault(scope, threading.Lock())
+
+    def _run_pass(self, scope: Scope) -> AggregationResult:
+        started = time.perf_counter()
+        with self._lock:
+            self._journal[scope] = []
+        try:
+            rows = self._source.aggregation_rows(scope, self._max_rows)
+            index = ScopeIndex.build(cluster_members(rows), self._source.attesters(scope), self._max_distance)
+            contradictions = detect_contradictions(
+                [ContradictionInput(row.id, row.content, row.created_at) for row in rows], self._oppositions
+            )
+        except BaseException:
+            with self._lock:
+                self._journal.pop(scope, None)
+            raise
+        clusters = index.clusters()
+        result = AggregationResult(
+            scope=scope,
+            clusters=clusters,
+            contradictions=tuple(contradictions),
+            corroborated_count=sum(1 for cluster in clusters if cluster.corroboration_score > 0),
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+            rows=len(rows),
+        )
+        with self._lock:
+            for operation, arguments in self._journal.pop(scope, []):
+                getattr(index, operation)(*arguments)
+            self._indexes[scope] = index
+            self._results[scope] = result
+        return result
+
+    def _apply(self, scope: Scope, operation: str, *arguments: object) -> None:
+        """Apply a change to the scope's live index, and journal it for a pass in progress. Caller holds the lock."""
+        index = self._indexes.get(scope)
+        if index is not None:
+            getattr(index, operation)(*arguments)
+        if scope in self._journal:
+            self._journal[scope].append((operation, arguments))
+
+    def run_all(self) -> list[AggregationResult]:
+        return [self.run_pass(scope) for scope in self._source.scopes()]
+
+    def clusters_for(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, MemoryCluster]:
+        """The clusters of these memories (looked up under the lock: other threads update the index)."""
+        with self._lock:
+            index = self._indexes.get(scope)
+            if index is not None:
+                return _lookup(index, memory_ids)
+        with self._pass_lock(scope):  # the first recall in a scope this process has not aggregated yet
+            with self._lock:
+                built = scope in self._indexes
+            if not built:
+                self._run_pass(scope)
+        with self._lock:
+            return _lookup(self._indexes[scope], memory_ids)
+
+    def last_result(self, scope: Scope) -> AggregationResult | None:
+        with self._lock:
+            return self._results.get(scope)
+
+    def observe(self, scope: Scope, member: ClusterMember) -> None:
+        with self._lock:
+            self._apply(scope, "add", member)
+
+    def attest(self, scope: Scope, memory_id: str, agent_id: str) -> None:
+        with self._lock:
+            self._apply(scope, "attest", memory_id, agent_id)
+
+    def set_weights(self, scope: Scope, weights: Mapping[str, float]) -> None:
+        with self._lock:
+            for memory_id, weight in weights.items():
+                self._apply(scope, "set_weight", memory_id, weight)
+
+
+def _lookup(index: ScopeIndex, memory_ids: Sequence[str]) -> dict[str, MemoryCluster]:
+    by_member = index.clusters_by_member()
+    return {memory_id: by_member[memory_id] for memory_id in memory_ids if memory_id in by_member}

@@ -1,0 +1,108 @@
+"""Contradiction detection over a scope (pure): two memories about the same subject that assert
+opposite things (enabled/disabled, use/avoid, true/false, ...). Pairs are found through an inverted
+index of subject words, never by comparing every memory with every other."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from retrieval.text import content_terms, light_stem
+
+DEFAULT_OPPOSITIONS: tuple[tuple[str, str], ...] = (
+    ("enabled", "disabled"),
+    ("enable", "disable"),
+    ("use", "avoid"),
+    ("true", "false"),
+    ("allow", "deny"),
+    ("allowed", "forbidden"),
+    ("always", "never"),
+    ("works", "broken"),
+    ("passes", "fails"),
+    ("accept", "reject"),
+    ("include", "exclude"),
+    ("increase", "decrease"),
+    ("required", "optional"),
+    ("public", "private"),
+    ("sync", "async"),
+)
+
+
+@dataclass(frozen=True)
+class ContradictionInput:
+    id: str
+    content: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    older_id: str
+    newer_id: str
+    older_term: str
+    newer_term: str
+    subject_similarity: float
+
+
+def detect_contradictions(
+    memories: Sequence[ContradictionInput],
+    oppositions: Sequence[tuple[str, str]] = DEFAULT_OPPOSITIONS,
+    *,
+    threshold: float = 0.5,
+    max_word_frequency: int = 500,
+) -> list[Contradiction]:
+    """Pairs asserting opposite terms whose remaining words overlap by Jaccard >= ``threshold``."""
+    stems = {light_stem(word): word for pair in oppositions for word in pair}
+    # A cheap prefilter on the raw text: only memories that may contain an opposition word are tokenised.
+    mentions = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, stems), key=len, reverse=True)) + ")")
+    terms: dict[str, set[str]] = {}
+    holders: dict[str, set[str]] = defaultdict(set)
+    by_id = {}
+    for memory in memories:
+        if not mentions.search(memory.content.lower()):
+            continue
+        words = set(content_terms(memory.content))
+        present = words & stems.keys()
+        if not present:
+            continue
+        terms[memory.id] = words
+        by_id[memory.id] = memory
+        for stem in present:
+            holders[stem].add(memory.id)
+    found: dict[tuple[str, str], Contradiction] = {}
+    for left_word, right_word in oppositions:
+        left, right = light_stem(left_word), light_stem(right_word)
+        left_side = holders.get(left, set()) - holders.get(right, set())
+        right_side = holders.get(right, set()) - holders.get(left, set())
+        if not left_side or not right_side:
+            continue
+        index: dict[str, list[str]] = defaultdict(list)
+        for memory_id in right_side:
+            for word in terms[memory_id] - stems.keys():
+                index[word].append(memory_id)
+        for memory_id in left_side:
+            subject = terms[memory_id] - stems.keys()
+            partners = {
+                partner
+                for word in subject
+                if len(index.get(word, ())) <= max_word_frequency
+                for partner in index.get(word, ())
+            }
+            for partner in partners:
+                other = terms[partner] - stems.keys()
+                similarity = len(subject & other) / len(subject | other) if subject | other else 0.0
+                if similarity < threshold:
+                    continue
+                first, second = sorted((by_id[memory_id], by_id[partner]), key=lambda m: (m.created_at, m.id))
+                older_term, newer_term = (
+                    (left_word, right_word) if first.id == memory_id else (right_word, left_word)
+                )
+                key = (first.id, second.id)
+                if key not in found or found[key].subject_similarity < similarity:
+                    found[key] = Contradiction(
+                        first.id, second.id, older_term, newer_term, round(similarity, 6)
+                    )
+    return sorted(found.values(), key=lambda c: (c.older_id, c.newer_id))

@@ -1,0 +1,123 @@
+"""Stage: episode co-occurrence expansion (XTrace). Memories from the same episodes as the retrieved ones
+join the candidates, scored ``alpha x`` the score of the memory that brought them (never above it):
+``sibling = score_propagation_alpha x source_final x min(1, sibling_weight)``. Each source brings at most
+``max_siblings`` siblings, nearest to it in time first (neighbouring turns of a conversation); a memory
+that matched the query only weakly is lifted to its sibling score when that is higher."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from retrieval.trace import SiblingsAdded, StageOutput
+from retrieval.types import Candidate, RecallRequest
+from storage.records import EpisodeMemberStub, EpisodeRecord, MemoryRecord, Scope
+
+
+class EpisodeSource(Protocol):
+    """What expansion and assembly need from the store (``storage.store.MemoryStore`` implements it)."""
+
+    def episode_member_stubs(self, scope: Scope, episode_ids: Sequence[str]) -> list[EpisodeMemberStub]: ...
+
+    def get_memories(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, MemoryRecord]: ...
+
+    def get_episodes(self, scope: Scope, episode_ids: Sequence[str]) -> dict[str, EpisodeRecord]: ...
+
+
+def ranked(candidates: list[Candidate]) -> tuple[Candidate, ...]:
+    """Final order; on a tie a direct match comes before any sibling."""
+    return tuple(sorted(candidates, key=lambda c: (-c.final_score, c.source == "sibling", c.id)))
+
+
+def sources_of(candidates: Sequence[Candidate], count: int) -> list[Candidate]:
+    """The direct matches that may bring siblings: the first ``count`` (those that can reach the context)."""
+    return [candidate for candidate in candidates if candidate.source == "direct"][:count]
+
+
+def nearest_members(
+    sources: Sequence[Candidate], stubs: Sequence[EpisodeMemberStub], max_siblings: int
+) -> list[str]:
+    """For each source, the ids of up to ``max_siblings`` other members of its episode nearest in time."""
+    anchors = {source.id for source in sources}
+    by_episode: dict[str, list[EpisodeMemberStub]] = {}
+    for stub in stubs:
+        if stub.id not in anchors:
+            by_episode.setdefault(stub.episode_id, []).append(stub)
+    chosen: dict[str, None] = {}
+    for source in sources:
+        pool = by_episode.get(source.memory.episode_id or "", [])
+        moment = source.memory.created_at
+        for stub in sorted(pool, key=lambda s: (abs((s.created_at - moment).total_seconds()), s.id))[
+            :max_siblings
+        ]:
+            chosen[stub.id] = None
+    return list(chosen)
+
+
+def expand(
+    candidates: tuple[Candidate, ...],
+    members: Sequence[MemoryRecord],
+    *,
+    sources: int,
+    alpha: float,
+    max_siblings: int,
+) -> tuple[tuple[Candidate, ...], int, int]:
+    """Pure: add siblings of the first ``sources`` direct candidates. A weaker direct match from the same
+    episode is lifted to its sibling score when that is higher. Returns (candidates, sources used, siblings)."""
+    chosen = [c for c in sources_of(candidates, sources) if c.memory.episode_id]
+    anchors = {candidate.id for candidate in chosen}
+    by_id = {candidate.id: candidate for candidate in candidates}
+    by_episode: dict[str, list[MemoryRecord]] = {}
+    for member in members:
+        if member.episode_id is not None and member.id not in anchors and member.status == "active":
+            by_episode.setdefault(member.episode_id, []).append(member)
+    siblings: dict[str, Candidate] = {}
+    used = 0
+    for source in chosen:
+        pool = by_episode.get(source.memory.episode_id or "", [])
+        nearest = sorted(
+            pool, key=lambda m: (abs((m.created_at - source.memory.created_at).total_seconds()), m.id)
+        )
+        for member in nearest[:max_siblings]:
+            score = alpha * source.final_score * min(1.0, member.weight)
+            best_so_far = siblings.get(member.id) or by_id.get(member.id)
+            if best_so_far is not None and best_so_far.final_score >= score:
+                continue
+            base = by_id.get(member.id) or Candidate(memory=member, feedback_weight=member.weight)
+            siblings[member.id] = replace(base, source="sibling", sibling_of=source.id, weighted_score=score)
+        used += 1 if pool else 0
+    merged = [siblings.get(candidate.id, candidate) for candidate in candidates]
+    merged.extend(sibling for memory_id, sibling in siblings.items() if memory_id not in by_id)
+    return ranked(merged), used, len(siblings)
+
+
+class EpisodeExpansionStage:
+    name = "episode_expansion"
+
+    def __init__(self, source: EpisodeSource, *, alpha: float, max_siblings: int = 3) -> None:
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"score_propagation_alpha must be between 0 and 1 (exclusive), but got {alpha}")
+        self._source = source
+        self._alpha = alpha
+        self._max_siblings = max_siblings
+
+    def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
+        sources = [c for c in sources_of(candidates, request.top_k) if c.memory.episode_id]
+        episode_ids = list(dict.fromkeys(c.memory.episode_id for c in sources if c.memory.episode_id))
+        if not episode_ids or self._max_siblings == 0:
+            return StageOutput(candidates, (SiblingsAdded(0, 0, self._alpha),))
+        # Choose by time from light rows, then read only the chosen memories: one long episode cannot
+        # crowd out the others, and whole records are read only for what may join.
+        stubs = self._source.episode_member_stubs(request.scope, episode_ids)
+        records = self._source.get_memories(
+            nearest_members(sources, stubs, self._max_siblings), request.scope
+        )
+        expanded, used, added = expand(
+            candidates,
+            list(records.values()),
+            sources=request.top_k,
+            alpha=self._alpha,
+            max_siblings=self._max_siblings,
+        )
+        return StageOutput(expanded, (SiblingsAdded(used, added, self._alpha),))

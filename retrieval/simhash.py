@@ -1,0 +1,111 @@
+"""64-bit SimHash near-duplicate detection (the Rensei retrieval-ranking seed).
+
+Whitespace tokens with punctuation stripped (lower-cased), each hashed to a stable 64-bit value with
+BLAKE2b (never Python's per-process salted ``hash()``), combined by bit-sign voting. Two memories are
+near-duplicates when their fingerprints differ in at most 3 bits.
+
+Finding those pairs is not a pairwise scan: split the 64 bits into 4 blocks of 16; two fingerprints
+within Hamming distance 3 agree exactly on at least one block (pigeonhole), so only memories sharing
+a block value are compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+MAX_DISTANCE = 3
+BLOCKS = 4
+BLOCK_BITS = 64 // BLOCKS
+_BIT_POSITIONS = np.arange(64, dtype=np.uint64)
+# Above this many members a block bucket is compared in row chunks, to bound memory.
+_CHUNK = 2_048
+
+
+def simhash_tokens(text: str) -> list[str]:
+    tokens = []
+    for raw in text.split():
+        token = "".join(char for char in raw if not unicodedata.category(char).startswith("P")).lower()
+        if token:
+            tokens.append(token)
+    return tokens
+
+
+@lru_cache(maxsize=262_144)
+def token_hash(token: str) -> int:
+    return int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def simhash(text: str) -> int:
+    """The unsigned 64-bit fingerprint of ``text`` (0 for text with no tokens)."""
+    tokens = simhash_tokens(text)
+    if not tokens:
+        return 0
+    hashes = np.array([token_hash(token) for token in tokens], dtype=np.uint64)
+    bits = (hashes[:, None] >> _BIT_POSITIONS) & np.uint64(1)
+    votes = (bits.astype(np.int64) * 2 - 1).sum(axis=0)
+    return sum(1 << int(position) for position in np.flatnonzero(votes > 0))
+
+
+def hamming(left: int, right: int) -> int:
+    return (left ^ right).bit_count()
+
+
+def near_duplicate_pairs(
+    fingerprints: Sequence[int] | np.ndarray, max_distance: int = MAX_DISTANCE
+) -> set[tuple[int, int]]:
+    """Index pairs (i < j) whose fingerprints differ in at most ``max_distance`` bits."""
+    left, right = near_duplicate_pair_arrays(fingerprints, max_distance)
+    return set(zip(left.tolist(), right.tolist(), strict=True))
+
+
+def near_duplicate_pair_arrays(
+    fingerprints: Sequence[int] | np.ndarray, max_distance: int = MAX_DISTANCE
+) -> tuple[np.ndarray, np.ndarray]:
+    """The same pairs as two aligned index arrays (left < right), without building Python tuples."""
+    if max_distance >= BLOCKS:
+        raise ValueError(
+            f"block search finds distances up to {BLOCKS - 1} bits, but got max_distance={max_distance}"
+        )
+    values = np.asarray([int(value) for value in fingerprints], dtype=np.uint64)
+    found: list[np.ndarray] = []
+    for block in range(BLOCKS) if len(values) > 1 else ():
+        keys = (values >> np.uint64(block * BLOCK_BITS)) & np.uint64(0xFFFF)
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+        sizes = np.diff(np.r_[starts, len(order)])
+        for start, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True):
+            members = order[start : start + size]
+            for chunk in range(0, size, _CHUNK):
+                rows = members[chunk : chunk + _CHUNK]
+                distances = np.bitwise_count(values[rows][:, None] ^ values[members][None, :])
+                row, column = np.nonzero(distances <= max_distance)
+                first, second = rows[row], members[column]
+                keep = first < second
+                found.append(first[keep].astype(np.int64) * len(values) + second[keep])
+    if not found:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    # A pair can share several blocks; encode (i, j) as one integer to deduplicate.
+    codes = np.unique(np.concatenate(found))
+    return codes // len(values), codes % len(values)
+
+
+def connected_components(count: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """A component label per index (the smallest index in its component), by min-label propagation."""
+    labels = np.arange(count, dtype=np.int64)
+    if len(left) == 0:
+        return labels
+    while True:
+        smaller = np.minimum(labels[left], labels[right])
+        before = labels.copy()
+        np.minimum.at(labels, left, smaller)
+        np.minimum.at(labels, right, smaller)
+        labels = labels[labels]  # pointer jumping
+        if np.array_equal(labels, before):
+            return labels

@@ -1,0 +1,132 @@
+from datetime import UTC, datetime, timedelta
+
+from retrieval.aggregation import CorroborationService, ScopeIndex
+from retrieval.corroboration import ClusterMember
+from retrieval.simhash import simhash
+from storage.records import AggregationRow, Scope
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+SCOPE = Scope("acme", "web")
+
+
+def row(memory_id: str, agent: str, text: str, minutes: int = 0, weight: float = 1.0) -> AggregationRow:
+    return AggregationRow(memory_id, agent, weight, T0 + timedelta(minutes=minutes), simhash(text), text)
+
+
+class FakeSource:
+    def __init__(self, rows, attesters=None):
+        self.rows = list(rows)
+        self.attestations = attesters or {}
+        self.reads = 0
+
+    def scopes(self):
+        return [SCOPE]
+
+    def aggregation_rows(self, scope, limit):
+        self.reads += 1
+        return sorted(self.rows, key=lambda r: r.created_at, reverse=True)[:limit]
+
+    def attesters(self, scope):
+        return self.attestations
+
+
+SAME = "We deploy the billing service every Tuesday"
+
+
+def test_a_pass_returns_clusters_contradictions_counts_and_time():
+    source = FakeSource(
+        [
+            row("a", "x", SAME, 0),
+            row("b", "y", SAME + "!", 1),  # identical fingerprint: a near-duplicate from another agent
+            row("c", "x", "Search is enabled for guests", 2),
+            row("d", "y", "Search is disabled for guests", 3),
+            row("e", "z", "Unrelated note about lunch", 4),
+        ]
+    )
+    result = CorroborationService(source).run_pass(SCOPE)
+    assert [
+        (c.canonical.id, [m.id for m in c.corroborating], c.corroboration_score) for c in result.clusters
+    ] == [("a", ["b"], 1)]
+    assert [(c.older_id, c.newer_id) for c in result.contradictions] == [("c", "d")]
+    assert result.corroborated_count == 1 and result.rows == 5 and result.elapsed_ms >= 0
+
+
+def test_the_pass_reads_only_the_newest_max_rows():
+    source = FakeSource([row(f"m{i}", "x", f"note {i}", i) for i in range(10)])
+    assert CorroborationService(source, max_rows=3).run_pass(SCOPE).rows == 3
+
+
+def test_clusters_are_built_on_first_use_and_then_cached():
+    source = FakeSource([row("a", "x", SAME), row("b", "y", SAME, 1)])
+    service = CorroborationService(source)
+    assert set(service.clusters_for(SCOPE, ["a", "b", "c"])) == {"a", "b"}
+    service.clusters_for(SCOPE, ["a"])
+    assert source.reads == 1
+
+
+def test_a_new_memory_joins_its_cluster_without_waiting_for_the_next_pass():
+    source = FakeSource([row("a", "x", SAME)])
+    service = CorroborationService(source)
+    assert service.clusters_for(SCOPE, ["a"]) == {}
+    service.observe(SCOPE, ClusterMember("b", "y", 1.0, T0, simhash(SAME)))
+    cluster = service.clusters_for(SCOPE, ["a"])["a"]
+    assert cluster.corroborating_agents == ("y",)
+    service.attest(SCOPE, "a", "z")
+    assert service.clusters_for(SCOPE, ["b"])["b"].corroboration_score == 2
+
+
+def test_weights_move_the_canonical_member():
+    service = CorroborationService(FakeSource([row("a", "x", SAME), row("b", "y", SAME, 1)]))
+    assert service.clusters_for(SCOPE, ["a"])["a"].canonical.id == "a"
+    service.set_weights(SCOPE, {"b": 1.5})
+    cluster = service.clusters_for(SCOPE, ["a"])["a"]
+    assert cluster.canonical.id == "b" and cluster.corroborating_agents == ("x",)
+
+
+def test_incremental_adds_give_the_same_clusters_as_a_full_build():
+    texts = [
+        SAME,
+        SAME + ".",
+        "Completely different text about caching",
+        "Completely different text about caching!",
+    ]
+    members = [
+        ClusterMember(f"m{i}", f"agent{i}", 1.0, T0 + timedelta(minutes=i), simhash(t))
+        for i, t in enumerate(texts)
+    ]
+    full = ScopeIndex.build(members, {})
+    incremental = ScopeIndex()
+    for each in members:
+        incremental.add(each)
+    assert full.clusters() == incremental.clusters()
+    assert len(full.clusters()) == 2
+
+
+def test_a_write_during_a_pass_survives_it_and_passes_do_not_overlap():
+    import threading
+
+    gate = threading.Event()
+    entered = threading.Event()
+
+    class SlowSource(FakeSource):
+        def aggregation_rows(self, scope, limit):
+            rows = super().aggregation_rows(scope, limit)
+            if self.reads == 1:
+                entered.set()
+                gate.wait(10)
+            return rows
+
+    source = SlowSource([row("a", "x", SAME)])
+    service = CorroborationService(source)
+    first = threading.Thread(target=service.run_pass, args=(SCOPE,))
+    first.start()
+    entered.wait(10)
+    source.rows.append(row("b", "y", SAME, 1))  # committed to the store, then observed by this process
+    service.observe(SCOPE, ClusterMember("b", "y", 1.0, T0, simhash(SAME)))
+    second = threading.Thread(target=service.run_pass, args=(SCOPE,))
+    second.start()
+    gate.set()
+    first.join(10)
+    second.join(10)
+    assert source.reads == 2  # the second pass waited for the first, then read a fresh snapshot
+    assert service.clusters_for(SCOPE, ["a"])["a"].corroborating_agents == ("y",)

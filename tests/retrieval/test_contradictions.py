@@ -1,0 +1,50 @@
+from datetime import UTC, datetime, timedelta
+
+from retrieval.contradictions import ContradictionInput, detect_contradictions
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def memory(memory_id: str, text: str, minutes: int) -> ContradictionInput:
+    return ContradictionInput(memory_id, text, T0 + timedelta(minutes=minutes))
+
+
+def test_opposite_claims_about_the_same_subject_are_found_older_first():
+    found = detect_contradictions(
+        [
+            memory("new", "Feature flag checkout_v2 is disabled in staging", 5),
+            memory("old", "Feature flag checkout_v2 is enabled in staging", 0),
+        ]
+    )
+    assert [(c.older_id, c.newer_id, c.older_term, c.newer_term) for c in found] == [
+        ("old", "new", "enabled", "disabled")
+    ]
+    assert found[0].subject_similarity == 1.0
+
+
+def test_opposite_words_about_different_subjects_are_not_a_contradiction():
+    assert (
+        detect_contradictions(
+            [
+                memory("a", "Caching is enabled for search", 0),
+                memory("b", "Logging is disabled for billing", 1),
+            ]
+        )
+        == []
+    )
+
+
+def test_the_subject_overlap_threshold_is_a_jaccard_of_the_remaining_words():
+    # subjects after dropping stop words and the opposition terms: {feature, flag, staging} vs {feature, flag, prod}
+    # Jaccard = 2 / 4 = 0.5
+    pair = [
+        memory("a", "feature flag enabled in staging", 0),
+        memory("b", "feature flag disabled in prod", 1),
+    ]
+    assert len(detect_contradictions(pair, threshold=0.5)) == 1
+    assert detect_contradictions(pair, threshold=0.51) == []
+
+
+def test_a_memory_stating_both_terms_is_ambiguous_and_skipped():
+    both = [memory("a", "it was enabled then disabled", 0), memory("b", "it is disabled", 1)]
+    assert detect_contradictions(both) == []
