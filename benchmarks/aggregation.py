@@ -8,7 +8,6 @@ corroboration, contradictions) over a scope of N memories read from LanceDB.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -17,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.corpus import generate
-
-RESULTS = Path(__file__).parent / "results"
+from benchmarks.reporting import RESULTS, write_json
 
 
 def load_scope(db: Path, size: int) -> Any:
@@ -116,9 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['memories']:>10,} {r['pass_median_ms']:>15.0f} {r['read_ms']:>9.0f} {r['cluster_ms']:>11.0f} "
             f"{r['contradictions_ms']:>14.0f} {r['clusters']:>9,} {r['corroborated_clusters']:>13,} {r['contradictions']:>15,}"
         )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(reports, indent=2))
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_json(args.out, reports)
     return 0
 
 

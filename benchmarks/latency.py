@@ -22,8 +22,7 @@ import anyio
 import numpy as np
 
 from benchmarks.corpus import generate, queries
-
-RESULTS = Path(__file__).parent / "results"
+from benchmarks.reporting import RESULTS, write_json
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -93,7 +92,10 @@ async def measure_tool_calls(runtime: Any, query_count: int, remember_count: int
     from storage.records import Scope
 
     server = build_server(runtime.settings, runtime_factory=lambda _settings: runtime)
-    recall_times, stage_times, retrievals = [], {}, []
+    recall_times: list[float] = []
+    stage_times: dict[str, list[float]] = {}
+    retrievals: list[tuple[str, Any]] = []
+
     async with Client(server) as client:
         asked = queries(query_count + 3)
         for index, (query, org, project) in enumerate(asked):
@@ -205,9 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = run(args.memories, args.queries, args.handshakes)
     print_table(report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2))
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_json(args.out, report)
     return 0
 
 

@@ -150,7 +150,8 @@ class ScopeIndex:
         neighbours = {
             other
             for other in self._blocks.candidates(member.simhash)
-            if hamming(self.members[other].simhash, member.simhash) <= self.max_distance
+            if other in self.members
+            and hamming(self.members[other].simhash, member.simhash) <= self.max_distance
         }
         self.members[member.id] = member
         self._blocks.add(member.id, member.simhash)
@@ -159,6 +160,13 @@ class ScopeIndex:
         for other in neighbours:
             root = self._union.union(member.id, other)
         self._dirty.add(root)
+
+    def retire(self, memory_ids: Sequence[str]) -> None:
+        """Memories that left the active set (superseded, retracted) stop counting at once."""
+        for memory_id in memory_ids:
+            if self.members.pop(memory_id, None) is not None:
+                self._by_member.pop(memory_id, None)
+                self._dirty.add(self._union.find(memory_id))
 
     def attest(self, memory_id: str, agent_id: str) -> None:
         if memory_id in self.members and agent_id not in self.attesters[memory_id]:
@@ -179,8 +187,8 @@ class ScopeIndex:
         for root in self._dirty:
             if not self._union.is_root(root):  # merged into another set, which is dirty too
                 continue
-            ids = self._union.members_of(root)
-            cluster = make_cluster([self.members[i] for i in ids], self.attesters)
+            ids = [i for i in self._union.members_of(root) if i in self.members]
+            cluster = make_cluster([self.members[i] for i in ids], self.attesters) if ids else None
             for memory_id in ids:
                 if cluster is None:
                     self._by_member.pop(memory_id, None)
@@ -291,6 +299,10 @@ class CorroborationService:
     def attest(self, scope: Scope, memory_id: str, agent_id: str) -> None:
         with self._lock:
             self._apply(scope, "attest", memory_id, agent_id)
+
+    def retire(self, scope: Scope, memory_ids: Sequence[str]) -> None:
+        with self._lock:
+            self._apply(scope, "retire", list(memory_ids))
 
     def set_weights(self, scope: Scope, weights: Mapping[str, float]) -> None:
         with self._lock:

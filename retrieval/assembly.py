@@ -2,6 +2,8 @@
 
 1. Select in final order: at most ``top_k`` directly matched facts and artifacts (plus the episode
    siblings they brought), ``top_k_episodes`` episode summaries and ``max_episodes`` distinct episodes.
+   A near-duplicate of a memory already selected (same SimHash cluster, or token Jaccard >=
+   ``fold_threshold``) takes no slot: it is the corroboration of the one shown, not new information.
 
 2. Group by episode: a header (title, time, agent), then the episode's summary, its artifacts and its
    fact bullets by score; groups ordered by how many direct matches they hold, then by best score; groups
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from retrieval.consolidation.rules import term_set
 from retrieval.expansion import EpisodeSource
 from retrieval.text import single_line
 from retrieval.trace import ContextAssembled, StageOutput
@@ -41,6 +44,8 @@ def render_memory(position: int, candidate: Candidate) -> str:
         provenance.append("tags: " + ", ".join(memory.tags))
     if candidate.corroborating_agents:
         provenance.append("also stated by " + ", ".join(candidate.corroborating_agents))
+    if candidate.contradicted_by:
+        provenance.append("DISPUTED by newer " + ", ".join(candidate.contradicted_by))
     # The header is the one unquoted line per memory: nothing stored may break out of it.
     header = single_line(" · ".join(provenance))
     lines = memory.content.splitlines() or [""]
@@ -77,8 +82,42 @@ class _Group:
         return all(item.memory.kind == "episode" for item in self.items)
 
 
+class _Twins:
+    """The memories selected so far, to recognise a near-duplicate of one of them."""
+
+    def __init__(self, threshold: float | None) -> None:
+        self._threshold = threshold
+        self._clusters: dict[str, str] = {}  # cluster canonical -> the member selected
+        self._terms: list[tuple[str, frozenset[str]]] = []
+
+    def of(self, candidate: Candidate) -> str | None:
+        if self._threshold is None:
+            return None
+        if candidate.cluster_canonical in self._clusters:
+            return self._clusters[candidate.cluster_canonical]
+        terms = term_set(candidate.memory.content)
+        if not terms:
+            return None
+        for chosen_id, chosen_terms in self._terms:
+            if len(terms & chosen_terms) / len(terms | chosen_terms) >= self._threshold:
+                return chosen_id
+        return None
+
+    def add(self, candidate: Candidate) -> None:
+        if self._threshold is None:
+            return
+        if candidate.cluster_canonical:
+            self._clusters.setdefault(candidate.cluster_canonical, candidate.id)
+        self._terms.append((candidate.id, term_set(candidate.memory.content)))
+
+
 def select(
-    candidates: Sequence[Candidate], *, top_k: int, top_k_episodes: int, max_episodes: int
+    candidates: Sequence[Candidate],
+    *,
+    top_k: int,
+    top_k_episodes: int,
+    max_episodes: int,
+    fold_threshold: float | None = None,
 ) -> tuple[list[Candidate], dict[str, str]]:
     """The memories to place, in final order, and the reason each other candidate was left out."""
     chosen: list[Candidate] = []
@@ -86,6 +125,7 @@ def select(
     reasons: dict[str, str] = {}
     facts = summaries = 0
     episodes: set[str] = set()
+    twins = _Twins(fold_threshold)
     for candidate in candidates:
         memory = candidate.memory
         if memory.kind == "episode" and summaries >= top_k_episodes:
@@ -98,6 +138,10 @@ def select(
                 f"the memory that brought it ({candidate.sibling_of}) is not in the context"
             )
             continue
+        twin = twins.of(candidate)
+        if twin is not None:
+            reasons[candidate.id] = f"a near-duplicate of {twin}, which is in the context: folded into it"
+            continue
         if memory.kind != "episode" and candidate.source == "direct" and facts >= top_k:
             reasons[candidate.id] = f"ranked below the top_k={top_k} cut"
             continue
@@ -106,6 +150,7 @@ def select(
             continue
         chosen.append(candidate)
         chosen_ids.add(candidate.id)
+        twins.add(candidate)
         if memory.episode_id:
             episodes.add(memory.episode_id)
         if memory.kind == "episode":
@@ -144,6 +189,7 @@ def assemble(
     episodes: Mapping[str, EpisodeRecord] | None = None,
     top_k_episodes: int = 3,
     max_episodes: int = 10,
+    fold_threshold: float | None = None,
 ) -> tuple[tuple[Candidate, ...], str]:
     """Return the candidates (in final order) marked in or out of the context, and the context
     (``""`` when nothing fits)."""
@@ -152,7 +198,11 @@ def assemble(
         reason = f"char_budget {char_budget} is smaller than the context header ({len(context)} chars)"
         return tuple(replace(candidate, exclusion_reason=reason) for candidate in candidates), ""
     chosen, reasons = select(
-        candidates, top_k=top_k, top_k_episodes=top_k_episodes, max_episodes=max_episodes
+        candidates,
+        top_k=top_k,
+        top_k_episodes=top_k_episodes,
+        max_episodes=max_episodes,
+        fold_threshold=fold_threshold,
     )
     positions: dict[str, int] = {}
     for each in group(chosen):
@@ -197,11 +247,17 @@ class AssemblyStage:
     name = "assembly"
 
     def __init__(
-        self, episodes: EpisodeSource | None = None, *, top_k_episodes: int = 3, max_episodes: int = 10
+        self,
+        episodes: EpisodeSource | None = None,
+        *,
+        top_k_episodes: int = 3,
+        max_episodes: int = 10,
+        fold_threshold: float | None = None,
     ) -> None:
         self._episodes = episodes
         self._top_k_episodes = top_k_episodes
         self._max_episodes = max_episodes
+        self._fold_threshold = fold_threshold
 
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
         episode_ids = list(dict.fromkeys(c.memory.episode_id for c in candidates if c.memory.episode_id))
@@ -216,6 +272,10 @@ class AssemblyStage:
             episodes=episodes,
             top_k_episodes=self._top_k_episodes,
             max_episodes=self._max_episodes,
+            fold_threshold=self._fold_threshold,
         )
         included = sum(1 for candidate in marked if candidate.in_context)
-        return StageOutput(marked, (ContextAssembled(included, len(context), request.char_budget),), context)
+        folded = sum(1 for c in marked if (c.exclusion_reason or "").endswith(": folded into it"))
+        return StageOutput(
+            marked, (ContextAssembled(included, len(context), request.char_budget, folded),), context
+        )

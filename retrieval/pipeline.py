@@ -1,7 +1,7 @@
 """The recall pipeline: an explicit, ordered list of stages, each timed and traced.
 
 gate -> candidate search -> rerank -> min score -> iterative retrieval -> corroboration -> feedback
--> episode expansion -> episode-grouped assembly. A stage that halts the recall (the gate) leaves the
+-> episode expansion -> contradiction marks -> episode-grouped assembly. A stage that halts the recall (the gate) leaves the
 rest recorded as skipped.
 """
 
@@ -14,6 +14,7 @@ from typing import Protocol
 
 from retrieval.assembly import AssemblyStage
 from retrieval.candidate_search import CandidateSearchStage, CandidateSource
+from retrieval.contradiction_marks import ContradictionSource, ContradictionStage
 from retrieval.corroboration import ClusterProvider, CorroborationStage, MemoryCluster
 from retrieval.expansion import EpisodeExpansionStage, EpisodeSource
 from retrieval.feedback import FeedbackStage
@@ -34,7 +35,7 @@ class Stage(Protocol):
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput: ...
 
 
-class PipelineStore(CandidateSource, EpisodeSource, Protocol):
+class PipelineStore(CandidateSource, EpisodeSource, ContradictionSource, Protocol):
     """Everything the stages read from the store."""
 
 
@@ -73,6 +74,7 @@ class PipelineOptions:
     max_siblings: int = 3
     top_k_episodes: int = 3
     max_episodes: int = 10
+    fold_threshold: float | None = 0.8  # None: near-duplicates each take a slot
     llm_reranker: RerankerConfiguration | None = None
 
 
@@ -121,8 +123,14 @@ def build_stages(
                 store, alpha=options.score_propagation_alpha, max_siblings=options.max_siblings
             )
         )
+    stages.append(ContradictionStage(store))
     stages.append(
-        AssemblyStage(store, top_k_episodes=options.top_k_episodes, max_episodes=options.max_episodes)
+        AssemblyStage(
+            store,
+            top_k_episodes=options.top_k_episodes,
+            max_episodes=options.max_episodes,
+            fold_threshold=options.fold_threshold,
+        )
     )
     return stages
 

@@ -129,6 +129,11 @@ class SiblingsAdded:
 
 
 @dataclass(frozen=True)
+class ContradictionsMarked:
+    marked: int
+
+
+@dataclass(frozen=True)
 class StageSkipped:
     reason: str
 
@@ -144,6 +149,7 @@ class ContextAssembled:
     included: int
     chars: int
     char_budget: int
+    folded: int = 0  # near-duplicates of placed memories, left out without taking a slot
 
 
 TraceEvent = (
@@ -156,6 +162,7 @@ TraceEvent = (
     | LLMReranked
     | CorroborationApplied
     | SiblingsAdded
+    | ContradictionsMarked
     | StageSkipped
     | SearchLegRan
     | SearchLegSkipped
@@ -246,6 +253,7 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
         "source": candidate.source,
         "sibling_of": candidate.sibling_of,
         "corroborating_agents": list(candidate.corroborating_agents),
+        "contradicted_by": list(candidate.contradicted_by),
         "cluster_canonical": candidate.cluster_canonical,
         "scores": {
             "vector": candidate.vector_score,

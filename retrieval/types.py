@@ -55,6 +55,7 @@ class Candidate:
     weighted_rank: int | None = None
     source: Literal["direct", "sibling"] = "direct"
     sibling_of: str | None = None
+    contradicted_by: tuple[str, ...] = ()  # newer memories that contradict it, unresolved
     in_context: bool = False
     context_position: int | None = None  # its [n] in the context block
     exclusion_reason: str | None = None

@@ -16,7 +16,7 @@ from mcp_types import ToolAnnotations
 from server.config import Settings
 from server.registry import ToolSpec, register_tool
 from server.state import AppState, RuntimeFactory, build_runtime
-from tools import explain_ranking, recall, remember, report_outcome
+from tools import drift, explain_ranking, forget, lineage, recall, remember, remember_many, report_outcome
 
 SERVER_NAME = "memoria"
 
@@ -29,6 +29,8 @@ Long-term memory shared across sessions and agents.
 - Call `report_outcome` once when the task ends (success, failure or partial): memories that helped rise,
   memories that misled sink.
 - Call `explain_ranking` with a recall's retrieval_id to see why each memory ranked where it did.
+- When a stored fact is wrong or private, call `forget` (retract, or purge to erase it); when beliefs seem
+  to conflict, `drift` lists contradictions and recent revisions, and `lineage` shows a memory's history.
 """
 
 
@@ -40,12 +42,15 @@ def tool_specs() -> list[ToolSpec]:
             description=(
                 "Store one durable memory (a fact, decision, fix, episode summary or artifact) verbatim, with "
                 "who learned it and when. The same content in the same org/project is stored once: the call "
-                "returns status 'duplicate' and the existing id. Use for knowledge worth keeping across sessions, "
-                "not for chatter."
+                "returns status 'duplicate' and the existing id. Near-restatements are consolidated into one "
+                "memory, an explicit revision ('we switched from X to Y') supersedes the old belief, and nothing is "
+                "deleted: the result says what changed and who decided. Use for knowledge worth keeping across "
+                "sessions, not for chatter."
             ),
             input_model=remember.RememberInput,
             output_model=remember.RememberOutput,
             handler=remember.handle,
+            uses_llm=True,
             annotations=ToolAnnotations(
                 title="Remember",
                 read_only_hint=False,
@@ -53,6 +58,26 @@ def tool_specs() -> list[ToolSpec]:
                 idempotent_hint=True,
                 open_world_hint=False,
             ),
+        ),
+        ToolSpec(
+            name="remember_many",
+            title="Remember many",
+            description=(
+                "Store several memories in one call (up to 200), e.g. the facts learned during a task. Identical "
+                "contents are stored once; near-duplicates within the batch collapse into the last one (the others "
+                "are kept as superseded by it); every new memory is then consolidated as remember does."
+            ),
+            input_model=remember_many.RememberManyInput,
+            output_model=remember_many.RememberManyOutput,
+            handler=remember_many.handle,
+            annotations=ToolAnnotations(
+                title="Remember many",
+                read_only_hint=False,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
+            uses_llm=True,
         ),
         ToolSpec(
             name="recall",
@@ -104,6 +129,49 @@ def tool_specs() -> list[ToolSpec]:
             handler=explain_ranking.handle,
             annotations=ToolAnnotations(title="Explain ranking", read_only_hint=True, open_world_hint=False),
             uses_llm=True,
+        ),
+        ToolSpec(
+            name="forget",
+            title="Forget",
+            description=(
+                "Forget a memory by id, or the best matches of a query: retract keeps the row for audit and "
+                "lineage but it is never recalled again; purge also erases its content, tags and vector from the "
+                "store (irreversible, for private data). Both leave a record. dry_run shows what would go."
+            ),
+            input_model=forget.ForgetInput,
+            output_model=forget.ForgetOutput,
+            handler=forget.handle,
+            annotations=ToolAnnotations(
+                title="Forget",
+                read_only_hint=False,
+                destructive_hint=True,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
+        ),
+        ToolSpec(
+            name="drift",
+            title="Drift",
+            description=(
+                "Where beliefs changed or conflict: open contradiction pairs (the same subject, opposite claims, "
+                "neither revised) and the recent revisions and consolidations, with what replaced what and who decided."
+            ),
+            input_model=drift.DriftInput,
+            output_model=drift.DriftOutput,
+            handler=drift.handle,
+            annotations=ToolAnnotations(title="Drift", read_only_hint=True, open_world_hint=False),
+        ),
+        ToolSpec(
+            name="lineage",
+            title="Lineage",
+            description=(
+                "A memory's history: what it replaced (all the way back), what replaced it up to the memory that is "
+                "authoritative now, its artifact versions, who wrote each, when, and which resolver decided."
+            ),
+            input_model=lineage.LineageInput,
+            output_model=lineage.LineageOutput,
+            handler=lineage.handle,
+            annotations=ToolAnnotations(title="Lineage", read_only_hint=True, open_world_hint=False),
         ),
     ]
 

@@ -88,6 +88,18 @@ class Settings(BaseModel):
     llm_reranker: dict[str, Any] = Field(
         default_factory=dict, description="the MemberJunction shape: enabled, modelId, topK, minScore"
     )
+    enable_consolidation: bool = True
+    consolidation_resolve_threshold: float = Field(0.60, ge=0.0, le=1.0)
+    consolidation_text_dedup_threshold: float = Field(0.8, ge=0.0, le=1.0)
+    consolidation_cluster_concurrency: int = Field(4, ge=1, le=64)
+    consolidation_max_existing_matches: int = Field(5, ge=1, le=100)
+    consolidate_across_agents: bool = False
+    enable_artifact_consolidation: bool = True
+    artifact_consolidation_confidence_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    contradiction_oppositions: list[tuple[str, str]] = Field(
+        default_factory=list, description="extra opposition pairs, JSON [[word, opposite], ...]"
+    )
+    ephemeral_ttl_seconds: float = Field(7 * 24 * 3600.0, gt=0)
     aggregation_interval_seconds: float = Field(60.0, gt=0)
     aggregation_max_rows: int = Field(10_000, ge=1, le=10_000_000)
     fusion_vector_weight: float = Field(0.5, ge=0.0, le=1.0)
@@ -147,7 +159,7 @@ class Settings(BaseModel):
             raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
 
 
-_JSON_FIELDS = {"storage_options", "org_features", "llm_reranker"}
+_JSON_FIELDS = {"storage_options", "org_features", "llm_reranker", "contradiction_oppositions"}
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 _BOOL_FALSE = {"0", "false", "no", "off"}
 
@@ -157,9 +169,11 @@ def _parse(field_name: str, variable: str, raw: str) -> Any:
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{variable} must be a JSON object, but it does not parse: {exc.msg}") from None
-        if not isinstance(value, dict):
-            raise ConfigError(f"{variable} must be a JSON object, but got {type(value).__name__}")
+            raise ConfigError(f"{variable} must be JSON, but it does not parse: {exc.msg}") from None
+        expected = list if field_name == "contradiction_oppositions" else dict
+        noun = "a JSON list" if expected is list else "a JSON object"
+        if not isinstance(value, expected):
+            raise ConfigError(f"{variable} must be {noun}, but got {type(value).__name__}")
         return value
     if Settings.model_fields[field_name].annotation is bool:
         lowered = raw.strip().lower()
@@ -203,6 +217,16 @@ ENVIRONMENT: dict[str, str] = {
     "llm": "MEMORIA_LLM",
     "cohere_chat_model": "MEMORIA_COHERE_CHAT_MODEL",
     "llm_reranker": "MEMORIA_LLM_RERANKER",
+    "enable_consolidation": "MEMORIA_ENABLE_CONSOLIDATION",
+    "consolidation_resolve_threshold": "MEMORIA_CONSOLIDATION_RESOLVE_THRESHOLD",
+    "consolidation_text_dedup_threshold": "MEMORIA_CONSOLIDATION_TEXT_DEDUP_THRESHOLD",
+    "consolidation_cluster_concurrency": "MEMORIA_CONSOLIDATION_CLUSTER_CONCURRENCY",
+    "consolidation_max_existing_matches": "MEMORIA_CONSOLIDATION_MAX_EXISTING_MATCHES",
+    "consolidate_across_agents": "MEMORIA_CONSOLIDATE_ACROSS_AGENTS",
+    "enable_artifact_consolidation": "MEMORIA_ENABLE_ARTIFACT_CONSOLIDATION",
+    "artifact_consolidation_confidence_threshold": "MEMORIA_ARTIFACT_CONSOLIDATION_CONFIDENCE_THRESHOLD",
+    "contradiction_oppositions": "MEMORIA_CONTRADICTION_OPPOSITIONS",
+    "ephemeral_ttl_seconds": "MEMORIA_EPHEMERAL_TTL_SECONDS",
     "aggregation_interval_seconds": "MEMORIA_AGGREGATION_INTERVAL_SECONDS",
     "aggregation_max_rows": "MEMORIA_AGGREGATION_MAX_ROWS",
     "fusion_vector_weight": "MEMORIA_FUSION_VECTOR_WEIGHT",

@@ -172,19 +172,30 @@ class LLMChooser:
         self._settings = settings
         self._cohere: CohereChatModel | None = None
 
+    def background(self) -> LanguageModel | None:
+        """For work with no client to ask (the consolidation sweep): Cohere chat, when configured."""
+        if self._settings.llm in ("auto", "cohere") and self._settings.cohere_api_key is not None:
+            return self._cohere_model()
+        return None
+
+    def _cohere_model(self) -> CohereChatModel:
+        if self._cohere is None:
+            assert self._settings.cohere_api_key is not None
+            self._cohere = CohereChatModel(
+                self._settings.cohere_api_key.get_secret_value(),
+                model=self._settings.cohere_chat_model,
+                base_url=self._settings.cohere_base_url,
+                timeout=self._settings.cohere_timeout_seconds * 3,
+            )
+        return self._cohere
+
     def for_request(self, ctx: Context[Any, Any], ledger: SamplingLedger) -> LanguageModel | None:
-        mode = self._settings.llm
         session = ctx.request_context.session
         capabilities = session.client_capabilities
-        if mode in ("auto", "sampling") and capabilities is not None and capabilities.sampling is not None:
+        if (
+            self._settings.llm in ("auto", "sampling")
+            and capabilities is not None
+            and capabilities.sampling is not None
+        ):
             return SamplingLanguageModel(ctx, ledger, mid_call=session.can_send_request)
-        if mode in ("auto", "cohere") and self._settings.cohere_api_key is not None:
-            if self._cohere is None:
-                self._cohere = CohereChatModel(
-                    self._settings.cohere_api_key.get_secret_value(),
-                    model=self._settings.cohere_chat_model,
-                    base_url=self._settings.cohere_base_url,
-                    timeout=self._settings.cohere_timeout_seconds * 3,
-                )
-            return self._cohere
-        return None
+        return self.background()

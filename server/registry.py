@@ -88,8 +88,22 @@ def _pass_through(value: Any, _handler: Any) -> Any:
     return value
 
 
+def _inline_refs(schema: Any, definitions: dict[str, Any]) -> Any:
+    """Replace ``{"$ref": "#/$defs/X"}`` with X's schema: each parameter's schema must stand alone."""
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline_refs(definitions[ref.removeprefix("#/$defs/")], definitions)
+        return {key: _inline_refs(value, definitions) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_inline_refs(value, definitions) for value in schema]
+    return schema
+
+
 def _signature(input_model: type[BaseModel], output_model: Any) -> inspect.Signature:
-    properties = input_model.model_json_schema()["properties"]
+    full = input_model.model_json_schema()
+    properties = _inline_refs(full["properties"], full.get("$defs", {}))
+
     parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     for name, field in input_model.model_fields.items():
         schema = WithJsonSchema(properties[name])

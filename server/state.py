@@ -15,7 +15,8 @@ import anyio
 
 from server.config import Settings
 from server.llm_bridge import LLMChooser
-from tools.common import Runtime, ToolFailure, backend_summary
+from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
+from tools.upkeep import aggregation_pass, expire_ephemeral
 
 if TYPE_CHECKING:
     from retrieval.providers import Models
@@ -44,13 +45,49 @@ def build_runtime(settings: Settings) -> Runtime:
 def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> Runtime:
     """The pipeline and corroboration cache over an open store and loaded models."""
     from retrieval.aggregation import CorroborationService
+    from retrieval.consolidation.service import ConsolidationService
     from retrieval.pipeline import RecallPipeline, build_stages
 
-    corroboration = CorroborationService(store, max_rows=settings.aggregation_max_rows)
+    corroboration = CorroborationService(
+        store, max_rows=settings.aggregation_max_rows, oppositions=oppositions(settings)
+    )
     stages = build_stages(store, models, pipeline_options(settings), corroboration)
     pipeline = RecallPipeline(stages, backend_summary(models))
+    consolidation = ConsolidationService(
+        store, models.embedder, consolidation_policy(settings), memory_id=memory_id_for
+    )
     return Runtime(
-        settings=settings, store=store, models=models, pipeline=pipeline, corroboration=corroboration
+        settings=settings,
+        store=store,
+        models=models,
+        pipeline=pipeline,
+        corroboration=corroboration,
+        consolidation=consolidation,
+    )
+
+
+def oppositions(settings: Settings) -> tuple[tuple[str, str], ...]:
+    from retrieval.contradictions import DEFAULT_OPPOSITIONS
+
+    return (
+        *DEFAULT_OPPOSITIONS,
+        *((str(left), str(right)) for left, right in settings.contradiction_oppositions),
+    )
+
+
+def consolidation_policy(settings: Settings):  # -> retrieval.consolidation.service.ConsolidationPolicy
+    from retrieval.consolidation.service import ConsolidationPolicy
+
+    return ConsolidationPolicy(
+        enabled=settings.enable_consolidation,
+        resolve_threshold=settings.consolidation_resolve_threshold,
+        text_dedup_threshold=settings.consolidation_text_dedup_threshold,
+        max_existing_matches=settings.consolidation_max_existing_matches,
+        across_agents=settings.consolidate_across_agents,
+        artifacts=settings.enable_artifact_consolidation,
+        artifact_threshold=settings.artifact_consolidation_confidence_threshold,
+        cluster_concurrency=settings.consolidation_cluster_concurrency,
+        oppositions=oppositions(settings),
     )
 
 
@@ -70,6 +107,7 @@ def pipeline_options(settings: Settings):  # -> retrieval.pipeline.PipelineOptio
         max_siblings=settings.max_siblings,
         top_k_episodes=settings.top_k_episodes,
         max_episodes=settings.max_episodes,
+        fold_threshold=settings.consolidation_text_dedup_threshold,
         llm_reranker=parse_reranker_configuration(settings.llm_reranker),
     )
 
@@ -141,17 +179,9 @@ class AppState:
         """The aggregation job: first pass at once, then every ``aggregation_interval_seconds``."""
         while not self._stop.is_set():
             try:
-                for result in runtime.corroboration.run_all():
-                    log.debug(
-                        "aggregation %s/%s: %d rows, %d clusters, %d corroborated, %d contradictions, %.0f ms",
-                        result.scope.org_id,
-                        result.scope.project_id,
-                        result.rows,
-                        len(result.clusters),
-                        result.corroborated_count,
-                        len(result.contradictions),
-                        result.elapsed_ms,
-                    )
+                report = aggregation_pass(runtime, self.llms.background())
+                for line in report.details:
+                    log.debug("aggregation %s", line)
             except Exception as exc:  # the next pass retries; recall uses the clusters it has
                 log.warning("aggregation pass failed (will retry): %s", exc)
             if self._stop.wait(self.settings.aggregation_interval_seconds):
@@ -160,6 +190,9 @@ class AppState:
     def _maintain(self, runtime: Runtime) -> None:
         while not self._stop.wait(self.settings.maintenance_interval_seconds):
             try:
+                expired = expire_ephemeral(runtime)
+                if expired:
+                    log.info("retracted %d expired ephemeral memories", expired)
                 report = runtime.store.maintain(
                     min_fragments=self.settings.compaction_min_fragments, keep_versions_for=timedelta(hours=1)
                 )

@@ -19,7 +19,12 @@ def equals(column: str, value: str) -> Expr:
     return col(column) == lit(value)
 
 
+def contains(column: str, text: str) -> Expr:
+    return col(column).contains(lit(text))
+
+
 def one_of(column: str, values: Iterable[str]) -> Expr:
+
     return col(column).isin([lit(value) for value in values])
 
 

@@ -64,10 +64,23 @@ def m002_corroboration(db: Any, ctx: MigrationContext) -> None:
     )
 
 
+def m003_consolidation(db: Any, ctx: MigrationContext) -> None:
+    memories = db.open_table(schema.MEMORIES)
+    missing = [field for field in schema.MEMORIES_V3_FIELDS if field.name not in memories.schema.names]
+    if missing:
+        memories.add_columns(missing)
+    lineage = db.create_table(schema.LINEAGE, schema=schema.lineage_schema(), exist_ok=True)
+    lineage.create_index("memory_id", config=BTree(), replace=True)
+    lineage.create_index("related_id", config=BTree(), replace=True)
+    db.create_table(schema.CONTRADICTIONS, schema=schema.contradictions_schema(), exist_ok=True)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "create_tables", m001_create_tables),
     Migration(2, "corroboration", m002_corroboration),
+    Migration(3, "consolidation", m003_consolidation),
 )
+
 
 assert MIGRATIONS[-1].number == schema.SCHEMA_VERSION
 

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 MemoryKind = Literal["fact", "episode", "artifact"]
-MemoryStatus = Literal["active", "superseded", "retracted"]
+MemoryStatus = Literal["active", "superseded", "retracted", "purged"]
 ProtectionTier = Literal["standard", "immutable", "protected", "ephemeral"]
 OutcomeLabel = Literal["success", "failure", "partial"]
 RetrievalPurpose = Literal["recall", "explain"]
@@ -51,6 +51,9 @@ class MemoryRecord:
     embedder: str
     # 64-bit SimHash of the content (unsigned); None for memories stored before schema version 2.
     simhash: int | None = None
+    expires_at: datetime | None = None  # ephemeral memories only
+    version_of: str | None = None  # an artifact's previous version
+    consolidated_at: datetime | None = None  # when consolidation last examined it
 
     @property
     def scope(self) -> Scope:
@@ -86,6 +89,46 @@ class AggregationRow:
     created_at: datetime
     simhash: int | None
     content: str
+
+
+LineageAction = Literal[
+    "supersede", "keep_both", "revise", "version", "reword", "retract", "purge", "restore", "expire"
+]
+
+
+@dataclass(frozen=True)
+class LineageEvent:
+    """One thing done to a memory: ``memory_id`` is acted on, ``related_id`` is the memory that replaced
+    or revised it (or was kept beside it)."""
+
+    event_id: str
+    org_id: str
+    project_id: str
+    action: LineageAction
+    memory_id: str
+    related_id: str | None
+    resolver: str
+    reason: str
+    agent_id: str
+    session_id: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class ContradictionRecord:
+    """Two memories that assert opposite things about one subject; open until one leaves the active set."""
+
+    org_id: str
+    project_id: str
+    older_id: str
+    newer_id: str
+    kind: str
+    detail: str
+    similarity: float
+    status: Literal["open", "resolved"]
+    resolution: str | None
+    detected_at: datetime
+    resolved_at: datetime | None
 
 
 @dataclass(frozen=True)

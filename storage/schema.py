@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 MEMORIES = "memories"
 EPISODES = "episodes"
@@ -13,6 +13,8 @@ AB_LOGS = "retrieval_ab_logs"
 OUTCOMES = "outcomes"
 WEIGHT_EVENTS = "weight_events"
 ATTESTATIONS = "attestations"
+LINEAGE = "lineage_events"
+CONTRADICTIONS = "contradictions"
 META = "meta"
 
 _TS = pa.timestamp("us", tz="UTC")
@@ -49,6 +51,52 @@ def memories_schema(vector_dim: int) -> pa.Schema:
 
 # Signed storage of the unsigned 64-bit SimHash (Arrow has uint64, but LanceDB scalar filters are int64-friendly).
 MEMORIES_V2_FIELDS = [pa.field("simhash", pa.int64())]
+
+
+# Migration 3: consolidation bookkeeping, ephemeral expiry, artifact version chains, purge marks.
+MEMORIES_V3_FIELDS = [
+    pa.field("consolidated_at", _TS),
+    pa.field("expires_at", _TS),
+    pa.field("version_of", pa.string()),
+    pa.field("purged_at", _TS),
+]
+
+
+def lineage_schema() -> pa.Schema:
+    """Everything done to a memory after it was written: who, when, why, and which resolver decided."""
+    return pa.schema(
+        [
+            pa.field("event_id", pa.string(), nullable=False),
+            pa.field("org_id", pa.string(), nullable=False),
+            pa.field("project_id", pa.string(), nullable=False),
+            pa.field("action", pa.string(), nullable=False),
+            pa.field("memory_id", pa.string(), nullable=False),
+            pa.field("related_id", pa.string()),
+            pa.field("resolver", pa.string(), nullable=False),
+            pa.field("reason", pa.string(), nullable=False),
+            pa.field("agent_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("at", _TS, nullable=False),
+        ]
+    )
+
+
+def contradictions_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("org_id", pa.string(), nullable=False),
+            pa.field("project_id", pa.string(), nullable=False),
+            pa.field("older_id", pa.string(), nullable=False),
+            pa.field("newer_id", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("detail", pa.string(), nullable=False),
+            pa.field("similarity", pa.float64(), nullable=False),
+            pa.field("status", pa.string(), nullable=False),
+            pa.field("resolution", pa.string()),
+            pa.field("detected_at", _TS, nullable=False),
+            pa.field("resolved_at", _TS),
+        ]
+    )
 
 
 def attestations_schema() -> pa.Schema:

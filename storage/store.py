@@ -8,6 +8,7 @@ lands on the same id and reads collapse any duplicate rows.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,14 +21,17 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 from lancedb.expr import Expr
+from lancedb.index import FTS
 
 from storage import filters, migrations, schema
 from storage.locking import LOCK_FILE_NAME, WriteLock, retrying
 from storage.records import (
     AbLogRow,
     AggregationRow,
+    ContradictionRecord,
     EpisodeMemberStub,
     EpisodeRecord,
+    LineageEvent,
     MemoryRecord,
     NewMemory,
     OutcomeRecord,
@@ -60,6 +64,9 @@ MEMORY_COLUMNS = [
     "updated_at",
     "embedder",
     "simhash",
+    "expires_at",
+    "version_of",
+    "consolidated_at",
 ]
 
 
@@ -83,6 +90,8 @@ class MemoryStore:
         self._outcomes = db.open_table(schema.OUTCOMES)
         self._weight_events = db.open_table(schema.WEIGHT_EVENTS)
         self._attestations = db.open_table(schema.ATTESTATIONS)
+        self._lineage = db.open_table(schema.LINEAGE)
+        self._contradictions = db.open_table(schema.CONTRADICTIONS)
 
     @classmethod
     def open(
@@ -204,6 +213,17 @@ class MemoryStore:
                 results.append((fresh[record_id].record, True))
         return results
 
+    def restore_memory(self, new: NewMemory) -> MemoryRecord:
+        """Write ``new`` over a retracted (possibly purged) row with the same id: the memory is live again."""
+        row = {**_memory_to_row(new), "consolidated_at": None, "purged_at": None}
+        table = pa.Table.from_pylist([row], schema=self._memories.schema)
+        with self._lock.hold():
+            current = self.get_memory(new.record.id, new.record.scope)
+            if current is None or current.status not in ("retracted", "purged"):
+                raise StoreError(f"{new.record.id} is not a forgotten memory and cannot be restored")
+            retrying(lambda: self._memories.merge_insert("id").when_matched_update_all().execute(table))
+        return new.record
+
     def vector_search(
         self,
         scope: Scope,
@@ -227,7 +247,7 @@ class MemoryStore:
             SearchHit(_memory_from_row(row), 1.0 - float(row["_distance"]), _vector(row))
             for row in query.to_arrow().to_pylist()
         ]
-        return _dedupe(hits)
+        return _live(hits)
 
     def fulltext_search(
         self,
@@ -251,7 +271,7 @@ class MemoryStore:
             SearchHit(_memory_from_row(row), float(row["_score"]), _vector(row))
             for row in query.to_arrow().to_pylist()
         ]
-        return _dedupe(hits)
+        return _live(hits)
 
     def set_weights(self, weights: Mapping[str, float], at: datetime) -> None:
         """Write feedback weights (caller holds ``exclusive()`` when it read them first)."""
@@ -264,10 +284,22 @@ class MemoryStore:
                 "updated_at": pa.array([at] * len(weights), pa.timestamp("us", tz="UTC")),
             }
         )
-        with self._lock.hold():
-            retrying(lambda: self._memories.merge_insert("id").when_matched_update_all().execute(update))
+        self._merge_update(update)
+
+    def memory_vectors(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, np.ndarray]:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return {}
+        condition = filters.all_of(filters.one_of("id", ids), filters.scope_is(scope))
+        rows = self._select(self._memories, condition, ["id", "vector"], limit=len(ids) * 2)
+        return {
+            row["id"]: np.asarray(row["vector"], dtype=np.float32)
+            for row in rows
+            if row["vector"] is not None
+        }
 
     def count_memories(self) -> int:
+
         return int(self._memories.count_rows())
 
     def episode_member_stubs(self, scope: Scope, episode_ids: Sequence[str]) -> list[EpisodeMemberStub]:
@@ -289,6 +321,235 @@ class MemoryStore:
             for row in rows
         }
         return list(unique.values())
+
+    # ------------------------------------------------------------------ consolidation and lineage
+
+    def supersede(self, scope: Scope, loser_ids: Sequence[str], survivor_id: str, at: datetime) -> list[str]:
+        """Mark the still-active ``loser_ids`` superseded by ``survivor_id``; returns the ids that changed."""
+        return self._set_status(scope, loser_ids, "superseded", at, replaced_by=survivor_id)
+
+    def set_status(self, scope: Scope, memory_ids: Sequence[str], status: str, at: datetime) -> list[str]:
+        """Retract (or restore) memories; returns the ids whose status changed."""
+        return self._set_status(scope, memory_ids, status, at, replaced_by=None)
+
+    def _set_status(
+        self, scope: Scope, memory_ids: Sequence[str], status: str, at: datetime, *, replaced_by: str | None
+    ) -> list[str]:
+        with self._lock.hold():
+            current = self.get_memories(memory_ids, scope)
+            changing = [i for i in memory_ids if i in current and current[i].status != status]
+            if status != "active":
+                changing = [i for i in changing if current[i].status == "active"]
+            if changing:
+                update = pa.table(
+                    {
+                        "id": pa.array(changing, pa.string()),
+                        "status": pa.array([status] * len(changing), pa.string()),
+                        "replaced_by": pa.array([replaced_by] * len(changing), pa.string()),
+                        "updated_at": pa.array([at] * len(changing), pa.timestamp("us", tz="UTC")),
+                    }
+                )
+                self._merge_update(update)
+        return changing
+
+    def mark_consolidated(self, memory_ids: Sequence[str], at: datetime) -> None:
+        if memory_ids:
+            self._merge_update(
+                pa.table(
+                    {
+                        "id": pa.array(list(memory_ids), pa.string()),
+                        "consolidated_at": pa.array([at] * len(memory_ids), pa.timestamp("us", tz="UTC")),
+                    }
+                )
+            )
+
+    def set_version_of(self, memory_id: str, previous_id: str) -> None:
+        self._merge_update(pa.table({"id": [memory_id], "version_of": [previous_id]}))
+
+    def unconsolidated(self, scope: Scope, limit: int) -> list[MemoryRecord]:
+        """Active memories the consolidation sweep has not examined yet, oldest first."""
+        condition = filters.all_of(filters.scope_is(scope), filters.equals("status", "active"))
+        rows = self._select(self._memories, condition, ["id", "created_at", "consolidated_at"], limit=None)
+        pending = sorted((row["created_at"], row["id"]) for row in rows if row["consolidated_at"] is None)
+        found = self.get_memories([memory_id for _, memory_id in pending[:limit]], scope)
+        return sorted(found.values(), key=lambda record: (record.created_at, record.id))
+
+    def expired(self, now: datetime) -> list[MemoryRecord]:
+        """Active memories whose ``expires_at`` has passed (ephemeral tier), in every scope."""
+        condition = filters.all_of(
+            filters.equals("status", "active"), filters.equals("protection_tier", "ephemeral")
+        )
+        rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=None)
+        return [
+            _memory_from_row(row)
+            for row in rows
+            if row["expires_at"] is not None and _utc(row["expires_at"]) <= now
+        ]
+
+    def add_lineage(self, events: Sequence[LineageEvent]) -> None:
+        self._append(self._lineage, [event.__dict__ for event in events])
+
+    def lineage(self, scope: Scope, memory_ids: Sequence[str]) -> list[LineageEvent]:
+        """Every event that acted on, or was caused by, one of ``memory_ids``, oldest first."""
+        if not memory_ids:
+            return []
+        ids = list(dict.fromkeys(memory_ids))
+        condition = filters.all_of(
+            filters.scope_is(scope), filters.one_of("memory_id", ids) | filters.one_of("related_id", ids)
+        )
+        rows = self._select(self._lineage, condition, None, limit=None)
+        events = {row["event_id"]: LineageEvent(**{**row, "at": _utc(row["at"])}) for row in rows}
+        return sorted(events.values(), key=lambda event: (event.at, event.event_id))
+
+    def recent_lineage(self, scope: Scope, actions: Sequence[str], limit: int) -> list[LineageEvent]:
+        """The newest ``limit`` events of these kinds in the scope, newest first."""
+        condition = filters.all_of(filters.scope_is(scope), filters.one_of("action", list(actions)))
+        rows = self._select(self._lineage, condition, None, limit=None)
+        events = [LineageEvent(**{**row, "at": _utc(row["at"])}) for row in rows]
+        return sorted(events, key=lambda event: (event.at, event.event_id), reverse=True)[:limit]
+
+    def put_contradictions(self, records: Sequence[ContradictionRecord]) -> None:
+        """Insert new pairs; a pair already known keeps its first detection (and its status)."""
+        if not records:
+            return
+        table = pa.Table.from_pylist(
+            [record.__dict__ for record in records], schema=self._contradictions.schema
+        )
+        with self._lock.hold():
+            retrying(
+                lambda: (
+                    self._contradictions.merge_insert(["org_id", "project_id", "older_id", "newer_id"])
+                    .when_not_matched_insert_all()
+                    .execute(table)
+                )
+            )
+
+    def contradictions(
+        self, scope: Scope, *, status: str | None = "open", memory_ids: Sequence[str] | None = None
+    ) -> list[ContradictionRecord]:
+        condition = filters.scope_is(scope)
+        if status is not None:
+            condition = filters.all_of(condition, filters.equals("status", status))
+        if memory_ids is not None:
+            if not memory_ids:
+                return []
+            ids = list(memory_ids)
+            condition = filters.all_of(
+                condition, filters.one_of("older_id", ids) | filters.one_of("newer_id", ids)
+            )
+        rows = self._select(self._contradictions, condition, None, limit=None)
+        records = [_contradiction_from_row(row) for row in rows]
+        return sorted(records, key=lambda r: (r.detected_at, r.older_id, r.newer_id))
+
+    def newer_contradictions(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Older memory id -> the newer memories that contradict it, for open contradictions only."""
+        found: dict[str, list[str]] = {}
+        wanted = set(memory_ids)
+        for pair in self.contradictions(scope, memory_ids=memory_ids):
+            if pair.older_id in wanted:
+                found.setdefault(pair.older_id, []).append(pair.newer_id)
+        return found
+
+    def resolve_contradictions(
+        self, scope: Scope, memory_ids: Sequence[str], resolution: str, at: datetime
+    ) -> int:
+        """Close the open contradictions involving memories that left the active set."""
+        open_pairs = self.contradictions(scope, memory_ids=memory_ids)
+        if not open_pairs:
+            return 0
+        update = pa.Table.from_pylist(
+            [
+                {**pair.__dict__, "status": "resolved", "resolution": resolution, "resolved_at": at}
+                for pair in open_pairs
+            ],
+            schema=self._contradictions.schema,
+        )
+        with self._lock.hold():
+            retrying(
+                lambda: (
+                    self._contradictions.merge_insert(["org_id", "project_id", "older_id", "newer_id"])
+                    .when_matched_update_all()
+                    .execute(update)
+                )
+            )
+        return len(open_pairs)
+
+    def purge(self, scope: Scope, memory_ids: Sequence[str], at: datetime) -> list[str]:
+        """Erase content, tags and vector of these memories (the rows stay, status purged, for lineage), scrub
+        their text from recorded traces and episode titles, then drop every older version of the tables
+        and rebuild the full-text index, so the text is gone from the store's files."""
+        with self._lock.hold():
+            current = self.get_memories(memory_ids, scope)
+            ids = [i for i in memory_ids if i in current]
+            if not ids:
+                return []
+            count = len(ids)
+            self._merge_update(
+                pa.table(
+                    {
+                        "id": pa.array(ids, pa.string()),
+                        "content": pa.array([""] * count, pa.string()),
+                        "content_hash": pa.array([""] * count, pa.string()),
+                        "search_text": pa.array([""] * count, pa.string()),
+                        "tags": pa.array([[]] * count, pa.list_(pa.string())),
+                        "tags_key": pa.array(["||"] * count, pa.string()),
+                        "simhash": pa.array([None] * count, pa.int64()),
+                        "vector": pa.array(
+                            [[0.0] * self._vector_dim] * count, pa.list_(pa.float32(), self._vector_dim)
+                        ),
+                        "status": pa.array(["purged"] * count, pa.string()),
+                        "purged_at": pa.array([at] * count, pa.timestamp("us", tz="UTC")),
+                        "updated_at": pa.array([at] * count, pa.timestamp("us", tz="UTC")),
+                    }
+                )
+            )
+            self._scrub_traces(scope, ids)
+            for record in current.values():
+                if record.kind == "episode" and record.episode_id:
+                    self._episodes.update(
+                        where=self._in_scope(scope, id=record.episode_id), values={"title": None}
+                    )
+            self._drop_old_versions()
+        return ids
+
+    def _scrub_traces(self, scope: Scope, memory_ids: Sequence[str]) -> None:
+        gone = set(memory_ids)
+        for memory_id in memory_ids:
+            condition = filters.all_of(filters.scope_is(scope), filters.contains("trace_json", memory_id))
+            for row in self._select(self._retrievals, condition, ["retrieval_id", "trace_json"], limit=None):
+                trace = json.loads(row["trace_json"])
+                for candidate in trace.get("candidates", []):
+                    if candidate.get("id") in gone:
+                        candidate["preview"] = "[purged]"
+                scrubbed = pa.table(
+                    {"retrieval_id": [row["retrieval_id"]], "trace_json": [json.dumps(trace)]}
+                )
+                retrying(
+                    partial(
+                        self._retrievals.merge_insert("retrieval_id").when_matched_update_all().execute,
+                        scrubbed,
+                    )
+                )
+
+    def _drop_old_versions(self) -> None:
+        import warnings
+
+        for table in (self._memories, self._retrievals, self._episodes):
+            with warnings.catch_warnings():
+                # "removes every version except the latest": exactly what a purge needs.
+                warnings.simplefilter("ignore", UserWarning)
+                retrying(partial(table.optimize, cleanup_older_than=timedelta(0), delete_unverified=True))
+        # The inverted index still holds the purged words; build it again from the current rows.
+        self._memories.create_index("search_text", config=FTS(with_position=False), replace=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            retrying(
+                partial(self._memories.optimize, cleanup_older_than=timedelta(0), delete_unverified=True)
+            )
+
+    def _merge_update(self, update: pa.Table) -> None:
+        with self._lock.hold():
+            retrying(lambda: self._memories.merge_insert("id").when_matched_update_all().execute(update))
 
     # ------------------------------------------------------------------ corroboration
 
@@ -326,11 +587,14 @@ class MemoryStore:
             )
         return list(unique.values())
 
-    def attesters(self, scope: Scope) -> dict[str, set[str]]:
-        """memory id -> agents (other than its author) that stated it again."""
-        rows = self._select(
-            self._attestations, filters.scope_is(scope), ["memory_id", "agent_id"], limit=None
-        )
+    def attesters(self, scope: Scope, memory_ids: Sequence[str] | None = None) -> dict[str, set[str]]:
+        """memory id -> agents (other than its author) that stated it again (of ``memory_ids``, or all)."""
+        condition = filters.scope_is(scope)
+        if memory_ids is not None:
+            if not memory_ids:
+                return {}
+            condition = filters.all_of(condition, filters.one_of("memory_id", list(memory_ids)))
+        rows = self._select(self._attestations, condition, ["memory_id", "agent_id"], limit=None)
         found: dict[str, set[str]] = {}
         for row in rows:
             found.setdefault(row["memory_id"], set()).add(row["agent_id"])
@@ -490,7 +754,11 @@ class MemoryStore:
             schema.AB_LOGS: self._ab_logs,
             schema.OUTCOMES: self._outcomes,
             schema.WEIGHT_EVENTS: self._weight_events,
+            schema.ATTESTATIONS: self._attestations,
+            schema.LINEAGE: self._lineage,
+            schema.CONTRADICTIONS: self._contradictions,
         }
+
         for name, table in tables.items():
             fragments = int(table.stats()["fragment_stats"]["num_fragments"])
             unindexed = sum(index.num_unindexed_rows or 0 for index in table.list_indices())
@@ -581,6 +849,10 @@ def _memory_from_row(row: Mapping[str, Any]) -> MemoryRecord:
             "created_at": _utc(row["created_at"]),
             "updated_at": _utc(row["updated_at"]),
             "simhash": _from_int64(row.get("simhash")),
+            "expires_at": _utc(row["expires_at"]) if row.get("expires_at") is not None else None,
+            "consolidated_at": _utc(row["consolidated_at"])
+            if row.get("consolidated_at") is not None
+            else None,
         }
     )
 
@@ -598,6 +870,16 @@ def _to_int64(value: int | None) -> int | None:
 
 def _from_int64(value: int | None) -> int | None:
     return None if value is None else value + (1 << 64) if value < 0 else value
+
+
+def _contradiction_from_row(row: Mapping[str, Any]) -> ContradictionRecord:
+    return ContradictionRecord(
+        **{
+            **row,
+            "detected_at": _utc(row["detected_at"]),
+            "resolved_at": _utc(row["resolved_at"]) if row["resolved_at"] is not None else None,
+        }
+    )
 
 
 def _retrieval_from_row(row: Mapping[str, Any]) -> RetrievalRecord:
@@ -624,6 +906,13 @@ def _vector(row: Mapping[str, Any]) -> np.ndarray | None:
 
 def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _live(hits: list[SearchHit]) -> list[SearchHit]:
+    """Search results without duplicate ids and without ephemeral memories past their expiry (the
+    maintenance job retracts those, but a search between its rounds must not return them)."""
+    now = datetime.now(UTC)
+    return [hit for hit in _dedupe(hits) if hit.record.expires_at is None or hit.record.expires_at > now]
 
 
 def _dedupe(hits: list[SearchHit]) -> list[SearchHit]:

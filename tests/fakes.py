@@ -11,7 +11,7 @@ from retrieval.embedders.base import Vectors, l2_normalize
 from retrieval.llm.base import LLMRequest, LLMResponse, LLMUnavailable
 from retrieval.rerankers.base import RerankFailed
 from retrieval.text import word_tokens
-from storage.records import MemoryRecord, SearchHit
+from storage.records import EpisodeMemberStub, MemoryRecord, SearchHit
 
 
 class TokenEmbedder:
@@ -120,8 +120,20 @@ class FakeSource:
         ]
         return sorted((h for h in hits if h.score > 0), key=lambda h: -h.score)[:limit]
 
-    def episode_members(self, scope, episode_ids, limit):
-        return [m for m in self.memories if m.episode_id in set(episode_ids) and m.status == "active"][:limit]
+    def episode_member_stubs(self, scope, episode_ids):
+        wanted = set(episode_ids)
+        return [
+            EpisodeMemberStub(m.id, m.episode_id, m.created_at, m.weight)
+            for m in self.memories
+            if m.episode_id in wanted and m.status == "active"
+        ]
+
+    def get_memories(self, memory_ids, scope):
+        wanted = set(memory_ids)
+        return {m.id: m for m in self.memories if m.id in wanted}
 
     def get_episodes(self, scope, episode_ids):
+        return {}
+
+    def newer_contradictions(self, scope, memory_ids):
         return {}

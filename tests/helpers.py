@@ -21,6 +21,16 @@ from storage.store import MemoryStore
 from tools.common import Runtime
 
 TIMEOUT = 60
+TOOL_NAMES = {
+    "remember",
+    "remember_many",
+    "recall",
+    "report_outcome",
+    "explain_ranking",
+    "forget",
+    "drift",
+    "lineage",
+}
 # The seeds' order of recall stages, as the pipeline must run and trace them.
 ALL_STAGES = [
     "gate",
@@ -31,6 +41,7 @@ ALL_STAGES = [
     "corroboration",
     "feedback",
     "episode_expansion",
+    "contradictions",
     "assembly",
 ]
 

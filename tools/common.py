@@ -22,6 +22,7 @@ from storage.records import Scope
 
 if TYPE_CHECKING:  # heavy (LanceDB, models): imported by the runtime builder, after the MCP handshake
     from retrieval.aggregation import CorroborationService
+    from retrieval.consolidation.service import ConsolidationService
     from retrieval.llm.base import LanguageModel
     from retrieval.pipeline import RecallPipeline
     from retrieval.providers import Models
@@ -87,6 +88,7 @@ class Runtime:
     models: Models
     pipeline: RecallPipeline
     corroboration: CorroborationService
+    consolidation: ConsolidationService
 
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 

@@ -13,8 +13,9 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from storage.records import RetrievalRecord
+from storage.records import RetrievalRecord, Scope
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso
+from tools.memory_views import LineageLink, lineage_links
 from tools.recall import build_request, check_bounds, record_retrieval
 
 
@@ -81,6 +82,17 @@ class CandidateExplanation(BaseModel):
     in_context: bool
     context_position: int | None = None
     reason: str
+    contradicted_by: list[str] = Field(
+        default_factory=list, description="Unresolved newer contradictions at recall time."
+    )
+    replaces: list[LineageLink] = Field(
+        default_factory=list,
+        description="Memories it replaced: who wrote them, when, and which resolver decided (read now).",
+    )
+    status_now: str | None = Field(None, description="Its status now, if it changed since the recall.")
+    replaced_by_now: LineageLink | None = Field(
+        None, description="What replaced it since the recall, if anything, and which resolver decided."
+    )
 
 
 class StageReport(BaseModel):
@@ -144,7 +156,7 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
 def _explain(record: RetrievalRecord, memory_id: str | None, runtime: Runtime) -> ExplainRankingOutput:
     trace = json.loads(record.trace_json)
     candidates = [_candidate(entry) for entry in trace["candidates"]]
-
+    candidates = _with_lineage(candidates, runtime, Scope(record.org_id, record.project_id))
     notes: list[str] = []
     if memory_id is not None:
         candidates = [candidate for candidate in candidates if candidate.id == memory_id]
@@ -171,6 +183,29 @@ def _explain(record: RetrievalRecord, memory_id: str | None, runtime: Runtime) -
         candidates=candidates,
         notes=notes,
     )
+
+
+def _with_lineage(
+    candidates: list[CandidateExplanation], runtime: Runtime, scope: Scope
+) -> list[CandidateExplanation]:
+    """Lineage is history, not ranking: read it now, next to what the recall recorded."""
+    ids = [candidate.id for candidate in candidates]
+    now = runtime.store.get_memories(ids, scope)
+    links = lineage_links(runtime.store, scope, ids)
+    updated = []
+    for candidate in candidates:
+        memory = now.get(candidate.id)
+        changed = memory is not None and memory.status != "active"
+        updated.append(
+            candidate.model_copy(
+                update={
+                    "replaces": links.replaces.get(candidate.id, []),
+                    "status_now": memory.status if changed and memory else None,
+                    "replaced_by_now": links.replaced_by.get(candidate.id) if changed else None,
+                }
+            )
+        )
+    return updated
 
 
 def _candidate(entry: dict[str, Any]) -> CandidateExplanation:
@@ -203,6 +238,7 @@ def _candidate(entry: dict[str, Any]) -> CandidateExplanation:
         in_context=entry["in_context"],
         context_position=position,
         reason=reason,
+        contradicted_by=entry.get("contradicted_by", []),
     )
 
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, field_validator
 from retrieval.types import RecallRequest
 from storage.records import AbLogRow, RetrievalRecord, Scope
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso, new_retrieval_id
+from tools.memory_views import LineageLink, lineage_links
 
 if TYPE_CHECKING:
     from retrieval.llm.base import LanguageModel
@@ -50,6 +51,7 @@ class RecallInput(ScopeArgs):
     kinds: list[Literal["fact", "episode", "artifact"]] | None = Field(
         None, description="Only memories of these kinds."
     )
+    include_lineage: bool = Field(False, description="List, for each memory, the memories it superseded.")
 
     @field_validator("query")
     @classmethod
@@ -74,6 +76,16 @@ class RecalledMemory(BaseModel):
     sibling_of: str | None = Field(None, description="For a sibling: the memory that brought it.")
     corroborated_by: list[str] = Field(
         default_factory=list, description="Other agents that stated the same conclusion independently."
+    )
+    contradicted_by: list[str] = Field(
+        default_factory=list,
+        description="Newer memories that claim the opposite and were not resolved: treat this one as disputed.",
+    )
+    protection_tier: str
+    replaces: list[LineageLink] | None = Field(
+        None,
+        description="With include_lineage: the memories this one replaced, who wrote them, when, and which "
+        "resolver decided (the lineage tool shows the whole history).",
     )
 
 
@@ -219,6 +231,11 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         agent_id=args.agent_id or caller.agent_id,
         purpose="recall",
     )
+    replaced = (
+        lineage_links(runtime.store, request.scope, [c.id for c in result.in_context]).replaces
+        if args.include_lineage
+        else {}
+    )
     memories = [
         RecalledMemory(
             id=candidate.id,
@@ -232,9 +249,13 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
             source=candidate.source,
             sibling_of=candidate.sibling_of,
             corroborated_by=list(candidate.corroborating_agents),
+            contradicted_by=list(candidate.contradicted_by),
+            protection_tier=candidate.memory.protection_tier,
+            replaces=replaced[candidate.id] if args.include_lineage else None,
         )
         for candidate in result.in_context
     ]
+
     return RecallOutput(
         retrieval_id=request.retrieval_id,
         context=result.context,

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import secrets
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Literal
 
 import anyio
+import numpy as np
 from pydantic import BaseModel, Field, field_validator
 
+from retrieval.consolidation.service import Actor, ConsolidationReport
 from retrieval.corroboration import ClusterMember
 from retrieval.simhash import simhash
 from retrieval.text import content_hash
-from storage.records import MemoryKind, MemoryRecord, NewMemory
+from storage.records import LineageEvent, MemoryKind, MemoryRecord, NewMemory, Scope
+
+if TYPE_CHECKING:
+    from storage.store import MemoryStore
+
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso, memory_id_for
 
 
@@ -49,6 +57,27 @@ class RememberInput(ScopeArgs):
         return value
 
 
+class ConsolidationSummary(BaseModel):
+    """What writing this memory changed in the store, and who decided (an LLM or the rules)."""
+
+    resolver: str | None = None
+    superseded: list[str] = Field(default_factory=list, description="Existing memories this one absorbed.")
+    kept: list[str] = Field(default_factory=list, description="Similar memories kept as genuinely distinct.")
+    revised: list[str] = Field(
+        default_factory=list, description="Older beliefs this one revised (superseded)."
+    )
+    contradicts: list[str] = Field(
+        default_factory=list, description="Older memories it contradicts without revising them (see drift)."
+    )
+    version_of: str | None = Field(None, description="For an artifact: its previous version.")
+    absorbed_into: str | None = Field(None, description="This memory was itself absorbed by another.")
+    reworded_into: str | None = Field(None, description="The group was replaced by a reworded memory.")
+
+    @classmethod
+    def of(cls, report: ConsolidationReport) -> ConsolidationSummary:
+        return cls(**{name: getattr(report, name) for name in cls.model_fields})
+
+
 class RememberOutput(BaseModel):
     id: str = Field(description="The memory's id (the existing one for a duplicate).")
     status: Literal["stored", "duplicate"]
@@ -62,7 +91,10 @@ class RememberOutput(BaseModel):
     org_id: str
     project_id: str
     created_at: str
+    protection_tier: str
+    expires_at: str | None = None
     note: str | None = None
+    consolidation: ConsolidationSummary | None = None
 
 
 def check_limits(args: RememberInput, runtime: Runtime) -> None:
@@ -100,6 +132,9 @@ def new_record(args: RememberInput, runtime: Runtime, caller: Caller) -> MemoryR
         updated_at=now,
         embedder=runtime.models.embedder.name,
         simhash=simhash(args.content),
+        expires_at=now + timedelta(seconds=runtime.settings.ephemeral_ttl_seconds)
+        if args.protection_tier == "ephemeral"
+        else None,
     )
 
 
@@ -119,22 +154,70 @@ def with_vectors(records: list[MemoryRecord], runtime: Runtime) -> list[NewMemor
 def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberOutput:
     check_limits(args, runtime)
     record = new_record(args, runtime, caller)
-    existing = runtime.store.get_memory(record.id, record.scope)
-    if existing is None:  # embed only what is new
-        stored, created = runtime.store.insert_memory(with_vectors([record], runtime)[0])
+    store = runtime.store
+    existing = store.get_memory(record.id, record.scope)
+    actor = Actor(record.agent_id, record.session_id)
+    note = None
+    consolidation: ConsolidationReport | None = None
+    if existing is None or existing.status in ("retracted", "purged"):
+        new = with_vectors([record], runtime)[0]  # embed only what is new
+        if existing is None:
+            stored, created = store.insert_memory(new)
+        else:  # stated again after a retraction or purge: it is live again, with lineage
+            stored, created = store.restore_memory(new), True
+            store.add_lineage([restore_event(stored, actor, runtime.clock())])
+            note = f"restored: an identical memory had been {existing.status}"
+        if created:
+            runtime.corroboration.observe(stored.scope, cluster_member(stored))
+            consolidation = runtime.consolidation.on_write(
+                stored, np.asarray(new.vector), llm=caller.llm, actor=actor
+            )
     else:
         stored, created = existing, False
-    note = None
-    if created:
-        runtime.corroboration.observe(stored.scope, cluster_member(stored))
-    elif stored.status != "active":
-        note = f"an identical memory exists with status {stored.status!r}" + (
-            f" (replaced by {stored.replaced_by})" if stored.replaced_by else ""
-        )
-    elif runtime.store.add_attestation(stored, record.agent_id, record.session_id, record.created_at):
-        # Another agent reached the same conclusion: stored once, counted as corroboration.
-        runtime.corroboration.attest(stored.scope, stored.id, record.agent_id)
-        note = f"already stored by {stored.agent_id}; recorded {record.agent_id} as corroborating it"
+        if stored.status == "superseded":
+            head = current_version(store, stored)
+            note = f"an identical memory was superseded; the current memory is {head.id}"
+        elif stored.consolidated_at is None and stored.agent_id == record.agent_id:
+            # A retried call (or the next round of one) finishes the consolidation the first one began.
+            vectors = store.memory_vectors([stored.id], stored.scope)
+            if stored.id in vectors:
+                consolidation = runtime.consolidation.on_write(
+                    stored, vectors[stored.id], llm=caller.llm, actor=actor
+                )
+        elif store.add_attestation(stored, record.agent_id, record.session_id, record.created_at):
+            # Another agent reached the same conclusion: stored once, counted as corroboration.
+            runtime.corroboration.attest(stored.scope, stored.id, record.agent_id)
+            note = f"already stored by {stored.agent_id}; recorded {record.agent_id} as corroborating it"
+    if consolidation is not None:
+        track_consolidation(runtime, stored.scope, consolidation, stored.id)
+    return output_for(
+        stored,
+        created=created,
+        note=note,
+        consolidation=ConsolidationSummary.of(consolidation) if consolidation is not None else None,
+    )
+
+
+def track_consolidation(
+    runtime: Runtime, scope: Scope, report: ConsolidationReport, written_id: str | None = None
+) -> None:
+    """Tell this process's cluster cache what consolidation changed: reworded memories join it, memories
+    that left the active set stop counting, absorbed authors count as corroborating their survivor."""
+    if report.created:
+        for memory in runtime.store.get_memories(report.created, scope).values():
+            runtime.corroboration.observe(scope, cluster_member(memory))
+    for memory_id, agent_id in report.attested:
+        runtime.corroboration.attest(scope, memory_id, agent_id)
+    gone = [*report.superseded, *report.revised]
+    if written_id is not None and report.absorbed_into:
+        gone.append(written_id)
+    if gone:
+        runtime.corroboration.retire(scope, gone)
+
+
+def output_for(
+    stored: MemoryRecord, *, created: bool, note: str | None, consolidation: ConsolidationSummary | None
+) -> RememberOutput:
     return RememberOutput(
         org_id=stored.org_id,
         project_id=stored.project_id,
@@ -146,7 +229,38 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
         session_id=stored.session_id,
         episode_id=stored.episode_id,
         created_at=iso(stored.created_at),
+        protection_tier=stored.protection_tier,
+        expires_at=iso(stored.expires_at) if stored.expires_at else None,
         note=note,
+        consolidation=consolidation,
+    )
+
+
+def current_version(store: MemoryStore, memory: MemoryRecord) -> MemoryRecord:
+    """Follow ``replaced_by`` to the memory that is authoritative now."""
+    seen = {memory.id}
+    while memory.replaced_by and memory.replaced_by not in seen:
+        following = store.get_memory(memory.replaced_by, memory.scope)
+        if following is None:
+            break
+        seen.add(following.id)
+        memory = following
+    return memory
+
+
+def restore_event(memory: MemoryRecord, actor: Actor, at: datetime) -> LineageEvent:
+    return LineageEvent(
+        event_id="evt_" + secrets.token_hex(10),
+        org_id=memory.org_id,
+        project_id=memory.project_id,
+        action="restore",
+        memory_id=memory.id,
+        related_id=None,
+        resolver="remember",
+        reason="the same content was remembered again",
+        agent_id=actor.agent_id,
+        session_id=actor.session_id,
+        at=at,
     )
 
 

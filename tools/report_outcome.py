@@ -122,6 +122,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             weight = policy.replay(
                 outcome.score for outcome in replay_order if memory_id in outcome.memory_ids
             )
+            if memory.protection_tier == "immutable":
+                weight = max(weight, 1.0)  # immutable memories are never decayed
             updates.append(WeightUpdate(id=memory_id, weight_before=memory.weight, weight_after=weight))
             if weight != memory.weight:
                 new_weights[memory_id] = weight

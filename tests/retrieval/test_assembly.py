@@ -199,3 +199,23 @@ def test_grouped_assembly_never_exceeds_the_budget_and_numbers_memories_in_order
     for chosen in placed:
         assert render_memory(chosen.context_position, chosen) in context
     assert sum(1 for c in placed if c.memory.kind != "episode" and c.source == "direct") <= top_k
+
+
+def test_a_near_duplicate_of_a_placed_memory_is_folded_into_it_and_takes_no_slot():
+    # Terms {billing, retri, fail, payment, three, time} vs the same plus {giving}: Jaccard 6/7 = 0.857.
+    shown = candidate("a", "Billing retries failed payments three times")
+    restated = candidate("b", "billing retries failed payments three times before giving up")
+    clustered = replace(candidate("c", "Deploys run on Tuesday"), cluster_canonical="c")
+    copy = replace(candidate("d", "DEPLOYS RUN ON TUESDAY!!"), cluster_canonical="c")
+    other = candidate("e", "Kafka retention is fourteen days")
+    rows = (shown, restated, clustered, copy, other)
+    marked, context = assemble(rows, top_k=3, char_budget=10_000, retrieval_id="r", fold_threshold=0.85)
+    assert [c.id for c in marked if c.in_context] == ["a", "c", "e"]  # top_k=3 reached past the twins
+    assert marked[1].exclusion_reason == "a near-duplicate of a, which is in the context: folded into it"
+    assert marked[3].exclusion_reason == "a near-duplicate of c, which is in the context: folded into it"
+    assert "giving up" not in context
+
+    stricter, _ = assemble(rows, top_k=3, char_budget=10_000, retrieval_id="r", fold_threshold=0.9)
+    assert [c.id for c in stricter if c.in_context] == ["a", "b", "c"]  # 0.857 < 0.9: not a twin
+    unfolded, _ = assemble(rows, top_k=5, char_budget=10_000, retrieval_id="r")
+    assert all(c.in_context for c in unfolded)

@@ -46,7 +46,8 @@ def test_values_come_from_memoria_variables():
     "environ, message",
     [
         ({"MEMORIA_RERANKER": "magic"}, "MEMORIA_RERANKER"),
-        ({"MEMORIA_STORAGE_OPTIONS": "{not json"}, "MEMORIA_STORAGE_OPTIONS must be a JSON object"),
+        ({"MEMORIA_STORAGE_OPTIONS": "{not json"}, "MEMORIA_STORAGE_OPTIONS must be JSON"),
+        ({"MEMORIA_STORAGE_OPTIONS": "[1]"}, "MEMORIA_STORAGE_OPTIONS must be a JSON object"),
         ({"MEMORIA_ALLOW_MODEL_DOWNLOADS": "maybe"}, "MEMORIA_ALLOW_MODEL_DOWNLOADS must be true or false"),
         (
             {"MEMORIA_FEEDBACK_MIN_WEIGHT": "2", "MEMORIA_FEEDBACK_MAX_WEIGHT": "1"},

@@ -1,10 +1,12 @@
 """The whole flow through an in-process MCP client: remember -> recall -> report_outcome -> recall shows
 the reordering -> explain_ranking shows why."""
 
+import json
+
 import pytest
 
 from tests.fakes import ScriptedReranker
-from tests.helpers import ALL_STAGES, call, connected, server_with
+from tests.helpers import ALL_STAGES, TOOL_NAMES, call, connected, server_with
 
 pytestmark = pytest.mark.anyio
 
@@ -71,7 +73,12 @@ async def test_offline_backend_flow_end_to_end(settings):
 async def test_tools_are_listed_with_their_contract(settings):
     async with connected(server_with(settings)) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == {"remember", "recall", "report_outcome", "explain_ranking"}
+    assert set(tools) == TOOL_NAMES
+    assert tools["forget"].annotations.destructive_hint is True
+    assert (
+        tools["drift"].annotations.read_only_hint is True
+        and tools["lineage"].annotations.read_only_hint is True
+    )
     assert tools["recall"].annotations.read_only_hint is True
     assert tools["explain_ranking"].annotations.read_only_hint is True
     assert tools["report_outcome"].annotations.idempotent_hint is True
@@ -88,6 +95,9 @@ async def test_tools_are_listed_with_their_contract(settings):
     assert set(tools["recall"].output_schema["properties"]) >= {"retrieval_id", "context", "memories"}
     score = tools["report_outcome"].input_schema["properties"]["score"]["anyOf"][0]
     assert (score["minimum"], score["maximum"]) == (0.0, 1.0)
+    batch_item = tools["remember_many"].input_schema["properties"]["items"]["items"]
+    assert batch_item["required"] == ["content"] and "protection_tier" in batch_item["properties"]
+    assert all("$ref" not in json.dumps(tool.input_schema) for tool in tools.values())
 
 
 async def test_agent_defaults_to_the_client_name_and_session_to_the_connection(settings):

@@ -56,7 +56,9 @@ async def test_a_conclusion_three_agents_stored_outranks_an_equally_relevant_sin
     assert explained["candidates"][1]["scores"]["corroboration_boost"] == 0.0
 
 
-async def test_near_duplicates_by_three_agents_are_boosted_but_three_by_one_agent_are_not(settings):
+async def test_near_duplicates_by_three_agents_are_boosted_but_three_by_one_agent_are_not(tmp_path):
+    # Consolidation off, so one agent's copies stay side by side (with it on they merge: see test_consolidation).
+    settings = settings_for(tmp_path / "db", enable_consolidation=False)
     variants = [CONCLUSION + ".", CONCLUSION.lower(), CONCLUSION.upper() + "!"]  # one SimHash, three contents
     scores = {
         **{v: 0.5 for v in variants},
@@ -79,8 +81,19 @@ async def test_near_duplicates_by_three_agents_are_boosted_but_three_by_one_agen
     assert all(boost[i] == pytest.approx(0.1585, abs=1e-4) for i in ids)
     assert agents[ids[0]] == ["agent-1", "agent-2"]
     assert boost[solo[0]] == boost[solo[1]] == boost[single] == 0.0  # one agent repeating itself
-    order = [m["id"] for m in sorted(result["memories"], key=lambda m: -m["score"])]
-    assert set(order[:3]) == set(ids)
+    ranked = [c["id"] for c in sorted(explained["candidates"], key=lambda c: -c["scores"]["final"])]
+    assert set(ranked[:3]) == set(ids)
+    # The context shows the conclusion once; the other copies are folded into it, not repeated.
+    shown = [m["id"] for m in result["memories"] if m["id"] in ids]
+    assert len(shown) == 1 and result["memories"][0]["corroborated_by"]
+    folded = {
+        c["id"]: c["reason"] for c in explained["candidates"] if c["id"] in ids and c["id"] not in shown
+    }
+    assert all(
+        reason == f"a near-duplicate of {shown[0]}, which is in the context: folded into it"
+        for reason in folded.values()
+    )
+    assert len(folded) == 2
 
 
 async def test_a_sibling_from_the_same_episode_appears_below_its_source(settings):

@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from server.app import build_server
-from tests.helpers import call, call_error, connected, make_runtime
+from tests.helpers import TOOL_NAMES, call, call_error, connected, make_runtime
 
 pytestmark = pytest.mark.anyio
 
@@ -20,7 +20,7 @@ async def test_tools_list_answers_while_models_are_still_loading(settings):
 
     async with connected(build_server(settings, runtime_factory=slow_runtime)) as client:
         tools = await client.list_tools()
-        assert len(tools.tools) == 4
+        assert {tool.name for tool in tools.tools} == TOOL_NAMES
         assert not release.is_set()
 
         results = []
@@ -41,7 +41,7 @@ async def test_a_runtime_that_cannot_start_gives_a_tool_error_with_the_reason(se
         raise RuntimeError("MEMORIA_DB_URI points at a read-only folder")
 
     async with connected(build_server(settings, runtime_factory=broken_runtime)) as client:
-        assert len((await client.list_tools()).tools) == 4
+        assert {tool.name for tool in (await client.list_tools()).tools} == TOOL_NAMES
         text = await call_error(client, "recall", {"query": "anything"})
     assert "could not start: MEMORIA_DB_URI points at a read-only folder" in text
     assert "restart" in text

@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import Implementation
 
-from tests.helpers import TIMEOUT, call
+from tests.helpers import TIMEOUT, TOOL_NAMES, call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -35,12 +35,8 @@ async def test_full_flow_over_stdio_on_the_offline_backend(tmp_path):
             client_info=Implementation(name="stdio-agent", version="1"),
             read_timeout_seconds=TIMEOUT,
         ) as client:
-            assert {t.name for t in (await client.list_tools()).tools} == {
-                "remember",
-                "recall",
-                "report_outcome",
-                "explain_ranking",
-            }
+            assert {t.name for t in (await client.list_tools()).tools} == TOOL_NAMES
+
             version = await call(client, "remember", {"content": "The staging database is postgres 16"})
             port = await call(
                 client, "remember", {"content": "Staging runs the postgres 16 database on port 5432"}
@@ -93,7 +89,7 @@ async def test_streamable_http_transport_serves_the_same_tools(tmp_path):
         async with Client(
             f"http://127.0.0.1:{port}/mcp", client_info=Implementation(name="http-agent", version="1")
         ) as client:
-            assert len((await client.list_tools()).tools) == 4
+            assert {t.name for t in (await client.list_tools()).tools} == TOOL_NAMES
             stored = await call(client, "remember", {"content": "served over streamable HTTP"})
             recalled = await call(client, "recall", {"query": "streamable HTTP"})
         assert stored["agent_id"] == "http-agent"
@@ -163,6 +159,6 @@ def test_stdout_carries_nothing_but_protocol_messages(tmp_path):
             process.stderr.close()
         process.stdout.close()
     assert responses[1]["result"]["serverInfo"]["name"] == "memoria"
-    assert len(responses[2]["result"]["tools"]) == 4
+    assert {t["name"] for t in responses[2]["result"]["tools"]} == TOOL_NAMES
     assert responses[3]["result"]["structuredContent"]["status"] == "stored"
     assert responses[4]["result"]["structuredContent"]["memories"][0]["content"] == "raw stdio"

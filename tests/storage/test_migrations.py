@@ -48,11 +48,11 @@ def test_migrations_are_numbered_in_order():
 def test_a_version_1_store_is_upgraded_and_keeps_its_rows(tmp_path):
     make_v1_store(tmp_path / "db")
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
-        assert store.schema_version == 2
+        assert store.schema_version == schema.SCHEMA_VERSION
         old = store.get_memory("mem_old")
         assert old.content == "written before simhash existed" and old.simhash is None
         rows = store.aggregation_rows(Scope("o", "p"), 10)
         assert [(r.id, r.simhash) for r in rows] == [("mem_old", None)]
         assert [m.id for m in store.episode_member_stubs(Scope("o", "p"), ["ep"])] == ["mem_old"]
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as again:  # re-opening applies nothing twice
-        assert again.schema_version == 2 and again.count_memories() == 1
+        assert again.schema_version == schema.SCHEMA_VERSION and again.count_memories() == 1

@@ -1,0 +1,1 @@
+"""Consolidation, belief revision and lineage: one authoritative memory per concept, nothing lost."""

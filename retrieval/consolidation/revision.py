@@ -1,0 +1,117 @@
+"""Explicit belief revision in text (pure): "we switched from Postgres to MySQL", "replaced X with Y",
+"no longer use X", "Y instead of X", and revision words ("now", "no longer", "anymore") that turn an
+opposite claim into a revision rather than an open contradiction."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from retrieval.text import STOPWORDS, content_terms, word_tokens
+
+_END = r"(?=[.,;:!?)\]]|\s+(?:for|in|on|at|because|since|so|and|but|as|when|after|last|this|next)\b|$)"
+_PATTERNS = (
+    re.compile(
+        r"\b(?:switched|switching|moved|moving|migrated|migrating|changed|changing|went|transitioned|converted)\s+"
+        r"(?:[\w-]+\s+){0,3}?from\s+(?P<old>[^.,;:!?]+?)\s+(?:to|onto|over to|in favou?r of)\s+"
+        r"(?P<new>[^.,;:!?]+?)" + _END,
+        re.IGNORECASE,
+    ),
+    re.compile(r"\breplaced\s+(?P<old>[^.,;:!?]+?)\s+with\s+(?P<new>[^.,;:!?]+?)" + _END, re.IGNORECASE),
+    re.compile(
+        r"\b(?:no longer|stopped|don't|do not|doesn't|does not|won't|will not)\s+(?:use|using|uses|run|running)\s+"
+        r"(?P<old>[^.,;:!?]+?)" + _END,
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b(?:use|using|uses|run|running|chose|picked)\s+(?P<new>[^.,;:!?]+?)\s+instead of\s+(?P<old>[^.,;:!?]+?)"
+        + _END,
+        re.IGNORECASE,
+    ),
+)
+
+REVISION_WORDS = frozenset(
+    {
+        "now",
+        "anymore",
+        "longer",
+        "switched",
+        "changed",
+        "instead",
+        "replaced",
+        "revised",
+        "updated",
+        "henceforth",
+    }
+)
+# Words that, right before a subject, say "we use it" ("we use Postgres", "billing is on Postgres").
+USAGE_CUES = frozenset(
+    {
+        "use",
+        "uses",
+        "using",
+        "used",
+        "run",
+        "runs",
+        "running",
+        "on",
+        "chose",
+        "choose",
+        "picked",
+        "pick",
+        "prefer",
+        "prefers",
+        "preferred",
+        "adopted",
+        "rely",
+        "relies",
+        "standardised",
+        "standardized",
+        "via",
+        "with",
+        "in",
+        "is",
+        "are",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Revision:
+    old: tuple[str, ...]  # content terms of what was given up
+    new: tuple[str, ...]  # content terms of what replaced it (empty for "no longer use X")
+    phrase: str
+
+
+def parse_revision(text: str) -> Revision | None:
+    for pattern in _PATTERNS:
+        match = pattern.search(text)
+        if match is None:
+            continue
+        old = tuple(content_terms(match.group("old")))[:4]
+        new = tuple(content_terms(match.groupdict().get("new") or ""))[:4]
+        if old:
+            return Revision(old, new, match.group(0))
+    return None
+
+
+def has_revision_words(text: str) -> bool:
+    words = set(word_tokens(text))
+    return bool(words & REVISION_WORDS) or "no longer" in text.lower() or "from now on" in text.lower()
+
+
+def asserts_use_of(text: str, subject: tuple[str, ...]) -> bool:
+    """Does ``text`` state the subject as the current choice: a usage cue within three words before it
+    ("we use Postgres", "billing runs on Postgres 15"), not merely mention it ("Postgres listens on 5432")?"""
+    from retrieval.text import light_stem
+
+    words = word_tokens(text)
+    stems = [light_stem(word) for word in words]
+    head = subject[0]
+    for position, stem in enumerate(stems):
+        if stem != head:
+            continue
+        window = [w for w in words[max(0, position - 3) : position] if w not in STOPWORDS or w in USAGE_CUES]
+        if any(word in USAGE_CUES for word in window):
+            return True
+    return False

@@ -1,0 +1,112 @@
+"""Deterministic consolidation rules (pure): token Jaccard, what each protection tier allows, and the
+near-exact restatement rule (newest survives)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from retrieval.corroboration import UnionFind
+from retrieval.text import content_terms
+from storage.records import MemoryRecord
+
+
+def term_set(text: str) -> frozenset[str]:
+    return frozenset(content_terms(text))
+
+
+def token_jaccard(left: str, right: str) -> float:
+    """|A & B| / |A | B| over stemmed content words (1.0 for two texts with no content words)."""
+    a, b = term_set(left), term_set(right)
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def may_be_superseded(memory: MemoryRecord, *, by_revision: bool) -> bool:
+    """immutable: never; protected: only by an explicit revision; standard and ephemeral: yes."""
+    if memory.protection_tier == "immutable":
+        return False
+    if memory.protection_tier == "protected":
+        return by_revision
+    return True
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What to do with a group of similar memories, and who decided."""
+
+    action: Literal["supersede", "keep_both"]
+    survivor_id: str | None
+    loser_ids: tuple[str, ...]
+    resolver: str
+    reason: str
+    reworded: str | None = None
+
+
+def newest(memories: Sequence[MemoryRecord]) -> MemoryRecord:
+    return max(memories, key=lambda m: (m.created_at, m.id))
+
+
+def near_exact_resolutions(members: Sequence[MemoryRecord], threshold: float) -> list[Resolution]:
+    """Group members whose texts are near-exact restatements (Jaccard >= ``threshold``); in each group the
+    newest survives and absorbs the rest it may; every other pair is kept as genuinely distinct."""
+    sets = UnionFind()
+    for member in members:
+        sets.add(member.id)
+    for index, left in enumerate(members):
+        for right in members[index + 1 :]:
+            if token_jaccard(left.content, right.content) >= threshold:
+                sets.union(left.id, right.id)
+    by_id = {member.id: member for member in members}
+    resolutions = []
+    groups = list(sets.groups().values())
+    for ids in groups:
+        group = [by_id[i] for i in ids]
+        if len(group) < 2:
+            continue
+        survivor = newest(group)
+        losers = tuple(
+            sorted(m.id for m in group if m.id != survivor.id and may_be_superseded(m, by_revision=False))
+        )
+        if losers:
+            resolutions.append(
+                Resolution(
+                    "supersede",
+                    survivor.id,
+                    losers,
+                    "rules:near-exact",
+                    f"restates it (token Jaccard >= {threshold})",
+                )
+            )
+    if len(groups) > 1:
+        representatives = tuple(sorted(newest([by_id[i] for i in ids]).id for ids in groups))
+        resolutions.append(
+            Resolution(
+                "keep_both", None, representatives, "rules:distinct", f"token Jaccard below {threshold}"
+            )
+        )
+    return resolutions
+
+
+def collapse_batch(
+    records: Sequence[MemoryRecord], threshold: float
+) -> list[tuple[MemoryRecord, MemoryRecord]]:
+    """Intra-batch near-duplicates: (loser, survivor) pairs, the last written of each group surviving."""
+    pairs = []
+    survivors: list[MemoryRecord] = []
+    for record in reversed(records):  # later items win
+        match = next(
+            (
+                kept
+                for kept in survivors
+                if kept.kind == record.kind and token_jaccard(kept.content, record.content) >= threshold
+            ),
+            None,
+        )
+        if match is None:
+            survivors.append(record)
+        else:
+            pairs.append((record, match))
+    return list(reversed(pairs))

@@ -1,0 +1,155 @@
+"""Consolidation, revision, drift, lineage and forgetting through MCP clients: the LLM resolver through a
+client that answers sampling requests, the deterministic rules through one that does not."""
+
+import json
+
+import pytest
+from mcp_types import CreateMessageResult, TextContent
+
+from tests.helpers import call, connected, server_with, settings_for
+
+pytestmark = pytest.mark.anyio
+
+# Hashed-vector cosine 0.84 (above the 0.60 resolve threshold), token Jaccard 0.75 (below the 0.8
+# near-exact threshold): a paraphrase, which only an LLM may merge.
+FIRST = "The billing service retries failed payments three times"
+SECOND = "Billing retries a failed payment up to three times before giving up"
+MERGED = "The billing service retries a failed payment up to three times before giving up"
+
+
+def consolidating_llm(asked: list[str], *, revises: bool = False):
+    async def answer(context, params):
+        system = params.system_prompt or ""
+        asked.append(system)
+        if "consolidate an AI agent's long-term memory" in system:
+            listing = params.messages[0].content.text
+            assert "[0]" in listing and "[1]" in listing and "The memories are data" in system
+            text = {
+                "decision": "supersede",
+                "survivor": 1,
+                "absorb": [0],
+                "reworded": MERGED,
+                "reason": "the same retry policy",
+            }
+        elif "revis" in system.lower():
+            text = {"revises": revises, "reason": "the flag was turned off"}
+        else:
+            text = {"sufficient": True, "confidence": 0.9, "sub_queries": []}
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text=json.dumps(text)), model="client-llm"
+        )
+
+    return answer
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_llm_resolver_merges_a_paraphrase_into_a_reworded_memory_through_sampling(tmp_path, mode):
+    server = server_with(settings_for(tmp_path / "db"))
+    asked: list[str] = []
+    async with connected(server, mode=mode, sampling_callback=consolidating_llm(asked)) as client:
+        first = await call(client, "remember", {"content": FIRST})
+        second = await call(client, "remember", {"content": SECOND})
+        recalled = await call(client, "recall", {"query": "how often are failed payments retried"})
+        history = await call(client, "lineage", {"memory_id": first["id"]})
+        explained = await call(client, "explain_ranking", {"retrieval_id": recalled["retrieval_id"]})
+
+    summary = second["consolidation"]
+    assert summary["resolver"] == "llm:client-llm"
+    merged_id = summary["reworded_into"]
+    assert merged_id and summary["superseded"] == [first["id"]] and summary["absorbed_into"] == merged_id
+    assert [m["content"] for m in recalled["memories"]] == [MERGED]
+    assert recalled["memories"][0]["id"] == merged_id
+
+    assert history["memory"]["status"] == "superseded" and history["current"]["id"] == merged_id
+    how = history["replaced_by_chain"][0]["how"]
+    assert (how["action"], how["resolver"], how["reason"]) == (
+        "reword",
+        "llm:client-llm",
+        "the same retry policy",
+    )
+    top = explained["candidates"][0]
+    assert {link["id"] for link in top["replaces"]} == {first["id"], second["id"]}
+    assert {(link["action"], link["resolver"]) for link in top["replaces"]} == {("reword", "llm:client-llm")}
+    assert {link["written_by"] for link in top["replaces"]} == {"test-agent"}
+    assert any("consolidate" in system for system in asked)
+
+
+async def test_without_sampling_the_rules_keep_a_paraphrase_and_merge_a_restatement(tmp_path):
+    server = server_with(settings_for(tmp_path / "db"))
+    async with connected(server) as client:  # offers no sampling: the deterministic resolver decides
+        first = await call(client, "remember", {"content": FIRST})
+        paraphrase = await call(client, "remember", {"content": SECOND})
+        before = await call(client, "recall", {"query": "failed payments retried"})
+        restated = await call(client, "remember", {"content": FIRST.lower() + "."})
+        recalled = await call(client, "recall", {"query": "failed payments retried", "include_lineage": True})
+        explained = await call(client, "explain_ranking", {"retrieval_id": before["retrieval_id"]})
+
+    assert paraphrase["consolidation"]["kept"] == [first["id"]]
+    assert paraphrase["consolidation"]["resolver"] == "rules:distinct"
+    assert restated["consolidation"]["superseded"] == [first["id"]]
+    assert restated["consolidation"]["resolver"] == "rules:near-exact"
+    returned = {m["id"]: m for m in recalled["memories"]}
+    assert set(returned) == {paraphrase["id"], restated["id"]}
+    (link,) = returned[restated["id"]]["replaces"]
+    assert (link["id"], link["resolver"], link["action"]) == (first["id"], "rules:near-exact", "supersede")
+    assert returned[paraphrase["id"]]["replaces"] == []
+    # The earlier recall's explanation reads lineage now: the first memory has been replaced since.
+    was_first = next(c for c in explained["candidates"] if c["id"] == first["id"])
+    assert was_first["status_now"] == "superseded"
+    assert (was_first["replaced_by_now"]["id"], was_first["replaced_by_now"]["resolver"]) == (
+        restated["id"],
+        "rules:near-exact",
+    )
+
+
+async def test_an_llm_judged_revision_supersedes_and_an_unjudged_one_stays_in_the_drift_view(tmp_path):
+    old_flag = "Feature flag checkout_v2 is enabled in staging"
+    new_flag = "Feature flag checkout_v2 is disabled in staging"
+    revised = server_with(settings_for(tmp_path / "revised"))
+    async with connected(revised, sampling_callback=consolidating_llm([], revises=True)) as client:
+        old = await call(client, "remember", {"content": old_flag})
+        new = await call(client, "remember", {"content": new_flag})
+        drift = await call(client, "drift", {})
+    assert new["consolidation"]["revised"] == [old["id"]]
+    assert new["consolidation"]["resolver"] == "llm:client-llm"
+    assert drift["open_contradictions"] == 0
+    assert drift["changes"][0]["event"]["action"] == "revise"
+    assert drift["changes"][0]["replaced"]["id"] == old["id"]
+
+    disputed = server_with(settings_for(tmp_path / "disputed"))
+    async with connected(disputed) as client:
+        old = await call(client, "remember", {"content": old_flag})
+        new = await call(client, "remember", {"content": new_flag})
+        drift = await call(client, "drift", {})
+        recalled = await call(client, "recall", {"query": "is checkout_v2 enabled in staging"})
+    assert new["consolidation"]["contradicts"] == [old["id"]]
+    assert drift["open_contradictions"] == 1
+    pair = drift["contradictions"][0]
+    assert (pair["older"]["id"], pair["newer"]["id"], pair["status"]) == (old["id"], new["id"], "open")
+    marked = {m["id"]: m["contradicted_by"] for m in recalled["memories"]}
+    assert marked == {old["id"]: [new["id"]], new["id"]: []}
+    assert f"DISPUTED by newer {new['id']}" in recalled["context"]
+
+
+async def test_forget_retracts_or_purges_and_leaves_a_record(tmp_path):
+    server = server_with(settings_for(tmp_path / "db"))
+    async with connected(server) as client:
+        kept = await call(client, "remember", {"content": "The staging database password rotates monthly"})
+        secret = await call(client, "remember", {"content": "Alice's home address is 12 Elm Street"})
+        preview = await call(client, "forget", {"query": "Alice home address", "dry_run": True})
+        purged = await call(client, "forget", {"query": "Alice home address", "mode": "purge"})
+        retracted = await call(client, "forget", {"memory_id": kept["id"], "reason": "rotated to vault"})
+        recalled = await call(client, "recall", {"query": "staging database password Alice address"})
+        purged_history = await call(client, "lineage", {"memory_id": secret["id"]})
+        retracted_history = await call(client, "lineage", {"memory_id": kept["id"]})
+
+    assert [m["id"] for m in preview["forgotten"]] == [secret["id"]] and preview["dry_run"] is True
+    assert [m["id"] for m in purged["forgotten"]] == [secret["id"]]
+    assert [m["id"] for m in retracted["forgotten"]] == [kept["id"]]
+    assert recalled["memories"] == []
+    assert purged_history["memory"]["status"] == "purged" and "Elm" not in json.dumps(purged_history)
+    assert retracted_history["memory"]["status"] == "retracted"
+    assert "monthly" in retracted_history["memory"]["preview"]  # retract keeps the row for audit
+    forget_event = retracted_history["events"][-1]
+    assert (forget_event["action"], forget_event["reason"]) == ("retract", "rotated to vault")
+    assert purged_history["events"][-1]["action"] == "purge"

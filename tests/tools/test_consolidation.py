@@ -1,0 +1,288 @@
+"""Consolidation, belief revision, contradictions, artifacts, tiers and forgetting, through the tool
+handlers on a real store (the deterministic resolver: no LLM here)."""
+
+from datetime import timedelta
+
+import pytest
+
+from storage.records import Scope
+from tests.helpers import make_runtime, settings_for
+from tools.common import Caller
+from tools.drift import DriftInput, drift
+from tools.forget import ForgetInput, forget
+from tools.lineage import LineageInput, lineage
+from tools.recall import RecallInput, recall
+from tools.remember import RememberInput, remember
+from tools.remember_many import BatchItem, RememberManyInput, remember_many
+from tools.upkeep import aggregation_pass, expire_ephemeral
+
+SCOPE = Scope("default", "default")
+
+
+def caller(session: str = "ses_1", agent: str = "claude-code") -> Caller:
+    return Caller(agent, session)
+
+
+def status(runtime, memory_id: str) -> str:
+    return runtime.store.get_memory(memory_id).status
+
+
+def test_a_preference_said_in_three_conversations_becomes_one_memory_with_lineage_to_three(runtime):
+    ids = [
+        remember(RememberInput(content=text), runtime, caller(f"ses_{i}")).id
+        for i, text in enumerate(["I prefer TypeScript.", "i prefer typescript", "I prefer TypeScript!"])
+    ]
+    assert len(set(ids)) == 3
+    active = [memory_id for memory_id in ids if status(runtime, memory_id) == "active"]
+    assert active == [ids[2]]  # the newest restatement survives
+    history = lineage(LineageInput(memory_id=ids[2]), runtime, caller())
+    assert {entry.memory.id for entry in history.replaces} == {ids[0], ids[1]}
+    assert {entry.how.resolver for entry in history.replaces} == {"rules:near-exact"}
+    older = lineage(LineageInput(memory_id=ids[0]), runtime, caller())
+    assert older.current.id == ids[2] and older.memory.status == "superseded"
+    found = recall(RecallInput(query="which language do I prefer, typescript?"), runtime, caller())
+    assert [m.id for m in found.memories] == [ids[2]]
+
+
+def test_switching_from_postgres_to_mysql_supersedes_the_postgres_belief_without_deleting_it(runtime):
+    postgres = remember(
+        RememberInput(content="We use Postgres for the billing database"), runtime, caller()
+    ).id
+    port = remember(RememberInput(content="Postgres listens on port 5432 in staging"), runtime, caller()).id
+    switch = remember(
+        RememberInput(content="We switched from Postgres to MySQL in March"), runtime, caller("ses_2")
+    )
+    assert switch.consolidation.revised == [postgres]
+    old = runtime.store.get_memory(postgres)
+    assert (old.status, old.replaced_by, old.content) == (
+        "superseded",
+        switch.id,
+        "We use Postgres for the billing database",
+    )
+    assert status(runtime, port) == "active"  # a mention of Postgres is not the belief that we use it
+    event = lineage(LineageInput(memory_id=postgres), runtime, caller()).replaced_by_chain[0].how
+    assert (event.action, event.resolver) == ("revise", "revision:explicit")
+    assert postgres not in {
+        m.id for m in recall(RecallInput(query="billing database"), runtime, caller()).memories
+    }
+
+
+def test_an_immutable_memory_survives_a_contradiction_which_stays_visible(runtime):
+    rule = remember(
+        RememberInput(
+            content="Feature flag checkout_v2 is enabled in production", protection_tier="immutable"
+        ),
+        runtime,
+        caller(),
+    )
+    later = remember(
+        RememberInput(content="Feature flag checkout_v2 is now disabled in production"),
+        runtime,
+        caller("ses_2"),
+    )
+    assert status(runtime, rule.id) == "active"
+    assert later.consolidation.contradicts == [rule.id] and later.consolidation.revised == []
+    view = drift(DriftInput(), runtime, caller())
+    assert view.open_contradictions == 1 and view.contradictions[0].older.id == rule.id
+
+
+def test_an_opposite_claim_without_revision_words_is_an_open_contradiction_and_recall_marks_it(runtime):
+    old = remember(
+        RememberInput(content="Feature flag checkout_v2 is enabled in staging"), runtime, caller()
+    ).id
+    new = remember(
+        RememberInput(content="Feature flag checkout_v2 is disabled in staging"), runtime, caller("ses_2")
+    ).id
+    assert status(runtime, old) == status(runtime, new) == "active"
+    marked = {
+        m.id: m
+        for m in recall(RecallInput(query="checkout_v2 feature flag staging"), runtime, caller()).memories
+    }
+    assert marked[old].contradicted_by == [new] and marked[new].contradicted_by == []
+    context = recall(RecallInput(query="checkout_v2 feature flag staging"), runtime, caller()).context
+    assert f"DISPUTED by newer {new}" in context
+    forget(ForgetInput(memory_id=old), runtime, caller())  # retracting one side resolves the pair
+    assert drift(DriftInput(), runtime, caller()).open_contradictions == 0
+    assert drift(DriftInput(include_resolved=True), runtime, caller()).contradictions[0].status == "resolved"
+
+
+def test_revision_words_turn_an_opposite_claim_into_a_revision_even_of_a_protected_memory(runtime):
+    old = remember(
+        RememberInput(content="Feature flag checkout_v2 is enabled in staging", protection_tier="protected"),
+        runtime,
+        caller(),
+    ).id
+    new = remember(
+        RememberInput(content="Feature flag checkout_v2 is now disabled in staging"), runtime, caller("ses_2")
+    )
+    assert new.consolidation.revised == [old] and status(runtime, old) == "superseded"
+
+
+def test_a_protected_memory_is_not_absorbed_by_a_mere_restatement(runtime):
+    old = remember(
+        RememberInput(content="We deploy on Tuesdays.", protection_tier="protected"), runtime, caller()
+    ).id
+    remember(RememberInput(content="we deploy on tuesdays"), runtime, caller("ses_2"))
+    assert status(runtime, old) == "active"
+
+
+def test_near_duplicates_from_different_agents_are_corroboration_not_redundancy(tmp_path):
+    for across, expected in ((False, "active"), (True, "superseded")):
+        runtime = make_runtime(settings_for(tmp_path / f"db-{across}", consolidate_across_agents=across))
+        try:
+            first = remember(
+                RememberInput(content="We deploy on Tuesdays."), runtime, caller(agent="cursor")
+            ).id
+            runtime.corroboration.clusters_for(SCOPE, [first])  # the cluster cache exists before the merge
+            second = remember(
+                RememberInput(content="we deploy on tuesdays"), runtime, caller(agent="claude-code")
+            ).id
+            assert status(runtime, first) == expected
+            if across:  # merged, yet cursor still corroborates what claude-code said
+                assert runtime.store.attesters(SCOPE, [second]) == {second: {"cursor"}}
+                cluster = runtime.corroboration.clusters_for(SCOPE, [second])[second]
+                assert (cluster.corroboration_score, cluster.corroborating_agents) == (1, ("cursor",))
+
+        finally:
+            runtime.close()
+
+
+def test_distinct_similar_memories_are_kept_and_marked_not_to_be_examined_again(runtime):
+    first = remember(
+        RememberInput(content="The billing service stores invoices in Postgres"), runtime, caller()
+    ).id
+    second = remember(
+        RememberInput(content="The billing service stores receipts in Postgres"), runtime, caller("ses_2")
+    )
+    assert second.consolidation.kept == [first] and second.consolidation.resolver == "rules:distinct"
+    events = runtime.store.lineage(SCOPE, [first])
+    assert [(e.action, e.resolver) for e in events] == [("keep_both", "rules:distinct")]
+
+
+def test_similar_artifacts_are_linked_as_versions_and_the_chain_is_queryable(runtime):
+    v1 = remember(
+        RememberInput(content="deploy.yaml\nretries: 3\ntimeout: 30\nregion: eu-west-1", kind="artifact"),
+        runtime,
+        caller(),
+    ).id
+    v2 = remember(
+        RememberInput(content="deploy.yaml\nretries: 5\ntimeout: 30\nregion: eu-west-1", kind="artifact"),
+        runtime,
+        caller("ses_2"),
+    )
+    v3 = remember(
+        RememberInput(content="deploy.yaml\nretries: 5\ntimeout: 60\nregion: eu-west-1", kind="artifact"),
+        runtime,
+        caller("ses_3"),
+    )
+    assert v2.consolidation.version_of == v1 and v3.consolidation.version_of == v2.id
+    chain = lineage(LineageInput(memory_id=v3.id), runtime, caller())
+    assert [m.id for m in chain.versions] == [v2.id, v1]
+    assert status(runtime, v1) == status(runtime, v2.id) == "superseded"
+
+
+def test_the_sweep_consolidates_what_bypassed_the_write_path_and_then_leaves_it_alone(runtime):
+    from tools.remember import new_record, with_vectors
+
+    records = [
+        new_record(RememberInput(content=text), runtime, caller(f"s{i}"))
+        for i, text in enumerate(["We ship on Fridays.", "we ship on fridays", "Unrelated: the cat is grey"])
+    ]
+    runtime.store.insert_many(with_vectors(records, runtime))
+    first = aggregation_pass(runtime)
+    assert first.superseded == 1
+    assert [status(runtime, r.id) for r in records] == ["superseded", "active", "active"]
+    assert aggregation_pass(runtime).superseded == 0
+    assert runtime.store.unconsolidated(SCOPE, 10) == []
+
+
+def test_ephemeral_memories_expire_and_leave_a_record(runtime):
+    note = remember(
+        RememberInput(content="The staging deploy is frozen this afternoon", protection_tier="ephemeral"),
+        runtime,
+        caller(),
+    )
+    assert note.expires_at is not None
+    assert recall(RecallInput(query="staging deploy frozen"), runtime, caller()).memories
+    runtime.clock = lambda: runtime.store.get_memory(note.id).expires_at + timedelta(seconds=1)
+    assert expire_ephemeral(runtime) == 1
+    assert status(runtime, note.id) == "retracted"
+    assert lineage(LineageInput(memory_id=note.id), runtime, caller()).events[-1].action == "expire"
+
+
+def test_retract_keeps_the_row_and_remembering_it_again_restores_it(runtime):
+    memory = remember(RememberInput(content="The on-call phone is in the top drawer"), runtime, caller()).id
+    dry = forget(ForgetInput(memory_id=memory, dry_run=True), runtime, caller())
+    assert dry.dry_run and status(runtime, memory) == "active"
+    forget(ForgetInput(memory_id=memory, reason="moved"), runtime, caller())
+    assert status(runtime, memory) == "retracted"
+    assert not recall(RecallInput(query="on-call phone drawer"), runtime, caller()).memories
+    again = remember(
+        RememberInput(content="The on-call phone is in the top drawer"), runtime, caller("ses_2")
+    )
+    assert (again.id, again.status, again.note) == (
+        memory,
+        "stored",
+        "restored: an identical memory had been retracted",
+    )
+    assert [e.action for e in lineage(LineageInput(memory_id=memory), runtime, caller()).events] == [
+        "retract",
+        "restore",
+    ]
+
+
+def test_forget_by_query_takes_the_best_matches_only(runtime):
+    keep = remember(RememberInput(content="Lunch is at noon"), runtime, caller()).id
+    gone = remember(RememberInput(content="The staging password is hunter2"), runtime, caller()).id
+    out = forget(ForgetInput(query="staging password", max_memories=1), runtime, caller())
+    assert [m.id for m in out.forgotten] == [gone]
+    assert status(runtime, keep) == "active"
+
+
+def test_purge_erases_the_content_from_every_file_of_the_store(settings):
+    runtime = make_runtime(settings)
+    try:
+        secret = "zq7SECRETxk9 the vault passphrase is hunter2zz"
+        memory = remember(RememberInput(content=secret, tags=["private"]), runtime, caller()).id
+        recall(RecallInput(query="vault passphrase"), runtime, caller())  # the trace records a preview
+        root = __import__("pathlib").Path(settings.db_uri)
+
+        def files_with(token: bytes) -> list[str]:
+            return [str(p) for p in root.rglob("*") if p.is_file() and token in p.read_bytes()]
+
+        assert files_with(b"zq7SECRETxk9")  # the scan sees stored text at all
+        out = forget(ForgetInput(memory_id=memory, mode="purge"), runtime, caller())
+        assert out.forgotten[0].preview == "[purged]"
+        for token in (b"zq7SECRETxk9", b"zq7secretxk9", b"hunter2zz"):
+            assert files_with(token) == [], token
+        record = runtime.store.get_memory(memory)
+        assert (record.status, record.content, record.tags, record.content_hash) == ("purged", "", (), "")
+        assert [e.action for e in runtime.store.lineage(SCOPE, [memory])][-1] == "purge"
+    finally:
+        runtime.close()
+
+
+def test_a_batch_collapses_its_own_near_duplicates_into_the_last_one(runtime):
+    out = remember_many(
+        RememberManyInput(
+            items=[
+                BatchItem(content="We deploy on Tuesdays"),
+                BatchItem(content="Lunch is at noon"),
+                BatchItem(content="we deploy on tuesdays!"),
+            ]
+        ),
+        runtime,
+        caller(),
+    )
+    first, _, last = out.results
+    assert (out.stored, out.collapsed) == (3, 1)
+    assert first.consolidation.absorbed_into == last.id and status(runtime, first.id) == "superseded"
+    assert status(runtime, last.id) == "active"
+
+
+@pytest.mark.parametrize("arguments", [{}, {"memory_id": "mem_x", "query": "y"}])
+def test_forget_needs_exactly_one_target(runtime, arguments):
+    from tools.common import ToolFailure
+
+    with pytest.raises(ToolFailure, match="exactly one of memory_id or query"):
+        forget(ForgetInput(**arguments), runtime, caller())

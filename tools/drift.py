@@ -1,0 +1,83 @@
+"""drift: where beliefs changed or conflict. Open contradiction pairs (the same subject, opposite claims,
+neither revised), and the recent revisions and consolidations with what replaced what."""
+
+from __future__ import annotations
+
+import anyio
+from pydantic import BaseModel, Field
+
+from tools.common import Caller, Runtime, ScopeArgs, iso
+from tools.memory_views import REPLACING_ACTIONS, EventView, MemoryBrief
+
+
+class DriftInput(ScopeArgs):
+    include_resolved: bool = Field(False, description="Also list contradictions already settled.")
+    limit: int = Field(
+        50, ge=1, le=500, description="At most this many contradictions and this many changes."
+    )
+
+
+class ContradictionView(BaseModel):
+    older: MemoryBrief
+    newer: MemoryBrief
+    kind: str
+    detail: str
+    subject_similarity: float
+    status: str
+    resolution: str | None
+    detected_at: str
+
+
+class ChangeView(BaseModel):
+    event: EventView
+    replaced: MemoryBrief | None
+    by: MemoryBrief | None
+
+
+class DriftOutput(BaseModel):
+    open_contradictions: int
+    contradictions: list[ContradictionView]
+    changes: list[ChangeView] = Field(description="Recent revisions and consolidations, newest first.")
+
+
+def drift(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
+    scope = args.scope(runtime.settings)
+    store = runtime.store
+    pairs = store.contradictions(scope, status=None if args.include_resolved else "open")
+    pairs = sorted(pairs, key=lambda pair: pair.detected_at, reverse=True)[: args.limit]
+    changes = store.recent_lineage(scope, REPLACING_ACTIONS, args.limit)
+    ids = {pair.older_id for pair in pairs} | {pair.newer_id for pair in pairs}
+    ids |= {event.memory_id for event in changes} | {
+        event.related_id for event in changes if event.related_id
+    }
+    memories = store.get_memories(sorted(ids), scope)
+    open_count = sum(1 for pair in store.contradictions(scope, status="open"))
+    return DriftOutput(
+        open_contradictions=open_count,
+        contradictions=[
+            ContradictionView(
+                older=MemoryBrief.of(memories[pair.older_id]),
+                newer=MemoryBrief.of(memories[pair.newer_id]),
+                kind=pair.kind,
+                detail=pair.detail,
+                subject_similarity=pair.similarity,
+                status=pair.status,
+                resolution=pair.resolution,
+                detected_at=iso(pair.detected_at),
+            )
+            for pair in pairs
+            if pair.older_id in memories and pair.newer_id in memories
+        ],
+        changes=[
+            ChangeView(
+                event=EventView.of(event),
+                replaced=MemoryBrief.of(memories[event.memory_id]) if event.memory_id in memories else None,
+                by=MemoryBrief.of(memories[event.related_id]) if event.related_id in memories else None,
+            )
+            for event in changes
+        ],
+    )
+
+
+async def handle(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
+    return await anyio.to_thread.run_sync(drift, args, runtime, caller)

@@ -1,0 +1,125 @@
+"""forget: retract memories (kept for audit and lineage, never recalled again) or purge them (content,
+tags and vector erased from the store's files). Either way a record of what was done stays."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Literal
+
+import anyio
+from pydantic import BaseModel, Field
+
+from retrieval.fusion import fuse
+from storage.records import LineageEvent, MemoryRecord, Scope
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure
+from tools.memory_views import MemoryBrief
+
+
+class ForgetInput(ScopeArgs):
+    memory_id: Identifier | None = Field(None, description="The memory to forget.")
+    query: str | None = Field(
+        None,
+        min_length=1,
+        max_length=4_000,
+        description="Instead of memory_id: forget the best matches of this query.",
+    )
+    mode: Literal["retract", "purge"] = Field(
+        "retract",
+        description="retract: keep the row for audit and lineage, never recall it; purge: also erase its content "
+        "for privacy (irreversible).",
+    )
+    max_memories: int = Field(
+        1, ge=1, le=20, description="With query: forget at most this many best matches."
+    )
+    reason: str | None = Field(None, max_length=500, description="Why, for the record.")
+    dry_run: bool = Field(False, description="Show what would be forgotten without changing anything.")
+
+
+class ForgetOutput(BaseModel):
+    mode: str
+    dry_run: bool
+    forgotten: list[MemoryBrief]
+    note: str | None = None
+
+
+def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
+    if (args.memory_id is None) == (args.query is None):
+        raise ToolFailure("pass exactly one of memory_id or query (with max_memories) to say what to forget")
+    scope = args.scope(runtime.settings)
+    store = runtime.store
+    if args.memory_id is not None:
+        memory = store.get_memory(args.memory_id, scope)
+        if memory is None:
+            raise ToolFailure(
+                f"no memory {args.memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}"
+            )
+        targets = [memory]
+    else:
+        assert args.query is not None
+        targets = best_matches(runtime, scope, args.query, args.max_memories)
+        if not targets:
+            return ForgetOutput(
+                mode=args.mode, dry_run=args.dry_run, forgotten=[], note="no active memory matches the query"
+            )
+    eligible = [m for m in targets if m.status == "active" or (args.mode == "purge" and m.status != "active")]
+    briefs = [MemoryBrief.of(m) for m in eligible]
+    if args.mode == "purge":
+        briefs = (
+            [brief.model_copy(update={"preview": "[purged]"}) for brief in briefs]
+            if not args.dry_run
+            else briefs
+        )
+    skipped = len(targets) - len(eligible)
+    note = f"{skipped} already inactive, left as they were" if skipped else None
+    if args.dry_run or not eligible:
+        return ForgetOutput(mode=args.mode, dry_run=args.dry_run, forgotten=briefs, note=note)
+
+    now = runtime.clock()
+    ids = [m.id for m in eligible]
+    if args.mode == "purge":
+        store.purge(scope, ids, now)
+    else:
+        store.set_status(scope, ids, "retracted", now)
+    reason = args.reason or f"{args.mode} requested"
+    store.add_lineage(
+        [
+            LineageEvent(
+                event_id="evt_" + secrets.token_hex(10),
+                org_id=scope.org_id,
+                project_id=scope.project_id,
+                action=args.mode,
+                memory_id=memory_id,
+                related_id=None,
+                resolver="forget",
+                reason=reason,
+                agent_id=caller.agent_id,
+                session_id=caller.session_id,
+                at=now,
+            )
+            for memory_id in ids
+        ]
+    )
+    store.resolve_contradictions(scope, ids, f"{args.mode} by {caller.agent_id}", now)
+    runtime.corroboration.retire(scope, ids)
+    return ForgetOutput(mode=args.mode, dry_run=False, forgotten=briefs, note=note)
+
+
+def best_matches(runtime: Runtime, scope: Scope, query: str, limit: int) -> list[MemoryRecord]:
+    """The active memories a recall for ``query`` would rank first (vector and full-text, fused)."""
+    embedder = runtime.models.embedder
+    vector = embedder.embed_query(query)
+    vector_hits = runtime.store.vector_search(scope, vector, embedder=embedder.name, limit=limit * 3)
+    text_hits = runtime.store.fulltext_search(scope, query, limit=limit * 3)
+    fused, _ = fuse(
+        vector_hits,
+        text_hits,
+        query_vector=vector,
+        embedder_name=embedder.name,
+        vector_weight=runtime.settings.fusion_vector_weight,
+        limit=limit,
+    )
+    return [candidate.memory for candidate in fused]
+
+
+async def handle(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
+    return await anyio.to_thread.run_sync(forget, args, runtime, caller)

@@ -1,0 +1,121 @@
+"""lineage: for any memory, what it replaced (all the way back), what replaced it (up to the memory that
+is authoritative now), its artifact versions, who wrote each, when, and which resolver decided."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+from pydantic import BaseModel, Field
+
+from storage.records import MemoryRecord, Scope
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure
+from tools.memory_views import REPLACING_ACTIONS, EventView, MemoryBrief
+
+if TYPE_CHECKING:
+    from storage.store import MemoryStore
+
+MAX_DEPTH = 50
+
+
+class LineageInput(ScopeArgs):
+    memory_id: Identifier = Field(description="Any memory id, active or not.")
+
+
+class ReplacedMemory(BaseModel):
+    memory: MemoryBrief
+    how: EventView
+
+
+class LineageOutput(BaseModel):
+    memory: MemoryBrief
+    current: MemoryBrief = Field(
+        description="The memory that is authoritative now (this one, if it is active)."
+    )
+    replaced_by_chain: list[ReplacedMemory] = Field(
+        description="From this memory forward to the current one."
+    )
+    replaces: list[ReplacedMemory] = Field(
+        description="Every memory this one replaced, directly or through others."
+    )
+    versions: list[MemoryBrief] = Field(description="For an artifact: earlier versions, newest first.")
+    events: list[EventView] = Field(description="Everything recorded about this memory, oldest first.")
+
+
+def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutput:
+    scope = args.scope(runtime.settings)
+    store = runtime.store
+    memory = store.get_memory(args.memory_id, scope)
+    if memory is None:
+        raise ToolFailure(
+            f"no memory {args.memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}"
+        )
+
+    forward: list[ReplacedMemory] = []
+    current = memory
+    seen = {memory.id}
+    while current.replaced_by and current.replaced_by not in seen and len(seen) < MAX_DEPTH:
+        following = store.get_memory(current.replaced_by, scope)
+        if following is None:
+            break
+        how = next(
+            (
+                e
+                for e in store.lineage(scope, [current.id])
+                if e.memory_id == current.id and e.related_id == following.id
+            ),
+            None,
+        )
+        if how is not None:
+            forward.append(ReplacedMemory(memory=MemoryBrief.of(following), how=EventView.of(how)))
+        seen.add(following.id)
+        current = following
+
+    return LineageOutput(
+        memory=MemoryBrief.of(memory),
+        current=MemoryBrief.of(current),
+        replaced_by_chain=forward,
+        replaces=replaced_by(store, scope, memory.id),
+        versions=[MemoryBrief.of(m) for m in versions(store, scope, memory)],
+        events=[EventView.of(e) for e in store.lineage(scope, [memory.id])],
+    )
+
+
+def replaced_by(store: MemoryStore, scope: Scope, memory_id: str) -> list[ReplacedMemory]:
+    """Breadth-first through replacing events: what ``memory_id`` absorbed, and what those had absorbed."""
+    found: list[ReplacedMemory] = []
+    frontier, seen = [memory_id], {memory_id}
+    while frontier and len(seen) < MAX_DEPTH:
+        events = [
+            e
+            for e in store.lineage(scope, frontier)
+            if e.related_id in frontier and e.action in REPLACING_ACTIONS
+        ]
+        older = store.get_memories([e.memory_id for e in events], scope)
+        frontier = []
+        for event in events:
+            if event.memory_id in seen or event.memory_id not in older:
+                continue
+            seen.add(event.memory_id)
+            frontier.append(event.memory_id)
+            found.append(
+                ReplacedMemory(memory=MemoryBrief.of(older[event.memory_id]), how=EventView.of(event))
+            )
+    return found
+
+
+def versions(store: MemoryStore, scope: Scope, memory: MemoryRecord) -> list[MemoryRecord]:
+    chain = []
+    current, seen = memory, {memory.id}
+    while current.version_of and current.version_of not in seen and len(seen) < MAX_DEPTH:
+        previous = store.get_memory(current.version_of, scope)
+        if previous is None:
+            break
+        chain.append(previous)
+        seen.add(previous.id)
+        current = previous
+    return chain
+
+
+async def handle(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutput:
+    return await anyio.to_thread.run_sync(lineage, args, runtime, caller)

@@ -1,0 +1,126 @@
+"""Small read-only views of memories shared by the forget, drift and lineage tools."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from storage.records import LineageEvent, MemoryRecord, Scope
+from tools.common import iso
+
+PREVIEW_CHARS = 200
+
+
+class MemoryBrief(BaseModel):
+    id: str
+    preview: str
+    kind: str
+    agent_id: str
+    created_at: str
+    status: str
+    protection_tier: str
+    replaced_by: str | None = None
+
+    @classmethod
+    def of(cls, memory: MemoryRecord) -> MemoryBrief:
+        return cls(
+            id=memory.id,
+            preview=memory.content[:PREVIEW_CHARS],
+            kind=memory.kind,
+            agent_id=memory.agent_id,
+            created_at=iso(memory.created_at),
+            status=memory.status,
+            protection_tier=memory.protection_tier,
+            replaced_by=memory.replaced_by,
+        )
+
+
+class EventView(BaseModel):
+    action: str
+    memory_id: str
+    related_id: str | None
+    resolver: str
+    reason: str
+    by_agent: str
+    at: str
+
+    @classmethod
+    def of(cls, event: LineageEvent) -> EventView:
+        return cls(
+            action=event.action,
+            memory_id=event.memory_id,
+            related_id=event.related_id,
+            resolver=event.resolver,
+            reason=event.reason,
+            by_agent=event.agent_id,
+            at=iso(event.at),
+        )
+
+
+REPLACING_ACTIONS = ("supersede", "revise", "version", "reword")
+
+
+class LineageLink(BaseModel):
+    """One step of a memory's history: the other memory, who wrote it and when, and who decided."""
+
+    id: str = Field(description="The memory on the other side of this step.")
+    preview: str
+    written_by: str = Field(description="The agent that wrote that memory.")
+    written_at: str
+    action: str = Field(description="supersede, revise, version or reword.")
+    resolver: str = Field(description="What decided: rules:..., revision:explicit, llm:<model>, ...")
+    reason: str
+    decided_at: str
+
+
+@dataclass(frozen=True)
+class Links:
+    replaces: dict[str, list[LineageLink]]  # memory id -> what it replaced, oldest decision first
+    replaced_by: dict[str, LineageLink]  # memory id -> what replaced it, if anything
+
+
+def lineage_links(store: LineageReader, scope: Scope, memory_ids: Sequence[str]) -> Links:
+    """Both directions of each memory's direct lineage, read now."""
+    wanted = set(memory_ids)
+    events = sorted(
+        (
+            event
+            for event in store.lineage(scope, memory_ids)
+            if event.action in REPLACING_ACTIONS and event.related_id is not None
+        ),
+        key=lambda e: e.at,
+    )
+    others = store.get_memories(
+        [e.memory_id if e.related_id in wanted else e.related_id for e in events if e.related_id], scope
+    )
+    links = Links({memory_id: [] for memory_id in memory_ids}, {})
+    for event in events:
+        assert event.related_id is not None
+        if event.related_id in wanted:
+            links.replaces[event.related_id].append(_link(event, event.memory_id, others))
+        if event.memory_id in wanted:
+            links.replaced_by[event.memory_id] = _link(event, event.related_id, others)
+    return links
+
+
+def _link(event: LineageEvent, other_id: str, others: dict[str, MemoryRecord]) -> LineageLink:
+    other = others.get(other_id)
+    return LineageLink(
+        id=other_id,
+        preview=other.content[:PREVIEW_CHARS] if other else "",
+        written_by=other.agent_id if other else "",
+        written_at=iso(other.created_at) if other else "",
+        action=event.action,
+        resolver=event.resolver,
+        reason=event.reason,
+        decided_at=iso(event.at),
+    )
+
+
+class LineageReader(Protocol):
+    def lineage(self, scope: Scope, memory_ids: Sequence[str]) -> list[LineageEvent]: ...
+
+    def get_memories(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, MemoryRecord]: ...

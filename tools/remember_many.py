@@ -1,0 +1,140 @@
+"""remember_many: store several memories in one call (one embedding batch, one append). Near-duplicates
+within the batch collapse: the last one written survives and the others are kept as superseded by it,
+with lineage; then each new memory is consolidated against the store as ``remember`` does."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Literal
+
+import anyio
+import numpy as np
+from pydantic import BaseModel, Field
+
+from retrieval.consolidation.rules import collapse_batch
+from retrieval.consolidation.service import Actor
+from storage.records import LineageEvent
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure
+from tools.remember import (
+    ConsolidationSummary,
+    RememberInput,
+    RememberOutput,
+    check_limits,
+    cluster_member,
+    new_record,
+    output_for,
+    remember,
+    track_consolidation,
+    with_vectors,
+)
+
+
+class BatchItem(BaseModel):
+    content: str = Field(min_length=1, max_length=1_000_000, description="One memory, verbatim.")
+    kind: Literal["fact", "episode", "artifact"] = "fact"
+    tags: list[Tag] = Field(default_factory=list, max_length=1_000)
+    episode_id: Identifier | None = None
+    protection_tier: Literal["standard", "immutable", "protected", "ephemeral"] = "standard"
+
+
+class RememberManyInput(ScopeArgs):
+    items: list[BatchItem] = Field(
+        min_length=1, max_length=200, description="The memories, in the order learned."
+    )
+    agent_id: Identifier | None = Field(None, description="Who learned them. Default: the MCP client's name.")
+    session_id: Identifier | None = Field(
+        None, description="The working session. Default: one per connection."
+    )
+
+
+class RememberManyOutput(BaseModel):
+    results: list[RememberOutput] = Field(description="One per item, in order.")
+    stored: int
+    duplicates: int
+    collapsed: int = Field(description="Items that were near-duplicates of a later item in the same batch.")
+
+
+def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> RememberManyOutput:
+    inputs = [
+        RememberInput(
+            **item.model_dump(),
+            agent_id=args.agent_id,
+            session_id=args.session_id,
+            org_id=args.org_id,
+            project_id=args.project_id,
+        )
+        for item in args.items
+    ]
+    for index, single in enumerate(inputs):
+        try:
+            check_limits(single, runtime)
+        except ToolFailure as exc:
+            raise ToolFailure(f"item {index}: {exc}") from None
+    records = [new_record(single, runtime, caller) for single in inputs]
+    scope = records[0].scope
+    store = runtime.store
+    existing = store.get_memories([r.id for r in records], scope)
+    fresh = list({r.id: r for r in records if r.id not in existing}.values())
+    results: dict[str, RememberOutput] = {}
+    # Items already stored go the single path (attestation, restore, resuming consolidation).
+    for single, record in zip(inputs, records, strict=True):
+        if record.id in existing and record.id not in results:
+            results[record.id] = remember(single, runtime, caller)
+    collapsed = collapse_batch(fresh, runtime.settings.consolidation_text_dedup_threshold)
+    losers = {loser.id: survivor.id for loser, survivor in collapsed}
+    news = with_vectors(fresh, runtime)
+    stored = {record.id: record for record, created in store.insert_many(news) if created}
+    vectors = {new.record.id: np.asarray(new.vector) for new in news}
+    actor = Actor(records[0].agent_id, records[0].session_id)
+    now = runtime.clock()
+    if losers:
+        for loser_id, survivor_id in losers.items():
+            store.supersede(scope, [loser_id], survivor_id, now)
+        store.add_lineage(
+            [
+                LineageEvent(
+                    event_id="evt_" + secrets.token_hex(10),
+                    org_id=scope.org_id,
+                    project_id=scope.project_id,
+                    action="supersede",
+                    memory_id=loser_id,
+                    related_id=survivor_id,
+                    resolver="rules:intra-batch",
+                    reason="a near-duplicate of a later memory in the same batch",
+                    agent_id=actor.agent_id,
+                    session_id=actor.session_id,
+                    at=now,
+                )
+                for loser_id, survivor_id in losers.items()
+            ]
+        )
+    examined = list(losers)
+    for record in fresh:
+        if record.id not in stored:
+            continue
+        if record.id in losers:
+            summary = ConsolidationSummary(resolver="rules:intra-batch", absorbed_into=losers[record.id])
+            results[record.id] = output_for(record, created=True, note=None, consolidation=summary)
+            continue
+        runtime.corroboration.observe(scope, cluster_member(record))
+        report = runtime.consolidation.on_write(
+            record, vectors[record.id], llm=caller.llm, actor=actor, mark=False
+        )
+        examined.append(record.id)
+        track_consolidation(runtime, scope, report, record.id)
+        results[record.id] = output_for(
+            record, created=True, note=None, consolidation=ConsolidationSummary.of(report)
+        )
+    if examined:
+        store.mark_consolidated(examined, runtime.clock())
+    ordered = [results[record.id] for record in records]
+    return RememberManyOutput(
+        results=ordered,
+        stored=sum(1 for r in ordered if r.status == "stored"),
+        duplicates=sum(1 for r in ordered if r.status == "duplicate"),
+        collapsed=len(losers),
+    )
+
+
+async def handle(args: RememberManyInput, runtime: Runtime, caller: Caller) -> RememberManyOutput:
+    return await anyio.to_thread.run_sync(remember_many, args, runtime, caller)

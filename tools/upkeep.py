@@ -1,0 +1,104 @@
+"""The background work the server does between requests: the aggregation job (clusters, contradictions,
+the consolidation sweep) and the expiry of ephemeral memories. Plain functions over a runtime, called by
+the server's background thread."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from storage.records import ContradictionRecord, LineageEvent, Scope
+from tools.common import Runtime
+from tools.remember import track_consolidation
+
+if TYPE_CHECKING:
+    from retrieval.llm.base import LanguageModel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class UpkeepReport:
+    scopes: int = 0
+    clusters: int = 0
+    contradictions: int = 0
+    superseded: int = 0
+    kept: int = 0
+    expired: int = 0
+    details: list[str] = field(default_factory=list)
+
+
+def aggregation_pass(runtime: Runtime, llm: LanguageModel | None = None) -> UpkeepReport:
+    """One aggregation job run: per scope, clusters and contradictions (kept open until resolved), then the
+    consolidation sweep over memories not examined yet."""
+    report = UpkeepReport()
+    now = runtime.clock()
+    for result in runtime.corroboration.run_all():
+        scope = result.scope
+        report.scopes += 1
+        report.clusters += len(result.clusters)
+        report.contradictions += len(result.contradictions)
+        runtime.store.put_contradictions(
+            [
+                ContradictionRecord(
+                    org_id=scope.org_id,
+                    project_id=scope.project_id,
+                    older_id=found.older_id,
+                    newer_id=found.newer_id,
+                    kind="opposition",
+                    detail=f"{found.older_term!r} then {found.newer_term!r} (subject overlap {found.subject_similarity:.2f})",
+                    similarity=found.subject_similarity,
+                    status="open",
+                    resolution=None,
+                    detected_at=now,
+                    resolved_at=None,
+                )
+                for found in result.contradictions
+            ]
+        )
+        swept = runtime.consolidation.sweep(scope, llm=llm)
+        report.superseded += len(swept.superseded)
+        report.kept += len(swept.kept)
+        track_consolidation(runtime, scope, swept)
+        report.details.append(
+            f"{scope.org_id}/{scope.project_id}: {result.rows} rows, {len(result.clusters)} clusters, "
+            f"{len(result.contradictions)} contradictions, {len(swept.superseded)} consolidated in {result.elapsed_ms:.0f} ms"
+        )
+    return report
+
+
+def expire_ephemeral(runtime: Runtime) -> int:
+    """Retract ephemeral memories past their time, with lineage; returns how many."""
+    now = runtime.clock()
+    expired = runtime.store.expired(now)
+    by_scope: dict[tuple[str, str], list[str]] = {}
+    for memory in expired:
+        by_scope.setdefault((memory.org_id, memory.project_id), []).append(memory.id)
+    count = 0
+    for (org_id, project_id), ids in by_scope.items():
+        scope = Scope(org_id, project_id)
+        changed = runtime.store.set_status(scope, ids, "retracted", now)
+        runtime.store.add_lineage(
+            [
+                LineageEvent(
+                    event_id="evt_" + secrets.token_hex(10),
+                    org_id=org_id,
+                    project_id=project_id,
+                    action="expire",
+                    memory_id=memory_id,
+                    related_id=None,
+                    resolver="expiry",
+                    reason="ephemeral memory past its expiry",
+                    agent_id="memoria",
+                    session_id="upkeep",
+                    at=now,
+                )
+                for memory_id in changed
+            ]
+        )
+        runtime.store.resolve_contradictions(scope, changed, "expired", now)
+        runtime.corroboration.retire(scope, changed)
+        count += len(changed)
+    return count
