@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.locomo import Conversation, Turn, load, recall_at_k
+from benchmarks.locomo import Conversation, Turn, load, recall_at_k, standing_turns
 from benchmarks.reporting import RESULTS, write_json
 
 KS = (5, 10)
@@ -224,12 +224,7 @@ def run_scenario(conversation: Conversation, scenario: Scenario, db: Path) -> di
         events = runtime.store.lineage(scope, list(turns_of))
         resolvers = Counter(f"{e.action} by {e.resolver}" for e in {e.event_id: e for e in events}.values())
         wrong = _wrong_merges(memories, turns_of)
-        # A survivor stands for every turn it absorbed (transitively).
-        standing = {memory_id: set(dia) for memory_id, dia in turns_of.items()}
-        for memory_id in memories:
-            final = _final(memory_id, memories)
-            if final != memory_id:
-                standing.setdefault(final, set()).update(turns_of[memory_id])
+        standing = standing_turns(memories, turns_of)  # a survivor stands for every turn it absorbed
         attested = len(runtime.store.attesters(scope)) if scenario.writers[1:] else 0
 
         quality = _score(
@@ -264,17 +259,6 @@ def run_scenario(conversation: Conversation, scenario: Scenario, db: Path) -> di
         "write_seconds": round(write_seconds, 2),
         **quality,
     }
-
-
-def _final(memory_id: str, memories: dict[str, Any]) -> str:
-    seen = {memory_id}
-    current = memories[memory_id]
-    while (
-        current.status == "superseded" and current.replaced_by in memories and current.replaced_by not in seen
-    ):
-        seen.add(current.replaced_by)
-        current = memories[current.replaced_by]
-    return current.id
 
 
 def _wrong_merges(memories: dict[str, Any], turns_of: dict[str, set[str]]) -> list[tuple[str, str]]:

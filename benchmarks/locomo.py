@@ -11,8 +11,9 @@ turn of the conversation are dropped.
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 ADVERSARIAL = 5
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 _SESSION = re.compile(r"^session_(\d+)$")
 _EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
@@ -152,3 +154,52 @@ def recall_at_k(returned: Sequence[set[str]], evidence: Sequence[str], k: int) -
     for turns in returned[:k]:
         covered |= turns
     return len(covered & set(evidence)) / len(set(evidence))
+
+
+def ndcg_at_k(returned: Sequence[set[str]], evidence: Sequence[str], k: int) -> float:
+    """Binary-relevance NDCG: a returned memory earns 1/log2(rank+1) for each evidence turn it covers
+    first; the ideal puts one evidence turn at each of the first ranks."""
+    wanted = set(evidence)
+    if not wanted:
+        return 0.0
+    covered: set[str] = set()
+    gain = 0.0
+    for rank, turns in enumerate(returned[:k], start=1):
+        new = (turns & wanted) - covered
+        if new:
+            gain += len(new) / math.log2(rank + 1)
+            covered |= new
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), k) + 1))
+    return min(1.0, gain / ideal)
+
+
+def reciprocal_rank(returned: Sequence[set[str]], evidence: Sequence[str]) -> float:
+    """1/rank of the first returned memory that covers an evidence turn; 0 when none does."""
+    wanted = set(evidence)
+    for rank, turns in enumerate(returned, start=1):
+        if turns & wanted:
+            return 1.0 / rank
+    return 0.0
+
+
+def standing_turns(memories: Mapping[str, Any], turns_of: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """Memory id -> the turns it stands for: its own, plus (transitively) those of every memory it
+    superseded. ``memories`` are records with ``status`` and ``replaced_by``."""
+    standing = {memory_id: set(turns) for memory_id, turns in turns_of.items()}
+    for memory_id in memories:
+        final = final_version(memory_id, memories)
+        if final != memory_id:
+            standing.setdefault(final, set()).update(turns_of.get(memory_id, set()))
+    return standing
+
+
+def final_version(memory_id: str, memories: Mapping[str, Any]) -> str:
+    """Follow ``replaced_by`` from a superseded memory to the one standing now (cycles stop)."""
+    seen = {memory_id}
+    current = memories[memory_id]
+    while (
+        current.status == "superseded" and current.replaced_by in memories and current.replaced_by not in seen
+    ):
+        seen.add(current.replaced_by)
+        current = memories[current.replaced_by]
+    return str(current.id)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Sequence
+from datetime import datetime
 from functools import lru_cache
 
 _WHITESPACE = re.compile(r"\s+")
@@ -78,3 +80,18 @@ def content_terms(text: str) -> list[str]:
     words = word_tokens(text)
     content = [light_stem(word) for word in words if word not in STOPWORDS]
     return content or [light_stem(word) for word in words]
+
+
+PRECEDING_CHARS = 2_000
+
+
+def searchable_text(
+    content: str, tags: Sequence[str], agent_id: str, when: datetime, preceding: str | None = None
+) -> str:
+    """What the full-text index sees for a memory: its content, then its tags, who wrote it and the day
+    it was learned ("8 May 2023"), then the memory before it in the same episode (its first
+    ``PRECEDING_CHARS``). An answer seldom repeats the words of the question it answers ("Oscar, my
+    guinea pig" after "Do you have pets?"), so the turn before it is searchable context for it."""
+    context = [*tags, agent_id, f"{when.day} {when:%B %Y}"]
+    text = content + "\n" + " ".join(context)
+    return text + "\n" + preceding[:PRECEDING_CHARS] if preceding else text

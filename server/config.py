@@ -77,6 +77,7 @@ class Settings(BaseModel):
         0.0, ge=0.0, le=1.0, description="candidates below this relevance are dropped"
     )
     gate: Literal["local", "llm", "off"] = "local"
+    fulltext_search: bool = True
     corroboration: bool = True
     episode_expansion: bool = True
     score_propagation_alpha: float = Field(0.5, gt=0.0, lt=1.0)
@@ -102,7 +103,12 @@ class Settings(BaseModel):
     ephemeral_ttl_seconds: float = Field(7 * 24 * 3600.0, gt=0)
     aggregation_interval_seconds: float = Field(60.0, gt=0)
     aggregation_max_rows: int = Field(10_000, ge=1, le=10_000_000)
-    fusion_vector_weight: float = Field(0.5, ge=0.0, le=1.0)
+    fusion_vector_weight: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="w in the fused score; default 0.3 on hashed vectors, 0.5 with a model",
+    )
     feedback_ema_alpha: float = Field(0.2, gt=0.0, le=1.0)
     feedback_min_weight: float = Field(0.25, gt=0.0)
     feedback_max_weight: float = Field(1.75, gt=0.0)
@@ -208,6 +214,7 @@ ENVIRONMENT: dict[str, str] = {
     "max_episodes": "MEMORIA_MAX_EPISODES",
     "min_fact_score": "MEMORIA_MIN_FACT_SCORE",
     "gate": "MEMORIA_GATE",
+    "fulltext_search": "MEMORIA_FULLTEXT_SEARCH",
     "corroboration": "MEMORIA_CORROBORATION",
     "episode_expansion": "MEMORIA_EPISODE_EXPANSION",
     "score_propagation_alpha": "MEMORIA_SCORE_PROPAGATION_ALPHA",

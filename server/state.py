@@ -51,7 +51,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
     corroboration = CorroborationService(
         store, max_rows=settings.aggregation_max_rows, oppositions=oppositions(settings)
     )
-    stages = build_stages(store, models, pipeline_options(settings), corroboration)
+    stages = build_stages(store, models, pipeline_options(settings, models.embedder.name), corroboration)
     pipeline = RecallPipeline(stages, backend_summary(models))
     consolidation = ConsolidationService(
         store, models.embedder, consolidation_policy(settings), memory_id=memory_id_for
@@ -91,12 +91,14 @@ def consolidation_policy(settings: Settings):  # -> retrieval.consolidation.serv
     )
 
 
-def pipeline_options(settings: Settings):  # -> retrieval.pipeline.PipelineOptions
+def pipeline_options(settings: Settings, embedder_name: str):  # -> retrieval.pipeline.PipelineOptions
+    from retrieval.fusion import vector_weight_for
     from retrieval.pipeline import PipelineOptions
     from retrieval.rerankers.llm import parse_reranker_configuration
 
     return PipelineOptions(
-        vector_weight=settings.fusion_vector_weight,
+        vector_weight=vector_weight_for(settings.fusion_vector_weight, embedder_name),
+        use_fulltext=settings.fulltext_search,
         gate=settings.gate,
         min_fact_score=settings.min_fact_score,
         max_iterations=settings.max_iterations,

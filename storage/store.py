@@ -474,10 +474,13 @@ class MemoryStore:
             )
         return len(open_pairs)
 
-    def purge(self, scope: Scope, memory_ids: Sequence[str], at: datetime) -> list[str]:
+    def purge(
+        self, scope: Scope, memory_ids: Sequence[str], at: datetime, *, quoted_chars: int = 0
+    ) -> list[str]:
         """Erase content, tags and vector of these memories (the rows stay, status purged, for lineage), scrub
-        their text from recorded traces and episode titles, then drop every older version of the tables
-        and rebuild the full-text index, so the text is gone from the store's files."""
+        their text from recorded traces, episode titles and the search text of the other members of their
+        episodes (which quote up to ``quoted_chars`` of the memory before them), then drop every older
+        version of the tables and rebuild the full-text index, so the text is gone from the store's files."""
         with self._lock.hold():
             current = self.get_memories(memory_ids, scope)
             ids = [i for i in memory_ids if i in current]
@@ -504,6 +507,7 @@ class MemoryStore:
                 )
             )
             self._scrub_traces(scope, ids)
+            self._scrub_quotes(scope, [current[i] for i in ids], quoted_chars)
             for record in current.values():
                 if record.kind == "episode" and record.episode_id:
                     self._episodes.update(
@@ -511,6 +515,33 @@ class MemoryStore:
                     )
             self._drop_old_versions()
         return ids
+
+    def _scrub_quotes(self, scope: Scope, purged: Sequence[MemoryRecord], quoted_chars: int) -> None:
+        quoted = [r for r in purged if r.episode_id and r.content] if quoted_chars > 0 else []
+        if not quoted:
+            return
+        episodes = list({r.episode_id for r in quoted if r.episode_id})
+        condition = filters.all_of(filters.scope_is(scope), filters.one_of("episode_id", episodes))
+        gone = {r.id for r in purged}
+        all_quotes = [r.content[:quoted_chars] for r in quoted]
+        changed: dict[str, str] = {}
+        for row in self._select(self._memories, condition, ["id", "search_text"], limit=None):
+            if row["id"] in gone:
+                continue
+            text = row["search_text"]
+            for quote in all_quotes:
+                text = text.replace(quote, "")
+            if text != row["search_text"]:
+                changed[row["id"]] = text
+        if changed:
+            self._merge_update(
+                pa.table(
+                    {
+                        "id": pa.array(list(changed), pa.string()),
+                        "search_text": pa.array(list(changed.values()), pa.string()),
+                    }
+                )
+            )
 
     def _scrub_traces(self, scope: Scope, memory_ids: Sequence[str]) -> None:
         gone = set(memory_ids)

@@ -53,6 +53,16 @@ Identifier = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(
 Tag = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_tag)]
 
 
+def _aware_utc(value: datetime | None) -> datetime | None:
+    """A timestamp without an offset is taken as UTC; every stored time is UTC."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+OccurredAt = Annotated[datetime | None, AfterValidator(_aware_utc)]
+
+
 class ScopeArgs(BaseModel):
     """The tenant scope every tool accepts; omitted fields fall back to the server's configured scope."""
 

@@ -4,15 +4,20 @@ tags and vector erased from the store's files). Either way a record of what was 
 from __future__ import annotations
 
 import secrets
-from typing import Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 from pydantic import BaseModel, Field
 
-from retrieval.fusion import fuse
+from retrieval.fusion import fuse, vector_weight_for
+from retrieval.text import PRECEDING_CHARS
 from storage.records import LineageEvent, MemoryRecord, Scope
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure
 from tools.memory_views import MemoryBrief
+
+if TYPE_CHECKING:
+    from storage.store import MemoryStore
 
 
 class ForgetInput(ScopeArgs):
@@ -77,7 +82,14 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     now = runtime.clock()
     ids = [m.id for m in eligible]
     if args.mode == "purge":
-        store.purge(scope, ids, now)
+        restatements = absorbed_restatements(store, scope, ids)
+        if restatements:
+            ids += restatements
+            extra = (
+                f"also purged {len(restatements)} restatement(s) it had absorbed: {', '.join(restatements)}"
+            )
+            note = f"{note}; {extra}" if note else extra
+        store.purge(scope, ids, now, quoted_chars=PRECEDING_CHARS)
     else:
         store.set_status(scope, ids, "retracted", now)
     reason = args.reason or f"{args.mode} requested"
@@ -104,6 +116,26 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     return ForgetOutput(mode=args.mode, dry_run=False, forgotten=briefs, note=note)
 
 
+def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) -> list[str]:
+    """Memories that were merged into ``ids`` as restatements (supersede or reword, transitively): they
+    hold the same text, so a purge for privacy must erase them too. Revised beliefs and older artifact
+    versions say something else and are left as they are."""
+    found: list[str] = []
+    seen = set(ids)
+    frontier = list(ids)
+    while frontier:
+        events = store.lineage(scope, frontier)
+        frontier = [
+            e.memory_id
+            for e in events
+            if e.action in ("supersede", "reword") and e.related_id in seen and e.memory_id not in seen
+        ]
+        frontier = list(dict.fromkeys(frontier))
+        seen.update(frontier)
+        found.extend(frontier)
+    return found
+
+
 def best_matches(runtime: Runtime, scope: Scope, query: str, limit: int) -> list[MemoryRecord]:
     """The active memories a recall for ``query`` would rank first (vector and full-text, fused)."""
     embedder = runtime.models.embedder
@@ -115,7 +147,7 @@ def best_matches(runtime: Runtime, scope: Scope, query: str, limit: int) -> list
         text_hits,
         query_vector=vector,
         embedder_name=embedder.name,
-        vector_weight=runtime.settings.fusion_vector_weight,
+        vector_weight=vector_weight_for(runtime.settings.fusion_vector_weight, embedder.name),
         limit=limit,
     )
     return [candidate.memory for candidate in fused]

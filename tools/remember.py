@@ -13,13 +13,25 @@ from pydantic import BaseModel, Field, field_validator
 from retrieval.consolidation.service import Actor, ConsolidationReport
 from retrieval.corroboration import ClusterMember
 from retrieval.simhash import simhash
-from retrieval.text import content_hash
+from retrieval.text import content_hash, searchable_text
 from storage.records import LineageEvent, MemoryKind, MemoryRecord, NewMemory, Scope
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
 
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso, memory_id_for
+from tools.common import (
+    Caller,
+    Identifier,
+    OccurredAt,
+    Runtime,
+    ScopeArgs,
+    Tag,
+    ToolFailure,
+    iso,
+    memory_id_for,
+)
+
+FUTURE_SLACK = timedelta(minutes=5)  # clocks of different machines disagree a little
 
 
 class RememberInput(ScopeArgs):
@@ -47,6 +59,11 @@ class RememberInput(ScopeArgs):
         "standard",
         description="standard; immutable: never superseded; protected: superseded only by an explicit revision; "
         "ephemeral: may expire.",
+    )
+    occurred_at: OccurredAt = Field(
+        None,
+        description="When this was learned or happened, ISO 8601 (UTC if no offset). Default: now. "
+        "Pass it when importing history, so dates and recency are right.",
     )
 
     @field_validator("content")
@@ -113,6 +130,12 @@ def new_record(args: RememberInput, runtime: Runtime, caller: Caller) -> MemoryR
     scope = args.scope(runtime.settings)
     digest = content_hash(args.content)
     now = runtime.clock()
+    when = now if args.occurred_at is None else args.occurred_at
+    if when > now + FUTURE_SLACK:
+        raise ToolFailure(
+            f"occurred_at {iso(when)} is in the future (now is {iso(now)}): pass when it was learned or "
+            "happened, or leave it out for now"
+        )
     return MemoryRecord(
         id=memory_id_for(scope, digest),
         org_id=scope.org_id,
@@ -128,7 +151,7 @@ def new_record(args: RememberInput, runtime: Runtime, caller: Caller) -> MemoryR
         status="active",
         replaced_by=None,
         weight=1.0,
-        created_at=now,
+        created_at=when,
         updated_at=now,
         embedder=runtime.models.embedder.name,
         simhash=simhash(args.content),
@@ -138,14 +161,58 @@ def new_record(args: RememberInput, runtime: Runtime, caller: Caller) -> MemoryR
     )
 
 
-def with_vectors(records: list[MemoryRecord], runtime: Runtime) -> list[NewMemory]:
-    """Embed in one batch and attach the full-text field (content plus tags)."""
+def preceding_contents(records: list[MemoryRecord], store: MemoryStore) -> dict[str, str]:
+    """For each record in an episode, the content of the memory just before it in that episode: the
+    previous record of the batch, or for the first of an episode the latest stored member not newer
+    than it. Record id -> that content."""
+    preceding: dict[str, str] = {}
+    first: dict[str, MemoryRecord] = {}
+    last: dict[str, str] = {}
+    for record in records:
+        if record.episode_id is None:
+            continue
+        if record.episode_id in last:
+            preceding[record.id] = last[record.episode_id]
+        else:
+            first[record.episode_id] = record
+        last[record.episode_id] = record.content
+    if not first:
+        return preceding
+    scope = records[0].scope
+    batch = {record.id for record in records}
+    before: dict[str, str] = {}  # record id -> id of the stored memory before it
+    stubs = store.episode_member_stubs(scope, list(first))
+    for episode_id, record in first.items():
+        earlier = [
+            s
+            for s in stubs
+            if s.episode_id == episode_id and s.id not in batch and s.created_at <= record.created_at
+        ]
+        if earlier:
+            before[record.id] = max(earlier, key=lambda s: (s.created_at, s.id)).id
+    if before:
+        found = store.get_memories(list(set(before.values())), scope)
+        preceding |= {rid: found[mid].content for rid, mid in before.items() if mid in found}
+    return preceding
+
+
+def with_vectors(
+    records: list[MemoryRecord], runtime: Runtime, preceding: dict[str, str] | None = None
+) -> list[NewMemory]:
+    """Embed in one batch and attach the full-text field (content, tags, author, date, the memory before
+    it in its episode: ``preceding`` maps record id -> that content)."""
     vectors = runtime.models.embedder.embed_documents([record.content for record in records])
     return [
         NewMemory(
             record,
             tuple(float(x) for x in vector),
-            record.content if not record.tags else record.content + "\n" + " ".join(record.tags),
+            searchable_text(
+                record.content,
+                record.tags,
+                record.agent_id,
+                record.created_at,
+                (preceding or {}).get(record.id),
+            ),
         )
         for record, vector in zip(records, vectors, strict=True)
     ]
@@ -160,7 +227,7 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
     note = None
     consolidation: ConsolidationReport | None = None
     if existing is None or existing.status in ("retracted", "purged"):
-        new = with_vectors([record], runtime)[0]  # embed only what is new
+        new = with_vectors([record], runtime, preceding_contents([record], store))[0]  # only what is new
         if existing is None:
             stored, created = store.insert_memory(new)
         else:  # stated again after a retraction or purge: it is live again, with lineage

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from retrieval.consolidation.rules import collapse_batch
 from retrieval.consolidation.service import Actor
 from storage.records import LineageEvent
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure
+from tools.common import Caller, Identifier, OccurredAt, Runtime, ScopeArgs, Tag, ToolFailure
 from tools.remember import (
     ConsolidationSummary,
     RememberInput,
@@ -23,6 +23,7 @@ from tools.remember import (
     cluster_member,
     new_record,
     output_for,
+    preceding_contents,
     remember,
     track_consolidation,
     with_vectors,
@@ -35,6 +36,10 @@ class BatchItem(BaseModel):
     tags: list[Tag] = Field(default_factory=list, max_length=1_000)
     episode_id: Identifier | None = None
     protection_tier: Literal["standard", "immutable", "protected", "ephemeral"] = "standard"
+    occurred_at: OccurredAt = Field(None, description="When it was learned or happened. Default: now.")
+    agent_id: Identifier | None = Field(
+        None, description="Who said or learned this one, when it differs from the batch's agent_id."
+    )
 
 
 class RememberManyInput(ScopeArgs):
@@ -57,8 +62,8 @@ class RememberManyOutput(BaseModel):
 def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> RememberManyOutput:
     inputs = [
         RememberInput(
-            **item.model_dump(),
-            agent_id=args.agent_id,
+            **item.model_dump(exclude={"agent_id"}),
+            agent_id=item.agent_id or args.agent_id,
             session_id=args.session_id,
             org_id=args.org_id,
             project_id=args.project_id,
@@ -80,9 +85,13 @@ def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> 
     for single, record in zip(inputs, records, strict=True):
         if record.id in existing and record.id not in results:
             results[record.id] = remember(single, runtime, caller)
-    collapsed = collapse_batch(fresh, runtime.settings.consolidation_text_dedup_threshold)
+    collapsed = collapse_batch(
+        fresh,
+        runtime.settings.consolidation_text_dedup_threshold,
+        across_agents=runtime.settings.consolidate_across_agents,
+    )
     losers = {loser.id: survivor.id for loser, survivor in collapsed}
-    news = with_vectors(fresh, runtime)
+    news = with_vectors(fresh, runtime, preceding_contents(records, store))
     stored = {record.id: record for record, created in store.insert_many(news) if created}
     vectors = {new.record.id: np.asarray(new.vector) for new in news}
     actor = Actor(records[0].agent_id, records[0].session_id)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
-from retrieval.consolidation.rules import Resolution, may_be_superseded, near_exact_resolutions
+from retrieval.consolidation.rules import Resolution, may_absorb, near_exact_resolutions
 from retrieval.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
 from storage.records import MemoryRecord
 
@@ -74,22 +74,24 @@ class LLMResolver:
             return [Resolution("keep_both", None, tuple(m.id for m in ordered), resolver, reason)]
         survivor_index, absorb = answer.get("survivor"), answer.get("absorb")
         if (
-            not isinstance(survivor_index, int)
-            or not 0 <= survivor_index < len(ordered)
+            not _is_index(survivor_index, len(ordered))
             or not isinstance(absorb, list)
+            or not all(_is_index(i, len(ordered)) for i in absorb)
         ):
             raise LLMUnavailable("the LLM's consolidation answer names no valid survivor and absorb list")
         survivor = ordered[survivor_index]
         losers = tuple(
             ordered[i].id
             for i in dict.fromkeys(absorb)
-            if isinstance(i, int)
-            and 0 <= i < len(ordered)
-            and i != survivor_index
-            and may_be_superseded(ordered[i], by_revision=False)
+            if i != survivor_index and may_absorb(survivor, ordered[i])
         )
         reworded = answer.get("reworded")
         reworded = reworded.strip() if isinstance(reworded, str) and reworded.strip() else None
         if not losers:
             return [Resolution("keep_both", None, tuple(m.id for m in ordered), resolver, reason)]
         return [Resolution("supersede", survivor.id, losers, resolver, reason, reworded)]
+
+
+def _is_index(value: object, length: int) -> TypeGuard[int]:
+    """An int (not a bool) naming one of ``length`` memories."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < length

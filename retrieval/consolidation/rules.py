@@ -46,7 +46,17 @@ class Resolution:
 
 
 def newest(memories: Sequence[MemoryRecord]) -> MemoryRecord:
-    return max(memories, key=lambda m: (m.created_at, m.id))
+    """The survivor of a group of restatements: the newest, but never an ephemeral memory over a lasting
+    one (it would expire and take the fact with it)."""
+    return max(memories, key=lambda m: (m.protection_tier != "ephemeral", m.created_at, m.id))
+
+
+def may_absorb(survivor: MemoryRecord, loser: MemoryRecord, *, by_revision: bool = False) -> bool:
+    """Whether ``survivor`` may supersede ``loser``: the loser's tier allows it, and an ephemeral memory
+    never replaces a lasting one."""
+    if survivor.protection_tier == "ephemeral" and loser.protection_tier != "ephemeral":
+        return False
+    return may_be_superseded(loser, by_revision=by_revision)
 
 
 def near_exact_resolutions(members: Sequence[MemoryRecord], threshold: float) -> list[Resolution]:
@@ -67,9 +77,7 @@ def near_exact_resolutions(members: Sequence[MemoryRecord], threshold: float) ->
         if len(group) < 2:
             continue
         survivor = newest(group)
-        losers = tuple(
-            sorted(m.id for m in group if m.id != survivor.id and may_be_superseded(m, by_revision=False))
-        )
+        losers = tuple(sorted(m.id for m in group if m.id != survivor.id and may_absorb(survivor, m)))
         if losers:
             resolutions.append(
                 Resolution(
@@ -91,9 +99,11 @@ def near_exact_resolutions(members: Sequence[MemoryRecord], threshold: float) ->
 
 
 def collapse_batch(
-    records: Sequence[MemoryRecord], threshold: float
+    records: Sequence[MemoryRecord], threshold: float, *, across_agents: bool = False
 ) -> list[tuple[MemoryRecord, MemoryRecord]]:
-    """Intra-batch near-duplicates: (loser, survivor) pairs, the last written of each group surviving."""
+    """Intra-batch near-duplicates: (loser, survivor) pairs, the last written of each group surviving.
+    Tiers are respected (``may_absorb``), and items of different agents collapse only ``across_agents``
+    (otherwise they are corroboration)."""
     pairs = []
     survivors: list[MemoryRecord] = []
     for record in reversed(records):  # later items win
@@ -101,7 +111,10 @@ def collapse_batch(
             (
                 kept
                 for kept in survivors
-                if kept.kind == record.kind and token_jaccard(kept.content, record.content) >= threshold
+                if kept.kind == record.kind
+                and (across_agents or kept.agent_id == record.agent_id)
+                and may_absorb(kept, record)
+                and token_jaccard(kept.content, record.content) >= threshold
             ),
             None,
         )

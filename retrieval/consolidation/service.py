@@ -26,7 +26,7 @@ from retrieval.corroboration import UnionFind
 from retrieval.embedders.base import Embedder
 from retrieval.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
 from retrieval.simhash import simhash
-from retrieval.text import content_hash
+from retrieval.text import content_hash, searchable_text
 from storage.records import ContradictionRecord, LineageEvent, MemoryRecord, NewMemory, Scope, SearchHit
 
 log = logging.getLogger(__name__)
@@ -230,7 +230,8 @@ class ConsolidationService:
             older = by_id[found.older_id]
             detail = f"{found.older_term!r} then {found.newer_term!r} (subject overlap {found.subject_similarity:.2f})"
             revises, resolver = self._is_revision(older, memory, llm)
-            if revises and may_be_superseded(older, by_revision=True):
+            # A protected memory yields only to an explicit revision, never to an LLM's reading of one.
+            if revises and may_be_superseded(older, by_revision=resolver == "revision:explicit"):
                 self._supersede(
                     memory.scope,
                     [older.id],
@@ -276,7 +277,7 @@ class ConsolidationService:
         candidates = [
             (token_jaccard(memory.content, hit.record.content), hit.record)
             for hit in neighbours
-            if hit.score >= self.policy.resolve_threshold
+            if hit.score >= self.policy.resolve_threshold and hit.record.created_at <= memory.created_at
         ]
         candidates = [
             (score, record) for score, record in candidates if score >= self.policy.artifact_threshold
@@ -324,12 +325,16 @@ class ConsolidationService:
             assert chosen is not None
             survivor_id = chosen
             losers = list(resolution.loser_ids)
-            if resolution.reworded:
-                survivor_id = self._reword(by_id[chosen], [by_id[i] for i in losers], resolution, actor)
+            reworded = None
+            if resolution.reworded and may_be_superseded(by_id[chosen], by_revision=False):
+                # (an immutable or protected survivor is kept as written: rewording would supersede it)
+                reworded = self._reword(by_id[chosen], [by_id[i] for i in losers], resolution, actor)
+            if reworded is not None:
+                survivor_id = reworded
                 report.reworded_into = survivor_id
                 report.created.append(survivor_id)
                 losers = [chosen, *losers]
-            action = "reword" if resolution.reworded else "supersede"
+            action = "reword" if reworded is not None else "supersede"
             changed = self._supersede(
                 members[0].scope, losers, survivor_id, action, resolution.resolver, resolution.reason, actor
             )
@@ -362,16 +367,22 @@ class ConsolidationService:
 
     def _reword(
         self, survivor: MemoryRecord, losers: Sequence[MemoryRecord], resolution: Resolution, actor: Actor
-    ) -> str:
+    ) -> str | None:
         """The LLM's reworded statement becomes a new memory that replaces the whole group. It keeps the
-        chosen statement's author (the lineage event records who reworded it and which resolver decided)."""
+        chosen statement's author (the lineage event records who reworded it and which resolver decided).
+        None when that text is already a memory that is not active (forgotten or superseded): the group
+        then folds into the chosen statement instead, so nothing is replaced by an inactive memory."""
         assert resolution.reworded is not None
         now = self._clock()
         text = resolution.reworded
         group = [survivor, *losers]
+        new_id = self._memory_id(survivor.scope, content_hash(text))
+        existing = self._store.get_memories([new_id], survivor.scope).get(new_id)
+        if existing is not None and existing.status != "active":
+            return None
         record = replace(
             survivor,
-            id=self._memory_id(survivor.scope, content_hash(text)),
+            id=new_id,
             content=text,
             content_hash=content_hash(text),
             tags=tuple(dict.fromkeys(tag for member in group for tag in member.tags)),
@@ -385,7 +396,7 @@ class ConsolidationService:
             version_of=None,
         )
         vector = self._embedder.embed_documents([text])[0]
-        search_text = text if not record.tags else text + "\n" + " ".join(record.tags)
+        search_text = searchable_text(text, record.tags, record.agent_id, record.created_at)
         stored, _ = self._store.insert_memory(NewMemory(record, tuple(float(x) for x in vector), search_text))
         self._store.mark_consolidated([stored.id], now)
         return stored.id

@@ -2,6 +2,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from retrieval.consolidation.resolvers import LLMResolver
 from retrieval.consolidation.revision import asserts_use_of, has_revision_words, parse_revision
 from retrieval.consolidation.rules import (
     collapse_batch,
@@ -9,6 +10,8 @@ from retrieval.consolidation.rules import (
     near_exact_resolutions,
     token_jaccard,
 )
+from retrieval.llm.base import LLMUnavailable
+from tests.fakes import ScriptedLLM
 from tests.records import memory_record
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -100,3 +103,41 @@ def test_only_a_stated_choice_is_revised_not_a_mention():
     assert asserts_use_of("We use Postgres for the billing DB", subject)
     assert asserts_use_of("The billing database is Postgres 15", subject)
     assert not asserts_use_of("Postgres listens on port 5432", subject)
+
+
+def test_a_batch_keeps_tiers_and_other_agents_restatements():
+    immutable = [
+        memory("1", "we deploy on tuesdays", protection_tier="immutable"),
+        memory("2", "We deploy on Tuesday."),
+    ]
+    assert collapse_batch(immutable, 0.8) == []
+    by_two = [
+        memory("1", "we deploy on tuesdays", agent_id="a"),
+        memory("2", "We deploy on Tuesday.", agent_id="b"),
+    ]
+    assert collapse_batch(by_two, 0.8) == []  # corroboration, not redundancy
+    assert [(lo.id, su.id) for lo, su in collapse_batch(by_two, 0.8, across_agents=True)] == [("1", "2")]
+
+
+def test_an_ephemeral_restatement_never_absorbs_a_lasting_memory():
+    lasting = memory("s", "the staging host is db-7", 0)
+    passing = memory("e", "the staging host is db-7", 1, protection_tier="ephemeral")
+    [resolution] = near_exact_resolutions([lasting, passing], 0.8)
+    assert (resolution.survivor_id, resolution.loser_ids) == ("s", ("e",))
+    assert collapse_batch([lasting, passing], 0.8) == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"decision": "supersede", "survivor": 0, "absorb": [[1]]}',
+        '{"decision": "supersede", "survivor": true, "absorb": [1]}',
+        '{"decision": "supersede", "survivor": 0, "absorb": [7]}',
+    ],
+)
+def test_a_malformed_llm_answer_falls_back_instead_of_crashing(answer):
+    llm = ScriptedLLM({"consolidate": [answer]})
+    with pytest.raises(LLMUnavailable):
+        LLMResolver(llm).resolve(
+            [memory("a", "we deploy on tuesdays", 0), memory("b", "we deploy tuesdays", 1)]
+        )

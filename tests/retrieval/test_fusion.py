@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from retrieval.fusion import fuse
+from retrieval.fusion import LEXICAL_VECTOR_WEIGHT, SEMANTIC_VECTOR_WEIGHT, fuse, vector_weight_for
 from storage.records import MemoryRecord, SearchHit
 from tests.records import memory_record
 
@@ -64,3 +64,9 @@ def test_negative_cosine_counts_as_zero_and_limit_applies():
     assert [c.id for c in fused] == ["m4", "m3"]
     assert fused[0].fused_score == pytest.approx(0.1)
     assert fused[1].fused_score == pytest.approx(0.0)
+
+
+def test_the_fusion_weight_follows_the_embedder_unless_configured():
+    assert vector_weight_for(None, "hashed-v1:384") == LEXICAL_VECTOR_WEIGHT == 0.3
+    assert vector_weight_for(None, "st:all-MiniLM-L6-v2:384") == SEMANTIC_VECTOR_WEIGHT == 0.5
+    assert vector_weight_for(0.8, "hashed-v1:384") == 0.8

@@ -37,7 +37,7 @@ async def test_full_flow_over_stdio_on_the_offline_backend(tmp_path):
         ) as client:
             assert {t.name for t in (await client.list_tools()).tools} == TOOL_NAMES
 
-            version = await call(client, "remember", {"content": "The staging database is postgres 16"})
+            version = await call(client, "remember", {"content": "The staging database runs postgres 16"})
             port = await call(
                 client, "remember", {"content": "Staging runs the postgres 16 database on port 5432"}
             )
@@ -46,14 +46,14 @@ async def test_full_flow_over_stdio_on_the_offline_backend(tmp_path):
             query = {"query": "which postgres version does the staging database run?", "top_k": 1}
 
             first = await call(client, "recall", query)
-            assert [m["id"] for m in first["memories"]] == [port["id"]]
+            assert [m["id"] for m in first["memories"]] == [version["id"]]
             report = await call(client, "report_outcome", {"outcome": "failure"})
-            assert report["updated"] == [{"id": port["id"], "weight_before": 1.0, "weight_after": 0.85}]
+            assert report["updated"] == [{"id": version["id"], "weight_before": 1.0, "weight_after": 0.85}]
 
             second = await call(client, "recall", query)
-            assert [m["id"] for m in second["memories"]] == [version["id"]]
+            assert [m["id"] for m in second["memories"]] == [port["id"]]
             explained = await call(client, "explain_ranking", {"retrieval_id": second["retrieval_id"]})
-            demoted = next(c for c in explained["candidates"] if c["id"] == port["id"])
+            demoted = next(c for c in explained["candidates"] if c["id"] == version["id"])
             assert (demoted["unweighted_rank"], demoted["weighted_rank"], demoted["rank_delta"]) == (0, 1, -1)
             assert demoted["scores"]["feedback_weight"] == pytest.approx(0.85)
             assert explained["backends"]["embedder"].startswith("hashed-v1:384 (offline fallback:")

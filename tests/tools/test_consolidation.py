@@ -1,11 +1,13 @@
 """Consolidation, belief revision, contradictions, artifacts, tiers and forgetting, through the tool
 handlers on a real store (the deterministic resolver: no LLM here)."""
 
+import json
 from datetime import timedelta
 
 import pytest
 
 from storage.records import Scope
+from tests.fakes import ScriptedLLM
 from tests.helpers import make_runtime, settings_for
 from tools.common import Caller
 from tools.drift import DriftInput, drift
@@ -286,3 +288,69 @@ def test_forget_needs_exactly_one_target(runtime, arguments):
 
     with pytest.raises(ToolFailure, match="exactly one of memory_id or query"):
         forget(ForgetInput(**arguments), runtime, caller())
+
+
+def merging_llm(survivor: int, reworded: str | None) -> ScriptedLLM:
+    answer = {"decision": "supersede", "survivor": survivor, "absorb": [1 - survivor], "reworded": reworded}
+    return ScriptedLLM({"consolidate": [json.dumps(answer | {"reason": "the same fact"})]})
+
+
+def test_an_llm_rewording_never_supersedes_an_immutable_survivor(runtime):
+    rule = remember(
+        RememberInput(content="We deploy on Tuesdays", protection_tier="immutable"), runtime, caller()
+    ).id
+    llm = merging_llm(0, "We always deploy on Tuesdays")
+    again = remember(
+        RememberInput(content="We deploy on Tuesdays!"), runtime, Caller("claude-code", "ses_2", llm)
+    )
+    assert status(runtime, rule) == "active"
+    assert again.consolidation.reworded_into is None and again.consolidation.absorbed_into == rule
+
+
+def test_a_rewording_that_matches_a_forgotten_memory_folds_into_the_chosen_one(runtime):
+    old = remember(RememberInput(content="We always deploy on Tuesdays"), runtime, caller()).id
+    forget(ForgetInput(memory_id=old, mode="retract"), runtime, caller())
+    first = remember(RememberInput(content="We deploy on Tuesdays"), runtime, caller()).id
+    llm = merging_llm(0, "We always deploy on Tuesdays")
+    second = remember(
+        RememberInput(content="We deploy on Tuesdays!"), runtime, Caller("claude-code", "ses_2", llm)
+    )
+    assert (status(runtime, old), status(runtime, first), status(runtime, second.id)) == (
+        "retracted",
+        "active",
+        "superseded",
+    )
+    assert [m.id for m in recall(RecallInput(query="when do we deploy"), runtime, caller()).memories] == [
+        first
+    ]
+
+
+def test_purge_also_erases_absorbed_restatements_and_quotes_in_the_episode(settings):
+    runtime = make_runtime(settings)
+    try:
+        root = __import__("pathlib").Path(settings.db_uri)
+
+        def files_with(token: bytes) -> list[str]:
+            return [str(p) for p in root.rglob("*") if p.is_file() and token in p.read_bytes()]
+
+        first = remember(
+            RememberInput(content="My SSN is 123-45-6789", episode_id="e1"), runtime, caller()
+        ).id
+        later = remember(
+            RememberInput(content="Call the bank tomorrow", episode_id="e1"), runtime, caller()
+        ).id
+        again = remember(RememberInput(content="my SSN is 123-45-6789!", episode_id="e1"), runtime, caller())
+        assert again.consolidation.superseded == [first] and files_with(b"123-45-6789")
+        out = forget(ForgetInput(memory_id=again.id, mode="purge"), runtime, caller())
+        assert first in (out.note or "")
+        assert files_with(b"123-45-6789") == []
+        assert (status(runtime, first), status(runtime, again.id), status(runtime, later)) == (
+            "purged",
+            "purged",
+            "active",
+        )
+        assert [m.id for m in recall(RecallInput(query="call the bank"), runtime, caller()).memories] == [
+            later
+        ]
+    finally:
+        runtime.close()

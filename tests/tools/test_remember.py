@@ -1,8 +1,12 @@
+from datetime import UTC, datetime
+
 import pytest
 
 from storage.records import Scope
 from tools.common import Caller, ToolFailure, memory_id_for
+from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
+from tools.remember_many import BatchItem, RememberManyInput, remember_many
 
 CALLER = Caller(agent_id="claude-code", session_id="ses_1")
 
@@ -74,3 +78,49 @@ def test_invalid_arguments_are_rejected_by_the_input_model(arguments, message):
     with pytest.raises(ValidationError) as failure:
         RememberInput(**arguments)
     assert message in str(failure.value) or message in repr(failure.value.errors())
+
+
+def test_occurred_at_dates_an_imported_memory_and_the_future_is_refused(runtime):
+    out = remember(
+        RememberInput(content="We moved to Berlin", occurred_at="2023-05-08T13:56:00"), runtime, CALLER
+    )
+    assert runtime.store.get_memory(out.id).created_at == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    with pytest.raises(ToolFailure, match="is in the future"):
+        remember(
+            RememberInput(content="Tomorrow's news", occurred_at="2999-01-01T00:00:00Z"), runtime, CALLER
+        )
+    assert runtime.store.count_memories() == 1
+
+
+def test_the_turn_before_an_answer_makes_the_answer_findable(runtime):
+    # "pets" is only in the question; the answer is found through the memory before it in its episode.
+    turns = [
+        ("Ben", "Do you have any pets at home?"),
+        ("Ana", "Yes, Oscar, my guinea pig."),
+        ("Ben", "I went hiking in the Alps last summer."),
+    ]
+    out = remember_many(
+        RememberManyInput(
+            items=[BatchItem(content=text, agent_id=speaker, episode_id="chat-1") for speaker, text in turns]
+        ),
+        runtime,
+        CALLER,
+    )
+    ids = [result.id for result in out.results]
+    assert [runtime.store.get_memory(i).agent_id for i in ids] == ["Ben", "Ana", "Ben"]
+    with_fulltext = recall(RecallInput(query="pets", top_k=2), runtime, CALLER)
+    direct = [m.id for m in with_fulltext.memories if m.source == "direct"]
+    assert ids[1] in direct and ids[2] not in direct
+
+
+def test_the_author_and_the_day_are_searchable(runtime):
+    remember(
+        RememberInput(content="The cache is warm", agent_id="reviewer", occurred_at="2024-03-02T10:00:00Z"),
+        runtime,
+        CALLER,
+    )
+    remember(RememberInput(content="The cache is cold"), runtime, CALLER)
+    top = recall(
+        RecallInput(query="what did reviewer say about the cache in March 2024", top_k=1), runtime, CALLER
+    )
+    assert [m.content for m in top.memories] == ["The cache is warm"]

@@ -1,0 +1,468 @@
+"""Retrieval quality on LoCoMo-format conversations, through the server's own code path.
+
+    python -m benchmarks.quality --data ../shared/data/locomo/locomo-dev.json
+    python -m benchmarks.quality --data FILE --conversations conv-26 conv-30 --holdout conv-47
+
+Each conversation is its own scope (project); each speaker is an agent; each session is an episode with
+its date (turn n at the session's time + n x 30 s); each turn is one memory, stored with ``remember_many``
+as a client would. Then the aggregation job runs once, as a server does in the background. Every
+question goes through the ``recall`` handler (the tool's code) with top_k 20, and the memories it
+returns, best score first, are scored against the question's evidence turns: recall@5/@10/@20,
+NDCG@10 and MRR, per category and over every category but 5 (adversarial), the headline.
+
+In the same run:
+- a plain BM25 (k1 1.2, b 0.75, "speaker: text", no stemming) over the same turns, the floor;
+- ablations: the full pipeline, then each stage switched off in turn;
+- a feedback-learning experiment on a copy of each store: the questions are split in two (alternate
+  questions); the second half is measured, then every first-half question is recalled and reported
+  with ``report_outcome`` (success when an evidence turn reached the context, failure otherwise), and
+  the second half is measured again.
+
+By default the models are the offline backend (hashed vectors + full-text, no reranker); ``--models``
+uses whatever the environment configures (MEMORIA_EMBEDDER, MEMORIA_EMBEDDING_MODEL, ...).
+``--holdout`` names conversations to report separately: they were not looked at while tuning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bm25 import BM25
+from benchmarks.locomo import (
+    CATEGORIES,
+    Conversation,
+    Question,
+    Turn,
+    load,
+    ndcg_at_k,
+    recall_at_k,
+    reciprocal_rank,
+    standing_turns,
+)
+from benchmarks.reporting import RESULTS, write_json
+
+KS = (5, 10, 20)
+METRICS = ("R@5", "R@10", "R@20", "NDCG@10", "MRR")
+TURN_SPACING = timedelta(seconds=30)
+UNDATED = datetime(2020, 1, 1, tzinfo=UTC)  # sessions without a readable date
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+def variants(org_id: str) -> tuple[Variant, ...]:
+    return (
+        Variant("full pipeline"),
+        Variant("- gate", {"gate": "off"}),
+        Variant("- full-text fusion", {"fulltext_search": False}),
+        Variant("- rerank", {"reranker": "none"}),
+        Variant("- corroboration", {"corroboration": False}),
+        Variant("- feedback", {"org_features": {org_id: {"feedback_weighting_disabled": True}}}),
+        Variant("- episode expansion", {"episode_expansion": False}),
+    )
+
+
+# -- scoring ------------------------------------------------------------------------------------
+
+
+def score_question(returned: Sequence[set[str]], evidence: Sequence[str]) -> dict[str, float]:
+    scores = {f"R@{k}": recall_at_k(returned, evidence, k) for k in KS}
+    scores["NDCG@10"] = ndcg_at_k(returned, evidence, 10)
+    scores["MRR"] = reciprocal_rank(returned, evidence)
+    return scores
+
+
+@dataclass
+class Tally:
+    """Per-question scores, grouped so any slice (category, conversation, split) can be averaged."""
+
+    rows: list[tuple[str, int, dict[str, float]]] = field(default_factory=list)
+
+    def add(self, conversation: str, category: int, scores: dict[str, float]) -> None:
+        self.rows.append((conversation, category, scores))
+
+    def mean(
+        self,
+        *,
+        category: int | None = None,
+        conversations: Iterable[str] | None = None,
+        excluding: Iterable[str] = (),
+    ) -> dict[str, Any]:
+        inside = set(conversations) if conversations is not None else None
+        outside = set(excluding)
+        chosen = [
+            scores
+            for conversation, cat, scores in self.rows
+            if (category is None or cat == category)
+            and (inside is None or conversation in inside)
+            and conversation not in outside
+        ]
+        means: dict[str, Any] = {
+            metric: round(statistics.fmean(s[metric] for s in chosen), 4) if chosen else None
+            for metric in METRICS
+        }
+        means["questions"] = len(chosen)
+        return means
+
+    def summary(self, holdout: Iterable[str] = ()) -> dict[str, Any]:
+        held = set(holdout)
+        summary: dict[str, Any] = {
+            "overall": self.mean(),
+            "by_category": {
+                CATEGORIES[category]: self.mean(category=category)
+                for category in sorted({category for _, category, _ in self.rows})
+            },
+            "by_conversation": {
+                conversation: self.mean(conversations=[conversation])
+                for conversation in dict.fromkeys(conversation for conversation, _, _ in self.rows)
+            },
+        }
+        if held:
+            summary["tuning"] = self.mean(excluding=held)
+            summary["holdout"] = self.mean(conversations=held)
+        return summary
+
+
+# -- the server side ----------------------------------------------------------------------------
+
+
+def base_settings(db: Path, use_models: bool, extra: dict[str, str] | None = None) -> Any:
+    """Offline backend (or the environment's models with ``use_models``); ``extra`` are MEMORIA_*
+    variables to try a configuration, e.g. {"MEMORIA_MAX_SIBLINGS": "5"}."""
+    from server.config import Settings
+
+    env = (dict(os.environ) if use_models else {}) | (extra or {})
+    overrides: dict[str, Any] = {"db_uri": str(db), "maintenance_interval_seconds": 3600.0}
+    if not use_models:
+        overrides |= {"embedder": "hashed", "reranker": "none", "allow_model_downloads": False, "llm": "none"}
+    return Settings.from_env(env, **overrides)
+
+
+def with_overrides(settings: Any, overrides: dict[str, Any]) -> Any:
+    """The settings with some fields changed, validated again (as if read from the environment)."""
+    return type(settings).model_validate({**settings.model_dump(), **overrides})
+
+
+def turn_text(turn: Turn) -> str:
+    caption = f" [shares an image: {turn.image_caption}]" if turn.image_caption else ""
+    return turn.text + caption
+
+
+def remember_conversation(conversation: Conversation, runtime: Any) -> dict[str, set[str]]:
+    """Store every turn with ``remember_many`` (one call per session); memory id -> the turns it stands for."""
+    from tools.common import Caller
+    from tools.remember_many import BatchItem, RememberManyInput, remember_many
+
+    turns_of: dict[str, set[str]] = {}
+    for number, turns in conversation.sessions().items():
+        start = (turns[0].when.replace(tzinfo=UTC) if turns[0].when else UNDATED) if turns else UNDATED
+        for offset in range(0, len(turns), 200):
+            chunk = turns[offset : offset + 200]
+            items = [
+                BatchItem(
+                    content=turn_text(turn),
+                    agent_id=turn.speaker,
+                    episode_id=f"{conversation.sample_id}-session-{number}",
+                    occurred_at=start + TURN_SPACING * (offset + index),
+                )
+                for index, turn in enumerate(chunk)
+            ]
+            out = remember_many(
+                RememberManyInput(items=items, project_id=conversation.sample_id),
+                runtime,
+                Caller("importer", f"import-session-{number}"),
+            )
+            for turn, result in zip(chunk, out.results, strict=True):
+                turns_of.setdefault(result.id, set()).add(turn.dia_id)
+        runtime.store.maintain(min_fragments=runtime.settings.compaction_min_fragments)
+    return turns_of
+
+
+def ask(runtime: Any, conversation: Conversation, question: Question, session: str) -> list[Any]:
+    """Recall through the tool's handler; the returned memories, best score first."""
+    from tools.common import Caller
+    from tools.recall import RecallInput, recall
+
+    out = recall(
+        RecallInput(
+            query=question.question,
+            top_k=max(KS),
+            char_budget=200_000,
+            project_id=conversation.sample_id,
+            session_id=session,
+        ),
+        runtime,
+        Caller("benchmark", session),
+    )
+    return sorted(out.memories, key=lambda memory: (-memory.score, memory.position))
+
+
+def measure(
+    runtime: Any,
+    conversation: Conversation,
+    questions: Sequence[Question],
+    standing: dict[str, set[str]],
+    tally: Tally,
+    label: str,
+) -> None:
+    for index, question in enumerate(questions):
+        returned = ask(runtime, conversation, question, f"{label}-{index}")
+        tally.add(
+            conversation.sample_id,
+            question.category,
+            score_question([standing.get(m.id, set()) for m in returned], question.evidence),
+        )
+        progress(f"{conversation.sample_id} {label}: {index + 1}/{len(questions)}")
+
+
+def feedback_experiment(
+    runtime: Any, conversation: Conversation, standing: dict[str, set[str]], before: Tally, after: Tally
+) -> int:
+    """Train on alternate questions with report_outcome; measure the others before and after."""
+    from tools.common import Caller
+    from tools.report_outcome import ReportOutcomeInput, report_outcome
+
+    questions = conversation.scored_questions()
+    train, test = questions[0::2], questions[1::2]
+    measure(runtime, conversation, test, standing, before, "fb-before")
+    successes = 0
+    for index, question in enumerate(train):
+        session = f"fb-train-{index}"
+        returned = ask(runtime, conversation, question, session)
+        helped = any(standing.get(m.id, set()) & set(question.evidence) for m in returned)
+        successes += helped
+        report_outcome(
+            ReportOutcomeInput(
+                outcome="success" if helped else "failure",
+                session_id=session,
+                project_id=conversation.sample_id,
+            ),
+            runtime,
+            Caller("benchmark", session),
+        )
+        progress(f"{conversation.sample_id} feedback training: {index + 1}/{len(train)}")
+    measure(runtime, conversation, test, standing, after, "fb-after")
+    return successes
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+_last_progress = 0.0
+
+
+def progress(message: str) -> None:
+    """One status line on stderr, rewritten in place on a terminal and at most twice a second."""
+    global _last_progress
+    now = time.monotonic()
+    if sys.stderr.isatty() and now - _last_progress > 0.5:
+        print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
+        _last_progress = now
+
+
+def say(message: str) -> None:
+    if sys.stderr.isatty():
+        print("\r\033[K", end="", file=sys.stderr)
+    print(message, file=sys.stderr, flush=True)
+
+
+def run(
+    data: Path,
+    only: Sequence[str] | None = None,
+    *,
+    holdout: Sequence[str] = (),
+    ablations: bool = True,
+    feedback: bool = True,
+    use_models: bool = False,
+    extra: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    from server.state import build_runtime
+    from tools.upkeep import aggregation_pass
+
+    conversations = load(data, only)
+    unknown = set(holdout) - {c.sample_id for c in conversations}
+    if unknown:
+        raise ValueError(f"--holdout names conversations not in the run: {', '.join(sorted(unknown))}")
+    bm25 = Tally()
+    results: dict[str, Tally] = {}
+    before, after = Tally(), Tally()
+    backend = ""
+    seconds: dict[str, float] = {"remember": 0.0, "aggregation": 0.0, "recall": 0.0}
+    recalls = 0
+    with tempfile.TemporaryDirectory(prefix="memoria-quality-") as tmp:
+        for conversation in conversations:
+            questions = conversation.scored_questions()
+            index = BM25([f"{turn.speaker}: {turn.text}" for turn in conversation.turns])
+            for question in questions:
+                ranked = [{conversation.turns[i].dia_id} for i in index.rank(question.question, max(KS))]
+                bm25.add(conversation.sample_id, question.category, score_question(ranked, question.evidence))
+
+            db = Path(tmp) / conversation.sample_id
+            settings = base_settings(db, use_models, extra)
+            runtime = build_runtime(settings)
+            try:
+                backend = ", ".join(f"{k} {v}" for k, v in runtime.backends.items())
+                started = time.perf_counter()
+                turns_of = remember_conversation(conversation, runtime)
+                seconds["remember"] += time.perf_counter() - started
+                started = time.perf_counter()
+                aggregation_pass(runtime)
+                seconds["aggregation"] += time.perf_counter() - started
+                from storage.records import Scope
+
+                memories = runtime.store.get_memories(
+                    list(turns_of), Scope(settings.org_id, conversation.sample_id)
+                )
+                standing = standing_turns(memories, turns_of)
+            finally:
+                runtime.close()
+            say(
+                f"{conversation.sample_id}: {len(conversation.turns)} turns remembered, {len(questions)} questions"
+            )
+
+            for variant in variants(settings.org_id) if ablations else variants(settings.org_id)[:1]:
+                runtime = build_runtime(with_overrides(settings, variant.overrides))
+                try:
+                    started = time.perf_counter()
+                    measure(
+                        runtime,
+                        conversation,
+                        questions,
+                        standing,
+                        results.setdefault(variant.name, Tally()),
+                        variant.name.replace(" ", "").replace("-", "no-", 1),
+                    )
+                    seconds["recall"] += time.perf_counter() - started
+                    recalls += len(questions)
+                finally:
+                    runtime.close()
+            say(f"{conversation.sample_id}: scored {len(questions)} questions x {len(results)} variants")
+
+            if feedback:
+                copy = Path(tmp) / f"{conversation.sample_id}-feedback"
+                shutil.copytree(db, copy)
+                runtime = build_runtime(with_overrides(settings, {"db_uri": str(copy)}))
+                try:
+                    feedback_experiment(runtime, conversation, standing, before, after)
+                finally:
+                    runtime.close()
+                say(f"{conversation.sample_id}: feedback experiment done")
+
+    report: dict[str, Any] = {
+        "data": str(data),
+        "conversations": [c.sample_id for c in conversations],
+        "holdout": list(holdout),
+        "backend": backend,
+        "settings": dict(extra or {}),
+        "questions": len(bm25.rows),
+        "bm25": bm25.summary(holdout),
+        "variants": {name: tally.summary(holdout) for name, tally in results.items()},
+        "seconds": {k: round(v, 1) for k, v in seconds.items()},
+        "recall_ms_mean": round(1000.0 * seconds["recall"] / recalls, 1) if recalls else None,
+    }
+    if feedback:
+        report["feedback"] = {
+            "method": "alternate questions: train on even positions with report_outcome, test on odd",
+            "before": before.summary(holdout),
+            "after": after.summary(holdout),
+        }
+    return report
+
+
+# -- output -------------------------------------------------------------------------------------
+
+
+def _row(label: str, means: dict[str, Any]) -> str:
+    cells = "".join(f"{means[m]:>9.3f}" if means[m] is not None else f"{'-':>9}" for m in METRICS)
+    return f"{label:<24}{cells}{means['questions']:>7}"
+
+
+def _header(title: str) -> str:
+    return f"{title:<24}" + "".join(f"{m:>9}" for m in METRICS) + f"{'n':>7}"
+
+
+def print_table(report: dict[str, Any]) -> None:
+    full = report["variants"].get("full pipeline")
+    print(f"\nretrieval quality on {report['data']} - {report['questions']} questions, categories 1-4")
+    print(f"backend: {report['backend']}")
+    print(_header("all but adversarial"))
+    print(_row("BM25 (k1 1.2, b 0.75)", report["bm25"]["overall"]))
+    for name, summary in report["variants"].items():
+        print(_row(name, summary["overall"]))
+    if full is not None:
+        print("\n" + _header("by category"))
+        for category, means in full["by_category"].items():
+            print(_row(f"{category} (memoria)", means))
+            print(_row(f"{category} (BM25)", report["bm25"]["by_category"][category]))
+        print("\n" + _header("by conversation"))
+        for conversation, means in full["by_conversation"].items():
+            print(_row(f"{conversation} (memoria)", means))
+            print(_row(f"{conversation} (BM25)", report["bm25"]["by_conversation"][conversation]))
+        if report["holdout"]:
+            print("\n" + _header("split"))
+            for part in ("tuning", "holdout"):
+                print(_row(f"{part} (memoria)", full[part]))
+                print(_row(f"{part} (BM25)", report["bm25"][part]))
+    if "feedback" in report:
+        print("\n" + _header("feedback (test half)"))
+        before, after = report["feedback"]["before"]["overall"], report["feedback"]["after"]["overall"]
+        print(_row("before outcomes", before))
+        print(_row("after outcomes", after))
+        delta = {
+            m: (after[m] - before[m]) if after[m] is not None and before[m] is not None else None
+            for m in METRICS
+        }
+        print(_row("change", delta | {"questions": after["questions"]}))
+    print(f"\nmean recall {report['recall_ms_mean']} ms; seconds {report['seconds']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", type=Path, required=True, help="a file in LoCoMo's format")
+    parser.add_argument("--conversations", nargs="*", help="sample ids (default: every conversation)")
+    parser.add_argument("--holdout", nargs="*", default=[], help="conversations to report separately")
+    parser.add_argument("--no-ablations", action="store_true", help="only the full pipeline")
+    parser.add_argument("--no-feedback", action="store_true", help="skip the feedback experiment")
+    parser.add_argument(
+        "--models", action="store_true", help="use the configured models, not the offline backend"
+    )
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="MEMORIA_VAR=VALUE", help="try a setting (repeatable)"
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS / "quality.json")
+    args = parser.parse_args(argv)
+    extra = dict(item.split("=", 1) for item in args.set if "=" in item)
+    if len(extra) != len(args.set):
+        parser.error("--set takes MEMORIA_VAR=VALUE")
+    report = run(
+        args.data,
+        args.conversations,
+        holdout=args.holdout,
+        ablations=not args.no_ablations,
+        feedback=not args.no_feedback,
+        use_models=args.models,
+        extra=extra,
+    )
+    print_table(report)
+    write_json(args.out, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The quality benchmark end to end on a tiny conversation, and its scoring by hand."""
+
+import json
+import math
+
+import pytest
+
+from benchmarks import quality
+from benchmarks.bm25 import BM25
+from benchmarks.locomo import ndcg_at_k, reciprocal_rank
+from tests.benchmarks.sample import SAMPLE
+
+
+def test_bm25_matches_the_formula_by_hand():
+    index = BM25(["red fox", "red red dog", "blue cat"])
+    # N 3; "red" in 2 documents: idf = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln(1.6); average length 7/3.
+    idf = math.log(1.6)
+    norm_fox = 1.2 * (1 - 0.75 + 0.75 * 2 / (7 / 3))
+    norm_dog = 1.2 * (1 - 0.75 + 0.75 * 3 / (7 / 3))
+    fox, dog, cat = index.scores("red")
+    assert fox == pytest.approx(idf * 1 * 2.2 / (1 + norm_fox))
+    assert dog == pytest.approx(idf * 2 * 2.2 / (2 + norm_dog))
+    assert cat == 0.0
+    assert index.rank("red", 5) == [1, 0]  # two "red" outweigh the shorter document; no zero scores
+
+
+def test_ndcg_and_mrr_by_hand():
+    returned = [{"x"}, {"D1"}, {"y"}, {"D2"}]
+    # gains at ranks 2 and 4: 1/log2(3) + 1/log2(5); ideal: 1 + 1/log2(3).
+    expected = (1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3))
+    assert ndcg_at_k(returned, ["D1", "D2"], 10) == pytest.approx(expected)
+    assert ndcg_at_k(returned, ["D1", "D2"], 2) == pytest.approx((1 / math.log2(3)) / (1 + 1 / math.log2(3)))
+    assert reciprocal_rank(returned, ["D2"]) == 0.25
+    assert reciprocal_rank(returned, ["nowhere"]) == 0.0
+
+
+def test_the_benchmark_runs_every_variant_the_baseline_and_the_feedback_experiment(tmp_path, capsys):
+    data = tmp_path / "sample.json"
+    data.write_text(json.dumps([SAMPLE]))
+    out = tmp_path / "quality.json"
+    assert quality.main(["--data", str(data), "--out", str(out), "--holdout", "conv-test"]) == 0
+    report = json.loads(out.read_text())
+    assert report["questions"] == 3 and report["backend"].startswith("embedder hashed-v1")
+    assert list(report["variants"]) == [v.name for v in quality.variants("default")]
+    for summary in report["variants"].values():
+        assert summary["overall"]["questions"] == 3
+    full = report["variants"]["full pipeline"]
+    # Six turns and top_k 20: every evidence turn is returned, somewhere.
+    assert full["overall"]["R@20"] == 1.0 and 0.0 < full["overall"]["MRR"] <= 1.0
+    assert set(full["by_category"]) == {"multi-hop", "single-hop"}
+    assert full["holdout"]["questions"] == 3 and full["tuning"]["questions"] == 0
+    assert report["bm25"]["overall"]["questions"] == 3
+    feedback = report["feedback"]
+    assert feedback["before"]["overall"]["questions"] == feedback["after"]["overall"]["questions"] == 1
+    table = capsys.readouterr().out
+    assert "BM25 (k1 1.2, b 0.75)" in table and "- episode expansion" in table and "after outcomes" in table
