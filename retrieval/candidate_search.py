@@ -9,6 +9,7 @@ import numpy as np
 
 from retrieval.embedders.base import Embedder
 from retrieval.fusion import fuse
+from retrieval.text import fulltext_query
 from retrieval.trace import CandidatesFused, SearchLegRan, SearchLegSkipped, StageOutput, TraceEvent
 from retrieval.types import Candidate, RecallRequest
 from storage.records import Scope, SearchHit
@@ -77,7 +78,7 @@ class CandidateSearchStage:
             events.append(SearchLegSkipped("vector", "disabled by configuration"))
         if self._use_fulltext:
             fulltext_hits = self._source.fulltext_search(
-                request.scope, request.query, limit=limit, kinds=kinds, tags=tags
+                request.scope, fulltext_query(request.query), limit=limit, kinds=kinds, tags=tags
             )
             events.append(SearchLegRan("fulltext", "lancedb-bm25", len(fulltext_hits), limit))
         else:

@@ -95,3 +95,12 @@ def searchable_text(
     context = [*tags, agent_id, f"{when.day} {when:%B %Y}"]
     text = content + "\n" + " ".join(context)
     return text + "\n" + preceding[:PRECEDING_CHARS] if preceding else text
+
+
+def fulltext_query(query: str) -> str:
+    """The words of ``query`` for the full-text leg: function words dropped ("what did Caroline research"
+    -> "Caroline research"; the index's own stop list is short and keeps "what", "did", "you"), and no
+    query syntax passed through. The whole query's words when nothing else is left."""
+    words = word_tokens(query)
+    kept = [word for word in words if word not in STOPWORDS]
+    return " ".join(kept or words)

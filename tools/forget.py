@@ -11,7 +11,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from retrieval.fusion import fuse, vector_weight_for
-from retrieval.text import PRECEDING_CHARS
+from retrieval.text import PRECEDING_CHARS, fulltext_query
 from storage.records import LineageEvent, MemoryRecord, Scope
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure
 from tools.memory_views import MemoryBrief
@@ -141,7 +141,7 @@ def best_matches(runtime: Runtime, scope: Scope, query: str, limit: int) -> list
     embedder = runtime.models.embedder
     vector = embedder.embed_query(query)
     vector_hits = runtime.store.vector_search(scope, vector, embedder=embedder.name, limit=limit * 3)
-    text_hits = runtime.store.fulltext_search(scope, query, limit=limit * 3)
+    text_hits = runtime.store.fulltext_search(scope, fulltext_query(query), limit=limit * 3)
     fused, _ = fuse(
         vector_hits,
         text_hits,

@@ -1,4 +1,15 @@
-from retrieval.text import content_hash, content_terms, light_stem, normalize_content, word_tokens
+from datetime import UTC, datetime
+
+from retrieval.text import (
+    PRECEDING_CHARS,
+    content_hash,
+    content_terms,
+    fulltext_query,
+    light_stem,
+    normalize_content,
+    searchable_text,
+    word_tokens,
+)
 
 
 def test_same_content_modulo_whitespace_hashes_the_same():
@@ -44,3 +55,18 @@ def test_light_stem_handles_plurals_and_verb_endings_conservatively():
 def test_content_terms_drop_stop_words_unless_nothing_else_is_left():
     assert content_terms("What is the deploy script?") == ["deploy", "script"]
     assert content_terms("what is it") == ["what", "is", "it"]
+
+
+def test_the_fulltext_query_keeps_content_words_and_no_syntax():
+    assert fulltext_query("What did Caroline research?") == "caroline research"
+    assert fulltext_query('name:"x" OR 1=1') == "name x 1 1"  # operators and quotes gone
+    assert fulltext_query("what is it?") == "what is it"  # nothing but function words: keep them all
+
+
+def test_searchable_text_adds_author_day_and_the_memory_before_it():
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert searchable_text("Oscar, my guinea pig", ["pets"], "Ana", when, "Do you have pets?") == (
+        "Oscar, my guinea pig\npets Ana 8 May 2023\nDo you have pets?"
+    )
+    assert searchable_text("x", [], "Ana", when) == "x\nAna 8 May 2023"
+    assert searchable_text("x", [], "Ana", when, "y" * 5_000).endswith("\n" + "y" * PRECEDING_CHARS)
