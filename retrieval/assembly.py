@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from retrieval.consolidation.rules import term_set
+from retrieval.consolidation.rules import set_jaccard, term_set
 from retrieval.expansion import EpisodeSource
 from retrieval.text import single_line
 from retrieval.trace import ContextAssembled, StageOutput
@@ -82,6 +82,9 @@ class _Group:
         return all(item.memory.kind == "episode" for item in self.items)
 
 
+FOLDED = ": folded into it"  # ends the exclusion reason of a folded near-duplicate
+
+
 class _Twins:
     """The memories selected so far, to recognise a near-duplicate of one of them."""
 
@@ -89,17 +92,18 @@ class _Twins:
         self._threshold = threshold
         self._clusters: dict[str, str] = {}  # cluster canonical -> the member selected
         self._terms: list[tuple[str, frozenset[str]]] = []
+        self._seen: dict[str, frozenset[str]] = {}  # candidate id -> its term set, computed once
 
     def of(self, candidate: Candidate) -> str | None:
         if self._threshold is None:
             return None
         if candidate.cluster_canonical in self._clusters:
             return self._clusters[candidate.cluster_canonical]
-        terms = term_set(candidate.memory.content)
+        terms = self._terms_of(candidate)
         if not terms:
             return None
         for chosen_id, chosen_terms in self._terms:
-            if len(terms & chosen_terms) / len(terms | chosen_terms) >= self._threshold:
+            if set_jaccard(terms, chosen_terms) >= self._threshold:
                 return chosen_id
         return None
 
@@ -108,7 +112,12 @@ class _Twins:
             return
         if candidate.cluster_canonical:
             self._clusters.setdefault(candidate.cluster_canonical, candidate.id)
-        self._terms.append((candidate.id, term_set(candidate.memory.content)))
+        self._terms.append((candidate.id, self._terms_of(candidate)))
+
+    def _terms_of(self, candidate: Candidate) -> frozenset[str]:
+        if candidate.id not in self._seen:
+            self._seen[candidate.id] = term_set(candidate.memory.content)
+        return self._seen[candidate.id]
 
 
 def select(
@@ -140,7 +149,7 @@ def select(
             continue
         twin = twins.of(candidate)
         if twin is not None:
-            reasons[candidate.id] = f"a near-duplicate of {twin}, which is in the context: folded into it"
+            reasons[candidate.id] = f"a near-duplicate of {twin}, which is in the context{FOLDED}"
             continue
         if memory.kind != "episode" and candidate.source == "direct" and facts >= top_k:
             reasons[candidate.id] = f"ranked below the top_k={top_k} cut"
@@ -275,7 +284,7 @@ class AssemblyStage:
             fold_threshold=self._fold_threshold,
         )
         included = sum(1 for candidate in marked if candidate.in_context)
-        folded = sum(1 for c in marked if (c.exclusion_reason or "").endswith(": folded into it"))
+        folded = sum(1 for c in marked if (c.exclusion_reason or "").endswith(FOLDED))
         return StageOutput(
             marked, (ContextAssembled(included, len(context), request.char_budget, folded),), context
         )

@@ -61,26 +61,44 @@ class CandidateSearchStage:
             self._vector_weight = 0.0
 
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
+        fused, events = self.search(
+            request.scope,
+            request.query,
+            leg_limit=request.candidate_limit,
+            limit=request.candidate_limit,
+            kinds=list(request.kinds) or None,
+            tags=list(request.tags) or None,
+        )
+        return StageOutput(fused, events)
+
+    def search(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        leg_limit: int,
+        limit: int,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> tuple[tuple[Candidate, ...], tuple[TraceEvent, ...]]:
+        """Both legs (``leg_limit`` hits each), fused; the best ``limit`` candidates and the trace events."""
         events: list[TraceEvent] = []
-        limit = request.candidate_limit
-        kinds = list(request.kinds) or None
-        tags = list(request.tags) or None
         query_vector: np.ndarray | None = None
         vector_hits: list[SearchHit] = []
         fulltext_hits: list[SearchHit] = []
         if self._use_vector:
-            query_vector = self._embedder.embed_query(request.query)
+            query_vector = self._embedder.embed_query(query)
             vector_hits = self._source.vector_search(
-                request.scope, query_vector, embedder=self._embedder.name, limit=limit, kinds=kinds, tags=tags
+                scope, query_vector, embedder=self._embedder.name, limit=leg_limit, kinds=kinds, tags=tags
             )
-            events.append(SearchLegRan("vector", self._embedder.name, len(vector_hits), limit))
+            events.append(SearchLegRan("vector", self._embedder.name, len(vector_hits), leg_limit))
         else:
             events.append(SearchLegSkipped("vector", "disabled by configuration"))
         if self._use_fulltext:
             fulltext_hits = self._source.fulltext_search(
-                request.scope, fulltext_query(request.query), limit=limit, kinds=kinds, tags=tags
+                scope, fulltext_query(query), limit=leg_limit, kinds=kinds, tags=tags
             )
-            events.append(SearchLegRan("fulltext", "lancedb-bm25", len(fulltext_hits), limit))
+            events.append(SearchLegRan("fulltext", "lancedb-bm25", len(fulltext_hits), leg_limit))
         else:
             events.append(SearchLegSkipped("fulltext", "disabled by configuration"))
         fused, seen = fuse(
@@ -96,4 +114,4 @@ class CandidateSearchStage:
                 "weighted-sum", self._vector_weight, round(1.0 - self._vector_weight, 6), seen, len(fused)
             )
         )
-        return StageOutput(fused, tuple(events))
+        return fused, tuple(events)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
@@ -112,6 +113,35 @@ class LineageEvent:
     agent_id: str
     session_id: str
     at: datetime
+
+    @classmethod
+    def new(
+        cls,
+        scope: Scope,
+        action: LineageAction,
+        memory_id: str,
+        *,
+        resolver: str,
+        reason: str,
+        agent_id: str,
+        session_id: str,
+        at: datetime,
+        related_id: str | None = None,
+    ) -> LineageEvent:
+        """A new event with a fresh id."""
+        return cls(
+            "evt_" + secrets.token_hex(10),
+            scope.org_id,
+            scope.project_id,
+            action,
+            memory_id,
+            related_id,
+            resolver,
+            reason,
+            agent_id,
+            session_id,
+            at,
+        )
 
 
 @dataclass(frozen=True)

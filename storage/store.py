@@ -328,18 +328,17 @@ class MemoryStore:
         """Mark the still-active ``loser_ids`` superseded by ``survivor_id``; returns the ids that changed."""
         return self._set_status(scope, loser_ids, "superseded", at, replaced_by=survivor_id)
 
-    def set_status(self, scope: Scope, memory_ids: Sequence[str], status: str, at: datetime) -> list[str]:
-        """Retract (or restore) memories; returns the ids whose status changed."""
-        return self._set_status(scope, memory_ids, status, at, replaced_by=None)
+    def retract(self, scope: Scope, memory_ids: Sequence[str], at: datetime) -> list[str]:
+        """Retract the active ones of these memories; returns the ids whose status changed."""
+        return self._set_status(scope, memory_ids, "retracted", at, replaced_by=None)
 
     def _set_status(
         self, scope: Scope, memory_ids: Sequence[str], status: str, at: datetime, *, replaced_by: str | None
     ) -> list[str]:
         with self._lock.hold():
             current = self.get_memories(memory_ids, scope)
-            changing = [i for i in memory_ids if i in current and current[i].status != status]
-            if status != "active":
-                changing = [i for i in changing if current[i].status == "active"]
+            # Only active memories leave the active set (a superseded one is not retracted over, etc.).
+            changing = [i for i in memory_ids if i in current and current[i].status == "active"]
             if changing:
                 update = pa.table(
                     {
@@ -443,11 +442,19 @@ class MemoryStore:
 
     def newer_contradictions(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         """Older memory id -> the newer memories that contradict it, for open contradictions only."""
+        if not memory_ids:
+            return {}
+        condition = filters.all_of(
+            filters.scope_is(scope),
+            filters.equals("status", "open"),
+            filters.one_of("older_id", list(memory_ids)),
+        )
         found: dict[str, list[str]] = {}
-        wanted = set(memory_ids)
-        for pair in self.contradictions(scope, memory_ids=memory_ids):
-            if pair.older_id in wanted:
-                found.setdefault(pair.older_id, []).append(pair.newer_id)
+        rows = self._select(
+            self._contradictions, condition, ["older_id", "newer_id", "detected_at"], limit=None
+        )
+        for row in sorted(rows, key=lambda r: (r["detected_at"], r["older_id"], r["newer_id"])):
+            found.setdefault(row["older_id"], []).append(row["newer_id"])
         return found
 
     def resolve_contradictions(

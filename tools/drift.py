@@ -43,15 +43,15 @@ class DriftOutput(BaseModel):
 def drift(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
     scope = args.scope(runtime.settings)
     store = runtime.store
-    pairs = store.contradictions(scope, status=None if args.include_resolved else "open")
-    pairs = sorted(pairs, key=lambda pair: pair.detected_at, reverse=True)[: args.limit]
+    found = store.contradictions(scope, status=None if args.include_resolved else "open")
+    open_count = sum(1 for pair in found if pair.status == "open")
+    pairs = sorted(found, key=lambda pair: pair.detected_at, reverse=True)[: args.limit]
     changes = store.recent_lineage(scope, REPLACING_ACTIONS, args.limit)
     ids = {pair.older_id for pair in pairs} | {pair.newer_id for pair in pairs}
     ids |= {event.memory_id for event in changes} | {
         event.related_id for event in changes if event.related_id
     }
     memories = store.get_memories(sorted(ids), scope)
-    open_count = sum(1 for pair in store.contradictions(scope, status="open"))
     return DriftOutput(
         open_contradictions=open_count,
         contradictions=[

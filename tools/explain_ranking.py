@@ -156,12 +156,12 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
 def _explain(record: RetrievalRecord, memory_id: str | None, runtime: Runtime) -> ExplainRankingOutput:
     trace = json.loads(record.trace_json)
     candidates = [_candidate(entry) for entry in trace["candidates"]]
-    candidates = _with_lineage(candidates, runtime, Scope(record.org_id, record.project_id))
     notes: list[str] = []
     if memory_id is not None:
         candidates = [candidate for candidate in candidates if candidate.id == memory_id]
         if not candidates:
             notes.append(_why_not_a_candidate(memory_id, record, trace, runtime))
+    candidates = _with_lineage(candidates, runtime, Scope(record.org_id, record.project_id))
     return ExplainRankingOutput(
         retrieval_id=record.retrieval_id,
         purpose=record.purpose,

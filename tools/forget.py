@@ -3,18 +3,18 @@ tags and vector erased from the store's files). Either way a record of what was 
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 import anyio
 from pydantic import BaseModel, Field
 
-from retrieval.fusion import fuse, vector_weight_for
-from retrieval.text import PRECEDING_CHARS, fulltext_query
+from retrieval.candidate_search import CandidateSearchStage
+from retrieval.fusion import vector_weight_for
+from retrieval.text import PRECEDING_CHARS
 from storage.records import LineageEvent, MemoryRecord, Scope
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure
-from tools.memory_views import MemoryBrief
+from tools.memory_views import MemoryBrief, absorbed_events
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
@@ -66,7 +66,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             return ForgetOutput(
                 mode=args.mode, dry_run=args.dry_run, forgotten=[], note="no active memory matches the query"
             )
-    eligible = [m for m in targets if m.status == "active" or (args.mode == "purge" and m.status != "active")]
+    eligible = [m for m in targets if m.status == "active" or args.mode == "purge"]
     briefs = [MemoryBrief.of(m) for m in eligible]
     if args.mode == "purge":
         briefs = (
@@ -91,17 +91,14 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             note = f"{note}; {extra}" if note else extra
         store.purge(scope, ids, now, quoted_chars=PRECEDING_CHARS)
     else:
-        store.set_status(scope, ids, "retracted", now)
+        store.retract(scope, ids, now)
     reason = args.reason or f"{args.mode} requested"
     store.add_lineage(
         [
-            LineageEvent(
-                event_id="evt_" + secrets.token_hex(10),
-                org_id=scope.org_id,
-                project_id=scope.project_id,
-                action=args.mode,
-                memory_id=memory_id,
-                related_id=None,
+            LineageEvent.new(
+                scope,
+                args.mode,
+                memory_id,
                 resolver="forget",
                 reason=reason,
                 agent_id=caller.agent_id,
@@ -120,36 +117,19 @@ def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) 
     """Memories that were merged into ``ids`` as restatements (supersede or reword, transitively): they
     hold the same text, so a purge for privacy must erase them too. Revised beliefs and older artifact
     versions say something else and are left as they are."""
-    found: list[str] = []
-    seen = set(ids)
-    frontier = list(ids)
-    while frontier:
-        events = store.lineage(scope, frontier)
-        frontier = [
-            e.memory_id
-            for e in events
-            if e.action in ("supersede", "reword") and e.related_id in seen and e.memory_id not in seen
-        ]
-        frontier = list(dict.fromkeys(frontier))
-        seen.update(frontier)
-        found.extend(frontier)
-    return found
+    return [e.memory_id for e in absorbed_events(store, scope, ids, ("supersede", "reword"))]
 
 
 def best_matches(runtime: Runtime, scope: Scope, query: str, limit: int) -> list[MemoryRecord]:
-    """The active memories a recall for ``query`` would rank first (vector and full-text, fused)."""
+    """The active memories a recall for ``query`` would rank first (the recall's candidate search)."""
     embedder = runtime.models.embedder
-    vector = embedder.embed_query(query)
-    vector_hits = runtime.store.vector_search(scope, vector, embedder=embedder.name, limit=limit * 3)
-    text_hits = runtime.store.fulltext_search(scope, fulltext_query(query), limit=limit * 3)
-    fused, _ = fuse(
-        vector_hits,
-        text_hits,
-        query_vector=vector,
-        embedder_name=embedder.name,
+    search = CandidateSearchStage(
+        runtime.store,
+        embedder,
         vector_weight=vector_weight_for(runtime.settings.fusion_vector_weight, embedder.name),
-        limit=limit,
+        use_fulltext=runtime.settings.fulltext_search,
     )
+    fused, _ = search.search(scope, query, leg_limit=limit * 3, limit=limit)
     return [candidate.memory for candidate in fused]
 
 

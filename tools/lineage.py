@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from storage.records import MemoryRecord, Scope
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure
-from tools.memory_views import REPLACING_ACTIONS, EventView, MemoryBrief
+from tools.memory_views import REPLACING_ACTIONS, EventView, MemoryBrief, absorbed_events
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
@@ -82,26 +82,14 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
 
 
 def replaced_by(store: MemoryStore, scope: Scope, memory_id: str) -> list[ReplacedMemory]:
-    """Breadth-first through replacing events: what ``memory_id`` absorbed, and what those had absorbed."""
-    found: list[ReplacedMemory] = []
-    frontier, seen = [memory_id], {memory_id}
-    while frontier and len(seen) < MAX_DEPTH:
-        events = [
-            e
-            for e in store.lineage(scope, frontier)
-            if e.related_id in frontier and e.action in REPLACING_ACTIONS
-        ]
-        older = store.get_memories([e.memory_id for e in events], scope)
-        frontier = []
-        for event in events:
-            if event.memory_id in seen or event.memory_id not in older:
-                continue
-            seen.add(event.memory_id)
-            frontier.append(event.memory_id)
-            found.append(
-                ReplacedMemory(memory=MemoryBrief.of(older[event.memory_id]), how=EventView.of(event))
-            )
-    return found
+    """What ``memory_id`` absorbed, and what those had absorbed (breadth-first)."""
+    events = absorbed_events(store, scope, [memory_id], REPLACING_ACTIONS, MAX_DEPTH)
+    older = store.get_memories([e.memory_id for e in events], scope)
+    return [
+        ReplacedMemory(memory=MemoryBrief.of(older[e.memory_id]), how=EventView.of(e))
+        for e in events
+        if e.memory_id in older
+    ]
 
 
 def versions(store: MemoryStore, scope: Scope, memory: MemoryRecord) -> list[MemoryRecord]:

@@ -124,3 +124,27 @@ class LineageReader(Protocol):
     def lineage(self, scope: Scope, memory_ids: Sequence[str]) -> list[LineageEvent]: ...
 
     def get_memories(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, MemoryRecord]: ...
+
+
+def absorbed_events(
+    store: LineageReader,
+    scope: Scope,
+    memory_ids: Sequence[str],
+    actions: Sequence[str],
+    max_memories: int | None = None,
+) -> list[LineageEvent]:
+    """Breadth-first through ``actions`` events: how ``memory_ids`` replaced others, then how those had
+    replaced others, each memory once (stopping after ``max_memories`` memories are seen)."""
+    found: list[LineageEvent] = []
+    frontier, seen = list(memory_ids), set(memory_ids)
+    while frontier and (max_memories is None or len(seen) < max_memories):
+        events = [
+            e for e in store.lineage(scope, frontier) if e.related_id in frontier and e.action in actions
+        ]
+        frontier = []
+        for event in events:
+            if event.memory_id not in seen:
+                seen.add(event.memory_id)
+                frontier.append(event.memory_id)
+                found.append(event)
+    return found

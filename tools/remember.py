@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
@@ -316,13 +315,10 @@ def current_version(store: MemoryStore, memory: MemoryRecord) -> MemoryRecord:
 
 
 def restore_event(memory: MemoryRecord, actor: Actor, at: datetime) -> LineageEvent:
-    return LineageEvent(
-        event_id="evt_" + secrets.token_hex(10),
-        org_id=memory.org_id,
-        project_id=memory.project_id,
-        action="restore",
-        memory_id=memory.id,
-        related_id=None,
+    return LineageEvent.new(
+        memory.scope,
+        "restore",
+        memory.id,
         resolver="remember",
         reason="the same content was remembered again",
         agent_id=actor.agent_id,

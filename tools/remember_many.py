@@ -4,7 +4,6 @@ with lineage; then each new memory is consolidated against the store as ``rememb
 
 from __future__ import annotations
 
-import secrets
 from typing import Literal
 
 import anyio
@@ -97,16 +96,17 @@ def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> 
     actor = Actor(records[0].agent_id, records[0].session_id)
     now = runtime.clock()
     if losers:
+        by_survivor: dict[str, list[str]] = {}
         for loser_id, survivor_id in losers.items():
-            store.supersede(scope, [loser_id], survivor_id, now)
+            by_survivor.setdefault(survivor_id, []).append(loser_id)
+        for survivor_id, loser_ids in by_survivor.items():  # one status write per survivor
+            store.supersede(scope, loser_ids, survivor_id, now)
         store.add_lineage(
             [
-                LineageEvent(
-                    event_id="evt_" + secrets.token_hex(10),
-                    org_id=scope.org_id,
-                    project_id=scope.project_id,
-                    action="supersede",
-                    memory_id=loser_id,
+                LineageEvent.new(
+                    scope,
+                    "supersede",
+                    loser_id,
                     related_id=survivor_id,
                     resolver="rules:intra-batch",
                     reason="a near-duplicate of a later memory in the same batch",

@@ -5,7 +5,6 @@ the server's background thread."""
 from __future__ import annotations
 
 import logging
-import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -79,16 +78,13 @@ def expire_ephemeral(runtime: Runtime) -> int:
     count = 0
     for (org_id, project_id), ids in by_scope.items():
         scope = Scope(org_id, project_id)
-        changed = runtime.store.set_status(scope, ids, "retracted", now)
+        changed = runtime.store.retract(scope, ids, now)
         runtime.store.add_lineage(
             [
-                LineageEvent(
-                    event_id="evt_" + secrets.token_hex(10),
-                    org_id=org_id,
-                    project_id=project_id,
-                    action="expire",
-                    memory_id=memory_id,
-                    related_id=None,
+                LineageEvent.new(
+                    scope,
+                    "expire",
+                    memory_id,
                     resolver="expiry",
                     reason="ephemeral memory past its expiry",
                     agent_id="memoria",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from retrieval.text import STOPWORDS, content_terms, word_tokens
+from retrieval.text import content_terms, light_stem, word_tokens
 
 _END = r"(?=[.,;:!?)\]]|\s+(?:for|in|on|at|because|since|so|and|but|as|when|after|last|this|next)\b|$)"
 _PATTERNS = (
@@ -103,15 +103,12 @@ def has_revision_words(text: str) -> bool:
 def asserts_use_of(text: str, subject: tuple[str, ...]) -> bool:
     """Does ``text`` state the subject as the current choice: a usage cue within three words before it
     ("we use Postgres", "billing runs on Postgres 15"), not merely mention it ("Postgres listens on 5432")?"""
-    from retrieval.text import light_stem
-
     words = word_tokens(text)
     stems = [light_stem(word) for word in words]
     head = subject[0]
     for position, stem in enumerate(stems):
         if stem != head:
             continue
-        window = [w for w in words[max(0, position - 3) : position] if w not in STOPWORDS or w in USAGE_CUES]
-        if any(word in USAGE_CUES for word in window):
+        if any(word in USAGE_CUES for word in words[max(0, position - 3) : position]):
             return True
     return False

@@ -16,12 +16,16 @@ def term_set(text: str) -> frozenset[str]:
     return frozenset(content_terms(text))
 
 
-def token_jaccard(left: str, right: str) -> float:
-    """|A & B| / |A | B| over stemmed content words (1.0 for two texts with no content words)."""
-    a, b = term_set(left), term_set(right)
+def set_jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|A & B| / |A | B| (1.0 for two empty sets)."""
     if not a and not b:
         return 1.0
     return len(a & b) / len(a | b)
+
+
+def token_jaccard(left: str, right: str) -> float:
+    """Jaccard over stemmed content words (1.0 for two texts with no content words)."""
+    return set_jaccard(term_set(left), term_set(right))
 
 
 def may_be_superseded(memory: MemoryRecord, *, by_revision: bool) -> bool:
@@ -63,11 +67,12 @@ def near_exact_resolutions(members: Sequence[MemoryRecord], threshold: float) ->
     """Group members whose texts are near-exact restatements (Jaccard >= ``threshold``); in each group the
     newest survives and absorbs the rest it may; every other pair is kept as genuinely distinct."""
     sets = UnionFind()
+    terms = {member.id: term_set(member.content) for member in members}
     for member in members:
         sets.add(member.id)
     for index, left in enumerate(members):
         for right in members[index + 1 :]:
-            if token_jaccard(left.content, right.content) >= threshold:
+            if set_jaccard(terms[left.id], terms[right.id]) >= threshold:
                 sets.union(left.id, right.id)
     by_id = {member.id: member for member in members}
     resolutions = []
@@ -106,6 +111,7 @@ def collapse_batch(
     (otherwise they are corroboration)."""
     pairs = []
     survivors: list[MemoryRecord] = []
+    terms = {record.id: term_set(record.content) for record in records}
     for record in reversed(records):  # later items win
         match = next(
             (
@@ -114,7 +120,7 @@ def collapse_batch(
                 if kept.kind == record.kind
                 and (across_agents or kept.agent_id == record.agent_id)
                 and may_absorb(kept, record)
-                and token_jaccard(kept.content, record.content) >= threshold
+                and set_jaccard(terms[kept.id], terms[record.id]) >= threshold
             ),
             None,
         )

@@ -8,7 +8,6 @@ Near-duplicates written by different agents are corroboration and are kept unles
 from __future__ import annotations
 
 import logging
-import secrets
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -321,39 +320,37 @@ class ConsolidationService:
                 self._keep_both(members[0].scope, resolution, actor)
                 report.kept.extend(i for i in resolution.loser_ids if focus is None or i != focus.id)
                 continue
-            chosen = resolution.survivor_id
-            assert chosen is not None
-            survivor_id = chosen
+            assert resolution.survivor_id is not None
+            chosen = by_id[resolution.survivor_id]
+            survivor = chosen
             losers = list(resolution.loser_ids)
             reworded = None
-            if resolution.reworded and may_be_superseded(by_id[chosen], by_revision=False):
+            if resolution.reworded and may_be_superseded(chosen, by_revision=False):
                 # (an immutable or protected survivor is kept as written: rewording would supersede it)
-                reworded = self._reword(by_id[chosen], [by_id[i] for i in losers], resolution, actor)
+                reworded = self._reword(chosen, [by_id[i] for i in losers], resolution.reworded)
             if reworded is not None:
-                survivor_id = reworded
-                report.reworded_into = survivor_id
-                report.created.append(survivor_id)
-                losers = [chosen, *losers]
+                survivor = reworded
+                report.reworded_into = survivor.id
+                report.created.append(survivor.id)
+                losers = [chosen.id, *losers]
+            survivor_id = survivor.id
             action = "reword" if reworded is not None else "supersede"
             changed = self._supersede(
                 members[0].scope, losers, survivor_id, action, resolution.resolver, resolution.reason, actor
             )
-            report.attested.extend(self._carry_corroboration(survivor_id, [by_id[i] for i in changed]))
+            report.attested.extend(self._carry_corroboration(survivor, [by_id[i] for i in changed]))
             report.superseded.extend(i for i in changed if focus is None or i != focus.id)
             if focus is not None and focus.id in changed:
                 report.absorbed_into = survivor_id
 
     def _carry_corroboration(
-        self, survivor_id: str, absorbed: Sequence[MemoryRecord]
+        self, survivor: MemoryRecord, absorbed: Sequence[MemoryRecord]
     ) -> list[tuple[str, str]]:
         """A restatement absorbed from another agent still corroborates: its author (and whoever had
         corroborated it) become attesters of the survivor, so merging never erases the signal."""
         if not absorbed:
             return []
         scope = absorbed[0].scope
-        survivor = self._store.get_memories([survivor_id], scope).get(survivor_id)
-        if survivor is None:
-            return []
         sessions = {m.agent_id: m.session_id for m in absorbed}
         for agents in self._store.attesters(scope, [m.id for m in absorbed]).values():
             for agent in agents:
@@ -366,15 +363,13 @@ class ConsolidationService:
         ]
 
     def _reword(
-        self, survivor: MemoryRecord, losers: Sequence[MemoryRecord], resolution: Resolution, actor: Actor
-    ) -> str | None:
+        self, survivor: MemoryRecord, losers: Sequence[MemoryRecord], text: str
+    ) -> MemoryRecord | None:
         """The LLM's reworded statement becomes a new memory that replaces the whole group. It keeps the
         chosen statement's author (the lineage event records who reworded it and which resolver decided).
         None when that text is already a memory that is not active (forgotten or superseded): the group
         then folds into the chosen statement instead, so nothing is replaced by an inactive memory."""
-        assert resolution.reworded is not None
         now = self._clock()
-        text = resolution.reworded
         group = [survivor, *losers]
         new_id = self._memory_id(survivor.scope, content_hash(text))
         existing = self._store.get_memories([new_id], survivor.scope).get(new_id)
@@ -399,7 +394,7 @@ class ConsolidationService:
         search_text = searchable_text(text, record.tags, record.agent_id, record.created_at)
         stored, _ = self._store.insert_memory(NewMemory(record, tuple(float(x) for x in vector), search_text))
         self._store.mark_consolidated([stored.id], now)
-        return stored.id
+        return stored
 
     def _keep_both(self, scope: Scope, resolution: Resolution, actor: Actor) -> None:
         """Mark genuinely distinct memories so neither is examined against the other again."""
@@ -461,12 +456,10 @@ class ConsolidationService:
         reason: str,
         actor: Actor,
     ) -> LineageEvent:
-        return LineageEvent(
-            event_id="evt_" + secrets.token_hex(10),
-            org_id=scope.org_id,
-            project_id=scope.project_id,
-            action=action,  # type: ignore[arg-type]
-            memory_id=memory_id,
+        return LineageEvent.new(
+            scope,
+            action,  # type: ignore[arg-type]
+            memory_id,
             related_id=related_id,
             resolver=resolver,
             reason=reason,
