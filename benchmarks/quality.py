@@ -70,6 +70,7 @@ def variants(org_id: str) -> tuple[Variant, ...]:
         Variant("- gate", {"gate": "off"}),
         Variant("- full-text fusion", {"fulltext_search": False}),
         Variant("- rerank", {"reranker": "none"}),
+        Variant("- attribution", {"author_discount": 0.0}),
         Variant("- corroboration", {"corroboration": False}),
         Variant("- feedback", {"org_features": {org_id: {"feedback_weighting_disabled": True}}}),
         Variant("- episode expansion", {"episode_expansion": False}),

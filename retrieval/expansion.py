@@ -2,7 +2,8 @@
 join the candidates, scored ``alpha x`` the score of the memory that brought them (never above it):
 ``sibling = score_propagation_alpha x source_final x min(1, sibling_weight)``. Each source brings at most
 ``max_siblings`` siblings, nearest to it in time first (neighbouring turns of a conversation); a memory
-that matched the query only weakly is lifted to its sibling score when that is higher."""
+that matched the query only weakly is lifted to its sibling score when that is higher. When the query
+names an agent, a sibling by another agent keeps ``1 - author_discount`` of its score (attribution)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
+from retrieval.attribution import author_factor, named_agents
 from retrieval.trace import SiblingsAdded, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeMemberStub, EpisodeRecord, MemoryRecord, Scope
@@ -62,6 +64,8 @@ def expand(
     sources: int,
     alpha: float,
     max_siblings: int,
+    named: tuple[str, ...] = (),
+    author_discount: float = 0.0,
 ) -> tuple[tuple[Candidate, ...], int, int]:
     """Pure: add siblings of the first ``sources`` direct candidates. A weaker direct match from the same
     episode is lifted to its sibling score when that is higher. Returns (candidates, sources used, siblings)."""
@@ -80,12 +84,15 @@ def expand(
             pool, key=lambda m: (abs((m.created_at - source.memory.created_at).total_seconds()), m.id)
         )
         for member in nearest[:max_siblings]:
-            score = alpha * source.final_score * min(1.0, member.weight)
+            factor = author_factor(member.agent_id, named, author_discount)
+            score = alpha * source.final_score * min(1.0, member.weight) * factor
             best_so_far = siblings.get(member.id) or by_id.get(member.id)
             if best_so_far is not None and best_so_far.final_score >= score:
                 continue
             base = by_id.get(member.id) or Candidate(memory=member, feedback_weight=member.weight)
-            siblings[member.id] = replace(base, source="sibling", sibling_of=source.id, weighted_score=score)
+            siblings[member.id] = replace(
+                base, source="sibling", sibling_of=source.id, weighted_score=score, attribution_factor=factor
+            )
         used += 1 if pool else 0
     merged = [siblings.get(candidate.id, candidate) for candidate in candidates]
     merged.extend(sibling for memory_id, sibling in siblings.items() if memory_id not in by_id)
@@ -95,12 +102,15 @@ def expand(
 class EpisodeExpansionStage:
     name = "episode_expansion"
 
-    def __init__(self, source: EpisodeSource, *, alpha: float, max_siblings: int = 3) -> None:
+    def __init__(
+        self, source: EpisodeSource, *, alpha: float, max_siblings: int = 3, author_discount: float = 0.0
+    ) -> None:
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"score_propagation_alpha must be between 0 and 1 (exclusive), but got {alpha}")
         self._source = source
         self._alpha = alpha
         self._max_siblings = max_siblings
+        self._author_discount = author_discount
 
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
         sources = [c for c in sources_of(candidates, request.top_k) if c.memory.episode_id]
@@ -113,11 +123,17 @@ class EpisodeExpansionStage:
         records = self._source.get_memories(
             nearest_members(sources, stubs, self._max_siblings), request.scope
         )
+        members = list(records.values())
+        named = named_agents(
+            request.query, [c.memory.agent_id for c in candidates] + [m.agent_id for m in members]
+        )
         expanded, used, added = expand(
             candidates,
-            list(records.values()),
+            members,
             sources=request.top_k,
             alpha=self._alpha,
             max_siblings=self._max_siblings,
+            named=named,
+            author_discount=self._author_discount,
         )
         return StageOutput(expanded, (SiblingsAdded(used, added, self._alpha),))

@@ -1,6 +1,6 @@
 """The recall pipeline: an explicit, ordered list of stages, each timed and traced.
 
-gate -> candidate search -> rerank -> min score -> iterative retrieval -> corroboration -> feedback
+gate -> candidate search -> rerank -> attribution -> min score -> iterative retrieval -> corroboration -> feedback
 -> episode expansion -> contradiction marks -> episode-grouped assembly. A stage that halts the recall (the gate) leaves the
 rest recorded as skipped.
 """
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from retrieval.assembly import AssemblyStage
+from retrieval.attribution import AttributionStage
 from retrieval.candidate_search import CandidateSearchStage, CandidateSource
 from retrieval.contradiction_marks import ContradictionSource, ContradictionStage
 from retrieval.corroboration import ClusterProvider, CorroborationStage, MemoryCluster
@@ -66,6 +67,7 @@ class PipelineOptions:
     use_rerank: bool = True
     gate: GateMode = "local"
     min_fact_score: float = 0.0
+    author_discount: float = 0.5  # 0: attribution off
     max_iterations: int = 1
     sufficiency_threshold: float = 0.7
     use_corroboration: bool = True
@@ -106,6 +108,7 @@ def build_stages(
         GateStage(options.gate),
         search,
         rerank,
+        AttributionStage(options.author_discount),
         threshold,
         IterativeRetrievalStage(
             search,
@@ -120,7 +123,10 @@ def build_stages(
     if options.use_expansion:
         stages.append(
             EpisodeExpansionStage(
-                store, alpha=options.score_propagation_alpha, max_siblings=options.max_siblings
+                store,
+                alpha=options.score_propagation_alpha,
+                max_siblings=options.max_siblings,
+                author_discount=options.author_discount,
             )
         )
     stages.append(ContradictionStage(store))

@@ -56,6 +56,13 @@ class RerankFellBack:
 
 
 @dataclass(frozen=True)
+class AuthorsNamed:
+    agents: tuple[str, ...]  # agents the query names that wrote some of the candidates
+    discount: float
+    discounted: int  # candidates by other agents whose relevance was discounted
+
+
+@dataclass(frozen=True)
 class FeedbackApplied:
     weighting_enabled: bool
     reordered: int
@@ -170,6 +177,7 @@ TraceEvent = (
     | Reranked
     | RerankSkipped
     | RerankFellBack
+    | AuthorsNamed
     | FeedbackApplied
     | LeftOut
     | ContextAssembled
@@ -260,6 +268,7 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
             "fulltext": candidate.fulltext_score,
             "fused": candidate.fused_score,
             "rerank": candidate.rerank_score,
+            "attribution": candidate.attribution_factor,
             "relevance": candidate.relevance_score,
             "corroboration_boost": candidate.corroboration_boost,
             "feedback_weight": candidate.feedback_weight,

@@ -76,6 +76,12 @@ class Settings(BaseModel):
     min_fact_score: float = Field(
         0.0, ge=0.0, le=1.0, description="candidates below this relevance are dropped"
     )
+    author_discount: float = Field(
+        0.5,
+        ge=0.0,
+        lt=1.0,
+        description="relevance cut for other agents' memories when the query names an agent",
+    )
     gate: Literal["local", "llm", "off"] = "local"
     fulltext_search: bool = True
     corroboration: bool = True
@@ -213,6 +219,7 @@ ENVIRONMENT: dict[str, str] = {
     "top_k_episodes": "MEMORIA_TOP_K_EPISODES",
     "max_episodes": "MEMORIA_MAX_EPISODES",
     "min_fact_score": "MEMORIA_MIN_FACT_SCORE",
+    "author_discount": "MEMORIA_AUTHOR_DISCOUNT",
     "gate": "MEMORIA_GATE",
     "fulltext_search": "MEMORIA_FULLTEXT_SEARCH",
     "corroboration": "MEMORIA_CORROBORATION",

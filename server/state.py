@@ -101,6 +101,7 @@ def pipeline_options(settings: Settings, embedder_name: str):  # -> retrieval.pi
         use_fulltext=settings.fulltext_search,
         gate=settings.gate,
         min_fact_score=settings.min_fact_score,
+        author_discount=settings.author_discount,
         max_iterations=settings.max_iterations,
         sufficiency_threshold=settings.sufficiency_threshold,
         use_corroboration=settings.corroboration,

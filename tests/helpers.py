@@ -36,6 +36,7 @@ ALL_STAGES = [
     "gate",
     "candidate_search",
     "rerank",
+    "attribution",
     "min_score",
     "iterative",
     "corroboration",

@@ -45,7 +45,13 @@ class StageScores(BaseModel):
     rerank: float | None = Field(
         description="Cross-encoder, Cohere or LLM relevance, [0, 1]; null when no reranker ran."
     )
-    relevance: float = Field(description="rerank if it ran, else fused (0 for an episode sibling).")
+    attribution: float = Field(
+        1.0,
+        description="1 - author_discount when the query names an agent other than its author, else 1.",
+    )
+    relevance: float = Field(
+        description="(rerank if it ran, else fused) x attribution (0 for an episode sibling)."
+    )
     corroboration_boost: float = Field(
         0.0, description="log2(1 + corroborating agents) x 0.1, added to relevance before feedback weighting."
     )

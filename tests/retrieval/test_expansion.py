@@ -90,3 +90,23 @@ def test_each_source_picks_its_nearest_members_however_long_another_episode_is()
     chosen = nearest_members(sources, long_episode + short_episode, max_siblings=2)
     # nearest to minute 250: long250 (0 min), then long249 and long251 (1 min each; the tie goes by id)
     assert chosen == ["long250", "long249", "short-near"]
+
+
+def test_a_sibling_by_another_agent_than_the_one_the_query_names_keeps_part_of_its_score():
+    pool = [
+        memory_record("by-named", episode_id="ep", created_at=T0 + timedelta(minutes=1), agent_id="Melanie"),
+        memory_record("by-other", episode_id="ep", created_at=T0 + timedelta(minutes=2), agent_id="Caroline"),
+    ]
+    out, _, _ = expand(
+        (direct("src", 0.8),),
+        pool,
+        sources=5,
+        alpha=0.5,
+        max_siblings=3,
+        named=("Melanie",),
+        author_discount=0.5,
+    )
+    scores = {c.id: (c.final_score, c.attribution_factor) for c in out}
+    # by-named: 0.5 x 0.8 = 0.40; by-other: 0.5 x 0.8 x (1 - 0.5) = 0.20
+    assert scores["by-named"] == (pytest.approx(0.40), 1.0)
+    assert scores["by-other"] == (pytest.approx(0.20), 0.5)

@@ -117,3 +117,25 @@ def test_the_position_given_is_the_memorys_number_in_the_context(settings):
         assert out.candidates[1].reason == "in the context at position [1]"
     finally:
         runtime.close()
+
+
+def test_explain_shows_the_author_discount_when_the_query_names_another_agent(runtime):
+    mention = remember(
+        RememberInput(content="Wow Melanie, your pottery bowl is lovely"),
+        runtime,
+        Caller("Caroline", "s1"),
+    ).id
+    own = remember(
+        RememberInput(content="I made a pottery bowl in my class"), runtime, Caller("Melanie", "s2")
+    ).id
+    recalled = recall(RecallInput(query="What pottery has Melanie made?", top_k=2), runtime, CALLER)
+    assert [m.id for m in recalled.memories] == [own, mention]
+    out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+    by_id = {c.id: c for c in out.candidates}
+    assert by_id[own].scores.attribution == 1.0
+    assert by_id[mention].scores.attribution == 0.5
+    assert by_id[mention].scores.relevance == pytest.approx(by_id[mention].scores.fused * 0.5)
+    attribution = next(stage for stage in out.stages if stage.stage == "attribution")
+    assert attribution.events == [
+        {"event": "AuthorsNamed", "agents": ["Melanie"], "discount": 0.5, "discounted": 1}
+    ]
