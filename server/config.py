@@ -54,6 +54,12 @@ class Settings(BaseModel):
     storage_options: dict[str, str] = Field(
         default_factory=dict, description="LanceDB storage options (JSON object)"
     )
+    cache_scope_rows: int = Field(
+        100_000, ge=0, le=10_000_000, description="scopes up to this size are searched in memory (0: never)"
+    )
+    cache_total_rows: int = Field(
+        400_000, ge=0, le=100_000_000, description="memories held in memory across all cached scopes"
+    )
     org_id: str = Field("default", min_length=1, max_length=128, description="Default org scope")
     project_id: str = Field("default", min_length=1, max_length=128, description="Default project scope")
 
@@ -201,6 +207,8 @@ def _parse(field_name: str, variable: str, raw: str) -> Any:
 ENVIRONMENT: dict[str, str] = {
     "db_uri": "MEMORIA_DB_URI",
     "storage_options": "MEMORIA_STORAGE_OPTIONS",
+    "cache_scope_rows": "MEMORIA_CACHE_SCOPE_ROWS",
+    "cache_total_rows": "MEMORIA_CACHE_TOTAL_ROWS",
     "org_id": "MEMORIA_ORG_ID",
     "project_id": "MEMORIA_PROJECT_ID",
     "embedder": "MEMORIA_EMBEDDER",

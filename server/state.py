@@ -33,7 +33,11 @@ def build_runtime(settings: Settings) -> Runtime:
     from storage.store import MemoryStore
 
     store = MemoryStore.open(
-        settings.db_uri, storage_options=settings.storage_options, vector_dim=settings.vector_dim
+        settings.db_uri,
+        storage_options=settings.storage_options,
+        vector_dim=settings.vector_dim,
+        cache_scope_rows=settings.cache_scope_rows,
+        cache_total_rows=settings.cache_total_rows,
     )
     try:
         return assemble_runtime(settings, store, load_models(model_config(settings), store.vector_dim))

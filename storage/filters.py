@@ -42,5 +42,10 @@ def all_of(*parts: Expr | None) -> Expr:
     return reduce(lambda left, right: left & right, present)
 
 
+def newer_than_version(version: int) -> Expr:
+    """Rows written or changed by a commit after ``version`` (tables with stable row ids)."""
+    return col("_row_last_updated_at_version") > lit(int(version))
+
+
 def tags_key(tags: Iterable[str]) -> str:
     return "|" + "|".join(tags) + "|"

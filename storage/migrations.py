@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow as pa
 from lancedb.expr import col, lit
 from lancedb.index import FTS, Bitmap, BTree
 
@@ -31,13 +32,10 @@ class Migration:
 
 
 def m001_create_tables(db: Any, ctx: MigrationContext) -> None:
-    memories = db.create_table(schema.MEMORIES, schema=schema.memories_schema(ctx.vector_dim), exist_ok=True)
-    memories.create_index("id", config=BTree(), replace=True)
-    for column in ("org_id", "project_id", "status", "kind", "embedder"):
-        memories.create_index(column, config=Bitmap(), replace=True)
-    # Stemmed, stop-worded BM25 over content + tags; rows added after the index stay searchable (flat scan)
-    # until maintenance folds them in.
-    memories.create_index("search_text", config=FTS(with_position=False), replace=True)
+    memories = db.create_table(
+        schema.LEGACY_MEMORIES, schema=schema.memories_schema(ctx.vector_dim), exist_ok=True
+    )
+    index_memories(memories, episode_index=False)
 
     db.create_table(schema.EPISODES, schema=schema.episodes_schema(), exist_ok=True).create_index(
         "id", config=BTree(), replace=True
@@ -53,7 +51,7 @@ def m001_create_tables(db: Any, ctx: MigrationContext) -> None:
 
 
 def m002_corroboration(db: Any, ctx: MigrationContext) -> None:
-    memories = db.open_table(schema.MEMORIES)
+    memories = db.open_table(schema.LEGACY_MEMORIES)
     missing = [field for field in schema.MEMORIES_V2_FIELDS if field.name not in memories.schema.names]
     if missing:
         # Existing rows get null; the aggregation job computes their fingerprints from content.
@@ -65,7 +63,7 @@ def m002_corroboration(db: Any, ctx: MigrationContext) -> None:
 
 
 def m003_consolidation(db: Any, ctx: MigrationContext) -> None:
-    memories = db.open_table(schema.MEMORIES)
+    memories = db.open_table(schema.LEGACY_MEMORIES)
     missing = [field for field in schema.MEMORIES_V3_FIELDS if field.name not in memories.schema.names]
     if missing:
         memories.add_columns(missing)
@@ -75,10 +73,47 @@ def m003_consolidation(db: Any, ctx: MigrationContext) -> None:
     db.create_table(schema.CONTRADICTIONS, schema=schema.contradictions_schema(), exist_ok=True)
 
 
+def m004_stable_row_ids(db: Any, ctx: MigrationContext) -> None:
+    """Copy the memories into a table with stable row ids, then drop the old one. Crash-safe: the old
+    table is dropped only after the copy and its indexes are complete, and a copy a crash interrupted
+    is started again."""
+    if not table_exists(db, schema.LEGACY_MEMORIES):
+        return  # done before a crash that came before the version was recorded
+    if table_exists(db, schema.MEMORIES):
+        db.drop_table(schema.MEMORIES)
+    old = db.open_table(schema.LEGACY_MEMORIES)
+    new = db.create_table(schema.MEMORIES, schema=old.schema, storage_options=schema.STABLE_ROW_IDS)
+    if old.count_rows():
+        for batch in old.search().limit(2**31 - 1).to_batches(10_000):
+            new.add(pa.Table.from_batches([batch], schema=old.schema))
+    index_memories(new, episode_index=True)
+    db.drop_table(schema.LEGACY_MEMORIES)
+
+
+def table_exists(db: Any, name: str) -> bool:
+    try:
+        db.open_table(name)
+    except ValueError:  # "Table '...' was not found"
+        return False
+    return True
+
+
+def index_memories(memories: Any, *, episode_index: bool) -> None:
+    memories.create_index("id", config=BTree(), replace=True)
+    for column in ("org_id", "project_id", "status", "kind", "embedder"):
+        memories.create_index(column, config=Bitmap(), replace=True)
+    if episode_index:
+        memories.create_index("episode_id", config=BTree(), replace=True)
+    # Stemmed, stop-worded BM25 over content + tags; rows added after the index stay searchable (flat scan)
+    # until maintenance folds them in.
+    memories.create_index("search_text", config=FTS(with_position=False), replace=True)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "create_tables", m001_create_tables),
     Migration(2, "corroboration", m002_corroboration),
     Migration(3, "consolidation", m003_consolidation),
+    Migration(4, "stable_row_ids", m004_stable_row_ids),
 )
 
 
@@ -86,11 +121,9 @@ assert MIGRATIONS[-1].number == schema.SCHEMA_VERSION
 
 
 def read_meta(db: Any) -> dict[str, str]:
-    try:
-        table = db.open_table(schema.META)
-    except ValueError:  # "Table 'meta' was not found": a new store
+    if not table_exists(db, schema.META):  # a new store
         return {}
-    rows = table.to_arrow().to_pylist()
+    rows = db.open_table(schema.META).to_arrow().to_pylist()
     return {row["key"]: row["value"] for row in rows}
 
 

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
-MEMORIES = "memories"
+# Migration 4 moved the memories to a table with stable row ids, whose per-row "last updated at version"
+# lets a process read only what changed since the version it has cached (storage.scope_cache).
+LEGACY_MEMORIES = "memories"
+MEMORIES = "memories_v4"
+STABLE_ROW_IDS = {"new_table_enable_stable_row_ids": "true"}
 EPISODES = "episodes"
 RETRIEVALS = "retrievals"
 AB_LOGS = "retrieval_ab_logs"

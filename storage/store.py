@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from functools import partial
+from functools import partial, reduce
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,8 @@ from storage.records import (
     StoreInfo,
     WeightEvent,
 )
+from storage.scope_cache import Row, ScopeCache, by_id, episode_members
+from storage.write_behind import WriteBehind
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,10 @@ MEMORY_COLUMNS = [
 ]
 
 
+DEFAULT_CACHE_SCOPE_ROWS = 100_000
+DEFAULT_CACHE_TOTAL_ROWS = 400_000
+
+
 class StoreError(RuntimeError):
     """The store could not be opened or written; the message says what to check."""
 
@@ -77,7 +83,16 @@ class StoreError(RuntimeError):
 class MemoryStore:
     """Typed reads and writes over the LanceDB tables of one store."""
 
-    def __init__(self, db: Any, uri: str, meta: Mapping[str, str], lock: WriteLock) -> None:
+    def __init__(
+        self,
+        db: Any,
+        uri: str,
+        meta: Mapping[str, str],
+        lock: WriteLock,
+        *,
+        cache_scope_rows: int = DEFAULT_CACHE_SCOPE_ROWS,
+        cache_total_rows: int = DEFAULT_CACHE_TOTAL_ROWS,
+    ) -> None:
         self._db = db
         self._uri = uri
         self._lock = lock
@@ -92,12 +107,27 @@ class MemoryStore:
         self._attestations = db.open_table(schema.ATTESTATIONS)
         self._lineage = db.open_table(schema.LINEAGE)
         self._contradictions = db.open_table(schema.CONTRADICTIONS)
+        self._logs = WriteBehind(self._append_log)
+        self._cache = ScopeCache(
+            self,
+            dimension=self._vector_dim,
+            max_scope_rows=cache_scope_rows,
+            max_total_rows=cache_total_rows,
+        )
 
     @classmethod
     def open(
-        cls, uri: str, *, storage_options: Mapping[str, str] | None = None, vector_dim: int = 384
+        cls,
+        uri: str,
+        *,
+        storage_options: Mapping[str, str] | None = None,
+        vector_dim: int = 384,
+        cache_scope_rows: int = DEFAULT_CACHE_SCOPE_ROWS,
+        cache_total_rows: int = DEFAULT_CACHE_TOTAL_ROWS,
     ) -> MemoryStore:
-        """Open (creating and migrating if needed) the store at ``uri``: a folder or any LanceDB URI."""
+        """Open (creating and migrating if needed) the store at ``uri``: a folder or any LanceDB URI.
+        Scopes of up to ``cache_scope_rows`` memories are searched from an in-process copy (0: never),
+        ``cache_total_rows`` memories in all."""
         local_path = _local_path(uri)
         try:
             if local_path is not None:
@@ -116,7 +146,9 @@ class MemoryStore:
         try:
             with lock.hold():
                 meta = retrying(lambda: migrations.apply_pending(db, vector_dim))
-            return cls(db, uri, meta, lock)
+            return cls(
+                db, uri, meta, lock, cache_scope_rows=cache_scope_rows, cache_total_rows=cache_total_rows
+            )
         except BaseException:
             lock.close()
             raise
@@ -134,7 +166,10 @@ class MemoryStore:
         return self._schema_version
 
     def close(self) -> None:
-        self._lock.close()
+        try:
+            self._logs.close()
+        finally:
+            self._lock.close()
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -151,6 +186,10 @@ class MemoryStore:
     # ------------------------------------------------------------------ memories
 
     def get_memory(self, memory_id: str, scope: Scope | None = None) -> MemoryRecord | None:
+        if scope is not None:
+            with self._cache.reading(scope) as copy:
+                if copy is not None:
+                    return copy.records.get(memory_id)
         condition = filters.equals("id", memory_id)
         if scope is not None:
             condition = filters.all_of(condition, filters.scope_is(scope))
@@ -161,6 +200,9 @@ class MemoryStore:
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return {}
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                return by_id(copy, ids)[0]
         condition = filters.all_of(filters.one_of("id", ids), filters.scope_is(scope))
         rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=len(ids) * 2)
         found: dict[str, MemoryRecord] = {}
@@ -185,6 +227,12 @@ class MemoryStore:
         with self._lock.hold():
             existing: dict[str, MemoryRecord] = {}
             ids = list(dict.fromkeys(new.record.id for new in news))
+            scopes = {new.record.scope for new in news}
+            if len(scopes) == 1:  # the usual case: the scope's copy answers without a query
+                with self._cache.reading(next(iter(scopes))) as copy:
+                    if copy is not None:
+                        # Ids are scope-qualified hashes: one the up-to-date copy lacks is new.
+                        existing, ids = by_id(copy, ids)[0], []
             for start in range(0, len(ids), 1_000):
                 chunk = ids[start : start + 1_000]
                 rows = self._select(
@@ -199,7 +247,15 @@ class MemoryStore:
             if fresh:
                 # Episodes first: if the memory append then fails, a retry finds the episode and adds the memory.
                 self._record_episodes([new.record for new in fresh.values()])
+                before = self._memories.version
                 self._append(self._memories, [_memory_to_row(new) for new in fresh.values()])
+                self._cache.advance(
+                    before,
+                    self._memories.version,
+                    inserted=[
+                        (new.record, np.asarray(new.vector, dtype=np.float32)) for new in fresh.values()
+                    ],
+                )
         results = []
         created_once: set[str] = set()
         for new in news:
@@ -235,6 +291,17 @@ class MemoryStore:
         tags: Sequence[str] | None = None,
     ) -> list[SearchHit]:
         """Active memories in ``scope`` embedded by ``embedder``, nearest first; score = cosine similarity."""
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                nearest = copy.nearest(
+                    vector,
+                    embedder=embedder,
+                    limit=limit,
+                    now=datetime.now(UTC),
+                    kinds=kinds,
+                    keep=_tag_filter(tags),
+                )
+                return [SearchHit(record, score, stored) for record, score, stored in nearest]
         condition = filters.all_of(self._active_in(scope, kinds, tags), filters.equals("embedder", embedder))
         query = (
             self._memories.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
@@ -261,6 +328,24 @@ class MemoryStore:
         """Active memories in ``scope`` matching ``text`` (BM25 over content and tags), best first."""
         if not text.strip():
             return []
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                # Only ids and scores from the index; the records and vectors are in the copy (a row
+                # committed after the copy caught up is left for the next search).
+                scored = (
+                    self._memories.search(text, query_type="fts", fts_columns="search_text")
+                    .where(self._active_in(scope, kinds, tags), prefilter=True)
+                    .select(["id", "_score"])
+                    .limit(limit)
+                    .to_arrow()
+                    .to_pylist()
+                )
+                found = [
+                    SearchHit(copy.records[row["id"]], float(row["_score"]), copy.vector_of(row["id"]))
+                    for row in scored
+                    if row["id"] in copy.records
+                ]
+                return _live(found)
         query = (
             self._memories.search(text, query_type="fts", fts_columns="search_text")
             .where(self._active_in(scope, kinds, tags), prefilter=True)
@@ -290,6 +375,10 @@ class MemoryStore:
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return {}
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                vectors = {i: copy.vector_of(i) for i in ids}
+                return {i: v for i, v in vectors.items() if v is not None}
         condition = filters.all_of(filters.one_of("id", ids), filters.scope_is(scope))
         rows = self._select(self._memories, condition, ["id", "vector"], limit=len(ids) * 2)
         return {
@@ -306,6 +395,12 @@ class MemoryStore:
         """Every active member of these episodes: id, episode, time and weight (no content or vector)."""
         if not episode_ids:
             return []
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                return [
+                    EpisodeMemberStub(r.id, r.episode_id or "", r.created_at, r.weight)
+                    for r in episode_members(copy, episode_ids)
+                ]
         condition = filters.all_of(
             filters.scope_is(scope),
             filters.equals("status", "active"),
@@ -551,6 +646,7 @@ class MemoryStore:
             )
 
     def _scrub_traces(self, scope: Scope, memory_ids: Sequence[str]) -> None:
+        self._logs.flush()
         gone = set(memory_ids)
         for memory_id in memory_ids:
             condition = filters.all_of(filters.scope_is(scope), filters.contains("trace_json", memory_id))
@@ -586,8 +682,11 @@ class MemoryStore:
             )
 
     def _merge_update(self, update: pa.Table) -> None:
+        changes = {row.pop("id"): row for row in update.to_pylist()}
         with self._lock.hold():
+            before = self._memories.version
             retrying(lambda: self._memories.merge_insert("id").when_matched_update_all().execute(update))
+            self._cache.advance(before, self._memories.version, updated=changes)
 
     # ------------------------------------------------------------------ corroboration
 
@@ -716,22 +815,33 @@ class MemoryStore:
     # ------------------------------------------------------------------ retrievals
 
     def record_retrieval(self, record: RetrievalRecord) -> None:
-        self._append(self._retrievals, [{**record.__dict__, "context_ids": list(record.context_ids)}])
+        """Queued and written in the background with others (``storage.write_behind``)."""
+        self._logs.add(schema.RETRIEVALS, [{**record.__dict__, "context_ids": list(record.context_ids)}])
 
     def log_ab_rows(self, rows: Sequence[AbLogRow]) -> None:
-        self._append(self._ab_logs, [row.__dict__ for row in rows])
+        self._logs.add(schema.AB_LOGS, [row.__dict__ for row in rows])
+
+    def flush_logs(self) -> None:
+        """Write the queued retrieval logs now (reads of them do this first)."""
+        self._logs.flush()
+
+    def _append_log(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        self._append({schema.RETRIEVALS: self._retrievals, schema.AB_LOGS: self._ab_logs}[table], rows)
 
     def ab_log_rows(self, scope: Scope, retrieval_id: str) -> list[AbLogRow]:
+        self._logs.flush()
         rows = self._select(self._ab_logs, self._in_scope(scope, retrieval_id=retrieval_id), None, limit=None)
         return sorted((AbLogRow(**row) for row in rows), key=lambda row: row.weighted_rank)
 
     def get_retrieval(self, retrieval_id: str, scope: Scope) -> RetrievalRecord | None:
+        self._logs.flush()
         rows = self._select(self._retrievals, self._in_scope(scope, retrieval_id=retrieval_id), None, limit=1)
         return _retrieval_from_row(rows[0]) if rows else None
 
     def session_retrievals(
         self, scope: Scope, session_id: str, purpose: RetrievalPurpose = "recall"
     ) -> list[RetrievalRecord]:
+        self._logs.flush()
         condition = self._in_scope(scope, session_id=session_id, purpose=purpose)
         rows = self._select(self._retrievals, condition, None, limit=None)
         unique = {row["retrieval_id"]: _retrieval_from_row(row) for row in rows}
@@ -777,6 +887,49 @@ class MemoryStore:
         rows = self._select(self._weight_events, self._in_scope(scope, memory_id=memory_id), None, limit=None)
         return sorted((WeightEvent(**row) for row in rows), key=lambda event: (event.at, event.revision))
 
+    # ------------------------------------------------------------------ the scope cache's reads
+
+    def table_version(self) -> int:
+        return int(self._memories.version)
+
+    def scope_size_above(self, scope: Scope, limit: int) -> bool:
+        rows = self._memories.search().where(filters.scope_is(scope)).select(["id"]).limit(limit + 1)
+        return rows.to_arrow().num_rows > limit
+
+    def scope_rows(self, scope: Scope) -> list[Row]:
+        return self._rows_with_vectors(filters.scope_is(scope))
+
+    def rows_changed_since(self, version: int, scopes: Sequence[Scope]) -> list[Row]:
+        return self._rows_with_vectors(
+            filters.all_of(
+                filters.newer_than_version(version),
+                reduce(lambda left, right: left | right, (filters.scope_is(scope) for scope in scopes)),
+            )
+        )
+
+    def _rows_with_vectors(self, condition: Expr) -> list[Row]:
+        """Records and vectors; the vectors come out of Arrow as one numpy block, not Python lists."""
+        table = (
+            self._memories.search()
+            .where(condition)
+            .select([*MEMORY_COLUMNS, "vector"])
+            .limit(2**31 - 1)
+            .to_arrow()
+        )
+        if table.num_rows == 0:
+            return []
+        column = table.column("vector").combine_chunks()
+        flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+        block = np.zeros((table.num_rows, self._vector_dim), dtype=np.float32)
+        present = ~np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        block[present] = flat.reshape(-1, self._vector_dim)
+        records = [_memory_from_row(row) for row in table.drop_columns(["vector"]).to_pylist()]
+        return [(record, block[index] if present[index] else None) for index, record in enumerate(records)]
+
+    @property
+    def cache(self) -> ScopeCache:
+        return self._cache
+
     # ------------------------------------------------------------------ upkeep
 
     def maintain(
@@ -784,6 +937,7 @@ class MemoryStore:
     ) -> dict[str, str]:
         """Compact tables whose appends have piled up into many small fragments, fold new rows into the
         indexes and drop versions older than ``keep_versions_for``. Returns what it did per table."""
+        self._logs.flush()
         report: dict[str, str] = {}
         tables = {
             schema.MEMORIES: self._memories,
@@ -944,6 +1098,13 @@ def _vector(row: Mapping[str, Any]) -> np.ndarray | None:
 
 def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _tag_filter(tags: Sequence[str] | None) -> Callable[[MemoryRecord], bool] | None:
+    if not tags:
+        return None
+    wanted = set(tags)
+    return lambda record: not wanted.isdisjoint(record.tags)
 
 
 def _live(hits: list[SearchHit]) -> list[SearchHit]:

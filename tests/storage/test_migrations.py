@@ -38,7 +38,7 @@ def make_v1_store(path) -> None:
         "search_text": "written before simhash existed",
         "vector": [1.0] + [0.0] * 7,
     }
-    db.open_table(schema.MEMORIES).add(pa.Table.from_pylist([row], schema=schema.memories_schema(8)))
+    db.open_table(schema.LEGACY_MEMORIES).add(pa.Table.from_pylist([row], schema=schema.memories_schema(8)))
 
 
 def test_migrations_are_numbered_in_order():
@@ -56,3 +56,28 @@ def test_a_version_1_store_is_upgraded_and_keeps_its_rows(tmp_path):
         assert [m.id for m in store.episode_member_stubs(Scope("o", "p"), ["ep"])] == ["mem_old"]
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as again:  # re-opening applies nothing twice
         assert again.schema_version == schema.SCHEMA_VERSION and again.count_memories() == 1
+
+
+def test_the_upgrade_moves_memories_to_a_table_with_stable_row_ids(tmp_path):
+    make_v1_store(tmp_path / "db")
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
+        db = lancedb.connect(str(tmp_path / "db"))
+        assert not migrations.table_exists(db, schema.LEGACY_MEMORIES)
+        store.get_memory("mem_old", Scope("o", "p"))  # a scope copy at this version
+        with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as other:
+            other.retract(Scope("o", "p"), ["mem_old"], NOW)
+        # Only possible with stable row ids: the copy reads the one changed row by its row version.
+        assert store.get_memory("mem_old", Scope("o", "p")).status == "retracted"
+        assert store.cache.deltas == 1
+
+
+def test_a_copy_interrupted_by_a_crash_is_started_again(tmp_path):
+    make_v1_store(tmp_path / "db")
+    db = lancedb.connect(str(tmp_path / "db"))
+    for migration in migrations.MIGRATIONS[1:3]:
+        migration.apply(db, migrations.MigrationContext(vector_dim=8))
+    migrations.write_meta(db, {"schema_version": "3"})
+    half = db.create_table(schema.MEMORIES, schema=db.open_table(schema.LEGACY_MEMORIES).schema)
+    assert half.count_rows() == 0  # the crash came before any row was copied
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
+        assert store.count_memories() == 1 and store.get_memory("mem_old").content

@@ -1,0 +1,309 @@
+"""An in-process copy of the memories of the scopes a server is using: records, vectors and the masks a
+vector search needs, so a recall's vector leg is one matrix product instead of a LanceDB query, and the
+reads around it (records by id, episode members, stored vectors) are dictionary lookups.
+
+Kept correct under writes from any process: before every read the cache compares the table's version
+with the one it reflects (one manifest check) and, when another write happened, reads only the rows
+whose ``_row_last_updated_at_version`` is newer (the memories table has stable row ids for this).
+Memories are never deleted (a purge blanks a row), so updates and inserts are all there is to apply.
+
+Scopes larger than ``max_scope_rows`` are not copied (their searches go to LanceDB and its indexes), and
+when the copies together pass ``max_total_rows`` the least recently used scope is dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields, replace
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import numpy as np
+
+from storage.records import MemoryRecord, Scope
+
+VERSION_COLUMN = "_row_last_updated_at_version"
+
+
+Row = tuple[MemoryRecord, "np.ndarray | None"]
+
+
+class CacheReader(Protocol):
+    """How the cache reads the memories table (``storage.store.MemoryStore`` provides it)."""
+
+    def table_version(self) -> int: ...
+
+    def scope_size_above(self, scope: Scope, limit: int) -> bool: ...
+
+    def scope_rows(self, scope: Scope) -> Iterable[Row]: ...
+
+    def rows_changed_since(self, version: int, scopes: Sequence[Scope]) -> Iterable[Row]: ...
+
+
+@dataclass
+class ScopeCopy:
+    """Every memory of one scope (any status), with a growable matrix of their vectors."""
+
+    dimension: int
+    records: dict[str, MemoryRecord] = field(default_factory=dict)
+    row_of: dict[str, int] = field(default_factory=dict)
+    ids: list[str] = field(default_factory=list)
+    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    has_vector: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    active: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    embedder_code: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    expires: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))  # epoch s, inf
+    embedders: dict[str, int] = field(default_factory=dict)
+    kind_code: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    kinds: dict[str, int] = field(default_factory=dict)
+    episodes: dict[str, set[str]] = field(default_factory=dict)  # episode id -> member ids (any status)
+
+    def __post_init__(self) -> None:
+        if self.vectors.shape[1] != self.dimension:
+            self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def put(self, record: MemoryRecord, vector: np.ndarray | None) -> None:
+        row = self.row_of.get(record.id)
+        if row is None:
+            row = len(self.ids)
+            self._grow(row + 1)
+            self.ids.append(record.id)
+            self.row_of[record.id] = row
+        previous = self.records.get(record.id)
+        if previous is not None and previous.episode_id and previous.episode_id != record.episode_id:
+            self.episodes.get(previous.episode_id, set()).discard(record.id)
+        if record.episode_id:
+            self.episodes.setdefault(record.episode_id, set()).add(record.id)
+        self.records[record.id] = record
+        if vector is not None and len(vector) == self.dimension:
+            self.vectors[row] = vector
+            self.has_vector[row] = True
+        else:
+            self.vectors[row] = 0.0
+            self.has_vector[row] = False
+        self.active[row] = record.status == "active"
+        self.embedder_code[row] = self.embedders.setdefault(record.embedder, len(self.embedders))
+        self.kind_code[row] = self.kinds.setdefault(record.kind, len(self.kinds))
+        self.expires[row] = record.expires_at.timestamp() if record.expires_at is not None else np.inf
+
+    def _grow(self, rows: int) -> None:
+        capacity = self.vectors.shape[0]
+        if rows <= capacity:
+            return
+        new_capacity = max(rows, capacity * 2, 64)
+
+        def grown(array: np.ndarray, fill: Any) -> np.ndarray:
+            bigger = np.full((new_capacity, *array.shape[1:]), fill, dtype=array.dtype)
+            bigger[: len(array)] = array
+            return bigger
+
+        self.vectors = grown(self.vectors, 0.0)
+        self.has_vector = grown(self.has_vector, False)
+        self.active = grown(self.active, False)
+        self.embedder_code = grown(self.embedder_code, -1)
+        self.kind_code = grown(self.kind_code, -1)
+        self.expires = grown(self.expires, np.inf)
+
+    def nearest(
+        self,
+        vector: np.ndarray,
+        *,
+        embedder: str,
+        limit: int,
+        now: datetime,
+        kinds: Sequence[str] | None = None,
+        keep: Callable[[MemoryRecord], bool] | None = None,
+    ) -> list[tuple[MemoryRecord, float, np.ndarray]]:
+        """Active, unexpired memories embedded by ``embedder``, of one of ``kinds`` (if given) and passing
+        ``keep``, by cosine similarity."""
+        code = self.embedders.get(embedder)
+        count = len(self.ids)
+        if code is None or count == 0 or limit <= 0:
+            return []
+        mask = (
+            self.active[:count]
+            & self.has_vector[:count]
+            & (self.embedder_code[:count] == code)
+            & (self.expires[:count] > now.timestamp())
+        )
+        if kinds:
+            codes = [self.kinds[kind] for kind in kinds if kind in self.kinds]
+            mask &= np.isin(self.kind_code[:count], np.asarray(codes, dtype=np.int32))
+        if keep is not None:
+            mask &= np.asarray([keep(self.records[memory_id]) for memory_id in self.ids], dtype=bool)
+        eligible = int(mask.sum())
+        if eligible == 0:
+            return []
+        # One product over the whole matrix (no copy of the eligible rows), then the ineligible set aside.
+        scores = np.where(mask, self.vectors[:count] @ np.asarray(vector, dtype=np.float32), -np.inf)
+        take = min(limit, eligible)
+        best = np.argpartition(-scores, take - 1)[:take] if take < count else np.arange(count)
+        best = best[np.isfinite(scores[best])]
+        best = best[np.lexsort((best, -scores[best]))]
+        return [(self.records[self.ids[row]], float(scores[row]), self.vectors[row].copy()) for row in best]
+
+    def vector_of(self, memory_id: str) -> np.ndarray | None:
+        row = self.row_of.get(memory_id)
+        return self.vectors[row].copy() if row is not None and self.has_vector[row] else None
+
+
+class ScopeCache:
+    """Scope copies for one memories table. ``reader`` is how the cache reads the table (the store)."""
+
+    def __init__(
+        self, reader: CacheReader, *, dimension: int, max_scope_rows: int, max_total_rows: int
+    ) -> None:
+        self._reader = reader
+        self._dimension = dimension
+        self._max_scope_rows = max_scope_rows
+        self._max_total_rows = max_total_rows
+        self._copies: OrderedDict[Scope, ScopeCopy] = OrderedDict()
+        self._too_big: set[Scope] = set()  # scopes only grow (rows are never deleted): once too big, always
+        self._version: int | None = None
+        self._lock = threading.RLock()
+        self.loads = 0  # scope copies built from a full read (tests and the benchmark read these)
+        self.deltas = 0  # catch-ups that read only the changed rows
+
+    @property
+    def enabled(self) -> bool:
+        return self._max_scope_rows > 0 and self._max_total_rows > 0
+
+    @contextmanager
+    def reading(self, scope: Scope, *, build: bool = True) -> Iterator[ScopeCopy | None]:
+        """The up-to-date copy of ``scope`` (built if ``build`` and the scope is small enough), or None;
+        the copy may be read only inside the block (writes from other threads wait until it ends)."""
+        if not self.enabled:
+            yield None
+            return
+        with self._lock:
+            yield self._copy_of(scope) if build else self._cached(scope)
+
+    def _copy_of(self, scope: Scope) -> ScopeCopy | None:
+        with self._lock:
+            self._catch_up()
+            copy = self._copies.get(scope)
+            if copy is not None:
+                self._copies.move_to_end(scope)
+                return copy
+            if scope in self._too_big:
+                return None
+            if self._reader.scope_size_above(scope, self._max_scope_rows):
+                self._too_big.add(scope)
+                return None
+            copy = ScopeCopy(self._dimension)
+            for record, vector in self._reader.scope_rows(scope):
+                copy.put(record, vector)
+            self.loads += 1
+            self._copies[scope] = copy
+            self._evict()
+            return copy
+
+    def _cached(self, scope: Scope) -> ScopeCopy | None:
+        with self._lock:
+            if scope not in self._copies:
+                return None
+            self._catch_up()
+            return self._copies.get(scope)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._copies.clear()
+            self._too_big.clear()
+            self._version = None
+
+    def advance(
+        self,
+        before: int,
+        after: int,
+        *,
+        inserted: Sequence[Row] = (),
+        updated: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        """This process wrote the memories table (``before`` -> ``after``): when that write was the only
+        commit since the cache caught up, apply it here and skip reading it back. ``updated`` maps ids to
+        the columns a merge set (table columns; those a record does not hold are ignored)."""
+        with self._lock:
+            if self._version is None or self._version != before or after != before + 1:
+                return  # someone else committed too: the next read catches up from the table
+            for record, vector in inserted:
+                copy = self._copies.get(record.scope)
+                if copy is not None:
+                    copy.put(record, vector)
+            for memory_id, columns in (updated or {}).items():
+                for copy in self._copies.values():
+                    cached = copy.records.get(memory_id)
+                    if cached is not None:
+                        vector = columns["vector"] if "vector" in columns else copy.vector_of(memory_id)
+                        copy.put(replace(cached, **record_fields(columns)), _as_vector(vector))
+            self._version = after
+            self._evict()
+
+    def _catch_up(self) -> None:
+        version = self._reader.table_version()
+        if version == self._version:
+            return
+        if self._version is not None and self._copies:
+            changed = self._reader.rows_changed_since(self._version, list(self._copies))
+            for record, vector in changed:
+                copy = self._copies.get(record.scope)
+                if copy is not None:
+                    copy.put(record, vector)
+            self.deltas += 1
+            oversized = [scope for scope, copy in self._copies.items() if len(copy) > self._max_scope_rows]
+            for scope in oversized:
+                del self._copies[scope]
+                self._too_big.add(scope)
+            self._evict()
+        self._version = version
+
+    def _evict(self) -> None:
+        while len(self._copies) > 1 and sum(len(c) for c in self._copies.values()) > self._max_total_rows:
+            self._copies.popitem(last=False)
+
+
+_RECORD_FIELDS = frozenset(f.name for f in fields(MemoryRecord))
+
+
+def record_fields(columns: Mapping[str, Any]) -> dict[str, Any]:
+    """Table column values as MemoryRecord fields (tags as a tuple, the SimHash unsigned, UTC times)."""
+    values: dict[str, Any] = {}
+    for name, value in columns.items():
+        if name not in _RECORD_FIELDS:
+            continue
+        if name == "tags":
+            value = tuple(value or ())
+        elif name == "simhash" and value is not None and value < 0:
+            value += 1 << 64
+        elif isinstance(value, datetime) and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        values[name] = value
+    return values
+
+
+def _as_vector(value: Any) -> np.ndarray | None:
+    return None if value is None else np.asarray(value, dtype=np.float32)
+
+
+def by_id(copy: ScopeCopy, memory_ids: Iterable[str]) -> tuple[dict[str, MemoryRecord], list[str]]:
+    """(records found in the copy, ids it does not have)."""
+    found: dict[str, MemoryRecord] = {}
+    missing: list[str] = []
+    for memory_id in memory_ids:
+        record = copy.records.get(memory_id)
+        if record is not None:
+            found[memory_id] = record
+        else:
+            missing.append(memory_id)
+    return found, missing
+
+
+def episode_members(copy: ScopeCopy, episode_ids: Sequence[str]) -> list[MemoryRecord]:
+    """The active members of these episodes."""
+    members = (copy.records[i] for e in dict.fromkeys(episode_ids) for i in copy.episodes.get(e, ()))
+    return [record for record in members if record.status == "active"]

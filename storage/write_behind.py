@@ -1,0 +1,82 @@
+"""Batched appends for the logs a recall writes (its retrieval record and A/B rows), off the request path.
+
+A LanceDB append is a commit (a few ms and a new version); a recall wrote two of them. Here they are
+queued and a background thread writes everything queued every ``interval`` seconds as one append per
+table. Any read of those tables in this process flushes first, so a recall's retrieval_id is at once
+readable by explain_ranking and report_outcome; ``close`` flushes what is left. What a crash can lose is
+the last ``interval`` of logs, never a memory: memory writes are not deferred.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+Writer = Callable[[str, Sequence[Mapping[str, Any]]], None]
+
+
+class WriteBehind:
+    def __init__(self, write: Writer, *, interval: float = 0.2) -> None:
+        self._write = write
+        self._interval = interval
+        self._pending: dict[str, list[Mapping[str, Any]]] = {}
+        self._lock = threading.Lock()  # guards _pending
+        self._flushing = threading.Lock()  # one flush at a time, so batches land in order
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="memoria-log-writer", daemon=True)
+        self._thread.start()
+
+    def add(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        if not rows:
+            return
+        if self._closed:
+            self._write(table, rows)
+            return
+        with self._lock:
+            self._pending.setdefault(table, []).extend(rows)
+
+    def pending(self) -> int:
+        with self._lock:
+            return sum(len(rows) for rows in self._pending.values())
+
+    def flush(self) -> None:
+        """Write everything queued now (the caller waits); rows whose write fails stay queued and the
+        error is raised."""
+        with self._flushing:
+            with self._lock:
+                batches, self._pending = self._pending, {}
+            failed: dict[str, list[Mapping[str, Any]]] = {}
+            error: Exception | None = None
+            for table, rows in batches.items():
+                try:
+                    self._write(table, rows)
+                except Exception as exc:
+                    failed[table] = rows
+                    error = exc
+            if failed:
+                with self._lock:
+                    for table, rows in failed.items():
+                        self._pending[table] = rows + self._pending.get(table, [])
+            if error is not None:
+                raise error
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        self._thread.join(timeout=10)
+        self.flush()
+
+    def _run(self) -> None:
+        while not self._closed:
+            self._wake.wait(self._interval)
+            if self._closed:
+                return
+            try:
+                self.flush()
+            except Exception:
+                log.warning("writing retrieval logs failed; will retry", exc_info=True)

@@ -1,0 +1,115 @@
+"""The in-process scope copies: they answer like LanceDB, follow other processes' writes, apply this
+process's own writes without reading them back, and step aside for scopes that are too big."""
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from storage.records import Scope
+from storage.store import MemoryStore
+from tests.storage.test_store import DIM, NOW, SCOPE, new, vec
+
+OTHER = Scope("globex", "api")
+
+
+def open_store(path, **cache) -> MemoryStore:
+    return MemoryStore.open(str(path), vector_dim=DIM, **cache)
+
+
+def corpus():
+    rows = [
+        new(f"m{i}", f"note number {i} about topic {i % 3}", hot=(i % DIM, (i * 3) % DIM)) for i in range(30)
+    ]
+    rows.append(new("fact-t", "tagged fact", hot=(1,), tags=("db",)))
+    rows.append(new("art", "an artifact", hot=(1,), kind="artifact"))
+    rows.append(new("old", "superseded one", hot=(1,), status="superseded"))
+    rows.append(new("gone", "expired ephemeral", hot=(1,), expires_at=NOW - timedelta(days=1)))
+    rows.append(new("other-emb", "other embedder", hot=(1,), embedder="other"))
+    rows.append(new("elsewhere", "another scope", hot=(1,), scope=OTHER))
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("kinds", "tags"), [(None, None), (["artifact"], None), (None, ["db"]), (["fact"], ["db"])]
+)
+def test_a_copy_answers_vector_searches_like_lancedb(tmp_path, kinds, tags):
+    with open_store(tmp_path / "db") as cached, open_store(tmp_path / "db", cache_scope_rows=0) as plain:
+        cached.insert_many(corpus())
+        query = np.asarray(vec(1, 3), dtype=np.float32)
+        got = cached.vector_search(SCOPE, query, embedder="emb", limit=8, kinds=kinds, tags=tags)
+        want = plain.vector_search(SCOPE, query, embedder="emb", limit=8, kinds=kinds, tags=tags)
+        assert cached.cache.loads == 1 and plain.cache.loads == 0
+        assert [h.record.id for h in got] == [h.record.id for h in want]
+        assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
+        assert {h.record.id for h in got}.isdisjoint({"old", "gone", "other-emb", "elsewhere"})
+
+
+def test_reads_from_a_copy_match_reads_from_the_table(tmp_path):
+    with open_store(tmp_path / "db") as cached, open_store(tmp_path / "db", cache_scope_rows=0) as plain:
+        cached.insert_many(
+            [*corpus(), new("ep1", "in an episode", episode_id="e1"), new("ep2", "too", episode_id="e1")]
+        )
+        ids = ["m1", "old", "missing", "elsewhere"]
+        assert cached.get_memories(ids, SCOPE) == plain.get_memories(ids, SCOPE)
+        assert cached.get_memory("m2", SCOPE) == plain.get_memory("m2", SCOPE)
+        assert sorted(s.id for s in cached.episode_member_stubs(SCOPE, ["e1"])) == ["ep1", "ep2"]
+        vectors = cached.memory_vectors(["m1", "m2"], SCOPE)
+        assert np.allclose(vectors["m1"], plain.memory_vectors(["m1"], SCOPE)["m1"])
+        hits = cached.fulltext_search(SCOPE, "note topic", limit=5)
+        assert [h.record.id for h in hits] == [
+            h.record.id for h in plain.fulltext_search(SCOPE, "note topic", limit=5)
+        ]
+        assert all(h.vector is not None for h in hits)
+
+
+def test_another_processs_writes_reach_the_copy_by_reading_only_what_changed(tmp_path):
+    with open_store(tmp_path / "db") as mine, open_store(tmp_path / "db") as theirs:
+        mine.insert_many(corpus())
+        query = np.asarray(vec(5), dtype=np.float32)
+        mine.vector_search(SCOPE, query, embedder="emb", limit=3)  # builds the copy
+        theirs.insert_memory(new("fresh", "written by the other process", hot=(5,)))
+        theirs.retract(SCOPE, ["m5"], NOW)
+        theirs.set_weights({"m13": 1.5}, NOW)
+        hits = mine.vector_search(SCOPE, query, embedder="emb", limit=3)
+        assert hits[0].record.id == "fresh"
+        assert "m5" not in {h.record.id for h in hits}
+        assert mine.get_memory("m5", SCOPE).status == "retracted"
+        assert mine.get_memory("m13", SCOPE).weight == 1.5
+        assert (mine.cache.loads, mine.cache.deltas) == (1, 1)
+
+
+def test_this_processs_own_writes_are_applied_without_reading_them_back(tmp_path):
+    with open_store(tmp_path / "db") as store:
+        store.insert_many(corpus())
+        store.get_memory("m1", SCOPE)  # builds the copy
+        store.insert_memory(new("mine", "my own write", hot=(2,)))
+        store.supersede(SCOPE, ["m2"], "mine", NOW)
+        store.mark_consolidated(["mine"], NOW)
+        assert store.get_memory("mine", SCOPE).consolidated_at == NOW
+        assert store.get_memory("m2", SCOPE).replaced_by == "mine"
+        top = store.vector_search(SCOPE, np.asarray(vec(2), dtype=np.float32), embedder="emb", limit=1)
+        assert top[0].record.id == "mine"
+        assert (store.cache.loads, store.cache.deltas) == (1, 0)
+
+
+def test_a_scope_above_the_size_limit_is_searched_in_lancedb(tmp_path):
+    with open_store(tmp_path / "db", cache_scope_rows=10) as store:
+        store.insert_many(corpus())
+        hits = store.vector_search(SCOPE, np.asarray(vec(5), dtype=np.float32), embedder="emb", limit=3)
+        assert len(hits) == 3 and store.cache.loads == 0
+        assert store.get_memory("elsewhere", OTHER) is not None  # one memory: small enough
+        assert store.cache.loads == 1
+
+
+def test_the_least_recently_used_copy_goes_when_the_total_is_exceeded(tmp_path):
+    with open_store(tmp_path / "db", cache_total_rows=40) as store:
+        store.insert_many(corpus())
+        store.get_memory("elsewhere", OTHER)
+        store.get_memory("m1", SCOPE)
+        store.get_memory("elsewhere", OTHER)  # 35 + 1 rows fit: both stay
+        assert store.cache.loads == 2
+        store.insert_many([new(f"x{i}", f"extra {i}", scope=OTHER) for i in range(10)])  # 35 + 11 > 40
+        store.get_memory("m1", SCOPE)  # the scope used longest ago went; read again
+        store.get_memory("x1", OTHER)  # and now the other one
+        assert store.cache.loads == 4
