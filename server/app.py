@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
 
 from server.config import Settings
 from server.registry import ToolSpec, register_tool
@@ -51,13 +50,7 @@ def tool_specs() -> list[ToolSpec]:
             output_model=remember.RememberOutput,
             handler=remember.handle,
             uses_llm=True,
-            annotations=ToolAnnotations(
-                title="Remember",
-                read_only_hint=False,
-                destructive_hint=False,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
+            effect="writes",
         ),
         ToolSpec(
             name="remember_many",
@@ -70,13 +63,7 @@ def tool_specs() -> list[ToolSpec]:
             input_model=remember_many.RememberManyInput,
             output_model=remember_many.RememberManyOutput,
             handler=remember_many.handle,
-            annotations=ToolAnnotations(
-                title="Remember many",
-                read_only_hint=False,
-                destructive_hint=False,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
+            effect="writes",
             uses_llm=True,
         ),
         ToolSpec(
@@ -92,7 +79,7 @@ def tool_specs() -> list[ToolSpec]:
             input_model=recall.RecallInput,
             output_model=recall.RecallOutput,
             handler=recall.handle,
-            annotations=ToolAnnotations(title="Recall", read_only_hint=True, open_world_hint=False),
+            effect="reads",
             uses_llm=True,
         ),
         ToolSpec(
@@ -106,13 +93,7 @@ def tool_specs() -> list[ToolSpec]:
             input_model=report_outcome.ReportOutcomeInput,
             output_model=report_outcome.ReportOutcomeOutput,
             handler=report_outcome.handle,
-            annotations=ToolAnnotations(
-                title="Report outcome",
-                read_only_hint=False,
-                destructive_hint=False,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
+            effect="writes",
         ),
         ToolSpec(
             name="explain_ranking",
@@ -127,7 +108,7 @@ def tool_specs() -> list[ToolSpec]:
             input_model=explain_ranking.ExplainRankingInput,
             output_model=explain_ranking.ExplainRankingOutput,
             handler=explain_ranking.handle,
-            annotations=ToolAnnotations(title="Explain ranking", read_only_hint=True, open_world_hint=False),
+            effect="reads",
             uses_llm=True,
         ),
         ToolSpec(
@@ -141,13 +122,7 @@ def tool_specs() -> list[ToolSpec]:
             input_model=forget.ForgetInput,
             output_model=forget.ForgetOutput,
             handler=forget.handle,
-            annotations=ToolAnnotations(
-                title="Forget",
-                read_only_hint=False,
-                destructive_hint=True,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
+            effect="erases",
         ),
         ToolSpec(
             name="drift",
@@ -159,7 +134,7 @@ def tool_specs() -> list[ToolSpec]:
             input_model=drift.DriftInput,
             output_model=drift.DriftOutput,
             handler=drift.handle,
-            annotations=ToolAnnotations(title="Drift", read_only_hint=True, open_world_hint=False),
+            effect="reads",
         ),
         ToolSpec(
             name="lineage",
@@ -171,7 +146,7 @@ def tool_specs() -> list[ToolSpec]:
             input_model=lineage.LineageInput,
             output_model=lineage.LineageOutput,
             handler=lineage.handle,
-            annotations=ToolAnnotations(title="Lineage", read_only_hint=True, open_world_hint=False),
+            effect="reads",
         ),
     ]
 

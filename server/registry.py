@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -40,8 +40,22 @@ class ToolSpec:
     input_model: type[BaseModel]
     output_model: type[BaseModel]
     handler: Handler
-    annotations: ToolAnnotations
+    effect: Literal["reads", "writes", "erases"]  # erases: may delete what it names (forget)
     uses_llm: bool = False  # may ask the request's LLM (sampling needs the input-required flow)
+
+    @property
+    def annotations(self) -> ToolAnnotations:
+        """MCP hints from ``effect``: every tool is closed-world; writing tools are idempotent (ids are
+        content hashes, outcome reports replay)."""
+        if self.effect == "reads":
+            return ToolAnnotations(title=self.title, read_only_hint=True, open_world_hint=False)
+        return ToolAnnotations(
+            title=self.title,
+            read_only_hint=False,
+            destructive_hint=self.effect == "erases",
+            idempotent_hint=True,
+            open_world_hint=False,
+        )
 
 
 def register_tool(app: MCPServer[AppState], spec: ToolSpec) -> None:
