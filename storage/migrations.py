@@ -32,10 +32,8 @@ class Migration:
 
 
 def m001_create_tables(db: Any, ctx: MigrationContext) -> None:
-    memories = db.create_table(
-        schema.LEGACY_MEMORIES, schema=schema.memories_schema(ctx.vector_dim), exist_ok=True
-    )
-    index_memories(memories, episode_index=False)
+    # Indexed by migration 4, which moves these rows to the table the store uses.
+    db.create_table(schema.LEGACY_MEMORIES, schema=schema.memories_schema(ctx.vector_dim), exist_ok=True)
 
     db.create_table(schema.EPISODES, schema=schema.episodes_schema(), exist_ok=True).create_index(
         "id", config=BTree(), replace=True
@@ -56,7 +54,6 @@ def m002_corroboration(db: Any, ctx: MigrationContext) -> None:
     if missing:
         # Existing rows get null; the aggregation job computes their fingerprints from content.
         memories.add_columns(missing)
-    memories.create_index("episode_id", config=BTree(), replace=True)
     db.create_table(schema.ATTESTATIONS, schema=schema.attestations_schema(), exist_ok=True).create_index(
         "memory_id", config=BTree(), replace=True
     )
@@ -77,33 +74,31 @@ def m004_stable_row_ids(db: Any, ctx: MigrationContext) -> None:
     """Copy the memories into a table with stable row ids, then drop the old one. Crash-safe: the old
     table is dropped only after the copy and its indexes are complete, and a copy a crash interrupted
     is started again."""
-    if not table_exists(db, schema.LEGACY_MEMORIES):
+    old = open_or_none(db, schema.LEGACY_MEMORIES)
+    if old is None:
         return  # done before a crash that came before the version was recorded
-    if table_exists(db, schema.MEMORIES):
+    if open_or_none(db, schema.MEMORIES) is not None:
         db.drop_table(schema.MEMORIES)
-    old = db.open_table(schema.LEGACY_MEMORIES)
     new = db.create_table(schema.MEMORIES, schema=old.schema, storage_options=schema.STABLE_ROW_IDS)
     if old.count_rows():
         for batch in old.search().limit(2**31 - 1).to_batches(10_000):
             new.add(pa.Table.from_batches([batch], schema=old.schema))
-    index_memories(new, episode_index=True)
+    index_memories(new)
     db.drop_table(schema.LEGACY_MEMORIES)
 
 
-def table_exists(db: Any, name: str) -> bool:
+def open_or_none(db: Any, name: str) -> Any:
     try:
-        db.open_table(name)
+        return db.open_table(name)
     except ValueError:  # "Table '...' was not found"
-        return False
-    return True
+        return None
 
 
-def index_memories(memories: Any, *, episode_index: bool) -> None:
-    memories.create_index("id", config=BTree(), replace=True)
+def index_memories(memories: Any) -> None:
+    for column in ("id", "episode_id"):
+        memories.create_index(column, config=BTree(), replace=True)
     for column in ("org_id", "project_id", "status", "kind", "embedder"):
         memories.create_index(column, config=Bitmap(), replace=True)
-    if episode_index:
-        memories.create_index("episode_id", config=BTree(), replace=True)
     # Stemmed, stop-worded BM25 over content + tags; rows added after the index stay searchable (flat scan)
     # until maintenance folds them in.
     memories.create_index("search_text", config=FTS(with_position=False), replace=True)
@@ -121,9 +116,10 @@ assert MIGRATIONS[-1].number == schema.SCHEMA_VERSION
 
 
 def read_meta(db: Any) -> dict[str, str]:
-    if not table_exists(db, schema.META):  # a new store
+    table = open_or_none(db, schema.META)
+    if table is None:  # a new store
         return {}
-    rows = db.open_table(schema.META).to_arrow().to_pylist()
+    rows = table.to_arrow().to_pylist()
     return {row["key"]: row["value"] for row in rows}
 
 

@@ -17,16 +17,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
 
 from storage.records import MemoryRecord, Scope
-
-VERSION_COLUMN = "_row_last_updated_at_version"
-
 
 Row = tuple[MemoryRecord, "np.ndarray | None"]
 
@@ -51,7 +48,7 @@ class ScopeCopy:
     records: dict[str, MemoryRecord] = field(default_factory=dict)
     row_of: dict[str, int] = field(default_factory=dict)
     ids: list[str] = field(default_factory=list)
-    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    vectors: np.ndarray = field(init=False)
     has_vector: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     active: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     embedder_code: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
@@ -62,8 +59,7 @@ class ScopeCopy:
     episodes: dict[str, set[str]] = field(default_factory=dict)  # episode id -> member ids (any status)
 
     def __post_init__(self) -> None:
-        if self.vectors.shape[1] != self.dimension:
-            self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
+        self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -167,6 +163,7 @@ class ScopeCache:
         self._too_big: set[Scope] = set()  # scopes only grow (rows are never deleted): once too big, always
         self._version: int | None = None
         self._lock = threading.RLock()
+        self._pin = threading.local()  # one_version(): depth, and whether the version was checked
         self.loads = 0  # scope copies built from a full read (tests and the benchmark read these)
         self.deltas = 0  # catch-ups that read only the changed rows
 
@@ -174,48 +171,50 @@ class ScopeCache:
     def enabled(self) -> bool:
         return self._max_scope_rows > 0 and self._max_total_rows > 0
 
+    def serves(self, scope: Scope) -> bool:
+        """Whether reads of ``scope`` may come from a copy (it is not known to be too big)."""
+        return self.enabled and scope not in self._too_big
+
     @contextmanager
-    def reading(self, scope: Scope, *, build: bool = True) -> Iterator[ScopeCopy | None]:
-        """The up-to-date copy of ``scope`` (built if ``build`` and the scope is small enough), or None;
-        the copy may be read only inside the block (writes from other threads wait until it ends)."""
+    def reading(self, scope: Scope) -> Iterator[ScopeCopy | None]:
+        """The up-to-date copy of ``scope`` (built if the scope is small enough), or None; the copy may be
+        read only inside the block (writes from other threads wait until it ends)."""
         if not self.enabled:
             yield None
             return
         with self._lock:
-            yield self._copy_of(scope) if build else self._cached(scope)
+            yield self._copy_of(scope)
+
+    @contextmanager
+    def one_version(self) -> Iterator[None]:
+        """Reads by this thread inside the block check the table's version once: one request, one
+        consistent snapshot, one manifest check (a recall reads several times)."""
+        self._pin.depth = getattr(self._pin, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            self._pin.depth -= 1
+            if self._pin.depth == 0:
+                self._pin.checked = False
 
     def _copy_of(self, scope: Scope) -> ScopeCopy | None:
-        with self._lock:
-            self._catch_up()
-            copy = self._copies.get(scope)
-            if copy is not None:
-                self._copies.move_to_end(scope)
-                return copy
-            if scope in self._too_big:
-                return None
-            if self._reader.scope_size_above(scope, self._max_scope_rows):
-                self._too_big.add(scope)
-                return None
-            copy = ScopeCopy(self._dimension)
-            for record, vector in self._reader.scope_rows(scope):
-                copy.put(record, vector)
-            self.loads += 1
-            self._copies[scope] = copy
-            self._evict()
+        self._catch_up()
+        copy = self._copies.get(scope)
+        if copy is not None:
+            self._copies.move_to_end(scope)
             return copy
-
-    def _cached(self, scope: Scope) -> ScopeCopy | None:
-        with self._lock:
-            if scope not in self._copies:
-                return None
-            self._catch_up()
-            return self._copies.get(scope)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._copies.clear()
-            self._too_big.clear()
-            self._version = None
+        if scope in self._too_big:
+            return None
+        if self._reader.scope_size_above(scope, self._max_scope_rows):
+            self._too_big.add(scope)
+            return None
+        copy = ScopeCopy(self._dimension)
+        for record, vector in self._reader.scope_rows(scope):
+            copy.put(record, vector)
+        self.loads += 1
+        self._copies[scope] = copy
+        self._evict()
+        return copy
 
     def advance(
         self,
@@ -224,10 +223,11 @@ class ScopeCache:
         *,
         inserted: Sequence[Row] = (),
         updated: Mapping[str, Mapping[str, Any]] | None = None,
+        vectors: Mapping[str, np.ndarray | None] | None = None,
     ) -> None:
         """This process wrote the memories table (``before`` -> ``after``): when that write was the only
         commit since the cache caught up, apply it here and skip reading it back. ``updated`` maps ids to
-        the columns a merge set (table columns; those a record does not hold are ignored)."""
+        the record fields a merge set, ``vectors`` to the vectors it set."""
         with self._lock:
             if self._version is None or self._version != before or after != before + 1:
                 return  # someone else committed too: the next read catches up from the table
@@ -239,13 +239,17 @@ class ScopeCache:
                 for copy in self._copies.values():
                     cached = copy.records.get(memory_id)
                     if cached is not None:
-                        vector = columns["vector"] if "vector" in columns else copy.vector_of(memory_id)
-                        copy.put(replace(cached, **record_fields(columns)), _as_vector(vector))
+                        vector = (vectors or {}).get(memory_id, copy.vector_of(memory_id))
+                        copy.put(replace(cached, **columns), vector)
             self._version = after
             self._evict()
 
     def _catch_up(self) -> None:
+        pinned = getattr(self._pin, "depth", 0) > 0
+        if pinned and getattr(self._pin, "checked", False):
+            return
         version = self._reader.table_version()
+        self._pin.checked = pinned
         if version == self._version:
             return
         if self._version is not None and self._copies:
@@ -267,40 +271,9 @@ class ScopeCache:
             self._copies.popitem(last=False)
 
 
-_RECORD_FIELDS = frozenset(f.name for f in fields(MemoryRecord))
-
-
-def record_fields(columns: Mapping[str, Any]) -> dict[str, Any]:
-    """Table column values as MemoryRecord fields (tags as a tuple, the SimHash unsigned, UTC times)."""
-    values: dict[str, Any] = {}
-    for name, value in columns.items():
-        if name not in _RECORD_FIELDS:
-            continue
-        if name == "tags":
-            value = tuple(value or ())
-        elif name == "simhash" and value is not None and value < 0:
-            value += 1 << 64
-        elif isinstance(value, datetime) and value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        values[name] = value
-    return values
-
-
-def _as_vector(value: Any) -> np.ndarray | None:
-    return None if value is None else np.asarray(value, dtype=np.float32)
-
-
-def by_id(copy: ScopeCopy, memory_ids: Iterable[str]) -> tuple[dict[str, MemoryRecord], list[str]]:
-    """(records found in the copy, ids it does not have)."""
-    found: dict[str, MemoryRecord] = {}
-    missing: list[str] = []
-    for memory_id in memory_ids:
-        record = copy.records.get(memory_id)
-        if record is not None:
-            found[memory_id] = record
-        else:
-            missing.append(memory_id)
-    return found, missing
+def by_id(copy: ScopeCopy, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]:
+    """The records of these ids that the copy has (an id it lacks does not exist in the scope)."""
+    return {i: copy.records[i] for i in memory_ids if i in copy.records}
 
 
 def episode_members(copy: ScopeCopy, episode_ids: Sequence[str]) -> list[MemoryRecord]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
 from functools import partial, reduce
 from pathlib import Path
@@ -107,7 +107,7 @@ class MemoryStore:
         self._attestations = db.open_table(schema.ATTESTATIONS)
         self._lineage = db.open_table(schema.LINEAGE)
         self._contradictions = db.open_table(schema.CONTRADICTIONS)
-        self._logs = WriteBehind(self._append_log)
+        self._logs = WriteBehind(self._append)
         self._cache = ScopeCache(
             self,
             dimension=self._vector_dim,
@@ -202,7 +202,7 @@ class MemoryStore:
             return {}
         with self._cache.reading(scope) as copy:
             if copy is not None:
-                return by_id(copy, ids)[0]
+                return by_id(copy, ids)
         condition = filters.all_of(filters.one_of("id", ids), filters.scope_is(scope))
         rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=len(ids) * 2)
         found: dict[str, MemoryRecord] = {}
@@ -232,7 +232,7 @@ class MemoryStore:
                 with self._cache.reading(next(iter(scopes))) as copy:
                     if copy is not None:
                         # Ids are scope-qualified hashes: one the up-to-date copy lacks is new.
-                        existing, ids = by_id(copy, ids)[0], []
+                        existing, ids = by_id(copy, ids), []
             for start in range(0, len(ids), 1_000):
                 chunk = ids[start : start + 1_000]
                 rows = self._select(
@@ -277,7 +277,7 @@ class MemoryStore:
             current = self.get_memory(new.record.id, new.record.scope)
             if current is None or current.status not in ("retracted", "purged"):
                 raise StoreError(f"{new.record.id} is not a forgotten memory and cannot be restored")
-            retrying(lambda: self._memories.merge_insert("id").when_matched_update_all().execute(table))
+            self._merge_update(table)
         return new.record
 
     def vector_search(
@@ -328,35 +328,29 @@ class MemoryStore:
         """Active memories in ``scope`` matching ``text`` (BM25 over content and tags), best first."""
         if not text.strip():
             return []
-        with self._cache.reading(scope) as copy:
-            if copy is not None:
-                # Only ids and scores from the index; the records and vectors are in the copy (a row
-                # committed after the copy caught up is left for the next search).
-                scored = (
-                    self._memories.search(text, query_type="fts", fts_columns="search_text")
-                    .where(self._active_in(scope, kinds, tags), prefilter=True)
-                    .select(["id", "_score"])
-                    .limit(limit)
-                    .to_arrow()
-                    .to_pylist()
-                )
-                found = [
-                    SearchHit(copy.records[row["id"]], float(row["_score"]), copy.vector_of(row["id"]))
-                    for row in scored
-                    if row["id"] in copy.records
-                ]
-                return _live(found)
-        query = (
-            self._memories.search(text, query_type="fts", fts_columns="search_text")
-            .where(self._active_in(scope, kinds, tags), prefilter=True)
-            .select([*MEMORY_COLUMNS, "vector", "_score"])
-            .limit(limit)
-        )
-        hits = [
-            SearchHit(_memory_from_row(row), float(row["_score"]), _vector(row))
-            for row in query.to_arrow().to_pylist()
-        ]
-        return _live(hits)
+
+        def matches(columns: list[str]) -> list[dict[str, Any]]:
+            query = self._memories.search(text, query_type="fts", fts_columns="search_text")
+            query = query.where(self._active_in(scope, kinds, tags), prefilter=True)
+            return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()
+
+        if self._cache.serves(scope):
+            # Only ids and scores from the index (queried outside the cache's lock); records and vectors
+            # come from the copy (a row committed after it caught up is left for the next search).
+            scored = matches(["id"])
+            with self._cache.reading(scope) as copy:
+                if copy is not None:
+                    return _live(
+                        [
+                            SearchHit(
+                                copy.records[row["id"]], float(row["_score"]), copy.vector_of(row["id"])
+                            )
+                            for row in scored
+                            if row["id"] in copy.records
+                        ]
+                    )
+        rows = matches([*MEMORY_COLUMNS, "vector"])
+        return _live([SearchHit(_memory_from_row(row), float(row["_score"]), _vector(row)) for row in rows])
 
     def set_weights(self, weights: Mapping[str, float], at: datetime) -> None:
         """Write feedback weights (caller holds ``exclusive()`` when it read them first)."""
@@ -682,11 +676,13 @@ class MemoryStore:
             )
 
     def _merge_update(self, update: pa.Table) -> None:
-        changes = {row.pop("id"): row for row in update.to_pylist()}
+        rows = update.to_pylist()
+        changes = {row["id"]: _record_values(row) for row in rows}
+        vectors = {row["id"]: _vector(row) for row in rows if "vector" in row}
         with self._lock.hold():
             before = self._memories.version
             retrying(lambda: self._memories.merge_insert("id").when_matched_update_all().execute(update))
-            self._cache.advance(before, self._memories.version, updated=changes)
+            self._cache.advance(before, self._memories.version, updated=changes, vectors=vectors)
 
     # ------------------------------------------------------------------ corroboration
 
@@ -816,17 +812,10 @@ class MemoryStore:
 
     def record_retrieval(self, record: RetrievalRecord) -> None:
         """Queued and written in the background with others (``storage.write_behind``)."""
-        self._logs.add(schema.RETRIEVALS, [{**record.__dict__, "context_ids": list(record.context_ids)}])
+        self._logs.add(self._retrievals, [{**record.__dict__, "context_ids": list(record.context_ids)}])
 
     def log_ab_rows(self, rows: Sequence[AbLogRow]) -> None:
-        self._logs.add(schema.AB_LOGS, [row.__dict__ for row in rows])
-
-    def flush_logs(self) -> None:
-        """Write the queued retrieval logs now (reads of them do this first)."""
-        self._logs.flush()
-
-    def _append_log(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        self._append({schema.RETRIEVALS: self._retrievals, schema.AB_LOGS: self._ab_logs}[table], rows)
+        self._logs.add(self._ab_logs, [row.__dict__ for row in rows])
 
     def ab_log_rows(self, scope: Scope, retrieval_id: str) -> list[AbLogRow]:
         self._logs.flush()
@@ -930,6 +919,10 @@ class MemoryStore:
     def cache(self) -> ScopeCache:
         return self._cache
 
+    def one_version(self) -> AbstractContextManager[None]:
+        """Reads inside the block see one version of the memories (one freshness check per request)."""
+        return self._cache.one_version()
+
     # ------------------------------------------------------------------ upkeep
 
     def maintain(
@@ -1032,21 +1025,30 @@ def _memory_to_row(new: NewMemory) -> dict[str, Any]:
 
 
 def _memory_from_row(row: Mapping[str, Any]) -> MemoryRecord:
-    # Arrow gives lists and maybe-naive datetimes; records hold tuples and UTC times.
-    return MemoryRecord(
-        **{
-            **{name: row[name] for name in MEMORY_COLUMNS},
-            "tags": tuple(row["tags"] or ()),
-            "weight": float(row["weight"]),
-            "created_at": _utc(row["created_at"]),
-            "updated_at": _utc(row["updated_at"]),
-            "simhash": _from_int64(row.get("simhash")),
-            "expires_at": _utc(row["expires_at"]) if row.get("expires_at") is not None else None,
-            "consolidated_at": _utc(row["consolidated_at"])
-            if row.get("consolidated_at") is not None
-            else None,
-        }
-    )
+    return MemoryRecord(**_record_values({name: row[name] for name in MEMORY_COLUMNS}))
+
+
+_TIMES = frozenset({"created_at", "updated_at", "expires_at", "consolidated_at"})
+
+
+def _record_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The record fields among a (whole or partial) row's columns, as records hold them: Arrow gives lists,
+    maybe-naive datetimes and the signed SimHash; records hold tuples, UTC times and the unsigned one."""
+    values: dict[str, Any] = {}
+    for name in MEMORY_COLUMNS:
+        if name not in row:
+            continue
+        value = row[name]
+        if name == "tags":
+            value = tuple(value or ())
+        elif name == "weight":
+            value = float(value)
+        elif name == "simhash":
+            value = _from_int64(value)
+        elif name in _TIMES and value is not None:
+            value = _utc(value)
+        values[name] = value
+    return values
 
 
 def _episode_from_row(row: Mapping[str, Any]) -> EpisodeRecord:

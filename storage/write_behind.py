@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-Writer = Callable[[str, Sequence[Mapping[str, Any]]], None]
+Writer = Callable[[Any, Sequence[Mapping[str, Any]]], None]  # (table, rows): one append
 
 
 class WriteBehind:
     def __init__(self, write: Writer, *, interval: float = 0.2) -> None:
         self._write = write
         self._interval = interval
-        self._pending: dict[str, list[Mapping[str, Any]]] = {}
+        self._pending: dict[Hashable, list[Mapping[str, Any]]] = {}
         self._lock = threading.Lock()  # guards _pending
         self._flushing = threading.Lock()  # one flush at a time, so batches land in order
         self._wake = threading.Event()
@@ -31,7 +31,7 @@ class WriteBehind:
         self._thread = threading.Thread(target=self._run, name="memoria-log-writer", daemon=True)
         self._thread.start()
 
-    def add(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    def add(self, table: Hashable, rows: Sequence[Mapping[str, Any]]) -> None:
         if not rows:
             return
         if self._closed:
@@ -50,7 +50,7 @@ class WriteBehind:
         with self._flushing:
             with self._lock:
                 batches, self._pending = self._pending, {}
-            failed: dict[str, list[Mapping[str, Any]]] = {}
+            failed: dict[Hashable, list[Mapping[str, Any]]] = {}
             error: Exception | None = None
             for table, rows in batches.items():
                 try:

@@ -147,7 +147,8 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
         request = build_request(
             runtime, scope, args.query, top_k, args.char_budget, args.kinds, args.tags, caller.llm
         )
-        result = runtime.pipeline.run(request)
+        with runtime.store.one_version():
+            result = runtime.pipeline.run(request)
         record, _ = record_retrieval(
             runtime,
             request,

@@ -221,7 +221,8 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         args.tags,
         caller.llm,
     )
-    result = runtime.pipeline.run(request)
+    with runtime.store.one_version():
+        result = runtime.pipeline.run(request)
     session_id = args.session_id or caller.session_id
     _, warnings = record_retrieval(
         runtime,

@@ -62,7 +62,7 @@ def test_the_upgrade_moves_memories_to_a_table_with_stable_row_ids(tmp_path):
     make_v1_store(tmp_path / "db")
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
         db = lancedb.connect(str(tmp_path / "db"))
-        assert not migrations.table_exists(db, schema.LEGACY_MEMORIES)
+        assert migrations.open_or_none(db, schema.LEGACY_MEMORIES) is None
         store.get_memory("mem_old", Scope("o", "p"))  # a scope copy at this version
         with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as other:
             other.retract(Scope("o", "p"), ["mem_old"], NOW)

@@ -113,3 +113,41 @@ def test_the_least_recently_used_copy_goes_when_the_total_is_exceeded(tmp_path):
         store.get_memory("m1", SCOPE)  # the scope used longest ago went; read again
         store.get_memory("x1", OTHER)  # and now the other one
         assert store.cache.loads == 4
+
+
+class CountingReader:
+    """A reader over an in-memory list that counts version checks."""
+
+    def __init__(self, rows) -> None:
+        self.rows = rows
+        self.version_checks = 0
+
+    def table_version(self) -> int:
+        self.version_checks += 1
+        return 1
+
+    def scope_size_above(self, scope, limit) -> bool:
+        return False
+
+    def scope_rows(self, scope):
+        return [
+            (n.record, np.asarray(n.vector, dtype=np.float32)) for n in self.rows if n.record.scope == scope
+        ]
+
+    def rows_changed_since(self, version, scopes):
+        return []
+
+
+def test_reads_inside_one_version_check_the_table_once():
+    from storage.scope_cache import ScopeCache
+
+    reader = CountingReader(corpus())
+    cache = ScopeCache(reader, dimension=DIM, max_scope_rows=100, max_total_rows=1000)
+    with cache.one_version():
+        for _ in range(3):
+            with cache.reading(SCOPE) as copy:
+                assert "m1" in copy.records
+    assert reader.version_checks == 1
+    with cache.reading(SCOPE), cache.reading(SCOPE):
+        pass
+    assert reader.version_checks == 3  # outside the block, every read checks
