@@ -16,24 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.corpus import generate
-from benchmarks.reporting import RESULTS, write_json
+from benchmarks.reporting import RESULTS, offline_settings, write_json
 
 
 def load_scope(db: Path, size: int) -> Any:
     """A store whose one scope holds ``size`` synthetic memories from several agents."""
-    from server.config import Settings
     from server.state import build_runtime
     from tools.common import Caller
     from tools.remember import RememberInput, new_record, with_vectors
 
-    settings = Settings.from_env(
-        {},
-        db_uri=str(db),
-        embedder="hashed",
-        reranker="none",
-        aggregation_max_rows=size,
-        maintenance_interval_seconds=3600,
-    )
+    settings = offline_settings(db, aggregation_max_rows=size)
     runtime = build_runtime(settings)
     corpus = generate(size, orgs=1, projects=1)
     for start in range(0, size, 5_000):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.locomo import Conversation, Turn, load, recall_at_k, standing_turns
-from benchmarks.reporting import RESULTS, write_json
+from benchmarks.reporting import RESULTS, offline_settings, write_json
 
 KS = (5, 10)
 
@@ -114,8 +114,7 @@ def _punctuation(text: str, rng: random.Random) -> str:
 
 
 def memory_text(turn: Turn) -> str:
-    caption = f" [shares an image: {turn.image_caption}]" if turn.image_caption else ""
-    return f"{turn.speaker}: {turn.text}{caption}"
+    return f"{turn.speaker}: {turn.said}"
 
 
 @dataclass(frozen=True)
@@ -135,7 +134,6 @@ SCENARIOS = (
 
 
 def run_scenario(conversation: Conversation, scenario: Scenario, db: Path) -> dict[str, Any]:
-    from server.config import Settings
     from server.state import build_runtime
     from storage.records import Scope
     from tools.common import Caller
@@ -144,15 +142,7 @@ def run_scenario(conversation: Conversation, scenario: Scenario, db: Path) -> di
     from tools.remember_many import BatchItem, RememberManyInput, remember_many
     from tools.upkeep import aggregation_pass
 
-    settings = Settings.from_env(
-        {},
-        db_uri=str(db),
-        embedder="hashed",
-        reranker="none",
-        allow_model_downloads=False,
-        maintenance_interval_seconds=3600,
-        consolidate_across_agents=scenario.across_agents,
-    )
+    settings = offline_settings(db, consolidate_across_agents=scenario.across_agents)
     runtime = build_runtime(settings)
     scope = Scope(settings.org_id, conversation.sample_id)
     turns_of: dict[str, set[str]] = {}
@@ -283,9 +273,10 @@ def _score(conversation: Conversation, ask: Any, standing: dict[str, set[str]]) 
         returned = [standing.get(m.id, set()) for m in ranked]
         for k in KS:
             scores[k].append(recall_at_k(returned, question.evidence, k))
-        top = [turn for turns in returned[: max(KS)] for turn in turns]
         ids = [m.id for m in ranked[: max(KS)]]
-        redundant.append(len(ids) - len({frozenset(standing.get(i, {i})) for i in ids}) if top else 0)
+        redundant.append(
+            len(ids) - len({frozenset(standing.get(i, {i})) for i in ids}) if any(returned[: max(KS)]) else 0
+        )
     return {
         "questions": len(scores[KS[0]]),
         **{f"recall@{k}": round(statistics.fmean(values), 4) for k, values in scores.items()},

@@ -22,7 +22,7 @@ import anyio
 import numpy as np
 
 from benchmarks.corpus import generate, queries
-from benchmarks.reporting import RESULTS, write_json
+from benchmarks.reporting import RESULTS, offline_settings, write_json
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -53,15 +53,11 @@ async def measure_handshakes(count: int, db: Path) -> list[float]:
 
 
 def build_store(db: Path, memories: int) -> tuple[Any, float]:
-    from server.config import Settings
     from server.state import build_runtime
     from tools.common import Caller
     from tools.remember import RememberInput, new_record, with_vectors
 
-    settings = Settings.from_env(
-        {}, db_uri=str(db), embedder="hashed", reranker="none", maintenance_interval_seconds=3600
-    )
-    runtime = build_runtime(settings)
+    runtime = build_runtime(offline_settings(db))
     started = time.perf_counter()
     corpus = generate(memories)
     for start in range(0, len(corpus), 2_000):

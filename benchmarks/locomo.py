@@ -35,6 +35,11 @@ class Turn:
     when: datetime | None  # the session's date and time
     image_caption: str | None = None
 
+    @property
+    def said(self) -> str:
+        """The turn's text, with the caption of an image it shares."""
+        return self.text + (f" [shares an image: {self.image_caption}]" if self.image_caption else "")
+
 
 @dataclass(frozen=True)
 class Question:
@@ -46,7 +51,6 @@ class Question:
 @dataclass(frozen=True)
 class Conversation:
     sample_id: str
-    speakers: tuple[str, ...]
     turns: tuple[Turn, ...]
     questions: tuple[Question, ...]
 
@@ -104,10 +108,7 @@ def parse_sample(sample: dict[str, Any]) -> Conversation:
         )
         for qa in sample.get("qa", [])
     )
-    speakers = tuple(
-        s for s in (conversation.get("speaker_a"), conversation.get("speaker_b")) if isinstance(s, str)
-    )
-    return Conversation(str(sample["sample_id"]), speakers, tuple(turns), questions)
+    return Conversation(str(sample["sample_id"]), tuple(turns), questions)
 
 
 def _session_number(key: str) -> int:

@@ -43,14 +43,13 @@ from benchmarks.locomo import (
     CATEGORIES,
     Conversation,
     Question,
-    Turn,
     load,
     ndcg_at_k,
     recall_at_k,
     reciprocal_rank,
     standing_turns,
 )
-from benchmarks.reporting import RESULTS, write_json
+from benchmarks.reporting import RESULTS, offline_settings, write_json
 
 KS = (5, 10, 20)
 METRICS = ("R@5", "R@10", "R@20", "NDCG@10", "MRR")
@@ -144,23 +143,17 @@ class Tally:
 def base_settings(db: Path, use_models: bool, extra: dict[str, str] | None = None) -> Any:
     """Offline backend (or the environment's models with ``use_models``); ``extra`` are MEMORIA_*
     variables to try a configuration, e.g. {"MEMORIA_MAX_SIBLINGS": "5"}."""
+    if not use_models:
+        return offline_settings(db, extra)
     from server.config import Settings
 
-    env = (dict(os.environ) if use_models else {}) | (extra or {})
-    overrides: dict[str, Any] = {"db_uri": str(db), "maintenance_interval_seconds": 3600.0}
-    if not use_models:
-        overrides |= {"embedder": "hashed", "reranker": "none", "allow_model_downloads": False, "llm": "none"}
-    return Settings.from_env(env, **overrides)
+    env = dict(os.environ) | (extra or {})
+    return Settings.from_env(env, db_uri=str(db), maintenance_interval_seconds=3600)
 
 
 def with_overrides(settings: Any, overrides: dict[str, Any]) -> Any:
     """The settings with some fields changed, validated again (as if read from the environment)."""
     return type(settings).model_validate({**settings.model_dump(), **overrides})
-
-
-def turn_text(turn: Turn) -> str:
-    caption = f" [shares an image: {turn.image_caption}]" if turn.image_caption else ""
-    return turn.text + caption
 
 
 def remember_conversation(conversation: Conversation, runtime: Any) -> dict[str, set[str]]:
@@ -170,12 +163,12 @@ def remember_conversation(conversation: Conversation, runtime: Any) -> dict[str,
 
     turns_of: dict[str, set[str]] = {}
     for number, turns in conversation.sessions().items():
-        start = (turns[0].when.replace(tzinfo=UTC) if turns[0].when else UNDATED) if turns else UNDATED
+        start = turns[0].when.replace(tzinfo=UTC) if turns[0].when else UNDATED
         for offset in range(0, len(turns), 200):
             chunk = turns[offset : offset + 200]
             items = [
                 BatchItem(
-                    content=turn_text(turn),
+                    content=turn.said,
                     agent_id=turn.speaker,
                     episode_id=f"{conversation.sample_id}-session-{number}",
                     occurred_at=start + TURN_SPACING * (offset + index),
@@ -232,7 +225,7 @@ def measure(
 
 def feedback_experiment(
     runtime: Any, conversation: Conversation, standing: dict[str, set[str]], before: Tally, after: Tally
-) -> int:
+) -> None:
     """Train on alternate questions with report_outcome; measure the others before and after."""
     from tools.common import Caller
     from tools.report_outcome import ReportOutcomeInput, report_outcome
@@ -240,12 +233,10 @@ def feedback_experiment(
     questions = conversation.scored_questions()
     train, test = questions[0::2], questions[1::2]
     measure(runtime, conversation, test, standing, before, "fb-before")
-    successes = 0
     for index, question in enumerate(train):
         session = f"fb-train-{index}"
         returned = ask(runtime, conversation, question, session)
         helped = any(standing.get(m.id, set()) & set(question.evidence) for m in returned)
-        successes += helped
         report_outcome(
             ReportOutcomeInput(
                 outcome="success" if helped else "failure",
@@ -257,7 +248,6 @@ def feedback_experiment(
         )
         progress(f"{conversation.sample_id} feedback training: {index + 1}/{len(train)}")
     measure(runtime, conversation, test, standing, after, "fb-after")
-    return successes
 
 
 # -- the run ------------------------------------------------------------------------------------

@@ -10,6 +10,23 @@ from typing import Any
 RESULTS = Path(__file__).parent / "results"
 
 
+def offline_settings(db: Path, env: dict[str, str] | None = None, **overrides: Any) -> Any:
+    """Server settings for a store at ``db`` on the offline backend (hashed vectors, no reranker, no LLM,
+    no model downloads, maintenance out of the way), read as the server reads ``env`` (MEMORIA_*
+    variables); ``overrides`` win."""
+    from server.config import Settings
+
+    values: dict[str, Any] = {
+        "db_uri": str(db),
+        "embedder": "hashed",
+        "reranker": "none",
+        "llm": "none",
+        "allow_model_downloads": False,
+        "maintenance_interval_seconds": 3600,
+    }
+    return Settings.from_env(env or {}, **(values | overrides))
+
+
 def write_json(path: Path, report: Any) -> None:
     """Write ``report`` as indented JSON to ``path`` (parents created) and say where on stderr."""
     path.parent.mkdir(parents=True, exist_ok=True)

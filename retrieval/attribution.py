@@ -42,20 +42,17 @@ def attribute(
     candidates: tuple[Candidate, ...], named: tuple[str, ...], discount: float
 ) -> tuple[tuple[Candidate, ...], int]:
     """Pure: discount the relevance of candidates not written by a ``named`` agent; (new order, how many)."""
-    adjusted = []
-    for candidate in candidates:
-        factor = author_factor(candidate.memory.agent_id, named, discount)
-        adjusted.append(
-            candidate
-            if factor == 1.0
-            else replace(
-                candidate, attribution_factor=factor, relevance_score=candidate.relevance_score * factor
-            )
-        )
-    discounted = sum(
-        candidate is not original for candidate, original in zip(adjusted, candidates, strict=True)
+    others = {c.id for c in candidates if named and discount > 0.0 and c.memory.agent_id not in named}
+    if not others:
+        return candidates, 0
+    factor = 1.0 - discount
+    adjusted = tuple(
+        replace(c, attribution_factor=factor, relevance_score=c.relevance_score * factor)
+        if c.id in others
+        else c
+        for c in candidates
     )
-    return (by_relevance(tuple(adjusted)), discounted) if discounted else (candidates, 0)
+    return by_relevance(adjusted), len(others)
 
 
 class AttributionStage:

@@ -124,9 +124,8 @@ class EpisodeExpansionStage:
             nearest_members(sources, stubs, self._max_siblings), request.scope
         )
         members = list(records.values())
-        named = named_agents(
-            request.query, [c.memory.agent_id for c in candidates] + [m.agent_id for m in members]
-        )
+        authors = [c.memory.agent_id for c in candidates] + [m.agent_id for m in members]
+        named = named_agents(request.query, authors) if self._author_discount else ()
         expanded, used, added = expand(
             candidates,
             members,

@@ -19,6 +19,7 @@ from retrieval.contradiction_marks import ContradictionSource, ContradictionStag
 from retrieval.corroboration import ClusterProvider, CorroborationStage, MemoryCluster
 from retrieval.expansion import EpisodeExpansionStage, EpisodeSource
 from retrieval.feedback import FeedbackStage
+from retrieval.fusion import SEMANTIC_VECTOR_WEIGHT
 from retrieval.gate import GateMode, GateStage
 from retrieval.iterative import IterativeRetrievalStage
 from retrieval.providers import Models
@@ -61,7 +62,7 @@ class RecallResult:
 class PipelineOptions:
     """Which stages run and their knobs (``server.config.Settings`` is where the defaults are set)."""
 
-    vector_weight: float = 0.5
+    vector_weight: float = SEMANTIC_VECTOR_WEIGHT
     use_vector: bool = True
     use_fulltext: bool = True
     use_rerank: bool = True

@@ -75,11 +75,15 @@ def light_stem(token: str) -> str:
     return token
 
 
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` without function words; all its words when nothing else is left."""
+    words = word_tokens(text)
+    return [word for word in words if word not in STOPWORDS] or words
+
+
 def content_terms(text: str) -> list[str]:
     """Stemmed content words (stop words dropped; if nothing is left, the stemmed words themselves)."""
-    words = word_tokens(text)
-    content = [light_stem(word) for word in words if word not in STOPWORDS]
-    return content or [light_stem(word) for word in words]
+    return [light_stem(word) for word in content_words(text)]
 
 
 PRECEDING_CHARS = 2_000
@@ -101,6 +105,4 @@ def fulltext_query(query: str) -> str:
     """The words of ``query`` for the full-text leg: function words dropped ("what did Caroline research"
     -> "Caroline research"; the index's own stop list is short and keeps "what", "did", "you"), and no
     query syntax passed through. The whole query's words when nothing else is left."""
-    words = word_tokens(query)
-    kept = [word for word in words if word not in STOPWORDS]
-    return " ".join(kept or words)
+    return " ".join(content_words(query))
