@@ -10,9 +10,10 @@ import anyio
 from pydantic import BaseModel, Field
 
 from retrieval.candidate_search import CandidateSearchStage
+from retrieval.consolidation.service import Actor
 from retrieval.fusion import vector_weight_for
 from retrieval.text import PRECEDING_CHARS
-from storage.records import LineageEvent, MemoryRecord, Scope
+from storage.records import MemoryRecord, Scope
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure
 from tools.memory_views import MemoryBrief, absorbed_events
 
@@ -68,12 +69,8 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             )
     eligible = [m for m in targets if m.status == "active" or args.mode == "purge"]
     briefs = [MemoryBrief.of(m) for m in eligible]
-    if args.mode == "purge":
-        briefs = (
-            [brief.model_copy(update={"preview": "[purged]"}) for brief in briefs]
-            if not args.dry_run
-            else briefs
-        )
+    if args.mode == "purge" and not args.dry_run:
+        briefs = [brief.model_copy(update={"preview": "[purged]"}) for brief in briefs]
     skipped = len(targets) - len(eligible)
     note = f"{skipped} already inactive, left as they were" if skipped else None
     if args.dry_run or not eligible:
@@ -92,23 +89,16 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         store.purge(scope, ids, now, quoted_chars=PRECEDING_CHARS)
     else:
         store.retract(scope, ids, now)
-    reason = args.reason or f"{args.mode} requested"
-    store.add_lineage(
-        [
-            LineageEvent.new(
-                scope,
-                args.mode,
-                memory_id,
-                resolver="forget",
-                reason=reason,
-                agent_id=caller.agent_id,
-                session_id=caller.session_id,
-                at=now,
-            )
-            for memory_id in ids
-        ]
+    runtime.consolidation.record_retirement(
+        scope,
+        ids,
+        args.mode,
+        resolver="forget",
+        reason=args.reason or f"{args.mode} requested",
+        resolution=f"{args.mode} by {caller.agent_id}",
+        actor=Actor(caller.agent_id, caller.session_id),
+        at=now,
     )
-    store.resolve_contradictions(scope, ids, f"{args.mode} by {caller.agent_id}", now)
     runtime.corroboration.retire(scope, ids)
     return ForgetOutput(mode=args.mode, dry_run=False, forgotten=briefs, note=note)
 

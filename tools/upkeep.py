@@ -8,7 +8,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from storage.records import ContradictionRecord, LineageEvent, Scope
+from retrieval.consolidation.service import Actor
+from storage.records import ContradictionRecord, Scope
 from tools.common import Runtime
 from tools.remember import track_consolidation
 
@@ -25,7 +26,6 @@ class UpkeepReport:
     contradictions: int = 0
     superseded: int = 0
     kept: int = 0
-    expired: int = 0
     details: list[str] = field(default_factory=list)
 
 
@@ -79,22 +79,16 @@ def expire_ephemeral(runtime: Runtime) -> int:
     for (org_id, project_id), ids in by_scope.items():
         scope = Scope(org_id, project_id)
         changed = runtime.store.retract(scope, ids, now)
-        runtime.store.add_lineage(
-            [
-                LineageEvent.new(
-                    scope,
-                    "expire",
-                    memory_id,
-                    resolver="expiry",
-                    reason="ephemeral memory past its expiry",
-                    agent_id="memoria",
-                    session_id="upkeep",
-                    at=now,
-                )
-                for memory_id in changed
-            ]
+        runtime.consolidation.record_retirement(
+            scope,
+            changed,
+            "expire",
+            resolver="expiry",
+            reason="ephemeral memory past its expiry",
+            resolution="expired",
+            actor=Actor("memoria", "upkeep"),
+            at=now,
         )
-        runtime.store.resolve_contradictions(scope, changed, "expired", now)
         runtime.corroboration.retire(scope, changed)
         count += len(changed)
     return count

@@ -19,9 +19,6 @@ CONSOLIDATION_SYSTEM = (
 
 
 class Resolver(Protocol):
-    @property
-    def name(self) -> str: ...
-
     def resolve(self, members: Sequence[MemoryRecord]) -> list[Resolution]: ...
 
 
@@ -30,10 +27,6 @@ class RuleResolver:
 
     def __init__(self, near_exact_threshold: float) -> None:
         self._threshold = near_exact_threshold
-
-    @property
-    def name(self) -> str:
-        return "rules"
 
     def resolve(self, members: Sequence[MemoryRecord]) -> list[Resolution]:
         return near_exact_resolutions(members, self._threshold)
@@ -44,10 +37,6 @@ class LLMResolver:
 
     def __init__(self, llm: LanguageModel) -> None:
         self._llm = llm
-
-    @property
-    def name(self) -> str:
-        return f"llm:{self._llm.name}"
 
     def resolve(self, members: Sequence[MemoryRecord]) -> list[Resolution]:
         ordered = sorted(members, key=lambda m: (m.created_at, m.id))

@@ -96,8 +96,7 @@ def parse_revision(text: str) -> Revision | None:
 
 
 def has_revision_words(text: str) -> bool:
-    words = set(word_tokens(text))
-    return bool(words & REVISION_WORDS) or "no longer" in text.lower() or "from now on" in text.lower()
+    return not REVISION_WORDS.isdisjoint(word_tokens(text))  # "no longer", "from now on": longer, now
 
 
 def asserts_use_of(text: str, subject: tuple[str, ...]) -> bool:

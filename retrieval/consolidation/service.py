@@ -420,12 +420,54 @@ class ConsolidationService:
     ) -> list[str]:
         now = self._clock()
         changed = self._store.supersede(scope, [i for i in losers if i != survivor_id], survivor_id, now)
-        if changed:
-            self._store.add_lineage(
-                [self._event(scope, action, loser, survivor_id, resolver, reason, actor) for loser in changed]
-            )
-            self._store.resolve_contradictions(scope, changed, f"{action} by {survivor_id}", now)
+        self.record_retirement(
+            scope,
+            changed,
+            action,
+            related_id=survivor_id,
+            resolver=resolver,
+            reason=reason,
+            resolution=f"{action} by {survivor_id}",
+            actor=actor,
+            at=now,
+        )
         return changed
+
+    def record_retirement(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        action: str,
+        *,
+        resolver: str,
+        reason: str,
+        resolution: str,
+        actor: Actor,
+        at: datetime,
+        related_id: str | None = None,
+    ) -> None:
+        """What every memory that just left the active set needs (superseded, forgotten, expired): a
+        lineage event each, and its open contradictions closed with ``resolution``. The caller tells the
+        cluster cache."""
+        if not memory_ids:
+            return
+        self._store.add_lineage(
+            [
+                LineageEvent.new(
+                    scope,
+                    action,  # type: ignore[arg-type]
+                    memory_id,
+                    related_id=related_id,
+                    resolver=resolver,
+                    reason=reason,
+                    agent_id=actor.agent_id,
+                    session_id=actor.session_id,
+                    at=at,
+                )
+                for memory_id in memory_ids
+            ]
+        )
+        self._store.resolve_contradictions(scope, memory_ids, resolution, at)
 
     def _record_contradiction(self, older: MemoryRecord, newer: MemoryRecord, kind: str, detail: str) -> None:
         self._store.put_contradictions(
