@@ -41,18 +41,22 @@ def author_factor(agent_id: str, named: tuple[str, ...], discount: float) -> flo
 def attribute(
     candidates: tuple[Candidate, ...], named: tuple[str, ...], discount: float
 ) -> tuple[tuple[Candidate, ...], int]:
-    """Pure: discount the relevance of candidates not written by a ``named`` agent; (new order, how many)."""
-    others = {c.id for c in candidates if named and discount > 0.0 and c.memory.agent_id not in named}
-    if not others:
-        return candidates, 0
-    factor = 1.0 - discount
+    """Pure: set each candidate's ``attribution_factor`` for ``named`` (its relevance scaled to match, so
+    applying it again, as iterative retrieval does on its merged pool, never discounts twice); returns
+    the new order and how many are discounted."""
+    factors = {c.id: author_factor(c.memory.agent_id, named, discount) for c in candidates}
+    discounted = sum(factor < 1.0 for factor in factors.values())
+    if all(factors[c.id] == c.attribution_factor for c in candidates):
+        return candidates, discounted
     adjusted = tuple(
-        replace(c, attribution_factor=factor, relevance_score=c.relevance_score * factor)
-        if c.id in others
-        else c
+        replace(
+            c,
+            attribution_factor=factors[c.id],
+            relevance_score=c.relevance_score * factors[c.id] / c.attribution_factor,
+        )
         for c in candidates
     )
-    return by_relevance(adjusted), len(others)
+    return by_relevance(adjusted), discounted
 
 
 class AttributionStage:

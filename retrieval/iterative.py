@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from retrieval.attribution import AttributionStage
 from retrieval.candidate_search import CandidateSearchStage
 from retrieval.llm.base import LLMRequest, LLMUnavailable, parse_json_object
 from retrieval.rerank import RerankStage, by_relevance
@@ -45,11 +46,13 @@ class IterativeRetrievalStage:
         rerank: RerankStage,
         threshold: MinScoreStage,
         *,
+        attribution: AttributionStage | None = None,
         max_iterations: int = 1,
         sufficiency_threshold: float = 0.7,
     ) -> None:
         self._search = search
         self._rerank = rerank
+        self._attribution = attribution or AttributionStage(0.0)
         self._threshold = threshold
         self._max_iterations = max_iterations
         self._sufficiency_threshold = sufficiency_threshold
@@ -116,12 +119,16 @@ class IterativeRetrievalStage:
             )
             events.extend(cross.events)
             events.append(CrossReranked("reranker, against the original query", len(reranked)))
-            filtered = self._threshold.apply(reranked)
+            # Attribution follows the original query, over the whole merged pool.
+            filtered = self._threshold.apply(self._attribution(request, reranked).candidates)
             return StageOutput(filtered.candidates, (*events, *filtered.events))
         events.append(
             CrossReranked(f"best relevance per memory; sub-query matches x {SUB_QUERY_DISCOUNT}", len(merged))
         )
-        filtered = self._threshold.apply(by_relevance(merged))  # the discount may take a match below the cut
+        attributed = self._attribution(request, merged).candidates
+        filtered = self._threshold.apply(
+            by_relevance(attributed)
+        )  # the discount may take a match below the cut
         return StageOutput(filtered.candidates, (*events, *filtered.events))
 
     def _pass(self, request: RecallRequest, query: str) -> tuple[Candidate, ...]:

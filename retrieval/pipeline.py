@@ -105,16 +105,18 @@ def build_stages(
         llm_rerankers=RerankerService(),
     )
     threshold = MinScoreStage(options.min_fact_score)
+    attribution = AttributionStage(options.author_discount)
     stages: list[Stage] = [
         GateStage(options.gate),
         search,
         rerank,
-        AttributionStage(options.author_discount),
+        attribution,
         threshold,
         IterativeRetrievalStage(
             search,
             rerank,
             threshold,
+            attribution=attribution,
             max_iterations=options.max_iterations,
             sufficiency_threshold=options.sufficiency_threshold,
         ),

@@ -42,8 +42,13 @@ class RerankStage:
 
     def rerank(self, query: str, candidates: tuple[Candidate, ...], request: RecallRequest) -> StageOutput:
         """Rerank ``candidates`` against ``query`` (the iterative stage reuses this for its cross-rerank)."""
+        # relevance = (rerank score, else fused) x attribution_factor, whenever relevance is (re)set.
         unranked = tuple(
-            replace(candidate, relevance_score=candidate.fused_score, rerank_score=None)
+            replace(
+                candidate,
+                relevance_score=candidate.fused_score * candidate.attribution_factor,
+                rerank_score=None,
+            )
             for candidate in candidates
         )
         events: list[TraceEvent] = []
@@ -70,7 +75,7 @@ class RerankStage:
             events.append(RerankFellBack(self._reranker.name, reason, False))
             return StageOutput(by_relevance(unranked), tuple(events))
         reranked = tuple(
-            replace(candidate, rerank_score=score, relevance_score=score)
+            replace(candidate, rerank_score=score, relevance_score=score * candidate.attribution_factor)
             for candidate, score in zip(unranked, scores, strict=True)
         )
         events.append(Reranked(self._reranker.name, len(reranked)))
@@ -117,5 +122,7 @@ class RerankStage:
                 continue
             if config.minScore is not None and score < config.minScore:
                 continue
-            kept.append(replace(candidate, rerank_score=score, relevance_score=score))
+            kept.append(
+                replace(candidate, rerank_score=score, relevance_score=score * candidate.attribution_factor)
+            )
         return by_relevance(tuple(kept))

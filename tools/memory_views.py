@@ -93,8 +93,9 @@ def lineage_links(store: LineageReader, scope: Scope, memory_ids: Sequence[str])
         ),
         key=lambda e: e.at,
     )
+    # Both ends: when a memory and the one that replaced it are both asked about, each needs the other.
     others = store.get_memories(
-        [e.memory_id if e.related_id in wanted else e.related_id for e in events if e.related_id], scope
+        list(dict.fromkeys(i for e in events for i in (e.memory_id, e.related_id) if i is not None)), scope
     )
     links = Links({memory_id: [] for memory_id in memory_ids}, {})
     for event in events:

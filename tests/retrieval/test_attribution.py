@@ -80,3 +80,12 @@ def test_the_stage_traces_who_was_named_and_how_many_were_discounted():
 def test_the_discount_must_leave_something(discount):
     with pytest.raises(ValueError, match="author_discount"):
         AttributionStage(discount)
+
+
+def test_applying_attribution_again_sets_the_factor_instead_of_discounting_twice():
+    candidates = (candidate("mentions", "Caroline", 0.8), candidate("own-words", "Melanie", 0.6))
+    once, _ = attribute(candidates, ("Melanie",), 0.5)
+    twice, discounted = attribute(once, ("Melanie",), 0.5)
+    assert twice == once and discounted == 1
+    lifted, _ = attribute(once, (), 0.5)  # a pool where no author is named any more: back to whole
+    assert {c.id: c.relevance_score for c in lifted} == pytest.approx({"mentions": 0.8, "own-words": 0.6})

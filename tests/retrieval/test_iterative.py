@@ -133,3 +133,37 @@ def test_min_fact_score_still_applies_after_the_sub_query_discount():
     req = request(llm)
     output = iterative(req, first_pass(search, rerank, req))
     assert "retention" not in {c.id for c in output.candidates}  # 1.0 x 0.9 = 0.9 < 0.95
+
+
+def test_attribution_for_the_original_query_holds_through_sub_queries_and_the_cross_rerank():
+    from retrieval.attribution import AttributionStage
+
+    memories = [
+        memory_record("hers", content="melanie painted a lake", agent_id="Melanie", embedder=EMBEDDER.name),
+        memory_record("his", content="caroline painted a horse", agent_id="Caroline", embedder=EMBEDDER.name),
+    ]
+    search = CandidateSearchStage(
+        FakeSource(EMBEDDER, memories), EMBEDDER, vector_weight=0.0, use_vector=False
+    )
+    reranker = ScriptedReranker({"melanie painted a lake": 0.6, "caroline painted a horse": 0.8})
+    rerank = RerankStage(reranker)
+    attribution = AttributionStage(0.5)
+    iterative = IterativeRetrievalStage(
+        search, rerank, MinScoreStage(0.0), attribution=attribution, max_iterations=2
+    )
+    llm = ScriptedLLM({"sufficiency": [judgement(False, 0.1, ["caroline horse"])]})
+    req = RecallRequest(
+        query="what did Melanie paint",
+        scope=Scope("o", "p"),
+        top_k=5,
+        char_budget=2000,
+        candidate_limit=10,
+        llm=llm,
+    )
+    first = attribution(req, rerank(req, search(req, ()).candidates).candidates).candidates
+    output = iterative(req, first)
+    # cross-rerank: hers 0.6 x 1; his 0.8 x (1 - 0.5) = 0.4, found by the sub-query, discounted all the same
+    assert [(c.id, c.relevance_score, c.attribution_factor) for c in output.candidates] == [
+        ("hers", 0.6, 1.0),
+        ("his", 0.4, 0.5),
+    ]
