@@ -3,10 +3,11 @@
 LanceDB commits are atomic, but read-check-write sequences (deduplicate, then insert; read a weight,
 then update it) are not: two server processes on one folder would race. A local store therefore
 takes an exclusive advisory lock on a file inside the store folder around every write sequence.
-Object stores have no shared file to lock: each commit is still atomic (and retried on conflict by
-``retrying``), and deterministic ids let reads collapse a duplicated row, but read-check-write
-sequences from several processes can interleave, so one writing process per object-store URI is
-what is safe today.
+Object stores have no shared file to lock. There each commit is atomic (a conditional write of the
+next manifest, retried on conflict by ``retrying``), and the writes that read before they write are
+made safe without a lock: a new memory is inserted only if its id is absent, in one commit
+(``MemoryStore.insert_many``), and feedback weights are recomputed until the outcome reports they
+were computed from are still all the reports there are (``tools.report_outcome``).
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ class WriteLock:
                 self._depth -= 1
                 if outermost:
                     self._release_file()
+
+    @property
+    def spans_processes(self) -> bool:
+        """Whether holding the lock also excludes other processes (a local store's lock file)."""
+        return self._lock_path is not None
 
     def close(self) -> None:
         with self._thread_lock:

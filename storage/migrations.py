@@ -1,11 +1,16 @@
 """Numbered schema migrations. A store records its schema version in the ``meta`` table; opening it
-applies whatever is pending, in order, under the store's write lock."""
+applies whatever is pending, in order: under the store's write lock for a local folder, and under a
+migration lease for an object store, where several replicas may open a new store at once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -13,6 +18,13 @@ from lancedb.expr import col, lit
 from lancedb.index import FTS, Bitmap, BTree
 
 from storage import schema
+
+log = logging.getLogger(__name__)
+
+MIGRATION_LEASE = "migration_lease"
+# A lease older than this was left by a process that died mid-migration; the migrations are idempotent,
+# so the next process takes it over and runs them again.
+LEASE_EXPIRES_AFTER = timedelta(minutes=10)
 
 
 class StoreVersionError(RuntimeError):
@@ -130,9 +142,58 @@ def write_meta(db: Any, values: dict[str, str]) -> None:
     table.add([{"key": key, "value": value} for key, value in values.items()])
 
 
-def apply_pending(db: Any, vector_dim: int) -> dict[str, str]:
-    """Bring the store to ``SCHEMA_VERSION``; returns its meta. Caller holds the write lock."""
+def apply_pending(db: Any, vector_dim: int, *, other_processes_excluded: bool = True) -> dict[str, str]:
+    """Bring the store to ``SCHEMA_VERSION``; returns its meta. The caller holds the write lock; when
+    that lock does not keep other processes out (an object store), the migrations run under a lease,
+    and a process that waited for it finds them done."""
     meta = read_meta(db)
+    if other_processes_excluded or int(meta.get("schema_version", "0")) == schema.SCHEMA_VERSION:
+        return _migrate(db, meta, vector_dim)
+    with migration_lease(db):
+        return _migrate(db, read_meta(db), vector_dim)
+
+
+@contextmanager
+def migration_lease(db: Any, *, poll_seconds: float = 0.2) -> Iterator[None]:
+    """Hold the store's migration lease: a table only one process can create (the first manifest of a
+    table is written with a conditional put), dropped when the block ends."""
+    holder = uuid.uuid4().hex
+    while True:
+        try:
+            db.create_table(
+                MIGRATION_LEASE,
+                data=[{"holder": holder, "taken_at": datetime.now(UTC)}],
+                mode="create",
+            )
+            break
+        except (ValueError, OSError, RuntimeError) as exc:
+            if "already exists" not in str(exc):
+                raise
+            taken = _lease_holder(db)
+            if taken is not None and datetime.now(UTC) - taken["taken_at"] > LEASE_EXPIRES_AFTER:
+                log.warning(
+                    "taking over a migration lease left by %s at %s", taken["holder"], taken["taken_at"]
+                )
+                db.drop_table(MIGRATION_LEASE)
+            time.sleep(poll_seconds)
+    try:
+        yield
+    finally:
+        taken = _lease_holder(db)
+        if taken is not None and taken["holder"] == holder:  # not taken over as abandoned meanwhile
+            db.drop_table(MIGRATION_LEASE)
+
+
+def _lease_holder(db: Any) -> dict[str, Any] | None:
+    """Who holds the lease and since when; None when it was released (perhaps while being read)."""
+    try:
+        rows = db.open_table(MIGRATION_LEASE).to_arrow().to_pylist()
+    except (ValueError, OSError, RuntimeError):  # dropped between the failed create and this read
+        return None
+    return rows[0] if rows else None
+
+
+def _migrate(db: Any, meta: dict[str, str], vector_dim: int) -> dict[str, str]:
     current = int(meta.get("schema_version", "0"))
     if current > schema.SCHEMA_VERSION:
         raise StoreVersionError(

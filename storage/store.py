@@ -107,7 +107,7 @@ class MemoryStore:
         self._attestations = db.open_table(schema.ATTESTATIONS)
         self._lineage = db.open_table(schema.LINEAGE)
         self._contradictions = db.open_table(schema.CONTRADICTIONS)
-        self._logs = WriteBehind(self._append)
+        self._logs = WriteBehind(self._append_log)
         self._cache = ScopeCache(
             self,
             dimension=self._vector_dim,
@@ -145,7 +145,11 @@ class MemoryStore:
         lock = WriteLock(local_path / LOCK_FILE_NAME if local_path is not None else None)
         try:
             with lock.hold():
-                meta = retrying(lambda: migrations.apply_pending(db, vector_dim))
+                meta = retrying(
+                    lambda: migrations.apply_pending(
+                        db, vector_dim, other_processes_excluded=lock.spans_processes
+                    )
+                )
             return cls(
                 db, uri, meta, lock, cache_scope_rows=cache_scope_rows, cache_total_rows=cache_total_rows
             )
@@ -248,7 +252,14 @@ class MemoryStore:
                 # Episodes first: if the memory append then fails, a retry finds the episode and adds the memory.
                 self._record_episodes([new.record for new in fresh.values()])
                 before = self._memories.version
-                self._append(self._memories, [_memory_to_row(new) for new in fresh.values()])
+                rows = [_memory_to_row(new) for new in fresh.values()]
+                if self._lock.spans_processes:
+                    self._append(self._memories, rows)
+                else:  # replicas on an object store: insert-if-absent in one commit, so no id twice
+                    data = pa.Table.from_pylist(rows, schema=self._memories.schema)
+                    retrying(
+                        lambda: self._memories.merge_insert("id").when_not_matched_insert_all().execute(data)
+                    )
                 self._cache.advance(
                     before,
                     self._memories.version,
@@ -980,11 +991,18 @@ class MemoryStore:
         )
 
     def _append(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+        with self._lock.hold():
+            self._append_log(table, rows)
+
+    @staticmethod
+    def _append_log(table: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+        """An append that reads nothing first, so it needs no write lock (each commit is atomic): the
+        write-behind thread uses it, and must not wait for the lock, since a request holding the lock
+        may be waiting for that thread's flush to finish."""
         if not rows:
             return
         data = pa.Table.from_pylist(list(rows), schema=table.schema)
-        with self._lock.hold():
-            retrying(lambda: table.add(data))
+        retrying(lambda: table.add(data))
 
     @staticmethod
     def _in_scope(scope: Scope, **equal: str) -> Expr:

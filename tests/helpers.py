@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -103,3 +109,46 @@ async def call_error(client: Client, tool: str, arguments: dict[str, Any]) -> st
         result = await client.call_tool(tool, arguments)
     assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
     return result.content[0].text
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def background_process(args: list[str], env: dict[str, str], port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``args`` until the block ends, entering it once the process accepts connections on ``port``;
+    its output goes to a temporary file, quoted if it dies before it is up."""
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(args, env={"PATH": os.defpath, **env}, stdout=output, stderr=output)
+        try:
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        output.seek(0)
+                        raise AssertionError(
+                            f"{args} did not start:\n{output.read().decode()[-3000:]}"
+                        ) from None
+                    time.sleep(0.1)
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@contextmanager
+def http_server(env: dict[str, str]) -> Iterator[str]:
+    """The real console entry point serving streamable HTTP on a free loopback port; yields its URL."""
+    port = free_port()
+    with background_process([sys.executable, "-m", "server", "serve", "--http", str(port)], env, port):
+        yield f"http://127.0.0.1:{port}/mcp"

@@ -7,14 +7,19 @@ the only one sent.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Literal
 
 import anyio
 from pydantic import BaseModel, Field, field_validator
 
-from retrieval.outcomes import effective_score
-from storage.records import OutcomeRecord, WeightEvent
+from retrieval.outcomes import WeightPolicy, effective_score
+from storage.records import MemoryRecord, OutcomeRecord, Scope, WeightEvent
 from tools.common import Caller, Identifier, Runtime, ScopeArgs
+
+log = logging.getLogger(__name__)
 
 
 class ReportOutcomeInput(ScopeArgs):
@@ -113,22 +118,12 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         replay_order = [o if o.session_id != session_id else record for o in store.outcomes_in_scope(scope)]
         if previous is None:
             replay_order.append(record)  # the newest report replays last
-        updates: list[WeightUpdate] = []
-        new_weights: dict[str, float] = {}
-        for memory_id in affected:
-            memory = current.get(memory_id)
-            if memory is None:  # erased since it was recalled
-                continue
-            weight = policy.replay(
-                outcome.score for outcome in replay_order if memory_id in outcome.memory_ids
-            )
-            if memory.protection_tier == "immutable":
-                weight = max(weight, 1.0)  # immutable memories are never decayed
-            updates.append(WeightUpdate(id=memory_id, weight_before=memory.weight, weight_after=weight))
-            if weight != memory.weight:
-                new_weights[memory_id] = weight
-        store.set_weights(new_weights, now)
-        runtime.corroboration.set_weights(scope, new_weights)  # the canonical member follows the weights
+        weights = replayed_weights(policy, current, replay_order)
+        updates = [
+            WeightUpdate(id=memory_id, weight_before=current[memory_id].weight, weight_after=weight)
+            for memory_id, weight in weights.items()
+        ]
+        write_weights(runtime, scope, current, weights, now)
 
         store.add_weight_events(
             [
@@ -148,6 +143,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         # The report is saved last: if a write above fails, the retried call finds no matching report
         # and redoes the whole update instead of answering "unchanged" over stale weights.
         store.put_outcome(record)
+        converge(runtime, scope, affected, replay_order)
 
     if not memory_ids and previous is None:
         status: Literal["applied", "replaced", "unchanged", "nothing_to_update"] = "nothing_to_update"
@@ -161,6 +157,55 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         revision=record.revision,
         updated=updates,
     )
+
+
+def replayed_weights(
+    policy: WeightPolicy, memories: Mapping[str, MemoryRecord], replay_order: Sequence[OutcomeRecord]
+) -> dict[str, float]:
+    """Each memory's weight replayed from every report that put it into a context, oldest first."""
+    weights = {}
+    for memory_id, memory in memories.items():
+        weight = policy.replay(outcome.score for outcome in replay_order if memory_id in outcome.memory_ids)
+        if memory.protection_tier == "immutable":
+            weight = max(weight, 1.0)  # immutable memories are never decayed
+        weights[memory_id] = weight
+    return weights
+
+
+def write_weights(
+    runtime: Runtime,
+    scope: Scope,
+    current: Mapping[str, MemoryRecord],
+    weights: Mapping[str, float],
+    at: datetime,
+) -> None:
+    changed = {m: w for m, w in weights.items() if w != current[m].weight}
+    runtime.store.set_weights(changed, at)
+    runtime.corroboration.set_weights(scope, changed)  # the canonical member follows the weights
+
+
+def converge(
+    runtime: Runtime, scope: Scope, memory_ids: Sequence[str], replayed: Sequence[OutcomeRecord]
+) -> None:
+    """Make the weights just written replay every report there now is.
+
+    On a local store the write lock keeps other processes out, and this is one read that finds nothing
+    new. Replicas on an object store share no lock: a report another replica committed while this one
+    computed is missing from the weights just written. Of two concurrent reports, at least one of the
+    two re-reads below comes after both reports were saved, and that side rewrites the weights they
+    share, after the other side's last write - so the weights that stay replay both."""
+    seen = {(o.session_id, o.revision) for o in replayed}
+    for _ in range(8):
+        latest = runtime.store.outcomes_in_scope(scope)
+        now_seen = {(o.session_id, o.revision) for o in latest}
+        if now_seen == seen:
+            return
+        seen = now_seen
+        current = runtime.store.get_memories(memory_ids, scope)
+        write_weights(
+            runtime, scope, current, replayed_weights(runtime.weight_policy, current, latest), runtime.clock()
+        )
+    log.warning("outcome reports kept arriving while weights were recomputed; the next report settles them")
 
 
 async def handle(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -> ReportOutcomeOutput:

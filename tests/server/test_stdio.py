@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import Implementation
 
-from tests.helpers import TIMEOUT, TOOL_NAMES, call
+from tests.helpers import TIMEOUT, TOOL_NAMES, call, http_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -63,43 +61,14 @@ async def test_full_flow_over_stdio_on_the_offline_backend(tmp_path):
     assert stderr.count("reranker 'cross-encoder/ms-marco-MiniLM-L6-v2' is unavailable") == 1
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 async def test_streamable_http_transport_serves_the_same_tools(tmp_path):
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "server", "serve", "--http", str(port)],
-        env={**server_env(tmp_path / "db"), "PATH": "/usr/bin:/bin"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        with anyio.fail_after(TIMEOUT):
-            while True:  # wait until it accepts connections
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    assert process.poll() is None, process.stderr.read() if process.stderr else ""
-                    await anyio.sleep(0.1)
-        async with Client(
-            f"http://127.0.0.1:{port}/mcp", client_info=Implementation(name="http-agent", version="1")
-        ) as client:
+    with http_server(server_env(tmp_path / "db")) as url:
+        async with Client(url, client_info=Implementation(name="http-agent", version="1")) as client:
             assert {t.name for t in (await client.list_tools()).tools} == TOOL_NAMES
             stored = await call(client, "remember", {"content": "served over streamable HTTP"})
             recalled = await call(client, "recall", {"query": "streamable HTTP"})
-        assert stored["agent_id"] == "http-agent"
-        assert [m["id"] for m in recalled["memories"]] == [stored["id"]]
-    finally:
-        process.terminate()
-        process.wait(timeout=TIMEOUT)
-        for stream in (process.stdout, process.stderr):
-            if stream:
-                stream.close()
+    assert stored["agent_id"] == "http-agent"
+    assert [m["id"] for m in recalled["memories"]] == [stored["id"]]
 
 
 def test_stdout_carries_nothing_but_protocol_messages(tmp_path):

@@ -1,9 +1,11 @@
 """Opening a store written by an earlier schema version upgrades it in place, keeping every row."""
 
-from datetime import UTC, datetime
+import threading
+from datetime import UTC, datetime, timedelta
 
 import lancedb
 import pyarrow as pa
+import pytest
 
 from storage import migrations, schema
 from storage.records import Scope
@@ -81,3 +83,38 @@ def test_a_copy_interrupted_by_a_crash_is_started_again(tmp_path):
     assert half.count_rows() == 0  # the crash came before any row was copied
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
         assert store.count_memories() == 1 and store.get_memory("mem_old").content
+
+
+@pytest.mark.slow
+def test_replicas_opening_a_new_object_store_at_once_migrate_it_once(s3_bucket):
+    # No lock file keeps replicas on an object store apart; the migration lease does: a table whose
+    # first manifest is a conditional put, so only one replica creates it.
+    bucket, options = s3_bucket
+    metas, errors = [], []
+
+    def open_replica() -> None:
+        try:
+            db = lancedb.connect(f"{bucket}/store", storage_options=options)
+            metas.append(migrations.apply_pending(db, 8, other_processes_excluded=False))
+        except Exception as exc:  # pragma: no cover - what the test is looking for
+            errors.append(exc)
+
+    replicas = [threading.Thread(target=open_replica) for _ in range(4)]
+    for replica in replicas:
+        replica.start()
+    for replica in replicas:
+        replica.join(timeout=120)
+    assert errors == []
+    assert [meta["schema_version"] for meta in metas] == [str(schema.SCHEMA_VERSION)] * 4
+    tables = lancedb.connect(f"{bucket}/store", storage_options=options).list_tables().tables
+    assert migrations.MIGRATION_LEASE not in tables
+    assert schema.LEGACY_MEMORIES not in tables
+
+
+def test_a_lease_left_by_a_replica_that_died_mid_migration_is_taken_over(tmp_path):
+    db = lancedb.connect(str(tmp_path / "db"))
+    abandoned = datetime.now(UTC) - migrations.LEASE_EXPIRES_AFTER - timedelta(seconds=1)
+    db.create_table(migrations.MIGRATION_LEASE, data=[{"holder": "dead", "taken_at": abandoned}])
+    meta = migrations.apply_pending(db, 8, other_processes_excluded=False)
+    assert meta["schema_version"] == str(schema.SCHEMA_VERSION)
+    assert migrations.MIGRATION_LEASE not in db.list_tables().tables

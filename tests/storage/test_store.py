@@ -1,3 +1,4 @@
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -177,6 +178,19 @@ def test_retrievals_are_found_per_session_and_scope(store):
     assert [r.retrieval_id for r in store.session_retrievals(SCOPE, "s1")] == ["r1"]
     assert store.get_retrieval("r4", SCOPE) is None
     assert store.get_retrieval("r1", SCOPE).context_ids == ("m1",)
+
+
+def test_the_log_writer_finishes_while_a_request_holds_the_write_lock(store):
+    # A request holding the lock (report_outcome) flushes the logs; if the background flush it waits
+    # for needed that lock in turn, both would wait forever.
+    record = RetrievalRecord("r1", "acme", "web", "s1", "agent", "q", "recall", NOW, 5, 1000, ("m1",), "{}")
+    with store.exclusive():
+        store.record_retrieval(record)
+        background_flush = threading.Thread(target=store._logs.flush, daemon=True)
+        background_flush.start()
+        background_flush.join(timeout=30)
+        assert not background_flush.is_alive()
+        assert [r.retrieval_id for r in store.session_retrievals(SCOPE, "s1")] == ["r1"]
 
 
 def test_an_outcome_is_replaced_in_place_and_keeps_its_replay_position(store):

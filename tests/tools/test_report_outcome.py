@@ -1,11 +1,13 @@
 """report_outcome through its handler, with weights computed by hand (alpha 0.2, weights in [0.25, 1.75])."""
 
+from dataclasses import replace
+
 import pytest
 
 from tools.common import Caller
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
-from tools.report_outcome import ReportOutcomeInput, report_outcome
+from tools.report_outcome import ReportOutcomeInput, converge, report_outcome
 
 S1 = Caller("agent", "ses_1")
 S2 = Caller("agent", "ses_2")
@@ -123,3 +125,21 @@ def test_a_report_whose_weight_write_failed_is_redone_in_full_on_retry(runtime, 
     retried = report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
     assert retried.status == "applied"
     assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
+
+
+def test_a_report_another_replica_saved_meanwhile_is_replayed_into_the_weights(runtime, three):
+    # Replicas on an object store share no lock: S2's report (saved by "another replica") lands after
+    # S1's weights were computed without it. converge() finds it and writes weights replaying both.
+    recall_top(runtime, S1)
+    report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
+    scope = ReportOutcomeInput(outcome="success").scope(runtime.settings)
+    replayed_by_s1 = runtime.store.outcomes_in_scope(scope)
+    other = replace(
+        replayed_by_s1[0], session_id="ses_2", first_reported_at=replayed_by_s1[0].reported_at, revision=1
+    )
+    runtime.store.put_outcome(other)  # saved without touching the weights, as a racing replica's report
+    assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
+
+    converge(runtime, scope, [three["a"], three["b"]], replayed_by_s1)
+    # Two successes: 1.15, then 0.8 x 1.15 + 0.2 x 1.75 = 1.27.
+    assert weights(runtime, three) == {"a": 1.27, "b": 1.27, "c": 1.0}
