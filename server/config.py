@@ -60,6 +60,9 @@ class Settings(BaseModel):
     cache_total_rows: int = Field(
         400_000, ge=0, le=100_000_000, description="memories held in memory across all cached scopes"
     )
+    vector_index_min_rows: int = Field(
+        100_000, ge=0, description="memories at which maintenance builds the ANN vector index (0: never)"
+    )
     org_id: str = Field("default", min_length=1, max_length=128, description="Default org scope")
     project_id: str = Field("default", min_length=1, max_length=128, description="Default project scope")
 
@@ -264,5 +267,6 @@ ENVIRONMENT: dict[str, str] = {
     "max_tags": "MEMORIA_MAX_TAGS",
     "maintenance_interval_seconds": "MEMORIA_MAINTENANCE_INTERVAL_SECONDS",
     "compaction_min_fragments": "MEMORIA_COMPACTION_MIN_FRAGMENTS",
+    "vector_index_min_rows": "MEMORIA_VECTOR_INDEX_MIN_ROWS",
     "log_level": "MEMORIA_LOG_LEVEL",
 }

@@ -7,6 +7,7 @@ import concurrent.futures
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -38,6 +39,7 @@ def build_runtime(settings: Settings) -> Runtime:
         vector_dim=settings.vector_dim,
         cache_scope_rows=settings.cache_scope_rows,
         cache_total_rows=settings.cache_total_rows,
+        vector_index_min_rows=settings.vector_index_min_rows,
     )
     try:
         return assemble_runtime(settings, store, load_models(model_config(settings), store.vector_dim))
@@ -183,10 +185,19 @@ class AppState:
             self._threads.append(thread)
 
     def _aggregate(self, runtime: Runtime) -> None:
-        """The aggregation job: first pass at once, then every ``aggregation_interval_seconds``."""
+        """Warm the scope copies, then the aggregation job: first pass at once (it reads the copies),
+        then every ``aggregation_interval_seconds``."""
+        try:
+            started = time.perf_counter()
+            built = runtime.store.cache.warm(runtime.store.scopes())
+            if built:
+                log.info("copied %d scopes into memory in %.1f s", built, time.perf_counter() - started)
+        except Exception as exc:  # a copy not built now is built by its first read
+            log.warning("warming the scope copies failed: %s", exc)
         while not self._stop.is_set():
             try:
                 report = aggregation_pass(runtime, self.llms.background())
+                runtime.aggregation_passes += 1
                 for line in report.details:
                     log.debug("aggregation %s", line)
             except Exception as exc:  # the next pass retries; recall uses the clusters it has

@@ -171,6 +171,12 @@ class ScopeCache:
     def enabled(self) -> bool:
         return self._max_scope_rows > 0 and self._max_total_rows > 0
 
+    def holds_everything(self, rows: int) -> bool:
+        """Whether a table of ``rows`` memories fits in the copies with no scope known to be too big:
+        then every vector search is answered here and a LanceDB vector index would go unused."""
+        with self._lock:
+            return self.enabled and rows <= self._max_total_rows and not self._too_big
+
     def serves(self, scope: Scope) -> bool:
         """Whether reads of ``scope`` may come from a copy (it is not known to be too big)."""
         return self.enabled and scope not in self._too_big
@@ -184,6 +190,39 @@ class ScopeCache:
             return
         with self._lock:
             yield self._copy_of(scope)
+
+    def warm(self, scopes: Iterable[Scope]) -> int:
+        """Build copies of ``scopes`` before their first read (a background thread calls this at start-up,
+        so no request pays for a copy's first build), until the total budget is used; returns how many
+        were built. Rows are read outside the lock, so requests go on meanwhile, and what was committed
+        during the read is applied under it. Warmed copies go to the least recently used end."""
+        built = 0
+        for scope in scopes:
+            with self._lock:
+                if not self.enabled or scope in self._copies or scope in self._too_big:
+                    continue
+                if sum(len(copy) for copy in self._copies.values()) >= self._max_total_rows:
+                    break
+            if self._reader.scope_size_above(scope, self._max_scope_rows):
+                with self._lock:
+                    self._too_big.add(scope)
+                continue
+            read_at = self._reader.table_version()
+            copy = ScopeCopy(self._dimension)
+            for record, vector in self._reader.scope_rows(scope):
+                copy.put(record, vector)
+            with self._lock:
+                if scope in self._copies:
+                    continue
+                self._catch_up()
+                if self._version is not None and read_at < self._version:
+                    for record, vector in self._reader.rows_changed_since(read_at, [scope]):
+                        copy.put(record, vector)
+                self._copies[scope] = copy
+                self._copies.move_to_end(scope, last=False)
+                self.loads += 1
+                built += 1
+        return built
 
     @contextmanager
     def one_version(self) -> Iterator[None]:

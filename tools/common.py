@@ -101,6 +101,7 @@ class Runtime:
     consolidation: ConsolidationService
 
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    aggregation_passes: int = 0  # finished by the background job so far (the benchmark waits for one)
 
     @property
     def weight_policy(self) -> WeightPolicy:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
@@ -29,6 +33,8 @@ from tools.common import (
     iso,
     memory_id_for,
 )
+
+log = logging.getLogger(__name__)
 
 FUTURE_SLACK = timedelta(minutes=5)  # clocks of different machines disagree a little
 
@@ -226,6 +232,8 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
     note = None
     consolidation: ConsolidationReport | None = None
     if existing is None or existing.status in ("retracted", "purged"):
+        if existing is None:
+            record = examined_as_written(record, runtime)
         new = with_vectors([record], runtime, preceding_contents([record], store))[0]  # only what is new
         if existing is None:
             stored, created = store.insert_memory(new)
@@ -235,9 +243,14 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
             note = f"restored: an identical memory had been {existing.status}"
         if created:
             runtime.corroboration.observe(stored.scope, cluster_member(stored))
-            consolidation = runtime.consolidation.on_write(
-                stored, np.asarray(new.vector), llm=caller.llm, actor=actor
-            )
+            with unmarked_on_failure(store, [stored.id] if stored.consolidated_at else []):
+                consolidation = runtime.consolidation.on_write(
+                    stored,
+                    np.asarray(new.vector),
+                    llm=caller.llm,
+                    actor=actor,
+                    mark=not stored.consolidated_at,
+                )
     else:
         stored, created = existing, False
         if stored.status == "superseded":
@@ -262,6 +275,30 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
         note=note,
         consolidation=ConsolidationSummary.of(consolidation) if consolidation is not None else None,
     )
+
+
+def examined_as_written(record: MemoryRecord, runtime: Runtime) -> MemoryRecord:
+    """``record`` stamped as examined by consolidation, which runs right after it is inserted: one
+    write instead of an insert and then an update (the update was most of a remember's time)."""
+    if not runtime.consolidation.policy.enabled or record.status != "active":
+        return record
+    return replace(record, consolidated_at=runtime.clock())
+
+
+@contextmanager
+def unmarked_on_failure(store: MemoryStore, memory_ids: Sequence[str]) -> Iterator[None]:
+    """If consolidation fails after memories went in stamped as examined, take the stamp off again, so a
+    retried call (or the background sweep) examines them. A process killed in between leaves them
+    stamped: they are stored and recalled all the same, only not checked against their neighbours."""
+    try:
+        yield
+    except BaseException:
+        if memory_ids:
+            try:
+                store.mark_consolidated(memory_ids, None)
+            except Exception:
+                log.warning("could not clear the consolidation stamp of %s", memory_ids, exc_info=True)
+        raise
 
 
 def track_consolidation(

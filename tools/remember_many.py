@@ -4,6 +4,7 @@ with lineage; then each new memory is consolidated against the store as ``rememb
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 import anyio
@@ -20,11 +21,13 @@ from tools.remember import (
     RememberOutput,
     check_limits,
     cluster_member,
+    examined_as_written,
     new_record,
     output_for,
     preceding_contents,
     remember,
     track_consolidation,
+    unmarked_on_failure,
     with_vectors,
 )
 
@@ -90,17 +93,20 @@ def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> 
         across_agents=runtime.settings.consolidate_across_agents,
     )
     losers = {loser.id: survivor.id for loser, survivor in collapsed}
-    news = with_vectors(fresh, runtime, preceding_contents(records, store))
+    now = runtime.clock()
+    # One write: every new memory stamped as examined (consolidation runs below), and the batch's own
+    # near-duplicates stored already superseded by the item that restated them.
+    written = [
+        replace(examined_as_written(record, runtime), status="superseded", replaced_by=losers[record.id])
+        if record.id in losers
+        else examined_as_written(record, runtime)
+        for record in fresh
+    ]
+    news = with_vectors(written, runtime, preceding_contents(records, store))
     stored = {record.id: record for record, created in store.insert_many(news) if created}
     vectors = {new.record.id: np.asarray(new.vector) for new in news}
     actor = Actor(records[0].agent_id, records[0].session_id)
-    now = runtime.clock()
     if losers:
-        by_survivor: dict[str, list[str]] = {}
-        for loser_id, survivor_id in losers.items():
-            by_survivor.setdefault(survivor_id, []).append(loser_id)
-        for survivor_id, loser_ids in by_survivor.items():  # one status write per survivor
-            store.supersede(scope, loser_ids, survivor_id, now)
         store.add_lineage(
             [
                 LineageEvent.new(
@@ -117,25 +123,23 @@ def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> 
                 for loser_id, survivor_id in losers.items()
             ]
         )
-    examined = list(losers)
-    for record in fresh:
-        if record.id not in stored:
-            continue
-        if record.id in losers:
-            summary = ConsolidationSummary(resolver="rules:intra-batch", absorbed_into=losers[record.id])
-            results[record.id] = output_for(record, created=True, note=None, consolidation=summary)
-            continue
-        runtime.corroboration.observe(scope, cluster_member(record))
-        report = runtime.consolidation.on_write(
-            record, vectors[record.id], llm=caller.llm, actor=actor, mark=False
-        )
-        examined.append(record.id)
-        track_consolidation(runtime, scope, report, record.id)
-        results[record.id] = output_for(
-            record, created=True, note=None, consolidation=ConsolidationSummary.of(report)
-        )
-    if examined:
-        store.mark_consolidated(examined, runtime.clock())
+    pending = [record.id for record in written if record.id in stored and record.consolidated_at]
+    with unmarked_on_failure(store, pending):
+        for record in written:
+            if record.id not in stored:
+                continue
+            if record.id in losers:
+                summary = ConsolidationSummary(resolver="rules:intra-batch", absorbed_into=losers[record.id])
+                results[record.id] = output_for(record, created=True, note=None, consolidation=summary)
+                continue
+            runtime.corroboration.observe(scope, cluster_member(record))
+            report = runtime.consolidation.on_write(
+                record, vectors[record.id], llm=caller.llm, actor=actor, mark=not record.consolidated_at
+            )
+            track_consolidation(runtime, scope, report, record.id)
+            results[record.id] = output_for(
+                record, created=True, note=None, consolidation=ConsolidationSummary.of(report)
+            )
     ordered = [results[record.id] for record in records]
     return RememberManyOutput(
         results=ordered,

@@ -188,6 +188,8 @@ class ConsolidationService:
         if revision is None:
             return
         hits = self._store.fulltext_search(memory.scope, " ".join(revision.old), limit=25)
+        reason = f"revised by {revision.phrase!r}"
+        revised: list[str] = []
         for hit in hits:
             old = hit.record
             terms = term_set(old.content)
@@ -199,17 +201,16 @@ class ConsolidationService:
                 or not asserts_use_of(old.content, revision.old)
             ):
                 continue
-            reason = f"revised by {revision.phrase!r}"
             if may_be_superseded(old, by_revision=True):
-                self._supersede(
-                    memory.scope, [old.id], memory.id, "revise", "revision:explicit", reason, actor
-                )
-                report.revised.append(old.id)
+                revised.append(old.id)
             else:
                 self._record_contradiction(
                     old, memory, "revision", f"{reason}, but the memory is {old.protection_tier}"
                 )
                 report.contradicts.append(old.id)
+        if revised:  # one status write for every memory this one revises
+            self._supersede(memory.scope, revised, memory.id, "revise", "revision:explicit", reason, actor)
+            report.revised.extend(revised)
 
     def _contradictions(
         self,

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from storage.records import Scope
+from storage.scope_cache import ScopeCache
 from storage.store import MemoryStore
 from tests.storage.test_store import DIM, NOW, SCOPE, new, vec
 
@@ -151,3 +152,53 @@ def test_reads_inside_one_version_check_the_table_once():
     with cache.reading(SCOPE), cache.reading(SCOPE):
         pass
     assert reader.version_checks == 3  # outside the block, every read checks
+
+
+def test_warming_builds_the_copies_before_the_first_read(tmp_path):
+    with open_store(tmp_path / "db") as store:
+        store.insert_many(corpus())
+        assert store.cache.warm(store.scopes()) == 2
+        store.vector_search(SCOPE, np.asarray(vec(5), dtype=np.float32), embedder="emb", limit=3)
+        store.get_memory("elsewhere", OTHER)
+        assert store.cache.loads == 2  # the reads found the copies built
+        assert store.cache.warm(store.scopes()) == 0
+
+
+class AnotherProcessWritesDuringTheRead:
+    """The store as the cache reads it, but another process commits a memory while a scope is read."""
+
+    def __init__(self, store: MemoryStore, other: MemoryStore) -> None:
+        self.store, self.other = store, other
+
+    def table_version(self) -> int:
+        return self.store.table_version()
+
+    def scope_size_above(self, scope, limit) -> bool:
+        return self.store.scope_size_above(scope, limit)
+
+    def scope_rows(self, scope):
+        rows = self.store.scope_rows(scope)
+        self.other.insert_memory(new("late", "committed while the scope was read", hot=(7,)))
+        return rows
+
+    def rows_changed_since(self, version, scopes):
+        return self.store.rows_changed_since(version, scopes)
+
+
+def test_a_write_committed_while_a_copy_is_warmed_is_in_the_copy(tmp_path):
+    with open_store(tmp_path / "db") as store, open_store(tmp_path / "db") as other:
+        store.insert_many(corpus())
+        cache = ScopeCache(
+            AnotherProcessWritesDuringTheRead(store, other),
+            dimension=DIM,
+            max_scope_rows=100,
+            max_total_rows=100,
+        )
+        cache.warm([SCOPE])
+        with cache.reading(SCOPE) as copy:
+            assert "late" in copy.records
+            assert (
+                copy.nearest(np.asarray(vec(7), dtype=np.float32), embedder="emb", limit=1, now=NOW)[0][0].id
+                == "late"
+            )
+        assert cache.loads == 1

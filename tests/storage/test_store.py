@@ -276,3 +276,42 @@ def test_episode_members_and_episodes_come_back_by_id(store):
     assert {(m.id, m.episode_id, m.weight) for m in stubs} == {("a", "ep1", 1.0), ("b", "ep1", 1.0)}
     episodes = store.get_episodes(SCOPE, ["ep1", "ep2", "nope"])
     assert set(episodes) == {"ep1", "ep2"} and episodes["ep1"].agent_id == "agent"
+
+
+def test_maintenance_builds_the_vector_index_once_the_table_is_big_enough_and_new_rows_stay_searchable(
+    tmp_path,
+):
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(400, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    with MemoryStore.open(
+        str(tmp_path / "db"), vector_dim=DIM, cache_scope_rows=0, vector_index_min_rows=400
+    ) as store:
+        rows = [
+            NewMemory(memory_record(f"m{i}", embedder="emb"), tuple(vectors[i].tolist()), f"note {i}")
+            for i in range(399)
+        ]
+        store.insert_many(rows)
+        store.maintain(min_fragments=1_000)
+        assert not any("vector" in index.columns for index in store._memories.list_indices())
+
+        store.insert_memory(
+            NewMemory(memory_record("m399", embedder="emb"), tuple(vectors[399].tolist()), "n")
+        )
+        report = store.maintain(min_fragments=1_000)
+        assert "IVF_HNSW_SQ" in report["memories_v4 vectors"]
+        assert store.maintain(min_fragments=1_000) == {}  # built once
+
+        late = rng.normal(size=DIM).astype(np.float32)
+        store.insert_memory(NewMemory(memory_record("late", embedder="emb"), tuple(late.tolist()), "late"))
+        for memory_id, vector in (("m17", vectors[17]), ("late", late)):
+            hits = store.vector_search(Scope("o", "p"), vector, embedder="emb", limit=3)
+            assert hits[0].record.id == memory_id
+            assert hits[0].score == pytest.approx(1.0, abs=0.02)
+
+
+def test_no_vector_index_is_built_while_the_scope_copies_hold_every_memory(tmp_path):
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM, vector_index_min_rows=10) as store:
+        store.insert_many([new(f"m{i}", f"note {i}", hot=(i % DIM,)) for i in range(20)])
+        store.maintain(min_fragments=1_000)
+        assert not any("vector" in index.columns for index in store._memories.list_indices())

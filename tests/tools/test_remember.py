@@ -2,6 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from retrieval.text import content_hash
 from storage.records import Scope
 from tools.common import Caller, ToolFailure, memory_id_for
 from tools.recall import RecallInput, recall
@@ -124,3 +125,55 @@ def test_the_author_and_the_day_are_searchable(runtime):
         RecallInput(query="what did reviewer say about the cache in March 2024", top_k=1), runtime, CALLER
     )
     assert [m.content for m in top.memories] == ["The cache is warm"]
+
+
+def test_a_new_memory_is_one_write_already_stamped_as_examined_by_consolidation(runtime):
+    before = runtime.store.table_version()
+    out = remember(RememberInput(content="The deploy key rotates every ninety days"), runtime, CALLER)
+    assert runtime.store.table_version() == before + 1  # no insert-then-update
+    assert runtime.store.get_memory(out.id).consolidated_at is not None
+
+
+class BrokenLLM:
+    """An LLM whose connection breaks mid-call (not a polite "unavailable")."""
+
+    name = "broken-llm"
+
+    def complete(self, request):
+        raise ConnectionResetError("connection reset by peer")
+
+
+def test_if_consolidation_fails_the_stamp_comes_off_and_the_retry_consolidates(runtime):
+    first = remember(RememberInput(content="I prefer TypeScript."), runtime, CALLER)
+    with pytest.raises(ConnectionResetError):
+        remember(
+            RememberInput(content="i prefer typescript"), runtime, Caller("claude-code", "ses_1", BrokenLLM())
+        )
+    again = memory_id_for(Scope("default", "default"), content_hash("i prefer typescript"))
+    assert runtime.store.get_memory(again).consolidated_at is None  # stored, but not examined
+
+    retried = remember(RememberInput(content="i prefer typescript"), runtime, CALLER)  # the rules resolve it
+    assert retried.id == again
+    assert runtime.store.get_memory(first.id).status == "superseded"
+    assert runtime.store.get_memory(again).consolidated_at is not None
+
+
+def test_a_batch_is_one_write_with_its_own_near_duplicates_already_superseded(runtime):
+    before = runtime.store.table_version()
+    out = remember_many(
+        RememberManyInput(
+            items=[
+                BatchItem(content="The staging cluster runs Kubernetes 1.29"),
+                BatchItem(content="the staging cluster runs kubernetes 1.29"),
+                BatchItem(content="Lunch is served at noon on Fridays"),
+            ]
+        ),
+        runtime,
+        CALLER,
+    )
+    assert out.collapsed == 1
+    assert runtime.store.table_version() == before + 1
+    loser, survivor, other = (runtime.store.get_memory(r.id) for r in out.results)
+    assert (loser.status, loser.replaced_by) == ("superseded", survivor.id)
+    assert survivor.status == other.status == "active"
+    assert all(m.consolidated_at is not None for m in (loser, survivor, other))
