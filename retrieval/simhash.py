@@ -12,6 +12,7 @@ a block value are compared.
 from __future__ import annotations
 
 import hashlib
+import sys
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
@@ -26,13 +27,19 @@ _BIT_POSITIONS = np.arange(64, dtype=np.uint64)
 _CHUNK = 2_048
 
 
+@lru_cache(maxsize=1)
+def _punctuation() -> dict[int, None]:
+    """Every Unicode punctuation code point (categories P*), as a deletion table for ``str.translate``:
+    built once (about 0.2 s), then a token is stripped in C instead of a Python test per character."""
+    return {
+        point: None for point in range(sys.maxunicode + 1) if unicodedata.category(chr(point)).startswith("P")
+    }
+
+
 def simhash_tokens(text: str) -> list[str]:
-    tokens = []
-    for raw in text.split():
-        token = "".join(char for char in raw if not unicodedata.category(char).startswith("P")).lower()
-        if token:
-            tokens.append(token)
-    return tokens
+    """Whitespace-separated tokens with punctuation removed, lowercased; empty ones dropped."""
+    table = _punctuation()
+    return [token for token in (raw.translate(table).lower() for raw in text.split()) if token]
 
 
 @lru_cache(maxsize=262_144)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
@@ -67,7 +68,8 @@ class NewMemory:
     """A memory about to be written: the record plus its vector and full-text fields."""
 
     record: MemoryRecord
-    vector: tuple[float, ...]
+    # A float32 numpy row from the embedders (Arrow takes it whole, not value by value), or floats.
+    vector: npt.NDArray[np.float32] | Sequence[float]
     search_text: str
 
 

@@ -1093,7 +1093,7 @@ def _memory_to_row(new: NewMemory) -> dict[str, Any]:
         "tags_key": filters.tags_key(record.tags),
         "simhash": _to_int64(record.simhash),
         "search_text": new.search_text,
-        "vector": list(new.vector),
+        "vector": np.asarray(new.vector, dtype=np.float32),
     }
 
 

@@ -210,7 +210,7 @@ def with_vectors(
     return [
         NewMemory(
             record,
-            tuple(float(x) for x in vector),
+            np.asarray(vector, dtype=np.float32),
             searchable_text(
                 record.content,
                 record.tags,
