@@ -154,9 +154,13 @@ def apply_pending(db: Any, vector_dim: int, *, other_processes_excluded: bool = 
 
 
 @contextmanager
-def migration_lease(db: Any, *, poll_seconds: float = 0.2) -> Iterator[None]:
-    """Hold the store's migration lease: a table only one process can create (the first manifest of a
-    table is written with a conditional put), dropped when the block ends."""
+def migration_lease(db: Any, *, poll_seconds: float = 0.2, settle_seconds: float = 1.0) -> Iterator[None]:
+    """Hold the store's migration lease: a table only one process creates, dropped when the block ends.
+
+    A create fails once the table is listed; two creates racing inside that check can both return,
+    the later one's row replacing the earlier's. So a creator waits ``settle_seconds`` and reads the
+    lease back: only the process whose row is there holds it (a create that lands later than that
+    finds the table listed and fails), and the other goes back to waiting."""
     holder = uuid.uuid4().hex
     while True:
         try:
@@ -165,7 +169,11 @@ def migration_lease(db: Any, *, poll_seconds: float = 0.2) -> Iterator[None]:
                 data=[{"holder": holder, "taken_at": datetime.now(UTC)}],
                 mode="create",
             )
-            break
+            time.sleep(settle_seconds)
+            taken = _lease_holder(db)
+            if taken is not None and taken["holder"] == holder:
+                break
+            time.sleep(poll_seconds)
         except (ValueError, OSError, RuntimeError) as exc:
             if "already exists" not in str(exc):
                 raise
