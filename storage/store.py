@@ -694,14 +694,12 @@ class MemoryStore:
             with warnings.catch_warnings():
                 # "removes every version except the latest": exactly what a purge needs.
                 warnings.simplefilter("ignore", UserWarning)
-                retrying(partial(table.optimize, cleanup_older_than=timedelta(0), delete_unverified=True))
+                retrying(partial(table.optimize, cleanup_older_than=timedelta(0)))
         # The inverted index still holds the purged words; build it again from the current rows.
         self._memories.create_index("search_text", config=FTS(with_position=False), replace=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            retrying(
-                partial(self._memories.optimize, cleanup_older_than=timedelta(0), delete_unverified=True)
-            )
+            retrying(partial(self._memories.optimize, cleanup_older_than=timedelta(0)))
 
     def _merge_update(self, update: pa.Table) -> None:
         rows = update.to_pylist()

@@ -194,10 +194,10 @@ def converge(
     computed is missing from the weights just written. Of two concurrent reports, at least one of the
     two re-reads below comes after both reports were saved, and that side rewrites the weights they
     share, after the other side's last write - so the weights that stay replay both."""
-    seen = {(o.session_id, o.revision) for o in replayed}
+    seen = [(o.session_id, o.revision) for o in replayed]  # in replay order: the weights depend on it
     for _ in range(8):
         latest = runtime.store.outcomes_in_scope(scope)
-        now_seen = {(o.session_id, o.revision) for o in latest}
+        now_seen = [(o.session_id, o.revision) for o in latest]
         if now_seen == seen:
             return
         seen = now_seen
