@@ -15,33 +15,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus import generate
+from benchmarks.corpus import generate, store_corpus
 from benchmarks.reporting import RESULTS, offline_settings, write_json
 
 
 def load_scope(db: Path, size: int) -> Any:
     """A store whose one scope holds ``size`` synthetic memories from several agents."""
     from server.state import build_runtime
-    from tools.common import Caller
-    from tools.remember import RememberInput, new_record, with_vectors
 
     settings = offline_settings(db, aggregation_max_rows=size)
     runtime = build_runtime(settings)
-    corpus = generate(size, orgs=1, projects=1)
-    for start in range(0, size, 5_000):
-        batch = corpus[start : start + 5_000]
-        records = [
-            new_record(
-                RememberInput(
-                    content=m.content, episode_id=m.episode_id, org_id=m.org_id, project_id=m.project_id
-                ),
-                runtime,
-                Caller(m.agent_id, m.session_id),
-            )
-            for m in batch
-        ]
-        runtime.store.insert_many(with_vectors(records, runtime))
-        print(f"  loaded {min(size, start + 5_000):,}/{size:,}", file=sys.stderr)
+    store_corpus(runtime, generate(size, orgs=1, projects=1))
     runtime.store.maintain(min_fragments=2)
     return runtime
 

@@ -4,7 +4,10 @@ paraphrased near-duplicates, so benchmarks run on something shaped like real use
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
 
 SERVICES = [
     "billing",
@@ -137,3 +140,36 @@ def queries(count: int, *, seed: int = 11) -> list[tuple[str, str, str]]:
         )
         for _ in range(count)
     ]
+
+
+def store_corpus(
+    runtime: Any,
+    memories: Sequence[SyntheticMemory],
+    *,
+    examined_at: datetime | None = None,
+    batch: int = 5_000,
+) -> None:
+    """Write ``memories`` as a bulk import does: records built as ``remember`` builds them, embedded and
+    inserted a batch at a time; ``examined_at`` stamps them as consolidated on the way in."""
+    from tools.common import Caller
+    from tools.remember import RememberInput, new_record, with_vectors
+
+    for start in range(0, len(memories), batch):
+        records = [
+            replace(
+                new_record(
+                    RememberInput(
+                        content=m.content,
+                        tags=list(m.tags),
+                        episode_id=m.episode_id,
+                        org_id=m.org_id,
+                        project_id=m.project_id,
+                    ),
+                    runtime,
+                    Caller(m.agent_id, m.session_id),
+                ),
+                consolidated_at=examined_at,
+            )
+            for m in memories[start : start + batch]
+        ]
+        runtime.store.insert_many(with_vectors(records, runtime))

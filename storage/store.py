@@ -296,8 +296,9 @@ class MemoryStore:
         return results
 
     def restore_memory(self, new: NewMemory) -> MemoryRecord:
-        """Write ``new`` over a retracted (possibly purged) row with the same id: the memory is live again."""
-        row = {**_memory_to_row(new), "consolidated_at": None, "purged_at": None}
+        """Write ``new`` over a retracted (possibly purged) row with the same id: the memory is live again
+        (examined by consolidation as ``new.record.consolidated_at`` says)."""
+        row = {**_memory_to_row(new), "purged_at": None}
         table = pa.Table.from_pylist([row], schema=self._memories.schema)
         with self._lock.hold():
             current = self.get_memory(new.record.id, new.record.scope)

@@ -232,8 +232,7 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
     note = None
     consolidation: ConsolidationReport | None = None
     if existing is None or existing.status in ("retracted", "purged"):
-        if existing is None:
-            record = examined_as_written(record, runtime)
+        record = examined_as_written(record, runtime)
         new = with_vectors([record], runtime, preceding_contents([record], store))[0]  # only what is new
         if existing is None:
             stored, created = store.insert_memory(new)
@@ -243,13 +242,9 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
             note = f"restored: an identical memory had been {existing.status}"
         if created:
             runtime.corroboration.observe(stored.scope, cluster_member(stored))
-            with unmarked_on_failure(store, [stored.id] if stored.consolidated_at else []):
+            with unmarked_on_failure(store, [stored.id]):
                 consolidation = runtime.consolidation.on_write(
-                    stored,
-                    np.asarray(new.vector),
-                    llm=caller.llm,
-                    actor=actor,
-                    mark=not stored.consolidated_at,
+                    stored, np.asarray(new.vector), llm=caller.llm, actor=actor, mark=False
                 )
     else:
         stored, created = existing, False
@@ -280,7 +275,7 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
 def examined_as_written(record: MemoryRecord, runtime: Runtime) -> MemoryRecord:
     """``record`` stamped as examined by consolidation, which runs right after it is inserted: one
     write instead of an insert and then an update (the update was most of a remember's time)."""
-    if not runtime.consolidation.policy.enabled or record.status != "active":
+    if not runtime.consolidation.policy.enabled:
         return record
     return replace(record, consolidated_at=runtime.clock())
 

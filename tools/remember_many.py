@@ -123,8 +123,7 @@ def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> 
                 for loser_id, survivor_id in losers.items()
             ]
         )
-    pending = [record.id for record in written if record.id in stored and record.consolidated_at]
-    with unmarked_on_failure(store, pending):
+    with unmarked_on_failure(store, [record.id for record in written if record.id in stored]):
         for record in written:
             if record.id not in stored:
                 continue
@@ -134,7 +133,7 @@ def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> 
                 continue
             runtime.corroboration.observe(scope, cluster_member(record))
             report = runtime.consolidation.on_write(
-                record, vectors[record.id], llm=caller.llm, actor=actor, mark=not record.consolidated_at
+                record, vectors[record.id], llm=caller.llm, actor=actor, mark=False
             )
             track_consolidation(runtime, scope, report, record.id)
             results[record.id] = output_for(

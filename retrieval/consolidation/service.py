@@ -454,17 +454,7 @@ class ConsolidationService:
             return
         self._store.add_lineage(
             [
-                LineageEvent.new(
-                    scope,
-                    action,  # type: ignore[arg-type]
-                    memory_id,
-                    related_id=related_id,
-                    resolver=resolver,
-                    reason=reason,
-                    agent_id=actor.agent_id,
-                    session_id=actor.session_id,
-                    at=at,
-                )
+                self._event(scope, action, memory_id, related_id, resolver, reason, actor, at=at)
                 for memory_id in memory_ids
             ]
         )
@@ -498,6 +488,8 @@ class ConsolidationService:
         resolver: str,
         reason: str,
         actor: Actor,
+        *,
+        at: datetime | None = None,
     ) -> LineageEvent:
         return LineageEvent.new(
             scope,
@@ -508,7 +500,7 @@ class ConsolidationService:
             reason=reason,
             agent_id=actor.agent_id,
             session_id=actor.session_id,
-            at=self._clock(),
+            at=at if at is not None else self._clock(),
         )
 
     # ------------------------------------------------------------------ sweep

@@ -39,9 +39,9 @@ def judgement(sufficient: bool, confidence: float, sub_queries: list[str]) -> st
     return json.dumps({"sufficient": sufficient, "confidence": confidence, "sub_queries": sub_queries})
 
 
-def request(llm=None) -> RecallRequest:
+def request(llm=None, query: str = "billing invoices") -> RecallRequest:
     return RecallRequest(
-        query="billing invoices",
+        query=query,
         scope=Scope("o", "p"),
         top_k=5,
         char_budget=2000,
@@ -152,14 +152,7 @@ def test_attribution_for_the_original_query_holds_through_sub_queries_and_the_cr
         search, rerank, MinScoreStage(0.0), attribution=attribution, max_iterations=2
     )
     llm = ScriptedLLM({"sufficiency": [judgement(False, 0.1, ["caroline horse"])]})
-    req = RecallRequest(
-        query="what did Melanie paint",
-        scope=Scope("o", "p"),
-        top_k=5,
-        char_budget=2000,
-        candidate_limit=10,
-        llm=llm,
-    )
+    req = request(llm, "what did Melanie paint")
     first = attribution(req, rerank(req, search(req, ()).candidates).candidates).candidates
     output = iterative(req, first)
     # cross-rerank: hers 0.6 x 1; his 0.8 x (1 - 0.5) = 0.4, found by the sub-query, discounted all the same
