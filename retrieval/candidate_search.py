@@ -39,6 +39,10 @@ class CandidateSource(Protocol):
         tags: Sequence[str] | None = None,
     ) -> list[SearchHit]: ...
 
+    def fulltext_engine(self, scope: Scope) -> str:
+        """What answers ``scope``'s full-text searches (for the trace)."""
+        ...
+
 
 class CandidateSearchStage:
     name = "candidate_search"
@@ -98,7 +102,8 @@ class CandidateSearchStage:
             fulltext_hits = self._source.fulltext_search(
                 scope, fulltext_query(query), limit=leg_limit, kinds=kinds, tags=tags
             )
-            events.append(SearchLegRan("fulltext", "lancedb-bm25", len(fulltext_hits), leg_limit))
+            engine = self._source.fulltext_engine(scope)
+            events.append(SearchLegRan("fulltext", engine, len(fulltext_hits), leg_limit))
         else:
             events.append(SearchLegSkipped("fulltext", "disabled by configuration"))
         fused, seen = fuse(

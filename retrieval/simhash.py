@@ -22,7 +22,6 @@ import numpy as np
 MAX_DISTANCE = 3
 BLOCKS = 4
 BLOCK_BITS = 64 // BLOCKS
-_BIT_POSITIONS = np.arange(64, dtype=np.uint64)
 # Above this many members a block bucket is compared in row chunks, to bound memory.
 _CHUNK = 2_048
 
@@ -52,10 +51,11 @@ def simhash(text: str) -> int:
     tokens = simhash_tokens(text)
     if not tokens:
         return 0
-    hashes = np.array([token_hash(token) for token in tokens], dtype=np.uint64)
-    bits = (hashes[:, None] >> _BIT_POSITIONS) & np.uint64(1)
-    votes = (bits.astype(np.int64) * 2 - 1).sum(axis=0)
-    return sum(1 << int(position) for position in np.flatnonzero(votes > 0))
+    hashes = np.fromiter((token_hash(token) for token in tokens), dtype=np.uint64, count=len(tokens))
+    # Bit i of every hash, little-endian, as a (tokens, 64) 0/1 matrix; a bit is set where most vote 1.
+    bits = np.unpackbits(hashes.astype("<u8").view(np.uint8), bitorder="little").reshape(len(tokens), 64)
+    majority = bits.sum(axis=0, dtype=np.int64) * 2 > len(tokens)
+    return int.from_bytes(np.packbits(majority, bitorder="little").tobytes(), "little")
 
 
 def hamming(left: int, right: int) -> int:

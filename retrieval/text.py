@@ -42,6 +42,8 @@ def is_unsafe_char(char: str) -> bool:
 
 def single_line(text: str) -> str:
     """``text`` with every control character and line break replaced by a space."""
+    if text.isprintable():  # False for every unsafe category (and a few safe ones): most text stops here
+        return text
     return "".join(" " if is_unsafe_char(char) else char for char in text)
 
 

@@ -23,9 +23,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from storage.lexical_index import Analyzer, LexicalIndex
 from storage.records import MemoryRecord, Scope
 
-Row = tuple[MemoryRecord, "np.ndarray | None"]
+Row = tuple[MemoryRecord, "np.ndarray | None", "str | None"]  # record, vector, search text
 
 
 class CacheReader(Protocol):
@@ -57,6 +58,7 @@ class ScopeCopy:
     kind_code: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     kinds: dict[str, int] = field(default_factory=dict)
     episodes: dict[str, set[str]] = field(default_factory=dict)  # episode id -> member ids (any status)
+    lexical: LexicalIndex | None = None  # BM25 over the search text, when the cache has an analyzer
 
     def __post_init__(self) -> None:
         self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
@@ -64,7 +66,8 @@ class ScopeCopy:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def put(self, record: MemoryRecord, vector: np.ndarray | None) -> None:
+    def put(self, record: MemoryRecord, vector: np.ndarray | None, text: str | None = None) -> None:
+        """Add or replace ``record`` (``text``: its search text; None keeps the indexed one)."""
         row = self.row_of.get(record.id)
         if row is None:
             row = len(self.ids)
@@ -87,6 +90,8 @@ class ScopeCopy:
         self.embedder_code[row] = self.embedders.setdefault(record.embedder, len(self.embedders))
         self.kind_code[row] = self.kinds.setdefault(record.kind, len(self.kinds))
         self.expires[row] = record.expires_at.timestamp() if record.expires_at is not None else np.inf
+        if self.lexical is not None and text is not None:
+            self.lexical.set(row, text)
 
     def _grow(self, rows: int) -> None:
         capacity = self.vectors.shape[0]
@@ -106,6 +111,41 @@ class ScopeCopy:
         self.kind_code = grown(self.kind_code, -1)
         self.expires = grown(self.expires, np.inf)
 
+    def _eligible(
+        self,
+        count: int,
+        now: datetime,
+        kinds: Sequence[str] | None,
+        keep: Callable[[MemoryRecord], bool] | None,
+    ) -> np.ndarray:
+        """Rows that are active, unexpired, of one of ``kinds`` (if given) and pass ``keep``."""
+        mask = self.active[:count] & (self.expires[:count] > now.timestamp())
+        if kinds:
+            codes = [self.kinds[kind] for kind in kinds if kind in self.kinds]
+            mask &= np.isin(self.kind_code[:count], np.asarray(codes, dtype=np.int32))
+        if keep is not None:
+            mask &= np.asarray([keep(self.records[memory_id]) for memory_id in self.ids], dtype=bool)
+        return mask
+
+    def best_matching(
+        self,
+        text: str,
+        *,
+        limit: int,
+        now: datetime,
+        kinds: Sequence[str] | None = None,
+        keep: Callable[[MemoryRecord], bool] | None = None,
+    ) -> list[tuple[MemoryRecord, float, np.ndarray | None]]:
+        """Active, unexpired memories (of ``kinds``, passing ``keep``) by BM25 over their search text."""
+        count = len(self.ids)
+        if self.lexical is None or count == 0:
+            return []
+        found = self.lexical.search(text, self._eligible(count, now, kinds, keep), limit)
+        return [
+            (self.records[self.ids[row]], score, self.vectors[row].copy() if self.has_vector[row] else None)
+            for row, score in found
+        ]
+
     def nearest(
         self,
         vector: np.ndarray,
@@ -123,16 +163,10 @@ class ScopeCopy:
         if code is None or count == 0 or limit <= 0:
             return []
         mask = (
-            self.active[:count]
+            self._eligible(count, now, kinds, keep)
             & self.has_vector[:count]
             & (self.embedder_code[:count] == code)
-            & (self.expires[:count] > now.timestamp())
         )
-        if kinds:
-            codes = [self.kinds[kind] for kind in kinds if kind in self.kinds]
-            mask &= np.isin(self.kind_code[:count], np.asarray(codes, dtype=np.int32))
-        if keep is not None:
-            mask &= np.asarray([keep(self.records[memory_id]) for memory_id in self.ids], dtype=bool)
         eligible = int(mask.sum())
         if eligible == 0:
             return []
@@ -150,12 +184,20 @@ class ScopeCopy:
 
 
 class ScopeCache:
-    """Scope copies for one memories table. ``reader`` is how the cache reads the table (the store)."""
+    """Scope copies for one memories table. ``reader`` is how the cache reads the table (the store); with
+    an ``analyzer`` (text -> index terms) the copies also answer full-text searches, by BM25."""
 
     def __init__(
-        self, reader: CacheReader, *, dimension: int, max_scope_rows: int, max_total_rows: int
+        self,
+        reader: CacheReader,
+        *,
+        dimension: int,
+        max_scope_rows: int,
+        max_total_rows: int,
+        analyzer: Analyzer | None = None,
     ) -> None:
         self._reader = reader
+        self._analyzer = analyzer
         self._dimension = dimension
         self._max_scope_rows = max_scope_rows
         self._max_total_rows = max_total_rows
@@ -170,6 +212,15 @@ class ScopeCache:
     @property
     def enabled(self) -> bool:
         return self._max_scope_rows > 0 and self._max_total_rows > 0
+
+    @property
+    def searches_text(self) -> bool:
+        """Whether the copies answer full-text searches (they were given an analyzer)."""
+        return self.enabled and self._analyzer is not None
+
+    def _new_copy(self) -> ScopeCopy:
+        lexical = LexicalIndex(self._analyzer) if self._analyzer is not None else None
+        return ScopeCopy(self._dimension, lexical=lexical)
 
     def holds_everything(self, rows: int) -> bool:
         """Whether a table of ``rows`` memories fits in the copies with no scope known to be too big:
@@ -208,16 +259,16 @@ class ScopeCache:
                     self._too_big.add(scope)
                 continue
             read_at = self._reader.table_version()
-            copy = ScopeCopy(self._dimension)
-            for record, vector in self._reader.scope_rows(scope):
-                copy.put(record, vector)
+            copy = self._new_copy()
+            for record, vector, text in self._reader.scope_rows(scope):
+                copy.put(record, vector, text)
             with self._lock:
                 if scope in self._copies:
                     continue
                 self._catch_up()
                 if self._version is not None and read_at < self._version:
-                    for record, vector in self._reader.rows_changed_since(read_at, [scope]):
-                        copy.put(record, vector)
+                    for record, vector, text in self._reader.rows_changed_since(read_at, [scope]):
+                        copy.put(record, vector, text)
                 self._copies[scope] = copy
                 self._copies.move_to_end(scope, last=False)
                 self.loads += 1
@@ -247,9 +298,9 @@ class ScopeCache:
         if self._reader.scope_size_above(scope, self._max_scope_rows):
             self._too_big.add(scope)
             return None
-        copy = ScopeCopy(self._dimension)
-        for record, vector in self._reader.scope_rows(scope):
-            copy.put(record, vector)
+        copy = self._new_copy()
+        for record, vector, text in self._reader.scope_rows(scope):
+            copy.put(record, vector, text)
         self.loads += 1
         self._copies[scope] = copy
         self._evict()
@@ -263,23 +314,24 @@ class ScopeCache:
         inserted: Sequence[Row] = (),
         updated: Mapping[str, Mapping[str, Any]] | None = None,
         vectors: Mapping[str, np.ndarray | None] | None = None,
+        texts: Mapping[str, str] | None = None,
     ) -> None:
         """This process wrote the memories table (``before`` -> ``after``): when that write was the only
         commit since the cache caught up, apply it here and skip reading it back. ``updated`` maps ids to
-        the record fields a merge set, ``vectors`` to the vectors it set."""
+        the record fields a merge set, ``vectors`` and ``texts`` to the vectors and search texts it set."""
         with self._lock:
             if self._version is None or self._version != before or after != before + 1:
                 return  # someone else committed too: the next read catches up from the table
-            for record, vector in inserted:
+            for record, vector, text in inserted:
                 copy = self._copies.get(record.scope)
                 if copy is not None:
-                    copy.put(record, vector)
+                    copy.put(record, vector, text)
             for memory_id, columns in (updated or {}).items():
                 for copy in self._copies.values():
                     cached = copy.records.get(memory_id)
                     if cached is not None:
                         vector = (vectors or {}).get(memory_id, copy.vector_of(memory_id))
-                        copy.put(replace(cached, **columns), vector)
+                        copy.put(replace(cached, **columns), vector, (texts or {}).get(memory_id))
             self._version = after
             self._evict()
 
@@ -293,10 +345,10 @@ class ScopeCache:
             return
         if self._version is not None and self._copies:
             changed = self._reader.rows_changed_since(self._version, list(self._copies))
-            for record, vector in changed:
+            for record, vector, text in changed:
                 copy = self._copies.get(record.scope)
                 if copy is not None:
-                    copy.put(record, vector)
+                    copy.put(record, vector, text)
             self.deltas += 1
             oversized = [scope for scope, copy in self._copies.items() if len(copy) > self._max_scope_rows]
             for scope in oversized:

@@ -120,6 +120,9 @@ class FakeSource:
         ]
         return sorted((h for h in hits if h.score > 0), key=lambda h: -h.score)[:limit]
 
+    def fulltext_engine(self, scope):
+        return "word-overlap"
+
     def episode_member_stubs(self, scope, episode_ids):
         wanted = set(episode_ids)
         return [

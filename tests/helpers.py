@@ -20,6 +20,7 @@ from retrieval.embedders.base import Embedder
 from retrieval.embedders.hashed import HashedEmbedder
 from retrieval.providers import BackendInfo, Models
 from retrieval.rerankers.base import Reranker
+from retrieval.text import content_terms
 from server.app import build_server
 from server.config import Settings
 from server.state import assemble_runtime
@@ -69,7 +70,9 @@ def make_runtime(
     settings: Settings, *, embedder: Embedder | None = None, reranker: Reranker | None = None
 ) -> Runtime:
     store = MemoryStore.open(
-        settings.db_uri, vector_dim=embedder.dimension if embedder else settings.vector_dim
+        settings.db_uri,
+        vector_dim=embedder.dimension if embedder else settings.vector_dim,
+        analyzer=content_terms,
     )
     embedder = embedder or HashedEmbedder(store.vector_dim)
     models = Models(

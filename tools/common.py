@@ -37,7 +37,8 @@ def _clean_identifier(value: str) -> str:
     value = value.strip()
     if not value:
         raise ValueError("must not be empty or whitespace")
-    if any(is_unsafe_char(char) for char in value):
+    # isprintable() is False for every unsafe category (and a few safe ones): the exact test only then.
+    if not value.isprintable() and any(is_unsafe_char(char) for char in value):
         raise ValueError("must not contain control characters or line breaks")
     return value
 
@@ -123,7 +124,8 @@ def backend_summary(models: Models) -> dict[str, str]:
     return {
         "embedder": models.embedder_info.describe(),
         "reranker": models.reranker_info.describe(),
-        "fulltext": "lancedb native BM25",
+        # Which engine answered a given recall is in its trace (the candidate_search leg).
+        "fulltext": "BM25: the scope copy's index (scopes up to the copy limit), else LanceDB's",
     }
 
 

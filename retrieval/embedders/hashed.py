@@ -24,24 +24,33 @@ BIGRAM_WEIGHT = 0.5
 TRIGRAM_WEIGHT = 0.2
 
 
-@lru_cache(maxsize=262_144)
+BUCKET_CACHE_SIZE = 262_144  # features whose bucket an embedder remembers (a vocabulary's worth)
+
+
 def _bucket(feature: str, dimension: int) -> tuple[int, float]:
     digest = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
     return digest % dimension, (1.0 if digest >> 63 else -1.0)
 
 
+@lru_cache(maxsize=65_536)
+def _trigrams(term: str) -> tuple[str, ...]:
+    padded = f"#{term}#"
+    return tuple("c:" + padded[start : start + 3] for start in range(len(padded) - 2))
+
+
 def hashed_features(text: str) -> dict[str, float]:
-    """Weighted lexical features of ``text`` (before hashing)."""
+    """Weighted lexical features of ``text`` (before hashing), in an order fixed by the text alone (so
+    the float32 sums, and the vectors, are the same in every process)."""
     terms = content_terms(text)
     features: defaultdict[str, float] = defaultdict(float)
-    for term, count in Counter(terms).items():
+    counts = Counter(terms)  # first-occurrence order
+    for term, count in counts.items():
         features["w:" + term] += UNIGRAM_WEIGHT * (1.0 + math.log(count))
     for left, right in itertools.pairwise(terms):
         features["b:" + left + " " + right] += BIGRAM_WEIGHT
-    for term in set(terms):
-        padded = f"#{term}#"
-        for start in range(len(padded) - 2):
-            features["c:" + padded[start : start + 3]] += TRIGRAM_WEIGHT
+    for term in counts:
+        for trigram in _trigrams(term):
+            features[trigram] += TRIGRAM_WEIGHT
     return dict(features)
 
 
@@ -52,6 +61,7 @@ class HashedEmbedder:
         if dimension < 8:
             raise ValueError(f"dimension must be >= 8, but got {dimension}")
         self._dimension = dimension
+        self._buckets: dict[str, tuple[int, float]] = {}  # feature -> (index, sign), bounded
 
     @property
     def name(self) -> str:
@@ -62,11 +72,27 @@ class HashedEmbedder:
         return self._dimension
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        matrix = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        buckets = self._buckets
+        rows: list[int] = []
+        columns: list[int] = []
+        values: list[float] = []
         for row, text in enumerate(texts):
             for feature, weight in hashed_features(text).items():
-                index, sign = _bucket(feature, self._dimension)
-                matrix[row, index] += sign * weight
+                bucket = buckets.get(feature)
+                if bucket is None:
+                    if len(buckets) >= BUCKET_CACHE_SIZE:
+                        buckets.clear()
+                    bucket = buckets[feature] = _bucket(feature, self._dimension)
+                rows.append(row)
+                columns.append(bucket[0])
+                values.append(bucket[1] * weight)
+        matrix = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        # Unbuffered and in order: each cell sums its features in feature order, in float32.
+        np.add.at(
+            matrix,
+            (np.asarray(rows, dtype=np.intp), np.asarray(columns, dtype=np.intp)),
+            np.asarray(values, dtype=np.float32),
+        )
         return l2_normalize(matrix)
 
     def embed_query(self, text: str) -> Vectors:

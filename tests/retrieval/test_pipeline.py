@@ -53,7 +53,7 @@ def test_candidate_search_queries_both_legs_with_the_scope_and_embedder():
     assert output.candidates[0].found_by == ("vector", "fulltext")
     assert output.events[:2] == (
         SearchLegRan("vector", embedder.name, 2, 6),
-        SearchLegRan("fulltext", "lancedb-bm25", 1, 6),
+        SearchLegRan("fulltext", "word-overlap", 1, 6),
     )
     assert output.events[2] == CandidatesFused("weighted-sum", 0.5, 0.5, 2, 2)
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
+from retrieval.text import content_terms
 from storage.records import Scope
 from storage.scope_cache import ScopeCache
 from storage.store import MemoryStore
@@ -132,7 +133,9 @@ class CountingReader:
 
     def scope_rows(self, scope):
         return [
-            (n.record, np.asarray(n.vector, dtype=np.float32)) for n in self.rows if n.record.scope == scope
+            (n.record, np.asarray(n.vector, dtype=np.float32), n.search_text)
+            for n in self.rows
+            if n.record.scope == scope
         ]
 
     def rows_changed_since(self, version, scopes):
@@ -202,3 +205,33 @@ def test_a_write_committed_while_a_copy_is_warmed_is_in_the_copy(tmp_path):
                 == "late"
             )
         assert cache.loads == 1
+
+
+def open_text_store(path, **cache) -> MemoryStore:
+    return MemoryStore.open(str(path), vector_dim=DIM, analyzer=content_terms, **cache)
+
+
+@pytest.mark.parametrize(("kinds", "tags"), [(None, None), (["artifact"], None), (None, ["db"])])
+def test_a_copy_with_an_analyzer_answers_full_text_searches_with_lancedbs_filters(tmp_path, kinds, tags):
+    with open_text_store(tmp_path / "db") as cached, open_store(tmp_path / "db", cache_scope_rows=0) as plain:
+        cached.insert_many(corpus())
+        for query in ("note topic", "tagged fact", "artifact", "superseded expired ephemeral embedder scope"):
+            got = cached.fulltext_search(SCOPE, query, limit=50, kinds=kinds, tags=tags)
+            want = plain.fulltext_search(SCOPE, query, limit=50, kinds=kinds, tags=tags)
+            assert {h.record.id for h in got} == {h.record.id for h in want}, query
+            assert all(h.vector is not None for h in got)
+        assert (cached.fulltext_engine(SCOPE), plain.fulltext_engine(SCOPE)) == ("copy-bm25", "lancedb-bm25")
+        assert cached.cache.loads == 1
+
+
+def test_text_written_by_another_process_or_purged_reaches_the_copys_index(tmp_path):
+    with open_text_store(tmp_path / "db") as mine, open_store(tmp_path / "db") as theirs:
+        mine.insert_many(corpus())
+        assert mine.fulltext_search(SCOPE, "zebra", limit=5) == []  # builds the copy
+        theirs.insert_memory(new("zebra", "a zebra crossing", hot=(4,)))
+        assert [h.record.id for h in mine.fulltext_search(SCOPE, "zebra", limit=5)] == ["zebra"]
+        theirs.purge(SCOPE, ["zebra"], NOW)
+        assert mine.fulltext_search(SCOPE, "zebra crossing", limit=5) == []
+        mine.purge(SCOPE, ["m4"], NOW)  # this process's own purge, applied without a read-back
+        assert "m4" not in {h.record.id for h in mine.fulltext_search(SCOPE, "note number 4", limit=50)}
+        assert mine.cache.loads == 1

@@ -1,0 +1,137 @@
+"""BM25 over the search text of one scope copy, in numpy: a recall's full-text leg without a LanceDB query.
+
+Postings are append-only ``array('i')`` triples per term (row, term frequency, generation). When a row's
+text changes (a purge, a scrubbed quote) its generation goes up and its old postings stop counting;
+they are dropped for good when stale postings outnumber live ones. Scoring is Okapi BM25 with Lucene's
+idf, ``log(1 + (N - df + 0.5) / (df + 0.5))``, k1 = 1.2, b = 0.75, over every row with text in the scope
+(any status, as the LanceDB index counts them); the caller's mask picks which rows may be returned.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+K1 = 1.2
+B = 0.75
+
+Analyzer = Callable[[str], Sequence[str]]
+
+
+class LexicalIndex:
+    def __init__(self, analyze: Analyzer) -> None:
+        self._analyze = analyze
+        self._postings: dict[str, tuple[array, array, array]] = {}  # term -> rows, tfs, generations
+        self._generation = np.zeros(0, dtype=np.int32)
+        self._length = np.zeros(0, dtype=np.float32)  # analysed terms per row (0: no text)
+        self._text_key = np.zeros(0, dtype=np.int64)  # hash of the indexed text, to skip unchanged rows
+        self._distinct = np.zeros(0, dtype=np.int32)  # postings per row (its distinct terms)
+        self._documents = 0
+        self._total_length = 0.0
+        self._live_postings = 0
+        self._stale_postings = 0
+
+    @property
+    def documents(self) -> int:
+        return self._documents
+
+    def set(self, row: int, text: str) -> None:
+        """Index ``text`` as row ``row``'s (replacing what it had)."""
+        self._grow(row + 1)
+        key = hash(text)
+        if self._length[row] > 0 and self._text_key[row] == key:
+            return
+        terms = Counter(self._analyze(text)) if text else Counter()
+        self._drop(row)
+        self._generation[row] += 1
+        self._text_key[row] = key
+        generation = int(self._generation[row])
+        for term, frequency in terms.items():
+            postings = self._postings.get(term)
+            if postings is None:
+                postings = self._postings[term] = (array("i"), array("i"), array("i"))
+            postings[0].append(row)
+            postings[1].append(frequency)
+            postings[2].append(generation)
+        length = float(sum(terms.values()))
+        self._length[row] = length
+        self._distinct[row] = len(terms)
+        self._live_postings += len(terms)
+        if length > 0:
+            self._documents += 1
+            self._total_length += length
+        if self._stale_postings > max(self._live_postings, 10_000):
+            self._compact()
+
+    def search(self, text: str, eligible: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """The best ``limit`` eligible rows (``eligible`` is a boolean mask over rows) matching ``text``:
+        (row, BM25 score), best first, ties in row order."""
+        terms = list(dict.fromkeys(self._analyze(text))) if text.strip() else []
+        if not terms or self._documents == 0 or limit <= 0:
+            return []
+        count = len(eligible)
+        scores = np.zeros(count, dtype=np.float64)
+        average = self._total_length / self._documents
+        for term in terms:
+            postings = self._postings.get(term)
+            if postings is None:
+                continue
+            rows = np.frombuffer(postings[0], dtype=np.int32).copy()
+            frequencies = np.frombuffer(postings[1], dtype=np.int32).astype(np.float64)
+            live = np.frombuffer(postings[2], dtype=np.int32) == self._generation[rows]
+            rows, frequencies = rows[live], frequencies[live]
+            if len(rows) == 0:
+                continue
+            frequency_in_docs = len(rows)
+            idf = math.log(1.0 + (self._documents - frequency_in_docs + 0.5) / (frequency_in_docs + 0.5))
+            norm = K1 * (1.0 - B + B * self._length[rows].astype(np.float64) / average)
+            inside = rows < count
+            scores[rows[inside]] += (idf * frequencies * (K1 + 1.0) / (frequencies + norm))[inside]
+        candidates = np.flatnonzero((scores > 0) & eligible)
+        if len(candidates) == 0:
+            return []
+        if len(candidates) > limit:
+            candidates = candidates[np.argpartition(-scores[candidates], limit - 1)[:limit]]
+        candidates = candidates[np.lexsort((candidates, -scores[candidates]))]
+        return [(int(row), float(scores[row])) for row in candidates]
+
+    def _drop(self, row: int) -> None:
+        length = float(self._length[row])
+        if length > 0:
+            self._documents -= 1
+            self._total_length -= length
+        stale = int(self._distinct[row])
+        self._live_postings -= stale
+        self._stale_postings += stale
+        self._length[row] = 0.0
+        self._distinct[row] = 0
+
+    def _compact(self) -> None:
+        for term, (rows, frequencies, generations) in list(self._postings.items()):
+            row_array = np.frombuffer(rows, dtype=np.int32)
+            live = np.frombuffer(generations, dtype=np.int32) == self._generation[row_array]
+            if live.all():
+                continue
+            if not live.any():
+                del self._postings[term]
+                continue
+            self._postings[term] = (
+                array("i", row_array[live].tolist()),
+                array("i", np.frombuffer(frequencies, dtype=np.int32)[live].tolist()),
+                array("i", np.frombuffer(generations, dtype=np.int32)[live].tolist()),
+            )
+        self._stale_postings = 0
+
+    def _grow(self, rows: int) -> None:
+        capacity = len(self._generation)
+        if rows <= capacity:
+            return
+        size = max(rows, capacity * 2, 64)
+        self._generation = np.concatenate([self._generation, np.zeros(size - capacity, dtype=np.int32)])
+        self._length = np.concatenate([self._length, np.zeros(size - capacity, dtype=np.float32)])
+        self._text_key = np.concatenate([self._text_key, np.zeros(size - capacity, dtype=np.int64)])
+        self._distinct = np.concatenate([self._distinct, np.zeros(size - capacity, dtype=np.int32)])

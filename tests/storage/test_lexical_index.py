@@ -1,0 +1,74 @@
+"""BM25 over a scope copy's search text: Lucene's idf, k1 = 1.2, b = 0.75, computed here by hand."""
+
+import math
+
+import numpy as np
+import pytest
+
+from storage.lexical_index import LexicalIndex
+
+
+def index_of(*texts: str) -> LexicalIndex:
+    index = LexicalIndex(str.split)
+    for row, text in enumerate(texts):
+        index.set(row, text)
+    return index
+
+
+def everything(count: int) -> np.ndarray:
+    return np.ones(count, dtype=bool)
+
+
+def test_scores_are_okapi_bm25_with_lucenes_idf():
+    index = index_of("postgres pool size", "postgres replica lag postgres", "redis cache")
+    # N = 3 documents, average length 3; "postgres" is in 2 of them.
+    idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    short = 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 3 / 3))  # tf 1, length 3
+    long = 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 4 / 3))  # tf 2, length 4
+    found = index.search("postgres", everything(3), limit=5)
+    assert [row for row, _ in found] == [1, 0]
+    assert [score for _, score in found] == pytest.approx([idf * long, idf * short])
+
+
+def test_query_terms_add_up_and_repeats_count_once():
+    index = index_of("postgres pool size", "redis pool", "nothing here")
+    pool_idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    size_idf = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+    average = 7 / 3
+    row0 = 2.2 / (1 + 1.2 * (0.25 + 0.75 * 3 / average))
+    found = dict(index.search("pool size size", everything(3), limit=5))
+    assert found[0] == pytest.approx((pool_idf + size_idf) * row0)
+    assert set(found) == {0, 1}
+
+
+def test_only_eligible_rows_come_back_best_first_ties_in_row_order():
+    index = index_of("alpha", "alpha", "alpha", "beta")
+    eligible = np.array([True, False, True, True])
+    assert [row for row, _ in index.search("alpha", eligible, limit=5)] == [0, 2]
+    assert [row for row, _ in index.search("alpha", everything(4), limit=2)] == [0, 1]
+    assert index.search("gamma", everything(4), limit=5) == []
+    assert index.search("   ", everything(4), limit=5) == []
+
+
+def test_a_rows_new_text_replaces_its_old_terms_and_statistics():
+    index = index_of("postgres pool", "redis cache")
+    index.set(0, "mysql pool")
+    assert index.search("postgres", everything(2), limit=5) == []
+    assert [row for row, _ in index.search("mysql", everything(2), limit=5)] == [0]
+    index.set(1, "")  # a purged memory: no text, not a document any more
+    assert index.documents == 1
+    assert index.search("redis", everything(2), limit=5) == []
+    # One document of length 2 with the term: idf = ln(1 + 0.5 / 1.5), tf part 2.2 / 2.2.
+    assert index.search("mysql", everything(2), limit=5)[0][1] == pytest.approx(math.log(1 + 0.5 / 1.5))
+
+
+def test_compacting_stale_postings_changes_no_result():
+    index = index_of(*(f"word{row % 7} common" for row in range(50)))
+    before = index.search("word3 common", everything(50), limit=50)
+    for rewrite in range(400):  # rewriting rows makes stale postings until a compaction drops them
+        for row in range(50):
+            index.set(row, f"word{row % 7} common" if rewrite % 2 else f"other{row} common")
+    after = index.search("word3 common", everything(50), limit=50)
+    assert [row for row, _ in after] == [row for row, _ in before]
+    assert [score for _, score in after] == pytest.approx([score for _, score in before])
+    assert index._stale_postings < 20_000
