@@ -28,6 +28,9 @@ class ModelConfig:
     cohere_timeout_seconds: float = 10.0
     allow_downloads: bool = True
     device: str = "cpu"
+    backend: Literal["torch", "onnx", "openvino"] = "torch"  # sentence-transformers' inference backend
+    embedding_model_file: str | None = None  # onnx/openvino: which export in the model folder
+    rerank_model_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class BackendInfo:
 
     def describe(self) -> str:
         if not self.offline_fallback:
-            return self.active
+            return self.active + (f" ({self.reason})" if self.reason else "")
         return f"{self.active} (offline fallback: {self.reason})"
 
 
@@ -69,6 +72,8 @@ def load_models(config: ModelConfig, store_dim: int, announce: Callable[[str], N
                 f"memoria: {info.role} {info.requested!r} is unavailable ({info.reason}); "
                 f"running on the offline backend: {info.active}"
             )
+        elif info.reason:
+            announce(f"memoria: {info.role} {info.requested!r}: {info.reason}")
     return Models(embedder, reranker, embedder_info, reranker_info)
 
 
@@ -79,7 +84,11 @@ def _load_embedder(config: ModelConfig, store_dim: int) -> tuple[Embedder, Backe
     from retrieval.embedders.sentence_transformers import SentenceTransformerEmbedder
 
     model = SentenceTransformerEmbedder(
-        config.embedding_model, device=config.device, allow_downloads=config.allow_downloads
+        config.embedding_model,
+        device=config.device,
+        allow_downloads=config.allow_downloads,
+        backend=config.backend,
+        model_file=config.embedding_model_file,
     )
     try:
         model.warm_up()
@@ -93,7 +102,9 @@ def _load_embedder(config: ModelConfig, store_dim: int) -> tuple[Embedder, Backe
             "point MEMORIA_DB_URI at a new store or re-embed this one"
         )
         return hashed, BackendInfo("embedder", config.embedding_model, hashed.name, True, reason)
-    return model, BackendInfo("embedder", config.embedding_model, model.name)
+    return model, BackendInfo(
+        "embedder", config.embedding_model, f"{model.name} [{model.backend}]", reason=model.backend_note
+    )
 
 
 def _load_reranker(config: ModelConfig) -> tuple[Reranker | None, BackendInfo]:
@@ -122,11 +133,17 @@ def _load_cross_encoder(config: ModelConfig) -> tuple[Reranker | None, BackendIn
     from retrieval.rerankers.cross_encoder import CrossEncoderReranker
 
     model = CrossEncoderReranker(
-        config.rerank_model, device=config.device, allow_downloads=config.allow_downloads
+        config.rerank_model,
+        device=config.device,
+        allow_downloads=config.allow_downloads,
+        backend=config.backend,
+        model_file=config.rerank_model_file,
     )
     try:
         model.warm_up()
     except Exception as exc:
         reason = str(exc) if isinstance(exc, ModelUnavailable) else short_reason(exc)
         return None, BackendInfo("reranker", config.rerank_model, "none", True, reason)
-    return model, BackendInfo("reranker", config.rerank_model, model.name)
+    return model, BackendInfo(
+        "reranker", config.rerank_model, f"{model.name} [{model.backend}]", reason=model.backend_note
+    )

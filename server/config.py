@@ -77,6 +77,15 @@ class Settings(BaseModel):
     cohere_timeout_seconds: float = Field(10.0, gt=0, le=120)
     allow_model_downloads: bool = True
     model_device: str = "cpu"
+    model_backend: Literal["torch", "onnx", "openvino"] = Field(
+        "torch", description="sentence-transformers inference backend for both local models"
+    )
+    embedding_model_file: str | None = Field(
+        None,
+        max_length=256,
+        description="file in the model folder for onnx/openvino, e.g. a quantised export",
+    )
+    rerank_model_file: str | None = Field(None, max_length=256, description="the same for the cross-encoder")
 
     rerank_multiplier: int = Field(3, ge=1, le=20)
     top_k_facts: int = Field(10, ge=1, le=1_000, description="recall's top_k when a call gives none")
@@ -225,6 +234,9 @@ ENVIRONMENT: dict[str, str] = {
     "cohere_timeout_seconds": "MEMORIA_COHERE_TIMEOUT_SECONDS",
     "allow_model_downloads": "MEMORIA_ALLOW_MODEL_DOWNLOADS",
     "model_device": "MEMORIA_MODEL_DEVICE",
+    "model_backend": "MEMORIA_MODEL_BACKEND",
+    "embedding_model_file": "MEMORIA_EMBEDDING_MODEL_FILE",
+    "rerank_model_file": "MEMORIA_RERANK_MODEL_FILE",
     "rerank_multiplier": "MEMORIA_RERANK_MULTIPLIER",
     "top_k_facts": "MEMORIA_TOP_K_FACTS",
     "top_k_episodes": "MEMORIA_TOP_K_EPISODES",

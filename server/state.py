@@ -137,6 +137,9 @@ def model_config(settings: Settings):  # -> retrieval.providers.ModelConfig
         cohere_timeout_seconds=settings.cohere_timeout_seconds,
         allow_downloads=settings.allow_model_downloads,
         device=settings.model_device,
+        backend=settings.model_backend,
+        embedding_model_file=settings.embedding_model_file,
+        rerank_model_file=settings.rerank_model_file,
     )
 
 

@@ -9,15 +9,27 @@ from typing import Any
 import numpy as np
 
 from retrieval.embedders.base import Vectors, l2_normalize
-from retrieval.model_files import ModelUnavailable, resolve_model_dir, short_reason
+from retrieval.model_files import ModelUnavailable, load_on_backend, resolve_model_dir, short_reason
 
 
 class SentenceTransformerEmbedder:
     """Wraps ``SentenceTransformer``; ``warm_up()`` does the slow import and load."""
 
-    def __init__(self, model: str, *, device: str = "cpu", allow_downloads: bool = True) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        device: str = "cpu",
+        allow_downloads: bool = True,
+        backend: str = "torch",
+        model_file: str | None = None,
+    ) -> None:
         self._model_ref = model
         self._device = device
+        self._backend = backend
+        self._model_file = model_file
+        self.backend = backend  # what it runs on once loaded (torch when the asked backend could not load)
+        self.backend_note: str | None = None
         self._allow_downloads = allow_downloads
         self._model: Any = None
         self._dimension = 0
@@ -27,11 +39,19 @@ class SentenceTransformerEmbedder:
     def warm_up(self) -> None:
         if self._model is not None:
             return
-        folder = resolve_model_dir(self._model_ref, allow_downloads=self._allow_downloads)
+        folder = resolve_model_dir(
+            self._model_ref, allow_downloads=self._allow_downloads, backend=self._backend
+        )
         try:
             from sentence_transformers import SentenceTransformer
 
-            model = SentenceTransformer(str(folder), device=self._device)
+            model, self.backend, self.backend_note = load_on_backend(
+                SentenceTransformer,
+                folder,
+                device=self._device,
+                backend=self._backend,
+                model_file=self._model_file,
+            )
         except Exception as exc:
             raise ModelUnavailable(
                 f"{self._model_ref} could not be loaded from {folder} ({short_reason(exc)})"

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.model_files import ModelUnavailable, resolve_model_dir, short_reason
+from retrieval.model_files import ModelUnavailable, load_on_backend, resolve_model_dir, short_reason
 from retrieval.rerankers.base import RerankFailed, sigmoid
 
 
@@ -17,10 +17,21 @@ class CrossEncoderReranker:
     sigmoid here (not inside the model) so every model's scores land in [0, 1] the same way."""
 
     def __init__(
-        self, model: str, *, device: str = "cpu", allow_downloads: bool = True, batch_size: int = 32
+        self,
+        model: str,
+        *,
+        device: str = "cpu",
+        allow_downloads: bool = True,
+        batch_size: int = 32,
+        backend: str = "torch",
+        model_file: str | None = None,
     ) -> None:
         self._model_ref = model
         self._device = device
+        self._backend = backend
+        self._model_file = model_file
+        self.backend = backend  # what it runs on once loaded (torch when the asked backend could not load)
+        self.backend_note: str | None = None
         self._allow_downloads = allow_downloads
         self._batch_size = batch_size
         self._model: Any = None
@@ -34,12 +45,16 @@ class CrossEncoderReranker:
     def warm_up(self) -> None:
         if self._model is not None:
             return
-        folder = resolve_model_dir(self._model_ref, allow_downloads=self._allow_downloads)
+        folder = resolve_model_dir(
+            self._model_ref, allow_downloads=self._allow_downloads, backend=self._backend
+        )
         try:
             import torch
             from sentence_transformers import CrossEncoder
 
-            self._model = CrossEncoder(str(folder), device=self._device)
+            self._model, self.backend, self.backend_note = load_on_backend(
+                CrossEncoder, folder, device=self._device, backend=self._backend, model_file=self._model_file
+            )
         except Exception as exc:
             raise ModelUnavailable(
                 f"{self._model_ref} could not be loaded from {folder} ({short_reason(exc)})"

@@ -1,5 +1,6 @@
 from retrieval.embedders.hashed import HashedEmbedder
 from retrieval.embedders.sentence_transformers import SentenceTransformerEmbedder
+from retrieval.model_files import load_on_backend
 from retrieval.providers import ModelConfig, load_models
 from retrieval.rerankers.cohere import CohereReranker
 from retrieval.rerankers.cross_encoder import CrossEncoderReranker
@@ -63,3 +64,94 @@ def test_cohere_without_a_key_falls_back_and_says_why():
     assert models.reranker is None
     assert "COHERE_API_KEY is not set" in models.reranker_info.reason
     assert len(said) == 1
+
+
+def onnx_runtime_installed() -> bool:
+    try:
+        import optimum.onnxruntime  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def test_the_onnx_backend_runs_when_installed_and_otherwise_torch_says_why(tiny_models):
+    said: list[str] = []
+    config = ModelConfig(
+        embedding_model=str(tiny_models["embedder"]),
+        rerank_model=str(tiny_models["cross_encoder"]),
+        backend="onnx",
+    )
+    models = load_models(config, store_dim=32, announce=said.append)
+    torch_models = load_models(
+        ModelConfig(embedding_model=config.embedding_model, rerank_model=config.rerank_model), store_dim=32
+    )
+    assert isinstance(models.embedder, SentenceTransformerEmbedder) and not models.offline
+    text = ["the deploy script needs the staging key"]
+    # The same model either way (ONNX export within float rounding of torch), one vector fingerprint.
+    assert models.embedder.name == torch_models.embedder.name
+    assert (
+        abs(models.embedder.embed_documents(text) - torch_models.embedder.embed_documents(text)).max() < 1e-4
+    )
+    if onnx_runtime_installed():
+        assert models.embedder.backend == "onnx" and said == []
+        assert models.embedder_info.active.endswith("[onnx]")
+    else:
+        assert models.embedder.backend == models.reranker.backend == "torch"
+        assert len(said) == 2 and all("the onnx backend could not load it" in line for line in said)
+        assert "running on torch" in models.embedder_info.describe()
+
+
+class RecordingLoader:
+    """Stands in for SentenceTransformer / CrossEncoder: records how it was called; may refuse a backend."""
+
+    def __init__(self, refuse: str | None = None) -> None:
+        self.calls: list[dict] = []
+        self.refuse = refuse
+
+    def __call__(self, path, **kwargs):
+        self.calls.append({"path": path, **kwargs})
+        if kwargs.get("backend") == self.refuse:
+            raise ImportError(f"{self.refuse} runtime missing")
+        return "model"
+
+
+def test_a_backend_and_its_export_file_reach_the_loader(tmp_path):
+    loader = RecordingLoader()
+    loaded = load_on_backend(
+        loader, tmp_path, device="cpu", backend="onnx", model_file="onnx/model_qint8_avx2.onnx"
+    )
+    assert loaded == ("model", "onnx", None)
+    assert loader.calls == [
+        {
+            "path": str(tmp_path),
+            "device": "cpu",
+            "backend": "onnx",
+            "model_kwargs": {"file_name": "onnx/model_qint8_avx2.onnx"},
+        }
+    ]
+    refusing = RecordingLoader(refuse="openvino")
+    model, backend, note = load_on_backend(
+        refusing, tmp_path, device="cpu", backend="openvino", model_file=None
+    )
+    assert (model, backend) == ("model", "torch")
+    assert "ImportError: openvino runtime missing" in note and "MEMORIA_MODEL_BACKEND=torch" in note
+    assert refusing.calls[1] == {"path": str(tmp_path), "device": "cpu"}
+
+
+def test_the_backend_is_read_from_the_environment():
+    from server.config import Settings
+    from server.state import model_config
+
+    settings = Settings.from_env(
+        {
+            "MEMORIA_MODEL_BACKEND": "onnx",
+            "MEMORIA_EMBEDDING_MODEL_FILE": "onnx/model_O3.onnx",
+            "MEMORIA_RERANK_MODEL_FILE": "onnx/model_qint8_avx2.onnx",
+        }
+    )
+    config = model_config(settings)
+    assert (config.backend, config.embedding_model_file, config.rerank_model_file) == (
+        "onnx",
+        "onnx/model_O3.onnx",
+        "onnx/model_qint8_avx2.onnx",
+    )
