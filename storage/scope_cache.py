@@ -7,13 +7,17 @@ with the one it reflects (one manifest check) and, when another write happened, 
 whose ``_row_last_updated_at_version`` is newer (the memories table has stable row ids for this).
 Memories are never deleted (a purge blanks a row), so updates and inserts are all there is to apply.
 
-Scopes larger than ``max_scope_rows`` are not copied (their searches go to LanceDB and its indexes), and
-when the copies together pass ``max_total_rows`` the least recently used scope is dropped.
+Scopes larger than ``max_scope_rows`` are not copied (their searches go to LanceDB and its indexes). The
+copies together hold at most ``max_total_rows``: a new copy that does not fit displaces only copies idle for
+``IDLE_SECONDS``; if that is not enough it serves the read that built it and is not kept, and the scope is
+not copied again for ``IDLE_SECONDS`` (so scopes in turn never evict each other on every request). When
+writes make the copies outgrow the budget, the least recently used go.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -24,9 +28,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from storage.lexical_index import Analyzer, LexicalIndex
-from storage.records import MemoryRecord, Scope
+from storage.records import EpisodeRecord, MemoryRecord, Scope
 
 Row = tuple[MemoryRecord, "np.ndarray | None", "str | None"]  # record, vector, search text
+IDLE_SECONDS = 300.0
 
 
 class CacheReader(Protocol):
@@ -39,6 +44,8 @@ class CacheReader(Protocol):
     def scope_rows(self, scope: Scope) -> Iterable[Row]: ...
 
     def rows_changed_since(self, version: int, scopes: Sequence[Scope]) -> Iterable[Row]: ...
+
+    def scope_episodes(self, scope: Scope) -> Iterable[EpisodeRecord]: ...
 
 
 @dataclass
@@ -59,6 +66,12 @@ class ScopeCopy:
     kinds: dict[str, int] = field(default_factory=dict)
     episodes: dict[str, set[str]] = field(default_factory=dict)  # episode id -> member ids (any status)
     lexical: LexicalIndex | None = None  # BM25 over the search text, when the cache has an analyzer
+    # The scope's episode records. An episode is created, or re-titled, only in the commit before one of
+    # its memories is written or purged, so a memory of an unknown episode, or an episode-kind memory,
+    # marks its episode stale, and a stale one is read again when asked for (mark counters: a read
+    # clears only the marks it saw).
+    episode_records: dict[str, EpisodeRecord] = field(default_factory=dict)
+    stale_episodes: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
@@ -79,6 +92,8 @@ class ScopeCopy:
             self.episodes.get(previous.episode_id, set()).discard(record.id)
         if record.episode_id:
             self.episodes.setdefault(record.episode_id, set()).add(record.id)
+            if record.kind == "episode" or record.episode_id not in self.episode_records:
+                self.stale_episodes[record.episode_id] = self.stale_episodes.get(record.episode_id, 0) + 1
         self.records[record.id] = record
         if vector is not None and len(vector) == self.dimension:
             self.vectors[row] = vector
@@ -178,6 +193,32 @@ class ScopeCopy:
         best = best[np.lexsort((best, -scores[best]))]
         return [(self.records[self.ids[row]], float(scores[row]), self.vectors[row].copy()) for row in best]
 
+    def load_episodes(self, episodes: Iterable[EpisodeRecord]) -> None:
+        """The scope's episodes, read after its memories (so at least as new): what they cover is fresh."""
+        for episode in episodes:
+            self.episode_records[episode.id] = episode
+            self.stale_episodes.pop(episode.id, None)
+
+    def episodes_for(self, episode_ids: Sequence[str]) -> tuple[dict[str, EpisodeRecord], dict[str, int]]:
+        """The known, fresh episodes among ``episode_ids``, and the stale ones (id -> mark) to read again.
+        An id neither known nor stale belongs to no memory of the scope."""
+        fresh: dict[str, EpisodeRecord] = {}
+        stale: dict[str, int] = {}
+        for episode_id in dict.fromkeys(episode_ids):
+            if episode_id in self.stale_episodes:
+                stale[episode_id] = self.stale_episodes[episode_id]
+            elif episode_id in self.episode_records:
+                fresh[episode_id] = self.episode_records[episode_id]
+        return fresh, stale
+
+    def refresh_episodes(self, marks: Mapping[str, int], read: Mapping[str, EpisodeRecord]) -> None:
+        """Apply episodes read again; a mark set since they were read keeps its episode stale."""
+        for episode_id, mark in marks.items():
+            if episode_id in read:
+                self.episode_records[episode_id] = read[episode_id]
+            if self.stale_episodes.get(episode_id) == mark:
+                del self.stale_episodes[episode_id]
+
     def vector_of(self, memory_id: str) -> np.ndarray | None:
         row = self.row_of.get(memory_id)
         return self.vectors[row].copy() if row is not None and self.has_vector[row] else None
@@ -202,6 +243,9 @@ class ScopeCache:
         self._max_scope_rows = max_scope_rows
         self._max_total_rows = max_total_rows
         self._copies: OrderedDict[Scope, ScopeCopy] = OrderedDict()
+        self._used: dict[Scope, float] = {}  # when each copy was last read
+        self._refused: dict[Scope, float] = {}  # scopes whose copy did not fit, and when
+        self._clock = time.monotonic
         self._too_big: set[Scope] = set()  # scopes only grow (rows are never deleted): once too big, always
         self._version: int | None = None
         self._lock = threading.RLock()
@@ -262,6 +306,7 @@ class ScopeCache:
             copy = self._new_copy()
             for record, vector, text in self._reader.scope_rows(scope):
                 copy.put(record, vector, text)
+            copy.load_episodes(self._reader.scope_episodes(scope))
             with self._lock:
                 if scope in self._copies:
                     continue
@@ -289,11 +334,13 @@ class ScopeCache:
 
     def _copy_of(self, scope: Scope) -> ScopeCopy | None:
         self._catch_up()
+        now = self._clock()
         copy = self._copies.get(scope)
         if copy is not None:
             self._copies.move_to_end(scope)
+            self._used[scope] = now
             return copy
-        if scope in self._too_big:
+        if scope in self._too_big or now - self._refused.get(scope, -np.inf) < IDLE_SECONDS:
             return None
         if self._reader.scope_size_above(scope, self._max_scope_rows):
             self._too_big.add(scope)
@@ -301,9 +348,19 @@ class ScopeCache:
         copy = self._new_copy()
         for record, vector, text in self._reader.scope_rows(scope):
             copy.put(record, vector, text)
+        copy.load_episodes(self._reader.scope_episodes(scope))
         self.loads += 1
+        total = sum(len(kept) for kept in self._copies.values())
+        for idle in [s for s in self._copies if now - self._used.get(s, -np.inf) >= IDLE_SECONDS]:
+            if total + len(copy) <= self._max_total_rows:
+                break
+            total -= len(self._copies.pop(idle))
+        if total + len(copy) > self._max_total_rows and self._copies:
+            self._refused[scope] = now  # serves this read only
+            return copy
+        self._refused.pop(scope, None)
         self._copies[scope] = copy
-        self._evict()
+        self._used[scope] = now
         return copy
 
     def advance(

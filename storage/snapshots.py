@@ -1,5 +1,5 @@
-"""Whole-scope reads of a small table, kept until the table changes: a recall's episode headers and
-contradiction marks come from here instead of a LanceDB query each.
+"""Whole-scope reads of a small table, kept until the table changes: a recall's contradiction marks come
+from here instead of a LanceDB query each (episode headers come from the scope copies).
 
 A snapshot is valid for the table version read before it was taken (the rows read are at least that new),
 so a version check per use is all it costs; any commit, by any process, makes the next use read the

@@ -81,8 +81,8 @@ DEFAULT_CACHE_TOTAL_ROWS = 400_000
 DEFAULT_VECTOR_INDEX_MIN_ROWS = 100_000
 VECTOR_INDEX = "vector_idx"
 VECTOR_SEARCH_EF = 100  # HNSW candidate list: recall about 0.99 at 1M in the issue's measurements
-# Scopes with up to this many episodes (or open contradictions) are read whole and kept until the table
-# changes; bigger ones are queried per read.
+# Scopes with up to this many open contradictions are read whole and kept until the table changes;
+# bigger ones are queried per read.
 SNAPSHOT_MAX_ROWS = 20_000
 
 
@@ -127,9 +127,6 @@ class MemoryStore:
             max_scope_rows=cache_scope_rows,
             max_total_rows=cache_total_rows,
             analyzer=analyzer,
-        )
-        self._episode_snapshots = ScopeSnapshots(
-            lambda: int(self._episodes.version), self._read_episodes, max_rows=SNAPSHOT_MAX_ROWS
         )
         self._contradiction_snapshots = ScopeSnapshots(
             lambda: int(self._contradictions.version),
@@ -836,16 +833,31 @@ class MemoryStore:
     def get_episodes(self, scope: Scope, episode_ids: Sequence[str]) -> dict[str, EpisodeRecord]:
         if not episode_ids:
             return {}
-        snapshot = self._episode_snapshots.get(scope)
-        if snapshot is not None:
-            return {i: snapshot[i] for i in episode_ids if i in snapshot}
-        condition = filters.all_of(filters.scope_is(scope), filters.one_of("id", list(episode_ids)))
+        with self._cache.reading(scope) as copy:
+            if copy is None:
+                return self._read_episodes(scope, list(episode_ids))
+            fresh, stale = copy.episodes_for(episode_ids)
+        if stale:  # read again outside the cache's lock, applied under it
+            read = self._read_episodes(scope, list(stale))
+            with self._cache.reading(scope) as copy:
+                if copy is not None:
+                    copy.refresh_episodes(stale, read)
+            fresh |= read
+        return fresh
+
+    def scope_episodes(self, scope: Scope) -> list[EpisodeRecord]:
+        """Every episode of ``scope`` (the scope cache reads them with the scope's memories)."""
+        table = self._episodes.search().where(filters.scope_is(scope)).limit(2**31 - 1).to_arrow()
+        columns = {name: table.column(name).to_pylist() for name in table.column_names}
+        for name in ("started_at", "last_seen_at"):
+            columns[name] = [_utc(value) for value in columns[name]]
+        fields = [columns[name] for name in EpisodeRecord.__dataclass_fields__]
+        return [EpisodeRecord(*values) for values in zip(*fields, strict=True)]
+
+    def _read_episodes(self, scope: Scope, episode_ids: list[str]) -> dict[str, EpisodeRecord]:
+        condition = filters.all_of(filters.scope_is(scope), filters.one_of("id", episode_ids))
         rows = self._select(self._episodes, condition, None, limit=len(episode_ids) * 2)
         return {row["id"]: _episode_from_row(row) for row in rows}
-
-    def _read_episodes(self, scope: Scope, limit: int) -> tuple[dict[str, EpisodeRecord], int]:
-        rows = self._select(self._episodes, filters.scope_is(scope), None, limit=limit)
-        return {row["id"]: _episode_from_row(row) for row in rows}, len(rows)
 
     def get_episode(self, episode_id: str, scope: Scope) -> EpisodeRecord | None:
         return self.get_episodes(scope, [episode_id]).get(episode_id)

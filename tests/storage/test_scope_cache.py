@@ -104,16 +104,31 @@ def test_a_scope_above_the_size_limit_is_searched_in_lancedb(tmp_path):
         assert store.cache.loads == 1
 
 
-def test_the_least_recently_used_copy_goes_when_the_total_is_exceeded(tmp_path):
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_copies_past_the_total_displace_only_idle_ones_and_never_thrash(tmp_path):
     with open_store(tmp_path / "db", cache_total_rows=40) as store:
+        clock = store.cache._clock = Clock()
         store.insert_many(corpus())
         store.get_memory("elsewhere", OTHER)
         store.get_memory("m1", SCOPE)
         store.get_memory("elsewhere", OTHER)  # 35 + 1 rows fit: both stay
         assert store.cache.loads == 2
         store.insert_many([new(f"x{i}", f"extra {i}", scope=OTHER) for i in range(10)])  # 35 + 11 > 40
-        store.get_memory("m1", SCOPE)  # the scope used longest ago went; read again
-        store.get_memory("x1", OTHER)  # and now the other one
+        assert store.get_memory("x1", OTHER) is not None  # the growth evicted the one used longest ago
+        for _ in range(3):  # no longer fits beside the busy one: built once for one read, then LanceDB
+            assert store.get_memory("m1", SCOPE) is not None
+            assert store.get_memory("x1", OTHER) is not None
+        assert store.cache.loads == 3
+        clock.now += 301  # both idle now: the next scope asked for takes the room
+        assert store.get_memory("m1", SCOPE) is not None
+        assert store.get_memory("m2", SCOPE) is not None
         assert store.cache.loads == 4
 
 
@@ -139,6 +154,9 @@ class CountingReader:
         ]
 
     def rows_changed_since(self, version, scopes):
+        return []
+
+    def scope_episodes(self, scope):
         return []
 
 
@@ -186,6 +204,9 @@ class AnotherProcessWritesDuringTheRead:
 
     def rows_changed_since(self, version, scopes):
         return self.store.rows_changed_since(version, scopes)
+
+    def scope_episodes(self, scope):
+        return self.store.scope_episodes(scope)
 
 
 def test_a_write_committed_while_a_copy_is_warmed_is_in_the_copy(tmp_path):
@@ -235,3 +256,20 @@ def test_text_written_by_another_process_or_purged_reaches_the_copys_index(tmp_p
         mine.purge(SCOPE, ["m4"], NOW)  # this process's own purge, applied without a read-back
         assert "m4" not in {h.record.id for h in mine.fulltext_search(SCOPE, "note number 4", limit=50)}
         assert mine.cache.loads == 1
+
+
+def test_a_copy_knows_the_scopes_episodes_and_follows_new_ones_and_titles(tmp_path):
+    with open_store(tmp_path / "db") as mine, open_store(tmp_path / "db") as theirs:
+        mine.insert_many([new("a", "first step", episode_id="e1")])
+        assert set(mine.get_episodes(SCOPE, ["e1", "e2"])) == {"e1"}
+        reads = mine.cache.loads
+        theirs.insert_memory(new("b", "in a new episode", episode_id="e2"))
+        theirs.insert_memory(new("s", "Deploy day: what went wrong", episode_id="e1", kind="episode"))
+        found = mine.get_episodes(SCOPE, ["e1", "e2"])
+        assert set(found) == {"e1", "e2"} and found["e1"].title == "Deploy day: what went wrong"
+        mine.insert_many([new("c", "my own new episode", episode_id="e3")])
+        assert mine.get_episodes(SCOPE, ["e3"])["e3"].agent_id == "agent"
+        theirs.purge(SCOPE, ["s"], NOW)  # the title came from that memory: it goes with it
+        assert mine.get_episodes(SCOPE, ["e1"])["e1"].title is None
+        assert mine.cache.loads == reads  # all of it without building the copy again
+        assert mine.get_episodes(OTHER, ["e1"]) == {}
