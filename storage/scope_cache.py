@@ -332,6 +332,10 @@ class ScopeCache:
             if self._pin.depth == 0:
                 self._pin.checked = False
 
+    def recheck(self) -> None:
+        """The next read by this thread checks the table's version, even inside ``one_version()``."""
+        self._pin.checked = False
+
     def _copy_of(self, scope: Scope) -> ScopeCopy | None:
         self._catch_up()
         now = self._clock()

@@ -212,9 +212,17 @@ class MemoryStore:
         self.close()
 
     @contextmanager
+    def _write_sequence(self) -> Iterator[None]:
+        """The write lock, and reads inside it check the table's version even within ``one_version()``:
+        a read-check-write sequence decides on the newest rows."""
+        with self._lock.hold():
+            self._cache.recheck()
+            yield
+
+    @contextmanager
     def exclusive(self) -> Iterator[None]:
         """Hold the store's write lock across a read-check-write sequence (re-entrant)."""
-        with self._lock.hold():
+        with self._write_sequence():
             yield
 
     # ------------------------------------------------------------------ memories
@@ -258,7 +266,7 @@ class MemoryStore:
                 raise StoreError(
                     f"vector has {len(new.vector)} dimensions but this store holds {self._vector_dim}-d vectors"
                 )
-        with self._lock.hold():
+        with self._write_sequence():
             existing: dict[str, MemoryRecord] = {}
             ids = list(dict.fromkeys(new.record.id for new in news))
             scopes = {new.record.scope for new in news}
@@ -281,18 +289,17 @@ class MemoryStore:
             if fresh:
                 # Episodes first: if the memory append then fails, a retry finds the episode and adds the memory.
                 self._record_episodes([new.record for new in fresh.values()])
-                before = self._memories.version
                 rows = [_memory_to_row(new) for new in fresh.values()]
                 if self._lock.spans_processes:
-                    self._append(self._memories, rows)
+                    after = self._append(self._memories, rows)
                 else:  # replicas on an object store: insert-if-absent in one commit, so no id twice
                     data = pa.Table.from_pylist(rows, schema=self._memories.schema)
-                    retrying(
+                    after = retrying(
                         lambda: self._memories.merge_insert("id").when_not_matched_insert_all().execute(data)
-                    )
+                    ).version
                 self._cache.advance(
-                    before,
-                    self._memories.version,
+                    after - 1,
+                    after,
                     inserted=[
                         (new.record, np.asarray(new.vector, dtype=np.float32), new.search_text)
                         for new in fresh.values()
@@ -316,7 +323,7 @@ class MemoryStore:
         (examined by consolidation as ``new.record.consolidated_at`` says)."""
         row = {**_memory_to_row(new), "purged_at": None}
         table = pa.Table.from_pylist([row], schema=self._memories.schema)
-        with self._lock.hold():
+        with self._write_sequence():
             current = self.get_memory(new.record.id, new.record.scope)
             if current is None or current.status not in ("retracted", "purged"):
                 raise StoreError(f"{new.record.id} is not a forgotten memory and cannot be restored")
@@ -479,7 +486,7 @@ class MemoryStore:
     def _set_status(
         self, scope: Scope, memory_ids: Sequence[str], status: str, at: datetime, *, replaced_by: str | None
     ) -> list[str]:
-        with self._lock.hold():
+        with self._write_sequence():
             current = self.get_memories(memory_ids, scope)
             # Only active memories leave the active set (a superseded one is not retracted over, etc.).
             changing = [i for i in memory_ids if i in current and current[i].status == "active"]
@@ -544,7 +551,7 @@ class MemoryStore:
         table = pa.Table.from_pylist(
             [record.__dict__ for record in records], schema=self._contradictions.schema
         )
-        with self._lock.hold():
+        with self._write_sequence():
             retrying(
                 lambda: (
                     self._contradictions.merge_insert(["org_id", "project_id", "older_id", "newer_id"])
@@ -605,7 +612,7 @@ class MemoryStore:
             ],
             schema=self._contradictions.schema,
         )
-        with self._lock.hold():
+        with self._write_sequence():
             retrying(
                 lambda: (
                     self._contradictions.merge_insert(["org_id", "project_id", "older_id", "newer_id"])
@@ -622,7 +629,7 @@ class MemoryStore:
         their text from recorded traces, episode titles and the search text of the other members of their
         episodes (which quote up to ``quoted_chars`` of the memory before them), then drop every older
         version of the tables and rebuild the full-text index, so the text is gone from the store's files."""
-        with self._lock.hold():
+        with self._write_sequence():
             current = self.get_memories(memory_ids, scope)
             ids = [i for i in memory_ids if i in current]
             if not ids:
@@ -724,26 +731,24 @@ class MemoryStore:
         typed literals by LanceDB, never pasted into the filter."""
         ids = list(dict.fromkeys(memory_ids))
         changes = _record_values(values)
-        with self._lock.hold():
+        with self._write_sequence():
             for start in range(0, len(ids), 1_000):
                 chunk = ids[start : start + 1_000]
-                before = self._memories.version
-                retrying(
+                after = retrying(
                     partial(self._memories.update, where=filters.one_of("id", chunk), values=dict(values))
-                )
-                self._cache.advance(
-                    before, self._memories.version, updated={memory_id: changes for memory_id in chunk}
-                )
+                ).version
+                self._cache.advance(after - 1, after, updated={memory_id: changes for memory_id in chunk})
 
     def _merge_update(self, update: pa.Table) -> None:
         rows = update.to_pylist()
         changes = {row["id"]: _record_values(row) for row in rows}
         vectors = {row["id"]: _vector(row) for row in rows if "vector" in row}
         texts = {row["id"]: row["search_text"] for row in rows if "search_text" in row}
-        with self._lock.hold():
-            before = self._memories.version
-            retrying(lambda: self._memories.merge_insert("id").when_matched_update_all().execute(update))
-            self._cache.advance(before, self._memories.version, updated=changes, vectors=vectors, texts=texts)
+        with self._write_sequence():
+            after = retrying(
+                lambda: self._memories.merge_insert("id").when_matched_update_all().execute(update)
+            ).version
+            self._cache.advance(after - 1, after, updated=changes, vectors=vectors, texts=texts)
 
     # ------------------------------------------------------------------ corroboration
 
@@ -813,7 +818,7 @@ class MemoryStore:
         """Record that ``agent_id`` stated ``memory`` again; False when it is the author or already recorded."""
         if agent_id == memory.agent_id:
             return False
-        with self._lock.hold():
+        with self._write_sequence():
             condition = self._in_scope(memory.scope, memory_id=memory.id, agent_id=agent_id)
             if self._select(self._attestations, condition, ["memory_id"], limit=1):
                 return False
@@ -957,7 +962,7 @@ class MemoryStore:
         """Insert or replace the session's report (caller holds ``exclusive()``)."""
         row = {**record.__dict__, "memory_ids": list(record.memory_ids)}
         table = pa.Table.from_pylist([row], schema=self._outcomes.schema)
-        with self._lock.hold():
+        with self._write_sequence():
             retrying(
                 lambda: (
                     self._outcomes.merge_insert(["org_id", "project_id", "session_id"])
@@ -1105,19 +1110,20 @@ class MemoryStore:
             filters.any_tag(tags) if tags else None,
         )
 
-    def _append(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> None:
-        with self._lock.hold():
-            self._append_log(table, rows)
+    def _append(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Append under the write lock; returns the table version the commit made (0: nothing to add)."""
+        with self._write_sequence():
+            return self._append_log(table, rows)
 
     @staticmethod
-    def _append_log(table: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    def _append_log(table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
         """An append that reads nothing first, so it needs no write lock (each commit is atomic): the
         write-behind thread uses it, and must not wait for the lock, since a request holding the lock
         may be waiting for that thread's flush to finish."""
         if not rows:
-            return
+            return 0
         data = pa.Table.from_pylist(list(rows), schema=table.schema)
-        retrying(lambda: table.add(data))
+        return int(retrying(lambda: table.add(data)).version)
 
     @staticmethod
     def _in_scope(scope: Scope, **equal: str) -> Expr:

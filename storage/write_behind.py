@@ -16,7 +16,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-Writer = Callable[[Any, Sequence[Mapping[str, Any]]], None]  # (table, rows): one append
+Writer = Callable[[Any, Sequence[Mapping[str, Any]]], object]  # (table, rows): one append
 
 
 class WriteBehind:

@@ -224,6 +224,12 @@ def with_vectors(
 
 
 def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberOutput:
+    # One freshness check for the request's reads; every write sequence in it checks again under the lock.
+    with runtime.store.one_version():
+        return _remember(args, runtime, caller)
+
+
+def _remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberOutput:
     check_limits(args, runtime)
     record = new_record(args, runtime, caller)
     store = runtime.store

@@ -62,6 +62,12 @@ class RememberManyOutput(BaseModel):
 
 
 def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> RememberManyOutput:
+    # One freshness check for the request's reads; every write sequence in it checks again under the lock.
+    with runtime.store.one_version():
+        return _remember_many(args, runtime, caller)
+
+
+def _remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> RememberManyOutput:
     inputs = [
         RememberInput(
             **item.model_dump(exclude={"agent_id"}),

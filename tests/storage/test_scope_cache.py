@@ -273,3 +273,14 @@ def test_a_copy_knows_the_scopes_episodes_and_follows_new_ones_and_titles(tmp_pa
         assert mine.get_episodes(SCOPE, ["e1"])["e1"].title is None
         assert mine.cache.loads == reads  # all of it without building the copy again
         assert mine.get_episodes(OTHER, ["e1"]) == {}
+
+
+def test_a_write_sequence_inside_one_version_decides_on_the_newest_rows(tmp_path):
+    with open_store(tmp_path / "db") as mine, open_store(tmp_path / "db") as theirs:
+        mine.insert_many(corpus())
+        with mine.one_version():
+            assert mine.get_memory("m1", SCOPE).status == "active"  # the request's one version check
+            theirs.retract(SCOPE, ["m1"], NOW)
+            assert mine.get_memory("m1", SCOPE).status == "active"  # pinned: the same snapshot
+            assert mine.supersede(SCOPE, ["m1", "m2"], "m3", NOW) == ["m2"]  # but the lock reads again
+        assert mine.get_memory("m1", SCOPE).status == "retracted"
