@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -120,6 +121,7 @@ class MemoryStore:
         self._attestations = db.open_table(schema.ATTESTATIONS)
         self._lineage = db.open_table(schema.LINEAGE)
         self._contradictions = db.open_table(schema.CONTRADICTIONS)
+        self._writing = threading.local()  # write-sequence nesting depth, per thread
         self._logs = WriteBehind(self._append_log)
         self._cache = ScopeCache(
             self,
@@ -216,8 +218,14 @@ class MemoryStore:
         """The write lock, and reads inside it check the table's version even within ``one_version()``:
         a read-check-write sequence decides on the newest rows."""
         with self._lock.hold():
-            self._cache.recheck()
-            yield
+            depth = getattr(self._writing, "depth", 0)
+            if depth == 0:  # the outermost sequence: nested ones read within its check
+                self._cache.recheck()
+            self._writing.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._writing.depth = depth
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -1122,7 +1130,7 @@ class MemoryStore:
         may be waiting for that thread's flush to finish."""
         if not rows:
             return 0
-        data = pa.Table.from_pylist(list(rows), schema=table.schema)
+        data = pa.Table.from_pylist(list(rows), schema=_schema_of(table))
         return int(retrying(lambda: table.add(data)).version)
 
     @staticmethod
@@ -1141,6 +1149,19 @@ class MemoryStore:
         # LanceDB's plain scan defaults to 10 rows; None means every match.
         query = query.limit(limit if limit is not None else 2**31 - 1)
         return query.to_arrow().to_pylist()
+
+
+_SCHEMAS: dict[tuple[str, int], pa.Schema] = {}
+
+
+def _schema_of(table: Any) -> pa.Schema:
+    """A table's Arrow schema, asked for once per table handle (each ask is a round trip into LanceDB;
+    schemas change only in migrations, which run before the store's handles are opened)."""
+    key = (table.name, id(table))
+    schema_ = _SCHEMAS.get(key)
+    if schema_ is None:
+        schema_ = _SCHEMAS[key] = table.schema
+    return schema_
 
 
 def _local_path(uri: str) -> Path | None:
