@@ -83,6 +83,26 @@ def content_words(text: str) -> list[str]:
     return [word for word in words if word not in STOPWORDS] or words
 
 
+@lru_cache(maxsize=1)
+def _porter2() -> object:
+    import snowballstemmer  # type: ignore[import-untyped]
+
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=131_072)
+def porter2_stem(word: str) -> str:
+    """Snowball's English (Porter2) stem, the stemmer of LanceDB's own full-text index."""
+    return str(_porter2().stemWord(word))  # type: ignore[attr-defined]
+
+
+def index_terms(text: str) -> list[str]:
+    """What the scope copies' BM25 index holds for a text and looks up for a query: content words,
+    Porter2-stemmed (as LanceDB's index stems; the lighter ``light_stem`` measured 0.009 lower R@5 on
+    LoCoMo, 0.016 on the held-out conversations)."""
+    return [porter2_stem(word) for word in content_words(text)]
+
+
 def content_terms(text: str) -> list[str]:
     """Stemmed content words (stop words dropped; if nothing is left, the stemmed words themselves)."""
     return [light_stem(word) for word in content_words(text)]

@@ -31,7 +31,7 @@ RuntimeFactory = Callable[[Settings], Runtime]
 def build_runtime(settings: Settings) -> Runtime:
     """Open the store, load the models (falling back to the offline backend) and assemble the pipeline."""
     from retrieval.providers import load_models
-    from retrieval.text import content_terms
+    from retrieval.text import index_terms
     from storage.store import MemoryStore
 
     store = MemoryStore.open(
@@ -41,7 +41,7 @@ def build_runtime(settings: Settings) -> Runtime:
         cache_scope_rows=settings.cache_scope_rows,
         cache_total_rows=settings.cache_total_rows,
         vector_index_min_rows=settings.vector_index_min_rows,
-        analyzer=content_terms,
+        analyzer=index_terms,
     )
     try:
         return assemble_runtime(settings, store, load_models(model_config(settings), store.vector_dim))

@@ -20,7 +20,7 @@ from retrieval.embedders.base import Embedder
 from retrieval.embedders.hashed import HashedEmbedder
 from retrieval.providers import BackendInfo, Models
 from retrieval.rerankers.base import Reranker
-from retrieval.text import content_terms
+from retrieval.text import index_terms
 from server.app import build_server
 from server.config import Settings
 from server.state import assemble_runtime
@@ -72,7 +72,7 @@ def make_runtime(
     store = MemoryStore.open(
         settings.db_uri,
         vector_dim=embedder.dimension if embedder else settings.vector_dim,
-        analyzer=content_terms,
+        analyzer=index_terms,
     )
     embedder = embedder or HashedEmbedder(store.vector_dim)
     models = Models(

@@ -5,6 +5,7 @@ from retrieval.text import (
     content_hash,
     content_terms,
     fulltext_query,
+    index_terms,
     light_stem,
     normalize_content,
     searchable_text,
@@ -70,3 +71,9 @@ def test_searchable_text_adds_author_day_and_the_memory_before_it():
     )
     assert searchable_text("x", [], "Ana", when) == "x\nAna 8 May 2023"
     assert searchable_text("x", [], "Ana", when, "y" * 5_000).endswith("\n" + "y" * PRECEDING_CHARS)
+
+
+def test_index_terms_are_porter2_stems_of_the_content_words():
+    assert index_terms("She painted the paintings happily") == ["paint", "paint", "happili"]
+    assert index_terms("Relational adoption agencies") == ["relat", "adopt", "agenc"]
+    assert index_terms("what did you do") == ["what", "did", "you", "do"]  # nothing but stop words: all kept

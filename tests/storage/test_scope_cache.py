@@ -6,7 +6,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from retrieval.text import content_terms
+from retrieval.text import index_terms
 from storage.records import Scope
 from storage.scope_cache import ScopeCache
 from storage.store import MemoryStore
@@ -229,7 +229,7 @@ def test_a_write_committed_while_a_copy_is_warmed_is_in_the_copy(tmp_path):
 
 
 def open_text_store(path, **cache) -> MemoryStore:
-    return MemoryStore.open(str(path), vector_dim=DIM, analyzer=content_terms, **cache)
+    return MemoryStore.open(str(path), vector_dim=DIM, analyzer=index_terms, **cache)
 
 
 @pytest.mark.parametrize(("kinds", "tags"), [(None, None), (["artifact"], None), (None, ["db"])])
