@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
@@ -83,17 +84,18 @@ def content_words(text: str) -> list[str]:
     return [word for word in words if word not in STOPWORDS] or words
 
 
-@lru_cache(maxsize=1)
-def _porter2() -> object:
-    import snowballstemmer  # type: ignore[import-untyped]
-
-    return snowballstemmer.stemmer("english")
+_STEMMERS = threading.local()  # a Snowball stemmer keeps state on itself: one per thread
 
 
 @lru_cache(maxsize=131_072)
 def porter2_stem(word: str) -> str:
     """Snowball's English (Porter2) stem, the stemmer of LanceDB's own full-text index."""
-    return str(_porter2().stemWord(word))  # type: ignore[attr-defined]
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        import snowballstemmer  # type: ignore[import-untyped]
+
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
 
 
 def index_terms(text: str) -> list[str]:

@@ -214,10 +214,11 @@ class ScopeCopy:
     def refresh_episodes(self, marks: Mapping[str, int], read: Mapping[str, EpisodeRecord]) -> None:
         """Apply episodes read again; a mark set since they were read keeps its episode stale."""
         for episode_id, mark in marks.items():
+            if self.stale_episodes.get(episode_id) != mark:
+                continue  # marked again since: this read may be older than the change; read next time
             if episode_id in read:
                 self.episode_records[episode_id] = read[episode_id]
-            if self.stale_episodes.get(episode_id) == mark:
-                del self.stale_episodes[episode_id]
+            del self.stale_episodes[episode_id]
 
     def vector_of(self, memory_id: str) -> np.ndarray | None:
         row = self.row_of.get(memory_id)
@@ -271,6 +272,11 @@ class ScopeCache:
         then every vector search is answered here and a LanceDB vector index would go unused."""
         with self._lock:
             return self.enabled and rows <= self._max_total_rows and not self._too_big
+
+    def holds(self, scope: Scope) -> bool:
+        """Whether ``scope`` has a copy now."""
+        with self._lock:
+            return scope in self._copies
 
     def serves(self, scope: Scope) -> bool:
         """Whether reads of ``scope`` may come from a copy (it is not known to be too big)."""
@@ -355,13 +361,19 @@ class ScopeCache:
         copy.load_episodes(self._reader.scope_episodes(scope))
         self.loads += 1
         total = sum(len(kept) for kept in self._copies.values())
+        displaced: list[Scope] = []  # idle copies, least recently used first, until the new one fits
         for idle in [s for s in self._copies if now - self._used.get(s, -np.inf) >= IDLE_SECONDS]:
             if total + len(copy) <= self._max_total_rows:
                 break
-            total -= len(self._copies.pop(idle))
-        if total + len(copy) > self._max_total_rows and self._copies:
-            self._refused[scope] = now  # serves this read only
+            displaced.append(idle)
+            total -= len(self._copies[idle])
+        if total + len(copy) > self._max_total_rows and len(displaced) < len(self._copies):
+            self._refused = {s: t for s, t in self._refused.items() if now - t < IDLE_SECONDS}
+            self._refused[scope] = now  # serves this read only; the idle copies stay
             return copy
+        for idle in displaced:
+            del self._copies[idle]
+            self._used.pop(idle, None)
         self._refused.pop(scope, None)
         self._copies[scope] = copy
         self._used[scope] = now
@@ -420,7 +432,8 @@ class ScopeCache:
 
     def _evict(self) -> None:
         while len(self._copies) > 1 and sum(len(c) for c in self._copies.values()) > self._max_total_rows:
-            self._copies.popitem(last=False)
+            evicted, _ = self._copies.popitem(last=False)
+            self._used.pop(evicted, None)
 
 
 def by_id(copy: ScopeCopy, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]:

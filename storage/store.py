@@ -122,6 +122,7 @@ class MemoryStore:
         self._lineage = db.open_table(schema.LINEAGE)
         self._contradictions = db.open_table(schema.CONTRADICTIONS)
         self._writing = threading.local()  # write-sequence nesting depth, per thread
+        self._schemas: dict[str, pa.Schema] = {}
         self._logs = WriteBehind(self._append_log)
         self._cache = ScopeCache(
             self,
@@ -394,16 +395,10 @@ class MemoryStore:
                         text, limit=limit, now=datetime.now(UTC), kinds=kinds, keep=_tag_filter(tags)
                     )
                     return [SearchHit(record, score, vector) for record, score, vector in found]
-
-        def matches(columns: list[str]) -> list[dict[str, Any]]:
-            query = self._memories.search(text, query_type="fts", fts_columns="search_text")
-            query = query.where(self._active_in(scope, kinds, tags), prefilter=True)
-            return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()
-
-        if self._cache.serves(scope):
+        elif self._cache.serves(scope):
             # Only ids and scores from the index (queried outside the cache's lock); records and vectors
             # come from the copy (a row committed after it caught up is left for the next search).
-            scored = matches(["id"])
+            scored = self._fulltext_rows(scope, text, ["id"], limit, kinds, tags)
             with self._cache.reading(scope) as copy:
                 if copy is not None:
                     return _live(
@@ -415,12 +410,26 @@ class MemoryStore:
                             if row["id"] in copy.records
                         ]
                     )
-        rows = matches([*MEMORY_COLUMNS, "vector"])
+        rows = self._fulltext_rows(scope, text, [*MEMORY_COLUMNS, "vector"], limit, kinds, tags)
         return _live([SearchHit(_memory_from_row(row), float(row["_score"]), _vector(row)) for row in rows])
+
+    def _fulltext_rows(
+        self,
+        scope: Scope,
+        text: str,
+        columns: list[str],
+        limit: int,
+        kinds: Sequence[str] | None,
+        tags: Sequence[str] | None,
+    ) -> list[dict[str, Any]]:
+        """LanceDB's BM25 index: the best ``limit`` active memories of ``scope``, these columns and _score."""
+        query = self._memories.search(text, query_type="fts", fts_columns="search_text")
+        query = query.where(self._active_in(scope, kinds, tags), prefilter=True)
+        return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()
 
     def fulltext_engine(self, scope: Scope) -> str:
         """``copy-bm25`` when the scope's copy answers its full-text searches, else ``lancedb-bm25``."""
-        return "copy-bm25" if self._cache.searches_text and self._cache.serves(scope) else "lancedb-bm25"
+        return "copy-bm25" if self._cache.searches_text and self._cache.holds(scope) else "lancedb-bm25"
 
     def set_weights(self, weights: Mapping[str, float], at: datetime) -> None:
         """Write feedback weights (caller holds ``exclusive()`` when it read them first)."""
@@ -643,6 +652,13 @@ class MemoryStore:
             if not ids:
                 return []
             count = len(ids)
+            # Episode titles first: a scope copy re-reads an episode when one of its memories changes, so
+            # the episode must already be as it will stay when the memory's commit lands.
+            for record in current.values():
+                if record.kind == "episode" and record.episode_id:
+                    self._episodes.update(
+                        where=self._in_scope(scope, id=record.episode_id), values={"title": None}
+                    )
             self._merge_update(
                 pa.table(
                     {
@@ -664,11 +680,6 @@ class MemoryStore:
             )
             self._scrub_traces(scope, ids)
             self._scrub_quotes(scope, [current[i] for i in ids], quoted_chars)
-            for record in current.values():
-                if record.kind == "episode" and record.episode_id:
-                    self._episodes.update(
-                        where=self._in_scope(scope, id=record.episode_id), values={"title": None}
-                    )
             self._drop_old_versions()
         return ids
 
@@ -1123,14 +1134,16 @@ class MemoryStore:
         with self._write_sequence():
             return self._append_log(table, rows)
 
-    @staticmethod
-    def _append_log(table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
+    def _append_log(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
         """An append that reads nothing first, so it needs no write lock (each commit is atomic): the
         write-behind thread uses it, and must not wait for the lock, since a request holding the lock
         may be waiting for that thread's flush to finish."""
         if not rows:
             return 0
-        data = pa.Table.from_pylist(list(rows), schema=_schema_of(table))
+        schema_ = self._schemas.get(table.name)
+        if schema_ is None:  # asked once per table (a round trip into LanceDB); migrations run before
+            schema_ = self._schemas[table.name] = table.schema
+        data = pa.Table.from_pylist(list(rows), schema=schema_)
         return int(retrying(lambda: table.add(data)).version)
 
     @staticmethod
@@ -1149,19 +1162,6 @@ class MemoryStore:
         # LanceDB's plain scan defaults to 10 rows; None means every match.
         query = query.limit(limit if limit is not None else 2**31 - 1)
         return query.to_arrow().to_pylist()
-
-
-_SCHEMAS: dict[tuple[str, int], pa.Schema] = {}
-
-
-def _schema_of(table: Any) -> pa.Schema:
-    """A table's Arrow schema, asked for once per table handle (each ask is a round trip into LanceDB;
-    schemas change only in migrations, which run before the store's handles are opened)."""
-    key = (table.name, id(table))
-    schema_ = _SCHEMAS.get(key)
-    if schema_ is None:
-        schema_ = _SCHEMAS[key] = table.schema
-    return schema_
 
 
 def _local_path(uri: str) -> Path | None:

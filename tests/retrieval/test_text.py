@@ -77,3 +77,34 @@ def test_index_terms_are_porter2_stems_of_the_content_words():
     assert index_terms("She painted the paintings happily") == ["paint", "paint", "happili"]
     assert index_terms("Relational adoption agencies") == ["relat", "adopt", "agenc"]
     assert index_terms("what did you do") == ["what", "did", "you", "do"]  # nothing but stop words: all kept
+
+
+def test_porter2_stems_are_right_from_many_threads_at_once():
+    import random
+    import threading
+
+    import snowballstemmer
+
+    from retrieval.text import porter2_stem
+
+    words = [
+        prefix + stem + suffix
+        for prefix in ("", "re", "un", "over", "pre", "dis", "mis", "out")
+        for stem in ("connect", "universit", "relat", "happi", "generat", "nation", "paint", "adopt")
+        for suffix in ("ies", "ional", "ing", "ed", "ly", "ations", "fulness", "izer")
+    ]
+    alone = snowballstemmer.stemmer("english")
+    expected = {word: alone.stemWord(word) for word in words}
+    porter2_stem.cache_clear()
+    results: list[dict[str, str]] = [{} for _ in range(4)]
+
+    def stem_all(out, seed):
+        for word in random.Random(seed).sample(words, len(words)):  # threads stem different words at once
+            out[word] = porter2_stem(word)
+
+    threads = [threading.Thread(target=stem_all, args=(out, n)) for n, out in enumerate(results)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(out == expected for out in results)

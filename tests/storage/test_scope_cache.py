@@ -284,3 +284,58 @@ def test_a_write_sequence_inside_one_version_decides_on_the_newest_rows(tmp_path
             assert mine.get_memory("m1", SCOPE).status == "active"  # pinned: the same snapshot
             assert mine.supersede(SCOPE, ["m1", "m2"], "m3", NOW) == ["m2"]  # but the lock reads again
         assert mine.get_memory("m1", SCOPE).status == "retracted"
+
+
+def test_a_read_between_a_purges_commits_never_keeps_the_purged_title(tmp_path):
+    with open_store(tmp_path / "db") as mine, open_store(tmp_path / "db") as theirs:
+        mine.insert_many([new("s", "Secret launch codes 1234", episode_id="e1", kind="episode")])
+        assert mine.get_episodes(SCOPE, ["e1"])["e1"].title == "Secret launch codes 1234"
+        merge = theirs._merge_update
+
+        def merge_then_read(update):  # another request reads the episode right after the memory's commit
+            merge(update)
+            mine.get_episodes(SCOPE, ["e1"])
+
+        theirs._merge_update = merge_then_read
+        theirs.purge(SCOPE, ["s"], NOW)
+        assert mine.get_episodes(SCOPE, ["e1"])["e1"].title is None
+
+
+def test_an_episode_read_older_than_a_newer_mark_is_not_kept():
+    from storage.records import EpisodeRecord
+    from storage.scope_cache import ScopeCopy
+
+    copy = ScopeCopy(DIM)
+    copy.put(new("a", "one", episode_id="e1").record, None)
+    _, stale = copy.episodes_for(["e1"])  # a reader starts reading e1 ...
+    copy.put(new("b", "retitles it", episode_id="e1", kind="episode").record, None)  # ... it changes
+    old = EpisodeRecord("e1", "acme", "web", None, "agent", "s1", NOW, NOW)
+    copy.refresh_episodes(stale, {"e1": old})
+    fresh, still_stale = copy.episodes_for(["e1"])
+    assert fresh == {} and list(still_stale) == ["e1"]  # read again next time, not served stale
+
+
+class SizedReader(CountingReader):
+    """Scopes of given sizes (one memory per row, no vectors)."""
+
+    def __init__(self, sizes) -> None:
+        rows = [
+            new(f"{scope.project_id}-{i}", f"row {i}", scope=scope)
+            for scope, size in sizes.items()
+            for i in range(size)
+        ]
+        super().__init__(rows)
+
+
+def test_a_copy_that_cannot_fit_leaves_the_idle_ones_in_place():
+    a, b, c = Scope("o", "a"), Scope("o", "b"), Scope("o", "c")
+    cache = ScopeCache(SizedReader({a: 4, b: 5, c: 7}), dimension=DIM, max_scope_rows=100, max_total_rows=10)
+    clock = cache._clock = Clock()
+    with cache.reading(a):
+        pass
+    clock.now += 301  # a is idle now
+    with cache.reading(b):
+        pass
+    with cache.reading(c) as copy:  # 7 rows: even without a it would not fit beside b
+        assert len(copy) == 7  # it serves the read that built it
+    assert cache.holds(a) and cache.holds(b) and not cache.holds(c)

@@ -315,3 +315,13 @@ def test_no_vector_index_is_built_while_the_scope_copies_hold_every_memory(tmp_p
         store.insert_many([new(f"m{i}", f"note {i}", hot=(i % DIM,)) for i in range(20)])
         store.maintain(min_fragments=1_000)
         assert not any("vector" in index.columns for index in store._memories.list_indices())
+
+
+def test_stores_of_different_widths_opened_in_turn_each_write_their_own_rows(tmp_path):
+    for round_ in range(6):
+        for dim in (8, 16):
+            with MemoryStore.open(str(tmp_path / f"db{dim}"), vector_dim=dim) as store:
+                vector = tuple([1.0] + [0.0] * (dim - 1))
+                record = memory_record(f"m{round_}", org_id=SCOPE.org_id, project_id=SCOPE.project_id)
+                store.insert_many([NewMemory(record, vector, "text")])
+                assert store.count_memories() == round_ + 1
