@@ -156,12 +156,12 @@ async def tool_calls(runtime: Any, query_count: int, remember_count: int, batche
     }
 
 
-def cross_encoder_recalls(db: Path, model: Path, query_count: int) -> dict[str, Any]:
+def cross_encoder_recalls(db: Path, model: Path, query_count: int, cache: dict[str, Any]) -> dict[str, Any]:
     from server.state import build_runtime
     from tools.common import Caller
     from tools.recall import RecallInput, recall
 
-    runtime = build_runtime(offline_settings(db, reranker="cross-encoder", rerank_model=str(model)))
+    runtime = build_runtime(offline_settings(db, reranker="cross-encoder", rerank_model=str(model), **cache))
     try:
         assert runtime.models.reranker is not None, runtime.models.reranker_info
         runtime.store.cache.warm(runtime.store.scopes())
@@ -178,14 +178,16 @@ def cross_encoder_recalls(db: Path, model: Path, query_count: int) -> dict[str, 
         runtime.close()
 
 
-def measure_size(size: int, query_count: int, remembers: int, batches: int, model: Path | None) -> dict:
+def measure_size(
+    size: int, query_count: int, remembers: int, batches: int, model: Path | None, cache: dict[str, Any]
+) -> dict:
     from server.state import build_runtime
     from tools.upkeep import aggregation_pass
 
     with tempfile.TemporaryDirectory(prefix="memoria-perf-") as tmp:
         db = Path(tmp) / "db"
         # Background maintenance on its default cadence, as a server runs it.
-        runtime = build_runtime(offline_settings(db, maintenance_interval_seconds=30))
+        runtime = build_runtime(offline_settings(db, maintenance_interval_seconds=30, **cache))
         try:
             print(f"[{size:,}] importing ...", file=sys.stderr)
             import_seconds = import_memories(runtime, size)
@@ -201,9 +203,11 @@ def measure_size(size: int, query_count: int, remembers: int, batches: int, mode
         cross = None
         if model is not None:
             print(f"[{size:,}] recalls with a MiniLM-L6-shaped cross-encoder ...", file=sys.stderr)
-            cross = cross_encoder_recalls(db, model, max(10, query_count // 3))
+            cross = cross_encoder_recalls(db, model, max(10, query_count // 3), cache)
     return {
         "memories": size,
+        "cache_total_rows": runtime.settings.cache_total_rows,
+        "cache_scope_rows": runtime.settings.cache_scope_rows,
         "import_per_second": size / import_seconds,
         "import_seconds": import_seconds,
         "maintenance_seconds": maintain_seconds,
@@ -279,6 +283,10 @@ def print_report(report: dict[str, Any]) -> None:
     def line(label: str, cell: Any) -> None:
         print(f"{label:<52}" + "".join(f"{cell(row):>16}" for row in sizes))
 
+    line(
+        "scope copies: rows per scope / in all (settings)",
+        lambda r: f"{r['cache_scope_rows'] // 1000}k / {r['cache_total_rows'] // 1000}k",
+    )
     line("import, memories/s", lambda r: f"{r['import_per_second']:,.0f}")
     line("remember_many (MCP, 100 a call), memories/s", lambda r: f"{r['remember_many_per_second']:,.0f}")
     line("maintenance after import, s", lambda r: f"{r['maintenance_seconds']:.1f}")
@@ -334,13 +342,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=10, help="remember_many calls of 100 items")
     parser.add_argument("--handshakes", type=int, default=5)
     parser.add_argument("--no-cross-encoder", action="store_true")
+    parser.add_argument(
+        "--cache-total-rows",
+        type=int,
+        help="MEMORIA_CACHE_TOTAL_ROWS for the measured servers (default: the server's default)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "perf.json")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--model", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.child is not None:  # one size, in a process of its own (so its peak memory is its own)
-        result = measure_size(args.child, args.queries, args.remembers, args.batches, args.model)
+        cache = {"cache_total_rows": args.cache_total_rows} if args.cache_total_rows is not None else {}
+        result = measure_size(args.child, args.queries, args.remembers, args.batches, args.model, cache)
         write_json(args.out, result)
         return 0
 
@@ -356,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
             command = [sys.executable, "-m", "benchmarks.perf", "--child", str(size), "--out", str(out)]
             command += ["--queries", str(args.queries), "--remembers", str(args.remembers)]
             command += ["--batches", str(args.batches)]
+            if args.cache_total_rows is not None:
+                command += ["--cache-total-rows", str(args.cache_total_rows)]
             if model is not None:
                 command += ["--model", str(model)]
             subprocess.run(command, check=True)

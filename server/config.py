@@ -55,7 +55,7 @@ class Settings(BaseModel):
         default_factory=dict, description="LanceDB storage options (JSON object)"
     )
     cache_scope_rows: int = Field(
-        100_000, ge=0, le=10_000_000, description="scopes up to this size are searched in memory (0: never)"
+        250_000, ge=0, le=10_000_000, description="scopes up to this size are searched in memory (0: never)"
     )
     cache_total_rows: int = Field(
         400_000, ge=0, le=100_000_000, description="memories held in memory across all cached scopes"
