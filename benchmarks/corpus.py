@@ -3,6 +3,7 @@ paraphrased near-duplicates, so benchmarks run on something shaped like real use
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -155,6 +156,9 @@ def store_corpus(
     from tools.remember import RememberInput, new_record, with_vectors
 
     for start in range(0, len(memories), batch):
+        # A batch a scope at a time, as an import of conversations or projects writes (the scope's copy
+        # then answers which ids are new, instead of a lookup in rows the id index does not cover yet).
+        chunk = sorted(memories[start : start + batch], key=lambda m: (m.org_id, m.project_id))
         records = [
             replace(
                 new_record(
@@ -170,6 +174,7 @@ def store_corpus(
                 ),
                 consolidated_at=examined_at,
             )
-            for m in memories[start : start + batch]
+            for m in chunk
         ]
-        runtime.store.insert_many(with_vectors(records, runtime))
+        for _, group in itertools.groupby(records, key=lambda r: r.scope):
+            runtime.store.insert_many(with_vectors(list(group), runtime))

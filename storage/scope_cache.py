@@ -211,6 +211,16 @@ class ScopeCopy:
                 fresh[episode_id] = self.episode_records[episode_id]
         return fresh, stale
 
+    def episode_known(self, episode_id: str) -> tuple[bool, str | None] | None:
+        """(exists, title) as far as the copy can tell: a fresh record, or no memory of the scope in that
+        episode (then it was never written with one); None when only the table can say (stale)."""
+        if episode_id in self.stale_episodes:
+            return None
+        record = self.episode_records.get(episode_id)
+        if record is not None:
+            return True, record.title
+        return (False, None) if episode_id not in self.episodes else None
+
     def refresh_episodes(self, marks: Mapping[str, int], read: Mapping[str, EpisodeRecord]) -> None:
         """Apply episodes read again; a mark set since they were read keeps its episode stale."""
         for episode_id, mark in marks.items():
@@ -283,14 +293,14 @@ class ScopeCache:
         return self.enabled and scope not in self._too_big
 
     @contextmanager
-    def reading(self, scope: Scope) -> Iterator[ScopeCopy | None]:
-        """The up-to-date copy of ``scope`` (built if the scope is small enough), or None; the copy may be
-        read only inside the block (writes from other threads wait until it ends)."""
+    def reading(self, scope: Scope, *, build: bool = True) -> Iterator[ScopeCopy | None]:
+        """The up-to-date copy of ``scope`` (built if the scope is small enough and ``build``), or None;
+        the copy may be read only inside the block (writes from other threads wait until it ends)."""
         if not self.enabled:
             yield None
             return
         with self._lock:
-            yield self._copy_of(scope)
+            yield self._copy_of(scope, build=build)
 
     def warm(self, scopes: Iterable[Scope]) -> int:
         """Build copies of ``scopes`` before their first read (a background thread calls this at start-up,
@@ -342,7 +352,7 @@ class ScopeCache:
         """The next read by this thread checks the table's version, even inside ``one_version()``."""
         self._pin.checked = False
 
-    def _copy_of(self, scope: Scope) -> ScopeCopy | None:
+    def _copy_of(self, scope: Scope, *, build: bool = True) -> ScopeCopy | None:
         self._catch_up()
         now = self._clock()
         copy = self._copies.get(scope)
@@ -350,7 +360,7 @@ class ScopeCache:
             self._copies.move_to_end(scope)
             self._used[scope] = now
             return copy
-        if scope in self._too_big or now - self._refused.get(scope, -np.inf) < IDLE_SECONDS:
+        if not build or scope in self._too_big or now - self._refused.get(scope, -np.inf) < IDLE_SECONDS:
             return None
         if self._reader.scope_size_above(scope, self._max_scope_rows):
             self._too_big.add(scope)

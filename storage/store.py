@@ -279,13 +279,20 @@ class MemoryStore:
                 )
         with self._write_sequence():
             existing: dict[str, MemoryRecord] = {}
-            ids = list(dict.fromkeys(new.record.id for new in news))
-            scopes = {new.record.scope for new in news}
-            if len(scopes) == 1:  # the usual case: the scope's copy answers without a query
-                with self._cache.reading(next(iter(scopes))) as copy:
+            by_scope: dict[Scope, list[str]] = {}
+            for new in news:
+                by_scope.setdefault(new.record.scope, []).append(new.record.id)
+            ids = []  # those no scope copy can answer for: looked up in the table
+            for scope, scope_ids in by_scope.items():
+                # One scope (the usual case): its copy is built if need be. A batch across scopes uses
+                # the copies there are, rather than read whole scopes while holding the write lock.
+                with self._cache.reading(scope, build=len(by_scope) == 1) as copy:
                     if copy is not None:
-                        # Ids are scope-qualified hashes: one the up-to-date copy lacks is new.
-                        existing, ids = by_id(copy, ids), []
+                        # Ids are scope-qualified hashes: one the up-to-date copy lacks is new. (The table
+                        # lookup scans rows the id index does not cover yet: a bulk import's own rows.)
+                        existing |= by_id(copy, scope_ids)
+                    else:
+                        ids += list(dict.fromkeys(scope_ids))
             for start in range(0, len(ids), 1_000):
                 chunk = ids[start : start + 1_000]
                 rows = self._select(
@@ -902,7 +909,16 @@ class MemoryStore:
         if not firsts:
             return
         existing: dict[tuple[str, str, str], str | None] = {}
-        episode_ids = list({key[2] for key in firsts})
+        unknown: set[str] = set()  # episodes only the table can say about
+        for key in firsts:
+            org_id, project_id, episode_id = key
+            with self._cache.reading(Scope(org_id, project_id), build=False) as copy:
+                known = copy.episode_known(episode_id) if copy is not None else None
+            if known is None:
+                unknown.add(episode_id)
+            elif known[0]:
+                existing[key] = known[1]
+        episode_ids = sorted(unknown)
         for start in range(0, len(episode_ids), 1_000):
             chunk = episode_ids[start : start + 1_000]
             for row in self._select(

@@ -339,3 +339,18 @@ def test_a_copy_that_cannot_fit_leaves_the_idle_ones_in_place():
     with cache.reading(c) as copy:  # 7 rows: even without a it would not fit beside b
         assert len(copy) == 7  # it serves the read that built it
     assert cache.holds(a) and cache.holds(b) and not cache.holds(c)
+
+
+def test_a_batch_across_scopes_uses_the_copies_there_are_and_builds_none(tmp_path):
+    with open_store(tmp_path / "db") as store:
+        store.insert_many([new("a", "in the first scope", episode_id="e1")])  # one scope: its copy is built
+        assert store.cache.loads == 1
+        results = store.insert_many(
+            [
+                new("a", "in the first scope", episode_id="e1"),
+                new("b", "elsewhere", scope=OTHER, episode_id="e1"),
+            ]
+        )
+        assert [(record.id, created) for record, created in results] == [("a", False), ("b", True)]
+        assert store.cache.loads == 1 and not store.cache.holds(OTHER)
+        assert set(store.get_episodes(OTHER, ["e1"])) == {"e1"}  # the other scope's episode was created
