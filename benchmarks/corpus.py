@@ -3,7 +3,6 @@ paraphrased near-duplicates, so benchmarks run on something shaped like real use
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -143,6 +142,9 @@ def queries(count: int, *, seed: int = 11) -> list[tuple[str, str, str]]:
     ]
 
 
+MAINTAIN_EVERY = 100_000
+
+
 def store_corpus(
     runtime: Any,
     memories: Sequence[SyntheticMemory],
@@ -156,9 +158,10 @@ def store_corpus(
     from tools.remember import RememberInput, new_record, with_vectors
 
     for start in range(0, len(memories), batch):
-        # A batch a scope at a time, as an import of conversations or projects writes (the scope's copy
-        # then answers which ids are new, instead of a lookup in rows the id index does not cover yet).
-        chunk = sorted(memories[start : start + batch], key=lambda m: (m.org_id, m.project_id))
+        if start and start % MAINTAIN_EVERY == 0:
+            # What the server's maintenance does between batches: fold the new rows into the indexes (a
+            # lookup by id scans every row no index covers yet) and compact the appends.
+            runtime.store.maintain(min_fragments=runtime.settings.compaction_min_fragments)
         records = [
             replace(
                 new_record(
@@ -174,7 +177,6 @@ def store_corpus(
                 ),
                 consolidated_at=examined_at,
             )
-            for m in chunk
+            for m in memories[start : start + batch]
         ]
-        for _, group in itertools.groupby(records, key=lambda r: r.scope):
-            runtime.store.insert_many(with_vectors(list(group), runtime))
+        runtime.store.insert_many(with_vectors(records, runtime))

@@ -89,7 +89,10 @@ _STEMMERS = threading.local()  # a Snowball stemmer keeps state on itself: one p
 
 @lru_cache(maxsize=131_072)
 def porter2_stem(word: str) -> str:
-    """Snowball's English (Porter2) stem, the stemmer of LanceDB's own full-text index."""
+    """Snowball's English (Porter2) stem, the stemmer of LanceDB's own full-text index. Numbers, codes and
+    words of one or two letters are left as they are (Porter2 would not change them either)."""
+    if len(word) <= 2 or not word.isalpha():
+        return word
     stemmer = getattr(_STEMMERS, "english", None)
     if stemmer is None:
         import snowballstemmer  # type: ignore[import-untyped]

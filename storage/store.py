@@ -910,14 +910,17 @@ class MemoryStore:
             return
         existing: dict[tuple[str, str, str], str | None] = {}
         unknown: set[str] = set()  # episodes only the table can say about
+        by_scope: dict[Scope, list[tuple[str, str, str]]] = {}
         for key in firsts:
-            org_id, project_id, episode_id = key
-            with self._cache.reading(Scope(org_id, project_id), build=False) as copy:
-                known = copy.episode_known(episode_id) if copy is not None else None
-            if known is None:
-                unknown.add(episode_id)
-            elif known[0]:
-                existing[key] = known[1]
+            by_scope.setdefault(Scope(key[0], key[1]), []).append(key)
+        for scope, keys in by_scope.items():
+            with self._cache.reading(scope, build=False) as copy:
+                for key in keys:
+                    known = copy.episode_known(key[2]) if copy is not None else None
+                    if known is None:
+                        unknown.add(key[2])
+                    elif known[0]:
+                        existing[key] = known[1]
         episode_ids = sorted(unknown)
         for start in range(0, len(episode_ids), 1_000):
             chunk = episode_ids[start : start + 1_000]
