@@ -755,8 +755,8 @@ class MemoryStore:
 
     def _update_rows(self, memory_ids: Sequence[str], values: Mapping[str, Any]) -> None:
         """Set the same column values on these memories: one UPDATE that finds its rows through the id
-        index (a merge joins the whole table on id: 5x slower at 100k memories). Values are bound as
-        typed literals by LanceDB, never pasted into the filter."""
+        index (a merge joins the whole table on id: 5x slower at 100k memories). The filter is a typed
+        expression; LanceDB encodes the values as SQL literals itself (quotes escaped, times as UTC)."""
         ids = list(dict.fromkeys(memory_ids))
         changes = _record_values(values)
         with self._write_sequence():
