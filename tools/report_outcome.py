@@ -178,8 +178,11 @@ def write_weights(
     current: Mapping[str, MemoryRecord],
     weights: Mapping[str, float],
     at: datetime,
+    *,
+    only_changed: bool = True,
 ) -> None:
-    changed = {m: w for m, w in weights.items() if w != current[m].weight}
+    """Write ``weights``; with ``only_changed``, those that differ from ``current`` (this process's view)."""
+    changed = {m: w for m, w in weights.items() if not only_changed or w != current[m].weight}
     runtime.store.set_weights(changed, at)
     runtime.corroboration.set_weights(scope, changed)  # the canonical member follows the weights
 
@@ -202,9 +205,10 @@ def converge(
             return
         seen = now_seen
         current = runtime.store.get_memories(memory_ids, scope)
-        write_weights(
-            runtime, scope, current, replayed_weights(runtime.weight_policy, current, latest), runtime.clock()
-        )
+        # Every weight, changed or not in this process's view: another replica may have written over
+        # one since, and skipping it on a stale view would leave that replica's weight standing.
+        weights = replayed_weights(runtime.weight_policy, current, latest)
+        write_weights(runtime, scope, current, weights, runtime.clock(), only_changed=False)
     log.warning("outcome reports kept arriving while weights were recomputed; the next report settles them")
 
 
