@@ -273,9 +273,14 @@ class ScopeCache:
         """Whether the copies answer full-text searches (they were given an analyzer)."""
         return self.enabled and self._analyzer is not None
 
-    def _new_copy(self) -> ScopeCopy:
+    def _read_copy(self, scope: Scope) -> ScopeCopy:
+        """A new copy of ``scope``: its rows, then its episodes (read after them, so at least as new)."""
         lexical = LexicalIndex(self._analyzer) if self._analyzer is not None else None
-        return ScopeCopy(self._dimension, lexical=lexical)
+        copy = ScopeCopy(self._dimension, lexical=lexical)
+        for record, vector, text in self._reader.scope_rows(scope):
+            copy.put(record, vector, text)
+        copy.load_episodes(self._reader.scope_episodes(scope))
+        return copy
 
     def holds_everything(self, rows: int) -> bool:
         """Whether a table of ``rows`` memories fits in the copies with no scope known to be too big:
@@ -319,10 +324,7 @@ class ScopeCache:
                     self._too_big.add(scope)
                 continue
             read_at = self._reader.table_version()
-            copy = self._new_copy()
-            for record, vector, text in self._reader.scope_rows(scope):
-                copy.put(record, vector, text)
-            copy.load_episodes(self._reader.scope_episodes(scope))
+            copy = self._read_copy(scope)
             with self._lock:
                 if scope in self._copies:
                     continue
@@ -365,10 +367,7 @@ class ScopeCache:
         if self._reader.scope_size_above(scope, self._max_scope_rows):
             self._too_big.add(scope)
             return None
-        copy = self._new_copy()
-        for record, vector, text in self._reader.scope_rows(scope):
-            copy.put(record, vector, text)
-        copy.load_episodes(self._reader.scope_episodes(scope))
+        copy = self._read_copy(scope)
         self.loads += 1
         total = sum(len(kept) for kept in self._copies.values())
         displaced: list[Scope] = []  # idle copies, least recently used first, until the new one fits

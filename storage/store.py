@@ -217,9 +217,10 @@ class MemoryStore:
         self.close()
 
     @contextmanager
-    def _write_sequence(self) -> Iterator[None]:
-        """The write lock, and reads inside it check the table's version even within ``one_version()``:
-        a read-check-write sequence decides on the newest rows."""
+    def exclusive(self) -> Iterator[None]:
+        """Hold the store's write lock across a read-check-write sequence (re-entrant); reads inside it
+        check the table's version even within ``one_version()``, so the sequence decides on the newest
+        rows."""
         with self._lock.hold():
             depth = getattr(self._writing, "depth", 0)
             if depth == 0:  # the outermost sequence: nested ones read within its check
@@ -229,12 +230,6 @@ class MemoryStore:
                 yield
             finally:
                 self._writing.depth = depth
-
-    @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        """Hold the store's write lock across a read-check-write sequence (re-entrant)."""
-        with self._write_sequence():
-            yield
 
     # ------------------------------------------------------------------ memories
 
@@ -277,7 +272,7 @@ class MemoryStore:
                 raise StoreError(
                     f"vector has {len(new.vector)} dimensions but this store holds {self._vector_dim}-d vectors"
                 )
-        with self._write_sequence():
+        with self.exclusive():
             existing: dict[str, MemoryRecord] = {}
             by_scope: dict[Scope, list[str]] = {}
             for new in news:
@@ -341,7 +336,7 @@ class MemoryStore:
         (examined by consolidation as ``new.record.consolidated_at`` says)."""
         row = {**_memory_to_row(new), "purged_at": None}
         table = pa.Table.from_pylist([row], schema=self._memories.schema)
-        with self._write_sequence():
+        with self.exclusive():
             current = self.get_memory(new.record.id, new.record.scope)
             if current is None or current.status not in ("retracted", "purged"):
                 raise StoreError(f"{new.record.id} is not a forgotten memory and cannot be restored")
@@ -512,7 +507,7 @@ class MemoryStore:
     def _set_status(
         self, scope: Scope, memory_ids: Sequence[str], status: str, at: datetime, *, replaced_by: str | None
     ) -> list[str]:
-        with self._write_sequence():
+        with self.exclusive():
             current = self.get_memories(memory_ids, scope)
             # Only active memories leave the active set (a superseded one is not retracted over, etc.).
             changing = [i for i in memory_ids if i in current and current[i].status == "active"]
@@ -577,7 +572,7 @@ class MemoryStore:
         table = pa.Table.from_pylist(
             [record.__dict__ for record in records], schema=self._contradictions.schema
         )
-        with self._write_sequence():
+        with self.exclusive():
             retrying(
                 lambda: (
                     self._contradictions.merge_insert(["org_id", "project_id", "older_id", "newer_id"])
@@ -638,7 +633,7 @@ class MemoryStore:
             ],
             schema=self._contradictions.schema,
         )
-        with self._write_sequence():
+        with self.exclusive():
             retrying(
                 lambda: (
                     self._contradictions.merge_insert(["org_id", "project_id", "older_id", "newer_id"])
@@ -655,7 +650,7 @@ class MemoryStore:
         their text from recorded traces, episode titles and the search text of the other members of their
         episodes (which quote up to ``quoted_chars`` of the memory before them), then drop every older
         version of the tables and rebuild the full-text index, so the text is gone from the store's files."""
-        with self._write_sequence():
+        with self.exclusive():
             current = self.get_memories(memory_ids, scope)
             ids = [i for i in memory_ids if i in current]
             if not ids:
@@ -759,7 +754,7 @@ class MemoryStore:
         expression; LanceDB encodes the values as SQL literals itself (quotes escaped, times as UTC)."""
         ids = list(dict.fromkeys(memory_ids))
         changes = _record_values(values)
-        with self._write_sequence():
+        with self.exclusive():
             for start in range(0, len(ids), 1_000):
                 chunk = ids[start : start + 1_000]
                 after = retrying(
@@ -772,7 +767,7 @@ class MemoryStore:
         changes = {row["id"]: _record_values(row) for row in rows}
         vectors = {row["id"]: _vector(row) for row in rows if "vector" in row}
         texts = {row["id"]: row["search_text"] for row in rows if "search_text" in row}
-        with self._write_sequence():
+        with self.exclusive():
             after = retrying(
                 lambda: self._memories.merge_insert("id").when_matched_update_all().execute(update)
             ).version
@@ -846,7 +841,7 @@ class MemoryStore:
         """Record that ``agent_id`` stated ``memory`` again; False when it is the author or already recorded."""
         if agent_id == memory.agent_id:
             return False
-        with self._write_sequence():
+        with self.exclusive():
             condition = self._in_scope(memory.scope, memory_id=memory.id, agent_id=agent_id)
             if self._select(self._attestations, condition, ["memory_id"], limit=1):
                 return False
@@ -880,12 +875,10 @@ class MemoryStore:
 
     def scope_episodes(self, scope: Scope) -> list[EpisodeRecord]:
         """Every episode of ``scope`` (the scope cache reads them with the scope's memories)."""
-        table = self._episodes.search().where(filters.scope_is(scope)).limit(2**31 - 1).to_arrow()
-        columns = {name: table.column(name).to_pylist() for name in table.column_names}
-        for name in ("started_at", "last_seen_at"):
-            columns[name] = [_utc(value) for value in columns[name]]
-        fields = [columns[name] for name in EpisodeRecord.__dataclass_fields__]
-        return [EpisodeRecord(*values) for values in zip(*fields, strict=True)]
+        return [
+            _episode_from_row(row)
+            for row in self._select(self._episodes, filters.scope_is(scope), None, None)
+        ]
 
     def _read_episodes(self, scope: Scope, episode_ids: list[str]) -> dict[str, EpisodeRecord]:
         condition = filters.all_of(filters.scope_is(scope), filters.one_of("id", episode_ids))
@@ -1002,7 +995,7 @@ class MemoryStore:
         """Insert or replace the session's report (caller holds ``exclusive()``)."""
         row = {**record.__dict__, "memory_ids": list(record.memory_ids)}
         table = pa.Table.from_pylist([row], schema=self._outcomes.schema)
-        with self._write_sequence():
+        with self.exclusive():
             retrying(
                 lambda: (
                     self._outcomes.merge_insert(["org_id", "project_id", "session_id"])
@@ -1152,7 +1145,7 @@ class MemoryStore:
 
     def _append(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
         """Append under the write lock; returns the table version the commit made (0: nothing to add)."""
-        with self._write_sequence():
+        with self.exclusive():
             return self._append_log(table, rows)
 
     def _append_log(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
