@@ -216,6 +216,11 @@ class MemoryStore:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    @property
+    def excludes_other_processes(self) -> bool:
+        """Whether ``exclusive()`` keeps other processes out too (a local store), not only other threads."""
+        return self._lock.spans_processes
+
     @contextmanager
     def exclusive(self) -> Iterator[None]:
         """Hold the store's write lock across a read-check-write sequence (re-entrant); reads inside it

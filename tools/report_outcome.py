@@ -194,15 +194,21 @@ def converge(
 
     On a local store the write lock keeps other processes out, and this is one read that finds nothing
     new. Replicas on an object store share no lock: a report another replica committed while this one
-    computed is missing from the weights just written. Of two concurrent reports, at least one of the
-    two re-reads below comes after both reports were saved, and that side rewrites the weights they
-    share, after the other side's last write - so the weights that stay replay both."""
+    computed is missing from the weights just written. So a replica re-reads the reports after saving
+    its own and writes the weights they replay at least once, then again until a re-read finds nothing
+    new. Another replica's last weight write came after its last re-read; a report that re-read missed
+    was saved after it, so the owner's write after saving comes after that write - the weights that
+    stay replay every report. (Writing only when the re-read differs is not enough: a replica whose
+    computation already had every report it then re-reads skips the write, while a third report can
+    have made another replica write weights without this one's report in between.)"""
     seen = [(o.session_id, o.revision) for o in replayed]  # in replay order: the weights depend on it
+    must_write = not runtime.store.excludes_other_processes
     for _ in range(8):
         latest = runtime.store.outcomes_in_scope(scope)
         now_seen = [(o.session_id, o.revision) for o in latest]
-        if now_seen == seen:
+        if now_seen == seen and not must_write:
             return
+        must_write = False
         seen = now_seen
         current = runtime.store.get_memories(memory_ids, scope)
         # Every weight, changed or not in this process's view: another replica may have written over

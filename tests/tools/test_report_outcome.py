@@ -143,3 +143,29 @@ def test_a_report_another_replica_saved_meanwhile_is_replayed_into_the_weights(r
     converge(runtime, scope, [three["a"], three["b"]], replayed_by_s1)
     # Two successes: 1.15, then 0.8 x 1.15 + 0.2 x 1.75 = 1.27.
     assert weights(runtime, three) == {"a": 1.27, "b": 1.27, "c": 1.0}
+
+
+class ReplicaStore:
+    """The runtime's store as a replica on an object store sees it: its lock keeps no other process out."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self.excludes_other_processes = False
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+
+def test_a_replica_writes_the_replayed_weights_after_saving_even_when_no_report_seems_new(runtime, three):
+    # Another replica, prompted by a third report, wrote weights without S1's report after S1 computed
+    # them; S1's re-read then finds exactly the reports it computed from. A replica writes anyway.
+    recall_top(runtime, S1)
+    report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
+    scope = ReportOutcomeInput(outcome="success").scope(runtime.settings)
+    replayed = runtime.store.outcomes_in_scope(scope)
+    runtime.store.set_weights({three["a"]: 1.0, three["b"]: 1.0}, replayed[0].reported_at)  # the stale write
+    converge(replace(runtime, store=ReplicaStore(runtime.store)), scope, [three["a"], three["b"]], replayed)
+    assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
+    runtime.store.set_weights({three["a"]: 1.0, three["b"]: 1.0}, replayed[0].reported_at)
+    converge(runtime, scope, [three["a"], three["b"]], replayed)  # a local store: its lock kept it out
+    assert weights(runtime, three) == {"a": 1.0, "b": 1.0, "c": 1.0}
