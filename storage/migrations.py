@@ -158,9 +158,10 @@ def migration_lease(db: Any, *, poll_seconds: float = 0.2, settle_seconds: float
     """Hold the store's migration lease: a table only one process creates, dropped when the block ends.
 
     A create fails once the table is listed; two creates racing inside that check can both return,
-    the later one's row replacing the earlier's. So a creator waits ``settle_seconds`` and reads the
-    lease back: only the process whose row is there holds it (a create that lands later than that
-    finds the table listed and fails), and the other goes back to waiting."""
+    the later one's row replacing the earlier's, and a third racing them fails with a commit conflict
+    (concurrent overwrites are retryable in lance 13). So a creator waits ``settle_seconds`` and reads
+    the lease back: only the process whose row is there holds it (a create that lands later than that
+    finds the table listed and fails), and every other goes back to waiting."""
     holder = uuid.uuid4().hex
     while True:
         try:
@@ -175,7 +176,7 @@ def migration_lease(db: Any, *, poll_seconds: float = 0.2, settle_seconds: float
                 break
             time.sleep(poll_seconds)
         except (ValueError, OSError, RuntimeError) as exc:
-            if "already exists" not in str(exc):
+            if not lost_the_race(exc):
                 raise
             taken = _lease_holder(db)
             if taken is not None and datetime.now(UTC) - taken["taken_at"] > LEASE_EXPIRES_AFTER:
@@ -190,6 +191,12 @@ def migration_lease(db: Any, *, poll_seconds: float = 0.2, settle_seconds: float
         taken = _lease_holder(db)
         if taken is not None and taken["holder"] == holder:  # not taken over as abandoned meanwhile
             db.drop_table(MIGRATION_LEASE)
+
+
+def lost_the_race(exc: Exception) -> bool:
+    """A create that failed because another process created the same table first, or at once."""
+    message = str(exc).lower()
+    return "already exists" in message or "commit conflict" in message
 
 
 def _lease_holder(db: Any) -> dict[str, Any] | None:

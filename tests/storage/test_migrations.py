@@ -118,3 +118,37 @@ def test_a_lease_left_by_a_replica_that_died_mid_migration_is_taken_over(tmp_pat
     meta = migrations.apply_pending(db, 8, other_processes_excluded=False)
     assert meta["schema_version"] == str(schema.SCHEMA_VERSION)
     assert migrations.MIGRATION_LEASE not in db.list_tables().tables
+
+
+class RacedConnection:
+    """A real connection whose first lease create loses a three-way race: lance 13 answers the third
+    concurrent overwrite with a retryable commit conflict rather than "already exists"."""
+
+    def __init__(self, db) -> None:
+        self.db = db
+        self.conflicts_left = 1
+
+    def create_table(self, name, *args, **kwargs):
+        if name == migrations.MIGRATION_LEASE and self.conflicts_left:
+            self.conflicts_left -= 1
+            raise RuntimeError(
+                "lance error: Retryable commit conflict for version 2: This Overwrite transaction was "
+                "preempted by concurrent transaction Overwrite at version 2. Please retry."
+            )
+        return self.db.create_table(name, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+
+def test_a_lease_create_that_loses_to_a_concurrent_overwrite_waits_and_takes_the_lease_after(tmp_path):
+    db = RacedConnection(lancedb.connect(str(tmp_path / "db")))
+    meta = migrations.apply_pending(db, 8, other_processes_excluded=False)
+    assert db.conflicts_left == 0
+    assert meta["schema_version"] == str(schema.SCHEMA_VERSION)
+    assert migrations.MIGRATION_LEASE not in db.list_tables().tables
+
+
+def test_a_lease_create_that_fails_for_another_reason_is_not_mistaken_for_a_lost_race():
+    assert migrations.lost_the_race(RuntimeError("Table 'migration_lease' already exists"))
+    assert not migrations.lost_the_race(OSError("permission denied: s3://memoria/store"))
