@@ -26,6 +26,7 @@ from lancedb.expr import Expr
 from lancedb.index import FTS, IvfHnswSq
 
 from storage import filters, migrations, schema
+from storage.appenders import Appenders
 from storage.lexical_index import Analyzer
 from storage.locking import LOCK_FILE_NAME, WriteLock, retrying
 from storage.records import (
@@ -107,6 +108,7 @@ class MemoryStore:
         cache_total_rows: int = DEFAULT_CACHE_TOTAL_ROWS,
         vector_index_min_rows: int = DEFAULT_VECTOR_INDEX_MIN_ROWS,
         analyzer: Analyzer | None = None,
+        appenders: Appenders | None = None,
     ) -> None:
         self._vector_index_min_rows = vector_index_min_rows
         self._db = db
@@ -125,6 +127,7 @@ class MemoryStore:
         self._contradictions = db.open_table(schema.CONTRADICTIONS)
         self._writing = threading.local()  # write-sequence nesting depth, per thread
         self._schemas: dict[str, pa.Schema] = {}
+        self._appenders = appenders if appenders is not None else Appenders(db)
         self._logs = WriteBehind(self._append_log)
         self._cache = ScopeCache(
             self,
@@ -160,11 +163,11 @@ class MemoryStore:
         try:
             if local_path is not None:
                 local_path.mkdir(parents=True, exist_ok=True)
-            db = lancedb.connect(
-                str(local_path) if local_path is not None else uri,
-                read_consistency_interval=timedelta(0),
-                storage_options=dict(storage_options or {}) or None,
-            )
+            target = str(local_path) if local_path is not None else uri
+            options = dict(storage_options or {}) or None
+            db = lancedb.connect(target, read_consistency_interval=timedelta(0), storage_options=options)
+            # Appends need no check for the newest version first (see storage.appenders).
+            append_db = lancedb.connect(target, storage_options=options)
         except Exception as exc:
             raise StoreError(
                 f"could not open the memory store at {uri!r}: {exc}. Check MEMORIA_DB_URI "
@@ -187,6 +190,7 @@ class MemoryStore:
                 cache_total_rows=cache_total_rows,
                 vector_index_min_rows=vector_index_min_rows,
                 analyzer=analyzer,
+                appenders=Appenders(append_db),
             )
         except BaseException:
             lock.close()
@@ -1163,7 +1167,7 @@ class MemoryStore:
         if schema_ is None:  # asked once per table (a round trip into LanceDB); migrations run before
             schema_ = self._schemas[table.name] = table.schema
         data = pa.Table.from_pylist(list(rows), schema=schema_)
-        return int(retrying(lambda: table.add(data)).version)
+        return retrying(lambda: self._appenders.add(table.name, data))
 
     @staticmethod
     def _in_scope(scope: Scope, **equal: str) -> Expr:
