@@ -153,6 +153,14 @@ class RecallPipeline:
     def stage_names(self) -> list[str]:
         return [stage.name for stage in self._stages]
 
+    @property
+    def candidate_search(self) -> CandidateSearchStage:
+        """The pipeline's candidate search, for tools that find memories as a recall would (forget)."""
+        for stage in self._stages:
+            if isinstance(stage, CandidateSearchStage):
+                return stage
+        raise LookupError("this pipeline has no candidate search stage")
+
     def run(self, request: RecallRequest) -> RecallResult:
         candidates: tuple[Candidate, ...] = ()
         context = ""

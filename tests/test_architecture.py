@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,17 @@ def test_no_print_to_stdout_in_the_server_packages():
                 if is_print and not any(k.arg == "file" for k in node.keywords):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+def test_the_server_module_loads_nothing_heavy_before_the_handshake():
+    # `initialize` and `tools/list` are answered once server.app is imported and the tools registered;
+    # numpy, LanceDB and the model libraries load afterwards, in the runtime's background build.
+    probe = (
+        "import sys; import server.app; "
+        "print(sorted(m for m in ('numpy', 'lancedb', 'pyarrow', 'torch', 'sentence_transformers', "
+        "'cohere', 'snowballstemmer') if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert loaded == "[]"

@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from retrieval.candidate_search import CandidateSearchStage
-from retrieval.consolidation.service import Actor
-from retrieval.fusion import vector_weight_for
+from retrieval.consolidation.report import Actor
 from retrieval.text import PRECEDING_CHARS
 from storage.records import MemoryRecord, Scope
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure
@@ -112,14 +110,7 @@ def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) 
 
 def best_matches(runtime: Runtime, scope: Scope, query: str, limit: int) -> list[MemoryRecord]:
     """The active memories a recall for ``query`` would rank first (the recall's candidate search)."""
-    embedder = runtime.models.embedder
-    search = CandidateSearchStage(
-        runtime.store,
-        embedder,
-        vector_weight=vector_weight_for(runtime.settings.fusion_vector_weight, embedder.name),
-        use_fulltext=runtime.settings.fulltext_search,
-    )
-    fused, _ = search.search(scope, query, leg_limit=limit * 3, limit=limit)
+    fused, _ = runtime.pipeline.candidate_search.search(scope, query, leg_limit=limit * 3, limit=limit)
     return [candidate.memory for candidate in fused]
 
 

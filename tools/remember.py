@@ -10,16 +10,17 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 import anyio
-import numpy as np
 from pydantic import BaseModel, Field, field_validator
 
-from retrieval.consolidation.service import Actor, ConsolidationReport
+from retrieval.consolidation.report import Actor, ConsolidationReport
 from retrieval.corroboration import ClusterMember
-from retrieval.simhash import simhash
 from retrieval.text import content_hash, searchable_text
 from storage.records import LineageEvent, MemoryKind, MemoryRecord, NewMemory, Scope
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from storage.store import MemoryStore
 
 from tools.common import (
@@ -159,7 +160,7 @@ def new_record(args: RememberInput, runtime: Runtime, caller: Caller) -> MemoryR
         created_at=when,
         updated_at=now,
         embedder=runtime.models.embedder.name,
-        simhash=simhash(args.content),
+        simhash=fingerprint(args.content),
         expires_at=now + timedelta(seconds=runtime.settings.ephemeral_ttl_seconds)
         if args.protection_tier == "ephemeral"
         else None,
@@ -210,7 +211,7 @@ def with_vectors(
     return [
         NewMemory(
             record,
-            np.asarray(vector, dtype=np.float32),
+            vector,  # a float32 row of the embedder's batch
             searchable_text(
                 record.content,
                 record.tags,
@@ -250,7 +251,7 @@ def _remember(args: RememberInput, runtime: Runtime, caller: Caller) -> Remember
             runtime.corroboration.observe(stored.scope, cluster_member(stored))
             with unmarked_on_failure(store, [stored.id]):
                 consolidation = runtime.consolidation.on_write(
-                    stored, np.asarray(new.vector), llm=caller.llm, actor=actor, mark=False
+                    stored, as_array(new.vector), llm=caller.llm, actor=actor, mark=False
                 )
     else:
         stored, created = existing, False
@@ -366,8 +367,22 @@ def restore_event(memory: MemoryRecord, actor: Actor, at: datetime) -> LineageEv
 
 
 def cluster_member(record: MemoryRecord) -> ClusterMember:
-    fingerprint = record.simhash if record.simhash is not None else simhash(record.content)
-    return ClusterMember(record.id, record.agent_id, record.weight, record.created_at, fingerprint)
+    value = record.simhash if record.simhash is not None else fingerprint(record.content)
+    return ClusterMember(record.id, record.agent_id, record.weight, record.created_at, value)
+
+
+# numpy (SimHash and vectors) is imported on the first write, not when the server starts: the MCP
+# handshake must not wait for it.
+def fingerprint(content: str) -> int:
+    from retrieval.simhash import simhash
+
+    return simhash(content)
+
+
+def as_array(vector: npt.NDArray[np.float32] | Sequence[float]) -> npt.NDArray[np.float32]:
+    import numpy as np
+
+    return np.asarray(vector, dtype=np.float32)
 
 
 async def handle(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberOutput:

@@ -8,17 +8,17 @@ from dataclasses import replace
 from typing import Literal
 
 import anyio
-import numpy as np
 from pydantic import BaseModel, Field
 
+from retrieval.consolidation.report import Actor
 from retrieval.consolidation.rules import collapse_batch
-from retrieval.consolidation.service import Actor
 from storage.records import LineageEvent
 from tools.common import Caller, Identifier, OccurredAt, Runtime, ScopeArgs, Tag, ToolFailure
 from tools.remember import (
     ConsolidationSummary,
     RememberInput,
     RememberOutput,
+    as_array,
     check_limits,
     cluster_member,
     examined_as_written,
@@ -110,7 +110,7 @@ def _remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) ->
     ]
     news = with_vectors(written, runtime, preceding_contents(records, store))
     stored = {record.id: record for record, created in store.insert_many(news) if created}
-    vectors = {new.record.id: np.asarray(new.vector) for new in news}
+    vectors = {new.record.id: as_array(new.vector) for new in news}
     actor = Actor(records[0].agent_id, records[0].session_id)
     if losers:
         store.add_lineage(

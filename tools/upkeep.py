@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from retrieval.consolidation.service import Actor
+from retrieval.consolidation.report import Actor
 from storage.records import ContradictionRecord, Scope
 from tools.common import Runtime
 from tools.remember import track_consolidation

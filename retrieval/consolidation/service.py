@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
 import numpy as np
 
 from retrieval.candidate_search import CandidateSource
+from retrieval.consolidation.report import Actor, ConsolidationReport
 from retrieval.consolidation.resolvers import LLMResolver, Resolver, RuleResolver
 from retrieval.consolidation.revision import asserts_use_of, has_revision_words, parse_revision
 from retrieval.consolidation.rules import Resolution, may_be_superseded, term_set, token_jaccard
@@ -80,34 +81,6 @@ class ConsolidationPolicy:
     cluster_concurrency: int = 4
     oppositions: tuple[tuple[str, str], ...] = DEFAULT_OPPOSITIONS
     sweep_batch: int = 500
-
-
-@dataclass(frozen=True)
-class Actor:
-    agent_id: str
-    session_id: str
-
-
-@dataclass
-class ConsolidationReport:
-    """What a write (or a sweep) changed, and which resolver decided."""
-
-    resolver: str | None = None
-    superseded: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)
-    revised: list[str] = field(default_factory=list)
-    contradicts: list[str] = field(default_factory=list)
-    version_of: str | None = None
-    absorbed_into: str | None = None
-    reworded_into: str | None = None
-    # (survivor id, agent): authors of absorbed memories now counted as corroborating the survivor.
-    attested: list[tuple[str, str]] = field(default_factory=list)
-    created: list[str] = field(default_factory=list)  # new memories written by rewording
-
-    def merge(self, other: ConsolidationReport) -> None:
-        for name in ("superseded", "kept", "revised", "contradicts", "attested", "created"):
-            getattr(self, name).extend(getattr(other, name))
-        self.resolver = self.resolver or other.resolver
 
 
 REVISION_SYSTEM = (
