@@ -23,6 +23,20 @@ def test_tokens_split_on_whitespace_and_drop_punctuation_and_case():
     ]
 
 
+def test_punctuation_of_any_script_is_dropped_and_letters_and_symbols_of_any_script_are_kept():
+    # Classified as each character is first met: Unicode P* categories only (¿ « » — 。 「 」 are
+    # punctuation; € and + are symbols, kept; ß, é and 日本 are letters).
+    assert simhash_tokens("¿Qué? «straße» — 日本。 「café」 €5 +1") == [
+        "qué",
+        "straße",
+        "日本",
+        "café",
+        "€5",
+        "+1",
+    ]
+    assert simhash_tokens("¿Qué? «straße»") == ["qué", "straße"]  # the same once the table knows them
+
+
 def test_fingerprint_ignores_punctuation_case_and_spacing():
     assert simhash("We use Postgres for billing.") == simhash("we  use postgres for billing")
     assert simhash("") == 0 and simhash("!!! ...") == 0
