@@ -25,6 +25,9 @@ BLOCK_BITS = 64 // BLOCKS
 _CHUNK = 2_048
 
 
+_PUNCTUATION_TABLE_LIMIT = 65_536
+
+
 class _PunctuationTable(dict[int, int | None]):
     """A ``str.translate`` table that deletes Unicode punctuation (categories P*): each code point is
     classified the first time ``translate`` meets it, then looked up in C. (Classifying every code
@@ -32,7 +35,8 @@ class _PunctuationTable(dict[int, int | None]):
 
     def __missing__(self, point: int) -> int | None:
         kept = None if unicodedata.category(chr(point)).startswith("P") else point
-        self[point] = kept
+        if len(self) < _PUNCTUATION_TABLE_LIMIT:  # text of every script at once stays bounded
+            self[point] = kept
         return kept
 
 

@@ -3,13 +3,15 @@
 The store reads through handles that check for the newest version before every operation
 (``read_consistency_interval=0``), so other processes' writes are seen at once. An append needs no such
 check: it reads nothing, and when other commits landed since the handle's version, lance rebases it onto
-them (an append is compatible with every other write but an overwrite). The check costs about as much as
-the append itself at 100k rows (it reloads the manifest), so appends go through these handles instead.
+them (appends, updates, deletes and compactions; not a schema change or an overwrite). The check costs
+about as much as the append itself at 100k rows (it reloads the manifest), so appends go through these
+handles instead.
 
 A handle stays current through its own commits. One that has not been used for ``fresh_for`` seconds is
 moved to the newest version first, so an idle process does not rebase over a long run of other
-processes' commits. (A rebase over versions that maintenance cleaned up meanwhile works too: a test
-checks it.)"""
+processes' commits. (Lance checks only the commits it can still list, so a rebase over versions
+maintenance cleaned up meanwhile works too: a test checks it.) A failed append marks its handle stale, so
+the caller's retry starts from the newest version instead of failing the same rebase again."""
 
 from __future__ import annotations
 
@@ -48,7 +50,11 @@ class Appenders:
     def add(self, name: str, data: pa.Table) -> int:
         """Append ``data`` to table ``name``; returns the version the commit made."""
         handle = self._handle(name)
-        result = handle.table.add(data)
+        try:
+            result = handle.table.add(data)
+        except Exception:
+            handle.used_at = float("-inf")  # checked out before the next append
+            raise
         handle.used_at = self._clock()
         return int(result.version)
 

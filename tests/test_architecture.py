@@ -80,7 +80,8 @@ def test_the_server_module_loads_nothing_heavy_before_the_handshake():
     # `initialize` and `tools/list` are answered once server.app is imported and the tools registered;
     # numpy, LanceDB and the model libraries load afterwards, in the runtime's background build.
     probe = (
-        "import sys; import server.app; "
+        "import sys; import server.app; from server.config import Settings; "
+        "server.app.build_server(Settings.from_env()); "
         "print(sorted(m for m in ('numpy', 'lancedb', 'pyarrow', 'torch', 'sentence_transformers', "
         "'cohere', 'snowballstemmer') if m in sys.modules))"
     )

@@ -62,6 +62,7 @@ class HashedEmbedder:
             raise ValueError(f"dimension must be >= 8, but got {dimension}")
         self._dimension = dimension
         self._buckets: dict[str, tuple[int, float]] = {}  # feature -> (index, sign), bounded
+        self._trigram_parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # term -> its trigrams, bounded
 
     @property
     def name(self) -> str:
@@ -72,28 +73,58 @@ class HashedEmbedder:
         return self._dimension
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        buckets = self._buckets
-        rows: list[int] = []
-        columns: list[int] = []
-        values: list[float] = []
-        for row, text in enumerate(texts):
-            for feature, weight in hashed_features(text).items():
-                bucket = buckets.get(feature)
-                if bucket is None:
-                    if len(buckets) >= BUCKET_CACHE_SIZE:
-                        buckets.clear()
-                    bucket = buckets[feature] = _bucket(feature, self._dimension)
-                rows.append(row)
-                columns.append(bucket[0])
-                values.append(bucket[1] * weight)
+        """The features of ``hashed_features``, gathered per distinct term: a term's trigram buckets are
+        looked up once per embedder, not once per occurrence."""
+        counts: list[int] = []  # features per text
+        columns: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        for text in texts:
+            terms = content_terms(text)
+            before = len(columns)
+            word_columns: list[int] = []
+            word_values: list[float] = []
+            for term, count in Counter(terms).items():  # first-occurrence order
+                column, sign = self._bucket("w:" + term)
+                word_columns.append(column)
+                word_values.append(sign * UNIGRAM_WEIGHT * (1.0 + math.log(count)))
+                trigram_columns, trigram_values = self._trigram_part(term)
+                columns.append(trigram_columns)
+                values.append(trigram_values)
+            for left, right in itertools.pairwise(terms):
+                column, sign = self._bucket("b:" + left + " " + right)
+                word_columns.append(column)
+                word_values.append(sign * BIGRAM_WEIGHT)
+            columns.append(np.asarray(word_columns, dtype=np.intp))
+            values.append(np.asarray(word_values, dtype=np.float32))
+            counts.append(sum(len(part) for part in columns[before:]))
         matrix = np.zeros((len(texts), self._dimension), dtype=np.float32)
-        # Unbuffered and in order: each cell sums its features in feature order, in float32.
-        np.add.at(
-            matrix,
-            (np.asarray(rows, dtype=np.intp), np.asarray(columns, dtype=np.intp)),
-            np.asarray(values, dtype=np.float32),
-        )
+        if columns:
+            rows = np.repeat(np.arange(len(texts), dtype=np.intp), counts)
+            # Unbuffered and in a fixed order: each cell sums its features in the same order, in float32,
+            # in every process.
+            np.add.at(matrix, (rows, np.concatenate(columns)), np.concatenate(values))
         return l2_normalize(matrix)
+
+    def _bucket(self, feature: str) -> tuple[int, float]:
+        bucket = self._buckets.get(feature)
+        if bucket is None:
+            if len(self._buckets) >= BUCKET_CACHE_SIZE:
+                self._buckets.clear()
+            bucket = self._buckets[feature] = _bucket(feature, self._dimension)
+        return bucket
+
+    def _trigram_part(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(columns, signed weights) of ``term``'s character trigrams."""
+        part = self._trigram_parts.get(term)
+        if part is None:
+            if len(self._trigram_parts) >= BUCKET_CACHE_SIZE:
+                self._trigram_parts.clear()
+            buckets = [self._bucket(trigram) for trigram in _trigrams(term)]
+            part = self._trigram_parts[term] = (
+                np.asarray([column for column, _ in buckets], dtype=np.intp),
+                np.asarray([sign * TRIGRAM_WEIGHT for _, sign in buckets], dtype=np.float32),
+            )
+        return part
 
     def embed_query(self, text: str) -> Vectors:
         return self.embed_documents([text])[0]

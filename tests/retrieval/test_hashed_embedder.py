@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from retrieval.embedders.base import Embedder
-from retrieval.embedders.hashed import HashedEmbedder, hashed_features
+from retrieval.embedders.hashed import HashedEmbedder, _bucket, hashed_features
 
 
 def test_vectors_are_unit_length_with_the_requested_width():
@@ -44,3 +44,18 @@ def test_fingerprint_names_version_and_width():
     assert HashedEmbedder(384).name == "hashed-v1:384"
     with pytest.raises(ValueError, match="dimension must be >= 8, but got 4"):
         HashedEmbedder(4)
+
+
+def test_vectors_are_the_hashed_features_summed_into_their_signed_buckets():
+    texts = ["the deploy script deploys the deploy script", "Postgres pool size: 20", "", "a b a b a"]
+    expected = np.zeros((len(texts), 96), dtype=np.float64)
+    for row, text in enumerate(texts):
+        for feature, weight in hashed_features(text).items():
+            column, sign = _bucket(feature, 96)
+            expected[row, column] += sign * weight
+    norms = np.linalg.norm(expected, axis=1, keepdims=True)
+    expected = np.divide(expected, norms, out=np.zeros_like(expected), where=norms > 0)
+    embedder = HashedEmbedder(96)
+    assert embedder.embed_documents(texts) == pytest.approx(expected, abs=1e-6)
+    # Cached buckets and trigram parts give the same vectors the second time.
+    assert embedder.embed_documents(texts[::-1]) == pytest.approx(expected[::-1], abs=1e-6)
