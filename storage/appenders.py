@@ -29,6 +29,7 @@ DEFAULT_FRESH_FOR_SECONDS = 2.0
 @dataclass
 class _Handle:
     table: Any
+    schema: pa.Schema  # asked once (a round trip into LanceDB); migrations run before any append
     used_at: float
 
 
@@ -47,9 +48,15 @@ class Appenders:
         self._lock = threading.Lock()  # guards _handles
         self.checkouts = 0  # how often a handle was brought to the newest version (tests read it)
 
+    def schema(self, name: str) -> pa.Schema:
+        """Table ``name``'s schema, for the rows to append."""
+        return self._opened(name).schema
+
     def add(self, name: str, data: pa.Table) -> int:
         """Append ``data`` to table ``name``; returns the version the commit made."""
-        handle = self._handle(name)
+        handle = self._opened(name)
+        if self._clock() - handle.used_at > self._fresh_for:
+            self._checkout(handle)
         try:
             result = handle.table.add(data)
         except Exception:
@@ -58,15 +65,13 @@ class Appenders:
         handle.used_at = self._clock()
         return int(result.version)
 
-    def _handle(self, name: str) -> _Handle:
+    def _opened(self, name: str) -> _Handle:
         with self._lock:
             handle = self._handles.get(name)
-            if handle is None:
-                handle = self._handles[name] = _Handle(self._db.open_table(name), self._clock())
-                return handle
-        if self._clock() - handle.used_at > self._fresh_for:
-            self._checkout(handle)
-        return handle
+            if handle is None:  # opened at the newest version
+                table = self._db.open_table(name)
+                handle = self._handles[name] = _Handle(table, table.schema, self._clock())
+            return handle
 
     def _checkout(self, handle: _Handle) -> None:
         handle.table.checkout_latest()

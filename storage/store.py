@@ -107,8 +107,8 @@ class MemoryStore:
         cache_scope_rows: int = DEFAULT_CACHE_SCOPE_ROWS,
         cache_total_rows: int = DEFAULT_CACHE_TOTAL_ROWS,
         vector_index_min_rows: int = DEFAULT_VECTOR_INDEX_MIN_ROWS,
+        appenders: Appenders,
         analyzer: Analyzer | None = None,
-        appenders: Appenders | None = None,
     ) -> None:
         self._vector_index_min_rows = vector_index_min_rows
         self._db = db
@@ -126,8 +126,7 @@ class MemoryStore:
         self._lineage = db.open_table(schema.LINEAGE)
         self._contradictions = db.open_table(schema.CONTRADICTIONS)
         self._writing = threading.local()  # write-sequence nesting depth, per thread
-        self._schemas: dict[str, pa.Schema] = {}
-        self._appenders = appenders if appenders is not None else Appenders(db)
+        self._appenders = appenders
         self._logs = WriteBehind(self._append_log)
         self._cache = ScopeCache(
             self,
@@ -1163,10 +1162,7 @@ class MemoryStore:
         may be waiting for that thread's flush to finish."""
         if not rows:
             return 0
-        schema_ = self._schemas.get(table.name)
-        if schema_ is None:  # asked once per table (a round trip into LanceDB); migrations run before
-            schema_ = self._schemas[table.name] = table.schema
-        data = pa.Table.from_pylist(list(rows), schema=schema_)
+        data = pa.Table.from_pylist(list(rows), schema=self._appenders.schema(table.name))
         return retrying(lambda: self._appenders.add(table.name, data))
 
     @staticmethod

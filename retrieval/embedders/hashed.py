@@ -11,7 +11,7 @@ import hashlib
 import itertools
 import math
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -38,17 +38,22 @@ def _trigrams(term: str) -> tuple[str, ...]:
     return tuple("c:" + padded[start : start + 3] for start in range(len(padded) - 2))
 
 
+def word_features(terms: Sequence[str]) -> Iterator[tuple[str, float]]:
+    """Each distinct word (log-scaled by its count, in first-occurrence order), then each adjacent pair."""
+    for term, count in Counter(terms).items():
+        yield "w:" + term, UNIGRAM_WEIGHT * (1.0 + math.log(count))
+    for left, right in itertools.pairwise(terms):
+        yield "b:" + left + " " + right, BIGRAM_WEIGHT
+
+
 def hashed_features(text: str) -> dict[str, float]:
-    """Weighted lexical features of ``text`` (before hashing), in an order fixed by the text alone (so
-    the float32 sums, and the vectors, are the same in every process)."""
+    """Weighted lexical features of ``text`` (before hashing): its word features and the character
+    trigrams of each distinct word, in an order fixed by the text alone."""
     terms = content_terms(text)
     features: defaultdict[str, float] = defaultdict(float)
-    counts = Counter(terms)  # first-occurrence order
-    for term, count in counts.items():
-        features["w:" + term] += UNIGRAM_WEIGHT * (1.0 + math.log(count))
-    for left, right in itertools.pairwise(terms):
-        features["b:" + left + " " + right] += BIGRAM_WEIGHT
-    for term in counts:
+    for feature, weight in word_features(terms):
+        features[feature] += weight
+    for term in dict.fromkeys(terms):
         for trigram in _trigrams(term):
             features[trigram] += TRIGRAM_WEIGHT
     return dict(features)
@@ -73,29 +78,21 @@ class HashedEmbedder:
         return self._dimension
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        """The features of ``hashed_features``, gathered per distinct term: a term's trigram buckets are
-        looked up once per embedder, not once per occurrence."""
+        """The features of ``hashed_features`` summed into their signed buckets; a word's trigram buckets
+        are looked up once per embedder, not once per occurrence."""
         counts: list[int] = []  # features per text
         columns: list[np.ndarray] = []
         values: list[np.ndarray] = []
         for text in texts:
             terms = content_terms(text)
             before = len(columns)
-            word_columns: list[int] = []
-            word_values: list[float] = []
-            for term, count in Counter(terms).items():  # first-occurrence order
-                column, sign = self._bucket("w:" + term)
-                word_columns.append(column)
-                word_values.append(sign * UNIGRAM_WEIGHT * (1.0 + math.log(count)))
+            buckets = [(self._bucket_of(feature), weight) for feature, weight in word_features(terms)]
+            columns.append(np.asarray([column for (column, _), _ in buckets], dtype=np.intp))
+            values.append(np.asarray([sign * weight for (_, sign), weight in buckets], dtype=np.float32))
+            for term in dict.fromkeys(terms):
                 trigram_columns, trigram_values = self._trigram_part(term)
                 columns.append(trigram_columns)
                 values.append(trigram_values)
-            for left, right in itertools.pairwise(terms):
-                column, sign = self._bucket("b:" + left + " " + right)
-                word_columns.append(column)
-                word_values.append(sign * BIGRAM_WEIGHT)
-            columns.append(np.asarray(word_columns, dtype=np.intp))
-            values.append(np.asarray(word_values, dtype=np.float32))
             counts.append(sum(len(part) for part in columns[before:]))
         matrix = np.zeros((len(texts), self._dimension), dtype=np.float32)
         if columns:
@@ -105,7 +102,7 @@ class HashedEmbedder:
             np.add.at(matrix, (rows, np.concatenate(columns)), np.concatenate(values))
         return l2_normalize(matrix)
 
-    def _bucket(self, feature: str) -> tuple[int, float]:
+    def _bucket_of(self, feature: str) -> tuple[int, float]:
         bucket = self._buckets.get(feature)
         if bucket is None:
             if len(self._buckets) >= BUCKET_CACHE_SIZE:
@@ -119,7 +116,7 @@ class HashedEmbedder:
         if part is None:
             if len(self._trigram_parts) >= BUCKET_CACHE_SIZE:
                 self._trigram_parts.clear()
-            buckets = [self._bucket(trigram) for trigram in _trigrams(term)]
+            buckets = [self._bucket_of(trigram) for trigram in _trigrams(term)]
             part = self._trigram_parts[term] = (
                 np.asarray([column for column, _ in buckets], dtype=np.intp),
                 np.asarray([sign * TRIGRAM_WEIGHT for _, sign in buckets], dtype=np.float32),

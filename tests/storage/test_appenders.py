@@ -42,6 +42,10 @@ class RecordingTable:
     def checkout_latest(self) -> None:
         self.table.checkout_latest()
 
+    @property
+    def schema(self):
+        return self.table.schema
+
 
 class RecordingConnection:
     def __init__(self, db) -> None:
