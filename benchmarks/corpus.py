@@ -151,14 +151,16 @@ def store_corpus(
     *,
     examined_at: datetime | None = None,
     batch: int = 5_000,
+    maintain_every: int | None = MAINTAIN_EVERY,
 ) -> None:
     """Write ``memories`` as a bulk import does: records built as ``remember`` builds them, embedded and
-    inserted a batch at a time; ``examined_at`` stamps them as consolidated on the way in."""
+    inserted a batch at a time; ``examined_at`` stamps them as consolidated on the way in. Every
+    ``maintain_every`` memories the store is maintained in line (None: the caller maintains it)."""
     from tools.common import Caller
     from tools.remember import RememberInput, new_record, with_vectors
 
     for start in range(0, len(memories), batch):
-        if start and start % MAINTAIN_EVERY == 0:
+        if maintain_every and start and start % maintain_every == 0:
             # What the server's maintenance does between batches: fold the new rows into the indexes (a
             # lookup by id scans every row no index covers yet) and compact the appends.
             runtime.store.maintain(min_fragments=runtime.settings.compaction_min_fragments)

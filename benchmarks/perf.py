@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -86,12 +87,33 @@ def numpy_scan(runtime: Any, query_count: int) -> dict[str, float]:
     return summary(times)
 
 
-def import_memories(runtime: Any, count: int) -> float:
-    """Write ``count`` synthetic memories as a bulk import does; returns the seconds it took."""
+def import_memories(runtime: Any, count: int) -> tuple[float, int]:
+    """Write ``count`` synthetic memories as a bulk import into a running server does, while the
+    server's maintenance runs beside it on its own thread and timer (compaction, index folds; rows not
+    folded in yet stay searchable). Returns the seconds until the last memory was committed, and how
+    many maintenance rounds ran meanwhile."""
+    from tools.upkeep import maintenance_round
+
     corpus = generate(count)
+    done = threading.Event()
+    rounds = 0
+
+    def maintain() -> None:
+        nonlocal rounds
+        while not done.wait(runtime.settings.maintenance_interval_seconds):
+            maintenance_round(runtime)
+            rounds += 1
+
+    maintainer = threading.Thread(target=maintain, name="benchmark-maintenance")
     started = time.perf_counter()
-    store_corpus(runtime, corpus, examined_at=runtime.clock(), batch=IMPORT_BATCH)
-    return time.perf_counter() - started
+    maintainer.start()
+    try:
+        store_corpus(runtime, corpus, examined_at=runtime.clock(), batch=IMPORT_BATCH, maintain_every=None)
+        elapsed = time.perf_counter() - started
+    finally:
+        done.set()
+        maintainer.join()  # a round in progress finishes before the measurements go on
+    return elapsed, rounds
 
 
 def timed(function: Any, *args: Any) -> tuple[Any, float]:
@@ -190,7 +212,7 @@ def measure_size(
         runtime = build_runtime(offline_settings(db, maintenance_interval_seconds=30, **cache))
         try:
             print(f"[{size:,}] importing ...", file=sys.stderr)
-            import_seconds = import_memories(runtime, size)
+            import_seconds, maintenance_rounds = import_memories(runtime, size)
             _, maintain_seconds = timed(lambda: runtime.store.maintain(min_fragments=2))
             warmed, warm_seconds = timed(lambda: runtime.store.cache.warm(runtime.store.scopes()))
             print(f"[{size:,}] aggregation pass ...", file=sys.stderr)
@@ -210,6 +232,7 @@ def measure_size(
         "cache_scope_rows": runtime.settings.cache_scope_rows,
         "import_per_second": size / import_seconds,
         "import_seconds": import_seconds,
+        "import_maintenance_rounds": maintenance_rounds,
         "maintenance_seconds": maintain_seconds,
         "warm_seconds": warm_seconds,
         "scopes_warmed": warmed,

@@ -9,7 +9,6 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import anyio
@@ -17,7 +16,7 @@ import anyio
 from server.config import Settings
 from server.llm_bridge import LLMChooser
 from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
-from tools.upkeep import aggregation_pass, expire_ephemeral
+from tools.upkeep import aggregation_pass, maintenance_round
 
 if TYPE_CHECKING:
     from retrieval.providers import Models
@@ -213,14 +212,13 @@ class AppState:
     def _maintain(self, runtime: Runtime) -> None:
         while not self._stop.wait(self.settings.maintenance_interval_seconds):
             try:
-                expired = expire_ephemeral(runtime)
-                if expired:
-                    log.info("retracted %d expired ephemeral memories", expired)
-                report = runtime.store.maintain(
-                    min_fragments=self.settings.compaction_min_fragments, keep_versions_for=timedelta(hours=1)
-                )
-                for table, what in report.items():
-                    log.debug("maintenance %s: %s", table, what)
+                for table, what in maintenance_round(runtime).items():
+                    log.log(
+                        logging.INFO if table == "ephemeral" else logging.DEBUG,
+                        "maintenance %s: %s",
+                        table,
+                        what,
+                    )
             except Exception as exc:  # next round retries; reads and writes are unaffected
                 log.warning("store maintenance failed (will retry): %s", exc)
 

@@ -432,14 +432,17 @@ class ScopeCache:
                 if copy is not None:
                     copy.put(record, vector, text)
             self.deltas += 1
-            oversized = [scope for scope, copy in self._copies.items() if len(copy) > self._max_scope_rows]
-            for scope in oversized:
-                del self._copies[scope]
-                self._too_big.add(scope)
             self._evict()
         self._version = version
 
     def _evict(self) -> None:
+        """Drop copies that grew past the scope limit (for good: scopes only grow), then the least
+        recently used ones until the rest fit the total."""
+        oversized = [scope for scope, copy in self._copies.items() if len(copy) > self._max_scope_rows]
+        for scope in oversized:
+            del self._copies[scope]
+            self._used.pop(scope, None)
+            self._too_big.add(scope)
         while len(self._copies) > 1 and sum(len(c) for c in self._copies.values()) > self._max_total_rows:
             evicted, _ = self._copies.popitem(last=False)
             self._used.pop(evicted, None)

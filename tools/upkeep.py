@@ -1,11 +1,12 @@
 """The background work the server does between requests: the aggregation job (clusters, contradictions,
-the consolidation sweep) and the expiry of ephemeral memories. Plain functions over a runtime, called by
-the server's background thread."""
+the consolidation sweep), the expiry of ephemeral memories and store maintenance. Plain functions over a
+runtime, called by the server's background threads."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from retrieval.consolidation.report import Actor
@@ -66,6 +67,17 @@ def aggregation_pass(runtime: Runtime, llm: LanguageModel | None = None) -> Upke
             f"{len(result.contradictions)} contradictions, {len(swept.superseded)} consolidated in {result.elapsed_ms:.0f} ms"
         )
     return report
+
+
+def maintenance_round(runtime: Runtime) -> dict[str, str]:
+    """One round of the server's store maintenance: retract expired ephemeral memories, then compact
+    piled-up appends, fold new rows into the indexes and drop versions older than an hour. Returns what
+    was done, per table."""
+    expired = expire_ephemeral(runtime)
+    report = runtime.store.maintain(
+        min_fragments=runtime.settings.compaction_min_fragments, keep_versions_for=timedelta(hours=1)
+    )
+    return {"ephemeral": f"retracted {expired} expired memories", **report} if expired else report
 
 
 def expire_ephemeral(runtime: Runtime) -> int:

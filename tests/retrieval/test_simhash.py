@@ -56,6 +56,33 @@ def test_bit_sign_voting_follows_the_majority_of_token_hashes():
     assert simhash("alpha alpha alpha beta") == token_hash("alpha")
 
 
+def majority_of_token_bits(text: str) -> int:
+    """The seed's definition, bit by bit: bit i is set when more than half the tokens' hashes set it."""
+    tokens = simhash_tokens(text)
+    return sum(
+        1 << bit
+        for bit in range(64)
+        if 2 * sum((token_hash(token) >> bit) & 1 for token in tokens) > len(tokens)
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from(["deploy", "billing", "Postgres", "queue", "a", "b", "c!", "x1"]), max_size=700)
+)
+def test_fingerprint_is_the_majority_of_token_bits_for_short_and_long_texts(words):
+    # Up to 255 tokens take one path (counts in byte lanes) and longer texts another (numpy): both must
+    # agree with the definition, including ties (an even split leaves the bit unset).
+    text = " ".join(words)
+    assert simhash(text) == majority_of_token_bits(text)
+
+
+def test_an_even_split_of_votes_leaves_the_bit_unset():
+    assert simhash("alpha beta") == token_hash("alpha") & token_hash("beta")
+    long_text = " ".join(["alpha", "beta"] * 200)  # 400 tokens: the numpy path
+    assert simhash(long_text) == token_hash("alpha") & token_hash("beta")
+
+
 def test_hamming_distance_three_is_a_near_duplicate_and_four_is_not():
     # One differing bit in each of three 16-bit blocks: the fourth block is identical, so the pair is found.
     three = bits(0, 16, 32)

@@ -41,7 +41,7 @@ def test_a_copy_answers_vector_searches_like_lancedb(tmp_path, kinds, tags):
         query = np.asarray(vec(1, 3), dtype=np.float32)
         got = cached.vector_search(SCOPE, query, embedder="emb", limit=8, kinds=kinds, tags=tags)
         want = plain.vector_search(SCOPE, query, embedder="emb", limit=8, kinds=kinds, tags=tags)
-        assert cached.cache.loads == 1 and plain.cache.loads == 0
+        assert cached.cache.loads == 2 and plain.cache.loads == 0  # the insert copied its two scopes
         assert [h.record.id for h in got] == [h.record.id for h in want]
         assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
         assert {h.record.id for h in got}.isdisjoint({"old", "gone", "other-emb", "elsewhere"})
@@ -78,7 +78,7 @@ def test_another_processs_writes_reach_the_copy_by_reading_only_what_changed(tmp
         assert "m5" not in {h.record.id for h in hits}
         assert mine.get_memory("m5", SCOPE).status == "retracted"
         assert mine.get_memory("m13", SCOPE).weight == 1.5
-        assert (mine.cache.loads, mine.cache.deltas) == (1, 1)
+        assert (mine.cache.loads, mine.cache.deltas) == (2, 1)  # copied by the insert, then one catch-up
 
 
 def test_this_processs_own_writes_are_applied_without_reading_them_back(tmp_path):
@@ -92,16 +92,17 @@ def test_this_processs_own_writes_are_applied_without_reading_them_back(tmp_path
         assert store.get_memory("m2", SCOPE).replaced_by == "mine"
         top = store.vector_search(SCOPE, np.asarray(vec(2), dtype=np.float32), embedder="emb", limit=1)
         assert top[0].record.id == "mine"
-        assert (store.cache.loads, store.cache.deltas) == (1, 0)
+        assert (store.cache.loads, store.cache.deltas) == (2, 0)  # the insert's copies of its two scopes
 
 
 def test_a_scope_above_the_size_limit_is_searched_in_lancedb(tmp_path):
     with open_store(tmp_path / "db", cache_scope_rows=10) as store:
-        store.insert_many(corpus())
+        store.insert_many(corpus())  # copies both scopes while empty; the first grows past 10 and is dropped
+        assert not store.cache.holds(SCOPE) and store.cache.holds(OTHER)  # one memory: small enough
         hits = store.vector_search(SCOPE, np.asarray(vec(5), dtype=np.float32), embedder="emb", limit=3)
-        assert len(hits) == 3 and store.cache.loads == 0
-        assert store.get_memory("elsewhere", OTHER) is not None  # one memory: small enough
-        assert store.cache.loads == 1
+        assert len(hits) == 3 and not store.cache.holds(SCOPE) and store.cache.loads == 2
+        assert store.get_memory("elsewhere", OTHER) is not None
+        assert store.cache.loads == 2
 
 
 class Clock:
@@ -176,8 +177,9 @@ def test_reads_inside_one_version_check_the_table_once():
 
 
 def test_warming_builds_the_copies_before_the_first_read(tmp_path):
-    with open_store(tmp_path / "db") as store:
-        store.insert_many(corpus())
+    with open_store(tmp_path / "db") as writer:
+        writer.insert_many(corpus())
+    with open_store(tmp_path / "db") as store:  # a process that has not read anything yet
         assert store.cache.warm(store.scopes()) == 2
         store.vector_search(SCOPE, np.asarray(vec(5), dtype=np.float32), embedder="emb", limit=3)
         store.get_memory("elsewhere", OTHER)
@@ -242,7 +244,7 @@ def test_a_copy_with_an_analyzer_answers_full_text_searches_with_lancedbs_filter
             assert {h.record.id for h in got} == {h.record.id for h in want}, query
             assert all(h.vector is not None for h in got)
         assert (cached.fulltext_engine(SCOPE), plain.fulltext_engine(SCOPE)) == ("copy-bm25", "lancedb-bm25")
-        assert cached.cache.loads == 1
+        assert cached.cache.loads == 2  # the insert's copies of its two scopes, nothing since
 
 
 def test_text_written_by_another_process_or_purged_reaches_the_copys_index(tmp_path):
@@ -255,7 +257,7 @@ def test_text_written_by_another_process_or_purged_reaches_the_copys_index(tmp_p
         assert mine.fulltext_search(SCOPE, "zebra crossing", limit=5) == []
         mine.purge(SCOPE, ["m4"], NOW)  # this process's own purge, applied without a read-back
         assert "m4" not in {h.record.id for h in mine.fulltext_search(SCOPE, "note number 4", limit=50)}
-        assert mine.cache.loads == 1
+        assert mine.cache.loads == 2  # the insert's copies of its two scopes, nothing since
 
 
 def test_a_copy_knows_the_scopes_episodes_and_follows_new_ones_and_titles(tmp_path):
@@ -341,9 +343,9 @@ def test_a_copy_that_cannot_fit_leaves_the_idle_ones_in_place():
     assert cache.holds(a) and cache.holds(b) and not cache.holds(c)
 
 
-def test_a_batch_across_scopes_uses_the_copies_there_are_and_builds_none(tmp_path):
+def test_a_batch_across_scopes_copies_each_of_them_and_creates_their_episodes(tmp_path):
     with open_store(tmp_path / "db") as store:
-        store.insert_many([new("a", "in the first scope", episode_id="e1")])  # one scope: its copy is built
+        store.insert_many([new("a", "in the first scope", episode_id="e1")])
         assert store.cache.loads == 1
         results = store.insert_many(
             [
@@ -352,5 +354,5 @@ def test_a_batch_across_scopes_uses_the_copies_there_are_and_builds_none(tmp_pat
             ]
         )
         assert [(record.id, created) for record, created in results] == [("a", False), ("b", True)]
-        assert store.cache.loads == 1 and not store.cache.holds(OTHER)
+        assert store.cache.loads == 2 and store.cache.holds(OTHER)
         assert set(store.get_episodes(OTHER, ["e1"])) == {"e1"}  # the other scope's episode was created

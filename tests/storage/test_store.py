@@ -96,6 +96,28 @@ def test_bulk_insert_reports_each_row_in_order(store):
     assert store.count_memories() == 3
 
 
+def test_a_bulk_insert_across_scopes_copies_each_scope_and_still_sees_other_writers_ids(tmp_path):
+    # Which ids exist is answered by the scopes' copies (a table lookup scans every row not indexed
+    # yet); a copy catches up with what another process wrote before it answers.
+    other_scope = Scope("acme", "api")
+    with (
+        MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM) as ours,
+        MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM) as theirs,
+    ):
+        ours.insert_many([new("a", "a"), new("b", "b", scope=other_scope)])
+        assert ours.cache.holds(SCOPE) and ours.cache.holds(other_scope)
+        theirs.insert_memory(new("c", "written by another process", scope=other_scope))
+        results = ours.insert_many(
+            [new("c", "c again", scope=other_scope), new("d", "d"), new("a", "a again")]
+        )
+        assert [(record.id, record.content, created) for record, created in results] == [
+            ("c", "written by another process", False),
+            ("d", "d", True),
+            ("a", "a", False),
+        ]
+        assert ours.count_memories() == theirs.count_memories() == 4
+
+
 def test_a_vector_of_the_wrong_width_is_refused(store):
     bad = replace(new("m1", "x"), vector=(1.0, 0.0))
     with pytest.raises(StoreError, match="2 dimensions but this store holds 8-d vectors"):
