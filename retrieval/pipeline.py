@@ -1,8 +1,8 @@
 """The recall pipeline: an explicit, ordered list of stages, each timed and traced.
 
-gate -> candidate search -> rerank -> attribution -> min score -> iterative retrieval -> corroboration -> feedback
--> episode expansion -> contradiction marks -> episode-grouped assembly. A stage that halts the recall (the gate) leaves the
-rest recorded as skipped.
+gate -> candidate search -> rerank -> attribution -> min score -> iterative retrieval -> instruction flags
+-> corroboration -> feedback -> episode expansion -> contradiction marks -> episode-grouped assembly. A stage
+that halts the recall (the gate) leaves the rest recorded as skipped.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from retrieval.expansion import EpisodeExpansionStage, EpisodeSource
 from retrieval.feedback import FeedbackStage
 from retrieval.fusion import SEMANTIC_VECTOR_WEIGHT
 from retrieval.gate import GateMode, GateStage
+from retrieval.instructions import InstructionStage
 from retrieval.iterative import IterativeRetrievalStage
 from retrieval.providers import Models
 from retrieval.rerank import RerankStage
@@ -69,6 +70,7 @@ class PipelineOptions:
     gate: GateMode = "local"
     min_fact_score: float = 0.0
     author_discount: float = 0.5  # 0: attribution off
+    instruction_demotion: float = 0.5  # 1: memories that read as instructions are flagged, not demoted
     max_iterations: int = 1
     sufficiency_threshold: float = 0.7
     use_corroboration: bool = True
@@ -120,6 +122,7 @@ def build_stages(
             max_iterations=options.max_iterations,
             sufficiency_threshold=options.sufficiency_threshold,
         ),
+        InstructionStage(options.instruction_demotion),
         CorroborationStage(clusters if clusters is not None and options.use_corroboration else _NoClusters()),
         FeedbackStage(),
     ]

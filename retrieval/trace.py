@@ -63,6 +63,12 @@ class AuthorsNamed:
 
 
 @dataclass(frozen=True)
+class InstructionsFlagged:
+    flagged: tuple[tuple[str, tuple[str, ...]], ...]  # (memory id, the signals it matched)
+    factor: float  # what a flagged memory keeps of its relevance (1.0: flagged only)
+
+
+@dataclass(frozen=True)
 class FeedbackApplied:
     weighting_enabled: bool
     reordered: int
@@ -178,6 +184,7 @@ TraceEvent = (
     | RerankSkipped
     | RerankFellBack
     | AuthorsNamed
+    | InstructionsFlagged
     | FeedbackApplied
     | LeftOut
     | ContextAssembled
@@ -263,12 +270,14 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
         "corroborating_agents": list(candidate.corroborating_agents),
         "contradicted_by": list(candidate.contradicted_by),
         "cluster_canonical": candidate.cluster_canonical,
+        "instruction_signals": list(candidate.instruction_signals),
         "scores": {
             "vector": candidate.vector_score,
             "fulltext": candidate.fulltext_score,
             "fused": candidate.fused_score,
             "rerank": candidate.rerank_score,
             "attribution": candidate.attribution_factor,
+            "instruction_factor": candidate.instruction_factor,
             "relevance": candidate.relevance_score,
             "corroboration_boost": candidate.corroboration_boost,
             "feedback_weight": candidate.feedback_weight,

@@ -32,7 +32,7 @@ class Candidate:
 
     Ranges: ``vector_score`` is cosine similarity in [-1, 1]; ``fulltext_score`` is raw BM25 (>= 0);
     ``fused_score``, ``rerank_score`` and ``relevance_score`` are in [0, 1] (relevance is the rerank score,
-    or the fused one, times ``attribution_factor``); ``corroboration_boost`` is log2(1 + corroborating
+    or the fused one, times ``attribution_factor`` and ``instruction_factor``); ``corroboration_boost`` is log2(1 + corroborating
     agents) x 0.1 (>= 0); ``feedback_weight`` is the memory's EMA weight (neutral 1.0); ``weighted_score`` =
     (relevance + boost) x weight when weighting is on. An episode sibling's ``weighted_score`` is its
     source's, discounted by ``score_propagation_alpha``. Ranks are 0-based, as in the feedback seed's A/B
@@ -47,6 +47,8 @@ class Candidate:
     fused_score: float = 0.0
     rerank_score: float | None = None
     attribution_factor: float = 1.0  # 1 - author_discount when the query names another agent
+    instruction_signals: tuple[str, ...] = ()  # why its text reads as instructions to the model, if it does
+    instruction_factor: float = 1.0  # instruction_demotion for such a memory
     relevance_score: float = 0.0
     corroboration_boost: float = 0.0
     corroborating_agents: tuple[str, ...] = ()

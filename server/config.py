@@ -100,6 +100,12 @@ class Settings(BaseModel):
         lt=1.0,
         description="relevance cut for other agents' memories when the query names an agent",
     )
+    instruction_demotion: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="relevance kept by a memory whose text reads as instructions to the model (1: flag only)",
+    )
     gate: Literal["local", "llm", "off"] = "local"
     fulltext_search: bool = True
     corroboration: bool = True
@@ -243,6 +249,7 @@ ENVIRONMENT: dict[str, str] = {
     "max_episodes": "MEMORIA_MAX_EPISODES",
     "min_fact_score": "MEMORIA_MIN_FACT_SCORE",
     "author_discount": "MEMORIA_AUTHOR_DISCOUNT",
+    "instruction_demotion": "MEMORIA_INSTRUCTION_DEMOTION",
     "gate": "MEMORIA_GATE",
     "fulltext_search": "MEMORIA_FULLTEXT_SEARCH",
     "corroboration": "MEMORIA_CORROBORATION",

@@ -109,6 +109,7 @@ def pipeline_options(settings: Settings, embedder_name: str):  # -> retrieval.pi
         gate=settings.gate,
         min_fact_score=settings.min_fact_score,
         author_discount=settings.author_discount,
+        instruction_demotion=settings.instruction_demotion,
         max_iterations=settings.max_iterations,
         sufficiency_threshold=settings.sufficiency_threshold,
         use_corroboration=settings.corroboration,

@@ -140,3 +140,15 @@ class FakeSource:
 
     def newer_contradictions(self, scope, memory_ids):
         return {}
+
+
+class RecordingEmbedder(TokenEmbedder):
+    """A ``TokenEmbedder`` that keeps every text it was asked to embed (documents and queries)."""
+
+    def __init__(self, dimension: int = 32) -> None:
+        super().__init__(dimension)
+        self.seen: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        self.seen.extend(texts)
+        return super().embed_documents(texts)

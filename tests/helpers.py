@@ -46,6 +46,7 @@ ALL_STAGES = [
     "attribution",
     "min_score",
     "iterative",
+    "instructions",
     "corroboration",
     "feedback",
     "episode_expansion",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from retrieval.outcomes import WeightPolicy
+from retrieval.redaction import redact_text
 from retrieval.text import is_unsafe_char
 from server.config import Settings
 from storage.records import Scope
@@ -51,6 +52,8 @@ def _clean_tag(value: str) -> str:
 
 
 Identifier = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_clean_identifier)]
+# Free text that is embedded, logged or stored (queries, notes, reasons): secrets are replaced on the way in.
+WithoutSecrets = AfterValidator(redact_text)
 Tag = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_tag)]
 
 

@@ -8,20 +8,20 @@ the pipeline once (recorded as an "explain" retrieval that report_outcome ignore
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
 from pydantic import BaseModel, Field
 
 from storage.records import RetrievalRecord, Scope
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, WithoutSecrets, iso
 from tools.memory_views import LineageLink, lineage_links
 from tools.recall import build_request, check_bounds, record_retrieval
 
 
 class ExplainRankingInput(ScopeArgs):
     retrieval_id: Identifier | None = Field(None, description="The retrieval_id a recall returned.")
-    query: str | None = Field(
+    query: Annotated[str, WithoutSecrets] | None = Field(
         None,
         min_length=1,
         max_length=100_000,
@@ -49,8 +49,12 @@ class StageScores(BaseModel):
         1.0,
         description="1 - author_discount when the query names an agent other than its author, else 1.",
     )
+    instruction_factor: float = Field(
+        1.0,
+        description="MEMORIA_INSTRUCTION_DEMOTION when its text reads as instructions to the model, else 1.",
+    )
     relevance: float = Field(
-        description="(rerank if it ran, else fused) x attribution (0 for an episode sibling)."
+        description="(rerank if it ran, else fused) x attribution x instruction_factor (0 for an episode sibling)."
     )
     corroboration_boost: float = Field(
         0.0, description="log2(1 + corroborating agents) x 0.1, added to relevance before feedback weighting."
@@ -78,6 +82,11 @@ class CandidateExplanation(BaseModel):
     corroborating_agents: list[str] = Field(default_factory=list)
     cluster_canonical: str | None = Field(
         None, description="The canonical member of its near-duplicate cluster."
+    )
+    instruction_signals: list[str] = Field(
+        default_factory=list,
+        description="Why its text reads as instructions to the model (override, role-change, "
+        "prompt-extraction, chat-markup, tool-call): shown as data, demoted by instruction_factor.",
     )
     scores: StageScores
     unweighted_rank: int | None = Field(description="0-based rank by relevance alone.")
@@ -224,6 +233,8 @@ def _candidate(entry: dict[str, Any]) -> CandidateExplanation:
         reason = entry["exclusion_reason"] or "not placed in the context"
     if entry.get("source") == "sibling":
         reason += f"; a sibling from the episode of {entry.get('sibling_of')}"
+    if entry.get("instruction_signals"):
+        reason += "; reads as instructions to the model (" + ", ".join(entry["instruction_signals"]) + ")"
     return CandidateExplanation(
         id=entry["id"],
         preview=entry["preview"],
@@ -238,6 +249,7 @@ def _candidate(entry: dict[str, Any]) -> CandidateExplanation:
         brought_by=entry.get("sibling_of"),
         corroborating_agents=entry.get("corroborating_agents", []),
         cluster_canonical=entry.get("cluster_canonical"),
+        instruction_signals=entry.get("instruction_signals", []),
         scores=StageScores(**entry["scores"]),
         unweighted_rank=unweighted,
         weighted_rank=weighted,

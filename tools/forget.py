@@ -4,7 +4,7 @@ tags and vector erased from the store's files). Either way a record of what was 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import anyio
 from pydantic import BaseModel, Field
@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from retrieval.consolidation.report import Actor
 from retrieval.text import PRECEDING_CHARS
 from storage.records import MemoryRecord, Scope
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, WithoutSecrets
 from tools.memory_views import MemoryBrief, absorbed_events
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 class ForgetInput(ScopeArgs):
     memory_id: Identifier | None = Field(None, description="The memory to forget.")
-    query: str | None = Field(
+    query: Annotated[str, WithoutSecrets] | None = Field(
         None,
         min_length=1,
         max_length=4_000,
@@ -35,7 +35,9 @@ class ForgetInput(ScopeArgs):
     max_memories: int = Field(
         1, ge=1, le=20, description="With query: forget at most this many best matches."
     )
-    reason: str | None = Field(None, max_length=500, description="Why, for the record.")
+    reason: Annotated[str, WithoutSecrets] | None = Field(
+        None, max_length=500, description="Why, for the record."
+    )
     dry_run: bool = Field(False, description="Show what would be forgotten without changing anything.")
 
 

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import anyio
 from pydantic import BaseModel, Field, field_validator
 
 from retrieval.types import RecallRequest
 from storage.records import AbLogRow, RetrievalRecord, Scope
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso, new_retrieval_id
+from tools.common import (
+    Caller,
+    Identifier,
+    Runtime,
+    ScopeArgs,
+    Tag,
+    ToolFailure,
+    WithoutSecrets,
+    iso,
+    new_retrieval_id,
+)
 from tools.memory_views import LineageLink, lineage_links
 
 if TYPE_CHECKING:
@@ -22,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 class RecallInput(ScopeArgs):
-    query: str = Field(
+    query: Annotated[str, WithoutSecrets] = Field(
         min_length=1,
         max_length=100_000,
         description="What the agent needs to know, in plain words: the task, question or error at hand.",

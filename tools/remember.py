@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -14,6 +15,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from retrieval.consolidation.report import Actor, ConsolidationReport
 from retrieval.corroboration import ClusterMember
+from retrieval.redaction import redact
 from retrieval.text import content_hash, searchable_text
 from storage.records import LineageEvent, MemoryKind, MemoryRecord, NewMemory, Scope
 
@@ -118,6 +120,26 @@ class RememberOutput(BaseModel):
     expires_at: str | None = None
     note: str | None = None
     consolidation: ConsolidationSummary | None = None
+    redacted: str | None = Field(
+        None,
+        description="Secrets found in the content or tags and replaced by [REDACTED:<kind>] before anything "
+        "was embedded or stored: kinds and counts, never the values.",
+    )
+
+
+def without_secrets(args: RememberInput) -> tuple[RememberInput, str | None]:
+    """``args`` with every secret in its content and tags replaced (``retrieval.redaction``), and a
+    summary of what was replaced (None: nothing)."""
+    content = redact(args.content)
+    tags = [redact(tag) for tag in args.tags]
+    found: Counter[str] = Counter()
+    for result in (content, *tags):
+        found.update(dict(result.found))
+    if not found:
+        return args, None
+    summary = ", ".join(f"{count} {kind}" for kind, count in found.items())
+    log.warning("replaced secrets in a memory before storing it: %s", summary)
+    return args.model_copy(update={"content": content.text, "tags": [tag.text for tag in tags]}), summary
 
 
 def check_limits(args: RememberInput, runtime: Runtime) -> None:
@@ -231,6 +253,7 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
 
 
 def _remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberOutput:
+    args, redacted = without_secrets(args)
     check_limits(args, runtime)
     record = new_record(args, runtime, caller)
     store = runtime.store
@@ -276,6 +299,7 @@ def _remember(args: RememberInput, runtime: Runtime, caller: Caller) -> Remember
         created=created,
         note=note,
         consolidation=ConsolidationSummary.of(consolidation) if consolidation is not None else None,
+        redacted=redacted,
     )
 
 
@@ -321,7 +345,12 @@ def track_consolidation(
 
 
 def output_for(
-    stored: MemoryRecord, *, created: bool, note: str | None, consolidation: ConsolidationSummary | None
+    stored: MemoryRecord,
+    *,
+    created: bool,
+    note: str | None,
+    consolidation: ConsolidationSummary | None,
+    redacted: str | None = None,
 ) -> RememberOutput:
     return RememberOutput(
         org_id=stored.org_id,
@@ -338,6 +367,7 @@ def output_for(
         expires_at=iso(stored.expires_at) if stored.expires_at else None,
         note=note,
         consolidation=consolidation,
+        redacted=redacted,
     )
 
 

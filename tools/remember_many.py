@@ -29,6 +29,7 @@ from tools.remember import (
     track_consolidation,
     unmarked_on_failure,
     with_vectors,
+    without_secrets,
 )
 
 
@@ -78,6 +79,8 @@ def _remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) ->
         )
         for item in args.items
     ]
+    cleaned = [without_secrets(single) for single in inputs]
+    inputs = [single for single, _ in cleaned]
     for index, single in enumerate(inputs):
         try:
             check_limits(single, runtime)
@@ -145,7 +148,10 @@ def _remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) ->
             results[record.id] = output_for(
                 record, created=True, note=None, consolidation=ConsolidationSummary.of(report)
             )
-    ordered = [results[record.id] for record in records]
+    ordered = [
+        results[record.id].model_copy(update={"redacted": redacted}) if redacted else results[record.id]
+        for record, (_, redacted) in zip(records, cleaned, strict=True)
+    ]
     return RememberManyOutput(
         results=ordered,
         stored=sum(1 for r in ordered if r.status == "stored"),

@@ -10,14 +10,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 import anyio
 from pydantic import BaseModel, Field, field_validator
 
 from retrieval.outcomes import WeightPolicy, effective_score
 from storage.records import MemoryRecord, OutcomeRecord, Scope, WeightEvent
-from tools.common import Caller, Identifier, Runtime, ScopeArgs
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, WithoutSecrets
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,9 @@ class ReportOutcomeInput(ScopeArgs):
     session_id: Identifier | None = Field(
         None, description="The session to report on. Default: this client connection's session."
     )
-    note: str | None = Field(None, max_length=4_000, description="Optional: what helped or misled.")
+    note: Annotated[str, WithoutSecrets] | None = Field(
+        None, max_length=4_000, description="Optional: what helped or misled."
+    )
 
 
 class WeightUpdate(BaseModel):

@@ -1,0 +1,142 @@
+"""Secrets out before anything is embedded, stored or logged.
+
+A memory server keeps what agents paste into it for months, shows it to other agents and sends it to
+embedding and rerank providers; a cloud key or a bearer token caught in a remembered log line would
+leak all of those ways. Every text that enters (memory content, tags, queries, outcome notes) passes
+through ``redact`` first, and the server's log handler runs every record through it too.
+
+Each finding is replaced by ``[REDACTED:<kind>]``; only the kinds and counts are reported, never the
+values. The patterns look for what has a recognisable shape (cloud and SaaS key formats, JWTs, PEM
+private keys, ``Authorization``/``Bearer`` headers, passwords in URLs, ``password=...`` style
+assignments), so ordinary prose is left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+# (kind, pattern, the group that holds the secret: 0 = the whole match). Order matters: earlier, more
+# specific patterns replace their matches first, so a later generic one does not see them again.
+_PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
+    (
+        "private-key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s:,\-]*)",
+            re.DOTALL,
+        ),
+        0,
+    ),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
+    (
+        "aws-access-key",
+        re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+        0,
+    ),
+    (
+        "aws-secret-key",
+        re.compile(
+            r"(?i)\baws_?secret(?:_?access)?_?key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+        ),
+        1,
+    ),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), 0),
+    ("google-oauth-token", re.compile(r"\bya29\.[0-9A-Za-z_\-]{20,}"), 0),
+    (
+        "azure-account-key",
+        re.compile(r"(?i)\b(?:AccountKey|SharedAccessKey)\s*=\s*([A-Za-z0-9+/]{40,}={0,2})"),
+        1,
+    ),
+    ("azure-sas-signature", re.compile(r"(?i)[?&]sig=([A-Za-z0-9%+/]{30,}={0,2})"), 1),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})"), 0),
+    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"), 0),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), 0),
+    ("stripe-key", re.compile(r"\b[sr]k_(?:live|test)_[0-9A-Za-z]{20,}"), 0),
+    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{32,}"), 0),
+    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
+    (
+        "authorization-header",
+        re.compile(
+            r"(?i)\b(?:proxy-)?authorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)\s+([^\s\"',;]{8,})"
+        ),
+        1,
+    ),
+    ("bearer-token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)"), 1),
+    ("url-password", re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@\"'<>]+:([^\s@/\"'<>]+)@"), 1),
+    (
+        "password",
+        re.compile(
+            r"(?i)\b(?:password|passwd|pwd|passphrase|secret|client_secret|api_?key|apikey|access_?token"
+            r"|auth_?token|refresh_?token|private_?key)[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{6,})"
+        ),
+        1,
+    ),
+)
+
+
+def _marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+@dataclass(frozen=True)
+class Redacted:
+    text: str
+    found: tuple[tuple[str, int], ...] = field(default=())  # (kind, how many), in pattern order
+
+    @property
+    def count(self) -> int:
+        return sum(number for _, number in self.found)
+
+    def summary(self) -> str:
+        """ "2 aws-access-key, 1 jwt" (never the values)."""
+        return ", ".join(f"{number} {kind}" for kind, number in self.found)
+
+
+def redact(text: str) -> Redacted:
+    """``text`` with every secret replaced by ``[REDACTED:<kind>]``, and what was found."""
+    found: Counter[str] = Counter()
+    for kind, pattern, group in _PATTERNS:
+        if group == 0:
+            text, replaced = pattern.subn(_marker(kind), text)
+        else:
+            replaced = 0
+
+            def substitute(match: re.Match[str], kind: str = kind, group: int = group) -> str:
+                nonlocal replaced
+                value = match.group(group)
+                if value.startswith("[REDACTED:"):  # already replaced by a more specific pattern
+                    return match.group(0)
+                replaced += 1
+                start, end = match.start(group) - match.start(0), match.end(group) - match.start(0)
+                whole = match.group(0)
+                return whole[:start] + _marker(kind) + whole[end:]
+
+            text = pattern.sub(substitute, text)
+        if replaced:
+            found[kind] += replaced
+    return Redacted(text, tuple(found.items()))
+
+
+def redact_text(text: str) -> str:
+    return redact(text).text
+
+
+class RedactingFilter(logging.Filter):
+    """A log filter that redacts each record's rendered message (and drops its arguments), so a secret in
+    a logged query, error or exception text never reaches a log file."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact_text(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        if record.exc_info and record.exc_info[1] is not None:
+            text = redact_text(str(record.exc_info[1]))
+            if text != str(record.exc_info[1]):
+                record.exc_text = f"{type(record.exc_info[1]).__name__}: {text}"
+                record.exc_info = None
+        return True

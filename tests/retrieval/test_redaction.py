@@ -1,0 +1,111 @@
+import logging
+
+import pytest
+
+from retrieval.redaction import RedactingFilter, redact
+
+# Shaped like the real thing, made up for the test (never valid credentials).
+AWS_KEY_ID = "AKIA" + "Z7Q2X5V8N3M6K4J1"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY"
+JWT = "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiJhbGljZSIsImV4cCI6MTl9" + ".Zm9vYmFyYmF6cXV4MTIzNDU2"
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7v1x\nq2w3e4r5t6y7u8i9o0p\n-----END RSA PRIVATE KEY-----"
+
+CASES = [
+    (f"the deploy user has key {AWS_KEY_ID} in CI", "aws-access-key", AWS_KEY_ID),
+    (f"aws_secret_access_key = {AWS_SECRET}", "aws-secret-key", AWS_SECRET),
+    (f"session cookie was {JWT} before logout", "jwt", JWT),
+    (f"key file:\n{PEM}\nrotate it yearly", "private-key", "MIIEowIBAAKCAQEA7v1x"),
+    (
+        "curl -H 'Authorization: Bearer abcdef0123456789abcdef' https://api",
+        "authorization-header",
+        "abcdef0123456789abcdef",
+    ),
+    (
+        "send it with bearer Zm9vYmFyYmF6MTIzNDU2Nzg5MA== as the header",
+        "bearer-token",
+        "Zm9vYmFyYmF6MTIzNDU2Nzg5MA==",
+    ),
+    ("DATABASE_URL=postgres://app:hunter2secret@db.internal:5432/app", "url-password", "hunter2secret"),
+    ("the staging password: Tr0ub4dor&3x is shared", "password", "Tr0ub4dor&3x"),
+    (
+        "token ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + " for the bot",
+        "github-token",
+        "a1B2c3D4e5F6g7H8",
+    ),
+    (
+        "maps key AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q" + " in the app",
+        "google-api-key",
+        "SyA1b2C3d4E5f6G7",
+    ),
+    ("slack xoxb-" + "123456789012-abcdefABCDEF" + " posts alerts", "slack-token", "123456789012-abcdef"),
+    ("stripe sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc" + " is prod", "stripe-key", "4eC39HqLyjWDarjtT1zdp7dc"),
+    (
+        "anthropic sk-ant-" + "api03-abcdefghijklmnopqrstuv" + " in .env",
+        "anthropic-key",
+        "api03-abcdefghijklmnop",
+    ),
+    ("AccountKey=" + "a" * 86 + "== for blob storage", "azure-account-key", "a" * 86),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "secret"), CASES, ids=[case[1] for case in CASES])
+def test_each_kind_of_secret_is_replaced_by_its_marker_and_reported_without_its_value(text, kind, secret):
+    result = redact(text)
+    assert secret not in result.text
+    assert f"[REDACTED:{kind}]" in result.text
+    assert dict(result.found) == {kind: 1}
+    assert secret not in result.summary() and kind in result.summary()
+
+
+def test_the_text_around_a_secret_is_kept_as_it_was():
+    result = redact(f"The CI key {AWS_KEY_ID} lives in vault, path ci/aws.")
+    assert result.text == "The CI key [REDACTED:aws-access-key] lives in vault, path ci/aws."
+    url = redact("clone https://deploy:s3cr3tPa55@git.example.com/repo.git")
+    assert url.text == "clone https://deploy:[REDACTED:url-password]@git.example.com/repo.git"
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "The password policy requires 12 characters and a rotation every 90 days.",
+        "We use a token bucket rate limiter in front of the API.",
+        "He was the bearer of bad news about the release.",
+        "The secret to fast builds is caching node_modules.",
+        "Authorization is handled by the gateway, not the service.",
+        "Postgres runs at postgres://db.internal:5432/app with no credentials in the URL.",
+        "The commit eyJ is not a token; nor is sk-short.",
+    ],
+)
+def test_ordinary_prose_about_secrets_is_left_alone(prose):
+    result = redact(prose)
+    assert result.text == prose and result.count == 0
+
+
+def test_several_secrets_are_counted_by_kind_and_redacting_twice_changes_nothing_more():
+    text = f"{AWS_KEY_ID} and {AWS_KEY_ID[:-1]}X and {JWT}"
+    once = redact(text)
+    assert dict(once.found) == {"jwt": 1, "aws-access-key": 2}
+    twice = redact(once.text)
+    assert twice.text == once.text and twice.count == 0
+
+
+def test_a_private_key_cut_off_before_its_end_line_is_still_removed():
+    truncated = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\nAAAAEbm9uZQ"
+    assert redact(truncated).text == "[REDACTED:private-key]"
+
+
+def test_the_log_filter_redacts_messages_arguments_and_exceptions():
+    record = logging.LogRecord(
+        "memoria", logging.INFO, __file__, 1, "query was %s", (f"key {AWS_KEY_ID}",), None
+    )
+    assert RedactingFilter().filter(record)
+    assert record.getMessage() == "query was key [REDACTED:aws-access-key]"
+    try:
+        raise ValueError(f"bad token {JWT}")
+    except ValueError as exc:
+        failing = logging.LogRecord(
+            "memoria", logging.ERROR, __file__, 1, "failed", (), (ValueError, exc, None)
+        )
+    RedactingFilter().filter(failing)
+    formatted = logging.Formatter("%(message)s").format(failing)
+    assert JWT not in formatted and "[REDACTED:jwt]" in formatted
