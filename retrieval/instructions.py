@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 
 from retrieval.rerank import by_relevance
 from retrieval.trace import InstructionsFlagged, StageOutput
@@ -59,8 +60,10 @@ _SIGNALS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+@lru_cache(maxsize=4_096)
 def instruction_signals(text: str) -> tuple[str, ...]:
-    """The signals ``text`` matches, in a fixed order (empty: it reads as plain data)."""
+    """The signals ``text`` matches, in a fixed order (empty: it reads as plain data). Cached: the stage
+    asks for every candidate, and assembly again for each memory it renders (episode siblings too)."""
     return tuple(name for name, pattern in _SIGNALS if pattern.search(text))
 
 

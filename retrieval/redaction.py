@@ -100,24 +100,15 @@ def redact(text: str) -> Redacted:
     """``text`` with every secret replaced by ``[REDACTED:<kind>]``, and what was found."""
     found: Counter[str] = Counter()
     for kind, pattern, group in _PATTERNS:
-        if group == 0:
-            text, replaced = pattern.subn(_marker(kind), text)
-        else:
-            replaced = 0
 
-            def substitute(match: re.Match[str], kind: str = kind, group: int = group) -> str:
-                nonlocal replaced
-                value = match.group(group)
-                if value.startswith("[REDACTED:"):  # already replaced by a more specific pattern
-                    return match.group(0)
-                replaced += 1
-                start, end = match.start(group) - match.start(0), match.end(group) - match.start(0)
-                whole = match.group(0)
-                return whole[:start] + _marker(kind) + whole[end:]
+        def substitute(match: re.Match[str], kind: str = kind, group: int = group) -> str:
+            if match.group(group).startswith("[REDACTED:"):  # replaced by a more specific pattern already
+                return match.group(0)
+            found[kind] += 1
+            whole, offset = match.group(0), match.start(0)
+            return whole[: match.start(group) - offset] + _marker(kind) + whole[match.end(group) - offset :]
 
-            text = pattern.sub(substitute, text)
-        if replaced:
-            found[kind] += replaced
+        text = pattern.sub(substitute, text)
     return Redacted(text, tuple(found.items()))
 
 

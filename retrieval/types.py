@@ -32,11 +32,11 @@ class Candidate:
 
     Ranges: ``vector_score`` is cosine similarity in [-1, 1]; ``fulltext_score`` is raw BM25 (>= 0);
     ``fused_score``, ``rerank_score`` and ``relevance_score`` are in [0, 1] (relevance is the rerank score,
-    or the fused one, times ``attribution_factor`` and ``instruction_factor``); ``corroboration_boost`` is log2(1 + corroborating
-    agents) x 0.1 (>= 0); ``feedback_weight`` is the memory's EMA weight (neutral 1.0); ``weighted_score`` =
-    (relevance + boost) x weight when weighting is on. An episode sibling's ``weighted_score`` is its
-    source's, discounted by ``score_propagation_alpha``. Ranks are 0-based, as in the feedback seed's A/B
-    log.
+    or the fused one, times ``attribution_factor`` and ``instruction_factor``); ``corroboration_boost`` is
+    log2(1 + corroborating agents) x 0.1 (>= 0); ``feedback_weight`` is the memory's EMA weight (neutral
+    1.0); ``weighted_score`` = (relevance + boost) x weight when weighting is on. An episode sibling's
+    ``weighted_score`` is its source's, discounted by ``score_propagation_alpha``. Ranks are 0-based, as in
+    the feedback seed's A/B log.
     """
 
     memory: MemoryRecord

@@ -214,12 +214,7 @@ class AppState:
         while not self._stop.wait(self.settings.maintenance_interval_seconds):
             try:
                 for table, what in maintenance_round(runtime).items():
-                    log.log(
-                        logging.INFO if table == "ephemeral" else logging.DEBUG,
-                        "maintenance %s: %s",
-                        table,
-                        what,
-                    )
+                    log.debug("maintenance %s: %s", table, what)
             except Exception as exc:  # next round retries; reads and writes are unaffected
                 log.warning("store maintenance failed (will retry): %s", exc)
 

@@ -292,11 +292,10 @@ class MemoryStore:
             ids = []  # those no scope copy can answer for: looked up in the table
             for scope, scope_ids in by_scope.items():
                 # A scope warming left out (the copies' budget was full) may still displace idle copies
-                # when it is the batch's only scope, as any read of it would.
+                # when it is the batch's only scope, as any read of it would. Ids are scope-qualified
+                # hashes: one the up-to-date copy lacks is new.
                 with self._cache.reading(scope, build=len(by_scope) == 1) as copy:
-                    if (
-                        copy is not None
-                    ):  # ids are scope-qualified hashes: one the up-to-date copy lacks is new
+                    if copy is not None:
                         existing |= by_id(copy, scope_ids)
                     else:
                         ids += list(dict.fromkeys(scope_ids))

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from retrieval.consolidation.report import Actor, ConsolidationReport
 from retrieval.corroboration import ClusterMember
-from retrieval.redaction import redact
+from retrieval.redaction import Redacted, redact
 from retrieval.text import content_hash, searchable_text
 from storage.records import LineageEvent, MemoryKind, MemoryRecord, NewMemory, Scope
 
@@ -137,7 +137,7 @@ def without_secrets(args: RememberInput) -> tuple[RememberInput, str | None]:
         found.update(dict(result.found))
     if not found:
         return args, None
-    summary = ", ".join(f"{count} {kind}" for kind, count in found.items())
+    summary = Redacted(content.text, tuple(found.items())).summary()
     log.warning("replaced secrets in a memory before storing it: %s", summary)
     return args.model_copy(update={"content": content.text, "tags": [tag.text for tag in tags]}), summary
 

@@ -72,12 +72,13 @@ def aggregation_pass(runtime: Runtime, llm: LanguageModel | None = None) -> Upke
 def maintenance_round(runtime: Runtime) -> dict[str, str]:
     """One round of the server's store maintenance: retract expired ephemeral memories, then compact
     piled-up appends, fold new rows into the indexes and drop versions older than an hour. Returns what
-    was done, per table."""
+    was done to the store, per table."""
     expired = expire_ephemeral(runtime)
-    report = runtime.store.maintain(
+    if expired:
+        log.info("retracted %d expired ephemeral memories", expired)
+    return runtime.store.maintain(
         min_fragments=runtime.settings.compaction_min_fragments, keep_versions_for=timedelta(hours=1)
     )
-    return {"ephemeral": f"retracted {expired} expired memories", **report} if expired else report
 
 
 def expire_ephemeral(runtime: Runtime) -> int:
