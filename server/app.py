@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 
 from mcp.server.mcpserver import MCPServer
 
+from server.auth import http_auth
 from server.config import Settings
 from server.registry import ToolSpec, register_tool
 from server.state import AppState, RuntimeFactory, build_runtime
@@ -163,8 +164,11 @@ def build_server(
         finally:
             state.close()
 
+    auth = http_auth(settings)  # HTTP only: stdio and in-process clients are the local user's own
     app: MCPServer[AppState] = MCPServer(
         SERVER_NAME,
+        auth=auth.settings if auth else None,
+        token_verifier=auth.verifier if auth else None,
         title="Memoria: long-term memory for agents",
         instructions=INSTRUCTIONS,
         version=_version(),

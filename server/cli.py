@@ -1,9 +1,11 @@
-"""The ``memoria`` console script: ``memoria serve`` (stdio, the default) or ``memoria serve --http HOST:PORT``."""
+"""The ``memoria`` console script: ``memoria serve`` (stdio, the default) or ``memoria serve --http HOST:PORT``,
+and ``memoria token`` to issue a static bearer token for HTTP."""
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -40,6 +42,15 @@ def make_parser() -> argparse.ArgumentParser:
         help="serve streamable HTTP instead of stdio; HOST defaults to 127.0.0.1",
     )
     serve.add_argument("--db", metavar="URI", help="LanceDB folder or URI (overrides MEMORIA_DB_URI)")
+    token = commands.add_parser(
+        "token",
+        help="issue a static bearer token: prints the token once and the entry for MEMORIA_HTTP_TOKENS_FILE",
+    )
+    token.add_argument("--principal", required=True, help="who holds it (becomes the agent of its memories)")
+    token.add_argument("--read", action="append", default=[], metavar="ORG/PROJECT", help="scope it may read")
+    token.add_argument(
+        "--write", action="append", default=[], metavar="ORG/PROJECT", help="scope it may write (and read)"
+    )
     return parser
 
 
@@ -48,29 +59,70 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv or (argv[0].startswith("-") and argv[0] not in {"-h", "--help"}):
         argv = ["serve", *argv]  # `memoria` alone, or `memoria --http ...`, means serve
     args = make_parser().parse_args(argv)
+    if args.command == "token":
+        return issue_token(args.principal, args.read, args.write)
     overrides = {"db_uri": args.db} if getattr(args, "db", None) else {}
     try:
         settings = Settings.from_env(**overrides)
+        configure_logging(settings.log_level)
+        return serve(settings, args.http)
     except ConfigError as exc:
         print(f"memoria: {exc}", file=sys.stderr)
         return 2
-    configure_logging(settings.log_level)
 
+
+def serve(settings: Settings, http: tuple[str, int] | None) -> int:
     from server.app import build_server
+    from server.auth import http_auth
+    from server.http import refuse_open_endpoint, transport_security
 
     app = build_server(settings)
-    if args.http is None:
+    if http is None:
         log.info("memoria serving MCP on stdio; store %s", settings.db_uri)
         anyio.run(app.run_stdio_async)
-    else:
-        host, port = args.http
-        log.info(
-            "memoria serving MCP over streamable HTTP at http://%s:%d/mcp; store %s",
-            host,
-            port,
-            settings.db_uri,
+        return 0
+    host, port = http
+    auth = http_auth(settings)
+    refuse_open_endpoint(host, settings, authenticated=auth is not None)
+    security = transport_security(host, port, settings)
+    log.info(
+        "memoria serving MCP over streamable HTTP at http://%s:%d/mcp; store %s; clients %s",
+        host,
+        port,
+        settings.db_uri,
+        f"authenticate with {auth.mode}" if auth else "are not asked for a token (loopback)",
+    )
+    anyio.run(
+        functools.partial(
+            app.run_streamable_http_async,
+            host=host,
+            port=port,
+            transport_security=security,
+            max_request_body_size=settings.http_max_body_bytes,
         )
-        anyio.run(functools.partial(app.run_streamable_http_async, host=host, port=port))
+    )
+    return 0
+
+
+def issue_token(principal: str, read: list[str], write: list[str]) -> int:
+    """Print a new random token (shown once) and its tokens-file entry, which holds only its digest."""
+    from server.auth import ScopePattern, new_token, token_digest
+
+    try:
+        for scope in (*read, *write):
+            ScopePattern.parse(scope)
+    except ValueError as exc:
+        print(f"memoria token: {exc}", file=sys.stderr)
+        return 2
+    if not read and not write:
+        print("memoria token: grant at least one scope with --read or --write ORG/PROJECT", file=sys.stderr)
+        return 2
+    token = new_token()
+    entry = {"principal": principal, "token_sha256": token_digest(token), "read": read, "write": write}
+    # Not a server: this command's output is for the person who ran it.
+    print(f"token (give it to {principal}; it is not stored anywhere): {token}", file=sys.stdout)
+    print('entry for the "tokens" list of MEMORIA_HTTP_TOKENS_FILE:', file=sys.stdout)
+    print(json.dumps(entry), file=sys.stdout)
     return 0
 
 

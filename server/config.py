@@ -151,6 +151,34 @@ class Settings(BaseModel):
     max_char_budget: int = Field(200_000, ge=1_000)
     max_tags: int = Field(32, ge=0, le=1_000)
 
+    http_tokens_file: str | None = Field(
+        None, description="JSON file of static bearer tokens and the scopes each may read and write"
+    )
+    oauth_issuer_url: str | None = Field(None, description="OAuth 2.1: the authorization server's issuer URL")
+    oauth_resource_url: str | None = Field(
+        None, description="OAuth 2.1: this server's URL as tokens name it (their audience / resource)"
+    )
+    oauth_introspection_url: str | None = Field(
+        None, description="OAuth 2.1: RFC 7662 introspection endpoint"
+    )
+    oauth_client_id: str | None = Field(None, description="OAuth 2.1: client id for introspection")
+    oauth_client_secret: SecretStr | None = None
+    http_allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host headers accepted when bound beyond loopback, e.g. memory.example.com:* (421 otherwise)",
+    )
+    http_allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Origin headers accepted from browsers, e.g. https://app.example.com",
+    )
+    http_max_body_bytes: int = Field(
+        4 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024, description="larger HTTP request bodies get 413"
+    )
+    http_allow_unauthenticated: bool = Field(
+        False,
+        description="serve HTTP beyond loopback without tokens (only behind your own authenticating proxy)",
+    )
+
     maintenance_interval_seconds: float = Field(30.0, gt=0)
     compaction_min_fragments: int = Field(16, ge=2)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -161,6 +189,19 @@ class Settings(BaseModel):
         low = info.data.get("feedback_min_weight")
         if low is not None and value <= low:
             raise ValueError(f"must be greater than feedback_min_weight ({low}), but got {value}")
+        return value
+
+    @field_validator("oauth_issuer_url", "oauth_resource_url", "oauth_introspection_url")
+    @classmethod
+    def _https_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value)
+        loopback = parts.hostname in {"127.0.0.1", "localhost", "::1"}
+        if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+            raise ValueError(f"must be an https:// URL (http:// only on loopback), but got {value!r}")
         return value
 
     def feedback_weighting_enabled(self, org_id: str) -> bool:
@@ -195,18 +236,21 @@ class Settings(BaseModel):
             raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
 
 
-_JSON_FIELDS = {"storage_options", "org_features", "llm_reranker", "contradiction_oppositions"}
+_LIST_FIELDS = {"http_allowed_hosts", "http_allowed_origins"}  # a JSON list, or comma-separated
+_JSON_FIELDS = {"storage_options", "org_features", "llm_reranker", "contradiction_oppositions", *_LIST_FIELDS}
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 _BOOL_FALSE = {"0", "false", "no", "off"}
 
 
 def _parse(field_name: str, variable: str, raw: str) -> Any:
+    if field_name in _LIST_FIELDS and not raw.lstrip().startswith("["):
+        return [item.strip() for item in raw.split(",") if item.strip()]
     if field_name in _JSON_FIELDS:
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{variable} must be JSON, but it does not parse: {exc.msg}") from None
-        expected = list if field_name == "contradiction_oppositions" else dict
+        expected = list if field_name in {"contradiction_oppositions", *_LIST_FIELDS} else dict
         noun = "a JSON list" if expected is list else "a JSON object"
         if not isinstance(value, expected):
             raise ConfigError(f"{variable} must be {noun}, but got {type(value).__name__}")
@@ -284,6 +328,16 @@ ENVIRONMENT: dict[str, str] = {
     "min_char_budget": "MEMORIA_MIN_CHAR_BUDGET",
     "max_char_budget": "MEMORIA_MAX_CHAR_BUDGET",
     "max_tags": "MEMORIA_MAX_TAGS",
+    "http_tokens_file": "MEMORIA_HTTP_TOKENS_FILE",
+    "oauth_issuer_url": "MEMORIA_OAUTH_ISSUER_URL",
+    "oauth_resource_url": "MEMORIA_OAUTH_RESOURCE_URL",
+    "oauth_introspection_url": "MEMORIA_OAUTH_INTROSPECTION_URL",
+    "oauth_client_id": "MEMORIA_OAUTH_CLIENT_ID",
+    "oauth_client_secret": "MEMORIA_OAUTH_CLIENT_SECRET",
+    "http_allowed_hosts": "MEMORIA_HTTP_ALLOWED_HOSTS",
+    "http_allowed_origins": "MEMORIA_HTTP_ALLOWED_ORIGINS",
+    "http_max_body_bytes": "MEMORIA_HTTP_MAX_BODY_BYTES",
+    "http_allow_unauthenticated": "MEMORIA_HTTP_ALLOW_UNAUTHENTICATED",
     "maintenance_interval_seconds": "MEMORIA_MAINTENANCE_INTERVAL_SECONDS",
     "compaction_min_fragments": "MEMORIA_COMPACTION_MIN_FRAGMENTS",
     "vector_index_min_rows": "MEMORIA_VECTOR_INDEX_MIN_ROWS",

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError, WithJsonSchema, WrapValidator
 
 from retrieval.llm.base import ClientInputNeeded
 from retrieval.model_files import short_reason
+from server.auth import authorize, current_grant
 from server.identity import resolve_caller
 from server.llm_bridge import SamplingLedger, input_required, recorded_ledger
 from server.state import AppState
@@ -67,8 +68,11 @@ def register_tool(app: MCPServer[AppState], spec: ToolSpec) -> None:
         state: AppState = ctx.request_context.lifespan_context
         ledger = SamplingLedger()
         try:
+            grant = current_grant()
+            if grant is not None:
+                args = authorize(args, spec.effect, grant, state.settings, spec.name)
             runtime = await state.runtime()
-            caller = resolve_caller(ctx, state)
+            caller = resolve_caller(ctx, state, grant)
             if spec.uses_llm:
                 ledger = recorded_ledger(ctx)
                 caller = replace(caller, llm=state.llms.for_request(ctx, ledger))

@@ -28,6 +28,15 @@ from storage.store import MemoryStore
 from tools.common import Runtime
 
 TIMEOUT = 60
+# The long versions of the reliability tests (10,000 fuzzed calls, 100 crashes, 4 x 500 writes) run with
+# MEMORIA_LONG_TESTS=1; CI runs the short versions.
+LONG_TESTS = os.environ.get("MEMORIA_LONG_TESTS") == "1"
+
+
+def scaled(short: int, long: int) -> int:
+    """``long`` in an opt-in long run, else ``short``."""
+    return long if LONG_TESTS else short
+
 TOOL_NAMES = {
     "remember",
     "remember_many",
@@ -122,10 +131,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def background_process(args: list[str], env: dict[str, str], port: int) -> Iterator[subprocess.Popen[bytes]]:
+def background_process(
+    args: list[str], env: dict[str, str], port: int, log_path: Any = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """Run ``args`` until the block ends, entering it once the process accepts connections on ``port``;
-    its output goes to a temporary file, quoted if it dies before it is up."""
-    with tempfile.TemporaryFile() as output:
+    its output goes to ``log_path`` (default: a temporary file), quoted if it dies before it is up."""
+    with open(log_path, "w+b") if log_path else tempfile.TemporaryFile() as output:
         process = subprocess.Popen(args, env={"PATH": os.defpath, **env}, stdout=output, stderr=output)
         try:
             deadline = time.monotonic() + TIMEOUT
@@ -151,8 +162,12 @@ def background_process(args: list[str], env: dict[str, str], port: int) -> Itera
 
 
 @contextmanager
-def http_server(env: dict[str, str]) -> Iterator[str]:
-    """The real console entry point serving streamable HTTP on a free loopback port; yields its URL."""
-    port = free_port()
-    with background_process([sys.executable, "-m", "server", "serve", "--http", str(port)], env, port):
+def http_server(
+    env: dict[str, str], *, bind: str = "127.0.0.1", port: int | None = None, log_path: Any = None
+) -> Iterator[str]:
+    """The real console entry point serving streamable HTTP on ``port`` (default: a free one) of ``bind``;
+    yields its loopback URL. Its stdout and stderr go to ``log_path`` if given."""
+    port = port or free_port()
+    command = [sys.executable, "-m", "server", "serve", "--http", f"{bind}:{port}"]
+    with background_process(command, env, port, log_path):
         yield f"http://127.0.0.1:{port}/mcp"

@@ -28,15 +28,15 @@ def test_values_come_from_memoria_variables():
             "MEMORIA_DB_URI": "s3://bucket/memories",
             "MEMORIA_STORAGE_OPTIONS": '{"region": "eu-west-1"}',
             "MEMORIA_RERANKER": "cohere",
-            "COHERE_API_KEY": "secret",
+            "COHERE_API_KEY": "cohere-key-value",
             "MEMORIA_ALLOW_MODEL_DOWNLOADS": "no",
             "MEMORIA_ORG_FEATURES": '{"acme": {"feedback_weighting_disabled": true}}',
         }
     )
     assert settings.db_uri == "s3://bucket/memories" and not settings.is_local_store
     assert settings.storage_options == {"region": "eu-west-1"}
-    assert settings.cohere_api_key.get_secret_value() == "secret"
-    assert "secret" not in repr(settings)
+    assert settings.cohere_api_key.get_secret_value() == "cohere-key-value"
+    assert "cohere-key-value" not in repr(settings)
     assert settings.allow_model_downloads is False
     assert settings.feedback_weighting_enabled("acme") is False
     assert settings.feedback_weighting_enabled("other") is True

@@ -1,0 +1,257 @@
+"""HTTP load benchmark, one command: concurrent MCP clients against the real server over streamable HTTP on
+loopback, with bearer-token auth on, for a fixed time; reports latency percentiles and every error.
+
+    python -m benchmarks.load                              # 50 clients for 60 s (the issue's bound)
+    python -m benchmarks.load --clients 5 --seconds 5      # a quick look
+
+The server (``python -m server serve --http``, offline backend) starts on a store preloaded with the
+synthetic corpus (9 scopes). Each client is its own principal with its own static token and MCP session,
+and loops until the time is up: 70% recall (a corpus question in its scope), 20% remember (a new fact),
+5% explain_ranking of its last recall, 5% report_outcome for its session. An error is a tool error, a
+protocol error or a failed request. The load generator shares the machine's cores with the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from benchmarks.corpus import generate, queries, store_corpus
+from benchmarks.perf import percentile
+from benchmarks.reporting import RESULTS, offline_settings, write_json
+
+MIX: tuple[tuple[str, int], ...] = (
+    ("recall", 70),
+    ("remember", 20),
+    ("explain_ranking", 5),
+    ("report_outcome", 5),
+)
+
+
+def preload(db: Path, memories: int) -> None:
+    from server.state import build_runtime
+
+    runtime = build_runtime(offline_settings(db))
+    try:
+        store_corpus(runtime, generate(memories))
+        runtime.store.maintain(min_fragments=runtime.settings.compaction_min_fragments)
+    finally:
+        runtime.close()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def served(db: Path, tokens: dict[str, str], folder: Path) -> Iterator[str]:
+    """The real server over HTTP with one static token per client; yields its URL once it answers."""
+    entries = [{"principal": name, "token": token, "write": ["*/*"]} for name, token in tokens.items()]
+    (folder / "tokens.json").write_text(json.dumps({"tokens": entries}))
+    port = free_port()
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "MEMORIA_DB_URI": str(db),
+        "MEMORIA_EMBEDDER": "hashed",
+        "MEMORIA_RERANKER": "none",
+        "MEMORIA_LLM": "none",
+        "MEMORIA_HTTP_TOKENS_FILE": str(folder / "tokens.json"),
+        "MEMORIA_LOG_LEVEL": "WARNING",
+    }
+    with open(folder / "server.log", "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server", "serve", "--http", f"127.0.0.1:{port}"],
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}/mcp"
+            wait_until_up(port, process, folder / "server.log")
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def wait_until_up(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    import socket
+
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start:\n{log.read_text()[-2000:]}") from None
+            time.sleep(0.1)
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.latencies: dict[str, list[float]] = {name: [] for name, _ in MIX}
+        self.errors: Counter[str] = Counter()
+        self.failed_requests = 0  # errors without an answer (no latency recorded)
+        self.examples: list[str] = []
+
+    def error(self, tool: str, message: str) -> None:
+        self.errors[tool] += 1
+        if len(self.examples) < 5:
+            self.examples.append(f"{tool}: {message[:200]}")
+
+
+async def client_loop(url: str, name: str, token: str, seconds: float, tally: Tally, seed: int) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp_types import Implementation
+
+    rng = random.Random(seed)
+    asks = queries(50, seed=seed)
+    names = [name for name, _ in MIX]
+    weights = [weight for _, weight in MIX]
+    last_retrieval: dict[str, str] | None = None  # its id and scope
+    written = 0
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http,
+        Client(
+            streamable_http_client(url, http_client=http),
+            client_info=Implementation(name=name, version="1"),
+            read_timeout_seconds=120,
+        ) as client,
+    ):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            tool = rng.choices(names, weights)[0]
+            query, org, project = rng.choice(asks)
+            if tool == "explain_ranking" and last_retrieval is None:
+                tool = "recall"
+            arguments: dict[str, Any] = {"org_id": org, "project_id": project}
+            if tool == "recall":
+                arguments["query"] = query
+            elif tool == "remember":
+                written += 1
+                arguments["content"] = f"{name} noted fact {written}: {query} was answered in the runbook"
+            elif tool == "explain_ranking":
+                arguments = dict(last_retrieval or {})
+            else:
+                arguments["outcome"] = rng.choice(["success", "failure", "partial"])
+            started = time.perf_counter()
+            try:
+                result = await client.call_tool(tool, arguments)
+            except Exception as exc:  # a failed request counts as an error, and the client carries on
+                tally.failed_requests += 1
+                tally.error(tool, f"{type(exc).__name__}: {exc}")
+                continue
+            tally.latencies[tool].append((time.perf_counter() - started) * 1000)
+            if result.is_error:
+                tally.error(tool, str(getattr(result.content[0], "text", result.content[0])))
+            elif tool == "recall" and result.structured_content:
+                last_retrieval = {"retrieval_id": result.structured_content["retrieval_id"], **arguments}
+                del last_retrieval["query"]
+
+
+def run_load(clients: int, seconds: float, memories: int, seed: int = 5) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="memoria-load-") as folder_name:
+        folder = Path(folder_name)
+        db = folder / "db"
+        started = time.perf_counter()
+        preload(db, memories)
+        preload_seconds = time.perf_counter() - started
+        tokens = {
+            f"client-{i:02d}": f"load-token-{i:02d}-{random.Random(i).getrandbits(64):016x}"
+            for i in range(clients)
+        }
+        tally = Tally()
+        with served(db, tokens, folder) as url:
+
+            async def everyone() -> None:
+                async with anyio.create_task_group() as group:
+                    for number, (name, token) in enumerate(tokens.items()):
+                        group.start_soon(client_loop, url, name, token, seconds, tally, seed + number)
+
+            began = time.perf_counter()
+            anyio.run(everyone)
+            elapsed = time.perf_counter() - began
+    every = [ms for values in tally.latencies.values() for ms in values]
+    return {
+        "clients": clients,
+        "seconds": seconds,
+        "memories": memories,
+        "preload_seconds": round(preload_seconds, 1),
+        "elapsed_seconds": round(elapsed, 1),
+        "calls": len(every) + tally.failed_requests,
+        "calls_per_second": round(len(every) / elapsed, 1) if elapsed else 0.0,
+        "errors": sum(tally.errors.values()),
+        "errors_by_tool": dict(tally.errors),
+        "error_examples": tally.examples,
+        "overall": latency(every),
+        "by_tool": {tool: latency(values) for tool, values in tally.latencies.items()},
+    }
+
+
+def latency(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"n": 0}
+    return {
+        "n": len(values),
+        "p50_ms": round(percentile(values, 0.50), 1),
+        "p95_ms": round(percentile(values, 0.95), 1),
+        "p99_ms": round(percentile(values, 0.99), 1),
+    }
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = [
+        f"{report['clients']} clients for {report['seconds']:.0f} s on {report['memories']:,} memories: "
+        f"{report['calls']:,} calls ({report['calls_per_second']}/s), errors: {report['errors']}",
+        f"{'tool':<16}{'calls':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}",
+    ]
+    for tool, figures in [("all", report["overall"]), *report["by_tool"].items()]:
+        if figures["n"]:
+            lines.append(
+                f"{tool:<16}{figures['n']:>8}{figures['p50_ms']:>10}{figures['p95_ms']:>10}{figures['p99_ms']:>10}"
+            )
+    lines.extend(f"error: {example}" for example in report["error_examples"])
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--memories", type=int, default=10_000, help="preloaded synthetic memories")
+    parser.add_argument("--out", type=Path, default=RESULTS / "load.json")
+    args = parser.parse_args(argv)
+    report = run_load(args.clients, args.seconds, args.memories)
+    print(render(report), file=sys.stdout)
+    write_json(args.out, report)
+    return 0 if report["errors"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,410 @@
+"""Who may read and write which scopes over HTTP: bearer tokens and the grants they carry.
+
+Two ways to issue tokens, chosen by configuration:
+
+- **Static tokens** (``MEMORIA_HTTP_TOKENS_FILE``), for a small team: a JSON file lists each token's
+  principal and the ``org/project`` scopes it may read and write. The file may hold tokens or only their
+  SHA-256 digests (``memoria token`` prints a new token and its entry); the server keeps digests only.
+- **OAuth 2.1 resource server** (``MEMORIA_OAUTH_*``), for an existing identity provider: tokens are
+  checked by RFC 7662 introspection, must be active, issued by the configured issuer and for this server
+  (the RFC 8707 resource / audience, checked by the SDK with ``validate_token_resource``), and carry
+  scopes ``memoria:read:<org>/<project>`` and ``memoria:write:<org>/<project>``. The server publishes its
+  protected-resource metadata so clients can find the authorization server.
+
+Either way a request without a valid token gets 401, and every tool call is checked against the token's
+grant before it runs (``Grant.allows``); writing implies reading the same scope. ``*`` stands for any org
+or any project. The principal, not the client's self-declared name, becomes the memory's agent, so one
+principal cannot pose as several agents to inflate corroboration.
+
+Tokens are never logged: only digests are kept, and the log filter redacts bearer values anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx2
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from pydantic import BaseModel
+
+from server.config import ConfigError, Settings
+from storage.records import Scope
+from tools.common import ScopeArgs, ToolFailure
+
+log = logging.getLogger(__name__)
+
+READ_PREFIX = "memoria:read:"
+WRITE_PREFIX = "memoria:write:"
+ANY = "*"
+Effect = Literal["reads", "writes", "erases"]
+
+
+@dataclass(frozen=True)
+class ScopePattern:
+    """``org/project``, where either part may be ``*``; ``org`` alone means every project of the org."""
+
+    org_id: str
+    project_id: str
+
+    @classmethod
+    def parse(cls, text: str) -> ScopePattern:
+        org, _, project = text.strip().partition("/")
+        if not org or (_ and not project):
+            raise ValueError(f"{text!r} is not a scope: write org/project (either part may be *)")
+        return cls(org, project or ANY)
+
+    def matches(self, scope: Scope) -> bool:
+        return self.org_id in (ANY, scope.org_id) and self.project_id in (ANY, scope.project_id)
+
+    @property
+    def concrete(self) -> Scope | None:
+        return None if ANY in (self.org_id, self.project_id) else Scope(self.org_id, self.project_id)
+
+    def __str__(self) -> str:
+        return f"{self.org_id}/{self.project_id}"
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one token's holder may do: read some scopes, write some (writing implies reading)."""
+
+    principal: str
+    read: tuple[ScopePattern, ...]
+    write: tuple[ScopePattern, ...]
+
+    def allows(self, effect: Effect, scope: Scope) -> bool:
+        patterns = self.write if effect != "reads" else (*self.write, *self.read)
+        return any(pattern.matches(scope) for pattern in patterns)
+
+    @property
+    def home(self) -> Scope | None:
+        """The scope a call that names none works in: the first concrete scope written, else read."""
+        return next((p.concrete for p in (*self.write, *self.read) if p.concrete is not None), None)
+
+    def describe(self, effect: Effect) -> str:
+        patterns = self.write if effect != "reads" else (*self.write, *self.read)
+        return ", ".join(dict.fromkeys(str(p) for p in patterns)) or "nothing"
+
+    @property
+    def scopes(self) -> list[str]:
+        """The grant as OAuth-style scope strings (how a static token's grant travels in an AccessToken)."""
+        return [READ_PREFIX + str(p) for p in self.read] + [WRITE_PREFIX + str(p) for p in self.write]
+
+
+def grant_from_token(token: AccessToken) -> Grant:
+    """The grant an authenticated token carries: its principal and its ``memoria:`` scopes."""
+    read: list[ScopePattern] = []
+    write: list[ScopePattern] = []
+    for scope in token.scopes:
+        for prefix, into in ((READ_PREFIX, read), (WRITE_PREFIX, write)):
+            if scope.startswith(prefix):
+                try:
+                    into.append(ScopePattern.parse(scope.removeprefix(prefix)))
+                except ValueError:
+                    log.warning("ignoring a malformed scope in a token for %s", principal_of(token))
+    return Grant(principal_of(token), tuple(read), tuple(write))
+
+
+def principal_of(token: AccessToken) -> str:
+    """The subject if the issuer names one (a person or service), else the OAuth client."""
+    return (token.subject or token.client_id)[:128]
+
+
+# ---------------------------------------------------------------------------------------- static tokens
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class StaticToken:
+    digest: str
+    grant: Grant
+
+
+def load_token_file(path: Path) -> list[StaticToken]:
+    """Parse the tokens file; every problem names the entry and what to write instead."""
+    try:
+        document = json.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"MEMORIA_HTTP_TOKENS_FILE: cannot read {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"MEMORIA_HTTP_TOKENS_FILE: {path} is not JSON ({exc.msg}, line {exc.lineno})"
+        ) from None
+    entries = document.get("tokens") if isinstance(document, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(
+            f'MEMORIA_HTTP_TOKENS_FILE: {path} must be {{"tokens": [...]}} with at least one entry; '
+            "`memoria token --principal NAME --write ORG/PROJECT` prints one"
+        )
+    tokens, digests = [], set()
+    for number, entry in enumerate(entries, 1):
+        try:
+            token = _static_token(entry)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"MEMORIA_HTTP_TOKENS_FILE: entry {number} in {path}: {exc}") from None
+        if token.digest in digests:
+            raise ConfigError(f"MEMORIA_HTTP_TOKENS_FILE: entry {number} in {path} repeats an earlier token")
+        digests.add(token.digest)
+        tokens.append(token)
+    return tokens
+
+
+def _static_token(entry: dict[str, Any]) -> StaticToken:
+    unknown = set(entry) - {"principal", "token", "token_sha256", "read", "write"}
+    if unknown:
+        raise ValueError(f"unknown keys {sorted(unknown)}; use principal, token_sha256, read, write")
+    principal = str(entry.get("principal", "")).strip()
+    if not principal or len(principal) > 128 or not principal.isprintable():
+        raise ValueError("`principal` must be a name of 1-128 printable characters")
+    if ("token" in entry) == ("token_sha256" in entry):
+        raise ValueError("give exactly one of `token_sha256` (recommended) or `token`")
+    if "token" in entry:
+        if len(str(entry["token"])) < 16:
+            raise ValueError("`token` must be at least 16 characters; `memoria token` makes a random one")
+        digest = token_digest(str(entry["token"]))
+    else:
+        digest = str(entry["token_sha256"]).strip().lower()
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise ValueError("`token_sha256` must be 64 hex digits (sha256 of the token)")
+    read = tuple(ScopePattern.parse(s) for s in entry.get("read", []))
+    write = tuple(ScopePattern.parse(s) for s in entry.get("write", []))
+    if not read and not write:
+        raise ValueError('grant at least one scope in `read` or `write`, e.g. "write": ["acme/web"]')
+    return StaticToken(digest, Grant(principal, read, write))
+
+
+class StaticTokenVerifier:
+    """Checks a bearer token against the digests in the tokens file (constant-time comparisons)."""
+
+    def __init__(self, tokens: list[StaticToken]) -> None:
+        self._tokens = tokens
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        digest = token_digest(token)
+        match = None
+        for entry in self._tokens:  # compare with every entry: the time taken does not say which matched
+            if hmac.compare_digest(entry.digest, digest):
+                match = entry
+        if match is None:
+            return None
+        grant = match.grant
+        return AccessToken(
+            token=token, client_id=grant.principal, subject=grant.principal, scopes=grant.scopes
+        )
+
+
+def new_token() -> str:
+    return "mem_tok_" + secrets.token_urlsafe(32)
+
+
+# ---------------------------------------------------------------------------------------- OAuth 2.1
+
+
+class IntrospectionTokenVerifier:
+    """RFC 7662 token introspection at the identity provider, with a short cache of positive answers.
+
+    A token is accepted when the provider says it is active, was issued by ``issuer`` (when the answer
+    names one) and has not expired. The answer's ``aud`` becomes ``AccessToken.resource`` (the entry
+    equal to this server's resource URL when it is a list) for the SDK's audience check."""
+
+    CACHE_SECONDS = 30.0
+    CACHE_ENTRIES = 4_096
+
+    def __init__(
+        self,
+        introspection_url: str,
+        *,
+        issuer: str,
+        resource: str,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        timeout: float = 10.0,
+        transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._url = introspection_url
+        self._issuer = issuer.rstrip("/")
+        self._resource = resource
+        self._auth: httpx2.BasicAuth | None = (
+            httpx2.BasicAuth(client_id, client_secret or "") if client_id else None
+        )
+        self._timeout = timeout
+        self._transport = transport
+        self._cache: OrderedDict[str, tuple[float, AccessToken]] = OrderedDict()
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        key = token_digest(token)
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        answer = await self._introspect(token)
+        access = self._access_token(token, answer) if answer else None
+        if access is not None:
+            lifetime = self.CACHE_SECONDS
+            if access.expires_at is not None:
+                lifetime = min(lifetime, access.expires_at - time.time())
+            self._cache[key] = (time.monotonic() + lifetime, access)
+            while len(self._cache) > self.CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+        return access
+
+    async def _introspect(self, token: str) -> dict[str, Any] | None:
+        try:
+            async with httpx2.AsyncClient(
+                timeout=self._timeout, transport=self._transport, auth=self._auth
+            ) as client:
+                response = await client.post(
+                    self._url,
+                    data={"token": token, "token_type_hint": "access_token"},
+                    headers={"Accept": "application/json"},
+                )
+        except httpx2.HTTPError as exc:
+            log.warning("token introspection at %s failed: %s", self._url, type(exc).__name__)
+            return None
+        if response.status_code != 200:
+            log.warning("token introspection at %s answered HTTP %d", self._url, response.status_code)
+            return None
+        try:
+            answer = response.json()
+        except ValueError:
+            log.warning("token introspection at %s did not answer JSON", self._url)
+            return None
+        return answer if isinstance(answer, dict) and answer.get("active") is True else None
+
+    def _access_token(self, token: str, answer: dict[str, Any]) -> AccessToken | None:
+        issuer = answer.get("iss")
+        if issuer is not None and str(issuer).rstrip("/") != self._issuer:
+            log.warning("refused a token from issuer %r (expected %r)", issuer, self._issuer)
+            return None
+        expires = answer.get("exp")
+        if isinstance(expires, (int, float)) and expires <= time.time():
+            return None
+        audience = answer.get("aud")
+        audiences = audience if isinstance(audience, list) else [audience] if audience else []
+        resource = next(
+            (a for a in audiences if _same_url(a, self._resource)), audiences[0] if audiences else None
+        )
+        subject = answer.get("sub")
+        return AccessToken(
+            token=token,
+            client_id=str(answer.get("client_id") or subject or "unknown-client"),
+            scopes=str(answer.get("scope") or "").split(),
+            expires_at=int(expires) if isinstance(expires, (int, float)) else None,
+            resource=str(resource) if resource else None,
+            subject=str(subject) if subject else None,
+            claims={"iss": issuer} if issuer else None,
+        )
+
+
+def _same_url(left: Any, right: str) -> bool:
+    return isinstance(left, str) and left.rstrip("/").lower() == right.rstrip("/").lower()
+
+
+# ---------------------------------------------------------------------------------------- wiring
+
+
+@dataclass(frozen=True)
+class HttpAuth:
+    """What the MCP server is built with when HTTP clients must authenticate."""
+
+    settings: AuthSettings
+    verifier: StaticTokenVerifier | IntrospectionTokenVerifier
+    mode: Literal["static tokens", "oauth"]
+
+
+def http_auth(settings: Settings) -> HttpAuth | None:
+    """The configured authentication, or None when HTTP clients are not asked for a token."""
+    if settings.http_tokens_file and settings.oauth_issuer_url:
+        raise ConfigError(
+            "MEMORIA_HTTP_TOKENS_FILE and MEMORIA_OAUTH_ISSUER_URL are both set: choose static tokens or OAuth"
+        )
+    if settings.http_tokens_file:
+        tokens = load_token_file(Path(settings.http_tokens_file).expanduser())
+        # The SDK asks for an issuer even without OAuth; static tokens are their own issuer. No resource
+        # URL: no metadata routes are published and no audience is checked.
+        auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)  # type: ignore[arg-type]
+        return HttpAuth(auth, StaticTokenVerifier(tokens), "static tokens")
+    if settings.oauth_issuer_url:
+        missing = [
+            name
+            for name, value in (
+                ("MEMORIA_OAUTH_RESOURCE_URL", settings.oauth_resource_url),
+                ("MEMORIA_OAUTH_INTROSPECTION_URL", settings.oauth_introspection_url),
+            )
+            if not value
+        ]
+        if missing:
+            raise ConfigError(f"OAuth needs {' and '.join(missing)} beside MEMORIA_OAUTH_ISSUER_URL")
+        assert settings.oauth_resource_url and settings.oauth_introspection_url
+        auth = AuthSettings(
+            issuer_url=settings.oauth_issuer_url,  # type: ignore[arg-type]
+            resource_server_url=settings.oauth_resource_url,  # type: ignore[arg-type]
+            validate_token_resource=True,
+            required_scopes=None,
+        )
+        secret = settings.oauth_client_secret.get_secret_value() if settings.oauth_client_secret else None
+        verifier = IntrospectionTokenVerifier(
+            settings.oauth_introspection_url,
+            issuer=settings.oauth_issuer_url,
+            resource=settings.oauth_resource_url,
+            client_id=settings.oauth_client_id,
+            client_secret=secret,
+        )
+        return HttpAuth(auth, verifier, "oauth")
+    return None
+
+
+# ---------------------------------------------------------------------------------------- enforcement
+
+
+def current_grant() -> Grant | None:
+    """The grant of the HTTP request being served; None on stdio and in-process (the local user's own)."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    token = get_access_token()
+    return grant_from_token(token) if token is not None else None
+
+
+def authorize(args: BaseModel, effect: Effect, grant: Grant, settings: Settings, tool: str) -> BaseModel:
+    """``args`` as the grant lets them run: a call naming no scope works in the token's home scope, a
+    scope the token does not grant is refused, memories are attributed to the principal and sessions
+    named explicitly are the principal's own (another principal's session cannot be reported on)."""
+    update: dict[str, Any] = {}
+    if isinstance(args, ScopeArgs):
+        if args.org_id is None and args.project_id is None and grant.home is not None:
+            update.update(org_id=grant.home.org_id, project_id=grant.home.project_id)
+        scope = args.model_copy(update=update).scope(settings)
+        if not grant.allows(effect, scope):
+            verb = "read" if effect == "reads" else "write to"
+            raise ToolFailure(
+                f"this token ({grant.principal}) may not {verb} org {scope.org_id!r} project {scope.project_id!r}; "
+                f"it may {verb.split()[0]}: {grant.describe(effect)}. Pass org_id and project_id of a scope it "
+                f"grants, or ask the server's operator for a token that grants this one, then call {tool} again."
+            )
+    declared = {
+        getattr(args, "agent_id", None),
+        *(getattr(i, "agent_id", None) for i in getattr(args, "items", ())),
+    }
+    foreign = sorted(name for name in declared - {None, grant.principal} if name is not None)
+    if foreign:
+        raise ToolFailure(
+            f"with a bearer token, memories and recalls are attributed to the token's principal "
+            f"{grant.principal!r}, not to {', '.join(map(repr, foreign))}: omit agent_id (use one token per agent), "
+            f"then call {tool} again."
+        )
+    session = getattr(args, "session_id", None)
+    if isinstance(session, str) and not session.startswith(f"{grant.principal}:"):
+        update["session_id"] = f"{grant.principal}:{session}"
+    return args.model_copy(update=update) if update else args

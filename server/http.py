@@ -1,0 +1,65 @@
+"""Serving streamable HTTP: which Host and Origin headers are accepted, the body limit, and refusing to
+serve an open endpoint beyond loopback.
+
+The SDK checks Host and Origin (DNS-rebinding protection) only when bound to a loopback name; here the
+check is always on. On loopback the accepted hosts are the loopback names; bound to a specific address
+beyond loopback, that address plus ``MEMORIA_HTTP_ALLOWED_HOSTS``; bound to every interface (0.0.0.0 or
+::), only ``MEMORIA_HTTP_ALLOWED_HOSTS``, which must then be set. A wrong Host gets 421, a wrong Origin
+403, a body over ``MEMORIA_HTTP_MAX_BODY_BYTES`` 413, a missing or invalid token (when tokens are
+configured) 401.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from mcp.server.transport_security import TransportSecuritySettings
+
+from server.config import ConfigError, Settings
+
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_every_interface(host: str) -> bool:
+    return host in {"0.0.0.0", "::", ""}
+
+
+def transport_security(host: str, port: int, settings: Settings) -> TransportSecuritySettings:
+    """Host/Origin validation for a server bound to ``host``:``port`` (see the module docstring)."""
+    if is_loopback(host):
+        hosts = [*LOOPBACK_HOSTS, *settings.http_allowed_hosts]
+        origins = [*LOOPBACK_ORIGINS, *settings.http_allowed_origins]
+    else:
+        if is_every_interface(host) and not settings.http_allowed_hosts:
+            raise ConfigError(
+                f"serving on every interface ({host or '0.0.0.0'}) needs MEMORIA_HTTP_ALLOWED_HOSTS: the host "
+                "names clients use to reach this server, e.g. memory.example.com:* (a request naming any other "
+                "Host is refused, which stops DNS-rebinding attacks)"
+            )
+        bound = f"[{host}]" if ":" in host else host
+        hosts = [*([] if is_every_interface(host) else [f"{bound}:{port}"]), *settings.http_allowed_hosts]
+        origins = list(settings.http_allowed_origins)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def refuse_open_endpoint(host: str, settings: Settings, authenticated: bool) -> None:
+    """Beyond loopback, every client must bring a token, unless the operator says a proxy checks them."""
+    if authenticated or is_loopback(host) or settings.http_allow_unauthenticated:
+        return
+    raise ConfigError(
+        f"refusing to serve {host} without authentication: anyone who can reach it could read and write "
+        "every memory. Set MEMORIA_HTTP_TOKENS_FILE (static tokens) or MEMORIA_OAUTH_ISSUER_URL (OAuth), "
+        "bind 127.0.0.1, or set MEMORIA_HTTP_ALLOW_UNAUTHENTICATED=true behind an authenticating proxy"
+    )

@@ -1,0 +1,298 @@
+"""The HTTP transport end to end, against the real console entry point: bearer tokens (static and OAuth
+introspection) with per-token scopes, 401 without one, Host/Origin checks beyond loopback (421/403), the
+body limit (413), principals as agents, and no token in the server's log."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import Implementation
+
+from tests.cohere_standin import cohere_standin
+from tests.helpers import TIMEOUT, call, call_error, free_port, http_server
+from tests.identity_provider import IdentityProvider
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+TOKENS = {
+    "alice": "alice-token-0123456789abcdef",  # writes acme/web
+    "dave": "dave-token-0123456789abcdef",  # writes acme/web
+    "bob": "bob-token-0123456789abcdef",  # reads acme/web
+    "carol": "carol-token-0123456789abcdef",  # writes globex/api
+}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def base_env(db: Path, **extra: str) -> dict[str, str]:
+    return {
+        "MEMORIA_DB_URI": str(db),
+        "MEMORIA_EMBEDDER": "hashed",
+        "MEMORIA_RERANKER": "none",
+        "MEMORIA_LOG_LEVEL": "DEBUG",
+        "MEMORIA_AGGREGATION_INTERVAL_SECONDS": "0.3",
+        **extra,
+    }
+
+
+def tokens_file(folder: Path) -> Path:
+    grants = {"alice": ("write", "acme/web"), "dave": ("write", "acme/web"), "bob": ("read", "acme/web")}
+    grants["carol"] = ("write", "globex/api")
+    entries = [
+        {"principal": name, "token": TOKENS[name], access: [scope]}
+        for name, (access, scope) in grants.items()
+    ]
+    path = folder / "tokens.json"
+    path.write_text(json.dumps({"tokens": entries}))
+    return path
+
+
+@asynccontextmanager
+async def session(url: str, token: str | None, agent: str = "http-agent") -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with anyio.fail_after(TIMEOUT):
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=TIMEOUT) as http,
+            Client(
+                streamable_http_client(url, http_client=http),
+                client_info=Implementation(name=agent, version="1"),
+                read_timeout_seconds=TIMEOUT,
+            ) as client,
+        ):
+            yield client
+
+
+def post(url: str, body: Any = INITIALIZE, token: str | None = None, **headers: str) -> httpx2.Response:
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return httpx2.post(url, content=content, headers={**MCP_HEADERS, **headers}, timeout=TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def static_server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
+    folder = tmp_path_factory.mktemp("static-tokens")
+    log = folder / "server.log"
+    env = base_env(folder / "db", MEMORIA_HTTP_TOKENS_FILE=str(tokens_file(folder)))
+    with http_server(env, log_path=log) as url:
+        yield url, log
+
+
+def test_a_request_without_a_valid_token_gets_401(static_server):
+    url, _ = static_server
+    for token in (None, "not-a-token-0123456789"):
+        refused = post(url, token=token)
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"].startswith("Bearer ")
+    assert post(url, token=TOKENS["alice"]).status_code == 200
+
+
+async def test_each_token_reads_and_writes_only_the_scopes_it_grants(static_server):
+    url, _ = static_server
+    async with session(url, TOKENS["alice"], agent="cursor") as alice:
+        stored = await call(alice, "remember", {"content": "The web app deploys from the release branch"})
+    # No scope named: the token's home scope; the agent is the principal, not the client's name.
+    assert (stored["org_id"], stored["project_id"], stored["agent_id"]) == ("acme", "web", "alice")
+
+    async with session(url, TOKENS["bob"]) as bob:
+        seen = await call(bob, "recall", {"query": "web app deploys release branch"})
+        assert [m["id"] for m in seen["memories"]] == [stored["id"]]
+        refused = await call_error(bob, "remember", {"content": "bob may only read"})
+        assert "this token (bob) may not write to org 'acme' project 'web'" in refused
+        assert "it may write: nothing" in refused
+
+    async with session(url, TOKENS["carol"]) as carol:
+        across = await call_error(
+            carol, "recall", {"query": "deploys", "org_id": "acme", "project_id": "web"}
+        )
+        assert "this token (carol) may not read org 'acme' project 'web'" in across
+        injected = await call_error(
+            carol, "recall", {"query": "deploys", "org_id": "acme' OR '1'='1", "project_id": "web"}
+        )
+        assert "may not read" in injected
+        own = await call(carol, "recall", {"query": "web app deploys release branch"})
+        assert own["memories"] == []  # globex/api holds nothing of acme's
+        posing = await call_error(carol, "remember", {"content": "x", "agent_id": "alice"})
+        assert "attributed to the token's principal 'carol'" in posing
+
+
+async def test_one_principal_cannot_corroborate_itself_but_another_principal_does(static_server):
+    url, _ = static_server
+    conclusion = "The flaky checkout test is caused by the shared payment sandbox"
+    async with session(url, TOKENS["alice"], agent="window-1") as first:
+        original = await call(first, "remember", {"content": conclusion})
+    async with session(url, TOKENS["alice"], agent="window-2") as second:  # same principal, new name
+        again = await call(second, "remember", {"content": conclusion})
+    assert again["status"] == "duplicate" and "corroborating" not in (again["note"] or "")
+    async with session(url, TOKENS["dave"]) as dave:
+        other = await call(dave, "remember", {"content": conclusion})
+        assert other["note"] == "already stored by alice; recorded dave as corroborating it"
+        deadline = time.monotonic() + TIMEOUT
+        while True:  # the aggregation job (every 0.3 s here) turns attestations into clusters
+            recalled = await call(dave, "recall", {"query": "flaky checkout test payment sandbox"})
+            explained = await call(
+                dave,
+                "explain_ranking",
+                {"retrieval_id": recalled["retrieval_id"], "memory_id": original["id"]},
+            )
+            agents = explained["candidates"][0]["corroborating_agents"]
+            if agents or time.monotonic() > deadline:
+                break
+            await anyio.sleep(0.3)
+    assert agents == ["dave"]
+
+
+async def test_outcome_reports_name_only_the_principals_own_sessions(static_server):
+    url, _ = static_server
+    async with session(url, TOKENS["alice"]) as alice:
+        await call(alice, "recall", {"query": "release branch", "session_id": "ses_shared_name"})
+        report = await call(alice, "report_outcome", {"outcome": "success", "session_id": "ses_shared_name"})
+    assert report["session_id"] == "alice:ses_shared_name" and report["status"] == "applied"
+    async with session(url, TOKENS["dave"]) as dave:  # the same name is dave's own, empty session
+        spoof = await call(dave, "report_outcome", {"outcome": "failure", "session_id": "ses_shared_name"})
+    assert spoof["session_id"] == "dave:ses_shared_name" and spoof["status"] == "nothing_to_update"
+
+
+def test_no_token_is_ever_written_to_the_log(static_server):
+    url, log = static_server
+    post(url, token="wrong-token-but-still-secret-0123")
+    text = log.read_text()
+    assert "memoria serving MCP over streamable HTTP" in text and "authenticate with static tokens" in text
+    for token in [*TOKENS.values(), "wrong-token-but-still-secret-0123"]:
+        assert token not in text
+
+
+# ------------------------------------------------------------------------------------------ beyond loopback
+
+
+def test_beyond_loopback_a_wrong_host_gets_421_a_foreign_origin_403_and_a_big_body_413(tmp_path):
+    env = base_env(
+        tmp_path / "db",
+        MEMORIA_HTTP_TOKENS_FILE=str(tokens_file(tmp_path)),
+        MEMORIA_HTTP_ALLOWED_HOSTS="memory.test:*",
+        MEMORIA_HTTP_ALLOWED_ORIGINS="https://app.memory.test",
+        MEMORIA_HTTP_MAX_BODY_BYTES="4096",
+    )
+    with http_server(env, bind="0.0.0.0") as url:
+        port = url.split(":")[2].split("/")[0]
+        alice = TOKENS["alice"]
+        assert post(url, token=alice, Host=f"evil.example:{port}").status_code == 421
+        assert (
+            post(url, token=alice, Host=f"memory.test:{port}", Origin="http://evil.example").status_code
+            == 403
+        )
+        big = {**INITIALIZE, "params": {**INITIALIZE["params"], "padding": "x" * 5000}}
+        assert post(url, big, token=alice, Host=f"memory.test:{port}").status_code == 413
+        assert post(url, token=None, Host=f"memory.test:{port}").status_code == 401
+        ok = post(url, token=alice, Host=f"memory.test:{port}", Origin="https://app.memory.test")
+        assert ok.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"tokens": "yes"}, "needs MEMORIA_HTTP_ALLOWED_HOSTS"),
+        ({"MEMORIA_HTTP_ALLOWED_HOSTS": "memory.test:*"}, "refusing to serve 0.0.0.0 without authentication"),
+    ],
+)
+def test_serving_every_interface_without_allowed_hosts_or_tokens_refuses_to_start(tmp_path, extra, message):
+    if extra.pop("tokens", None):
+        extra["MEMORIA_HTTP_TOKENS_FILE"] = str(tokens_file(tmp_path))
+    env = {"PATH": "/usr/bin:/bin", **base_env(tmp_path / "db", **extra)}
+    finished = subprocess.run(
+        [sys.executable, "-m", "server", "serve", "--http", f"0.0.0.0:{free_port()}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert finished.returncode == 2
+    assert message in finished.stderr and finished.stdout == ""
+
+
+# ------------------------------------------------------------------------------------------ OAuth 2.1
+
+
+async def test_oauth_tokens_are_checked_by_introspection_for_this_server_and_their_scopes(tmp_path):
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    claims = {"iss": None, "exp": int(time.time()) + 3600}
+    provider = IdentityProvider(
+        {
+            "writer": {**claims, "sub": "alice", "aud": resource, "scope": "memoria:write:acme/web"},
+            "reader": {**claims, "sub": "bob", "aud": resource, "scope": "memoria:read:acme/web"},
+            "elsewhere": {
+                **claims,
+                "sub": "eve",
+                "aud": "https://other.example/mcp",
+                "scope": "memoria:write:acme/web",
+            },
+        }
+    )
+    with provider.serving() as issuer:
+        for answer in provider.tokens.values():
+            answer["iss"] = issuer
+        env = base_env(
+            tmp_path / "db",
+            MEMORIA_OAUTH_ISSUER_URL=issuer,
+            MEMORIA_OAUTH_RESOURCE_URL=resource,
+            MEMORIA_OAUTH_INTROSPECTION_URL=f"{issuer}/introspect",
+            MEMORIA_OAUTH_CLIENT_ID="memoria",
+            MEMORIA_OAUTH_CLIENT_SECRET="introspection-secret",
+        )
+        with http_server(env, port=port) as url:
+            metadata = httpx2.get(f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp").json()
+            assert metadata["resource"] == resource and metadata["authorization_servers"] == [issuer]
+            anonymous = post(url)
+            assert anonymous.status_code == 401
+            assert "resource_metadata=" in anonymous.headers["www-authenticate"]
+            assert post(url, token="elsewhere").status_code == 401  # issued for another server
+            assert post(url, token="unknown").status_code == 401
+
+            async with session(url, "writer") as alice:
+                stored = await call(alice, "remember", {"content": "OAuth-protected memory of the web team"})
+            assert (stored["org_id"], stored["agent_id"]) == ("acme", "alice")
+            async with session(url, "reader") as bob:
+                seen = await call(bob, "recall", {"query": "OAuth-protected memory web team"})
+                assert [m["id"] for m in seen["memories"]] == [stored["id"]]
+                assert "may not write" in await call_error(bob, "remember", {"content": "no"})
+    assert all(authorization and authorization.startswith("Basic ") for _, authorization in provider.requests)
+
+
+async def test_the_clients_token_is_never_passed_upstream(tmp_path):
+    with cohere_standin(api_key="cohere-key-of-the-server") as cohere:
+        env = base_env(
+            tmp_path / "db",
+            MEMORIA_HTTP_TOKENS_FILE=str(tokens_file(tmp_path)),
+            MEMORIA_RERANKER="cohere",
+            COHERE_API_KEY=cohere.api_key,
+            MEMORIA_COHERE_BASE_URL=cohere.url,
+        )
+        with http_server(env) as url:
+            async with session(url, TOKENS["alice"]) as alice:
+                await call(alice, "remember", {"content": "The reranker runs at Cohere for this team"})
+                recalled = await call(alice, "recall", {"query": "which reranker does this team use"})
+    assert recalled["memories"] and cohere.requests  # the recall did go upstream
+    assert {request["auth"] for request in cohere.requests} == {"Bearer cohere-key-of-the-server"}
+    assert all(TOKENS["alice"] not in json.dumps(request) for request in cohere.requests)
