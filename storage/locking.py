@@ -105,7 +105,13 @@ def is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, (RuntimeError, OSError)) and any(marker in text for marker in _RETRYABLE_MARKERS)
 
 
-def retrying(operation: Callable[[], T], *, attempts: int = 8, base_delay: float = 0.02) -> T:
+def retrying(
+    operation: Callable[[], T],
+    *,
+    attempts: int = 8,
+    base_delay: float = 0.02,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
     """Run a write, retrying commit conflicts with jittered exponential backoff; other errors propagate."""
     for attempt in range(1, attempts + 1):
         try:
@@ -115,5 +121,5 @@ def retrying(operation: Callable[[], T], *, attempts: int = 8, base_delay: float
                 raise
             delay = base_delay * (2 ** (attempt - 1)) * (0.5 + random.random())
             log.debug("write conflict (attempt %d/%d), retrying in %.3fs: %s", attempt, attempts, delay, exc)
-            time.sleep(delay)
+            sleep(delay)
     raise AssertionError("unreachable")

@@ -25,7 +25,7 @@ import pyarrow as pa
 from lancedb.expr import Expr
 from lancedb.index import FTS, IvfHnswSq
 
-from storage import filters, migrations, schema
+from storage import filters, migrations, recovery, schema
 from storage.appenders import Appenders
 from storage.lexical_index import Analyzer
 from storage.locking import LOCK_FILE_NAME, WriteLock, retrying
@@ -157,7 +157,9 @@ class MemoryStore:
         Scopes of up to ``cache_scope_rows`` memories are searched from an in-process copy (0: never),
         ``cache_total_rows`` memories in all; with an ``analyzer`` (text -> index terms) the copies answer
         full-text searches too (BM25), otherwise LanceDB's full-text index does. Maintenance builds an
-        ANN index over the vectors once the table holds ``vector_index_min_rows`` memories (0: never)."""
+        ANN index over the vectors once the table holds ``vector_index_min_rows`` memories (0: never).
+        A local store whose newest manifest a crash of the machine left broken opens on the version
+        before, with a WARNING (``storage.recovery``)."""
         local_path = _local_path(uri)
         try:
             if local_path is not None:
@@ -175,6 +177,8 @@ class MemoryStore:
         lock = WriteLock(local_path / LOCK_FILE_NAME if local_path is not None else None)
         try:
             with lock.hold():
+                if local_path is not None:
+                    _recover(local_path)
                 meta = retrying(
                     lambda: migrations.apply_pending(
                         db, vector_dim, other_processes_excluded=lock.spans_processes
@@ -671,9 +675,8 @@ class MemoryStore:
             # the episode must already be as it will stay when the memory's commit lands.
             for record in current.values():
                 if record.kind == "episode" and record.episode_id:
-                    self._episodes.update(
-                        where=self._in_scope(scope, id=record.episode_id), values={"title": None}
-                    )
+                    where = self._in_scope(scope, id=record.episode_id)
+                    retrying(partial(self._episodes.update, where=where, values={"title": None}))
             self._merge_update(
                 pa.table(
                     {
@@ -754,7 +757,9 @@ class MemoryStore:
                 warnings.simplefilter("ignore", UserWarning)
                 retrying(partial(table.optimize, cleanup_older_than=timedelta(0)))
         # The inverted index still holds the purged words; build it again from the current rows.
-        self._memories.create_index("search_text", config=FTS(with_position=False), replace=True)
+        retrying(
+            partial(self._memories.create_index, "search_text", config=FTS(with_position=False), replace=True)
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             retrying(partial(self._memories.optimize, cleanup_older_than=timedelta(0)))
@@ -1184,6 +1189,16 @@ class MemoryStore:
         # LanceDB's plain scan defaults to 10 rows; None means every match.
         query = query.limit(limit if limit is not None else 2**31 - 1)
         return query.to_arrow().to_pylist()
+
+
+def _recover(local_path: Path) -> None:
+    """Set aside newest manifests a crash of the machine left broken (``storage.recovery``), before any
+    table is opened. The caller holds the write lock, so two servers starting together do not both move
+    the same file; a running server's commit is renamed into place whole, so it never looks broken."""
+    try:
+        recovery.recover_store(local_path)
+    except recovery.UnrecoverableTable as exc:
+        raise StoreError(f"could not open the memory store at {str(local_path)!r}: {exc}") from exc
 
 
 def _local_path(uri: str) -> Path | None:
