@@ -14,7 +14,7 @@ from mcp.server.mcpserver import MCPServer
 
 from server.auth import http_auth
 from server.config import Settings
-from server.registry import ToolSpec, register_tool
+from server.registry import ToolSpec, build_tool
 from server.state import AppState, RuntimeFactory, build_runtime
 from tools import drift, explain_ranking, forget, lineage, recall, remember, remember_many, report_outcome
 
@@ -174,9 +174,8 @@ def build_server(
         version=_version(),
         lifespan=lifespan,
         log_level=settings.log_level,
+        tools=[build_tool(spec) for spec in tool_specs()],
     )
-    for spec in tool_specs():
-        register_tool(app, spec)
     return app
 
 

@@ -2,9 +2,10 @@
 
 The SDK derives a tool's input schema from the function signature, so the wrapper's signature is
 built from the input model's fields: the model stays the single source of the schema. Each parameter
-is typed loosely for the SDK and validated by the model here, so a bad argument gets an error that
-names the field, the bound and the value, instead of a raw pydantic dump. (A missing required
-argument is still caught by the SDK first, with pydantic's "Field required" message.)
+is typed loosely and optional for the SDK, and the arguments the client actually sent (read from the
+request, so an unknown or a missing argument is seen too) are validated by the model here: a bad,
+unknown or missing argument gets an error that names the field, the bound and the value, instead of a
+raw pydantic dump or a silently ignored key. The published schema still lists the required arguments.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp_types import InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, ValidationError, WithJsonSchema, WrapValidator
 
@@ -59,10 +62,10 @@ class ToolSpec:
         )
 
 
-def register_tool(app: MCPServer[AppState], spec: ToolSpec) -> None:
+def build_tool(spec: ToolSpec) -> Tool:
     async def call(ctx: Context[AppState, Any], **arguments: Any) -> BaseModel | InputRequiredResult:
         try:
-            args = spec.input_model.model_validate(arguments)
+            args = spec.input_model.model_validate(sent_arguments(ctx, arguments))
         except ValidationError as exc:
             raise ToolError(friendly_validation_message(spec.name, exc)) from None
         state: AppState = ctx.request_context.lifespan_context
@@ -96,9 +99,38 @@ def register_tool(app: MCPServer[AppState], spec: ToolSpec) -> None:
         **{name: parameter.annotation for name, parameter in call.__signature__.parameters.items()},  # type: ignore[attr-defined]
         "return": call.__signature__.return_annotation,  # type: ignore[attr-defined]
     }
-    app.add_tool(
+    tool = Tool.from_function(
         call, name=spec.name, title=spec.title, description=spec.description, annotations=spec.annotations
     )
+    # Every parameter is optional for the SDK (so the model, not the SDK, reports a missing one): the
+    # schema clients see is the model's own, with its defaults and required arguments.
+    required = [name for name, field in spec.input_model.model_fields.items() if field.is_required()]
+    tool.parameters = {
+        **tool.parameters,
+        "properties": model_properties(spec.input_model),
+        **({"required": required} if required else {}),
+    }
+    return tool
+
+
+def sent_arguments(ctx: Context[AppState, Any], parsed: dict[str, Any]) -> dict[str, Any]:
+    """The arguments the client sent: the SDK's parsed value for each known one it sent (strings that
+    hold JSON lists already decoded), and unknown ones as sent, for the model to refuse by name."""
+    params = ctx.request_context.params
+    raw = params.get("arguments") if params is not None else None
+    if not isinstance(raw, dict):  # no raw request to compare with: what the SDK parsed
+        return {name: value for name, value in parsed.items() if value is not None}
+    return {name: parsed.get(name, value) for name, value in raw.items()}
+
+
+def is_text(annotation: Any) -> bool:
+    """``str``, optionally ``Annotated`` and optionally ``| None``."""
+    if get_origin(annotation) in (Union, UnionType):
+        members = [member for member in get_args(annotation) if member is not type(None)]
+        return len(members) == 1 and is_text(members[0])
+    if get_origin(annotation) is Annotated:
+        return is_text(get_args(annotation)[0])
+    return annotation is str
 
 
 def _pass_through(value: Any, _handler: Any) -> Any:
@@ -118,27 +150,27 @@ def _inline_refs(schema: Any, definitions: dict[str, Any]) -> Any:
     return schema
 
 
-def _signature(input_model: type[BaseModel], output_model: Any) -> inspect.Signature:
+def model_properties(input_model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema properties, each standing alone (references inlined)."""
     full = input_model.model_json_schema()
-    properties = _inline_refs(full["properties"], full.get("$defs", {}))
+    return _inline_refs(full["properties"], full.get("$defs", {}))  # type: ignore[no-any-return]
+
+
+def _signature(input_model: type[BaseModel], output_model: Any) -> inspect.Signature:
+    properties = model_properties(input_model)
 
     parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     for name, field in input_model.model_fields.items():
         schema = WithJsonSchema(properties[name])
-        if field.annotation in (str, str | None):
+        if is_text(field.annotation):
             # The SDK json-decodes string arguments of non-`str` parameters (for clients that send lists as
-            # JSON text); text must reach the model verbatim, so these are typed `str` and passed through.
+            # JSON text); text must reach the model verbatim ("null" is an org name, not None), so these
+            # are typed `str` and passed through.
             annotation: Any = Annotated[str, WrapValidator(_pass_through), schema]
         else:
             annotation = Annotated[Any, schema]
-        if field.is_required():
-            default: Any = inspect.Parameter.empty
-        elif field.default_factory is not None:
-            default = field.default_factory()  # type: ignore[call-arg]
-        else:
-            default = field.default
         parameters.append(
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=None)
         )
     return inspect.Signature(parameters, return_annotation=output_model)
 

@@ -37,6 +37,7 @@ def scaled(short: int, long: int) -> int:
     """``long`` in an opt-in long run, else ``short``."""
     return long if LONG_TESTS else short
 
+
 TOOL_NAMES = {
     "remember",
     "remember_many",

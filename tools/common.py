@@ -61,7 +61,12 @@ def _aware_utc(value: datetime | None) -> datetime | None:
     """A timestamp without an offset is taken as UTC; every stored time is UTC."""
     if value is None:
         return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+05:00 is in year 0 in UTC: a ValueError names the field
+        raise ValueError(
+            f"is {value.isoformat()}, which is outside the years 1 to 9999 in UTC: pass a real date"
+        ) from None
 
 
 OccurredAt = Annotated[datetime | None, AfterValidator(_aware_utc)]

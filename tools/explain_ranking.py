@@ -21,11 +21,8 @@ from tools.recall import build_request, check_bounds, record_retrieval
 
 class ExplainRankingInput(ScopeArgs):
     retrieval_id: Identifier | None = Field(None, description="The retrieval_id a recall returned.")
-    query: Annotated[str, WithoutSecrets] | None = Field(
-        None,
-        min_length=1,
-        max_length=100_000,
-        description="Instead of retrieval_id: run this query now and explain it.",
+    query: Annotated[str, Field(min_length=1, max_length=100_000), WithoutSecrets] | None = Field(
+        None, description="Instead of retrieval_id: run this query now and explain it."
     )
     memory_id: Identifier | None = Field(None, description="Explain only this memory.")
     top_k: int | None = Field(None, ge=1, le=1_000, description="With query: as for recall.")

@@ -21,11 +21,8 @@ if TYPE_CHECKING:
 
 class ForgetInput(ScopeArgs):
     memory_id: Identifier | None = Field(None, description="The memory to forget.")
-    query: Annotated[str, WithoutSecrets] | None = Field(
-        None,
-        min_length=1,
-        max_length=4_000,
-        description="Instead of memory_id: forget the best matches of this query.",
+    query: Annotated[str, Field(min_length=1, max_length=4_000), WithoutSecrets] | None = Field(
+        None, description="Instead of memory_id: forget the best matches of this query."
     )
     mode: Literal["retract", "purge"] = Field(
         "retract",
@@ -35,8 +32,8 @@ class ForgetInput(ScopeArgs):
     max_memories: int = Field(
         1, ge=1, le=20, description="With query: forget at most this many best matches."
     )
-    reason: Annotated[str, WithoutSecrets] | None = Field(
-        None, max_length=500, description="Why, for the record."
+    reason: Annotated[str, Field(max_length=500), WithoutSecrets] | None = Field(
+        None, description="Why, for the record."
     )
     dry_run: bool = Field(False, description="Show what would be forgotten without changing anything.")
 

@@ -77,9 +77,13 @@ class RememberInput(ScopeArgs):
     @field_validator("content")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("is empty or whitespace only: pass the text to remember")
-        return value
+        return not_blank(value)
+
+
+def not_blank(content: str) -> str:
+    if not content.strip():
+        raise ValueError("is empty or whitespace only: pass the text to remember")
+    return content
 
 
 class ConsolidationSummary(BaseModel):

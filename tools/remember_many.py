@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Literal
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from retrieval.consolidation.report import Actor
 from retrieval.consolidation.rules import collapse_batch
@@ -23,6 +23,7 @@ from tools.remember import (
     cluster_member,
     examined_as_written,
     new_record,
+    not_blank,
     output_for,
     preceding_contents,
     remember,
@@ -34,6 +35,9 @@ from tools.remember import (
 
 
 class BatchItem(BaseModel):
+    # A misspelt key ("tag", "kinds") is refused, not dropped: the memory would be stored without it.
+    model_config = ConfigDict(extra="forbid")
+
     content: str = Field(min_length=1, max_length=1_000_000, description="One memory, verbatim.")
     kind: Literal["fact", "episode", "artifact"] = "fact"
     tags: list[Tag] = Field(default_factory=list, max_length=1_000)
@@ -43,6 +47,12 @@ class BatchItem(BaseModel):
     agent_id: Identifier | None = Field(
         None, description="Who said or learned this one, when it differs from the batch's agent_id."
     )
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        # Checked here, not when the item becomes a RememberInput: that would fail inside the handler.
+        return not_blank(value)
 
 
 class RememberManyInput(ScopeArgs):

@@ -36,8 +36,8 @@ class ReportOutcomeInput(ScopeArgs):
     session_id: Identifier | None = Field(
         None, description="The session to report on. Default: this client connection's session."
     )
-    note: Annotated[str, WithoutSecrets] | None = Field(
-        None, max_length=4_000, description="Optional: what helped or misled."
+    note: Annotated[str, Field(max_length=4_000), WithoutSecrets] | None = Field(
+        None, description="Optional: what helped or misled."
     )
 
 

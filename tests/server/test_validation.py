@@ -33,7 +33,8 @@ CASES = [
     ),
     ("report_outcome", {"outcome": "success", "score": 1.5}, "`score` must be <= 1.0, but got 1.5"),
     ("report_outcome", {"outcome": "success", "score": -0.1}, "`score` must be >= 0.0, but got -0.1"),
-    ("report_outcome", {}, "outcome\n  Field required"),
+    ("report_outcome", {}, "`outcome` is required. Fix the arguments and call report_outcome again"),
+    ("recall", {"query": "x", "org": "acme"}, "`org` is not an argument of this tool"),
     ("explain_ranking", {}, "pass exactly one of retrieval_id (from a recall result) or query"),
     (
         "explain_ranking",
@@ -104,3 +105,20 @@ async def test_a_store_fault_is_a_clear_tool_error(settings, monkeypatch):
     async with connected(build_server(settings, runtime_factory=faulty)) as client:
         text = await call_error(client, "recall", {"query": "anything"})
     assert "recall failed: OSError: disk I/O error" in text and "retrying is safe" in text
+
+
+async def test_text_arguments_that_look_like_json_are_names_not_values(settings):
+    # An org called "null" is its own tenant, not the default scope that a decoded None would select.
+    async with connected(server_with(settings)) as client:
+        stored = await call(
+            client,
+            "remember",
+            {"content": "kept in an oddly named tenant", "org_id": "null", "project_id": "[1, 2]"},
+        )
+        default = await call(client, "recall", {"query": "oddly named tenant"})
+        own = await call(
+            client, "recall", {"query": "oddly named tenant", "org_id": "null", "project_id": "[1, 2]"}
+        )
+    assert (stored["org_id"], stored["project_id"]) == ("null", "[1, 2]")
+    assert default["memories"] == []
+    assert [m["id"] for m in own["memories"]] == [stored["id"]]
