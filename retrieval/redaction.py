@@ -58,6 +58,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
     ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{32,}"), 0),
     ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
+    ("memoria-token", re.compile(r"\bmem_tok_[A-Za-z0-9_\-]{40,}"), 0),  # `memoria token`'s bearer tokens
     (
         "authorization-header",
         re.compile(

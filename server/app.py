@@ -174,7 +174,7 @@ def build_server(
         version=_version(),
         lifespan=lifespan,
         log_level=settings.log_level,
-        tools=[build_tool(spec) for spec in tool_specs()],
+        tools=[build_tool(spec, tokens_required=auth is not None) for spec in tool_specs()],
     )
     return app
 

@@ -13,7 +13,9 @@ Two ways to issue tokens, chosen by configuration:
 
 Either way a request without a valid token gets 401, and every tool call is checked against the token's
 grant before it runs (``Grant.allows``); writing implies reading the same scope. ``*`` stands for any org
-or any project. The principal, not the client's self-declared name, becomes the memory's agent, so one
+or any project. A grant is split at its first ``/``, so an org whose id contains ``/``, or an org or
+project literally named ``*``, cannot be granted on its own (only through a wildcard): a limit on what
+an operator can express, not a way for a client to reach further. The principal, not the client's self-declared name, becomes the memory's agent, so one
 principal cannot pose as several agents to inflate corroboration.
 
 Tokens are never logged: only digests are kept, and the log filter redacts bearer values anyway.
@@ -43,6 +45,7 @@ from tools.common import ScopeArgs, ToolFailure
 
 log = logging.getLogger(__name__)
 
+MAX_SESSION_ID = 128  # tools.common.Identifier
 READ_PREFIX = "memoria:read:"
 WRITE_PREFIX = "memoria:write:"
 ANY = "*"
@@ -116,8 +119,20 @@ def grant_from_token(token: AccessToken) -> Grant:
 
 
 def principal_of(token: AccessToken) -> str:
-    """The subject if the issuer names one (a person or service), else the OAuth client."""
-    return (token.subject or token.client_id)[:128]
+    """The subject if the issuer names one (a person or service), else ``client:<client_id>``: a client
+    without a subject never shares a name with a person."""
+    return token.subject if token.subject else f"client:{token.client_id}"
+
+
+def session_namespace(principal: str) -> str:
+    """The prefix of every session a principal works in: fixed-length, so no principal's sessions can be
+    named by another (``a`` + ``b:x`` and ``a:b`` + ``x`` stay apart)."""
+    return hashlib.sha256(principal.encode()).hexdigest()[:16] + ":"
+
+
+def own_session(principal: str, session_id: str) -> str:
+    namespace = session_namespace(principal)
+    return session_id if session_id.startswith(namespace) else namespace + session_id
 
 
 # ---------------------------------------------------------------------------------------- static tokens
@@ -297,6 +312,10 @@ class IntrospectionTokenVerifier:
             (a for a in audiences if _same_url(a, self._resource)), audiences[0] if audiences else None
         )
         subject = answer.get("sub")
+        name = str(subject) if subject else f"client:{answer.get('client_id')}"
+        if not name.isprintable() or len(name) > 128:
+            log.warning("refused a token whose subject is not a printable name of at most 128 characters")
+            return None
         return AccessToken(
             token=token,
             client_id=str(answer.get("client_id") or subject or "unknown-client"),
@@ -405,6 +424,14 @@ def authorize(args: BaseModel, effect: Effect, grant: Grant, settings: Settings,
             f"then call {tool} again."
         )
     session = getattr(args, "session_id", None)
-    if isinstance(session, str) and not session.startswith(f"{grant.principal}:"):
-        update["session_id"] = f"{grant.principal}:{session}"
+    if isinstance(session, str):
+        owned = own_session(grant.principal, session)
+        if len(owned) > MAX_SESSION_ID:
+            raise ToolFailure(
+                f"`session_id` is {len(session)} characters; with a bearer token at most "
+                f"{MAX_SESSION_ID - len(owned) + len(session)} are allowed (the server keeps each principal's "
+                f"sessions apart under a prefix). Pass a shorter id, or the session_id a recall returned, "
+                f"then call {tool} again."
+            )
+        update["session_id"] = owned
     return args.model_copy(update=update) if update else args

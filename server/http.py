@@ -31,13 +31,28 @@ def is_loopback(host: str) -> bool:
 
 
 def is_every_interface(host: str) -> bool:
-    return host in {"0.0.0.0", "::", ""}
+    if host == "":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def host_header(host: str) -> str:
+    """``host`` as a Host header names it: IPv6 addresses compressed and bracketed."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host.lower()
+    return f"[{address.compressed}]" if address.version == 6 else address.compressed
 
 
 def transport_security(host: str, port: int, settings: Settings) -> TransportSecuritySettings:
     """Host/Origin validation for a server bound to ``host``:``port`` (see the module docstring)."""
     if is_loopback(host):
-        hosts = [*LOOPBACK_HOSTS, *settings.http_allowed_hosts]
+        bound = [] if f"{host_header(host)}:*" in LOOPBACK_HOSTS else [f"{host_header(host)}:*"]
+        hosts = [*LOOPBACK_HOSTS, *bound, *settings.http_allowed_hosts]
         origins = [*LOOPBACK_ORIGINS, *settings.http_allowed_origins]
     else:
         if is_every_interface(host) and not settings.http_allowed_hosts:
@@ -46,8 +61,8 @@ def transport_security(host: str, port: int, settings: Settings) -> TransportSec
                 "names clients use to reach this server, e.g. memory.example.com:* (a request naming any other "
                 "Host is refused, which stops DNS-rebinding attacks)"
             )
-        bound = f"[{host}]" if ":" in host else host
-        hosts = [*([] if is_every_interface(host) else [f"{bound}:{port}"]), *settings.http_allowed_hosts]
+        own = [] if is_every_interface(host) else [f"{host_header(host)}:{port}"]
+        hosts = [*own, *settings.http_allowed_hosts]
         origins = list(settings.http_allowed_origins)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins

@@ -9,7 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from retrieval.text import single_line
-from server.auth import Grant
+from server.auth import Grant, own_session
 from server.state import AppState, new_session_id
 from tools.common import Caller
 
@@ -20,10 +20,9 @@ _SESSION_KEY = "memoria.session_id"
 def resolve_caller(ctx: Context[Any, Any], state: AppState, grant: Grant | None = None) -> Caller:
     """With a bearer token the agent is the token's principal; otherwise the client's self-declared name."""
     session = ctx.request_context.session
-    if grant is not None:
-        return Caller(
-            agent_id=grant.principal, session_id=_connection_session(session, state, grant.principal)
-        )
+    if grant is not None:  # the session is in the principal's namespace, as explicit ones are
+        connection = _connection_session(session, state, grant.principal)
+        return Caller(agent_id=grant.principal, session_id=own_session(grant.principal, connection))
     params = session.client_params
     # The client names itself: keep it to one clean line before it becomes provenance.
     name = (

@@ -62,7 +62,10 @@ class ToolSpec:
         )
 
 
-def build_tool(spec: ToolSpec) -> Tool:
+def build_tool(spec: ToolSpec, *, tokens_required: bool = False) -> Tool:
+    """The SDK tool for ``spec``. With ``tokens_required`` (HTTP auth configured), an HTTP request that
+    arrives without a grant is refused rather than served unrestricted (fail closed)."""
+
     async def call(ctx: Context[AppState, Any], **arguments: Any) -> BaseModel | InputRequiredResult:
         try:
             args = spec.input_model.model_validate(sent_arguments(ctx, arguments))
@@ -72,6 +75,8 @@ def build_tool(spec: ToolSpec) -> Tool:
         ledger = SamplingLedger()
         try:
             grant = current_grant()
+            if grant is None and tokens_required and ctx.request_context.request is not None:
+                raise ToolFailure("this server requires a bearer token for every HTTP request; send one")
             if grant is not None:
                 args = authorize(args, spec.effect, grant, state.settings, spec.name)
             runtime = await state.runtime()

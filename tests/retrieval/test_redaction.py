@@ -45,6 +45,7 @@ CASES = [
         "api03-abcdefghijklmnop",
     ),
     ("AccountKey=" + "a" * 86 + "== for blob storage", "azure-account-key", "a" * 86),
+    ("the CI token mem_tok_" + "AbC-dEf_" * 6 + " is in the vault", "memoria-token", "AbC-dEf_AbC-dEf_"),
 ]
 
 

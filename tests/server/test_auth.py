@@ -3,6 +3,7 @@ introspection answers are read, and which Host/Origin headers a binding accepts.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from typing import Any
@@ -20,6 +21,7 @@ from server.auth import (
     grant_from_token,
     http_auth,
     load_token_file,
+    own_session,
     token_digest,
 )
 from server.config import ConfigError, Settings
@@ -85,7 +87,8 @@ def test_a_token_grant_is_read_from_its_memoria_scopes_and_its_subject():
     assert found.principal == "alice@example.com"
     assert found.read == (ScopePattern("acme", "*"),)
     assert found.write == (ScopePattern("acme", "web"),)  # the malformed one is ignored
-    assert grant_from_token(AccessToken(token="t", client_id="svc", scopes=[])).principal == "svc"
+    # A client without a subject never shares a name with a person.
+    assert grant_from_token(AccessToken(token="t", client_id="svc", scopes=[])).principal == "client:svc"
 
 
 # ------------------------------------------------------------------------------------------ authorize
@@ -143,9 +146,29 @@ def test_explicit_sessions_are_the_principals_own():
         SETTINGS,
         "r",
     )
-    assert reported.session_id == "alice:ses_1"
+    namespace = hashlib.sha256(b"alice").hexdigest()[:16] + ":"
+    assert reported.session_id == namespace + "ses_1"
     again = authorize(reported, "writes", grant(write=("acme/web",)), SETTINGS, "r")
-    assert again.session_id == "alice:ses_1"  # not prefixed twice
+    assert again.session_id == namespace + "ses_1"  # a session id the server returned is used as it is
+
+
+def test_no_principal_can_name_another_principals_session():
+    # "a" + "b:x" and "a:b" + "x" would meet under a plain "principal:" prefix.
+    first = own_session("a", "b:x")
+    second = own_session("a:b", "x")
+    assert first != second
+    assert own_session("a:b", first) != first  # passing a's session id does not reach it
+
+
+def test_a_session_id_too_long_for_its_namespace_is_refused_with_the_limit():
+    with pytest.raises(ToolFailure, match="with a bearer token at most 111 are allowed"):
+        authorize(
+            ReportOutcomeInput(outcome="success", session_id="s" * 120),
+            "writes",
+            grant(write=("acme/web",)),
+            SETTINGS,
+            "report_outcome",
+        )
 
 
 # ------------------------------------------------------------------------------------------ tokens file
@@ -275,8 +298,10 @@ def test_introspection_accepts_an_active_token_for_this_server_and_reads_its_gra
         None,  # inactive (unknown) token
         {"iss": "https://evil.example.com", "sub": "alice", "aud": RESOURCE},
         {"iss": ISSUER, "sub": "alice", "aud": RESOURCE, "exp": int(time.time()) - 5},
+        {"iss": ISSUER, "sub": "alice\nforged log line", "aud": RESOURCE},
+        {"iss": ISSUER, "sub": "x" * 129, "aud": RESOURCE},
     ],
-    ids=["inactive", "other-issuer", "expired"],
+    ids=["inactive", "other-issuer", "expired", "unprintable-subject", "long-subject"],
 )
 def test_introspection_refuses_inactive_foreign_and_expired_tokens(claims):
     provider = IdentityProvider({"tok": claims} if claims else {})
@@ -296,7 +321,17 @@ def test_an_unreachable_identity_provider_refuses_the_token_instead_of_failing_o
 def test_loopback_accepts_loopback_hosts_and_origins_only():
     security = transport_security("127.0.0.1", 8000, SETTINGS)
     assert security.enable_dns_rebinding_protection
-    assert "127.0.0.1:*" in security.allowed_hosts and "http://localhost:*" in security.allowed_origins
+    assert security.allowed_hosts == ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    assert security.allowed_origins == ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    assert transport_security("127.0.0.2", 8000, SETTINGS).allowed_hosts[-1] == "127.0.0.2:*"
+
+
+def test_ipv6_and_unspecified_addresses_are_recognised_however_they_are_written():
+    settings = SETTINGS.model_copy(update={"http_allowed_hosts": ["memory.example.com:*"]})
+    assert transport_security("2001:DB8:0::1", 8000, settings).allowed_hosts[0] == "[2001:db8::1]:8000"
+    for everywhere in ("::", "::0", "0:0::0", "0.0.0.0"):
+        with pytest.raises(ConfigError, match="MEMORIA_HTTP_ALLOWED_HOSTS"):
+            transport_security(everywhere, 8000, SETTINGS)
 
 
 def test_a_specific_address_beyond_loopback_accepts_itself_and_the_configured_hosts():

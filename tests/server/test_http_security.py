@@ -127,10 +127,6 @@ async def test_each_token_reads_and_writes_only_the_scopes_it_grants(static_serv
             carol, "recall", {"query": "deploys", "org_id": "acme", "project_id": "web"}
         )
         assert "this token (carol) may not read org 'acme' project 'web'" in across
-        injected = await call_error(
-            carol, "recall", {"query": "deploys", "org_id": "acme' OR '1'='1", "project_id": "web"}
-        )
-        assert "may not read" in injected
         own = await call(carol, "recall", {"query": "web app deploys release branch"})
         assert own["memories"] == []  # globex/api holds nothing of acme's
         posing = await call_error(carol, "remember", {"content": "x", "agent_id": "alice"})
@@ -163,15 +159,54 @@ async def test_one_principal_cannot_corroborate_itself_but_another_principal_doe
     assert agents == ["dave"]
 
 
-async def test_outcome_reports_name_only_the_principals_own_sessions(static_server):
+async def test_every_tool_refuses_a_scope_its_token_does_not_grant(static_server):
+    url, _ = static_server
+    acme = {"org_id": "acme", "project_id": "web"}
+    async with session(url, TOKENS["alice"]) as alice:
+        stored = await call(alice, "remember", {"content": "Only acme may see the web team's incident notes"})
+        recalled = await call(alice, "recall", {"query": "web team incident notes"})
+    calls = {
+        "remember": {"content": "x"},
+        "remember_many": {"items": [{"content": "x"}]},
+        "recall": {"query": "incident notes"},
+        "explain_ranking": {"retrieval_id": recalled["retrieval_id"]},
+        "forget": {"memory_id": stored["id"], "dry_run": True},
+        "lineage": {"memory_id": stored["id"]},
+        "drift": {},
+        "report_outcome": {"outcome": "failure"},
+    }
+    async with session(url, TOKENS["carol"]) as carol:  # carol writes globex/api only
+        for tool, arguments in calls.items():
+            refused = await call_error(carol, tool, {**arguments, **acme})
+            assert "this token (carol) may not" in refused and "org 'acme' project 'web'" in refused, tool
+    async with session(url, TOKENS["bob"]) as bob:  # bob reads acme/web: he may look, not change
+        await call(bob, "lineage", {"memory_id": stored["id"]})
+        for tool in ("forget", "remember_many", "report_outcome"):
+            assert "this token (bob) may not write to org 'acme'" in await call_error(bob, tool, calls[tool])
+    async with session(url, TOKENS["alice"]) as alice:
+        still = await call(alice, "recall", {"query": "web team incident notes"})
+    assert stored["id"] in [m["id"] for m in still["memories"]]
+
+
+async def test_outcome_reports_reach_only_the_principals_own_sessions(static_server):
     url, _ = static_server
     async with session(url, TOKENS["alice"]) as alice:
-        await call(alice, "recall", {"query": "release branch", "session_id": "ses_shared_name"})
-        report = await call(alice, "report_outcome", {"outcome": "success", "session_id": "ses_shared_name"})
-    assert report["session_id"] == "alice:ses_shared_name" and report["status"] == "applied"
-    async with session(url, TOKENS["dave"]) as dave:  # the same name is dave's own, empty session
-        spoof = await call(dave, "report_outcome", {"outcome": "failure", "session_id": "ses_shared_name"})
-    assert spoof["session_id"] == "dave:ses_shared_name" and spoof["status"] == "nothing_to_update"
+        await call(alice, "remember", {"content": "Canary deploys run before the full rollout"})
+        recalled = await call(alice, "recall", {"query": "canary deploys rollout"})
+        assert recalled["memories"]
+        # The session id a recall returns is the one to report on, over a token as anywhere else.
+        report = await call(
+            alice, "report_outcome", {"outcome": "success", "session_id": recalled["session_id"]}
+        )
+        assert report["status"] == "applied" and report["updated"]
+        await call(alice, "recall", {"query": "canary deploys rollout", "session_id": "ses_shared_name"})
+        named = await call(alice, "report_outcome", {"outcome": "success", "session_id": "ses_shared_name"})
+    assert named["status"] == "applied" and named["session_id"].endswith(":ses_shared_name")
+    async with session(url, TOKENS["dave"]) as dave:
+        # The same name is dave's own empty session; alice's full id does not reach hers either.
+        for name in ("ses_shared_name", named["session_id"]):
+            spoof = await call(dave, "report_outcome", {"outcome": "failure", "session_id": name})
+            assert spoof["status"] == "nothing_to_update" and spoof["session_id"] != named["session_id"]
 
 
 def test_no_token_is_ever_written_to_the_log(static_server):
