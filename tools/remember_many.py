@@ -91,12 +91,13 @@ def _remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) ->
     ]
     cleaned = [without_secrets(single) for single in inputs]
     inputs = [single for single, _ in cleaned]
+    records = []
     for index, single in enumerate(inputs):
-        try:
+        try:  # every item is checked before anything is written: a refused batch stores nothing
             check_limits(single, runtime)
+            records.append(new_record(single, runtime, caller))
         except ToolFailure as exc:
             raise ToolFailure(f"item {index}: {exc}") from None
-    records = [new_record(single, runtime, caller) for single in inputs]
     scope = records[0].scope
     store = runtime.store
     existing = store.get_memories([r.id for r in records], scope)

@@ -35,6 +35,11 @@ CASES = [
     ("report_outcome", {"outcome": "success", "score": -0.1}, "`score` must be >= 0.0, but got -0.1"),
     ("report_outcome", {}, "`outcome` is required. Fix the arguments and call report_outcome again"),
     ("recall", {"query": "x", "org": "acme"}, "`org` is not an argument of this tool"),
+    (
+        "remember_many",
+        {"items": [{"content": "a"}, {"content": "b", "occurred_at": "2999-01-01T00:00:00Z"}]},
+        "item 1: occurred_at 2999-01-01T00:00:00Z is in the future",
+    ),
     ("explain_ranking", {}, "pass exactly one of retrieval_id (from a recall result) or query"),
     (
         "explain_ranking",
