@@ -14,6 +14,7 @@ from mcp.server.mcpserver import MCPServer
 
 from server.auth import http_auth
 from server.config import Settings
+from server.prompts import build_prompts
 from server.registry import ToolSpec, build_tool
 from server.state import AppState, RuntimeFactory, build_runtime
 from tools import drift, explain_ranking, forget, lineage, recall, remember, remember_many, report_outcome
@@ -29,6 +30,8 @@ Long-term memory shared across sessions and agents.
 - Call `report_outcome` once when the task ends (success, failure or partial): memories that helped rise,
   memories that misled sink.
 - Call `explain_ranking` with a recall's retrieval_id to see why each memory ranked where it did.
+- The prompts `session_start` (recall the context for a task) and `session_end` (report the outcome) wrap
+  this routine.
 - When a stored fact is wrong or private, call `forget` (retract, or purge to erase it); when beliefs seem
   to conflict, `drift` lists contradictions and recent revisions, and `lineage` shows a memory's history.
 """
@@ -176,6 +179,9 @@ def build_server(
         log_level=settings.log_level,
         tools=[build_tool(spec, tokens_required=auth is not None) for spec in tool_specs()],
     )
+    specs = {spec.name: spec for spec in tool_specs()}
+    for prompt in build_prompts(specs, tokens_required=auth is not None):
+        app.add_prompt(prompt)
     return app
 
 

@@ -67,34 +67,7 @@ def build_tool(spec: ToolSpec, *, tokens_required: bool = False) -> Tool:
     arrives without a grant is refused rather than served unrestricted (fail closed)."""
 
     async def call(ctx: Context[AppState, Any], **arguments: Any) -> BaseModel | InputRequiredResult:
-        try:
-            args = spec.input_model.model_validate(sent_arguments(ctx, arguments))
-        except ValidationError as exc:
-            raise ToolError(friendly_validation_message(spec.name, exc)) from None
-        state: AppState = ctx.request_context.lifespan_context
-        ledger = SamplingLedger()
-        try:
-            grant = current_grant()
-            if grant is None and tokens_required and ctx.request_context.request is not None:
-                raise ToolFailure("this server requires a bearer token for every HTTP request; send one")
-            if grant is not None:
-                args = authorize(args, spec.effect, grant, state.settings, spec.name)
-            runtime = await state.runtime()
-            caller = resolve_caller(ctx, state, grant)
-            if spec.uses_llm:
-                ledger = recorded_ledger(ctx)
-                caller = replace(caller, llm=state.llms.for_request(ctx, ledger))
-            return await spec.handler(args, runtime, caller)
-        except ClientInputNeeded as needed:  # 2026-07-28: ask the client, then the call is retried
-            return input_required(needed, ledger)
-        except ToolFailure as exc:
-            raise ToolError(str(exc)) from None
-        except Exception as exc:  # a store or model fault: say what failed instead of a bare "error"
-            log.exception("%s failed", spec.name)
-            raise ToolError(
-                f"{spec.name} failed: {short_reason(exc)}. Nothing was changed by this call if it did not "
-                "complete; retrying is safe. If it keeps failing, check the server's stderr log."
-            ) from None
+        return await invoke(spec, ctx, sent_arguments(ctx, arguments), tokens_required=tokens_required)
 
     call.__name__ = spec.name
     call.__doc__ = spec.description
@@ -116,6 +89,47 @@ def build_tool(spec: ToolSpec, *, tokens_required: bool = False) -> Tool:
         **({"required": required} if required else {}),
     }
     return tool
+
+
+async def invoke(
+    spec: ToolSpec,
+    ctx: Context[AppState, Any],
+    arguments: dict[str, Any],
+    *,
+    tokens_required: bool,
+    with_llm: bool = True,
+) -> BaseModel | InputRequiredResult:
+    """Run ``spec``'s handler on ``arguments`` as a tool call does: validated by its input model, checked
+    against the request's grant, for the calling client; every failure becomes a ToolError that says what
+    to do. Prompts run tools through here too (``with_llm=False``: no sampling round trips)."""
+    try:
+        args = spec.input_model.model_validate(arguments)
+    except ValidationError as exc:
+        raise ToolError(friendly_validation_message(spec.name, exc)) from None
+    state: AppState = ctx.request_context.lifespan_context
+    ledger = SamplingLedger()
+    try:
+        grant = current_grant()
+        if grant is None and tokens_required and ctx.request_context.request is not None:
+            raise ToolFailure("this server requires a bearer token for every HTTP request; send one")
+        if grant is not None:
+            args = authorize(args, spec.effect, grant, state.settings, spec.name)
+        runtime = await state.runtime()
+        caller = resolve_caller(ctx, state, grant)
+        if spec.uses_llm and with_llm:
+            ledger = recorded_ledger(ctx)
+            caller = replace(caller, llm=state.llms.for_request(ctx, ledger))
+        return await spec.handler(args, runtime, caller)
+    except ClientInputNeeded as needed:  # 2026-07-28: ask the client, then the call is retried
+        return input_required(needed, ledger)
+    except ToolFailure as exc:
+        raise ToolError(str(exc)) from None
+    except Exception as exc:  # a store or model fault: say what failed instead of a bare "error"
+        log.exception("%s failed", spec.name)
+        raise ToolError(
+            f"{spec.name} failed: {short_reason(exc)}. Nothing was changed by this call if it did not "
+            "complete; retrying is safe. If it keeps failing, check the server's stderr log."
+        ) from None
 
 
 def sent_arguments(ctx: Context[AppState, Any], parsed: dict[str, Any]) -> dict[str, Any]:
