@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
 import tempfile
@@ -55,8 +56,6 @@ def preload(db: Path, memories: int) -> None:
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -98,8 +97,6 @@ def served(db: Path, tokens: dict[str, str], folder: Path) -> Iterator[str]:
 
 
 def wait_until_up(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
-    import socket
-
     deadline = time.monotonic() + 120
     while True:
         try:
@@ -171,8 +168,8 @@ async def client_loop(url: str, name: str, token: str, seconds: float, tally: Ta
             if result.is_error:
                 tally.error(tool, str(getattr(result.content[0], "text", result.content[0])))
             elif tool == "recall" and result.structured_content:
-                last_retrieval = {"retrieval_id": result.structured_content["retrieval_id"], **arguments}
-                del last_retrieval["query"]
+                retrieval_id = result.structured_content["retrieval_id"]
+                last_retrieval = {"retrieval_id": retrieval_id, "org_id": org, "project_id": project}
 
 
 def run_load(clients: int, seconds: float, memories: int, seed: int = 5) -> dict[str, Any]:

@@ -168,6 +168,7 @@ def build_server(
             state.close()
 
     auth = http_auth(settings)  # HTTP only: stdio and in-process clients are the local user's own
+    specs = tool_specs()
     app: MCPServer[AppState] = MCPServer(
         SERVER_NAME,
         auth=auth.settings if auth else None,
@@ -177,10 +178,10 @@ def build_server(
         version=_version(),
         lifespan=lifespan,
         log_level=settings.log_level,
-        tools=[build_tool(spec, tokens_required=auth is not None) for spec in tool_specs()],
+        tools=[build_tool(spec, tokens_required=auth is not None) for spec in specs],
     )
-    specs = {spec.name: spec for spec in tool_specs()}
-    for prompt in build_prompts(specs, tokens_required=auth is not None):
+    recall_spec = next(spec for spec in specs if spec.name == "recall")
+    for prompt in build_prompts(recall_spec, tokens_required=auth is not None):
         app.add_prompt(prompt)
     return app
 

@@ -15,8 +15,9 @@ Either way a request without a valid token gets 401, and every tool call is chec
 grant before it runs (``Grant.allows``); writing implies reading the same scope. ``*`` stands for any org
 or any project. A grant is split at its first ``/``, so an org whose id contains ``/``, or an org or
 project literally named ``*``, cannot be granted on its own (only through a wildcard): a limit on what
-an operator can express, not a way for a client to reach further. The principal, not the client's self-declared name, becomes the memory's agent, so one
-principal cannot pose as several agents to inflate corroboration.
+an operator can express, not a way for a client to reach further. The principal, not the client's
+self-declared name, becomes the memory's agent, so one principal cannot pose as several agents to
+inflate corroboration.
 
 Tokens are never logged: only digests are kept, and the log filter redacts bearer values anyway.
 """
@@ -85,9 +86,12 @@ class Grant:
     read: tuple[ScopePattern, ...]
     write: tuple[ScopePattern, ...]
 
+    def patterns(self, effect: Effect) -> tuple[ScopePattern, ...]:
+        """The scopes that allow ``effect``: writing implies reading."""
+        return self.write if effect != "reads" else (*self.write, *self.read)
+
     def allows(self, effect: Effect, scope: Scope) -> bool:
-        patterns = self.write if effect != "reads" else (*self.write, *self.read)
-        return any(pattern.matches(scope) for pattern in patterns)
+        return any(pattern.matches(scope) for pattern in self.patterns(effect))
 
     @property
     def home(self) -> Scope | None:
@@ -95,8 +99,7 @@ class Grant:
         return next((p.concrete for p in (*self.write, *self.read) if p.concrete is not None), None)
 
     def describe(self, effect: Effect) -> str:
-        patterns = self.write if effect != "reads" else (*self.write, *self.read)
-        return ", ".join(dict.fromkeys(str(p) for p in patterns)) or "nothing"
+        return ", ".join(dict.fromkeys(str(p) for p in self.patterns(effect))) or "nothing"
 
     @property
     def scopes(self) -> list[str]:
@@ -122,6 +125,11 @@ def principal_of(token: AccessToken) -> str:
     """The subject if the issuer names one (a person or service), else ``client:<client_id>``: a client
     without a subject never shares a name with a person."""
     return token.subject if token.subject else f"client:{token.client_id}"
+
+
+def is_principal_name(name: str) -> bool:
+    """A principal becomes the agent in provenance: one printable line of 1-128 characters."""
+    return 0 < len(name) <= 128 and name.isprintable()
 
 
 def session_namespace(principal: str) -> str:
@@ -182,7 +190,7 @@ def _static_token(entry: dict[str, Any]) -> StaticToken:
     if unknown:
         raise ValueError(f"unknown keys {sorted(unknown)}; use principal, token_sha256, read, write")
     principal = str(entry.get("principal", "")).strip()
-    if not principal or len(principal) > 128 or not principal.isprintable():
+    if not is_principal_name(principal):
         raise ValueError("`principal` must be a name of 1-128 printable characters")
     if ("token" in entry) == ("token_sha256" in entry):
         raise ValueError("give exactly one of `token_sha256` (recommended) or `token`")
@@ -312,11 +320,7 @@ class IntrospectionTokenVerifier:
             (a for a in audiences if _same_url(a, self._resource)), audiences[0] if audiences else None
         )
         subject = answer.get("sub")
-        name = str(subject) if subject else f"client:{answer.get('client_id')}"
-        if not name.isprintable() or len(name) > 128:
-            log.warning("refused a token whose subject is not a printable name of at most 128 characters")
-            return None
-        return AccessToken(
+        access = AccessToken(
             token=token,
             client_id=str(answer.get("client_id") or subject or "unknown-client"),
             scopes=str(answer.get("scope") or "").split(),
@@ -325,6 +329,10 @@ class IntrospectionTokenVerifier:
             subject=str(subject) if subject else None,
             claims={"iss": issuer} if issuer else None,
         )
+        if not is_principal_name(principal_of(access)):
+            log.warning("refused a token whose subject is not a printable name of at most 128 characters")
+            return None
+        return access
 
 
 def _same_url(left: Any, right: str) -> bool:
@@ -340,7 +348,6 @@ class HttpAuth:
 
     settings: AuthSettings
     verifier: StaticTokenVerifier | IntrospectionTokenVerifier
-    mode: Literal["static tokens", "oauth"]
 
 
 def http_auth(settings: Settings) -> HttpAuth | None:
@@ -354,7 +361,7 @@ def http_auth(settings: Settings) -> HttpAuth | None:
         # The SDK asks for an issuer even without OAuth; static tokens are their own issuer. No resource
         # URL: no metadata routes are published and no audience is checked.
         auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)  # type: ignore[arg-type]
-        return HttpAuth(auth, StaticTokenVerifier(tokens), "static tokens")
+        return HttpAuth(auth, StaticTokenVerifier(tokens))
     if settings.oauth_issuer_url:
         missing = [
             name
@@ -381,7 +388,7 @@ def http_auth(settings: Settings) -> HttpAuth | None:
             client_id=settings.oauth_client_id,
             client_secret=secret,
         )
-        return HttpAuth(auth, verifier, "oauth")
+        return HttpAuth(auth, verifier)
     return None
 
 
@@ -412,11 +419,11 @@ def authorize(args: BaseModel, effect: Effect, grant: Grant, settings: Settings,
                 f"it may {verb.split()[0]}: {grant.describe(effect)}. Pass org_id and project_id of a scope it "
                 f"grants, or ask the server's operator for a token that grants this one, then call {tool} again."
             )
-    declared = {
+    declared = [
         getattr(args, "agent_id", None),
         *(getattr(i, "agent_id", None) for i in getattr(args, "items", ())),
-    }
-    foreign = sorted(name for name in declared - {None, grant.principal} if name is not None)
+    ]
+    foreign = sorted({name for name in declared if name is not None and name != grant.principal})
     if foreign:
         raise ToolFailure(
             f"with a bearer token, memories and recalls are attributed to the token's principal "
@@ -429,7 +436,7 @@ def authorize(args: BaseModel, effect: Effect, grant: Grant, settings: Settings,
         if len(owned) > MAX_SESSION_ID:
             raise ToolFailure(
                 f"`session_id` is {len(session)} characters; with a bearer token at most "
-                f"{MAX_SESSION_ID - len(owned) + len(session)} are allowed (the server keeps each principal's "
+                f"{MAX_SESSION_ID - len(session_namespace(grant.principal))} are allowed (the server keeps each principal's "
                 f"sessions apart under a prefix). Pass a shorter id, or the session_id a recall returned, "
                 f"then call {tool} again."
             )

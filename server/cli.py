@@ -73,7 +73,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def serve(settings: Settings, http: tuple[str, int] | None) -> int:
     from server.app import build_server
-    from server.auth import http_auth
     from server.http import refuse_open_endpoint, transport_security
 
     app = build_server(settings)
@@ -82,15 +81,17 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
         anyio.run(app.run_stdio_async)
         return 0
     host, port = http
-    auth = http_auth(settings)
-    refuse_open_endpoint(host, settings, authenticated=auth is not None)
+    authenticated = app.settings.auth is not None  # build_server read the tokens file or OAuth settings
+    refuse_open_endpoint(host, settings, authenticated=authenticated)
     security = transport_security(host, port, settings)
     log.info(
         "memoria serving MCP over streamable HTTP at http://%s:%d/mcp; store %s; clients %s",
         host,
         port,
         settings.db_uri,
-        f"authenticate with {auth.mode}" if auth else "are not asked for a token (loopback)",
+        f"authenticate with {'OAuth' if settings.oauth_issuer_url else 'static tokens'}"
+        if authenticated
+        else "are not asked for a token (loopback)",
     )
     anyio.run(
         functools.partial(

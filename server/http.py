@@ -21,29 +21,27 @@ LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+        return ipaddress.ip_address(host)
+    except ValueError:  # a name
+        return None
+
+
+def is_loopback(host: str) -> bool:
+    address = _address(host)
+    return host == "localhost" or (address is not None and address.is_loopback)
 
 
 def is_every_interface(host: str) -> bool:
-    if host == "":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_unspecified
-    except ValueError:
-        return False
+    address = _address(host)
+    return host == "" or (address is not None and address.is_unspecified)
 
 
 def host_header(host: str) -> str:
     """``host`` as a Host header names it: IPv6 addresses compressed and bracketed."""
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
+    address = _address(host)
+    if address is None:
         return host.lower()
     return f"[{address.compressed}]" if address.version == 6 else address.compressed
 

@@ -25,9 +25,7 @@ When the task ends, call `report_outcome` once (success, failure or partial) so 
 rise and the ones that misled sink."""
 
 
-def build_prompts(specs: dict[str, ToolSpec], *, tokens_required: bool) -> list[Prompt]:
-    recall_spec = specs["recall"]
-
+def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Prompt]:
     async def session_start(
         task: str, ctx: Context[AppState, Any], org_id: str | None = None, project_id: str | None = None
     ) -> list[Message]:

@@ -1,11 +1,11 @@
 """Registering a tool from its pydantic input and output models.
 
-The SDK derives a tool's input schema from the function signature, so the wrapper's signature is
-built from the input model's fields: the model stays the single source of the schema. Each parameter
-is typed loosely and optional for the SDK, and the arguments the client actually sent (read from the
-request, so an unknown or a missing argument is seen too) are validated by the model here: a bad,
-unknown or missing argument gets an error that names the field, the bound and the value, instead of a
-raw pydantic dump or a silently ignored key. The published schema still lists the required arguments.
+The wrapper's signature has one parameter per field of the input model, each optional and loosely
+typed for the SDK; the schema clients see is the model's own (its defaults and required arguments), so
+the model stays the single source of it. The arguments the client actually sent (read from the request,
+so an unknown or a missing argument is seen too) are validated by the model here: a bad, unknown or
+missing argument gets an error that names the field, the bound and the value, instead of a raw pydantic
+dump or a silently ignored key.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import InputRequiredResult, ToolAnnotations
-from pydantic import BaseModel, ValidationError, WithJsonSchema, WrapValidator
+from pydantic import BaseModel, ValidationError, WrapValidator
 
 from retrieval.llm.base import ClientInputNeeded
 from retrieval.model_files import short_reason
@@ -80,8 +80,6 @@ def build_tool(spec: ToolSpec, *, tokens_required: bool = False) -> Tool:
     tool = Tool.from_function(
         call, name=spec.name, title=spec.title, description=spec.description, annotations=spec.annotations
     )
-    # Every parameter is optional for the SDK (so the model, not the SDK, reports a missing one): the
-    # schema clients see is the model's own, with its defaults and required arguments.
     required = [name for name, field in spec.input_model.model_fields.items() if field.is_required()]
     tool.parameters = {
         **tool.parameters,
@@ -176,18 +174,13 @@ def model_properties(input_model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _signature(input_model: type[BaseModel], output_model: Any) -> inspect.Signature:
-    properties = model_properties(input_model)
-
+    """One optional parameter per field, so the model, not the SDK, reports a missing one."""
     parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     for name, field in input_model.model_fields.items():
-        schema = WithJsonSchema(properties[name])
-        if is_text(field.annotation):
-            # The SDK json-decodes string arguments of non-`str` parameters (for clients that send lists as
-            # JSON text); text must reach the model verbatim ("null" is an org name, not None), so these
-            # are typed `str` and passed through.
-            annotation: Any = Annotated[str, WrapValidator(_pass_through), schema]
-        else:
-            annotation = Annotated[Any, schema]
+        # The SDK json-decodes string arguments of non-`str` parameters (for clients that send lists as JSON
+        # text); text must reach the model verbatim ("null" is an org name, not None), so text parameters
+        # are typed `str` and passed through.
+        annotation: Any = Annotated[str, WrapValidator(_pass_through)] if is_text(field.annotation) else Any
         parameters.append(
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=None)
         )
