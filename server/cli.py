@@ -1,11 +1,11 @@
 """The ``memoria`` console script: ``memoria serve`` (stdio, the default) or ``memoria serve --http HOST:PORT``,
-and ``memoria token`` to issue a static bearer token for HTTP."""
+and ``memoria token`` to issue a static bearer token for HTTP (in ``server/commands.py``: commands for
+people print to stdout, so they live apart from the serving path, which writes only to stderr)."""
 
 from __future__ import annotations
 
 import argparse
 import functools
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -59,7 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv or (argv[0].startswith("-") and argv[0] not in {"-h", "--help"}):
         argv = ["serve", *argv]  # `memoria` alone, or `memoria --http ...`, means serve
     args = make_parser().parse_args(argv)
-    if args.command == "token":
+    if args.command == "token":  # a command for people: its output goes to stdout, and it serves nothing
+        from server.commands import issue_token
+
         return issue_token(args.principal, args.read, args.write)
     overrides = {"db_uri": args.db} if getattr(args, "db", None) else {}
     try:
@@ -102,28 +104,6 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
             max_request_body_size=settings.http_max_body_bytes,
         )
     )
-    return 0
-
-
-def issue_token(principal: str, read: list[str], write: list[str]) -> int:
-    """Print a new random token (shown once) and its tokens-file entry, which holds only its digest."""
-    from server.auth import ScopePattern, new_token, token_digest
-
-    try:
-        for scope in (*read, *write):
-            ScopePattern.parse(scope)
-    except ValueError as exc:
-        print(f"memoria token: {exc}", file=sys.stderr)
-        return 2
-    if not read and not write:
-        print("memoria token: grant at least one scope with --read or --write ORG/PROJECT", file=sys.stderr)
-        return 2
-    token = new_token()
-    entry = {"principal": principal, "token_sha256": token_digest(token), "read": read, "write": write}
-    # Not a server: this command's output is for the person who ran it.
-    print(f"token (give it to {principal}; it is not stored anywhere): {token}", file=sys.stdout)
-    print('entry for the "tokens" list of MEMORIA_HTTP_TOKENS_FILE:', file=sys.stdout)
-    print(json.dumps(entry), file=sys.stdout)
     return 0
 
 

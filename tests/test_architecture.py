@@ -64,16 +64,37 @@ def test_nothing_but_the_config_module_reads_the_environment():
     assert readers == {"server/config.py"}
 
 
-def test_no_print_to_stdout_in_the_server_packages():
-    # stdout is the protocol stream of a stdio server.
+# Commands for people at a terminal (`memoria token`) print their results to stdout; nothing else may.
+PEOPLE_COMMANDS = ROOT / "server" / "commands.py"
+
+
+def test_no_print_to_stdout_in_the_server_packages_but_the_commands_for_people():
+    # stdout is the protocol stream of a stdio server: every other print names sys.stderr.
     offenders = []
     for package in PACKAGES:
         for path in modules(package):
+            if path == PEOPLE_COMMANDS:
+                continue
             for node in ast.walk(ast.parse(path.read_text())):
                 is_print = isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"
-                if is_print and not any(k.arg == "file" for k in node.keywords):
+                to_stderr = any(
+                    k.arg == "file" and ast.unparse(k.value) == "sys.stderr"
+                    for k in getattr(node, "keywords", ())
+                )
+                if is_print and not to_stderr:
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+def test_the_serving_path_never_imports_the_commands_for_people():
+    probe = (
+        "import sys; import server.cli, server.app; from server.config import Settings; "
+        "server.app.build_server(Settings.from_env()); print('server.commands' in sys.modules)"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert loaded == "False"
 
 
 def test_the_server_module_loads_nothing_heavy_before_the_handshake():
