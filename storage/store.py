@@ -211,6 +211,25 @@ class MemoryStore:
     def schema_version(self) -> int:
         return self._schema_version
 
+    def flush_logs(self) -> None:
+        """Write the buffered log rows (retrieval A/B logs) now, for readers of whole tables."""
+        self._logs.flush()
+
+    def tables(self) -> dict[str, Any]:
+        """Every table of the store by name (LanceDB tables), for the whole-store modules of ``storage``
+        (export and import, health): the rest of the project uses the typed methods."""
+        return {
+            schema.MEMORIES: self._memories,
+            schema.EPISODES: self._episodes,
+            schema.RETRIEVALS: self._retrievals,
+            schema.AB_LOGS: self._ab_logs,
+            schema.OUTCOMES: self._outcomes,
+            schema.WEIGHT_EVENTS: self._weight_events,
+            schema.ATTESTATIONS: self._attestations,
+            schema.LINEAGE: self._lineage,
+            schema.CONTRADICTIONS: self._contradictions,
+        }
+
     def close(self) -> None:
         try:
             self._logs.close()
@@ -1089,19 +1108,7 @@ class MemoryStore:
         indexes and drop versions older than ``keep_versions_for``. Returns what it did per table."""
         self._logs.flush()
         report: dict[str, str] = {}
-        tables = {
-            schema.MEMORIES: self._memories,
-            schema.EPISODES: self._episodes,
-            schema.RETRIEVALS: self._retrievals,
-            schema.AB_LOGS: self._ab_logs,
-            schema.OUTCOMES: self._outcomes,
-            schema.WEIGHT_EVENTS: self._weight_events,
-            schema.ATTESTATIONS: self._attestations,
-            schema.LINEAGE: self._lineage,
-            schema.CONTRADICTIONS: self._contradictions,
-        }
-
-        for name, table in tables.items():
+        for name, table in self.tables().items():
             fragments = int(table.stats()["fragment_stats"]["num_fragments"])
             unindexed = sum(index.num_unindexed_rows or 0 for index in table.list_indices())
             if fragments < min_fragments and unindexed < 1_000:

@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -28,6 +28,17 @@ if TYPE_CHECKING:  # heavy (LanceDB, models): imported by the runtime builder, a
     from retrieval.pipeline import RecallPipeline
     from retrieval.providers import Models
     from storage.store import MemoryStore
+
+
+class Progress(Protocol):
+    """Where long work (import, export, re-embedding, report building) says how far it is: ``done`` of
+    ``total`` items (None: unknown) of the step called ``label``. The CLI draws a bar on stderr."""
+
+    def __call__(self, label: str, done: int, total: int | None) -> None: ...
+
+
+def no_progress(label: str, done: int, total: int | None) -> None:
+    """A ``Progress`` that shows nothing (the MCP tools, tests)."""
 
 
 class ToolFailure(Exception):
