@@ -11,13 +11,26 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from mcp.server.mcpserver import MCPServer
+from mcp_types import Resource as MCPResource
 
 from server.auth import http_auth
 from server.config import Settings
 from server.prompts import build_prompts
 from server.registry import ToolSpec, build_tool
+from server.resources import build_resources, listed
 from server.state import AppState, RuntimeFactory, build_runtime
-from tools import drift, explain_ranking, forget, lineage, recall, remember, remember_many, report_outcome
+from tools import (
+    drift,
+    explain_ranking,
+    forget,
+    lineage,
+    recall,
+    remember,
+    remember_many,
+    report_outcome,
+    show_memory,
+    stats,
+)
 
 SERVER_NAME = "memoria"
 
@@ -34,6 +47,8 @@ Long-term memory shared across sessions and agents.
   this routine.
 - When a stored fact is wrong or private, call `forget` (retract, or purge to erase it); when beliefs seem
   to conflict, `drift` lists contradictions and recent revisions, and `lineage` shows a memory's history.
+- Resources: `memoria://memory/{id}` (one memory in full), `memoria://stats` and `memoria://drift`
+  (add `?org_id=...&project_id=...` for another scope).
 """
 
 
@@ -155,9 +170,41 @@ def tool_specs() -> list[ToolSpec]:
     ]
 
 
-def build_server(
-    settings: Settings, *, runtime_factory: RuntimeFactory = build_runtime
-) -> MCPServer[AppState]:
+def resource_specs() -> list[ToolSpec]:
+    """Read-only views served as MCP resources (server/resources.py), not as tools; drift is both."""
+    return [
+        ToolSpec(
+            name="show_memory",
+            title="A memory",
+            description="One memory in full, with its weight history and lineage.",
+            input_model=show_memory.ShowMemoryInput,
+            output_model=show_memory.ShowMemoryOutput,
+            handler=show_memory.handle,
+            effect="reads",
+        ),
+        ToolSpec(
+            name="stats",
+            title="Memory stats",
+            description="What one scope's memory holds and which backends serve it.",
+            input_model=stats.StatsInput,
+            output_model=stats.StatsOutput,
+            handler=stats.handle,
+            effect="reads",
+        ),
+    ]
+
+
+class MemoriaServer(MCPServer[AppState]):
+    """An MCPServer that also lists the bare forms of its parameterless resource templates
+    (``memoria://stats``), which the templates themselves serve with the request's context."""
+
+    listed_resources: tuple[MCPResource, ...] = ()
+
+    async def list_resources(self) -> list[MCPResource]:
+        return [*await super().list_resources(), *self.listed_resources]
+
+
+def build_server(settings: Settings, *, runtime_factory: RuntimeFactory = build_runtime) -> MemoriaServer:
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
         state = AppState(settings, runtime_factory)
@@ -169,7 +216,7 @@ def build_server(
 
     auth = http_auth(settings)  # HTTP only: stdio and in-process clients are the local user's own
     specs = tool_specs()
-    app: MCPServer[AppState] = MCPServer(
+    app = MemoriaServer(
         SERVER_NAME,
         auth=auth.settings if auth else None,
         token_verifier=auth.verifier if auth else None,
@@ -183,6 +230,17 @@ def build_server(
     recall_spec = next(spec for spec in specs if spec.name == "recall")
     for prompt in build_prompts(recall_spec, tokens_required=auth is not None):
         app.add_prompt(prompt)
+    views = {spec.name: spec for spec in [*specs, *resource_specs()]}
+    resources = build_resources(views, tokens_required=auth is not None)
+    for resource in resources:
+        app.resource(
+            resource.uri_template,
+            name=resource.name,
+            title=resource.title,
+            description=resource.description,
+            mime_type="application/json",
+        )(resource.read)
+    app.listed_resources = tuple(listed(resources))
     return app
 
 

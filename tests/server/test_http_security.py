@@ -18,6 +18,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp_types import Implementation
 
 from tests.cohere_standin import cohere_standin
@@ -186,6 +187,27 @@ async def test_every_tool_refuses_a_scope_its_token_does_not_grant(static_server
     async with session(url, TOKENS["alice"]) as alice:
         still = await call(alice, "recall", {"query": "web team incident notes"})
     assert stored["id"] in [m["id"] for m in still["memories"]]
+
+
+async def test_the_resources_serve_only_the_scopes_a_token_grants(static_server):
+    url, _ = static_server
+    async with session(url, TOKENS["alice"]) as alice:
+        stored = await call(alice, "remember", {"content": "The web team's on-call rota lives in PagerDuty"})
+        home = json.loads((await alice.read_resource(f"memoria://memory/{stored['id']}")).contents[0].text)
+        assert home["content"] == "The web team's on-call rota lives in PagerDuty"
+    async with session(url, TOKENS["carol"]) as carol:  # carol writes globex/api only
+        for uri in (
+            f"memoria://memory/{stored['id']}?org_id=acme&project_id=web",
+            "memoria://stats?org_id=acme&project_id=web",
+            "memoria://drift?org_id=acme&project_id=web",
+        ):
+            with pytest.raises(MCPError, match=r"this token \(carol\) may not read org 'acme' project 'web'"):
+                await carol.read_resource(uri)
+        with pytest.raises(MCPError, match="no memory"):  # her home scope: acme's id is not there
+            await carol.read_resource(f"memoria://memory/{stored['id']}")
+        stats = json.loads((await carol.read_resource("memoria://stats")).contents[0].text)
+    # Her stats are her own scope's: nothing of acme's is counted.
+    assert (stats["org_id"], stats["project_id"], stats["memories"]) == ("globex", "api", 0)
 
 
 async def test_outcome_reports_reach_only_the_principals_own_sessions(static_server):

@@ -1,0 +1,107 @@
+"""MCP resources: a memory by id, the store's stats and the drift view, as JSON.
+
+Each is a URI template whose scope is an optional query (``memoria://stats`` is the default scope,
+``memoria://stats?org_id=acme&project_id=web`` another), read through the same ``invoke`` path as the
+tools, so the same validation and grant checks apply: a token reads only the scopes it is granted, and a
+memory outside them reads as not found. The templates' bare forms (``memoria://stats``,
+``memoria://drift``) are also listed as resources, so clients that only list resources can attach them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types import Resource as MCPResource
+from pydantic import BaseModel
+
+from server.registry import ToolSpec, invoke
+from server.state import AppState
+
+JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    uri_template: str
+    name: str
+    title: str
+    description: str
+    read: Callable[..., Awaitable[str]]
+    listed_uri: str | None = None  # the bare URI to list as a resource, when it needs no parameter
+
+
+def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> list[ResourceSpec]:
+    async def run(spec: ToolSpec, ctx: Context[AppState, Any], arguments: dict[str, Any]) -> str:
+        sent = {name: value for name, value in arguments.items() if value is not None}
+        try:
+            result = await invoke(spec, ctx, sent, tokens_required=tokens_required, with_llm=False)
+        except ToolError as exc:  # the SDK shows a bare "Error reading resource" for anything else
+            message = str(exc).replace(f"call {spec.name} again", "read the resource again")
+            raise ResourceError(message) from None
+        assert isinstance(result, BaseModel)
+        return result.model_dump_json(indent=2)
+
+    async def memory(
+        memory_id: str, ctx: Context[AppState, Any], org_id: str | None = None, project_id: str | None = None
+    ) -> str:
+        return await run(
+            specs["show_memory"], ctx, {"memory_id": memory_id, "org_id": org_id, "project_id": project_id}
+        )
+
+    async def stats(
+        ctx: Context[AppState, Any], org_id: str | None = None, project_id: str | None = None
+    ) -> str:
+        return await run(specs["stats"], ctx, {"org_id": org_id, "project_id": project_id})
+
+    async def drift(
+        ctx: Context[AppState, Any], org_id: str | None = None, project_id: str | None = None
+    ) -> str:
+        return await run(specs["drift"], ctx, {"org_id": org_id, "project_id": project_id})
+
+    return [
+        ResourceSpec(
+            "memoria://memory/{memory_id}{?org_id,project_id}",
+            "memory",
+            "A memory",
+            "One memory in full: content, provenance, tier, status, feedback weight and its history, and its "
+            "lineage (what it replaced, what replaced it).",
+            memory,
+        ),
+        ResourceSpec(
+            "memoria://stats{?org_id,project_id}",
+            "stats",
+            "Memory stats",
+            "What the scope's memory holds: memories by status, kind, tier and embedder, agents, episodes, "
+            "weights moved by outcomes, sessions reported, open contradictions, and the active backends.",
+            stats,
+            listed_uri="memoria://stats",
+        ),
+        ResourceSpec(
+            "memoria://drift{?org_id,project_id}",
+            "drift",
+            "Drift",
+            "Where beliefs changed or conflict: open contradiction pairs and recent revisions and "
+            "consolidations, with what replaced what and who decided.",
+            drift,
+            listed_uri="memoria://drift",
+        ),
+    ]
+
+
+def listed(resources: list[ResourceSpec]) -> list[MCPResource]:
+    """The bare forms of parameterless resources, for resources/list."""
+    return [
+        MCPResource(
+            uri=spec.listed_uri,
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            mime_type=JSON,
+        )
+        for spec in resources
+        if spec.listed_uri is not None
+    ]

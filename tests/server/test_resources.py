@@ -1,0 +1,100 @@
+"""The MCP resources through a real client: a memory by id, the scope's stats and the drift view, as JSON,
+in the default scope or the one named in the query, with errors that say what to do."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.helpers import call, connected, server_with
+
+pytestmark = pytest.mark.anyio
+
+
+async def read_json(client, uri: str) -> dict:
+    result = await client.read_resource(uri)
+    assert len(result.contents) == 1 and result.contents[0].mime_type == "application/json"
+    return json.loads(result.contents[0].text)
+
+
+async def test_the_resources_and_their_templates_are_listed(settings):
+    async with connected(server_with(settings)) as client:
+        listed = {str(resource.uri) for resource in (await client.list_resources()).resources}
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+    assert listed == {"memoria://stats", "memoria://drift"}
+    assert templates == {
+        "memoria://memory/{memory_id}{?org_id,project_id}",
+        "memoria://stats{?org_id,project_id}",
+        "memoria://drift{?org_id,project_id}",
+    }
+
+
+async def test_a_memory_by_id_is_shown_in_full_with_its_weight_history_and_lineage(settings):
+    async with connected(server_with(settings)) as client:
+        stored = await call(
+            client, "remember", {"content": "The API gateway retries idempotent calls twice", "tags": ["api"]}
+        )
+        await call(client, "recall", {"query": "gateway retries"})
+        await call(client, "report_outcome", {"outcome": "success"})
+        shown = await read_json(client, f"memoria://memory/{stored['id']}")
+    assert shown["content"] == "The API gateway retries idempotent calls twice"
+    assert (shown["id"], shown["tags"], shown["status"], shown["agent_id"]) == (
+        stored["id"],
+        ["api"],
+        "active",
+        "test-agent",
+    )
+    # One success report: one step of the EMA from 1.0, as report_outcome said.
+    [step] = shown["weight_history"]
+    assert step["weight_before"] == 1.0 and step["weight_after"] == shown["weight"] > 1.0
+    assert shown["lineage"]["current"]["id"] == stored["id"]
+
+
+async def test_a_memory_in_another_scope_is_read_by_naming_the_scope(settings):
+    async with connected(server_with(settings)) as client:
+        stored = await call(
+            client, "remember", {"content": "Globex bills monthly", "org_id": "globex", "project_id": "billing"}
+        )
+        with pytest.raises(MCPError, match="no memory .* in org 'default' / project 'default'"):
+            await client.read_resource(f"memoria://memory/{stored['id']}")
+        shown = await read_json(client, f"memoria://memory/{stored['id']}?org_id=globex&project_id=billing")
+    assert shown["content"] == "Globex bills monthly"
+
+
+async def test_stats_count_the_scope_by_status_kind_and_tier(settings):
+    async with connected(server_with(settings)) as client:
+        await call(client, "remember", {"content": "Deploys happen on Tuesdays"})
+        await call(client, "remember", {"content": "The schema lives in db/schema.sql", "kind": "artifact"})
+        doomed = await call(
+            client, "remember", {"content": "A temporary note", "protection_tier": "ephemeral"}
+        )
+        await call(client, "forget", {"memory_id": doomed["id"]})
+        await call(client, "remember", {"content": "Elsewhere", "org_id": "other"})
+        stats = await read_json(client, "memoria://stats")
+        other = await read_json(client, "memoria://stats?org_id=other")
+    assert (stats["org_id"], stats["project_id"]) == ("default", "default")
+    assert stats["memories"] == 3 and stats["active"] == 2
+    assert stats["by_status"] == {"active": 2, "retracted": 1}
+    assert stats["by_kind"] == {"fact": 1, "artifact": 1}
+    assert stats["by_tier"] == {"standard": 2}
+    assert stats["agents"] == 1 and stats["open_contradictions"] == 0
+    assert stats["backends"]["embedder"].startswith("hashed")
+    assert other["memories"] == 1
+
+
+async def test_drift_lists_what_superseded_what(settings):
+    async with connected(server_with(settings)) as client:
+        old = await call(client, "remember", {"content": "We deploy the web app with Heroku"})
+        new = await call(client, "remember", {"content": "We switched from Heroku to Fly.io for the web app"})
+        drift = await read_json(client, "memoria://drift")
+    [change] = [c for c in drift["changes"] if c["replaced"] and c["replaced"]["id"] == old["id"]]
+    assert change["by"]["id"] == new["id"] and change["event"]["action"] in {"revise", "supersede"}
+
+
+async def test_a_bad_scope_in_the_query_gets_an_error_that_names_it(settings):
+    async with connected(server_with(settings)) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("memoria://stats?org_id=" + "x" * 200)
+    assert "`org_id`" in str(raised.value) and "read the resource again" in str(raised.value)

@@ -1,0 +1,95 @@
+"""show_memory: one memory in full (content, provenance, tier, status, weight and its history) with its
+lineage, for the memory-by-id resource and ``memoria show``."""
+
+from __future__ import annotations
+
+import anyio
+from pydantic import BaseModel, Field
+
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, iso
+from tools.lineage import LineageInput, LineageOutput, lineage
+
+
+class ShowMemoryInput(ScopeArgs):
+    memory_id: Identifier = Field(description="Any memory id, active or not.")
+
+
+class WeightStep(BaseModel):
+    session_id: str
+    weight_before: float
+    weight_after: float
+    revision: int
+    at: str
+
+
+class ShowMemoryOutput(BaseModel):
+    id: str
+    org_id: str
+    project_id: str
+    content: str = Field(description="Verbatim; empty once purged.")
+    kind: str
+    tags: list[str]
+    agent_id: str
+    session_id: str
+    episode_id: str | None
+    protection_tier: str
+    status: str
+    replaced_by: str | None
+    weight: float
+    weight_history: list[WeightStep] = Field(
+        description="Every move of its weight by an outcome, oldest first."
+    )
+    created_at: str
+    updated_at: str
+    expires_at: str | None
+    embedder: str
+    lineage: LineageOutput
+
+
+def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> ShowMemoryOutput:
+    scope = args.scope(runtime.settings)
+    memory = runtime.store.get_memory(args.memory_id, scope)
+    if memory is None:
+        raise ToolFailure(
+            f"no memory {args.memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}: check the id "
+            "(recall and drift list ids) and the scope"
+        )
+    history = runtime.store.weight_events(scope, memory.id)
+    return ShowMemoryOutput(
+        id=memory.id,
+        org_id=memory.org_id,
+        project_id=memory.project_id,
+        content=memory.content,
+        kind=memory.kind,
+        tags=list(memory.tags),
+        agent_id=memory.agent_id,
+        session_id=memory.session_id,
+        episode_id=memory.episode_id,
+        protection_tier=memory.protection_tier,
+        status=memory.status,
+        replaced_by=memory.replaced_by,
+        weight=round(memory.weight, 6),
+        weight_history=[
+            WeightStep(
+                session_id=event.session_id,
+                weight_before=round(event.weight_before, 6),
+                weight_after=round(event.weight_after, 6),
+                revision=event.revision,
+                at=iso(event.at),
+            )
+            for event in history
+        ],
+        created_at=iso(memory.created_at),
+        updated_at=iso(memory.updated_at),
+        expires_at=iso(memory.expires_at) if memory.expires_at else None,
+        embedder=memory.embedder,
+        lineage=lineage(
+            LineageInput(org_id=scope.org_id, project_id=scope.project_id, memory_id=memory.id),
+            runtime,
+            caller,
+        ),
+    )
+
+
+async def handle(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> ShowMemoryOutput:
+    return await anyio.to_thread.run_sync(show_memory, args, runtime, caller)

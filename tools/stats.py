@@ -1,0 +1,88 @@
+"""stats: what one scope's memory holds (counts by status, kind, tier and embedder, weights moved by
+outcomes, sessions reported, open contradictions) and which backends serve it. Only the scope's own
+numbers: nothing here counts across a tenant boundary."""
+
+from __future__ import annotations
+
+import anyio
+from pydantic import BaseModel, Field
+
+from storage.stats import scope_stats
+from tools.common import Caller, Runtime, ScopeArgs, iso
+
+
+class StatsInput(ScopeArgs):
+    pass
+
+
+class WeightStats(BaseModel):
+    moved: int = Field(description="Active memories whose feedback weight is no longer the initial 1.0.")
+    raised: int
+    lowered: int
+    lowest: float | None
+    highest: float | None
+
+
+class StatsOutput(BaseModel):
+    org_id: str
+    project_id: str
+    store: str = Field(description="The store's LanceDB URI.")
+    schema_version: int
+    memories: int = Field(description="Every memory row in the scope, whatever its status.")
+    active: int
+    by_status: dict[str, int]
+    by_kind: dict[str, int] = Field(description="Active memories by kind.")
+    by_tier: dict[str, int] = Field(description="Active memories by protection tier.")
+    by_embedder: dict[str, int] = Field(
+        description="Memories with content by the embedder that made their vectors; more than one means "
+        "`memoria reembed` has work to do."
+    )
+    agents: int = Field(description="Distinct agents that wrote the active memories.")
+    episodes: int
+    weights: WeightStats
+    first_written: str | None
+    last_written: str | None
+    retrievals: int = Field(
+        description="Recalls and explains recorded (kept for explain_ranking and outcomes)."
+    )
+    sessions_reported: dict[str, int] = Field(description="Sessions with an outcome report, by outcome.")
+    open_contradictions: int
+    lineage_events: int
+    backends: dict[str, str]
+
+
+def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
+    scope = args.scope(runtime.settings)
+    found = scope_stats(runtime.store, scope)
+    return StatsOutput(
+        org_id=scope.org_id,
+        project_id=scope.project_id,
+        store=runtime.store.uri,
+        schema_version=runtime.store.schema_version,
+        memories=found.memories,
+        active=found.by_status.get("active", 0),
+        by_status=found.by_status,
+        by_kind=found.by_kind,
+        by_tier=found.by_tier,
+        by_embedder=found.by_embedder,
+        agents=found.agents,
+        episodes=found.episodes,
+        weights=WeightStats(
+            moved=found.weights.moved,
+            raised=found.weights.raised,
+            lowered=found.weights.lowered,
+            lowest=found.weights.lowest,
+            highest=found.weights.highest,
+        ),
+        first_written=iso(found.first_written) if found.first_written else None,
+        last_written=iso(found.last_written) if found.last_written else None,
+        retrievals=found.retrievals,
+        sessions_reported=found.outcomes,
+        open_contradictions=found.open_contradictions,
+        lineage_events=found.lineage_events,
+        backends=runtime.backends,
+    )
+
+
+async def handle(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
+    return await anyio.to_thread.run_sync(stats, args, runtime, caller)
