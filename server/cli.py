@@ -1,6 +1,7 @@
 """The ``memoria`` console script: ``memoria serve`` (stdio, the default) or ``memoria serve --http HOST:PORT``,
-and ``memoria token`` to issue a static bearer token for HTTP (in ``server/commands.py``: commands for
-people print to stdout, so they live apart from the serving path, which writes only to stderr)."""
+and the commands for people (remember, recall, explain, outcome, forget, show, stats, import, export,
+reembed, doctor, report, token), which live in ``server/commands.py``: they print to stdout, so they live
+apart from the serving path, which writes only to stderr. Only their arguments are declared here."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import functools
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import anyio
 
@@ -42,6 +44,7 @@ def make_parser() -> argparse.ArgumentParser:
         help="serve streamable HTTP instead of stdio; HOST defaults to 127.0.0.1",
     )
     serve.add_argument("--db", metavar="URI", help="LanceDB folder or URI (overrides MEMORIA_DB_URI)")
+    add_people_commands(commands)
     token = commands.add_parser(
         "token",
         help="issue a static bearer token: prints the token once and the entry for MEMORIA_HTTP_TOKENS_FILE",
@@ -54,12 +57,110 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_people_commands(commands: Any) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", metavar="URI", help="LanceDB folder or URI (overrides MEMORIA_DB_URI)")
+    common.add_argument("--org", metavar="ORG", help="org scope (default MEMORIA_ORG_ID)")
+    common.add_argument("--project", metavar="PROJECT", help="project scope (default MEMORIA_PROJECT_ID)")
+    common.add_argument("--json", action="store_true", help="print the result as JSON, for scripts")
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name, parents=[common], help=help, description=help[:1].upper() + help[1:] + "."
+        )
+
+    remember = command("remember", "store one memory")
+    remember.add_argument("content", help="the memory, verbatim ('-' reads it from stdin)")
+    remember.add_argument("--kind", choices=["fact", "episode", "artifact"], default="fact")
+    remember.add_argument("--tag", action="append", default=[], help="a tag (repeat for more)")
+    remember.add_argument(
+        "--tier", choices=["standard", "immutable", "protected", "ephemeral"], default="standard"
+    )
+    remember.add_argument("--episode", metavar="ID", help="the episode it belongs to")
+    remember.add_argument("--occurred-at", metavar="ISO8601", help="when it was learned (default now)")
+    remember.add_argument("--agent", metavar="NAME", help="who learned it (default cli)")
+    remember.add_argument("--session", metavar="ID", help="the working session (default a new one)")
+
+    recall = command("recall", "find the memories most useful for a task")
+    recall.add_argument("query", help="the task or question, in plain words")
+    recall.add_argument("--top-k", type=int, metavar="N", help="at most N directly matched memories")
+    recall.add_argument(
+        "--budget", type=int, default=16_000, metavar="CHARS", help="the context's size limit"
+    )
+    recall.add_argument("--tag", action="append", default=[], help="only memories with this tag (repeatable)")
+    recall.add_argument("--kind", action="append", default=[], choices=["fact", "episode", "artifact"])
+    recall.add_argument("--context", action="store_true", help="print only the ready-to-paste context block")
+    recall.add_argument("--agent", metavar="NAME", help="who is asking (default cli)")
+    recall.add_argument("--session", metavar="ID", help="the session to count it in (default a new one)")
+
+    explain = command("explain", "show why each memory of a recall ranked where it did")
+    explain.add_argument("retrieval_id", nargs="?", help="the retrieval id recall printed")
+    explain.add_argument("--query", help="run a recall for this query now and explain it")
+    explain.add_argument("--memory", metavar="ID", help="only this memory")
+
+    outcome = command("outcome", "report how a session's task went, moving its memories' weights")
+    outcome.add_argument("outcome", nargs="?", choices=["success", "failure", "partial"])
+    outcome.add_argument("--score", type=float, metavar="0..1", help="a finer grade; overrides the label")
+    outcome.add_argument("--note", help="what helped or misled")
+    outcome.add_argument(
+        "--session",
+        metavar="ID",
+        help="the session (default: the agent's newest unreported one that recalled)",
+    )
+    outcome.add_argument(
+        "--agent", metavar="NAME", help="whose session (default cli; claude-code with --hook)"
+    )
+    outcome.add_argument(
+        "--hook",
+        action="store_true",
+        help="run as a Claude Code SessionEnd hook: read the hook's JSON on stdin, report the newest unreported "
+        "claude-code session (partial unless an outcome is given), and never fail the hook",
+    )
+
+    forget = command("forget", "retract (or purge) a memory or the best matches of a query")
+    forget.add_argument("memory_id", nargs="?")
+    forget.add_argument("--query", help="forget the best matches of this query instead")
+    forget.add_argument("--max", type=int, default=1, metavar="N", help="with --query: at most N memories")
+    forget.add_argument("--purge", action="store_true", help="erase content, tags and vector for good")
+    forget.add_argument("--reason", help="why (kept in the lineage record)")
+    forget.add_argument("--dry-run", action="store_true", help="show what would go, change nothing")
+    forget.add_argument("--yes", action="store_true", help="purge without asking")
+    forget.add_argument("--agent", metavar="NAME", help="who forgets (default cli)")
+
+    show = command("show", "one memory in full: provenance, weight history, lineage")
+    show.add_argument("memory_id")
+
+    command("stats", "what the scope's memory holds and which backends serve it")
+
+    importing = command("import", "import a memoria export (JSONL), a LoCoMo file or a chat transcript")
+    importing.add_argument("path")
+    importing.add_argument("--format", choices=["auto", "memoria", "locomo", "transcript"], default="auto")
+    importing.add_argument(
+        "--agent", metavar="NAME", help="transcripts: the agent for lines without a speaker"
+    )
+
+    export = command("export", "write the store (or one scope with --org/--project) as JSONL")
+    export.add_argument("path", nargs="?", help="the file to write (default stdout)")
+    export.add_argument("--no-vectors", action="store_true", help="leave vectors out (import re-embeds)")
+
+    reembed = command("reembed", "recompute vectors made by another embedder than the active one")
+    reembed.add_argument("--all", action="store_true", help="recompute every vector")
+
+    doctor = command("doctor", "check the store, indexes, models and backend, and say how to fix problems")
+    doctor.add_argument("--fix", action="store_true", help="also compact tables and build missing indexes")
+
+    report = command("report", "write a self-contained HTML page: feedback impact, drift, clusters, health")
+    report.add_argument("--out", default="memoria-report.html", metavar="PATH")
+    report.add_argument("--retrievals", type=int, default=200, metavar="N", help="recent recalls to analyse")
+    report.add_argument("--open", action="store_true", help="open it in the browser")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in {"-h", "--help"}):
         argv = ["serve", *argv]  # `memoria` alone, or `memoria --http ...`, means serve
     args = make_parser().parse_args(argv)
-    if args.command == "token":  # a command for people: its output goes to stdout, and it serves nothing
+    if args.command == "token":  # needs no store and no configuration
         from server.commands import issue_token
 
         return issue_token(args.principal, args.read, args.write)
@@ -67,6 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.from_env(**overrides)
         configure_logging(settings.log_level)
+        if args.command != "serve":  # a command for people: its output goes to stdout, and it serves nothing
+            from server.commands import run
+
+            return run(args, settings)
         return serve(settings, args.http)
     except ConfigError as exc:
         print(f"memoria: {exc}", file=sys.stderr)

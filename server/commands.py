@@ -1,16 +1,623 @@
-"""Console commands for people at a terminal (``memoria token``), never part of a running server.
+"""Console commands for people at a terminal, never part of a running server.
 
-These write their results to stdout, which is where a person or a script reads them. The serving path
+``memoria remember | recall | explain | outcome | forget | show | stats | import | export | reembed |
+doctor | report | token``: each opens the store named by the configuration (or ``--db``), runs the same
+handler the MCP tool runs, and prints a readable table, or JSON with ``--json``. Progress bars go to
+stderr; results go to stdout, which is where a person or a script reads them. The serving path
 (``memoria serve``, ``server.app``) never imports this module, so nothing here can reach the stdio
 protocol stream; tests/test_architecture.py holds both rules.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
+import secrets
 import sys
+import threading
+import webbrowser
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+import anyio
+from pydantic import BaseModel, ValidationError
 
 from server.auth import ScopePattern, new_token, token_digest
+from server.config import Settings
+from server.registry import friendly_validation_message
+from server.terminal import ProgressBar, clip, counts, key_values, table
+from tools.common import Caller, Runtime, ToolFailure
+
+Model = TypeVar("Model", bound=BaseModel)
+
+CLI_AGENT = "cli"
+HOOK_AGENT = "claude-code"  # the client name Claude Code gives in the MCP handshake
+HOOK_WINDOW = timedelta(hours=24)  # a session-end hook reports on a session that recalled this recently
+
+
+class CommandError(Exception):
+    """A command that cannot run as asked; the message says what to do."""
+
+
+# ---------------------------------------------------------------------------------------------- running
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the people command ``args.command``; returns the exit status."""
+    command = COMMANDS[args.command]
+    try:
+        return command(args, settings)
+    except CommandError as exc:
+        print(f"memoria {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except ToolFailure as exc:
+        print(f"memoria {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"memoria {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+@contextlib.contextmanager
+def opened(settings: Settings) -> Iterator[Runtime]:
+    """The runtime a command works with (the store, the models, the pipeline), closed afterwards; a
+    message on stderr while it loads, if that takes more than a second."""
+    from server.state import build_runtime
+
+    progress = ProgressBar(sys.stderr)
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(0.25):
+            progress("opening the store and loading models", 0, None)
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        runtime = build_runtime(settings)
+    except Exception as exc:
+        raise CommandError(f"could not open the memory store: {exc}") from exc
+    finally:
+        done.set()
+        ticker.join()
+        progress.finish()
+    try:
+        yield runtime
+    finally:
+        runtime.close()
+
+
+def call(
+    handler: Callable[[Any, Runtime, Caller], Awaitable[Model]],
+    model: type[BaseModel],
+    values: dict[str, Any],
+    runtime: Runtime,
+    caller: Caller,
+    command: str,
+) -> Model:
+    """``handler`` on ``values`` validated as the MCP tool validates them."""
+    try:
+        arguments = model.model_validate({key: value for key, value in values.items() if value is not None})
+    except ValidationError as exc:
+        message = friendly_validation_message(command, exc).replace(f"call {command} again", "run it again")
+        raise CommandError(message) from None
+    return anyio.run(handler, arguments, runtime, caller)
+
+
+def caller_for(args: argparse.Namespace, *, agent: str = CLI_AGENT) -> Caller:
+    session = getattr(args, "session", None) or f"ses_cli_{secrets.token_hex(6)}"
+    return Caller(agent_id=getattr(args, "agent", None) or agent, session_id=session)
+
+
+def scope_of(args: argparse.Namespace) -> dict[str, Any]:
+    return {"org_id": args.org, "project_id": args.project}
+
+
+def emit(args: argparse.Namespace, result: BaseModel, readable: str) -> int:
+    print(result.model_dump_json(indent=2) if args.json else readable, file=sys.stdout)
+    return 0
+
+
+def day(timestamp: str | None) -> str:
+    return (timestamp or "")[:10]
+
+
+# --------------------------------------------------------------------------------------------- commands
+
+
+def remember_command(args: argparse.Namespace, settings: Settings) -> int:
+    from tools import remember
+
+    content = sys.stdin.read() if args.content == "-" else args.content
+    with opened(settings) as runtime:
+        result = call(
+            remember.handle,
+            remember.RememberInput,
+            {
+                "content": content,
+                "kind": args.kind,
+                "tags": args.tag,
+                "episode_id": args.episode,
+                "protection_tier": args.tier,
+                "occurred_at": args.occurred_at,
+                **scope_of(args),
+            },
+            runtime,
+            caller_for(args),
+            "remember",
+        )
+    lines = [
+        f"{'stored' if result.status == 'stored' else 'already stored'} {result.id} "
+        f"({result.kind}, {result.protection_tier}) in {result.org_id}/{result.project_id}"
+    ]
+    if result.note:
+        lines.append(result.note)
+    found = result.consolidation
+    if found is not None:
+        for label, ids in (
+            ("superseded", found.superseded),
+            ("revised", found.revised),
+            ("kept beside", found.kept),
+            ("contradicts", found.contradicts),
+        ):
+            if ids:
+                lines.append(f"{label}: {', '.join(ids)}")
+        if found.absorbed_into:
+            lines.append(f"absorbed into {found.absorbed_into}")
+    if result.redacted:
+        lines.append(f"redacted before storing: {result.redacted}")
+    return emit(args, result, "\n".join(lines))
+
+
+def recall_command(args: argparse.Namespace, settings: Settings) -> int:
+    from tools import recall
+
+    caller = caller_for(args)
+    with opened(settings) as runtime:
+        result = call(
+            recall.handle,
+            recall.RecallInput,
+            {
+                "query": args.query,
+                "top_k": args.top_k,
+                "char_budget": args.budget,
+                "tags": args.tag or None,
+                "kinds": args.kind or None,
+                **scope_of(args),
+            },
+            runtime,
+            caller,
+            "recall",
+        )
+    if args.context and not args.json:
+        print(result.context, file=sys.stdout)
+        return 0
+    if result.gated:
+        readable = f"memory was not searched: {result.gate_reason}"
+    elif not result.memories:
+        readable = "nothing relevant in memory yet."
+    else:
+        readable = table(
+            ["#", "score", "id", "kind", "agent", "date", "memory"],
+            [
+                [
+                    memory.position,
+                    memory.score,
+                    memory.id,
+                    memory.kind + (" (sibling)" if memory.source == "sibling" else ""),
+                    memory.agent_id,
+                    day(memory.created_at),
+                    ("[disputed] " if memory.contradicted_by else "") + memory.content,
+                ]
+                for memory in result.memories
+            ],
+        )
+    footer = [
+        *(f"warning: {warning}" for warning in result.warnings),
+        f"retrieval {result.retrieval_id}, session {result.session_id}",
+        f"why: memoria explain {result.retrieval_id}",
+        f"how it went: memoria outcome success|failure|partial --session {result.session_id}",
+    ]
+    return emit(args, result, "\n".join([readable, "", *footer]))
+
+
+def explain_command(args: argparse.Namespace, settings: Settings) -> int:
+    from tools import explain_ranking
+
+    if (args.retrieval_id is None) == (args.query is None):
+        raise CommandError("pass a retrieval id (from recall) or --query to run and explain a recall now")
+    with opened(settings) as runtime:
+        result = call(
+            explain_ranking.handle,
+            explain_ranking.ExplainRankingInput,
+            {
+                "retrieval_id": args.retrieval_id,
+                "query": args.query,
+                "memory_id": args.memory,
+                **scope_of(args),
+            },
+            runtime,
+            caller_for(args),
+            "explain_ranking",
+        )
+    head = key_values(
+        [
+            ("retrieval", f"{result.retrieval_id} ({result.purpose}, {result.created_at})"),
+            ("query", clip(result.query, 100)),
+            ("by", f"{result.agent_id}, session {result.session_id}"),
+            ("weighting", "on" if result.weighting_enabled else "off (A/B control)"),
+            *((f"backend: {name}", value) for name, value in result.backends.items()),
+            ("stages (ms)", ", ".join(f"{s.stage} {s.elapsed_ms:.1f}" for s in result.stages)),
+        ]
+    )
+    if result.gated:
+        head += f"\nthe gate skipped retrieval: {result.gated}"
+    ranked = sorted(
+        result.candidates,
+        key=lambda c: (c.weighted_rank is None, c.weighted_rank if c.weighted_rank is not None else 0),
+    )
+    body = table(
+        [
+            "rank",
+            "unweighted",
+            "delta",
+            "final",
+            "relevance",
+            "rerank",
+            "boost",
+            "weight",
+            "ctx",
+            "id",
+            "why",
+        ],
+        [
+            [
+                None if c.weighted_rank is None else c.weighted_rank + 1,
+                None if c.unweighted_rank is None else c.unweighted_rank + 1,
+                c.rank_delta,
+                c.scores.final,
+                c.scores.relevance,
+                c.scores.rerank,
+                c.scores.corroboration_boost,
+                c.scores.feedback_weight,
+                c.in_context,
+                c.id,
+                f"{c.reason} | {c.preview}",
+            ]
+            for c in ranked
+        ],
+    )
+    notes = "\n".join(f"note: {note}" for note in result.notes)
+    return emit(args, result, "\n\n".join(part for part in (head, body or "no candidates.", notes) if part))
+
+
+def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
+    from tools import report_outcome
+
+    hook = read_hook_input(sys.stdin) if args.hook else {}
+    label = args.outcome or ("partial" if args.hook else None)
+    if label is None:
+        raise CommandError("say how the task went: memoria outcome success|failure|partial")
+    agent = args.agent or (HOOK_AGENT if args.hook else CLI_AGENT)
+    note = args.note or (hook_note(hook) if args.hook else None)
+    with opened(settings) as runtime:
+        session = args.session or latest_unreported_session(runtime, args, agent)
+        if session is None:
+            message = (
+                f"no session of {agent} with recalls in the last {HOOK_WINDOW.total_seconds() / 3600:.0f} hours "
+                "is waiting for a report"
+            )
+            if args.hook:  # a session that never recalled, or already reported by the agent: nothing to do
+                print(f"memoria outcome: {message}; nothing reported", file=sys.stderr)
+                return 0
+            raise CommandError(message + ": pass --session (recall prints its session id)")
+        result = call(
+            report_outcome.handle,
+            report_outcome.ReportOutcomeInput,
+            {"outcome": label, "score": args.score, "session_id": session, "note": note, **scope_of(args)},
+            runtime,
+            Caller(agent_id=agent, session_id=session),
+            "report_outcome",
+        )
+    readable = [f"session {result.session_id}: {result.outcome} (score {result.score:.2f}), {result.status}"]
+    if result.updated:
+        readable.append(
+            table(
+                ["id", "weight before", "weight after"],
+                [[u.id, u.weight_before, u.weight_after] for u in result.updated],
+            )
+        )
+    return emit(args, result, "\n".join(readable))
+
+
+def read_hook_input(stream: TextIO) -> dict[str, Any]:
+    """The JSON a Claude Code hook receives on stdin (session_id, transcript_path, reason, ...); a hook
+    run by hand with nothing on stdin reads as empty."""
+    if stream.isatty():
+        return {}
+    text = stream.read().strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CommandError(f"--hook expects the hook's JSON on stdin: {exc}") from None
+    return value if isinstance(value, dict) else {}
+
+
+def hook_note(hook: dict[str, Any]) -> str:
+    reason = hook.get("reason") or hook.get("hook_event_name") or "the session ended"
+    session = hook.get("session_id")
+    return f"reported by the session-end hook ({reason}" + (
+        f", Claude Code session {session})" if session else ")"
+    )
+
+
+def latest_unreported_session(runtime: Runtime, args: argparse.Namespace, agent: str) -> str | None:
+    """The newest session of ``agent`` that recalled within ``HOOK_WINDOW`` and has no report yet."""
+    from storage.records import Scope
+
+    scope = Scope(args.org or runtime.settings.org_id, args.project or runtime.settings.project_id)
+    since = datetime.now(UTC) - HOOK_WINDOW
+    for session, _ in runtime.store.recent_sessions(scope, agent, since):
+        if runtime.store.get_outcome(scope, session) is None:
+            return session
+    return None
+
+
+def forget_command(args: argparse.Namespace, settings: Settings) -> int:
+    from tools import forget
+
+    if (args.memory_id is None) == (args.query is None):
+        raise CommandError("pass a memory id, or --query to forget the best matches")
+    mode = "purge" if args.purge else "retract"
+    values = {
+        "memory_id": args.memory_id,
+        "query": args.query,
+        "mode": mode,
+        "max_memories": args.max,
+        "reason": args.reason,
+        **scope_of(args),
+    }
+    with opened(settings) as runtime:
+        caller = caller_for(args)
+        if mode == "purge" and not args.dry_run and not args.yes:
+            preview = call(
+                forget.handle, forget.ForgetInput, {**values, "dry_run": True}, runtime, caller, "forget"
+            )
+            if not sys.stdin.isatty():
+                raise CommandError(
+                    f"purging erases {len(preview.forgotten)} memories for good: add --yes to confirm "
+                    "(or --dry-run to see them)"
+                )
+            print(forgotten_table(preview), file=sys.stdout)
+            if (
+                input(f"erase these {len(preview.forgotten)} memories for good? [y/N] ").strip().lower()
+                != "y"
+            ):
+                print("nothing purged", file=sys.stdout)
+                return 1
+        result = call(
+            forget.handle, forget.ForgetInput, {**values, "dry_run": args.dry_run}, runtime, caller, "forget"
+        )
+    verb = "would " + mode if result.dry_run else mode + "d"
+    readable = f"{verb} {len(result.forgotten)} memories" + (f" ({result.note})" if result.note else "")
+    return emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
+
+
+def forgotten_table(result: Any) -> str:
+    return table(
+        ["id", "kind", "agent", "date", "memory"],
+        [[m.id, m.kind, m.agent_id, day(m.created_at), m.preview] for m in result.forgotten],
+    )
+
+
+def show_command(args: argparse.Namespace, settings: Settings) -> int:
+    from tools import show_memory
+
+    with opened(settings) as runtime:
+        result = call(
+            show_memory.handle,
+            show_memory.ShowMemoryInput,
+            {"memory_id": args.memory_id, **scope_of(args)},
+            runtime,
+            caller_for(args),
+            "show",
+        )
+    lineage = result.lineage
+    facts = key_values(
+        [
+            ("id", result.id),
+            ("scope", f"{result.org_id}/{result.project_id}"),
+            ("kind / tier", f"{result.kind} / {result.protection_tier}"),
+            (
+                "status",
+                result.status + (f" (replaced by {result.replaced_by})" if result.replaced_by else ""),
+            ),
+            ("written", f"{result.created_at} by {result.agent_id}, session {result.session_id}"),
+            ("episode", result.episode_id),
+            ("tags", ", ".join(result.tags) or None),
+            ("weight", result.weight),
+            ("embedder", result.embedder),
+            ("current", lineage.current.id if lineage.current.id != result.id else None),
+        ]
+    )
+    parts = [facts, "", result.content or "(content purged)"]
+    if result.weight_history:
+        parts += [
+            "",
+            "weight history:",
+            table(
+                ["at", "session", "before", "after"],
+                [[s.at, s.session_id, s.weight_before, s.weight_after] for s in result.weight_history],
+            ),
+        ]
+    if lineage.replaces:
+        parts += [
+            "",
+            "replaced:",
+            table(
+                ["id", "how", "by", "memory"],
+                [[r.memory.id, r.how.action, r.how.resolver, r.memory.preview] for r in lineage.replaces],
+            ),
+        ]
+    return emit(args, result, "\n".join(parts))
+
+
+def stats_command(args: argparse.Namespace, settings: Settings) -> int:
+    from tools import stats
+
+    with opened(settings) as runtime:
+        result = call(stats.handle, stats.StatsInput, scope_of(args), runtime, caller_for(args), "stats")
+    weights = result.weights
+    readable = key_values(
+        [
+            ("store", f"{result.store} (schema {result.schema_version})"),
+            ("scope", f"{result.org_id}/{result.project_id}"),
+            ("memories", f"{result.memories:,} ({counts(result.by_status)})"),
+            ("active by kind", counts(result.by_kind)),
+            ("active by tier", counts(result.by_tier)),
+            ("by embedder", counts(result.by_embedder)),
+            ("agents / episodes", f"{result.agents:,} / {result.episodes:,}"),
+            (
+                "weights moved",
+                f"{weights.moved:,} ({weights.raised:,} raised, {weights.lowered:,} lowered; "
+                f"range {_span(weights.lowest, weights.highest)})",
+            ),
+            ("written", f"{result.first_written or '-'} .. {result.last_written or '-'}"),
+            ("recalls recorded", result.retrievals),
+            ("sessions reported", counts(result.sessions_reported)),
+            ("open contradictions", result.open_contradictions),
+            ("lineage events", result.lineage_events),
+            *((f"backend: {name}", value) for name, value in result.backends.items()),
+        ]
+    )
+    return emit(args, result, readable)
+
+
+def _span(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"{low:.3f} .. {high:.3f}"
+
+
+def import_command(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.records import Scope
+    from tools import transfer
+
+    path = Path(args.path)
+    if not path.is_file():
+        raise CommandError(
+            f"no file at {path}: pass the path of a memoria export, a LoCoMo file or a transcript"
+        )
+    progress = ProgressBar(sys.stderr)
+    with opened(settings) as runtime:
+        scope = Scope(args.org or settings.org_id, args.project or settings.project_id)
+        result = transfer.import_file(
+            runtime, path, format=args.format, scope=scope, agent_id=args.agent or "import", progress=progress
+        )
+    progress.finish()
+    return emit(args, result, transfer_readable(result, f"imported {path}"))
+
+
+def export_command(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.records import Scope
+    from tools import transfer
+
+    scopes = None
+    if args.org or args.project:
+        scopes = [Scope(args.org or settings.org_id, args.project or settings.project_id)]
+    progress = ProgressBar(sys.stderr)
+    with opened(settings) as runtime:
+        if args.path in (None, "-"):
+            result = transfer.export_store(
+                runtime, sys.stdout, scopes=scopes, vectors=not args.no_vectors, progress=progress
+            )
+            progress.finish()
+            print(transfer_readable(result, "exported to stdout"), file=sys.stderr)
+            return 0
+        target = Path(args.path)
+        partial = target.with_name(target.name + ".partial")
+        with partial.open("w", encoding="utf-8") as out:
+            result = transfer.export_store(
+                runtime, out, scopes=scopes, vectors=not args.no_vectors, progress=progress
+            )
+        partial.replace(target)  # a reader never sees half an export
+    progress.finish()
+    return emit(args, result, transfer_readable(result, f"exported to {target}"))
+
+
+def transfer_readable(result: Any, title: str) -> str:
+    data = result.model_dump()
+    tables = data.get("tables") or {}
+    rows = [
+        [name, counts_of.get("written", 0), counts_of.get("skipped", 0)] for name, counts_of in tables.items()
+    ]
+    extra = [
+        (key, value) for key, value in data.items() if key not in ("tables",) and not isinstance(value, dict)
+    ]
+    parts = [title, table(["table", "written", "skipped"], rows) if rows else "", key_values(extra)]
+    return "\n".join(part for part in parts if part)
+
+
+def reembed_command(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.records import Scope
+    from tools import transfer
+
+    scope = (
+        Scope(args.org or settings.org_id, args.project or settings.project_id)
+        if args.org or args.project
+        else None
+    )
+    progress = ProgressBar(sys.stderr)
+    with opened(settings) as runtime:
+        result = transfer.reembed(runtime, scope=scope, all_memories=args.all, progress=progress)
+    progress.finish()
+    return emit(args, result, key_values(list(result.model_dump().items())))
+
+
+def report_command(args: argparse.Namespace, settings: Settings) -> int:
+    from tools.report_page import render_report
+
+    from storage.records import Scope
+    from tools.report import build_report
+
+    target = Path(args.out)
+    progress = ProgressBar(sys.stderr)
+    with opened(settings) as runtime:
+        scope = Scope(args.org or settings.org_id, args.project or settings.project_id)
+        data = build_report(runtime, scope, retrievals=args.retrievals, progress=progress)
+    progress.finish()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render_report(data), encoding="utf-8")
+    print(f"wrote {target.resolve()}", file=sys.stdout)
+    if args.open:
+        webbrowser.open(target.resolve().as_uri())
+    return 0
+
+
+def doctor_command(args: argparse.Namespace, settings: Settings) -> int:
+    from server.doctor import diagnose
+
+    checks = diagnose(settings, fix=args.fix, progress=ProgressBar(sys.stderr))
+    failed = any(check.status == "fail" for check in checks)
+    if args.json:
+        print(json.dumps([check.as_dict() for check in checks], indent=2), file=sys.stdout)
+        return 1 if failed else 0
+    marks = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "fixed": "fixed"}
+    print(
+        table(["", "check", "finding"], [[marks[c.status], c.name, c.detail] for c in checks], width=10_000),
+        file=sys.stdout,
+    )
+    fixes = [c for c in checks if c.fix and c.status in ("warn", "fail")]
+    if fixes:
+        print("\nhow to fix:", file=sys.stdout)
+        for check in fixes:
+            print(f"- {check.name}: {check.fix}", file=sys.stdout)
+    else:
+        print("\nall good.", file=sys.stdout)
+    return 1 if failed else 0
 
 
 def issue_token(principal: str, read: list[str], write: list[str]) -> int:
@@ -30,3 +637,19 @@ def issue_token(principal: str, read: list[str], write: list[str]) -> int:
     print('entry for the "tokens" list of MEMORIA_HTTP_TOKENS_FILE:', file=sys.stdout)
     print(json.dumps(entry), file=sys.stdout)
     return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "remember": remember_command,
+    "recall": recall_command,
+    "explain": explain_command,
+    "outcome": outcome_command,
+    "forget": forget_command,
+    "show": show_command,
+    "stats": stats_command,
+    "import": import_command,
+    "export": export_command,
+    "reembed": reembed_command,
+    "doctor": doctor_command,
+    "report": report_command,
+}

@@ -27,13 +27,12 @@ log = logging.getLogger(__name__)
 RuntimeFactory = Callable[[Settings], Runtime]
 
 
-def build_runtime(settings: Settings) -> Runtime:
-    """Open the store, load the models (falling back to the offline backend) and assemble the pipeline."""
-    from retrieval.providers import load_models
+def open_store(settings: Settings) -> MemoryStore:
+    """The store ``settings`` name, created and migrated if needed."""
     from retrieval.text import index_terms
     from storage.store import MemoryStore
 
-    store = MemoryStore.open(
+    return MemoryStore.open(
         settings.db_uri,
         storage_options=settings.storage_options,
         vector_dim=settings.vector_dim,
@@ -42,6 +41,13 @@ def build_runtime(settings: Settings) -> Runtime:
         vector_index_min_rows=settings.vector_index_min_rows,
         analyzer=index_terms,
     )
+
+
+def build_runtime(settings: Settings) -> Runtime:
+    """Open the store, load the models (falling back to the offline backend) and assemble the pipeline."""
+    from retrieval.providers import load_models
+
+    store = open_store(settings)
     try:
         return assemble_runtime(settings, store, load_models(model_config(settings), store.vector_dim))
     except BaseException:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from functools import reduce
 
 from lancedb.expr import Expr, col, lit
@@ -33,6 +34,10 @@ def any_tag(tags: Iterable[str]) -> Expr:
     return reduce(
         lambda left, right: left | right, (col("tags_key").contains(lit(f"|{tag}|")) for tag in tags)
     )
+
+
+def later_than(column: str, moment: datetime) -> Expr:
+    return col(column) > lit(moment)
 
 
 def all_of(*parts: Expr | None) -> Expr:

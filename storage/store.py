@@ -1007,6 +1007,20 @@ class MemoryStore:
         unique = {row["retrieval_id"]: _retrieval_from_row(row) for row in rows}
         return sorted(unique.values(), key=lambda record: record.created_at)
 
+    def recent_sessions(self, scope: Scope, agent_id: str, since: datetime) -> list[tuple[str, datetime]]:
+        """The sessions in which ``agent_id`` recalled since ``since``: (session id, its last recall),
+        newest first."""
+        self._logs.flush()
+        condition = filters.all_of(
+            self._in_scope(scope, agent_id=agent_id, purpose="recall"),
+            filters.later_than("created_at", since),
+        )
+        last: dict[str, datetime] = {}
+        for row in self._select(self._retrievals, condition, ["session_id", "created_at"], limit=None):
+            at = _utc(row["created_at"])
+            last[row["session_id"]] = max(at, last.get(row["session_id"], at))
+        return sorted(last.items(), key=lambda item: item[1], reverse=True)
+
     # ------------------------------------------------------------------ outcomes
 
     def get_outcome(self, scope: Scope, session_id: str) -> OutcomeRecord | None:

@@ -1,0 +1,249 @@
+"""``memoria doctor``: checks the store, its tables and indexes, which models load and which backend is
+active, and the HTTP credentials, and says how to fix what is wrong. ``fix=True`` also does the part it
+can do itself (compacting piled-up appends, folding new rows into the indexes, building the vector index).
+
+Each check is independent: a store that does not open is reported, and the model checks still run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from server.config import ConfigError, Settings
+from server.state import model_config, open_store
+from tools.common import Progress, no_progress
+
+if TYPE_CHECKING:
+    from storage.store import MemoryStore
+
+Status = Literal["ok", "warn", "fail", "fixed"]
+LOW_DISK_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return asdict(self)
+
+
+def diagnose(settings: Settings, *, fix: bool = False, progress: Progress = no_progress) -> list[Check]:
+    checks: list[Check] = []
+    steps: list[Callable[[], list[Check]]] = []
+    store: MemoryStore | None = None
+    try:
+        progress("opening the store", 0, 1)
+        store = open_store(settings)
+        checks.append(
+            Check(
+                "store",
+                "ok",
+                f"{settings.db_uri} opens (schema version {store.schema_version}, {store.vector_dim}-d vectors)",
+            )
+        )
+    except Exception as exc:
+        checks.append(
+            Check(
+                "store",
+                "fail",
+                f"{settings.db_uri} does not open: {exc}",
+                "set MEMORIA_DB_URI to a writable folder (or a LanceDB URI with credentials in "
+                "MEMORIA_STORAGE_OPTIONS), or pass --db",
+            )
+        )
+    try:
+        checks += _local_folder(settings)
+        if store is not None:
+            steps = [
+                lambda: _tables(store, settings, fix),
+                lambda: _models_and_vectors(store, settings),
+            ]
+        else:
+            steps = [lambda: _models_and_vectors(None, settings)]
+        for done, step in enumerate(steps, start=1):
+            checks += step()
+            progress("checking", done, len(steps))
+        checks += _http_credentials(settings)
+    finally:
+        if store is not None:
+            store.close()
+    return checks
+
+
+def _local_folder(settings: Settings) -> list[Check]:
+    from storage.recovery import QUARANTINE_DIR
+
+    if "://" in settings.db_uri and not settings.db_uri.startswith("file://"):
+        return [Check("folder", "ok", "object storage: no local folder to check")]
+    folder = Path(settings.db_uri.removeprefix("file://")).expanduser()
+    checks = []
+    if folder.exists() and not os.access(folder, os.W_OK):
+        checks.append(
+            Check("folder", "fail", f"{folder} is not writable", f"chmod u+w {folder}, or use another --db")
+        )
+    else:
+        checks.append(Check("folder", "ok", f"{folder} is writable"))
+    if folder.exists():
+        free = shutil.disk_usage(folder).free
+        status: Status = "ok" if free >= LOW_DISK_BYTES else "warn"
+        checks.append(
+            Check(
+                "disk",
+                status,
+                f"{free / (1 << 30):.1f} GiB free",
+                None if status == "ok" else "free some disk space",
+            )
+        )
+        quarantine = folder / QUARANTINE_DIR
+        if quarantine.exists():
+            checks.append(
+                Check(
+                    "recovery",
+                    "warn",
+                    f"a crash once left broken table versions; they were set aside in {quarantine} and the store "
+                    "opened on the version before",
+                    f"nothing to repair; delete {quarantine} once you no longer want the broken files for inspection",
+                )
+            )
+    return checks
+
+
+def _tables(store: MemoryStore, settings: Settings, fix: bool) -> list[Check]:
+    from storage.inspection import store_health
+
+    health = store_health(store)
+    piled = [t for t in health.tables if t.fragments >= settings.compaction_min_fragments]
+    unindexed = {t.name: sum(index.unindexed_rows for index in t.indexes) for t in health.tables if t.indexes}
+    behind = {name: rows for name, rows in unindexed.items() if rows >= 1_000}
+    memories = next(t for t in health.tables if t.name.startswith("memories"))
+    has_vector_index = any("vector" in index.columns for index in memories.indexes)
+    needs_vector_index = (
+        settings.vector_index_min_rows > 0
+        and memories.rows >= settings.vector_index_min_rows
+        and not has_vector_index
+    )
+    has_fulltext = any("search_text" in index.columns for index in memories.indexes)
+    size = health.disk_bytes
+    checks = [
+        Check(
+            "tables",
+            "ok",
+            f"{len(health.tables)} tables, {memories.rows:,} memory rows"
+            + (f", {size / (1 << 20):.1f} MiB on disk" if size is not None else ""),
+        ),
+        Check(
+            "full-text index",
+            "ok" if has_fulltext else "warn",
+            "present on the memories" if has_fulltext else "missing on the memories (full-text search scans)",
+            None if has_fulltext else "run `memoria doctor --fix`",
+        ),
+    ]
+    problems = []
+    if piled:
+        problems.append(
+            "appends piled up in " + ", ".join(f"{t.name} ({t.fragments} fragments)" for t in piled)
+        )
+    if behind:
+        problems.append("rows not yet in an index: " + ", ".join(f"{n} {r:,}" for n, r in behind.items()))
+    if needs_vector_index:
+        problems.append(f"no vector index over {memories.rows:,} memories (searches scan every vector)")
+    if not problems:
+        checks.append(Check("maintenance", "ok", "fragments and indexes are up to date"))
+        return checks
+    if not fix:
+        checks.append(
+            Check(
+                "maintenance",
+                "warn",
+                "; ".join(problems),
+                "run `memoria doctor --fix` (a running server also does this every "
+                f"{settings.maintenance_interval_seconds:.0f} s)",
+            )
+        )
+        return checks
+    done = store.maintain(min_fragments=2)
+    checks.append(Check("maintenance", "fixed", "; ".join(done.values()) or "nothing left to do"))
+    return checks
+
+
+def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[Check]:
+    from retrieval.providers import load_models
+    from storage.stats import scope_stats
+
+    announced: list[str] = []
+    models = load_models(
+        model_config(settings), store.vector_dim if store else settings.vector_dim, announced.append
+    )
+    checks = []
+    for info in (models.embedder_info, models.reranker_info):
+        if info.offline_fallback:
+            checks.append(
+                Check(
+                    info.role,
+                    "warn",
+                    f"{info.describe()}",
+                    _model_fix(info.role),
+                )
+            )
+        else:
+            checks.append(Check(info.role, "ok", info.describe()))
+    backend = "offline (hashed vectors + full-text search)" if models.offline else "model-backed"
+    checks.append(Check("backend", "ok", f"recall runs {backend}"))
+    if store is None:
+        return checks
+    stale: dict[str, int] = {}
+    for scope in store.scopes():
+        for name, count in scope_stats(store, scope).by_embedder.items():
+            if name != models.embedder.name:
+                stale[name] = stale.get(name, 0) + count
+    if stale:
+        checks.append(
+            Check(
+                "vectors",
+                "warn",
+                f"{sum(stale.values()):,} memories have vectors from another embedder ("
+                + ", ".join(f"{name}: {count:,}" for name, count in stale.items())
+                + f") than the active {models.embedder.name}; vector search cannot compare them",
+                "run `memoria reembed`",
+            )
+        )
+    else:
+        checks.append(Check("vectors", "ok", f"every memory's vector is from {models.embedder.name}"))
+    return checks
+
+
+def _model_fix(role: str) -> str:
+    if role == "embedder":
+        return (
+            "point MEMORIA_EMBEDDING_MODEL at a local sentence-transformers folder, or set "
+            "MEMORIA_ALLOW_MODEL_DOWNLOADS=true on a machine that reaches Hugging Face; then `memoria reembed`"
+        )
+    return (
+        "point MEMORIA_RERANK_MODEL at a local cross-encoder folder, set COHERE_API_KEY for Cohere Rerank, "
+        "or set MEMORIA_ALLOW_MODEL_DOWNLOADS=true on a machine that reaches Hugging Face"
+    )
+
+
+def _http_credentials(settings: Settings) -> list[Check]:
+    from server.auth import load_token_file
+
+    if not settings.http_tokens_file:
+        return []
+    try:
+        tokens = load_token_file(Path(settings.http_tokens_file))
+    except ConfigError as exc:
+        return [
+            Check(
+                "http tokens", "fail", str(exc), "fix the entry it names; `memoria token` prints a valid one"
+            )
+        ]
+    return [Check("http tokens", "ok", f"{len(tokens)} tokens in {settings.http_tokens_file}")]

@@ -1,0 +1,130 @@
+"""Output for people at a terminal: aligned tables, short texts, and a progress bar on stderr.
+
+Pure rendering (strings in, strings out) except ``ProgressBar``, which writes to the stream it is given
+(stderr): nothing here prints to stdout, which is the protocol stream of a stdio server. The commands in
+``server/commands.py`` print what these functions return.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+
+def clip(text: str, width: int) -> str:
+    """One line of at most ``width`` characters (an ellipsis marks a cut)."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= width else line[: max(0, width - 1)] + "…"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int | None = None) -> str:
+    """An aligned plain-text table; the last column takes what room is left and is clipped to it."""
+    if not rows:
+        return ""
+    width = width or screen_width()
+    cells = [[_cell(value) for value in row] for row in rows]
+    widths = [max(len(headers[i]), *(len(row[i]) for row in cells)) for i in range(len(headers))]
+    fixed = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    widths[-1] = max(len(headers[-1]), min(widths[-1], width - fixed))
+    numeric = [all(_is_number(row[i]) for row in rows) for i in range(len(headers))]
+
+    def line(values: Sequence[str]) -> str:
+        parts = []
+        for i, value in enumerate(values):
+            value = clip(value, widths[i]) if i == len(values) - 1 else value
+            parts.append(value.rjust(widths[i]) if numeric[i] else value.ljust(widths[i]))
+        return "  ".join(parts).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), rule, *(line(row) for row in cells)])
+
+
+def screen_width() -> int:
+    """The terminal's width; output piped elsewhere is not cut."""
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else 10_000
+
+
+def key_values(pairs: Sequence[tuple[str, Any]]) -> str:
+    """``label: value`` lines with the values aligned."""
+    if not pairs:
+        return ""
+    label_width = max(len(label) for label, _ in pairs)
+    return "\n".join(f"{label.ljust(label_width)}  {_cell(value)}" for label, value in pairs)
+
+
+def counts(values: dict[str, int]) -> str:
+    """``{"active": 3, "retracted": 1}`` as ``active 3, retracted 1``."""
+    return ", ".join(f"{key} {value:,}" for key, value in values.items()) or "none"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return " ".join(str(value).split())
+
+
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)) or value is None
+
+
+class ProgressBar:
+    """A ``tools.common.Progress`` drawn on ``stream`` (stderr): nothing for work that ends within
+    ``delay`` seconds, then a bar (or a count, when the total is unknown) redrawn at most ten times a
+    second; a stream that is not a terminal gets one line per step and quarter instead of redraws."""
+
+    def __init__(self, stream: TextIO, *, delay: float = 1.0, clock: Any = time.monotonic) -> None:
+        self._stream = stream
+        self._delay = delay
+        self._clock = clock
+        self._started = clock()
+        self._label = ""
+        self._last_draw = 0.0
+        self._drawn = False
+        self._quarter = -1
+        self._tty = bool(getattr(stream, "isatty", lambda: False)())
+
+    def __call__(self, label: str, done: int, total: int | None) -> None:
+        now = self._clock()
+        if label != self._label:
+            self.finish()
+            self._label, self._quarter = label, -1
+        if now - self._started < self._delay:
+            return
+        finished = total is not None and done >= total
+        if self._tty:
+            if finished or now - self._last_draw >= 0.1:
+                self._stream.write("\r" + self.render(label, done, total, now - self._started))
+                self._stream.flush()
+                self._last_draw, self._drawn = now, True
+            return
+        quarter = 4 * done // total if total else -1
+        if quarter > self._quarter or (total is None and now - self._last_draw >= 5):
+            self._stream.write(self.render(label, done, total, now - self._started) + "\n")
+            self._stream.flush()
+            self._quarter, self._last_draw = quarter, now
+
+    def finish(self) -> None:
+        """End the current bar's line (call when the work is done)."""
+        if self._drawn:
+            self._stream.write("\n")
+            self._stream.flush()
+            self._drawn = False
+
+    @staticmethod
+    def render(label: str, done: int, total: int | None, elapsed: float, width: int = 30) -> str:
+        if total is None or total <= 0:
+            return f"{label}: {done:,} so far ({elapsed:.0f} s)" if done else f"{label}… ({elapsed:.0f} s)"
+        share = min(1.0, done / total)
+        filled = round(width * share)
+        rate = done / elapsed if elapsed > 0 else 0.0
+        left = f", {(total - done) / rate:.0f} s left" if rate > 0 and done < total else ""
+        return f"{label} [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} {share:4.0%}{left}"

@@ -1,0 +1,219 @@
+"""The console commands for people: `memoria remember | recall | explain | outcome | forget | show | stats
+| doctor`, run through the console entry point (in process, as the shell would run it), readable by
+default and JSON with --json; the session-end hook reports the newest unreported session."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from server.cli import main
+from server.terminal import ProgressBar, table
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch) -> Path:
+    for name, value in {
+        "MEMORIA_EMBEDDER": "hashed",
+        "MEMORIA_RERANKER": "none",
+        "MEMORIA_ALLOW_MODEL_DOWNLOADS": "false",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("MEMORIA_DB_URI", raising=False)
+    return tmp_path / "db"
+
+
+def memoria(capsys, db: Path, *argv: str) -> tuple[int, str, str]:
+    status = main([argv[0], "--db", str(db), *argv[1:]])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def as_json(capsys, db: Path, *argv: str) -> dict:
+    status, out, err = memoria(capsys, db, *argv, "--json")
+    assert status == 0, err
+    return json.loads(out)
+
+
+def test_remember_then_recall_prints_a_table_and_how_to_follow_up(capsys, db):
+    status, out, _ = memoria(capsys, db, "remember", "The staging database is reset every Sunday", "--tag", "ops")
+    assert status == 0 and out.startswith("stored mem_") and "(fact, standard) in default/default" in out
+    status, out, _ = memoria(capsys, db, "recall", "when is the staging database reset")
+    header, rule, first, *_ = out.splitlines()
+    assert header.split() == ["#", "score", "id", "kind", "agent", "date", "memory"]
+    assert set(rule.replace(" ", "")) == {"-"}
+    assert first.split()[0] == "1" and first.endswith("The staging database is reset every Sunday")
+    assert "why: memoria explain ret_" in out and "memoria outcome success|failure|partial --session ses_cli_" in out
+
+
+def test_json_output_is_the_tools_output(capsys, db):
+    stored = as_json(capsys, db, "remember", "Builds are cached in S3", "--agent", "ci-bot")
+    assert (stored["status"], stored["agent_id"], stored["kind"]) == ("stored", "ci-bot", "fact")
+    found = as_json(capsys, db, "recall", "where are builds cached")
+    assert [m["id"] for m in found["memories"]] == [stored["id"]] and found["context"]
+    again = as_json(capsys, db, "remember", "Builds are cached in S3", "--agent", "ci-bot")
+    assert again["status"] == "duplicate" and again["id"] == stored["id"]
+
+
+def test_recall_context_prints_only_the_paste_ready_block(capsys, db):
+    memoria(capsys, db, "remember", "Feature flags live in LaunchDarkly")
+    status, out, _ = memoria(capsys, db, "recall", "feature flags", "--context")
+    assert status == 0 and out.startswith("Relevant memories (retrieval ret_")
+    assert "> Feature flags live in LaunchDarkly" in out and "memoria explain" not in out
+
+
+def test_explain_shows_each_candidates_ranks_and_scores(capsys, db):
+    stored = as_json(capsys, db, "remember", "The API rate limit is 100 requests per minute")
+    found = as_json(capsys, db, "recall", "API rate limit")
+    status, out, _ = memoria(capsys, db, "explain", found["retrieval_id"])
+    assert status == 0 and f"retrieval          {found['retrieval_id']}" in out
+    assert "backend: embedder" in out and "hashed" in out and "stages (ms)" in out
+    [row] = [line for line in out.splitlines() if stored["id"] in line]
+    rank, unweighted, delta, *_ = row.split()
+    assert (rank, unweighted, delta) == ("1", "1", "0")
+
+
+def test_an_outcome_without_a_session_reports_the_newest_unreported_one(capsys, db):
+    stored = as_json(capsys, db, "remember", "Use pnpm, not npm, in the web repo")
+    older = as_json(capsys, db, "recall", "which package manager")
+    newer = as_json(capsys, db, "recall", "package manager for the web repo")
+    first = as_json(capsys, db, "outcome", "success")
+    second = as_json(capsys, db, "outcome", "failure")
+    assert (first["session_id"], second["session_id"]) == (newer["session_id"], older["session_id"])
+    # alpha 0.2 toward 1.75 (success) then 0.25 (failure): 1.0 -> 0.8 + 0.35 = 1.15 -> 0.92 + 0.05 = 0.97
+    assert [u["weight_after"] for u in first["updated"]] == [pytest.approx(1.15)]
+    assert [u["weight_after"] for u in second["updated"]] == [pytest.approx(0.97)]
+    assert first["updated"][0]["id"] == stored["id"]
+    status, _, err = memoria(capsys, db, "outcome", "success")
+    assert status == 1 and "no session of cli" in err and "--session" in err
+
+
+def test_forget_retracts_and_purge_asks_for_confirmation(capsys, db, monkeypatch):
+    stored = as_json(capsys, db, "remember", "The old VPN host is vpn1.example.com")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # not a terminal: no one to ask
+    status, _, err = memoria(capsys, db, "forget", stored["id"], "--purge")
+    assert status == 1 and "add --yes to confirm" in err
+    assert as_json(capsys, db, "show", stored["id"])["status"] == "active"
+    gone = as_json(capsys, db, "forget", stored["id"], "--purge", "--yes", "--reason", "rotated")
+    assert (gone["mode"], [m["id"] for m in gone["forgotten"]]) == ("purge", [stored["id"]])
+    shown = as_json(capsys, db, "show", stored["id"])
+    assert shown["status"] == "purged" and shown["content"] == ""
+
+
+def test_show_prints_a_memory_with_its_weight_history(capsys, db):
+    stored = as_json(capsys, db, "remember", "Migrations run with alembic upgrade head")
+    found = as_json(capsys, db, "recall", "how do migrations run")
+    as_json(capsys, db, "outcome", "success", "--session", found["session_id"])
+    status, out, _ = memoria(capsys, db, "show", stored["id"])
+    assert status == 0 and "Migrations run with alembic upgrade head" in out
+    assert "weight history:" in out and found["session_id"] in out and "1.150" in out
+
+
+def test_stats_counts_the_scope(capsys, db):
+    as_json(capsys, db, "remember", "a fact about the web app", "--project", "web")
+    as_json(capsys, db, "remember", "a schema file", "--kind", "artifact", "--project", "web")
+    stats = as_json(capsys, db, "stats", "--project", "web")
+    assert (stats["memories"], stats["by_kind"], stats["agents"]) == (2, {"fact": 1, "artifact": 1}, 1)
+    status, out, _ = memoria(capsys, db, "stats", "--project", "web")
+    assert "memories             2 (active 2)" in out and "active by kind       fact 1, artifact 1" in out
+
+
+def test_bad_arguments_say_what_to_fix_and_store_nothing(capsys, db):
+    status, _, err = memoria(capsys, db, "recall", "x", "--top-k", "0")
+    assert status == 1 and "`top_k` must be >= 1, but got 0. Fix the arguments and run it again." in err
+    status, _, err = memoria(capsys, db, "remember", "   ")
+    assert status == 1 and "`content` is empty or whitespace only" in err
+    assert as_json(capsys, db, "stats")["memories"] == 0
+
+
+def test_doctor_reports_the_store_models_and_backend_and_fixes_piled_up_appends(capsys, db, monkeypatch):
+    monkeypatch.setenv("MEMORIA_COMPACTION_MIN_FRAGMENTS", "3")
+    for n in range(4):
+        as_json(capsys, db, "remember", f"separate fact number {n} about the deploy pipeline")
+    checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
+    assert checks["store"]["status"] == "ok" and checks["full-text index"]["status"] == "ok"
+    assert checks["embedder"]["detail"].startswith("hashed") and "offline" in checks["backend"]["detail"]
+    assert checks["maintenance"]["status"] == "warn" and checks["maintenance"]["fix"].startswith(
+        "run `memoria doctor --fix`"
+    )
+    status, out, _ = memoria(capsys, db, "doctor", "--fix")
+    assert status == 0 and "fixed  maintenance" in out and "compacted" in out
+    checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
+    assert checks["maintenance"]["status"] == "ok"
+
+
+def test_doctor_says_when_stored_vectors_come_from_another_embedder(capsys, db, monkeypatch):
+    as_json(capsys, db, "remember", "Vectors made by the 384-d hashed embedder")
+    monkeypatch.setenv("MEMORIA_EMBEDDER", "sentence-transformers")
+    monkeypatch.setenv("MEMORIA_EMBEDDING_MODEL", str(db.parent / "no-such-model"))
+    status, out, _ = memoria(capsys, db, "doctor")
+    assert "WARN  embedder" in out and "offline fallback" in out
+    assert "point MEMORIA_EMBEDDING_MODEL at a local sentence-transformers folder" in out
+
+
+def test_a_store_that_cannot_open_fails_the_doctor_with_the_fix(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMORIA_EMBEDDER", "hashed")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    status, out, _ = memoria(capsys, blocker / "db", "doctor")
+    assert status == 1 and "FAIL  store" in out and "set MEMORIA_DB_URI to a writable folder" in out
+
+
+def test_the_session_end_hook_reports_the_newest_claude_code_session_and_never_fails(tmp_path):
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "MEMORIA_DB_URI": str(tmp_path / "db"),
+        "MEMORIA_EMBEDDER": "hashed",
+        "MEMORIA_RERANKER": "none",
+    }
+    hook_input = json.dumps({"session_id": "cc-123", "hook_event_name": "SessionEnd", "reason": "logout"})
+
+    def memoria_process(*argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "server", *argv],
+            input=stdin,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+
+    nothing = memoria_process("outcome", "--hook", stdin=hook_input)
+    assert nothing.returncode == 0 and "nothing reported" in nothing.stderr and nothing.stdout == ""
+    memoria_process("remember", "Run the linters before pushing", "--agent", "claude-code")
+    recalled = json.loads(memoria_process("recall", "before pushing", "--agent", "claude-code", "--json").stdout)
+    reported = memoria_process("outcome", "--hook", "--json", stdin=hook_input)
+    assert reported.returncode == 0, reported.stderr
+    result = json.loads(reported.stdout)
+    assert (result["session_id"], result["outcome"], result["status"]) == (recalled["session_id"], "partial", "applied")
+    again = memoria_process("outcome", "--hook", stdin=hook_input)  # already reported: left alone
+    assert again.returncode == 0 and "nothing reported" in again.stderr
+
+
+def test_tables_align_numbers_right_and_cut_only_the_last_column():
+    text = table(["n", "name", "text"], [[1, "a", "x" * 50], [10, "bbb", "short"]], width=30)
+    lines = text.splitlines()
+    assert lines[0] == " n  name  text"
+    assert lines[2] == " 1  a     " + "x" * 19 + "…"  # 30 - (2 + 4 + 2 x 2 between) = 20 characters
+    assert lines[3] == "10  bbb   short"
+
+
+def test_the_progress_bar_stays_silent_for_quick_work_and_reports_slow_work():
+    now = [0.0]
+    out = io.StringIO()
+    bar = ProgressBar(out, clock=lambda: now[0])
+    bar("importing", 5, 10)
+    assert out.getvalue() == ""  # under a second: nothing drawn
+    now[0] = 2.0
+    for done in range(5, 11):
+        bar("importing", done, 10)
+    lines = out.getvalue().splitlines()  # not a terminal: a line per quarter, not a redraw per step
+    assert lines[0].startswith("importing [###############...............] 5/10  50%")
+    assert lines[-1].startswith("importing [##############################] 10/10 100%")
+    assert len(lines) == 3
