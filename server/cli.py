@@ -149,6 +149,9 @@ def add_people_commands(commands: Any) -> None:
     doctor = command("doctor", "check the store, indexes, models and backend, and say how to fix problems")
     doctor.add_argument("--fix", action="store_true", help="also compact tables and build missing indexes")
 
+    client = command("client", "print the MCP entry (and hook) for a client, with this installation's path")
+    client.add_argument("client", choices=["claude-code", "claude-desktop", "cursor", "vscode"])
+
     report = command("report", "write a self-contained HTML page: feedback impact, drift, clusters, health")
     report.add_argument("--out", default="memoria-report.html", metavar="PATH")
     report.add_argument("--retrievals", type=int, default=200, metavar="N", help="recent recalls to analyse")

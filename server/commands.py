@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import secrets
+import shutil
 import sys
 import threading
 import webbrowser
@@ -59,6 +61,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     except KeyboardInterrupt:
         print(f"memoria {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `memoria export | head`: the reader left; stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 @contextlib.contextmanager
@@ -578,10 +583,9 @@ def reembed_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def report_command(args: argparse.Namespace, settings: Settings) -> int:
-    from tools.report_page import render_report
-
     from storage.records import Scope
     from tools.report import build_report
+    from tools.report_page import render_report
 
     target = Path(args.out)
     progress = ProgressBar(sys.stderr)
@@ -639,6 +643,63 @@ def issue_token(principal: str, read: list[str], write: list[str]) -> int:
     return 0
 
 
+def memoria_executable() -> str:
+    """The absolute path of this installation's ``memoria`` script (clients do not share the shell's PATH)."""
+    beside = Path(sys.executable).parent / ("memoria.exe" if sys.platform == "win32" else "memoria")
+    found = shutil.which("memoria")
+    return str(beside if beside.exists() else Path(found).resolve() if found else "memoria")
+
+
+def client_setup(client: str, executable: str, project: str | None) -> dict[str, Any]:
+    """Where each client reads its MCP servers, and the entry to put there (plus, for Claude Code, the
+    SessionEnd hook that reports the outcome of a session the agent did not report itself)."""
+    env = {"MEMORIA_PROJECT_ID": project} if project else {}
+    server: dict[str, Any] = {"command": executable, "args": ["serve"], **({"env": env} if env else {})}
+    if client == "claude-code":
+        hook = f"{executable} outcome --hook" + (f" --project {project}" if project else "")
+        return {
+            "files": {
+                ".mcp.json": {"mcpServers": {"memoria": {"type": "stdio", **server}}},
+                ".claude/settings.json": {
+                    "hooks": {
+                        "SessionEnd": [{"hooks": [{"type": "command", "command": hook, "timeout": 60}]}]
+                    }
+                },
+            },
+            "note": "both in the project's folder (merge into existing files); or run "
+            f"`claude mcp add memoria --scope project -- {executable} serve`",
+        }
+    if client == "claude-desktop":
+        return {
+            "files": {"claude_desktop_config.json": {"mcpServers": {"memoria": server}}},
+            "note": "macOS: ~/Library/Application Support/Claude/, Windows: %APPDATA%\\Claude\\ "
+            "(Settings > Developer > Edit Config); restart Claude Desktop afterwards",
+        }
+    if client == "cursor":
+        return {
+            "files": {".cursor/mcp.json": {"mcpServers": {"memoria": server}}},
+            "note": "in the project's folder, or ~/.cursor/mcp.json for every project",
+        }
+    if client == "vscode":
+        return {
+            "files": {".vscode/mcp.json": {"servers": {"memoria": {"type": "stdio", **server}}}},
+            "note": "in the workspace folder; start it from the MCP: List Servers command, and use it in "
+            "Copilot's agent mode",
+        }
+    raise CommandError(f"unknown client {client!r}: choose claude-code, claude-desktop, cursor or vscode")
+
+
+def client_command(args: argparse.Namespace, settings: Settings) -> int:
+    setup = client_setup(args.client, memoria_executable(), args.project)
+    if args.json:
+        print(json.dumps(setup, indent=2), file=sys.stdout)
+        return 0
+    for name, document in setup["files"].items():
+        print(f"{name}:\n{json.dumps(document, indent=2)}\n", file=sys.stdout)
+    print(f"where: {setup['note']}", file=sys.stdout)
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "remember": remember_command,
     "recall": recall_command,
@@ -652,4 +713,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "reembed": reembed_command,
     "doctor": doctor_command,
     "report": report_command,
+    "client": client_command,
 }

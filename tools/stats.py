@@ -7,7 +7,6 @@ from __future__ import annotations
 import anyio
 from pydantic import BaseModel, Field
 
-from storage.stats import scope_stats
 from tools.common import Caller, Runtime, ScopeArgs, iso
 
 
@@ -52,6 +51,8 @@ class StatsOutput(BaseModel):
 
 
 def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
+    from storage.stats import scope_stats  # LanceDB: loaded with the runtime, after the handshake
+
     scope = args.scope(runtime.settings)
     found = scope_stats(runtime.store, scope)
     return StatsOutput(
