@@ -94,7 +94,7 @@ async def test_claude_codes_session_end_hook_reports_the_sessions_outcome(tmp_pa
     env = offline(tmp_path / "db")
     recalled = await use(entry, env, "claude-code")  # the client name Claude Code sends
     ran = subprocess.run(
-        shlex.split(hook["command"]) + ["--json"],
+        [*shlex.split(hook["command"]), "--json"],
         input=json.dumps({"session_id": "abc", "hook_event_name": "SessionEnd", "reason": "exit"}),
         env=env,
         capture_output=True,

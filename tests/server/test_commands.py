@@ -41,14 +41,19 @@ def as_json(capsys, db: Path, *argv: str) -> dict:
 
 
 def test_remember_then_recall_prints_a_table_and_how_to_follow_up(capsys, db):
-    status, out, _ = memoria(capsys, db, "remember", "The staging database is reset every Sunday", "--tag", "ops")
+    status, out, _ = memoria(
+        capsys, db, "remember", "The staging database is reset every Sunday", "--tag", "ops"
+    )
     assert status == 0 and out.startswith("stored mem_") and "(fact, standard) in default/default" in out
     status, out, _ = memoria(capsys, db, "recall", "when is the staging database reset")
     header, rule, first, *_ = out.splitlines()
     assert header.split() == ["#", "score", "id", "kind", "agent", "date", "memory"]
     assert set(rule.replace(" ", "")) == {"-"}
     assert first.split()[0] == "1" and first.endswith("The staging database is reset every Sunday")
-    assert "why: memoria explain ret_" in out and "memoria outcome success|failure|partial --session ses_cli_" in out
+    assert (
+        "why: memoria explain ret_" in out
+        and "memoria outcome success|failure|partial --session ses_cli_" in out
+    )
 
 
 def test_json_output_is_the_tools_output(capsys, db):
@@ -119,7 +124,7 @@ def test_stats_counts_the_scope(capsys, db):
     as_json(capsys, db, "remember", "a schema file", "--kind", "artifact", "--project", "web")
     stats = as_json(capsys, db, "stats", "--project", "web")
     assert (stats["memories"], stats["by_kind"], stats["agents"]) == (2, {"fact": 1, "artifact": 1}, 1)
-    status, out, _ = memoria(capsys, db, "stats", "--project", "web")
+    _, out, _ = memoria(capsys, db, "stats", "--project", "web")
     assert "memories             2 (active 2)" in out and "active by kind       fact 1, artifact 1" in out
 
 
@@ -151,7 +156,7 @@ def test_doctor_says_when_stored_vectors_come_from_another_embedder(capsys, db, 
     as_json(capsys, db, "remember", "Vectors made by the 384-d hashed embedder")
     monkeypatch.setenv("MEMORIA_EMBEDDER", "sentence-transformers")
     monkeypatch.setenv("MEMORIA_EMBEDDING_MODEL", str(db.parent / "no-such-model"))
-    status, out, _ = memoria(capsys, db, "doctor")
+    _, out, _ = memoria(capsys, db, "doctor")
     assert "WARN  embedder" in out and "offline fallback" in out
     assert "point MEMORIA_EMBEDDING_MODEL at a local sentence-transformers folder" in out
 
@@ -187,11 +192,17 @@ def test_the_session_end_hook_reports_the_newest_claude_code_session_and_never_f
     nothing = memoria_process("outcome", "--hook", stdin=hook_input)
     assert nothing.returncode == 0 and "nothing reported" in nothing.stderr and nothing.stdout == ""
     memoria_process("remember", "Run the linters before pushing", "--agent", "claude-code")
-    recalled = json.loads(memoria_process("recall", "before pushing", "--agent", "claude-code", "--json").stdout)
+    recalled = json.loads(
+        memoria_process("recall", "before pushing", "--agent", "claude-code", "--json").stdout
+    )
     reported = memoria_process("outcome", "--hook", "--json", stdin=hook_input)
     assert reported.returncode == 0, reported.stderr
     result = json.loads(reported.stdout)
-    assert (result["session_id"], result["outcome"], result["status"]) == (recalled["session_id"], "partial", "applied")
+    assert (result["session_id"], result["outcome"], result["status"]) == (
+        recalled["session_id"],
+        "partial",
+        "applied",
+    )
     again = memoria_process("outcome", "--hook", stdin=hook_input)  # already reported: left alone
     assert again.returncode == 0 and "nothing reported" in again.stderr
 

@@ -57,7 +57,7 @@ async def test_a_memory_in_another_scope_is_read_by_naming_the_scope(settings):
         stored = await call(
             client, "remember", {"content": "Globex bills monthly", "org_id": "globex", "project_id": "billing"}
         )
-        with pytest.raises(MCPError, match="no memory .* in org 'default' / project 'default'"):
+        with pytest.raises(MCPError, match=r"no memory .* in org 'default' / project 'default'"):
             await client.read_resource(f"memoria://memory/{stored['id']}")
         shown = await read_json(client, f"memoria://memory/{stored['id']}?org_id=globex&project_id=billing")
     assert shown["content"] == "Globex bills monthly"
