@@ -12,33 +12,34 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+# The reader of the conversations is shared with `memoria import` (tools.transcripts).
+from tools.transcripts import DIA_ID, Turn, locomo_turns, normalise_dia_id, parse_session_date
+
+__all__ = [
+    "ADVERSARIAL",
+    "CATEGORIES",
+    "Conversation",
+    "Question",
+    "Turn",
+    "final_version",
+    "load",
+    "ndcg_at_k",
+    "normalise_dia_id",
+    "normalise_evidence",
+    "parse_sample",
+    "parse_session_date",
+    "recall_at_k",
+    "reciprocal_rank",
+    "standing_turns",
+]
+
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 ADVERSARIAL = 5
-
-_SESSION = re.compile(r"^session_(\d+)$")
-_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
-
-
-@dataclass(frozen=True)
-class Turn:
-    dia_id: str
-    session: int
-    speaker: str
-    text: str
-    when: datetime | None  # the session's date and time
-    image_caption: str | None = None
-
-    @property
-    def said(self) -> str:
-        """The turn's text, with the caption of an image it shares."""
-        return self.text + (f" [shares an image: {self.image_caption}]" if self.image_caption else "")
 
 
 @dataclass(frozen=True)
@@ -80,25 +81,7 @@ def load(path: str | Path, only: Sequence[str] | None = None) -> list[Conversati
 
 
 def parse_sample(sample: dict[str, Any]) -> Conversation:
-    conversation = sample["conversation"]
-    turns: list[Turn] = []
-    for key in sorted(conversation, key=_session_number):
-        match = _SESSION.match(key)
-        if not match or not isinstance(conversation[key], list):
-            continue
-        number = int(match.group(1))
-        when = parse_session_date(conversation.get(f"{key}_date_time"))
-        for raw in conversation[key]:
-            turns.append(
-                Turn(
-                    dia_id=normalise_dia_id(raw["dia_id"]) or raw["dia_id"],
-                    session=number,
-                    speaker=raw["speaker"],
-                    text=raw["text"],
-                    when=when,
-                    image_caption=raw.get("blip_caption"),
-                )
-            )
+    turns = locomo_turns(sample)
     known = {turn.dia_id for turn in turns}
     questions = tuple(
         Question(
@@ -111,38 +94,15 @@ def parse_sample(sample: dict[str, Any]) -> Conversation:
     return Conversation(str(sample["sample_id"]), tuple(turns), questions)
 
 
-def _session_number(key: str) -> int:
-    match = _SESSION.match(key)
-    return int(match.group(1)) if match else -1
-
-
-def normalise_dia_id(raw: str) -> str | None:
-    match = _EVIDENCE.search(raw)
-    return f"D{int(match.group(1))}:{int(match.group(2))}" if match else None
-
-
 def normalise_evidence(raw: Iterable[str]) -> list[str]:
     """``["D8:6; D9:17", "D:11:26"]`` -> ``["D8:6", "D9:17", "D11:26"]`` (order kept, duplicates dropped)."""
     found: list[str] = []
     for item in raw:
-        for match in _EVIDENCE.finditer(str(item)):
+        for match in DIA_ID.finditer(str(item)):
             dia_id = f"D{int(match.group(1))}:{int(match.group(2))}"
             if dia_id not in found:
                 found.append(dia_id)
     return found
-
-
-def parse_session_date(text: Any) -> datetime | None:
-    """``"1:56 pm on 8 May, 2023"`` -> a datetime; None when absent or unreadable."""
-    if not isinstance(text, str):
-        return None
-    cleaned = " ".join(text.replace(",", " ").split())
-    for pattern in ("%I:%M %p on %d %B %Y", "%H:%M on %d %B %Y", "%d %B %Y"):
-        try:
-            return datetime.strptime(cleaned, pattern)
-        except ValueError:
-            continue
-    return None
 
 
 def recall_at_k(returned: Sequence[set[str]], evidence: Sequence[str], k: int) -> float:

@@ -1,0 +1,448 @@
+"""Whole-store transfer at the row level: every row of every table as JSON-ready dicts, and back.
+
+An export is JSON Lines: a header (``export_header``), then one ``{"table": name, "row": {...}}`` per row.
+Rows keep every column as stored, so an import is lossless (ids, statuses, weights, lineage, traces);
+timestamps are ISO-8601 UTC with microseconds and vectors base64 of little-endian float32. Importing
+skips rows whose natural key (``NATURAL_KEYS``) the store already holds, so importing twice changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from lancedb.expr import Expr
+
+from storage import filters, schema
+from storage.locking import retrying
+from storage.records import Scope
+from storage.store import MemoryStore
+
+FORMAT_VERSION = 1
+# Export order. Episodes come before the memories that name them, as the store itself writes them.
+TABLE_ORDER = (
+    schema.EPISODES,
+    schema.MEMORIES,
+    schema.LINEAGE,
+    schema.ATTESTATIONS,
+    schema.CONTRADICTIONS,
+    schema.OUTCOMES,
+    schema.WEIGHT_EVENTS,
+    schema.RETRIEVALS,
+    schema.AB_LOGS,
+)
+# What makes a row the same row in another store: a row whose key is already there is not imported.
+NATURAL_KEYS: dict[str, tuple[str, ...]] = {
+    schema.MEMORIES: ("id",),  # ids are scope-qualified hashes
+    # Episode ids are chosen by callers, so the same id may name episodes in two scopes.
+    schema.EPISODES: ("org_id", "project_id", "id"),
+    schema.LINEAGE: ("event_id",),
+    schema.OUTCOMES: ("org_id", "project_id", "session_id"),
+    schema.WEIGHT_EVENTS: ("memory_id", "session_id", "revision", "at"),
+    schema.ATTESTATIONS: ("memory_id", "agent_id", "session_id"),
+    schema.CONTRADICTIONS: ("org_id", "project_id", "older_id", "newer_id"),
+    schema.RETRIEVALS: ("retrieval_id",),
+    schema.AB_LOGS: ("retrieval_id", "observation_id"),
+}
+# The key column existing rows are looked up by (the most selective one).
+_LOOKUP = {
+    name: next(column for column in key if column not in ("org_id", "project_id"))
+    for name, key in NATURAL_KEYS.items()
+}
+_ALL_ROWS = 2**31 - 1
+_CHUNK = 1_000  # values per `one_of` lookup
+
+
+class RowError(ValueError):
+    """A row that does not fit its table; the message names the column and what is wrong."""
+
+
+@dataclass(frozen=True)
+class ImportCount:
+    written: int
+    skipped: int
+
+
+@dataclass(frozen=True)
+class ExportHeader:
+    """The first line of an export."""
+
+    schema_version: int
+    vector_dim: int
+    exported_at: datetime
+    counts: dict[str, int]
+    format_version: int = FORMAT_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "memoria_export": self.format_version,
+            "schema_version": self.schema_version,
+            "vector_dim": self.vector_dim,
+            "exported_at": encode_time(self.exported_at),
+            "counts": dict(self.counts),
+        }
+
+
+def export_header(store: MemoryStore, counts: Mapping[str, int], exported_at: datetime) -> ExportHeader:
+    return ExportHeader(store.schema_version, store.vector_dim, exported_at, dict(counts))
+
+
+def parse_header(value: Any) -> ExportHeader:
+    """The header a first line holds; ``RowError`` says what is missing or wrong."""
+    if not isinstance(value, dict) or "memoria_export" not in value:
+        raise RowError('is not a memoria export header (a JSON object with "memoria_export")')
+    version = value["memoria_export"]
+    if not _is_int(version) or version < 1:
+        raise RowError(f"memoria_export must be a positive integer, but got {version!r}")
+    if version > FORMAT_VERSION:
+        raise RowError(
+            f"is export format {version}; this memoria reads format {FORMAT_VERSION}: upgrade memoria"
+        )
+    for name in ("schema_version", "vector_dim"):
+        if not _is_int(value.get(name)) or value[name] < 1:
+            raise RowError(f"{name} must be a positive integer, but got {value.get(name)!r}")
+    counts = value.get("counts")
+    if not isinstance(counts, dict) or not all(
+        isinstance(name, str) and _is_int(count) and count >= 0 for name, count in counts.items()
+    ):
+        raise RowError(f"counts must map table names to row counts, but got {counts!r}")
+    unknown = sorted(set(counts) - set(TABLE_ORDER))
+    if unknown:
+        raise RowError(f"counts names tables this memoria does not have: {', '.join(unknown)}")
+    return ExportHeader(
+        schema_version=value["schema_version"],
+        vector_dim=value["vector_dim"],
+        exported_at=decode_time(value.get("exported_at"), "exported_at"),
+        counts=dict(counts),
+        format_version=version,
+    )
+
+
+# ------------------------------------------------------------------ export
+
+
+def export_rows(
+    store: MemoryStore, scopes: Sequence[Scope] | None = None, vectors: bool = True
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every row of every table (of ``scopes``, or all), as (table name, JSON-ready row): table by table
+    in ``TABLE_ORDER``, scope by scope, then by natural key, so two exports of one store are the same.
+    Memories of every status are included; ``vectors=False`` leaves the memories' vectors out (an
+    import embeds them again). Reads one scope of one table at a time."""
+    store.flush_logs()
+    tables = store.tables()
+    wanted = set(scopes) if scopes is not None else None
+    for name in TABLE_ORDER:
+        table = tables[name]
+        fields = [field for field in table.schema if vectors or not _is_vector(field.type)]
+        for scope in _scopes_of(table):
+            if wanted is not None and scope not in wanted:
+                continue
+            data = _read(table, filters.scope_is(scope), [field.name for field in fields])
+            rows = _encoded(data, fields)
+            key = NATURAL_KEYS[name]
+            rows.sort(key=lambda row: (tuple(row[column] for column in key), _canonical(row)))
+            for row in rows:
+                yield name, row
+
+
+def _scopes_of(table: Any) -> list[Scope]:
+    data = table.search().select(["org_id", "project_id"]).limit(_ALL_ROWS).to_arrow()
+    pairs = zip(data.column("org_id").to_pylist(), data.column("project_id").to_pylist(), strict=True)
+    return [Scope(org, project) for org, project in sorted(set(pairs))]
+
+
+def _read(table: Any, condition: Expr, columns: list[str]) -> pa.Table:
+    return table.search().where(condition).select(columns).limit(_ALL_ROWS).to_arrow()
+
+
+def _encoded(data: pa.Table, fields: Sequence[pa.Field]) -> list[dict[str, Any]]:
+    """Rows of ``data`` as JSON-ready dicts in the schema's column order (vectors as one numpy block,
+    not Python floats)."""
+    columns: dict[str, list[Any]] = {}
+    for field in fields:
+        column = data.column(field.name)
+        if _is_vector(field.type):
+            columns[field.name] = _encoded_vectors(column, field.type.list_size)
+        elif pa.types.is_timestamp(field.type):
+            columns[field.name] = [None if v is None else encode_time(v) for v in column.to_pylist()]
+        else:
+            columns[field.name] = column.to_pylist()
+    return [{name: values[index] for name, values in columns.items()} for index in range(data.num_rows)]
+
+
+def _encoded_vectors(column: pa.ChunkedArray, width: int) -> list[str | None]:
+    combined = column.combine_chunks()
+    present = ~np.asarray(combined.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    flat = combined.flatten().to_numpy(zero_copy_only=False).astype("<f4", copy=False)
+    block = np.zeros((len(combined), width), dtype="<f4")
+    block[present] = flat.reshape(-1, width)
+    return [encode_vector(block[index]) if present[index] else None for index in range(len(combined))]
+
+
+def encode_vector(vector: Any) -> str:
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def encode_time(moment: datetime) -> str:
+    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _canonical(row: Mapping[str, Any]) -> str:
+    return json.dumps(row, sort_keys=True, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------ import
+
+
+def validate_row(store: MemoryStore, table: str, row: Any) -> None:
+    """Raise ``RowError`` unless ``row`` decodes to ``table``'s columns. A memory's vector may be
+    missing or of another width here: ``import_rows`` needs it to be the store's (embed it first)."""
+    _decode(_schema_of(store, table), row, vector_dim=None)
+
+
+def has_vector(store: MemoryStore, row: Mapping[str, Any]) -> bool:
+    """Whether a memory row carries a vector of this store's width."""
+    value = row.get("vector")
+    if not isinstance(value, str):
+        return False
+    try:
+        return len(_vector_bytes(value)) == store.vector_dim * 4
+    except RowError:
+        return False
+
+
+def with_vector(row: Mapping[str, Any], vector: Any, embedder: str | None = None) -> dict[str, Any]:
+    """``row`` with ``vector`` (and, if given, the name of the embedder that made it)."""
+    updated = {**row, "vector": encode_vector(vector)}
+    if embedder is not None:
+        updated["embedder"] = embedder
+    return updated
+
+
+def import_rows(store: MemoryStore, table: str, rows: Iterable[Mapping[str, Any]]) -> ImportCount:
+    """Write exported ``rows`` into ``table`` exactly as they were, except rows whose natural key the
+    store (or an earlier row of ``rows``) already has: those are skipped. Memories must carry vectors of
+    the store's width. Every row is decoded before anything is written (a bad one raises ``RowError``)."""
+    handle = store.tables()[table]
+    arrow_schema = handle.schema
+    key = NATURAL_KEYS[table]
+    decoded: dict[tuple[Any, ...], dict[str, Any]] = {}
+    total = 0
+    for row in rows:
+        total += 1
+        values = _decode(arrow_schema, row, vector_dim=store.vector_dim if table == schema.MEMORIES else None)
+        decoded.setdefault(tuple(_key_value(values[column]) for column in key), values)
+    if not decoded:
+        return ImportCount(0, total)
+    with store.exclusive():
+        existing = _existing_keys(handle, key, _LOOKUP[table], list(decoded))
+        fresh = [values for row_key, values in decoded.items() if row_key not in existing]
+        if fresh:
+            try:
+                data = pa.Table.from_pylist(fresh, schema=arrow_schema)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+                raise RowError(f"a {table} row does not fit the table: {exc}") from exc
+            if store.excludes_other_processes:
+                retrying(partial(handle.add, data))
+            else:  # replicas on an object store: insert-if-absent in one commit
+                retrying(lambda: handle.merge_insert(list(key)).when_not_matched_insert_all().execute(data))
+    # Scope copies catch up from the table version on their next read (new rows have a newer
+    # `_row_last_updated_at_version`), so a recall in this process sees what was written.
+    return ImportCount(len(fresh), total - len(fresh))
+
+
+def _existing_keys(
+    handle: Any, key: tuple[str, ...], lookup: str, wanted: list[tuple[Any, ...]]
+) -> set[tuple[Any, ...]]:
+    position = key.index(lookup)
+    values = sorted({str(row_key[position]) for row_key in wanted})
+    found: set[tuple[Any, ...]] = set()
+    for start in range(0, len(values), _CHUNK):
+        data = _read(handle, filters.one_of(lookup, values[start : start + _CHUNK]), list(key))
+        columns = [data.column(column).to_pylist() for column in key]
+        found.update(tuple(_key_value(value) for value in values) for values in zip(*columns, strict=True))
+    return found
+
+
+def _key_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return value
+
+
+def _schema_of(store: MemoryStore, table: str) -> pa.Schema:
+    tables = store.tables()
+    if table not in tables:
+        raise RowError(f"there is no table {table!r} (tables: {', '.join(TABLE_ORDER)})")
+    return tables[table].schema
+
+
+def _decode(arrow_schema: pa.Schema, row: Any, *, vector_dim: int | None) -> dict[str, Any]:
+    """``row`` as Arrow-ready values of ``arrow_schema``'s columns; ``vector_dim``: the width a vector
+    must have (None: any, or none)."""
+    if not isinstance(row, dict):
+        raise RowError(f"a row must be a JSON object, but got {type(row).__name__}")
+    unknown = sorted(set(row) - set(arrow_schema.names))
+    if unknown:
+        raise RowError(f"has columns the table does not: {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    for field in arrow_schema:
+        value = row.get(field.name)
+        if value is None:
+            if not field.nullable or (vector_dim is not None and _is_vector(field.type)):
+                what = f"a {vector_dim}-dimensional vector" if _is_vector(field.type) else "a value"
+                raise RowError(f"{field.name} needs {what}, but it is missing or null")
+            values[field.name] = None
+        else:
+            values[field.name] = _decode_value(field, value, vector_dim)
+    return values
+
+
+def _decode_value(field: pa.Field, value: Any, vector_dim: int | None) -> Any:
+    kind = field.type
+    if pa.types.is_timestamp(kind):
+        return decode_time(value, field.name)
+    if _is_vector(kind):
+        if not isinstance(value, str):
+            raise RowError(f"{field.name} must be base64 of little-endian float32, but got {value!r:.40}")
+        raw = _vector_bytes(value, field.name)
+        if vector_dim is not None and len(raw) != vector_dim * 4:
+            raise RowError(
+                f"{field.name} has {len(raw) // 4} dimensions but this store holds {vector_dim}-d "
+                "vectors: embed it again (import_file does)"
+            )
+        return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    if pa.types.is_string(kind):
+        if not isinstance(value, str):
+            raise RowError(f"{field.name} must be a string, but got {value!r:.40}")
+        return value
+    if pa.types.is_integer(kind):
+        bits = kind.bit_width - 1
+        if not _is_int(value) or not -(2**bits) <= value < 2**bits:
+            raise RowError(f"{field.name} must be a {kind} integer, but got {value!r:.40}")
+        return value
+    if pa.types.is_floating(kind):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise RowError(f"{field.name} must be a number, but got {value!r:.40}")
+        return float(value)
+    if pa.types.is_boolean(kind):
+        if not isinstance(value, bool):
+            raise RowError(f"{field.name} must be true or false, but got {value!r:.40}")
+        return value
+    if pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise RowError(f"{field.name} must be a list of strings, but got {value!r:.40}")
+        return value
+    raise RowError(f"{field.name} has a column type import does not know: {kind}")
+
+
+def decode_time(value: Any, name: str) -> datetime:
+    if not isinstance(value, str):
+        raise RowError(f"{name} must be an ISO-8601 time, but got {value!r:.40}")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise RowError(f"{name} must be an ISO-8601 time, but got {value!r:.40}") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _vector_bytes(value: str, name: str = "vector") -> bytes:
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise RowError(f"{name} is not valid base64") from None
+    if len(raw) % 4:
+        raise RowError(f"{name} is {len(raw)} bytes, not a whole number of float32 values")
+    return raw
+
+
+def _is_vector(kind: pa.DataType) -> bool:
+    return pa.types.is_fixed_size_list(kind)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# ------------------------------------------------------------------ re-embedding
+
+
+@dataclass(frozen=True)
+class StoredText:
+    """A memory's text and the embedder its vector came from (what re-embedding reads)."""
+
+    id: str
+    scope: Scope
+    content: str
+    embedder: str
+
+
+def memory_texts(store: MemoryStore, scope: Scope | None = None) -> list[StoredText]:
+    """Every memory that still has its content (any status but purged), of ``scope`` or all, by id."""
+    condition = filters.one_of("status", ["active", "superseded", "retracted"])
+    if scope is not None:
+        condition = filters.all_of(condition, filters.scope_is(scope))
+    data = _read(
+        store.tables()[schema.MEMORIES], condition, ["id", "org_id", "project_id", "content", "embedder"]
+    )
+    found: dict[str, StoredText] = {}
+    for row in data.to_pylist():
+        found.setdefault(
+            row["id"],
+            StoredText(row["id"], Scope(row["org_id"], row["project_id"]), row["content"], row["embedder"]),
+        )
+    return [found[memory_id] for memory_id in sorted(found)]
+
+
+def replace_vectors(store: MemoryStore, vectors: Mapping[str, Any], embedder: str) -> int:
+    """Give these memories new vectors made by ``embedder``, in one merge under the write lock; returns
+    how many were written. A memory purged since its text was read is left alone (its vector stays
+    blank: the new one was made from the erased text)."""
+    if not vectors:
+        return 0
+    memories = store.tables()[schema.MEMORIES]
+    width = store.vector_dim
+    for memory_id, vector in vectors.items():
+        if len(vector) != width:
+            raise RowError(f"the vector for {memory_id} has {len(vector)} dimensions, not {width}")
+    with store.exclusive():
+        live: set[str] = set()
+        ids = list(vectors)
+        for start in range(0, len(ids), _CHUNK):
+            condition = filters.all_of(
+                filters.one_of("id", ids[start : start + _CHUNK]),
+                filters.one_of("status", ["active", "superseded", "retracted"]),
+            )
+            live.update(_read(memories, condition, ["id"]).column("id").to_pylist())
+        kept = [memory_id for memory_id in ids if memory_id in live]
+        if not kept:
+            return 0
+        block = np.stack([np.asarray(vectors[memory_id], dtype=np.float32) for memory_id in kept])
+        columns = pa.schema([memories.schema.field(name) for name in ("id", "embedder", "vector")])
+        update = pa.Table.from_pylist(
+            [
+                {"id": memory_id, "embedder": embedder, "vector": block[index]}
+                for index, memory_id in enumerate(kept)
+            ],
+            schema=columns,
+        )
+        after = retrying(
+            lambda: memories.merge_insert("id").when_matched_update_all().execute(update)
+        ).version
+        store.cache.advance(
+            after - 1,
+            after,
+            updated={memory_id: {"embedder": embedder} for memory_id in kept},
+            vectors={memory_id: block[index] for index, memory_id in enumerate(kept)},
+        )
+    return len(kept)

@@ -1,0 +1,488 @@
+"""Export, import (memoria exports, LoCoMo conversations, chat transcripts) and re-embedding, through the
+handlers on real stores."""
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from retrieval.embedders.hashed import HashedEmbedder
+from retrieval.text import content_hash
+from storage import schema
+from storage.records import Scope
+from tests.benchmarks.sample import SAMPLE
+from tests.fakes import TokenEmbedder
+from tests.helpers import make_runtime, settings_for
+from tools.common import Caller, ToolFailure, memory_id_for
+from tools.forget import ForgetInput, forget
+from tools.recall import RecallInput, recall
+from tools.remember import RememberInput, remember
+from tools.report_outcome import ReportOutcomeInput, report_outcome
+from tools.transfer import export_store, import_file, reembed
+
+SCOPE = Scope("default", "default")
+ALICE = Caller("claude-code", "ses_1")
+BOB = Caller("cursor", "ses_2")
+QUERIES = ["which database does billing use", "feature flag checkout_v2 staging", "deploy on fridays"]
+
+
+@pytest.fixture
+def stores(tmp_path):
+    """Runtimes over fresh stores, closed at the end: ``stores("a")``, ``stores("b", embedder=...)``."""
+    opened = []
+
+    def open_runtime(name: str, **parts):
+        runtime = make_runtime(settings_for(tmp_path / name), **parts)
+        opened.append(runtime)
+        return runtime
+
+    yield open_runtime
+    for runtime in opened:
+        runtime.close()
+
+
+def say(runtime, content: str, caller: Caller = ALICE, **fields) -> str:
+    return remember(RememberInput(content=content, **fields), runtime, caller).id
+
+
+def build_history(runtime) -> dict[str, str]:
+    """A store with a bit of everything, made through the handlers."""
+    ids = {
+        "typescript": say(runtime, "I prefer TypeScript."),
+        "typescript_again": say(runtime, "i prefer typescript"),  # a restatement: supersedes the first
+        "postgres": say(runtime, "We use Postgres for the billing database"),
+        "flag_on": say(runtime, "Feature flag checkout_v2 is enabled in staging"),
+        "fridays": say(runtime, "Never deploy on Fridays", protection_tier="protected", tags=["deploy"]),
+        "build": say(runtime, "The staging build is red right now", protection_tier="ephemeral"),
+        "tls": say(runtime, "TLS certificates renew on the first of the month", protection_tier="immutable"),
+        "release": say(
+            runtime,
+            "Deployed release 4.2 to production after the smoke tests passed",
+            kind="episode",
+            episode_id="release-4.2",
+        ),
+        "config": say(runtime, "retries: 3\ntimeout: 30s", kind="artifact", tags=["config"]),
+        "cat": say(runtime, "The office cat is called Miso", episode_id="release-4.2"),
+    }
+    ids["mysql"] = say(runtime, "We switched from Postgres to MySQL in March", BOB)  # revises postgres
+    ids["flag_off"] = say(runtime, "Feature flag checkout_v2 is disabled in staging", BOB)  # contradicts
+    say(runtime, "Never deploy on Fridays", BOB, protection_tier="protected", tags=["deploy"])  # attests
+    recall(RecallInput(query="billing database"), runtime, ALICE)
+    report_outcome(ReportOutcomeInput(outcome="success"), runtime, ALICE)
+    forget(ForgetInput(memory_id=ids["config"]), runtime, ALICE)
+    forget(ForgetInput(memory_id=ids["cat"], mode="purge"), runtime, ALICE)
+    return ids
+
+
+def export_text(runtime, **options) -> str:
+    out = io.StringIO()
+    export_store(runtime, out, **options)
+    return out.getvalue()
+
+
+def header_and_rows(text: str) -> tuple[dict, list[dict]]:
+    lines = [json.loads(line) for line in text.splitlines()]
+    return lines[0], lines[1:]
+
+
+def write(path, text: str):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def recalled(runtime, query: str) -> list[str]:
+    return [memory.id for memory in recall(RecallInput(query=query), runtime, ALICE).memories]
+
+
+def table_counts(summary) -> dict[str, tuple[int, int]]:
+    return {name: (count.written, count.skipped) for name, count in summary.tables.items() if count != 0}
+
+
+# ------------------------------------------------------------------ memoria exports
+
+
+def test_export_then_import_into_an_empty_store_is_lossless_and_recalls_the_same(stores, tmp_path):
+    source = stores("a")
+    ids = build_history(source)
+    exported = export_text(source)
+    header, rows = header_and_rows(exported)
+    assert header["counts"] == {
+        schema.EPISODES: 1,
+        schema.MEMORIES: 12,
+        schema.LINEAGE: 4,  # supersede, revise, retract, purge
+        schema.ATTESTATIONS: 1,
+        schema.CONTRADICTIONS: 1,
+        schema.OUTCOMES: 1,
+        schema.WEIGHT_EVENTS: header["counts"][schema.WEIGHT_EVENTS],
+        schema.RETRIEVALS: 1,
+        schema.AB_LOGS: header["counts"][schema.AB_LOGS],
+    }
+    assert header["counts"][schema.WEIGHT_EVENTS] >= 1 and header["counts"][schema.AB_LOGS] >= 1
+    statuses = {row["row"]["status"] for row in rows if row["table"] == schema.MEMORIES}
+    assert statuses == {"active", "superseded", "retracted", "purged"}
+
+    target = stores("b")
+    summary = import_file(target, write(tmp_path / "export.jsonl", exported))
+    assert summary.format == "memoria" and summary.reembedded == 0
+    assert {name: count.written for name, count in summary.tables.items()} == header["counts"]
+    again_header, again_rows = header_and_rows(export_text(target))
+    assert again_rows == rows
+    assert {**again_header, "exported_at": None} == {**header, "exported_at": None}
+    assert export_text(target).splitlines()[1:] == exported.splitlines()[1:]  # byte for byte
+
+    everything = list(ids.values())
+    for field in ("status", "replaced_by", "weight", "protection_tier", "consolidated_at", "expires_at"):
+        assert [getattr(target.store.get_memory(i, SCOPE), field) for i in everything] == [
+            getattr(source.store.get_memory(i, SCOPE), field) for i in everything
+        ]
+    assert target.store.lineage(SCOPE, everything) == source.store.lineage(SCOPE, everything)
+    assert source.store.get_memory(ids["postgres"], SCOPE).replaced_by == ids["mysql"]
+    assert any(source.store.get_memory(i, SCOPE).weight != 1.0 for i in everything)
+    for query in QUERIES:
+        assert recalled(target, query) == recalled(source, query)
+        assert recalled(target, query)
+
+
+def test_importing_the_same_export_twice_writes_nothing_the_second_time(stores, tmp_path):
+    source = stores("a")
+    build_history(source)
+    path = write(tmp_path / "export.jsonl", export_text(source))
+    target = stores("b")
+    import_file(target, path)
+    before = export_text(target).splitlines()[1:]
+    again = import_file(target, path)
+    assert all(count.written == 0 for count in again.tables.values())
+    assert sum(count.skipped for count in again.tables.values()) == len(before)
+    assert export_text(target).splitlines()[1:] == before
+
+
+def test_an_export_without_vectors_is_embedded_again_on_import(stores, tmp_path):
+    source = stores("a")
+    ids = build_history(source)
+    exported = export_text(source, vectors=False)
+    assert '"vector"' not in exported
+    target = stores("b")
+    summary = import_file(target, write(tmp_path / "export.jsonl", exported))
+    assert summary.reembedded == 11  # every memory but the purged one
+    assert export_text(target, vectors=False).splitlines()[1:] == exported.splitlines()[1:]
+    assert export_text(target).splitlines()[1:] == export_text(source).splitlines()[1:]
+    assert recalled(target, "billing database") == recalled(source, "billing database")
+    assert ids["mysql"] in recalled(target, "billing database")
+
+
+def test_memories_from_another_embedder_are_embedded_again_and_nothing_else_changes(stores, tmp_path):
+    source = stores("a", embedder=TokenEmbedder(384))
+    ids = build_history(source)
+    target = stores("b")
+    calls = []
+    exported = export_text(source)
+    summary = import_file(
+        target, write(tmp_path / "export.jsonl", exported), progress=lambda *call: calls.append(call)
+    )
+    assert summary.reembedded == 11
+    rows = len(exported.splitlines()) - 1
+    assert ("embedding", 11, 11) in calls and calls[-1] == ("importing", rows, rows)
+    hashed = HashedEmbedder(384)
+    for memory_id in ids.values():
+        before, after = source.store.get_memory(memory_id, SCOPE), target.store.get_memory(memory_id, SCOPE)
+        if after.status == "purged":
+            assert after == before
+            continue
+        assert after.embedder == hashed.name and before.embedder == "fake-token:384"
+        assert after == type(after)(**{**before.__dict__, "embedder": hashed.name})
+        stored = target.store.memory_vectors([memory_id], SCOPE)[memory_id]
+        np.testing.assert_allclose(stored, hashed.embed_documents([after.content])[0], atol=1e-6)
+
+
+def test_only_the_scopes_asked_for_are_exported(stores):
+    runtime = stores("a")
+    say(runtime, "kept")
+    remember(RememberInput(content="left out", project_id="other"), runtime, ALICE)
+    header, rows = header_and_rows(export_text(runtime, scopes=[SCOPE]))
+    assert header["counts"][schema.MEMORIES] == 1
+    assert [row["row"]["content"] for row in rows if row["table"] == schema.MEMORIES] == ["kept"]
+
+
+# ------------------------------------------------------------------ re-embedding
+
+
+def test_reembedding_gives_every_memory_of_another_model_new_vectors_and_keeps_the_rest(tmp_path):
+    settings = settings_for(tmp_path / "store")
+    old = make_runtime(settings, embedder=TokenEmbedder(384))
+    try:
+        kept = say(old, "The cache ttl is 300 seconds")
+        retracted = say(old, "The queue is RabbitMQ")
+        purged = say(old, "The admin phone is 555 0100")
+        forget(ForgetInput(memory_id=retracted), old, ALICE)
+        forget(ForgetInput(memory_id=purged, mode="purge"), old, ALICE)
+        before = {i: old.store.get_memory(i, SCOPE) for i in (kept, retracted, purged)}
+    finally:
+        old.close()
+    new = make_runtime(settings)
+    try:
+        calls = []
+        summary = reembed(new, batch_size=1, progress=lambda *call: calls.append(call))
+        assert (summary.examined, summary.reembedded, summary.embedder) == (2, 2, "hashed-v1:384")
+        assert calls == [("re-embedding", 0, 2), ("re-embedding", 1, 2), ("re-embedding", 2, 2)]
+        hashed = HashedEmbedder(384)
+        for memory_id in (kept, retracted):
+            after = new.store.get_memory(memory_id, SCOPE)
+            assert after == type(after)(**{**before[memory_id].__dict__, "embedder": hashed.name})
+            np.testing.assert_allclose(
+                new.store.memory_vectors([memory_id], SCOPE)[memory_id],
+                hashed.embed_documents([after.content])[0],
+                atol=1e-6,
+            )
+        assert new.store.get_memory(purged, SCOPE) == before[purged]
+        out = recall(RecallInput(query="cache ttl"), new, ALICE)
+        trace = json.loads(new.store.get_retrieval(out.retrieval_id, SCOPE).trace_json)
+        assert "vector" in {c["id"]: c for c in trace["candidates"]}[kept]["found_by"]
+        assert reembed(new).reembedded == 0
+        assert reembed(new, all_memories=True).reembedded == 2
+    finally:
+        new.close()
+
+
+def test_reembedding_with_a_model_of_another_width_says_to_export_and_import(stores, tmp_path):
+    settings = settings_for(tmp_path / "store")
+    make_runtime(settings).close()  # a 384-d store
+    narrow = make_runtime(settings, embedder=TokenEmbedder(32))
+    try:
+        with pytest.raises(ToolFailure, match=r"export the store .* import the file into a new folder"):
+            reembed(narrow)
+    finally:
+        narrow.close()
+
+
+# ------------------------------------------------------------------ conversations
+
+
+def expected_id(content: str, scope: Scope = SCOPE) -> str:
+    return memory_id_for(scope, content_hash(content))
+
+
+def test_a_locomo_file_becomes_one_memory_per_turn_and_one_episode_per_session(stores, tmp_path):
+    runtime = stores("a")
+    path = write(tmp_path / "locomo.json", json.dumps([SAMPLE]))
+    calls = []
+    summary = import_file(runtime, path, progress=lambda *call: calls.append(call))
+    assert summary.format == "locomo"
+    assert table_counts(summary) == {schema.MEMORIES: (6, 0)}
+    assert calls[-1] == ("importing", 6, 6)
+    bowl = "Ana: Really great, I just made my first bowl. [shares an image: a photo of a blue bowl]"
+    memory = runtime.store.get_memory(expected_id(bowl), SCOPE)
+    assert (memory.content, memory.agent_id, memory.episode_id, memory.tags) == (
+        bowl,
+        "Ana",
+        "conv-test:session_2",
+        ("dia:D2:2",),
+    )
+    assert memory.created_at == datetime(2023, 6, 2, 10, 0, 1, tzinfo=UTC)  # the session's time + 1 s
+    assert memory.consolidated_at is not None
+    first = runtime.store.get_memory(
+        expected_id("Ana: I'm adopting a rescue dog named Pixel next week!"), SCOPE
+    )
+    assert first.created_at == datetime(2023, 5, 8, 13, 56, tzinfo=UTC) and first.agent_id == "Ana"
+    episodes = runtime.store.get_episodes(SCOPE, ["conv-test:session_1", "conv-test:session_2"])
+    assert sorted(episodes) == ["conv-test:session_1", "conv-test:session_2"]
+    assert expected_id(bowl) in recalled(runtime, "what did Ana make in pottery class")
+    again = import_file(runtime, path)
+    assert table_counts(again) == {schema.MEMORIES: (0, 6)}
+
+
+def test_a_jsonl_chat_becomes_one_memory_per_message_in_one_episode_per_session(stores, tmp_path):
+    runtime = stores("a")
+    lines = [
+        {
+            "role": "user",
+            "content": "Our CI runs on GitHub Actions",
+            "timestamp": "2024-03-01T10:00:00Z",
+            "session": "a",
+        },
+        {"role": "assistant", "content": "Noted.", "timestamp": "2024-03-01T10:00:05+01:00", "session": "a"},
+        {"speaker": "user", "text": "Deploys go out on Tuesdays", "time": 1709290800, "session": "b"},
+        {"role": "assistant", "content": "", "session": "b"},  # blank: not a memory
+    ]
+    path = write(tmp_path / "chat.jsonl", "\n".join(json.dumps(line) for line in lines) + "\n")
+    summary = import_file(runtime, path, scope=Scope("acme", "web"))
+    assert (summary.format, table_counts(summary)) == ("transcript", {schema.MEMORIES: (3, 1)})
+    scope = Scope("acme", "web")
+    found = runtime.store.get_memories(
+        [
+            expected_id(content, scope)
+            for content in (
+                "user: Our CI runs on GitHub Actions",
+                "assistant: Noted.",
+                "user: Deploys go out on Tuesdays",
+            )
+        ],
+        scope,
+    )
+    assert sorted((m.agent_id, m.episode_id, m.created_at) for m in found.values()) == [
+        ("assistant", "chat:a", datetime(2024, 3, 1, 9, 0, 5, tzinfo=UTC)),
+        ("user", "chat:a", datetime(2024, 3, 1, 10, 0, tzinfo=UTC)),
+        ("user", "chat:b", datetime(2024, 3, 1, 11, 0, tzinfo=UTC)),
+    ]
+    assert runtime.store.count_memories() == 3
+    assert table_counts(import_file(runtime, path, scope=scope)) == {schema.MEMORIES: (0, 4)}
+
+
+def test_a_plain_text_transcript_splits_sessions_at_blank_lines_and_separators(stores, tmp_path):
+    runtime = stores("a")
+    text = (
+        "--- 2024-03-01 09:00\n"
+        "Alice: The staging database is db-stage-2.\n"
+        "Bob: Is it still on Postgres 15?\n"
+        "Alice: Yes, version 15.4.\n"
+        "It was upgraded last week.\n"
+        "\n"
+        "## Later that month\n"
+        "Bob: I moved the cron jobs to the new scheduler.\n"
+    )
+    path = write(tmp_path / "notes.txt", text)
+    summary = import_file(runtime, path)
+    assert table_counts(summary) == {schema.MEMORIES: (4, 0)}
+    upgraded = runtime.store.get_memory(
+        expected_id("Alice: Yes, version 15.4.\nIt was upgraded last week."), SCOPE
+    )
+    assert (upgraded.agent_id, upgraded.episode_id) == ("Alice", "notes:1")
+    assert upgraded.created_at == datetime(2024, 3, 1, 9, 0, 2, tzinfo=UTC)
+    cron = runtime.store.get_memory(expected_id("Bob: I moved the cron jobs to the new scheduler."), SCOPE)
+    assert (cron.agent_id, cron.episode_id) == ("Bob", "notes:2")
+    assert runtime.clock() - cron.created_at < timedelta(minutes=1)  # undated: about the import's time
+    assert table_counts(import_file(runtime, path)) == {schema.MEMORIES: (0, 4)}
+
+
+@pytest.mark.parametrize(
+    ("document", "episodes"),
+    [
+        ([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}], ["chat:1"]),
+        ({"session": "s9", "date": "2024-01-02", "messages": [{"name": "Ana", "text": "one"}]}, ["chat:s9"]),
+        (
+            [
+                {"messages": [{"role": "user", "content": [{"type": "text", "text": "one"}]}]},
+                [{"role": "user", "content": "two"}],
+            ],
+            None,  # a list mixing sessions and lists is a list of messages: refused
+        ),
+        (
+            [
+                {"messages": [{"role": "user", "content": "one"}]},
+                {"messages": [{"role": "u", "content": "two"}]},
+            ],
+            ["chat:1", "chat:2"],
+        ),
+    ],
+)
+def test_json_transcripts_in_each_shape(stores, tmp_path, document, episodes):
+    runtime = stores("a")
+    path = write(tmp_path / "chat.json", json.dumps(document, indent=2))
+    if episodes is None:
+        with pytest.raises(ToolFailure, match='message 1: the message has no "content" or "text"'):
+            import_file(runtime, path)
+        return
+    import_file(runtime, path)
+    assert sorted(runtime.store.get_episodes(SCOPE, ["chat:1", "chat:2", "chat:s9"])) == episodes
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def test_an_export_with_a_bad_row_names_its_line_and_writes_nothing(stores, tmp_path):
+    source = stores("a")
+    build_history(source)
+    lines = export_text(source).splitlines()
+    row = json.loads(lines[5])
+    row["row"]["weight" if row["table"] == schema.MEMORIES else next(iter(row["row"]))] = ["heavy"]
+    lines[5] = json.dumps(row)
+    target = stores("b")
+    with pytest.raises(ToolFailure, match=r"export\.jsonl, line 6: the \w+ row: .* Nothing was imported"):
+        import_file(target, write(tmp_path / "export.jsonl", "\n".join(lines) + "\n"))
+    assert target.store.count_memories() == 0
+    assert all(count == 0 for count in header_and_rows(export_text(target))[0]["counts"].values())
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda lines: lines[:-1], "rows but its header says .* truncated"),
+        (lambda lines: [*lines[:2], lines[2][:-10]], "line 3: is not JSON"),
+        (
+            lambda lines: [json.dumps({**json.loads(lines[0]), "schema_version": 99}), *lines[1:]],
+            "line 1: the export comes from a store at schema version 99.* upgrade memoria",
+        ),
+        (lambda lines: [*lines, '{"table": "widgets", "row": {}}'], "names no table of this memoria"),
+    ],
+)
+def test_a_damaged_export_is_refused_before_anything_is_written(stores, tmp_path, edit, message):
+    source = stores("a")
+    say(source, "We use Postgres for the billing database")
+    say(source, "The cache ttl is 300 seconds")
+    lines = export_text(source).splitlines()
+    target = stores("b")
+    with pytest.raises(ToolFailure, match=message):
+        import_file(target, write(tmp_path / "export.jsonl", "\n".join(edit(lines)) + "\n"), format="memoria")
+    assert target.store.count_memories() == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "options", "message"),
+    [
+        (
+            "chat.jsonl",
+            '{"role": "user", "content": "a"}\n{"role": "user", "content": \n',
+            {},
+            "line 2: is not JSON",
+        ),
+        (
+            "chat.jsonl",
+            '{"role": "user", "content": "a"}\n\n{"role": "user", "text": "b"}\n{"role": "user"}\n',
+            {},
+            'line 4: the message has no "content" or "text"',
+        ),
+        (
+            "chat.jsonl",
+            '{"role": "u", "content": "a", "time": "soon"}\n',
+            {},
+            'line 1: "time" is .* not a time',
+        ),
+        (
+            "chat.jsonl",
+            '{"role": "u", "content": "a", "time": "2999-01-01"}\n',
+            {},
+            "line 1: occurred_at .* future",
+        ),
+        ("notes.txt", "just some words\nAlice: hi\n", {}, "notes.txt, line 1: .* 'Name: message'"),
+        ("chat.json", '[{"role": "user",\n "content": }]', {}, "line 2: is not valid JSON"),
+        ("notes.txt", "Alice: hi\n", {"format": "memoria"}, "line 1: the first line is not a memoria export"),
+        (
+            "locomo.json",
+            '[{"sample_id": "x", "conversation": {"session_1": [{"speaker": "A"}]}}]',
+            {},
+            'session_1 turn 1: "dia_id"',
+        ),
+        ("empty.txt", "\n\n", {}, "the file is empty"),
+    ],
+)
+def test_bad_input_names_the_file_and_the_place_and_writes_nothing(
+    stores, tmp_path, name, content, options, message
+):
+    runtime = stores("a")
+    say(runtime, "already here")
+    with pytest.raises(ToolFailure, match=message):
+        import_file(runtime, write(tmp_path / name, content), **options)
+    assert runtime.store.count_memories() == 1
+
+
+def test_a_missing_file_or_a_scope_for_an_export_is_refused_with_advice(stores, tmp_path):
+    runtime = stores("a")
+    with pytest.raises(ToolFailure, match=r"nowhere\.jsonl: cannot be read .* check the path"):
+        import_file(runtime, tmp_path / "nowhere.jsonl")
+    (tmp_path / "latin.txt").write_bytes("Zoë: hallo\n".encode("latin-1"))
+    with pytest.raises(ToolFailure, match="latin.txt: is not UTF-8 text"):
+        import_file(runtime, tmp_path / "latin.txt")
+    path = write(tmp_path / "export.jsonl", export_text(runtime))
+    with pytest.raises(ToolFailure, match="keeps the scopes it was exported from"):
+        import_file(runtime, path, scope=Scope("acme", "web"))

@@ -1,0 +1,554 @@
+"""Moving memories in and out of a store: lossless export and import (JSON Lines, ``storage.portable``),
+imports of conversation transcripts (``tools.transcripts``), and re-embedding with another model.
+
+The console commands call these handlers; they are not MCP tools. Long work reports to ``progress``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TextIO
+
+from pydantic import BaseModel, Field, ValidationError
+
+from storage.records import MemoryRecord, Scope
+from tools import transcripts
+from tools.common import Caller, Progress, Runtime, ToolFailure, no_progress
+from tools.remember import (
+    RememberInput,
+    check_limits,
+    cluster_member,
+    new_record,
+    preceding_contents,
+    with_vectors,
+    without_secrets,
+)
+
+if TYPE_CHECKING:
+    from storage.portable import ExportHeader
+
+log = logging.getLogger(__name__)
+
+ImportFormat = Literal["auto", "memoria", "locomo", "transcript"]
+WRITE_BATCH = 500  # rows (or transcript messages) per write
+EMBED_BATCH = 64  # texts per embedding call when an import re-embeds
+
+
+class TableCount(BaseModel):
+    written: int = 0
+    skipped: int = Field(0, description="Rows (or messages) already in the store, or repeated in the file.")
+
+
+class TransferSummary(BaseModel):
+    format: Literal["memoria", "locomo", "transcript"]
+    tables: dict[str, TableCount] = Field(description="Per table: rows written and skipped.")
+    reembedded: int = Field(0, description="Memories given new vectors by this server's embedder.")
+    seconds: float
+
+
+class ReembedSummary(BaseModel):
+    examined: int = Field(description="Memories that still have content (every status but purged).")
+    reembedded: int
+    seconds: float
+    embedder: str
+
+
+# ------------------------------------------------------------------ export
+
+
+def export_store(
+    runtime: Runtime,
+    out: TextIO,
+    *,
+    scopes: Sequence[Scope] | None = None,
+    vectors: bool = True,
+    progress: Progress = no_progress,
+) -> TransferSummary:
+    """Write every row of the store (of ``scopes``, or all) to ``out`` as a memoria export: a header line
+    with the row counts, then one line per row. Rows go to a temporary file first, so the header's
+    counts are those of the rows that follow even while other processes write."""
+    from storage import portable
+
+    started = time.perf_counter()
+    store = runtime.store
+    counts = dict.fromkeys(portable.TABLE_ORDER, 0)
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
+        for done, (table, row) in enumerate(portable.export_rows(store, scopes, vectors), start=1):
+            spool.write(_line({"table": table, "row": row}))
+            counts[table] += 1
+            if done % 1_000 == 0:
+                progress("exporting", done, None)
+        total = sum(counts.values())
+        progress("exporting", total, total)
+        out.write(_line(portable.export_header(store, counts, runtime.clock()).to_json()))
+        spool.seek(0)
+        shutil.copyfileobj(spool, out)
+    out.flush()
+    return TransferSummary(
+        format="memoria",
+        tables={name: TableCount(written=count) for name, count in counts.items()},
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _line(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+# ------------------------------------------------------------------ import
+
+
+def import_file(
+    runtime: Runtime,
+    path: Path,
+    *,
+    format: ImportFormat = "auto",
+    scope: Scope | None = None,
+    agent_id: str = "import",
+    progress: Progress = no_progress,
+) -> TransferSummary:
+    """Import ``path``: a memoria export (lossless; memories made by another embedder, or exported
+    without vectors, are embedded again by this server's), LoCoMo conversations, or a chat transcript
+    (JSON, JSON Lines or plain text; ``tools.transcripts``). ``auto`` tells them apart by content.
+
+    A transcript becomes one memory per message ("Speaker: text", agent = the speaker, or ``agent_id``
+    when the file names none) and one episode per session, in ``scope`` (default: the server's). Ids
+    are content hashes, so importing again stores nothing twice (and does not bring back a memory that
+    was forgotten). The new memories are stamped as already examined by consolidation: a bulk import of
+    thousands of turns would otherwise make the next writes wait for a consolidation sweep over them
+    all; near-duplicates among them are not merged.
+
+    The whole file is checked before anything is written: a bad file raises ``ToolFailure`` naming
+    the line (or message) and writes nothing."""
+    started = time.perf_counter()
+    if format not in ("auto", "memoria", "locomo", "transcript"):
+        raise ToolFailure(f"format must be auto, memoria, locomo or transcript, but got {format!r}")
+    kind = _detect(path) if format == "auto" else format
+    if kind == "memoria":
+        if scope is not None:
+            raise ToolFailure(
+                f"{path}: a memoria export keeps the scopes it was exported from; import it without a scope "
+                "(to move one scope, export just that scope)"
+            )
+        summary = _import_export(runtime, path, progress)
+    else:
+        target = scope or Scope(runtime.settings.org_id, runtime.settings.project_id)
+        sessions = _read_sessions(path, kind)
+        summary = _import_sessions(runtime, path, kind, sessions, target, agent_id, progress)
+    return summary.model_copy(update={"seconds": time.perf_counter() - started})
+
+
+def _detect(path: Path) -> Literal["memoria", "locomo", "transcript"]:
+    lines = _numbered_lines(path)
+    try:
+        first = next(lines, (0, ""))[1].strip()
+    finally:
+        lines.close()
+    if not first:
+        raise ToolFailure(f"{path}: the file is empty: there is nothing to import")
+    if first.startswith("{"):
+        try:
+            value = json.loads(first)
+        except ValueError:
+            value = None  # a JSON document over several lines
+        if isinstance(value, dict) and "memoria_export" in value:
+            return "memoria"
+    if first.startswith(("{", "[")):
+        try:
+            data = json.loads(_text_of(path))
+        except ValueError:
+            return "transcript"  # JSON Lines (or broken JSON: reading it says where)
+        if transcripts.is_locomo(data) or (isinstance(data, dict) and "conversation" in data):
+            return "locomo"
+    return "transcript"
+
+
+def _opened(path: Path) -> Any:
+    try:
+        return path.open(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ToolFailure(f"{path}: cannot be read ({exc.strerror or exc}): check the path") from None
+
+
+def _text_of(path: Path) -> str:
+    try:
+        with _opened(path) as file:
+            return str(file.read())
+    except UnicodeDecodeError as exc:
+        raise ToolFailure(
+            f"{path}: is not UTF-8 text ({exc.reason}): save it as UTF-8 and import again"
+        ) from None
+
+
+def _numbered_lines(path: Path) -> Generator[tuple[int, str], None, None]:
+    """(line number, line) of the non-blank lines."""
+    with _opened(path) as file:
+        try:
+            for number, line in enumerate(file, start=1):
+                if line.strip():
+                    yield number, line
+        except UnicodeDecodeError as exc:
+            raise ToolFailure(
+                f"{path}: is not UTF-8 text ({exc.reason}): save it as UTF-8 and import again"
+            ) from None
+
+
+def _fail(path: Path, where: str, what: str, advice: str) -> ToolFailure:
+    return ToolFailure(f"{path}, {where}: {what}; {advice}. Nothing was imported.")
+
+
+# ------------------------------------------------------------------ memoria exports
+
+
+def _import_export(runtime: Runtime, path: Path, progress: Progress) -> TransferSummary:
+    from storage import portable, schema
+
+    header, counts = _checked_export(runtime, path, progress)
+    store = runtime.store
+    embedder = runtime.models.embedder
+    tables = {name: TableCount() for name in portable.TABLE_ORDER}
+    total = sum(counts.values())
+    done = reembedded = 0
+    touched: set[Scope] = set()
+    for table, rows in _batches(path):
+        if table == schema.MEMORIES:
+            rows, embedded = _with_vectors(rows, runtime, progress)
+            reembedded += embedded
+        written = portable.import_rows(store, table, rows)
+        tables[table].written += written.written
+        tables[table].skipped += written.skipped
+        if written.written and table in (schema.MEMORIES, schema.ATTESTATIONS):
+            touched |= {Scope(row["org_id"], row["project_id"]) for row in rows}
+        done += len(rows)
+        progress("importing", done, total)
+    for scope in sorted(touched, key=lambda s: (s.org_id, s.project_id)):
+        # This process's clusters of a scope it already aggregated are built again with the new rows.
+        if runtime.corroboration.last_result(scope) is not None:
+            runtime.corroboration.run_pass(scope)
+    log.info(
+        "imported %s (exported %s, embedder now %s)", path, header.exported_at.isoformat(), embedder.name
+    )
+    return TransferSummary(format="memoria", tables=tables, reembedded=reembedded, seconds=0.0)
+
+
+def _checked_export(runtime: Runtime, path: Path, progress: Progress) -> tuple[ExportHeader, dict[str, int]]:
+    """Read the whole export once, checking every line; the header and the rows per table."""
+    from storage import portable
+
+    store = runtime.store
+    header: ExportHeader | None = None
+    counts: dict[str, int] = {}
+    again = "export it again with `memoria export`"
+    for number, line in _numbered_lines(path):
+        where = f"line {number}"
+        try:
+            value = json.loads(line)
+        except ValueError:
+            value = None if header is None else _json_line(path, number, line)
+        if header is None:
+            try:
+                header = portable.parse_header(value)
+            except portable.RowError as exc:
+                raise _fail(
+                    path,
+                    where,
+                    f"the first line {exc}",
+                    "pass a file made by `memoria export`, or name the file's format",
+                ) from None
+            if header.schema_version > store.schema_version:
+                raise _fail(
+                    path,
+                    where,
+                    f"the export comes from a store at schema version {header.schema_version}, newer than "
+                    f"this memoria's ({store.schema_version})",
+                    "upgrade memoria, then import it",
+                )
+            continue
+        table, row = _entry(path, number, value)
+        try:
+            portable.validate_row(store, table, row)
+        except portable.RowError as exc:
+            raise _fail(path, where, f"the {table} row: {exc}", f"fix the line or {again}") from None
+        counts[table] = counts.get(table, 0) + 1
+        if sum(counts.values()) % 10_000 == 0:
+            progress("checking", sum(counts.values()), sum(header.counts.values()))
+    if header is None:
+        raise ToolFailure(f"{path}: the file is empty: there is nothing to import")
+    for table in sorted(set(counts) | set(header.counts)):
+        if counts.get(table, 0) != header.counts.get(table, 0):
+            raise ToolFailure(
+                f"{path}: has {counts.get(table, 0)} {table} rows but its header says "
+                f"{header.counts.get(table, 0)}: the file is truncated or was edited; {again}. "
+                "Nothing was imported."
+            )
+    progress("checking", sum(counts.values()), sum(counts.values()))
+    return header, counts
+
+
+def _json_line(path: Path, number: int, line: str) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError as exc:
+        raise _fail(
+            path,
+            f"line {number}",
+            f"is not JSON ({getattr(exc, 'msg', exc)})",
+            "the file may be truncated or edited: export it again",
+        ) from None
+
+
+def _entry(path: Path, number: int, value: Any) -> tuple[str, dict[str, Any]]:
+    from storage import portable
+
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("row"), dict)
+        or set(value) != {"table", "row"}
+    ):
+        raise _fail(
+            path, f"line {number}", 'expected {"table": name, "row": {...}}', "export the store again"
+        )
+    table = value["table"]
+    if table not in portable.TABLE_ORDER:
+        raise _fail(
+            path,
+            f"line {number}",
+            f"names no table of this memoria ({table!r})",
+            "upgrade memoria if the export is from a newer one",
+        )
+    return table, value["row"]
+
+
+def _batches(path: Path) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """The rows after the header, checked already, in runs of one table of up to ``WRITE_BATCH``."""
+    table: str | None = None
+    rows: list[dict[str, Any]] = []
+    lines = _numbered_lines(path)
+    next(lines)  # the header
+    for number, line in lines:
+        name, row = _entry(path, number, json.loads(line))
+        if rows and (name != table or len(rows) >= WRITE_BATCH):
+            yield str(table), rows
+            rows = []
+        table = name
+        rows.append(row)
+    if rows:
+        yield str(table), rows
+
+
+def _with_vectors(
+    rows: list[dict[str, Any]], runtime: Runtime, progress: Progress
+) -> tuple[list[dict[str, Any]], int]:
+    """Memory rows with vectors this store can use: made by this server's embedder (kept as exported)
+    or embedded again by it. A purged memory has no text to embed: it gets a blank vector, as a purge
+    leaves. Returns the rows and how many were embedded."""
+    import numpy as np
+
+    from storage import portable
+
+    store = runtime.store
+    embedder = runtime.models.embedder
+    ready: list[dict[str, Any]] = []
+    pending: list[int] = []  # positions to embed
+    for row in rows:
+        usable = portable.has_vector(store, row)
+        if row["status"] == "purged" or not row["content"]:
+            ready.append(row if usable else portable.with_vector(row, np.zeros(store.vector_dim)))
+        else:
+            if row["embedder"] != embedder.name or not usable:
+                pending.append(len(ready))
+            ready.append(row)
+    for start in range(0, len(pending), EMBED_BATCH):
+        positions = pending[start : start + EMBED_BATCH]
+        vectors = embedder.embed_documents([ready[i]["content"] for i in positions])
+        for position, vector in zip(positions, vectors, strict=True):
+            ready[position] = portable.with_vector(ready[position], vector, embedder.name)
+        progress("embedding", start + len(positions), len(pending))
+    return ready, len(pending)
+
+
+# ------------------------------------------------------------------ transcripts
+
+
+def _read_sessions(path: Path, kind: Literal["locomo", "transcript"]) -> list[transcripts.Session]:
+    text = _text_of(path)
+    try:
+        if kind == "locomo":
+            data = _json_document(path, text)
+            return transcripts.locomo_sessions([data] if isinstance(data, dict) else data)
+        stripped = text.lstrip()
+        if stripped.startswith("["):
+            return transcripts.json_sessions(_json_document(path, text))
+        if stripped.startswith("{"):
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                if exc.msg != "Extra data":  # not JSON Lines either: one broken document
+                    raise _fail(
+                        path, f"line {exc.lineno}", f"is not valid JSON ({exc.msg})", "fix the JSON"
+                    ) from None
+                data = None
+            if isinstance(data, dict) and "messages" in data:
+                return transcripts.json_sessions(data)
+            lines = (
+                (number, _json_line(path, number, line))
+                for number, line in enumerate(text.splitlines(), start=1)
+                if line.strip()
+            )
+            return transcripts.jsonl_sessions(lines)
+        return transcripts.text_sessions(text.splitlines())
+    except transcripts.TranscriptError as exc:
+        raise ToolFailure(
+            f"{path}, {exc}. Nothing was imported; fix the file, or pass --format if it is another kind"
+        ) from None
+
+
+def _json_document(path: Path, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _fail(path, f"line {exc.lineno}", f"is not valid JSON ({exc.msg})", "fix the JSON") from None
+
+
+def _import_sessions(
+    runtime: Runtime,
+    path: Path,
+    kind: Literal["locomo", "transcript"],
+    sessions: Sequence[transcripts.Session],
+    scope: Scope,
+    agent_id: str,
+    progress: Progress,
+) -> TransferSummary:
+    from storage import schema
+
+    records, blank = _records(runtime, path, kind, sessions, scope, agent_id)
+    store = runtime.store
+    written = 0
+    progress("importing", 0, len(records))
+    for start in range(0, len(records), WRITE_BATCH):
+        batch = records[start : start + WRITE_BATCH]
+        # The same record and vector building as remember_many; consolidation is not run (see import_file).
+        news = with_vectors(batch, runtime, preceding_contents(batch, store))
+        for stored, created in store.insert_many(news):
+            if created:
+                written += 1
+                runtime.corroboration.observe(scope, cluster_member(stored))
+        progress("importing", start + len(batch), len(records))
+    memories = TableCount(written=written, skipped=len(records) - written + blank)
+    return TransferSummary(format=kind, tables={schema.MEMORIES: memories}, seconds=0.0)
+
+
+def _records(
+    runtime: Runtime,
+    path: Path,
+    kind: str,
+    sessions: Sequence[transcripts.Session],
+    scope: Scope,
+    agent_id: str,
+) -> tuple[list[MemoryRecord], int]:
+    """Every message as the record ``remember`` would store, checked before anything is written; and
+    how many messages were blank (not stored)."""
+    now = runtime.clock()
+    stem = path.stem[:60] or "transcript"
+    undated = sum(1 for s in sessions if s.when is None for m in s.messages if m.when is None)
+    undated_at = now - timedelta(seconds=undated)  # undated messages: one second apart, ending now
+    records: list[MemoryRecord] = []
+    blank = 0
+    for session in sessions:
+        episode_id = session.name if kind == "locomo" else f"{stem}:{session.name[:60]}"
+        for index, message in enumerate(session.messages):
+            if not message.text.strip():
+                blank += 1
+                continue
+            when = _when(message, session, index, undated_at)
+            if message.when is None and session.when is None:
+                undated_at += timedelta(seconds=1)
+            speaker = message.speaker
+            try:
+                args = RememberInput(
+                    content=f"{speaker}: {message.text}" if speaker else message.text,
+                    tags=list(message.tags),
+                    agent_id=speaker or agent_id,
+                    session_id=episode_id,
+                    episode_id=episode_id,
+                    occurred_at=when,
+                    org_id=scope.org_id,
+                    project_id=scope.project_id,
+                )
+                args, _ = without_secrets(args)
+                check_limits(args, runtime)
+                record = new_record(args, runtime, Caller(agent_id, episode_id))
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in error['loc'])} {error['msg']}" for error in exc.errors()
+                )
+                raise _fail(path, message.where, problems, "fix the message") from None
+            except ToolFailure as exc:
+                raise _fail(path, message.where, str(exc), "fix the message") from None
+            records.append(replace(record, consolidated_at=now))
+    return records, blank
+
+
+def _when(
+    message: transcripts.Message, session: transcripts.Session, index: int, undated_at: datetime
+) -> datetime:
+    """The message's own time; else its session's, plus a second per message before it (the order
+    within the session is kept); else ``undated_at``."""
+    if message.when is not None:
+        return message.when
+    if session.when is not None:
+        return session.when + timedelta(seconds=index)
+    return undated_at
+
+
+# ------------------------------------------------------------------ re-embedding
+
+
+def reembed(
+    runtime: Runtime,
+    *,
+    scope: Scope | None = None,
+    all_memories: bool = False,
+    batch_size: int = 64,
+    progress: Progress = no_progress,
+) -> ReembedSummary:
+    """Give memories (of ``scope``, or all; every status but purged) vectors from this server's embedder:
+    those made by another one, or every one with ``all_memories``. Written batch by batch under the
+    write lock, so recall goes on meanwhile, and seen at once by the scope copies and LanceDB search."""
+    from storage import portable
+
+    if batch_size < 1:
+        raise ToolFailure(f"batch_size must be >= 1, but got {batch_size}")
+    started = time.perf_counter()
+    store = runtime.store
+    embedder = runtime.models.embedder
+    if embedder.dimension != store.vector_dim:
+        raise ToolFailure(
+            f"the embedder {embedder.name} makes {embedder.dimension}-d vectors but this store holds "
+            f"{store.vector_dim}-d ones: export the store (`memoria export`), then import the file into a "
+            "new folder with this embedder configured (the import embeds every memory again)"
+        )
+    texts = portable.memory_texts(store, scope)
+    todo = [text for text in texts if all_memories or text.embedder != embedder.name]
+    written = 0
+    progress("re-embedding", 0, len(todo))
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start : start + batch_size]
+        vectors = embedder.embed_documents([text.content for text in batch])
+        replaced: Mapping[str, Any] = {text.id: vector for text, vector in zip(batch, vectors, strict=True)}
+        written += portable.replace_vectors(store, replaced, embedder.name)
+        progress("re-embedding", start + len(batch), len(todo))
+    return ReembedSummary(
+        examined=len(texts),
+        reembedded=written,
+        seconds=time.perf_counter() - started,
+        embedder=embedder.name,
+    )
