@@ -518,7 +518,10 @@ def import_command(args: argparse.Namespace, settings: Settings) -> int:
         )
     progress = ProgressBar(sys.stderr)
     with opened(settings) as runtime:
-        scope = Scope(args.org or settings.org_id, args.project or settings.project_id)
+        named = (
+            args.org or args.project
+        )  # an export keeps its own scopes; transcripts default to the server's
+        scope = Scope(args.org or settings.org_id, args.project or settings.project_id) if named else None
         result = transfer.import_file(
             runtime, path, format=args.format, scope=scope, agent_id=args.agent or "import", progress=progress
         )

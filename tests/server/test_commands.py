@@ -228,3 +228,32 @@ def test_the_progress_bar_stays_silent_for_quick_work_and_reports_slow_work():
     assert lines[0].startswith("importing [###############...............] 5/10  50%")
     assert lines[-1].startswith("importing [##############################] 10/10 100%")
     assert len(lines) == 3
+
+
+def test_export_then_import_through_the_commands_is_lossless_and_idempotent(capsys, db, tmp_path):
+    stored = as_json(capsys, db, "remember", "Releases are cut from main on Thursdays", "--tier", "protected")
+    found = as_json(capsys, db, "recall", "when are releases cut")
+    as_json(capsys, db, "outcome", "success", "--session", found["session_id"])
+    backup, again = tmp_path / "backup.jsonl", tmp_path / "again.jsonl"
+    assert memoria(capsys, db, "export", str(backup))[0] == 0
+    copy = tmp_path / "copy"
+    first = as_json(capsys, copy, "import", str(backup))
+    assert first["tables"]["memories_v4"] == {"written": 1, "skipped": 0}
+    assert first["tables"]["weight_events"] == {"written": 1, "skipped": 0}
+    second = as_json(capsys, copy, "import", str(backup))
+    assert all(counts["written"] == 0 for counts in second["tables"].values())
+    assert memoria(capsys, copy, "export", str(again))[0] == 0
+    assert backup.read_text().splitlines()[1:] == again.read_text().splitlines()[1:]
+    shown = as_json(capsys, copy, "show", stored["id"])
+    assert (shown["protection_tier"], shown["weight"]) == ("protected", pytest.approx(1.15))
+
+
+def test_a_chat_transcript_imports_one_message_per_memory_in_the_named_scope(capsys, db, tmp_path):
+    transcript = tmp_path / "chat.txt"
+    transcript.write_text(
+        "Ana: the build is red again\nBo: it is the flaky payments test\n\n---\nAna: fixed it\n"
+    )
+    result = as_json(capsys, db, "import", str(transcript), "--project", "chat")
+    assert result["format"] == "transcript" and result["tables"]["memories_v4"]["written"] == 3
+    stats = as_json(capsys, db, "stats", "--project", "chat")
+    assert (stats["memories"], stats["agents"], stats["episodes"]) == (3, 2, 2)
