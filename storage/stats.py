@@ -34,6 +34,7 @@ class ScopeStats:
     by_kind: dict[str, int]  # active memories only, as recall sees them
     by_tier: dict[str, int]  # active memories only
     by_embedder: dict[str, int]  # memories with content (not purged): what re-embedding would touch
+    active_ids: tuple[str, ...]
     agents: int  # distinct authors of active memories
     episodes: int
     weights: WeightSummary
@@ -49,11 +50,12 @@ def scope_stats(store: MemoryStore, scope: Scope) -> ScopeStats:
     store.flush_logs()
     tables = store.tables()
     where = filters.scope_is(scope)
-    memories = _columns(
+    rows = _columns(
         tables[schema.MEMORIES],
         where,
         ["id", "status", "kind", "protection_tier", "embedder", "agent_id", "weight", "created_at"],
     )
+    memories = list({row["id"]: row for row in rows}.values())  # a retried write may have left a twin row
     active = [row for row in memories if row["status"] == "active"]
     weights = [float(row["weight"]) for row in active]
     created = [row["created_at"] for row in memories]
@@ -68,6 +70,7 @@ def scope_stats(store: MemoryStore, scope: Scope) -> ScopeStats:
         by_kind=_count(row["kind"] for row in active),
         by_tier=_count(row["protection_tier"] for row in active),
         by_embedder=_count(row["embedder"] for row in memories if row["status"] != "purged"),
+        active_ids=tuple(sorted(row["id"] for row in active)),
         agents=len({row["agent_id"] for row in active}),
         episodes=_rows(tables[schema.EPISODES], where),
         weights=WeightSummary(

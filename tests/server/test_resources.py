@@ -55,7 +55,9 @@ async def test_a_memory_by_id_is_shown_in_full_with_its_weight_history_and_linea
 async def test_a_memory_in_another_scope_is_read_by_naming_the_scope(settings):
     async with connected(server_with(settings)) as client:
         stored = await call(
-            client, "remember", {"content": "Globex bills monthly", "org_id": "globex", "project_id": "billing"}
+            client,
+            "remember",
+            {"content": "Globex bills monthly", "org_id": "globex", "project_id": "billing"},
         )
         with pytest.raises(MCPError, match=r"no memory .* in org 'default' / project 'default'"):
             await client.read_resource(f"memoria://memory/{stored['id']}")

@@ -481,7 +481,7 @@ def test_a_missing_file_or_a_scope_for_an_export_is_refused_with_advice(stores, 
     with pytest.raises(ToolFailure, match=r"nowhere\.jsonl: cannot be read .* check the path"):
         import_file(runtime, tmp_path / "nowhere.jsonl")
     (tmp_path / "latin.txt").write_bytes("Zoë: hallo\n".encode("latin-1"))
-    with pytest.raises(ToolFailure, match="latin.txt: is not UTF-8 text"):
+    with pytest.raises(ToolFailure, match=r"latin\.txt: is not UTF-8 text"):
         import_file(runtime, tmp_path / "latin.txt")
     path = write(tmp_path / "export.jsonl", export_text(runtime))
     with pytest.raises(ToolFailure, match="keeps the scopes it was exported from"):
