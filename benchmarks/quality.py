@@ -50,6 +50,7 @@ from benchmarks.locomo import (
     standing_turns,
 )
 from benchmarks.reporting import RESULTS, offline_settings, write_json
+from server.terminal import ProgressBar
 
 KS = (5, 10, 20)
 METRICS = ("R@5", "R@10", "R@20", "NDCG@10", "MRR")
@@ -220,7 +221,7 @@ def measure(
             question.category,
             score_question([standing.get(m.id, set()) for m in returned], question.evidence),
         )
-        progress(f"{conversation.sample_id} {label}: {index + 1}/{len(questions)}")
+        progress(f"{conversation.sample_id} {label}", index + 1, len(questions))
 
 
 def feedback_experiment(
@@ -246,28 +247,19 @@ def feedback_experiment(
             runtime,
             Caller("benchmark", session),
         )
-        progress(f"{conversation.sample_id} feedback training: {index + 1}/{len(train)}")
+        progress(f"{conversation.sample_id} feedback training", index + 1, len(train))
     measure(runtime, conversation, test, standing, after, "fb-after")
 
 
 # -- the run ------------------------------------------------------------------------------------
 
 
-_last_progress = 0.0
-
-
-def progress(message: str) -> None:
-    """One status line on stderr, rewritten in place on a terminal and at most twice a second."""
-    global _last_progress
-    now = time.monotonic()
-    if sys.stderr.isatty() and now - _last_progress > 0.5:
-        print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
-        _last_progress = now
+# The CLI's progress bar on stderr (server/terminal.py): a bar per step that takes more than a second.
+progress = ProgressBar(sys.stderr)
 
 
 def say(message: str) -> None:
-    if sys.stderr.isatty():
-        print("\r\033[K", end="", file=sys.stderr)
+    progress.finish()
     print(message, file=sys.stderr, flush=True)
 
 
