@@ -17,7 +17,6 @@ import os
 import secrets
 import shutil
 import sys
-import threading
 import webbrowser
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -30,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 from server.auth import ScopePattern, new_token, token_digest
 from server.config import Settings
 from server.registry import friendly_validation_message
-from server.terminal import ProgressBar, clip, counts, key_values, table
+from server.terminal import ProgressBar, clip, counts, key_values, table, ticking
 from tools.common import Caller, Runtime, ToolFailure
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -73,21 +72,12 @@ def opened(settings: Settings) -> Iterator[Runtime]:
     from server.state import build_runtime
 
     progress = ProgressBar(sys.stderr)
-    done = threading.Event()
-
-    def tick() -> None:
-        while not done.wait(0.25):
-            progress("opening the store and loading models", 0, None)
-
-    ticker = threading.Thread(target=tick, daemon=True)
-    ticker.start()
     try:
-        runtime = build_runtime(settings)
+        with ticking(progress, "opening the store and loading models"):
+            runtime = build_runtime(settings)
     except Exception as exc:
         raise CommandError(f"could not open the memory store: {exc}") from exc
     finally:
-        done.set()
-        ticker.join()
         progress.finish()
     try:
         yield runtime

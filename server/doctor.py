@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from server.config import ConfigError, Settings
 from server.state import model_config, open_store
+from server.terminal import ticking
 from tools.common import Progress, no_progress
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def diagnose(settings: Settings, *, fix: bool = False, progress: Progress = no_p
         checks += _local_folder(settings)
         if store is not None:
             steps = [
-                lambda: _tables(store, settings, fix),
+                lambda: _tables(store, settings, fix, progress),
                 lambda: _models_and_vectors(store, settings),
             ]
         else:
@@ -117,7 +118,7 @@ def _local_folder(settings: Settings) -> list[Check]:
     return checks
 
 
-def _tables(store: MemoryStore, settings: Settings, fix: bool) -> list[Check]:
+def _tables(store: MemoryStore, settings: Settings, fix: bool, progress: Progress) -> list[Check]:
     from storage.inspection import store_health
 
     health = store_health(store)
@@ -170,7 +171,8 @@ def _tables(store: MemoryStore, settings: Settings, fix: bool) -> list[Check]:
             )
         )
         return checks
-    done = store.maintain(min_fragments=2)
+    with ticking(progress, "compacting tables and building indexes"):
+        done = store.maintain(min_fragments=2)
     checks.append(Check("maintenance", "fixed", "; ".join(done.values()) or "nothing left to do"))
     return checks
 

@@ -7,10 +7,12 @@ Pure rendering (strings in, strings out) except ``ProgressBar``, which writes to
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 
@@ -128,3 +130,22 @@ class ProgressBar:
         rate = done / elapsed if elapsed > 0 else 0.0
         left = f", {(total - done) / rate:.0f} s left" if rate > 0 and done < total else ""
         return f"{label} [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} {share:4.0%}{left}"
+
+
+@contextlib.contextmanager
+def ticking(progress: Any, label: str) -> Iterator[None]:
+    """Report ``label`` as work of unknown length while the block runs (a call that reports nothing
+    itself: opening the store, loading models, compacting), so a bar that waits a second still appears."""
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(0.25):
+            progress(label, 0, None)
+
+    ticker = threading.Thread(target=tick, name="memoria-progress", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        ticker.join()
