@@ -261,6 +261,14 @@ def import_rows(store: MemoryStore, table: str, rows: Iterable[Mapping[str, Any]
     return ImportCount(len(fresh), total - len(fresh))
 
 
+def existing_memory_ids(store: MemoryStore, ids: Sequence[str]) -> set[str]:
+    """Which of ``ids`` the store already holds (an import skips them: nothing to embed for them)."""
+    if not ids:
+        return set()
+    found = _existing_keys(store.tables()[schema.MEMORIES], ("id",), "id", [(i,) for i in ids])
+    return {str(key[0]) for key in found}
+
+
 def _existing_keys(
     handle: Any, key: tuple[str, ...], lookup: str, wanted: list[tuple[Any, ...]]
 ) -> set[tuple[Any, ...]]:

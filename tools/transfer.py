@@ -349,13 +349,18 @@ def _with_vectors(
 ) -> tuple[list[dict[str, Any]], int]:
     """Memory rows with vectors this store can use: made by this server's embedder (kept as exported)
     or embedded again by it. A purged memory has no text to embed: it gets a blank vector, as a purge
-    leaves. Returns the rows and how many were embedded."""
+    leaves. Rows the store already holds are not embedded (the import skips them). When the configured
+    embedder did not load (the offline fallback runs), exported vectors are kept as they are rather than
+    replaced by hashed ones: `memoria doctor` then lists them and `memoria reembed` redoes them once the
+    model loads. Returns the rows and how many were embedded."""
     import numpy as np
 
     from storage import portable
 
     store = runtime.store
     embedder = runtime.models.embedder
+    keep_foreign = runtime.models.embedder_info.offline_fallback
+    present = portable.existing_memory_ids(store, [row["id"] for row in rows])
     ready: list[dict[str, Any]] = []
     pending: list[int] = []  # positions to embed
     for row in rows:
@@ -363,7 +368,8 @@ def _with_vectors(
         if row["status"] == "purged" or not row["content"]:
             ready.append(row if usable else portable.with_vector(row, np.zeros(store.vector_dim)))
         else:
-            if row["embedder"] != embedder.name or not usable:
+            foreign = row["embedder"] != embedder.name and not keep_foreign
+            if row["id"] not in present and (foreign or not usable):
                 pending.append(len(ready))
             ready.append(row)
     for start in range(0, len(pending), EMBED_BATCH):
@@ -530,11 +536,19 @@ def reembed(
     started = time.perf_counter()
     store = runtime.store
     embedder = runtime.models.embedder
+    info = runtime.models.embedder_info
+    if info.offline_fallback:  # never replace real vectors with the fallback's hashed ones
+        raise ToolFailure(
+            f"the configured embedder {info.requested} did not load ({info.reason}), so re-embedding would "
+            f"give every memory the offline fallback's {embedder.name} vectors instead: fix the model first "
+            "(`memoria doctor` says how), or set MEMORIA_EMBEDDER=hashed if the hashed vectors are what you want"
+        )
     if embedder.dimension != store.vector_dim:
         raise ToolFailure(
             f"the embedder {embedder.name} makes {embedder.dimension}-d vectors but this store holds "
             f"{store.vector_dim}-d ones: export the store (`memoria export`), then import the file into a "
-            "new folder with this embedder configured (the import embeds every memory again)"
+            f"new folder with this embedder and MEMORIA_VECTOR_DIM={embedder.dimension} configured (the "
+            "import embeds every memory again)"
         )
     texts = portable.memory_texts(store, scope)
     todo = [text for text in texts if all_memories or text.embedder != embedder.name]

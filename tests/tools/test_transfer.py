@@ -1,6 +1,7 @@
 """Export, import (memoria exports, LoCoMo conversations, chat transcripts) and re-embedding, through the
 handlers on real stores."""
 
+import dataclasses
 import io
 import json
 from datetime import UTC, datetime, timedelta
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from retrieval.embedders.hashed import HashedEmbedder
+from retrieval.providers import BackendInfo
 from retrieval.text import content_hash
 from storage import schema
 from storage.records import Scope
@@ -194,6 +196,38 @@ def test_memories_from_another_embedder_are_embedded_again_and_nothing_else_chan
         assert after == type(after)(**{**before.__dict__, "embedder": hashed.name})
         stored = target.store.memory_vectors([memory_id], SCOPE)[memory_id]
         np.testing.assert_allclose(stored, hashed.embed_documents([after.content])[0], atol=1e-6)
+
+
+def as_fallback(runtime):
+    """The runtime as it is when the configured model did not load and the hashed embedder stands in."""
+    info = BackendInfo(
+        "embedder", "sentence-transformers/all-MiniLM-L6-v2", runtime.models.embedder.name, True, "no weights"
+    )
+    return dataclasses.replace(runtime, models=dataclasses.replace(runtime.models, embedder_info=info))
+
+
+def test_an_import_on_the_offline_fallback_keeps_the_exported_vectors_instead_of_hashing_them(
+    stores, tmp_path
+):
+    source = stores("a", embedder=TokenEmbedder(384))
+    ids = build_history(source)
+    exported = export_text(source)
+    target = as_fallback(stores("b"))
+    summary = import_file(target, write(tmp_path / "export.jsonl", exported))
+    assert summary.reembedded == 0
+    assert export_text(target).splitlines()[1:] == exported.splitlines()[1:]  # still lossless
+    with pytest.raises(ToolFailure, match=r"did not load \(no weights\).*fix the model first"):
+        reembed(target)
+    assert target.store.get_memory(ids["mysql"], SCOPE).embedder == "fake-token:384"
+
+
+def test_a_second_import_of_another_embedders_export_embeds_nothing(stores, tmp_path):
+    source = stores("a", embedder=TokenEmbedder(384))
+    build_history(source)
+    path = write(tmp_path / "export.jsonl", export_text(source))
+    target = stores("b")
+    assert import_file(target, path).reembedded == 11
+    assert import_file(target, path).reembedded == 0  # every memory is already there
 
 
 def test_only_the_scopes_asked_for_are_exported(stores):
