@@ -33,6 +33,16 @@ def parse_http_address(value: str) -> tuple[str, int]:
     return host, number
 
 
+def positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, but got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, but got {number}")
+    return number
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memoria", description="Long-term memory for AI agents, over MCP.")
     commands = parser.add_subparsers(dest="command")
@@ -83,7 +93,7 @@ def add_people_commands(commands: Any) -> None:
 
     recall = command("recall", "find the memories most useful for a task")
     recall.add_argument("query", help="the task or question, in plain words")
-    recall.add_argument("--top-k", type=int, metavar="N", help="at most N directly matched memories")
+    recall.add_argument("--top-k", type=positive, metavar="N", help="at most N directly matched memories")
     recall.add_argument(
         "--budget", type=int, default=16_000, metavar="CHARS", help="the context's size limit"
     )
@@ -120,7 +130,9 @@ def add_people_commands(commands: Any) -> None:
     forget = command("forget", "retract (or purge) a memory or the best matches of a query")
     forget.add_argument("memory_id", nargs="?")
     forget.add_argument("--query", help="forget the best matches of this query instead")
-    forget.add_argument("--max", type=int, default=1, metavar="N", help="with --query: at most N memories")
+    forget.add_argument(
+        "--max", type=positive, default=1, metavar="N", help="with --query: at most N memories"
+    )
     forget.add_argument("--purge", action="store_true", help="erase content, tags and vector for good")
     forget.add_argument("--reason", help="why (kept in the lineage record)")
     forget.add_argument("--dry-run", action="store_true", help="show what would go, change nothing")
@@ -154,7 +166,9 @@ def add_people_commands(commands: Any) -> None:
 
     report = command("report", "write a self-contained HTML page: feedback impact, drift, clusters, health")
     report.add_argument("--out", default="memoria-report.html", metavar="PATH")
-    report.add_argument("--retrievals", type=int, default=200, metavar="N", help="recent recalls to analyse")
+    report.add_argument(
+        "--retrievals", type=positive, default=200, metavar="N", help="recent recalls to analyse"
+    )
     report.add_argument("--open", action="store_true", help="open it in the browser")
 
 
@@ -178,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(settings, args.http)
     except ConfigError as exc:
         print(f"memoria: {exc}", file=sys.stderr)
-        return 2
+        return 0 if getattr(args, "hook", False) else 2  # a session-end hook never fails the session
 
 
 def serve(settings: Settings, http: tuple[str, int] | None) -> int:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import secrets
+import shlex
 import shutil
 import sys
 import webbrowser
@@ -30,9 +32,11 @@ from server.auth import ScopePattern, new_token, token_digest
 from server.config import Settings
 from server.registry import friendly_validation_message
 from server.terminal import ProgressBar, clip, counts, key_values, table, ticking
+from storage.records import Scope
 from tools.common import Caller, Runtime, ToolFailure
 
 Model = TypeVar("Model", bound=BaseModel)
+log = logging.getLogger("memoria")
 
 CLI_AGENT = "cli"
 HOOK_AGENT = "claude-code"  # the client name Claude Code gives in the MCP handshake
@@ -47,15 +51,25 @@ class CommandError(Exception):
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    """Run the people command ``args.command``; returns the exit status."""
+    """Run the people command ``args.command``; returns the exit status. A session-end hook
+    (``outcome --hook``) always exits 0: its problems are said on stderr and never fail the session."""
+    status = _run(args, settings)
+    return 0 if getattr(args, "hook", False) else status
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
     command = COMMANDS[args.command]
     try:
         return command(args, settings)
-    except CommandError as exc:
+    except (CommandError, ToolFailure) as exc:
         print(f"memoria {args.command}: {exc}", file=sys.stderr)
         return 1
-    except ToolFailure as exc:
-        print(f"memoria {args.command}: {exc}", file=sys.stderr)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(
+            f"memoria {args.command}: {exc.strerror or exc}{where}: check the path and its permissions",
+            file=sys.stderr,
+        )
         return 1
     except KeyboardInterrupt:
         print(f"memoria {args.command}: interrupted", file=sys.stderr)
@@ -63,6 +77,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     except BrokenPipeError:  # `memoria export | head`: the reader left; stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:  # a store or model fault: one line that says what failed, not a traceback
+        from retrieval.model_files import short_reason
+
+        log.debug("memoria %s failed", args.command, exc_info=True)
+        print(
+            f"memoria {args.command} failed: {short_reason(exc)}. `memoria doctor` checks the store and models; "
+            "MEMORIA_LOG_LEVEL=DEBUG shows the details.",
+            file=sys.stderr,
+        )
+        return 1
 
 
 @contextlib.contextmanager
@@ -76,7 +100,10 @@ def opened(settings: Settings) -> Iterator[Runtime]:
         with ticking(progress, "opening the store and loading models"):
             runtime = build_runtime(settings)
     except Exception as exc:
-        raise CommandError(f"could not open the memory store: {exc}") from exc
+        raise CommandError(
+            f"could not open the memory store at {settings.db_uri}: {exc}. Check MEMORIA_DB_URI or --db; "
+            "`memoria doctor` shows what is wrong"
+        ) from exc
     finally:
         progress.finish()
     try:
@@ -299,16 +326,30 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
     agent = args.agent or (HOOK_AGENT if args.hook else CLI_AGENT)
     note = args.note or (hook_note(hook) if args.hook else None)
     with opened(settings) as runtime:
-        session = args.session or latest_unreported_session(runtime, args, agent)
-        if session is None:
-            message = (
-                f"no session of {agent} with recalls in the last {HOOK_WINDOW.total_seconds() / 3600:.0f} hours "
-                "is waiting for a report"
+        if args.session:
+            session = args.session
+        else:
+            since = max(
+                datetime.now(UTC) - HOOK_WINDOW, conversation_start(hook) or datetime.min.replace(tzinfo=UTC)
             )
-            if args.hook:  # a session that never recalled, or already reported by the agent: nothing to do
-                print(f"memoria outcome: {message}; nothing reported", file=sys.stderr)
+            waiting = sessions_waiting(runtime, args, agent, since, hook_reports_only=args.hook)
+            if not waiting:
+                message = f"no session of {agent} that recalled since {since:%Y-%m-%d %H:%M} UTC is waiting for a report"
+                if args.hook:  # never recalled, or the agent reported it itself: nothing to do
+                    print(f"memoria outcome: {message}; nothing reported", file=sys.stderr)
+                    return 0
+                raise CommandError(message + ": pass --session (recall prints its session id)")
+            if (
+                args.hook and len(waiting) > 1
+            ):  # several conversations at once: guessing could hit the wrong one
+                print(
+                    f"memoria outcome: {len(waiting)} sessions of {agent} are waiting for a report "
+                    f"({', '.join(waiting)}); which one ended is not known, so nothing was reported. Report them "
+                    "with `memoria outcome LABEL --session ID`.",
+                    file=sys.stderr,
+                )
                 return 0
-            raise CommandError(message + ": pass --session (recall prints its session id)")
+            session = waiting[0]
         result = call(
             report_outcome.handle,
             report_outcome.ReportOutcomeInput,
@@ -343,24 +384,68 @@ def read_hook_input(stream: TextIO) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+HOOK_NOTE = "reported by the session-end hook"
+
+
 def hook_note(hook: dict[str, Any]) -> str:
     reason = hook.get("reason") or hook.get("hook_event_name") or "the session ended"
     session = hook.get("session_id")
-    return f"reported by the session-end hook ({reason}" + (
-        f", Claude Code session {session})" if session else ")"
-    )
+    return f"{HOOK_NOTE} ({reason}" + (f", Claude Code session {session})" if session else ")")
 
 
-def latest_unreported_session(runtime: Runtime, args: argparse.Namespace, agent: str) -> str | None:
-    """The newest session of ``agent`` that recalled within ``HOOK_WINDOW`` and has no report yet."""
-    from storage.records import Scope
+def sessions_waiting(
+    runtime: Runtime, args: argparse.Namespace, agent: str, since: datetime, *, hook_reports_only: bool
+) -> list[str]:
+    """Sessions of ``agent`` that recalled since ``since`` and wait for a report, newest first: never
+    reported, or (for the hook) reported by this hook before recalls that came after it (a conversation
+    cleared with /clear goes on in the same server process, so in the same session). A report the agent
+    made itself is never replaced by the hook's."""
+    scope = scope_arg(args, runtime.settings)
+    waiting = []
+    for session, last_recall in runtime.store.recent_sessions(scope, agent, since):
+        report = runtime.store.get_outcome(scope, session)
+        if report is None or (
+            hook_reports_only
+            and (report.note or "").startswith(HOOK_NOTE)
+            and last_recall > report.reported_at
+        ):
+            waiting.append(session)
+    return waiting
 
-    scope = Scope(args.org or runtime.settings.org_id, args.project or runtime.settings.project_id)
-    since = datetime.now(UTC) - HOOK_WINDOW
-    for session, _ in runtime.store.recent_sessions(scope, agent, since):
-        if runtime.store.get_outcome(scope, session) is None:
-            return session
+
+def conversation_start(hook: dict[str, Any]) -> datetime | None:
+    """When the ending Claude Code conversation began: the first timestamp in its transcript (JSONL), so
+    the hook does not report on sessions of conversations that ended before it began."""
+    path = hook.get("transcript_path")
+    if not isinstance(path, str):
+        return None
+    try:
+        with open(path, encoding="utf-8") as transcript:
+            for line in transcript:
+                try:
+                    stamp = json.loads(line).get("timestamp")
+                except (json.JSONDecodeError, AttributeError):
+                    continue
+                if isinstance(stamp, str):
+                    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+                    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) - timedelta(minutes=1)
+    except (OSError, ValueError):
+        return None
     return None
+
+
+def scope_arg(args: argparse.Namespace, settings: Settings) -> Scope:
+    """The scope ``--org``/``--project`` name (default: the configured one), checked as the tools check it."""
+    from tools.common import ScopeArgs
+
+    try:
+        return ScopeArgs.model_validate(scope_of(args)).scope(settings)
+    except ValidationError as exc:
+        raise CommandError(
+            friendly_validation_message("this command", exc).replace(
+                "call this command again", "run it again"
+            )
+        ) from None
 
 
 def forget_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -388,12 +473,15 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                     f"purging erases {len(preview.forgotten)} memories for good: add --yes to confirm "
                     "(or --dry-run to see them)"
                 )
-            print(forgotten_table(preview), file=sys.stdout)
-            if (
-                input(f"erase these {len(preview.forgotten)} memories for good? [y/N] ").strip().lower()
-                != "y"
-            ):
-                print("nothing purged", file=sys.stdout)
+            print(forgotten_table(preview), file=sys.stderr)  # stdout stays the result (--json)
+            print(
+                f"erase these {len(preview.forgotten)} memories for good? [y/N] ",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+            if sys.stdin.readline().strip().lower() != "y":
+                print("nothing purged", file=sys.stderr)
                 return 1
         result = call(
             forget.handle, forget.ForgetInput, {**values, "dry_run": args.dry_run}, runtime, caller, "forget"
@@ -498,7 +586,6 @@ def _span(low: float | None, high: float | None) -> str:
 
 
 def import_command(args: argparse.Namespace, settings: Settings) -> int:
-    from storage.records import Scope
     from tools import transfer
 
     path = Path(args.path)
@@ -511,7 +598,7 @@ def import_command(args: argparse.Namespace, settings: Settings) -> int:
         named = (
             args.org or args.project
         )  # an export keeps its own scopes; transcripts default to the server's
-        scope = Scope(args.org or settings.org_id, args.project or settings.project_id) if named else None
+        scope = scope_arg(args, settings) if named else None
         result = transfer.import_file(
             runtime, path, format=args.format, scope=scope, agent_id=args.agent or "import", progress=progress
         )
@@ -520,12 +607,11 @@ def import_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def export_command(args: argparse.Namespace, settings: Settings) -> int:
-    from storage.records import Scope
     from tools import transfer
 
     scopes = None
     if args.org or args.project:
-        scopes = [Scope(args.org or settings.org_id, args.project or settings.project_id)]
+        scopes = [scope_arg(args, settings)]
     progress = ProgressBar(sys.stderr)
     with opened(settings) as runtime:
         if args.path in (None, "-"):
@@ -537,11 +623,14 @@ def export_command(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         target = Path(args.path)
         partial = target.with_name(target.name + ".partial")
-        with partial.open("w", encoding="utf-8") as out:
-            result = transfer.export_store(
-                runtime, out, scopes=scopes, vectors=not args.no_vectors, progress=progress
-            )
-        partial.replace(target)  # a reader never sees half an export
+        try:
+            with partial.open("w", encoding="utf-8") as out:
+                result = transfer.export_store(
+                    runtime, out, scopes=scopes, vectors=not args.no_vectors, progress=progress
+                )
+            partial.replace(target)  # a reader never sees half an export
+        finally:
+            partial.unlink(missing_ok=True)
     progress.finish()
     return emit(args, result, transfer_readable(result, f"exported to {target}"))
 
@@ -560,14 +649,9 @@ def transfer_readable(result: Any, title: str) -> str:
 
 
 def reembed_command(args: argparse.Namespace, settings: Settings) -> int:
-    from storage.records import Scope
     from tools import transfer
 
-    scope = (
-        Scope(args.org or settings.org_id, args.project or settings.project_id)
-        if args.org or args.project
-        else None
-    )
+    scope = scope_arg(args, settings) if args.org or args.project else None
     progress = ProgressBar(sys.stderr)
     with opened(settings) as runtime:
         result = transfer.reembed(runtime, scope=scope, all_memories=args.all, progress=progress)
@@ -576,14 +660,13 @@ def reembed_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def report_command(args: argparse.Namespace, settings: Settings) -> int:
-    from storage.records import Scope
     from tools.report import build_report
     from tools.report_page import render_report
 
     target = Path(args.out)
     progress = ProgressBar(sys.stderr)
     with opened(settings) as runtime:
-        scope = Scope(args.org or settings.org_id, args.project or settings.project_id)
+        scope = scope_arg(args, settings)
         data = build_report(runtime, scope, retrievals=args.retrievals, progress=progress)
     progress.finish()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -649,7 +732,7 @@ def client_setup(client: str, executable: str, project: str | None) -> dict[str,
     env = {"MEMORIA_PROJECT_ID": project} if project else {}
     server: dict[str, Any] = {"command": executable, "args": ["serve"], **({"env": env} if env else {})}
     if client == "claude-code":
-        hook = f"{executable} outcome --hook" + (f" --project {project}" if project else "")
+        hook = shlex.join([executable, "outcome", "--hook", *(["--project", project] if project else [])])
         return {
             "files": {
                 ".mcp.json": {"mcpServers": {"memoria": {"type": "stdio", **server}}},

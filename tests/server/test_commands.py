@@ -8,6 +8,7 @@ import io
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -129,8 +130,13 @@ def test_stats_counts_the_scope(capsys, db):
 
 
 def test_bad_arguments_say_what_to_fix_and_store_nothing(capsys, db):
-    status, _, err = memoria(capsys, db, "recall", "x", "--top-k", "0")
-    assert status == 1 and "`top_k` must be >= 1, but got 0. Fix the arguments and run it again." in err
+    status, _, err = memoria(capsys, db, "recall", "x", "--budget", "5")
+    assert status == 1 and "char_budget must be between 200 and 200,000, but got 5" in err
+    status, _, err = memoria(capsys, db, "recall", "x", "--org", "a" * 200)
+    assert status == 1 and "`org_id` is 200 characters; at most 128 are allowed" in err
+    with pytest.raises(SystemExit):  # argparse: "--top-k: must be at least 1, but got 0"
+        main(["recall", "x", "--top-k", "0", "--db", str(db)])
+    assert "must be at least 1, but got 0" in capsys.readouterr().err
     status, _, err = memoria(capsys, db, "remember", "   ")
     assert status == 1 and "`content` is empty or whitespace only" in err
     assert as_json(capsys, db, "stats")["memories"] == 0
@@ -257,3 +263,54 @@ def test_a_chat_transcript_imports_one_message_per_memory_in_the_named_scope(cap
     assert result["format"] == "transcript" and result["tables"]["memories_v4"]["written"] == 3
     stats = as_json(capsys, db, "stats", "--project", "chat")
     assert (stats["memories"], stats["agents"], stats["episodes"]) == (3, 2, 2)
+
+
+def test_the_hook_reports_nothing_when_several_sessions_wait_and_skips_conversations_before_its_own(
+    capsys, db, tmp_path, monkeypatch
+):
+    as_json(capsys, db, "remember", "The CI cache key includes the lockfile hash")
+    first = as_json(capsys, db, "recall", "CI cache key", "--agent", "claude-code")
+    second = as_json(capsys, db, "recall", "what is in the cache key", "--agent", "claude-code")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({"session_id": "cc-1", "reason": "exit"})))
+    status, out, err = memoria(capsys, db, "outcome", "--hook")
+    assert status == 0 and out == "" and "2 sessions of claude-code are waiting for a report" in err
+    assert first["session_id"] in err and second["session_id"] in err
+    # The ending conversation began after both recalls: neither is its session.
+    transcript = tmp_path / "transcript.jsonl"
+    later = (datetime.now(UTC) + timedelta(minutes=5)).isoformat().replace("+00:00", "Z")
+    transcript.write_text(json.dumps({"type": "user", "timestamp": later}) + "\n")
+    hook = {"session_id": "cc-2", "reason": "exit", "transcript_path": str(transcript)}
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(hook)))
+    status, out, err = memoria(capsys, db, "outcome", "--hook")
+    assert status == 0 and "nothing reported" in err
+
+
+def test_the_hook_never_fails_the_session_even_when_the_store_cannot_open(capsys, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("{}"))
+    status, _, err = memoria(capsys, blocker / "db", "outcome", "--hook")
+    assert status == 0 and "could not open the memory store" in err and "memoria doctor" in err
+    status, _, err = memoria(capsys, blocker / "db", "outcome", "success")
+    assert status == 1
+
+
+def test_an_unexpected_failure_is_one_line_that_says_where_to_look(capsys, db, monkeypatch):
+    import tools.stats
+
+    def broken(*_):
+        raise RuntimeError("the disk said no")
+
+    monkeypatch.setattr(tools.stats, "stats", broken)
+    status, out, err = memoria(capsys, db, "stats")
+    assert status == 1 and out == ""
+    assert err.strip().endswith(
+        "memoria stats failed: RuntimeError: the disk said no. `memoria doctor` checks the store and models; MEMORIA_LOG_LEVEL=DEBUG shows the details."
+    )
+    assert "Traceback" not in err
+
+
+def test_an_export_to_a_missing_folder_says_so_and_leaves_nothing_behind(capsys, db, tmp_path):
+    status, _, err = memoria(capsys, db, "export", str(tmp_path / "no" / "such" / "x.jsonl"))
+    assert status == 1 and "No such file or directory" in err and "check the path" in err
+    assert not (tmp_path / "no").exists()
