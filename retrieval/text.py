@@ -133,3 +133,9 @@ def fulltext_query(query: str) -> str:
     -> "Caroline research"; the index's own stop list is short and keeps "what", "did", "you"), and no
     query syntax passed through. The whole query's words when nothing else is left."""
     return " ".join(content_words(query))
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` on one line of at most ``width`` characters (an ellipsis marks a cut)."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= width else line[: max(0, width - 1)] + "…"

@@ -28,10 +28,11 @@ from typing import Any, TextIO, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from retrieval.text import clip
 from server.auth import ScopePattern, new_token, token_digest
 from server.config import Settings
 from server.registry import friendly_validation_message
-from server.terminal import ProgressBar, clip, counts, key_values, table, ticking
+from server.terminal import ProgressBar, counts, key_values, table, ticking
 from storage.records import Scope
 from tools.common import Caller, Runtime, ToolFailure
 

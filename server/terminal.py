@@ -15,11 +15,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
-
-def clip(text: str, width: int) -> str:
-    """One line of at most ``width`` characters (an ellipsis marks a cut)."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= width else line[: max(0, width - 1)] + "…"
+from retrieval.text import clip
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int | None = None) -> str:

@@ -3,10 +3,9 @@ the scope-wide reads the store's typed methods do not offer. Every read selects 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +13,8 @@ from lancedb.expr import Expr
 
 from storage import filters, schema
 from storage.records import AbLogRow, Scope, WeightEvent
+from storage.scan import scan_rows, utc
 from storage.store import MemoryStore
-
-SCAN_ALL = 2**31 - 1  # LanceDB's plain scan returns 10 rows unless given a limit
 
 
 @dataclass(frozen=True)
@@ -118,7 +116,7 @@ def recent_ab_rows(store: MemoryStore, scope: Scope, retrievals: int) -> list[Ab
             filters.scope_is(scope), filters.one_of("retrieval_id", chosen[start : start + 1_000])
         )
         for row in _select(store, schema.AB_LOGS, condition, None):
-            record = AbLogRow(**{**row, "created_at": _utc(row["created_at"])})
+            record = AbLogRow(**{**row, "created_at": utc(row["created_at"])})
             found.setdefault((record.retrieval_id, record.observation_id), record)
     return sorted(found.values(), key=lambda row: (order[row.retrieval_id], row.weighted_rank))
 
@@ -144,7 +142,7 @@ def scope_weight_events(store: MemoryStore, scope: Scope) -> list[WeightEvent]:
     rows = _select(store, schema.WEIGHT_EVENTS, filters.scope_is(scope), None)
     events = {
         (row["memory_id"], row["session_id"], row["revision"], row["at"]): WeightEvent(
-            **{**row, "at": _utc(row["at"])}
+            **{**row, "at": utc(row["at"])}
         )
         for row in rows
     }
@@ -152,15 +150,4 @@ def scope_weight_events(store: MemoryStore, scope: Scope) -> list[WeightEvent]:
 
 
 def _select(store: MemoryStore, table_name: str, condition: Expr, columns: list[str] | None) -> list[dict]:
-    query = store.tables()[table_name].search().where(condition)
-    if columns is not None:
-        query = query.select(columns)
-    return query.limit(SCAN_ALL).to_arrow().to_pylist()
-
-
-def _counts(values: Any) -> dict[str, int]:
-    return dict(sorted(Counter(values).items(), key=lambda item: (-item[1], item[0])))
-
-
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return scan_rows(store.tables()[table_name], condition, columns)

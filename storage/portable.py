@@ -14,17 +14,17 @@ import binascii
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from lancedb.expr import Expr
 
 from storage import filters, schema
 from storage.locking import retrying
-from storage.records import Scope
+from storage.records import CONTENT_STATUSES, Scope
+from storage.scan import scan, utc
 from storage.store import MemoryStore
 
 FORMAT_VERSION = 1
@@ -58,7 +58,6 @@ _LOOKUP = {
     name: next(column for column in key if column not in ("org_id", "project_id"))
     for name, key in NATURAL_KEYS.items()
 }
-_ALL_ROWS = 2**31 - 1
 _CHUNK = 1_000  # values per `one_of` lookup
 
 
@@ -146,7 +145,7 @@ def export_rows(
         for scope in _scopes_of(table):
             if wanted is not None and scope not in wanted:
                 continue
-            data = _read(table, filters.scope_is(scope), [field.name for field in fields])
+            data = scan(table, filters.scope_is(scope), [field.name for field in fields])
             rows = _encoded(data, fields)
             key = NATURAL_KEYS[name]
             rows.sort(key=lambda row: (tuple(row[column] for column in key), _canonical(row)))
@@ -155,13 +154,9 @@ def export_rows(
 
 
 def _scopes_of(table: Any) -> list[Scope]:
-    data = table.search().select(["org_id", "project_id"]).limit(_ALL_ROWS).to_arrow()
+    data = scan(table, None, ["org_id", "project_id"])
     pairs = zip(data.column("org_id").to_pylist(), data.column("project_id").to_pylist(), strict=True)
     return [Scope(org, project) for org, project in sorted(set(pairs))]
-
-
-def _read(table: Any, condition: Expr, columns: list[str]) -> pa.Table:
-    return table.search().where(condition).select(columns).limit(_ALL_ROWS).to_arrow()
 
 
 def _encoded(data: pa.Table, fields: Sequence[pa.Field]) -> list[dict[str, Any]]:
@@ -193,7 +188,7 @@ def encode_vector(vector: Any) -> str:
 
 
 def encode_time(moment: datetime) -> str:
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    moment = utc(moment)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -276,7 +271,7 @@ def _existing_keys(
     values = sorted({str(row_key[position]) for row_key in wanted})
     found: set[tuple[Any, ...]] = set()
     for start in range(0, len(values), _CHUNK):
-        data = _read(handle, filters.one_of(lookup, values[start : start + _CHUNK]), list(key))
+        data = scan(handle, filters.one_of(lookup, values[start : start + _CHUNK]), list(key))
         columns = [data.column(column).to_pylist() for column in key]
         found.update(tuple(_key_value(value) for value in values) for values in zip(*columns, strict=True))
     return found
@@ -284,7 +279,7 @@ def _existing_keys(
 
 def _key_value(value: Any) -> Any:
     if isinstance(value, datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return utc(value)
     return value
 
 
@@ -361,7 +356,7 @@ def decode_time(value: Any, name: str) -> datetime:
         moment = datetime.fromisoformat(value)
     except ValueError:
         raise RowError(f"{name} must be an ISO-8601 time, but got {value!r:.40}") from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return utc(moment)
 
 
 def _vector_bytes(value: str, name: str = "vector") -> bytes:
@@ -397,10 +392,10 @@ class StoredText:
 
 def memory_texts(store: MemoryStore, scope: Scope | None = None) -> list[StoredText]:
     """Every memory that still has its content (any status but purged), of ``scope`` or all, by id."""
-    condition = filters.one_of("status", ["active", "superseded", "retracted"])
+    condition = filters.one_of("status", CONTENT_STATUSES)
     if scope is not None:
         condition = filters.all_of(condition, filters.scope_is(scope))
-    data = _read(
+    data = scan(
         store.tables()[schema.MEMORIES], condition, ["id", "org_id", "project_id", "content", "embedder"]
     )
     found: dict[str, StoredText] = {}
@@ -429,9 +424,9 @@ def replace_vectors(store: MemoryStore, vectors: Mapping[str, Any], embedder: st
         for start in range(0, len(ids), _CHUNK):
             condition = filters.all_of(
                 filters.one_of("id", ids[start : start + _CHUNK]),
-                filters.one_of("status", ["active", "superseded", "retracted"]),
+                filters.one_of("status", CONTENT_STATUSES),
             )
-            live.update(_read(memories, condition, ["id"]).column("id").to_pylist())
+            live.update(scan(memories, condition, ["id"]).column("id").to_pylist())
         kept = [memory_id for memory_id in ids if memory_id in live]
         if not kept:
             return 0

@@ -20,6 +20,8 @@ RetrievalPurpose = Literal["recall", "explain"]
 
 MEMORY_KINDS: tuple[MemoryKind, ...] = ("fact", "episode", "artifact")
 PROTECTION_TIERS: tuple[ProtectionTier, ...] = ("standard", "immutable", "protected", "ephemeral")
+# Statuses whose rows still hold their content and vector (a purge erases both).
+CONTENT_STATUSES: tuple[MemoryStatus, ...] = ("active", "superseded", "retracted")
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from storage import filters, schema
-from storage.records import Scope
+from storage.records import CONTENT_STATUSES, Scope
+from storage.scan import scan_rows, utc
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
@@ -50,7 +51,7 @@ def scope_stats(store: MemoryStore, scope: Scope) -> ScopeStats:
     store.flush_logs()
     tables = store.tables()
     where = filters.scope_is(scope)
-    rows = _columns(
+    rows = scan_rows(
         tables[schema.MEMORIES],
         where,
         ["id", "status", "kind", "protection_tier", "embedder", "agent_id", "weight", "created_at"],
@@ -59,8 +60,8 @@ def scope_stats(store: MemoryStore, scope: Scope) -> ScopeStats:
     active = [row for row in memories if row["status"] == "active"]
     weights = [float(row["weight"]) for row in active]
     created = [row["created_at"] for row in memories]
-    outcomes = _columns(tables[schema.OUTCOMES], where, ["outcome"])
-    contradictions = _columns(
+    outcomes = scan_rows(tables[schema.OUTCOMES], where, ["outcome"])
+    contradictions = scan_rows(
         tables[schema.CONTRADICTIONS], filters.all_of(where, filters.equals("status", "open")), ["older_id"]
     )
     return ScopeStats(
@@ -69,7 +70,7 @@ def scope_stats(store: MemoryStore, scope: Scope) -> ScopeStats:
         by_status=_count(row["status"] for row in memories),
         by_kind=_count(row["kind"] for row in active),
         by_tier=_count(row["protection_tier"] for row in active),
-        by_embedder=_count(row["embedder"] for row in memories if row["status"] != "purged"),
+        by_embedder=_count(row["embedder"] for row in memories if row["status"] in CONTENT_STATUSES),
         active_ids=tuple(sorted(row["id"] for row in active)),
         agents=len({row["agent_id"] for row in active}),
         episodes=_rows(tables[schema.EPISODES], where),
@@ -80,8 +81,8 @@ def scope_stats(store: MemoryStore, scope: Scope) -> ScopeStats:
             lowest=min(weights) if weights else None,
             highest=max(weights) if weights else None,
         ),
-        first_written=_utc(min(created)) if created else None,
-        last_written=_utc(max(created)) if created else None,
+        first_written=utc(min(created)) if created else None,
+        last_written=utc(max(created)) if created else None,
         retrievals=_rows(tables[schema.RETRIEVALS], where),
         outcomes=_count(row["outcome"] for row in outcomes),
         open_contradictions=len(contradictions),
@@ -89,20 +90,9 @@ def scope_stats(store: MemoryStore, scope: Scope) -> ScopeStats:
     )
 
 
-def _columns(table: Any, condition: Any, columns: list[str]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = (
-        table.search().where(condition).select(columns).limit(2**31 - 1).to_arrow().to_pylist()
-    )
-    return rows
-
-
 def _rows(table: Any, condition: Any) -> int:
-    return len(_columns(table, condition, [table.schema.names[0]]))
+    return len(scan_rows(table, condition, [table.schema.names[0]]))
 
 
 def _count(values: Any) -> dict[str, int]:
     return dict(Counter(values).most_common())
-
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

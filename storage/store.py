@@ -46,6 +46,7 @@ from storage.records import (
     StoreInfo,
     WeightEvent,
 )
+from storage.scan import EVERY_ROW, scan_rows, utc
 from storage.scope_cache import Row, ScopeCache, by_id, episode_members
 from storage.snapshots import ScopeSnapshots
 from storage.write_behind import WriteBehind
@@ -522,7 +523,7 @@ class MemoryStore:
         )
         unique = {
             row["id"]: EpisodeMemberStub(
-                row["id"], row["episode_id"], _utc(row["created_at"]), float(row["weight"])
+                row["id"], row["episode_id"], utc(row["created_at"]), float(row["weight"])
             )
             for row in rows
         }
@@ -574,7 +575,7 @@ class MemoryStore:
         return [
             _memory_from_row(row)
             for row in rows
-            if row["expires_at"] is not None and _utc(row["expires_at"]) <= now
+            if row["expires_at"] is not None and utc(row["expires_at"]) <= now
         ]
 
     def add_lineage(self, events: Sequence[LineageEvent]) -> None:
@@ -589,14 +590,14 @@ class MemoryStore:
             filters.scope_is(scope), filters.one_of("memory_id", ids) | filters.one_of("related_id", ids)
         )
         rows = self._select(self._lineage, condition, None, limit=None)
-        events = {row["event_id"]: LineageEvent(**{**row, "at": _utc(row["at"])}) for row in rows}
+        events = {row["event_id"]: LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows}
         return sorted(events.values(), key=lambda event: (event.at, event.event_id))
 
     def recent_lineage(self, scope: Scope, actions: Sequence[str], limit: int) -> list[LineageEvent]:
         """The newest ``limit`` events of these kinds in the scope, newest first."""
         condition = filters.all_of(filters.scope_is(scope), filters.one_of("action", list(actions)))
         rows = self._select(self._lineage, condition, None, limit=None)
-        events = [LineageEvent(**{**row, "at": _utc(row["at"])}) for row in rows]
+        events = [LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows]
         return sorted(events, key=lambda event: (event.at, event.event_id), reverse=True)[:limit]
 
     def put_contradictions(self, records: Sequence[ContradictionRecord]) -> None:
@@ -815,7 +816,7 @@ class MemoryStore:
         table = (
             self._memories.search().where(filters.equals("status", "active")).select(["org_id", "project_id"])
         )
-        rows = table.limit(2**31 - 1).to_arrow()
+        rows = table.limit(EVERY_ROW).to_arrow()
         pairs = set(
             zip(rows.column("org_id").to_pylist(), rows.column("project_id").to_pylist(), strict=True)
         )
@@ -852,7 +853,7 @@ class MemoryStore:
                     id=row["id"],
                     agent_id=row["agent_id"],
                     weight=float(row["weight"]),
-                    created_at=_utc(row["created_at"]),
+                    created_at=utc(row["created_at"]),
                     simhash=_from_int64(row["simhash"]),
                     content=row["content"],
                 ),
@@ -1017,7 +1018,7 @@ class MemoryStore:
         )
         last: dict[str, datetime] = {}
         for row in self._select(self._retrievals, condition, ["session_id", "created_at"], limit=None):
-            at = _utc(row["created_at"])
+            at = utc(row["created_at"])
             last[row["session_id"]] = max(at, last.get(row["session_id"], at))
         return sorted(last.items(), key=lambda item: item[1], reverse=True)
 
@@ -1088,7 +1089,7 @@ class MemoryStore:
             self._memories.search()
             .where(condition)
             .select([*MEMORY_COLUMNS, "vector", "search_text"])
-            .limit(2**31 - 1)
+            .limit(EVERY_ROW)
             .to_arrow()
         )
         if table.num_rows == 0:
@@ -1204,12 +1205,7 @@ class MemoryStore:
     def _select(
         table: Any, condition: Expr, columns: list[str] | None, limit: int | None
     ) -> list[dict[str, Any]]:
-        query = table.search().where(condition)
-        if columns is not None:
-            query = query.select(columns)
-        # LanceDB's plain scan defaults to 10 rows; None means every match.
-        query = query.limit(limit if limit is not None else 2**31 - 1)
-        return query.to_arrow().to_pylist()
+        return scan_rows(table, condition, columns, limit)
 
 
 def _recover(local_path: Path) -> None:
@@ -1264,7 +1260,7 @@ def _record_values(row: Mapping[str, Any]) -> dict[str, Any]:
         elif name == "simhash":
             value = _from_int64(value)
         elif name in _TIMES and value is not None:
-            value = _utc(value)
+            value = utc(value)
         values[name] = value
     return values
 
@@ -1279,7 +1275,7 @@ def _newer_by_older(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
 
 def _episode_from_row(row: Mapping[str, Any]) -> EpisodeRecord:
     return EpisodeRecord(
-        **{**row, "started_at": _utc(row["started_at"]), "last_seen_at": _utc(row["last_seen_at"])}
+        **{**row, "started_at": utc(row["started_at"]), "last_seen_at": utc(row["last_seen_at"])}
     )
 
 
@@ -1296,15 +1292,15 @@ def _contradiction_from_row(row: Mapping[str, Any]) -> ContradictionRecord:
     return ContradictionRecord(
         **{
             **row,
-            "detected_at": _utc(row["detected_at"]),
-            "resolved_at": _utc(row["resolved_at"]) if row["resolved_at"] is not None else None,
+            "detected_at": utc(row["detected_at"]),
+            "resolved_at": utc(row["resolved_at"]) if row["resolved_at"] is not None else None,
         }
     )
 
 
 def _retrieval_from_row(row: Mapping[str, Any]) -> RetrievalRecord:
     return RetrievalRecord(
-        **{**row, "created_at": _utc(row["created_at"]), "context_ids": tuple(row["context_ids"] or ())}
+        **{**row, "created_at": utc(row["created_at"]), "context_ids": tuple(row["context_ids"] or ())}
     )
 
 
@@ -1313,8 +1309,8 @@ def _outcome_from_row(row: Mapping[str, Any]) -> OutcomeRecord:
         **{
             **row,
             "memory_ids": tuple(row["memory_ids"] or ()),
-            "first_reported_at": _utc(row["first_reported_at"]),
-            "reported_at": _utc(row["reported_at"]),
+            "first_reported_at": utc(row["first_reported_at"]),
+            "reported_at": utc(row["reported_at"]),
         }
     )
 
@@ -1322,10 +1318,6 @@ def _outcome_from_row(row: Mapping[str, Any]) -> OutcomeRecord:
 def _vector(row: Mapping[str, Any]) -> np.ndarray | None:
     value = row.get("vector")
     return None if value is None else np.asarray(value, dtype=np.float32)
-
-
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def _tag_filter(tags: Sequence[str] | None) -> Callable[[MemoryRecord], bool] | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from retrieval.text import clip
 from tools.drift import ContradictionView
 from tools.report import (
     ClusterView,
@@ -613,7 +614,7 @@ def _clusters_section(section: CorroborationSection) -> str:
 def _cluster_bars(clusters: Sequence[ClusterView]) -> str:
     items = [
         _Bar(
-            label=_clip(_canonical_preview(cluster) or cluster.canonical_id, 34),
+            label=clip(_canonical_preview(cluster) or cluster.canonical_id, 34),
             value=cluster.size,
             note=f"{cluster.size} · {len(cluster.agents)} agents · +{cluster.boost:.3f}",
             tip=f"{cluster.canonical_id}: {_canonical_preview(cluster)} — agents {', '.join(cluster.agents)}",
@@ -639,7 +640,7 @@ def _cluster_details(cluster: ClusterView) -> str:
     summary = (
         f"<b>{cluster.size}</b> members · agents {_e(', '.join(cluster.agents))} · corroboration "
         f"{cluster.corroboration_score} · boost +{cluster.boost:.3f} — "
-        f'<span class="preview">{_e(_clip(_canonical_preview(cluster), 90))}</span>'
+        f'<span class="preview">{_e(clip(_canonical_preview(cluster), 90))}</span>'
     )
     return f'<details class="cluster"><summary>{summary}</summary>{members}</details>'
 
@@ -677,7 +678,7 @@ def _health_section(data: ReportData) -> str:
         ):
             bars = [
                 _Bar(
-                    label=_clip(name, 28),
+                    label=clip(name, 28),
                     value=count,
                     note=f"{count:,}",
                     tip=f"{name}: {count:,}",
@@ -930,11 +931,6 @@ def _e(value: object) -> str:
 
 def _q(value: str) -> str:
     return f'"{_e(value)}"'
-
-
-def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _time(value: str) -> datetime:
