@@ -672,7 +672,10 @@ def report_command(args: argparse.Namespace, settings: Settings) -> int:
     progress.finish()
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(render_report(data), encoding="utf-8")
-    print(f"wrote {target.resolve()}", file=sys.stdout)
+    if args.json:
+        print(json.dumps({"path": str(target.resolve()), "bytes": target.stat().st_size}), file=sys.stdout)
+    else:
+        print(f"wrote {target.resolve()}", file=sys.stdout)
     if args.open:
         webbrowser.open(target.resolve().as_uri())
     return 0

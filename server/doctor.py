@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from retrieval.model_files import short_reason
 from server.config import ConfigError, Settings
 from server.state import model_config, open_store
 from server.terminal import ticking
@@ -71,7 +72,17 @@ def diagnose(settings: Settings, *, fix: bool = False, progress: Progress = no_p
         else:
             steps = [lambda: _models_and_vectors(None, settings)]
         for done, step in enumerate(steps, start=1):
-            checks += step()
+            try:
+                checks += step()
+            except Exception as exc:  # one check failing must not hide the others
+                checks.append(
+                    Check(
+                        "check",
+                        "fail",
+                        f"a check could not run: {short_reason(exc)}",
+                        "see the server's stderr log",
+                    )
+                )
             progress("checking", done, len(steps))
         checks += _http_credentials(settings)
     finally:

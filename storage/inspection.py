@@ -93,7 +93,13 @@ def _folder_bytes(uri: str) -> int | None:
     folder = Path(uri).expanduser()
     if not folder.is_dir():
         return None
-    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+    total = 0
+    for path in folder.rglob("*"):
+        try:
+            total += path.stat().st_size if path.is_file() else 0
+        except FileNotFoundError:  # a running server's maintenance removed an old version meanwhile
+            continue
+    return total
 
 
 def recent_ab_rows(store: MemoryStore, scope: Scope, retrievals: int) -> list[AbLogRow]:

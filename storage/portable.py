@@ -116,7 +116,10 @@ def parse_header(value: Any) -> ExportHeader:
         raise RowError(f"counts must map table names to row counts, but got {counts!r}")
     unknown = sorted(set(counts) - set(TABLE_ORDER))
     if unknown:
-        raise RowError(f"counts names tables this memoria does not have: {', '.join(unknown)}")
+        raise RowError(
+            f"counts names tables this memoria does not have: {', '.join(unknown)}; the export comes from a "
+            "newer memoria: upgrade this one to import it"
+        )
     return ExportHeader(
         schema_version=value["schema_version"],
         vector_dim=value["vector_dim"],
@@ -322,7 +325,7 @@ def _decode_value(field: pa.Field, value: Any, vector_dim: int | None) -> Any:
         if vector_dim is not None and len(raw) != vector_dim * 4:
             raise RowError(
                 f"{field.name} has {len(raw) // 4} dimensions but this store holds {vector_dim}-d "
-                "vectors: embed it again (import_file does)"
+                "vectors: leave the vector out (or export with --no-vectors) and the import embeds the memory again"
             )
         return np.frombuffer(raw, dtype="<f4").astype(np.float32)
     if pa.types.is_string(kind):

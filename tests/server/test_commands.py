@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -314,3 +315,15 @@ def test_an_export_to_a_missing_folder_says_so_and_leaves_nothing_behind(capsys,
     status, _, err = memoria(capsys, db, "export", str(tmp_path / "no" / "such" / "x.jsonl"))
     assert status == 1 and "No such file or directory" in err and "check the path" in err
     assert not (tmp_path / "no").exists()
+
+
+def test_report_writes_one_self_contained_page(capsys, db, tmp_path):
+    as_json(capsys, db, "remember", "Our error budget is 0.1% per month")
+    found = as_json(capsys, db, "recall", "error budget")
+    as_json(capsys, db, "outcome", "success", "--session", found["session_id"])
+    written = as_json(capsys, db, "report", "--out", str(tmp_path / "out" / "report.html"))
+    page = Path(written["path"]).read_text()
+    assert written["bytes"] == len(page.encode())
+    assert page.startswith("<!DOCTYPE html>") and "Feedback impact" in page and "<svg" in page
+    # Nothing is loaded from the network: the only URL is the SVG namespace, which is a name, not a fetch.
+    assert set(re.findall(r"https?://[^\s\"'<>]*", page)) == {"http://www.w3.org/2000/svg"}
