@@ -11,7 +11,7 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 ImportFormat = Literal["auto", "memoria", "locomo", "transcript"]
 WRITE_BATCH = 500  # rows (or transcript messages) per write
 EMBED_BATCH = 64  # texts per embedding call when an import re-embeds
+REEMBED_WRITE_BATCH = 2_000  # new vectors per merge when re-embedding
 
 
 class TableCount(BaseModel):
@@ -553,12 +554,18 @@ def reembed(
     texts = portable.memory_texts(store, scope)
     todo = [text for text in texts if all_memories or text.embedder != embedder.name]
     written = 0
+    pending: dict[str, Any] = {}
     progress("re-embedding", 0, len(todo))
     for start in range(0, len(todo), batch_size):
         batch = todo[start : start + batch_size]
         vectors = embedder.embed_documents([text.content for text in batch])
-        replaced: Mapping[str, Any] = {text.id: vector for text, vector in zip(batch, vectors, strict=True)}
-        written += portable.replace_vectors(store, replaced, embedder.name)
+        pending.update((text.id, vector) for text, vector in zip(batch, vectors, strict=True))
+        last = start + batch_size >= len(todo)
+        # A merge costs about the same for 64 rows as for thousands (it scans the table): write in
+        # larger groups than the model embeds.
+        if len(pending) >= REEMBED_WRITE_BATCH or last:
+            written += portable.replace_vectors(store, pending, embedder.name)
+            pending = {}
         progress("re-embedding", start + len(batch), len(todo))
     return ReembedSummary(
         examined=len(texts),
