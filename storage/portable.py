@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -286,11 +287,19 @@ def _key_value(value: Any) -> Any:
     return value
 
 
+# A table's schema is a round trip to LanceDB's event loop (about half a millisecond): read once per
+# store and table, not once per row checked. Schemas change only by a migration, when a store is opened.
+_SCHEMAS: weakref.WeakKeyDictionary[MemoryStore, dict[str, pa.Schema]] = weakref.WeakKeyDictionary()
+
+
 def _schema_of(store: MemoryStore, table: str) -> pa.Schema:
-    tables = store.tables()
-    if table not in tables:
-        raise RowError(f"there is no table {table!r} (tables: {', '.join(TABLE_ORDER)})")
-    return tables[table].schema
+    known = _SCHEMAS.setdefault(store, {})
+    if table not in known:
+        tables = store.tables()
+        if table not in tables:
+            raise RowError(f"there is no table {table!r} (tables: {', '.join(TABLE_ORDER)})")
+        known[table] = tables[table].schema
+    return known[table]
 
 
 def _decode(arrow_schema: pa.Schema, row: Any, *, vector_dim: int | None) -> dict[str, Any]:
