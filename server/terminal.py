@@ -92,9 +92,9 @@ class ProgressBar:
 
     def __call__(self, label: str, done: int, total: int | None) -> None:
         now = self._clock()
-        if label != self._label:
+        if label != self._label:  # a new step: its own second of grace, its own rate
             self.finish()
-            self._label, self._quarter = label, -1
+            self._label, self._quarter, self._started = label, -1, now
         if now - self._started < self._delay:
             return
         finished = total is not None and done >= total

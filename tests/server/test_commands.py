@@ -327,3 +327,18 @@ def test_report_writes_one_self_contained_page(capsys, db, tmp_path):
     assert page.startswith("<!DOCTYPE html>") and "Feedback impact" in page and "<svg" in page
     # Nothing is loaded from the network: the only URL is the SVG namespace, which is a name, not a fetch.
     assert set(re.findall(r"https?://[^\s\"'<>]*", page)) == {"http://www.w3.org/2000/svg"}
+
+
+def test_each_step_of_the_progress_gets_its_own_grace_second_and_rate():
+    now = [0.0]
+    out = io.StringIO()
+    bar = ProgressBar(out, clock=lambda: now[0])
+    now[0] = 30.0  # a long first step that reported nothing
+    bar("importing", 0, 100)
+    now[0] = 30.5
+    bar("importing", 50, 100)
+    assert out.getvalue() == ""  # half a second into this step
+    now[0] = 32.0
+    bar("importing", 80, 100)
+    # 80 done in 2 s of this step: 40/s, 20 left -> 0.5 s (the 30 s before the step do not count)
+    assert out.getvalue().strip().endswith("80/100  80%, 0 s left")
