@@ -91,14 +91,18 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 @contextlib.contextmanager
-def opened(settings: Settings) -> Iterator[Runtime]:
+def opened(settings: Settings, *, models: bool = True) -> Iterator[Runtime]:
     """The runtime a command works with (the store, the models, the pipeline), closed afterwards; a
-    message on stderr while it loads, if that takes more than a second."""
+    message on stderr while it loads, if that takes more than a second. ``models=False`` for commands
+    that embed and rank nothing (an outcome report, an export): the offline backend stands in, so they
+    neither wait for model loading nor warn about models they do not use."""
     from server.state import build_runtime
 
+    if not models:
+        settings = settings.model_copy(update={"embedder": "hashed", "reranker": "none", "llm": "none"})
     progress = ProgressBar(sys.stderr)
     try:
-        with ticking(progress, "opening the store and loading models"):
+        with ticking(progress, "opening the store" + (" and loading models" if models else "")):
             runtime = build_runtime(settings)
     except Exception as exc:
         raise CommandError(
@@ -326,7 +330,7 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
         raise CommandError("say how the task went: memoria outcome success|failure|partial")
     agent = args.agent or (HOOK_AGENT if args.hook else CLI_AGENT)
     note = args.note or (hook_note(hook) if args.hook else None)
-    with opened(settings) as runtime:
+    with opened(settings, models=False) as runtime:
         if args.session:
             session = args.session
         else:
@@ -614,7 +618,7 @@ def export_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.org or args.project:
         scopes = [scope_arg(args, settings)]
     progress = ProgressBar(sys.stderr)
-    with opened(settings) as runtime:
+    with opened(settings, models=False) as runtime:
         if args.path in (None, "-"):
             result = transfer.export_store(
                 runtime, sys.stdout, scopes=scopes, vectors=not args.no_vectors, progress=progress

@@ -342,3 +342,14 @@ def test_each_step_of_the_progress_gets_its_own_grace_second_and_rate():
     bar("importing", 80, 100)
     # 80 done in 2 s of this step: 40/s, 20 left -> 0.5 s (the 30 s before the step do not count)
     assert out.getvalue().strip().endswith("80/100  80%, 0 s left")
+
+
+def test_an_outcome_report_does_not_load_the_models(capsys, db, monkeypatch):
+    # The hook runs as a session ends: it must not wait for (or warn about) models it does not use.
+    monkeypatch.setenv("MEMORIA_EMBEDDER", "sentence-transformers")
+    monkeypatch.setenv("MEMORIA_EMBEDDING_MODEL", str(db.parent / "no-such-model"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("{}"))
+    status, _, err = memoria(capsys, db, "outcome", "--hook")
+    assert status == 0 and "nothing reported" in err and "unavailable" not in err
+    _, _, err = memoria(capsys, db, "stats")  # a command that uses them says the model is missing
+    assert "embedder" in err and "is unavailable" in err
