@@ -50,7 +50,7 @@ from benchmarks.locomo import (
     standing_turns,
 )
 from benchmarks.reporting import RESULTS, offline_settings, write_json
-from server.terminal import ProgressBar
+from console.terminal import ProgressBar
 
 KS = (5, 10, 20)
 METRICS = ("R@5", "R@10", "R@20", "NDCG@10", "MRR")
@@ -254,7 +254,7 @@ def feedback_experiment(
 # -- the run ------------------------------------------------------------------------------------
 
 
-# The CLI's progress bar on stderr (server/terminal.py): a bar per step that takes more than a second.
+# The CLI's progress bar on stderr (console/terminal.py): a bar per step that takes more than a second.
 progress = ProgressBar(sys.stderr)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from benchmarks.corpus import generate, queries, store_corpus
 from benchmarks.reporting import RESULTS, offline_settings, write_json
-from server.terminal import ProgressBar
+from console.terminal import ProgressBar
 
 SCOPE_ORG, SCOPE_PROJECT = "org-0", "project-0"
 

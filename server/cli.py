@@ -1,6 +1,6 @@
 """The ``memoria`` console script: ``memoria serve`` (stdio, the default) or ``memoria serve --http HOST:PORT``,
 and the commands for people (remember, recall, explain, outcome, forget, show, stats, import, export,
-reembed, doctor, report, token), which live in ``server/commands.py``: they print to stdout, so they live
+reembed, doctor, report, token), which live in ``console/commands.py``: they print to stdout, so they live
 apart from the serving path, which writes only to stderr. Only their arguments are declared here."""
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = ["serve", *argv]  # `memoria` alone, or `memoria --http ...`, means serve
     args = make_parser().parse_args(argv)
     if args.command == "token":  # needs no store and no configuration
-        from server.commands import issue_token
+        from console.commands import issue_token
 
         return issue_token(args.principal, args.read, args.write)
     overrides = {"db_uri": args.db} if getattr(args, "db", None) else {}
@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env(**overrides)
         configure_logging(settings.log_level)
         if args.command != "serve":  # a command for people: its output goes to stdout, and it serves nothing
-            from server.commands import run
+            from console.commands import run
 
             return run(args, settings)
         return serve(settings, args.http)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from console.terminal import ProgressBar, table
 from server.cli import main
-from server.terminal import ProgressBar, table
 
 
 @pytest.fixture

@@ -28,11 +28,11 @@ from typing import Any, TextIO, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from console.terminal import ProgressBar, counts, key_values, table, ticking
 from retrieval.text import clip
 from server.auth import ScopePattern, new_token, token_digest
 from server.config import Settings
 from server.registry import friendly_validation_message
-from server.terminal import ProgressBar, counts, key_values, table, ticking
 from storage.records import Scope
 from tools.common import Caller, Runtime, ToolFailure
 
@@ -686,7 +686,7 @@ def report_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def doctor_command(args: argparse.Namespace, settings: Settings) -> int:
-    from server.doctor import diagnose
+    from console.doctor import diagnose
 
     checks = diagnose(settings, fix=args.fix, progress=ProgressBar(sys.stderr))
     failed = any(check.status == "fail" for check in checks)

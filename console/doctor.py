@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from console.terminal import ticking
 from retrieval.model_files import short_reason
 from server.config import ConfigError, Settings
 from server.state import model_config, open_store
-from server.terminal import ticking
 from tools.common import Progress, no_progress
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import Implementation
 
-from server.commands import client_setup, memoria_executable
+from console.commands import client_setup, memoria_executable
 from tests.helpers import TIMEOUT, TOOL_NAMES, call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -2,7 +2,7 @@
 
 Pure rendering (strings in, strings out) except ``ProgressBar``, which writes to the stream it is given
 (stderr): nothing here prints to stdout, which is the protocol stream of a stdio server. The commands in
-``server/commands.py`` print what these functions return.
+``console/commands.py`` print what these functions return.
 """
 
 from __future__ import annotations
