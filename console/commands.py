@@ -129,7 +129,7 @@ def call(
     try:
         arguments = model.model_validate({key: value for key, value in values.items() if value is not None})
     except ValidationError as exc:
-        message = friendly_validation_message(command, exc).replace(f"call {command} again", "run it again")
+        message = friendly_validation_message(command, exc, retry="run it again")
         raise CommandError(message) from None
     return anyio.run(handler, arguments, runtime, caller)
 
@@ -446,11 +446,7 @@ def scope_arg(args: argparse.Namespace, settings: Settings) -> Scope:
     try:
         return ScopeArgs.model_validate(scope_of(args)).scope(settings)
     except ValidationError as exc:
-        raise CommandError(
-            friendly_validation_message("this command", exc).replace(
-                "call this command again", "run it again"
-            )
-        ) from None
+        raise CommandError(friendly_validation_message("this command", exc, retry="run it again")) from None
 
 
 def forget_command(args: argparse.Namespace, settings: Settings) -> int:

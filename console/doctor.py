@@ -190,7 +190,7 @@ def _tables(store: MemoryStore, settings: Settings, fix: bool, progress: Progres
 
 def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[Check]:
     from retrieval.providers import load_models
-    from storage.stats import scope_stats
+    from storage.stats import embedder_counts
 
     announced: list[str] = []
     models = load_models(
@@ -213,11 +213,7 @@ def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[C
     checks.append(Check("backend", "ok", f"recall runs {backend}"))
     if store is None:
         return checks
-    stale: dict[str, int] = {}
-    for scope in store.scopes():
-        for name, count in scope_stats(store, scope).by_embedder.items():
-            if name != models.embedder.name:
-                stale[name] = stale.get(name, 0) + count
+    stale = {name: count for name, count in embedder_counts(store).items() if name != models.embedder.name}
     if stale:
         checks.append(
             Check(

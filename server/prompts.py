@@ -38,9 +38,11 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
         }
         arguments.update({"project_id": project_id} if project_id else {})
         try:
-            found = await invoke(recall_spec, ctx, arguments, tokens_required=tokens_required, with_llm=False)
+            found = await invoke(
+                recall_spec, ctx, arguments, tokens_required=tokens_required, with_llm=False, retry=""
+            )
         except ToolError as exc:  # the SDK would turn a raised error into a bare "Error rendering prompt"
-            reason = str(exc).removesuffix(" Fix the arguments and call recall again.")
+            reason = str(exc)
             return [UserMessage(f"You are starting this task: {task}\n\nMemory was not searched: {reason}")]
         assert isinstance(found, RecallOutput)  # without the LLM there is no input-required round trip
         if found.memories:

@@ -96,14 +96,16 @@ async def invoke(
     *,
     tokens_required: bool,
     with_llm: bool = True,
+    retry: str | None = None,
 ) -> BaseModel | InputRequiredResult:
     """Run ``spec``'s handler on ``arguments`` as a tool call does: validated by its input model, checked
     against the request's grant, for the calling client; every failure becomes a ToolError that says what
-    to do. Prompts run tools through here too (``with_llm=False``: no sampling round trips)."""
+    to do. Prompts and resources run tools through here too (``with_llm=False``: no sampling round trips;
+    ``retry``: what a bad argument's message tells the reader to do, see friendly_validation_message)."""
     try:
         args = spec.input_model.model_validate(arguments)
     except ValidationError as exc:
-        raise ToolError(friendly_validation_message(spec.name, exc)) from None
+        raise ToolError(friendly_validation_message(spec.name, exc, retry=retry)) from None
     state: AppState = ctx.request_context.lifespan_context
     ledger = SamplingLedger()
     try:
@@ -187,9 +189,12 @@ def _signature(input_model: type[BaseModel], output_model: Any) -> inspect.Signa
     return inspect.Signature(parameters, return_annotation=output_model)
 
 
-def friendly_validation_message(tool: str, exc: ValidationError) -> str:
-    problems = [_describe(error) for error in exc.errors()]
-    return "; ".join(problems) + f". Fix the arguments and call {tool} again."
+def friendly_validation_message(tool: str, exc: ValidationError, *, retry: str | None = None) -> str:
+    """What is wrong with each argument, then what to do: ``retry`` (default "call <tool> again"); an
+    empty ``retry`` leaves the advice out, for callers that say it in their own words."""
+    problems = "; ".join(_describe(error) for error in exc.errors())
+    then = f"call {tool} again" if retry is None else retry
+    return f"{problems}. Fix the arguments and {then}." if then else f"{problems}."
 
 
 def _describe(error: Any) -> str:

@@ -38,10 +38,16 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
     async def run(spec: ToolSpec, ctx: Context[AppState, Any], arguments: dict[str, Any]) -> str:
         sent = {name: value for name, value in arguments.items() if value is not None}
         try:
-            result = await invoke(spec, ctx, sent, tokens_required=tokens_required, with_llm=False)
+            result = await invoke(
+                spec,
+                ctx,
+                sent,
+                tokens_required=tokens_required,
+                with_llm=False,
+                retry="read the resource again",
+            )
         except ToolError as exc:  # the SDK shows a bare "Error reading resource" for anything else
-            message = str(exc).replace(f"call {spec.name} again", "read the resource again")
-            raise ResourceError(message) from None
+            raise ResourceError(str(exc)) from None
         assert isinstance(result, BaseModel)
         return result.model_dump_json(indent=2)
 

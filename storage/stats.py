@@ -90,6 +90,15 @@ def scope_stats(store: MemoryStore, scope: Scope) -> ScopeStats:
     )
 
 
+def embedder_counts(store: MemoryStore) -> dict[str, int]:
+    """Memories with content in the whole store, by the embedder that made their vectors (one scan of
+    two columns): what `memoria reembed` would touch."""
+    rows = scan_rows(
+        store.tables()[schema.MEMORIES], filters.one_of("status", CONTENT_STATUSES), ["id", "embedder"]
+    )
+    return _count(row["embedder"] for row in {row["id"]: row for row in rows}.values())
+
+
 def _rows(table: Any, condition: Any) -> int:
     return len(scan_rows(table, condition, [table.schema.names[0]]))
 

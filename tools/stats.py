@@ -4,6 +4,8 @@ numbers: nothing here counts across a tenant boundary."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import anyio
 from pydantic import BaseModel, Field
 
@@ -68,13 +70,7 @@ def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
         by_embedder=found.by_embedder,
         agents=found.agents,
         episodes=found.episodes,
-        weights=WeightStats(
-            moved=found.weights.moved,
-            raised=found.weights.raised,
-            lowered=found.weights.lowered,
-            lowest=found.weights.lowest,
-            highest=found.weights.highest,
-        ),
+        weights=WeightStats(**asdict(found.weights)),
         first_written=iso(found.first_written) if found.first_written else None,
         last_written=iso(found.last_written) if found.last_written else None,
         retrievals=found.retrievals,
