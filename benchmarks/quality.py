@@ -26,6 +26,7 @@ uses whatever the environment configures (MEMORIA_EMBEDDER, MEMORIA_EMBEDDING_MO
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -89,12 +90,12 @@ def score_question(returned: Sequence[set[str]], evidence: Sequence[str]) -> dic
 
 @dataclass
 class Tally:
-    """Per-question scores, grouped so any slice (category, conversation, split) can be averaged."""
+    """Per-question scores, grouped so any slice (category, conversation, split, group) can be averaged."""
 
-    rows: list[tuple[str, int, dict[str, float]]] = field(default_factory=list)
+    rows: list[tuple[str, int, dict[str, float], str]] = field(default_factory=list)
 
-    def add(self, conversation: str, category: int, scores: dict[str, float]) -> None:
-        self.rows.append((conversation, category, scores))
+    def add(self, conversation: str, category: int, scores: dict[str, float], group: str = "") -> None:
+        self.rows.append((conversation, category, scores, group))
 
     def mean(
         self,
@@ -102,15 +103,17 @@ class Tally:
         category: int | None = None,
         conversations: Iterable[str] | None = None,
         excluding: Iterable[str] = (),
+        group: str | None = None,
     ) -> dict[str, Any]:
         inside = set(conversations) if conversations is not None else None
         outside = set(excluding)
         chosen = [
             scores
-            for conversation, cat, scores in self.rows
+            for conversation, cat, scores, in_group in self.rows
             if (category is None or cat == category)
             and (inside is None or conversation in inside)
             and conversation not in outside
+            and (group is None or in_group == group)
         ]
         means: dict[str, Any] = {
             metric: round(statistics.fmean(s[metric] for s in chosen), 4) if chosen else None
@@ -125,17 +128,29 @@ class Tally:
             "overall": self.mean(),
             "by_category": {
                 CATEGORIES[category]: self.mean(category=category)
-                for category in sorted({category for _, category, _ in self.rows})
+                for category in sorted({row[1] for row in self.rows})
             },
             "by_conversation": {
                 conversation: self.mean(conversations=[conversation])
-                for conversation in dict.fromkeys(conversation for conversation, _, _ in self.rows)
+                for conversation in dict.fromkeys(row[0] for row in self.rows)
             },
         }
         if held:
             summary["tuning"] = self.mean(excluding=held)
             summary["holdout"] = self.mean(conversations=held)
         return summary
+
+    def group_summary(self, holdout: Iterable[str] = ()) -> dict[str, Any]:
+        """Means per group (related / unrelated / seen), over everything and over each split."""
+        held = set(holdout)
+        groups = list(dict.fromkeys(row[3] for row in self.rows))
+        splits: dict[str, dict[str, Any]] = {"all": {}}
+        if held:
+            splits |= {"tuning": {"excluding": held}, "holdout": {"conversations": held}}
+        return {
+            split: {group: self.mean(group=group, **where) for group in groups}
+            for split, where in splits.items()
+        }
 
 
 # -- the server side ----------------------------------------------------------------------------
@@ -189,6 +204,13 @@ def remember_conversation(conversation: Conversation, runtime: Any) -> dict[str,
 
 def ask(runtime: Any, conversation: Conversation, question: Question, session: str) -> list[Any]:
     """Recall through the tool's handler; the returned memories, best score first."""
+    return ask_for_output(runtime, conversation, question, session)[0]
+
+
+def ask_for_output(
+    runtime: Any, conversation: Conversation, question: Question, session: str
+) -> tuple[list[Any], Any]:
+    """The returned memories, best score first, and the recall's whole output."""
     from tools.common import Caller
     from tools.recall import RecallInput, recall
 
@@ -203,7 +225,7 @@ def ask(runtime: Any, conversation: Conversation, question: Question, session: s
         runtime,
         Caller("benchmark", session),
     )
-    return sorted(out.memories, key=lambda memory: (-memory.score, memory.position))
+    return sorted(out.memories, key=lambda memory: (-memory.score, memory.position)), out
 
 
 def measure(
@@ -224,31 +246,132 @@ def measure(
         progress(f"{conversation.sample_id} {label}", index + 1, len(questions))
 
 
-def feedback_experiment(
-    runtime: Any, conversation: Conversation, standing: dict[str, set[str]], before: Tally, after: Tally
+@dataclass(frozen=True)
+class FeedbackArm:
+    """One way of reporting outcomes in the feedback experiment."""
+
+    name: str
+    named: bool  # the agent names the memories it relied on (helpful_ids), beside the outcome
+    repeats: int = 1  # every training question recalled and reported this many times, in new sessions
+
+
+# Not an arm: the most any feedback weighting could reach (every trained evidence memory among a question's
+# candidates placed first).
+CEILING = "ceiling (any weighting)"
+FEEDBACK_ARMS = (
+    FeedbackArm("session-only", named=False),
+    FeedbackArm("helpful_ids", named=True),
+    FeedbackArm("session-only x5", named=False, repeats=5),
+    FeedbackArm("helpful_ids x5", named=True, repeats=5),
+)
+
+
+def split_questions(questions: Sequence[Question]) -> tuple[list[Question], list[Question], list[str]]:
+    """Training (even positions) and test (odd) questions, and each test question's group: "related"
+    when its evidence overlaps some training question's evidence, "unrelated" otherwise."""
+    train, test = list(questions[0::2]), list(questions[1::2])
+    trained = {turn for question in train for turn in question.evidence}
+    groups = ["related" if trained & set(question.evidence) else "unrelated" for question in test]
+    return train, test, groups
+
+
+def measure_groups(
+    runtime: Any,
+    conversation: Conversation,
+    questions: Sequence[Question],
+    groups: Sequence[str],
+    standing: dict[str, set[str]],
+    tally: Tally,
+    label: str,
+    *,
+    ceiling: tuple[Tally, set[str]] | None = None,
 ) -> None:
-    """Train on alternate questions with report_outcome; measure the others before and after."""
+    """Score each question in its group. With ``ceiling`` (a tally and the training questions' evidence
+    turns): also the most any feedback weighting could reach, every trained evidence memory among the
+    question's candidates placed first."""
+    from storage.records import Scope
+
+    for index, (question, group) in enumerate(zip(questions, groups, strict=True)):
+        returned, out = ask_for_output(runtime, conversation, question, f"{label}-{index}")
+        shown = [standing.get(m.id, set()) for m in returned]
+        tally.add(conversation.sample_id, question.category, score_question(shown, question.evidence), group)
+        if ceiling is not None:
+            bound, trained = ceiling
+            record = runtime.store.get_retrieval(
+                out.retrieval_id, Scope(runtime.settings.org_id, conversation.sample_id)
+            )
+            candidates = json.loads(record.trace_json)["candidates"] if record is not None else []
+            lifted = {turn for c in candidates for turn in standing.get(c["id"], set()) if turn in trained}
+            best = [lifted, *(turns - lifted for turns in shown)]
+            bound.add(
+                conversation.sample_id, question.category, score_question(best, question.evidence), group
+            )
+        progress(f"{conversation.sample_id} {label}", index + 1, len(questions))
+
+
+def train_with_outcomes(
+    runtime: Any,
+    conversation: Conversation,
+    train: Sequence[Question],
+    standing: dict[str, set[str]],
+    arm: FeedbackArm,
+) -> None:
+    """Recall every training question in its own session and report honestly: success exactly when an
+    evidence turn was recalled; with ``arm.named`` the recalled evidence memories are named helpful."""
     from tools.common import Caller
     from tools.report_outcome import ReportOutcomeInput, report_outcome
 
-    questions = conversation.scored_questions()
-    train, test = questions[0::2], questions[1::2]
-    measure(runtime, conversation, test, standing, before, "fb-before")
-    for index, question in enumerate(train):
-        session = f"fb-train-{index}"
-        returned = ask(runtime, conversation, question, session)
-        helped = any(standing.get(m.id, set()) & set(question.evidence) for m in returned)
-        report_outcome(
-            ReportOutcomeInput(
-                outcome="success" if helped else "failure",
-                session_id=session,
-                project_id=conversation.sample_id,
-            ),
-            runtime,
-            Caller("benchmark", session),
-        )
-        progress(f"{conversation.sample_id} feedback training", index + 1, len(train))
-    measure(runtime, conversation, test, standing, after, "fb-after")
+    total = len(train) * arm.repeats
+    for repeat in range(arm.repeats):
+        for index, question in enumerate(train):
+            session = f"fb-{arm.name.replace(' ', '')}-{repeat}-{index}"
+            returned = ask(runtime, conversation, question, session)
+            helpful = [m.id for m in returned if standing.get(m.id, set()) & set(question.evidence)]
+            report_outcome(
+                ReportOutcomeInput(
+                    outcome="success" if helpful else "failure",
+                    helpful_ids=helpful if arm.named and helpful else None,
+                    session_id=session,
+                    project_id=conversation.sample_id,
+                ),
+                runtime,
+                Caller("benchmark", session),
+            )
+            progress(f"{conversation.sample_id} {arm.name} training", repeat * len(train) + index + 1, total)
+
+
+def feedback_experiment(
+    settings: Any,
+    db: Path,
+    conversation: Conversation,
+    standing: dict[str, set[str]],
+    tallies: dict[str, Tally],
+    arms: Sequence[FeedbackArm] = FEEDBACK_ARMS,
+) -> None:
+    """Train on alternate questions with report_outcome, on a copy of the store per arm; measure the other
+    questions (related / unrelated) and the training questions asked again ("seen"), before and after."""
+    from server.state import build_runtime
+
+    train, test, groups = split_questions(conversation.scored_questions())
+    seen = ["seen"] * len(train)
+    trained = {turn for question in train for turn in question.evidence}
+    for arm in (None, *arms):
+        name = arm.name if arm is not None else "before"
+        copy = db.parent / f"{db.name}-feedback-{name.replace(' ', '')}"
+        shutil.copytree(db, copy)
+        runtime = build_runtime(with_overrides(settings, {"db_uri": str(copy)}))
+        try:
+            if arm is not None:
+                train_with_outcomes(runtime, conversation, train, standing, arm)
+            tally = tallies.setdefault(name, Tally())
+            bound = (tallies.setdefault(CEILING, Tally()), trained) if arm is None else None
+            measure_groups(
+                runtime, conversation, test, groups, standing, tally, f"fb-{name}-test", ceiling=bound
+            )
+            measure_groups(runtime, conversation, train, seen, standing, tally, f"fb-{name}-seen")
+        finally:
+            runtime.close()
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -282,7 +405,7 @@ def run(
         raise ValueError(f"--holdout names conversations not in the run: {', '.join(sorted(unknown))}")
     bm25 = Tally()
     results: dict[str, Tally] = {}
-    before, after = Tally(), Tally()
+    feedback_tallies: dict[str, Tally] = {}
     backend = ""
     seconds: dict[str, float] = {"remember": 0.0, "aggregation": 0.0, "recall": 0.0}
     recalls = 0
@@ -336,13 +459,7 @@ def run(
             say(f"{conversation.sample_id}: scored {len(questions)} questions x {len(results)} variants")
 
             if feedback:
-                copy = Path(tmp) / f"{conversation.sample_id}-feedback"
-                shutil.copytree(db, copy)
-                runtime = build_runtime(with_overrides(settings, {"db_uri": str(copy)}))
-                try:
-                    feedback_experiment(runtime, conversation, standing, before, after)
-                finally:
-                    runtime.close()
+                feedback_experiment(settings, db, conversation, standing, feedback_tallies)
                 say(f"{conversation.sample_id}: feedback experiment done")
 
     report: dict[str, Any] = {
@@ -359,9 +476,11 @@ def run(
     }
     if feedback:
         report["feedback"] = {
-            "method": "alternate questions: train on even positions with report_outcome, test on odd",
-            "before": before.summary(holdout),
-            "after": after.summary(holdout),
+            "method": "alternate questions: recall the even ones and report honest outcomes (success exactly "
+            "when an evidence turn was recalled; with helpful_ids the recalled evidence memories named), then "
+            "measure the odd ones, related (evidence shared with a training question) or not, and the "
+            "training questions asked again (seen)",
+            "arms": {name: tally.group_summary(holdout) for name, tally in feedback_tallies.items()},
         }
     return report
 
@@ -401,16 +520,30 @@ def print_table(report: dict[str, Any]) -> None:
                 print(_row(f"{part} (memoria)", full[part]))
                 print(_row(f"{part} (BM25)", report["bm25"][part]))
     if "feedback" in report:
-        print("\n" + _header("feedback (test half)"))
-        before, after = report["feedback"]["before"]["overall"], report["feedback"]["after"]["overall"]
-        print(_row("before outcomes", before))
-        print(_row("after outcomes", after))
-        delta = {
-            m: (after[m] - before[m]) if after[m] is not None and before[m] is not None else None
-            for m in METRICS
-        }
-        print(_row("change", delta | {"questions": after["questions"]}))
+        print_feedback(report["feedback"]["arms"])
     print(f"\nmean recall {report['recall_ms_mean']} ms; seconds {report['seconds']}")
+
+
+def print_feedback(arms: dict[str, Any]) -> None:
+    """Per split and group: before, then each arm with its change from before."""
+    before = arms["before"]
+    for split, groups in before.items():
+        for group in groups:
+            print("\n" + _header(f"feedback: {group} ({split})"))
+            base = groups[group]
+            print(_row("before outcomes", base))
+            for name, summary in arms.items():
+                if name == "before":
+                    continue
+                after = summary[split].get(group)
+                if after is None:  # the ceiling is not computed for every group
+                    continue
+                delta = {
+                    m: (after[m] - base[m]) if after[m] is not None and base[m] is not None else None
+                    for m in METRICS
+                }
+                print(_row(f"{name}", after))
+                print(_row("  change", delta | {"questions": after["questions"]}))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -426,6 +559,12 @@ def main(argv: list[str] | None = None) -> int:
         "--models", action="store_true", help="use the configured models, not the offline backend"
     )
     parser.add_argument(
+        "--embedding-model",
+        type=Path,
+        metavar="FOLDER",
+        help="also run with this local sentence-transformers model (no reranker), beside the offline backend",
+    )
+    parser.add_argument(
         "--set", action="append", default=[], metavar="MEMORIA_VAR=VALUE", help="try a setting (repeatable)"
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "quality.json")
@@ -433,18 +572,40 @@ def main(argv: list[str] | None = None) -> int:
     extra = dict(item.split("=", 1) for item in args.set if "=" in item)
     if len(extra) != len(args.set):
         parser.error("--set takes MEMORIA_VAR=VALUE")
-    report = run(
-        args.data,
-        args.conversations,
-        holdout=args.holdout,
-        ablations=not args.no_ablations,
-        feedback=not args.no_feedback,
-        use_models=args.models,
-        extra=extra,
-    )
-    print_table(report)
-    write_json(args.out, report)
+    if args.embedding_model is not None and not args.embedding_model.is_dir():
+        parser.error(f"--embedding-model {args.embedding_model} is not a folder")
+    backends: dict[str, tuple[bool, dict[str, str]]] = {
+        "configured" if args.models else "offline": (args.models, extra)
+    }
+    if args.embedding_model is not None:
+        backends["model"] = (True, model_settings(args.embedding_model) | extra)
+    runs = {}
+    for name, (use_models, settings) in backends.items():
+        say(f"backend: {name}")
+        runs[name] = run(
+            args.data,
+            args.conversations,
+            holdout=args.holdout,
+            ablations=not args.no_ablations,
+            feedback=not args.no_feedback,
+            use_models=use_models,
+            extra=settings,
+        )
+    for report in runs.values():
+        print_table(report)
+    write_json(args.out, {"runs": runs})
     return 0
+
+
+def model_settings(folder: Path) -> dict[str, str]:
+    """A local sentence-transformers model and nothing to download: no reranker (none can be had here)."""
+    return {
+        "MEMORIA_EMBEDDER": "sentence-transformers",
+        "MEMORIA_EMBEDDING_MODEL": str(folder.resolve()),
+        "MEMORIA_RERANKER": "none",
+        "MEMORIA_LLM": "none",
+        "MEMORIA_ALLOW_MODEL_DOWNLOADS": "false",
+    }
 
 
 if __name__ == "__main__":

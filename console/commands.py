@@ -202,8 +202,11 @@ def remember_command(args: argparse.Namespace, settings: Settings) -> int:
 def recall_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import recall
 
-    caller = caller_for(args)
     with opened(settings) as runtime:
+        caller = Caller(
+            agent_id=args.agent or CLI_AGENT,
+            session_id=args.session or current_session(runtime, args, args.agent or CLI_AGENT, new=args.new_session),
+        )
         result = call(
             recall.handle,
             recall.RecallInput,
@@ -246,7 +249,8 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
         *(f"warning: {warning}" for warning in result.warnings),
         f"retrieval {result.retrieval_id}, session {result.session_id}",
         f"why: memoria explain {result.retrieval_id}",
-        f"how it went: memoria outcome success|failure|partial --session {result.session_id}",
+        "how it went: memoria outcome success|failure|partial [--helpful ID] [--misleading ID] "
+        f"(reports session {result.session_id})",
     ]
     return emit(args, result, "\n".join([readable, "", *footer]))
 
@@ -296,6 +300,7 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
             "rerank",
             "boost",
             "weight",
+            "global",
             "ctx",
             "id",
             "why",
@@ -310,6 +315,7 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
                 c.scores.rerank,
                 c.scores.corroboration_boost,
                 c.scores.feedback_weight,
+                c.scores.global_weight,
                 c.in_context,
                 c.id,
                 f"{c.reason} | {c.preview}",
@@ -333,20 +339,31 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
     with opened(settings, models=False) as runtime:
         if args.session:
             session = args.session
+        elif not args.hook:
+            # The session `memoria recall` used last: reporting it again replaces the earlier report,
+            # never an older session's.
+            recent = runtime.store.recent_sessions(
+                scope_arg(args, runtime.settings), agent, datetime.now(UTC) - HOOK_WINDOW
+            )
+            if not recent:
+                raise CommandError(
+                    f"no session of {agent} recalled in the last {HOOK_WINDOW.total_seconds() / 3600:.0f} hours: "
+                    "run `memoria recall` first, or pass --session (recall prints its session id)"
+                )
+            session = recent[0][0]
         else:
             since = max(
                 datetime.now(UTC) - HOOK_WINDOW, conversation_start(hook) or datetime.min.replace(tzinfo=UTC)
             )
             waiting = sessions_waiting(runtime, args, agent, since, hook_reports_only=args.hook)
-            if not waiting:
-                message = f"no session of {agent} that recalled since {since:%Y-%m-%d %H:%M} UTC is waiting for a report"
-                if args.hook:  # never recalled, or the agent reported it itself: nothing to do
-                    print(f"memoria outcome: {message}; nothing reported", file=sys.stderr)
-                    return 0
-                raise CommandError(message + ": pass --session (recall prints its session id)")
-            if (
-                args.hook and len(waiting) > 1
-            ):  # several conversations at once: guessing could hit the wrong one
+            if not waiting:  # never recalled, or the agent reported it itself: nothing to do
+                print(
+                    f"memoria outcome: no session of {agent} that recalled since {since:%Y-%m-%d %H:%M} UTC "
+                    "is waiting for a report; nothing reported",
+                    file=sys.stderr,
+                )
+                return 0
+            if len(waiting) > 1:  # several conversations at once: guessing could hit the wrong one
                 print(
                     f"memoria outcome: {len(waiting)} sessions of {agent} are waiting for a report "
                     f"({', '.join(waiting)}); which one ended is not known, so nothing was reported. Report them "
@@ -358,20 +375,43 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
         result = call(
             report_outcome.handle,
             report_outcome.ReportOutcomeInput,
-            {"outcome": label, "score": args.score, "session_id": session, "note": note, **scope_of(args)},
+            {
+                "outcome": label,
+                "score": args.score,
+                "session_id": session,
+                "note": note,
+                "helpful_ids": args.helpful or None,
+                "misleading_ids": args.misleading or None,
+                **scope_of(args),
+            },
             runtime,
             Caller(agent_id=agent, session_id=session),
             "report_outcome",
         )
-    readable = [f"session {result.session_id}: {result.outcome} (score {result.score:.2f}), {result.status}"]
+    readable = [
+        f"session {result.session_id}: {result.outcome} (score {result.score:.2f}), {result.status}",
+        result.detail,
+    ]
     if result.updated:
         readable.append(
             table(
-                ["id", "weight before", "weight after"],
-                [[u.id, u.weight_before, u.weight_after] for u in result.updated],
+                ["id", "role", "share", "weight before", "weight after"],
+                [[u.id, u.role, u.share, u.weight_before, u.weight_after] for u in result.updated],
             )
         )
     return emit(args, result, "\n".join(readable))
+
+
+def current_session(runtime: Runtime, args: argparse.Namespace, agent: str, *, new: bool = False) -> str:
+    """The agent's current session: the newest one that recalled in the last ``HOOK_WINDOW`` and has no
+    report yet, so that recalls made one after another count toward one outcome; a new one when that
+    session was reported (or there is none, or ``new``)."""
+    if not new:
+        scope = scope_arg(args, runtime.settings)
+        recent = runtime.store.recent_sessions(scope, agent, datetime.now(UTC) - HOOK_WINDOW)
+        if recent and runtime.store.get_outcome(scope, recent[0][0]) is None:
+            return recent[0][0]
+    return f"ses_cli_{secrets.token_hex(6)}"
 
 
 def read_hook_input(stream: TextIO) -> dict[str, Any]:

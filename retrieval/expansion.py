@@ -7,11 +7,13 @@ names an agent, a sibling by another agent keeps ``1 - author_discount`` of its 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
 from retrieval.attribution import author_factor, named_agents
+from retrieval.embedders.base import Embedder
+from retrieval.feedback_index import FeedbackIndex
 from retrieval.trace import SiblingsAdded, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeMemberStub, EpisodeRecord, MemoryRecord, Scope
@@ -66,9 +68,11 @@ def expand(
     max_siblings: int,
     named: tuple[str, ...] = (),
     author_discount: float = 0.0,
+    weights: Mapping[str, float] | None = None,
 ) -> tuple[tuple[Candidate, ...], int, int]:
     """Pure: add siblings of the first ``sources`` direct candidates. A weaker direct match from the same
-    episode is lifted to its sibling score when that is higher. Returns (candidates, sources used, siblings)."""
+    episode is lifted to its sibling score when that is higher. ``weights``: each member's feedback
+    weight for this query (default: its global weight). Returns (candidates, sources used, siblings)."""
     chosen = [c for c in sources_of(candidates, sources) if c.memory.episode_id]
     anchors = {candidate.id for candidate in chosen}
     by_id = {candidate.id: candidate for candidate in candidates}
@@ -85,11 +89,14 @@ def expand(
         )
         for member in nearest[:max_siblings]:
             factor = author_factor(member.agent_id, named, author_discount)
-            score = alpha * source.final_score * min(1.0, member.weight) * factor
+            weight = (weights or {}).get(member.id, member.weight)
+            score = alpha * source.final_score * min(1.0, weight) * factor
             best_so_far = siblings.get(member.id) or by_id.get(member.id)
             if best_so_far is not None and best_so_far.final_score >= score:
                 continue
-            base = by_id.get(member.id) or Candidate(memory=member, feedback_weight=member.weight)
+            base = by_id.get(member.id) or Candidate(
+                memory=member, feedback_weight=weight, global_weight=member.weight
+            )
             siblings[member.id] = replace(
                 base, source="sibling", sibling_of=source.id, weighted_score=score, attribution_factor=factor
             )
@@ -103,14 +110,25 @@ class EpisodeExpansionStage:
     name = "episode_expansion"
 
     def __init__(
-        self, source: EpisodeSource, *, alpha: float, max_siblings: int = 3, author_discount: float = 0.0
+        self,
+        source: EpisodeSource,
+        *,
+        alpha: float,
+        max_siblings: int = 3,
+        author_discount: float = 0.0,
+        feedback: FeedbackIndex | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
+        """With a ``feedback`` index (and the ``embedder`` for the query) a sibling's weight is its
+        weight for this query, as feedback weighting applies it to direct matches."""
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"score_propagation_alpha must be between 0 and 1 (exclusive), but got {alpha}")
         self._source = source
         self._alpha = alpha
         self._max_siblings = max_siblings
         self._author_discount = author_discount
+        self._feedback = feedback
+        self._embedder = embedder
 
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
         sources = [c for c in sources_of(candidates, request.top_k) if c.memory.episode_id]
@@ -126,6 +144,13 @@ class EpisodeExpansionStage:
         members = list(records.values())
         authors = [c.memory.agent_id for c in candidates] + [m.agent_id for m in members]
         named = named_agents(request.query, authors) if self._author_discount else ()
+        weights = None
+        if self._feedback is not None and members:
+            query_vector = self._embedder.embed_query(request.query) if self._embedder is not None else None
+            weights = {
+                memory_id: found.weight
+                for memory_id, found in self._feedback.weights(request.scope, query_vector, members).items()
+            }
         expanded, used, added = expand(
             candidates,
             members,
@@ -134,5 +159,6 @@ class EpisodeExpansionStage:
             max_siblings=self._max_siblings,
             named=named,
             author_discount=self._author_discount,
+            weights=weights,
         )
         return StageOutput(expanded, (SiblingsAdded(used, added, self._alpha),))

@@ -17,8 +17,10 @@ from retrieval.attribution import AttributionStage
 from retrieval.candidate_search import CandidateSearchStage, CandidateSource
 from retrieval.contradiction_marks import ContradictionSource, ContradictionStage
 from retrieval.corroboration import ClusterProvider, CorroborationStage, MemoryCluster
+from retrieval.embedders.base import QueryMemo
 from retrieval.expansion import EpisodeExpansionStage, EpisodeSource
 from retrieval.feedback import FeedbackStage
+from retrieval.feedback_index import FeedbackIndex
 from retrieval.fusion import SEMANTIC_VECTOR_WEIGHT
 from retrieval.gate import GateMode, GateStage
 from retrieval.instructions import InstructionStage
@@ -89,13 +91,20 @@ class _NoClusters:
 
 
 def build_stages(
-    store: PipelineStore, models: Models, options: PipelineOptions, clusters: ClusterProvider | None = None
+    store: PipelineStore,
+    models: Models,
+    options: PipelineOptions,
+    clusters: ClusterProvider | None = None,
+    feedback: FeedbackIndex | None = None,
 ) -> list[Stage]:
+    """The stages in order. ``feedback``: the index of outcome reports that gives each memory its
+    weight for the query (without it, memories carry their global weight)."""
     reranker = models.reranker if options.use_rerank else None
     skipped = "disabled by configuration" if not options.use_rerank else models.reranker_info.describe()
+    embedder = QueryMemo(models.embedder)  # candidate search and feedback embed the same query
     search = CandidateSearchStage(
         store,
-        models.embedder,
+        embedder,
         vector_weight=options.vector_weight,
         use_vector=options.use_vector,
         use_fulltext=options.use_fulltext,
@@ -124,7 +133,7 @@ def build_stages(
         ),
         InstructionStage(options.instruction_demotion),
         CorroborationStage(clusters if clusters is not None and options.use_corroboration else _NoClusters()),
-        FeedbackStage(),
+        FeedbackStage(feedback, embedder),
     ]
     if options.use_expansion:
         stages.append(
@@ -133,6 +142,8 @@ def build_stages(
                 alpha=options.score_propagation_alpha,
                 max_siblings=options.max_siblings,
                 author_discount=options.author_discount,
+                feedback=feedback,
+                embedder=embedder,
             )
         )
     stages.append(ContradictionStage(store))

@@ -281,7 +281,23 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
             "relevance": candidate.relevance_score,
             "corroboration_boost": candidate.corroboration_boost,
             "feedback_weight": candidate.feedback_weight,
+            "global_weight": candidate.global_weight,
             "final": candidate.final_score,
+        },
+        "feedback": {
+            "reports": candidate.feedback_reports,
+            "steps": [
+                {
+                    "session_id": step.session_id,
+                    "role": step.role,
+                    "outcome_score": step.outcome_score,
+                    "share": round(step.share, 6),
+                    "closeness": round(step.closeness, 6),
+                    "weight_before": round(step.weight_before, 6),
+                    "weight_after": round(step.weight_after, 6),
+                }
+                for step in candidate.feedback_steps
+            ],
         },
         "unweighted_rank": candidate.unweighted_rank,
         "weighted_rank": candidate.weighted_rank,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from retrieval.outcomes import FeedbackStep
 from storage.records import MemoryRecord, Scope
 
 if TYPE_CHECKING:
@@ -33,10 +34,11 @@ class Candidate:
     Ranges: ``vector_score`` is cosine similarity in [-1, 1]; ``fulltext_score`` is raw BM25 (>= 0);
     ``fused_score``, ``rerank_score`` and ``relevance_score`` are in [0, 1] (relevance is the rerank score,
     or the fused one, times ``attribution_factor`` and ``instruction_factor``); ``corroboration_boost`` is
-    log2(1 + corroborating agents) x 0.1 (>= 0); ``feedback_weight`` is the memory's EMA weight (neutral
-    1.0); ``weighted_score`` = (relevance + boost) x weight when weighting is on. An episode sibling's
-    ``weighted_score`` is its source's, discounted by ``score_propagation_alpha``. Ranks are 0-based, as in
-    the feedback seed's A/B log.
+    log2(1 + corroborating agents) x 0.1 (>= 0); ``feedback_weight`` is the weight feedback applies for
+    this query (neutral 1.0): the reports of sessions whose queries were close to this one, replayed;
+    ``global_weight`` is the memory's EMA weight over every report; ``weighted_score`` = (relevance +
+    boost) x feedback_weight when weighting is on. An episode sibling's ``weighted_score`` is its
+    source's, discounted by ``score_propagation_alpha``. Ranks are 0-based, as in the A/B log.
     """
 
     memory: MemoryRecord
@@ -54,6 +56,10 @@ class Candidate:
     corroborating_agents: tuple[str, ...] = ()
     cluster_canonical: str | None = None
     feedback_weight: float = 1.0
+    global_weight: float = 1.0
+    # The reports that moved feedback_weight most (at most FEEDBACK_STEPS_SHOWN), and how many moved it.
+    feedback_steps: tuple[FeedbackStep, ...] = ()
+    feedback_reports: int = 0
     weighted_score: float = 0.0
     unweighted_rank: int | None = None
     weighted_rank: int | None = None

@@ -101,7 +101,15 @@ def add_people_commands(commands: Any) -> None:
     recall.add_argument("--kind", action="append", default=[], choices=["fact", "episode", "artifact"])
     recall.add_argument("--context", action="store_true", help="print only the ready-to-paste context block")
     recall.add_argument("--agent", metavar="NAME", help="who is asking (default cli)")
-    recall.add_argument("--session", metavar="ID", help="the session to count it in (default a new one)")
+    recall.add_argument(
+        "--session",
+        metavar="ID",
+        help="the session to count it in (default: the agent's current session, the newest one not yet "
+        "reported; `memoria outcome` then reports it)",
+    )
+    recall.add_argument(
+        "--new-session", action="store_true", help="start a new session instead of continuing the current one"
+    )
 
     explain = command("explain", "show why each memory of a recall ranked where it did")
     explain.add_argument("retrieval_id", nargs="?", help="the retrieval id recall printed")
@@ -113,9 +121,24 @@ def add_people_commands(commands: Any) -> None:
     outcome.add_argument("--score", type=float, metavar="0..1", help="a finer grade; overrides the label")
     outcome.add_argument("--note", help="what helped or misled")
     outcome.add_argument(
+        "--helpful",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a memory you relied on (from recall's list; repeatable): it rises a full step",
+    )
+    outcome.add_argument(
+        "--misleading",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a memory that was wrong or misled you (repeatable): it sinks a full step",
+    )
+    outcome.add_argument(
         "--session",
         metavar="ID",
-        help="the session (default: the agent's newest unreported one that recalled)",
+        help="the session (default: the agent's current session, the one `memoria recall` used last; "
+        "reporting it again replaces the earlier report)",
     )
     outcome.add_argument(
         "--agent", metavar="NAME", help="whose session (default cli; claude-code with --hook)"

@@ -142,6 +142,29 @@ class Settings(BaseModel):
     feedback_ema_alpha: float = Field(0.2, gt=0.0, le=1.0)
     feedback_min_weight: float = Field(0.25, gt=0.0)
     feedback_max_weight: float = Field(1.75, gt=0.0)
+    feedback_closeness: tuple[float, float] | None = Field(
+        None,
+        description="[start, full]: the query cosine at which a report starts to count for a recall and "
+        "counts fully; default measured per embedder ([0.3, 0.6] hashed, [0.65, 0.9] a model)",
+    )
+    feedback_relative_floor: float = Field(
+        0.25,
+        ge=0.0,
+        le=1.0,
+        description="a memory scoring below this fraction of its context's best never moves with an outcome",
+    )
+    feedback_absolute_floor: float = Field(
+        0.05, ge=0.0, le=1.0, description="nor one scoring below this relevance"
+    )
+    feedback_failure_share: float = Field(
+        0.5, ge=0.0, le=1.0, description="an unnamed memory's share of a failed session's blame"
+    )
+    feedback_unnamed_share: float = Field(
+        0.25,
+        ge=0.0,
+        le=1.0,
+        description="when an agent names helpful or misleading memories, the others move by this fraction",
+    )
     org_features: dict[str, OrgFeatures] = Field(default_factory=dict)
 
     max_content_chars: int = Field(20_000, ge=100, le=1_000_000)
@@ -191,6 +214,13 @@ class Settings(BaseModel):
             raise ValueError(f"must be greater than feedback_min_weight ({low}), but got {value}")
         return value
 
+    @field_validator("feedback_closeness")
+    @classmethod
+    def _closeness_range(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and not -1.0 <= value[0] < value[1] <= 1.0:
+            raise ValueError(f"must be [start, full] with -1 <= start < full <= 1, but got {list(value)}")
+        return value
+
     @field_validator("oauth_issuer_url", "oauth_resource_url", "oauth_introspection_url")
     @classmethod
     def _https_url(cls, value: str | None) -> str | None:
@@ -237,7 +267,14 @@ class Settings(BaseModel):
 
 
 _LIST_FIELDS = {"http_allowed_hosts", "http_allowed_origins"}  # a JSON list, or comma-separated
-_JSON_FIELDS = {"storage_options", "org_features", "llm_reranker", "contradiction_oppositions", *_LIST_FIELDS}
+_JSON_FIELDS = {
+    "storage_options",
+    "org_features",
+    "llm_reranker",
+    "contradiction_oppositions",
+    "feedback_closeness",
+    *_LIST_FIELDS,
+}
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 _BOOL_FALSE = {"0", "false", "no", "off"}
 
@@ -250,7 +287,7 @@ def _parse(field_name: str, variable: str, raw: str) -> Any:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{variable} must be JSON, but it does not parse: {exc.msg}") from None
-        expected = list if field_name in {"contradiction_oppositions", *_LIST_FIELDS} else dict
+        expected = list if field_name in {"contradiction_oppositions", "feedback_closeness", *_LIST_FIELDS} else dict
         noun = "a JSON list" if expected is list else "a JSON object"
         if not isinstance(value, expected):
             raise ConfigError(f"{variable} must be {noun}, but got {type(value).__name__}")
@@ -321,6 +358,11 @@ ENVIRONMENT: dict[str, str] = {
     "feedback_ema_alpha": "MEMORIA_FEEDBACK_EMA_ALPHA",
     "feedback_min_weight": "MEMORIA_FEEDBACK_MIN_WEIGHT",
     "feedback_max_weight": "MEMORIA_FEEDBACK_MAX_WEIGHT",
+    "feedback_closeness": "MEMORIA_FEEDBACK_CLOSENESS",
+    "feedback_relative_floor": "MEMORIA_FEEDBACK_RELATIVE_FLOOR",
+    "feedback_absolute_floor": "MEMORIA_FEEDBACK_ABSOLUTE_FLOOR",
+    "feedback_failure_share": "MEMORIA_FEEDBACK_FAILURE_SHARE",
+    "feedback_unnamed_share": "MEMORIA_FEEDBACK_UNNAMED_SHARE",
     "org_features": "MEMORIA_ORG_FEATURES",
     "max_content_chars": "MEMORIA_MAX_CONTENT_CHARS",
     "max_query_chars": "MEMORIA_MAX_QUERY_CHARS",

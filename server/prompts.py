@@ -21,8 +21,9 @@ While you work:
   that worked, pitfalls. One fact per call, not chatter or transient state;
 - when a remembered fact turns out wrong, remember the correction (it supersedes the old belief) or `forget`
   it.
-When the task ends, call `report_outcome` once (success, failure or partial) so the memories that helped
-rise and the ones that misled sink."""
+When the task ends, call `report_outcome` once (success, failure or partial) with the ids of the memories
+you relied on as `helpful_ids` and of any that misled you as `misleading_ids`: they rise or sink for
+tasks like this one."""
 
 
 def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Prompt]:
@@ -66,8 +67,10 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
         return [
             UserMessage(
                 f"The task is over. {how} Call `report_outcome` once with it (and `score` from 0 to 1 if you "
-                f"can grade it more finely).{extra} Before that, `remember` any durable fact, decision or fix "
-                "from this session that is not stored yet."
+                "can grade it more finely). Name the memories you actually relied on in `helpful_ids` and any "
+                "that were wrong or misled you in `misleading_ids`, by the ids recall listed: they move a full "
+                f"step, the others you were shown only a little.{extra} Before that, `remember` any durable "
+                "fact, decision or fix from this session that is not stored yet."
             )
         ]
 

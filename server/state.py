@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from retrieval.outcomes import WeightPolicy
 from server.config import Settings
 from server.llm_bridge import LLMChooser
 from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
@@ -59,12 +60,22 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
     """The pipeline and corroboration cache over an open store and loaded models."""
     from retrieval.aggregation import CorroborationService
     from retrieval.consolidation.service import ConsolidationService
+    from retrieval.feedback_index import FeedbackIndex
+    from retrieval.outcomes import closeness_for
     from retrieval.pipeline import RecallPipeline, build_stages
 
     corroboration = CorroborationService(
         store, max_rows=settings.aggregation_max_rows, oppositions=oppositions(settings)
     )
-    stages = build_stages(store, models, pipeline_options(settings, models.embedder.name), corroboration)
+    feedback = FeedbackIndex(
+        store,
+        models.embedder,
+        closeness=closeness_for(settings.feedback_closeness, models.embedder.name),
+        policy=weight_policy(settings),
+    )
+    stages = build_stages(
+        store, models, pipeline_options(settings, models.embedder.name), corroboration, feedback
+    )
     pipeline = RecallPipeline(stages, backend_summary(models))
     consolidation = ConsolidationService(
         store, models.embedder, consolidation_policy(settings), memory_id=memory_id_for
@@ -76,7 +87,12 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         pipeline=pipeline,
         corroboration=corroboration,
         consolidation=consolidation,
+        feedback=feedback,
     )
+
+
+def weight_policy(settings: Settings) -> WeightPolicy:
+    return WeightPolicy(settings.feedback_ema_alpha, settings.feedback_min_weight, settings.feedback_max_weight)
 
 
 def oppositions(settings: Settings) -> tuple[tuple[str, str], ...]:

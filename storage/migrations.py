@@ -99,6 +99,40 @@ def m004_stable_row_ids(db: Any, ctx: MigrationContext) -> None:
     db.drop_table(schema.LEGACY_MEMORIES)
 
 
+def m005_feedback_credits(db: Any, ctx: MigrationContext) -> None:
+    """Per-memory credit for outcome reports, in a table of its own (stable row ids, so readers catch up
+    by row version); A/B rows gain the weight the ranking applied. A report made before moved every
+    memory of its session's contexts fully, for no query in particular: it becomes that credit. Crash-safe:
+    a table a crash left half-filled is made again."""
+    ab_logs = db.open_table(schema.AB_LOGS)
+    missing = [field for field in schema.AB_LOGS_V5_FIELDS if field.name not in ab_logs.schema.names]
+    if missing:
+        ab_logs.add_columns(missing)
+    if open_or_none(db, schema.FEEDBACK) is not None:
+        db.drop_table(schema.FEEDBACK)
+    feedback = db.create_table(
+        schema.FEEDBACK, schema=schema.feedback_schema(), storage_options=schema.STABLE_ROW_IDS
+    )
+    rows = []
+    for report in db.open_table(schema.OUTCOMES).search().limit(2**31 - 1).to_arrow().to_pylist():
+        common = {
+            "org_id": report["org_id"],
+            "project_id": report["project_id"],
+            "session_id": report["session_id"],
+            "revision": report["revision"],
+            "first_reported_at": report["first_reported_at"],
+        }
+        rows.append({**common, "memory_id": "", "kind": "session"})
+        rows += [
+            {**common, "memory_id": memory_id, "kind": "credit", "role": "context", "share": 1.0, "score": report["score"]}
+            for memory_id in report["memory_ids"] or ()
+        ]
+    if rows:
+        feedback.add(pa.Table.from_pylist(rows, schema=schema.feedback_schema()))
+    for column in ("memory_id", "session_id"):
+        feedback.create_index(column, config=BTree(), replace=True)
+
+
 def open_or_none(db: Any, name: str) -> Any:
     try:
         return db.open_table(name)
@@ -121,6 +155,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "corroboration", m002_corroboration),
     Migration(3, "consolidation", m003_consolidation),
     Migration(4, "stable_row_ids", m004_stable_row_ids),
+    Migration(5, "feedback_credits", m005_feedback_credits),
 )
 
 

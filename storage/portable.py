@@ -37,6 +37,7 @@ TABLE_ORDER = (
     schema.ATTESTATIONS,
     schema.CONTRADICTIONS,
     schema.OUTCOMES,
+    schema.FEEDBACK,
     schema.WEIGHT_EVENTS,
     schema.RETRIEVALS,
     schema.AB_LOGS,
@@ -48,6 +49,7 @@ NATURAL_KEYS: dict[str, tuple[str, ...]] = {
     schema.EPISODES: ("org_id", "project_id", "id"),
     schema.LINEAGE: ("event_id",),
     schema.OUTCOMES: ("org_id", "project_id", "session_id"),
+    schema.FEEDBACK: ("org_id", "project_id", "session_id", "memory_id"),
     schema.WEIGHT_EVENTS: ("memory_id", "session_id", "revision", "at"),
     schema.ATTESTATIONS: ("memory_id", "agent_id", "session_id"),
     schema.CONTRADICTIONS: ("org_id", "project_id", "older_id", "newer_id"),
@@ -358,6 +360,27 @@ def _decode_value(field: pa.Field, value: Any, vector_dim: int | None) -> Any:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise RowError(f"{field.name} must be a list of strings, but got {value!r:.40}")
         return value
+    if pa.types.is_list(kind):  # e.g. an outcome's credits (structs) and query vectors (lists of numbers)
+        if not isinstance(value, list):
+            raise RowError(f"{field.name} must be a list, but got {value!r:.40}")
+        item = pa.field(field.name, kind.value_type, nullable=True)
+        return [None if entry is None else _decode_value(item, entry, None) for entry in value]
+    if pa.types.is_struct(kind):
+        if not isinstance(value, dict):
+            raise RowError(f"{field.name} must be a JSON object, but got {value!r:.40}")
+        names = {kind.field(index).name for index in range(kind.num_fields)}
+        unknown = sorted(set(value) - names)
+        if unknown:
+            raise RowError(f"{field.name} has fields its column does not: {', '.join(unknown)}")
+        decoded = {}
+        for index in range(kind.num_fields):
+            part = kind.field(index)
+            entry = value.get(part.name)
+            if entry is None and not part.nullable:
+                raise RowError(f"{field.name}.{part.name} needs a value, but it is missing or null")
+            name = f"{field.name}.{part.name}"
+            decoded[part.name] = None if entry is None else _decode_value(part.with_name(name), entry, None)
+        return decoded
     raise RowError(f"{field.name} has a column type import does not know: {kind}")
 
 

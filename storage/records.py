@@ -207,7 +207,10 @@ class RetrievalRecord:
 
 @dataclass(frozen=True)
 class AbLogRow:
-    """One candidate of one retrieval, with the columns of the feedback seed's ``retrieval_ab_logs``."""
+    """One candidate of one retrieval, with the columns of the feedback A/B log. ``feedback_weight`` is
+    the memory's global EMA weight at recall time; ``context_weight`` the weight the ranking applied
+    (the reports of sessions whose queries were close to this one); ``weighted_score`` is relevance
+    times the applied weight (relevance alone when weighting is off)."""
 
     retrieval_id: str
     session_id: str
@@ -222,11 +225,60 @@ class AbLogRow:
     weighted_rank: int
     weighting_enabled: bool
     created_at: datetime
+    context_weight: float | None = None
+
+
+CreditRole = Literal["helpful", "misleading", "context"]
+
+
+@dataclass(frozen=True)
+class MemoryCredit:
+    """How one memory moves with one session's report: ``share`` of a full feedback step towards the
+    outcome ``score`` (helpful memories towards 1, misleading ones towards 0, the rest of the session's
+    contexts towards the session's score). ``query_index`` names the report's query under which the
+    session was shown it; None when the session never saw it in a context (named by id)."""
+
+    memory_id: str
+    role: CreditRole
+    share: float
+    score: float
+    query_index: int | None = None
+
+
+@dataclass(frozen=True)
+class CreditedSession:
+    """One memory's credit in one session's current report, as weights replay it: in the order sessions
+    first reported (``first_reported_at``, then ``session_id``)."""
+
+    session_id: str
+    first_reported_at: datetime
+    revision: int
+    credit: MemoryCredit
+
+    @property
+    def replay_key(self) -> tuple[datetime, str]:
+        return (self.first_reported_at, self.session_id)
+
+
+@dataclass(frozen=True)
+class ReportQueries:
+    """A reported session's recall queries and their embeddings (one row per query; None when the
+    report has none), made by ``embedder``."""
+
+    session_id: str
+    queries: tuple[str, ...]
+    vectors: npt.NDArray[np.float32] | None
+    embedder: str | None
 
 
 @dataclass(frozen=True)
 class OutcomeRecord:
-    """The current report for one session; a corrected report replaces it and keeps its place in order."""
+    """The current report for one session; a corrected report replaces it and keeps its place in order.
+
+    ``credits`` say how far each memory moves; ``queries`` are the session's recall queries
+    (``query_vectors`` their embeddings by ``query_embedder``), so that a report moves a memory for
+    tasks like the session's and not for every task. A report made before per-memory credit existed
+    has no ``credits``: every memory of ``memory_ids`` then moves fully with the session's score."""
 
     session_id: str
     org_id: str
@@ -238,6 +290,15 @@ class OutcomeRecord:
     first_reported_at: datetime
     reported_at: datetime
     revision: int
+    credits: tuple[MemoryCredit, ...] = ()
+    queries: tuple[str, ...] = ()
+    query_vectors: tuple[tuple[float, ...], ...] = ()
+    query_embedder: str | None = None
+
+    def memory_credits(self) -> tuple[MemoryCredit, ...]:
+        if self.credits:
+            return self.credits
+        return tuple(MemoryCredit(memory_id, "context", 1.0, self.score) for memory_id in self.memory_ids)
 
 
 @dataclass(frozen=True)

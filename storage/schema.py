@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Migration 4 moved the memories to a table with stable row ids, whose per-row "last updated at version"
 # lets a process read only what changed since the version it has cached (storage.scope_cache).
@@ -13,6 +13,7 @@ MEMORIES = "memories_v4"
 STABLE_ROW_IDS = {"new_table_enable_stable_row_ids": "true"}
 EPISODES = "episodes"
 RETRIEVALS = "retrievals"
+FEEDBACK = "feedback_credits"
 AB_LOGS = "retrieval_ab_logs"
 OUTCOMES = "outcomes"
 WEIGHT_EVENTS = "weight_events"
@@ -187,6 +188,36 @@ def outcomes_schema() -> pa.Schema:
             pa.field("revision", pa.int32(), nullable=False),
         ]
     )
+
+
+def feedback_schema() -> pa.Schema:
+    """Each session's current outcome report, as weights read it: one ``credit`` row per memory it moves
+    (``share`` of a full step towards ``score``; 0 for a memory a corrected report no longer moves, so
+    that nothing is ever deleted and a reader catches up by row version), and one ``session`` row (empty
+    ``memory_id``) with the session's recall queries and their embeddings, which make a report count
+    for tasks like the session's. A report's rows are written in one commit."""
+    return pa.schema(
+        [
+            pa.field("org_id", pa.string(), nullable=False),
+            pa.field("project_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("memory_id", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("revision", pa.int32(), nullable=False),
+            pa.field("first_reported_at", _TS, nullable=False),
+            pa.field("role", pa.string()),
+            pa.field("share", pa.float64()),
+            pa.field("score", pa.float64()),
+            pa.field("query_index", pa.int32()),
+            pa.field("queries", pa.list_(pa.string())),
+            pa.field("query_vectors", pa.list_(pa.list_(pa.float32()))),
+            pa.field("query_embedder", pa.string()),
+        ]
+    )
+
+
+# Migration 5: the weight the ranking applied, beside the global weight of ``feedback_weight``.
+AB_LOGS_V5_FIELDS = [pa.field("context_weight", pa.float64())]
 
 
 def weight_events_schema() -> pa.Schema:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial, reduce
 from pathlib import Path
@@ -33,12 +34,15 @@ from storage.records import (
     AbLogRow,
     AggregationRow,
     ContradictionRecord,
+    CreditedSession,
     EpisodeMemberStub,
     EpisodeRecord,
     LineageEvent,
+    MemoryCredit,
     MemoryRecord,
     NewMemory,
     OutcomeRecord,
+    ReportQueries,
     RetrievalPurpose,
     RetrievalRecord,
     Scope,
@@ -46,7 +50,7 @@ from storage.records import (
     StoreInfo,
     WeightEvent,
 )
-from storage.scan import EVERY_ROW, scan_rows, utc
+from storage.scan import EVERY_ROW, scan, scan_rows, utc
 from storage.scope_cache import Row, ScopeCache, by_id, episode_members
 from storage.snapshots import ScopeSnapshots
 from storage.write_behind import WriteBehind
@@ -122,6 +126,7 @@ class MemoryStore:
         self._retrievals = db.open_table(schema.RETRIEVALS)
         self._ab_logs = db.open_table(schema.AB_LOGS)
         self._outcomes = db.open_table(schema.OUTCOMES)
+        self._feedback = db.open_table(schema.FEEDBACK)
         self._weight_events = db.open_table(schema.WEIGHT_EVENTS)
         self._attestations = db.open_table(schema.ATTESTATIONS)
         self._lineage = db.open_table(schema.LINEAGE)
@@ -225,6 +230,7 @@ class MemoryStore:
             schema.RETRIEVALS: self._retrievals,
             schema.AB_LOGS: self._ab_logs,
             schema.OUTCOMES: self._outcomes,
+            schema.FEEDBACK: self._feedback,
             schema.WEIGHT_EVENTS: self._weight_events,
             schema.ATTESTATIONS: self._attestations,
             schema.LINEAGE: self._lineage,
@@ -1025,13 +1031,28 @@ class MemoryStore:
     # ------------------------------------------------------------------ outcomes
 
     def get_outcome(self, scope: Scope, session_id: str) -> OutcomeRecord | None:
+        """The session's current report, with its credits and queries."""
         rows = self._select(self._outcomes, self._in_scope(scope, session_id=session_id), None, limit=None)
         if not rows:
             return None
-        return max((_outcome_from_row(row) for row in rows), key=lambda record: record.revision)
+        record = max((_outcome_from_row(row) for row in rows), key=lambda found: found.revision)
+        credits = [
+            credited.credit
+            for found in self.credits_for(scope, session_id=session_id).values()
+            for credited in found
+        ]
+        queries = self.report_queries(scope, [session_id]).get(session_id)
+        vectors = queries.vectors if queries is not None and queries.vectors is not None else ()
+        return replace(
+            record,
+            credits=tuple(sorted(credits, key=_credit_order)),
+            queries=queries.queries if queries is not None else (),
+            query_vectors=tuple(tuple(float(x) for x in vector) for vector in vectors),
+            query_embedder=queries.embedder if queries is not None else None,
+        )
 
     def outcomes_in_scope(self, scope: Scope) -> list[OutcomeRecord]:
-        """Every session's current report, in the order sessions first reported (the replay order)."""
+        """Every session's current report (without credits), in the order sessions first reported."""
         rows = self._select(self._outcomes, filters.scope_is(scope), None, limit=None)
         latest: dict[str, OutcomeRecord] = {}
         for row in rows:
@@ -1041,10 +1062,13 @@ class MemoryStore:
                 latest[record.session_id] = record
         return sorted(latest.values(), key=lambda record: (record.first_reported_at, record.session_id))
 
-    def put_outcome(self, record: OutcomeRecord) -> None:
-        """Insert or replace the session's report (caller holds ``exclusive()``)."""
-        row = {**record.__dict__, "memory_ids": list(record.memory_ids)}
-        table = pa.Table.from_pylist([row], schema=self._outcomes.schema)
+    def put_outcome(self, record: OutcomeRecord, previous: OutcomeRecord | None = None) -> None:
+        """Insert or replace the session's report (caller holds ``exclusive()``): its credits and queries
+        in one commit (a memory ``previous`` credited and this report does not is set to share 0), then
+        the report's row, last, so that a retry after a failure in between finds no matching report."""
+        self._put_credits(record, previous)
+        row = {name: value for name, value in record.__dict__.items() if name in self._outcomes.schema.names}
+        table = pa.Table.from_pylist([{**row, "memory_ids": list(record.memory_ids)}], schema=self._outcomes.schema)
         with self.exclusive():
             retrying(
                 lambda: (
@@ -1054,6 +1078,97 @@ class MemoryStore:
                     .execute(table)
                 )
             )
+
+    def _put_credits(self, record: OutcomeRecord, previous: OutcomeRecord | None) -> None:
+        common = {
+            "org_id": record.org_id,
+            "project_id": record.project_id,
+            "session_id": record.session_id,
+            "revision": record.revision,
+            "first_reported_at": record.first_reported_at,
+        }
+        rows: list[dict[str, Any]] = [
+            {
+                **common,
+                "memory_id": "",
+                "kind": "session",
+                "queries": list(record.queries),
+                "query_vectors": [list(vector) for vector in record.query_vectors],
+                "query_embedder": record.query_embedder,
+            }
+        ]
+        credited = {credit.memory_id for credit in record.credits}
+        rows += [{**common, **_credit_values(credit)} for credit in record.credits]
+        rows += [
+            {**common, **_credit_values(replace(credit, share=0.0))}
+            for credit in (previous.memory_credits() if previous is not None else ())
+            if credit.memory_id not in credited
+        ]
+        table = pa.Table.from_pylist(rows, schema=self._feedback.schema)
+        with self.exclusive():
+            retrying(
+                lambda: (
+                    self._feedback.merge_insert(["org_id", "project_id", "session_id", "memory_id"])
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(table)
+                )
+            )
+
+    def feedback_version(self) -> int:
+        """The credit table's version: any report, by any process, changes it."""
+        return int(self._feedback.version)
+
+    def credits_for(
+        self, scope: Scope, memory_ids: Sequence[str] | None = None, *, session_id: str | None = None
+    ) -> dict[str, list[CreditedSession]]:
+        """Each memory's credits (share above 0) in the current reports, oldest report first; every memory
+        asked for has an entry. ``session_id``: only that session's."""
+        condition = filters.all_of(
+            filters.scope_is(scope),
+            filters.equals("kind", "credit"),
+            filters.one_of("memory_id", memory_ids) if memory_ids is not None else None,
+            filters.equals("session_id", session_id) if session_id is not None else None,
+        )
+        found: dict[str, list[CreditedSession]] = {memory_id: [] for memory_id in memory_ids or ()}
+        if memory_ids is not None and not memory_ids:
+            return found
+        for credited in _credited_sessions(scan(self._feedback, condition, CREDIT_COLUMNS)):
+            if credited.credit.share > 0:
+                found.setdefault(credited.credit.memory_id, []).append(credited)
+        for credits in found.values():
+            credits.sort(key=lambda credited: credited.replay_key)
+        return found
+
+    def report_queries(self, scope: Scope, session_ids: Sequence[str]) -> dict[str, ReportQueries]:
+        """The recall queries (and their embeddings) of these reported sessions."""
+        if not session_ids:
+            return {}
+        condition = filters.all_of(
+            filters.scope_is(scope), filters.equals("kind", "session"), filters.one_of("session_id", session_ids)
+        )
+        return {found.session_id: found for found in _report_queries(scan(self._feedback, condition, QUERY_COLUMNS))}
+
+    def feedback_changed_since(
+        self, version: int
+    ) -> tuple[list[tuple[Scope, CreditedSession]], list[tuple[Scope, ReportQueries]]]:
+        """Credit and session rows a report wrote after ``version``, with their scopes."""
+        changed = scan(self._feedback, filters.newer_than_version(version), None)
+        scopes = [
+            Scope(org, project)
+            for org, project in zip(
+                changed.column("org_id").to_pylist(), changed.column("project_id").to_pylist(), strict=True
+            )
+        ]
+        kinds = changed.column("kind").to_pylist()
+        credit_rows = [index for index, kind in enumerate(kinds) if kind == "credit"]
+        session_rows = [index for index, kind in enumerate(kinds) if kind == "session"]
+        credits = _credited_sessions(changed.take(credit_rows)) if credit_rows else []
+        sessions = _report_queries(changed.take(session_rows)) if session_rows else []
+        return (
+            list(zip([scopes[i] for i in credit_rows], credits, strict=True)),
+            list(zip([scopes[i] for i in session_rows], sessions, strict=True)),
+        )
 
     def add_weight_events(self, events: Sequence[WeightEvent]) -> None:
         self._append(self._weight_events, [event.__dict__ for event in events])
@@ -1313,6 +1428,63 @@ def _outcome_from_row(row: Mapping[str, Any]) -> OutcomeRecord:
             "reported_at": utc(row["reported_at"]),
         }
     )
+
+
+CREDIT_COLUMNS = [
+    "session_id",
+    "memory_id",
+    "revision",
+    "first_reported_at",
+    "role",
+    "share",
+    "score",
+    "query_index",
+]
+QUERY_COLUMNS = ["session_id", "queries", "query_vectors", "query_embedder"]
+
+
+def _credit_values(credit: MemoryCredit) -> dict[str, Any]:
+    return {"kind": "credit", **credit.__dict__}
+
+
+def _credit_order(credit: MemoryCredit) -> tuple[int, float, str]:
+    """Named memories first (helpful, misleading), then the rest by share: the order credit is assigned."""
+    return ({"helpful": 0, "misleading": 1}.get(credit.role, 2), -credit.share, credit.memory_id)
+
+
+def _credited_sessions(table: pa.Table) -> list[CreditedSession]:
+    """Credit rows, read column by column (a report has tens of them; a replay reads thousands)."""
+    columns = {name: table.column(name).to_pylist() for name in CREDIT_COLUMNS}
+    return [
+        CreditedSession(
+            session_id=columns["session_id"][index],
+            first_reported_at=utc(columns["first_reported_at"][index]),
+            revision=columns["revision"][index],
+            credit=MemoryCredit(
+                columns["memory_id"][index],
+                columns["role"][index],
+                columns["share"][index],
+                columns["score"][index],
+                columns["query_index"][index],
+            ),
+        )
+        for index in range(table.num_rows)
+    ]
+
+
+def _report_queries(table: pa.Table) -> list[ReportQueries]:
+    found = []
+    for row in table.select(QUERY_COLUMNS).to_pylist():
+        vectors = row["query_vectors"] or []
+        found.append(
+            ReportQueries(
+                session_id=row["session_id"],
+                queries=tuple(row["queries"] or ()),
+                vectors=np.asarray(vectors, dtype=np.float32) if vectors else None,
+                embedder=row["query_embedder"],
+            )
+        )
+    return found
 
 
 def _vector(row: Mapping[str, Any]) -> np.ndarray | None:

@@ -152,3 +152,29 @@ class RecordingEmbedder(TokenEmbedder):
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         self.seen.extend(texts)
         return super().embed_documents(texts)
+
+
+class TableEmbedder:
+    """Vectors looked up by text (unit length), so cosines between texts are known exactly; ``calls``
+    counts the texts embedded."""
+
+    def __init__(self, vectors: Mapping[str, Sequence[float]], name: str = "fake-table") -> None:
+        self._vectors = {text: np.asarray(vector, dtype=np.float32) for text, vector in vectors.items()}
+        self._dimension = len(next(iter(self._vectors.values())))
+        self._name = name
+        self.calls: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return f"{self._name}:{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        self.calls.extend(texts)
+        return l2_normalize(np.vstack([self._vectors[text] for text in texts]))
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed_documents([text])[0]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from retrieval.outcomes import WeightPolicy
+from retrieval.outcomes import CreditPolicy, WeightPolicy
 from retrieval.redaction import redact_text
 from retrieval.text import is_unsafe_char
 from server.config import Settings
@@ -24,6 +24,7 @@ from storage.records import Scope
 if TYPE_CHECKING:  # heavy (LanceDB, models): imported by the runtime builder, after the MCP handshake
     from retrieval.aggregation import CorroborationService
     from retrieval.consolidation.service import ConsolidationService
+    from retrieval.feedback_index import FeedbackIndex
     from retrieval.llm.base import LanguageModel
     from retrieval.pipeline import RecallPipeline
     from retrieval.providers import Models
@@ -120,6 +121,9 @@ class Runtime:
     corroboration: CorroborationService
     consolidation: ConsolidationService
 
+    # The outcome reports behind each memory's weight for a query; None: global weights only.
+    feedback: FeedbackIndex | None = None
+
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     aggregation_passes: int = 0  # finished by the background job so far (the benchmark waits for one)
 
@@ -128,6 +132,16 @@ class Runtime:
         settings = self.settings
         return WeightPolicy(
             settings.feedback_ema_alpha, settings.feedback_min_weight, settings.feedback_max_weight
+        )
+
+    @property
+    def credit_policy(self) -> CreditPolicy:
+        settings = self.settings
+        return CreditPolicy(
+            relative_floor=settings.feedback_relative_floor,
+            absolute_floor=settings.feedback_absolute_floor,
+            failure_share=settings.feedback_failure_share,
+            unnamed_share=settings.feedback_unnamed_share,
         )
 
     @property

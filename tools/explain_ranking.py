@@ -56,9 +56,38 @@ class StageScores(BaseModel):
     corroboration_boost: float = Field(
         0.0, description="log2(1 + corroborating agents) x 0.1, added to relevance before feedback weighting."
     )
-    feedback_weight: float = Field(description="The memory's EMA weight at recall time (neutral 1.0).")
+    feedback_weight: float = Field(
+        description="The weight feedback applied for this query (neutral 1.0): the outcome reports of "
+        "sessions whose queries were close to this one, replayed (see feedback)."
+    )
+    global_weight: float = Field(
+        1.0, description="The memory's EMA weight over every report, whatever the query (the baseline)."
+    )
     final: float = Field(
         description="(relevance + boost) x feedback_weight; for a sibling, alpha x its source's final score."
+    )
+
+
+class FeedbackMove(BaseModel):
+    """One session's report, as it moved this memory's weight for this query."""
+
+    session_id: str
+    role: str = Field(
+        description="helpful or misleading: the agent named it; context: it was in the session's context."
+    )
+    outcome_score: float = Field(description="What it moved towards: 1 success, 0 failure.")
+    share: float = Field(description="Its share of a full step in that report.")
+    closeness: float = Field(
+        description="How close that session's query is to this one: 0 (unrelated) to 1 (the same task)."
+    )
+    weight_before: float
+    weight_after: float
+
+
+class FeedbackExplanation(BaseModel):
+    reports: int = Field(0, description="Reports that moved its weight for this query.")
+    moves: list[FeedbackMove] = Field(
+        default_factory=list, description="The reports that moved it most (at most 5)."
     )
 
 
@@ -86,6 +115,7 @@ class CandidateExplanation(BaseModel):
         "prompt-extraction, chat-markup, tool-call): shown as data, demoted by instruction_factor.",
     )
     scores: StageScores
+    feedback: FeedbackExplanation = Field(default_factory=FeedbackExplanation)
     unweighted_rank: int | None = Field(description="0-based rank by relevance alone.")
     weighted_rank: int | None = Field(description="0-based rank after feedback weighting.")
     rank_delta: int | None = Field(
@@ -248,6 +278,10 @@ def _candidate(entry: dict[str, Any]) -> CandidateExplanation:
         cluster_canonical=entry.get("cluster_canonical"),
         instruction_signals=entry.get("instruction_signals", []),
         scores=StageScores(**entry["scores"]),
+        feedback=FeedbackExplanation(
+            reports=entry.get("feedback", {}).get("reports", 0),
+            moves=[FeedbackMove(**step) for step in entry.get("feedback", {}).get("steps", [])],
+        ),
         unweighted_rank=unweighted,
         weighted_rank=weighted,
         rank_delta=unweighted - weighted if unweighted is not None and weighted is not None else None,

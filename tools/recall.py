@@ -201,7 +201,8 @@ def record_retrieval(
                 observation_id=candidate.id,
                 # The score feedback weighting multiplies: relevance plus any corroboration boost.
                 relevance_score=candidate.boosted_score,
-                feedback_weight=candidate.feedback_weight,
+                feedback_weight=candidate.global_weight,
+                context_weight=candidate.feedback_weight,
                 weighted_score=candidate.weighted_score,
                 unweighted_rank=candidate.unweighted_rank,
                 weighted_rank=candidate.weighted_rank,

@@ -40,7 +40,10 @@ class MovedMemory(BaseModel):
     id: str
     preview: str
     status: str | None = Field(description="Its status now; null if it is no longer in the store.")
-    weight: float | None = Field(description="Its feedback weight now.")
+    weight: float | None = Field(description="Its global feedback weight now (every report, any query).")
+    applied_weight: float = Field(
+        description="The mean weight feedback applied to it in the analysed recalls (its weight for each query)."
+    )
     appearances: int = Field(description="Analysed retrievals it was a candidate in.")
     lifted: int = Field(description="Retrievals where weighting ranked it higher.")
     lowered: int = Field(description="Retrievals where weighting ranked it lower.")
@@ -78,6 +81,13 @@ class FeedbackImpact(BaseModel):
         description="Retrievals whose record (and so top_k) is missing: left out of the top-k count."
     )
     mean_abs_delta: float = Field(description="Mean |unweighted_rank - weighted_rank| over the candidates.")
+    global_retrievals_top_k_changed: int = Field(
+        description="Retrievals whose top_k set the global weights (the baseline, every report whatever the "
+        "query) would have changed."
+    )
+    global_moved_candidates: int = Field(
+        description="Candidates the global weights would have moved, against the weights for each query."
+    )
     delta_histogram: list[DeltaCount] = Field(description="Every delta that occurs, ascending.")
     rank_points: list[RankPoint]
     most_moved: list[MovedMemory] = Field(description="By total |delta|, largest first.")
@@ -236,10 +246,12 @@ def _feedback_impact(
         by_retrieval[row.retrieval_id].append(row)
     deltas = [row.unweighted_rank - row.weighted_rank for row in rows]
 
-    top_k_changed = reordered = without_top_k = disabled = 0
+    top_k_changed = reordered = without_top_k = disabled = global_top_k_changed = global_moved = 0
     for retrieval_id, candidates in by_retrieval.items():
         disabled += not candidates[0].weighting_enabled
         reordered += any(row.unweighted_rank != row.weighted_rank for row in candidates)
+        global_rank = _global_ranks(candidates)
+        global_moved += sum(1 for row in candidates if global_rank[row.observation_id] != row.unweighted_rank)
         top_k = top_ks.get(retrieval_id)
         if top_k is None:
             without_top_k += 1
@@ -247,10 +259,15 @@ def _feedback_impact(
         before = {row.observation_id for row in candidates if row.unweighted_rank < top_k}
         after = {row.observation_id for row in candidates if row.weighted_rank < top_k}
         top_k_changed += before != after
+        global_top_k_changed += before != {m for m, rank in global_rank.items() if rank < top_k}
 
     per_memory: dict[str, list[int]] = defaultdict(list)
+    applied: dict[str, list[float]] = defaultdict(list)
     for row, delta in zip(rows, deltas, strict=True):
         per_memory[row.observation_id].append(delta)
+        applied[row.observation_id].append(
+            row.context_weight if row.context_weight is not None else row.feedback_weight
+        )
     ranked_ids = sorted(
         (memory_id for memory_id, found in per_memory.items() if any(found)),
         key=lambda memory_id: (-sum(abs(d) for d in per_memory[memory_id]), memory_id),
@@ -284,12 +301,15 @@ def _feedback_impact(
         retrievals_top_k_changed=top_k_changed,
         retrievals_without_top_k=without_top_k,
         mean_abs_delta=sum(abs(delta) for delta in deltas) / len(deltas) if deltas else 0.0,
+        global_retrievals_top_k_changed=global_top_k_changed,
+        global_moved_candidates=global_moved,
         delta_histogram=[DeltaCount(delta=d, count=c) for d, c in sorted(Counter(deltas).items())],
         rank_points=[
             RankPoint(unweighted_rank=u, weighted_rank=w, count=c) for (u, w), c in sorted(points.items())
         ],
         most_moved=[
-            _moved(memory_id, per_memory[memory_id], memories.get(memory_id)) for memory_id in ranked_ids
+            _moved(memory_id, per_memory[memory_id], applied[memory_id], memories.get(memory_id))
+            for memory_id in ranked_ids
         ],
         weight_events=len(events),
         memories_with_weight_events=len(event_lists),
@@ -302,12 +322,26 @@ def _feedback_impact(
     )
 
 
-def _moved(memory_id: str, deltas: list[int], memory: MemoryRecord | None) -> MovedMemory:
+def _global_ranks(candidates: Sequence[AbLogRow]) -> dict[str, int]:
+    """The ranks the global weights would have given one retrieval's candidates (relevance x global
+    weight, as the A/B log records both; relevance alone where weighting was off)."""
+
+    def score(row: AbLogRow) -> float:
+        return row.relevance_score * row.feedback_weight if row.weighting_enabled else row.relevance_score
+
+    order = sorted(candidates, key=lambda row: (-score(row), -row.relevance_score, row.observation_id))
+    return {row.observation_id: rank for rank, row in enumerate(order)}
+
+
+def _moved(
+    memory_id: str, deltas: list[int], applied: list[float], memory: MemoryRecord | None
+) -> MovedMemory:
     return MovedMemory(
         id=memory_id,
         preview=_preview(memory),
         status=memory.status if memory else None,
         weight=memory.weight if memory else None,
+        applied_weight=sum(applied) / len(applied),
         appearances=len(deltas),
         lifted=sum(1 for delta in deltas if delta > 0),
         lowered=sum(1 for delta in deltas if delta < 0),

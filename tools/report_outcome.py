@@ -1,4 +1,9 @@
-"""report_outcome: move the feedback weight of every memory this session's recalls put into a context.
+"""report_outcome: move the feedback weights of the memories a session relied on.
+
+The memories the agent names move a full step (helpful up, misleading down); the other memories of the
+session's contexts move by a share of their position there, and filler below the relevance floor never
+moves (``retrieval.outcomes.assign_credit``). The report keeps the session's queries, so that at
+recall a memory's weight is its weight for tasks like the session's (``retrieval.feedback_index``).
 
 Weights are a replay of every session's current report, in the order sessions first reported, so a
 repeated report changes nothing and a corrected report replaces the earlier one as if it had been
@@ -7,31 +12,53 @@ the only one sent.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from retrieval.outcomes import WeightPolicy, effective_score
-from storage.records import MemoryRecord, OutcomeRecord, Scope, WeightEvent
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, WithoutSecrets
+from retrieval.outcomes import ShownContext, ShownMemory, WeightPolicy, assign_credit, effective_score
+from storage.records import (
+    CreditedSession,
+    MemoryRecord,
+    OutcomeRecord,
+    RetrievalRecord,
+    Scope,
+    WeightEvent,
+)
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, WithoutSecrets
 
 log = logging.getLogger(__name__)
+
+MAX_NAMED = 100  # memories one report may name as helpful, and as misleading
 
 
 class ReportOutcomeInput(ScopeArgs):
     outcome: Literal["success", "failure", "partial"] = Field(
-        description="How the task went: success raises the weight of the memories this session recalled, "
-        "failure lowers it, partial leaves it near neutral."
+        description="How the task went: success raises the memories this session relied on, failure "
+        "lowers them, partial leaves them near neutral."
     )
     score: float | None = Field(
         None,
         ge=0.0,
         le=1.0,
         description="Optional finer grade from 0 (failure) to 1 (success); overrides the label.",
+    )
+    helpful_ids: list[Identifier] | None = Field(
+        None,
+        max_length=MAX_NAMED,
+        description="Ids of the memories you relied on (each recall result lists them): they rise fully, "
+        "for tasks like this one.",
+    )
+    misleading_ids: list[Identifier] | None = Field(
+        None,
+        max_length=MAX_NAMED,
+        description="Ids of memories that were wrong or misled you: they sink fully, for tasks like this one.",
     )
     session_id: Identifier | None = Field(
         None, description="The session to report on. Default: this client connection's session."
@@ -40,28 +67,47 @@ class ReportOutcomeInput(ScopeArgs):
         None, description="Optional: what helped or misled."
     )
 
+    @model_validator(mode="after")
+    def _named_once(self) -> ReportOutcomeInput:
+        both = sorted(set(self.helpful_ids or ()) & set(self.misleading_ids or ()))
+        if both:
+            raise ValueError(
+                f"{', '.join(both)} named both helpful and misleading: name each memory in one list only"
+            )
+        return self
+
 
 class WeightUpdate(BaseModel):
     id: str
+    role: Literal["helpful", "misleading", "context"] = Field(
+        description="helpful/misleading: named by the agent (a full step); context: shown by this "
+        "session's recalls (a share of a step by its position)."
+    )
+    share: float = Field(description="Its share of a full feedback step in this report.")
     weight_before: float
     weight_after: float
 
-    @field_validator("weight_before", "weight_after")
+    @field_validator("weight_before", "weight_after", "share")
     @classmethod
     def _readable(cls, value: float) -> float:
         return round(value, 6)
 
 
 class ReportOutcomeOutput(BaseModel):
-    session_id: str
+    session_id: str = Field(description="The session this report is about.")
     outcome: str
     score: float
     status: Literal["applied", "replaced", "unchanged", "nothing_to_update"] = Field(
-        description="applied: first report; replaced: a corrected report replaced the earlier one; "
-        "unchanged: the same report again; nothing_to_update: this session's recalls put no memory into a context."
+        description="applied: first report; replaced: this session was reported before and this report "
+        "replaced that one (weights recomputed, not moved twice); unchanged: the same report again; "
+        "nothing_to_update: no memory was shown above the relevance floor or named."
     )
     revision: int
-    updated: list[WeightUpdate]
+    detail: str = Field(description="What the report did, in a sentence.")
+    updated: list[WeightUpdate] = Field(
+        description="Each memory's global weight before and after; at recall the weight that applies "
+        "is the one for the query, from reports of sessions with close queries."
+    )
 
 
 def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -> ReportOutcomeOutput:
@@ -70,28 +116,55 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     score = effective_score(args.outcome, args.score)
     store = runtime.store
     policy = runtime.weight_policy
+    helpful = list(dict.fromkeys(args.helpful_ids or ()))
+    misleading = list(dict.fromkeys(args.misleading_ids or ()))
+    named = [*helpful, *misleading]
+    if named:
+        # Another tenant's ids read as unknown here: get_memories only sees this scope.
+        unknown = [memory_id for memory_id in named if memory_id not in store.get_memories(named, scope)]
+        if unknown:
+            raise ToolFailure(
+                f"no memory {', '.join(unknown)} in org {scope.org_id!r} / project {scope.project_id!r}; nothing "
+                "was reported. Name ids from this session's recall results (each memory's id), then report again."
+            )
+
+    retrievals = store.session_retrievals(scope, session_id)
+    contexts, queries, query_of_context = shown_contexts(retrievals)
+    credits = tuple(
+        replace(credit, query_index=None if credit.query_index is None else query_of_context[credit.query_index])
+        for credit in assign_credit(
+            contexts,
+            session_score=score,
+            helpful=helpful,
+            misleading=misleading,
+            policy=runtime.credit_policy,
+        )
+    )
+    embedder = runtime.models.embedder
+    query_vectors = tuple(tuple(float(x) for x in embedder.embed_query(query)) for query in queries)
+    memory_ids = tuple(credit.memory_id for credit in credits)
 
     with store.exclusive():
-        memory_ids = tuple(
-            dict.fromkeys(
-                memory_id
-                for retrieval in store.session_retrievals(scope, session_id)
-                for memory_id in retrieval.context_ids
-            )
-        )
         previous = store.get_outcome(scope, session_id)
         if (
             previous is not None
             and previous.score == score
             and previous.outcome == args.outcome
             and previous.note == args.note
-            and set(previous.memory_ids) == set(memory_ids)
+            and previous.memory_credits() == credits
+            and previous.queries == queries
         ):
             current = store.get_memories(memory_ids, scope)
             unchanged = [
-                WeightUpdate(id=m, weight_before=current[m].weight, weight_after=current[m].weight)
-                for m in memory_ids
-                if m in current
+                WeightUpdate(
+                    id=c.memory_id,
+                    role=c.role,
+                    share=c.share,
+                    weight_before=current[c.memory_id].weight,
+                    weight_after=current[c.memory_id].weight,
+                )
+                for c in credits
+                if c.memory_id in current
             ]
             return ReportOutcomeOutput(
                 session_id=session_id,
@@ -99,6 +172,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
                 score=score,
                 status="unchanged",
                 revision=previous.revision,
+                detail=f"session {session_id} was already reported exactly so (revision {previous.revision}): "
+                "nothing moved again",
                 updated=unchanged,
             )
 
@@ -114,15 +189,25 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             first_reported_at=previous.first_reported_at if previous is not None else now,
             reported_at=now,
             revision=previous.revision + 1 if previous is not None else 1,
+            credits=credits,
+            queries=queries,
+            query_vectors=query_vectors,
+            query_embedder=embedder.name,
         )
         affected = list(dict.fromkeys((*memory_ids, *(previous.memory_ids if previous else ()))))
         current = store.get_memories(affected, scope)
-        replay_order = [o if o.session_id != session_id else record for o in store.outcomes_in_scope(scope)]
-        if previous is None:
-            replay_order.append(record)  # the newest report replays last
-        weights = replayed_weights(policy, current, replay_order)
+        # Every report's credits for these memories, with this session's replaced by the new report's.
+        replay = with_report(store.credits_for(scope, affected), record)
+        weights = replayed_weights(policy, current, replay)
+        credit_of = {credit.memory_id: credit for credit in credits}
         updates = [
-            WeightUpdate(id=memory_id, weight_before=current[memory_id].weight, weight_after=weight)
+            WeightUpdate(
+                id=memory_id,
+                role=credit_of[memory_id].role if memory_id in credit_of else "context",
+                share=credit_of[memory_id].share if memory_id in credit_of else 0.0,
+                weight_before=current[memory_id].weight,
+                weight_after=weight,
+            )
             for memory_id, weight in weights.items()
         ]
         write_weights(runtime, scope, current, weights, now)
@@ -144,30 +229,98 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         )
         # The report is saved last: if a write above fails, the retried call finds no matching report
         # and redoes the whole update instead of answering "unchanged" over stale weights.
-        store.put_outcome(record)
-        converge(runtime, scope, affected, replay_order)
+        store.put_outcome(record, previous)
+        converge(runtime, scope, affected, replay)
 
-    if not memory_ids and previous is None:
-        status: Literal["applied", "replaced", "unchanged", "nothing_to_update"] = "nothing_to_update"
+    status: Literal["applied", "replaced", "unchanged", "nothing_to_update"]
+    if previous is not None:
+        status = "replaced"
+        detail = (
+            f"session {session_id} was reported before (revision {previous.revision}); this report replaced "
+            "it, and the weights were recomputed as if only this report had been made"
+        )
+    elif not credits:
+        status = "nothing_to_update"
+        detail = (
+            f"session {session_id}'s recalls put no memory into a context above the relevance floor and none "
+            "was named: nothing moved. Name the memories you used with helpful_ids"
+        )
     else:
-        status = "replaced" if previous is not None else "applied"
+        status = "applied"
+        roles = [credit.role for credit in credits]
+        detail = (
+            f"session {session_id} reported: {roles.count('helpful')} helpful and {roles.count('misleading')} "
+            f"misleading memories moved a full step, {roles.count('context')} others of its contexts a share "
+            "by their position"
+        )
     return ReportOutcomeOutput(
         session_id=session_id,
         outcome=args.outcome,
         score=score,
         status=status,
         revision=record.revision,
+        detail=detail,
         updated=updates,
     )
 
 
+def shown_contexts(
+    retrievals: Sequence[RetrievalRecord],
+) -> tuple[list[ShownContext], tuple[str, ...], list[int]]:
+    """What each recall of the session put into its context, with each memory's score there before
+    feedback weighting; the session's distinct queries; and, per context, its query's index."""
+    contexts = []
+    queries: dict[str, int] = {}
+    query_of_context = []
+    for retrieval in retrievals:
+        trace = json.loads(retrieval.trace_json)
+        shown = tuple(
+            ShownMemory(entry["id"], unweighted_score(entry))
+            for entry in trace.get("candidates", ())
+            if entry.get("in_context")
+        )
+        contexts.append(ShownContext(retrieval.query, shown))
+        query_of_context.append(queries.setdefault(retrieval.query, len(queries)))
+    return contexts, tuple(queries), query_of_context
+
+
+def unweighted_score(entry: dict[str, Any]) -> float:
+    """A traced candidate's score before feedback weighting: relevance plus boost for a direct match,
+    the propagated score for an episode sibling (its final score without its own weight)."""
+    scores = entry["scores"]
+    if entry.get("source") == "sibling":
+        weight = scores.get("feedback_weight") or 1.0
+        return float(scores["final"]) / min(1.0, weight) if weight > 0 else 0.0
+    return float(scores["relevance"]) + float(scores.get("corroboration_boost") or 0.0)
+
+
+Replay = Mapping[str, Sequence[CreditedSession]]  # memory id -> its credits, in replay order
+
+
+def with_report(credited: Replay, record: OutcomeRecord) -> dict[str, list[CreditedSession]]:
+    """``credited`` with ``record``'s session's credits replaced by the record's (a corrected report
+    keeps its session's place in the replay order; a first report replays last)."""
+    new = {
+        credit.memory_id: CreditedSession(record.session_id, record.first_reported_at, record.revision, credit)
+        for credit in record.credits
+    }
+    replay = {}
+    for memory_id, found in credited.items():
+        kept = [c for c in found if c.session_id != record.session_id]
+        if memory_id in new:
+            kept.append(new[memory_id])
+            kept.sort(key=lambda c: c.replay_key)
+        replay[memory_id] = kept
+    return replay
+
+
 def replayed_weights(
-    policy: WeightPolicy, memories: Mapping[str, MemoryRecord], replay_order: Sequence[OutcomeRecord]
+    policy: WeightPolicy, memories: Mapping[str, MemoryRecord], replay: Replay
 ) -> dict[str, float]:
-    """Each memory's weight replayed from every report that put it into a context, oldest first."""
+    """Each memory's global weight: its credit in every report, replayed oldest first."""
     weights = {}
     for memory_id, memory in memories.items():
-        weight = policy.replay(outcome.score for outcome in replay_order if memory_id in outcome.memory_ids)
+        weight = policy.replay_credits((c.credit.share, c.credit.score) for c in replay.get(memory_id, ()))
         if memory.protection_tier == "immutable":
             weight = max(weight, 1.0)  # immutable memories are never decayed
         weights[memory_id] = weight
@@ -189,9 +342,7 @@ def write_weights(
     runtime.corroboration.set_weights(scope, changed)  # the canonical member follows the weights
 
 
-def converge(
-    runtime: Runtime, scope: Scope, memory_ids: Sequence[str], replayed: Sequence[OutcomeRecord]
-) -> None:
+def converge(runtime: Runtime, scope: Scope, memory_ids: Sequence[str], replayed: Replay) -> None:
     """Make the weights just written replay every report there now is.
 
     On a local store the write lock keeps other processes out, and this is one read that finds nothing
@@ -203,11 +354,13 @@ def converge(
     stay replay every report. (Writing only when the re-read differs is not enough: a replica whose
     computation already had every report it then re-reads skips the write, while a third report can
     have made another replica write weights without this one's report in between.)"""
-    seen = [(o.session_id, o.revision) for o in replayed]  # in replay order: the weights depend on it
-    must_write = not runtime.store.excludes_other_processes
+    if runtime.store.excludes_other_processes:
+        return  # the write lock kept every other process out while these weights were computed
+    seen = _replay_keys(replayed, memory_ids)  # in replay order: the weights depend on it
+    must_write = True
     for _ in range(8):
-        latest = runtime.store.outcomes_in_scope(scope)
-        now_seen = [(o.session_id, o.revision) for o in latest]
+        latest = runtime.store.credits_for(scope, memory_ids)
+        now_seen = _replay_keys(latest, memory_ids)
         if now_seen == seen and not must_write:
             return
         must_write = False
@@ -218,6 +371,13 @@ def converge(
         weights = replayed_weights(runtime.weight_policy, current, latest)
         write_weights(runtime, scope, current, weights, runtime.clock(), only_changed=False)
     log.warning("outcome reports kept arriving while weights were recomputed; the next report settles them")
+
+
+def _replay_keys(replay: Replay, memory_ids: Sequence[str]) -> list[list[tuple[str, int, float, float]]]:
+    return [
+        [(c.session_id, c.revision, c.credit.share, c.credit.score) for c in replay.get(memory_id, ())]
+        for memory_id in memory_ids
+    ]
 
 
 async def handle(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -> ReportOutcomeOutput:

@@ -162,7 +162,9 @@ def _feedback_section(feedback: FeedbackImpact) -> str:
         '<section id="feedback"><h2>Feedback impact</h2>',
         '<p class="lede">What outcome-driven feedback weights did to rankings over the newest '
         f"{feedback.retrievals_requested:,} recalls of this scope: rank delta = unweighted rank − weighted "
-        "rank, so a positive delta means feedback lifted the memory.</p>",
+        "rank, so a positive delta means feedback lifted the memory. The weight applied is each memory's "
+        "weight for the query (the reports of sessions with close queries); the global weight, over every "
+        "report, is the baseline shown beside it.</p>",
     ]
     if feedback.retrievals == 0:
         parts.append(
@@ -185,6 +187,11 @@ def _feedback_section(feedback: FeedbackImpact) -> str:
                         f"{feedback.moved_candidates:,} / {feedback.candidates:,}",
                         "candidates moved",
                         None,
+                    ),
+                    (
+                        f"{feedback.global_retrievals_top_k_changed:,}",
+                        "with top-k the global weights would have changed",
+                        f"{feedback.global_moved_candidates:,} candidates moved",
                     ),
                 ]
             )
@@ -330,6 +337,7 @@ def _most_moved_table(feedback: FeedbackImpact) -> str:
     rows = []
     for memory in feedback.most_moved:
         weight = f"{memory.weight:.3f}" if memory.weight is not None else "—"
+        applied = f"{memory.applied_weight:.3f}"
         rows.append(
             "<tr>"
             f'<td class="id">{_e(memory.id)}</td>'
@@ -339,6 +347,7 @@ def _most_moved_table(feedback: FeedbackImpact) -> str:
             f'<td class="num" style="color:{LOWERED}">{memory.lowered:,}</td>'
             f'<td class="num">{memory.total_abs_delta:,}</td>'
             f'<td class="num" data-v="{memory.mean_delta:.6f}">{memory.mean_delta:+.2f}</td>'
+            f'<td class="num">{applied}</td>'
             f'<td class="num">{weight}</td>'
             f"<td>{_e(memory.status or 'gone')}</td>"
             "</tr>"
@@ -352,10 +361,11 @@ def _most_moved_table(feedback: FeedbackImpact) -> str:
             "lowered",
             "Σ|delta|",
             "mean delta",
-            "weight now",
+            "weight applied (mean)",
+            "global weight now",
             "status",
         ],
-        numeric={2, 3, 4, 5, 6, 7},
+        numeric={2, 3, 4, 5, 6, 7, 8},
     )
     return f'<table class="sortable">{head}<tbody>{"".join(rows)}</tbody></table>'
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -34,3 +36,39 @@ def l2_normalize(matrix: Vectors) -> Vectors:
     norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
     norms[norms == 0] = 1.0
     return (matrix / norms).astype(np.float32, copy=False)
+
+
+class QueryMemo:
+    """An embedder that remembers its last few query vectors, so the stages of one recall (candidate
+    search, feedback weighting) embed its query once. Documents pass straight through."""
+
+    def __init__(self, inner: Embedder, size: int = 64) -> None:
+        self._inner = inner
+        self._size = size
+        self._vectors: OrderedDict[str, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        with self._lock:
+            found = self._vectors.get(text)
+            if found is not None:
+                self._vectors.move_to_end(text)
+                return found
+        vector = self._inner.embed_query(text)
+        vector.setflags(write=False)  # shared by every stage that asks: nobody may change it
+        with self._lock:
+            self._vectors[text] = vector
+            while len(self._vectors) > self._size:
+                self._vectors.popitem(last=False)
+        return vector

@@ -39,7 +39,7 @@ def test_the_benchmark_runs_every_variant_the_baseline_and_the_feedback_experime
     data.write_text(json.dumps([SAMPLE]))
     out = tmp_path / "quality.json"
     assert quality.main(["--data", str(data), "--out", str(out), "--holdout", "conv-test"]) == 0
-    report = json.loads(out.read_text())
+    report = json.loads(out.read_text())["runs"]["offline"]
     assert report["questions"] == 3 and report["backend"].startswith("embedder hashed-v1")
     assert list(report["variants"]) == [v.name for v in quality.variants("default")]
     for summary in report["variants"].values():
@@ -50,7 +50,26 @@ def test_the_benchmark_runs_every_variant_the_baseline_and_the_feedback_experime
     assert set(full["by_category"]) == {"multi-hop", "single-hop"}
     assert full["holdout"]["questions"] == 3 and full["tuning"]["questions"] == 0
     assert report["bm25"]["overall"]["questions"] == 3
-    feedback = report["feedback"]
-    assert feedback["before"]["overall"]["questions"] == feedback["after"]["overall"]["questions"] == 1
+    # Training: questions 1 and 3; test: question 2, whose evidence no training question shares.
+    arms = report["feedback"]["arms"]
+    assert list(arms) == ["before", quality.CEILING, *(arm.name for arm in quality.FEEDBACK_ARMS)]
+    for name, summary in arms.items():
+        assert summary["all"]["unrelated"]["questions"] == 1 and summary["holdout"]["unrelated"]["questions"] == 1
+        assert summary["all"].get("seen", {}).get("questions") == (None if name == quality.CEILING else 2)
     table = capsys.readouterr().out
-    assert "BM25 (k1 1.2, b 0.75)" in table and "- episode expansion" in table and "after outcomes" in table
+    assert "BM25 (k1 1.2, b 0.75)" in table and "- episode expansion" in table
+    assert "feedback: unrelated (holdout)" in table and "helpful_ids x5" in table
+
+
+def test_test_questions_are_related_when_they_share_evidence_with_a_training_question():
+    from benchmarks.locomo import Question
+
+    questions = [
+        Question("a?", ("D1:1",), 4),
+        Question("b?", ("D1:1", "D2:2"), 4),
+        Question("c?", ("D3:3",), 4),
+        Question("d?", ("D4:4",), 4),
+    ]
+    train, test, groups = quality.split_questions(questions)
+    assert [q.question for q in train] == ["a?", "c?"] and [q.question for q in test] == ["b?", "d?"]
+    assert groups == ["related", "unrelated"]

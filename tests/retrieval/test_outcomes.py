@@ -1,6 +1,19 @@
 import pytest
 
-from retrieval.outcomes import OUTCOME_SCORES, WeightPolicy, effective_score
+from retrieval.outcomes import (
+    OUTCOME_SCORES,
+    Closeness,
+    CreditedReport,
+    CreditPolicy,
+    ShownContext,
+    ShownMemory,
+    WeightPolicy,
+    assign_credit,
+    closeness_for,
+    contextual_weight,
+    effective_score,
+)
+from storage.records import MemoryCredit
 
 POLICY = WeightPolicy(alpha=0.2, low=0.25, high=1.75)
 
@@ -41,3 +54,109 @@ def test_explicit_score_overrides_the_label():
     assert effective_score("failure", 0.9) == 0.9
     assert effective_score("success", None) == 1.0
     assert OUTCOME_SCORES == {"failure": 0.0, "partial": 0.5, "success": 1.0}
+
+
+# -- credit ------------------------------------------------------------------------------------------
+
+# Position shares 1 / log2(2 + rank): 1.0, 0.630930, 0.5, 0.430677 for ranks 0-3.
+POLICY_CREDIT = CreditPolicy(relative_floor=0.25, absolute_floor=0.05, failure_share=0.5, unnamed_share=0.25)
+
+
+def context(query: str, **scores: float) -> ShownContext:
+    return ShownContext(query, tuple(ShownMemory(memory_id, score) for memory_id, score in scores.items()))
+
+
+def test_a_success_moves_each_memory_by_its_position_in_the_context():
+    credits = assign_credit([context("q", a=0.8, b=0.6, c=0.5, d=0.4)], session_score=1.0, policy=POLICY_CREDIT)
+    assert [(c.memory_id, c.role, c.share, c.score, c.query_index) for c in credits] == [
+        ("a", "context", 1.0, 1.0, 0),
+        ("b", "context", 0.63093, 1.0, 0),
+        ("c", "context", 0.5, 1.0, 0),
+        ("d", "context", 0.430677, 1.0, 0),
+    ]
+
+
+def test_filler_below_the_relative_or_absolute_floor_never_moves():
+    # best 0.8: the relative floor is 0.25 x 0.8 = 0.2, so 0.19 is filler; 0.04 is below the absolute floor.
+    credits = assign_credit([context("q", a=0.8, b=0.19, c=0.2)], session_score=1.0, policy=POLICY_CREDIT)
+    assert {c.memory_id for c in credits} == {"a", "c"}
+    nothing = assign_credit([context("q", a=0.04, b=0.03)], session_score=0.0, policy=POLICY_CREDIT)
+    assert nothing == ()
+
+
+def test_a_failure_spreads_half_the_blame():
+    credits = assign_credit([context("q", a=0.8, b=0.6)], session_score=0.0, policy=POLICY_CREDIT)
+    assert [(c.memory_id, c.share, c.score) for c in credits] == [("a", 0.5, 0.0), ("b", 0.315465, 0.0)]
+
+
+def test_named_memories_move_fully_and_the_rest_by_a_quarter_share():
+    credits = assign_credit(
+        [context("q", a=0.8, b=0.6, c=0.5)],
+        session_score=1.0,
+        helpful=["b"],
+        misleading=["a"],
+        policy=POLICY_CREDIT,
+    )
+    assert [(c.memory_id, c.role, c.share, c.score) for c in credits] == [
+        ("b", "helpful", 1.0, 1.0),
+        ("a", "misleading", 1.0, 0.0),
+        ("c", "context", 0.125, 1.0),  # third place 0.5, a quarter of it
+    ]
+
+
+def test_a_memory_shown_in_several_contexts_takes_its_best_position_and_that_query():
+    credits = assign_credit(
+        [context("first", a=0.9, b=0.5), context("second", b=0.7)], session_score=1.0, policy=POLICY_CREDIT
+    )
+    assert [(c.memory_id, c.share, c.query_index) for c in credits] == [("a", 1.0, 0), ("b", 1.0, 1)]
+
+
+def test_a_named_memory_never_shown_has_no_query():
+    credits = assign_credit([context("q", a=0.8)], session_score=1.0, helpful=["z"], policy=POLICY_CREDIT)
+    assert credits[0] == MemoryCredit("z", "helpful", 1.0, 1.0, None)
+
+
+def test_closeness_is_linear_between_start_and_full():
+    closeness = Closeness(0.3, 0.6)
+    assert [closeness(c) for c in (0.1, 0.3, 0.45, 0.6, 0.9)] == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.0])
+    assert closeness_for(None, "hashed-v1:384") == Closeness(0.30, 0.60)
+    assert closeness_for(None, "st:all-MiniLM-L6-v2") == Closeness(0.65, 0.90)
+    assert closeness_for((0.2, 0.4), "anything") == Closeness(0.2, 0.4)
+    with pytest.raises(ValueError):
+        Closeness(0.6, 0.3)
+
+
+def report(share: float, score: float, closeness: float, session: str = "s", role: str = "context") -> CreditedReport:
+    return CreditedReport(session, MemoryCredit("m", role, share, score), closeness)  # type: ignore[arg-type]
+
+
+def test_the_contextual_weight_scales_each_step_by_closeness():
+    # A full success at closeness 1: 1.15. At closeness 0.5: 1 + 0.5 x 0.2 x 0.75 = 1.075. At 0: untouched.
+    assert contextual_weight([report(1.0, 1.0, 1.0)], POLICY)[0] == pytest.approx(1.15)
+    assert contextual_weight([report(1.0, 1.0, 0.5)], POLICY)[0] == pytest.approx(1.075)
+    weight, steps = contextual_weight([report(1.0, 1.0, 0.0)], POLICY)
+    assert (weight, steps) == (1.0, ())
+
+
+def test_the_contextual_weight_replays_reports_in_order_and_lists_each_step():
+    # success (share 1, closeness 1): 1.15; then failure (share 0.5, closeness 0.5):
+    # 1.15 + 0.25 x 0.2 x (0.25 - 1.15) = 1.105
+    weight, steps = contextual_weight(
+        [report(1.0, 1.0, 1.0, "s1", "helpful"), report(0.5, 0.0, 0.5, "s2")], POLICY
+    )
+    assert weight == pytest.approx(1.105)
+    assert [(s.session_id, s.role, s.share, s.closeness) for s in steps] == [
+        ("s1", "helpful", 1.0, 1.0),
+        ("s2", "context", 0.5, 0.5),
+    ]
+    assert steps[1].weight_before == pytest.approx(1.15) and steps[1].moved == pytest.approx(-0.045)
+
+
+def test_an_immutable_memory_never_drops_below_neutral():
+    weight, _ = contextual_weight([report(1.0, 0.0, 1.0)], POLICY, protection_tier="immutable")
+    assert weight == 1.0
+
+
+def test_replay_credits_scales_each_step_by_its_share():
+    # 1 + 0.5 x 0.15 = 1.075, then 1.075 + 0.2 x (0.25 - 1.075) = 0.91
+    assert POLICY.replay_credits([(0.5, 1.0), (1.0, 0.0)]) == pytest.approx(0.91)

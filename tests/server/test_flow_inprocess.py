@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tests.fakes import ScriptedReranker
-from tests.helpers import ALL_STAGES, TOOL_NAMES, call, connected, server_with
+from tests.helpers import ALL_STAGES, TOOL_NAMES, call, call_error, connected, server_with
 
 pytestmark = pytest.mark.anyio
 
@@ -24,9 +24,15 @@ async def test_feedback_reorders_recall_and_explain_shows_why(settings):
         assert [m["id"] for m in first["memories"]] == [ids[POOL]]
         assert POOL in first["context"]
 
-        report = await call(client, "report_outcome", {"outcome": "failure", "note": "pool size was stale"})
+        report = await call(
+            client,
+            "report_outcome",
+            {"outcome": "failure", "misleading_ids": [ids[POOL]], "note": "pool size was stale"},
+        )
         assert report["status"] == "applied"
-        assert report["updated"] == [{"id": ids[POOL], "weight_before": 1.0, "weight_after": 0.85}]
+        assert report["updated"] == [
+            {"id": ids[POOL], "role": "misleading", "share": 1.0, "weight_before": 1.0, "weight_after": 0.85}
+        ]
 
         second = await call(client, "recall", {"query": "postgres settings", "top_k": 1})
         assert [m["id"] for m in second["memories"]] == [ids[PORT]]
@@ -39,13 +45,45 @@ async def test_feedback_reorders_recall_and_explain_shows_why(settings):
         assert (promoted["unweighted_rank"], promoted["weighted_rank"], promoted["rank_delta"]) == (1, 0, 1)
         assert demoted["scores"]["rerank"] == 0.80
         assert demoted["scores"]["feedback_weight"] == pytest.approx(0.85)
+        assert demoted["scores"]["global_weight"] == pytest.approx(0.85)
         assert demoted["scores"]["final"] == pytest.approx(0.68)
+        [move] = demoted["feedback"]["moves"]
+        assert (move["role"], move["share"], move["closeness"]) == ("misleading", 1.0, 1.0)
         assert demoted["in_context"] is False and demoted["reason"] == "ranked below the top_k=1 cut"
         assert promoted["reason"] == "in the context at position [1]"
         assert [s["stage"] for s in explained["stages"]] == ALL_STAGES
 
         assert all(s["elapsed_ms"] >= 0 for s in explained["stages"])
         assert explained["backends"]["reranker"] == "scripted"
+
+        # Another task that finds the same memories: the report was about "postgres settings", not this.
+        other = await call(client, "recall", {"query": "pool size", "top_k": 1})
+        assert [m["id"] for m in other["memories"]] == [ids[POOL]]
+        assert other["memories"][0]["score"] == pytest.approx(0.80)
+
+
+async def test_a_report_naming_unknown_or_contradictory_ids_is_refused_and_moves_nothing(settings):
+    async with connected(server_with(settings), agent="claude-code") as client:
+        pool = (await call(client, "remember", {"content": POOL}))["id"]
+        theirs = (await call(client, "remember", {"content": CAT, "project_id": "elsewhere"}))["id"]
+        await call(client, "recall", {"query": "postgres pool"})
+        unknown = await call_error(
+            client, "report_outcome", {"outcome": "success", "helpful_ids": [pool, "mem_nope", theirs]}
+        )
+        assert f"no memory mem_nope, {theirs} in org 'default' / project 'default'" in unknown
+        assert "nothing was reported" in unknown and "recall results" in unknown
+        both = await call_error(
+            client, "report_outcome", {"outcome": "success", "helpful_ids": [pool], "misleading_ids": [pool]}
+        )
+        assert f"{pool} named both helpful and misleading" in both
+        shown = json.loads(
+            (await client.read_resource(f"memoria://memory/{pool}")).contents[0].text  # type: ignore[union-attr]
+        )
+        assert shown["weight"] == 1.0 and shown["weight_history"] == []
+        # A report naming it properly then applies, once.
+        applied = await call(client, "report_outcome", {"outcome": "success", "helpful_ids": [pool]})
+        again = await call(client, "report_outcome", {"outcome": "success", "helpful_ids": [pool]})
+        assert (applied["status"], again["status"]) == ("applied", "unchanged")
 
 
 async def test_offline_backend_flow_end_to_end(settings):

@@ -177,10 +177,14 @@ async def writer(db, number: int, shared: Shared, rng: random.Random) -> None:
 
 
 def expected_weights(policy: WeightPolicy, ids: list[str], outcomes: list[Any]) -> dict[str, float]:
-    """Every memory's weight replayed serially from the reports that put it into a context, in the order
-    sessions first reported."""
+    """Every memory's weight replayed serially from its credit in each report, in the order sessions
+    first reported."""
+    credits = [{credit.memory_id: credit for credit in o.memory_credits()} for o in outcomes]
     return {
-        memory_id: policy.replay(o.score for o in outcomes if memory_id in o.memory_ids) for memory_id in ids
+        memory_id: policy.replay_credits(
+            (found.share, found.score) for by_memory in credits if (found := by_memory.get(memory_id))
+        )
+        for memory_id in ids
     }
 
 
@@ -225,12 +229,12 @@ async def test_four_processes_writing_recalling_and_reporting_at_once_agree_with
     assert [i for i, count in Counter(ids).items() if count > 1] == []
     assert set(ids) == set(shared.acknowledged)
 
-    # The stored reports are the ones sent: one per session, its last score, the memories its recalls
-    # put into a context.
+    # The stored reports are the ones sent: one per session, its last score, credit for the memories its
+    # recalls put into a context (filler below the relevance floor gets none).
     assert {o.session_id: o.score for o in outcomes} == {s: log.score for s, log in shared.sessions.items()}
-    assert {o.session_id: set(o.memory_ids) for o in outcomes} == {
-        s: log.context_ids for s, log in shared.sessions.items()
-    }
+    for o in outcomes:
+        context_ids = shared.sessions[o.session_id].context_ids
+        assert set(o.memory_ids) <= context_ids and bool(o.memory_ids) == bool(context_ids)
 
     # Every weight is the serial replay, in first-reported order: the same arithmetic, so the same floats.
     assert stored == expected_weights(policy, ids, outcomes)
@@ -287,9 +291,10 @@ async def test_reporting_the_same_outcome_twice_through_mcp_leaves_the_weights_a
         for text in ["postgres pool size is 20", "postgres runs on port 5432"]:
             await call(client, "remember", {"content": text})
         recalled = await call(client, "recall", {"query": "postgres pool", "top_k": 2})
-        first = await call(client, "report_outcome", {"outcome": "success"})
-        second = await call(client, "report_outcome", {"outcome": "success"})
-    in_context = [m["id"] for m in recalled["memories"]]
+        in_context = [m["id"] for m in recalled["memories"]]
+        named = {"outcome": "success", "helpful_ids": in_context}
+        first = await call(client, "report_outcome", named)
+        second = await call(client, "report_outcome", named)
     assert in_context and first["status"] == "applied" and second["status"] == "unchanged"
     assert {u["id"]: u["weight_after"] for u in first["updated"]} == dict.fromkeys(in_context, 1.15)
     # 0.8 x 1.0 + 0.2 x 1.75 = 1.15, and the repeat moves nothing

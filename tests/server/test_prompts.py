@@ -70,4 +70,5 @@ async def test_session_end_asks_for_one_outcome_report_with_the_given_outcome_an
         judged = text_of(await client.get_prompt("session_end", {}))
     assert "The task's outcome is `partial`" in given and "Pass this as the note: docs were stale" in given
     assert "Call `report_outcome` once" in given
+    assert "`helpful_ids`" in given and "`misleading_ids`" in given and "ids recall listed" in given
     assert "Judge the outcome: success" in judged

@@ -269,11 +269,15 @@ async def work(client: Client, story: Story, tenant: Tenant) -> set[str]:
 async def report(
     client: Client, story: Story, tenant: Tenant, outcome: str | None, in_context: set[str]
 ) -> None:
-    """The session's outcome, in the tenants that report one: it moves this tenant's recalled memories."""
+    """The session's outcome, in the tenants that report one: it moves this tenant's recalled memories
+    (each named, so each moves a full step)."""
     if outcome is None:
         return
+    named = "helpful_ids" if outcome == "success" else "misleading_ids"
     out = await call(
-        client, "report_outcome", {"outcome": outcome, "session_id": story.session, **tenant.scope}
+        client,
+        "report_outcome",
+        {"outcome": outcome, "session_id": story.session, named: sorted(in_context), **tenant.scope},
     )
     weight = SUCCESS_WEIGHT if outcome == "success" else FAILURE_WEIGHT
     assert in_context and {update["id"] for update in out["updated"]} == in_context

@@ -152,3 +152,33 @@ def test_a_lease_create_that_loses_to_a_concurrent_overwrite_waits_and_takes_the
 def test_a_lease_create_that_fails_for_another_reason_is_not_mistaken_for_a_lost_race():
     assert migrations.lost_the_race(RuntimeError("Table 'migration_lease' already exists"))
     assert not migrations.lost_the_race(OSError("permission denied: s3://memoria/store"))
+
+
+def test_reports_made_before_per_memory_credit_read_back_as_full_steps_for_no_query(tmp_path):
+    make_v1_store(tmp_path / "db")
+    db = lancedb.connect(str(tmp_path / "db"))
+    old_report = {
+        "session_id": "ses_old",
+        "org_id": "o",
+        "project_id": "p",
+        "outcome": "success",
+        "score": 1.0,
+        "note": None,
+        "memory_ids": ["mem_old"],
+        "first_reported_at": NOW,
+        "reported_at": NOW,
+        "revision": 1,
+    }
+    db.open_table(schema.OUTCOMES).add(pa.Table.from_pylist([old_report], schema=schema.outcomes_schema()))
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
+        [report] = store.outcomes_in_scope(Scope("o", "p"))
+        assert (report.credits, report.queries, report.query_embedder) == ((), (), None)
+        [credit] = report.memory_credits()
+        assert (credit.memory_id, credit.role, credit.share, credit.score, credit.query_index) == (
+            "mem_old",
+            "context",
+            1.0,
+            1.0,
+            None,
+        )
+        assert "context_weight" in store.tables()[schema.AB_LOGS].schema.names

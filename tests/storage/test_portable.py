@@ -12,6 +12,7 @@ from storage.records import (
     AbLogRow,
     ContradictionRecord,
     LineageEvent,
+    MemoryCredit,
     OutcomeRecord,
     RetrievalRecord,
     Scope,
@@ -57,7 +58,24 @@ def fill(store: MemoryStore) -> None:
     store.put_contradictions(
         [ContradictionRecord("acme", "web", "m2", "m1", "polarity", "on/off", 0.9, "open", None, NOW, None)]
     )
-    store.put_outcome(OutcomeRecord("s1", "acme", "web", "success", 1.0, None, ("m1",), NOW, NOW, 1))
+    store.put_outcome(
+        OutcomeRecord(
+            "s1",
+            "acme",
+            "web",
+            "success",
+            1.0,
+            None,
+            ("m1",),
+            NOW,
+            NOW,
+            1,
+            credits=(MemoryCredit("m1", "helpful", 1.0, 1.0, 0),),
+            queries=("pool",),
+            query_vectors=((0.5,) * 8,),
+            query_embedder="e",
+        )
+    )
     store.add_weight_events([WeightEvent("m1", "acme", "web", "s1", 1.0, 1.15, 1, NOW)])
     store.record_retrieval(
         RetrievalRecord("ret_1", "acme", "web", "s1", "agent", "pool", "recall", NOW, 5, 100, ("m1",), "{}")
@@ -101,6 +119,8 @@ def test_every_table_is_exported_in_a_stable_order_and_scopes_and_vectors_can_be
         schema.ATTESTATIONS,
         schema.CONTRADICTIONS,
         schema.OUTCOMES,
+        schema.FEEDBACK,  # the session's queries
+        schema.FEEDBACK,  # and m1's credit
         schema.WEIGHT_EVENTS,
         schema.RETRIEVALS,  # the buffered logs are flushed first
         schema.AB_LOGS,
@@ -122,6 +142,7 @@ def test_an_import_writes_every_row_as_it_was_and_a_second_import_writes_nothing
         schema.ATTESTATIONS: (1, 0),
         schema.CONTRADICTIONS: (1, 0),
         schema.OUTCOMES: (1, 0),
+        schema.FEEDBACK: (2, 0),
         schema.WEIGHT_EVENTS: (1, 0),
         schema.RETRIEVALS: (1, 0),
         schema.AB_LOGS: (1, 0),

@@ -69,13 +69,17 @@ def build_sample(runtime: Runtime) -> Sample:
         found = recall(RecallInput(query=query, top_k=top_k), runtime, caller(session))
         retrievals.append((found.retrieval_id, top_k))
 
+    def report(session: str, outcome: str, **named: list[str]) -> None:
+        named_ids = {role: [ids[key] for key in keys] for role, keys in named.items()}
+        report_outcome(ReportOutcomeInput(outcome=outcome, **named_ids), runtime, caller(session))
+
     recall_in("ses_1", "postgres pool", 2)  # pool, port
-    report_outcome(ReportOutcomeInput(outcome="failure"), runtime, caller("ses_1"))  # pool, port: 0.85
+    report("ses_1", "failure", misleading_ids=["pool", "port"])  # pool, port: 0.85
     recall_in("ses_2", "postgres pool", 2)  # port (0.85) drops below backup: pool, backup
-    report_outcome(ReportOutcomeInput(outcome="success"), runtime, caller("ses_2"))  # pool 1.03, backup 1.15
+    report("ses_2", "success", helpful_ids=["pool", "backup"])  # pool 1.03, backup 1.15
     recall_in("ses_3", "postgres pool", 2)
     recall_in("ses_4", "postgres note", 1)  # the hostile memory
-    report_outcome(ReportOutcomeInput(outcome="success"), runtime, caller("ses_4"))  # hostile: 1.15
+    report("ses_4", "success", helpful_ids=["hostile"])  # hostile: 1.15
 
     flag_old = remember(
         RememberInput(content="Feature flag checkout_v2 is enabled in staging"), runtime, caller("ses_5")

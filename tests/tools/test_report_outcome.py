@@ -3,8 +3,10 @@
 from dataclasses import replace
 
 import pytest
+from pydantic import ValidationError
 
-from tools.common import Caller
+from storage.records import Scope
+from tools.common import Caller, ToolFailure
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
 from tools.report_outcome import ReportOutcomeInput, converge, report_outcome
@@ -33,45 +35,117 @@ def recall_top(runtime, caller, query="postgres pool", top_k=2):
     return [m.id for m in recall(RecallInput(query=query, top_k=top_k), runtime, caller).memories]
 
 
-def test_success_raises_every_memory_the_session_put_in_a_context(runtime, three):
+# A context's memories move by their position's share 1 / log2(2 + rank) of a full step:
+# the first 1.0, the second 1 / log2(3) = 0.630930. A full success step is 0.2 x (1.75 - 1.0) = 0.15.
+SECOND = 0.630930
+
+
+def both_helpful(three, outcome="success"):
+    return ReportOutcomeInput(outcome=outcome, helpful_ids=[three["a"], three["b"]])
+
+
+def test_success_moves_each_memory_of_the_context_by_its_position(runtime, three):
     in_context = recall_top(runtime, S1)
-    assert set(in_context) == {three["a"], three["b"]}
+    assert in_context == [three["a"], three["b"]]
     out = report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
     assert out.status == "applied" and out.revision == 1
-    assert {(u.id, u.weight_before, round(u.weight_after, 6)) for u in out.updated} == {
-        (three["a"], 1.0, 1.15),
-        (three["b"], 1.0, 1.15),
+    assert {(u.id, u.role, u.share, u.weight_before, round(u.weight_after, 6)) for u in out.updated} == {
+        (three["a"], "context", 1.0, 1.0, 1.15),
+        (three["b"], "context", SECOND, 1.0, 1.094639),
     }
-    assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
+    assert weights(runtime, three) == {"a": 1.15, "b": 1.094639, "c": 1.0}  # 1 + 0.630930 x 0.15
+    assert "0 helpful and 0 misleading" in out.detail and "2 others" in out.detail
+
+
+def test_named_memories_move_fully_and_the_others_by_a_quarter_of_their_share(runtime, three):
+    recall_top(runtime, S1)
+    out = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[three["b"]]), runtime, S1)
+    assert {(u.id, u.role, u.share) for u in out.updated} == {
+        (three["b"], "helpful", 1.0),
+        (three["a"], "context", 0.25),  # first in its context (share 1.0), unnamed beside a named one
+    }
+    assert weights(runtime, three) == {"a": 1.0375, "b": 1.15, "c": 1.0}  # a: 1 + 0.25 x 0.15
+
+
+def test_misleading_memories_sink_fully_whatever_the_outcome(runtime, three):
+    recall_top(runtime, S1)
+    out = report_outcome(ReportOutcomeInput(outcome="partial", misleading_ids=[three["a"]]), runtime, S1)
+    assert {(u.id, u.role) for u in out.updated} == {(three["a"], "misleading"), (three["b"], "context")}
+    # a: 1.0 + 0.2 x (0.25 - 1.0) = 0.85; b: a partial's target is 1.0, so it stays.
+    assert weights(runtime, three) == {"a": 0.85, "b": 1.0, "c": 1.0}
+
+
+def test_a_failure_spreads_half_the_blame_over_the_unnamed_memories(runtime, three):
+    recall_top(runtime, S1)
+    report_outcome(ReportOutcomeInput(outcome="failure"), runtime, S1)
+    # a: 1 - 0.5 x 0.15 = 0.925; b: 1 - 0.5 x 0.630930 x 0.15 = 0.952680
+    assert weights(runtime, three) == {"a": 0.925, "b": 0.95268, "c": 1.0}
+
+
+def test_a_memory_named_without_being_shown_moves_too(runtime, three):
+    recall_top(runtime, S1, top_k=1)  # only a is shown
+    out = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[three["c"]]), runtime, S1)
+    assert {(u.id, u.role) for u in out.updated} == {(three["c"], "helpful"), (three["a"], "context")}
+    assert weights(runtime, three)["c"] == 1.15
+
+
+def test_unknown_ids_are_refused_and_nothing_moves(runtime, three):
+    recall_top(runtime, S1)
+    with pytest.raises(ToolFailure) as refused:
+        report_outcome(
+            ReportOutcomeInput(outcome="success", helpful_ids=[three["a"], "mem_nope"], misleading_ids=["mem_gone"]),
+            runtime,
+            S1,
+        )
+    assert "mem_nope, mem_gone" in str(refused.value) and "nothing was reported" in str(refused.value)
+    assert weights(runtime, three) == {"a": 1.0, "b": 1.0, "c": 1.0}
+    assert runtime.store.get_outcome(Scope("default", "default"), "ses_1") is None
+
+
+def test_another_tenants_memories_count_as_unknown(runtime, three):
+    theirs = remember(RememberInput(content="acme secret plan", project_id="acme"), runtime, S1).id
+    recall_top(runtime, S1)
+    with pytest.raises(ToolFailure) as refused:
+        report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[theirs]), runtime, S1)
+    assert f"no memory {theirs} in org 'default' / project 'default'" in str(refused.value)
+    assert runtime.store.get_memory(theirs).weight == 1.0
+
+
+def test_a_memory_both_helpful_and_misleading_is_refused(three):
+    with pytest.raises(ValidationError) as refused:
+        ReportOutcomeInput(outcome="success", helpful_ids=[three["a"]], misleading_ids=[three["a"], three["b"]])
+    assert f"{three['a']} named both helpful and misleading" in str(refused.value)
 
 
 def test_the_same_report_twice_applies_once(runtime, three):
     recall_top(runtime, S1)
-    report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
-    again = report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
-    assert again.status == "unchanged"
+    report_outcome(both_helpful(three), runtime, S1)
+    again = report_outcome(both_helpful(three), runtime, S1)
+    assert again.status == "unchanged" and "nothing moved again" in again.detail
     assert all(u.weight_before == u.weight_after for u in again.updated)
     assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
 
 
 def test_a_corrected_report_replaces_the_earlier_one(runtime, three):
     recall_top(runtime, S1)
-    report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
-    corrected = report_outcome(ReportOutcomeInput(outcome="failure"), runtime, S1)
+    report_outcome(both_helpful(three), runtime, S1)
+    corrected = report_outcome(
+        ReportOutcomeInput(outcome="failure", misleading_ids=[three["a"], three["b"]]), runtime, S1
+    )
     assert corrected.status == "replaced" and corrected.revision == 2
+    assert "reported before (revision 1)" in corrected.detail and "replaced it" in corrected.detail
     # As if only the failure had been reported: 0.8 x 1.0 + 0.2 x 0.25 = 0.85
     assert weights(runtime, three) == {"a": 0.85, "b": 0.85, "c": 1.0}
 
 
 def test_weights_replay_sessions_in_the_order_they_first_reported(runtime, three):
+    a = three["a"]
     recall_top(runtime, S1)
-    report_outcome(ReportOutcomeInput(outcome="failure"), runtime, S1)  # a, b: 0.85
+    report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a, three["b"]]), runtime, S1)  # 0.85
     recall_top(runtime, S2, top_k=1)  # a only
-    report_outcome(ReportOutcomeInput(outcome="success"), runtime, S2)  # a: 0.8 x 0.85 + 0.35 = 1.03
+    report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[a]), runtime, S2)  # a: 0.8 x 0.85 + 0.35
     assert weights(runtime, three)["a"] == 1.03
-    report_outcome(
-        ReportOutcomeInput(outcome="success"), runtime, S1
-    )  # s1 corrected in place: a: 1.15 -> 1.27
+    report_outcome(both_helpful(three), runtime, S1)  # s1 corrected in place: a: 1.15 -> 1.27
     assert weights(runtime, three) == {"a": 1.27, "b": 1.15, "c": 1.0}
 
 
@@ -79,12 +153,13 @@ def test_an_explicit_score_overrides_the_label(runtime, three):
     recall_top(runtime, S1, top_k=1)
     out = report_outcome(ReportOutcomeInput(outcome="success", score=0.0), runtime, S1)
     assert out.score == 0.0
-    assert weights(runtime, three)["a"] == 0.85
+    assert weights(runtime, three)["a"] == 0.925  # a failure's half share: 1 - 0.5 x 0.15
 
 
 def test_a_session_without_recalls_has_nothing_to_update(runtime, three):
     out = report_outcome(ReportOutcomeInput(outcome="success", session_id="ses_never"), runtime, S1)
     assert (out.status, out.updated) == ("nothing_to_update", [])
+    assert "helpful_ids" in out.detail
     assert weights(runtime, three) == {"a": 1.0, "b": 1.0, "c": 1.0}
 
 
@@ -99,13 +174,23 @@ def test_weight_history_is_recorded(runtime, three):
     recall_top(runtime, S1, top_k=1)
     report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
     report_outcome(ReportOutcomeInput(outcome="failure"), runtime, S1)
-    from storage.records import Scope
-
     events = runtime.store.weight_events(Scope("default", "default"), three["a"])
     assert [(e.revision, round(e.weight_before, 6), round(e.weight_after, 6)) for e in events] == [
         (1, 1.0, 1.15),
-        (2, 1.15, 0.85),
+        (2, 1.15, 0.925),
     ]
+
+
+def test_the_report_keeps_the_sessions_queries_and_each_credit_names_its_query(runtime, three):
+    recall_top(runtime, S1, query="postgres pool", top_k=1)
+    recall_top(runtime, S1, query="which port does postgres use", top_k=2)
+    recall_top(runtime, S1, query="postgres pool", top_k=1)  # the same query again is kept once
+    report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
+    report = runtime.store.get_outcome(Scope("default", "default"), "ses_1")
+    assert report.queries == ("postgres pool", "which port does postgres use")
+    assert report.query_embedder == runtime.models.embedder.name
+    assert [len(vector) for vector in report.query_vectors] == [runtime.store.vector_dim] * 2
+    assert all(credit.query_index in (0, 1) for credit in report.credits)
 
 
 def test_a_report_whose_weight_write_failed_is_redone_in_full_on_retry(runtime, three, monkeypatch):
@@ -121,8 +206,8 @@ def test_a_report_whose_weight_write_failed_is_redone_in_full_on_retry(runtime, 
 
     monkeypatch.setattr(runtime.store, "set_weights", flaky)
     with pytest.raises(OSError):
-        report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
-    retried = report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
+        report_outcome(both_helpful(three), runtime, S1)
+    retried = report_outcome(both_helpful(three), runtime, S1)
     assert retried.status == "applied"
     assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
 
@@ -131,16 +216,16 @@ def test_a_report_another_replica_saved_meanwhile_is_replayed_into_the_weights(r
     # Replicas on an object store share no lock: S2's report (saved by "another replica") lands after
     # S1's weights were computed without it. converge() finds it and writes weights replaying both.
     recall_top(runtime, S1)
-    report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
+    report_outcome(both_helpful(three), runtime, S1)
     scope = ReportOutcomeInput(outcome="success").scope(runtime.settings)
-    replayed_by_s1 = runtime.store.outcomes_in_scope(scope)
-    other = replace(
-        replayed_by_s1[0], session_id="ses_2", first_reported_at=replayed_by_s1[0].reported_at, revision=1
-    )
+    ids = [three["a"], three["b"]]
+    replayed_by_s1 = runtime.store.credits_for(scope, ids)
+    mine = runtime.store.get_outcome(scope, "ses_1")
+    other = replace(mine, session_id="ses_2", first_reported_at=mine.reported_at, revision=1)
     runtime.store.put_outcome(other)  # saved without touching the weights, as a racing replica's report
     assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
 
-    converge(runtime, scope, [three["a"], three["b"]], replayed_by_s1)
+    converge(replace(runtime, store=ReplicaStore(runtime.store)), scope, ids, replayed_by_s1)
     # Two successes: 1.15, then 0.8 x 1.15 + 0.2 x 1.75 = 1.27.
     assert weights(runtime, three) == {"a": 1.27, "b": 1.27, "c": 1.0}
 
@@ -160,12 +245,14 @@ def test_a_replica_writes_the_replayed_weights_after_saving_even_when_no_report_
     # Another replica, prompted by a third report, wrote weights without S1's report after S1 computed
     # them; S1's re-read then finds exactly the reports it computed from. A replica writes anyway.
     recall_top(runtime, S1)
-    report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
+    report_outcome(both_helpful(three), runtime, S1)
     scope = ReportOutcomeInput(outcome="success").scope(runtime.settings)
-    replayed = runtime.store.outcomes_in_scope(scope)
-    runtime.store.set_weights({three["a"]: 1.0, three["b"]: 1.0}, replayed[0].reported_at)  # the stale write
-    converge(replace(runtime, store=ReplicaStore(runtime.store)), scope, [three["a"], three["b"]], replayed)
+    ids = [three["a"], three["b"]]
+    replayed = runtime.store.credits_for(scope, ids)
+    at = runtime.store.get_outcome(scope, "ses_1").reported_at
+    runtime.store.set_weights({three["a"]: 1.0, three["b"]: 1.0}, at)  # the stale write
+    converge(replace(runtime, store=ReplicaStore(runtime.store)), scope, ids, replayed)
     assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
-    runtime.store.set_weights({three["a"]: 1.0, three["b"]: 1.0}, replayed[0].reported_at)
-    converge(runtime, scope, [three["a"], three["b"]], replayed)  # a local store: its lock kept it out
+    runtime.store.set_weights({three["a"]: 1.0, three["b"]: 1.0}, at)
+    converge(runtime, scope, ids, replayed)  # a local store: its lock kept it out
     assert weights(runtime, three) == {"a": 1.0, "b": 1.0, "c": 1.0}

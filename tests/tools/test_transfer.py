@@ -117,6 +117,7 @@ def test_export_then_import_into_an_empty_store_is_lossless_and_recalls_the_same
         schema.ATTESTATIONS: 1,
         schema.CONTRADICTIONS: 1,
         schema.OUTCOMES: 1,
+        schema.FEEDBACK: 1 + header["counts"][schema.WEIGHT_EVENTS],  # the session and each memory moved
         schema.WEIGHT_EVENTS: header["counts"][schema.WEIGHT_EVENTS],
         schema.RETRIEVALS: 1,
         schema.AB_LOGS: header["counts"][schema.AB_LOGS],

@@ -1,0 +1,189 @@
+"""The per-scope index of outcome reports behind contextual feedback weights, with cosines set by hand:
+deploy (1, 0); close (0.8, 0.6): cosine 0.8 with deploy; half (0.45, 0.893029): cosine 0.45; far (0, 1)."""
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from retrieval.feedback_index import FeedbackIndex
+from retrieval.outcomes import Closeness, WeightPolicy
+from storage.records import CreditedSession, MemoryCredit, OutcomeRecord, ReportQueries, Scope
+from tests.fakes import TableEmbedder
+from tests.records import memory_record
+
+SCOPE = Scope("o", "p")
+VECTORS = {"deploy": (1.0, 0.0), "close": (0.8, 0.6), "half": (0.45, 0.893029), "far": (0.0, 1.0)}
+CLOSENESS = Closeness(0.3, 0.6)  # 0.8 -> 1.0; 0.45 -> 0.5; 0 -> 0
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Reports:
+    """The credit table as the index reads it: the current reports and a version."""
+
+    def __init__(self, reports=()) -> None:
+        self.reports: list[OutcomeRecord] = []
+        self.versions: list[tuple[int, OutcomeRecord]] = []  # (version written at, report)
+        self.version = 1
+        for report in reports:
+            self.add(report)
+
+    def add(self, report: OutcomeRecord) -> None:
+        self.version += 1
+        self.reports = [r for r in self.reports if r.session_id != report.session_id] + [report]
+        self.versions.append((self.version, report))
+
+    def _credited(self, report: OutcomeRecord):
+        return [
+            CreditedSession(report.session_id, report.first_reported_at, report.revision, credit)
+            for credit in report.memory_credits()
+        ]
+
+    def feedback_version(self) -> int:
+        return self.version
+
+    def credits_for(self, scope, memory_ids=None, *, session_id=None):
+        found = {memory_id: [] for memory_id in memory_ids or ()}
+        for report in sorted(self.reports, key=lambda r: (r.first_reported_at, r.session_id)):
+            for credited in self._credited(report):
+                if memory_ids is None or credited.credit.memory_id in found:
+                    found.setdefault(credited.credit.memory_id, []).append(credited)
+        return found
+
+    def report_queries(self, scope, session_ids):
+        return {r.session_id: queries_of(r) for r in self.reports if r.session_id in session_ids}
+
+    def feedback_changed_since(self, version):
+        changed = [report for written, report in self.versions if written > version]
+        return (
+            [(SCOPE, credited) for report in changed for credited in self._credited(report)],
+            [(SCOPE, queries_of(report)) for report in changed],
+        )
+
+
+def queries_of(report: OutcomeRecord) -> ReportQueries:
+    vectors = np.asarray(report.query_vectors, dtype=np.float32) if report.query_vectors else None
+    return ReportQueries(report.session_id, report.queries, vectors, report.query_embedder)
+
+
+def outcome(session: str, credits, queries=("deploy",), embedder: TableEmbedder | None = None, order: int = 0):
+    vectors = tuple(tuple(float(x) for x in embedder.embed_query(q)) for q in queries) if embedder else ()
+    return OutcomeRecord(
+        session_id=session,
+        org_id="o",
+        project_id="p",
+        outcome="success",
+        score=1.0,
+        note=None,
+        memory_ids=tuple(c.memory_id for c in credits),
+        first_reported_at=START + timedelta(minutes=order),
+        reported_at=START + timedelta(minutes=order),
+        revision=1,
+        credits=tuple(credits),
+        queries=tuple(queries),
+        query_vectors=vectors,
+        query_embedder=embedder.name if embedder else None,
+    )
+
+
+def index_over(outcomes: Reports, embedder: TableEmbedder | None = None, **options) -> FeedbackIndex:
+    return FeedbackIndex(
+        outcomes, embedder or TableEmbedder(VECTORS), closeness=CLOSENESS, policy=WeightPolicy(), **options
+    )
+
+
+def weight_for(index: FeedbackIndex, query: str, memory_id: str = "m") -> float:
+    vector = TableEmbedder(VECTORS).embed_query(query)
+    return index.weights(SCOPE, vector, [memory_record(memory_id)])[memory_id].weight
+
+
+def test_a_report_moves_a_memory_for_close_queries_only():
+    embedder = TableEmbedder(VECTORS)
+    outcomes = Reports([outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder)])
+    index = index_over(outcomes, embedder)
+    assert weight_for(index, "deploy") == pytest.approx(1.15)  # the same task: a full step
+    assert weight_for(index, "close") == pytest.approx(1.15)  # cosine 0.8 >= full
+    assert weight_for(index, "half") == pytest.approx(1.075)  # closeness 0.5: 1 + 0.5 x 0.15
+    assert weight_for(index, "far") == 1.0  # unrelated: untouched
+    assert weight_for(index, "deploy", "other") == 1.0  # no report names it
+
+
+def test_the_weights_carry_the_steps_and_the_global_weight():
+    embedder = TableEmbedder(VECTORS)
+    outcomes = Reports([outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder)])
+    found = index_over(outcomes, embedder).weights(
+        SCOPE, embedder.embed_query("half"), [memory_record("m", weight=1.15)]
+    )["m"]
+    assert found.global_weight == 1.15
+    [step] = found.steps
+    assert (step.session_id, step.role, step.closeness) == ("s1", "helpful", pytest.approx(0.5, abs=1e-5))
+    assert (step.weight_before, step.weight_after) == (1.0, pytest.approx(1.075, abs=1e-5))
+
+
+def test_what_is_held_is_read_once_and_a_new_report_costs_one_read_of_its_rows():
+    embedder = TableEmbedder(VECTORS)
+    outcomes = Reports([outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder)])
+    index = index_over(outcomes, embedder)
+    for _ in range(3):
+        weight_for(index, "deploy")
+    assert index.reads == 2  # the memory's credits, then its session's queries
+    outcomes.add(outcome("s2", [MemoryCredit("m", "misleading", 1.0, 0.0, 0)], embedder=embedder, order=1))
+    # 1.15, then a full failure step: 1.15 + 0.2 x (0.25 - 1.15) = 0.97
+    assert weight_for(index, "deploy") == pytest.approx(0.97)
+    assert index.reads == 3  # the rows the report wrote; s2's queries came with them
+
+
+def test_a_corrected_report_replaces_its_sessions_credit_in_what_is_held():
+    embedder = TableEmbedder(VECTORS)
+    first = outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder)
+    outcomes = Reports([first])
+    index = index_over(outcomes, embedder)
+    assert weight_for(index, "deploy") == pytest.approx(1.15)
+    # The correction no longer credits m: its row is written with share 0.
+    outcomes.add(outcome("s1", [MemoryCredit("m", "helpful", 0.0, 1.0, 0)], embedder=embedder))
+    assert weight_for(index, "deploy") == 1.0
+
+
+def test_queries_embedded_by_another_embedder_are_embedded_again():
+    other = TableEmbedder({"deploy": (0.0, 1.0)}, name="old-model")  # its vectors mean nothing here
+    outcomes = Reports([outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=other)])
+    embedder = TableEmbedder(VECTORS)
+    index = index_over(outcomes, embedder)
+    assert weight_for(index, "deploy") == pytest.approx(1.15)
+    assert embedder.calls == ["deploy"]  # the stored query, embedded again by the running embedder
+
+
+def test_a_report_from_before_credits_moves_the_global_weight_but_no_query():
+    legacy = outcome("s0", [], queries=())
+    legacy = OutcomeRecord(**{**legacy.__dict__, "memory_ids": ("m",)})
+    assert legacy.memory_credits() == (MemoryCredit("m", "context", 1.0, 1.0, None),)
+    assert weight_for(index_over(Reports([legacy])), "deploy") == 1.0
+
+
+def test_a_memory_named_in_a_session_without_queries_counts_for_every_query():
+    named = outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, None)], queries=())
+    index = index_over(Reports([named]))
+    assert weight_for(index, "far") == pytest.approx(1.15)
+
+
+def test_a_memory_named_but_not_shown_is_compared_with_every_query_of_its_session():
+    embedder = TableEmbedder(VECTORS)
+    named = outcome(
+        "s1", [MemoryCredit("m", "helpful", 1.0, 1.0, None)], queries=("deploy", "close"), embedder=embedder
+    )
+    index = index_over(Reports([named]), embedder)
+    # far: cosine 0 with deploy, 0.6 with close (closeness 1.0): the closest query of the session counts.
+    assert weight_for(index, "far") == pytest.approx(1.15)
+    alone = outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, None)], queries=("deploy",), embedder=embedder)
+    assert weight_for(index_over(Reports([alone]), embedder), "far") == 1.0
+
+
+def test_only_the_newest_reports_of_a_memory_count():
+    embedder = TableEmbedder(VECTORS)
+    failures = [
+        outcome(f"f{n}", [MemoryCredit("m", "misleading", 1.0, 0.0, 0)], embedder=embedder, order=n)
+        for n in range(3)
+    ]
+    success = outcome("s", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder, order=9)
+    index = index_over(Reports([*failures, success]), embedder, max_reports_per_memory=1)
+    assert weight_for(index, "deploy") == pytest.approx(1.15)  # the three failures are older than the cap
