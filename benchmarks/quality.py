@@ -55,6 +55,9 @@ from console.terminal import ProgressBar
 
 KS = (5, 10, 20)
 METRICS = ("R@5", "R@10", "R@20", "NDCG@10", "MRR")
+# The views an agent experiences: recall in the order the context shows memories, anywhere in it, and
+# how big it is (memories, characters).
+CONTEXT_METRICS = ("ctx R@5", "ctx R@10", "anywhere", "memories", "chars")
 TURN_SPACING = timedelta(seconds=30)
 UNDATED = datetime(2020, 1, 1, tzinfo=UTC)  # sessions without a readable date
 
@@ -81,10 +84,24 @@ def variants(org_id: str) -> tuple[Variant, ...]:
 # -- scoring ------------------------------------------------------------------------------------
 
 
-def score_question(returned: Sequence[set[str]], evidence: Sequence[str]) -> dict[str, float]:
+def score_question(
+    returned: Sequence[set[str]],
+    evidence: Sequence[str],
+    in_context_order: Sequence[set[str]] | None = None,
+    context_chars: int | None = None,
+) -> dict[str, float]:
+    """Scores of the memories best score first; with ``in_context_order`` (the same memories in the order
+    the context shows them) also recall in that order, anywhere in the context, and the context's size."""
     scores = {f"R@{k}": recall_at_k(returned, evidence, k) for k in KS}
     scores["NDCG@10"] = ndcg_at_k(returned, evidence, 10)
     scores["MRR"] = reciprocal_rank(returned, evidence)
+    if in_context_order is not None:
+        scores["ctx R@5"] = recall_at_k(in_context_order, evidence, 5)
+        scores["ctx R@10"] = recall_at_k(in_context_order, evidence, 10)
+        scores["anywhere"] = recall_at_k(in_context_order, evidence, len(in_context_order))
+        scores["memories"] = float(len(in_context_order))
+    if context_chars is not None:
+        scores["chars"] = float(context_chars)
     return scores
 
 
@@ -119,6 +136,9 @@ class Tally:
             metric: round(statistics.fmean(s[metric] for s in chosen), 4) if chosen else None
             for metric in METRICS
         }
+        for metric in CONTEXT_METRICS:
+            if chosen and all(metric in s for s in chosen):
+                means[metric] = round(statistics.fmean(s[metric] for s in chosen), 4)
         means["questions"] = len(chosen)
         return means
 
@@ -237,11 +257,16 @@ def measure(
     label: str,
 ) -> None:
     for index, question in enumerate(questions):
-        returned = ask(runtime, conversation, question, f"{label}-{index}")
+        returned, out = ask_for_output(runtime, conversation, question, f"{label}-{index}")
         tally.add(
             conversation.sample_id,
             question.category,
-            score_question([standing.get(m.id, set()) for m in returned], question.evidence),
+            score_question(
+                [standing.get(m.id, set()) for m in returned],
+                question.evidence,
+                [standing.get(m.id, set()) for m in out.memories],
+                len(out.context),
+            ),
         )
         progress(f"{conversation.sample_id} {label}", index + 1, len(questions))
 
@@ -519,6 +544,19 @@ def print_table(report: dict[str, Any]) -> None:
             for part in ("tuning", "holdout"):
                 print(_row(f"{part} (memoria)", full[part]))
                 print(_row(f"{part} (BM25)", report["bm25"][part]))
+        print(
+            "\n"
+            + f"{'as the agent reads it':<24}"
+            + "".join(f"{m:>10}" for m in CONTEXT_METRICS)
+            + f"{'n':>7}"
+        )
+        for part in ("overall", *(("tuning", "holdout") if report["holdout"] else ())):
+            means = full[part]
+            if all(means.get(m) is not None for m in CONTEXT_METRICS):
+                cells = "".join(f"{means[m]:>10.3f}" for m in CONTEXT_METRICS[:3]) + "".join(
+                    f"{means[m]:>10.1f}" for m in CONTEXT_METRICS[3:]
+                )
+                print(f"{part:<24}{cells}{means['questions']:>7}")
     if "feedback" in report:
         print_feedback(report["feedback"]["arms"])
     print(f"\nmean recall {report['recall_ms_mean']} ms; seconds {report['seconds']}")

@@ -40,6 +40,7 @@ Model = TypeVar("Model", bound=BaseModel)
 log = logging.getLogger("memoria")
 
 CLI_AGENT = "cli"
+CLI_SESSION_PREFIX = "ses_cli_"  # the sessions these commands start
 HOOK_AGENT = "claude-code"  # the client name Claude Code gives in the MCP handshake
 HOOK_WINDOW = timedelta(hours=24)  # a session-end hook reports on a session that recalled this recently
 
@@ -135,7 +136,7 @@ def call(
 
 
 def caller_for(args: argparse.Namespace, *, agent: str = CLI_AGENT) -> Caller:
-    session = getattr(args, "session", None) or f"ses_cli_{secrets.token_hex(6)}"
+    session = getattr(args, "session", None) or f"{CLI_SESSION_PREFIX}{secrets.token_hex(6)}"
     return Caller(agent_id=getattr(args, "agent", None) or agent, session_id=session)
 
 
@@ -342,15 +343,20 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
         elif not args.hook:
             # The session `memoria recall` used last: reporting it again replaces the earlier report,
             # never an older session's.
-            recent = runtime.store.recent_sessions(
-                scope_arg(args, runtime.settings), agent, datetime.now(UTC) - HOOK_WINDOW
-            )
+            scope = scope_arg(args, runtime.settings)
+            recent = runtime.store.recent_sessions(scope, agent, datetime.now(UTC) - HOOK_WINDOW)
             if not recent:
                 raise CommandError(
                     f"no session of {agent} recalled in the last {HOOK_WINDOW.total_seconds() / 3600:.0f} hours: "
                     "run `memoria recall` first, or pass --session (recall prints its session id)"
                 )
             session = recent[0][0]
+            if not session.startswith(CLI_SESSION_PREFIX) and runtime.store.get_outcome(scope, session):
+                # Not a session of this command: its report was the agent's (or its hook's) to make.
+                raise CommandError(
+                    f"{agent}'s newest session {session} was already reported; pass --session {session} "
+                    "to replace that report"
+                )
         else:
             since = max(
                 datetime.now(UTC) - HOOK_WINDOW, conversation_start(hook) or datetime.min.replace(tzinfo=UTC)
@@ -409,9 +415,11 @@ def current_session(runtime: Runtime, args: argparse.Namespace, agent: str, *, n
     if not new:
         scope = scope_arg(args, runtime.settings)
         recent = runtime.store.recent_sessions(scope, agent, datetime.now(UTC) - HOOK_WINDOW)
-        if recent and runtime.store.get_outcome(scope, recent[0][0]) is None:
-            return recent[0][0]
-    return f"ses_cli_{secrets.token_hex(6)}"
+        # Only sessions this command started: never one of a connected agent's.
+        mine = [session for session, _ in recent if session.startswith(CLI_SESSION_PREFIX)]
+        if mine and runtime.store.get_outcome(scope, mine[0]) is None:
+            return mine[0]
+    return f"{CLI_SESSION_PREFIX}{secrets.token_hex(6)}"
 
 
 def read_hook_input(stream: TextIO) -> dict[str, Any]:

@@ -5,9 +5,11 @@
    A near-duplicate of a memory already selected (same SimHash cluster, or token Jaccard >=
    ``fold_threshold``) takes no slot: it is the corroboration of the one shown, not new information.
 
-2. Group by episode: a header (title, time, agent), then the episode's summary, its artifacts and its
-   fact bullets by score; groups ordered by how many direct matches they hold, then by best score; groups
-   with only an episode summary ("residual episodes") last. A memory with no episode is its own group.
+2. Group by episode: a header (title, time, agent), then the episode's summary, then its memories by
+   score (an episode sibling scores below the memory that brought it, so it follows it, and never comes
+   before a better direct match of its episode); groups ordered by their best direct match, so the best
+   match comes first; groups with only an episode summary ("residual episodes") last. A memory with no
+   episode is its own group.
 3. Greedy fill: never longer than ``char_budget``; a memory that does not fit is left out whole (never
    cut) with the reason on its candidate.
 
@@ -27,8 +29,6 @@ from retrieval.text import single_line
 from retrieval.trace import ContextAssembled, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeRecord
-
-KIND_ORDER = {"episode": 0, "artifact": 1, "fact": 2}
 
 
 def preamble(retrieval_id: str) -> str:
@@ -81,7 +81,9 @@ class _Group:
 
     @property
     def best(self) -> float:
-        return max(item.final_score for item in self.items)
+        """Its best direct match's score (its best member's when it holds only siblings)."""
+        direct = [item.final_score for item in self.items if item.source == "direct"]
+        return max(direct or [item.final_score for item in self.items])
 
     @property
     def residual(self) -> bool:
@@ -188,11 +190,11 @@ def group(chosen: Sequence[Candidate]) -> list[_Group]:
             ordered.append(groups[episode_id])
         groups[episode_id].items.append(candidate)
     for each in ordered:
-        # Direct matches before siblings, so a sibling is placed only after its source was.
+        # The summary first, then by score: a sibling scores below its source, so it is placed after it.
         each.items.sort(
-            key=lambda c: (c.source == "sibling", KIND_ORDER.get(c.memory.kind, 3), -c.final_score, c.id)
+            key=lambda c: (c.memory.kind != "episode", -c.final_score, c.source == "sibling", c.id)
         )
-    return sorted(ordered, key=lambda g: (g.residual, -g.matches, -g.best))
+    return sorted(ordered, key=lambda g: (g.residual, -g.best))
 
 
 def assemble(

@@ -43,6 +43,10 @@ class CandidateSource(Protocol):
         """What answers ``scope``'s full-text searches (for the trace)."""
         ...
 
+    def fulltext_ceiling(self, scope: Scope, text: str) -> float | None:
+        """The BM25 score of a full match of ``text`` in ``scope`` (None: unknown, scores are relative)."""
+        ...
+
 
 class CandidateSearchStage:
     name = "candidate_search"
@@ -98,10 +102,11 @@ class CandidateSearchStage:
             events.append(SearchLegRan("vector", self._embedder.name, len(vector_hits), leg_limit))
         else:
             events.append(SearchLegSkipped("vector", "disabled by configuration"))
+        ceiling: float | None = None
         if self._use_fulltext:
-            fulltext_hits = self._source.fulltext_search(
-                scope, fulltext_query(query), limit=leg_limit, kinds=kinds, tags=tags
-            )
+            words = fulltext_query(query)
+            fulltext_hits = self._source.fulltext_search(scope, words, limit=leg_limit, kinds=kinds, tags=tags)
+            ceiling = self._source.fulltext_ceiling(scope, words) if fulltext_hits else None
             engine = self._source.fulltext_engine(scope)
             events.append(SearchLegRan("fulltext", engine, len(fulltext_hits), leg_limit))
         else:
@@ -113,10 +118,16 @@ class CandidateSearchStage:
             embedder_name=self._embedder.name,
             vector_weight=self._vector_weight,
             limit=limit,
+            fulltext_ceiling=ceiling,
         )
         events.append(
             CandidatesFused(
-                "weighted-sum", self._vector_weight, round(1.0 - self._vector_weight, 6), seen, len(fused)
+                "weighted-sum",
+                self._vector_weight,
+                round(1.0 - self._vector_weight, 6),
+                seen,
+                len(fused),
+                "full match" if ceiling else "best match",
             )
         )
         return fused, tuple(events)

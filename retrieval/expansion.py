@@ -149,7 +149,9 @@ class EpisodeExpansionStage:
             query_vector = self._embedder.embed_query(request.query) if self._embedder is not None else None
             weights = {
                 memory_id: found.weight
-                for memory_id, found in self._feedback.weights(request.scope, query_vector, members).items()
+                for memory_id, found in self._feedback.weights(
+                    request.scope, query_vector, members, recall_id=request.retrieval_id or None
+                ).items()
             }
         expanded, used, added = expand(
             candidates,

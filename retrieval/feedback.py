@@ -43,7 +43,9 @@ def apply_feedback_ranking(
                 global_weight=candidate.memory.weight,
                 feedback_steps=tuple(sorted(steps, key=lambda step: -abs(step.moved))[:FEEDBACK_STEPS_SHOWN]),
                 feedback_reports=len(steps),
-                weighted_score=candidate.boosted_score * weight if weighting_enabled else candidate.boosted_score,
+                weighted_score=candidate.boosted_score * weight
+                if weighting_enabled
+                else candidate.boosted_score,
             )
         )
     unweighted_order = sorted(weighted, key=lambda candidate: (-candidate.boosted_score, candidate.id))
@@ -69,7 +71,14 @@ class FeedbackStage:
         weights = None
         if self._feedback is not None and candidates:
             query_vector = self._embedder.embed_query(request.query) if self._embedder is not None else None
-            weights = self._feedback.weights(request.scope, query_vector, [c.memory for c in candidates])
-        ranked = apply_feedback_ranking(candidates, weighting_enabled=request.weighting_enabled, weights=weights)
+            weights = self._feedback.weights(
+                request.scope,
+                query_vector,
+                [c.memory for c in candidates],
+                recall_id=request.retrieval_id or None,
+            )
+        ranked = apply_feedback_ranking(
+            candidates, weighting_enabled=request.weighting_enabled, weights=weights
+        )
         moved = sum(1 for candidate in ranked if candidate.unweighted_rank != candidate.weighted_rank)
         return StageOutput(ranked, (FeedbackApplied(request.weighting_enabled, moved),))

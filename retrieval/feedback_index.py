@@ -1,13 +1,16 @@
 """The reports behind contextual feedback weights: each memory's credits in the current reports and the
-reporting sessions' query vectors, read for a recall's candidates and kept until a report changes them.
+reporting sessions' queries, read for a recall's candidates and kept until a report changes them.
 
 A recall asks for the weights of its candidates. Their credits are read once (one indexed query for the
-memories not yet held) and the sessions behind them once (their query vectors, embedded again when
-another embedder made them); each candidate's reports are then replayed with their closeness to the
-query (``retrieval.outcomes.contextual_weight``). When a report is made, by any process, the next recall
-reads only the rows it wrote (by row version) and updates what it holds. What is held is bounded: the
-least recently used memories and sessions are dropped, and at most ``max_reports_per_memory`` reports
-per memory (its newest) count for a query: an older one has long been outweighed by the moving average.
+memories not yet held) and the sessions behind them once (their queries, embedded again when another
+embedder made them, only when first needed); each candidate's reports are then replayed with their
+closeness to the query (``retrieval.outcomes.contextual_weight``). When a report is made, by any process,
+the next recall reads only the rows it wrote (by row version) and updates what it holds.
+
+What is held is bounded: the least recently used memories and sessions are dropped past
+``max_held_credits`` credits and ``max_held_queries`` queries, and a memory keeps its newest
+``max_credits_per_memory`` credits. For a query, the newest ``max_reports_per_memory`` reports that
+count for it (closeness above 0) are replayed: an older one has long been outweighed by the moving average.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -25,8 +28,9 @@ from retrieval.outcomes import Closeness, CreditedReport, FeedbackStep, WeightPo
 from storage.records import CreditedSession, MemoryRecord, ReportQueries, Scope
 
 MAX_REPORTS_PER_MEMORY = 64
-MAX_MEMORIES = 50_000  # memories whose credits are held (about 200 bytes per credit)
-MAX_SESSIONS = 10_000  # reported sessions whose query vectors are held (one vector per distinct query)
+MAX_CREDITS_PER_MEMORY = 256
+MAX_HELD_CREDITS = 500_000  # about 100 MB of credits at most
+MAX_HELD_QUERIES = 40_000  # reported queries whose embeddings are held (1.5 KB each at 384 dimensions)
 # A report rewrites its session's rows: past this many changed rows since the last read, dropping what
 # is held costs less than applying the changes one by one.
 MAX_CHANGES_APPLIED = 20_000
@@ -57,6 +61,19 @@ class ContextWeight:
     steps: tuple[FeedbackStep, ...]
 
 
+@dataclass
+class _Session:
+    """A reported session's queries, and their vectors by the running embedder once computed."""
+
+    queries: ReportQueries | None
+    vectors: np.ndarray | None = None
+    embedded: bool = False
+    size: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.size = max(1, len(self.queries.queries) if self.queries is not None else 0)
+
+
 class FeedbackIndex:
     """Contextual feedback weights for recalls."""
 
@@ -68,29 +85,40 @@ class FeedbackIndex:
         closeness: Closeness,
         policy: WeightPolicy,
         max_reports_per_memory: int = MAX_REPORTS_PER_MEMORY,
-        max_memories: int = MAX_MEMORIES,
-        max_sessions: int = MAX_SESSIONS,
+        max_credits_per_memory: int = MAX_CREDITS_PER_MEMORY,
+        max_held_credits: int = MAX_HELD_CREDITS,
+        max_held_queries: int = MAX_HELD_QUERIES,
     ) -> None:
         self._source = source
         self._embedder = embedder
         self.closeness = closeness
         self.policy = policy
         self._max_reports = max_reports_per_memory
-        self._max_memories = max_memories
-        self._max_sessions = max_sessions
+        self._max_credits = max(max_credits_per_memory, max_reports_per_memory)
+        self._max_held_credits = max_held_credits
+        self._max_held_queries = max_held_queries
         self._version: int | None = None
         self._credits: OrderedDict[tuple[Scope, str], list[CreditedSession]] = OrderedDict()
-        # Per session: its queries' vectors by the running embedder (None: it has no queries).
-        self._sessions: OrderedDict[tuple[Scope, str], np.ndarray | None] = OrderedDict()
+        self._sessions: OrderedDict[tuple[Scope, str], _Session] = OrderedDict()
+        self._held_credits = 0
+        self._held_queries = 0
+        self._pinned: tuple[str, int] | None = None  # (recall, the table version it saw)
         self._lock = threading.Lock()
         self.reads = 0  # credit and session reads from the store (tests read this)
 
     def weights(
-        self, scope: Scope, query_vector: np.ndarray | None, memories: Sequence[MemoryRecord]
+        self,
+        scope: Scope,
+        query_vector: np.ndarray | None,
+        memories: Sequence[MemoryRecord],
+        *,
+        recall_id: str | None = None,
     ) -> dict[str, ContextWeight]:
-        """Each memory's weight for the query whose embedding is ``query_vector``."""
+        """Each memory's weight for the query whose embedding is ``query_vector``. Calls with the same
+        ``recall_id`` check the table version once (the stages of one recall see one version)."""
+        self._catch_up(recall_id)
         credits = self._credits_of(scope, [memory.id for memory in memories])
-        sessions = self._vectors_of(
+        sessions = self._sessions_of(
             scope, list(dict.fromkeys(c.session_id for found in credits.values() for c in found))
         )
         query = None if query_vector is None else np.asarray(query_vector, dtype=np.float32)
@@ -100,24 +128,25 @@ class FeedbackIndex:
         def closeness_of(credited: CreditedSession) -> float:
             key = (credited.session_id, credited.credit.query_index, credited.credit.role == "context")
             if key not in closeness:
+                vectors = sessions.get(credited.session_id)
                 if credited.session_id not in cosines:
-                    vectors = sessions.get(credited.session_id)
                     cosines[credited.session_id] = (
                         None if vectors is None or query is None or not len(vectors) else vectors @ query
                     )
-                closeness[key] = self._closeness(credited, sessions.get(credited.session_id), cosines[credited.session_id])
+                closeness[key] = self._closeness(credited, vectors, cosines[credited.session_id])
             return closeness[key]
 
         weights = {}
         for memory in memories:
-            found = credits.get(memory.id, [])
-            if not found:
+            counted = [
+                CreditedReport(c.session_id, c.credit, found)
+                for c in credits.get(memory.id, [])
+                if (found := closeness_of(c)) > 0.0
+            ][-self._max_reports :]
+            if not counted:
                 weights[memory.id] = ContextWeight(1.0, memory.weight, ())
                 continue
-            reports = [
-                CreditedReport(c.session_id, c.credit, closeness_of(c)) for c in found[-self._max_reports :]
-            ]
-            weight, steps = contextual_weight(reports, self.policy, protection_tier=memory.protection_tier)
+            weight, steps = contextual_weight(counted, self.policy, protection_tier=memory.protection_tier)
             weights[memory.id] = ContextWeight(weight, memory.weight, steps)
         return weights
 
@@ -134,12 +163,12 @@ class FeedbackIndex:
         if cosines is None:
             return 0.0
         index = credited.credit.query_index
-        return self.closeness(float(cosines[index] if index is not None and index < len(cosines) else cosines.max()))
+        cosine = cosines[index] if index is not None and index < len(cosines) else cosines.max()
+        return self.closeness(float(cosine))
 
     # -- what is held, and catching up ----------------------------------------------------------------
 
     def _credits_of(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[CreditedSession]]:
-        self._catch_up()
         found: dict[str, list[CreditedSession]] = {}
         missing = []
         with self._lock:
@@ -152,58 +181,73 @@ class FeedbackIndex:
                     found[memory_id] = held
         if missing:
             version = self._source.feedback_version()
-            read = self._source.credits_for(scope, missing)
+            read = {
+                m: credits[-self._max_credits :]
+                for m, credits in self._source.credits_for(scope, missing).items()
+            }
             self.reads += 1
             with self._lock:
                 if version == self._version:  # else the next call catches up and reads them again
                     for memory_id, credits in read.items():
-                        self._credits[(scope, memory_id)] = credits
-                    while len(self._credits) > self._max_memories:
-                        self._credits.popitem(last=False)
+                        self._hold_credits((scope, memory_id), credits)
+                    self._evict()
             found.update(read)
         return found
 
-    def _vectors_of(self, scope: Scope, session_ids: Sequence[str]) -> dict[str, np.ndarray | None]:
-        found: dict[str, np.ndarray | None] = {}
+    def _sessions_of(self, scope: Scope, session_ids: Sequence[str]) -> dict[str, np.ndarray | None]:
+        held: dict[str, _Session] = {}
         missing = []
         with self._lock:
             for session_id in session_ids:
-                if (scope, session_id) in self._sessions:
-                    self._sessions.move_to_end((scope, session_id))
-                    found[session_id] = self._sessions[(scope, session_id)]
-                else:
+                entry = self._sessions.get((scope, session_id))
+                if entry is None:
                     missing.append(session_id)
+                else:
+                    self._sessions.move_to_end((scope, session_id))
+                    held[session_id] = entry
         if missing:
+            version = self._source.feedback_version()
             read = self._source.report_queries(scope, missing)
             self.reads += 1
-            vectors = {session_id: self._vectors(read.get(session_id)) for session_id in missing}
+            fresh = {session_id: _Session(read.get(session_id)) for session_id in missing}
             with self._lock:
-                for session_id, held in vectors.items():
-                    self._sessions[(scope, session_id)] = held
-                while len(self._sessions) > self._max_sessions:
-                    self._sessions.popitem(last=False)
-            found.update(vectors)
-        return found
+                if version == self._version:  # a report since may have replaced one of these
+                    for session_id, entry in fresh.items():
+                        self._hold_session((scope, session_id), entry)
+                    self._evict()
+            held.update(fresh)
+        return {session_id: self._vectors(entry) for session_id, entry in held.items()}
 
-    def _vectors(self, queries: ReportQueries | None) -> np.ndarray | None:
+    def _vectors(self, entry: _Session) -> np.ndarray | None:
         """The session's query vectors by the running embedder: as stored when it made them, else
-        embedded again (reports made by the CLI on the offline backend, or before a model change)."""
-        if queries is None or not queries.queries:
-            return None
-        stored = queries.vectors
-        if (
-            queries.embedder == self._embedder.name
-            and stored is not None
-            and stored.shape == (len(queries.queries), self._embedder.dimension)
-        ):
-            return stored
-        return np.vstack([self._embedder.embed_query(query) for query in queries.queries])
+        embedded again once (reports made by the CLI on the offline backend, or before a model change)."""
+        if entry.embedded:
+            return entry.vectors
+        queries = entry.queries
+        vectors: np.ndarray | None = None
+        if queries is not None and queries.queries:
+            stored = queries.vectors
+            if (
+                queries.embedder == self._embedder.name
+                and stored is not None
+                and stored.shape == (len(queries.queries), self._embedder.dimension)
+            ):
+                vectors = stored
+            else:
+                vectors = np.vstack([self._embedder.embed_query(query) for query in queries.queries])
+        entry.vectors, entry.embedded = vectors, True
+        return vectors
 
-    def _catch_up(self) -> None:
+    def _catch_up(self, recall_id: str | None) -> None:
         """Apply the rows reports wrote since what is held was read (or drop it all, past a limit)."""
+        with self._lock:
+            if recall_id is not None and self._pinned is not None and self._pinned[0] == recall_id:
+                return
         version = self._source.feedback_version()
         with self._lock:
             held = self._version
+            if recall_id is not None:
+                self._pinned = (recall_id, version)
             if held == version:
                 return
             if held is None:
@@ -211,24 +255,42 @@ class FeedbackIndex:
                 return
         credits, sessions = self._source.feedback_changed_since(held)
         self.reads += 1
-        vectors = {(scope, queries.session_id): self._vectors(queries) for scope, queries in sessions}
         with self._lock:
             if self._version != held:  # another thread caught up meanwhile
                 return
             if len(credits) + len(sessions) > MAX_CHANGES_APPLIED:
                 self._credits.clear()
                 self._sessions.clear()
+                self._held_credits = self._held_queries = 0
             else:
                 for scope, credited in credits:
                     key = (scope, credited.credit.memory_id)
                     if key in self._credits:
-                        self._credits[key] = _with(self._credits[key], credited)
-                for key, held_vectors in vectors.items():  # new reports are the likeliest to be asked for
-                    self._sessions[key] = held_vectors
-                    self._sessions.move_to_end(key)
-                while len(self._sessions) > self._max_sessions:
-                    self._sessions.popitem(last=False)
+                        self._hold_credits(key, _with(self._credits[key], credited)[-self._max_credits :])
+                for scope, queries in sessions:  # embedded when first needed, not here
+                    self._hold_session((scope, queries.session_id), _Session(queries))
+                self._evict()
             self._version = version
+
+    def _hold_credits(self, key: tuple[Scope, str], credits: list[CreditedSession]) -> None:
+        old = self._credits.get(key)
+        self._held_credits += len(credits) - (len(old) if old is not None else 0)
+        self._credits[key] = credits
+        self._credits.move_to_end(key)
+
+    def _hold_session(self, key: tuple[Scope, str], entry: _Session) -> None:
+        old = self._sessions.get(key)
+        self._held_queries += entry.size - (old.size if old is not None else 0)
+        self._sessions[key] = entry
+        self._sessions.move_to_end(key)
+
+    def _evict(self) -> None:
+        while self._held_credits > self._max_held_credits and self._credits:
+            _, dropped = self._credits.popitem(last=False)
+            self._held_credits -= len(dropped)
+        while self._held_queries > self._max_held_queries and self._sessions:
+            _, entry = self._sessions.popitem(last=False)
+            self._held_queries -= entry.size
 
 
 def _with(credits: list[CreditedSession], changed: CreditedSession) -> list[CreditedSession]:

@@ -1,7 +1,11 @@
 """Fusing the vector and full-text legs into one candidate list (pure).
 
-fused = w x max(0, cosine) + (1 - w) x bm25 / max_bm25, both terms in [0, 1]. A memory found by only
-one leg still gets its cosine from its stored vector when that vector came from the same embedder.
+fused = w x max(0, cosine) + (1 - w) x keyword, both terms in [0, 1], where keyword = min(1, bm25 / full)
+and ``full`` is the score of a memory matching every query term once (the sum of their idf): absolute
+relevance, so that a memory matching one common word of the query scores low even when it is the best
+match there is. Where the index keeps no term statistics (LanceDB's, for scopes too big to copy), keyword
+= bm25 / the best bm25 found. A memory found by only one leg still gets its cosine from its stored vector
+when that vector came from the same embedder.
 """
 
 from __future__ import annotations
@@ -45,8 +49,10 @@ def fuse(
     embedder_name: str,
     vector_weight: float,
     limit: int,
+    fulltext_ceiling: float | None = None,
 ) -> tuple[tuple[Candidate, ...], int]:
-    """Return the best ``limit`` candidates by fused score, and how many distinct memories were seen."""
+    """Return the best ``limit`` candidates by fused score, and how many distinct memories were seen.
+    ``fulltext_ceiling``: the BM25 score of a full match of the query (None or 0: use the best score)."""
     merged: dict[str, _Merged] = {}
     for hit in vector_hits:
         entry = merged.setdefault(hit.record.id, _Merged(hit.record, hit.vector))
@@ -66,11 +72,11 @@ def fuse(
             ):
                 entry.vector_score = float(np.dot(query_vector, entry.vector))
 
-    max_bm25 = max((entry.fulltext_score or 0.0 for entry in merged.values()), default=0.0)
+    full = fulltext_ceiling or max((entry.fulltext_score or 0.0 for entry in merged.values()), default=0.0)
     candidates = []
     for entry in merged.values():
         cosine = max(0.0, entry.vector_score) if entry.vector_score is not None else 0.0
-        keyword = (entry.fulltext_score or 0.0) / max_bm25 if max_bm25 > 0 else 0.0
+        keyword = min(1.0, (entry.fulltext_score or 0.0) / full) if full > 0 else 0.0
         found_by = tuple(
             leg for leg, hit in (("vector", entry.vector_leg), ("fulltext", entry.fulltext_leg)) if hit
         )

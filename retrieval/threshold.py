@@ -1,10 +1,30 @@
-"""Stage: min_fact_score (XTrace). Candidates whose relevance is below the threshold are dropped, each
-with a trace event saying its score and the threshold."""
+"""Stage: the relevance floor (``min_fact_score``). A candidate whose relevance is below the floor never
+enters the context: recall returns fewer than top_k memories, or none, rather than filler. Each one dropped
+is traced with its score and the floor.
+
+The default floor depends on what the relevance is made of (``relevance_floor_for``): fused scores of the
+offline hashed vectors and BM25, fused scores of a sentence-transformers model and BM25, or a reranker's.
+"""
 
 from __future__ import annotations
 
-from retrieval.trace import BelowThreshold, StageOutput
+from retrieval.trace import BelowThreshold, FloorApplied, StageOutput
 from retrieval.types import Candidate, RecallRequest
+
+# Measured with benchmarks/floor.py on the LoCoMo development conversations (the method is in
+# docs/retrieval.md): the relevance below which 1% of the evidence turns fall, rounded down.
+LEXICAL_FLOOR = 0.10  # hashed vectors + BM25
+SEMANTIC_FLOOR = 0.15  # a sentence-transformers model + BM25
+RERANKER_FLOOR = 0.02  # a cross-encoder's or Cohere's relevance (not measured here: no weights offline)
+
+
+def relevance_floor_for(configured: float | None, embedder_name: str, reranked: bool) -> float:
+    """The configured floor (``min_fact_score``), or the one measured for this backend."""
+    if configured is not None:
+        return configured
+    if reranked:
+        return RERANKER_FLOOR
+    return LEXICAL_FLOOR if embedder_name.startswith("hashed-") else SEMANTIC_FLOOR
 
 
 class MinScoreStage:
@@ -12,6 +32,10 @@ class MinScoreStage:
 
     def __init__(self, min_fact_score: float) -> None:
         self._threshold = min_fact_score
+
+    @property
+    def floor(self) -> float:
+        return self._threshold
 
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
         return self.apply(candidates)
@@ -23,4 +47,4 @@ class MinScoreStage:
             for candidate in candidates
             if candidate.relevance_score < self._threshold
         )
-        return StageOutput(kept, events)
+        return StageOutput(kept, (FloorApplied(self._threshold, len(candidates) - len(kept)), *events))

@@ -35,6 +35,9 @@ class CandidatesFused:
     fulltext_weight: float
     union: int
     kept: int
+    # What a BM25 score was divided by: "full match" (the score of a memory matching every query term:
+    # absolute relevance) or "best match" (the best score found: relative, where the index keeps no stats).
+    fulltext_normalised_by: str = "best match"
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,12 @@ class BelowThreshold:
     memory_id: str
     score: float
     threshold: float
+
+
+@dataclass(frozen=True)
+class FloorApplied:
+    floor: float  # the relevance floor: below it a candidate never enters the context
+    dropped: int
 
 
 @dataclass(frozen=True)
@@ -168,6 +177,7 @@ class ContextAssembled:
 TraceEvent = (
     GateDecided
     | BelowThreshold
+    | FloorApplied
     | IterationSkipped
     | SufficiencyJudged
     | SubQueryRan
@@ -222,6 +232,15 @@ class RecallTrace:
     stages: tuple[StageRecord, ...]
     candidates: tuple[Candidate, ...]
     gated: str | None = None  # why the gate skipped retrieval, when it did
+
+    @property
+    def relevance_floor(self) -> float | None:
+        """The floor the relevance-floor stage applied, if it ran."""
+        for stage in self.stages:
+            for event in stage.events:
+                if isinstance(event, FloorApplied):
+                    return event.floor
+        return None
 
     def to_json(self) -> str:
         return json.dumps(

@@ -91,8 +91,12 @@ class Settings(BaseModel):
     top_k_facts: int = Field(10, ge=1, le=1_000, description="recall's top_k when a call gives none")
     top_k_episodes: int = Field(3, ge=0, le=100, description="episode summaries a context may hold")
     max_episodes: int = Field(10, ge=1, le=1_000, description="distinct episodes a context may hold")
-    min_fact_score: float = Field(
-        0.0, ge=0.0, le=1.0, description="candidates below this relevance are dropped"
+    min_fact_score: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="the relevance floor: candidates below it never enter the context; default measured "
+        "per backend (0.10 hashed vectors, 0.15 a model, 0.02 with a reranker)",
     )
     author_discount: float = Field(
         0.5,

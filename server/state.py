@@ -73,9 +73,8 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         closeness=closeness_for(settings.feedback_closeness, models.embedder.name),
         policy=weight_policy(settings),
     )
-    stages = build_stages(
-        store, models, pipeline_options(settings, models.embedder.name), corroboration, feedback
-    )
+    options = pipeline_options(settings, models.embedder.name, reranked=models.reranker is not None)
+    stages = build_stages(store, models, options, corroboration, feedback)
     pipeline = RecallPipeline(stages, backend_summary(models))
     consolidation = ConsolidationService(
         store, models.embedder, consolidation_policy(settings), memory_id=memory_id_for
@@ -120,16 +119,20 @@ def consolidation_policy(settings: Settings):  # -> retrieval.consolidation.serv
     )
 
 
-def pipeline_options(settings: Settings, embedder_name: str):  # -> retrieval.pipeline.PipelineOptions
+def pipeline_options(
+    settings: Settings, embedder_name: str, reranked: bool = False
+):  # -> retrieval.pipeline.PipelineOptions
+    """``reranked``: a reranker loaded, so relevance is its score (the floor depends on it)."""
     from retrieval.fusion import vector_weight_for
     from retrieval.pipeline import PipelineOptions
     from retrieval.rerankers.llm import parse_reranker_configuration
+    from retrieval.threshold import relevance_floor_for
 
     return PipelineOptions(
         vector_weight=vector_weight_for(settings.fusion_vector_weight, embedder_name),
         use_fulltext=settings.fulltext_search,
         gate=settings.gate,
-        min_fact_score=settings.min_fact_score,
+        min_fact_score=relevance_floor_for(settings.min_fact_score, embedder_name, reranked),
         author_discount=settings.author_discount,
         instruction_demotion=settings.instruction_demotion,
         max_iterations=settings.max_iterations,

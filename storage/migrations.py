@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -113,8 +113,23 @@ def m005_feedback_credits(db: Any, ctx: MigrationContext) -> None:
     feedback = db.create_table(
         schema.FEEDBACK, schema=schema.feedback_schema(), storage_options=schema.STABLE_ROW_IDS
     )
-    rows = []
-    for report in db.open_table(schema.OUTCOMES).search().limit(2**31 - 1).to_arrow().to_pylist():
+    rows = legacy_credit_rows(db.open_table(schema.OUTCOMES).search().limit(2**31 - 1).to_arrow().to_pylist())
+    if rows:
+        feedback.add(pa.Table.from_pylist(rows, schema=schema.feedback_schema()))
+    for column in ("memory_id", "session_id"):
+        feedback.create_index(column, config=BTree(), replace=True)
+
+
+def legacy_credit_rows(reports: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Credit rows for outcome reports made before per-memory credit (each session's newest revision):
+    every memory of a report moved a full step with its session's score, for no query in particular."""
+    newest: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    for report in reports:
+        key = (report["org_id"], report["project_id"], report["session_id"])
+        if key not in newest or report["revision"] > newest[key]["revision"]:
+            newest[key] = report
+    rows: list[dict[str, Any]] = []
+    for report in newest.values():
         common = {
             "org_id": report["org_id"],
             "project_id": report["project_id"],
@@ -125,12 +140,9 @@ def m005_feedback_credits(db: Any, ctx: MigrationContext) -> None:
         rows.append({**common, "memory_id": "", "kind": "session"})
         rows += [
             {**common, "memory_id": memory_id, "kind": "credit", "role": "context", "share": 1.0, "score": report["score"]}
-            for memory_id in report["memory_ids"] or ()
+            for memory_id in dict.fromkeys(report["memory_ids"] or ())
         ]
-    if rows:
-        feedback.add(pa.Table.from_pylist(rows, schema=schema.feedback_schema()))
-    for column in ("memory_id", "session_id"):
-        feedback.create_index(column, config=BTree(), replace=True)
+    return rows
 
 
 def open_or_none(db: Any, name: str) -> Any:

@@ -14,6 +14,7 @@ STABLE_ROW_IDS = {"new_table_enable_stable_row_ids": "true"}
 EPISODES = "episodes"
 RETRIEVALS = "retrievals"
 FEEDBACK = "feedback_credits"
+FEEDBACK_SCHEMA_VERSION = 5  # the first schema with the credit table (an older export's reports lack it)
 AB_LOGS = "retrieval_ab_logs"
 OUTCOMES = "outcomes"
 WEIGHT_EVENTS = "weight_events"

@@ -161,6 +161,10 @@ class ScopeCopy:
             for row, score in found
         ]
 
+    def fulltext_ceiling(self, text: str) -> float | None:
+        """What a full match of ``text`` would score here (``LexicalIndex.ceiling``); None without an index."""
+        return self.lexical.ceiling(text) if self.lexical is not None else None
+
     def nearest(
         self,
         vector: np.ndarray,

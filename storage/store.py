@@ -472,6 +472,15 @@ class MemoryStore:
         query = query.where(self._active_in(scope, kinds, tags), prefilter=True)
         return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()
 
+    def fulltext_ceiling(self, scope: Scope, text: str) -> float | None:
+        """The score a memory matching all of ``text`` would get in ``scope``'s full-text index (the sum
+        of its terms' idf), so that BM25 scores read as absolute relevance; None when LanceDB's index
+        answers the scope (it does not expose term statistics: scores are then relative to the best)."""
+        if not text.strip() or not (self._cache.searches_text and self._cache.holds(scope)):
+            return None
+        with self._cache.reading(scope) as copy:
+            return copy.fulltext_ceiling(text) if copy is not None else None
+
     def fulltext_engine(self, scope: Scope) -> str:
         """``copy-bm25`` when the scope's copy answers its full-text searches, else ``lancedb-bm25``."""
         return "copy-bm25" if self._cache.searches_text and self._cache.holds(scope) else "lancedb-bm25"
@@ -1031,7 +1040,9 @@ class MemoryStore:
     # ------------------------------------------------------------------ outcomes
 
     def get_outcome(self, scope: Scope, session_id: str) -> OutcomeRecord | None:
-        """The session's current report, with its credits and queries."""
+        """The session's current report, with its credits and queries. Credits written by a report whose
+        own row was never saved (a crash between the two commits) have another revision and are left
+        out: such a report reads as not made, and its retry redoes it whole."""
         rows = self._select(self._outcomes, self._in_scope(scope, session_id=session_id), None, limit=None)
         if not rows:
             return None
@@ -1040,6 +1051,7 @@ class MemoryStore:
             credited.credit
             for found in self.credits_for(scope, session_id=session_id).values()
             for credited in found
+            if credited.revision == record.revision
         ]
         queries = self.report_queries(scope, [session_id]).get(session_id)
         vectors = queries.vectors if queries is not None and queries.vectors is not None else ()

@@ -123,6 +123,9 @@ class FakeSource:
     def fulltext_engine(self, scope):
         return "word-overlap"
 
+    def fulltext_ceiling(self, scope, text):
+        return None  # word overlap keeps no statistics: scores are relative to the best
+
     def episode_member_stubs(self, scope, episode_ids):
         wanted = set(episode_ids)
         return [

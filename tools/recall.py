@@ -80,6 +80,7 @@ class RecalledMemory(BaseModel):
     created_at: str
     score: float = Field(description="Final score: (relevance + corroboration boost) x feedback weight.")
     position: int = Field(description="Its [n] in the context.")
+    rank: int = Field(description="Its rank by score among the memories in the context (1: the best).")
     source: Literal["direct", "sibling"] = Field(
         description="direct: matched the query; sibling: from the same episode as a memory that did."
     )
@@ -108,6 +109,11 @@ class RecallOutput(BaseModel):
     session_id: str
     gated: bool = Field(False, description="True when the query needed no memory and retrieval was skipped.")
     gate_reason: str | None = None
+    note: str | None = Field(
+        None,
+        description="Set when fewer than top_k memories matched: only memories above the relevance floor "
+        "are returned, never filler; with none, nothing relevant was found.",
+    )
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -248,6 +254,8 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         if args.include_lineage
         else {}
     )
+    by_score = sorted(result.in_context, key=lambda c: (-c.final_score, c.context_position or 0))
+    rank_of = {candidate.id: rank for rank, candidate in enumerate(by_score, start=1)}
     memories = [
         RecalledMemory(
             id=candidate.id,
@@ -258,6 +266,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
             created_at=iso(candidate.memory.created_at),
             score=round(candidate.final_score, 6),
             position=candidate.context_position or 0,
+            rank=rank_of[candidate.id],
             source=candidate.source,
             sibling_of=candidate.sibling_of,
             corroborated_by=list(candidate.corroborating_agents),
@@ -275,8 +284,21 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         session_id=session_id,
         gated=result.gated is not None,
         gate_reason=result.gated,
+        note=None if result.gated else shortfall_note(result, top_k),
         warnings=warnings,
     )
+
+
+def shortfall_note(result: RecallResult, top_k: int) -> str | None:
+    """What to say when fewer than ``top_k`` memories matched the query (None when top_k did)."""
+    direct = sum(1 for candidate in result.in_context if candidate.source == "direct")
+    if direct >= top_k:
+        return None
+    floor = result.trace.relevance_floor
+    above = f" above the relevance floor ({floor:g})" if floor is not None else ""
+    if not result.in_context:
+        return f"nothing relevant was found: no memory matched the query{above}"
+    return f"{direct} memor{'y' if direct == 1 else 'ies'} matched the query{above}, fewer than top_k={top_k}"
 
 
 async def handle(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:

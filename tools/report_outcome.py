@@ -121,7 +121,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     named = [*helpful, *misleading]
     if named:
         # Another tenant's ids read as unknown here: get_memories only sees this scope.
-        unknown = [memory_id for memory_id in named if memory_id not in store.get_memories(named, scope)]
+        known = store.get_memories(named, scope)
+        unknown = [memory_id for memory_id in named if memory_id not in known]
         if unknown:
             raise ToolFailure(
                 f"no memory {', '.join(unknown)} in org {scope.org_id!r} / project {scope.project_id!r}; nothing "
@@ -151,7 +152,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             and previous.score == score
             and previous.outcome == args.outcome
             and previous.note == args.note
-            and previous.memory_credits() == credits
+            and set(previous.credits) == set(credits)
+            and set(previous.memory_ids) == set(memory_ids)
             and previous.queries == queries
         ):
             current = store.get_memories(memory_ids, scope)
@@ -194,7 +196,10 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             query_vectors=query_vectors,
             query_embedder=embedder.name,
         )
-        affected = list(dict.fromkeys((*memory_ids, *(previous.memory_ids if previous else ()))))
+        # Every memory this session's report moved or moves, including one a report that crashed half-way
+        # had credited (its credit rows are there, its report row is not).
+        half_done = store.credits_for(scope, session_id=session_id)
+        affected = list(dict.fromkeys((*memory_ids, *(previous.memory_ids if previous else ()), *half_done)))
         current = store.get_memories(affected, scope)
         # Every report's credits for these memories, with this session's replaced by the new report's.
         replay = with_report(store.credits_for(scope, affected), record)

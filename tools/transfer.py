@@ -211,6 +211,7 @@ def _fail(path: Path, where: str, what: str, advice: str) -> ToolFailure:
 
 def _import_export(runtime: Runtime, path: Path, progress: Progress) -> TransferSummary:
     from storage import portable, schema
+    from storage.migrations import legacy_credit_rows
 
     header, counts = _checked_export(runtime, path, progress)
     store = runtime.store
@@ -226,6 +227,11 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
         written = portable.import_rows(store, table, rows)
         tables[table].written += written.written
         tables[table].skipped += written.skipped
+        if table == schema.OUTCOMES and header.schema_version < schema.FEEDBACK_SCHEMA_VERSION:
+            # An export from before per-memory credit: its reports become credits, as migration 5 makes them.
+            credited = portable.import_rows(store, schema.FEEDBACK, legacy_credit_rows(rows))
+            tables[schema.FEEDBACK].written += credited.written
+            tables[schema.FEEDBACK].skipped += credited.skipped
         if written.written and table in (schema.MEMORIES, schema.ATTESTATIONS):
             touched |= {Scope(row["org_id"], row["project_id"]) for row in rows}
         done += len(rows)

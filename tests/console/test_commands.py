@@ -107,6 +107,17 @@ def test_recall_and_outcome_share_a_session_and_a_repeated_outcome_replaces_the_
     assert fresh["session_id"] not in (after_report["session_id"], first["session_id"])
 
 
+def test_the_cli_never_joins_or_replaces_a_connected_agents_session(capsys, db):
+    as_json(capsys, db, "remember", "Deploys freeze on Fridays")
+    agents = as_json(capsys, db, "recall", "deploy freeze", "--agent", "claude-code", "--session", "ses_agent")
+    mine = as_json(capsys, db, "recall", "deploy freeze", "--agent", "claude-code")
+    assert agents["session_id"] == "ses_agent" and mine["session_id"].startswith("ses_cli_")
+    as_json(capsys, db, "recall", "deploy freeze again", "--agent", "claude-code", "--session", "ses_agent")
+    as_json(capsys, db, "outcome", "success", "--agent", "claude-code", "--session", "ses_agent")
+    status, _, err = memoria(capsys, db, "outcome", "failure", "--agent", "claude-code")
+    assert status == 1 and "newest session ses_agent was already reported" in err and "--session ses_agent" in err
+
+
 def test_an_outcome_with_no_recent_recall_says_what_to_do(capsys, db):
     status, _, err = memoria(capsys, db, "outcome", "success")
     assert status == 1 and "no session of cli recalled" in err and "--session" in err

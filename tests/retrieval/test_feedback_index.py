@@ -1,6 +1,7 @@
 """The per-scope index of outcome reports behind contextual feedback weights, with cosines set by hand:
 deploy (1, 0); close (0.8, 0.6): cosine 0.8 with deploy; half (0.45, 0.893029): cosine 0.45; far (0, 1)."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -12,7 +13,7 @@ from storage.records import CreditedSession, MemoryCredit, OutcomeRecord, Report
 from tests.fakes import TableEmbedder
 from tests.records import memory_record
 
-SCOPE = Scope("o", "p")
+SCOPE = Scope("o", "p")  # the scope every report below is made in
 VECTORS = {"deploy": (1.0, 0.0), "close": (0.8, 0.6), "half": (0.45, 0.893029), "far": (0.0, 1.0)}
 CLOSENESS = Closeness(0.3, 0.6)  # 0.8 -> 1.0; 0.45 -> 0.5; 0 -> 0
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -66,7 +67,9 @@ def queries_of(report: OutcomeRecord) -> ReportQueries:
     return ReportQueries(report.session_id, report.queries, vectors, report.query_embedder)
 
 
-def outcome(session: str, credits, queries=("deploy",), embedder: TableEmbedder | None = None, order: int = 0):
+def outcome(
+    session: str, credits, queries=("deploy",), embedder: TableEmbedder | None = None, order: int = 0
+):
     vectors = tuple(tuple(float(x) for x in embedder.embed_query(q)) for q in queries) if embedder else ()
     return OutcomeRecord(
         session_id=session,
@@ -174,7 +177,9 @@ def test_a_memory_named_but_not_shown_is_compared_with_every_query_of_its_sessio
     index = index_over(Reports([named]), embedder)
     # far: cosine 0 with deploy, 0.6 with close (closeness 1.0): the closest query of the session counts.
     assert weight_for(index, "far") == pytest.approx(1.15)
-    alone = outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, None)], queries=("deploy",), embedder=embedder)
+    alone = outcome(
+        "s1", [MemoryCredit("m", "helpful", 1.0, 1.0, None)], queries=("deploy",), embedder=embedder
+    )
     assert weight_for(index_over(Reports([alone]), embedder), "far") == 1.0
 
 
@@ -187,3 +192,32 @@ def test_only_the_newest_reports_of_a_memory_count():
     success = outcome("s", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder, order=9)
     index = index_over(Reports([*failures, success]), embedder, max_reports_per_memory=1)
     assert weight_for(index, "deploy") == pytest.approx(1.15)  # the three failures are older than the cap
+
+
+def test_over_a_real_store_a_correction_that_drops_a_credit_is_caught_up_by_row_version(tmp_path):
+    from storage.store import MemoryStore
+
+    embedder = TableEmbedder(VECTORS)
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=2) as store:
+        first = outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder)
+        store.put_outcome(first)
+        index = FeedbackIndex(store, embedder, closeness=CLOSENESS, policy=WeightPolicy())
+        assert weight_for(index, "deploy") == pytest.approx(1.15)
+        reads = index.reads
+        corrected = replace(first, revision=2, credits=(MemoryCredit("other", "helpful", 1.0, 1.0, 0),))
+        store.put_outcome(corrected, previous=store.get_outcome(SCOPE, "s1"))
+        assert weight_for(index, "deploy") == 1.0  # m's credit was written again with share 0
+        assert weight_for(index, "deploy", "other") == pytest.approx(1.15)
+        assert index.reads == reads + 2  # the rows the correction wrote, then "other"'s credits
+
+
+def test_what_is_held_stays_within_its_bounds():
+    embedder = TableEmbedder(VECTORS)
+    reports = [
+        outcome(f"s{n}", [MemoryCredit(f"m{n}", "helpful", 1.0, 1.0, 0)], embedder=embedder, order=n)
+        for n in range(10)
+    ]
+    index = index_over(Reports(reports), embedder, max_held_credits=3, max_held_queries=3)
+    for n in range(10):
+        assert weight_for(index, "deploy", f"m{n}") == pytest.approx(1.15)
+    assert len(index._credits) == 3 and len(index._sessions) == 3

@@ -176,14 +176,11 @@ async def writer(db, number: int, shared: Shared, rng: random.Random) -> None:
                 await report(client, shared, session, rng)
 
 
-def expected_weights(policy: WeightPolicy, ids: list[str], outcomes: list[Any]) -> dict[str, float]:
-    """Every memory's weight replayed serially from its credit in each report, in the order sessions
-    first reported."""
-    credits = [{credit.memory_id: credit for credit in o.memory_credits()} for o in outcomes]
+def expected_weights(policy: WeightPolicy, ids: list[str], credits: dict[str, list[Any]]) -> dict[str, float]:
+    """Every memory's weight replayed serially from its credit in each session's current report, in the
+    order sessions first reported."""
     return {
-        memory_id: policy.replay_credits(
-            (found.share, found.score) for by_memory in credits if (found := by_memory.get(memory_id))
-        )
+        memory_id: policy.replay_credits((c.credit.share, c.credit.score) for c in credits.get(memory_id, []))
         for memory_id in ids
     }
 
@@ -219,6 +216,7 @@ async def test_four_processes_writing_recalling_and_reporting_at_once_agree_with
     with MemoryStore.open(str(db)) as store:
         rows = store._memories.to_arrow().select(["id", "weight"]).to_pylist()
         outcomes = store.outcomes_in_scope(DEFAULT_SCOPE)
+        credits = store.credits_for(DEFAULT_SCOPE, [row["id"] for row in rows])
         events = [WeightEvent(**row) for row in store._weight_events.to_arrow().to_pylist()]
     ids = [row["id"] for row in rows]
     stored = {row["id"]: row["weight"] for row in rows}
@@ -237,7 +235,7 @@ async def test_four_processes_writing_recalling_and_reporting_at_once_agree_with
         assert set(o.memory_ids) <= context_ids and bool(o.memory_ids) == bool(context_ids)
 
     # Every weight is the serial replay, in first-reported order: the same arithmetic, so the same floats.
-    assert stored == expected_weights(policy, ids, outcomes)
+    assert stored == expected_weights(policy, ids, credits)
     moved = [i for i in ids if stored[i] != 1.0]
     reported_twice = [i for i in ids if sum(i in o.memory_ids for o in outcomes) >= 2]
     assert moved and reported_twice

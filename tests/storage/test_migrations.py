@@ -182,3 +182,33 @@ def test_reports_made_before_per_memory_credit_read_back_as_full_steps_for_no_qu
             None,
         )
         assert "context_weight" in store.tables()[schema.AB_LOGS].schema.names
+
+
+def test_legacy_reports_become_one_credit_per_memory_of_each_sessions_newest_revision():
+    rows = migrations.legacy_credit_rows(
+        [
+            {
+                "org_id": "o",
+                "project_id": "p",
+                "session_id": "s",
+                "revision": 1,
+                "first_reported_at": NOW,
+                "score": 0.0,
+                "memory_ids": ["a"],
+            },
+            {
+                "org_id": "o",
+                "project_id": "p",
+                "session_id": "s",
+                "revision": 2,
+                "first_reported_at": NOW,
+                "score": 1.0,
+                "memory_ids": ["a", "b", "a"],
+            },
+        ]
+    )
+    assert [(r["memory_id"], r["kind"], r["revision"], r.get("share"), r.get("score")) for r in rows] == [
+        ("", "session", 2, None, None),
+        ("a", "credit", 2, 1.0, 1.0),
+        ("b", "credit", 2, 1.0, 1.0),
+    ]

@@ -126,6 +126,46 @@ def test_the_same_report_twice_applies_once(runtime, three):
     assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
 
 
+def test_the_same_report_twice_is_unchanged_whatever_the_order_of_its_ids(runtime, three):
+    recall_top(runtime, S1)
+    recall_top(runtime, S1, query="postgres port")  # a second context: both a and b lead one
+    named = ReportOutcomeInput(outcome="success", helpful_ids=[three["b"], three["a"]])
+    first = report_outcome(named, runtime, S1)
+    again = report_outcome(
+        ReportOutcomeInput(outcome="success", helpful_ids=[three["a"], three["b"]]), runtime, S1
+    )
+    assert (first.status, again.status, again.revision) == ("applied", "unchanged", 1)
+    plain = report_outcome(ReportOutcomeInput(outcome="success", session_id="ses_1"), runtime, S2)
+    assert plain.status == "replaced"
+    assert report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1).status == "unchanged"
+
+
+def test_a_report_whose_row_was_never_saved_is_redone_whole_on_retry(runtime, three, monkeypatch):
+    """A crash between the credits' commit and the report's own row: the retry finds no matching report,
+    redoes it, and every memory the half-done report moved gets its weight recomputed."""
+    recall_top(runtime, S1)
+    report_outcome(both_helpful(three), runtime, S1)
+    crashed = ReportOutcomeInput(outcome="success", helpful_ids=[three["a"], three["c"]])
+    real_put = runtime.store.put_outcome
+
+    def credits_only(record, previous=None):
+        runtime.store._put_credits(record, previous)
+        raise OSError("killed before the report's row")
+
+    monkeypatch.setattr(runtime.store, "put_outcome", credits_only)
+    with pytest.raises(OSError):
+        report_outcome(crashed, runtime, S1)
+    monkeypatch.setattr(runtime.store, "put_outcome", real_put)
+    retried = report_outcome(crashed, runtime, S1)
+    assert (retried.status, retried.revision) == ("replaced", 2)
+    # b is now an unnamed memory of the context: a quarter of its share, 1 + 0.25 x 0.630930 x 0.15;
+    # c is counted once.
+    assert weights(runtime, three) == {"a": 1.15, "b": 1.02366, "c": 1.15}
+    # And the correction back moves c again: its credit from the half-done report is not left behind.
+    report_outcome(both_helpful(three), runtime, S1)
+    assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
+
+
 def test_a_corrected_report_replaces_the_earlier_one(runtime, three):
     recall_top(runtime, S1)
     report_outcome(both_helpful(three), runtime, S1)

@@ -521,3 +521,26 @@ def test_a_missing_file_or_a_scope_for_an_export_is_refused_with_advice(stores, 
     path = write(tmp_path / "export.jsonl", export_text(runtime))
     with pytest.raises(ToolFailure, match="keeps the scopes it was exported from"):
         import_file(runtime, path, scope=Scope("acme", "web"))
+
+
+def test_an_export_from_before_per_memory_credit_imports_its_reports_as_full_credits(stores, tmp_path):
+    source = stores("a")
+    build_history(source)
+    header, rows = header_and_rows(export_text(source))
+    # As schema version 4 wrote it: no credit table, so each report moved every memory fully.
+    header = {
+        **header,
+        "schema_version": 4,
+        "counts": {k: v for k, v in header["counts"].items() if k != schema.FEEDBACK},
+    }
+    rows = [row for row in rows if row["table"] != schema.FEEDBACK]
+    old = "\n".join(json.dumps(line) for line in [header, *rows]) + "\n"
+    [report] = [row["row"] for row in rows if row["table"] == schema.OUTCOMES]
+
+    target = stores("b")
+    summary = import_file(target, write(tmp_path / "old.jsonl", old))
+    assert summary.tables[schema.FEEDBACK].written == 1 + len(report["memory_ids"])
+    credits = target.store.credits_for(Scope("default", "default"), report["memory_ids"])
+    assert {
+        m: [(c.session_id, c.credit.share, c.credit.score) for c in found] for m, found in credits.items()
+    } == {m: [(report["session_id"], 1.0, 1.0)] for m in report["memory_ids"]}
