@@ -5,11 +5,12 @@
    A near-duplicate of a memory already selected (same SimHash cluster, or token Jaccard >=
    ``fold_threshold``) takes no slot: it is the corroboration of the one shown, not new information.
 
-2. Group by episode: a header (title, time, agent), then the episode's summary, then its memories by
-   score (an episode sibling scores below the memory that brought it, so it follows it, and never comes
-   before a better direct match of its episode); groups ordered by their best direct match, so the best
-   match comes first; groups with only an episode summary ("residual episodes") last. A memory with no
-   episode is its own group.
+2. Group by episode: a header (title, time, agent), then the episode's summary, then its direct matches
+   by score; groups ordered by their best direct match, so the best match comes first; groups with only
+   an episode summary ("residual episodes") last. A memory with no episode is its own group. An episode
+   sibling follows the memory that brought it, in its group, unless a direct match of a later group
+   scores higher than the sibling: a sibling never pushes a better direct match down, so it waits after
+   the last such match, in a continuation of its episode ("continued").
 3. Greedy fill: never longer than ``char_budget``; a memory that does not fit is left out whole (never
    cut) with the reason on its candidate.
 
@@ -59,14 +60,17 @@ def render_memory(position: int, candidate: Candidate) -> str:
     return f"[{position}] {header}\n{quoted}\n"
 
 
-def render_episode_header(episode_id: str, episode: EpisodeRecord | None, matches: int) -> str:
-    parts = [f"episode {episode_id}"]
+def render_episode_header(
+    episode_id: str, episode: EpisodeRecord | None, matches: int, *, continued: bool = False
+) -> str:
+    parts = [f"episode {episode_id}" + (" (continued)" if continued else "")]
     if episode is not None:
         if episode.title:
             parts.append(repr(episode.title[:120]))
         parts.append(episode.started_at.strftime("%Y-%m-%d %H:%M"))
         parts.append(f"agent {episode.agent_id}")
-    parts.append(f"{matches} direct match{'es' if matches != 1 else ''}")
+    if not continued:
+        parts.append(f"{matches} direct match{'es' if matches != 1 else ''}")
     return "\n## " + single_line(" · ".join(parts)) + "\n"
 
 
@@ -74,6 +78,7 @@ def render_episode_header(episode_id: str, episode: EpisodeRecord | None, matche
 class _Group:
     episode_id: str | None
     items: list[Candidate] = field(default_factory=list)
+    continued: bool = False  # a later block of an episode already shown (siblings that waited)
 
     @property
     def matches(self) -> int:
@@ -178,9 +183,13 @@ def select(
 
 
 def group(chosen: Sequence[Candidate]) -> list[_Group]:
+    """The chosen memories in context order, as episode blocks (see the module's step 2)."""
     groups: dict[str, _Group] = {}
     ordered: list[_Group] = []
+    siblings = [candidate for candidate in chosen if candidate.source == "sibling"]
     for candidate in chosen:
+        if candidate.source == "sibling":
+            continue
         episode_id = candidate.memory.episode_id
         if episode_id is None:
             ordered.append(_Group(None, [candidate]))
@@ -189,12 +198,57 @@ def group(chosen: Sequence[Candidate]) -> list[_Group]:
             groups[episode_id] = _Group(episode_id)
             ordered.append(groups[episode_id])
         groups[episode_id].items.append(candidate)
-    for each in ordered:
-        # The summary first, then by score: a sibling scores below its source, so it is placed after it.
-        each.items.sort(
-            key=lambda c: (c.memory.kind != "episode", -c.final_score, c.source == "sibling", c.id)
-        )
-    return sorted(ordered, key=lambda g: (g.residual, -g.best))
+    for each in ordered:  # the summary first, then by score
+        each.items.sort(key=lambda c: (c.memory.kind != "episode", -c.final_score, c.id))
+    blocks = sorted(ordered, key=lambda g: (g.residual, -g.best))
+    for sibling in sorted(siblings, key=lambda c: (-c.final_score, c.id)):
+        blocks = _with_sibling(blocks, sibling)
+    return blocks
+
+
+def _with_sibling(blocks: list[_Group], sibling: Candidate) -> list[_Group]:
+    """``blocks`` with ``sibling`` placed after the memory that brought it and after every direct match
+    that scores higher: at the end of its episode's block when that is far enough, else in a
+    continuation block of its episode right after the last such match."""
+    positions = [(b, i) for b, block in enumerate(blocks) for i in range(len(block.items))]
+    source_at = next(
+        ((b, i) for b, i in positions if blocks[b].items[i].id == sibling.sibling_of),
+        positions[-1] if positions else (0, 0),
+    )
+    better = [
+        (b, i)
+        for b, i in positions
+        if blocks[b].items[i].source == "direct" and blocks[b].items[i].final_score > sibling.final_score
+    ]
+    after = max([source_at, *better])
+    block, index = after
+    target = blocks[block]
+    if target.episode_id == sibling.memory.episode_id:
+        # In its own block: after the source, the better direct matches and the siblings placed before it.
+        target.items.insert(index + 1 + _siblings_after(target, index), sibling)
+        return blocks
+    # Later than its episode's block: in a continuation of its episode after the block that holds the last
+    # better match (joining a continuation already there).
+    following = blocks[block + 1] if block + 1 < len(blocks) else None
+    if following is not None and following.continued and following.episode_id == sibling.memory.episode_id:
+        following.items.append(sibling)
+        return blocks
+    return [
+        *blocks[: block + 1],
+        _Group(sibling.memory.episode_id, [sibling], continued=True),
+        *blocks[block + 1 :],
+    ]
+
+
+def _siblings_after(block: _Group, index: int) -> int:
+    """How many siblings already follow position ``index`` of ``block`` directly (placed earlier, so
+    better scored): a new sibling goes after them."""
+    count = 0
+    for item in block.items[index + 1 :]:
+        if item.source != "sibling":
+            break
+        count += 1
+    return count
 
 
 def assemble(
@@ -224,7 +278,9 @@ def assemble(
     positions: dict[str, int] = {}
     for each in group(chosen):
         header = (
-            render_episode_header(each.episode_id, (episodes or {}).get(each.episode_id), each.matches)
+            render_episode_header(
+                each.episode_id, (episodes or {}).get(each.episode_id), each.matches, continued=each.continued
+            )
             if each.episode_id
             else "\n"
         )

@@ -141,7 +141,7 @@ class Settings(BaseModel):
         None,
         ge=0.0,
         le=1.0,
-        description="w in the fused score; default 0.3 on hashed vectors, 0.5 with a model",
+        description="w in the fused score; default 0.3 on hashed vectors, 0.4 with a model",
     )
     feedback_ema_alpha: float = Field(0.2, gt=0.0, le=1.0)
     feedback_min_weight: float = Field(0.25, gt=0.0)

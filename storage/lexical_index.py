@@ -70,20 +70,20 @@ class LexicalIndex:
     def ceiling(self, text: str) -> float:
         """The BM25 score of a document of average length that holds each of ``text``'s indexed terms
         once: the sum of their idf (each term adds idf x (k1 + 1) / (1 + k1) = idf). A score divided by it
-        says how much of the query a memory matches, in [0, 1] (a longer repetition can pass 1); terms
-        the scope never uses match nothing anywhere and are left out. 0.0 when nothing is indexed."""
+        says how much of the query a memory matches, in [0, 1] (a longer repetition can pass 1). A term the
+        scope never uses counts with the idf of a term in no document, the highest: a query about something
+        memory never mentions is matched by nothing in full. 0.0 when nothing is indexed."""
         terms = list(dict.fromkeys(self._analyze(text))) if text.strip() else []
         if not terms or self._documents == 0:
             return 0.0
         total = 0.0
         for term in terms:
             postings = self._postings.get(term)
-            if postings is None:
-                continue
-            rows = np.frombuffer(postings[0], dtype=np.int32)
-            live = int(np.count_nonzero(np.frombuffer(postings[2], dtype=np.int32) == self._generation[rows]))
-            if live:
-                total += math.log(1.0 + (self._documents - live + 0.5) / (live + 0.5))
+            live = 0
+            if postings is not None:
+                rows = np.frombuffer(postings[0], dtype=np.int32)
+                live = int(np.count_nonzero(np.frombuffer(postings[2], dtype=np.int32) == self._generation[rows]))
+            total += math.log(1.0 + (self._documents - live + 0.5) / (live + 0.5))
         return total
 
     def search(self, text: str, eligible: np.ndarray, limit: int) -> list[tuple[int, float]]:

@@ -423,6 +423,7 @@ class StoredText:
     scope: Scope
     content: str
     embedder: str
+    agent_id: str = ""
 
 
 def memory_texts(store: MemoryStore, scope: Scope | None = None) -> list[StoredText]:
@@ -431,13 +432,17 @@ def memory_texts(store: MemoryStore, scope: Scope | None = None) -> list[StoredT
     if scope is not None:
         condition = filters.all_of(condition, filters.scope_is(scope))
     data = scan(
-        store.tables()[schema.MEMORIES], condition, ["id", "org_id", "project_id", "content", "embedder"]
+        store.tables()[schema.MEMORIES],
+        condition,
+        ["id", "org_id", "project_id", "content", "embedder", "agent_id"],
     )
     found: dict[str, StoredText] = {}
     for row in data.to_pylist():
         found.setdefault(
             row["id"],
-            StoredText(row["id"], Scope(row["org_id"], row["project_id"]), row["content"], row["embedder"]),
+            StoredText(
+                row["id"], Scope(row["org_id"], row["project_id"]), row["content"], row["embedder"], row["agent_id"]
+            ),
         )
     return [found[memory_id] for memory_id in sorted(found)]
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, field_validator
 from retrieval.consolidation.report import Actor, ConsolidationReport
 from retrieval.corroboration import ClusterMember
 from retrieval.redaction import Redacted, redact
-from retrieval.text import content_hash, searchable_text
+from retrieval.text import content_hash, document_text, searchable_text
 from storage.records import LineageEvent, MemoryKind, MemoryRecord, NewMemory, Scope
 
 if TYPE_CHECKING:
@@ -233,7 +233,10 @@ def with_vectors(
 ) -> list[NewMemory]:
     """Embed in one batch and attach the full-text field (content, tags, author, date, the memory before
     it in its episode: ``preceding`` maps record id -> that content)."""
-    vectors = runtime.models.embedder.embed_documents([record.content for record in records])
+    embedder = runtime.models.embedder
+    vectors = embedder.embed_documents(
+        [document_text(record.content, record.agent_id, embedder.name) for record in records]
+    )
     return [
         NewMemory(
             record,

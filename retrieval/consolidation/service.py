@@ -26,7 +26,7 @@ from retrieval.corroboration import UnionFind
 from retrieval.embedders.base import Embedder
 from retrieval.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
 from retrieval.simhash import simhash
-from retrieval.text import content_hash, searchable_text
+from retrieval.text import content_hash, document_text, searchable_text
 from storage.records import ContradictionRecord, LineageEvent, MemoryRecord, NewMemory, Scope, SearchHit
 
 log = logging.getLogger(__name__)
@@ -364,7 +364,7 @@ class ConsolidationService:
             simhash=simhash(text),
             version_of=None,
         )
-        vector = self._embedder.embed_documents([text])[0]
+        vector = self._embedder.embed_documents([document_text(text, record.agent_id, self._embedder.name)])[0]
         search_text = searchable_text(text, record.tags, record.agent_id, record.created_at)
         stored, _ = self._store.insert_memory(NewMemory(record, tuple(float(x) for x in vector), search_text))
         self._store.mark_consolidated([stored.id], now)

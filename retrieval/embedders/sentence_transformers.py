@@ -11,6 +11,10 @@ import numpy as np
 from retrieval.embedders.base import Vectors, l2_normalize
 from retrieval.model_files import ModelUnavailable, load_on_backend, resolve_model_dir, short_reason
 
+# The prompt names retrieval models declare in their sentence-transformers configuration.
+QUERY_PROMPTS = ("query",)
+DOCUMENT_PROMPTS = ("document", "passage", "corpus")
+
 
 class SentenceTransformerEmbedder:
     """Wraps ``SentenceTransformer``; ``warm_up()`` does the slow import and load."""
@@ -66,7 +70,9 @@ class SentenceTransformerEmbedder:
 
     @property
     def name(self) -> str:
-        return f"st:{self._model_ref}:{self._dimension}"
+        # "+author": its vectors are of document_text (the author, then the content); vectors made before
+        # from the content alone carry the plain name and are made again by `memoria reembed`.
+        return f"st:{self._model_ref}:{self._dimension}+author"
 
     @property
     def dimension(self) -> int:
@@ -74,9 +80,20 @@ class SentenceTransformerEmbedder:
         return self._dimension
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self._encode(texts, DOCUMENT_PROMPTS)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._encode([text], QUERY_PROMPTS)[0]
+
+    def _encode(self, texts: Sequence[str], prompt_names: Sequence[str]) -> Vectors:
+        """Unit vectors of ``texts``, with the first of ``prompt_names`` the model declares (retrieval
+        models such as bge or e5 expect one prefix on queries and another, or none, on passages; a model
+        that declares none, like all-MiniLM-L6-v2, gets the texts as they are)."""
         self._require()
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)
+        declared = getattr(self._model, "prompts", None) or {}
+        prompt_name = next((name for name in prompt_names if declared.get(name)), None)
         with self._inference_lock:
             matrix = self._model.encode(
                 list(texts),
@@ -84,11 +101,9 @@ class SentenceTransformerEmbedder:
                 convert_to_numpy=True,
                 normalize_embeddings=True,
                 show_progress_bar=False,
+                prompt_name=prompt_name,
             )
         return l2_normalize(np.asarray(matrix, dtype=np.float32))
-
-    def embed_query(self, text: str) -> Vectors:
-        return self.embed_documents([text])[0]
 
     def _require(self) -> None:
         if self._model is None:

@@ -111,7 +111,7 @@ def grouped(
     return Candidate(memory=record, weighted_score=final, source=source, sibling_of=sibling_of)
 
 
-def test_memories_are_grouped_by_episode_with_a_header_and_groups_ordered_by_match_count():
+def test_groups_come_in_the_order_of_their_best_direct_match_and_a_sibling_never_precedes_a_better_one():
     candidates = (
         grouped("lone", None, 0.95),
         grouped("a1", "ep-a", 0.90),
@@ -122,12 +122,26 @@ def test_memories_are_grouped_by_episode_with_a_header_and_groups_ordered_by_mat
     )
     marked, context = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r")
     order = [c.id for c in sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)]
-    # ep-b has 3 direct matches; ep-a and the episode-less memory 1 each, so the better score (0.95) goes
-    # first. Within a group the artifact comes before the facts, facts by score, siblings by theirs.
-    assert order == ["b-art", "b1", "b2", "lone", "a1", "a-sib"]
-    assert context.index("## episode ep-b") < context.index("text of lone") < context.index("## episode ep-a")
-
+    # Best direct matches: lone 0.95, ep-a 0.90, ep-b 0.80; each group by score. a-sib (0.45) would come
+    # before b1 (0.80) and b2 (0.70) in its group: it waits after ep-b, in a continuation of ep-a.
+    assert order == ["lone", "a1", "b1", "b2", "b-art", "a-sib"]
+    assert context.index("text of lone") < context.index("## episode ep-a") < context.index("## episode ep-b")
+    assert context.index("## episode ep-b") < context.index("## episode ep-a (continued)")
     assert "· 3 direct matches" in context and "· 1 direct match\n" in context
+
+
+def test_a_sibling_follows_its_source_in_its_group_when_no_later_match_is_better():
+    candidates = (
+        grouped("a1", "ep-a", 0.90),
+        grouped("a2", "ep-a", 0.50),
+        grouped("b1", "ep-b", 0.40),
+        grouped("a-sib", "ep-a", 0.45, sibling_of="a1"),
+        grouped("a-sib2", "ep-a", 0.45, sibling_of="a1"),
+    )
+    marked, context = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r")
+    order = [c.id for c in sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)]
+    assert order == ["a1", "a2", "a-sib", "a-sib2", "b1"]
+    assert "(continued)" not in context
 
 
 def test_a_sibling_comes_only_with_the_memory_that_brought_it():

@@ -15,7 +15,7 @@ def test_sentence_transformer_embeddings_are_unit_length_rows(tiny_models):
     assert matrix.shape == (2, 32)
     assert np.linalg.norm(matrix, axis=1) == pytest.approx([1.0, 1.0], abs=1e-5)
     assert embedder.embed_query("mysql").shape == (32,)
-    assert embedder.name == f"st:{tiny_models['embedder']}:32"
+    assert embedder.name == f"st:{tiny_models['embedder']}:32+author"
     assert isinstance(embedder, Embedder)
 
 
@@ -32,3 +32,20 @@ def test_a_hub_model_that_is_not_cached_fails_fast_when_downloads_are_off():
 def test_a_missing_local_folder_is_reported_as_such(tmp_path):
     with pytest.raises(ModelUnavailable, match="does not exist"):
         resolve_model_dir(str(tmp_path / "nope"), allow_downloads=True)
+
+
+def test_a_model_that_declares_a_query_prompt_gets_it_on_queries_only(tiny_models, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(tiny_models["embedder"]), device="cpu")
+    model.prompts = {"query": "query: ", "passage": "passage: "}
+    model.save(str(tmp_path / "prompted"))
+    embedder = SentenceTransformerEmbedder(str(tmp_path / "prompted"), allow_downloads=False)
+    embedder.warm_up()
+    expected_query = model.encode(["query: we switched to mysql"], normalize_embeddings=True)[0]
+    expected_passage = model.encode(["passage: we switched to mysql"], normalize_embeddings=True)[0]
+    assert embedder.embed_query("we switched to mysql") == pytest.approx(expected_query, abs=1e-5)
+    assert embedder.embed_documents(["we switched to mysql"])[0] == pytest.approx(expected_passage, abs=1e-5)
+    plain = SentenceTransformerEmbedder(str(tiny_models["embedder"]), allow_downloads=False)
+    plain.warm_up()  # no prompts declared: the text as it is
+    assert plain.embed_query("mysql") == pytest.approx(plain.embed_documents(["mysql"])[0], abs=1e-6)

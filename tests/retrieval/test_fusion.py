@@ -68,5 +68,31 @@ def test_negative_cosine_counts_as_zero_and_limit_applies():
 
 def test_the_fusion_weight_follows_the_embedder_unless_configured():
     assert vector_weight_for(None, "hashed-v1:384") == LEXICAL_VECTOR_WEIGHT == 0.3
-    assert vector_weight_for(None, "st:all-MiniLM-L6-v2:384") == SEMANTIC_VECTOR_WEIGHT == 0.5
+    assert vector_weight_for(None, "st:all-MiniLM-L6-v2:384") == SEMANTIC_VECTOR_WEIGHT == 0.4
     assert vector_weight_for(0.8, "hashed-v1:384") == 0.8
+
+
+def test_with_a_full_match_score_bm25_reads_as_absolute_relevance():
+    query = unit(1, 0)
+    fulltext_hits = [SearchHit(record("b"), 4.0, unit(0, 1)), SearchHit(record("c"), 2.0, unit(0, 1))]
+    fused, _ = fuse(
+        [],
+        fulltext_hits,
+        query_vector=query,
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=10,
+        fulltext_ceiling=8.0,
+    )
+    # b matches half the query's idf (4 / 8), c a quarter: the best match is not taken as a full one.
+    assert {c.id: c.fused_score for c in fused} == pytest.approx({"b": 0.25, "c": 0.125})
+    over, _ = fuse(
+        [],
+        [SearchHit(record("d"), 9.0, unit(0, 1))],
+        query_vector=query,
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=1,
+        fulltext_ceiling=8.0,
+    )
+    assert over[0].fused_score == pytest.approx(0.5)  # a repetition past the full match counts as 1

@@ -1,5 +1,13 @@
-from retrieval.threshold import MinScoreStage
-from retrieval.trace import BelowThreshold
+import pytest
+
+from retrieval.threshold import (
+    LEXICAL_FLOOR,
+    RERANKER_FLOOR,
+    SEMANTIC_FLOOR,
+    MinScoreStage,
+    relevance_floor_for,
+)
+from retrieval.trace import BelowThreshold, FloorApplied
 from retrieval.types import Candidate, RecallRequest
 from storage.records import Scope
 from tests.records import memory_record
@@ -13,4 +21,12 @@ def test_candidates_below_min_fact_score_are_dropped_and_traced():
     )
     output = MinScoreStage(0.2)(request, candidates)
     assert [c.id for c in output.candidates] == ["keep"]
-    assert output.events == (BelowThreshold("drop", 0.19, 0.2),)
+    assert output.events == (FloorApplied(0.2, 1), BelowThreshold("drop", 0.19, 0.2))
+
+
+def test_the_default_floor_depends_on_what_the_relevance_is_made_of():
+    assert relevance_floor_for(None, "hashed-v1:384", reranked=False) == LEXICAL_FLOOR
+    assert relevance_floor_for(None, "st:all-MiniLM-L6-v2:384", reranked=False) == SEMANTIC_FLOOR
+    assert relevance_floor_for(None, "st:all-MiniLM-L6-v2:384", reranked=True) == RERANKER_FLOOR
+    assert relevance_floor_for(0.0, "hashed-v1:384", reranked=False) == 0.0  # min_fact_score overrides
+    assert relevance_floor_for(0.3, "anything", reranked=True) == pytest.approx(0.3)

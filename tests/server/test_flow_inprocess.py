@@ -86,6 +86,36 @@ async def test_a_report_naming_unknown_or_contradictory_ids_is_refused_and_moves
         assert (applied["status"], again["status"]) == ("applied", "unchanged")
 
 
+async def test_recall_returns_only_what_clears_the_relevance_floor_and_says_so(settings):
+    async with connected(server_with(settings)) as client:
+        ids = {text: (await call(client, "remember", {"content": text}))["id"] for text in (POOL, PORT, CAT)}
+        found = await call(client, "recall", {"query": "postgres connection pool size", "top_k": 10})
+        # The cat matches nothing of the query: below the floor (0.10 offline), it is not filler here.
+        assert [(m["id"], m["rank"], m["position"], m["source"]) for m in found["memories"]] == [
+            (ids[POOL], 1, 1, "direct"),
+            (ids[PORT], 2, 2, "direct"),
+        ]
+        assert (
+            found["note"]
+            == "2 memories matched the query above the relevance floor (0.1), fewer than top_k=10"
+        )
+        nothing = await call(client, "recall", {"query": "kubernetes ingress certificates"})
+        assert (nothing["memories"], nothing["context"]) == ([], "")
+        assert (
+            nothing["note"]
+            == "nothing relevant was found: no memory matched the query above the relevance floor (0.1)"
+        )
+        explained = await call(client, "explain_ranking", {"retrieval_id": nothing["retrieval_id"]})
+        [floor] = [
+            e
+            for s in explained["stages"]
+            if s["stage"] == "min_score"
+            for e in s["events"]
+            if e["event"] == "FloorApplied"
+        ]
+        assert floor["floor"] == 0.1 and floor["dropped"] >= 1
+
+
 async def test_offline_backend_flow_end_to_end(settings):
     async with connected(server_with(settings)) as client:
         for text in (POOL, PORT, CAT):

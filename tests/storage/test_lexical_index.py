@@ -72,3 +72,16 @@ def test_compacting_stale_postings_changes_no_result():
     assert [row for row, _ in after] == [row for row, _ in before]
     assert [score for _, score in after] == pytest.approx([score for _, score in before])
     assert index._stale_postings < 20_000
+
+
+def test_the_ceiling_is_the_score_of_a_full_match_of_average_length():
+    index = index_of("postgres pool size", "redis pool", "nothing here")
+    pool_idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    size_idf = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+    # "kafka" is in no memory: it counts with the idf of df 0, log(1 + 3.5 / 0.5); repeats count once.
+    assert index.ceiling("pool size size kafka") == pytest.approx(pool_idf + size_idf + math.log(8))
+    # A document of average length holding each term once scores exactly the ceiling: idf x 2.2 / 2.2.
+    average = index_of("pool size x", "pool y z", "w v u")  # every document 3 terms long
+    full = dict(average.search("pool size", everything(3), limit=5))[0]
+    assert full == pytest.approx(average.ceiling("pool size"))
+    assert index_of().ceiling("pool") == 0.0

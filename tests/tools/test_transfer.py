@@ -27,7 +27,7 @@ from tools.transfer import export_store, import_file, reembed
 SCOPE = Scope("default", "default")
 ALICE = Caller("claude-code", "ses_1")
 BOB = Caller("cursor", "ses_2")
-QUERIES = ["which database does billing use", "feature flag checkout_v2 staging", "deploy on fridays"]
+QUERIES = ["did we switch from postgres to mysql", "feature flag checkout_v2 staging", "deploy on fridays"]
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def build_history(runtime) -> dict[str, str]:
     ids["mysql"] = say(runtime, "We switched from Postgres to MySQL in March", BOB)  # revises postgres
     ids["flag_off"] = say(runtime, "Feature flag checkout_v2 is disabled in staging", BOB)  # contradicts
     say(runtime, "Never deploy on Fridays", BOB, protection_tier="protected", tags=["deploy"])  # attests
-    recall(RecallInput(query="billing database"), runtime, ALICE)
+    recall(RecallInput(query="postgres or mysql for billing"), runtime, ALICE)
     report_outcome(ReportOutcomeInput(outcome="success"), runtime, ALICE)
     forget(ForgetInput(memory_id=ids["config"]), runtime, ALICE)
     forget(ForgetInput(memory_id=ids["cat"], mode="purge"), runtime, ALICE)
@@ -171,8 +171,8 @@ def test_an_export_without_vectors_is_embedded_again_on_import(stores, tmp_path)
     assert summary.reembedded == 11  # every memory but the purged one
     assert export_text(target, vectors=False).splitlines()[1:] == exported.splitlines()[1:]
     assert export_text(target).splitlines()[1:] == export_text(source).splitlines()[1:]
-    assert recalled(target, "billing database") == recalled(source, "billing database")
-    assert ids["mysql"] in recalled(target, "billing database")
+    assert recalled(target, "postgres or mysql") == recalled(source, "postgres or mysql")
+    assert ids["mysql"] in recalled(target, "postgres or mysql")
 
 
 def test_memories_from_another_embedder_are_embedded_again_and_nothing_else_changes(stores, tmp_path):
