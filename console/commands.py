@@ -513,24 +513,25 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
     }
     with opened(settings) as runtime:
         caller = caller_for(args)
-        if mode == "purge" and not args.dry_run and not args.yes:
+        # A purge, or anything chosen by a query, is shown and confirmed first.
+        if (mode == "purge" or args.query is not None) and not args.dry_run and not args.yes:
             preview = call(
                 forget.handle, forget.ForgetInput, {**values, "dry_run": True}, runtime, caller, "forget"
             )
+            if not preview.forgotten:
+                print(preview.note or "nothing matches: nothing forgotten", file=sys.stderr)
+                return 1
+            what = "erase" if mode == "purge" else "retract"
             if not sys.stdin.isatty():
                 raise CommandError(
-                    f"purging erases {len(preview.forgotten)} memories for good: add --yes to confirm "
+                    f"this would {what} {len(preview.forgotten)} memories: add --yes to confirm "
                     "(or --dry-run to see them)"
                 )
             print(forgotten_table(preview), file=sys.stderr)  # stdout stays the result (--json)
-            print(
-                f"erase these {len(preview.forgotten)} memories for good? [y/N] ",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
+            question = "erase these memories for good" if mode == "purge" else "retract these memories"
+            print(f"{question} ({len(preview.forgotten)})? [y/N] ", end="", file=sys.stderr, flush=True)
             if sys.stdin.readline().strip().lower() != "y":
-                print("nothing purged", file=sys.stderr)
+                print(f"nothing {'purged' if mode == 'purge' else 'retracted'}", file=sys.stderr)
                 return 1
         result = call(
             forget.handle, forget.ForgetInput, {**values, "dry_run": args.dry_run}, runtime, caller, "forget"
@@ -541,9 +542,10 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def forgotten_table(result: Any) -> str:
+    relevance = {match.id: match.relevance for match in getattr(result, "matches", [])}
     return table(
-        ["id", "kind", "agent", "date", "memory"],
-        [[m.id, m.kind, m.agent_id, day(m.created_at), m.preview] for m in result.forgotten],
+        ["id", "relevance", "kind", "agent", "date", "memory"],
+        [[m.id, relevance.get(m.id), m.kind, m.agent_id, day(m.created_at), m.preview] for m in result.forgotten],
     )
 
 

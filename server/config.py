@@ -98,6 +98,12 @@ class Settings(BaseModel):
         description="the relevance floor: candidates below it never enter the context; default measured "
         "per backend (0.10 hashed vectors, 0.15 a model, 0.02 with a reranker)",
     )
+    forget_min_relevance: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="forget by query only touches memories at least this relevant to the query",
+    )
     author_discount: float = Field(
         0.5,
         ge=0.0,
@@ -333,6 +339,7 @@ ENVIRONMENT: dict[str, str] = {
     "top_k_episodes": "MEMORIA_TOP_K_EPISODES",
     "max_episodes": "MEMORIA_MAX_EPISODES",
     "min_fact_score": "MEMORIA_MIN_FACT_SCORE",
+    "forget_min_relevance": "MEMORIA_FORGET_MIN_RELEVANCE",
     "author_discount": "MEMORIA_AUTHOR_DISCOUNT",
     "instruction_demotion": "MEMORIA_INSTRUCTION_DEMOTION",
     "gate": "MEMORIA_GATE",

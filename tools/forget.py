@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 class ForgetInput(ScopeArgs):
     memory_id: Identifier | None = Field(None, description="The memory to forget.")
     query: Annotated[str, Field(min_length=1, max_length=4_000), WithoutSecrets] | None = Field(
-        None, description="Instead of memory_id: forget the best matches of this query."
+        None,
+        description="Instead of memory_id: forget the best matches of this query, only memories that match "
+        "it closely (relevance >= MEMORIA_FORGET_MIN_RELEVANCE, 0.5); try dry_run first.",
     )
     mode: Literal["retract", "purge"] = Field(
         "retract",
@@ -38,10 +40,18 @@ class ForgetInput(ScopeArgs):
     dry_run: bool = Field(False, description="Show what would be forgotten without changing anything.")
 
 
+class Match(BaseModel):
+    id: str
+    relevance: float = Field(description="How closely it matches the query, [0, 1] (as recall scores it).")
+
+
 class ForgetOutput(BaseModel):
     mode: str
     dry_run: bool
     forgotten: list[MemoryBrief]
+    matches: list[Match] = Field(
+        default_factory=list, description="With query: the relevance of each memory forgotten (or that would be)."
+    )
     note: str | None = None
 
 
@@ -59,19 +69,28 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         targets = [memory]
     else:
         assert args.query is not None
-        targets = best_matches(runtime, scope, args.query, args.max_memories)
+        floor = runtime.settings.forget_min_relevance
+        found = best_matches(runtime, scope, args.query, args.max_memories)
+        relevance = {memory.id: score for memory, score in found if score >= floor}
+        targets = [memory for memory, _ in found if memory.id in relevance]
         if not targets:
+            closest = f" (the closest scored {found[0][1]:.2f})" if found else ""
             return ForgetOutput(
-                mode=args.mode, dry_run=args.dry_run, forgotten=[], note="no active memory matches the query"
+                mode=args.mode,
+                dry_run=args.dry_run,
+                forgotten=[],
+                note=f"nothing was forgotten: no active memory matches the query closely enough (relevance "
+                f">= {floor:g}){closest}. Pass memory_id to forget a particular memory.",
             )
     eligible = [m for m in targets if m.status == "active" or args.mode == "purge"]
     briefs = [MemoryBrief.of(m) for m in eligible]
+    matches = [Match(id=m.id, relevance=round(relevance[m.id], 4)) for m in eligible] if args.query else []
     if args.mode == "purge" and not args.dry_run:
         briefs = [brief.model_copy(update={"preview": "[purged]"}) for brief in briefs]
     skipped = len(targets) - len(eligible)
     note = f"{skipped} already inactive, left as they were" if skipped else None
     if args.dry_run or not eligible:
-        return ForgetOutput(mode=args.mode, dry_run=args.dry_run, forgotten=briefs, note=note)
+        return ForgetOutput(mode=args.mode, dry_run=args.dry_run, forgotten=briefs, matches=matches, note=note)
 
     now = runtime.clock()
     ids = [m.id for m in eligible]
@@ -97,7 +116,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         at=now,
     )
     runtime.corroboration.retire(scope, ids)
-    return ForgetOutput(mode=args.mode, dry_run=False, forgotten=briefs, note=note)
+    return ForgetOutput(mode=args.mode, dry_run=False, forgotten=briefs, matches=matches, note=note)
 
 
 def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) -> list[str]:
@@ -107,10 +126,11 @@ def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) 
     return [e.memory_id for e in absorbed_events(store, scope, ids, ("supersede", "reword"))]
 
 
-def best_matches(runtime: Runtime, scope: Scope, query: str, limit: int) -> list[MemoryRecord]:
-    """The active memories a recall for ``query`` would rank first (the recall's candidate search)."""
+def best_matches(runtime: Runtime, scope: Scope, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:
+    """The active memories a recall for ``query`` would rank first (the recall's candidate search), with
+    their relevance (the fused score: a full-text match read against a full match of the query)."""
     fused, _ = runtime.pipeline.candidate_search.search(scope, query, leg_limit=limit * 3, limit=limit)
-    return [candidate.memory for candidate in fused]
+    return [(candidate.memory, candidate.fused_score) for candidate in fused]
 
 
 async def handle(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:

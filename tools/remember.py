@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -81,9 +82,17 @@ class RememberInput(ScopeArgs):
 
 
 def not_blank(content: str) -> str:
+    """The content to store: NUL characters removed (they never reach storage); refused when nothing
+    visible is left once control and format characters are set aside."""
     if not content.strip():
         raise ValueError("is empty or whitespace only: pass the text to remember")
-    return content
+    cleaned = content.replace("\x00", "")
+    visible = "".join(char for char in cleaned if unicodedata.category(char) not in ("Cc", "Cf"))
+    if not visible.strip():
+        raise ValueError(
+            "holds only control characters (no visible text once they are removed): pass the text to remember"
+        )
+    return cleaned
 
 
 class ConsolidationSummary(BaseModel):

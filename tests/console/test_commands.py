@@ -135,6 +135,19 @@ def test_forget_retracts_and_purge_asks_for_confirmation(capsys, db, monkeypatch
     assert shown["status"] == "purged" and shown["content"] == ""
 
 
+def test_forget_by_query_lists_what_would_go_and_needs_a_yes(capsys, db, monkeypatch):
+    stored = as_json(capsys, db, "remember", "The old VPN host is vpn1.example.com")
+    as_json(capsys, db, "remember", "The staging database is reset every Sunday night")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # not a terminal: no one to ask
+    status, _, err = memoria(capsys, db, "forget", "--query", "old vpn host")
+    assert status == 1 and "this would retract 1 memories: add --yes" in err
+    assert as_json(capsys, db, "show", stored["id"])["status"] == "active"
+    status, _, err = memoria(capsys, db, "forget", "--query", "kubernetes ingress")
+    assert status == 1 and "nothing was forgotten" in err
+    gone = as_json(capsys, db, "forget", "--query", "old vpn host", "--yes")
+    assert [m["id"] for m in gone["forgotten"]] == [stored["id"]] and gone["matches"][0]["relevance"] >= 0.5
+
+
 def test_show_prints_a_memory_with_its_weight_history(capsys, db):
     stored = as_json(capsys, db, "remember", "Migrations run with alembic upgrade head")
     found = as_json(capsys, db, "recall", "how do migrations run")

@@ -237,8 +237,21 @@ def test_forget_by_query_takes_the_best_matches_only(runtime):
     keep = remember(RememberInput(content="Lunch is at noon"), runtime, caller()).id
     gone = remember(RememberInput(content="The staging password is hunter2"), runtime, caller()).id
     out = forget(ForgetInput(query="staging password", max_memories=1), runtime, caller())
-    assert [m.id for m in out.forgotten] == [gone]
+    assert [m.id for m in out.forgotten] == [gone] and out.matches[0].relevance >= 0.5
     assert status(runtime, keep) == "active"
+
+
+def test_forget_by_query_forgets_nothing_that_only_shares_a_word_with_it(runtime):
+    billing = remember(RememberInput(content="The billing database runs on MySQL"), runtime, caller()).id
+    staging = remember(
+        RememberInput(content="The staging database is reset every Sunday night"), runtime, caller()
+    ).id
+    assert [m.id for m in forget(ForgetInput(query="billing database"), runtime, caller()).forgotten] == [
+        billing
+    ]
+    again = forget(ForgetInput(query="billing database"), runtime, caller())  # the billing memory is gone
+    assert again.forgotten == [] and again.note.startswith("nothing was forgotten: no active memory matches")
+    assert status(runtime, staging) == "active"
 
 
 def test_purge_erases_the_content_from_every_file_of_the_store(settings):

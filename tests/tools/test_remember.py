@@ -177,3 +177,13 @@ def test_a_batch_is_one_write_with_its_own_near_duplicates_already_superseded(ru
     assert (loser.status, loser.replaced_by) == ("superseded", survivor.id)
     assert survivor.status == other.status == "active"
     assert all(m.consolidated_at is not None for m in (loser, survivor, other))
+
+
+def test_content_of_control_characters_only_is_refused_and_nul_never_reaches_storage(runtime):
+    from pydantic import ValidationError
+
+    for content in ("\x00", "\x00\x01\u200b", "\x1b\x07\t\u2060"):
+        with pytest.raises(ValidationError, match="only control characters"):
+            RememberInput(content=content)
+    stored = remember(RememberInput(content="staging\x00 resets on Sunday"), runtime, CALLER)
+    assert runtime.store.get_memory(stored.id).content == "staging resets on Sunday"
