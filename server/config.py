@@ -60,6 +60,12 @@ class Settings(BaseModel):
     cache_total_rows: int = Field(
         400_000, ge=0, le=100_000_000, description="memories held in memory across all cached scopes"
     )
+    lancedb_index_cache_mb: int = Field(
+        64, ge=1, le=65_536, description="LanceDB's cache of index data (MB)"
+    )
+    lancedb_metadata_cache_mb: int = Field(
+        64, ge=1, le=65_536, description="LanceDB's cache of table metadata: manifests, fragments (MB)"
+    )
     vector_index_min_rows: int = Field(
         100_000, ge=0, description="memories at which maintenance builds the ANN vector index (0: never)"
     )
@@ -318,6 +324,8 @@ ENVIRONMENT: dict[str, str] = {
     "storage_options": "MEMORIA_STORAGE_OPTIONS",
     "cache_scope_rows": "MEMORIA_CACHE_SCOPE_ROWS",
     "cache_total_rows": "MEMORIA_CACHE_TOTAL_ROWS",
+    "lancedb_index_cache_mb": "MEMORIA_LANCEDB_INDEX_CACHE_MB",
+    "lancedb_metadata_cache_mb": "MEMORIA_LANCEDB_METADATA_CACHE_MB",
     "org_id": "MEMORIA_ORG_ID",
     "project_id": "MEMORIA_PROJECT_ID",
     "embedder": "MEMORIA_EMBEDDER",

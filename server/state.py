@@ -41,6 +41,8 @@ def open_store(settings: Settings) -> MemoryStore:
         cache_total_rows=settings.cache_total_rows,
         vector_index_min_rows=settings.vector_index_min_rows,
         analyzer=index_terms,
+        index_cache_bytes=settings.lancedb_index_cache_mb << 20,
+        metadata_cache_bytes=settings.lancedb_metadata_cache_mb << 20,
     )
 
 

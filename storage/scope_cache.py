@@ -265,6 +265,11 @@ class ScopeCache:
         self._version: int | None = None
         self._lock = threading.RLock()
         self._pin = threading.local()  # one_version(): depth, and whether the version was checked
+        # The table version as last checked, and when that check began: checks run outside ``_lock``,
+        # and threads that asked while one was under way share the next one (one manifest read serves
+        # them all; a check that began before a thread asked may have missed a commit, so it is not used).
+        self._checked: tuple[int, float] | None = None
+        self._checking = threading.Lock()
         self.loads = 0  # scope copies built from a full read (tests and the benchmark read these)
         self.deltas = 0  # catch-ups that read only the changed rows
 
@@ -308,8 +313,9 @@ class ScopeCache:
         if not self.enabled:
             yield None
             return
+        version = self._observed_version()
         with self._lock:
-            yield self._copy_of(scope, build=build)
+            yield self._copy_of(scope, build=build, version=version)
 
     def warm(self, scopes: Iterable[Scope]) -> int:
         """Build copies of ``scopes`` before their first read (a background thread calls this at start-up,
@@ -358,8 +364,8 @@ class ScopeCache:
         """The next read by this thread checks the table's version, even inside ``one_version()``."""
         self._pin.checked = False
 
-    def _copy_of(self, scope: Scope, *, build: bool = True) -> ScopeCopy | None:
-        self._catch_up()
+    def _copy_of(self, scope: Scope, *, build: bool = True, version: int | None = None) -> ScopeCopy | None:
+        self._catch_up(version)
         now = self._clock()
         copy = self._copies.get(scope)
         if copy is not None:
@@ -421,13 +427,32 @@ class ScopeCache:
             self._version = after
             self._evict()
 
-    def _catch_up(self) -> None:
+    def _observed_version(self) -> int | None:
+        """The table's version for this read: None when this thread's request already checked it
+        (``one_version``); else a check made for this call, or one that finished a moment ago (while
+        concurrent reads wait for one check rather than each making its own)."""
         pinned = getattr(self._pin, "depth", 0) > 0
         if pinned and getattr(self._pin, "checked", False):
-            return
-        version = self._reader.table_version()
+            return None
+        asked = time.monotonic()
+        with self._checking:
+            checked = self._checked
+            if checked is None or checked[1] < asked:  # no check began since this call did
+                began = time.monotonic()
+                checked = self._checked = (self._reader.table_version(), began)
         self._pin.checked = pinned
-        if version == self._version:
+        return checked[0]
+
+    def _catch_up(self, version: int | None = None) -> None:
+        """Bring the copies to ``version`` (the table's, checked by the caller; None: check it now
+        unless this thread's request already did)."""
+        if version is None:
+            pinned = getattr(self._pin, "depth", 0) > 0
+            if pinned and getattr(self._pin, "checked", False):
+                return
+            version = self._reader.table_version()
+            self._pin.checked = pinned
+        if self._version is not None and version <= self._version:
             return
         if self._version is not None and self._copies:
             changed = self._reader.rows_changed_since(self._version, list(self._copies))

@@ -28,6 +28,7 @@ from lancedb.index import FTS, IvfHnswSq
 
 from storage import filters, migrations, recovery, schema
 from storage.appenders import Appenders
+from storage.group_commit import GroupCommit
 from storage.lexical_index import Analyzer
 from storage.locking import LOCK_FILE_NAME, WriteLock, retrying
 from storage.records import (
@@ -93,6 +94,10 @@ VECTOR_SEARCH_EF = 100  # HNSW candidate list: recall about 0.99 at 1M in the is
 # Scopes with up to this many open contradictions are read whole and kept until the table changes;
 # bigger ones are queried per read.
 SNAPSHOT_MAX_ROWS = 20_000
+# LanceDB's own caches default to gigabytes and keep an entry per table version read: a server that
+# writes all day filled them with versions it would never read again (benchmarks/writes.py).
+DEFAULT_INDEX_CACHE_BYTES = 64 << 20
+DEFAULT_METADATA_CACHE_BYTES = 64 << 20
 
 
 class StoreError(RuntimeError):
@@ -141,6 +146,7 @@ class MemoryStore:
             max_total_rows=cache_total_rows,
             analyzer=analyzer,
         )
+        self._inserts: GroupCommit[NewMemory, tuple[MemoryRecord, bool]] = GroupCommit(self._insert_batch)
         self._contradiction_snapshots = ScopeSnapshots(
             lambda: int(self._contradictions.version),
             self._read_open_contradictions,
@@ -158,12 +164,17 @@ class MemoryStore:
         cache_total_rows: int = DEFAULT_CACHE_TOTAL_ROWS,
         vector_index_min_rows: int = DEFAULT_VECTOR_INDEX_MIN_ROWS,
         analyzer: Analyzer | None = None,
+        index_cache_bytes: int = DEFAULT_INDEX_CACHE_BYTES,
+        metadata_cache_bytes: int = DEFAULT_METADATA_CACHE_BYTES,
     ) -> MemoryStore:
         """Open (creating and migrating if needed) the store at ``uri``: a folder or any LanceDB URI.
         Scopes of up to ``cache_scope_rows`` memories are searched from an in-process copy (0: never),
         ``cache_total_rows`` memories in all; with an ``analyzer`` (text -> index terms) the copies answer
         full-text searches too (BM25), otherwise LanceDB's full-text index does. Maintenance builds an
         ANN index over the vectors once the table holds ``vector_index_min_rows`` memories (0: never).
+        LanceDB's caches of index data and of table metadata (manifests, fragment and deletion files: an
+        entry per table version, so they grow with every commit) are held to ``index_cache_bytes`` and
+        ``metadata_cache_bytes``.
         A local store whose newest manifest a crash of the machine left broken opens on the version
         before, with a WARNING (``storage.recovery``)."""
         local_path = _local_path(uri)
@@ -172,9 +183,14 @@ class MemoryStore:
                 local_path.mkdir(parents=True, exist_ok=True)
             target = str(local_path) if local_path is not None else uri
             options = dict(storage_options or {}) or None
-            db = lancedb.connect(target, read_consistency_interval=timedelta(0), storage_options=options)
+            session = lancedb.Session(
+                index_cache_size_bytes=index_cache_bytes, metadata_cache_size_bytes=metadata_cache_bytes
+            )
+            db = lancedb.connect(
+                target, read_consistency_interval=timedelta(0), storage_options=options, session=session
+            )
             # Appends need no check for the newest version first (see storage.appenders).
-            append_db = lancedb.connect(target, storage_options=options)
+            append_db = lancedb.connect(target, storage_options=options, session=session)
         except Exception as exc:
             raise StoreError(
                 f"could not open the memory store at {uri!r}: {exc}. Check MEMORIA_DB_URI "
@@ -302,7 +318,8 @@ class MemoryStore:
 
     def insert_many(self, news: Sequence[NewMemory]) -> list[tuple[MemoryRecord, bool]]:
         """Bulk ``insert_memory``: one append for every new id; existing ids (and repeats) come back as
-        (existing record, False). Results are in input order."""
+        (existing record, False). Results are in input order. Inserts made by several threads at once
+        are coalesced into one commit (``storage.group_commit``); each returns once its rows are in."""
         if not news:
             return []
         for new in news:
@@ -310,6 +327,10 @@ class MemoryStore:
                 raise StoreError(
                     f"vector has {len(new.vector)} dimensions but this store holds {self._vector_dim}-d vectors"
                 )
+        return self._inserts.run(news)
+
+    def _insert_batch(self, news: list[NewMemory]) -> list[tuple[MemoryRecord, bool]]:
+        """One commit for the new ids of ``news`` (the coalesced inserts of every waiting caller)."""
         by_scope: dict[Scope, list[str]] = {}
         for new in news:
             by_scope.setdefault(new.record.scope, []).append(new.record.id)

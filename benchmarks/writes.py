@@ -1,0 +1,195 @@
+"""The write engine, measured from outside: a real `memoria serve` over stdio on a fresh store.
+
+    python -m benchmarks.writes                         # 10,000 writes, then 30 in flight
+    python -m benchmarks.writes --writes 3000 --in-flight 30 --concurrent-writes 600
+
+1. Endurance: ``--writes`` remembers, one at a time, each followed by a recall every tenth write (as an
+   agent works); the server's resident memory (VmRSS of its process) and the write rate are sampled every
+   300 writes. Reported: RSS at start and end, its growth per write, and the rate of writes 2,100-2,400
+   against the first 300 (a server that slows with use shows it there).
+2. Concurrency: the same number of remembers one at a time, then with ``--in-flight`` calls outstanding
+   at once (one MCP session, concurrent requests), in a fresh scope each: writes per second and the ratio.
+The offline backend (hashed vectors, no reranker) unless ``--embedding-model`` names a local model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from benchmarks.reporting import RESULTS, write_json
+
+WINDOW = 300
+WORDS = ["deploy", "billing", "service", "staging", "production", "database", "postgres", "mysql", "cache", "redis", "queue", "worker", "token", "auth", "index", "shard", "replica", "migration", "schema", "rollback", "feature", "flag", "canary", "release", "incident", "pager", "alert", "metric", "dashboard", "latency", "timeout", "retry", "webhook", "payment", "invoice", "customer", "tenant", "region", "cluster", "node", "pod", "image", "build", "pipeline", "test", "flaky", "lint", "review", "merge", "branch", "hotfix", "config", "secret", "vault", "certificate", "dns", "proxy"]
+
+
+def sentence(rng: random.Random, number: int) -> str:
+    words = rng.choices(WORDS, k=rng.randint(8, 16))
+    return f"{' '.join(words).capitalize()} (note {number})."
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of ``pid``, MB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def server_pid(parent: int) -> int | None:
+    """The `memoria serve` process the client started (a child of this process)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        ppid = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("PPid:")), -1)
+        if ppid == parent and "serve" in cmdline:
+            return int(entry.name)
+    return None
+
+
+async def run(
+    db: Path, writes: int, in_flight: int, concurrent_writes: int, env: dict[str, str]
+) -> dict[str, Any]:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "server", "serve"],
+        env={**os.environ, **env, "MEMORIA_DB_URI": str(db)},
+    )
+    rng = random.Random(7)
+    report: dict[str, Any] = {}
+    with open(os.devnull, "w") as quiet:
+        async with Client(stdio_client(params, errlog=quiet)) as client:
+            await client.list_tools()
+            pid = server_pid(os.getpid())
+            # Warm: models and the store open, the first write and recall paid for.
+            await call(client, "remember", {"content": "warm up the write path", "project_id": "warm"})
+            await call(client, "recall", {"query": "warm up", "project_id": "warm"})
+            samples = [(0, rss_mb(pid) if pid else float("nan"), 0.0)]
+            started = window_start = time.perf_counter()
+            rates = []
+            for number in range(1, writes + 1):
+                await call(client, "remember", {"content": sentence(rng, number), "project_id": "endurance"})
+                if number % 10 == 0:
+                    await call(
+                        client,
+                        "recall",
+                        {"query": " ".join(rng.choices(WORDS, k=4)), "project_id": "endurance"},
+                    )
+                if number % WINDOW == 0:
+                    now = time.perf_counter()
+                    rates.append(WINDOW / (now - window_start))
+                    window_start = now
+                    samples.append((number, rss_mb(pid) if pid else float("nan"), now - started))
+                    print(f"{number} writes, {samples[-1][1]:,.0f} MB, {rates[-1]:.1f}/s", file=sys.stderr)
+            first, last = samples[0][1], samples[-1][1]
+            late = rates[7] if len(rates) > 7 else None  # writes 2,101-2,400
+            report["endurance"] = {
+                "writes": writes,
+                "rss_start_mb": round(first, 1),
+                "rss_end_mb": round(last, 1),
+                "rss_growth_kb_per_write": round((last - first) * 1024 / writes, 2),
+                "rate_first_300": round(rates[0], 1) if rates else None,
+                "rate_2100_2400": round(late, 1) if late else None,
+                "late_over_first": round(late / rates[0], 3) if late and rates else None,
+                "samples": [
+                    {"writes": n, "rss_mb": round(r, 1), "seconds": round(s, 1)} for n, r, s in samples
+                ],
+            }
+
+            contents = [sentence(rng, 100_000 + n) for n in range(2 * concurrent_writes)]
+            started = time.perf_counter()
+            for content in contents[:concurrent_writes]:
+                await call(client, "remember", {"content": content, "project_id": "serial"})
+            serial = concurrent_writes / (time.perf_counter() - started)
+            latencies: list[float] = []
+            limiter = anyio.Semaphore(in_flight)
+
+            async def one(content: str) -> None:
+                async with limiter:
+                    began = time.perf_counter()
+                    await call(client, "remember", {"content": content, "project_id": "parallel"})
+                    latencies.append((time.perf_counter() - began) * 1000)
+
+            started = time.perf_counter()
+            async with anyio.create_task_group() as group:
+                for content in contents[concurrent_writes:]:
+                    group.start_soon(one, content)
+            parallel = concurrent_writes / (time.perf_counter() - started)
+            ordered = sorted(latencies)
+            report["concurrency"] = {
+                "writes": concurrent_writes,
+                "in_flight": in_flight,
+                "one_at_a_time_per_s": round(serial, 1),
+                "in_flight_per_s": round(parallel, 1),
+                "ratio": round(parallel / serial, 2),
+                "latency_p50_ms": round(statistics.median(ordered), 1),
+                "latency_p95_ms": round(ordered[round(0.95 * (len(ordered) - 1))], 1),
+            }
+    return report
+
+
+async def call(client: Any, tool: str, arguments: dict[str, Any]) -> Any:
+    result = await client.call_tool(tool, arguments)
+    if result.is_error:
+        raise RuntimeError(f"{tool} failed: {result.content[0].text if result.content else result}")
+    return result.structured_content
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--writes", type=int, default=10_000)
+    parser.add_argument("--in-flight", type=int, default=30)
+    parser.add_argument("--concurrent-writes", type=int, default=600)
+    parser.add_argument("--embedding-model", type=Path, help="a local sentence-transformers model folder")
+    parser.add_argument("--set", action="append", default=[], metavar="MEMORIA_VAR=VALUE")
+    parser.add_argument("--out", type=Path, default=RESULTS / "writes.json")
+    args = parser.parse_args(argv)
+    env = {"MEMORIA_ALLOW_MODEL_DOWNLOADS": "false", "HF_HUB_OFFLINE": "1", "MEMORIA_LLM": "none"}
+    if args.embedding_model:
+        env |= {
+            "MEMORIA_EMBEDDER": "sentence-transformers",
+            "MEMORIA_EMBEDDING_MODEL": str(args.embedding_model.resolve()),
+            "MEMORIA_RERANKER": "none",
+        }
+    else:
+        env |= {"MEMORIA_EMBEDDER": "hashed", "MEMORIA_RERANKER": "none"}
+    env |= dict(item.split("=", 1) for item in args.set)
+    with tempfile.TemporaryDirectory(prefix="memoria-writes-") as tmp:
+        report = anyio.run(run, Path(tmp) / "store", args.writes, args.in_flight, args.concurrent_writes, env)
+    report["settings"] = env
+    endurance, concurrency = report["endurance"], report["concurrency"]
+    print(
+        f"endurance: {endurance['writes']:,} writes, RSS {endurance['rss_start_mb']:,.0f} -> {endurance['rss_end_mb']:,.0f} MB "
+        f"({endurance['rss_growth_kb_per_write']} KB a write); writes 2,100-2,400 at {endurance['late_over_first']}x "
+        f"the rate of the first 300 ({endurance['rate_2100_2400']} vs {endurance['rate_first_300']} a second)"
+    )
+    print(
+        f"concurrency: {concurrency['one_at_a_time_per_s']}/s one at a time, {concurrency['in_flight_per_s']}/s with "
+        f"{concurrency['in_flight']} in flight ({concurrency['ratio']}x); p50 {concurrency['latency_p50_ms']} ms, "
+        f"p95 {concurrency['latency_p95_ms']} ms"
+    )
+    write_json(args.out, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

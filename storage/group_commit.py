@@ -1,0 +1,96 @@
+"""Group commit: writes that arrive while a commit is in flight are coalesced into the next one.
+
+A caller hands its items in and waits. The first caller to find no commit in flight leads: it takes every
+item queued (up to ``max_items``), commits them at once, hands each caller its results (or the commit's
+error), and leaves; a caller still waiting then leads the next batch. A write that arrives alone is
+committed at once; under load, one commit serves many writes, and every caller returns only after the
+commit that holds its items is done.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass
+class _Entry(Generic[T, R]):
+    items: Sequence[T]
+    results: list[R] | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+@dataclass
+class GroupStats:
+    commits: int = 0
+    items: int = 0
+    largest: int = 0
+    by_size: dict[int, int] = field(default_factory=dict)
+
+
+class GroupCommit(Generic[T, R]):
+    def __init__(self, commit: Callable[[list[T]], list[R]], *, max_items: int = 1_000) -> None:
+        """``commit(items)`` writes ``items`` in one go and returns one result per item, in order."""
+        self._commit = commit
+        self._max_items = max_items
+        self._condition = threading.Condition()
+        self._pending: list[_Entry[T, R]] = []
+        self._busy = False
+        self.stats = GroupStats()
+
+    def run(self, items: Sequence[T]) -> list[R]:
+        """Commit ``items`` (with whatever else is queued) and return their results."""
+        entry: _Entry[T, R] = _Entry(items)
+        with self._condition:
+            self._pending.append(entry)
+        while True:
+            with self._condition:
+                while self._busy and not entry.done:
+                    self._condition.wait()
+                if entry.done:
+                    break
+                self._busy = True
+                batch = self._take()
+            self._lead(batch)
+        if entry.error is not None:
+            raise entry.error
+        assert entry.results is not None
+        return entry.results
+
+    def _take(self) -> list[_Entry[T, R]]:
+        """The queued entries that fit in one commit, oldest first (always at least one)."""
+        batch: list[_Entry[T, R]] = []
+        count = 0
+        while self._pending and (not batch or count + len(self._pending[0].items) <= self._max_items):
+            taken = self._pending.pop(0)
+            batch.append(taken)
+            count += len(taken.items)
+        return batch
+
+    def _lead(self, batch: list[_Entry[T, R]]) -> None:
+        flat = [item for entry in batch for item in entry.items]
+        try:
+            results = self._commit(flat)
+            error: BaseException | None = None
+        except BaseException as exc:  # every caller of the batch gets it, and may retry
+            results, error = [], exc
+        with self._condition:
+            start = 0
+            for entry in batch:
+                if error is None:
+                    entry.results = results[start : start + len(entry.items)]
+                    start += len(entry.items)
+                entry.error = error
+                entry.done = True
+            self.stats.commits += 1
+            self.stats.items += len(flat)
+            self.stats.largest = max(self.stats.largest, len(flat))
+            self.stats.by_size[len(batch)] = self.stats.by_size.get(len(batch), 0) + 1
+            self._busy = False
+            self._condition.notify_all()
