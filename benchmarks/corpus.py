@@ -156,8 +156,8 @@ def store_corpus(
     """Write ``memories`` as a bulk import does: records built as ``remember`` builds them, embedded and
     inserted a batch at a time; ``examined_at`` stamps them as consolidated on the way in. Every
     ``maintain_every`` memories the store is maintained in line (None: the caller maintains it)."""
-    from tools.common import Caller
-    from tools.remember import RememberInput, new_record, with_vectors
+    from storage.records import Scope
+    from writing.service import Draft
 
     for start in range(0, len(memories), batch):
         if maintain_every and start and start % maintain_every == 0:
@@ -166,19 +166,18 @@ def store_corpus(
             runtime.store.maintain(min_fragments=runtime.settings.compaction_min_fragments)
         records = [
             replace(
-                new_record(
-                    RememberInput(
+                runtime.writer.prepare(
+                    Draft(
                         content=m.content,
-                        tags=list(m.tags),
+                        scope=Scope(m.org_id, m.project_id),
+                        agent_id=m.agent_id,
+                        session_id=m.session_id,
+                        tags=tuple(m.tags),
                         episode_id=m.episode_id,
-                        org_id=m.org_id,
-                        project_id=m.project_id,
-                    ),
-                    runtime,
-                    Caller(m.agent_id, m.session_id),
-                ),
+                    )
+                ).record,
                 consolidated_at=examined_at,
             )
             for m in memories[start : start + batch]
         ]
-        runtime.store.insert_many(with_vectors(records, runtime))
+        runtime.store.insert_many(runtime.writer.embedded(records))

@@ -23,10 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from retrieval.consolidation.rules import set_jaccard, term_set
 from retrieval.expansion import EpisodeSource
 from retrieval.instructions import instruction_signals
-from retrieval.text import single_line
+from retrieval.text import set_jaccard, single_line, term_set
 from retrieval.trace import ContextAssembled, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeRecord

@@ -108,6 +108,18 @@ def index_terms(text: str) -> list[str]:
     return [porter2_stem(word) for word in content_words(text)]
 
 
+def term_set(text: str) -> frozenset[str]:
+    """A text's stemmed content words, as a set: what near-duplicate tests compare."""
+    return frozenset(content_terms(text))
+
+
+def set_jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|A & B| / |A | B| (1.0 for two empty sets)."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
 def content_terms(text: str) -> list[str]:
     """Stemmed content words (stop words dropped; if nothing is left, the stemmed words themselves)."""
     return [light_stem(word) for word in content_words(text)]
@@ -134,8 +146,8 @@ def document_text(content: str, agent_id: str, embedder_name: str) -> str:
     about someone ("what did Caroline research?") then finds what they said (on LoCoMo's held-out
     conversations the fused R@5 of all-MiniLM-L6-v2 moves 0.620 -> 0.639 with it; see docs/retrieval.md).
     The offline hashed vectors are word features: their author is in the full-text index already."""
-    if embedder_name.startswith("hashed-"):
-        return content
+    if embedder_name.startswith("hashed-") or content.startswith(f"{agent_id}:"):
+        return content  # (a transcript's message is stored as "speaker: text" already)
     return f"{agent_id}: {content}"
 
 

@@ -61,10 +61,11 @@ def build_runtime(settings: Settings) -> Runtime:
 def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> Runtime:
     """The pipeline and corroboration cache over an open store and loaded models."""
     from retrieval.aggregation import CorroborationService
-    from retrieval.consolidation.service import ConsolidationService
     from retrieval.feedback_index import FeedbackIndex
     from retrieval.outcomes import closeness_for
     from retrieval.pipeline import RecallPipeline, build_stages
+    from writing.consolidation.service import ConsolidationService
+    from writing.service import WriteLimits, WriteService
 
     corroboration = CorroborationService(
         store, max_rows=settings.aggregation_max_rows, oppositions=oppositions(settings)
@@ -81,7 +82,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
     consolidation = ConsolidationService(
         store, models.embedder, consolidation_policy(settings), memory_id=memory_id_for
     )
-    return Runtime(
+    runtime = Runtime(
         settings=settings,
         store=store,
         models=models,
@@ -90,6 +91,21 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         consolidation=consolidation,
         feedback=feedback,
     )
+    runtime.writer = WriteService(
+        store,
+        models.embedder,
+        consolidation,
+        corroboration,
+        WriteLimits(
+            max_content_chars=settings.max_content_chars,
+            max_tags=settings.max_tags,
+            ephemeral_ttl_seconds=settings.ephemeral_ttl_seconds,
+            batch_dedup_threshold=settings.consolidation_text_dedup_threshold,
+            across_agents=settings.consolidate_across_agents,
+        ),
+        clock=lambda: runtime.clock(),
+    )
+    return runtime
 
 
 def weight_policy(settings: Settings) -> WeightPolicy:
@@ -105,8 +121,8 @@ def oppositions(settings: Settings) -> tuple[tuple[str, str], ...]:
     )
 
 
-def consolidation_policy(settings: Settings):  # -> retrieval.consolidation.service.ConsolidationPolicy
-    from retrieval.consolidation.service import ConsolidationPolicy
+def consolidation_policy(settings: Settings):  # -> writing.consolidation.service.ConsolidationPolicy
+    from writing.consolidation.service import ConsolidationPolicy
 
     return ConsolidationPolicy(
         enabled=settings.enable_consolidation,

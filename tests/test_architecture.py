@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["server", "tools", "storage", "retrieval"]
+PACKAGES = ["server", "tools", "writing", "storage", "retrieval"]
 
 
 def modules(package: str) -> list[Path]:
@@ -28,8 +28,9 @@ def imported_roots(path: Path) -> set[str]:
 
 
 FORBIDDEN = {
-    "storage": {"server", "tools", "retrieval", "mcp"},
-    "retrieval": {"server", "tools", "lancedb", "pyarrow", "mcp"},
+    "storage": {"server", "tools", "writing", "retrieval", "mcp"},
+    "retrieval": {"server", "tools", "writing", "lancedb", "pyarrow", "mcp"},
+    "writing": {"server", "tools", "console", "lancedb", "pyarrow", "mcp"},
     "tools": {"mcp", "lancedb", "pyarrow"},
     "server": {"lancedb", "pyarrow"},
 }

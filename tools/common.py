@@ -6,10 +6,9 @@ return a pydantic output model, raising ``ToolFailure`` with a message that tell
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Protocol
 
@@ -20,15 +19,19 @@ from retrieval.redaction import redact_text
 from retrieval.text import is_unsafe_char
 from server.config import Settings
 from storage.records import Scope
+from writing.service import memory_id_for
+
+__all__ = ["memory_id_for"]  # ids are the write service's; tools and tests name them from here too
 
 if TYPE_CHECKING:  # heavy (LanceDB, models): imported by the runtime builder, after the MCP handshake
     from retrieval.aggregation import CorroborationService
-    from retrieval.consolidation.service import ConsolidationService
     from retrieval.feedback_index import FeedbackIndex
     from retrieval.llm.base import LanguageModel
     from retrieval.pipeline import RecallPipeline
     from retrieval.providers import Models
     from storage.store import MemoryStore
+    from writing.consolidation.service import ConsolidationService
+    from writing.service import WriteService
 
 
 class Progress(Protocol):
@@ -126,6 +129,8 @@ class Runtime:
 
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     aggregation_passes: int = 0  # finished by the background job so far (the benchmark waits for one)
+    # Every write goes through it (set by the runtime builder, once the runtime exists: it reads its clock).
+    writer: WriteService = field(init=False)
 
     @property
     def weight_policy(self) -> WeightPolicy:
@@ -160,12 +165,6 @@ def backend_summary(models: Models) -> dict[str, str]:
         # Which engine answered a given recall is in its trace (the candidate_search leg).
         "fulltext": "BM25: the scope copy's index (scopes up to the copy limit), else LanceDB's",
     }
-
-
-def memory_id_for(scope: Scope, content_digest: str) -> str:
-    """Deterministic: the same content in the same scope always maps to the same id (idempotent writes)."""
-    key = f"{scope.org_id}\x1f{scope.project_id}\x1f{content_digest}".encode()
-    return "mem_" + hashlib.sha256(key).hexdigest()[:24]
 
 
 def new_retrieval_id() -> str:

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from retrieval.consolidation.report import Actor
 from retrieval.text import PRECEDING_CHARS
 from storage.records import MemoryRecord, Scope
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, WithoutSecrets
 from tools.memory_views import MemoryBrief, absorbed_events
+from writing.consolidation.report import Actor
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore

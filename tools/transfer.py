@@ -23,15 +23,7 @@ from retrieval.text import document_text
 from storage.records import MemoryRecord, Scope
 from tools import transcripts
 from tools.common import Caller, Progress, Runtime, ToolFailure, no_progress
-from tools.remember import (
-    RememberInput,
-    check_limits,
-    cluster_member,
-    new_record,
-    preceding_contents,
-    with_vectors,
-    without_secrets,
-)
+from tools.remember import RememberInput, draft_of, prepare
 
 if TYPE_CHECKING:
     from storage.portable import ExportHeader
@@ -452,11 +444,11 @@ def _import_sessions(
     for start in range(0, len(records), WRITE_BATCH):
         batch = records[start : start + WRITE_BATCH]
         # The same record and vector building as remember_many; consolidation is not run (see import_file).
-        news = with_vectors(batch, runtime, preceding_contents(batch, store))
+        news = runtime.writer.embedded(batch, runtime.writer.preceding_contents(batch))
         for stored, created in store.insert_many(news):
             if created:
                 written += 1
-                runtime.corroboration.observe(scope, cluster_member(stored))
+                runtime.writer.observe(stored)
         progress("importing", start + len(batch), len(records))
     memories = TableCount(written=written, skipped=len(records) - written + blank)
     return TransferSummary(format=kind, tables={schema.MEMORIES: memories}, seconds=0.0)
@@ -499,9 +491,7 @@ def _records(
                     org_id=scope.org_id,
                     project_id=scope.project_id,
                 )
-                args, _ = without_secrets(args)
-                check_limits(args, runtime)
-                record = new_record(args, runtime, Caller(agent_id, episode_id))
+                record = prepare(runtime, draft_of(args, runtime, Caller(agent_id, episode_id))).record
             except ValidationError as exc:
                 problems = "; ".join(
                     f"{'.'.join(str(p) for p in error['loc'])} {error['msg']}" for error in exc.errors()

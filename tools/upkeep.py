@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from retrieval.consolidation.report import Actor
 from storage.records import ContradictionRecord, Scope
 from tools.common import Runtime
-from tools.remember import track_consolidation
+from writing.consolidation.report import Actor
 
 if TYPE_CHECKING:
     from retrieval.llm.base import LanguageModel
@@ -61,7 +60,7 @@ def aggregation_pass(runtime: Runtime, llm: LanguageModel | None = None) -> Upke
         swept = runtime.consolidation.sweep(scope, llm=llm)
         report.superseded += len(swept.superseded)
         report.kept += len(swept.kept)
-        track_consolidation(runtime, scope, swept)
+        runtime.writer.track(scope, swept)
         report.details.append(
             f"{scope.org_id}/{scope.project_id}: {result.rows} rows, {len(result.clusters)} clusters, "
             f"{len(result.contradictions)} contradictions, {len(swept.superseded)} consolidated in {result.elapsed_ms:.0f} ms"

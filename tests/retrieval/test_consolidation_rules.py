@@ -2,17 +2,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retrieval.consolidation.resolvers import LLMResolver
-from retrieval.consolidation.revision import asserts_use_of, has_revision_words, parse_revision
-from retrieval.consolidation.rules import (
+from retrieval.llm.base import LLMUnavailable
+from tests.fakes import ScriptedLLM
+from tests.records import memory_record
+from writing.consolidation.resolvers import LLMResolver
+from writing.consolidation.revision import asserts_use_of, has_revision_words, parse_revision
+from writing.consolidation.rules import (
     collapse_batch,
     may_be_superseded,
     near_exact_resolutions,
     token_jaccard,
 )
-from retrieval.llm.base import LLMUnavailable
-from tests.fakes import ScriptedLLM
-from tests.records import memory_record
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -184,13 +184,13 @@ def test_similar_artifacts_are_linked_as_versions_and_the_chain_is_queryable(run
 
 
 def test_the_sweep_consolidates_what_bypassed_the_write_path_and_then_leaves_it_alone(runtime):
-    from tools.remember import new_record, with_vectors
+    from tools.remember import draft_of, prepare
 
     records = [
-        new_record(RememberInput(content=text), runtime, caller(f"s{i}"))
+        prepare(runtime, draft_of(RememberInput(content=text), runtime, caller(f"s{i}"))).record
         for i, text in enumerate(["We ship on Fridays.", "we ship on fridays", "Unrelated: the cat is grey"])
     ]
-    runtime.store.insert_many(with_vectors(records, runtime))
+    runtime.store.insert_many(runtime.writer.embedded(records))
     first = aggregation_pass(runtime)
     assert first.superseded == 1
     assert [status(runtime, r.id) for r in records] == ["superseded", "active", "active"]

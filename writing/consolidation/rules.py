@@ -8,19 +8,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from retrieval.corroboration import UnionFind
-from retrieval.text import content_terms
+from retrieval.text import set_jaccard, term_set
 from storage.records import MemoryRecord
 
-
-def term_set(text: str) -> frozenset[str]:
-    return frozenset(content_terms(text))
-
-
-def set_jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    """|A & B| / |A | B| (1.0 for two empty sets)."""
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)
+__all__ = ["set_jaccard", "term_set"]  # shared with assembly's near-duplicate folding (retrieval.text)
 
 
 def token_jaccard(left: str, right: str) -> float:

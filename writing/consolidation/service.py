@@ -17,10 +17,6 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.candidate_search import CandidateSource
-from retrieval.consolidation.report import Actor, ConsolidationReport
-from retrieval.consolidation.resolvers import LLMResolver, Resolver, RuleResolver
-from retrieval.consolidation.revision import asserts_use_of, has_revision_words, parse_revision
-from retrieval.consolidation.rules import Resolution, may_be_superseded, term_set, token_jaccard
 from retrieval.contradictions import DEFAULT_OPPOSITIONS, ContradictionInput, detect_contradictions
 from retrieval.corroboration import UnionFind
 from retrieval.embedders.base import Embedder
@@ -28,6 +24,10 @@ from retrieval.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_
 from retrieval.simhash import simhash
 from retrieval.text import content_hash, document_text, searchable_text
 from storage.records import ContradictionRecord, LineageEvent, MemoryRecord, NewMemory, Scope, SearchHit
+from writing.consolidation.report import Actor, ConsolidationReport
+from writing.consolidation.resolvers import LLMResolver, Resolver, RuleResolver
+from writing.consolidation.revision import asserts_use_of, has_revision_words, parse_revision
+from writing.consolidation.rules import Resolution, may_be_superseded, term_set, token_jaccard
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ import json
 from collections.abc import Sequence
 from typing import Protocol, TypeGuard
 
-from retrieval.consolidation.rules import Resolution, may_absorb, near_exact_resolutions
 from retrieval.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
 from storage.records import MemoryRecord
+from writing.consolidation.rules import Resolution, may_absorb, near_exact_resolutions
 
 CONSOLIDATION_SYSTEM = (
     "You consolidate an AI agent's long-term memory. Given stored memories that look alike, decide whether "

@@ -1,0 +1,470 @@
+"""The write service: every memory is written here, by remember, remember_many, import and the background
+consolidation sweep.
+
+A draft is cleaned (secrets redacted, limits checked) into the record it would store, whose id is derived
+from its scope and content, so the same content is stored once. New records are embedded a batch at a
+time and inserted (concurrent inserts share one commit: ``storage.group_commit``), then consolidated
+against their scope (``writing.consolidation``); what consolidation changed is told to this process's
+corroboration clusters, and every change leaves lineage. A record already stored is attested by another
+agent, restored after a retraction, or has its unfinished consolidation resumed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import unicodedata
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Protocol
+
+from retrieval.corroboration import ClusterMember
+from retrieval.redaction import Redacted, redact
+from retrieval.text import content_hash, document_text, searchable_text
+from storage.records import (
+    LineageEvent,
+    MemoryKind,
+    MemoryRecord,
+    NewMemory,
+    ProtectionTier,
+    Scope,
+)
+from writing.consolidation.report import Actor, ConsolidationReport
+from writing.consolidation.rules import collapse_batch
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from retrieval.aggregation import CorroborationService
+    from retrieval.embedders.base import Embedder
+    from retrieval.llm.base import LanguageModel
+    from storage.store import MemoryStore
+    from writing.consolidation.service import ConsolidationService
+
+log = logging.getLogger(__name__)
+
+FUTURE_SLACK = timedelta(minutes=5)  # clocks of different machines disagree a little
+
+
+class WriteRefused(ValueError):
+    """A draft that cannot be stored as it is; the message says what to change."""
+
+
+def memory_id_for(scope: Scope, content_digest: str) -> str:
+    """Deterministic: the same content in the same scope always maps to the same id (idempotent writes)."""
+    key = f"{scope.org_id}\x1f{scope.project_id}\x1f{content_digest}".encode()
+    return "mem_" + hashlib.sha256(key).hexdigest()[:24]
+
+
+def stored_content(content: str) -> str:
+    """The content to store: NUL characters removed (they never reach storage); refused (``ValueError``)
+    when nothing visible is left once control and format characters are set aside."""
+    if not content.strip():
+        raise ValueError("is empty or whitespace only: pass the text to remember")
+    cleaned = content.replace("\x00", "")
+    visible = "".join(char for char in cleaned if unicodedata.category(char) not in ("Cc", "Cf"))
+    if not visible.strip():
+        raise ValueError(
+            "holds only control characters (no visible text once they are removed): pass the text to remember"
+        )
+    return cleaned
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What a caller asks to store (validated as a tool's arguments already)."""
+
+    content: str
+    scope: Scope
+    agent_id: str
+    session_id: str
+    kind: MemoryKind = "fact"
+    tags: tuple[str, ...] = ()
+    episode_id: str | None = None
+    protection_tier: ProtectionTier = "standard"
+    occurred_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A draft as the record it would store, and what redaction replaced in it (None: nothing)."""
+
+    record: MemoryRecord
+    redacted: str | None = None
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What writing one draft did."""
+
+    memory: MemoryRecord  # as stored (the existing memory for a duplicate)
+    created: bool
+    note: str | None = None
+    consolidation: ConsolidationReport | None = None
+    absorbed_into: str | None = None  # a near-duplicate of a later draft of the same batch
+    redacted: str | None = None
+
+
+@dataclass(frozen=True)
+class WriteLimits:
+    max_content_chars: int = 20_000
+    max_tags: int = 32
+    ephemeral_ttl_seconds: float = 7 * 24 * 3600.0
+    batch_dedup_threshold: float = 0.8  # token Jaccard at which drafts of one batch collapse
+    across_agents: bool = False  # whether drafts by different agents collapse too
+
+
+class Clock(Protocol):
+    def __call__(self) -> datetime: ...
+
+
+class WriteService:
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: Embedder,
+        consolidation: ConsolidationService,
+        corroboration: CorroborationService,
+        limits: WriteLimits,
+        clock: Clock,
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self.consolidation = consolidation
+        self._corroboration = corroboration
+        self.limits = limits
+        self._clock = clock
+
+    # -- drafts -----------------------------------------------------------------------------------------
+
+    def prepare(self, draft: Draft) -> Prepared:
+        """The record ``draft`` would store: secrets in its content and tags replaced, limits checked
+        (``WriteRefused`` names the one it breaks), its id derived from scope and content."""
+        content = redact(draft.content)
+        tags = [redact(tag) for tag in draft.tags]
+        found: Counter[str] = Counter()
+        for result in (content, *tags):
+            found.update(dict(result.found))
+        summary = Redacted(content.text, tuple(found.items())).summary() if found else None
+        if summary:
+            log.warning("replaced secrets in a memory before storing it: %s", summary)
+        text = content.text
+        limits = self.limits
+        if len(text) > limits.max_content_chars:
+            raise WriteRefused(
+                f"content is {len(text):,} characters; the limit is {limits.max_content_chars:,}. "
+                "Store one fact per memory, or split the text into smaller memories."
+            )
+        if len(tags) > limits.max_tags:
+            raise WriteRefused(f"tags has {len(tags)} entries; at most {limits.max_tags} are allowed")
+        now = self._clock()
+        when = now if draft.occurred_at is None else draft.occurred_at
+        if when > now + FUTURE_SLACK:
+            raise WriteRefused(
+                f"occurred_at {_iso(when)} is in the future (now is {_iso(now)}): pass when it was learned "
+                "or happened, or leave it out for now"
+            )
+        digest = content_hash(text)
+        record = MemoryRecord(
+            id=memory_id_for(draft.scope, digest),
+            org_id=draft.scope.org_id,
+            project_id=draft.scope.project_id,
+            agent_id=draft.agent_id,
+            session_id=draft.session_id,
+            episode_id=draft.episode_id,
+            kind=draft.kind,
+            content=text,
+            content_hash=digest,
+            tags=tuple(dict.fromkeys(tag.text for tag in tags)),
+            protection_tier=draft.protection_tier,
+            status="active",
+            replaced_by=None,
+            weight=1.0,
+            created_at=when,
+            updated_at=now,
+            embedder=self._embedder.name,
+            simhash=fingerprint(text),
+            expires_at=now + timedelta(seconds=limits.ephemeral_ttl_seconds)
+            if draft.protection_tier == "ephemeral"
+            else None,
+        )
+        return Prepared(record, summary)
+
+    # -- one memory -------------------------------------------------------------------------------------
+
+    def remember(self, prepared: Prepared, *, llm: LanguageModel | None) -> WriteResult:
+        """Store one prepared record (or say what was already there), then consolidate it."""
+        with self._store.one_version():  # one freshness check for the reads; writes check under the lock
+            return replace(self._remember(prepared.record, llm), redacted=prepared.redacted)
+
+    def _remember(self, record: MemoryRecord, llm: LanguageModel | None) -> WriteResult:
+        store = self._store
+        existing = store.get_memory(record.id, record.scope)
+        actor = Actor(record.agent_id, record.session_id)
+        note = None
+        consolidation: ConsolidationReport | None = None
+        if existing is None or existing.status in ("retracted", "purged"):
+            record = self.examined_as_written(record)
+            new = self.embedded([record], self.preceding_contents([record]))[0]  # only what is new
+            if existing is None:
+                stored, created = store.insert_memory(new)
+                if not created and stored.agent_id != record.agent_id:
+                    # Another agent's identical write committed in the same group: corroboration.
+                    return self._attested(stored, record)
+            else:  # stated again after a retraction or purge: it is live again, with lineage
+                stored, created = store.restore_memory(new), True
+                store.add_lineage([restore_event(stored, actor, self._clock())])
+                note = f"restored: an identical memory had been {existing.status}"
+            if created:
+                self._corroboration.observe(stored.scope, cluster_member(stored))
+                with unmarked_on_failure(store, [stored.id]):
+                    consolidation = self.consolidation.on_write(
+                        stored, as_array(new.vector), llm=llm, actor=actor, mark=False
+                    )
+        else:
+            stored, created = existing, False
+            if stored.status == "superseded":
+                head = current_version(store, stored)
+                note = f"an identical memory was superseded; the current memory is {head.id}"
+            elif stored.consolidated_at is None and stored.agent_id == record.agent_id:
+                # A retried call (or the next round of one) finishes the consolidation the first one began.
+                vectors = store.memory_vectors([stored.id], stored.scope)
+                if stored.id in vectors:
+                    consolidation = self.consolidation.on_write(stored, vectors[stored.id], llm=llm, actor=actor)
+            else:
+                return self._attested(stored, record)
+        if consolidation is not None:
+            self.track(stored.scope, consolidation, stored.id)
+        return WriteResult(stored, created, note, consolidation)
+
+    def _attested(self, stored: MemoryRecord, record: MemoryRecord) -> WriteResult:
+        """The same content from another agent: stored once, counted as corroboration."""
+        note = None
+        if self._store.add_attestation(stored, record.agent_id, record.session_id, record.created_at):
+            self._corroboration.attest(stored.scope, stored.id, record.agent_id)
+            note = f"already stored by {stored.agent_id}; recorded {record.agent_id} as corroborating it"
+        return WriteResult(stored, False, note)
+
+    # -- a batch ----------------------------------------------------------------------------------------
+
+    def remember_many(self, prepared: Sequence[Prepared], *, llm: LanguageModel | None) -> list[WriteResult]:
+        """Store a batch of one scope: one embedding batch, one insert; near-duplicates within the batch
+        by the same agent collapse into the last one (kept as superseded by it, with lineage); then each
+        new memory is consolidated as ``remember`` does. Results in input order."""
+        with self._store.one_version():
+            return self._remember_many(prepared, llm)
+
+    def _remember_many(self, prepared: Sequence[Prepared], llm: LanguageModel | None) -> list[WriteResult]:
+        records = [item.record for item in prepared]
+        scope = records[0].scope
+        store = self._store
+        existing = store.get_memories([r.id for r in records], scope)
+        fresh = list({r.id: r for r in records if r.id not in existing}.values())
+        results: dict[str, WriteResult] = {}
+        # Records already stored go the single path (attestation, restore, resuming consolidation).
+        for record in records:
+            if record.id in existing and record.id not in results:
+                results[record.id] = self._remember(record, llm)
+        collapsed = collapse_batch(
+            fresh, self.limits.batch_dedup_threshold, across_agents=self.limits.across_agents
+        )
+        losers = {loser.id: survivor.id for loser, survivor in collapsed}
+        now = self._clock()
+        # One write: every new memory stamped as examined (consolidation runs below), and the batch's own
+        # near-duplicates stored already superseded by the record that restated them.
+        written = [
+            replace(self.examined_as_written(record), status="superseded", replaced_by=losers[record.id])
+            if record.id in losers
+            else self.examined_as_written(record)
+            for record in fresh
+        ]
+        news = self.embedded(written, self.preceding_contents(records))
+        stored = {record.id: record for record, created in store.insert_many(news) if created}
+        vectors = {new.record.id: as_array(new.vector) for new in news}
+        actor = Actor(records[0].agent_id, records[0].session_id)
+        if losers:
+            store.add_lineage(
+                [
+                    LineageEvent.new(
+                        scope,
+                        "supersede",
+                        loser_id,
+                        related_id=survivor_id,
+                        resolver="rules:intra-batch",
+                        reason="a near-duplicate of a later memory in the same batch",
+                        agent_id=actor.agent_id,
+                        session_id=actor.session_id,
+                        at=now,
+                    )
+                    for loser_id, survivor_id in losers.items()
+                ]
+            )
+        with unmarked_on_failure(store, [record.id for record in written if record.id in stored]):
+            for record in written:
+                if record.id not in stored:
+                    results.setdefault(record.id, self._remember(record, llm))
+                    continue
+                if record.id in losers:
+                    results[record.id] = WriteResult(record, True, absorbed_into=losers[record.id])
+                    continue
+                self._corroboration.observe(scope, cluster_member(record))
+                report = self.consolidation.on_write(
+                    record, vectors[record.id], llm=llm, actor=Actor(record.agent_id, record.session_id), mark=False
+                )
+                self.track(scope, report, record.id)
+                results[record.id] = WriteResult(record, True, consolidation=report)
+        return [replace(results[item.record.id], redacted=item.redacted) for item in prepared]
+
+    # -- the parts ----------------------------------------------------------------------------------------
+
+    def examined_as_written(self, record: MemoryRecord) -> MemoryRecord:
+        """``record`` stamped as examined by consolidation, which runs right after it is inserted: one
+        write instead of an insert and then an update (the update was most of a remember's time)."""
+        if not self.consolidation.policy.enabled:
+            return record
+        return replace(record, consolidated_at=self._clock())
+
+    def embedded(self, records: Sequence[MemoryRecord], preceding: dict[str, str] | None = None) -> list[NewMemory]:
+        """Embed in one batch and attach the full-text field (content, tags, author, date, the memory before
+        it in its episode: ``preceding`` maps record id -> that content)."""
+        embedder = self._embedder
+        vectors = embedder.embed_documents(
+            [document_text(record.content, record.agent_id, embedder.name) for record in records]
+        )
+        return [
+            NewMemory(
+                record,
+                vector,  # a float32 row of the embedder's batch
+                searchable_text(
+                    record.content,
+                    record.tags,
+                    record.agent_id,
+                    record.created_at,
+                    (preceding or {}).get(record.id),
+                ),
+            )
+            for record, vector in zip(records, vectors, strict=True)
+        ]
+
+    def preceding_contents(self, records: Sequence[MemoryRecord]) -> dict[str, str]:
+        """For each record in an episode, the content of the memory just before it in that episode: the
+        previous record of the batch, or for the first of an episode the latest stored member not newer
+        than it. Record id -> that content."""
+        preceding: dict[str, str] = {}
+        first: dict[str, MemoryRecord] = {}
+        last: dict[str, str] = {}
+        for record in records:
+            if record.episode_id is None:
+                continue
+            if record.episode_id in last:
+                preceding[record.id] = last[record.episode_id]
+            else:
+                first[record.episode_id] = record
+            last[record.episode_id] = record.content
+        if not first:
+            return preceding
+        store = self._store
+        scope = records[0].scope
+        batch = {record.id for record in records}
+        before: dict[str, str] = {}  # record id -> id of the stored memory before it
+        stubs = store.episode_member_stubs(scope, list(first))
+        for episode_id, record in first.items():
+            earlier = [
+                s
+                for s in stubs
+                if s.episode_id == episode_id and s.id not in batch and s.created_at <= record.created_at
+            ]
+            if earlier:
+                before[record.id] = max(earlier, key=lambda s: (s.created_at, s.id)).id
+        if before:
+            found = store.get_memories(list(set(before.values())), scope)
+            preceding |= {rid: found[mid].content for rid, mid in before.items() if mid in found}
+        return preceding
+
+    def track(self, scope: Scope, report: ConsolidationReport, written_id: str | None = None) -> None:
+        """Tell this process's cluster cache what consolidation changed: reworded memories join it, memories
+        that left the active set stop counting, absorbed authors count as corroborating their survivor."""
+        if report.created:
+            for memory in self._store.get_memories(report.created, scope).values():
+                self._corroboration.observe(scope, cluster_member(memory))
+        for memory_id, agent_id in report.attested:
+            self._corroboration.attest(scope, memory_id, agent_id)
+        gone = [*report.superseded, *report.revised]
+        if written_id is not None and report.absorbed_into:
+            gone.append(written_id)
+        if gone:
+            self._corroboration.retire(scope, gone)
+
+    def observe(self, memory: MemoryRecord) -> None:
+        """A memory written around this service (an import): its corroboration cluster learns of it."""
+        self._corroboration.observe(memory.scope, cluster_member(memory))
+
+
+@contextmanager
+def unmarked_on_failure(store: MemoryStore, memory_ids: Sequence[str]) -> Iterator[None]:
+    """If consolidation fails after memories went in stamped as examined, take the stamp off again, so a
+    retried call (or the background sweep) examines them. A process killed in between leaves them
+    stamped: they are stored and recalled all the same, only not checked against their neighbours."""
+    try:
+        yield
+    except BaseException:
+        if memory_ids:
+            try:
+                store.mark_consolidated(memory_ids, None)
+            except Exception:
+                log.warning("could not clear the consolidation stamp of %s", memory_ids, exc_info=True)
+        raise
+
+
+def current_version(store: MemoryStore, memory: MemoryRecord) -> MemoryRecord:
+    """Follow ``replaced_by`` to the memory that is authoritative now."""
+    seen = {memory.id}
+    while memory.replaced_by and memory.replaced_by not in seen:
+        following = store.get_memory(memory.replaced_by, memory.scope)
+        if following is None:
+            break
+        seen.add(following.id)
+        memory = following
+    return memory
+
+
+def restore_event(memory: MemoryRecord, actor: Actor, at: datetime) -> LineageEvent:
+    return LineageEvent.new(
+        memory.scope,
+        "restore",
+        memory.id,
+        resolver="remember",
+        reason="the same content was remembered again",
+        agent_id=actor.agent_id,
+        session_id=actor.session_id,
+        at=at,
+    )
+
+
+def cluster_member(record: MemoryRecord) -> ClusterMember:
+    value = record.simhash if record.simhash is not None else fingerprint(record.content)
+    return ClusterMember(record.id, record.agent_id, record.weight, record.created_at, value)
+
+
+# numpy (SimHash and vectors) is imported on the first write, not when the server starts: the MCP
+# handshake must not wait for it.
+def fingerprint(content: str) -> int:
+    from retrieval.simhash import simhash
+
+    return simhash(content)
+
+
+def as_array(vector: npt.NDArray[np.float32] | Sequence[float]) -> npt.NDArray[np.float32]:
+    import numpy as np
+
+    return np.asarray(vector, dtype=np.float32)
+
+
+def _iso(moment: datetime) -> str:
+    from datetime import UTC
+
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
