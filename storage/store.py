@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial, reduce
 from pathlib import Path
@@ -98,6 +99,50 @@ SNAPSHOT_MAX_ROWS = 20_000
 # writes all day filled them with versions it would never read again (benchmarks/writes.py).
 DEFAULT_INDEX_CACHE_BYTES = 64 << 20
 DEFAULT_METADATA_CACHE_BYTES = 64 << 20
+
+
+PURGE_JOURNAL = "pending_purge:"  # meta keys of purges begun and not yet finished
+
+
+@dataclass(frozen=True)
+class PendingPurge:
+    """A purge's journal entry: what to erase, and the lineage to record once it is erased."""
+
+    key: str
+    scope: Scope
+    memory_ids: tuple[str, ...]
+    at: datetime
+    quoted_chars: int
+    events: tuple[LineageEvent, ...]
+    resolution: str
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "org_id": self.scope.org_id,
+                "project_id": self.scope.project_id,
+                "memory_ids": list(self.memory_ids),
+                "at": self.at.isoformat(),
+                "quoted_chars": self.quoted_chars,
+                "resolution": self.resolution,
+                "events": [{**event.__dict__, "at": event.at.isoformat()} for event in self.events],
+            }
+        )
+
+    @classmethod
+    def from_json(cls, key: str, text: str) -> PendingPurge:
+        value = json.loads(text)
+        return cls(
+            key=key,
+            scope=Scope(value["org_id"], value["project_id"]),
+            memory_ids=tuple(value["memory_ids"]),
+            at=datetime.fromisoformat(value["at"]),
+            quoted_chars=int(value["quoted_chars"]),
+            events=tuple(
+                LineageEvent(**{**event, "at": datetime.fromisoformat(event["at"])}) for event in value["events"]
+            ),
+            resolution=value["resolution"],
+        )
 
 
 class StoreError(RuntimeError):
@@ -206,7 +251,7 @@ class MemoryStore:
                         db, vector_dim, other_processes_excluded=lock.spans_processes
                     )
                 )
-            return cls(
+            store = cls(
                 db,
                 uri,
                 meta,
@@ -220,6 +265,12 @@ class MemoryStore:
         except BaseException:
             lock.close()
             raise
+        try:
+            store.finish_pending_purges()  # before anything is served
+        except BaseException:
+            store.close()
+            raise
+        return store
 
     @property
     def uri(self) -> str:
@@ -715,47 +766,103 @@ class MemoryStore:
         return len(open_pairs)
 
     def purge(
-        self, scope: Scope, memory_ids: Sequence[str], at: datetime, *, quoted_chars: int = 0
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        at: datetime,
+        *,
+        quoted_chars: int = 0,
+        events: Sequence[LineageEvent] = (),
+        resolution: str = "purged",
     ) -> list[str]:
         """Erase content, tags and vector of these memories (the rows stay, status purged, for lineage), scrub
         their text from recorded traces, episode titles and the search text of the other members of their
-        episodes (which quote up to ``quoted_chars`` of the memory before them), then drop every older
-        version of the tables and rebuild the full-text index, so the text is gone from the store's files."""
+        episodes (which quote up to ``quoted_chars`` of the memory before them), record ``events`` (its
+        lineage) and close its open contradictions with ``resolution``, then drop every older version of
+        the tables and rebuild the full-text index, so the text is gone from the store's files.
+
+        One recoverable operation: a journal entry naming the memories (never their text) is written
+        first and removed last; a process killed in between leaves it, and the next opening of the store
+        finishes the purge before anything is served (``finish_pending_purges``). Until then a memory
+        already erased reads as purged everywhere (explain_ranking masks what a trace still quotes)."""
         with self.exclusive():
             current = self.get_memories(memory_ids, scope)
             ids = [i for i in memory_ids if i in current]
             if not ids:
                 return []
-            count = len(ids)
-            # Episode titles first: a scope copy re-reads an episode when one of its memories changes, so
-            # the episode must already be as it will stay when the memory's commit lands.
-            for record in current.values():
-                if record.kind == "episode" and record.episode_id:
-                    where = self._in_scope(scope, id=record.episode_id)
-                    retrying(partial(self._episodes.update, where=where, values={"title": None}))
-            self._merge_update(
-                pa.table(
-                    {
-                        "id": pa.array(ids, pa.string()),
-                        "content": pa.array([""] * count, pa.string()),
-                        "content_hash": pa.array([""] * count, pa.string()),
-                        "search_text": pa.array([""] * count, pa.string()),
-                        "tags": pa.array([[]] * count, pa.list_(pa.string())),
-                        "tags_key": pa.array(["||"] * count, pa.string()),
-                        "simhash": pa.array([None] * count, pa.int64()),
-                        "vector": pa.array(
-                            [[0.0] * self._vector_dim] * count, pa.list_(pa.float32(), self._vector_dim)
-                        ),
-                        "status": pa.array(["purged"] * count, pa.string()),
-                        "purged_at": pa.array([at] * count, pa.timestamp("us", tz="UTC")),
-                        "updated_at": pa.array([at] * count, pa.timestamp("us", tz="UTC")),
-                    }
-                )
+            journal = PendingPurge(
+                key=f"{PURGE_JOURNAL}{secrets.token_hex(8)}",
+                scope=scope,
+                memory_ids=tuple(ids),
+                at=at,
+                quoted_chars=quoted_chars,
+                events=tuple(events),
+                resolution=resolution,
             )
-            self._scrub_traces(scope, ids)
-            self._scrub_quotes(scope, [current[i] for i in ids], quoted_chars)
-            self._drop_old_versions()
+            migrations.write_meta(self._db, {journal.key: journal.to_json()})
+            self._finish_purge(journal)
         return ids
+
+    def finish_pending_purges(self) -> int:
+        """Finish every purge a killed process left half done (at start-up, before serving); how many."""
+        pending = [
+            PendingPurge.from_json(key, value)
+            for key, value in migrations.read_meta(self._db).items()
+            if key.startswith(PURGE_JOURNAL)
+        ]
+        with self.exclusive():
+            for journal in pending:
+                log.warning(
+                    "finishing a purge a stopped process left half done (%d memories)", len(journal.memory_ids)
+                )
+                self._finish_purge(journal)
+        return len(pending)
+
+    def _finish_purge(self, journal: PendingPurge) -> None:
+        """Every step of a purge after its quotes, each safe to run again (a purge the journal says was
+        begun is finished the same way whatever step a crash interrupted)."""
+        scope, ids, at = journal.scope, list(journal.memory_ids), journal.at
+        current = self.get_memories(ids, scope)
+        count = len(ids)
+        # The quotes of a memory in its neighbours' search text go while its text is still there to find
+        # them by (a memory already erased had its quotes scrubbed before); then the memory itself; then
+        # whatever read it meanwhile (traces).
+        self._scrub_quotes(scope, [m for m in current.values() if m.content], journal.quoted_chars)
+        # Episode titles first: a scope copy re-reads an episode when one of its memories changes, so
+        # the episode must already be as it will stay when the memory's commit lands.
+        for record in current.values():
+            if record.kind == "episode" and record.episode_id:
+                where = self._in_scope(scope, id=record.episode_id)
+                retrying(partial(self._episodes.update, where=where, values={"title": None}))
+        self._merge_update(
+            pa.table(
+                {
+                    "id": pa.array(ids, pa.string()),
+                    "content": pa.array([""] * count, pa.string()),
+                    "content_hash": pa.array([""] * count, pa.string()),
+                    "search_text": pa.array([""] * count, pa.string()),
+                    "tags": pa.array([[]] * count, pa.list_(pa.string())),
+                    "tags_key": pa.array(["||"] * count, pa.string()),
+                    "simhash": pa.array([None] * count, pa.int64()),
+                    "vector": pa.array([[0.0] * self._vector_dim] * count, pa.list_(pa.float32(), self._vector_dim)),
+                    "status": pa.array(["purged"] * count, pa.string()),
+                    "purged_at": pa.array([at] * count, pa.timestamp("us", tz="UTC")),
+                    "updated_at": pa.array([at] * count, pa.timestamp("us", tz="UTC")),
+                }
+            )
+        )
+        self._scrub_traces(scope, ids)
+        if journal.events:
+            self.add_lineage_once(journal.events)
+        self.resolve_contradictions(scope, ids, journal.resolution, at)
+        self._drop_old_versions()  # the text is gone from old versions too before the journal goes
+        migrations.delete_meta(self._db, [journal.key])
+
+    def add_lineage_once(self, events: Sequence[LineageEvent]) -> None:
+        """Add the events whose ids are not there yet (a purge finished again adds each once)."""
+        table = pa.Table.from_pylist([event.__dict__ for event in events], schema=self._lineage.schema)
+        with self.exclusive():
+            retrying(lambda: self._lineage.merge_insert("event_id").when_not_matched_insert_all().execute(table))
 
     def _scrub_quotes(self, scope: Scope, purged: Sequence[MemoryRecord], quoted_chars: int) -> None:
         quoted = [r for r in purged if r.episode_id and r.content] if quoted_chars > 0 else []

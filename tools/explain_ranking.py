@@ -239,12 +239,15 @@ def _with_lineage(
     for candidate in candidates:
         memory = now.get(candidate.id)
         changed = memory is not None and memory.status != "active"
+        purged = memory is not None and memory.status == "purged"
         updated.append(
             candidate.model_copy(
                 update={
                     "replaces": links.replaces.get(candidate.id, []),
                     "status_now": memory.status if changed and memory else None,
                     "replaced_by_now": links.replaced_by.get(candidate.id) if changed else None,
+                    # Purged since: what the trace quotes of it is erased (or about to be) from the store.
+                    **({"preview": "[purged]"} if purged else {}),
                 }
             )
         )

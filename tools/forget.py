@@ -94,6 +94,9 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
 
     now = runtime.clock()
     ids = [m.id for m in eligible]
+    actor = Actor(caller.agent_id, caller.session_id)
+    reason = args.reason or f"{args.mode} requested"
+    resolution = f"{args.mode} by {caller.agent_id}"
     if args.mode == "purge":
         restatements = absorbed_restatements(store, scope, ids)
         if restatements:
@@ -102,19 +105,16 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
                 f"also purged {len(restatements)} restatement(s) it had absorbed: {', '.join(restatements)}"
             )
             note = f"{note}; {extra}" if note else extra
-        store.purge(scope, ids, now, quoted_chars=PRECEDING_CHARS)
+        # The lineage goes with the purge: one recoverable operation (storage.store.MemoryStore.purge).
+        events = runtime.consolidation.retirement_events(
+            scope, ids, "purge", resolver="forget", reason=reason, actor=actor, at=now
+        )
+        store.purge(scope, ids, now, quoted_chars=PRECEDING_CHARS, events=events, resolution=resolution)
     else:
         store.retract(scope, ids, now)
-    runtime.consolidation.record_retirement(
-        scope,
-        ids,
-        args.mode,
-        resolver="forget",
-        reason=args.reason or f"{args.mode} requested",
-        resolution=f"{args.mode} by {caller.agent_id}",
-        actor=Actor(caller.agent_id, caller.session_id),
-        at=now,
-    )
+        runtime.consolidation.record_retirement(
+            scope, ids, args.mode, resolver="forget", reason=reason, resolution=resolution, actor=actor, at=now
+        )
     runtime.corroboration.retire(scope, ids)
     return ForgetOutput(mode=args.mode, dry_run=False, forgotten=briefs, matches=matches, note=note)
 

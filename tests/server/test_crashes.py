@@ -9,6 +9,7 @@ the timing of the kills still varies)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -23,15 +24,16 @@ from pathlib import Path
 from typing import TextIO
 
 import anyio
+import lancedb
 import pytest
 from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import Implementation
 
 from retrieval.text import content_hash
-from storage import recovery, schema
+from storage import migrations, recovery, schema
 from storage.records import Scope
-from storage.store import MemoryStore
+from storage.store import PURGE_JOURNAL, MemoryStore
 from tests.helpers import TIMEOUT, call, scaled
 from tools.common import memory_id_for
 
@@ -277,3 +279,59 @@ async def test_a_power_cut_newest_manifest_is_set_aside_and_the_server_starts_on
         f"(a write cut off by a crash); starting on version {version - 1}"
     ) in stderr
     assert (db / recovery.QUARANTINE_DIR / schema.MEMORIES / newest.name).exists()
+
+
+PURGE_KILLS = scaled(8, 60)
+PURGE_KILL_WITHIN = 0.25  # a purge through the server takes about this long here: kills land before, in, after
+
+
+async def test_a_purge_killed_at_any_point_is_finished_at_the_next_start_or_never_began(tmp_path):
+    """SIGKILL at a random moment of a purge: when the store opens again, either nothing was purged (the
+    memory is whole, with no purge in its lineage) or the purge is finished: the memory reads as purged,
+    its text is in no file of the store (traces included), its lineage holds the purge exactly once."""
+    rng = random.Random(SEED + 1)
+    outcomes: Counter[str] = Counter()
+    for number in range(1, PURGE_KILLS + 1):
+        db = tmp_path / f"round-{number}"
+        token = f"zq{number}SECRET{rng.randrange(10**6)}xk"
+        secret = f"{token} is the vault passphrase"
+        pid_file = tmp_path / "server.pid"
+        pid_file.unlink(missing_ok=True)
+        delay = rng.uniform(0, PURGE_KILL_WITHIN)
+        try:
+            with (tmp_path / "stderr.log").open("w") as errlog, anyio.fail_after(TIMEOUT):
+                async with server(server_params(db, pid_file), errlog, "purger") as client:
+                    items = [
+                        {"content": text, "episode_id": "vault"}
+                        for text in ("Where is the vault?", secret, "Thanks")
+                    ]
+                    out = await call(client, "remember_many", {"items": items})
+                    memory_id = out["results"][1]["id"]
+                    await call(client, "recall", {"query": "vault passphrase"})  # a trace quotes it
+
+                    async def purge(target: str) -> None:
+                        with contextlib.suppress(MCPError):
+                            await client.call_tool("forget", {"memory_id": target, "mode": "purge"})
+
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(purge, memory_id)
+                        await anyio.sleep(delay)
+                        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        except Exception as exc:
+            if not isinstance(exc, (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)):
+                raise
+        begun = any(key.startswith(PURGE_JOURNAL) for key in migrations.read_meta(lancedb.connect(str(db))))
+        with MemoryStore.open(str(db)) as store:  # a restarted server: finishes what was begun
+            memory = store.get_memory(memory_id)
+            events = [e.action for e in store.lineage(DEFAULT_SCOPE, [memory_id])]
+            traces = " ".join(store._retrievals.to_arrow().column("trace_json").to_pylist())
+        on_disk = [str(p) for p in db.rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
+        context = f"round {number}, kill after {delay:.3f} s (MEMORIA_CRASH_SEED={SEED})"
+        if memory.status == "purged":
+            assert (memory.content, events.count("purge"), on_disk) == ("", 1, []), context
+            assert token not in traces, context
+            outcomes["finished at the restart" if begun else "finished before the kill"] += 1
+        else:
+            assert (memory.status, memory.content, "purge" in events) == ("active", secret, False), context
+            outcomes["never began"] += 1
+    print(f"\n{PURGE_KILLS} purges killed at random (seed {SEED}): {dict(outcomes)}")

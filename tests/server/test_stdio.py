@@ -45,8 +45,12 @@ async def test_full_flow_over_stdio_on_the_offline_backend(tmp_path):
 
             first = await call(client, "recall", query)
             assert [m["id"] for m in first["memories"]] == [version["id"]]
-            report = await call(client, "report_outcome", {"outcome": "failure"})
-            assert report["updated"] == [{"id": version["id"], "weight_before": 1.0, "weight_after": 0.85}]
+            report = await call(
+                client, "report_outcome", {"outcome": "failure", "misleading_ids": [version["id"]]}
+            )
+            assert report["updated"] == [
+                {"id": version["id"], "role": "misleading", "share": 1.0, "weight_before": 1.0, "weight_after": 0.85}
+            ]
 
             second = await call(client, "recall", query)
             assert [m["id"] for m in second["memories"]] == [port["id"]]

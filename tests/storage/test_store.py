@@ -1,3 +1,4 @@
+import json
 import threading
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -347,3 +348,49 @@ def test_stores_of_different_widths_opened_in_turn_each_write_their_own_rows(tmp
                 record = memory_record(f"m{round_}", org_id=SCOPE.org_id, project_id=SCOPE.project_id)
                 store.insert_many([NewMemory(record, vector, "text")])
                 assert store.count_memories() == round_ + 1
+
+
+def files_holding(root, token: bytes) -> list[str]:
+    return [str(path) for path in root.rglob("*") if path.is_file() and token in path.read_bytes()]
+
+
+@pytest.mark.parametrize(
+    "killed_at", ["_merge_update", "_scrub_traces", "add_lineage_once", "_drop_old_versions"]
+)
+def test_a_purge_a_crash_interrupted_is_finished_at_the_next_opening(tmp_path, monkeypatch, killed_at):
+    from storage.records import LineageEvent
+
+    root = tmp_path / "db"
+    store = MemoryStore.open(str(root), vector_dim=DIM)
+    secret = "zq7SECRETxk9 the vault passphrase"
+    store.insert_many(
+        [new("m1", "the vault is in the basement", episode_id="ep"), new("m2", secret, episode_id="ep")]
+    )
+    trace = json.dumps({"candidates": [{"id": "m2", "preview": secret}]})
+    store.record_retrieval(
+        RetrievalRecord("r1", "acme", "web", "s1", "agent", "vault", "recall", NOW, 5, 100, ("m2",), trace)
+    )
+    store.flush_logs()
+    event = LineageEvent(
+        "evt_purge_m2", "acme", "web", "purge", "m2", None, "forget", "private", "agent", "s1", NOW
+    )
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed")  # what a SIGKILL leaves: the operation stops half way
+
+    monkeypatch.setattr(MemoryStore, killed_at, killed)
+    with pytest.raises(KeyboardInterrupt):
+        store.purge(SCOPE, ["m2"], NOW, quoted_chars=2_000, events=[event], resolution="purge by agent")
+    monkeypatch.undo()
+    store._lock.close()  # the process is gone: its lock with it
+
+    reopened = MemoryStore.open(str(root), vector_dim=DIM)  # finishes the purge before serving
+    try:
+        assert reopened.get_memory("m2", SCOPE).status == "purged"
+        assert secret not in reopened.get_retrieval("r1", SCOPE).trace_json
+        assert [e.event_id for e in reopened.lineage(SCOPE, ["m2"])] == ["evt_purge_m2"]
+        assert not any(key.startswith("pending_purge:") for key in migrations.read_meta(reopened._db))
+        assert files_holding(root, b"zq7SECRETxk9") == []
+        assert reopened.finish_pending_purges() == 0  # nothing left to finish
+    finally:
+        reopened.close()

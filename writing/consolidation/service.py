@@ -407,6 +407,21 @@ class ConsolidationService:
         )
         return changed
 
+    def retirement_events(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        action: str,
+        *,
+        resolver: str,
+        reason: str,
+        actor: Actor,
+        at: datetime,
+        related_id: str | None = None,
+    ) -> list[LineageEvent]:
+        """The lineage events ``record_retirement`` records, for a caller that records them itself."""
+        return [self._event(scope, action, m, related_id, resolver, reason, actor, at=at) for m in memory_ids]
+
     def record_retirement(
         self,
         scope: Scope,
