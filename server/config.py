@@ -84,7 +84,9 @@ class Settings(BaseModel):
     allow_model_downloads: bool = True
     model_device: str = "cpu"
     model_backend: Literal["torch", "onnx", "openvino"] = Field(
-        "torch", description="sentence-transformers inference backend for both local models"
+        "onnx",
+        description="inference backend of both local models: onnx (onnxruntime directly, exported from the "
+        "folder once), torch, or openvino (sentence-transformers')",
     )
     embedding_model_file: str | None = Field(
         None,

@@ -182,12 +182,6 @@ def read_meta(db: Any) -> dict[str, str]:
     return {row["key"]: row["value"] for row in rows}
 
 
-def delete_meta(db: Any, keys: Iterable[str]) -> None:
-    table = db.open_table(schema.META)
-    for key in keys:
-        table.delete(col("key") == lit(key))
-
-
 def write_meta(db: Any, values: dict[str, str]) -> None:
     table = db.create_table(schema.META, schema=schema.meta_schema(), exist_ok=True)
     for key, _value in values.items():

@@ -177,6 +177,7 @@ class MemoryStore:
         self._ab_logs = db.open_table(schema.AB_LOGS)
         self._outcomes = db.open_table(schema.OUTCOMES)
         self._feedback = db.open_table(schema.FEEDBACK)
+        self._meta = db.open_table(schema.META)
         self._weight_events = db.open_table(schema.WEIGHT_EVENTS)
         self._attestations = db.open_table(schema.ATTESTATIONS)
         self._lineage = db.open_table(schema.LINEAGE)
@@ -799,17 +800,14 @@ class MemoryStore:
                 events=tuple(events),
                 resolution=resolution,
             )
-            migrations.write_meta(self._db, {journal.key: journal.to_json()})
+            retrying(lambda: self._meta.add([{"key": journal.key, "value": journal.to_json()}]))
             self._finish_purge(journal)
         return ids
 
     def finish_pending_purges(self) -> int:
         """Finish every purge a killed process left half done (at start-up, before serving); how many."""
-        pending = [
-            PendingPurge.from_json(key, value)
-            for key, value in migrations.read_meta(self._db).items()
-            if key.startswith(PURGE_JOURNAL)
-        ]
+        rows = scan_rows(self._meta, filters.contains("key", PURGE_JOURNAL), None)
+        pending = [PendingPurge.from_json(r["key"], r["value"]) for r in rows if r["key"].startswith(PURGE_JOURNAL)]
         with self.exclusive():
             for journal in pending:
                 log.warning(
@@ -856,7 +854,7 @@ class MemoryStore:
             self.add_lineage_once(journal.events)
         self.resolve_contradictions(scope, ids, journal.resolution, at)
         self._drop_old_versions()  # the text is gone from old versions too before the journal goes
-        migrations.delete_meta(self._db, [journal.key])
+        retrying(partial(self._meta.delete, filters.equals("key", journal.key)))
 
     def add_lineage_once(self, events: Sequence[LineageEvent]) -> None:
         """Add the events whose ids are not there yet (a purge finished again adds each once)."""

@@ -35,6 +35,7 @@ class CrossEncoderReranker:
         self._allow_downloads = allow_downloads
         self._batch_size = batch_size
         self._model: Any = None
+        self._onnx: Any = None  # an OnnxTransformer when the model runs on onnxruntime directly
         self._identity: Any = None
         self._inference_lock = threading.Lock()
 
@@ -43,18 +44,35 @@ class CrossEncoderReranker:
         return f"cross-encoder:{self._model_ref}"
 
     def warm_up(self) -> None:
-        if self._model is not None:
+        if self._model is not None or self._onnx is not None:
             return
         folder = resolve_model_dir(
             self._model_ref, allow_downloads=self._allow_downloads, backend=self._backend
         )
+        backend = self._backend
+        if backend == "onnx":
+            try:
+                from pathlib import Path
+
+                from retrieval.onnx_models import OnnxTransformer
+
+                self._onnx = OnnxTransformer(Path(folder), "classifier", model_file=self._model_file)
+                self.backend = "onnxruntime"
+                return
+            except Exception as exc:  # onnxruntime missing, an export that failed: the same model on torch
+                self.backend_note = (
+                    f"onnxruntime could not run it ({short_reason(exc)}); running on torch. "
+                    "Set MEMORIA_MODEL_BACKEND=torch to skip trying"
+                )
+                backend = "torch"
         try:
             import torch
             from sentence_transformers import CrossEncoder
 
-            self._model, self.backend, self.backend_note = load_on_backend(
-                CrossEncoder, folder, device=self._device, backend=self._backend, model_file=self._model_file
+            self._model, self.backend, note = load_on_backend(
+                CrossEncoder, folder, device=self._device, backend=backend, model_file=self._model_file
             )
+            self.backend_note = note or self.backend_note
         except Exception as exc:
             raise ModelUnavailable(
                 f"{self._model_ref} could not be loaded from {folder} ({short_reason(exc)})"
@@ -62,16 +80,29 @@ class CrossEncoderReranker:
         self._identity = torch.nn.Identity()
 
     def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
-        if self._model is None:
+        if self._model is None and self._onnx is None:
             raise RuntimeError("CrossEncoderReranker used before warm_up()")
         if not documents:
             return []
         pairs = [(query, document) for document in documents]
         try:
-            with self._inference_lock:
-                raw = self._model.predict(
-                    pairs, batch_size=self._batch_size, activation_fn=self._identity, show_progress_bar=False
+            if self._onnx is not None:
+                raw = np.vstack(
+                    [
+                        self._onnx.encode(pairs[start : start + self._batch_size])[0]
+                        for start in range(0, len(pairs), self._batch_size)
+                    ]
                 )
+                if raw.ndim == 2 and raw.shape[1] == 1:
+                    raw = raw[:, 0]
+            else:
+                with self._inference_lock:
+                    raw = self._model.predict(
+                        pairs,
+                        batch_size=self._batch_size,
+                        activation_fn=self._identity,
+                        show_progress_bar=False,
+                    )
         except Exception as exc:
             raise RerankFailed(f"cross-encoder {self._model_ref} failed: {exc}", transient=True) from exc
         logits = np.asarray(raw, dtype=np.float64)

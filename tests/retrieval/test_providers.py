@@ -1,3 +1,5 @@
+import pytest
+
 from retrieval.embedders.hashed import HashedEmbedder
 from retrieval.embedders.sentence_transformers import SentenceTransformerEmbedder
 from retrieval.model_files import load_on_backend
@@ -66,15 +68,9 @@ def test_cohere_without_a_key_falls_back_and_says_why():
     assert len(said) == 1
 
 
-def onnx_runtime_installed() -> bool:
-    try:
-        import optimum.onnxruntime  # noqa: F401
-    except Exception:
-        return False
-    return True
+def test_the_onnx_backend_runs_the_models_on_onnxruntime_with_the_vectors_and_scores_of_torch(tiny_models):
+    from retrieval.onnx_models import EXPORT
 
-
-def test_the_onnx_backend_runs_when_installed_and_otherwise_torch_says_why(tiny_models):
     said: list[str] = []
     config = ModelConfig(
         embedding_model=str(tiny_models["embedder"]),
@@ -83,22 +79,34 @@ def test_the_onnx_backend_runs_when_installed_and_otherwise_torch_says_why(tiny_
     )
     models = load_models(config, store_dim=32, announce=said.append)
     torch_models = load_models(
-        ModelConfig(embedding_model=config.embedding_model, rerank_model=config.rerank_model), store_dim=32
+        ModelConfig(embedding_model=config.embedding_model, rerank_model=config.rerank_model, backend="torch"),
+        store_dim=32,
     )
-    assert isinstance(models.embedder, SentenceTransformerEmbedder) and not models.offline
-    text = ["the deploy script needs the staging key"]
-    # The same model either way (ONNX export within float rounding of torch), one vector fingerprint.
+    assert isinstance(models.embedder, SentenceTransformerEmbedder) and not models.offline and said == []
+    assert models.embedder.backend == models.reranker.backend == "onnxruntime"
+    assert models.embedder_info.active.endswith("[onnxruntime]")
+    assert (tiny_models["embedder"] / EXPORT).exists() and (tiny_models["cross_encoder"] / EXPORT).exists()
+    texts = ["the deploy script needs the staging key", "a much longer text " * 40]
+    # The same model either way: one vector fingerprint, vectors within float rounding (cosine >= 0.9999).
     assert models.embedder.name == torch_models.embedder.name
-    assert (
-        abs(models.embedder.embed_documents(text) - torch_models.embedder.embed_documents(text)).max() < 1e-4
+    cosines = (models.embedder.embed_documents(texts) * torch_models.embedder.embed_documents(texts)).sum(axis=1)
+    assert cosines.min() >= 0.9999
+    assert models.embedder.embed_query(texts[0]) @ torch_models.embedder.embed_query(texts[0]) >= 0.9999
+    scores = models.reranker.rerank("staging key", texts)
+    assert scores == pytest.approx(torch_models.reranker.rerank("staging key", texts), abs=1e-4)
+
+
+def test_when_onnxruntime_cannot_run_a_model_the_same_model_runs_on_torch_and_says_why(tiny_models):
+    said: list[str] = []
+    config = ModelConfig(
+        embedding_model=str(tiny_models["embedder"]),
+        reranker="none",
+        backend="onnx",
+        embedding_model_file="onnx/not-there.onnx",
     )
-    if onnx_runtime_installed():
-        assert models.embedder.backend == "onnx" and said == []
-        assert models.embedder_info.active.endswith("[onnx]")
-    else:
-        assert models.embedder.backend == models.reranker.backend == "torch"
-        assert len(said) == 2 and all("the onnx backend could not load it" in line for line in said)
-        assert "running on torch" in models.embedder_info.describe()
+    models = load_models(config, store_dim=32, announce=said.append)
+    assert models.embedder.backend == "torch" and not models.offline
+    assert len(said) == 1 and "onnxruntime could not run it" in said[0] and "running on torch" in said[0]
 
 
 class RecordingLoader:
