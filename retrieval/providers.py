@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from retrieval.embedders.base import Embedder
+from retrieval.embedders.base import CoalescingEmbedder, Embedder
 from retrieval.embedders.hashed import HashedEmbedder
 from retrieval.model_files import ModelUnavailable, short_reason
 from retrieval.rerankers.base import Reranker
@@ -102,7 +102,7 @@ def _load_embedder(config: ModelConfig, store_dim: int) -> tuple[Embedder, Backe
             "point MEMORIA_DB_URI at a new store or re-embed this one"
         )
         return hashed, BackendInfo("embedder", config.embedding_model, hashed.name, True, reason)
-    return model, BackendInfo(
+    return CoalescingEmbedder(model), BackendInfo(
         "embedder", config.embedding_model, f"{model.name} [{model.backend}]", reason=model.backend_note
     )
 

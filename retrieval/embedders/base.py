@@ -72,3 +72,38 @@ class QueryMemo:
             while len(self._vectors) > self._size:
                 self._vectors.popitem(last=False)
         return vector
+
+
+class CoalescingEmbedder:
+    """An embedder whose document batches from concurrent callers are embedded together: a model does a
+    batch of thirty in little more time than one. Callers arriving while a batch is being embedded join
+    the next one (``storage.group_commit``, the same coalescing as the store's inserts)."""
+
+    def __init__(self, inner: Embedder, max_batch: int = 64) -> None:
+        from storage.group_commit import GroupCommit
+
+        self._inner = inner
+        self.inner = inner  # the model itself
+        self._batches: GroupCommit[str, Vectors] = GroupCommit(self._embed, max_items=max_batch)
+
+    def __getattr__(self, name: str) -> object:  # backend, backend_note, warm_up: the model's own
+        return getattr(self._inner, name)
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return self._inner.embed_documents(texts)
+        return np.vstack(self._batches.run(list(texts)))
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._inner.embed_query(text)
+
+    def _embed(self, texts: list[str]) -> list[Vectors]:
+        return list(self._inner.embed_documents(texts))

@@ -32,7 +32,7 @@ def test_real_models_load_when_available(tiny_models):
         embedding_model=str(tiny_models["embedder"]), rerank_model=str(tiny_models["cross_encoder"])
     )
     models = load_models(config, store_dim=32, announce=said.append)
-    assert isinstance(models.embedder, SentenceTransformerEmbedder)
+    assert isinstance(models.embedder.inner, SentenceTransformerEmbedder)
     assert isinstance(models.reranker, CrossEncoderReranker)
     assert said == [] and not models.offline
 
@@ -82,7 +82,7 @@ def test_the_onnx_backend_runs_the_models_on_onnxruntime_with_the_vectors_and_sc
         ModelConfig(embedding_model=config.embedding_model, rerank_model=config.rerank_model, backend="torch"),
         store_dim=32,
     )
-    assert isinstance(models.embedder, SentenceTransformerEmbedder) and not models.offline and said == []
+    assert isinstance(models.embedder.inner, SentenceTransformerEmbedder) and not models.offline and said == []
     assert models.embedder.backend == models.reranker.backend == "onnxruntime"
     assert models.embedder_info.active.endswith("[onnxruntime]")
     assert (tiny_models["embedder"] / EXPORT).exists() and (tiny_models["cross_encoder"] / EXPORT).exists()

@@ -63,6 +63,7 @@ TABLES = [
 STARTUP_KILL_WITHIN = 1.5
 WRITE_KILL_WITHIN = 0.8
 STARTUP_KILL_SHARE = 0.15
+SINGLE_WRITERS = 4  # concurrent single remembers per round: their inserts are coalesced into shared commits
 
 
 def server_params(db: Path, pid_file: Path, *, maintenance_seconds: float = 0.5) -> StdioServerParameters:
@@ -184,12 +185,16 @@ async def crash_round(db: Path, tmp: Path, ledger: Ledger, words: Words, rng: ra
             anyio.create_task_group() as group,
         ):
             group.start_soon(kill)
-            group.start_soon(
-                lambda: write_until_killed(client, ledger, words, killed, batch=1, retry=retry[:1])
-            )
+            # Single remembers from several callers at once share group commits; a batch goes beside them.
+            for single in range(SINGLE_WRITERS):
+                group.start_soon(
+                    lambda single=single: write_until_killed(
+                        client, ledger, words, killed, batch=1, retry=retry[single : single + 1]
+                    )
+                )
             group.start_soon(
                 lambda: write_until_killed(
-                    client, ledger, words, killed, batch=rng.randint(5, 40), retry=retry[1:]
+                    client, ledger, words, killed, batch=rng.randint(5, 40), retry=retry[SINGLE_WRITERS:]
                 )
             )
 
