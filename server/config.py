@@ -60,6 +60,9 @@ class Settings(BaseModel):
     cache_total_rows: int = Field(
         400_000, ge=0, le=100_000_000, description="memories held in memory across all cached scopes"
     )
+    malloc_arenas: int = Field(
+        2, ge=0, le=64, description="glibc malloc arenas of the server process (0: glibc's default)"
+    )
     lancedb_index_cache_mb: int = Field(
         64, ge=1, le=65_536, description="LanceDB's cache of index data (MB)"
     )
@@ -326,6 +329,7 @@ ENVIRONMENT: dict[str, str] = {
     "storage_options": "MEMORIA_STORAGE_OPTIONS",
     "cache_scope_rows": "MEMORIA_CACHE_SCOPE_ROWS",
     "cache_total_rows": "MEMORIA_CACHE_TOTAL_ROWS",
+    "malloc_arenas": "MEMORIA_MALLOC_ARENAS",
     "lancedb_index_cache_mb": "MEMORIA_LANCEDB_INDEX_CACHE_MB",
     "lancedb_metadata_cache_mb": "MEMORIA_LANCEDB_METADATA_CACHE_MB",
     "org_id": "MEMORIA_ORG_ID",
