@@ -206,7 +206,8 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
     with opened(settings) as runtime:
         caller = Caller(
             agent_id=args.agent or CLI_AGENT,
-            session_id=args.session or current_session(runtime, args, args.agent or CLI_AGENT, new=args.new_session),
+            session_id=args.session
+            or current_session(runtime, args, args.agent or CLI_AGENT, new=args.new_session),
         )
         result = call(
             recall.handle,
@@ -545,7 +546,10 @@ def forgotten_table(result: Any) -> str:
     relevance = {match.id: match.relevance for match in getattr(result, "matches", [])}
     return table(
         ["id", "relevance", "kind", "agent", "date", "memory"],
-        [[m.id, relevance.get(m.id), m.kind, m.agent_id, day(m.created_at), m.preview] for m in result.forgotten],
+        [
+            [m.id, relevance.get(m.id), m.kind, m.agent_id, day(m.created_at), m.preview]
+            for m in result.forgotten
+        ],
     )
 
 

@@ -105,7 +105,9 @@ class CandidateSearchStage:
         ceiling: float | None = None
         if self._use_fulltext:
             words = fulltext_query(query)
-            fulltext_hits = self._source.fulltext_search(scope, words, limit=leg_limit, kinds=kinds, tags=tags)
+            fulltext_hits = self._source.fulltext_search(
+                scope, words, limit=leg_limit, kinds=kinds, tags=tags
+            )
             ceiling = self._source.fulltext_ceiling(scope, words) if fulltext_hits else None
             engine = self._source.fulltext_engine(scope)
             events.append(SearchLegRan("fulltext", engine, len(fulltext_hits), leg_limit))

@@ -28,7 +28,9 @@ class ModelConfig:
     cohere_timeout_seconds: float = 10.0
     allow_downloads: bool = True
     device: str = "cpu"
-    backend: Literal["torch", "onnx", "openvino"] = "onnx"  # onnx: onnxruntime directly (retrieval.onnx_models)
+    backend: Literal["torch", "onnx", "openvino"] = (
+        "onnx"  # onnx: onnxruntime directly (retrieval.onnx_models)
+    )
     embedding_model_file: str | None = None  # onnx/openvino: which export in the model folder
     rerank_model_file: str | None = None
 

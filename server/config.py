@@ -63,9 +63,7 @@ class Settings(BaseModel):
     malloc_arenas: int = Field(
         2, ge=0, le=64, description="glibc malloc arenas of the server process (0: glibc's default)"
     )
-    lancedb_index_cache_mb: int = Field(
-        64, ge=1, le=65_536, description="LanceDB's cache of index data (MB)"
-    )
+    lancedb_index_cache_mb: int = Field(64, ge=1, le=65_536, description="LanceDB's cache of index data (MB)")
     lancedb_metadata_cache_mb: int = Field(
         64, ge=1, le=65_536, description="LanceDB's cache of table metadata: manifests, fragments (MB)"
     )
@@ -308,7 +306,9 @@ def _parse(field_name: str, variable: str, raw: str) -> Any:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{variable} must be JSON, but it does not parse: {exc.msg}") from None
-        expected = list if field_name in {"contradiction_oppositions", "feedback_closeness", *_LIST_FIELDS} else dict
+        expected = (
+            list if field_name in {"contradiction_oppositions", "feedback_closeness", *_LIST_FIELDS} else dict
+        )
         noun = "a JSON list" if expected is list else "a JSON object"
         if not isinstance(value, expected):
             raise ConfigError(f"{variable} must be {noun}, but got {type(value).__name__}")

@@ -109,7 +109,9 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
 
 
 def weight_policy(settings: Settings) -> WeightPolicy:
-    return WeightPolicy(settings.feedback_ema_alpha, settings.feedback_min_weight, settings.feedback_max_weight)
+    return WeightPolicy(
+        settings.feedback_ema_alpha, settings.feedback_min_weight, settings.feedback_max_weight
+    )
 
 
 def oppositions(settings: Settings) -> tuple[tuple[str, str], ...]:

@@ -82,7 +82,9 @@ class LexicalIndex:
             live = 0
             if postings is not None:
                 rows = np.frombuffer(postings[0], dtype=np.int32)
-                live = int(np.count_nonzero(np.frombuffer(postings[2], dtype=np.int32) == self._generation[rows]))
+                live = int(
+                    np.count_nonzero(np.frombuffer(postings[2], dtype=np.int32) == self._generation[rows])
+                )
             total += math.log(1.0 + (self._documents - live + 0.5) / (live + 0.5))
         return total
 

@@ -139,7 +139,14 @@ def legacy_credit_rows(reports: Iterable[Mapping[str, Any]]) -> list[dict[str, A
         }
         rows.append({**common, "memory_id": "", "kind": "session"})
         rows += [
-            {**common, "memory_id": memory_id, "kind": "credit", "role": "context", "share": 1.0, "score": report["score"]}
+            {
+                **common,
+                "memory_id": memory_id,
+                "kind": "credit",
+                "role": "context",
+                "share": 1.0,
+                "score": report["score"],
+            }
             for memory_id in dict.fromkeys(report["memory_ids"] or ())
         ]
     return rows

@@ -441,7 +441,11 @@ def memory_texts(store: MemoryStore, scope: Scope | None = None) -> list[StoredT
         found.setdefault(
             row["id"],
             StoredText(
-                row["id"], Scope(row["org_id"], row["project_id"]), row["content"], row["embedder"], row["agent_id"]
+                row["id"],
+                Scope(row["org_id"], row["project_id"]),
+                row["content"],
+                row["embedder"],
+                row["agent_id"],
             ),
         )
     return [found[memory_id] for memory_id in sorted(found)]

@@ -139,7 +139,8 @@ class PendingPurge:
             at=datetime.fromisoformat(value["at"]),
             quoted_chars=int(value["quoted_chars"]),
             events=tuple(
-                LineageEvent(**{**event, "at": datetime.fromisoformat(event["at"])}) for event in value["events"]
+                LineageEvent(**{**event, "at": datetime.fromisoformat(event["at"])})
+                for event in value["events"]
             ),
             resolution=value["resolution"],
         )
@@ -807,11 +808,14 @@ class MemoryStore:
     def finish_pending_purges(self) -> int:
         """Finish every purge a killed process left half done (at start-up, before serving); how many."""
         rows = scan_rows(self._meta, filters.contains("key", PURGE_JOURNAL), None)
-        pending = [PendingPurge.from_json(r["key"], r["value"]) for r in rows if r["key"].startswith(PURGE_JOURNAL)]
+        pending = [
+            PendingPurge.from_json(r["key"], r["value"]) for r in rows if r["key"].startswith(PURGE_JOURNAL)
+        ]
         with self.exclusive():
             for journal in pending:
                 log.warning(
-                    "finishing a purge a stopped process left half done (%d memories)", len(journal.memory_ids)
+                    "finishing a purge a stopped process left half done (%d memories)",
+                    len(journal.memory_ids),
                 )
                 self._finish_purge(journal)
         return len(pending)
@@ -842,7 +846,9 @@ class MemoryStore:
                     "tags": pa.array([[]] * count, pa.list_(pa.string())),
                     "tags_key": pa.array(["||"] * count, pa.string()),
                     "simhash": pa.array([None] * count, pa.int64()),
-                    "vector": pa.array([[0.0] * self._vector_dim] * count, pa.list_(pa.float32(), self._vector_dim)),
+                    "vector": pa.array(
+                        [[0.0] * self._vector_dim] * count, pa.list_(pa.float32(), self._vector_dim)
+                    ),
                     "status": pa.array(["purged"] * count, pa.string()),
                     "purged_at": pa.array([at] * count, pa.timestamp("us", tz="UTC")),
                     "updated_at": pa.array([at] * count, pa.timestamp("us", tz="UTC")),
@@ -860,7 +866,9 @@ class MemoryStore:
         """Add the events whose ids are not there yet (a purge finished again adds each once)."""
         table = pa.Table.from_pylist([event.__dict__ for event in events], schema=self._lineage.schema)
         with self.exclusive():
-            retrying(lambda: self._lineage.merge_insert("event_id").when_not_matched_insert_all().execute(table))
+            retrying(
+                lambda: self._lineage.merge_insert("event_id").when_not_matched_insert_all().execute(table)
+            )
 
     def _scrub_quotes(self, scope: Scope, purged: Sequence[MemoryRecord], quoted_chars: int) -> None:
         quoted = [r for r in purged if r.episode_id and r.content] if quoted_chars > 0 else []
@@ -1206,7 +1214,9 @@ class MemoryStore:
         the report's row, last, so that a retry after a failure in between finds no matching report."""
         self._put_credits(record, previous)
         row = {name: value for name, value in record.__dict__.items() if name in self._outcomes.schema.names}
-        table = pa.Table.from_pylist([{**row, "memory_ids": list(record.memory_ids)}], schema=self._outcomes.schema)
+        table = pa.Table.from_pylist(
+            [{**row, "memory_ids": list(record.memory_ids)}], schema=self._outcomes.schema
+        )
         with self.exclusive():
             retrying(
                 lambda: (
@@ -1283,9 +1293,14 @@ class MemoryStore:
         if not session_ids:
             return {}
         condition = filters.all_of(
-            filters.scope_is(scope), filters.equals("kind", "session"), filters.one_of("session_id", session_ids)
+            filters.scope_is(scope),
+            filters.equals("kind", "session"),
+            filters.one_of("session_id", session_ids),
         )
-        return {found.session_id: found for found in _report_queries(scan(self._feedback, condition, QUERY_COLUMNS))}
+        return {
+            found.session_id: found
+            for found in _report_queries(scan(self._feedback, condition, QUERY_COLUMNS))
+        }
 
     def feedback_changed_since(
         self, version: int

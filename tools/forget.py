@@ -50,7 +50,8 @@ class ForgetOutput(BaseModel):
     dry_run: bool
     forgotten: list[MemoryBrief]
     matches: list[Match] = Field(
-        default_factory=list, description="With query: the relevance of each memory forgotten (or that would be)."
+        default_factory=list,
+        description="With query: the relevance of each memory forgotten (or that would be).",
     )
     note: str | None = None
 
@@ -90,7 +91,9 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     skipped = len(targets) - len(eligible)
     note = f"{skipped} already inactive, left as they were" if skipped else None
     if args.dry_run or not eligible:
-        return ForgetOutput(mode=args.mode, dry_run=args.dry_run, forgotten=briefs, matches=matches, note=note)
+        return ForgetOutput(
+            mode=args.mode, dry_run=args.dry_run, forgotten=briefs, matches=matches, note=note
+        )
 
     now = runtime.clock()
     ids = [m.id for m in eligible]
@@ -113,7 +116,14 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     else:
         store.retract(scope, ids, now)
         runtime.consolidation.record_retirement(
-            scope, ids, args.mode, resolver="forget", reason=reason, resolution=resolution, actor=actor, at=now
+            scope,
+            ids,
+            args.mode,
+            resolver="forget",
+            reason=reason,
+            resolution=resolution,
+            actor=actor,
+            at=now,
         )
     runtime.corroboration.retire(scope, ids)
     return ForgetOutput(mode=args.mode, dry_run=False, forgotten=briefs, matches=matches, note=note)

@@ -160,7 +160,9 @@ def output_of(result: WriteResult) -> RememberOutput:
 
 
 def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberOutput:
-    return output_of(runtime.writer.remember(prepare(runtime, draft_of(args, runtime, caller)), llm=caller.llm))
+    return output_of(
+        runtime.writer.remember(prepare(runtime, draft_of(args, runtime, caller)), llm=caller.llm)
+    )
 
 
 async def handle(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberOutput:

@@ -78,7 +78,13 @@ def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> 
         results=results,
         stored=sum(1 for r in results if r.status == "stored"),
         duplicates=sum(1 for r in results if r.status == "duplicate"),
-        collapsed=sum(1 for r in results if r.consolidation and r.consolidation.absorbed_into and r.consolidation.resolver == "rules:intra-batch"),
+        collapsed=sum(
+            1
+            for r in results
+            if r.consolidation
+            and r.consolidation.absorbed_into
+            and r.consolidation.resolver == "rules:intra-batch"
+        ),
     )
 
 

@@ -132,7 +132,9 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     retrievals = store.session_retrievals(scope, session_id)
     contexts, queries, query_of_context = shown_contexts(retrievals)
     credits = tuple(
-        replace(credit, query_index=None if credit.query_index is None else query_of_context[credit.query_index])
+        replace(
+            credit, query_index=None if credit.query_index is None else query_of_context[credit.query_index]
+        )
         for credit in assign_credit(
             contexts,
             session_score=score,
@@ -306,7 +308,9 @@ def with_report(credited: Replay, record: OutcomeRecord) -> dict[str, list[Credi
     """``credited`` with ``record``'s session's credits replaced by the record's (a corrected report
     keeps its session's place in the replay order; a first report replays last)."""
     new = {
-        credit.memory_id: CreditedSession(record.session_id, record.first_reported_at, record.revision, credit)
+        credit.memory_id: CreditedSession(
+            record.session_id, record.first_reported_at, record.revision, credit
+        )
         for credit in record.credits
     }
     replay = {}

@@ -234,7 +234,9 @@ class WriteService:
                 # A retried call (or the next round of one) finishes the consolidation the first one began.
                 vectors = store.memory_vectors([stored.id], stored.scope)
                 if stored.id in vectors:
-                    consolidation = self.consolidation.on_write(stored, vectors[stored.id], llm=llm, actor=actor)
+                    consolidation = self.consolidation.on_write(
+                        stored, vectors[stored.id], llm=llm, actor=actor
+                    )
             else:
                 return self._attested(stored, record)
         if consolidation is not None:
@@ -313,7 +315,11 @@ class WriteService:
                     continue
                 self._corroboration.observe(scope, cluster_member(record))
                 report = self.consolidation.on_write(
-                    record, vectors[record.id], llm=llm, actor=Actor(record.agent_id, record.session_id), mark=False
+                    record,
+                    vectors[record.id],
+                    llm=llm,
+                    actor=Actor(record.agent_id, record.session_id),
+                    mark=False,
                 )
                 self.track(scope, report, record.id)
                 results[record.id] = WriteResult(record, True, consolidation=report)
@@ -328,7 +334,9 @@ class WriteService:
             return record
         return replace(record, consolidated_at=self._clock())
 
-    def embedded(self, records: Sequence[MemoryRecord], preceding: dict[str, str] | None = None) -> list[NewMemory]:
+    def embedded(
+        self, records: Sequence[MemoryRecord], preceding: dict[str, str] | None = None
+    ) -> list[NewMemory]:
         """Embed in one batch and attach the full-text field (content, tags, author, date, the memory before
         it in its episode: ``preceding`` maps record id -> that content)."""
         embedder = self._embedder

@@ -54,7 +54,10 @@ def test_the_benchmark_runs_every_variant_the_baseline_and_the_feedback_experime
     arms = report["feedback"]["arms"]
     assert list(arms) == ["before", quality.CEILING, *(arm.name for arm in quality.FEEDBACK_ARMS)]
     for name, summary in arms.items():
-        assert summary["all"]["unrelated"]["questions"] == 1 and summary["holdout"]["unrelated"]["questions"] == 1
+        assert (
+            summary["all"]["unrelated"]["questions"] == 1
+            and summary["holdout"]["unrelated"]["questions"] == 1
+        )
         assert summary["all"].get("seen", {}).get("questions") == (None if name == quality.CEILING else 2)
     table = capsys.readouterr().out
     assert "BM25 (k1 1.2, b 0.75)" in table and "- episode expansion" in table

@@ -53,7 +53,10 @@ def test_remember_then_recall_prints_a_table_and_how_to_follow_up(capsys, db):
     assert set(rule.replace(" ", "")) == {"-"}
     assert first.split()[0] == "1" and first.endswith("The staging database is reset every Sunday")
     assert "why: memoria explain ret_" in out
-    assert "how it went: memoria outcome success|failure|partial [--helpful ID] [--misleading ID] (reports session ses_cli_" in out
+    assert (
+        "how it went: memoria outcome success|failure|partial [--helpful ID] [--misleading ID] (reports session ses_cli_"
+        in out
+    )
 
 
 def test_json_output_is_the_tools_output(capsys, db):
@@ -95,10 +98,15 @@ def test_recall_and_outcome_share_a_session_and_a_repeated_outcome_replaces_the_
     assert [(u["id"], u["role"], u["weight_after"]) for u in first["updated"]] == [
         (stored["id"], "helpful", pytest.approx(1.15))
     ]
-    assert (again["status"], [u["weight_after"] for u in again["updated"]]) == ("unchanged", [pytest.approx(1.15)])
+    assert (again["status"], [u["weight_after"] for u in again["updated"]]) == (
+        "unchanged",
+        [pytest.approx(1.15)],
+    )
     corrected = as_json(capsys, db, "outcome", "failure", "--misleading", stored["id"])
     assert corrected["session_id"] == first["session_id"] and corrected["status"] == "replaced"
-    assert [u["weight_after"] for u in corrected["updated"]] == [pytest.approx(0.85)]  # as if only this report
+    assert [u["weight_after"] for u in corrected["updated"]] == [
+        pytest.approx(0.85)
+    ]  # as if only this report
     status, out, _ = memoria(capsys, db, "outcome", "success")
     assert status == 0 and f"session {first['session_id']}" in out and "replaced it" in out
     after_report = as_json(capsys, db, "recall", "which package manager")
@@ -109,13 +117,19 @@ def test_recall_and_outcome_share_a_session_and_a_repeated_outcome_replaces_the_
 
 def test_the_cli_never_joins_or_replaces_a_connected_agents_session(capsys, db):
     as_json(capsys, db, "remember", "Deploys freeze on Fridays")
-    agents = as_json(capsys, db, "recall", "deploy freeze", "--agent", "claude-code", "--session", "ses_agent")
+    agents = as_json(
+        capsys, db, "recall", "deploy freeze", "--agent", "claude-code", "--session", "ses_agent"
+    )
     mine = as_json(capsys, db, "recall", "deploy freeze", "--agent", "claude-code")
     assert agents["session_id"] == "ses_agent" and mine["session_id"].startswith("ses_cli_")
     as_json(capsys, db, "recall", "deploy freeze again", "--agent", "claude-code", "--session", "ses_agent")
     as_json(capsys, db, "outcome", "success", "--agent", "claude-code", "--session", "ses_agent")
     status, _, err = memoria(capsys, db, "outcome", "failure", "--agent", "claude-code")
-    assert status == 1 and "newest session ses_agent was already reported" in err and "--session ses_agent" in err
+    assert (
+        status == 1
+        and "newest session ses_agent was already reported" in err
+        and "--session ses_agent" in err
+    )
 
 
 def test_an_outcome_with_no_recent_recall_says_what_to_do(capsys, db):

@@ -67,7 +67,9 @@ def context(query: str, **scores: float) -> ShownContext:
 
 
 def test_a_success_moves_each_memory_by_its_position_in_the_context():
-    credits = assign_credit([context("q", a=0.8, b=0.6, c=0.5, d=0.4)], session_score=1.0, policy=POLICY_CREDIT)
+    credits = assign_credit(
+        [context("q", a=0.8, b=0.6, c=0.5, d=0.4)], session_score=1.0, policy=POLICY_CREDIT
+    )
     assert [(c.memory_id, c.role, c.share, c.score, c.query_index) for c in credits] == [
         ("a", "context", 1.0, 1.0, 0),
         ("b", "context", 0.63093, 1.0, 0),
@@ -126,7 +128,9 @@ def test_closeness_is_linear_between_start_and_full():
         Closeness(0.6, 0.3)
 
 
-def report(share: float, score: float, closeness: float, session: str = "s", role: str = "context") -> CreditedReport:
+def report(
+    share: float, score: float, closeness: float, session: str = "s", role: str = "context"
+) -> CreditedReport:
     return CreditedReport(session, MemoryCredit("m", role, share, score), closeness)  # type: ignore[arg-type]
 
 

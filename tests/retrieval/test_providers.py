@@ -79,17 +79,23 @@ def test_the_onnx_backend_runs_the_models_on_onnxruntime_with_the_vectors_and_sc
     )
     models = load_models(config, store_dim=32, announce=said.append)
     torch_models = load_models(
-        ModelConfig(embedding_model=config.embedding_model, rerank_model=config.rerank_model, backend="torch"),
+        ModelConfig(
+            embedding_model=config.embedding_model, rerank_model=config.rerank_model, backend="torch"
+        ),
         store_dim=32,
     )
-    assert isinstance(models.embedder.inner, SentenceTransformerEmbedder) and not models.offline and said == []
+    assert (
+        isinstance(models.embedder.inner, SentenceTransformerEmbedder) and not models.offline and said == []
+    )
     assert models.embedder.backend == models.reranker.backend == "onnxruntime"
     assert models.embedder_info.active.endswith("[onnxruntime]")
     assert (tiny_models["embedder"] / EXPORT).exists() and (tiny_models["cross_encoder"] / EXPORT).exists()
     texts = ["the deploy script needs the staging key", "a much longer text " * 40]
     # The same model either way: one vector fingerprint, vectors within float rounding (cosine >= 0.9999).
     assert models.embedder.name == torch_models.embedder.name
-    cosines = (models.embedder.embed_documents(texts) * torch_models.embedder.embed_documents(texts)).sum(axis=1)
+    cosines = (models.embedder.embed_documents(texts) * torch_models.embedder.embed_documents(texts)).sum(
+        axis=1
+    )
     assert cosines.min() >= 0.9999
     assert models.embedder.embed_query(texts[0]) @ torch_models.embedder.embed_query(texts[0]) >= 0.9999
     scores = models.reranker.rerank("staging key", texts)

@@ -116,4 +116,7 @@ def test_a_model_sees_who_said_a_memory_and_the_hashed_vectors_only_its_words():
     assert document_text("I went to the support group", "Caroline", "st:all-MiniLM-L6-v2:384+author") == (
         "Caroline: I went to the support group"
     )
-    assert document_text("I went to the support group", "Caroline", "hashed-v1:384") == "I went to the support group"
+    assert (
+        document_text("I went to the support group", "Caroline", "hashed-v1:384")
+        == "I went to the support group"
+    )

@@ -287,7 +287,9 @@ async def test_a_power_cut_newest_manifest_is_set_aside_and_the_server_starts_on
 
 
 PURGE_KILLS = scaled(8, 60)
-PURGE_KILL_WITHIN = 0.25  # a purge through the server takes about this long here: kills land before, in, after
+PURGE_KILL_WITHIN = (
+    0.25  # a purge through the server takes about this long here: kills land before, in, after
+)
 
 
 async def test_a_purge_killed_at_any_point_is_finished_at_the_next_start_or_never_began(tmp_path):

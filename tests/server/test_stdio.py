@@ -49,7 +49,13 @@ async def test_full_flow_over_stdio_on_the_offline_backend(tmp_path):
                 client, "report_outcome", {"outcome": "failure", "misleading_ids": [version["id"]]}
             )
             assert report["updated"] == [
-                {"id": version["id"], "role": "misleading", "share": 1.0, "weight_before": 1.0, "weight_after": 0.85}
+                {
+                    "id": version["id"],
+                    "role": "misleading",
+                    "share": 1.0,
+                    "weight_before": 1.0,
+                    "weight_after": 0.85,
+                }
             ]
 
             second = await call(client, "recall", query)

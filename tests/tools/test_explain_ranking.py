@@ -58,7 +58,12 @@ def test_explain_shows_the_rank_delta_feedback_caused(settings):
         # The same query: closeness 1, so the report that moved it shows in full.
         assert by_id[a].feedback.reports == 1
         (move,) = by_id[a].feedback.moves
-        assert (move.session_id, move.role, move.outcome_score, move.share) == ("ses_bad", "misleading", 0.0, 1.0)
+        assert (move.session_id, move.role, move.outcome_score, move.share) == (
+            "ses_bad",
+            "misleading",
+            0.0,
+            1.0,
+        )
         assert move.closeness == pytest.approx(1.0)
         assert (move.weight_before, move.weight_after) == (pytest.approx(1.0), pytest.approx(0.85))
         assert by_id[a].reason == "ranked below the top_k=1 cut"

@@ -93,7 +93,9 @@ def test_unknown_ids_are_refused_and_nothing_moves(runtime, three):
     recall_top(runtime, S1)
     with pytest.raises(ToolFailure) as refused:
         report_outcome(
-            ReportOutcomeInput(outcome="success", helpful_ids=[three["a"], "mem_nope"], misleading_ids=["mem_gone"]),
+            ReportOutcomeInput(
+                outcome="success", helpful_ids=[three["a"], "mem_nope"], misleading_ids=["mem_gone"]
+            ),
             runtime,
             S1,
         )
@@ -113,7 +115,9 @@ def test_another_tenants_memories_count_as_unknown(runtime, three):
 
 def test_a_memory_both_helpful_and_misleading_is_refused(three):
     with pytest.raises(ValidationError) as refused:
-        ReportOutcomeInput(outcome="success", helpful_ids=[three["a"]], misleading_ids=[three["a"], three["b"]])
+        ReportOutcomeInput(
+            outcome="success", helpful_ids=[three["a"]], misleading_ids=[three["a"], three["b"]]
+        )
     assert f"{three['a']} named both helpful and misleading" in str(refused.value)
 
 
@@ -183,7 +187,9 @@ def test_weights_replay_sessions_in_the_order_they_first_reported(runtime, three
     recall_top(runtime, S1)
     report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a, three["b"]]), runtime, S1)  # 0.85
     recall_top(runtime, S2, top_k=1)  # a only
-    report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[a]), runtime, S2)  # a: 0.8 x 0.85 + 0.35
+    report_outcome(
+        ReportOutcomeInput(outcome="success", helpful_ids=[a]), runtime, S2
+    )  # a: 0.8 x 0.85 + 0.35
     assert weights(runtime, three)["a"] == 1.03
     report_outcome(both_helpful(three), runtime, S1)  # s1 corrected in place: a: 1.15 -> 1.27
     assert weights(runtime, three) == {"a": 1.27, "b": 1.15, "c": 1.0}

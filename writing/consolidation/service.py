@@ -364,7 +364,9 @@ class ConsolidationService:
             simhash=simhash(text),
             version_of=None,
         )
-        vector = self._embedder.embed_documents([document_text(text, record.agent_id, self._embedder.name)])[0]
+        vector = self._embedder.embed_documents([document_text(text, record.agent_id, self._embedder.name)])[
+            0
+        ]
         search_text = searchable_text(text, record.tags, record.agent_id, record.created_at)
         stored, _ = self._store.insert_memory(NewMemory(record, tuple(float(x) for x in vector), search_text))
         self._store.mark_consolidated([stored.id], now)
