@@ -119,8 +119,21 @@ def server_pid(parent: int) -> int | None:
     return None
 
 
+def on_disk(db: Path) -> tuple[int, int]:
+    """(versions, data files) of the memories table on disk: what maintenance must keep bounded."""
+    table = next(db.glob("memories*.lance"), None)
+    if table is None:
+        return 0, 0
+    return len(list((table / "_versions").glob("*"))), len(list((table / "data").glob("*")))
+
+
 async def run(
-    db: Path, writes: int, in_flight: int, concurrent_writes: int, env: dict[str, str]
+    db: Path,
+    writes: int,
+    in_flight: int,
+    concurrent_writes: int,
+    env: dict[str, str],
+    server_log: Path | None = None,
 ) -> dict[str, Any]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -132,14 +145,14 @@ async def run(
     )
     rng = random.Random(7)
     report: dict[str, Any] = {}
-    with open(os.devnull, "w") as quiet:
-        async with Client(stdio_client(params, errlog=quiet)) as client:
+    with open(server_log or os.devnull, "w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
             await client.list_tools()
             pid = server_pid(os.getpid())
             # Warm: models and the store open, the first write and recall paid for.
             await call(client, "remember", {"content": "warm up the write path", "project_id": "warm"})
             await call(client, "recall", {"query": "warm up", "project_id": "warm"})
-            samples = [(0, rss_mb(pid) if pid else float("nan"), 0.0)]
+            samples = [(0, rss_mb(pid) if pid else float("nan"), 0.0, *on_disk(db))]
             started = window_start = time.perf_counter()
             rates = []
             for number in range(1, writes + 1):
@@ -154,8 +167,14 @@ async def run(
                     now = time.perf_counter()
                     rates.append(WINDOW / (now - window_start))
                     window_start = now
-                    samples.append((number, rss_mb(pid) if pid else float("nan"), now - started))
-                    print(f"{number} writes, {samples[-1][1]:,.0f} MB, {rates[-1]:.1f}/s", file=sys.stderr)
+                    samples.append(
+                        (number, rss_mb(pid) if pid else float("nan"), now - started, *on_disk(db))
+                    )
+                    print(
+                        f"{number} writes, {samples[-1][1]:,.0f} MB, {rates[-1]:.1f}/s, memories table on disk: "
+                        f"{samples[-1][3]} versions, {samples[-1][4]} data files",
+                        file=sys.stderr,
+                    )
             first, last = samples[0][1], samples[-1][1]
             late = rates[7] if len(rates) > 7 else None  # writes 2,101-2,400
             report["endurance"] = {
@@ -167,7 +186,14 @@ async def run(
                 "rate_2100_2400": round(late, 1) if late else None,
                 "late_over_first": round(late / rates[0], 3) if late and rates else None,
                 "samples": [
-                    {"writes": n, "rss_mb": round(r, 1), "seconds": round(s, 1)} for n, r, s in samples
+                    {
+                        "writes": n,
+                        "rss_mb": round(r, 1),
+                        "seconds": round(s, 1),
+                        "versions": v,
+                        "data_files": f,
+                    }
+                    for n, r, s, v, f in samples
                 ],
             }
 
@@ -219,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrent-writes", type=int, default=600)
     parser.add_argument("--embedding-model", type=Path, help="a local sentence-transformers model folder")
     parser.add_argument("--set", action="append", default=[], metavar="MEMORIA_VAR=VALUE")
+    parser.add_argument("--server-log", type=Path, help="keep the server's stderr in this file")
     parser.add_argument("--out", type=Path, default=RESULTS / "writes.json")
     args = parser.parse_args(argv)
     env = {"MEMORIA_ALLOW_MODEL_DOWNLOADS": "false", "HF_HUB_OFFLINE": "1", "MEMORIA_LLM": "none"}
@@ -232,7 +259,15 @@ def main(argv: list[str] | None = None) -> int:
         env |= {"MEMORIA_EMBEDDER": "hashed", "MEMORIA_RERANKER": "none"}
     env |= dict(item.split("=", 1) for item in args.set)
     with tempfile.TemporaryDirectory(prefix="memoria-writes-") as tmp:
-        report = anyio.run(run, Path(tmp) / "store", args.writes, args.in_flight, args.concurrent_writes, env)
+        report = anyio.run(
+            run,
+            Path(tmp) / "store",
+            args.writes,
+            args.in_flight,
+            args.concurrent_writes,
+            env,
+            args.server_log,
+        )
     report["settings"] = env
     endurance, concurrency = report["endurance"], report["concurrency"]
     print(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -216,6 +217,26 @@ def limit_malloc_arenas(arenas: int) -> None:
         log.debug("could not limit malloc arenas", exc_info=True)
 
 
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+def limit_blas_threads(threads: int) -> None:
+    """Hold numpy's BLAS to ``threads`` threads, before numpy loads. The scope copies' vector products
+    (every recall's vector leg, every write's consolidation check) are matrix-vector products that BLAS
+    splits over threads from about a thousand rows on; a server already answers requests in parallel,
+    and on a busy machine those threads spin and wait for each other: with two cores taken by other
+    work a 1,500-row product took 1.5 ms on all threads and 0.37 ms on one, and a server's write rate fell
+    to a fifth after 1,200 writes (benchmarks/writes.py). A variable the environment already sets wins;
+    0 leaves the library's default."""
+    if threads <= 0:
+        return
+    if "numpy" in sys.modules:
+        log.debug("numpy already loaded: its BLAS keeps its threads")
+        return
+    for variable in BLAS_THREAD_VARIABLES:
+        os.environ.setdefault(variable, str(threads))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in {"-h", "--help"}):
@@ -244,6 +265,7 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
     from server.http import refuse_open_endpoint, transport_security
 
     limit_malloc_arenas(settings.malloc_arenas)
+    limit_blas_threads(settings.blas_threads)
     app = build_server(settings)
     if http is None:
         log.info("memoria serving MCP on stdio; store %s", settings.db_uri)

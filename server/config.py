@@ -63,6 +63,12 @@ class Settings(BaseModel):
     malloc_arenas: int = Field(
         2, ge=0, le=64, description="glibc malloc arenas of the server process (0: glibc's default)"
     )
+    blas_threads: int = Field(
+        1,
+        ge=0,
+        le=256,
+        description="threads of numpy's BLAS in the server process (0: the library's default)",
+    )
     lancedb_index_cache_mb: int = Field(64, ge=1, le=65_536, description="LanceDB's cache of index data (MB)")
     lancedb_metadata_cache_mb: int = Field(
         64, ge=1, le=65_536, description="LanceDB's cache of table metadata: manifests, fragments (MB)"
@@ -223,6 +229,17 @@ class Settings(BaseModel):
 
     maintenance_interval_seconds: float = Field(30.0, gt=0)
     compaction_min_fragments: int = Field(16, ge=2)
+    keep_versions_minutes: float = Field(
+        10.0,
+        gt=0,
+        le=10_080,
+        description="table versions maintenance keeps (for readers in flight, recovery)",
+    )
+    compaction_after_appends: int = Field(
+        500,
+        ge=0,
+        description="appends that start a maintenance round before its interval (0: the interval only)",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @field_validator("feedback_max_weight")
@@ -330,6 +347,7 @@ ENVIRONMENT: dict[str, str] = {
     "cache_scope_rows": "MEMORIA_CACHE_SCOPE_ROWS",
     "cache_total_rows": "MEMORIA_CACHE_TOTAL_ROWS",
     "malloc_arenas": "MEMORIA_MALLOC_ARENAS",
+    "blas_threads": "MEMORIA_BLAS_THREADS",
     "lancedb_index_cache_mb": "MEMORIA_LANCEDB_INDEX_CACHE_MB",
     "lancedb_metadata_cache_mb": "MEMORIA_LANCEDB_METADATA_CACHE_MB",
     "org_id": "MEMORIA_ORG_ID",
@@ -407,6 +425,8 @@ ENVIRONMENT: dict[str, str] = {
     "http_allow_unauthenticated": "MEMORIA_HTTP_ALLOW_UNAUTHENTICATED",
     "maintenance_interval_seconds": "MEMORIA_MAINTENANCE_INTERVAL_SECONDS",
     "compaction_min_fragments": "MEMORIA_COMPACTION_MIN_FRAGMENTS",
+    "compaction_after_appends": "MEMORIA_COMPACTION_AFTER_APPENDS",
+    "keep_versions_minutes": "MEMORIA_KEEP_VERSIONS_MINUTES",
     "vector_index_min_rows": "MEMORIA_VECTOR_INDEX_MIN_ROWS",
     "log_level": "MEMORIA_LOG_LEVEL",
 }

@@ -256,7 +256,16 @@ class AppState:
                 return
 
     def _maintain(self, runtime: Runtime) -> None:
-        while not self._stop.wait(self.settings.maintenance_interval_seconds):
+        """A maintenance round every ``maintenance_interval_seconds``, or sooner once
+        ``compaction_after_appends`` appends piled up (a server writing all day would otherwise leave
+        hundreds of fragments, each making the next append slower, between two rounds)."""
+        interval, piled = self.settings.maintenance_interval_seconds, self.settings.compaction_after_appends
+        last = time.monotonic()
+        while not self._stop.wait(min(1.0, interval)):
+            due = time.monotonic() - last >= interval
+            if not due and not (piled and runtime.store.appends_since_maintenance >= piled):
+                continue
+            last = time.monotonic()
             try:
                 for table, what in maintenance_round(runtime).items():
                     log.debug("maintenance %s: %s", table, what)

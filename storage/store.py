@@ -186,6 +186,7 @@ class MemoryStore:
         self._writing = threading.local()  # write-sequence nesting depth, per thread
         self._appenders = appenders
         self._logs = WriteBehind(self._append_log)
+        self._appends_since_maintenance = 0  # each one a table version and a fragment to compact
         self._cache = ScopeCache(
             self,
             dimension=self._vector_dim,
@@ -1389,6 +1390,7 @@ class MemoryStore:
     ) -> dict[str, str]:
         """Compact tables whose appends have piled up into many small fragments, fold new rows into the
         indexes and drop versions older than ``keep_versions_for``. Returns what it did per table."""
+        self._appends_since_maintenance = 0
         self._logs.flush()
         report: dict[str, str] = {}
         for name, table in self.tables().items():
@@ -1461,7 +1463,15 @@ class MemoryStore:
         if not rows:
             return 0
         data = pa.Table.from_pylist(list(rows), schema=self._appenders.schema(table.name))
-        return retrying(lambda: self._appenders.add(table.name, data))
+        version = retrying(lambda: self._appenders.add(table.name, data))
+        self._appends_since_maintenance += 1  # a lost increment under a race only delays a round
+        return version
+
+    @property
+    def appends_since_maintenance(self) -> int:
+        """Appends committed since the last maintenance round began: each left a fragment and a version,
+        and appends get slower as fragments pile up, so the server runs a round early when many did."""
+        return self._appends_since_maintenance
 
     @staticmethod
     def _in_scope(scope: Scope, **equal: str) -> Expr:

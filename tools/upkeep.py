@@ -70,13 +70,16 @@ def aggregation_pass(runtime: Runtime, llm: LanguageModel | None = None) -> Upke
 
 def maintenance_round(runtime: Runtime) -> dict[str, str]:
     """One round of the server's store maintenance: retract expired ephemeral memories, then compact
-    piled-up appends, fold new rows into the indexes and drop versions older than an hour. Returns what
+    piled-up appends, fold new rows into the indexes and drop versions older than ``keep_versions_minutes``
+    (each commit is a version: kept by time, they are bounded by the write rate, not by the writes ever
+    served). Returns what
     was done to the store, per table."""
     expired = expire_ephemeral(runtime)
     if expired:
         log.info("retracted %d expired ephemeral memories", expired)
     return runtime.store.maintain(
-        min_fragments=runtime.settings.compaction_min_fragments, keep_versions_for=timedelta(hours=1)
+        min_fragments=runtime.settings.compaction_min_fragments,
+        keep_versions_for=timedelta(minutes=runtime.settings.keep_versions_minutes),
     )
 
 

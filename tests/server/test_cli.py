@@ -1,9 +1,11 @@
 import argparse
+import os
 import subprocess
 import sys
 
 import pytest
 
+from server import cli
 from server.cli import parse_http_address
 
 
@@ -65,3 +67,30 @@ def test_memoria_token_refuses_a_missing_or_malformed_scope(scopes, capsys):
     assert main(["token", "--principal", "alice", *scopes]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and ("--read or --write" in captured.err or "org/project" in captured.err)
+
+
+def test_the_server_holds_numpys_blas_to_one_thread_unless_the_environment_says_otherwise():
+    # In a fresh interpreter (numpy not loaded yet), as `memoria serve` runs it.
+    probe = (
+        "import os, sys; from server.cli import limit_blas_threads; limit_blas_threads(int(sys.argv[1])); "
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('MKL_NUM_THREADS'))"
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+
+    def run(threads: int, **env: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, str(threads)], env={**clean, **env}, capture_output=True, text=True
+        )
+        return done.stdout.strip()
+
+    assert run(1) == "1 1"
+    assert run(0) == "None None"  # 0: the library's default
+    assert run(1, OPENBLAS_NUM_THREADS="4") == "4 1"  # a variable the environment sets wins
+
+
+def test_blas_threads_are_left_alone_once_numpy_is_loaded(monkeypatch):
+    import numpy  # noqa: F401  (loaded: setting the variable now would only mislead)
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    cli.limit_blas_threads(1)
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
