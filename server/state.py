@@ -260,16 +260,19 @@ class AppState:
         ``compaction_after_appends`` appends piled up (a server writing all day would otherwise leave
         hundreds of fragments, each making the next append slower, between two rounds)."""
         interval, piled = self.settings.maintenance_interval_seconds, self.settings.compaction_after_appends
-        last = time.monotonic()
+        last, failed = time.monotonic(), False
         while not self._stop.wait(min(1.0, interval)):
             due = time.monotonic() - last >= interval
-            if not due and not (piled and runtime.store.appends_since_maintenance >= piled):
+            early = piled and not failed and runtime.store.appends_since_maintenance >= piled
+            if not due and not early:
                 continue
             last = time.monotonic()
             try:
                 for table, what in maintenance_round(runtime).items():
                     log.debug("maintenance %s: %s", table, what)
-            except Exception as exc:  # next round retries; reads and writes are unaffected
+                failed = False
+            except Exception as exc:  # the next round (after a full interval) retries; reads and writes go on
+                failed = True
                 log.warning("store maintenance failed (will retry): %s", exc)
 
     async def runtime(self) -> Runtime:

@@ -808,11 +808,12 @@ class MemoryStore:
 
     def finish_pending_purges(self) -> int:
         """Finish every purge a killed process left half done (at start-up, before serving); how many."""
-        rows = scan_rows(self._meta, filters.contains("key", PURGE_JOURNAL), None)
-        pending = [
-            PendingPurge.from_json(r["key"], r["value"]) for r in rows if r["key"].startswith(PURGE_JOURNAL)
-        ]
+        if not self._pending_purges():  # the usual case, without waiting for the write lock
+            return 0
         with self.exclusive():
+            # Read again under the lock: a purge another process was finishing when we looked is done
+            # now, and its memory may since have been remembered again (and must not be erased).
+            pending = self._pending_purges()
             for journal in pending:
                 log.warning(
                     "finishing a purge a stopped process left half done (%d memories)",
@@ -820,6 +821,12 @@ class MemoryStore:
                 )
                 self._finish_purge(journal)
         return len(pending)
+
+    def _pending_purges(self) -> list[PendingPurge]:
+        rows = scan_rows(self._meta, filters.contains("key", PURGE_JOURNAL), None)
+        return [
+            PendingPurge.from_json(r["key"], r["value"]) for r in rows if r["key"].startswith(PURGE_JOURNAL)
+        ]
 
     def _finish_purge(self, journal: PendingPurge) -> None:
         """Every step of a purge after its quotes, each safe to run again (a purge the journal says was
@@ -1209,11 +1216,14 @@ class MemoryStore:
                 latest[record.session_id] = record
         return sorted(latest.values(), key=lambda record: (record.first_reported_at, record.session_id))
 
-    def put_outcome(self, record: OutcomeRecord, previous: OutcomeRecord | None = None) -> None:
+    def put_outcome(
+        self, record: OutcomeRecord, previous: OutcomeRecord | None = None, cleared: Iterable[str] = ()
+    ) -> None:
         """Insert or replace the session's report (caller holds ``exclusive()``): its credits and queries
-        in one commit (a memory ``previous`` credited and this report does not is set to share 0), then
-        the report's row, last, so that a retry after a failure in between finds no matching report."""
-        self._put_credits(record, previous)
+        in one commit (a memory ``previous`` credited, or one of ``cleared``: memories a report that
+        failed half-way credited, and this report does not is set to share 0), then the report's row,
+        last, so that a retry after a failure in between finds no matching report."""
+        self._put_credits(record, previous, cleared)
         row = {name: value for name, value in record.__dict__.items() if name in self._outcomes.schema.names}
         table = pa.Table.from_pylist(
             [{**row, "memory_ids": list(record.memory_ids)}], schema=self._outcomes.schema
@@ -1228,7 +1238,9 @@ class MemoryStore:
                 )
             )
 
-    def _put_credits(self, record: OutcomeRecord, previous: OutcomeRecord | None) -> None:
+    def _put_credits(
+        self, record: OutcomeRecord, previous: OutcomeRecord | None, cleared: Iterable[str] = ()
+    ) -> None:
         common = {
             "org_id": record.org_id,
             "project_id": record.project_id,
@@ -1248,11 +1260,15 @@ class MemoryStore:
         ]
         credited = {credit.memory_id for credit in record.credits}
         rows += [{**common, **_credit_values(credit)} for credit in record.credits]
-        rows += [
-            {**common, **_credit_values(replace(credit, share=0.0))}
+        dropped = {
+            credit.memory_id: replace(credit, share=0.0)
             for credit in (previous.memory_credits() if previous is not None else ())
             if credit.memory_id not in credited
-        ]
+        }
+        for memory_id in cleared:
+            if memory_id not in credited and memory_id not in dropped:
+                dropped[memory_id] = MemoryCredit(memory_id, "context", 0.0, record.score)
+        rows += [{**common, **_credit_values(credit)} for credit in dropped.values()]
         table = pa.Table.from_pylist(rows, schema=self._feedback.schema)
         with self.exclusive():
             retrying(

@@ -236,7 +236,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         )
         # The report is saved last: if a write above fails, the retried call finds no matching report
         # and redoes the whole update instead of answering "unchanged" over stale weights.
-        store.put_outcome(record, previous)
+        store.put_outcome(record, previous, cleared=half_done)
         converge(runtime, scope, affected, replay)
 
     status: Literal["applied", "replaced", "unchanged", "nothing_to_update"]

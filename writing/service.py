@@ -217,11 +217,12 @@ class WriteService:
                     return self._attested(stored, record)
             else:  # stated again after a retraction or purge: it is live again, with lineage
                 stored, created = store.restore_memory(new), True
-                store.add_lineage([restore_event(stored, actor, self._clock())])
                 note = f"restored: an identical memory had been {existing.status}"
             if created:
                 self._corroboration.observe(stored.scope, cluster_member(stored))
                 with unmarked_on_failure(store, [stored.id]):
+                    if existing is not None:  # (inside: a failure must not leave it stamped as examined)
+                        store.add_lineage([restore_event(stored, actor, self._clock())])
                     consolidation = self.consolidation.on_write(
                         stored, as_array(new.vector), llm=llm, actor=actor, mark=False
                     )
@@ -288,24 +289,24 @@ class WriteService:
         stored = {record.id: record for record, created in store.insert_many(news) if created}
         vectors = {new.record.id: as_array(new.vector) for new in news}
         actor = Actor(records[0].agent_id, records[0].session_id)
-        if losers:
-            store.add_lineage(
-                [
-                    LineageEvent.new(
-                        scope,
-                        "supersede",
-                        loser_id,
-                        related_id=survivor_id,
-                        resolver="rules:intra-batch",
-                        reason="a near-duplicate of a later memory in the same batch",
-                        agent_id=actor.agent_id,
-                        session_id=actor.session_id,
-                        at=now,
-                    )
-                    for loser_id, survivor_id in losers.items()
-                ]
-            )
         with unmarked_on_failure(store, [record.id for record in written if record.id in stored]):
+            if losers:  # inside: a failure here must not leave the batch stamped as examined
+                store.add_lineage(
+                    [
+                        LineageEvent.new(
+                            scope,
+                            "supersede",
+                            loser_id,
+                            related_id=survivor_id,
+                            resolver="rules:intra-batch",
+                            reason="a near-duplicate of a later memory in the same batch",
+                            agent_id=actor.agent_id,
+                            session_id=actor.session_id,
+                            at=now,
+                        )
+                        for loser_id, survivor_id in losers.items()
+                    ]
+                )
             for record in written:
                 if record.id not in stored:
                     results.setdefault(record.id, self._remember(record, llm))

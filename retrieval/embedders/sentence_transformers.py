@@ -101,7 +101,11 @@ class SentenceTransformerEmbedder:
         except (OSError, ValueError):
             self._prompts = {}
         self._onnx = onnx
-        self._dimension = int(self._encode_onnx(["dimension probe"], ()).shape[1])
+        try:  # a session that loads but cannot run (missing inputs, a bad export) is not used at all
+            self._dimension = int(self._encode_onnx(["dimension probe"], ()).shape[1])
+        except BaseException:
+            self._onnx = None
+            raise
         self.backend = "onnxruntime"
 
     def _encode_onnx(self, texts: Sequence[str], prompt_names: Sequence[str]) -> Vectors:

@@ -56,7 +56,9 @@ class CrossEncoderReranker:
 
                 from retrieval.onnx_models import OnnxTransformer
 
-                self._onnx = OnnxTransformer(Path(folder), "classifier", model_file=self._model_file)
+                onnx = OnnxTransformer(Path(folder), "classifier", model_file=self._model_file)
+                onnx.encode([("probe query", "probe passage")])  # a session that loads but cannot run
+                self._onnx = onnx
                 self.backend = "onnxruntime"
                 return
             except Exception as exc:  # onnxruntime missing, an export that failed: the same model on torch

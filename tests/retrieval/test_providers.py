@@ -115,6 +115,28 @@ def test_when_onnxruntime_cannot_run_a_model_the_same_model_runs_on_torch_and_sa
     assert len(said) == 1 and "onnxruntime could not run it" in said[0] and "running on torch" in said[0]
 
 
+def test_a_session_that_loads_but_cannot_run_is_not_used_the_models_run_on_torch(tiny_models, monkeypatch):
+    """onnxruntime opens the export, but running it fails (a missing input, a broken export): the probe
+    made at load catches it, and every embedding and score then comes from torch, not the broken session."""
+    from retrieval import onnx_models
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("Required inputs (['position_ids']) are missing")
+
+    monkeypatch.setattr(onnx_models.OnnxTransformer, "encode", broken)
+    said: list[str] = []
+    config = ModelConfig(
+        embedding_model=str(tiny_models["embedder"]),
+        rerank_model=str(tiny_models["cross_encoder"]),
+        backend="onnx",
+    )
+    models = load_models(config, store_dim=32, announce=said.append)
+    assert models.embedder.backend == models.reranker.backend == "torch" and not models.offline
+    assert models.embedder.embed_query("staging key").shape == (32,)
+    assert len(models.reranker.rerank("staging key", ["the staging key rotates"])) == 1
+    assert said and all("running on torch" in line for line in said)
+
+
 class RecordingLoader:
     """Stands in for SentenceTransformer / CrossEncoder: records how it was called; may refuse a backend."""
 

@@ -394,3 +394,36 @@ def test_a_purge_a_crash_interrupted_is_finished_at_the_next_opening(tmp_path, m
         assert reopened.finish_pending_purges() == 0  # nothing left to finish
     finally:
         reopened.close()
+
+
+def test_a_purge_another_process_finished_while_we_waited_for_the_lock_is_not_redone(tmp_path, monkeypatch):
+    """The journal is read once without the lock (to skip the lock when there is nothing to do) and
+    again under it: a purge another process finished in between, whose memory was then remembered
+    again, is left alone."""
+    from storage.store import PendingPurge
+
+    store = MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM)
+    try:
+        store.insert_many([new("m2", "the vault passphrase is remembered again", episode_id="ep")])
+        stale = PendingPurge.from_json(
+            "pending_purge:stale",
+            json.dumps(
+                {
+                    "org_id": SCOPE.org_id,
+                    "project_id": SCOPE.project_id,
+                    "memory_ids": ["m2"],
+                    "at": NOW.isoformat(),
+                    "quoted_chars": 2_000,
+                    "events": [],
+                    "resolution": "purge by agent",
+                }
+            ),
+        )
+        reads = iter([[stale], []])  # seen before the lock; gone once we hold it
+        monkeypatch.setattr(store, "_pending_purges", lambda: next(reads))
+        finished: list[PendingPurge] = []
+        monkeypatch.setattr(store, "_finish_purge", finished.append)
+        assert store.finish_pending_purges() == 0
+        assert finished == [] and store.get_memory("m2", SCOPE).status == "active"
+    finally:
+        store.close()

@@ -152,8 +152,8 @@ def test_a_report_whose_row_was_never_saved_is_redone_whole_on_retry(runtime, th
     crashed = ReportOutcomeInput(outcome="success", helpful_ids=[three["a"], three["c"]])
     real_put = runtime.store.put_outcome
 
-    def credits_only(record, previous=None):
-        runtime.store._put_credits(record, previous)
+    def credits_only(record, previous=None, cleared=()):
+        runtime.store._put_credits(record, previous, cleared)
         raise OSError("killed before the report's row")
 
     monkeypatch.setattr(runtime.store, "put_outcome", credits_only)
@@ -168,6 +168,34 @@ def test_a_report_whose_row_was_never_saved_is_redone_whole_on_retry(runtime, th
     # And the correction back moves c again: its credit from the half-done report is not left behind.
     report_outcome(both_helpful(three), runtime, S1)
     assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
+
+
+def test_a_retry_that_credits_less_than_the_half_done_report_leaves_nothing_of_it(
+    runtime, three, monkeypatch
+):
+    """The first attempt credits a and c and dies before its row; the retry names only a. c's credit row
+    from the dead attempt must not count anywhere: not in c's weight, not in the report read back, and the
+    same report again is "unchanged"."""
+    recall_top(runtime, S1)
+    real_put = runtime.store.put_outcome
+
+    def credits_only(record, previous=None, cleared=()):
+        runtime.store._put_credits(record, previous, cleared)
+        raise OSError("killed before the report's row")
+
+    monkeypatch.setattr(runtime.store, "put_outcome", credits_only)
+    with pytest.raises(OSError):
+        report_outcome(
+            ReportOutcomeInput(outcome="success", helpful_ids=[three["a"], three["c"]]), runtime, S1
+        )
+    monkeypatch.setattr(runtime.store, "put_outcome", real_put)
+    only_a = ReportOutcomeInput(outcome="success", helpful_ids=[three["a"]])
+    retried = report_outcome(only_a, runtime, S1)
+    assert retried.status == "applied"
+    saved = runtime.store.get_outcome(Scope("default", "default"), retried.session_id)
+    assert three["c"] not in {credit.memory_id for credit in saved.memory_credits() if credit.share > 0}
+    assert weights(runtime, three)["c"] == 1.0  # named only by the attempt that died; never in S1's context
+    assert report_outcome(only_a, runtime, S1).status == "unchanged"
 
 
 def test_a_corrected_report_replaces_the_earlier_one(runtime, three):
