@@ -230,7 +230,7 @@ class Settings(BaseModel):
     maintenance_interval_seconds: float = Field(30.0, gt=0)
     compaction_min_fragments: int = Field(16, ge=2)
     keep_versions_minutes: float = Field(
-        10.0,
+        1.0,
         gt=0,
         le=10_080,
         description="table versions maintenance keeps (for readers in flight, recovery)",

@@ -1414,9 +1414,20 @@ class MemoryStore:
             unindexed = sum(index.num_unindexed_rows or 0 for index in table.list_indices())
             if fragments < min_fragments and unindexed < 1_000:
                 continue
-            # Not under the write lock: a compaction commits like any write (conflicts are retried on
-            # either side), and holding the lock for its seconds would stall every remember meanwhile.
-            retrying(partial(table.optimize, cleanup_older_than=keep_versions_for))
+            optimize = partial(table.optimize, cleanup_older_than=keep_versions_for)
+            if name in (schema.RETRIEVALS, schema.AB_LOGS):
+                # The logs are appended by the write-behind thread without the lock, in a batch every
+                # 0.2 s: a compaction commits between those like any write.
+                retrying(optimize)
+            else:
+                # Under the write lock. A compaction's commit has to be rebased over every append that
+                # landed while it ran; writes arriving without a pause (a busy server, 40 a second)
+                # made it fail after LanceDB's 30 s of retries ("too many concurrent writers"), again
+                # and again, while the fragments piled up and every append got slower. Rounds come
+                # every MEMORIA_COMPACTION_AFTER_APPENDS appends, so a round compacts a few hundred
+                # fragments: a pause of about a second for the writes, not for the reads.
+                with self.exclusive():
+                    retrying(optimize)
             after = int(table.stats()["fragment_stats"]["num_fragments"])
             report[name] = (
                 f"compacted {fragments} -> {after} fragments; folded {unindexed} row-index entries into indexes"
