@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 from console.terminal import ProgressBar, counts, key_values, table, ticking
 from retrieval.text import clip
 from server.auth import ScopePattern, new_token, token_digest
-from server.config import Settings
+from server.config import Settings, default_data_dir
 from server.registry import friendly_validation_message
 from storage.records import Scope
 from tools.common import Caller, Runtime, ToolFailure
@@ -777,6 +777,11 @@ def issue_token(principal: str, read: list[str], write: list[str]) -> int:
     return 0
 
 
+def absolute_uri(uri: str) -> str:
+    """A local folder as an absolute path (a client starts the server from another folder); a URI as given."""
+    return uri if "://" in uri else str(Path(uri).expanduser().resolve())
+
+
 def memoria_executable() -> str:
     """The absolute path of this installation's ``memoria`` script (clients do not share the shell's PATH)."""
     beside = Path(sys.executable).parent / ("memoria.exe" if sys.platform == "win32" else "memoria")
@@ -784,13 +789,28 @@ def memoria_executable() -> str:
     return str(beside if beside.exists() else Path(found).resolve() if found else "memoria")
 
 
-def client_setup(client: str, executable: str, project: str | None) -> dict[str, Any]:
+def client_setup(client: str, executable: str, project: str | None, db: str | None = None) -> dict[str, Any]:
     """Where each client reads its MCP servers, and the entry to put there (plus, for Claude Code, the
-    SessionEnd hook that reports the outcome of a session the agent did not report itself)."""
-    env = {"MEMORIA_PROJECT_ID": project} if project else {}
+    SessionEnd hook that reports the outcome of a session the agent did not report itself). ``project``
+    and ``db`` (the store the user's own commands use) go into the entry, so that the server the client
+    starts, the hook and the CLI all read and write the same memories."""
+    env = {
+        **({"MEMORIA_DB_URI": db} if db else {}),
+        **({"MEMORIA_PROJECT_ID": project} if project else {}),
+    }
     server: dict[str, Any] = {"command": executable, "args": ["serve"], **({"env": env} if env else {})}
     if client == "claude-code":
-        hook = shlex.join([executable, "outcome", "--hook", *(["--project", project] if project else [])])
+        hook = shlex.join(
+            [
+                executable,
+                "outcome",
+                "--hook",
+                *(["--project", project] if project else []),
+                *(["--db", db] if db else []),
+            ]
+        )
+        add = ["claude", "mcp", "add", "memoria", "--scope", "project"]
+        add += [flag for name, value in env.items() for flag in ("-e", f"{name}={value}")]
         return {
             "files": {
                 ".mcp.json": {"mcpServers": {"memoria": {"type": "stdio", **server}}},
@@ -801,7 +821,7 @@ def client_setup(client: str, executable: str, project: str | None) -> dict[str,
                 },
             },
             "note": "both in the project's folder (merge into existing files); or run "
-            f"`claude mcp add memoria --scope project -- {executable} serve`",
+            f"`{shlex.join([*add, '--', executable, 'serve'])}`",
         }
     if client == "claude-desktop":
         return {
@@ -824,7 +844,10 @@ def client_setup(client: str, executable: str, project: str | None) -> dict[str,
 
 
 def client_command(args: argparse.Namespace, settings: Settings) -> int:
-    setup = client_setup(args.client, memoria_executable(), args.project)
+    # The store the user chose (--db, or MEMORIA_DB_URI in this shell) goes into the entry; without a
+    # choice the entry leaves it out and the server uses its default, as this command would.
+    chosen = args.db or (settings.db_uri if settings.db_uri != str(default_data_dir() / "lancedb") else None)
+    setup = client_setup(args.client, memoria_executable(), args.project, chosen and absolute_uri(chosen))
     if args.json:
         print(json.dumps(setup, indent=2), file=sys.stdout)
         return 0

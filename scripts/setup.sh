@@ -8,6 +8,20 @@ cd "$(dirname "$0")/.."
 
 extras="${1:-}"
 python="${PYTHON:-python3}"
+
+# Already set up for this pyproject.toml (and these extras, or more): nothing to do, and no package index
+# needed. A stamp per set of extras holds the hash of the pyproject.toml it was installed from.
+stamp_of() { echo ".venv/.memoria-setup-${1:-base}"; }
+wanted="$({ sha256sum pyproject.toml 2>/dev/null || shasum -a 256 pyproject.toml 2>/dev/null; } | cut -d' ' -f1 || true)"
+if [ -n "$wanted" ] && [ -x .venv/bin/memoria ]; then
+  satisfied_by=("${extras:-base}")
+  [ -z "$extras" ] && satisfied_by+=(test)  # the test extras include the server's own
+  for have in "${satisfied_by[@]}"; do
+    if [ "$(cat "$(stamp_of "$have")" 2>/dev/null)" = "$wanted" ]; then
+      exit 0
+    fi
+  done
+fi
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
   echo "memoria needs Python 3.11 or newer; set PYTHON=/path/to/python3.11 and run again" >&2
   exit 1
@@ -36,3 +50,5 @@ target="."
 [ -n "$extras" ] && target=".[$extras]"
 echo "installing memoria-mcp ($target)"
 "${pip[@]}" install --quiet -e "$target"
+[ -n "$wanted" ] && echo "$wanted" > "$(stamp_of "$extras")"
+exit 0

@@ -8,14 +8,14 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
-import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
 
-from server.config import ConfigError, Settings
+from server.config import ConfigError, Settings, limit_blas_threads
 from server.log_setup import configure_logging
 
 log = logging.getLogger("memoria")
@@ -71,6 +71,9 @@ def make_parser() -> argparse.ArgumentParser:
 def add_people_commands(commands: Any) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", metavar="URI", help="LanceDB folder or URI (overrides MEMORIA_DB_URI)")
+    common.add_argument(
+        "--create", action="store_true", help="with --db: make a new store there if there is none"
+    )
     common.add_argument("--org", metavar="ORG", help="org scope (default MEMORIA_ORG_ID)")
     common.add_argument("--project", metavar="PROJECT", help="project scope (default MEMORIA_PROJECT_ID)")
     common.add_argument("--json", action="store_true", help="print the result as JSON, for scripts")
@@ -217,24 +220,19 @@ def limit_malloc_arenas(arenas: int) -> None:
         log.debug("could not limit malloc arenas", exc_info=True)
 
 
-BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
-
-
-def limit_blas_threads(threads: int) -> None:
-    """Hold numpy's BLAS to ``threads`` threads, before numpy loads. The scope copies' vector products
-    (every recall's vector leg, every write's consolidation check) are matrix-vector products that BLAS
-    splits over threads from about a thousand rows on; a server already answers requests in parallel,
-    and on a busy machine those threads spin and wait for each other: with two cores taken by other
-    work a 1,500-row product took 1.5 ms on all threads and 0.37 ms on one, and a server's write rate fell
-    to a fifth after 1,200 writes (benchmarks/writes.py). A variable the environment already sets wins;
-    0 leaves the library's default."""
-    if threads <= 0:
-        return
-    if "numpy" in sys.modules:
-        log.debug("numpy already loaded: its BLAS keeps its threads")
-        return
-    for variable in BLAS_THREAD_VARIABLES:
-        os.environ.setdefault(variable, str(threads))
+def missing_store(db: str, *, create: bool) -> str | None:
+    """Why a command for people refuses ``--db`` (None: it may go on). A mistyped folder would otherwise
+    become a new, empty store that answers every question with nothing. URIs (s3://, gs://, ...) are
+    the object store's business."""
+    if "://" in db and not db.startswith("file://"):
+        return None
+    folder = Path(db.removeprefix("file://")).expanduser()
+    if folder.exists():
+        return None
+    if create:
+        folder.mkdir(parents=True, exist_ok=True)
+        return None
+    return f"there is no store at {db}: check the path, or add --create to make a new store there"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -247,6 +245,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return issue_token(args.principal, args.read, args.write)
     overrides = {"db_uri": args.db} if getattr(args, "db", None) else {}
+    # doctor diagnoses the store it is given; import fills a new one by nature
+    if args.command not in ("serve", "doctor", "import") and getattr(args, "db", None):
+        refused = missing_store(args.db, create=args.create)
+        if refused:
+            print(f"memoria: {refused}", file=sys.stderr)
+            return 0 if getattr(args, "hook", False) else 2
     try:
         settings = Settings.from_env(**overrides)
         configure_logging(settings.log_level)

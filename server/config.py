@@ -430,3 +430,22 @@ ENVIRONMENT: dict[str, str] = {
     "vector_index_min_rows": "MEMORIA_VECTOR_INDEX_MIN_ROWS",
     "log_level": "MEMORIA_LOG_LEVEL",
 }
+
+
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+def limit_blas_threads(threads: int) -> None:
+    """Hold numpy's BLAS to ``threads`` threads, before numpy loads. The scope copies' vector products
+    (every recall's vector leg, every write's consolidation check) are matrix-vector products that BLAS
+    splits over threads from about a thousand rows on; a server already answers requests in parallel,
+    and on a busy machine those threads spin and wait for each other: with two cores taken by other
+    work a 1,500-row product took 1.5 ms on all threads and 0.37 ms on one, and a server's write rate fell
+    to a fifth after 1,200 writes (benchmarks/writes.py). A variable the environment already sets wins;
+    0 leaves the library's default."""
+    if threads <= 0:
+        return
+    if "numpy" in sys.modules:  # loaded already: its BLAS keeps its threads
+        return
+    for variable in BLAS_THREAD_VARIABLES:
+        os.environ.setdefault(variable, str(threads))

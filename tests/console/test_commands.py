@@ -27,6 +27,7 @@ def db(tmp_path, monkeypatch) -> Path:
     }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("MEMORIA_DB_URI", raising=False)
+    (tmp_path / "db").mkdir()  # an empty folder: the first command makes the store in it
     return tmp_path / "db"
 
 
@@ -342,9 +343,9 @@ def test_the_hook_never_fails_the_session_even_when_the_store_cannot_open(capsys
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setattr(sys, "stdin", io.StringIO("{}"))
-    status, _, err = memoria(capsys, blocker / "db", "outcome", "--hook")
+    status, _, err = memoria(capsys, blocker, "outcome", "--hook")  # there, but a file: it cannot open
     assert status == 0 and "could not open the memory store" in err and "memoria doctor" in err
-    status, _, err = memoria(capsys, blocker / "db", "outcome", "success")
+    status, _, err = memoria(capsys, blocker, "outcome", "success")
     assert status == 1
 
 
@@ -405,3 +406,37 @@ def test_an_outcome_report_does_not_load_the_models(capsys, db, monkeypatch):
     assert status == 0 and "nothing reported" in err and "unavailable" not in err
     _, _, err = memoria(capsys, db, "stats")  # a command that uses them says the model is missing
     assert "embedder" in err and "is unavailable" in err
+
+
+def test_a_db_that_does_not_exist_is_refused_unless_create_says_to_make_it(capsys, db):
+    mistyped = db.parent / "dbb"
+    status, out, err = memoria(capsys, mistyped, "stats")
+    assert status == 2 and out == ""
+    assert f"there is no store at {mistyped}" in err and "--create" in err
+    assert not mistyped.exists()  # nothing made behind the user's back
+    status, _, err = memoria(capsys, mistyped, "remember", "made on purpose", "--create")
+    assert status == 0, err
+    assert (
+        as_json(capsys, mistyped, "recall", "made on purpose")["memories"][0]["content"] == "made on purpose"
+    )
+
+
+def test_the_session_end_hook_never_fails_the_session_over_a_missing_store(capsys, db):
+    status, _, err = memoria(capsys, db.parent / "gone", "outcome", "--hook")
+    assert status == 0 and "there is no store" in err
+
+
+def test_memoria_client_writes_the_users_store_and_project_into_the_entry(capsys, db, monkeypatch):
+    status, out, _ = memoria(capsys, db, "client", "claude-code", "--project", "web", "--json")
+    setup = json.loads(out)
+    entry = setup["files"][".mcp.json"]["mcpServers"]["memoria"]
+    assert status == 0 and entry["env"] == {"MEMORIA_DB_URI": str(db.resolve()), "MEMORIA_PROJECT_ID": "web"}
+    [matcher] = setup["files"][".claude/settings.json"]["hooks"]["SessionEnd"]
+    hook = matcher["hooks"][0]["command"]
+    assert "--project web" in hook and f"--db {db.resolve()}" in hook
+    assert f"-e MEMORIA_DB_URI={db.resolve()} -e MEMORIA_PROJECT_ID=web -- " in setup["note"]
+    # From the environment, as the user's own commands read it, when --db is not given.
+    monkeypatch.setenv("MEMORIA_DB_URI", str(db))
+    status = main(["client", "cursor", "--json"])
+    entry = json.loads(capsys.readouterr().out)["files"][".cursor/mcp.json"]["mcpServers"]["memoria"]
+    assert status == 0 and entry["env"] == {"MEMORIA_DB_URI": str(db.resolve())}

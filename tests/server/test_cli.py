@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from server import cli
 from server.cli import parse_http_address
+from server.config import limit_blas_threads
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_memoria_token_refuses_a_missing_or_malformed_scope(scopes, capsys):
 def test_the_server_holds_numpys_blas_to_one_thread_unless_the_environment_says_otherwise():
     # In a fresh interpreter (numpy not loaded yet), as `memoria serve` runs it.
     probe = (
-        "import os, sys; from server.cli import limit_blas_threads; limit_blas_threads(int(sys.argv[1])); "
+        "import os, sys; from server.config import limit_blas_threads; limit_blas_threads(int(sys.argv[1])); "
         "print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('MKL_NUM_THREADS'))"
     )
     clean = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
@@ -92,5 +92,5 @@ def test_blas_threads_are_left_alone_once_numpy_is_loaded(monkeypatch):
     import numpy  # noqa: F401  (loaded: setting the variable now would only mislead)
 
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    cli.limit_blas_threads(1)
+    limit_blas_threads(1)
     assert "OPENBLAS_NUM_THREADS" not in os.environ
