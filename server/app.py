@@ -101,6 +101,7 @@ def tool_specs() -> list[ToolSpec]:
             handler=recall.handle,
             effect="reads",
             uses_llm=True,
+            text_of=recall.text_of,
         ),
         ToolSpec(
             name="report_outcome",

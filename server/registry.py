@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import InputRequiredResult, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError, WrapValidator
 
 from retrieval.llm.base import ClientInputNeeded
@@ -46,6 +46,8 @@ class ToolSpec:
     handler: Handler
     effect: Literal["reads", "writes", "erases"]  # erases: may delete what it names (forget)
     uses_llm: bool = False  # may ask the request's LLM (sampling needs the input-required flow)
+    # The text an agent reads of a result (the structured content carries the whole output); None: JSON.
+    text_of: Callable[[Any], str] | None = None
 
     @property
     def annotations(self) -> ToolAnnotations:
@@ -66,8 +68,17 @@ def build_tool(spec: ToolSpec, *, tokens_required: bool = False) -> Tool:
     """The SDK tool for ``spec``. With ``tokens_required`` (HTTP auth configured), an HTTP request that
     arrives without a grant is refused rather than served unrestricted (fail closed)."""
 
-    async def call(ctx: Context[AppState, Any], **arguments: Any) -> BaseModel | InputRequiredResult:
-        return await invoke(spec, ctx, sent_arguments(ctx, arguments), tokens_required=tokens_required)
+    async def call(
+        ctx: Context[AppState, Any], **arguments: Any
+    ) -> BaseModel | InputRequiredResult | CallToolResult:
+        result = await invoke(spec, ctx, sent_arguments(ctx, arguments), tokens_required=tokens_required)
+        if spec.text_of is None or not isinstance(result, spec.output_model):  # (input required: as it is)
+            return result
+        # Said once: the text for the agent, the data for the client (not the same memories twice).
+        return CallToolResult(
+            content=[TextContent(type="text", text=spec.text_of(result))],
+            structured_content=result.model_dump(mode="json", by_alias=True),
+        )
 
     call.__name__ = spec.name
     call.__doc__ = spec.description
@@ -80,6 +91,8 @@ def build_tool(spec: ToolSpec, *, tokens_required: bool = False) -> Tool:
     tool = Tool.from_function(
         call, name=spec.name, title=spec.title, description=spec.description, annotations=spec.annotations
     )
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
     required = [name for name, field in spec.input_model.model_fields.items() if field.is_required()]
     tool.parameters = {
         **tool.parameters,
@@ -87,6 +100,34 @@ def build_tool(spec: ToolSpec, *, tokens_required: bool = False) -> Tool:
         **({"required": required} if required else {}),
     }
     return tool
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An output schema an agent can afford to load every session: the result's top-level fields with
+    their JSON types, without descriptions or nested definitions (the tool's description says what comes
+    back; a client still checks the structured content against it). The full models' schemas were three
+    fifths of tools/list."""
+    definitions = schema.get("$defs", {})
+
+    def types_of(field: dict[str, Any]) -> dict[str, Any]:
+        if "$ref" in field:
+            return types_of(definitions.get(field["$ref"].rsplit("/", 1)[-1], {}))
+        if "type" in field:
+            return {"type": field["type"]}
+        members = [types_of(member) for member in field.get("anyOf", [])]
+        found = [member["type"] for member in members if "type" in member]
+        if members and len(found) == len(members):
+            flat = [t for group in found for t in (group if isinstance(group, list) else [group])]
+            return {"type": list(dict.fromkeys(flat))}
+        return {}
+
+    compact: dict[str, Any] = {
+        "type": "object",
+        "properties": {name: types_of(field) for name, field in schema.get("properties", {}).items()},
+    }
+    if schema.get("required"):
+        compact["required"] = schema["required"]
+    return compact
 
 
 async def invoke(
@@ -170,9 +211,31 @@ def _inline_refs(schema: Any, definitions: dict[str, Any]) -> Any:
 
 
 def model_properties(input_model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON schema properties, each standing alone (references inlined)."""
+    """The model's JSON schema properties, each standing alone (references inlined) and said briefly:
+    no generated titles, an optional value as its type or null, no null defaults. Every agent loads
+    these in every session."""
     full = input_model.model_json_schema()
-    return _inline_refs(full["properties"], full.get("$defs", {}))  # type: ignore[no-any-return]
+    inlined = _inline_refs(full["properties"], full.get("$defs", {}))
+    return {name: _brief(field) for name, field in inlined.items()}
+
+
+def _brief(field: dict[str, Any]) -> dict[str, Any]:
+    field = {key: value for key, value in field.items() if key != "title"}
+    if field.get("default", 0) is None:
+        del field["default"]
+    members = field.get("anyOf")
+    if members and len(members) == 2 and {"type": "null"} in members:
+        [value] = [member for member in members if member != {"type": "null"}]
+        if isinstance(value.get("type"), str):  # a plain optional value: its type, or null
+            field = {
+                **{key: v for key, v in field.items() if key != "anyOf"},
+                **_brief(value),
+                "type": [value["type"], "null"],
+            }
+    for key in ("items", "additionalProperties"):
+        if isinstance(field.get(key), dict):
+            field[key] = _brief(field[key])
+    return field
 
 
 def _signature(input_model: type[BaseModel], output_model: Any) -> inspect.Signature:

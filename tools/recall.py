@@ -301,5 +301,18 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     return f"{direct} memor{'y' if direct == 1 else 'ies'} matched the query{above}, fewer than top_k={top_k}"
 
 
+def text_of(out: RecallOutput) -> str:
+    """What the agent reads of a recall: the context block (it names the retrieval and each memory's id,
+    for report_outcome and explain_ranking), and the note when fewer than top_k matched. The memories
+    list is in the structured content only, so no memory's text is sent twice."""
+    if out.gated:
+        return f"No memory needed ({out.gate_reason or 'nothing to look up'}); retrieval {out.retrieval_id}."
+    parts = [out.context.rstrip() or f"Nothing relevant was found (retrieval {out.retrieval_id})."]
+    if out.note and out.context:
+        parts.append(out.note)
+    parts += [f"Warning: {warning}" for warning in out.warnings]
+    return "\n\n".join(parts)
+
+
 async def handle(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     return await anyio.to_thread.run_sync(recall, args, runtime, caller)

@@ -157,12 +157,20 @@ async def test_tools_are_listed_with_their_contract(settings):
     assert remember_schema["properties"]["protection_tier"]["default"] == "standard"
     recall_schema = tools["recall"].input_schema["properties"]
     assert recall_schema["char_budget"]["default"] == 16000
-    assert recall_schema["top_k"]["default"] is None and "default 10" in recall_schema["top_k"]["description"]
+    # An optional value is its type or null, with no null default and no generated title.
+    assert recall_schema["top_k"]["type"] == ["integer", "null"] and "default" not in recall_schema["top_k"]
+    assert "default 10" in recall_schema["top_k"]["description"]
+    assert not any("title" in field for field in recall_schema.values())
 
     assert {"org_id", "project_id"} <= set(recall_schema)
     assert set(tools["recall"].output_schema["properties"]) >= {"retrieval_id", "context", "memories"}
-    score = tools["report_outcome"].input_schema["properties"]["score"]["anyOf"][0]
-    assert (score["minimum"], score["maximum"]) == (0.0, 1.0)
+    # Output schemas say the result's fields and their types, briefly: they are loaded in every session.
+    assert tools["recall"].output_schema["properties"]["memories"] == {"type": "array"}
+    assert (
+        len(json.dumps([tool.model_dump(mode="json", exclude_none=True) for tool in tools.values()])) < 20_000
+    )
+    score = tools["report_outcome"].input_schema["properties"]["score"]
+    assert (score["minimum"], score["maximum"], score["type"]) == (0.0, 1.0, ["number", "null"])
     batch_item = tools["remember_many"].input_schema["properties"]["items"]["items"]
     assert batch_item["required"] == ["content"] and "protection_tier" in batch_item["properties"]
     assert all("$ref" not in json.dumps(tool.input_schema) for tool in tools.values())
@@ -199,3 +207,22 @@ async def test_scopes_isolate_memories(settings):
         own = await call(client, "recall", {"query": "secret roadmap", "org_id": "acme"})
     assert other["memories"] == [] and other["context"] == ""
     assert [m["content"] for m in own["memories"]] == ["acme secret roadmap"]
+
+
+async def test_recalls_text_is_the_context_block_and_each_memory_is_sent_once(settings):
+    async with connected(server_with(settings)) as client:
+        stored = await call(
+            client, "remember", {"content": "The staging database is reset every Sunday night"}
+        )
+        result = await client.call_tool("recall", {"query": "when is the staging database reset"})
+        nothing = await client.call_tool("recall", {"query": "kubernetes ingress certificates rotation"})
+    [text] = result.content
+    structured = result.structured_content
+    # What the agent reads: the block (with its ids in it), then why fewer than top_k came back.
+    assert text.text == structured["context"].rstrip() + "\n\n" + structured["note"]
+    assert structured["retrieval_id"] in text.text and stored["id"] in text.text
+    assert text.text.count("reset every Sunday night") == 1  # not again as a JSON list of memories
+    assert structured["memories"][0]["id"] == stored["id"]  # the list is in the structured content
+    [empty] = nothing.content
+    assert nothing.structured_content["memories"] == []
+    assert empty.text.startswith("Nothing relevant was found (retrieval ret_")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -115,6 +116,12 @@ WORDS = [
     "retry",
 ]
 
+
+def visible(text: str) -> str:
+    """``text`` without control and format characters: what remember requires some of."""
+    return "".join(char for char in text if unicodedata.category(char) not in ("Cc", "Cf"))
+
+
 sentence = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
 any_text = st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=1, max_size=80)
 free_text = st.one_of(
@@ -122,7 +129,7 @@ free_text = st.one_of(
     st.tuples(sentence, st.sampled_from(INJECTIONS)).map(" ".join),
     st.sampled_from(INJECTIONS),
     any_text,
-).filter(lambda text: bool(text.strip()))
+).filter(lambda text: bool(visible(text).strip()))  # text of control characters only is refused
 printable = st.characters(exclude_categories=UNSAFE)
 identifier = st.one_of(
     st.sampled_from(INJECTIONS),
