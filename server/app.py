@@ -230,7 +230,10 @@ def build_server(settings: Settings, *, runtime_factory: RuntimeFactory = build_
         version=_version(),
         lifespan=lifespan,
         log_level=settings.log_level,
-        tools=[build_tool(spec, tokens_required=auth is not None) for spec in specs],
+        tools=[
+            build_tool(spec, tokens_required=auth is not None, limits=settings.schema_limits(spec.name))
+            for spec in specs
+        ],
     )
     recall_spec = next(spec for spec in specs if spec.name == "recall")
     for prompt in build_prompts(recall_spec, tokens_required=auth is not None):

@@ -279,6 +279,18 @@ class Settings(BaseModel):
     def is_local_store(self) -> bool:
         return "://" not in self.db_uri or self.db_uri.startswith("file://")
 
+    def schema_limits(self, tool: str) -> dict[str, dict[str, int]]:
+        """``tool``'s argument bounds as this server enforces them, for the schemas clients read."""
+        limits = {
+            "content": {"maxLength": self.max_content_chars},
+            "query": {"maxLength": self.max_query_chars},
+            "top_k": {"minimum": 1, "maximum": self.max_top_k},
+            "char_budget": {"minimum": self.min_char_budget, "maximum": self.max_char_budget},
+        }
+        if tool in ("remember", "remember_many"):  # the tags a memory carries (recall's filter: its own)
+            limits["tags"] = {"maxItems": self.max_tags}
+        return limits
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Build the settings from ``MEMORIA_*`` variables (see ``ENVIRONMENT``); overrides win."""

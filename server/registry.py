@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -64,7 +64,9 @@ class ToolSpec:
         )
 
 
-def build_tool(spec: ToolSpec, *, tokens_required: bool = False) -> Tool:
+def build_tool(
+    spec: ToolSpec, *, tokens_required: bool = False, limits: Mapping[str, Mapping[str, int]] | None = None
+) -> Tool:
     """The SDK tool for ``spec``. With ``tokens_required`` (HTTP auth configured), an HTTP request that
     arrives without a grant is refused rather than served unrestricted (fail closed)."""
 
@@ -96,7 +98,7 @@ def build_tool(spec: ToolSpec, *, tokens_required: bool = False) -> Tool:
     required = [name for name, field in spec.input_model.model_fields.items() if field.is_required()]
     tool.parameters = {
         **tool.parameters,
-        "properties": model_properties(spec.input_model),
+        "properties": with_limits(model_properties(spec.input_model), limits or {}),
         **({"required": required} if required else {}),
     }
     return tool
@@ -217,6 +219,25 @@ def model_properties(input_model: type[BaseModel]) -> dict[str, Any]:
     full = input_model.model_json_schema()
     inlined = _inline_refs(full["properties"], full.get("$defs", {}))
     return {name: _brief(field) for name, field in inlined.items()}
+
+
+def with_limits(properties: dict[str, Any], limits: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """The bounds the server enforces (from its settings: ``schema_limits``) written into the schema in
+    place of the models' outer bounds, so that a client sees the limit it will meet: a field name maps to
+    keywords (maxLength, maxItems, minimum, maximum), applied to the field, to the non-null member of an
+    optional one, and to the same field inside a batch's items."""
+    out: dict[str, Any] = {}
+    for name, field in properties.items():
+        field = dict(field)
+        if name in limits:
+            field.update(limits[name])
+        if isinstance(field.get("items"), dict) and isinstance(field["items"].get("properties"), dict):
+            field["items"] = {
+                **field["items"],
+                "properties": with_limits(field["items"]["properties"], limits),
+            }
+        out[name] = field
+    return out
 
 
 def _brief(field: dict[str, Any]) -> dict[str, Any]:

@@ -226,3 +226,18 @@ async def test_recalls_text_is_the_context_block_and_each_memory_is_sent_once(se
     [empty] = nothing.content
     assert nothing.structured_content["memories"] == []
     assert empty.text.startswith("Nothing relevant was found (retrieval ret_")
+
+
+async def test_the_schemas_carry_the_limits_the_server_enforces(settings):
+    tight = settings.model_copy(update={"max_content_chars": 500, "max_top_k": 7, "max_tags": 3})
+    async with connected(server_with(tight)) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        refused = await call_error(client, "recall", {"query": "x", "top_k": 8})
+    remember = tools["remember"].input_schema["properties"]
+    assert (remember["content"]["maxLength"], remember["tags"]["maxItems"]) == (500, 3)
+    batch_item = tools["remember_many"].input_schema["properties"]["items"]["items"]["properties"]
+    assert batch_item["content"]["maxLength"] == 500
+    recall = tools["recall"].input_schema["properties"]
+    assert (recall["top_k"]["minimum"], recall["top_k"]["maximum"]) == (1, 7)
+    assert recall["query"]["maxLength"] == settings.max_query_chars
+    assert "top_k must be between 1 and 7" in refused  # the schema's bound is the one enforced
