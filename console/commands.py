@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -61,6 +62,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     command = COMMANDS[args.command]
+    VERBOSE.set(bool(getattr(args, "verbose", False)))
     try:
         return command(args, settings)
     except (CommandError, ToolFailure) as exc:
@@ -102,9 +104,10 @@ def opened(settings: Settings, *, models: bool = True) -> Iterator[Runtime]:
     if not models:
         settings = settings.model_copy(update={"embedder": "hashed", "reranker": "none", "llm": "none"})
     progress = ProgressBar(sys.stderr)
+    said: list[str] = []
     try:
         with ticking(progress, "opening the store" + (" and loading models" if models else "")):
-            runtime = build_runtime(settings)
+            runtime = build_runtime(settings, announce=said.append)
     except Exception as exc:
         raise CommandError(
             f"could not open the memory store at {settings.db_uri}: {exc}. Check MEMORIA_DB_URI or --db; "
@@ -112,10 +115,29 @@ def opened(settings: Settings, *, models: bool = True) -> Iterator[Runtime]:
         ) from exc
     finally:
         progress.finish()
+    for line in said if VERBOSE.get() else [backend_line(runtime)] if said else []:
+        print(line, file=sys.stderr)
     try:
         yield runtime
     finally:
         runtime.close()
+
+
+# --verbose: every model message in full (the default is one line about the backend)
+VERBOSE: contextvars.ContextVar[bool] = contextvars.ContextVar("memoria_verbose", default=False)
+
+
+def backend_line(runtime: Runtime) -> str:
+    """One short line for a person when the models did not load as configured."""
+    embedder, reranker = runtime.models.embedder_info, runtime.models.reranker_info
+    if embedder.offline_fallback:
+        return (
+            f"memoria: offline backend ({embedder.active}, full-text; reranker {reranker.active}): "
+            "the configured models did not load (--verbose says why)"
+        )
+    return (
+        f"memoria: embedder {embedder.active}, reranker {reranker.active} (--verbose for the model messages)"
+    )
 
 
 def call(

@@ -77,6 +77,7 @@ def add_people_commands(commands: Any) -> None:
     common.add_argument("--org", metavar="ORG", help="org scope (default MEMORIA_ORG_ID)")
     common.add_argument("--project", metavar="PROJECT", help="project scope (default MEMORIA_PROJECT_ID)")
     common.add_argument("--json", action="store_true", help="print the result as JSON, for scripts")
+    common.add_argument("--verbose", action="store_true", help="say everything about the models in full")
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
         return commands.add_parser(

@@ -46,13 +46,15 @@ def open_store(settings: Settings) -> MemoryStore:
     )
 
 
-def build_runtime(settings: Settings) -> Runtime:
-    """Open the store, load the models (falling back to the offline backend) and assemble the pipeline."""
+def build_runtime(settings: Settings, announce: Callable[[str], None] | None = None) -> Runtime:
+    """Open the store, load the models (falling back to the offline backend, said through ``announce``:
+    a WARNING by default) and assemble the pipeline."""
     from retrieval.providers import load_models
 
     store = open_store(settings)
     try:
-        return assemble_runtime(settings, store, load_models(model_config(settings), store.vector_dim))
+        models = load_models(model_config(settings), store.vector_dim, announce)
+        return assemble_runtime(settings, store, models)
     except BaseException:
         store.close()
         raise

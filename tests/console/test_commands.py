@@ -403,9 +403,9 @@ def test_an_outcome_report_does_not_load_the_models(capsys, db, monkeypatch):
     monkeypatch.setenv("MEMORIA_EMBEDDING_MODEL", str(db.parent / "no-such-model"))
     monkeypatch.setattr(sys, "stdin", io.StringIO("{}"))
     status, _, err = memoria(capsys, db, "outcome", "--hook")
-    assert status == 0 and "nothing reported" in err and "unavailable" not in err
-    _, _, err = memoria(capsys, db, "stats")  # a command that uses them says the model is missing
-    assert "embedder" in err and "is unavailable" in err
+    assert status == 0 and "nothing reported" in err and "offline backend" not in err
+    _, _, err = memoria(capsys, db, "stats")  # a command that uses them says the models are missing
+    assert "offline backend" in err and "the configured models did not load" in err
 
 
 def test_a_db_that_does_not_exist_is_refused_unless_create_says_to_make_it(capsys, db):
@@ -440,3 +440,18 @@ def test_memoria_client_writes_the_users_store_and_project_into_the_entry(capsys
     status = main(["client", "cursor", "--json"])
     entry = json.loads(capsys.readouterr().out)["files"][".cursor/mcp.json"]["mcpServers"]["memoria"]
     assert status == 0 and entry["env"] == {"MEMORIA_DB_URI": str(db.resolve())}
+
+
+def test_a_command_says_the_backend_in_one_line_and_everything_with_verbose(capsys, db, monkeypatch):
+    # Models that cannot load (no such folder): the command runs on the offline backend and says so once.
+    monkeypatch.setenv("MEMORIA_EMBEDDER", "sentence-transformers")
+    monkeypatch.setenv("MEMORIA_EMBEDDING_MODEL", str(db.parent / "no-such-model"))
+    status, _, err = memoria(capsys, db, "remember", "Deploys freeze on Fridays")
+    assert status == 0
+    assert [line for line in err.splitlines() if line.startswith("memoria")] == [
+        "memoria: offline backend (hashed-v1:384, full-text; reranker none): the configured models did not "
+        "load (--verbose says why)"
+    ]
+    assert "WARNING" not in err
+    status, _, err = memoria(capsys, db, "recall", "deploy freeze", "--verbose")
+    assert status == 0 and "no-such-model" in err and "is unavailable" in err
