@@ -116,10 +116,10 @@ class FeedbackIndex:
     ) -> dict[str, ContextWeight]:
         """Each memory's weight for the query whose embedding is ``query_vector``. Calls with the same
         ``recall_id`` check the table version once (the stages of one recall see one version)."""
-        self._catch_up(recall_id)
-        credits = self._credits_of(scope, [memory.id for memory in memories])
+        seen = self._catch_up(recall_id)
+        credits = self._credits_of(scope, [memory.id for memory in memories], seen)
         sessions = self._sessions_of(
-            scope, list(dict.fromkeys(c.session_id for found in credits.values() for c in found))
+            scope, list(dict.fromkeys(c.session_id for found in credits.values() for c in found)), seen
         )
         query = None if query_vector is None else np.asarray(query_vector, dtype=np.float32)
         cosines: dict[str, np.ndarray | None] = {}  # per session: each of its queries' cosine with this one
@@ -168,7 +168,12 @@ class FeedbackIndex:
 
     # -- what is held, and catching up ----------------------------------------------------------------
 
-    def _credits_of(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[CreditedSession]]:
+    def _credits_of(
+        self, scope: Scope, memory_ids: Sequence[str], seen: int
+    ) -> dict[str, list[CreditedSession]]:
+        """The credits of ``memory_ids``: held, or read and held when what is held is of version ``seen``
+        (the version caught up to just before: rows read after it are at least that new, and a report
+        landing in between is applied again, idempotently, by the next catch-up)."""
         found: dict[str, list[CreditedSession]] = {}
         missing = []
         with self._lock:
@@ -180,21 +185,22 @@ class FeedbackIndex:
                     self._credits.move_to_end((scope, memory_id))
                     found[memory_id] = held
         if missing:
-            version = self._source.feedback_version()
             read = {
                 m: credits[-self._max_credits :]
                 for m, credits in self._source.credits_for(scope, missing).items()
             }
             self.reads += 1
             with self._lock:
-                if version == self._version:  # else the next call catches up and reads them again
+                if seen == self._version:  # else the next call catches up and reads them again
                     for memory_id, credits in read.items():
                         self._hold_credits((scope, memory_id), credits)
                     self._evict()
             found.update(read)
         return found
 
-    def _sessions_of(self, scope: Scope, session_ids: Sequence[str]) -> dict[str, np.ndarray | None]:
+    def _sessions_of(
+        self, scope: Scope, session_ids: Sequence[str], seen: int
+    ) -> dict[str, np.ndarray | None]:
         held: dict[str, _Session] = {}
         missing = []
         with self._lock:
@@ -206,12 +212,11 @@ class FeedbackIndex:
                     self._sessions.move_to_end((scope, session_id))
                     held[session_id] = entry
         if missing:
-            version = self._source.feedback_version()
             read = self._source.report_queries(scope, missing)
             self.reads += 1
             fresh = {session_id: _Session(read.get(session_id)) for session_id in missing}
             with self._lock:
-                if version == self._version:  # a report since may have replaced one of these
+                if seen == self._version:  # a report since may have replaced one of these
                     for session_id, entry in fresh.items():
                         self._hold_session((scope, session_id), entry)
                     self._evict()
@@ -238,26 +243,27 @@ class FeedbackIndex:
         entry.vectors, entry.embedded = vectors, True
         return vectors
 
-    def _catch_up(self, recall_id: str | None) -> None:
-        """Apply the rows reports wrote since what is held was read (or drop it all, past a limit)."""
+    def _catch_up(self, recall_id: str | None) -> int:
+        """Apply the rows reports wrote since what is held was read (or drop it all, past a limit);
+        returns the table version caught up to (one check per recall: the stages of one recall see one)."""
         with self._lock:
             if recall_id is not None and self._pinned is not None and self._pinned[0] == recall_id:
-                return
+                return self._pinned[1]
         version = self._source.feedback_version()
         with self._lock:
             held = self._version
             if recall_id is not None:
                 self._pinned = (recall_id, version)
             if held == version:
-                return
+                return version
             if held is None:
                 self._version = version
-                return
+                return version
         credits, sessions = self._source.feedback_changed_since(held)
         self.reads += 1
         with self._lock:
             if self._version != held:  # another thread caught up meanwhile
-                return
+                return version
             if len(credits) + len(sessions) > MAX_CHANGES_APPLIED:
                 self._credits.clear()
                 self._sessions.clear()
@@ -271,6 +277,7 @@ class FeedbackIndex:
                     self._hold_session((scope, queries.session_id), _Session(queries))
                 self._evict()
             self._version = version
+        return version
 
     def _hold_credits(self, key: tuple[Scope, str], credits: list[CreditedSession]) -> None:
         old = self._credits.get(key)

@@ -38,26 +38,41 @@ def l2_normalize(matrix: Vectors) -> Vectors:
     return (matrix / norms).astype(np.float32, copy=False)
 
 
-class QueryMemo:
+class WrappedEmbedder:
+    """An embedder around another one (``inner``, the model itself): the same name and width, and every
+    call passed through unless a subclass changes it; any other attribute (backend, backend_note,
+    warm_up) is the model's own."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.inner.embed_query(text)
+
+
+class QueryMemo(WrappedEmbedder):
     """An embedder that remembers its last few query vectors, so the stages of one recall (candidate
     search, feedback weighting) embed its query once. Documents pass straight through."""
 
     def __init__(self, inner: Embedder, size: int = 64) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._size = size
         self._vectors: OrderedDict[str, Vectors] = OrderedDict()
         self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        return self._inner.embed_documents(texts)
 
     def embed_query(self, text: str) -> Vectors:
         with self._lock:
@@ -65,7 +80,7 @@ class QueryMemo:
             if found is not None:
                 self._vectors.move_to_end(text)
                 return found
-        vector = self._inner.embed_query(text)
+        vector = self.inner.embed_query(text)
         vector.setflags(write=False)  # shared by every stage that asks: nobody may change it
         with self._lock:
             self._vectors[text] = vector
@@ -74,7 +89,7 @@ class QueryMemo:
         return vector
 
 
-class CoalescingEmbedder:
+class CoalescingEmbedder(WrappedEmbedder):
     """An embedder whose document batches from concurrent callers are embedded together: a model does a
     batch of thirty in little more time than one. Callers arriving while a batch is being embedded join
     the next one (``storage.group_commit``, the same coalescing as the store's inserts)."""
@@ -82,28 +97,13 @@ class CoalescingEmbedder:
     def __init__(self, inner: Embedder, max_batch: int = 64) -> None:
         from storage.group_commit import GroupCommit
 
-        self._inner = inner
-        self.inner = inner  # the model itself
+        super().__init__(inner)
         self._batches: GroupCommit[str, Vectors] = GroupCommit(self._embed, max_items=max_batch)
-
-    def __getattr__(self, name: str) -> object:  # backend, backend_note, warm_up: the model's own
-        return getattr(self._inner, name)
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         if not texts:
-            return self._inner.embed_documents(texts)
+            return self.inner.embed_documents(texts)
         return np.vstack(self._batches.run(list(texts)))
 
-    def embed_query(self, text: str) -> Vectors:
-        return self._inner.embed_query(text)
-
     def _embed(self, texts: list[str]) -> list[Vectors]:
-        return list(self._inner.embed_documents(texts))
+        return list(self.inner.embed_documents(texts))

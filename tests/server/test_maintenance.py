@@ -9,21 +9,38 @@ from tests.helpers import call, connected, make_runtime, settings_for
 pytestmark = pytest.mark.anyio
 
 
+class Recorded:
+    """A server factory that keeps the runtime it built, so a test can look at its store."""
+
+    def __init__(self) -> None:
+        self.runtime = None
+
+    def __call__(self, settings):
+        self.runtime = make_runtime(settings)
+        return self.runtime
+
+
+async def remember_twelve(client) -> None:
+    for index in range(12):
+        await call(client, "remember", {"content": f"small write number {index}"})
+
+
+def fragments(runtime) -> int:
+    return runtime.store._memories.stats()["fragment_stats"]["num_fragments"]
+
+
+async def compacted(runtime) -> None:
+    with anyio.fail_after(30):
+        while fragments(runtime) >= 4:
+            await anyio.sleep(0.1)
+
+
 async def test_background_maintenance_compacts_small_appends(tmp_path):
     settings = settings_for(tmp_path / "db", maintenance_interval_seconds=0.2, compaction_min_fragments=4)
-    runtimes = []
-
-    def factory(s):
-        runtimes.append(make_runtime(s))
-        return runtimes[-1]
-
-    async with connected(build_server(settings, runtime_factory=factory)) as client:
-        for index in range(12):
-            await call(client, "remember", {"content": f"small write number {index}"})
-        memories = runtimes[0].store._memories
-        with anyio.fail_after(30):
-            while memories.stats()["fragment_stats"]["num_fragments"] >= 4:
-                await anyio.sleep(0.1)
+    built = Recorded()
+    async with connected(build_server(settings, runtime_factory=built)) as client:
+        await remember_twelve(client)
+        await compacted(built.runtime)
         recalled = await call(client, "recall", {"query": "small write number 7", "top_k": 12})
     assert len(recalled["memories"]) == 12
     assert recalled["memories"][0]["content"] == "small write number 7"
@@ -37,20 +54,11 @@ async def test_appends_piling_up_start_a_round_before_the_interval(tmp_path):
         compaction_min_fragments=4,
         compaction_after_appends=8,
     )
-    runtimes = []
-
-    def factory(s):
-        runtimes.append(make_runtime(s))
-        return runtimes[-1]
-
-    async with connected(build_server(settings, runtime_factory=factory)) as client:
-        for index in range(12):
-            await call(client, "remember", {"content": f"small write number {index}"})
-        memories = runtimes[0].store._memories
-        with anyio.fail_after(30):
-            while memories.stats()["fragment_stats"]["num_fragments"] >= 4:
-                await anyio.sleep(0.1)
-        assert runtimes[0].store.appends_since_maintenance < 12
+    built = Recorded()
+    async with connected(build_server(settings, runtime_factory=built)) as client:
+        await remember_twelve(client)
+        await compacted(built.runtime)
+        assert built.runtime.store.appends_since_maintenance < 12
 
 
 async def test_without_enough_appends_nothing_runs_before_the_interval(tmp_path):
@@ -60,14 +68,8 @@ async def test_without_enough_appends_nothing_runs_before_the_interval(tmp_path)
         compaction_min_fragments=4,
         compaction_after_appends=1000,
     )
-    runtimes = []
-
-    def factory(s):
-        runtimes.append(make_runtime(s))
-        return runtimes[-1]
-
-    async with connected(build_server(settings, runtime_factory=factory)) as client:
-        for index in range(12):
-            await call(client, "remember", {"content": f"small write number {index}"})
+    built = Recorded()
+    async with connected(build_server(settings, runtime_factory=built)) as client:
+        await remember_twelve(client)
         await anyio.sleep(2.5)  # the loop looks every second: two looks, neither due
-        assert runtimes[0].store._memories.stats()["fragment_stats"]["num_fragments"] >= 12
+        assert fragments(built.runtime) >= 12

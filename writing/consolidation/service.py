@@ -443,10 +443,16 @@ class ConsolidationService:
         if not memory_ids:
             return
         self._store.add_lineage(
-            [
-                self._event(scope, action, memory_id, related_id, resolver, reason, actor, at=at)
-                for memory_id in memory_ids
-            ]
+            self.retirement_events(
+                scope,
+                memory_ids,
+                action,
+                resolver=resolver,
+                reason=reason,
+                actor=actor,
+                at=at,
+                related_id=related_id,
+            )
         )
         self._store.resolve_contradictions(scope, memory_ids, resolution, at)
 
