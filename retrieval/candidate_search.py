@@ -44,7 +44,7 @@ class CandidateSource(Protocol):
         ...
 
     def fulltext_ceiling(self, scope: Scope, text: str) -> float | None:
-        """The BM25 score of a full match of ``text`` in ``scope`` (None: unknown, scores are relative)."""
+        """The BM25 score of a full match of ``text`` in ``scope`` (None: unknown, the floor reads relative scores)."""
         ...
 
 
@@ -129,6 +129,7 @@ class CandidateSearchStage:
                 round(1.0 - self._vector_weight, 6),
                 seen,
                 len(fused),
+                "best match",
                 "full match" if ceiling else "best match",
             )
         )

@@ -1,11 +1,18 @@
 """Fusing the vector and full-text legs into one candidate list (pure).
 
-fused = w x max(0, cosine) + (1 - w) x keyword, both terms in [0, 1], where keyword = min(1, bm25 / full)
-and ``full`` is the score of a memory matching every query term once (the sum of their idf, a term no
-memory uses counting with the highest idf): absolute relevance, so that a memory matching one common word
-of the query scores low even when it is the best match there is. Where the index keeps no term statistics (LanceDB's, for scopes too big to copy), keyword
-= bm25 / the best bm25 found. A memory found by only one leg still gets its cosine from its stored vector
-when that vector came from the same embedder.
+fused = w x max(0, cosine) + (1 - w) x keyword, both terms in [0, 1]. Two readings of keyword:
+
+- for ranking, keyword = bm25 / the best bm25 found (``fused_score``): the best full-text match of the
+  query weighs as much against the vector leg whatever the query's words, which ranks evidence first more
+  often than the absolute reading (docs/retrieval.md has the figures);
+- for the relevance floor, keyword = min(1, bm25 / full) (``fused_absolute``), where ``full`` is the score
+  of a memory matching every query term once (the sum of their idf, a term no memory uses counting with the
+  highest idf): a memory matching one common word of the query scores low even when it is the best match
+  there is, so it is filler and the floor keeps it out. Where the index keeps no term statistics (LanceDB's,
+  for scopes too big to copy) there is no full match to read against and the floor reads the ranking score.
+
+A memory found by only one leg still gets its cosine from its stored vector when that vector came from the
+same embedder.
 """
 
 from __future__ import annotations
@@ -54,7 +61,8 @@ def fuse(
     fulltext_ceiling: float | None = None,
 ) -> tuple[tuple[Candidate, ...], int]:
     """Return the best ``limit`` candidates by fused score, and how many distinct memories were seen.
-    ``fulltext_ceiling``: the BM25 score of a full match of the query (None or 0: use the best score)."""
+    ``fulltext_ceiling``: the BM25 score of a full match of the query (None or 0: unknown, and the
+    candidates carry no ``fused_absolute``)."""
     merged: dict[str, _Merged] = {}
     for hit in vector_hits:
         entry = merged.setdefault(hit.record.id, _Merged(hit.record, hit.vector))
@@ -74,11 +82,15 @@ def fuse(
             ):
                 entry.vector_score = float(np.dot(query_vector, entry.vector))
 
-    full = fulltext_ceiling or max((entry.fulltext_score or 0.0 for entry in merged.values()), default=0.0)
+    best = max((entry.fulltext_score or 0.0 for entry in merged.values()), default=0.0)
     candidates = []
     for entry in merged.values():
         cosine = max(0.0, entry.vector_score) if entry.vector_score is not None else 0.0
-        keyword = min(1.0, (entry.fulltext_score or 0.0) / full) if full > 0 else 0.0
+        bm25 = entry.fulltext_score or 0.0
+        keyword = bm25 / best if best > 0 else 0.0
+        absolute: float | None = None
+        if fulltext_ceiling:
+            absolute = vector_weight * cosine + (1.0 - vector_weight) * min(1.0, bm25 / fulltext_ceiling)
         found_by = tuple(
             leg for leg, hit in (("vector", entry.vector_leg), ("fulltext", entry.fulltext_leg)) if hit
         )
@@ -89,6 +101,7 @@ def fuse(
                 vector_score=entry.vector_score,
                 fulltext_score=entry.fulltext_score,
                 fused_score=vector_weight * cosine + (1.0 - vector_weight) * keyword,
+                fused_absolute=absolute,
             )
         )
     candidates.sort(key=lambda candidate: (-candidate.fused_score, candidate.id))

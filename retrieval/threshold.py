@@ -1,6 +1,7 @@
 """Stage: the relevance floor (``min_fact_score``). A candidate whose relevance is below the floor never
 enters the context: recall returns fewer than top_k memories, or none, rather than filler. Each one dropped
-is traced with its score and the floor.
+is traced with its score and the floor. The score compared is ``Candidate.floor_score``: the relevance with
+BM25 read against a full match of the query (absolute), while ranking reads it against the best match.
 
 The default floor depends on what the relevance is made of (``relevance_floor_for``): fused scores of the
 offline hashed vectors and BM25, fused scores of a sentence-transformers model and BM25, or a reranker's.
@@ -41,10 +42,10 @@ class MinScoreStage:
         return self.apply(candidates)
 
     def apply(self, candidates: tuple[Candidate, ...]) -> StageOutput:
-        kept = tuple(candidate for candidate in candidates if candidate.relevance_score >= self._threshold)
+        kept = tuple(candidate for candidate in candidates if candidate.floor_score >= self._threshold)
         events = tuple(
-            BelowThreshold(candidate.id, round(candidate.relevance_score, 6), self._threshold)
+            BelowThreshold(candidate.id, round(candidate.floor_score, 6), self._threshold)
             for candidate in candidates
-            if candidate.relevance_score < self._threshold
+            if candidate.floor_score < self._threshold
         )
         return StageOutput(kept, (FloorApplied(self._threshold, len(candidates) - len(kept)), *events))

@@ -35,9 +35,11 @@ class CandidatesFused:
     fulltext_weight: float
     union: int
     kept: int
-    # What a BM25 score was divided by: "full match" (the score of a memory matching every query term:
-    # absolute relevance) or "best match" (the best score found: relative, where the index keeps no stats).
+    # What a BM25 score was divided by: for ranking always the best score found; for the relevance floor
+    # "full match" (the score of a memory matching every query term: absolute relevance) or "best match"
+    # (where the index keeps no term statistics, the floor reads the ranking score).
     fulltext_normalised_by: str = "best match"
+    floor_normalised_by: str = "best match"
 
 
 @dataclass(frozen=True)
@@ -294,6 +296,7 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
             "vector": candidate.vector_score,
             "fulltext": candidate.fulltext_score,
             "fused": candidate.fused_score,
+            "fused_absolute": candidate.fused_absolute,
             "rerank": candidate.rerank_score,
             "attribution": candidate.attribution_factor,
             "instruction_factor": candidate.instruction_factor,

@@ -47,6 +47,9 @@ class Candidate:
     vector_score: float | None = None
     fulltext_score: float | None = None
     fused_score: float = 0.0
+    # The fused score with BM25 read against a full match of the query instead of the best match found:
+    # absolute, what the relevance floor compares (None: the index keeps no term statistics).
+    fused_absolute: float | None = None
     rerank_score: float | None = None
     attribution_factor: float = 1.0  # 1 - author_discount when the query names another agent
     instruction_signals: tuple[str, ...] = ()  # why its text reads as instructions to the model, if it does
@@ -73,6 +76,14 @@ class Candidate:
     @property
     def id(self) -> str:
         return self.memory.id
+
+    @property
+    def floor_score(self) -> float:
+        """The relevance the floor compares: ``relevance_score`` with the fused part read on the absolute
+        scale (``fused_absolute``) when there is one and no reranker scored the candidate."""
+        if self.rerank_score is not None or self.fused_absolute is None or self.fused_score <= 0.0:
+            return self.relevance_score
+        return self.relevance_score * self.fused_absolute / self.fused_score
 
     @property
     def boosted_score(self) -> float:

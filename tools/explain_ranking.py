@@ -20,17 +20,16 @@ from tools.recall import build_request, check_bounds, record_retrieval
 
 
 class ExplainRankingInput(ScopeArgs):
-    retrieval_id: Identifier | None = Field(None, description="The retrieval_id a recall returned.")
+    retrieval_id: Identifier | None = Field(None, description="From recall.")
     query: Annotated[str, Field(min_length=1, max_length=100_000), WithoutSecrets] | None = Field(
-        None, description="Instead of retrieval_id: run this query now and explain it."
+        None, description="Instead: a query to run now."
     )
-    memory_id: Identifier | None = Field(None, description="Explain only this memory.")
-    top_k: int | None = Field(None, ge=1, le=1_000, description="With query: as for recall.")
-    char_budget: int = Field(16_000, ge=1, le=10_000_000, description="With query: as for recall.")
-    tags: list[Tag] | None = Field(None, max_length=100, description="With query: as for recall.")
-    kinds: list[Literal["fact", "episode", "artifact"]] | None = Field(
-        None, description="With query: as for recall."
-    )
+    memory_id: Identifier | None = Field(None, description="Only this memory.")
+    # With query, as for recall:
+    top_k: int | None = Field(None, ge=1, le=1_000)
+    char_budget: int = Field(16_000, ge=1, le=10_000_000)
+    tags: list[Tag] | None = Field(None, max_length=100)
+    kinds: list[Literal["fact", "episode", "artifact"]] | None = None
 
 
 class StageScores(BaseModel):
@@ -38,7 +37,16 @@ class StageScores(BaseModel):
     fulltext: float | None = Field(
         description="BM25 score from the full-text index (>= 0); null if not matched."
     )
-    fused: float = Field(description="w x max(0, vector) + (1 - w) x bm25 / max bm25, [0, 1].")
+    fused: float = Field(
+        description="w x max(0, vector) + (1 - w) x bm25 / the best bm25 of the query's candidates, [0, 1]: "
+        "what ranks."
+    )
+    fused_absolute: float | None = Field(
+        None,
+        description="The same with bm25 / the bm25 of a full match of the query (capped at 1): what the "
+        "relevance floor compares, so that the best of weak matches is still filler; null when the "
+        "full-text index keeps no term statistics.",
+    )
     rerank: float | None = Field(
         description="Cross-encoder, Cohere or LLM relevance, [0, 1]; null when no reranker ran."
     )
@@ -51,7 +59,8 @@ class StageScores(BaseModel):
         description="MEMORIA_INSTRUCTION_DEMOTION when its text reads as instructions to the model, else 1.",
     )
     relevance: float = Field(
-        description="(rerank if it ran, else fused) x attribution x instruction_factor (0 for an episode sibling)."
+        description="(rerank if it ran, else fused) x attribution x instruction_factor (0 for an episode sibling); "
+        "the floor reads it with fused_absolute in place of fused."
     )
     corroboration_boost: float = Field(
         0.0, description="log2(1 + corroborating agents) x 0.1, added to relevance before feedback weighting."

@@ -20,24 +20,20 @@ if TYPE_CHECKING:
 
 
 class ForgetInput(ScopeArgs):
-    memory_id: Identifier | None = Field(None, description="The memory to forget.")
+    memory_id: Identifier | None = None
     query: Annotated[str, Field(min_length=1, max_length=4_000), WithoutSecrets] | None = Field(
         None,
-        description="Instead of memory_id: forget the best matches of this query, only memories that match "
-        "it closely (relevance >= MEMORIA_FORGET_MIN_RELEVANCE, 0.5); try dry_run first.",
+        description="Instead: its close matches (relevance >= 0.5). Try dry_run first.",
     )
     mode: Literal["retract", "purge"] = Field(
         "retract",
-        description="retract: keep the row for audit and lineage, never recall it; purge: also erase its content "
-        "for privacy (irreversible).",
+        description="purge: also erase the content (irreversible).",
     )
-    max_memories: int = Field(
-        1, ge=1, le=20, description="With query: forget at most this many best matches."
-    )
+    max_memories: int = Field(1, ge=1, le=20, description="With query: at most this many.")
     reason: Annotated[str, Field(max_length=500), WithoutSecrets] | None = Field(
         None, description="Why, for the record."
     )
-    dry_run: bool = Field(False, description="Show what would be forgotten without changing anything.")
+    dry_run: bool = Field(False, description="Only show what would go.")
 
 
 class Match(BaseModel):
@@ -138,9 +134,16 @@ def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) 
 
 def best_matches(runtime: Runtime, scope: Scope, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:
     """The active memories a recall for ``query`` would rank first (the recall's candidate search), with
-    their relevance (the fused score: a full-text match read against a full match of the query)."""
+    their relevance (the fused score with a full-text match read against a full match of the query, as
+    the relevance floor reads it; where the index keeps no term statistics, against the best match)."""
     fused, _ = runtime.pipeline.candidate_search.search(scope, query, leg_limit=limit * 3, limit=limit)
-    return [(candidate.memory, candidate.fused_score) for candidate in fused]
+    return [
+        (
+            candidate.memory,
+            candidate.fused_absolute if candidate.fused_absolute is not None else candidate.fused_score,
+        )
+        for candidate in fused
+    ]
 
 
 async def handle(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:

@@ -72,7 +72,7 @@ def test_the_fusion_weight_follows_the_embedder_unless_configured():
     assert vector_weight_for(0.8, "hashed-v1:384") == 0.8
 
 
-def test_with_a_full_match_score_bm25_reads_as_absolute_relevance():
+def test_ranking_reads_bm25_against_the_best_match_and_the_floor_against_a_full_match():
     query = unit(1, 0)
     fulltext_hits = [SearchHit(record("b"), 4.0, unit(0, 1)), SearchHit(record("c"), 2.0, unit(0, 1))]
     fused, _ = fuse(
@@ -84,8 +84,10 @@ def test_with_a_full_match_score_bm25_reads_as_absolute_relevance():
         limit=10,
         fulltext_ceiling=8.0,
     )
-    # b matches half the query's idf (4 / 8), c a quarter: the best match is not taken as a full one.
-    assert {c.id: c.fused_score for c in fused} == pytest.approx({"b": 0.25, "c": 0.125})
+    # Ranking: b is the best match (4 / 4), c half of it (2 / 4), each times the keyword weight 0.5.
+    assert {c.id: c.fused_score for c in fused} == pytest.approx({"b": 0.5, "c": 0.25})
+    # The floor: b matches half the query's idf (4 / 8), c a quarter: the best match is not a full one.
+    assert {c.id: c.fused_absolute for c in fused} == pytest.approx({"b": 0.25, "c": 0.125})
     over, _ = fuse(
         [],
         [SearchHit(record("d"), 9.0, unit(0, 1))],
@@ -95,4 +97,18 @@ def test_with_a_full_match_score_bm25_reads_as_absolute_relevance():
         limit=1,
         fulltext_ceiling=8.0,
     )
-    assert over[0].fused_score == pytest.approx(0.5)  # a repetition past the full match counts as 1
+    assert over[0].fused_absolute == pytest.approx(0.5)  # a repetition past the full match counts as 1
+
+
+def test_without_a_full_match_score_there_is_no_absolute_reading():
+    fused, _ = fuse(
+        [],
+        [SearchHit(record("b"), 4.0, unit(0, 1))],
+        query_vector=unit(1, 0),
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=1,
+    )
+    assert fused[0].fused_score == pytest.approx(0.5)
+    assert fused[0].fused_absolute is None
+    assert fused[0].floor_score == fused[0].relevance_score

@@ -26,6 +26,8 @@ def test_explain_reads_back_every_candidate_with_its_scores_per_stage(runtime, i
     assert first.id == recalled.memories[0].id and first.in_context
     assert first.scores.final == pytest.approx(recalled.memories[0].score, abs=1e-6)
     assert first.scores.relevance == first.scores.fused  # no reranker ran
+    # Ranking reads BM25 against the best match, the floor against a full match of the query: never more.
+    assert first.scores.fused_absolute is not None and first.scores.fused_absolute <= first.scores.fused
     assert first.reason == "in the context at position [1]"
     assert all(not c.in_context and c.reason == "ranked below the top_k=1 cut" for c in out.candidates[1:])
     assert all(c.rank_delta == 0 for c in out.candidates)
