@@ -1,8 +1,9 @@
 """The reports behind contextual feedback weights: each memory's credits in the current reports and the
 reporting sessions' queries, read for a recall's candidates and kept until a report changes them.
 
-A recall asks for the weights of its candidates. Their credits are read once (one indexed query for the
-memories not yet held) and the sessions behind them once (their queries, embedded again when another
+A recall asks for the weights of its candidates. Which memories of a scope any report credits is read once
+per scope (one column) and kept up to date: most candidates were never credited, and their weight is known
+without a read. The credits of the others are read once (one query for the memories not yet held) and the sessions behind them once (their queries, embedded again when another
 embedder made them, only when first needed); each candidate's reports are then replayed with their
 closeness to the query (``retrieval.outcomes.contextual_weight``). When a report is made, by any process,
 the next recall reads only the rows it wrote (by row version) and updates what it holds.
@@ -31,6 +32,7 @@ MAX_REPORTS_PER_MEMORY = 64
 MAX_CREDITS_PER_MEMORY = 256
 MAX_HELD_CREDITS = 500_000  # about 100 MB of credits at most
 MAX_HELD_QUERIES = 40_000  # reported queries whose embeddings are held (1.5 KB each at 384 dimensions)
+MAX_HELD_CREDITED = 500_000  # ids of credited memories held, over every scope (about 60 MB at most)
 # A report rewrites its session's rows: past this many changed rows since the last read, dropping what
 # is held costs less than applying the changes one by one.
 MAX_CHANGES_APPLIED = 20_000
@@ -40,6 +42,8 @@ class FeedbackSource(Protocol):
     """What the index reads (``storage.store.MemoryStore`` implements it)."""
 
     def feedback_version(self) -> int: ...
+
+    def credited_memories(self, scope: Scope) -> set[str]: ...
 
     def credits_for(
         self, scope: Scope, memory_ids: Sequence[str] | None = None, *, session_id: str | None = None
@@ -88,6 +92,7 @@ class FeedbackIndex:
         max_credits_per_memory: int = MAX_CREDITS_PER_MEMORY,
         max_held_credits: int = MAX_HELD_CREDITS,
         max_held_queries: int = MAX_HELD_QUERIES,
+        max_held_credited: int = MAX_HELD_CREDITED,
     ) -> None:
         self._source = source
         self._embedder = embedder
@@ -100,6 +105,10 @@ class FeedbackIndex:
         self._version: int | None = None
         self._credits: OrderedDict[tuple[Scope, str], list[CreditedSession]] = OrderedDict()
         self._sessions: OrderedDict[tuple[Scope, str], _Session] = OrderedDict()
+        # Per scope, the memories some report credits (None: too many to hold, every candidate is read).
+        self._credited: OrderedDict[Scope, set[str] | None] = OrderedDict()
+        self._held_credited = 0
+        self._max_held_credited = max_held_credited
         self._held_credits = 0
         self._held_queries = 0
         self._pinned: tuple[str, int] | None = None  # (recall, the table version it saw)
@@ -174,12 +183,15 @@ class FeedbackIndex:
         """The credits of ``memory_ids``: held, or read and held when what is held is of version ``seen``
         (the version caught up to just before: rows read after it are at least that new, and a report
         landing in between is applied again, idempotently, by the next catch-up)."""
+        credited = self._credited_in(scope, seen)
         found: dict[str, list[CreditedSession]] = {}
         missing = []
         with self._lock:
             for memory_id in dict.fromkeys(memory_ids):
                 held = self._credits.get((scope, memory_id))
-                if held is None:
+                if held is None and credited is not None and memory_id not in credited:
+                    found[memory_id] = []  # no report credits it: nothing to read
+                elif held is None:
                     missing.append(memory_id)
                 else:
                     self._credits.move_to_end((scope, memory_id))
@@ -197,6 +209,24 @@ class FeedbackIndex:
                     self._evict()
             found.update(read)
         return found
+
+    def _credited_in(self, scope: Scope, seen: int) -> set[str] | None:
+        """The memories of ``scope`` some report credits: held, or read (and held when what is held is of
+        version ``seen``, as for credits). None when the scope has too many to hold."""
+        with self._lock:
+            if scope in self._credited:
+                self._credited.move_to_end(scope)
+                return self._credited[scope]
+        read: set[str] | None = self._source.credited_memories(scope)
+        self.reads += 1
+        if read is not None and len(read) > self._max_held_credited:
+            read = None
+        with self._lock:
+            if seen == self._version and scope not in self._credited:
+                self._credited[scope] = read
+                self._held_credited += len(read) if read is not None else 0
+                self._evict()
+        return read
 
     def _sessions_of(
         self, scope: Scope, session_ids: Sequence[str], seen: int
@@ -267,9 +297,18 @@ class FeedbackIndex:
             if len(credits) + len(sessions) > MAX_CHANGES_APPLIED:
                 self._credits.clear()
                 self._sessions.clear()
-                self._held_credits = self._held_queries = 0
+                self._credited.clear()
+                self._held_credits = self._held_queries = self._held_credited = 0
             else:
                 for scope, credited in credits:
+                    known = self._credited.get(scope)
+                    if (
+                        known is not None
+                        and credited.credit.share > 0
+                        and credited.credit.memory_id not in known
+                    ):
+                        known.add(credited.credit.memory_id)  # a share set to 0 may stay: it is only read
+                        self._held_credited += 1
                     key = (scope, credited.credit.memory_id)
                     if key in self._credits:
                         self._hold_credits(key, _with(self._credits[key], credited)[-self._max_credits :])
@@ -298,6 +337,9 @@ class FeedbackIndex:
         while self._held_queries > self._max_held_queries and self._sessions:
             _, entry = self._sessions.popitem(last=False)
             self._held_queries -= entry.size
+        while self._held_credited > self._max_held_credited and self._credited:
+            _, ids = self._credited.popitem(last=False)
+            self._held_credited -= len(ids) if ids is not None else 0
 
 
 def _with(credits: list[CreditedSession], changed: CreditedSession) -> list[CreditedSession]:

@@ -1284,6 +1284,11 @@ class MemoryStore:
         """The credit table's version: any report, by any process, changes it."""
         return int(self._feedback.version)
 
+    def report_versions(self) -> tuple[int, int]:
+        """The versions of the credit table and of the report table (``put_outcome`` commits to the first,
+        then the second): a report read at these versions is current while both stay the same."""
+        return int(self._feedback.version), int(self._outcomes.version)
+
     def credits_for(
         self, scope: Scope, memory_ids: Sequence[str] | None = None, *, session_id: str | None = None
     ) -> dict[str, list[CreditedSession]]:
@@ -1304,6 +1309,18 @@ class MemoryStore:
         for credits in found.values():
             credits.sort(key=lambda credited: credited.replay_key)
         return found
+
+    def credited_memories(self, scope: Scope) -> set[str]:
+        """The memories of ``scope`` that some current report credits (share above 0): one read of one
+        column, so that a recall reads the credits of these memories only."""
+        condition = filters.all_of(filters.scope_is(scope), filters.equals("kind", "credit"))
+        rows = scan(self._feedback, condition, ["memory_id", "share"])
+        shares = rows.column("share").to_pylist()
+        return {
+            memory_id
+            for memory_id, share in zip(rows.column("memory_id").to_pylist(), shares, strict=True)
+            if share is not None and share > 0
+        }
 
     def report_queries(self, scope: Scope, session_ids: Sequence[str]) -> dict[str, ReportQueries]:
         """The recall queries (and their embeddings) of these reported sessions."""

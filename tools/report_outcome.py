@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -33,38 +33,35 @@ from storage.records import (
 )
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, WithoutSecrets
 
+if TYPE_CHECKING:
+    from storage.store import MemoryStore
+
 log = logging.getLogger(__name__)
 
 MAX_NAMED = 100  # memories one report may name as helpful, and as misleading
 
 
 class ReportOutcomeInput(ScopeArgs):
-    outcome: Literal["success", "failure", "partial"] = Field(
-        description="How the task went: success raises the memories this session relied on, failure "
-        "lowers them, partial leaves them near neutral."
-    )
+    outcome: Literal["success", "failure", "partial"] = Field(description="How the task went.")
     score: float | None = Field(
         None,
         ge=0.0,
         le=1.0,
-        description="Optional finer grade from 0 (failure) to 1 (success); overrides the label.",
+        description="0 (failure) to 1 (success); overrides outcome.",
     )
     helpful_ids: list[Identifier] | None = Field(
         None,
         max_length=MAX_NAMED,
-        description="Ids of the memories you relied on (each recall result lists them): they rise fully, "
-        "for tasks like this one.",
+        description="Ids of the memories you relied on.",
     )
     misleading_ids: list[Identifier] | None = Field(
         None,
         max_length=MAX_NAMED,
-        description="Ids of memories that were wrong or misled you: they sink fully, for tasks like this one.",
+        description="Ids of memories that misled you.",
     )
-    session_id: Identifier | None = Field(
-        None, description="The session to report on. Default: this client connection's session."
-    )
+    session_id: Identifier | None = Field(None, description="Default: this connection's session.")
     note: Annotated[str, Field(max_length=4_000), WithoutSecrets] | None = Field(
-        None, description="Optional: what helped or misled."
+        None, description="What helped or misled."
     )
 
     @model_validator(mode="after")
@@ -147,8 +144,17 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     query_vectors = tuple(tuple(float(x) for x in embedder.embed_query(query)) for query in queries)
     memory_ids = tuple(credit.memory_id for credit in credits)
 
+    # What the report reads (the session's earlier report, every credit of the memories it moves) is read
+    # before the write lock, at the versions ``seen`` of the credit and report tables; under the lock it is
+    # read again only if a report committed since (a report writes its credits, then its row: both
+    # versions, since one may have been read between the two commits). The lock is then held for the
+    # writes alone: under load, reports queued behind each other's reads (0.43 s a report).
+    seen = store.report_versions()
+    reads = read_for_report(store, scope, session_id, memory_ids)
     with store.exclusive():
-        previous = store.get_outcome(scope, session_id)
+        if store.report_versions() != seen:
+            reads = read_for_report(store, scope, session_id, memory_ids)
+        previous = reads.previous
         if (
             previous is not None
             and previous.score == score
@@ -198,13 +204,12 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             query_vectors=query_vectors,
             query_embedder=embedder.name,
         )
-        # Every memory this session's report moved or moves, including one a report that crashed half-way
-        # had credited (its credit rows are there, its report row is not).
-        half_done = store.credits_for(scope, session_id=session_id)
-        affected = list(dict.fromkeys((*memory_ids, *(previous.memory_ids if previous else ()), *half_done)))
+        half_done = reads.half_done
+        affected = reads.affected
+        # The weights and protection tiers as they are now (the scope's copy: no table read).
         current = store.get_memories(affected, scope)
         # Every report's credits for these memories, with this session's replaced by the new report's.
-        replay = with_report(store.credits_for(scope, affected), record)
+        replay = with_report(reads.credited, record)
         weights = replayed_weights(policy, current, replay)
         credit_of = {credit.memory_id: credit for credit in credits}
         updates = [
@@ -271,6 +276,31 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     )
 
 
+Replay = Mapping[str, Sequence[CreditedSession]]  # memory id -> its credits, in replay order
+
+
+@dataclass(frozen=True)
+class ReportReads:
+    """What a report reads before it writes: the session's current report, the memories a report of it
+    that failed half-way credited, every memory this report touches, and all their credits."""
+
+    previous: OutcomeRecord | None
+    half_done: tuple[str, ...]
+    affected: tuple[str, ...]
+    credited: Replay
+
+
+def read_for_report(
+    store: MemoryStore, scope: Scope, session_id: str, memory_ids: Sequence[str]
+) -> ReportReads:
+    previous = store.get_outcome(scope, session_id)
+    # Every memory this session's report moved or moves, including one a report that crashed half-way
+    # had credited (its credit rows are there, its report row is not).
+    half_done = tuple(store.credits_for(scope, session_id=session_id))
+    affected = tuple(dict.fromkeys((*memory_ids, *(previous.memory_ids if previous else ()), *half_done)))
+    return ReportReads(previous, half_done, affected, store.credits_for(scope, affected))
+
+
 def shown_contexts(
     retrievals: Sequence[RetrievalRecord],
 ) -> tuple[list[ShownContext], tuple[str, ...], list[int]]:
@@ -299,9 +329,6 @@ def unweighted_score(entry: dict[str, Any]) -> float:
         weight = scores.get("feedback_weight") or 1.0
         return float(scores["final"]) / min(1.0, weight) if weight > 0 else 0.0
     return float(scores["relevance"]) + float(scores.get("corroboration_boost") or 0.0)
-
-
-Replay = Mapping[str, Sequence[CreditedSession]]  # memory id -> its credits, in replay order
 
 
 def with_report(credited: Replay, record: OutcomeRecord) -> dict[str, list[CreditedSession]]:

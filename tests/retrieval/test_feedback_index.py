@@ -26,6 +26,7 @@ class Reports:
         self.reports: list[OutcomeRecord] = []
         self.versions: list[tuple[int, OutcomeRecord]] = []  # (version written at, report)
         self.version = 1
+        self.credited_reads = 0
         for report in reports:
             self.add(report)
 
@@ -42,6 +43,16 @@ class Reports:
 
     def feedback_version(self) -> int:
         return self.version
+
+    def credited_memories(self, scope):
+        self.credited_reads += 1
+        return {
+            m
+            for found in self.credits_for(scope).values()
+            for c in found
+            if c.credit.share > 0
+            for m in [c.credit.memory_id]
+        }
 
     def credits_for(self, scope, memory_ids=None, *, session_id=None):
         found = {memory_id: [] for memory_id in memory_ids or ()}
@@ -129,11 +140,42 @@ def test_what_is_held_is_read_once_and_a_new_report_costs_one_read_of_its_rows()
     index = index_over(outcomes, embedder)
     for _ in range(3):
         weight_for(index, "deploy")
-    assert index.reads == 2  # the memory's credits, then its session's queries
+    assert index.reads == 3  # which memories the scope's reports credit, m's credits, its session's queries
     outcomes.add(outcome("s2", [MemoryCredit("m", "misleading", 1.0, 0.0, 0)], embedder=embedder, order=1))
     # 1.15, then a full failure step: 1.15 + 0.2 x (0.25 - 1.15) = 0.97
     assert weight_for(index, "deploy") == pytest.approx(0.97)
-    assert index.reads == 3  # the rows the report wrote; s2's queries came with them
+    assert index.reads == 4  # the rows the report wrote; s2's queries came with them
+
+
+def test_a_memory_no_report_credits_is_weighed_without_a_read_until_a_report_credits_it():
+    embedder = TableEmbedder(VECTORS)
+    outcomes = Reports([outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder)])
+    index = index_over(outcomes, embedder)
+    assert weight_for(index, "deploy", "never") == 1.0
+    reads = index.reads
+    for name in ("never", "nor-this", "nor-that"):
+        assert weight_for(index, "deploy", name) == 1.0
+    assert index.reads == reads and outcomes.credited_reads == 1
+    # A report credits "never" after the scope's credited memories were read: the next recall catches up.
+    outcomes.add(outcome("s2", [MemoryCredit("never", "helpful", 1.0, 1.0, 0)], embedder=embedder, order=1))
+    assert weight_for(index, "deploy", "never") == pytest.approx(1.15)
+    assert outcomes.credited_reads == 1
+
+
+def test_a_scope_with_more_credited_memories_than_may_be_held_reads_each_candidates_credits():
+    embedder = TableEmbedder(VECTORS)
+    reports = [
+        outcome(f"s{n}", [MemoryCredit(f"m{n}", "helpful", 1.0, 1.0, 0)], embedder=embedder, order=n)
+        for n in range(3)
+    ]
+    outcomes = Reports(reports)
+    index = index_over(outcomes, embedder, max_held_credited=2)
+    assert weight_for(index, "deploy", "m1") == pytest.approx(1.15)
+    assert weight_for(index, "deploy", "never") == 1.0
+    reads = index.reads
+    assert weight_for(index, "deploy", "other") == 1.0
+    assert index.reads == reads + 1  # not known to be uncredited: read
+    assert outcomes.credited_reads == 1  # the scope is not read again either
 
 
 def test_a_corrected_report_replaces_its_sessions_credit_in_what_is_held():

@@ -5,6 +5,7 @@ from dataclasses import replace
 import pytest
 from pydantic import ValidationError
 
+import tools.report_outcome as report_outcome_module
 from storage.records import Scope
 from tools.common import Caller, ToolFailure
 from tools.recall import RecallInput, recall
@@ -221,6 +222,45 @@ def test_weights_replay_sessions_in_the_order_they_first_reported(runtime, three
     assert weights(runtime, three)["a"] == 1.03
     report_outcome(both_helpful(three), runtime, S1)  # s1 corrected in place: a: 1.15 -> 1.27
     assert weights(runtime, three) == {"a": 1.27, "b": 1.15, "c": 1.0}
+
+
+def test_a_report_reads_before_the_write_lock_and_once_when_nothing_lands_meanwhile(
+    runtime, three, monkeypatch
+):
+    reads = []
+    original = report_outcome_module.read_for_report
+
+    def counted(*args, **kwargs):
+        reads.append(runtime.store.report_versions())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(report_outcome_module, "read_for_report", counted)
+    recall_top(runtime, S1)
+    report_outcome(both_helpful(three), runtime, S1)
+    assert len(reads) == 1
+
+
+def test_a_report_landing_between_the_reads_and_the_write_lock_is_read_again_and_replayed(
+    runtime, three, monkeypatch
+):
+    a, b = three["a"], three["b"]
+    recall_top(runtime, S1)
+    recall_top(runtime, S2, top_k=1)  # a only
+    original = report_outcome_module.read_for_report
+    landed = []
+
+    def then_another_report_lands(store, scope, session_id, memory_ids):
+        found = original(store, scope, session_id, memory_ids)
+        if session_id == S1.session_id and not landed:
+            landed.append(report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[a]), runtime, S2))
+        return found
+
+    monkeypatch.setattr(report_outcome_module, "read_for_report", then_another_report_lands)
+    report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a, b]), runtime, S1)
+    assert landed[0].status == "applied"
+    # S2 reported first: a 1.0 -> 0.8 x 1.0 + 0.35 = 1.15; then S1's failure: 0.8 x 1.15 + 0.05 = 0.97.
+    # Read before S2 landed and not again, S1's report would have written a = 0.85, losing S2's step.
+    assert weights(runtime, three) == {"a": 0.97, "b": 0.85, "c": 1.0}
 
 
 def test_an_explicit_score_overrides_the_label(runtime, three):
