@@ -31,9 +31,8 @@ from pydantic import BaseModel, ValidationError
 
 from console.terminal import ProgressBar, counts, key_values, table, ticking
 from retrieval.text import clip
-from server.auth import ScopePattern, new_token, token_digest
+from server.arguments import friendly_validation_message
 from server.config import Settings, default_data_dir
-from server.registry import friendly_validation_message
 from storage.records import Scope
 from tools.common import Caller, Runtime, ToolFailure
 
@@ -782,6 +781,8 @@ def doctor_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def issue_token(principal: str, read: list[str], write: list[str]) -> int:
     """Print a new random token (shown once) and its tokens-file entry, which holds only its digest."""
+    from server.auth import ScopePattern, new_token, token_digest  # (the MCP SDK's auth: only this command)
+
     try:
         for scope in (*read, *write):
             ScopePattern.parse(scope)

@@ -59,16 +59,14 @@ def tool_specs() -> list[ToolSpec]:
             name="remember",
             title="Remember",
             description=(
-                "Store one durable memory (a fact, decision, fix, episode summary or artifact) verbatim, with "
-                "who learned it and when. The same content in the same org/project is stored once: the call "
-                "returns status 'duplicate' and the existing id. Near-restatements are consolidated into one "
-                "memory, an explicit revision ('we switched from X to Y') supersedes the old belief, and nothing is "
-                "deleted: the result says what changed and who decided. Use for knowledge worth keeping across "
-                "sessions, not for chatter."
+                "Store one durable memory (fact, decision, fix, episode summary or artifact) verbatim for later "
+                "sessions; not chatter. Identical content is stored once ('duplicate'); restatements merge and a "
+                "revision ('we switched from X to Y') supersedes the old belief: the result says what changed."
             ),
             input_model=remember.RememberInput,
             output_model=remember.RememberOutput,
             handler=remember.handle,
+            output_fields=("id", "status", "duplicate_of", "expires_at", "note", "consolidation", "redacted"),
             uses_llm=True,
             effect="writes",
         ),
@@ -76,9 +74,8 @@ def tool_specs() -> list[ToolSpec]:
             name="remember_many",
             title="Remember many",
             description=(
-                "Store several memories in one call (up to 200), e.g. the facts learned during a task. Identical "
-                "contents are stored once; near-duplicates within the batch collapse into the last one (the others "
-                "are kept as superseded by it); every new memory is then consolidated as remember does."
+                "Store several memories in one call, e.g. the facts learned during a task, as remember does; "
+                "near-duplicates within the batch collapse into the last one."
             ),
             input_model=remember_many.RememberManyInput,
             output_model=remember_many.RememberManyOutput,
@@ -90,11 +87,9 @@ def tool_specs() -> list[ToolSpec]:
             name="recall",
             title="Recall",
             description=(
-                "Find the memories most useful for a task and return them as a ready-to-paste context block "
-                "(never longer than char_budget), grouped by episode, plus the list of memories in it. Pipeline: "
-                "gate (greetings and thanks skip retrieval), embedding + full-text search, rerank, corroboration "
-                "boost (the same conclusion from several agents), feedback weights from reported outcomes, "
-                "episode expansion. Call at the start of a task and when stuck."
+                "Call at the start of a task and when stuck. Returns a ready-to-paste context block of the "
+                "memories that match (best first, each with its id, at most char_budget characters) and their "
+                "list; none if nothing matches."
             ),
             input_model=recall.RecallInput,
             output_model=recall.RecallOutput,
@@ -107,31 +102,37 @@ def tool_specs() -> list[ToolSpec]:
             name="report_outcome",
             title="Report outcome",
             description=(
-                "Report how the session's task went, once, when it ends. Name the memories you relied on in "
-                "helpful_ids and those that were wrong or misled you in misleading_ids (ids from recall's "
-                "memories): each moves a full step, up or down. The other memories this session's recalls "
-                "showed move by a share of their rank; filler never moves. The weights apply to later tasks "
-                "like this session's, not to every task. Reporting the same session again replaces the earlier "
-                "report (it never counts twice)."
+                "When the task ends, say how it went and name the recalled memories you relied on (helpful_ids) "
+                "or that misled you (misleading_ids): they rise or sink for later tasks like this one. A second "
+                "report of a session replaces the first."
             ),
             input_model=report_outcome.ReportOutcomeInput,
             output_model=report_outcome.ReportOutcomeOutput,
             handler=report_outcome.handle,
+            output_fields=("session_id", "status", "revision", "detail", "updated"),
             effect="writes",
         ),
         ToolSpec(
             name="explain_ranking",
             title="Explain ranking",
             description=(
-                "Show why each memory ranked where it did in a recall: its score at every stage (vector, "
-                "full-text, fused, rerank, corroboration boost and the agents behind it, feedback weight, final; "
-                "for an episode sibling, the memory that brought it), its rank with and without feedback weighting, "
-                "whether it made the context and why not, the backends used and each stage's time. Pass the "
-                "retrieval_id from recall, or a query to run and explain now; memory_id narrows it to one memory."
+                "Why each memory of a recall ranked where it did: its score at each stage, the feedback behind "
+                "it, its rank with and without feedback, why it was left out, backends and timings. Pass "
+                "recall's retrieval_id, or a query."
             ),
             input_model=explain_ranking.ExplainRankingInput,
             output_model=explain_ranking.ExplainRankingOutput,
             handler=explain_ranking.handle,
+            output_fields=(
+                "retrieval_id",
+                "query",
+                "weighting_enabled",
+                "gated",
+                "backends",
+                "stages",
+                "candidates",
+                "notes",
+            ),
             effect="reads",
             uses_llm=True,
         ),
@@ -139,21 +140,21 @@ def tool_specs() -> list[ToolSpec]:
             name="forget",
             title="Forget",
             description=(
-                "Forget a memory by id, or the best matches of a query: retract keeps the row for audit and "
-                "lineage but it is never recalled again; purge also erases its content, tags and vector from the "
-                "store (irreversible, for private data). Both leave a record. dry_run shows what would go."
+                "Forget a memory by id, or a query's close matches: retract keeps it for audit, never recalled; "
+                "purge also erases its content, tags and vector (irreversible)."
             ),
             input_model=forget.ForgetInput,
             output_model=forget.ForgetOutput,
             handler=forget.handle,
+            output_fields=("forgotten", "matches", "note"),
             effect="erases",
         ),
         ToolSpec(
             name="drift",
             title="Drift",
             description=(
-                "Where beliefs changed or conflict: open contradiction pairs (the same subject, opposite claims, "
-                "neither revised) and the recent revisions and consolidations, with what replaced what and who decided."
+                "Where beliefs conflict or changed: open contradictions (opposite claims, neither revised) and "
+                "recent revisions and merges, with who decided."
             ),
             input_model=drift.DriftInput,
             output_model=drift.DriftOutput,
@@ -164,8 +165,8 @@ def tool_specs() -> list[ToolSpec]:
             name="lineage",
             title="Lineage",
             description=(
-                "A memory's history: what it replaced (all the way back), what replaced it up to the memory that is "
-                "authoritative now, its artifact versions, who wrote each, when, and which resolver decided."
+                "A memory's history: what it replaced, what replaced it up to the current memory, its artifact "
+                "versions, who wrote each and who decided."
             ),
             input_model=lineage.LineageInput,
             output_model=lineage.LineageOutput,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError, WrapValidator
 
 from retrieval.llm.base import ClientInputNeeded
 from retrieval.model_files import short_reason
+from server.arguments import friendly_validation_message
 from server.auth import authorize, current_grant
 from server.identity import resolve_caller
 from server.llm_bridge import SamplingLedger, input_required, recorded_ledger
@@ -48,15 +49,17 @@ class ToolSpec:
     uses_llm: bool = False  # may ask the request's LLM (sampling needs the input-required flow)
     # The text an agent reads of a result (the structured content carries the whole output); None: JSON.
     text_of: Callable[[Any], str] | None = None
+    # The result's fields the output schema lists (None: all): those an agent acts on, not the echoes of
+    # its own arguments. The structured content still carries every field.
+    output_fields: tuple[str, ...] | None = None
 
     @property
     def annotations(self) -> ToolAnnotations:
         """MCP hints from ``effect``: every tool is closed-world; writing tools are idempotent (ids are
         content hashes, outcome reports replay)."""
         if self.effect == "reads":
-            return ToolAnnotations(title=self.title, read_only_hint=True, open_world_hint=False)
+            return ToolAnnotations(read_only_hint=True, open_world_hint=False)
         return ToolAnnotations(
-            title=self.title,
             read_only_hint=False,
             destructive_hint=self.effect == "erases",
             idempotent_hint=True,
@@ -94,21 +97,22 @@ def build_tool(
         call, name=spec.name, title=spec.title, description=spec.description, annotations=spec.annotations
     )
     if tool.fn_metadata.output_schema is not None:
-        tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
+        tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema, spec.output_fields)
     required = [name for name, field in spec.input_model.model_fields.items() if field.is_required()]
+    # The tool's own title names it: the SDK's generated "<tool>Arguments" title is left out.
     tool.parameters = {
-        **tool.parameters,
+        **{key: value for key, value in tool.parameters.items() if key != "title"},
         "properties": with_limits(model_properties(spec.input_model), limits or {}),
         **({"required": required} if required else {}),
     }
     return tool
 
 
-def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def compact_schema(schema: dict[str, Any], fields: Sequence[str] | None = None) -> dict[str, Any]:
     """An output schema an agent can afford to load every session: the result's top-level fields with
-    their JSON types, without descriptions or nested definitions (the tool's description says what comes
-    back; a client still checks the structured content against it). The full models' schemas were three
-    fifths of tools/list."""
+    their JSON types, without descriptions, nested definitions or the list of fields always present (the
+    tool's description says what comes back; a client still checks the structured content against it).
+    The full models' schemas were three fifths of tools/list."""
     definitions = schema.get("$defs", {})
 
     def types_of(field: dict[str, Any]) -> dict[str, Any]:
@@ -123,13 +127,14 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
             return {"type": list(dict.fromkeys(flat))}
         return {}
 
-    compact: dict[str, Any] = {
+    return {
         "type": "object",
-        "properties": {name: types_of(field) for name, field in schema.get("properties", {}).items()},
+        "properties": {
+            name: types_of(field)
+            for name, field in schema.get("properties", {}).items()
+            if fields is None or name in fields
+        },
     }
-    if schema.get("required"):
-        compact["required"] = schema["required"]
-    return compact
 
 
 async def invoke(
@@ -214,7 +219,8 @@ def _inline_refs(schema: Any, definitions: dict[str, Any]) -> Any:
 
 def model_properties(input_model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema properties, each standing alone (references inlined) and said briefly:
-    no generated titles, an optional value as its type or null, no null defaults. Every agent loads
+    no generated titles, an optional value as its type (not "or null": it is left out, though null is
+    accepted), no null defaults. Every agent loads
     these in every session."""
     full = input_model.model_json_schema()
     inlined = _inline_refs(full["properties"], full.get("$defs", {}))
@@ -247,15 +253,13 @@ def _brief(field: dict[str, Any]) -> dict[str, Any]:
     members = field.get("anyOf")
     if members and len(members) == 2 and {"type": "null"} in members:
         [value] = [member for member in members if member != {"type": "null"}]
-        if isinstance(value.get("type"), str):  # a plain optional value: its type, or null
-            field = {
-                **{key: v for key, v in field.items() if key != "anyOf"},
-                **_brief(value),
-                "type": [value["type"], "null"],
-            }
+        if isinstance(value.get("type"), str):  # a plain optional value: its type (omit it to leave it unset)
+            field = {**{key: v for key, v in field.items() if key != "anyOf"}, **_brief(value)}
     for key in ("items", "additionalProperties"):
         if isinstance(field.get(key), dict):
             field[key] = _brief(field[key])
+    if isinstance(field.get("properties"), dict):  # a batch item's fields, said as briefly
+        field["properties"] = {name: _brief(value) for name, value in field["properties"].items()}
     return field
 
 
@@ -271,56 +275,3 @@ def _signature(input_model: type[BaseModel], output_model: Any) -> inspect.Signa
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=None)
         )
     return inspect.Signature(parameters, return_annotation=output_model)
-
-
-def friendly_validation_message(tool: str, exc: ValidationError, *, retry: str | None = None) -> str:
-    """What is wrong with each argument, then what to do: ``retry`` (default "call <tool> again"); an
-    empty ``retry`` leaves the advice out, for callers that say it in their own words."""
-    problems = "; ".join(_describe(error) for error in exc.errors())
-    then = f"call {tool} again" if retry is None else retry
-    return f"{problems}. Fix the arguments and {then}." if then else f"{problems}."
-
-
-def _describe(error: Any) -> str:
-    field = ".".join(str(part) for part in error["loc"]) or "arguments"
-    kind = error["type"]
-    ctx = error.get("ctx") or {}
-    value = _show(error.get("input"))
-    if kind == "missing":
-        return f"`{field}` is required"
-    if kind == "string_too_short":
-        return f"`{field}` must not be empty"
-    if kind == "string_too_long":
-        return (
-            f"`{field}` is {len(error['input']):,} characters; at most {ctx.get('max_length'):,} are allowed"
-        )
-    if kind == "too_long":
-        return (
-            f"`{field}` has {ctx.get('actual_length')} entries; at most {ctx.get('max_length')} are allowed"
-        )
-    if kind in {"greater_than_equal", "greater_than", "less_than_equal", "less_than"}:
-        bound = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[
-            kind
-        ]
-        limit = next(iter(ctx.values()), "?")
-        return f"`{field}` must be {bound} {limit}, but got {value}"
-    if kind in {"int_parsing", "int_type", "int_from_float"}:
-        return f"`{field}` must be a whole number, but got {value}"
-    if kind in {"float_parsing", "float_type"}:
-        return f"`{field}` must be a number, but got {value}"
-    if kind in {"string_type"}:
-        return f"`{field}` must be a string, but got {value}"
-    if kind in {"list_type"}:
-        return f"`{field}` must be a list, but got {value}"
-    if kind == "literal_error":
-        return f"`{field}` must be one of {ctx.get('expected')}, but got {value}"
-    if kind == "value_error":
-        return f"`{field}` {ctx.get('error', error['msg'])!s}"
-    if kind == "extra_forbidden":
-        return f"`{field}` is not an argument of this tool"
-    return f"`{field}`: {error['msg']} (got {value})"
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

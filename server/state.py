@@ -15,12 +15,12 @@ import anyio
 
 from retrieval.outcomes import WeightPolicy
 from server.config import Settings
-from server.llm_bridge import LLMChooser
 from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
 from tools.upkeep import aggregation_pass, maintenance_round
 
 if TYPE_CHECKING:
     from retrieval.providers import Models
+    from server.llm_bridge import LLMChooser
     from storage.store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -194,8 +194,11 @@ class AppState:
     """Process-wide resources for the server's lifetime (one per lifespan)."""
 
     def __init__(self, settings: Settings, runtime_factory: RuntimeFactory = build_runtime) -> None:
+        # Imported here: the LLM bridge needs the MCP SDK, which the CLI (build_runtime) does not load.
+        from server.llm_bridge import LLMChooser
+
         self.settings = settings
-        self.llms = LLMChooser(settings)
+        self.llms: LLMChooser = LLMChooser(settings)
         self._factory = runtime_factory
         self._future: concurrent.futures.Future[Runtime] = concurrent.futures.Future()
         self._sessions: dict[str, str] = {}

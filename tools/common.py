@@ -92,12 +92,8 @@ class ScopeArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    org_id: Identifier | None = Field(
-        None, description="Organisation scope. Default: the server's MEMORIA_ORG_ID."
-    )
-    project_id: Identifier | None = Field(
-        None, description="Project scope within the org. Default: the server's MEMORIA_PROJECT_ID."
-    )
+    org_id: Identifier | None = Field(None, description="Default: MEMORIA_ORG_ID.")
+    project_id: Identifier | None = Field(None, description="Default: MEMORIA_PROJECT_ID.")
 
     def scope(self, settings: Settings) -> Scope:
         return Scope(self.org_id or settings.org_id, self.project_id or settings.project_id)

@@ -11,10 +11,8 @@ from tools.memory_views import REPLACING_ACTIONS, EventView, MemoryBrief
 
 
 class DriftInput(ScopeArgs):
-    include_resolved: bool = Field(False, description="Also list contradictions already settled.")
-    limit: int = Field(
-        50, ge=1, le=500, description="At most this many contradictions and this many changes."
-    )
+    include_resolved: bool = Field(False, description="Also settled ones.")
+    limit: int = Field(50, ge=1, le=500, description="At most this many of each.")
 
 
 class ContradictionView(BaseModel):

@@ -19,7 +19,7 @@ MAX_DEPTH = 50
 
 
 class LineageInput(ScopeArgs):
-    memory_id: Identifier = Field(description="Any memory id, active or not.")
+    memory_id: Identifier = Field(description="Any memory, active or not.")
 
 
 class ReplacedMemory(BaseModel):

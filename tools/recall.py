@@ -35,33 +35,28 @@ class RecallInput(ScopeArgs):
     query: Annotated[str, WithoutSecrets] = Field(
         min_length=1,
         max_length=100_000,
-        description="What the agent needs to know, in plain words: the task, question or error at hand.",
+        description="The task, question or error at hand, in plain words.",
     )
     top_k: int | None = Field(
         None,
         ge=1,
         le=1_000,
-        description="At most this many directly matched memories in the context; default 10 "
-        "(MEMORIA_TOP_K_FACTS), limit 100 (MEMORIA_MAX_TOP_K).",
+        description="Matched memories, at most. Default: MEMORIA_TOP_K_FACTS (10).",
     )
     char_budget: int = Field(
         16_000,
         ge=1,
         le=10_000_000,
-        description="The context is never longer than this many characters (200 to 200,000 by default).",
+        description="Max context length, in characters.",
     )
     session_id: Identifier | None = Field(
         None,
-        description="The session this recall belongs to, for report_outcome. Default: one per client connection.",
+        description="Default: one per connection.",
     )
-    agent_id: Identifier | None = Field(None, description="Who is asking. Default: the MCP client's name.")
-    tags: list[Tag] | None = Field(
-        None, max_length=100, description="Only memories carrying at least one of these tags."
-    )
-    kinds: list[Literal["fact", "episode", "artifact"]] | None = Field(
-        None, description="Only memories of these kinds."
-    )
-    include_lineage: bool = Field(False, description="List, for each memory, the memories it superseded.")
+    agent_id: Identifier | None = Field(None, description="Default: the client's name.")
+    tags: list[Tag] | None = Field(None, max_length=100, description="Any of these tags.")
+    kinds: list[Literal["fact", "episode", "artifact"]] | None = Field(None, description="Only these kinds.")
+    include_lineage: bool = Field(False, description="Also what each one superseded.")
 
     @field_validator("query")
     @classmethod

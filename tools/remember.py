@@ -27,32 +27,23 @@ class RememberInput(ScopeArgs):
     content: str = Field(
         min_length=1,
         max_length=1_000_000,
-        description="What to remember, verbatim: one durable fact, decision, fix or observation "
-        "(limit MEMORIA_MAX_CONTENT_CHARS, 20,000 characters by default).",
+        description="Verbatim.",
     )
     kind: Literal["fact", "episode", "artifact"] = Field(
         "fact",
-        description="fact: a durable statement; episode: a summary of what happened; artifact: code, config or a document.",
+        description="episode: what happened; artifact: code, config or a document.",
     )
-    tags: list[Tag] = Field(
-        default_factory=list, max_length=1_000, description="Short labels to filter recall by."
-    )
-    agent_id: Identifier | None = Field(None, description="Who learned this. Default: the MCP client's name.")
-    session_id: Identifier | None = Field(
-        None, description="The working session. Default: one per client connection."
-    )
-    episode_id: Identifier | None = Field(
-        None, description="Groups memories from the same episode (task, conversation)."
-    )
+    tags: list[Tag] = Field(default_factory=list, max_length=1_000, description="Labels to filter recall by.")
+    agent_id: Identifier | None = Field(None, description="Default: the client's name.")
+    session_id: Identifier | None = Field(None, description="Default: one per connection.")
+    episode_id: Identifier | None = Field(None, description="One task or conversation.")
     protection_tier: Literal["standard", "immutable", "protected", "ephemeral"] = Field(
         "standard",
-        description="standard; immutable: never superseded; protected: superseded only by an explicit revision; "
-        "ephemeral: may expire.",
+        description="immutable: never superseded; protected: only by a revision; ephemeral: expires.",
     )
     occurred_at: OccurredAt = Field(
         None,
-        description="When this was learned or happened, ISO 8601 (UTC if no offset). Default: now. "
-        "Pass it when importing history, so dates and recency are right.",
+        description="When it happened (ISO 8601, UTC if no offset). Default: now.",
     )
 
     @field_validator("content")

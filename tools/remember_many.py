@@ -23,10 +23,8 @@ class BatchItem(BaseModel):
     tags: list[Tag] = Field(default_factory=list, max_length=1_000)
     episode_id: Identifier | None = None
     protection_tier: Literal["standard", "immutable", "protected", "ephemeral"] = "standard"
-    occurred_at: OccurredAt = Field(None, description="When it was learned or happened. Default: now.")
-    agent_id: Identifier | None = Field(
-        None, description="Who said or learned this one, when it differs from the batch's agent_id."
-    )
+    occurred_at: OccurredAt = Field(None, description="Default: now.")
+    agent_id: Identifier | None = Field(None, description="This item's agent, if not the batch's.")
 
     @field_validator("content")
     @classmethod
@@ -36,13 +34,9 @@ class BatchItem(BaseModel):
 
 
 class RememberManyInput(ScopeArgs):
-    items: list[BatchItem] = Field(
-        min_length=1, max_length=200, description="The memories, in the order learned."
-    )
-    agent_id: Identifier | None = Field(None, description="Who learned them. Default: the MCP client's name.")
-    session_id: Identifier | None = Field(
-        None, description="The working session. Default: one per connection."
-    )
+    items: list[BatchItem] = Field(min_length=1, max_length=200, description="In the order learned.")
+    agent_id: Identifier | None = Field(None, description="Default: the client's name.")
+    session_id: Identifier | None = Field(None, description="Default: one per connection.")
 
 
 class RememberManyOutput(BaseModel):

@@ -157,20 +157,17 @@ async def test_tools_are_listed_with_their_contract(settings):
     assert remember_schema["properties"]["protection_tier"]["default"] == "standard"
     recall_schema = tools["recall"].input_schema["properties"]
     assert recall_schema["char_budget"]["default"] == 16000
-    # An optional value is its type or null, with no null default and no generated title.
-    assert recall_schema["top_k"]["type"] == ["integer", "null"] and "default" not in recall_schema["top_k"]
-    assert "default 10" in recall_schema["top_k"]["description"]
+    # An optional value is its type (left out when unset), with no null default and no generated title.
+    assert recall_schema["top_k"]["type"] == "integer" and "default" not in recall_schema["top_k"]
+    assert "Default: MEMORIA_TOP_K_FACTS (10)" in recall_schema["top_k"]["description"]
     assert not any("title" in field for field in recall_schema.values())
 
     assert {"org_id", "project_id"} <= set(recall_schema)
     assert set(tools["recall"].output_schema["properties"]) >= {"retrieval_id", "context", "memories"}
     # Output schemas say the result's fields and their types, briefly: they are loaded in every session.
     assert tools["recall"].output_schema["properties"]["memories"] == {"type": "array"}
-    assert (
-        len(json.dumps([tool.model_dump(mode="json", exclude_none=True) for tool in tools.values()])) < 20_000
-    )
     score = tools["report_outcome"].input_schema["properties"]["score"]
-    assert (score["minimum"], score["maximum"], score["type"]) == (0.0, 1.0, ["number", "null"])
+    assert (score["minimum"], score["maximum"], score["type"]) == (0.0, 1.0, "number")
     batch_item = tools["remember_many"].input_schema["properties"]["items"]["items"]
     assert batch_item["required"] == ["content"] and "protection_tier" in batch_item["properties"]
     assert all("$ref" not in json.dumps(tool.input_schema) for tool in tools.values())
@@ -241,3 +238,15 @@ async def test_the_schemas_carry_the_limits_the_server_enforces(settings):
     assert (recall["top_k"]["minimum"], recall["top_k"]["maximum"]) == (1, 7)
     assert recall["query"]["maxLength"] == settings.max_query_chars
     assert "top_k must be between 1 and 7" in refused  # the schema's bound is the one enforced
+
+
+async def test_the_tool_list_an_agent_loads_every_session_stays_within_12_kb(settings):
+    async with connected(server_with(settings)) as client:
+        listed = await client.list_tools()
+    # As sent on the wire: the tools/list result, compact JSON.
+    assert len(listed.model_dump_json(by_alias=True, exclude_none=True)) <= 12_000
+    for tool in listed.tools:
+        # Each still says what it is for; no generated titles; output schemas list fields and types only.
+        assert tool.description and len(tool.description) <= 400
+        assert "title" not in tool.input_schema
+        assert all(set(field) <= {"type"} for field in tool.output_schema["properties"].values())

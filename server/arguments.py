@@ -1,0 +1,62 @@
+"""What a bad argument's message says: each problem named with its field, bound and value, then what to
+do. Shared by the tools (``server.registry``) and the CLI (``console.commands``), and free of the MCP SDK so
+that a command does not pay for importing it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+
+def friendly_validation_message(tool: str, exc: ValidationError, *, retry: str | None = None) -> str:
+    """What is wrong with each argument, then what to do: ``retry`` (default "call <tool> again"); an
+    empty ``retry`` leaves the advice out, for callers that say it in their own words."""
+    problems = "; ".join(_describe(error) for error in exc.errors())
+    then = f"call {tool} again" if retry is None else retry
+    return f"{problems}. Fix the arguments and {then}." if then else f"{problems}."
+
+
+def _describe(error: Any) -> str:
+    field = ".".join(str(part) for part in error["loc"]) or "arguments"
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    value = _show(error.get("input"))
+    if kind == "missing":
+        return f"`{field}` is required"
+    if kind == "string_too_short":
+        return f"`{field}` must not be empty"
+    if kind == "string_too_long":
+        return (
+            f"`{field}` is {len(error['input']):,} characters; at most {ctx.get('max_length'):,} are allowed"
+        )
+    if kind == "too_long":
+        return (
+            f"`{field}` has {ctx.get('actual_length')} entries; at most {ctx.get('max_length')} are allowed"
+        )
+    if kind in {"greater_than_equal", "greater_than", "less_than_equal", "less_than"}:
+        bound = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[
+            kind
+        ]
+        limit = next(iter(ctx.values()), "?")
+        return f"`{field}` must be {bound} {limit}, but got {value}"
+    if kind in {"int_parsing", "int_type", "int_from_float"}:
+        return f"`{field}` must be a whole number, but got {value}"
+    if kind in {"float_parsing", "float_type"}:
+        return f"`{field}` must be a number, but got {value}"
+    if kind in {"string_type"}:
+        return f"`{field}` must be a string, but got {value}"
+    if kind in {"list_type"}:
+        return f"`{field}` must be a list, but got {value}"
+    if kind == "literal_error":
+        return f"`{field}` must be one of {ctx.get('expected')}, but got {value}"
+    if kind == "value_error":
+        return f"`{field}` {ctx.get('error', error['msg'])!s}"
+    if kind == "extra_forbidden":
+        return f"`{field}` is not an argument of this tool"
+    return f"`{field}`: {error['msg']} (got {value})"
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
