@@ -15,7 +15,8 @@
    cut) with the reason on its candidate.
 
 Every memory shows its provenance on one line (id, kind, agent, date) and its text as quoted lines, so
-stored text is never mistaken for instructions.
+stored text is never mistaken for instructions. What a writer supplied in the header (agent id, tags,
+an episode's title) is written as JSON strings, and bidirectional controls are shown escaped everywhere.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from retrieval.expansion import EpisodeSource
 from retrieval.instructions import instruction_signals
-from retrieval.text import set_jaccard, single_line, term_set
+from retrieval.text import escape_bidi, quoted_field, set_jaccard, single_line, term_set
 from retrieval.trace import ContextAssembled, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeRecord
@@ -40,11 +41,17 @@ def preamble(retrieval_id: str) -> str:
 
 def render_memory(position: int, candidate: Candidate) -> str:
     memory = candidate.memory
-    provenance = [memory.id, memory.kind, f"agent {memory.agent_id}", memory.created_at.strftime("%Y-%m-%d")]
+    # What a writer chose (agent id, tags) is shown as JSON strings: it cannot pose as the server's words.
+    provenance = [
+        memory.id,
+        memory.kind,
+        f"agent {quoted_field(memory.agent_id)}",
+        memory.created_at.strftime("%Y-%m-%d"),
+    ]
     if memory.tags:
-        provenance.append("tags: " + ", ".join(memory.tags))
+        provenance.append("tags " + quoted_field(list(memory.tags)))
     if candidate.corroborating_agents:
-        provenance.append("also stated by " + ", ".join(candidate.corroborating_agents))
+        provenance.append("also stated by " + quoted_field(list(candidate.corroborating_agents)))
     if candidate.contradicted_by:
         provenance.append("DISPUTED by newer " + ", ".join(candidate.contradicted_by))
     signals = instruction_signals(memory.content)  # siblings too (the stage saw direct matches only)
@@ -54,7 +61,7 @@ def render_memory(position: int, candidate: Candidate) -> str:
         )
     # The header is the one unquoted line per memory: nothing stored may break out of it.
     header = single_line(" · ".join(provenance))
-    lines = memory.content.splitlines() or [""]
+    lines = escape_bidi(memory.content).splitlines() or [""]
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
     return f"[{position}] {header}\n{quoted}\n"
 
@@ -65,9 +72,9 @@ def render_episode_header(
     parts = [f"episode {episode_id}" + (" (continued)" if continued else "")]
     if episode is not None:
         if episode.title:
-            parts.append(repr(episode.title[:120]))
+            parts.append(quoted_field(episode.title[:120]))
         parts.append(episode.started_at.strftime("%Y-%m-%d %H:%M"))
-        parts.append(f"agent {episode.agent_id}")
+        parts.append(f"agent {quoted_field(episode.agent_id)}")
     if not continued:
         parts.append(f"{matches} direct match{'es' if matches != 1 else ''}")
     return "\n## " + single_line(" · ".join(parts)) + "\n"

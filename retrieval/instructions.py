@@ -13,6 +13,7 @@ carries into the final order exactly as a lower relevance would.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import replace
 from functools import lru_cache
 
@@ -20,51 +21,162 @@ from retrieval.rerank import by_relevance
 from retrieval.trace import InstructionsFlagged, StageOutput
 from retrieval.types import Candidate, RecallRequest
 
-_SIGNALS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "override",
-        re.compile(
-            r"(?i)\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?"
-            r"\b(?:previous|prior|above|earlier|preceding|all|your|system)\b[^.\n]{0,25}?"
-            r"\b(?:instructions?|prompts?|directions|guardrails)\b"
-        ),
-    ),
-    (
-        "role-change",
-        re.compile(
-            r"(?i)\byou are now\b|\bfrom now on,? you (?:are|will|must)\b|\bnew (?:system )?instructions?\s*:"
-            r"|\bact as (?:an? )?(?:unrestricted|unfiltered|jailbroken)\b|\benable (?:developer|dan|god) mode\b"
-        ),
-    ),
-    (
-        "prompt-extraction",
-        re.compile(
-            r"(?i)\b(?:reveal|print|repeat|show|output|leak)\b[^.\n]{0,30}\b(?:system prompt|system message|"
-            r"developer message|hidden instructions)\b"
-        ),
-    ),
-    (
-        "chat-markup",
-        re.compile(
-            r"<\|(?:im_start|im_end|system|user|assistant|endoftext)\|>|\[/?INST\]|<</?SYS>>"
-            r"|(?im:^\s*(?:system|assistant|developer)\s*:\s*\S)"
-        ),
-    ),
-    (
-        "tool-call",
-        re.compile(
-            r"</?(?:[a-z]+:)?(?:function_calls|invoke|tool_call|tool_use|tool_result)\b"
-            r"|\"tool_calls\"\s*:|\{\s*\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters|input)\"\s*:"
-        ),
-    ),
+# -- normalising: what a model reads, whatever the spelling ----------------------------------------------
+
+# Bidirectional controls: embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) and the
+# marks. An override shows text in the opposite order to the one a model reads.
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+_OVERRIDES = "\u202e\u2067"  # right-to-left override and isolate: the text after them shows reversed
+_OVERRIDE_ENDS = "\u202c\u2069"
+# Characters that show as nothing: zero-width spaces and joiners, word joiner, invisible operators, the
+# byte-order mark, the soft hyphen, Mongolian vowel separator, variation selectors.
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\ufe00-\ufe0f]")
+_LINE_BREAKS = re.compile("\r\n|[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
+# Letters of other scripts that look like Latin ones (Cyrillic, Greek), as spelled to slip past a filter.
+_LOOKALIKES = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u04bb\u0410\u0415\u041e\u0420"
+    "\u0421\u0425\u0406\u0408\u0405\u041c\u041d\u0422\u0412\u041a\u03bf\u03b1\u03b5\u03b9\u03ba\u03bd"
+    "\u03c1\u03c4\u03c5\u039f\u0391\u0395\u0399\u039a\u039d\u03a1\u03a4\u0392\u0397\u039c\u03a7\u0396",
+    "aeopcyxijsdhAEOPCXIJSMHTBKoaeiknptuOAEIKNPTBHMXZ",
+)
+
+
+def normalise(text: str) -> str:
+    """``text`` as a detector should read it: NFKC (full-width and other compatibility forms folded),
+    look-alike Cyrillic and Greek letters as Latin, invisible characters removed, the text after a
+    right-to-left override added in the order it shows, every kind of line break as ``\\n``, case folded."""
+    shown = text
+    if any(char in text for char in _OVERRIDES):
+        # What a reader sees of an overridden run is its reverse: read both.
+        runs = re.findall(f"[{_OVERRIDES}]([^{_OVERRIDE_ENDS}]*)", text)
+        shown = text + "\n" + "\n".join(run[::-1] for run in runs)
+    folded = unicodedata.normalize("NFKC", shown).translate(_LOOKALIKES)
+    return _LINE_BREAKS.sub("\n", _INVISIBLE.sub("", folded)).casefold()
+
+
+def flattened(normal: str) -> str:
+    """A normalised text as one line of words: line breaks and runs of spaces, hyphens or underscores
+    between words as one space (``ignore-all-previous-instructions``, an order split over lines), and
+    letters spelled out one by one as their word."""
+    words = re.sub(r"(?<=\w)[-_]+(?=\w)|\s+", " ", normal)
+    # Letters spelled one by one ("i g n o r e") as the word they spell.
+    return re.sub(r"(?<!\w)(?:\w ){3,}\w(?!\w)", lambda run: run.group().replace(" ", ""), words)
+
+
+# -- the signals -------------------------------------------------------------------------------------------
+
+# Orders to drop what the model was told: a verb, a word that points at the model's own instructions
+# (previous, all, your, system, ...), and what was told. "Ignore the lint rules" points at nothing.
+_DROP = (
+    r"ignore|disregard|forget|override|bypass|skip|drop|abandon|dismiss|discard|neglect|set aside|throw out"
+    r"|pay no attention to|stop following|do not follow|don'?t follow|no longer follow"
+)
+_THEIRS = r"previous|prior|above|earlier|preceding|all|any|your|system|every|initial|original|developer'?s?|former"
+_TOLD = (
+    r"instructions?|prompts?|directions|directives?|guardrails|rules|guidelines|guidance|constraints"
+    r"|restrictions|commands|orders|programming|policies|policy|training"
+)
+_EN_OVERRIDE = re.compile(
+    rf"\b(?:{_DROP})\b[^.!?]{{0,40}}?\b(?:{_THEIRS})\b[^.!?]{{0,25}}?\b(?:{_TOLD})\b"
+    rf"|\b(?:{_DROP})\b[^.!?]{{0,30}}?\b(?:{_TOLD})\b[^.!?]{{0,12}}?\byou(?:'ve| have)? (?:were |been |had been )?"
+    r"(?:given|told|received|taught)\b"
+    rf"|\b(?:{_DROP})\b (?:\w+ ){{0,2}}?(?:everything|all|anything|whatever)\b[^.!?]{{0,12}}?\byou(?:'ve| have)? "
+    r"(?:were |been |was )?(?:told|given|instructed|taught)\b"
+    rf"|\b(?:{_DROP}) (?:all |everything |anything )?(?:the |that is )?(?:above|preceding|previous|prior)"
+    r"(?: this line| (?:text|message|prompt|context|lines?))?(?: and\b|[,;:]|$)"
+    rf"|\b(?:your|the|all|any) (?:previous|prior|earlier|original|old|initial) (?:{_TOLD}) (?:are|is) (?:now )?"
+    r"(?:void|cancell?ed|revoked|obsolete|overridden|invalid|null|no longer valid|suspended|lifted)\b"
+)
+# The same order in Spanish, French, German, Portuguese and Chinese.
+_OTHER_OVERRIDE = re.compile(
+    # es
+    r"\b(?:ignora|ignore|ignorad|olvida|olvide|olvidad|descarta|omite|omita|desobedece)\b[^.!?]{0,25}?"
+    r"\b(?:instrucciones|indicaciones|reglas|órdenes|ordenes|directrices|normas)\b"
+    r"|\bolvida\w* todo lo que (?:te|le|se) (?:dijeron|han dicho|dije|ha dicho|indicaron)"
+    r"|\b(?:a partir de ahora|desde ahora|de ahora en adelante),? (?:tú |usted )?(?:eres|serás|es un|actúa|actuarás|debes)\b"
+    # fr
+    r"|\b(?:ignore|ignorez|ignorer|oublie|oubliez|oublier|ne tiens pas compte|ne tenez pas compte)\b[^.!?]{0,25}?"
+    r"\b(?:instructions|consignes|règles|directives|ordres)\b"
+    r"|\boublie\w* tout ce qu(?:e |')(?:l'?on |on )?(?:t'a|vous a|t'ont|vous ont) (?:été )?dit"
+    r"|\b(?:à partir de maintenant|désormais|dorénavant|a partir de maintenant),? (?:tu es|vous êtes|tu seras|vous serez|tu dois|vous devez)\b"
+    # de
+    r"|\b(?:ignorier\w*|vergiss|vergessen sie|missachte\w*|übergehe\w*)\b[^.!?]{0,30}?"
+    r"\b(?:anweisungen|instruktionen|regeln|vorgaben|befehle|richtlinien|anordnungen)\b"
+    r"|\bvergiss(?:en sie)? alles,? was (?:man )?(?:dir|ihnen) (?:gesagt|beigebracht|aufgetragen)"
+    r"|\b(?:ab jetzt|von nun an|ab sofort|ab heute),? (?:bist du|sind sie|wirst du|musst du)\b"
+    # pt
+    r"|\b(?:ignore|ignora|ignorem|esqueça|esqueca|esquece|esqueçam|desconsidere|desconsidera)\b[^.!?]{0,25}?"
+    r"\b(?:instruções|instrucoes|regras|diretrizes|ordens|orientações|orientacoes)\b"
+    r"|\besque[cç]\w* tudo (?:o )?que (?:lhe|te|você|vocês) (?:disseram|foi dito|foram ditas|dissemos)"
+    r"|\ba partir de agora,? (?:você é|você será|tu és|tu serás|seja|você deve)\b"
+    # zh
+    r"|(?:忽略|无视|忽视|不要理会|不要遵守|忘记|忘掉|不理会|放弃)[^。！？]{0,12}(?:指令|指示|说明|提示|规则|命令|要求|设定)"
+    r"|从现在(?:开始|起)[，, ]?你(?:是|将|要|必须|就是)|你现在是一个"
+)
+_ROLE_CHANGE = re.compile(
+    r"\byou are now (?:in )?(?:developer|god|dan|jailbreak|jailbroken|unrestricted|admin|maintenance|debug|sudo) mode\b"
+    r"|\byou are now (?:an? )?(?:unrestricted|unfiltered|uncensored|jailbroken|evil|different|new) (?:ai|assistant|model|bot|persona)\b"
+    r"|\byou are (?:now )?no longer (?:bound|restricted|limited|an? (?:ai|assistant|language model))\b"
+    r"|\b(?:from now on|as of now|starting now|from this point on|henceforth|going forward),? you "
+    r"(?:are|will|must|shall|should|have to|'re)\b"
+    r"|\byou are now an? (?:ai|assistant|model|bot|language model) (?:without|with no|free of)\b"
+    r"|\bpretend (?:that )?(?:you are|you're|to be)\b"
+    r"|\bact as (?:an? )?(?:unrestricted|unfiltered|uncensored|jailbroken|evil|dan)\b"
+    r"|\bnew (?:system )?(?:instructions?|rules|directives|orders)\s*:"
+    r"|\b(?:enable|enter|activate|switch to|turn on) (?:the )?(?:developer|dan|god|jailbreak) mode\b"
+    r"|\bsystem override\b|\bdo anything now\b"
+    r"|\b(?:message|note|instructions?|attention) (?:to|for) (?:the |any |every )?(?:ai|llm|language model|assistant|agent)s?"
+    r" (?:reading|that reads|who reads|processing) this\b"
+)
+_PROMPT_EXTRACTION = re.compile(
+    r"\b(?:reveal|print|repeat|show|output|leak|display|dump|disclose|recite|write out|tell me|give me|paste)\b[^.!?]{0,30}?"
+    r"\b(?:system prompt|system message|developer message|hidden instructions|initial instructions"
+    r"|(?:the )?instructions you (?:were|have been) given"
+    r"|your (?:full |entire |complete |original |exact |initial |hidden )?(?:instructions|prompt|guidelines|rules)\b)"
+    r"|(?:输出|显示|泄露|告诉我|重复|打印)[^。]{0,10}(?:系统提示|系统指令|提示词|系统消息)"
+)
+# Turn markup of the common chat templates: ChatML (OpenAI, Qwen), Llama 2 and 3, Mistral, Gemma, Phi,
+# DeepSeek (its full-width bars fold to "|"), role lines ("system: ...", Anthropic's "Human:" turns).
+_CHAT_MARKUP = re.compile(
+    r"<\|(?:im_start|im_end|im_sep|system|user|assistant|end|endoftext|begin_of_text|end_of_text|start_header_id"
+    r"|end_header_id|eot_id|eom_id|python_tag)\|>"
+    r"|<\|(?:begin|end)[▁ _]of[▁ _]sentence\|>"
+    r"|\[/?inst\]|<</?sys>>|\[/?system_prompt\]|\[/?available_tools\]|\[tool_calls\]|\[tool_results\]"
+    r"|<start_of_turn>|<end_of_turn>"
+    r"|(?m:^[ \t]*(?:system|assistant|developer|human)[ \t]*:[ \t]*\S)"
+    r"|(?m:^[ \t]*#{1,6}[ \t]*(?:system|system prompt|instructions?|assistant)[ \t]*:[ \t]*$)"
+)
+_TOOL_CALL = re.compile(
+    r"</?(?:[a-z]+:)?(?:function_calls|invoke|tool_call|tool_use|tool_result|function_call)\b"
+    r'|"(?:tool_calls|function_call)"\s*:'
+    r'|\{\s*"name"\s*:\s*"[^"]+"\s*,\s*"(?:arguments|parameters|input)"\s*:'
+    r'|"type"\s*:\s*"function"\s*,\s*"function"\s*:'
+)
+
+# (name, pattern, what it reads): "flat" is the normalised text as one line of words, "lines" keeps the
+# line breaks (markup is recognised at the start of a line).
+_SIGNALS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("override", _EN_OVERRIDE, "flat"),
+    ("override", _OTHER_OVERRIDE, "flat"),
+    ("role-change", _ROLE_CHANGE, "flat"),
+    ("prompt-extraction", _PROMPT_EXTRACTION, "flat"),
+    ("chat-markup", _CHAT_MARKUP, "lines"),
+    ("tool-call", _TOOL_CALL, "lines"),
 )
 
 
 @lru_cache(maxsize=4_096)
 def instruction_signals(text: str) -> tuple[str, ...]:
-    """The signals ``text`` matches, in a fixed order (empty: it reads as plain data). Cached: the stage
-    asks for every candidate, and assembly again for each memory it renders (episode siblings too)."""
-    return tuple(name for name, pattern in _SIGNALS if pattern.search(text))
+    """The signals ``text`` matches, in a fixed order (empty: it reads as plain data), read on its
+    normalised spelling. ``hidden-text``: bidirectional controls that show text in another order than a
+    model reads it. Cached: the stage asks for every candidate, and assembly again for each memory it
+    renders (episode siblings too)."""
+    lines = normalise(text)
+    views = {"lines": lines, "flat": flattened(lines)}
+    found = list(dict.fromkeys(name for name, pattern, view in _SIGNALS if pattern.search(views[view])))
+    if any(char in BIDI_CONTROLS for char in text):
+        found.append("hidden-text")
+    return tuple(found)
 
 
 class InstructionStage:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 import unicodedata
@@ -39,6 +40,22 @@ def content_hash(content: str) -> str:
 def is_unsafe_char(char: str) -> bool:
     """Control, format-less separators and line breaks (including U+0085, U+2028, U+2029)."""
     return unicodedata.category(char) in {"Cc", "Cs", "Co", "Cn", "Zl", "Zp"}
+
+
+# Bidirectional controls (embeddings, overrides, isolates, marks): shown escaped, never raw, in a context.
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+
+
+def escape_bidi(text: str) -> str:
+    """``text`` with each bidirectional control written as ``<U+202E>``: stored text cannot reorder what
+    the reader of a context sees."""
+    return _BIDI.sub(lambda found: f"<U+{ord(found.group()):04X}>", text)
+
+
+def quoted_field(value: object) -> str:
+    """A writer-supplied value (an agent id, tags, a title) as a JSON string or list, bidi controls
+    escaped: in a header line nothing a writer chose can pass for the server's own words."""
+    return escape_bidi(json.dumps(value, ensure_ascii=False))
 
 
 def single_line(text: str) -> str:

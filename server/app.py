@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 from mcp_types import Resource as MCPResource
 
 from server.auth import http_auth
@@ -19,6 +20,7 @@ from server.prompts import build_prompts
 from server.registry import ToolSpec, build_tool
 from server.resources import build_resources, listed
 from server.state import AppState, RuntimeFactory, build_runtime
+from server.stdio import replying_to_malformed
 from tools import (
     drift,
     explain_ranking,
@@ -208,6 +210,16 @@ class MemoriaServer(MCPServer[AppState]):
 
     async def list_resources(self) -> list[MCPResource]:
         return [*await super().list_resources(), *self.listed_resources]
+
+    async def run_stdio_async(self) -> None:
+        """Serve on stdio, answering a line that is not a valid JSON-RPC message with an error reply
+        (``server.stdio``) instead of leaving its sender waiting."""
+        server = self._lowlevel_server
+        async with (
+            stdio_server() as (read_stream, write_stream),
+            replying_to_malformed(read_stream, write_stream) as messages,
+        ):
+            await server.run(messages, write_stream, server.create_initialization_options())
 
 
 def build_server(settings: Settings, *, runtime_factory: RuntimeFactory = build_runtime) -> MemoriaServer:

@@ -48,7 +48,7 @@ async def test_a_conclusion_three_agents_stored_outranks_an_equally_relevant_sin
         explained = await call(client, "explain_ranking", {"retrieval_id": result["retrieval_id"]})
     assert [m["id"] for m in result["memories"]] == [first["id"], single["id"]]
     assert result["memories"][0]["corroborated_by"] == ["agent-b", "agent-c"]
-    assert "also stated by agent-b, agent-c" in result["context"]
+    assert 'also stated by ["agent-b", "agent-c"]' in result["context"]
     top = explained["candidates"][0]
     assert top["corroborating_agents"] == ["agent-b", "agent-c"]
     assert top["scores"]["corroboration_boost"] == pytest.approx(0.1585, abs=1e-4)  # log2(3) x 0.1

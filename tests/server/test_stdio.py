@@ -141,3 +141,56 @@ def test_stdout_carries_nothing_but_protocol_messages(tmp_path):
     assert {t["name"] for t in responses[2]["result"]["tools"]} == TOOL_NAMES
     assert responses[3]["result"]["structuredContent"]["status"] == "stored"
     assert responses[4]["result"]["structuredContent"]["memories"][0]["content"] == "raw stdio"
+
+
+def test_a_malformed_line_gets_a_json_rpc_error_and_the_server_keeps_serving(tmp_path):
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    lines = [
+        json.dumps(initialize),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        "{not json",  # -> parse error, id null
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": "x"}',  # params not an object
+        '{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"a": "\\ud800"}}',  # a lone surrogate
+        "[" * 5_000 + "]" * 5_000,  # nested too deep
+        '"just a string"',
+        '{"jsonrpc": "2.0", "method": "notifications/progress", "params": 7}',  # a notification: no reply
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),  # still served
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**server_env(tmp_path / "db", MEMORIA_EMBEDDER="hashed"), "PATH": "/usr/bin:/bin"},
+    )
+    assert process.stdin and process.stdout
+    replies = []
+    try:
+        for line in lines:
+            process.stdin.write(line + "\n")
+        process.stdin.flush()
+        while not any(reply.get("id") == 4 for reply in replies):
+            line = process.stdout.readline()
+            assert line, "the server stopped answering"
+            replies.append(json.loads(line))
+    finally:
+        process.stdin.close()
+        process.wait(timeout=TIMEOUT)
+        process.stdout.close()
+    errors = [(reply["id"], reply["error"]["code"]) for reply in replies if "error" in reply]
+    assert errors == [(None, -32700), (2, -32600), (3, -32600), (None, -32700), (None, -32600)]
+    assert (
+        "params" in replies[2]["error"]["message"]
+        and "Send a JSON-RPC 2.0 object" in replies[2]["error"]["message"]
+    )
+    assert replies[-1]["id"] == 4 and replies[-1]["result"]["tools"]
