@@ -15,6 +15,7 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Protocol
 
@@ -59,6 +60,7 @@ class AggregationResult:
     corroborated_count: int
     elapsed_ms: float
     rows: int
+    finished_at: datetime | None = None
 
 
 def _blocks(fingerprint: int) -> list[int]:
@@ -255,6 +257,7 @@ class CorroborationService:
             corroborated_count=sum(1 for cluster in clusters if cluster.corroboration_score > 0),
             elapsed_ms=(time.perf_counter() - started) * 1000,
             rows=len(rows),
+            finished_at=datetime.now(UTC),
         )
         with self._lock:
             for operation, arguments in self._journal.pop(scope, []):

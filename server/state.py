@@ -193,7 +193,15 @@ def model_config(settings: Settings):  # -> retrieval.providers.ModelConfig
 class AppState:
     """Process-wide resources for the server's lifetime (one per lifespan)."""
 
-    def __init__(self, settings: Settings, runtime_factory: RuntimeFactory = build_runtime) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        runtime_factory: RuntimeFactory = build_runtime,
+        *,
+        pause: Callable[[float], bool] | None = None,
+    ) -> None:
+        """``pause(seconds)``: wait between aggregation passes, True when the server stops (default: the
+        stop event's wait; tests pass a clock of their own)."""
         # Imported here: the LLM bridge needs the MCP SDK, which the CLI (build_runtime) does not load.
         from server.llm_bridge import LLMChooser
 
@@ -204,6 +212,7 @@ class AppState:
         self._sessions: dict[str, str] = {}
         self._sessions_lock = threading.Lock()
         self._stop = threading.Event()
+        self._pause = pause or self._stop.wait
         self._closing_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
@@ -257,7 +266,7 @@ class AppState:
                     log.debug("aggregation %s", line)
             except Exception as exc:  # the next pass retries; recall uses the clusters it has
                 log.warning("aggregation pass failed (will retry): %s", exc)
-            if self._stop.wait(self.settings.aggregation_interval_seconds):
+            if self._pause(self.settings.aggregation_interval_seconds) or self._stop.is_set():
                 return
 
     def _maintain(self, runtime: Runtime) -> None:

@@ -87,6 +87,32 @@ def _aware_utc(value: datetime | None) -> datetime | None:
 OccurredAt = Annotated[datetime | None, AfterValidator(_aware_utc)]
 
 
+class AggregationView(BaseModel):
+    """The scope's last aggregation pass, with the names of the source documents' AggregationResult."""
+
+    clusters: int = Field(description="Near-duplicate clusters (SimHash) found.")
+    contradictions: int = Field(description="Contradiction pairs detected.")
+    corroboratedCount: int = Field(description="Clusters stated by more than one agent.")
+    elapsedMs: float = Field(description="How long the pass took, in milliseconds.")
+    rows: int = Field(description="Active memories the pass read.")
+    finished_at: str | None = Field(None, description="When it finished (UTC, ISO 8601).")
+
+
+def aggregation_view(runtime: Runtime, scope: Scope) -> AggregationView | None:
+    """The last aggregation pass over ``scope`` in this process; None before the first one."""
+    found = runtime.corroboration.last_result(scope)
+    if found is None:
+        return None
+    return AggregationView(
+        clusters=len(found.clusters),
+        contradictions=len(found.contradictions),
+        corroboratedCount=found.corroborated_count,
+        elapsedMs=round(found.elapsed_ms, 3),
+        rows=found.rows,
+        finished_at=found.finished_at.isoformat() if found.finished_at else None,
+    )
+
+
 class ScopeArgs(BaseModel):
     """The tenant scope every tool accepts; omitted fields fall back to the server's configured scope."""
 

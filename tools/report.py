@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from storage import inspection
 from storage.records import AbLogRow, MemoryRecord, Scope, WeightEvent
 from storage.stats import scope_stats
-from tools.common import Caller, Progress, Runtime, iso, no_progress
+from tools.common import AggregationView, Caller, Progress, Runtime, aggregation_view, iso, no_progress
 from tools.drift import DriftInput, DriftOutput, drift
 from tools.memory_views import PREVIEW_CHARS
 
@@ -116,6 +116,7 @@ class ClusterView(BaseModel):
 
 
 class CorroborationSection(BaseModel):
+    aggregation: AggregationView | None = Field(None, description="The scope's last aggregation pass.")
     clusters: int
     corroborated: int = Field(description="Clusters with at least one corroborating agent.")
     memories_in_clusters: int
@@ -390,8 +391,9 @@ def _drift(runtime: Runtime, scope: Scope) -> DriftOutput:
 
 
 def _corroboration(runtime: Runtime, scope: Scope, active_ids: Sequence[str]) -> CorroborationSection:
-    """The live clusters of the corroboration service (it runs an aggregation pass first if this process
-    has none for the scope yet)."""
+    """The clusters of an aggregation pass run now, and that pass's figures (the background job's last
+    pass may be a minute old, and a CLI process has none)."""
+    runtime.corroboration.run_pass(scope)
     by_member = runtime.corroboration.clusters_for(scope, active_ids)
     clusters = {cluster.canonical.id: cluster for cluster in by_member.values()}
     ordered = sorted(
@@ -401,6 +403,7 @@ def _corroboration(runtime: Runtime, scope: Scope, active_ids: Sequence[str]) ->
     shown = ordered[:CLUSTER_LIMIT]
     memories = runtime.store.get_memories([m.id for c in shown for m in c.members], scope)
     return CorroborationSection(
+        aggregation=aggregation_view(runtime, scope),
         clusters=len(clusters),
         corroborated=sum(1 for cluster in clusters.values() if cluster.corroboration_score > 0),
         memories_in_clusters=sum(len(cluster.members) for cluster in clusters.values()),

@@ -600,6 +600,13 @@ def _clusters_section(section: CorroborationSection) -> str:
         )
         parts.append("</section>")
         return "".join(parts)
+    if section.aggregation is not None:
+        last = section.aggregation
+        parts.append(
+            f"<p>Last aggregation pass: {last.clusters:,} clusters, {last.contradictions:,} contradictions, "
+            f"{last.corroboratedCount:,} corroborated, over {last.rows:,} memories in {last.elapsedMs:,.0f} ms"
+            f"{' (' + html.escape(last.finished_at) + ')' if last.finished_at else ''}.</p>"
+        )
     parts.append(
         _kpis(
             [

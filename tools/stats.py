@@ -9,7 +9,7 @@ from dataclasses import asdict
 import anyio
 from pydantic import BaseModel, Field
 
-from tools.common import Caller, Runtime, ScopeArgs, iso
+from tools.common import AggregationView, Caller, Runtime, ScopeArgs, aggregation_view, iso
 
 
 class StatsInput(ScopeArgs):
@@ -50,6 +50,11 @@ class StatsOutput(BaseModel):
     open_contradictions: int
     lineage_events: int
     backends: dict[str, str]
+    aggregation: AggregationView | None = Field(
+        None,
+        description="The last aggregation pass over the scope (first at start, then every "
+        "MEMORIA_AGGREGATION_INTERVAL_SECONDS); null before it finished.",
+    )
 
 
 def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
@@ -78,6 +83,7 @@ def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
         open_contradictions=found.open_contradictions,
         lineage_events=found.lineage_events,
         backends=runtime.backends,
+        aggregation=aggregation_view(runtime, scope),
     )
 
 

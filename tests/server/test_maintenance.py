@@ -1,4 +1,8 @@
-"""Background maintenance compacts the fragments that single-row writes pile up, off the request path."""
+"""Background maintenance compacts the fragments that single-row writes pile up, off the request path;
+the aggregation job runs at start and then every interval."""
+
+import json
+import threading
 
 import anyio
 import pytest
@@ -73,3 +77,51 @@ async def test_without_enough_appends_nothing_runs_before_the_interval(tmp_path)
         await remember_twelve(client)
         await anyio.sleep(2.5)  # the loop looks every second: two looks, neither due
         assert fragments(built.runtime) >= 12
+
+
+def test_the_aggregation_job_runs_at_start_then_every_interval_by_its_clock(tmp_path):
+    from server.state import AppState
+
+    settings = settings_for(tmp_path / "db")  # MEMORIA_AGGREGATION_INTERVAL_SECONDS: 60 by default
+    built = Recorded()
+    waits: list[tuple[float, int]] = []  # (seconds asked for, passes finished by then)
+    done = threading.Event()
+
+    def pause(seconds: float) -> bool:  # a clock that moves when asked: no real minute goes by
+        waits.append((seconds, built.runtime.aggregation_passes))
+        if len(waits) == 3:
+            done.set()
+            return True  # the server stops
+        return False
+
+    state = AppState(settings, built, pause=pause)
+    state.start()
+    try:
+        assert done.wait(30)
+    finally:
+        state.close()
+    # The first pass ran before the first wait (at start), then one pass per 60 s interval.
+    assert waits == [(60.0, 1), (60.0, 2), (60.0, 3)]
+
+
+async def test_stats_carry_the_last_aggregation_pass_with_the_source_documents_names(tmp_path):
+    settings = settings_for(tmp_path / "db")
+    built = Recorded()
+    async with connected(build_server(settings, runtime_factory=built)) as client:
+        # The same conclusion from two agents: one cluster, corroborated.
+        await call(
+            client, "remember", {"content": "the billing service runs on postgres 16", "agent_id": "a"}
+        )
+        await call(
+            client, "remember", {"content": "The billing service runs on Postgres 16!", "agent_id": "b"}
+        )
+        with anyio.fail_after(30):
+            while built.runtime.aggregation_passes < 1:
+                await anyio.sleep(0.05)
+        built.runtime.corroboration.run_all()  # a pass that has seen the memory
+        read = await client.read_resource("memoria://stats")
+    stats = json.loads(read.contents[0].text)
+    last = stats["aggregation"]
+    assert set(last) >= {"clusters", "contradictions", "corroboratedCount", "elapsedMs"}
+    assert (last["clusters"], last["contradictions"], last["corroboratedCount"], last["rows"]) == (1, 0, 1, 2)
+    assert last["elapsedMs"] >= 0 and last["finished_at"]

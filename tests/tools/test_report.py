@@ -210,6 +210,9 @@ def test_clusters_show_the_agents_and_boost_of_corroborated_memories(runtime, sa
         HOSTILE,
     )
     assert section.clusters == len(section.shown) and section.corroborated == section.clusters
+    # The pass behind them, with the source documents' names: the same counts, over the 10 active memories.
+    last = section.aggregation
+    assert (last.clusters, last.corroboratedCount, last.rows) == (section.clusters, section.corroborated, 10)
 
 
 def test_health_counts_the_scope_memories_and_every_table(runtime, sample):
