@@ -63,7 +63,8 @@ def relevances(runtime: Any, project: str, query: str, session: str) -> list[tup
     record = runtime.store.get_retrieval(out.retrieval_id, Scope(runtime.settings.org_id, project))
     trace = json.loads(record.trace_json) if record is not None else {"candidates": []}
     return [
-        (entry["id"], float(entry["scores"]["relevance"]))
+        # What the floor compares (the relevance with BM25 read against a full match of the query).
+        (entry["id"], float(entry["scores"].get("floor", entry["scores"]["relevance"])))
         for entry in trace["candidates"]
         if entry.get("source") == "direct"
     ]

@@ -81,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
             "false_alarm_rate": len(flagged) / len(turns) if turns else 0.0,
             "examples": [{"text": text, "signals": list(signals)} for text, signals in flagged[:20]],
         }
-        print(f"dialogue turns: {len(turns)}, flagged {len(flagged)} ({100 * len(flagged) / max(1, len(turns)):.2f}%)")
+        print(
+            f"dialogue turns: {len(turns)}, flagged {len(flagged)} ({100 * len(flagged) / max(1, len(turns)):.2f}%)"
+        )
         for text, signals in flagged[:20]:
             print(f"  flagged ({', '.join(signals)}): {text!r}")
     write_json(RESULTS / "instructions.json", report)

@@ -16,7 +16,8 @@
 
 Every memory shows its provenance on one line (id, kind, agent, date) and its text as quoted lines, so
 stored text is never mistaken for instructions. What a writer supplied in the header (agent id, tags,
-an episode's title) is written as JSON strings, and bidirectional controls are shown escaped everywhere.
+an episode's title) is written as JSON strings, and bidirectional controls and tag characters are
+shown escaped everywhere.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field, replace
 
 from retrieval.expansion import EpisodeSource
 from retrieval.instructions import instruction_signals
-from retrieval.text import escape_bidi, quoted_field, set_jaccard, single_line, term_set
+from retrieval.text import escape_hidden, quoted_field, set_jaccard, single_line, term_set
 from retrieval.trace import ContextAssembled, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeRecord
@@ -61,7 +62,7 @@ def render_memory(position: int, candidate: Candidate) -> str:
         )
     # The header is the one unquoted line per memory: nothing stored may break out of it.
     header = single_line(" · ".join(provenance))
-    lines = escape_bidi(memory.content).splitlines() or [""]
+    lines = escape_hidden(memory.content).splitlines() or [""]
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
     return f"[{position}] {header}\n{quoted}\n"
 

@@ -292,8 +292,16 @@ class FeedbackIndex:
         credits, sessions = self._source.feedback_changed_since(held)
         self.reads += 1
         with self._lock:
-            if self._version != held:  # another thread caught up meanwhile
-                return version
+            if self._version != held:
+                # Another thread caught up meanwhile, maybe to an older version than ``version``: what is
+                # held is of its version, so that is the one this recall saw (a report landing after it
+                # is applied by the next catch-up; claiming ``version`` would treat a memory that report
+                # credited as uncredited).
+                caught_up = self._version
+                assert caught_up is not None
+                if recall_id is not None:
+                    self._pinned = (recall_id, caught_up)
+                return caught_up
             if len(credits) + len(sessions) > MAX_CHANGES_APPLIED:
                 self._credits.clear()
                 self._sessions.clear()

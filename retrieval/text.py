@@ -42,20 +42,21 @@ def is_unsafe_char(char: str) -> bool:
     return unicodedata.category(char) in {"Cc", "Cs", "Co", "Cn", "Zl", "Zp"}
 
 
-# Bidirectional controls (embeddings, overrides, isolates, marks): shown escaped, never raw, in a context.
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+# Bidirectional controls (embeddings, overrides, isolates, marks) and Unicode tag characters (invisible
+# shadows of ASCII): shown escaped, never raw, in a context.
+_HIDDEN = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\U000e0000-\U000e007f]")
 
 
-def escape_bidi(text: str) -> str:
-    """``text`` with each bidirectional control written as ``<U+202E>``: stored text cannot reorder what
-    the reader of a context sees."""
-    return _BIDI.sub(lambda found: f"<U+{ord(found.group()):04X}>", text)
+def escape_hidden(text: str) -> str:
+    """``text`` with each bidirectional control and tag character written as ``<U+202E>``: stored text
+    cannot reorder what the reader of a context sees, nor hide text in it."""
+    return _HIDDEN.sub(lambda found: f"<U+{ord(found.group()):04X}>", text)
 
 
 def quoted_field(value: object) -> str:
     """A writer-supplied value (an agent id, tags, a title) as a JSON string or list, bidi controls
     escaped: in a header line nothing a writer chose can pass for the server's own words."""
-    return escape_bidi(json.dumps(value, ensure_ascii=False))
+    return escape_hidden(json.dumps(value, ensure_ascii=False))
 
 
 def single_line(text: str) -> str:

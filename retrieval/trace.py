@@ -301,6 +301,7 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
             "attribution": candidate.attribution_factor,
             "instruction_factor": candidate.instruction_factor,
             "relevance": candidate.relevance_score,
+            "floor": candidate.floor_score,
             "corroboration_boost": candidate.corroboration_boost,
             "feedback_weight": candidate.feedback_weight,
             "global_weight": candidate.global_weight,

@@ -35,6 +35,8 @@ def malformed_reply(exc: Exception) -> types.JSONRPCError | None:
     raw = next(
         (e["input"] for e in errors if e["type"] == "json_invalid" and isinstance(e["input"], str)), None
     )
+    if raw is not None and not raw.strip():
+        return None  # a blank line between messages: nothing to answer
     if raw is not None:
         message = _parsed(raw)
         if not isinstance(message, dict):

@@ -62,6 +62,10 @@ class StageScores(BaseModel):
         description="(rerank if it ran, else fused) x attribution x instruction_factor (0 for an episode sibling); "
         "the floor reads it with fused_absolute in place of fused."
     )
+    floor: float | None = Field(
+        None,
+        description="What the relevance floor compared: relevance with fused_absolute in place of fused.",
+    )
     corroboration_boost: float = Field(
         0.0, description="log2(1 + corroborating agents) x 0.1, added to relevance before feedback weighting."
     )

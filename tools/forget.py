@@ -133,17 +133,21 @@ def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) 
 
 
 def best_matches(runtime: Runtime, scope: Scope, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:
-    """The active memories a recall for ``query`` would rank first (the recall's candidate search), with
-    their relevance (the fused score with a full-text match read against a full match of the query, as
-    the relevance floor reads it; where the index keeps no term statistics, against the best match)."""
-    fused, _ = runtime.pipeline.candidate_search.search(scope, query, leg_limit=limit * 3, limit=limit)
-    return [
+    """The active memories that match ``query`` best, with their relevance: the fused score with a
+    full-text match read against a full match of the query, as the relevance floor reads it (where the
+    index keeps no term statistics, against the best match). Ranking reads BM25 against the best match,
+    which can order two candidates the other way: the pool is three times ``limit``, ordered by this
+    relevance, so that the closest match is never left out behind one that ranks higher."""
+    fused, _ = runtime.pipeline.candidate_search.search(scope, query, leg_limit=limit * 9, limit=limit * 3)
+    scored = [
         (
             candidate.memory,
             candidate.fused_absolute if candidate.fused_absolute is not None else candidate.fused_score,
         )
         for candidate in fused
     ]
+    scored.sort(key=lambda pair: (-pair[1], pair[0].id))
+    return scored[:limit]
 
 
 async def handle(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:

@@ -48,6 +48,12 @@ def test_what_a_writer_chose_cannot_pose_as_the_servers_words_in_the_header():
     assert "hidden-text" in header
 
 
+def test_tag_characters_are_shown_escaped_not_passed_on_invisible():
+    smuggled = "".join(chr(0xE0000 + ord(char)) for char in "hi")
+    block = render_memory(1, candidate("mem_1", f"notes{smuggled}"))
+    assert smuggled not in block and "> notes<U+E0068><U+E0069>" in block
+
+
 def test_context_starts_with_a_data_not_instructions_preamble():
     _, context = assemble((candidate("m", "x"),), top_k=5, char_budget=1000, retrieval_id="ret_1")
     assert context.startswith(preamble("ret_1"))

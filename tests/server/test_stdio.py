@@ -157,6 +157,8 @@ def test_a_malformed_line_gets_a_json_rpc_error_and_the_server_keeps_serving(tmp
     lines = [
         json.dumps(initialize),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        "",  # blank lines between messages: no reply
+        "   ",
         "{not json",  # -> parse error, id null
         '{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": "x"}',  # params not an object
         '{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"a": "\\ud800"}}',  # a lone surrogate

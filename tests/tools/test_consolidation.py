@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from retrieval.types import Candidate
 from storage.records import Scope
 from tests.fakes import ScriptedLLM
 from tests.helpers import make_runtime, settings_for
@@ -239,6 +240,31 @@ def test_forget_by_query_takes_the_best_matches_only(runtime):
     out = forget(ForgetInput(query="staging password", max_memories=1), runtime, caller())
     assert [m.id for m in out.forgotten] == [gone] and out.matches[0].relevance >= 0.5
     assert status(runtime, keep) == "active"
+
+
+class RanksOneWayFloorsTheOther:
+    """A candidate search whose ranking score and absolute relevance order two memories differently."""
+
+    def __init__(self, first_by_rank, first_by_relevance) -> None:
+        self._candidates = (
+            Candidate(memory=first_by_rank, fused_score=0.825, fused_absolute=0.471),
+            Candidate(memory=first_by_relevance, fused_score=0.766, fused_absolute=0.532),
+        )
+
+    def search(self, scope, query, *, leg_limit, limit):
+        return self._candidates[:limit], ()
+
+
+def test_forget_by_query_takes_the_closest_match_by_the_relevance_the_floor_reads(runtime, monkeypatch):
+    ranked_first = runtime.store.get_memory(
+        remember(RememberInput(content="alpha note"), runtime, caller()).id
+    )
+    closest = runtime.store.get_memory(remember(RememberInput(content="beta note"), runtime, caller()).id)
+    fake = RanksOneWayFloorsTheOther(ranked_first, closest)
+    monkeypatch.setattr(type(runtime.pipeline), "candidate_search", property(lambda _: fake))
+    out = forget(ForgetInput(query="note", max_memories=1, dry_run=True), runtime, caller())
+    # Ranked second, but the only one at relevance >= 0.5: it is the one that goes.
+    assert [m.id for m in out.forgotten] == [closest.id] and out.matches[0].relevance == 0.532
 
 
 def test_forget_by_query_forgets_nothing_that_only_shares_a_word_with_it(runtime):
