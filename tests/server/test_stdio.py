@@ -81,19 +81,24 @@ async def test_streamable_http_transport_serves_the_same_tools(tmp_path):
     assert [m["id"] for m in recalled["memories"]] == [stored["id"]]
 
 
+# The handshake a raw client sends first.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
 def test_stdout_carries_nothing_but_protocol_messages(tmp_path):
     requests = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        INITIALIZE,
+        INITIALIZED,
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {
             "jsonrpc": "2.0",
@@ -144,19 +149,9 @@ def test_stdout_carries_nothing_but_protocol_messages(tmp_path):
 
 
 def test_a_malformed_line_gets_a_json_rpc_error_and_the_server_keeps_serving(tmp_path):
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
     lines = [
-        json.dumps(initialize),
-        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json.dumps(INITIALIZE),
+        json.dumps(INITIALIZED),
         "",  # blank lines between messages: no reply
         "   ",
         "{not json",  # -> parse error, id null
