@@ -657,6 +657,43 @@ def stats_command(args: argparse.Namespace, settings: Settings) -> int:
     return emit(args, result, readable)
 
 
+def list_command(args: argparse.Namespace, settings: Settings) -> int:
+    from tools import list_memories
+
+    arguments = {
+        "agent_id": args.agent,
+        "tag": args.tag,
+        "kind": args.kind,
+        "since": args.since,
+        "until": args.until,
+        "cursor": args.cursor,
+        "limit": args.limit,
+    }
+    with opened(settings) as runtime:
+        result = call(
+            list_memories.handle,
+            list_memories.ListMemoriesInput,
+            {**{name: value for name, value in arguments.items() if value is not None}, **scope_of(args)},
+            runtime,
+            caller_for(args),
+            "list",
+        )
+    rows = [
+        [
+            memory.id,
+            memory.created_at[:16].replace("T", " "),
+            memory.kind,
+            memory.agent_id,
+            clip(memory.preview, 60),
+        ]
+        for memory in result.memories
+    ]
+    parts = [table(["id", "written", "kind", "agent", "memory"], rows) if rows else "no memories match"]
+    if result.next_cursor:
+        parts.append(f"next page: memoria list --cursor {result.next_cursor}")
+    return emit(args, result, "\n".join(parts))
+
+
 def _span(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"{low:.3f} .. {high:.3f}"
 
@@ -888,6 +925,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "forget": forget_command,
     "show": show_command,
     "stats": stats_command,
+    "list": list_command,
     "import": import_command,
     "export": export_command,
     "reembed": reembed_command,

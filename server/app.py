@@ -26,6 +26,7 @@ from tools import (
     explain_ranking,
     forget,
     lineage,
+    list_memories,
     recall,
     remember,
     remember_many,
@@ -188,6 +189,15 @@ def resource_specs() -> list[ToolSpec]:
             input_model=show_memory.ShowMemoryInput,
             output_model=show_memory.ShowMemoryOutput,
             handler=show_memory.handle,
+            effect="reads",
+        ),
+        ToolSpec(
+            name="list_memories",
+            title="Memories",
+            description="The scope's active memories, newest first, a page at a time.",
+            input_model=list_memories.ListMemoriesInput,
+            output_model=list_memories.ListMemoriesOutput,
+            handler=list_memories.handle,
             effect="reads",
         ),
         ToolSpec(

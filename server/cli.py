@@ -172,6 +172,17 @@ def add_people_commands(commands: Any) -> None:
 
     command("stats", "what the scope's memory holds and which backends serve it")
 
+    listing = command("list", "the scope's memories, newest first, a page at a time")
+    listing.add_argument("--agent", metavar="NAME", help="only memories this agent wrote")
+    listing.add_argument("--tag", help="only memories with this tag")
+    listing.add_argument("--kind", choices=["fact", "episode", "artifact"])
+    listing.add_argument(
+        "--since", metavar="WHEN", help="written at or after: 2026-11-24, 2026-11, or a time"
+    )
+    listing.add_argument("--until", metavar="WHEN", help="written before (a day or month: before it ends)")
+    listing.add_argument("--cursor", help="the next page (the cursor the previous page printed)")
+    listing.add_argument("--limit", type=positive, default=50, metavar="N", help="memories per page (50)")
+
     importing = command("import", "import a memoria export (JSONL), a LoCoMo file or a chat transcript")
     importing.add_argument("path")
     importing.add_argument("--format", choices=["auto", "memoria", "locomo", "transcript"], default="auto")

@@ -58,6 +58,31 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             specs["show_memory"], ctx, {"memory_id": memory_id, "org_id": org_id, "project_id": project_id}
         )
 
+    async def memories(
+        ctx: Context[AppState, Any],
+        org_id: str | None = None,
+        project_id: str | None = None,
+        agent_id: str | None = None,
+        tag: str | None = None,
+        kind: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        cursor: str | None = None,
+        limit: str | None = None,
+    ) -> str:
+        arguments = {
+            "org_id": org_id,
+            "project_id": project_id,
+            "agent_id": agent_id,
+            "tag": tag,
+            "kind": kind,
+            "since": since,
+            "until": until,
+            "cursor": cursor,
+            "limit": limit,
+        }
+        return await run(specs["list_memories"], ctx, arguments)
+
     async def stats(
         ctx: Context[AppState, Any], org_id: str | None = None, project_id: str | None = None
     ) -> str:
@@ -76,6 +101,16 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             "One memory in full: content, provenance, tier, status, feedback weight and its history, and its "
             "lineage (what it replaced, what replaced it).",
             memory,
+        ),
+        ResourceSpec(
+            "memoria://memories{?org_id,project_id,agent_id,tag,kind,since,until,cursor,limit}",
+            "memories",
+            "Memories",
+            "The scope's active memories, newest first, a page at a time (limit, 50 by default): filter by "
+            "agent, tag, kind and a window (since, until: ISO dates or times); pass a page's next_cursor as "
+            "cursor for the next. No memory appears twice across pages, even while writes arrive.",
+            memories,
+            listed_uri="memoria://memories",
         ),
         ResourceSpec(
             "memoria://stats{?org_id,project_id}",

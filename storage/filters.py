@@ -40,6 +40,18 @@ def later_than(column: str, moment: datetime) -> Expr:
     return col(column) > lit(moment)
 
 
+def at_or_after(column: str, moment: datetime) -> Expr:
+    return col(column) >= lit(moment)
+
+
+def at_or_before(column: str, moment: datetime) -> Expr:
+    return col(column) <= lit(moment)
+
+
+def earlier_than(column: str, moment: datetime) -> Expr:
+    return col(column) < lit(moment)
+
+
 def all_of(*parts: Expr | None) -> Expr:
     present = [part for part in parts if part is not None]
     if not present:

@@ -573,6 +573,52 @@ class MemoryStore:
         )
         self._merge_update(update)
 
+    def list_memories(
+        self,
+        scope: Scope,
+        *,
+        limit: int,
+        before: tuple[datetime, str] | None = None,
+        agent_id: str | None = None,
+        tag: str | None = None,
+        kind: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[MemoryRecord]:
+        """One page of the scope's active memories, newest first (by ``created_at``, then id, descending):
+        the ``limit`` that come after ``before`` (the last one of the previous page) in that order. A memory
+        written after the listing began comes before the first page, so no page repeats one."""
+
+        def wanted(record: MemoryRecord) -> bool:
+            at = utc(record.created_at)
+            return (
+                record.status == "active"
+                and (agent_id is None or record.agent_id == agent_id)
+                and (tag is None or tag in record.tags)
+                and (kind is None or record.kind == kind)
+                and (since is None or at >= since)
+                and (until is None or at < until)
+                and (before is None or (at, record.id) < (before[0], before[1]))
+            )
+
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                found = [record for record in copy.records.values() if wanted(record)]
+                found.sort(key=lambda record: (utc(record.created_at), record.id), reverse=True)
+                return found[:limit]
+        condition = filters.all_of(
+            self._active_in(scope, [kind] if kind else None, [tag] if tag else None),
+            filters.equals("agent_id", agent_id) if agent_id is not None else None,
+            filters.at_or_after("created_at", since) if since is not None else None,
+            filters.earlier_than("created_at", until) if until is not None else None,
+            filters.at_or_before("created_at", before[0]) if before is not None else None,
+        )
+        rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=None)
+        records = {row["id"]: _memory_from_row(row) for row in rows}
+        found = [record for record in records.values() if wanted(record)]
+        found.sort(key=lambda record: (utc(record.created_at), record.id), reverse=True)
+        return found[:limit]
+
     def memory_vectors(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, np.ndarray]:
         ids = list(dict.fromkeys(memory_ids))
         if not ids:

@@ -181,6 +181,17 @@ def test_stats_counts_the_scope(capsys, db):
     assert "memories             2 (active 2)" in out and "active by kind       fact 1, artifact 1" in out
 
 
+def test_list_pages_through_the_scope_newest_first_and_prints_the_next_page(capsys, db):
+    ids = [as_json(capsys, db, "remember", f"list me {n}", "--tag", "l")["id"] for n in range(3)]
+    status, out, _ = memoria(capsys, db, "list", "--limit", "2")
+    assert status == 0 and ids[2] in out and ids[1] in out and ids[0] not in out
+    cursor = out.rsplit("memoria list --cursor ", 1)[1].strip()
+    rest = as_json(capsys, db, "list", "--limit", "2", "--cursor", cursor)
+    assert [m["id"] for m in rest["memories"]] == [ids[0]] and rest["next_cursor"] is None
+    status, _, err = memoria(capsys, db, "list", "--since", "someday")
+    assert status == 1 and "'someday' is not a date or time this server reads" in err
+
+
 def test_bad_arguments_say_what_to_fix_and_store_nothing(capsys, db):
     status, _, err = memoria(capsys, db, "recall", "x", "--budget", "5")
     assert status == 1 and "char_budget must be between 200 and 200,000, but got 5" in err

@@ -23,9 +23,10 @@ async def test_the_resources_and_their_templates_are_listed(settings):
     async with connected(server_with(settings)) as client:
         listed = {str(resource.uri) for resource in (await client.list_resources()).resources}
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
-    assert listed == {"memoria://stats", "memoria://drift"}
+    assert listed == {"memoria://memories", "memoria://stats", "memoria://drift"}
     assert templates == {
         "memoria://memory/{memory_id}{?org_id,project_id}",
+        "memoria://memories{?org_id,project_id,agent_id,tag,kind,since,until,cursor,limit}",
         "memoria://stats{?org_id,project_id}",
         "memoria://drift{?org_id,project_id}",
     }
@@ -63,6 +64,26 @@ async def test_a_memory_in_another_scope_is_read_by_naming_the_scope(settings):
             await client.read_resource(f"memoria://memory/{stored['id']}")
         shown = await read_json(client, f"memoria://memory/{stored['id']}?org_id=globex&project_id=billing")
     assert shown["content"] == "Globex bills monthly"
+
+
+async def test_memories_are_listed_newest_first_page_by_page_and_none_twice_while_writes_arrive(settings):
+    async with connected(server_with(settings)) as client:
+        written = [
+            (await call(client, "remember", {"content": f"Release note number {n}"}))["id"] for n in range(5)
+        ]
+        await call(client, "remember", {"content": "Elsewhere", "project_id": "other"})  # another scope
+        first = await read_json(client, "memoria://memories?limit=2")
+        # Written while someone pages: it comes before the first page, never on a later one.
+        late = (await call(client, "remember", {"content": "Written while paging"}))["id"]
+        second = await read_json(client, f"memoria://memories?limit=2&cursor={first['next_cursor']}")
+        third = await read_json(client, f"memoria://memories?limit=2&cursor={second['next_cursor']}")
+        again = await read_json(client, "memoria://memories?limit=10")
+        with pytest.raises(MCPError, match="not one this server gave"):
+            await client.read_resource("memoria://memories?cursor=garbage")
+    pages = [[m["id"] for m in page["memories"]] for page in (first, second, third)]
+    assert pages == [written[4:2:-1], written[2:0:-1], written[0:1]]
+    assert third["next_cursor"] is None
+    assert [m["id"] for m in again["memories"]] == [late, *reversed(written)]
 
 
 async def test_stats_count_the_scope_by_status_kind_and_tier(settings):

@@ -1,0 +1,98 @@
+"""Listing a scope's memories: newest first, page by page with a cursor, filtered by agent, tag, kind and
+a time window; bad windows and cursors are refused with what to do."""
+
+from datetime import UTC, datetime
+
+import pytest
+from pydantic import ValidationError
+
+from tools.common import Caller, ToolFailure
+from tools.forget import ForgetInput, forget
+from tools.list_memories import ListMemoriesInput, list_memories, moment_of
+from tools.remember import RememberInput, remember
+
+ALICE, BOB = Caller("alice", "ses_a"), Caller("bob", "ses_b")
+
+
+def write(runtime, text, caller=ALICE, day=1, **fields):
+    when = datetime(2026, 10, day, 12, 0, tzinfo=UTC)
+    return remember(RememberInput(content=text, occurred_at=when, **fields), runtime, caller).id
+
+
+def listed(runtime, **arguments):
+    return [m.id for m in list_memories(ListMemoriesInput(**arguments), runtime, ALICE).memories]
+
+
+@pytest.fixture
+def october(runtime):
+    return {
+        "deploy": write(runtime, "Deploys go out on Tuesdays", day=1, tags=["ops"]),
+        "db": write(runtime, "The billing database is Postgres 16", BOB, day=10),
+        "runbook": write(runtime, "restart: systemctl restart api", day=20, kind="artifact", tags=["ops"]),
+        "gone": write(runtime, "The old VPN host is vpn1", day=25),
+    }
+
+
+def test_memories_are_listed_newest_first_and_forgotten_ones_are_not(runtime, october):
+    forget(ForgetInput(memory_id=october["gone"]), runtime, ALICE)
+    assert listed(runtime) == [october["runbook"], october["db"], october["deploy"]]
+
+
+def test_a_cursor_continues_where_the_page_ended_and_the_last_page_has_none(runtime, october):
+    first = list_memories(ListMemoriesInput(limit=3), runtime, ALICE)
+    assert [m.id for m in first.memories] == [october["gone"], october["runbook"], october["db"]]
+    rest = list_memories(ListMemoriesInput(limit=3, cursor=first.next_cursor), runtime, ALICE)
+    assert [m.id for m in rest.memories] == [october["deploy"]] and rest.next_cursor is None
+
+
+def test_filters_by_agent_tag_and_kind(runtime, october):
+    assert listed(runtime, agent_id="bob") == [october["db"]]
+    assert listed(runtime, tag="ops") == [october["runbook"], october["deploy"]]
+    assert listed(runtime, kind="artifact") == [october["runbook"]]
+
+
+def test_a_window_of_days_or_a_month_includes_its_whole_last_day(runtime, october):
+    assert listed(runtime, since="2026-10-10", until="2026-10-20") == [october["runbook"], october["db"]]
+    assert listed(runtime, since="2026-10-02T00:00:00Z") == [
+        october["gone"],
+        october["runbook"],
+        october["db"],
+    ]
+    assert listed(runtime, until="2026-09") == []
+    out = list_memories(ListMemoriesInput(since="2026-10", until="2026-10"), runtime, ALICE)
+    assert (out.since, out.until) == ("2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z")
+    assert len(out.memories) == 4
+
+
+def test_another_projects_memories_are_never_listed(runtime, october):
+    elsewhere = remember(RememberInput(content="Globex notes", project_id="globex"), runtime, ALICE).id
+    assert elsewhere not in listed(runtime)
+    assert listed(runtime, project_id="globex") == [elsewhere]
+
+
+def test_bad_windows_and_cursors_are_refused_with_what_to_do(runtime):
+    with pytest.raises(ValidationError, match="not a date or time this server reads.*2026-11-24"):
+        ListMemoriesInput(since="last tuesday-ish")
+    with pytest.raises(ToolFailure, match="is not before until"):
+        list_memories(ListMemoriesInput(since="2026-11-02", until="2026-11-01"), runtime, ALICE)
+    with pytest.raises(ToolFailure, match="not one this server gave"):
+        list_memories(ListMemoriesInput(cursor="bm9wZQ"), runtime, ALICE)
+
+
+def test_a_moment_is_read_as_utc():
+    assert moment_of("2026-11-24T09:30:00+02:00", end=False) == datetime(2026, 11, 24, 7, 30, tzinfo=UTC)
+    assert moment_of("2026-12", end=True) == datetime(2027, 1, 1, tzinfo=UTC)
+
+
+def test_a_scope_too_big_for_a_copy_is_listed_the_same_from_lancedb(tmp_path):
+    from tests.helpers import make_runtime, settings_for
+
+    runtime = make_runtime(settings_for(tmp_path / "db", cache_scope_rows=0))  # no scope copies
+    try:
+        ids = [write(runtime, f"note {day}", day=day, tags=["t"] if day % 2 else []) for day in (1, 2, 3, 4)]
+        first = list_memories(ListMemoriesInput(limit=3), runtime, ALICE)
+        rest = list_memories(ListMemoriesInput(limit=3, cursor=first.next_cursor), runtime, ALICE)
+        assert [m.id for m in first.memories] + [m.id for m in rest.memories] == ids[::-1]
+        assert listed(runtime, tag="t", since="2026-10-02") == [ids[2]]
+    finally:
+        runtime.close()

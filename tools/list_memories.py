@@ -1,0 +1,157 @@
+"""list_memories: the scope's active memories page by page, newest first, for the
+``memoria://memories{?...}`` resource and ``memoria list``.
+
+A page ends with a cursor (the last memory's time and id, opaque to the caller); the next page starts
+after it. Memories written while someone pages come before the first page, so no page repeats a memory.
+Tenancy is that of every read: the caller's org and project only.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import UTC, datetime, time, timedelta
+from typing import Literal
+
+import anyio
+from pydantic import BaseModel, Field, field_validator
+
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso
+
+PREVIEW_CHARS = 300
+PAGE = 50
+MAX_PAGE = 200
+WHEN_EXAMPLES = '"2026-11-24", "2026-11-24T09:30:00Z", "2026-11"'
+
+
+class ListMemoriesInput(ScopeArgs):
+    agent_id: Identifier | None = Field(None, description="Only memories this agent wrote.")
+    tag: Tag | None = Field(None, description="Only memories with this tag.")
+    kind: Literal["fact", "episode", "artifact"] | None = None
+    since: str | None = Field(None, max_length=64, description=f"Written at or after: {WHEN_EXAMPLES}.")
+    until: str | None = Field(
+        None, max_length=64, description="Written before (a day or month: before it ends)."
+    )
+    cursor: str | None = Field(None, max_length=512, description="The next_cursor of the previous page.")
+    limit: int = Field(PAGE, ge=1, le=MAX_PAGE, description="Memories per page.")
+
+    @field_validator("since", "until")
+    @classmethod
+    def _readable(cls, value: str | None) -> str | None:
+        if value is not None:
+            moment_of(value, end=False)  # refused here, with examples, if it is not a date or time
+        return value
+
+
+class ListedMemory(BaseModel):
+    id: str
+    preview: str = Field(description=f"The first {PREVIEW_CHARS} characters of its content.")
+    kind: str
+    tags: list[str]
+    agent_id: str
+    episode_id: str | None
+    created_at: str
+    protection_tier: str
+    weight: float
+
+
+class ListMemoriesOutput(BaseModel):
+    org_id: str
+    project_id: str
+    memories: list[ListedMemory] = Field(description="Active memories, newest first.")
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
+    since: str | None = Field(None, description="The window's start, resolved (UTC).")
+    until: str | None = Field(None, description="The window's end, resolved (UTC, exclusive).")
+
+
+def moment_of(text: str, *, end: bool) -> datetime:
+    """An ISO-8601 date, date and time, or month as a UTC moment: a day or month given as a window's end
+    means the moment it ends (``until=2026-11`` includes every day of November)."""
+    value = text.strip()
+    try:
+        if len(value) == 7 and value[4] == "-":  # a month
+            year, month = int(value[:4]), int(value[5:])
+            start = datetime(year, month, 1, tzinfo=UTC)
+            if not end:
+                return start
+            return datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+        if len(value) == 10:  # a day
+            day = datetime.combine(datetime.fromisoformat(value).date(), time(), tzinfo=UTC)
+            return day + timedelta(days=1) if end else day
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a date or time this server reads; write an ISO-8601 date, time or month, "
+            f"e.g. {WHEN_EXAMPLES}"
+        ) from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def encode_cursor(created_at: datetime, memory_id: str) -> str:
+    at = created_at.replace(tzinfo=UTC) if created_at.tzinfo is None else created_at.astimezone(UTC)
+    raw = json.dumps([at.isoformat(), memory_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        at, memory_id = json.loads(base64.urlsafe_b64decode(padded.encode()).decode())
+        moment = datetime.fromisoformat(at)
+        if not isinstance(memory_id, str) or moment.tzinfo is None:
+            raise ValueError(cursor)
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+        raise ToolFailure(
+            "this cursor is not one this server gave; list again without it to start from the newest"
+        ) from None
+    return moment, memory_id
+
+
+def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> ListMemoriesOutput:
+    scope = args.scope(runtime.settings)
+    since = moment_of(args.since, end=False) if args.since else None
+    until = moment_of(args.until, end=True) if args.until else None
+    if since is not None and until is not None and since >= until:
+        raise ToolFailure(
+            f"since ({iso(since)}) is not before until ({iso(until)}): swap them, or widen the window"
+        )
+    before = decode_cursor(args.cursor) if args.cursor else None
+    # One more than a page: whether another page follows.
+    found = runtime.store.list_memories(
+        scope,
+        limit=args.limit + 1,
+        before=before,
+        agent_id=args.agent_id,
+        tag=args.tag,
+        kind=args.kind,
+        since=since,
+        until=until,
+    )
+    page = found[: args.limit]
+    last = page[-1] if page and len(found) > args.limit else None
+    return ListMemoriesOutput(
+        org_id=scope.org_id,
+        project_id=scope.project_id,
+        memories=[
+            ListedMemory(
+                id=memory.id,
+                preview=memory.content[:PREVIEW_CHARS],
+                kind=memory.kind,
+                tags=list(memory.tags),
+                agent_id=memory.agent_id,
+                episode_id=memory.episode_id,
+                created_at=iso(memory.created_at),
+                protection_tier=memory.protection_tier,
+                weight=memory.weight,
+            )
+            for memory in page
+        ],
+        next_cursor=encode_cursor(last.created_at, last.id) if last is not None else None,
+        since=iso(since) if since else None,
+        until=iso(until) if until else None,
+    )
+
+
+async def handle(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> ListMemoriesOutput:
+    return await anyio.to_thread.run_sync(list_memories, args, runtime, caller)
