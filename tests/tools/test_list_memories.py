@@ -71,7 +71,7 @@ def test_another_projects_memories_are_never_listed(runtime, october):
 
 
 def test_bad_windows_and_cursors_are_refused_with_what_to_do(runtime):
-    with pytest.raises(ValidationError, match="not a date or time this server reads.*2026-11-24"):
+    with pytest.raises(ValidationError, match=r"not a date or time this server reads.*2026-11-24"):
         ListMemoriesInput(since="last tuesday-ish")
     with pytest.raises(ToolFailure, match="is not before until"):
         list_memories(ListMemoriesInput(since="2026-11-02", until="2026-11-01"), runtime, ALICE)
