@@ -1,8 +1,9 @@
 """Group commit: writes that arrive while a commit is in flight are coalesced into the next one.
 
 A caller hands its items in and waits. The first caller to find no commit in flight leads: it takes every
-item queued (up to ``max_items``), commits them at once, hands each caller its results (or the commit's
-error), and leaves; a caller still waiting then leads the next batch. A write that arrives alone is
+item queued (up to ``max_items``), commits them at once, hands each caller its results, and leaves; a
+caller still waiting then leads the next batch. If the shared commit fails, each caller's items are
+committed on their own, so that only a caller whose own items fail gets an error. A write that arrives alone is
 committed at once; under load, one commit serves many writes, and every caller returns only after the
 commit that holds its items is done.
 """
@@ -75,22 +76,39 @@ class GroupCommit(Generic[T, R]):
 
     def _lead(self, batch: list[_Entry[T, R]]) -> None:
         flat = [item for entry in batch for item in entry.items]
+        commits = 1
         try:
             results = self._commit(flat)
-            error: BaseException | None = None
-        except BaseException as exc:  # every caller of the batch gets it, and may retry
-            results, error = [], exc
-        with self._condition:
             start = 0
             for entry in batch:
-                if error is None:
-                    entry.results = results[start : start + len(entry.items)]
-                    start += len(entry.items)
-                entry.error = error
-                entry.done = True
-            self.stats.commits += 1
-            self.stats.items += len(flat)
-            self.stats.largest = max(self.stats.largest, len(flat))
-            self.stats.by_size[len(batch)] = self.stats.by_size.get(len(batch), 0) + 1
-            self._busy = False
-            self._condition.notify_all()
+                entry.results = results[start : start + len(entry.items)]
+                start += len(entry.items)
+        except Exception as exc:
+            if len(batch) == 1:
+                batch[0].error = exc
+            else:
+                # One caller's bad item must not fail the others: each caller's items are committed on
+                # their own, so only the callers whose own commit fails get an error (the commit is
+                # idempotent: what the failed batch wrote before failing is found, not written twice).
+                for entry in batch:
+                    commits += 1
+                    try:
+                        entry.results = self._commit(list(entry.items))
+                    except Exception as own:
+                        entry.error = own
+        except BaseException as exc:  # interrupted: every caller of the batch gets it
+            for entry in batch:
+                entry.error = exc
+            raise
+        finally:
+            with self._condition:
+                for entry in batch:
+                    if entry.results is None and entry.error is None:
+                        entry.error = RuntimeError("the group commit was interrupted; retry the write")
+                    entry.done = True
+                self.stats.commits += commits
+                self.stats.items += len(flat)
+                self.stats.largest = max(self.stats.largest, len(flat))
+                self.stats.by_size[len(batch)] = self.stats.by_size.get(len(batch), 0) + 1
+                self._busy = False
+                self._condition.notify_all()

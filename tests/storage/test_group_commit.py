@@ -62,6 +62,54 @@ def test_every_caller_of_a_failed_commit_gets_its_error_and_the_next_commit_stil
     assert group.run(["b"]) == ["b"]
 
 
+def test_a_bad_item_fails_only_its_own_caller_not_the_others_of_its_batch():
+    first_started, release = threading.Event(), threading.Event()
+    batches = []
+
+    def commit(items):
+        batches.append(list(items))
+        if len(batches) == 1:
+            first_started.set()
+            release.wait(5)
+        if "poison" in items:
+            raise ValueError("cannot store poison")
+        return [f"stored {item}" for item in items]
+
+    group = GroupCommit(commit)
+    outcomes = {}
+
+    def call(item):
+        try:
+            outcomes[item] = group.run([item])
+        except ValueError as exc:
+            outcomes[item] = str(exc)
+
+    leader = threading.Thread(target=call, args=("lead",))
+    leader.start()
+    assert first_started.wait(5)
+    followers = [threading.Thread(target=call, args=(item,)) for item in ("a", "poison", "b")]
+    for thread in followers:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while len(group._pending) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    for thread in [leader, *followers]:
+        thread.join(5)
+    # The shared commit of the three failed; each was then committed alone.
+    assert sorted(batches[1]) == ["a", "b", "poison"] and sorted(map(tuple, batches[2:])) == [
+        ("a",),
+        ("b",),
+        ("poison",),
+    ]
+    assert outcomes == {
+        "lead": ["stored lead"],
+        "a": ["stored a"],
+        "b": ["stored b"],
+        "poison": "cannot store poison",
+    }
+
+
 def test_a_commit_takes_no_more_than_its_limit_and_the_rest_follow():
     first_started, release = threading.Event(), threading.Event()
     sizes = []
