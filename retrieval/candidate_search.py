@@ -44,7 +44,8 @@ class CandidateSource(Protocol):
         ...
 
     def fulltext_ceiling(self, scope: Scope, text: str) -> float | None:
-        """The BM25 score of a full match of ``text`` in ``scope`` (None: unknown, the floor reads relative scores)."""
+        """The BM25 score of a full match of ``text`` in ``scope`` (None: unknown; the floor then reads
+        the relative scores ranking reads)."""
         ...
 
 

@@ -3,8 +3,9 @@ reporting sessions' queries, read for a recall's candidates and kept until a rep
 
 A recall asks for the weights of its candidates. Which memories of a scope any report credits is read once
 per scope (one column) and kept up to date: most candidates were never credited, and their weight is known
-without a read. The credits of the others are read once (one query for the memories not yet held) and the sessions behind them once (their queries, embedded again when another
-embedder made them, only when first needed); each candidate's reports are then replayed with their
+without a read. The credits of the others are read once (one query for the memories not yet held) and the
+sessions behind them once (their queries, embedded again when another embedder made them, only when first
+needed); each candidate's reports are then replayed with their
 closeness to the query (``retrieval.outcomes.contextual_weight``). When a report is made, by any process,
 the next recall reads only the rows it wrote (by row version) and updates what it holds.
 

@@ -18,14 +18,13 @@ from dataclasses import replace
 from functools import lru_cache
 
 from retrieval.rerank import by_relevance
+from retrieval.text import has_hidden
 from retrieval.trace import InstructionsFlagged, StageOutput
 from retrieval.types import Candidate, RecallRequest
 
 # -- normalising: what a model reads, whatever the spelling ----------------------------------------------
 
-# Bidirectional controls: embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) and the
-# marks. An override shows text in the opposite order to the one a model reads.
-BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+# An override shows the text after it in the opposite order to the one a model reads.
 _OVERRIDES = "\u202e\u2067"  # right-to-left override and isolate: the text after them shows reversed
 _OVERRIDE_ENDS = "\u202c\u2069"
 # Characters that show as nothing: zero-width spaces and joiners, word joiner, invisible operators, the
@@ -192,8 +191,8 @@ _SIGNALS: tuple[tuple[str, re.Pattern[str], str], ...] = (
 def instruction_signals(text: str) -> tuple[str, ...]:
     """The signals ``text`` matches, in a fixed order (empty: it reads as plain data), read on its
     normalised spelling. ``hidden-text``: bidirectional controls that show text in another order than a
-    model reads it, or tag characters that show nothing of the ASCII a model may read in them. Cached: the stage asks for every candidate, and assembly again for each memory it
-    renders (episode siblings too)."""
+    model reads it, or tag characters that show nothing of the ASCII a model may read in them. Cached:
+    the stage asks for every candidate, and assembly again for each memory it renders (siblings too)."""
     lines = normalise(text)
     spaced = normalise(text, invisible=" ") if _INVISIBLE.search(text) else lines
     views = {"lines": (lines, spaced), "flat": (flattened(lines), flattened(spaced))}
@@ -202,7 +201,7 @@ def instruction_signals(text: str) -> tuple[str, ...]:
             name for name, pattern, view in _SIGNALS if any(pattern.search(seen) for seen in views[view])
         )
     )
-    if any(char in BIDI_CONTROLS for char in text) or _TAGS.search(text):
+    if has_hidden(text):
         found.append("hidden-text")
     return tuple(found)
 

@@ -53,6 +53,11 @@ def escape_hidden(text: str) -> str:
     return _HIDDEN.sub(lambda found: f"<U+{ord(found.group()):04X}>", text)
 
 
+def has_hidden(text: str) -> bool:
+    """Whether ``text`` holds a bidirectional control or a tag character."""
+    return _HIDDEN.search(text) is not None
+
+
 def quoted_field(value: object) -> str:
     """A writer-supplied value (an agent id, tags, a title) as a JSON string or list, bidi controls
     escaped: in a header line nothing a writer chose can pass for the server's own words."""

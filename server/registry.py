@@ -220,8 +220,7 @@ def _inline_refs(schema: Any, definitions: dict[str, Any]) -> Any:
 def model_properties(input_model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema properties, each standing alone (references inlined) and said briefly:
     no generated titles, an optional value as its type (not "or null": it is left out, though null is
-    accepted), no null defaults. Every agent loads
-    these in every session."""
+    accepted), no null defaults. Every agent loads these in every session."""
     full = input_model.model_json_schema()
     inlined = _inline_refs(full["properties"], full.get("$defs", {}))
     return {name: _brief(field) for name, field in inlined.items()}
@@ -230,8 +229,8 @@ def model_properties(input_model: type[BaseModel]) -> dict[str, Any]:
 def with_limits(properties: dict[str, Any], limits: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
     """The bounds the server enforces (from its settings: ``schema_limits``) written into the schema in
     place of the models' outer bounds, so that a client sees the limit it will meet: a field name maps to
-    keywords (maxLength, maxItems, minimum, maximum), applied to the field, to the non-null member of an
-    optional one, and to the same field inside a batch's items."""
+    keywords (maxLength, maxItems, minimum, maximum), applied to the field and to the same field inside a
+    batch's items."""
     out: dict[str, Any] = {}
     for name, field in properties.items():
         field = dict(field)

@@ -3,9 +3,9 @@
 A caller hands its items in and waits. The first caller to find no commit in flight leads: it takes every
 item queued (up to ``max_items``), commits them at once, hands each caller its results, and leaves; a
 caller still waiting then leads the next batch. If the shared commit fails, each caller's items are
-committed on their own, so that only a caller whose own items fail gets an error. A write that arrives alone is
-committed at once; under load, one commit serves many writes, and every caller returns only after the
-commit that holds its items is done.
+committed on their own, so that only a caller whose own items fail gets an error. A write that arrives
+alone is committed at once; under load, one commit serves many writes, and every caller returns only
+after the commit that holds its items is done.
 """
 
 from __future__ import annotations

@@ -601,11 +601,17 @@ class MemoryStore:
                 and (before is None or (at, record.id) < (before[0], before[1]))
             )
 
+        def page(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
+            found = sorted(
+                (record for record in records if wanted(record)),
+                key=lambda record: (utc(record.created_at), record.id),
+                reverse=True,
+            )
+            return found[:limit]
+
         with self._cache.reading(scope) as copy:
             if copy is not None:
-                found = [record for record in copy.records.values() if wanted(record)]
-                found.sort(key=lambda record: (utc(record.created_at), record.id), reverse=True)
-                return found[:limit]
+                return page(copy.records.values())
         condition = filters.all_of(
             self._active_in(scope, [kind] if kind else None, [tag] if tag else None),
             filters.equals("agent_id", agent_id) if agent_id is not None else None,
@@ -614,10 +620,7 @@ class MemoryStore:
             filters.at_or_before("created_at", before[0]) if before is not None else None,
         )
         rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=None)
-        records = {row["id"]: _memory_from_row(row) for row in rows}
-        found = [record for record in records.values() if wanted(record)]
-        found.sort(key=lambda record: (utc(record.created_at), record.id), reverse=True)
-        return found[:limit]
+        return page({row["id"]: _memory_from_row(row) for row in rows}.values())
 
     def memory_vectors(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, np.ndarray]:
         ids = list(dict.fromkeys(memory_ids))
@@ -1333,7 +1336,7 @@ class MemoryStore:
     def report_versions(self) -> tuple[int, int]:
         """The versions of the credit table and of the report table (``put_outcome`` commits to the first,
         then the second): a report read at these versions is current while both stay the same."""
-        return int(self._feedback.version), int(self._outcomes.version)
+        return self.feedback_version(), int(self._outcomes.version)
 
     def credits_for(
         self, scope: Scope, memory_ids: Sequence[str] | None = None, *, session_id: str | None = None
