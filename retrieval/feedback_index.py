@@ -114,6 +114,7 @@ class FeedbackIndex:
         self._held_queries = 0
         self._pinned: tuple[str, int] | None = None  # (recall, the table version it saw)
         self._lock = threading.Lock()
+        self._catching = threading.Lock()  # held by the one thread reading what reports changed
         self.reads = 0  # credit and session reads from the store (tests read this)
 
     def weights(
@@ -290,19 +291,33 @@ class FeedbackIndex:
             if held is None:
                 self._version = version
                 return version
-        credits, sessions = self._source.feedback_changed_since(held)
-        self.reads += 1
+        # One catch-up at a time: when a report lands, every recall in flight finds the version changed,
+        # and each reading the changes (30 at once under load) kept LanceDB busy for the write that
+        # waited behind them. The others wait here and find the work done.
+        with self._catching:
+            with self._lock:
+                if self._version != held:
+                    # Another thread caught up meanwhile (to ``version`` or past it, or, when it began
+                    # earlier, to an older one): what is held is of its version, so that is the one this
+                    # recall saw (a report landing after it is applied by the next catch-up; claiming
+                    # ``version`` would treat a memory that report credited as uncredited).
+                    caught_up = self._version
+                    assert caught_up is not None
+                    if recall_id is not None:
+                        self._pinned = (recall_id, caught_up)
+                    return caught_up
+            credits, sessions = self._source.feedback_changed_since(held)
+            self.reads += 1
+            return self._apply(held, version, credits, sessions)
+
+    def _apply(
+        self,
+        held: int,
+        version: int,
+        credits: list[tuple[Scope, CreditedSession]],
+        sessions: list[tuple[Scope, ReportQueries]],
+    ) -> int:
         with self._lock:
-            if self._version != held:
-                # Another thread caught up meanwhile, maybe to an older version than ``version``: what is
-                # held is of its version, so that is the one this recall saw (a report landing after it
-                # is applied by the next catch-up; claiming ``version`` would treat a memory that report
-                # credited as uncredited).
-                caught_up = self._version
-                assert caught_up is not None
-                if recall_id is not None:
-                    self._pinned = (recall_id, caught_up)
-                return caught_up
             if len(credits) + len(sessions) > MAX_CHANGES_APPLIED:
                 self._credits.clear()
                 self._sessions.clear()

@@ -145,15 +145,15 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     memory_ids = tuple(credit.memory_id for credit in credits)
 
     # What the report reads (the session's earlier report, every credit of the memories it moves) is read
-    # before the write lock, at the versions ``seen`` of the credit and report tables; under the lock it is
-    # read again only if a report committed since (a report writes its credits, then its row: both
-    # versions, since one may have been read between the two commits). The lock is then held for the
-    # writes alone: under load, reports queued behind each other's reads (0.43 s a report).
+    # before the write lock, at the versions ``seen`` of the credit and report tables; under the lock only
+    # what reports committed since is read (``caught_up``: a report writes its credits, then its row, so
+    # both versions count). The lock is then held for the writes and that small read: under load, reports
+    # queued behind each other's reads (0.43 s a report).
     seen = store.report_versions()
     reads = read_for_report(store, scope, session_id, memory_ids)
     with store.exclusive():
         if store.report_versions() != seen:
-            reads = read_for_report(store, scope, session_id, memory_ids)
+            reads = caught_up(reads, store, scope, session_id, memory_ids, seen)
         previous = reads.previous
         if (
             previous is not None
@@ -241,7 +241,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         )
         # The report is saved last: if a write above fails, the retried call finds no matching report
         # and redoes the whole update instead of answering "unchanged" over stale weights.
-        store.put_outcome(record, previous, cleared=half_done)
+        store.put_outcome(record, previous, cleared=half_done, first=reads.session_revision is None)
         converge(runtime, scope, affected, replay)
 
     status: Literal["applied", "replaced", "unchanged", "nothing_to_update"]
@@ -282,10 +282,12 @@ Replay = Mapping[str, Sequence[CreditedSession]]  # memory id -> its credits, in
 @dataclass(frozen=True)
 class ReportReads:
     """What a report reads before it writes: the session's current report, the memories a report of it
-    that failed half-way credited, every memory this report touches, and all their credits."""
+    that failed half-way credited, the revision of the session's credit rows (None: it has none), every
+    memory this report touches, and all their credits."""
 
     previous: OutcomeRecord | None
     half_done: tuple[str, ...]
+    session_revision: int | None
     affected: tuple[str, ...]
     credited: Replay
 
@@ -296,9 +298,47 @@ def read_for_report(
     previous = store.get_outcome(scope, session_id)
     # Every memory this session's report moved or moves, including one a report that crashed half-way
     # had credited (its credit rows are there, its report row is not).
-    half_done = tuple(store.credits_for(scope, session_id=session_id))
-    affected = tuple(dict.fromkeys((*memory_ids, *(previous.memory_ids if previous else ()), *half_done)))
-    return ReportReads(previous, half_done, affected, store.credits_for(scope, affected))
+    session = store.session_feedback(scope, session_id)
+    affected = tuple(
+        dict.fromkeys((*memory_ids, *(previous.memory_ids if previous else ()), *session.credited))
+    )
+    return ReportReads(
+        previous, session.credited, session.revision, affected, store.credits_for(scope, affected)
+    )
+
+
+def caught_up(
+    reads: ReportReads,
+    store: MemoryStore,
+    scope: Scope,
+    session_id: str,
+    memory_ids: Sequence[str],
+    seen: tuple[int, int],
+) -> ReportReads:
+    """``reads``, made at the report tables' versions ``seen``, brought up to the reports committed since
+    (under the write lock): only the credits of the affected memories written after ``seen`` are read,
+    and each replaces the same session's credit of its memory. A report of this same session in between
+    means everything is read again: its rows written since, or its report row changed (possible only
+    when the session's credit rows and its report row were read at different revisions: a report of it
+    was in flight, or died half-way)."""
+    changed, ours = store.credits_changed_since(seen[0], scope, reads.affected, session_id)
+    if ours:
+        return read_for_report(store, scope, session_id, memory_ids)
+    revision = reads.previous.revision if reads.previous is not None else None
+    if (
+        reads.session_revision != revision
+        and store.report_versions()[1] != seen[1]
+        and store.outcome_revision(scope, session_id) != revision
+    ):
+        return read_for_report(store, scope, session_id, memory_ids)
+    credited = {memory_id: list(found) for memory_id, found in reads.credited.items()}
+    for credit in changed:
+        memory_id = credit.credit.memory_id
+        kept = [other for other in credited.get(memory_id, ()) if other.session_id != credit.session_id]
+        if credit.credit.share > 0:
+            kept.append(credit)
+        credited[memory_id] = sorted(kept, key=lambda other: other.replay_key)
+    return replace(reads, credited=credited)
 
 
 def shown_contexts(

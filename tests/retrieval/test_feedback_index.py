@@ -263,3 +263,37 @@ def test_what_is_held_stays_within_its_bounds():
     for n in range(10):
         assert weight_for(index, "deploy", f"m{n}") == pytest.approx(1.15)
     assert len(index._credits) == 3 and len(index._sessions) == 3
+
+
+def test_recalls_in_flight_when_a_report_lands_read_its_rows_once_between_them():
+    """Every recall in flight finds the version changed at once; one reads the changes, the others wait
+    for it and use what it caught up to."""
+    import threading
+
+    embedder = TableEmbedder(VECTORS)
+    outcomes = Reports([outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder)])
+    index = index_over(outcomes, embedder)
+    assert weight_for(index, "deploy") == pytest.approx(1.15)
+    outcomes.add(outcome("s2", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder, order=1))
+    reading, release = threading.Event(), threading.Event()
+    change_reads = []
+    real = outcomes.feedback_changed_since
+
+    def slow_changes(version):
+        change_reads.append(version)
+        reading.set()
+        release.wait(10)
+        return real(version)
+
+    outcomes.feedback_changed_since = slow_changes
+    found = []
+    threads = [threading.Thread(target=lambda: found.append(weight_for(index, "deploy"))) for _ in range(8)]
+    threads[0].start()
+    assert reading.wait(10)
+    for thread in threads[1:]:
+        thread.start()
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert change_reads == [2]
+    assert found == [pytest.approx(0.8 * 1.15 + 0.2 * 1.75)] * 8  # both reports, in every recall

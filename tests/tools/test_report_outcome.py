@@ -153,8 +153,8 @@ def test_a_report_whose_row_was_never_saved_is_redone_whole_on_retry(runtime, th
     crashed = ReportOutcomeInput(outcome="success", helpful_ids=[three["a"], three["c"]])
     real_put = runtime.store.put_outcome
 
-    def credits_only(record, previous=None, cleared=()):
-        runtime.store._put_credits(record, previous, cleared)
+    def credits_only(record, previous=None, cleared=(), *, first=False):
+        runtime.store._put_credits(record, previous, cleared, first=first)
         raise OSError("killed before the report's row")
 
     monkeypatch.setattr(runtime.store, "put_outcome", credits_only)
@@ -180,8 +180,8 @@ def test_a_retry_that_credits_less_than_the_half_done_report_leaves_nothing_of_i
     recall_top(runtime, S1)
     real_put = runtime.store.put_outcome
 
-    def credits_only(record, previous=None, cleared=()):
-        runtime.store._put_credits(record, previous, cleared)
+    def credits_only(record, previous=None, cleared=(), *, first=False):
+        runtime.store._put_credits(record, previous, cleared, first=first)
         raise OSError("killed before the report's row")
 
     monkeypatch.setattr(runtime.store, "put_outcome", credits_only)
@@ -261,6 +261,51 @@ def test_a_report_landing_between_the_reads_and_the_write_lock_is_read_again_and
     # S2 reported first: a 1.0 -> 0.8 x 1.0 + 0.35 = 1.15; then S1's failure: 0.8 x 1.15 + 0.05 = 0.97.
     # Read before S2 landed and not again, S1's report would have written a = 0.85, losing S2's step.
     assert weights(runtime, three) == {"a": 0.97, "b": 0.85, "c": 1.0}
+
+
+def test_a_report_landing_in_between_is_caught_up_from_its_own_rows_not_by_reading_everything_again(
+    runtime, three, monkeypatch
+):
+    a = three["a"]
+    recall_top(runtime, S1)
+    recall_top(runtime, S2, top_k=1)  # a only
+    original = report_outcome_module.read_for_report
+    reads = []
+
+    def then_another_report_lands(store, scope, session_id, memory_ids):
+        reads.append(session_id)
+        found = original(store, scope, session_id, memory_ids)
+        if session_id == S1.session_id and reads.count(S1.session_id) == 1:
+            report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[a]), runtime, S2)
+        return found
+
+    monkeypatch.setattr(report_outcome_module, "read_for_report", then_another_report_lands)
+    report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a, three["b"]]), runtime, S1)
+    assert reads == [S1.session_id, S2.session_id]  # S1 read once: S2's credits were caught up alone
+    assert weights(runtime, three) == {"a": 0.97, "b": 0.85, "c": 1.0}
+
+
+def test_a_report_of_the_same_session_landing_in_between_makes_the_report_read_everything_again(
+    runtime, three, monkeypatch
+):
+    a, b = three["a"], three["b"]
+    recall_top(runtime, S1)
+    original = report_outcome_module.read_for_report
+    reads = []
+
+    def then_the_same_session_reports(store, scope, session_id, memory_ids):
+        reads.append(session_id)
+        found = original(store, scope, session_id, memory_ids)
+        if len(reads) == 1:
+            report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[a, b]), runtime, S1)
+        return found
+
+    monkeypatch.setattr(report_outcome_module, "read_for_report", then_the_same_session_reports)
+    corrected = report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a, b]), runtime, S1)
+    # Read first, then the success landed (read once itself), then read again under the lock.
+    assert len(reads) == 3
+    assert (corrected.status, corrected.revision) == ("replaced", 2)
+    assert weights(runtime, three) == {"a": 0.85, "b": 0.85, "c": 1.0}  # as if only the failure
 
 
 def test_an_explicit_score_overrides_the_label(runtime, three):

@@ -54,7 +54,7 @@ class ConsolidationStore(CandidateSource, Protocol):
 
     def unconsolidated(self, scope: Scope, limit: int) -> list[MemoryRecord]: ...
 
-    def add_lineage(self, events: Sequence[LineageEvent]) -> None: ...
+    def add_lineage(self, events: Sequence[LineageEvent], *, deferred: bool = False) -> None: ...
 
     def lineage(self, scope: Scope, memory_ids: Sequence[str]) -> list[LineageEvent]: ...
 
@@ -382,7 +382,7 @@ class ConsolidationService:
             for index, left in enumerate(ids)
             for right in ids[index + 1 :]
         ]
-        self._store.add_lineage(events)
+        self._store.add_lineage(events, deferred=True)  # nothing changed: an audit record, off the lock
 
     def _supersede(
         self,
