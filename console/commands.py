@@ -239,6 +239,9 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
                 "char_budget": args.budget,
                 "tags": args.tag or None,
                 "kinds": args.kind or None,
+                "since": args.since,
+                "until": args.until,
+                "time_zone": args.time_zone,
                 **scope_of(args),
             },
             runtime,
@@ -666,6 +669,7 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
         "kind": args.kind,
         "since": args.since,
         "until": args.until,
+        "time_zone": args.time_zone,
         "cursor": args.cursor,
         "limit": args.limit,
     }

@@ -12,7 +12,7 @@ from retrieval.fusion import fuse
 from retrieval.text import fulltext_query
 from retrieval.trace import CandidatesFused, SearchLegRan, SearchLegSkipped, StageOutput, TraceEvent
 from retrieval.types import Candidate, RecallRequest
-from storage.records import Scope, SearchHit
+from storage.records import Scope, SearchHit, TimeWindow
 
 
 class CandidateSource(Protocol):
@@ -27,6 +27,7 @@ class CandidateSource(Protocol):
         limit: int,
         kinds: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[SearchHit]: ...
 
     def fulltext_search(
@@ -37,6 +38,7 @@ class CandidateSource(Protocol):
         limit: int,
         kinds: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[SearchHit]: ...
 
     def fulltext_engine(self, scope: Scope) -> str:
@@ -77,6 +79,7 @@ class CandidateSearchStage:
             limit=request.candidate_limit,
             kinds=list(request.kinds) or None,
             tags=list(request.tags) or None,
+            window=request.window,
         )
         return StageOutput(fused, events)
 
@@ -89,6 +92,7 @@ class CandidateSearchStage:
         limit: int,
         kinds: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> tuple[tuple[Candidate, ...], tuple[TraceEvent, ...]]:
         """Both legs (``leg_limit`` hits each), fused; the best ``limit`` candidates and the trace events."""
         events: list[TraceEvent] = []
@@ -98,7 +102,13 @@ class CandidateSearchStage:
         if self._use_vector:
             query_vector = self._embedder.embed_query(query)
             vector_hits = self._source.vector_search(
-                scope, query_vector, embedder=self._embedder.name, limit=leg_limit, kinds=kinds, tags=tags
+                scope,
+                query_vector,
+                embedder=self._embedder.name,
+                limit=leg_limit,
+                kinds=kinds,
+                tags=tags,
+                window=window,
             )
             events.append(SearchLegRan("vector", self._embedder.name, len(vector_hits), leg_limit))
         else:
@@ -107,7 +117,7 @@ class CandidateSearchStage:
         if self._use_fulltext:
             words = fulltext_query(query)
             fulltext_hits = self._source.fulltext_search(
-                scope, words, limit=leg_limit, kinds=kinds, tags=tags
+                scope, words, limit=leg_limit, kinds=kinds, tags=tags, window=window
             )
             ceiling = self._source.fulltext_ceiling(scope, words) if fulltext_hits else None
             engine = self._source.fulltext_engine(scope)

@@ -138,6 +138,8 @@ class EpisodeExpansionStage:
         # Choose by time from light rows, then read only the chosen memories: one long episode cannot
         # crowd out the others, and whole records are read only for what may join.
         stubs = self._source.episode_member_stubs(request.scope, episode_ids)
+        if request.window is not None:  # a recall within a window: its siblings are of that time too
+            stubs = [stub for stub in stubs if request.window.holds(stub.created_at)]
         records = self._source.get_memories(
             nearest_members(sources, stubs, self._max_siblings), request.scope
         )

@@ -201,5 +201,7 @@ class RecallPipeline:
             stages=tuple(records),
             candidates=candidates,
             gated=halted,
+            window=request.window,
+            window_from=request.window_from,
         )
         return RecallResult(candidates, context, trace)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from retrieval.types import Candidate
+from storage.records import TimeWindow
 
 PREVIEW_CHARS = 160
 
@@ -234,6 +236,8 @@ class RecallTrace:
     stages: tuple[StageRecord, ...]
     candidates: tuple[Candidate, ...]
     gated: str | None = None  # why the gate skipped retrieval, when it did
+    window: TimeWindow | None = None  # the time window searched (since/until, resolved), if any
+    window_from: str | None = None  # where it came from (since/until, the query's words), or why none
 
     @property
     def relevance_floor(self) -> float | None:
@@ -254,6 +258,7 @@ class RecallTrace:
                 "top_k": self.top_k,
                 "char_budget": self.char_budget,
                 "gated": self.gated,
+                "window": window_to_dict(self.window, self.window_from),
                 "stages": [
                     {
                         "name": stage.name,
@@ -266,6 +271,18 @@ class RecallTrace:
             },
             ensure_ascii=False,
         )
+
+
+def window_to_dict(window: TimeWindow | None, source: str | None = None) -> dict[str, str | None] | None:
+    """A time window as ISO-8601 UTC moments (``until`` exclusive) and where it came from; None when the
+    recall had none and nothing was said about one."""
+    if window is None:
+        return None if source is None else {"since": None, "until": None, "from": source}
+
+    def iso(moment: datetime | None) -> str | None:
+        return None if moment is None else moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+    return {"since": iso(window.since), "until": iso(window.until), "from": source}
 
 
 def event_to_dict(event: TraceEvent) -> dict[str, Any]:

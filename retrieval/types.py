@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from retrieval.outcomes import FeedbackStep
-from storage.records import MemoryRecord, Scope
+from storage.records import MemoryRecord, Scope, TimeWindow
 
 if TYPE_CHECKING:
     from retrieval.llm.base import LanguageModel
@@ -22,6 +22,8 @@ class RecallRequest:
     weighting_enabled: bool = True
     kinds: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    window: TimeWindow | None = None  # only memories of this time (since/until), before any ranking
+    window_from: str | None = None  # where the window came from, or why the query's time words set none
     retrieval_id: str = ""
     # The LLM this request may use (the client's, by MCP sampling, or Cohere chat); None when there is none.
     llm: LanguageModel | None = None

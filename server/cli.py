@@ -104,6 +104,13 @@ def add_people_commands(commands: Any) -> None:
     )
     recall.add_argument("--tag", action="append", default=[], help="only memories with this tag (repeatable)")
     recall.add_argument("--kind", action="append", default=[], choices=["fact", "episode", "artifact"])
+    recall.add_argument(
+        "--since", metavar="WHEN", help="only memories of this time or later: 2026-11-24, 'last week'"
+    )
+    recall.add_argument("--until", metavar="WHEN", help="only memories before this time ends")
+    recall.add_argument(
+        "--time-zone", metavar="ZONE", help="whose days and weeks, e.g. Europe/Paris (default UTC)"
+    )
     recall.add_argument("--context", action="store_true", help="print only the ready-to-paste context block")
     recall.add_argument("--agent", metavar="NAME", help="who is asking (default cli)")
     recall.add_argument(
@@ -177,9 +184,16 @@ def add_people_commands(commands: Any) -> None:
     listing.add_argument("--tag", help="only memories with this tag")
     listing.add_argument("--kind", choices=["fact", "episode", "artifact"])
     listing.add_argument(
-        "--since", metavar="WHEN", help="written at or after: 2026-11-24, 2026-11, or a time"
+        "--since",
+        metavar="WHEN",
+        help="written at or after: 2026-11-24, 2026-11, a time, 'last week', '3 days ago'",
     )
-    listing.add_argument("--until", metavar="WHEN", help="written before (a day or month: before it ends)")
+    listing.add_argument(
+        "--until", metavar="WHEN", help="written before (a day, week or month: before it ends)"
+    )
+    listing.add_argument(
+        "--time-zone", metavar="ZONE", help="whose days and weeks, e.g. Europe/Paris (default UTC)"
+    )
     listing.add_argument("--cursor", help="the next page (the cursor the previous page printed)")
     listing.add_argument("--limit", type=positive, default=50, metavar="N", help="memories per page (50)")
 

@@ -132,6 +132,10 @@ class Settings(BaseModel):
         description="relevance kept by a memory whose text reads as instructions to the model (1: flag only)",
     )
     gate: Literal["local", "llm", "off"] = "local"
+    query_time_words: bool = Field(
+        False,
+        description="a time expression in a recall's query ('last week') becomes its window when unambiguous",
+    )
     fulltext_search: bool = True
     corroboration: bool = True
     episode_expansion: bool = True
@@ -387,6 +391,7 @@ ENVIRONMENT: dict[str, str] = {
     "author_discount": "MEMORIA_AUTHOR_DISCOUNT",
     "instruction_demotion": "MEMORIA_INSTRUCTION_DEMOTION",
     "gate": "MEMORIA_GATE",
+    "query_time_words": "MEMORIA_QUERY_TIME_WORDS",
     "fulltext_search": "MEMORIA_FULLTEXT_SEARCH",
     "corroboration": "MEMORIA_CORROBORATION",
     "episode_expansion": "MEMORIA_EPISODE_EXPANSION",

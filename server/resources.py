@@ -67,6 +67,7 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
         kind: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        time_zone: str | None = None,
         cursor: str | None = None,
         limit: str | None = None,
     ) -> str:
@@ -78,6 +79,7 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             "kind": kind,
             "since": since,
             "until": until,
+            "time_zone": time_zone,
             "cursor": cursor,
             "limit": limit,
         }
@@ -103,12 +105,13 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             memory,
         ),
         ResourceSpec(
-            "memoria://memories{?org_id,project_id,agent_id,tag,kind,since,until,cursor,limit}",
+            "memoria://memories{?org_id,project_id,agent_id,tag,kind,since,until,time_zone,cursor,limit}",
             "memories",
             "Memories",
             "The scope's active memories, newest first, a page at a time (limit, 50 by default): filter by "
-            "agent, tag, kind and a window (since, until: ISO dates or times); pass a page's next_cursor as "
-            "cursor for the next. No memory appears twice across pages, even while writes arrive.",
+            "agent, tag, kind and a window (since, until: an ISO date, month or time, or 'yesterday', 'last "
+            "week', '3 days ago'; days and weeks of time_zone, else UTC); pass a page's next_cursor as cursor "
+            "for the next. No memory appears twice across pages, even while writes arrive.",
             memories,
             listed_uri="memoria://memories",
         ),

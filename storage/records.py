@@ -261,6 +261,27 @@ class CreditedSession:
 
 
 @dataclass(frozen=True)
+class TimeWindow:
+    """Memories whose time (when it happened, if the writer said, else when it was written: their
+    ``created_at``) is at or after ``since`` and before ``until``; None leaves that side open."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def holds(self, moment: datetime) -> bool:
+        return (self.since is None or moment >= self.since) and (self.until is None or moment < self.until)
+
+
+@dataclass(frozen=True)
+class SessionFeedback:
+    """A session's rows in the credit table: the memories they credit (share above 0) and the revision
+    of the report that wrote them last (None: no row)."""
+
+    credited: tuple[str, ...]
+    revision: int | None
+
+
+@dataclass(frozen=True)
 class ReportQueries:
     """A reported session's recall queries and their embeddings (one row per query; None when the
     report has none), made by ``embedder``."""

@@ -49,7 +49,9 @@ from storage.records import (
     RetrievalRecord,
     Scope,
     SearchHit,
+    SessionFeedback,
     StoreInfo,
+    TimeWindow,
     WeightEvent,
 )
 from storage.scan import EVERY_ROW, scan, scan_rows, utc
@@ -468,8 +470,10 @@ class MemoryStore:
         limit: int,
         kinds: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[SearchHit]:
-        """Active memories in ``scope`` embedded by ``embedder``, nearest first; score = cosine similarity."""
+        """Active memories in ``scope`` embedded by ``embedder`` (of these kinds, with any of these tags,
+        in this time window), nearest first; score = cosine similarity."""
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 nearest = copy.nearest(
@@ -478,10 +482,12 @@ class MemoryStore:
                     limit=limit,
                     now=datetime.now(UTC),
                     kinds=kinds,
-                    keep=_tag_filter(tags),
+                    keep=_kept(tags, window),
                 )
                 return [SearchHit(record, score, stored) for record, score, stored in nearest]
-        condition = filters.all_of(self._active_in(scope, kinds, tags), filters.equals("embedder", embedder))
+        condition = filters.all_of(
+            self._active_in(scope, kinds, tags, window), filters.equals("embedder", embedder)
+        )
         query = (
             self._memories.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
             .distance_type("cosine")
@@ -504,6 +510,7 @@ class MemoryStore:
         limit: int,
         kinds: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[SearchHit]:
         """Active memories in ``scope`` matching ``text`` (BM25 over content and tags), best first."""
         if not text.strip():
@@ -512,13 +519,13 @@ class MemoryStore:
             with self._cache.reading(scope) as copy:
                 if copy is not None:
                     found = copy.best_matching(
-                        text, limit=limit, now=datetime.now(UTC), kinds=kinds, keep=_tag_filter(tags)
+                        text, limit=limit, now=datetime.now(UTC), kinds=kinds, keep=_kept(tags, window)
                     )
                     return [SearchHit(record, score, vector) for record, score, vector in found]
         elif self._cache.serves(scope):
             # Only ids and scores from the index (queried outside the cache's lock); records and vectors
             # come from the copy (a row committed after it caught up is left for the next search).
-            scored = self._fulltext_rows(scope, text, ["id"], limit, kinds, tags)
+            scored = self._fulltext_rows(scope, text, ["id"], limit, kinds, tags, window)
             with self._cache.reading(scope) as copy:
                 if copy is not None:
                     return _live(
@@ -530,7 +537,7 @@ class MemoryStore:
                             if row["id"] in copy.records
                         ]
                     )
-        rows = self._fulltext_rows(scope, text, [*MEMORY_COLUMNS, "vector"], limit, kinds, tags)
+        rows = self._fulltext_rows(scope, text, [*MEMORY_COLUMNS, "vector"], limit, kinds, tags, window)
         return _live([SearchHit(_memory_from_row(row), float(row["_score"]), _vector(row)) for row in rows])
 
     def _fulltext_rows(
@@ -541,11 +548,24 @@ class MemoryStore:
         limit: int,
         kinds: Sequence[str] | None,
         tags: Sequence[str] | None,
+        window: TimeWindow | None = None,
     ) -> list[dict[str, Any]]:
         """LanceDB's BM25 index: the best ``limit`` active memories of ``scope``, these columns and _score."""
         query = self._memories.search(text, query_type="fts", fts_columns="search_text")
-        query = query.where(self._active_in(scope, kinds, tags), prefilter=True)
+        query = query.where(self._active_in(scope, kinds, tags, window), prefilter=True)
         return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()
+
+    def holds_memories_in(self, scope: Scope, window: TimeWindow) -> bool:
+        """Whether some active memory of ``scope`` is of ``window``'s time."""
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                return any(
+                    record.status == "active" and window.holds(record.created_at)
+                    for record in copy.records.values()
+                )
+        return bool(
+            scan(self._memories, self._active_in(scope, None, None, window), ["id"], limit=1).num_rows
+        )
 
     def fulltext_ceiling(self, scope: Scope, text: str) -> float | None:
         """The score a memory matching all of ``text`` would get in ``scope``'s full-text index (the sum
@@ -717,13 +737,21 @@ class MemoryStore:
             if row["expires_at"] is not None and utc(row["expires_at"]) <= now
         ]
 
-    def add_lineage(self, events: Sequence[LineageEvent]) -> None:
-        self._append(self._lineage, [event.__dict__ for event in events])
+    def add_lineage(self, events: Sequence[LineageEvent], *, deferred: bool = False) -> None:
+        """Append lineage events; ``deferred``: queued and written with the next batch of logs (within
+        0.2 s, with no write lock), for events that record a decision which changed nothing (keep_both):
+        a crash can lose the last of those, never a change's own event. Reads of lineage see them at once."""
+        rows = [event.__dict__ for event in events]
+        if deferred:
+            self._logs.add(self._lineage, rows)
+        else:
+            self._append(self._lineage, rows)
 
     def lineage(self, scope: Scope, memory_ids: Sequence[str]) -> list[LineageEvent]:
         """Every event that acted on, or was caused by, one of ``memory_ids``, oldest first."""
         if not memory_ids:
             return []
+        self._logs.flush()
         ids = list(dict.fromkeys(memory_ids))
         condition = filters.all_of(
             filters.scope_is(scope), filters.one_of("memory_id", ids) | filters.one_of("related_id", ids)
@@ -735,6 +763,7 @@ class MemoryStore:
     def recent_lineage(self, scope: Scope, actions: Sequence[str], limit: int) -> list[LineageEvent]:
         """The newest ``limit`` events of these kinds in the scope, newest first."""
         condition = filters.all_of(filters.scope_is(scope), filters.one_of("action", list(actions)))
+        self._logs.flush()
         rows = self._select(self._lineage, condition, None, limit=None)
         events = [LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows]
         return sorted(events, key=lambda event: (event.at, event.event_id), reverse=True)[:limit]
@@ -1266,18 +1295,28 @@ class MemoryStore:
         return sorted(latest.values(), key=lambda record: (record.first_reported_at, record.session_id))
 
     def put_outcome(
-        self, record: OutcomeRecord, previous: OutcomeRecord | None = None, cleared: Iterable[str] = ()
+        self,
+        record: OutcomeRecord,
+        previous: OutcomeRecord | None = None,
+        cleared: Iterable[str] = (),
+        *,
+        first: bool = False,
     ) -> None:
         """Insert or replace the session's report (caller holds ``exclusive()``): its credits and queries
         in one commit (a memory ``previous`` credited, or one of ``cleared``: memories a report that
         failed half-way credited, and this report does not is set to share 0), then the report's row,
-        last, so that a retry after a failure in between finds no matching report."""
-        self._put_credits(record, previous, cleared)
+        last, so that a retry after a failure in between finds no matching report. ``first``: the caller
+        knows, as of the write lock it holds, that the session has no row in either table
+        (``session_feedback``), so on a local store the rows are appended: a merge joins the whole table
+        on its key, and under load the two merges took about a third of the time a report held the lock."""
+        self._put_credits(record, previous, cleared, first=first)
         row = {name: value for name, value in record.__dict__.items() if name in self._outcomes.schema.names}
-        table = pa.Table.from_pylist(
-            [{**row, "memory_ids": list(record.memory_ids)}], schema=self._outcomes.schema
-        )
+        rows = [{**row, "memory_ids": list(record.memory_ids)}]
         with self.exclusive():
+            if first and previous is None and self._lock.spans_processes:
+                self._append(self._outcomes, rows)
+                return
+            table = pa.Table.from_pylist(rows, schema=self._outcomes.schema)
             retrying(
                 lambda: (
                     self._outcomes.merge_insert(["org_id", "project_id", "session_id"])
@@ -1286,9 +1325,15 @@ class MemoryStore:
                     .execute(table)
                 )
             )
+            self._appends_since_maintenance += 1  # a merge leaves a version and fragments too
 
     def _put_credits(
-        self, record: OutcomeRecord, previous: OutcomeRecord | None, cleared: Iterable[str] = ()
+        self,
+        record: OutcomeRecord,
+        previous: OutcomeRecord | None,
+        cleared: Iterable[str] = (),
+        *,
+        first: bool = False,
     ) -> None:
         common = {
             "org_id": record.org_id,
@@ -1318,8 +1363,11 @@ class MemoryStore:
             if memory_id not in credited and memory_id not in dropped:
                 dropped[memory_id] = MemoryCredit(memory_id, "context", 0.0, record.score)
         rows += [{**common, **_credit_values(credit)} for credit in dropped.values()]
-        table = pa.Table.from_pylist(rows, schema=self._feedback.schema)
         with self.exclusive():
+            if first and previous is None and not dropped and self._lock.spans_processes:
+                self._append(self._feedback, rows)
+                return
+            table = pa.Table.from_pylist(rows, schema=self._feedback.schema)
             retrying(
                 lambda: (
                     self._feedback.merge_insert(["org_id", "project_id", "session_id", "memory_id"])
@@ -1328,6 +1376,53 @@ class MemoryStore:
                     .execute(table)
                 )
             )
+            self._appends_since_maintenance += 1
+
+    def session_feedback(self, scope: Scope, session_id: str) -> SessionFeedback:
+        """The session's rows in the credit table, in one read: the memories they credit (share above 0;
+        a report that failed half-way leaves such rows without its report row) and the revision of its
+        latest report's credits (None: the session has no row)."""
+        rows = scan(
+            self._feedback,
+            self._in_scope(scope, session_id=session_id),
+            ["kind", "memory_id", "share", "revision"],
+        )
+        kinds = rows.column("kind").to_pylist()
+        shares = rows.column("share").to_pylist()
+        credited = [
+            memory_id
+            for memory_id, kind, share in zip(
+                rows.column("memory_id").to_pylist(), kinds, shares, strict=True
+            )
+            if kind == "credit" and share is not None and share > 0
+        ]
+        revisions = [revision for revision in rows.column("revision").to_pylist() if revision is not None]
+        return SessionFeedback(tuple(dict.fromkeys(credited)), max(revisions) if revisions else None)
+
+    def credits_changed_since(
+        self, version: int, scope: Scope, memory_ids: Sequence[str], session_id: str
+    ) -> tuple[list[CreditedSession], bool]:
+        """The credits of ``memory_ids`` (share 0 included: a credit withdrawn) that reports wrote after
+        ``version``, and whether any row of ``session_id`` was written since (both in ``scope``)."""
+        condition = filters.all_of(
+            filters.newer_than_version(version),
+            filters.scope_is(scope),
+            filters.one_of("memory_id", memory_ids) | filters.equals("session_id", session_id)
+            if memory_ids
+            else filters.equals("session_id", session_id),
+        )
+        changed = scan(self._feedback, condition, ["kind", *CREDIT_COLUMNS])
+        ours = session_id in set(changed.column("session_id").to_pylist())
+        credit_rows = [
+            index for index, kind in enumerate(changed.column("kind").to_pylist()) if kind == "credit"
+        ]
+        return (_credited_sessions(changed.take(credit_rows)) if credit_rows else []), ours
+
+    def outcome_revision(self, scope: Scope, session_id: str) -> int | None:
+        """The revision of the session's saved report (None: none saved): one column of one row."""
+        rows = scan(self._outcomes, self._in_scope(scope, session_id=session_id), ["revision"])
+        revisions = [r for r in rows.column("revision").to_pylist() if r is not None]
+        return max(revisions) if revisions else None
 
     def feedback_version(self) -> int:
         """The credit table's version: any report, by any process, changes it."""
@@ -1536,12 +1631,20 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ helpers
 
-    def _active_in(self, scope: Scope, kinds: Sequence[str] | None, tags: Sequence[str] | None) -> Expr:
+    def _active_in(
+        self,
+        scope: Scope,
+        kinds: Sequence[str] | None,
+        tags: Sequence[str] | None,
+        window: TimeWindow | None = None,
+    ) -> Expr:
         return filters.all_of(
             filters.scope_is(scope),
             filters.equals("status", "active"),
             filters.one_of("kind", kinds) if kinds else None,
             filters.any_tag(tags) if tags else None,
+            filters.at_or_after("created_at", window.since) if window and window.since else None,
+            filters.earlier_than("created_at", window.until) if window and window.until else None,
         )
 
     def _append(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
@@ -1753,6 +1856,16 @@ def _tag_filter(tags: Sequence[str] | None) -> Callable[[MemoryRecord], bool] | 
         return None
     wanted = set(tags)
     return lambda record: not wanted.isdisjoint(record.tags)
+
+
+def _kept(tags: Sequence[str] | None, window: TimeWindow | None) -> Callable[[MemoryRecord], bool] | None:
+    """What a scope copy's search keeps: memories with any of ``tags``, in ``window``."""
+    tagged = _tag_filter(tags)
+    if window is None or (window.since is None and window.until is None):
+        return tagged
+    if tagged is None:
+        return lambda record: window.holds(record.created_at)
+    return lambda record: tagged(record) and window.holds(record.created_at)
 
 
 def _live(hits: list[SearchHit]) -> list[SearchHit]:

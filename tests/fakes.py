@@ -102,21 +102,22 @@ class FakeSource:
         self.vectors = {m.id: embedder.embed_query(m.content) for m in memories}
         self.calls: list[tuple] = []
 
-    def vector_search(self, scope, vector, *, embedder, limit, kinds=None, tags=None):
+    def vector_search(self, scope, vector, *, embedder, limit, kinds=None, tags=None, window=None):
         self.calls.append(("vector", scope, embedder, limit))
         hits = [
             SearchHit(m, float(np.dot(vector, self.vectors[m.id])), self.vectors[m.id])
             for m in self.memories
-            if m.embedder == embedder
+            if m.embedder == embedder and (window is None or window.holds(m.created_at))
         ]
         return sorted(hits, key=lambda h: -h.score)[:limit]
 
-    def fulltext_search(self, scope, text, *, limit, kinds=None, tags=None):
+    def fulltext_search(self, scope, text, *, limit, kinds=None, tags=None, window=None):
         self.calls.append(("fulltext", scope, limit))
         words = set(text.lower().split())
         hits = [
             SearchHit(m, float(len(words & set(m.content.lower().split()))), self.vectors[m.id])
             for m in self.memories
+            if window is None or window.holds(m.created_at)
         ]
         return sorted((h for h in hits if h.score > 0), key=lambda h: -h.score)[:limit]
 

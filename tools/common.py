@@ -118,8 +118,10 @@ class ScopeArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    org_id: Identifier | None = Field(None, description="Default: MEMORIA_ORG_ID.")
-    project_id: Identifier | None = Field(None, description="Default: MEMORIA_PROJECT_ID.")
+    # Undescribed in the tool list (every tool has them; an agent leaves them out to use the server's
+    # MEMORIA_ORG_ID and MEMORIA_PROJECT_ID): the bytes go to arguments an agent has to choose.
+    org_id: Identifier | None = None
+    project_id: Identifier | None = None
 
     def scope(self, settings: Settings) -> Scope:
         return Scope(self.org_id or settings.org_id, self.project_id or settings.project_id)

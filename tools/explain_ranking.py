@@ -169,6 +169,9 @@ class ExplainRankingOutput(BaseModel):
     char_budget: int
     weighting_enabled: bool
     gated: str | None = Field(None, description="Why the gate skipped retrieval, when it did.")
+    window: dict[str, str | None] | None = Field(
+        None, description="The time window searched, resolved: {since, until} (UTC, until exclusive)."
+    )
     backends: dict[str, str]
     stages: list[StageReport]
     candidates: list[CandidateExplanation]
@@ -231,6 +234,7 @@ def _explain(record: RetrievalRecord, memory_id: str | None, runtime: Runtime) -
         char_budget=record.char_budget,
         weighting_enabled=bool(trace["weighting_enabled"]),
         gated=trace.get("gated"),
+        window=trace.get("window"),
         backends=dict(trace["backends"]),
         stages=[
             StageReport(stage=s["name"], elapsed_ms=s["elapsed_ms"], events=s["events"])

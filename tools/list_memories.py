@@ -11,27 +11,31 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, datetime
 from typing import Literal
 
 import anyio
 from pydantic import BaseModel, Field, field_validator
 
+from retrieval.time_window import EXAMPLES as WINDOW_EXAMPLES
+from retrieval.time_window import WindowError, resolve, span, zone_of
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso
 
 PREVIEW_CHARS = 300
 PAGE = 50
 MAX_PAGE = 200
-WHEN_EXAMPLES = '"2026-11-24", "2026-11-24T09:30:00Z", "2026-11"'
 
 
 class ListMemoriesInput(ScopeArgs):
     agent_id: Identifier | None = Field(None, description="Only memories this agent wrote.")
     tag: Tag | None = Field(None, description="Only memories with this tag.")
     kind: Literal["fact", "episode", "artifact"] | None = None
-    since: str | None = Field(None, max_length=64, description=f"Written at or after: {WHEN_EXAMPLES}.")
+    since: str | None = Field(None, max_length=64, description=f"Written at or after: {WINDOW_EXAMPLES}.")
     until: str | None = Field(
-        None, max_length=64, description="Written before (a day or month: before it ends)."
+        None, max_length=64, description="Written before (a day, week or month: before it ends)."
+    )
+    time_zone: str | None = Field(
+        None, max_length=64, description='Whose days and weeks, e.g. "Europe/Paris".'
     )
     cursor: str | None = Field(None, max_length=512, description="The next_cursor of the previous page.")
     limit: int = Field(PAGE, ge=1, le=MAX_PAGE, description="Memories per page.")
@@ -39,8 +43,8 @@ class ListMemoriesInput(ScopeArgs):
     @field_validator("since", "until")
     @classmethod
     def _readable(cls, value: str | None) -> str | None:
-        if value is not None:
-            moment_of(value, end=False)  # refused here, with examples, if it is not a date or time
+        if value is not None:  # refused here, with examples, if it names no time (resolved when listing)
+            span(value, now=datetime.now(UTC))
         return value
 
 
@@ -65,29 +69,6 @@ class ListMemoriesOutput(BaseModel):
     until: str | None = Field(None, description="The window's end, resolved (UTC, exclusive).")
 
 
-def moment_of(text: str, *, end: bool) -> datetime:
-    """An ISO-8601 date, date and time, or month as a UTC moment: a day or month given as a window's end
-    means the moment it ends (``until=2026-11`` includes every day of November)."""
-    value = text.strip()
-    try:
-        if len(value) == 7 and value[4] == "-":  # a month
-            year, month = int(value[:4]), int(value[5:])
-            start = datetime(year, month, 1, tzinfo=UTC)
-            if not end:
-                return start
-            return datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-        if len(value) == 10:  # a day
-            day = datetime.combine(datetime.fromisoformat(value).date(), time(), tzinfo=UTC)
-            return day + timedelta(days=1) if end else day
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not a date or time this server reads; write an ISO-8601 date, time or month, "
-            f"e.g. {WHEN_EXAMPLES}"
-        ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
 def encode_cursor(created_at: datetime, memory_id: str) -> str:
     at = created_at.replace(tzinfo=UTC) if created_at.tzinfo is None else created_at.astimezone(UTC)
     raw = json.dumps([at.isoformat(), memory_id]).encode()
@@ -110,12 +91,11 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> ListMemoriesOutput:
     scope = args.scope(runtime.settings)
-    since = moment_of(args.since, end=False) if args.since else None
-    until = moment_of(args.until, end=True) if args.until else None
-    if since is not None and until is not None and since >= until:
-        raise ToolFailure(
-            f"since ({iso(since)}) is not before until ({iso(until)}): swap them, or widen the window"
-        )
+    try:
+        window = resolve(args.since, args.until, now=runtime.clock(), zone=zone_of(args.time_zone))
+    except WindowError as exc:
+        raise ToolFailure(str(exc)) from None
+    since, until = window.since, window.until
     before = decode_cursor(args.cursor) if args.cursor else None
     # One more than a page: whether another page follows.
     found = runtime.store.list_memories(

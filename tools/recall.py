@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import anyio
 from pydantic import BaseModel, Field, field_validator
 
+from retrieval.time_window import EXAMPLES as WINDOW_EXAMPLES
+from retrieval.time_window import WindowError, resolve, time_words, zone_of
+from retrieval.trace import window_to_dict
 from retrieval.types import RecallRequest
-from storage.records import AbLogRow, RetrievalRecord, Scope
+from storage.records import AbLogRow, RetrievalRecord, Scope, TimeWindow
 from tools.common import (
     Caller,
     Identifier,
@@ -57,6 +61,13 @@ class RecallInput(ScopeArgs):
     tags: list[Tag] | None = Field(None, max_length=100, description="Any of these tags.")
     kinds: list[Literal["fact", "episode", "artifact"]] | None = Field(None, description="Only these kinds.")
     include_lineage: bool = Field(False, description="Also what each one superseded.")
+    since: str | None = Field(
+        None, max_length=64, description=f"Only memories of this time or later: {WINDOW_EXAMPLES}."
+    )
+    until: str | None = Field(None, max_length=64, description="Only memories before this time ends.")
+    time_zone: str | None = Field(
+        None, max_length=64, description='Whose days and weeks, e.g. "Europe/Paris". Default: UTC.'
+    )
 
     @field_validator("query")
     @classmethod
@@ -110,6 +121,31 @@ class RecallOutput(BaseModel):
         "are returned, never filler; with none, nothing relevant was found.",
     )
     warnings: list[str] = Field(default_factory=list)
+    window: dict[str, str | None] | None = Field(
+        None, description="The time window searched: {since, until} (UTC, until exclusive), and from what."
+    )
+
+
+def time_window(
+    runtime: Runtime, scope: Scope, query: str, since: str | None, until: str | None, time_zone: str | None
+) -> tuple[TimeWindow | None, str | None]:
+    """The recall's time window on the server's clock, and where it came from: ``since``/``until``, else
+    (with MEMORIA_QUERY_TIME_WORDS) the one unambiguous time expression of the query, unless no memory
+    of the scope is of that time (then the words were about something else, and the recall is left
+    whole: the reason is traced). A tool error quotes what could not be read, with examples that work."""
+    try:
+        zone = zone_of(time_zone)  # checked even when unused: a mistyped zone is said, not ignored
+        if since or until:
+            return resolve(since, until, now=runtime.clock(), zone=zone), "since/until"
+    except WindowError as exc:
+        raise ToolFailure(str(exc)) from None
+    words = time_words(query) if runtime.settings.query_time_words else None
+    if words is None:
+        return None, None
+    window = resolve(words, words, now=runtime.clock(), zone=zone)
+    if not runtime.store.holds_memories_in(scope, window):
+        return None, f"the query's words {words!r}: no memory is of that time, so none was left out"
+    return window, f"the query's words {words!r}"
 
 
 def check_bounds(runtime: Runtime, query: str, top_k: int | None, char_budget: int) -> int:
@@ -140,6 +176,7 @@ def build_request(
     kinds: Sequence[str] | None,
     tags: Sequence[str] | None,
     llm: LanguageModel | None = None,
+    window: TimeWindow | None = None,
 ) -> RecallRequest:
     settings = runtime.settings
     return RecallRequest(
@@ -151,6 +188,7 @@ def build_request(
         weighting_enabled=settings.feedback_weighting_enabled(scope.org_id),
         kinds=tuple(dict.fromkeys(kinds or ())),
         tags=tuple(dict.fromkeys(tags or ())),
+        window=window,
         retrieval_id=new_retrieval_id(),
         llm=llm,
     )
@@ -223,16 +261,12 @@ def record_retrieval(
 
 def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     top_k = check_bounds(runtime, args.query, args.top_k, args.char_budget)
+    scope = args.scope(runtime.settings)
+    window, window_from = time_window(runtime, scope, args.query, args.since, args.until, args.time_zone)
     request = build_request(
-        runtime,
-        args.scope(runtime.settings),
-        args.query,
-        top_k,
-        args.char_budget,
-        args.kinds,
-        args.tags,
-        caller.llm,
+        runtime, scope, args.query, top_k, args.char_budget, args.kinds, args.tags, caller.llm, window
     )
+    request = replace(request, window_from=window_from)
     with runtime.store.one_version():
         result = runtime.pipeline.run(request)
     session_id = args.session_id or caller.session_id
@@ -281,6 +315,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         gate_reason=result.gated,
         note=None if result.gated else shortfall_note(result, top_k),
         warnings=warnings,
+        window=window_to_dict(request.window, request.window_from),
     )
 
 

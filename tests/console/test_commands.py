@@ -189,7 +189,7 @@ def test_list_pages_through_the_scope_newest_first_and_prints_the_next_page(caps
     rest = as_json(capsys, db, "list", "--limit", "2", "--cursor", cursor)
     assert [m["id"] for m in rest["memories"]] == [ids[0]] and rest["next_cursor"] is None
     status, _, err = memoria(capsys, db, "list", "--since", "someday")
-    assert status == 1 and "'someday' is not a date or time this server reads" in err
+    assert status == 1 and "'someday' is not a time this server reads" in err
 
 
 def test_bad_arguments_say_what_to_fix_and_store_nothing(capsys, db):

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from retrieval.candidate_search import CandidateSearchStage
@@ -88,3 +90,42 @@ def test_pipeline_runs_every_stage_in_order_and_traces_each_with_its_time():
     assert [c.id for c in result.in_context] == ["m2", "m1"]
     assert "postgres pool size is 20" in result.context
     assert result.trace.backends == {"embedder": embedder.name}
+
+
+def test_a_recall_within_a_time_window_finds_and_expands_only_memories_of_that_time():
+    from datetime import UTC, datetime, timedelta
+
+    from storage.records import TimeWindow
+
+    embedder = TokenEmbedder()
+    day = datetime(2026, 11, 20, tzinfo=UTC)
+
+    def at(memory_id: str, content: str, days: int) -> MemoryRecord:
+        return memory_record(
+            memory_id,
+            org_id="acme",
+            project_id="web",
+            content=content,
+            embedder=embedder.name,
+            episode_id="ep",
+            created_at=day + timedelta(days=days),
+        )
+
+    memories = [
+        at("before", "postgres pool size was 10", 0),
+        at("inside", "postgres pool size is 20", 2),
+        at("sibling", "the change went out with the release", 2),
+        at("after", "we talked about lunch", 4),
+    ]
+    stages = build_stages(FakeSource(embedder, memories), models(embedder), PipelineOptions())
+    window = TimeWindow(day + timedelta(days=1), day + timedelta(days=3))
+    result = RecallPipeline(stages, {"embedder": embedder.name}).run(request(window=window, top_k=1))
+    # "before" matches the query as well as "inside", and "after" shares its episode: neither is of the
+    # window, so neither is a candidate nor a sibling; the episode's member of that time is.
+    assert [c.id for c in result.in_context] == ["inside", "sibling"]
+    assert {c.id for c in result.candidates} == {"inside", "sibling"}
+    assert json.loads(result.trace.to_json())["window"] == {
+        "since": "2026-11-21T00:00:00Z",
+        "until": "2026-11-23T00:00:00Z",
+        "from": None,
+    }

@@ -8,7 +8,7 @@ import pytest
 
 from storage import migrations, schema
 from storage.migrations import StoreVersionError
-from storage.records import NewMemory, OutcomeRecord, RetrievalRecord, Scope
+from storage.records import NewMemory, OutcomeRecord, RetrievalRecord, Scope, SessionFeedback
 from storage.store import MemoryStore, StoreError
 from tests.records import memory_record
 
@@ -239,6 +239,26 @@ def test_an_outcome_is_replaced_in_place_and_keeps_its_replay_position(store):
     assert store.get_outcome(SCOPE, "early").score == 0.5
 
 
+def test_a_first_report_is_appended_and_its_correction_replaces_it_in_place(store):
+    from storage.records import MemoryCredit
+
+    credit = MemoryCredit("m1", "helpful", 1.0, 1.0)
+    first = OutcomeRecord("s1", "acme", "web", "success", 1.0, None, ("m1",), NOW, NOW, 1, credits=(credit,))
+    assert store.session_feedback(SCOPE, "s1").revision is None
+    store.put_outcome(first, first=True)
+    assert store.session_feedback(SCOPE, "s1") == SessionFeedback(("m1",), 1)
+    corrected = replace(
+        first, score=0.0, outcome="failure", revision=2, credits=(replace(credit, score=0.0),)
+    )
+    store.put_outcome(corrected, store.get_outcome(SCOPE, "s1"))
+    # One row per session in the report table, one per (session, memory) in the credit table.
+    tables = store.tables()
+    assert tables[schema.OUTCOMES].count_rows() == 1
+    assert tables[schema.FEEDBACK].count_rows() == 2  # the session's queries row and m1's credit
+    assert store.get_outcome(SCOPE, "s1").revision == 2
+    assert [c.credit.score for c in store.credits_for(SCOPE, ["m1"])["m1"]] == [0.0]
+
+
 def test_a_second_handle_sees_the_first_handles_writes_immediately(tmp_path):
     # Two server processes keep long-lived handles; the second must see the first's commits on its next read.
     with (
@@ -427,3 +447,60 @@ def test_a_purge_another_process_finished_while_we_waited_for_the_lock_is_not_re
         assert finished == [] and store.get_memory("m2", SCOPE).status == "active"
     finally:
         store.close()
+
+
+def test_a_deferred_lineage_event_is_written_without_the_write_lock_and_read_at_once(store):
+    """keep_both events record a decision that changed nothing: they go with the next batch of logs, so a
+    remember does not queue for the write lock a second time; a read of lineage still sees them."""
+    from storage.records import LineageEvent
+
+    event = LineageEvent(
+        "evt_kept", "acme", "web", "keep_both", "m1", "m2", "rules", "distinct", "agent", "s1", NOW
+    )
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with store.exclusive():
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(10)
+        store.add_lineage([event], deferred=True)  # returns while another thread holds the lock
+        assert not release.is_set() and thread.is_alive()  # (the holder waits up to 10 s for release)
+        found = store.lineage(SCOPE, ["m2"])
+        assert [(e.event_id, e.action, e.related_id) for e in found] == [("evt_kept", "keep_both", "m2")]
+        assert [e.event_id for e in store.recent_lineage(SCOPE, ["keep_both"], 5)] == ["evt_kept"]
+    finally:
+        release.set()
+        thread.join()
+
+
+@pytest.mark.parametrize("copies", [True, False], ids=["scope copy", "lancedb"])
+def test_searches_keep_only_memories_inside_the_time_window(tmp_path, copies):
+    from retrieval.text import index_terms
+    from storage.records import TimeWindow
+
+    options = {"analyzer": index_terms} if copies else {"cache_scope_rows": 0}
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM, **options) as store:
+        store.insert_many(
+            [
+                new(f"m{day}", f"the billing decision of day {day}", created_at=NOW + timedelta(days=day))
+                for day in (0, 1, 2)
+            ]
+        )
+        window = TimeWindow(NOW + timedelta(days=1), NOW + timedelta(days=2))  # day 1 only
+        by_vector = store.vector_search(SCOPE, vec(0), embedder="emb", limit=10, window=window)
+        by_text = store.fulltext_search(SCOPE, "billing decision", limit=10, window=window)
+        assert [hit.record.id for hit in by_vector] == ["m1"]
+        assert [hit.record.id for hit in by_text] == ["m1"]
+        open_ended = TimeWindow(since=NOW + timedelta(days=1))
+        assert {
+            h.record.id
+            for h in store.vector_search(SCOPE, vec(0), embedder="emb", limit=10, window=open_ended)
+        } == {
+            "m1",
+            "m2",
+        }

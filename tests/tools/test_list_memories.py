@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from tools.common import Caller, ToolFailure
 from tools.forget import ForgetInput, forget
-from tools.list_memories import ListMemoriesInput, list_memories, moment_of
+from tools.list_memories import ListMemoriesInput, list_memories
 from tools.remember import RememberInput, remember
 
 ALICE, BOB = Caller("alice", "ses_a"), Caller("bob", "ses_b")
@@ -71,7 +71,7 @@ def test_another_projects_memories_are_never_listed(runtime, october):
 
 
 def test_bad_windows_and_cursors_are_refused_with_what_to_do(runtime):
-    with pytest.raises(ValidationError, match=r"not a date or time this server reads.*2026-11-24"):
+    with pytest.raises(ValidationError, match=r"not a time this server reads.*2026-11-24.*last week"):
         ListMemoriesInput(since="last tuesday-ish")
     with pytest.raises(ToolFailure, match="is not before until"):
         list_memories(ListMemoriesInput(since="2026-11-02", until="2026-11-01"), runtime, ALICE)
@@ -79,9 +79,13 @@ def test_bad_windows_and_cursors_are_refused_with_what_to_do(runtime):
         list_memories(ListMemoriesInput(cursor="bm9wZQ"), runtime, ALICE)
 
 
-def test_a_moment_is_read_as_utc():
-    assert moment_of("2026-11-24T09:30:00+02:00", end=False) == datetime(2026, 11, 24, 7, 30, tzinfo=UTC)
-    assert moment_of("2026-12", end=True) == datetime(2027, 1, 1, tzinfo=UTC)
+def test_a_window_of_relative_words_is_read_on_the_servers_clock(runtime):
+    runtime.clock = lambda: datetime(2026, 10, 6, 12, tzinfo=UTC)  # a Tuesday; that week began on the 5th
+    ids = [write(runtime, f"note {day}", day=day) for day in (1, 2, 3, 4)]
+    assert listed(runtime, since="last week", until="last week") == ids[:4][::-1]  # Sep 28 - Oct 5
+    assert listed(runtime, since="3 days ago", until="yesterday") == [ids[3], ids[2]]  # Oct 3 - 5
+    out = list_memories(ListMemoriesInput(since="yesterday"), runtime, ALICE)
+    assert (out.since, out.until) == ("2026-10-05T00:00:00Z", None)
 
 
 def test_a_scope_too_big_for_a_copy_is_listed_the_same_from_lancedb(tmp_path):

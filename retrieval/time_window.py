@@ -1,0 +1,193 @@
+"""Time windows: what ``since`` and ``until`` say, resolved to UTC moments on the server's clock.
+
+An expression names a span of time: an ISO-8601 date ("2026-11-24"), month ("2026-11") or time
+("2026-11-24T09:30:00Z"), or a relative one ("today", "yesterday", "this week", "last week", "this
+month", "last month", "this year", "last year", "3 days ago", "2 weeks ago", "an hour ago", "past 10
+days", "last 3 months", "now"). ``since`` takes the start of its span and ``until`` its end, so
+``since="last week"`` starts on last week's Monday and ``until="2026-11"`` includes every day of November.
+Days, weeks (from Monday), months and years are those of the caller's time zone when one is given, else
+UTC; "N hours ago" and a time of day are moments. Anything else is refused with examples.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from storage.records import TimeWindow
+
+EXAMPLES = '"2026-11-24", "2026-11", "2026-11-24T09:30:00Z", "yesterday", "last week", "3 days ago"'
+
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+_NUMBER = r"(\d{1,4}|a|an|one|two|three|four|five|six|seven)"
+_UNIT = r"(minute|hour|day|week|month|year)s?"
+_AGO = re.compile(rf"{_NUMBER} {_UNIT} ago")
+_PAST = re.compile(rf"(?:last|past) {_NUMBER} {_UNIT}")
+_PERIOD = re.compile(r"(this|last) (week|month|year)")
+
+
+# Time words a query may hold ("what did we decide last week about billing"), as ``span`` reads them.
+_IN_QUERY = re.compile(
+    rf"\b(today|yesterday|(?:this|last) (?:week|month|year)|{_NUMBER} {_UNIT} ago|(?:last|past) {_NUMBER} {_UNIT}"
+    r"|\d{4}-\d{2}-\d{2}|\d{4}-\d{2})\b"
+)
+# After these a time expression is part of a longer one whose meaning it does not carry alone ("the last
+# week of June", "a year ago last spring"): the query is left as it is.
+_QUALIFIED = re.compile(r"\s*(?:of|before|after|in|on|from|since|until|last|next|ago)\b")
+
+
+# Other words that date something: beside a time expression they leave unclear which one the window is.
+_OTHER_DATES = re.compile(
+    r"\b(?:(?:19|20)\d{2}|january|february|march|april|may|june|july|august|september|october|november"
+    r"|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|weekend|recently|ago)\b"
+)
+
+
+class WindowError(ValueError):
+    """An expression this module cannot read, or a window that ends before it starts; the message says
+    what works."""
+
+
+def zone_of(name: str | None) -> tzinfo:
+    """The time zone named (IANA, e.g. "Europe/Paris"); UTC when none is."""
+    if not name:
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise WindowError(
+            f'time zone {name!r} is unknown: give an IANA name such as "Europe/Paris" or "America/New_York"'
+        ) from None
+
+
+def resolve(since: str | None, until: str | None, *, now: datetime, zone: tzinfo = UTC) -> TimeWindow:
+    """The window ``since`` .. ``until`` (either may be None: open on that side) as UTC moments; the end
+    is exclusive. ``WindowError`` when an expression cannot be read or the window is empty."""
+    start = span(since, now=now, zone=zone)[0] if since else None
+    end = span(until, now=now, zone=zone)[1] if until else None
+    if start is not None and end is not None and start >= end:
+        raise WindowError(
+            f"since {since!r} ({_iso(start)}) is not before until {until!r} ({_iso(end)}): swap them, or "
+            "widen the window"
+        )
+    return TimeWindow(start, end)
+
+
+def time_words(query: str) -> str | None:
+    """The one time expression ``query`` holds, when it holds exactly one that reads alone ("last week"
+    in "what did we decide last week about billing"); None when it is ambiguous: none, several different
+    ones, one a following word qualifies ("the last week of June"), or other words that date something
+    beside it (a month, a weekday, a year: "last week, as said on November 6, 2023")."""
+    text = " ".join(query.lower().split())
+    found = set()
+    rest = text
+    for match in _IN_QUERY.finditer(text):
+        if _QUALIFIED.match(text, match.end()):
+            return None
+        found.add(match.group(0))
+        rest = rest.replace(match.group(0), " ")
+    if len(found) != 1 or _OTHER_DATES.search(rest):
+        return None
+    return found.pop()
+
+
+def span(text: str, *, now: datetime, zone: tzinfo = UTC) -> tuple[datetime, datetime]:
+    """The span ``text`` names, [start, end) in UTC (a moment: start == end)."""
+    value = " ".join(text.strip().lower().split())
+    local_now = now.astimezone(zone)
+    today = local_now.date()
+    found = _absolute(value, zone)
+    if found is not None:
+        return found
+    if value == "now":
+        return now.astimezone(UTC), now.astimezone(UTC)
+    if value in ("today", "yesterday"):
+        day = today - timedelta(days=1 if value == "yesterday" else 0)
+        return _days(day, 1, zone)
+    if match := _PERIOD.fullmatch(value):
+        return _period(match.group(2), today, -1 if match.group(1) == "last" else 0, zone)
+    if match := _AGO.fullmatch(value):
+        count, unit = _count(match.group(1)), match.group(2)
+        if unit in ("minute", "hour"):
+            moment = (now - timedelta(**{unit + "s": count})).astimezone(UTC)
+            return moment, moment
+        return _period(unit, today, -count, zone)
+    if match := _PAST.fullmatch(value):
+        count, unit = _count(match.group(1)), match.group(2)
+        return _back(now, count, unit, zone), now.astimezone(UTC)
+    raise WindowError(f"{text!r} is not a time this server reads; write one such as {EXAMPLES}")
+
+
+def _absolute(value: str, zone: tzinfo) -> tuple[datetime, datetime] | None:
+    """An ISO-8601 month, date or time; None when ``value`` is not one."""
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}", value):
+            year, month = int(value[:4]), int(value[5:])
+            first = date(year, month, 1)
+            return _local(first, zone), _local(_month_shift(first, 1), zone)
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            return _days(date.fromisoformat(value), 1, zone)
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}.*", value):
+            moment = datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=zone)
+            moment = moment.astimezone(UTC)
+            return moment, moment
+    except ValueError:
+        raise WindowError(f"{value!r} is not a valid date or time; write one such as {EXAMPLES}") from None
+    return None
+
+
+def _count(word: str) -> int:
+    count = _NUMBERS.get(word) or int(word)
+    if count < 1:
+        raise WindowError(f'{word!r} is not a count of at least one; write e.g. "3 days ago"')
+    return count
+
+
+def _period(unit: str, today: date, shift: int, zone: tzinfo) -> tuple[datetime, datetime]:
+    """The calendar day, week (from Monday), month or year holding ``today``, moved by ``shift`` of them."""
+    if unit == "day":
+        return _days(today + timedelta(days=shift), 1, zone)
+    if unit == "week":
+        monday = today - timedelta(days=today.weekday()) + timedelta(weeks=shift)
+        return _days(monday, 7, zone)
+    if unit == "month":
+        first = _month_shift(today.replace(day=1), shift)
+        return _local(first, zone), _local(_month_shift(first, 1), zone)
+    first = date(today.year + shift, 1, 1)
+    return _local(first, zone), _local(date(first.year + 1, 1, 1), zone)
+
+
+def _back(now: datetime, count: int, unit: str, zone: tzinfo) -> datetime:
+    """``count`` units before ``now`` (months and years by the calendar, in ``zone``)."""
+    if unit in ("minute", "hour", "day", "week"):
+        return (now - timedelta(**{unit + "s": count})).astimezone(UTC)
+    local = now.astimezone(zone)
+    months = count if unit == "month" else 12 * count
+    moved = _month_shift(local.date().replace(day=1), -months)
+    day = min(local.day, _month_length(moved))
+    return datetime.combine(moved.replace(day=day), local.timetz()).astimezone(UTC)
+
+
+def _days(first: date, days: int, zone: tzinfo) -> tuple[datetime, datetime]:
+    return _local(first, zone), _local(first + timedelta(days=days), zone)
+
+
+def _local(day: date, zone: tzinfo) -> datetime:
+    """Midnight starting ``day`` in ``zone``, as UTC."""
+    return datetime.combine(day, time(), tzinfo=zone).astimezone(UTC)
+
+
+def _month_shift(first: date, months: int) -> date:
+    index = first.year * 12 + first.month - 1 + months
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def _month_length(first: date) -> int:
+    return (_month_shift(first, 1) - first).days
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
