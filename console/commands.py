@@ -198,6 +198,36 @@ def remember_command(args: argparse.Namespace, settings: Settings) -> int:
             caller_for(args),
             "remember",
         )
+    return emit(args, result, remembered(result))
+
+
+def edit_command(args: argparse.Namespace, settings: Settings) -> int:
+    """An explicit update: the new text supersedes the memory (kept for audit), with its kind, tags, tier
+    and episode unless given."""
+    from tools import remember
+
+    content = sys.stdin.read() if args.content == "-" else args.content
+    with opened(settings) as runtime:
+        result = call(
+            remember.handle,
+            remember.RememberInput,
+            {
+                "content": content,
+                "replaces": args.memory_id,
+                "kind": args.kind,
+                "tags": args.tag,
+                "protection_tier": args.tier,
+                **scope_of(args),
+            },
+            runtime,
+            caller_for(args),
+            "edit",
+        )
+    return emit(args, result, remembered(result))
+
+
+def remembered(result: Any) -> str:
+    """What remember and edit print: the memory stored, and what consolidation or the update changed."""
     lines = [
         f"{'stored' if result.status == 'stored' else 'already stored'} {result.id} "
         f"({result.kind}, {result.protection_tier}) in {result.org_id}/{result.project_id}"
@@ -218,7 +248,7 @@ def remember_command(args: argparse.Namespace, settings: Settings) -> int:
             lines.append(f"absorbed into {found.absorbed_into}")
     if result.redacted:
         lines.append(f"redacted before storing: {result.redacted}")
-    return emit(args, result, "\n".join(lines))
+    return "\n".join(lines)
 
 
 def recall_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -238,6 +268,7 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
                 "top_k": args.top_k,
                 "char_budget": args.budget,
                 "tags": args.tag or None,
+                "tags_all": args.all_tags or None,
                 "kinds": args.kind or None,
                 "since": args.since,
                 "until": args.until,
@@ -525,12 +556,13 @@ def scope_arg(args: argparse.Namespace, settings: Settings) -> Scope:
 def forget_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import forget
 
-    if (args.memory_id is None) == (args.query is None):
-        raise CommandError("pass a memory id, or --query to forget the best matches")
+    if sum(what is not None for what in (args.memory_id, args.query, args.tag)) != 1:
+        raise CommandError("pass a memory id, or --query to forget the best matches, or --tag")
     mode = "purge" if args.purge else "retract"
     values = {
         "memory_id": args.memory_id,
         "query": args.query,
+        "tag": args.tag,
         "mode": mode,
         "max_memories": args.max,
         "reason": args.reason,
@@ -538,8 +570,9 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
     }
     with opened(settings) as runtime:
         caller = caller_for(args)
-        # A purge, or anything chosen by a query, is shown and confirmed first.
-        if (mode == "purge" or args.query is not None) and not args.dry_run and not args.yes:
+        # A purge, or anything chosen by a query or a tag, is shown and confirmed first.
+        chosen = args.query is not None or args.tag is not None
+        if (mode == "purge" or chosen) and not args.dry_run and not args.yes:
             preview = call(
                 forget.handle, forget.ForgetInput, {**values, "dry_run": True}, runtime, caller, "forget"
             )
@@ -561,7 +594,7 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
         result = call(
             forget.handle, forget.ForgetInput, {**values, "dry_run": args.dry_run}, runtime, caller, "forget"
         )
-    verb = "would " + mode if result.dry_run else mode + "d"
+    verb = "would " + mode if result.dry_run else {"purge": "purged", "retract": "retracted"}[mode]
     readable = f"{verb} {len(result.forgotten)} memories" + (f" ({result.note})" if result.note else "")
     return emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
 
@@ -575,6 +608,31 @@ def forgotten_table(result: Any) -> str:
             for m in result.forgotten
         ],
     )
+
+
+def ui_command(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the live page on 127.0.0.1 until interrupted; its URL (with this run's token) goes to stdout."""
+    from console.ui import UiServer
+
+    with opened(settings) as runtime:
+        try:
+            ui = UiServer(runtime, port=args.port)
+        except OSError as exc:
+            raise CommandError(
+                f"could not listen on 127.0.0.1:{args.port}: {exc}. Pick another --port"
+            ) from None
+        print(f"memoria ui: {ui.url}  (Ctrl-C stops it)", file=sys.stdout, flush=True)
+        if not args.no_open:
+            import webbrowser
+
+            webbrowser.open(ui.url)
+        try:
+            ui.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            ui.close()
+    return 0
 
 
 def show_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -667,6 +725,7 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
         "agent_id": args.agent,
         "tag": args.tag,
         "kind": args.kind,
+        "episode_id": args.episode,
         "since": args.since,
         "until": args.until,
         "time_zone": args.time_zone,
@@ -923,6 +982,8 @@ def client_command(args: argparse.Namespace, settings: Settings) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "remember": remember_command,
+    "edit": edit_command,
+    "ui": ui_command,
     "recall": recall_command,
     "explain": explain_command,
     "outcome": outcome_command,

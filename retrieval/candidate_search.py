@@ -28,6 +28,7 @@ class CandidateSource(Protocol):
         kinds: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
         window: TimeWindow | None = None,
+        all_tags: bool = False,
     ) -> list[SearchHit]: ...
 
     def fulltext_search(
@@ -39,6 +40,7 @@ class CandidateSource(Protocol):
         kinds: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
         window: TimeWindow | None = None,
+        all_tags: bool = False,
     ) -> list[SearchHit]: ...
 
     def fulltext_engine(self, scope: Scope) -> str:
@@ -80,6 +82,7 @@ class CandidateSearchStage:
             kinds=list(request.kinds) or None,
             tags=list(request.tags) or None,
             window=request.window,
+            all_tags=request.tags_all,
         )
         return StageOutput(fused, events)
 
@@ -93,6 +96,7 @@ class CandidateSearchStage:
         kinds: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
         window: TimeWindow | None = None,
+        all_tags: bool = False,
     ) -> tuple[tuple[Candidate, ...], tuple[TraceEvent, ...]]:
         """Both legs (``leg_limit`` hits each), fused; the best ``limit`` candidates and the trace events."""
         events: list[TraceEvent] = []
@@ -109,6 +113,7 @@ class CandidateSearchStage:
                 kinds=kinds,
                 tags=tags,
                 window=window,
+                all_tags=all_tags,
             )
             events.append(SearchLegRan("vector", self._embedder.name, len(vector_hits), leg_limit))
         else:
@@ -117,7 +122,7 @@ class CandidateSearchStage:
         if self._use_fulltext:
             words = fulltext_query(query)
             fulltext_hits = self._source.fulltext_search(
-                scope, words, limit=leg_limit, kinds=kinds, tags=tags, window=window
+                scope, words, limit=leg_limit, kinds=kinds, tags=tags, window=window, all_tags=all_tags
             )
             ceiling = self._source.fulltext_ceiling(scope, words) if fulltext_hits else None
             engine = self._source.fulltext_engine(scope)

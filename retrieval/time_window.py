@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from storage.records import TimeWindow
 
-EXAMPLES = '"2026-11-24", "2026-11", "2026-11-24T09:30:00Z", "yesterday", "last week", "3 days ago"'
+EXAMPLES = '"2026-11-24", "2026-11", "yesterday", "last week", "3 days ago"'
 
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 _NUMBER = r"(\d{1,4}|a|an|one|two|three|four|five|six|seven)"
@@ -85,8 +85,11 @@ def time_words(query: str) -> str | None:
     for match in _IN_QUERY.finditer(text):
         if _QUALIFIED.match(text, match.end()):
             return None
-        found.add(match.group(0))
-        rest = rest.replace(match.group(0), " ")
+        words = match.group(0)
+        rest = rest.replace(words, " ")
+        if words.startswith("last ") and text[: match.start()].endswith("the "):
+            words = "past 1 " + words.split()[1]  # "in the last year": the twelve months up to now
+        found.add(words)
     if len(found) != 1 or _OTHER_DATES.search(rest):
         return None
     return found.pop()

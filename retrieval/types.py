@@ -22,6 +22,7 @@ class RecallRequest:
     weighting_enabled: bool = True
     kinds: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    tags_all: bool = False  # memories with every tag of ``tags``, not any
     window: TimeWindow | None = None  # only memories of this time (since/until), before any ranking
     window_from: str | None = None  # where the window came from, or why the query's time words set none
     retrieval_id: str = ""

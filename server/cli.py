@@ -96,6 +96,15 @@ def add_people_commands(commands: Any) -> None:
     remember.add_argument("--agent", metavar="NAME", help="who learned it (default cli)")
     remember.add_argument("--session", metavar="ID", help="the working session (default a new one)")
 
+    edit = command("edit", "correct a memory: the new text supersedes it (kept for audit)")
+    edit.add_argument("memory_id", help="the memory to correct (an id from recall or list)")
+    edit.add_argument("content", help="the corrected memory, verbatim ('-' reads it from stdin)")
+    edit.add_argument("--kind", choices=["fact", "episode", "artifact"], help="default: the memory's")
+    edit.add_argument("--tag", action="append", help="a tag (repeat for more; default: the memory's tags)")
+    edit.add_argument("--tier", choices=["standard", "protected", "ephemeral"], help="default: the memory's")
+    edit.add_argument("--agent", metavar="NAME", help="who corrects it (default cli)")
+    edit.add_argument("--session", metavar="ID", help="the working session (default a new one)")
+
     recall = command("recall", "find the memories most useful for a task")
     recall.add_argument("query", help="the task or question, in plain words")
     recall.add_argument("--top-k", type=positive, metavar="N", help="at most N directly matched memories")
@@ -103,6 +112,9 @@ def add_people_commands(commands: Any) -> None:
         "--budget", type=int, default=16_000, metavar="CHARS", help="the context's size limit"
     )
     recall.add_argument("--tag", action="append", default=[], help="only memories with this tag (repeatable)")
+    recall.add_argument(
+        "--all-tags", action="store_true", help="with several --tag: memories with all of them"
+    )
     recall.add_argument("--kind", action="append", default=[], choices=["fact", "episode", "artifact"])
     recall.add_argument(
         "--since", metavar="WHEN", help="only memories of this time or later: 2026-11-24, 'last week'"
@@ -162,9 +174,12 @@ def add_people_commands(commands: Any) -> None:
         "claude-code session (partial unless an outcome is given), and never fail the hook",
     )
 
-    forget = command("forget", "retract (or purge) a memory or the best matches of a query")
+    forget = command(
+        "forget", "retract (or purge) a memory, the best matches of a query, or a tag's memories"
+    )
     forget.add_argument("memory_id", nargs="?")
     forget.add_argument("--query", help="forget the best matches of this query instead")
+    forget.add_argument("--tag", help="forget every memory with this tag instead")
     forget.add_argument(
         "--max", type=positive, default=1, metavar="N", help="with --query: at most N memories"
     )
@@ -173,6 +188,10 @@ def add_people_commands(commands: Any) -> None:
     forget.add_argument("--dry-run", action="store_true", help="show what would go, change nothing")
     forget.add_argument("--yes", action="store_true", help="purge without asking")
     forget.add_argument("--agent", metavar="NAME", help="who forgets (default cli)")
+
+    ui = command("ui", "a live page over the scope's memories: search, browse, edit, forget (127.0.0.1 only)")
+    ui.add_argument("--port", type=int, default=0, metavar="P", help="the port (default: any free one)")
+    ui.add_argument("--no-open", action="store_true", help="print the URL without opening a browser")
 
     show = command("show", "one memory in full: provenance, weight history, lineage")
     show.add_argument("memory_id")
@@ -183,6 +202,7 @@ def add_people_commands(commands: Any) -> None:
     listing.add_argument("--agent", metavar="NAME", help="only memories this agent wrote")
     listing.add_argument("--tag", help="only memories with this tag")
     listing.add_argument("--kind", choices=["fact", "episode", "artifact"])
+    listing.add_argument("--episode", metavar="ID", help="only this episode's memories")
     listing.add_argument(
         "--since",
         metavar="WHEN",

@@ -65,6 +65,7 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
         agent_id: str | None = None,
         tag: str | None = None,
         kind: str | None = None,
+        episode_id: str | None = None,
         since: str | None = None,
         until: str | None = None,
         time_zone: str | None = None,
@@ -77,6 +78,7 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             "agent_id": agent_id,
             "tag": tag,
             "kind": kind,
+            "episode_id": episode_id,
             "since": since,
             "until": until,
             "time_zone": time_zone,
@@ -105,11 +107,11 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             memory,
         ),
         ResourceSpec(
-            "memoria://memories{?org_id,project_id,agent_id,tag,kind,since,until,time_zone,cursor,limit}",
+            "memoria://memories{?org_id,project_id,agent_id,tag,kind,episode_id,since,until,time_zone,cursor,limit}",
             "memories",
             "Memories",
             "The scope's active memories, newest first, a page at a time (limit, 50 by default): filter by "
-            "agent, tag, kind and a window (since, until: an ISO date, month or time, or 'yesterday', 'last "
+            "agent, tag, kind, episode and a window (since, until: an ISO date, month or time, or 'yesterday', 'last "
             "week', '3 days ago'; days and weeks of time_zone, else UTC); pass a page's next_cursor as cursor "
             "for the next. No memory appears twice across pages, even while writes arrive.",
             memories,

@@ -36,6 +36,13 @@ def any_tag(tags: Iterable[str]) -> Expr:
     )
 
 
+def every_tag(tags: Iterable[str]) -> Expr:
+    """Rows carrying all of ``tags``."""
+    return reduce(
+        lambda left, right: left & right, (col("tags_key").contains(lit(f"|{tag}|")) for tag in tags)
+    )
+
+
 def later_than(column: str, moment: datetime) -> Expr:
     return col(column) > lit(moment)
 

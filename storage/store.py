@@ -471,9 +471,10 @@ class MemoryStore:
         kinds: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
         window: TimeWindow | None = None,
+        all_tags: bool = False,
     ) -> list[SearchHit]:
         """Active memories in ``scope`` embedded by ``embedder`` (of these kinds, with any of these tags,
-        in this time window), nearest first; score = cosine similarity."""
+        or all of them with ``all_tags``, in this time window), nearest first; score = cosine similarity."""
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 nearest = copy.nearest(
@@ -482,11 +483,11 @@ class MemoryStore:
                     limit=limit,
                     now=datetime.now(UTC),
                     kinds=kinds,
-                    keep=_kept(tags, window),
+                    keep=_kept(tags, window, all_tags),
                 )
                 return [SearchHit(record, score, stored) for record, score, stored in nearest]
         condition = filters.all_of(
-            self._active_in(scope, kinds, tags, window), filters.equals("embedder", embedder)
+            self._active_in(scope, kinds, tags, window, all_tags), filters.equals("embedder", embedder)
         )
         query = (
             self._memories.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
@@ -511,6 +512,7 @@ class MemoryStore:
         kinds: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
         window: TimeWindow | None = None,
+        all_tags: bool = False,
     ) -> list[SearchHit]:
         """Active memories in ``scope`` matching ``text`` (BM25 over content and tags), best first."""
         if not text.strip():
@@ -519,13 +521,17 @@ class MemoryStore:
             with self._cache.reading(scope) as copy:
                 if copy is not None:
                     found = copy.best_matching(
-                        text, limit=limit, now=datetime.now(UTC), kinds=kinds, keep=_kept(tags, window)
+                        text,
+                        limit=limit,
+                        now=datetime.now(UTC),
+                        kinds=kinds,
+                        keep=_kept(tags, window, all_tags),
                     )
                     return [SearchHit(record, score, vector) for record, score, vector in found]
         elif self._cache.serves(scope):
             # Only ids and scores from the index (queried outside the cache's lock); records and vectors
             # come from the copy (a row committed after it caught up is left for the next search).
-            scored = self._fulltext_rows(scope, text, ["id"], limit, kinds, tags, window)
+            scored = self._fulltext_rows(scope, text, ["id"], limit, kinds, tags, window, all_tags)
             with self._cache.reading(scope) as copy:
                 if copy is not None:
                     return _live(
@@ -537,7 +543,9 @@ class MemoryStore:
                             if row["id"] in copy.records
                         ]
                     )
-        rows = self._fulltext_rows(scope, text, [*MEMORY_COLUMNS, "vector"], limit, kinds, tags, window)
+        rows = self._fulltext_rows(
+            scope, text, [*MEMORY_COLUMNS, "vector"], limit, kinds, tags, window, all_tags
+        )
         return _live([SearchHit(_memory_from_row(row), float(row["_score"]), _vector(row)) for row in rows])
 
     def _fulltext_rows(
@@ -549,10 +557,11 @@ class MemoryStore:
         kinds: Sequence[str] | None,
         tags: Sequence[str] | None,
         window: TimeWindow | None = None,
+        all_tags: bool = False,
     ) -> list[dict[str, Any]]:
         """LanceDB's BM25 index: the best ``limit`` active memories of ``scope``, these columns and _score."""
         query = self._memories.search(text, query_type="fts", fts_columns="search_text")
-        query = query.where(self._active_in(scope, kinds, tags, window), prefilter=True)
+        query = query.where(self._active_in(scope, kinds, tags, window, all_tags), prefilter=True)
         return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()
 
     def holds_memories_in(self, scope: Scope, window: TimeWindow) -> bool:
@@ -604,6 +613,7 @@ class MemoryStore:
         kind: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        episode_id: str | None = None,
     ) -> list[MemoryRecord]:
         """One page of the scope's active memories, newest first (by ``created_at``, then id, descending):
         the ``limit`` that come after ``before`` (the last one of the previous page) in that order. A memory
@@ -616,6 +626,7 @@ class MemoryStore:
                 and (agent_id is None or record.agent_id == agent_id)
                 and (tag is None or tag in record.tags)
                 and (kind is None or record.kind == kind)
+                and (episode_id is None or record.episode_id == episode_id)
                 and (since is None or at >= since)
                 and (until is None or at < until)
                 and (before is None or (at, record.id) < (before[0], before[1]))
@@ -635,6 +646,7 @@ class MemoryStore:
         condition = filters.all_of(
             self._active_in(scope, [kind] if kind else None, [tag] if tag else None),
             filters.equals("agent_id", agent_id) if agent_id is not None else None,
+            filters.equals("episode_id", episode_id) if episode_id is not None else None,
             filters.at_or_after("created_at", since) if since is not None else None,
             filters.earlier_than("created_at", until) if until is not None else None,
             filters.at_or_before("created_at", before[0]) if before is not None else None,
@@ -1378,6 +1390,32 @@ class MemoryStore:
             )
             self._appends_since_maintenance += 1
 
+    def carry_credits(self, scope: Scope, from_id: str, to_id: str) -> int:
+        """Give ``to_id`` the credits ``from_id`` has in the current reports (an explicit update: the
+        corrected memory serves what the old one did); returns how many. A report of one of those sessions
+        made later replaces them as it replaces its own."""
+        condition = filters.all_of(
+            filters.scope_is(scope), filters.equals("kind", "credit"), filters.equals("memory_id", from_id)
+        )
+        with self.exclusive():
+            rows = scan(self._feedback, condition, None).to_pylist()
+            rows = [{**row, "memory_id": to_id} for row in rows if (row.get("share") or 0) > 0]
+            if not rows:
+                return 0
+            table = pa.Table.from_pylist(
+                [{name: row.get(name) for name in self._feedback.schema.names} for row in rows],
+                schema=self._feedback.schema,
+            )
+            retrying(
+                lambda: (
+                    self._feedback.merge_insert(["org_id", "project_id", "session_id", "memory_id"])
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(table)
+                )
+            )
+        return len(rows)
+
     def session_feedback(self, scope: Scope, session_id: str) -> SessionFeedback:
         """The session's rows in the credit table, in one read: the memories they credit (share above 0;
         a report that failed half-way leaves such rows without its report row) and the revision of its
@@ -1637,12 +1675,13 @@ class MemoryStore:
         kinds: Sequence[str] | None,
         tags: Sequence[str] | None,
         window: TimeWindow | None = None,
+        all_tags: bool = False,
     ) -> Expr:
         return filters.all_of(
             filters.scope_is(scope),
             filters.equals("status", "active"),
             filters.one_of("kind", kinds) if kinds else None,
-            filters.any_tag(tags) if tags else None,
+            (filters.every_tag(tags) if all_tags else filters.any_tag(tags)) if tags else None,
             filters.at_or_after("created_at", window.since) if window and window.since else None,
             filters.earlier_than("created_at", window.until) if window and window.until else None,
         )
@@ -1851,16 +1890,20 @@ def _vector(row: Mapping[str, Any]) -> np.ndarray | None:
     return None if value is None else np.asarray(value, dtype=np.float32)
 
 
-def _tag_filter(tags: Sequence[str] | None) -> Callable[[MemoryRecord], bool] | None:
+def _tag_filter(tags: Sequence[str] | None, every: bool = False) -> Callable[[MemoryRecord], bool] | None:
     if not tags:
         return None
     wanted = set(tags)
+    if every:
+        return lambda record: wanted.issubset(record.tags)
     return lambda record: not wanted.isdisjoint(record.tags)
 
 
-def _kept(tags: Sequence[str] | None, window: TimeWindow | None) -> Callable[[MemoryRecord], bool] | None:
-    """What a scope copy's search keeps: memories with any of ``tags``, in ``window``."""
-    tagged = _tag_filter(tags)
+def _kept(
+    tags: Sequence[str] | None, window: TimeWindow | None, all_tags: bool = False
+) -> Callable[[MemoryRecord], bool] | None:
+    """What a scope copy's search keeps: memories with any of ``tags`` (all: ``all_tags``), in ``window``."""
+    tagged = _tag_filter(tags, all_tags)
     if window is None or (window.since is None and window.until is None):
         return tagged
     if tagged is None:

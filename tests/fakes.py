@@ -102,7 +102,9 @@ class FakeSource:
         self.vectors = {m.id: embedder.embed_query(m.content) for m in memories}
         self.calls: list[tuple] = []
 
-    def vector_search(self, scope, vector, *, embedder, limit, kinds=None, tags=None, window=None):
+    def vector_search(
+        self, scope, vector, *, embedder, limit, kinds=None, tags=None, window=None, all_tags=False
+    ):
         self.calls.append(("vector", scope, embedder, limit))
         hits = [
             SearchHit(m, float(np.dot(vector, self.vectors[m.id])), self.vectors[m.id])
@@ -111,7 +113,7 @@ class FakeSource:
         ]
         return sorted(hits, key=lambda h: -h.score)[:limit]
 
-    def fulltext_search(self, scope, text, *, limit, kinds=None, tags=None, window=None):
+    def fulltext_search(self, scope, text, *, limit, kinds=None, tags=None, window=None, all_tags=False):
         self.calls.append(("fulltext", scope, limit))
         words = set(text.lower().split())
         hits = [

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from retrieval.text import PRECEDING_CHARS
 from storage.records import MemoryRecord, Scope
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, WithoutSecrets
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, WithoutSecrets
 from tools.memory_views import MemoryBrief, absorbed_events
 from writing.consolidation.report import Actor
 
@@ -29,6 +29,7 @@ class ForgetInput(ScopeArgs):
         "retract",
         description="purge: also erase the content (irreversible).",
     )
+    tag: Tag | None = Field(None, description="Instead: all with this tag; dry_run defaults to true.")
     max_memories: int = Field(1, ge=1, le=20, description="With query: at most this many.")
     reason: Annotated[str, Field(max_length=500), WithoutSecrets] | None = Field(
         None, description="Why, for the record."
@@ -52,12 +53,32 @@ class ForgetOutput(BaseModel):
     note: str | None = None
 
 
+TAGGED_AT_ONCE = 1_000  # memories a forget by tag takes in one call; the note says when more are left
+
+
 def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
-    if (args.memory_id is None) == (args.query is None):
-        raise ToolFailure("pass exactly one of memory_id or query (with max_memories) to say what to forget")
+    if sum(what is not None for what in (args.memory_id, args.query, args.tag)) != 1:
+        raise ToolFailure(
+            "pass exactly one of memory_id, query (with max_memories) or tag to say what to forget"
+        )
     scope = args.scope(runtime.settings)
     store = runtime.store
-    if args.memory_id is not None:
+    if args.tag is not None:
+        # A whole tag at once: shown first unless the caller said dry_run=false.
+        dry_run = args.dry_run if "dry_run" in args.model_fields_set else True
+        args = args.model_copy(update={"dry_run": dry_run})
+    relevance: dict[str, float] = {}
+    if args.tag is not None:
+        tagged = store.list_memories(scope, limit=TAGGED_AT_ONCE + 1, tag=args.tag)
+        targets = tagged[:TAGGED_AT_ONCE]
+        if not targets:
+            return ForgetOutput(
+                mode=args.mode,
+                dry_run=args.dry_run,
+                forgotten=[],
+                note=f"nothing was forgotten: no active memory has the tag {args.tag!r}",
+            )
+    elif args.memory_id is not None:
         memory = store.get_memory(args.memory_id, scope)
         if memory is None:
             raise ToolFailure(
@@ -86,6 +107,16 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         briefs = [brief.model_copy(update={"preview": "[purged]"}) for brief in briefs]
     skipped = len(targets) - len(eligible)
     note = f"{skipped} already inactive, left as they were" if skipped else None
+    if args.tag is not None:
+        more = " (the first 1,000; call again for the rest)" if len(tagged) > TAGGED_AT_ONCE else ""
+        done = "purged" if args.mode == "purge" else "retracted"
+        said = (
+            f"dry run: these {len(eligible)} memories tagged {args.tag!r} would be {done}{more}; call "
+            "again with dry_run=false to forget them"
+            if args.dry_run
+            else f"{len(eligible)} memories tagged {args.tag!r} {done}{more}"
+        )
+        note = f"{said}; {note}" if note else said
     if args.dry_run or not eligible:
         return ForgetOutput(
             mode=args.mode, dry_run=args.dry_run, forgotten=briefs, matches=matches, note=note

@@ -30,6 +30,7 @@ class ListMemoriesInput(ScopeArgs):
     agent_id: Identifier | None = Field(None, description="Only memories this agent wrote.")
     tag: Tag | None = Field(None, description="Only memories with this tag.")
     kind: Literal["fact", "episode", "artifact"] | None = None
+    episode_id: Identifier | None = Field(None, description="Only this episode's memories.")
     since: str | None = Field(None, max_length=64, description=f"Written at or after: {WINDOW_EXAMPLES}.")
     until: str | None = Field(
         None, max_length=64, description="Written before (a day, week or month: before it ends)."
@@ -105,6 +106,7 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
         agent_id=args.agent_id,
         tag=args.tag,
         kind=args.kind,
+        episode_id=args.episode_id,
         since=since,
         until=until,
     )

@@ -59,15 +59,12 @@ class RecallInput(ScopeArgs):
     )
     agent_id: Identifier | None = Field(None, description="Default: the client's name.")
     tags: list[Tag] | None = Field(None, max_length=100, description="Any of these tags.")
+    tags_all: bool = Field(False, description="Need all tags.")
     kinds: list[Literal["fact", "episode", "artifact"]] | None = Field(None, description="Only these kinds.")
     include_lineage: bool = Field(False, description="Also what each one superseded.")
-    since: str | None = Field(
-        None, max_length=64, description=f"Only memories of this time or later: {WINDOW_EXAMPLES}."
-    )
-    until: str | None = Field(None, max_length=64, description="Only memories before this time ends.")
-    time_zone: str | None = Field(
-        None, max_length=64, description='Whose days and weeks, e.g. "Europe/Paris". Default: UTC.'
-    )
+    since: str | None = Field(None, max_length=64, description=f"From this time on: {WINDOW_EXAMPLES}.")
+    until: str | None = Field(None, max_length=64, description="Before this time ends.")
+    time_zone: str | None = Field(None, max_length=64, description='IANA, e.g. "Europe/Paris". Default: UTC.')
 
     @field_validator("query")
     @classmethod
@@ -266,7 +263,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     request = build_request(
         runtime, scope, args.query, top_k, args.char_budget, args.kinds, args.tags, caller.llm, window
     )
-    request = replace(request, window_from=window_from)
+    request = replace(request, window_from=window_from, tags_all=args.tags_all)
     with runtime.store.one_version():
         result = runtime.pipeline.run(request)
     session_id = args.session_id or caller.session_id

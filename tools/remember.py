@@ -3,12 +3,13 @@ The writing itself is the write service's (``writing.service``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 import anyio
 from pydantic import BaseModel, Field, field_validator
 
-from storage.records import MemoryKind
+from storage.records import MemoryKind, MemoryRecord, Scope
 from tools.common import (
     Caller,
     Identifier,
@@ -44,6 +45,10 @@ class RememberInput(ScopeArgs):
     occurred_at: OccurredAt = Field(
         None,
         description="When it happened (ISO 8601, UTC if no offset). Default: now.",
+    )
+    replaces: Identifier | None = Field(
+        None,
+        description="A memory this corrects (superseded, kept for audit).",
     )
 
     @field_validator("content")
@@ -115,6 +120,34 @@ def draft_of(args: RememberInput, runtime: Runtime, caller: Caller) -> Draft:
     )
 
 
+INHERITED = ("kind", "tags", "episode_id", "protection_tier")  # what an update keeps unless it says
+
+
+def replaced_memory(runtime: Runtime, scope: Scope, memory_id: str) -> MemoryRecord:
+    """The memory an explicit update names: active and in the caller's scope, else a tool error."""
+    old = runtime.store.get_memory(memory_id, scope)
+    if old is None:
+        raise ToolFailure(
+            f"no memory {memory_id} in org {scope.org_id!r} / project {scope.project_id!r}; nothing was stored. "
+            "Pass replaces= the id of a memory from a recall result in this project"
+        )
+    if old.status != "active":
+        current = f": update {old.replaced_by}, which replaced it" if old.replaced_by else ""
+        raise ToolFailure(f"{memory_id} is {old.status}, not active{current}; nothing was stored")
+    if old.protection_tier == "immutable":
+        raise ToolFailure(
+            f"{memory_id} is immutable and is never replaced; nothing was stored. Remember the correction "
+            "without replaces, or forget the memory first"
+        )
+    return old
+
+
+def inherited(draft: Draft, old: MemoryRecord, given: set[str]) -> Draft:
+    """An update keeps the replaced memory's kind, tags, episode and tier unless the caller gave them."""
+    kept = {name: getattr(old, name) for name in INHERITED if name not in given}
+    return replace(draft, **kept)
+
+
 def prepare(runtime: Runtime, draft: Draft) -> Prepared:
     """The record ``draft`` would store; what the write service refuses is a tool error."""
     try:
@@ -151,9 +184,15 @@ def output_of(result: WriteResult) -> RememberOutput:
 
 
 def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberOutput:
-    return output_of(
-        runtime.writer.remember(prepare(runtime, draft_of(args, runtime, caller)), llm=caller.llm)
-    )
+    draft = draft_of(args, runtime, caller)
+    old = None
+    if args.replaces is not None:
+        old = replaced_memory(runtime, draft.scope, args.replaces)
+        draft = inherited(draft, old, args.model_fields_set)
+    try:
+        return output_of(runtime.writer.remember(prepare(runtime, draft), llm=caller.llm, replaces=old))
+    except WriteRefused as exc:
+        raise ToolFailure(str(exc)) from None
 
 
 async def handle(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberOutput:

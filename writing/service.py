@@ -196,12 +196,25 @@ class WriteService:
 
     # -- one memory -------------------------------------------------------------------------------------
 
-    def remember(self, prepared: Prepared, *, llm: LanguageModel | None) -> WriteResult:
-        """Store one prepared record (or say what was already there), then consolidate it."""
+    def remember(
+        self, prepared: Prepared, *, llm: LanguageModel | None, replaces: MemoryRecord | None = None
+    ) -> WriteResult:
+        """Store one prepared record (or say what was already there), then consolidate it. ``replaces``:
+        an explicit update of that active memory of the same scope, which the stored memory supersedes
+        (lineage "explicit update") before consolidation looks at its neighbours; the new memory starts at
+        its weight and with its reports' credits."""
+        if replaces is not None:
+            if replaces.id == prepared.record.id:
+                raise WriteRefused(
+                    f"the new content is the same as {replaces.id}'s: nothing to update. Pass the corrected text"
+                )
+            prepared = replace(prepared, record=replace(prepared.record, weight=replaces.weight))
         with self._store.one_version():  # one freshness check for the reads; writes check under the lock
-            return replace(self._remember(prepared.record, llm), redacted=prepared.redacted)
+            return replace(self._remember(prepared.record, llm, replaces), redacted=prepared.redacted)
 
-    def _remember(self, record: MemoryRecord, llm: LanguageModel | None) -> WriteResult:
+    def _remember(
+        self, record: MemoryRecord, llm: LanguageModel | None, replaces: MemoryRecord | None = None
+    ) -> WriteResult:
         store = self._store
         existing = store.get_memory(record.id, record.scope)
         actor = Actor(record.agent_id, record.session_id)
@@ -223,11 +236,16 @@ class WriteService:
                 with unmarked_on_failure(store, [stored.id]):
                     if existing is not None:  # (inside: a failure must not leave it stamped as examined)
                         store.add_lineage([restore_event(stored, actor, self._clock())])
+                    if replaces is not None:
+                        note = self._update(replaces, stored, actor)
                     consolidation = self.consolidation.on_write(
                         stored, as_array(new.vector), llm=llm, actor=actor, mark=False
                     )
         else:
             stored, created = existing, False
+            if replaces is not None and stored.status == "active":
+                # The corrected text is already stored (another memory): that one replaces it.
+                return WriteResult(stored, False, self._update(replaces, stored, actor))
             if stored.status == "superseded":
                 head = current_version(store, stored)
                 note = f"an identical memory was superseded; the current memory is {head.id}"
@@ -243,6 +261,31 @@ class WriteService:
         if consolidation is not None:
             self.track(stored.scope, consolidation, stored.id)
         return WriteResult(stored, created, note, consolidation)
+
+    def _update(self, old: MemoryRecord, new: MemoryRecord, actor: Actor) -> str:
+        """``new`` supersedes ``old`` by the caller's word: lineage, its contradictions closed, its reports'
+        credits carried to ``new``; returns the note for the caller."""
+        now = self._clock()
+        changed = self._store.supersede(old.scope, [old.id], new.id, now)
+        if not changed:
+            raise WriteRefused(
+                f"{old.id} is no longer active (another write superseded or forgot it meanwhile): recall again "
+                "and update the memory that is current"
+            )
+        self.consolidation.record_retirement(
+            old.scope,
+            changed,
+            "supersede",
+            resolver="explicit",
+            reason="explicit update",
+            resolution=f"superseded by {new.id} (explicit update)",
+            actor=actor,
+            at=now,
+            related_id=new.id,
+        )
+        self._store.carry_credits(old.scope, old.id, new.id)
+        self._corroboration.retire(old.scope, changed)
+        return f"explicit update: {new.id} replaces {old.id}, which stays superseded for audit"
 
     def _attested(self, stored: MemoryRecord, record: MemoryRecord) -> WriteResult:
         """The same content from another agent: stored once, counted as corroboration."""

@@ -466,3 +466,38 @@ def test_a_command_says_the_backend_in_one_line_and_everything_with_verbose(caps
     assert "WARNING" not in err
     status, _, err = memoria(capsys, db, "recall", "deploy freeze", "--verbose")
     assert status == 0 and "no-such-model" in err and "is unavailable" in err
+
+
+def test_edit_replaces_a_memory_keeping_its_tags_and_the_old_one_for_audit(capsys, db):
+    old = as_json(capsys, db, "remember", "Deploys go out on Tuesdays", "--tag", "ops")
+    status, out, _ = memoria(capsys, db, "edit", old["id"], "Deploys go out on Wednesdays")
+    assert status == 0 and out.startswith("stored mem_")
+    assert f"replaces {old['id']}, which stays superseded for audit" in out
+    new_id = out.split()[1]
+    shown = as_json(capsys, db, "show", new_id)
+    assert shown["tags"] == ["ops"]
+    assert as_json(capsys, db, "show", old["id"])["status"] == "superseded"
+    status, _, err = memoria(capsys, db, "edit", "mem_missing", "anything")
+    assert status == 1 and "no memory mem_missing" in err
+
+
+def test_forget_by_tag_is_confirmed_first_and_recall_can_need_every_tag(capsys, db):
+    both = as_json(
+        capsys,
+        db,
+        "remember",
+        "Deploy billing with the blue-green script",
+        "--tag",
+        "ops",
+        "--tag",
+        "billing",
+    )
+    as_json(capsys, db, "remember", "Deploy search with the rolling script", "--tag", "ops")
+    found = as_json(
+        capsys, db, "recall", "how do we deploy", "--tag", "ops", "--tag", "billing", "--all-tags"
+    )
+    assert [m["id"] for m in found["memories"]] == [both["id"]]
+    status, _, err = memoria(capsys, db, "forget", "--tag", "ops")  # stdin is not a terminal here
+    assert status == 1 and "this would retract 2 memories: add --yes to confirm" in err
+    status, out, _ = memoria(capsys, db, "forget", "--tag", "ops", "--yes")
+    assert status == 0 and out.startswith("retracted 2 memories (2 memories tagged 'ops' retracted)")

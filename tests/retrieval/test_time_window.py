@@ -84,6 +84,7 @@ def test_a_window_holds_its_start_and_not_its_end():
         ("why did the deploy fail yesterday", "yesterday"),
         ("incidents of the past 3 days", "past 3 days"),
         ("what changed in 2026-11 for the pager", "2026-11"),
+        ("who visited in the last year", "past 1 year"),  # the twelve months up to now, not 2025
         ("the billing decision", None),  # none
         ("what we did yesterday and last week", None),  # two different ones
         ("the last week of June", None),  # qualified by what follows

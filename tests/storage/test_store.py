@@ -504,3 +504,34 @@ def test_searches_keep_only_memories_inside_the_time_window(tmp_path, copies):
             "m1",
             "m2",
         }
+
+
+@pytest.mark.parametrize("copies", [True, False], ids=["scope copy", "lancedb"])
+def test_searches_keep_memories_with_any_or_with_every_tag(tmp_path, copies):
+    from retrieval.text import index_terms
+
+    options = {"analyzer": index_terms} if copies else {"cache_scope_rows": 0}
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM, **options) as store:
+        store.insert_many(
+            [
+                new("both", "deploy notes one", tags=("ops", "billing")),
+                new("ops", "deploy notes two", tags=("ops",)),
+                new("none", "deploy notes three"),
+            ]
+        )
+        for every, expected in ((False, {"both", "ops"}), (True, {"both"})):
+            by_vector = store.vector_search(
+                SCOPE,
+                vec(0),
+                embedder="emb",
+                limit=10,
+                tags=["ops", "billing"][: 2 if every else 1],
+                all_tags=every,
+            )
+            by_text = store.fulltext_search(
+                SCOPE, "deploy notes", limit=10, tags=["ops", "billing"][: 2 if every else 1], all_tags=every
+            )
+            assert {hit.record.id for hit in by_vector} == expected
+            assert {hit.record.id for hit in by_text} == expected
+        anyof = store.vector_search(SCOPE, vec(0), embedder="emb", limit=10, tags=["billing", "ops"])
+        assert {hit.record.id for hit in anyof} == {"both", "ops"}

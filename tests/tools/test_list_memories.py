@@ -98,5 +98,14 @@ def test_a_scope_too_big_for_a_copy_is_listed_the_same_from_lancedb(tmp_path):
         rest = list_memories(ListMemoriesInput(limit=3, cursor=first.next_cursor), runtime, ALICE)
         assert [m.id for m in first.memories] + [m.id for m in rest.memories] == ids[::-1]
         assert listed(runtime, tag="t", since="2026-10-02") == [ids[2]]
+        in_episode = write(runtime, "note in an episode", day=5, episode_id="ep_1")
+        assert listed(runtime, episode_id="ep_1") == [in_episode]
     finally:
         runtime.close()
+
+
+def test_an_episode_is_listed_alone(runtime):
+    first = write(runtime, "started the migration", day=1, episode_id="ep_mig")
+    write(runtime, "unrelated note", day=2)
+    second = write(runtime, "finished the migration", day=3, episode_id="ep_mig")
+    assert listed(runtime, episode_id="ep_mig") == [second, first]

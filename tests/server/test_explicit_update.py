@@ -1,0 +1,72 @@
+"""remember(..., replaces=ID): an explicit update, through an MCP client."""
+
+import json
+
+import pytest
+
+from tests.helpers import call, call_error, connected, server_with
+
+pytestmark = pytest.mark.anyio
+
+OLD = "The billing database runs Postgres 15 on db-billing-1"
+NEW = "The billing database runs Postgres 16 on db-billing-2 since the upgrade"
+
+
+async def test_an_explicit_update_supersedes_the_memory_with_lineage_and_keeps_its_weight(settings):
+    async with connected(server_with(settings)) as client:
+        old = await call(client, "remember", {"content": OLD, "tags": ["db"], "kind": "fact"})
+        recalled = await call(client, "recall", {"query": "billing database postgres"})
+        assert [m["id"] for m in recalled["memories"]] == [old["id"]]
+        await call(client, "report_outcome", {"outcome": "success", "helpful_ids": [old["id"]]})  # 1.15
+
+        new = await call(client, "remember", {"content": NEW, "replaces": old["id"]})
+        assert new["status"] == "stored" and new["id"] != old["id"]
+        assert (
+            new["note"]
+            == f"explicit update: {new['id']} replaces {old['id']}, which stays superseded for audit"
+        )
+
+        history = await call(client, "lineage", {"memory_id": old["id"]})
+        assert history["memory"]["status"] == "superseded" and history["current"]["id"] == new["id"]
+        how = history["replaced_by_chain"][0]["how"]
+        assert (how["action"], how["resolver"], how["reason"]) == ("supersede", "explicit", "explicit update")
+
+        after = await call(client, "recall", {"query": "billing database postgres"})
+        assert [m["id"] for m in after["memories"]] == [new["id"]]  # the old one stays for audit only
+        shown = json.loads((await client.read_resource(f"memoria://memory/{new['id']}")).contents[0].text)
+        assert shown["tags"] == ["db"]  # kept from the memory it replaces
+        assert shown["weight"] == pytest.approx(1.15)  # the old memory's weight carries over
+        # And its reports' credits: for a query like the reported session's, the new memory weighs as the
+        # old one did (a full helpful step for the same query: 1.15).
+        explained = await call(client, "explain_ranking", {"retrieval_id": after["retrieval_id"]})
+        top = explained["candidates"][0]
+        assert top["id"] == new["id"] and top["scores"]["feedback_weight"] == pytest.approx(1.15)
+
+
+async def test_an_update_of_an_unknown_foreign_superseded_or_immutable_memory_is_refused(settings):
+    async with connected(server_with(settings)) as client:
+        elsewhere = await call(client, "remember", {"content": OLD, "project_id": "other"})
+        error = await call_error(client, "remember", {"content": NEW, "replaces": elsewhere["id"]})
+        assert f"no memory {elsewhere['id']} in org 'default' / project 'default'" in error
+        assert "nothing was stored" in error
+        assert "no memory mem_nope" in await call_error(
+            client, "remember", {"content": NEW, "replaces": "mem_nope"}
+        )
+
+        old = await call(client, "remember", {"content": OLD})
+        new = await call(client, "remember", {"content": NEW, "replaces": old["id"]})
+        again = await call_error(client, "remember", {"content": "Postgres 17", "replaces": old["id"]})
+        assert f"{old['id']} is superseded, not active: update {new['id']}, which replaced it" in again
+
+        same = await call_error(client, "remember", {"content": NEW, "replaces": new["id"]})
+        assert "the new content is the same" in same
+
+        fixed = await call(
+            client, "remember", {"content": "Invoices are kept 10 years", "protection_tier": "immutable"}
+        )
+        frozen = await call_error(
+            client, "remember", {"content": "Invoices are kept 7 years", "replaces": fixed["id"]}
+        )
+        assert "is immutable and is never replaced" in frozen
+        listed = json.loads((await client.read_resource("memoria://memories")).contents[0].text)
+        assert "Invoices are kept 7 years" not in {m["preview"] for m in listed["memories"]}
