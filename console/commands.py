@@ -591,6 +591,31 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
             if sys.stdin.readline().strip().lower() != "y":
                 print(f"nothing {'purged' if mode == 'purge' else 'retracted'}", file=sys.stderr)
                 return 1
+            if args.tag is not None:
+                # Exactly the memories shown: one tagged since the list was printed is not among them.
+                shown = [memory.id for memory in preview.forgotten]
+                one_by_one = {**values, "tag": None, "dry_run": False}
+                done = [
+                    call(
+                        forget.handle,
+                        forget.ForgetInput,
+                        {**one_by_one, "memory_id": memory_id},
+                        runtime,
+                        caller,
+                        "forget",
+                    )
+                    for memory_id in shown
+                ]
+                gone = [memory for result in done for memory in result.forgotten]
+                verb = "purged" if mode == "purge" else "retracted"
+                result = forget.ForgetOutput(
+                    mode=mode,
+                    dry_run=False,
+                    forgotten=gone,
+                    note=f"{len(gone)} memories tagged {args.tag!r} {verb}",
+                )
+                readable = f"{verb} {len(gone)} memories ({result.note})"
+                return emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
         result = call(
             forget.handle, forget.ForgetInput, {**values, "dry_run": args.dry_run}, runtime, caller, "forget"
         )

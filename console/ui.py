@@ -30,7 +30,7 @@ from server.arguments import friendly_validation_message
 from storage.records import Scope
 from tools.common import Caller, Runtime, ToolFailure
 
-MAX_BODY = 64_000  # an edit's JSON: the content limit is the write path's
+MAX_BODY = 8_000_000  # an edit's JSON (the content's own limit is the write path's, up to 1,000,000 chars)
 
 
 class UiServer:
@@ -144,6 +144,9 @@ def _handler_for(ui: UiServer) -> type[BaseHTTPRequestHandler]:
                     )
                 else:
                     length = int(self.headers.get("Content-Length") or 0)
+                    if length < 0:
+                        self._send(400, "application/json", {"error": "a negative Content-Length"})
+                        return
                     if length > MAX_BODY:
                         self._send(413, "application/json", {"error": "the request is too large"})
                         return

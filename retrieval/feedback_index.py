@@ -296,23 +296,23 @@ class FeedbackIndex:
         # waited behind them. The others wait here and find the work done.
         with self._catching:
             with self._lock:
-                if self._version != held:
-                    # Another thread caught up meanwhile (to ``version`` or past it, or, when it began
-                    # earlier, to an older one): what is held is of its version, so that is the one this
-                    # recall saw (a report landing after it is applied by the next catch-up; claiming
-                    # ``version`` would treat a memory that report credited as uncredited).
-                    caught_up = self._version
-                    assert caught_up is not None
-                    if recall_id is not None:
+                caught_up = self._version
+            assert caught_up is not None
+            if caught_up >= version:
+                # Another thread caught up meanwhile, to this recall's version or past it.
+                if recall_id is not None:
+                    with self._lock:
                         self._pinned = (recall_id, caught_up)
-                    return caught_up
-            credits, sessions = self._source.feedback_changed_since(held)
+                return caught_up
+            # Behind this recall's version (nobody caught up, or another thread did to an older one: a
+            # report landed after its read began): read what changed since what is held. Returning the
+            # older version would hide from this recall a report that committed before it began.
+            credits, sessions = self._source.feedback_changed_since(caught_up)
             self.reads += 1
-            return self._apply(held, version, credits, sessions)
+            return self._apply(version, credits, sessions)
 
     def _apply(
         self,
-        held: int,
         version: int,
         credits: list[tuple[Scope, CreditedSession]],
         sessions: list[tuple[Scope, ReportQueries]],

@@ -33,8 +33,13 @@ _IN_QUERY = re.compile(
     r"|\d{4}-\d{2}-\d{2}|\d{4}-\d{2})\b"
 )
 # After these a time expression is part of a longer one whose meaning it does not carry alone ("the last
-# week of June", "a year ago last spring"): the query is left as it is.
+# week of June", "a year ago last spring"); before these it bounds a window rather than naming one ("since
+# last week", "before yesterday"): either way the query is left as it is.
 _QUALIFIED = re.compile(r"\s*(?:of|before|after|in|on|from|since|until|last|next|ago)\b")
+_BOUNDED = re.compile(
+    r"(?:since|before|after|until|till|from|not|except|prior to|older than|newer than|earlier than"
+    r"|later than|by)\s*$"
+)
 
 
 # Other words that date something: beside a time expression they leave unclear which one the window is.
@@ -83,11 +88,13 @@ def time_words(query: str) -> str | None:
     found = set()
     rest = text
     for match in _IN_QUERY.finditer(text):
-        if _QUALIFIED.match(text, match.end()):
+        if _QUALIFIED.match(text, match.end()) or _BOUNDED.search(text, 0, match.start()):
             return None
         words = match.group(0)
         rest = rest.replace(words, " ")
-        if words.startswith("last ") and text[: match.start()].endswith("the "):
+        if re.fullmatch(r"\d+ (?:minute|hour)s? ago|an? (?:minute|hour) ago", words):
+            return None  # a moment, not a span: no window to search
+        if _PERIOD.fullmatch(words) and words.startswith("last ") and text[: match.start()].endswith("the "):
             words = "past 1 " + words.split()[1]  # "in the last year": the twelve months up to now
         found.add(words)
     if len(found) != 1 or _OTHER_DATES.search(rest):
@@ -97,6 +104,17 @@ def time_words(query: str) -> str | None:
 
 def span(text: str, *, now: datetime, zone: tzinfo = UTC) -> tuple[datetime, datetime]:
     """The span ``text`` names, [start, end) in UTC (a moment: start == end)."""
+    try:
+        return _span(text, now=now, zone=zone)
+    except (OverflowError, ValueError) as exc:
+        if isinstance(exc, WindowError):
+            raise
+        raise WindowError(
+            f"{text!r} is outside the calendar this server reads; write one such as {EXAMPLES}"
+        ) from None
+
+
+def _span(text: str, *, now: datetime, zone: tzinfo) -> tuple[datetime, datetime]:
     value = " ".join(text.strip().lower().split())
     local_now = now.astimezone(zone)
     today = local_now.date()

@@ -706,6 +706,16 @@ class MemoryStore:
         """Mark the still-active ``loser_ids`` superseded by ``survivor_id``; returns the ids that changed."""
         return self._set_status(scope, loser_ids, "superseded", at, replaced_by=survivor_id)
 
+    def reactivate(self, scope: Scope, memory_id: str, at: datetime) -> MemoryRecord | None:
+        """Make a superseded memory active again (an explicit update back to its text); returns it as it is
+        now, or None when it is not superseded (any more)."""
+        with self.exclusive():
+            current = self.get_memory(memory_id, scope)
+            if current is None or current.status != "superseded":
+                return None
+            self._update_rows([memory_id], {"status": "active", "replaced_by": None, "updated_at": at})
+            return self.get_memory(memory_id, scope)
+
     def retract(self, scope: Scope, memory_ids: Sequence[str], at: datetime) -> list[str]:
         """Retract the active ones of these memories; returns the ids whose status changed."""
         return self._set_status(scope, memory_ids, "retracted", at, replaced_by=None)

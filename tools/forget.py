@@ -53,7 +53,9 @@ class ForgetOutput(BaseModel):
     note: str | None = None
 
 
-TAGGED_AT_ONCE = 1_000  # memories a forget by tag takes in one call; the note says when more are left
+# Memories a forget by tag takes in one call (the note says when more are left): a purge scrubs each
+# one's text from the stored traces under the write lock, so it takes fewer at a time.
+TAGGED_AT_ONCE = {"retract": 1_000, "purge": 100}
 
 
 def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
@@ -69,8 +71,9 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         args = args.model_copy(update={"dry_run": dry_run})
     relevance: dict[str, float] = {}
     if args.tag is not None:
-        tagged = store.list_memories(scope, limit=TAGGED_AT_ONCE + 1, tag=args.tag)
-        targets = tagged[:TAGGED_AT_ONCE]
+        at_once = TAGGED_AT_ONCE[args.mode]
+        tagged = store.list_memories(scope, limit=at_once + 1, tag=args.tag)
+        targets = tagged[:at_once]
         if not targets:
             return ForgetOutput(
                 mode=args.mode,
@@ -108,7 +111,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     skipped = len(targets) - len(eligible)
     note = f"{skipped} already inactive, left as they were" if skipped else None
     if args.tag is not None:
-        more = " (the first 1,000; call again for the rest)" if len(tagged) > TAGGED_AT_ONCE else ""
+        more = f" (the first {at_once:,}; call again for the rest)" if len(tagged) > at_once else ""
         done = "purged" if args.mode == "purge" else "retracted"
         said = (
             f"dry run: these {len(eligible)} memories tagged {args.tag!r} would be {done}{more}; call "

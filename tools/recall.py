@@ -139,7 +139,10 @@ def time_window(
     words = time_words(query) if runtime.settings.query_time_words else None
     if words is None:
         return None, None
-    window = resolve(words, words, now=runtime.clock(), zone=zone)
+    try:
+        window = resolve(words, words, now=runtime.clock(), zone=zone)
+    except WindowError as exc:  # the query's words are not a window after all: the recall goes on whole
+        return None, f"the query's words {words!r}: not a window ({exc})"
     if not runtime.store.holds_memories_in(scope, window):
         return None, f"the query's words {words!r}: no memory is of that time, so none was left out"
     return window, f"the query's words {words!r}"

@@ -237,15 +237,25 @@ class WriteService:
                     if existing is not None:  # (inside: a failure must not leave it stamped as examined)
                         store.add_lineage([restore_event(stored, actor, self._clock())])
                     if replaces is not None:
-                        note = self._update(replaces, stored, actor)
+                        note = self._update(replaces, stored, actor, carry=True, withdraw=True)
                     consolidation = self.consolidation.on_write(
                         stored, as_array(new.vector), llm=llm, actor=actor, mark=False
                     )
         else:
             stored, created = existing, False
             if replaces is not None and stored.status == "active":
-                # The corrected text is already stored (another memory): that one replaces it.
+                # The corrected text is already stored (another memory): that one replaces it, with its own
+                # reports (the replaced memory's are not poured into them).
                 return WriteResult(stored, False, self._update(replaces, stored, actor))
+            if replaces is not None and stored.status == "superseded":
+                # Back to an earlier text (an update reverted): that memory is active again and replaces.
+                revived = store.reactivate(stored.scope, stored.id, self._clock())
+                if revived is not None:
+                    store.add_lineage(
+                        [restore_event(revived, actor, self._clock(), "an explicit update restored it")]
+                    )
+                    self._corroboration.observe(revived.scope, cluster_member(revived))
+                    return WriteResult(revived, False, self._update(replaces, revived, actor))
             if stored.status == "superseded":
                 head = current_version(store, stored)
                 note = f"an identical memory was superseded; the current memory is {head.id}"
@@ -262,15 +272,38 @@ class WriteService:
             self.track(stored.scope, consolidation, stored.id)
         return WriteResult(stored, created, note, consolidation)
 
-    def _update(self, old: MemoryRecord, new: MemoryRecord, actor: Actor) -> str:
-        """``new`` supersedes ``old`` by the caller's word: lineage, its contradictions closed, its reports'
-        credits carried to ``new``; returns the note for the caller."""
+    def _update(
+        self,
+        old: MemoryRecord,
+        new: MemoryRecord,
+        actor: Actor,
+        *,
+        carry: bool = False,
+        withdraw: bool = False,
+    ) -> str:
+        """``new`` supersedes ``old`` by the caller's word: lineage, its contradictions closed, and with
+        ``carry`` its reports' credits carried to ``new`` (a memory just written for it); returns the note
+        for the caller. When ``old`` left the active set meanwhile, the update is refused, and with
+        ``withdraw`` the memory just written for it is retracted again (with lineage), so a refused update
+        leaves nothing new behind."""
         now = self._clock()
         changed = self._store.supersede(old.scope, [old.id], new.id, now)
         if not changed:
+            reason = f"{old.id} is no longer active (another write superseded or forgot it meanwhile)"
+            if withdraw and self._store.retract(new.scope, [new.id], now):
+                self.consolidation.record_retirement(
+                    new.scope,
+                    [new.id],
+                    "retract",
+                    resolver="explicit",
+                    reason=f"the explicit update it was written for was refused: {reason}",
+                    resolution="explicit update refused",
+                    actor=actor,
+                    at=now,
+                )
+                self._corroboration.retire(new.scope, [new.id])
             raise WriteRefused(
-                f"{old.id} is no longer active (another write superseded or forgot it meanwhile): recall again "
-                "and update the memory that is current"
+                f"{reason}: nothing was changed. Recall again and update the memory that is current"
             )
         self.consolidation.record_retirement(
             old.scope,
@@ -283,7 +316,8 @@ class WriteService:
             at=now,
             related_id=new.id,
         )
-        self._store.carry_credits(old.scope, old.id, new.id)
+        if carry:
+            self._store.carry_credits(old.scope, old.id, new.id)
         self._corroboration.retire(old.scope, changed)
         return f"explicit update: {new.id} replaces {old.id}, which stays superseded for audit"
 
@@ -484,13 +518,15 @@ def current_version(store: MemoryStore, memory: MemoryRecord) -> MemoryRecord:
     return memory
 
 
-def restore_event(memory: MemoryRecord, actor: Actor, at: datetime) -> LineageEvent:
+def restore_event(
+    memory: MemoryRecord, actor: Actor, at: datetime, reason: str = "the same content was remembered again"
+) -> LineageEvent:
     return LineageEvent.new(
         memory.scope,
         "restore",
         memory.id,
         resolver="remember",
-        reason="the same content was remembered again",
+        reason=reason,
         agent_id=actor.agent_id,
         session_id=actor.session_id,
         at=at,

@@ -501,3 +501,31 @@ def test_forget_by_tag_is_confirmed_first_and_recall_can_need_every_tag(capsys, 
     assert status == 1 and "this would retract 2 memories: add --yes to confirm" in err
     status, out, _ = memoria(capsys, db, "forget", "--tag", "ops", "--yes")
     assert status == 0 and out.startswith("retracted 2 memories (2 memories tagged 'ops' retracted)")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_forget_by_tag_at_a_terminal_forgets_exactly_the_memories_it_showed(capsys, db, monkeypatch):
+    shown = as_json(capsys, db, "remember", "Rotate the API keys monthly", "--tag", "sec")
+    from tools import forget as forget_tool
+    from tools.remember import RememberInput, remember
+
+    real = forget_tool.forget
+
+    def then_another_is_tagged(args, runtime, caller):  # one tagged while the user reads the list
+        result = real(args, runtime, caller)
+        if args.tag is not None and args.dry_run:
+            remember_it = RememberInput(content="Audit the firewall yearly", tags=["sec"])
+            remember(remember_it, runtime, caller)
+        return result
+
+    monkeypatch.setattr(forget_tool, "forget", then_another_is_tagged)
+    monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
+    status, out, err = memoria(capsys, db, "forget", "--tag", "sec")
+    assert status == 0 and "retract these memories (1)? [y/N]" in err
+    assert out.startswith("retracted 1 memories (1 memories tagged 'sec' retracted)") and shown["id"] in out
+    left = as_json(capsys, db, "list", "--tag", "sec")
+    assert [m["preview"] for m in left["memories"]] == ["Audit the firewall yearly"]

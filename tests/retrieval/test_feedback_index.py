@@ -297,3 +297,41 @@ def test_recalls_in_flight_when_a_report_lands_read_its_rows_once_between_them()
         thread.join(10)
     assert change_reads == [2]
     assert found == [pytest.approx(0.8 * 1.15 + 0.2 * 1.75)] * 8  # both reports, in every recall
+
+
+def test_a_recall_waiting_behind_an_older_catch_up_still_sees_the_report_that_landed_before_it():
+    """Recall A reads the changes of version 2 and is slow; report s3 lands (version 3); recall B, begun
+    after it, waits for A and must then read s3 too, not take A's older version."""
+    import threading
+
+    embedder = TableEmbedder(VECTORS)
+    helpful = [MemoryCredit("m", "helpful", 1.0, 1.0, 0)]
+    outcomes = Reports([outcome("s1", helpful, embedder=embedder)])
+    index = index_over(outcomes, embedder)
+    assert weight_for(index, "deploy") == pytest.approx(1.15)
+    outcomes.add(outcome("s2", helpful, embedder=embedder, order=1))
+    computed, release = threading.Event(), threading.Event()
+    real = outcomes.feedback_changed_since
+    first = []
+
+    def slow_changes(version):
+        changes = real(version)
+        if not first:
+            first.append(version)
+            computed.set()
+            release.wait(10)
+        return changes
+
+    outcomes.feedback_changed_since = slow_changes
+    found = {}
+    a = threading.Thread(target=lambda: found.setdefault("a", weight_for(index, "deploy")))
+    a.start()
+    assert computed.wait(10)
+    outcomes.add(outcome("s3", helpful, embedder=embedder, order=2))
+    b = threading.Thread(target=lambda: found.setdefault("b", weight_for(index, "deploy")))
+    b.start()
+    release.set()
+    a.join(10)
+    b.join(10)
+    # Three successes: 1.15, then 0.8 x 1.15 + 0.35 = 1.27, then 0.8 x 1.27 + 0.35 = 1.366.
+    assert found == {"a": pytest.approx(1.27), "b": pytest.approx(1.366)}

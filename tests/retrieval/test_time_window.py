@@ -62,6 +62,8 @@ def test_what_cannot_be_read_is_refused_quoting_it_with_examples():
         span("last tuesday-ish", now=NOW)
     with pytest.raises(WindowError, match="'2026-13-01' is not a valid date"):
         span("2026-13-01", now=NOW)
+    with pytest.raises(WindowError, match="outside the calendar"):
+        span("past 9999 years", now=NOW)
     with pytest.raises(WindowError, match="at least one"):
         span("0 days ago", now=NOW)
     with pytest.raises(WindowError, match=r"since 'today' .* is not before until 'yesterday'.*swap them"):
@@ -85,6 +87,10 @@ def test_a_window_holds_its_start_and_not_its_end():
         ("incidents of the past 3 days", "past 3 days"),
         ("what changed in 2026-11 for the pager", "2026-11"),
         ("who visited in the last year", "past 1 year"),  # the twelve months up to now, not 2025
+        ("billing errors in the last 3 days", "last 3 days"),
+        ("billing decisions since last week", None),  # a bound, not the window itself
+        ("billing decisions before last week", None),
+        ("the billing error 2 hours ago", None),  # a moment: no span to search
         ("the billing decision", None),  # none
         ("what we did yesterday and last week", None),  # two different ones
         ("the last week of June", None),  # qualified by what follows

@@ -70,3 +70,25 @@ async def test_an_update_of_an_unknown_foreign_superseded_or_immutable_memory_is
         assert "is immutable and is never replaced" in frozen
         listed = json.loads((await client.read_resource("memoria://memories")).contents[0].text)
         assert "Invoices are kept 7 years" not in {m["preview"] for m in listed["memories"]}
+
+
+async def test_an_update_back_to_an_earlier_text_makes_that_memory_current_again(settings):
+    async with connected(server_with(settings)) as client:
+        old = await call(client, "remember", {"content": OLD})
+        new = await call(client, "remember", {"content": NEW, "replaces": old["id"]})
+        back = await call(client, "remember", {"content": OLD, "replaces": new["id"]})
+        assert back["id"] == old["id"]
+        assert (
+            back["note"]
+            == f"explicit update: {old['id']} replaces {new['id']}, which stays superseded for audit"
+        )
+        after = await call(client, "recall", {"query": "billing database postgres"})
+        assert [m["id"] for m in after["memories"]] == [old["id"]]
+        history = await call(client, "lineage", {"memory_id": old["id"]})
+        # Superseded by the update, restored by the update back, then the update superseded by it.
+        assert [(e["action"], e["memory_id"]) for e in history["events"]] == [
+            ("supersede", old["id"]),
+            ("restore", old["id"]),
+            ("supersede", new["id"]),
+        ]
+        assert history["memory"]["status"] == "active"

@@ -395,6 +395,7 @@ def tool_fuzz(pools: Pools) -> dict[str, ToolFuzz]:
             {
                 "memory_id": BAD_OPTIONAL_IDENTIFIER,
                 "query": [*BAD_OPTIONAL_TEXT, "q" * 4_001],
+                "tag": BAD_OPTIONAL_IDENTIFIER,
                 "mode": literal("retract"),
                 "max_memories": bad_int(1, 20),
                 "reason": [*NOT_TEXT, "r" * 501],
@@ -481,7 +482,9 @@ def fuzz_calls(fuzz: dict[str, ToolFuzz]) -> st.SearchStrategy[FuzzCall]:
             argument = draw(st.sampled_from(spec.required))
             return FuzzCall(tool, {k: v for k, v in arguments.items() if k != argument}, kind, argument)
         if kind == "unknown":
-            argument = draw(st.sampled_from(["bogus", "tag", "org", "limit_", "__proto__", "x' OR '1'='1"]))
+            names = ["bogus", "tag", "org", "limit_", "__proto__", "x' OR '1'='1"]
+            known = SPECS[tool].input_model.model_fields
+            argument = draw(st.sampled_from([name for name in names if name not in known]))
             return FuzzCall(tool, {**arguments, argument: draw(st.sampled_from(GARBAGE[:9]))}, kind, argument)
         if kind == "garbage":
             argument = draw(st.sampled_from(sorted(SPECS[tool].input_model.model_fields)))

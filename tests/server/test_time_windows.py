@@ -120,6 +120,9 @@ async def test_with_query_time_words_on_an_unambiguous_expression_in_the_query_b
             "until": None,
             "from": "the query's words 'last year': no memory is of that time, so none was left out",
         }
+        # Words that cannot be a window leave the recall whole, and say why.
+        odd = await call(client, "recall", {"query": "billing decision invoices in 2024-13"})
+        assert len(odd["memories"]) == 3 and "not a window" in odd["window"]["from"]
         # Ambiguous: qualified by what follows, or beside another date.
         for query in (
             "billing decision invoices in the last week of October",

@@ -325,7 +325,7 @@ def test_a_batch_collapses_its_own_near_duplicates_into_the_last_one(runtime):
 def test_forget_needs_exactly_one_target(runtime, arguments):
     from tools.common import ToolFailure
 
-    with pytest.raises(ToolFailure, match="exactly one of memory_id or query"):
+    with pytest.raises(ToolFailure, match=r"exactly one of memory_id, query \(with max_memories\) or tag"):
         forget(ForgetInput(**arguments), runtime, caller())
 
 

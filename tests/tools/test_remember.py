@@ -187,3 +187,21 @@ def test_content_of_control_characters_only_is_refused_and_nul_never_reaches_sto
             RememberInput(content=content)
     stored = remember(RememberInput(content="staging\x00 resets on Sunday"), runtime, CALLER)
     assert runtime.store.get_memory(stored.id).content == "staging resets on Sunday"
+
+
+def test_an_update_refused_because_its_memory_left_meanwhile_leaves_nothing_new_active(runtime, monkeypatch):
+    """Another write supersedes the memory between the update's check and its own supersede: the update
+    is an error, and the memory written for it is retracted again, with lineage."""
+    old = remember(RememberInput(content="The cache TTL is 60 seconds"), runtime, CALLER)
+    monkeypatch.setattr(runtime.store, "supersede", lambda *args, **kwargs: [])  # as if it had gone meanwhile
+    with pytest.raises(ToolFailure, match=f"{old.id} is no longer active.*nothing was changed"):
+        remember(RememberInput(content="The cache TTL is 300 seconds", replaces=old.id), runtime, CALLER)
+    monkeypatch.undo()
+    listed = [m.content for m in runtime.store.list_memories(Scope("default", "default"), limit=10)]
+    assert listed == ["The cache TTL is 60 seconds"]
+    withdrawn = [
+        e
+        for e in runtime.store.recent_lineage(Scope("default", "default"), ["retract"], 5)
+        if e.resolver == "explicit"
+    ]
+    assert len(withdrawn) == 1 and "was refused" in withdrawn[0].reason
