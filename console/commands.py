@@ -178,32 +178,25 @@ def day(timestamp: str | None) -> str:
 
 
 def remember_command(args: argparse.Namespace, settings: Settings) -> int:
-    from tools import remember
-
-    content = sys.stdin.read() if args.content == "-" else args.content
-    with opened(settings) as runtime:
-        result = call(
-            remember.handle,
-            remember.RememberInput,
-            {
-                "content": content,
-                "kind": args.kind,
-                "tags": args.tag,
-                "episode_id": args.episode,
-                "protection_tier": args.tier,
-                "occurred_at": args.occurred_at,
-                **scope_of(args),
-            },
-            runtime,
-            caller_for(args),
-            "remember",
-        )
-    return emit(args, result, remembered(result))
+    values = {
+        "kind": args.kind,
+        "tags": args.tag,
+        "episode_id": args.episode,
+        "protection_tier": args.tier,
+        "occurred_at": args.occurred_at,
+    }
+    return remember_with(args, settings, values, "remember")
 
 
 def edit_command(args: argparse.Namespace, settings: Settings) -> int:
     """An explicit update: the new text supersedes the memory (kept for audit), with its kind, tags, tier
     and episode unless given."""
+    values = {"replaces": args.memory_id, "kind": args.kind, "tags": args.tag, "protection_tier": args.tier}
+    return remember_with(args, settings, values, "edit")
+
+
+def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str, Any], command: str) -> int:
+    """remember (or edit) ``args.content`` ('-': stdin) with these arguments, and print what it did."""
     from tools import remember
 
     content = sys.stdin.read() if args.content == "-" else args.content
@@ -211,17 +204,10 @@ def edit_command(args: argparse.Namespace, settings: Settings) -> int:
         result = call(
             remember.handle,
             remember.RememberInput,
-            {
-                "content": content,
-                "replaces": args.memory_id,
-                "kind": args.kind,
-                "tags": args.tag,
-                "protection_tier": args.tier,
-                **scope_of(args),
-            },
+            {"content": content, **values, **scope_of(args)},
             runtime,
             caller_for(args),
-            "edit",
+            command,
         )
     return emit(args, result, remembered(result))
 

@@ -1389,16 +1389,23 @@ class MemoryStore:
             if first and previous is None and not dropped and self._lock.spans_processes:
                 self._append(self._feedback, rows)
                 return
-            table = pa.Table.from_pylist(rows, schema=self._feedback.schema)
-            retrying(
-                lambda: (
-                    self._feedback.merge_insert(["org_id", "project_id", "session_id", "memory_id"])
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .execute(table)
-                )
+            self._merge_credits(rows)
+
+    def _merge_credits(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert or replace credit-table rows by (scope, session, memory) (caller holds ``exclusive()``)."""
+        table = pa.Table.from_pylist(
+            [{name: row.get(name) for name in self._feedback.schema.names} for row in rows],
+            schema=self._feedback.schema,
+        )
+        retrying(
+            lambda: (
+                self._feedback.merge_insert(["org_id", "project_id", "session_id", "memory_id"])
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(table)
             )
-            self._appends_since_maintenance += 1
+        )
+        self._appends_since_maintenance += 1  # a merge leaves a version and fragments too
 
     def carry_credits(self, scope: Scope, from_id: str, to_id: str) -> int:
         """Give ``to_id`` the credits ``from_id`` has in the current reports (an explicit update: the
@@ -1410,20 +1417,8 @@ class MemoryStore:
         with self.exclusive():
             rows = scan(self._feedback, condition, None).to_pylist()
             rows = [{**row, "memory_id": to_id} for row in rows if (row.get("share") or 0) > 0]
-            if not rows:
-                return 0
-            table = pa.Table.from_pylist(
-                [{name: row.get(name) for name in self._feedback.schema.names} for row in rows],
-                schema=self._feedback.schema,
-            )
-            retrying(
-                lambda: (
-                    self._feedback.merge_insert(["org_id", "project_id", "session_id", "memory_id"])
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .execute(table)
-                )
-            )
+            if rows:
+                self._merge_credits(rows)
         return len(rows)
 
     def session_feedback(self, scope: Scope, session_id: str) -> SessionFeedback:
