@@ -13,7 +13,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 
 class ConfigError(ValueError):
@@ -143,8 +151,14 @@ class Settings(BaseModel):
     max_siblings: int = Field(3, ge=0, le=50, description="siblings each retrieved memory may bring")
     max_iterations: int = Field(1, ge=1, le=5)
     sufficiency_threshold: float = Field(0.7, ge=0.0, le=1.0)
-    llm: Literal["auto", "sampling", "cohere", "none"] = "auto"
+    llm: Literal["auto", "sampling", "cohere", "openai", "none"] = "auto"
     cohere_chat_model: str = "command-a-03-2025"
+    openai_base_url: str | None = Field(
+        None, description="an OpenAI-compatible chat endpoint (Ollama, llama.cpp, vLLM, OpenAI), up to /v1"
+    )
+    openai_model: str | None = None
+    openai_api_key: SecretStr | None = None
+    openai_timeout_seconds: float = Field(30.0, gt=0, le=600)
     llm_reranker: dict[str, Any] = Field(
         default_factory=dict, description="the MemberJunction shape: enabled, modelId, topK, minScore"
     )
@@ -274,6 +288,23 @@ class Settings(BaseModel):
             raise ValueError(f"must be an https:// URL (http:// only on loopback), but got {value!r}")
         return value
 
+    @field_validator("openai_base_url")
+    @classmethod
+    def _chat_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"must be an http(s) URL such as http://127.0.0.1:11434/v1, but got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _openai_complete(self) -> Settings:
+        if self.llm == "openai" and not self.openai_base_url:
+            raise ValueError("MEMORIA_LLM=openai needs MEMORIA_OPENAI_BASE_URL (and MEMORIA_OPENAI_MODEL)")
+        if self.openai_base_url and not self.openai_model:
+            raise ValueError(
+                "MEMORIA_OPENAI_BASE_URL needs MEMORIA_OPENAI_MODEL: the model the endpoint serves"
+            )
+        return self
+
     def feedback_weighting_enabled(self, org_id: str) -> bool:
         """The seed's org toggle: enabled unless the org's features say ``feedback_weighting_disabled``."""
         features = self.org_features.get(org_id)
@@ -312,7 +343,10 @@ class Settings(BaseModel):
         except ValidationError as exc:
             problems = []
             for error in exc.errors():
-                field_name = str(error["loc"][0]) if error["loc"] else "?"
+                if not error["loc"]:  # a rule across settings: its message names the variables
+                    problems.append(str(error["msg"]).removeprefix("Value error, "))
+                    continue
+                field_name = str(error["loc"][0])
                 variable = ENVIRONMENT.get(field_name, field_name)
                 problems.append(f"{variable}: {error['msg']}")
             raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
@@ -401,6 +435,10 @@ ENVIRONMENT: dict[str, str] = {
     "sufficiency_threshold": "MEMORIA_SUFFICIENCY_THRESHOLD",
     "llm": "MEMORIA_LLM",
     "cohere_chat_model": "MEMORIA_COHERE_CHAT_MODEL",
+    "openai_base_url": "MEMORIA_OPENAI_BASE_URL",
+    "openai_model": "MEMORIA_OPENAI_MODEL",
+    "openai_api_key": "MEMORIA_OPENAI_API_KEY",
+    "openai_timeout_seconds": "MEMORIA_OPENAI_TIMEOUT_SECONDS",
     "llm_reranker": "MEMORIA_LLM_RERANKER",
     "enable_consolidation": "MEMORIA_ENABLE_CONSOLIDATION",
     "consolidation_resolve_threshold": "MEMORIA_CONSOLIDATION_RESOLVE_THRESHOLD",

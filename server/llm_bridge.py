@@ -31,6 +31,7 @@ from mcp_types import (
 
 from retrieval.llm.base import ClientInputNeeded, LanguageModel, LLMRequest, LLMResponse, LLMUnavailable
 from retrieval.llm.cohere_chat import CohereChatModel
+from retrieval.llm.openai_chat import OpenAIChatModel
 from retrieval.model_files import short_reason
 from server.config import Settings
 
@@ -171,12 +172,30 @@ class LLMChooser:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._cohere: CohereChatModel | None = None
+        self._openai: OpenAIChatModel | None = None
 
     def background(self) -> LanguageModel | None:
-        """For work with no client to ask (the consolidation sweep): Cohere chat, when configured."""
-        if self._settings.llm in ("auto", "cohere") and self._settings.cohere_api_key is not None:
+        """For work with no client to ask (the consolidation sweep), and for requests whose client offers
+        no sampling: an OpenAI-compatible endpoint, else Cohere chat, whichever is configured."""
+        settings = self._settings
+        if settings.llm in ("auto", "openai") and settings.openai_base_url:
+            return self._openai_model()
+        if settings.llm in ("auto", "cohere") and settings.cohere_api_key is not None:
             return self._cohere_model()
         return None
+
+    def _openai_model(self) -> OpenAIChatModel:
+        if self._openai is None:
+            settings = self._settings
+            assert settings.openai_base_url is not None
+            key = settings.openai_api_key
+            self._openai = OpenAIChatModel(
+                settings.openai_base_url,
+                model=settings.openai_model or "",
+                api_key=key.get_secret_value() if key is not None else None,
+                timeout=settings.openai_timeout_seconds,
+            )
+        return self._openai
 
     def _cohere_model(self) -> CohereChatModel:
         if self._cohere is None:

@@ -80,3 +80,38 @@ def test_mcp_json_lists_every_variable_the_server_reads():
     assert entry["command"] == "memoria" and entry["args"] == ["serve"]
     assert set(entry["env"]) == set(ENVIRONMENT.values())
     assert set(ENVIRONMENT) == set(Settings.model_fields)
+
+
+def test_an_openai_compatible_endpoint_needs_its_url_and_model():
+    with pytest.raises(ConfigError, match="MEMORIA_LLM=openai needs MEMORIA_OPENAI_BASE_URL"):
+        Settings.from_env({"MEMORIA_LLM": "openai", "MEMORIA_DB_URI": "/tmp/y"})
+    with pytest.raises(ConfigError, match="MEMORIA_OPENAI_BASE_URL needs MEMORIA_OPENAI_MODEL"):
+        Settings.from_env(
+            {"MEMORIA_OPENAI_BASE_URL": "http://127.0.0.1:11434/v1", "MEMORIA_DB_URI": "/tmp/y"}
+        )
+    with pytest.raises(ConfigError, match=r"MEMORIA_OPENAI_BASE_URL: .*must be an http"):
+        Settings.from_env(
+            {
+                "MEMORIA_OPENAI_BASE_URL": "localhost:11434",
+                "MEMORIA_OPENAI_MODEL": "m",
+                "MEMORIA_DB_URI": "/tmp/y",
+            }
+        )
+
+
+def test_with_auto_the_background_llm_is_the_openai_compatible_endpoint_before_cohere():
+    from server.llm_bridge import LLMChooser
+
+    both = {
+        "MEMORIA_DB_URI": "/tmp/y",
+        "COHERE_API_KEY": "k",
+        "MEMORIA_OPENAI_BASE_URL": "http://127.0.0.1:1/v1",
+    }
+    chosen = LLMChooser(Settings.from_env({**both, "MEMORIA_OPENAI_MODEL": "llama3.2"})).background()
+    assert chosen is not None and chosen.name == "openai-chat:llama3.2"
+    cohere_only = LLMChooser(
+        Settings.from_env({"MEMORIA_DB_URI": "/tmp/y", "COHERE_API_KEY": "k"})
+    ).background()
+    assert cohere_only is not None and cohere_only.name.startswith("cohere-chat:")
+    told = Settings.from_env({**both, "MEMORIA_OPENAI_MODEL": "m", "MEMORIA_LLM": "cohere"})
+    assert LLMChooser(told).background().name.startswith("cohere-chat:")
