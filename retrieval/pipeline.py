@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from retrieval.assembly import AssemblyStage
@@ -83,6 +83,8 @@ class PipelineOptions:
     max_episodes: int = 10
     fold_threshold: float | None = 0.8  # None: near-duplicates each take a slot
     llm_reranker: RerankerConfiguration | None = None
+    llm_reranker_by_agent: Mapping[str, RerankerConfiguration] = field(default_factory=dict)
+    llm_prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # USD per 1M tokens
 
 
 class _NoClusters:
@@ -113,7 +115,8 @@ def build_stages(
         reranker,
         skipped_reason=f"no reranker: {skipped}",
         llm_config=options.llm_reranker if options.use_rerank else None,
-        llm_rerankers=RerankerService(),
+        llm_rerankers=RerankerService(options.llm_prices),
+        agent_configs=options.llm_reranker_by_agent if options.use_rerank else None,
     )
     threshold = MinScoreStage(options.min_fact_score)
     attribution = AttributionStage(options.author_discount)

@@ -5,6 +5,7 @@ fused score and the trace says why."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 
 from retrieval.llm.base import ClientInputNeeded
@@ -31,11 +32,18 @@ class RerankStage:
         skipped_reason: str = "no reranker configured",
         llm_config: RerankerConfiguration | None = None,
         llm_rerankers: RerankerService | None = None,
+        agent_configs: Mapping[str, RerankerConfiguration] | None = None,
     ) -> None:
         self._reranker = reranker
         self._skipped_reason = skipped_reason
-        self._llm_config = llm_config if llm_config is not None and llm_config.enabled else None
+        self._llm_config = llm_config
+        self._agent_configs = dict(agent_configs or {})
         self._llm_rerankers = llm_rerankers or RerankerService()
+
+    def llm_config_for(self, agent_id: str | None) -> RerankerConfiguration | None:
+        """The LLM reranker configuration of this agent (its own, else the server's), if enabled."""
+        config = self._agent_configs.get(agent_id or "", self._llm_config)
+        return config if config is not None and config.enabled else None
 
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
         return self.rerank(request.query, candidates, request)
@@ -52,8 +60,9 @@ class RerankStage:
             for candidate in candidates
         )
         events: list[TraceEvent] = []
-        if self._llm_config is not None and request.llm is not None and candidates:
-            reranked = self._llm_rerank(query, unranked, request, events)
+        config = self.llm_config_for(request.agent_id)
+        if config is not None and request.llm is not None and candidates:
+            reranked = self._llm_rerank(query, unranked, request, events, config)
             if reranked is not None:
                 return StageOutput(reranked, tuple(events))
         if self._reranker is None:
@@ -82,10 +91,14 @@ class RerankStage:
         return StageOutput(by_relevance(reranked), tuple(events))
 
     def _llm_rerank(
-        self, query: str, candidates: tuple[Candidate, ...], request: RecallRequest, events: list[TraceEvent]
+        self,
+        query: str,
+        candidates: tuple[Candidate, ...],
+        request: RecallRequest,
+        events: list[TraceEvent],
+        config: RerankerConfiguration,
     ) -> tuple[Candidate, ...] | None:
-        assert self._llm_config is not None and request.llm is not None
-        config = self._llm_config
+        assert request.llm is not None
         ordered = by_relevance(candidates)  # the LLM sees the best fused candidates first
         try:
             result = self._llm_rerankers.get(config.modelId).rerank(

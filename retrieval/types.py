@@ -26,6 +26,7 @@ class RecallRequest:
     window: TimeWindow | None = None  # only memories of this time (since/until), before any ranking
     window_from: str | None = None  # where the window came from, or why the query's time words set none
     retrieval_id: str = ""
+    agent_id: str | None = None  # who asks (an agent may have a reranker configuration of its own)
     # The LLM this request may use (the client's, by MCP sampling, or Cohere chat); None when there is none.
     llm: LanguageModel | None = None
 

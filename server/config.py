@@ -160,7 +160,15 @@ class Settings(BaseModel):
     openai_api_key: SecretStr | None = None
     openai_timeout_seconds: float = Field(30.0, gt=0, le=600)
     llm_reranker: dict[str, Any] = Field(
-        default_factory=dict, description="the MemberJunction shape: enabled, modelId, topK, minScore"
+        default_factory=dict,
+        description="the MemberJunction shape: enabled, modelId (or model), topK, minScore",
+    )
+    llm_reranker_by_agent: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="an agent's own LLM reranker configuration: {agent_id: {...}}"
+    )
+    llm_prices: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="USD per million tokens by model, for the LLM reranker's cost: {model: {input, output}}",
     )
     enable_consolidation: bool = True
     consolidation_resolve_threshold: float = Field(0.60, ge=0.0, le=1.0)
@@ -357,6 +365,8 @@ _JSON_FIELDS = {
     "storage_options",
     "org_features",
     "llm_reranker",
+    "llm_reranker_by_agent",
+    "llm_prices",
     "contradiction_oppositions",
     "feedback_closeness",
     *_LIST_FIELDS,
@@ -440,6 +450,8 @@ ENVIRONMENT: dict[str, str] = {
     "openai_api_key": "MEMORIA_OPENAI_API_KEY",
     "openai_timeout_seconds": "MEMORIA_OPENAI_TIMEOUT_SECONDS",
     "llm_reranker": "MEMORIA_LLM_RERANKER",
+    "llm_reranker_by_agent": "MEMORIA_LLM_RERANKER_BY_AGENT",
+    "llm_prices": "MEMORIA_LLM_PRICES",
     "enable_consolidation": "MEMORIA_ENABLE_CONSOLIDATION",
     "consolidation_resolve_threshold": "MEMORIA_CONSOLIDATION_RESOLVE_THRESHOLD",
     "consolidation_text_dedup_threshold": "MEMORIA_CONSOLIDATION_TEXT_DEDUP_THRESHOLD",

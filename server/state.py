@@ -167,6 +167,12 @@ def pipeline_options(
         max_episodes=settings.max_episodes,
         fold_threshold=settings.consolidation_text_dedup_threshold,
         llm_reranker=parse_reranker_configuration(settings.llm_reranker),
+        llm_reranker_by_agent={
+            agent: config
+            for agent, raw in settings.llm_reranker_by_agent.items()
+            if (config := parse_reranker_configuration(raw)) is not None
+        },
+        llm_prices=settings.llm_prices,
     )
 
 

@@ -8,6 +8,7 @@ the pipeline once (recorded as an "explain" retrieval that report_outcome ignore
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -199,6 +200,7 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
         request = build_request(
             runtime, scope, args.query, top_k, args.char_budget, args.kinds, args.tags, caller.llm
         )
+        request = replace(request, agent_id=caller.agent_id)
         with runtime.store.one_version():
             result = runtime.pipeline.run(request)
         record, _ = record_retrieval(

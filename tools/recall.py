@@ -266,7 +266,8 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     request = build_request(
         runtime, scope, args.query, top_k, args.char_budget, args.kinds, args.tags, caller.llm, window
     )
-    request = replace(request, window_from=window_from, tags_all=args.tags_all)
+    agent_id = args.agent_id or caller.agent_id
+    request = replace(request, window_from=window_from, tags_all=args.tags_all, agent_id=agent_id)
     with runtime.store.one_version():
         result = runtime.pipeline.run(request)
     session_id = args.session_id or caller.session_id

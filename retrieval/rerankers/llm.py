@@ -2,8 +2,10 @@
 
 Configuration has the seed's shape (``enabled``, ``modelId``, ``topK``, ``minScore``); a call returns the
 seed's result shape (scores, success, duration, token usage and cost where known). Instances are cached
-by model in ``RerankerService``. The LLM itself comes with the request (the client's, by MCP sampling,
-or Cohere chat); the rerank stage falls back to the cross-encoder when this fails.
+by model in ``RerankerService``. The LLM itself comes with the request (the client's, by MCP sampling, an
+OpenAI-compatible endpoint or Cohere chat); the rerank stage falls back to the cross-encoder when this
+fails. ``model`` is read as ``modelId``; the cost of a call comes from its token usage and the price table
+of the settings (``MEMORIA_LLM_PRICES``); an agent may have a configuration of its own.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from typing import Any
 from retrieval.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
 
 DOCUMENT_CHARS = 600
+MAX_CANDIDATES = 40  # the most candidates the LLM scores in one call; topK is kept from what it scored
+
+Prices = Mapping[str, Mapping[str, float]]  # model -> {"input": USD, "output": USD} per million tokens
 
 
 @dataclass(frozen=True)
@@ -40,9 +45,10 @@ def parse_reranker_configuration(raw: str | Mapping[str, Any] | None) -> Reranke
         return None
     top_k = data.get("topK")
     min_score = data.get("minScore")
+    model = data.get("modelId") or data.get("model")  # the seed writes modelId; people write model too
     return RerankerConfiguration(
         enabled=bool(data.get("enabled", False)),
-        modelId=str(data["modelId"]) if data.get("modelId") else None,
+        modelId=str(model) if model else None,
         topK=int(top_k) if isinstance(top_k, (int, float)) and top_k > 0 else None,
         minScore=float(min_score) if isinstance(min_score, (int, float)) else None,
     )
@@ -73,15 +79,28 @@ RERANK_SYSTEM = (
 )
 
 
+def cost_of(prices: Prices, model: str, input_tokens: int | None, output_tokens: int | None) -> float | None:
+    """What a call cost in USD by the price table (per million tokens); None when the model or the token
+    counts are unknown."""
+    price = prices.get(model)
+    if price is None or input_tokens is None or output_tokens is None:
+        return None
+    return (input_tokens * price.get("input", 0.0) + output_tokens * price.get("output", 0.0)) / 1_000_000
+
+
 class LLMReranker:
-    def __init__(self, model_id: str | None) -> None:
+    def __init__(self, model_id: str | None, prices: Prices | None = None) -> None:
         self.model_id = model_id
+        self._prices = prices or {}
 
     def rerank(
         self, query: str, documents: Sequence[str], llm: LanguageModel, top_k: int | None = None
     ) -> RerankServiceResult:
+        """Scores for ``documents`` (best fused first): the LLM scores the first ``MAX_CANDIDATES``, and the
+        ``top_k`` it scored highest keep their scores; the rest are None (dropped), as the seed returns
+        only the top K."""
         started = time.perf_counter()
-        considered = list(documents[:top_k] if top_k else documents)
+        considered = list(documents[:MAX_CANDIDATES])
         listing = "\n".join(
             f"[{index}] {json.dumps(document[:DOCUMENT_CHARS], ensure_ascii=False)}"
             for index, document in enumerate(considered)
@@ -122,7 +141,15 @@ class LLMReranker:
             return RerankServiceResult(
                 (), False, (time.perf_counter() - started) * 1000, self.model_id or llm.name, error=str(exc)
             )
-        usage = Usage(response.input_tokens, response.output_tokens, response.cost)
+        if top_k and top_k < len(considered):
+            ranked = sorted(range(len(considered)), key=lambda index: (-(scores[index] or 0.0), index))
+            for index in ranked[top_k:]:
+                scores[index] = None
+        cost = response.cost
+        if cost is None:
+            model = response.model if response.model in self._prices else (self.model_id or response.model)
+            cost = cost_of(self._prices, model, response.input_tokens, response.output_tokens)
+        usage = Usage(response.input_tokens, response.output_tokens, cost)
         return RerankServiceResult(
             tuple(scores), True, (time.perf_counter() - started) * 1000, response.model, usage
         )
@@ -131,12 +158,13 @@ class LLMReranker:
 class RerankerService:
     """Caches ``LLMReranker`` instances by model id (the seed's singleton manager, one per runtime)."""
 
-    def __init__(self) -> None:
+    def __init__(self, prices: Prices | None = None) -> None:
         self._instances: dict[str | None, LLMReranker] = {}
         self._lock = threading.Lock()
+        self._prices = prices or {}
 
     def get(self, model_id: str | None) -> LLMReranker:
         with self._lock:
             if model_id not in self._instances:
-                self._instances[model_id] = LLMReranker(model_id)
+                self._instances[model_id] = LLMReranker(model_id, self._prices)
             return self._instances[model_id]

@@ -1,9 +1,11 @@
 import json
+from dataclasses import replace
 
 import pytest
 
 from retrieval.rerank import RerankStage
 from retrieval.rerankers.llm import (
+    MAX_CANDIDATES,
     LLMReranker,
     RerankerConfiguration,
     RerankerService,
@@ -39,11 +41,46 @@ def test_llm_scores_come_back_in_input_order_with_usage():
     assert result.durationMs >= 0 and result.model == "scripted-llm"
 
 
-def test_top_k_limits_what_the_llm_scores():
-    llm = ScriptedLLM({"rerank": [scores(0.9, 0.1)]})
+def test_top_k_is_kept_from_what_the_llm_scored_not_cut_before_it():
+    llm = ScriptedLLM({"rerank": [scores(0.2, 0.9, 0.5)]})
     result = LLMReranker("m").rerank("postgres", DOCS, llm, top_k=2)
-    assert result.scores == (0.9, 0.1, None)
-    assert "[2]" not in llm.asked[0].prompt
+    assert "[2]" in llm.asked[0].prompt  # the third memory was scored too
+    assert result.scores == (None, 0.9, 0.5)  # the two it scored best are kept: the first fused is not
+
+
+def test_the_llm_scores_at_most_its_cap_of_candidates():
+    many = [f"memory {i}" for i in range(MAX_CANDIDATES + 5)]
+    llm = ScriptedLLM({"rerank": [scores(*[0.5] * MAX_CANDIDATES)]})
+    result = LLMReranker("m").rerank("postgres", many, llm)
+    assert (
+        f"[{MAX_CANDIDATES - 1}]" in llm.asked[0].prompt and f"[{MAX_CANDIDATES}]" not in llm.asked[0].prompt
+    )
+    assert result.scores == (0.5,) * MAX_CANDIDATES + (None,) * 5
+
+
+def test_model_is_read_as_model_id_and_the_cost_comes_from_the_price_table():
+    assert parse_reranker_configuration({"enabled": True, "model": "gpt-4o-mini"}).modelId == "gpt-4o-mini"
+    prices = {"scripted-llm": {"input": 0.15, "output": 0.60}}  # USD per million tokens
+    result = LLMReranker("m", prices).rerank(
+        "postgres", DOCS, ScriptedLLM({"rerank": [scores(0.9, 0.0, 0.6)]})
+    )
+    # 10 input and 5 output tokens: (10 x 0.15 + 5 x 0.60) / 1,000,000 = 0.0000045 USD
+    assert result.usage.cost == pytest.approx(0.0000045)
+    unpriced = LLMReranker("m").rerank("postgres", DOCS, ScriptedLLM({"rerank": [scores(0.9, 0.0, 0.6)]}))
+    assert unpriced.usage.cost is None
+
+
+def test_an_agent_may_have_a_reranker_configuration_of_its_own():
+    stage = RerankStage(
+        ScriptedReranker({}),
+        llm_config=RerankerConfiguration(enabled=False),
+        agent_configs={"reviewer": RerankerConfiguration(enabled=True, modelId="m", minScore=0.5)},
+    )
+    llm = ScriptedLLM({"rerank": [scores(0.9, 0.2, 0.6)]})
+    mine = stage(replace(request(llm), agent_id="reviewer"), candidates())
+    assert [(c.id, c.rerank_score) for c in mine.candidates] == [("m0", 0.9), ("m2", 0.6)]
+    others = stage(replace(request(llm), agent_id="writer"), candidates())
+    assert isinstance(others.events[0], Reranked)  # the server's configuration: the cross-encoder
 
 
 def test_a_missing_score_is_a_failure_not_a_guess():
