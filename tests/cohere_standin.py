@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from retrieval.text import word_tokens
+from tests.standin_http import JsonHandler, serving
 
 
 @dataclass
@@ -33,10 +32,7 @@ def overlap_score(query: str, document: str) -> float:
 def cohere_standin(api_key: str = "test-key") -> Iterator[CohereStandIn]:
     state = CohereStandIn(url="", api_key=api_key)
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:  # keep test output clean
-            pass
-
+    class Handler(JsonHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state.requests.append(
@@ -78,20 +74,6 @@ def cohere_standin(api_key: str = "test-key") -> Iterator[CohereStandIn]:
                 {"id": "standin", "results": scored[:top_n], "meta": {"billed_units": {"search_units": 1}}},
             )
 
-        def _reply(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as base:
+        state.url = base
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()

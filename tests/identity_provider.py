@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
+
+from tests.standin_http import JsonHandler, serving
 
 
 class IdentityProvider:
@@ -23,27 +22,13 @@ class IdentityProvider:
     def serving(self) -> Iterator[str]:
         provider = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 form = parse_qs(self.rfile.read(length).decode())
                 provider.requests.append((form, self.headers.get("Authorization")))
                 claims = provider.tokens.get(form.get("token", [""])[0])
-                body = json.dumps({"active": True, **claims} if claims else {"active": False}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self._reply(200, {"active": True, **claims} if claims else {"active": False})
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}"
-        finally:
-            server.shutdown()
-            server.server_close()
+        with serving(Handler) as url:
+            yield url

@@ -5,12 +5,12 @@ system prompt to the text to reply."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.standin_http import JsonHandler, serving
 
 
 @dataclass
@@ -27,10 +27,7 @@ class ChatStandIn:
 def chat_standin(api_key: str | None = None) -> Iterator[ChatStandIn]:
     state = ChatStandIn(url="", api_key=api_key)
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(JsonHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state.requests.append(
@@ -63,20 +60,6 @@ def chat_standin(api_key: str | None = None) -> Iterator[ChatStandIn]:
                 },
             )
 
-        def _reply(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as base:
+        state.url = base + "/v1"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
