@@ -6,6 +6,7 @@ from __future__ import annotations
 import anyio
 from pydantic import BaseModel, Field
 
+from storage.records import Scope
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, iso
 from tools.lineage import LineageInput, LineageOutput, lineage
 
@@ -15,6 +16,9 @@ class ShowMemoryInput(ScopeArgs):
 
 
 class WeightStep(BaseModel):
+    memory_id: str = Field(
+        description="Whose weight moved: this memory, or one it replaced by an explicit update."
+    )
     session_id: str
     weight_before: float
     weight_after: float
@@ -54,7 +58,14 @@ def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> Show
             f"no memory {args.memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}: check the id "
             "(recall and drift list ids) and the scope"
         )
-    history = runtime.store.weight_events(scope, memory.id)
+    history = sorted(
+        (
+            event
+            for owner in explicitly_replaced(runtime, scope, memory.id)
+            for event in runtime.store.weight_events(scope, owner)
+        ),
+        key=lambda event: (event.at, event.revision),
+    )
     return ShowMemoryOutput(
         id=memory.id,
         org_id=memory.org_id,
@@ -71,6 +82,7 @@ def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> Show
         weight=round(memory.weight, 6),
         weight_history=[
             WeightStep(
+                memory_id=event.memory_id,
                 session_id=event.session_id,
                 weight_before=round(event.weight_before, 6),
                 weight_after=round(event.weight_after, 6),
@@ -89,6 +101,22 @@ def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> Show
             caller,
         ),
     )
+
+
+def explicitly_replaced(runtime: Runtime, scope: Scope, memory_id: str) -> list[str]:
+    """``memory_id`` and the memories it replaced by explicit updates, back through each one's own: their
+    weight history is the memory's (the update carried their weight and credits over)."""
+    found = [memory_id]
+    for current in found:  # grows as predecessors are found
+        for event in runtime.store.lineage(scope, [current]):
+            if (
+                event.action == "supersede"
+                and event.resolver == "explicit"
+                and event.related_id == current
+                and event.memory_id not in found
+            ):
+                found.append(event.memory_id)
+    return found
 
 
 async def handle(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> ShowMemoryOutput:

@@ -36,6 +36,10 @@ async def test_an_explicit_update_supersedes_the_memory_with_lineage_and_keeps_i
         shown = json.loads((await client.read_resource(f"memoria://memory/{new['id']}")).contents[0].text)
         assert shown["tags"] == ["db"]  # kept from the memory it replaces
         assert shown["weight"] == pytest.approx(1.15)  # the old memory's weight carries over
+        # ...and its history: the report that moved the old memory is in the new one's weight history.
+        assert [(step["memory_id"], step["weight_after"]) for step in shown["weight_history"]] == [
+            (old["id"], pytest.approx(1.15))
+        ]
         # And its reports' credits: for a query like the reported session's, the new memory weighs as the
         # old one did (a full helpful step for the same query: 1.15).
         explained = await call(client, "explain_ranking", {"retrieval_id": after["retrieval_id"]})
