@@ -26,7 +26,14 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.embedders.base import Embedder
-from retrieval.outcomes import Closeness, CreditedReport, FeedbackStep, WeightPolicy, contextual_weight
+from retrieval.outcomes import (
+    Closeness,
+    CreditedReport,
+    FeedbackStep,
+    WeightPolicy,
+    contextual_weight,
+    with_credit,
+)
 from storage.records import CreditedSession, MemoryRecord, ReportQueries, Scope
 
 MAX_REPORTS_PER_MEMORY = 64
@@ -335,7 +342,8 @@ class FeedbackIndex:
                         self._held_credited += 1
                     key = (scope, credited.credit.memory_id)
                     if key in self._credits:
-                        self._hold_credits(key, _with(self._credits[key], credited)[-self._max_credits :])
+                        replaced = with_credit(self._credits[key], credited.session_id, credited)
+                        self._hold_credits(key, replaced[-self._max_credits :])
                 for scope, queries in sessions:  # embedded when first needed, not here
                     self._hold_session((scope, queries.session_id), _Session(queries))
                 self._evict()
@@ -364,12 +372,3 @@ class FeedbackIndex:
         while self._held_credited > self._max_held_credited and self._credited:
             _, ids = self._credited.popitem(last=False)
             self._held_credited -= len(ids) if ids is not None else 0
-
-
-def _with(credits: list[CreditedSession], changed: CreditedSession) -> list[CreditedSession]:
-    """A memory's credits with one session's credit replaced (share 0: removed), in replay order."""
-    kept = [credited for credited in credits if credited.session_id != changed.session_id]
-    if changed.credit.share > 0:
-        kept.append(changed)
-        kept.sort(key=lambda credited: credited.replay_key)
-    return kept

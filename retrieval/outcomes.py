@@ -23,7 +23,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from storage.records import MemoryCredit
+from storage.records import CreditedSession, MemoryCredit
 
 OUTCOME_SCORES = {"failure": 0.0, "partial": 0.5, "success": 1.0}
 INITIAL_WEIGHT = 1.0
@@ -247,3 +247,15 @@ def contextual_weight(
     if protection_tier == "immutable":
         weight = max(weight, INITIAL_WEIGHT)  # immutable memories are never decayed
     return weight, tuple(steps)
+
+
+def with_credit(
+    credits: Iterable[CreditedSession], session_id: str, changed: CreditedSession | None
+) -> list[CreditedSession]:
+    """A memory's credits, in replay order, with ``session_id``'s credit replaced by ``changed`` (None,
+    or a share of 0: removed). Reports replace their session's rows, so every reader applies one this way."""
+    kept = [credited for credited in credits if credited.session_id != session_id]
+    if changed is not None and changed.credit.share > 0:
+        kept.append(changed)
+        kept.sort(key=lambda credited: credited.replay_key)
+    return kept

@@ -611,11 +611,10 @@ class MemoryStore:
         agent_id: str | None = None,
         tag: str | None = None,
         kind: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        window: TimeWindow | None = None,
         episode_id: str | None = None,
     ) -> list[MemoryRecord]:
-        """One page of the scope's active memories, newest first (by ``created_at``, then id, descending):
+        """One page of the scope's active memories (of ``window``'s time, if given), newest first (by ``created_at``, then id, descending):
         the ``limit`` that come after ``before`` (the last one of the previous page) in that order. A memory
         written after the listing began comes before the first page, so no page repeats one."""
 
@@ -627,8 +626,7 @@ class MemoryStore:
                 and (tag is None or tag in record.tags)
                 and (kind is None or record.kind == kind)
                 and (episode_id is None or record.episode_id == episode_id)
-                and (since is None or at >= since)
-                and (until is None or at < until)
+                and (window is None or window.holds(at))
                 and (before is None or (at, record.id) < (before[0], before[1]))
             )
 
@@ -644,11 +642,9 @@ class MemoryStore:
             if copy is not None:
                 return page(copy.records.values())
         condition = filters.all_of(
-            self._active_in(scope, [kind] if kind else None, [tag] if tag else None),
+            self._active_in(scope, [kind] if kind else None, [tag] if tag else None, window),
             filters.equals("agent_id", agent_id) if agent_id is not None else None,
             filters.equals("episode_id", episode_id) if episode_id is not None else None,
-            filters.at_or_after("created_at", since) if since is not None else None,
-            filters.earlier_than("created_at", until) if until is not None else None,
             filters.at_or_before("created_at", before[0]) if before is not None else None,
         )
         rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=None)

@@ -8,7 +8,6 @@ the pipeline once (recorded as an "explain" retrieval that report_outcome ignore
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -198,9 +197,16 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
             raise ToolFailure("query is empty or whitespace only: describe what you need to know")
         top_k = check_bounds(runtime, args.query, args.top_k, args.char_budget)
         request = build_request(
-            runtime, scope, args.query, top_k, args.char_budget, args.kinds, args.tags, caller.llm
+            runtime,
+            scope,
+            args.query,
+            top_k,
+            args.char_budget,
+            args.kinds,
+            args.tags,
+            caller.llm,
+            agent_id=caller.agent_id,
         )
-        request = replace(request, agent_id=caller.agent_id)
         with runtime.store.one_version():
             result = runtime.pipeline.run(request)
         record, _ = record_retrieval(

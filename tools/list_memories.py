@@ -96,7 +96,6 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
         window = resolve(args.since, args.until, now=runtime.clock(), zone=zone_of(args.time_zone))
     except WindowError as exc:
         raise ToolFailure(str(exc)) from None
-    since, until = window.since, window.until
     before = decode_cursor(args.cursor) if args.cursor else None
     # One more than a page: whether another page follows.
     found = runtime.store.list_memories(
@@ -107,8 +106,7 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
         tag=args.tag,
         kind=args.kind,
         episode_id=args.episode_id,
-        since=since,
-        until=until,
+        window=window,
     )
     page = found[: args.limit]
     last = page[-1] if page and len(found) > args.limit else None
@@ -130,8 +128,8 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
             for memory in page
         ],
         next_cursor=encode_cursor(last.created_at, last.id) if last is not None else None,
-        since=iso(since) if since else None,
-        until=iso(until) if until else None,
+        since=iso(window.since) if window.since else None,
+        until=iso(window.until) if window.until else None,
     )
 
 

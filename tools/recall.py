@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import anyio
@@ -176,7 +175,11 @@ def build_request(
     kinds: Sequence[str] | None,
     tags: Sequence[str] | None,
     llm: LanguageModel | None = None,
+    *,
+    agent_id: str | None = None,
+    tags_all: bool = False,
     window: TimeWindow | None = None,
+    window_from: str | None = None,
 ) -> RecallRequest:
     settings = runtime.settings
     return RecallRequest(
@@ -188,8 +191,11 @@ def build_request(
         weighting_enabled=settings.feedback_weighting_enabled(scope.org_id),
         kinds=tuple(dict.fromkeys(kinds or ())),
         tags=tuple(dict.fromkeys(tags or ())),
+        tags_all=tags_all,
         window=window,
+        window_from=window_from,
         retrieval_id=new_retrieval_id(),
+        agent_id=agent_id,
         llm=llm,
     )
 
@@ -264,10 +270,19 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     scope = args.scope(runtime.settings)
     window, window_from = time_window(runtime, scope, args.query, args.since, args.until, args.time_zone)
     request = build_request(
-        runtime, scope, args.query, top_k, args.char_budget, args.kinds, args.tags, caller.llm, window
+        runtime,
+        scope,
+        args.query,
+        top_k,
+        args.char_budget,
+        args.kinds,
+        args.tags,
+        caller.llm,
+        agent_id=args.agent_id or caller.agent_id,
+        tags_all=args.tags_all,
+        window=window,
+        window_from=window_from,
     )
-    agent_id = args.agent_id or caller.agent_id
-    request = replace(request, window_from=window_from, tags_all=args.tags_all, agent_id=agent_id)
     with runtime.store.one_version():
         result = runtime.pipeline.run(request)
     session_id = args.session_id or caller.session_id

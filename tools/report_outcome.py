@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import anyio
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from retrieval.outcomes import ShownContext, ShownMemory, WeightPolicy, assign_credit, effective_score
+from retrieval.outcomes import (
+    ShownContext,
+    ShownMemory,
+    WeightPolicy,
+    assign_credit,
+    effective_score,
+    with_credit,
+)
 from storage.records import (
     CreditedSession,
     MemoryRecord,
@@ -334,10 +341,7 @@ def caught_up(
     credited = {memory_id: list(found) for memory_id, found in reads.credited.items()}
     for credit in changed:
         memory_id = credit.credit.memory_id
-        kept = [other for other in credited.get(memory_id, ()) if other.session_id != credit.session_id]
-        if credit.credit.share > 0:
-            kept.append(credit)
-        credited[memory_id] = sorted(kept, key=lambda other: other.replay_key)
+        credited[memory_id] = with_credit(credited.get(memory_id, ()), credit.session_id, credit)
     return replace(reads, credited=credited)
 
 
@@ -380,14 +384,10 @@ def with_report(credited: Replay, record: OutcomeRecord) -> dict[str, list[Credi
         )
         for credit in record.credits
     }
-    replay = {}
-    for memory_id, found in credited.items():
-        kept = [c for c in found if c.session_id != record.session_id]
-        if memory_id in new:
-            kept.append(new[memory_id])
-            kept.sort(key=lambda c: c.replay_key)
-        replay[memory_id] = kept
-    return replay
+    return {
+        memory_id: with_credit(found, record.session_id, new.get(memory_id))
+        for memory_id, found in credited.items()
+    }
 
 
 def replayed_weights(
