@@ -255,16 +255,17 @@ class Settings(BaseModel):
 
     maintenance_interval_seconds: float = Field(30.0, gt=0)
     compaction_min_fragments: int = Field(16, ge=2)
-    keep_versions_minutes: float = Field(
-        1.0,
+    keep_versions_seconds: float = Field(
+        5.0,
         gt=0,
-        le=10_080,
-        description="table versions maintenance keeps (for readers in flight, recovery)",
+        le=604_800,
+        description="seconds a table version is kept once a newer one replaced it (a read on it finishes first)",
     )
     compaction_after_appends: int = Field(
-        500,
+        100,
         ge=0,
-        description="appends that start a maintenance round before its interval (0: the interval only)",
+        description="appends that start a maintenance round before its interval, or 1% of the memories if "
+        "more (0: the interval only)",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -338,6 +339,11 @@ class Settings(BaseModel):
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Build the settings from ``MEMORIA_*`` variables (see ``ENVIRONMENT``); overrides win."""
         env = os.environ if environ is None else environ
+        renamed = [f"{old} is now {new} ({why})" for old, (new, why) in RENAMED.items() if env.get(old)]
+        if renamed:
+            raise ConfigError(
+                "invalid configuration: " + "; ".join(renamed) + ". Set the new variable instead."
+            )
         values: dict[str, Any] = {}
         for field_name, variable in ENVIRONMENT.items():
             raw = env.get(variable)
@@ -493,9 +499,17 @@ ENVIRONMENT: dict[str, str] = {
     "maintenance_interval_seconds": "MEMORIA_MAINTENANCE_INTERVAL_SECONDS",
     "compaction_min_fragments": "MEMORIA_COMPACTION_MIN_FRAGMENTS",
     "compaction_after_appends": "MEMORIA_COMPACTION_AFTER_APPENDS",
-    "keep_versions_minutes": "MEMORIA_KEEP_VERSIONS_MINUTES",
+    "keep_versions_seconds": "MEMORIA_KEEP_VERSIONS_SECONDS",
     "vector_index_min_rows": "MEMORIA_VECTOR_INDEX_MIN_ROWS",
     "log_level": "MEMORIA_LOG_LEVEL",
+}
+
+# Variables that were renamed: set, they stop the server with the new name rather than being ignored.
+RENAMED = {
+    "MEMORIA_KEEP_VERSIONS_MINUTES": (
+        "MEMORIA_KEEP_VERSIONS_SECONDS",
+        "how long a version is kept once a newer one replaced it, in seconds",
+    ),
 }
 
 

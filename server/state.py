@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+COMPACTION_SHARE = 100  # an early maintenance round once appends reach 1/100 of the memories (or more)
+
 RuntimeFactory = Callable[[Settings], Runtime]
 
 
@@ -278,12 +280,16 @@ class AppState:
     def _maintain(self, runtime: Runtime) -> None:
         """A maintenance round every ``maintenance_interval_seconds``, or sooner once
         ``compaction_after_appends`` appends piled up (a server writing all day would otherwise leave
-        hundreds of fragments, each making the next append slower, between two rounds)."""
+        hundreds of fragments, each making the next append slower, between two rounds), or 1% of the
+        memories if that is more: a round's compaction rewrites the memories table whole (LanceDB 0.40
+        takes no target size), so a bigger table compacts less often for the same cost per append."""
         interval, piled = self.settings.maintenance_interval_seconds, self.settings.compaction_after_appends
         last, failed = time.monotonic(), False
         while not self._stop.wait(min(1.0, interval)):
             due = time.monotonic() - last >= interval
-            early = piled and not failed and runtime.store.appends_since_maintenance >= piled
+            early = not failed and early_round_due(
+                runtime.store.appends_since_maintenance, piled, runtime.store.memory_rows
+            )
             if not due and not early:
                 continue
             last = time.monotonic()
@@ -319,6 +325,14 @@ class AppState:
             thread.join(timeout=30)
         if self._future.done() and self._future.exception() is None:
             self._future.result().close()
+
+
+def early_round_due(appended: int, after_appends: int, memory_rows: Callable[[], int]) -> bool:
+    """Whether the appends since the last round start one before the interval: ``after_appends`` of them
+    (0: never), and at least one per ``COMPACTION_SHARE`` memories the table holds (counted only then)."""
+    if not after_appends or appended < after_appends:
+        return False
+    return appended >= memory_rows() // COMPACTION_SHARE
 
 
 def new_session_id() -> str:

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 LOCK_FILE_NAME = ".memoria-write.lock"
+REPORTS_LOCK_FILE_NAME = ".memoria-reports.lock"  # outcome reports' own lock (MemoryStore.reporting)
 
 
 class WriteLock:
@@ -59,6 +60,11 @@ class WriteLock:
                 self._depth -= 1
                 if outermost:
                     self._release_file()
+
+    @property
+    def path(self) -> Path | None:
+        """The lock file (None: this process's threads only)."""
+        return self._lock_path
 
     @property
     def spans_processes(self) -> bool:

@@ -245,7 +245,8 @@ def import_rows(store: MemoryStore, table: str, rows: Iterable[Mapping[str, Any]
         decoded.setdefault(tuple(_key_value(values[column]) for column in key), values)
     if not decoded:
         return ImportCount(0, total)
-    with store.exclusive():
+    # Both locks, the reports' first (their order): the report tables are written under the reports' lock.
+    with store.reporting(), store.exclusive():
         existing = _existing_keys(handle, key, _LOOKUP[table], list(decoded))
         fresh = [values for row_key, values in decoded.items() if row_key not in existing]
         if fresh:

@@ -152,13 +152,14 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     memory_ids = tuple(credit.memory_id for credit in credits)
 
     # What the report reads (the session's earlier report, every credit of the memories it moves) is read
-    # before the write lock, at the versions ``seen`` of the credit and report tables; under the lock only
-    # what reports committed since is read (``caught_up``: a report writes its credits, then its row, so
-    # both versions count). The lock is then held for the writes and that small read: under load, reports
-    # queued behind each other's reads (0.43 s a report).
+    # before the reports' lock, at the versions ``seen`` of the credit and report tables; under the lock
+    # only what reports committed since is read (``caught_up``: a report writes its credits, then its row,
+    # so both versions count). The lock is then held for the writes and that small read: under load,
+    # reports queued behind each other's reads (0.43 s a report). It is the reports' lock, not the write lock:
+    # remembers do not wait for a report, only for its weight write.
     seen = store.report_versions()
     reads = read_for_report(store, scope, session_id, memory_ids)
-    with store.exclusive():
+    with store.reporting():
         if store.report_versions() != seen:
             reads = caught_up(reads, store, scope, session_id, memory_ids, seen)
         previous = reads.previous

@@ -70,18 +70,16 @@ def aggregation_pass(runtime: Runtime, llm: LanguageModel | None = None) -> Upke
 
 def maintenance_round(runtime: Runtime) -> dict[str, str]:
     """One round of the server's store maintenance: retract expired ephemeral memories, then compact
-    piled-up appends, fold new rows into the indexes and drop versions older than ``keep_versions_minutes``
-    (each commit is a version, and finding a table's newest version lists them all: with versions kept
-    an hour, a server writing 40 a second spent longer on every version check as the hour went on, 0.6 ms
-    at 1,000 versions and 3.9 ms at 6,000; kept a minute, they stay in the low thousands at any age).
-    Returns what
-    was done to the store, per table."""
+    piled-up appends, fold new rows into the indexes and drop versions that a newer one replaced at least
+    ``keep_versions_seconds`` ago (each commit is a version, and finding a table's newest version lists
+    them all: kept a minute, 2,400-3,600 piled up at 40 writes a second and every append slowed with them).
+    Returns what was done to the store, per table."""
     expired = expire_ephemeral(runtime)
     if expired:
         log.info("retracted %d expired ephemeral memories", expired)
     return runtime.store.maintain(
         min_fragments=runtime.settings.compaction_min_fragments,
-        keep_versions_for=timedelta(minutes=runtime.settings.keep_versions_minutes),
+        keep_replaced_for=timedelta(seconds=runtime.settings.keep_versions_seconds),
     )
 
 

@@ -115,3 +115,11 @@ def test_with_auto_the_background_llm_is_the_openai_compatible_endpoint_before_c
     assert cohere_only is not None and cohere_only.name.startswith("cohere-chat:")
     told = Settings.from_env({**both, "MEMORIA_OPENAI_MODEL": "m", "MEMORIA_LLM": "cohere"})
     assert LLMChooser(told).background().name.startswith("cohere-chat:")
+
+
+def test_a_renamed_variable_stops_the_server_with_its_new_name():
+    with pytest.raises(
+        ConfigError, match="MEMORIA_KEEP_VERSIONS_MINUTES is now MEMORIA_KEEP_VERSIONS_SECONDS"
+    ):
+        Settings.from_env({"MEMORIA_KEEP_VERSIONS_MINUTES": "1"})
+    assert Settings.from_env({"MEMORIA_KEEP_VERSIONS_SECONDS": "12"}).keep_versions_seconds == 12.0

@@ -125,3 +125,21 @@ async def test_stats_carry_the_last_aggregation_pass_with_the_source_documents_n
     assert set(last) >= {"clusters", "contradictions", "corroboratedCount", "elapsedMs"}
     assert (last["clusters"], last["contradictions"], last["corroboratedCount"], last["rows"]) == (1, 0, 1, 2)
     assert last["elapsedMs"] >= 0 and last["finished_at"]
+
+
+def test_an_early_round_needs_the_set_appends_and_one_per_hundred_memories():
+    from server.state import early_round_due
+
+    def rows(count: int):
+        return lambda: count
+
+    assert not early_round_due(99, 100, rows(0))  # fewer than MEMORIA_COMPACTION_AFTER_APPENDS
+    assert early_round_due(100, 100, rows(5_000))  # 100 >= 5,000 / 100
+    assert not early_round_due(100, 100, rows(50_000))  # a compaction rewrites 50,000 rows: wait for 500
+    assert early_round_due(500, 100, rows(50_000))
+    assert not early_round_due(10_000, 0, rows(0))  # 0: the interval only
+
+    def uncounted() -> int:
+        raise AssertionError("the table is counted only once the set appends are reached")
+
+    assert not early_round_due(3, 100, uncounted)

@@ -1,5 +1,6 @@
 import json
 import threading
+import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -535,3 +536,64 @@ def test_searches_keep_memories_with_any_or_with_every_tag(tmp_path, copies):
             assert {hit.record.id for hit in by_text} == expected
         anyof = store.vector_search(SCOPE, vec(0), embedder="emb", limit=10, tags=["billing", "ops"])
         assert {hit.record.id for hit in anyof} == {"both", "ops"}
+
+
+def versions_of(table) -> set[int]:
+    return {int(entry["version"]) for entry in table.list_versions()}
+
+
+def test_a_round_drops_versions_replaced_long_ago_and_keeps_one_replaced_just_now(store):
+    keep = timedelta(seconds=0.3)
+    for index in range(6):
+        store.insert_memory(new(f"m{index}", f"note {index}"))
+    inserted = store.table_version()
+    time.sleep(2.0)  # longer than the clean-up's margin (a second and two optimizes of a tiny table)
+    store.maintain(min_fragments=2, keep_replaced_for=keep)  # compacts; nothing replaced long enough yet
+    compacted = store.table_version()
+    assert compacted > inserted
+    assert min(versions_of(store._memories)) < inserted  # the first round drops nothing
+    time.sleep(0.5)
+    store.maintain(min_fragments=2, keep_replaced_for=keep)  # idle: one fragment, nothing to do
+    time.sleep(1.0)
+    # The compacted version is 2 s old but the newest, until this write replaces it: a read that began
+    # on it a moment ago must still find its files. An age-based clean-up would drop it.
+    store.insert_memory(new("m-late", "a note after a pause"))
+    store.maintain(min_fragments=2, keep_replaced_for=keep)
+    kept = versions_of(store._memories)
+    assert compacted in kept
+    assert inserted not in kept and min(kept) > inserted  # replaced by the compaction over a second ago
+    assert {m.id for m in store.list_memories(SCOPE, limit=50)} >= {"m0", "m5", "m-late"}
+
+
+def test_a_write_goes_on_while_a_report_holds_the_reports_lock(store):
+    holding, release, written = threading.Event(), threading.Event(), threading.Event()
+
+    def report() -> None:
+        with store.reporting():
+            holding.set()
+            release.wait(30)
+
+    def write() -> None:
+        store.insert_memory(new("m1", "written during a report"))
+        written.set()
+
+    reporter = threading.Thread(target=report)
+    reporter.start()
+    assert holding.wait(10)
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert written.wait(10)  # the write did not queue behind the report
+    finally:
+        release.set()
+        reporter.join()
+        writer.join()
+    assert store.get_memory("m1", SCOPE) is not None
+
+
+def test_the_reports_lock_is_never_taken_inside_the_write_lock(store):
+    with store.exclusive(), pytest.raises(RuntimeError, match="before the write lock"), store.reporting():
+        pass
+    # The order it is taken in, and re-entrant inside both.
+    with store.reporting(), store.exclusive(), store.reporting():
+        pass

@@ -1,0 +1,62 @@
+"""When each table's versions stopped being its newest: what maintenance may drop without breaking a read.
+
+Every commit is a table version, and finding a table's newest version lists every version kept, so a busy
+server has to drop them soon (kept a minute, 2,400-3,600 piled up at 40 writes a second and every append
+and freshness check slowed with them). But a read works on the version that was newest when it began: drop
+that version's files under it and the read fails. LanceDB drops by age ("versions committed before T"), and
+a version's age says nothing about how long ago it was replaced: a table idle for an hour has a version an
+hour old that is still the newest, until the next commit replaces it.
+
+So each maintenance round notes, per table, the time it looked and the newest version it saw. A version
+numbered below the newest seen at a round at least ``keep`` ago was replaced at least ``keep`` ago, and
+only versions committed before the last round that saw an older newest one are certainly of that sort.
+That time is the cut-off. LanceDB measures "older than" when it gets to the clean-up, after the
+compaction of the same call, so the cut-off is moved earlier by a ``margin`` longer than that compaction
+takes. A read that takes less than ``keep`` never loses its version, in this process or another (the
+newest version at a given moment is the same for every process).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+MAX_SIGHTINGS = 64
+
+
+@dataclass
+class SupersededVersions:
+    """Per table, the rounds' sightings of its newest version, oldest first."""
+
+    _seen: dict[str, list[tuple[datetime, int]]] = field(default_factory=dict)
+
+    def observe(self, table: str, looked_at: datetime, newest: int) -> None:
+        """Note that at ``looked_at`` (taken before asking) the table's newest version was ``newest``. A
+        sighting of the same version as the one before replaces it (of a run of sightings of one version
+        only the latest can mark a cut-off), and only the last ``MAX_SIGHTINGS`` are kept: forgetting the
+        oldest can only move a cut-off earlier, never drop a version that must stay."""
+        seen = self._seen.setdefault(table, [])
+        if seen and seen[-1][1] == newest:
+            seen.pop()
+        seen.append((looked_at, newest))
+        del seen[:-MAX_SIGHTINGS]
+
+    def cleanup_older_than(
+        self, table: str, now: datetime, keep: timedelta, margin: timedelta
+    ) -> timedelta | None:
+        """How old a version must be for this round to drop it, or None while the rounds have not yet seen
+        a version replaced at least ``keep`` ago (then nothing is dropped). ``margin`` covers the seconds
+        between ``now`` and LanceDB's own clock reading. Forgets sightings it no longer needs."""
+        seen = self._seen.get(table, [])
+        settled = [index for index, (looked_at, _) in enumerate(seen) if looked_at <= now - keep]
+        if not settled:
+            return None
+        newest_then = seen[settled[-1]][1]
+        # The last sighting before that one of an older newest version: every version committed before it
+        # is numbered at most that older one, so was replaced by the time of the settled sighting.
+        before = [index for index in range(settled[-1]) if seen[index][1] < newest_then]
+        if not before:
+            return None
+        cut_at = seen[before[-1]][0]
+        del seen[: before[-1]]
+        return (now - cut_at) + margin

@@ -1,0 +1,100 @@
+from datetime import UTC, datetime, timedelta
+
+from storage.versions import MAX_SIGHTINGS, SupersededVersions
+
+T0 = datetime(2026, 5, 1, 12, tzinfo=UTC)
+KEEP = timedelta(seconds=10)
+MARGIN = timedelta(seconds=2)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_nothing_is_dropped_before_a_round_has_seen_a_version_replaced():
+    versions = SupersededVersions()
+    versions.observe("memories", at(0), 5)
+    assert (
+        versions.cleanup_older_than("memories", at(30), KEEP, MARGIN) is None
+    )  # one sighting: nothing replaced
+
+
+def test_an_old_version_that_was_newest_until_just_now_is_kept():
+    # Idle for an hour at version 5, then writes: at 3,600 s version 9 is the newest. Version 5 is an hour
+    # old but was replaced seconds ago; a read may still be on it.
+    versions = SupersededVersions()
+    versions.observe("memories", at(0), 5)
+    versions.observe("memories", at(3_600), 9)
+    assert versions.cleanup_older_than("memories", at(3_601), KEEP, MARGIN) is None
+
+
+def test_versions_replaced_at_least_keep_ago_are_dropped():
+    versions = SupersededVersions()
+    versions.observe("memories", at(0), 5)
+    versions.observe("memories", at(30), 9)
+    # At 45 s the sighting at 30 s (version 9) is 15 s old, more than KEEP. The last sighting of an older
+    # newest version is at 0 s (version 5): everything committed before 0 s is numbered 5 at most, and
+    # was replaced by 30 s. Cut-off: committed before 0 s, less MARGIN for the seconds before LanceDB
+    # reads its clock: older than (45 - 0) + 2 = 47 s.
+    assert versions.cleanup_older_than("memories", at(45), KEEP, MARGIN) == timedelta(seconds=47)
+
+
+def test_the_settled_sighting_must_be_keep_old():
+    versions = SupersededVersions()
+    versions.observe("memories", at(0), 5)
+    versions.observe("memories", at(30), 9)
+    assert (
+        versions.cleanup_older_than("memories", at(35), KEEP, MARGIN) is None
+    )  # the 30 s sighting is 5 s old
+
+
+def test_the_latest_settled_sighting_and_the_last_older_one_before_it_set_the_cut():
+    versions = SupersededVersions()
+    for seconds, newest in [(0, 1), (10, 4), (20, 8), (30, 12), (40, 15)]:
+        versions.observe("memories", at(seconds), newest)
+    # now 42: settled sightings are those at or before 32 s; the latest is 30 s (version 12); the last
+    # before it with an older version is 20 s (version 8). Cut: (42 - 20) + 2 = 24 s.
+    assert versions.cleanup_older_than("memories", at(42), KEEP, MARGIN) == timedelta(seconds=24)
+
+
+def test_sightings_of_one_version_keep_only_the_latest():
+    versions = SupersededVersions()
+    for seconds in (0, 30, 60):
+        versions.observe("memories", at(seconds), 5)
+    versions.observe("memories", at(90), 7)
+    # The run of version 5 is remembered at 60 s: the cut is (101 - 60) + 2 = 43 s, which drops what
+    # was committed before 58 s at 101 s, all of it numbered 5 at most.
+    assert versions.cleanup_older_than("memories", at(101), KEEP, MARGIN) == timedelta(seconds=43)
+
+
+def test_a_cut_forgets_the_sightings_before_it():
+    versions = SupersededVersions()
+    for seconds, newest in [(0, 1), (10, 4), (20, 8), (30, 12)]:
+        versions.observe("memories", at(seconds), newest)
+    assert versions.cleanup_older_than("memories", at(41), KEEP, MARGIN) == timedelta(
+        seconds=23
+    )  # cut at 20 s
+    assert versions._seen["memories"] == [(at(20), 8), (at(30), 12)]
+
+
+def test_tables_are_tracked_apart():
+    versions = SupersededVersions()
+    versions.observe("memories", at(0), 5)
+    versions.observe("memories", at(30), 9)
+    versions.observe("retrievals", at(30), 2)
+    assert versions.cleanup_older_than("memories", at(45), KEEP, MARGIN) == timedelta(seconds=47)
+    assert versions.cleanup_older_than("retrievals", at(45), KEEP, MARGIN) is None
+
+
+def test_sightings_are_bounded():
+    versions = SupersededVersions()
+    for number in range(MAX_SIGHTINGS * 3):
+        versions.observe("memories", at(number), number)
+    assert len(versions._seen["memories"]) == MAX_SIGHTINGS
+    # Only the last MAX_SIGHTINGS remain, and the cut still comes from the last two.
+    first = MAX_SIGHTINGS * 2
+    now = at(MAX_SIGHTINGS * 3 + 100)
+    assert (
+        versions.cleanup_older_than("memories", now, KEEP, MARGIN) == now - at(MAX_SIGHTINGS * 3 - 2) + MARGIN
+    )
+    assert versions._seen["memories"][0][0] >= at(first)
