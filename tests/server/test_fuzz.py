@@ -546,8 +546,11 @@ def fuzzer(path: Path, **overrides: Any) -> Iterator[Fuzzer]:
         built.append(make_runtime(settings))
         return built[0]
 
-    # No background aggregation pass after the first: it writes contradictions whenever it runs.
-    settings_ = settings_for(path, aggregation_interval_seconds=86_400, **overrides)
+    # No background aggregation pass after the first: it writes contradictions whenever it runs. No
+    # maintenance round either (it compacts, a version per table), not even after many appends.
+    settings_ = settings_for(
+        path, aggregation_interval_seconds=86_400, compaction_after_appends=0, **overrides
+    )
     server = build_server(settings_, runtime_factory=factory)
     client = Client(server, client_info=Implementation(name="fuzzer", version="1.0"))
     with start_blocking_portal("asyncio") as portal, portal.wrap_async_context_manager(client) as connected:
