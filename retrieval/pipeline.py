@@ -1,7 +1,7 @@
 """The recall pipeline: an explicit, ordered list of stages, each timed and traced.
 
 gate -> candidate search -> rerank -> attribution -> min score -> iterative retrieval -> instruction flags
--> corroboration -> feedback -> episode expansion -> contradiction marks -> episode-grouped assembly. A stage
+-> corroboration -> decay -> feedback -> episode expansion -> contradiction marks -> episode-grouped assembly. A stage
 that halts the recall (the gate) leaves the rest recorded as skipped.
 """
 
@@ -17,6 +17,7 @@ from retrieval.attribution import AttributionStage
 from retrieval.candidate_search import CandidateSearchStage, CandidateSource
 from retrieval.contradiction_marks import ContradictionSource, ContradictionStage
 from retrieval.corroboration import ClusterProvider, CorroborationStage, MemoryCluster
+from retrieval.decay import DecayStage
 from retrieval.embedders.base import QueryMemo
 from retrieval.expansion import EpisodeExpansionStage, EpisodeSource
 from retrieval.feedback import FeedbackStage
@@ -85,6 +86,7 @@ class PipelineOptions:
     llm_reranker: RerankerConfiguration | None = None
     llm_reranker_by_agent: Mapping[str, RerankerConfiguration] = field(default_factory=dict)
     llm_prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # USD per 1M tokens
+    half_lives: Mapping[str, float] = field(default_factory=dict)  # decay: days per protection tier
 
 
 class _NoClusters:
@@ -136,6 +138,7 @@ def build_stages(
         ),
         InstructionStage(options.instruction_demotion),
         CorroborationStage(clusters if clusters is not None and options.use_corroboration else _NoClusters()),
+        DecayStage(options.half_lives),
         FeedbackStage(feedback, embedder),
     ]
     if options.use_expansion:

@@ -76,6 +76,12 @@ class InstructionsFlagged:
 
 
 @dataclass(frozen=True)
+class DecayApplied:
+    half_lives: dict[str, float]  # days per protection tier that fades
+    decayed: int  # candidates whose score it lowered
+
+
+@dataclass(frozen=True)
 class FeedbackApplied:
     weighting_enabled: bool
     reordered: int
@@ -188,6 +194,7 @@ TraceEvent = (
     | CrossReranked
     | LLMReranked
     | CorroborationApplied
+    | DecayApplied
     | SiblingsAdded
     | ContradictionsMarked
     | StageSkipped
@@ -320,6 +327,7 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
             "relevance": candidate.relevance_score,
             "floor": candidate.floor_score,
             "corroboration_boost": candidate.corroboration_boost,
+            "decay": candidate.decay_factor,
             "feedback_weight": candidate.feedback_weight,
             "global_weight": candidate.global_weight,
             "final": candidate.final_score,

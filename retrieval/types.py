@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from retrieval.outcomes import FeedbackStep
@@ -27,6 +28,7 @@ class RecallRequest:
     window_from: str | None = None  # where the window came from, or why the query's time words set none
     retrieval_id: str = ""
     agent_id: str | None = None  # who asks (an agent may have a reranker configuration of its own)
+    now: datetime | None = None  # when it asks: memories' ages for decay (None: no decay)
     # The LLM this request may use (the client's, by MCP sampling, or Cohere chat); None when there is none.
     llm: LanguageModel | None = None
 
@@ -40,8 +42,9 @@ class Candidate:
     or the fused one, times ``attribution_factor`` and ``instruction_factor``); ``corroboration_boost`` is
     log2(1 + corroborating agents) x 0.1 (>= 0); ``feedback_weight`` is the weight feedback applies for
     this query (neutral 1.0): the reports of sessions whose queries were close to this one, replayed;
-    ``global_weight`` is the memory's EMA weight over every report; ``weighted_score`` = (relevance +
-    boost) x feedback_weight when weighting is on. An episode sibling's ``weighted_score`` is its
+    ``global_weight`` is the memory's EMA weight over every report; ``decay_factor`` fades a memory by
+    age (``retrieval.decay``); ``weighted_score`` = (relevance + boost) x decay_factor x feedback_weight
+    when weighting is on. An episode sibling's ``weighted_score`` is its
     source's, discounted by ``score_propagation_alpha``. Ranks are 0-based, as in the A/B log.
     """
 
@@ -62,6 +65,7 @@ class Candidate:
     corroboration_boost: float = 0.0
     corroborating_agents: tuple[str, ...] = ()
     cluster_canonical: str | None = None
+    decay_factor: float = 1.0  # 0.5 ^ (age / its tier's half-life); 1.0 when its tier does not fade
     feedback_weight: float = 1.0
     global_weight: float = 1.0
     # The reports that moved feedback_weight most (at most FEEDBACK_STEPS_SHOWN), and how many moved it.
@@ -91,7 +95,8 @@ class Candidate:
 
     @property
     def boosted_score(self) -> float:
-        return self.relevance_score + self.corroboration_boost
+        """Relevance with the corroboration boost, faded by age (``decay_factor``): what feedback weights."""
+        return (self.relevance_score + self.corroboration_boost) * self.decay_factor
 
     @property
     def final_score(self) -> float:

@@ -182,6 +182,12 @@ class Settings(BaseModel):
         default_factory=list, description="extra opposition pairs, JSON [[word, opposite], ...]"
     )
     ephemeral_ttl_seconds: float = Field(7 * 24 * 3600.0, gt=0)
+    decay_half_life_days: float = Field(
+        0.0, ge=0, description="standard memories' relevance halves every that many days (0: no decay)"
+    )
+    ephemeral_half_life_days: float = Field(
+        2.0, ge=0, description="ephemeral memories' relevance halves every that many days (0: no decay)"
+    )
     aggregation_interval_seconds: float = Field(60.0, gt=0)
     aggregation_max_rows: int = Field(10_000, ge=1, le=10_000_000)
     fusion_vector_weight: float | None = Field(
@@ -468,6 +474,8 @@ ENVIRONMENT: dict[str, str] = {
     "artifact_consolidation_confidence_threshold": "MEMORIA_ARTIFACT_CONSOLIDATION_CONFIDENCE_THRESHOLD",
     "contradiction_oppositions": "MEMORIA_CONTRADICTION_OPPOSITIONS",
     "ephemeral_ttl_seconds": "MEMORIA_EPHEMERAL_TTL_SECONDS",
+    "decay_half_life_days": "MEMORIA_DECAY_HALF_LIFE_DAYS",
+    "ephemeral_half_life_days": "MEMORIA_EPHEMERAL_HALF_LIFE_DAYS",
     "aggregation_interval_seconds": "MEMORIA_AGGREGATION_INTERVAL_SECONDS",
     "aggregation_max_rows": "MEMORIA_AGGREGATION_MAX_ROWS",
     "fusion_vector_weight": "MEMORIA_FUSION_VECTOR_WEIGHT",

@@ -175,6 +175,10 @@ def pipeline_options(
             if (config := parse_reranker_configuration(raw)) is not None
         },
         llm_prices=settings.llm_prices,
+        half_lives={
+            "standard": settings.decay_half_life_days,
+            "ephemeral": settings.ephemeral_half_life_days,
+        },
     )
 
 

@@ -58,6 +58,7 @@ ALL_STAGES = [
     "iterative",
     "instructions",
     "corroboration",
+    "decay",
     "feedback",
     "episode_expansion",
     "contradictions",

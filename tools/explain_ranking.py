@@ -69,6 +69,7 @@ class StageScores(BaseModel):
     corroboration_boost: float = Field(
         0.0, description="log2(1 + corroborating agents) x 0.1, added to relevance before feedback weighting."
     )
+    decay: float = Field(1.0, description="Age decay, 0.5^(age/half-life) by tier; 1 if it does not fade.")
     feedback_weight: float = Field(
         description="The weight feedback applied for this query (neutral 1.0): the outcome reports of "
         "sessions whose queries were close to this one, replayed (see feedback)."
@@ -77,7 +78,7 @@ class StageScores(BaseModel):
         1.0, description="The memory's EMA weight over every report, whatever the query (the baseline)."
     )
     final: float = Field(
-        description="(relevance + boost) x feedback_weight; for a sibling, alpha x its source's final score."
+        description="(relevance + boost) x decay x feedback_weight; a sibling: alpha x its source's final."
     )
 
 

@@ -196,6 +196,7 @@ def build_request(
         window_from=window_from,
         retrieval_id=new_retrieval_id(),
         agent_id=agent_id,
+        now=runtime.clock(),
         llm=llm,
     )
 
