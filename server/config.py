@@ -175,6 +175,9 @@ class Settings(BaseModel):
     consolidation_text_dedup_threshold: float = Field(0.8, ge=0.0, le=1.0)
     consolidation_cluster_concurrency: int = Field(4, ge=1, le=64)
     consolidation_max_existing_matches: int = Field(5, ge=1, le=100)
+    consolidation_rerank: bool = Field(False, description="the rerank step before pairwise resolution")
+    consolidation_rerank_pool: int = Field(20, ge=1, le=200)
+    consolidation_rerank_min_score: float = Field(0.5, ge=0.0, le=1.0)
     consolidate_across_agents: bool = False
     enable_artifact_consolidation: bool = True
     artifact_consolidation_confidence_threshold: float = Field(0.5, ge=0.0, le=1.0)
@@ -469,6 +472,9 @@ ENVIRONMENT: dict[str, str] = {
     "consolidation_text_dedup_threshold": "MEMORIA_CONSOLIDATION_TEXT_DEDUP_THRESHOLD",
     "consolidation_cluster_concurrency": "MEMORIA_CONSOLIDATION_CLUSTER_CONCURRENCY",
     "consolidation_max_existing_matches": "MEMORIA_CONSOLIDATION_MAX_EXISTING_MATCHES",
+    "consolidation_rerank": "MEMORIA_CONSOLIDATION_RERANK",
+    "consolidation_rerank_pool": "MEMORIA_CONSOLIDATION_RERANK_POOL",
+    "consolidation_rerank_min_score": "MEMORIA_CONSOLIDATION_RERANK_MIN_SCORE",
     "consolidate_across_agents": "MEMORIA_CONSOLIDATE_ACROSS_AGENTS",
     "enable_artifact_consolidation": "MEMORIA_ENABLE_ARTIFACT_CONSOLIDATION",
     "artifact_consolidation_confidence_threshold": "MEMORIA_ARTIFACT_CONSOLIDATION_CONFIDENCE_THRESHOLD",

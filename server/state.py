@@ -84,7 +84,11 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
     stages = build_stages(store, models, options, corroboration, feedback)
     pipeline = RecallPipeline(stages, backend_summary(models))
     consolidation = ConsolidationService(
-        store, models.embedder, consolidation_policy(settings), memory_id=memory_id_for
+        store,
+        models.embedder,
+        consolidation_policy(settings),
+        memory_id=memory_id_for,
+        reranker=models.reranker,
     )
     runtime = Runtime(
         settings=settings,
@@ -140,6 +144,9 @@ def consolidation_policy(settings: Settings):  # -> writing.consolidation.servic
         artifact_threshold=settings.artifact_consolidation_confidence_threshold,
         cluster_concurrency=settings.consolidation_cluster_concurrency,
         oppositions=oppositions(settings),
+        rerank=settings.consolidation_rerank,
+        rerank_pool=settings.consolidation_rerank_pool,
+        rerank_min_score=settings.consolidation_rerank_min_score,
     )
 
 

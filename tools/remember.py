@@ -76,6 +76,12 @@ class ConsolidationSummary(BaseModel):
     version_of: str | None = Field(None, description="For an artifact: its previous version.")
     absorbed_into: str | None = Field(None, description="This memory was itself absorbed by another.")
     reworded_into: str | None = Field(None, description="The group was replaced by a reworded memory.")
+    rerank_scores: dict[str, float] = Field(
+        default_factory=dict,
+        description="With MEMORIA_CONSOLIDATION_RERANK: each close memory's reranker score against this one "
+        "(those below MEMORIA_CONSOLIDATION_RERANK_MIN_SCORE were left alone).",
+    )
+    rerank_skipped: str | None = Field(None, description="Why the rerank step did not run, when it failed.")
 
     @classmethod
     def of(cls, report: ConsolidationReport) -> ConsolidationSummary:

@@ -393,3 +393,67 @@ def test_purge_also_erases_absorbed_restatements_and_quotes_in_the_episode(setti
         ]
     finally:
         runtime.close()
+
+
+# ------------------------------------------------------------------ the optional rerank step
+
+
+def rerank_runtime(tmp_path, reranker, **settings):
+    return make_runtime(
+        settings_for(tmp_path / "db", consolidation_rerank=True, **settings), reranker=reranker
+    )
+
+
+def test_the_rerank_step_leaves_alone_a_close_memory_the_reranker_scores_low(tmp_path):
+    from tests.fakes import ScriptedReranker
+
+    reranker = ScriptedReranker({"i prefer typescript": 0.1})
+    runtime = rerank_runtime(tmp_path, reranker)
+    try:
+        old = remember(RememberInput(content="i prefer typescript"), runtime, caller()).id
+        new = remember(RememberInput(content="I prefer TypeScript!"), runtime, caller("ses_2"))
+        # Without the step the rules absorb the restatement (the first test above); 0.1 < 0.5 here.
+        assert status(runtime, old) == "active"
+        assert new.consolidation.rerank_scores == {old: 0.1}
+        assert new.consolidation.superseded == []
+        assert ("I prefer TypeScript!", ["i prefer typescript"]) in reranker.calls
+    finally:
+        runtime.close()
+
+
+def test_the_rerank_step_passes_a_close_memory_the_reranker_scores_high(tmp_path):
+    from tests.fakes import ScriptedReranker
+
+    runtime = rerank_runtime(tmp_path, ScriptedReranker({"i prefer typescript": 0.9}))
+    try:
+        old = remember(RememberInput(content="i prefer typescript"), runtime, caller()).id
+        new = remember(RememberInput(content="I prefer TypeScript!"), runtime, caller("ses_2"))
+        assert status(runtime, old) == "superseded"
+        assert new.consolidation.rerank_scores == {old: 0.9}
+        assert new.consolidation.superseded == [old]
+    finally:
+        runtime.close()
+
+
+def test_a_failing_reranker_leaves_the_embedding_order_and_says_why(tmp_path):
+    from tests.fakes import FailingReranker
+
+    runtime = rerank_runtime(tmp_path, FailingReranker())
+    try:
+        old = remember(RememberInput(content="i prefer typescript"), runtime, caller()).id
+        new = remember(RememberInput(content="I prefer TypeScript!"), runtime, caller("ses_2"))
+        assert status(runtime, old) == "superseded"  # resolved as without the step
+        assert "failing failed (the reranker service is down)" in new.consolidation.rerank_skipped
+    finally:
+        runtime.close()
+
+
+def test_without_a_reranker_the_setting_changes_nothing(tmp_path):
+    runtime = rerank_runtime(tmp_path, None)
+    try:
+        old = remember(RememberInput(content="i prefer typescript"), runtime, caller()).id
+        new = remember(RememberInput(content="I prefer TypeScript!"), runtime, caller("ses_2"))
+        assert status(runtime, old) == "superseded"
+        assert new.consolidation.rerank_scores == {} and new.consolidation.rerank_skipped is None
+    finally:
+        runtime.close()

@@ -27,6 +27,10 @@ class ConsolidationReport:
     # (survivor id, agent): authors of absorbed memories now counted as corroborating the survivor.
     attested: list[tuple[str, str]] = field(default_factory=list)
     created: list[str] = field(default_factory=list)  # new memories written by rewording
+    # The rerank step (policy.rerank): each close neighbour's score against the new memory, or why it
+    # did not run.
+    rerank_scores: dict[str, float] = field(default_factory=dict)
+    rerank_skipped: str | None = None
 
     def merge(self, other: ConsolidationReport) -> None:
         for name in ("superseded", "kept", "revised", "contradicts", "attested", "created"):

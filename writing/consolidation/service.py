@@ -21,6 +21,7 @@ from retrieval.contradictions import DEFAULT_OPPOSITIONS, ContradictionInput, de
 from retrieval.corroboration import UnionFind
 from retrieval.embedders.base import Embedder
 from retrieval.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
+from retrieval.rerankers.base import Reranker, RerankFailed
 from retrieval.simhash import simhash
 from retrieval.text import content_hash, document_text, searchable_text
 from storage.records import ContradictionRecord, LineageEvent, MemoryRecord, NewMemory, Scope, SearchHit
@@ -81,6 +82,12 @@ class ConsolidationPolicy:
     cluster_concurrency: int = 4
     oppositions: tuple[tuple[str, str], ...] = DEFAULT_OPPOSITIONS
     sweep_batch: int = 500
+    # The optional rerank step of pairwise consolidation (the seed's step 4): a wider pool of neighbours
+    # above resolve_threshold, scored by the reranker against the new memory; those below rerank_min_score
+    # are left alone, the rest go to resolution best first.
+    rerank: bool = False
+    rerank_pool: int = 20
+    rerank_min_score: float = 0.5
 
 
 REVISION_SYSTEM = (
@@ -98,9 +105,12 @@ class ConsolidationService:
         *,
         memory_id: Callable[[Scope, str], str],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        reranker: Reranker | None = None,
     ) -> None:
+        """``reranker``: the one the rerank step uses when ``policy.rerank`` is on (None: no rerank step)."""
         self._store = store
         self._embedder = embedder
+        self._reranker = reranker
         self.policy = policy
         self._memory_id = memory_id
         self._clock = clock
@@ -123,7 +133,9 @@ class ConsolidationService:
         if not self.policy.enabled or memory.status != "active":
             return report
         self._revise(memory, actor, report)
-        neighbours = self._neighbours(memory, vector, limit=max(10, self.policy.max_existing_matches + 1))
+        reranking = self.policy.rerank and self._reranker is not None
+        pool = max(10, self.policy.max_existing_matches + 1, self.policy.rerank_pool if reranking else 0)
+        neighbours = self._neighbours(memory, vector, limit=pool)
         if memory.kind == "artifact" and self.policy.artifacts:
             self._version(memory, neighbours, actor, report)
         else:
@@ -135,12 +147,33 @@ class ConsolidationService:
                 and hit.record.id not in report.revised
                 and hit.record.id not in report.contradicts
                 and self._same_source(memory, hit.record)
-            ][: self.policy.max_existing_matches]
+            ]
+            if reranking and close:
+                close = self._reranked(memory, close, report)
+            close = close[: self.policy.max_existing_matches]
             if close:
                 self._resolve_group([memory, *close], llm, actor, report, focus=memory)
         if mark:
             self._store.mark_consolidated([memory.id], self._clock())
         return report
+
+    def _reranked(
+        self, memory: MemoryRecord, close: list[MemoryRecord], report: ConsolidationReport
+    ) -> list[MemoryRecord]:
+        """The rerank step: ``close`` scored by the reranker against ``memory``, best first, without those
+        below ``rerank_min_score`` (recorded in ``report.rerank_scores``). If the reranker fails, the
+        vector order stands and the report says why."""
+        assert self._reranker is not None
+        try:
+            scores = self._reranker.rerank(memory.content, [record.content for record in close])
+        except RerankFailed as exc:
+            report.rerank_skipped = f"{self._reranker.name} failed ({exc}); vector order kept"
+            return close
+        report.rerank_scores = {
+            record.id: round(score, 4) for record, score in zip(close, scores, strict=True)
+        }
+        ranked = sorted(zip(close, scores, strict=True), key=lambda pair: -pair[1])
+        return [record for record, score in ranked if score >= self.policy.rerank_min_score]
 
     def _neighbours(self, memory: MemoryRecord, vector: np.ndarray, *, limit: int) -> list[SearchHit]:
         hits = self._store.vector_search(
