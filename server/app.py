@@ -62,7 +62,7 @@ def tool_specs() -> list[ToolSpec]:
             name="remember",
             title="Remember",
             description=(
-                "Store one durable memory (fact, decision, fix, episode summary or artifact) verbatim for later "
+                "Store one durable memory (fact, decision, fix, episode, artifact) verbatim for later "
                 "sessions; not chatter. Identical content is stored once ('duplicate'); restatements merge and a "
                 "revision ('we switched from X to Y') supersedes the old belief: the result says what changed."
             ),
@@ -77,8 +77,8 @@ def tool_specs() -> list[ToolSpec]:
             name="remember_many",
             title="Remember many",
             description=(
-                "Store several memories in one call, e.g. the facts learned during a task, as remember does; "
-                "near-duplicates within the batch collapse into the last one."
+                "Store several memories in one call (e.g. a task's facts) as remember does; near-duplicates "
+                "within the batch collapse into the last one."
             ),
             input_model=remember_many.RememberManyInput,
             output_model=remember_many.RememberManyOutput,
@@ -120,7 +120,7 @@ def tool_specs() -> list[ToolSpec]:
             title="Explain ranking",
             description=(
                 "Why each memory of a recall ranked where it did: its score at each stage, the feedback behind "
-                "it, its rank with and without feedback, why it was left out, backends and timings. Pass "
+                "it, its rank with and without feedback, why it was left out, timings. Pass "
                 "recall's retrieval_id, or a query."
             ),
             input_model=explain_ranking.ExplainRankingInput,
@@ -156,8 +156,8 @@ def tool_specs() -> list[ToolSpec]:
             name="drift",
             title="Drift",
             description=(
-                "Where beliefs conflict or changed: open contradictions (opposite claims, neither revised) and "
-                "recent revisions and merges, with who decided."
+                "Where beliefs conflict or changed: open contradictions (opposite claims, neither revised), "
+                "recent revisions and merges, who decided."
             ),
             input_model=drift.DriftInput,
             output_model=drift.DriftOutput,
@@ -168,7 +168,7 @@ def tool_specs() -> list[ToolSpec]:
             name="lineage",
             title="Lineage",
             description=(
-                "A memory's history: what it replaced, what replaced it up to the current memory, its artifact "
+                "A memory's history: what it replaced, what replaced it up to the current one, its artifact "
                 "versions, who wrote each and who decided."
             ),
             input_model=lineage.LineageInput,

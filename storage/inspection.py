@@ -103,8 +103,9 @@ def _folder_bytes(uri: str) -> int | None:
 
 
 def recent_ab_rows(store: MemoryStore, scope: Scope, retrievals: int) -> list[AbLogRow]:
-    """The A/B rows of the scope's newest ``retrievals`` recalls, oldest retrieval first, each retrieval's
-    rows by weighted rank. Reads two columns of the scope's rows to pick the retrievals, then their rows."""
+    """The ranked A/B rows (direct matches; episode siblings have no rank) of the scope's newest
+    ``retrievals`` recalls, oldest retrieval first, each retrieval's rows by weighted rank. Reads two
+    columns of the scope's rows to pick the retrievals, then their rows."""
     if retrievals <= 0:
         return []
     store.flush_logs()
@@ -123,8 +124,10 @@ def recent_ab_rows(store: MemoryStore, scope: Scope, retrievals: int) -> list[Ab
         )
         for row in _select(store, schema.AB_LOGS, condition, None):
             record = AbLogRow(**{**row, "created_at": utc(row["created_at"])})
+            if record.unweighted_rank is None or record.weighted_rank is None:
+                continue
             found.setdefault((record.retrieval_id, record.observation_id), record)
-    return sorted(found.values(), key=lambda row: (order[row.retrieval_id], row.weighted_rank))
+    return sorted(found.values(), key=lambda row: (order[row.retrieval_id], row.weighted_rank or 0))
 
 
 def retrieval_top_ks(store: MemoryStore, scope: Scope, retrieval_ids: Sequence[str]) -> dict[str, int]:

@@ -120,6 +120,22 @@ def m005_feedback_credits(db: Any, ctx: MigrationContext) -> None:
         feedback.create_index(column, config=BTree(), replace=True)
 
 
+def m006_ab_log_columns(db: Any, ctx: MigrationContext) -> None:
+    """The A/B log as the seed specifies it (``schema.AB_LOGS_V6_FIELDS``): rows logged before keep their
+    relevance_score, which was the boosted score, now also in boosted_score; their relevance_kind and
+    source are null. Ranks become nullable (an episode sibling has none). Each step is skipped when done,
+    so a migration a crash interrupted completes."""
+    ab_logs = db.open_table(schema.AB_LOGS)
+    if "boosted_score" not in ab_logs.schema.names:
+        ab_logs.add_columns({"boosted_score": "relevance_score"})
+    missing = [field for field in schema.AB_LOGS_V6_FIELDS if field.name not in ab_logs.schema.names]
+    if missing:
+        ab_logs.add_columns(missing)
+    for column in ("unweighted_rank", "weighted_rank"):
+        if not ab_logs.schema.field(column).nullable:
+            ab_logs.alter_columns({"path": column, "nullable": True})
+
+
 def legacy_credit_rows(reports: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Credit rows for outcome reports made before per-memory credit (each session's newest revision):
     every memory of a report moved a full step with its session's score, for no query in particular."""
@@ -175,6 +191,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "consolidation", m003_consolidation),
     Migration(4, "stable_row_ids", m004_stable_row_ids),
     Migration(5, "feedback_credits", m005_feedback_credits),
+    Migration(6, "ab_log_columns", m006_ab_log_columns),
 )
 
 

@@ -207,10 +207,15 @@ class RetrievalRecord:
 
 @dataclass(frozen=True)
 class AbLogRow:
-    """One candidate of one retrieval, with the columns of the feedback A/B log. ``feedback_weight`` is
-    the memory's global EMA weight at recall time; ``context_weight`` the weight the ranking applied
-    (the reports of sessions whose queries were close to this one); ``weighted_score`` is relevance
-    times the applied weight (relevance alone when weighting is off)."""
+    """One candidate of one retrieval, with the columns of the feedback A/B log. ``relevance_score`` is
+    the raw relevance: the vector similarity when the vector leg found the memory, else its keyword (BM25)
+    score (``relevance_kind`` says which; rows logged before schema 6 hold the boosted score there and no
+    kind). ``boosted_score`` is what feedback multiplies (relevance after rerank, attribution and
+    instruction factors, plus the corroboration boost, times decay); ``rerank_score`` the reranker's.
+    ``feedback_weight`` is the memory's global EMA weight at recall time; ``context_weight`` the weight
+    the ranking applied (the reports of sessions whose queries were close to this one);
+    ``weighted_score`` is boosted_score times the applied weight (boosted_score alone when weighting is
+    off). An episode sibling (``source`` "sibling") has no ranks."""
 
     retrieval_id: str
     session_id: str
@@ -221,11 +226,15 @@ class AbLogRow:
     relevance_score: float
     feedback_weight: float
     weighted_score: float
-    unweighted_rank: int
-    weighted_rank: int
+    unweighted_rank: int | None
+    weighted_rank: int | None
     weighting_enabled: bool
     created_at: datetime
     context_weight: float | None = None
+    boosted_score: float = 0.0
+    rerank_score: float | None = None
+    relevance_kind: str | None = None
+    source: str | None = None
 
 
 CreditRole = Literal["helpful", "misleading", "context"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Migration 4 moved the memories to a table with stable row ids, whose per-row "last updated at version"
 # lets a process read only what changed since the version it has cached (storage.scope_cache).
@@ -15,6 +15,7 @@ EPISODES = "episodes"
 RETRIEVALS = "retrievals"
 FEEDBACK = "feedback_credits"
 FEEDBACK_SCHEMA_VERSION = 5  # the first schema with the credit table (an older export's reports lack it)
+AB_LOGS_SCHEMA_VERSION = 6  # the first with the seed's A/B columns (older exports lack boosted_score)
 AB_LOGS = "retrieval_ab_logs"
 OUTCOMES = "outcomes"
 WEIGHT_EVENTS = "weight_events"
@@ -219,6 +220,15 @@ def feedback_schema() -> pa.Schema:
 
 # Migration 5: the weight the ranking applied, beside the global weight of ``feedback_weight``.
 AB_LOGS_V5_FIELDS = [pa.field("context_weight", pa.float64())]
+# Schema 6, the A/B log as the seed specifies it: relevance_score is the raw relevance, and beside it
+# boosted_score (what feedback multiplies; added from relevance_score, which held it until then),
+# rerank_score, what the raw relevance is (relevance_kind) and whether the row is a direct match or an
+# episode sibling (source; a sibling has no ranks).
+AB_LOGS_V6_FIELDS = [
+    pa.field("rerank_score", pa.float64()),
+    pa.field("relevance_kind", pa.string()),
+    pa.field("source", pa.string()),
+]
 
 
 def weight_events_schema() -> pa.Schema:

@@ -1279,7 +1279,11 @@ class MemoryStore:
     def ab_log_rows(self, scope: Scope, retrieval_id: str) -> list[AbLogRow]:
         self._logs.flush()
         rows = self._select(self._ab_logs, self._in_scope(scope, retrieval_id=retrieval_id), None, limit=None)
-        return sorted((AbLogRow(**row) for row in rows), key=lambda row: row.weighted_rank)
+        # Direct matches by weighted rank, then the episode siblings (no rank).
+        return sorted(
+            (AbLogRow(**row) for row in rows),
+            key=lambda row: (row.weighted_rank is None, row.weighted_rank or 0, row.observation_id),
+        )
 
     def get_retrieval(self, retrieval_id: str, scope: Scope) -> RetrievalRecord | None:
         self._logs.flush()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import anyio
@@ -60,7 +61,10 @@ class RecallInput(ScopeArgs):
     tags: list[Tag] | None = Field(None, max_length=100, description="Any of these tags.")
     tags_all: bool = Field(False, description="Need all tags.")
     kinds: list[Literal["fact", "episode", "artifact"]] | None = Field(None, description="Only these kinds.")
-    include_lineage: bool = Field(False, description="Also what each one superseded.")
+    include_lineage: bool = Field(False, description="Also what each superseded.")
+    skip_ab_log: bool = (
+        False  # no A/B log rows for this recall (docs/tools.md; no description: tools/list bytes)
+    )
     since: str | None = Field(None, max_length=64, description=f"From this time on: {WINDOW_EXAMPLES}.")
     until: str | None = Field(None, max_length=64, description="Before this time ends.")
     time_zone: str | None = Field(None, max_length=64, description='IANA, e.g. "Europe/Paris". Default: UTC.')
@@ -80,7 +84,9 @@ class RecalledMemory(BaseModel):
     agent_id: str
     episode_id: str | None
     created_at: str
-    score: float = Field(description="Final score: (relevance + corroboration boost) x feedback weight.")
+    score: float = Field(
+        description="Final score: (relevance + corroboration boost) x decay x feedback weight."
+    )
     position: int = Field(description="Its [n] in the context.")
     rank: int = Field(description="Its rank by score among the memories in the context (1: the best).")
     source: Literal["direct", "sibling"] = Field(
@@ -209,9 +215,10 @@ def record_retrieval(
     session_id: str,
     agent_id: str,
     purpose: Literal["recall", "explain"],
+    ab_log: bool = True,
 ) -> tuple[RetrievalRecord, list[str]]:
-    """Persist what the recall did (for explain and outcomes) and the A/B rows; returns the record and
-    warnings for the caller."""
+    """Persist what the recall did (for explain and outcomes) and, for a recall unless ``ab_log`` is off,
+    the A/B rows (``ab_rows``); returns the record and warnings for the caller."""
     warnings = []
     now = runtime.clock()
     record = RetrievalRecord(
@@ -236,8 +243,29 @@ def record_retrieval(
             f"this retrieval could not be recorded ({type(exc).__name__}), so explain_ranking and "
             "report_outcome will not know it"
         )
-    if purpose == "recall":
-        rows = [
+    if purpose == "recall" and ab_log:
+        try:
+            runtime.store.log_ab_rows(ab_rows(request, result, session_id=session_id, at=now))
+        except Exception as exc:  # the seed: A/B logging is non-fatal
+            log.warning("A/B log for retrieval %s not written: %s", request.retrieval_id, exc)
+    return record, warnings
+
+
+def ab_rows(request: RecallRequest, result: RecallResult, *, session_id: str, at: datetime) -> list[AbLogRow]:
+    """One A/B row per candidate, episode siblings included (no ranks: they are not ranked), as the seed
+    specifies: ``relevance_score`` the raw relevance, the vector similarity when the vector leg found the
+    memory, else its keyword (BM25) score (``relevance_kind``); what feedback multiplied (relevance after
+    rerank, attribution and instruction factors, plus the corroboration boost, times decay) in
+    ``boosted_score``, and the reranker's score in ``rerank_score``."""
+    rows = []
+    for candidate in result.candidates:
+        if candidate.vector_score is not None:
+            raw, kind = candidate.vector_score, "vector"
+        elif candidate.fulltext_score is not None:
+            raw, kind = candidate.fulltext_score, "keyword"
+        else:
+            raw, kind = 0.0, "none"
+        rows.append(
             AbLogRow(
                 retrieval_id=request.retrieval_id,
                 session_id=session_id,
@@ -245,25 +273,21 @@ def record_retrieval(
                 project_id=request.scope.project_id,
                 query_text=request.query,
                 observation_id=candidate.id,
-                # The score feedback weighting multiplies: relevance plus any corroboration boost.
-                relevance_score=candidate.boosted_score,
+                relevance_score=raw,
+                relevance_kind=kind,
+                boosted_score=candidate.boosted_score,
+                rerank_score=candidate.rerank_score,
                 feedback_weight=candidate.global_weight,
                 context_weight=candidate.feedback_weight,
                 weighted_score=candidate.weighted_score,
                 unweighted_rank=candidate.unweighted_rank,
                 weighted_rank=candidate.weighted_rank,
                 weighting_enabled=request.weighting_enabled,
-                created_at=now,
+                source=candidate.source,
+                created_at=at,
             )
-            for candidate in result.candidates
-            if candidate.unweighted_rank is not None
-            and candidate.weighted_rank is not None  # siblings are not ranked
-        ]
-        try:
-            runtime.store.log_ab_rows(rows)
-        except Exception as exc:  # the seed: A/B logging is non-fatal
-            log.warning("A/B log for retrieval %s not written: %s", request.retrieval_id, exc)
-    return record, warnings
+        )
+    return rows
 
 
 def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
@@ -294,6 +318,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         session_id=session_id,
         agent_id=args.agent_id or caller.agent_id,
         purpose="recall",
+        ab_log=not args.skip_ab_log,
     )
     replaced = (
         lineage_links(runtime.store, request.scope, [c.id for c in result.in_context]).replaces

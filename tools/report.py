@@ -245,7 +245,7 @@ def _feedback_impact(
     by_retrieval: dict[str, list[AbLogRow]] = defaultdict(list)
     for row in rows:
         by_retrieval[row.retrieval_id].append(row)
-    deltas = [row.unweighted_rank - row.weighted_rank for row in rows]
+    deltas = [unweighted - weighted for unweighted, weighted in map(_ranks, rows)]
 
     top_k_changed = reordered = without_top_k = disabled = global_top_k_changed = global_moved = 0
     for retrieval_id, candidates in by_retrieval.items():
@@ -257,8 +257,8 @@ def _feedback_impact(
         if top_k is None:
             without_top_k += 1
             continue
-        before = {row.observation_id for row in candidates if row.unweighted_rank < top_k}
-        after = {row.observation_id for row in candidates if row.weighted_rank < top_k}
+        before = {row.observation_id for row in candidates if _ranks(row)[0] < top_k}
+        after = {row.observation_id for row in candidates if _ranks(row)[1] < top_k}
         top_k_changed += before != after
         global_top_k_changed += before != {m for m, rank in global_rank.items() if rank < top_k}
 
@@ -287,7 +287,7 @@ def _feedback_impact(
     )[:most_moved]
 
     memories = runtime.store.get_memories([*ranked_ids, *history_ids], scope)
-    points = Counter((row.unweighted_rank, row.weighted_rank) for row in rows)
+    points = Counter(_ranks(row) for row in rows)
     times = sorted(row.created_at for row in rows)
     settings = runtime.settings
     return FeedbackImpact(
@@ -323,14 +323,22 @@ def _feedback_impact(
     )
 
 
+def _ranks(row: AbLogRow) -> tuple[int, int]:
+    """A ranked row's unweighted and weighted rank (``recent_ab_rows`` returns only direct matches, which
+    have both; an episode sibling has none)."""
+    if row.unweighted_rank is None or row.weighted_rank is None:
+        raise ValueError(f"the A/B row of {row.observation_id} has no ranks (an episode sibling)")
+    return row.unweighted_rank, row.weighted_rank
+
+
 def _global_ranks(candidates: Sequence[AbLogRow]) -> dict[str, int]:
-    """The ranks the global weights would have given one retrieval's candidates (relevance x global
+    """The ranks the global weights would have given one retrieval's candidates (boosted score x global
     weight, as the A/B log records both; relevance alone where weighting was off)."""
 
     def score(row: AbLogRow) -> float:
-        return row.relevance_score * row.feedback_weight if row.weighting_enabled else row.relevance_score
+        return row.boosted_score * row.feedback_weight if row.weighting_enabled else row.boosted_score
 
-    order = sorted(candidates, key=lambda row: (-score(row), -row.relevance_score, row.observation_id))
+    order = sorted(candidates, key=lambda row: (-score(row), -row.boosted_score, row.observation_id))
     return {row.observation_id: rank for rank, row in enumerate(order)}
 
 

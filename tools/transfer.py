@@ -217,6 +217,8 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
         if table == schema.MEMORIES:
             rows, embedded = _with_vectors(rows, runtime, progress)
             reembedded += embedded
+        if table == schema.AB_LOGS:
+            rows = [as_current(header.schema_version, table, row) for row in rows]
         written = portable.import_rows(store, table, rows)
         tables[table].written += written.written
         tables[table].skipped += written.skipped
@@ -237,6 +239,20 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
         "imported %s (exported %s, embedder now %s)", path, header.exported_at.isoformat(), embedder.name
     )
     return TransferSummary(format="memoria", tables=tables, reembedded=reembedded, seconds=0.0)
+
+
+def as_current(schema_version: int, table: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A row of an export made at ``schema_version`` as this schema stores it: an A/B row from before
+    the seed's columns (schema 6) held the boosted score in relevance_score, as migration 6 reads it."""
+    from storage import schema
+
+    if (
+        table == schema.AB_LOGS
+        and schema_version < schema.AB_LOGS_SCHEMA_VERSION
+        and "boosted_score" not in row
+    ):
+        return {**row, "boosted_score": row.get("relevance_score")}
+    return row
 
 
 def _checked_export(runtime: Runtime, path: Path, progress: Progress) -> tuple[ExportHeader, dict[str, int]]:
@@ -274,7 +290,7 @@ def _checked_export(runtime: Runtime, path: Path, progress: Progress) -> tuple[E
             continue
         table, row = _entry(path, number, value)
         try:
-            portable.validate_row(store, table, row)
+            portable.validate_row(store, table, as_current(header.schema_version, table, row))
         except portable.RowError as exc:
             raise _fail(path, where, f"the {table} row: {exc}", f"fix the line or {again}") from None
         counts[table] = counts.get(table, 0) + 1

@@ -212,3 +212,34 @@ def test_legacy_reports_become_one_credit_per_memory_of_each_sessions_newest_rev
         ("a", "credit", 2, 1.0, 1.0),
         ("b", "credit", 2, 1.0, 1.0),
     ]
+
+
+def test_ab_rows_logged_before_schema_6_keep_their_score_as_the_boosted_one_and_ranks_become_optional(
+    tmp_path,
+):
+    make_v1_store(tmp_path / "db")
+    db = lancedb.connect(str(tmp_path / "db"))
+    old_row = {
+        "retrieval_id": "ret_old",
+        "session_id": "ses_old",
+        "org_id": "o",
+        "project_id": "p",
+        "query_text": "postgres pool",
+        "observation_id": "mem_old",
+        "relevance_score": 0.72,  # then: relevance plus the corroboration boost
+        "feedback_weight": 1.1,
+        "weighted_score": 0.792,
+        "unweighted_rank": 0,
+        "weighted_rank": 0,
+        "weighting_enabled": True,
+        "created_at": NOW,
+    }
+    db.open_table(schema.AB_LOGS).add(pa.Table.from_pylist([old_row], schema=schema.ab_logs_schema()))
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
+        table = store.tables()[schema.AB_LOGS]
+        assert table.schema.field("unweighted_rank").nullable and table.schema.field("weighted_rank").nullable
+        [row] = store.ab_log_rows(Scope("o", "p"), "ret_old")
+        assert (row.relevance_score, row.boosted_score) == (0.72, 0.72)
+        assert (row.relevance_kind, row.source, row.rerank_score) == (None, None, None)
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as again:  # applied once
+        assert again.schema_version == schema.SCHEMA_VERSION == 6

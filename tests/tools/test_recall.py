@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from server.config import OrgFeatures
@@ -70,16 +72,38 @@ def test_every_recall_records_its_context_and_the_seed_ab_log(runtime, stored):
     assert record.context_ids == tuple(m.id for m in out.memories)
     assert record.session_id == "ses_1" and record.purpose == "recall"
     rows = runtime.store.ab_log_rows(scope, out.retrieval_id)
-    assert len(rows) >= 2
-    assert [row.weighted_rank for row in rows] == list(range(len(rows)))
+    ranked = [row for row in rows if row.source == "direct"]
+    assert len(ranked) >= 2
+    assert [row.weighted_rank for row in ranked] == list(range(len(ranked)))
+    assert all(
+        row.unweighted_rank is None and row.weighted_rank is None for row in rows if row.source == "sibling"
+    )
     first = rows[0]
     assert (first.session_id, first.query_text, first.observation_id) == (
         "ses_1",
         "postgres connection pool",
         stored["pool"],
     )
-    assert first.weighted_score == pytest.approx(first.relevance_score * first.feedback_weight)
+    # The seed's columns: relevance_score is the raw vector similarity; what feedback multiplied is beside it.
+    explained = {
+        c["id"]: c["scores"]
+        for c in json.loads(runtime.store.get_retrieval(out.retrieval_id, scope).trace_json)["candidates"]
+    }
+    assert first.relevance_kind == "vector"
+    assert first.relevance_score == pytest.approx(explained[first.observation_id]["vector"])
+    assert first.boosted_score == pytest.approx(
+        explained[first.observation_id]["relevance"] + explained[first.observation_id]["corroboration_boost"]
+    )
+    assert first.weighted_score == pytest.approx(first.boosted_score * first.context_weight)
+    assert first.rerank_score is None  # no reranker here
     assert first.weighting_enabled is True
+
+
+def test_a_recall_that_skips_the_ab_log_writes_no_row_but_its_record(runtime, stored):
+    out = recall(RecallInput(query="postgres connection pool", skip_ab_log=True), runtime, CALLER)
+    scope = Scope("default", "default")
+    assert runtime.store.get_retrieval(out.retrieval_id, scope) is not None
+    assert runtime.store.ab_log_rows(scope, out.retrieval_id) == []
 
 
 def test_a_failing_ab_log_never_fails_the_recall(runtime, stored, monkeypatch, caplog):
@@ -166,3 +190,24 @@ def test_an_explicit_top_k_is_honoured_even_when_it_equals_the_default(tmp_path)
         assert len(recall(RecallInput(query="postgres note", top_k=10), runtime, CALLER).memories) == 10
     finally:
         runtime.close()
+
+
+def test_episode_siblings_are_logged_too_without_ranks(runtime):
+    episode = "ep_deploy"
+    said = [
+        "We deploy the billing service with the blue-green script",
+        "Lunch was late that day",
+        "Someone asked about the parking garage",
+    ]
+    ids = [remember(RememberInput(content=text, episode_id=episode), runtime, CALLER).id for text in said]
+    out = recall(RecallInput(query="how do we deploy the billing service"), runtime, CALLER)
+    rows = {
+        row.observation_id: row
+        for row in runtime.store.ab_log_rows(Scope("default", "default"), out.retrieval_id)
+    }
+    assert rows[ids[0]].source == "direct" and rows[ids[0]].weighted_rank == 0
+    siblings = [row for row in rows.values() if row.source == "sibling"]
+    assert siblings and {row.observation_id for row in siblings} <= set(ids[1:])
+    assert all(row.unweighted_rank is None and row.weighted_rank is None for row in siblings)
+    assert all(row.weighted_score > 0 for row in siblings)  # alpha x the direct match's score
+    assert all(row.weighted_rank is not None for row in rows.values() if row.source == "direct")

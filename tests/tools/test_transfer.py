@@ -165,7 +165,7 @@ def test_an_export_without_vectors_is_embedded_again_on_import(stores, tmp_path)
     source = stores("a")
     ids = build_history(source)
     exported = export_text(source, vectors=False)
-    assert '"vector"' not in exported
+    assert '"vector":' not in exported
     target = stores("b")
     summary = import_file(target, write(tmp_path / "export.jsonl", exported))
     assert summary.reembedded == 11  # every memory but the purged one
@@ -544,3 +544,27 @@ def test_an_export_from_before_per_memory_credit_imports_its_reports_as_full_cre
     assert {
         m: [(c.session_id, c.credit.share, c.credit.score) for c in found] for m, found in credits.items()
     } == {m: [(report["session_id"], 1.0, 1.0)] for m in report["memory_ids"]}
+
+
+def test_an_export_from_before_the_seed_ab_columns_keeps_its_scores_as_the_boosted_ones(stores, tmp_path):
+    source = stores("a")
+    build_history(source)
+    header, rows = header_and_rows(export_text(source))
+    new_columns = ("boosted_score", "rerank_score", "relevance_kind", "source")
+    old_rows = []
+    for line in rows:  # as schema version 5 wrote them
+        if line["table"] == schema.AB_LOGS:
+            line = {**line, "row": {k: v for k, v in line["row"].items() if k not in new_columns}}
+        old_rows.append(line)
+    logged = [line["row"] for line in old_rows if line["table"] == schema.AB_LOGS]
+    assert logged
+    old = "\n".join(json.dumps(line) for line in [{**header, "schema_version": 5}, *old_rows]) + "\n"
+
+    target = stores("b")
+    summary = import_file(target, write(tmp_path / "old.jsonl", old))
+    assert summary.tables[schema.AB_LOGS].written == len(logged)
+    imported = target.store.ab_log_rows(Scope("default", "default"), logged[0]["retrieval_id"])
+    by_id = {row["observation_id"]: row for row in logged if row["retrieval_id"] == logged[0]["retrieval_id"]}
+    assert {row.observation_id: (row.boosted_score, row.relevance_kind) for row in imported} == {
+        memory_id: (row["relevance_score"], None) for memory_id, row in by_id.items()
+    }
