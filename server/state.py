@@ -298,9 +298,13 @@ class AppState:
         last, failed = time.monotonic(), False
         while not self._stop.wait(min(1.0, interval)):
             due = time.monotonic() - last >= interval
-            early = not failed and early_round_due(
-                runtime.store.appends_since_maintenance, piled, runtime.store.memory_rows
-            )
+            try:
+                early = not failed and early_round_due(
+                    runtime.store.appends_since_maintenance, piled, runtime.store.memory_rows
+                )
+            except Exception as exc:  # counting the table failed: wait for the interval
+                log.debug("could not count the memories for an early maintenance round: %s", exc)
+                early = False
             if not due and not early:
                 continue
             last = time.monotonic()

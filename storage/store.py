@@ -104,6 +104,11 @@ DEFAULT_INDEX_CACHE_BYTES = 64 << 20
 DEFAULT_METADATA_CACHE_BYTES = 64 << 20
 
 
+# Tables written under the reports' lock (``reporting()``).
+REPORT_TABLES = (schema.OUTCOMES, schema.FEEDBACK, schema.WEIGHT_EVENTS)
+# A clean-up threshold no version reaches: an optimize that compacts and drops nothing (LanceDB's own
+# default, a week, would drop by age a version a read may still be on).
+KEEP_EVERY_VERSION = timedelta(days=36_500)
 PURGE_JOURNAL = "pending_purge:"  # meta keys of purges begun and not yet finished
 
 
@@ -195,7 +200,7 @@ class MemoryStore:
         self._logs = WriteBehind(self._append_log)
         self._appends_since_maintenance = 0  # each one a table version and a fragment to compact
         self._superseded = SupersededVersions()  # the maintenance rounds' sightings of each newest version
-        self._optimize_seconds: dict[str, float] = {}  # each table's last optimize, for the clean-up margin
+        self._cleanup_seconds: dict[str, float] = {}  # each table's last clean-up call, for its margin
         self._cache = ScopeCache(
             self,
             dimension=self._vector_dim,
@@ -1669,6 +1674,11 @@ class MemoryStore:
                 # The logs are appended by the write-behind thread without the lock, in a batch every
                 # 0.2 s: a compaction commits between those like any write.
                 retrying(optimize)
+            elif name in REPORT_TABLES:
+                # Reports write these under the reports' lock (and their weights under the write lock):
+                # both, in that order, keep a report's merge and the compaction from colliding.
+                with self.reporting(), self.exclusive():
+                    retrying(optimize)
             else:
                 # Under the write lock. A compaction's commit has to be rebased over every append that
                 # landed while it ran; writes arriving without a pause (a busy server, 40 a second)
@@ -1690,19 +1700,23 @@ class MemoryStore:
     def _optimize(
         self, name: str, table: Any, keep_versions_for: timedelta, keep_replaced_for: timedelta | None
     ) -> None:
-        """One table's compaction, index update and clean-up. The clean-up's cut-off is worked out here,
-        just before the call, with a margin of a second plus twice this table's last optimize (the
-        compaction runs between this clock reading and LanceDB's; ``storage.versions``). None: no version
-        is known to have been replaced long enough ago, and LanceDB then keeps a week."""
-        cleanup_older_than: timedelta | None = keep_versions_for
-        if keep_replaced_for is not None:
-            margin = timedelta(seconds=1 + 2 * self._optimize_seconds.get(name, 0.0))
-            cleanup_older_than = self._superseded.cleanup_older_than(
-                name, datetime.now(UTC), keep_replaced_for, margin
-            )
+        """One table's compaction, index update and clean-up. With ``keep_replaced_for`` they are two
+        calls: the compaction and index update first, dropping nothing; then, with the cut-off worked out
+        just before it (``storage.versions``), the clean-up, whose own compaction finds nothing to do on
+        a table written under the lock held here (a log table may have a few appends), so LanceDB reads
+        its clock within the margin: a second plus twice this table's last clean-up call. No cut-off
+        known yet: nothing is dropped."""
+        if keep_replaced_for is None:
+            table.optimize(cleanup_older_than=keep_versions_for)
+            return
+        table.optimize(cleanup_older_than=KEEP_EVERY_VERSION)
+        margin = timedelta(seconds=1 + 2 * self._cleanup_seconds.get(name, 0.0))
+        cut = self._superseded.cleanup_older_than(name, datetime.now(UTC), keep_replaced_for, margin)
+        if cut is None:
+            return
         started = time.perf_counter()
-        table.optimize(cleanup_older_than=cleanup_older_than)
-        self._optimize_seconds[name] = time.perf_counter() - started
+        table.optimize(cleanup_older_than=cut)
+        self._cleanup_seconds[name] = time.perf_counter() - started
 
     def _index_vectors(self) -> str | None:
         """Build the ANN index over the vectors once the table is big enough (scopes too big for a copy

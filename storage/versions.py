@@ -1,7 +1,7 @@
 """When each table's versions stopped being its newest: what maintenance may drop without breaking a read.
 
 Every commit is a table version, and finding a table's newest version lists every version kept, so a busy
-server has to drop them soon (kept a minute, 2,400-3,600 piled up at 40 writes a second and every append
+server has to drop them soon (kept a minute by age, 2,400-3,600 piled up at 40 writes a second and every append
 and freshness check slowed with them). But a read works on the version that was newest when it began: drop
 that version's files under it and the read fails. LanceDB drops by age ("versions committed before T"), and
 a version's age says nothing about how long ago it was replaced: a table idle for an hour has a version an
@@ -13,7 +13,9 @@ only versions committed before the last round that saw an older newest one are c
 That time is the cut-off. LanceDB measures "older than" when it gets to the clean-up, after the
 compaction of the same call, so the cut-off is moved earlier by a ``margin`` longer than that compaction
 takes. A read that takes less than ``keep`` never loses its version, in this process or another (the
-newest version at a given moment is the same for every process).
+newest version at a given moment is the same for every process), except to a purge, which drops every
+older version at once by design (``MemoryStore.purge``). Nothing is dropped before the third round that
+needed a compaction has seen the table (two sightings to settle a cut-off, a third to use it).
 """
 
 from __future__ import annotations

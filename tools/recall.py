@@ -283,7 +283,8 @@ def ab_rows(request: RecallRequest, result: RecallResult, *, session_id: str, at
                 unweighted_rank=candidate.unweighted_rank,
                 weighted_rank=candidate.weighted_rank,
                 weighting_enabled=request.weighting_enabled,
-                source=candidate.source,
+                # A direct match an episode lifted is shown as a sibling but was ranked: logged as direct.
+                source="direct" if candidate.weighted_rank is not None else "sibling",
                 created_at=at,
             )
         )

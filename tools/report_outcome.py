@@ -367,13 +367,15 @@ def shown_contexts(
 
 
 def unweighted_score(entry: dict[str, Any]) -> float:
-    """A traced candidate's score before feedback weighting: relevance plus boost for a direct match,
-    the propagated score for an episode sibling (its final score without its own weight)."""
+    """A traced candidate's score before feedback weighting: relevance plus boost, faded by age decay,
+    for a direct match; the propagated score for an episode sibling (its final score without its own
+    weight, which carries its source's decay)."""
     scores = entry["scores"]
     if entry.get("source") == "sibling":
         weight = scores.get("feedback_weight") or 1.0
         return float(scores["final"]) / min(1.0, weight) if weight > 0 else 0.0
-    return float(scores["relevance"]) + float(scores.get("corroboration_boost") or 0.0)
+    boosted = float(scores["relevance"]) + float(scores.get("corroboration_boost") or 0.0)
+    return boosted * float(scores.get("decay", 1.0))
 
 
 def with_report(credited: Replay, record: OutcomeRecord) -> dict[str, list[CreditedSession]]:
@@ -422,8 +424,8 @@ def write_weights(
 def converge(runtime: Runtime, scope: Scope, memory_ids: Sequence[str], replayed: Replay) -> None:
     """Make the weights just written replay every report there now is.
 
-    On a local store the write lock keeps other processes out, and this is one read that finds nothing
-    new. Replicas on an object store share no lock: a report another replica committed while this one
+    On a local store the reports' lock keeps other processes' reports out, and this is one read that
+    finds nothing new. Replicas on an object store share no lock: a report another replica committed while this one
     computed is missing from the weights just written. So a replica re-reads the reports after saving
     its own and writes the weights they replay at least once, then again until a re-read finds nothing
     new. Another replica's last weight write came after its last re-read; a report that re-read missed
@@ -432,7 +434,7 @@ def converge(runtime: Runtime, scope: Scope, memory_ids: Sequence[str], replayed
     computation already had every report it then re-reads skips the write, while a third report can
     have made another replica write weights without this one's report in between.)"""
     if runtime.store.excludes_other_processes:
-        return  # the write lock kept every other process out while these weights were computed
+        return  # the reports' lock kept other processes' reports out while these weights were computed
     seen = _replay_keys(replayed, memory_ids)  # in replay order: the weights depend on it
     must_write = True
     for _ in range(8):

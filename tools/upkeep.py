@@ -72,7 +72,7 @@ def maintenance_round(runtime: Runtime) -> dict[str, str]:
     """One round of the server's store maintenance: retract expired ephemeral memories, then compact
     piled-up appends, fold new rows into the indexes and drop versions that a newer one replaced at least
     ``keep_versions_seconds`` ago (each commit is a version, and finding a table's newest version lists
-    them all: kept a minute, 2,400-3,600 piled up at 40 writes a second and every append slowed with them).
+    them all: kept a minute by age, 2,400-3,600 piled up at 40 writes a second and every append slowed with them).
     Returns what was done to the store, per table."""
     expired = expire_ephemeral(runtime)
     if expired:

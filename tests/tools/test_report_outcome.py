@@ -415,3 +415,14 @@ def test_a_replica_writes_the_replayed_weights_after_saving_even_when_no_report_
     runtime.store.set_weights({three["a"]: 1.0, three["b"]: 1.0}, at)
     converge(runtime, scope, ids, replayed)  # a local store: its lock kept it out
     assert weights(runtime, three) == {"a": 1.0, "b": 1.0, "c": 1.0}
+
+
+def test_a_direct_match_is_credited_by_its_faded_score_and_a_sibling_by_its_propagated_one():
+    from tools.report_outcome import unweighted_score
+
+    direct = {"source": "direct", "scores": {"relevance": 0.6, "corroboration_boost": 0.1, "decay": 0.5}}
+    assert unweighted_score(direct) == pytest.approx(0.35)  # (0.6 + 0.1) x 0.5
+    traced_before_decay = {"source": "direct", "scores": {"relevance": 0.6, "corroboration_boost": 0.1}}
+    assert unweighted_score(traced_before_decay) == pytest.approx(0.7)
+    sibling = {"source": "sibling", "scores": {"relevance": 0.0, "final": 0.2, "feedback_weight": 0.8}}
+    assert unweighted_score(sibling) == pytest.approx(0.25)  # 0.2 / min(1, 0.8)
