@@ -109,6 +109,8 @@ REPORT_TABLES = (schema.OUTCOMES, schema.FEEDBACK, schema.WEIGHT_EVENTS)
 # A clean-up threshold no version reaches: an optimize that compacts and drops nothing (LanceDB's own
 # default, a week, would drop by age a version a read may still be on).
 KEEP_EVERY_VERSION = timedelta(days=36_500)
+# The clean-up margin before a table's first optimize was timed (compacting 50,000 memories took 0.41 s).
+FIRST_OPTIMIZE_MARGIN = timedelta(seconds=30)
 PURGE_JOURNAL = "pending_purge:"  # meta keys of purges begun and not yet finished
 
 
@@ -200,7 +202,7 @@ class MemoryStore:
         self._logs = WriteBehind(self._append_log)
         self._appends_since_maintenance = 0  # each one a table version and a fragment to compact
         self._superseded = SupersededVersions()  # the maintenance rounds' sightings of each newest version
-        self._cleanup_seconds: dict[str, float] = {}  # each table's last clean-up call, for its margin
+        self._optimize_seconds: dict[str, float] = {}  # each table's last optimize, for the clean-up margin
         self._cache = ScopeCache(
             self,
             dimension=self._vector_dim,
@@ -1700,23 +1702,21 @@ class MemoryStore:
     def _optimize(
         self, name: str, table: Any, keep_versions_for: timedelta, keep_replaced_for: timedelta | None
     ) -> None:
-        """One table's compaction, index update and clean-up. With ``keep_replaced_for`` they are two
-        calls: the compaction and index update first, dropping nothing; then, with the cut-off worked out
-        just before it (``storage.versions``), the clean-up, whose own compaction finds nothing to do on
-        a table written under the lock held here (a log table may have a few appends), so LanceDB reads
-        its clock within the margin: a second plus twice this table's last clean-up call. No cut-off
-        known yet: nothing is dropped."""
-        if keep_replaced_for is None:
-            table.optimize(cleanup_older_than=keep_versions_for)
-            return
-        table.optimize(cleanup_older_than=KEEP_EVERY_VERSION)
-        margin = timedelta(seconds=1 + 2 * self._cleanup_seconds.get(name, 0.0))
-        cut = self._superseded.cleanup_older_than(name, datetime.now(UTC), keep_replaced_for, margin)
-        if cut is None:
-            return
+        """One table's compaction, index update and clean-up, in one call. With ``keep_replaced_for`` the
+        clean-up's cut-off (``storage.versions``) is worked out just before the call; LanceDB reads its
+        clock after the compaction, so the cut-off carries a margin: a second plus twice this table's last
+        optimize, or ``FIRST_OPTIMIZE_MARGIN`` before one was timed. (A second call for the clean-up alone
+        measured two more versions a round: it updates the indexes again.) No cut-off known yet: nothing
+        is dropped."""
+        cleanup_older_than = keep_versions_for
+        if keep_replaced_for is not None:
+            last = self._optimize_seconds.get(name)
+            margin = FIRST_OPTIMIZE_MARGIN if last is None else timedelta(seconds=1 + 2 * last)
+            cut = self._superseded.cleanup_older_than(name, datetime.now(UTC), keep_replaced_for, margin)
+            cleanup_older_than = cut if cut is not None else KEEP_EVERY_VERSION
         started = time.perf_counter()
-        table.optimize(cleanup_older_than=cut)
-        self._cleanup_seconds[name] = time.perf_counter() - started
+        table.optimize(cleanup_older_than=cleanup_older_than)
+        self._optimize_seconds[name] = time.perf_counter() - started
 
     def _index_vectors(self) -> str | None:
         """Build the ANN index over the vectors once the table is big enough (scopes too big for a copy
