@@ -54,5 +54,7 @@ class DecayStage:
             factor = decay_factor(candidate.memory.created_at, request.now, half_life)
             faded.append(replace(candidate, decay_factor=factor) if factor != 1.0 else candidate)
         decayed = sum(1 for candidate in faded if candidate.decay_factor != 1.0)
+        if not decayed:  # the order corroboration left stands
+            return StageOutput(candidates, (DecayApplied(dict(self._half_lives), 0),))
         ordered = sorted(faded, key=lambda candidate: (-candidate.boosted_score, candidate.id))
         return StageOutput(tuple(ordered), (DecayApplied(dict(self._half_lives), decayed),))

@@ -356,30 +356,30 @@ class MemoryStore:
         weights."""
         if getattr(self._writing, "depth", 0) > 0 and getattr(self._reporting, "depth", 0) == 0:
             raise RuntimeError("the reports' lock is taken before the write lock, never inside it")
-        with self._reports_lock.hold():
-            depth = getattr(self._reporting, "depth", 0)
-            if depth == 0:
-                self._cache.recheck()
-            self._reporting.depth = depth + 1
-            try:
-                yield
-            finally:
-                self._reporting.depth = depth
+        with self._sequence(self._reports_lock, self._reporting):
+            yield
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
         """Hold the store's write lock across a read-check-write sequence (re-entrant); reads inside it
         check the table's version even within ``one_version()``, so the sequence decides on the newest
         rows."""
-        with self._lock.hold():
-            depth = getattr(self._writing, "depth", 0)
-            if depth == 0:  # the outermost sequence: nested ones read within its check
+        with self._sequence(self._lock, self._writing):
+            yield
+
+    @contextmanager
+    def _sequence(self, lock: WriteLock, nesting: threading.local) -> Iterator[None]:
+        """Hold ``lock`` (re-entrant), counting this thread's nesting in ``nesting.depth``; the outermost
+        sequence makes the next reads check the table's version (nested ones read within its check)."""
+        with lock.hold():
+            depth = getattr(nesting, "depth", 0)
+            if depth == 0:
                 self._cache.recheck()
-            self._writing.depth = depth + 1
+            nesting.depth = depth + 1
             try:
                 yield
             finally:
-                self._writing.depth = depth
+                nesting.depth = depth
 
     # ------------------------------------------------------------------ memories
 
@@ -1663,10 +1663,9 @@ class MemoryStore:
         self._logs.flush()
         report: dict[str, str] = {}
         for name, table in self.tables().items():
-            looked_at = datetime.now(UTC)
-            newest = int(table.version)
             if keep_replaced_for is not None:
-                self._superseded.observe(name, looked_at, newest)
+                looked_at = datetime.now(UTC)  # taken before asking for the newest version
+                self._superseded.observe(name, looked_at, int(table.version))
             fragments = int(table.stats()["fragment_stats"]["num_fragments"])
             unindexed = sum(index.num_unindexed_rows or 0 for index in table.list_indices())
             if fragments < min_fragments and unindexed < 1_000:

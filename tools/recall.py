@@ -62,9 +62,8 @@ class RecallInput(ScopeArgs):
     tags_all: bool = Field(False, description="Need all tags.")
     kinds: list[Literal["fact", "episode", "artifact"]] | None = Field(None, description="Only these kinds.")
     include_lineage: bool = Field(False, description="Also what each superseded.")
-    skip_ab_log: bool = (
-        False  # no A/B log rows for this recall (docs/tools.md; no description: tools/list bytes)
-    )
+    # No A/B log rows for this recall (docs/tools.md); no description, for the tool list's bytes.
+    skip_ab_log: bool = False
     since: str | None = Field(None, max_length=64, description=f"From this time on: {WINDOW_EXAMPLES}.")
     until: str | None = Field(None, max_length=64, description="Before this time ends.")
     time_zone: str | None = Field(None, max_length=64, description='IANA, e.g. "Europe/Paris". Default: UTC.')
@@ -220,7 +219,7 @@ def record_retrieval(
     """Persist what the recall did (for explain and outcomes) and, for a recall unless ``ab_log`` is off,
     the A/B rows (``ab_rows``); returns the record and warnings for the caller."""
     warnings = []
-    now = runtime.clock()
+    now = request.now or runtime.clock()  # the recall's one instant
     record = RetrievalRecord(
         retrieval_id=request.retrieval_id,
         org_id=request.scope.org_id,
