@@ -14,7 +14,10 @@ scored below the relevance floor there never moves.
 The global weight (stored with the memory) replays every report's credits in order. The contextual
 weight a recall applies replays the same credits with each step scaled by how close the reporting
 session's query is to the current query: feedback about "deploy the billing service" moves deploy
-questions, not every question.
+questions, not every question. There, a memory the agent named moves by ``named_alpha`` (1.0) instead of
+alpha: a named helpful memory reaches hi (1.75) for a query as close as the reporting one after one
+report, and a named misleading one lo (0.25). Measured on LoCoMo (benchmarks/quality.py's feedback
+experiment), alpha 0.2 for named memories left recall of the questions reported on almost unchanged.
 """
 
 from __future__ import annotations
@@ -26,21 +29,30 @@ from dataclasses import dataclass
 from storage.records import CreditedSession, MemoryCredit
 
 OUTCOME_SCORES = {"failure": 0.0, "partial": 0.5, "success": 1.0}
+NAMED_ROLES = frozenset({"helpful", "misleading"})  # credit roles of the memories an agent named
 INITIAL_WEIGHT = 1.0
 
 
 @dataclass(frozen=True)
 class WeightPolicy:
+    """``alpha``: how far a report moves a weight towards its target (the spec's EMA, for every weight).
+    ``named_alpha``: the same for a memory the agent named helpful or misleading, in the weight a recall
+    applies for its query (the global weight keeps ``alpha``): the agent said which memory served this
+    kind of task, so one report takes it most of the way for queries close to that session's."""
+
     alpha: float = 0.2
     low: float = 0.25
     high: float = 1.75
+    named_alpha: float = 1.0
 
     def target(self, score: float) -> float:
         return self.low + score * (self.high - self.low)
 
-    def step(self, weight: float, score: float, share: float = 1.0) -> float:
-        """``weight`` after a report that moves it ``share`` of a full step towards ``score``'s target."""
-        moved = weight + share * self.alpha * (self.target(score) - weight)
+    def step(self, weight: float, score: float, share: float = 1.0, *, named: bool = False) -> float:
+        """``weight`` after a report that moves it ``share`` of a full step towards ``score``'s target
+        (a step of ``named_alpha`` with ``named``, else ``alpha``)."""
+        alpha = self.named_alpha if named else self.alpha
+        moved = weight + share * alpha * (self.target(score) - weight)
         return min(self.high, max(self.low, moved))
 
     def replay(self, scores: Iterable[float], start: float = INITIAL_WEIGHT) -> float:
@@ -231,7 +243,7 @@ def contextual_weight(
         share = report.credit.share * report.closeness
         if share <= 0.0:
             continue
-        after = policy.step(weight, report.credit.score, share)
+        after = policy.step(weight, report.credit.score, share, named=report.credit.role in NAMED_ROLES)
         steps.append(
             FeedbackStep(
                 report.session_id,

@@ -2,7 +2,9 @@
 
 gate -> candidate search -> rerank -> attribution -> min score -> iterative retrieval -> instruction flags
 -> corroboration -> decay -> feedback -> episode expansion -> contradiction marks -> episode-grouped assembly. A stage
-that halts the recall (the gate) leaves the rest recorded as skipped.
+that halts the recall (the gate) leaves the rest recorded as skipped. The optional LLM passes at assembly
+(``retrieval.llm_passes``, off by default) run as stages of their own: context selection before assembly,
+fact selection and cleanup after it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from retrieval.fusion import SEMANTIC_VECTOR_WEIGHT
 from retrieval.gate import GateMode, GateStage
 from retrieval.instructions import InstructionStage
 from retrieval.iterative import IterativeRetrievalStage
+from retrieval.llm_passes import LLMPass, pass_stages
 from retrieval.providers import Models
 from retrieval.rerank import RerankStage
 from retrieval.rerankers.llm import RerankerConfiguration, RerankerService
@@ -39,6 +42,17 @@ class Stage(Protocol):
     name: str
 
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput: ...
+
+
+class ContextStage(Protocol):
+    """A stage after assembly: it reads the assembled context too (``reads_context`` is True)."""
+
+    name: str
+    reads_context: bool
+
+    def __call__(
+        self, request: RecallRequest, candidates: tuple[Candidate, ...], context: str
+    ) -> StageOutput: ...
 
 
 class PipelineStore(CandidateSource, EpisodeSource, ContradictionSource, Protocol):
@@ -87,6 +101,7 @@ class PipelineOptions:
     llm_reranker_by_agent: Mapping[str, RerankerConfiguration] = field(default_factory=dict)
     llm_prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # USD per 1M tokens
     half_lives: Mapping[str, float] = field(default_factory=dict)  # decay: days per protection tier
+    llm_passes: tuple[LLMPass, ...] = ()  # the LLM passes at assembly that run (none by default)
 
 
 class _NoClusters:
@@ -100,7 +115,7 @@ def build_stages(
     options: PipelineOptions,
     clusters: ClusterProvider | None = None,
     feedback: FeedbackIndex | None = None,
-) -> list[Stage]:
+) -> list[Stage | ContextStage]:
     """The stages in order. ``feedback``: the index of outcome reports that gives each memory its
     weight for the query (without it, memories carry their global weight)."""
     reranker = models.reranker if options.use_rerank else None
@@ -153,19 +168,18 @@ def build_stages(
             )
         )
     stages.append(ContradictionStage(store))
-    stages.append(
-        AssemblyStage(
-            store,
-            top_k_episodes=options.top_k_episodes,
-            max_episodes=options.max_episodes,
-            fold_threshold=options.fold_threshold,
-        )
+    assembly = AssemblyStage(
+        store,
+        top_k_episodes=options.top_k_episodes,
+        max_episodes=options.max_episodes,
+        fold_threshold=options.fold_threshold,
     )
-    return stages
+    before, after = pass_stages(options.llm_passes, assembly)
+    return [*stages, *before, assembly, *after]
 
 
 class RecallPipeline:
-    def __init__(self, stages: Sequence[Stage], backends: dict[str, str]) -> None:
+    def __init__(self, stages: Sequence[Stage | ContextStage], backends: dict[str, str]) -> None:
         self._stages = list(stages)
         self._backends = dict(backends)
 
@@ -191,7 +205,11 @@ class RecallPipeline:
                 records.append(StageRecord(stage.name, 0.0, (StageSkipped(f"not run: {halted}"),)))
                 continue
             started = time.perf_counter()
-            output = stage(request, candidates)
+            output = (
+                stage(request, candidates, context)  # type: ignore[call-arg]
+                if getattr(stage, "reads_context", False)
+                else stage(request, candidates)  # type: ignore[call-arg]
+            )
             records.append(StageRecord(stage.name, (time.perf_counter() - started) * 1000.0, output.events))
             candidates = output.candidates
             if output.context is not None:

@@ -148,6 +148,21 @@ class LLMReranked:
 
 
 @dataclass(frozen=True)
+class LLMPassRan:
+    """An LLM pass at assembly (retrieval.llm_passes): whether its answer was applied, what it left out
+    (memory ids), and why it was not applied when it was not."""
+
+    llm_pass: str  # context_selection, fact_selection, cleanup
+    model: str | None
+    applied: bool
+    dropped: tuple[str, ...]
+    reason: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost: float | None
+
+
+@dataclass(frozen=True)
 class CorroborationApplied:
     boosted: int
     clusters: int
@@ -193,6 +208,7 @@ TraceEvent = (
     | SubQueryRan
     | CrossReranked
     | LLMReranked
+    | LLMPassRan
     | CorroborationApplied
     | DecayApplied
     | SiblingsAdded

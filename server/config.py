@@ -159,6 +159,11 @@ class Settings(BaseModel):
     openai_model: str | None = None
     openai_api_key: SecretStr | None = None
     openai_timeout_seconds: float = Field(30.0, gt=0, le=600)
+    llm_passes: list[Literal["context_selection", "fact_selection", "cleanup"]] = Field(
+        default_factory=list,
+        description="the optional LLM passes at assembly that run (none by default): context_selection, "
+        "fact_selection, cleanup; through the same language model as the LLM reranker",
+    )
     llm_reranker: dict[str, Any] = Field(
         default_factory=dict,
         description="the MemberJunction shape: enabled, modelId (or model), topK, minScore",
@@ -200,6 +205,13 @@ class Settings(BaseModel):
         description="w in the fused score; default 0.3 on hashed vectors, 0.4 with a model",
     )
     feedback_ema_alpha: float = Field(0.2, gt=0.0, le=1.0)
+    feedback_named_alpha: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description="the EMA step of a memory the agent named helpful or misleading, in the weight for a "
+        "query close to the reporting session's (the global weight keeps feedback_ema_alpha)",
+    )
     feedback_min_weight: float = Field(0.25, gt=0.0)
     feedback_max_weight: float = Field(1.75, gt=0.0)
     feedback_closeness: tuple[float, float] | None = Field(
@@ -375,7 +387,7 @@ class Settings(BaseModel):
             raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
 
 
-_LIST_FIELDS = {"http_allowed_hosts", "http_allowed_origins"}  # a JSON list, or comma-separated
+_LIST_FIELDS = {"http_allowed_hosts", "http_allowed_origins", "llm_passes"}  # a JSON list, or comma-separated
 _JSON_FIELDS = {
     "storage_options",
     "org_features",
@@ -465,6 +477,7 @@ ENVIRONMENT: dict[str, str] = {
     "openai_api_key": "MEMORIA_OPENAI_API_KEY",
     "openai_timeout_seconds": "MEMORIA_OPENAI_TIMEOUT_SECONDS",
     "llm_reranker": "MEMORIA_LLM_RERANKER",
+    "llm_passes": "MEMORIA_LLM_PASSES",
     "llm_reranker_by_agent": "MEMORIA_LLM_RERANKER_BY_AGENT",
     "llm_prices": "MEMORIA_LLM_PRICES",
     "enable_consolidation": "MEMORIA_ENABLE_CONSOLIDATION",
@@ -486,6 +499,7 @@ ENVIRONMENT: dict[str, str] = {
     "aggregation_max_rows": "MEMORIA_AGGREGATION_MAX_ROWS",
     "fusion_vector_weight": "MEMORIA_FUSION_VECTOR_WEIGHT",
     "feedback_ema_alpha": "MEMORIA_FEEDBACK_EMA_ALPHA",
+    "feedback_named_alpha": "MEMORIA_FEEDBACK_NAMED_ALPHA",
     "feedback_min_weight": "MEMORIA_FEEDBACK_MIN_WEIGHT",
     "feedback_max_weight": "MEMORIA_FEEDBACK_MAX_WEIGHT",
     "feedback_closeness": "MEMORIA_FEEDBACK_CLOSENESS",

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from retrieval.outcomes import WeightPolicy
 from server.config import Settings
-from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
+from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for, weight_policy_for
 from tools.upkeep import aggregation_pass, maintenance_round
 
 if TYPE_CHECKING:
@@ -78,7 +77,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         store,
         models.embedder,
         closeness=closeness_for(settings.feedback_closeness, models.embedder.name),
-        policy=weight_policy(settings),
+        policy=weight_policy_for(settings),
     )
     options = pipeline_options(settings, models.embedder.name, reranked=models.reranker is not None)
     stages = build_stages(store, models, options, corroboration, feedback)
@@ -114,12 +113,6 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         clock=lambda: runtime.clock(),
     )
     return runtime
-
-
-def weight_policy(settings: Settings) -> WeightPolicy:
-    return WeightPolicy(
-        settings.feedback_ema_alpha, settings.feedback_min_weight, settings.feedback_max_weight
-    )
 
 
 def oppositions(settings: Settings) -> tuple[tuple[str, str], ...]:
@@ -182,6 +175,7 @@ def pipeline_options(
             if (config := parse_reranker_configuration(raw)) is not None
         },
         llm_prices=settings.llm_prices,
+        llm_passes=tuple(dict.fromkeys(settings.llm_passes)),
         half_lives={
             "standard": settings.decay_half_life_days,
             "ephemeral": settings.ephemeral_half_life_days,

@@ -137,6 +137,16 @@ class Caller:
     llm: LanguageModel | None = None
 
 
+def weight_policy_for(settings: Settings) -> WeightPolicy:
+    """The feedback weight policy the settings declare (report_outcome and the recall's feedback index)."""
+    return WeightPolicy(
+        settings.feedback_ema_alpha,
+        settings.feedback_min_weight,
+        settings.feedback_max_weight,
+        settings.feedback_named_alpha,
+    )
+
+
 @dataclass
 class Runtime:
     """The process-wide parts a handler works with, built once in the background at start-up."""
@@ -158,10 +168,7 @@ class Runtime:
 
     @property
     def weight_policy(self) -> WeightPolicy:
-        settings = self.settings
-        return WeightPolicy(
-            settings.feedback_ema_alpha, settings.feedback_min_weight, settings.feedback_max_weight
-        )
+        return weight_policy_for(self.settings)
 
     @property
     def credit_policy(self) -> CreditPolicy:

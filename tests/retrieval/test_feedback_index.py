@@ -100,9 +100,16 @@ def outcome(
     )
 
 
-def index_over(outcomes: Reports, embedder: TableEmbedder | None = None, **options) -> FeedbackIndex:
+# Every step at the spec's alpha, named memories too, so the weights below are the EMA's (the larger
+# step of a named memory is tests/retrieval/test_outcomes.py's, and one test here).
+SPEC_STEPS = WeightPolicy(named_alpha=0.2)
+
+
+def index_over(
+    outcomes: Reports, embedder: TableEmbedder | None = None, policy: WeightPolicy = SPEC_STEPS, **options
+) -> FeedbackIndex:
     return FeedbackIndex(
-        outcomes, embedder or TableEmbedder(VECTORS), closeness=CLOSENESS, policy=WeightPolicy(), **options
+        outcomes, embedder or TableEmbedder(VECTORS), closeness=CLOSENESS, policy=policy, **options
     )
 
 
@@ -120,6 +127,15 @@ def test_a_report_moves_a_memory_for_close_queries_only():
     assert weight_for(index, "half") == pytest.approx(1.075)  # closeness 0.5: 1 + 0.5 x 0.15
     assert weight_for(index, "far") == 1.0  # unrelated: untouched
     assert weight_for(index, "deploy", "other") == 1.0  # no report names it
+
+
+def test_a_named_memory_takes_the_named_step_for_close_queries_only():
+    embedder = TableEmbedder(VECTORS)
+    outcomes = Reports([outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder)])
+    index = index_over(outcomes, embedder, policy=WeightPolicy())  # named_alpha 1.0
+    assert weight_for(index, "deploy") == pytest.approx(1.75)  # 1 + 1.0 x (1.75 - 1)
+    assert weight_for(index, "half") == pytest.approx(1.375)  # closeness 0.5: 1 + 0.5 x 0.75
+    assert weight_for(index, "far") == 1.0
 
 
 def test_the_weights_carry_the_steps_and_the_global_weight():
@@ -243,7 +259,7 @@ def test_over_a_real_store_a_correction_that_drops_a_credit_is_caught_up_by_row_
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=2) as store:
         first = outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder)
         store.put_outcome(first)
-        index = FeedbackIndex(store, embedder, closeness=CLOSENESS, policy=WeightPolicy())
+        index = FeedbackIndex(store, embedder, closeness=CLOSENESS, policy=SPEC_STEPS)
         assert weight_for(index, "deploy") == pytest.approx(1.15)
         reads = index.reads
         corrected = replace(first, revision=2, credits=(MemoryCredit("other", "helpful", 1.0, 1.0, 0),))

@@ -143,17 +143,39 @@ def test_the_contextual_weight_scales_each_step_by_closeness():
 
 
 def test_the_contextual_weight_replays_reports_in_order_and_lists_each_step():
-    # success (share 1, closeness 1): 1.15; then failure (share 0.5, closeness 0.5):
+    # a context success (share 1, closeness 1): 1.15; then a failure (share 0.5, closeness 0.5):
     # 1.15 + 0.25 x 0.2 x (0.25 - 1.15) = 1.105
-    weight, steps = contextual_weight(
-        [report(1.0, 1.0, 1.0, "s1", "helpful"), report(0.5, 0.0, 0.5, "s2")], POLICY
-    )
+    weight, steps = contextual_weight([report(1.0, 1.0, 1.0, "s1"), report(0.5, 0.0, 0.5, "s2")], POLICY)
     assert weight == pytest.approx(1.105)
     assert [(s.session_id, s.role, s.share, s.closeness) for s in steps] == [
-        ("s1", "helpful", 1.0, 1.0),
+        ("s1", "context", 1.0, 1.0),
         ("s2", "context", 0.5, 0.5),
     ]
     assert steps[1].weight_before == pytest.approx(1.15) and steps[1].moved == pytest.approx(-0.045)
+
+
+def test_a_named_memory_moves_by_the_named_alpha_for_a_close_query():
+    # named_alpha 1.0: helpful at closeness 1 reaches hi, 1 + 1.0 x (1.75 - 1) = 1.75; at closeness 0.4
+    # 1 + 0.4 x 0.75 = 1.3. Misleading at closeness 1 reaches lo, 0.25.
+    assert contextual_weight([report(1.0, 1.0, 1.0, role="helpful")], POLICY)[0] == pytest.approx(1.75)
+    assert contextual_weight([report(1.0, 1.0, 0.4, role="helpful")], POLICY)[0] == pytest.approx(1.3)
+    assert contextual_weight([report(1.0, 0.0, 1.0, role="misleading")], POLICY)[0] == pytest.approx(0.25)
+    # then a context failure (share 0.5, closeness 0.5) moves it by alpha: 1.75 + 0.25 x 0.2 x -1.5 = 1.675
+    weight, steps = contextual_weight(
+        [report(1.0, 1.0, 1.0, "s1", "helpful"), report(0.5, 0.0, 0.5, "s2")], POLICY
+    )
+    assert weight == pytest.approx(1.675)
+    assert steps[0].moved == pytest.approx(0.75) and steps[1].moved == pytest.approx(-0.075)
+
+
+def test_a_named_alpha_at_the_spec_step_moves_a_named_memory_like_any_other():
+    gentle = WeightPolicy(alpha=0.2, low=0.25, high=1.75, named_alpha=0.2)
+    assert contextual_weight([report(1.0, 1.0, 1.0, role="helpful")], gentle)[0] == pytest.approx(1.15)
+
+
+def test_the_global_replay_keeps_the_spec_alpha_for_named_memories():
+    # replay_credits is the global weight: alpha 0.2 whatever the role
+    assert POLICY.replay_credits([(1.0, 1.0)]) == pytest.approx(1.15)
 
 
 def test_an_immutable_memory_never_drops_below_neutral():

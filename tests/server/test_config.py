@@ -123,3 +123,13 @@ def test_a_renamed_variable_stops_the_server_with_its_new_name():
     ):
         Settings.from_env({"MEMORIA_KEEP_VERSIONS_MINUTES": "1"})
     assert Settings.from_env({"MEMORIA_KEEP_VERSIONS_SECONDS": "12"}).keep_versions_seconds == 12.0
+
+
+def test_the_llm_passes_are_named_in_a_list_and_an_unknown_one_is_refused():
+    assert Settings.from_env({}, db_uri="/tmp/x").llm_passes == []
+    named = Settings.from_env({"MEMORIA_LLM_PASSES": "context_selection, cleanup"}, db_uri="/tmp/x")
+    assert named.llm_passes == ["context_selection", "cleanup"]
+    as_json = Settings.from_env({"MEMORIA_LLM_PASSES": '["fact_selection"]'}, db_uri="/tmp/x")
+    assert as_json.llm_passes == ["fact_selection"]
+    with pytest.raises(ConfigError, match="MEMORIA_LLM_PASSES"):
+        Settings.from_env({"MEMORIA_LLM_PASSES": "summarise"}, db_uri="/tmp/x")

@@ -41,10 +41,12 @@ async def test_an_explicit_update_supersedes_the_memory_with_lineage_and_keeps_i
             (old["id"], pytest.approx(1.15))
         ]
         # And its reports' credits: for a query like the reported session's, the new memory weighs as the
-        # old one did (a full helpful step for the same query: 1.15).
+        # old one did (named helpful, for the same query: the named step to the top weight, 1.75; its global
+        # weight, the spec's step, 1.15).
         explained = await call(client, "explain_ranking", {"retrieval_id": after["retrieval_id"]})
         top = explained["candidates"][0]
-        assert top["id"] == new["id"] and top["scores"]["feedback_weight"] == pytest.approx(1.15)
+        assert top["id"] == new["id"] and top["scores"]["feedback_weight"] == pytest.approx(1.75)
+        assert top["scores"]["global_weight"] == pytest.approx(1.15)
 
 
 async def test_an_update_of_an_unknown_foreign_superseded_or_immutable_memory_is_refused(settings):

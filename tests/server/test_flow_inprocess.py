@@ -44,9 +44,11 @@ async def test_feedback_reorders_recall_and_explain_shows_why(settings):
         assert (demoted["unweighted_rank"], demoted["weighted_rank"], demoted["rank_delta"]) == (0, 1, -1)
         assert (promoted["unweighted_rank"], promoted["weighted_rank"], promoted["rank_delta"]) == (1, 0, 1)
         assert demoted["scores"]["rerank"] == 0.80
-        assert demoted["scores"]["feedback_weight"] == pytest.approx(0.85)
+        # Named misleading, the same query: the named step (alpha 1.0) takes it to lo for this task,
+        # 0.80 x 0.25 = 0.20; its global weight took the spec's step, 0.85.
+        assert demoted["scores"]["feedback_weight"] == pytest.approx(0.25)
         assert demoted["scores"]["global_weight"] == pytest.approx(0.85)
-        assert demoted["scores"]["final"] == pytest.approx(0.68)
+        assert demoted["scores"]["final"] == pytest.approx(0.20)
         [move] = demoted["feedback"]["moves"]
         assert (move["role"], move["share"], move["closeness"]) == ("misleading", 1.0, 1.0)
         assert demoted["in_context"] is False and demoted["reason"] == "ranked below the top_k=1 cut"

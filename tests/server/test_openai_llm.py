@@ -96,3 +96,71 @@ async def test_an_agents_own_llm_reranker_runs_on_the_endpoint_and_its_cost_is_p
     # The stand-in reports 31 prompt and 9 completion tokens: (31 x 1.0 + 9 x 2.0) / 1,000,000 USD.
     assert llm["cost"] == pytest.approx(0.000049)
     assert len(endpoint.requests) == asked and len(theirs["memories"]) == 2  # the writer's: no LLM rerank
+
+
+async def test_the_llm_passes_at_assembly_run_on_the_endpoint_and_explain_shows_each(tmp_path):
+    def passes(system: str, prompt: str) -> str:
+        if "choose which stored memories" in system and "Candidate memories" in prompt:
+            shown = json.loads(prompt.split("as JSON:\n", 1)[1].split("\nWhich memories", 1)[0])
+            return json.dumps(
+                {"drop": [e["id"] for e in shown if "lunch" in e["text"]], "reason": "off topic"}
+            )
+        if "choose which stored memories" in system:  # fact selection: trim the entry about the port
+            entries = [line for line in prompt.splitlines() if line.startswith("[")]
+            return json.dumps({"drop": [int(e[1]) for e in entries if "5432" in prompt.split(e, 1)[1][:80]]})
+        return json.dumps({"context": "Invoices live in Postgres [1]."})
+
+    with chat_standin() as endpoint:
+        endpoint.answer = passes
+        settings = settings_for(
+            tmp_path / "db",
+            llm="openai",
+            openai_base_url=endpoint.url,
+            openai_model="llama3.2",
+            llm_passes=["context_selection", "fact_selection", "cleanup"],
+            min_fact_score=0.0,
+        )
+        async with connected(server_with(settings)) as client:
+            invoices = await call(client, "remember", {"content": "Billing invoices live in Postgres"})
+            port = await call(client, "remember", {"content": "Billing Postgres listens on port 5432"})
+            lunch = await call(client, "remember", {"content": "Billing team lunch is on fridays"})
+            recalled = await call(client, "recall", {"query": "where do billing invoices live in postgres"})
+            explained = await call(client, "explain_ranking", {"retrieval_id": recalled["retrieval_id"]})
+    assert [m["id"] for m in recalled["memories"]] == [invoices["id"]]
+    assert "rewritten for this task by a language model (llama3.2) from memories [1]" in recalled["context"]
+    assert recalled["context"].endswith("> Invoices live in Postgres [1].\n")
+    stages = {stage["stage"]: stage["events"] for stage in explained["stages"]}
+    assert list(stages)[-4:] == ["context_selection", "assembly", "fact_selection", "cleanup"]
+    assert [(e["applied"], e["dropped"]) for e in stages["context_selection"]] == [(True, [lunch["id"]])]
+    assert [(e["applied"], e["dropped"]) for e in stages["fact_selection"]] == [(True, [port["id"]])]
+    assert [e["applied"] for e in stages["cleanup"]] == [True]
+    assert stages["cleanup"][0]["prompt_tokens"] == 31
+    by_id = {c["id"]: c for c in explained["candidates"]}
+    assert by_id[lunch["id"]]["reason"] == "left out by the language model's context selection: off topic"
+    assert by_id[port["id"]]["reason"] == "trimmed by the language model's fact selection"
+
+
+async def test_the_llm_passes_keep_the_deterministic_context_when_the_endpoint_fails(tmp_path):
+    with chat_standin() as endpoint:
+        endpoint.fail_with = 503
+        settings = settings_for(
+            tmp_path / "db",
+            llm="openai",
+            openai_base_url=endpoint.url,
+            openai_model="llama3.2",
+            llm_passes=["context_selection", "cleanup"],
+        )
+        async with connected(server_with(settings)) as client:
+            stored = await call(client, "remember", {"content": "Billing invoices live in Postgres"})
+            recalled = await call(client, "recall", {"query": "where do billing invoices live"})
+            explained = await call(client, "explain_ranking", {"retrieval_id": recalled["retrieval_id"]})
+    assert [m["id"] for m in recalled["memories"]] == [stored["id"]]
+    assert (
+        recalled["context"].startswith("Relevant memories (retrieval ")
+        and "> Billing invoices" in recalled["context"]
+    )
+    events = [
+        e for s in explained["stages"] if s["stage"] in ("context_selection", "cleanup") for e in s["events"]
+    ]
+    assert [e["applied"] for e in events] == [False, False]
+    assert all("HTTP 503" in e["reason"] for e in events)

@@ -271,3 +271,41 @@ async def test_many_llm_questions_or_useless_answers_never_exhaust_the_client(tm
         result = await call(client, "recall", {"query": "billing invoices"})
     assert len(result["memories"]) == 1
     assert len(calls) <= 8  # the server stops asking before the client's own round limit
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_llm_passes_ask_the_client_each_in_turn_and_the_retried_call_keeps_their_answers(
+    tmp_path, mode
+):
+    # "auto" is the 2026-07-28 input-required flow: one question per round, the call retried (with a
+    # new retrieval id) and the recorded answers replayed, so each pass's question must stay the same.
+    settings = settings_for(
+        tmp_path / "db", llm_passes=["context_selection", "fact_selection", "cleanup"], min_fact_score=0.0
+    )
+    server = server_with(settings)
+    pool = await remember_as(server, "a", "postgres pool size is 20")
+    await remember_as(server, "a", "postgres runs on port 5432")
+    asked = []
+
+    async def answer(context, params):
+        prompt = params.messages[0].content.text
+        if "Candidate memories" in prompt:
+            asked.append("context_selection")
+            text = json.dumps({"drop": [], "reason": "all useful"})
+        elif "should be trimmed" in prompt:
+            asked.append("fact_selection")
+            rows = [line for line in prompt.splitlines() if line.startswith("[")]
+            text = json.dumps({"drop": [int(row[1]) for row in rows if "5432" in prompt.split(row)[1][:60]]})
+        else:
+            asked.append("cleanup")
+            text = json.dumps({"context": "The pool holds 20 connections [1]."})
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text=text), model="client-llm"
+        )
+
+    async with connected(server, mode=mode, sampling_callback=answer) as client:
+        result = await call(client, "recall", {"query": "postgres pool and port"})
+    assert asked == ["context_selection", "fact_selection", "cleanup"]
+    assert [m["id"] for m in result["memories"]] == [pool["id"]]
+    assert "(client-llm) from memories [1]" in result["context"]
+    assert result["context"].endswith("> The pool holds 20 connections [1].\n")

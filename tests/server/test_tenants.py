@@ -11,7 +11,8 @@ agents are the tenant's own, so any foreign name or id in a view is a leak. Then
 tenant is read: recall (memories and context), explain_ranking (every candidate, its corroborating agents
 and episode source), drift, lineage and forget's dry run show only the tenant's ids, agents and text;
 corroboration counts count its agents only; its feedback weights move by its own reports alone
-(expected by hand: a success takes 1.0 to 0.8 x 1.0 + 0.2 x 1.75 = 1.15, a failure to 0.85); and a
+(expected by hand: a success takes the global weight 1.0 to 0.8 x 1.0 + 0.2 x 1.75 = 1.15, a failure to
+0.85, and the named memories' weight for a query as close as the session's to 1.75 and 0.25); and a
 lookup of another tenant's memory or retrieval finds nothing. Half the examples search LanceDB itself
 (no scope copies), so the store's typed filters are exercised as well as the copies.
 """
@@ -43,6 +44,9 @@ from tools.common import Runtime
 EXAMPLES = scaled(6, 60)
 SUCCESS_WEIGHT = 0.8 * 1.0 + 0.2 * 1.75  # one success from the neutral 1.0 (alpha 0.2, ceiling 1.75)
 FAILURE_WEIGHT = 0.8 * 1.0 + 0.2 * 0.25  # one failure (floor 0.25)
+# The weight for a query as close as the reporting session's: a named memory takes the named step (alpha
+# 1.0), straight to the ceiling or the floor.
+NAMED_SUCCESS_WEIGHT, NAMED_FAILURE_WEIGHT = 1.75, 0.25
 
 # Strings that break a filter built by pasting text into SQL or LIKE, or that look alike once folded.
 INJECTIONS = [
@@ -283,7 +287,10 @@ async def report(
     assert in_context and {update["id"] for update in out["updated"]} == in_context
     for update in out["updated"]:
         assert update["weight_before"] == 1.0 and update["weight_after"] == pytest.approx(weight)
-    tenant.reported = dict.fromkeys(in_context, weight)
+    # explain_ranking asks a query this close to the session's (closeness 1 on hashed vectors)
+    tenant.reported = dict.fromkeys(
+        in_context, NAMED_SUCCESS_WEIGHT if outcome == "success" else NAMED_FAILURE_WEIGHT
+    )
 
 
 # ---------------------------------------------------------------------------------------------- checking

@@ -47,16 +47,16 @@ def test_explain_shows_the_rank_delta_feedback_caused(settings):
         assert [m.id for m in recall(RecallInput(query="postgres", top_k=1), runtime, bad).memories] == [a]
         report_outcome(
             ReportOutcomeInput(outcome="failure", misleading_ids=[a]), runtime, bad
-        )  # a: a full step down, 0.85 -> 0.80 x 0.85 = 0.68 < 0.75 for the same query
+        )  # a, named misleading: the named step to lo for the same query, 0.80 x 0.25 = 0.20 < 0.75
         recalled = recall(RecallInput(query="postgres", top_k=1), runtime, CALLER)
         assert [m.id for m in recalled.memories] == [b]
         out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
         by_id = {c.id: c for c in out.candidates}
         assert (by_id[a].unweighted_rank, by_id[a].weighted_rank, by_id[a].rank_delta) == (0, 1, -1)
         assert (by_id[b].unweighted_rank, by_id[b].weighted_rank, by_id[b].rank_delta) == (1, 0, 1)
-        assert by_id[a].scores.rerank == 0.80 and by_id[a].scores.feedback_weight == pytest.approx(0.85)
-        assert by_id[a].scores.final == pytest.approx(0.68)
-        assert by_id[a].scores.global_weight == pytest.approx(0.85)
+        assert by_id[a].scores.rerank == 0.80 and by_id[a].scores.feedback_weight == pytest.approx(0.25)
+        assert by_id[a].scores.final == pytest.approx(0.20)
+        assert by_id[a].scores.global_weight == pytest.approx(0.85)  # the spec's step: 1 + 0.2 x (0.25 - 1)
         # The same query: closeness 1, so the report that moved it shows in full.
         assert by_id[a].feedback.reports == 1
         (move,) = by_id[a].feedback.moves
@@ -67,7 +67,7 @@ def test_explain_shows_the_rank_delta_feedback_caused(settings):
             1.0,
         )
         assert move.closeness == pytest.approx(1.0)
-        assert (move.weight_before, move.weight_after) == (pytest.approx(1.0), pytest.approx(0.85))
+        assert (move.weight_before, move.weight_after) == (pytest.approx(1.0), pytest.approx(0.25))
         assert by_id[a].reason == "ranked below the top_k=1 cut"
         assert out.backends["reranker"] == "scripted"
     finally:

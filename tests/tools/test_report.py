@@ -103,6 +103,17 @@ def build_sample(runtime: Runtime) -> Sample:
 
 
 @pytest.fixture
+def runtime(tmp_path) -> Runtime:
+    """Every feedback step at the spec's EMA, named memories' too: the sample's ranks are worked out by
+    hand with it (the named step is tests/retrieval/test_outcomes.py's)."""
+    from tests.helpers import make_runtime, settings_for
+
+    built = make_runtime(settings_for(tmp_path / "store", feedback_named_alpha=0.2))
+    yield built
+    built.close()
+
+
+@pytest.fixture
 def sample(runtime: Runtime) -> Sample:
     return build_sample(runtime)
 
