@@ -80,15 +80,7 @@ def recall_all(conversation: Any, runtime: Any, turns_of: dict[str, set[str]]) -
             record = runtime.store.get_retrieval(out.retrieval_id, scope)
             trace = json.loads(record.trace_json)["candidates"] if record is not None else []
             vector = np.asarray(embedder.embed_query(question.question), dtype=float)
-            scores = [
-                (
-                    c["id"],
-                    (c["scores"]["relevance"] + (c["scores"]["corroboration_boost"] or 0.0))
-                    * (c["scores"]["decay"] or 1.0),
-                )
-                for c in trace
-                if c["source"] == "direct"
-            ]
+            scores = [(c["id"], _boosted(c["scores"])) for c in trace if c["source"] == "direct"]
             item = Asked(
                 set(question.evidence),
                 vector / (np.linalg.norm(vector) or 1.0),
@@ -99,6 +91,13 @@ def recall_all(conversation: Any, runtime: Any, turns_of: dict[str, set[str]]) -
                 item.helpful = {m for m in item.returned if turns_of.get(m, set()) & item.evidence}
             asked[part].append(item)
     return Conversation(turns_of, asked[0], asked[1], groups)
+
+
+def _boosted(scores: dict[str, Any]) -> float:
+    """What feedback weights: relevance plus the corroboration boost, faded by decay (as Candidate.boosted_score)."""
+    boost = scores.get("corroboration_boost") or 0.0
+    decay = scores.get("decay")
+    return (scores["relevance"] + boost) * (1.0 if decay is None else decay)
 
 
 Policy = Callable[[Asked, Conversation], dict[str, float]]  # memory id -> score multiplier

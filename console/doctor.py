@@ -85,6 +85,7 @@ def diagnose(settings: Settings, *, fix: bool = False, progress: Progress = no_p
                 )
             progress("checking", done, len(steps))
         checks += _http_credentials(settings)
+        checks += _llm_stages(settings)
     finally:
         if store is not None:
             store.close()
@@ -240,6 +241,64 @@ def _model_fix(role: str) -> str:
         "point MEMORIA_RERANK_MODEL at a local cross-encoder folder, set COHERE_API_KEY for Cohere Rerank, "
         "or set MEMORIA_ALLOW_MODEL_DOWNLOADS=true on a machine that reaches Hugging Face"
     )
+
+
+def _llm_stages(settings: Settings) -> list[Check]:
+    """Which configured stages need a language model, and whether one can answer them."""
+    wanted = [
+        *(["the LLM gate"] if settings.gate == "llm" else []),
+        *(["iterative retrieval"] if settings.max_iterations > 1 else []),
+        *(
+            ["the LLM reranker"]
+            if settings.llm_reranker.get("enabled") or settings.llm_reranker_by_agent
+            else []
+        ),
+        *(f"the {name.replace('_', ' ')} pass" for name in dict.fromkeys(settings.llm_passes)),
+    ]
+    if not wanted:
+        return []
+    stages = ", ".join(wanted)
+    if settings.llm == "none":
+        return [
+            Check(
+                "llm",
+                "warn",
+                f"{stages} configured, but MEMORIA_LLM=none: they never ask a model and keep their local form",
+                "set MEMORIA_LLM=auto with MEMORIA_OPENAI_BASE_URL and MEMORIA_OPENAI_MODEL (a local Ollama or "
+                "llama.cpp server) or COHERE_API_KEY, or leave these stages off",
+            )
+        ]
+    endpoint = (
+        f"the OpenAI-compatible endpoint {settings.openai_base_url}"
+        if settings.llm in ("auto", "openai") and settings.openai_base_url
+        else "Cohere chat"
+        if settings.llm in ("auto", "cohere") and settings.cohere_api_key is not None
+        else None
+    )
+    if endpoint is not None:
+        sampling = "the client's own model when it offers sampling, else " if settings.llm == "auto" else ""
+        return [Check("llm", "ok", f"{stages}: {sampling}{endpoint}")]
+    if settings.llm in ("auto", "sampling"):
+        return [
+            Check(
+                "llm",
+                "warn",
+                f"{stages}: only clients that offer MCP sampling can answer (few do); with the others they "
+                "keep their local form",
+                "set MEMORIA_OPENAI_BASE_URL and MEMORIA_OPENAI_MODEL (a local Ollama or llama.cpp server), or "
+                "COHERE_API_KEY, so that every client's recalls have a model",
+            )
+        ]
+    return [
+        Check(
+            "llm",
+            "warn",
+            f"{stages}: MEMORIA_LLM={settings.llm} but it is not configured, so they keep their local form",
+            "set MEMORIA_OPENAI_BASE_URL and MEMORIA_OPENAI_MODEL"
+            if settings.llm == "openai"
+            else "set COHERE_API_KEY",
+        )
+    ]
 
 
 def _http_credentials(settings: Settings) -> list[Check]:

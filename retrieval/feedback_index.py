@@ -154,10 +154,17 @@ class FeedbackIndex:
                 closeness[key] = self._closeness(credited, vectors, cosines[credited.session_id])
             return closeness[key]
 
+        def compared(credited: CreditedSession) -> bool:
+            """Whether the report's closeness came from comparing its session's queries with this one (a
+            session with no recorded query counts everywhere, so its named memories take only the spec's
+            step: one report made without recalling must not pin or bury a memory for every task)."""
+            vectors = sessions.get(credited.session_id)
+            return vectors is not None and len(vectors) > 0
+
         weights = {}
         for memory in memories:
             counted = [
-                CreditedReport(c.session_id, c.credit, found)
+                CreditedReport(c.session_id, c.credit, found, by_query=compared(c))
                 for c in credits.get(memory.id, [])
                 if (found := closeness_of(c)) > 0.0
             ][-self._max_reports :]

@@ -6,29 +6,44 @@
 - **fact selection**, after assembly: the model reads the assembled context and names the entries
   ([n]) to trim. The context is assembled again without them; nothing new enters.
 - **cleanup**, after assembly: the model rewrites the context for clarity and relevance to the query.
-  The rewrite is shown as quoted lines under its own header (it is derived from stored data, so it
-  is data too), citing the [n] of the memories it used; the ``memories`` list keeps the originals.
+  The rewrite is shown as quoted lines under a header the server writes (the rewrite is derived from
+  stored data, so it is data too): it names the model and, for each [n] the rewrite cites, the memory's
+  id and its warnings (disputed, reads as instructions), so the agent can still name the memories it
+  used; the ``memories`` list keeps the originals.
 
 Every pass asks the request's language model, the same bridge as the LLM reranker (the client's by
 MCP sampling, an OpenAI-compatible endpoint, Cohere chat). When there is no model, the model fails, or
 its answer cannot be used (no JSON, unknown ids only, a rewrite that cites nothing or outgrows the
-budget), the deterministic result stands and the trace (``LLMPassRan``) says why. What memories say
+budget), or the pass itself fails, the deterministic result stands and the trace (``LLMPassRan``) says
+why; only a question for the client (``ClientInputNeeded``, the 2026-07-28 flow) goes on up. What memories say
 reaches the model as JSON strings under a system prompt that calls them data, never instructions.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 from retrieval.assembly import AssemblyStage, cleaned_preamble, preamble
-from retrieval.llm.base import LanguageModel, LLMRequest, LLMResponse, LLMUnavailable, parse_json_object
+from retrieval.llm.base import (
+    ClientInputNeeded,
+    LanguageModel,
+    LLMRequest,
+    LLMResponse,
+    LLMUnavailable,
+    parse_json_object,
+)
+from retrieval.model_files import short_reason
+from retrieval.rerankers.llm import Prices, cost_of
 from retrieval.text import escape_hidden
 from retrieval.trace import LLMPassRan, StageOutput
 from retrieval.types import Candidate, RecallRequest
+
+log = logging.getLogger(__name__)
 
 LLMPass = Literal["context_selection", "fact_selection", "cleanup"]
 LLM_PASSES: tuple[LLMPass, ...] = ("context_selection", "fact_selection", "cleanup")
@@ -47,7 +62,8 @@ CLEANUP_SYSTEM = (
     "every fact that bears on the task, merge repetitions, drop what does not help, and cite the [n] of "
     "each memory a sentence comes from. " + _DATA_ONLY
 )
-_CITATION = re.compile(r"\[(\d+)\]")
+_CITATION = re.compile(r"\[(\d{1,6})\]")
+_KEPT = "kept the deterministic result"
 
 
 def _ask(llm: LanguageModel, request: LLMRequest) -> tuple[dict | None, LLMResponse | None, str]:
@@ -55,32 +71,11 @@ def _ask(llm: LanguageModel, request: LLMRequest) -> tuple[dict | None, LLMRespo
     try:
         response = llm.complete(request)
     except LLMUnavailable as exc:
-        return None, None, f"the language model did not answer ({exc}); kept the deterministic result"
+        return None, None, f"the language model did not answer ({exc}); {_KEPT}"
     try:
         return parse_json_object(response.text), response, ""
     except LLMUnavailable as exc:
-        return None, response, f"{exc}; kept the deterministic result"
-
-
-def _event(
-    name: LLMPass,
-    response: LLMResponse | None,
-    *,
-    applied: bool,
-    reason: str,
-    dropped: Sequence[str] = (),
-    model: str | None = None,
-) -> LLMPassRan:
-    return LLMPassRan(
-        llm_pass=name,
-        model=response.model if response is not None else model,
-        applied=applied,
-        dropped=tuple(dropped),
-        reason=reason,
-        prompt_tokens=response.input_tokens if response is not None else None,
-        completion_tokens=response.output_tokens if response is not None else None,
-        cost=response.cost if response is not None else None,
-    )
+        return None, response, f"{exc}; {_KEPT}"
 
 
 def _body(request: RecallRequest, context: str) -> str:
@@ -90,11 +85,77 @@ def _body(request: RecallRequest, context: str) -> str:
     return context[len(head) :] if context.startswith(head) else context
 
 
-def _string_list(answer: dict, key: str) -> list[str]:
+def _items(answer: dict, key: str) -> list[str]:
+    """The strings of the JSON list ``answer[key]`` (a whole-number float as an integer; anything else,
+    a nested list or object, kept as its JSON text so it counts as unknown)."""
     value = answer.get(key, [])
     if not isinstance(value, list):
         return []
-    return [str(item) for item in value if isinstance(item, (str, int)) and not isinstance(item, bool)]
+    items = []
+    for item in value:
+        if isinstance(item, float) and item.is_integer():
+            item = int(item)
+        items.append(item if isinstance(item, str) else json.dumps(item)[:40])
+    return items
+
+
+def _said(answer: dict) -> str:
+    reason = answer.get("reason")
+    return reason[:200] if isinstance(reason, str) else ""
+
+
+class _Pass:
+    """What the three passes share: the trace event (its cost from the usage and the price table, as the
+    LLM reranker's) and the guard that keeps a failing pass from failing the recall."""
+
+    name: LLMPass
+
+    def __init__(self, prices: Prices | None = None) -> None:
+        self._prices: Mapping[str, Mapping[str, float]] = prices or {}
+
+    def _event(
+        self,
+        response: LLMResponse | None,
+        *,
+        applied: bool,
+        reason: str,
+        dropped: Sequence[str] = (),
+        model: str | None = None,
+    ) -> LLMPassRan:
+        cost = None
+        if response is not None:
+            cost = response.cost
+            if cost is None:
+                cost = cost_of(self._prices, response.model, response.input_tokens, response.output_tokens)
+        return LLMPassRan(
+            llm_pass=self.name,
+            model=response.model if response is not None else model,
+            applied=applied,
+            dropped=tuple(dropped),
+            reason=reason,
+            prompt_tokens=response.input_tokens if response is not None else None,
+            completion_tokens=response.output_tokens if response is not None else None,
+            cost=cost,
+        )
+
+    def _guarded(
+        self,
+        request: RecallRequest,
+        candidates: tuple[Candidate, ...],
+        context: str | None,
+        run: Callable[[], StageOutput],
+    ) -> StageOutput:
+        try:
+            return run()
+        except ClientInputNeeded:
+            raise  # the client answers in the next round
+        except Exception as exc:  # a surprise in an optional pass costs the pass, never the recall
+            log.exception("LLM pass %s failed", self.name)
+            reason = f"the pass failed ({short_reason(exc)}); {_KEPT}"
+            model = request.llm.name if request.llm is not None else None
+            return StageOutput(
+                candidates, (self._event(None, applied=False, reason=reason, model=model),), context
+            )
 
 
 # -- context selection -----------------------------------------------------------------------------
@@ -124,39 +185,38 @@ def selection_prompt(query: str, shown: Sequence[Candidate]) -> str:
     )
 
 
-class ContextSelectionStage:
-    name = "context_selection"
+class ContextSelectionStage(_Pass):
+    name: LLMPass = "context_selection"
 
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
+        return self._guarded(request, candidates, None, lambda: self._run(request, candidates))
+
+    def _run(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
         shown = [c for c in candidates if c.source == "direct"][:MAX_SHOWN]
         if request.llm is None or not shown:
             why = "no language model for this recall" if request.llm is None else "no candidates"
-            return StageOutput(candidates, (_event("context_selection", None, applied=False, reason=why),))
+            return StageOutput(candidates, (self._event(None, applied=False, reason=why),))
         question = LLMRequest(
             "context_selection", SELECTION_SYSTEM, selection_prompt(request.query, shown), max_tokens=400
         )
         answer, response, failed = _ask(request.llm, question)
         if answer is None:
-            event = _event(
-                "context_selection", response, applied=False, reason=failed, model=request.llm.name
-            )
+            event = self._event(response, applied=False, reason=failed, model=request.llm.name)
             return StageOutput(candidates, (event,))
-        named = set(_string_list(answer, "drop"))
-        episodes = set(_string_list(answer, "drop_episodes"))
-        ids = {c.id for c in shown if c.id in named or (c.memory.episode_id or "") in episodes}
-        unknown = len(named - {c.id for c in shown})
-        said = str(answer.get("reason", ""))[:200]
-        reason = f"left out by the language model's context selection: {said}".rstrip(": ")
-        note = f"dropped {len(ids)} of {len(shown)} shown" + (
+        named = set(_items(answer, "drop"))
+        shown_episodes = {c.memory.episode_id for c in shown if c.memory.episode_id is not None}
+        episodes = set(_items(answer, "drop_episodes")) & shown_episodes
+        # A whole episode goes: every candidate of it, shown or not.
+        ids = {c.id for c in shown if c.id in named} | {
+            c.id for c in candidates if c.memory.episode_id is not None and c.memory.episode_id in episodes
+        }
+        unknown = len(named - {c.id for c in shown}) + len(set(_items(answer, "drop_episodes")) - episodes)
+        reason = f"left out by the language model's context selection: {_said(answer)}".rstrip(": ")
+        note = f"dropped {len(ids)} of {len(candidates)} candidates ({len(shown)} shown)" + (
             f"; ignored {unknown} unknown ids" if unknown else ""
         )
-        event = _event(
-            "context_selection",
-            response,
-            applied=bool(ids),
-            reason=note,
-            dropped=sorted(ids),
-            model=request.llm.name,
+        event = self._event(
+            response, applied=bool(ids), reason=note, dropped=sorted(ids), model=request.llm.name
         )
         return StageOutput(drop(candidates, ids, reason) if ids else candidates, (event,))
 
@@ -164,24 +224,31 @@ class ContextSelectionStage:
 # -- fact selection ----------------------------------------------------------------------------------
 
 
-class FactSelectionStage:
+def _position(item: str) -> str:
+    """An entry as the model may write it: 2, "2" or "[2]"."""
+    return item.strip().removeprefix("[").removesuffix("]").strip()
+
+
+class FactSelectionStage(_Pass):
     """Runs after ``assembly``; assembles again through it, without the entries the model trimmed."""
 
-    name = "fact_selection"
+    name: LLMPass = "fact_selection"
     reads_context = True  # the pipeline hands it the assembled context
 
-    def __init__(self, assembly: AssemblyStage) -> None:
+    def __init__(self, assembly: AssemblyStage, prices: Prices | None = None) -> None:
+        super().__init__(prices)
         self._assembly = assembly
 
     def __call__(
         self, request: RecallRequest, candidates: tuple[Candidate, ...], context: str
     ) -> StageOutput:
+        return self._guarded(request, candidates, context, lambda: self._run(request, candidates, context))
+
+    def _run(self, request: RecallRequest, candidates: tuple[Candidate, ...], context: str) -> StageOutput:
         placed = sorted((c for c in candidates if c.in_context), key=lambda c: c.context_position or 0)
         if request.llm is None or not placed:
             why = "no language model for this recall" if request.llm is None else "nothing in the context"
-            return StageOutput(
-                candidates, (_event("fact_selection", None, applied=False, reason=why),), context
-            )
+            return StageOutput(candidates, (self._event(None, applied=False, reason=why),), context)
         question = LLMRequest(
             "fact_selection",
             SELECTION_SYSTEM,
@@ -193,62 +260,74 @@ class FactSelectionStage:
         )
         answer, response, failed = _ask(request.llm, question)
         if answer is None:
-            event = _event("fact_selection", response, applied=False, reason=failed, model=request.llm.name)
+            event = self._event(response, applied=False, reason=failed, model=request.llm.name)
             return StageOutput(candidates, (event,), context)
         by_position = {str(c.context_position): c.id for c in placed}
-        named = _string_list(answer, "drop")
+        named = [_position(item) for item in _items(answer, "drop")]
         ids = {by_position[n] for n in named if n in by_position}
         unknown = sum(1 for n in named if n not in by_position)
         note = f"trimmed {len(ids)} of {len(placed)} entries" + (
             f"; ignored {unknown} unknown entries" if unknown else ""
         )
         if not ids:
-            event = _event("fact_selection", response, applied=False, reason=note, model=request.llm.name)
+            event = self._event(response, applied=False, reason=note, model=request.llm.name)
             return StageOutput(candidates, (event,), context)
-        said = str(answer.get("reason", ""))[:200]
-        reason = f"trimmed by the language model's fact selection: {said}".rstrip(": ")
+        reason = f"trimmed by the language model's fact selection: {_said(answer)}".rstrip(": ")
         trimmed = drop(candidates, ids, reason)  # the entries named, and the siblings they brought
         # Assemble again from what was placed, less what was trimmed: nothing that was left out comes in.
         again = self._assembly(request, tuple(c for c in trimmed if c.in_context and c.dropped is None))
         redone = {c.id: c for c in again.candidates}
-        marked = tuple(
-            redone[c.id]
-            if c.id in redone
-            else replace(c, in_context=False, context_position=None, exclusion_reason=c.dropped)
-            if c.in_context
-            else c
-            for c in trimmed
+        marked = tuple(_after_trim(c, redone, ids) for c in trimmed)
+        event = self._event(response, applied=True, reason=note, dropped=sorted(ids), model=request.llm.name)
+        return StageOutput(marked, (*again.events, event), again.context)
+
+
+def _after_trim(candidate: Candidate, redone: Mapping[str, Candidate], trimmed: set[str]) -> Candidate:
+    """A candidate after the context was assembled again without the ``trimmed`` entries."""
+    if candidate.id in redone:
+        return redone[candidate.id]
+    if candidate.in_context:  # trimmed, or a sibling a trimmed entry brought
+        return replace(candidate, in_context=False, context_position=None, exclusion_reason=candidate.dropped)
+    reason = candidate.exclusion_reason or ""
+    twin = next((i for i in trimmed if reason.startswith(f"a near-duplicate of {i}, ")), None)
+    if twin is not None:  # it was folded into an entry that is no longer there
+        return replace(
+            candidate,
+            exclusion_reason=f"a near-duplicate of {twin}, which the language model's fact selection trimmed",
         )
-        event = _event(
-            "fact_selection", response, applied=True, reason=note, dropped=sorted(ids), model=request.llm.name
-        )
-        return StageOutput(marked, (event,), again.context)
+    return candidate
 
 
 # -- cleanup -------------------------------------------------------------------------------------------
 
 
-def cleaned_context(retrieval_id: str, model: str, rewrite: str, positions: set[int]) -> str | None:
-    """The rewrite as quoted lines under its header; None when it cites none of ``positions``."""
-    cited = {int(n) for n in _CITATION.findall(rewrite)} & positions
+def cleaned_context(
+    retrieval_id: str, model: str, rewrite: str, placed: Mapping[int, Candidate]
+) -> str | None:
+    """The rewrite as quoted lines under its header (which names each cited memory); None when it cites
+    none of the ``placed`` entries."""
+    cited = sorted({int(n) for n in _CITATION.findall(rewrite)} & set(placed))
     lines = [line.rstrip() for line in escape_hidden(rewrite.strip()).splitlines()]
     if not cited or not any(lines):
         return None
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
-    return cleaned_preamble(retrieval_id, model, sorted(cited)) + quoted + "\n"
+    return cleaned_preamble(retrieval_id, model, [(n, placed[n]) for n in cited]) + quoted + "\n"
 
 
-class CleanupStage:
-    name = "cleanup"
+class CleanupStage(_Pass):
+    name: LLMPass = "cleanup"
     reads_context = True  # the pipeline hands it the assembled context
 
     def __call__(
         self, request: RecallRequest, candidates: tuple[Candidate, ...], context: str
     ) -> StageOutput:
-        positions = {c.context_position for c in candidates if c.in_context and c.context_position}
+        return self._guarded(request, candidates, context, lambda: self._run(request, candidates, context))
+
+    def _run(self, request: RecallRequest, candidates: tuple[Candidate, ...], context: str) -> StageOutput:
+        placed = {c.context_position: c for c in candidates if c.in_context and c.context_position}
         if request.llm is None or not context:
             why = "no language model for this recall" if request.llm is None else "the context is empty"
-            return StageOutput(candidates, (_event("cleanup", None, applied=False, reason=why),), context)
+            return StageOutput(candidates, (self._event(None, applied=False, reason=why),), context)
         body = _body(request, context)
         question = LLMRequest(
             "cleanup",
@@ -261,33 +340,34 @@ class CleanupStage:
         answer, response, failed = _ask(request.llm, question)
         rewrite = answer.get("context") if answer is not None else None
         if not isinstance(rewrite, str):
-            why = failed or 'the answer has no "context" text; kept the assembled context'
-            event = _event("cleanup", response, applied=False, reason=why, model=request.llm.name)
+            why = failed or f'the answer has no "context" text; {_KEPT}'
+            event = self._event(response, applied=False, reason=why, model=request.llm.name)
             return StageOutput(candidates, (event,), context)
         model = response.model if response is not None else request.llm.name
-        cleaned = cleaned_context(request.retrieval_id, model, rewrite, positions)
+        cleaned = cleaned_context(request.retrieval_id, model, rewrite, placed)
         if cleaned is None:
-            why = "the rewrite cites no memory of the context; kept the assembled context"
+            why = f"the rewrite cites no memory of the context; {_KEPT}"
         elif len(cleaned) > request.char_budget:
             why = (
-                f"the rewrite ({len(cleaned)} chars) does not fit char_budget={request.char_budget}; "
-                "kept the assembled context"
+                f"the rewrite ({len(cleaned)} chars) does not fit char_budget={request.char_budget}; {_KEPT}"
             )
         else:
-            event = _event(
-                "cleanup", response, applied=True, reason=f"rewrote {len(context)} chars as {len(cleaned)}"
+            event = self._event(
+                response, applied=True, reason=f"rewrote {len(context)} chars as {len(cleaned)}"
             )
             return StageOutput(candidates, (event,), cleaned)
-        event = _event("cleanup", response, applied=False, reason=why, model=request.llm.name)
+        event = self._event(response, applied=False, reason=why, model=request.llm.name)
         return StageOutput(candidates, (event,), context)
 
 
-def pass_stages(passes: Sequence[LLMPass], assembly: AssemblyStage) -> tuple[list, list]:
+def pass_stages(
+    passes: Sequence[LLMPass], assembly: AssemblyStage, prices: Prices | None = None
+) -> tuple[list[Any], list[Any]]:
     """The stages of the configured passes: those that run before assembly, and those after."""
-    before = [ContextSelectionStage()] if "context_selection" in passes else []
-    after: list = []
+    before: list[Any] = [ContextSelectionStage(prices)] if "context_selection" in passes else []
+    after: list[Any] = []
     if "fact_selection" in passes:
-        after.append(FactSelectionStage(assembly))
+        after.append(FactSelectionStage(assembly, prices))
     if "cleanup" in passes:
-        after.append(CleanupStage())
+        after.append(CleanupStage(prices))
     return before, after

@@ -230,6 +230,9 @@ class CreditedReport:
     session_id: str
     credit: MemoryCredit
     closeness: float
+    # Closeness from comparing the session's queries with this one; False for a session that recorded no
+    # query (its report counts for every query, and its named memories take the spec's step only).
+    by_query: bool = True
 
 
 def contextual_weight(
@@ -243,7 +246,8 @@ def contextual_weight(
         share = report.credit.share * report.closeness
         if share <= 0.0:
             continue
-        after = policy.step(weight, report.credit.score, share, named=report.credit.role in NAMED_ROLES)
+        named = report.by_query and report.credit.role in NAMED_ROLES
+        after = policy.step(weight, report.credit.score, share, named=named)
         steps.append(
             FeedbackStep(
                 report.session_id,

@@ -174,7 +174,7 @@ def build_stages(
         max_episodes=options.max_episodes,
         fold_threshold=options.fold_threshold,
     )
-    before, after = pass_stages(options.llm_passes, assembly)
+    before, after = pass_stages(options.llm_passes, assembly, options.llm_prices)
     return [*stages, *before, assembly, *after]
 
 

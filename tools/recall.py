@@ -368,9 +368,18 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
         return None
     floor = result.trace.relevance_floor
     above = f" above the relevance floor ({floor:g})" if floor is not None else ""
+    left_out = sum(1 for c in result.candidates if c.dropped is not None and c.source == "direct")
+    by_passes = (
+        f"; the language model's context or fact selection left out {left_out} more" if left_out else ""
+    )
     if not result.in_context:
+        if left_out:
+            return f"nothing left in the context: the language model's context or fact selection left out all {left_out} memories that matched"
         return f"nothing relevant was found: no memory matched the query{above}"
-    return f"{direct} memor{'y' if direct == 1 else 'ies'} matched the query{above}, fewer than top_k={top_k}"
+    return (
+        f"{direct} memor{'y' if direct == 1 else 'ies'} matched the query{above}, fewer than top_k={top_k}"
+        + by_passes
+    )
 
 
 def text_of(out: RecallOutput) -> str:

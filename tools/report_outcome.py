@@ -270,7 +270,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         roles = [credit.role for credit in credits]
         detail = (
             f"session {session_id} reported: {roles.count('helpful')} helpful and {roles.count('misleading')} "
-            f"misleading memories moved a full step, {roles.count('context')} others of its contexts a share "
+            f"misleading memories moved a full step (for tasks as close as this one, to the top or bottom "
+            f"weight), {roles.count('context')} others of its contexts a share "
             "by their position"
         )
     return ReportOutcomeOutput(

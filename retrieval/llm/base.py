@@ -71,6 +71,10 @@ def parse_json_object(text: str) -> dict[str, Any]:
         value = json.loads(match.group(0))
     except json.JSONDecodeError as exc:
         raise LLMUnavailable(f"the LLM's JSON does not parse ({exc.msg}): {match.group(0)[:120]!r}") from None
+    except (ValueError, RecursionError) as exc:  # an integer too long to convert, nesting too deep
+        raise LLMUnavailable(
+            f"the LLM's JSON cannot be read ({type(exc).__name__}): {match.group(0)[:120]!r}"
+        ) from None
     if not isinstance(value, dict):
         raise LLMUnavailable("the LLM's JSON is not an object")
     return value

@@ -26,7 +26,7 @@ def world() -> reach.Conversation:
         ["D1"], [0.8, 0.6], [("x1", 0.9), ("x2", 0.8), ("x3", 0.7), ("x4", 0.6), ("x5", 0.5), ("m_a", 0.4)]
     )
     unrelated = asked(
-        ["D5"], [0.0, 1.0], [("m_b", 0.3), ("y1", 0.2), ("y2", 0.2), ("y3", 0.2), ("m_5", 0.25)]
+        ["D5"], [0.0, 1.0], [("y0", 0.5), ("y1", 0.45), ("y2", 0.4), ("y3", 0.35), ("m_5", 0.3), ("m_b", 0.1)]
     )
     turns = {"m_a": {"D1"}, "m_b": {"D9"}, "m_5": {"D5"}}
     return reach.Conversation(turns, train, [related, unrelated], ["related", "unrelated"])
@@ -36,8 +36,8 @@ def test_the_oracle_lifts_credited_evidence_and_the_blind_bound_lifts_every_cred
     conversation = world()
     # related: m_a (rank 6) to the top, R@5 0 -> 1; unrelated untouched by the oracle
     assert reach.change([conversation], reach.oracle) == {"related": 1.0, "unrelated": 0.0}
-    # blind: m_b also first for the unrelated question, m_5 stays within the top 5 (5 candidates)
-    assert reach.change([conversation], reach.blind) == {"related": 1.0, "unrelated": 0.0}
+    # blind: m_b also first for the unrelated question, which pushes its evidence m_5 (fifth) out of the top 5
+    assert reach.change([conversation], reach.blind) == {"related": 1.0, "unrelated": -1.0}
 
 
 def test_query_closeness_scales_the_boost():

@@ -529,3 +529,28 @@ def test_forget_by_tag_at_a_terminal_forgets_exactly_the_memories_it_showed(caps
     assert out.startswith("retracted 1 memories (1 memories tagged 'sec' retracted)") and shown["id"] in out
     left = as_json(capsys, db, "list", "--tag", "sec")
     assert [m["preview"] for m in left["memories"]] == ["Audit the firewall yearly"]
+
+
+def test_doctor_says_whether_the_configured_llm_stages_have_a_model_to_ask(capsys, db, monkeypatch):
+    checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
+    assert "llm" not in checks  # no stage needs a model
+    monkeypatch.setenv("MEMORIA_LLM_PASSES", "context_selection,cleanup")
+    monkeypatch.setenv("MEMORIA_GATE", "llm")
+    monkeypatch.delenv("COHERE_API_KEY", raising=False)
+    llm = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["llm"]
+    assert llm["status"] == "warn"
+    assert llm["detail"].startswith(
+        "the LLM gate, the context selection pass, the cleanup pass: only clients that offer MCP sampling"
+    )
+    assert "MEMORIA_OPENAI_BASE_URL" in llm["fix"]
+    monkeypatch.setenv("MEMORIA_LLM", "none")
+    llm = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["llm"]
+    assert llm["status"] == "warn" and "MEMORIA_LLM=none: they never ask a model" in llm["detail"]
+    monkeypatch.setenv("MEMORIA_LLM", "auto")
+    monkeypatch.setenv("MEMORIA_OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    monkeypatch.setenv("MEMORIA_OPENAI_MODEL", "llama3.2")
+    llm = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["llm"]
+    assert llm["status"] == "ok" and llm["detail"].endswith(
+        "the client's own model when it offers sampling, else the OpenAI-compatible endpoint "
+        "http://127.0.0.1:11434/v1"
+    )

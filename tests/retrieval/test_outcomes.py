@@ -168,14 +168,14 @@ def test_a_named_memory_moves_by_the_named_alpha_for_a_close_query():
     assert steps[0].moved == pytest.approx(0.75) and steps[1].moved == pytest.approx(-0.075)
 
 
+def test_a_named_memory_whose_closeness_no_query_measured_takes_the_spec_step():
+    unmeasured = CreditedReport("s", MemoryCredit("m", "helpful", 1.0, 1.0), 1.0, by_query=False)
+    assert contextual_weight([unmeasured], POLICY)[0] == pytest.approx(1.15)
+
+
 def test_a_named_alpha_at_the_spec_step_moves_a_named_memory_like_any_other():
     gentle = WeightPolicy(alpha=0.2, low=0.25, high=1.75, named_alpha=0.2)
     assert contextual_weight([report(1.0, 1.0, 1.0, role="helpful")], gentle)[0] == pytest.approx(1.15)
-
-
-def test_the_global_replay_keeps_the_spec_alpha_for_named_memories():
-    # replay_credits is the global weight: alpha 0.2 whatever the role
-    assert POLICY.replay_credits([(1.0, 1.0)]) == pytest.approx(1.15)
 
 
 def test_an_immutable_memory_never_drops_below_neutral():

@@ -127,12 +127,21 @@ async def test_the_llm_passes_at_assembly_run_on_the_endpoint_and_explain_shows_
             recalled = await call(client, "recall", {"query": "where do billing invoices live in postgres"})
             explained = await call(client, "explain_ranking", {"retrieval_id": recalled["retrieval_id"]})
     assert [m["id"] for m in recalled["memories"]] == [invoices["id"]]
-    assert "rewritten for this task by a language model (llama3.2) from memories [1]" in recalled["context"]
+    assert (
+        f"rewritten for this task by a language model (llama3.2) from memories [1] {invoices['id']}. "
+        in recalled["context"]
+    )
     assert recalled["context"].endswith("> Invoices live in Postgres [1].\n")
     stages = {stage["stage"]: stage["events"] for stage in explained["stages"]}
     assert list(stages)[-4:] == ["context_selection", "assembly", "fact_selection", "cleanup"]
     assert [(e["applied"], e["dropped"]) for e in stages["context_selection"]] == [(True, [lunch["id"]])]
-    assert [(e["applied"], e["dropped"]) for e in stages["fact_selection"]] == [(True, [port["id"]])]
+    # fact selection assembled the context again: its event, then the pass's
+    assert [e["event"] for e in stages["fact_selection"]] == ["ContextAssembled", "LLMPassRan"]
+    assert stages["fact_selection"][0]["included"] == 1
+    assert (stages["fact_selection"][1]["applied"], stages["fact_selection"][1]["dropped"]) == (
+        True,
+        [port["id"]],
+    )
     assert [e["applied"] for e in stages["cleanup"]] == [True]
     assert stages["cleanup"][0]["prompt_tokens"] == 31
     by_id = {c["id"]: c for c in explained["candidates"]}
