@@ -22,9 +22,10 @@ import shutil
 import sys
 import webbrowser
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -35,6 +36,9 @@ from server.arguments import friendly_validation_message
 from server.config import Settings, default_data_dir
 from storage.records import Scope
 from tools.common import Caller, Runtime, ToolFailure
+
+if TYPE_CHECKING:
+    from retrieval.llm.base import LanguageModel
 
 Model = TypeVar("Model", bound=BaseModel)
 log = logging.getLogger("memoria")
@@ -156,6 +160,16 @@ def call(
     return anyio.run(handler, arguments, runtime, caller)
 
 
+def configured_model(settings: Settings) -> LanguageModel | None:
+    """The language model a command's recall asks (the gate, iterative retrieval, the LLM reranker, the LLM
+    passes): an OpenAI-compatible endpoint or Cohere chat, as the server gives a client that cannot sample."""
+    if settings.llm == "none" or (not settings.openai_base_url and settings.cohere_api_key is None):
+        return None  # nothing to ask (and the MCP SDK the bridge imports stays out of the command)
+    from server.llm_bridge import LLMChooser
+
+    return LLMChooser(settings).background()
+
+
 def caller_for(args: argparse.Namespace, *, agent: str = CLI_AGENT) -> Caller:
     session = getattr(args, "session", None) or f"{CLI_SESSION_PREFIX}{secrets.token_hex(6)}"
     return Caller(agent_id=getattr(args, "agent", None) or agent, session_id=session)
@@ -245,6 +259,7 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
             agent_id=args.agent or CLI_AGENT,
             session_id=args.session
             or current_session(runtime, args, args.agent or CLI_AGENT, new=args.new_session),
+            llm=configured_model(settings),
         )
         result = call(
             recall.handle,
@@ -314,7 +329,7 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
                 **scope_of(args),
             },
             runtime,
-            caller_for(args),
+            replace(caller_for(args), llm=configured_model(settings)),
             "explain_ranking",
         )
     head = key_values(
@@ -325,6 +340,12 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
             ("weighting", "on" if result.weighting_enabled else "off (A/B control)"),
             *((f"backend: {name}", value) for name, value in result.backends.items()),
             ("stages (ms)", ", ".join(f"{s.stage} {s.elapsed_ms:.1f}" for s in result.stages)),
+            *(
+                (f"llm pass: {e['llm_pass']}", _pass_summary(e))
+                for s in result.stages
+                for e in s.events
+                if e.get("event") == "LLMPassRan"
+            ),
         ]
     )
     if result.gated:
@@ -368,6 +389,18 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
     )
     notes = "\n".join(f"note: {note}" for note in result.notes)
     return emit(args, result, "\n\n".join(part for part in (head, body or "no candidates.", notes) if part))
+
+
+def _pass_summary(event: dict[str, Any]) -> str:
+    """One LLM pass at assembly, as `memoria explain` prints it."""
+    usage = (
+        f"; {event['prompt_tokens']} + {event['completion_tokens']} tokens"
+        if event.get("prompt_tokens") is not None
+        else ""
+    )
+    cost = f", ${event['cost']:.6f}" if event.get("cost") is not None else ""
+    model = f" ({event['model']}{usage}{cost})" if event.get("model") else ""
+    return f"{'applied' if event['applied'] else 'not applied'}: {event['reason']}{model}"
 
 
 def outcome_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -268,16 +268,23 @@ def _llm_stages(settings: Settings) -> list[Check]:
                 "llama.cpp server) or COHERE_API_KEY, or leave these stages off",
             )
         ]
-    endpoint = (
-        f"the OpenAI-compatible endpoint {settings.openai_base_url}"
-        if settings.llm in ("auto", "openai") and settings.openai_base_url
-        else "Cohere chat"
-        if settings.llm in ("auto", "cohere") and settings.cohere_api_key is not None
-        else None
-    )
-    if endpoint is not None:
-        sampling = "the client's own model when it offers sampling, else " if settings.llm == "auto" else ""
+    sampling = "the client's own model when it offers sampling, else " if settings.llm == "auto" else ""
+    if settings.llm in ("auto", "openai") and settings.openai_base_url:
+        endpoint = f"{settings.openai_model} at the OpenAI-compatible endpoint {settings.openai_base_url}"
+        failure = _unreachable(settings.openai_base_url)
+        if failure is not None:
+            return [
+                Check(
+                    "llm",
+                    "warn",
+                    f"{stages}: {sampling}{endpoint}, which does not answer ({failure}); until it does they "
+                    "keep their local form",
+                    "start the model server (e.g. `ollama serve`) or fix MEMORIA_OPENAI_BASE_URL",
+                )
+            ]
         return [Check("llm", "ok", f"{stages}: {sampling}{endpoint}")]
+    if settings.llm in ("auto", "cohere") and settings.cohere_api_key is not None:
+        return [Check("llm", "ok", f"{stages}: {sampling}Cohere chat ({settings.cohere_chat_model})")]
     if settings.llm in ("auto", "sampling"):
         return [
             Check(
@@ -299,6 +306,24 @@ def _llm_stages(settings: Settings) -> list[Check]:
             else "set COHERE_API_KEY",
         )
     ]
+
+
+def _unreachable(base_url: str, timeout: float = 3.0) -> str | None:
+    """Why the endpoint does not answer, or None when it does (any HTTP answer counts: a server that says
+    401 or 404 to ``GET /models`` is there)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(base_url.rstrip("/") + "/models", timeout=timeout):
+            return None
+    except urllib.error.HTTPError:
+        return None
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        return short_reason(reason) if isinstance(reason, BaseException) else str(reason)
+    except OSError as exc:  # a timeout while reading, a reset connection
+        return short_reason(exc)
 
 
 def _http_credentials(settings: Settings) -> list[Check]:

@@ -15,7 +15,9 @@ Every pass asks the request's language model, the same bridge as the LLM reranke
 MCP sampling, an OpenAI-compatible endpoint, Cohere chat). When there is no model, the model fails, or
 its answer cannot be used (no JSON, unknown ids only, a rewrite that cites nothing or outgrows the
 budget), or the pass itself fails, the deterministic result stands and the trace (``LLMPassRan``) says
-why; only a question for the client (``ClientInputNeeded``, the 2026-07-28 flow) goes on up. What memories say
+why; only a question for the client (``ClientInputNeeded``, the 2026-07-28 flow) goes on up. A model
+that did not answer one pass of a recall is not asked the later ones (``Unanswered``): a recall waits out
+a dead endpoint's timeout once, not three times. What memories say
 reaches the model as JSON strings under a system prompt that calls them data, never instructions.
 """
 
@@ -24,6 +26,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
@@ -31,7 +35,6 @@ from typing import Any, Literal
 from retrieval.assembly import AssemblyStage, cleaned_preamble, preamble
 from retrieval.llm.base import (
     ClientInputNeeded,
-    LanguageModel,
     LLMRequest,
     LLMResponse,
     LLMUnavailable,
@@ -66,16 +69,25 @@ _CITATION = re.compile(r"\[(\d{1,6})\]")
 _KEPT = "kept the deterministic result"
 
 
-def _ask(llm: LanguageModel, request: LLMRequest) -> tuple[dict | None, LLMResponse | None, str]:
-    """The model's JSON answer, its response, and why there is none (an empty string when there is)."""
-    try:
-        response = llm.complete(request)
-    except LLMUnavailable as exc:
-        return None, None, f"the language model did not answer ({exc}); {_KEPT}"
-    try:
-        return parse_json_object(response.text), response, ""
-    except LLMUnavailable as exc:
-        return None, response, f"{exc}; {_KEPT}"
+class Unanswered:
+    """The recalls whose language model did not answer a pass (refused, failed, timed out), shared by the
+    passes of one pipeline: the later passes of that recall do not wait on it again. Bounded: the newest
+    ``keep`` recalls."""
+
+    def __init__(self, keep: int = 256) -> None:
+        self._reasons: OrderedDict[str, str] = OrderedDict()
+        self._keep = keep
+        self._lock = threading.Lock()
+
+    def note(self, retrieval_id: str, reason: str) -> None:
+        with self._lock:
+            self._reasons[retrieval_id] = reason
+            while len(self._reasons) > self._keep:
+                self._reasons.popitem(last=False)
+
+    def reason(self, retrieval_id: str) -> str | None:
+        with self._lock:
+            return self._reasons.get(retrieval_id)
 
 
 def _body(request: RecallRequest, context: str) -> str:
@@ -110,8 +122,32 @@ class _Pass:
 
     name: LLMPass
 
-    def __init__(self, prices: Prices | None = None) -> None:
+    def __init__(self, prices: Prices | None = None, unanswered: Unanswered | None = None) -> None:
         self._prices: Mapping[str, Mapping[str, float]] = prices or {}
+        self._unanswered = unanswered if unanswered is not None else Unanswered()
+
+    def _ask(
+        self, request: RecallRequest, question: LLMRequest
+    ) -> tuple[dict | None, LLMResponse | None, str]:
+        """The model's JSON answer, its response, and why there is none (an empty string when there is)."""
+        assert request.llm is not None
+        earlier = self._unanswered.reason(request.retrieval_id) if request.retrieval_id else None
+        if earlier is not None:
+            return (
+                None,
+                None,
+                f"not asked: the language model did not answer an earlier pass of this recall ({earlier}); {_KEPT}",
+            )
+        try:
+            response = request.llm.complete(question)
+        except LLMUnavailable as exc:
+            if request.retrieval_id:
+                self._unanswered.note(request.retrieval_id, str(exc)[:200])
+            return None, None, f"the language model did not answer ({exc}); {_KEPT}"
+        try:
+            return parse_json_object(response.text), response, ""
+        except LLMUnavailable as exc:
+            return None, response, f"{exc}; {_KEPT}"
 
     def _event(
         self,
@@ -125,8 +161,12 @@ class _Pass:
         cost = None
         if response is not None:
             cost = response.cost
+            # Priced by the name the endpoint answered with (often dated: "gpt-4o-mini-2024-07-18"), else
+            # by the one configured ("openai-chat:gpt-4o-mini" is the model "gpt-4o-mini").
+            names = [response.model, *((model, model.split(":", 1)[-1]) if model else ())]
+            priced = next((name for name in names if name in self._prices), response.model)
             if cost is None:
-                cost = cost_of(self._prices, response.model, response.input_tokens, response.output_tokens)
+                cost = cost_of(self._prices, priced, response.input_tokens, response.output_tokens)
         return LLMPassRan(
             llm_pass=self.name,
             model=response.model if response is not None else model,
@@ -199,7 +239,7 @@ class ContextSelectionStage(_Pass):
         question = LLMRequest(
             "context_selection", SELECTION_SYSTEM, selection_prompt(request.query, shown), max_tokens=400
         )
-        answer, response, failed = _ask(request.llm, question)
+        answer, response, failed = self._ask(request, question)
         if answer is None:
             event = self._event(response, applied=False, reason=failed, model=request.llm.name)
             return StageOutput(candidates, (event,))
@@ -235,8 +275,10 @@ class FactSelectionStage(_Pass):
     name: LLMPass = "fact_selection"
     reads_context = True  # the pipeline hands it the assembled context
 
-    def __init__(self, assembly: AssemblyStage, prices: Prices | None = None) -> None:
-        super().__init__(prices)
+    def __init__(
+        self, assembly: AssemblyStage, prices: Prices | None = None, unanswered: Unanswered | None = None
+    ) -> None:
+        super().__init__(prices, unanswered)
         self._assembly = assembly
 
     def __call__(
@@ -258,7 +300,7 @@ class FactSelectionStage(_Pass):
             '{"drop": [n, ...], "reason": "..."}',
             max_tokens=300,
         )
-        answer, response, failed = _ask(request.llm, question)
+        answer, response, failed = self._ask(request, question)
         if answer is None:
             event = self._event(response, applied=False, reason=failed, model=request.llm.name)
             return StageOutput(candidates, (event,), context)
@@ -337,7 +379,7 @@ class CleanupStage(_Pass):
             'Answer with JSON only: {"context": "the rewritten text, citing [n]"}',
             max_tokens=max(200, min(4000, len(body) // 3)),
         )
-        answer, response, failed = _ask(request.llm, question)
+        answer, response, failed = self._ask(request, question)
         rewrite = answer.get("context") if answer is not None else None
         if not isinstance(rewrite, str):
             why = failed or f'the answer has no "context" text; {_KEPT}'
@@ -353,7 +395,10 @@ class CleanupStage(_Pass):
             )
         else:
             event = self._event(
-                response, applied=True, reason=f"rewrote {len(context)} chars as {len(cleaned)}"
+                response,
+                applied=True,
+                reason=f"rewrote {len(context)} chars as {len(cleaned)}",
+                model=request.llm.name,
             )
             return StageOutput(candidates, (event,), cleaned)
         event = self._event(response, applied=False, reason=why, model=request.llm.name)
@@ -364,10 +409,11 @@ def pass_stages(
     passes: Sequence[LLMPass], assembly: AssemblyStage, prices: Prices | None = None
 ) -> tuple[list[Any], list[Any]]:
     """The stages of the configured passes: those that run before assembly, and those after."""
-    before: list[Any] = [ContextSelectionStage(prices)] if "context_selection" in passes else []
+    unanswered = Unanswered()  # a recall whose model did not answer one pass is not made to wait again
+    before: list[Any] = [ContextSelectionStage(prices, unanswered)] if "context_selection" in passes else []
     after: list[Any] = []
     if "fact_selection" in passes:
-        after.append(FactSelectionStage(assembly, prices))
+        after.append(FactSelectionStage(assembly, prices, unanswered))
     if "cleanup" in passes:
-        after.append(CleanupStage(prices))
+        after.append(CleanupStage(prices, unanswered))
     return before, after

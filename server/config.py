@@ -298,6 +298,20 @@ class Settings(BaseModel):
             raise ValueError(f"must be greater than feedback_min_weight ({low}), but got {value}")
         return value
 
+    @field_validator("llm_passes", mode="before")
+    @classmethod
+    def _known_passes(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            unknown = [
+                name for name in value if name not in ("context_selection", "fact_selection", "cleanup")
+            ]
+            if unknown:
+                raise ValueError(
+                    f"unknown pass {', '.join(map(repr, unknown))}: the passes are context_selection, "
+                    "fact_selection and cleanup, comma-separated or as a JSON list"
+                )
+        return value
+
     @field_validator("feedback_closeness")
     @classmethod
     def _closeness_range(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
@@ -383,7 +397,7 @@ class Settings(BaseModel):
                     continue
                 field_name = str(error["loc"][0])
                 variable = ENVIRONMENT.get(field_name, field_name)
-                problems.append(f"{variable}: {error['msg']}")
+                problems.append(f"{variable}: {str(error['msg']).removeprefix('Value error, ')}")
             raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
 
 

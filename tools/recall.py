@@ -388,7 +388,10 @@ def text_of(out: RecallOutput) -> str:
     list is in the structured content only, so no memory's text is sent twice."""
     if out.gated:
         return f"No memory needed ({out.gate_reason or 'nothing to look up'}); retrieval {out.retrieval_id}."
-    parts = [out.context.rstrip() or f"Nothing relevant was found (retrieval {out.retrieval_id})."]
+    empty = f"Nothing relevant was found (retrieval {out.retrieval_id})."
+    if not out.context and out.note and not out.note.startswith("nothing relevant was found"):
+        empty = f"{out.note[0].upper()}{out.note[1:]} (retrieval {out.retrieval_id})."  # the LLM passes left it empty
+    parts = [out.context.rstrip() or empty]
     if out.note and out.context:
         parts.append(out.note)
     parts += [f"Warning: {warning}" for warning in out.warnings]

@@ -268,10 +268,14 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     else:
         status = "applied"
         roles = [credit.role for credit in credits]
+        closeness_note = (
+            " (for tasks as close as this session's, to the top or bottom weight)"
+            if queries
+            else " (the session recalled nothing, so its report counts for every task, by that step only)"
+        )
         detail = (
             f"session {session_id} reported: {roles.count('helpful')} helpful and {roles.count('misleading')} "
-            f"misleading memories moved a full step (for tasks as close as this one, to the top or bottom "
-            f"weight), {roles.count('context')} others of its contexts a share "
+            f"misleading memories moved a full step{closeness_note}, {roles.count('context')} others of its contexts a share "
             "by their position"
         )
     return ReportOutcomeOutput(

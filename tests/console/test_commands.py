@@ -532,6 +532,10 @@ def test_forget_by_tag_at_a_terminal_forgets_exactly_the_memories_it_showed(caps
 
 
 def test_doctor_says_whether_the_configured_llm_stages_have_a_model_to_ask(capsys, db, monkeypatch):
+    import socket
+
+    from tests.openai_standin import chat_standin
+
     checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
     assert "llm" not in checks  # no stage needs a model
     monkeypatch.setenv("MEMORIA_LLM_PASSES", "context_selection,cleanup")
@@ -547,10 +551,40 @@ def test_doctor_says_whether_the_configured_llm_stages_have_a_model_to_ask(capsy
     llm = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["llm"]
     assert llm["status"] == "warn" and "MEMORIA_LLM=none: they never ask a model" in llm["detail"]
     monkeypatch.setenv("MEMORIA_LLM", "auto")
-    monkeypatch.setenv("MEMORIA_OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
     monkeypatch.setenv("MEMORIA_OPENAI_MODEL", "llama3.2")
-    llm = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["llm"]
+    with chat_standin() as endpoint:  # it answers GET /models with 404: a server is there
+        monkeypatch.setenv("MEMORIA_OPENAI_BASE_URL", endpoint.url)
+        llm = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["llm"]
     assert llm["status"] == "ok" and llm["detail"].endswith(
-        "the client's own model when it offers sampling, else the OpenAI-compatible endpoint "
-        "http://127.0.0.1:11434/v1"
+        f"the client's own model when it offers sampling, else llama3.2 at the OpenAI-compatible endpoint {endpoint.url}"
     )
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    monkeypatch.setenv("MEMORIA_OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    llm = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["llm"]
+    assert llm["status"] == "warn" and "which does not answer (ConnectionRefusedError" in llm["detail"]
+    assert llm["fix"].startswith("start the model server")
+
+
+def test_recall_and_explain_from_the_command_line_ask_the_configured_endpoint(capsys, db, monkeypatch):
+    from tests.openai_standin import chat_standin
+
+    as_json(capsys, db, "remember", "Billing invoices live in Postgres")
+    with chat_standin() as endpoint:
+        endpoint.answer = lambda system, prompt: json.dumps({"context": "Invoices: Postgres [1]."})
+        monkeypatch.setenv("MEMORIA_OPENAI_BASE_URL", endpoint.url)
+        monkeypatch.setenv("MEMORIA_OPENAI_MODEL", "llama3.2")
+        monkeypatch.setenv("MEMORIA_LLM_PASSES", "cleanup")
+        recalled = as_json(capsys, db, "recall", "where do billing invoices live")
+        explained = as_json(capsys, db, "explain", "--query", "where do billing invoices live")
+    assert recalled["context"].endswith("> Invoices: Postgres [1].\n")
+    assert len(endpoint.requests) == 2 and {r["body"]["model"] for r in endpoint.requests} == {"llama3.2"}
+    (cleanup,) = [stage for stage in explained["stages"] if stage["stage"] == "cleanup"]
+    assert cleanup["events"][0]["applied"] is True
+    with chat_standin() as endpoint:  # the table says what each pass did
+        endpoint.answer = lambda system, prompt: json.dumps({"context": "Invoices: Postgres [1]."})
+        monkeypatch.setenv("MEMORIA_OPENAI_BASE_URL", endpoint.url)
+        _, printed, _ = memoria(capsys, db, "explain", "--query", "where do billing invoices live")
+    assert "llm pass: cleanup" in printed and "applied: rewrote" in printed
+    assert "(llama3.2; 31 + 9 tokens)" in printed

@@ -232,7 +232,9 @@ def test_a_session_without_queries_moves_its_named_memories_by_the_spec_step_onl
     # named_alpha 1.0) it moves a memory by alpha 0.2: 1.15 helpful, 0.85 misleading, never 1.75 or 0.25.
     helpful = outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, None)], queries=())
     index = index_over(Reports([helpful]), policy=WeightPolicy())
-    assert weight_for(index, "far") == pytest.approx(1.15) and weight_for(index, "deploy") == pytest.approx(1.15)
+    assert weight_for(index, "far") == pytest.approx(1.15) and weight_for(index, "deploy") == pytest.approx(
+        1.15
+    )
     misleading = outcome("s1", [MemoryCredit("m", "misleading", 1.0, 0.0, None)], queries=())
     assert weight_for(index_over(Reports([misleading]), policy=WeightPolicy()), "far") == pytest.approx(0.85)
 

@@ -311,3 +311,34 @@ def test_the_cost_of_a_pass_comes_from_the_price_table_when_the_model_gives_none
     event = only_event(ContextSelectionStage(prices)(request(llm), ALL))
     assert event.cost == pytest.approx((10 * 1.0 + 5 * 2.0) / 1_000_000)
     assert only_event(ContextSelectionStage()(request(llm), ALL)).cost is None
+
+    # an endpoint that answers with a dated name is priced by the model configured
+    class Configured(ScriptedLLM):
+        @property
+        def name(self) -> str:
+            return "openai-chat:llama3.2"
+
+    configured = Configured({"context_selection": ['{"drop": []}']}, model="llama3.2-2026-01")
+    event = only_event(
+        ContextSelectionStage({"llama3.2": {"input": 1.0, "output": 2.0}})(request(configured), ALL)
+    )
+    assert event.model == "llama3.2-2026-01" and event.cost == pytest.approx(20 / 1_000_000)
+
+
+def test_a_model_that_did_not_answer_one_pass_is_not_asked_again_in_the_same_recall():
+    llm = ScriptedLLM({})  # every question: "no scripted answer"
+    assembly = AssemblyStage()
+    (selection,), (facts, cleanup) = pass_stages(("context_selection", "fact_selection", "cleanup"), assembly)
+    req = request(llm)
+    selected = selection(req, ALL)
+    first = assembly(req, selected.candidates)
+    trimmed = facts(req, first.candidates, first.context)
+    cleaned = cleanup(req, trimmed.candidates, trimmed.context)
+    assert [q.purpose for q in llm.asked] == ["context_selection"]
+    assert only_event(cleaned).reason.startswith(
+        "not asked: the language model did not answer an earlier pass of this recall (no scripted answer"
+    )
+    assert cleaned.context == first.context
+    # another recall asks again
+    selection(replace(req, retrieval_id="ret_2"), ALL)
+    assert [q.purpose for q in llm.asked] == ["context_selection", "context_selection"]

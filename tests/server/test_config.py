@@ -131,5 +131,5 @@ def test_the_llm_passes_are_named_in_a_list_and_an_unknown_one_is_refused():
     assert named.llm_passes == ["context_selection", "cleanup"]
     as_json = Settings.from_env({"MEMORIA_LLM_PASSES": '["fact_selection"]'}, db_uri="/tmp/x")
     assert as_json.llm_passes == ["fact_selection"]
-    with pytest.raises(ConfigError, match="MEMORIA_LLM_PASSES"):
-        Settings.from_env({"MEMORIA_LLM_PASSES": "summarise"}, db_uri="/tmp/x")
+    with pytest.raises(ConfigError, match="MEMORIA_LLM_PASSES: unknown pass 'summarise': the passes are"):
+        Settings.from_env({"MEMORIA_LLM_PASSES": "cleanup, summarise"}, db_uri="/tmp/x")

@@ -173,3 +173,27 @@ async def test_the_llm_passes_keep_the_deterministic_context_when_the_endpoint_f
     ]
     assert [e["applied"] for e in events] == [False, False]
     assert all("HTTP 503" in e["reason"] for e in events)
+
+
+async def test_when_context_selection_leaves_nothing_the_agent_reads_why(tmp_path):
+    def drop_all(system: str, prompt: str) -> str:
+        shown = json.loads(prompt.split("as JSON:\n", 1)[1].split("\nWhich memories", 1)[0])
+        return json.dumps({"drop": [entry["id"] for entry in shown], "reason": "none of these"})
+
+    with chat_standin() as endpoint:
+        endpoint.answer = drop_all
+        settings = settings_for(
+            tmp_path / "db",
+            llm="openai",
+            openai_base_url=endpoint.url,
+            openai_model="llama3.2",
+            llm_passes=["context_selection"],
+        )
+        async with connected(server_with(settings)) as client:
+            await call(client, "remember", {"content": "Billing invoices live in Postgres"})
+            result = await client.call_tool("recall", {"query": "where do billing invoices live"})
+    text = result.content[0].text
+    assert text.startswith(
+        "Nothing left in the context: the language model's context or fact selection left out all 1"
+    )
+    assert result.structured_content["memories"] == []

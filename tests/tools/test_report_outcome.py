@@ -426,3 +426,16 @@ def test_a_direct_match_is_credited_by_its_faded_score_and_a_sibling_by_its_prop
     assert unweighted_score(traced_before_decay) == pytest.approx(0.7)
     sibling = {"source": "sibling", "scores": {"relevance": 0.0, "final": 0.2, "feedback_weight": 0.8}}
     assert unweighted_score(sibling) == pytest.approx(0.25)  # 0.2 / min(1, 0.8)
+
+
+def test_a_report_of_a_session_that_recalled_nothing_says_it_counts_everywhere_by_the_spec_step(runtime):
+    memory = remember(RememberInput(content="the deploy runs on fridays"), runtime, Caller("a", "ses_w")).id
+    out = report_outcome(
+        ReportOutcomeInput(outcome="failure", misleading_ids=[memory]),
+        runtime,
+        Caller("b", "ses_never_recalled"),
+    )
+    assert (
+        "the session recalled nothing, so its report counts for every task, by that step only" in out.detail
+    )
+    assert [(u.weight_before, u.weight_after) for u in out.updated] == [(1.0, pytest.approx(0.85))]
