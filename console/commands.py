@@ -163,7 +163,9 @@ def call(
 def configured_model(settings: Settings) -> LanguageModel | None:
     """The language model a command's recall asks (the gate, iterative retrieval, the LLM reranker, the LLM
     passes): an OpenAI-compatible endpoint or Cohere chat, as the server gives a client that cannot sample."""
-    if settings.llm == "none" or (not settings.openai_base_url and settings.cohere_api_key is None):
+    endpoint = settings.llm in ("auto", "openai") and bool(settings.openai_base_url)
+    cohere = settings.llm in ("auto", "cohere") and settings.cohere_api_key is not None
+    if not (endpoint or cohere):
         return None  # nothing to ask (and the MCP SDK the bridge imports stays out of the command)
     from server.llm_bridge import LLMChooser
 
@@ -286,7 +288,12 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
     if result.gated:
         readable = f"memory was not searched: {result.gate_reason}"
     elif not result.memories:
-        readable = "nothing relevant in memory yet."
+        # the language model's passes may have emptied the context: the note says so
+        readable = (
+            result.note
+            if result.note and "language model" in result.note
+            else "nothing relevant in memory yet."
+        )
     else:
         readable = table(
             ["#", "score", "id", "kind", "agent", "date", "memory"],

@@ -309,20 +309,21 @@ def _llm_stages(settings: Settings) -> list[Check]:
 
 
 def _unreachable(base_url: str, timeout: float = 3.0) -> str | None:
-    """Why the endpoint does not answer, or None when it does (any HTTP answer counts: a server that says
-    401 or 404 to ``GET /models`` is there)."""
+    """Why the endpoint does not answer, or None when it does (any HTTP answer counts, a 401 or 404 to
+    ``GET /models`` too: a server is there; but a gateway's 502, 503 or 504 says the one behind it is not)."""
+    import http.client
     import urllib.error
     import urllib.request
 
     try:
         with urllib.request.urlopen(base_url.rstrip("/") + "/models", timeout=timeout):
             return None
-    except urllib.error.HTTPError:
-        return None
+    except urllib.error.HTTPError as exc:
+        return f"HTTP {exc.code} from a gateway" if exc.code in (502, 503, 504) else None
     except urllib.error.URLError as exc:
         reason = exc.reason
         return short_reason(reason) if isinstance(reason, BaseException) else str(reason)
-    except OSError as exc:  # a timeout while reading, a reset connection
+    except (OSError, ValueError, http.client.HTTPException) as exc:  # a timeout, a reset, a malformed URL
         return short_reason(exc)
 
 

@@ -319,13 +319,15 @@ class FactSelectionStage(_Pass):
         # Assemble again from what was placed, less what was trimmed: nothing that was left out comes in.
         again = self._assembly(request, tuple(c for c in trimmed if c.in_context and c.dropped is None))
         redone = {c.id: c for c in again.candidates}
-        marked = tuple(_after_trim(c, redone, ids) for c in trimmed)
+        gone = {c.id for c in trimmed if c.in_context and c.id not in redone}  # trimmed, and their siblings
+        marked = tuple(_after_trim(c, redone, gone) for c in trimmed)
         event = self._event(response, applied=True, reason=note, dropped=sorted(ids), model=request.llm.name)
         return StageOutput(marked, (*again.events, event), again.context)
 
 
 def _after_trim(candidate: Candidate, redone: Mapping[str, Candidate], trimmed: set[str]) -> Candidate:
-    """A candidate after the context was assembled again without the ``trimmed`` entries."""
+    """A candidate after the context was assembled again without ``trimmed`` (the entries that left it:
+    those the model named and the siblings they brought)."""
     if candidate.id in redone:
         return redone[candidate.id]
     if candidate.in_context:  # trimmed, or a sibling a trimmed entry brought

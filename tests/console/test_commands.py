@@ -565,6 +565,9 @@ def test_doctor_says_whether_the_configured_llm_stages_have_a_model_to_ask(capsy
     llm = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["llm"]
     assert llm["status"] == "warn" and "which does not answer (ConnectionRefusedError" in llm["detail"]
     assert llm["fix"].startswith("start the model server")
+    monkeypatch.setenv("MEMORIA_OPENAI_BASE_URL", "http://localhost:abc/v1")  # a port that is no number
+    status, out, _ = memoria(capsys, db, "doctor")
+    assert status == 0 and "WARN  llm" in out and "which does not answer (InvalidURL" in out
 
 
 def test_recall_and_explain_from_the_command_line_ask_the_configured_endpoint(capsys, db, monkeypatch):
@@ -588,3 +591,22 @@ def test_recall_and_explain_from_the_command_line_ask_the_configured_endpoint(ca
         _, printed, _ = memoria(capsys, db, "explain", "--query", "where do billing invoices live")
     assert "llm pass: cleanup" in printed and "applied: rewrote" in printed
     assert "(llama3.2; 31 + 9 tokens)" in printed
+
+
+def test_recall_from_the_command_line_says_when_the_llm_passes_left_nothing(capsys, db, monkeypatch):
+    from tests.openai_standin import chat_standin
+
+    def drop_all(system: str, prompt: str) -> str:
+        shown = json.loads(prompt.split("as JSON:\n", 1)[1].split("\nWhich memories", 1)[0])
+        return json.dumps({"drop": [entry["id"] for entry in shown]})
+
+    as_json(capsys, db, "remember", "Billing invoices live in Postgres")
+    with chat_standin() as endpoint:
+        endpoint.answer = drop_all
+        monkeypatch.setenv("MEMORIA_OPENAI_BASE_URL", endpoint.url)
+        monkeypatch.setenv("MEMORIA_OPENAI_MODEL", "llama3.2")
+        monkeypatch.setenv("MEMORIA_LLM_PASSES", "context_selection")
+        status, out, _ = memoria(capsys, db, "recall", "where do billing invoices live")
+    assert (
+        status == 0 and "nothing left in the context: the language model's context or fact selection" in out
+    )

@@ -342,3 +342,27 @@ def test_a_model_that_did_not_answer_one_pass_is_not_asked_again_in_the_same_rec
     # another recall asks again
     selection(replace(req, retrieval_id="ret_2"), ALL)
     assert [q.purpose for q in llm.asked] == ["context_selection", "context_selection"]
+
+
+def test_a_twin_folded_into_a_sibling_that_left_with_its_trimmed_source_says_so():
+    x = candidate("m_x", "the deploy runs on fridays at noon", 0.9, episode_id="ep_a")
+    y = candidate("m_y", "lunch menu has soup", 0.8, episode_id="ep_b")
+    s = replace(
+        candidate("m_s", "postgres pool size is 20", 0.5, episode_id="ep_a"),
+        source="sibling",
+        sibling_of="m_x",
+    )
+    t = replace(
+        candidate("m_t", "postgres pool size is 20", 0.45, episode_id="ep_a"),
+        source="sibling",
+        sibling_of="m_y",
+    )
+    req = request(ScriptedLLM({"fact_selection": ['{"drop": [1]}']}), top_k=3)
+    folding = AssemblyStage(fold_threshold=0.8)
+    first = folding(req, (x, y, s, t))
+    assert by_reason(first.candidates)["m_t"].startswith("a near-duplicate of m_s, which is in the context")
+    out = FactSelectionStage(folding)(req, first.candidates, first.context)
+    assert placed(out.candidates) == ["m_y"]
+    assert by_reason(out.candidates)["m_t"] == (
+        "a near-duplicate of m_s, which the language model's fact selection trimmed"
+    )
