@@ -394,8 +394,29 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
             for c in ranked
         ],
     )
+    moved = "\n".join(_feedback_lines(ranked))
     notes = "\n".join(f"note: {note}" for note in result.notes)
-    return emit(args, result, "\n\n".join(part for part in (head, body or "no candidates.", notes) if part))
+    parts = (head, body or "no candidates.", moved, notes)
+    return emit(args, result, "\n\n".join(part for part in parts if part))
+
+
+def _feedback_lines(ranked: list[Any]) -> list[str]:
+    """The reports behind each weight that is not neutral, as `memoria explain` prints them: which
+    session, the memory's role there, how close that session's query was, the weight before and after."""
+    lines = []
+    for candidate in ranked:
+        if not candidate.feedback.moves:
+            continue
+        lines.append(
+            f"feedback on {candidate.id}: weight {candidate.scores.feedback_weight:.3f} for this query "
+            f"(global {candidate.scores.global_weight:.3f}), {candidate.feedback.reports} report(s)"
+        )
+        lines += [
+            f"  {move.session_id}: {move.role}, share {move.share:.2f}, closeness {move.closeness:.2f}, "
+            f"{move.weight_before:.3f} -> {move.weight_after:.3f}"
+            for move in candidate.feedback.moves
+        ]
+    return lines
 
 
 def _pass_summary(event: dict[str, Any]) -> str:

@@ -85,6 +85,18 @@ def test_explain_shows_each_candidates_ranks_and_scores(capsys, db):
     [row] = [line for line in out.splitlines() if stored["id"] in line]
     rank, unweighted, delta, *_ = row.split()
     assert (rank, unweighted, delta) == ("1", "1", "0")
+    assert "feedback on" not in out  # no report moved anything yet
+
+
+def test_explain_lists_the_reports_behind_a_weight(capsys, db):
+    stored = as_json(capsys, db, "remember", "The API rate limit is 100 requests per minute")
+    as_json(capsys, db, "recall", "API rate limit")
+    report = as_json(capsys, db, "outcome", "success", "--helpful", stored["id"])
+    found = as_json(capsys, db, "recall", "API rate limit")
+    _, out, _ = memoria(capsys, db, "explain", found["retrieval_id"])
+    # named helpful, the same query: the named step to 1.75; its global weight the spec's 1.15
+    assert f"feedback on {stored['id']}: weight 1.750 for this query (global 1.150), 1 report(s)" in out
+    assert f"  {report['session_id']}: helpful, share 1.00, closeness 1.00, 1.000 -> 1.750" in out
 
 
 def test_recall_and_outcome_share_a_session_and_a_repeated_outcome_replaces_the_report(capsys, db):
