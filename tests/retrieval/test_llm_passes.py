@@ -33,11 +33,14 @@ POOL = candidate("m_pool", "postgres pool size is 20", 0.9, episode_id="ep_db")
 PORT = candidate("m_port", "postgres listens on 5432", 0.8, episode_id="ep_db")
 LUNCH = candidate("m_lunch", "lunch is at noon on fridays", 0.7, episode_id="ep_chat")
 CAKE = candidate("m_cake", "the cake was lovely", 0.6, episode_id="ep_chat")
-SIBLING = replace(
-    candidate("m_sib", "we tuned pgbouncer too", 0.45, episode_id="ep_db"),
-    source="sibling",
-    sibling_of="m_port",
-)
+
+
+def sibling(memory_id: str, content: str, score: float, of: str, episode: str) -> Candidate:
+    """An episode sibling that ``of`` brought."""
+    return replace(candidate(memory_id, content, score, episode_id=episode), source="sibling", sibling_of=of)
+
+
+SIBLING = sibling("m_sib", "we tuned pgbouncer too", 0.45, of="m_port", episode="ep_db")
 ALL = (POOL, PORT, LUNCH, CAKE, SIBLING)
 
 
@@ -253,9 +256,7 @@ def test_the_header_of_a_rewrite_keeps_the_warnings_of_the_memories_it_cites():
 
 
 def test_context_selection_drops_a_whole_episode_shown_or_not_and_no_episode_by_an_empty_name():
-    unshown = replace(
-        candidate("m_more", "the cake had candles", 0.1, episode_id="ep_chat"), source="sibling"
-    )
+    unshown = sibling("m_more", "the cake had candles", 0.1, of="m_cake", episode="ep_chat")
     llm = ScriptedLLM({"context_selection": ['{"drop_episodes": ["ep_chat", ""]}']})
     plain = candidate("m_plain", "postgres vacuum runs nightly", 0.5)  # no episode
     selected = ContextSelectionStage()(request(llm), (*ALL, plain, unshown))
@@ -347,16 +348,8 @@ def test_a_model_that_did_not_answer_one_pass_is_not_asked_again_in_the_same_rec
 def test_a_twin_folded_into_a_sibling_that_left_with_its_trimmed_source_says_so():
     x = candidate("m_x", "the deploy runs on fridays at noon", 0.9, episode_id="ep_a")
     y = candidate("m_y", "lunch menu has soup", 0.8, episode_id="ep_b")
-    s = replace(
-        candidate("m_s", "postgres pool size is 20", 0.5, episode_id="ep_a"),
-        source="sibling",
-        sibling_of="m_x",
-    )
-    t = replace(
-        candidate("m_t", "postgres pool size is 20", 0.45, episode_id="ep_a"),
-        source="sibling",
-        sibling_of="m_y",
-    )
+    s = sibling("m_s", "postgres pool size is 20", 0.5, of="m_x", episode="ep_a")
+    t = sibling("m_t", "postgres pool size is 20", 0.45, of="m_y", episode="ep_a")
     req = request(ScriptedLLM({"fact_selection": ['{"drop": [1]}']}), top_k=3)
     folding = AssemblyStage(fold_threshold=0.8)
     first = folding(req, (x, y, s, t))

@@ -12,6 +12,13 @@ from tests.openai_standin import chat_standin
 pytestmark = pytest.mark.anyio
 
 
+def on_endpoint(tmp_path, endpoint, **settings):
+    """Settings for a store in ``tmp_path`` whose language model is llama3.2 on the stand-in ``endpoint``."""
+    return settings_for(
+        tmp_path / "db", llm="openai", openai_base_url=endpoint.url, openai_model="llama3.2", **settings
+    )
+
+
 def answers(system: str, prompt: str) -> str:
     if "needs the agent's long-term memory" in system:
         return json.dumps({"needs_memory": "thanks" not in prompt, "confidence": 0.95, "reason": "asked"})
@@ -70,11 +77,9 @@ async def test_an_agents_own_llm_reranker_runs_on_the_endpoint_and_its_cost_is_p
 
     with chat_standin() as endpoint:
         endpoint.answer = rerank
-        settings = settings_for(
-            tmp_path / "db",
-            llm="openai",
-            openai_base_url=endpoint.url,
-            openai_model="llama3.2",
+        settings = on_endpoint(
+            tmp_path,
+            endpoint,
             llm_reranker_by_agent={"reviewer": {"enabled": True, "model": "llama3.2", "topK": 1}},
             llm_prices={"llama3.2": {"input": 1.0, "output": 2.0}},
             min_fact_score=0.0,
@@ -112,11 +117,9 @@ async def test_the_llm_passes_at_assembly_run_on_the_endpoint_and_explain_shows_
 
     with chat_standin() as endpoint:
         endpoint.answer = passes
-        settings = settings_for(
-            tmp_path / "db",
-            llm="openai",
-            openai_base_url=endpoint.url,
-            openai_model="llama3.2",
+        settings = on_endpoint(
+            tmp_path,
+            endpoint,
             llm_passes=["context_selection", "fact_selection", "cleanup"],
             min_fact_score=0.0,
         )
@@ -152,11 +155,9 @@ async def test_the_llm_passes_at_assembly_run_on_the_endpoint_and_explain_shows_
 async def test_the_llm_passes_keep_the_deterministic_context_when_the_endpoint_fails(tmp_path):
     with chat_standin() as endpoint:
         endpoint.fail_with = 503
-        settings = settings_for(
-            tmp_path / "db",
-            llm="openai",
-            openai_base_url=endpoint.url,
-            openai_model="llama3.2",
+        settings = on_endpoint(
+            tmp_path,
+            endpoint,
             llm_passes=["context_selection", "cleanup"],
         )
         async with connected(server_with(settings)) as client:
@@ -182,11 +183,9 @@ async def test_when_context_selection_leaves_nothing_the_agent_reads_why(tmp_pat
 
     with chat_standin() as endpoint:
         endpoint.answer = drop_all
-        settings = settings_for(
-            tmp_path / "db",
-            llm="openai",
-            openai_base_url=endpoint.url,
-            openai_model="llama3.2",
+        settings = on_endpoint(
+            tmp_path,
+            endpoint,
             llm_passes=["context_selection"],
         )
         async with connected(server_with(settings)) as client:
