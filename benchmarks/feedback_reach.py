@@ -232,7 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         use_models,
         model_settings(args.embedding_model) if use_models else None,
     )
-    closeness = (0.65, 0.90) if use_models else (0.30, 0.60)  # retrieval.outcomes' points for the backend
+    from retrieval.outcomes import LEXICAL_CLOSENESS, SEMANTIC_CLOSENESS
+
+    points = SEMANTIC_CLOSENESS if use_models else LEXICAL_CLOSENESS  # the server's for the backend
+    closeness = (points.start, points.full)
     print(
         f"R@{K} change of the test questions (related / unrelated), {'model' if use_models else 'offline'} backend"
     )

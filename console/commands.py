@@ -163,9 +163,7 @@ def call(
 def configured_model(settings: Settings) -> LanguageModel | None:
     """The language model a command's recall asks (the gate, iterative retrieval, the LLM reranker, the LLM
     passes): an OpenAI-compatible endpoint or Cohere chat, as the server gives a client that cannot sample."""
-    endpoint = settings.llm in ("auto", "openai") and bool(settings.openai_base_url)
-    cohere = settings.llm in ("auto", "cohere") and settings.cohere_api_key is not None
-    if not (endpoint or cohere):
+    if settings.background_llm is None:
         return None  # nothing to ask (and the MCP SDK the bridge imports stays out of the command)
     from server.llm_bridge import LLMChooser
 
@@ -255,6 +253,7 @@ def remembered(result: Any) -> str:
 
 def recall_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import recall
+    from tools.recall import EMPTIED_BY_PASSES
 
     with opened(settings) as runtime:
         caller = Caller(
@@ -291,7 +290,7 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
         # the language model's passes may have emptied the context: the note says so
         readable = (
             result.note
-            if result.note and "language model" in result.note
+            if result.note and result.note.startswith(EMPTIED_BY_PASSES)
             else "nothing relevant in memory yet."
         )
     else:

@@ -269,7 +269,9 @@ def _llm_stages(settings: Settings) -> list[Check]:
             )
         ]
     sampling = "the client's own model when it offers sampling, else " if settings.llm == "auto" else ""
-    if settings.llm in ("auto", "openai") and settings.openai_base_url:
+    chosen = settings.background_llm
+    if chosen == "openai":
+        assert settings.openai_base_url is not None
         endpoint = f"{settings.openai_model} at the OpenAI-compatible endpoint {settings.openai_base_url}"
         failure = _unreachable(settings.openai_base_url)
         if failure is not None:
@@ -283,7 +285,7 @@ def _llm_stages(settings: Settings) -> list[Check]:
                 )
             ]
         return [Check("llm", "ok", f"{stages}: {sampling}{endpoint}")]
-    if settings.llm in ("auto", "cohere") and settings.cohere_api_key is not None:
+    if chosen == "cohere":
         return [Check("llm", "ok", f"{stages}: {sampling}Cohere chat ({settings.cohere_chat_model})")]
     if settings.llm in ("auto", "sampling"):
         return [

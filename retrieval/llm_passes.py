@@ -49,7 +49,6 @@ from retrieval.types import Candidate, RecallRequest
 log = logging.getLogger(__name__)
 
 LLMPass = Literal["context_selection", "fact_selection", "cleanup"]
-LLM_PASSES: tuple[LLMPass, ...] = ("context_selection", "fact_selection", "cleanup")
 
 MAX_SHOWN = 40  # candidates context selection shows the model, best first
 PREVIEW_CHARS = 400  # of each memory's text, in context selection

@@ -80,9 +80,8 @@ class Candidate:
     in_context: bool = False
     context_position: int | None = None  # its [n] in the context block
     exclusion_reason: str | None = None
-    dropped: str | None = (
-        None  # why an LLM pass at assembly took it out of the context (retrieval.llm_passes)
-    )
+    # Why an LLM pass at assembly (retrieval.llm_passes) took it out of the context.
+    dropped: str | None = None
 
     @property
     def id(self) -> str:

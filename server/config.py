@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -49,6 +49,11 @@ def default_data_dir(
         return (Path(base) if base else home / "AppData" / "Local") / "memoria"
     xdg = env.get("XDG_DATA_HOME")
     return (Path(xdg) if xdg else home / ".local" / "share") / "memoria"
+
+
+# The optional LLM passes at assembly (retrieval.llm_passes), in the order they run.
+LLMPassName = Literal["context_selection", "fact_selection", "cleanup"]
+LLM_PASS_NAMES: tuple[str, ...] = get_args(LLMPassName)
 
 
 class Settings(BaseModel):
@@ -159,7 +164,7 @@ class Settings(BaseModel):
     openai_model: str | None = None
     openai_api_key: SecretStr | None = None
     openai_timeout_seconds: float = Field(30.0, gt=0, le=600)
-    llm_passes: list[Literal["context_selection", "fact_selection", "cleanup"]] = Field(
+    llm_passes: list[LLMPassName] = Field(
         default_factory=list,
         description="the optional LLM passes at assembly that run (none by default): context_selection, "
         "fact_selection, cleanup; through the same language model as the LLM reranker",
@@ -302,9 +307,7 @@ class Settings(BaseModel):
     @classmethod
     def _known_passes(cls, value: Any) -> Any:
         if isinstance(value, (list, tuple)):
-            unknown = [
-                name for name in value if name not in ("context_selection", "fact_selection", "cleanup")
-            ]
+            unknown = [name for name in value if name not in LLM_PASS_NAMES]
             if unknown:
                 raise ValueError(
                     f"unknown pass {', '.join(map(repr, unknown))}: the passes are context_selection, "
@@ -348,6 +351,17 @@ class Settings(BaseModel):
                 "MEMORIA_OPENAI_BASE_URL needs MEMORIA_OPENAI_MODEL: the model the endpoint serves"
             )
         return self
+
+    @property
+    def background_llm(self) -> Literal["openai", "cohere"] | None:
+        """The model that answers when no client can (a client without sampling, a command, the
+        consolidation sweep): an OpenAI-compatible endpoint, else Cohere chat, whichever MEMORIA_LLM allows
+        and is configured."""
+        if self.llm in ("auto", "openai") and self.openai_base_url:
+            return "openai"
+        if self.llm in ("auto", "cohere") and self.cohere_api_key is not None:
+            return "cohere"
+        return None
 
     def feedback_weighting_enabled(self, org_id: str) -> bool:
         """The seed's org toggle: enabled unless the org's features say ``feedback_weighting_disabled``."""

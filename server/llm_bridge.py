@@ -177,10 +177,10 @@ class LLMChooser:
     def background(self) -> LanguageModel | None:
         """For work with no client to ask (the consolidation sweep), and for requests whose client offers
         no sampling: an OpenAI-compatible endpoint, else Cohere chat, whichever is configured."""
-        settings = self._settings
-        if settings.llm in ("auto", "openai") and settings.openai_base_url:
+        chosen = self._settings.background_llm
+        if chosen == "openai":
             return self._openai_model()
-        if settings.llm in ("auto", "cohere") and settings.cohere_api_key is not None:
+        if chosen == "cohere":
             return self._cohere_model()
         return None
 

@@ -12,8 +12,9 @@ numbered below the newest seen at a round at least ``keep`` ago was replaced at 
 only versions committed before the last round that saw an older newest one are certainly of that sort.
 That time is the cut-off. LanceDB measures "older than" when it gets to the clean-up, after the
 compaction of the same call, so the cut-off is moved earlier by a ``margin`` meant to be longer than that
-compaction takes (``MemoryStore._optimize``: twice the table's last one, plus a second). A read that takes less than ``keep`` never loses its version, in this process or another (the
-newest version at a given moment is the same for every process), except to a purge, which drops every
+compaction takes (``MemoryStore._optimize``: twice the table's last one, plus a second). A read that
+takes less than ``keep`` never loses its version, in this process or another (the newest version at a
+given moment is the same for every process), except to a purge, which drops every
 older version at once by design (``MemoryStore.purge``). Nothing is dropped before the third round that
 needed a compaction has seen the table (two sightings to settle a cut-off, a third to use it).
 """

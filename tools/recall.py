@@ -361,6 +361,10 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     )
 
 
+# How the note begins when memories matched but the LLM passes at assembly left none in the context.
+EMPTIED_BY_PASSES = "nothing left in the context"
+
+
 def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     """What to say when fewer than ``top_k`` memories matched the query (None when top_k did)."""
     direct = sum(1 for candidate in result.in_context if candidate.source == "direct")
@@ -374,7 +378,7 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     )
     if not result.in_context:
         if left_out:
-            return f"nothing left in the context: the language model's context or fact selection left out all {left_out} memories that matched"
+            return f"{EMPTIED_BY_PASSES}: the language model's context or fact selection left out all {left_out} memories that matched"
         return f"nothing relevant was found: no memory matched the query{above}"
     return (
         f"{direct} memor{'y' if direct == 1 else 'ies'} matched the query{above}, fewer than top_k={top_k}"
@@ -389,8 +393,8 @@ def text_of(out: RecallOutput) -> str:
     if out.gated:
         return f"No memory needed ({out.gate_reason or 'nothing to look up'}); retrieval {out.retrieval_id}."
     empty = f"Nothing relevant was found (retrieval {out.retrieval_id})."
-    if not out.context and out.note and not out.note.startswith("nothing relevant was found"):
-        empty = f"{out.note[0].upper()}{out.note[1:]} (retrieval {out.retrieval_id})."  # the LLM passes left it empty
+    if out.note and out.note.startswith(EMPTIED_BY_PASSES):
+        empty = f"{out.note[0].upper()}{out.note[1:]} (retrieval {out.retrieval_id})."
     parts = [out.context.rstrip() or empty]
     if out.note and out.context:
         parts.append(out.note)
