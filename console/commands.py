@@ -198,6 +198,7 @@ def remember_command(args: argparse.Namespace, settings: Settings) -> int:
         "episode_id": args.episode,
         "protection_tier": args.tier,
         "occurred_at": args.occurred_at,
+        "visibility": args.visibility,
     }
     return remember_with(args, settings, values, "remember")
 
@@ -226,11 +227,19 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
     return emit(args, result, remembered(result))
 
 
+def readers(memory: Any) -> str:
+    """Where a memory is kept and who reads it, in words."""
+    if memory.visibility == "org":
+        return f"for all of org {memory.org_id}"
+    where = f"in {memory.org_id}/{memory.project_id}"
+    return where if memory.visibility == "project" else f"{where}, read by its {memory.visibility} only"
+
+
 def remembered(result: Any) -> str:
     """What remember and edit print: the memory stored, and what consolidation or the update changed."""
     lines = [
         f"{'stored' if result.status == 'stored' else 'already stored'} {result.id} "
-        f"({result.kind}, {result.protection_tier}) in {result.org_id}/{result.project_id}"
+        f"({result.kind}, {result.protection_tier}) {readers(result)}"
     ]
     if result.note:
         lines.append(result.note)
@@ -722,7 +731,7 @@ def show_command(args: argparse.Namespace, settings: Settings) -> int:
     facts = key_values(
         [
             ("id", result.id),
-            ("scope", f"{result.org_id}/{result.project_id}"),
+            ("scope", readers(result)),
             ("kind / tier", f"{result.kind} / {result.protection_tier}"),
             (
                 "status",
@@ -854,16 +863,25 @@ def import_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def export_command(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.records import Viewer
     from tools import transfer
 
     scopes = None
     if args.org or args.project:
         scopes = [scope_arg(args, settings)]
+    if args.session and not args.agent:
+        raise CommandError("--session needs --agent: the session is that agent's")
+    viewer = Viewer(args.agent, args.session or "") if args.agent else None
     progress = ProgressBar(sys.stderr)
     with opened(settings, models=False) as runtime:
         if args.path in (None, "-"):
             result = transfer.export_store(
-                runtime, sys.stdout, scopes=scopes, vectors=not args.no_vectors, progress=progress
+                runtime,
+                sys.stdout,
+                scopes=scopes,
+                vectors=not args.no_vectors,
+                progress=progress,
+                viewer=viewer,
             )
             progress.finish()
             print(transfer_readable(result, "exported to stdout"), file=sys.stderr)
@@ -873,7 +891,7 @@ def export_command(args: argparse.Namespace, settings: Settings) -> int:
         try:
             with partial.open("w", encoding="utf-8") as out:
                 result = transfer.export_store(
-                    runtime, out, scopes=scopes, vectors=not args.no_vectors, progress=progress
+                    runtime, out, scopes=scopes, vectors=not args.no_vectors, progress=progress, viewer=viewer
                 )
             partial.replace(target)  # a reader never sees half an export
         finally:

@@ -37,7 +37,7 @@ from retrieval.simhash import (
     near_duplicate_pair_arrays,
     simhash,
 )
-from storage.records import AggregationRow, Scope
+from storage.records import AggregationRow, Reach, Scope, scopes_of
 
 log = logging.getLogger(__name__)
 
@@ -277,8 +277,17 @@ class CorroborationService:
     def run_all(self) -> list[AggregationResult]:
         return [self.run_pass(scope) for scope in self._source.scopes()]
 
-    def clusters_for(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, MemoryCluster]:
+    def clusters_for(self, reach: Reach, memory_ids: Sequence[str]) -> dict[str, MemoryCluster]:
+        """The clusters of these memories, in each scope ``reach`` reads."""
+        found: dict[str, MemoryCluster] = {}
+        for scope in scopes_of(reach):
+            found |= self._clusters_in(scope, [i for i in memory_ids if i not in found])
+        return found
+
+    def _clusters_in(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, MemoryCluster]:
         """The clusters of these memories (looked up under the lock: other threads update the index)."""
+        if not memory_ids:
+            return {}
         with self._lock:
             index = self._indexes.get(scope)
             if index is not None:

@@ -58,6 +58,9 @@ def cleaned_preamble(retrieval_id: str, model: str, cited: Sequence[tuple[int, C
     )
 
 
+VISIBILITY_WORDS = {"org": "org-wide", "agent": "private to its agent", "session": "private to its session"}
+
+
 def render_memory(position: int, candidate: Candidate) -> str:
     memory = candidate.memory
     # What a writer chose (agent id, tags) is shown as JSON strings: it cannot pose as the server's words.
@@ -67,6 +70,8 @@ def render_memory(position: int, candidate: Candidate) -> str:
         f"agent {quoted_field(memory.agent_id)}",
         memory.created_at.strftime("%Y-%m-%d"),
     ]
+    if memory.visibility != "project":  # who else reads it: the whole org, or only this agent (session)
+        provenance.append(VISIBILITY_WORDS[memory.visibility])
     if memory.tags:
         provenance.append("tags " + quoted_field(list(memory.tags)))
     if candidate.corroborating_agents:
@@ -363,7 +368,7 @@ class AssemblyStage:
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
         episode_ids = list(dict.fromkeys(c.memory.episode_id for c in candidates if c.memory.episode_id))
         episodes = (
-            self._episodes.get_episodes(request.scope, episode_ids) if self._episodes and episode_ids else {}
+            self._episodes.get_episodes(request.reach, episode_ids) if self._episodes and episode_ids else {}
         )
         marked, context = assemble(
             candidates,

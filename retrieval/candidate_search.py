@@ -12,7 +12,7 @@ from retrieval.fusion import fuse
 from retrieval.text import fulltext_query
 from retrieval.trace import CandidatesFused, SearchLegRan, SearchLegSkipped, StageOutput, TraceEvent
 from retrieval.types import Candidate, RecallRequest
-from storage.records import Scope, SearchHit, TimeWindow
+from storage.records import Reach, SearchHit, TimeWindow
 
 
 class CandidateSource(Protocol):
@@ -20,7 +20,7 @@ class CandidateSource(Protocol):
 
     def vector_search(
         self,
-        scope: Scope,
+        reach: Reach,
         vector: np.ndarray,
         *,
         embedder: str,
@@ -33,7 +33,7 @@ class CandidateSource(Protocol):
 
     def fulltext_search(
         self,
-        scope: Scope,
+        reach: Reach,
         text: str,
         *,
         limit: int,
@@ -43,12 +43,12 @@ class CandidateSource(Protocol):
         all_tags: bool = False,
     ) -> list[SearchHit]: ...
 
-    def fulltext_engine(self, scope: Scope) -> str:
-        """What answers ``scope``'s full-text searches (for the trace)."""
+    def fulltext_engine(self, reach: Reach) -> str:
+        """What answers ``reach``'s full-text searches (for the trace)."""
         ...
 
-    def fulltext_ceiling(self, scope: Scope, text: str) -> float | None:
-        """The BM25 score of a full match of ``text`` in ``scope`` (None: unknown; the floor then reads
+    def fulltext_ceiling(self, reach: Reach, text: str) -> float | None:
+        """The BM25 score of a full match of ``text`` in ``reach`` (None: unknown; the floor then reads
         the relative scores ranking reads)."""
         ...
 
@@ -75,7 +75,7 @@ class CandidateSearchStage:
 
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
         fused, events = self.search(
-            request.scope,
+            request.reach,
             request.query,
             leg_limit=request.candidate_limit,
             limit=request.candidate_limit,
@@ -88,7 +88,7 @@ class CandidateSearchStage:
 
     def search(
         self,
-        scope: Scope,
+        reach: Reach,
         query: str,
         *,
         leg_limit: int,
@@ -106,7 +106,7 @@ class CandidateSearchStage:
         if self._use_vector:
             query_vector = self._embedder.embed_query(query)
             vector_hits = self._source.vector_search(
-                scope,
+                reach,
                 query_vector,
                 embedder=self._embedder.name,
                 limit=leg_limit,
@@ -122,10 +122,10 @@ class CandidateSearchStage:
         if self._use_fulltext:
             words = fulltext_query(query)
             fulltext_hits = self._source.fulltext_search(
-                scope, words, limit=leg_limit, kinds=kinds, tags=tags, window=window, all_tags=all_tags
+                reach, words, limit=leg_limit, kinds=kinds, tags=tags, window=window, all_tags=all_tags
             )
-            ceiling = self._source.fulltext_ceiling(scope, words) if fulltext_hits else None
-            engine = self._source.fulltext_engine(scope)
+            ceiling = self._source.fulltext_ceiling(reach, words) if fulltext_hits else None
+            engine = self._source.fulltext_engine(reach)
             events.append(SearchLegRan("fulltext", engine, len(fulltext_hits), leg_limit))
         else:
             events.append(SearchLegSkipped("fulltext", "disabled by configuration"))

@@ -9,11 +9,11 @@ from typing import Protocol
 
 from retrieval.trace import ContradictionsMarked, StageOutput
 from retrieval.types import Candidate, RecallRequest
-from storage.records import Scope
+from storage.records import Reach
 
 
 class ContradictionSource(Protocol):
-    def newer_contradictions(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[str]]: ...
+    def newer_contradictions(self, reach: Reach, memory_ids: Sequence[str]) -> dict[str, list[str]]: ...
 
 
 class ContradictionStage:
@@ -24,7 +24,7 @@ class ContradictionStage:
 
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
         newer = (
-            self._source.newer_contradictions(request.scope, [c.id for c in candidates]) if candidates else {}
+            self._source.newer_contradictions(request.reach, [c.id for c in candidates]) if candidates else {}
         )
         marked = tuple(
             replace(candidate, contradicted_by=tuple(newer[candidate.id]))

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from retrieval.trace import CorroborationApplied, StageOutput
 from retrieval.types import Candidate, RecallRequest
-from storage.records import Scope
+from storage.records import Reach
 
 BOOST_FACTOR = 0.1
 # The seed's table gives 8 agents +0.300 where log2(9) x 0.1 would be 0.317: the boost is capped there,
@@ -155,7 +155,7 @@ def rank_with_corroboration(
 
 
 class ClusterProvider(Protocol):
-    def clusters_for(self, scope: Scope, memory_ids: Sequence[str]) -> Mapping[str, MemoryCluster]: ...
+    def clusters_for(self, reach: Reach, memory_ids: Sequence[str]) -> Mapping[str, MemoryCluster]: ...
 
 
 class CorroborationStage:
@@ -165,7 +165,7 @@ class CorroborationStage:
         self._provider = provider
 
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
-        clusters = self._provider.clusters_for(request.scope, [candidate.id for candidate in candidates])
+        clusters = self._provider.clusters_for(request.reach, [candidate.id for candidate in candidates])
         ranked = rank_with_corroboration(candidates, clusters)
         boosted = sum(1 for candidate in ranked if candidate.corroboration_boost > 0)
         return StageOutput(

@@ -16,17 +16,17 @@ from retrieval.embedders.base import Embedder
 from retrieval.feedback_index import FeedbackIndex
 from retrieval.trace import SiblingsAdded, StageOutput
 from retrieval.types import Candidate, RecallRequest
-from storage.records import EpisodeMemberStub, EpisodeRecord, MemoryRecord, Scope
+from storage.records import EpisodeMemberStub, EpisodeRecord, MemoryRecord, Reach
 
 
 class EpisodeSource(Protocol):
     """What expansion and assembly need from the store (``storage.store.MemoryStore`` implements it)."""
 
-    def episode_member_stubs(self, scope: Scope, episode_ids: Sequence[str]) -> list[EpisodeMemberStub]: ...
+    def episode_member_stubs(self, reach: Reach, episode_ids: Sequence[str]) -> list[EpisodeMemberStub]: ...
 
-    def get_memories(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, MemoryRecord]: ...
+    def get_memories(self, memory_ids: Sequence[str], reach: Reach) -> dict[str, MemoryRecord]: ...
 
-    def get_episodes(self, scope: Scope, episode_ids: Sequence[str]) -> dict[str, EpisodeRecord]: ...
+    def get_episodes(self, reach: Reach, episode_ids: Sequence[str]) -> dict[str, EpisodeRecord]: ...
 
 
 def ranked(candidates: list[Candidate]) -> tuple[Candidate, ...]:
@@ -137,11 +137,11 @@ class EpisodeExpansionStage:
             return StageOutput(candidates, (SiblingsAdded(0, 0, self._alpha),))
         # Choose by time from light rows, then read only the chosen memories: one long episode cannot
         # crowd out the others, and whole records are read only for what may join.
-        stubs = self._source.episode_member_stubs(request.scope, episode_ids)
+        stubs = self._source.episode_member_stubs(request.reach, episode_ids)
         if request.window is not None:  # a recall within a window: its siblings are of that time too
             stubs = [stub for stub in stubs if request.window.holds(stub.created_at)]
         records = self._source.get_memories(
-            nearest_members(sources, stubs, self._max_siblings), request.scope
+            nearest_members(sources, stubs, self._max_siblings), request.reach
         )
         members = list(records.values())
         authors = [c.memory.agent_id for c in candidates] + [m.agent_id for m in members]

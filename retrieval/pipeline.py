@@ -35,7 +35,7 @@ from retrieval.rerankers.llm import RerankerConfiguration, RerankerService
 from retrieval.threshold import MinScoreStage
 from retrieval.trace import RecallTrace, StageOutput, StageRecord, StageSkipped
 from retrieval.types import Candidate, RecallRequest
-from storage.records import Scope
+from storage.records import Reach
 
 
 class Stage(Protocol):
@@ -105,7 +105,7 @@ class PipelineOptions:
 
 
 class _NoClusters:
-    def clusters_for(self, scope: Scope, memory_ids: Sequence[str]) -> Mapping[str, MemoryCluster]:
+    def clusters_for(self, reach: Reach, memory_ids: Sequence[str]) -> Mapping[str, MemoryCluster]:
         return {}
 
 

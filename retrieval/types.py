@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from retrieval.outcomes import FeedbackStep
-from storage.records import MemoryRecord, Scope, TimeWindow
+from storage.records import MemoryRecord, Scope, TimeWindow, View, Viewer
 
 if TYPE_CHECKING:
     from retrieval.llm.base import LanguageModel
@@ -31,6 +31,13 @@ class RecallRequest:
     now: datetime | None = None  # when it asks: memories' ages for decay (None: no decay)
     # The LLM this request may use (the client's, by MCP sampling, or Cohere chat); None when there is none.
     llm: LanguageModel | None = None
+    # Whose private memories it may see (None: the store's operator, who sees every memory of the scope).
+    viewer: Viewer | None = None
+
+    @property
+    def reach(self) -> View:
+        """What the recall may read: the scope as its viewer sees it, and the org's shelf."""
+        return View(self.scope, self.viewer)
 
 
 @dataclass(frozen=True)

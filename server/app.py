@@ -63,7 +63,7 @@ def tool_specs() -> list[ToolSpec]:
             title="Remember",
             description=(
                 "Store one durable memory (fact, decision, fix, episode, artifact) verbatim for later "
-                "sessions; not chatter. Identical content is stored once ('duplicate'); restatements merge and a "
+                "sessions; not chatter. Identical content is stored once; restatements merge and a "
                 "revision ('we switched from X to Y') supersedes the old belief: the result says what changed."
             ),
             input_model=remember.RememberInput,
@@ -77,7 +77,7 @@ def tool_specs() -> list[ToolSpec]:
             name="remember_many",
             title="Remember many",
             description=(
-                "Store several memories in one call (e.g. a task's facts) as remember does; near-duplicates "
+                "Store several memories in one call as remember does; near-duplicates "
                 "within the batch collapse into the last one."
             ),
             input_model=remember_many.RememberManyInput,
@@ -119,9 +119,8 @@ def tool_specs() -> list[ToolSpec]:
             name="explain_ranking",
             title="Explain ranking",
             description=(
-                "Why each memory of a recall ranked where it did: its score at each stage, the feedback behind "
-                "it, its rank with and without feedback, why it was left out, timings. Pass "
-                "recall's retrieval_id, or a query."
+                "Why each memory of a recall ranked where it did: score per stage, feedback behind it, rank "
+                "with and without feedback, why one was left out, timings. Pass a retrieval_id or a query."
             ),
             input_model=explain_ranking.ExplainRankingInput,
             output_model=explain_ranking.ExplainRankingOutput,

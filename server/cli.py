@@ -93,6 +93,12 @@ def add_people_commands(commands: Any) -> None:
     )
     remember.add_argument("--episode", metavar="ID", help="the episode it belongs to")
     remember.add_argument("--occurred-at", metavar="ISO8601", help="when it was learned (default now)")
+    remember.add_argument(
+        "--visibility",
+        choices=["org", "project", "agent", "session"],
+        default="project",
+        help="who may read it: the whole org, the project (default), only this agent, or only its session",
+    )
     remember.add_argument("--agent", metavar="NAME", help="who learned it (default cli)")
     remember.add_argument("--session", metavar="ID", help="the working session (default a new one)")
 
@@ -227,6 +233,12 @@ def add_people_commands(commands: Any) -> None:
     export = command("export", "write the store (or one scope with --org/--project) as JSONL")
     export.add_argument("path", nargs="?", help="the file to write (default stdout)")
     export.add_argument("--no-vectors", action="store_true", help="leave vectors out (import re-embeds)")
+    export.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="only what this agent may read (its org's shelf too; without it: everything, private memories included)",
+    )
+    export.add_argument("--session", metavar="ID", help="with --agent: also that session's own memories")
 
     reembed = command("reembed", "recompute vectors made by another embedder than the active one")
     reembed.add_argument("--all", action="store_true", help="recompute every vector")

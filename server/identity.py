@@ -9,8 +9,9 @@ from mcp.server.mcpserver import Context
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from retrieval.text import single_line
-from server.auth import Grant, own_session
+from server.auth import ANY, Grant, own_session
 from server.state import AppState, new_session_id
+from storage.records import Scope
 from tools.common import Caller
 
 UNKNOWN_AGENT = "unknown-agent"
@@ -22,7 +23,12 @@ def resolve_caller(ctx: Context[Any, Any], state: AppState, grant: Grant | None 
     session = ctx.request_context.session
     if grant is not None:  # the session is in the principal's namespace, as explicit ones are
         connection = _connection_session(session, state, grant.principal)
-        return Caller(agent_id=grant.principal, session_id=own_session(grant.principal, connection))
+        return Caller(
+            agent_id=grant.principal,
+            session_id=own_session(grant.principal, connection),
+            # Org-visible memories are read in every project of the org: changing them takes a grant on all.
+            may_change_org=lambda org_id: grant.allows("writes", Scope(org_id, ANY)),
+        )
     params = session.client_params
     # The client names itself: keep it to one clean line before it becomes provenance.
     name = (

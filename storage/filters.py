@@ -9,11 +9,21 @@ from functools import reduce
 
 from lancedb.expr import Expr, col, lit
 
-from storage.records import Scope
+from storage.records import SHARED_VISIBILITIES, Scope, Viewer
 
 
 def scope_is(scope: Scope) -> Expr:
     return (col("org_id") == lit(scope.org_id)) & (col("project_id") == lit(scope.project_id))
+
+
+def visible_to(viewer: Viewer) -> Expr:
+    """Rows ``viewer`` may read (``storage.records.may_see``): shared ones, and its own private ones."""
+    agent = col("agent_id") == lit(viewer.agent_id)
+    return (
+        col("visibility").isin([lit(v) for v in SHARED_VISIBILITIES])
+        | ((col("visibility") == lit("agent")) & agent)
+        | ((col("visibility") == lit("session")) & agent & (col("session_id") == lit(viewer.session_id)))
+    )
 
 
 def equals(column: str, value: str) -> Expr:
@@ -64,6 +74,12 @@ def all_of(*parts: Expr | None) -> Expr:
     if not present:
         raise ValueError("all_of needs at least one expression")
     return reduce(lambda left, right: left & right, present)
+
+
+def any_of(*parts: Expr) -> Expr:
+    if not parts:
+        raise ValueError("any_of needs at least one expression")
+    return reduce(lambda left, right: left | right, parts)
 
 
 def newer_than_version(version: int) -> Expr:

@@ -136,6 +136,13 @@ def m006_ab_log_columns(db: Any, ctx: MigrationContext) -> None:
             ab_logs.alter_columns({"path": column, "nullable": True})
 
 
+def m007_visibility(db: Any, ctx: MigrationContext) -> None:
+    """Memories gain their visibility; every memory stored before was readable by its whole project."""
+    memories = db.open_table(schema.MEMORIES)
+    if "visibility" not in memories.schema.names:
+        memories.add_columns({"visibility": f"'{schema.VISIBILITY_DEFAULT}'"})
+
+
 def legacy_credit_rows(reports: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Credit rows for outcome reports made before per-memory credit (each session's newest revision):
     every memory of a report moved a full step with its session's score, for no query in particular."""
@@ -192,6 +199,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "stable_row_ids", m004_stable_row_ids),
     Migration(5, "feedback_credits", m005_feedback_credits),
     Migration(6, "ab_log_columns", m006_ab_log_columns),
+    Migration(7, "visibility", m007_visibility),
 )
 
 

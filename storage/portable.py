@@ -24,11 +24,20 @@ import pyarrow as pa
 
 from storage import filters, schema
 from storage.locking import retrying
-from storage.records import CONTENT_STATUSES, Scope
+from storage.records import (
+    CONTENT_STATUSES,
+    SHARED_VISIBILITIES,
+    VISIBILITIES,
+    Scope,
+    Viewer,
+    may_read,
+    org_shelf,
+)
 from storage.scan import scan, utc
 from storage.store import MemoryStore
 
 FORMAT_VERSION = 1
+PRIVATE_VISIBILITIES = [v for v in VISIBILITIES if v not in SHARED_VISIBILITIES]
 # Export order. Episodes come before the memories that name them, as the store itself writes them.
 TABLE_ORDER = (
     schema.EPISODES,
@@ -136,15 +145,29 @@ def parse_header(value: Any) -> ExportHeader:
 
 
 def export_rows(
-    store: MemoryStore, scopes: Sequence[Scope] | None = None, vectors: bool = True
+    store: MemoryStore,
+    scopes: Sequence[Scope] | None = None,
+    vectors: bool = True,
+    viewer: Viewer | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every row of every table (of ``scopes``, or all), as (table name, JSON-ready row): table by table
     in ``TABLE_ORDER``, scope by scope, then by natural key, so two exports of one store are the same.
     Memories of every status are included; ``vectors=False`` leaves the memories' vectors out (an
-    import embeds them again). Reads one scope of one table at a time."""
+    import embeds them again). Reads one scope of one table at a time.
+
+    With a ``viewer``, only what that agent (in that session) may read: the org shelves of the scopes'
+    orgs come too, another agent's (or session's) private memories do not, and neither does any row that
+    names one (its lineage, attestations and contradictions, and the whole of every report, retrieval
+    and A/B row that touched one)."""
     store.flush_logs()
     tables = store.tables()
     wanted = set(scopes) if scopes is not None else None
+    if wanted is not None and viewer is not None:
+        wanted |= {org_shelf(scope.org_id) for scope in wanted}
+    hidden = _hidden_from(viewer, tables[schema.MEMORIES], wanted) if viewer is not None else set()
+    left_out: set[tuple[str, str, str]] = (
+        set()
+    )  # reports (org, project, session) that touched a hidden memory
     for name in TABLE_ORDER:
         table = tables[name]
         fields = [field for field in table.schema if vectors or not _is_vector(field.type)]
@@ -156,7 +179,49 @@ def export_rows(
             key = NATURAL_KEYS[name]
             rows.sort(key=lambda row: (tuple(row[column] for column in key), _canonical(row)))
             for row in rows:
+                if hidden and _names_hidden(name, row, hidden, left_out):
+                    continue
                 yield name, row
+
+
+def _hidden_from(viewer: Viewer, memories: Any, wanted: set[Scope] | None) -> set[str]:
+    """Ids of the memories (of ``wanted`` scopes, or all) that ``viewer`` may not read."""
+    columns = ["id", "org_id", "project_id", "agent_id", "session_id", "visibility"]
+    data = scan(memories, filters.one_of("visibility", PRIVATE_VISIBILITIES), columns).to_pylist()
+    return {
+        row["id"]
+        for row in data
+        if (wanted is None or Scope(row["org_id"], row["project_id"]) in wanted)
+        and not may_read(viewer, row["visibility"], row["agent_id"], row["session_id"])
+    }
+
+
+def _names_hidden(
+    table: str, row: Mapping[str, Any], hidden: set[str], left_out: set[tuple[str, str, str]]
+) -> bool:
+    """Whether an exported row names a hidden memory (``export_rows``). Reports come in table order:
+    outcomes first, so their credits and weight events go with them."""
+    if table == schema.MEMORIES:
+        return row["id"] in hidden
+    if table == schema.LINEAGE:
+        return row["memory_id"] in hidden or row["related_id"] in hidden
+    if table == schema.ATTESTATIONS:
+        return row["memory_id"] in hidden
+    if table == schema.CONTRADICTIONS:
+        return row["older_id"] in hidden or row["newer_id"] in hidden
+    if table == schema.OUTCOMES:
+        if hidden.isdisjoint(row["memory_ids"] or ()):
+            return False
+        left_out.add((row["org_id"], row["project_id"], row["session_id"]))
+        return True
+    if table in (schema.FEEDBACK, schema.WEIGHT_EVENTS):
+        report = (row["org_id"], row["project_id"], row["session_id"])
+        return report in left_out or row["memory_id"] in hidden
+    if table == schema.RETRIEVALS:
+        return not hidden.isdisjoint(row["context_ids"] or ()) or any(i in row["trace_json"] for i in hidden)
+    if table == schema.AB_LOGS:
+        return row["observation_id"] in hidden
+    return False
 
 
 def _scopes_of(table: Any) -> list[Scope]:

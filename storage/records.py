@@ -17,6 +17,14 @@ MemoryStatus = Literal["active", "superseded", "retracted", "purged"]
 ProtectionTier = Literal["standard", "immutable", "protected", "ephemeral"]
 OutcomeLabel = Literal["success", "failure", "partial"]
 RetrievalPurpose = Literal["recall", "explain"]
+# Who may read a memory: everyone in its org, everyone in its project (the default), only the agent
+# that wrote it, or only that agent in the session it was written in.
+Visibility = Literal["org", "project", "agent", "session"]
+VISIBILITIES: tuple[Visibility, ...] = ("org", "project", "agent", "session")
+SHARED_VISIBILITIES: tuple[Visibility, ...] = ("org", "project")
+# Org-visible memories belong to no project: they live on the org's shelf, a scope whose project is this
+# (a project id a caller can never name: identifiers are never empty).
+ORG_SHELF_PROJECT = ""
 
 MEMORY_KINDS: tuple[MemoryKind, ...] = ("fact", "episode", "artifact")
 PROTECTION_TIERS: tuple[ProtectionTier, ...] = ("standard", "immutable", "protected", "ephemeral")
@@ -26,10 +34,82 @@ CONTENT_STATUSES: tuple[MemoryStatus, ...] = ("active", "superseded", "retracted
 
 @dataclass(frozen=True)
 class Scope:
-    """A tenant boundary: nothing is read or written across it."""
+    """A tenant boundary: nothing is written across it, and only org-visible memories (kept on the org's
+    shelf, ``org_shelf``) are read across projects."""
 
     org_id: str
     project_id: str
+
+    @property
+    def is_org_shelf(self) -> bool:
+        return self.project_id == ORG_SHELF_PROJECT
+
+
+def org_shelf(org_id: str) -> Scope:
+    """Where the org-visible memories of ``org_id`` live, whichever project wrote them."""
+    return Scope(org_id, ORG_SHELF_PROJECT)
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who reads: an agent's and a session's own memories are shown to that agent (in that session) only."""
+
+    agent_id: str
+    session_id: str
+
+
+@dataclass(frozen=True)
+class View:
+    """What a reader in ``home`` may see: the home scope's project-visible memories, its own agent- and
+    session-visible ones, and the org shelf. ``viewer`` None is the store's operator (every memory of the
+    home scope, as a backup or an audit needs); ``with_org`` False leaves the shelf out."""
+
+    home: Scope
+    viewer: Viewer | None = None
+    with_org: bool = True
+
+    @property
+    def scopes(self) -> tuple[Scope, ...]:
+        if self.with_org and not self.home.is_org_shelf:
+            return (self.home, org_shelf(self.home.org_id))
+        return (self.home,)
+
+    def sees(self, record: MemoryRecord) -> bool:
+        return may_see(self.viewer, record)
+
+
+# Where a read looks: one scope as it is (the write path, upkeep), or a reader's view.
+Reach = Scope | View
+
+
+def scopes_of(reach: Reach) -> tuple[Scope, ...]:
+    return reach.scopes if isinstance(reach, View) else (reach,)
+
+
+def may_see(viewer: Viewer | None, record: MemoryRecord) -> bool:
+    """Whether ``viewer`` may read ``record`` (None, the operator, reads everything)."""
+    return may_read(viewer, record.visibility, record.agent_id, record.session_id)
+
+
+def may_read(viewer: Viewer | None, visibility: str, agent_id: str, session_id: str) -> bool:
+    """``may_see`` for a memory of this visibility, written by this agent in this session."""
+    if viewer is None or visibility in SHARED_VISIBILITIES:
+        return True
+    if agent_id != viewer.agent_id:
+        return False
+    return visibility == "agent" or session_id == viewer.session_id
+
+
+def same_audience(record: MemoryRecord, other: MemoryRecord) -> bool:
+    """Whether two memories are read by the same people, so that one may absorb, revise or contradict the
+    other: consolidation never lets a private memory change what others read, or the reverse."""
+    if record.visibility != other.visibility:
+        return False
+    if record.visibility in SHARED_VISIBILITIES:
+        return True
+    if record.agent_id != other.agent_id:
+        return False
+    return record.visibility == "agent" or record.session_id == other.session_id
 
 
 @dataclass(frozen=True)
@@ -58,6 +138,7 @@ class MemoryRecord:
     expires_at: datetime | None = None  # ephemeral memories only
     version_of: str | None = None  # an artifact's previous version
     consolidated_at: datetime | None = None  # when consolidation last examined it
+    visibility: Visibility = "project"
 
     @property
     def scope(self) -> Scope:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Migration 4 moved the memories to a table with stable row ids, whose per-row "last updated at version"
 # lets a process read only what changed since the version it has cached (storage.scope_cache).
@@ -67,6 +67,9 @@ MEMORIES_V3_FIELDS = [
     pa.field("version_of", pa.string()),
     pa.field("purged_at", _TS),
 ]
+
+# Migration 7: who may read a memory (``storage.records.Visibility``); rows written before are "project".
+VISIBILITY_DEFAULT = "project"
 
 
 def lineage_schema() -> pa.Schema:

@@ -33,6 +33,7 @@ from storage.group_commit import GroupCommit
 from storage.lexical_index import Analyzer
 from storage.locking import LOCK_FILE_NAME, REPORTS_LOCK_FILE_NAME, WriteLock, retrying
 from storage.records import (
+    SHARED_VISIBILITIES,
     AbLogRow,
     AggregationRow,
     ContradictionRecord,
@@ -44,6 +45,7 @@ from storage.records import (
     MemoryRecord,
     NewMemory,
     OutcomeRecord,
+    Reach,
     ReportQueries,
     RetrievalPurpose,
     RetrievalRecord,
@@ -52,7 +54,11 @@ from storage.records import (
     SessionFeedback,
     StoreInfo,
     TimeWindow,
+    View,
+    Viewer,
     WeightEvent,
+    may_see,
+    scopes_of,
 )
 from storage.scan import EVERY_ROW, scan, scan_rows, utc
 from storage.scope_cache import Row, ScopeCache, by_id, episode_members
@@ -84,6 +90,7 @@ MEMORY_COLUMNS = [
     "expires_at",
     "version_of",
     "consolidated_at",
+    "visibility",
 ]
 
 
@@ -383,19 +390,27 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ memories
 
-    def get_memory(self, memory_id: str, scope: Scope | None = None) -> MemoryRecord | None:
-        if scope is not None:
-            with self._cache.reading(scope) as copy:
-                if copy is not None:
-                    return copy.records.get(memory_id)
-        condition = filters.equals("id", memory_id)
-        if scope is not None:
-            condition = filters.all_of(condition, filters.scope_is(scope))
-        rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=2)
-        return _memory_from_row(rows[0]) if rows else None
+    def get_memory(self, memory_id: str, reach: Reach | None = None) -> MemoryRecord | None:
+        """The memory with this id (in ``reach``, and only if its viewer may see it; None: anywhere)."""
+        if reach is None:
+            rows = self._select(self._memories, filters.equals("id", memory_id), MEMORY_COLUMNS, limit=2)
+            return _memory_from_row(rows[0]) if rows else None
+        return self.get_memories([memory_id], reach).get(memory_id)
 
-    def get_memories(self, memory_ids: Iterable[str], scope: Scope) -> dict[str, MemoryRecord]:
+    def get_memories(self, memory_ids: Iterable[str], reach: Reach) -> dict[str, MemoryRecord]:
+        """The memories of ``reach`` with these ids (those its viewer may see)."""
         ids = list(dict.fromkeys(memory_ids))
+        found: dict[str, MemoryRecord] = {}
+        for scope in scopes_of(reach):
+            missing = [i for i in ids if i not in found]
+            if not missing:
+                break
+            found |= self._memories_in(scope, missing)
+        if isinstance(reach, View):
+            found = {i: record for i, record in found.items() if reach.sees(record)}
+        return found
+
+    def _memories_in(self, scope: Scope, ids: list[str]) -> dict[str, MemoryRecord]:
         if not ids:
             return {}
         with self._cache.reading(scope) as copy:
@@ -503,7 +518,7 @@ class MemoryStore:
 
     def vector_search(
         self,
-        scope: Scope,
+        reach: Reach,
         vector: np.ndarray,
         *,
         embedder: str,
@@ -513,8 +528,30 @@ class MemoryStore:
         window: TimeWindow | None = None,
         all_tags: bool = False,
     ) -> list[SearchHit]:
-        """Active memories in ``scope`` embedded by ``embedder`` (of these kinds, with any of these tags,
+        """Active memories in ``reach`` embedded by ``embedder`` (of these kinds, with any of these tags,
         or all of them with ``all_tags``, in this time window), nearest first; score = cosine similarity."""
+        viewer = _viewer_of(reach)
+        hits = [
+            hit
+            for scope in scopes_of(reach)
+            for hit in self._vector_search_in(
+                scope, vector, embedder, limit, kinds, tags, window, all_tags, viewer
+            )
+        ]
+        return _best(hits, limit)
+
+    def _vector_search_in(
+        self,
+        scope: Scope,
+        vector: np.ndarray,
+        embedder: str,
+        limit: int,
+        kinds: Sequence[str] | None,
+        tags: Sequence[str] | None,
+        window: TimeWindow | None,
+        all_tags: bool,
+        viewer: Viewer | None,
+    ) -> list[SearchHit]:
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 nearest = copy.nearest(
@@ -524,10 +561,12 @@ class MemoryStore:
                     now=datetime.now(UTC),
                     kinds=kinds,
                     keep=_kept(tags, window, all_tags),
+                    viewer=viewer,
                 )
                 return [SearchHit(record, score, stored) for record, score, stored in nearest]
         condition = filters.all_of(
-            self._active_in(scope, kinds, tags, window, all_tags), filters.equals("embedder", embedder)
+            self._active_in(scope, kinds, tags, window, all_tags, viewer),
+            filters.equals("embedder", embedder),
         )
         query = (
             self._memories.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
@@ -545,7 +584,7 @@ class MemoryStore:
 
     def fulltext_search(
         self,
-        scope: Scope,
+        reach: Reach,
         text: str,
         *,
         limit: int,
@@ -554,9 +593,35 @@ class MemoryStore:
         window: TimeWindow | None = None,
         all_tags: bool = False,
     ) -> list[SearchHit]:
-        """Active memories in ``scope`` matching ``text`` (BM25 over content and tags), best first."""
+        """Active memories in ``reach`` matching ``text`` (BM25 over content and tags), best first. A view's
+        org-shelf hits are scored against the home scope's full match (``fulltext_ceiling``), so that the
+        two indexes' scores read on one scale."""
         if not text.strip():
             return []
+        viewer = _viewer_of(reach)
+        scopes = scopes_of(reach)
+        home_ceiling = self.fulltext_ceiling(scopes[0], text) if len(scopes) > 1 else None
+        hits: list[SearchHit] = []
+        for scope in scopes:
+            found = self._fulltext_search_in(scope, text, limit, kinds, tags, window, all_tags, viewer)
+            if scope != scopes[0] and found and home_ceiling:
+                ceiling = self.fulltext_ceiling(scope, text)
+                if ceiling:
+                    found = [replace(hit, score=hit.score * home_ceiling / ceiling) for hit in found]
+            hits += found
+        return _best(hits, limit)
+
+    def _fulltext_search_in(
+        self,
+        scope: Scope,
+        text: str,
+        limit: int,
+        kinds: Sequence[str] | None,
+        tags: Sequence[str] | None,
+        window: TimeWindow | None,
+        all_tags: bool,
+        viewer: Viewer | None,
+    ) -> list[SearchHit]:
         if self._cache.searches_text:
             with self._cache.reading(scope) as copy:
                 if copy is not None:
@@ -566,12 +631,13 @@ class MemoryStore:
                         now=datetime.now(UTC),
                         kinds=kinds,
                         keep=_kept(tags, window, all_tags),
+                        viewer=viewer,
                     )
                     return [SearchHit(record, score, vector) for record, score, vector in found]
         elif self._cache.serves(scope):
             # Only ids and scores from the index (queried outside the cache's lock); records and vectors
             # come from the copy (a row committed after it caught up is left for the next search).
-            scored = self._fulltext_rows(scope, text, ["id"], limit, kinds, tags, window, all_tags)
+            scored = self._fulltext_rows(scope, text, ["id"], limit, kinds, tags, window, all_tags, viewer)
             with self._cache.reading(scope) as copy:
                 if copy is not None:
                     return _live(
@@ -580,11 +646,11 @@ class MemoryStore:
                                 copy.records[row["id"]], float(row["_score"]), copy.vector_of(row["id"])
                             )
                             for row in scored
-                            if row["id"] in copy.records
+                            if row["id"] in copy.records and may_see(viewer, copy.records[row["id"]])
                         ]
                     )
         rows = self._fulltext_rows(
-            scope, text, [*MEMORY_COLUMNS, "vector"], limit, kinds, tags, window, all_tags
+            scope, text, [*MEMORY_COLUMNS, "vector"], limit, kinds, tags, window, all_tags, viewer
         )
         return _live([SearchHit(_memory_from_row(row), float(row["_score"]), _vector(row)) for row in rows])
 
@@ -598,35 +664,42 @@ class MemoryStore:
         tags: Sequence[str] | None,
         window: TimeWindow | None = None,
         all_tags: bool = False,
+        viewer: Viewer | None = None,
     ) -> list[dict[str, Any]]:
         """LanceDB's BM25 index: the best ``limit`` active memories of ``scope``, these columns and _score."""
         query = self._memories.search(text, query_type="fts", fts_columns="search_text")
-        query = query.where(self._active_in(scope, kinds, tags, window, all_tags), prefilter=True)
+        query = query.where(self._active_in(scope, kinds, tags, window, all_tags, viewer), prefilter=True)
         return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()
 
-    def holds_memories_in(self, scope: Scope, window: TimeWindow) -> bool:
-        """Whether some active memory of ``scope`` is of ``window``'s time."""
+    def holds_memories_in(self, reach: Reach, window: TimeWindow) -> bool:
+        """Whether some active memory of ``reach`` (that its viewer may see) is of ``window``'s time."""
+        viewer = _viewer_of(reach)
+        return any(self._holds_memories_in(scope, window, viewer) for scope in scopes_of(reach))
+
+    def _holds_memories_in(self, scope: Scope, window: TimeWindow, viewer: Viewer | None) -> bool:
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 return any(
-                    record.status == "active" and window.holds(record.created_at)
+                    record.status == "active" and window.holds(record.created_at) and may_see(viewer, record)
                     for record in copy.records.values()
                 )
-        return bool(
-            scan(self._memories, self._active_in(scope, None, None, window), ["id"], limit=1).num_rows
-        )
+        condition = self._active_in(scope, None, None, window, viewer=viewer)
+        return bool(scan(self._memories, condition, ["id"], limit=1).num_rows)
 
-    def fulltext_ceiling(self, scope: Scope, text: str) -> float | None:
-        """The score a memory matching all of ``text`` would get in ``scope``'s full-text index (the sum
-        of its terms' idf), so that BM25 scores read as absolute relevance; None when LanceDB's index
-        answers the scope (it does not expose term statistics: scores are then relative to the best)."""
+    def fulltext_ceiling(self, reach: Reach, text: str) -> float | None:
+        """The score a memory matching all of ``text`` would get in the full-text index of ``reach``'s
+        (home) scope (the sum of its terms' idf), so that BM25 scores read as absolute relevance; None when
+        LanceDB's index answers the scope (it does not expose term statistics: scores are then relative to
+        the best)."""
+        scope = scopes_of(reach)[0]
         if not text.strip() or not (self._cache.searches_text and self._cache.holds(scope)):
             return None
         with self._cache.reading(scope) as copy:
             return copy.fulltext_ceiling(text) if copy is not None else None
 
-    def fulltext_engine(self, scope: Scope) -> str:
-        """``copy-bm25`` when the scope's copy answers its full-text searches, else ``lancedb-bm25``."""
+    def fulltext_engine(self, reach: Reach) -> str:
+        """``copy-bm25`` when the home scope's copy answers its full-text searches, else ``lancedb-bm25``."""
+        scope = scopes_of(reach)[0]
         return "copy-bm25" if self._cache.searches_text and self._cache.holds(scope) else "lancedb-bm25"
 
     def set_weights(self, weights: Mapping[str, float], at: datetime) -> None:
@@ -645,7 +718,7 @@ class MemoryStore:
 
     def list_memories(
         self,
-        scope: Scope,
+        reach: Reach,
         *,
         limit: int,
         before: tuple[datetime, str] | None = None,
@@ -658,11 +731,13 @@ class MemoryStore:
         """One page of the scope's active memories (of ``window``'s time, if given), newest first (by ``created_at``, then id, descending):
         the ``limit`` that come after ``before`` (the last one of the previous page) in that order. A memory
         written after the listing began comes before the first page, so no page repeats one."""
+        viewer = _viewer_of(reach)
 
         def wanted(record: MemoryRecord) -> bool:
             at = utc(record.created_at)
             return (
                 record.status == "active"
+                and may_see(viewer, record)
                 and (agent_id is None or record.agent_id == agent_id)
                 and (tag is None or tag in record.tags)
                 and (kind is None or record.kind == kind)
@@ -679,20 +754,31 @@ class MemoryStore:
             )
             return found[:limit]
 
-        with self._cache.reading(scope) as copy:
-            if copy is not None:
-                return page(copy.records.values())
-        condition = filters.all_of(
-            self._active_in(scope, [kind] if kind else None, [tag] if tag else None, window),
-            filters.equals("agent_id", agent_id) if agent_id is not None else None,
-            filters.equals("episode_id", episode_id) if episode_id is not None else None,
-            filters.at_or_before("created_at", before[0]) if before is not None else None,
-        )
-        rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=None)
-        return page({row["id"]: _memory_from_row(row) for row in rows}.values())
+        def scope_page(scope: Scope) -> list[MemoryRecord]:
+            with self._cache.reading(scope) as copy:
+                if copy is not None:
+                    return page(copy.records.values())
+            condition = filters.all_of(
+                self._active_in(
+                    scope, [kind] if kind else None, [tag] if tag else None, window, viewer=viewer
+                ),
+                filters.equals("agent_id", agent_id) if agent_id is not None else None,
+                filters.equals("episode_id", episode_id) if episode_id is not None else None,
+                filters.at_or_before("created_at", before[0]) if before is not None else None,
+            )
+            rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=None)
+            return page({row["id"]: _memory_from_row(row) for row in rows}.values())
 
-    def memory_vectors(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, np.ndarray]:
-        ids = list(dict.fromkeys(memory_ids))
+        return page(record for scope in scopes_of(reach) for record in scope_page(scope))
+
+    def memory_vectors(self, memory_ids: Sequence[str], reach: Reach) -> dict[str, np.ndarray]:
+        """The stored vectors of these memories of ``reach`` (ids of memories it lacks are left out)."""
+        found: dict[str, np.ndarray] = {}
+        for scope in scopes_of(reach):
+            found |= self._vectors_in(scope, [i for i in dict.fromkeys(memory_ids) if i not in found])
+        return found
+
+    def _vectors_in(self, scope: Scope, ids: list[str]) -> dict[str, np.ndarray]:
         if not ids:
             return {}
         with self._cache.reading(scope) as copy:
@@ -711,20 +797,29 @@ class MemoryStore:
 
         return int(self._memories.count_rows())
 
-    def episode_member_stubs(self, scope: Scope, episode_ids: Sequence[str]) -> list[EpisodeMemberStub]:
-        """Every active member of these episodes: id, episode, time and weight (no content or vector)."""
+    def episode_member_stubs(self, reach: Reach, episode_ids: Sequence[str]) -> list[EpisodeMemberStub]:
+        """Every active member of these episodes (that ``reach``'s viewer may see): id, episode, time and
+        weight (no content or vector)."""
         if not episode_ids:
             return []
+        viewer = _viewer_of(reach)
+        return [stub for scope in scopes_of(reach) for stub in self._stubs_in(scope, episode_ids, viewer)]
+
+    def _stubs_in(
+        self, scope: Scope, episode_ids: Sequence[str], viewer: Viewer | None
+    ) -> list[EpisodeMemberStub]:
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 return [
                     EpisodeMemberStub(r.id, r.episode_id or "", r.created_at, r.weight)
                     for r in episode_members(copy, episode_ids)
+                    if may_see(viewer, r)
                 ]
         condition = filters.all_of(
             filters.scope_is(scope),
             filters.equals("status", "active"),
             filters.one_of("episode_id", list(episode_ids)),
+            filters.visible_to(viewer) if viewer is not None else None,
         )
         rows = self._select(
             self._memories, condition, ["id", "episode_id", "created_at", "weight"], limit=None
@@ -806,14 +901,16 @@ class MemoryStore:
         else:
             self._append(self._lineage, rows)
 
-    def lineage(self, scope: Scope, memory_ids: Sequence[str]) -> list[LineageEvent]:
-        """Every event that acted on, or was caused by, one of ``memory_ids``, oldest first."""
+    def lineage(self, reach: Reach, memory_ids: Sequence[str]) -> list[LineageEvent]:
+        """Every event (in ``reach``'s scopes) that acted on, or was caused by, one of ``memory_ids``,
+        oldest first."""
         if not memory_ids:
             return []
         self._logs.flush()
         ids = list(dict.fromkeys(memory_ids))
         condition = filters.all_of(
-            filters.scope_is(scope), filters.one_of("memory_id", ids) | filters.one_of("related_id", ids)
+            filters.any_of(*(filters.scope_is(scope) for scope in scopes_of(reach))),
+            filters.one_of("memory_id", ids) | filters.one_of("related_id", ids),
         )
         rows = self._select(self._lineage, condition, None, limit=None)
         events = {row["event_id"]: LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows}
@@ -860,8 +957,14 @@ class MemoryStore:
         records = [_contradiction_from_row(row) for row in rows]
         return sorted(records, key=lambda r: (r.detected_at, r.older_id, r.newer_id))
 
-    def newer_contradictions(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+    def newer_contradictions(self, reach: Reach, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         """Older memory id -> the newer memories that contradict it, for open contradictions only."""
+        found: dict[str, list[str]] = {}
+        for scope in scopes_of(reach):
+            found |= self._newer_contradictions_in(scope, memory_ids)
+        return found
+
+    def _newer_contradictions_in(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         if not memory_ids:
             return {}
         snapshot = self._contradiction_snapshots.get(scope)
@@ -1046,7 +1149,9 @@ class MemoryStore:
         self._logs.flush()
         gone = set(memory_ids)
         for memory_id in memory_ids:
-            condition = filters.all_of(filters.scope_is(scope), filters.contains("trace_json", memory_id))
+            # An org-visible memory was recalled from any project of its org.
+            where = filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
+            condition = filters.all_of(where, filters.contains("trace_json", memory_id))
             for row in self._select(self._retrievals, condition, ["retrieval_id", "trace_json"], limit=None):
                 trace = json.loads(row["trace_json"])
                 for candidate in trace.get("candidates", []):
@@ -1117,10 +1222,15 @@ class MemoryStore:
         return [Scope(org_id, project_id) for org_id, project_id in sorted(pairs)]
 
     def aggregation_rows(self, scope: Scope, limit: int) -> list[AggregationRow]:
-        """The scope's newest ``limit`` active memories, as the aggregation job reads them."""
+        """The scope's newest ``limit`` active shared memories, as the aggregation job reads them (a memory
+        only its agent or session may read neither corroborates nor contradicts what others read)."""
         with self._cache.reading(scope) as copy:
             if copy is not None:
-                active = [record for record in copy.records.values() if record.status == "active"]
+                active = [
+                    record
+                    for record in copy.records.values()
+                    if record.status == "active" and record.visibility in SHARED_VISIBILITIES
+                ]
                 active.sort(key=lambda record: (record.created_at, record.id), reverse=True)
                 return [
                     AggregationRow(
@@ -1133,7 +1243,11 @@ class MemoryStore:
                     )
                     for record in active[:limit]
                 ]
-        condition = filters.all_of(filters.scope_is(scope), filters.equals("status", "active"))
+        condition = filters.all_of(
+            filters.scope_is(scope),
+            filters.equals("status", "active"),
+            filters.one_of("visibility", SHARED_VISIBILITIES),
+        )
         columns = ["id", "agent_id", "weight", "created_at", "simhash", "content"]
         rows = self._select(self._memories, condition, columns, limit=None)
         rows.sort(key=lambda row: (row["created_at"], row["id"]), reverse=True)
@@ -1188,7 +1302,13 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ episodes
 
-    def get_episodes(self, scope: Scope, episode_ids: Sequence[str]) -> dict[str, EpisodeRecord]:
+    def get_episodes(self, reach: Reach, episode_ids: Sequence[str]) -> dict[str, EpisodeRecord]:
+        found: dict[str, EpisodeRecord] = {}
+        for scope in scopes_of(reach):
+            found |= self._episodes_in(scope, [i for i in dict.fromkeys(episode_ids) if i not in found])
+        return found
+
+    def _episodes_in(self, scope: Scope, episode_ids: Sequence[str]) -> dict[str, EpisodeRecord]:
         if not episode_ids:
             return {}
         with self._cache.reading(scope) as copy:
@@ -1219,7 +1339,9 @@ class MemoryStore:
         return self.get_episodes(scope, [episode_id]).get(episode_id)
 
     def _record_episodes(self, records: Sequence[MemoryRecord]) -> None:
-        """Create the episodes these new memories belong to, and title them from an episode-kind memory."""
+        """Create the episodes these new memories belong to, and title them from an episode-kind memory that
+        everyone who reads the episode may read (a private memory's first line never titles an episode
+        that other readers' contexts show)."""
         firsts: dict[tuple[str, str, str], MemoryRecord] = {}
         titles: dict[tuple[str, str, str], str] = {}
         for record in records:
@@ -1227,7 +1349,7 @@ class MemoryStore:
                 continue
             key = (record.org_id, record.project_id, record.episode_id)
             firsts.setdefault(key, record)
-            if record.kind == "episode":
+            if record.kind == "episode" and record.visibility in SHARED_VISIBILITIES:
                 titles.setdefault(key, _episode_title(record))
         if not firsts:
             return
@@ -1757,10 +1879,12 @@ class MemoryStore:
         tags: Sequence[str] | None,
         window: TimeWindow | None = None,
         all_tags: bool = False,
+        viewer: Viewer | None = None,
     ) -> Expr:
         return filters.all_of(
             filters.scope_is(scope),
             filters.equals("status", "active"),
+            filters.visible_to(viewer) if viewer is not None else None,
             filters.one_of("kind", kinds) if kinds else None,
             (filters.every_tag(tags) if all_tags else filters.any_tag(tags)) if tags else None,
             filters.at_or_after("created_at", window.since) if window and window.since else None,
@@ -1994,6 +2118,15 @@ def _kept(
     if tagged is None:
         return lambda record: window.holds(record.created_at)
     return lambda record: tagged(record) and window.holds(record.created_at)
+
+
+def _viewer_of(reach: Reach) -> Viewer | None:
+    return reach.viewer if isinstance(reach, View) else None
+
+
+def _best(hits: list[SearchHit], limit: int) -> list[SearchHit]:
+    """The ``limit`` best of the hits of one or several scopes (a view's home scope and org shelf)."""
+    return sorted(hits, key=lambda hit: -hit.score)[:limit]
 
 
 def _live(hits: list[SearchHit]) -> list[SearchHit]:

@@ -7,7 +7,7 @@ return a pydantic output model, raising ``ToolFailure`` with a message that tell
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Protocol
@@ -18,7 +18,7 @@ from retrieval.outcomes import CreditPolicy, WeightPolicy
 from retrieval.redaction import redact_text
 from retrieval.text import is_unsafe_char
 from server.config import Settings
-from storage.records import Scope
+from storage.records import MemoryRecord, Scope, View, Viewer
 from writing.service import memory_id_for
 
 __all__ = ["memory_id_for"]  # ids are the write service's; tools and tests name them from here too
@@ -130,11 +130,39 @@ class ScopeArgs(BaseModel):
 @dataclass(frozen=True)
 class Caller:
     """Who is calling: agent from the MCP handshake's client name, session one per client connection,
-    and the LLM this request may use (the client's by sampling, or Cohere chat), if any."""
+    and the LLM this request may use (the client's by sampling, or Cohere chat), if any.
+    ``may_change_org`` says whether it may write or forget an org's org-visible memories (with a bearer
+    token: one granting writes to every project of the org; on stdio and in-process: yes)."""
 
     agent_id: str
     session_id: str
     llm: LanguageModel | None = None
+    may_change_org: Callable[[str], bool] = field(default=lambda org_id: True, compare=False)
+
+    def check_org_change(self, org_id: str, what: str, tool: str) -> None:
+        """A ``ToolFailure`` unless the caller may change what the whole org reads."""
+        if not self.may_change_org(org_id):
+            raise ToolFailure(
+                f"{what} is read by every project of org {org_id!r}, and this token may not write to all of "
+                f"them: nothing was changed. Use visibility='project' (or 'agent'), or a token that grants "
+                f"{org_id}/*, then call {tool} again."
+            )
+
+
+def view_for(args: ScopeArgs, runtime: Runtime, caller: Caller) -> View:
+    """What a call may read: its scope as its agent and session see it (their own private memories and
+    the shared ones), and the org's shelf. The agent and session are the call's own if it names them."""
+    agent_id = getattr(args, "agent_id", None) or caller.agent_id
+    session_id = getattr(args, "session_id", None) or caller.session_id
+    return View(args.scope(runtime.settings), Viewer(agent_id, session_id))
+
+
+def by_scope(memories: Iterable[MemoryRecord]) -> dict[Scope, list[MemoryRecord]]:
+    """Memories grouped by the scope they are stored in (a view's project scope, or its org's shelf)."""
+    grouped: dict[Scope, list[MemoryRecord]] = {}
+    for memory in memories:
+        grouped.setdefault(memory.scope, []).append(memory)
+    return grouped
 
 
 def weight_policy_for(settings: Settings) -> WeightPolicy:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 from pydantic import BaseModel, Field
 
-from tools.common import Caller, Runtime, ScopeArgs, iso
+from tools.common import Caller, Runtime, ScopeArgs, iso, view_for
 from tools.memory_views import REPLACING_ACTIONS, EventView, MemoryBrief
 
 
@@ -39,17 +39,21 @@ class DriftOutput(BaseModel):
 
 
 def drift(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
-    scope = args.scope(runtime.settings)
+    view = view_for(args, runtime, caller)
     store = runtime.store
-    found = store.contradictions(scope, status=None if args.include_resolved else "open")
+    status = None if args.include_resolved else "open"
+    # The project's and the org shelf's, of memories the caller may read (private ones are its own).
+    every = [pair for scope in view.scopes for pair in store.contradictions(scope, status=status)]
+    events = [e for scope in view.scopes for e in store.recent_lineage(scope, REPLACING_ACTIONS, args.limit)]
+    ids = {pair.older_id for pair in every} | {pair.newer_id for pair in every}
+    ids |= {event.memory_id for event in events} | {event.related_id for event in events if event.related_id}
+    memories = store.get_memories(sorted(ids), view)
+    found = [pair for pair in every if pair.older_id in memories and pair.newer_id in memories]
     open_count = sum(1 for pair in found if pair.status == "open")
     pairs = sorted(found, key=lambda pair: pair.detected_at, reverse=True)[: args.limit]
-    changes = store.recent_lineage(scope, REPLACING_ACTIONS, args.limit)
-    ids = {pair.older_id for pair in pairs} | {pair.newer_id for pair in pairs}
-    ids |= {event.memory_id for event in changes} | {
-        event.related_id for event in changes if event.related_id
-    }
-    memories = store.get_memories(sorted(ids), scope)
+    changes = sorted(
+        (event for event in events if event.memory_id in memories), key=lambda e: e.at, reverse=True
+    )[: args.limit]
     return DriftOutput(
         open_contradictions=open_count,
         contradictions=[

@@ -13,8 +13,18 @@ from typing import Annotated, Any, Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from storage.records import RetrievalRecord, Scope
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, WithoutSecrets, iso
+from storage.records import RetrievalRecord, View
+from tools.common import (
+    Caller,
+    Identifier,
+    Runtime,
+    ScopeArgs,
+    Tag,
+    ToolFailure,
+    WithoutSecrets,
+    iso,
+    view_for,
+)
 from tools.memory_views import LineageLink, lineage_links
 from tools.recall import build_request, check_bounds, record_retrieval
 
@@ -184,7 +194,8 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
         raise ToolFailure(
             "pass exactly one of retrieval_id (from a recall result) or query (to run and explain a recall now)"
         )
-    scope = args.scope(runtime.settings)
+    view = view_for(args, runtime, caller)
+    scope = view.home
     if args.retrieval_id is not None:
         record = runtime.store.get_retrieval(args.retrieval_id, scope)
         if record is None:
@@ -192,6 +203,7 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
                 f"no retrieval {args.retrieval_id!r} in org {scope.org_id!r} / project {scope.project_id!r}: "
                 "pass a retrieval_id returned by recall in this scope, or pass query instead"
             )
+        check_visible(record, view, runtime)
     else:
         assert args.query is not None
         if not args.query.strip():
@@ -207,6 +219,7 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
             args.tags,
             caller.llm,
             agent_id=caller.agent_id,
+            viewer=view.viewer,
         )
         with runtime.store.one_version():
             result = runtime.pipeline.run(request)
@@ -218,18 +231,34 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
             agent_id=caller.agent_id,
             purpose="explain",
         )
-    return _explain(record, args.memory_id, runtime)
+    return _explain(record, args.memory_id, runtime, view)
 
 
-def _explain(record: RetrievalRecord, memory_id: str | None, runtime: Runtime) -> ExplainRankingOutput:
+def check_visible(record: RetrievalRecord, view: View, runtime: Runtime) -> None:
+    """Another agent's retrieval is explained only if it holds no memory private to that agent (or its
+    session): its trace quotes every candidate."""
+    ids = [entry["id"] for entry in json.loads(record.trace_json)["candidates"]]
+    every = runtime.store.get_memories(ids, View(view.home))
+    seen = runtime.store.get_memories(ids, view)
+    hidden = [memory_id for memory_id in every if memory_id not in seen]
+    if hidden:
+        raise ToolFailure(
+            f"retrieval {record.retrieval_id!r} holds {len(hidden)} memories private to another agent or "
+            "session, so it is not shown: pass query instead to explain a recall of your own"
+        )
+
+
+def _explain(
+    record: RetrievalRecord, memory_id: str | None, runtime: Runtime, view: View
+) -> ExplainRankingOutput:
     trace = json.loads(record.trace_json)
     candidates = [_candidate(entry) for entry in trace["candidates"]]
     notes: list[str] = []
     if memory_id is not None:
         candidates = [candidate for candidate in candidates if candidate.id == memory_id]
         if not candidates:
-            notes.append(_why_not_a_candidate(memory_id, record, trace, runtime))
-    candidates = _with_lineage(candidates, runtime, Scope(record.org_id, record.project_id))
+            notes.append(_why_not_a_candidate(memory_id, record, trace, runtime, view))
+    candidates = _with_lineage(candidates, runtime, view)
     return ExplainRankingOutput(
         retrieval_id=record.retrieval_id,
         purpose=record.purpose,
@@ -255,7 +284,7 @@ def _explain(record: RetrievalRecord, memory_id: str | None, runtime: Runtime) -
 
 
 def _with_lineage(
-    candidates: list[CandidateExplanation], runtime: Runtime, scope: Scope
+    candidates: list[CandidateExplanation], runtime: Runtime, scope: View
 ) -> list[CandidateExplanation]:
     """Lineage is history, not ranking: read it now, next to what the recall recorded."""
     ids = [candidate.id for candidate in candidates]
@@ -322,10 +351,10 @@ def _candidate(entry: dict[str, Any]) -> CandidateExplanation:
 
 
 def _why_not_a_candidate(
-    memory_id: str, record: RetrievalRecord, trace: dict[str, Any], runtime: Runtime
+    memory_id: str, record: RetrievalRecord, trace: dict[str, Any], runtime: Runtime, view: View
 ) -> str:
-    memory = runtime.store.get_memory(memory_id)
-    if memory is None or (memory.org_id, memory.project_id) != (record.org_id, record.project_id):
+    memory = runtime.store.get_memory(memory_id, view)
+    if memory is None:
         raise ToolFailure(f"no memory {memory_id!r} in org {record.org_id!r} / project {record.project_id!r}")
     if memory.status != "active":
         return f"{memory_id} is {memory.status}: only active memories are searched"

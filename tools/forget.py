@@ -10,8 +10,18 @@ import anyio
 from pydantic import BaseModel, Field
 
 from retrieval.text import PRECEDING_CHARS
-from storage.records import MemoryRecord, Scope
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, WithoutSecrets
+from storage.records import MemoryRecord, Reach, Scope
+from tools.common import (
+    Caller,
+    Identifier,
+    Runtime,
+    ScopeArgs,
+    Tag,
+    ToolFailure,
+    WithoutSecrets,
+    by_scope,
+    view_for,
+)
 from tools.memory_views import MemoryBrief, absorbed_events
 from writing.consolidation.report import Actor
 
@@ -23,11 +33,11 @@ class ForgetInput(ScopeArgs):
     memory_id: Identifier | None = None
     query: Annotated[str, Field(min_length=1, max_length=4_000), WithoutSecrets] | None = Field(
         None,
-        description="Instead: its close matches (relevance >= 0.5). Try dry_run first.",
+        description="Instead: its close matches. Try dry_run first.",
     )
     mode: Literal["retract", "purge"] = Field(
         "retract",
-        description="purge: also erase the content (irreversible).",
+        description="purge: irreversible.",
     )
     tag: Tag | None = Field(None, description="Instead: all with this tag; dry_run defaults to true.")
     max_memories: int = Field(1, ge=1, le=20, description="With query: at most this many.")
@@ -63,7 +73,8 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         raise ToolFailure(
             "pass exactly one of memory_id, query (with max_memories) or tag to say what to forget"
         )
-    scope = args.scope(runtime.settings)
+    view = view_for(args, runtime, caller)
+    scope = view.home
     store = runtime.store
     if args.tag is not None:
         # A whole tag at once: shown first unless the caller said dry_run=false.
@@ -72,7 +83,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     relevance: dict[str, float] = {}
     if args.tag is not None:
         at_once = TAGGED_AT_ONCE[args.mode]
-        tagged = store.list_memories(scope, limit=at_once + 1, tag=args.tag)
+        tagged = store.list_memories(view, limit=at_once + 1, tag=args.tag)
         targets = tagged[:at_once]
         if not targets:
             return ForgetOutput(
@@ -82,7 +93,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
                 note=f"nothing was forgotten: no active memory has the tag {args.tag!r}",
             )
     elif args.memory_id is not None:
-        memory = store.get_memory(args.memory_id, scope)
+        memory = store.get_memory(args.memory_id, view)
         if memory is None:
             raise ToolFailure(
                 f"no memory {args.memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}"
@@ -91,7 +102,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     else:
         assert args.query is not None
         floor = runtime.settings.forget_min_relevance
-        found = best_matches(runtime, scope, args.query, args.max_memories)
+        found = best_matches(runtime, view, args.query, args.max_memories)
         relevance = {memory.id: score for memory, score in found if score >= floor}
         targets = [memory for memory, _ in found if memory.id in relevance]
         if not targets:
@@ -125,19 +136,36 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             mode=args.mode, dry_run=args.dry_run, forgotten=briefs, matches=matches, note=note
         )
 
-    now = runtime.clock()
-    ids = [m.id for m in eligible]
+    for memory in eligible:
+        if memory.visibility == "org":
+            caller.check_org_change(memory.org_id, f"{memory.id} (org-visible)", "forget")
     actor = Actor(caller.agent_id, caller.session_id)
+    extras = []
+    for where, memories in by_scope(eligible).items():  # the project's memories, then the org shelf's
+        extra = _forget_in(runtime, where, [m.id for m in memories], args, actor, caller.agent_id)
+        if extra:
+            extras.append(extra)
+    if extras:
+        note = "; ".join([note, *extras]) if note else "; ".join(extras)
+    return ForgetOutput(mode=args.mode, dry_run=False, forgotten=briefs, matches=matches, note=note)
+
+
+def _forget_in(
+    runtime: Runtime, scope: Scope, ids: list[str], args: ForgetInput, actor: Actor, agent_id: str
+) -> str | None:
+    """Retract or purge these memories of one scope, with lineage; returns a note on what else went."""
+    store = runtime.store
+    now = runtime.clock()
     reason = args.reason or f"{args.mode} requested"
-    resolution = f"{args.mode} by {caller.agent_id}"
+    resolution = f"{args.mode} by {agent_id}"
+    note = None
     if args.mode == "purge":
         restatements = absorbed_restatements(store, scope, ids)
         if restatements:
             ids += restatements
-            extra = (
+            note = (
                 f"also purged {len(restatements)} restatement(s) it had absorbed: {', '.join(restatements)}"
             )
-            note = f"{note}; {extra}" if note else extra
         # The lineage goes with the purge: one recoverable operation (storage.store.MemoryStore.purge).
         events = runtime.consolidation.retirement_events(
             scope, ids, "purge", resolver="forget", reason=reason, actor=actor, at=now
@@ -156,7 +184,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             at=now,
         )
     runtime.corroboration.retire(scope, ids)
-    return ForgetOutput(mode=args.mode, dry_run=False, forgotten=briefs, matches=matches, note=note)
+    return note
 
 
 def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) -> list[str]:
@@ -166,7 +194,7 @@ def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) 
     return [e.memory_id for e in absorbed_events(store, scope, ids, ("supersede", "reword"))]
 
 
-def best_matches(runtime: Runtime, scope: Scope, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:
+def best_matches(runtime: Runtime, scope: Reach, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:
     """The active memories that match ``query`` best, with their relevance: the fused score with a
     full-text match read against a full match of the query, as the relevance floor reads it (where the
     index keeps no term statistics, against the best match). Ranking reads BM25 against the best match,

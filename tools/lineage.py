@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import anyio
 from pydantic import BaseModel, Field
 
-from storage.records import MemoryRecord, Scope
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure
+from storage.records import MemoryRecord, Reach
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, view_for
 from tools.memory_views import REPLACING_ACTIONS, EventView, MemoryBrief, absorbed_events
 
 if TYPE_CHECKING:
@@ -43,12 +43,13 @@ class LineageOutput(BaseModel):
 
 
 def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutput:
-    scope = args.scope(runtime.settings)
+    scope = view_for(args, runtime, caller)  # the caller's own private memories, the shared ones, the org's
     store = runtime.store
     memory = store.get_memory(args.memory_id, scope)
     if memory is None:
+        home = scope.home
         raise ToolFailure(
-            f"no memory {args.memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}"
+            f"no memory {args.memory_id!r} in org {home.org_id!r} / project {home.project_id!r}"
         )
 
     forward: list[ReplacedMemory] = []
@@ -81,7 +82,7 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
     )
 
 
-def replaced_by(store: MemoryStore, scope: Scope, memory_id: str) -> list[ReplacedMemory]:
+def replaced_by(store: MemoryStore, scope: Reach, memory_id: str) -> list[ReplacedMemory]:
     """What ``memory_id`` absorbed, and what those had absorbed (breadth-first)."""
     events = absorbed_events(store, scope, [memory_id], REPLACING_ACTIONS, MAX_DEPTH)
     older = store.get_memories([e.memory_id for e in events], scope)
@@ -92,7 +93,7 @@ def replaced_by(store: MemoryStore, scope: Scope, memory_id: str) -> list[Replac
     ]
 
 
-def versions(store: MemoryStore, scope: Scope, memory: MemoryRecord) -> list[MemoryRecord]:
+def versions(store: MemoryStore, scope: Reach, memory: MemoryRecord) -> list[MemoryRecord]:
     chain = []
     current, seen = memory, {memory.id}
     while current.version_of and current.version_of not in seen and len(seen) < MAX_DEPTH:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from retrieval.time_window import EXAMPLES as WINDOW_EXAMPLES
 from retrieval.time_window import WindowError, resolve, span, zone_of
+from storage.records import View, Viewer
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso
 
 PREVIEW_CHARS = 300
@@ -58,6 +59,7 @@ class ListedMemory(BaseModel):
     episode_id: str | None
     created_at: str
     protection_tier: str
+    visibility: str = Field(description="Who may read it: org, project, agent or session.")
     weight: float
 
 
@@ -92,6 +94,8 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> ListMemoriesOutput:
     scope = args.scope(runtime.settings)
+    # agent_id here filters by author; what may be listed is the caller's to see (and the org's shelf).
+    view = View(scope, Viewer(caller.agent_id, caller.session_id))
     try:
         window = resolve(args.since, args.until, now=runtime.clock(), zone=zone_of(args.time_zone))
     except WindowError as exc:
@@ -99,7 +103,7 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
     before = decode_cursor(args.cursor) if args.cursor else None
     # One more than a page: whether another page follows.
     found = runtime.store.list_memories(
-        scope,
+        view,
         limit=args.limit + 1,
         before=before,
         agent_id=args.agent_id,
@@ -123,6 +127,7 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
                 episode_id=memory.episode_id,
                 created_at=iso(memory.created_at),
                 protection_tier=memory.protection_tier,
+                visibility=memory.visibility,
                 weight=memory.weight,
             )
             for memory in page

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from storage.records import LineageEvent, MemoryRecord, Scope
+from storage.records import LineageEvent, MemoryRecord, Reach
 from tools.common import iso
 
 PREVIEW_CHARS = 200
@@ -82,7 +82,7 @@ class Links:
     replaced_by: dict[str, LineageLink]  # memory id -> what replaced it, if anything
 
 
-def lineage_links(store: LineageReader, scope: Scope, memory_ids: Sequence[str]) -> Links:
+def lineage_links(store: LineageReader, scope: Reach, memory_ids: Sequence[str]) -> Links:
     """Both directions of each memory's direct lineage, read now."""
     wanted = set(memory_ids)
     events = sorted(
@@ -122,14 +122,14 @@ def _link(event: LineageEvent, other_id: str, others: dict[str, MemoryRecord]) -
 
 
 class LineageReader(Protocol):
-    def lineage(self, scope: Scope, memory_ids: Sequence[str]) -> list[LineageEvent]: ...
+    def lineage(self, reach: Reach, memory_ids: Sequence[str]) -> list[LineageEvent]: ...
 
-    def get_memories(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, MemoryRecord]: ...
+    def get_memories(self, memory_ids: Sequence[str], reach: Reach) -> dict[str, MemoryRecord]: ...
 
 
 def absorbed_events(
     store: LineageReader,
-    scope: Scope,
+    scope: Reach,
     memory_ids: Sequence[str],
     actions: Sequence[str],
     max_memories: int | None = None,

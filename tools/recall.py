@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import anyio
 from pydantic import BaseModel, Field, field_validator
 
-from retrieval.time_window import EXAMPLES as WINDOW_EXAMPLES
 from retrieval.time_window import WindowError, resolve, time_words, zone_of
 from retrieval.trace import window_to_dict
 from retrieval.types import RecallRequest
-from storage.records import AbLogRow, RetrievalRecord, Scope, TimeWindow
+from storage.records import AbLogRow, Reach, RetrievalRecord, Scope, TimeWindow, Viewer
 from tools.common import (
     Caller,
     Identifier,
@@ -25,6 +24,7 @@ from tools.common import (
     WithoutSecrets,
     iso,
     new_retrieval_id,
+    view_for,
 )
 from tools.memory_views import LineageLink, lineage_links
 
@@ -64,7 +64,9 @@ class RecallInput(ScopeArgs):
     include_lineage: bool = Field(False, description="Also what each superseded.")
     # No A/B log rows for this recall (docs/tools.md); no description, for the tool list's bytes.
     skip_ab_log: bool = False
-    since: str | None = Field(None, max_length=64, description=f"From this time on: {WINDOW_EXAMPLES}.")
+    since: str | None = Field(
+        None, max_length=64, description='From this time on, e.g. "2026-11-24", "last week".'
+    )
     until: str | None = Field(None, max_length=64, description="Before this time ends.")
     time_zone: str | None = Field(None, max_length=64, description='IANA, e.g. "Europe/Paris". Default: UTC.')
 
@@ -128,7 +130,7 @@ class RecallOutput(BaseModel):
 
 
 def time_window(
-    runtime: Runtime, scope: Scope, query: str, since: str | None, until: str | None, time_zone: str | None
+    runtime: Runtime, scope: Reach, query: str, since: str | None, until: str | None, time_zone: str | None
 ) -> tuple[TimeWindow | None, str | None]:
     """The recall's time window on the server's clock, and where it came from: ``since``/``until``, else
     (with MEMORIA_QUERY_TIME_WORDS) the one unambiguous time expression of the query, unless no memory
@@ -185,6 +187,7 @@ def build_request(
     tags_all: bool = False,
     window: TimeWindow | None = None,
     window_from: str | None = None,
+    viewer: Viewer | None = None,
 ) -> RecallRequest:
     settings = runtime.settings
     return RecallRequest(
@@ -203,6 +206,7 @@ def build_request(
         agent_id=agent_id,
         now=runtime.clock(),
         llm=llm,
+        viewer=viewer,
     )
 
 
@@ -292,11 +296,11 @@ def ab_rows(request: RecallRequest, result: RecallResult, *, session_id: str, at
 
 def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     top_k = check_bounds(runtime, args.query, args.top_k, args.char_budget)
-    scope = args.scope(runtime.settings)
-    window, window_from = time_window(runtime, scope, args.query, args.since, args.until, args.time_zone)
+    view = view_for(args, runtime, caller)
+    window, window_from = time_window(runtime, view, args.query, args.since, args.until, args.time_zone)
     request = build_request(
         runtime,
-        scope,
+        view.home,
         args.query,
         top_k,
         args.char_budget,
@@ -307,6 +311,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         tags_all=args.tags_all,
         window=window,
         window_from=window_from,
+        viewer=view.viewer,
     )
     with runtime.store.one_version():
         result = runtime.pipeline.run(request)
@@ -321,7 +326,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         ab_log=not args.skip_ab_log,
     )
     replaced = (
-        lineage_links(runtime.store, request.scope, [c.id for c in result.in_context]).replaces
+        lineage_links(runtime.store, request.reach, [c.id for c in result.in_context]).replaces
         if args.include_lineage
         else {}
     )

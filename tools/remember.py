@@ -9,7 +9,7 @@ from typing import Literal
 import anyio
 from pydantic import BaseModel, Field, field_validator
 
-from storage.records import MemoryKind, MemoryRecord, Scope
+from storage.records import MemoryKind, MemoryRecord, View, Visibility
 from tools.common import (
     Caller,
     Identifier,
@@ -19,6 +19,7 @@ from tools.common import (
     Tag,
     ToolFailure,
     iso,
+    view_for,
 )
 from writing.consolidation.report import ConsolidationReport
 from writing.service import Draft, Prepared, WriteRefused, WriteResult, stored_content
@@ -44,12 +45,13 @@ class RememberInput(ScopeArgs):
     )
     occurred_at: OccurredAt = Field(
         None,
-        description="When it happened (ISO 8601, UTC if no offset). Default: now.",
+        description="When it happened (ISO 8601; UTC if no offset).",
     )
     replaces: Identifier | None = Field(
         None,
-        description="A memory this corrects (superseded, kept for audit).",
+        description="A memory this corrects (kept for audit).",
     )
+    visibility: Visibility | None = Field(None, description="Who reads it. Default project.")
 
     @field_validator("content")
     @classmethod
@@ -102,6 +104,9 @@ class RememberOutput(BaseModel):
     project_id: str
     created_at: str
     protection_tier: str
+    visibility: Visibility = Field(
+        "project", description="Who may read it: its org, its project, only its agent, or only its session."
+    )
     expires_at: str | None = None
     note: str | None = None
     consolidation: ConsolidationSummary | None = None
@@ -123,15 +128,18 @@ def draft_of(args: RememberInput, runtime: Runtime, caller: Caller) -> Draft:
         episode_id=args.episode_id,
         protection_tier=args.protection_tier,
         occurred_at=args.occurred_at,
+        visibility=args.visibility or "project",
     )
 
 
-INHERITED = ("kind", "tags", "episode_id", "protection_tier")  # what an update keeps unless it says
+# What an update keeps unless it says otherwise.
+INHERITED = ("kind", "tags", "episode_id", "protection_tier", "visibility")
 
 
-def replaced_memory(runtime: Runtime, scope: Scope, memory_id: str) -> MemoryRecord:
-    """The memory an explicit update names: active and in the caller's scope, else a tool error."""
-    old = runtime.store.get_memory(memory_id, scope)
+def replaced_memory(runtime: Runtime, view: View, memory_id: str) -> MemoryRecord:
+    """The memory an explicit update names: active and one the caller may read, else a tool error."""
+    scope = view.home
+    old = runtime.store.get_memory(memory_id, view)
     if old is None:
         raise ToolFailure(
             f"no memory {memory_id} in org {scope.org_id!r} / project {scope.project_id!r}; nothing was stored. "
@@ -149,9 +157,24 @@ def replaced_memory(runtime: Runtime, scope: Scope, memory_id: str) -> MemoryRec
 
 
 def inherited(draft: Draft, old: MemoryRecord, given: set[str]) -> Draft:
-    """An update keeps the replaced memory's kind, tags, episode and tier unless the caller gave them."""
+    """An update keeps the replaced memory's kind, tags, episode, tier and visibility unless the caller
+    gave them. It cannot change who reads the memory: the replaced memory would vanish for readers who
+    cannot see its replacement (or the reverse)."""
     kept = {name: getattr(old, name) for name in INHERITED if name not in given}
-    return replace(draft, **kept)
+    updated = replace(draft, **kept)
+    if updated.visibility != old.visibility:
+        raise ToolFailure(
+            f"{old.id} has visibility {old.visibility!r} and an update keeps who reads a memory; nothing was "
+            f"stored. Leave visibility out (or pass {old.visibility!r}), or remember the text as a new memory "
+            "without replaces"
+        )
+    return updated
+
+
+def check_visibility(draft: Draft, caller: Caller, tool: str) -> None:
+    """An org-visible memory is read by the whole org: only a caller that may change the org writes one."""
+    if draft.visibility == "org":
+        caller.check_org_change(draft.scope.org_id, "an org-visible memory", tool)
 
 
 def prepare(runtime: Runtime, draft: Draft) -> Prepared:
@@ -182,6 +205,7 @@ def output_of(result: WriteResult) -> RememberOutput:
         episode_id=stored.episode_id,
         created_at=iso(stored.created_at),
         protection_tier=stored.protection_tier,
+        visibility=stored.visibility,
         expires_at=iso(stored.expires_at) if stored.expires_at else None,
         note=result.note,
         consolidation=summary,
@@ -193,8 +217,9 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
     draft = draft_of(args, runtime, caller)
     old = None
     if args.replaces is not None:
-        old = replaced_memory(runtime, draft.scope, args.replaces)
+        old = replaced_memory(runtime, view_for(args, runtime, caller), args.replaces)
         draft = inherited(draft, old, args.model_fields_set)
+    check_visibility(draft, caller, "remember")
     try:
         return output_of(runtime.writer.remember(prepare(runtime, draft), llm=caller.llm, replaces=old))
     except WriteRefused as exc:

@@ -10,8 +10,17 @@ from typing import Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from storage.records import Visibility
 from tools.common import Caller, Identifier, OccurredAt, Runtime, ScopeArgs, Tag, ToolFailure
-from tools.remember import RememberInput, RememberOutput, draft_of, not_blank, output_of, prepare
+from tools.remember import (
+    RememberInput,
+    RememberOutput,
+    check_visibility,
+    draft_of,
+    not_blank,
+    output_of,
+    prepare,
+)
 
 
 class BatchItem(BaseModel):
@@ -37,6 +46,7 @@ class RememberManyInput(ScopeArgs):
     items: list[BatchItem] = Field(min_length=1, max_length=200, description="In the order learned.")
     agent_id: Identifier | None = Field(None, description="Default: the client's name.")
     session_id: Identifier | None = Field(None, description="Default: one per connection.")
+    visibility: Visibility | None = None  # as remember's (default project)
 
 
 class RememberManyOutput(BaseModel):
@@ -53,6 +63,7 @@ def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> 
                 **item.model_dump(exclude={"agent_id"}),
                 agent_id=item.agent_id or args.agent_id,
                 session_id=args.session_id,
+                visibility=args.visibility or "project",
                 org_id=args.org_id,
                 project_id=args.project_id,
             ),
@@ -61,6 +72,7 @@ def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> 
         )
         for item in args.items
     ]
+    check_visibility(drafts[0], caller, "remember_many")
     prepared = []
     for index, draft in enumerate(drafts):
         try:  # every item is checked before anything is written: a refused batch stores nothing

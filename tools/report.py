@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from storage import inspection
-from storage.records import AbLogRow, MemoryRecord, Scope, WeightEvent
+from storage.records import AbLogRow, MemoryRecord, Scope, View, Viewer, WeightEvent
 from storage.stats import scope_stats
 from tools.common import AggregationView, Caller, Progress, Runtime, aggregation_view, iso, no_progress
 from tools.drift import DriftInput, DriftOutput, drift
@@ -19,6 +19,11 @@ from tools.memory_views import PREVIEW_CHARS
 DRIFT_LIMIT = 50  # contradiction pairs and changes shown
 CLUSTER_LIMIT = 30  # clusters shown with their members (all are counted)
 REPORT_CALLER = Caller("memoria-report", "memoria-report")
+
+
+def report_view(scope: Scope) -> View:
+    """What the report may show: the shared memories of ``scope`` and its org's shelf."""
+    return View(scope, Viewer(REPORT_CALLER.agent_id, REPORT_CALLER.session_id))
 
 
 class RankPoint(BaseModel):
@@ -286,7 +291,8 @@ def _feedback_impact(
         key=lambda memory_id: (-movement[memory_id], memory_id),
     )[:most_moved]
 
-    memories = runtime.store.get_memories([*ranked_ids, *history_ids], scope)
+    # The report shows what every reader of the project may read: no agent's or session's private memory.
+    memories = runtime.store.get_memories([*ranked_ids, *history_ids], report_view(scope))
     points = Counter(_ranks(row) for row in rows)
     times = sorted(row.created_at for row in rows)
     settings = runtime.settings
@@ -409,7 +415,7 @@ def _corroboration(runtime: Runtime, scope: Scope, active_ids: Sequence[str]) ->
         key=lambda c: (-len(c.members), -c.corroboration_score, c.canonical.id),
     )
     shown = ordered[:CLUSTER_LIMIT]
-    memories = runtime.store.get_memories([m.id for c in shown for m in c.members], scope)
+    memories = runtime.store.get_memories([m.id for c in shown for m in c.members], report_view(scope))
     return CorroborationSection(
         aggregation=aggregation_view(runtime, scope),
         clusters=len(clusters),

@@ -36,9 +36,10 @@ from storage.records import (
     OutcomeRecord,
     RetrievalRecord,
     Scope,
+    View,
     WeightEvent,
 )
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, WithoutSecrets
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, WithoutSecrets, view_for
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
@@ -66,7 +67,7 @@ class ReportOutcomeInput(ScopeArgs):
         max_length=MAX_NAMED,
         description="Ids of memories that misled you.",
     )
-    session_id: Identifier | None = Field(None, description="Default: this connection's session.")
+    session_id: Identifier | None = Field(None, description="Default: one per connection.")
     note: Annotated[str, Field(max_length=4_000), WithoutSecrets] | None = Field(
         None, description="What helped or misled."
     )
@@ -124,8 +125,9 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     misleading = list(dict.fromkeys(args.misleading_ids or ()))
     named = [*helpful, *misleading]
     if named:
-        # Another tenant's ids read as unknown here: get_memories only sees this scope.
-        known = store.get_memories(named, scope)
+        # Another tenant's ids read as unknown here, and so do another agent's private memories: get_memories
+        # sees what the caller may read in this scope (and its org's shelf).
+        known = store.get_memories(named, view_for(args, runtime, caller))
         unknown = [memory_id for memory_id in named if memory_id not in known]
         if unknown:
             raise ToolFailure(
@@ -172,7 +174,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             and set(previous.memory_ids) == set(memory_ids)
             and previous.queries == queries
         ):
-            current = store.get_memories(memory_ids, scope)
+            current = store.get_memories(memory_ids, View(scope))
             unchanged = [
                 WeightUpdate(
                     id=c.memory_id,
@@ -215,7 +217,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         half_done = reads.half_done
         affected = reads.affected
         # The weights and protection tiers as they are now (the scope's copy: no table read).
-        current = store.get_memories(affected, scope)
+        current = store.get_memories(affected, View(scope))
         # Every report's credits for these memories, with this session's replaced by the new report's.
         replay = with_report(reads.credited, record)
         weights = replayed_weights(policy, current, replay)
@@ -449,7 +451,7 @@ def converge(runtime: Runtime, scope: Scope, memory_ids: Sequence[str], replayed
             return
         must_write = False
         seen = now_seen
-        current = runtime.store.get_memories(memory_ids, scope)
+        current = runtime.store.get_memories(memory_ids, View(scope))
         # Every weight, changed or not in this process's view: another replica may have written over
         # one since, and skipping it on a stale view would leave that replica's weight standing.
         weights = replayed_weights(runtime.weight_policy, current, latest)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 from pydantic import BaseModel, Field
 
-from storage.records import Scope
+from storage.records import Scope, View, Viewer
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, iso
 from tools.lineage import LineageInput, LineageOutput, lineage
 
@@ -37,6 +37,7 @@ class ShowMemoryOutput(BaseModel):
     session_id: str
     episode_id: str | None
     protection_tier: str
+    visibility: str
     status: str
     replaced_by: str | None
     weight: float
@@ -52,7 +53,7 @@ class ShowMemoryOutput(BaseModel):
 
 def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> ShowMemoryOutput:
     scope = args.scope(runtime.settings)
-    memory = runtime.store.get_memory(args.memory_id, scope)
+    memory = runtime.store.get_memory(args.memory_id, View(scope, Viewer(caller.agent_id, caller.session_id)))
     if memory is None:
         raise ToolFailure(
             f"no memory {args.memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}: check the id "
@@ -61,7 +62,7 @@ def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> Show
     history = sorted(
         (
             event
-            for owner in explicitly_replaced(runtime, scope, memory.id)
+            for owner in explicitly_replaced(runtime, memory.scope, memory.id)
             for event in runtime.store.weight_events(scope, owner)
         ),
         key=lambda event: (event.at, event.revision),
@@ -77,6 +78,7 @@ def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> Show
         session_id=memory.session_id,
         episode_id=memory.episode_id,
         protection_tier=memory.protection_tier,
+        visibility=memory.visibility,
         status=memory.status,
         replaced_by=memory.replaced_by,
         weight=round(memory.weight, 6),

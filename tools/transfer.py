@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from pydantic import BaseModel, Field, ValidationError
 
 from retrieval.text import document_text
-from storage.records import MemoryRecord, Scope
+from storage.records import MemoryRecord, Scope, Viewer
 from tools import transcripts
 from tools.common import Caller, Progress, Runtime, ToolFailure, no_progress
 from tools.remember import RememberInput, draft_of, prepare
@@ -65,17 +65,20 @@ def export_store(
     scopes: Sequence[Scope] | None = None,
     vectors: bool = True,
     progress: Progress = no_progress,
+    viewer: Viewer | None = None,
 ) -> TransferSummary:
     """Write every row of the store (of ``scopes``, or all) to ``out`` as a memoria export: a header line
     with the row counts, then one line per row. Rows go to a temporary file first, so the header's
-    counts are those of the rows that follow even while other processes write."""
+    counts are those of the rows that follow even while other processes write. With a ``viewer``: only
+    what that agent may read (``storage.portable.export_rows``); without one, the operator's backup of
+    everything, private memories included."""
     from storage import portable
 
     started = time.perf_counter()
     store = runtime.store
     counts = dict.fromkeys(portable.TABLE_ORDER, 0)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
-        for done, (table, row) in enumerate(portable.export_rows(store, scopes, vectors), start=1):
+        for done, (table, row) in enumerate(portable.export_rows(store, scopes, vectors, viewer), start=1):
             spool.write(_line({"table": table, "row": row}))
             counts[table] += 1
             if done % 1_000 == 0:
@@ -243,7 +246,8 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
 
 def as_current(schema_version: int, table: str, row: dict[str, Any]) -> dict[str, Any]:
     """A row of an export made at ``schema_version`` as this schema stores it: an A/B row from before
-    the seed's columns (schema 6) held the boosted score in relevance_score, as migration 6 reads it."""
+    the seed's columns (schema 6) held the boosted score in relevance_score, as migration 6 reads it; a
+    memory from before visibility (schema 7) was readable by its whole project, as migration 7 says."""
     from storage import schema
 
     if (
@@ -252,6 +256,8 @@ def as_current(schema_version: int, table: str, row: dict[str, Any]) -> dict[str
         and "boosted_score" not in row
     ):
         return {**row, "boosted_score": row.get("relevance_score")}
+    if table == schema.MEMORIES and "visibility" not in row:  # exported before memories had visibility
+        return {**row, "visibility": schema.VISIBILITY_DEFAULT}
     return row
 
 

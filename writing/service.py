@@ -25,12 +25,16 @@ from retrieval.corroboration import ClusterMember
 from retrieval.redaction import Redacted, redact
 from retrieval.text import content_hash, document_text, searchable_text
 from storage.records import (
+    SHARED_VISIBILITIES,
     LineageEvent,
     MemoryKind,
     MemoryRecord,
     NewMemory,
     ProtectionTier,
     Scope,
+    Visibility,
+    org_shelf,
+    same_audience,
 )
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.rules import collapse_batch
@@ -54,10 +58,22 @@ class WriteRefused(ValueError):
     """A draft that cannot be stored as it is; the message says what to change."""
 
 
-def memory_id_for(scope: Scope, content_digest: str) -> str:
-    """Deterministic: the same content in the same scope always maps to the same id (idempotent writes)."""
-    key = f"{scope.org_id}\x1f{scope.project_id}\x1f{content_digest}".encode()
-    return "mem_" + hashlib.sha256(key).hexdigest()[:24]
+def memory_id_for(
+    scope: Scope,
+    content_digest: str,
+    visibility: Visibility = "project",
+    agent_id: str = "",
+    session_id: str = "",
+) -> str:
+    """Deterministic: the same content for the same readers always maps to the same id (idempotent
+    writes). A private memory's id names its owner, so that two agents' private notes of the same text
+    are two memories, and neither finds (or corroborates) the other's."""
+    key = f"{scope.org_id}\x1f{scope.project_id}\x1f{content_digest}"
+    if visibility == "agent":
+        key += f"\x1fagent\x1f{agent_id}"
+    elif visibility == "session":
+        key += f"\x1fsession\x1f{agent_id}\x1f{session_id}"
+    return "mem_" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 def stored_content(content: str) -> str:
@@ -76,7 +92,8 @@ def stored_content(content: str) -> str:
 
 @dataclass(frozen=True)
 class Draft:
-    """What a caller asks to store (validated as a tool's arguments already)."""
+    """What a caller asks to store (validated as a tool's arguments already). ``scope`` is where the caller
+    works; an org-visible draft is stored on its org's shelf (``storage.records.org_shelf``)."""
 
     content: str
     scope: Scope
@@ -87,6 +104,12 @@ class Draft:
     episode_id: str | None = None
     protection_tier: ProtectionTier = "standard"
     occurred_at: datetime | None = None
+    visibility: Visibility = "project"
+
+    @property
+    def home(self) -> Scope:
+        """The scope the memory is stored in."""
+        return org_shelf(self.scope.org_id) if self.visibility == "org" else self.scope
 
 
 @dataclass(frozen=True)
@@ -169,10 +192,11 @@ class WriteService:
                 "or happened, or leave it out for now"
             )
         digest = content_hash(text)
+        home = draft.home
         record = MemoryRecord(
-            id=memory_id_for(draft.scope, digest),
-            org_id=draft.scope.org_id,
-            project_id=draft.scope.project_id,
+            id=memory_id_for(home, digest, draft.visibility, draft.agent_id, draft.session_id),
+            org_id=home.org_id,
+            project_id=home.project_id,
             agent_id=draft.agent_id,
             session_id=draft.session_id,
             episode_id=draft.episode_id,
@@ -191,6 +215,7 @@ class WriteService:
             expires_at=now + timedelta(seconds=limits.ephemeral_ttl_seconds)
             if draft.protection_tier == "ephemeral"
             else None,
+            visibility=draft.visibility,
         )
         return Prepared(record, summary)
 
@@ -232,7 +257,7 @@ class WriteService:
                 stored, created = store.restore_memory(new), True
                 note = f"restored: an identical memory had been {existing.status}"
             if created:
-                self._corroboration.observe(stored.scope, cluster_member(stored))
+                self.observe(stored)
                 with unmarked_on_failure(store, [stored.id]):
                     if existing is not None:  # (inside: a failure must not leave it stamped as examined)
                         store.add_lineage([restore_event(stored, actor, self._clock())])
@@ -254,7 +279,7 @@ class WriteService:
                     store.add_lineage(
                         [restore_event(revived, actor, self._clock(), "an explicit update restored it")]
                     )
-                    self._corroboration.observe(revived.scope, cluster_member(revived))
+                    self.observe(revived)
                     return WriteResult(revived, False, self._update(replaces, revived, actor))
             if stored.status == "superseded":
                 head = current_version(store, stored)
@@ -349,9 +374,16 @@ class WriteService:
         for record in records:
             if record.id in existing and record.id not in results:
                 results[record.id] = self._remember(record, llm)
-        collapsed = collapse_batch(
-            fresh, self.limits.batch_dedup_threshold, across_agents=self.limits.across_agents
-        )
+        audiences: dict[tuple[str, str, str], list[MemoryRecord]] = {}
+        for record in fresh:  # a batch's private memories collapse only with their own audience's
+            audiences.setdefault(audience_key(record), []).append(record)
+        collapsed = [
+            pair
+            for members in audiences.values()
+            for pair in collapse_batch(
+                members, self.limits.batch_dedup_threshold, across_agents=self.limits.across_agents
+            )
+        ]
         losers = {loser.id: survivor.id for loser, survivor in collapsed}
         now = self._clock()
         # One write: every new memory stamped as examined (consolidation runs below), and the batch's own
@@ -391,7 +423,7 @@ class WriteService:
                 if record.id in losers:
                     results[record.id] = WriteResult(record, True, absorbed_into=losers[record.id])
                     continue
-                self._corroboration.observe(scope, cluster_member(record))
+                self.observe(record)
                 report = self.consolidation.on_write(
                     record,
                     vectors[record.id],
@@ -437,38 +469,42 @@ class WriteService:
         ]
 
     def preceding_contents(self, records: Sequence[MemoryRecord]) -> dict[str, str]:
-        """For each record in an episode, the content of the memory just before it in that episode: the
-        previous record of the batch, or for the first of an episode the latest stored member not newer
+        """For each record in an episode, the content of the memory just before it in that episode and
+        read by the same people (its search text holds that content, which must not reach other readers):
+        the previous such record of the batch, or for the first the latest such stored member not newer
         than it. Record id -> that content."""
         preceding: dict[str, str] = {}
-        first: dict[str, MemoryRecord] = {}
-        last: dict[str, str] = {}
+        first: dict[tuple[str, tuple[str, str, str]], MemoryRecord] = {}
+        last: dict[tuple[str, tuple[str, str, str]], str] = {}
         for record in records:
             if record.episode_id is None:
                 continue
-            if record.episode_id in last:
-                preceding[record.id] = last[record.episode_id]
+            key = (record.episode_id, audience_key(record))
+            if key in last:
+                preceding[record.id] = last[key]
             else:
-                first[record.episode_id] = record
-            last[record.episode_id] = record.content
+                first[key] = record
+            last[key] = record.content
         if not first:
             return preceding
         store = self._store
         scope = records[0].scope
         batch = {record.id for record in records}
-        before: dict[str, str] = {}  # record id -> id of the stored memory before it
-        stubs = store.episode_member_stubs(scope, list(first))
-        for episode_id, record in first.items():
+        stubs = [
+            s for s in store.episode_member_stubs(scope, list({k[0] for k in first})) if s.id not in batch
+        ]
+        members = store.get_memories([s.id for s in stubs], scope) if stubs else {}
+        for (episode_id, _), record in first.items():
             earlier = [
-                s
+                members[s.id]
                 for s in stubs
-                if s.episode_id == episode_id and s.id not in batch and s.created_at <= record.created_at
+                if s.episode_id == episode_id
+                and s.created_at <= record.created_at
+                and s.id in members
+                and same_audience(members[s.id], record)
             ]
             if earlier:
-                before[record.id] = max(earlier, key=lambda s: (s.created_at, s.id)).id
-        if before:
-            found = store.get_memories(list(set(before.values())), scope)
-            preceding |= {rid: found[mid].content for rid, mid in before.items() if mid in found}
+                preceding[record.id] = max(earlier, key=lambda m: (m.created_at, m.id)).content
         return preceding
 
     def track(self, scope: Scope, report: ConsolidationReport, written_id: str | None = None) -> None:
@@ -476,7 +512,7 @@ class WriteService:
         that left the active set stop counting, absorbed authors count as corroborating their survivor."""
         if report.created:
             for memory in self._store.get_memories(report.created, scope).values():
-                self._corroboration.observe(scope, cluster_member(memory))
+                self.observe(memory)
         for memory_id, agent_id in report.attested:
             self._corroboration.attest(scope, memory_id, agent_id)
         gone = [*report.superseded, *report.revised]
@@ -486,8 +522,20 @@ class WriteService:
             self._corroboration.retire(scope, gone)
 
     def observe(self, memory: MemoryRecord) -> None:
-        """A memory written around this service (an import): its corroboration cluster learns of it."""
-        self._corroboration.observe(memory.scope, cluster_member(memory))
+        """A memory just written (or written around this service, by an import): its corroboration cluster
+        learns of it, if others may read it (a private memory corroborates nothing others read)."""
+        if memory.visibility in SHARED_VISIBILITIES:
+            self._corroboration.observe(memory.scope, cluster_member(memory))
+
+
+def audience_key(record: MemoryRecord) -> tuple[str, str, str]:
+    """Memories with equal keys (in one scope) are read by the same people (``same_audience``)."""
+    private = record.visibility not in SHARED_VISIBILITIES
+    return (
+        record.visibility,
+        record.agent_id if private else "",
+        record.session_id if record.visibility == "session" else "",
+    )
 
 
 @contextmanager

@@ -387,6 +387,30 @@ def test_an_unexpected_failure_is_one_line_that_says_where_to_look(capsys, db, m
     assert "Traceback" not in err
 
 
+def test_the_commands_keep_an_agents_private_memory_to_that_agent(capsys, db, tmp_path):
+    status, out, _ = memoria(
+        capsys,
+        db,
+        "remember",
+        "Alice's scratch notes on the refund bug",
+        "--visibility",
+        "agent",
+        "--agent",
+        "alice",
+    )
+    assert status == 0 and "read by its agent only" in out
+    stored = as_json(capsys, db, "recall", "scratch notes refund bug", "--agent", "alice")
+    assert len(stored["memories"]) == 1
+    assert as_json(capsys, db, "recall", "scratch notes refund bug")["memories"] == []  # the agent "cli"
+    for agent, expected in (("alice", 1), ("bob", 0)):
+        path = tmp_path / f"{agent}.jsonl"
+        assert memoria(capsys, db, "export", str(path), "--agent", agent)[0] == 0
+        lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+        assert sum(1 for line in lines if line["table"] == "memories_v4") == expected
+    status, _, err = memoria(capsys, db, "export", str(tmp_path / "x.jsonl"), "--session", "s1")
+    assert status != 0 and "--session needs --agent" in err
+
+
 def test_an_export_to_a_missing_folder_says_so_and_leaves_nothing_behind(capsys, db, tmp_path):
     status, _, err = memoria(capsys, db, "export", str(tmp_path / "no" / "such" / "x.jsonl"))
     assert status == 1 and "No such file or directory" in err and "check the path" in err

@@ -11,7 +11,7 @@ from retrieval.corroboration import (
     rank_with_corroboration,
 )
 from retrieval.types import Candidate, RecallRequest
-from storage.records import Scope
+from storage.records import Scope, View
 from tests.records import memory_record
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -74,7 +74,7 @@ def test_boost_reorders_candidates_of_similar_relevance_and_never_mutates_its_in
     assert ranked[1].corroboration_boost == 0.0 and ranked[1].cluster_canonical is None
 
 
-def test_stage_asks_the_provider_for_the_requests_scope():
+def test_stage_asks_the_provider_for_what_the_request_may_read():
     asked = []
 
     class Provider:
@@ -86,5 +86,6 @@ def test_stage_asks_the_provider_for_the_requests_scope():
         query="q", scope=Scope("acme", "web"), top_k=5, char_budget=1000, candidate_limit=15
     )
     output = CorroborationStage(Provider())(request, (candidate("a", 0.4),))
-    assert asked == [(Scope("acme", "web"), ["a"])]
+    # The request's scope as its viewer sees it, with the org's shelf (storage.records.View).
+    assert asked == [(View(Scope("acme", "web")), ["a"])]
     assert output.events[0].boosted == 0

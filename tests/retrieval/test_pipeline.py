@@ -7,7 +7,7 @@ from retrieval.pipeline import PipelineOptions, RecallPipeline, build_stages
 from retrieval.providers import BackendInfo, Models
 from retrieval.trace import CandidatesFused, SearchLegRan, SearchLegSkipped
 from retrieval.types import RecallRequest
-from storage.records import MemoryRecord, Scope
+from storage.records import MemoryRecord, Scope, View
 from tests.fakes import FakeSource, ScriptedReranker, TokenEmbedder
 from tests.helpers import ALL_STAGES
 from tests.records import memory_record
@@ -50,7 +50,8 @@ def test_candidate_search_queries_both_legs_with_the_scope_and_embedder():
         [record("m1", "postgres pool size is 20", embedder.name), record("m2", "cats", embedder.name)],
     )
     output = CandidateSearchStage(source, embedder, vector_weight=0.5)(request(), ())
-    assert source.calls == [("vector", SCOPE, embedder.name, 6), ("fulltext", SCOPE, 6)]
+    # The request's reach: its scope as its viewer sees it, and the org's shelf.
+    assert source.calls == [("vector", View(SCOPE), embedder.name, 6), ("fulltext", View(SCOPE), 6)]
     assert output.candidates[0].id == "m1"
     assert output.candidates[0].found_by == ("vector", "fulltext")
     assert output.events[:2] == (

@@ -32,6 +32,7 @@ TOKENS = {
     "dave": "dave-token-0123456789abcdef",  # writes acme/web
     "bob": "bob-token-0123456789abcdef",  # reads acme/web
     "carol": "carol-token-0123456789abcdef",  # writes globex/api
+    "erin": "erin-token-0123456789abcdef",  # writes every project of acme
 }
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -60,6 +61,7 @@ def base_env(db: Path, **extra: str) -> dict[str, str]:
 def tokens_file(folder: Path) -> Path:
     grants = {"alice": ("write", "acme/web"), "dave": ("write", "acme/web"), "bob": ("read", "acme/web")}
     grants["carol"] = ("write", "globex/api")
+    grants["erin"] = ("write", "acme")
     entries = [
         {"principal": name, "token": TOKENS[name], access: [scope]}
         for name, (access, scope) in grants.items()
@@ -158,6 +160,46 @@ async def test_one_principal_cannot_corroborate_itself_but_another_principal_doe
                 break
             await anyio.sleep(0.3)
     assert agents == ["dave"]
+
+
+async def test_private_memories_belong_to_the_principal_and_org_wide_ones_need_a_grant_on_the_org(
+    static_server,
+):
+    url, _ = static_server
+    async with session(url, TOKENS["alice"], agent="cursor") as alice:
+        private = await call(
+            alice,
+            "remember",
+            {"content": "Alice keeps her signing key notes in the vault", "visibility": "agent"},
+        )
+        refused = await call_error(
+            alice, "remember", {"content": "All of acme freezes deploys in December", "visibility": "org"}
+        )
+        assert "may not write to all of them" in refused and "acme/*" in refused
+    # Dave's client calls itself alice: the agent is the token's principal, so alice's memory stays hers.
+    async with session(url, TOKENS["dave"], agent="alice") as dave:
+        seen = await call(dave, "recall", {"query": "signing key notes vault"})
+        assert private["id"] not in {m["id"] for m in seen["memories"]}
+    async with session(url, TOKENS["alice"], agent="another-window") as alice_again:
+        seen = await call(alice_again, "recall", {"query": "signing key notes vault"})
+        assert private["id"] in {m["id"] for m in seen["memories"]}
+    async with session(url, TOKENS["erin"]) as erin:
+        org = await call(
+            erin,
+            "remember",
+            {
+                "content": "All of acme freezes deploys in December",
+                "visibility": "org",
+                "org_id": "acme",
+                "project_id": "web",
+            },
+        )
+    async with session(url, TOKENS["bob"]) as bob:  # reads acme/web only: the org's memories too
+        seen = await call(bob, "recall", {"query": "acme freezes deploys December"})
+        assert org["id"] in {m["id"] for m in seen["memories"]}
+    async with session(url, TOKENS["alice"]) as alice:  # may read it, not forget it for the whole org
+        refused = await call_error(alice, "forget", {"memory_id": org["id"]})
+        assert "may not write to all of them" in refused
 
 
 async def test_every_tool_refuses_a_scope_its_token_does_not_grant(static_server):

@@ -4,11 +4,12 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import lancedb
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from storage import migrations, schema
-from storage.records import Scope
+from storage.records import Scope, View, Viewer
 from storage.store import MemoryStore
 
 NOW = datetime(2026, 2, 1, tzinfo=UTC)
@@ -58,6 +59,17 @@ def test_a_version_1_store_is_upgraded_and_keeps_its_rows(tmp_path):
         assert [m.id for m in store.episode_member_stubs(Scope("o", "p"), ["ep"])] == ["mem_old"]
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as again:  # re-opening applies nothing twice
         assert again.schema_version == schema.SCHEMA_VERSION and again.count_memories() == 1
+
+
+def test_memories_stored_before_visibility_existed_are_read_by_their_whole_project(tmp_path):
+    make_v1_store(tmp_path / "db")
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
+        assert store.get_memory("mem_old").visibility == "project"
+        stranger = View(Scope("o", "p"), Viewer("someone-else", "ses_other"))
+        hits = store.vector_search(
+            stranger, np.asarray([1.0] + [0.0] * 7, dtype=np.float32), embedder="e", limit=5
+        )
+        assert [hit.record.id for hit in hits] == ["mem_old"]
 
 
 def test_the_upgrade_moves_memories_to_a_table_with_stable_row_ids(tmp_path):
@@ -242,4 +254,4 @@ def test_ab_rows_logged_before_schema_6_keep_their_score_as_the_boosted_one_and_
         assert (row.relevance_score, row.boosted_score) == (0.72, 0.72)
         assert (row.relevance_kind, row.source, row.rerank_score) == (None, None, None)
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as again:  # applied once
-        assert again.schema_version == schema.SCHEMA_VERSION == 6
+        assert again.schema_version == schema.SCHEMA_VERSION

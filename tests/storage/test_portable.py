@@ -16,7 +16,9 @@ from storage.records import (
     OutcomeRecord,
     RetrievalRecord,
     Scope,
+    Viewer,
     WeightEvent,
+    org_shelf,
 )
 from storage.store import MemoryStore
 from tests.storage.test_store import DIM, NOW, SCOPE, new, vec
@@ -261,3 +263,49 @@ def test_the_header_round_trips_and_a_newer_format_is_refused(store):
         portable.parse_header({"role": "user", "content": "hi"})
     with pytest.raises(RowError, match="counts must map"):
         portable.parse_header({**line, "counts": [3]})
+
+
+def test_an_export_for_an_agent_leaves_out_what_it_may_not_read_and_every_row_naming_it(store):
+    store.insert_memory(new("shared", "deploys go out on Tuesdays"))
+    store.insert_memory(new("mine", "my own note", agent_id="alice", visibility="agent"))
+    store.insert_memory(new("theirs", "bob's own note", agent_id="bob", visibility="agent", hot=(1,)))
+    store.insert_memory(new("org", "acme-wide rule", scope=org_shelf("acme"), visibility="org", hot=(2,)))
+    store.add_lineage(
+        [
+            LineageEvent(
+                "evt_1", "acme", "web", "supersede", "theirs", "shared", "rules", "why", "bob", "s9", NOW
+            )
+        ]
+    )
+    for session, memory_id in (("s-bob", "theirs"), ("s-alice", "shared")):
+        store.put_outcome(
+            OutcomeRecord(
+                session,
+                "acme",
+                "web",
+                "success",
+                1.0,
+                None,
+                (memory_id,),
+                NOW,
+                NOW,
+                1,
+                credits=(MemoryCredit(memory_id, "helpful", 1.0, 1.0, 0),),
+            )
+        )
+        store.add_weight_events([WeightEvent(memory_id, "acme", "web", session, 1.0, 1.15, 1, NOW)])
+        store.record_retrieval(
+            RetrievalRecord(
+                f"ret_{session}", "acme", "web", session, "x", "q", "recall", NOW, 5, 100, (memory_id,), "{}"
+            )
+        )
+    everything = rows_by_table(store, scopes=[SCOPE])
+    assert {row["id"] for row in everything[schema.MEMORIES]} == {"shared", "mine", "theirs"}
+
+    found = rows_by_table(store, scopes=[SCOPE], viewer=Viewer("alice", "s1"))
+    assert {row["id"] for row in found[schema.MEMORIES]} == {"shared", "mine", "org"}  # the org's shelf too
+    assert schema.LINEAGE not in found  # it names bob's private memory
+    assert {row["session_id"] for row in found[schema.OUTCOMES]} == {"s-alice"}
+    assert {row["session_id"] for row in found[schema.FEEDBACK]} == {"s-alice"}
+    assert {row["session_id"] for row in found[schema.WEIGHT_EVENTS]} == {"s-alice"}
+    assert {row["retrieval_id"] for row in found[schema.RETRIEVALS]} == {"ret_s-alice"}

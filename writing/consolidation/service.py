@@ -24,7 +24,17 @@ from retrieval.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_
 from retrieval.rerankers.base import Reranker, RerankFailed
 from retrieval.simhash import simhash
 from retrieval.text import content_hash, document_text, searchable_text
-from storage.records import ContradictionRecord, LineageEvent, MemoryRecord, NewMemory, Scope, SearchHit
+from storage.records import (
+    ContradictionRecord,
+    LineageEvent,
+    MemoryRecord,
+    NewMemory,
+    Scope,
+    SearchHit,
+    View,
+    Viewer,
+    same_audience,
+)
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.resolvers import LLMResolver, Resolver, RuleResolver
 from writing.consolidation.revision import asserts_use_of, has_revision_words, parse_revision
@@ -176,14 +186,22 @@ class ConsolidationService:
         return [record for record, score in ranked if score >= self.policy.rerank_min_score]
 
     def _neighbours(self, memory: MemoryRecord, vector: np.ndarray, *, limit: int) -> list[SearchHit]:
+        """The memories closest to ``memory`` that the same people read (``same_audience``): consolidation
+        never lets a private memory change what others read, or the reverse."""
         hits = self._store.vector_search(
-            memory.scope,
+            _audience_view(memory),
             np.asarray(vector, dtype=np.float32),
             embedder=memory.embedder,
             limit=limit + 1,
             kinds=[memory.kind],
         )
-        return [hit for hit in hits if hit.record.id != memory.id and hit.record.status == "active"][:limit]
+        return [
+            hit
+            for hit in hits
+            if hit.record.id != memory.id
+            and hit.record.status == "active"
+            and same_audience(hit.record, memory)
+        ][:limit]
 
     def _same_source(self, left: MemoryRecord, right: MemoryRecord) -> bool:
         """Near-duplicates from different agents are corroboration, kept unless configured otherwise."""
@@ -193,13 +211,15 @@ class ConsolidationService:
         revision = parse_revision(memory.content)
         if revision is None:
             return
-        hits = self._store.fulltext_search(memory.scope, " ".join(revision.old), limit=25)
+        hits = self._store.fulltext_search(_audience_view(memory), " ".join(revision.old), limit=25)
         reason = f"revised by {revision.phrase!r}"
         revised: list[str] = []
         for hit in hits:
             old = hit.record
             terms = term_set(old.content)
             if old.id == memory.id or old.created_at > memory.created_at or old.status != "active":
+                continue
+            if not same_audience(old, memory):
                 continue
             if (
                 not set(revision.old) <= terms
@@ -586,3 +606,9 @@ class ConsolidationService:
     def _all_kept(ids: Sequence[str], kept: set[frozenset[str]]) -> bool:
         pairs = [frozenset((a, b)) for index, a in enumerate(ids) for b in ids[index + 1 :]]
         return all(pair in kept for pair in pairs)
+
+
+def _audience_view(memory: MemoryRecord) -> View:
+    """``memory``'s scope as its author sees it (its own private memories and the shared ones), without
+    the org shelf: the reads consolidation filters down to ``memory``'s audience."""
+    return View(memory.scope, Viewer(memory.agent_id, memory.session_id), with_org=False)
