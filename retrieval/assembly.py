@@ -98,7 +98,8 @@ def render_episode_header(
         if episode.title:
             parts.append(quoted_field(episode.title[:120]))
         parts.append(episode.started_at.strftime("%Y-%m-%d %H:%M"))
-        parts.append(f"agent {quoted_field(episode.agent_id)}")
+        if episode.agent_id:  # none when a private memory began the episode
+            parts.append(f"agent {quoted_field(episode.agent_id)}")
     if not continued:
         parts.append(f"{matches} direct match{'es' if matches != 1 else ''}")
     return "\n## " + single_line(" · ".join(parts)) + "\n"

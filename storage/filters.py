@@ -9,7 +9,7 @@ from functools import reduce
 
 from lancedb.expr import Expr, col, lit
 
-from storage.records import SHARED_VISIBILITIES, Scope, Viewer
+from storage.records import SHARED_VISIBILITIES, Audience, Scope, Viewer
 
 
 def scope_is(scope: Scope) -> Expr:
@@ -23,6 +23,17 @@ def visible_to(viewer: Viewer) -> Expr:
         col("visibility").isin([lit(v) for v in SHARED_VISIBILITIES])
         | ((col("visibility") == lit("agent")) & agent)
         | ((col("visibility") == lit("session")) & agent & (col("session_id") == lit(viewer.session_id)))
+    )
+
+
+def of_audience(audience: Audience) -> Expr:
+    """Rows of exactly this audience (``storage.records.Audience``)."""
+    same = col("visibility") == lit(audience.visibility)
+    if not audience.private:
+        return same
+    same = same & (col("agent_id") == lit(audience.agent_id))
+    return (
+        same & (col("session_id") == lit(audience.session_id)) if audience.visibility == "session" else same
     )
 
 

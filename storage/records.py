@@ -57,16 +57,27 @@ class Viewer:
     agent_id: str
     session_id: str
 
+    @property
+    def own_audiences(self) -> tuple[Audience, Audience]:
+        """The private audiences it belongs to: its agent's, and its session's."""
+        return Audience("agent", self.agent_id), Audience("session", self.agent_id, self.session_id)
+
+
+# A reader of shared memories only (no agent is named "": identifiers are never empty): the HTML report.
+SHARED_ONLY = Viewer("", "")
+
 
 @dataclass(frozen=True)
 class View:
     """What a reader in ``home`` may see: the home scope's project-visible memories, its own agent- and
     session-visible ones, and the org shelf. ``viewer`` None is the store's operator (every memory of the
-    home scope, as a backup or an audit needs); ``with_org`` False leaves the shelf out."""
+    home scope, as a backup or an audit needs); ``with_org`` False leaves the shelf out; ``audience``
+    narrows the view to the memories of one audience."""
 
     home: Scope
     viewer: Viewer | None = None
     with_org: bool = True
+    audience: Audience | None = None  # only the memories of this audience (consolidation's reads)
 
     @property
     def scopes(self) -> tuple[Scope, ...]:
@@ -75,7 +86,9 @@ class View:
         return (self.home,)
 
     def sees(self, record: MemoryRecord) -> bool:
-        return may_see(self.viewer, record)
+        return may_see(self.viewer, record) and (
+            self.audience is None or audience_of(record) == self.audience
+        )
 
 
 # Where a read looks: one scope as it is (the write path, upkeep), or a reader's view.
@@ -100,16 +113,34 @@ def may_read(viewer: Viewer | None, visibility: str, agent_id: str, session_id: 
     return visibility == "agent" or session_id == viewer.session_id
 
 
+@dataclass(frozen=True)
+class Audience:
+    """Who reads a memory: its visibility, and for a private one its owner (the agent; for a session's,
+    the session too). Memories of one audience may absorb, revise or contradict each other; consolidation
+    never lets a private memory change what others read, or the reverse."""
+
+    visibility: Visibility = "project"
+    agent_id: str = ""
+    session_id: str = ""
+
+    @classmethod
+    def of(cls, visibility: Visibility, agent_id: str, session_id: str) -> Audience:
+        if visibility in SHARED_VISIBILITIES:
+            return cls(visibility)
+        return cls(visibility, agent_id, session_id if visibility == "session" else "")
+
+    @property
+    def private(self) -> bool:
+        return self.visibility not in SHARED_VISIBILITIES
+
+
+def audience_of(record: MemoryRecord) -> Audience:
+    return Audience.of(record.visibility, record.agent_id, record.session_id)
+
+
 def same_audience(record: MemoryRecord, other: MemoryRecord) -> bool:
-    """Whether two memories are read by the same people, so that one may absorb, revise or contradict the
-    other: consolidation never lets a private memory change what others read, or the reverse."""
-    if record.visibility != other.visibility:
-        return False
-    if record.visibility in SHARED_VISIBILITIES:
-        return True
-    if record.agent_id != other.agent_id:
-        return False
-    return record.visibility == "agent" or record.session_id == other.session_id
+    """Whether two memories are read by the same people (``Audience``)."""
+    return audience_of(record) == audience_of(other)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from storage.lexical_index import Analyzer, LexicalIndex
-from storage.records import SHARED_VISIBILITIES, EpisodeRecord, MemoryRecord, Scope, Viewer
+from storage.records import Audience, EpisodeRecord, MemoryRecord, Scope, Viewer, audience_of
 
 Row = tuple[MemoryRecord, "np.ndarray | None", "str | None"]  # record, vector, search text
 IDLE_SECONDS = 300.0
@@ -64,11 +64,10 @@ class ScopeCopy:
     embedders: dict[str, int] = field(default_factory=dict)
     kind_code: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     kinds: dict[str, int] = field(default_factory=dict)
-    # Who may read each row: -1 for a shared memory, else the code of its audience in ``audiences``
-    # ((agent, "") for an agent's own memory, (agent, session) for a session's), so a viewer's rows are
-    # one vectorised test.
+    # Who may read each row: -1 for a shared memory, else the code of its private audience in
+    # ``audiences``, so that a viewer's rows (or one audience's) are one vectorised test.
     audience_code: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    audiences: dict[tuple[str, str], int] = field(default_factory=dict)
+    audiences: dict[Audience, int] = field(default_factory=dict)
     episodes: dict[str, set[str]] = field(default_factory=dict)  # episode id -> member ids (any status)
     lexical: LexicalIndex | None = None  # BM25 over the search text, when the cache has an analyzer
     # The scope's episode records. An episode is created, or re-titled, only in the commit before one of
@@ -109,13 +108,9 @@ class ScopeCopy:
         self.active[row] = record.status == "active"
         self.embedder_code[row] = self.embedders.setdefault(record.embedder, len(self.embedders))
         self.kind_code[row] = self.kinds.setdefault(record.kind, len(self.kinds))
+        audience = audience_of(record)
         self.audience_code[row] = (
-            -1
-            if record.visibility in SHARED_VISIBILITIES
-            else self.audiences.setdefault(
-                (record.agent_id, record.session_id if record.visibility == "session" else ""),
-                len(self.audiences),
-            )
+            self.audiences.setdefault(audience, len(self.audiences)) if audience.private else -1
         )
         self.expires[row] = record.expires_at.timestamp() if record.expires_at is not None else np.inf
         if self.lexical is not None and text is not None:
@@ -147,18 +142,17 @@ class ScopeCopy:
         kinds: Sequence[str] | None,
         keep: Callable[[MemoryRecord], bool] | None,
         viewer: Viewer | None = None,
+        audience: Audience | None = None,
     ) -> np.ndarray:
         """Rows that are active, unexpired, of one of ``kinds`` (if given), that ``viewer`` may read (if
-        given) and that pass ``keep``."""
+        given), of ``audience`` (if given) and that pass ``keep``."""
         mask = self.active[:count] & (self.expires[:count] > now.timestamp())
+        readers = self.audience_code[:count]
         if viewer is not None:
-            own = [
-                self.audiences[key]
-                for key in ((viewer.agent_id, ""), (viewer.agent_id, viewer.session_id))
-                if key in self.audiences
-            ]
-            audience = self.audience_code[:count]
-            mask &= (audience == -1) | np.isin(audience, np.asarray(own, dtype=np.int32))
+            own = [self.audiences[key] for key in viewer.own_audiences if key in self.audiences]
+            mask &= (readers == -1) | np.isin(readers, np.asarray(own, dtype=np.int32))
+        if audience is not None:  # -2: an audience with no memory here
+            mask &= readers == (self.audiences.get(audience, -2) if audience.private else -1)
         if kinds:
             codes = [self.kinds[kind] for kind in kinds if kind in self.kinds]
             mask &= np.isin(self.kind_code[:count], np.asarray(codes, dtype=np.int32))
@@ -175,13 +169,14 @@ class ScopeCopy:
         kinds: Sequence[str] | None = None,
         keep: Callable[[MemoryRecord], bool] | None = None,
         viewer: Viewer | None = None,
+        audience: Audience | None = None,
     ) -> list[tuple[MemoryRecord, float, np.ndarray | None]]:
         """Active, unexpired memories (of ``kinds``, that ``viewer`` may read, passing ``keep``) by BM25 over
         their search text."""
         count = len(self.ids)
         if self.lexical is None or count == 0:
             return []
-        found = self.lexical.search(text, self._eligible(count, now, kinds, keep, viewer), limit)
+        found = self.lexical.search(text, self._eligible(count, now, kinds, keep, viewer, audience), limit)
         return [
             (self.records[self.ids[row]], score, self.vectors[row].copy() if self.has_vector[row] else None)
             for row, score in found
@@ -201,6 +196,7 @@ class ScopeCopy:
         kinds: Sequence[str] | None = None,
         keep: Callable[[MemoryRecord], bool] | None = None,
         viewer: Viewer | None = None,
+        audience: Audience | None = None,
     ) -> list[tuple[MemoryRecord, float, np.ndarray]]:
         """Active, unexpired memories embedded by ``embedder``, of one of ``kinds`` (if given), that
         ``viewer`` may read (if given) and passing ``keep``, by cosine similarity."""
@@ -209,7 +205,7 @@ class ScopeCopy:
         if code is None or count == 0 or limit <= 0:
             return []
         mask = (
-            self._eligible(count, now, kinds, keep, viewer)
+            self._eligible(count, now, kinds, keep, viewer, audience)
             & self.has_vector[:count]
             & (self.embedder_code[:count] == code)
         )

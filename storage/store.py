@@ -36,6 +36,7 @@ from storage.records import (
     SHARED_VISIBILITIES,
     AbLogRow,
     AggregationRow,
+    Audience,
     ContradictionRecord,
     CreditedSession,
     EpisodeMemberStub,
@@ -57,6 +58,7 @@ from storage.records import (
     View,
     Viewer,
     WeightEvent,
+    audience_of,
     may_see,
     scopes_of,
 )
@@ -530,44 +532,24 @@ class MemoryStore:
     ) -> list[SearchHit]:
         """Active memories in ``reach`` embedded by ``embedder`` (of these kinds, with any of these tags,
         or all of them with ``all_tags``, in this time window), nearest first; score = cosine similarity."""
-        viewer = _viewer_of(reach)
+        where = _Filter.of(reach, kinds, tags, window, all_tags)
         hits = [
             hit
             for scope in scopes_of(reach)
-            for hit in self._vector_search_in(
-                scope, vector, embedder, limit, kinds, tags, window, all_tags, viewer
-            )
+            for hit in self._vector_search_in(scope, vector, embedder, limit, where)
         ]
         return _best(hits, limit)
 
     def _vector_search_in(
-        self,
-        scope: Scope,
-        vector: np.ndarray,
-        embedder: str,
-        limit: int,
-        kinds: Sequence[str] | None,
-        tags: Sequence[str] | None,
-        window: TimeWindow | None,
-        all_tags: bool,
-        viewer: Viewer | None,
+        self, scope: Scope, vector: np.ndarray, embedder: str, limit: int, where: _Filter
     ) -> list[SearchHit]:
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 nearest = copy.nearest(
-                    vector,
-                    embedder=embedder,
-                    limit=limit,
-                    now=datetime.now(UTC),
-                    kinds=kinds,
-                    keep=_kept(tags, window, all_tags),
-                    viewer=viewer,
+                    vector, embedder=embedder, limit=limit, now=datetime.now(UTC), **where.for_copy()
                 )
                 return [SearchHit(record, score, stored) for record, score, stored in nearest]
-        condition = filters.all_of(
-            self._active_in(scope, kinds, tags, window, all_tags, viewer),
-            filters.equals("embedder", embedder),
-        )
+        condition = filters.all_of(self._active_in(scope, where), filters.equals("embedder", embedder))
         query = (
             self._memories.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
             .distance_type("cosine")
@@ -598,12 +580,12 @@ class MemoryStore:
         two indexes' scores read on one scale."""
         if not text.strip():
             return []
-        viewer = _viewer_of(reach)
+        where = _Filter.of(reach, kinds, tags, window, all_tags)
         scopes = scopes_of(reach)
         home_ceiling = self.fulltext_ceiling(scopes[0], text) if len(scopes) > 1 else None
         hits: list[SearchHit] = []
         for scope in scopes:
-            found = self._fulltext_search_in(scope, text, limit, kinds, tags, window, all_tags, viewer)
+            found = self._fulltext_search_in(scope, text, limit, where)
             if scope != scopes[0] and found and home_ceiling:
                 ceiling = self.fulltext_ceiling(scope, text)
                 if ceiling:
@@ -611,33 +593,16 @@ class MemoryStore:
             hits += found
         return _best(hits, limit)
 
-    def _fulltext_search_in(
-        self,
-        scope: Scope,
-        text: str,
-        limit: int,
-        kinds: Sequence[str] | None,
-        tags: Sequence[str] | None,
-        window: TimeWindow | None,
-        all_tags: bool,
-        viewer: Viewer | None,
-    ) -> list[SearchHit]:
+    def _fulltext_search_in(self, scope: Scope, text: str, limit: int, where: _Filter) -> list[SearchHit]:
         if self._cache.searches_text:
             with self._cache.reading(scope) as copy:
                 if copy is not None:
-                    found = copy.best_matching(
-                        text,
-                        limit=limit,
-                        now=datetime.now(UTC),
-                        kinds=kinds,
-                        keep=_kept(tags, window, all_tags),
-                        viewer=viewer,
-                    )
+                    found = copy.best_matching(text, limit=limit, now=datetime.now(UTC), **where.for_copy())
                     return [SearchHit(record, score, vector) for record, score, vector in found]
         elif self._cache.serves(scope):
             # Only ids and scores from the index (queried outside the cache's lock); records and vectors
             # come from the copy (a row committed after it caught up is left for the next search).
-            scored = self._fulltext_rows(scope, text, ["id"], limit, kinds, tags, window, all_tags, viewer)
+            scored = self._fulltext_rows(scope, text, ["id"], limit, where)
             with self._cache.reading(scope) as copy:
                 if copy is not None:
                     return _live(
@@ -646,45 +611,33 @@ class MemoryStore:
                                 copy.records[row["id"]], float(row["_score"]), copy.vector_of(row["id"])
                             )
                             for row in scored
-                            if row["id"] in copy.records and may_see(viewer, copy.records[row["id"]])
+                            if row["id"] in copy.records and where.sees(copy.records[row["id"]])
                         ]
                     )
-        rows = self._fulltext_rows(
-            scope, text, [*MEMORY_COLUMNS, "vector"], limit, kinds, tags, window, all_tags, viewer
-        )
+        rows = self._fulltext_rows(scope, text, [*MEMORY_COLUMNS, "vector"], limit, where)
         return _live([SearchHit(_memory_from_row(row), float(row["_score"]), _vector(row)) for row in rows])
 
     def _fulltext_rows(
-        self,
-        scope: Scope,
-        text: str,
-        columns: list[str],
-        limit: int,
-        kinds: Sequence[str] | None,
-        tags: Sequence[str] | None,
-        window: TimeWindow | None = None,
-        all_tags: bool = False,
-        viewer: Viewer | None = None,
+        self, scope: Scope, text: str, columns: list[str], limit: int, where: _Filter
     ) -> list[dict[str, Any]]:
         """LanceDB's BM25 index: the best ``limit`` active memories of ``scope``, these columns and _score."""
         query = self._memories.search(text, query_type="fts", fts_columns="search_text")
-        query = query.where(self._active_in(scope, kinds, tags, window, all_tags, viewer), prefilter=True)
+        query = query.where(self._active_in(scope, where), prefilter=True)
         return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()
 
     def holds_memories_in(self, reach: Reach, window: TimeWindow) -> bool:
         """Whether some active memory of ``reach`` (that its viewer may see) is of ``window``'s time."""
-        viewer = _viewer_of(reach)
-        return any(self._holds_memories_in(scope, window, viewer) for scope in scopes_of(reach))
+        where = _Filter.of(reach, window=window)
+        return any(self._holds_memories_in(scope, window, where) for scope in scopes_of(reach))
 
-    def _holds_memories_in(self, scope: Scope, window: TimeWindow, viewer: Viewer | None) -> bool:
+    def _holds_memories_in(self, scope: Scope, window: TimeWindow, where: _Filter) -> bool:
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 return any(
-                    record.status == "active" and window.holds(record.created_at) and may_see(viewer, record)
+                    record.status == "active" and window.holds(record.created_at) and where.sees(record)
                     for record in copy.records.values()
                 )
-        condition = self._active_in(scope, None, None, window, viewer=viewer)
-        return bool(scan(self._memories, condition, ["id"], limit=1).num_rows)
+        return bool(scan(self._memories, self._active_in(scope, where), ["id"], limit=1).num_rows)
 
     def fulltext_ceiling(self, reach: Reach, text: str) -> float | None:
         """The score a memory matching all of ``text`` would get in the full-text index of ``reach``'s
@@ -731,13 +684,13 @@ class MemoryStore:
         """One page of the scope's active memories (of ``window``'s time, if given), newest first (by ``created_at``, then id, descending):
         the ``limit`` that come after ``before`` (the last one of the previous page) in that order. A memory
         written after the listing began comes before the first page, so no page repeats one."""
-        viewer = _viewer_of(reach)
+        where = _Filter.of(reach, [kind] if kind else None, [tag] if tag else None, window)
 
         def wanted(record: MemoryRecord) -> bool:
             at = utc(record.created_at)
             return (
                 record.status == "active"
-                and may_see(viewer, record)
+                and where.sees(record)
                 and (agent_id is None or record.agent_id == agent_id)
                 and (tag is None or tag in record.tags)
                 and (kind is None or record.kind == kind)
@@ -759,9 +712,7 @@ class MemoryStore:
                 if copy is not None:
                     return page(copy.records.values())
             condition = filters.all_of(
-                self._active_in(
-                    scope, [kind] if kind else None, [tag] if tag else None, window, viewer=viewer
-                ),
+                self._active_in(scope, where),
                 filters.equals("agent_id", agent_id) if agent_id is not None else None,
                 filters.equals("episode_id", episode_id) if episode_id is not None else None,
                 filters.at_or_before("created_at", before[0]) if before is not None else None,
@@ -802,24 +753,19 @@ class MemoryStore:
         weight (no content or vector)."""
         if not episode_ids:
             return []
-        viewer = _viewer_of(reach)
-        return [stub for scope in scopes_of(reach) for stub in self._stubs_in(scope, episode_ids, viewer)]
+        where = _Filter.of(reach)
+        return [stub for scope in scopes_of(reach) for stub in self._stubs_in(scope, episode_ids, where)]
 
-    def _stubs_in(
-        self, scope: Scope, episode_ids: Sequence[str], viewer: Viewer | None
-    ) -> list[EpisodeMemberStub]:
+    def _stubs_in(self, scope: Scope, episode_ids: Sequence[str], where: _Filter) -> list[EpisodeMemberStub]:
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 return [
                     EpisodeMemberStub(r.id, r.episode_id or "", r.created_at, r.weight)
                     for r in episode_members(copy, episode_ids)
-                    if may_see(viewer, r)
+                    if where.sees(r)
                 ]
         condition = filters.all_of(
-            filters.scope_is(scope),
-            filters.equals("status", "active"),
-            filters.one_of("episode_id", list(episode_ids)),
-            filters.visible_to(viewer) if viewer is not None else None,
+            self._active_in(scope, where), filters.one_of("episode_id", list(episode_ids))
         )
         rows = self._select(
             self._memories, condition, ["id", "episode_id", "created_at", "weight"], limit=None
@@ -916,8 +862,8 @@ class MemoryStore:
         events = {row["event_id"]: LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows}
         return sorted(events.values(), key=lambda event: (event.at, event.event_id))
 
-    def recent_lineage(self, scope: Scope, actions: Sequence[str], limit: int) -> list[LineageEvent]:
-        """The newest ``limit`` events of these kinds in the scope, newest first."""
+    def recent_lineage(self, scope: Scope, actions: Sequence[str], limit: int | None) -> list[LineageEvent]:
+        """The newest ``limit`` events of these kinds in the scope (None: all), newest first."""
         condition = filters.all_of(filters.scope_is(scope), filters.one_of("action", list(actions)))
         self._logs.flush()
         rows = self._select(self._lineage, condition, None, limit=None)
@@ -1373,14 +1319,16 @@ class MemoryStore:
                 self._episodes, filters.one_of("id", chunk), ["id", "org_id", "project_id", "title"], None
             ):
                 existing[(row["org_id"], row["project_id"], row["id"])] = row["title"]
+        # An episode begun by a private memory names no agent or session: its header is shown to readers
+        # of the episode's shared memories too.
         missing = [
             {
                 "id": record.episode_id,
                 "org_id": record.org_id,
                 "project_id": record.project_id,
                 "title": titles.get(key),
-                "agent_id": record.agent_id,
-                "session_id": record.session_id,
+                "agent_id": record.agent_id if record.visibility in SHARED_VISIBILITIES else "",
+                "session_id": record.session_id if record.visibility in SHARED_VISIBILITIES else "",
                 "started_at": record.created_at,
                 "last_seen_at": record.created_at,
             }
@@ -1574,8 +1522,11 @@ class MemoryStore:
         """Give ``to_id`` the credits ``from_id`` has in the current reports (an explicit update: the
         corrected memory serves what the old one did); returns how many. A report of one of those sessions
         made later replaces them as it replaces its own."""
+        # The credits of every project of the org: an org-visible memory is credited wherever it was read.
         condition = filters.all_of(
-            filters.scope_is(scope), filters.equals("kind", "credit"), filters.equals("memory_id", from_id)
+            filters.equals("org_id", scope.org_id),
+            filters.equals("kind", "credit"),
+            filters.equals("memory_id", from_id),
         )
         with self.reporting():
             rows = scan(self._feedback, condition, None).to_pylist()
@@ -1608,14 +1559,15 @@ class MemoryStore:
     def credits_changed_since(
         self, version: int, scope: Scope, memory_ids: Sequence[str], session_id: str
     ) -> tuple[list[CreditedSession], bool]:
-        """The credits of ``memory_ids`` (share 0 included: a credit withdrawn) that reports wrote after
-        ``version``, and whether any row of ``session_id`` was written since (both in ``scope``)."""
+        """The credits of ``memory_ids`` (share 0 included: a credit withdrawn) that reports of any project
+        of the scope's org wrote after ``version`` (as ``credits_for(across_org=True)`` reads them), and
+        whether any row of ``session_id`` was written since in ``scope``."""
+        session = filters.all_of(filters.scope_is(scope), filters.equals("session_id", session_id))
         condition = filters.all_of(
             filters.newer_than_version(version),
-            filters.scope_is(scope),
-            filters.one_of("memory_id", memory_ids) | filters.equals("session_id", session_id)
+            (filters.equals("org_id", scope.org_id) & filters.one_of("memory_id", memory_ids)) | session
             if memory_ids
-            else filters.equals("session_id", session_id),
+            else session,
         )
         changed = scan(self._feedback, condition, ["kind", *CREDIT_COLUMNS])
         ours = session_id in set(changed.column("session_id").to_pylist())
@@ -1640,12 +1592,20 @@ class MemoryStore:
         return self.feedback_version(), int(self._outcomes.version)
 
     def credits_for(
-        self, scope: Scope, memory_ids: Sequence[str] | None = None, *, session_id: str | None = None
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str] | None = None,
+        *,
+        session_id: str | None = None,
+        across_org: bool = False,
     ) -> dict[str, list[CreditedSession]]:
         """Each memory's credits (share above 0) in the current reports, oldest report first; every memory
-        asked for has an entry. ``session_id``: only that session's."""
+        asked for has an entry. ``session_id``: only that session's. ``across_org``: the reports of every
+        project of the scope's org (an org-visible memory is credited wherever it was read; a project's
+        memory only ever is in its project, its id being the project's), for its global weight."""
+        across = across_org and memory_ids is not None and session_id is None
         condition = filters.all_of(
-            filters.scope_is(scope),
+            filters.equals("org_id", scope.org_id) if across else filters.scope_is(scope),
             filters.equals("kind", "credit"),
             filters.one_of("memory_id", memory_ids) if memory_ids is not None else None,
             filters.equals("session_id", session_id) if session_id is not None else None,
@@ -1712,7 +1672,13 @@ class MemoryStore:
             self._append_log(self._weight_events, [event.__dict__ for event in events])
 
     def weight_events(self, scope: Scope, memory_id: str) -> list[WeightEvent]:
-        rows = self._select(self._weight_events, self._in_scope(scope, memory_id=memory_id), None, limit=None)
+        """The weight history of a memory, from the reports of every project of the scope's org (an
+        org-visible memory moves with reports wherever it was read; a project's memory only ever in its
+        project's)."""
+        condition = filters.all_of(
+            filters.equals("org_id", scope.org_id), filters.equals("memory_id", memory_id)
+        )
+        rows = self._select(self._weight_events, condition, None, limit=None)
         return sorted((WeightEvent(**row) for row in rows), key=lambda event: (event.at, event.revision))
 
     # ------------------------------------------------------------------ the scope cache's reads
@@ -1872,21 +1838,17 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ helpers
 
-    def _active_in(
-        self,
-        scope: Scope,
-        kinds: Sequence[str] | None,
-        tags: Sequence[str] | None,
-        window: TimeWindow | None = None,
-        all_tags: bool = False,
-        viewer: Viewer | None = None,
-    ) -> Expr:
+    @staticmethod
+    def _active_in(scope: Scope, where: _Filter) -> Expr:
+        """The active memories of ``scope`` that ``where`` keeps, as a LanceDB filter."""
+        kinds, tags, window = where.kinds, where.tags, where.window
         return filters.all_of(
             filters.scope_is(scope),
             filters.equals("status", "active"),
-            filters.visible_to(viewer) if viewer is not None else None,
+            filters.visible_to(where.viewer) if where.viewer is not None else None,
+            filters.of_audience(where.audience) if where.audience is not None else None,
             filters.one_of("kind", kinds) if kinds else None,
-            (filters.every_tag(tags) if all_tags else filters.any_tag(tags)) if tags else None,
+            (filters.every_tag(tags) if where.all_tags else filters.any_tag(tags)) if tags else None,
             filters.at_or_after("created_at", window.since) if window and window.since else None,
             filters.earlier_than("created_at", window.until) if window and window.until else None,
         )
@@ -2120,8 +2082,45 @@ def _kept(
     return lambda record: tagged(record) and window.holds(record.created_at)
 
 
-def _viewer_of(reach: Reach) -> Viewer | None:
-    return reach.viewer if isinstance(reach, View) else None
+@dataclass(frozen=True)
+class _Filter:
+    """What a read keeps of a scope besides its activity: memories of these kinds, with any of these tags
+    (all of them with ``all_tags``), of ``window``'s time, that ``viewer`` may see, of ``audience``."""
+
+    kinds: Sequence[str] | None = None
+    tags: Sequence[str] | None = None
+    window: TimeWindow | None = None
+    all_tags: bool = False
+    viewer: Viewer | None = None
+    audience: Audience | None = None
+
+    @classmethod
+    def of(
+        cls,
+        reach: Reach,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
+        all_tags: bool = False,
+    ) -> _Filter:
+        if isinstance(reach, View):
+            return cls(kinds, tags, window, all_tags, reach.viewer, reach.audience)
+        return cls(kinds, tags, window, all_tags)
+
+    def sees(self, record: MemoryRecord) -> bool:
+        """Whether the reader may see ``record`` (the rest of the filter is the caller's to apply)."""
+        return may_see(self.viewer, record) and (
+            self.audience is None or audience_of(record) == self.audience
+        )
+
+    def for_copy(self) -> dict[str, Any]:
+        """The arguments of a scope copy's search."""
+        return {
+            "kinds": self.kinds,
+            "keep": _kept(self.tags, self.window, self.all_tags),
+            "viewer": self.viewer,
+            "audience": self.audience,
+        }
 
 
 def _best(hits: list[SearchHit], limit: int) -> list[SearchHit]:

@@ -44,7 +44,9 @@ def drift(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
     status = None if args.include_resolved else "open"
     # The project's and the org shelf's, of memories the caller may read (private ones are its own).
     every = [pair for scope in view.scopes for pair in store.contradictions(scope, status=status)]
-    events = [e for scope in view.scopes for e in store.recent_lineage(scope, REPLACING_ACTIONS, args.limit)]
+    # Every event, then the newest of those the caller may read: another agent's private ones must not
+    # crowd out its own.
+    events = [e for scope in view.scopes for e in store.recent_lineage(scope, REPLACING_ACTIONS, None)]
     ids = {pair.older_id for pair in every} | {pair.newer_id for pair in every}
     ids |= {event.memory_id for event in events} | {event.related_id for event in events if event.related_id}
     memories = store.get_memories(sorted(ids), view)

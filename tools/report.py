@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from storage import inspection
-from storage.records import AbLogRow, MemoryRecord, Scope, View, Viewer, WeightEvent
+from storage.records import SHARED_ONLY, AbLogRow, MemoryRecord, Scope, View, WeightEvent
 from storage.stats import scope_stats
 from tools.common import AggregationView, Caller, Progress, Runtime, aggregation_view, iso, no_progress
 from tools.drift import DriftInput, DriftOutput, drift
@@ -18,12 +18,14 @@ from tools.memory_views import PREVIEW_CHARS
 
 DRIFT_LIMIT = 50  # contradiction pairs and changes shown
 CLUSTER_LIMIT = 30  # clusters shown with their members (all are counted)
-REPORT_CALLER = Caller("memoria-report", "memoria-report")
+# The report reads as no agent at all: it shows the shared memories of the scope and its org's shelf,
+# never one private to an agent or a session.
+REPORT_CALLER = Caller(SHARED_ONLY.agent_id, SHARED_ONLY.session_id)
 
 
 def report_view(scope: Scope) -> View:
     """What the report may show: the shared memories of ``scope`` and its org's shelf."""
-    return View(scope, Viewer(REPORT_CALLER.agent_id, REPORT_CALLER.session_id))
+    return View(scope, SHARED_ONLY)
 
 
 class RankPoint(BaseModel):
@@ -274,25 +276,29 @@ def _feedback_impact(
         applied[row.observation_id].append(
             row.context_weight if row.context_weight is not None else row.feedback_weight
         )
-    ranked_ids = sorted(
-        (memory_id for memory_id, found in per_memory.items() if any(found)),
-        key=lambda memory_id: (-sum(abs(d) for d in per_memory[memory_id]), memory_id),
-    )[:most_moved]
-
     event_lists: dict[str, list[WeightEvent]] = defaultdict(list)
     for event in events:
         event_lists[event.memory_id].append(event)
+    # The report shows what every reader of the project may read: a memory private to an agent or a
+    # session is left out of its lists (one no longer in the store is still listed, as such).
+    named = list(dict.fromkeys([*per_memory, *event_lists]))
+    shown = runtime.store.get_memories(named, report_view(scope))
+    hidden = set(runtime.store.get_memories(named, View(scope))) - set(shown)
+    ranked_ids = sorted(
+        (memory_id for memory_id, found in per_memory.items() if any(found) and memory_id not in hidden),
+        key=lambda memory_id: (-sum(abs(d) for d in per_memory[memory_id]), memory_id),
+    )[:most_moved]
     movement = {
         memory_id: sum(abs(e.weight_after - e.weight_before) for e in found)
         for memory_id, found in event_lists.items()
     }
     history_ids = sorted(
-        (memory_id for memory_id, moved in movement.items() if moved > 0),
+        (memory_id for memory_id, moved in movement.items() if moved > 0 and memory_id not in hidden),
         key=lambda memory_id: (-movement[memory_id], memory_id),
     )[:most_moved]
-
-    # The report shows what every reader of the project may read: no agent's or session's private memory.
-    memories = runtime.store.get_memories([*ranked_ids, *history_ids], report_view(scope))
+    memories = {
+        memory_id: shown[memory_id] for memory_id in [*ranked_ids, *history_ids] if memory_id in shown
+    }
     points = Counter(_ranks(row) for row in rows)
     times = sorted(row.created_at for row in rows)
     settings = runtime.settings

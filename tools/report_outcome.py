@@ -39,7 +39,16 @@ from storage.records import (
     View,
     WeightEvent,
 )
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, WithoutSecrets, view_for
+from tools.common import (
+    Caller,
+    Identifier,
+    Runtime,
+    ScopeArgs,
+    ToolFailure,
+    WithoutSecrets,
+    by_scope,
+    view_for,
+)
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
@@ -232,7 +241,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             )
             for memory_id, weight in weights.items()
         ]
-        write_weights(runtime, scope, current, weights, now)
+        write_weights(runtime, current, weights, now)
 
         store.add_weight_events(
             [
@@ -318,7 +327,11 @@ def read_for_report(
         dict.fromkeys((*memory_ids, *(previous.memory_ids if previous else ()), *session.credited))
     )
     return ReportReads(
-        previous, session.credited, session.revision, affected, store.credits_for(scope, affected)
+        previous,
+        session.credited,
+        session.revision,
+        affected,
+        store.credits_for(scope, affected, across_org=True),
     )
 
 
@@ -415,7 +428,6 @@ def replayed_weights(
 
 def write_weights(
     runtime: Runtime,
-    scope: Scope,
     current: Mapping[str, MemoryRecord],
     weights: Mapping[str, float],
     at: datetime,
@@ -425,7 +437,10 @@ def write_weights(
     """Write ``weights``; with ``only_changed``, those that differ from ``current`` (this process's view)."""
     changed = {m: w for m, w in weights.items() if not only_changed or w != current[m].weight}
     runtime.store.set_weights(changed, at)
-    runtime.corroboration.set_weights(scope, changed)  # the canonical member follows the weights
+    # The canonical member of each cluster follows the weights, in the scope each memory is kept in (the
+    # project's, or the org shelf's).
+    for where, memories in by_scope(current[m] for m in changed).items():
+        runtime.corroboration.set_weights(where, {m.id: changed[m.id] for m in memories})
 
 
 def converge(runtime: Runtime, scope: Scope, memory_ids: Sequence[str], replayed: Replay) -> None:
@@ -445,7 +460,7 @@ def converge(runtime: Runtime, scope: Scope, memory_ids: Sequence[str], replayed
     seen = _replay_keys(replayed, memory_ids)  # in replay order: the weights depend on it
     must_write = True
     for _ in range(8):
-        latest = runtime.store.credits_for(scope, memory_ids)
+        latest = runtime.store.credits_for(scope, memory_ids, across_org=True)
         now_seen = _replay_keys(latest, memory_ids)
         if now_seen == seen and not must_write:
             return
@@ -455,7 +470,7 @@ def converge(runtime: Runtime, scope: Scope, memory_ids: Sequence[str], replayed
         # Every weight, changed or not in this process's view: another replica may have written over
         # one since, and skipping it on a stale view would leave that replica's weight standing.
         weights = replayed_weights(runtime.weight_policy, current, latest)
-        write_weights(runtime, scope, current, weights, runtime.clock(), only_changed=False)
+        write_weights(runtime, current, weights, runtime.clock(), only_changed=False)
     log.warning("outcome reports kept arriving while weights were recomputed; the next report settles them")
 
 

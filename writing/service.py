@@ -26,6 +26,7 @@ from retrieval.redaction import Redacted, redact
 from retrieval.text import content_hash, document_text, searchable_text
 from storage.records import (
     SHARED_VISIBILITIES,
+    Audience,
     LineageEvent,
     MemoryKind,
     MemoryRecord,
@@ -33,6 +34,7 @@ from storage.records import (
     ProtectionTier,
     Scope,
     Visibility,
+    audience_of,
     org_shelf,
     same_audience,
 )
@@ -58,21 +60,16 @@ class WriteRefused(ValueError):
     """A draft that cannot be stored as it is; the message says what to change."""
 
 
-def memory_id_for(
-    scope: Scope,
-    content_digest: str,
-    visibility: Visibility = "project",
-    agent_id: str = "",
-    session_id: str = "",
-) -> str:
+SHARED = Audience()  # a memory the whole project (or org) reads: its id is its scope's and content's
+
+
+def memory_id_for(scope: Scope, content_digest: str, audience: Audience = SHARED) -> str:
     """Deterministic: the same content for the same readers always maps to the same id (idempotent
     writes). A private memory's id names its owner, so that two agents' private notes of the same text
-    are two memories, and neither finds (or corroborates) the other's."""
+    are two memories, and neither finds (or corroborates) the other's, nor a shared memory's."""
     key = f"{scope.org_id}\x1f{scope.project_id}\x1f{content_digest}"
-    if visibility == "agent":
-        key += f"\x1fagent\x1f{agent_id}"
-    elif visibility == "session":
-        key += f"\x1fsession\x1f{agent_id}\x1f{session_id}"
+    if audience.private:
+        key += f"\x1f{audience.visibility}\x1f{audience.agent_id}\x1f{audience.session_id}"
     return "mem_" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
@@ -194,7 +191,7 @@ class WriteService:
         digest = content_hash(text)
         home = draft.home
         record = MemoryRecord(
-            id=memory_id_for(home, digest, draft.visibility, draft.agent_id, draft.session_id),
+            id=memory_id_for(home, digest, Audience.of(draft.visibility, draft.agent_id, draft.session_id)),
             org_id=home.org_id,
             project_id=home.project_id,
             agent_id=draft.agent_id,
@@ -374,9 +371,9 @@ class WriteService:
         for record in records:
             if record.id in existing and record.id not in results:
                 results[record.id] = self._remember(record, llm)
-        audiences: dict[tuple[str, str, str], list[MemoryRecord]] = {}
+        audiences: dict[Audience, list[MemoryRecord]] = {}
         for record in fresh:  # a batch's private memories collapse only with their own audience's
-            audiences.setdefault(audience_key(record), []).append(record)
+            audiences.setdefault(audience_of(record), []).append(record)
         collapsed = [
             pair
             for members in audiences.values()
@@ -474,12 +471,12 @@ class WriteService:
         the previous such record of the batch, or for the first the latest such stored member not newer
         than it. Record id -> that content."""
         preceding: dict[str, str] = {}
-        first: dict[tuple[str, tuple[str, str, str]], MemoryRecord] = {}
-        last: dict[tuple[str, tuple[str, str, str]], str] = {}
+        first: dict[tuple[str, Audience], MemoryRecord] = {}
+        last: dict[tuple[str, Audience], str] = {}
         for record in records:
             if record.episode_id is None:
                 continue
-            key = (record.episode_id, audience_key(record))
+            key = (record.episode_id, audience_of(record))
             if key in last:
                 preceding[record.id] = last[key]
             else:
@@ -526,16 +523,6 @@ class WriteService:
         learns of it, if others may read it (a private memory corroborates nothing others read)."""
         if memory.visibility in SHARED_VISIBILITIES:
             self._corroboration.observe(memory.scope, cluster_member(memory))
-
-
-def audience_key(record: MemoryRecord) -> tuple[str, str, str]:
-    """Memories with equal keys (in one scope) are read by the same people (``same_audience``)."""
-    private = record.visibility not in SHARED_VISIBILITIES
-    return (
-        record.visibility,
-        record.agent_id if private else "",
-        record.session_id if record.visibility == "session" else "",
-    )
 
 
 @contextmanager

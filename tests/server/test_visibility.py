@@ -278,6 +278,9 @@ def test_a_private_memory_never_absorbs_revises_or_quotes_a_shared_one(tmp_path)
             assert await recalled(bob, "BLUEFIN", BILLING) == set()
             seen = await call(bob, "recall", {"query": "launch planned March", **BILLING})
             assert public["id"] in {m["id"] for m in seen["memories"]} and "BLUEFIN" not in seen["context"]
+            assert 'agent "alice"' not in next(
+                line for line in seen["context"].splitlines() if "episode ep-1" in line
+            )
 
     anyio.run(scenario)
 
@@ -299,5 +302,51 @@ def test_the_memory_resources_show_a_private_memory_to_its_agent_only(tmp_path):
             assert secret["id"] not in listed.contents[0].text
             listed = await alice.read_resource("memoria://memories?org_id=acme&project_id=billing")
             assert secret["id"] in listed.contents[0].text
+
+    anyio.run(scenario)
+
+
+def test_drift_shows_the_newest_changes_a_caller_may_read_even_behind_private_ones(tmp_path):
+    server = server_with(settings_for(tmp_path / "db"))
+
+    async def scenario() -> None:
+        async with connected(server, agent="alice") as alice, connected(server, agent="bob") as bob:
+            await remember(alice, "I prefer TypeScript.", BILLING)
+            shared = await remember(alice, "i prefer typescript", BILLING)
+            assert shared["consolidation"]["superseded"]
+            for text in (
+                "Note to self: rotate keys",
+                "note to self: rotate keys!",
+                "Note to self - rotate keys",
+            ):
+                await remember(alice, text, BILLING, visibility="agent")
+            mine = await call(alice, "drift", {"limit": 1, **BILLING})
+            theirs = await call(bob, "drift", {"limit": 1, **BILLING})
+            assert mine["changes"][0]["by"]["id"] != shared["id"]  # alice's own private merge is newest
+            assert [change["by"]["id"] for change in theirs["changes"]] == [shared["id"]]
+
+    anyio.run(scenario)
+
+
+def test_reports_from_every_project_move_an_org_memorys_weight(tmp_path):
+    """An org memory's global weight replays the reports of every project that read it: a second
+    project's report takes a second step instead of writing over the first (alpha 0.2 towards 1.75)."""
+    server = server_with(settings_for(tmp_path / "db"))
+
+    async def scenario() -> None:
+        async with connected(server, agent="alice") as alice, connected(server, agent="bob") as bob:
+            org = await remember(
+                alice, "Builds are cached in the shared artifact store", BILLING, visibility="org"
+            )
+            reports = []
+            for client, where in ((bob, SEARCH), (alice, BILLING)):
+                await call(client, "recall", {"query": "builds cached artifact store", **where})
+                out = await call(
+                    client, "report_outcome", {"outcome": "success", "helpful_ids": [org["id"]], **where}
+                )
+                [update] = [u for u in out["updated"] if u["id"] == org["id"]]
+                reports.append(update["weight_after"])
+            first = 0.8 * 1.0 + 0.2 * 1.75
+            assert reports == [pytest.approx(first), pytest.approx(0.8 * first + 0.2 * 1.75)]
 
     anyio.run(scenario)

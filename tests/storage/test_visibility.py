@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from storage.records import (
+    Audience,
     NewMemory,
     Scope,
     TimeWindow,
@@ -144,3 +145,16 @@ def test_a_time_window_holds_memories_only_if_the_viewer_may_see_one_of_that_tim
     window = TimeWindow(month_ago - timedelta(hours=1), month_ago + timedelta(hours=1))
     assert store.holds_memories_in(View(WEB, ALICE), window)
     assert not store.holds_memories_in(View(WEB, BOB), window)
+
+
+def test_an_audience_view_filters_before_its_limit(store):
+    """Consolidation reads one audience: nearer memories of other audiences never crowd it out."""
+    store.insert_memory(new("closer", "shared and nearer", WEB, "project"))
+    mine = View(WEB, with_org=False, audience=Audience("agent", "alice"))
+    assert [h.record.id for h in store.vector_search(mine, unit(0), embedder="emb", limit=1)] == ["agent"]
+    assert [h.record.id for h in store.fulltext_search(mine, "deploy notes", limit=1)] == ["agent"]
+    shared = View(WEB, with_org=False, audience=Audience("project"))
+    found = {h.record.id for h in store.vector_search(shared, unit(0), embedder="emb", limit=10)}
+    assert found == {"project", "closer"}
+    session = View(WEB, with_org=False, audience=Audience("session", "alice", "s1"))
+    assert [m.id for m in store.list_memories(session, limit=10)] == ["session"]

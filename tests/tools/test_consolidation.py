@@ -364,6 +364,24 @@ def test_a_rewording_that_matches_a_forgotten_memory_folds_into_the_chosen_one(r
     ]
 
 
+def test_a_private_rewording_stays_private_and_never_takes_a_shared_memorys_id(runtime):
+    """The reworded memory of a private group is that audience's own: a later shared memory of the same
+    text is stored as a memory of its own (not reported as a duplicate of the private one), and the
+    private one stays out of other agents' recalls."""
+    alice = Caller("alice", "ses_a", merging_llm(0, "We always deploy on Tuesdays"))
+    remember(
+        RememberInput(content="We deploy on Tuesdays", visibility="agent"), runtime, Caller("alice", "ses_a")
+    )
+    merged = remember(RememberInput(content="We deploy on Tuesdays!", visibility="agent"), runtime, alice)
+    reworded = merged.consolidation.reworded_into
+    assert reworded is not None and runtime.store.get_memory(reworded).visibility == "agent"
+    shared = remember(RememberInput(content="We always deploy on Tuesdays"), runtime, caller(agent="bob"))
+    assert (shared.status, shared.visibility, shared.note) == ("stored", "project", None)
+    assert shared.id != reworded
+    found = recall(RecallInput(query="when do we always deploy"), runtime, caller(agent="bob")).memories
+    assert [m.id for m in found] == [shared.id]
+
+
 def test_purge_also_erases_absorbed_restatements_and_quotes_in_the_episode(settings):
     runtime = make_runtime(settings)
     try:

@@ -187,6 +187,22 @@ def test_most_moved_limits_the_memories_shown(runtime, sample):
     assert len(feedback.most_moved) == 1
 
 
+def test_a_memory_private_to_an_agent_never_reaches_the_report(runtime):
+    secret = "the acquisition codename is NIGHTJAR"
+    shared = remember(RememberInput(content="the acquisition closes in May"), runtime, caller("s1")).id
+    private = remember(RememberInput(content=secret, visibility="agent"), runtime, caller("s1")).id
+    found = recall(RecallInput(query="acquisition codename closes"), runtime, caller("s1"))
+    assert {m.id for m in found.memories} == {shared, private}
+    report_outcome(
+        ReportOutcomeInput(outcome="success", helpful_ids=[shared, private]), runtime, caller("s1")
+    )
+    report = build_report(runtime, SCOPE)
+    assert [h.id for h in report.feedback.weight_histories] == [shared]
+    assert private not in {m.id for m in report.feedback.most_moved}
+    page = render_report(report)
+    assert private not in page and "NIGHTJAR" not in page
+
+
 def test_only_the_newest_retrievals_are_analysed(runtime, sample):
     feedback = build_report(runtime, SCOPE, retrievals=1).feedback
     newest, top_k = sample.retrievals[-1]

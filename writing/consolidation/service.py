@@ -25,6 +25,7 @@ from retrieval.rerankers.base import Reranker, RerankFailed
 from retrieval.simhash import simhash
 from retrieval.text import content_hash, document_text, searchable_text
 from storage.records import (
+    Audience,
     ContradictionRecord,
     LineageEvent,
     MemoryRecord,
@@ -32,8 +33,7 @@ from storage.records import (
     Scope,
     SearchHit,
     View,
-    Viewer,
-    same_audience,
+    audience_of,
 )
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.resolvers import LLMResolver, Resolver, RuleResolver
@@ -113,7 +113,7 @@ class ConsolidationService:
         embedder: Embedder,
         policy: ConsolidationPolicy,
         *,
-        memory_id: Callable[[Scope, str], str],
+        memory_id: Callable[[Scope, str, Audience], str],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         reranker: Reranker | None = None,
     ) -> None:
@@ -186,8 +186,8 @@ class ConsolidationService:
         return [record for record, score in ranked if score >= self.policy.rerank_min_score]
 
     def _neighbours(self, memory: MemoryRecord, vector: np.ndarray, *, limit: int) -> list[SearchHit]:
-        """The memories closest to ``memory`` that the same people read (``same_audience``): consolidation
-        never lets a private memory change what others read, or the reverse."""
+        """The memories closest to ``memory`` that the same people read (``storage.records.Audience``):
+        consolidation never lets a private memory change what others read, or the reverse."""
         hits = self._store.vector_search(
             _audience_view(memory),
             np.asarray(vector, dtype=np.float32),
@@ -195,13 +195,7 @@ class ConsolidationService:
             limit=limit + 1,
             kinds=[memory.kind],
         )
-        return [
-            hit
-            for hit in hits
-            if hit.record.id != memory.id
-            and hit.record.status == "active"
-            and same_audience(hit.record, memory)
-        ][:limit]
+        return [hit for hit in hits if hit.record.id != memory.id and hit.record.status == "active"][:limit]
 
     def _same_source(self, left: MemoryRecord, right: MemoryRecord) -> bool:
         """Near-duplicates from different agents are corroboration, kept unless configured otherwise."""
@@ -218,8 +212,6 @@ class ConsolidationService:
             old = hit.record
             terms = term_set(old.content)
             if old.id == memory.id or old.created_at > memory.created_at or old.status != "active":
-                continue
-            if not same_audience(old, memory):
                 continue
             if (
                 not set(revision.old) <= terms
@@ -398,7 +390,9 @@ class ConsolidationService:
         then folds into the chosen statement instead, so nothing is replaced by an inactive memory."""
         now = self._clock()
         group = [survivor, *losers]
-        new_id = self._memory_id(survivor.scope, content_hash(text))
+        # The reworded memory is read by the group's readers (one audience): its id says so, so that it
+        # can never be taken for another audience's memory of the same text.
+        new_id = self._memory_id(survivor.scope, content_hash(text), audience_of(survivor))
         existing = self._store.get_memories([new_id], survivor.scope).get(new_id)
         if existing is not None and existing.status != "active":
             return None
@@ -609,6 +603,6 @@ class ConsolidationService:
 
 
 def _audience_view(memory: MemoryRecord) -> View:
-    """``memory``'s scope as its author sees it (its own private memories and the shared ones), without
-    the org shelf: the reads consolidation filters down to ``memory``'s audience."""
-    return View(memory.scope, Viewer(memory.agent_id, memory.session_id), with_org=False)
+    """The memories of ``memory``'s scope read by the same people (``storage.records.Audience``): the
+    only ones consolidation compares it with (the search filters them before its limit)."""
+    return View(memory.scope, with_org=False, audience=audience_of(memory))
