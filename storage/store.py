@@ -575,22 +575,25 @@ class MemoryStore:
         window: TimeWindow | None = None,
         all_tags: bool = False,
     ) -> list[SearchHit]:
-        """Active memories in ``reach`` matching ``text`` (BM25 over content and tags), best first. A view's
-        org-shelf hits are scored against the home scope's full match (``fulltext_ceiling``), so that the
-        two indexes' scores read on one scale."""
+        """Active memories in ``reach`` matching ``text`` (BM25 over content and tags), best first. Each
+        scope of a view has a BM25 index of its own: hits are put on the scale of ``fulltext_ceiling``
+        (what a full match scores in the first scope whose index knows the query's terms), so that the
+        indexes' scores compare."""
         if not text.strip():
             return []
         where = _Filter.of(reach, kinds, tags, window, all_tags)
         scopes = scopes_of(reach)
-        home_ceiling = self.fulltext_ceiling(scopes[0], text) if len(scopes) > 1 else None
+        found = {scope: self._fulltext_search_in(scope, text, limit, where) for scope in scopes}
+        if len(scopes) == 1:
+            return found[scopes[0]]
+        ceilings = {scope: self._ceiling_in(scope, text) for scope in scopes}
+        scale = next((ceiling for ceiling in ceilings.values() if ceiling), None)
         hits: list[SearchHit] = []
-        for scope in scopes:
-            found = self._fulltext_search_in(scope, text, limit, where)
-            if scope != scopes[0] and found and home_ceiling:
-                ceiling = self.fulltext_ceiling(scope, text)
-                if ceiling:
-                    found = [replace(hit, score=hit.score * home_ceiling / ceiling) for hit in found]
-            hits += found
+        for scope, scope_hits in found.items():
+            ceiling = ceilings[scope]
+            if scale and ceiling and ceiling != scale:
+                scope_hits = [replace(hit, score=hit.score * scale / ceiling) for hit in scope_hits]
+            hits += scope_hits
         return _best(hits, limit)
 
     def _fulltext_search_in(self, scope: Scope, text: str, limit: int, where: _Filter) -> list[SearchHit]:
@@ -640,11 +643,16 @@ class MemoryStore:
         return bool(scan(self._memories, self._active_in(scope, where), ["id"], limit=1).num_rows)
 
     def fulltext_ceiling(self, reach: Reach, text: str) -> float | None:
-        """The score a memory matching all of ``text`` would get in the full-text index of ``reach``'s
-        (home) scope (the sum of its terms' idf), so that BM25 scores read as absolute relevance; None when
-        LanceDB's index answers the scope (it does not expose term statistics: scores are then relative to
-        the best)."""
-        scope = scopes_of(reach)[0]
+        """The score a memory matching all of ``text`` would get in the full-text index (the sum of its
+        terms' idf), so that BM25 scores read as absolute relevance: of ``reach``'s home scope, or for a
+        view whose home index knows none of the terms, of the first of its scopes that does (the scale
+        ``fulltext_search`` puts a view's hits on). None when LanceDB's index answers (it does not expose
+        term statistics: scores are then relative to the best)."""
+        ceilings = (self._ceiling_in(scope, text) for scope in scopes_of(reach))
+        first = next(ceilings)
+        return first if first else next((ceiling for ceiling in ceilings if ceiling), first)
+
+    def _ceiling_in(self, scope: Scope, text: str) -> float | None:
         if not text.strip() or not (self._cache.searches_text and self._cache.holds(scope)):
             return None
         with self._cache.reading(scope) as copy:

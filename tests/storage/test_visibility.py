@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from retrieval.text import index_terms
 from storage.records import (
     Audience,
     NewMemory,
@@ -58,8 +59,12 @@ def new(
 
 @pytest.fixture(params=["copies", "lancedb"])
 def store(request, tmp_path):
+    copies = request.param == "copies"  # scope copies answer every search, BM25 included
     opened = MemoryStore.open(
-        str(tmp_path / "db"), vector_dim=DIM, cache_scope_rows=250_000 if request.param == "copies" else 0
+        str(tmp_path / "db"),
+        vector_dim=DIM,
+        cache_scope_rows=250_000 if copies else 0,
+        analyzer=index_terms if copies else None,
     )
     opened.insert_many(
         [
@@ -158,3 +163,21 @@ def test_an_audience_view_filters_before_its_limit(store):
     assert found == {"project", "closer"}
     session = View(WEB, with_org=False, audience=Audience("session", "alice", "s1"))
     assert [m.id for m in store.list_memories(session, limit=10)] == ["session"]
+
+
+def test_a_views_full_text_hits_read_on_one_scale_whichever_index_found_them(store, request):
+    query = "deploy notes every project acme"
+    alone = store.fulltext_search(org_shelf("acme"), query, limit=1)[0]
+    view = View(WEB, ALICE)
+    [via_view] = [hit for hit in store.fulltext_search(view, query, limit=10) if hit.record.id == "org"]
+    if request.node.callspec.params["store"] == "lancedb":  # LanceDB's index keeps no term statistics
+        assert store.fulltext_ceiling(view, query) is None
+        return
+    # The shelf's hit, read against a full match, is as relevant seen from the project as on its own.
+    own = alone.score / store.fulltext_ceiling(org_shelf("acme"), query)
+    assert via_view.score / store.fulltext_ceiling(view, query) == pytest.approx(own)
+    # A project whose index knows none of the words reads on the shelf's scale.
+    empty = View(Scope("acme", "empty"), BOB)
+    assert store.fulltext_ceiling(empty, query) == store.fulltext_ceiling(org_shelf("acme"), query)
+    [only] = store.fulltext_search(empty, query, limit=10)
+    assert only.score == pytest.approx(alone.score)
