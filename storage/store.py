@@ -403,7 +403,7 @@ class MemoryStore:
         """The memories of ``reach`` with these ids (those its viewer may see)."""
         ids = list(dict.fromkeys(memory_ids))
         found: dict[str, MemoryRecord] = {}
-        for scope in scopes_of(reach):
+        for scope in self._scopes(reach):
             missing = [i for i in ids if i not in found]
             if not missing:
                 break
@@ -535,7 +535,7 @@ class MemoryStore:
         where = _Filter.of(reach, kinds, tags, window, all_tags)
         hits = [
             hit
-            for scope in scopes_of(reach)
+            for scope in self._scopes(reach)
             for hit in self._vector_search_in(scope, vector, embedder, limit, where)
         ]
         return _best(hits, limit)
@@ -582,7 +582,7 @@ class MemoryStore:
         if not text.strip():
             return []
         where = _Filter.of(reach, kinds, tags, window, all_tags)
-        scopes = scopes_of(reach)
+        scopes = self._scopes(reach)
         found = {scope: self._fulltext_search_in(scope, text, limit, where) for scope in scopes}
         if len(scopes) == 1:
             return found[scopes[0]]
@@ -631,7 +631,7 @@ class MemoryStore:
     def holds_memories_in(self, reach: Reach, window: TimeWindow) -> bool:
         """Whether some active memory of ``reach`` (that its viewer may see) is of ``window``'s time."""
         where = _Filter.of(reach, window=window)
-        return any(self._holds_memories_in(scope, window, where) for scope in scopes_of(reach))
+        return any(self._holds_memories_in(scope, window, where) for scope in self._scopes(reach))
 
     def _holds_memories_in(self, scope: Scope, window: TimeWindow, where: _Filter) -> bool:
         with self._cache.reading(scope) as copy:
@@ -648,7 +648,7 @@ class MemoryStore:
         view whose home index knows none of the terms, of the first of its scopes that does (the scale
         ``fulltext_search`` puts a view's hits on). None when LanceDB's index answers (it does not expose
         term statistics: scores are then relative to the best)."""
-        ceilings = (self._ceiling_in(scope, text) for scope in scopes_of(reach))
+        ceilings = (self._ceiling_in(scope, text) for scope in self._scopes(reach))
         first = next(ceilings)
         return first if first else next((ceiling for ceiling in ceilings if ceiling), first)
 
@@ -660,7 +660,7 @@ class MemoryStore:
 
     def fulltext_engine(self, reach: Reach) -> str:
         """``copy-bm25`` when the home scope's copy answers its full-text searches, else ``lancedb-bm25``."""
-        scope = scopes_of(reach)[0]
+        scope = self._scopes(reach)[0]
         return "copy-bm25" if self._cache.searches_text and self._cache.holds(scope) else "lancedb-bm25"
 
     def set_weights(self, weights: Mapping[str, float], at: datetime) -> None:
@@ -728,12 +728,12 @@ class MemoryStore:
             rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=None)
             return page({row["id"]: _memory_from_row(row) for row in rows}.values())
 
-        return page(record for scope in scopes_of(reach) for record in scope_page(scope))
+        return page(record for scope in self._scopes(reach) for record in scope_page(scope))
 
     def memory_vectors(self, memory_ids: Sequence[str], reach: Reach) -> dict[str, np.ndarray]:
         """The stored vectors of these memories of ``reach`` (ids of memories it lacks are left out)."""
         found: dict[str, np.ndarray] = {}
-        for scope in scopes_of(reach):
+        for scope in self._scopes(reach):
             found |= self._vectors_in(scope, [i for i in dict.fromkeys(memory_ids) if i not in found])
         return found
 
@@ -762,7 +762,7 @@ class MemoryStore:
         if not episode_ids:
             return []
         where = _Filter.of(reach)
-        return [stub for scope in scopes_of(reach) for stub in self._stubs_in(scope, episode_ids, where)]
+        return [stub for scope in self._scopes(reach) for stub in self._stubs_in(scope, episode_ids, where)]
 
     def _stubs_in(self, scope: Scope, episode_ids: Sequence[str], where: _Filter) -> list[EpisodeMemberStub]:
         with self._cache.reading(scope) as copy:
@@ -863,7 +863,7 @@ class MemoryStore:
         self._logs.flush()
         ids = list(dict.fromkeys(memory_ids))
         condition = filters.all_of(
-            filters.any_of(*(filters.scope_is(scope) for scope in scopes_of(reach))),
+            filters.any_of(*(filters.scope_is(scope) for scope in self._scopes(reach))),
             filters.one_of("memory_id", ids) | filters.one_of("related_id", ids),
         )
         rows = self._select(self._lineage, condition, None, limit=None)
@@ -914,7 +914,7 @@ class MemoryStore:
     def newer_contradictions(self, reach: Reach, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         """Older memory id -> the newer memories that contradict it, for open contradictions only."""
         found: dict[str, list[str]] = {}
-        for scope in scopes_of(reach):
+        for scope in self._scopes(reach):
             found |= self._newer_contradictions_in(scope, memory_ids)
         return found
 
@@ -1258,7 +1258,7 @@ class MemoryStore:
 
     def get_episodes(self, reach: Reach, episode_ids: Sequence[str]) -> dict[str, EpisodeRecord]:
         found: dict[str, EpisodeRecord] = {}
-        for scope in scopes_of(reach):
+        for scope in self._scopes(reach):
             found |= self._episodes_in(scope, [i for i in dict.fromkeys(episode_ids) if i not in found])
         return found
 
@@ -1845,6 +1845,16 @@ class MemoryStore:
         )
 
     # ------------------------------------------------------------------ helpers
+
+    def _scopes(self, reach: Reach) -> tuple[Scope, ...]:
+        """The scopes a read of ``reach`` looks in: its home scope, and the org's shelf unless its up-to-date
+        copy holds nothing (most orgs have no org-wide memory: their recalls then read one scope)."""
+        scopes = scopes_of(reach)
+        return scopes[:1] + tuple(scope for scope in scopes[1:] if not self._holds_nothing(scope))
+
+    def _holds_nothing(self, scope: Scope) -> bool:
+        with self._cache.reading(scope) as copy:
+            return copy is not None and len(copy) == 0
 
     @staticmethod
     def _active_in(scope: Scope, where: _Filter) -> Expr:

@@ -90,6 +90,27 @@ def test_the_calls_stay_in_the_configured_scope_and_errors_say_what_to_do(ui):
     assert status == 400 and "'someday' is not a time" in error["error"]
 
 
+def test_the_page_shows_the_org_wide_memories_and_no_agents_private_ones(ui):
+    caller = Caller("agent-a", "ses_1")
+    private = remember(
+        RememberInput(content="Agent A's private draft of the incident review", visibility="agent"),
+        ui.runtime,
+        caller,
+    )
+    org = remember(
+        RememberInput(content="Every team reviews incidents within a week", visibility="org"),
+        ui.runtime,
+        caller,
+    )
+    listed = fetch(ui, "/api/memories", token=ui.token)[1]
+    ids = {memory["id"] for memory in listed["memories"]}
+    assert org.id in ids and private.id not in ids
+    found = fetch(ui, "/api/recall?query=incident+review+draft", token=ui.token)[1]
+    assert org.id in {m["id"] for m in found["memories"]} and "private draft" not in json.dumps(found)
+    status, error = fetch(ui, f"/api/memory?id={private.id}", token=ui.token)
+    assert status == 400 and "no memory" in error["error"] and "draft" not in error["error"]
+
+
 class Tab:
     def __init__(self, chromium: Any, url: str) -> None:
         self.problems: list[str] = []
