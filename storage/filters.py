@@ -17,13 +17,9 @@ def scope_is(scope: Scope) -> Expr:
 
 
 def visible_to(viewer: Viewer) -> Expr:
-    """Rows ``viewer`` may read (``storage.records.may_see``): shared ones, and its own private ones."""
-    agent = col("agent_id") == lit(viewer.agent_id)
-    return (
-        col("visibility").isin([lit(v) for v in SHARED_VISIBILITIES])
-        | ((col("visibility") == lit("agent")) & agent)
-        | ((col("visibility") == lit("session")) & agent & (col("session_id") == lit(viewer.session_id)))
-    )
+    """Rows ``viewer`` may read (``storage.records.may_read``): shared ones, and its own private ones."""
+    shared = col("visibility").isin([lit(v) for v in SHARED_VISIBILITIES])
+    return any_of(shared, *(of_audience(audience) for audience in viewer.own_audiences))
 
 
 def of_audience(audience: Audience) -> Expr:

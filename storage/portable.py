@@ -28,6 +28,7 @@ from storage.records import (
     CONTENT_STATUSES,
     SHARED_VISIBILITIES,
     VISIBILITIES,
+    Audience,
     Scope,
     Viewer,
     may_read,
@@ -192,7 +193,7 @@ def _hidden_from(viewer: Viewer, memories: Any, wanted: set[Scope] | None) -> se
         row["id"]
         for row in data
         if (wanted is None or Scope(row["org_id"], row["project_id"]) in wanted)
-        and not may_read(viewer, row["visibility"], row["agent_id"], row["session_id"])
+        and not may_read(viewer, Audience.of(row["visibility"], row["agent_id"], row["session_id"]))
     }
 
 

@@ -101,16 +101,12 @@ def scopes_of(reach: Reach) -> tuple[Scope, ...]:
 
 def may_see(viewer: Viewer | None, record: MemoryRecord) -> bool:
     """Whether ``viewer`` may read ``record`` (None, the operator, reads everything)."""
-    return may_read(viewer, record.visibility, record.agent_id, record.session_id)
+    return may_read(viewer, audience_of(record))
 
 
-def may_read(viewer: Viewer | None, visibility: str, agent_id: str, session_id: str) -> bool:
-    """``may_see`` for a memory of this visibility, written by this agent in this session."""
-    if viewer is None or visibility in SHARED_VISIBILITIES:
-        return True
-    if agent_id != viewer.agent_id:
-        return False
-    return visibility == "agent" or session_id == viewer.session_id
+def may_read(viewer: Viewer | None, audience: Audience) -> bool:
+    """Whether ``viewer`` may read the memories of ``audience``: shared ones, and its own private ones."""
+    return viewer is None or not audience.private or audience in viewer.own_audiences
 
 
 @dataclass(frozen=True)
@@ -170,6 +166,11 @@ class MemoryRecord:
     version_of: str | None = None  # an artifact's previous version
     consolidated_at: datetime | None = None  # when consolidation last examined it
     visibility: Visibility = "project"
+
+    @property
+    def shared(self) -> bool:
+        """Read by its whole project or org, not private to its agent or session."""
+        return self.visibility in SHARED_VISIBILITIES
 
     @property
     def scope(self) -> Scope:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial, reduce
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import lancedb
 import numpy as np
@@ -58,8 +58,6 @@ from storage.records import (
     View,
     Viewer,
     WeightEvent,
-    audience_of,
-    may_see,
     scopes_of,
 )
 from storage.scan import EVERY_ROW, scan, scan_rows, utc
@@ -69,6 +67,7 @@ from storage.versions import SupersededVersions
 from storage.write_behind import WriteBehind
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 MEMORY_COLUMNS = [
     "id",
@@ -401,15 +400,29 @@ class MemoryStore:
 
     def get_memories(self, memory_ids: Iterable[str], reach: Reach) -> dict[str, MemoryRecord]:
         """The memories of ``reach`` with these ids (those its viewer may see)."""
-        ids = list(dict.fromkeys(memory_ids))
-        found: dict[str, MemoryRecord] = {}
-        for scope in self._scopes(reach):
-            missing = [i for i in ids if i not in found]
-            if not missing:
-                break
-            found |= self._memories_in(scope, missing)
+        found = self._by_id(reach, memory_ids, self._memories_in)
         if isinstance(reach, View):
             found = {i: record for i, record in found.items() if reach.sees(record)}
+        return found
+
+    def hidden_from(self, memory_ids: Iterable[str], view: View) -> set[str]:
+        """Those of ``memory_ids`` that are memories of ``view``'s scopes its viewer may not see (another
+        agent's or session's private ones)."""
+        ids = list(memory_ids)
+        return set(self.get_memories(ids, replace(view, viewer=None))) - set(self.get_memories(ids, view))
+
+    def _by_id(
+        self, reach: Reach, ids: Iterable[str], read: Callable[[Scope, list[str]], dict[str, _T]]
+    ) -> dict[str, _T]:
+        """``read`` of ``ids`` in each scope of ``reach`` in turn, for the ids not found yet (an id names
+        one memory, or one episode, of one scope)."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, _T] = {}
+        for scope in self._scopes(reach):
+            missing = [i for i in wanted if i not in found]
+            if not missing:
+                break
+            found |= read(scope, missing)
         return found
 
     def _memories_in(self, scope: Scope, ids: list[str]) -> dict[str, MemoryRecord]:
@@ -648,9 +661,8 @@ class MemoryStore:
         view whose home index knows none of the terms, of the first of its scopes that does (the scale
         ``fulltext_search`` puts a view's hits on). None when LanceDB's index answers (it does not expose
         term statistics: scores are then relative to the best)."""
-        ceilings = (self._ceiling_in(scope, text) for scope in self._scopes(reach))
-        first = next(ceilings)
-        return first if first else next((ceiling for ceiling in ceilings if ceiling), first)
+        ceilings = [self._ceiling_in(scope, text) for scope in self._scopes(reach)]
+        return next((ceiling for ceiling in ceilings if ceiling), ceilings[0])
 
     def _ceiling_in(self, scope: Scope, text: str) -> float | None:
         if not text.strip() or not (self._cache.searches_text and self._cache.holds(scope)):
@@ -732,10 +744,7 @@ class MemoryStore:
 
     def memory_vectors(self, memory_ids: Sequence[str], reach: Reach) -> dict[str, np.ndarray]:
         """The stored vectors of these memories of ``reach`` (ids of memories it lacks are left out)."""
-        found: dict[str, np.ndarray] = {}
-        for scope in self._scopes(reach):
-            found |= self._vectors_in(scope, [i for i in dict.fromkeys(memory_ids) if i not in found])
-        return found
+        return self._by_id(reach, memory_ids, self._vectors_in)
 
     def _vectors_in(self, scope: Scope, ids: list[str]) -> dict[str, np.ndarray]:
         if not ids:
@@ -913,12 +922,9 @@ class MemoryStore:
 
     def newer_contradictions(self, reach: Reach, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         """Older memory id -> the newer memories that contradict it, for open contradictions only."""
-        found: dict[str, list[str]] = {}
-        for scope in self._scopes(reach):
-            found |= self._newer_contradictions_in(scope, memory_ids)
-        return found
+        return self._by_id(reach, memory_ids, self._newer_contradictions_in)
 
-    def _newer_contradictions_in(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+    def _newer_contradictions_in(self, scope: Scope, memory_ids: list[str]) -> dict[str, list[str]]:
         if not memory_ids:
             return {}
         snapshot = self._contradiction_snapshots.get(scope)
@@ -1181,9 +1187,7 @@ class MemoryStore:
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 active = [
-                    record
-                    for record in copy.records.values()
-                    if record.status == "active" and record.visibility in SHARED_VISIBILITIES
+                    record for record in copy.records.values() if record.status == "active" and record.shared
                 ]
                 active.sort(key=lambda record: (record.created_at, record.id), reverse=True)
                 return [
@@ -1257,12 +1261,9 @@ class MemoryStore:
     # ------------------------------------------------------------------ episodes
 
     def get_episodes(self, reach: Reach, episode_ids: Sequence[str]) -> dict[str, EpisodeRecord]:
-        found: dict[str, EpisodeRecord] = {}
-        for scope in self._scopes(reach):
-            found |= self._episodes_in(scope, [i for i in dict.fromkeys(episode_ids) if i not in found])
-        return found
+        return self._by_id(reach, episode_ids, self._episodes_in)
 
-    def _episodes_in(self, scope: Scope, episode_ids: Sequence[str]) -> dict[str, EpisodeRecord]:
+    def _episodes_in(self, scope: Scope, episode_ids: list[str]) -> dict[str, EpisodeRecord]:
         if not episode_ids:
             return {}
         with self._cache.reading(scope) as copy:
@@ -1303,7 +1304,7 @@ class MemoryStore:
                 continue
             key = (record.org_id, record.project_id, record.episode_id)
             firsts.setdefault(key, record)
-            if record.kind == "episode" and record.visibility in SHARED_VISIBILITIES:
+            if record.kind == "episode" and record.shared:
                 titles.setdefault(key, _episode_title(record))
         if not firsts:
             return
@@ -1335,8 +1336,8 @@ class MemoryStore:
                 "org_id": record.org_id,
                 "project_id": record.project_id,
                 "title": titles.get(key),
-                "agent_id": record.agent_id if record.visibility in SHARED_VISIBILITIES else "",
-                "session_id": record.session_id if record.visibility in SHARED_VISIBILITIES else "",
+                "agent_id": record.agent_id if record.shared else "",
+                "session_id": record.session_id if record.shared else "",
                 "started_at": record.created_at,
                 "last_seen_at": record.created_at,
             }
@@ -2109,8 +2110,7 @@ class _Filter:
     tags: Sequence[str] | None = None
     window: TimeWindow | None = None
     all_tags: bool = False
-    viewer: Viewer | None = None
-    audience: Audience | None = None
+    view: View | None = None  # whose reading it is (None: a plain scope's read, which keeps every memory)
 
     @classmethod
     def of(
@@ -2121,15 +2121,19 @@ class _Filter:
         window: TimeWindow | None = None,
         all_tags: bool = False,
     ) -> _Filter:
-        if isinstance(reach, View):
-            return cls(kinds, tags, window, all_tags, reach.viewer, reach.audience)
-        return cls(kinds, tags, window, all_tags)
+        return cls(kinds, tags, window, all_tags, reach if isinstance(reach, View) else None)
+
+    @property
+    def viewer(self) -> Viewer | None:
+        return self.view.viewer if self.view is not None else None
+
+    @property
+    def audience(self) -> Audience | None:
+        return self.view.audience if self.view is not None else None
 
     def sees(self, record: MemoryRecord) -> bool:
         """Whether the reader may see ``record`` (the rest of the filter is the caller's to apply)."""
-        return may_see(self.viewer, record) and (
-            self.audience is None or audience_of(record) == self.audience
-        )
+        return self.view is None or self.view.sees(record)
 
     def for_copy(self) -> dict[str, Any]:
         """The arguments of a scope copy's search."""

@@ -139,6 +139,10 @@ class Caller:
     llm: LanguageModel | None = None
     may_change_org: Callable[[str], bool] = field(default=lambda org_id: True, compare=False)
 
+    @property
+    def viewer(self) -> Viewer:
+        return Viewer(self.agent_id, self.session_id)
+
     def check_org_change(self, org_id: str, what: str, tool: str) -> None:
         """A ``ToolFailure`` unless the caller may change what the whole org reads."""
         if not self.may_change_org(org_id):

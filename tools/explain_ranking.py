@@ -238,9 +238,7 @@ def check_visible(record: RetrievalRecord, view: View, runtime: Runtime) -> None
     """Another agent's retrieval is explained only if it holds no memory private to that agent (or its
     session): its trace quotes every candidate."""
     ids = [entry["id"] for entry in json.loads(record.trace_json)["candidates"]]
-    every = runtime.store.get_memories(ids, View(view.home))
-    seen = runtime.store.get_memories(ids, view)
-    hidden = [memory_id for memory_id in every if memory_id not in seen]
+    hidden = runtime.store.hidden_from(ids, view)
     if hidden:
         raise ToolFailure(
             f"retrieval {record.retrieval_id!r} holds {len(hidden)} memories private to another agent or "

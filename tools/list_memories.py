@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from retrieval.time_window import EXAMPLES as WINDOW_EXAMPLES
 from retrieval.time_window import WindowError, resolve, span, zone_of
-from storage.records import View, Viewer
+from storage.records import View
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso
 
 PREVIEW_CHARS = 300
@@ -95,7 +95,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> ListMemoriesOutput:
     scope = args.scope(runtime.settings)
     # agent_id here filters by author; what may be listed is the caller's to see (and the org's shelf).
-    view = View(scope, Viewer(caller.agent_id, caller.session_id))
+    view = View(scope, caller.viewer)
     try:
         window = resolve(args.since, args.until, now=runtime.clock(), zone=zone_of(args.time_zone))
     except WindowError as exc:

@@ -281,9 +281,7 @@ def _feedback_impact(
         event_lists[event.memory_id].append(event)
     # The report shows what every reader of the project may read: a memory private to an agent or a
     # session is left out of its lists (one no longer in the store is still listed, as such).
-    named = list(dict.fromkeys([*per_memory, *event_lists]))
-    shown = runtime.store.get_memories(named, report_view(scope))
-    hidden = set(runtime.store.get_memories(named, View(scope))) - set(shown)
+    hidden = runtime.store.hidden_from([*per_memory, *event_lists], report_view(scope))
     ranked_ids = sorted(
         (memory_id for memory_id, found in per_memory.items() if any(found) and memory_id not in hidden),
         key=lambda memory_id: (-sum(abs(d) for d in per_memory[memory_id]), memory_id),
@@ -296,9 +294,7 @@ def _feedback_impact(
         (memory_id for memory_id, moved in movement.items() if moved > 0 and memory_id not in hidden),
         key=lambda memory_id: (-movement[memory_id], memory_id),
     )[:most_moved]
-    memories = {
-        memory_id: shown[memory_id] for memory_id in [*ranked_ids, *history_ids] if memory_id in shown
-    }
+    memories = runtime.store.get_memories([*ranked_ids, *history_ids], report_view(scope))
     points = Counter(_ranks(row) for row in rows)
     times = sorted(row.created_at for row in rows)
     settings = runtime.settings

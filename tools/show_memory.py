@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 from pydantic import BaseModel, Field
 
-from storage.records import Scope, View, Viewer
+from storage.records import Scope, View
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, iso
 from tools.lineage import LineageInput, LineageOutput, lineage
 
@@ -53,7 +53,7 @@ class ShowMemoryOutput(BaseModel):
 
 def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> ShowMemoryOutput:
     scope = args.scope(runtime.settings)
-    memory = runtime.store.get_memory(args.memory_id, View(scope, Viewer(caller.agent_id, caller.session_id)))
+    memory = runtime.store.get_memory(args.memory_id, View(scope, caller.viewer))
     if memory is None:
         raise ToolFailure(
             f"no memory {args.memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}: check the id "

@@ -25,7 +25,6 @@ from retrieval.corroboration import ClusterMember
 from retrieval.redaction import Redacted, redact
 from retrieval.text import content_hash, document_text, searchable_text
 from storage.records import (
-    SHARED_VISIBILITIES,
     Audience,
     LineageEvent,
     MemoryKind,
@@ -33,10 +32,10 @@ from storage.records import (
     NewMemory,
     ProtectionTier,
     Scope,
+    View,
     Visibility,
     audience_of,
     org_shelf,
-    same_audience,
 )
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.rules import collapse_batch
@@ -487,21 +486,23 @@ class WriteService:
         store = self._store
         scope = records[0].scope
         batch = {record.id for record in records}
-        stubs = [
-            s for s in store.episode_member_stubs(scope, list({k[0] for k in first})) if s.id not in batch
-        ]
-        members = store.get_memories([s.id for s in stubs], scope) if stubs else {}
-        for (episode_id, _), record in first.items():
-            earlier = [
-                members[s.id]
-                for s in stubs
-                if s.episode_id == episode_id
-                and s.created_at <= record.created_at
-                and s.id in members
-                and same_audience(members[s.id], record)
-            ]
-            if earlier:
-                preceding[record.id] = max(earlier, key=lambda m: (m.created_at, m.id)).content
+        by_audience: dict[Audience, dict[str, MemoryRecord]] = {}  # audience -> episode -> its first record
+        for (episode_id, audience), record in first.items():
+            by_audience.setdefault(audience, {})[episode_id] = record
+        before: dict[str, str] = {}  # record id -> id of the stored memory before it
+        for audience, firsts in by_audience.items():
+            stubs = store.episode_member_stubs(View(scope, with_org=False, audience=audience), list(firsts))
+            for episode_id, record in firsts.items():
+                earlier = [
+                    s
+                    for s in stubs
+                    if s.episode_id == episode_id and s.id not in batch and s.created_at <= record.created_at
+                ]
+                if earlier:
+                    before[record.id] = max(earlier, key=lambda s: (s.created_at, s.id)).id
+        if before:
+            found = store.get_memories(list(set(before.values())), scope)
+            preceding |= {rid: found[mid].content for rid, mid in before.items() if mid in found}
         return preceding
 
     def track(self, scope: Scope, report: ConsolidationReport, written_id: str | None = None) -> None:
@@ -521,7 +522,7 @@ class WriteService:
     def observe(self, memory: MemoryRecord) -> None:
         """A memory just written (or written around this service, by an import): its corroboration cluster
         learns of it, if others may read it (a private memory corroborates nothing others read)."""
-        if memory.visibility in SHARED_VISIBILITIES:
+        if memory.shared:
             self._corroboration.observe(memory.scope, cluster_member(memory))
 
 
