@@ -29,6 +29,7 @@ import numpy as np
 
 from storage.lexical_index import Analyzer, LexicalIndex
 from storage.records import Audience, EpisodeRecord, MemoryRecord, Scope, Viewer, audience_of
+from storage.shared_lock import SharedLock
 
 Row = tuple[MemoryRecord, "np.ndarray | None", "str | None"]  # record, vector, search text
 IDLE_SECONDS = 300.0
@@ -286,7 +287,9 @@ class ScopeCache:
         self._clock = time.monotonic
         self._too_big: set[Scope] = set()  # scopes only grow (rows are never deleted): once too big, always
         self._version: int | None = None
-        self._lock = threading.RLock()
+        # Readers share it; applying writes, catching up and building copies take it alone.
+        self._lock = SharedLock()
+        self._touching = threading.Lock()  # the recency bookkeeping readers update while they share it
         self._pin = threading.local()  # one_version(): depth, and whether the version was checked
         # The table version as last checked, and when that check began: checks run outside ``_lock``,
         # and threads that asked while one was under way share the next one (one manifest read serves
@@ -317,12 +320,12 @@ class ScopeCache:
     def holds_everything(self, rows: int) -> bool:
         """Whether a table of ``rows`` memories fits in the copies with no scope known to be too big:
         then every vector search is answered here and a LanceDB vector index would go unused."""
-        with self._lock:
+        with self._lock.read():
             return self.enabled and rows <= self._max_total_rows and not self._too_big
 
     def holds(self, scope: Scope) -> bool:
         """Whether ``scope`` has a copy now."""
-        with self._lock:
+        with self._lock.read():
             return scope in self._copies
 
     def serves(self, scope: Scope) -> bool:
@@ -332,13 +335,45 @@ class ScopeCache:
     @contextmanager
     def reading(self, scope: Scope, *, build: bool = True) -> Iterator[ScopeCopy | None]:
         """The up-to-date copy of ``scope`` (built if the scope is small enough and ``build``), or None;
-        the copy may be read only inside the block (writes from other threads wait until it ends)."""
+        the copy may be read only inside the block, never changed (reads of other threads go on beside
+        it; writes wait until it ends)."""
         if not self.enabled:
             yield None
             return
         version = self._observed_version()
-        with self._lock:
-            yield self._copy_of(scope, build=build, version=version)
+        nested = self._lock.reads_here()  # inside another read: within its snapshot, never catching up
+        served = False
+        with self._lock.read():
+            current, copy = self._readable(scope, version, build=build)
+            if current or nested:
+                served = True
+                yield copy
+        if served:
+            return
+        with self._lock.write():  # catch up with the table, or build the copy
+            copy = self._copy_of(scope, build=build, version=version)
+        with self._lock.read():  # a write applied meanwhile waits for this read; the copy only gets newer
+            yield copy
+
+    def _readable(self, scope: Scope, version: int | None, *, build: bool) -> tuple[bool, ScopeCopy | None]:
+        """(whether this read needs nothing caught up or built, the copy of ``scope``), under the shared
+        lock. A scope with no copy that this read will not build needs no catch-up either."""
+        copy = self._copies.get(scope)
+        if copy is None:
+            refused = self._clock() - self._refused.get(scope, -np.inf) < IDLE_SECONDS
+            return not build or scope in self._too_big or refused, None
+        with self._touching:
+            if scope in self._copies:
+                self._copies.move_to_end(scope)
+            self._used[scope] = self._clock()
+        return version is None or (self._version is not None and version <= self._version), copy
+
+    @contextmanager
+    def updating(self, scope: Scope) -> Iterator[ScopeCopy | None]:
+        """The copy of ``scope`` as it is (None: none), to change inside the block, with the copies to
+        this thread alone (episodes read again are applied this way)."""
+        with self._lock.write():
+            yield self._copies.get(scope) if self.enabled else None
 
     def warm(self, scopes: Iterable[Scope]) -> int:
         """Build copies of ``scopes`` before their first read (a background thread calls this at start-up,
@@ -347,18 +382,18 @@ class ScopeCache:
         during the read is applied under it. Warmed copies go to the least recently used end."""
         built = 0
         for scope in scopes:
-            with self._lock:
+            with self._lock.write():
                 if not self.enabled or scope in self._copies or scope in self._too_big:
                     continue
                 if sum(len(copy) for copy in self._copies.values()) >= self._max_total_rows:
                     break
             if self._reader.scope_size_above(scope, self._max_scope_rows):
-                with self._lock:
+                with self._lock.write():
                     self._too_big.add(scope)
                 continue
             read_at = self._reader.table_version()
             copy = self._read_copy(scope)
-            with self._lock:
+            with self._lock.write():
                 if scope in self._copies:
                     continue
                 self._catch_up()
@@ -434,7 +469,7 @@ class ScopeCache:
         """This process wrote the memories table (``before`` -> ``after``): when that write was the only
         commit since the cache caught up, apply it here and skip reading it back. ``updated`` maps ids to
         the record fields a merge set, ``vectors`` and ``texts`` to the vectors and search texts it set."""
-        with self._lock:
+        with self._lock.write():
             if self._version is None or self._version != before or after != before + 1:
                 return  # someone else committed too: the next read catches up from the table
             for record, vector, text in inserted:

@@ -1272,7 +1272,7 @@ class MemoryStore:
             fresh, stale = copy.episodes_for(episode_ids)
         if stale:  # read again outside the cache's lock, applied under it
             read = self._read_episodes(scope, list(stale))
-            with self._cache.reading(scope) as copy:
+            with self._cache.updating(scope) as copy:
                 if copy is not None:
                     copy.refresh_episodes(stale, read)
             fresh |= read

@@ -176,6 +176,44 @@ def test_reads_inside_one_version_check_the_table_once():
     assert reader.version_checks == 3  # outside the block, every read checks
 
 
+def test_two_threads_read_a_copy_at_once_and_a_write_waits_for_both():
+    import threading
+
+    from storage.scope_cache import ScopeCache
+
+    cache = ScopeCache(CountingReader(corpus()), dimension=DIM, max_scope_rows=100, max_total_rows=1000)
+    with cache.reading(SCOPE):  # built (and caught up) before the readers start
+        pass
+    both_inside = threading.Barrier(3, timeout=5)
+    leave = threading.Event()
+    order: list[str] = []
+
+    def read() -> None:
+        with cache.reading(SCOPE) as copy:
+            assert copy is not None and "m1" in copy.records
+            both_inside.wait()  # breaks unless both readers are inside at once
+            leave.wait(5)
+            order.append("read")
+
+    def write() -> None:
+        record = next(row.record for row in corpus() if row.record.id == "m1")
+        cache.advance(1, 2, inserted=[(record, None, None)])
+        order.append("write")
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for thread in readers:
+        thread.start()
+    both_inside.wait()
+    writer = threading.Thread(target=write)
+    writer.start()
+    writer.join(0.05)
+    assert writer.is_alive() and order == []  # the write waits while the copy is being read
+    leave.set()
+    for thread in [*readers, writer]:
+        thread.join(5)
+    assert order == ["read", "read", "write"]
+
+
 def test_warming_builds_the_copies_before_the_first_read(tmp_path):
     with open_store(tmp_path / "db") as writer:
         writer.insert_many(corpus())
