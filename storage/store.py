@@ -869,23 +869,32 @@ class MemoryStore:
         oldest first."""
         if not memory_ids:
             return []
-        self._logs.flush()
         ids = list(dict.fromkeys(memory_ids))
+        scopes = self._scopes(reach)
+        wanted = set(ids)
+        queued = self._logs.queued(  # events written with the next batch of logs (keep_both decisions)
+            self._lineage,
+            lambda row: (
+                _scope_of(row) in scopes and (row["memory_id"] in wanted or row["related_id"] in wanted)
+            ),
+        )
         condition = filters.all_of(
-            filters.any_of(*(filters.scope_is(scope) for scope in self._scopes(reach))),
+            filters.any_of(*(filters.scope_is(scope) for scope in scopes)),
             filters.one_of("memory_id", ids) | filters.one_of("related_id", ids),
         )
-        rows = self._select(self._lineage, condition, None, limit=None)
+        rows = [*self._select(self._lineage, condition, None, limit=None), *queued]
         events = {row["event_id"]: LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows}
         return sorted(events.values(), key=lambda event: (event.at, event.event_id))
 
     def recent_lineage(self, scope: Scope, actions: Sequence[str], limit: int | None) -> list[LineageEvent]:
         """The newest ``limit`` events of these kinds in the scope (None: all), newest first."""
         condition = filters.all_of(filters.scope_is(scope), filters.one_of("action", list(actions)))
-        self._logs.flush()
-        rows = self._select(self._lineage, condition, None, limit=None)
-        events = [LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows]
-        return sorted(events, key=lambda event: (event.at, event.event_id), reverse=True)[:limit]
+        queued = self._logs.queued(
+            self._lineage, lambda row: _scope_of(row) == scope and row["action"] in actions
+        )
+        rows = [*self._select(self._lineage, condition, None, limit=None), *queued]
+        events = {row["event_id"]: LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows}
+        return sorted(events.values(), key=lambda event: (event.at, event.event_id), reverse=True)[:limit]
 
     def put_contradictions(self, records: Sequence[ContradictionRecord]) -> None:
         """Insert new pairs; a pair already known keeps its first detection (and its status)."""
@@ -1372,29 +1381,49 @@ class MemoryStore:
         )
 
     def get_retrieval(self, retrieval_id: str, scope: Scope) -> RetrievalRecord | None:
-        self._logs.flush()
+        queued = self._logs.queued(
+            self._retrievals, lambda row: row["retrieval_id"] == retrieval_id and _scope_of(row) == scope
+        )
+        if queued:  # a recall of a moment ago, not written yet
+            return _retrieval_from_row(queued[-1])
         rows = self._select(self._retrievals, self._in_scope(scope, retrieval_id=retrieval_id), None, limit=1)
         return _retrieval_from_row(rows[0]) if rows else None
 
     def session_retrievals(
         self, scope: Scope, session_id: str, purpose: RetrievalPurpose = "recall"
     ) -> list[RetrievalRecord]:
-        self._logs.flush()
+        queued = self._logs.queued(
+            self._retrievals,
+            lambda row: (
+                _scope_of(row) == scope and row["session_id"] == session_id and row["purpose"] == purpose
+            ),
+        )
         condition = self._in_scope(scope, session_id=session_id, purpose=purpose)
-        rows = self._select(self._retrievals, condition, None, limit=None)
+        rows = [*self._select(self._retrievals, condition, None, limit=None), *queued]
         unique = {row["retrieval_id"]: _retrieval_from_row(row) for row in rows}
         return sorted(unique.values(), key=lambda record: record.created_at)
 
     def recent_sessions(self, scope: Scope, agent_id: str, since: datetime) -> list[tuple[str, datetime]]:
         """The sessions in which ``agent_id`` recalled since ``since``: (session id, its last recall),
         newest first."""
-        self._logs.flush()
+        queued = self._logs.queued(
+            self._retrievals,
+            lambda row: (
+                _scope_of(row) == scope
+                and row["agent_id"] == agent_id
+                and row["purpose"] == "recall"
+                and utc(row["created_at"]) > since
+            ),
+        )
         condition = filters.all_of(
             self._in_scope(scope, agent_id=agent_id, purpose="recall"),
             filters.later_than("created_at", since),
         )
         last: dict[str, datetime] = {}
-        for row in self._select(self._retrievals, condition, ["session_id", "created_at"], limit=None):
+        for row in [
+            *self._select(self._retrievals, condition, ["session_id", "created_at"], limit=None),
+            *queued,
+        ]:
             at = utc(row["created_at"])
             last[row["session_id"]] = max(at, last.get(row["session_id"], at))
         return sorted(last.items(), key=lambda item: item[1], reverse=True)
@@ -1999,6 +2028,10 @@ def _contradiction_from_row(row: Mapping[str, Any]) -> ContradictionRecord:
             "resolved_at": utc(row["resolved_at"]) if row["resolved_at"] is not None else None,
         }
     )
+
+
+def _scope_of(row: Mapping[str, Any]) -> Scope:
+    return Scope(row["org_id"], row["project_id"])
 
 
 def _retrieval_from_row(row: Mapping[str, Any]) -> RetrievalRecord:

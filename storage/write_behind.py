@@ -2,9 +2,10 @@
 
 A LanceDB append is a commit (a few ms and a new version); a recall wrote two of them. Here they are
 queued and a background thread writes everything queued every ``interval`` seconds as one append per
-table. Any read of those tables in this process flushes first, so a recall's retrieval_id is at once
-readable by explain_ranking and report_outcome; ``close`` flushes what is left. What a crash can lose is
-the last ``interval`` of logs, never a memory: memory writes are not deferred.
+table. A reader of those tables in this process reads the rows still queued (``queued``) beside the
+table's, so a recall's retrieval_id is at once readable by explain_ranking and report_outcome without
+waiting for a write; ``close`` flushes what is left. What a crash can lose is the last ``interval`` of
+logs, never a memory: memory writes are not deferred.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ class WriteBehind:
         self._write = write
         self._interval = interval
         self._pending: dict[Hashable, list[Mapping[str, Any]]] = {}
-        self._lock = threading.Lock()  # guards _pending
+        # Rows a flush took and is writing: queued until their append committed, so that a row is always
+        # in the queue or in its table (a reader looks in the queue first, then in the table).
+        self._in_flight: dict[Hashable, list[Mapping[str, Any]]] = {}
+        self._lock = threading.Lock()  # guards _pending and _in_flight
         self._flushing = threading.Lock()  # one flush at a time, so batches land in order
         self._wake = threading.Event()
         self._closed = False
@@ -44,24 +48,32 @@ class WriteBehind:
         with self._lock:
             return sum(len(rows) for rows in self._pending.values())
 
+    def queued(self, table: Hashable, keep: Callable[[Mapping[str, Any]], bool]) -> list[Mapping[str, Any]]:
+        """The rows of ``table`` not yet committed that ``keep`` accepts, oldest first (rows a flush is
+        writing included). Read this before the table: a row leaves the queue only once it is in the table."""
+        with self._lock:
+            rows = [*self._in_flight.get(table, ()), *self._pending.get(table, ())]
+        return [row for row in rows if keep(row)]
+
     def flush(self) -> None:
         """Write everything queued now (the caller waits); rows whose write fails stay queued and the
         error is raised."""
         with self._flushing:
             with self._lock:
                 batches, self._pending = self._pending, {}
-            failed: dict[Hashable, list[Mapping[str, Any]]] = {}
+                self._in_flight = dict(batches)
             error: Exception | None = None
             for table, rows in batches.items():
                 try:
                     self._write(table, rows)
                 except Exception as exc:
-                    failed[table] = rows
                     error = exc
-            if failed:
-                with self._lock:
-                    for table, rows in failed.items():
+                    with self._lock:  # back in the queue, ahead of what was queued since
                         self._pending[table] = rows + self._pending.get(table, [])
+                        del self._in_flight[table]
+                else:
+                    with self._lock:
+                        del self._in_flight[table]
             if error is not None:
                 raise error
 

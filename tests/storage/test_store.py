@@ -9,7 +9,7 @@ import pytest
 
 from storage import migrations, schema
 from storage.migrations import StoreVersionError
-from storage.records import NewMemory, OutcomeRecord, RetrievalRecord, Scope, SessionFeedback
+from storage.records import LineageEvent, NewMemory, OutcomeRecord, RetrievalRecord, Scope, SessionFeedback
 from storage.store import MemoryStore, StoreError
 from tests.records import memory_record
 
@@ -199,9 +199,33 @@ def test_retrievals_are_found_per_session_and_scope(store):
     store.record_retrieval(retrieval("r2", "s1", purpose="explain"))
     store.record_retrieval(retrieval("r3", "s2"))
     store.record_retrieval(retrieval("r4", "s1", scope=Scope("other", "web")))
-    assert [r.retrieval_id for r in store.session_retrievals(SCOPE, "s1")] == ["r1"]
-    assert store.get_retrieval("r4", SCOPE) is None
-    assert store.get_retrieval("r1", SCOPE).context_ids == ("m1",)
+    for written in (False, True):  # read from the write-behind queue (no flush waited for), then the table
+        assert store._logs.pending() == (0 if written else 4)
+        assert [r.retrieval_id for r in store.session_retrievals(SCOPE, "s1")] == ["r1"]
+        assert store.get_retrieval("r4", SCOPE) is None
+        assert store.get_retrieval("r1", SCOPE).context_ids == ("m1",)
+        assert sorted(store.recent_sessions(SCOPE, "agent", NOW - timedelta(seconds=1))) == [
+            ("s1", NOW),
+            ("s2", NOW),
+        ]
+        assert store.recent_sessions(SCOPE, "agent", NOW) == []  # only recalls after the time given
+        assert store._logs.pending() == (0 if written else 4)  # the reads did not write them
+        store.flush_logs()
+
+
+def test_a_deferred_lineage_event_is_read_back_before_it_is_written(store):
+    event = LineageEvent(
+        "ev1", "acme", "web", "keep_both", "m1", "m2", "rule", "both can be true", "agent", "s1", NOW
+    )
+    store.add_lineage([event], deferred=True)
+    assert store._logs.pending() == 1
+    assert store.lineage(SCOPE, ["m2"]) == [event]
+    assert store.recent_lineage(SCOPE, ["keep_both"], limit=5) == [event]
+    assert store.lineage(Scope("other", "web"), ["m2"]) == []
+    assert store._logs.pending() == 1  # the reads did not write it
+    store.flush_logs()
+    assert store.lineage(SCOPE, ["m1"]) == [event]  # once, from the table
+    assert store.recent_lineage(SCOPE, ["keep_both"], limit=5) == [event]
 
 
 def test_the_log_writer_finishes_while_a_request_holds_the_write_lock(store):
