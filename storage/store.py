@@ -494,7 +494,7 @@ class MemoryStore:
                 if self._lock.spans_processes:
                     after = self._append(self._memories, rows)
                 else:  # replicas on an object store: insert-if-absent in one commit, so no id twice
-                    data = pa.Table.from_pylist(rows, schema=self._memories.schema)
+                    data = pa.Table.from_pylist(rows, schema=self._schema(self._memories))
                     after = retrying(
                         lambda: self._memories.merge_insert("id").when_not_matched_insert_all().execute(data)
                     ).version
@@ -523,7 +523,7 @@ class MemoryStore:
         """Write ``new`` over a retracted (possibly purged) row with the same id: the memory is live again
         (examined by consolidation as ``new.record.consolidated_at`` says)."""
         row = {**_memory_to_row(new), "purged_at": None}
-        table = pa.Table.from_pylist([row], schema=self._memories.schema)
+        table = pa.Table.from_pylist([row], schema=self._schema(self._memories))
         with self.exclusive():
             current = self.get_memory(new.record.id, new.record.scope)
             if current is None or current.status not in ("retracted", "purged"):
@@ -901,7 +901,7 @@ class MemoryStore:
         if not records:
             return
         table = pa.Table.from_pylist(
-            [record.__dict__ for record in records], schema=self._contradictions.schema
+            [record.__dict__ for record in records], schema=self._schema(self._contradictions)
         )
         with self.exclusive():
             retrying(
@@ -965,7 +965,7 @@ class MemoryStore:
                 {**pair.__dict__, "status": "resolved", "resolution": resolution, "resolved_at": at}
                 for pair in open_pairs
             ],
-            schema=self._contradictions.schema,
+            schema=self._schema(self._contradictions),
         )
         with self.exclusive():
             retrying(
@@ -1081,7 +1081,7 @@ class MemoryStore:
 
     def add_lineage_once(self, events: Sequence[LineageEvent]) -> None:
         """Add the events whose ids are not there yet (a purge finished again adds each once)."""
-        table = pa.Table.from_pylist([event.__dict__ for event in events], schema=self._lineage.schema)
+        table = pa.Table.from_pylist([event.__dict__ for event in events], schema=self._schema(self._lineage))
         with self.exclusive():
             retrying(
                 lambda: self._lineage.merge_insert("event_id").when_not_matched_insert_all().execute(table)
@@ -1481,13 +1481,14 @@ class MemoryStore:
         (``session_feedback``), so on a local store the rows are appended: a merge joins the whole table
         on its key, and under load the two merges took about a third of the time a report held the lock."""
         self._put_credits(record, previous, cleared, first=first)
-        row = {name: value for name, value in record.__dict__.items() if name in self._outcomes.schema.names}
+        columns = set(self._schema(self._outcomes).names)
+        row = {name: value for name, value in record.__dict__.items() if name in columns}
         rows = [{**row, "memory_ids": list(record.memory_ids)}]
         with self.reporting():
             if first and previous is None and self._lock.spans_processes:
                 self._append_log(self._outcomes, rows)
                 return
-            table = pa.Table.from_pylist(rows, schema=self._outcomes.schema)
+            table = pa.Table.from_pylist(rows, schema=self._schema(self._outcomes))
             retrying(
                 lambda: (
                     self._outcomes.merge_insert(["org_id", "project_id", "session_id"])
@@ -1542,9 +1543,9 @@ class MemoryStore:
 
     def _merge_credits(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert or replace credit-table rows by (scope, session, memory) (caller holds ``reporting()``)."""
+        columns = self._schema(self._feedback)
         table = pa.Table.from_pylist(
-            [{name: row.get(name) for name in self._feedback.schema.names} for row in rows],
-            schema=self._feedback.schema,
+            [{name: row.get(name) for name in columns.names} for row in rows], schema=columns
         )
         retrying(
             lambda: (
@@ -1926,6 +1927,11 @@ class MemoryStore:
         """Appends committed since the last maintenance round began: each left a fragment and a version,
         and appends get slower as fragments pile up, so the server runs a round early when many did."""
         return self._appends_since_maintenance
+
+    def _schema(self, table: Any) -> pa.Schema:
+        """``table``'s schema, as read once (asking LanceDB for it is a round trip through its event loop
+        each time, several per report under load; schemas change only when the store is opened)."""
+        return self._appenders.schema(table.name)
 
     @staticmethod
     def _in_scope(scope: Scope, **equal: str) -> Expr:
