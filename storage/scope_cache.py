@@ -382,7 +382,7 @@ class ScopeCache:
         during the read is applied under it. Warmed copies go to the least recently used end."""
         built = 0
         for scope in scopes:
-            with self._lock.write():
+            with self._lock.read():  # (every insert asks: its scope almost always has its copy already)
                 if not self.enabled or scope in self._copies or scope in self._too_big:
                     continue
                 if sum(len(copy) for copy in self._copies.values()) >= self._max_total_rows:
