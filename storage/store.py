@@ -1392,14 +1392,12 @@ class MemoryStore:
     def session_retrievals(
         self, scope: Scope, session_id: str, purpose: RetrievalPurpose = "recall"
     ) -> list[RetrievalRecord]:
-        queued = self._logs.queued(
-            self._retrievals,
-            lambda row: (
-                _scope_of(row) == scope and row["session_id"] == session_id and row["purpose"] == purpose
-            ),
-        )
+        """The session's retrievals. A report reads them: it writes the logs queued here first, so that
+        what the session's recalls quoted is in the table, where a later purge by any process scrubs it
+        (a row still queued in this process when another process purges would be written unscrubbed)."""
+        self._logs.flush()
         condition = self._in_scope(scope, session_id=session_id, purpose=purpose)
-        rows = [*self._select(self._retrievals, condition, None, limit=None), *queued]
+        rows = self._select(self._retrievals, condition, None, limit=None)
         unique = {row["retrieval_id"]: _retrieval_from_row(row) for row in rows}
         return sorted(unique.values(), key=lambda record: record.created_at)
 
