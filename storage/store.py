@@ -872,27 +872,26 @@ class MemoryStore:
         ids = list(dict.fromkeys(memory_ids))
         scopes = self._scopes(reach)
         wanted = set(ids)
-        queued = self._logs.queued(  # events written with the next batch of logs (keep_both decisions)
-            self._lineage,
-            lambda row: (
-                _scope_of(row) in scopes and (row["memory_id"] in wanted or row["related_id"] in wanted)
-            ),
-        )
         condition = filters.all_of(
             filters.any_of(*(filters.scope_is(scope) for scope in scopes)),
             filters.one_of("memory_id", ids) | filters.one_of("related_id", ids),
         )
-        rows = [*self._select(self._lineage, condition, None, limit=None), *queued]
+        rows = self._logged(  # with the events queued for the next batch of logs (keep_both decisions)
+            self._lineage,
+            condition,
+            lambda row: (
+                _scope_of(row) in scopes and (row["memory_id"] in wanted or row["related_id"] in wanted)
+            ),
+        )
         events = {row["event_id"]: LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows}
         return sorted(events.values(), key=lambda event: (event.at, event.event_id))
 
     def recent_lineage(self, scope: Scope, actions: Sequence[str], limit: int | None) -> list[LineageEvent]:
         """The newest ``limit`` events of these kinds in the scope (None: all), newest first."""
         condition = filters.all_of(filters.scope_is(scope), filters.one_of("action", list(actions)))
-        queued = self._logs.queued(
-            self._lineage, lambda row: _scope_of(row) == scope and row["action"] in actions
+        rows = self._logged(
+            self._lineage, condition, lambda row: _scope_of(row) == scope and row["action"] in actions
         )
-        rows = [*self._select(self._lineage, condition, None, limit=None), *queued]
         events = {row["event_id"]: LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows}
         return sorted(events.values(), key=lambda event: (event.at, event.event_id), reverse=True)[:limit]
 
@@ -1404,24 +1403,23 @@ class MemoryStore:
     def recent_sessions(self, scope: Scope, agent_id: str, since: datetime) -> list[tuple[str, datetime]]:
         """The sessions in which ``agent_id`` recalled since ``since``: (session id, its last recall),
         newest first."""
-        queued = self._logs.queued(
+        condition = filters.all_of(
+            self._in_scope(scope, agent_id=agent_id, purpose="recall"),
+            filters.later_than("created_at", since),
+        )
+        rows = self._logged(
             self._retrievals,
+            condition,
             lambda row: (
                 _scope_of(row) == scope
                 and row["agent_id"] == agent_id
                 and row["purpose"] == "recall"
                 and utc(row["created_at"]) > since
             ),
-        )
-        condition = filters.all_of(
-            self._in_scope(scope, agent_id=agent_id, purpose="recall"),
-            filters.later_than("created_at", since),
+            ["session_id", "created_at"],
         )
         last: dict[str, datetime] = {}
-        for row in [
-            *self._select(self._retrievals, condition, ["session_id", "created_at"], limit=None),
-            *queued,
-        ]:
+        for row in rows:
             at = utc(row["created_at"])
             last[row["session_id"]] = max(at, last.get(row["session_id"], at))
         return sorted(last.items(), key=lambda item: item[1], reverse=True)
@@ -1925,6 +1923,20 @@ class MemoryStore:
         """Appends committed since the last maintenance round began: each left a fragment and a version,
         and appends get slower as fragments pile up, so the server runs a round early when many did."""
         return self._appends_since_maintenance
+
+    def _logged(
+        self,
+        table: Any,
+        condition: Expr,
+        keep: Callable[[Mapping[str, Any]], bool],
+        columns: list[str] | None = None,
+    ) -> list[Mapping[str, Any]]:
+        """The rows of a table written behind (``storage.write_behind``) that ``condition`` selects, with
+        those still queued that ``keep`` (the same test, in Python) accepts, without waiting for a flush.
+        The queue is read first: a row leaves it only once it is in the table, so none is missed (one in
+        both comes twice; callers key rows by their id)."""
+        queued = self._logs.queued(table, keep)
+        return [*self._select(table, condition, columns, limit=None), *queued]
 
     def _schema(self, table: Any) -> pa.Schema:
         """``table``'s schema, as read once (asking LanceDB for it is a round trip through its event loop

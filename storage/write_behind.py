@@ -3,8 +3,9 @@
 A LanceDB append is a commit (a few ms and a new version); a recall wrote two of them. Here they are
 queued and a background thread writes everything queued every ``interval`` seconds as one append per
 table. A reader of those tables in this process reads the rows still queued (``queued``) beside the
-table's, so a recall's retrieval_id is at once readable by explain_ranking and report_outcome without
-waiting for a write; ``close`` flushes what is left. What a crash can lose is the last ``interval`` of
+table's, so a recall's retrieval_id is at once readable by explain_ranking without waiting for a write;
+``flush`` writes them now (a report does, before a purge could need them in the table), and ``close``
+flushes what is left. What a crash can lose is the last ``interval`` of
 logs, never a memory: memory writes are not deferred.
 """
 
