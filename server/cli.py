@@ -11,7 +11,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -257,25 +257,60 @@ def add_people_commands(commands: Any) -> None:
     report.add_argument("--open", action="store_true", help="open it in the browser")
 
 
-M_ARENA_MAX = -8  # glibc's mallopt parameter
+# glibc's mallopt parameters
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8
 
 
-def limit_malloc_arenas(arenas: int) -> None:
-    """Hold glibc's malloc to ``arenas`` arenas before the server's threads start: with one arena per
-    thread (LanceDB's runtime and the request threads), memory freed in one arena is not reused by
-    another, and a server that writes all day kept more of it (benchmarks/writes.py measured the
-    difference). No-op off glibc, or with 0."""
-    import ctypes
-    import ctypes.util
+class Mallopt(Protocol):
+    def mallopt(self, param: int, value: int) -> int: ...
+
+
+def tune_malloc(arenas: int, mmap_threshold_kb: int, libc: Mallopt | None = None) -> list[tuple[int, int]]:
+    """Set glibc's malloc up for a server that writes all day, before its threads start; returns the
+    (parameter, value) pairs set (none off glibc, or with 0s).
+
+    - ``arenas``: with one arena per thread (LanceDB's runtime and the request threads), memory freed in
+      one arena is not reused by another.
+    - ``mmap_threshold_kb``: a fixed size from which an allocation gets its own mapping, given back to
+      the system when freed. glibc's threshold slides up to 32 MB as large blocks are freed, and then
+      the multi-MB buffers of every maintenance round came from the arenas and stayed there: the server
+      grew about 1.5 MB a round (every 100 appends), and plain LanceDB compacting every 100 appends did
+      too, flat with the threshold fixed (``python -m benchmarks.native_heap``). The trim threshold is
+      set to twice it, as glibc's sliding rule would."""
     import platform
 
-    if arenas <= 0 or platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(M_ARENA_MAX, arenas)
-    except (OSError, AttributeError):
-        log.debug("could not limit malloc arenas", exc_info=True)
+    wanted = []
+    if arenas > 0:
+        wanted.append((M_ARENA_MAX, arenas))
+    if mmap_threshold_kb > 0:
+        wanted += [
+            (M_MMAP_THRESHOLD, mmap_threshold_kb * 1024),
+            (M_TRIM_THRESHOLD, 2 * mmap_threshold_kb * 1024),
+        ]
+    if not wanted:
+        return []
+    if libc is None:
+        if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+            return []
+        import ctypes
+        import ctypes.util
+
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        except OSError:
+            log.debug("could not load the C library to tune malloc", exc_info=True)
+            return []
+    done = []
+    for param, value in wanted:
+        try:
+            if libc.mallopt(param, value) == 1:  # mallopt returns 1 on success
+                done.append((param, value))
+        except AttributeError:  # pragma: no cover - a libc without mallopt
+            log.debug("this C library has no mallopt", exc_info=True)
+            break
+    return done
 
 
 def missing_store(db: str, *, create: bool) -> str | None:
@@ -326,7 +361,7 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
     from server.app import build_server
     from server.http import refuse_open_endpoint, transport_security
 
-    limit_malloc_arenas(settings.malloc_arenas)
+    tune_malloc(settings.malloc_arenas, settings.malloc_mmap_threshold_kb)
     limit_blas_threads(settings.blas_threads)
     app = build_server(settings)
     if http is None:

@@ -76,6 +76,13 @@ class Settings(BaseModel):
     malloc_arenas: int = Field(
         2, ge=0, le=64, description="glibc malloc arenas of the server process (0: glibc's default)"
     )
+    malloc_mmap_threshold_kb: int = Field(
+        64,
+        ge=0,
+        le=32_768,
+        description="size (KB) from which glibc's malloc maps an allocation of the server process on its "
+        "own and gives it back when freed (0: glibc's sliding threshold)",
+    )
     blas_threads: int = Field(
         1,
         ge=0,
@@ -462,6 +469,7 @@ ENVIRONMENT: dict[str, str] = {
     "cache_scope_rows": "MEMORIA_CACHE_SCOPE_ROWS",
     "cache_total_rows": "MEMORIA_CACHE_TOTAL_ROWS",
     "malloc_arenas": "MEMORIA_MALLOC_ARENAS",
+    "malloc_mmap_threshold_kb": "MEMORIA_MALLOC_MMAP_THRESHOLD_KB",
     "blas_threads": "MEMORIA_BLAS_THREADS",
     "lancedb_index_cache_mb": "MEMORIA_LANCEDB_INDEX_CACHE_MB",
     "lancedb_metadata_cache_mb": "MEMORIA_LANCEDB_METADATA_CACHE_MB",

@@ -1,11 +1,12 @@
 import argparse
 import os
+import platform
 import subprocess
 import sys
 
 import pytest
 
-from server.cli import parse_http_address
+from server.cli import parse_http_address, tune_malloc
 from server.config import limit_blas_threads
 
 
@@ -94,3 +95,47 @@ def test_blas_threads_are_left_alone_once_numpy_is_loaded(monkeypatch):
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     limit_blas_threads(1)
     assert "OPENBLAS_NUM_THREADS" not in os.environ
+
+
+class RecordingLibc:
+    """A C library that records what mallopt was asked and answers ``answer`` (1: done)."""
+
+    def __init__(self, answer: int = 1) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self.answer = answer
+
+    def mallopt(self, param: int, value: int) -> int:
+        self.calls.append((param, value))
+        return self.answer
+
+
+def test_malloc_gets_its_arenas_and_a_fixed_mmap_threshold_with_trim_at_twice_it():
+    libc = RecordingLibc()
+
+    done = tune_malloc(2, 64, libc)
+
+    # glibc's parameters: M_ARENA_MAX -8, M_MMAP_THRESHOLD -3, M_TRIM_THRESHOLD -1
+    assert libc.calls == [(-8, 2), (-3, 65_536), (-1, 131_072)]
+    assert done == libc.calls
+
+
+def test_zero_leaves_each_malloc_setting_to_glibc():
+    libc = RecordingLibc()
+
+    assert tune_malloc(0, 0, libc) == []
+    assert libc.calls == []
+    assert tune_malloc(0, 128, libc) == [(-3, 131_072), (-1, 262_144)]
+
+
+def test_a_setting_malloc_refuses_is_not_reported_as_set():
+    assert tune_malloc(2, 64, RecordingLibc(answer=0)) == []
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc only"
+)
+def test_the_real_glibc_takes_the_thresholds_in_a_process_of_its_own():
+    code = "from server.cli import tune_malloc; print(tune_malloc(0, 64))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert done.stdout.strip() == "[(-3, 65536), (-1, 131072)]"
