@@ -3,12 +3,19 @@ loopback, with bearer-token auth on, for a fixed time; reports latency percentil
 
     python -m benchmarks.load                              # 50 clients for 60 s (the issue's bound)
     python -m benchmarks.load --clients 5 --seconds 5      # a quick look
+    python -m benchmarks.load --rate 25                    # open loop: 25 calls a second due, below saturation
 
 The server (``python -m server serve --http``, offline backend) starts on a store preloaded with the
 synthetic corpus (9 scopes), stamped as already examined by consolidation (a store in steady state). Each client is its own principal with its own static token and MCP session,
 and loops until the time is up: 70% recall (a corpus question in its scope), 20% remember (a new fact),
 5% explain_ranking of its last recall, 5% report_outcome for its session. An error is a tool error, a
 protocol error or a failed request. The load generator shares the machine's cores with the server.
+
+Closed loop (the default), 50 clients keep the server saturated: the calls answered in the run times
+their mean latency is 50 clients x the run's seconds, so the run measures throughput, and a faster tool
+leaves its clients more time to wait on the others. With ``--rate`` calls are due at a fixed mean rate
+whatever the answers (an open loop): the latency of each tool at that load, counted from when the
+call was due, so a server that falls behind shows it.
 """
 
 from __future__ import annotations
@@ -121,58 +128,105 @@ class Tally:
             self.examples.append(f"{tool}: {message[:200]}")
 
 
-async def client_loop(url: str, name: str, token: str, seconds: float, tally: Tally, seed: int) -> None:
+class Client:
+    """One client's choices: its own random stream, its questions and its last recall (for explain_ranking)."""
+
+    def __init__(self, name: str, seed: int) -> None:
+        self.name = name
+        self.rng = random.Random(seed)
+        self.asks = queries(50, seed=seed)
+        self.last_retrieval: dict[str, str] | None = None  # its id and scope
+        self.written = 0
+
+    def next_call(self) -> tuple[str, dict[str, Any]]:
+        tool = self.rng.choices([name for name, _ in MIX], [weight for _, weight in MIX])[0]
+        query, org, project = self.rng.choice(self.asks)
+        if tool == "explain_ranking" and self.last_retrieval is None:
+            tool = "recall"
+        arguments: dict[str, Any] = {"org_id": org, "project_id": project}
+        if tool == "recall":
+            arguments["query"] = query
+        elif tool == "remember":
+            self.written += 1
+            arguments["content"] = (
+                f"{self.name} noted fact {self.written}: {query} was answered in the runbook"
+            )
+        elif tool == "explain_ranking":
+            arguments = dict(self.last_retrieval or {})
+        else:
+            arguments["outcome"] = self.rng.choice(["success", "failure", "partial"])
+        return tool, arguments
+
+
+async def call_once(
+    session: Any, me: Client, tool: str, arguments: dict[str, Any], tally: Tally, started: float
+) -> None:
+    """One call; its latency counts from ``started`` (for an open loop, the moment it was due)."""
+    try:
+        result = await session.call_tool(tool, arguments)
+    except Exception as exc:  # a failed request counts as an error, and the client carries on
+        tally.failed_requests += 1
+        tally.error(tool, f"{type(exc).__name__}: {exc}")
+        return
+    tally.latencies[tool].append((time.perf_counter() - started) * 1000)
+    if result.is_error:
+        tally.error(tool, str(getattr(result.content[0], "text", result.content[0])))
+    elif tool == "recall" and result.structured_content:
+        retrieval_id = result.structured_content["retrieval_id"]
+        me.last_retrieval = {
+            "retrieval_id": retrieval_id,
+            "org_id": arguments["org_id"],
+            "project_id": arguments["project_id"],
+        }
+
+
+async def client_loop(
+    url: str, name: str, token: str, seconds: float, tally: Tally, seed: int, rate: float | None = None
+) -> None:
+    """Closed loop (``rate`` None): the next call as soon as the last one answered. Open loop: calls due
+    at ``rate`` a second (exponential gaps, seeded), each sent when due whether or not the ones before
+    it answered, its latency counted from when it was due."""
     import httpx2
-    from mcp import Client
+    from mcp import Client as McpClient
     from mcp.client.streamable_http import streamable_http_client
     from mcp_types import Implementation
 
-    rng = random.Random(seed)
-    asks = queries(50, seed=seed)
-    names = [name for name, _ in MIX]
-    weights = [weight for _, weight in MIX]
-    last_retrieval: dict[str, str] | None = None  # its id and scope
-    written = 0
+    me = Client(name, seed)
     async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http,
-        Client(
+        # Idle connections are dropped before the server's own 5 s keep-alive ends: an open loop leaves a
+        # client idle for seconds, and a request sent on a connection the server is closing fails.
+        httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=120,
+            limits=httpx2.Limits(keepalive_expiry=2.0),
+        ) as http,
+        McpClient(
             streamable_http_client(url, http_client=http),
             client_info=Implementation(name=name, version="1"),
             read_timeout_seconds=120,
-        ) as client,
+        ) as session,
     ):
         deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            tool = rng.choices(names, weights)[0]
-            query, org, project = rng.choice(asks)
-            if tool == "explain_ranking" and last_retrieval is None:
-                tool = "recall"
-            arguments: dict[str, Any] = {"org_id": org, "project_id": project}
-            if tool == "recall":
-                arguments["query"] = query
-            elif tool == "remember":
-                written += 1
-                arguments["content"] = f"{name} noted fact {written}: {query} was answered in the runbook"
-            elif tool == "explain_ranking":
-                arguments = dict(last_retrieval or {})
-            else:
-                arguments["outcome"] = rng.choice(["success", "failure", "partial"])
-            started = time.perf_counter()
-            try:
-                result = await client.call_tool(tool, arguments)
-            except Exception as exc:  # a failed request counts as an error, and the client carries on
-                tally.failed_requests += 1
-                tally.error(tool, f"{type(exc).__name__}: {exc}")
-                continue
-            tally.latencies[tool].append((time.perf_counter() - started) * 1000)
-            if result.is_error:
-                tally.error(tool, str(getattr(result.content[0], "text", result.content[0])))
-            elif tool == "recall" and result.structured_content:
-                retrieval_id = result.structured_content["retrieval_id"]
-                last_retrieval = {"retrieval_id": retrieval_id, "org_id": org, "project_id": project}
+        if rate is None:
+            while time.monotonic() < deadline:
+                tool, arguments = me.next_call()
+                await call_once(session, me, tool, arguments, tally, time.perf_counter())
+            return
+        async with anyio.create_task_group() as calls:
+            due = time.perf_counter() + me.rng.expovariate(rate)
+            end = time.perf_counter() + seconds
+            while due < end:
+                await anyio.sleep(max(0.0, due - time.perf_counter()))
+                tool, arguments = me.next_call()
+                calls.start_soon(call_once, session, me, tool, arguments, tally, due)
+                due += me.rng.expovariate(rate)
 
 
-def run_load(clients: int, seconds: float, memories: int, seed: int = 5) -> dict[str, Any]:
+def run_load(
+    clients: int, seconds: float, memories: int, seed: int = 5, rate: float | None = None
+) -> dict[str, Any]:
+    """``rate``: calls a second from all clients together, sent when due (an open loop); None: each
+    client calls again as soon as it has its answer (a closed loop, the server saturated)."""
     with tempfile.TemporaryDirectory(prefix="memoria-load-") as folder_name:
         folder = Path(folder_name)
         db = folder / "db"
@@ -189,7 +243,16 @@ def run_load(clients: int, seconds: float, memories: int, seed: int = 5) -> dict
             async def everyone() -> None:
                 async with anyio.create_task_group() as group:
                     for number, (name, token) in enumerate(tokens.items()):
-                        group.start_soon(client_loop, url, name, token, seconds, tally, seed + number)
+                        group.start_soon(
+                            client_loop,
+                            url,
+                            name,
+                            token,
+                            seconds,
+                            tally,
+                            seed + number,
+                            None if rate is None else rate / clients,
+                        )
 
             began = time.perf_counter()
             anyio.run(everyone)
@@ -198,6 +261,7 @@ def run_load(clients: int, seconds: float, memories: int, seed: int = 5) -> dict
     return {
         "clients": clients,
         "seconds": seconds,
+        "rate": rate,
         "memories": memories,
         "preload_seconds": round(preload_seconds, 1),
         "elapsed_seconds": round(elapsed, 1),
@@ -223,8 +287,11 @@ def latency(values: list[float]) -> dict[str, float]:
 
 
 def render(report: dict[str, Any]) -> str:
+    loop = (
+        "closed loop" if report.get("rate") is None else f"open loop, {report['rate']:g} calls a second due"
+    )
     lines = [
-        f"{report['clients']} clients for {report['seconds']:.0f} s on {report['memories']:,} memories: "
+        f"{report['clients']} clients ({loop}) for {report['seconds']:.0f} s on {report['memories']:,} memories: "
         f"{report['calls']:,} calls ({report['calls_per_second']}/s), errors: {report['errors']}",
         f"{'tool':<16}{'calls':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}",
     ]
@@ -244,9 +311,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--memories", type=int, default=10_000, help="preloaded synthetic memories")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        help="calls a second from all clients together, each sent when due (an open loop; latency "
+        "counted from when it was due); without it each client calls again once answered",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "load.json")
     args = parser.parse_args(argv)
-    report = run_load(args.clients, args.seconds, args.memories)
+    if args.rate is not None and args.rate <= 0:
+        parser.error("--rate must be above 0")
+    report = run_load(args.clients, args.seconds, args.memories, rate=args.rate)
     print(render(report), file=sys.stdout)
     write_json(args.out, report)
     return 0 if report["errors"] == 0 else 1
