@@ -198,7 +198,7 @@ async def client_loop(
         httpx2.AsyncClient(
             headers={"Authorization": f"Bearer {token}"},
             timeout=120,
-            limits=httpx2.Limits(keepalive_expiry=2.0),
+            limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=2.0),
         ) as http,
         McpClient(
             streamable_http_client(url, http_client=http),
@@ -206,20 +206,26 @@ async def client_loop(
             read_timeout_seconds=120,
         ) as session,
     ):
-        deadline = time.monotonic() + seconds
         if rate is None:
+            deadline = time.monotonic() + seconds
             while time.monotonic() < deadline:
                 tool, arguments = me.next_call()
                 await call_once(session, me, tool, arguments, tally, time.perf_counter())
-            return
-        async with anyio.create_task_group() as calls:
-            due = time.perf_counter() + me.rng.expovariate(rate)
-            end = time.perf_counter() + seconds
-            while due < end:
-                await anyio.sleep(max(0.0, due - time.perf_counter()))
-                tool, arguments = me.next_call()
-                calls.start_soon(call_once, session, me, tool, arguments, tally, due)
-                due += me.rng.expovariate(rate)
+        else:
+            await open_loop(session, me, rate, seconds, tally)
+
+
+async def open_loop(session: Any, me: Client, rate: float, seconds: float, tally: Tally) -> None:
+    """``me``'s calls for ``seconds``, due at ``rate`` a second (seeded exponential gaps), each sent as its
+    own task when due, whether or not the ones before it were answered; returns once all were."""
+    start = time.perf_counter()
+    due = me.rng.expovariate(rate)  # seconds after start
+    async with anyio.create_task_group() as calls:
+        while due < seconds:
+            await anyio.sleep(max(0.0, start + due - time.perf_counter()))
+            tool, arguments = me.next_call()
+            calls.start_soon(call_once, session, me, tool, arguments, tally, start + due)
+            due += me.rng.expovariate(rate)
 
 
 def run_load(

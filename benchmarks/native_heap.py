@@ -16,8 +16,6 @@ only memory the allocator cannot give back counts).
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
 import json
 import platform
 import subprocess
@@ -27,6 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.caches import rss_mb
 from benchmarks.reporting import RESULTS, write_json
 
 WARM_ROUNDS = 10
@@ -47,24 +46,19 @@ WORDS = [
 ]
 
 
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def measure(threshold_kb: int, rounds: int, appends: int) -> dict[str, Any]:
     """In this process: ``rounds`` of ``appends`` single-row appends and an optimize."""
+    from server.cli import M_MMAP_THRESHOLD, glibc, tune_malloc
+
+    tuned = tune_malloc(0, threshold_kb)  # first, as `memoria serve` does, before LanceDB loads
+    libc = glibc()
+    assert libc is not None  # main() runs this on glibc only
+
     import lancedb
     import numpy as np
     import pyarrow as pa
     from lancedb.index import FTS, BTree
 
-    from server.cli import tune_malloc
-
-    tuned = tune_malloc(0, threshold_kb)
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     rng = np.random.default_rng(7)
 
     def rows(first: int, count: int) -> pa.Table:
@@ -100,7 +94,7 @@ def measure(threshold_kb: int, rounds: int, appends: int) -> dict[str, Any]:
     measured = rounds - WARM_ROUNDS
     return {
         "mmap_threshold_kb": threshold_kb,
-        "applied": bool(tuned) or threshold_kb == 0,
+        "applied": threshold_kb == 0 or (M_MMAP_THRESHOLD, threshold_kb * 1024) in tuned,
         "rss_after_warmup_mb": round(warm, 1),
         "rss_end_mb": round(end, 1),
         "growth_mb_per_round": round((end - warm) / measured, 3),

@@ -267,49 +267,59 @@ class Mallopt(Protocol):
     def mallopt(self, param: int, value: int) -> int: ...
 
 
+def glibc() -> Any | None:
+    """The process's glibc (``mallopt`` and ``malloc_trim`` typed), or None off Linux with glibc."""
+    import ctypes
+    import ctypes.util
+    import platform
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        libc.mallopt.restype = ctypes.c_int
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        libc.malloc_trim.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        log.debug("could not load glibc's malloc controls", exc_info=True)
+        return None
+    return libc
+
+
 def tune_malloc(arenas: int, mmap_threshold_kb: int, libc: Mallopt | None = None) -> list[tuple[int, int]]:
     """Set glibc's malloc up for a server that writes all day, before its threads start; returns the
     (parameter, value) pairs set (none off glibc, or with 0s).
 
     - ``arenas``: with one arena per thread (LanceDB's runtime and the request threads), memory freed in
       one arena is not reused by another.
-    - ``mmap_threshold_kb``: a fixed size from which an allocation gets its own mapping, given back to
-      the system when freed. glibc's threshold slides up to 32 MB as large blocks are freed, and then
-      the multi-MB buffers of every maintenance round came from the arenas and stayed there: the server
-      grew about 1.5 MB a round (every 100 appends), and plain LanceDB compacting every 100 appends did
-      too, flat with the threshold fixed (``python -m benchmarks.native_heap``). The trim threshold is
-      set to twice it, as glibc's sliding rule would."""
-    import platform
-
+    - ``mmap_threshold_kb``: a fixed threshold at or above which an allocation that the heap's free
+      chunks cannot serve gets a mapping of its own, given back to the system when freed, instead of
+      growing the heap. glibc's threshold slides up (to 32 MB) each time a mapped block larger than it
+      is freed; then the multi-MB buffers of every maintenance round grew the heap, which did not
+      shrink again. Plain LanceDB compacting every 100 appends kept 1.95 MB a round that way, 0.56 MB
+      with the threshold fixed at 64 KB (``python -m benchmarks.native_heap``). The trim threshold is
+      set to twice it, as glibc's sliding rule would, and only once glibc took the mmap threshold
+      (setting it alone would also stop the sliding, at glibc's default)."""
     wanted = []
     if arenas > 0:
         wanted.append((M_ARENA_MAX, arenas))
     if mmap_threshold_kb > 0:
-        wanted += [
-            (M_MMAP_THRESHOLD, mmap_threshold_kb * 1024),
-            (M_TRIM_THRESHOLD, 2 * mmap_threshold_kb * 1024),
-        ]
+        wanted.append((M_MMAP_THRESHOLD, mmap_threshold_kb * 1024))
     if not wanted:
         return []
     if libc is None:
-        if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-            return []
-        import ctypes
-        import ctypes.util
-
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        except OSError:
-            log.debug("could not load the C library to tune malloc", exc_info=True)
+        libc = glibc()
+        if libc is None:
             return []
     done = []
     for param, value in wanted:
-        try:
-            if libc.mallopt(param, value) == 1:  # mallopt returns 1 on success
-                done.append((param, value))
-        except AttributeError:  # pragma: no cover - a libc without mallopt
-            log.debug("this C library has no mallopt", exc_info=True)
-            break
+        if libc.mallopt(param, value) == 1:  # mallopt returns 1 on success
+            done.append((param, value))
+            if param == M_MMAP_THRESHOLD:
+                trim = (M_TRIM_THRESHOLD, 2 * value)
+                if libc.mallopt(*trim) == 1:
+                    done.append(trim)
     return done
 
 

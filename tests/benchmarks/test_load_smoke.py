@@ -37,3 +37,40 @@ def test_an_open_loop_run_sends_every_call_when_due_and_answers_them_all():
     assert report["rate"] == 8
     assert report["calls"] == report["overall"]["n"] == calls_due(4, 3, 8)
     assert load.render(report).startswith("4 clients (open loop, 8 calls a second due) for 3 s")
+
+
+class SlowSession:
+    """An MCP session whose every call takes ``seconds`` and is answered without error."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def call_tool(self, tool, arguments):
+        import anyio
+
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        await anyio.sleep(self.seconds)
+        self.in_flight -= 1
+
+        class Result:
+            is_error = False
+            structured_content = {"retrieval_id": "ret_1"} if tool == "recall" else None
+
+        return Result()
+
+
+def test_the_open_loop_sends_calls_while_earlier_ones_wait_and_times_them_from_when_due():
+    import anyio
+
+    session, tally = SlowSession(0.3), load.Tally()
+    me = load.Client("client-00", 5)
+
+    anyio.run(load.open_loop, session, me, 20.0, 1.0, tally)
+
+    timed = [ms for values in tally.latencies.values() for ms in values]
+    assert len(timed) == calls_due(1, 1.0, 20.0)
+    assert session.most_in_flight > 1  # answers taking 0.3 s did not hold back calls due every 0.05 s
+    assert min(timed) >= 300  # from when due: at least the answer's own 0.3 s

@@ -119,6 +119,54 @@ def test_malloc_gets_its_arenas_and_a_fixed_mmap_threshold_with_trim_at_twice_it
     assert done == libc.calls
 
 
+class RefusingLibc(RecordingLibc):
+    """A C library that refuses one parameter (an mmap threshold above what an older glibc takes)."""
+
+    def __init__(self, refused: int) -> None:
+        super().__init__()
+        self.refused = refused
+
+    def mallopt(self, param: int, value: int) -> int:
+        self.calls.append((param, value))
+        return 0 if param == self.refused else 1
+
+
+def test_a_refused_mmap_threshold_leaves_the_trim_threshold_alone():
+    # Setting the trim threshold alone would stop glibc's sliding threshold at its default.
+    libc = RefusingLibc(refused=-3)
+
+    assert tune_malloc(2, 65_536, libc) == [(-8, 2)]
+    assert libc.calls == [(-8, 2), (-3, 67_108_864)]
+
+
+def test_a_refused_arena_count_still_fixes_the_threshold():
+    assert tune_malloc(2, 64, RefusingLibc(refused=-8)) == [(-3, 65_536), (-1, 131_072)]
+
+
+def test_serving_tunes_malloc_from_the_settings_before_building_the_server(monkeypatch):
+    import server.app
+    import server.cli
+    from server.config import Settings
+
+    asked: list[tuple[int, int]] = []
+
+    class Built(Exception):
+        pass
+
+    def build_server(settings):
+        assert asked, "malloc is tuned before the server (and its threads) starts"
+        raise Built
+
+    monkeypatch.setattr(server.cli, "tune_malloc", lambda arenas, kb: asked.append((arenas, kb)))
+    monkeypatch.setattr(server.app, "build_server", build_server)
+    settings = Settings.from_env(
+        {"MEMORIA_MALLOC_ARENAS": "3", "MEMORIA_MALLOC_MMAP_THRESHOLD_KB": "256"}, db_uri="/tmp/x"
+    )
+    with pytest.raises(Built):
+        server.cli.serve(settings, None)
+    assert asked == [(3, 256)]
+
+
 def test_zero_leaves_each_malloc_setting_to_glibc():
     libc = RecordingLibc()
 
@@ -127,7 +175,7 @@ def test_zero_leaves_each_malloc_setting_to_glibc():
     assert tune_malloc(0, 128, libc) == [(-3, 131_072), (-1, 262_144)]
 
 
-def test_a_setting_malloc_refuses_is_not_reported_as_set():
+def test_settings_malloc_refuses_are_not_reported_as_set():
     assert tune_malloc(2, 64, RecordingLibc(answer=0)) == []
 
 

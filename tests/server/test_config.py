@@ -49,6 +49,8 @@ def test_values_come_from_memoria_variables():
         ({"MEMORIA_STORAGE_OPTIONS": "{not json"}, "MEMORIA_STORAGE_OPTIONS must be JSON"),
         ({"MEMORIA_STORAGE_OPTIONS": "[1]"}, "MEMORIA_STORAGE_OPTIONS must be a JSON object"),
         ({"MEMORIA_ALLOW_MODEL_DOWNLOADS": "maybe"}, "MEMORIA_ALLOW_MODEL_DOWNLOADS must be true or false"),
+        # glibc (before 2.35) takes an mmap threshold of at most 32 MB on 64-bit machines
+        ({"MEMORIA_MALLOC_MMAP_THRESHOLD_KB": "32769"}, "MEMORIA_MALLOC_MMAP_THRESHOLD_KB"),
         (
             {"MEMORIA_FEEDBACK_MIN_WEIGHT": "2", "MEMORIA_FEEDBACK_MAX_WEIGHT": "1"},
             "MEMORIA_FEEDBACK_MAX_WEIGHT",
