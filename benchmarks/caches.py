@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.corpus import generate, queries, store_corpus
-from benchmarks.reporting import RESULTS, offline_settings, write_json
+from benchmarks.reporting import RESULTS, measured_apart, offline_settings, write_json
 
 WARM = 20
 
@@ -100,15 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         build(db, args.memories)
         print(f"built {args.memories:,} memories in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         for size in args.sizes_mb:
-            command = [sys.executable, "-m", "benchmarks.caches", "--measure", str(db), str(size)]
-            done = subprocess.run(
-                [*command, "--recalls", str(args.recalls)],
-                capture_output=True,
-                text=True,
-                check=True,
+            row = measured_apart(
+                "benchmarks.caches", "--measure", str(db), str(size), "--recalls", str(args.recalls)
             )
-            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-            row = results[-1]
+            results.append(row)
             print(
                 f"caches {size:>5} MB: recall median {row['recall_median_ms']} ms, p95 {row['recall_p95_ms']} ms, "
                 f"RSS {row['rss_mb']:,.0f} MB",

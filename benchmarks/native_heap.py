@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import subprocess
 import sys
 import tempfile
 from datetime import timedelta
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.caches import rss_mb
-from benchmarks.reporting import RESULTS, write_json
+from benchmarks.reporting import RESULTS, measured_apart, write_json
 
 WARM_ROUNDS = 10
 DIM = 384
@@ -122,14 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results = []
     for threshold in args.thresholds_kb:
-        command = [sys.executable, "-m", "benchmarks.native_heap", "--measure", str(threshold)]
-        done = subprocess.run(
-            [*command, "--rounds", str(args.rounds), "--appends", str(args.appends)],
-            capture_output=True,
-            text=True,
-            check=True,
+        row = measured_apart(
+            "benchmarks.native_heap",
+            *("--measure", str(threshold), "--rounds", str(args.rounds), "--appends", str(args.appends)),
         )
-        row = json.loads(done.stdout.strip().splitlines()[-1])
         results.append(row)
         label = "glibc's sliding threshold" if threshold == 0 else f"mmap threshold {threshold} KB"
         print(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,3 +33,13 @@ def write_json(path: Path, report: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2))
     print(f"wrote {path}", file=sys.stderr)
+
+
+def measured_apart(module: str, *arguments: str) -> dict[str, Any]:
+    """Run ``python -m module arguments`` in a process of its own (its memory and its allocator settings
+    are its own) and return the JSON object on the last line it prints."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, *arguments], capture_output=True, text=True, check=True
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
