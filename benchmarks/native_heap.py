@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import tempfile
 from datetime import timedelta
@@ -26,6 +25,7 @@ from typing import Any
 
 from benchmarks.caches import rss_mb
 from benchmarks.reporting import RESULTS, measured_apart, write_json
+from server.cli import M_MMAP_THRESHOLD, glibc, tune_malloc
 
 WARM_ROUNDS = 10
 DIM = 384
@@ -47,8 +47,6 @@ WORDS = [
 
 def measure(threshold_kb: int, rounds: int, appends: int) -> dict[str, Any]:
     """In this process: ``rounds`` of ``appends`` single-row appends and an optimize."""
-    from server.cli import M_MMAP_THRESHOLD, glibc, tune_malloc
-
     tuned = tune_malloc(0, threshold_kb)  # first, as `memoria serve` does, before LanceDB loads
     libc = glibc()
     assert libc is not None  # main() runs this on glibc only
@@ -113,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds <= WARM_ROUNDS:
         parser.error(f"--rounds must be more than the {WARM_ROUNDS} warm-up rounds")
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    if glibc() is None:
         print("this benchmark measures glibc's allocator: run it on Linux with glibc", file=sys.stderr)
         return 2
     if args.measure is not None:  # one threshold, in a process of its own (mallopt is process-wide)
@@ -123,7 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     for threshold in args.thresholds_kb:
         row = measured_apart(
             "benchmarks.native_heap",
-            *("--measure", str(threshold), "--rounds", str(args.rounds), "--appends", str(args.appends)),
+            "--measure",
+            str(threshold),
+            "--rounds",
+            str(args.rounds),
+            "--appends",
+            str(args.appends),
         )
         results.append(row)
         label = "glibc's sliding threshold" if threshold == 0 else f"mmap threshold {threshold} KB"

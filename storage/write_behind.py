@@ -5,8 +5,8 @@ queued and a background thread writes everything queued every ``interval`` secon
 table. A reader of those tables in this process reads the rows still queued (``queued``) beside the
 table's, so a recall's retrieval_id is at once readable by explain_ranking without waiting for a write;
 ``flush`` writes them now (a report does, before a purge could need them in the table), and ``close``
-flushes what is left. What a crash can lose is the last ``interval`` of
-logs, never a memory: memory writes are not deferred.
+flushes what is left. What a crash can lose is the last ``interval`` of logs, never a memory: memory
+writes are not deferred.
 """
 
 from __future__ import annotations
@@ -65,16 +65,16 @@ class WriteBehind:
                 self._in_flight = dict(batches)
             error: Exception | None = None
             for table, rows in batches.items():
+                written = False
                 try:
                     self._write(table, rows)
+                    written = True
                 except Exception as exc:
                     error = exc
-                    with self._lock:  # back in the queue, ahead of what was queued since
+                with self._lock:
+                    del self._in_flight[table]
+                    if not written:  # back in the queue, ahead of what was queued since
                         self._pending[table] = rows + self._pending.get(table, [])
-                        del self._in_flight[table]
-                else:
-                    with self._lock:
-                        del self._in_flight[table]
             if error is not None:
                 raise error
 
