@@ -10,7 +10,11 @@ simple policies:
   weighting could reach if it knew which credited memory serves which question);
 - ``credited, blind``: every credited memory placed first, whatever the question;
 - ``query-close xB``: a credited memory's score times 1 + B x closeness of the closest training query
-  that credited it (memoria's weight for a query, with the closeness points of the backend).
+  that credited it (memoria's weight for a query, with the closeness points of the backend);
+- ``... + credited non-candidates``: the same, and a credited memory that is not among the question's
+  candidates joins them (a feedback leg of the search), either as the oracle would (the credited evidence
+  first) or scored as it scored for the closest reporting query, scaled to the question's best score and
+  by closeness.
 
 It also prints why the oracle is out of reach: how well the cosine of two questions separates a credited
 memory that is evidence for the test question from one that is not (ROC AUC), and how many of the related
@@ -101,6 +105,7 @@ def _boosted(scores: dict[str, Any]) -> float:
 
 
 Policy = Callable[[Asked, Conversation], dict[str, float]]  # memory id -> score multiplier
+Injection = Callable[[Asked, Conversation], dict[str, float]]  # memory id -> score, if not a candidate
 
 
 def credited_by(conversation: Conversation) -> dict[str, list[Asked]]:
@@ -133,14 +138,46 @@ def query_close(boost: float, start: float, full: float) -> Policy:
     return policy
 
 
-def change(conversations: Sequence[Conversation], policy: Policy) -> dict[str, float]:
+def oracle_injected(question: Asked, conversation: Conversation) -> dict[str, float]:
+    return oracle(question, conversation)
+
+
+def closest_reporter(question: Asked, reporters: Sequence[Asked]) -> tuple[float, Asked]:
+    return max(((float(question.vector @ other.vector), other) for other in reporters), key=lambda p: p[0])
+
+
+def injected_as_reported(start: float, full: float) -> Injection:
+    """A credited memory scored as it scored for the closest reporting query, relative to that query's best
+    candidate, times this question's best score and the closeness of the two queries."""
+
+    def injection(question: Asked, conversation: Conversation) -> dict[str, float]:
+        best_here = max((score for _, score in question.candidates), default=0.0)
+        found = {}
+        for memory_id, reporters in credited_by(conversation).items():
+            cosine, reporter = closest_reporter(question, reporters)
+            closeness = min(1.0, max(0.0, (cosine - start) / (full - start)))
+            scored = dict(reporter.candidates)
+            best_there = max(scored.values(), default=0.0) or 1.0
+            if closeness > 0.0:
+                found[memory_id] = closeness * best_here * scored.get(memory_id, 0.0) / best_there
+        return found
+
+    return injection
+
+
+def change(
+    conversations: Sequence[Conversation], policy: Policy, injection: Injection | None = None
+) -> dict[str, float]:
     """Mean R@5 change per group (related, unrelated) over the test questions."""
     changes: dict[str, list[float]] = {}
     for conversation in conversations:
         for question, group in zip(conversation.test, conversation.groups, strict=True):
             weights = policy(question, conversation)
             before = sorted(question.candidates, key=lambda c: -c[1])
-            after = sorted(question.candidates, key=lambda c: -c[1] * weights.get(c[0], 1.0))
+            pool = dict(question.candidates)
+            for memory_id, score in (injection(question, conversation) if injection else {}).items():
+                pool.setdefault(memory_id, score)
+            after = sorted(pool.items(), key=lambda c: -c[1] * weights.get(c[0], 1.0))
             turns = conversation.turns_of
             delta = recall_at_k(
                 [turns.get(m, set()) for m, _ in after], sorted(question.evidence), K
@@ -239,11 +276,22 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"R@{K} change of the test questions (related / unrelated), {'model' if use_models else 'offline'} backend"
     )
-    rows: list[tuple[str, Policy]] = [("credited, oracle", oracle), ("credited, blind", blind)]
-    rows += [(f"query-close x{boost}", query_close(boost, *closeness)) for boost in (0.15, 0.75, 2.0)]
-    for label, policy in rows:
-        got = change(conversations, policy)
-        print(f"  {label:22s} {got.get('related', 0.0):+.3f} / {got.get('unrelated', 0.0):+.3f}")
+    rows: list[tuple[str, Policy, Injection | None]] = [
+        ("credited, oracle", oracle, None),
+        ("credited, blind", blind, None),
+    ]
+    rows += [(f"query-close x{boost}", query_close(boost, *closeness), None) for boost in (0.15, 0.75, 2.0)]
+    rows += [
+        ("credited, oracle + credited non-candidates", oracle, oracle_injected),
+        (
+            "query-close x0.75 + credited non-candidates",
+            query_close(0.75, *closeness),
+            injected_as_reported(*closeness),
+        ),
+    ]
+    for label, policy, injection in rows:
+        got = change(conversations, policy, injection)
+        print(f"  {label:44s} {got.get('related', 0.0):+.3f} / {got.get('unrelated', 0.0):+.3f}")
     auc, positives, negatives = separation(conversations)
     print(
         f"query cosine separating credited evidence from other credited candidates: AUC {auc:.3f} ({positives} vs {negatives})"

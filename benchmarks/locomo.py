@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# The reader of the conversations is shared with `memoria import` (tools.transcripts).
-from tools.transcripts import DIA_ID, Turn, locomo_turns, normalise_dia_id, parse_session_date
+# The reader of the conversations is shared with `memoria import` (console.transcripts).
+from console.transcripts import DIA_ID, Turn, locomo_turns, normalise_dia_id, parse_session_date
 
 __all__ = [
     "ADVERSARIAL",

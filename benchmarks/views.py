@@ -61,12 +61,12 @@ def feedback_history(runtime: Any, recalls: int, progress: ProgressBar) -> None:
 
 
 def run(memories: int, recalls: int) -> dict[str, Any]:
+    from console.report import build_report
+    from console.report_page import render_report
+    from console.transfer import export_store, import_file, reembed
     from server.state import build_runtime
     from storage.records import Scope
-    from tools.report import build_report
-    from tools.report_page import render_report
     from tools.stats import StatsInput, stats
-    from tools.transfer import export_store, import_file, reembed
 
     progress = ProgressBar(sys.stderr)
     scope = Scope(SCOPE_ORG, SCOPE_PROJECT)

@@ -842,7 +842,7 @@ def _span(low: float | None, high: float | None) -> str:
 
 
 def import_command(args: argparse.Namespace, settings: Settings) -> int:
-    from tools import transfer
+    from console import transfer
 
     path = Path(args.path)
     if not path.is_file():
@@ -863,8 +863,8 @@ def import_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def export_command(args: argparse.Namespace, settings: Settings) -> int:
+    from console import transfer
     from storage.records import Viewer
-    from tools import transfer
 
     scopes = None
     if args.org or args.project:
@@ -914,7 +914,7 @@ def transfer_readable(result: Any, title: str) -> str:
 
 
 def reembed_command(args: argparse.Namespace, settings: Settings) -> int:
-    from tools import transfer
+    from console import transfer
 
     scope = scope_arg(args, settings) if args.org or args.project else None
     progress = ProgressBar(sys.stderr)
@@ -925,8 +925,8 @@ def reembed_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def report_command(args: argparse.Namespace, settings: Settings) -> int:
-    from tools.report import build_report
-    from tools.report_page import render_report
+    from console.report import build_report
+    from console.report_page import render_report
 
     target = Path(args.out)
     progress = ProgressBar(sys.stderr)

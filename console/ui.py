@@ -105,8 +105,8 @@ class UiServer:
         raise LookupError(path)
 
     def report_page(self) -> str:
-        from tools.report import build_report
-        from tools.report_page import render_report
+        from console.report import build_report
+        from console.report_page import render_report
 
         settings = self.runtime.settings
         return render_report(build_report(self.runtime, Scope(settings.org_id, settings.project_id)))

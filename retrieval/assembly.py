@@ -1,4 +1,4 @@
-"""Stage: episode-grouped, character-budget assembly of the context block (XTrace's strategy).
+"""Stage: episode-grouped, character-budget assembly of the context block.
 
 1. Select in final order: at most ``top_k`` directly matched facts and artifacts (plus the episode
    siblings they brought), ``top_k_episodes`` episode summaries and ``max_episodes`` distinct episodes.

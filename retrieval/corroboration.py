@@ -4,7 +4,7 @@ Near-duplicate clusters (SimHash, Hamming <= 3) name a canonical member (the hig
 rest corroborating. The corroboration score counts distinct agents other than the canonical's author,
 including agents that stored an exact duplicate (kept once, recorded as an attestation); one agent
 repeating itself corroborates nothing. Every member of a cluster gets
-``boost = log2(1 + corroborationScore) x 0.1`` (at most 0.3, as the seed's table has it) after rerank and
+``boost = log2(1 + corroborationScore) x 0.1`` (at most 0.3, ``MAX_BOOST``) after rerank and
 before feedback weighting; memories in no cluster get +0.0.
 
 """
@@ -22,7 +22,7 @@ from retrieval.types import Candidate, RecallRequest
 from storage.records import Reach
 
 BOOST_FACTOR = 0.1
-# The seed's table gives 8 agents +0.300 where log2(9) x 0.1 would be 0.317: the boost is capped there,
+# Eight corroborating agents earn +0.300, where log2(9) x 0.1 would be 0.317: the boost is capped there,
 # which also keeps a crowd of agents from outweighing relevance.
 MAX_BOOST = 0.3
 
@@ -38,7 +38,8 @@ class ClusterMember:
 
 @dataclass(frozen=True)
 class MemoryCluster:
-    """The seed's ObservationCluster: canonical, corroborating members, and the corroboration score."""
+    """A cluster of near-duplicate observations: the canonical member, the corroborating ones, and the
+    corroboration score."""
 
     canonical: ClusterMember
     corroborating: tuple[ClusterMember, ...]

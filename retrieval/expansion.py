@@ -1,4 +1,4 @@
-"""Stage: episode co-occurrence expansion (XTrace). Memories from the same episodes as the retrieved ones
+"""Stage: episode co-occurrence expansion. Memories from the same episodes as the retrieved ones
 join the candidates, scored ``alpha x`` the score of the memory that brought them (never above it):
 ``sibling = score_propagation_alpha x source_final x min(1, sibling_weight)``. Each source brings at most
 ``max_siblings`` siblings, nearest to it in time first (neighbouring turns of a conversation); a memory

@@ -156,8 +156,8 @@ class FeedbackIndex:
 
         def compared(credited: CreditedSession) -> bool:
             """Whether the report's closeness came from comparing its session's queries with this one (a
-            session with no recorded query counts everywhere, so its named memories take only the spec's
-            step: one report made without recalling must not pin or bury a memory for every task)."""
+            session with no recorded query counts everywhere, so its named memories take only the global
+            weight's step: one report made without recalling must not pin or bury a memory for every task)."""
             vectors = sessions.get(credited.session_id)
             return vectors is not None and len(vectors) > 0
 

@@ -1,4 +1,4 @@
-"""Stage: iterative retrieval (XTrace). After the first pass, an LLM judges whether the memories found
+"""Stage: iterative retrieval. After the first pass, an LLM judges whether the memories found
 answer the query; if its confidence is below ``sufficiency_threshold`` it decomposes the query into
 sub-queries, each runs candidate search + rerank, and everything found is cross-reranked against the
 original query. At most ``max_iterations`` passes in all (default 1: a single pass). Without an LLM the

@@ -1,4 +1,4 @@
-"""Stages: the optional LLM passes at assembly (XTrace's "optional LLM filtering"), off by default.
+"""Stages: the optional LLM passes at assembly (LLM filtering of the context), off by default.
 
 - **context selection**, before assembly: the language model reads the query and the candidates that
   could enter the context, best first, and names the memories (or whole episodes) that do not help with

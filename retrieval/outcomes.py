@@ -35,7 +35,7 @@ INITIAL_WEIGHT = 1.0
 
 @dataclass(frozen=True)
 class WeightPolicy:
-    """``alpha``: how far a report moves a weight towards its target (the spec's EMA, for every weight).
+    """``alpha``: how far a report moves a weight towards its target (the global weight's EMA, for every weight).
     ``named_alpha``: the same for a memory the agent named helpful or misleading, in the weight a recall
     applies for its query (the global weight keeps ``alpha``): the agent said which memory served this
     kind of task, so one report takes it most of the way for queries close to that session's."""
@@ -231,7 +231,7 @@ class CreditedReport:
     credit: MemoryCredit
     closeness: float
     # Closeness from comparing the session's queries with this one; False for a session that recorded no
-    # query (its report counts for every query, and its named memories take the spec's step only).
+    # query (its report counts for every query, and its named memories take the global weight's step only).
     by_query: bool = True
 
 

@@ -184,10 +184,6 @@ class RecallPipeline:
         self._backends = dict(backends)
 
     @property
-    def stage_names(self) -> list[str]:
-        return [stage.name for stage in self._stages]
-
-    @property
     def candidate_search(self) -> CandidateSearchStage:
         """The pipeline's candidate search, for tools that find memories as a recall would (forget)."""
         for stage in self._stages:

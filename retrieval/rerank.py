@@ -131,7 +131,7 @@ class RerankStage:
             return None
         kept = []
         for candidate, score in zip(ordered, result.scores, strict=True):
-            if score is None:  # beyond topK: the seed returns only the top-K
+            if score is None:  # beyond the LLM reranker's topK: only its top K keep a score
                 continue
             if config.minScore is not None and score < config.minScore:
                 continue

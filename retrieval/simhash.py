@@ -1,4 +1,4 @@
-"""64-bit SimHash near-duplicate detection (the Rensei retrieval-ranking seed).
+"""64-bit SimHash near-duplicate detection, for corroboration and consolidation.
 
 Whitespace tokens with punctuation stripped (lower-cased), each hashed to a stable 64-bit value with
 BLAKE2b (never Python's per-process salted ``hash()``), combined by bit-sign voting. Two memories are
@@ -103,18 +103,11 @@ def hamming(left: int, right: int) -> int:
     return (left ^ right).bit_count()
 
 
-def near_duplicate_pairs(
-    fingerprints: Sequence[int] | np.ndarray, max_distance: int = MAX_DISTANCE
-) -> set[tuple[int, int]]:
-    """Index pairs (i < j) whose fingerprints differ in at most ``max_distance`` bits."""
-    left, right = near_duplicate_pair_arrays(fingerprints, max_distance)
-    return set(zip(left.tolist(), right.tolist(), strict=True))
-
-
 def near_duplicate_pair_arrays(
     fingerprints: Sequence[int] | np.ndarray, max_distance: int = MAX_DISTANCE
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The same pairs as two aligned index arrays (left < right), without building Python tuples."""
+    """Index pairs (i < j) whose fingerprints differ in at most ``max_distance`` bits, as two aligned
+    index arrays (left < right), without building Python tuples."""
     if max_distance >= BLOCKS:
         raise ValueError(
             f"block search finds distances up to {BLOCKS - 1} bits, but got max_distance={max_distance}"

@@ -277,6 +277,33 @@ class ContradictionRecord:
     detected_at: datetime
     resolved_at: datetime | None
 
+    @classmethod
+    def detected(
+        cls,
+        scope: Scope,
+        older_id: str,
+        newer_id: str,
+        *,
+        kind: str,
+        detail: str,
+        similarity: float,
+        at: datetime,
+    ) -> ContradictionRecord:
+        """A contradiction just found between two memories of ``scope``: open, unresolved."""
+        return cls(
+            org_id=scope.org_id,
+            project_id=scope.project_id,
+            older_id=older_id,
+            newer_id=newer_id,
+            kind=kind,
+            detail=detail,
+            similarity=similarity,
+            status="open",
+            resolution=None,
+            detected_at=at,
+            resolved_at=None,
+        )
+
 
 @dataclass(frozen=True)
 class EpisodeMemberStub:

@@ -249,14 +249,14 @@ def record_retrieval(
     if purpose == "recall" and ab_log:
         try:
             runtime.store.log_ab_rows(ab_rows(request, result, session_id=session_id, at=now))
-        except Exception as exc:  # the seed: A/B logging is non-fatal
+        except Exception as exc:  # A/B logging is best effort: a lost row never fails the recall
             log.warning("A/B log for retrieval %s not written: %s", request.retrieval_id, exc)
     return record, warnings
 
 
 def ab_rows(request: RecallRequest, result: RecallResult, *, session_id: str, at: datetime) -> list[AbLogRow]:
-    """One A/B row per candidate, episode siblings included (no ranks: they are not ranked), as the seed
-    specifies: ``relevance_score`` the raw relevance, the vector similarity when the vector leg found the
+    """One A/B row per candidate, episode siblings included (no ranks: they are not ranked):
+    ``relevance_score`` the raw relevance, the vector similarity when the vector leg found the
     memory, else its keyword (BM25) score (``relevance_kind``); what feedback multiplied (relevance after
     rerank, attribution and instruction factors, plus the corroboration boost, times decay) in
     ``boosted_score``, and the reranker's score in ``rerank_score``."""

@@ -25,7 +25,9 @@ from writing.consolidation.report import ConsolidationReport
 from writing.service import Draft, Prepared, WriteRefused, WriteResult, stored_content
 
 
-class RememberInput(ScopeArgs):
+class MemoryFields(BaseModel):
+    """What one memory is made of: ``remember``'s arguments and each item of ``remember_many``."""
+
     content: str = Field(
         min_length=1,
         max_length=1_000_000,
@@ -36,8 +38,6 @@ class RememberInput(ScopeArgs):
         description="episode: what happened; artifact: code, config or a document.",
     )
     tags: list[Tag] = Field(default_factory=list, max_length=1_000, description="Labels to filter recall by.")
-    agent_id: Identifier | None = Field(None, description="Default: the client's name.")
-    session_id: Identifier | None = Field(None, description="Default: one per connection.")
     episode_id: Identifier | None = Field(None, description="One task or conversation.")
     protection_tier: Literal["standard", "immutable", "protected", "ephemeral"] = Field(
         "standard",
@@ -47,16 +47,22 @@ class RememberInput(ScopeArgs):
         None,
         description="When it happened (ISO 8601; UTC if no offset).",
     )
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        # Checked by the model, so that blank content is an argument error before any handler runs.
+        return not_blank(value)
+
+
+class RememberInput(ScopeArgs, MemoryFields):
+    agent_id: Identifier | None = Field(None, description="Default: the client's name.")
+    session_id: Identifier | None = Field(None, description="Default: one per connection.")
     replaces: Identifier | None = Field(
         None,
         description="A memory this corrects (kept for audit).",
     )
     visibility: Visibility | None = Field(None, description="Who reads it. Default project.")
-
-    @field_validator("content")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        return not_blank(value)
 
 
 def not_blank(content: str) -> str:

@@ -5,41 +5,27 @@ with lineage; then each new memory is consolidated against the store as ``rememb
 
 from __future__ import annotations
 
-from typing import Literal
-
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from storage.records import Visibility
-from tools.common import Caller, Identifier, OccurredAt, Runtime, ScopeArgs, Tag, ToolFailure
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure
 from tools.remember import (
+    MemoryFields,
     RememberInput,
     RememberOutput,
     check_visibility,
     draft_of,
-    not_blank,
     output_of,
     prepare,
 )
 
 
-class BatchItem(BaseModel):
+class BatchItem(MemoryFields):
     # A misspelt key ("tag", "kinds") is refused, not dropped: the memory would be stored without it.
     model_config = ConfigDict(extra="forbid")
 
-    content: str = Field(min_length=1, max_length=1_000_000, description="One memory, verbatim.")
-    kind: Literal["fact", "episode", "artifact"] = "fact"
-    tags: list[Tag] = Field(default_factory=list, max_length=1_000)
-    episode_id: Identifier | None = None
-    protection_tier: Literal["standard", "immutable", "protected", "ephemeral"] = "standard"
-    occurred_at: OccurredAt = Field(None, description="Default: now.")
     agent_id: Identifier | None = Field(None, description="This item's agent, if not the batch's.")
-
-    @field_validator("content")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        # Checked here, not when the item becomes a RememberInput: that would fail inside the handler.
-        return not_blank(value)
 
 
 class RememberManyInput(ScopeArgs):

@@ -41,18 +41,14 @@ def aggregation_pass(runtime: Runtime, llm: LanguageModel | None = None) -> Upke
         report.contradictions += len(result.contradictions)
         runtime.store.put_contradictions(
             [
-                ContradictionRecord(
-                    org_id=scope.org_id,
-                    project_id=scope.project_id,
-                    older_id=found.older_id,
-                    newer_id=found.newer_id,
+                ContradictionRecord.detected(
+                    scope,
+                    found.older_id,
+                    found.newer_id,
                     kind="opposition",
                     detail=f"{found.older_term!r} then {found.newer_term!r} (subject overlap {found.subject_similarity:.2f})",
                     similarity=found.subject_similarity,
-                    status="open",
-                    resolution=None,
-                    detected_at=now,
-                    resolved_at=None,
+                    at=now,
                 )
                 for found in result.contradictions
             ]

@@ -1,8 +1,8 @@
-"""LLM reranking (the MemberJunction reranker seed): an LLM scores each candidate's relevance.
+"""LLM reranking: an LLM scores each candidate's relevance.
 
-Configuration has the seed's shape (``enabled``, ``modelId``, ``topK``, ``minScore``); a call returns the
-seed's result shape (scores, success, duration, token usage and cost where known). Instances are cached
-by model in ``RerankerService``. The LLM itself comes with the request (the client's, by MCP sampling, an
+A reranker configuration is ``enabled``, ``modelId``, ``topK`` and ``minScore`` (as JSON); a call returns the
+scores with whether it succeeded, its duration, token usage and cost where known. Instances are cached by
+model in ``RerankerService``. The LLM itself comes with the request (the client's, by MCP sampling, an
 OpenAI-compatible endpoint or Cohere chat); the rerank stage falls back to the cross-encoder when this
 fails. ``model`` is read as ``modelId``; the cost of a call comes from its token usage and the price table
 of the settings (``MEMORIA_LLM_PRICES``); an agent may have a configuration of its own.
@@ -34,7 +34,7 @@ class RerankerConfiguration:
 
 
 def parse_reranker_configuration(raw: str | Mapping[str, Any] | None) -> RerankerConfiguration | None:
-    """The seed's ``parseRerankerConfiguration``: JSON text or a mapping; None when absent or invalid."""
+    """A reranker configuration from JSON text or a mapping; None when absent or invalid."""
     if raw is None or raw == "":
         return None
     try:
@@ -45,7 +45,7 @@ def parse_reranker_configuration(raw: str | Mapping[str, Any] | None) -> Reranke
         return None
     top_k = data.get("topK")
     min_score = data.get("minScore")
-    model = data.get("modelId") or data.get("model")  # the seed writes modelId; people write model too
+    model = data.get("modelId") or data.get("model")  # configurations write modelId; people write model too
     return RerankerConfiguration(
         enabled=bool(data.get("enabled", False)),
         modelId=str(model) if model else None,
@@ -97,8 +97,8 @@ class LLMReranker:
         self, query: str, documents: Sequence[str], llm: LanguageModel, top_k: int | None = None
     ) -> RerankServiceResult:
         """Scores for ``documents`` (best fused first): the LLM scores the first ``MAX_CANDIDATES``, and the
-        ``top_k`` it scored highest keep their scores; the rest are None (dropped), as the seed returns
-        only the top K."""
+        ``top_k`` it scored highest keep their scores; the rest are None (dropped): only the
+        top K count."""
         started = time.perf_counter()
         considered = list(documents[:MAX_CANDIDATES])
         listing = "\n".join(
@@ -156,7 +156,7 @@ class LLMReranker:
 
 
 class RerankerService:
-    """Caches ``LLMReranker`` instances by model id (the seed's singleton manager, one per runtime)."""
+    """Caches ``LLMReranker`` instances by model id (one manager per runtime)."""
 
     def __init__(self, prices: Prices | None = None) -> None:
         self._instances: dict[str | None, LLMReranker] = {}

@@ -60,12 +60,31 @@ def test_separation_and_what_no_weighting_can_reach_by_hand():
     assert reach.unreachable([conversation]) == (1, 1)
 
 
+def test_a_credited_memory_that_is_not_a_candidate_joins_as_it_scored_for_the_closest_reporter():
+    conversation = world()
+    conversation.test[0].candidates = [c for c in conversation.test[0].candidates if c[0] != "m_a"]
+    injection = reach.injected_as_reported(0.3, 0.6)
+    # related: cosine 0.8 with the reporter -> closeness 1; m_a scored 0.9 of the reporter's best 0.9, times
+    # this question's best 0.9 -> 0.9: first (x0.75 weight: 1.575), R@5 0 -> 1. m_b: 0.8 / 0.9 x 0.9 = 0.8
+    # (not evidence). The unrelated question is orthogonal to the reporter (closeness 0): nothing joins.
+    assert injection(conversation.test[0], conversation) == pytest.approx({"m_a": 0.9, "m_b": 0.8})
+    assert injection(conversation.test[1], conversation) == {}
+    assert reach.change([conversation], reach.query_close(0.75, 0.3, 0.6), injection) == {
+        "related": 1.0,
+        "unrelated": 0.0,
+    }
+    # without it the removed candidate is out of reach of any weighting
+    assert reach.change([conversation], reach.oracle)["related"] == 0.0
+    assert reach.change([conversation], reach.oracle, reach.oracle_injected)["related"] == 1.0
+
+
 def test_the_benchmark_runs_on_a_tiny_conversation(tmp_path, capsys):
     data = tmp_path / "sample.json"
     data.write_text(json.dumps([SAMPLE]))
     assert reach.main(["--data", str(data)]) == 0
     printed = capsys.readouterr().out
     assert "credited, oracle" in printed and "query-close x0.75" in printed
+    assert "credited non-candidates" in printed
     assert "credited but not a candidate" in printed
 
 

@@ -58,7 +58,9 @@ def imported_by(arguments: list[str], tmp_path: Path) -> list[str]:
         ["stats"],
     ],
 )
-def test_a_command_on_the_offline_backend_imports_neither_the_mcp_sdk_nor_model_libraries(arguments, tmp_path):
+def test_a_command_on_the_offline_backend_imports_neither_the_mcp_sdk_nor_model_libraries(
+    arguments, tmp_path
+):
     db = str(tmp_path / "db")
     if arguments[0] != "remember":
         assert imported_by(["remember", "--db", db, "--create", "a first memory"], tmp_path) == []

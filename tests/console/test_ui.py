@@ -14,7 +14,7 @@ import pytest
 
 from console.ui import UiServer
 from tests.helpers import make_runtime, settings_for
-from tests.tools.test_report_browser import browser as browser  # the shared Chromium fixture
+from tests.console.test_report_browser import browser as browser  # the shared Chromium fixture
 from tools.common import Caller
 from tools.remember import RememberInput, remember
 

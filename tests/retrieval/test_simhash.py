@@ -5,11 +5,16 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.simhash import hamming, near_duplicate_pairs, simhash, simhash_tokens, token_hash
+from retrieval.simhash import hamming, near_duplicate_pair_arrays, simhash, simhash_tokens, token_hash
 
 
 def bits(*positions: int) -> int:
     return sum(1 << position for position in positions)
+
+
+def near_duplicate_pairs(values: list[int]) -> set[tuple[int, int]]:
+    left, right = near_duplicate_pair_arrays(values)
+    return set(zip(left.tolist(), right.tolist(), strict=True))
 
 
 def test_tokens_split_on_whitespace_and_drop_punctuation_and_case():

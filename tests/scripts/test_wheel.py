@@ -41,7 +41,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     [wheel] = base.glob("memoria_mcp-*.whl")
     site = base / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", site, wheel], check=True, cwd=base
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", site, wheel],
+        check=True,
+        cwd=base,
     )
     return wheel, site
 
@@ -64,6 +66,8 @@ def test_the_wheel_carries_the_server_and_the_cli_and_no_tests(installed):
     tops = {name.split("/")[0] for name in names if not name.startswith("memoria_mcp-")}
     assert tops == PACKAGES
     assert not any(name.startswith(("tests/", "benchmarks/")) for name in names)
+    # the report page's frame, style and script are files the console package reads at import
+    assert {"console/templates/report.html", "console/static/report.css", "console/static/report.js"} <= set(names)
     [entry_points] = [name for name in names if name.endswith("entry_points.txt")]
     assert "memoria = server.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
@@ -97,7 +101,9 @@ async def test_the_installed_command_serves_an_mcp_client(installed, tmp_path):
         cwd=str(tmp_path),
     )
     async with Client(
-        stdio_client(params), client_info=Implementation(name="wheel", version="1"), read_timeout_seconds=TIMEOUT
+        stdio_client(params),
+        client_info=Implementation(name="wheel", version="1"),
+        read_timeout_seconds=TIMEOUT,
     ) as client:
         assert {tool.name for tool in (await client.list_tools()).tools} == TOOL_NAMES
         await call(client, "remember", {"content": "installed from a wheel"})

@@ -92,7 +92,7 @@ class ConsolidationPolicy:
     cluster_concurrency: int = 4
     oppositions: tuple[tuple[str, str], ...] = DEFAULT_OPPOSITIONS
     sweep_batch: int = 500
-    # The optional rerank step of pairwise consolidation (the seed's step 4): a wider pool of neighbours
+    # The optional rerank step of pairwise consolidation (after the neighbour search, before resolution): a wider pool of neighbours
     # above resolve_threshold, scored by the reranker against the new memory; those below rerank_min_score
     # are left alone, the rest go to resolution best first.
     rerank: bool = False
@@ -506,18 +506,14 @@ class ConsolidationService:
     def _record_contradiction(self, older: MemoryRecord, newer: MemoryRecord, kind: str, detail: str) -> None:
         self._store.put_contradictions(
             [
-                ContradictionRecord(
-                    org_id=older.org_id,
-                    project_id=older.project_id,
-                    older_id=older.id,
-                    newer_id=newer.id,
+                ContradictionRecord.detected(
+                    older.scope,
+                    older.id,
+                    newer.id,
                     kind=kind,
                     detail=detail,
                     similarity=round(token_jaccard(older.content, newer.content), 6),
-                    status="open",
-                    resolution=None,
-                    detected_at=self._clock(),
-                    resolved_at=None,
+                    at=self._clock(),
                 )
             ]
         )

@@ -8,18 +8,20 @@ import base64
 import hashlib
 import html
 import math
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from importlib import resources
 
-from retrieval.text import clip
-from tools.drift import ContradictionView
-from tools.report import (
+from console.report import (
     ClusterView,
     CorroborationSection,
     FeedbackImpact,
     ReportData,
 )
+from retrieval.text import clip
+from tools.drift import ContradictionView
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7")
 LIFTED, LOWERED, UNCHANGED = "#2f9e44", "#d9480f", "#adb5bd"
@@ -34,84 +36,12 @@ SECTIONS = (
     ("health", "Store health"),
 )
 
-# Clicking a header sorts its table (by each cell's data-v when it has one, numerically when both parse).
-SCRIPT = """
-document.querySelectorAll("table.sortable th").forEach(function (th) {
-  th.addEventListener("click", function () {
-    var body = th.closest("table").tBodies[0];
-    var column = Array.prototype.indexOf.call(th.parentNode.children, th);
-    var ascending = th.getAttribute("data-dir") !== "asc";
-    th.parentNode.querySelectorAll("th").forEach(function (h) { h.removeAttribute("data-dir"); });
-    th.setAttribute("data-dir", ascending ? "asc" : "desc");
-    function key(row) {
-      var cell = row.cells[column];
-      return cell.hasAttribute("data-v") ? cell.getAttribute("data-v") : cell.textContent;
-    }
-    Array.prototype.slice.call(body.rows).sort(function (a, b) {
-      var x = key(a), y = key(b), nx = parseFloat(x), ny = parseFloat(y);
-      var order = !isNaN(nx) && !isNaN(ny) ? nx - ny : x.localeCompare(y);
-      return ascending ? order : -order;
-    }).forEach(function (row) { body.appendChild(row); });
-  });
-});
-"""
-
-STYLE = """
-:root { color-scheme: light; }
-* { box-sizing: border-box; }
-body { margin: 0; background: #f6f7f9; color: #1f2328;
-  font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-header { background: #fff; border-bottom: 1px solid #d8dee4; padding: 20px 32px; }
-header h1 { margin: 0 0 6px; font-size: 24px; }
-header dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 0; font-size: 14px; }
-header dt { color: #59636e; } header dd { margin: 0; overflow-wrap: anywhere; }
-main { max-width: 1180px; margin: 0 auto; padding: 8px 32px 48px; }
-nav { background: #fff; border: 1px solid #d8dee4; border-radius: 8px; padding: 10px 18px; margin: 20px 0; }
-nav h2 { font-size: 14px; margin: 0 0 4px; text-transform: uppercase; letter-spacing: .04em; color: #59636e; }
-nav ol { margin: 0; padding-left: 20px; columns: 2; }
-nav a, a { color: #0969da; text-decoration: none; } a:hover { text-decoration: underline; }
-section { background: #fff; border: 1px solid #d8dee4; border-radius: 8px; padding: 18px 24px 24px;
-  margin: 20px 0; }
-section > h2 { margin: 0 0 4px; font-size: 21px; }
-h3 { font-size: 16px; margin: 22px 0 6px; }
-p.lede { margin: 0 0 12px; color: #59636e; }
-.kpis { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 10px; margin: 12px 0; }
-.kpi { background: #f6f8fa; border: 1px solid #e1e4e8; border-radius: 6px; padding: 8px 12px; }
-.kpi b { display: block; font-size: 22px; font-variant-numeric: tabular-nums; }
-.kpi span { color: #59636e; font-size: 13px; }
-.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 18px; }
-figure { margin: 0; } figcaption { font-size: 13px; color: #59636e; margin-top: 2px; }
-svg.chart { display: block; width: 100%; height: auto; background: #fff; }
-svg.chart text { font: 11px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; fill: #57606a; }
-svg.chart .axis { stroke: #8c959f; stroke-width: 1; }
-svg.chart .grid { stroke: #eaeef2; stroke-width: 1; }
-table { border-collapse: collapse; width: 100%; font-size: 13.5px; margin: 6px 0; }
-th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid #eaeef2; vertical-align: top; }
-th { background: #f6f8fa; font-weight: 600; white-space: nowrap; }
-table.sortable th { cursor: pointer; } table.sortable th::after { content: " \\2195"; color: #afb8c1; }
-table.sortable th[data-dir=asc]::after { content: " \\2191"; color: #1f2328; }
-table.sortable th[data-dir=desc]::after { content: " \\2193"; color: #1f2328; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-code, .id { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; }
-.preview { white-space: pre-wrap; overflow-wrap: anywhere; }
-.empty { background: #f6f8fa; border: 1px dashed #afb8c1; border-radius: 6px; padding: 14px 16px; color: #424a53; }
-.pairs { display: grid; gap: 10px; }
-.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 10px; border: 1px solid #e1e4e8; border-radius: 6px;
-  padding: 10px; }
-.pair h4 { grid-column: 1 / -1; margin: 0; font-size: 13.5px; font-weight: 600; }
-.side { background: #f6f8fa; border-radius: 4px; padding: 8px; font-size: 13.5px; }
-.side small, .member small { color: #59636e; display: block; }
-.badge { display: inline-block; border-radius: 10px; padding: 0 8px; font-size: 12px; color: #fff; }
-.badge.open { background: #e8590c; } .badge.resolved { background: #2b8a3e; }
-.cluster { border: 1px solid #e1e4e8; border-radius: 6px; padding: 8px 12px; margin: 8px 0; }
-.cluster summary { cursor: pointer; }
-.member { border-left: 3px solid #d0d7de; padding: 2px 8px; margin: 6px 0; font-size: 13.5px; }
-.member.canonical { border-color: #4e79a7; }
-.legend { list-style: none; padding: 0; margin: 6px 0; font-size: 13px; }
-.legend li { margin: 3px 0; display: flex; gap: 8px; align-items: baseline; }
-.swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; flex: none; }
-footer { text-align: center; color: #59636e; font-size: 12px; padding: 0 0 24px; }
-"""
+# The page's frame, its style and its one script (clicking a header sorts its table, by each cell's data-v
+# when it has one, numerically when both parse) are files of this package; the sections are drawn here.
+ASSETS = resources.files("console")
+PAGE = string.Template((ASSETS / "templates" / "report.html").read_text(encoding="utf-8"))
+STYLE = (ASSETS / "static" / "report.css").read_text(encoding="utf-8")
+SCRIPT = (ASSETS / "static" / "report.js").read_text(encoding="utf-8")
 
 
 def render_report(data: ReportData) -> str:
@@ -123,23 +53,21 @@ def render_report(data: ReportData) -> str:
     )
     title = f"memoria report — {data.org_id}/{data.project_id}"
     contents = "".join(f'<li><a href="#{key}">{_e(name)}</a></li>' for key, name in SECTIONS)
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{_e(policy)}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<link rel="icon" href="data:,">'
-        f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>"
-        f"{_header(data)}<main>"
-        f'<nav aria-label="Contents"><h2>Contents</h2><ol>{contents}</ol></nav>'
-        f"{_feedback_section(data.feedback)}"
-        f"{_drift_section(data)}"
-        f"{_clusters_section(data.corroboration)}"
-        f"{_health_section(data)}"
-        "</main>"
-        f"<footer>Generated by memoria at {_e(data.generated_at)}. Self-contained: nothing is loaded from "
-        "the network.</footer>"
-        f"<script>{SCRIPT}</script></body></html>\n"
+    sections = (
+        _feedback_section(data.feedback),
+        _drift_section(data),
+        _clusters_section(data.corroboration),
+        _health_section(data),
+    )
+    return PAGE.substitute(
+        policy=_e(policy),
+        title=_e(title),
+        style=STYLE,
+        header=_header(data),
+        contents=contents,
+        sections="\n".join(sections),
+        generated_at=_e(data.generated_at),
+        script=SCRIPT,
     )
 
 

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from console.report import build_report
+from console.report_page import render_report
 from storage.records import Scope
 from tools.common import Caller, Runtime
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
-from tools.report import build_report
 from tools.report_outcome import ReportOutcomeInput, report_outcome
-from tools.report_page import render_report
 
 SCOPE = Scope("default", "default")
 HOSTILE = 'postgres note <script>alert(1)</script> "><img src=x onerror=alert(1)>'

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from console.transfer import export_store, import_file, reembed
 from retrieval.embedders.hashed import HashedEmbedder
 from retrieval.providers import BackendInfo
 from retrieval.text import content_hash
@@ -22,7 +23,6 @@ from tools.forget import ForgetInput, forget
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
 from tools.report_outcome import ReportOutcomeInput, report_outcome
-from tools.transfer import export_store, import_file, reembed
 
 SCOPE = Scope("default", "default")
 ALICE = Caller("claude-code", "ses_1")

@@ -1,5 +1,5 @@
 """The data of ``memoria report``: what feedback did to rankings, where beliefs drift, which memories
-several agents corroborate, and how the store's tables are doing, for one scope. ``tools.report_page``
+several agents corroborate, and how the store's tables are doing, for one scope. ``console.report_page``
 renders it as a self-contained HTML page."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Reading conversations from files into sessions of messages: LoCoMo's format (Maharana et al., 2024),
-chat messages as JSON or JSON Lines, and plain-text transcripts. Parsing only; ``tools.transfer``
+chat messages as JSON or JSON Lines, and plain-text transcripts. Parsing only; ``console.transfer``
 stores them. Every error says where in the file it is (a line, or a message's position).
 
 LoCoMo: a list of samples, each with ``sample_id`` and ``conversation`` (``speaker_a``, ``speaker_b``,

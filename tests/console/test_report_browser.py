@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from console.report import build_report
+from console.report_page import render_report
 from storage.records import Scope
+from tests.console.test_report import HOSTILE, SCOPE, build_sample
 from tests.helpers import make_runtime, settings_for
-from tests.tools.test_report import HOSTILE, SCOPE, build_sample
-from tools.report import build_report
-from tools.report_page import render_report
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [

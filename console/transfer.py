@@ -1,5 +1,5 @@
 """Moving memories in and out of a store: lossless export and import (JSON Lines, ``storage.portable``),
-imports of conversation transcripts (``tools.transcripts``), and re-embedding with another model.
+imports of conversation transcripts (``console.transcripts``), and re-embedding with another model.
 
 The console commands call these handlers; they are not MCP tools. Long work reports to ``progress``.
 """
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pydantic import BaseModel, Field, ValidationError
 
+from console import transcripts
 from retrieval.text import document_text
 from storage.records import MemoryRecord, Scope, Viewer
-from tools import transcripts
 from tools.common import Caller, Progress, Runtime, ToolFailure, no_progress
 from tools.remember import RememberInput, draft_of, prepare
 
@@ -114,7 +114,7 @@ def import_file(
 ) -> TransferSummary:
     """Import ``path``: a memoria export (lossless; memories made by another embedder, or exported
     without vectors, are embedded again by this server's), LoCoMo conversations, or a chat transcript
-    (JSON, JSON Lines or plain text; ``tools.transcripts``). ``auto`` tells them apart by content.
+    (JSON, JSON Lines or plain text; ``console.transcripts``). ``auto`` tells them apart by content.
 
     A transcript becomes one memory per message ("Speaker: text", agent = the speaker, or ``agent_id``
     when the file names none) and one episode per session, in ``scope`` (default: the server's). Ids
@@ -246,7 +246,7 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
 
 def as_current(schema_version: int, table: str, row: dict[str, Any]) -> dict[str, Any]:
     """A row of an export made at ``schema_version`` as this schema stores it: an A/B row from before
-    the seed's columns (schema 6) held the boosted score in relevance_score, as migration 6 reads it; a
+    the raw-relevance columns (schema 6) held the boosted score in relevance_score, as migration 6 reads it; a
     memory from before visibility (schema 7) was readable by its whole project, as migration 7 says."""
     from storage import schema
 
