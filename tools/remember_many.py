@@ -5,6 +5,8 @@ with lineage; then each new memory is consolidated against the store as ``rememb
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,9 +23,17 @@ from tools.remember import (
 )
 
 
+def _described_on_remember(schema: dict[str, Any]) -> None:
+    """An item's fields are remember's arguments, described once in remember's schema: the tool list an
+    agent loads every session carries the descriptions once."""
+    for name, field in schema.get("properties", {}).items():
+        if name != "agent_id":
+            field.pop("description", None)
+
+
 class BatchItem(MemoryFields):
     # A misspelt key ("tag", "kinds") is refused, not dropped: the memory would be stored without it.
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_described_on_remember)
 
     agent_id: Identifier | None = Field(None, description="This item's agent, if not the batch's.")
 
