@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.reporting import RESULTS, write_json
-from retrieval.instructions import instruction_signals
+from retrieval.stages.instructions import instruction_signals
 
 LABELLED = Path(__file__).parent / "data" / "instructions.jsonl"
 

@@ -38,7 +38,7 @@ from storage.records import Scope
 from tools.common import Caller, Runtime, ToolFailure
 
 if TYPE_CHECKING:
-    from retrieval.llm.base import LanguageModel
+    from retrieval.models.llm.base import LanguageModel
 
 Model = TypeVar("Model", bound=BaseModel)
 log = logging.getLogger("memoria")
@@ -85,7 +85,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:  # a store or model fault: one line that says what failed, not a traceback
-        from retrieval.model_files import short_reason
+        from retrieval.models.model_files import short_reason
 
         log.debug("memoria %s failed", args.command, exc_info=True)
         print(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from console.terminal import ticking
-from retrieval.model_files import short_reason
+from retrieval.models.model_files import short_reason
 from server.config import ConfigError, Settings
 from server.state import model_config, open_store
 from tools.common import Progress, no_progress
@@ -190,7 +190,7 @@ def _tables(store: MemoryStore, settings: Settings, fix: bool, progress: Progres
 
 
 def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[Check]:
-    from retrieval.providers import load_models
+    from retrieval.models.providers import load_models
     from storage.stats import embedder_counts
 
     announced: list[str] = []

@@ -27,7 +27,6 @@ from retrieval.contradictions import (
     ContradictionInput,
     detect_contradictions,
 )
-from retrieval.corroboration import ClusterMember, MemoryCluster, UnionFind, make_cluster
 from retrieval.simhash import (
     BLOCK_BITS,
     BLOCKS,
@@ -37,6 +36,7 @@ from retrieval.simhash import (
     near_duplicate_pair_arrays,
     simhash,
 )
+from retrieval.stages.corroboration import ClusterMember, MemoryCluster, UnionFind, make_cluster
 from storage.records import AggregationRow, Reach, Scope, scopes_of
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
-from retrieval.embedders.base import Embedder
+from retrieval.models.embedders.base import Embedder
 from retrieval.outcomes import (
     Closeness,
     CreditedReport,

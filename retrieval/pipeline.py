@@ -3,7 +3,7 @@
 gate -> candidate search -> rerank -> attribution -> min score -> iterative retrieval -> instruction flags
 -> corroboration -> decay -> feedback -> episode expansion -> contradiction marks -> episode-grouped assembly. A stage
 that halts the recall (the gate) leaves the rest recorded as skipped. The optional LLM passes at assembly
-(``retrieval.llm_passes``, off by default) run as stages of their own: context selection before assembly,
+(``retrieval.stages.llm_passes``, off by default) run as stages of their own: context selection before assembly,
 fact selection and cleanup after it.
 """
 
@@ -14,25 +14,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from retrieval.assembly import AssemblyStage
-from retrieval.attribution import AttributionStage
-from retrieval.candidate_search import CandidateSearchStage, CandidateSource
-from retrieval.contradiction_marks import ContradictionSource, ContradictionStage
-from retrieval.corroboration import ClusterProvider, CorroborationStage, MemoryCluster
-from retrieval.decay import DecayStage
-from retrieval.embedders.base import QueryMemo
-from retrieval.expansion import EpisodeExpansionStage, EpisodeSource
-from retrieval.feedback import FeedbackStage
 from retrieval.feedback_index import FeedbackIndex
-from retrieval.fusion import SEMANTIC_VECTOR_WEIGHT
-from retrieval.gate import GateMode, GateStage
-from retrieval.instructions import InstructionStage
-from retrieval.iterative import IterativeRetrievalStage
-from retrieval.llm_passes import LLMPass, pass_stages
-from retrieval.providers import Models
-from retrieval.rerank import RerankStage
-from retrieval.rerankers.llm import RerankerConfiguration, RerankerService
-from retrieval.threshold import MinScoreStage
+from retrieval.models.embedders.base import QueryMemo
+from retrieval.models.providers import Models
+from retrieval.models.rerankers.llm import RerankerConfiguration, RerankerService
+from retrieval.stages.assembly import AssemblyStage
+from retrieval.stages.attribution import AttributionStage
+from retrieval.stages.candidate_search import CandidateSearchStage, CandidateSource
+from retrieval.stages.contradiction_marks import ContradictionSource, ContradictionStage
+from retrieval.stages.corroboration import ClusterProvider, CorroborationStage, MemoryCluster
+from retrieval.stages.decay import DecayStage
+from retrieval.stages.expansion import EpisodeExpansionStage, EpisodeSource
+from retrieval.stages.feedback import FeedbackStage
+from retrieval.stages.fusion import SEMANTIC_VECTOR_WEIGHT
+from retrieval.stages.gate import GateMode, GateStage
+from retrieval.stages.instructions import InstructionStage
+from retrieval.stages.iterative import IterativeRetrievalStage
+from retrieval.stages.llm_passes import LLMPass, pass_stages
+from retrieval.stages.rerank import RerankStage
+from retrieval.stages.threshold import MinScoreStage
 from retrieval.trace import RecallTrace, StageOutput, StageRecord, StageSkipped
 from retrieval.types import Candidate, RecallRequest
 from storage.records import Reach

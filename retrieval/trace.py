@@ -149,7 +149,7 @@ class LLMReranked:
 
 @dataclass(frozen=True)
 class LLMPassRan:
-    """An LLM pass at assembly (retrieval.llm_passes): whether its answer was applied, what it left out
+    """An LLM pass at assembly (retrieval.stages.llm_passes): whether its answer was applied, what it left out
     (memory ids), and why it was not applied when it was not."""
 
     llm_pass: str  # context_selection, fact_selection, cleanup

@@ -10,7 +10,7 @@ from retrieval.outcomes import FeedbackStep
 from storage.records import MemoryRecord, Scope, TimeWindow, View, Viewer
 
 if TYPE_CHECKING:
-    from retrieval.llm.base import LanguageModel
+    from retrieval.models.llm.base import LanguageModel
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Candidate:
     log2(1 + corroborating agents) x 0.1 (>= 0); ``feedback_weight`` is the weight feedback applies for
     this query (neutral 1.0): the reports of sessions whose queries were close to this one, replayed;
     ``global_weight`` is the memory's EMA weight over every report; ``decay_factor`` fades a memory by
-    age (``retrieval.decay``); ``weighted_score`` = (relevance + boost) x decay_factor x feedback_weight
+    age (``retrieval.stages.decay``); ``weighted_score`` = (relevance + boost) x decay_factor x feedback_weight
     when weighting is on. An episode sibling's ``weighted_score`` is its
     source's, discounted by ``score_propagation_alpha``. Ranks are 0-based, as in the A/B log.
     """
@@ -87,7 +87,7 @@ class Candidate:
     in_context: bool = False
     context_position: int | None = None  # its [n] in the context block
     exclusion_reason: str | None = None
-    # Why an LLM pass at assembly (retrieval.llm_passes) took it out of the context.
+    # Why an LLM pass at assembly (retrieval.stages.llm_passes) took it out of the context.
     dropped: str | None = None
 
     @property

@@ -51,7 +51,7 @@ def default_data_dir(
     return (Path(xdg) if xdg else home / ".local" / "share") / "memoria"
 
 
-# The optional LLM passes at assembly (retrieval.llm_passes), in the order they run.
+# The optional LLM passes at assembly (retrieval.stages.llm_passes), in the order they run.
 LLMPassName = Literal["context_selection", "fact_selection", "cleanup"]
 LLM_PASS_NAMES: tuple[str, ...] = get_args(LLMPassName)
 

@@ -29,10 +29,16 @@ from mcp_types import (
     TextContent,
 )
 
-from retrieval.llm.base import ClientInputNeeded, LanguageModel, LLMRequest, LLMResponse, LLMUnavailable
-from retrieval.llm.cohere_chat import CohereChatModel
-from retrieval.llm.openai_chat import OpenAIChatModel
-from retrieval.model_files import short_reason
+from retrieval.models.llm.base import (
+    ClientInputNeeded,
+    LanguageModel,
+    LLMRequest,
+    LLMResponse,
+    LLMUnavailable,
+)
+from retrieval.models.llm.cohere_chat import CohereChatModel
+from retrieval.models.llm.openai_chat import OpenAIChatModel
+from retrieval.models.model_files import short_reason
 from server.config import Settings
 
 # Sampling is deprecated in the 2026-07-28 spec but it is how a server reaches the client's model, and the

@@ -23,8 +23,8 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError, WrapValidator
 
-from retrieval.llm.base import ClientInputNeeded
-from retrieval.model_files import short_reason
+from retrieval.models.llm.base import ClientInputNeeded
+from retrieval.models.model_files import short_reason
 from server.arguments import friendly_validation_message
 from server.auth import authorize, current_grant
 from server.identity import resolve_caller

@@ -18,7 +18,7 @@ from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for, w
 from tools.upkeep import aggregation_pass, maintenance_round
 
 if TYPE_CHECKING:
-    from retrieval.providers import Models
+    from retrieval.models.providers import Models
     from server.llm_bridge import LLMChooser
     from storage.store import MemoryStore
 
@@ -50,7 +50,7 @@ def open_store(settings: Settings) -> MemoryStore:
 def build_runtime(settings: Settings, announce: Callable[[str], None] | None = None) -> Runtime:
     """Open the store, load the models (falling back to the offline backend, said through ``announce``:
     a WARNING by default) and assemble the pipeline."""
-    from retrieval.providers import load_models
+    from retrieval.models.providers import load_models
 
     store = open_store(settings)
     try:
@@ -147,10 +147,10 @@ def pipeline_options(
     settings: Settings, embedder_name: str, reranked: bool = False
 ):  # -> retrieval.pipeline.PipelineOptions
     """``reranked``: a reranker loaded, so relevance is its score (the floor depends on it)."""
-    from retrieval.fusion import vector_weight_for
+    from retrieval.models.rerankers.llm import parse_reranker_configuration
     from retrieval.pipeline import PipelineOptions
-    from retrieval.rerankers.llm import parse_reranker_configuration
-    from retrieval.threshold import relevance_floor_for
+    from retrieval.stages.fusion import vector_weight_for
+    from retrieval.stages.threshold import relevance_floor_for
 
     return PipelineOptions(
         vector_weight=vector_weight_for(settings.fusion_vector_weight, embedder_name),
@@ -183,8 +183,8 @@ def pipeline_options(
     )
 
 
-def model_config(settings: Settings):  # -> retrieval.providers.ModelConfig
-    from retrieval.providers import ModelConfig
+def model_config(settings: Settings):  # -> retrieval.models.providers.ModelConfig
+    from retrieval.models.providers import ModelConfig
 
     return ModelConfig(
         embedder=settings.embedder,

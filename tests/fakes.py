@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from retrieval.embedders.base import Vectors, l2_normalize
-from retrieval.llm.base import LLMRequest, LLMResponse, LLMUnavailable
-from retrieval.rerankers.base import RerankFailed
+from retrieval.models.embedders.base import Vectors, l2_normalize
+from retrieval.models.llm.base import LLMRequest, LLMResponse, LLMUnavailable
+from retrieval.models.rerankers.base import RerankFailed
 from retrieval.text import word_tokens
 from storage.records import EpisodeMemberStub, MemoryRecord, SearchHit
 

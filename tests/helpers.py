@@ -16,10 +16,10 @@ import anyio
 from mcp import Client
 from mcp_types import Implementation
 
-from retrieval.embedders.base import Embedder
-from retrieval.embedders.hashed import HashedEmbedder
-from retrieval.providers import BackendInfo, Models
-from retrieval.rerankers.base import Reranker
+from retrieval.models.embedders.base import Embedder
+from retrieval.models.embedders.hashed import HashedEmbedder
+from retrieval.models.providers import BackendInfo, Models
+from retrieval.models.rerankers.base import Reranker
 from retrieval.text import index_terms
 from server.app import build_server
 from server.config import Settings

@@ -26,9 +26,9 @@ __all__ = ["memory_id_for"]  # ids are the write service's; tools and tests name
 if TYPE_CHECKING:  # heavy (LanceDB, models): imported by the runtime builder, after the MCP handshake
     from retrieval.aggregation import CorroborationService
     from retrieval.feedback_index import FeedbackIndex
-    from retrieval.llm.base import LanguageModel
+    from retrieval.models.llm.base import LanguageModel
+    from retrieval.models.providers import Models
     from retrieval.pipeline import RecallPipeline
-    from retrieval.providers import Models
     from storage.store import MemoryStore
     from writing.consolidation.service import ConsolidationService
     from writing.service import WriteService

@@ -29,7 +29,7 @@ from tools.common import (
 from tools.memory_views import LineageLink, lineage_links
 
 if TYPE_CHECKING:
-    from retrieval.llm.base import LanguageModel
+    from retrieval.models.llm.base import LanguageModel
     from retrieval.pipeline import RecallResult
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from tools.common import Runtime
 from writing.consolidation.report import Actor
 
 if TYPE_CHECKING:
-    from retrieval.llm.base import LanguageModel
+    from retrieval.models.llm.base import LanguageModel
 
 log = logging.getLogger(__name__)
 

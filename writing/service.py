@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
-from retrieval.corroboration import ClusterMember
 from retrieval.redaction import Redacted, redact
+from retrieval.stages.corroboration import ClusterMember
 from retrieval.text import content_hash, document_text, searchable_text
 from storage.records import (
     Audience,
@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from retrieval.aggregation import CorroborationService
-    from retrieval.embedders.base import Embedder
-    from retrieval.llm.base import LanguageModel
+    from retrieval.models.embedders.base import Embedder
+    from retrieval.models.llm.base import LanguageModel
     from storage.store import MemoryStore
     from writing.consolidation.service import ConsolidationService
 

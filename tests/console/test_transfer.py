@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from console.transfer import export_store, import_file, reembed
-from retrieval.embedders.hashed import HashedEmbedder
-from retrieval.providers import BackendInfo
+from retrieval.models.embedders.hashed import HashedEmbedder
+from retrieval.models.providers import BackendInfo
 from retrieval.text import content_hash
 from storage import schema
 from storage.records import Scope

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from console.ui import UiServer
-from tests.helpers import make_runtime, settings_for
 from tests.console.test_report_browser import browser as browser  # the shared Chromium fixture
+from tests.helpers import make_runtime, settings_for
 from tools.common import Caller
 from tools.remember import RememberInput, remember
 

@@ -1,8 +1,8 @@
 from datetime import UTC, datetime, timedelta
 
 from retrieval.aggregation import CorroborationService, ScopeIndex
-from retrieval.corroboration import ClusterMember
 from retrieval.simhash import simhash
+from retrieval.stages.corroboration import ClusterMember
 from storage.records import AggregationRow, Scope
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from retrieval.candidate_search import CandidateSearchStage
+from retrieval.models.providers import BackendInfo, Models
 from retrieval.pipeline import PipelineOptions, RecallPipeline, build_stages
-from retrieval.providers import BackendInfo, Models
+from retrieval.stages.candidate_search import CandidateSearchStage
 from retrieval.trace import CandidatesFused, SearchLegRan, SearchLegSkipped
 from retrieval.types import RecallRequest
 from storage.records import MemoryRecord, Scope, View

@@ -129,8 +129,8 @@ def test_block_search_finds_exactly_what_a_full_pairwise_scan_finds(seeds, flips
 def test_components_label_every_index_with_the_smallest_index_it_is_connected_to(edges):
     import numpy as np
 
-    from retrieval.corroboration import UnionFind
     from retrieval.simhash import connected_components
+    from retrieval.stages.corroboration import UnionFind
 
     pairs = [(a, b) for a, b in edges if a != b]
     left = np.array([a for a, _ in pairs], dtype=np.int64)

@@ -67,7 +67,9 @@ def test_the_wheel_carries_the_server_and_the_cli_and_no_tests(installed):
     assert tops == PACKAGES
     assert not any(name.startswith(("tests/", "benchmarks/")) for name in names)
     # the report page's frame, style and script are files the console package reads at import
-    assert {"console/templates/report.html", "console/static/report.css", "console/static/report.js"} <= set(names)
+    assert {"console/templates/report.html", "console/static/report.css", "console/static/report.js"} <= set(
+        names
+    )
     [entry_points] = [name for name in names if name.endswith("entry_points.txt")]
     assert "memoria = server.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

@@ -31,8 +31,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from retrieval.embedders.hashed import HashedEmbedder
-from retrieval.providers import BackendInfo, Models
+from retrieval.models.embedders.hashed import HashedEmbedder
+from retrieval.models.providers import BackendInfo, Models
 from retrieval.text import index_terms
 from server.app import build_server
 from server.config import Settings

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Protocol, TypeGuard
 
-from retrieval.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
+from retrieval.models.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
 from storage.records import MemoryRecord
 from writing.consolidation.rules import Resolution, may_absorb, near_exact_resolutions
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from retrieval.corroboration import UnionFind
+from retrieval.stages.corroboration import UnionFind
 from retrieval.text import set_jaccard, term_set
 from storage.records import MemoryRecord
 

@@ -16,13 +16,13 @@ from typing import Protocol
 
 import numpy as np
 
-from retrieval.candidate_search import CandidateSource
 from retrieval.contradictions import DEFAULT_OPPOSITIONS, ContradictionInput, detect_contradictions
-from retrieval.corroboration import UnionFind
-from retrieval.embedders.base import Embedder
-from retrieval.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
-from retrieval.rerankers.base import Reranker, RerankFailed
+from retrieval.models.embedders.base import Embedder
+from retrieval.models.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
+from retrieval.models.rerankers.base import Reranker, RerankFailed
 from retrieval.simhash import simhash
+from retrieval.stages.candidate_search import CandidateSource
+from retrieval.stages.corroboration import UnionFind
 from retrieval.text import content_hash, document_text, searchable_text
 from storage.records import (
     Audience,

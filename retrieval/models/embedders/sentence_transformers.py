@@ -1,0 +1,164 @@
+"""Sentence-transformers embeddings (default all-MiniLM-L6-v2), loaded on warm-up, not on construction.
+
+On the ``onnx`` backend (the default) the folder's transformer runs on onnxruntime directly
+(``retrieval.models.onnx_models``), exported from the folder once; on ``torch``, or when onnxruntime cannot
+load it, sentence-transformers runs it on torch. Both give the same vectors (cosine >= 0.9999, tested),
+so they share the embedder's name and a store's vectors stay valid whichever runs."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from retrieval.models.embedders.base import Vectors, l2_normalize
+from retrieval.models.model_files import ModelUnavailable, load_on_backend, resolve_model_dir, short_reason
+
+# The prompt names retrieval models declare in their sentence-transformers configuration.
+QUERY_PROMPTS = ("query",)
+DOCUMENT_PROMPTS = ("document", "passage", "corpus")
+
+
+class SentenceTransformerEmbedder:
+    """Wraps ``SentenceTransformer``; ``warm_up()`` does the slow import and load."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        device: str = "cpu",
+        allow_downloads: bool = True,
+        backend: str = "torch",
+        model_file: str | None = None,
+    ) -> None:
+        self._model_ref = model
+        self._device = device
+        self._backend = backend
+        self._model_file = model_file
+        self.backend = backend  # what it runs on once loaded (torch when the asked backend could not load)
+        self.backend_note: str | None = None
+        self._allow_downloads = allow_downloads
+        self._model: Any = None
+        self._onnx: Any = None  # an OnnxTransformer when the model runs on onnxruntime directly
+        self._pooling = "mean"
+        self._prompts: dict[str, str] = {}
+        self._dimension = 0
+        # torch inference from several worker threads at once only fights over the same cores.
+        self._inference_lock = threading.Lock()
+
+    def warm_up(self) -> None:
+        if self._model is not None or self._onnx is not None:
+            return
+        folder = resolve_model_dir(
+            self._model_ref, allow_downloads=self._allow_downloads, backend=self._backend
+        )
+        if self._backend == "onnx":
+            try:
+                self._warm_onnx(folder)
+                return
+            except Exception as exc:  # onnxruntime missing, an export that failed: the same model on torch
+                self.backend_note = (
+                    f"onnxruntime could not run it ({short_reason(exc)}); running on torch. "
+                    "Set MEMORIA_MODEL_BACKEND=torch to skip trying"
+                )
+                self._backend = "torch"
+        try:
+            from sentence_transformers import SentenceTransformer
+
+            model, self.backend, note = load_on_backend(
+                SentenceTransformer,
+                folder,
+                device=self._device,
+                backend=self._backend,
+                model_file=self._model_file,
+            )
+        except Exception as exc:
+            raise ModelUnavailable(
+                f"{self._model_ref} could not be loaded from {folder} ({short_reason(exc)})"
+            ) from exc
+        self.backend_note = note or self.backend_note
+        # sentence-transformers 6 renamed get_sentence_embedding_dimension to get_embedding_dimension.
+        measure = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dimension = measure()
+        if not dimension:
+            raise ModelUnavailable(f"{self._model_ref} does not report an embedding dimension")
+        self._model = model
+        self._dimension = int(dimension)
+
+    def _warm_onnx(self, folder: Any) -> None:
+        import json
+        from pathlib import Path
+
+        from retrieval.models.onnx_models import OnnxTransformer, pooling
+
+        onnx = OnnxTransformer(Path(folder), "encoder", model_file=self._model_file)
+        self._pooling = pooling(Path(folder))
+        try:
+            config = json.loads((Path(folder) / "config_sentence_transformers.json").read_text())
+            self._prompts = {k: v for k, v in (config.get("prompts") or {}).items() if isinstance(v, str)}
+        except (OSError, ValueError):
+            self._prompts = {}
+        self._onnx = onnx
+        try:  # a session that loads but cannot run (missing inputs, a bad export) is not used at all
+            self._dimension = int(self._encode_onnx(["dimension probe"], ()).shape[1])
+        except BaseException:
+            self._onnx = None
+            raise
+        self.backend = "onnxruntime"
+
+    def _encode_onnx(self, texts: Sequence[str], prompt_names: Sequence[str]) -> Vectors:
+        from retrieval.models.onnx_models import pooled
+
+        prefix = next((self._prompts[name] for name in prompt_names if self._prompts.get(name)), "")
+        states, mask = self._onnx.encode([prefix + text for text in texts])
+        return l2_normalize(np.asarray(pooled(states, mask, self._pooling), dtype=np.float32))
+
+    @property
+    def name(self) -> str:
+        # "+author": its vectors are of document_text (the author, then the content); vectors made before
+        # from the content alone carry the plain name and are made again by `memoria reembed`.
+        return f"st:{self._model_ref}:{self._dimension}+author"
+
+    @property
+    def dimension(self) -> int:
+        self._require()
+        return self._dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self._encode(texts, DOCUMENT_PROMPTS)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._encode([text], QUERY_PROMPTS)[0]
+
+    def _encode(self, texts: Sequence[str], prompt_names: Sequence[str]) -> Vectors:
+        """Unit vectors of ``texts``, with the first of ``prompt_names`` the model declares (retrieval
+        models such as bge or e5 expect one prefix on queries and another, or none, on passages; a model
+        that declares none, like all-MiniLM-L6-v2, gets the texts as they are)."""
+        self._require()
+        if not texts:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        if self._onnx is not None:
+            return np.vstack(
+                [
+                    self._encode_onnx(texts[start : start + 32], prompt_names)
+                    for start in range(0, len(texts), 32)
+                ]
+            )
+        declared = getattr(self._model, "prompts", None) or {}
+        prompt_name = next((name for name in prompt_names if declared.get(name)), None)
+        with self._inference_lock:
+            matrix = self._model.encode(
+                list(texts),
+                batch_size=32,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+                prompt_name=prompt_name,
+            )
+        return l2_normalize(np.asarray(matrix, dtype=np.float32))
+
+    def _require(self) -> None:
+        if self._model is None and self._onnx is None:
+            raise RuntimeError("SentenceTransformerEmbedder used before warm_up()")

@@ -1,0 +1,152 @@
+"""Stage: candidate search. Embedding similarity and BM25 full-text in LanceDB, fused."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from retrieval.models.embedders.base import Embedder
+from retrieval.stages.fusion import fuse
+from retrieval.text import fulltext_query
+from retrieval.trace import CandidatesFused, SearchLegRan, SearchLegSkipped, StageOutput, TraceEvent
+from retrieval.types import Candidate, RecallRequest
+from storage.records import Reach, SearchHit, TimeWindow
+
+
+class CandidateSource(Protocol):
+    """What the stage needs from the store (``storage.store.MemoryStore`` implements it)."""
+
+    def vector_search(
+        self,
+        reach: Reach,
+        vector: np.ndarray,
+        *,
+        embedder: str,
+        limit: int,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
+        all_tags: bool = False,
+    ) -> list[SearchHit]: ...
+
+    def fulltext_search(
+        self,
+        reach: Reach,
+        text: str,
+        *,
+        limit: int,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
+        all_tags: bool = False,
+    ) -> list[SearchHit]: ...
+
+    def fulltext_engine(self, reach: Reach) -> str:
+        """What answers ``reach``'s full-text searches (for the trace)."""
+        ...
+
+    def fulltext_ceiling(self, reach: Reach, text: str) -> float | None:
+        """The BM25 score of a full match of ``text`` in ``reach`` (None: unknown; the floor then reads
+        the relative scores ranking reads)."""
+        ...
+
+
+class CandidateSearchStage:
+    name = "candidate_search"
+
+    def __init__(
+        self,
+        source: CandidateSource,
+        embedder: Embedder,
+        *,
+        vector_weight: float,
+        use_vector: bool = True,
+        use_fulltext: bool = True,
+    ) -> None:
+        self._source = source
+        self._embedder = embedder
+        self._vector_weight = vector_weight if use_fulltext else 1.0
+        self._use_vector = use_vector
+        self._use_fulltext = use_fulltext
+        if not use_vector and use_fulltext:
+            self._vector_weight = 0.0
+
+    def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
+        fused, events = self.search(
+            request.reach,
+            request.query,
+            leg_limit=request.candidate_limit,
+            limit=request.candidate_limit,
+            kinds=list(request.kinds) or None,
+            tags=list(request.tags) or None,
+            window=request.window,
+            all_tags=request.tags_all,
+        )
+        return StageOutput(fused, events)
+
+    def search(
+        self,
+        reach: Reach,
+        query: str,
+        *,
+        leg_limit: int,
+        limit: int,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
+        all_tags: bool = False,
+    ) -> tuple[tuple[Candidate, ...], tuple[TraceEvent, ...]]:
+        """Both legs (``leg_limit`` hits each), fused; the best ``limit`` candidates and the trace events."""
+        events: list[TraceEvent] = []
+        query_vector: np.ndarray | None = None
+        vector_hits: list[SearchHit] = []
+        fulltext_hits: list[SearchHit] = []
+        if self._use_vector:
+            query_vector = self._embedder.embed_query(query)
+            vector_hits = self._source.vector_search(
+                reach,
+                query_vector,
+                embedder=self._embedder.name,
+                limit=leg_limit,
+                kinds=kinds,
+                tags=tags,
+                window=window,
+                all_tags=all_tags,
+            )
+            events.append(SearchLegRan("vector", self._embedder.name, len(vector_hits), leg_limit))
+        else:
+            events.append(SearchLegSkipped("vector", "disabled by configuration"))
+        ceiling: float | None = None
+        if self._use_fulltext:
+            words = fulltext_query(query)
+            fulltext_hits = self._source.fulltext_search(
+                reach, words, limit=leg_limit, kinds=kinds, tags=tags, window=window, all_tags=all_tags
+            )
+            ceiling = self._source.fulltext_ceiling(reach, words) if fulltext_hits else None
+            engine = self._source.fulltext_engine(reach)
+            events.append(SearchLegRan("fulltext", engine, len(fulltext_hits), leg_limit))
+        else:
+            events.append(SearchLegSkipped("fulltext", "disabled by configuration"))
+        fused, seen = fuse(
+            vector_hits,
+            fulltext_hits,
+            query_vector=query_vector,
+            embedder_name=self._embedder.name,
+            vector_weight=self._vector_weight,
+            limit=limit,
+            fulltext_ceiling=ceiling,
+        )
+        events.append(
+            CandidatesFused(
+                "weighted-sum",
+                self._vector_weight,
+                round(1.0 - self._vector_weight, 6),
+                seen,
+                len(fused),
+                "best match",
+                "full match" if ceiling else "best match",
+            )
+        )
+        return fused, tuple(events)

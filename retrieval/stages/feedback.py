@@ -1,0 +1,84 @@
+"""Stage: feedback weighting. weightedScore = relevanceScore x feedbackWeight, where the relevance score
+already carries the corroboration boost (store score, plus the boost, times the weight).
+
+The weight applied is the memory's weight *for this query*: the outcome reports of sessions whose
+queries were close to this one, replayed with their closeness (``retrieval.feedback_index``). The
+memory's global EMA weight, over every report, is kept beside it for the A/B log and explain_ranking.
+
+With the org's ``feedback_weighting_disabled`` flag the order stays unweighted, but weights are still
+recorded (and logged to the A/B table). Ranks are 0-based: ``unweighted_rank`` orders by the boosted
+relevance alone, ``weighted_rank`` by the weighted score; their difference is the Feedback Impact rank delta.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from retrieval.feedback_index import ContextWeight, FeedbackIndex
+from retrieval.models.embedders.base import Embedder
+from retrieval.trace import FeedbackApplied, StageOutput
+from retrieval.types import Candidate, RecallRequest
+
+FEEDBACK_STEPS_SHOWN = 5  # the reports that moved a memory most, kept in the trace for explain_ranking
+
+
+def apply_feedback_ranking(
+    candidates: tuple[Candidate, ...],
+    *,
+    weighting_enabled: bool,
+    weights: Mapping[str, ContextWeight] | None = None,
+) -> tuple[Candidate, ...]:
+    """Weight, rank twice, and return the candidates in weighted order (input untouched). Without
+    ``weights`` a memory's global weight is applied."""
+    weighted = []
+    for candidate in candidates:
+        found = (weights or {}).get(candidate.id)
+        weight = found.weight if found is not None else candidate.memory.weight
+        steps = found.steps if found is not None else ()
+        weighted.append(
+            replace(
+                candidate,
+                feedback_weight=weight,
+                global_weight=candidate.memory.weight,
+                feedback_steps=tuple(sorted(steps, key=lambda step: -abs(step.moved))[:FEEDBACK_STEPS_SHOWN]),
+                feedback_reports=len(steps),
+                weighted_score=candidate.boosted_score * weight
+                if weighting_enabled
+                else candidate.boosted_score,
+            )
+        )
+    unweighted_order = sorted(weighted, key=lambda candidate: (-candidate.boosted_score, candidate.id))
+    unweighted_rank = {candidate.id: rank for rank, candidate in enumerate(unweighted_order)}
+    weighted_order = sorted(
+        weighted, key=lambda candidate: (-candidate.weighted_score, -candidate.boosted_score, candidate.id)
+    )
+    return tuple(
+        replace(candidate, unweighted_rank=unweighted_rank[candidate.id], weighted_rank=rank)
+        for rank, candidate in enumerate(weighted_order)
+    )
+
+
+class FeedbackStage:
+    name = "feedback"
+
+    def __init__(self, feedback: FeedbackIndex | None = None, embedder: Embedder | None = None) -> None:
+        """Without a ``feedback`` index (or an ``embedder`` for the query) the global weights apply."""
+        self._feedback = feedback
+        self._embedder = embedder
+
+    def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
+        weights = None
+        if self._feedback is not None and candidates:
+            query_vector = self._embedder.embed_query(request.query) if self._embedder is not None else None
+            weights = self._feedback.weights(
+                request.scope,
+                query_vector,
+                [c.memory for c in candidates],
+                recall_id=request.retrieval_id or None,
+            )
+        ranked = apply_feedback_ranking(
+            candidates, weighting_enabled=request.weighting_enabled, weights=weights
+        )
+        moved = sum(1 for candidate in ranked if candidate.unweighted_rank != candidate.weighted_rank)
+        return StageOutput(ranked, (FeedbackApplied(request.weighting_enabled, moved),))

@@ -1,0 +1,62 @@
+"""The OpenAI-compatible chat model against a local stand-in of that API."""
+
+import socket
+
+import pytest
+
+from retrieval.models.llm.base import LLMRequest, LLMUnavailable
+from retrieval.models.llm.openai_chat import OpenAIChatModel
+from tests.openai_standin import chat_standin
+
+QUESTION = LLMRequest(purpose="gate", system="Decide.", prompt="billing invoices", max_tokens=60)
+
+
+def test_a_question_is_one_chat_completion_and_its_answer_and_usage_come_back():
+    with chat_standin(api_key="local-key") as standin:
+        standin.answer = lambda system, prompt: f'{{"echo": "{prompt}"}}'
+        model = OpenAIChatModel(standin.url, model="llama3.2", api_key="local-key")
+        response = model.complete(QUESTION)
+    assert model.name == "openai-chat:llama3.2"
+    assert (response.text, response.model) == ('{"echo": "billing invoices"}', "llama3.2")
+    assert (response.input_tokens, response.output_tokens) == (31, 9)
+    [sent] = standin.requests
+    assert sent["path"] == "/v1/chat/completions" and sent["auth"] == "Bearer local-key"
+    assert sent["body"] == {
+        "model": "llama3.2",
+        "messages": [
+            {"role": "system", "content": "Decide."},
+            {"role": "user", "content": "billing invoices"},
+        ],
+        "max_tokens": 60,
+        "temperature": 0.0,
+    }
+
+
+def test_a_local_endpoint_needs_no_key():
+    with chat_standin() as standin:
+        OpenAIChatModel(standin.url + "/", model="qwen2.5").complete(QUESTION)
+    assert standin.requests[0]["auth"] is None and standin.requests[0]["path"] == "/v1/chat/completions"
+
+
+def test_every_failure_is_llm_unavailable_with_the_reason():
+    with chat_standin(api_key="right") as standin:
+        with pytest.raises(LLMUnavailable, match="HTTP 401"):
+            OpenAIChatModel(standin.url, model="m", api_key="wrong").complete(QUESTION)
+        standin.fail_with = 503
+        with pytest.raises(LLMUnavailable, match="HTTP 503"):
+            OpenAIChatModel(standin.url, model="m", api_key="right").complete(QUESTION)
+        standin.fail_with, standin.garbled = None, True
+        with pytest.raises(LLMUnavailable, match="no choices"):
+            OpenAIChatModel(standin.url, model="m", api_key="right").complete(QUESTION)
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    with pytest.raises(LLMUnavailable, match="could not be reached"):
+        OpenAIChatModel(f"http://127.0.0.1:{closed}/v1", model="m", timeout=2).complete(QUESTION)
+
+
+def test_a_base_url_that_is_no_url_or_a_missing_model_is_refused():
+    with pytest.raises(ValueError, match="http"):
+        OpenAIChatModel("127.0.0.1:11434", model="m")
+    with pytest.raises(ValueError, match="MEMORIA_OPENAI_MODEL"):
+        OpenAIChatModel("http://127.0.0.1:11434/v1", model="")

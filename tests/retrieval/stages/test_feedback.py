@@ -1,0 +1,61 @@
+from dataclasses import replace
+
+import pytest
+
+from retrieval.stages.feedback import FeedbackStage, apply_feedback_ranking
+from retrieval.types import Candidate, RecallRequest
+from storage.records import MemoryRecord, Scope
+from tests.records import memory_record
+
+
+def memory(memory_id: str, weight: float = 1.0) -> MemoryRecord:
+    return memory_record(memory_id, weight=weight)
+
+
+def candidate(memory_id: str, relevance: float, weight: float = 1.0) -> Candidate:
+    return Candidate(memory=memory(memory_id, weight), relevance_score=relevance)
+
+
+def test_weighted_score_is_relevance_times_feedback_weight():
+    ranked = apply_feedback_ranking((candidate("a", 0.8, 1.15),), weighting_enabled=True)
+    assert ranked[0].weighted_score == pytest.approx(0.92)
+    assert ranked[0].feedback_weight == 1.15
+
+
+def test_weight_reorders_and_ranks_record_the_delta():
+    # a: 0.80 x 0.85 = 0.680; b: 0.75 x 1.15 = 0.8625 -> b overtakes a
+    ranked = apply_feedback_ranking(
+        (candidate("a", 0.80, 0.85), candidate("b", 0.75, 1.15)), weighting_enabled=True
+    )
+    assert [c.id for c in ranked] == ["b", "a"]
+    by_id = {c.id: c for c in ranked}
+    assert (by_id["a"].unweighted_rank, by_id["a"].weighted_rank) == (0, 1)
+    assert (by_id["b"].unweighted_rank, by_id["b"].weighted_rank) == (1, 0)
+    assert by_id["b"].weighted_score == pytest.approx(0.8625)
+    assert by_id["a"].weighted_score == pytest.approx(0.68)
+
+
+def test_disabled_weighting_keeps_relevance_order_but_records_weights():
+    ranked = apply_feedback_ranking(
+        (candidate("a", 0.80, 0.85), candidate("b", 0.75, 1.15)), weighting_enabled=False
+    )
+    assert [c.id for c in ranked] == ["a", "b"]
+    assert [c.weighted_score for c in ranked] == [0.80, 0.75]
+    assert [c.feedback_weight for c in ranked] == [0.85, 1.15]
+    assert all(c.unweighted_rank == c.weighted_rank for c in ranked)
+
+
+def test_ranking_never_mutates_its_input():
+    original = (candidate("a", 0.5, 0.5), candidate("b", 0.4, 1.5))
+    snapshot = tuple(replace(c) for c in original)
+    apply_feedback_ranking(original, weighting_enabled=True)
+    assert original == snapshot
+
+
+def test_stage_reports_how_many_candidates_moved():
+    request = RecallRequest(query="q", scope=Scope("o", "p"), top_k=5, char_budget=1000, candidate_limit=15)
+    output = FeedbackStage()(
+        request, (candidate("a", 0.80, 0.85), candidate("b", 0.75, 1.15), candidate("c", 0.1))
+    )
+    assert output.events[0].reordered == 2
+    assert output.events[0].weighting_enabled is True

@@ -1,0 +1,114 @@
+import numpy as np
+import pytest
+
+from retrieval.stages.fusion import LEXICAL_VECTOR_WEIGHT, SEMANTIC_VECTOR_WEIGHT, fuse, vector_weight_for
+from storage.records import MemoryRecord, SearchHit
+from tests.records import memory_record
+
+
+def record(memory_id: str, embedder: str = "emb") -> MemoryRecord:
+    return memory_record(memory_id, embedder=embedder)
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.array(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def test_fused_score_is_weighted_cosine_plus_max_normalised_bm25():
+    query = unit(1, 0)
+    vector_hits = [SearchHit(record("a"), 0.8, unit(0.8, 0.6)), SearchHit(record("b"), 0.6, unit(0.6, 0.8))]
+    fulltext_hits = [SearchHit(record("b"), 4.0, unit(0.6, 0.8)), SearchHit(record("c"), 2.0, unit(0, 1))]
+    fused, seen = fuse(
+        vector_hits, fulltext_hits, query_vector=query, embedder_name="emb", vector_weight=0.5, limit=10
+    )
+    scores = {c.id: c.fused_score for c in fused}
+    # a: 0.5 x 0.8 + 0.5 x 0 = 0.40; b: 0.5 x 0.6 + 0.5 x 4/4 = 0.80; c: cosine 0 from its stored vector, 0.5 x 2/4 = 0.25
+    assert scores == pytest.approx({"a": 0.40, "b": 0.80, "c": 0.25})
+    assert [c.id for c in fused] == ["b", "a", "c"]
+    assert seen == 3
+
+
+def test_fulltext_only_hit_gets_cosine_from_its_stored_vector():
+    query = unit(1, 0)
+    fused, _ = fuse(
+        [],
+        [SearchHit(record("c"), 3.0, unit(0.6, 0.8))],
+        query_vector=query,
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=5,
+    )
+    assert fused[0].vector_score == pytest.approx(0.6)
+    assert fused[0].found_by == ("fulltext",)
+    assert fused[0].fused_score == pytest.approx(0.5 * 0.6 + 0.5 * 1.0)
+
+
+def test_vectors_from_another_embedder_are_never_compared():
+    fused, _ = fuse(
+        [],
+        [SearchHit(record("c", embedder="other"), 3.0, unit(1, 0))],
+        query_vector=unit(1, 0),
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=5,
+    )
+    assert fused[0].vector_score is None
+    assert fused[0].fused_score == pytest.approx(0.5)
+
+
+def test_negative_cosine_counts_as_zero_and_limit_applies():
+    hits = [SearchHit(record(f"m{i}"), -0.3 + i * 0.1, None) for i in range(5)]
+    fused, seen = fuse(hits, [], query_vector=None, embedder_name="emb", vector_weight=1.0, limit=2)
+    assert seen == 5
+    assert [c.id for c in fused] == ["m4", "m3"]
+    assert fused[0].fused_score == pytest.approx(0.1)
+    assert fused[1].fused_score == pytest.approx(0.0)
+
+
+def test_the_fusion_weight_follows_the_embedder_unless_configured():
+    assert vector_weight_for(None, "hashed-v1:384") == LEXICAL_VECTOR_WEIGHT == 0.3
+    assert vector_weight_for(None, "st:all-MiniLM-L6-v2:384") == SEMANTIC_VECTOR_WEIGHT == 0.4
+    assert vector_weight_for(0.8, "hashed-v1:384") == 0.8
+
+
+def test_ranking_reads_bm25_against_the_best_match_and_the_floor_against_a_full_match():
+    query = unit(1, 0)
+    fulltext_hits = [SearchHit(record("b"), 4.0, unit(0, 1)), SearchHit(record("c"), 2.0, unit(0, 1))]
+    fused, _ = fuse(
+        [],
+        fulltext_hits,
+        query_vector=query,
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=10,
+        fulltext_ceiling=8.0,
+    )
+    # Ranking: b is the best match (4 / 4), c half of it (2 / 4), each times the keyword weight 0.5.
+    assert {c.id: c.fused_score for c in fused} == pytest.approx({"b": 0.5, "c": 0.25})
+    # The floor: b matches half the query's idf (4 / 8), c a quarter: the best match is not a full one.
+    assert {c.id: c.fused_absolute for c in fused} == pytest.approx({"b": 0.25, "c": 0.125})
+    over, _ = fuse(
+        [],
+        [SearchHit(record("d"), 9.0, unit(0, 1))],
+        query_vector=query,
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=1,
+        fulltext_ceiling=8.0,
+    )
+    assert over[0].fused_absolute == pytest.approx(0.5)  # a repetition past the full match counts as 1
+
+
+def test_without_a_full_match_score_there_is_no_absolute_reading():
+    fused, _ = fuse(
+        [],
+        [SearchHit(record("b"), 4.0, unit(0, 1))],
+        query_vector=unit(1, 0),
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=1,
+    )
+    assert fused[0].fused_score == pytest.approx(0.5)
+    assert fused[0].fused_absolute is None
+    assert fused[0].floor_score == fused[0].relevance_score

@@ -1,0 +1,143 @@
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from retrieval.models.llm.base import LLMUnavailable
+from tests.fakes import ScriptedLLM
+from tests.records import memory_record
+from writing.consolidation.resolvers import LLMResolver
+from writing.consolidation.revision import asserts_use_of, has_revision_words, parse_revision
+from writing.consolidation.rules import (
+    collapse_batch,
+    may_be_superseded,
+    near_exact_resolutions,
+    token_jaccard,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def memory(memory_id: str, content: str, minutes: int = 0, **fields):
+    return memory_record(memory_id, content=content, created_at=T0 + timedelta(minutes=minutes), **fields)
+
+
+def test_token_jaccard_is_over_stemmed_content_words():
+    # {prefer, typescript} vs {prefer, typescript, strongly}: 2 / 3
+    assert token_jaccard("I prefer TypeScript", "I strongly prefer TypeScript") == pytest.approx(2 / 3)
+    assert (
+        token_jaccard("We deploy on Tuesdays.", "we DEPLOY on tuesday") == 1.0
+    )  # stemming, case, punctuation
+    assert token_jaccard("", "") == 1.0 and token_jaccard("cats", "") == 0.0
+
+
+def test_the_near_exact_threshold_is_inclusive():
+    old = memory("old", "alpha bravo charlie delta echo", 0)
+    new = memory("new", "alpha bravo charlie delta", 1)  # 4 of 5 words: Jaccard 0.8
+    [merged] = near_exact_resolutions([old, new], 0.8)
+    assert (merged.action, merged.survivor_id, merged.loser_ids, merged.resolver) == (
+        "supersede",
+        "new",
+        ("old",),
+        "rules:near-exact",
+    )
+    [kept] = near_exact_resolutions([old, new], 0.81)
+    assert (kept.action, set(kept.loser_ids), kept.resolver) == (
+        "keep_both",
+        {"old", "new"},
+        "rules:distinct",
+    )
+
+
+def test_restatements_chain_into_one_cluster_and_the_newest_survives():
+    a = memory("a", "alpha bravo charlie delta echo", 0)
+    b = memory("b", "alpha bravo charlie delta echo foxtrot", 1)  # a~b: 5/6
+    c = memory("c", "bravo charlie delta echo foxtrot", 2)  # b~c: 5/6, a~c: 4/6
+    d = memory("d", "something else entirely", 3)
+    resolutions = near_exact_resolutions([a, b, c, d], 0.8)
+    merged = [r for r in resolutions if r.action == "supersede"]
+    assert len(merged) == 1 and merged[0].survivor_id == "c" and merged[0].loser_ids == ("a", "b")
+    kept = [r for r in resolutions if r.action == "keep_both"]
+    assert set(kept[0].loser_ids) == {"c", "d"}
+
+
+def test_protection_tiers_limit_who_may_be_superseded():
+    assert not may_be_superseded(memory("i", "x", protection_tier="immutable"), by_revision=True)
+    assert not may_be_superseded(memory("p", "x", protection_tier="protected"), by_revision=False)
+    assert may_be_superseded(memory("p", "x", protection_tier="protected"), by_revision=True)
+    assert may_be_superseded(memory("s", "x"), by_revision=False)
+    immutable = memory("i", "alpha bravo", 0, protection_tier="immutable")
+    assert near_exact_resolutions([immutable, memory("n", "alpha bravo", 1)], 0.8) == []
+
+
+def test_later_items_of_a_batch_absorb_their_near_duplicates():
+    batch = [
+        memory("1", "we deploy on tuesdays"),
+        memory("2", "unrelated"),
+        memory("3", "We deploy on Tuesday."),
+    ]
+    assert [(loser.id, survivor.id) for loser, survivor in collapse_batch(batch, 0.8)] == [("1", "3")]
+
+
+@pytest.mark.parametrize(
+    "text, old, new",
+    [
+        ("We switched from Postgres to MySQL in March.", ("postgre",), ("mysql",)),
+        ("moved billing from AWS to GCP last week", ("aws",), ("gcp",)),
+        ("we replaced Jenkins with GitHub Actions", ("jenkin",), ("github", "action")),
+        ("We no longer use Redis for sessions", ("redis",), ()),
+        ("Use pnpm instead of npm for the web package", ("npm",), ("pnpm",)),
+    ],
+)
+def test_explicit_revisions_are_parsed(text, old, new):
+    revision = parse_revision(text)
+    assert (revision.old, revision.new) == (old, new)
+
+
+def test_plain_statements_are_not_revisions():
+    assert parse_revision("We use Postgres for billing") is None
+    assert has_revision_words("Feature X is now disabled") and not has_revision_words("Feature X is disabled")
+
+
+def test_only_a_stated_choice_is_revised_not_a_mention():
+    subject = ("postgre",)
+    assert asserts_use_of("We use Postgres for the billing DB", subject)
+    assert asserts_use_of("The billing database is Postgres 15", subject)
+    assert not asserts_use_of("Postgres listens on port 5432", subject)
+
+
+def test_a_batch_keeps_tiers_and_other_agents_restatements():
+    immutable = [
+        memory("1", "we deploy on tuesdays", protection_tier="immutable"),
+        memory("2", "We deploy on Tuesday."),
+    ]
+    assert collapse_batch(immutable, 0.8) == []
+    by_two = [
+        memory("1", "we deploy on tuesdays", agent_id="a"),
+        memory("2", "We deploy on Tuesday.", agent_id="b"),
+    ]
+    assert collapse_batch(by_two, 0.8) == []  # corroboration, not redundancy
+    assert [(lo.id, su.id) for lo, su in collapse_batch(by_two, 0.8, across_agents=True)] == [("1", "2")]
+
+
+def test_an_ephemeral_restatement_never_absorbs_a_lasting_memory():
+    lasting = memory("s", "the staging host is db-7", 0)
+    passing = memory("e", "the staging host is db-7", 1, protection_tier="ephemeral")
+    [resolution] = near_exact_resolutions([lasting, passing], 0.8)
+    assert (resolution.survivor_id, resolution.loser_ids) == ("s", ("e",))
+    assert collapse_batch([lasting, passing], 0.8) == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"decision": "supersede", "survivor": 0, "absorb": [[1]]}',
+        '{"decision": "supersede", "survivor": true, "absorb": [1]}',
+        '{"decision": "supersede", "survivor": 0, "absorb": [7]}',
+    ],
+)
+def test_a_malformed_llm_answer_falls_back_instead_of_crashing(answer):
+    llm = ScriptedLLM({"consolidate": [answer]})
+    with pytest.raises(LLMUnavailable):
+        LLMResolver(llm).resolve(
+            [memory("a", "we deploy on tuesdays", 0), memory("b", "we deploy tuesdays", 1)]
+        )
