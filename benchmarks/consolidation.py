@@ -135,12 +135,12 @@ SCENARIOS = (
 
 def run_scenario(conversation: Conversation, scenario: Scenario, db: Path) -> dict[str, Any]:
     from server.state import build_runtime
+    from server.upkeep import aggregation_pass
     from storage.records import Scope
     from tools.common import Caller
     from tools.recall import RecallInput, recall
     from tools.remember import RememberInput, remember
     from tools.remember_many import BatchItem, RememberManyInput, remember_many
-    from tools.upkeep import aggregation_pass
 
     settings = offline_settings(db, consolidate_across_agents=scenario.across_agents)
     runtime = build_runtime(settings)

@@ -231,8 +231,8 @@ def run(
     data: Path, only: Sequence[str] | None, use_models: bool, extra: dict[str, str] | None
 ) -> list[Conversation]:
     from server.state import build_runtime
+    from server.upkeep import aggregation_pass
     from storage.records import Scope
-    from tools.upkeep import aggregation_pass
 
     found = []
     with tempfile.TemporaryDirectory(prefix="memoria-reach-") as tmp:

@@ -92,7 +92,7 @@ def import_memories(runtime: Any, count: int) -> tuple[float, int]:
     server's maintenance runs beside it on its own thread and timer (compaction, index folds; rows not
     folded in yet stay searchable). Returns the seconds until the last memory was committed, and how
     many maintenance rounds ran meanwhile."""
-    from tools.upkeep import maintenance_round
+    from server.upkeep import maintenance_round
 
     corpus = generate(count)
     done = threading.Event()
@@ -204,7 +204,7 @@ def measure_size(
     size: int, query_count: int, remembers: int, batches: int, model: Path | None, cache: dict[str, Any]
 ) -> dict:
     from server.state import build_runtime
-    from tools.upkeep import aggregation_pass
+    from server.upkeep import aggregation_pass
 
     with tempfile.TemporaryDirectory(prefix="memoria-perf-") as tmp:
         db = Path(tmp) / "db"

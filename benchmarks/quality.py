@@ -422,7 +422,7 @@ def run(
     extra: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     from server.state import build_runtime
-    from tools.upkeep import aggregation_pass
+    from server.upkeep import aggregation_pass
 
     conversations = load(data, only)
     unknown = set(holdout) - {c.sample_id for c in conversations}

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import anyio
 
 from server.config import Settings
+from server.upkeep import aggregation_pass, maintenance_round
 from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for, weight_policy_for
-from tools.upkeep import aggregation_pass, maintenance_round
 
 if TYPE_CHECKING:
     from retrieval.models.providers import Models

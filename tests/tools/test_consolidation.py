@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from retrieval.types import Candidate
+from server.upkeep import aggregation_pass, expire_ephemeral
 from storage.records import Scope
 from tests.fakes import ScriptedLLM
 from tests.helpers import make_runtime, settings_for
@@ -17,7 +18,6 @@ from tools.lineage import LineageInput, lineage
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
 from tools.remember_many import BatchItem, RememberManyInput, remember_many
-from tools.upkeep import aggregation_pass, expire_ephemeral
 
 SCOPE = Scope("default", "default")
 
