@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
@@ -494,3 +494,11 @@ class StoreInfo:
     vector_dim: int
     memory_count: int
     tables: dict[str, int] = field(default_factory=dict)
+
+
+def stored_in(memories: Iterable[MemoryRecord]) -> dict[Scope, list[MemoryRecord]]:
+    """Memories grouped by the scope they are stored in (a view's project scope, or its org's shelf)."""
+    grouped: dict[Scope, list[MemoryRecord]] = {}
+    for memory in memories:
+        grouped.setdefault(memory.scope, []).append(memory)
+    return grouped

@@ -7,7 +7,7 @@ return a pydantic output model, raising ``ToolFailure`` with a message that tell
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Protocol
@@ -18,7 +18,7 @@ from retrieval.outcomes import CreditPolicy, WeightPolicy
 from retrieval.redaction import redact_text
 from retrieval.text import is_unsafe_char
 from server.config import Settings
-from storage.records import MemoryRecord, Scope, View, Viewer
+from storage.records import Scope, View, Viewer
 from writing.service import memory_id_for
 
 __all__ = ["memory_id_for"]  # ids are the write service's; tools and tests name them from here too
@@ -159,14 +159,6 @@ def view_for(args: ScopeArgs, runtime: Runtime, caller: Caller) -> View:
     agent_id = getattr(args, "agent_id", None) or caller.agent_id
     session_id = getattr(args, "session_id", None) or caller.session_id
     return View(args.scope(runtime.settings), Viewer(agent_id, session_id))
-
-
-def by_scope(memories: Iterable[MemoryRecord]) -> dict[Scope, list[MemoryRecord]]:
-    """Memories grouped by the scope they are stored in (a view's project scope, or its org's shelf)."""
-    grouped: dict[Scope, list[MemoryRecord]] = {}
-    for memory in memories:
-        grouped.setdefault(memory.scope, []).append(memory)
-    return grouped
 
 
 def weight_policy_for(settings: Settings) -> WeightPolicy:

@@ -26,7 +26,8 @@ from tools.common import (
     view_for,
 )
 from tools.memory_views import LineageLink, lineage_links
-from tools.recall import build_request, check_bounds, record_retrieval
+from tools.recall import build_request, check_bounds
+from writing.journal import record_retrieval
 
 
 class ExplainRankingInput(ScopeArgs):
@@ -224,7 +225,8 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
         with runtime.store.one_version():
             result = runtime.pipeline.run(request)
         record, _ = record_retrieval(
-            runtime,
+            runtime.store,
+            runtime.clock,
             request,
             result,
             session_id=caller.session_id,

@@ -10,7 +10,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from retrieval.text import PRECEDING_CHARS
-from storage.records import MemoryRecord, Reach, Scope
+from storage.records import MemoryRecord, Reach, Scope, stored_in
 from tools.common import (
     Caller,
     Identifier,
@@ -19,7 +19,6 @@ from tools.common import (
     Tag,
     ToolFailure,
     WithoutSecrets,
-    by_scope,
     view_for,
 )
 from tools.memory_views import MemoryBrief, absorbed_events
@@ -141,7 +140,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             caller.check_org_change(memory.org_id, f"{memory.id} (org-visible)", "forget")
     actor = Actor(caller.agent_id, caller.session_id)
     extras = []
-    for where, memories in by_scope(eligible).items():  # the project's memories, then the org shelf's
+    for where, memories in stored_in(eligible).items():  # the project's memories, then the org shelf's
         extra = _forget_in(runtime, where, [m.id for m in memories], args, actor, caller.agent_id)
         if extra:
             extras.append(extra)

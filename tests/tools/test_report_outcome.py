@@ -6,11 +6,13 @@ import pytest
 from pydantic import ValidationError
 
 import tools.report_outcome as report_outcome_module
+import writing.outcomes as outcomes_module
 from storage.records import Scope
 from tools.common import Caller, ToolFailure
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
-from tools.report_outcome import ReportOutcomeInput, converge, report_outcome
+from tools.report_outcome import ReportOutcomeInput, report_outcome
+from writing.outcomes import converge
 
 S1 = Caller("agent", "ses_1")
 S2 = Caller("agent", "ses_2")
@@ -256,6 +258,7 @@ def test_a_report_landing_between_the_reads_and_the_write_lock_is_read_again_and
         return found
 
     monkeypatch.setattr(report_outcome_module, "read_for_report", then_another_report_lands)
+    monkeypatch.setattr(outcomes_module, "read_for_report", then_another_report_lands)  # its catch-up reads again
     report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a, b]), runtime, S1)
     assert landed[0].status == "applied"
     # S2 reported first: a 1.0 -> 0.8 x 1.0 + 0.35 = 1.15; then S1's failure: 0.8 x 1.15 + 0.05 = 0.97.
@@ -280,6 +283,7 @@ def test_a_report_landing_in_between_is_caught_up_from_its_own_rows_not_by_readi
         return found
 
     monkeypatch.setattr(report_outcome_module, "read_for_report", then_another_report_lands)
+    monkeypatch.setattr(outcomes_module, "read_for_report", then_another_report_lands)  # its catch-up reads again
     report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a, three["b"]]), runtime, S1)
     assert reads == [S1.session_id, S2.session_id]  # S1 read once: S2's credits were caught up alone
     assert weights(runtime, three) == {"a": 0.97, "b": 0.85, "c": 1.0}
@@ -301,6 +305,7 @@ def test_a_report_of_the_same_session_landing_in_between_makes_the_report_read_e
         return found
 
     monkeypatch.setattr(report_outcome_module, "read_for_report", then_the_same_session_reports)
+    monkeypatch.setattr(outcomes_module, "read_for_report", then_the_same_session_reports)  # its catch-up reads again
     corrected = report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a, b]), runtime, S1)
     # Read first, then the success landed (read once itself), then read again under the lock.
     assert len(reads) == 3
@@ -384,9 +389,14 @@ def test_a_report_another_replica_saved_meanwhile_is_replayed_into_the_weights(r
     runtime.store.put_outcome(other)  # saved without touching the weights, as a racing replica's report
     assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
 
-    converge(replace(runtime, store=ReplicaStore(runtime.store)), scope, ids, replayed_by_s1)
+    converge_as(runtime, ReplicaStore(runtime.store), scope, ids, replayed_by_s1)
     # Two successes: 1.15, then 0.8 x 1.15 + 0.2 x 1.75 = 1.27.
     assert weights(runtime, three) == {"a": 1.27, "b": 1.27, "c": 1.0}
+
+
+def converge_as(runtime, store, scope, ids, replayed) -> None:
+    """What report_outcome does after saving its report, on ``store``."""
+    converge(store, runtime.corroboration, runtime.weight_policy, runtime.clock, scope, ids, replayed)
 
 
 class ReplicaStore:
@@ -410,15 +420,15 @@ def test_a_replica_writes_the_replayed_weights_after_saving_even_when_no_report_
     replayed = runtime.store.credits_for(scope, ids)
     at = runtime.store.get_outcome(scope, "ses_1").reported_at
     runtime.store.set_weights({three["a"]: 1.0, three["b"]: 1.0}, at)  # the stale write
-    converge(replace(runtime, store=ReplicaStore(runtime.store)), scope, ids, replayed)
+    converge_as(runtime, ReplicaStore(runtime.store), scope, ids, replayed)
     assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
     runtime.store.set_weights({three["a"]: 1.0, three["b"]: 1.0}, at)
-    converge(runtime, scope, ids, replayed)  # a local store: its lock kept it out
+    converge_as(runtime, runtime.store, scope, ids, replayed)  # a local store: its lock kept it out
     assert weights(runtime, three) == {"a": 1.0, "b": 1.0, "c": 1.0}
 
 
 def test_a_direct_match_is_credited_by_its_faded_score_and_a_sibling_by_its_propagated_one():
-    from tools.report_outcome import unweighted_score
+    from writing.outcomes import unweighted_score
 
     direct = {"source": "direct", "scores": {"relevance": 0.6, "corroboration_boost": 0.1, "decay": 0.5}}
     assert unweighted_score(direct) == pytest.approx(0.35)  # (0.6 + 0.1) x 0.5

@@ -1,0 +1,225 @@
+"""The write side of an outcome report: what a report reads before it writes (and catches up on under the
+lock), the scores a session's contexts showed, and the global weights replayed from every session's
+current report, written with the corroboration clusters' canonical members following them. The
+``report_outcome`` tool decides what a report credits; this module turns credits into weights."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from retrieval.outcomes import ShownContext, ShownMemory, WeightPolicy, with_credit
+from storage.records import (
+    CreditedSession,
+    MemoryRecord,
+    OutcomeRecord,
+    RetrievalRecord,
+    Scope,
+    View,
+    stored_in,
+)
+
+if TYPE_CHECKING:
+    from storage.store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+
+class ClusterWeights(Protocol):
+    """The corroboration clusters, whose canonical member follows the weights (``CorroborationService``)."""
+
+    def set_weights(self, scope: Scope, weights: Mapping[str, float]) -> None: ...
+
+
+Replay = Mapping[str, Sequence[CreditedSession]]  # memory id -> its credits, in replay order
+
+
+@dataclass(frozen=True)
+class ReportReads:
+    """What a report reads before it writes: the session's current report, the memories a report of it
+    that failed half-way credited, the revision of the session's credit rows (None: it has none), every
+    memory this report touches, and all their credits."""
+
+    previous: OutcomeRecord | None
+    half_done: tuple[str, ...]
+    session_revision: int | None
+    affected: tuple[str, ...]
+    credited: Replay
+
+
+def read_for_report(
+    store: MemoryStore, scope: Scope, session_id: str, memory_ids: Sequence[str]
+) -> ReportReads:
+    previous = store.get_outcome(scope, session_id)
+    # Every memory this session's report moved or moves, including one a report that crashed half-way
+    # had credited (its credit rows are there, its report row is not).
+    session = store.session_feedback(scope, session_id)
+    affected = tuple(
+        dict.fromkeys((*memory_ids, *(previous.memory_ids if previous else ()), *session.credited))
+    )
+    return ReportReads(
+        previous,
+        session.credited,
+        session.revision,
+        affected,
+        store.credits_for(scope, affected, across_org=True),
+    )
+
+
+def caught_up(
+    reads: ReportReads,
+    store: MemoryStore,
+    scope: Scope,
+    session_id: str,
+    memory_ids: Sequence[str],
+    seen: tuple[int, int],
+) -> ReportReads:
+    """``reads``, made at the report tables' versions ``seen``, brought up to the reports committed since
+    (under the write lock): only the credits of the affected memories written after ``seen`` are read,
+    and each replaces the same session's credit of its memory. A report of this same session in between
+    means everything is read again: its rows written since, or its report row changed (possible only
+    when the session's credit rows and its report row were read at different revisions: a report of it
+    was in flight, or died half-way)."""
+    changed, ours = store.credits_changed_since(seen[0], scope, reads.affected, session_id)
+    if ours:
+        return read_for_report(store, scope, session_id, memory_ids)
+    revision = reads.previous.revision if reads.previous is not None else None
+    if (
+        reads.session_revision != revision
+        and store.report_versions()[1] != seen[1]
+        and store.outcome_revision(scope, session_id) != revision
+    ):
+        return read_for_report(store, scope, session_id, memory_ids)
+    credited = {memory_id: list(found) for memory_id, found in reads.credited.items()}
+    for credit in changed:
+        memory_id = credit.credit.memory_id
+        credited[memory_id] = with_credit(credited.get(memory_id, ()), credit.session_id, credit)
+    return replace(reads, credited=credited)
+
+
+def shown_contexts(
+    retrievals: Sequence[RetrievalRecord],
+) -> tuple[list[ShownContext], tuple[str, ...], list[int]]:
+    """What each recall of the session put into its context, with each memory's score there before
+    feedback weighting; the session's distinct queries; and, per context, its query's index."""
+    contexts = []
+    queries: dict[str, int] = {}
+    query_of_context = []
+    for retrieval in retrievals:
+        trace = json.loads(retrieval.trace_json)
+        shown = tuple(
+            ShownMemory(entry["id"], unweighted_score(entry))
+            for entry in trace.get("candidates", ())
+            if entry.get("in_context")
+        )
+        contexts.append(ShownContext(retrieval.query, shown))
+        query_of_context.append(queries.setdefault(retrieval.query, len(queries)))
+    return contexts, tuple(queries), query_of_context
+
+
+def unweighted_score(entry: dict[str, Any]) -> float:
+    """A traced candidate's score before feedback weighting: relevance plus boost, faded by age decay,
+    for a direct match; the propagated score for an episode sibling (its final score without its own
+    weight, which carries its source's decay)."""
+    scores = entry["scores"]
+    if entry.get("source") == "sibling":
+        weight = scores.get("feedback_weight") or 1.0
+        return float(scores["final"]) / min(1.0, weight) if weight > 0 else 0.0
+    boosted = float(scores["relevance"]) + float(scores.get("corroboration_boost") or 0.0)
+    return boosted * float(scores.get("decay", 1.0))
+
+
+def with_report(credited: Replay, record: OutcomeRecord) -> dict[str, list[CreditedSession]]:
+    """``credited`` with ``record``'s session's credits replaced by the record's (a corrected report
+    keeps its session's place in the replay order; a first report replays last)."""
+    new = {
+        credit.memory_id: CreditedSession(
+            record.session_id, record.first_reported_at, record.revision, credit
+        )
+        for credit in record.credits
+    }
+    return {
+        memory_id: with_credit(found, record.session_id, new.get(memory_id))
+        for memory_id, found in credited.items()
+    }
+
+
+def replayed_weights(
+    policy: WeightPolicy, memories: Mapping[str, MemoryRecord], replay: Replay
+) -> dict[str, float]:
+    """Each memory's global weight: its credit in every report, replayed oldest first."""
+    weights = {}
+    for memory_id, memory in memories.items():
+        weight = policy.replay_credits((c.credit.share, c.credit.score) for c in replay.get(memory_id, ()))
+        if memory.protection_tier == "immutable":
+            weight = max(weight, 1.0)  # immutable memories are never decayed
+        weights[memory_id] = weight
+    return weights
+
+
+def write_weights(
+    store: MemoryStore,
+    clusters: ClusterWeights,
+    current: Mapping[str, MemoryRecord],
+    weights: Mapping[str, float],
+    at: datetime,
+    *,
+    only_changed: bool = True,
+) -> None:
+    """Write ``weights``; with ``only_changed``, those that differ from ``current`` (this process's view)."""
+    changed = {m: w for m, w in weights.items() if not only_changed or w != current[m].weight}
+    store.set_weights(changed, at)
+    # The canonical member of each cluster follows the weights, in the scope each memory is kept in (the
+    # project's, or the org shelf's).
+    for where, memories in stored_in(current[m] for m in changed).items():
+        clusters.set_weights(where, {m.id: changed[m.id] for m in memories})
+
+
+def converge(
+    store: MemoryStore,
+    clusters: ClusterWeights,
+    policy: WeightPolicy,
+    clock: Callable[[], datetime],
+    scope: Scope,
+    memory_ids: Sequence[str],
+    replayed: Replay,
+) -> None:
+    """Make the weights just written replay every report there now is.
+
+    On a local store the reports' lock keeps other processes' reports out, and this is one read that
+    finds nothing new. Replicas on an object store share no lock: a report another replica committed while this one
+    computed is missing from the weights just written. So a replica re-reads the reports after saving
+    its own and writes the weights they replay at least once, then again until a re-read finds nothing
+    new. Another replica's last weight write came after its last re-read; a report that re-read missed
+    was saved after it, so the owner's write after saving comes after that write - the weights that
+    stay replay every report. (Writing only when the re-read differs is not enough: a replica whose
+    computation already had every report it then re-reads skips the write, while a third report can
+    have made another replica write weights without this one's report in between.)"""
+    if store.excludes_other_processes:
+        return  # the reports' lock kept other processes' reports out while these weights were computed
+    seen = _replay_keys(replayed, memory_ids)  # in replay order: the weights depend on it
+    must_write = True
+    for _ in range(8):
+        latest = store.credits_for(scope, memory_ids, across_org=True)
+        now_seen = _replay_keys(latest, memory_ids)
+        if now_seen == seen and not must_write:
+            return
+        must_write = False
+        seen = now_seen
+        current = store.get_memories(memory_ids, View(scope))
+        # Every weight, changed or not in this process's view: another replica may have written over
+        # one since, and skipping it on a stale view would leave that replica's weight standing.
+        weights = replayed_weights(policy, current, latest)
+        write_weights(store, clusters, current, weights, clock(), only_changed=False)
+    log.warning("outcome reports kept arriving while weights were recomputed; the next report settles them")
+
+
+def _replay_keys(replay: Replay, memory_ids: Sequence[str]) -> list[list[tuple[str, int, float, float]]]:
+    return [
+        [(c.session_id, c.revision, c.credit.share, c.credit.score) for c in replay.get(memory_id, ())]
+        for memory_id in memory_ids
+    ]
