@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from retrieval.types import Candidate
-from storage.records import TimeWindow
+from storage.records import MemoryRecord, TimeWindow
 
 PREVIEW_CHARS = 160
 
@@ -369,3 +369,37 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
         "context_position": candidate.context_position,
         "exclusion_reason": candidate.exclusion_reason,
     }
+
+
+def placement(entry: dict[str, Any]) -> str:
+    """Where a traced candidate ended up, in words: its place in the context or why it was left out, and
+    what else the trace says of it (a sibling's episode, text that reads as instructions)."""
+    if entry["in_context"]:
+        reason = f"in the context at position [{entry.get('context_position')}]"
+    else:
+        reason = entry["exclusion_reason"] or "not placed in the context"
+    if entry.get("source") == "sibling":
+        reason += f"; a sibling from the episode of {entry.get('sibling_of')}"
+    if entry.get("instruction_signals"):
+        reason += "; reads as instructions to the model (" + ", ".join(entry["instruction_signals"]) + ")"
+    return reason
+
+
+def not_a_candidate(memory: MemoryRecord, recalled_at: datetime, trace: dict[str, Any], embedder: str) -> str:
+    """Why ``memory`` is not among a traced recall's candidates: not active, stored later, or ranked
+    below both search legs' limits (only full-text search when another embedder made its vector)."""
+    if memory.status != "active":
+        return f"{memory.id} is {memory.status}: only active memories are searched"
+    if memory.created_at > recalled_at:
+        return f"{memory.id} was stored after this retrieval ran"
+    limits = [
+        event["limit"]
+        for stage in trace["stages"]
+        for event in stage["events"]
+        if event.get("event") == "SearchLegRan"
+    ]
+    within = f"within its top {limits[0]}" if limits else "high enough"
+    note = f"{memory.id} was not among the candidates: neither the vector nor the full-text search ranked it {within}"
+    if memory.embedder != embedder:
+        note += f" (its vector was made by {memory.embedder}, not {embedder}, so only full-text search can find it)"
+    return note

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import anyio
 from pydantic import BaseModel, Field
 
+from retrieval.trace import not_a_candidate, placement
 from storage.records import RetrievalRecord, View
 from tools.common import (
     Caller,
@@ -311,42 +312,22 @@ def _with_lineage(
 
 def _candidate(entry: dict[str, Any]) -> CandidateExplanation:
     unweighted, weighted = entry["unweighted_rank"], entry["weighted_rank"]
-    position = entry.get("context_position")
-    if entry["in_context"]:
-        reason = f"in the context at position [{position}]"
-    else:
-        reason = entry["exclusion_reason"] or "not placed in the context"
-    if entry.get("source") == "sibling":
-        reason += f"; a sibling from the episode of {entry.get('sibling_of')}"
-    if entry.get("instruction_signals"):
-        reason += "; reads as instructions to the model (" + ", ".join(entry["instruction_signals"]) + ")"
+    feedback = entry.get("feedback", {})
+    # The trace's fields under the explanation's names, then those the explanation builds itself.
+    built = {"scores", "feedback", "rank_delta", "reason", "brought_by"}
+    kept = {
+        name: entry[name] for name in CandidateExplanation.model_fields if name in entry and name not in built
+    }
     return CandidateExplanation(
-        id=entry["id"],
-        preview=entry["preview"],
-        kind=entry["kind"],
-        agent_id=entry["agent_id"],
-        episode_id=entry["episode_id"],
-        created_at=entry["created_at"],
-        protection_tier=entry["protection_tier"],
-        found_by=entry["found_by"],
-        queries=entry.get("queries", []),
-        source=entry.get("source", "direct"),
+        **kept,
         brought_by=entry.get("sibling_of"),
-        corroborating_agents=entry.get("corroborating_agents", []),
-        cluster_canonical=entry.get("cluster_canonical"),
-        instruction_signals=entry.get("instruction_signals", []),
         scores=StageScores(**entry["scores"]),
         feedback=FeedbackExplanation(
-            reports=entry.get("feedback", {}).get("reports", 0),
-            moves=[FeedbackMove(**step) for step in entry.get("feedback", {}).get("steps", [])],
+            reports=feedback.get("reports", 0),
+            moves=[FeedbackMove(**step) for step in feedback.get("steps", [])],
         ),
-        unweighted_rank=unweighted,
-        weighted_rank=weighted,
         rank_delta=unweighted - weighted if unweighted is not None and weighted is not None else None,
-        in_context=entry["in_context"],
-        context_position=position,
-        reason=reason,
-        contradicted_by=entry.get("contradicted_by", []),
+        reason=placement(entry),
     )
 
 
@@ -356,22 +337,7 @@ def _why_not_a_candidate(
     memory = runtime.store.get_memory(memory_id, view)
     if memory is None:
         raise ToolFailure(f"no memory {memory_id!r} in org {record.org_id!r} / project {record.project_id!r}")
-    if memory.status != "active":
-        return f"{memory_id} is {memory.status}: only active memories are searched"
-    if memory.created_at > record.created_at:
-        return f"{memory_id} was stored after this retrieval ran"
-    limits = [
-        event["limit"]
-        for stage in trace["stages"]
-        for event in stage["events"]
-        if event.get("event") == "SearchLegRan"
-    ]
-    within = f"within its top {limits[0]}" if limits else "high enough"
-    note = f"{memory_id} was not among the candidates: neither the vector nor the full-text search ranked it {within}"
-    active_embedder = runtime.models.embedder.name
-    if memory.embedder != active_embedder:
-        note += f" (its vector was made by {memory.embedder}, not {active_embedder}, so only full-text search can find it)"
-    return note
+    return not_a_candidate(memory, record.created_at, trace, runtime.models.embedder.name)
 
 
 async def handle(args: ExplainRankingInput, runtime: Runtime, caller: Caller) -> ExplainRankingOutput:
