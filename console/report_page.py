@@ -36,7 +36,8 @@ SECTIONS = (
     ("health", "Store health"),
 )
 
-# The page's frame, its style and its one script (clicking a header sorts its table, by each cell's data-v
+# The page's frame, its style and its one script (inline, allowed by its hash: the template puts it
+# between its tags byte for byte) (clicking a header sorts its table, by each cell's data-v
 # when it has one, numerically when both parse) are files of this package; the sections are drawn here.
 ASSETS = resources.files("console")
 PAGE = string.Template((ASSETS / "templates" / "report.html").read_text(encoding="utf-8"))
