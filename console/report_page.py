@@ -36,9 +36,9 @@ SECTIONS = (
     ("health", "Store health"),
 )
 
-# The page's frame, its style and its one script (inline, allowed by its hash: the template puts it
-# between its tags byte for byte) (clicking a header sorts its table, by each cell's data-v
-# when it has one, numerically when both parse) are files of this package; the sections are drawn here.
+# The page's frame, its style and its one script are files of this package; the sections are drawn here.
+# The script sorts a table by the header clicked (by each cell's data-v when it has one, numerically when
+# both parse); it runs inline, allowed by its hash, so the frame puts it between its tags byte for byte.
 ASSETS = resources.files("console")
 PAGE = string.Template((ASSETS / "templates" / "report.html").read_text(encoding="utf-8"))
 STYLE = (ASSETS / "static" / "report.css").read_text(encoding="utf-8")
