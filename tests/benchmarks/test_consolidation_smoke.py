@@ -4,6 +4,8 @@ data never enters the test suite)."""
 import json
 from datetime import datetime
 
+import pytest
+
 from benchmarks import consolidation
 from benchmarks.locomo import load, normalise_evidence, parse_session_date, recall_at_k
 from tests.benchmarks.sample import SAMPLE
@@ -34,6 +36,7 @@ def test_rewording_is_light_and_deterministic():
     assert any(c != text for c in changed) and any(c == text for c in changed)
 
 
+@pytest.mark.slow
 def test_the_consolidation_benchmark_reports_every_scenario(tmp_path, capsys):
     data, out = tmp_path / "sample.json", tmp_path / "out.json"
     data.write_text(json.dumps([SAMPLE]))

@@ -34,6 +34,7 @@ def test_ndcg_and_mrr_by_hand():
     assert reciprocal_rank(returned, ["nowhere"]) == 0.0
 
 
+@pytest.mark.slow
 def test_the_benchmark_runs_every_variant_the_baseline_and_the_feedback_experiment(tmp_path, capsys):
     data = tmp_path / "sample.json"
     data.write_text(json.dumps([SAMPLE]))

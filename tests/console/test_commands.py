@@ -88,6 +88,7 @@ def test_explain_shows_each_candidates_ranks_and_scores(capsys, db):
     assert "feedback on" not in out  # no report moved anything yet
 
 
+@pytest.mark.slow
 def test_explain_lists_the_reports_behind_a_weight(capsys, db):
     stored = as_json(capsys, db, "remember", "The API rate limit is 100 requests per minute")
     as_json(capsys, db, "recall", "API rate limit")
@@ -99,6 +100,7 @@ def test_explain_lists_the_reports_behind_a_weight(capsys, db):
     assert f"  {report['session_id']}: helpful, share 1.00, closeness 1.00, 1.000 -> 1.750" in out
 
 
+@pytest.mark.slow
 def test_recall_and_outcome_share_a_session_and_a_repeated_outcome_replaces_the_report(capsys, db):
     stored = as_json(capsys, db, "remember", "Use pnpm, not npm, in the web repo")
     first_recall = as_json(capsys, db, "recall", "which package manager")
@@ -250,6 +252,7 @@ def test_a_store_that_cannot_open_fails_the_doctor_with_the_fix(capsys, tmp_path
     assert status == 1 and "FAIL  store" in out and "set MEMORIA_DB_URI to a writable folder" in out
 
 
+@pytest.mark.slow
 def test_the_session_end_hook_reports_the_newest_claude_code_session_and_never_fails(tmp_path):
     env = {
         "PATH": "/usr/bin:/bin",
@@ -311,6 +314,7 @@ def test_the_progress_bar_stays_silent_for_quick_work_and_reports_slow_work():
     assert len(lines) == 3
 
 
+@pytest.mark.slow
 def test_export_then_import_through_the_commands_is_lossless_and_idempotent(capsys, db, tmp_path):
     stored = as_json(capsys, db, "remember", "Releases are cut from main on Thursdays", "--tier", "protected")
     found = as_json(capsys, db, "recall", "when are releases cut")
@@ -387,6 +391,7 @@ def test_an_unexpected_failure_is_one_line_that_says_where_to_look(capsys, db, m
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_the_commands_keep_an_agents_private_memory_to_that_agent(capsys, db, tmp_path):
     status, out, _ = memoria(
         capsys,
@@ -567,6 +572,7 @@ def test_forget_by_tag_at_a_terminal_forgets_exactly_the_memories_it_showed(caps
     assert [m["preview"] for m in left["memories"]] == ["Audit the firewall yearly"]
 
 
+@pytest.mark.slow
 def test_doctor_says_whether_the_configured_llm_stages_have_a_model_to_ask(capsys, db, monkeypatch):
     import socket
 
@@ -606,6 +612,7 @@ def test_doctor_says_whether_the_configured_llm_stages_have_a_model_to_ask(capsy
     assert status == 0 and "WARN  llm" in out and "which does not answer (InvalidURL" in out
 
 
+@pytest.mark.slow
 def test_recall_and_explain_from_the_command_line_ask_the_configured_endpoint(capsys, db, monkeypatch):
     from tests.openai_standin import chat_standin
 
@@ -629,6 +636,7 @@ def test_recall_and_explain_from_the_command_line_ask_the_configured_endpoint(ca
     assert "(llama3.2; 31 + 9 tokens)" in printed
 
 
+@pytest.mark.slow
 def test_recall_from_the_command_line_says_when_the_llm_passes_left_nothing(capsys, db, monkeypatch):
     from tests.openai_standin import chat_standin
 

@@ -203,6 +203,7 @@ def test_a_memory_private_to_an_agent_never_reaches_the_report(runtime):
     assert private not in page and "NIGHTJAR" not in page
 
 
+@pytest.mark.slow
 def test_only_the_newest_retrievals_are_analysed(runtime, sample):
     feedback = build_report(runtime, SCOPE, retrievals=1).feedback
     newest, top_k = sample.retrievals[-1]
@@ -324,6 +325,7 @@ def page_of_the_sample(tmp_path_factory):
 MARKUP = st.text(alphabet=st.sampled_from(list("<>\"'&=/ ;:()`ascriptimgonerrorsvg")), max_size=40)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=MARKUP)
 def test_no_text_anywhere_in_the_data_adds_markup(page_of_the_sample, text):

@@ -115,6 +115,7 @@ def opened(browser: Any) -> Iterator[Any]:
         tab.page.close()
 
 
+@pytest.mark.slow
 def test_the_report_renders_every_chart_and_section_without_errors(opened, pages):
     started = time.perf_counter()
     tab = opened(pages["sample"])

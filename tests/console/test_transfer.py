@@ -105,6 +105,7 @@ def table_counts(summary) -> dict[str, tuple[int, int]]:
 # ------------------------------------------------------------------ memoria exports
 
 
+@pytest.mark.slow
 def test_export_then_import_into_an_empty_store_is_lossless_and_recalls_the_same(stores, tmp_path):
     source = stores("a")
     ids = build_history(source)
@@ -148,6 +149,7 @@ def test_export_then_import_into_an_empty_store_is_lossless_and_recalls_the_same
         assert recalled(target, query)
 
 
+@pytest.mark.slow
 def test_importing_the_same_export_twice_writes_nothing_the_second_time(stores, tmp_path):
     source = stores("a")
     build_history(source)
@@ -161,6 +163,7 @@ def test_importing_the_same_export_twice_writes_nothing_the_second_time(stores, 
     assert export_text(target).splitlines()[1:] == before
 
 
+@pytest.mark.slow
 def test_an_export_without_vectors_is_embedded_again_on_import(stores, tmp_path):
     source = stores("a")
     ids = build_history(source)
@@ -175,6 +178,7 @@ def test_an_export_without_vectors_is_embedded_again_on_import(stores, tmp_path)
     assert ids["mysql"] in recalled(target, "postgres or mysql")
 
 
+@pytest.mark.slow
 def test_memories_from_another_embedder_are_embedded_again_and_nothing_else_changes(stores, tmp_path):
     source = stores("a", embedder=TokenEmbedder(384))
     ids = build_history(source)
@@ -207,6 +211,7 @@ def as_fallback(runtime):
     return dataclasses.replace(runtime, models=dataclasses.replace(runtime.models, embedder_info=info))
 
 
+@pytest.mark.slow
 def test_an_import_on_the_offline_fallback_keeps_the_exported_vectors_instead_of_hashing_them(
     stores, tmp_path
 ):
@@ -222,6 +227,7 @@ def test_an_import_on_the_offline_fallback_keeps_the_exported_vectors_instead_of
     assert target.store.get_memory(ids["mysql"], SCOPE).embedder == "fake-token:384"
 
 
+@pytest.mark.slow
 def test_a_second_import_of_another_embedders_export_embeds_nothing(stores, tmp_path):
     source = stores("a", embedder=TokenEmbedder(384))
     build_history(source)
@@ -411,6 +417,7 @@ def test_a_plain_text_transcript_splits_sessions_at_blank_lines_and_separators(s
         ),
     ],
 )
+@pytest.mark.slow
 def test_json_transcripts_in_each_shape(stores, tmp_path, document, episodes):
     runtime = stores("a")
     path = write(tmp_path / "chat.json", json.dumps(document, indent=2))
@@ -425,6 +432,7 @@ def test_json_transcripts_in_each_shape(stores, tmp_path, document, episodes):
 # ------------------------------------------------------------------ bad input
 
 
+@pytest.mark.slow
 def test_an_export_with_a_bad_row_names_its_line_and_writes_nothing(stores, tmp_path):
     source = stores("a")
     build_history(source)
@@ -523,6 +531,7 @@ def test_a_missing_file_or_a_scope_for_an_export_is_refused_with_advice(stores, 
         import_file(runtime, path, scope=Scope("acme", "web"))
 
 
+@pytest.mark.slow
 def test_an_export_from_before_per_memory_credit_imports_its_reports_as_full_credits(stores, tmp_path):
     source = stores("a")
     build_history(source)
@@ -546,6 +555,7 @@ def test_an_export_from_before_per_memory_credit_imports_its_reports_as_full_cre
     } == {m: [(report["session_id"], 1.0, 1.0)] for m in report["memory_ids"]}
 
 
+@pytest.mark.slow
 def test_an_export_from_before_the_seed_ab_columns_keeps_its_scores_as_the_boosted_ones(stores, tmp_path):
     source = stores("a")
     build_history(source)

@@ -90,6 +90,7 @@ def test_the_calls_stay_in_the_configured_scope_and_errors_say_what_to_do(ui):
     assert status == 400 and "'someday' is not a time" in error["error"]
 
 
+@pytest.mark.slow
 def test_the_page_shows_the_org_wide_memories_and_no_agents_private_ones(ui):
     caller = Caller("agent-a", "ses_1")
     private = remember(
@@ -132,6 +133,7 @@ def rows_become(page: Any, count: int) -> None:
         page.wait_for_timeout(50)
 
 
+@pytest.mark.slow
 def test_the_page_searches_browses_shows_edits_and_forgets(ui, browser):
     tab = Tab(browser, ui.url)
     page = tab.page

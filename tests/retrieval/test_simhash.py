@@ -2,6 +2,7 @@ import itertools
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -116,6 +117,7 @@ def brute_force(values: list[int], limit: int = 3) -> set[tuple[int, int]]:
     seeds=st.lists(st.integers(min_value=0, max_value=2**64 - 1), min_size=1, max_size=12),
     flips=st.lists(st.lists(st.integers(min_value=0, max_value=63), max_size=5), max_size=30),
 )
+@pytest.mark.slow
 def test_block_search_finds_exactly_what_a_full_pairwise_scan_finds(seeds, flips):
     values = list(seeds)
     for index, positions in enumerate(flips):

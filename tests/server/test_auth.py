@@ -303,6 +303,7 @@ def test_introspection_accepts_an_active_token_for_this_server_and_reads_its_gra
     ],
     ids=["inactive", "other-issuer", "expired", "unprintable-subject", "long-subject"],
 )
+@pytest.mark.slow
 def test_introspection_refuses_inactive_foreign_and_expired_tokens(claims):
     provider = IdentityProvider({"tok": claims} if claims else {})
     with provider.serving() as base:

@@ -70,6 +70,7 @@ def test_memoria_token_refuses_a_missing_or_malformed_scope(scopes, capsys):
     assert captured.out == "" and ("--read or --write" in captured.err or "org/project" in captured.err)
 
 
+@pytest.mark.slow
 def test_the_server_holds_numpys_blas_to_one_thread_unless_the_environment_says_otherwise():
     # In a fresh interpreter (numpy not loaded yet), as `memoria serve` runs it.
     probe = (

@@ -42,6 +42,7 @@ def consolidating_llm(asked: list[str], *, revises: bool = False):
     return answer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_the_llm_resolver_merges_a_paraphrase_into_a_reworded_memory_through_sampling(tmp_path, mode):
     server = server_with(settings_for(tmp_path / "db"))
@@ -102,6 +103,7 @@ async def test_without_sampling_the_rules_keep_a_paraphrase_and_merge_a_restatem
     )
 
 
+@pytest.mark.slow
 async def test_an_llm_judged_revision_supersedes_and_an_unjudged_one_stays_in_the_drift_view(tmp_path):
     old_flag = "Feature flag checkout_v2 is enabled in staging"
     new_flag = "Feature flag checkout_v2 is disabled in staging"
@@ -131,6 +133,7 @@ async def test_an_llm_judged_revision_supersedes_and_an_unjudged_one_stays_in_th
     assert f"DISPUTED by newer {new['id']}" in recalled["context"]
 
 
+@pytest.mark.slow
 async def test_forget_retracts_or_purges_and_leaves_a_record(tmp_path):
     server = server_with(settings_for(tmp_path / "db"))
     async with connected(server) as client:

@@ -15,6 +15,7 @@ PORT = "Postgres listens on port 5432 in staging"
 CAT = "The office cat is called Miso"
 
 
+@pytest.mark.slow
 async def test_feedback_reorders_recall_and_explain_shows_why(settings):
     reranker = ScriptedReranker({POOL: 0.80, PORT: 0.75, CAT: 0.05})
     async with connected(server_with(settings, reranker=reranker), agent="claude-code") as client:

@@ -639,6 +639,7 @@ def seed(fuzz: Fuzzer) -> Pools:
     return pools
 
 
+@pytest.mark.slow
 def test_fuzzed_arguments_never_crash_the_server_and_rejected_calls_write_nothing(tmp_path):
     with fuzzer(tmp_path / "store") as fuzz:
         fuzz_by_tool = tool_fuzz(seed(fuzz))
@@ -847,6 +848,7 @@ def test_each_size_limit_refuses_just_past_it_saying_the_limit_and_accepts_it(
 # ---------------------------------------------------------------------------------------------- found by fuzzing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-14:00"])
 def test_a_time_outside_the_utc_calendar_is_refused_naming_occurred_at(tmp_path, moment):
     # Both parse, but in UTC they fall in year 0 or 10000: converting them raised OverflowError, which the

@@ -50,6 +50,7 @@ async def test_background_maintenance_compacts_small_appends(tmp_path):
     assert recalled["memories"][0]["content"] == "small write number 7"
 
 
+@pytest.mark.slow
 async def test_appends_piling_up_start_a_round_before_the_interval(tmp_path):
     # An hour between rounds, but 8 appends are enough to start one: a busy server compacts as it goes.
     settings = settings_for(
@@ -65,6 +66,7 @@ async def test_appends_piling_up_start_a_round_before_the_interval(tmp_path):
         assert built.runtime.store.appends_since_maintenance < 12
 
 
+@pytest.mark.slow
 async def test_without_enough_appends_nothing_runs_before_the_interval(tmp_path):
     settings = settings_for(
         tmp_path / "db",

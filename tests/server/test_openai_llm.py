@@ -25,6 +25,7 @@ def answers(system: str, prompt: str) -> str:
     return json.dumps({"sufficient": True, "confidence": 0.9, "sub_queries": []})
 
 
+@pytest.mark.slow
 async def test_the_gate_and_iteration_ask_the_configured_endpoint_when_the_client_cannot_sample(tmp_path):
     with chat_standin(api_key="ollama-key") as endpoint:
         endpoint.answer = answers
@@ -53,6 +54,7 @@ async def test_the_gate_and_iteration_ask_the_configured_endpoint_when_the_clien
     assert [(e["event"], e["method"]) for e in gate["events"]] == [("GateDecided", "llm")]
 
 
+@pytest.mark.slow
 async def test_an_endpoint_that_fails_leaves_the_deterministic_path_and_says_why(tmp_path):
     with chat_standin() as endpoint:
         endpoint.fail_with = 500
@@ -68,6 +70,7 @@ async def test_an_endpoint_that_fails_leaves_the_deterministic_path_and_says_why
     assert "HTTP 500" in json.dumps(gate["events"])
 
 
+@pytest.mark.slow
 async def test_an_agents_own_llm_reranker_runs_on_the_endpoint_and_its_cost_is_priced(tmp_path):
     def rerank(system: str, prompt: str) -> str:
         rows = [line for line in prompt.splitlines() if line.startswith("[")]

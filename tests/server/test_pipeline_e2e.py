@@ -137,6 +137,7 @@ def sampling_callback(log: list):
     return answer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_sampling_drives_iterative_retrieval(tmp_path, mode):
     # min_fact_score keeps the first pass to what the original query matches well, so only the
@@ -174,6 +175,7 @@ async def test_without_sampling_iterative_retrieval_is_skipped_cleanly(tmp_path)
     assert len(result["memories"]) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_the_llm_reranker_scores_through_sampling_and_falls_back_when_it_cannot(tmp_path, mode):
     settings = settings_for(
@@ -273,6 +275,7 @@ async def test_many_llm_questions_or_useless_answers_never_exhaust_the_client(tm
     assert len(calls) <= 8  # the server stops asking before the client's own round limit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_the_llm_passes_ask_the_client_each_in_turn_and_the_retried_call_keeps_their_answers(
     tmp_path, mode

@@ -32,6 +32,7 @@ async def test_the_resources_and_their_templates_are_listed(settings):
     }
 
 
+@pytest.mark.slow
 async def test_a_memory_by_id_is_shown_in_full_with_its_weight_history_and_lineage(settings):
     async with connected(server_with(settings)) as client:
         stored = await call(
@@ -107,6 +108,7 @@ async def test_stats_count_the_scope_by_status_kind_and_tier(settings):
     assert other["memories"] == 1
 
 
+@pytest.mark.slow
 async def test_drift_lists_what_superseded_what(settings):
     async with connected(server_with(settings)) as client:
         old = await call(client, "remember", {"content": "We deploy the web app with Heroku"})

@@ -473,6 +473,7 @@ async def run(story: Story, path: Path) -> None:
     phases=[Phase.explicit, Phase.generate],  # an example is a whole server's run: no shrinking
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
+@pytest.mark.slow
 @given(story=stories())
 def test_no_view_of_one_tenant_shows_another_tenants_memories_agents_counts_or_weights(story):
     with tempfile.TemporaryDirectory() as folder:

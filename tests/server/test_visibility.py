@@ -50,6 +50,7 @@ async def recalled(client: Any, query: str, where: dict[str, str]) -> set[str]:
     return {memory["id"] for memory in out["memories"]}
 
 
+@pytest.mark.slow
 async def test_each_visibility_reaches_exactly_its_readers(server):
     async with two_agents(server) as (alice, bob):
         project = await remember(alice, "The billing ledger closes at midnight UTC", BILLING)
@@ -133,6 +134,7 @@ async def test_private_copies_of_the_same_text_are_separate_memories(server):
         assert shared_row["corroborating_agents"] == []
 
 
+@pytest.mark.slow
 async def test_no_tool_reveals_another_agents_private_memory(server):
     async with two_agents(server) as (alice, bob):
         secret = await remember(
@@ -187,6 +189,7 @@ async def test_no_tool_reveals_another_agents_private_memory(server):
         assert [m["id"] for m in gone["forgotten"]] == [updated["id"]]
 
 
+@pytest.mark.slow
 async def test_an_org_memory_is_updated_and_forgotten_from_any_project_of_the_org(server, tmp_path):
     async with two_agents(server) as (alice, bob):
         org = await remember(alice, "The on-call rotation changes on Tuesdays", BILLING, visibility="org")
@@ -221,6 +224,7 @@ async def test_an_org_memory_is_updated_and_forgotten_from_any_project_of_the_or
         assert "Wednesdays" not in trace and "[purged]" in trace
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("visibility", ["nobody", "ORG", ""])
 async def test_an_unknown_visibility_is_refused_with_the_choices(server, visibility):
     async with connected(server, agent="alice") as alice:

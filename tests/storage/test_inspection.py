@@ -77,6 +77,7 @@ def test_bytes_on_disk_count_every_file_of_a_local_store(store, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_store_that_is_not_a_local_folder_has_no_disk_size():
     with MemoryStore.open("memory://inspection", vector_dim=DIM) as remote:
         health = inspection.store_health(remote)

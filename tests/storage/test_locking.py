@@ -115,6 +115,7 @@ def memory(memory_id: str, **fields: Any) -> NewMemory:
     return NewMemory(record, tuple(np.full(DIM, 0.5)), record.content)
 
 
+@pytest.mark.slow
 def test_every_write_path_of_the_store_retries_commit_conflicts(tmp_path):
     conflicts = Conflicts(per_write=2)
     store = conflicting_store(tmp_path, conflicts)

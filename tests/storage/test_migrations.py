@@ -123,6 +123,7 @@ def test_replicas_opening_a_new_object_store_at_once_migrate_it_once(s3_bucket):
     assert schema.LEGACY_MEMORIES not in tables
 
 
+@pytest.mark.slow
 def test_a_lease_left_by_a_replica_that_died_mid_migration_is_taken_over(tmp_path):
     db = lancedb.connect(str(tmp_path / "db"))
     abandoned = datetime.now(UTC) - migrations.LEASE_EXPIRES_AFTER - timedelta(seconds=1)
@@ -153,6 +154,7 @@ class RacedConnection:
         return getattr(self.db, name)
 
 
+@pytest.mark.slow
 def test_a_lease_create_that_loses_to_a_concurrent_overwrite_waits_and_takes_the_lease_after(tmp_path):
     db = RacedConnection(lancedb.connect(str(tmp_path / "db")))
     meta = migrations.apply_pending(db, 8, other_processes_excluded=False)

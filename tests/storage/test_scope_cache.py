@@ -35,6 +35,7 @@ def corpus():
 @pytest.mark.parametrize(
     ("kinds", "tags"), [(None, None), (["artifact"], None), (None, ["db"]), (["fact"], ["db"])]
 )
+@pytest.mark.slow
 def test_a_copy_answers_vector_searches_like_lancedb(tmp_path, kinds, tags):
     with open_store(tmp_path / "db") as cached, open_store(tmp_path / "db", cache_scope_rows=0) as plain:
         cached.insert_many(corpus())

@@ -351,6 +351,7 @@ def test_episode_members_and_episodes_come_back_by_id(store):
     assert set(episodes) == {"ep1", "ep2"} and episodes["ep1"].agent_id == "agent"
 
 
+@pytest.mark.slow
 def test_maintenance_builds_the_vector_index_once_the_table_is_big_enough_and_new_rows_stay_searchable(
     tmp_path,
 ):
@@ -407,6 +408,7 @@ def files_holding(root, token: bytes) -> list[str]:
 @pytest.mark.parametrize(
     "killed_at", ["_merge_update", "_scrub_traces", "add_lineage_once", "_drop_old_versions"]
 )
+@pytest.mark.slow
 def test_a_purge_a_crash_interrupted_is_finished_at_the_next_opening(tmp_path, monkeypatch, killed_at):
     from storage.records import LineageEvent
 
@@ -571,6 +573,7 @@ def versions_of(table) -> set[int]:
     return {int(entry["version"]) for entry in table.list_versions()}
 
 
+@pytest.mark.slow
 def test_a_round_drops_versions_replaced_long_ago_and_keeps_one_replaced_just_now(store):
     keep = timedelta(seconds=0.3)
     for index in range(6):

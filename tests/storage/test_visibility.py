@@ -87,6 +87,7 @@ VISIBLE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("viewer", list(VISIBLE))
 def test_every_read_of_a_view_returns_what_its_viewer_may_see(store, viewer):
     view = View(WEB, viewer)

@@ -147,6 +147,7 @@ def test_the_same_report_twice_is_unchanged_whatever_the_order_of_its_ids(runtim
     assert report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1).status == "unchanged"
 
 
+@pytest.mark.slow
 def test_a_report_whose_row_was_never_saved_is_redone_whole_on_retry(runtime, three, monkeypatch):
     """A crash between the credits' commit and the report's own row: the retry finds no matching report,
     redoes it, and every memory the half-done report moved gets its weight recomputed."""
@@ -258,7 +259,9 @@ def test_a_report_landing_between_the_reads_and_the_write_lock_is_read_again_and
         return found
 
     monkeypatch.setattr(report_outcome_module, "read_for_report", then_another_report_lands)
-    monkeypatch.setattr(outcomes_module, "read_for_report", then_another_report_lands)  # its catch-up reads again
+    monkeypatch.setattr(
+        outcomes_module, "read_for_report", then_another_report_lands
+    )  # its catch-up reads again
     report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a, b]), runtime, S1)
     assert landed[0].status == "applied"
     # S2 reported first: a 1.0 -> 0.8 x 1.0 + 0.35 = 1.15; then S1's failure: 0.8 x 1.15 + 0.05 = 0.97.
@@ -283,7 +286,9 @@ def test_a_report_landing_in_between_is_caught_up_from_its_own_rows_not_by_readi
         return found
 
     monkeypatch.setattr(report_outcome_module, "read_for_report", then_another_report_lands)
-    monkeypatch.setattr(outcomes_module, "read_for_report", then_another_report_lands)  # its catch-up reads again
+    monkeypatch.setattr(
+        outcomes_module, "read_for_report", then_another_report_lands
+    )  # its catch-up reads again
     report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a, three["b"]]), runtime, S1)
     assert reads == [S1.session_id, S2.session_id]  # S1 read once: S2's credits were caught up alone
     assert weights(runtime, three) == {"a": 0.97, "b": 0.85, "c": 1.0}
@@ -305,7 +310,9 @@ def test_a_report_of_the_same_session_landing_in_between_makes_the_report_read_e
         return found
 
     monkeypatch.setattr(report_outcome_module, "read_for_report", then_the_same_session_reports)
-    monkeypatch.setattr(outcomes_module, "read_for_report", then_the_same_session_reports)  # its catch-up reads again
+    monkeypatch.setattr(
+        outcomes_module, "read_for_report", then_the_same_session_reports
+    )  # its catch-up reads again
     corrected = report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a, b]), runtime, S1)
     # Read first, then the success landed (read once itself), then read again under the lock.
     assert len(reads) == 3
@@ -345,6 +352,7 @@ def test_weight_history_is_recorded(runtime, three):
     ]
 
 
+@pytest.mark.slow
 def test_the_report_keeps_the_sessions_queries_and_each_credit_names_its_query(runtime, three):
     recall_top(runtime, S1, query="postgres pool", top_k=1)
     recall_top(runtime, S1, query="which port does postgres use", top_k=2)

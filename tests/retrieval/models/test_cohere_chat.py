@@ -7,6 +7,7 @@ from tests.cohere_standin import cohere_standin
 QUESTION = LLMRequest(purpose="sufficiency", system="You judge.", prompt="Query: x", max_tokens=50)
 
 
+@pytest.mark.slow
 def test_cohere_chat_answers_with_text_and_billed_tokens():
     with cohere_standin() as standin:
         standin.chat_reply = '{"sufficient": false}'

@@ -8,6 +8,7 @@ from retrieval.models.embedders.sentence_transformers import SentenceTransformer
 from retrieval.models.model_files import ModelUnavailable, resolve_model_dir
 
 
+@pytest.mark.slow
 def test_sentence_transformer_embeddings_are_unit_length_rows(tiny_models):
     embedder = SentenceTransformerEmbedder(str(tiny_models["embedder"]), allow_downloads=False)
     embedder.warm_up()

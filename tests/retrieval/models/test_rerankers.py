@@ -59,6 +59,7 @@ def test_cohere_bad_key_is_a_configuration_error_that_names_the_fix():
     assert "wrong" not in str(failure.value)  # the key never appears in a message
 
 
+@pytest.mark.slow
 def test_cohere_server_errors_are_transient():
     with cohere_standin() as standin:
         standin.fail_with = 503

@@ -1,6 +1,7 @@
 from dataclasses import replace
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -223,6 +224,7 @@ def test_max_episodes_caps_distinct_episodes():
     budget=st.integers(min_value=1, max_value=5_000),
     top_k=st.integers(min_value=1, max_value=10),
 )
+@pytest.mark.slow
 def test_grouped_assembly_never_exceeds_the_budget_and_numbers_memories_in_order(rows, budget, top_k):
     candidates = tuple(
         Candidate(
