@@ -37,13 +37,13 @@ def open_store(settings: Settings) -> MemoryStore:
     return MemoryStore.open(
         settings.db_uri,
         storage_options=settings.storage_options,
-        vector_dim=settings.vector_dim,
-        cache_scope_rows=settings.cache_scope_rows,
-        cache_total_rows=settings.cache_total_rows,
-        vector_index_min_rows=settings.vector_index_min_rows,
+        vector_dim=settings.vector.dim,
+        cache_scope_rows=settings.cache.scope_rows,
+        cache_total_rows=settings.cache.total_rows,
+        vector_index_min_rows=settings.vector.index_min_rows,
         analyzer=index_terms,
-        index_cache_bytes=settings.lancedb_index_cache_mb << 20,
-        metadata_cache_bytes=settings.lancedb_metadata_cache_mb << 20,
+        index_cache_bytes=settings.lancedb.index_cache_mb << 20,
+        metadata_cache_bytes=settings.lancedb.metadata_cache_mb << 20,
     )
 
 
@@ -71,12 +71,12 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
     from writing.service import WriteLimits, WriteService
 
     corroboration = CorroborationService(
-        store, max_rows=settings.aggregation_max_rows, oppositions=oppositions(settings)
+        store, max_rows=settings.aggregation.max_rows, oppositions=oppositions(settings)
     )
     feedback = FeedbackIndex(
         store,
         models.embedder,
-        closeness=closeness_for(settings.feedback_closeness, models.embedder.name),
+        closeness=closeness_for(settings.feedback.closeness, models.embedder.name),
         policy=weight_policy_for(settings),
     )
     options = pipeline_options(settings, models.embedder.name, reranked=models.reranker is not None)
@@ -106,9 +106,9 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         WriteLimits(
             max_content_chars=settings.max_content_chars,
             max_tags=settings.max_tags,
-            ephemeral_ttl_seconds=settings.ephemeral_ttl_seconds,
-            batch_dedup_threshold=settings.consolidation_text_dedup_threshold,
-            across_agents=settings.consolidate_across_agents,
+            ephemeral_ttl_seconds=settings.ephemeral.ttl_seconds,
+            batch_dedup_threshold=settings.consolidation.text_dedup_threshold,
+            across_agents=settings.consolidation.across_agents,
         ),
         clock=lambda: runtime.clock(),
     )
@@ -127,58 +127,52 @@ def oppositions(settings: Settings) -> tuple[tuple[str, str], ...]:
 def consolidation_policy(settings: Settings):  # -> writing.consolidation.service.ConsolidationPolicy
     from writing.consolidation.service import ConsolidationPolicy
 
-    return ConsolidationPolicy(
-        enabled=settings.enable_consolidation,
-        resolve_threshold=settings.consolidation_resolve_threshold,
-        text_dedup_threshold=settings.consolidation_text_dedup_threshold,
-        max_existing_matches=settings.consolidation_max_existing_matches,
-        across_agents=settings.consolidate_across_agents,
-        artifacts=settings.enable_artifact_consolidation,
-        artifact_threshold=settings.artifact_consolidation_confidence_threshold,
-        cluster_concurrency=settings.consolidation_cluster_concurrency,
-        oppositions=oppositions(settings),
-        rerank=settings.consolidation_rerank,
-        rerank_pool=settings.consolidation_rerank_pool,
-        rerank_min_score=settings.consolidation_rerank_min_score,
-    )
+    return ConsolidationPolicy(**settings.consolidation.model_dump(), oppositions=oppositions(settings))
+
+
+# The pipeline's knobs that are settings of the same name, taken as set.
+PIPELINE_SETTINGS = (
+    "fulltext_search",
+    "gate",
+    "author_discount",
+    "instruction_demotion",
+    "max_iterations",
+    "sufficiency_threshold",
+    "corroboration",
+    "episode_expansion",
+    "score_propagation_alpha",
+    "max_siblings",
+    "top_k_episodes",
+    "max_episodes",
+    "llm_prices",
+)
 
 
 def pipeline_options(
     settings: Settings, embedder_name: str, reranked: bool = False
 ):  # -> retrieval.pipeline.PipelineOptions
-    """``reranked``: a reranker loaded, so relevance is its score (the floor depends on it)."""
+    """``reranked``: a reranker loaded, so relevance is its score (the floor depends on it). The rest are
+    settings resolved for the backend, or parsed."""
     from retrieval.fusion import vector_weight_for
     from retrieval.pipeline import PipelineOptions
     from retrieval.rerankers.llm import parse_reranker_configuration
     from retrieval.threshold import relevance_floor_for
 
     return PipelineOptions(
+        **{name: getattr(settings, name) for name in PIPELINE_SETTINGS},
         vector_weight=vector_weight_for(settings.fusion_vector_weight, embedder_name),
-        use_fulltext=settings.fulltext_search,
-        gate=settings.gate,
         min_fact_score=relevance_floor_for(settings.min_fact_score, embedder_name, reranked),
-        author_discount=settings.author_discount,
-        instruction_demotion=settings.instruction_demotion,
-        max_iterations=settings.max_iterations,
-        sufficiency_threshold=settings.sufficiency_threshold,
-        use_corroboration=settings.corroboration,
-        use_expansion=settings.episode_expansion,
-        score_propagation_alpha=settings.score_propagation_alpha,
-        max_siblings=settings.max_siblings,
-        top_k_episodes=settings.top_k_episodes,
-        max_episodes=settings.max_episodes,
-        fold_threshold=settings.consolidation_text_dedup_threshold,
+        fold_threshold=settings.consolidation.text_dedup_threshold,
         llm_reranker=parse_reranker_configuration(settings.llm_reranker),
         llm_reranker_by_agent={
             agent: config
             for agent, raw in settings.llm_reranker_by_agent.items()
             if (config := parse_reranker_configuration(raw)) is not None
         },
-        llm_prices=settings.llm_prices,
         llm_passes=tuple(dict.fromkeys(settings.llm_passes)),
         half_lives={
             "standard": settings.decay_half_life_days,
-            "ephemeral": settings.ephemeral_half_life_days,
+            "ephemeral": settings.ephemeral.half_life_days,
         },
     )
 
@@ -186,20 +180,21 @@ def pipeline_options(
 def model_config(settings: Settings):  # -> retrieval.providers.ModelConfig
     from retrieval.providers import ModelConfig
 
+    cohere = settings.cohere
     return ModelConfig(
         embedder=settings.embedder,
-        embedding_model=settings.embedding_model,
+        embedding_model=settings.embedding.model,
+        embedding_model_file=settings.embedding.model_file,
         reranker=settings.reranker,
-        rerank_model=settings.rerank_model,
-        cohere_api_key=settings.cohere_api_key.get_secret_value() if settings.cohere_api_key else None,
-        cohere_rerank_model=settings.cohere_rerank_model,
-        cohere_base_url=settings.cohere_base_url,
-        cohere_timeout_seconds=settings.cohere_timeout_seconds,
+        rerank_model=settings.rerank.model,
+        rerank_model_file=settings.rerank.model_file,
+        cohere_api_key=cohere.api_key.get_secret_value() if cohere.api_key else None,
+        cohere_rerank_model=cohere.rerank_model,
+        cohere_base_url=cohere.base_url,
+        cohere_timeout_seconds=cohere.timeout_seconds,
         allow_downloads=settings.allow_model_downloads,
-        device=settings.model_device,
-        backend=settings.model_backend,
-        embedding_model_file=settings.embedding_model_file,
-        rerank_model_file=settings.rerank_model_file,
+        device=settings.model.device,
+        backend=settings.model.backend,
     )
 
 
@@ -279,7 +274,7 @@ class AppState:
                     log.debug("aggregation %s", line)
             except Exception as exc:  # the next pass retries; recall uses the clusters it has
                 log.warning("aggregation pass failed (will retry): %s", exc)
-            if self._pause(self.settings.aggregation_interval_seconds) or self._stop.is_set():
+            if self._pause(self.settings.aggregation.interval_seconds) or self._stop.is_set():
                 return
 
     def _maintain(self, runtime: Runtime) -> None:
@@ -288,7 +283,7 @@ class AppState:
         hundreds of fragments, each making the next append slower, between two rounds), or 1% of the
         memories if that is more: a round's compaction rewrites the memories table whole (LanceDB 0.40
         takes no target size), so a bigger table compacts less often for the same cost per append."""
-        interval, piled = self.settings.maintenance_interval_seconds, self.settings.compaction_after_appends
+        interval, piled = self.settings.maintenance_interval_seconds, self.settings.compaction.after_appends
         last, failed = time.monotonic(), False
         while not self._stop.wait(min(1.0, interval)):
             due = time.monotonic() - last >= interval
