@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -560,6 +560,17 @@ class Settings(BaseSettings):
         values.setdefault("db_uri", str(default_data_dir(env=env) / "lancedb"))
         return cls._validated(values)
 
+    def flat(self, names: Iterable[str]) -> dict[str, Any]:
+        """Settings by their variables' names (``cache_scope_rows``), for an option object whose fields are
+        named so."""
+        values: dict[str, Any] = {}
+        for name in names:
+            value: Any = self
+            for step in path_of(name):
+                value = getattr(value, step)
+            values[name] = value
+        return values
+
     def replace(self, **overrides: Any) -> Settings:
         """A copy with ``overrides`` (named as for ``from_env``), validated again."""
         return self._validated(_merge(self.model_dump(), nest(overrides)))
@@ -586,9 +597,9 @@ class Settings(BaseSettings):
 
 
 class _Environment(EnvSettingsSource):
-    """pydantic-settings' reading of ``MEMORIA_*`` variables, over a given environment. Empty variables
-    mean the default; a nested variable is read for a group only (not for a JSON object setting whose
-    name another variable's starts with, as ``MEMORIA_LLM_RERANKER`` is ``MEMORIA_LLM_RERANKER_BY_AGENT``'s)."""
+    """pydantic-settings' reading of ``MEMORIA_*`` variables, over the environment it is given. An empty
+    variable means the default. Only a group's variables are split into group and field:
+    ``MEMORIA_LLM_RERANKER_BY_AGENT`` is a setting of its own, not a key of ``MEMORIA_LLM_RERANKER``'s."""
 
     def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
         self._environ = {name.lower(): value.strip() for name, value in environ.items() if value.strip()}
@@ -641,31 +652,34 @@ def variable_at(loc: tuple[int | str, ...]) -> tuple[str, tuple[int | str, ...]]
     return f"{PREFIX}{head}".upper(), loc[1:]
 
 
+def path_of(name: str) -> tuple[str, ...]:
+    """Where the setting named like its variable (``cache_scope_rows``) sits: ``("cache", "scope_rows")``."""
+    if name in Settings.model_fields:
+        return (name,)
+    for group_name, group in groups().items():
+        field = name.removeprefix(f"{group_name}_")
+        if field != name and field in group.model_fields:
+            return group_name, field
+    raise TypeError(f"no setting is named {name!r}")
+
+
 def nest(overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Flat overrides (``cache_scope_rows=0``) as the nested values the settings take (``cache={...}``)."""
     nested: dict[str, Any] = {}
     for key, value in overrides.items():
-        if key in Settings.model_fields:
-            nested[key] = value
-            continue
-        for name, group in groups().items():
-            field = key.removeprefix(f"{name}_")
-            if field != key and field in group.model_fields:
-                nested.setdefault(name, {})[field] = value
-                break
-        else:
-            raise TypeError(f"no setting is named {key!r}")
+        match path_of(key):
+            case (name,):
+                nested[name] = value
+            case (group_name, field):
+                nested.setdefault(group_name, {})[field] = value
     return nested
 
 
 def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides``; a group's values are merged field by field."""
     merged = dict(base)
     for key, value in overrides.items():
-        if (
-            isinstance(value, dict)
-            and isinstance(merged.get(key), dict)
-            and _is_group(Settings.model_fields[key].annotation if key in Settings.model_fields else None)
-        ):
+        if key in groups() and isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = value

@@ -4,6 +4,7 @@ never waits for LanceDB or models), per-connection session ids and background ma
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import secrets
 import threading
@@ -178,24 +179,12 @@ def pipeline_options(
 
 
 def model_config(settings: Settings):  # -> retrieval.providers.ModelConfig
+    """The models' configuration: its fields are named like the settings' variables."""
     from retrieval.providers import ModelConfig
 
-    cohere = settings.cohere
-    return ModelConfig(
-        embedder=settings.embedder,
-        embedding_model=settings.embedding.model,
-        embedding_model_file=settings.embedding.model_file,
-        reranker=settings.reranker,
-        rerank_model=settings.rerank.model,
-        rerank_model_file=settings.rerank.model_file,
-        cohere_api_key=cohere.api_key.get_secret_value() if cohere.api_key else None,
-        cohere_rerank_model=cohere.rerank_model,
-        cohere_base_url=cohere.base_url,
-        cohere_timeout_seconds=cohere.timeout_seconds,
-        allow_downloads=settings.allow_model_downloads,
-        device=settings.model.device,
-        backend=settings.model.backend,
-    )
+    values = settings.flat(field.name for field in dataclasses.fields(ModelConfig))
+    key = settings.cohere.api_key
+    return ModelConfig(**{**values, "cohere_api_key": key.get_secret_value() if key else None})
 
 
 class AppState:
