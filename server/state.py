@@ -104,13 +104,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         models.embedder,
         consolidation,
         corroboration,
-        WriteLimits(
-            max_content_chars=settings.max_content_chars,
-            max_tags=settings.max_tags,
-            ephemeral_ttl_seconds=settings.ephemeral.ttl_seconds,
-            batch_dedup_threshold=settings.consolidation.text_dedup_threshold,
-            across_agents=settings.consolidation.across_agents,
-        ),
+        WriteLimits(**settings.flat(field.name for field in dataclasses.fields(WriteLimits))),
         clock=lambda: runtime.clock(),
     )
     return runtime
@@ -131,36 +125,18 @@ def consolidation_policy(settings: Settings):  # -> writing.consolidation.servic
     return ConsolidationPolicy(**settings.consolidation.model_dump(), oppositions=oppositions(settings))
 
 
-# The pipeline's knobs that are settings of the same name, taken as set.
-PIPELINE_SETTINGS = (
-    "fulltext_search",
-    "gate",
-    "author_discount",
-    "instruction_demotion",
-    "max_iterations",
-    "sufficiency_threshold",
-    "corroboration",
-    "episode_expansion",
-    "score_propagation_alpha",
-    "max_siblings",
-    "top_k_episodes",
-    "max_episodes",
-    "llm_prices",
-)
-
-
 def pipeline_options(
     settings: Settings, embedder_name: str, reranked: bool = False
 ):  # -> retrieval.pipeline.PipelineOptions
-    """``reranked``: a reranker loaded, so relevance is its score (the floor depends on it). The rest are
-    settings resolved for the backend, or parsed."""
+    """The pipeline's knobs: the settings of the same names, some resolved for the backend or parsed.
+    ``reranked``: a reranker loaded, so relevance is its score (the floor depends on it)."""
     from retrieval.fusion import vector_weight_for
     from retrieval.pipeline import PipelineOptions
     from retrieval.rerankers.llm import parse_reranker_configuration
     from retrieval.threshold import relevance_floor_for
 
-    return PipelineOptions(
-        **{name: getattr(settings, name) for name in PIPELINE_SETTINGS},
+    names = {field.name for field in dataclasses.fields(PipelineOptions)} & set(type(settings).model_fields)
+    resolved = dict(
         vector_weight=vector_weight_for(settings.fusion_vector_weight, embedder_name),
         min_fact_score=relevance_floor_for(settings.min_fact_score, embedder_name, reranked),
         fold_threshold=settings.consolidation.text_dedup_threshold,
@@ -176,6 +152,7 @@ def pipeline_options(
             "ephemeral": settings.ephemeral.half_life_days,
         },
     )
+    return PipelineOptions(**{**settings.flat(names), **resolved})
 
 
 def model_config(settings: Settings):  # -> retrieval.providers.ModelConfig
