@@ -11,7 +11,7 @@ resolver decides. Scenarios:
 - once: one agent writes each session's turns once (remember_many; the reference for recall quality);
 - two agents: as each turn is said, agent A remembers it and agent B a reworded copy (default policy:
   different agents' near-duplicates are corroboration and are kept);
-- two agents, merged: the same with MEMORIA_CONSOLIDATE_ACROSS_AGENTS on;
+- two agents, merged: the same with MEMORIA_CONSOLIDATION_ACROSS_AGENTS on;
 - one agent twice: agent A writes the whole conversation, then again, reworded, in later sessions.
 
 Each turn is one memory, "speaker: text", in an episode per session. Recall is scored in rank order
@@ -142,7 +142,7 @@ def run_scenario(conversation: Conversation, scenario: Scenario, db: Path) -> di
     from tools.remember import RememberInput, remember
     from tools.remember_many import BatchItem, RememberManyInput, remember_many
 
-    settings = offline_settings(db, consolidate_across_agents=scenario.across_agents)
+    settings = offline_settings(db, consolidation_across_agents=scenario.across_agents)
     runtime = build_runtime(settings)
     scope = Scope(settings.org_id, conversation.sample_id)
     turns_of: dict[str, set[str]] = {}
@@ -163,7 +163,7 @@ def run_scenario(conversation: Conversation, scenario: Scenario, db: Path) -> di
         def compact() -> None:
             # The server compacts on a timer (MEMORIA_MAINTENANCE_INTERVAL_SECONDS); here, once per session
             # written, so the store is in the shape a running server keeps it in.
-            runtime.store.maintain(min_fragments=settings.compaction_min_fragments)
+            runtime.store.maintain(min_fragments=settings.compaction.min_fragments)
 
         sessions = conversation.sessions()
         if scenario.plan == "interleaved":  # both agents note each turn as it is said

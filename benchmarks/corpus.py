@@ -163,7 +163,7 @@ def store_corpus(
         if maintain_every and start and start % maintain_every == 0:
             # What the server's maintenance does between batches: fold the new rows into the indexes (a
             # lookup by id scans every row no index covers yet) and compact the appends.
-            runtime.store.maintain(min_fragments=runtime.settings.compaction_min_fragments)
+            runtime.store.maintain(min_fragments=runtime.settings.compaction.min_fragments)
         records = [
             replace(
                 runtime.writer.prepare(

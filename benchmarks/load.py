@@ -57,7 +57,7 @@ def preload(db: Path, memories: int) -> None:
         # Stamped as examined by consolidation, as benchmarks.perf imports: the measurement is of a store in
         # steady state, not of one whose first consolidation sweep over every memory is still running.
         store_corpus(runtime, generate(memories), examined_at=runtime.clock())
-        runtime.store.maintain(min_fragments=runtime.settings.compaction_min_fragments)
+        runtime.store.maintain(min_fragments=runtime.settings.compaction.min_fragments)
     finally:
         runtime.close()
 

@@ -195,7 +195,7 @@ def cross_encoder_recalls(db: Path, model: Path, query_count: int, cache: dict[s
             )
             if index >= 2:
                 times.append((time.perf_counter() - started) * 1000)
-        return {**summary(times), "pairs_per_recall": 10 * runtime.settings.rerank_multiplier}
+        return {**summary(times), "pairs_per_recall": 10 * runtime.settings.rerank.multiplier}
     finally:
         runtime.close()
 
@@ -228,8 +228,8 @@ def measure_size(
             cross = cross_encoder_recalls(db, model, max(10, query_count // 3), cache)
     return {
         "memories": size,
-        "cache_total_rows": runtime.settings.cache_total_rows,
-        "cache_scope_rows": runtime.settings.cache_scope_rows,
+        "cache_total_rows": runtime.settings.cache.total_rows,
+        "cache_scope_rows": runtime.settings.cache.scope_rows,
         "import_per_second": size / import_seconds,
         "import_seconds": import_seconds,
         "import_maintenance_rounds": maintenance_rounds,

@@ -188,8 +188,8 @@ def base_settings(db: Path, use_models: bool, extra: dict[str, str] | None = Non
 
 
 def with_overrides(settings: Any, overrides: dict[str, Any]) -> Any:
-    """The settings with some fields changed, validated again (as if read from the environment)."""
-    return type(settings).model_validate({**settings.model_dump(), **overrides})
+    """The settings with some fields changed (named as ``Settings.from_env`` overrides), validated again."""
+    return settings.replace(**overrides)
 
 
 def remember_conversation(conversation: Conversation, runtime: Any) -> dict[str, set[str]]:
@@ -218,7 +218,7 @@ def remember_conversation(conversation: Conversation, runtime: Any) -> dict[str,
             )
             for turn, result in zip(chunk, out.results, strict=True):
                 turns_of.setdefault(result.id, set()).add(turn.dia_id)
-        runtime.store.maintain(min_fragments=runtime.settings.compaction_min_fragments)
+        runtime.store.maintain(min_fragments=runtime.settings.compaction.min_fragments)
     return turns_of
 
 

@@ -134,14 +134,14 @@ def _tables(store: MemoryStore, settings: Settings, fix: bool, progress: Progres
     from storage.inspection import store_health
 
     health = store_health(store)
-    piled = [t for t in health.tables if t.fragments >= settings.compaction_min_fragments]
+    piled = [t for t in health.tables if t.fragments >= settings.compaction.min_fragments]
     unindexed = {t.name: sum(index.unindexed_rows for index in t.indexes) for t in health.tables if t.indexes}
     behind = {name: rows for name, rows in unindexed.items() if rows >= 1_000}
     memories = next(t for t in health.tables if t.name.startswith("memories"))
     has_vector_index = any("vector" in index.columns for index in memories.indexes)
     needs_vector_index = (
-        settings.vector_index_min_rows > 0
-        and memories.rows >= settings.vector_index_min_rows
+        settings.vector.index_min_rows > 0
+        and memories.rows >= settings.vector.index_min_rows
         and not has_vector_index
     )
     has_fulltext = any("search_text" in index.columns for index in memories.indexes)
@@ -195,7 +195,7 @@ def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[C
 
     announced: list[str] = []
     models = load_models(
-        model_config(settings), store.vector_dim if store else settings.vector_dim, announced.append
+        model_config(settings), store.vector_dim if store else settings.vector.dim, announced.append
     )
     checks = []
     for info in (models.embedder_info, models.reranker_info):
@@ -271,9 +271,9 @@ def _llm_stages(settings: Settings) -> list[Check]:
     sampling = "the client's own model when it offers sampling, else " if settings.llm == "auto" else ""
     chosen = settings.background_llm
     if chosen == "openai":
-        assert settings.openai_base_url is not None
-        endpoint = f"{settings.openai_model} at the OpenAI-compatible endpoint {settings.openai_base_url}"
-        failure = _unreachable(settings.openai_base_url)
+        assert settings.openai.base_url is not None
+        endpoint = f"{settings.openai.model} at the OpenAI-compatible endpoint {settings.openai.base_url}"
+        failure = _unreachable(settings.openai.base_url)
         if failure is not None:
             return [
                 Check(
@@ -286,7 +286,7 @@ def _llm_stages(settings: Settings) -> list[Check]:
             ]
         return [Check("llm", "ok", f"{stages}: {sampling}{endpoint}")]
     if chosen == "cohere":
-        return [Check("llm", "ok", f"{stages}: {sampling}Cohere chat ({settings.cohere_chat_model})")]
+        return [Check("llm", "ok", f"{stages}: {sampling}Cohere chat ({settings.cohere.chat_model})")]
     if settings.llm in ("auto", "sampling"):
         return [
             Check(
@@ -332,14 +332,14 @@ def _unreachable(base_url: str, timeout: float = 3.0) -> str | None:
 def _http_credentials(settings: Settings) -> list[Check]:
     from server.auth import load_token_file
 
-    if not settings.http_tokens_file:
+    if not settings.http.tokens_file:
         return []
     try:
-        tokens = load_token_file(Path(settings.http_tokens_file))
+        tokens = load_token_file(Path(settings.http.tokens_file))
     except ConfigError as exc:
         return [
             Check(
                 "http tokens", "fail", str(exc), "fix the entry it names; `memoria token` prints a valid one"
             )
         ]
-    return [Check("http tokens", "ok", f"{len(tokens)} tokens in {settings.http_tokens_file}")]
+    return [Check("http tokens", "ok", f"{len(tokens)} tokens in {settings.http.tokens_file}")]

@@ -326,8 +326,8 @@ def _feedback_impact(
             _history(memory_id, event_lists[memory_id], movement[memory_id], memories.get(memory_id))
             for memory_id in history_ids
         ],
-        min_weight=settings.feedback_min_weight,
-        max_weight=settings.feedback_max_weight,
+        min_weight=settings.feedback.min_weight,
+        max_weight=settings.feedback.max_weight,
     )
 
 

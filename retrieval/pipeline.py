@@ -82,7 +82,7 @@ class PipelineOptions:
 
     vector_weight: float = SEMANTIC_VECTOR_WEIGHT
     use_vector: bool = True
-    use_fulltext: bool = True
+    fulltext_search: bool = True
     use_rerank: bool = True
     gate: GateMode = "local"
     min_fact_score: float = 0.0
@@ -90,8 +90,8 @@ class PipelineOptions:
     instruction_demotion: float = 0.5  # 1: memories that read as instructions are flagged, not demoted
     max_iterations: int = 1
     sufficiency_threshold: float = 0.7
-    use_corroboration: bool = True
-    use_expansion: bool = True
+    corroboration: bool = True
+    episode_expansion: bool = True
     score_propagation_alpha: float = 0.5
     max_siblings: int = 3
     top_k_episodes: int = 3
@@ -126,7 +126,7 @@ def build_stages(
         embedder,
         vector_weight=options.vector_weight,
         use_vector=options.use_vector,
-        use_fulltext=options.use_fulltext,
+        use_fulltext=options.fulltext_search,
     )
     rerank = RerankStage(
         reranker,
@@ -152,11 +152,11 @@ def build_stages(
             sufficiency_threshold=options.sufficiency_threshold,
         ),
         InstructionStage(options.instruction_demotion),
-        CorroborationStage(clusters if clusters is not None and options.use_corroboration else _NoClusters()),
+        CorroborationStage(clusters if clusters is not None and options.corroboration else _NoClusters()),
         DecayStage(options.half_lives),
         FeedbackStage(feedback, embedder),
     ]
-    if options.use_expansion:
+    if options.episode_expansion:
         stages.append(
             EpisodeExpansionStage(
                 store,

@@ -352,40 +352,40 @@ class HttpAuth:
 
 def http_auth(settings: Settings) -> HttpAuth | None:
     """The configured authentication, or None when HTTP clients are not asked for a token."""
-    if settings.http_tokens_file and settings.oauth_issuer_url:
+    if settings.http.tokens_file and settings.oauth.issuer_url:
         raise ConfigError(
             "MEMORIA_HTTP_TOKENS_FILE and MEMORIA_OAUTH_ISSUER_URL are both set: choose static tokens or OAuth"
         )
-    if settings.http_tokens_file:
-        tokens = load_token_file(Path(settings.http_tokens_file).expanduser())
+    if settings.http.tokens_file:
+        tokens = load_token_file(Path(settings.http.tokens_file).expanduser())
         # The SDK asks for an issuer even without OAuth; static tokens are their own issuer. No resource
         # URL: no metadata routes are published and no audience is checked.
         auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)  # type: ignore[arg-type]
         return HttpAuth(auth, StaticTokenVerifier(tokens))
-    if settings.oauth_issuer_url:
+    if settings.oauth.issuer_url:
         missing = [
             name
             for name, value in (
-                ("MEMORIA_OAUTH_RESOURCE_URL", settings.oauth_resource_url),
-                ("MEMORIA_OAUTH_INTROSPECTION_URL", settings.oauth_introspection_url),
+                ("MEMORIA_OAUTH_RESOURCE_URL", settings.oauth.resource_url),
+                ("MEMORIA_OAUTH_INTROSPECTION_URL", settings.oauth.introspection_url),
             )
             if not value
         ]
         if missing:
             raise ConfigError(f"OAuth needs {' and '.join(missing)} beside MEMORIA_OAUTH_ISSUER_URL")
-        assert settings.oauth_resource_url and settings.oauth_introspection_url
+        assert settings.oauth.resource_url and settings.oauth.introspection_url
         auth = AuthSettings(
-            issuer_url=settings.oauth_issuer_url,  # type: ignore[arg-type]
-            resource_server_url=settings.oauth_resource_url,  # type: ignore[arg-type]
+            issuer_url=settings.oauth.issuer_url,  # type: ignore[arg-type]
+            resource_server_url=settings.oauth.resource_url,  # type: ignore[arg-type]
             validate_token_resource=True,
             required_scopes=None,
         )
-        secret = settings.oauth_client_secret.get_secret_value() if settings.oauth_client_secret else None
+        secret = settings.oauth.client_secret.get_secret_value() if settings.oauth.client_secret else None
         verifier = IntrospectionTokenVerifier(
-            settings.oauth_introspection_url,
-            issuer=settings.oauth_issuer_url,
-            resource=settings.oauth_resource_url,
-            client_id=settings.oauth_client_id,
+            settings.oauth.introspection_url,
+            issuer=settings.oauth.issuer_url,
+            resource=settings.oauth.resource_url,
+            client_id=settings.oauth.client_id,
             client_secret=secret,
         )
         return HttpAuth(auth, verifier)

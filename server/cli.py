@@ -371,7 +371,7 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
     from server.app import build_server
     from server.http import refuse_open_endpoint, transport_security
 
-    tune_malloc(settings.malloc_arenas, settings.malloc_mmap_threshold_kb)
+    tune_malloc(settings.malloc.arenas, settings.malloc.mmap_threshold_kb)
     limit_blas_threads(settings.blas_threads)
     app = build_server(settings)
     if http is None:
@@ -387,7 +387,7 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
         host,
         port,
         settings.db_uri,
-        f"authenticate with {'OAuth' if settings.oauth_issuer_url else 'static tokens'}"
+        f"authenticate with {'OAuth' if settings.oauth.issuer_url else 'static tokens'}"
         if authenticated
         else "are not asked for a token (loopback)",
     )
@@ -397,7 +397,7 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
             host=host,
             port=port,
             transport_security=security,
-            max_request_body_size=settings.http_max_body_bytes,
+            max_request_body_size=settings.http.max_body_bytes,
         )
     )
     return 0

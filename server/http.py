@@ -50,18 +50,18 @@ def transport_security(host: str, port: int, settings: Settings) -> TransportSec
     """Host/Origin validation for a server bound to ``host``:``port`` (see the module docstring)."""
     if is_loopback(host):
         bound = [] if f"{host_header(host)}:*" in LOOPBACK_HOSTS else [f"{host_header(host)}:*"]
-        hosts = [*LOOPBACK_HOSTS, *bound, *settings.http_allowed_hosts]
-        origins = [*LOOPBACK_ORIGINS, *settings.http_allowed_origins]
+        hosts = [*LOOPBACK_HOSTS, *bound, *settings.http.allowed_hosts]
+        origins = [*LOOPBACK_ORIGINS, *settings.http.allowed_origins]
     else:
-        if is_every_interface(host) and not settings.http_allowed_hosts:
+        if is_every_interface(host) and not settings.http.allowed_hosts:
             raise ConfigError(
                 f"serving on every interface ({host or '0.0.0.0'}) needs MEMORIA_HTTP_ALLOWED_HOSTS: the host "
                 "names clients use to reach this server, e.g. memory.example.com:* (a request naming any other "
                 "Host is refused, which stops DNS-rebinding attacks)"
             )
         own = [] if is_every_interface(host) else [f"{host_header(host)}:{port}"]
-        hosts = [*own, *settings.http_allowed_hosts]
-        origins = list(settings.http_allowed_origins)
+        hosts = [*own, *settings.http.allowed_hosts]
+        origins = list(settings.http.allowed_origins)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
@@ -69,7 +69,7 @@ def transport_security(host: str, port: int, settings: Settings) -> TransportSec
 
 def refuse_open_endpoint(host: str, settings: Settings, authenticated: bool) -> None:
     """Beyond loopback, every client must bring a token, unless the operator says a proxy checks them."""
-    if authenticated or is_loopback(host) or settings.http_allow_unauthenticated:
+    if authenticated or is_loopback(host) or settings.http.allow_unauthenticated:
         return
     raise ConfigError(
         f"refusing to serve {host} without authentication: anyone who can reach it could read and write "

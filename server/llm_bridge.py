@@ -193,24 +193,24 @@ class LLMChooser:
     def _openai_model(self) -> OpenAIChatModel:
         if self._openai is None:
             settings = self._settings
-            assert settings.openai_base_url is not None
-            key = settings.openai_api_key
+            assert settings.openai.base_url is not None
+            key = settings.openai.api_key
             self._openai = OpenAIChatModel(
-                settings.openai_base_url,
-                model=settings.openai_model or "",
+                settings.openai.base_url,
+                model=settings.openai.model or "",
                 api_key=key.get_secret_value() if key is not None else None,
-                timeout=settings.openai_timeout_seconds,
+                timeout=settings.openai.timeout_seconds,
             )
         return self._openai
 
     def _cohere_model(self) -> CohereChatModel:
         if self._cohere is None:
-            assert self._settings.cohere_api_key is not None
+            assert self._settings.cohere.api_key is not None
             self._cohere = CohereChatModel(
-                self._settings.cohere_api_key.get_secret_value(),
-                model=self._settings.cohere_chat_model,
-                base_url=self._settings.cohere_base_url,
-                timeout=self._settings.cohere_timeout_seconds * 3,
+                self._settings.cohere.api_key.get_secret_value(),
+                model=self._settings.cohere.chat_model,
+                base_url=self._settings.cohere.base_url,
+                timeout=self._settings.cohere.timeout_seconds * 3,
             )
         return self._cohere
 

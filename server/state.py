@@ -4,6 +4,7 @@ never waits for LanceDB or models), per-connection session ids and background ma
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import secrets
 import threading
@@ -37,13 +38,13 @@ def open_store(settings: Settings) -> MemoryStore:
     return MemoryStore.open(
         settings.db_uri,
         storage_options=settings.storage_options,
-        vector_dim=settings.vector_dim,
-        cache_scope_rows=settings.cache_scope_rows,
-        cache_total_rows=settings.cache_total_rows,
-        vector_index_min_rows=settings.vector_index_min_rows,
+        vector_dim=settings.vector.dim,
+        cache_scope_rows=settings.cache.scope_rows,
+        cache_total_rows=settings.cache.total_rows,
+        vector_index_min_rows=settings.vector.index_min_rows,
         analyzer=index_terms,
-        index_cache_bytes=settings.lancedb_index_cache_mb << 20,
-        metadata_cache_bytes=settings.lancedb_metadata_cache_mb << 20,
+        index_cache_bytes=settings.lancedb.index_cache_mb << 20,
+        metadata_cache_bytes=settings.lancedb.metadata_cache_mb << 20,
     )
 
 
@@ -71,12 +72,12 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
     from writing.service import WriteLimits, WriteService
 
     corroboration = CorroborationService(
-        store, max_rows=settings.aggregation_max_rows, oppositions=oppositions(settings)
+        store, max_rows=settings.aggregation.max_rows, oppositions=oppositions(settings)
     )
     feedback = FeedbackIndex(
         store,
         models.embedder,
-        closeness=closeness_for(settings.feedback_closeness, models.embedder.name),
+        closeness=closeness_for(settings.feedback.closeness, models.embedder.name),
         policy=weight_policy_for(settings),
     )
     options = pipeline_options(settings, models.embedder.name, reranked=models.reranker is not None)
@@ -103,13 +104,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         models.embedder,
         consolidation,
         corroboration,
-        WriteLimits(
-            max_content_chars=settings.max_content_chars,
-            max_tags=settings.max_tags,
-            ephemeral_ttl_seconds=settings.ephemeral_ttl_seconds,
-            batch_dedup_threshold=settings.consolidation_text_dedup_threshold,
-            across_agents=settings.consolidate_across_agents,
-        ),
+        WriteLimits(**settings.flat(field.name for field in dataclasses.fields(WriteLimits))),
         clock=lambda: runtime.clock(),
     )
     return runtime
@@ -127,80 +122,46 @@ def oppositions(settings: Settings) -> tuple[tuple[str, str], ...]:
 def consolidation_policy(settings: Settings):  # -> writing.consolidation.service.ConsolidationPolicy
     from writing.consolidation.service import ConsolidationPolicy
 
-    return ConsolidationPolicy(
-        enabled=settings.enable_consolidation,
-        resolve_threshold=settings.consolidation_resolve_threshold,
-        text_dedup_threshold=settings.consolidation_text_dedup_threshold,
-        max_existing_matches=settings.consolidation_max_existing_matches,
-        across_agents=settings.consolidate_across_agents,
-        artifacts=settings.enable_artifact_consolidation,
-        artifact_threshold=settings.artifact_consolidation_confidence_threshold,
-        cluster_concurrency=settings.consolidation_cluster_concurrency,
-        oppositions=oppositions(settings),
-        rerank=settings.consolidation_rerank,
-        rerank_pool=settings.consolidation_rerank_pool,
-        rerank_min_score=settings.consolidation_rerank_min_score,
-    )
+    return ConsolidationPolicy(**settings.consolidation.model_dump(), oppositions=oppositions(settings))
 
 
 def pipeline_options(
     settings: Settings, embedder_name: str, reranked: bool = False
 ):  # -> retrieval.pipeline.PipelineOptions
-    """``reranked``: a reranker loaded, so relevance is its score (the floor depends on it)."""
+    """The pipeline's knobs: the settings of the same names, some resolved for the backend or parsed.
+    ``reranked``: a reranker loaded, so relevance is its score (the floor depends on it)."""
     from retrieval.models.rerankers.llm import parse_reranker_configuration
     from retrieval.pipeline import PipelineOptions
     from retrieval.stages.fusion import vector_weight_for
     from retrieval.stages.threshold import relevance_floor_for
 
-    return PipelineOptions(
+    names = {field.name for field in dataclasses.fields(PipelineOptions)} & set(type(settings).model_fields)
+    resolved = dict(
         vector_weight=vector_weight_for(settings.fusion_vector_weight, embedder_name),
-        use_fulltext=settings.fulltext_search,
-        gate=settings.gate,
         min_fact_score=relevance_floor_for(settings.min_fact_score, embedder_name, reranked),
-        author_discount=settings.author_discount,
-        instruction_demotion=settings.instruction_demotion,
-        max_iterations=settings.max_iterations,
-        sufficiency_threshold=settings.sufficiency_threshold,
-        use_corroboration=settings.corroboration,
-        use_expansion=settings.episode_expansion,
-        score_propagation_alpha=settings.score_propagation_alpha,
-        max_siblings=settings.max_siblings,
-        top_k_episodes=settings.top_k_episodes,
-        max_episodes=settings.max_episodes,
-        fold_threshold=settings.consolidation_text_dedup_threshold,
+        fold_threshold=settings.consolidation.text_dedup_threshold,
         llm_reranker=parse_reranker_configuration(settings.llm_reranker),
         llm_reranker_by_agent={
             agent: config
             for agent, raw in settings.llm_reranker_by_agent.items()
             if (config := parse_reranker_configuration(raw)) is not None
         },
-        llm_prices=settings.llm_prices,
         llm_passes=tuple(dict.fromkeys(settings.llm_passes)),
         half_lives={
             "standard": settings.decay_half_life_days,
-            "ephemeral": settings.ephemeral_half_life_days,
+            "ephemeral": settings.ephemeral.half_life_days,
         },
     )
+    return PipelineOptions(**{**settings.flat(names), **resolved})
 
 
 def model_config(settings: Settings):  # -> retrieval.models.providers.ModelConfig
+    """The models' configuration: its fields are named like the settings' variables."""
     from retrieval.models.providers import ModelConfig
 
-    return ModelConfig(
-        embedder=settings.embedder,
-        embedding_model=settings.embedding_model,
-        reranker=settings.reranker,
-        rerank_model=settings.rerank_model,
-        cohere_api_key=settings.cohere_api_key.get_secret_value() if settings.cohere_api_key else None,
-        cohere_rerank_model=settings.cohere_rerank_model,
-        cohere_base_url=settings.cohere_base_url,
-        cohere_timeout_seconds=settings.cohere_timeout_seconds,
-        allow_downloads=settings.allow_model_downloads,
-        device=settings.model_device,
-        backend=settings.model_backend,
-        embedding_model_file=settings.embedding_model_file,
-        rerank_model_file=settings.rerank_model_file,
-    )
+    values = settings.flat(field.name for field in dataclasses.fields(ModelConfig))
+    key = settings.cohere.api_key
+    return ModelConfig(**{**values, "cohere_api_key": key.get_secret_value() if key else None})
 
 
 class AppState:
@@ -279,7 +240,7 @@ class AppState:
                     log.debug("aggregation %s", line)
             except Exception as exc:  # the next pass retries; recall uses the clusters it has
                 log.warning("aggregation pass failed (will retry): %s", exc)
-            if self._pause(self.settings.aggregation_interval_seconds) or self._stop.is_set():
+            if self._pause(self.settings.aggregation.interval_seconds) or self._stop.is_set():
                 return
 
     def _maintain(self, runtime: Runtime) -> None:
@@ -288,7 +249,7 @@ class AppState:
         hundreds of fragments, each making the next append slower, between two rounds), or 1% of the
         memories if that is more: a round's compaction rewrites the memories table whole (LanceDB 0.40
         takes no target size), so a bigger table compacts less often for the same cost per append."""
-        interval, piled = self.settings.maintenance_interval_seconds, self.settings.compaction_after_appends
+        interval, piled = self.settings.maintenance_interval_seconds, self.settings.compaction.after_appends
         last, failed = time.monotonic(), False
         while not self._stop.wait(min(1.0, interval)):
             due = time.monotonic() - last >= interval

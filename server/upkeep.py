@@ -74,7 +74,7 @@ def maintenance_round(runtime: Runtime) -> dict[str, str]:
     if expired:
         log.info("retracted %d expired ephemeral memories", expired)
     return runtime.store.maintain(
-        min_fragments=runtime.settings.compaction_min_fragments,
+        min_fragments=runtime.settings.compaction.min_fragments,
         keep_replaced_for=timedelta(seconds=runtime.settings.keep_versions_seconds),
     )
 

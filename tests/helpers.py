@@ -83,7 +83,7 @@ def make_runtime(
 ) -> Runtime:
     store = MemoryStore.open(
         settings.db_uri,
-        vector_dim=embedder.dimension if embedder else settings.vector_dim,
+        vector_dim=embedder.dimension if embedder else settings.vector.dim,
         analyzer=index_terms,
     )
     embedder = embedder or HashedEmbedder(store.vector_dim)

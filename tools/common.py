@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Protocol
 
@@ -161,13 +161,16 @@ def view_for(args: ScopeArgs, runtime: Runtime, caller: Caller) -> View:
     return View(args.scope(runtime.settings), Viewer(agent_id, session_id))
 
 
+CREDIT_SETTINGS = {field.name for field in fields(CreditPolicy)}
+
+
 def weight_policy_for(settings: Settings) -> WeightPolicy:
     """The feedback weight policy the settings declare (report_outcome and the recall's feedback index)."""
     return WeightPolicy(
-        settings.feedback_ema_alpha,
-        settings.feedback_min_weight,
-        settings.feedback_max_weight,
-        settings.feedback_named_alpha,
+        settings.feedback.ema_alpha,
+        settings.feedback.min_weight,
+        settings.feedback.max_weight,
+        settings.feedback.named_alpha,
     )
 
 
@@ -196,13 +199,8 @@ class Runtime:
 
     @property
     def credit_policy(self) -> CreditPolicy:
-        settings = self.settings
-        return CreditPolicy(
-            relative_floor=settings.feedback_relative_floor,
-            absolute_floor=settings.feedback_absolute_floor,
-            failure_share=settings.feedback_failure_share,
-            unnamed_share=settings.feedback_unnamed_share,
-        )
+        # The feedback settings of the same names.
+        return CreditPolicy(**self.settings.feedback.model_dump(include=CREDIT_SETTINGS))
 
     @property
     def backends(self) -> dict[str, str]:

@@ -195,7 +195,7 @@ def build_request(
         scope=scope,
         top_k=top_k,
         char_budget=char_budget,
-        candidate_limit=top_k * settings.rerank_multiplier,
+        candidate_limit=top_k * settings.rerank.multiplier,
         weighting_enabled=settings.feedback_weighting_enabled(scope.org_id),
         kinds=tuple(dict.fromkeys(kinds or ())),
         tags=tuple(dict.fromkeys(tags or ())),

@@ -133,8 +133,10 @@ class WriteLimits:
     max_content_chars: int = 20_000
     max_tags: int = 32
     ephemeral_ttl_seconds: float = 7 * 24 * 3600.0
-    batch_dedup_threshold: float = 0.8  # token Jaccard at which drafts of one batch collapse
-    across_agents: bool = False  # whether drafts by different agents collapse too
+    # the settings of the same names: drafts of one batch collapse at this token Jaccard, and drafts by
+    # different agents only when consolidation works across agents
+    consolidation_text_dedup_threshold: float = 0.8
+    consolidation_across_agents: bool = False
 
 
 class Clock(Protocol):
@@ -377,7 +379,9 @@ class WriteService:
             pair
             for members in audiences.values()
             for pair in collapse_batch(
-                members, self.limits.batch_dedup_threshold, across_agents=self.limits.across_agents
+                members,
+                self.limits.consolidation_text_dedup_threshold,
+                across_agents=self.limits.consolidation_across_agents,
             )
         ]
         losers = {loser.id: survivor.id for loser, survivor in collapsed}

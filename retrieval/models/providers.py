@@ -18,6 +18,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """Which models load, and how. Fields are named like the settings' variables (``server.state``
+    builds one from the settings by those names)."""
+
     embedder: Literal["auto", "sentence-transformers", "hashed"] = "auto"
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     reranker: Literal["auto", "cross-encoder", "cohere", "none"] = "auto"
@@ -26,9 +29,9 @@ class ModelConfig:
     cohere_rerank_model: str = "rerank-v3.5"
     cohere_base_url: str | None = None
     cohere_timeout_seconds: float = 10.0
-    allow_downloads: bool = True
-    device: str = "cpu"
-    backend: Literal["torch", "onnx", "openvino"] = (
+    allow_model_downloads: bool = True
+    model_device: str = "cpu"
+    model_backend: Literal["torch", "onnx", "openvino"] = (
         "onnx"  # onnx: onnxruntime directly (retrieval.models.onnx_models)
     )
     embedding_model_file: str | None = None  # onnx/openvino: which export in the model folder
@@ -87,9 +90,9 @@ def _load_embedder(config: ModelConfig, store_dim: int) -> tuple[Embedder, Backe
 
     model = SentenceTransformerEmbedder(
         config.embedding_model,
-        device=config.device,
-        allow_downloads=config.allow_downloads,
-        backend=config.backend,
+        device=config.model_device,
+        allow_downloads=config.allow_model_downloads,
+        backend=config.model_backend,
         model_file=config.embedding_model_file,
     )
     try:
@@ -136,9 +139,9 @@ def _load_cross_encoder(config: ModelConfig) -> tuple[Reranker | None, BackendIn
 
     model = CrossEncoderReranker(
         config.rerank_model,
-        device=config.device,
-        allow_downloads=config.allow_downloads,
-        backend=config.backend,
+        device=config.model_device,
+        allow_downloads=config.allow_model_downloads,
+        backend=config.model_backend,
         model_file=config.rerank_model_file,
     )
     try:

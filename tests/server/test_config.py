@@ -2,19 +2,20 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from server.config import ENVIRONMENT, ConfigError, Settings, default_data_dir
+from server.config import RENAMED, ConfigError, Settings, default_data_dir, variables
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_defaults_follow_the_seeds_and_the_issue():
     settings = Settings.from_env({}, db_uri="/tmp/x")
-    assert (settings.embedding_model, settings.rerank_model) == (
+    assert (settings.embedding.model, settings.rerank.model) == (
         "sentence-transformers/all-MiniLM-L6-v2",
         "cross-encoder/ms-marco-MiniLM-L6-v2",
     )
-    assert (settings.rerank_multiplier, settings.vector_dim, settings.org_id, settings.project_id) == (
+    assert (settings.rerank.multiplier, settings.vector.dim, settings.org_id, settings.project_id) == (
         3,
         384,
         "default",
@@ -33,9 +34,9 @@ def test_values_come_from_memoria_variables():
             "MEMORIA_ORG_FEATURES": '{"acme": {"feedback_weighting_disabled": true}}',
         }
     )
-    assert settings.db_uri == "s3://bucket/memories" and not settings.is_local_store
+    assert settings.db_uri == "s3://bucket/memories"
     assert settings.storage_options == {"region": "eu-west-1"}
-    assert settings.cohere_api_key.get_secret_value() == "cohere-key-value"
+    assert settings.cohere.api_key.get_secret_value() == "cohere-key-value"
     assert "cohere-key-value" not in repr(settings)
     assert settings.allow_model_downloads is False
     assert settings.feedback_weighting_enabled("acme") is False
@@ -46,15 +47,30 @@ def test_values_come_from_memoria_variables():
     "environ, message",
     [
         ({"MEMORIA_RERANKER": "magic"}, "MEMORIA_RERANKER"),
-        ({"MEMORIA_STORAGE_OPTIONS": "{not json"}, "MEMORIA_STORAGE_OPTIONS must be JSON"),
-        ({"MEMORIA_STORAGE_OPTIONS": "[1]"}, "MEMORIA_STORAGE_OPTIONS must be a JSON object"),
-        ({"MEMORIA_ALLOW_MODEL_DOWNLOADS": "maybe"}, "MEMORIA_ALLOW_MODEL_DOWNLOADS must be true or false"),
+        (
+            {"MEMORIA_STORAGE_OPTIONS": "{not json"},
+            "MEMORIA_STORAGE_OPTIONS: must be JSON, but it does not parse",
+        ),
+        ({"MEMORIA_STORAGE_OPTIONS": "[1]"}, "MEMORIA_STORAGE_OPTIONS: must be a JSON object, but got list"),
+        (
+            {"MEMORIA_ALLOW_MODEL_DOWNLOADS": "maybe"},
+            "MEMORIA_ALLOW_MODEL_DOWNLOADS: must be true or false, but got 'maybe'",
+        ),
         # glibc (before 2.35) takes an mmap threshold of at most 32 MB on 64-bit machines
         ({"MEMORIA_MALLOC_MMAP_THRESHOLD_KB": "32769"}, "MEMORIA_MALLOC_MMAP_THRESHOLD_KB"),
         (
             {"MEMORIA_FEEDBACK_MIN_WEIGHT": "2", "MEMORIA_FEEDBACK_MAX_WEIGHT": "1"},
-            "MEMORIA_FEEDBACK_MAX_WEIGHT",
+            "MEMORIA_FEEDBACK_MAX_WEIGHT: must be greater than MEMORIA_FEEDBACK_MIN_WEIGHT",
         ),
+        ({"MEMORIA_CACHE_SCOPE_ROWS": "-1"}, "MEMORIA_CACHE_SCOPE_ROWS: "),
+        (
+            {"MEMORIA_FEEDBACK_CLOSENESS": "[0.9, 0.1]"},
+            "MEMORIA_FEEDBACK_CLOSENESS: must be \\[start, full\\]",
+        ),
+        ({"MEMORIA_HTTP_ALLOWED_HOSTS": '["a.example:*"'}, "MEMORIA_HTTP_ALLOWED_HOSTS: must be JSON"),
+        ({"MEMORIA_ORG_FEATURES": '{"acme": {"colour": 1}}'}, r"MEMORIA_ORG_FEATURES \(at acme.colour\)"),
+        # a misspelt variable of a group is refused rather than ignored
+        ({"MEMORIA_CACHE_SCOPE_ROW": "5"}, "MEMORIA_CACHE_SCOPE_ROW: no such setting"),
     ],
 )
 def test_bad_values_name_the_variable(environ, message):
@@ -77,11 +93,87 @@ def test_the_default_store_lives_in_the_per_user_data_folder():
     assert Settings.from_env({"XDG_DATA_HOME": "/data"}).db_uri == "/data/memoria/lancedb"
 
 
-def test_mcp_json_lists_every_variable_the_server_reads():
+def test_mcp_json_sets_only_a_few_variables_the_server_reads():
     entry = json.loads((ROOT / "mcp.json").read_text())["mcpServers"]["memoria"]
     assert entry["command"] == "memoria" and entry["args"] == ["serve"]
-    assert set(entry["env"]) == set(ENVIRONMENT.values())
-    assert set(ENVIRONMENT) == set(Settings.model_fields)
+    assert 0 < len(entry["env"]) <= 5
+    assert set(entry["env"]) <= set(variables())
+
+
+def test_the_configuration_docs_list_every_variable_the_settings_read():
+    documented = (ROOT / "docs" / "configuration.md").read_text()
+    found = variables()
+    assert "MEMORIA_CACHE_SCOPE_ROWS" in found and "COHERE_API_KEY" in found and len(found) > 100
+    assert [variable for variable in found if f"`{variable}`" not in documented] == []
+    assert [old for old in RENAMED if f"`{old}`" not in documented] == []
+
+
+def test_nested_variables_set_the_fields_of_their_groups():
+    settings = Settings.from_env(
+        {
+            "MEMORIA_DB_URI": "/tmp/y",
+            "MEMORIA_CACHE_SCOPE_ROWS": "12",
+            "MEMORIA_MALLOC_MMAP_THRESHOLD_KB": " 128 ",
+            "MEMORIA_CONSOLIDATION_ACROSS_AGENTS": "yes",
+            "MEMORIA_CONSOLIDATION_RERANK_MIN_SCORE": "0.25",
+            "MEMORIA_FEEDBACK_CLOSENESS": "[0.2, 0.4]",
+            "MEMORIA_HTTP_ALLOWED_ORIGINS": "https://a.example, https://b.example",
+            "MEMORIA_OAUTH_CLIENT_SECRET": "s3cret",
+            "MEMORIA_EMBEDDING_MODEL_FILE": "onnx/model_qint8_avx2.onnx",
+            "MEMORIA_RERANK_MULTIPLIER": "5",
+            "MEMORIA_MODEL_BACKEND": "torch",
+            "MEMORIA_VECTOR_DIM": "64",
+            # a JSON object setting whose name starts another's is not read as a group
+            "MEMORIA_LLM_RERANKER_BY_AGENT": '{"ada": {"enabled": true}}',
+        }
+    )
+    assert (settings.cache.scope_rows, settings.cache.total_rows) == (12, 400_000)
+    assert settings.malloc.mmap_threshold_kb == 128 and settings.malloc.arenas == 2
+    assert settings.consolidation.across_agents is True and settings.consolidation.rerank_min_score == 0.25
+    assert settings.consolidation.enabled is True
+    assert settings.feedback.closeness == (0.2, 0.4)
+    assert settings.http.allowed_origins == ["https://a.example", "https://b.example"]
+    assert settings.oauth.client_secret is not None
+    assert settings.oauth.client_secret.get_secret_value() == "s3cret" and "s3cret" not in repr(settings)
+    assert settings.embedding.model_file == "onnx/model_qint8_avx2.onnx"
+    assert (settings.rerank.multiplier, settings.model.backend, settings.vector.dim) == (5, "torch", 64)
+    assert settings.llm_reranker == {} and settings.llm_reranker_by_agent == {"ada": {"enabled": True}}
+
+
+def test_overrides_are_named_like_their_variables_and_win():
+    settings = Settings.from_env(
+        {"MEMORIA_CACHE_SCOPE_ROWS": "12", "MEMORIA_CACHE_TOTAL_ROWS": "30"},
+        db_uri="/tmp/y",
+        cache_scope_rows=0,
+        feedback_min_weight=0.5,
+    )
+    assert (settings.cache.scope_rows, settings.cache.total_rows, settings.feedback.min_weight) == (
+        0,
+        30,
+        0.5,
+    )
+    again = settings.replace(cache_total_rows=7, max_tags=3)
+    assert (again.cache.scope_rows, again.cache.total_rows, again.max_tags) == (0, 7, 3)
+    with pytest.raises(ConfigError, match="MEMORIA_FEEDBACK_MAX_WEIGHT"):
+        settings.replace(feedback_max_weight=0.4)
+    with pytest.raises(TypeError, match="cache_scope_row"):
+        Settings.from_env({}, db_uri="/tmp/y", cache_scope_row=1)
+
+
+def test_the_cohere_key_is_read_from_its_standard_variable_unless_memorias_own_is_set():
+    standard = Settings.from_env({"COHERE_API_KEY": "k1"}, db_uri="/tmp/y")
+    assert standard.cohere.api_key is not None and standard.cohere.api_key.get_secret_value() == "k1"
+    both = Settings.from_env({"COHERE_API_KEY": "k1", "MEMORIA_COHERE_API_KEY": "k2"}, db_uri="/tmp/y")
+    assert both.cohere.api_key is not None and both.cohere.api_key.get_secret_value() == "k2"
+    assert Settings.from_env({}, db_uri="/tmp/y").cohere.api_key is None
+
+
+def test_settings_are_frozen():
+    settings = Settings.from_env({}, db_uri="/tmp/y")
+    with pytest.raises(ValidationError):
+        settings.cache.scope_rows = 1  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        settings.org_id = "other"  # type: ignore[misc]
 
 
 def test_an_openai_compatible_endpoint_needs_its_url_and_model():
@@ -119,12 +211,34 @@ def test_with_auto_the_background_llm_is_the_openai_compatible_endpoint_before_c
     assert LLMChooser(told).background().name.startswith("cohere-chat:")
 
 
-def test_a_renamed_variable_stops_the_server_with_its_new_name():
-    with pytest.raises(
-        ConfigError, match="MEMORIA_KEEP_VERSIONS_MINUTES is now MEMORIA_KEEP_VERSIONS_SECONDS"
-    ):
-        Settings.from_env({"MEMORIA_KEEP_VERSIONS_MINUTES": "1"})
-    assert Settings.from_env({"MEMORIA_KEEP_VERSIONS_SECONDS": "12"}).keep_versions_seconds == 12.0
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("MEMORIA_KEEP_VERSIONS_MINUTES", "MEMORIA_KEEP_VERSIONS_SECONDS"),
+        ("MEMORIA_ENABLE_CONSOLIDATION", "MEMORIA_CONSOLIDATION_ENABLED"),
+        ("MEMORIA_CONSOLIDATE_ACROSS_AGENTS", "MEMORIA_CONSOLIDATION_ACROSS_AGENTS"),
+        ("MEMORIA_ENABLE_ARTIFACT_CONSOLIDATION", "MEMORIA_CONSOLIDATION_ARTIFACTS"),
+        ("MEMORIA_ARTIFACT_CONSOLIDATION_CONFIDENCE_THRESHOLD", "MEMORIA_CONSOLIDATION_ARTIFACT_THRESHOLD"),
+    ],
+)
+def test_a_renamed_variable_stops_the_server_with_its_new_name(old, new):
+    with pytest.raises(ConfigError, match=f"{old} is now {new} .*Set the new variable instead"):
+        Settings.from_env({old: "1"})
+    assert new in variables()
+
+
+def test_the_new_names_of_renamed_variables_are_read():
+    settings = Settings.from_env(
+        {
+            "MEMORIA_KEEP_VERSIONS_SECONDS": "12",
+            "MEMORIA_CONSOLIDATION_ENABLED": "off",
+            "MEMORIA_CONSOLIDATION_ARTIFACTS": "0",
+            "MEMORIA_CONSOLIDATION_ARTIFACT_THRESHOLD": "0.75",
+        }
+    )
+    assert settings.keep_versions_seconds == 12.0
+    assert (settings.consolidation.enabled, settings.consolidation.artifacts) == (False, False)
+    assert settings.consolidation.artifact_threshold == 0.75
 
 
 def test_the_llm_passes_are_named_in_a_list_and_an_unknown_one_is_refused():

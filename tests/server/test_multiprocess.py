@@ -211,7 +211,7 @@ async def test_four_processes_writing_recalling_and_reporting_at_once_agree_with
 
     settings = settings_for(db)
     policy = WeightPolicy(
-        settings.feedback_ema_alpha, settings.feedback_min_weight, settings.feedback_max_weight
+        settings.feedback.ema_alpha, settings.feedback.min_weight, settings.feedback.max_weight
     )
     with MemoryStore.open(str(db)) as store:
         rows = store._memories.to_arrow().select(["id", "weight"]).to_pylist()

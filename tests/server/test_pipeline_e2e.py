@@ -58,7 +58,7 @@ async def test_a_conclusion_three_agents_stored_outranks_an_equally_relevant_sin
 
 async def test_near_duplicates_by_three_agents_are_boosted_but_three_by_one_agent_are_not(tmp_path):
     # Consolidation off, so one agent's copies stay side by side (with it on they merge: see test_consolidation).
-    settings = settings_for(tmp_path / "db", enable_consolidation=False)
+    settings = settings_for(tmp_path / "db", consolidation_enabled=False)
     variants = [CONCLUSION + ".", CONCLUSION.lower(), CONCLUSION.upper() + "!"]  # one SimHash, three contents
     scores = {
         **{v: 0.5 for v in variants},

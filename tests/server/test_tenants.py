@@ -184,9 +184,9 @@ def runtime_factory(copies: bool):
     def build(settings: Settings) -> Runtime:
         store = MemoryStore.open(
             settings.db_uri,
-            vector_dim=settings.vector_dim,
+            vector_dim=settings.vector.dim,
             analyzer=index_terms,
-            cache_scope_rows=settings.cache_scope_rows if copies else 0,
+            cache_scope_rows=settings.cache.scope_rows if copies else 0,
         )
         embedder = HashedEmbedder(store.vector_dim)
         info = BackendInfo("embedder", embedder.name, embedder.name)

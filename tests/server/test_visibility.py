@@ -219,7 +219,7 @@ async def test_an_org_memory_is_updated_and_forgotten_from_any_project_of_the_or
         assert row["preview"] == "[purged]" and "Wednesdays" not in str(explained)
         retrieval_id = quoted["retrieval_id"]
     # Not only masked by explain_ranking: the stored trace no longer holds the text.
-    with MemoryStore.open(str(tmp_path / "db"), vector_dim=settings_for(tmp_path / "db").vector_dim) as store:
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=settings_for(tmp_path / "db").vector.dim) as store:
         trace = store.get_retrieval(retrieval_id, Scope("acme", "search")).trace_json
         assert "Wednesdays" not in trace and "[purged]" in trace
 

@@ -131,7 +131,7 @@ def test_a_protected_memory_is_not_absorbed_by_a_mere_restatement(runtime):
 
 def test_near_duplicates_from_different_agents_are_corroboration_not_redundancy(tmp_path):
     for across, expected in ((False, "active"), (True, "superseded")):
-        runtime = make_runtime(settings_for(tmp_path / f"db-{across}", consolidate_across_agents=across))
+        runtime = make_runtime(settings_for(tmp_path / f"db-{across}", consolidation_across_agents=across))
         try:
             first = remember(
                 RememberInput(content="We deploy on Tuesdays."), runtime, caller(agent="cursor")

@@ -13,7 +13,7 @@ MISSING = "memoria-tests/not-a-cached-model"
 def test_unloadable_models_fall_back_to_the_offline_backend_and_say_so_once_each():
     said: list[str] = []
     models = load_models(
-        ModelConfig(embedding_model=MISSING, rerank_model=MISSING, allow_downloads=False),
+        ModelConfig(embedding_model=MISSING, rerank_model=MISSING, allow_model_downloads=False),
         store_dim=384,
         announce=said.append,
     )
@@ -59,7 +59,7 @@ def test_cohere_is_used_when_chosen_and_a_key_is_set():
 def test_cohere_without_a_key_falls_back_and_says_why():
     said: list[str] = []
     models = load_models(
-        ModelConfig(embedder="hashed", reranker="cohere", rerank_model=MISSING, allow_downloads=False),
+        ModelConfig(embedder="hashed", reranker="cohere", rerank_model=MISSING, allow_model_downloads=False),
         store_dim=64,
         announce=said.append,
     )
@@ -75,12 +75,12 @@ def test_the_onnx_backend_runs_the_models_on_onnxruntime_with_the_vectors_and_sc
     config = ModelConfig(
         embedding_model=str(tiny_models["embedder"]),
         rerank_model=str(tiny_models["cross_encoder"]),
-        backend="onnx",
+        model_backend="onnx",
     )
     models = load_models(config, store_dim=32, announce=said.append)
     torch_models = load_models(
         ModelConfig(
-            embedding_model=config.embedding_model, rerank_model=config.rerank_model, backend="torch"
+            embedding_model=config.embedding_model, rerank_model=config.rerank_model, model_backend="torch"
         ),
         store_dim=32,
     )
@@ -107,7 +107,7 @@ def test_when_onnxruntime_cannot_run_a_model_the_same_model_runs_on_torch_and_sa
     config = ModelConfig(
         embedding_model=str(tiny_models["embedder"]),
         reranker="none",
-        backend="onnx",
+        model_backend="onnx",
         embedding_model_file="onnx/not-there.onnx",
     )
     models = load_models(config, store_dim=32, announce=said.append)
@@ -128,7 +128,7 @@ def test_a_session_that_loads_but_cannot_run_is_not_used_the_models_run_on_torch
     config = ModelConfig(
         embedding_model=str(tiny_models["embedder"]),
         rerank_model=str(tiny_models["cross_encoder"]),
-        backend="onnx",
+        model_backend="onnx",
     )
     models = load_models(config, store_dim=32, announce=said.append)
     assert models.embedder.backend == models.reranker.backend == "torch" and not models.offline
@@ -186,7 +186,7 @@ def test_the_backend_is_read_from_the_environment():
         }
     )
     config = model_config(settings)
-    assert (config.backend, config.embedding_model_file, config.rerank_model_file) == (
+    assert (config.model_backend, config.embedding_model_file, config.rerank_model_file) == (
         "onnx",
         "onnx/model_O3.onnx",
         "onnx/model_qint8_avx2.onnx",
