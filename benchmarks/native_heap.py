@@ -6,7 +6,7 @@
 A table shaped like the memories table (an id with a B-tree index, a full-text indexed text, a vector)
 takes single-row appends; every ``--appends`` of them, one ``optimize`` (compaction, index update and
 clean-up of old versions), as the server's maintenance round does. Each threshold runs in a process of
-its own, which first sets glibc's mmap threshold as ``memoria serve`` does (``server.cli.tune_malloc``;
+its own, which first sets glibc's mmap threshold as ``memoria serve`` does (``server.serve.tune_malloc``;
 0: glibc's sliding threshold, the library default) and holds LanceDB's two caches to 8 MB each so that
 they fill in the first rounds and are not what grows. Reported: resident memory after the warm-up
 rounds and at the end, and its growth per round and per append in between (after ``malloc_trim``, so
@@ -25,7 +25,7 @@ from typing import Any
 
 from benchmarks.caches import rss_mb
 from benchmarks.reporting import RESULTS, measured_apart, write_json
-from server.cli import M_MMAP_THRESHOLD, glibc, tune_malloc
+from server.serve import M_MMAP_THRESHOLD, glibc, tune_malloc
 
 WARM_ROUNDS = 10
 DIM = 384

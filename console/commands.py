@@ -35,7 +35,7 @@ from retrieval.text import clip
 from server.arguments import friendly_validation_message
 from server.config import Settings, default_data_dir
 from storage.records import Scope
-from tools.common import Caller, Runtime, ToolFailure
+from tools.common import Caller, Runtime, ToolFailure, ToolSettings
 
 if TYPE_CHECKING:
     from retrieval.models.llm.base import LanguageModel
@@ -598,7 +598,7 @@ def conversation_start(hook: dict[str, Any]) -> datetime | None:
     return None
 
 
-def scope_arg(args: argparse.Namespace, settings: Settings) -> Scope:
+def scope_arg(args: argparse.Namespace, settings: ToolSettings) -> Scope:
     """The scope ``--org``/``--project`` name (default: the configured one), checked as the tools check it."""
     from tools.common import ScopeArgs
 

@@ -297,7 +297,6 @@ def _feedback_impact(
     memories = runtime.store.get_memories([*ranked_ids, *history_ids], report_view(scope))
     points = Counter(_ranks(row) for row in rows)
     times = sorted(row.created_at for row in rows)
-    settings = runtime.settings
     return FeedbackImpact(
         retrievals_requested=requested,
         retrievals=len(by_retrieval),
@@ -326,8 +325,8 @@ def _feedback_impact(
             _history(memory_id, event_lists[memory_id], movement[memory_id], memories.get(memory_id))
             for memory_id in history_ids
         ],
-        min_weight=settings.feedback.min_weight,
-        max_weight=settings.feedback.max_weight,
+        min_weight=runtime.weight_policy.low,
+        max_weight=runtime.weight_policy.high,
     )
 
 

@@ -1,7 +1,7 @@
-"""``python -m server``: the same as the ``memoria`` console script."""
+"""``python -m server [serve] [--http HOST:PORT] [--db URI]``: the server alone (``memoria`` has every command)."""
 
 import sys
 
-from server.cli import main
+from server.serve import main
 
 sys.exit(main())

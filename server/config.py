@@ -111,7 +111,7 @@ class CacheSettings(Group):
 
 
 class MallocSettings(Group):
-    """glibc's allocator in the server process (``server.cli`` applies them before anything allocates)."""
+    """glibc's allocator in the server process (``server.serve`` applies them before anything allocates)."""
 
     arenas: int = Field(
         2, ge=0, le=64, description="glibc malloc arenas of the server process (0: glibc's default)"

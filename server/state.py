@@ -10,13 +10,15 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
 
+from retrieval.outcomes import CreditPolicy, WeightPolicy
 from server.config import Settings
 from server.upkeep import aggregation_pass, maintenance_round
-from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for, weight_policy_for
+from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
 
 if TYPE_CHECKING:
     from retrieval.models.providers import Models
@@ -27,7 +29,7 @@ log = logging.getLogger(__name__)
 
 COMPACTION_SHARE = 100  # an early maintenance round once appends reach 1/100 of the memories (or more)
 
-RuntimeFactory = Callable[[Settings], Runtime]
+RuntimeFactory = Callable[[Settings], "ServerRuntime"]
 
 
 def open_store(settings: Settings) -> MemoryStore:
@@ -48,7 +50,7 @@ def open_store(settings: Settings) -> MemoryStore:
     )
 
 
-def build_runtime(settings: Settings, announce: Callable[[str], None] | None = None) -> Runtime:
+def build_runtime(settings: Settings, announce: Callable[[str], None] | None = None) -> ServerRuntime:
     """Open the store, load the models (falling back to the offline backend, said through ``announce``:
     a WARNING by default) and assemble the pipeline."""
     from retrieval.models.providers import load_models
@@ -62,7 +64,7 @@ def build_runtime(settings: Settings, announce: Callable[[str], None] | None = N
         raise
 
 
-def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> Runtime:
+def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> ServerRuntime:
     """The pipeline and corroboration cache over an open store and loaded models."""
     from retrieval.aggregation import CorroborationService
     from retrieval.feedback_index import FeedbackIndex
@@ -90,8 +92,10 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         memory_id=memory_id_for,
         reranker=models.reranker,
     )
-    runtime = Runtime(
+    runtime = ServerRuntime(
         settings=settings,
+        weight_policy=weight_policy_for(settings),
+        credit_policy=credit_policy_for(settings),
         store=store,
         models=models,
         pipeline=pipeline,
@@ -108,6 +112,26 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         clock=lambda: runtime.clock(),
     )
     return runtime
+
+
+@dataclass
+class ServerRuntime(Runtime):
+    """The runtime as the server builds it: the tools' parts, and the whole settings for the server's
+    own work (upkeep, transports) and the commands for people."""
+
+    settings: Settings
+
+
+def weight_policy_for(settings: Settings) -> WeightPolicy:
+    """The feedback weight policy the settings declare (report_outcome and the recall's feedback index)."""
+    feedback = settings.feedback
+    return WeightPolicy(feedback.ema_alpha, feedback.min_weight, feedback.max_weight, feedback.named_alpha)
+
+
+def credit_policy_for(settings: Settings) -> CreditPolicy:
+    """How a report credits its contexts' memories: the feedback settings of the same names."""
+    names = {field.name for field in dataclasses.fields(CreditPolicy)}
+    return CreditPolicy(**settings.feedback.model_dump(include=names))
 
 
 def oppositions(settings: Settings) -> tuple[tuple[str, str], ...]:
@@ -182,7 +206,7 @@ class AppState:
         self.settings = settings
         self.llms: LLMChooser = LLMChooser(settings)
         self._factory = runtime_factory
-        self._future: concurrent.futures.Future[Runtime] = concurrent.futures.Future()
+        self._future: concurrent.futures.Future[ServerRuntime] = concurrent.futures.Future()
         self._sessions: dict[str, str] = {}
         self._sessions_lock = threading.Lock()
         self._stop = threading.Event()
@@ -222,7 +246,7 @@ class AppState:
             thread.start()
             self._threads.append(thread)
 
-    def _aggregate(self, runtime: Runtime) -> None:
+    def _aggregate(self, runtime: ServerRuntime) -> None:
         """Warm the scope copies, then the aggregation job: first pass at once (it reads the copies),
         then every ``aggregation_interval_seconds``."""
         try:
@@ -243,7 +267,7 @@ class AppState:
             if self._pause(self.settings.aggregation.interval_seconds) or self._stop.is_set():
                 return
 
-    def _maintain(self, runtime: Runtime) -> None:
+    def _maintain(self, runtime: ServerRuntime) -> None:
         """A maintenance round every ``maintenance_interval_seconds``, or sooner once
         ``compaction_after_appends`` appends piled up (a server writing all day would otherwise leave
         hundreds of fragments, each making the next append slower, between two rounds), or 1% of the
@@ -271,7 +295,7 @@ class AppState:
                 failed = True
                 log.warning("store maintenance failed (will retry): %s", exc)
 
-    async def runtime(self) -> Runtime:
+    async def runtime(self) -> ServerRuntime:
         """The runtime, waiting for start-up to finish; a failed start-up becomes a clear tool error."""
         try:
             if not self._future.done():

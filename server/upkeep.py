@@ -10,11 +10,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from storage.records import ContradictionRecord, Scope
-from tools.common import Runtime
 from writing.consolidation.report import Actor
 
 if TYPE_CHECKING:
     from retrieval.models.llm.base import LanguageModel
+    from server.state import ServerRuntime as Runtime  # built by server.state, which schedules this work
 
 log = logging.getLogger(__name__)
 

@@ -84,7 +84,7 @@ def test_no_print_to_stdout_in_the_server_packages():
 
 def test_the_serving_path_never_imports_the_commands_for_people():
     probe = (
-        "import sys; import server.cli, server.app; from server.config import Settings; "
+        "import sys; import server.serve, server.app; from server.config import Settings; "
         "server.app.build_server(Settings.from_env()); "
         "print(any(m == 'console' or m.startswith('console.') for m in sys.modules))"
     )

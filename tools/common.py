@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Protocol
 
@@ -17,7 +17,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from retrieval.outcomes import CreditPolicy, WeightPolicy
 from retrieval.redaction import redact_text
 from retrieval.text import is_unsafe_char
-from server.config import Settings
 from storage.records import Scope, View, Viewer
 from writing.service import memory_id_for
 
@@ -113,6 +112,40 @@ def aggregation_view(runtime: Runtime, scope: Scope) -> AggregationView | None:
     )
 
 
+class RerankKnobs(Protocol):
+    @property
+    def multiplier(self) -> int: ...
+
+
+class ToolSettings(Protocol):
+    """What a tool reads of the server's settings (``server.config.Settings`` is one): the configured
+    scope, the limits its arguments are checked against, and the recall knobs a handler applies itself.
+    Everything else reaches the tools already built into the runtime's parts."""
+
+    @property
+    def org_id(self) -> str: ...
+    @property
+    def project_id(self) -> str: ...
+    @property
+    def top_k_facts(self) -> int: ...
+    @property
+    def max_top_k(self) -> int: ...
+    @property
+    def max_query_chars(self) -> int: ...
+    @property
+    def min_char_budget(self) -> int: ...
+    @property
+    def max_char_budget(self) -> int: ...
+    @property
+    def query_time_words(self) -> bool: ...
+    @property
+    def forget_min_relevance(self) -> float: ...
+    @property
+    def rerank(self) -> RerankKnobs: ...
+
+    def feedback_weighting_enabled(self, org_id: str) -> bool: ...
+
+
 class ScopeArgs(BaseModel):
     """The tenant scope every tool accepts; omitted fields fall back to the server's configured scope."""
 
@@ -123,7 +156,7 @@ class ScopeArgs(BaseModel):
     org_id: Identifier | None = None
     project_id: Identifier | None = None
 
-    def scope(self, settings: Settings) -> Scope:
+    def scope(self, settings: ToolSettings) -> Scope:
         return Scope(self.org_id or settings.org_id, self.project_id or settings.project_id)
 
 
@@ -161,30 +194,20 @@ def view_for(args: ScopeArgs, runtime: Runtime, caller: Caller) -> View:
     return View(args.scope(runtime.settings), Viewer(agent_id, session_id))
 
 
-CREDIT_SETTINGS = {field.name for field in fields(CreditPolicy)}
-
-
-def weight_policy_for(settings: Settings) -> WeightPolicy:
-    """The feedback weight policy the settings declare (report_outcome and the recall's feedback index)."""
-    return WeightPolicy(
-        settings.feedback.ema_alpha,
-        settings.feedback.min_weight,
-        settings.feedback.max_weight,
-        settings.feedback.named_alpha,
-    )
-
-
 @dataclass
 class Runtime:
     """The process-wide parts a handler works with, built once in the background at start-up."""
 
-    settings: Settings
+    settings: ToolSettings
     store: MemoryStore
     models: Models
     pipeline: RecallPipeline
     corroboration: CorroborationService
     consolidation: ConsolidationService
 
+    # How outcome reports move weights, and how a report credits the memories of its contexts.
+    weight_policy: WeightPolicy = field(default_factory=WeightPolicy)
+    credit_policy: CreditPolicy = field(default_factory=CreditPolicy)
     # The outcome reports behind each memory's weight for a query; None: global weights only.
     feedback: FeedbackIndex | None = None
 
@@ -192,15 +215,6 @@ class Runtime:
     aggregation_passes: int = 0  # finished by the background job so far (the benchmark waits for one)
     # Every write goes through it (set by the runtime builder, once the runtime exists: it reads its clock).
     writer: WriteService = field(init=False)
-
-    @property
-    def weight_policy(self) -> WeightPolicy:
-        return weight_policy_for(self.settings)
-
-    @property
-    def credit_policy(self) -> CreditPolicy:
-        # The feedback settings of the same names.
-        return CreditPolicy(**self.settings.feedback.model_dump(include=CREDIT_SETTINGS))
 
     @property
     def backends(self) -> dict[str, str]:

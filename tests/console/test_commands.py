@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from console.cli import main
 from console.terminal import ProgressBar, table
-from server.cli import main
 
 
 @pytest.fixture
@@ -264,7 +264,7 @@ def test_the_session_end_hook_reports_the_newest_claude_code_session_and_never_f
 
     def memoria_process(*argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "server", *argv],
+            [sys.executable, "-m", "console", *argv],
             input=stdin,
             env=env,
             capture_output=True,

@@ -18,7 +18,7 @@ HEAVY = ("mcp", "mcp_types", "torch", "sentence_transformers", "transformers", "
 
 RUN_AND_LIST = """
 import json, sys
-from server.cli import main
+from console.cli import main
 arguments, heavy_names = json.loads(sys.argv[1]), set(json.loads(sys.argv[2]))
 sys.argv = ["memoria", *arguments]
 try:

@@ -71,7 +71,7 @@ def test_the_wheel_carries_the_server_and_the_cli_and_no_tests(installed):
         names
     )
     [entry_points] = [name for name in names if name.endswith("entry_points.txt")]
-    assert "memoria = server.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "memoria = console.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_the_installed_command_runs_the_cli_from_any_folder(installed, tmp_path):
@@ -86,7 +86,7 @@ def test_the_installed_command_runs_the_cli_from_any_folder(installed, tmp_path)
         check=True,
     )
     assert where.stdout.strip().startswith(str(site))  # the installed copy, not the checkout
-    memoria = [sys.executable, "-c", "from server.cli import main; main()"]  # what the console script runs
+    memoria = [sys.executable, "-c", "from console.cli import main; main()"]  # what the console script runs
     run = {"env": env, "cwd": tmp_path, "capture_output": True, "text": True, "timeout": 120}
     stored = subprocess.run([*memoria, "remember", "--create", "The wheel installs a memoria command"], **run)
     assert stored.returncode == 0, stored.stderr
@@ -98,7 +98,7 @@ async def test_the_installed_command_serves_an_mcp_client(installed, tmp_path):
     _, site = installed
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", "from server.cli import main; main()", "serve"],
+        args=["-c", "from console.cli import main; main()", "serve"],
         env=elsewhere_env(site, tmp_path / "db"),
         cwd=str(tmp_path),
     )

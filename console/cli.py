@@ -1,37 +1,19 @@
 """The ``memoria`` console script: ``memoria serve`` (stdio, the default) or ``memoria serve --http HOST:PORT``,
 and the commands for people (remember, recall, explain, outcome, forget, show, stats, import, export,
-reembed, doctor, report, token), which live in ``console/commands.py``: they print to stdout, so they live
-apart from the serving path, which writes only to stderr. Only their arguments are declared here."""
+reembed, doctor, report, token) in ``console.commands``: they print to stdout, so they live apart from
+the serving path (``server.serve``), which writes only to stderr. Only their arguments are declared here."""
 
 from __future__ import annotations
 
 import argparse
-import functools
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-import anyio
-
-from server.config import ConfigError, Settings, limit_blas_threads
+from server.config import ConfigError, Settings
 from server.log_setup import configure_logging
-
-log = logging.getLogger("memoria")
-
-
-def parse_http_address(value: str) -> tuple[str, int]:
-    """``PORT`` or ``HOST:PORT`` (``[::1]:PORT`` for IPv6); the host defaults to 127.0.0.1."""
-    host, _, port = value.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    try:
-        number = int(port)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected PORT or HOST:PORT, but got {value!r}") from None
-    if not 0 < number < 65536:
-        raise argparse.ArgumentTypeError(f"port must be 1-65535, but got {number}")
-    return host, number
+from server.serve import add_serve_arguments, serve
 
 
 def positive(value: str) -> int:
@@ -47,14 +29,9 @@ def positive(value: str) -> int:
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memoria", description="Long-term memory for AI agents, over MCP.")
     commands = parser.add_subparsers(dest="command")
-    serve = commands.add_parser("serve", help="run the MCP server (stdio unless --http is given)")
-    serve.add_argument(
-        "--http",
-        metavar="HOST:PORT",
-        type=parse_http_address,
-        help="serve streamable HTTP instead of stdio; HOST defaults to 127.0.0.1",
+    add_serve_arguments(
+        commands.add_parser("serve", help="run the MCP server (stdio unless --http is given)")
     )
-    serve.add_argument("--db", metavar="URI", help="LanceDB folder or URI (overrides MEMORIA_DB_URI)")
     add_people_commands(commands)
     token = commands.add_parser(
         "token",
@@ -257,72 +234,6 @@ def add_people_commands(commands: Any) -> None:
     report.add_argument("--open", action="store_true", help="open it in the browser")
 
 
-# glibc's mallopt parameters
-M_TRIM_THRESHOLD = -1
-M_MMAP_THRESHOLD = -3
-M_ARENA_MAX = -8
-
-
-class Mallopt(Protocol):
-    def mallopt(self, param: int, value: int) -> int: ...
-
-
-def glibc() -> Any | None:
-    """The process's glibc (``mallopt`` and ``malloc_trim`` typed), or None off Linux with glibc."""
-    import ctypes
-    import ctypes.util
-    import platform
-
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-        libc.mallopt.restype = ctypes.c_int
-        libc.malloc_trim.argtypes = [ctypes.c_size_t]
-        libc.malloc_trim.restype = ctypes.c_int
-    except (OSError, AttributeError):
-        log.debug("could not load glibc's malloc controls", exc_info=True)
-        return None
-    return libc
-
-
-def tune_malloc(arenas: int, mmap_threshold_kb: int, libc: Mallopt | None = None) -> list[tuple[int, int]]:
-    """Set glibc's malloc up for a server that writes all day, before its threads start; returns the
-    (parameter, value) pairs set (none off glibc, or with 0s).
-
-    - ``arenas``: with one arena per thread (LanceDB's runtime and the request threads), memory freed in
-      one arena is not reused by another.
-    - ``mmap_threshold_kb``: a fixed threshold at or above which an allocation that the heap's free
-      chunks cannot serve gets a mapping of its own, given back to the system when freed, instead of
-      growing the heap. glibc's threshold slides up (to 32 MB) each time a mapped block larger than it
-      is freed; then the multi-MB buffers of every maintenance round grew the heap, which did not
-      shrink again. Plain LanceDB compacting every 100 appends kept 1.95 MB a round that way, 0.56 MB
-      with the threshold fixed at 64 KB (``python -m benchmarks.native_heap``). The trim threshold is
-      set to twice it, as glibc's sliding rule would, and only once glibc took the mmap threshold
-      (setting it alone would also stop the sliding, at glibc's default)."""
-    wanted = []
-    if arenas > 0:
-        wanted.append((M_ARENA_MAX, arenas))
-    if mmap_threshold_kb > 0:
-        wanted.append((M_MMAP_THRESHOLD, mmap_threshold_kb * 1024))
-    if not wanted:
-        return []
-    if libc is None:
-        libc = glibc()
-        if libc is None:
-            return []
-    done = []
-    for param, value in wanted:
-        if libc.mallopt(param, value) == 1:  # mallopt returns 1 on success
-            done.append((param, value))
-            if param == M_MMAP_THRESHOLD:
-                trim = (M_TRIM_THRESHOLD, 2 * value)
-                if libc.mallopt(*trim) == 1:
-                    done.append(trim)
-    return done
-
-
 def missing_store(db: str, *, create: bool) -> str | None:
     """Why a command for people refuses ``--db`` (None: it may go on). A mistyped folder would otherwise
     become a new, empty store that answers every question with nothing. URIs (s3://, gs://, ...) are
@@ -365,43 +276,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"memoria: {exc}", file=sys.stderr)
         return 0 if getattr(args, "hook", False) else 2  # a session-end hook never fails the session
-
-
-def serve(settings: Settings, http: tuple[str, int] | None) -> int:
-    from server.app import build_server
-    from server.http import refuse_open_endpoint, transport_security
-
-    tune_malloc(settings.malloc.arenas, settings.malloc.mmap_threshold_kb)
-    limit_blas_threads(settings.blas_threads)
-    app = build_server(settings)
-    if http is None:
-        log.info("memoria serving MCP on stdio; store %s", settings.db_uri)
-        anyio.run(app.run_stdio_async)
-        return 0
-    host, port = http
-    authenticated = app.settings.auth is not None  # build_server read the tokens file or OAuth settings
-    refuse_open_endpoint(host, settings, authenticated=authenticated)
-    security = transport_security(host, port, settings)
-    log.info(
-        "memoria serving MCP over streamable HTTP at http://%s:%d/mcp; store %s; clients %s",
-        host,
-        port,
-        settings.db_uri,
-        f"authenticate with {'OAuth' if settings.oauth.issuer_url else 'static tokens'}"
-        if authenticated
-        else "are not asked for a token (loopback)",
-    )
-    anyio.run(
-        functools.partial(
-            app.run_streamable_http_async,
-            host=host,
-            port=port,
-            transport_security=security,
-            max_request_body_size=settings.http.max_body_bytes,
-        )
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

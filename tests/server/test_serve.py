@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from server.cli import parse_http_address, tune_malloc
 from server.config import limit_blas_threads
+from server.serve import parse_http_address, tune_malloc
 
 
 @pytest.mark.parametrize(
@@ -40,34 +40,6 @@ def test_a_bad_environment_variable_stops_start_up_with_its_name():
     assert result.returncode == 2
     assert "MEMORIA_RERANK_MULTIPLIER" in result.stderr
     assert result.stdout == ""
-
-
-def test_memoria_token_prints_a_token_once_and_an_entry_holding_only_its_digest(tmp_path, capsys):
-    import json
-
-    import anyio
-
-    from server.auth import StaticTokenVerifier, load_token_file
-    from server.cli import main
-
-    assert main(["token", "--principal", "alice", "--write", "acme/web", "--read", "acme/*"]) == 0
-    first, _, entry_line = capsys.readouterr().out.strip().splitlines()
-    token = first.rsplit(" ", 1)[1]
-    entry = json.loads(entry_line)
-    assert token not in entry_line and entry["principal"] == "alice"
-    assert (entry["write"], entry["read"]) == (["acme/web"], ["acme/*"])
-    (tmp_path / "tokens.json").write_text(json.dumps({"tokens": [entry]}))
-    verified = anyio.run(StaticTokenVerifier(load_token_file(tmp_path / "tokens.json")).verify_token, token)
-    assert verified is not None and verified.subject == "alice"
-
-
-@pytest.mark.parametrize("scopes", [[], ["--write", "/web"]])
-def test_memoria_token_refuses_a_missing_or_malformed_scope(scopes, capsys):
-    from server.cli import main
-
-    assert main(["token", "--principal", "alice", *scopes]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == "" and ("--read or --write" in captured.err or "org/project" in captured.err)
 
 
 @pytest.mark.slow
@@ -146,7 +118,7 @@ def test_a_refused_arena_count_still_fixes_the_threshold():
 
 def test_serving_tunes_malloc_from_the_settings_before_building_the_server(monkeypatch):
     import server.app
-    import server.cli
+    import server.serve
     from server.config import Settings
 
     asked: list[tuple[int, int]] = []
@@ -158,13 +130,13 @@ def test_serving_tunes_malloc_from_the_settings_before_building_the_server(monke
         assert asked, "malloc is tuned before the server (and its threads) starts"
         raise Built
 
-    monkeypatch.setattr(server.cli, "tune_malloc", lambda arenas, kb: asked.append((arenas, kb)))
+    monkeypatch.setattr(server.serve, "tune_malloc", lambda arenas, kb: asked.append((arenas, kb)))
     monkeypatch.setattr(server.app, "build_server", build_server)
     settings = Settings.from_env(
         {"MEMORIA_MALLOC_ARENAS": "3", "MEMORIA_MALLOC_MMAP_THRESHOLD_KB": "256"}, db_uri="/tmp/x"
     )
     with pytest.raises(Built):
-        server.cli.serve(settings, None)
+        server.serve.serve(settings, None)
     assert asked == [(3, 256)]
 
 
@@ -184,7 +156,7 @@ def test_settings_malloc_refuses_are_not_reported_as_set():
     not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc only"
 )
 def test_the_real_glibc_takes_the_thresholds_in_a_process_of_its_own():
-    code = "from server.cli import tune_malloc; print(tune_malloc(0, 64))"
+    code = "from server.serve import tune_malloc; print(tune_malloc(0, 64))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert done.stdout.strip() == "[(-3, 65536), (-1, 131072)]"
