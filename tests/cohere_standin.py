@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ class CohereStandIn:
     fail_with: int | None = None
     bad_index: bool = False
     chat_reply: str = '{"sufficient": true, "confidence": 0.9, "sub_queries": []}'
+    delay: float = 0.0  # seconds before each answer
 
 
 def overlap_score(query: str, document: str) -> float:
@@ -35,6 +37,7 @@ def cohere_standin(api_key: str = "test-key") -> Iterator[CohereStandIn]:
     class Handler(JsonHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            time.sleep(state.delay)
             state.requests.append(
                 {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
             )

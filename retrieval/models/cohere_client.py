@@ -1,14 +1,30 @@
-"""One way to build Cohere's v2 client (reranker and chat share it); imported late, it is heavy."""
+"""The process's Cohere v2 client: the reranker and Cohere chat share one per key and base URL (one
+connection pool), each call carrying its own timeout. Imported late: the SDK is heavy."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+_clients: dict[tuple[str, str | None], Any] = {}
+_lock = threading.Lock()
 
-def cohere_client(api_key: str, *, base_url: str | None, timeout: float) -> Any:
-    import cohere
 
-    options: dict[str, Any] = {"timeout": timeout, "max_retries": 1}
-    if base_url:
-        options["base_url"] = base_url
-    return cohere.ClientV2(api_key=api_key, **options)
+def cohere_client(api_key: str, *, base_url: str | None) -> Any:
+    """The one client for ``api_key`` at ``base_url`` (Cohere's API when None), built on first use."""
+    key = (api_key, base_url)
+    with _lock:
+        client = _clients.get(key)
+        if client is None:
+            import cohere
+
+            options: dict[str, Any] = {"max_retries": 1}
+            if base_url:
+                options["base_url"] = base_url
+            client = _clients[key] = cohere.ClientV2(api_key=api_key, **options)
+    return client
+
+
+def call_options(timeout: float) -> dict[str, Any]:
+    """One call's request options: its timeout, in seconds."""
+    return {"timeout": timeout}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from retrieval.models.cohere_client import cohere_client
+from retrieval.models.cohere_client import call_options, cohere_client
 from retrieval.models.llm.base import LLMRequest, LLMResponse, LLMUnavailable
 
 
@@ -27,7 +27,7 @@ class CohereChatModel:
     def complete(self, request: LLMRequest) -> LLMResponse:
         try:
             if self._client is None:
-                self._client = cohere_client(self._api_key, base_url=self._base_url, timeout=self._timeout)
+                self._client = cohere_client(self._api_key, base_url=self._base_url)
             response = self._client.chat(
                 model=self._model,
                 messages=[
@@ -36,6 +36,7 @@ class CohereChatModel:
                 ],
                 max_tokens=request.max_tokens,
                 temperature=0.0,
+                request_options=call_options(self._timeout),
             )
         except Exception as exc:
             status = getattr(exc, "status_code", None)

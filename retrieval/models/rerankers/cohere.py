@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval.models.cohere_client import cohere_client
+from retrieval.models.cohere_client import call_options, cohere_client
 from retrieval.models.rerankers.base import RerankFailed
 
 
@@ -30,7 +30,7 @@ class CohereReranker:
     def warm_up(self) -> None:
         if self._client is not None:
             return
-        self._client = cohere_client(self._api_key, base_url=self._base_url, timeout=self._timeout)
+        self._client = cohere_client(self._api_key, base_url=self._base_url)
 
     def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
         if not documents:
@@ -38,7 +38,11 @@ class CohereReranker:
         try:
             self.warm_up()
             response = self._client.rerank(
-                model=self._model, query=query, documents=list(documents), top_n=len(documents)
+                model=self._model,
+                query=query,
+                documents=list(documents),
+                top_n=len(documents),
+                request_options=call_options(self._timeout),
             )
         except Exception as exc:
             status = getattr(exc, "status_code", None)

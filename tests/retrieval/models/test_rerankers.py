@@ -5,6 +5,9 @@ import os
 import numpy as np
 import pytest
 
+from retrieval.models.cohere_client import cohere_client
+from retrieval.models.llm.base import LLMRequest
+from retrieval.models.llm.cohere_chat import CohereChatModel
 from retrieval.models.model_files import ModelUnavailable
 from retrieval.models.rerankers.base import Reranker, RerankFailed, sigmoid
 from retrieval.models.rerankers.cohere import CohereReranker
@@ -66,6 +69,23 @@ def test_cohere_server_errors_are_transient():
         with pytest.raises(RerankFailed) as failure:
             CohereReranker("test-key", base_url=standin.url).rerank("q", DOCUMENTS)
     assert failure.value.transient is True
+
+
+def test_the_reranker_and_cohere_chat_share_one_client_and_each_call_keeps_its_own_timeout():
+    with cohere_standin() as standin:
+        reranker = CohereReranker("test-key", base_url=standin.url, timeout=0.3)
+        chat = CohereChatModel("test-key", model="command-a-03-2025", base_url=standin.url, timeout=5.0)
+        assert cohere_client("test-key", base_url=standin.url) is cohere_client(
+            "test-key", base_url=standin.url
+        )
+        assert cohere_client("other-key", base_url=standin.url) is not cohere_client(
+            "test-key", base_url=standin.url
+        )
+        standin.delay = 1.0  # longer than the reranker's timeout, well within chat's
+        with pytest.raises(RerankFailed) as failed:
+            reranker.rerank("postgres pool", ["the postgres pool size is 20"])
+        assert failed.value.transient
+        assert chat.complete(LLMRequest(purpose="test", system="s", prompt="p", max_tokens=5)).text
 
 
 def test_cohere_results_pointing_outside_the_documents_are_rejected():
