@@ -17,7 +17,7 @@ from storage.locking import retrying
 from storage.records import EpisodeRecord, MemoryRecord, NewMemory, Reach, Scope, View
 from storage.rows import MEMORY_COLUMNS, episode_from_row, memory_from_row, memory_to_row
 from storage.scan import utc
-from storage.scope_cache import by_id
+from storage.scope_copy import by_id
 from storage.tables import StoreError, StoreTables
 
 

@@ -27,7 +27,7 @@ from storage.records import (
 )
 from storage.rows import MEMORY_COLUMNS, memory_from_row, vector_of_row
 from storage.scan import EVERY_ROW, scan, utc
-from storage.scope_cache import Row, episode_members
+from storage.scope_copy import Row, episode_members
 from storage.tables import StoreTables
 
 VECTOR_SEARCH_EF = 100  # HNSW candidate list: recall about 0.99 at 1M in the measurements
