@@ -26,7 +26,7 @@ from storage.group_commit import GroupCommit
 from storage.journal import RetrievalJournal
 from storage.lexical_index import Analyzer
 from storage.locking import LOCK_FILE_NAME, REPORTS_LOCK_FILE_NAME, WriteLock, retrying
-from storage.records import MemoryRecord, NewMemory, StoreInfo
+from storage.records import StoreInfo
 from storage.scope_cache import ScopeCache
 from storage.search import MemorySearch
 from storage.snapshots import ScopeSnapshots
@@ -92,9 +92,9 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._writing = threading.local()  # write-sequence nesting depth, per thread
         self._appenders = appenders
         self._logs = WriteBehind(self._append_log)
-        self._appends_since_maintenance = 0  # each one a table version and a fragment to compact
-        self._superseded = SupersededVersions()  # the maintenance rounds' sightings of each newest version
-        self._optimize_seconds: dict[str, float] = {}  # each table's last optimize, for the clean-up margin
+        self._appends_since_maintenance = 0
+        self._superseded = SupersededVersions()
+        self._optimize_seconds = {}
         self._cache = ScopeCache(
             self,
             dimension=self._vector_dim,
@@ -102,7 +102,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
             max_total_rows=cache_total_rows,
             analyzer=analyzer,
         )
-        self._inserts: GroupCommit[NewMemory, tuple[MemoryRecord, bool]] = GroupCommit(self._insert_batch)
+        self._inserts = GroupCommit(self._insert_batch)
         self._contradiction_snapshots = ScopeSnapshots(
             lambda: int(self._contradictions.version),
             self._read_open_contradictions,
