@@ -551,7 +551,7 @@ def reembed(
     """Give memories (of ``scope``, or all; every status but purged) vectors from this server's embedder:
     those made by another one, or every one with ``all_memories``. Written batch by batch under the
     write lock, so recall goes on meanwhile, and seen at once by the scope copies and LanceDB search."""
-    from storage import portable
+    from storage import reembedding
 
     if batch_size < 1:
         raise ToolFailure(f"batch_size must be >= 1, but got {batch_size}")
@@ -572,7 +572,7 @@ def reembed(
             f"new folder with this embedder and MEMORIA_VECTOR_DIM={embedder.dimension} configured (the "
             "import embeds every memory again)"
         )
-    texts = portable.memory_texts(store, scope)
+    texts = reembedding.memory_texts(store, scope)
     todo = [text for text in texts if all_memories or text.embedder != embedder.name]
     written = 0
     pending: dict[str, Any] = {}
@@ -587,7 +587,7 @@ def reembed(
         # A merge costs about the same for 64 rows as for thousands (it scans the table): write in
         # larger groups than the model embeds.
         if len(pending) >= REEMBED_WRITE_BATCH or last:
-            written += portable.replace_vectors(store, pending, embedder.name)
+            written += reembedding.replace_vectors(store, pending, embedder.name)
             pending = {}
         progress("re-embedding", start + len(batch), len(todo))
     return ReembedSummary(

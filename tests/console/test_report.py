@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from console.report import build_report
 from console.report_page import render_report
 from storage.records import Scope
+from tests.ab_logs import ab_log_rows
 from tools.common import Caller, Runtime
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
@@ -119,7 +120,7 @@ def sample(runtime: Runtime) -> Sample:
 
 
 def test_feedback_impact_matches_the_ab_rows(runtime, sample):
-    rows = [row for rid, _ in sample.retrievals for row in runtime.store.ab_log_rows(SCOPE, rid)]
+    rows = [row for rid, _ in sample.retrievals for row in ab_log_rows(runtime.store, SCOPE, rid)]
     deltas = [row.unweighted_rank - row.weighted_rank for row in rows]
     top_ks = dict(sample.retrievals)
     changed = 0
@@ -207,7 +208,7 @@ def test_a_memory_private_to_an_agent_never_reaches_the_report(runtime):
 def test_only_the_newest_retrievals_are_analysed(runtime, sample):
     feedback = build_report(runtime, SCOPE, retrievals=1).feedback
     newest, top_k = sample.retrievals[-1]
-    rows = runtime.store.ab_log_rows(SCOPE, newest)
+    rows = ab_log_rows(runtime.store, SCOPE, newest)
     # The "postgres note" recall: 3 candidates; pool passed port, but the top 1 stayed the hostile memory.
     assert (top_k, feedback.retrievals, feedback.candidates, len(rows)) == (1, 1, 3, 3)
     assert (feedback.retrievals_reordered, feedback.retrievals_top_k_changed) == (1, 0)

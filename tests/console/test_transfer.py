@@ -15,6 +15,7 @@ from retrieval.models.providers import BackendInfo
 from retrieval.text import content_hash
 from storage import schema
 from storage.records import Scope
+from tests.ab_logs import ab_log_rows
 from tests.benchmarks.sample import SAMPLE
 from tests.fakes import TokenEmbedder
 from tests.helpers import make_runtime, settings_for
@@ -573,7 +574,7 @@ def test_an_export_from_before_the_seed_ab_columns_keeps_its_scores_as_the_boost
     target = stores("b")
     summary = import_file(target, write(tmp_path / "old.jsonl", old))
     assert summary.tables[schema.AB_LOGS].written == len(logged)
-    imported = target.store.ab_log_rows(Scope("default", "default"), logged[0]["retrieval_id"])
+    imported = ab_log_rows(target.store, Scope("default", "default"), logged[0]["retrieval_id"])
     by_id = {row["observation_id"]: row for row in logged if row["retrieval_id"] == logged[0]["retrieval_id"]}
     assert {row.observation_id: (row.boosted_score, row.relevance_kind) for row in imported} == {
         memory_id: (row["relevance_score"], None) for memory_id, row in by_id.items()

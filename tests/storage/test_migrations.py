@@ -11,6 +11,7 @@ import pytest
 from storage import migrations, schema
 from storage.records import Scope, View, Viewer
 from storage.store import MemoryStore
+from tests.ab_logs import ab_log_rows
 
 NOW = datetime(2026, 2, 1, tzinfo=UTC)
 
@@ -252,7 +253,7 @@ def test_ab_rows_logged_before_schema_6_keep_their_score_as_the_boosted_one_and_
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
         table = store.tables()[schema.AB_LOGS]
         assert table.schema.field("unweighted_rank").nullable and table.schema.field("weighted_rank").nullable
-        [row] = store.ab_log_rows(Scope("o", "p"), "ret_old")
+        [row] = ab_log_rows(store, Scope("o", "p"), "ret_old")
         assert (row.relevance_score, row.boosted_score) == (0.72, 0.72)
         assert (row.relevance_kind, row.source, row.rerank_score) == (None, None, None)
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as again:  # applied once

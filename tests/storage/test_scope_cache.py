@@ -344,7 +344,7 @@ def test_a_read_between_a_purges_commits_never_keeps_the_purged_title(tmp_path):
 
 def test_an_episode_read_older_than_a_newer_mark_is_not_kept():
     from storage.records import EpisodeRecord
-    from storage.scope_cache import ScopeCopy
+    from storage.scope_copy import ScopeCopy
 
     copy = ScopeCopy(DIM)
     copy.put(new("a", "one", episode_id="e1").record, None)

@@ -4,6 +4,7 @@ import pytest
 
 from server.config import OrgFeatures
 from storage.records import Scope
+from tests.ab_logs import ab_log_rows
 from tests.helpers import make_runtime
 from tools.common import Caller, ToolFailure
 from tools.recall import RecallInput, recall
@@ -71,7 +72,7 @@ def test_every_recall_records_its_context_and_the_seed_ab_log(runtime, stored):
     record = runtime.store.get_retrieval(out.retrieval_id, scope)
     assert record.context_ids == tuple(m.id for m in out.memories)
     assert record.session_id == "ses_1" and record.purpose == "recall"
-    rows = runtime.store.ab_log_rows(scope, out.retrieval_id)
+    rows = ab_log_rows(runtime.store, scope, out.retrieval_id)
     ranked = [row for row in rows if row.source == "direct"]
     assert len(ranked) >= 2
     assert [row.weighted_rank for row in ranked] == list(range(len(ranked)))
@@ -103,7 +104,7 @@ def test_a_recall_that_skips_the_ab_log_writes_no_row_but_its_record(runtime, st
     out = recall(RecallInput(query="postgres connection pool", skip_ab_log=True), runtime, CALLER)
     scope = Scope("default", "default")
     assert runtime.store.get_retrieval(out.retrieval_id, scope) is not None
-    assert runtime.store.ab_log_rows(scope, out.retrieval_id) == []
+    assert ab_log_rows(runtime.store, scope, out.retrieval_id) == []
 
 
 def test_a_failing_ab_log_never_fails_the_recall(runtime, stored, monkeypatch, caplog):
@@ -128,7 +129,7 @@ def test_an_org_with_weighting_disabled_keeps_relevance_order(tmp_path):
         runtime.store.set_weights({ids[1]: 1.75}, runtime.clock())
         out = recall(RecallInput(query="postgres connection pool", org_id="acme"), runtime, CALLER)
         assert out.memories[0].id == ids[0]
-        rows = runtime.store.ab_log_rows(Scope("acme", "default"), out.retrieval_id)
+        rows = ab_log_rows(runtime.store, Scope("acme", "default"), out.retrieval_id)
         assert all(row.weighting_enabled is False for row in rows)
         assert all(row.unweighted_rank == row.weighted_rank for row in rows)
         assert {row.observation_id: row.feedback_weight for row in rows}[ids[1]] == 1.75
@@ -203,7 +204,7 @@ def test_episode_siblings_are_logged_too_without_ranks(runtime):
     out = recall(RecallInput(query="how do we deploy the billing service"), runtime, CALLER)
     rows = {
         row.observation_id: row
-        for row in runtime.store.ab_log_rows(Scope("default", "default"), out.retrieval_id)
+        for row in ab_log_rows(runtime.store, Scope("default", "default"), out.retrieval_id)
     }
     assert rows[ids[0]].source == "direct" and rows[ids[0]].weighted_rank == 0
     siblings = [row for row in rows.values() if row.source == "sibling"]

@@ -28,7 +28,7 @@ def test_content_is_stored_verbatim_with_its_provenance(runtime):
         ("ops",),
     )
     assert stored.embedder == runtime.models.embedder.name
-    assert runtime.store.get_episode("ep-1", Scope("default", "default")) is not None
+    assert "ep-1" in runtime.store.get_episodes(Scope("default", "default"), ["ep-1"])
 
 
 def test_the_same_content_in_the_same_scope_is_stored_once(runtime):

@@ -1,0 +1,239 @@
+"""Purging memories: erasing their text from every table and every old version, as one operation a
+journal entry makes recoverable after a crash."""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+
+import pyarrow as pa
+from lancedb.index import FTS
+
+from storage import filters
+from storage.lineage import Lineage
+from storage.locking import retrying
+from storage.memories import Memories
+from storage.records import LineageEvent, MemoryRecord, Scope
+from storage.scan import scan_rows
+
+log = logging.getLogger(__name__)
+
+PURGE_JOURNAL = "pending_purge:"  # meta keys of purges begun and not yet finished
+
+
+@dataclass(frozen=True)
+class PendingPurge:
+    """A purge's journal entry: what to erase, and the lineage to record once it is erased."""
+
+    key: str
+    scope: Scope
+    memory_ids: tuple[str, ...]
+    at: datetime
+    quoted_chars: int
+    events: tuple[LineageEvent, ...]
+    resolution: str
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "org_id": self.scope.org_id,
+                "project_id": self.scope.project_id,
+                "memory_ids": list(self.memory_ids),
+                "at": self.at.isoformat(),
+                "quoted_chars": self.quoted_chars,
+                "resolution": self.resolution,
+                "events": [{**event.__dict__, "at": event.at.isoformat()} for event in self.events],
+            }
+        )
+
+    @classmethod
+    def from_json(cls, key: str, text: str) -> PendingPurge:
+        value = json.loads(text)
+        return cls(
+            key=key,
+            scope=Scope(value["org_id"], value["project_id"]),
+            memory_ids=tuple(value["memory_ids"]),
+            at=datetime.fromisoformat(value["at"]),
+            quoted_chars=int(value["quoted_chars"]),
+            events=tuple(
+                LineageEvent(**{**event, "at": datetime.fromisoformat(event["at"])})
+                for event in value["events"]
+            ),
+            resolution=value["resolution"],
+        )
+
+
+class Forgetting(Memories, Lineage):
+    """Purges, and the finishing at start-up of a purge a stopped process left half done."""
+
+    def purge(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        at: datetime,
+        *,
+        quoted_chars: int = 0,
+        events: Sequence[LineageEvent] = (),
+        resolution: str = "purged",
+    ) -> list[str]:
+        """Erase content, tags and vector of these memories (the rows stay, status purged, for lineage), scrub
+        their text from recorded traces, episode titles and the search text of the other members of their
+        episodes (which quote up to ``quoted_chars`` of the memory before them), record ``events`` (its
+        lineage) and close its open contradictions with ``resolution``, then drop every older version of
+        the tables and rebuild the full-text index, so the text is gone from the store's files.
+
+        One recoverable operation: a journal entry naming the memories (never their text) is written
+        first and removed last; a process killed in between leaves it, and the next opening of the store
+        finishes the purge before anything is served (``finish_pending_purges``). Until then a memory
+        already erased reads as purged everywhere (explain_ranking masks what a trace still quotes)."""
+        with self.exclusive():
+            current = self.get_memories(memory_ids, scope)
+            ids = [i for i in memory_ids if i in current]
+            if not ids:
+                return []
+            journal = PendingPurge(
+                key=f"{PURGE_JOURNAL}{secrets.token_hex(8)}",
+                scope=scope,
+                memory_ids=tuple(ids),
+                at=at,
+                quoted_chars=quoted_chars,
+                events=tuple(events),
+                resolution=resolution,
+            )
+            retrying(lambda: self._meta.add([{"key": journal.key, "value": journal.to_json()}]))
+            self._finish_purge(journal)
+        return ids
+
+    def finish_pending_purges(self) -> int:
+        """Finish every purge a killed process left half done (at start-up, before serving); how many."""
+        if not self._pending_purges():  # the usual case, without waiting for the write lock
+            return 0
+        with self.exclusive():
+            # Read again under the lock: a purge another process was finishing when we looked is done
+            # now, and its memory may since have been remembered again (and must not be erased).
+            pending = self._pending_purges()
+            for journal in pending:
+                log.warning(
+                    "finishing a purge a stopped process left half done (%d memories)",
+                    len(journal.memory_ids),
+                )
+                self._finish_purge(journal)
+        return len(pending)
+
+    def _pending_purges(self) -> list[PendingPurge]:
+        rows = scan_rows(self._meta, filters.contains("key", PURGE_JOURNAL), None)
+        return [
+            PendingPurge.from_json(r["key"], r["value"]) for r in rows if r["key"].startswith(PURGE_JOURNAL)
+        ]
+
+    def _finish_purge(self, journal: PendingPurge) -> None:
+        """Every step of a purge after its quotes, each safe to run again (a purge the journal says was
+        begun is finished the same way whatever step a crash interrupted)."""
+        scope, ids, at = journal.scope, list(journal.memory_ids), journal.at
+        current = self.get_memories(ids, scope)
+        count = len(ids)
+        # The quotes of a memory in its neighbours' search text go while its text is still there to find
+        # them by (a memory already erased had its quotes scrubbed before); then the memory itself; then
+        # whatever read it meanwhile (traces).
+        self._scrub_quotes(scope, [m for m in current.values() if m.content], journal.quoted_chars)
+        # Episode titles first: a scope copy re-reads an episode when one of its memories changes, so
+        # the episode must already be as it will stay when the memory's commit lands.
+        for record in current.values():
+            if record.kind == "episode" and record.episode_id:
+                where = self._in_scope(scope, id=record.episode_id)
+                retrying(partial(self._episodes.update, where=where, values={"title": None}))
+        self._merge_update(
+            pa.table(
+                {
+                    "id": pa.array(ids, pa.string()),
+                    "content": pa.array([""] * count, pa.string()),
+                    "content_hash": pa.array([""] * count, pa.string()),
+                    "search_text": pa.array([""] * count, pa.string()),
+                    "tags": pa.array([[]] * count, pa.list_(pa.string())),
+                    "tags_key": pa.array(["||"] * count, pa.string()),
+                    "simhash": pa.array([None] * count, pa.int64()),
+                    "vector": pa.array(
+                        [[0.0] * self._vector_dim] * count, pa.list_(pa.float32(), self._vector_dim)
+                    ),
+                    "status": pa.array(["purged"] * count, pa.string()),
+                    "purged_at": pa.array([at] * count, pa.timestamp("us", tz="UTC")),
+                    "updated_at": pa.array([at] * count, pa.timestamp("us", tz="UTC")),
+                }
+            )
+        )
+        self._scrub_traces(scope, ids)
+        if journal.events:
+            self.add_lineage_once(journal.events)
+        self.resolve_contradictions(scope, ids, journal.resolution, at)
+        self._drop_old_versions()  # the text is gone from old versions too before the journal goes
+        retrying(partial(self._meta.delete, filters.equals("key", journal.key)))
+
+    def _scrub_quotes(self, scope: Scope, purged: Sequence[MemoryRecord], quoted_chars: int) -> None:
+        quoted = [r for r in purged if r.episode_id and r.content] if quoted_chars > 0 else []
+        if not quoted:
+            return
+        episodes = list({r.episode_id for r in quoted if r.episode_id})
+        condition = filters.all_of(filters.scope_is(scope), filters.one_of("episode_id", episodes))
+        gone = {r.id for r in purged}
+        all_quotes = [r.content[:quoted_chars] for r in quoted]
+        changed: dict[str, str] = {}
+        for row in self._select(self._memories, condition, ["id", "search_text"], limit=None):
+            if row["id"] in gone:
+                continue
+            text = row["search_text"]
+            for quote in all_quotes:
+                text = text.replace(quote, "")
+            if text != row["search_text"]:
+                changed[row["id"]] = text
+        if changed:
+            self._merge_update(
+                pa.table(
+                    {
+                        "id": pa.array(list(changed), pa.string()),
+                        "search_text": pa.array(list(changed.values()), pa.string()),
+                    }
+                )
+            )
+
+    def _scrub_traces(self, scope: Scope, memory_ids: Sequence[str]) -> None:
+        self._logs.flush()
+        gone = set(memory_ids)
+        for memory_id in memory_ids:
+            # An org-visible memory was recalled from any project of its org.
+            where = filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
+            condition = filters.all_of(where, filters.contains("trace_json", memory_id))
+            for row in self._select(self._retrievals, condition, ["retrieval_id", "trace_json"], limit=None):
+                trace = json.loads(row["trace_json"])
+                for candidate in trace.get("candidates", []):
+                    if candidate.get("id") in gone:
+                        candidate["preview"] = "[purged]"
+                scrubbed = pa.table(
+                    {"retrieval_id": [row["retrieval_id"]], "trace_json": [json.dumps(trace)]}
+                )
+                retrying(
+                    partial(
+                        self._retrievals.merge_insert("retrieval_id").when_matched_update_all().execute,
+                        scrubbed,
+                    )
+                )
+
+    def _drop_old_versions(self) -> None:
+        import warnings
+
+        for table in (self._memories, self._retrievals, self._episodes):
+            with warnings.catch_warnings():
+                # "removes every version except the latest": exactly what a purge needs.
+                warnings.simplefilter("ignore", UserWarning)
+                retrying(partial(table.optimize, cleanup_older_than=timedelta(0)))
+        # The inverted index still holds the purged words; build it again from the current rows.
+        retrying(
+            partial(self._memories.create_index, "search_text", config=FTS(with_position=False), replace=True)
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            retrying(partial(self._memories.optimize, cleanup_older_than=timedelta(0)))

@@ -1,0 +1,70 @@
+"""The journal of retrievals: each recall's record (its trace and context) and its A/B log rows, written
+behind the request (``storage.write_behind``) and read with the rows still queued."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from storage import filters
+from storage.records import AbLogRow, RetrievalPurpose, RetrievalRecord, Scope
+from storage.rows import retrieval_from_row, scope_of_row
+from storage.scan import utc
+from storage.tables import StoreTables
+
+
+class RetrievalJournal(StoreTables):
+    """Retrieval records and A/B log rows: queued by a recall, written in batches by the write-behind
+    thread, readable at once (the queue is read beside the table)."""
+
+    def record_retrieval(self, record: RetrievalRecord) -> None:
+        """Queued and written in the background with others (``storage.write_behind``)."""
+        self._logs.add(self._retrievals, [{**record.__dict__, "context_ids": list(record.context_ids)}])
+
+    def log_ab_rows(self, rows: Sequence[AbLogRow]) -> None:
+        self._logs.add(self._ab_logs, [row.__dict__ for row in rows])
+
+    def get_retrieval(self, retrieval_id: str, scope: Scope) -> RetrievalRecord | None:
+        queued = self._logs.queued(
+            self._retrievals, lambda row: row["retrieval_id"] == retrieval_id and scope_of_row(row) == scope
+        )
+        if queued:  # a recall of a moment ago, not written yet
+            return retrieval_from_row(queued[-1])
+        rows = self._select(self._retrievals, self._in_scope(scope, retrieval_id=retrieval_id), None, limit=1)
+        return retrieval_from_row(rows[0]) if rows else None
+
+    def session_retrievals(
+        self, scope: Scope, session_id: str, purpose: RetrievalPurpose = "recall"
+    ) -> list[RetrievalRecord]:
+        """The session's retrievals. A report reads them: it writes the logs queued here first, so that
+        what the session's recalls quoted is in the table, where a later purge by any process scrubs it
+        (a row still queued in this process when another process purges would be written unscrubbed)."""
+        self._logs.flush()
+        condition = self._in_scope(scope, session_id=session_id, purpose=purpose)
+        rows = self._select(self._retrievals, condition, None, limit=None)
+        unique = {row["retrieval_id"]: retrieval_from_row(row) for row in rows}
+        return sorted(unique.values(), key=lambda record: record.created_at)
+
+    def recent_sessions(self, scope: Scope, agent_id: str, since: datetime) -> list[tuple[str, datetime]]:
+        """The sessions in which ``agent_id`` recalled since ``since``: (session id, its last recall),
+        newest first."""
+        condition = filters.all_of(
+            self._in_scope(scope, agent_id=agent_id, purpose="recall"),
+            filters.later_than("created_at", since),
+        )
+        rows = self._logged(
+            self._retrievals,
+            condition,
+            lambda row: (
+                scope_of_row(row) == scope
+                and row["agent_id"] == agent_id
+                and row["purpose"] == "recall"
+                and utc(row["created_at"]) > since
+            ),
+            ["session_id", "created_at"],
+        )
+        last: dict[str, datetime] = {}
+        for row in rows:
+            at = utc(row["created_at"])
+            last[row["session_id"]] = max(at, last.get(row["session_id"], at))
+        return sorted(last.items(), key=lambda item: item[1], reverse=True)

@@ -1,0 +1,264 @@
+"""What consolidation and corroboration record between memories: lineage events, contradictions between
+an older and a newer memory, and the attestations of agents that stated a memory again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+from lancedb.expr import Expr
+
+from storage import filters
+from storage.locking import retrying
+from storage.records import (
+    SHARED_VISIBILITIES,
+    AggregationRow,
+    ContradictionRecord,
+    LineageEvent,
+    MemoryRecord,
+    Reach,
+    Scope,
+)
+from storage.rows import contradiction_from_row, from_int64, scope_of_row
+from storage.scan import EVERY_ROW, utc
+from storage.snapshots import ScopeSnapshots
+from storage.tables import StoreTables
+
+
+class Lineage(StoreTables):
+    """Lineage events, contradictions and attestations, and the reads the aggregation job makes."""
+
+    # Open contradictions of small scopes, read whole and kept until the table changes.
+    _contradiction_snapshots: ScopeSnapshots[dict[str, list[str]]]
+
+    def add_lineage(self, events: Sequence[LineageEvent], *, deferred: bool = False) -> None:
+        """Append lineage events; ``deferred``: queued and written with the next batch of logs (within
+        0.2 s, with no write lock), for events that record a decision which changed nothing (keep_both):
+        a crash can lose the last of those, never a change's own event. Reads of lineage see them at once."""
+        rows = [event.__dict__ for event in events]
+        if deferred:
+            self._logs.add(self._lineage, rows)
+        else:
+            self._append(self._lineage, rows)
+
+    def lineage(self, reach: Reach, memory_ids: Sequence[str]) -> list[LineageEvent]:
+        """Every event (in ``reach``'s scopes) that acted on, or was caused by, one of ``memory_ids``,
+        oldest first."""
+        if not memory_ids:
+            return []
+        ids = list(dict.fromkeys(memory_ids))
+        scopes = self._scopes(reach)
+        wanted = set(ids)
+        condition = filters.all_of(
+            filters.any_of(*(filters.scope_is(scope) for scope in scopes)),
+            filters.one_of("memory_id", ids) | filters.one_of("related_id", ids),
+        )
+        rows = self._logged(  # with the events queued for the next batch of logs (keep_both decisions)
+            self._lineage,
+            condition,
+            lambda row: (
+                scope_of_row(row) in scopes and (row["memory_id"] in wanted or row["related_id"] in wanted)
+            ),
+        )
+        events = {row["event_id"]: LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows}
+        return sorted(events.values(), key=lambda event: (event.at, event.event_id))
+
+    def recent_lineage(self, scope: Scope, actions: Sequence[str], limit: int | None) -> list[LineageEvent]:
+        """The newest ``limit`` events of these kinds in the scope (None: all), newest first."""
+        condition = filters.all_of(filters.scope_is(scope), filters.one_of("action", list(actions)))
+        rows = self._logged(
+            self._lineage, condition, lambda row: scope_of_row(row) == scope and row["action"] in actions
+        )
+        events = {row["event_id"]: LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows}
+        return sorted(events.values(), key=lambda event: (event.at, event.event_id), reverse=True)[:limit]
+
+    def add_lineage_once(self, events: Sequence[LineageEvent]) -> None:
+        """Add the events whose ids are not there yet (a purge finished again adds each once)."""
+        table = pa.Table.from_pylist([event.__dict__ for event in events], schema=self._schema(self._lineage))
+        with self.exclusive():
+            retrying(
+                lambda: self._lineage.merge_insert("event_id").when_not_matched_insert_all().execute(table)
+            )
+
+    # ------------------------------------------------------------------ contradictions
+
+    def put_contradictions(self, records: Sequence[ContradictionRecord]) -> None:
+        """Insert new pairs; a pair already known keeps its first detection (and its status)."""
+        if not records:
+            return
+        table = pa.Table.from_pylist(
+            [record.__dict__ for record in records], schema=self._schema(self._contradictions)
+        )
+        with self.exclusive():
+            retrying(
+                lambda: (
+                    self._contradictions.merge_insert(["org_id", "project_id", "older_id", "newer_id"])
+                    .when_not_matched_insert_all()
+                    .execute(table)
+                )
+            )
+
+    def contradictions(
+        self, scope: Scope, *, status: str | None = "open", memory_ids: Sequence[str] | None = None
+    ) -> list[ContradictionRecord]:
+        condition = filters.scope_is(scope)
+        if status is not None:
+            condition = filters.all_of(condition, filters.equals("status", status))
+        if memory_ids is not None:
+            if not memory_ids:
+                return []
+            ids = list(memory_ids)
+            condition = filters.all_of(
+                condition, filters.one_of("older_id", ids) | filters.one_of("newer_id", ids)
+            )
+        rows = self._select(self._contradictions, condition, None, limit=None)
+        records = [contradiction_from_row(row) for row in rows]
+        return sorted(records, key=lambda r: (r.detected_at, r.older_id, r.newer_id))
+
+    def newer_contradictions(self, reach: Reach, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Older memory id -> the newer memories that contradict it, for open contradictions only."""
+        return self._by_id(reach, memory_ids, self._newer_contradictions_in)
+
+    def _newer_contradictions_in(self, scope: Scope, memory_ids: list[str]) -> dict[str, list[str]]:
+        if not memory_ids:
+            return {}
+        snapshot = self._contradiction_snapshots.get(scope)
+        if snapshot is not None:
+            return {i: list(snapshot[i]) for i in dict.fromkeys(memory_ids) if i in snapshot}
+        return self._newer_contradictions(scope, memory_ids)
+
+    def _read_open_contradictions(self, scope: Scope, limit: int) -> tuple[dict[str, list[str]], int]:
+        rows = self._open_contradiction_rows(filters.scope_is(scope), limit)
+        return _newer_by_older(rows), len(rows)
+
+    def _newer_contradictions(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        condition = filters.all_of(filters.scope_is(scope), filters.one_of("older_id", list(memory_ids)))
+        return _newer_by_older(self._open_contradiction_rows(condition, None))
+
+    def _open_contradiction_rows(self, condition: Expr, limit: int | None) -> list[dict[str, Any]]:
+        condition = filters.all_of(condition, filters.equals("status", "open"))
+        return self._select(self._contradictions, condition, ["older_id", "newer_id", "detected_at"], limit)
+
+    def resolve_contradictions(
+        self, scope: Scope, memory_ids: Sequence[str], resolution: str, at: datetime
+    ) -> int:
+        """Close the open contradictions involving memories that left the active set."""
+        open_pairs = self.contradictions(scope, memory_ids=memory_ids)
+        if not open_pairs:
+            return 0
+        update = pa.Table.from_pylist(
+            [
+                {**pair.__dict__, "status": "resolved", "resolution": resolution, "resolved_at": at}
+                for pair in open_pairs
+            ],
+            schema=self._schema(self._contradictions),
+        )
+        with self.exclusive():
+            retrying(
+                lambda: (
+                    self._contradictions.merge_insert(["org_id", "project_id", "older_id", "newer_id"])
+                    .when_matched_update_all()
+                    .execute(update)
+                )
+            )
+        return len(open_pairs)
+
+    # ------------------------------------------------------------------ corroboration
+
+    def scopes(self) -> list[Scope]:
+        """Every scope that holds an active memory."""
+        table = (
+            self._memories.search().where(filters.equals("status", "active")).select(["org_id", "project_id"])
+        )
+        rows = table.limit(EVERY_ROW).to_arrow()
+        pairs = set(
+            zip(rows.column("org_id").to_pylist(), rows.column("project_id").to_pylist(), strict=True)
+        )
+        return [Scope(org_id, project_id) for org_id, project_id in sorted(pairs)]
+
+    def aggregation_rows(self, scope: Scope, limit: int) -> list[AggregationRow]:
+        """The scope's newest ``limit`` active shared memories, as the aggregation job reads them (a memory
+        only its agent or session may read neither corroborates nor contradicts what others read)."""
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                active = [
+                    record for record in copy.records.values() if record.status == "active" and record.shared
+                ]
+                active.sort(key=lambda record: (record.created_at, record.id), reverse=True)
+                return [
+                    AggregationRow(
+                        id=record.id,
+                        agent_id=record.agent_id,
+                        weight=record.weight,
+                        created_at=record.created_at,
+                        simhash=record.simhash,
+                        content=record.content,
+                    )
+                    for record in active[:limit]
+                ]
+        condition = filters.all_of(
+            filters.scope_is(scope),
+            filters.equals("status", "active"),
+            filters.one_of("visibility", SHARED_VISIBILITIES),
+        )
+        columns = ["id", "agent_id", "weight", "created_at", "simhash", "content"]
+        rows = self._select(self._memories, condition, columns, limit=None)
+        rows.sort(key=lambda row: (row["created_at"], row["id"]), reverse=True)
+        unique: dict[str, AggregationRow] = {}
+        for row in rows:
+            if len(unique) >= limit:
+                break
+            unique.setdefault(
+                row["id"],
+                AggregationRow(
+                    id=row["id"],
+                    agent_id=row["agent_id"],
+                    weight=float(row["weight"]),
+                    created_at=utc(row["created_at"]),
+                    simhash=from_int64(row["simhash"]),
+                    content=row["content"],
+                ),
+            )
+        return list(unique.values())
+
+    def attesters(self, scope: Scope, memory_ids: Sequence[str] | None = None) -> dict[str, set[str]]:
+        """memory id -> agents (other than its author) that stated it again (of ``memory_ids``, or all)."""
+        condition = filters.scope_is(scope)
+        if memory_ids is not None:
+            if not memory_ids:
+                return {}
+            condition = filters.all_of(condition, filters.one_of("memory_id", list(memory_ids)))
+        rows = self._select(self._attestations, condition, ["memory_id", "agent_id"], limit=None)
+        found: dict[str, set[str]] = {}
+        for row in rows:
+            found.setdefault(row["memory_id"], set()).add(row["agent_id"])
+        return found
+
+    def add_attestation(self, memory: MemoryRecord, agent_id: str, session_id: str, at: datetime) -> bool:
+        """Record that ``agent_id`` stated ``memory`` again; False when it is the author or already recorded."""
+        if agent_id == memory.agent_id:
+            return False
+        with self.exclusive():
+            condition = self._in_scope(memory.scope, memory_id=memory.id, agent_id=agent_id)
+            if self._select(self._attestations, condition, ["memory_id"], limit=1):
+                return False
+            row = {
+                "memory_id": memory.id,
+                "org_id": memory.org_id,
+                "project_id": memory.project_id,
+                "agent_id": agent_id,
+                "session_id": session_id,
+                "at": at,
+            }
+            self._append(self._attestations, [row])
+        return True
+
+
+def _newer_by_older(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Older memory id -> the memories contradicting it, oldest detection first."""
+    found: dict[str, list[str]] = {}
+    for row in sorted(rows, key=lambda r: (r["detected_at"], r["older_id"], r["newer_id"])):
+        found.setdefault(row["older_id"], []).append(row["newer_id"])
+    return found

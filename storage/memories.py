@@ -1,0 +1,331 @@
+"""Memories and their episodes: reading memories by id, inserting them (coalesced into group commits),
+restoring a forgotten one, and the status changes consolidation makes (supersede, retract, reactivate)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from datetime import datetime
+from functools import partial
+
+import numpy as np
+import pyarrow as pa
+
+from storage import filters
+from storage.group_commit import GroupCommit
+from storage.locking import retrying
+from storage.records import EpisodeRecord, MemoryRecord, NewMemory, Reach, Scope, View
+from storage.rows import MEMORY_COLUMNS, episode_from_row, memory_from_row, memory_to_row
+from storage.scan import utc
+from storage.scope_copy import by_id
+from storage.tables import StoreError, StoreTables
+
+
+class Memories(StoreTables):
+    """The memories table read and written record by record, and the episodes its memories belong to."""
+
+    _inserts: GroupCommit[NewMemory, tuple[MemoryRecord, bool]]  # coalesces concurrent inserts
+
+    def get_memory(self, memory_id: str, reach: Reach | None = None) -> MemoryRecord | None:
+        """The memory with this id (in ``reach``, and only if its viewer may see it; None: anywhere)."""
+        if reach is None:
+            rows = self._select(self._memories, filters.equals("id", memory_id), MEMORY_COLUMNS, limit=2)
+            return memory_from_row(rows[0]) if rows else None
+        return self.get_memories([memory_id], reach).get(memory_id)
+
+    def get_memories(self, memory_ids: Iterable[str], reach: Reach) -> dict[str, MemoryRecord]:
+        """The memories of ``reach`` with these ids (those its viewer may see)."""
+        found = self._by_id(reach, memory_ids, self._memories_in)
+        if isinstance(reach, View):
+            found = {i: record for i, record in found.items() if reach.sees(record)}
+        return found
+
+    def hidden_from(self, memory_ids: Iterable[str], view: View) -> set[str]:
+        """Those of ``memory_ids`` that are memories of ``view``'s scopes its viewer may not see (another
+        agent's or session's private ones)."""
+        ids = list(memory_ids)
+        return set(self.get_memories(ids, replace(view, viewer=None))) - set(self.get_memories(ids, view))
+
+    def _memories_in(self, scope: Scope, ids: list[str]) -> dict[str, MemoryRecord]:
+        if not ids:
+            return {}
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                return by_id(copy, ids)
+        condition = filters.all_of(filters.one_of("id", ids), filters.scope_is(scope))
+        rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=len(ids) * 2)
+        found: dict[str, MemoryRecord] = {}
+        for row in rows:
+            found.setdefault(row["id"], memory_from_row(row))
+        return found
+
+    def insert_memory(self, new: NewMemory) -> tuple[MemoryRecord, bool]:
+        """Store ``new`` unless its id already exists; returns (the stored record, whether it was created)."""
+        return self.insert_many([new])[0]
+
+    def insert_many(self, news: Sequence[NewMemory]) -> list[tuple[MemoryRecord, bool]]:
+        """Bulk ``insert_memory``: one append for every new id; existing ids (and repeats) come back as
+        (existing record, False). Results are in input order. Inserts made by several threads at once
+        are coalesced into one commit (``storage.group_commit``); each returns once its rows are in."""
+        if not news:
+            return []
+        for new in news:
+            if len(new.vector) != self._vector_dim:
+                raise StoreError(
+                    f"vector has {len(new.vector)} dimensions but this store holds {self._vector_dim}-d vectors"
+                )
+        return self._inserts.run(news)
+
+    def _insert_batch(self, news: list[NewMemory]) -> list[tuple[MemoryRecord, bool]]:
+        """One commit for the new ids of ``news`` (the coalesced inserts of every waiting caller)."""
+        by_scope: dict[Scope, list[str]] = {}
+        for new in news:
+            by_scope.setdefault(new.record.scope, []).append(new.record.id)
+        # Copies of the batch's scopes answer which ids exist: a table lookup scans every row no index
+        # covers yet (a bulk import's own rows), 0.1 ms an id at 1M rows. Missing copies are read here,
+        # before the write lock (no other writer waits for the read), as start-up warms them.
+        self._cache.warm(by_scope)
+        with self.exclusive():
+            existing: dict[str, MemoryRecord] = {}
+            ids = []  # those no scope copy can answer for: looked up in the table
+            for scope, scope_ids in by_scope.items():
+                # A scope warming left out (the copies' budget was full) may still displace idle copies
+                # when it is the batch's only scope, as any read of it would. Ids are scope-qualified
+                # hashes: one the up-to-date copy lacks is new.
+                with self._cache.reading(scope, build=len(by_scope) == 1) as copy:
+                    if copy is not None:
+                        existing |= by_id(copy, scope_ids)
+                    else:
+                        ids += list(dict.fromkeys(scope_ids))
+            for start in range(0, len(ids), 1_000):
+                chunk = ids[start : start + 1_000]
+                rows = self._select(
+                    self._memories, filters.one_of("id", chunk), MEMORY_COLUMNS, limit=len(chunk) * 2
+                )
+                for row in rows:
+                    existing.setdefault(row["id"], memory_from_row(row))
+            fresh: dict[str, NewMemory] = {}
+            for new in news:
+                if new.record.id not in existing:
+                    fresh.setdefault(new.record.id, new)
+            if fresh:
+                # Episodes first: if the memory append then fails, a retry finds the episode and adds the memory.
+                self._record_episodes([new.record for new in fresh.values()])
+                rows = [memory_to_row(new) for new in fresh.values()]
+                if self._lock.spans_processes:
+                    after = self._append(self._memories, rows)
+                else:  # replicas on an object store: insert-if-absent in one commit, so no id twice
+                    data = pa.Table.from_pylist(rows, schema=self._schema(self._memories))
+                    after = retrying(
+                        lambda: self._memories.merge_insert("id").when_not_matched_insert_all().execute(data)
+                    ).version
+                self._cache.advance(
+                    after - 1,
+                    after,
+                    inserted=[
+                        (new.record, np.asarray(new.vector, dtype=np.float32), new.search_text)
+                        for new in fresh.values()
+                    ],
+                )
+        results = []
+        created_once: set[str] = set()
+        for new in news:
+            record_id = new.record.id
+            if record_id in existing:
+                results.append((existing[record_id], False))
+            elif record_id in created_once:
+                results.append((fresh[record_id].record, False))
+            else:
+                created_once.add(record_id)
+                results.append((fresh[record_id].record, True))
+        return results
+
+    def restore_memory(self, new: NewMemory) -> MemoryRecord:
+        """Write ``new`` over a retracted (possibly purged) row with the same id: the memory is live again
+        (examined by consolidation as ``new.record.consolidated_at`` says)."""
+        row = {**memory_to_row(new), "purged_at": None}
+        table = pa.Table.from_pylist([row], schema=self._schema(self._memories))
+        with self.exclusive():
+            current = self.get_memory(new.record.id, new.record.scope)
+            if current is None or current.status not in ("retracted", "purged"):
+                raise StoreError(f"{new.record.id} is not a forgotten memory and cannot be restored")
+            self._merge_update(table)
+        return new.record
+
+    def memory_vectors(self, memory_ids: Sequence[str], reach: Reach) -> dict[str, np.ndarray]:
+        """The stored vectors of these memories of ``reach`` (ids of memories it lacks are left out)."""
+        return self._by_id(reach, memory_ids, self._vectors_in)
+
+    def _vectors_in(self, scope: Scope, ids: list[str]) -> dict[str, np.ndarray]:
+        if not ids:
+            return {}
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                vectors = {i: copy.vector_of(i) for i in ids}
+                return {i: v for i, v in vectors.items() if v is not None}
+        condition = filters.all_of(filters.one_of("id", ids), filters.scope_is(scope))
+        rows = self._select(self._memories, condition, ["id", "vector"], limit=len(ids) * 2)
+        return {
+            row["id"]: np.asarray(row["vector"], dtype=np.float32)
+            for row in rows
+            if row["vector"] is not None
+        }
+
+    def count_memories(self) -> int:
+
+        return int(self._memories.count_rows())
+
+    # ------------------------------------------------------------------ status changes
+
+    def supersede(self, scope: Scope, loser_ids: Sequence[str], survivor_id: str, at: datetime) -> list[str]:
+        """Mark the still-active ``loser_ids`` superseded by ``survivor_id``; returns the ids that changed."""
+        return self._set_status(scope, loser_ids, "superseded", at, replaced_by=survivor_id)
+
+    def reactivate(self, scope: Scope, memory_id: str, at: datetime) -> MemoryRecord | None:
+        """Make a superseded memory active again (an explicit update back to its text); returns it as it is
+        now, or None when it is not superseded (any more)."""
+        with self.exclusive():
+            current = self.get_memory(memory_id, scope)
+            if current is None or current.status != "superseded":
+                return None
+            self._update_rows([memory_id], {"status": "active", "replaced_by": None, "updated_at": at})
+            return self.get_memory(memory_id, scope)
+
+    def retract(self, scope: Scope, memory_ids: Sequence[str], at: datetime) -> list[str]:
+        """Retract the active ones of these memories; returns the ids whose status changed."""
+        return self._set_status(scope, memory_ids, "retracted", at, replaced_by=None)
+
+    def _set_status(
+        self, scope: Scope, memory_ids: Sequence[str], status: str, at: datetime, *, replaced_by: str | None
+    ) -> list[str]:
+        with self.exclusive():
+            current = self.get_memories(memory_ids, scope)
+            # Only active memories leave the active set (a superseded one is not retracted over, etc.).
+            changing = [i for i in memory_ids if i in current and current[i].status == "active"]
+            if changing:
+                self._update_rows(changing, {"status": status, "replaced_by": replaced_by, "updated_at": at})
+        return changing
+
+    def mark_consolidated(self, memory_ids: Sequence[str], at: datetime | None) -> None:
+        """Stamp these memories as examined by consolidation at ``at`` (None: not examined)."""
+        if memory_ids:
+            self._update_rows(list(memory_ids), {"consolidated_at": at})
+
+    def set_version_of(self, memory_id: str, previous_id: str) -> None:
+        self._merge_update(pa.table({"id": [memory_id], "version_of": [previous_id]}))
+
+    def unconsolidated(self, scope: Scope, limit: int) -> list[MemoryRecord]:
+        """Active memories the consolidation sweep has not examined yet, oldest first."""
+        condition = filters.all_of(filters.scope_is(scope), filters.equals("status", "active"))
+        rows = self._select(self._memories, condition, ["id", "created_at", "consolidated_at"], limit=None)
+        pending = sorted((row["created_at"], row["id"]) for row in rows if row["consolidated_at"] is None)
+        found = self.get_memories([memory_id for _, memory_id in pending[:limit]], scope)
+        return sorted(found.values(), key=lambda record: (record.created_at, record.id))
+
+    def expired(self, now: datetime) -> list[MemoryRecord]:
+        """Active memories whose ``expires_at`` has passed (ephemeral tier), in every scope."""
+        condition = filters.all_of(
+            filters.equals("status", "active"), filters.equals("protection_tier", "ephemeral")
+        )
+        rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=None)
+        return [
+            memory_from_row(row)
+            for row in rows
+            if row["expires_at"] is not None and utc(row["expires_at"]) <= now
+        ]
+
+    # ------------------------------------------------------------------ episodes
+
+    def get_episodes(self, reach: Reach, episode_ids: Sequence[str]) -> dict[str, EpisodeRecord]:
+        return self._by_id(reach, episode_ids, self._episodes_in)
+
+    def _episodes_in(self, scope: Scope, episode_ids: list[str]) -> dict[str, EpisodeRecord]:
+        if not episode_ids:
+            return {}
+        with self._cache.reading(scope) as copy:
+            if copy is None:
+                return self._read_episodes(scope, list(episode_ids))
+            fresh, stale = copy.episodes_for(episode_ids)
+        if stale:  # read again outside the cache's lock, applied under it
+            read = self._read_episodes(scope, list(stale))
+            with self._cache.updating(scope) as copy:
+                if copy is not None:
+                    copy.refresh_episodes(stale, read)
+            fresh |= read
+        return fresh
+
+    def scope_episodes(self, scope: Scope) -> list[EpisodeRecord]:
+        """Every episode of ``scope`` (the scope cache reads them with the scope's memories)."""
+        return [
+            episode_from_row(row) for row in self._select(self._episodes, filters.scope_is(scope), None, None)
+        ]
+
+    def _read_episodes(self, scope: Scope, episode_ids: list[str]) -> dict[str, EpisodeRecord]:
+        condition = filters.all_of(filters.scope_is(scope), filters.one_of("id", episode_ids))
+        rows = self._select(self._episodes, condition, None, limit=len(episode_ids) * 2)
+        return {row["id"]: episode_from_row(row) for row in rows}
+
+    def _record_episodes(self, records: Sequence[MemoryRecord]) -> None:
+        """Create the episodes these new memories belong to, and title them from an episode-kind memory that
+        everyone who reads the episode may read (a private memory's first line never titles an episode
+        that other readers' contexts show)."""
+        firsts: dict[tuple[str, str, str], MemoryRecord] = {}
+        titles: dict[tuple[str, str, str], str] = {}
+        for record in records:
+            if record.episode_id is None:
+                continue
+            key = (record.org_id, record.project_id, record.episode_id)
+            firsts.setdefault(key, record)
+            if record.kind == "episode" and record.shared:
+                titles.setdefault(key, _episode_title(record))
+        if not firsts:
+            return
+        existing: dict[tuple[str, str, str], str | None] = {}
+        unknown: set[str] = set()  # episodes only the table can say about
+        by_scope: dict[Scope, list[tuple[str, str, str]]] = {}
+        for key in firsts:
+            by_scope.setdefault(Scope(key[0], key[1]), []).append(key)
+        for scope, keys in by_scope.items():
+            with self._cache.reading(scope, build=False) as copy:
+                for key in keys:
+                    known = copy.episode_known(key[2]) if copy is not None else None
+                    if known is None:
+                        unknown.add(key[2])
+                    elif known[0]:
+                        existing[key] = known[1]
+        episode_ids = sorted(unknown)
+        for start in range(0, len(episode_ids), 1_000):
+            chunk = episode_ids[start : start + 1_000]
+            for row in self._select(
+                self._episodes, filters.one_of("id", chunk), ["id", "org_id", "project_id", "title"], None
+            ):
+                existing[(row["org_id"], row["project_id"], row["id"])] = row["title"]
+        # An episode begun by a private memory names no agent or session: its header is shown to readers
+        # of the episode's shared memories too.
+        missing = [
+            {
+                "id": record.episode_id,
+                "org_id": record.org_id,
+                "project_id": record.project_id,
+                "title": titles.get(key),
+                "agent_id": record.agent_id if record.shared else "",
+                "session_id": record.session_id if record.shared else "",
+                "started_at": record.created_at,
+                "last_seen_at": record.created_at,
+            }
+            for key, record in firsts.items()
+            if key not in existing
+        ]
+        self._append(self._episodes, missing)
+        for key, title in titles.items():
+            if key in existing and existing[key] is None:
+                org_id, project_id, episode_id = key
+                condition = filters.all_of(
+                    filters.equals("id", episode_id), filters.scope_is(Scope(org_id, project_id))
+                )
+                retrying(partial(self._episodes.update, where=condition, values={"title": title}))
+
+
+def _episode_title(record: MemoryRecord) -> str:
+    first_line = record.content.strip().splitlines()[0] if record.content.strip() else ""
+    return first_line[:120]

@@ -1,0 +1,191 @@
+"""Rows <-> records: how the typed records of ``storage.records`` are laid out in the tables' columns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from storage import filters
+from storage.records import (
+    ContradictionRecord,
+    CreditedSession,
+    EpisodeRecord,
+    MemoryCredit,
+    MemoryRecord,
+    NewMemory,
+    OutcomeRecord,
+    ReportQueries,
+    RetrievalRecord,
+    Scope,
+)
+from storage.scan import utc
+
+MEMORY_COLUMNS = [
+    "id",
+    "org_id",
+    "project_id",
+    "agent_id",
+    "session_id",
+    "episode_id",
+    "kind",
+    "content",
+    "content_hash",
+    "tags",
+    "protection_tier",
+    "status",
+    "replaced_by",
+    "weight",
+    "created_at",
+    "updated_at",
+    "embedder",
+    "simhash",
+    "expires_at",
+    "version_of",
+    "consolidated_at",
+    "visibility",
+]
+
+
+def memory_to_row(new: NewMemory) -> dict[str, Any]:
+    record = new.record
+    return {
+        **record.__dict__,
+        "tags": list(record.tags),
+        "tags_key": filters.tags_key(record.tags),
+        "simhash": to_int64(record.simhash),
+        "search_text": new.search_text,
+        "vector": np.asarray(new.vector, dtype=np.float32),
+    }
+
+
+def memory_from_row(row: Mapping[str, Any]) -> MemoryRecord:
+    return MemoryRecord(**record_values({name: row[name] for name in MEMORY_COLUMNS}))
+
+
+_TIMES = frozenset({"created_at", "updated_at", "expires_at", "consolidated_at"})
+
+
+def record_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The record fields among a (whole or partial) row's columns, as records hold them: Arrow gives lists,
+    maybe-naive datetimes and the signed SimHash; records hold tuples, UTC times and the unsigned one."""
+    values: dict[str, Any] = {}
+    for name in MEMORY_COLUMNS:
+        if name not in row:
+            continue
+        value = row[name]
+        if name == "tags":
+            value = tuple(value or ())
+        elif name == "weight":
+            value = float(value)
+        elif name == "simhash":
+            value = from_int64(value)
+        elif name in _TIMES and value is not None:
+            value = utc(value)
+        values[name] = value
+    return values
+
+
+def episode_from_row(row: Mapping[str, Any]) -> EpisodeRecord:
+    return EpisodeRecord(
+        **{**row, "started_at": utc(row["started_at"]), "last_seen_at": utc(row["last_seen_at"])}
+    )
+
+
+def to_int64(value: int | None) -> int | None:
+    """Unsigned 64-bit SimHash -> the signed int64 stored in the column."""
+    return None if value is None else value - (1 << 64) if value >= 1 << 63 else value
+
+
+def from_int64(value: int | None) -> int | None:
+    return None if value is None else value + (1 << 64) if value < 0 else value
+
+
+def contradiction_from_row(row: Mapping[str, Any]) -> ContradictionRecord:
+    return ContradictionRecord(
+        **{
+            **row,
+            "detected_at": utc(row["detected_at"]),
+            "resolved_at": utc(row["resolved_at"]) if row["resolved_at"] is not None else None,
+        }
+    )
+
+
+def scope_of_row(row: Mapping[str, Any]) -> Scope:
+    return Scope(row["org_id"], row["project_id"])
+
+
+def retrieval_from_row(row: Mapping[str, Any]) -> RetrievalRecord:
+    return RetrievalRecord(
+        **{**row, "created_at": utc(row["created_at"]), "context_ids": tuple(row["context_ids"] or ())}
+    )
+
+
+def outcome_from_row(row: Mapping[str, Any]) -> OutcomeRecord:
+    return OutcomeRecord(
+        **{
+            **row,
+            "memory_ids": tuple(row["memory_ids"] or ()),
+            "first_reported_at": utc(row["first_reported_at"]),
+            "reported_at": utc(row["reported_at"]),
+        }
+    )
+
+
+CREDIT_COLUMNS = [
+    "session_id",
+    "memory_id",
+    "revision",
+    "first_reported_at",
+    "role",
+    "share",
+    "score",
+    "query_index",
+]
+QUERY_COLUMNS = ["session_id", "queries", "query_vectors", "query_embedder"]
+
+
+def credit_values(credit: MemoryCredit) -> dict[str, Any]:
+    return {"kind": "credit", **credit.__dict__}
+
+
+def credited_sessions(table: pa.Table) -> list[CreditedSession]:
+    """Credit rows, read column by column (a report has tens of them; a replay reads thousands)."""
+    columns = {name: table.column(name).to_pylist() for name in CREDIT_COLUMNS}
+    return [
+        CreditedSession(
+            session_id=columns["session_id"][index],
+            first_reported_at=utc(columns["first_reported_at"][index]),
+            revision=columns["revision"][index],
+            credit=MemoryCredit(
+                columns["memory_id"][index],
+                columns["role"][index],
+                columns["share"][index],
+                columns["score"][index],
+                columns["query_index"][index],
+            ),
+        )
+        for index in range(table.num_rows)
+    ]
+
+
+def report_queries_from(table: pa.Table) -> list[ReportQueries]:
+    found = []
+    for row in table.select(QUERY_COLUMNS).to_pylist():
+        vectors = row["query_vectors"] or []
+        found.append(
+            ReportQueries(
+                session_id=row["session_id"],
+                queries=tuple(row["queries"] or ()),
+                vectors=np.asarray(vectors, dtype=np.float32) if vectors else None,
+                embedder=row["query_embedder"],
+            )
+        )
+    return found
+
+
+def vector_of_row(row: Mapping[str, Any]) -> np.ndarray | None:
+    value = row.get("vector")
+    return None if value is None else np.asarray(value, dtype=np.float32)

@@ -1,0 +1,413 @@
+"""Searching the active memories a reader may see: nearest vectors, full-text (BM25) matches, paged
+listings and episode members, each answered by the scope's copy when it holds one, else by LanceDB;
+and the reads the scope copies are built from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from functools import reduce
+from typing import Any
+
+import numpy as np
+from lancedb.expr import Expr
+
+from storage import filters
+from storage.records import (
+    Audience,
+    EpisodeMemberStub,
+    MemoryRecord,
+    Reach,
+    Scope,
+    SearchHit,
+    TimeWindow,
+    View,
+    Viewer,
+)
+from storage.rows import MEMORY_COLUMNS, memory_from_row, vector_of_row
+from storage.scan import EVERY_ROW, scan, utc
+from storage.scope_copy import Row, episode_members
+from storage.tables import StoreTables
+
+VECTOR_SEARCH_EF = 100  # HNSW candidate list: recall about 0.99 at 1M in the issue's measurements
+
+
+class MemorySearch(StoreTables):
+    """Searches and listings of active memories, and the scope copies' reads of the memories table
+    (``storage.scope_cache.CacheReader``)."""
+
+    def vector_search(
+        self,
+        reach: Reach,
+        vector: np.ndarray,
+        *,
+        embedder: str,
+        limit: int,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
+        all_tags: bool = False,
+    ) -> list[SearchHit]:
+        """Active memories in ``reach`` embedded by ``embedder`` (of these kinds, with any of these tags,
+        or all of them with ``all_tags``, in this time window), nearest first; score = cosine similarity."""
+        where = _Filter.of(reach, kinds, tags, window, all_tags)
+        hits = [
+            hit
+            for scope in self._scopes(reach)
+            for hit in self._vector_search_in(scope, vector, embedder, limit, where)
+        ]
+        return _best(hits, limit)
+
+    def _vector_search_in(
+        self, scope: Scope, vector: np.ndarray, embedder: str, limit: int, where: _Filter
+    ) -> list[SearchHit]:
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                nearest = copy.nearest(
+                    vector, embedder=embedder, limit=limit, now=datetime.now(UTC), **where.for_copy()
+                )
+                return [SearchHit(record, score, stored) for record, score, stored in nearest]
+        condition = filters.all_of(self._active_in(scope, where), filters.equals("embedder", embedder))
+        query = (
+            self._memories.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+            .distance_type("cosine")
+            .ef(VECTOR_SEARCH_EF)  # used once maintenance has built the ANN index
+            .where(condition, prefilter=True)
+            .select([*MEMORY_COLUMNS, "vector", "_distance"])
+            .limit(limit)
+        )
+        hits = [
+            SearchHit(memory_from_row(row), 1.0 - float(row["_distance"]), vector_of_row(row))
+            for row in query.to_arrow().to_pylist()
+        ]
+        return _live(hits)
+
+    def fulltext_search(
+        self,
+        reach: Reach,
+        text: str,
+        *,
+        limit: int,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
+        all_tags: bool = False,
+    ) -> list[SearchHit]:
+        """Active memories in ``reach`` matching ``text`` (BM25 over content and tags), best first. Each
+        scope of a view has a BM25 index of its own: hits are put on the scale of ``fulltext_ceiling``
+        (what a full match scores in the first scope whose index knows the query's terms), so that the
+        indexes' scores compare."""
+        if not text.strip():
+            return []
+        where = _Filter.of(reach, kinds, tags, window, all_tags)
+        scopes = self._scopes(reach)
+        found = {scope: self._fulltext_search_in(scope, text, limit, where) for scope in scopes}
+        if len(scopes) == 1:
+            return found[scopes[0]]
+        ceilings = {scope: self._ceiling_in(scope, text) for scope in scopes}
+        scale = next((ceiling for ceiling in ceilings.values() if ceiling), None)
+        hits: list[SearchHit] = []
+        for scope, scope_hits in found.items():
+            ceiling = ceilings[scope]
+            if scale and ceiling and ceiling != scale:
+                scope_hits = [replace(hit, score=hit.score * scale / ceiling) for hit in scope_hits]
+            hits += scope_hits
+        return _best(hits, limit)
+
+    def _fulltext_search_in(self, scope: Scope, text: str, limit: int, where: _Filter) -> list[SearchHit]:
+        if self._cache.searches_text:
+            with self._cache.reading(scope) as copy:
+                if copy is not None:
+                    found = copy.best_matching(text, limit=limit, now=datetime.now(UTC), **where.for_copy())
+                    return [SearchHit(record, score, vector) for record, score, vector in found]
+        elif self._cache.serves(scope):
+            # Only ids and scores from the index (queried outside the cache's lock); records and vectors
+            # come from the copy (a row committed after it caught up is left for the next search).
+            scored = self._fulltext_rows(scope, text, ["id"], limit, where)
+            with self._cache.reading(scope) as copy:
+                if copy is not None:
+                    return _live(
+                        [
+                            SearchHit(
+                                copy.records[row["id"]], float(row["_score"]), copy.vector_of(row["id"])
+                            )
+                            for row in scored
+                            if row["id"] in copy.records and where.sees(copy.records[row["id"]])
+                        ]
+                    )
+        rows = self._fulltext_rows(scope, text, [*MEMORY_COLUMNS, "vector"], limit, where)
+        return _live(
+            [SearchHit(memory_from_row(row), float(row["_score"]), vector_of_row(row)) for row in rows]
+        )
+
+    def _fulltext_rows(
+        self, scope: Scope, text: str, columns: list[str], limit: int, where: _Filter
+    ) -> list[dict[str, Any]]:
+        """LanceDB's BM25 index: the best ``limit`` active memories of ``scope``, these columns and _score."""
+        query = self._memories.search(text, query_type="fts", fts_columns="search_text")
+        query = query.where(self._active_in(scope, where), prefilter=True)
+        return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()
+
+    def holds_memories_in(self, reach: Reach, window: TimeWindow) -> bool:
+        """Whether some active memory of ``reach`` (that its viewer may see) is of ``window``'s time."""
+        where = _Filter.of(reach, window=window)
+        return any(self._holds_memories_in(scope, window, where) for scope in self._scopes(reach))
+
+    def _holds_memories_in(self, scope: Scope, window: TimeWindow, where: _Filter) -> bool:
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                return any(
+                    record.status == "active" and window.holds(record.created_at) and where.sees(record)
+                    for record in copy.records.values()
+                )
+        return bool(scan(self._memories, self._active_in(scope, where), ["id"], limit=1).num_rows)
+
+    def fulltext_ceiling(self, reach: Reach, text: str) -> float | None:
+        """The score a memory matching all of ``text`` would get in the full-text index (the sum of its
+        terms' idf), so that BM25 scores read as absolute relevance: of ``reach``'s home scope, or for a
+        view whose home index knows none of the terms, of the first of its scopes that does (the scale
+        ``fulltext_search`` puts a view's hits on). None when LanceDB's index answers (it does not expose
+        term statistics: scores are then relative to the best)."""
+        ceilings = [self._ceiling_in(scope, text) for scope in self._scopes(reach)]
+        return next((ceiling for ceiling in ceilings if ceiling), ceilings[0])
+
+    def _ceiling_in(self, scope: Scope, text: str) -> float | None:
+        if not text.strip() or not (self._cache.searches_text and self._cache.holds(scope)):
+            return None
+        with self._cache.reading(scope) as copy:
+            return copy.fulltext_ceiling(text) if copy is not None else None
+
+    def fulltext_engine(self, reach: Reach) -> str:
+        """``copy-bm25`` when the home scope's copy answers its full-text searches, else ``lancedb-bm25``."""
+        scope = self._scopes(reach)[0]
+        return "copy-bm25" if self._cache.searches_text and self._cache.holds(scope) else "lancedb-bm25"
+
+    def list_memories(
+        self,
+        reach: Reach,
+        *,
+        limit: int,
+        before: tuple[datetime, str] | None = None,
+        agent_id: str | None = None,
+        tag: str | None = None,
+        kind: str | None = None,
+        window: TimeWindow | None = None,
+        episode_id: str | None = None,
+    ) -> list[MemoryRecord]:
+        """One page of the scope's active memories (of ``window``'s time, if given), newest first (by ``created_at``, then id, descending):
+        the ``limit`` that come after ``before`` (the last one of the previous page) in that order. A memory
+        written after the listing began comes before the first page, so no page repeats one."""
+        where = _Filter.of(reach, [kind] if kind else None, [tag] if tag else None, window)
+
+        def wanted(record: MemoryRecord) -> bool:
+            at = utc(record.created_at)
+            return (
+                record.status == "active"
+                and where.sees(record)
+                and (agent_id is None or record.agent_id == agent_id)
+                and (tag is None or tag in record.tags)
+                and (kind is None or record.kind == kind)
+                and (episode_id is None or record.episode_id == episode_id)
+                and (window is None or window.holds(at))
+                and (before is None or (at, record.id) < (before[0], before[1]))
+            )
+
+        def page(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
+            found = sorted(
+                (record for record in records if wanted(record)),
+                key=lambda record: (utc(record.created_at), record.id),
+                reverse=True,
+            )
+            return found[:limit]
+
+        def scope_page(scope: Scope) -> list[MemoryRecord]:
+            with self._cache.reading(scope) as copy:
+                if copy is not None:
+                    return page(copy.records.values())
+            condition = filters.all_of(
+                self._active_in(scope, where),
+                filters.equals("agent_id", agent_id) if agent_id is not None else None,
+                filters.equals("episode_id", episode_id) if episode_id is not None else None,
+                filters.at_or_before("created_at", before[0]) if before is not None else None,
+            )
+            rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=None)
+            return page({row["id"]: memory_from_row(row) for row in rows}.values())
+
+        return page(record for scope in self._scopes(reach) for record in scope_page(scope))
+
+    def episode_member_stubs(self, reach: Reach, episode_ids: Sequence[str]) -> list[EpisodeMemberStub]:
+        """Every active member of these episodes (that ``reach``'s viewer may see): id, episode, time and
+        weight (no content or vector)."""
+        if not episode_ids:
+            return []
+        where = _Filter.of(reach)
+        return [stub for scope in self._scopes(reach) for stub in self._stubs_in(scope, episode_ids, where)]
+
+    def _stubs_in(self, scope: Scope, episode_ids: Sequence[str], where: _Filter) -> list[EpisodeMemberStub]:
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                return [
+                    EpisodeMemberStub(r.id, r.episode_id or "", r.created_at, r.weight)
+                    for r in episode_members(copy, episode_ids)
+                    if where.sees(r)
+                ]
+        condition = filters.all_of(
+            self._active_in(scope, where), filters.one_of("episode_id", list(episode_ids))
+        )
+        rows = self._select(
+            self._memories, condition, ["id", "episode_id", "created_at", "weight"], limit=None
+        )
+        unique = {
+            row["id"]: EpisodeMemberStub(
+                row["id"], row["episode_id"], utc(row["created_at"]), float(row["weight"])
+            )
+            for row in rows
+        }
+        return list(unique.values())
+
+    @staticmethod
+    def _active_in(scope: Scope, where: _Filter) -> Expr:
+        """The active memories of ``scope`` that ``where`` keeps, as a LanceDB filter."""
+        kinds, tags, window = where.kinds, where.tags, where.window
+        return filters.all_of(
+            filters.scope_is(scope),
+            filters.equals("status", "active"),
+            filters.visible_to(where.viewer) if where.viewer is not None else None,
+            filters.of_audience(where.audience) if where.audience is not None else None,
+            filters.one_of("kind", kinds) if kinds else None,
+            (filters.every_tag(tags) if where.all_tags else filters.any_tag(tags)) if tags else None,
+            filters.at_or_after("created_at", window.since) if window and window.since else None,
+            filters.earlier_than("created_at", window.until) if window and window.until else None,
+        )
+
+    # ------------------------------------------------------------------ the scope cache's reads
+
+    def table_version(self) -> int:
+        return int(self._memories.version)
+
+    def scope_size_above(self, scope: Scope, limit: int) -> bool:
+        rows = self._memories.search().where(filters.scope_is(scope)).select(["id"]).limit(limit + 1)
+        return rows.to_arrow().num_rows > limit
+
+    def scope_rows(self, scope: Scope) -> list[Row]:
+        return self._rows_with_vectors(filters.scope_is(scope))
+
+    def rows_changed_since(self, version: int, scopes: Sequence[Scope]) -> list[Row]:
+        return self._rows_with_vectors(
+            filters.all_of(
+                filters.newer_than_version(version),
+                reduce(lambda left, right: left | right, (filters.scope_is(scope) for scope in scopes)),
+            )
+        )
+
+    def _rows_with_vectors(self, condition: Expr) -> list[Row]:
+        """Records, vectors and search texts; the vectors come out of Arrow as one numpy block, not Python
+        lists."""
+        table = (
+            self._memories.search()
+            .where(condition)
+            .select([*MEMORY_COLUMNS, "vector", "search_text"])
+            .limit(EVERY_ROW)
+            .to_arrow()
+        )
+        if table.num_rows == 0:
+            return []
+        column = table.column("vector").combine_chunks()
+        flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+        block = np.zeros((table.num_rows, self._vector_dim), dtype=np.float32)
+        present = ~np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        block[present] = flat.reshape(-1, self._vector_dim)
+        texts = table.column("search_text").to_pylist()
+        records = [memory_from_row(row) for row in table.drop_columns(["vector", "search_text"]).to_pylist()]
+        return [
+            (record, block[index] if present[index] else None, texts[index])
+            for index, record in enumerate(records)
+        ]
+
+
+def _tag_filter(tags: Sequence[str] | None, every: bool = False) -> Callable[[MemoryRecord], bool] | None:
+    if not tags:
+        return None
+    wanted = set(tags)
+    if every:
+        return lambda record: wanted.issubset(record.tags)
+    return lambda record: not wanted.isdisjoint(record.tags)
+
+
+def _kept(
+    tags: Sequence[str] | None, window: TimeWindow | None, all_tags: bool = False
+) -> Callable[[MemoryRecord], bool] | None:
+    """What a scope copy's search keeps: memories with any of ``tags`` (all: ``all_tags``), in ``window``."""
+    tagged = _tag_filter(tags, all_tags)
+    if window is None or (window.since is None and window.until is None):
+        return tagged
+    if tagged is None:
+        return lambda record: window.holds(record.created_at)
+    return lambda record: tagged(record) and window.holds(record.created_at)
+
+
+@dataclass(frozen=True)
+class _Filter:
+    """What a read keeps of a scope besides its activity: memories of these kinds, with any of these tags
+    (all of them with ``all_tags``), of ``window``'s time, that ``viewer`` may see, of ``audience``."""
+
+    kinds: Sequence[str] | None = None
+    tags: Sequence[str] | None = None
+    window: TimeWindow | None = None
+    all_tags: bool = False
+    view: View | None = None  # whose reading it is (None: a plain scope's read, which keeps every memory)
+
+    @classmethod
+    def of(
+        cls,
+        reach: Reach,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
+        all_tags: bool = False,
+    ) -> _Filter:
+        return cls(kinds, tags, window, all_tags, reach if isinstance(reach, View) else None)
+
+    @property
+    def viewer(self) -> Viewer | None:
+        return self.view.viewer if self.view is not None else None
+
+    @property
+    def audience(self) -> Audience | None:
+        return self.view.audience if self.view is not None else None
+
+    def sees(self, record: MemoryRecord) -> bool:
+        """Whether the reader may see ``record`` (the rest of the filter is the caller's to apply)."""
+        return self.view is None or self.view.sees(record)
+
+    def for_copy(self) -> dict[str, Any]:
+        """The arguments of a scope copy's search."""
+        return {
+            "kinds": self.kinds,
+            "keep": _kept(self.tags, self.window, self.all_tags),
+            "viewer": self.viewer,
+            "audience": self.audience,
+        }
+
+
+def _best(hits: list[SearchHit], limit: int) -> list[SearchHit]:
+    """The ``limit`` best of the hits of one or several scopes (a view's home scope and org shelf)."""
+    return sorted(hits, key=lambda hit: -hit.score)[:limit]
+
+
+def _live(hits: list[SearchHit]) -> list[SearchHit]:
+    """Search results without duplicate ids and without ephemeral memories past their expiry (the
+    maintenance job retracts those, but a search between its rounds must not return them)."""
+    now = datetime.now(UTC)
+    return [hit for hit in _dedupe(hits) if hit.record.expires_at is None or hit.record.expires_at > now]
+
+
+def _dedupe(hits: list[SearchHit]) -> list[SearchHit]:
+    seen: set[str] = set()
+    unique = []
+    for hit in hits:
+        if hit.record.id not in seen:
+            seen.add(hit.record.id)
+            unique.append(hit)
+    return unique

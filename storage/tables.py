@@ -1,0 +1,255 @@
+"""The tables of one store and what every role of the store shares: the write lock and the reports' lock,
+the scope copies, the written-behind logs, and the reads and appends every role builds on."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from functools import partial
+from typing import Any, TypeVar
+
+import pyarrow as pa
+from lancedb.expr import Expr
+
+from storage import filters, schema
+from storage.appenders import Appenders
+from storage.locking import WriteLock, retrying
+from storage.records import Reach, Scope, scopes_of
+from storage.rows import record_values, vector_of_row
+from storage.scan import scan_rows
+from storage.scope_cache import ScopeCache
+from storage.write_behind import WriteBehind
+
+_T = TypeVar("_T")
+
+
+class StoreError(RuntimeError):
+    """The store could not be opened or written; the message says what to check."""
+
+
+class StoreTables:
+    """The state every role of the store shares, and the reads, appends and lock sequences they build on.
+    ``storage.store.MemoryStore`` sets these attributes when it opens the store."""
+
+    _db: Any
+    _uri: str
+    _schema_version: int
+    _vector_dim: int
+    # The write lock (``exclusive()``) and the reports' lock (``reporting()``), with each one's nesting
+    # depth per thread.
+    _lock: WriteLock
+    _writing: threading.local
+    _reports_lock: WriteLock
+    _reporting: threading.local
+    # The tables (LanceDB tables), opened once.
+    _memories: Any
+    _episodes: Any
+    _retrievals: Any
+    _ab_logs: Any
+    _outcomes: Any
+    _feedback: Any
+    _meta: Any
+    _weight_events: Any
+    _attestations: Any
+    _lineage: Any
+    _contradictions: Any
+    _appenders: Appenders
+    _logs: WriteBehind  # the logs written behind: retrieval records, A/B rows, deferred lineage
+    _appends_since_maintenance: int  # each one a table version and a fragment to compact
+    _cache: ScopeCache
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def vector_dim(self) -> int:
+        return self._vector_dim
+
+    @property
+    def schema_version(self) -> int:
+        return self._schema_version
+
+    def flush_logs(self) -> None:
+        """Write the buffered log rows (retrieval A/B logs) now, for readers of whole tables."""
+        self._logs.flush()
+
+    def tables(self) -> dict[str, Any]:
+        """Every table of the store by name (LanceDB tables), for the whole-store modules of ``storage``
+        (export and import, health): the rest of the project uses the typed methods."""
+        return {
+            schema.MEMORIES: self._memories,
+            schema.EPISODES: self._episodes,
+            schema.RETRIEVALS: self._retrievals,
+            schema.AB_LOGS: self._ab_logs,
+            schema.OUTCOMES: self._outcomes,
+            schema.FEEDBACK: self._feedback,
+            schema.WEIGHT_EVENTS: self._weight_events,
+            schema.ATTESTATIONS: self._attestations,
+            schema.LINEAGE: self._lineage,
+            schema.CONTRADICTIONS: self._contradictions,
+        }
+
+    @property
+    def excludes_other_processes(self) -> bool:
+        """Whether ``exclusive()`` keeps other processes out too (a local store), not only other threads."""
+        return self._lock.spans_processes
+
+    @contextmanager
+    def reporting(self) -> Iterator[None]:
+        """Hold the reports' lock across a report's read-check-write sequence on the report tables (reports,
+        credits, weight events; re-entrant, across processes for a local store). Reports queue behind each
+        other here, not remembers behind reports: under 50 clients (``benchmarks.load``) a report held the
+        write lock 0.35 s, most of it for these tables, and remembers waited seconds behind it (p95 6.4 s;
+        1.5 s with this lock). One lock for every project, measured against 4 and 16 (projects hashed onto
+        them): reports in parallel competed for the cores and for the write lock (their weight writes),
+        and remember p95 was 3.6-3.8 s, recall p95 1.4 s instead of 1.0 s. The weights a report writes
+        to the memories table take the write lock (``exclusive()``) inside this one, always in that order:
+        taking this lock while holding the write lock is refused, as it could deadlock. Reads inside it
+        check the memories table's version, like ``exclusive()``'s, so a report computes on current
+        weights."""
+        if getattr(self._writing, "depth", 0) > 0 and getattr(self._reporting, "depth", 0) == 0:
+            raise RuntimeError("the reports' lock is taken before the write lock, never inside it")
+        with self._sequence(self._reports_lock, self._reporting):
+            yield
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the store's write lock across a read-check-write sequence (re-entrant); reads inside it
+        check the table's version even within ``one_version()``, so the sequence decides on the newest
+        rows."""
+        with self._sequence(self._lock, self._writing):
+            yield
+
+    @contextmanager
+    def _sequence(self, lock: WriteLock, nesting: threading.local) -> Iterator[None]:
+        """Hold ``lock`` (re-entrant), counting this thread's nesting in ``nesting.depth``; the outermost
+        sequence makes the next reads check the table's version (nested ones read within its check)."""
+        with lock.hold():
+            depth = getattr(nesting, "depth", 0)
+            if depth == 0:
+                self._cache.recheck()
+            nesting.depth = depth + 1
+            try:
+                yield
+            finally:
+                nesting.depth = depth
+
+    # ------------------------------------------------------------------ reads and writes every role uses
+
+    def _by_id(
+        self, reach: Reach, ids: Iterable[str], read: Callable[[Scope, list[str]], dict[str, _T]]
+    ) -> dict[str, _T]:
+        """``read`` of ``ids`` in each scope of ``reach`` in turn, for the ids not found yet (an id names
+        one memory, or one episode, of one scope)."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, _T] = {}
+        for scope in self._scopes(reach):
+            missing = [i for i in wanted if i not in found]
+            if not missing:
+                break
+            found |= read(scope, missing)
+        return found
+
+    def _scopes(self, reach: Reach) -> tuple[Scope, ...]:
+        """The scopes a read of ``reach`` looks in: its home scope, and the org's shelf unless its up-to-date
+        copy holds nothing (most orgs have no org-wide memory: their recalls then read one scope)."""
+        scopes = scopes_of(reach)
+        return scopes[:1] + tuple(scope for scope in scopes[1:] if not self._holds_nothing(scope))
+
+    def _holds_nothing(self, scope: Scope) -> bool:
+        with self._cache.reading(scope) as copy:
+            return copy is not None and len(copy) == 0
+
+    def _update_rows(self, memory_ids: Sequence[str], values: Mapping[str, Any]) -> None:
+        """Set the same column values on these memories: one UPDATE that finds its rows through the id
+        index (a merge joins the whole table on id: 5x slower at 100k memories). The filter is a typed
+        expression; LanceDB encodes the values as SQL literals itself (quotes escaped, times as UTC)."""
+        ids = list(dict.fromkeys(memory_ids))
+        changes = record_values(values)
+        with self.exclusive():
+            for start in range(0, len(ids), 1_000):
+                chunk = ids[start : start + 1_000]
+                after = retrying(
+                    partial(self._memories.update, where=filters.one_of("id", chunk), values=dict(values))
+                ).version
+                self._cache.advance(after - 1, after, updated={memory_id: changes for memory_id in chunk})
+
+    def _merge_update(self, update: pa.Table) -> None:
+        rows = update.to_pylist()
+        changes = {row["id"]: record_values(row) for row in rows}
+        vectors = {row["id"]: vector_of_row(row) for row in rows if "vector" in row}
+        texts = {row["id"]: row["search_text"] for row in rows if "search_text" in row}
+        with self.exclusive():
+            after = retrying(
+                lambda: self._memories.merge_insert("id").when_matched_update_all().execute(update)
+            ).version
+            self._cache.advance(after - 1, after, updated=changes, vectors=vectors, texts=texts)
+
+    def _append(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Append under the write lock; returns the table version the commit made (0: nothing to add)."""
+        with self.exclusive():
+            return self._append_log(table, rows)
+
+    def _append_log(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
+        """An append that reads nothing first, so it needs no write lock (each commit is atomic): the
+        write-behind thread uses it, and must not wait for the lock, since a request holding the lock
+        may be waiting for that thread's flush to finish."""
+        if not rows:
+            return 0
+        data = pa.Table.from_pylist(list(rows), schema=self._appenders.schema(table.name))
+        version = retrying(lambda: self._appenders.add(table.name, data))
+        self._appends_since_maintenance += 1  # a lost increment under a race only delays a round
+        return version
+
+    def memory_rows(self) -> int:
+        """Rows of the memories table, every status (table metadata, no scan)."""
+        return int(self._memories.count_rows())
+
+    @property
+    def appends_since_maintenance(self) -> int:
+        """Appends committed since the last maintenance round began: each left a fragment and a version,
+        and appends get slower as fragments pile up, so the server runs a round early when many did."""
+        return self._appends_since_maintenance
+
+    def _logged(
+        self,
+        table: Any,
+        condition: Expr,
+        keep: Callable[[Mapping[str, Any]], bool],
+        columns: list[str] | None = None,
+    ) -> list[Mapping[str, Any]]:
+        """The rows of a table written behind (``storage.write_behind``) that ``condition`` selects, with
+        those still queued that ``keep`` (the same test, in Python) accepts, without waiting for a flush.
+        The queue is read first: a row leaves it only once it is in the table, so none is missed (one in
+        both comes twice; callers key rows by their id)."""
+        queued = self._logs.queued(table, keep)
+        return [*self._select(table, condition, columns, limit=None), *queued]
+
+    def _schema(self, table: Any) -> pa.Schema:
+        """``table``'s schema, as read once (asking LanceDB for it is a round trip through its event loop
+        each time, several per report under load; schemas change only when the store is opened)."""
+        return self._appenders.schema(table.name)
+
+    @staticmethod
+    def _in_scope(scope: Scope, **equal: str) -> Expr:
+        return filters.all_of(
+            filters.scope_is(scope), *(filters.equals(column, value) for column, value in equal.items())
+        )
+
+    @staticmethod
+    def _select(
+        table: Any, condition: Expr, columns: list[str] | None, limit: int | None
+    ) -> list[dict[str, Any]]:
+        return scan_rows(table, condition, columns, limit)
+
+    # ------------------------------------------------------------------ the scope copies
+
+    @property
+    def cache(self) -> ScopeCache:
+        return self._cache
+
+    def one_version(self) -> AbstractContextManager[None]:
+        """Reads inside the block see one version of the memories (one freshness check per request)."""
+        return self._cache.one_version()
