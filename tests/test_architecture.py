@@ -10,7 +10,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["server", "tools", "writing", "storage", "retrieval"]
+# The house, top to bottom: each part may import only the parts below it.
+LAYERS = ["console", "server", "tools", "writing", "retrieval", "storage"]
+PACKAGES = LAYERS[1:]  # the packages that serve (console is the commands for people)
+# Libraries a part must not import whatever its place: LanceDB is storage's alone, MCP the server's.
+LIBRARIES = {
+    "console": {"lancedb", "pyarrow"},
+    "server": {"lancedb", "pyarrow"},
+    "tools": {"mcp", "lancedb", "pyarrow"},
+    "writing": {"mcp", "lancedb", "pyarrow"},
+    "retrieval": {"mcp", "lancedb", "pyarrow"},
+    "storage": {"mcp"},
+}
+MAX_LINES = {"storage": 550, "tools": 350}  # "about 500" a storage module, "about 300" a tool
 
 
 def modules(package: str) -> list[Path]:
@@ -27,22 +39,54 @@ def imported_roots(path: Path) -> set[str]:
     return roots
 
 
-FORBIDDEN = {
-    "storage": {"server", "tools", "writing", "retrieval", "mcp"},
-    "retrieval": {"server", "tools", "writing", "lancedb", "pyarrow", "mcp"},
-    "writing": {"server", "tools", "console", "lancedb", "pyarrow", "mcp"},
-    "tools": {"mcp", "lancedb", "pyarrow"},
-    "server": {"lancedb", "pyarrow"},
-}
+def forbidden(package: str) -> set[str]:
+    """The parts above ``package`` and the libraries it must not use."""
+    return set(LAYERS[: LAYERS.index(package)]) | LIBRARIES[package]
 
 
-@pytest.mark.parametrize("package", PACKAGES)
+@pytest.mark.parametrize("package", LAYERS)
 def test_layers_import_only_what_they_may(package):
     offenders = {
-        str(path.relative_to(ROOT)): sorted(imported_roots(path) & FORBIDDEN[package])
+        str(path.relative_to(ROOT)): sorted(imported_roots(path) & forbidden(package))
         for path in modules(package)
     }
     assert {path: found for path, found in offenders.items() if found} == {}
+
+
+def test_the_layers_are_what_the_design_says():
+    assert forbidden("tools") == {"console", "server", "mcp", "lancedb", "pyarrow"}
+    assert forbidden("retrieval") == {"console", "server", "tools", "writing", "mcp", "lancedb", "pyarrow"}
+    assert forbidden("storage") == {"console", "server", "tools", "writing", "retrieval", "mcp"}
+
+
+@pytest.mark.parametrize("package", sorted(MAX_LINES))
+def test_no_module_outgrows_its_part(package):
+    sizes = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in modules(package)}
+    assert {path: lines for path, lines in sizes.items() if lines > MAX_LINES[package]} == {}
+
+
+def test_every_stage_module_is_listed_in_the_pipeline():
+    pipeline = imported_modules(ROOT / "retrieval" / "pipeline.py")
+    stages = {
+        f"retrieval.stages.{path.stem}" for path in modules("retrieval/stages") if path.stem != "__init__"
+    }
+    assert stages and stages <= pipeline | used_by_stages(stages)
+
+
+def imported_modules(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def used_by_stages(stages: set[str]) -> set[str]:
+    """Stage modules imported by another stage (fusion, the candidate search's scoring)."""
+    used = set()
+    for name in stages:
+        used |= imported_modules(ROOT / (name.replace(".", "/") + ".py")) & stages - {name}
+    return used
 
 
 def test_only_storage_imports_lancedb_or_pyarrow():
@@ -82,6 +126,7 @@ def test_no_print_to_stdout_in_the_server_packages():
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_the_serving_path_never_imports_the_commands_for_people():
     probe = (
         "import sys; import server.serve, server.app; from server.config import Settings; "
@@ -94,6 +139,7 @@ def test_the_serving_path_never_imports_the_commands_for_people():
     assert loaded == "False"
 
 
+@pytest.mark.slow
 def test_the_server_module_loads_nothing_heavy_before_the_handshake():
     # `initialize` and `tools/list` are answered once server.app is imported and the tools registered;
     # numpy, LanceDB and the model libraries load afterwards, in the runtime's background build.
