@@ -38,7 +38,7 @@ class ConfigError(ValueError):
 
 
 class OrgFeatures(BaseModel):
-    """Per-org feature flags (the seed's ``organizations.features`` JSON)."""
+    """Per-org feature flags (an org's ``features`` JSON object)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -434,7 +434,7 @@ class Settings(BaseSettings):
     )
     llm_reranker: Annotated[dict[str, Any], JSON_OBJECT] = Field(
         default_factory=dict,
-        description="the MemberJunction shape: enabled, modelId (or model), topK, minScore",
+        description="a reranker configuration: enabled, modelId (or model), topK, minScore",
     )
     llm_reranker_by_agent: Annotated[dict[str, dict[str, Any]], JSON_OBJECT] = Field(
         default_factory=dict, description="an agent's own LLM reranker configuration: {agent_id: {...}}"
@@ -527,7 +527,7 @@ class Settings(BaseSettings):
         return None
 
     def feedback_weighting_enabled(self, org_id: str) -> bool:
-        """The seed's org toggle: enabled unless the org's features say ``feedback_weighting_disabled``."""
+        """The org's toggle: feedback weighting is on unless the org's features say ``feedback_weighting_disabled``."""
         features = self.org_features.get(org_id)
         return not (features and features.feedback_weighting_disabled)
 

@@ -121,9 +121,9 @@ def m005_feedback_credits(db: Any, ctx: MigrationContext) -> None:
 
 
 def m006_ab_log_columns(db: Any, ctx: MigrationContext) -> None:
-    """The A/B log as the seed specifies it (``schema.AB_LOGS_V6_FIELDS``): rows logged before keep their
-    relevance_score, which was the boosted score, now also in boosted_score; their relevance_kind and
-    source are null. Ranks become nullable (an episode sibling has none). Each step is skipped when done,
+    """The A/B log with the raw relevance beside what feedback weighted (``schema.AB_LOGS_V6_FIELDS``):
+    rows logged before keep their relevance_score, which was the boosted score, now also in
+    boosted_score; their relevance_kind and source are null. Ranks become nullable (an episode sibling has none). Each step is skipped when done,
     so a migration a crash interrupted completes."""
     ab_logs = db.open_table(schema.AB_LOGS)
     if "boosted_score" not in ab_logs.schema.names:

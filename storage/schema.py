@@ -15,7 +15,7 @@ EPISODES = "episodes"
 RETRIEVALS = "retrievals"
 FEEDBACK = "feedback_credits"
 FEEDBACK_SCHEMA_VERSION = 5  # the first schema with the credit table (an older export's reports lack it)
-AB_LOGS_SCHEMA_VERSION = 6  # the first with the seed's A/B columns (older exports lack boosted_score)
+AB_LOGS_SCHEMA_VERSION = 6  # the first with the raw relevance apart (older exports lack boosted_score)
 AB_LOGS = "retrieval_ab_logs"
 OUTCOMES = "outcomes"
 WEIGHT_EVENTS = "weight_events"
@@ -223,7 +223,7 @@ def feedback_schema() -> pa.Schema:
 
 # Migration 5: the weight the ranking applied, beside the global weight of ``feedback_weight``.
 AB_LOGS_V5_FIELDS = [pa.field("context_weight", pa.float64())]
-# Schema 6, the A/B log as the seed specifies it: relevance_score is the raw relevance, and beside it
+# Schema 6, the A/B log: relevance_score is the raw relevance, and beside it
 # boosted_score (what feedback multiplies; added from relevance_score, which held it until then),
 # rerank_score, what the raw relevance is (relevance_kind) and whether the row is a direct match or an
 # episode sibling (source; a sibling has no ranks).
