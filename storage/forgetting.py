@@ -20,6 +20,7 @@ from storage.locking import retrying
 from storage.memories import Memories
 from storage.records import LineageEvent, MemoryRecord, Scope
 from storage.scan import scan_rows
+from storage.tables import masked
 
 log = logging.getLogger(__name__)
 
@@ -201,26 +202,31 @@ class Forgetting(Memories, Lineage):
             )
 
     def _scrub_traces(self, scope: Scope, memory_ids: Sequence[str]) -> None:
+        """Mask the memories' previews in every recorded trace. The records this process has queued are
+        written first (masked, since the memories are purged by now); records other processes append
+        meanwhile wait for the scrub, or mask themselves (``LogsLock``)."""
         self._logs.flush()
         gone = set(memory_ids)
-        for memory_id in memory_ids:
-            # An org-visible memory was recalled from any project of its org.
-            where = filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
-            condition = filters.all_of(where, filters.contains("trace_json", memory_id))
-            for row in self._select(self._retrievals, condition, ["retrieval_id", "trace_json"], limit=None):
-                trace = json.loads(row["trace_json"])
-                for candidate in trace.get("candidates", []):
-                    if candidate.get("id") in gone:
-                        candidate["preview"] = "[purged]"
-                scrubbed = pa.table(
-                    {"retrieval_id": [row["retrieval_id"]], "trace_json": [json.dumps(trace)]}
+        with self._logs_lock.exclusive():
+            for memory_id in memory_ids:
+                # An org-visible memory was recalled from any project of its org.
+                where = (
+                    filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
                 )
-                retrying(
-                    partial(
-                        self._retrievals.merge_insert("retrieval_id").when_matched_update_all().execute,
-                        scrubbed,
+                condition = filters.all_of(where, filters.contains("trace_json", memory_id))
+                for row in self._select(
+                    self._retrievals, condition, ["retrieval_id", "trace_json"], limit=None
+                ):
+                    trace = masked(json.loads(row["trace_json"]), gone)
+                    scrubbed = pa.table(
+                        {"retrieval_id": [row["retrieval_id"]], "trace_json": [json.dumps(trace)]}
                     )
-                )
+                    retrying(
+                        partial(
+                            self._retrievals.merge_insert("retrieval_id").when_matched_update_all().execute,
+                            scrubbed,
+                        )
+                    )
 
     def _drop_old_versions(self) -> None:
         import warnings

@@ -37,8 +37,8 @@ class RetrievalJournal(StoreTables):
         self, scope: Scope, session_id: str, purpose: RetrievalPurpose = "recall"
     ) -> list[RetrievalRecord]:
         """The session's retrievals. A report reads them: it writes the logs queued here first, so that
-        what the session's recalls quoted is in the table, where a later purge by any process scrubs it
-        (a row still queued in this process when another process purges would be written unscrubbed)."""
+        it reads every recall of the session from the table (a row queued when another process purges
+        a memory it quotes is masked as it is appended: ``LogsLock``)."""
         self._logs.flush()
         condition = self._in_scope(scope, session_id=session_id, purpose=purpose)
         rows = self._select(self._retrievals, condition, None, limit=None)

@@ -36,6 +36,7 @@ T = TypeVar("T")
 
 LOCK_FILE_NAME = ".memoria-write.lock"
 REPORTS_LOCK_FILE_NAME = ".memoria-reports.lock"  # outcome reports' own lock (MemoryStore.reporting)
+LOGS_LOCK_FILE_NAME = ".memoria-logs.lock"  # the logs written behind against a purge's scrub (LogsLock)
 
 
 class WriteLock:
@@ -101,6 +102,60 @@ class WriteLock:
         elif msvcrt is not None:  # pragma: no cover - Windows
             self._handle.seek(0)
             msvcrt.locking(self._handle.fileno(), msvcrt.LK_UNLCK, 1)
+
+
+class LogsLock:
+    """Between the retrieval records written behind and a purge's scrub of the recorded traces.
+
+    A record queued by a recall quotes its candidates; if another process purged one of them after the
+    recall, the record must not reach the table with the quote. Its append holds this lock shared and
+    first reads which of its candidates are purged now; a purge commits the purged status, then holds
+    the lock exclusively while it scrubs the table. An append either committed before the scrub (which
+    then scrubs it) or read the purged status after it committed (and scrubbed itself). Within a process
+    a mutex serialises both; across the processes of a local store a file lock does (shared for appends,
+    which go on beside each other; exclusive for a scrub). Object stores have no file to lock: there a
+    record appended by one replica after another's purge can keep its quote."""
+
+    def __init__(self, lock_path: Path | None) -> None:
+        self._lock_path = lock_path
+        self._here = threading.Lock()
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._held(exclusive=False):
+            yield
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._held(exclusive=True):
+            yield
+
+    @contextmanager
+    def _held(self, *, exclusive: bool) -> Iterator[None]:
+        with self._here:
+            if self._lock_path is None or (fcntl is None and msvcrt is None):
+                yield
+                return
+            # A handle of its own each time: locks on one open file would not exclude each other.
+            with open(self._lock_path, "a+b") as handle:
+                if fcntl is not None:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+                else:  # pragma: no cover - Windows: no shared locks, so both are exclusive
+                    handle.seek(0)
+                    while True:
+                        try:
+                            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+                            break
+                        except OSError:
+                            time.sleep(0.01)
+                try:
+                    yield
+                finally:
+                    if fcntl is not None:
+                        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                    else:  # pragma: no cover - Windows
+                        handle.seek(0)
+                        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
 
 
 _RETRYABLE_MARKERS = ("conflict", "too many concurrent writers", "retryable", "commit")

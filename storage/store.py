@@ -25,7 +25,14 @@ from storage.forgetting import PURGE_JOURNAL, Forgetting, PendingPurge
 from storage.group_commit import GroupCommit
 from storage.journal import RetrievalJournal
 from storage.lexical_index import Analyzer
-from storage.locking import LOCK_FILE_NAME, REPORTS_LOCK_FILE_NAME, WriteLock, retrying
+from storage.locking import (
+    LOCK_FILE_NAME,
+    LOGS_LOCK_FILE_NAME,
+    REPORTS_LOCK_FILE_NAME,
+    LogsLock,
+    WriteLock,
+    retrying,
+)
 from storage.records import StoreInfo
 from storage.scope_cache import ScopeCache
 from storage.search import MemorySearch
@@ -76,6 +83,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         # write lock only for its weight write.
         self._reports_lock = WriteLock(lock.path.with_name(REPORTS_LOCK_FILE_NAME) if lock.path else None)
         self._reporting = threading.local()  # report-sequence nesting depth, per thread
+        self._logs_lock = LogsLock(lock.path.with_name(LOGS_LOCK_FILE_NAME) if lock.path else None)
         self._schema_version = int(meta["schema_version"])
         self._vector_dim = int(meta["vector_dim"])
         self._memories = db.open_table(schema.MEMORIES)

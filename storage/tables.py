@@ -3,6 +3,7 @@ the scope copies, the written-behind logs, and the reads and appends every role 
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -14,11 +15,12 @@ from lancedb.expr import Expr
 
 from storage import filters, schema
 from storage.appenders import Appenders
-from storage.locking import WriteLock, retrying
-from storage.records import Reach, Scope, scopes_of
+from storage.locking import LogsLock, WriteLock, retrying
+from storage.records import Reach, Scope, org_shelf, scopes_of
 from storage.rows import record_values, vector_of_row
 from storage.scan import scan_rows
 from storage.scope_cache import ScopeCache
+from storage.scope_copy import by_id
 from storage.write_behind import WriteBehind
 
 _T = TypeVar("_T")
@@ -42,6 +44,8 @@ class StoreTables:
     _writing: threading.local
     _reports_lock: WriteLock
     _reporting: threading.local
+    # Retrieval records appended behind hold it shared, a purge's scrub of the records exclusively.
+    _logs_lock: LogsLock
     # The tables (LanceDB tables), opened once.
     _memories: Any
     _episodes: Any
@@ -193,11 +197,57 @@ class StoreTables:
             return self._append_log(table, rows)
 
     def _append_log(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
-        """An append that reads nothing first, so it needs no write lock (each commit is atomic): the
-        write-behind thread uses it, and must not wait for the lock, since a request holding the lock
-        may be waiting for that thread's flush to finish."""
+        """An append that needs no write lock (each commit is atomic): the write-behind thread uses it,
+        and must not wait for the lock, since a request holding the lock may be waiting for that
+        thread's flush to finish. Retrieval records are appended under the logs lock, with the quotes
+        of memories purged since their recall masked (``LogsLock``)."""
         if not rows:
             return 0
+        if table is self._retrievals:
+            with self._logs_lock.shared():
+                return self._append_rows(table, self._without_purged_quotes(rows))
+        return self._append_rows(table, rows)
+
+    def _without_purged_quotes(self, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """Retrieval records with the preview of every candidate purged by now masked, as a purge masks
+        the records already in the table."""
+        quoted: dict[Scope, set[str]] = {}  # the recall's scope -> the memory ids its records quote
+        traces = []
+        for row in rows:
+            trace = json.loads(row["trace_json"])
+            traces.append(trace)
+            ids = {c["id"] for c in trace.get("candidates", ()) if c.get("preview") != PURGED_PREVIEW}
+            quoted.setdefault(Scope(row["org_id"], row["project_id"]), set()).update(ids)
+        purged: set[str] = set()
+        for scope, ids in quoted.items():
+            # An org-visible memory is kept on the org's shelf and recalled from any project of the org:
+            # what the project does not hold is looked for there.
+            for where in (scope, org_shelf(scope.org_id)):
+                if not ids:
+                    break
+                found = self._statuses(where, ids)
+                purged.update(i for i, status in found.items() if status == "purged")
+                ids = ids - set(found)
+        if not purged:
+            return list(rows)
+        return [
+            {**row, "trace_json": json.dumps(masked(trace, purged))} if quotes(trace, purged) else row
+            for row, trace in zip(rows, traces, strict=True)
+        ]
+
+    def _statuses(self, scope: Scope, memory_ids: set[str]) -> dict[str, str]:
+        """The status of each of these memories ``scope`` holds: from the scope's copy when there is
+        one (brought up to the newest version), else from the table."""
+        with self._cache.reading(scope, build=False) as copy:
+            if copy is not None:
+                return {i: record.status for i, record in by_id(copy, memory_ids).items()}
+        condition = filters.all_of(filters.scope_is(scope), filters.one_of("id", sorted(memory_ids)))
+        return {
+            row["id"]: row["status"]
+            for row in self._select(self._memories, condition, ["id", "status"], limit=None)
+        }
+
+    def _append_rows(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
         data = pa.Table.from_pylist(list(rows), schema=self._appenders.schema(table.name))
         version = retrying(lambda: self._appenders.add(table.name, data))
         self._appends_since_maintenance += 1  # a lost increment under a race only delays a round
@@ -253,3 +303,18 @@ class StoreTables:
     def one_version(self) -> AbstractContextManager[None]:
         """Reads inside the block see one version of the memories (one freshness check per request)."""
         return self._cache.one_version()
+
+
+PURGED_PREVIEW = "[purged]"  # what a trace shows of a memory purged since it was recalled
+
+
+def quotes(trace: dict[str, Any], memory_ids: set[str]) -> bool:
+    return any(c.get("id") in memory_ids for c in trace.get("candidates", ()))
+
+
+def masked(trace: dict[str, Any], memory_ids: set[str]) -> dict[str, Any]:
+    """``trace`` with the preview of each of ``memory_ids`` among its candidates masked (changed in place)."""
+    for candidate in trace.get("candidates", ()):
+        if candidate.get("id") in memory_ids:
+            candidate["preview"] = PURGED_PREVIEW
+    return trace
