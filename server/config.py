@@ -666,12 +666,17 @@ def path_of(name: str) -> tuple[str, ...]:
 def nest(overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Flat overrides (``cache_scope_rows=0``) as the nested values the settings take (``cache={...}``)."""
     nested: dict[str, Any] = {}
+    fields: dict[str, dict[str, Any]] = {}  # a group's fields named one by one, applied over the group
     for key, value in overrides.items():
         match path_of(key):
             case (name,):
                 nested[name] = value
             case (group_name, field):
-                nested.setdefault(group_name, {})[field] = value
+                fields.setdefault(group_name, {})[field] = value
+    for group_name, named in fields.items():
+        given = nested.get(group_name)
+        base = given.model_dump() if isinstance(given, BaseModel) else dict(given or {})  # never the caller's
+        nested[group_name] = {**base, **named}
     return nested
 
 

@@ -151,7 +151,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["serve"]:
         argv = argv[1:]
-    parser = argparse.ArgumentParser(prog="python -m server", description="Serve memoria over MCP.")
+    elif argv and not argv[0].startswith("-"):
+        print(
+            f"memoria: python -m server only serves; run `memoria {argv[0]}` (or `python -m console "
+            f"{argv[0]}`) for the command {argv[0]!r}",
+            file=sys.stderr,
+        )
+        return 2
+    parser = argparse.ArgumentParser(
+        prog="python -m server",
+        description="Serve memoria over MCP. The commands for people (recall, remember, import, ...) are "
+        "`memoria <command>`, or `python -m console <command>`.",
+    )
     add_serve_arguments(parser)
     args = parser.parse_args(argv)
     try:

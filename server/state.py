@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -159,8 +159,7 @@ def pipeline_options(
     from retrieval.stages.fusion import vector_weight_for
     from retrieval.stages.threshold import relevance_floor_for
 
-    names = {field.name for field in dataclasses.fields(PipelineOptions)} & set(type(settings).model_fields)
-    resolved = dict(
+    resolved: dict[str, Any] = dict(
         vector_weight=vector_weight_for(settings.fusion_vector_weight, embedder_name),
         min_fact_score=relevance_floor_for(settings.min_fact_score, embedder_name, reranked),
         fold_threshold=settings.consolidation.text_dedup_threshold,
@@ -176,6 +175,10 @@ def pipeline_options(
             "ephemeral": settings.ephemeral.half_life_days,
         },
     )
+    # Every other option is the setting of its name (``flat`` refuses a name no setting has, so an option
+    # added without its setting fails here rather than keeping its default); these two have none.
+    unset = {"use_vector", "use_rerank"}  # switches of the benchmarks' ablations
+    names = {field.name for field in dataclasses.fields(PipelineOptions)} - unset - set(resolved)
     return PipelineOptions(**{**settings.flat(names), **resolved})
 
 

@@ -26,5 +26,6 @@ def cohere_client(api_key: str, *, base_url: str | None) -> Any:
 
 
 def call_options(timeout: float) -> dict[str, Any]:
-    """One call's request options: its timeout, in seconds."""
-    return {"timeout": timeout}
+    """One call's request options: its timeout, in seconds (``timeout_in_seconds``, the key every SDK
+    version from the oldest this project accepts reads)."""
+    return {"timeout_in_seconds": timeout}

@@ -160,6 +160,30 @@ def test_overrides_are_named_like_their_variables_and_win():
         Settings.from_env({}, db_uri="/tmp/y", cache_scope_row=1)
 
 
+def test_a_group_given_whole_and_its_fields_named_one_by_one_combine_in_any_order():
+    group = {"scope_rows": 5, "total_rows": 9}
+    first = Settings.from_env({}, db_uri="/tmp/y", cache=group, cache_total_rows=2)
+    second = Settings.from_env({}, db_uri="/tmp/y", cache_total_rows=2, cache=group)
+    assert (first.cache.scope_rows, first.cache.total_rows) == (5, 2)
+    assert (second.cache.scope_rows, second.cache.total_rows) == (5, 2)
+    assert group == {"scope_rows": 5, "total_rows": 9}  # the caller's dict is left as it was
+
+
+def test_the_settings_read_only_the_variables_they_are_given(monkeypatch):
+    # The process environment reaches the settings only through from_env() without a mapping.
+    monkeypatch.setenv("MEMORIA_ORG_ID", "leak")
+    monkeypatch.setenv("MEMORIA_CACHE_SCOPE_ROWS", "3")
+    given = Settings.from_env({}, db_uri="/tmp/y")
+    assert (given.org_id, given.cache.scope_rows) == ("default", 250_000)
+    assert (
+        Settings.from_env(db_uri="/tmp/y").org_id,
+        Settings.from_env(db_uri="/tmp/y").cache.scope_rows,
+    ) == (
+        "leak",
+        3,
+    )
+
+
 def test_the_cohere_key_is_read_from_its_standard_variable_unless_memorias_own_is_set():
     standard = Settings.from_env({"COHERE_API_KEY": "k1"}, db_uri="/tmp/y")
     assert standard.cohere.api_key is not None and standard.cohere.api_key.get_secret_value() == "k1"

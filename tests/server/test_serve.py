@@ -160,3 +160,10 @@ def test_the_real_glibc_takes_the_thresholds_in_a_process_of_its_own():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert done.stdout.strip() == "[(-3, 65536), (-1, 131072)]"
+
+
+def test_python_m_server_only_serves_and_points_a_command_for_people_at_memoria(capsys):
+    from server.serve import main
+
+    assert main(["recall", "the pool size"]) == 2
+    assert "memoria recall" in capsys.readouterr().err
