@@ -25,4 +25,6 @@ fi
 
 .venv/bin/python -m ruff check .
 .venv/bin/python -m mypy
-.venv/bin/python -m pytest "$@"
+# Two workers (the suite spends much of its time waiting on server processes it starts); `-n 0` after
+# the script's name runs it in one process.
+.venv/bin/python -m pytest -n 2 "$@"

@@ -130,6 +130,7 @@ def test_recall_and_outcome_share_a_session_and_a_repeated_outcome_replaces_the_
     assert fresh["session_id"] not in (after_report["session_id"], first["session_id"])
 
 
+@pytest.mark.slow
 def test_the_cli_never_joins_or_replaces_a_connected_agents_session(capsys, db):
     as_json(capsys, db, "remember", "Deploys freeze on Fridays")
     agents = as_json(
@@ -219,6 +220,7 @@ def test_bad_arguments_say_what_to_fix_and_store_nothing(capsys, db):
     assert as_json(capsys, db, "stats")["memories"] == 0
 
 
+@pytest.mark.slow
 def test_doctor_reports_the_store_models_and_backend_and_fixes_piled_up_appends(capsys, db, monkeypatch):
     monkeypatch.setenv("MEMORIA_COMPACTION_MIN_FRAGMENTS", "3")
     for n in range(4):
@@ -333,6 +335,7 @@ def test_export_then_import_through_the_commands_is_lossless_and_idempotent(caps
     assert (shown["protection_tier"], shown["weight"]) == ("protected", pytest.approx(1.15))
 
 
+@pytest.mark.slow
 def test_a_chat_transcript_imports_one_message_per_memory_in_the_named_scope(capsys, db, tmp_path):
     transcript = tmp_path / "chat.txt"
     transcript.write_text(
@@ -344,6 +347,7 @@ def test_a_chat_transcript_imports_one_message_per_memory_in_the_named_scope(cap
     assert (stats["memories"], stats["agents"], stats["episodes"]) == (3, 2, 2)
 
 
+@pytest.mark.slow
 def test_the_hook_reports_nothing_when_several_sessions_wait_and_skips_conversations_before_its_own(
     capsys, db, tmp_path, monkeypatch
 ):
@@ -422,6 +426,7 @@ def test_an_export_to_a_missing_folder_says_so_and_leaves_nothing_behind(capsys,
     assert not (tmp_path / "no").exists()
 
 
+@pytest.mark.slow
 def test_report_writes_one_self_contained_page(capsys, db, tmp_path):
     as_json(capsys, db, "remember", "Our error budget is 0.1% per month")
     found = as_json(capsys, db, "recall", "error budget")
@@ -509,6 +514,7 @@ def test_a_command_says_the_backend_in_one_line_and_everything_with_verbose(caps
     assert status == 0 and "no-such-model" in err and "is unavailable" in err
 
 
+@pytest.mark.slow
 def test_edit_replaces_a_memory_keeping_its_tags_and_the_old_one_for_audit(capsys, db):
     old = as_json(capsys, db, "remember", "Deploys go out on Tuesdays", "--tag", "ops")
     status, out, _ = memoria(capsys, db, "edit", old["id"], "Deploys go out on Wednesdays")
@@ -522,6 +528,7 @@ def test_edit_replaces_a_memory_keeping_its_tags_and_the_old_one_for_audit(capsy
     assert status == 1 and "no memory mem_missing" in err
 
 
+@pytest.mark.slow
 def test_forget_by_tag_is_confirmed_first_and_recall_can_need_every_tag(capsys, db):
     both = as_json(
         capsys,

@@ -119,6 +119,7 @@ def sample(runtime: Runtime) -> Sample:
     return build_sample(runtime)
 
 
+@pytest.mark.slow
 def test_feedback_impact_matches_the_ab_rows(runtime, sample):
     rows = [row for rid, _ in sample.retrievals for row in ab_log_rows(runtime.store, SCOPE, rid)]
     deltas = [row.unweighted_rank - row.weighted_rank for row in rows]
@@ -161,6 +162,7 @@ def test_feedback_impact_matches_the_ab_rows(runtime, sample):
     assert backup.weight == pytest.approx(1.15)
 
 
+@pytest.mark.slow
 def test_weight_history_starts_at_neutral_and_follows_each_report(runtime, sample):
     feedback = build_report(runtime, SCOPE).feedback
     histories = {h.id: [round(p.weight, 6) for p in h.points] for h in feedback.weight_histories}
@@ -182,12 +184,14 @@ def test_weight_history_starts_at_neutral_and_follows_each_report(runtime, sampl
     assert (feedback.weight_events, feedback.memories_with_weight_events) == (5, 4)
 
 
+@pytest.mark.slow
 def test_most_moved_limits_the_memories_shown(runtime, sample):
     feedback = build_report(runtime, SCOPE, most_moved=1).feedback
     assert [h.id for h in feedback.weight_histories] == [sample.ids["pool"]]
     assert len(feedback.most_moved) == 1
 
 
+@pytest.mark.slow
 def test_a_memory_private_to_an_agent_never_reaches_the_report(runtime):
     secret = "the acquisition codename is NIGHTJAR"
     shared = remember(RememberInput(content="the acquisition closes in May"), runtime, caller("s1")).id
@@ -215,6 +219,7 @@ def test_only_the_newest_retrievals_are_analysed(runtime, sample):
     assert feedback.first_at == feedback.last_at
 
 
+@pytest.mark.slow
 def test_drift_lists_the_open_contradiction_and_what_the_revision_replaced(runtime, sample):
     view = build_report(runtime, SCOPE).drift
     assert view.open_contradictions == 1
@@ -225,6 +230,7 @@ def test_drift_lists_the_open_contradiction_and_what_the_revision_replaced(runti
     assert ("revise", sample.billing, sample.switch) in revisions
 
 
+@pytest.mark.slow
 def test_clusters_show_the_agents_and_boost_of_corroborated_memories(runtime, sample):
     section = build_report(runtime, SCOPE).corroboration
     by_canonical = {cluster.canonical_id: cluster for cluster in section.shown}
@@ -244,6 +250,7 @@ def test_clusters_show_the_agents_and_boost_of_corroborated_memories(runtime, sa
     assert (last.clusters, last.corroboratedCount, last.rows) == (section.clusters, section.corroborated, 10)
 
 
+@pytest.mark.slow
 def test_health_counts_the_scope_memories_and_every_table(runtime, sample):
     health = build_report(runtime, SCOPE).health
     # 5 + 2 flags + billing (superseded by the switch) + switch + 2 deploys; the hostile restatement is no row.
@@ -257,6 +264,7 @@ def test_health_counts_the_scope_memories_and_every_table(runtime, sample):
     assert all(table.disk_bytes and table.disk_bytes >= table.data_bytes for table in health.tables)
 
 
+@pytest.mark.slow
 def test_header_fields_and_progress(runtime, sample):
     seen = []
     data = build_report(runtime, SCOPE, progress=lambda label, done, total: seen.append((label, done, total)))
@@ -270,6 +278,7 @@ def test_header_fields_and_progress(runtime, sample):
     ]
 
 
+@pytest.mark.slow
 def test_the_page_shows_hostile_memory_text_as_text(runtime, sample):
     page = render_report(build_report(runtime, SCOPE))
     assert "<img" not in page and "onerror=alert" not in page.replace("onerror=alert(1)&gt;", "")

@@ -138,6 +138,7 @@ def test_the_report_renders_every_chart_and_section_without_errors(opened, pages
     assert time.perf_counter() - started < 30
 
 
+@pytest.mark.slow
 def test_a_hostile_memory_is_text_and_creates_no_element(opened, pages):
     tab = opened(pages["sample"])
     page = tab.page
@@ -151,6 +152,7 @@ def test_a_hostile_memory_is_text_and_creates_no_element(opened, pages):
     assert tab.dialogs == [] and tab.problems == []
 
 
+@pytest.mark.slow
 def test_sorting_a_table_by_a_column_reorders_its_rows(opened, pages):
     tab = opened(pages["sample"])
     table = tab.page.locator("#feedback table.sortable").first
@@ -166,6 +168,7 @@ def test_sorting_a_table_by_a_column_reorders_its_rows(opened, pages):
     assert tab.problems == []
 
 
+@pytest.mark.slow
 def test_an_empty_scope_shows_how_to_get_data(opened, pages):
     tab = opened(pages["empty"])
     page = tab.page

@@ -250,6 +250,7 @@ def test_only_the_scopes_asked_for_are_exported(stores):
 # ------------------------------------------------------------------ re-embedding
 
 
+@pytest.mark.slow
 def test_reembedding_gives_every_memory_of_another_model_new_vectors_and_keeps_the_rest(tmp_path):
     settings = settings_for(tmp_path / "store")
     old = make_runtime(settings, embedder=TokenEmbedder(384))

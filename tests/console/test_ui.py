@@ -64,6 +64,7 @@ def fetch(
         return status, raw
 
 
+@pytest.mark.slow
 def test_every_request_without_this_runs_token_is_refused(ui):
     assert ui.url.startswith("http://127.0.0.1:") and f"?token={ui.token}" in ui.url
     for path in ("/", "/api/memories", "/report"):
@@ -74,6 +75,7 @@ def test_every_request_without_this_runs_token_is_refused(ui):
     assert fetch(ui, "/api/memories", token=ui.token)[0] == 200
 
 
+@pytest.mark.slow
 def test_the_calls_stay_in_the_configured_scope_and_errors_say_what_to_do(ui):
     status, listed = fetch(ui, "/api/memories", token=ui.token)
     assert status == 200 and (listed["org_id"], listed["project_id"]) == ("default", "default")

@@ -261,6 +261,7 @@ ISSUER = "https://id.example.com"
 RESOURCE = "http://127.0.0.1:8765/mcp"
 
 
+@pytest.mark.slow
 def test_introspection_accepts_an_active_token_for_this_server_and_reads_its_grant():
     provider = IdentityProvider(
         {

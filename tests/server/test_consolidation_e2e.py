@@ -75,6 +75,7 @@ async def test_the_llm_resolver_merges_a_paraphrase_into_a_reworded_memory_throu
     assert any("consolidate" in system for system in asked)
 
 
+@pytest.mark.slow
 async def test_without_sampling_the_rules_keep_a_paraphrase_and_merge_a_restatement(tmp_path):
     server = server_with(settings_for(tmp_path / "db"))
     async with connected(server) as client:  # offers no sampling: the deterministic resolver decides

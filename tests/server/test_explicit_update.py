@@ -12,6 +12,7 @@ OLD = "The billing database runs Postgres 15 on db-billing-1"
 NEW = "The billing database runs Postgres 16 on db-billing-2 since the upgrade"
 
 
+@pytest.mark.slow
 async def test_an_explicit_update_supersedes_the_memory_with_lineage_and_keeps_its_weight(settings):
     async with connected(server_with(settings)) as client:
         old = await call(client, "remember", {"content": OLD, "tags": ["db"], "kind": "fact"})

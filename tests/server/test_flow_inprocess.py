@@ -176,6 +176,7 @@ async def test_tools_are_listed_with_their_contract(settings):
     assert all("$ref" not in json.dumps(tool.input_schema) for tool in tools.values())
 
 
+@pytest.mark.slow
 async def test_agent_defaults_to_the_client_name_and_session_to_the_connection(settings):
     server = server_with(settings)
     async with connected(server, agent="cursor") as client:
@@ -189,6 +190,7 @@ async def test_agent_defaults_to_the_client_name_and_session_to_the_connection(s
     assert three["session_id"] != one["session_id"]
 
 
+@pytest.mark.slow
 async def test_handshake_era_clients_get_one_session_per_connection(settings):
     server = server_with(settings)
     async with connected(server, agent="claude-desktop", mode="legacy") as client:

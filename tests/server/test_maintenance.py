@@ -39,6 +39,7 @@ async def compacted(runtime) -> None:
             await anyio.sleep(0.1)
 
 
+@pytest.mark.slow
 async def test_background_maintenance_compacts_small_appends(tmp_path):
     settings = settings_for(tmp_path / "db", maintenance_interval_seconds=0.2, compaction_min_fragments=4)
     built = Recorded()
@@ -106,6 +107,7 @@ def test_the_aggregation_job_runs_at_start_then_every_interval_by_its_clock(tmp_
     assert waits == [(60.0, 1), (60.0, 2), (60.0, 3)]
 
 
+@pytest.mark.slow
 async def test_stats_carry_the_last_aggregation_pass_with_the_source_documents_names(tmp_path):
     settings = settings_for(tmp_path / "db")
     built = Recorded()

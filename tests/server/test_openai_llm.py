@@ -106,6 +106,7 @@ async def test_an_agents_own_llm_reranker_runs_on_the_endpoint_and_its_cost_is_p
     assert len(endpoint.requests) == asked and len(theirs["memories"]) == 2  # the writer's: no LLM rerank
 
 
+@pytest.mark.slow
 async def test_the_llm_passes_at_assembly_run_on_the_endpoint_and_explain_shows_each(tmp_path):
     def passes(system: str, prompt: str) -> str:
         if "choose which stored memories" in system and "Candidate memories" in prompt:
@@ -155,6 +156,7 @@ async def test_the_llm_passes_at_assembly_run_on_the_endpoint_and_explain_shows_
     assert by_id[port["id"]]["reason"] == "trimmed by the language model's fact selection"
 
 
+@pytest.mark.slow
 async def test_the_llm_passes_keep_the_deterministic_context_when_the_endpoint_fails(tmp_path):
     with chat_standin() as endpoint:
         endpoint.fail_with = 503
@@ -179,6 +181,7 @@ async def test_the_llm_passes_keep_the_deterministic_context_when_the_endpoint_f
     assert all("HTTP 503" in e["reason"] for e in events)
 
 
+@pytest.mark.slow
 async def test_when_context_selection_leaves_nothing_the_agent_reads_why(tmp_path):
     def drop_all(system: str, prompt: str) -> str:
         shown = json.loads(prompt.split("as JSON:\n", 1)[1].split("\nWhich memories", 1)[0])

@@ -21,6 +21,7 @@ async def remember_as(server, agent: str, content: str, **extra) -> dict:
         return await call(client, "remember", {"content": content, **extra})
 
 
+@pytest.mark.slow
 async def test_a_greeting_is_gated_and_explain_says_so(settings):
     server = server_with(settings)
     await remember_as(server, "a", "The deploy script lives in scripts/deploy.sh")
@@ -35,6 +36,7 @@ async def test_a_greeting_is_gated_and_explain_says_so(settings):
     assert real["gated"] is False and len(real["memories"]) == 1
 
 
+@pytest.mark.slow
 async def test_a_conclusion_three_agents_stored_outranks_an_equally_relevant_single_agent_memory(settings):
     server = server_with(settings, reranker=ScriptedReranker(SCORES))
     single = await remember_as(server, "agent-a", SINGLE)
@@ -56,6 +58,7 @@ async def test_a_conclusion_three_agents_stored_outranks_an_equally_relevant_sin
     assert explained["candidates"][1]["scores"]["corroboration_boost"] == 0.0
 
 
+@pytest.mark.slow
 async def test_near_duplicates_by_three_agents_are_boosted_but_three_by_one_agent_are_not(tmp_path):
     # Consolidation off, so one agent's copies stay side by side (with it on they merge: see test_consolidation).
     settings = settings_for(tmp_path / "db", consolidation_enabled=False)
@@ -96,6 +99,7 @@ async def test_near_duplicates_by_three_agents_are_boosted_but_three_by_one_agen
     assert len(folded) == 2
 
 
+@pytest.mark.slow
 async def test_a_sibling_from_the_same_episode_appears_below_its_source(settings):
     scores = {"The billing service stores invoices in Postgres": 0.9}
     server = server_with(settings, reranker=ScriptedReranker(scores, default=0.01))
@@ -163,6 +167,7 @@ async def test_sampling_drives_iterative_retrieval(tmp_path, mode):
     assert found["queries"] == ["kafka retention"]
 
 
+@pytest.mark.slow
 async def test_without_sampling_iterative_retrieval_is_skipped_cleanly(tmp_path):
     server = server_with(settings_for(tmp_path / "db", max_iterations=3))
     await remember_as(server, "a", "Billing invoices live in Postgres")

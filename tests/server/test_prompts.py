@@ -24,6 +24,7 @@ async def test_the_prompts_are_listed_with_their_arguments(settings):
     assert {argument.name for argument in prompts["session_end"].arguments} == {"outcome", "notes"}
 
 
+@pytest.mark.slow
 async def test_session_start_recalls_the_task_context_and_the_recall_counts_for_the_outcome(settings):
     async with connected(server_with(settings)) as client:
         stored = await call(
@@ -49,6 +50,7 @@ async def test_session_start_on_an_empty_scope_says_memory_holds_nothing_yet(set
     assert "Memory holds nothing relevant to it yet" in started
 
 
+@pytest.mark.slow
 async def test_a_long_task_is_searched_by_its_beginning(settings):
     async with connected(server_with(settings)) as client:
         await call(client, "remember", {"content": "Release notes are drafted in the docs repository"})

@@ -54,6 +54,7 @@ async def test_a_memory_by_id_is_shown_in_full_with_its_weight_history_and_linea
     assert shown["lineage"]["current"]["id"] == stored["id"]
 
 
+@pytest.mark.slow
 async def test_a_memory_in_another_scope_is_read_by_naming_the_scope(settings):
     async with connected(server_with(settings)) as client:
         stored = await call(
@@ -87,6 +88,7 @@ async def test_memories_are_listed_newest_first_page_by_page_and_none_twice_whil
     assert [m["id"] for m in again["memories"]] == [late, *reversed(written)]
 
 
+@pytest.mark.slow
 async def test_stats_count_the_scope_by_status_kind_and_tier(settings):
     async with connected(server_with(settings)) as client:
         await call(client, "remember", {"content": "Deploys happen on Tuesdays"})

@@ -31,6 +31,7 @@ def every_stored_string(db_uri: str) -> list[str]:
     return values
 
 
+@pytest.mark.slow
 async def test_secrets_are_replaced_before_anything_is_embedded_or_stored(settings):
     embedder = RecordingEmbedder()
     secrets = (AWS_KEY_ID, JWT, DB_PASSWORD)

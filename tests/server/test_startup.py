@@ -11,6 +11,7 @@ from tests.helpers import TOOL_NAMES, call, call_error, connected, make_runtime
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_tools_list_answers_while_models_are_still_loading(settings):
     release = threading.Event()
 

@@ -23,6 +23,7 @@ async def stored(client) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 async def test_recall_keeps_memories_with_any_or_with_all_of_the_tags(settings):
     async with connected(server_with(settings)) as client:
         ids = await stored(client)

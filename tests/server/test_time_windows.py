@@ -99,6 +99,7 @@ async def test_the_listing_reads_the_same_expressions(settings):
         assert listed["since"] == "2026-11-16T00:00:00Z"
 
 
+@pytest.mark.slow
 async def test_with_query_time_words_on_an_unambiguous_expression_in_the_query_becomes_the_window(settings):
     async with connected(server_at_now(settings.model_copy(update={"query_time_words": True}))) as client:
         ids = await remembered(client)

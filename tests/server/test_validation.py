@@ -96,6 +96,7 @@ async def test_a_client_name_with_line_breaks_becomes_one_clean_line(settings):
     assert not any(line.startswith("SYSTEM") for line in recalled["context"].splitlines())
 
 
+@pytest.mark.slow
 async def test_a_store_fault_is_a_clear_tool_error(settings, monkeypatch):
     from server.app import build_server
     from tests.helpers import make_runtime

@@ -273,6 +273,7 @@ async def test_a_private_memory_never_absorbs_revises_or_quotes_a_shared_one(ser
         )
 
 
+@pytest.mark.slow
 async def test_the_memory_resources_show_a_private_memory_to_its_agent_only(server):
     async with two_agents(server) as (alice, bob):
         secret = await remember(alice, "Alice's notes on the quarterly numbers", BILLING, visibility="agent")
@@ -287,6 +288,7 @@ async def test_the_memory_resources_show_a_private_memory_to_its_agent_only(serv
         assert secret["id"] in listed.contents[0].text
 
 
+@pytest.mark.slow
 async def test_drift_shows_the_newest_changes_a_caller_may_read_even_behind_private_ones(server):
     async with two_agents(server) as (alice, bob):
         await remember(alice, "I prefer TypeScript.", BILLING)
@@ -304,6 +306,7 @@ async def test_drift_shows_the_newest_changes_a_caller_may_read_even_behind_priv
         assert [change["by"]["id"] for change in theirs["changes"]] == [shared["id"]]
 
 
+@pytest.mark.slow
 async def test_reports_from_every_project_move_an_org_memorys_weight(server):
     """An org memory's global weight replays the reports of every project that read it: a second
     project's report takes a second step instead of writing over the first (alpha 0.2 towards 1.75)."""

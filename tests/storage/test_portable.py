@@ -108,6 +108,7 @@ def test_rows_are_json_ready_with_utc_microsecond_times_and_base64_little_endian
     assert second["created_at"] == "2026-05-01T12:00:00.000007Z"
 
 
+@pytest.mark.slow
 def test_every_table_is_exported_in_a_stable_order_and_scopes_and_vectors_can_be_left_out(store):
     fill(store)
     exported = list(portable.export_rows(store))
@@ -134,6 +135,7 @@ def test_every_table_is_exported_in_a_stable_order_and_scopes_and_vectors_can_be
     assert all("vector" not in row for row in web_only[schema.MEMORIES])
 
 
+@pytest.mark.slow
 def test_an_import_writes_every_row_as_it_was_and_a_second_import_writes_nothing(store, target):
     fill(store)
     first = import_all(store, target)
@@ -155,6 +157,7 @@ def test_an_import_writes_every_row_as_it_was_and_a_second_import_writes_nothing
     assert target.count_memories() == 3
 
 
+@pytest.mark.slow
 def test_rows_repeated_in_one_import_are_written_once(store, target):
     fill(store)
     memories = rows_by_table(store)[schema.MEMORIES]
@@ -162,6 +165,7 @@ def test_rows_repeated_in_one_import_are_written_once(store, target):
     assert (count.written, count.skipped) == (3, 1)
 
 
+@pytest.mark.slow
 def test_an_episode_id_used_in_two_scopes_is_two_episodes(store, target):
     store.insert_memory(new("m1", "one", episode_id="ep"))
     store.insert_memory(new("m2", "two", episode_id="ep", scope=OTHER))
@@ -191,6 +195,7 @@ def test_a_row_that_does_not_fit_its_table_is_refused_and_nothing_of_the_batch_i
     assert target.count_memories() == 0
 
 
+@pytest.mark.slow
 def test_checking_a_row_accepts_a_missing_vector_that_an_import_must_be_given(store, target):
     fill(store)
     row = rows_by_table(store, vectors=False)[schema.MEMORIES][0]
@@ -203,6 +208,7 @@ def test_checking_a_row_accepts_a_missing_vector_that_an_import_must_be_given(st
     assert portable.import_rows(target, schema.MEMORIES, [given]).written == 1
 
 
+@pytest.mark.slow
 def test_imported_memories_reach_the_scope_copy_this_process_already_holds(store, target):
     fill(store)
     assert target.get_memory("m1", SCOPE) is None  # builds the (empty) copy of the scope

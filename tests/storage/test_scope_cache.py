@@ -273,6 +273,7 @@ def open_text_store(path, **cache) -> MemoryStore:
     return MemoryStore.open(str(path), vector_dim=DIM, analyzer=index_terms, **cache)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kinds", "tags"), [(None, None), (["artifact"], None), (None, ["db"])])
 def test_a_copy_with_an_analyzer_answers_full_text_searches_with_lancedbs_filters(tmp_path, kinds, tags):
     with open_text_store(tmp_path / "db") as cached, open_store(tmp_path / "db", cache_scope_rows=0) as plain:
@@ -299,6 +300,7 @@ def test_text_written_by_another_process_or_purged_reaches_the_copys_index(tmp_p
         assert mine.cache.loads == 2  # the insert's copies of its two scopes, nothing since
 
 
+@pytest.mark.slow
 def test_a_copy_knows_the_scopes_episodes_and_follows_new_ones_and_titles(tmp_path):
     with open_store(tmp_path / "db") as mine, open_store(tmp_path / "db") as theirs:
         mine.insert_many([new("a", "first step", episode_id="e1")])

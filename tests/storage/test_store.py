@@ -391,6 +391,7 @@ def test_no_vector_index_is_built_while_the_scope_copies_hold_every_memory(tmp_p
         assert not any("vector" in index.columns for index in store._memories.list_indices())
 
 
+@pytest.mark.slow
 def test_stores_of_different_widths_opened_in_turn_each_write_their_own_rows(tmp_path):
     for round_ in range(6):
         for dim in (8, 16):
@@ -455,6 +456,7 @@ def quoting(memory_id: str, text: str, retrieval_id: str = "r1") -> RetrievalRec
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("recalled_from_a_copy", [True, False])
 def test_a_record_another_process_queued_before_a_purge_is_written_without_the_purged_text(
     tmp_path, recalled_from_a_copy
@@ -482,6 +484,7 @@ def test_a_record_another_process_queued_before_a_purge_is_written_without_the_p
         a.close()
 
 
+@pytest.mark.slow
 def test_a_purge_scrubs_after_an_append_that_read_the_memory_before_the_purge(tmp_path):
     # Process B read the statuses (nothing purged yet) and is appending its record, unmasked; A's scrub
     # waits for that append and then masks it.

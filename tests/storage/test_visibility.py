@@ -104,22 +104,26 @@ def test_every_read_of_a_view_returns_what_its_viewer_may_see(store, viewer):
     }
 
 
+@pytest.mark.slow
 def test_a_plain_scope_reads_that_scope_whole_and_nothing_of_the_shelf(store):
     found = {h.record.id for h in store.vector_search(WEB, unit(0), embedder="emb", limit=10)}
     assert found == {"project", "agent", "session", "bobs"}
     assert store.get_memory("org", WEB) is None and store.get_memory("org", org_shelf("acme")) is not None
 
 
+@pytest.mark.slow
 def test_the_operators_view_reads_every_memory_of_the_project_and_the_shelf(store):
     found = {h.record.id for h in store.vector_search(View(WEB), unit(0), embedder="emb", limit=10)}
     assert found == {"project", "agent", "session", "bobs", "org"}
 
 
+@pytest.mark.slow
 def test_another_project_of_the_org_reads_only_the_shelf_and_its_own(store):
     found = {h.record.id for h in store.fulltext_search(View(API, BOB), "deploy notes", limit=10)}
     assert found == {"api", "org"}
 
 
+@pytest.mark.slow
 def test_a_search_of_two_scopes_keeps_its_limit_and_best_first_order(store):
     hits = store.vector_search(View(WEB, ALICE), unit(0), embedder="emb", limit=2)
     assert len(hits) == 2
@@ -128,6 +132,7 @@ def test_a_search_of_two_scopes_keeps_its_limit_and_best_first_order(store):
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
+@pytest.mark.slow
 def test_private_memories_neither_corroborate_nor_contradict_in_the_aggregation_rows(store):
     assert {row.id for row in store.aggregation_rows(WEB, 10)} == {"project"}
     assert {row.id for row in store.aggregation_rows(org_shelf("acme"), 10)} == {"org"}
@@ -145,6 +150,7 @@ def test_audiences_follow_visibility_owner_and_session():
     assert may_see(None, session)  # the operator
 
 
+@pytest.mark.slow
 def test_a_time_window_holds_memories_only_if_the_viewer_may_see_one_of_that_time(store):
     month_ago = NOW - timedelta(days=30)
     store.insert_memory(new("old", "an old private note", WEB, "agent", created_at=month_ago))
@@ -153,6 +159,7 @@ def test_a_time_window_holds_memories_only_if_the_viewer_may_see_one_of_that_tim
     assert not store.holds_memories_in(View(WEB, BOB), window)
 
 
+@pytest.mark.slow
 def test_an_audience_view_filters_before_its_limit(store):
     """Consolidation reads one audience: nearer memories of other audiences never crowd it out."""
     store.insert_memory(new("closer", "shared and nearer", WEB, "project"))
@@ -166,6 +173,7 @@ def test_an_audience_view_filters_before_its_limit(store):
     assert [m.id for m in store.list_memories(session, limit=10)] == ["session"]
 
 
+@pytest.mark.slow
 def test_a_views_full_text_hits_read_on_one_scale_whichever_index_found_them(store, request):
     query = "deploy notes every project acme"
     alone = store.fulltext_search(org_shelf("acme"), query, limit=1)[0]

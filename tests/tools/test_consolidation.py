@@ -150,6 +150,7 @@ def test_near_duplicates_from_different_agents_are_corroboration_not_redundancy(
             runtime.close()
 
 
+@pytest.mark.slow
 def test_distinct_similar_memories_are_kept_and_marked_not_to_be_examined_again(runtime):
     first = remember(
         RememberInput(content="The billing service stores invoices in Postgres"), runtime, caller()

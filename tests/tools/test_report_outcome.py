@@ -70,6 +70,7 @@ def test_named_memories_move_fully_and_the_others_by_a_quarter_of_their_share(ru
     assert weights(runtime, three) == {"a": 1.0375, "b": 1.15, "c": 1.0}  # a: 1 + 0.25 x 0.15
 
 
+@pytest.mark.slow
 def test_misleading_memories_sink_fully_whatever_the_outcome(runtime, three):
     recall_top(runtime, S1)
     out = report_outcome(ReportOutcomeInput(outcome="partial", misleading_ids=[three["a"]]), runtime, S1)
@@ -174,6 +175,7 @@ def test_a_report_whose_row_was_never_saved_is_redone_whole_on_retry(runtime, th
     assert weights(runtime, three) == {"a": 1.15, "b": 1.15, "c": 1.0}
 
 
+@pytest.mark.slow
 def test_a_retry_that_credits_less_than_the_half_done_report_leaves_nothing_of_it(
     runtime, three, monkeypatch
 ):
@@ -214,6 +216,7 @@ def test_a_corrected_report_replaces_the_earlier_one(runtime, three):
     assert weights(runtime, three) == {"a": 0.85, "b": 0.85, "c": 1.0}
 
 
+@pytest.mark.slow
 def test_weights_replay_sessions_in_the_order_they_first_reported(runtime, three):
     a = three["a"]
     recall_top(runtime, S1)
@@ -294,6 +297,7 @@ def test_a_report_landing_in_between_is_caught_up_from_its_own_rows_not_by_readi
     assert weights(runtime, three) == {"a": 0.97, "b": 0.85, "c": 1.0}
 
 
+@pytest.mark.slow
 def test_a_report_of_the_same_session_landing_in_between_makes_the_report_read_everything_again(
     runtime, three, monkeypatch
 ):

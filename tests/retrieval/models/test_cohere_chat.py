@@ -25,6 +25,7 @@ def test_cohere_chat_answers_with_text_and_billed_tokens():
     assert body["max_tokens"] == 50
 
 
+@pytest.mark.slow
 def test_cohere_chat_failures_become_llm_unavailable_without_the_key():
     with (
         cohere_standin(api_key="right") as standin,

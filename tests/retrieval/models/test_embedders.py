@@ -35,6 +35,7 @@ def test_a_missing_local_folder_is_reported_as_such(tmp_path):
         resolve_model_dir(str(tmp_path / "nope"), allow_downloads=True)
 
 
+@pytest.mark.slow
 def test_a_model_that_declares_a_query_prompt_gets_it_on_queries_only(tiny_models, tmp_path):
     from sentence_transformers import SentenceTransformer
 

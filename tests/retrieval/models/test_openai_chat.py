@@ -11,6 +11,7 @@ from tests.openai_standin import chat_standin
 QUESTION = LLMRequest(purpose="gate", system="Decide.", prompt="billing invoices", max_tokens=60)
 
 
+@pytest.mark.slow
 def test_a_question_is_one_chat_completion_and_its_answer_and_usage_come_back():
     with chat_standin(api_key="local-key") as standin:
         standin.answer = lambda system, prompt: f'{{"echo": "{prompt}"}}'
@@ -32,12 +33,14 @@ def test_a_question_is_one_chat_completion_and_its_answer_and_usage_come_back():
     }
 
 
+@pytest.mark.slow
 def test_a_local_endpoint_needs_no_key():
     with chat_standin() as standin:
         OpenAIChatModel(standin.url + "/", model="qwen2.5").complete(QUESTION)
     assert standin.requests[0]["auth"] is None and standin.requests[0]["path"] == "/v1/chat/completions"
 
 
+@pytest.mark.slow
 def test_every_failure_is_llm_unavailable_with_the_reason():
     with chat_standin(api_key="right") as standin:
         with pytest.raises(LLMUnavailable, match="HTTP 401"):

@@ -26,6 +26,7 @@ def test_unloadable_models_fall_back_to_the_offline_backend_and_say_so_once_each
     assert models.embedder_info.describe().startswith("hashed-v1:384 (offline fallback: ")
 
 
+@pytest.mark.slow
 def test_real_models_load_when_available(tiny_models):
     said: list[str] = []
     config = ModelConfig(
@@ -68,6 +69,7 @@ def test_cohere_without_a_key_falls_back_and_says_why():
     assert len(said) == 1
 
 
+@pytest.mark.slow
 def test_the_onnx_backend_runs_the_models_on_onnxruntime_with_the_vectors_and_scores_of_torch(tiny_models):
     from retrieval.models.onnx_models import EXPORT
 

@@ -40,6 +40,7 @@ def test_cross_encoder_that_is_not_cached_is_unavailable_quickly():
         reranker.warm_up()
 
 
+@pytest.mark.slow
 def test_cohere_rerank_returns_scores_in_input_order():
     with cohere_standin() as standin:
         reranker = CohereReranker("test-key", base_url=standin.url, model="rerank-v3.5")
@@ -53,6 +54,7 @@ def test_cohere_rerank_returns_scores_in_input_order():
     assert request["body"]["top_n"] == 3
 
 
+@pytest.mark.slow
 def test_cohere_bad_key_is_a_configuration_error_that_names_the_fix():
     with cohere_standin(api_key="right") as standin:
         reranker = CohereReranker("wrong", base_url=standin.url)
@@ -71,6 +73,7 @@ def test_cohere_server_errors_are_transient():
     assert failure.value.transient is True
 
 
+@pytest.mark.slow
 def test_the_reranker_and_cohere_chat_share_one_client_and_each_call_keeps_its_own_timeout():
     with cohere_standin() as standin:
         reranker = CohereReranker("test-key", base_url=standin.url, timeout=0.3)
@@ -88,6 +91,7 @@ def test_the_reranker_and_cohere_chat_share_one_client_and_each_call_keeps_its_o
         assert chat.complete(LLMRequest(purpose="test", system="s", prompt="p", max_tokens=5)).text
 
 
+@pytest.mark.slow
 def test_cohere_results_pointing_outside_the_documents_are_rejected():
     with cohere_standin() as standin:
         standin.bad_index = True
