@@ -456,58 +456,57 @@ def quoting(memory_id: str, text: str, retrieval_id: str = "r1") -> RetrievalRec
     )
 
 
+SECRET = "zq7SECRETxk9 the vault passphrase"
+
+
+@pytest.fixture
+def two_processes(tmp_path):
+    """Two stores on one folder, as two server processes hold it, with a memory quoting ``SECRET``."""
+    root = tmp_path / "db"
+    a = MemoryStore.open(str(root), vector_dim=DIM)
+    b = MemoryStore.open(str(root), vector_dim=DIM)
+    a.insert_many([new("m1", "the vault is in the basement"), new("m2", SECRET)])
+    yield root, a, b
+    b.close()
+    a.close()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("recalled_from_a_copy", [True, False])
 def test_a_record_another_process_queued_before_a_purge_is_written_without_the_purged_text(
-    tmp_path, recalled_from_a_copy
+    two_processes, recalled_from_a_copy
 ):
     # Process B recalled the memory and queued its record; process A purged the memory before B's
     # write-behind wrote it. B's append reads the purged status (from its scope copy, brought up to
     # date, or from the table) and masks the quote.
-    root = tmp_path / "db"
-    a = MemoryStore.open(str(root), vector_dim=DIM)
-    b = MemoryStore.open(str(root), vector_dim=DIM)
-    try:
-        secret = "zq7SECRETxk9 the vault passphrase"
-        a.insert_many([new("m1", "the vault is in the basement"), new("m2", secret)])
-        if recalled_from_a_copy:
-            assert b.get_memories(["m2"], SCOPE)["m2"].content == secret  # builds B's copy of the scope
-        with b._logs._flushing:  # B's write-behind waits: the record stays queued across the purge
-            b.record_retrieval(quoting("m2", secret))
-            assert a.purge(SCOPE, ["m2"], NOW) == ["m2"]
-        b.flush_logs()
-        trace = json.loads(a.get_retrieval("r1", SCOPE).trace_json)
-        assert [c["preview"] for c in trace["candidates"]] == ["[purged]", "kept"]
-        assert files_holding(root, b"zq7SECRETxk9") == []
-    finally:
-        b.close()
-        a.close()
+    root, a, b = two_processes
+    if recalled_from_a_copy:
+        assert b.get_memories(["m2"], SCOPE)["m2"].content == SECRET  # builds B's copy of the scope
+    with b._logs._flushing:  # B's write-behind waits: the record stays queued across the purge
+        b.record_retrieval(quoting("m2", SECRET))
+        assert a.purge(SCOPE, ["m2"], NOW) == ["m2"]
+    b.flush_logs()
+    trace = json.loads(a.get_retrieval("r1", SCOPE).trace_json)
+    assert [c["preview"] for c in trace["candidates"]] == ["[purged]", "kept"]
+    assert files_holding(root, b"zq7SECRETxk9") == []
 
 
 @pytest.mark.slow
-def test_a_purge_scrubs_after_an_append_that_read_the_memory_before_the_purge(tmp_path):
+def test_a_purge_scrubs_after_an_append_that_read_the_memory_before_the_purge(two_processes):
     # Process B read the statuses (nothing purged yet) and is appending its record, unmasked; A's scrub
     # waits for that append and then masks it.
-    root = tmp_path / "db"
-    a = MemoryStore.open(str(root), vector_dim=DIM)
-    b = MemoryStore.open(str(root), vector_dim=DIM)
-    try:
-        secret = "zq7SECRETxk9 the vault passphrase"
-        a.insert_many([new("m1", "the vault is in the basement"), new("m2", secret)])
-        purge = threading.Thread(target=a.purge, args=(SCOPE, ["m2"], NOW), daemon=True)
-        with b._logs_lock.shared():
-            row = {**quoting("m2", secret).__dict__, "context_ids": ["m2"]}
-            purge.start()
-            time.sleep(1.0)
-            assert purge.is_alive()  # the scrub waits for the append in progress
-            b._append_rows(b._retrievals, [row])
-        purge.join(timeout=60)
-        assert not purge.is_alive()
-        assert a.get_memory("m2", SCOPE).status == "purged"
-        assert secret not in a.get_retrieval("r1", SCOPE).trace_json
-    finally:
-        b.close()
-        a.close()
+    _, a, b = two_processes
+    purge = threading.Thread(target=a.purge, args=(SCOPE, ["m2"], NOW), daemon=True)
+    with b._logs_lock.shared():
+        row = {**quoting("m2", SECRET).__dict__, "context_ids": ["m2"]}
+        purge.start()
+        time.sleep(1.0)
+        assert purge.is_alive()  # the scrub waits for the append in progress
+        b._append_rows(b._retrievals, [row])
+    purge.join(timeout=60)
+    assert not purge.is_alive()
+    assert a.get_memory("m2", SCOPE).status == "purged"
+    assert SECRET not in a.get_retrieval("r1", SCOPE).trace_json
 
 
 def test_a_purge_another_process_finished_while_we_waited_for_the_lock_is_not_redone(tmp_path, monkeypatch):
