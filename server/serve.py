@@ -152,12 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["serve"]:
         argv = argv[1:]
     elif argv and not argv[0].startswith("-"):
-        print(
-            f"memoria: python -m server only serves; run `memoria {argv[0]}` (or `python -m console "
-            f"{argv[0]}`) for the command {argv[0]!r}",
-            file=sys.stderr,
+        return refused(
+            f"python -m server only serves; run `memoria {argv[0]}` (or `python -m console {argv[0]}`) "
+            f"for the command {argv[0]!r}"
         )
-        return 2
     parser = argparse.ArgumentParser(
         prog="python -m server",
         description="Serve memoria over MCP. The commands for people (recall, remember, import, ...) are "
@@ -170,8 +168,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(settings.log_level)
         return serve(settings, args.http)
     except ConfigError as exc:
-        print(f"memoria: {exc}", file=sys.stderr)
-        return 2
+        return refused(str(exc))
+
+
+def refused(message: str) -> int:
+    """Say why the server does not start, on stderr (stdout is the protocol stream), before logging is
+    set up; the exit status."""
+    sys.stderr.write(f"memoria: {message}\n")
+    return 2
 
 
 if __name__ == "__main__":

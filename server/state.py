@@ -76,11 +76,12 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
     corroboration = CorroborationService(
         store, max_rows=settings.aggregation.max_rows, oppositions=oppositions(settings)
     )
+    weight_policy = weight_policy_for(settings)  # one policy: the feedback index's and report_outcome's
     feedback = FeedbackIndex(
         store,
         models.embedder,
         closeness=closeness_for(settings.feedback.closeness, models.embedder.name),
-        policy=weight_policy_for(settings),
+        policy=weight_policy,
     )
     options = pipeline_options(settings, models.embedder.name, reranked=models.reranker is not None)
     stages = build_stages(store, models, options, corroboration, feedback)
@@ -94,7 +95,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
     )
     runtime = ServerRuntime(
         settings=settings,
-        weight_policy=weight_policy_for(settings),
+        weight_policy=weight_policy,
         credit_policy=credit_policy_for(settings),
         store=store,
         models=models,

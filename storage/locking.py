@@ -83,25 +83,34 @@ class WriteLock:
             return
         if self._handle is None:
             self._handle = open(self._lock_path, "a+b")  # noqa: SIM115 - held for the store's lifetime
-        if fcntl is not None:
-            fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX)
-        elif msvcrt is not None:  # pragma: no cover - Windows
-            self._handle.seek(0)
-            while True:
-                try:
-                    msvcrt.locking(self._handle.fileno(), msvcrt.LK_LOCK, 1)
-                    break
-                except OSError:
-                    time.sleep(0.01)
+        lock_file(self._handle, exclusive=True)
 
     def _release_file(self) -> None:
-        if self._handle is None:
-            return
-        if fcntl is not None:
-            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
-        elif msvcrt is not None:  # pragma: no cover - Windows
-            self._handle.seek(0)
-            msvcrt.locking(self._handle.fileno(), msvcrt.LK_UNLCK, 1)
+        if self._handle is not None:
+            unlock_file(self._handle)
+
+
+def lock_file(handle: IO[bytes], *, exclusive: bool) -> None:
+    """Take an advisory lock on an open file, waiting for it: shared or exclusive (Windows has exclusive
+    locks only)."""
+    if fcntl is not None:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    elif msvcrt is not None:  # pragma: no cover - Windows
+        handle.seek(0)
+        while True:
+            try:
+                msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+                break
+            except OSError:
+                time.sleep(0.01)
+
+
+def unlock_file(handle: IO[bytes]) -> None:
+    if fcntl is not None:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    elif msvcrt is not None:  # pragma: no cover - Windows
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
 
 
 class LogsLock:
@@ -133,29 +142,16 @@ class LogsLock:
     @contextmanager
     def _held(self, *, exclusive: bool) -> Iterator[None]:
         with self._here:
-            if self._lock_path is None or (fcntl is None and msvcrt is None):
+            if self._lock_path is None:
                 yield
                 return
             # A handle of its own each time: locks on one open file would not exclude each other.
             with open(self._lock_path, "a+b") as handle:
-                if fcntl is not None:
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-                else:  # pragma: no cover - Windows: no shared locks, so both are exclusive
-                    handle.seek(0)
-                    while True:
-                        try:
-                            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
-                            break
-                        except OSError:
-                            time.sleep(0.01)
+                lock_file(handle, exclusive=exclusive)
                 try:
                     yield
                 finally:
-                    if fcntl is not None:
-                        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-                    else:  # pragma: no cover - Windows
-                        handle.seek(0)
-                        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+                    unlock_file(handle)
 
 
 _RETRYABLE_MARKERS = ("conflict", "too many concurrent writers", "retryable", "commit")
