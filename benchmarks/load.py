@@ -69,8 +69,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(db: Path, tokens: dict[str, str], folder: Path) -> Iterator[str]:
-    """The real server over HTTP with one static token per client; yields its URL once it answers."""
+def served(
+    db: Path, tokens: dict[str, str], folder: Path, extra_env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """The real server over HTTP with one static token per client (``extra_env``: more MEMORIA_*
+    settings); yields its URL once it answers."""
     entries = [{"principal": name, "token": token, "write": ["*/*"]} for name, token in tokens.items()]
     (folder / "tokens.json").write_text(json.dumps({"tokens": entries}))
     port = free_port()
@@ -82,6 +85,7 @@ def served(db: Path, tokens: dict[str, str], folder: Path) -> Iterator[str]:
         "MEMORIA_LLM": "none",
         "MEMORIA_HTTP_TOKENS_FILE": str(folder / "tokens.json"),
         "MEMORIA_LOG_LEVEL": "WARNING",
+        **(extra_env or {}),
     }
     with open(folder / "server.log", "wb") as log:
         process = subprocess.Popen(
@@ -229,7 +233,12 @@ async def open_loop(session: Any, me: Client, rate: float, seconds: float, tally
 
 
 def run_load(
-    clients: int, seconds: float, memories: int, seed: int = 5, rate: float | None = None
+    clients: int,
+    seconds: float,
+    memories: int,
+    seed: int = 5,
+    rate: float | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """``rate``: calls a second from all clients together, sent when due (an open loop); None: each
     client calls again as soon as it has its answer (a closed loop, the server saturated)."""
@@ -244,7 +253,7 @@ def run_load(
             for i in range(clients)
         }
         tally = Tally()
-        with served(db, tokens, folder) as url:
+        with served(db, tokens, folder, extra_env) as url:
 
             async def everyone() -> None:
                 async with anyio.create_task_group() as group:
@@ -323,11 +332,18 @@ def main(argv: list[str] | None = None) -> int:
         help="calls a second from all clients together, each sent when due (an open loop; latency "
         "counted from when it was due); without it each client calls again once answered",
     )
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="MEMORIA_VAR=VALUE", help="a server setting"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "load.json")
     args = parser.parse_args(argv)
     if args.rate is not None and args.rate <= 0:
         parser.error("--rate must be above 0")
-    report = run_load(args.clients, args.seconds, args.memories, rate=args.rate)
+    if bad := [item for item in args.set if not item.startswith("MEMORIA_") or "=" not in item]:
+        parser.error(f"--set takes MEMORIA_VAR=VALUE, not {bad[0]!r}")
+    extra_env = dict(item.split("=", 1) for item in args.set)
+    report = run_load(args.clients, args.seconds, args.memories, rate=args.rate, extra_env=extra_env)
+    report["settings"] = extra_env
     print(render(report), file=sys.stdout)
     write_json(args.out, report)
     return 0 if report["errors"] == 0 else 1

@@ -119,12 +119,12 @@ class ScopeCopy:
         readers = self.audience_code[:count]
         if viewer is not None:
             own = [self.audiences[key] for key in viewer.own_audiences if key in self.audiences]
-            mask &= (readers == -1) | np.isin(readers, np.asarray(own, dtype=np.int32))
+            mask &= (readers == -1) | _one_of(readers, own)
         if audience is not None:  # -2: an audience with no memory here
             mask &= readers == (self.audiences.get(audience, -2) if audience.private else -1)
         if kinds:
             codes = [self.kinds[kind] for kind in kinds if kind in self.kinds]
-            mask &= np.isin(self.kind_code[:count], np.asarray(codes, dtype=np.int32))
+            mask &= _one_of(self.kind_code[:count], codes)
         if keep is not None:
             mask &= np.asarray([keep(self.records[memory_id]) for memory_id in self.ids], dtype=bool)
         return mask
@@ -240,3 +240,12 @@ def episode_members(copy: ScopeCopy, episode_ids: Sequence[str]) -> list[MemoryR
     """The active members of these episodes."""
     members = (copy.records[i] for e in dict.fromkeys(episode_ids) for i in copy.episodes.get(e, ()))
     return [record for record in members if record.status == "active"]
+
+
+def _one_of(values: np.ndarray, codes: Sequence[int]) -> np.ndarray:
+    """``values`` equal to any of ``codes``, a handful at most (a viewer's audiences, a search's kinds):
+    one comparison each, several times faster than ``np.isin`` on so few."""
+    mask = np.zeros(len(values), dtype=bool)
+    for code in codes:
+        mask |= values == code
+    return mask

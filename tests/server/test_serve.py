@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from server.config import limit_blas_threads
-from server.serve import parse_http_address, tune_malloc
+from server.serve import event_loop_options, parse_http_address, tune_malloc
 
 
 @pytest.mark.parametrize(
@@ -167,3 +167,11 @@ def test_python_m_server_only_serves_and_points_a_command_for_people_at_memoria(
 
     assert main(["recall", "the pool size"]) == 2
     assert "memoria recall" in capsys.readouterr().err
+
+
+def test_the_event_loop_is_uvloop_when_installed_and_wanted(monkeypatch):
+    pytest.importorskip("uvloop")
+    assert event_loop_options(True) == {"use_uvloop": True}
+    assert event_loop_options(False) == {"use_uvloop": False}
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if it were not installed: asyncio's own loop
+    assert event_loop_options(True) == {"use_uvloop": False}

@@ -182,7 +182,7 @@ def test_a_batch_is_one_write_with_its_own_near_duplicates_already_superseded(ru
 def test_content_of_control_characters_only_is_refused_and_nul_never_reaches_storage(runtime):
     from pydantic import ValidationError
 
-    for content in ("\x00", "\x00\x01\u200b", "\x1b\x07\t\u2060"):
+    for content in ("\x00", "\x00\x01\u200b", "\x1b\x07\t\u2060", " \x7f\x1f\n "):
         with pytest.raises(ValidationError, match="only control characters"):
             RememberInput(content=content)
     stored = remember(RememberInput(content="staging\x00 resets on Sunday"), runtime, CALLER)
@@ -205,3 +205,9 @@ def test_an_update_refused_because_its_memory_left_meanwhile_leaves_nothing_new_
         if e.resolver == "explicit"
     ]
     assert len(withdrawn) == 1 and "was refused" in withdrawn[0].reason
+
+
+def test_line_breaks_and_tabs_of_visible_text_are_kept_as_written(runtime):
+    for content in ("line one\nline two\tend", "naïve café\r\nsecond line"):
+        stored = remember(RememberInput(content=content), runtime, CALLER)
+        assert runtime.store.get_memory(stored.id).content == content
