@@ -39,7 +39,7 @@ import anyio
 
 from benchmarks.corpus import generate, queries, store_corpus
 from benchmarks.perf import percentile
-from benchmarks.reporting import RESULTS, offline_settings, write_json
+from benchmarks.reporting import RESULTS, add_settings_argument, offline_settings, settings_of, write_json
 
 MIX: tuple[tuple[str, int], ...] = (
     ("recall", 70),
@@ -332,16 +332,12 @@ def main(argv: list[str] | None = None) -> int:
         help="calls a second from all clients together, each sent when due (an open loop; latency "
         "counted from when it was due); without it each client calls again once answered",
     )
-    parser.add_argument(
-        "--set", action="append", default=[], metavar="MEMORIA_VAR=VALUE", help="a server setting"
-    )
+    add_settings_argument(parser)
     parser.add_argument("--out", type=Path, default=RESULTS / "load.json")
     args = parser.parse_args(argv)
     if args.rate is not None and args.rate <= 0:
         parser.error("--rate must be above 0")
-    if bad := [item for item in args.set if not item.startswith("MEMORIA_") or "=" not in item]:
-        parser.error(f"--set takes MEMORIA_VAR=VALUE, not {bad[0]!r}")
-    extra_env = dict(item.split("=", 1) for item in args.set)
+    extra_env = settings_of(parser, args.set)
     report = run_load(args.clients, args.seconds, args.memories, rate=args.rate, extra_env=extra_env)
     report["settings"] = extra_env
     print(render(report), file=sys.stdout)

@@ -50,7 +50,7 @@ from benchmarks.locomo import (
     reciprocal_rank,
     standing_turns,
 )
-from benchmarks.reporting import RESULTS, offline_settings, write_json
+from benchmarks.reporting import RESULTS, add_settings_argument, offline_settings, settings_of, write_json
 from console.terminal import ProgressBar
 
 KS = (5, 10, 20)
@@ -602,14 +602,10 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FOLDER",
         help="also run with this local sentence-transformers model (no reranker), beside the offline backend",
     )
-    parser.add_argument(
-        "--set", action="append", default=[], metavar="MEMORIA_VAR=VALUE", help="try a setting (repeatable)"
-    )
+    add_settings_argument(parser, help="try a setting (repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS / "quality.json")
     args = parser.parse_args(argv)
-    extra = dict(item.split("=", 1) for item in args.set if "=" in item)
-    if len(extra) != len(args.set):
-        parser.error("--set takes MEMORIA_VAR=VALUE")
+    extra = settings_of(parser, args.set)
     if args.embedding_model is not None and not args.embedding_model.is_dir():
         parser.error(f"--embedding-model {args.embedding_model} is not a folder")
     backends: dict[str, tuple[bool, dict[str, str]]] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -43,3 +44,17 @@ def measured_apart(module: str, *arguments: str) -> dict[str, Any]:
     )
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def add_settings_argument(
+    parser: argparse.ArgumentParser, help: str = "a server setting (repeatable)"
+) -> None:
+    """``--set MEMORIA_VAR=VALUE``, repeatable: settings a benchmark passes to the server it runs."""
+    parser.add_argument("--set", action="append", default=[], metavar="MEMORIA_VAR=VALUE", help=help)
+
+
+def settings_of(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, str]:
+    """The ``--set`` items as a mapping; one without ``=`` is a usage error."""
+    if any("=" not in item for item in items):
+        parser.error("--set takes MEMORIA_VAR=VALUE")
+    return dict(item.split("=", 1) for item in items)

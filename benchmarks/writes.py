@@ -26,7 +26,7 @@ from typing import Any
 
 import anyio
 
-from benchmarks.reporting import RESULTS, write_json
+from benchmarks.reporting import RESULTS, add_settings_argument, settings_of, write_json
 
 WINDOW = 300
 WORDS = [
@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--in-flight", type=int, default=30)
     parser.add_argument("--concurrent-writes", type=int, default=600)
     parser.add_argument("--embedding-model", type=Path, help="a local sentence-transformers model folder")
-    parser.add_argument("--set", action="append", default=[], metavar="MEMORIA_VAR=VALUE")
+    add_settings_argument(parser)
     parser.add_argument("--server-log", type=Path, help="keep the server's stderr in this file")
     parser.add_argument("--out", type=Path, default=RESULTS / "writes.json")
     args = parser.parse_args(argv)
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     else:
         env |= {"MEMORIA_EMBEDDER": "hashed", "MEMORIA_RERANKER": "none"}
-    env |= dict(item.split("=", 1) for item in args.set)
+    env |= settings_of(parser, args.set)
     with tempfile.TemporaryDirectory(prefix="memoria-writes-") as tmp:
         report = anyio.run(
             run,

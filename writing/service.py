@@ -72,20 +72,14 @@ def memory_id_for(scope: Scope, content_digest: str, audience: Audience = SHARED
     return "mem_" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
-ASCII_CONTROLS = dict.fromkeys([*range(0x20), 0x7F])  # str.translate: delete them
-
-
 def stored_content(content: str) -> str:
     """The content to store: NUL characters removed (they never reach storage); refused (``ValueError``)
     when nothing visible is left once control and format characters are set aside."""
     if not content.strip():
         raise ValueError("is empty or whitespace only: pass the text to remember")
     cleaned = content.replace("\x00", "")
-    if cleaned.isascii():  # ASCII has control characters (Cc) and no format characters (Cf)
-        visible = cleaned.translate(ASCII_CONTROLS)
-    else:
-        visible = "".join(char for char in cleaned if unicodedata.category(char) not in ("Cc", "Cf"))
-    if not visible.strip():
+    # Stops at the first visible character (almost always the first one) instead of reading the whole text.
+    if not any(not char.isspace() and unicodedata.category(char) not in ("Cc", "Cf") for char in cleaned):
         raise ValueError(
             "holds only control characters (no visible text once they are removed): pass the text to remember"
         )
