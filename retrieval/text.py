@@ -131,8 +131,11 @@ def index_terms(text: str) -> list[str]:
     return [porter2_stem(word) for word in content_words(text)]
 
 
+@lru_cache(maxsize=32_768)
 def term_set(text: str) -> frozenset[str]:
-    """A text's stemmed content words, as a set: what near-duplicate tests compare."""
+    """A text's stemmed content words, as a set: what near-duplicate tests compare. Cached (the set is
+    immutable): assembly asks for every candidate it places, recall after recall, and consolidation for
+    the neighbours of every write."""
     return frozenset(content_terms(text))
 
 

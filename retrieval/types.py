@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from retrieval.outcomes import FeedbackStep
 from storage.records import MemoryRecord, Scope, TimeWindow, View, Viewer
@@ -110,3 +110,19 @@ class Candidate:
     @property
     def final_score(self) -> float:
         return self.weighted_score
+
+    def revised(self, **changes: Any) -> Candidate:
+        """A copy with ``changes``, as ``dataclasses.replace`` makes it, at about a tenth of its cost: the
+        stages revise each candidate they score (some 170 copies a recall), and ``replace`` runs the
+        31-field ``__init__`` for each (11 us a copy against 1.4 here). Candidate has no ``__post_init__``
+        to skip; a name that is not a field is refused, as ``replace`` refuses it."""
+        unknown = changes.keys() - _CANDIDATE_FIELDS
+        if unknown:
+            raise TypeError(f"Candidate has no field {', '.join(sorted(unknown))}")
+        copy = object.__new__(Candidate)
+        copy.__dict__.update(self.__dict__)
+        copy.__dict__.update(changes)
+        return copy
+
+
+_CANDIDATE_FIELDS = frozenset(field.name for field in fields(Candidate))

@@ -23,7 +23,7 @@ shown escaped everywhere.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from retrieval.stages.expansion import EpisodeSource
 from retrieval.stages.instructions import instruction_signals
@@ -147,6 +147,10 @@ class _Twins:
         if not terms:
             return None
         for chosen_id, chosen_terms in self._terms:
+            # |A & B| / |A | B| is at most the smaller set's size over the larger's: most pairs stop here.
+            smaller, larger = sorted((len(terms), len(chosen_terms)))
+            if smaller < self._threshold * larger:
+                continue
             if set_jaccard(terms, chosen_terms) >= self._threshold:
                 return chosen_id
         return None
@@ -301,7 +305,7 @@ def assemble(
     context = preamble(retrieval_id)
     if len(context) > char_budget:
         reason = f"char_budget {char_budget} is smaller than the context header ({len(context)} chars)"
-        return tuple(replace(candidate, exclusion_reason=reason) for candidate in candidates), ""
+        return tuple(candidate.revised(exclusion_reason=reason) for candidate in candidates), ""
     chosen, reasons = select(
         candidates,
         top_k=top_k,
@@ -337,10 +341,9 @@ def assemble(
             context += block
             positions[item.id] = len(positions) + 1
     marked = tuple(
-        replace(candidate, in_context=True, context_position=positions[candidate.id], exclusion_reason=None)
+        candidate.revised(in_context=True, context_position=positions[candidate.id], exclusion_reason=None)
         if candidate.id in positions
-        else replace(
-            candidate,
+        else candidate.revised(
             in_context=False,
             context_position=None,
             exclusion_reason=reasons.get(candidate.id, "not selected"),

@@ -12,7 +12,6 @@ code decide"), ignoring ids made only of function words or of words shorter than
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
 from retrieval.stages.rerank import by_relevance
 from retrieval.text import STOPWORDS, word_tokens
@@ -49,8 +48,7 @@ def attribute(
     if all(factors[c.id] == c.attribution_factor for c in candidates):
         return candidates, discounted
     adjusted = tuple(
-        replace(
-            c,
+        c.revised(
             attribution_factor=factors[c.id],
             relevance_score=c.relevance_score * factors[c.id] / c.attribution_factor,
         )

@@ -4,7 +4,6 @@ opposite claim, neither revised) is marked, so the context and the caller can se
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Protocol
 
 from retrieval.trace import ContradictionsMarked, StageOutput
@@ -27,7 +26,7 @@ class ContradictionStage:
             self._source.newer_contradictions(request.reach, [c.id for c in candidates]) if candidates else {}
         )
         marked = tuple(
-            replace(candidate, contradicted_by=tuple(newer[candidate.id]))
+            candidate.revised(contradicted_by=tuple(newer[candidate.id]))
             if candidate.id in newer
             else candidate
             for candidate in candidates

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -141,12 +141,11 @@ def rank_with_corroboration(
         cluster = clusters_by_member.get(candidate.id)
         if cluster is None:
             boosted.append(
-                replace(candidate, corroboration_boost=0.0, corroborating_agents=(), cluster_canonical=None)
+                candidate.revised(corroboration_boost=0.0, corroborating_agents=(), cluster_canonical=None)
             )
         else:
             boosted.append(
-                replace(
-                    candidate,
+                candidate.revised(
                     corroboration_boost=cluster.boost,
                     corroborating_agents=cluster.corroborating_agents,
                     cluster_canonical=cluster.canonical.id,

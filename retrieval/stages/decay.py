@@ -11,7 +11,6 @@ weight, and the feedback impact view compares two ranks that both carry the deca
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import UTC, datetime
 
 from retrieval.trace import DecayApplied, StageOutput
@@ -52,7 +51,7 @@ class DecayStage:
         for candidate in candidates:
             half_life = self._half_lives.get(candidate.memory.protection_tier, 0.0)
             factor = decay_factor(candidate.memory.created_at, request.now, half_life)
-            faded.append(replace(candidate, decay_factor=factor) if factor != 1.0 else candidate)
+            faded.append(candidate.revised(decay_factor=factor) if factor != 1.0 else candidate)
         decayed = sum(1 for candidate in faded if candidate.decay_factor != 1.0)
         if not decayed:  # the order corroboration left stands
             return StageOutput(candidates, (DecayApplied(dict(self._half_lives), 0),))

@@ -8,7 +8,6 @@ names an agent, a sibling by another agent keeps ``1 - author_discount`` of its 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Protocol
 
 from retrieval.feedback_index import FeedbackIndex
@@ -97,8 +96,8 @@ def expand(
             base = by_id.get(member.id) or Candidate(
                 memory=member, feedback_weight=weight, global_weight=member.weight
             )
-            siblings[member.id] = replace(
-                base, source="sibling", sibling_of=source.id, weighted_score=score, attribution_factor=factor
+            siblings[member.id] = base.revised(
+                source="sibling", sibling_of=source.id, weighted_score=score, attribution_factor=factor
             )
         used += 1 if pool else 0
     merged = [siblings.get(candidate.id, candidate) for candidate in candidates]

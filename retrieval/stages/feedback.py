@@ -13,7 +13,6 @@ relevance alone, ``weighted_rank`` by the weighted score; their difference is th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from retrieval.feedback_index import ContextWeight, FeedbackIndex
 from retrieval.models.embedders.base import Embedder
@@ -37,8 +36,7 @@ def apply_feedback_ranking(
         weight = found.weight if found is not None else candidate.memory.weight
         steps = found.steps if found is not None else ()
         weighted.append(
-            replace(
-                candidate,
+            candidate.revised(
                 feedback_weight=weight,
                 global_weight=candidate.memory.weight,
                 feedback_steps=tuple(sorted(steps, key=lambda step: -abs(step.moved))[:FEEDBACK_STEPS_SHOWN]),
@@ -54,7 +52,7 @@ def apply_feedback_ranking(
         weighted, key=lambda candidate: (-candidate.weighted_score, -candidate.boosted_score, candidate.id)
     )
     return tuple(
-        replace(candidate, unweighted_rank=unweighted_rank[candidate.id], weighted_rank=rank)
+        candidate.revised(unweighted_rank=unweighted_rank[candidate.id], weighted_rank=rank)
         for rank, candidate in enumerate(weighted_order)
     )
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import replace
 from functools import lru_cache
 
 from retrieval.stages.rerank import by_relevance
@@ -187,12 +186,14 @@ _SIGNALS: tuple[tuple[str, re.Pattern[str], str], ...] = (
 )
 
 
-@lru_cache(maxsize=4_096)
+@lru_cache(maxsize=32_768)
 def instruction_signals(text: str) -> tuple[str, ...]:
     """The signals ``text`` matches, in a fixed order (empty: it reads as plain data), read on its
     normalised spelling. ``hidden-text``: bidirectional controls that show text in another order than a
     model reads it, or tag characters that show nothing of the ASCII a model may read in them. Cached:
-    the stage asks for every candidate, and assembly again for each memory it renders (siblings too)."""
+    the stage asks for every candidate, and assembly again for each memory it renders (siblings too);
+    a text costs about 0.1 ms to read, and a store of 10,000 memories recalled by varied queries had more
+    than 4,096 of them in play (a third of the reads missed a cache of that size)."""
     lines = normalise(text)
     spaced = normalise(text, invisible=" ") if _INVISIBLE.search(text) else lines
     views = {"lines": (lines, spaced), "flat": (flattened(lines), flattened(spaced))}
@@ -224,8 +225,7 @@ class InstructionStage:
                 continue
             flagged.append((candidate.id, signals))
             adjusted.append(
-                replace(
-                    candidate,
+                candidate.revised(
                     instruction_signals=signals,
                     instruction_factor=self._demotion,
                     relevance_score=candidate.relevance_score * self._demotion,

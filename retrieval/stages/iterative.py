@@ -67,7 +67,7 @@ class IterativeRetrievalStage:
             return StageOutput(candidates, (IterationSkipped(reason),))
         events: list[TraceEvent] = []
         pool = {
-            candidate.id: replace(candidate, queries=candidate.queries or ("original",))
+            candidate.id: candidate.revised(queries=candidate.queries or ("original",))
             for candidate in candidates
         }
         asked: list[str] = []
@@ -95,16 +95,14 @@ class IterativeRetrievalStage:
                 found = self._pass(request, sub_query)
                 new = 0
                 for candidate in found:
-                    tagged = replace(
-                        candidate, relevance_score=candidate.relevance_score * SUB_QUERY_DISCOUNT
-                    )
+                    tagged = candidate.revised(relevance_score=candidate.relevance_score * SUB_QUERY_DISCOUNT)
                     kept = pool.get(candidate.id)
                     if kept is None:
                         new += 1
-                        pool[candidate.id] = replace(tagged, queries=(sub_query,))
+                        pool[candidate.id] = tagged.revised(queries=(sub_query,))
                     else:
                         best = kept if kept.relevance_score >= tagged.relevance_score else tagged
-                        pool[candidate.id] = replace(best, queries=(*kept.queries, sub_query))
+                        pool[candidate.id] = best.revised(queries=(*kept.queries, sub_query))
                 events.append(SubQueryRan(iteration, sub_query, len(found), new))
         if not asked:
             return StageOutput(by_relevance(tuple(pool.values())), tuple(events))
@@ -114,7 +112,7 @@ class IterativeRetrievalStage:
             by_id = {c.id: c for c in merged}
 
             reranked = tuple(
-                replace(c, queries=by_id[c.id].queries, found_by=by_id[c.id].found_by)
+                c.revised(queries=by_id[c.id].queries, found_by=by_id[c.id].found_by)
                 for c in cross.candidates
             )
             events.extend(cross.events)

@@ -29,7 +29,6 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Literal
 
 from retrieval.models.llm.base import (
@@ -203,7 +202,7 @@ class _Pass:
 def drop(candidates: tuple[Candidate, ...], ids: set[str], reason: str) -> tuple[Candidate, ...]:
     """Pure: ``candidates`` with those in ``ids`` (and the siblings they brought) marked as dropped."""
     dropped = {c.id for c in candidates if c.id in ids or (c.source == "sibling" and c.sibling_of in ids)}
-    return tuple(replace(c, dropped=reason) if c.id in dropped else c for c in candidates)
+    return tuple(c.revised(dropped=reason) if c.id in dropped else c for c in candidates)
 
 
 def selection_prompt(query: str, shown: Sequence[Candidate]) -> str:
@@ -330,12 +329,11 @@ def _after_trim(candidate: Candidate, redone: Mapping[str, Candidate], trimmed: 
     if candidate.id in redone:
         return redone[candidate.id]
     if candidate.in_context:  # trimmed, or a sibling a trimmed entry brought
-        return replace(candidate, in_context=False, context_position=None, exclusion_reason=candidate.dropped)
+        return candidate.revised(in_context=False, context_position=None, exclusion_reason=candidate.dropped)
     reason = candidate.exclusion_reason or ""
     twin = next((i for i in trimmed if reason.startswith(f"a near-duplicate of {i}, ")), None)
     if twin is not None:  # it was folded into an entry that is no longer there
-        return replace(
-            candidate,
+        return candidate.revised(
             exclusion_reason=f"a near-duplicate of {twin}, which the language model's fact selection trimmed",
         )
     return candidate

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import replace
 
 from retrieval.models.llm.base import ClientInputNeeded
 from retrieval.models.model_files import short_reason
@@ -52,8 +51,7 @@ class RerankStage:
         """Rerank ``candidates`` against ``query`` (the iterative stage reuses this for its cross-rerank)."""
         # relevance = (rerank score, else fused) x attribution_factor, whenever relevance is (re)set.
         unranked = tuple(
-            replace(
-                candidate,
+            candidate.revised(
                 relevance_score=candidate.fused_score * candidate.attribution_factor,
                 rerank_score=None,
             )
@@ -84,7 +82,7 @@ class RerankStage:
             events.append(RerankFellBack(self._reranker.name, reason, False))
             return StageOutput(by_relevance(unranked), tuple(events))
         reranked = tuple(
-            replace(candidate, rerank_score=score, relevance_score=score * candidate.attribution_factor)
+            candidate.revised(rerank_score=score, relevance_score=score * candidate.attribution_factor)
             for candidate, score in zip(unranked, scores, strict=True)
         )
         events.append(Reranked(self._reranker.name, len(reranked)))
@@ -136,6 +134,6 @@ class RerankStage:
             if config.minScore is not None and score < config.minScore:
                 continue
             kept.append(
-                replace(candidate, rerank_score=score, relevance_score=score * candidate.attribution_factor)
+                candidate.revised(rerank_score=score, relevance_score=score * candidate.attribution_factor)
             )
         return by_relevance(tuple(kept))
