@@ -207,6 +207,16 @@ class ScopeCopy:
                 fresh[episode_id] = self.episode_records[episode_id]
         return fresh, stale
 
+    def stale_marks(self, limit: int, *, first: Mapping[str, int]) -> dict[str, int]:
+        """``first`` (stale episodes a read needs), then other stale episodes of the scope up to ``limit``
+        in all, with their marks: what one read of the episodes table brings up to date."""
+        marks = dict(first)
+        for episode_id, mark in self.stale_episodes.items():
+            if len(marks) >= limit:
+                break
+            marks.setdefault(episode_id, mark)
+        return marks
+
     def episode_known(self, episode_id: str) -> tuple[bool, str | None] | None:
         """(exists, title) as far as the copy can tell: a fresh record, or no memory of the scope in that
         episode (then it was never written with one); None when only the table can say (stale)."""
