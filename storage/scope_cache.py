@@ -250,13 +250,21 @@ class ScopeCache:
         updated: Mapping[str, Mapping[str, Any]] | None = None,
         vectors: Mapping[str, np.ndarray | None] | None = None,
         texts: Mapping[str, str] | None = None,
+        episodes: Sequence[EpisodeRecord] = (),
     ) -> None:
         """This process wrote the memories table (``before`` -> ``after``): when that write was the only
         commit since the cache caught up, apply it here and skip reading it back. ``updated`` maps ids to
-        the record fields a merge set, ``vectors`` and ``texts`` to the vectors and search texts it set."""
+        the record fields a merge set, ``vectors`` and ``texts`` to the vectors and search texts it set;
+        ``episodes`` are the episodes the write created just before (as written), so that its memories
+        do not leave them stale for the next read to fetch from the table (after a bulk write, every
+        recall did, one episode read each)."""
         with self._lock.write():
             if self._version is None or self._version != before or after != before + 1:
                 return  # someone else committed too: the next read catches up from the table
+            for episode in episodes:
+                copy = self._copies.get(Scope(episode.org_id, episode.project_id))
+                if copy is not None:
+                    copy.load_episodes([episode])
             for record, vector, text in inserted:
                 copy = self._copies.get(record.scope)
                 if copy is not None:

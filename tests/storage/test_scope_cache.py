@@ -336,6 +336,23 @@ def test_one_read_brings_every_stale_episode_of_a_scope_up_to_date(tmp_path):
         assert len(asked) == 1  # no read more
 
 
+def test_episodes_this_process_wrote_are_never_read_back_from_the_table(tmp_path):
+    with open_store(tmp_path / "db") as mine:
+        mine.insert_many([new("a", "first step", episode_id="e0")])
+        assert set(mine.get_episodes(SCOPE, ["e0"])) == {"e0"}  # the copy is built
+        read, asked = mine._read_episodes, []
+
+        def counted(scope, episode_ids):
+            asked.append(sorted(episode_ids))
+            return read(scope, episode_ids)
+
+        mine._read_episodes = counted
+        mine.insert_many([new(f"m{n}", f"step {n}", episode_id=f"e{n}") for n in range(1, 4)])
+        found = mine.get_episodes(SCOPE, ["e1", "e2", "e3"])
+        assert set(found) == {"e1", "e2", "e3"} and found["e2"].agent_id == "agent"
+        assert asked == []
+
+
 def test_a_write_sequence_inside_one_version_decides_on_the_newest_rows(tmp_path):
     with open_store(tmp_path / "db") as mine, open_store(tmp_path / "db") as theirs:
         mine.insert_many(corpus())
