@@ -131,12 +131,16 @@ def index_terms(text: str) -> list[str]:
     return [porter2_stem(word) for word in content_words(text)]
 
 
-@lru_cache(maxsize=32_768)
 def term_set(text: str) -> frozenset[str]:
-    """A text's stemmed content words, as a set: what near-duplicate tests compare. Cached (the set is
-    immutable): assembly asks for every candidate it places, recall after recall, and consolidation for
-    the neighbours of every write."""
+    """A text's stemmed content words, as a set: what near-duplicate tests compare."""
     return frozenset(content_terms(text))
+
+
+@lru_cache(maxsize=32_768)
+def cached_term_set(text: str) -> frozenset[str]:
+    """``term_set``, remembered (the set is immutable) for assembly, which asks for every memory it places,
+    recall after recall. Not for passes over a whole scope: they would only churn the cache."""
+    return term_set(text)
 
 
 def set_jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from retrieval.stages.expansion import EpisodeSource
 from retrieval.stages.instructions import instruction_signals
-from retrieval.text import escape_hidden, quoted_field, set_jaccard, single_line, term_set
+from retrieval.text import cached_term_set, escape_hidden, quoted_field, set_jaccard, single_line
 from retrieval.trace import ContextAssembled, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeRecord
@@ -164,7 +164,7 @@ class _Twins:
 
     def _terms_of(self, candidate: Candidate) -> frozenset[str]:
         if candidate.id not in self._seen:
-            self._seen[candidate.id] = term_set(candidate.memory.content)
+            self._seen[candidate.id] = cached_term_set(candidate.memory.content)
         return self._seen[candidate.id]
 
 
