@@ -261,14 +261,14 @@ class ScopeCache:
         with self._lock.write():
             if self._version is None or self._version != before or after != before + 1:
                 return  # someone else committed too: the next read catches up from the table
-            for episode in episodes:
-                copy = self._copies.get(Scope(episode.org_id, episode.project_id))
-                if copy is not None:
-                    copy.load_episodes([episode])
             for record, vector, text in inserted:
                 copy = self._copies.get(record.scope)
                 if copy is not None:
                     copy.put(record, vector, text)
+            for episode in episodes:  # after the puts: as written with these memories, titles included
+                copy = self._copies.get(Scope(episode.org_id, episode.project_id))
+                if copy is not None:
+                    copy.load_episodes([episode])
             for memory_id, columns in (updated or {}).items():
                 for copy in self._copies.values():
                     cached = copy.records.get(memory_id)

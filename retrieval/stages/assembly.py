@@ -147,9 +147,10 @@ class _Twins:
         if not terms:
             return None
         for chosen_id, chosen_terms in self._terms:
-            # |A & B| / |A | B| is at most the smaller set's size over the larger's: most pairs stop here.
+            # |A & B| / |A | B| is at most the smaller set's size over the larger's, also as floats (so no
+            # pair that reaches the threshold stops here; most pairs that do not, do).
             smaller, larger = sorted((len(terms), len(chosen_terms)))
-            if smaller < self._threshold * larger:
+            if smaller / larger < self._threshold:
                 continue
             if set_jaccard(terms, chosen_terms) >= self._threshold:
                 return chosen_id

@@ -157,3 +157,18 @@ async def test_forget_retracts_or_purges_and_leaves_a_record(tmp_path):
     forget_event = retracted_history["events"][-1]
     assert (forget_event["action"], forget_event["reason"]) == ("retract", "rotated to vault")
     assert purged_history["events"][-1]["action"] == "purge"
+
+
+@pytest.mark.slow
+async def test_a_purged_memorys_text_leaves_the_servers_text_caches(tmp_path):
+    from retrieval.stages.instructions import instruction_signals
+    from retrieval.text import cached_term_set
+
+    server = server_with(settings_for(tmp_path / "db"))
+    async with connected(server) as client:
+        await call(client, "remember", {"content": "Alice's home address is 12 Elm Street"})
+        await call(client, "recall", {"query": "Alice home address"})  # read: its text is now a cache key
+        assert instruction_signals.cache_info().currsize > 0 and cached_term_set.cache_info().currsize > 0
+        await call(client, "forget", {"query": "Alice home address", "mode": "purge"})
+
+        assert instruction_signals.cache_info().currsize == 0 and cached_term_set.cache_info().currsize == 0

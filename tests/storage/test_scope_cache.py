@@ -348,8 +348,12 @@ def test_episodes_this_process_wrote_are_never_read_back_from_the_table(tmp_path
 
         mine._read_episodes = counted
         mine.insert_many([new(f"m{n}", f"step {n}", episode_id=f"e{n}") for n in range(1, 4)])
-        found = mine.get_episodes(SCOPE, ["e1", "e2", "e3"])
-        assert set(found) == {"e1", "e2", "e3"} and found["e2"].agent_id == "agent"
+        mine.insert_many(
+            [new("t", "Release day: the rollback\nand what followed", episode_id="e4", kind="episode")]
+        )
+        found = mine.get_episodes(SCOPE, ["e1", "e2", "e3", "e4"])
+        assert set(found) == {"e1", "e2", "e3", "e4"} and found["e2"].agent_id == "agent"
+        assert found["e4"].title == "Release day: the rollback"  # titled by the memory written with it
         assert asked == []
 
 

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retrieval.stages.assembly import assemble, preamble, render_memory
+from retrieval.text import set_jaccard, term_set
 from retrieval.types import Candidate
 from tests.records import memory_record
 
@@ -242,6 +243,22 @@ def test_grouped_assembly_never_exceeds_the_budget_and_numbers_memories_in_order
     for chosen in placed:
         assert render_memory(chosen.context_position, chosen) in context
     assert sum(1 for c in placed if c.memory.kind != "episode" and c.source == "direct") <= top_k
+
+
+@pytest.mark.parametrize(("threshold", "shared", "extra"), [(0.56, 14, 11), (0.81, 243, 57), (0.5, 1, 1)])
+def test_a_pair_exactly_at_the_fold_threshold_is_folded(threshold, shared, extra):
+    # Jaccard = shared / (shared + extra), exactly the threshold: 14/25, 243/300, 1/2 (where the threshold
+    # times the larger size rounds above the smaller one in floating point: 0.56 x 25 = 14.000000000000002).
+    words = [f"zq{n:04d}" for n in range(shared + extra)]
+    smaller = candidate("a", " ".join(words[:shared]))
+    larger = candidate("b", " ".join(words))
+    assert set_jaccard(term_set(smaller.memory.content), term_set(larger.memory.content)) == threshold
+
+    marked, _ = assemble(
+        (smaller, larger), top_k=5, char_budget=100_000, retrieval_id="r", fold_threshold=threshold
+    )
+
+    assert [c.id for c in marked if c.in_context] == ["a"]
 
 
 def test_a_near_duplicate_of_a_placed_memory_is_folded_into_it_and_takes_no_slot():
