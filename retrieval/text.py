@@ -10,6 +10,7 @@ import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
+from typing import Protocol, TypeVar
 
 _WHITESPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -136,6 +137,28 @@ def term_set(text: str) -> frozenset[str]:
     return frozenset(content_terms(text))
 
 
+class _ClearableCache(Protocol):
+    def cache_clear(self) -> None: ...
+
+
+_Cache = TypeVar("_Cache", bound=_ClearableCache)
+# The caches of this process keyed by memory text: a purge empties them all (``forget_cached_texts``).
+_TEXT_CACHES: list[_ClearableCache] = []
+
+
+def keyed_by_text(cache: _Cache) -> _Cache:
+    """Register an ``lru_cache`` whose keys are memory texts, so that a purge empties it."""
+    _TEXT_CACHES.append(cache)
+    return cache
+
+
+def forget_cached_texts() -> None:
+    """Empty every cache keyed by memory text (a purged memory's text must not stay in this process)."""
+    for cache in _TEXT_CACHES:
+        cache.cache_clear()
+
+
+@keyed_by_text
 @lru_cache(maxsize=32_768)
 def cached_term_set(text: str) -> frozenset[str]:
     """``term_set``, remembered (the set is immutable) for assembly, which asks for every memory it places,

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from retrieval.stages.instructions import instruction_signals
-from retrieval.text import PRECEDING_CHARS, cached_term_set
+from retrieval.text import PRECEDING_CHARS, forget_cached_texts
 from storage.records import MemoryRecord, Reach, Scope, stored_in
 from tools.common import (
     Caller,
@@ -171,10 +170,7 @@ def _forget_in(
             scope, ids, "purge", resolver="forget", reason=reason, actor=actor, at=now
         )
         store.purge(scope, ids, now, quoted_chars=PRECEDING_CHARS, events=events, resolution=resolution)
-        # Memory texts are keys of two caches of this process (instruction signals, assembly's term sets):
-        # a purged memory's text leaves them too.
-        instruction_signals.cache_clear()
-        cached_term_set.cache_clear()
+        forget_cached_texts()  # a purged memory's text leaves this process's caches too
     else:
         store.retract(scope, ids, now)
         runtime.consolidation.record_retirement(

@@ -17,7 +17,7 @@ import unicodedata
 from functools import lru_cache
 
 from retrieval.stages.rerank import by_relevance
-from retrieval.text import has_hidden
+from retrieval.text import has_hidden, keyed_by_text
 from retrieval.trace import InstructionsFlagged, StageOutput
 from retrieval.types import Candidate, RecallRequest
 
@@ -186,14 +186,15 @@ _SIGNALS: tuple[tuple[str, re.Pattern[str], str], ...] = (
 )
 
 
+@keyed_by_text
 @lru_cache(maxsize=32_768)
 def instruction_signals(text: str) -> tuple[str, ...]:
     """The signals ``text`` matches, in a fixed order (empty: it reads as plain data), read on its
     normalised spelling. ``hidden-text``: bidirectional controls that show text in another order than a
     model reads it, or tag characters that show nothing of the ASCII a model may read in them. Cached:
     the stage asks for every candidate, and assembly again for each memory it renders (siblings too);
-    a text costs about 0.1 ms to read, and a store of 10,000 memories recalled by varied queries had more
-    than 4,096 of them in play (a third of the reads missed a cache of that size)."""
+    a text costs about 0.1 ms to read, and 400 varied recalls of a 10,000-memory store read 6,263
+    different texts (more than the 4,096 this cache held before)."""
     lines = normalise(text)
     spaced = normalise(text, invisible=" ") if _INVISIBLE.search(text) else lines
     views = {"lines": (lines, spaced), "flat": (flattened(lines), flattened(spaced))}

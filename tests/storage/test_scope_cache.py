@@ -318,18 +318,24 @@ def test_a_copy_knows_the_scopes_episodes_and_follows_new_ones_and_titles(tmp_pa
         assert mine.get_episodes(OTHER, ["e1"]) == {}
 
 
+def episode_reads_of(store) -> list[list[str]]:
+    """From now on, the ids of each read ``store`` makes of the episodes table, sorted, in order."""
+    read, asked = store._read_episodes, []
+
+    def counted(scope, episode_ids):
+        asked.append(sorted(episode_ids))
+        return read(scope, episode_ids)
+
+    store._read_episodes = counted
+    return asked
+
+
 def test_one_read_brings_every_stale_episode_of_a_scope_up_to_date(tmp_path):
     with open_store(tmp_path / "db") as mine, open_store(tmp_path / "db") as theirs:
         mine.insert_many([new("a", "first step", episode_id="e0")])
         assert set(mine.get_episodes(SCOPE, ["e0"])) == {"e0"}  # the copy is built
         theirs.insert_many([new(f"m{n}", f"step {n}", episode_id=f"e{n}") for n in range(1, 6)])
-        read, asked = mine._read_episodes, []
-
-        def counted(scope, episode_ids):
-            asked.append(sorted(episode_ids))
-            return read(scope, episode_ids)
-
-        mine._read_episodes = counted
+        asked = episode_reads_of(mine)
         assert set(mine.get_episodes(SCOPE, ["e2"])) == {"e2"}  # only what was asked for comes back
         assert asked == [["e1", "e2", "e3", "e4", "e5"]]  # but every stale one was read with it
         assert set(mine.get_episodes(SCOPE, ["e1", "e4", "e5"])) == {"e1", "e4", "e5"}
@@ -340,13 +346,7 @@ def test_episodes_this_process_wrote_are_never_read_back_from_the_table(tmp_path
     with open_store(tmp_path / "db") as mine:
         mine.insert_many([new("a", "first step", episode_id="e0")])
         assert set(mine.get_episodes(SCOPE, ["e0"])) == {"e0"}  # the copy is built
-        read, asked = mine._read_episodes, []
-
-        def counted(scope, episode_ids):
-            asked.append(sorted(episode_ids))
-            return read(scope, episode_ids)
-
-        mine._read_episodes = counted
+        asked = episode_reads_of(mine)
         mine.insert_many([new(f"m{n}", f"step {n}", episode_id=f"e{n}") for n in range(1, 4)])
         mine.insert_many(
             [new("t", "Release day: the rollback\nand what followed", episode_id="e4", kind="episode")]
