@@ -249,11 +249,23 @@ def missing_store(db: str, *, create: bool) -> str | None:
     return f"there is no store at {db}: check the path, or add --create to make a new store there"
 
 
+def subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.ArgumentParser | None:
+    """The parser of command ``name``."""
+    for action in parser._subparsers._group_actions if parser._subparsers is not None else ():
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            return action.choices[name]  # type: ignore[no-any-return]
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in {"-h", "--help"}):
         argv = ["serve", *argv]  # `memoria` alone, or `memoria --http ...`, means serve
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, with its usage, not the top level's
+        command = subparser(parser, args.command)
+        (command or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "token":  # needs no store and no configuration
         from console.commands import issue_token
 

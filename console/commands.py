@@ -16,6 +16,7 @@ import contextvars
 import json
 import logging
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -61,6 +62,46 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     (``outcome --hook``) always exits 0: its problems are said on stderr and never fail the session."""
     status = _run(args, settings)
     return 0 if getattr(args, "hook", False) else status
+
+
+# The tools' argument names, as the commands spell them: a tool's message names its argument, the same
+# message from a command names the flag. Only a name quoted as an argument (`char_budget`) and the tools'
+# own phrases are rewritten, never a value a message quotes (an id, a path, a file's field).
+FLAGS = {
+    "helpful_ids": "--helpful",
+    "misleading_ids": "--misleading",
+    "char_budget": "--budget",
+    "top_k": "--top-k",
+    "session_id": "--session",
+    "org_id": "--org",
+    "project_id": "--project",
+    "agent_id": "--agent",
+    "episode_id": "--episode",
+    "occurred_at": "--occurred-at",
+    "protection_tier": "--tier",
+    "tags": "--tag",
+    "kinds": "--kind",
+    "score": "--score",
+    "note": "--note",
+    "reason": "--reason",
+}
+_QUOTED_NAME = re.compile(r"`(" + "|".join(FLAGS) + r")(?:\.\d+)?`")
+_PHRASES = (
+    (re.compile(r"(?<![\w-])(helpful_ids|misleading_ids)(?![\w-])"), lambda m: FLAGS[m.group(1)]),
+    (re.compile(r"\b(char_budget|top_k)( must be between)"), lambda m: FLAGS[m.group(1)] + m.group(2)),
+    (re.compile(r"\b(char_budget|top_k)=(\d+)"), lambda m: f"{FLAGS[m.group(1)]} {m.group(2)}"),
+    (re.compile(r"\braise (char_budget|top_k)\b"), lambda m: f"raise {FLAGS[m.group(1)]}"),
+    (re.compile(r"\b(pass|or) query\b"), lambda m: f"{m.group(1)} --query"),
+    (re.compile(r"\b(a |one of )retrieval_id\b"), lambda m: f"{m.group(1)}retrieval id"),
+)
+
+
+def in_flags(message: str) -> str:
+    """A tool's ``message`` as a command says it: its arguments named by their flags."""
+    message = _QUOTED_NAME.sub(lambda match: f"`{FLAGS[match.group(1)]}`", message)
+    for pattern, replacement in _PHRASES:
+        message = pattern.sub(replacement, message)
+    return message
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
@@ -155,9 +196,14 @@ def call(
     try:
         arguments = model.model_validate({key: value for key, value in values.items() if value is not None})
     except ValidationError as exc:
-        message = friendly_validation_message(command, exc, retry="run it again")
-        raise CommandError(message) from None
-    return anyio.run(handler, arguments, runtime, caller)
+        message = friendly_validation_message(
+            command, exc, retry="run it again", limits=runtime.settings.schema_limits(command)
+        )
+        raise CommandError(in_flags(message)) from None
+    try:
+        return anyio.run(handler, arguments, runtime, caller)
+    except ToolFailure as exc:
+        raise CommandError(in_flags(str(exc))) from None
 
 
 def configured_model(settings: Settings) -> LanguageModel | None:
@@ -262,7 +308,7 @@ def remembered(result: Any) -> str:
 
 def recall_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import recall
-    from tools.recall import EMPTIED_BY_PASSES
+    from tools.recall import NOTHING_MATCHED
 
     with opened(settings) as runtime:
         caller = Caller(
@@ -298,8 +344,8 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
     elif not result.memories:
         # the language model's passes may have emptied the context: the note says so
         readable = (
-            result.note
-            if result.note and result.note.startswith(EMPTIED_BY_PASSES)
+            in_flags(result.note)  # matched, but none placed: the note says why (the budget, or the passes)
+            if result.note and not result.note.startswith(NOTHING_MATCHED)
             else "nothing relevant in memory yet."
         )
     else:
@@ -319,6 +365,7 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
             ],
         )
     footer = [
+        *([f"note: {in_flags(result.note)}"] if result.note and result.memories else []),
         *(f"warning: {warning}" for warning in result.warnings),
         f"retrieval {result.retrieval_id}, session {result.session_id}",
         f"why: memoria explain {result.retrieval_id}",
@@ -439,13 +486,23 @@ def _pass_summary(event: dict[str, Any]) -> str:
     return f"{'applied' if event['applied'] else 'not applied'}: {event['reason']}{model}"
 
 
+def label_of(score: float | None) -> str | None:
+    """The outcome label nearest a score given alone (the score still sets the weights): failure 0,
+    partial 0.5, success 1; a score halfway between two reads as partial."""
+    if score is None:
+        return None
+    if score < 0.25:
+        return "failure"
+    return "success" if score > 0.75 else "partial"
+
+
 def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import report_outcome
 
     hook = read_hook_input(sys.stdin) if args.hook else {}
-    label = args.outcome or ("partial" if args.hook else None)
+    label = args.outcome or ("partial" if args.hook else None) or label_of(args.score)
     if label is None:
-        raise CommandError("say how the task went: memoria outcome success|failure|partial")
+        raise CommandError("say how the task went: memoria outcome success|failure|partial, or --score 0..1")
     agent = args.agent or (HOOK_AGENT if args.hook else CLI_AGENT)
     note = args.note or (hook_note(hook) if args.hook else None)
     with opened(settings, models=False) as runtime:
@@ -507,7 +564,7 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
         )
     readable = [
         f"session {result.session_id}: {result.outcome} (score {result.score:.2f}), {result.status}",
-        result.detail,
+        in_flags(result.detail),
     ]
     if result.updated:
         readable.append(
@@ -605,7 +662,9 @@ def scope_arg(args: argparse.Namespace, settings: ToolSettings) -> Scope:
     try:
         return ScopeArgs.model_validate(scope_of(args)).scope(settings)
     except ValidationError as exc:
-        raise CommandError(friendly_validation_message("this command", exc, retry="run it again")) from None
+        raise CommandError(
+            in_flags(friendly_validation_message("this command", exc, retry="run it again"))
+        ) from None
 
 
 def forget_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -635,12 +694,11 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                 print(preview.note or "nothing matches: nothing forgotten", file=sys.stderr)
                 return 1
             what = "erase" if mode == "purge" else "retract"
-            if not sys.stdin.isatty():
-                raise CommandError(
-                    f"this would {what} {len(preview.forgotten)} memories: add --yes to confirm "
-                    "(or --dry-run to see them)"
-                )
             print(forgotten_table(preview), file=sys.stderr)  # stdout stays the result (--json)
+            if not sys.stdin.isatty():  # nobody to ask: what would go is listed above, then refused
+                raise CommandError(
+                    f"this would {what} the {len(preview.forgotten)} memories above: add --yes to confirm"
+                )
             question = "erase these memories for good" if mode == "purge" else "retract these memories"
             print(f"{question} ({len(preview.forgotten)})? [y/N] ", end="", file=sys.stderr, flush=True)
             if sys.stdin.readline().strip().lower() != "y":
@@ -676,7 +734,9 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
         )
     verb = "would " + mode if result.dry_run else {"purge": "purged", "retract": "retracted"}[mode]
     readable = f"{verb} {len(result.forgotten)} memories" + (f" ({result.note})" if result.note else "")
-    return emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
+    emitted = emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
+    # Nothing chosen by a query or a tag, confirmed or not: the same exit status as when asked.
+    return 1 if chosen and not result.dry_run and not result.forgotten else emitted
 
 
 def forgotten_table(result: Any) -> str:

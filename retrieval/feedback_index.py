@@ -178,8 +178,8 @@ class FeedbackIndex:
     def _closeness(
         self, credited: CreditedSession, vectors: np.ndarray | None, cosines: np.ndarray | None
     ) -> float:
-        """How much one report counts for this query: its session's query that showed the memory (every
-        query of the session for a memory named without being shown) against this query, whose cosines
+        """How much one report counts for this query: its session's query that showed the memory (the
+        closest of the session's queries for a memory the agent named) against this query, whose cosines
         with the session's queries are ``cosines``."""
         if vectors is None or not len(vectors):
             # No query of the session is known: an agent's explicit word counts everywhere; a report made

@@ -126,9 +126,10 @@ def assign_credit(
     misleading: Sequence[str] = (),
     policy: CreditPolicy = CreditPolicy(),
 ) -> tuple[MemoryCredit, ...]:
-    """Each memory's credit for one session's report: named memories first (a full step each), then
-    the memories of the session's contexts by their best position in any of them (``query_index`` is
-    that context's index). A memory below the floor in every context it was in gets no credit."""
+    """Each memory's credit for one session's report: named memories first (a full step each, for the
+    session's queries as a whole: no ``query_index``), then the memories of the session's contexts by
+    their best position in any of them (``query_index`` is that context's index). A memory below the
+    floor in every context it was in gets no credit."""
     shown: dict[str, tuple[float, int]] = {}  # memory id -> (best position share, context index)
     for index, context in enumerate(contexts):
         ranked = sorted(context.memories, key=lambda memory: -memory.score)
@@ -140,11 +141,11 @@ def assign_credit(
             if memory.memory_id not in shown or share > shown[memory.memory_id][0]:
                 shown[memory.memory_id] = (share, index)
 
-    def query_of(memory_id: str) -> int | None:
-        return _first_index(contexts, memory_id) if memory_id not in shown else shown[memory_id][1]
-
-    credits = [MemoryCredit(m, "helpful", 1.0, 1.0, query_of(m)) for m in dict.fromkeys(helpful)]
-    credits += [MemoryCredit(m, "misleading", 1.0, 0.0, query_of(m)) for m in dict.fromkeys(misleading)]
+    # A named memory has no query of its own (None): the agent named it for the session's task, so its
+    # report counts for a query as close as the closest of the session's queries, whichever recall of
+    # the session showed it (or none did).
+    credits = [MemoryCredit(m, "helpful", 1.0, 1.0, None) for m in dict.fromkeys(helpful)]
+    credits += [MemoryCredit(m, "misleading", 1.0, 0.0, None) for m in dict.fromkeys(misleading)]
     named = {credit.memory_id for credit in credits}
     factor = (policy.unnamed_share if named else 1.0) * (
         policy.failure_share if session_score < OUTCOME_SCORES["partial"] else 1.0
@@ -159,14 +160,6 @@ def assign_credit(
         if share * factor > 0
     ]
     return tuple(credits)
-
-
-def _first_index(contexts: Sequence[ShownContext], memory_id: str) -> int | None:
-    """The first context that showed ``memory_id`` at all (a named memory shown only as filler)."""
-    for index, context in enumerate(contexts):
-        if any(memory.memory_id == memory_id for memory in context.memories):
-            return index
-    return None
 
 
 # -- the weight for one query -----------------------------------------------------------------------

@@ -37,9 +37,21 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         0,
     ),
     (
+        "aws-secret-key",  # named: aws_secret_access_key=..., AWS_SECRET_ACCESS_KEY ..., aws secret key is ...
+        re.compile(
+            r"(?i)\baws[_ -]?secret(?:[_ -]?access)?[_ -]?key[\"']?(?:\s*[:=]\s*|\s+(?:is\s+|was\s+)?)[\"']?"
+            r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+        ),
+        1,
+    ),
+    (
+        # In prose: "... and secret <40 characters of a secret key's alphabet, mixed case, with a digit or a
+        # slash>" (a git SHA after "secret" is lower-case hex, and stays).
         "aws-secret-key",
         re.compile(
-            r"(?i)\baws_?secret(?:_?access)?_?key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+            r"(?i:\bsecret(?:\s+(?:access\s+)?key)?)(?:\s*[:=]\s*|\s+(?:is\s+)?)[\"']?"
+            r"((?=[A-Za-z0-9/+]*[0-9/+])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*[a-z])[A-Za-z0-9/+]{40})"
+            r"(?![A-Za-z0-9/+])"
         ),
         1,
     ),
@@ -73,6 +85,17 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(
             r"(?i)\b(?:password|passwd|pwd|passphrase|secret|client_secret|api_?key|apikey|access_?token"
             r"|auth_?token|refresh_?token|private_?key)[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{6,})"
+        ),
+        1,
+    ),
+    (
+        # In prose: "the db password is hunter2xyz". The value must hold a digit or a symbol other than a
+        # hyphen or a slash ("the password is required", "is case-sensitive", "is stored/rotated" stay),
+        # and ends before trailing punctuation ("... is hunter2xyz." keeps its full stop).
+        "password",
+        re.compile(
+            r"(?i)\b(?:password|passwd|passphrase)\s+is\s+[\"'(]?"
+            r"((?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}[^\s\"',;.!?:()\[\]])"
         ),
         1,
     ),

@@ -215,3 +215,9 @@ def clip(text: str, width: int) -> str:
     """``text`` on one line of at most ``width`` characters (an ellipsis marks a cut)."""
     line = " ".join(str(text).split())
     return line if len(line) <= width else line[: max(0, width - 1)] + "…"
+
+
+def has_visible_text(text: str) -> bool:
+    """Whether ``text`` holds a character that is neither white space nor a control or format character
+    (stops at the first such character, almost always the first one)."""
+    return any(not char.isspace() and unicodedata.category(char) not in ("Cc", "Cf") for char in text)

@@ -4,24 +4,47 @@ that a command does not pay for importing it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 
-def friendly_validation_message(tool: str, exc: ValidationError, *, retry: str | None = None) -> str:
+def friendly_validation_message(
+    tool: str,
+    exc: ValidationError,
+    *,
+    retry: str | None = None,
+    limits: Mapping[str, Mapping[str, int]] | None = None,
+) -> str:
     """What is wrong with each argument, then what to do: ``retry`` (default "call <tool> again"); an
-    empty ``retry`` leaves the advice out, for callers that say it in their own words."""
-    problems = "; ".join(_describe(error) for error in exc.errors())
+    empty ``retry`` leaves the advice out, for callers that say it in their own words. ``limits``: the
+    bounds the server enforces per argument (``Settings.schema_limits``), said instead of the input
+    model's hard caps where the server's are narrower."""
+    problems = "; ".join(_describe(error, limits or {}) for error in exc.errors())
     then = f"call {tool} again" if retry is None else retry
     return f"{problems}. Fix the arguments and {then}." if then else f"{problems}."
 
 
-def _describe(error: Any) -> str:
+def _describe(error: Any, limits: Mapping[str, Mapping[str, int]]) -> str:
     field = ".".join(str(part) for part in error["loc"]) or "arguments"
     kind = error["type"]
     ctx = error.get("ctx") or {}
     value = _show(error.get("input"))
+    enforced = limits.get(field, {})
+    if kind in {"greater_than_equal", "less_than_equal"} and {"minimum", "maximum"} <= enforced.keys():
+        # The narrower of the server's bound and the model's cap, on the side the value broke.
+        low, high = enforced["minimum"], enforced["maximum"]
+        if kind == "less_than_equal":
+            high = min(high, ctx.get("le", high))
+        else:
+            low = max(low, ctx.get("ge", low))
+        return f"`{field}` must be between {low:,} and {high:,}, but got {value}"
+    if kind == "string_too_long" and "maxLength" in enforced:
+        ctx = {
+            **ctx,
+            "max_length": min(int(ctx.get("max_length", enforced["maxLength"])), enforced["maxLength"]),
+        }
     if kind == "missing":
         return f"`{field}` is required"
     if kind == "string_too_short":
@@ -51,6 +74,8 @@ def _describe(error: Any) -> str:
     if kind == "literal_error":
         return f"`{field}` must be one of {ctx.get('expected')}, but got {value}"
     if kind == "value_error":
+        if not error["loc"]:  # a check across arguments: its message names them
+            return str(ctx.get("error", error["msg"]))
         return f"`{field}` {ctx.get('error', error['msg'])!s}"
     if kind == "extra_forbidden":
         return f"`{field}` is not an argument of this tool"

@@ -150,11 +150,13 @@ async def invoke(
     against the request's grant, for the calling client; every failure becomes a ToolError that says what
     to do. Prompts and resources run tools through here too (``with_llm=False``: no sampling round trips;
     ``retry``: what a bad argument's message tells the reader to do, see friendly_validation_message)."""
+    state: AppState = ctx.request_context.lifespan_context
     try:
         args = spec.input_model.model_validate(arguments)
     except ValidationError as exc:
-        raise ToolError(friendly_validation_message(spec.name, exc, retry=retry)) from None
-    state: AppState = ctx.request_context.lifespan_context
+        # Bounds are said as this server enforces them (its settings), not the models' hard caps.
+        limits = state.settings.schema_limits(spec.name)
+        raise ToolError(friendly_validation_message(spec.name, exc, retry=retry, limits=limits)) from None
     ledger = SamplingLedger()
     try:
         grant = current_grant()

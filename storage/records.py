@@ -385,7 +385,8 @@ class MemoryCredit:
     """How one memory moves with one session's report: ``share`` of a full feedback step towards the
     outcome ``score`` (helpful memories towards 1, misleading ones towards 0, the rest of the session's
     contexts towards the session's score). ``query_index`` names the report's query under which the
-    session was shown it; None when the session never saw it in a context (named by id)."""
+    session was shown it; None for a memory the agent named (helpful or misleading), whose report counts
+    as close as the closest of the session's queries."""
 
     memory_id: str
     role: CreditRole

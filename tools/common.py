@@ -145,6 +145,8 @@ class ToolSettings(Protocol):
 
     def feedback_weighting_enabled(self, org_id: str) -> bool: ...
 
+    def schema_limits(self, tool: str) -> dict[str, dict[str, int]]: ...
+
 
 class ScopeArgs(BaseModel):
     """The tenant scope every tool accepts; omitted fields fall back to the server's configured scope."""

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import anyio
 from pydantic import BaseModel, Field
 
+from retrieval.text import has_visible_text
 from retrieval.trace import not_a_candidate, placement
 from storage.records import RetrievalRecord, View
 from tools.common import (
@@ -208,8 +209,10 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
         check_visible(record, view, runtime)
     else:
         assert args.query is not None
-        if not args.query.strip():
-            raise ToolFailure("query is empty or whitespace only: describe what you need to know")
+        if not has_visible_text(args.query):
+            raise ToolFailure(
+                "query is empty, or white space and control characters only: describe what you need to know"
+            )
         top_k = check_bounds(runtime, args.query, args.top_k, args.char_budget)
         request = build_request(
             runtime,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from retrieval.text import PRECEDING_CHARS, forget_cached_texts
+from retrieval.text import PRECEDING_CHARS, forget_cached_texts, has_visible_text
 from storage.records import MemoryRecord, Reach, Scope, stored_in
 from tools.common import (
     Caller,
@@ -100,6 +100,10 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         targets = [memory]
     else:
         assert args.query is not None
+        if not has_visible_text(args.query):
+            raise ToolFailure(
+                "query is empty, or white space and control characters only: say what to forget in words"
+            )
         floor = runtime.settings.forget_min_relevance
         found = best_matches(runtime, view, args.query, args.max_memories)
         relevance = {memory.id: score for memory, score in found if score >= floor}

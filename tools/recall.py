@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import anyio
 from pydantic import BaseModel, Field, field_validator
 
+from retrieval.text import has_visible_text
 from retrieval.time_window import WindowError, resolve, time_words, zone_of
 from retrieval.trace import window_to_dict
 from retrieval.types import RecallRequest
@@ -75,6 +76,9 @@ class RecallInput(ScopeArgs):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("is empty or whitespace only: describe what you need to know")
+        if not has_visible_text(value):
+            # as remember refuses such content: nothing in it could match a memory
+            raise ValueError("holds only control characters: describe what you need to know in words")
         return value
 
 
@@ -113,15 +117,17 @@ class RecallOutput(BaseModel):
     retrieval_id: str = Field(
         description="Pass to explain_ranking to see why each memory ranked where it did."
     )
-    context: str = Field(description="Paste into the prompt; empty when nothing relevant was found.")
+    context: str = Field(
+        description="Paste into the prompt; empty when nothing relevant was found or nothing fit (see note)."
+    )
     memories: list[RecalledMemory] = Field(description="The memories in the context, in context order.")
     session_id: str
     gated: bool = Field(False, description="True when the query needed no memory and retrieval was skipped.")
     gate_reason: str | None = None
     note: str | None = Field(
         None,
-        description="Set when fewer than top_k memories matched: only memories above the relevance floor "
-        "are returned, never filler; with none, nothing relevant was found.",
+        description="Set when fewer than top_k memories were placed: only memories above the relevance floor "
+        "are returned, never filler; says how many did not fit in char_budget (raise it to see them).",
     )
     warnings: list[str] = Field(default_factory=list)
     window: dict[str, str | None] | None = Field(
@@ -285,10 +291,14 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
 
 # How the note begins when memories matched but the LLM passes at assembly left none in the context.
 EMPTIED_BY_PASSES = "nothing left in the context"
+# How the note begins when no memory matched at all (any other note with an empty context says why the
+# memories that matched were not placed: the char_budget, or the LLM passes).
+NOTHING_MATCHED = "nothing relevant was found"
 
 
 def shortfall_note(result: RecallResult, top_k: int) -> str | None:
-    """What to say when fewer than ``top_k`` memories matched the query (None when top_k did)."""
+    """What to say when fewer than ``top_k`` memories matched the query, or fewer were placed than matched
+    (None when top_k were placed)."""
     direct = sum(1 for candidate in result.in_context if candidate.source == "direct")
     if direct >= top_k:
         return None
@@ -298,10 +308,22 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     by_passes = (
         f"; the language model's context or fact selection left out {left_out} more" if left_out else ""
     )
+    from retrieval.stages.assembly import left_out_for_room  # (numpy: not before the handshake)
+
+    no_room = left_out_for_room(result.candidates)
+    if no_room:
+        chosen = direct + no_room
+        fitted = f"none of the {chosen}" if not direct else f"only {direct} of the {chosen}"
+        return (
+            f"{fitted} memories chosen for the context (the best matches{above}, up to top_k={top_k}) fit "
+            f"in char_budget={result.trace.char_budget}: raise char_budget to see "
+            + ("them" if not direct else f"the other {no_room}")
+            + by_passes
+        )
     if not result.in_context:
         if left_out:
             return f"{EMPTIED_BY_PASSES}: the language model's context or fact selection left out all {left_out} memories that matched"
-        return f"nothing relevant was found: no memory matched the query{above}"
+        return f"{NOTHING_MATCHED}: no memory matched the query{above}"
     return (
         f"{direct} memor{'y' if direct == 1 else 'ies'} matched the query{above}, fewer than top_k={top_k}"
         + by_passes
@@ -315,7 +337,7 @@ def text_of(out: RecallOutput) -> str:
     if out.gated:
         return f"No memory needed ({out.gate_reason or 'nothing to look up'}); retrieval {out.retrieval_id}."
     empty = f"Nothing relevant was found (retrieval {out.retrieval_id})."
-    if out.note and out.note.startswith(EMPTIED_BY_PASSES):
+    if out.note and not out.note.startswith(NOTHING_MATCHED):  # matched, but none placed: say why
         empty = f"{out.note[0].upper()}{out.note[1:]} (retrieval {out.retrieval_id})."
     parts = [out.context.rstrip() or empty]
     if out.note and out.context:

@@ -13,6 +13,7 @@ the only one sent.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -24,6 +25,7 @@ from retrieval.outcomes import (
     effective_score,
 )
 from storage.records import (
+    MemoryRecord,
     OutcomeRecord,
     View,
     WeightEvent,
@@ -48,7 +50,7 @@ from writing.outcomes import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from storage.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +85,8 @@ class ReportOutcomeInput(ScopeArgs):
         both = sorted(set(self.helpful_ids or ()) & set(self.misleading_ids or ()))
         if both:
             raise ValueError(
-                f"{', '.join(both)} named both helpful and misleading: name each memory in one list only"
+                f"helpful_ids and misleading_ids both name {', '.join(both)}: a memory named both helpful "
+                "and misleading says nothing; name each memory in one list only"
             )
         return self
 
@@ -130,6 +133,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     helpful = list(dict.fromkeys(args.helpful_ids or ()))
     misleading = list(dict.fromkeys(args.misleading_ids or ()))
     named = [*helpful, *misleading]
+    known: dict[str, MemoryRecord] = {}
     if named:
         # Another tenant's ids read as unknown here, and so do another agent's private memories: get_memories
         # sees what the caller may read in this scope (and its org's shelf).
@@ -199,7 +203,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
                 status="unchanged",
                 revision=previous.revision,
                 detail=f"session {session_id} was already reported exactly so (revision {previous.revision}): "
-                "nothing moved again",
+                "nothing moved again" + inactive_note(store, known, named),
                 updated=unchanged,
             )
 
@@ -286,6 +290,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             f"misleading memories moved a full step{closeness_note}, {roles.count('context')} others of its contexts a share "
             "by their position"
         )
+    detail += inactive_note(store, known, named)
     return ReportOutcomeOutput(
         session_id=session_id,
         outcome=args.outcome,
@@ -295,6 +300,35 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         detail=detail,
         updated=updates,
     )
+
+
+def inactive_note(store: MemoryStore, known: dict[str, MemoryRecord], named: Iterable[str]) -> str:
+    """What the report's detail adds when some named memories are not active: "" when all are."""
+    inactive = not_recalled(store, (known[memory_id] for memory_id in named if memory_id in known))
+    return (
+        f". Recall does not show {inactive}: the credit counts only if they are active again"
+        if inactive
+        else ""
+    )
+
+
+def not_recalled(store: MemoryStore, memories: Iterable[MemoryRecord]) -> str:
+    """The named memories recall cannot show (superseded, retracted or purged since the session saw
+    them), said with the memory that stands now for each superseded one: "" when all are active."""
+    said = []
+    for memory in memories:
+        if memory.status == "active":
+            continue
+        newer = ""
+        if memory.replaced_by:
+            from writing.service import current_version  # (not imported before the handshake)
+
+            head = current_version(store, memory)
+            newer = f" by {memory.replaced_by}" + (
+                f", name {head.id} next time" if head.status == "active" else ""
+            )
+        said.append(f"{memory.id} ({memory.status}{newer})")
+    return ", ".join(said)
 
 
 async def handle(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -> ReportOutcomeOutput:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from retrieval.redaction import Redacted, redact
 from retrieval.stages.corroboration import ClusterMember
-from retrieval.text import content_hash, document_text, searchable_text
+from retrieval.text import content_hash, document_text, has_visible_text, searchable_text
 from storage.records import (
     Audience,
     LineageEvent,
@@ -78,8 +77,7 @@ def stored_content(content: str) -> str:
     if not content.strip():
         raise ValueError("is empty or whitespace only: pass the text to remember")
     cleaned = content.replace("\x00", "")
-    # Stops at the first visible character (almost always the first one) instead of reading the whole text.
-    if not any(not char.isspace() and unicodedata.category(char) not in ("Cc", "Cf") for char in cleaned):
+    if not has_visible_text(cleaned):
         raise ValueError(
             "holds only control characters (no visible text once they are removed): pass the text to remember"
         )

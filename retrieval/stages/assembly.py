@@ -290,6 +290,21 @@ def _siblings_after(block: _Group, index: int) -> int:
     return count
 
 
+# How the exclusion reason of a memory left out for want of room begins (the recall note counts them).
+DID_NOT_FIT = "did not fit"
+
+
+def left_out_for_room(candidates: Sequence[Candidate]) -> int:
+    """Direct matches the selection kept that the context had no room for (``char_budget``)."""
+    return sum(
+        1
+        for candidate in candidates
+        if candidate.source == "direct"
+        and not candidate.in_context
+        and (candidate.exclusion_reason or "").startswith(DID_NOT_FIT)
+    )
+
+
 def assemble(
     candidates: tuple[Candidate, ...],
     *,
@@ -304,9 +319,6 @@ def assemble(
     """Return the candidates (in final order) marked in or out of the context, and the context
     (``""`` when nothing fits)."""
     context = preamble(retrieval_id)
-    if len(context) > char_budget:
-        reason = f"char_budget {char_budget} is smaller than the context header ({len(context)} chars)"
-        return tuple(candidate.revised(exclusion_reason=reason) for candidate in candidates), ""
     chosen, reasons = select(
         candidates,
         top_k=top_k,
@@ -315,6 +327,10 @@ def assemble(
         fold_threshold=fold_threshold,
     )
     positions: dict[str, int] = {}
+    if len(context) > char_budget:  # not even the header fits: every chosen memory is left out for room
+        reason = f"{DID_NOT_FIT}: char_budget {char_budget} is smaller than the context header ({len(context)} chars)"
+        reasons |= {item.id: reason for item in chosen}
+        chosen = []
     for each in group(chosen):
         header = (
             render_episode_header(
@@ -333,7 +349,7 @@ def assemble(
             remaining = char_budget - len(context)
             if needed > remaining:
                 reasons[item.id] = (
-                    f"did not fit: needs {needed} chars, {remaining} of char_budget={char_budget} left"
+                    f"{DID_NOT_FIT}: needs {needed} chars, {remaining} of char_budget={char_budget} left"
                 )
                 continue
             if not header_added:

@@ -148,6 +148,44 @@ def test_the_cli_never_joins_or_replaces_a_connected_agents_session(capsys, db):
     )
 
 
+def test_an_outcome_given_as_a_score_alone_takes_the_nearest_label(capsys, db):
+    stored = as_json(capsys, db, "remember", "Use pnpm, not npm, in the web repo")
+    as_json(capsys, db, "recall", "pnpm or npm in the web repo")
+    graded = as_json(capsys, db, "outcome", "--score", "0.9")
+    # The label is the score's nearest; the score sets the step of the memory the session was shown
+    # first (target 0.25 + 0.9 x 1.5 = 1.6: 1.0 + 0.2 x 0.6 = 1.12).
+    assert (graded["outcome"], graded["score"]) == ("success", 0.9)
+    assert [(u["id"], u["weight_after"]) for u in graded["updated"]] == [(stored["id"], pytest.approx(1.12))]
+    status, _, err = memoria(capsys, db, "outcome")
+    assert status == 1 and "memoria outcome success|failure|partial, or --score 0..1" in err
+
+
+def test_messages_name_the_commands_flags_not_the_tools_arguments(capsys, db):
+    status, _, err = memoria(capsys, db, "explain", "ret_nope")
+    assert status == 1 and "or pass --query instead" in err and "retrieval_id" not in err
+    status, _, err = memoria(capsys, db, "recall", "anything", "--budget", "999999999")
+    assert status == 1 and "`--budget` must be between 200 and 200,000, but got 999999999" in err
+    as_json(capsys, db, "recall", "nothing stored yet")
+    status, out, _ = memoria(capsys, db, "outcome", "success")
+    assert status == 0 and "Name the memories you used with --helpful" in out
+    as_json(capsys, db, "remember", "The postgres connection pool size is 20")
+    as_json(capsys, db, "remember", "Postgres listens on port 5432 in staging")
+    status, out, _ = memoria(capsys, db, "recall", "postgres", "--budget", "300")
+    assert status == 0 and "note: only 1 of the 2 memories chosen" in out
+    assert "fit in --budget 300: raise --budget to see the other 1" in out
+
+
+def test_only_argument_names_become_flags_never_the_values_a_message_quotes():
+    from console.commands import in_flags
+
+    assert (
+        in_flags("`top_k` must be between 1 and 100, but got 0")
+        == "`--top-k` must be between 1 and 100, but got 0"
+    )
+    kept = "no session 'fix-top_k-bug' under /data/org_id/lancedb: the memories_v4 row's session_id must be a string"
+    assert in_flags(kept) == kept
+
+
 def test_an_outcome_with_no_recent_recall_says_what_to_do(capsys, db):
     status, _, err = memoria(capsys, db, "outcome", "success")
     assert status == 1 and "no session of cli recalled" in err and "--session" in err
@@ -170,10 +208,14 @@ def test_forget_by_query_lists_what_would_go_and_needs_a_yes(capsys, db, monkeyp
     as_json(capsys, db, "remember", "The staging database is reset every Sunday night")
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # not a terminal: no one to ask
     status, _, err = memoria(capsys, db, "forget", "--query", "old vpn host")
-    assert status == 1 and "this would retract 1 memories: add --yes" in err
+    # Nobody to ask: what would go is listed all the same, then the command refuses.
+    assert status == 1 and "this would retract the 1 memories above: add --yes" in err
+    assert stored["id"] in err and "The old VPN host is vpn1.example.com" in err
     assert as_json(capsys, db, "show", stored["id"])["status"] == "active"
     status, _, err = memoria(capsys, db, "forget", "--query", "kubernetes ingress")
     assert status == 1 and "nothing was forgotten" in err
+    status, out, _ = memoria(capsys, db, "forget", "--query", "kubernetes ingress", "--yes")
+    assert status == 1 and "nothing was forgotten" in out  # confirmed or not, nothing matched: status 1
     gone = as_json(capsys, db, "forget", "--query", "old vpn host", "--yes")
     assert [m["id"] for m in gone["forgotten"]] == [stored["id"]] and gone["matches"][0]["relevance"] >= 0.5
 
@@ -209,12 +251,18 @@ def test_list_pages_through_the_scope_newest_first_and_prints_the_next_page(caps
 
 def test_bad_arguments_say_what_to_fix_and_store_nothing(capsys, db):
     status, _, err = memoria(capsys, db, "recall", "x", "--budget", "5")
-    assert status == 1 and "char_budget must be between 200 and 200,000, but got 5" in err
+    assert status == 1 and "--budget must be between 200 and 200,000, but got 5" in err
     status, _, err = memoria(capsys, db, "recall", "x", "--org", "a" * 200)
-    assert status == 1 and "`org_id` is 200 characters; at most 128 are allowed" in err
+    assert status == 1 and "`--org` is 200 characters; at most 128 are allowed" in err
     with pytest.raises(SystemExit):  # argparse: "--top-k: must be at least 1, but got 0"
         main(["recall", "x", "--top-k", "0", "--db", str(db)])
     assert "must be at least 1, but got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # an unknown flag is said with the command's own usage
+        main(["recall", "x", "--bogus", "--db", str(db)])
+    said = capsys.readouterr().err
+    assert (
+        "usage: memoria recall" in said and "memoria recall: error: unrecognized arguments: --bogus" in said
+    )
     status, _, err = memoria(capsys, db, "remember", "   ")
     assert status == 1 and "`content` is empty or whitespace only" in err
     assert as_json(capsys, db, "stats")["memories"] == 0
@@ -546,7 +594,7 @@ def test_forget_by_tag_is_confirmed_first_and_recall_can_need_every_tag(capsys, 
     )
     assert [m["id"] for m in found["memories"]] == [both["id"]]
     status, _, err = memoria(capsys, db, "forget", "--tag", "ops")  # stdin is not a terminal here
-    assert status == 1 and "this would retract 2 memories: add --yes to confirm" in err
+    assert status == 1 and "this would retract the 2 memories above: add --yes to confirm" in err
     status, out, _ = memoria(capsys, db, "forget", "--tag", "ops", "--yes")
     assert status == 0 and out.startswith("retracted 2 memories (2 memories tagged 'ops' retracted)")
 

@@ -239,7 +239,7 @@ def test_a_session_without_queries_moves_its_named_memories_by_the_spec_step_onl
     assert weight_for(index_over(Reports([misleading]), policy=WeightPolicy()), "far") == pytest.approx(0.85)
 
 
-def test_a_memory_named_but_not_shown_is_compared_with_every_query_of_its_session():
+def test_a_named_memory_is_compared_with_every_query_of_its_session():
     embedder = TableEmbedder(VECTORS)
     named = outcome(
         "s1", [MemoryCredit("m", "helpful", 1.0, 1.0, None)], queries=("deploy", "close"), embedder=embedder

@@ -118,6 +118,22 @@ def test_a_named_memory_never_shown_has_no_query():
     assert credits[0] == MemoryCredit("z", "helpful", 1.0, 1.0, None)
 
 
+def test_a_named_memory_shown_under_several_queries_counts_for_all_of_them():
+    """Named helpful after two recalls that both showed it: no one query of the session is its own (the
+    weight for a query is then as close as the closest of the two, see the feedback index's tests)."""
+    credits = assign_credit(
+        [context("first", b=0.7, a=0.9), context("second", a=0.9, b=0.5)],
+        session_score=1.0,
+        helpful=["b"],
+        misleading=["a"],
+        policy=POLICY_CREDIT,
+    )
+    assert [(c.memory_id, c.role, c.query_index) for c in credits] == [
+        ("b", "helpful", None),
+        ("a", "misleading", None),
+    ]
+
+
 def test_closeness_is_linear_between_start_and_full():
     closeness = Closeness(0.3, 0.6)
     assert [closeness(c) for c in (0.1, 0.3, 0.45, 0.6, 0.9)] == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.0])

@@ -46,6 +46,12 @@ CASES = [
     ),
     ("AccountKey=" + "a" * 86 + "== for blob storage", "azure-account-key", "a" * 86),
     ("the CI token mem_tok_" + "AbC-dEf_" * 6 + " is in the vault", "memoria-token", "AbC-dEf_AbC-dEf_"),
+    (f"export AWS_SECRET_ACCESS_KEY {AWS_SECRET}", "aws-secret-key", AWS_SECRET),
+    (f"the aws secret key: {AWS_SECRET}", "aws-secret-key", AWS_SECRET),
+    (f"the bot's AWS secret key is {AWS_SECRET}.", "aws-secret-key", AWS_SECRET),
+    (f"rotate the CI bot's secret {AWS_SECRET} monthly", "aws-secret-key", AWS_SECRET),
+    ("the db password is hunter2xyz", "password", "hunter2xyz"),
+    (f"pass --aws-secret-access-key {AWS_SECRET} to the CLI", "aws-secret-key", AWS_SECRET),
 ]
 
 
@@ -75,11 +81,31 @@ def test_the_text_around_a_secret_is_kept_as_it_was():
         "Authorization is handled by the gateway, not the service.",
         "Postgres runs at postgres://db.internal:5432/app with no credentials in the URL.",
         "The commit eyJ is not a token; nor is sk-short.",
+        "The password is required and the password is stored in vault, not here.",
+        "The secret is that the release process has 40 steps nobody reads.",
+        "Keep the secret key in the vault; the secret is rotated every 90 days.",
+        "The password is case-sensitive, re-used nowhere and auto-generated; it is stored/rotated by CI.",
+        "The passphrase is sha-hashed and user-defined.",
+        "Reverted the commit that leaked the secret 9fceb02d0ae598e95dc970b74767f19372d61af8 last week.",
     ],
 )
 def test_ordinary_prose_about_secrets_is_left_alone(prose):
     result = redact(prose)
     assert result.text == prose and result.count == 0
+
+
+def test_a_key_pair_written_in_prose_loses_both_halves():
+    result = redact(f"Our AWS key for the CI bot is {AWS_KEY_ID} and secret {AWS_SECRET}")
+    assert (
+        result.text
+        == "Our AWS key for the CI bot is [REDACTED:aws-access-key] and secret [REDACTED:aws-secret-key]"
+    )
+    assert dict(result.found) == {"aws-access-key": 1, "aws-secret-key": 1}
+
+
+def test_a_password_in_prose_keeps_the_punctuation_after_it():
+    assert redact("The db password is hunter2xyz.").text == "The db password is [REDACTED:password]."
+    assert redact("(the password is hunter2xyz)").text == "(the password is [REDACTED:password])"
 
 
 def test_several_secrets_are_counted_by_kind_and_redacting_twice_changes_nothing_more():

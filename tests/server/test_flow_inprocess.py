@@ -78,7 +78,9 @@ async def test_a_report_naming_unknown_or_contradictory_ids_is_refused_and_moves
         both = await call_error(
             client, "report_outcome", {"outcome": "success", "helpful_ids": [pool], "misleading_ids": [pool]}
         )
-        assert f"{pool} named both helpful and misleading" in both
+        assert (
+            f"report_outcome: helpful_ids and misleading_ids both name {pool}: " in both
+        )  # named, not `arguments`
         shown = json.loads(
             (await client.read_resource(f"memoria://memory/{pool}")).contents[0].text  # type: ignore[union-attr]
         )

@@ -760,11 +760,19 @@ LIMITS = [
         "char_budget must be between 200 and 200,000, but got 200,001",
     ),
     (
+        # A server bound past the model's cap: the cap is said, never a bound no value can reach.
+        {"max_char_budget": 20_000_000},
+        "recall",
+        {"query": "deploy", "char_budget": 10_000_000},
+        {"query": "deploy", "char_budget": 15_000_000},
+        "`char_budget` must be between 200 and 10,000,000, but got 15000000",
+    ),
+    (
         {"max_char_budget": 10_000_000},
         "recall",
         {"query": "deploy", "char_budget": 10_000_000},
         {"query": "deploy", "char_budget": 10_000_001},
-        "`char_budget` must be <= 10000000, but got 10000001",
+        "`char_budget` must be between 200 and 10,000,000, but got 10000001",
     ),
     (
         {},
@@ -778,14 +786,14 @@ LIMITS = [
         "recall",
         {"query": "deploy", "top_k": 1},
         {"query": "deploy", "top_k": 0},
-        "`top_k` must be >= 1, but got 0",
+        "`top_k` must be between 1 and 100, but got 0",
     ),
     (
         {"max_top_k": 1_000},
         "recall",
         {"query": "deploy", "top_k": 1_000},
         {"query": "deploy", "top_k": 1_001},
-        "`top_k` must be <= 1000, but got 1001",
+        "`top_k` must be between 1 and 1,000, but got 1001",
     ),
     (
         {},

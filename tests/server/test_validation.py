@@ -21,7 +21,21 @@ CASES = [
     ("remember", {"content": "x", "tags": "db"}, "`tags` must be a list"),
     ("remember", {"content": "x", "org_id": ""}, "`org_id` must not be empty"),
     ("recall", {"query": ""}, "`query` must not be empty"),
-    ("recall", {"query": "x", "top_k": 0}, "`top_k` must be >= 1, but got 0"),
+    ("recall", {"query": "\u0000\u0001"}, "`query` holds only control characters: describe what you need"),
+    ("explain_ranking", {"query": "\u0000"}, "query is empty, or white space and control characters only"),
+    (
+        "forget",
+        {"query": "\u0001\u0002", "dry_run": True},
+        "control characters only: say what to forget in words",
+    ),
+    ("recall", {"query": "x", "top_k": 0}, "`top_k` must be between 1 and 100, but got 0"),
+    # Past the input model's hard cap, the bound said is still the one this server enforces.
+    (
+        "recall",
+        {"query": "x", "char_budget": 1_000_000_000},
+        "`char_budget` must be between 200 and 200,000, but got 1000000000",
+    ),
+    ("explain_ranking", {"query": "x", "top_k": 5_000}, "`top_k` must be between 1 and 100, but got 5000"),
     ("recall", {"query": "x", "top_k": "ten"}, "`top_k` must be a whole number, but got 'ten'"),
     ("recall", {"query": "x", "top_k": 500}, "top_k must be between 1 and 100, but got 500"),
     ("recall", {"query": "x", "char_budget": 50}, "char_budget must be between 200 and 200,000, but got 50"),

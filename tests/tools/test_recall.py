@@ -7,7 +7,7 @@ from storage.records import Scope
 from tests.ab_logs import ab_log_rows
 from tests.helpers import make_runtime
 from tools.common import Caller, ToolFailure
-from tools.recall import RecallInput, recall
+from tools.recall import RecallInput, recall, text_of
 from tools.remember import RememberInput, remember
 
 CALLER = Caller("claude-code", "ses_1")
@@ -43,6 +43,31 @@ def test_context_never_exceeds_the_char_budget(runtime, stored):
     out = recall(RecallInput(query="postgres deploy cat", char_budget=300), runtime, CALLER)
     assert 0 < len(out.context) <= 300
     assert len(out.memories) >= 1
+
+
+def test_memories_that_matched_but_did_not_fit_are_counted_in_the_note(runtime, stored):
+    """A budget too small for what matched must not read as "nothing relevant": the note says how many
+    matched, how many fit, and what to raise."""
+    roomy = recall(RecallInput(query="postgres", char_budget=16_000), runtime, CALLER)
+    matched = len(roomy.memories)
+    assert matched == 2  # the pool and the port
+    tight = recall(RecallInput(query="postgres", char_budget=200), runtime, CALLER)
+    assert (tight.memories, tight.context) == ([], "")
+    assert tight.note == (
+        "none of the 2 memories chosen for the context (the best matches above the relevance floor (0.1), "
+        "up to top_k=10) fit in char_budget=200: raise char_budget to see them"
+    )
+    assert text_of(tight) == f"{tight.note[0].upper()}{tight.note[1:]} (retrieval {tight.retrieval_id})."
+    one_fits = recall(RecallInput(query="postgres", char_budget=300), runtime, CALLER)
+    assert len(one_fits.memories) == 1
+    assert one_fits.note == (
+        "only 1 of the 2 memories chosen for the context (the best matches above the relevance floor (0.1), "
+        "up to top_k=10) fit in char_budget=300: raise char_budget to see the other 1"
+    )
+    # top_k caps what is chosen: a third match beyond it is not counted as left out for room.
+    remember(RememberInput(content="Postgres backups run nightly"), runtime, CALLER)
+    capped = recall(RecallInput(query="postgres", top_k=2, char_budget=300), runtime, CALLER)
+    assert capped.note is not None and capped.note.startswith("only 1 of the 2 memories chosen")
 
 
 def test_kinds_and_tags_filter_the_candidates(runtime, stored):

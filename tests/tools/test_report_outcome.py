@@ -122,7 +122,7 @@ def test_a_memory_both_helpful_and_misleading_is_refused(three):
         ReportOutcomeInput(
             outcome="success", helpful_ids=[three["a"]], misleading_ids=[three["a"], three["b"]]
         )
-    assert f"{three['a']} named both helpful and misleading" in str(refused.value)
+    assert f"helpful_ids and misleading_ids both name {three['a']}:" in str(refused.value)
 
 
 def test_the_same_report_twice_applies_once(runtime, three):
@@ -461,3 +461,28 @@ def test_a_report_of_a_session_that_recalled_nothing_says_it_counts_everywhere_b
         "the session recalled nothing, so its report counts for every task, by that step only" in out.detail
     )
     assert [(u.weight_before, u.weight_after) for u in out.updated] == [(1.0, pytest.approx(0.85))]
+
+
+def test_naming_a_memory_recall_no_longer_shows_says_so_and_names_its_replacement(runtime, three):
+    from tools.forget import ForgetInput, forget
+
+    recall_top(runtime, S1)
+    newer = remember(RememberInput(content="postgres pool size is 25", replaces=three["a"]), runtime, S1).id
+    forget(ForgetInput(memory_id=three["b"]), runtime, S1)
+    out = report_outcome(both_helpful(three), runtime, S1)
+    assert out.status == "applied"  # the report stands: a memory can come back (restored, reverted)
+    said = (
+        f". Recall does not show {three['a']} (superseded by {newer}, name {newer} next time), "
+        f"{three['b']} (retracted): the credit counts only if they are active again"
+    )
+    assert out.detail.endswith(said)
+    again = report_outcome(both_helpful(three), runtime, S1)
+    assert again.status == "unchanged" and again.detail.endswith(said)
+    newest = remember(RememberInput(content="postgres pool size is 30", replaces=newer), runtime, S1).id
+    chained = report_outcome(
+        ReportOutcomeInput(outcome="success", helpful_ids=[three["a"]]), runtime, Caller("agent", "ses_3")
+    )
+    # Two updates on: the memory that stands now is named, beside the one that replaced it first.
+    assert f"{three['a']} (superseded by {newer}, name {newest} next time)" in chained.detail
+    active = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[newest]), runtime, S2)
+    assert "Recall does not show" not in active.detail
