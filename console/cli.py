@@ -171,6 +171,9 @@ def add_people_commands(commands: Any) -> None:
     forget.add_argument("--dry-run", action="store_true", help="show what would go, change nothing")
     forget.add_argument("--yes", action="store_true", help="purge without asking")
     forget.add_argument("--agent", metavar="NAME", help="who forgets (default cli)")
+    forget.add_argument(
+        "--session", metavar="ID", help="the session whose private memories may be forgotten too"
+    )
 
     ui = command("ui", "a live page over the scope's memories: search, browse, edit, forget (127.0.0.1 only)")
     ui.add_argument("--port", type=int, default=0, metavar="P", help="the port (default: any free one)")

@@ -84,6 +84,11 @@ FLAGS = {
     "score": "--score",
     "note": "--note",
     "reason": "--reason",
+    "since": "--since",
+    "until": "--until",
+    "time_zone": "--time-zone",
+    "limit": "--limit",
+    "cursor": "--cursor",
 }
 _QUOTED_NAME = re.compile(r"`(" + "|".join(FLAGS) + r")(?:\.\d+)?`")
 _PHRASES = (
@@ -893,7 +898,25 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
     ]
     parts = [table(["id", "written", "kind", "agent", "memory"], rows) if rows else "no memories match"]
     if result.next_cursor:
-        parts.append(f"next page: memoria list --cursor {result.next_cursor}")
+        # The same listing's next page: every option given again (the cursor carries none of them).
+        given = [
+            (flag, getattr(args, name, None))
+            for flag, name in (
+                ("--db", "db"),
+                ("--org", "org"),
+                ("--project", "project"),
+                ("--agent", "agent"),
+                ("--tag", "tag"),
+                ("--kind", "kind"),
+                ("--episode", "episode"),
+                ("--since", "since"),
+                ("--until", "until"),
+                ("--time-zone", "time_zone"),
+                ("--limit", "limit"),
+            )
+        ]
+        again = " ".join(f"{flag} {shlex.quote(str(value))}" for flag, value in given if value is not None)
+        parts.append(f"next page: memoria list {again + ' ' if again else ''}--cursor {result.next_cursor}")
     return emit(args, result, "\n".join(parts))
 
 

@@ -114,6 +114,7 @@ def tool_specs() -> list[ToolSpec]:
             handler=report_outcome.handle,
             output_fields=("session_id", "status", "revision", "detail", "updated"),
             effect="writes",
+            ends_session=True,
         ),
         ToolSpec(
             name="explain_ranking",

@@ -16,38 +16,72 @@ from tools.common import Caller
 
 UNKNOWN_AGENT = "unknown-agent"
 _SESSION_KEY = "memoria.session_id"
+_REPORTED_KEY = "memoria.reported_session_id"
 
 
-def resolve_caller(ctx: Context[Any, Any], state: AppState, grant: Grant | None = None) -> Caller:
-    """With a bearer token the agent is the token's principal; otherwise the client's self-declared name."""
+def resolve_caller(
+    ctx: Context[Any, Any], state: AppState, grant: Grant | None = None, *, reporting: bool = False
+) -> Caller:
+    """With a bearer token the agent is the token's principal; otherwise the client's self-declared name.
+    ``reporting``: the call reports the connection's default session (it does not begin the next one)."""
     session = ctx.request_context.session
     if grant is not None:  # the session is in the principal's namespace, as explicit ones are
-        connection = _connection_session(session, state, grant.principal)
+        _, connection = _connection_session(session, state, grant.principal, reporting=reporting)
         return Caller(
             agent_id=grant.principal,
             session_id=own_session(grant.principal, connection),
             # Org-visible memories are read in every project of the org: changing them takes a grant on all.
             may_change_org=lambda org_id: grant.allows("writes", Scope(org_id, ANY)),
         )
+    agent_id = _client_name(session)
+    _, connection = _connection_session(session, state, agent_id, reporting=reporting)
+    return Caller(agent_id=agent_id, session_id=connection)
+
+
+def end_session(ctx: Context[Any, Any], state: AppState, grant: Grant | None = None) -> None:
+    """The connection's default session was reported: the connection's next call of another tool begins a
+    new session (a report again still replaces this one), so its next task is not reported over it."""
+    agent_id = grant.principal if grant is not None else _client_name(ctx.request_context.session)
+    key, session_id = _connection_session(ctx.request_context.session, state, agent_id, reporting=True)
+    if key is not None:
+        state.session_reported(key, session_id)
+    else:  # a handshake-era connection keeps its session on the connection itself
+        connection = ctx.request_context.session._connection
+        connection.state[_REPORTED_KEY] = session_id
+
+
+def _client_name(session: Any) -> str:
     params = session.client_params
     # The client names itself: keep it to one clean line before it becomes provenance.
     name = (
         " ".join(single_line(params.client_info.name).split()) if params and params.client_info.name else ""
     )
-    agent_id = name[:128] or UNKNOWN_AGENT
-    return Caller(agent_id=agent_id, session_id=_connection_session(session, state, agent_id))
+    return name[:128] or UNKNOWN_AGENT
 
 
-def _connection_session(session: Any, state: AppState, agent_id: str) -> str:
+def _connection_session(
+    session: Any, state: AppState, agent_id: str, *, reporting: bool = False
+) -> tuple[str | None, str]:
+    """The connection's key in ``state`` (None: held on the connection) and its default session."""
     # The SDK keeps per-connection state on the session's private Connection; there is no public handle.
     connection = getattr(session, "_connection", None)
     if connection is None:
-        return state.session_for(agent_id)
+        key = f"client:{agent_id}"
+        return key, state.session_for(key, reporting=reporting)
     if connection.session_id:  # streamable HTTP with a session header: the transport's own connection id
-        return f"ses_http_{connection.session_id}"[:128]
+        key = f"http:{connection.session_id}"
+        return key, state.session_for(key, f"ses_http_{connection.session_id}"[:128], reporting=reporting)
     if connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         # Handshake-era connections live as long as the client is connected: one id per connection.
-        return connection.state.setdefault(_SESSION_KEY, new_session_id())
+        held = connection.state
+        if (
+            not reporting
+            and held.get(_REPORTED_KEY) is not None
+            and held.get(_REPORTED_KEY) == held.get(_SESSION_KEY)
+        ):
+            held[_SESSION_KEY] = new_session_id()  # reported: this call begins the next session
+        return None, held.setdefault(_SESSION_KEY, new_session_id())
     # 2026-era requests each arrive on a fresh per-request connection; stdio and in-process clients get
     # one lifespan each, so one id per (lifespan, client) is one id per connection for them.
-    return state.session_for(agent_id)
+    key = f"client:{agent_id}"
+    return key, state.session_for(key, reporting=reporting)

@@ -27,7 +27,7 @@ from retrieval.models.llm.base import ClientInputNeeded
 from retrieval.models.model_files import short_reason
 from server.arguments import friendly_validation_message
 from server.auth import authorize, current_grant
-from server.identity import resolve_caller
+from server.identity import end_session, resolve_caller
 from server.llm_bridge import SamplingLedger, input_required, recorded_ledger
 from server.state import AppState
 from tools.common import Caller, Runtime, ToolFailure
@@ -47,6 +47,8 @@ class ToolSpec:
     handler: Handler
     effect: Literal["reads", "writes", "erases"]  # erases: may delete what it names (forget)
     uses_llm: bool = False  # may ask the request's LLM (sampling needs the input-required flow)
+    # Reports the connection's default session: the connection's next call begins a new one.
+    ends_session: bool = False
     # The text an agent reads of a result (the structured content carries the whole output); None: JSON.
     text_of: Callable[[Any], str] | None = None
     # The result's fields the output schema lists (None: all): those an agent acts on, not the echoes of
@@ -165,11 +167,14 @@ async def invoke(
         if grant is not None:
             args = authorize(args, spec.effect, grant, state.settings, spec.name)
         runtime = await state.runtime()
-        caller = resolve_caller(ctx, state, grant)
+        caller = resolve_caller(ctx, state, grant, reporting=spec.ends_session)
         if spec.uses_llm and with_llm:
             ledger = recorded_ledger(ctx)
             caller = replace(caller, llm=state.llms.for_request(ctx, ledger))
-        return await spec.handler(args, runtime, caller)
+        result = await spec.handler(args, runtime, caller)
+        if spec.ends_session and getattr(args, "session_id", None) is None:
+            end_session(ctx, state, grant)  # the connection's next task is a session of its own
+        return result
     except ClientInputNeeded as needed:  # 2026-07-28: ask the client, then the call is retried
         return input_required(needed, ledger)
     except ToolFailure as exc:

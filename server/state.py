@@ -9,6 +9,7 @@ import logging
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -192,6 +193,10 @@ def model_config(settings: Settings):  # -> retrieval.models.providers.ModelConf
     return ModelConfig(**{**values, "cohere_api_key": key.get_secret_value() if key else None})
 
 
+# Connections whose default session this process holds (a new one after each report of it).
+MAX_HELD_SESSIONS = 10_000
+
+
 class AppState:
     """Process-wide resources for the server's lifetime (one per lifespan)."""
 
@@ -211,7 +216,7 @@ class AppState:
         self.llms: LLMChooser = LLMChooser(settings)
         self._factory = runtime_factory
         self._future: concurrent.futures.Future[ServerRuntime] = concurrent.futures.Future()
-        self._sessions: dict[str, str] = {}
+        self._sessions: OrderedDict[str, tuple[str, bool]] = OrderedDict()  # key -> (session, reported)
         self._sessions_lock = threading.Lock()
         self._stop = threading.Event()
         self._pause = pause or self._stop.wait
@@ -311,10 +316,35 @@ class AppState:
                 "and restart it."
             ) from exc
 
-    def session_for(self, agent_id: str) -> str:
-        """One session id per client for this lifespan (stdio: per process; in-process: per client)."""
+    def session_for(self, key: str, first: str | None = None, *, reporting: bool = False) -> str:
+        """The session a connection's calls default to. ``key`` names the connection (per client for this
+        lifespan on stdio and in process; per transport session on HTTP); ``first`` is its first session
+        (None: one made now). Once a report of it was made, the connection's next call of another tool
+        begins a new session (as the CLI's next recall does), while a report again (``reporting``) still
+        replaces that one. Held: connections without a ``first``, and those that reported, at most
+        ``MAX_HELD_SESSIONS`` (the least recently used go first)."""
         with self._sessions_lock:
-            return self._sessions.setdefault(agent_id, new_session_id())
+            held = self._sessions.get(key)
+            if held is not None and held[1] and not reporting:
+                held = None  # reported: this call begins the next session
+                self._sessions.pop(key)
+                first = None
+            if held is None:
+                session_id = first or new_session_id()
+                if first is not None and not reporting:
+                    return session_id  # known from the connection itself: nothing to hold yet
+                held = self._sessions[key] = (session_id, False)
+                while len(self._sessions) > MAX_HELD_SESSIONS:
+                    self._sessions.popitem(last=False)
+            self._sessions.move_to_end(key)
+            return held[0]
+
+    def session_reported(self, key: str, session_id: str) -> None:
+        """A report of ``session_id``, the connection's default session, was made."""
+        with self._sessions_lock:
+            held = self._sessions.get(key)
+            if held is not None and held[0] == session_id:
+                self._sessions[key] = (session_id, True)
 
     def close(self) -> None:
         with self._closing_lock:

@@ -14,17 +14,24 @@ from functools import partial
 import pyarrow as pa
 from lancedb.index import FTS
 
-from storage import filters
+from storage import filters, schema
 from storage.lineage import Lineage
 from storage.locking import retrying
 from storage.memories import Memories
 from storage.records import LineageEvent, MemoryRecord, Scope
 from storage.scan import scan_rows
-from storage.tables import masked
+from storage.tables import local_folder, masked
 
 log = logging.getLogger(__name__)
 
 PURGE_JOURNAL = "pending_purge:"  # meta keys of purges begun and not yet finished
+
+
+def interrupted_write(name: str) -> bool:
+    """Whether a file of a table's folder is a write in progress: lance's local files are written as
+    ``.tmp*`` and renamed when complete, object_store's staged uploads as ``<name>#<part>``; no
+    committed file is named so."""
+    return name.startswith(".tmp") or "#" in name
 
 
 @dataclass(frozen=True)
@@ -168,6 +175,7 @@ class Forgetting(Memories, Lineage):
             )
         )
         self._scrub_traces(scope, ids)
+        self._drop_interrupted_writes()
         if journal.events:
             self.add_lineage_once(journal.events)
         self.resolve_contradictions(scope, ids, journal.resolution, at)
@@ -227,6 +235,22 @@ class Forgetting(Memories, Lineage):
                             scrubbed,
                         )
                     )
+
+    def _drop_interrupted_writes(self) -> None:
+        """Delete the temporary files writes a killed process left in the tables that hold memory text
+        (a local store): an append of a trace, or a compaction of the memories, interrupted half way
+        leaves its data in a ``.tmp*`` file no version refers to, and LanceDB's clean-up of old versions
+        never reads those. The caller holds the write lock (memories, episodes, lineage) and this holds
+        the logs' lock (traces and A/B rows), so no write of these tables is in flight in any process
+        and every such file is an orphan."""
+        folder = local_folder(self.uri)
+        if folder is None:
+            return  # an object store: an interrupted upload leaves no file behind
+        with self._logs_lock.exclusive():
+            for name in (schema.MEMORIES, schema.EPISODES, schema.LINEAGE, schema.RETRIEVALS, schema.AB_LOGS):
+                for path in (folder / f"{name}.lance").rglob("*"):
+                    if path.is_file() and interrupted_write(path.name):
+                        path.unlink(missing_ok=True)
 
     def _drop_old_versions(self) -> None:
         import warnings

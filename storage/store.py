@@ -37,7 +37,7 @@ from storage.records import StoreInfo
 from storage.scope_cache import ScopeCache
 from storage.search import MemorySearch
 from storage.snapshots import ScopeSnapshots
-from storage.tables import StoreError
+from storage.tables import StoreError, local_folder
 from storage.upkeep import Upkeep
 from storage.versions import SupersededVersions
 from storage.write_behind import WriteBehind
@@ -141,7 +141,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         ``metadata_cache_bytes``.
         A local store whose newest manifest a crash of the machine left broken opens on the version
         before, with a WARNING (``storage.recovery``)."""
-        local_path = _local_path(uri)
+        local_path = local_folder(uri)
         try:
             if local_path is not None:
                 local_path.mkdir(parents=True, exist_ok=True)
@@ -225,11 +225,3 @@ def _recover(local_path: Path) -> None:
         recovery.recover_store(local_path)
     except recovery.UnrecoverableTable as exc:
         raise StoreError(f"could not open the memory store at {str(local_path)!r}: {exc}") from exc
-
-
-def _local_path(uri: str) -> Path | None:
-    if uri.startswith("file://"):
-        return Path(uri[len("file://") :]).expanduser()
-    if "://" in uri:
-        return None
-    return Path(uri).expanduser()

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -28,6 +29,15 @@ _T = TypeVar("_T")
 
 class StoreError(RuntimeError):
     """The store could not be opened or written; the message says what to check."""
+
+
+def local_folder(uri: str) -> Path | None:
+    """The folder of a store on this machine's file system (None: an object store)."""
+    if uri.startswith("file://"):
+        return Path(uri[len("file://") :]).expanduser()
+    if "://" in uri:
+        return None
+    return Path(uri).expanduser()
 
 
 class StoreTables:

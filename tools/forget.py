@@ -44,6 +44,7 @@ class ForgetInput(ScopeArgs):
         None, description="Why, for the record."
     )
     dry_run: bool = Field(False, description="Only show what would go.")
+    session_id: Identifier | None = None  # whose session-private memories it sees (default: the connection's)
 
 
 class Match(BaseModel):

@@ -431,7 +431,21 @@ class WriteService:
                 )
                 self.track(scope, report, record.id)
                 results[record.id] = WriteResult(record, True, consolidation=report)
-        return [replace(results[item.record.id], redacted=item.redacted) for item in prepared]
+        return self._in_input_order(prepared, results)
+
+    @staticmethod
+    def _in_input_order(prepared: Sequence[Prepared], results: dict[str, WriteResult]) -> list[WriteResult]:
+        """One result per item; an item whose content an earlier item of the batch already had is a
+        duplicate of it (as the same content remembered again would be), not a second memory stored."""
+        seen: set[str] = set()
+        ordered = []
+        for item in prepared:
+            result = results[item.record.id]
+            if item.record.id in seen:
+                result = WriteResult(result.memory, False, "the same content as an earlier item of this batch")
+            seen.add(item.record.id)
+            ordered.append(replace(result, redacted=item.redacted))
+        return ordered
 
     # -- the parts ----------------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -203,6 +204,25 @@ def test_forget_retracts_and_purge_asks_for_confirmation(capsys, db, monkeypatch
     assert shown["status"] == "purged" and shown["content"] == ""
 
 
+def test_a_session_private_memory_is_forgotten_with_its_session(capsys, db):
+    private = as_json(
+        capsys,
+        db,
+        "remember",
+        "the temp password rotates tonight",
+        "--agent",
+        "a1",
+        "--session",
+        "S1",
+        "--visibility",
+        "session",
+    )
+    status, _, err = memoria(capsys, db, "forget", private["id"], "--agent", "a1", "--dry-run")
+    assert status == 1 and "no memory" in err  # another session of the agent does not see it
+    gone = as_json(capsys, db, "forget", private["id"], "--agent", "a1", "--session", "S1")
+    assert [m["id"] for m in gone["forgotten"]] == [private["id"]]
+
+
 def test_forget_by_query_lists_what_would_go_and_needs_a_yes(capsys, db, monkeypatch):
     stored = as_json(capsys, db, "remember", "The old VPN host is vpn1.example.com")
     as_json(capsys, db, "remember", "The staging database is reset every Sunday night")
@@ -240,11 +260,14 @@ def test_stats_counts_the_scope(capsys, db):
 
 def test_list_pages_through_the_scope_newest_first_and_prints_the_next_page(capsys, db):
     ids = [as_json(capsys, db, "remember", f"list me {n}", "--tag", "l")["id"] for n in range(3)]
-    status, out, _ = memoria(capsys, db, "list", "--limit", "2")
+    as_json(capsys, db, "remember", "not tagged, never listed below")
+    status, out, _ = memoria(capsys, db, "list", "--limit", "2", "--tag", "l")
     assert status == 0 and ids[2] in out and ids[1] in out and ids[0] not in out
-    cursor = out.rsplit("memoria list --cursor ", 1)[1].strip()
-    rest = as_json(capsys, db, "list", "--limit", "2", "--cursor", cursor)
-    assert [m["id"] for m in rest["memories"]] == [ids[0]] and rest["next_cursor"] is None
+    # The hint repeats every option (the cursor carries none): run as printed, it lists the next page.
+    hint = out.rsplit("next page: memoria ", 1)[1].strip()
+    assert hint.startswith(f"list --db {db} --tag l --limit 2 --cursor ")
+    status, rest_out, _ = memoria(capsys, db, *shlex.split(hint)[:1], *shlex.split(hint)[3:])
+    assert status == 0 and ids[0] in rest_out and "not tagged" not in rest_out and "next page" not in rest_out
     status, _, err = memoria(capsys, db, "list", "--since", "someday")
     assert status == 1 and "'someday' is not a time this server reads" in err
 

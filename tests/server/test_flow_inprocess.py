@@ -204,6 +204,24 @@ async def test_handshake_era_clients_get_one_session_per_connection(settings):
     assert one["session_id"] == two["session_id"] != three["session_id"]
 
 
+@pytest.mark.parametrize("mode", [None, "legacy"], ids=["2026-era", "handshake-era"])
+async def test_a_reported_session_ends_and_the_connections_next_task_is_a_session_of_its_own(settings, mode):
+    """A connection reports its default session: a report again still replaces that report, and the
+    connection's next recall begins a new session, whose report does not replace the first task's."""
+    options = {"mode": mode} if mode else {}
+    async with connected(server_with(settings), agent="cursor", **options) as client:
+        stored = await call(client, "remember", {"content": "Deploys go out with the blue-green script"})
+        first = await call(client, "recall", {"query": "how do deploys go out"})
+        report = await call(client, "report_outcome", {"outcome": "success", "helpful_ids": [stored["id"]]})
+        again = await call(client, "report_outcome", {"outcome": "success", "helpful_ids": [stored["id"]]})
+        second = await call(client, "recall", {"query": "blue-green deploy script"})
+        next_report = await call(client, "report_outcome", {"outcome": "failure"})
+    assert report["session_id"] == again["session_id"] == first["session_id"] == stored["session_id"]
+    assert (report["status"], again["status"]) == ("applied", "unchanged")
+    assert second["session_id"] != first["session_id"] == report["session_id"]
+    assert (next_report["session_id"], next_report["status"]) == (second["session_id"], "applied")
+
+
 async def test_scopes_isolate_memories(settings):
     async with connected(server_with(settings)) as client:
         await call(client, "remember", {"content": "acme secret roadmap", "org_id": "acme"})

@@ -449,6 +449,26 @@ def test_a_purge_a_crash_interrupted_is_finished_at_the_next_opening(tmp_path, m
         reopened.close()
 
 
+def test_a_purge_deletes_the_files_of_writes_a_killed_process_left_in_the_tables_of_memory_text(tmp_path):
+    """A trace append or a compaction killed half way leaves its rows in a temporary file no version
+    refers to; a purge must not leave the purged text there (tables without memory text keep theirs)."""
+    root = tmp_path / "db"
+    with MemoryStore.open(str(root), vector_dim=DIM) as store:
+        store.insert_many([new("m1", "the vault is in the basement"), new("m2", SECRET)])
+        planted = [
+            root / f"{schema.RETRIEVALS}.lance" / "data" / ".tmpGAWteZ",
+            root / f"{schema.MEMORIES}.lance" / "data" / "0a1b2c3d.lance#1",
+        ]
+        kept = root / f"{schema.FEEDBACK}.lance" / "data" / ".tmpQ1w2E3"
+        for path in (*planted, kept):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"rows of an interrupted write: " + SECRET.encode())
+        store.purge(SCOPE, ["m2"], NOW, quoted_chars=0, events=[], resolution="purge by agent")
+        assert [path.exists() for path in planted] == [False, False]
+        assert kept.exists()  # not a table of memory text: a report may be writing it
+        assert files_holding(root, b"zq7SECRETxk9") == [str(kept)]
+
+
 def quoting(memory_id: str, text: str, retrieval_id: str = "r1") -> RetrievalRecord:
     trace = json.dumps({"candidates": [{"id": memory_id, "preview": text}, {"id": "m1", "preview": "kept"}]})
     return RetrievalRecord(

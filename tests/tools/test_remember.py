@@ -211,3 +211,19 @@ def test_line_breaks_and_tabs_of_visible_text_are_kept_as_written(runtime):
     for content in ("line one\nline two\tend", "naïve café\r\nsecond line"):
         stored = remember(RememberInput(content=content), runtime, CALLER)
         assert runtime.store.get_memory(stored.id).content == content
+
+
+def test_the_same_content_twice_in_one_batch_is_stored_once_and_then_a_duplicate(runtime):
+    text = "Batch: the cache TTL is 300 seconds"
+    out = remember_many(
+        RememberManyInput(
+            items=[BatchItem(content=text), BatchItem(content="another"), BatchItem(content=text)]
+        ),
+        runtime,
+        CALLER,
+    )
+    first, _, again = out.results
+    assert (first.status, again.status) == ("stored", "duplicate")
+    assert again.id == first.id and again.duplicate_of == first.id
+    assert (out.stored, out.duplicates) == (2, 1)
+    assert remember(RememberInput(content=text), runtime, CALLER).status == "duplicate"  # as a later call
