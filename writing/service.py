@@ -442,7 +442,9 @@ class WriteService:
         for item in prepared:
             result = results[item.record.id]
             if item.record.id in seen:
-                result = WriteResult(result.memory, False, "the same content as an earlier item of this batch")
+                result = WriteResult(
+                    result.memory, False, "the same content as an earlier item of this batch"
+                )
             seen.add(item.record.id)
             ordered.append(replace(result, redacted=item.redacted))
         return ordered
