@@ -898,7 +898,8 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
     ]
     parts = [table(["id", "written", "kind", "agent", "memory"], rows) if rows else "no memories match"]
     if result.next_cursor:
-        # The same listing's next page: every option given again (the cursor carries none of them).
+        # The same listing's next page: every option given again (the cursor carries none of them), the
+        # time window as resolved now ("2 hours ago" read again later would be another window).
         given = [
             (flag, getattr(args, name, None))
             for flag, name in (
@@ -909,12 +910,10 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
                 ("--tag", "tag"),
                 ("--kind", "kind"),
                 ("--episode", "episode"),
-                ("--since", "since"),
-                ("--until", "until"),
-                ("--time-zone", "time_zone"),
                 ("--limit", "limit"),
             )
         ]
+        given += [("--since", result.since), ("--until", result.until)]
         again = " ".join(f"{flag} {shlex.quote(str(value))}" for flag, value in given if value is not None)
         parts.append(f"next page: memoria list {again + ' ' if again else ''}--cursor {result.next_cursor}")
     return emit(args, result, "\n".join(parts))

@@ -72,6 +72,7 @@ def tool_specs() -> list[ToolSpec]:
             output_fields=("id", "status", "duplicate_of", "expires_at", "note", "consolidation", "redacted"),
             uses_llm=True,
             effect="writes",
+            begins_task=True,
         ),
         ToolSpec(
             name="remember_many",
@@ -84,6 +85,7 @@ def tool_specs() -> list[ToolSpec]:
             output_model=remember_many.RememberManyOutput,
             handler=remember_many.handle,
             effect="writes",
+            begins_task=True,
             uses_llm=True,
         ),
         ToolSpec(
@@ -98,6 +100,7 @@ def tool_specs() -> list[ToolSpec]:
             output_model=recall.RecallOutput,
             handler=recall.handle,
             effect="reads",
+            begins_task=True,
             uses_llm=True,
             text_of=recall.text_of,
         ),

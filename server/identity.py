@@ -20,13 +20,14 @@ _REPORTED_KEY = "memoria.reported_session_id"
 
 
 def resolve_caller(
-    ctx: Context[Any, Any], state: AppState, grant: Grant | None = None, *, reporting: bool = False
+    ctx: Context[Any, Any], state: AppState, grant: Grant | None = None, *, begins_task: bool = False
 ) -> Caller:
     """With a bearer token the agent is the token's principal; otherwise the client's self-declared name.
-    ``reporting``: the call reports the connection's default session (it does not begin the next one)."""
+    ``begins_task``: the call begins a task (a recall, a remember), so after a report of the connection's
+    session it begins the next session."""
     session = ctx.request_context.session
     if grant is not None:  # the session is in the principal's namespace, as explicit ones are
-        _, connection = _connection_session(session, state, grant.principal, reporting=reporting)
+        _, connection = _connection_session(session, state, grant.principal, begins_task=begins_task)
         return Caller(
             agent_id=grant.principal,
             session_id=own_session(grant.principal, connection),
@@ -34,15 +35,18 @@ def resolve_caller(
             may_change_org=lambda org_id: grant.allows("writes", Scope(org_id, ANY)),
         )
     agent_id = _client_name(session)
-    _, connection = _connection_session(session, state, agent_id, reporting=reporting)
+    _, connection = _connection_session(session, state, agent_id, begins_task=begins_task)
     return Caller(agent_id=agent_id, session_id=connection)
 
 
-def end_session(ctx: Context[Any, Any], state: AppState, grant: Grant | None = None) -> None:
-    """The connection's default session was reported: the connection's next call of another tool begins a
-    new session (a report again still replaces this one), so its next task is not reported over it."""
+def end_session(ctx: Context[Any, Any], state: AppState, reported: str, grant: Grant | None = None) -> None:
+    """Session ``reported`` was reported: if it is the connection's default session (named or not), the
+    connection's next call of another tool begins a new one (a report again still replaces this one), so
+    the connection's next task is not reported over it."""
     agent_id = grant.principal if grant is not None else _client_name(ctx.request_context.session)
-    key, session_id = _connection_session(ctx.request_context.session, state, agent_id, reporting=True)
+    key, session_id = _connection_session(ctx.request_context.session, state, agent_id, hold=True)
+    if reported != (own_session(grant.principal, session_id) if grant is not None else session_id):
+        return  # another session was reported: the connection's own goes on
     if key is not None:
         state.session_reported(key, session_id)
     else:  # a handshake-era connection keeps its session on the connection itself
@@ -60,28 +64,26 @@ def _client_name(session: Any) -> str:
 
 
 def _connection_session(
-    session: Any, state: AppState, agent_id: str, *, reporting: bool = False
+    session: Any, state: AppState, agent_id: str, *, begins_task: bool = False, hold: bool = False
 ) -> tuple[str | None, str]:
     """The connection's key in ``state`` (None: held on the connection) and its default session."""
     # The SDK keeps per-connection state on the session's private Connection; there is no public handle.
     connection = getattr(session, "_connection", None)
     if connection is None:
         key = f"client:{agent_id}"
-        return key, state.session_for(key, reporting=reporting)
+        return key, state.session_for(key, begins_task=begins_task)
     if connection.session_id:  # streamable HTTP with a session header: the transport's own connection id
         key = f"http:{connection.session_id}"
-        return key, state.session_for(key, f"ses_http_{connection.session_id}"[:128], reporting=reporting)
+        first = f"ses_http_{connection.session_id}"[:128]
+        return key, state.session_for(key, first, begins_task=begins_task, hold=hold)
     if connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         # Handshake-era connections live as long as the client is connected: one id per connection.
         held = connection.state
-        if (
-            not reporting
-            and held.get(_REPORTED_KEY) is not None
-            and held.get(_REPORTED_KEY) == held.get(_SESSION_KEY)
-        ):
-            held[_SESSION_KEY] = new_session_id()  # reported: this call begins the next session
+        reported = held.get(_REPORTED_KEY)
+        if begins_task and reported is not None and reported == held.get(_SESSION_KEY):
+            held[_SESSION_KEY] = new_session_id()  # reported: this task begins the next session
         return None, held.setdefault(_SESSION_KEY, new_session_id())
     # 2026-era requests each arrive on a fresh per-request connection; stdio and in-process clients get
     # one lifespan each, so one id per (lifespan, client) is one id per connection for them.
     key = f"client:{agent_id}"
-    return key, state.session_for(key, reporting=reporting)
+    return key, state.session_for(key, begins_task=begins_task)

@@ -47,8 +47,10 @@ class ToolSpec:
     handler: Handler
     effect: Literal["reads", "writes", "erases"]  # erases: may delete what it names (forget)
     uses_llm: bool = False  # may ask the request's LLM (sampling needs the input-required flow)
-    # Reports the connection's default session: the connection's next call begins a new one.
+    # Reports a session: when it is the connection's own, the connection's next task begins a new one.
     ends_session: bool = False
+    # Begins a task (recall, remember): after a report of the connection's session, a new session.
+    begins_task: bool = False
     # The text an agent reads of a result (the structured content carries the whole output); None: JSON.
     text_of: Callable[[Any], str] | None = None
     # The result's fields the output schema lists (None: all): those an agent acts on, not the echoes of
@@ -167,13 +169,14 @@ async def invoke(
         if grant is not None:
             args = authorize(args, spec.effect, grant, state.settings, spec.name)
         runtime = await state.runtime()
-        caller = resolve_caller(ctx, state, grant, reporting=spec.ends_session)
+        caller = resolve_caller(ctx, state, grant, begins_task=spec.begins_task)
         if spec.uses_llm and with_llm:
             ledger = recorded_ledger(ctx)
             caller = replace(caller, llm=state.llms.for_request(ctx, ledger))
         result = await spec.handler(args, runtime, caller)
-        if spec.ends_session and getattr(args, "session_id", None) is None:
-            end_session(ctx, state, grant)  # the connection's next task is a session of its own
+        if spec.ends_session and isinstance(result, spec.output_model):
+            # The connection's next task is a session of its own (when its own session was reported).
+            end_session(ctx, state, result.session_id, grant)  # type: ignore[attr-defined]
         return result
     except ClientInputNeeded as needed:  # 2026-07-28: ask the client, then the call is retried
         return input_required(needed, ledger)

@@ -316,22 +316,25 @@ class AppState:
                 "and restart it."
             ) from exc
 
-    def session_for(self, key: str, first: str | None = None, *, reporting: bool = False) -> str:
+    def session_for(
+        self, key: str, first: str | None = None, *, begins_task: bool = False, hold: bool = False
+    ) -> str:
         """The session a connection's calls default to. ``key`` names the connection (per client for this
         lifespan on stdio and in process; per transport session on HTTP); ``first`` is its first session
-        (None: one made now). Once a report of it was made, the connection's next call of another tool
-        begins a new session (as the CLI's next recall does), while a report again (``reporting``) still
-        replaces that one. Held: connections without a ``first``, and those that reported, at most
-        ``MAX_HELD_SESSIONS`` (the least recently used go first)."""
+        (None: one made now). Once a report of it was made, the connection's next call that begins a task
+        (``begins_task``: a recall or a remember) begins a new session; other calls (a report again, an
+        explanation, a read) stay in the reported one. ``hold``: keep the connection's entry even when it
+        is its ``first`` (a report is about to mark it). Held: connections without a ``first``, and those
+        that reported, at most ``MAX_HELD_SESSIONS`` (the least recently used go first)."""
         with self._sessions_lock:
             held = self._sessions.get(key)
-            if held is not None and held[1] and not reporting:
-                held = None  # reported: this call begins the next session
+            if held is not None and held[1] and begins_task:
+                held = None  # reported: this task begins the next session
                 self._sessions.pop(key)
                 first = None
             if held is None:
                 session_id = first or new_session_id()
-                if first is not None and not reporting:
+                if first is not None and not hold:
                     return session_id  # known from the connection itself: nothing to hold yet
                 held = self._sessions[key] = (session_id, False)
                 while len(self._sessions) > MAX_HELD_SESSIONS:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import logging
+import mmap
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
+from pathlib import Path
 
 import pyarrow as pa
 from lancedb.index import FTS
@@ -32,6 +34,19 @@ def interrupted_write(name: str) -> bool:
     ``.tmp*`` and renamed when complete, object_store's staged uploads as ``<name>#<part>``; no
     committed file is named so."""
     return name.startswith(".tmp") or "#" in name
+
+
+def holds_any(path: Path, needles: Sequence[bytes]) -> bool:
+    """Whether the file at ``path`` contains one of ``needles`` (read mapped, not loaded: a compaction's
+    file can be large). A file gone meanwhile holds nothing."""
+    try:
+        with path.open("rb") as file:
+            if path.stat().st_size == 0:
+                return False
+            with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                return any(mapped.find(needle) != -1 for needle in needles)
+    except (FileNotFoundError, ValueError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -175,7 +190,7 @@ class Forgetting(Memories, Lineage):
             )
         )
         self._scrub_traces(scope, ids)
-        self._drop_interrupted_writes()
+        self._drop_interrupted_writes(ids)
         if journal.events:
             self.add_lineage_once(journal.events)
         self.resolve_contradictions(scope, ids, journal.resolution, at)
@@ -236,20 +251,22 @@ class Forgetting(Memories, Lineage):
                         )
                     )
 
-    def _drop_interrupted_writes(self) -> None:
-        """Delete the temporary files writes a killed process left in the tables that hold memory text
-        (a local store): an append of a trace, or a compaction of the memories, interrupted half way
-        leaves its data in a ``.tmp*`` file no version refers to, and LanceDB's clean-up of old versions
-        never reads those. The caller holds the write lock (memories, episodes, lineage) and this holds
-        the logs' lock (traces and A/B rows), so no write of these tables is in flight in any process
-        and every such file is an orphan."""
+    def _drop_interrupted_writes(self, memory_ids: Sequence[str]) -> None:
+        """Delete the files of interrupted writes that hold a purged memory's id, in the tables that hold
+        memory text (a local store). An append of a trace or an A/B row, or a compaction of the memories,
+        killed half way leaves its rows in a ``.tmp*`` (or a staged ``#``) file no version refers to, and
+        LanceDB's clean-up of old versions never reads those: such a file quoting a purged memory keeps
+        its text. Every row about a memory carries its id, so a file without a purged id is left alone.
+        A write still in flight (an unlocked A/B append or compaction of another process) whose file is
+        deleted fails without committing and is retried: the write-behind masks purged text then."""
         folder = local_folder(self.uri)
-        if folder is None:
-            return  # an object store: an interrupted upload leaves no file behind
+        if folder is None or not memory_ids:
+            return  # an object store: an interrupted upload leaves no object behind
+        needles = [memory_id.encode() for memory_id in memory_ids]
         with self._logs_lock.exclusive():
             for name in (schema.MEMORIES, schema.EPISODES, schema.LINEAGE, schema.RETRIEVALS, schema.AB_LOGS):
                 for path in (folder / f"{name}.lance").rglob("*"):
-                    if path.is_file() and interrupted_write(path.name):
+                    if path.is_file() and interrupted_write(path.name) and holds_any(path, needles):
                         path.unlink(missing_ok=True)
 
     def _drop_old_versions(self) -> None:

@@ -364,7 +364,11 @@ class WriteService:
         scope = records[0].scope
         store = self._store
         existing = store.get_memories([r.id for r in records], scope)
-        fresh = list({r.id: r for r in records if r.id not in existing}.values())
+        first: dict[str, MemoryRecord] = {}  # the first item of each id: its author writes the memory
+        for record in records:
+            if record.id not in existing:
+                first.setdefault(record.id, record)
+        fresh = list(first.values())
         results: dict[str, WriteResult] = {}
         # Records already stored go the single path (attestation, restore, resuming consolidation).
         for record in records:
@@ -433,18 +437,23 @@ class WriteService:
                 results[record.id] = WriteResult(record, True, consolidation=report)
         return self._in_input_order(prepared, results)
 
-    @staticmethod
-    def _in_input_order(prepared: Sequence[Prepared], results: dict[str, WriteResult]) -> list[WriteResult]:
-        """One result per item; an item whose content an earlier item of the batch already had is a
-        duplicate of it (as the same content remembered again would be), not a second memory stored."""
+    def _in_input_order(
+        self, prepared: Sequence[Prepared], results: dict[str, WriteResult]
+    ) -> list[WriteResult]:
+        """One result per item. An item whose content an earlier item of the batch already had is what
+        the same content remembered again would be: from the same agent a duplicate of it, from another
+        agent a corroboration of it."""
         seen: set[str] = set()
         ordered = []
         for item in prepared:
             result = results[item.record.id]
             if item.record.id in seen:
-                result = WriteResult(
-                    result.memory, False, "the same content as an earlier item of this batch"
-                )
+                if item.record.agent_id != result.memory.agent_id and result.memory.status != "purged":
+                    result = self._attested(result.memory, item.record)
+                else:
+                    result = WriteResult(
+                        result.memory, False, "the same content as an earlier item of this batch"
+                    )
             seen.add(item.record.id)
             ordered.append(replace(result, redacted=item.redacted))
         return ordered

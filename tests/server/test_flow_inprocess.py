@@ -213,13 +213,24 @@ async def test_a_reported_session_ends_and_the_connections_next_task_is_a_sessio
         stored = await call(client, "remember", {"content": "Deploys go out with the blue-green script"})
         first = await call(client, "recall", {"query": "how do deploys go out"})
         report = await call(client, "report_outcome", {"outcome": "success", "helpful_ids": [stored["id"]]})
+        # A look at the ranking between two reports stays in the session: the second still replaces.
+        await call(client, "explain_ranking", {"retrieval_id": first["retrieval_id"]})
         again = await call(client, "report_outcome", {"outcome": "success", "helpful_ids": [stored["id"]]})
         second = await call(client, "recall", {"query": "blue-green deploy script"})
-        next_report = await call(client, "report_outcome", {"outcome": "failure"})
+        # Named as the recall result gave it, the connection's own session ends all the same.
+        next_report = await call(
+            client, "report_outcome", {"outcome": "failure", "session_id": second["session_id"]}
+        )
+        third = await call(client, "recall", {"query": "deploy script"})
+        elsewhere = await call(client, "report_outcome", {"outcome": "success", "session_id": "ses_other"})
+        fourth = await call(client, "recall", {"query": "deploys"})
     assert report["session_id"] == again["session_id"] == first["session_id"] == stored["session_id"]
     assert (report["status"], again["status"]) == ("applied", "unchanged")
     assert second["session_id"] != first["session_id"] == report["session_id"]
     assert (next_report["session_id"], next_report["status"]) == (second["session_id"], "applied")
+    assert third["session_id"] not in (first["session_id"], second["session_id"])
+    # Reporting another session leaves the connection's own going on.
+    assert elsewhere["session_id"] == "ses_other" and fourth["session_id"] == third["session_id"]
 
 
 async def test_scopes_isolate_memories(settings):

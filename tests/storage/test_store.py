@@ -462,10 +462,13 @@ def test_a_purge_deletes_the_files_of_writes_a_killed_process_left_in_the_tables
         kept = root / f"{schema.FEEDBACK}.lance" / "data" / ".tmpQ1w2E3"
         for path in (*planted, kept):
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(b"rows of an interrupted write: " + SECRET.encode())
+            path.write_bytes(b"rows of an interrupted write: m2 " + SECRET.encode())
+        unrelated = root / f"{schema.RETRIEVALS}.lance" / "data" / ".tmpZx9Yw8"  # another write, in flight
+        unrelated.write_bytes(b"a trace of m1 only")
         store.purge(SCOPE, ["m2"], NOW, quoted_chars=0, events=[], resolution="purge by agent")
         assert [path.exists() for path in planted] == [False, False]
         assert kept.exists()  # not a table of memory text: a report may be writing it
+        assert unrelated.exists()  # no purged id in it: left alone
         assert files_holding(root, b"zq7SECRETxk9") == [str(kept)]
 
 

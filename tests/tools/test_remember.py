@@ -227,3 +227,18 @@ def test_the_same_content_twice_in_one_batch_is_stored_once_and_then_a_duplicate
     assert again.id == first.id and again.duplicate_of == first.id
     assert (out.stored, out.duplicates) == (2, 1)
     assert remember(RememberInput(content=text), runtime, CALLER).status == "duplicate"  # as a later call
+
+
+def test_the_same_content_from_two_agents_in_one_batch_is_the_first_agents_and_corroborated(runtime):
+    text = "Batch: the queue retries three times"
+    out = remember_many(
+        RememberManyInput(
+            items=[BatchItem(content=text, agent_id="alice"), BatchItem(content=text, agent_id="bob")]
+        ),
+        runtime,
+        CALLER,
+    )
+    first, second = out.results
+    assert (first.status, second.status) == ("stored", "duplicate") and first.id == second.id
+    assert runtime.store.get_memory(first.id).agent_id == "alice"  # the first item's author wrote it
+    assert "recorded bob as corroborating it" in (second.note or "")
