@@ -36,6 +36,11 @@ def interrupted_write(name: str) -> bool:
     return name.startswith(".tmp") or "#" in name
 
 
+def manifests_of(table: Path) -> list[bytes]:
+    """The manifests of a table's versions, as bytes (a data file a version holds is named in its)."""
+    return [path.read_bytes() for path in (table / "_versions").glob("*.manifest") if path.is_file()]
+
+
 def holds_any(path: Path, needles: Sequence[bytes]) -> bool:
     """Whether the file at ``path`` contains one of ``needles`` (read mapped, not loaded: a compaction's
     file can be large). A file gone meanwhile holds nothing."""
@@ -253,20 +258,28 @@ class Forgetting(Memories, Lineage):
 
     def _drop_interrupted_writes(self, memory_ids: Sequence[str]) -> None:
         """Delete the files of interrupted writes that hold a purged memory's id, in the tables that hold
-        memory text (a local store). An append of a trace or an A/B row, or a compaction of the memories,
-        killed half way leaves its rows in a ``.tmp*`` (or a staged ``#``) file no version refers to, and
-        LanceDB's clean-up of old versions never reads those: such a file quoting a purged memory keeps
+        memory text (a local store). A write killed half way leaves its rows in a ``.tmp*`` (or staged
+        ``#``) file, or in a data file its commit never named; LanceDB's clean-up of old versions reads
+        neither (it deletes only files some version named), so such a file quoting a purged memory keeps
         its text. Every row about a memory carries its id, so a file without a purged id is left alone.
-        A write still in flight (an unlocked A/B append or compaction of another process) whose file is
-        deleted fails without committing and is retried: the write-behind masks purged text then."""
+        The caller holds the write lock (memories, episodes) and this holds the logs lock (traces, A/B
+        rows, lineage, and the compaction of the logs): no write of these tables is in flight in any
+        process, so no such file belongs to a write still to commit."""
         folder = local_folder(self.uri)
         if folder is None or not memory_ids:
             return  # an object store: an interrupted upload leaves no object behind
         needles = [memory_id.encode() for memory_id in memory_ids]
         with self._logs_lock.exclusive():
             for name in (schema.MEMORIES, schema.EPISODES, schema.LINEAGE, schema.RETRIEVALS, schema.AB_LOGS):
-                for path in (folder / f"{name}.lance").rglob("*"):
-                    if path.is_file() and interrupted_write(path.name) and holds_any(path, needles):
+                table = folder / f"{name}.lance"
+                named = manifests_of(table)
+                for path in table.rglob("*"):
+                    if not path.is_file():
+                        continue
+                    orphan = interrupted_write(path.name) or (
+                        path.parent == table / "data" and not any(path.name.encode() in m for m in named)
+                    )
+                    if orphan and holds_any(path, needles):
                         path.unlink(missing_ok=True)
 
     def _drop_old_versions(self) -> None:

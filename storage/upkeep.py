@@ -58,9 +58,12 @@ class Upkeep(StoreTables):
                 continue
             optimize = partial(self._optimize, name, table, keep_versions_for, keep_replaced_for)
             if name in (schema.RETRIEVALS, schema.AB_LOGS):
-                # The logs are appended by the write-behind thread without the lock, in a batch every
-                # 0.2 s: a compaction commits between those like any write.
-                retrying(optimize)
+                # The logs are appended by the write-behind thread without the write lock, in a batch
+                # every 0.2 s: a compaction commits between those like any write. It holds the logs
+                # lock (shared), so that no write of these tables is in flight while a purge clears
+                # the files interrupted writes left (``storage.forgetting``).
+                with self._logs_lock.shared():
+                    retrying(optimize)
             elif name in REPORT_TABLES:
                 # Reports write these under the reports' lock (and their weights under the write lock):
                 # both, in that order, keep a report's merge and the compaction from colliding.

@@ -458,6 +458,8 @@ def test_a_purge_deletes_the_files_of_writes_a_killed_process_left_in_the_tables
         planted = [
             root / f"{schema.RETRIEVALS}.lance" / "data" / ".tmpGAWteZ",
             root / f"{schema.MEMORIES}.lance" / "data" / "0a1b2c3d.lance#1",
+            # A data file written whole whose commit never came: no version names it.
+            root / f"{schema.AB_LOGS}.lance" / "data" / "0101110001001111101101011.lance",
         ]
         kept = root / f"{schema.FEEDBACK}.lance" / "data" / ".tmpQ1w2E3"
         for path in (*planted, kept):
@@ -466,10 +468,11 @@ def test_a_purge_deletes_the_files_of_writes_a_killed_process_left_in_the_tables
         unrelated = root / f"{schema.RETRIEVALS}.lance" / "data" / ".tmpZx9Yw8"  # another write, in flight
         unrelated.write_bytes(b"a trace of m1 only")
         store.purge(SCOPE, ["m2"], NOW, quoted_chars=0, events=[], resolution="purge by agent")
-        assert [path.exists() for path in planted] == [False, False]
+        assert [path.exists() for path in planted] == [False, False, False]
         assert kept.exists()  # not a table of memory text: a report may be writing it
         assert unrelated.exists()  # no purged id in it: left alone
         assert files_holding(root, b"zq7SECRETxk9") == [str(kept)]
+        assert store.get_memory("m1", SCOPE).content == "the vault is in the basement"  # the rest reads on
 
 
 def quoting(memory_id: str, text: str, retrieval_id: str = "r1") -> RetrievalRecord:
