@@ -69,14 +69,11 @@ def _connection_session(
     """The connection's key in ``state`` (None: held on the connection) and its default session."""
     # The SDK keeps per-connection state on the session's private Connection; there is no public handle.
     connection = getattr(session, "_connection", None)
-    if connection is None:
-        key = f"client:{agent_id}"
-        return key, state.session_for(key, begins_task=begins_task)
-    if connection.session_id:  # streamable HTTP with a session header: the transport's own connection id
-        key = f"http:{connection.session_id}"
+    if connection is not None and connection.session_id:  # streamable HTTP with a session header
+        key = f"http:{connection.session_id}"  # the transport's own connection id
         first = f"ses_http_{connection.session_id}"[:128]
         return key, state.session_for(key, first, begins_task=begins_task, hold=hold)
-    if connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+    if connection is not None and connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         # Handshake-era connections live as long as the client is connected: one id per connection.
         held = connection.state
         reported = held.get(_REPORTED_KEY)

@@ -36,9 +36,25 @@ def interrupted_write(name: str) -> bool:
     return name.startswith(".tmp") or "#" in name
 
 
-def manifests_of(table: Path) -> list[bytes]:
-    """The manifests of a table's versions, as bytes (a data file a version holds is named in its)."""
-    return [path.read_bytes() for path in (table / "_versions").glob("*.manifest") if path.is_file()]
+class Manifests:
+    """A table's version manifests, read newest first and only as far as needed: a data file some
+    version holds is named in its manifest, and most are named in the newest."""
+
+    def __init__(self, table: Path) -> None:
+        found = [path for path in (table / "_versions").glob("*.manifest") if path.is_file()]
+        self._unread = sorted(found, key=lambda path: path.stat().st_mtime)  # newest last: popped first
+        self._read: list[bytes] = []
+
+    def name(self, file_name: str) -> bool:
+        needle = file_name.encode()
+        if any(needle in manifest for manifest in self._read):
+            return True
+        while self._unread:
+            manifest = self._unread.pop().read_bytes()
+            self._read.append(manifest)
+            if needle in manifest:
+                return True
+        return False
 
 
 def holds_any(path: Path, needles: Sequence[bytes]) -> bool:
@@ -195,11 +211,11 @@ class Forgetting(Memories, Lineage):
             )
         )
         self._scrub_traces(scope, ids)
-        self._drop_interrupted_writes(ids)
         if journal.events:
             self.add_lineage_once(journal.events)
         self.resolve_contradictions(scope, ids, journal.resolution, at)
         self._drop_old_versions()  # the text is gone from old versions too before the journal goes
+        self._drop_interrupted_writes(ids)  # (after: fewer versions left to name the files kept)
         retrying(partial(self._meta.delete, filters.equals("key", journal.key)))
 
     def _scrub_quotes(self, scope: Scope, purged: Sequence[MemoryRecord], quoted_chars: int) -> None:
@@ -272,12 +288,12 @@ class Forgetting(Memories, Lineage):
         with self._logs_lock.exclusive():
             for name in (schema.MEMORIES, schema.EPISODES, schema.LINEAGE, schema.RETRIEVALS, schema.AB_LOGS):
                 table = folder / f"{name}.lance"
-                named = manifests_of(table)
+                manifests = Manifests(table)
                 for path in table.rglob("*"):
                     if not path.is_file():
                         continue
                     orphan = interrupted_write(path.name) or (
-                        path.parent == table / "data" and not any(path.name.encode() in m for m in named)
+                        path.parent == table / "data" and not manifests.name(path.name)
                     )
                     if orphan and holds_any(path, needles):
                         path.unlink(missing_ok=True)

@@ -303,20 +303,11 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
 
 
 def inactive_note(store: MemoryStore, known: dict[str, MemoryRecord], named: Iterable[str]) -> str:
-    """What the report's detail adds when some named memories are not active: "" when all are."""
-    inactive = not_recalled(store, (known[memory_id] for memory_id in named if memory_id in known))
-    return (
-        f". Recall does not show {inactive}: the credit counts only if they are active again"
-        if inactive
-        else ""
-    )
-
-
-def not_recalled(store: MemoryStore, memories: Iterable[MemoryRecord]) -> str:
-    """The named memories recall cannot show (superseded, retracted or purged since the session saw
-    them), said with the memory that stands now for each superseded one: "" when all are active."""
+    """What the report's detail adds for the named memories recall cannot show (superseded, retracted or
+    purged since the session saw them), with the memory that stands now for each superseded one: ""
+    when all are active."""
     said = []
-    for memory in memories:
+    for memory in (known[memory_id] for memory_id in named if memory_id in known):
         if memory.status == "active":
             continue
         newer = ""
@@ -328,7 +319,9 @@ def not_recalled(store: MemoryStore, memories: Iterable[MemoryRecord]) -> str:
                 f", name {head.id} next time" if head.status == "active" else ""
             )
         said.append(f"{memory.id} ({memory.status}{newer})")
-    return ", ".join(said)
+    if not said:
+        return ""
+    return f". Recall does not show {', '.join(said)}: the credit counts only if they are active again"
 
 
 async def handle(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -> ReportOutcomeOutput:
