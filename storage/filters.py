@@ -89,6 +89,11 @@ def any_of(*parts: Expr) -> Expr:
     return reduce(lambda left, right: left | right, parts)
 
 
+def row_ids(values: Iterable[int]) -> Expr:
+    """Rows with these stable row ids (LanceDB finds them without scanning)."""
+    return col("_rowid").isin([lit(int(value)) for value in values])
+
+
 def newer_than_version(version: int) -> Expr:
     """Rows written or changed by a commit after ``version`` (tables with stable row ids)."""
     return col("_row_last_updated_at_version") > lit(int(version))

@@ -145,6 +145,9 @@ class Lineage(StoreTables):
         self, scope: Scope, memory_ids: Sequence[str], resolution: str, at: datetime
     ) -> int:
         """Close the open contradictions involving memories that left the active set."""
+        snapshot = self._contradiction_snapshots.get(scope)
+        if snapshot is not None and not _involves(snapshot, memory_ids):
+            return 0  # the usual case (a restatement superseded): no read of the table (5.7 ms)
         open_pairs = self.contradictions(scope, memory_ids=memory_ids)
         if not open_pairs:
             return 0
@@ -262,3 +265,10 @@ def _newer_by_older(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     for row in sorted(rows, key=lambda r: (r["detected_at"], r["older_id"], r["newer_id"])):
         found.setdefault(row["older_id"], []).append(row["newer_id"])
     return found
+
+
+def _involves(open_pairs: Mapping[str, Sequence[str]], memory_ids: Sequence[str]) -> bool:
+    """Whether any of ``memory_ids`` is in one of the open contradictions ``open_pairs`` (older id ->
+    the newer ids contradicting it: a scope's snapshot)."""
+    ids = set(memory_ids)
+    return any(older in ids or not ids.isdisjoint(newer) for older, newer in open_pairs.items())

@@ -308,11 +308,16 @@ class MemorySearch(StoreTables):
             self._memories.search()
             .where(condition)
             .select([*MEMORY_COLUMNS, "vector", "search_text"])
+            .with_row_id(True)
             .limit(EVERY_ROW)
             .to_arrow()
         )
         if table.num_rows == 0:
             return []
+        self._row_ids.learn(
+            dict(zip(table.column("id").to_pylist(), table.column("_rowid").to_pylist(), strict=True))
+        )
+        table = table.drop_columns(["_rowid"])
         column = table.column("vector").combine_chunks()
         flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
         block = np.zeros((table.num_rows, self._vector_dim), dtype=np.float32)

@@ -34,6 +34,7 @@ from storage.locking import (
     retrying,
 )
 from storage.records import StoreInfo
+from storage.row_ids import RowIds
 from storage.scope_cache import ScopeCache
 from storage.search import MemorySearch
 from storage.snapshots import ScopeSnapshots
@@ -101,6 +102,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._appenders = appenders
         self._logs = WriteBehind(self._append_log)
         self._appends_since_maintenance = 0
+        self._row_ids = RowIds()
         self._superseded = SupersededVersions()
         self._optimize_seconds = {}
         self._cache = ScopeCache(

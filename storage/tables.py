@@ -4,6 +4,7 @@ the scope copies, the written-behind logs, and the reads and appends every role 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -18,6 +19,7 @@ from storage import filters, schema
 from storage.appenders import Appenders
 from storage.locking import LogsLock, WriteLock, retrying
 from storage.records import Reach, Scope, org_shelf, scopes_of
+from storage.row_ids import RowIds
 from storage.rows import record_values, vector_of_row
 from storage.scan import scan_rows
 from storage.scope_cache import ScopeCache
@@ -25,6 +27,8 @@ from storage.scope_copy import by_id
 from storage.write_behind import WriteBehind
 
 _T = TypeVar("_T")
+
+log = logging.getLogger(__name__)
 
 
 class StoreError(RuntimeError):
@@ -71,6 +75,7 @@ class StoreTables:
     _appenders: Appenders
     _logs: WriteBehind  # the logs written behind: retrieval records, A/B rows, deferred lineage
     _appends_since_maintenance: int  # each one a table version and a fragment to compact
+    _row_ids: RowIds  # memory id -> stable row id, for updates that find their rows without a scan
     _cache: ScopeCache
 
     @property
@@ -177,18 +182,40 @@ class StoreTables:
             return copy is not None and len(copy) == 0
 
     def _update_rows(self, memory_ids: Sequence[str], values: Mapping[str, Any]) -> None:
-        """Set the same column values on these memories: one UPDATE that finds its rows through the id
-        index (a merge joins the whole table on id: 5x slower at 100k memories). The filter is a typed
-        expression; LanceDB encodes the values as SQL literals itself (quotes escaped, times as UTC)."""
+        """Set the same column values on these memories, in UPDATEs of up to 1,000 rows. Rows whose stable
+        row ids are known are found by row id (no scan of the fragments the id index does not cover yet:
+        ``storage.row_ids``); the others by id, through the id index (a merge joins the whole table on id:
+        5x slower at 100k memories). The filter is a typed expression; LanceDB encodes the values as SQL
+        literals itself (quotes escaped, times as UTC)."""
         ids = list(dict.fromkeys(memory_ids))
-        changes = record_values(values)
         with self.exclusive():
             for start in range(0, len(ids), 1_000):
-                chunk = ids[start : start + 1_000]
-                after = retrying(
-                    partial(self._memories.update, where=filters.one_of("id", chunk), values=dict(values))
-                ).version
-                self._cache.advance(after - 1, after, updated={memory_id: changes for memory_id in chunk})
+                self._update_chunk(ids[start : start + 1_000], values)
+
+    def _update_chunk(self, ids: list[str], values: Mapping[str, Any]) -> None:
+        changes = record_values(values)
+        known = self._row_ids.known(ids)
+        if len(known) == len(ids):
+            # Also filtered on id: a wrong row id changes no row, and the update then counts fewer rows.
+            where = filters.all_of(filters.row_ids(known.values()), filters.one_of("id", ids))
+            result = retrying(partial(self._memories.update, where=where, values=dict(values)))
+            self._cache.advance(
+                result.version - 1, result.version, updated={memory_id: changes for memory_id in ids}
+            )
+            if result.rows_updated == len(ids):
+                return
+            log.warning(
+                "%d of %d memories were not where their row ids said; updating them by id",
+                len(ids) - result.rows_updated,
+                len(ids),
+            )
+            self._row_ids.forget(ids)
+        result = retrying(
+            partial(self._memories.update, where=filters.one_of("id", ids), values=dict(values))
+        )
+        self._cache.advance(
+            result.version - 1, result.version, updated={memory_id: changes for memory_id in ids}
+        )
 
     def _merge_update(self, update: pa.Table) -> None:
         rows = update.to_pylist()

@@ -110,3 +110,20 @@ def test_snapshot_and_query_answers_agree(tmp_path, monkeypatch, limit):
         episodes = store.get_episodes(SCOPE, ["e0", "e1", "e9"])
         assert set(episodes) == {"e0", "e1"}
         assert episodes["e0"].agent_id == "agent"
+
+
+@pytest.mark.parametrize("limit", [20_000, 1])
+def test_closing_contradictions_reads_the_table_only_when_the_snapshot_has_one_involved(
+    tmp_path, monkeypatch, limit
+):
+    monkeypatch.setattr(storage.store, "SNAPSHOT_MAX_ROWS", limit)
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM) as store:
+        store.insert_many([new(f"m{i}", f"memory {i}") for i in range(4)])
+        store.put_contradictions([contradiction("m0", "m1"), contradiction("m2", "m1")])
+        queried = []
+        read = store.contradictions
+        monkeypatch.setattr(store, "contradictions", lambda *a, **k: queried.append(a) or read(*a, **k))
+        assert store.resolve_contradictions(SCOPE, ["m3"], "superseded by m0", NOW) == 0
+        assert len(queried) == (0 if limit > 1 else 1)  # a snapshot knows m3 is in none
+        assert store.resolve_contradictions(SCOPE, ["m1"], "retracted", NOW) == 2  # the newer side too
+        assert store.newer_contradictions(SCOPE, ["m0", "m2"]) == {}

@@ -1,0 +1,83 @@
+"""Status changes find their rows by stable row id: the ids the store knows are the table's own, and a
+wrong one never changes another memory."""
+
+from datetime import timedelta
+
+import pytest
+
+from storage.row_ids import RowIds
+from storage.store import MemoryStore
+from tests.storage.test_store import DIM, NOW, SCOPE, new
+
+
+@pytest.fixture
+def store(tmp_path) -> MemoryStore:
+    opened = MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM)
+    yield opened
+    opened.close()
+
+
+def table_row_ids(store: MemoryStore) -> dict[str, int]:
+    rows = store._memories.search().select(["id"]).with_row_id(True).limit(10_000).to_arrow().to_pylist()
+    return {row["id"]: row["_rowid"] for row in rows}
+
+
+def test_appended_rows_are_numbered_in_order_from_the_first_id():
+    row_ids = RowIds()
+    row_ids.appended(["a", "b", "c"], first=7)
+    assert row_ids.known(["c", "a", "unknown"]) == {"c": 9, "a": 7}
+    row_ids.forget(["a", "never-known"])
+    assert row_ids.known(["a", "b"]) == {"b": 8}
+    assert len(row_ids) == 2
+
+
+def test_the_row_ids_a_store_learns_from_its_appends_are_the_tables_own(store):
+    store.insert_memory(new("m1", "one"))
+    store.insert_many([new("m2", "two"), new("m3", "three"), new("m2", "two again")])
+    store.supersede(SCOPE, ["m1"], "m2", NOW)  # an update keeps the row's id
+    fragments = store._memories.stats()["fragment_stats"]["num_fragments"]
+    store.maintain(min_fragments=2)  # so does compaction
+    assert store._memories.stats()["fragment_stats"]["num_fragments"] < fragments
+    store.insert_memory(new("m4", "four"))
+    expected = table_row_ids(store)
+    assert set(expected) == {"m1", "m2", "m3", "m4"}
+    assert store._row_ids.known(expected) == expected
+
+
+def test_rows_another_handle_appended_are_learned_when_the_copy_catches_up(tmp_path):
+    with (
+        MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM) as first,
+        MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM) as second,
+    ):
+        first.insert_memory(new("m1", "written by the first"))
+        second.insert_memory(new("m2", "written by the second"))
+        first.insert_memory(new("m3", "the first again, after the second"))
+        assert first.get_memory("m2") is not None  # the first's copy reads the second's row
+        expected = table_row_ids(first)
+        assert first._row_ids.known(expected) == expected
+        first.retract(SCOPE, ["m2"], NOW)
+        assert second.get_memory("m2").status == "retracted"
+
+
+def test_a_wrong_row_id_changes_no_other_memory_and_the_update_still_lands(store):
+    store.insert_many([new("m1", "one"), new("m2", "two"), new("m3", "three")])
+    rows = table_row_ids(store)
+    store._row_ids.learn({"m1": rows["m2"]})  # m1 said to be where m2 is
+    assert store.supersede(SCOPE, ["m1"], "m3", NOW + timedelta(minutes=1)) == ["m1"]
+    memories = store.get_memories(["m1", "m2", "m3"], SCOPE)
+    assert (memories["m1"].status, memories["m1"].replaced_by) == ("superseded", "m3")
+    assert (memories["m2"].status, memories["m2"].replaced_by) == ("active", None)
+    assert store._row_ids.known(["m1"]) == {}  # what proved wrong is forgotten
+    reopened = MemoryStore.open(store.uri, vector_dim=DIM)
+    try:  # the table itself, not only the copy, holds the change
+        assert reopened.get_memory("m1").status == "superseded"
+        assert reopened.get_memory("m2").status == "active"
+    finally:
+        reopened.close()
+
+
+def test_an_update_of_rows_with_unknown_row_ids_goes_by_id(store):
+    store.insert_many([new("m1", "one"), new("m2", "two")])
+    store._row_ids.forget(["m1", "m2"])
+    assert store.retract(SCOPE, ["m1", "m2"], NOW) == ["m1", "m2"]
+    assert {m.status for m in store.get_memories(["m1", "m2"], SCOPE).values()} == {"retracted"}
