@@ -9,6 +9,9 @@
    against the first 300 (a server that slows with use shows it there).
 2. Concurrency: the same number of remembers one at a time, then with ``--in-flight`` calls outstanding
    at once (one MCP session, concurrent requests), in a fresh scope each: writes per second and the ratio.
+3. Restatements: ``--restatements`` of those memories said again in other words, one at a time and then
+   with ``--in-flight`` outstanding. Consolidation supersedes each restated memory (a status change and a
+   lineage event besides the append): the write agents repeat most.
 The offline backend (hashed vectors, no reranker) unless ``--embedding-model`` names a local model.
 """
 
@@ -21,6 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +138,7 @@ async def run(
     concurrent_writes: int,
     env: dict[str, str],
     server_log: Path | None = None,
+    restatements: int = 300,
 ) -> dict[str, Any]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -226,7 +231,54 @@ async def run(
                 "latency_p50_ms": round(statistics.median(ordered), 1),
                 "latency_p95_ms": round(ordered[round(0.95 * (len(ordered) - 1))], 1),
             }
+            if restatements:
+                report["restatements"] = {
+                    "writes": restatements,
+                    "one_at_a_time": await restating(client, contents[:restatements], "serial", 1),
+                    "in_flight": await restating(
+                        client,
+                        contents[concurrent_writes : concurrent_writes + restatements],
+                        "parallel",
+                        in_flight,
+                    ),
+                }
     return report
+
+
+def restated(content: str) -> str:
+    """``content`` said again in other words: the note's number restated (``sentence``'s last words), so
+    consolidation's rules find it a near-duplicate of the stored memory and supersede that one."""
+    return content.replace(" (note ", " (restated, note ")
+
+
+async def restating(client: Any, contents: Sequence[str], project: str, in_flight: int) -> dict[str, Any]:
+    """Remember each of ``contents`` again, restated, with ``in_flight`` calls outstanding: the rate,
+    latencies, and how many writes superseded the memory they restated."""
+    latencies: list[float] = []
+    superseded = 0
+    limiter = anyio.Semaphore(in_flight)
+
+    async def one(content: str) -> None:
+        nonlocal superseded
+        async with limiter:
+            began = time.perf_counter()
+            out = await call(client, "remember", {"content": restated(content), "project_id": project})
+            latencies.append((time.perf_counter() - began) * 1000)
+            superseded += bool(((out or {}).get("consolidation") or {}).get("superseded"))
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for content in contents:
+            group.start_soon(one, content)
+    elapsed = time.perf_counter() - started
+    ordered = sorted(latencies)
+    return {
+        "in_flight": in_flight,
+        "per_s": round(len(contents) / elapsed, 1),
+        "latency_p50_ms": round(statistics.median(ordered), 1),
+        "latency_p95_ms": round(ordered[round(0.95 * (len(ordered) - 1))], 1),
+        "superseded": superseded,
+    }
 
 
 async def call(client: Any, tool: str, arguments: dict[str, Any]) -> Any:
@@ -243,6 +295,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writes", type=int, default=10_000)
     parser.add_argument("--in-flight", type=int, default=30)
     parser.add_argument("--concurrent-writes", type=int, default=600)
+    parser.add_argument(
+        "--restatements",
+        type=int,
+        default=300,
+        help="remembers that restate earlier ones (consolidation supersedes those), one at a time and in flight",
+    )
     parser.add_argument("--embedding-model", type=Path, help="a local sentence-transformers model folder")
     add_settings_argument(parser)
     parser.add_argument("--server-log", type=Path, help="keep the server's stderr in this file")
@@ -267,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
             args.concurrent_writes,
             env,
             args.server_log,
+            min(args.restatements, args.concurrent_writes),
         )
     report["settings"] = env
     endurance, concurrency = report["endurance"], report["concurrency"]
@@ -280,6 +339,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{concurrency['in_flight']} in flight ({concurrency['ratio']}x); p50 {concurrency['latency_p50_ms']} ms, "
         f"p95 {concurrency['latency_p95_ms']} ms"
     )
+    if "restatements" in report:
+        restating_report = report["restatements"]
+        serial, parallel = restating_report["one_at_a_time"], restating_report["in_flight"]
+        print(
+            f"restatements: {restating_report['writes']} remembers restating earlier ones, {serial['per_s']}/s one at a "
+            f"time (p50 {serial['latency_p50_ms']} ms), {parallel['per_s']}/s with {parallel['in_flight']} in flight "
+            f"(p50 {parallel['latency_p50_ms']} ms, p95 {parallel['latency_p95_ms']} ms); "
+            f"{serial['superseded'] + parallel['superseded']} superseded the memory they restated"
+        )
     write_json(args.out, report)
     return 0
 

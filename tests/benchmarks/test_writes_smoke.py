@@ -1,0 +1,31 @@
+"""The write benchmark runs end to end on a few writes: every phase reports its figures, and each
+restatement supersedes the memory it restates (no timing is asserted)."""
+
+import json
+import random
+
+import pytest
+
+from benchmarks import writes
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_short_write_run_reports_every_phase_and_each_restatement_supersedes(tmp_path, capsys):
+    out = tmp_path / "writes.json"
+    args = ["--writes", "20", "--concurrent-writes", "12", "--in-flight", "4", "--restatements", "6"]
+    assert writes.main([*args, "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["endurance"]["writes"] == 20
+    assert report["concurrency"]["writes"] == 12
+    restating = report["restatements"]
+    assert restating["writes"] == 6
+    assert restating["one_at_a_time"]["in_flight"] == 1 and restating["in_flight"]["in_flight"] == 4
+    assert restating["one_at_a_time"]["superseded"] == restating["in_flight"]["superseded"] == 6
+    assert "restatements: 6 remembers restating earlier ones" in capsys.readouterr().out
+
+
+def test_a_restated_note_keeps_its_words_and_changes_its_wording():
+    content = writes.sentence(random.Random(3), 17)
+    again = writes.restated(content)
+    assert again != content and again.split(" (")[0] == content.split(" (")[0]
