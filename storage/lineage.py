@@ -30,8 +30,9 @@ from storage.tables import StoreTables
 class Lineage(StoreTables):
     """Lineage events, contradictions and attestations, and the reads the aggregation job makes."""
 
-    # Open contradictions of small scopes, read whole and kept until the table changes.
+    # Open contradictions and attestations of small scopes, read whole and kept until the table changes.
     _contradiction_snapshots: ScopeSnapshots[dict[str, list[str]]]
+    _attestation_snapshots: ScopeSnapshots[dict[str, frozenset[str]]]
 
     def add_lineage(self, events: Sequence[LineageEvent], *, deferred: bool = False) -> None:
         """Append lineage events; ``deferred``: queued and written with the next batch of logs (within
@@ -227,7 +228,25 @@ class Lineage(StoreTables):
         return list(unique.values())
 
     def attesters(self, scope: Scope, memory_ids: Sequence[str] | None = None) -> dict[str, set[str]]:
-        """memory id -> agents (other than its author) that stated it again (of ``memory_ids``, or all)."""
+        """memory id -> agents (other than its author) that stated it again (of ``memory_ids``, or all). A
+        scope's attestations are read whole and kept until the table changes (a supersede carries the
+        absorbed memories' attesters over: one read of the table each, 4.5 ms, before)."""
+        snapshot = self._attestation_snapshots.get(scope)
+        if snapshot is not None:
+            wanted = snapshot if memory_ids is None else {i: snapshot[i] for i in memory_ids if i in snapshot}
+            return {memory_id: set(agents) for memory_id, agents in wanted.items()}
+        return self._read_attesters(scope, memory_ids)
+
+    def _scope_attesters(self, scope: Scope, limit: int) -> tuple[dict[str, frozenset[str]], int]:
+        rows = self._select(
+            self._attestations, filters.scope_is(scope), ["memory_id", "agent_id"], limit=limit
+        )
+        found: dict[str, set[str]] = {}
+        for row in rows:
+            found.setdefault(row["memory_id"], set()).add(row["agent_id"])
+        return {memory_id: frozenset(agents) for memory_id, agents in found.items()}, len(rows)
+
+    def _read_attesters(self, scope: Scope, memory_ids: Sequence[str] | None) -> dict[str, set[str]]:
         condition = filters.scope_is(scope)
         if memory_ids is not None:
             if not memory_ids:

@@ -118,6 +118,9 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
             self._read_open_contradictions,
             max_rows=SNAPSHOT_MAX_ROWS,
         )
+        self._attestation_snapshots = ScopeSnapshots(
+            lambda: int(self._attestations.version), self._scope_attesters, max_rows=SNAPSHOT_MAX_ROWS
+        )
 
     @classmethod
     def open(

@@ -127,3 +127,25 @@ def test_closing_contradictions_reads_the_table_only_when_the_snapshot_has_one_i
         assert len(queried) == (0 if limit > 1 else 1)  # a snapshot knows m3 is in none
         assert store.resolve_contradictions(SCOPE, ["m1"], "retracted", NOW) == 2  # the newer side too
         assert store.newer_contradictions(SCOPE, ["m0", "m2"]) == {}
+
+
+@pytest.mark.parametrize("limit", [20_000, 1])
+def test_attesters_come_from_the_snapshot_or_the_table_alike_and_see_another_handles_writes(
+    tmp_path, monkeypatch, limit
+):
+    monkeypatch.setattr(storage.store, "SNAPSHOT_MAX_ROWS", limit)
+    with (
+        MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM) as mine,
+        MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM) as theirs,
+    ):
+        m1, _ = mine.insert_memory(new("m1", "shared conclusion", agent_id="author"))
+        m2, _ = mine.insert_memory(new("m2", "another conclusion", agent_id="author"))
+        assert mine.add_attestation(m1, "second", "s", NOW) and mine.add_attestation(m1, "third", "s", NOW)
+        assert mine.attesters(SCOPE, ["m1", "m2"]) == {"m1": {"second", "third"}}
+        assert theirs.add_attestation(m2, "fourth", "s", NOW)
+        assert mine.attesters(SCOPE, ["m2"]) == {"m2": {"fourth"}}
+        assert mine.attesters(SCOPE) == {"m1": {"second", "third"}, "m2": {"fourth"}}
+        assert mine.attesters(OTHER, ["m1"]) == {}
+        found = mine.attesters(SCOPE, ["m1"])
+        found["m1"].add("changed by the caller")  # a caller's copy, never the kept snapshot
+        assert mine.attesters(SCOPE, ["m1"]) == {"m1": {"second", "third"}}
