@@ -65,6 +65,11 @@ class Appenders:
         handle.used_at = self._clock()
         return int(result.version)
 
+    def rows(self, name: str) -> int:
+        """Table ``name``'s row count at the handle's version (after its own latest commit, with the
+        commits it rebased over): no check for a newer version."""
+        return int(self._opened(name).table.count_rows())
+
     def _opened(self, name: str) -> _Handle:
         with self._lock:
             handle = self._handles.get(name)

@@ -117,10 +117,11 @@ class Memories(StoreTables):
                 created = self._record_episodes([new.record for new in fresh.values()])
                 rows = [memory_to_row(new) for new in fresh.values()]
                 if self._lock.spans_processes:
-                    # No memory row is ever deleted, so the table's next stable row id is its row count: the
-                    # appended rows are numbered from it, in order (``storage.row_ids``).
-                    first = self._memories.count_rows()
                     after = self._append(self._memories, rows)
+                    # No memory row is ever deleted, so the table's next stable row id was its row count
+                    # before this append: the appended rows are numbered from it, in order
+                    # (``storage.row_ids``). Counted on the appending handle, current through its own commit.
+                    first = self._appenders.rows(self._memories.name) - len(rows)
                     self._row_ids.appended([row["id"] for row in rows], first)
                 else:  # replicas on an object store: insert-if-absent in one commit, so no id twice
                     data = pa.Table.from_pylist(rows, schema=self._schema(self._memories))

@@ -199,11 +199,13 @@ class StoreTables:
             # Also filtered on id: a wrong row id changes no row, and the update then counts fewer rows.
             where = filters.all_of(filters.row_ids(known.values()), filters.one_of("id", ids))
             result = retrying(partial(self._memories.update, where=where, values=dict(values)))
-            self._cache.advance(
-                result.version - 1, result.version, updated={memory_id: changes for memory_id in ids}
-            )
             if result.rows_updated == len(ids):
+                self._cache.advance(
+                    result.version - 1, result.version, updated={memory_id: changes for memory_id in ids}
+                )
                 return
+            # Which rows it changed is unknown: the copies are not advanced past it (the next read catches up
+            # from the table, this commit and the next), and every memory of the chunk is updated again by id.
             log.warning(
                 "%d of %d memories were not where their row ids said; updating them by id",
                 len(ids) - result.rows_updated,

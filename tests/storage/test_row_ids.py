@@ -23,12 +23,21 @@ def table_row_ids(store: MemoryStore) -> dict[str, int]:
 
 
 def test_appended_rows_are_numbered_in_order_from_the_first_id():
-    row_ids = RowIds()
+    row_ids = RowIds(capacity=10)
     row_ids.appended(["a", "b", "c"], first=7)
     assert row_ids.known(["c", "a", "unknown"]) == {"c": 9, "a": 7}
     row_ids.forget(["a", "never-known"])
     assert row_ids.known(["a", "b"]) == {"b": 8}
     assert len(row_ids) == 2
+
+
+def test_the_least_recently_used_row_ids_go_past_the_capacity():
+    row_ids = RowIds(capacity=2)
+    row_ids.appended(["a", "b"], first=0)
+    assert row_ids.known(["a"]) == {"a": 0}  # used: b is now the oldest
+    row_ids.learn({"c": 5})
+    assert row_ids.known(["a", "b", "c"]) == {"a": 0, "c": 5}
+    assert len(RowIds(capacity=0).known(["a"])) == 0
 
 
 def test_the_row_ids_a_store_learns_from_its_appends_are_the_tables_own(store):
@@ -52,7 +61,7 @@ def test_rows_another_handle_appended_are_learned_when_the_copy_catches_up(tmp_p
         first.insert_memory(new("m1", "written by the first"))
         second.insert_memory(new("m2", "written by the second"))
         first.insert_memory(new("m3", "the first again, after the second"))
-        assert first.get_memory("m2") is not None  # the first's copy reads the second's row
+        # The first's copy caught up with the second's row when it next wrote (m3).
         expected = table_row_ids(first)
         assert first._row_ids.known(expected) == expected
         first.retract(SCOPE, ["m2"], NOW)
@@ -67,7 +76,8 @@ def test_a_wrong_row_id_changes_no_other_memory_and_the_update_still_lands(store
     memories = store.get_memories(["m1", "m2", "m3"], SCOPE)
     assert (memories["m1"].status, memories["m1"].replaced_by) == ("superseded", "m3")
     assert (memories["m2"].status, memories["m2"].replaced_by) == ("active", None)
-    assert store._row_ids.known(["m1"]) == {}  # what proved wrong is forgotten
+    # What proved wrong was forgotten; the copy's catch-up over the fallback's commit read the right one.
+    assert store._row_ids.known(["m1"]) == {"m1": rows["m1"]}
     reopened = MemoryStore.open(store.uri, vector_dim=DIM)
     try:  # the table itself, not only the copy, holds the change
         assert reopened.get_memory("m1").status == "superseded"
@@ -81,3 +91,25 @@ def test_an_update_of_rows_with_unknown_row_ids_goes_by_id(store):
     store._row_ids.forget(["m1", "m2"])
     assert store.retract(SCOPE, ["m1", "m2"], NOW) == ["m1", "m2"]
     assert {m.status for m in store.get_memories(["m1", "m2"], SCOPE).values()} == {"retracted"}
+
+
+def test_a_failed_update_after_a_wrong_row_id_leaves_the_copy_as_the_table_is(store, monkeypatch):
+    store.insert_many([new("m1", "one"), new("m2", "two")])
+    assert store.get_memory("m1", SCOPE).status == "active"  # the scope's copy is built
+    store._row_ids.learn({"m1": table_row_ids(store)["m2"]})
+    table = store._memories
+    real = type(table).update
+    calls = []
+
+    def failing_second(self, *args, **kwargs):
+        calls.append(kwargs.get("where"))
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(table), "update", failing_second)
+    with pytest.raises(OSError):
+        store.retract(SCOPE, ["m1"], NOW)
+    monkeypatch.setattr(type(table), "update", real)
+    assert len(calls) == 2  # by row id (a miss), then by id (failed)
+    assert store.get_memory("m1", SCOPE).status == "active"  # what the table says, not what was asked
