@@ -182,10 +182,10 @@ class StoreTables:
             return copy is not None and len(copy) == 0
 
     def _update_rows(self, memory_ids: Sequence[str], values: Mapping[str, Any]) -> None:
-        """Set the same column values on these memories, in UPDATEs of up to 1,000 rows. Rows whose stable
-        row ids are known are found by row id (no scan of the fragments the id index does not cover yet:
-        ``storage.row_ids``); the others by id, through the id index (a merge joins the whole table on id:
-        5x slower at 100k memories). The filter is a typed expression; LanceDB encodes the values as SQL
+        """Set the same column values on these memories, in UPDATEs of up to 1,000 rows. An UPDATE whose
+        rows' stable row ids are all known finds them by row id (no scan of the fragments the id index does
+        not cover yet: ``storage.row_ids``); another finds them by id, through the id index (a merge joins
+        the whole table on id: 5x slower at 100k memories). The filter is a typed expression; LanceDB encodes the values as SQL
         literals itself (quotes escaped, times as UTC)."""
         ids = list(dict.fromkeys(memory_ids))
         with self.exclusive():
