@@ -241,10 +241,7 @@ class Lineage(StoreTables):
         rows = self._select(
             self._attestations, filters.scope_is(scope), ["memory_id", "agent_id"], limit=limit
         )
-        found: dict[str, set[str]] = {}
-        for row in rows:
-            found.setdefault(row["memory_id"], set()).add(row["agent_id"])
-        return {memory_id: frozenset(agents) for memory_id, agents in found.items()}, len(rows)
+        return {m: frozenset(agents) for m, agents in _agents_by_memory(rows).items()}, len(rows)
 
     def _read_attesters(self, scope: Scope, memory_ids: Sequence[str] | None) -> dict[str, set[str]]:
         condition = filters.scope_is(scope)
@@ -252,11 +249,9 @@ class Lineage(StoreTables):
             if not memory_ids:
                 return {}
             condition = filters.all_of(condition, filters.one_of("memory_id", list(memory_ids)))
-        rows = self._select(self._attestations, condition, ["memory_id", "agent_id"], limit=None)
-        found: dict[str, set[str]] = {}
-        for row in rows:
-            found.setdefault(row["memory_id"], set()).add(row["agent_id"])
-        return found
+        return _agents_by_memory(
+            self._select(self._attestations, condition, ["memory_id", "agent_id"], limit=None)
+        )
 
     def add_attestation(self, memory: MemoryRecord, agent_id: str, session_id: str, at: datetime) -> bool:
         """Record that ``agent_id`` stated ``memory`` again; False when it is the author or already recorded."""
@@ -283,6 +278,14 @@ def _newer_by_older(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for row in sorted(rows, key=lambda r: (r["detected_at"], r["older_id"], r["newer_id"])):
         found.setdefault(row["older_id"], []).append(row["newer_id"])
+    return found
+
+
+def _agents_by_memory(rows: Sequence[Mapping[str, Any]]) -> dict[str, set[str]]:
+    """Attestation rows grouped: memory id -> the agents that stated it again."""
+    found: dict[str, set[str]] = {}
+    for row in rows:
+        found.setdefault(row["memory_id"], set()).add(row["agent_id"])
     return found
 
 

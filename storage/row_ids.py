@@ -3,8 +3,8 @@ supersede, a retraction, a consolidation stamp) finds its rows without scanning 
 
 An UPDATE filtered on ``id`` reads every column of every fragment its index does not cover yet: between
 two maintenance rounds, one more fragment per write. Measured with LanceDB 0.40 (a 1,000-row table and
-150 single-row appends, each followed by an update): by ``id`` 31.7 ms, by ``_rowid`` 7.7 ms; in the
-server a restated memory's supersede spent 33-46 ms of its 84-124 ms in that UPDATE.
+150 single-row appends, each followed by an update): by ``id`` 31.7 ms, by ``_rowid`` 7.7 ms; in
+process, a restated memory's supersede spent 33-46 ms of its 84-124 ms in that UPDATE.
 
 The memories table has stable row ids (migration 4): an update keeps a row's id, compaction keeps it,
 and no memory row is ever deleted (a purge blanks it), so a row id, once known, stays right. Row ids are

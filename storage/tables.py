@@ -185,8 +185,8 @@ class StoreTables:
         """Set the same column values on these memories, in UPDATEs of up to 1,000 rows. An UPDATE whose
         rows' stable row ids are all known finds them by row id (no scan of the fragments the id index does
         not cover yet: ``storage.row_ids``); another finds them by id, through the id index (a merge joins
-        the whole table on id: 5x slower at 100k memories). The filter is a typed expression; LanceDB encodes the values as SQL
-        literals itself (quotes escaped, times as UTC)."""
+        the whole table on id: 5x slower at 100k memories). The filter is a typed expression; LanceDB
+        encodes the values as SQL literals itself (quotes escaped, times as UTC)."""
         ids = list(dict.fromkeys(memory_ids))
         with self.exclusive():
             for start in range(0, len(ids), 1_000):
@@ -194,15 +194,14 @@ class StoreTables:
 
     def _update_chunk(self, ids: list[str], values: Mapping[str, Any]) -> None:
         changes = record_values(values)
+        updated = dict.fromkeys(ids, changes)  # what the copies apply once a commit changed every row
         known = self._row_ids.known(ids)
         if len(known) == len(ids):
             # Also filtered on id: a wrong row id changes no row, and the update then counts fewer rows.
             where = filters.all_of(filters.row_ids(known.values()), filters.one_of("id", ids))
             result = retrying(partial(self._memories.update, where=where, values=dict(values)))
             if result.rows_updated == len(ids):
-                self._cache.advance(
-                    result.version - 1, result.version, updated={memory_id: changes for memory_id in ids}
-                )
+                self._cache.advance(result.version - 1, result.version, updated=updated)
                 return
             # Which rows it changed is unknown: the copies are not advanced past it (the next read catches up
             # from the table, this commit and the next), and every memory of the chunk is updated again by id.
@@ -215,9 +214,7 @@ class StoreTables:
         result = retrying(
             partial(self._memories.update, where=filters.one_of("id", ids), values=dict(values))
         )
-        self._cache.advance(
-            result.version - 1, result.version, updated={memory_id: changes for memory_id in ids}
-        )
+        self._cache.advance(result.version - 1, result.version, updated=updated)
 
     def _merge_update(self, update: pa.Table) -> None:
         rows = update.to_pylist()
