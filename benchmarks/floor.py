@@ -41,6 +41,9 @@ OFF_TOPIC = (
 PERCENTILES = (1, 5, 10, 25, 50)
 
 
+CANDIDATE_FLOORS = (0.05, 0.10, 0.15, 0.20)
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -118,6 +121,17 @@ def run(data: Path, use_models: bool, extra: dict[str, str]) -> dict[str, Any]:
         },
         "evidence below floor": round(sum(v < floor for v in evidence) / len(evidence), 4),
         "floor": floor,
+        # What other floors would cut: the share of the evidence, and of the off-topic queries' best
+        # candidates (so of those queries answered with nothing).
+        "by floor": {
+            f"{candidate:.2f}": {
+                "evidence below": round(sum(v < candidate for v in evidence) / len(evidence), 4),
+                "off-topic best below": round(
+                    sum(v < candidate for v in off_topic_best) / len(off_topic_best), 3
+                ),
+            }
+            for candidate in CANDIDATE_FLOORS
+        },
     }
 
 
@@ -139,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         for key in ("evidence", "other candidates", "off-topic best"):
             print(f"  {key:<18} {found[key]}")
         print(f"  floor {found['floor']}: evidence below it {found['evidence below floor']:.2%}")
+        for candidate, cut in found["by floor"].items():
+            print(
+                f"  at {candidate}: evidence below {cut['evidence below']:.2%}, "
+                f"off-topic queries answered with nothing {cut['off-topic best below']:.1%}"
+            )
     write_json(args.out, runs)
     return 0
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from pydantic import BaseModel, Field, ValidationError
 
 from console import transcripts
-from retrieval.text import document_text
 from storage.records import MemoryRecord, Scope, Viewer
 from tools.common import Caller, Progress, Runtime, ToolFailure, no_progress
 from tools.remember import RememberInput, draft_of, prepare
@@ -396,9 +395,7 @@ def _with_vectors(
             ready.append(row)
     for start in range(0, len(pending), EMBED_BATCH):
         positions = pending[start : start + EMBED_BATCH]
-        vectors = embedder.embed_documents(
-            [document_text(ready[i]["content"], ready[i]["agent_id"], embedder.name) for i in positions]
-        )
+        vectors = embedder.embed_documents([ready[i]["content"] for i in positions])
         for position, vector in zip(positions, vectors, strict=True):
             ready[position] = portable.with_vector(ready[position], vector, embedder.name)
         progress("embedding", start + len(positions), len(pending))
@@ -579,9 +576,7 @@ def reembed(
     progress("re-embedding", 0, len(todo))
     for start in range(0, len(todo), batch_size):
         batch = todo[start : start + batch_size]
-        vectors = embedder.embed_documents(
-            [document_text(text.content, text.agent_id, embedder.name) for text in batch]
-        )
+        vectors = embedder.embed_documents([text.content for text in batch])
         pending.update((text.id, vector) for text, vector in zip(batch, vectors, strict=True))
         last = start + batch_size >= len(todo)
         # A merge costs about the same for 64 rows as for thousands (it scans the table): write in

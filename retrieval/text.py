@@ -193,17 +193,6 @@ def searchable_text(
     return text + "\n" + preceding[:PRECEDING_CHARS] if preceding else text
 
 
-def document_text(content: str, agent_id: str, embedder_name: str) -> str:
-    """What an embedder sees of a memory. A language model gets its author before the content ("Caroline:
-    I went to the support group yesterday"): who said something is part of what it means, and a question
-    about someone ("what did Caroline research?") then finds what they said (on LoCoMo's held-out
-    conversations the fused R@5 of all-MiniLM-L6-v2 moves 0.620 -> 0.639 with it; see docs/retrieval.md).
-    The offline hashed vectors are word features: their author is in the full-text index already."""
-    if embedder_name.startswith("hashed-") or content.startswith(f"{agent_id}:"):
-        return content  # (a transcript's message is stored as "speaker: text" already)
-    return f"{agent_id}: {content}"
-
-
 def fulltext_query(query: str) -> str:
     """The words of ``query`` for the full-text leg: function words dropped ("what did Caroline research"
     -> "Caroline research"; the index's own stop list is short and keeps "what", "did", "you"), and no

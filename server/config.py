@@ -461,7 +461,7 @@ class Settings(BaseSettings):
         None,
         ge=0.0,
         le=1.0,
-        description="w in the fused score; default 0.3 on hashed vectors, 0.4 with a model",
+        description="w in the fused score; default 0.3 on hashed vectors, 0.5 with a model",
     )
     feedback: FeedbackSettings = FeedbackSettings()
     org_features: Annotated[dict[str, OrgFeatures], JSON_OBJECT] = Field(default_factory=dict)

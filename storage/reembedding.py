@@ -28,7 +28,6 @@ class StoredText:
     scope: Scope
     content: str
     embedder: str
-    agent_id: str = ""
 
 
 def memory_texts(store: MemoryStore, scope: Scope | None = None) -> list[StoredText]:
@@ -39,7 +38,7 @@ def memory_texts(store: MemoryStore, scope: Scope | None = None) -> list[StoredT
     data = scan(
         store.tables()[schema.MEMORIES],
         condition,
-        ["id", "org_id", "project_id", "content", "embedder", "agent_id"],
+        ["id", "org_id", "project_id", "content", "embedder"],
     )
     found: dict[str, StoredText] = {}
     for row in data.to_pylist():
@@ -50,7 +49,6 @@ def memory_texts(store: MemoryStore, scope: Scope | None = None) -> list[StoredT
                 Scope(row["org_id"], row["project_id"]),
                 row["content"],
                 row["embedder"],
-                row["agent_id"],
             ),
         )
     return [found[memory_id] for memory_id in sorted(found)]

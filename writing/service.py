@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from retrieval.redaction import Redacted, redact
 from retrieval.stages.corroboration import ClusterMember
-from retrieval.text import content_hash, document_text, has_visible_text, searchable_text
+from retrieval.text import content_hash, has_visible_text, searchable_text
 from storage.records import (
     Audience,
     LineageEvent,
@@ -473,9 +473,7 @@ class WriteService:
         """Embed in one batch and attach the full-text field (content, tags, author, date, the memory before
         it in its episode: ``preceding`` maps record id -> that content)."""
         embedder = self._embedder
-        vectors = embedder.embed_documents(
-            [document_text(record.content, record.agent_id, embedder.name) for record in records]
-        )
+        vectors = embedder.embed_documents([record.content for record in records])
         return [
             NewMemory(
                 record,

@@ -108,15 +108,3 @@ def test_porter2_stems_are_right_from_many_threads_at_once():
     for thread in threads:
         thread.join()
     assert all(out == expected for out in results)
-
-
-def test_a_model_sees_who_said_a_memory_and_the_hashed_vectors_only_its_words():
-    from retrieval.text import document_text
-
-    assert document_text("I went to the support group", "Caroline", "st:all-MiniLM-L6-v2:384+author") == (
-        "Caroline: I went to the support group"
-    )
-    assert (
-        document_text("I went to the support group", "Caroline", "hashed-v1:384")
-        == "I went to the support group"
-    )

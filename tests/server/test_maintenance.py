@@ -9,6 +9,7 @@ import pytest
 
 from server.app import build_server
 from tests.helpers import call, connected, make_runtime, settings_for
+from tools.common import Caller
 
 pytestmark = pytest.mark.anyio
 
@@ -147,3 +148,61 @@ def test_an_early_round_needs_the_set_appends_and_one_per_hundred_memories():
         raise AssertionError("the table is counted only once the set appends are reached")
 
     assert not early_round_due(3, 100, uncounted)
+
+
+def test_the_server_says_at_start_which_memories_vector_search_cannot_compare(tmp_path, caplog):
+    from server.state import AppState
+    from tests.fakes import TokenEmbedder
+    from tools.remember import RememberInput, remember
+
+    settings = settings_for(tmp_path / "db")
+    first = make_runtime(settings)  # the offline hashed vectors
+    caller = Caller(agent_id="a", session_id="s")
+    for content in ("the deploy runs on Fridays", "the staging database resets on Sundays"):
+        remember(RememberInput(content=content), first, caller)
+    old_name = first.models.embedder.name
+    first.close()
+
+    stopped = threading.Event()
+
+    def pause(seconds: float) -> bool:
+        stopped.set()
+        return True  # stop after the first aggregation pass
+
+    model = TokenEmbedder(dimension=settings.vector.dim)  # "another model" from now on
+    state = AppState(settings, lambda s: make_runtime(s, embedder=model), pause=pause)
+    with caplog.at_level("WARNING", logger="server.state"):
+        state.start()
+        try:
+            assert stopped.wait(30)
+        finally:
+            state.close()
+    said = [record.getMessage() for record in caplog.records if "another embedder" in record.getMessage()]
+    assert said == [
+        f"2 memories have vectors from another embedder ({old_name}: 2) than the active {model.name}: vector "
+        "search skips them until `memoria reembed` makes them again"
+    ]
+
+
+def test_nothing_is_said_at_start_when_every_vector_is_the_active_embedders(tmp_path, caplog):
+    from server.state import AppState
+    from tools.remember import RememberInput, remember
+
+    settings = settings_for(tmp_path / "db")
+    first = make_runtime(settings)
+    remember(RememberInput(content="the deploy runs on Fridays"), first, Caller(agent_id="a", session_id="s"))
+    first.close()
+    stopped = threading.Event()
+
+    def pause(seconds: float) -> bool:
+        stopped.set()
+        return True
+
+    state = AppState(settings, make_runtime, pause=pause)
+    with caplog.at_level("WARNING", logger="server.state"):
+        state.start()
+        try:
+            assert stopped.wait(30)
+        finally:
+            state.close()
+    assert not [record for record in caplog.records if "another embedder" in record.getMessage()]

@@ -4,6 +4,8 @@ import pytest
 
 from retrieval.text import content_hash
 from storage.records import Scope
+from tests.fakes import RecordingEmbedder
+from tests.helpers import make_runtime
 from tools.common import Caller, ToolFailure, memory_id_for
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
@@ -125,6 +127,24 @@ def test_the_author_and_the_day_are_searchable(runtime):
         RecallInput(query="what did reviewer say about the cache in March 2024", top_k=1), runtime, CALLER
     )
     assert [m.content for m in top.memories] == ["The cache is warm"]
+
+
+def test_the_embedder_sees_a_memorys_content_alone_not_its_author_or_its_neighbours(settings):
+    # The author and the turn before are in the full-text field; a vector of "author: content" ranked
+    # worse with a real model (docs/retrieval.md), and a vector of the turn before as well would make the
+    # same fact said after different turns look less alike to consolidation.
+    embedder = RecordingEmbedder()
+    runtime = make_runtime(settings, embedder=embedder)
+    try:
+        remember(
+            RememberInput(content="Do you have pets?", agent_id="caroline", episode_id="ep"), runtime, CALLER
+        )
+        answer = BatchItem(content="Oscar, my guinea pig", agent_id="melanie", episode_id="ep")
+        out = remember_many(RememberManyInput(items=[answer]), runtime, CALLER)
+        assert embedder.seen == ["Do you have pets?", "Oscar, my guinea pig"]
+        assert runtime.store.get_memory(out.results[0].id).embedder == embedder.name
+    finally:
+        runtime.close()
 
 
 def test_a_new_memory_is_one_write_already_stamped_as_examined_by_consolidation(runtime):

@@ -23,7 +23,7 @@ from retrieval.models.rerankers.base import Reranker, RerankFailed
 from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
 from retrieval.stages.corroboration import UnionFind
-from retrieval.text import content_hash, document_text, searchable_text
+from retrieval.text import content_hash, searchable_text
 from storage.records import (
     Audience,
     ContradictionRecord,
@@ -411,9 +411,7 @@ class ConsolidationService:
             simhash=simhash(text),
             version_of=None,
         )
-        vector = self._embedder.embed_documents([document_text(text, record.agent_id, self._embedder.name)])[
-            0
-        ]
+        vector = self._embedder.embed_documents([text])[0]
         search_text = searchable_text(text, record.tags, record.agent_id, record.created_at)
         stored, _ = self._store.insert_memory(NewMemory(record, tuple(float(x) for x in vector), search_text))
         self._store.mark_consolidated([stored.id], now)

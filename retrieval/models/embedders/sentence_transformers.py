@@ -117,9 +117,10 @@ class SentenceTransformerEmbedder:
 
     @property
     def name(self) -> str:
-        # "+author": its vectors are of document_text (the author, then the content); vectors made before
-        # from the content alone carry the plain name and are made again by `memoria reembed`.
-        return f"st:{self._model_ref}:{self._dimension}+author"
+        # A memory's vector is of its content alone: its author before it ranked worse (docs/retrieval.md).
+        # Stores written while vectors were of "author: content" name them "...+author"; `memoria reembed`
+        # makes them again, and until then vector search skips them (the server says so at start).
+        return f"st:{self._model_ref}:{self._dimension}"
 
     @property
     def dimension(self) -> int:

@@ -16,7 +16,7 @@ def test_sentence_transformer_embeddings_are_unit_length_rows(tiny_models):
     assert matrix.shape == (2, 32)
     assert np.linalg.norm(matrix, axis=1) == pytest.approx([1.0, 1.0], abs=1e-5)
     assert embedder.embed_query("mysql").shape == (32,)
-    assert embedder.name == f"st:{tiny_models['embedder']}:32+author"
+    assert embedder.name == f"st:{tiny_models['embedder']}:32"
     assert isinstance(embedder, Embedder)
 
 

@@ -68,7 +68,7 @@ def test_negative_cosine_counts_as_zero_and_limit_applies():
 
 def test_the_fusion_weight_follows_the_embedder_unless_configured():
     assert vector_weight_for(None, "hashed-v1:384") == LEXICAL_VECTOR_WEIGHT == 0.3
-    assert vector_weight_for(None, "st:all-MiniLM-L6-v2:384") == SEMANTIC_VECTOR_WEIGHT == 0.4
+    assert vector_weight_for(None, "st:all-MiniLM-L6-v2:384") == SEMANTIC_VECTOR_WEIGHT == 0.5
     assert vector_weight_for(0.8, "hashed-v1:384") == 0.8
 
 
