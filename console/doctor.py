@@ -223,7 +223,10 @@ def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[C
                 f"{sum(stale.values()):,} memories have vectors from another embedder ("
                 + ", ".join(f"{name}: {count:,}" for name, count in stale.items())
                 + f") than the active {models.embedder.name}; vector search cannot compare them",
-                "run `memoria reembed`",
+                # On the offline fallback the model's vectors are the ones to keep: load the model first.
+                "make the configured model load (the embedder check above), then run `memoria reembed`"
+                if models.embedder_info.offline_fallback
+                else "run `memoria reembed`",
             )
         )
     else:

@@ -26,6 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.models.embedders.base import Embedder
+from retrieval.models.embedders.sentence_transformers import same_query_vectors
 from retrieval.outcomes import (
     Closeness,
     CreditedReport,
@@ -279,7 +280,7 @@ class FeedbackIndex:
         if queries is not None and queries.queries:
             stored = queries.vectors
             if (
-                queries.embedder == self._embedder.name
+                same_query_vectors(queries.embedder, self._embedder.name)
                 and stored is not None
                 and stored.shape == (len(queries.queries), self._embedder.dimension)
             ):

@@ -265,7 +265,8 @@ class AppState:
                 log.info("copied %d scopes into memory in %.1f s", built, time.perf_counter() - started)
         except Exception as exc:  # a copy not built now is built by its first read
             log.warning("warming the scope copies failed: %s", exc)
-        _say_stale_vectors(runtime)
+        if not self._stop.is_set():
+            _say_stale_vectors(runtime)
         while not self._stop.is_set():
             try:
                 report = aggregation_pass(runtime, self.llms.background())
@@ -374,20 +375,28 @@ def new_session_id() -> str:
 def _say_stale_vectors(runtime: ServerRuntime) -> None:
     """Say once, at start, when memories carry vectors of another embedder than the active one (another
     model, the offline fallback, or vectors of an older recipe): vector search cannot compare them, so
-    only the full-text leg finds them until `memoria reembed` makes them again."""
-    from storage.stats import embedder_counts
-
+    only the full-text leg finds them until `memoria reembed` makes them again, or, on the offline
+    fallback, until the configured model loads (re-embedding then would replace a model's vectors with
+    hashed ones, and `memoria reembed` refuses to)."""
     try:
+        from storage.stats import embedder_counts
+
         active = runtime.models.embedder.name
         stale = {name: count for name, count in embedder_counts(runtime.store).items() if name != active}
     except Exception as exc:  # a check, never a reason not to serve
         log.debug("counting vectors by embedder failed: %s", exc)
         return
-    if stale:
-        log.warning(
-            "%d memories have vectors from another embedder (%s) than the active %s: vector search "
-            "skips them until `memoria reembed` makes them again",
-            sum(stale.values()),
-            ", ".join(f"{name}: {count}" for name, count in stale.items()),
-            active,
-        )
+    if not stale:
+        return
+    until = (
+        "the configured model loads (see `memoria doctor`)"
+        if runtime.models.embedder_info.offline_fallback
+        else "`memoria reembed` makes them again"
+    )
+    log.warning(
+        "%d memories have vectors from another embedder (%s) than the active %s: vector search skips them until %s",
+        sum(stale.values()),
+        ", ".join(f"{name}: {count}" for name, count in stale.items()),
+        active,
+        until,
+    )

@@ -26,4 +26,9 @@ def test_the_benchmark_reports_the_rules_floor_and_what_each_candidate_floor_cut
         off_topic_cut
     )  # a higher floor cuts more
     assert all(0.0 <= share <= 1.0 for share in evidence_cut + off_topic_cut)
+    # The rule's own floor cuts what the candidate of the same value does.
+    assert cuts[f"{found['floor']:.2f}"]["evidence below"] == found["evidence below floor"]
+    assert (
+        cuts[f"{found['floor']:.2f}"]["off-topic best below"] == found["off-topic best"]["share below floor"]
+    )
     assert "off-topic queries answered with nothing" in capsys.readouterr().out

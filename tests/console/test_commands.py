@@ -317,6 +317,26 @@ def test_doctor_says_when_stored_vectors_come_from_another_embedder(capsys, db, 
     assert "point MEMORIA_EMBEDDING_MODEL at a local sentence-transformers folder" in out
 
 
+def test_on_the_offline_fallback_the_doctor_keeps_a_models_vectors_until_the_model_loads(
+    capsys, db, monkeypatch
+):
+    from tests.fakes import TokenEmbedder
+    from tests.helpers import make_runtime, settings_for
+    from tools.common import Caller
+    from tools.remember import RememberInput, remember
+
+    model = TokenEmbedder(dimension=384)  # a model wrote this memory's vector
+    runtime = make_runtime(settings_for(db), embedder=model)
+    remember(RememberInput(content="Vectors made by a model"), runtime, Caller(agent_id="a", session_id="s"))
+    runtime.close()
+    monkeypatch.setenv("MEMORIA_EMBEDDER", "sentence-transformers")
+    monkeypatch.setenv("MEMORIA_EMBEDDING_MODEL", str(db.parent / "no-such-model"))
+    checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
+    assert checks["vectors"]["status"] == "warn" and f"{model.name}: 1" in checks["vectors"]["detail"]
+    # Re-embedding now would replace the model's vectors with hashed ones: the model must load first.
+    assert checks["vectors"]["fix"].startswith("make the configured model load")
+
+
 def test_a_store_that_cannot_open_fails_the_doctor_with_the_fix(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("MEMORIA_EMBEDDER", "hashed")
     blocker = tmp_path / "a-file"

@@ -214,6 +214,18 @@ def test_queries_embedded_by_another_embedder_are_embedded_again():
     assert embedder.calls == ["deploy"]  # the stored query, embedded again by the running embedder
 
 
+def test_query_vectors_of_the_author_recipe_are_used_as_they_are():
+    # Reports made while a model embedded memories as "author: content" stored their query vectors under
+    # "<name>+author"; queries never carried the author, so those vectors are still the model's.
+    embedder = TableEmbedder(VECTORS, name="st:m")
+    authored = TableEmbedder(VECTORS, name="st:m")
+    report = outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=authored)
+    outcomes = Reports([replace(report, query_embedder=embedder.name + "+author")])
+    index = index_over(outcomes, embedder)
+    assert weight_for(index, "deploy") == pytest.approx(1.15)
+    assert embedder.calls == []  # the stored query vector is used, not embedded again
+
+
 def test_a_report_from_before_credits_moves_the_global_weight_but_no_query():
     legacy = outcome("s0", [], queries=())
     legacy = OutcomeRecord(**{**legacy.__dict__, "memory_ids": ("m",)})

@@ -184,6 +184,45 @@ def test_the_server_says_at_start_which_memories_vector_search_cannot_compare(tm
     ]
 
 
+def test_on_the_offline_fallback_the_server_says_the_model_must_load_rather_than_reembed(tmp_path, caplog):
+    import dataclasses
+
+    from server.state import AppState
+    from tests.fakes import TokenEmbedder
+    from tools.remember import RememberInput, remember
+
+    settings = settings_for(tmp_path / "db")
+    model = TokenEmbedder(dimension=settings.vector.dim)  # the configured model, while it loaded
+    first = make_runtime(settings, embedder=model)
+    remember(RememberInput(content="the deploy runs on Fridays"), first, Caller(agent_id="a", session_id="s"))
+    first.close()
+
+    def fallen_back(s):  # the model does not load this time: the hashed vectors answer
+        runtime = make_runtime(s)
+        info = dataclasses.replace(runtime.models.embedder_info, requested=model.name, offline_fallback=True)
+        runtime.models = dataclasses.replace(runtime.models, embedder_info=info)
+        return runtime
+
+    stopped = threading.Event()
+
+    def pause(seconds: float) -> bool:
+        stopped.set()
+        return True
+
+    state = AppState(settings, fallen_back, pause=pause)
+    with caplog.at_level("WARNING", logger="server.state"):
+        state.start()
+        try:
+            assert stopped.wait(30)
+        finally:
+            state.close()
+    said = [record.getMessage() for record in caplog.records if "another embedder" in record.getMessage()]
+    assert len(said) == 1 and said[0].startswith(
+        f"1 memories have vectors from another embedder ({model.name}: 1)"
+    )
+    assert said[0].endswith("until the configured model loads (see `memoria doctor`)")
+
+
 def test_nothing_is_said_at_start_when_every_vector_is_the_active_embedders(tmp_path, caplog):
     from server.state import AppState
     from tools.remember import RememberInput, remember

@@ -20,6 +20,21 @@ from retrieval.models.model_files import ModelUnavailable, load_on_backend, reso
 QUERY_PROMPTS = ("query",)
 DOCUMENT_PROMPTS = ("document", "passage", "corpus")
 
+# What a model's vectors were made of is in the embedder's name, so that vector search never compares
+# vectors of two recipes: "st:<model>:<width>" the text as it is, "+prompts" with the prompts the model
+# declares, "+author" (stores written while a memory's author went before its content, with the prompts).
+PROMPTED = "+prompts"
+AUTHORED = "+author"
+
+
+def same_query_vectors(stored: str | None, active: str) -> bool:
+    """Whether query vectors made under the embedder name ``stored`` are the ones ``active`` makes now.
+    Queries never carried an author: query vectors of the "+author" recipe are those of the same model
+    with its prompts (which the "+author" recipe always used)."""
+    if stored is None or stored == active:
+        return stored is not None
+    return stored.endswith(AUTHORED) and stored.removesuffix(AUTHORED) == active.removesuffix(PROMPTED)
+
 
 class SentenceTransformerEmbedder:
     """Wraps ``SentenceTransformer``; ``warm_up()`` does the slow import and load."""
@@ -119,8 +134,13 @@ class SentenceTransformerEmbedder:
     def name(self) -> str:
         # A memory's vector is of its content alone: its author before it ranked worse (docs/retrieval.md).
         # Stores written while vectors were of "author: content" name them "...+author"; `memoria reembed`
-        # makes them again, and until then vector search skips them (the server says so at start).
-        return f"st:{self._model_ref}:{self._dimension}"
+        # makes them again, and until then vector search skips them (the server says so at start). A model
+        # that declares prompts gets "+prompts": vectors made before prompts were applied carry the plain name.
+        return f"st:{self._model_ref}:{self._dimension}" + (PROMPTED if self._declares_prompts() else "")
+
+    def _declares_prompts(self) -> bool:
+        declared = self._prompts if self._onnx is not None else (getattr(self._model, "prompts", None) or {})
+        return any(declared.get(name) for name in (*QUERY_PROMPTS, *DOCUMENT_PROMPTS))
 
     @property
     def dimension(self) -> int:

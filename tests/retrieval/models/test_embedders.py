@@ -51,3 +51,50 @@ def test_a_model_that_declares_a_query_prompt_gets_it_on_queries_only(tiny_model
     plain = SentenceTransformerEmbedder(str(tiny_models["embedder"]), allow_downloads=False)
     plain.warm_up()  # no prompts declared: the text as it is
     assert plain.embed_query("mysql") == pytest.approx(plain.embed_documents(["mysql"])[0], abs=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["torch", "onnx"])
+def test_a_model_that_declares_prompts_applies_them_and_says_so_in_its_name(tiny_models, tmp_path, backend):
+    import json
+    import shutil
+
+    prompted = tmp_path / "prompted"
+    shutil.copytree(tiny_models["embedder"], prompted, ignore=shutil.ignore_patterns("onnx"))
+    settings_file = prompted / "config_sentence_transformers.json"
+    declared = json.loads(settings_file.read_text()) if settings_file.exists() else {}
+    declared["prompts"] = {"query": "query: ", "passage": "passage: "}
+    settings_file.write_text(json.dumps(declared))
+    # A sentence-transformers folder (modules and mean pooling, as the tiny model is read without them).
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
+    (prompted / "modules.json").write_text(json.dumps(modules))
+    (prompted / "1_Pooling").mkdir()
+    pooling = {"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True}
+    (prompted / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    plain = SentenceTransformerEmbedder(str(tiny_models["embedder"]), allow_downloads=False, backend=backend)
+    model = SentenceTransformerEmbedder(str(prompted), allow_downloads=False, backend=backend)
+    plain.warm_up()
+    model.warm_up()
+    # Vectors made before prompts were applied carry the plain name: the two never meet in vector search.
+    assert model.name == f"st:{prompted}:32+prompts" and plain.name == f"st:{tiny_models['embedder']}:32"
+    assert model.embed_documents(["the cat sat"])[0] == pytest.approx(
+        plain.embed_documents(["passage: the cat sat"])[0], abs=1e-5
+    )
+    assert model.embed_query("mysql") == pytest.approx(plain.embed_query("query: mysql"), abs=1e-5)
+
+
+def test_query_vectors_of_the_author_recipe_are_still_the_models_query_vectors():
+    from retrieval.models.embedders.sentence_transformers import same_query_vectors
+
+    assert same_query_vectors("st:m:384", "st:m:384")
+    # Queries never carried an author; the "+author" recipe applied the model's prompts.
+    assert same_query_vectors("st:m:384+author", "st:m:384")
+    assert same_query_vectors("st:m:384+author", "st:m:384+prompts")
+    # Plain vectors of a prompted model were made without its prompts; another model is another model.
+    assert not same_query_vectors("st:m:384", "st:m:384+prompts")
+    assert not same_query_vectors("st:other:384+author", "st:m:384")
+    assert not same_query_vectors("st:m:384+prompts", "st:m:384")
+    assert not same_query_vectors(None, "st:m:384")  # reports made before query vectors were kept
