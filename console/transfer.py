@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 ImportFormat = Literal["auto", "memoria", "locomo", "transcript"]
 WRITE_BATCH = 500  # rows (or transcript messages) per write
 EMBED_BATCH = 64  # texts per embedding call when an import re-embeds
-REEMBED_WRITE_BATCH = 2_000  # new vectors per merge when re-embedding
 
 
 class TableCount(BaseModel):
@@ -548,7 +547,7 @@ def reembed(
     """Give memories (of ``scope``, or all; every status but purged) vectors from this server's embedder:
     those made by another one, or every one with ``all_memories``. Written batch by batch under the
     write lock, so recall goes on meanwhile, and seen at once by the scope copies and LanceDB search."""
-    from storage import reembedding
+    from writing import reembedding
 
     if batch_size < 1:
         raise ToolFailure(f"batch_size must be >= 1, but got {batch_size}")
@@ -569,25 +568,12 @@ def reembed(
             f"new folder with this embedder and MEMORIA_VECTOR_DIM={embedder.dimension} configured (the "
             "import embeds every memory again)"
         )
-    texts = reembedding.memory_texts(store, scope)
-    todo = [text for text in texts if all_memories or text.embedder != embedder.name]
-    written = 0
-    pending: dict[str, Any] = {}
-    progress("re-embedding", 0, len(todo))
-    for start in range(0, len(todo), batch_size):
-        batch = todo[start : start + batch_size]
-        vectors = embedder.embed_documents([text.content for text in batch])
-        pending.update((text.id, vector) for text, vector in zip(batch, vectors, strict=True))
-        last = start + batch_size >= len(todo)
-        # A merge costs about the same for 64 rows as for thousands (it scans the table): write in
-        # larger groups than the model embeds.
-        if len(pending) >= REEMBED_WRITE_BATCH or last:
-            written += reembedding.replace_vectors(store, pending, embedder.name)
-            pending = {}
-        progress("re-embedding", start + len(batch), len(todo))
+    done = reembedding.reembed(
+        store, embedder, scope=scope, all_memories=all_memories, batch_size=batch_size, progress=progress
+    )
     return ReembedSummary(
-        examined=len(texts),
-        reembedded=written,
+        examined=done.examined,
+        reembedded=done.written,
         seconds=time.perf_counter() - started,
         embedder=embedder.name,
     )

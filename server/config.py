@@ -383,6 +383,11 @@ class Settings(BaseSettings):
     project_id: str = Field("default", min_length=1, max_length=128, description="Default project scope")
 
     embedder: Literal["auto", "sentence-transformers", "hashed"] = "auto"
+    reembed_at_start: bool = Field(
+        True,
+        description="at start, give memories whose vectors another embedder made (another model, an older "
+        "recipe) vectors from the active one, in the background; never on the offline fallback",
+    )
     embedding: EmbeddingSettings = EmbeddingSettings()
     reranker: Literal["auto", "cross-encoder", "cohere", "none"] = "auto"
     rerank: RerankSettings = RerankSettings()

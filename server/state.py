@@ -250,10 +250,15 @@ class AppState:
         for target, name in (
             (self._maintain, "memoria-maintenance"),
             (self._aggregate, "memoria-aggregation"),
+            (self._refresh_vectors, "memoria-vectors"),
         ):
             thread = threading.Thread(target=target, args=(runtime,), name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
+
+    def _refresh_vectors(self, runtime: ServerRuntime) -> None:
+        if not self._stop.is_set():
+            _refresh_stale_vectors(runtime, self._stop.is_set)
 
     def _aggregate(self, runtime: ServerRuntime) -> None:
         """Warm the scope copies, then the aggregation job: first pass at once (it reads the copies),
@@ -265,8 +270,6 @@ class AppState:
                 log.info("copied %d scopes into memory in %.1f s", built, time.perf_counter() - started)
         except Exception as exc:  # a copy not built now is built by its first read
             log.warning("warming the scope copies failed: %s", exc)
-        if not self._stop.is_set():
-            _say_stale_vectors(runtime)
         while not self._stop.is_set():
             try:
                 report = aggregation_pass(runtime, self.llms.background())
@@ -372,12 +375,12 @@ def new_session_id() -> str:
     return "ses_" + secrets.token_hex(8)
 
 
-def _say_stale_vectors(runtime: ServerRuntime) -> None:
-    """Say once, at start, when memories carry vectors of another embedder than the active one (another
-    model, the offline fallback, or vectors of an older recipe): vector search cannot compare them, so
-    only the full-text leg finds them until `memoria reembed` makes them again, or, on the offline
-    fallback, until the configured model loads (re-embedding then would replace a model's vectors with
-    hashed ones, and `memoria reembed` refuses to)."""
+def _refresh_stale_vectors(runtime: ServerRuntime, stopping: Callable[[], bool]) -> None:
+    """At start, memories whose vectors another embedder made (another model, the offline fallback's
+    hashed vectors, an older recipe of the same model) cannot be compared by vector search: only the
+    full-text leg finds them. With ``MEMORIA_REEMBED_AT_START`` (on by default) the server gives them
+    vectors from the active embedder, batch by batch, while it serves; otherwise, or on the offline fallback
+    (re-embedding then would replace a model's vectors with hashed ones), it says so once and what to do."""
     try:
         from storage.stats import embedder_counts
 
@@ -388,15 +391,30 @@ def _say_stale_vectors(runtime: ServerRuntime) -> None:
         return
     if not stale:
         return
-    until = (
-        "the configured model loads (see `memoria doctor`)"
-        if runtime.models.embedder_info.offline_fallback
-        else "`memoria reembed` makes them again"
+    fallback = runtime.models.embedder_info.offline_fallback
+    said = (
+        f"{sum(stale.values())} memories have vectors from another embedder "
+        f"({', '.join(f'{name}: {count}' for name, count in stale.items())}) than the active {active}"
     )
-    log.warning(
-        "%d memories have vectors from another embedder (%s) than the active %s: vector search skips them until %s",
-        sum(stale.values()),
-        ", ".join(f"{name}: {count}" for name, count in stale.items()),
-        active,
-        until,
-    )
+    if (
+        fallback
+        or not runtime.settings.reembed_at_start
+        or runtime.models.embedder.dimension != runtime.store.vector_dim
+    ):
+        until = (
+            "the configured model loads (see `memoria doctor`)"
+            if fallback
+            else "`memoria reembed` makes them again"
+        )
+        log.warning("%s: vector search skips them until %s", said, until)
+        return
+    from writing.reembedding import reembed
+
+    log.info("%s: giving them vectors from %s in the background", said, active)
+    started = time.perf_counter()
+    try:
+        done = reembed(runtime.store, runtime.models.embedder, stop=stopping)
+    except Exception as exc:  # what was written stays; the next start or `memoria reembed` goes on
+        log.warning("re-embedding at start stopped (%s): run `memoria reembed` to finish", exc)
+        return
+    log.info("re-embedded %d memories in %.1f s", done.written, time.perf_counter() - started)

@@ -150,52 +150,101 @@ def test_an_early_round_needs_the_set_appends_and_one_per_hundred_memories():
     assert not early_round_due(3, 100, uncounted)
 
 
-def test_the_server_says_at_start_which_memories_vector_search_cannot_compare(tmp_path, caplog):
-    from server.state import AppState
-    from tests.fakes import TokenEmbedder
+def store_two_memories(settings, embedder=None) -> str:
+    """Two memories with vectors from ``embedder`` (the hashed one by default); returns its name."""
     from tools.remember import RememberInput, remember
 
-    settings = settings_for(tmp_path / "db")
-    first = make_runtime(settings)  # the offline hashed vectors
+    first = make_runtime(settings, embedder=embedder)
     caller = Caller(agent_id="a", session_id="s")
     for content in ("the deploy runs on Fridays", "the staging database resets on Sundays"):
         remember(RememberInput(content=content), first, caller)
-    old_name = first.models.embedder.name
+    name = first.models.embedder.name
     first.close()
+    return name
 
-    stopped = threading.Event()
 
-    def pause(seconds: float) -> bool:
-        stopped.set()
-        return True  # stop after the first aggregation pass
+def started_until(settings, factory, done, caplog) -> None:
+    """Start the server's background work, wait until ``done()`` (30 s at most), stop it."""
+    import time
 
-    model = TokenEmbedder(dimension=settings.vector.dim)  # "another model" from now on
-    state = AppState(settings, lambda s: make_runtime(s, embedder=model), pause=pause)
-    with caplog.at_level("WARNING", logger="server.state"):
+    from server.state import AppState
+
+    state = AppState(settings, factory, pause=lambda seconds: True)
+    with caplog.at_level("INFO", logger="server.state"):
         state.start()
         try:
-            assert stopped.wait(30)
+            deadline = time.monotonic() + 30
+            while not done() and time.monotonic() < deadline:
+                time.sleep(0.05)
         finally:
             state.close()
-    said = [record.getMessage() for record in caplog.records if "another embedder" in record.getMessage()]
-    assert said == [
+
+
+def said(caplog, words: str) -> list[str]:
+    return [record.getMessage() for record in caplog.records if words in record.getMessage()]
+
+
+def test_at_start_memories_with_another_embedders_vectors_get_the_active_ones(tmp_path, caplog):
+    from storage.records import Scope
+    from storage.stats import embedder_counts
+    from tests.fakes import TokenEmbedder
+
+    settings = settings_for(tmp_path / "db")
+    old_name = store_two_memories(settings)  # the offline hashed vectors
+    model = TokenEmbedder(dimension=settings.vector.dim)  # another model from now on
+    runtimes = []
+
+    def factory(s):
+        runtimes.append(make_runtime(s, embedder=model))
+        return runtimes[-1]
+
+    started_until(settings, factory, lambda: bool(said(caplog, "re-embedded")), caplog)
+    assert said(caplog, "another embedder") == [
+        f"2 memories have vectors from another embedder ({old_name}: 2) than the active {model.name}: giving "
+        f"them vectors from {model.name} in the background"
+    ]
+    assert said(caplog, "re-embedded")[0].startswith("re-embedded 2 memories in ")
+    again = make_runtime(settings, embedder=model)
+    try:
+        assert embedder_counts(again.store) == {model.name: 2}
+        # The vector leg finds them now (it compares only vectors of the active embedder).
+        query = model.embed_query("the deploy runs on Fridays")
+        hits = again.store.vector_search(Scope("default", "default"), query, embedder=model.name, limit=1)
+        assert [hit.record.content for hit in hits] == ["the deploy runs on Fridays"]
+    finally:
+        again.close()
+
+
+def test_with_reembedding_at_start_off_the_server_says_what_vector_search_cannot_compare(tmp_path, caplog):
+    from storage.stats import embedder_counts
+    from tests.fakes import TokenEmbedder
+
+    settings = settings_for(tmp_path / "db", reembed_at_start=False)
+    old_name = store_two_memories(settings)
+    model = TokenEmbedder(dimension=settings.vector.dim)
+    started_until(
+        settings, lambda s: make_runtime(s, embedder=model), lambda: bool(said(caplog, "another")), caplog
+    )
+    assert said(caplog, "another embedder") == [
         f"2 memories have vectors from another embedder ({old_name}: 2) than the active {model.name}: vector "
         "search skips them until `memoria reembed` makes them again"
     ]
+    again = make_runtime(settings, embedder=model)
+    try:
+        assert embedder_counts(again.store) == {old_name: 2}  # nothing was re-embedded
+    finally:
+        again.close()
 
 
-def test_on_the_offline_fallback_the_server_says_the_model_must_load_rather_than_reembed(tmp_path, caplog):
+def test_on_the_offline_fallback_a_models_vectors_are_kept_until_the_model_loads(tmp_path, caplog):
     import dataclasses
 
-    from server.state import AppState
+    from storage.stats import embedder_counts
     from tests.fakes import TokenEmbedder
-    from tools.remember import RememberInput, remember
 
     settings = settings_for(tmp_path / "db")
     model = TokenEmbedder(dimension=settings.vector.dim)  # the configured model, while it loaded
-    first = make_runtime(settings, embedder=model)
-    remember(RememberInput(content="the deploy runs on Fridays"), first, Caller(agent_id="a", session_id="s"))
-    first.close()
+    store_two_memories(settings, embedder=model)
 
     def fallen_back(s):  # the model does not load this time: the hashed vectors answer
         runtime = make_runtime(s)
@@ -203,45 +252,30 @@ def test_on_the_offline_fallback_the_server_says_the_model_must_load_rather_than
         runtime.models = dataclasses.replace(runtime.models, embedder_info=info)
         return runtime
 
-    stopped = threading.Event()
-
-    def pause(seconds: float) -> bool:
-        stopped.set()
-        return True
-
-    state = AppState(settings, fallen_back, pause=pause)
-    with caplog.at_level("WARNING", logger="server.state"):
-        state.start()
-        try:
-            assert stopped.wait(30)
-        finally:
-            state.close()
-    said = [record.getMessage() for record in caplog.records if "another embedder" in record.getMessage()]
-    assert len(said) == 1 and said[0].startswith(
-        f"1 memories have vectors from another embedder ({model.name}: 1)"
+    started_until(settings, fallen_back, lambda: bool(said(caplog, "another")), caplog)
+    messages = said(caplog, "another embedder")
+    assert len(messages) == 1 and messages[0].startswith(
+        f"2 memories have vectors from another embedder ({model.name}: 2)"
     )
-    assert said[0].endswith("until the configured model loads (see `memoria doctor`)")
+    assert messages[0].endswith("until the configured model loads (see `memoria doctor`)")
+    again = make_runtime(settings, embedder=model)
+    try:
+        assert embedder_counts(again.store) == {model.name: 2}  # never replaced by hashed vectors
+    finally:
+        again.close()
 
 
-def test_nothing_is_said_at_start_when_every_vector_is_the_active_embedders(tmp_path, caplog):
-    from server.state import AppState
-    from tools.remember import RememberInput, remember
+def test_nothing_is_said_or_done_at_start_when_every_vector_is_the_active_embedders(tmp_path, caplog):
+    import time
 
     settings = settings_for(tmp_path / "db")
-    first = make_runtime(settings)
-    remember(RememberInput(content="the deploy runs on Fridays"), first, Caller(agent_id="a", session_id="s"))
-    first.close()
-    stopped = threading.Event()
+    store_two_memories(settings)
+    ready_at: list[float] = []
 
-    def pause(seconds: float) -> bool:
-        stopped.set()
-        return True
+    def looked_long_enough() -> bool:  # 1.5 s of serving: the background check has had its time
+        if not ready_at and said(caplog, "memoria ready"):
+            ready_at.append(time.monotonic())
+        return bool(ready_at) and time.monotonic() - ready_at[0] > 1.5
 
-    state = AppState(settings, make_runtime, pause=pause)
-    with caplog.at_level("WARNING", logger="server.state"):
-        state.start()
-        try:
-            assert stopped.wait(30)
-        finally:
-            state.close()
-    assert not [record for record in caplog.records if "another embedder" in record.getMessage()]
+    started_until(settings, make_runtime, looked_long_enough, caplog)
+    assert ready_at and not said(caplog, "another embedder") and not said(caplog, "re-embedded")
