@@ -47,7 +47,10 @@ class TransferSummary(BaseModel):
 
 
 class ReembedSummary(BaseModel):
-    examined: int = Field(description="Memories that still have content (every status but purged).")
+    examined: int = Field(
+        description="Memories read: those whose vectors another embedder made, or with --all every memory "
+        "that still has content (every status but purged)."
+    )
     reembedded: int
     seconds: float
     embedder: str

@@ -376,11 +376,13 @@ def new_session_id() -> str:
 
 
 def _refresh_stale_vectors(runtime: ServerRuntime, stopping: Callable[[], bool]) -> None:
-    """At start, memories whose vectors another embedder made (another model, the offline fallback's
-    hashed vectors, an older recipe of the same model) cannot be compared by vector search: only the
-    full-text leg finds them. With ``MEMORIA_REEMBED_AT_START`` (on by default) the server gives them
-    vectors from the active embedder, batch by batch, while it serves; otherwise, or on the offline fallback
-    (re-embedding then would replace a model's vectors with hashed ones), it says so once and what to do."""
+    """At start, memories whose vectors another embedder made cannot be compared by vector search: only
+    the full-text leg finds them. With ``MEMORIA_REEMBED_AT_START`` (on by default) the server remakes, in
+    the background while it serves, the vectors of another recipe of the active model (``+author``, or made
+    before its prompts were applied) and the offline fallback's hashed ones. Another model's vectors are the
+    user's call (two processes configured with two models would otherwise undo each other at every start):
+    the server says so once, with what to do, as it does on the offline fallback (re-embedding then would
+    replace a model's vectors with hashed ones)."""
     try:
         from storage.stats import embedder_counts
 
@@ -389,32 +391,50 @@ def _refresh_stale_vectors(runtime: ServerRuntime, stopping: Callable[[], bool])
     except Exception as exc:  # a check, never a reason not to serve
         log.debug("counting vectors by embedder failed: %s", exc)
         return
-    if not stale:
-        return
     fallback = runtime.models.embedder_info.offline_fallback
-    said = (
-        f"{sum(stale.values())} memories have vectors from another embedder "
-        f"({', '.join(f'{name}: {count}' for name, count in stale.items())}) than the active {active}"
-    )
-    if (
-        fallback
-        or not runtime.settings.reembed_at_start
-        or runtime.models.embedder.dimension != runtime.store.vector_dim
-    ):
+
+    def remade(name: str) -> bool:
+        from retrieval.models.embedders.sentence_transformers import same_model
+
+        if fallback or not runtime.settings.reembed_at_start:
+            return False
+        return same_model(name, active) or (name.startswith("hashed-") and not active.startswith("hashed-"))
+
+    left = {name: count for name, count in stale.items() if not remade(name)}
+    if left:
         until = (
             "the configured model loads (see `memoria doctor`)"
             if fallback
             else "`memoria reembed` makes them again"
         )
-        log.warning("%s: vector search skips them until %s", said, until)
+        log.warning(
+            "%d memories have vectors from another embedder (%s) than the active %s: vector search skips "
+            "them until %s",
+            sum(left.values()),
+            ", ".join(f"{name}: {count}" for name, count in left.items()),
+            active,
+            until,
+        )
+    todo = {name: count for name, count in stale.items() if name not in left}
+    if not todo:
         return
     from writing.reembedding import reembed
 
-    log.info("%s: giving them vectors from %s in the background", said, active)
+    log.info(
+        "%d memories have vectors of an older recipe of %s or of the offline fallback (%s): giving them "
+        "vectors from %s in the background",
+        sum(todo.values()),
+        active,
+        ", ".join(f"{name}: {count}" for name, count in todo.items()),
+        active,
+    )
     started = time.perf_counter()
     try:
-        done = reembed(runtime.store, runtime.models.embedder, stop=stopping)
-    except Exception as exc:  # what was written stays; the next start or `memoria reembed` goes on
+        # Small batches: a recall's query embedding waits for the batch the model is on.
+        done = reembed(
+            runtime.store, runtime.models.embedder, batch_size=16, stop=stopping, only=todo.__contains__
+        )
+    except Exception as exc:  # what was embedded is written; the next start or `memoria reembed` goes on
         log.warning("re-embedding at start stopped (%s): run `memoria reembed` to finish", exc)
         return
     log.info("re-embedded %d memories in %.1f s", done.written, time.perf_counter() - started)

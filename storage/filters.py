@@ -37,6 +37,10 @@ def equals(column: str, value: str) -> Expr:
     return col(column) == lit(value)
 
 
+def differs(column: str, value: str) -> Expr:
+    return col(column) != lit(value)
+
+
 def contains(column: str, text: str) -> Expr:
     return col(column).contains(lit(text))
 

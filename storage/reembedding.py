@@ -30,11 +30,16 @@ class StoredText:
     embedder: str
 
 
-def memory_texts(store: MemoryStore, scope: Scope | None = None) -> list[StoredText]:
-    """Every memory that still has its content (any status but purged), of ``scope`` or all, by id."""
+def memory_texts(
+    store: MemoryStore, scope: Scope | None = None, not_by: str | None = None
+) -> list[StoredText]:
+    """Every memory that still has its content (any status but purged), of ``scope`` or all, by id; with
+    ``not_by``, only those whose vector another embedder made (the texts of the rest are never read)."""
     condition = filters.one_of("status", CONTENT_STATUSES)
     if scope is not None:
         condition = filters.all_of(condition, filters.scope_is(scope))
+    if not_by is not None:
+        condition = filters.all_of(condition, filters.differs("embedder", not_by))
     data = scan(
         store.tables()[schema.MEMORIES],
         condition,

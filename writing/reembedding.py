@@ -20,7 +20,7 @@ WRITE_BATCH = 2_000  # new vectors per merge: a merge costs about the same for 6
 
 @dataclass(frozen=True)
 class Reembedded:
-    examined: int  # memories that still have content (every status but purged)
+    examined: int  # memories read: with vectors of another embedder, or all that still have content
     written: int
 
 
@@ -33,27 +33,31 @@ def reembed(
     batch_size: int = 64,
     progress: Callable[[str, int, int], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    only: Callable[[str], bool] | None = None,
 ) -> Reembedded:
-    """Give the memories of ``scope`` (or all) whose vectors another embedder made, or every one with
-    ``all_memories``, vectors from ``embedder``, ``batch_size`` texts a model call. ``stop`` is asked
-    between batches (a server shutting down); what was written before it stays written."""
-    texts = reembedding.memory_texts(store, scope)
-    todo = [text for text in texts if all_memories or text.embedder != embedder.name]
+    """Give the memories of ``scope`` (or all) whose vectors another embedder made (of those, only the
+    embedders ``only`` accepts, when given), or every one with ``all_memories``, vectors from ``embedder``,
+    ``batch_size`` texts a model call. ``stop`` is asked between batches (a server shutting down); what was
+    embedded before it, or before a failure, is written. ``examined``: the memories read."""
+    texts = reembedding.memory_texts(store, scope, not_by=None if all_memories else embedder.name)
+    todo = [text for text in texts if all_memories or only is None or only(text.embedder)]
     written = 0
     pending: dict[str, object] = {}
     if progress:
         progress("re-embedding", 0, len(todo))
-    for start in range(0, len(todo), batch_size):
-        if stop is not None and stop():
-            break
-        batch = todo[start : start + batch_size]
-        vectors = embedder.embed_documents([text.content for text in batch])
-        pending.update((text.id, vector) for text, vector in zip(batch, vectors, strict=True))
-        if len(pending) >= WRITE_BATCH or start + batch_size >= len(todo):
+    try:
+        for start in range(0, len(todo), batch_size):
+            if stop is not None and stop():
+                break
+            batch = todo[start : start + batch_size]
+            vectors = embedder.embed_documents([text.content for text in batch])
+            pending.update((text.id, vector) for text, vector in zip(batch, vectors, strict=True))
+            if len(pending) >= WRITE_BATCH or start + batch_size >= len(todo):
+                written += reembedding.replace_vectors(store, pending, embedder.name)
+                pending = {}
+            if progress:
+                progress("re-embedding", start + len(batch), len(todo))
+    finally:
+        if pending:  # stopped, or failed, between writes: keep what was embedded
             written += reembedding.replace_vectors(store, pending, embedder.name)
-            pending = {}
-        if progress:
-            progress("re-embedding", start + len(batch), len(todo))
-    if pending:  # stopped between writes: keep what was embedded
-        written += reembedding.replace_vectors(store, pending, embedder.name)
     return Reembedded(examined=len(texts), written=written)

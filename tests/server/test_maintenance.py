@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from server.app import build_server
+from tests.fakes import TokenEmbedder
 from tests.helpers import call, connected, make_runtime, settings_for
 from tools.common import Caller
 
@@ -150,6 +151,18 @@ def test_an_early_round_needs_the_set_appends_and_one_per_hundred_memories():
     assert not early_round_due(3, 100, uncounted)
 
 
+class Named(TokenEmbedder):
+    """A token embedder under the name of a real one (``st:<model>:<width>`` and its recipes)."""
+
+    def __init__(self, name: str, dimension: int) -> None:
+        super().__init__(dimension)
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+
 def store_two_memories(settings, embedder=None) -> str:
     """Two memories with vectors from ``embedder`` (the hashed one by default); returns its name."""
     from tools.remember import RememberInput, remember
@@ -164,17 +177,21 @@ def store_two_memories(settings, embedder=None) -> str:
 
 
 def started_until(settings, factory, done, caplog) -> None:
-    """Start the server's background work, wait until ``done()`` (30 s at most), stop it."""
+    """Start the server's background work, wait until ``done()`` and the start-up vector check has
+    finished (30 s at most), then stop it."""
     import time
 
     from server.state import AppState
+
+    def checking() -> bool:
+        return any(thread.name == "memoria-vectors" and thread.is_alive() for thread in threading.enumerate())
 
     state = AppState(settings, factory, pause=lambda seconds: True)
     with caplog.at_level("INFO", logger="server.state"):
         state.start()
         try:
             deadline = time.monotonic() + 30
-            while not done() and time.monotonic() < deadline:
+            while (not done() or checking()) and time.monotonic() < deadline:
                 time.sleep(0.05)
         finally:
             state.close()
@@ -184,30 +201,35 @@ def said(caplog, words: str) -> list[str]:
     return [record.getMessage() for record in caplog.records if words in record.getMessage()]
 
 
-def test_at_start_memories_with_another_embedders_vectors_get_the_active_ones(tmp_path, caplog):
-    from storage.records import Scope
+def counts(settings, embedder) -> dict[str, int]:
     from storage.stats import embedder_counts
-    from tests.fakes import TokenEmbedder
+
+    runtime = make_runtime(settings, embedder=embedder)
+    try:
+        return embedder_counts(runtime.store)
+    finally:
+        runtime.close()
+
+
+def test_at_start_an_older_recipe_of_the_model_gets_the_models_vectors_in_the_background(tmp_path, caplog):
+    from storage.records import Scope
 
     settings = settings_for(tmp_path / "db")
-    old_name = store_two_memories(settings)  # the offline hashed vectors
-    model = TokenEmbedder(dimension=settings.vector.dim)  # another model from now on
-    runtimes = []
-
-    def factory(s):
-        runtimes.append(make_runtime(s, embedder=model))
-        return runtimes[-1]
-
-    started_until(settings, factory, lambda: bool(said(caplog, "re-embedded")), caplog)
-    assert said(caplog, "another embedder") == [
-        f"2 memories have vectors from another embedder ({old_name}: 2) than the active {model.name}: giving "
-        f"them vectors from {model.name} in the background"
+    old = Named("st:all-MiniLM-L6-v2:384+author", settings.vector.dim)  # "author: content" vectors
+    store_two_memories(settings, embedder=old)
+    model = Named("st:all-MiniLM-L6-v2:384", settings.vector.dim)
+    started_until(
+        settings, lambda s: make_runtime(s, embedder=model), lambda: bool(said(caplog, "re-embedded")), caplog
+    )
+    assert said(caplog, "older recipe") == [
+        f"2 memories have vectors of an older recipe of {model.name} or of the offline fallback ({old.name}: 2): "
+        f"giving them vectors from {model.name} in the background"
     ]
     assert said(caplog, "re-embedded")[0].startswith("re-embedded 2 memories in ")
+    assert not said(caplog, "another embedder")
+    assert counts(settings, model) == {model.name: 2}
     again = make_runtime(settings, embedder=model)
-    try:
-        assert embedder_counts(again.store) == {model.name: 2}
-        # The vector leg finds them now (it compares only vectors of the active embedder).
+    try:  # the vector leg finds them now (it compares only vectors of the active embedder)
         query = model.embed_query("the deploy runs on Fridays")
         hits = again.store.vector_search(Scope("default", "default"), query, embedder=model.name, limit=1)
         assert [hit.record.content for hit in hits] == ["the deploy runs on Fridays"]
@@ -215,35 +237,57 @@ def test_at_start_memories_with_another_embedders_vectors_get_the_active_ones(tm
         again.close()
 
 
-def test_with_reembedding_at_start_off_the_server_says_what_vector_search_cannot_compare(tmp_path, caplog):
-    from storage.stats import embedder_counts
-    from tests.fakes import TokenEmbedder
+def test_at_start_the_offline_fallbacks_hashed_vectors_get_the_models_once_it_loads(tmp_path, caplog):
+    settings = settings_for(tmp_path / "db")
+    hashed = store_two_memories(settings)  # written while the model did not load
+    model = Named("st:all-MiniLM-L6-v2:384", settings.vector.dim)
+    started_until(
+        settings, lambda s: make_runtime(s, embedder=model), lambda: bool(said(caplog, "re-embedded")), caplog
+    )
+    assert said(caplog, "older recipe")[0].startswith(
+        f"2 memories have vectors of an older recipe of {model.name} or of the offline fallback ({hashed}: 2)"
+    )
+    assert counts(settings, model) == {model.name: 2}
 
-    settings = settings_for(tmp_path / "db", reembed_at_start=False)
-    old_name = store_two_memories(settings)
-    model = TokenEmbedder(dimension=settings.vector.dim)
+
+def test_another_models_vectors_are_left_to_the_user_with_what_to_do(tmp_path, caplog):
+    settings = settings_for(tmp_path / "db")
+    other = Named("st:BAAI/bge-small-en-v1.5:384+prompts", settings.vector.dim)
+    store_two_memories(settings, embedder=other)
+    model = Named("st:all-MiniLM-L6-v2:384", settings.vector.dim)
+    # Two processes configured with two models would otherwise undo each other at every start.
     started_until(
         settings, lambda s: make_runtime(s, embedder=model), lambda: bool(said(caplog, "another")), caplog
     )
     assert said(caplog, "another embedder") == [
-        f"2 memories have vectors from another embedder ({old_name}: 2) than the active {model.name}: vector "
+        f"2 memories have vectors from another embedder ({other.name}: 2) than the active {model.name}: vector "
         "search skips them until `memoria reembed` makes them again"
     ]
-    again = make_runtime(settings, embedder=model)
-    try:
-        assert embedder_counts(again.store) == {old_name: 2}  # nothing was re-embedded
-    finally:
-        again.close()
+    assert not said(caplog, "re-embedded")
+    assert counts(settings, model) == {other.name: 2}
+
+
+def test_with_reembedding_at_start_off_the_server_says_what_vector_search_cannot_compare(tmp_path, caplog):
+    settings = settings_for(tmp_path / "db", reembed_at_start=False)
+    old = Named("st:all-MiniLM-L6-v2:384+author", settings.vector.dim)
+    store_two_memories(settings, embedder=old)
+    model = Named("st:all-MiniLM-L6-v2:384", settings.vector.dim)
+    started_until(
+        settings, lambda s: make_runtime(s, embedder=model), lambda: bool(said(caplog, "another")), caplog
+    )
+    assert said(caplog, "another embedder") == [
+        f"2 memories have vectors from another embedder ({old.name}: 2) than the active {model.name}: vector "
+        "search skips them until `memoria reembed` makes them again"
+    ]
+    assert not said(caplog, "re-embedded")
+    assert counts(settings, model) == {old.name: 2}  # nothing was re-embedded
 
 
 def test_on_the_offline_fallback_a_models_vectors_are_kept_until_the_model_loads(tmp_path, caplog):
     import dataclasses
 
-    from storage.stats import embedder_counts
-    from tests.fakes import TokenEmbedder
-
     settings = settings_for(tmp_path / "db")
-    model = TokenEmbedder(dimension=settings.vector.dim)  # the configured model, while it loaded
+    model = Named("st:all-MiniLM-L6-v2:384", settings.vector.dim)  # the configured model, while it loaded
     store_two_memories(settings, embedder=model)
 
     def fallen_back(s):  # the model does not load this time: the hashed vectors answer
@@ -258,24 +302,17 @@ def test_on_the_offline_fallback_a_models_vectors_are_kept_until_the_model_loads
         f"2 memories have vectors from another embedder ({model.name}: 2)"
     )
     assert messages[0].endswith("until the configured model loads (see `memoria doctor`)")
-    again = make_runtime(settings, embedder=model)
-    try:
-        assert embedder_counts(again.store) == {model.name: 2}  # never replaced by hashed vectors
-    finally:
-        again.close()
+    assert not said(caplog, "re-embedded")
+    assert counts(settings, model) == {model.name: 2}  # never replaced by hashed vectors
 
 
 def test_nothing_is_said_or_done_at_start_when_every_vector_is_the_active_embedders(tmp_path, caplog):
-    import time
-
     settings = settings_for(tmp_path / "db")
     store_two_memories(settings)
-    ready_at: list[float] = []
-
-    def looked_long_enough() -> bool:  # 1.5 s of serving: the background check has had its time
-        if not ready_at and said(caplog, "memoria ready"):
-            ready_at.append(time.monotonic())
-        return bool(ready_at) and time.monotonic() - ready_at[0] > 1.5
-
-    started_until(settings, make_runtime, looked_long_enough, caplog)
-    assert ready_at and not said(caplog, "another embedder") and not said(caplog, "re-embedded")
+    started_until(settings, make_runtime, lambda: bool(said(caplog, "memoria ready")), caplog)
+    assert said(caplog, "memoria ready")
+    assert (
+        not said(caplog, "another embedder")
+        and not said(caplog, "older recipe")
+        and not said(caplog, "re-embedded")
+    )

@@ -27,6 +27,16 @@ PROMPTED = "+prompts"
 AUTHORED = "+author"
 
 
+def same_model(stored: str, active: str) -> bool:
+    """Whether two embedder names are two recipes of one model (plain, ``+prompts``, ``+author``): vectors
+    of another recipe are remade with no question asked; another model's are the user's call."""
+
+    def base(name: str) -> str:
+        return name.removesuffix(AUTHORED).removesuffix(PROMPTED)
+
+    return stored.startswith("st:") and base(stored) == base(active)
+
+
 def same_query_vectors(stored: str | None, active: str) -> bool:
     """Whether query vectors made under the embedder name ``stored`` are the ones ``active`` makes now.
     Queries never carried an author: query vectors of the "+author" recipe are those of the same model
@@ -133,9 +143,9 @@ class SentenceTransformerEmbedder:
     @property
     def name(self) -> str:
         # A memory's vector is of its content alone: its author before it ranked worse (docs/retrieval.md).
-        # Stores written while vectors were of "author: content" name them "...+author"; `memoria reembed`
-        # makes them again, and until then vector search skips them (the server says so at start). A model
-        # that declares prompts gets "+prompts": vectors made before prompts were applied carry the plain name.
+        # Stores written while vectors were of "author: content" name them "...+author"; the server makes
+        # them again at start (and `memoria reembed` on demand). A model that declares prompts gets
+        # "+prompts": vectors made before prompts were applied carry the plain name.
         return f"st:{self._model_ref}:{self._dimension}" + (PROMPTED if self._declares_prompts() else "")
 
     def _declares_prompts(self) -> bool:

@@ -98,3 +98,13 @@ def test_query_vectors_of_the_author_recipe_are_still_the_models_query_vectors()
     assert not same_query_vectors("st:other:384+author", "st:m:384")
     assert not same_query_vectors("st:m:384+prompts", "st:m:384")
     assert not same_query_vectors(None, "st:m:384")  # reports made before query vectors were kept
+
+
+def test_recipes_of_one_model_are_told_from_another_model():
+    from retrieval.models.embedders.sentence_transformers import same_model
+
+    assert same_model("st:m:384+author", "st:m:384")
+    assert same_model("st:m:384", "st:m:384+prompts")
+    assert same_model("st:m:384+author", "st:m:384+prompts")
+    assert not same_model("st:other:384+author", "st:m:384")
+    assert not same_model("hashed-v1:384", "st:m:384")  # the fallback's vectors are not a recipe of the model
