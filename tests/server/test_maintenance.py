@@ -250,37 +250,28 @@ def test_at_start_the_offline_fallbacks_hashed_vectors_get_the_models_once_it_lo
     assert counts(settings, model) == {model.name: 2}
 
 
-def test_another_models_vectors_are_left_to_the_user_with_what_to_do(tmp_path, caplog):
-    settings = settings_for(tmp_path / "db")
-    other = Named("st:BAAI/bge-small-en-v1.5:384+prompts", settings.vector.dim)
-    store_two_memories(settings, embedder=other)
-    model = Named("st:all-MiniLM-L6-v2:384", settings.vector.dim)
-    # Two processes configured with two models would otherwise undo each other at every start.
-    started_until(
-        settings, lambda s: make_runtime(s, embedder=model), lambda: bool(said(caplog, "another")), caplog
-    )
-    assert said(caplog, "another embedder") == [
-        f"2 memories have vectors from another embedder ({other.name}: 2) than the active {model.name}: vector "
-        "search skips them until `memoria reembed` makes them again"
-    ]
-    assert not said(caplog, "re-embedded")
-    assert counts(settings, model) == {other.name: 2}
-
-
-def test_with_reembedding_at_start_off_the_server_says_what_vector_search_cannot_compare(tmp_path, caplog):
-    settings = settings_for(tmp_path / "db", reembed_at_start=False)
-    old = Named("st:all-MiniLM-L6-v2:384+author", settings.vector.dim)
-    store_two_memories(settings, embedder=old)
+@pytest.mark.parametrize(
+    ("stored", "options"),
+    [
+        # Another model: two processes configured with two models would otherwise undo each other.
+        ("st:BAAI/bge-small-en-v1.5:384+prompts", {}),
+        # An older recipe of the model, with re-embedding at start turned off.
+        ("st:all-MiniLM-L6-v2:384+author", {"reembed_at_start": False}),
+    ],
+)
+def test_vectors_not_remade_at_start_are_left_to_the_user_with_what_to_do(tmp_path, caplog, stored, options):
+    settings = settings_for(tmp_path / "db", **options)
+    store_two_memories(settings, embedder=Named(stored, settings.vector.dim))
     model = Named("st:all-MiniLM-L6-v2:384", settings.vector.dim)
     started_until(
         settings, lambda s: make_runtime(s, embedder=model), lambda: bool(said(caplog, "another")), caplog
     )
     assert said(caplog, "another embedder") == [
-        f"2 memories have vectors from another embedder ({old.name}: 2) than the active {model.name}: vector "
+        f"2 memories have vectors from another embedder ({stored}: 2) than the active {model.name}: vector "
         "search skips them until `memoria reembed` makes them again"
     ]
     assert not said(caplog, "re-embedded")
-    assert counts(settings, model) == {old.name: 2}  # nothing was re-embedded
+    assert counts(settings, model) == {stored: 2}  # nothing was re-embedded
 
 
 def test_on_the_offline_fallback_a_models_vectors_are_kept_until_the_model_loads(tmp_path, caplog):
