@@ -191,7 +191,7 @@ def _tables(store: MemoryStore, settings: Settings, fix: bool, progress: Progres
 
 def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[Check]:
     from retrieval.models.providers import load_models
-    from storage.stats import embedder_counts
+    from storage.stats import stale_embedders
 
     announced: list[str] = []
     models = load_models(
@@ -214,7 +214,7 @@ def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[C
     checks.append(Check("backend", "ok", f"recall runs {backend}"))
     if store is None:
         return checks
-    stale = {name: count for name, count in embedder_counts(store).items() if name != models.embedder.name}
+    stale = stale_embedders(store, models.embedder.name)
     if stale:
         checks.append(
             Check(

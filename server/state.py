@@ -383,22 +383,21 @@ def _refresh_stale_vectors(runtime: ServerRuntime, stopping: Callable[[], bool])
     user's call (two processes configured with two models would otherwise undo each other at every start):
     the server says so once, with what to do, as it does on the offline fallback (re-embedding then would
     replace a model's vectors with hashed ones)."""
-    try:
-        from storage.stats import embedder_counts
+    from retrieval.models.embedders.sentence_transformers import same_model
+    from storage.stats import stale_embedders
 
-        active = runtime.models.embedder.name
-        stale = {name: count for name, count in embedder_counts(runtime.store).items() if name != active}
+    active = runtime.models.embedder.name
+    try:
+        stale = stale_embedders(runtime.store, active)
     except Exception as exc:  # a check, never a reason not to serve
         log.debug("counting vectors by embedder failed: %s", exc)
         return
     fallback = runtime.models.embedder_info.offline_fallback
+    may_remake = runtime.settings.reembed_at_start and not fallback
 
     def remade(name: str) -> bool:
-        from retrieval.models.embedders.sentence_transformers import same_model
-
-        if fallback or not runtime.settings.reembed_at_start:
-            return False
-        return same_model(name, active) or (name.startswith("hashed-") and not active.startswith("hashed-"))
+        fallback_vectors = name.startswith("hashed-") and not active.startswith("hashed-")
+        return may_remake and (same_model(name, active) or fallback_vectors)
 
     left = {name: count for name, count in stale.items() if not remade(name)}
     if left:

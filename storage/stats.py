@@ -106,6 +106,11 @@ def embedder_counts(store: MemoryStore) -> dict[str, int]:
     return dict(sorted(((c["values"], c["counts"]) for c in counts), key=lambda item: -item[1]))
 
 
+def stale_embedders(store: MemoryStore, active: str) -> dict[str, int]:
+    """``embedder_counts`` of every embedder but ``active``: the memories vector search cannot compare."""
+    return {name: count for name, count in embedder_counts(store).items() if name != active}
+
+
 def _rows(table: Any, condition: Any) -> int:
     return len(scan_rows(table, condition, [table.schema.names[0]]))
 

@@ -41,8 +41,10 @@ def same_query_vectors(stored: str | None, active: str) -> bool:
     """Whether query vectors made under the embedder name ``stored`` are the ones ``active`` makes now.
     Queries never carried an author: query vectors of the "+author" recipe are those of the same model
     with its prompts (which the "+author" recipe always used)."""
-    if stored is None or stored == active:
-        return stored is not None
+    if stored is None:  # reports made before query vectors were kept
+        return False
+    if stored == active:
+        return True
     return stored.endswith(AUTHORED) and stored.removesuffix(AUTHORED) == active.removesuffix(PROMPTED)
 
 
