@@ -62,7 +62,14 @@ def memory_texts(
 def replace_vectors(store: MemoryStore, vectors: Mapping[str, Any], embedder: str) -> int:
     """Give these memories new vectors made by ``embedder``, in one merge under the write lock; returns
     how many were written. A memory purged since its text was read is left alone (its vector stays
-    blank: the new one was made from the erased text)."""
+    blank: the new one was made from the erased text).
+
+    The merge writes each memory's row as read under the lock, with the new vector, and only where the
+    stored row is still that row (``_unchanged``): on an object store another process purges or retracts
+    without this lock, and a memory it changed in between keeps its old vector (and is remade at the next
+    run) instead of losing the change, or getting a vector back after a purge. The condition is on whole
+    rows because LanceDB 0.40 cannot plan a conditional merge of some columns once the table holds a
+    purge's partial rewrite ("Field status not found in struct")."""
     if not vectors:
         return 0
     memories = store.tables()[schema.MEMORIES]
@@ -71,33 +78,56 @@ def replace_vectors(store: MemoryStore, vectors: Mapping[str, Any], embedder: st
         if len(vector) != width:
             raise RowError(f"the vector for {memory_id} has {len(vector)} dimensions, not {width}")
     with store.exclusive():
-        live: set[str] = set()
+        rows: dict[str, dict[str, Any]] = {}
         ids = list(vectors)
         for start in range(0, len(ids), _CHUNK):
             condition = filters.all_of(
                 filters.one_of("id", ids[start : start + _CHUNK]),
                 filters.one_of("status", CONTENT_STATUSES),
             )
-            live.update(scan(memories, condition, ["id"]).column("id").to_pylist())
-        kept = [memory_id for memory_id in ids if memory_id in live]
+            for row in scan(memories, condition, None).to_pylist():
+                rows.setdefault(row["id"], row)
+        kept = [memory_id for memory_id in ids if memory_id in rows]
         if not kept:
             return 0
-        block = np.stack([np.asarray(vectors[memory_id], dtype=np.float32) for memory_id in kept])
-        columns = pa.schema([memories.schema.field(name) for name in ("id", "embedder", "vector")])
-        update = pa.Table.from_pylist(
-            [
-                {"id": memory_id, "embedder": embedder, "vector": block[index]}
-                for index, memory_id in enumerate(kept)
-            ],
-            schema=columns,
+        new = {memory_id: np.asarray(vectors[memory_id], dtype=np.float32) for memory_id in kept}
+        for memory_id in kept:
+            rows[memory_id] |= {"embedder": embedder, "vector": new[memory_id]}
+        update = pa.Table.from_pylist([rows[memory_id] for memory_id in kept], schema=memories.schema)
+        result = retrying(
+            lambda: (
+                memories.merge_insert("id")
+                .when_matched_update_all(where=_unchanged(memories.schema))
+                .execute(update)
+            )
         )
-        after = retrying(
-            lambda: memories.merge_insert("id").when_matched_update_all().execute(update)
-        ).version
+        if result.num_updated_rows != len(kept):  # some changed meanwhile: which were written?
+            condition = filters.all_of(filters.one_of("id", kept), filters.equals("embedder", embedder))
+            written = set(scan(memories, condition, ["id"]).column("id").to_pylist())
+            kept = [memory_id for memory_id in kept if memory_id in written]
+        after = result.version
         store.cache.advance(
             after - 1,
             after,
             updated={memory_id: {"embedder": embedder} for memory_id in kept},
-            vectors={memory_id: block[index] for index, memory_id in enumerate(kept)},
+            vectors={memory_id: new[memory_id] for memory_id in kept},
         )
     return len(kept)
+
+
+# Left out of the merge's condition: the columns it sets, the key, and the tags (``tags_key`` is
+# their stored form, compared instead: LanceDB's SQL does not compare lists).
+_SET_OR_KEY = frozenset({"id", "embedder", "vector", "tags"})
+
+
+def _unchanged(columns: pa.Schema) -> str:
+    """A merge condition: the stored row equals the source row in every column the merge does not set."""
+    parts = []
+    for field in columns:
+        if field.name in _SET_OR_KEY:
+            continue
+        same = f"target.{field.name} = source.{field.name}"
+        if field.nullable:
+            same = f"((target.{field.name} IS NULL AND source.{field.name} IS NULL) OR {same})"
+        parts.append(same)
+    return " AND ".join(parts)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from storage import reembedding
+from storage import reembedding, schema
 from tests.storage.test_portable import fill, open_store
 from tests.storage.test_store import NOW, SCOPE, new, vec
 
@@ -46,3 +46,63 @@ def test_memory_texts_are_those_still_holding_content_of_one_scope_or_all(store)
         ("m2", "the cat sat"),
     ]
     assert [text.id for text in reembedding.memory_texts(store)] == ["m1", "m2", "m3"]
+
+
+class RacingStore:
+    """The store as a replica on an object store meets it: another process purges and retracts without
+    its lock, here just before the re-embedding's merge commits (after its rows were read)."""
+
+    def __init__(self, store, before_merge) -> None:
+        self._store = store
+        self._before_merge = before_merge
+
+    def tables(self):
+        tables = dict(self._store.tables())
+        tables[schema.MEMORIES] = RacingTable(tables[schema.MEMORIES], self._before_merge)
+        return tables
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+
+class RacingTable:
+    def __init__(self, table, before_merge) -> None:
+        self._table = table
+        self._before_merge = before_merge
+
+    def merge_insert(self, on):
+        self._before_merge()
+        return self._table.merge_insert(on)
+
+    def __getattr__(self, name):
+        return getattr(self._table, name)
+
+
+def test_a_memory_changed_between_the_read_and_the_merge_keeps_its_change_and_its_old_vector(store):
+    for memory_id, text in (("m1", "postgres pool"), ("m2", "a secret"), ("m3", "the cat sat")):
+        store.insert_memory(new(memory_id, text, hot=(0,)))
+    store.set_weights({"m1": 1.3}, NOW)
+
+    def other_process() -> None:
+        store.purge(SCOPE, ["m2"], NOW)
+        store.retract(SCOPE, ["m3"], NOW)
+
+    racing = RacingStore(store, other_process)
+    assert reembedding.replace_vectors(racing, {m: vec(2) for m in ("m1", "m2", "m3")}, "emb-2") == 1
+    m1, m2, m3 = (store.get_memory(m, SCOPE) for m in ("m1", "m2", "m3"))
+    assert (m1.embedder, m1.weight, m1.status) == ("emb-2", 1.3, "active")
+    assert (m2.status, m2.content, m2.embedder) == ("purged", "", "emb")
+    assert not store.memory_vectors(["m2"], SCOPE)["m2"].any()
+    assert (m3.status, m3.content, m3.embedder) == ("retracted", "the cat sat", "emb")
+    hits = store.vector_search(SCOPE, np.asarray(vec(2), dtype=np.float32), embedder="emb-2", limit=5)
+    assert [hit.record.id for hit in hits] == ["m1"]
+
+
+def test_after_a_purge_the_next_re_embedding_still_writes_the_memories_it_read(store):
+    # LanceDB 0.40 cannot plan a conditional merge of some columns once a purge rewrote some (a
+    # regression test: the merge writes whole rows).
+    for memory_id, text in (("m1", "postgres pool"), ("m2", "a secret")):
+        store.insert_memory(new(memory_id, text, hot=(0,)))
+    store.purge(SCOPE, ["m2"], NOW)
+    assert reembedding.replace_vectors(store, {"m1": vec(3)}, "emb-3") == 1
+    assert store.get_memory("m1", SCOPE).embedder == "emb-3"
