@@ -45,6 +45,12 @@ class GroupCommit(Generic[T, R]):
         self._busy = False
         self.stats = GroupStats()
 
+    @property
+    def queued(self) -> int:
+        """How many callers' items wait for the next commit."""
+        with self._condition:
+            return len(self._pending)
+
     def run(self, items: Sequence[T]) -> list[R]:
         """Commit ``items`` (with whatever else is queued) and return their results."""
         entry: _Entry[T, R] = _Entry(items)

@@ -3,7 +3,8 @@ consolidation sweep.
 
 A draft is cleaned (secrets redacted, limits checked) into the record it would store, whose id is derived
 from its scope and content, so the same content is stored once. New records are embedded a batch at a
-time and inserted (concurrent inserts share one commit: ``storage.group_commit``), then consolidated
+time and inserted (remembers in flight at once are written as one batch by one thread, and concurrent
+inserts share one commit: ``storage.group_commit``), then consolidated
 against their scope (``writing.consolidation``); what consolidation changed is told to this process's
 corroboration clusters, and every change leaves lineage. A record already stored is attested by another
 agent, restored after a retraction, or has its unfinished consolidation resumed.
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 from retrieval.redaction import Redacted, redact
 from retrieval.stages.corroboration import ClusterMember
 from retrieval.text import content_hash, has_visible_text, searchable_text
+from storage.group_commit import GroupCommit
 from storage.records import (
     Audience,
     LineageEvent,
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FUTURE_SLACK = timedelta(minutes=5)  # clocks of different machines disagree a little
+COALESCED_WRITES = 256  # remembers in flight written as one batch at most
 
 
 class WriteRefused(ValueError):
@@ -157,6 +160,10 @@ class WriteService:
         self._corroboration = corroboration
         self.limits = limits
         self._clock = clock
+        # Single remembers that arrive while one is being written are coalesced (``_write_coalesced``).
+        self._coalesced: GroupCommit[tuple[Prepared, LanguageModel | None], WriteResult | Exception] = (
+            GroupCommit(self._write_coalesced, max_items=COALESCED_WRITES)
+        )
 
     # -- drafts -----------------------------------------------------------------------------------------
 
@@ -230,8 +237,61 @@ class WriteService:
                     f"the new content is the same as {replaces.id}'s: nothing to update. Pass the corrected text"
                 )
             prepared = replace(prepared, record=replace(prepared.record, weight=replaces.weight))
+            return self._remember_one(prepared, llm, replaces)
+        [result] = self._coalesced.run([(prepared, llm)])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    @property
+    def queued(self) -> int:
+        """Remembers waiting to be written with the next batch."""
+        return self._coalesced.queued
+
+    def _remember_one(
+        self, prepared: Prepared, llm: LanguageModel | None, replaces: MemoryRecord | None = None
+    ) -> WriteResult:
         with self._store.one_version():  # one freshness check for the reads; writes check under the lock
             return replace(self._remember(prepared.record, llm, replaces), redacted=prepared.redacted)
+
+    def _write_coalesced(
+        self, items: list[tuple[Prepared, LanguageModel | None]]
+    ) -> list[WriteResult | Exception]:
+        """The remembers in flight at once, written by one thread: those of one scope as one batch (as
+        ``remember_many`` writes: one read, one embedding batch, one commit, then each memory's
+        consolidation, with the language model of its own request), a remember alone as ``remember``
+        always did. Thirty threads each doing their own reads and consolidation spent their time waiting
+        for each other at the scope copies' lock and for the interpreter; the group commit of inserts
+        alone left that in place.
+
+        A batch that fails is written again a draft at a time, so that only the remember whose own draft
+        fails gets the error (its exception is its result); what the batch stored is found then, and the
+        draft's consolidation finished."""
+        groups: dict[Scope, list[int]] = {}
+        for index, (prepared, _) in enumerate(items):
+            groups.setdefault(prepared.record.scope, []).append(index)
+        results: list[WriteResult | Exception | None] = [None] * len(items)
+        for indices in groups.values():
+            batch = [items[index] for index in indices]
+            written: list[WriteResult | Exception]
+            try:
+                if len(batch) == 1:
+                    written = [self._remember_one(*batch[0])]
+                else:
+                    with self._store.one_version():
+                        drafts, llms = [p for p, _ in batch], [llm for _, llm in batch]
+                        written = list(self._remember_many(drafts, llms))
+            except Exception as exc:
+                written = [exc] if len(batch) == 1 else [self._attempt(p, llm) for p, llm in batch]
+            for index, result in zip(indices, written, strict=True):
+                results[index] = result
+        return [result for result in results if result is not None]
+
+    def _attempt(self, prepared: Prepared, llm: LanguageModel | None) -> WriteResult | Exception:
+        try:
+            return self._remember_one(prepared, llm)
+        except Exception as exc:
+            return exc
 
     def _remember(
         self, record: MemoryRecord, llm: LanguageModel | None, replaces: MemoryRecord | None = None
@@ -282,6 +342,9 @@ class WriteService:
                 note = f"an identical memory was superseded; the current memory is {head.id}"
             elif stored.consolidated_at is None and stored.agent_id == record.agent_id:
                 # A retried call (or the next round of one) finishes the consolidation the first one began.
+                # So does a remember whose coalesced batch failed on another draft after storing this one:
+                # then it is this very draft (stamped with the same times), and the memory is its own.
+                created = (stored.created_at, stored.updated_at) == (record.created_at, record.updated_at)
                 vectors = store.memory_vectors([stored.id], stored.scope)
                 if stored.id in vectors:
                     consolidation = self.consolidation.on_write(
@@ -357,10 +420,16 @@ class WriteService:
         by the same agent collapse into the last one (kept as superseded by it, with lineage); then each
         new memory is consolidated as ``remember`` does. Results in input order."""
         with self._store.one_version():
-            return self._remember_many(prepared, llm)
+            return self._remember_many(prepared, [llm] * len(prepared))
 
-    def _remember_many(self, prepared: Sequence[Prepared], llm: LanguageModel | None) -> list[WriteResult]:
+    def _remember_many(
+        self, prepared: Sequence[Prepared], llms: Sequence[LanguageModel | None]
+    ) -> list[WriteResult]:
+        """``remember_many``, each draft with its own language model (``llms``, one per draft)."""
         records = [item.record for item in prepared]
+        llm_of: dict[str, LanguageModel | None] = {}  # by id: the model of the draft that writes it
+        for record, model in zip(records, llms, strict=True):
+            llm_of.setdefault(record.id, model)
         scope = records[0].scope
         store = self._store
         existing = store.get_memories([r.id for r in records], scope)
@@ -373,7 +442,7 @@ class WriteService:
         # Records already stored go the single path (attestation, restore, resuming consolidation).
         for record in records:
             if record.id in existing and record.id not in results:
-                results[record.id] = self._remember(record, llm)
+                results[record.id] = self._remember(record, llm_of[record.id])
         audiences: dict[Audience, list[MemoryRecord]] = {}
         for record in fresh:  # a batch's private memories collapse only with their own audience's
             audiences.setdefault(audience_of(record), []).append(record)
@@ -399,7 +468,7 @@ class WriteService:
         news = self.embedded(written, self.preceding_contents(records))
         stored = {record.id: record for record, created in store.insert_many(news) if created}
         vectors = {new.record.id: as_array(new.vector) for new in news}
-        actor = Actor(records[0].agent_id, records[0].session_id)
+        authors = {record.id: Actor(record.agent_id, record.session_id) for record in fresh}
         with unmarked_on_failure(store, [record.id for record in written if record.id in stored]):
             if losers:  # inside: a failure here must not leave the batch stamped as examined
                 store.add_lineage(
@@ -411,8 +480,8 @@ class WriteService:
                             related_id=survivor_id,
                             resolver="rules:intra-batch",
                             reason="a near-duplicate of a later memory in the same batch",
-                            agent_id=actor.agent_id,
-                            session_id=actor.session_id,
+                            agent_id=authors[survivor_id].agent_id,  # who restated it
+                            session_id=authors[survivor_id].session_id,
                             at=now,
                         )
                         for loser_id, survivor_id in losers.items()
@@ -420,7 +489,7 @@ class WriteService:
                 )
             for record in written:
                 if record.id not in stored:
-                    results.setdefault(record.id, self._remember(record, llm))
+                    results.setdefault(record.id, self._remember(record, llm_of[record.id]))
                     continue
                 if record.id in losers:
                     results[record.id] = WriteResult(record, True, absorbed_into=losers[record.id])
@@ -429,7 +498,7 @@ class WriteService:
                 report = self.consolidation.on_write(
                     record,
                     vectors[record.id],
-                    llm=llm,
+                    llm=llm_of[record.id],
                     actor=Actor(record.agent_id, record.session_id),
                     mark=False,
                 )

@@ -1,0 +1,165 @@
+"""The write service (writing.service): remembers in flight at once are written together."""
+
+import threading
+import time
+
+from retrieval.text import content_hash
+from storage.records import Scope
+from tests.fakes import RecordingEmbedder
+from tests.helpers import make_runtime
+from tools.common import Caller, memory_id_for
+from tools.remember import RememberInput, remember
+from tools.remember_many import BatchItem, RememberManyInput, remember_many
+
+CALLER = Caller(agent_id="claude-code", session_id="ses_1")
+TIMEOUT = 30.0
+
+
+class GatedEmbedder(RecordingEmbedder):
+    """Keeps its first batch waiting until released, so that remembers arriving meanwhile queue up; and
+    records the texts of each batch it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed_documents(self, texts):
+        self.batches.append(list(texts))
+        if len(self.batches) == 1:
+            self.entered.set()
+            assert self.release.wait(TIMEOUT)
+        return super().embed_documents(texts)
+
+
+def test_remembers_arriving_while_one_is_written_are_embedded_and_committed_together_per_scope(settings):
+    embedder = GatedEmbedder()
+    runtime = make_runtime(settings, embedder=embedder)
+    results = {}
+
+    def write(content: str, project: str = "default") -> None:
+        results[content] = remember(RememberInput(content=content, project_id=project), runtime, CALLER)
+
+    try:
+        first = threading.Thread(target=write, args=("The deploy key rotates every ninety days",))
+        first.start()
+        assert embedder.entered.wait(TIMEOUT)
+        before = runtime.store.table_version()  # the first one's commit is still to come
+        same_scope = [
+            "Staging runs Kubernetes 1.29",
+            "Lunch is served at noon on Fridays",
+            "The billing service is written in Go",
+        ]
+        others = [threading.Thread(target=write, args=(text,)) for text in same_scope]
+        others.append(threading.Thread(target=write, args=("The wiki moved to Notion", "docs")))
+        for thread in others:
+            thread.start()
+        deadline = time.monotonic() + TIMEOUT
+        while runtime.writer.queued < len(others):
+            assert time.monotonic() < deadline, "the remembers did not queue behind the first"
+            time.sleep(0.01)
+        embedder.release.set()
+        for thread in [first, *others]:
+            thread.join(TIMEOUT)
+
+        # The first alone; then one batch for the three of its scope and one for the other scope.
+        assert embedder.batches[0] == ["The deploy key rotates every ninety days"]
+        assert sorted(sorted(batch) for batch in embedder.batches[1:]) == [
+            sorted(same_scope),
+            ["The wiki moved to Notion"],
+        ]
+        assert runtime.store.table_version() == before + 3  # three commits for five memories
+        assert [out.status for out in results.values()] == ["stored"] * 5
+        for text in same_scope:
+            stored = runtime.store.get_memory(results[text].id)
+            assert (stored.content, stored.status, stored.agent_id) == (text, "active", "claude-code")
+            assert stored.consolidated_at is not None
+        wiki = runtime.store.get_memory(results["The wiki moved to Notion"].id)
+        assert (wiki.org_id, wiki.project_id) == ("default", "docs")
+    finally:
+        embedder.release.set()
+        runtime.close()
+
+
+def test_a_near_duplicate_collapsed_in_a_batch_is_superseded_in_the_name_of_the_agent_who_restated_it(
+    runtime,
+):
+    out = remember_many(
+        RememberManyInput(
+            items=[
+                BatchItem(content="Lunch is served at noon on Fridays", agent_id="planner"),
+                BatchItem(content="The staging cluster runs Kubernetes 1.29", agent_id="ops-bot"),
+                BatchItem(content="the staging cluster runs kubernetes 1.29", agent_id="ops-bot"),
+            ]
+        ),
+        runtime,
+        CALLER,
+    )
+    assert out.collapsed == 1
+    [event] = runtime.store.recent_lineage(Scope("default", "default"), ["supersede"], 5)
+    assert (event.memory_id, event.related_id) == (out.results[1].id, out.results[2].id)
+    assert event.agent_id == "ops-bot"
+
+
+class BrokenLLM:
+    """An LLM whose connection breaks mid-call: consolidation asks it only about a near-duplicate."""
+
+    name = "broken-llm"
+
+    def complete(self, request):
+        raise ConnectionResetError("connection reset by peer")
+
+
+def test_in_a_batch_each_draft_is_consolidated_with_its_own_requests_llm_and_only_its_own_error(settings):
+    embedder = GatedEmbedder()
+    runtime = make_runtime(settings, embedder=embedder)
+    broken = Caller("claude-code", "ses_1", BrokenLLM())  # a connection whose LLM fails when asked
+    outcomes = {}
+
+    def write(content: str, caller: Caller) -> None:
+        try:
+            outcomes[content] = remember(RememberInput(content=content), runtime, caller).status
+        except Exception as exc:
+            outcomes[content] = type(exc).__name__
+
+    try:
+        embedder.release.set()
+        stored = [
+            remember(RememberInput(content=text), runtime, CALLER).id
+            for text in ("I prefer TypeScript.", "The staging cluster runs Kubernetes 1.29")
+        ]
+        embedder.batches.clear()
+        embedder.release.clear()
+        gate = threading.Thread(target=write, args=("The deploy key rotates every ninety days", CALLER))
+        gate.start()
+        assert embedder.entered.wait(TIMEOUT)
+        # Each restates a stored memory closely enough for consolidation to ask an LLM, if it has one.
+        drafts = {"i prefer typescript": broken, "the staging cluster runs kubernetes 1.29": CALLER}
+        threads = [threading.Thread(target=write, args=pair) for pair in drafts.items()]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + TIMEOUT
+        while runtime.writer.queued < len(threads):
+            assert time.monotonic() < deadline, "the remembers did not queue behind the first"
+            time.sleep(0.01)
+        embedder.release.set()
+        for thread in [gate, *threads]:
+            thread.join(TIMEOUT)
+
+        assert sorted(embedder.batches[1]) == sorted(drafts)  # they were one batch
+        assert outcomes == {
+            "The deploy key rotates every ninety days": "stored",
+            "i prefer typescript": "ConnectionResetError",  # its request's LLM failed
+            "the staging cluster runs kubernetes 1.29": "stored",  # its own, though the batch stored it first
+        }
+        home = Scope("default", "default")
+        failed, restated = (runtime.store.get_memory(memory_id_for(home, content_hash(t))) for t in drafts)
+        assert failed.consolidated_at is None  # stored, not examined: a retry consolidates it
+        assert restated.consolidated_at is not None  # the rules decided, without an LLM
+        old = runtime.store.get_memory(stored[1])
+        assert (old.status, old.replaced_by) == ("superseded", restated.id)
+        assert runtime.store.get_memory(stored[0]).status == "active"
+    finally:
+        embedder.release.set()
+        runtime.close()
