@@ -103,5 +103,10 @@ def newer_than_version(version: int) -> Expr:
     return col("_row_last_updated_at_version") > lit(int(version))
 
 
+def updated_in_version(version: int) -> Expr:
+    """Rows written or changed by the commit that made ``version`` (tables with stable row ids)."""
+    return col("_row_last_updated_at_version") == lit(int(version))
+
+
 def tags_key(tags: Iterable[str]) -> str:
     return "|" + "|".join(tags) + "|"

@@ -188,8 +188,15 @@ class Memories(StoreTables):
     # ------------------------------------------------------------------ status changes
 
     def supersede(self, scope: Scope, loser_ids: Sequence[str], survivor_id: str, at: datetime) -> list[str]:
-        """Mark the still-active ``loser_ids`` superseded by ``survivor_id``; returns the ids that changed."""
-        return self._set_status(scope, loser_ids, "superseded", at, replaced_by=survivor_id)
+        """Mark the still-active ``loser_ids`` superseded by ``survivor_id``; returns the ids that changed.
+        Nothing changes when the survivor is no longer active: two consolidations running at once (two
+        restatements remembered together) may each pick the other memory to keep, and the second must
+        not supersede the first's survivor, which would leave neither active."""
+        with self.exclusive():
+            survivor = self.get_memories([survivor_id], scope).get(survivor_id)
+            if survivor is not None and survivor.status != "active":
+                return []
+            return self._set_status(scope, loser_ids, "superseded", at, replaced_by=survivor_id)
 
     def reactivate(self, scope: Scope, memory_id: str, at: datetime) -> MemoryRecord | None:
         """Make a superseded memory active again (an explicit update back to its text); returns it as it is

@@ -102,7 +102,7 @@ def replace_vectors(store: MemoryStore, vectors: Mapping[str, Any], embedder: st
             )
         )
         if result.num_updated_rows != len(kept):  # some changed meanwhile: which were written?
-            condition = filters.all_of(filters.one_of("id", kept), filters.equals("embedder", embedder))
+            condition = filters.all_of(filters.one_of("id", kept), filters.updated_in_version(result.version))
             written = set(scan(memories, condition, ["id"]).column("id").to_pylist())
             kept = [memory_id for memory_id in kept if memory_id in written]
         after = result.version
@@ -115,16 +115,16 @@ def replace_vectors(store: MemoryStore, vectors: Mapping[str, Any], embedder: st
     return len(kept)
 
 
-# Left out of the merge's condition: the columns it sets, the key, and the tags (``tags_key`` is
-# their stored form, compared instead: LanceDB's SQL does not compare lists).
-_SET_OR_KEY = frozenset({"id", "embedder", "vector", "tags"})
+# Left out of the merge's condition: the key and the columns the merge sets. Lists (tags, and the
+# vector) are too: LanceDB's SQL does not compare them, and ``tags_key`` is the tags' stored form.
+_SET_OR_KEY = frozenset({"id", "embedder", "vector"})
 
 
 def _unchanged(columns: pa.Schema) -> str:
     """A merge condition: the stored row equals the source row in every column the merge does not set."""
     parts = []
     for field in columns:
-        if field.name in _SET_OR_KEY:
+        if field.name in _SET_OR_KEY or pa.types.is_nested(field.type):
             continue
         same = f"target.{field.name} = source.{field.name}"
         if field.nullable:

@@ -3,10 +3,10 @@ consolidation sweep.
 
 A draft is cleaned (secrets redacted, limits checked) into the record it would store, whose id is derived
 from its scope and content, so the same content is stored once. New records are embedded a batch at a
-time and inserted (remembers in flight at once are written as one batch by one thread, and concurrent
-inserts share one commit: ``storage.group_commit``), then consolidated
-against their scope (``writing.consolidation``); what consolidation changed is told to this process's
-corroboration clusters, and every change leaves lineage. A record already stored is attested by another
+time and inserted (the new memories of remembers in flight at once as one batch, by one thread; other
+concurrent inserts share one commit: ``storage.group_commit``), then consolidated against their scope
+(``writing.consolidation``); what consolidation changed is told to this process's corroboration
+clusters, and every change leaves lineage. A record already stored is attested by another
 agent, restored after a retraction, or has its unfinished consolidation resumed.
 """
 
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FUTURE_SLACK = timedelta(minutes=5)  # clocks of different machines disagree a little
-COALESCED_WRITES = 256  # remembers in flight written as one batch at most
+COALESCED_WRITES = 256  # remembers in flight inserted as one batch at most
 
 
 class WriteRefused(ValueError):
@@ -130,6 +130,14 @@ class WriteResult:
 
 
 @dataclass(frozen=True)
+class _Inserted:
+    """A remember's new memory as its coalesced batch inserted it, and its vector."""
+
+    record: MemoryRecord
+    vector: npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
 class WriteLimits:
     max_content_chars: int = 20_000
     max_tags: int = 32
@@ -160,9 +168,9 @@ class WriteService:
         self._corroboration = corroboration
         self.limits = limits
         self._clock = clock
-        # Single remembers that arrive while one is being written are coalesced (``_write_coalesced``).
-        self._coalesced: GroupCommit[tuple[Prepared, LanguageModel | None], WriteResult | Exception] = (
-            GroupCommit(self._write_coalesced, max_items=COALESCED_WRITES)
+        # New memories of remembers in flight at once are inserted together (``_insert_coalesced``).
+        self._coalesced: GroupCommit[Prepared, _Inserted | None] = GroupCommit(
+            self._insert_coalesced, max_items=COALESCED_WRITES
         )
 
     # -- drafts -----------------------------------------------------------------------------------------
@@ -230,68 +238,80 @@ class WriteService:
         """Store one prepared record (or say what was already there), then consolidate it. ``replaces``:
         an explicit update of that active memory of the same scope, which the stored memory supersedes
         (lineage "explicit update") before consolidation looks at its neighbours; the new memory starts at
-        its weight and with its reports' credits."""
+        its weight and with its reports' credits.
+
+        A new memory is inserted together with the other remembers in flight (``_insert_coalesced``), then
+        consolidated here, in the caller's thread, with the caller's language model."""
         if replaces is not None:
             if replaces.id == prepared.record.id:
                 raise WriteRefused(
                     f"the new content is the same as {replaces.id}'s: nothing to update. Pass the corrected text"
                 )
             prepared = replace(prepared, record=replace(prepared.record, weight=replaces.weight))
-            return self._remember_one(prepared, llm, replaces)
-        [result] = self._coalesced.run([(prepared, llm)])
-        if isinstance(result, Exception):
-            raise result
-        return result
+            with self._store.one_version():
+                return replace(self._remember(prepared.record, llm, replaces), redacted=prepared.redacted)
+        [inserted] = self._coalesced.run([prepared])
+        with self._store.one_version():  # one freshness check for the reads; writes check under the lock
+            if inserted is None:  # stored already, or stated again after a retraction or purge
+                result = self._remember(prepared.record, llm)
+            else:
+                result = self._consolidate_new(inserted.record, inserted.vector, llm)
+        return replace(result, redacted=prepared.redacted)
 
     @property
     def queued(self) -> int:
-        """Remembers waiting to be written with the next batch."""
+        """Remembers waiting to be inserted with the next batch."""
         return self._coalesced.queued
 
-    def _remember_one(
-        self, prepared: Prepared, llm: LanguageModel | None, replaces: MemoryRecord | None = None
+    def _insert_coalesced(self, batch: list[Prepared]) -> list[_Inserted | None]:
+        """The new memories of the remembers in flight at once, inserted by one thread: one read of their
+        ids per scope, one embedding batch and one commit. A draft whose memory is stored already (or
+        another draft of the batch writes it) gets None, and goes the single path (``_remember``: a
+        duplicate, a corroboration, a restore). Thirty threads each reading, embedding and inserting
+        their own spent most of their time waiting for each other at the scope copies' lock (each commit
+        applies its rows to the copy while the others read it) and for the interpreter; the group commit
+        of inserts alone left that in place. Consolidation is left to each caller: a draft's consolidation
+        may ask its own request's language model, which must hold up no other write."""
+        results: list[_Inserted | None] = [None] * len(batch)
+        by_scope: dict[Scope, list[int]] = {}
+        for index, prepared in enumerate(batch):
+            by_scope.setdefault(prepared.record.scope, []).append(index)
+        writers: list[int] = []  # the draft that writes each new memory (the first of its id)
+        written: list[MemoryRecord] = []
+        preceding: dict[str, str] = {}
+        with self._store.one_version():
+            for scope, indices in by_scope.items():
+                existing = self._store.get_memories([batch[index].record.id for index in indices], scope)
+                first: dict[str, int] = {}
+                for index in indices:
+                    if batch[index].record.id not in existing:
+                        first.setdefault(batch[index].record.id, index)
+                records = [self.examined_as_written(batch[index].record) for index in first.values()]
+                # In an episode, the turn before a memory is the batch's previous one by time (drafts
+                # queue in about the order they were made, not exactly).
+                preceding |= self.preceding_contents(sorted(records, key=lambda record: record.created_at))
+                writers += first.values()
+                written += records
+            if not written:
+                return results
+            news = self.embedded(written, preceding)
+            stored = self._store.insert_many(news)  # one commit for every scope of the batch
+        for index, new, (record, created) in zip(writers, news, stored, strict=True):
+            if created:
+                results[index] = _Inserted(record, as_array(new.vector))
+        return results
+
+    def _consolidate_new(
+        self, stored: MemoryRecord, vector: npt.NDArray[np.float32], llm: LanguageModel | None
     ) -> WriteResult:
-        with self._store.one_version():  # one freshness check for the reads; writes check under the lock
-            return replace(self._remember(prepared.record, llm, replaces), redacted=prepared.redacted)
-
-    def _write_coalesced(
-        self, items: list[tuple[Prepared, LanguageModel | None]]
-    ) -> list[WriteResult | Exception]:
-        """The remembers in flight at once, written by one thread: those of one scope as one batch (as
-        ``remember_many`` writes: one read, one embedding batch, one commit, then each memory's
-        consolidation, with the language model of its own request), a remember alone as ``remember``
-        always did. Thirty threads each doing their own reads and consolidation spent their time waiting
-        for each other at the scope copies' lock and for the interpreter; the group commit of inserts
-        alone left that in place.
-
-        A batch that fails is written again a draft at a time, so that only the remember whose own draft
-        fails gets the error (its exception is its result); what the batch stored is found then, and the
-        draft's consolidation finished."""
-        groups: dict[Scope, list[int]] = {}
-        for index, (prepared, _) in enumerate(items):
-            groups.setdefault(prepared.record.scope, []).append(index)
-        results: list[WriteResult | Exception | None] = [None] * len(items)
-        for indices in groups.values():
-            batch = [items[index] for index in indices]
-            written: list[WriteResult | Exception]
-            try:
-                if len(batch) == 1:
-                    written = [self._remember_one(*batch[0])]
-                else:
-                    with self._store.one_version():
-                        drafts, llms = [p for p, _ in batch], [llm for _, llm in batch]
-                        written = list(self._remember_many(drafts, llms))
-            except Exception as exc:
-                written = [exc] if len(batch) == 1 else [self._attempt(p, llm) for p, llm in batch]
-            for index, result in zip(indices, written, strict=True):
-                results[index] = result
-        return [result for result in results if result is not None]
-
-    def _attempt(self, prepared: Prepared, llm: LanguageModel | None) -> WriteResult | Exception:
-        try:
-            return self._remember_one(prepared, llm)
-        except Exception as exc:
-            return exc
+        """A memory just inserted (stamped as examined), consolidated against its scope."""
+        self.observe(stored)
+        with unmarked_on_failure(self._store, [stored.id]):  # a failure must not leave it stamped
+            consolidation = self.consolidation.on_write(
+                stored, vector, llm=llm, actor=Actor(stored.agent_id, stored.session_id), mark=False
+            )
+        self.track(stored.scope, consolidation, stored.id)
+        return WriteResult(stored, True, None, consolidation)
 
     def _remember(
         self, record: MemoryRecord, llm: LanguageModel | None, replaces: MemoryRecord | None = None
@@ -342,9 +362,6 @@ class WriteService:
                 note = f"an identical memory was superseded; the current memory is {head.id}"
             elif stored.consolidated_at is None and stored.agent_id == record.agent_id:
                 # A retried call (or the next round of one) finishes the consolidation the first one began.
-                # So does a remember whose coalesced batch failed on another draft after storing this one:
-                # then it is this very draft (stamped with the same times), and the memory is its own.
-                created = (stored.created_at, stored.updated_at) == (record.created_at, record.updated_at)
                 vectors = store.memory_vectors([stored.id], stored.scope)
                 if stored.id in vectors:
                     consolidation = self.consolidation.on_write(
@@ -420,16 +437,10 @@ class WriteService:
         by the same agent collapse into the last one (kept as superseded by it, with lineage); then each
         new memory is consolidated as ``remember`` does. Results in input order."""
         with self._store.one_version():
-            return self._remember_many(prepared, [llm] * len(prepared))
+            return self._remember_many(prepared, llm)
 
-    def _remember_many(
-        self, prepared: Sequence[Prepared], llms: Sequence[LanguageModel | None]
-    ) -> list[WriteResult]:
-        """``remember_many``, each draft with its own language model (``llms``, one per draft)."""
+    def _remember_many(self, prepared: Sequence[Prepared], llm: LanguageModel | None) -> list[WriteResult]:
         records = [item.record for item in prepared]
-        llm_of: dict[str, LanguageModel | None] = {}  # by id: the model of the draft that writes it
-        for record, model in zip(records, llms, strict=True):
-            llm_of.setdefault(record.id, model)
         scope = records[0].scope
         store = self._store
         existing = store.get_memories([r.id for r in records], scope)
@@ -442,7 +453,7 @@ class WriteService:
         # Records already stored go the single path (attestation, restore, resuming consolidation).
         for record in records:
             if record.id in existing and record.id not in results:
-                results[record.id] = self._remember(record, llm_of[record.id])
+                results[record.id] = self._remember(record, llm)
         audiences: dict[Audience, list[MemoryRecord]] = {}
         for record in fresh:  # a batch's private memories collapse only with their own audience's
             audiences.setdefault(audience_of(record), []).append(record)
@@ -489,7 +500,7 @@ class WriteService:
                 )
             for record in written:
                 if record.id not in stored:
-                    results.setdefault(record.id, self._remember(record, llm_of[record.id]))
+                    results.setdefault(record.id, self._remember(record, llm))
                     continue
                 if record.id in losers:
                     results[record.id] = WriteResult(record, True, absorbed_into=losers[record.id])
@@ -498,7 +509,7 @@ class WriteService:
                 report = self.consolidation.on_write(
                     record,
                     vectors[record.id],
-                    llm=llm_of[record.id],
+                    llm=llm,
                     actor=Actor(record.agent_id, record.session_id),
                     mark=False,
                 )

@@ -106,3 +106,18 @@ def test_after_a_purge_the_next_re_embedding_still_writes_the_memories_it_read(s
     store.purge(SCOPE, ["m2"], NOW)
     assert reembedding.replace_vectors(store, {"m1": vec(3)}, "emb-3") == 1
     assert store.get_memory("m1", SCOPE).embedder == "emb-3"
+
+
+def test_remaking_every_vector_counts_only_the_rows_written_when_one_changed_meanwhile(store):
+    # With every memory asked for (``memoria reembed --all``), the rows already carry the embedder's name:
+    # what was written is told by the commit that changed the row, not by the name.
+    for memory_id, text in (("m1", "postgres pool"), ("m2", "a secret")):
+        store.insert_memory(new(memory_id, text, hot=(0,)))
+    assert reembedding.replace_vectors(store, {"m1": vec(2), "m2": vec(2)}, "emb-2") == 2
+    racing = RacingStore(store, lambda: store.set_weights({"m2": 1.3}, NOW))
+    assert reembedding.replace_vectors(racing, {"m1": vec(3), "m2": vec(3)}, "emb-2") == 1
+    stored = store.memory_vectors(["m1", "m2"], SCOPE)
+    assert np.allclose(stored["m1"], vec(3)) and np.allclose(stored["m2"], vec(2))
+    assert store.get_memory("m2", SCOPE).weight == 1.3
+    hits = store.vector_search(SCOPE, np.asarray(vec(2), dtype=np.float32), embedder="emb-2", limit=5)
+    assert (hits[0].record.id, round(hits[0].score, 6)) == ("m2", 1.0)

@@ -189,6 +189,16 @@ def test_weights_are_written_only_for_the_named_memories(store):
     assert store.get_memory("b").weight == 1.0
 
 
+def test_a_memory_superseded_already_is_never_made_a_survivor_so_two_never_supersede_each_other(store):
+    # Two restatements consolidated at once may each pick the other to keep: the first decision stands.
+    store.insert_memory(new("m1", "the staging cluster runs kubernetes"))
+    store.insert_memory(new("m2", "the staging cluster runs kubernetes 1.29"))
+    assert store.supersede(SCOPE, ["m1"], "m2", NOW) == ["m1"]
+    assert store.supersede(SCOPE, ["m2"], "m1", NOW) == []
+    m1, m2 = store.get_memory("m1", SCOPE), store.get_memory("m2", SCOPE)
+    assert (m1.status, m1.replaced_by, m2.status) == ("superseded", "m2", "active")
+
+
 def test_retrievals_are_found_per_session_and_scope(store):
     def retrieval(rid, session, purpose="recall", scope=SCOPE):
         return RetrievalRecord(
