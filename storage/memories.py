@@ -150,15 +150,16 @@ class Memories(StoreTables):
                 results.append((fresh[record_id].record, True))
         return results
 
-    def restore_memory(self, new: NewMemory) -> MemoryRecord:
+    def restore_memory(self, new: NewMemory) -> MemoryRecord | None:
         """Write ``new`` over a retracted (possibly purged) row with the same id: the memory is live again
-        (examined by consolidation as ``new.record.consolidated_at`` says)."""
+        (examined by consolidation as ``new.record.consolidated_at`` says). None, and nothing written, when
+        the row is no longer forgotten: another write restated it meanwhile."""
         row = {**memory_to_row(new), "purged_at": None}
         table = pa.Table.from_pylist([row], schema=self._schema(self._memories))
         with self.exclusive():
             current = self.get_memory(new.record.id, new.record.scope)
             if current is None or current.status not in ("retracted", "purged"):
-                raise StoreError(f"{new.record.id} is not a forgotten memory and cannot be restored")
+                return None
             self._merge_update(table)
         return new.record
 

@@ -322,6 +322,7 @@ class WriteService:
         note = None
         consolidation: ConsolidationReport | None = None
         if existing is None or existing.status in ("retracted", "purged"):
+            drafted = record
             record = self.examined_as_written(record)
             new = self.embedded([record], self.preceding_contents([record]))[0]  # only what is new
             if existing is None:
@@ -330,7 +331,10 @@ class WriteService:
                     # Another agent's identical write committed in the same group: corroboration.
                     return self._attested(stored, record)
             else:  # stated again after a retraction or purge: it is live again, with lineage
-                stored, created = store.restore_memory(new), True
+                restored = store.restore_memory(new)
+                if restored is None:  # another remember of the same content restored it first
+                    return self._remember(drafted, llm, replaces)
+                stored, created = restored, True
                 note = f"restored: an identical memory had been {existing.status}"
             if created:
                 self.observe(stored)

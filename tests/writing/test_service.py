@@ -3,6 +3,7 @@ together, and each is consolidated by its own caller."""
 
 import threading
 import time
+from datetime import UTC, datetime
 
 from retrieval.text import content_hash
 from storage.records import Scope
@@ -159,6 +160,42 @@ def test_in_a_batch_each_draft_is_consolidated_with_its_own_requests_llm_and_onl
         old = runtime.store.get_memory(stored[1])
         assert (old.status, old.replaced_by) == ("superseded", restated.id)
         assert runtime.store.get_memory(stored[0]).status == "active"
+    finally:
+        embedder.release.set()
+        runtime.close()
+
+
+def test_two_agents_restating_a_forgotten_memory_at_once_restore_it_once_and_corroborate(settings):
+    embedder = GatedEmbedder()
+    runtime = make_runtime(settings, embedder=embedder)
+    text = "The staging cluster runs Kubernetes 1.29"
+    home = Scope("default", "default")
+    outcomes = {}
+
+    def write(agent: str) -> None:
+        outcomes[agent] = remember(RememberInput(content=text), runtime, Caller(agent, f"ses_{agent}"))
+
+    try:
+        embedder.release.set()
+        first = remember(RememberInput(content=text), runtime, Caller("ops-bot", "ses_0"))
+        runtime.store.retract(home, [first.id], datetime.now(UTC))
+        embedder.batches.clear()
+        embedder.release.clear()
+        slow = threading.Thread(target=write, args=("planner",))  # held while embedding its restatement
+        slow.start()
+        assert embedder.entered.wait(TIMEOUT)
+        fast = threading.Thread(target=write, args=("reviewer",))  # restores it meanwhile
+        fast.start()
+        fast.join(TIMEOUT)
+        embedder.release.set()
+        slow.join(TIMEOUT)
+
+        assert outcomes["reviewer"].status == "stored"
+        assert outcomes["reviewer"].note.startswith("restored: an identical memory had been retracted")
+        assert outcomes["planner"].status == "duplicate"  # no error: the memory was live again
+        assert "recorded planner as corroborating it" in outcomes["planner"].note
+        stored = runtime.store.get_memory(first.id)
+        assert (stored.status, stored.agent_id) == ("active", "reviewer")
     finally:
         embedder.release.set()
         runtime.close()

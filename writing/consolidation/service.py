@@ -227,8 +227,11 @@ class ConsolidationService:
                 )
                 report.contradicts.append(old.id)
         if revised:  # one status write for every memory this one revises
-            self._supersede(memory.scope, revised, memory.id, "revise", "revision:explicit", reason, actor)
-            report.revised.extend(revised)
+            report.revised.extend(
+                self._supersede(
+                    memory.scope, revised, memory.id, "revise", "revision:explicit", reason, actor
+                )
+            )
 
     def _contradictions(
         self,
@@ -250,7 +253,7 @@ class ConsolidationService:
             revises, resolver = self._is_revision(older, memory, llm)
             # A protected memory yields only to an explicit revision, never to an LLM's reading of one.
             if revises and may_be_superseded(older, by_revision=resolver == "revision:explicit"):
-                self._supersede(
+                changed = self._supersede(
                     memory.scope,
                     [older.id],
                     memory.id,
@@ -259,7 +262,7 @@ class ConsolidationService:
                     f"a newer memory says {detail}",
                     actor,
                 )
-                report.revised.append(older.id)
+                report.revised.extend(changed)
                 report.resolver = report.resolver or resolver
             else:
                 self._record_contradiction(older, memory, "opposition", detail)
@@ -307,10 +310,11 @@ class ConsolidationService:
         report.version_of = previous.id
         if may_be_superseded(previous, by_revision=False):
             reason = f"a newer version (text Jaccard {score:.2f})"
-            self._supersede(
-                memory.scope, [previous.id], memory.id, "version", "rules:artifact-version", reason, actor
+            report.superseded.extend(
+                self._supersede(
+                    memory.scope, [previous.id], memory.id, "version", "rules:artifact-version", reason, actor
+                )
             )
-            report.superseded.append(previous.id)
             report.resolver = "rules:artifact-version"
 
     # ------------------------------------------------------------------ resolution
