@@ -35,6 +35,20 @@ class GatedEmbedder(RecordingEmbedder):
         return super().embed_documents(texts)
 
 
+def queue_behind(runtime, embedder: GatedEmbedder, first: threading.Thread, others: list[threading.Thread]):
+    """Start ``others`` while ``first`` is held in the embedder, wait until every one of them queued for
+    the next batch, then let ``first`` go and wait for all of them."""
+    for thread in others:
+        thread.start()
+    deadline = time.monotonic() + TIMEOUT
+    while runtime.writer.queued < len(others):
+        assert time.monotonic() < deadline, "the remembers did not queue behind the first"
+        time.sleep(0.01)
+    embedder.release.set()
+    for thread in [first, *others]:
+        thread.join(TIMEOUT)
+
+
 def test_remembers_arriving_while_one_is_written_are_embedded_and_committed_together(settings):
     embedder = GatedEmbedder()
     runtime = make_runtime(settings, embedder=embedder)
@@ -55,15 +69,7 @@ def test_remembers_arriving_while_one_is_written_are_embedded_and_committed_toge
         ]
         others = [threading.Thread(target=write, args=(text,)) for text in same_scope]
         others.append(threading.Thread(target=write, args=("The wiki moved to Notion", "docs")))
-        for thread in others:
-            thread.start()
-        deadline = time.monotonic() + TIMEOUT
-        while runtime.writer.queued < len(others):
-            assert time.monotonic() < deadline, "the remembers did not queue behind the first"
-            time.sleep(0.01)
-        embedder.release.set()
-        for thread in [first, *others]:
-            thread.join(TIMEOUT)
+        queue_behind(runtime, embedder, first, others)
 
         # The first alone; then the four that queued behind it, in one embedding batch and one commit.
         assert embedder.batches[0] == ["The deploy key rotates every ninety days"]
@@ -137,15 +143,7 @@ def test_in_a_batch_each_draft_is_consolidated_with_its_own_requests_llm_and_onl
         # Each restates a stored memory closely enough for consolidation to ask an LLM, if it has one.
         drafts = {"i prefer typescript": broken, "the staging cluster runs kubernetes 1.29": CALLER}
         threads = [threading.Thread(target=write, args=pair) for pair in drafts.items()]
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + TIMEOUT
-        while runtime.writer.queued < len(threads):
-            assert time.monotonic() < deadline, "the remembers did not queue behind the first"
-            time.sleep(0.01)
-        embedder.release.set()
-        for thread in [gate, *threads]:
-            thread.join(TIMEOUT)
+        queue_behind(runtime, embedder, gate, threads)
 
         assert sorted(embedder.batches[1]) == sorted(drafts)  # they were one batch
         assert outcomes == {
