@@ -193,11 +193,7 @@ class Memories(StoreTables):
         Nothing changes when the survivor is no longer active: two consolidations running at once (two
         restatements remembered together) may each pick the other memory to keep, and the second must
         not supersede the first's survivor, which would leave neither active."""
-        with self.exclusive():
-            survivor = self.get_memories([survivor_id], scope).get(survivor_id)
-            if survivor is not None and survivor.status != "active":
-                return []
-            return self._set_status(scope, loser_ids, "superseded", at, replaced_by=survivor_id)
+        return self._set_status(scope, loser_ids, "superseded", at, replaced_by=survivor_id)
 
     def reactivate(self, scope: Scope, memory_id: str, at: datetime) -> MemoryRecord | None:
         """Make a superseded memory active again (an explicit update back to its text); returns it as it is
@@ -217,7 +213,9 @@ class Memories(StoreTables):
         self, scope: Scope, memory_ids: Sequence[str], status: str, at: datetime, *, replaced_by: str | None
     ) -> list[str]:
         with self.exclusive():
-            current = self.get_memories(memory_ids, scope)
+            current = self.get_memories([*memory_ids, *([replaced_by] if replaced_by else [])], scope)
+            if replaced_by in current and current[replaced_by].status != "active":
+                return []  # never replaced by a memory that is itself no longer active
             # Only active memories leave the active set (a superseded one is not retracted over, etc.).
             changing = [i for i in memory_ids if i in current and current[i].status == "active"]
             if changing:

@@ -302,16 +302,27 @@ class WriteService:
         return results
 
     def _consolidate_new(
-        self, stored: MemoryRecord, vector: npt.NDArray[np.float32], llm: LanguageModel | None
+        self,
+        stored: MemoryRecord,
+        vector: npt.NDArray[np.float32],
+        llm: LanguageModel | None,
+        *,
+        note: str | None = None,
+        restored: bool = False,
+        replaces: MemoryRecord | None = None,
     ) -> WriteResult:
-        """A memory just inserted (stamped as examined), consolidated against its scope."""
+        """A memory just written (stamped as examined), consolidated against its scope: ``restored`` after
+        a retraction or purge (with lineage), or replacing ``replaces`` (an explicit update) first."""
+        actor = Actor(stored.agent_id, stored.session_id)
         self.observe(stored)
-        with unmarked_on_failure(self._store, [stored.id]):  # a failure must not leave it stamped
-            consolidation = self.consolidation.on_write(
-                stored, vector, llm=llm, actor=Actor(stored.agent_id, stored.session_id), mark=False
-            )
+        with unmarked_on_failure(self._store, [stored.id]):  # inside: a failure must not leave it stamped
+            if restored:
+                self._store.add_lineage([restore_event(stored, actor, self._clock())])
+            if replaces is not None:
+                note = self._update(replaces, stored, actor, carry=True, withdraw=True)
+            consolidation = self.consolidation.on_write(stored, vector, llm=llm, actor=actor, mark=False)
         self.track(stored.scope, consolidation, stored.id)
-        return WriteResult(stored, True, None, consolidation)
+        return WriteResult(stored, True, note, consolidation)
 
     def _remember(
         self, record: MemoryRecord, llm: LanguageModel | None, replaces: MemoryRecord | None = None
@@ -336,16 +347,11 @@ class WriteService:
                     return self._remember(drafted, llm, replaces)
                 stored, created = restored, True
                 note = f"restored: an identical memory had been {existing.status}"
-            if created:
-                self.observe(stored)
-                with unmarked_on_failure(store, [stored.id]):
-                    if existing is not None:  # (inside: a failure must not leave it stamped as examined)
-                        store.add_lineage([restore_event(stored, actor, self._clock())])
-                    if replaces is not None:
-                        note = self._update(replaces, stored, actor, carry=True, withdraw=True)
-                    consolidation = self.consolidation.on_write(
-                        stored, as_array(new.vector), llm=llm, actor=actor, mark=False
-                    )
+            if not created:  # the same agent's identical write committed in the same group
+                return WriteResult(stored, False)
+            return self._consolidate_new(
+                stored, as_array(new.vector), llm, note=note, restored=existing is not None, replaces=replaces
+            )
         else:
             stored, created = existing, False
             if replaces is not None and stored.status == "active":
