@@ -4,6 +4,7 @@ loopback, with bearer-token auth on, for a fixed time; reports latency percentil
     python -m benchmarks.load                              # 50 clients for 60 s (the issue's bound)
     python -m benchmarks.load --clients 5 --seconds 5      # a quick look
     python -m benchmarks.load --rate 25                    # open loop: 25 calls a second due, below saturation
+    python -m benchmarks.load --warm-up 0                  # count the first seconds too (cold scope copies)
 
 The server (``python -m server serve --http``, offline backend) starts on a store preloaded with the
 synthetic corpus (9 scopes), stamped as already examined by consolidation (a store in steady state). Each client is its own principal with its own static token and MCP session,
@@ -125,6 +126,8 @@ class Tally:
         self.errors: Counter[str] = Counter()
         self.failed_requests = 0  # errors without an answer (no latency recorded)
         self.examples: list[str] = []
+        self.counted_from = 0.0  # perf_counter: calls due before it are the warm-up's, made but not counted
+        self.warm_up_calls = 0
 
     def error(self, tool: str, message: str) -> None:
         self.errors[tool] += 1
@@ -172,7 +175,10 @@ async def call_once(
         tally.failed_requests += 1
         tally.error(tool, f"{type(exc).__name__}: {exc}")
         return
-    tally.latencies[tool].append((time.perf_counter() - started) * 1000)
+    if started >= tally.counted_from:
+        tally.latencies[tool].append((time.perf_counter() - started) * 1000)
+    else:
+        tally.warm_up_calls += 1
     if result.is_error:
         tally.error(tool, str(getattr(result.content[0], "text", result.content[0])))
     elif tool == "recall" and result.structured_content:
@@ -239,9 +245,11 @@ def run_load(
     seed: int = 5,
     rate: float | None = None,
     extra_env: dict[str, str] | None = None,
+    warm_up: float = 0.0,
 ) -> dict[str, Any]:
     """``rate``: calls a second from all clients together, sent when due (an open loop); None: each
-    client calls again as soon as it has its answer (a closed loop, the server saturated)."""
+    client calls again as soon as it has its answer (a closed loop, the server saturated). ``warm_up``:
+    seconds of calls first, made but not counted (the first recall of each scope builds its copy)."""
     with tempfile.TemporaryDirectory(prefix="memoria-load-") as folder_name:
         folder = Path(folder_name)
         db = folder / "db"
@@ -263,20 +271,23 @@ def run_load(
                             url,
                             name,
                             token,
-                            seconds,
+                            warm_up + seconds,
                             tally,
                             seed + number,
                             None if rate is None else rate / clients,
                         )
 
             began = time.perf_counter()
+            tally.counted_from = began + warm_up
             anyio.run(everyone)
-            elapsed = time.perf_counter() - began
+            elapsed = time.perf_counter() - tally.counted_from
     every = [ms for values in tally.latencies.values() for ms in values]
     return {
         "clients": clients,
         "seconds": seconds,
         "rate": rate,
+        "warm_up_seconds": warm_up,
+        "warm_up_calls": tally.warm_up_calls,
         "memories": memories,
         "preload_seconds": round(preload_seconds, 1),
         "elapsed_seconds": round(elapsed, 1),
@@ -306,7 +317,9 @@ def render(report: dict[str, Any]) -> str:
         "closed loop" if report.get("rate") is None else f"open loop, {report['rate']:g} calls a second due"
     )
     lines = [
-        f"{report['clients']} clients ({loop}) for {report['seconds']:.0f} s on {report['memories']:,} memories: "
+        f"{report['clients']} clients ({loop}) for {report['seconds']:.0f} s"
+        + (f" after {report['warm_up_seconds']:g} s of warm-up" if report.get("warm_up_seconds") else "")
+        + f" on {report['memories']:,} memories: "
         f"{report['calls']:,} calls ({report['calls_per_second']}/s), errors: {report['errors']}",
         f"{'tool':<16}{'calls':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}",
     ]
@@ -332,13 +345,24 @@ def main(argv: list[str] | None = None) -> int:
         help="calls a second from all clients together, each sent when due (an open loop; latency "
         "counted from when it was due); without it each client calls again once answered",
     )
+    parser.add_argument(
+        "--warm-up",
+        type=float,
+        default=5.0,
+        help="seconds of calls made first and not counted (default 5: the first recall of each of the 9 "
+        "scopes builds its copy, which a server that has run a while has; 0 counts every call)",
+    )
     add_settings_argument(parser)
     parser.add_argument("--out", type=Path, default=RESULTS / "load.json")
     args = parser.parse_args(argv)
     if args.rate is not None and args.rate <= 0:
         parser.error("--rate must be above 0")
+    if args.warm_up < 0:
+        parser.error("--warm-up must be 0 or more")
     extra_env = settings_of(parser, args.set)
-    report = run_load(args.clients, args.seconds, args.memories, rate=args.rate, extra_env=extra_env)
+    report = run_load(
+        args.clients, args.seconds, args.memories, rate=args.rate, extra_env=extra_env, warm_up=args.warm_up
+    )
     report["settings"] = extra_env
     print(render(report), file=sys.stdout)
     write_json(args.out, report)

@@ -20,6 +20,7 @@ from retrieval.outcomes import CreditPolicy, WeightPolicy
 from server.config import Settings
 from server.upkeep import aggregation_pass, maintenance_round
 from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
+from tools.lanes import Lanes
 
 if TYPE_CHECKING:
     from retrieval.models.providers import Models
@@ -96,6 +97,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
     )
     runtime = ServerRuntime(
         settings=settings,
+        lanes=Lanes(reads=settings.read_concurrency),
         weight_policy=weight_policy,
         credit_policy=credit_policy_for(settings),
         store=store,

@@ -177,7 +177,15 @@ class Forgetting(Memories, Lineage):
 
     def _finish_purge(self, journal: PendingPurge) -> None:
         """Every step of a purge after its quotes, each safe to run again (a purge the journal says was
-        begun is finished the same way whatever step a crash interrupted)."""
+        begun is finished the same way whatever step a crash interrupted). No compaction runs meanwhile
+        (maintenance compacts the memories without the write lock, ``Upkeep._optimize_beside_writes``):
+        one that read a memory's text before the erase could commit it into a new file after, or leave
+        it in a file of its own that the clean-up below would take for an interrupted write's, or delete
+        while the compaction still meant to commit it."""
+        with self._compaction_lock.hold():
+            self._finish_purge_steps(journal)
+
+    def _finish_purge_steps(self, journal: PendingPurge) -> None:
         scope, ids, at = journal.scope, list(journal.memory_ids), journal.at
         current = self.get_memories(ids, scope)
         count = len(ids)

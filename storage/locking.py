@@ -37,6 +37,7 @@ T = TypeVar("T")
 LOCK_FILE_NAME = ".memoria-write.lock"
 REPORTS_LOCK_FILE_NAME = ".memoria-reports.lock"  # outcome reports' own lock (MemoryStore.reporting)
 LOGS_LOCK_FILE_NAME = ".memoria-logs.lock"  # the logs written behind against a purge's scrub (LogsLock)
+COMPACTION_LOCK_FILE_NAME = ".memoria-compaction.lock"  # a compaction beside the writes against a purge
 
 
 class WriteLock:

@@ -26,6 +26,7 @@ from storage.group_commit import GroupCommit
 from storage.journal import RetrievalJournal
 from storage.lexical_index import Analyzer
 from storage.locking import (
+    COMPACTION_LOCK_FILE_NAME,
     LOCK_FILE_NAME,
     LOGS_LOCK_FILE_NAME,
     REPORTS_LOCK_FILE_NAME,
@@ -85,6 +86,9 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._reports_lock = WriteLock(lock.path.with_name(REPORTS_LOCK_FILE_NAME) if lock.path else None)
         self._reporting = threading.local()  # report-sequence nesting depth, per thread
         self._logs_lock = LogsLock(lock.path.with_name(LOGS_LOCK_FILE_NAME) if lock.path else None)
+        self._compaction_lock = WriteLock(
+            lock.path.with_name(COMPACTION_LOCK_FILE_NAME) if lock.path else None
+        )
         self._schema_version = int(meta["schema_version"])
         self._vector_dim = int(meta["vector_dim"])
         self._memories = db.open_table(schema.MEMORIES)
@@ -202,6 +206,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         finally:
             self._lock.close()
             self._reports_lock.close()
+            self._compaction_lock.close()
 
     def __enter__(self) -> MemoryStore:
         return self

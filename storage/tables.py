@@ -60,6 +60,9 @@ class StoreTables:
     _reporting: threading.local
     # Retrieval records appended behind hold it shared, a purge's scrub of the records exclusively.
     _logs_lock: LogsLock
+    # A compaction that runs without the write lock holds it, and so does a purge, from start to end:
+    # no compaction is in flight while a purge erases text and clears the files writes left.
+    _compaction_lock: WriteLock
     # The tables (LanceDB tables), opened once.
     _memories: Any
     _episodes: Any

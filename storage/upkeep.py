@@ -3,7 +3,9 @@ and the vector index built once the memories table is big enough."""
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -11,7 +13,7 @@ from typing import Any
 from lancedb.index import IvfHnswSq
 
 from storage import schema
-from storage.locking import retrying
+from storage.locking import is_retryable, retrying
 from storage.tables import StoreTables
 from storage.versions import SupersededVersions
 
@@ -24,6 +26,8 @@ REPORT_TABLES = (schema.OUTCOMES, schema.FEEDBACK, schema.WEIGHT_EVENTS)
 KEEP_EVERY_VERSION = timedelta(days=36_500)
 # The clean-up margin before a table's first optimize was timed (compacting 50,000 memories took 0.41 s).
 FIRST_OPTIMIZE_MARGIN = timedelta(seconds=30)
+
+log = logging.getLogger(__name__)
 
 
 class Upkeep(StoreTables):
@@ -70,14 +74,7 @@ class Upkeep(StoreTables):
                 with self.reporting(), self.exclusive():
                     retrying(optimize)
             else:
-                # Under the write lock. A compaction's commit has to be rebased over every append that
-                # landed while it ran; writes arriving without a pause (a busy server, 40 a second)
-                # made it fail after LanceDB's 30 s of retries ("too many concurrent writers"), again
-                # and again, while the fragments piled up and every append got slower. Rounds come
-                # every MEMORIA_COMPACTION_AFTER_APPENDS appends, so a round compacts a few hundred
-                # fragments: a pause of about a second for the writes, not for the reads.
-                with self.exclusive():
-                    retrying(optimize)
+                self._optimize_beside_writes(name, optimize)
             after = int(table.stats()["fragment_stats"]["num_fragments"])
             report[name] = (
                 f"compacted {fragments} -> {after} fragments; folded {unindexed} row-index entries into indexes"
@@ -86,6 +83,32 @@ class Upkeep(StoreTables):
         if built:
             report[f"{schema.MEMORIES} vectors"] = built
         return report
+
+    def _optimize_beside_writes(self, name: str, optimize: Callable[[], None]) -> None:
+        """The memories' (and other write-locked tables') optimize: first without the write lock, then,
+        if its commit lost to the writes that landed meanwhile, under it.
+
+        A compaction changes no memory, so nothing a write reads and then writes under the lock can go
+        stale because of it; LanceDB rebases its commit over the appends and updates committed while it
+        ran (across processes, or on an object store, this was always so). Under the write lock every
+        remember waited for it: 0.2-1.0 s at 10,000 memories, every few seconds on a busy server
+        (``benchmarks.load --rate 25``: remember p95 0.58 s with the lock, 0.14 s without). A commit
+        that keeps losing to updates of the rows it rewrote (LanceDB gives up after its own retries:
+        "too many concurrent writers", seen at 40 writes a second) falls back to the lock, where no
+        write can land in between."""
+        try:
+            with self._compaction_lock.hold():  # not while a purge runs (``Forgetting._finish_purge``)
+                optimize()
+        except Exception as exc:
+            if not is_retryable(exc):
+                raise
+            log.info(
+                "compacting %s beside the writes lost to them (%s); compacting under the write lock",
+                name,
+                exc,
+            )
+            with self.exclusive():
+                retrying(optimize)
 
     def _optimize(
         self, name: str, table: Any, keep_versions_for: timedelta, keep_replaced_for: timedelta | None

@@ -18,6 +18,7 @@ from retrieval.outcomes import CreditPolicy, WeightPolicy
 from retrieval.redaction import redact_text
 from retrieval.text import is_unsafe_char
 from storage.records import Scope, View, Viewer
+from tools.lanes import Lanes
 from writing.service import memory_id_for
 
 __all__ = ["memory_id_for"]  # ids are the write service's; tools and tests name them from here too
@@ -215,6 +216,8 @@ class Runtime:
 
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     aggregation_passes: int = 0  # finished by the background job so far (the benchmark waits for one)
+    # The worker threads recalls and reports may hold at once (``tools.lanes``).
+    lanes: Lanes = field(default_factory=Lanes)
     # Every write goes through it (set by the runtime builder, once the runtime exists: it reads its clock).
     writer: WriteService = field(init=False)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-import anyio
 from pydantic import BaseModel, Field
 
 from retrieval.text import has_visible_text
@@ -344,4 +343,4 @@ def _why_not_a_candidate(
 
 
 async def handle(args: ExplainRankingInput, runtime: Runtime, caller: Caller) -> ExplainRankingOutput:
-    return await anyio.to_thread.run_sync(explain_ranking, args, runtime, caller)
+    return await runtime.lanes.run("read", explain_ranking, args, runtime, caller)

@@ -6,7 +6,6 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Literal
 
-import anyio
 from pydantic import BaseModel, Field, field_validator
 
 from retrieval.text import has_visible_text
@@ -347,4 +346,4 @@ def text_of(out: RecallOutput) -> str:
 
 
 async def handle(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
-    return await anyio.to_thread.run_sync(recall, args, runtime, caller)
+    return await runtime.lanes.run("read", recall, args, runtime, caller)

@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Literal
 
-import anyio
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from retrieval.outcomes import (
@@ -325,4 +324,4 @@ def inactive_note(store: MemoryStore, known: dict[str, MemoryRecord], named: Ite
 
 
 async def handle(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -> ReportOutcomeOutput:
-    return await anyio.to_thread.run_sync(report_outcome, args, runtime, caller)
+    return await runtime.lanes.run("report", report_outcome, args, runtime, caller)

@@ -1,0 +1,132 @@
+"""Maintenance rounds: the memories table is compacted beside the writes, never beside a purge."""
+
+import threading
+
+import pytest
+
+from storage.store import MemoryStore
+from tests.storage.test_store import DIM, NOW, SCOPE, new
+
+
+@pytest.fixture
+def store(tmp_path) -> MemoryStore:
+    opened = MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM)
+    yield opened
+    opened.close()
+
+
+class GatedTable:
+    """The memories table, whose optimize says when it starts and then waits to be let go."""
+
+    def __init__(self, table, failures: int = 0) -> None:
+        self._table = table
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.failures = failures  # optimizes that lose to the writes first (a commit conflict)
+        self.calls: list[bool] = []  # per optimize: whether this thread held the write lock
+
+    def optimize(self, **options):
+        self.calls.append(self.lock_held())
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("Retryable commit conflict for version 12: compaction lost to an update")
+        self.started.set()
+        assert self.release.wait(30), "the test never let the compaction go"
+        return self._table.optimize(**options)
+
+    def lock_held(self) -> bool:
+        return False
+
+    def __getattr__(self, name):
+        return getattr(self._table, name)
+
+
+def gate_memories(store: MemoryStore, failures: int = 0) -> GatedTable:
+    gated = GatedTable(store._memories, failures)
+    gated.lock_held = lambda: store._lock._depth > 0 and store._lock._thread_lock._is_owned()
+    store._memories = gated
+    return gated
+
+
+def in_thread(work) -> tuple[threading.Thread, threading.Event]:
+    done = threading.Event()
+
+    def run() -> None:
+        work()
+        done.set()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, done
+
+
+def test_a_remember_commits_while_the_memories_table_is_compacted(store):
+    for index in range(4):
+        store.insert_memory(new(f"m{index}", f"note {index}"))
+    gated = gate_memories(store)
+    maintenance, maintained = in_thread(lambda: store.maintain(min_fragments=2))
+    assert gated.started.wait(10)
+    writer, written = in_thread(lambda: store.insert_memory(new("late", "written during the compaction")))
+    try:
+        assert written.wait(10)  # the insert did not wait for the compaction
+        assert not maintained.is_set()
+    finally:
+        gated.release.set()
+        writer.join()
+        maintenance.join()
+    assert gated.calls == [False]  # compacted once, without the write lock
+    assert {m.id for m in store.list_memories(SCOPE, limit=10)} == {"m0", "m1", "m2", "m3", "late"}
+
+
+def test_a_compaction_that_loses_to_the_writes_runs_again_under_the_write_lock(store):
+    for index in range(4):
+        store.insert_memory(new(f"m{index}", f"note {index}"))
+    gated = gate_memories(store, failures=1)
+    gated.release.set()
+    report = store.maintain(min_fragments=2)
+    assert gated.calls == [False, True]  # beside the writes, then under the lock
+    assert report["memories_v4"].startswith("compacted 4 -> 1 fragments")
+    assert len(store.list_memories(SCOPE, limit=10)) == 4
+
+
+def test_an_error_other_than_a_conflict_is_not_retried_under_the_lock(store):
+    for index in range(4):
+        store.insert_memory(new(f"m{index}", f"note {index}"))
+    gated = gate_memories(store)
+
+    def broken(**options):
+        gated.calls.append(gated.lock_held())
+        raise ValueError("disk full")
+
+    gated.optimize = broken
+    with pytest.raises(ValueError, match="disk full"):
+        store.maintain(min_fragments=2)
+    assert gated.calls == [False]
+
+
+def test_a_purge_waits_for_a_compaction_in_flight_and_no_compaction_starts_during_a_purge(store):
+    for index in range(4):
+        store.insert_memory(new(f"m{index}", f"secret number {index}"))
+    gated = gate_memories(store)
+    maintenance, _ = in_thread(lambda: store.maintain(min_fragments=2))
+    assert gated.started.wait(10)
+    purger, purged = in_thread(lambda: store.purge(SCOPE, ["m1"], NOW))
+    try:
+        # The purge began (it holds the write lock) but erases nothing while the compaction runs: one that
+        # read the text before the erase could commit it again into a file of its own.
+        assert not purged.wait(0.5)
+        assert store.get_memory("m1", SCOPE).content == "secret number 1"
+    finally:
+        gated.release.set()
+        maintenance.join()
+        purger.join()
+    assert purged.is_set()
+    assert store.get_memory("m1", SCOPE).status == "purged"
+
+    # The other way round: a compaction waits while a purge holds the compaction lock.
+    gated.started.clear()
+    with store._compaction_lock.hold():
+        maintenance, maintained = in_thread(lambda: store.maintain(min_fragments=1))
+        assert not gated.started.wait(0.5)
+    maintenance.join()
+    assert gated.started.is_set() and maintained.is_set()
