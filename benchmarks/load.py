@@ -172,7 +172,10 @@ async def call_once(
     try:
         result = await session.call_tool(tool, arguments)
     except Exception as exc:  # a failed request counts as an error, and the client carries on
-        tally.failed_requests += 1
+        if started >= tally.counted_from:
+            tally.failed_requests += 1
+        else:
+            tally.warm_up_calls += 1
         tally.error(tool, f"{type(exc).__name__}: {exc}")
         return
     if started >= tally.counted_from:

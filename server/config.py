@@ -395,12 +395,13 @@ class Settings(BaseSettings):
     allow_model_downloads: bool = True
     cohere: CohereSettings = CohereSettings()
 
-    read_concurrency: int = Field(
-        3,
+    read_concurrency: int | None = Field(
+        None,
         ge=1,
         le=64,
         description="recall and explain_ranking calls served at once; the others wait their turn, so that "
-        "a burst of reads never holds up remembers and outcome reports",
+        "a burst of reads never holds up remembers and outcome reports (default 3; 40 when a step of "
+        "recall waits on a network model)",
     )
     top_k_facts: int = Field(10, ge=1, le=1_000, description="recall's top_k when a call gives none")
     top_k_episodes: int = Field(3, ge=0, le=100, description="episode summaries a context may hold")

@@ -20,7 +20,7 @@ from retrieval.outcomes import CreditPolicy, WeightPolicy
 from server.config import Settings
 from server.upkeep import aggregation_pass, maintenance_round
 from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
-from tools.lanes import Lanes
+from tools.lanes import READS, READS_WAITING, Lanes
 
 if TYPE_CHECKING:
     from retrieval.models.providers import Models
@@ -97,7 +97,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
     )
     runtime = ServerRuntime(
         settings=settings,
-        lanes=Lanes(reads=settings.read_concurrency),
+        lanes=Lanes(reads=read_lane(settings, models)),
         weight_policy=weight_policy,
         credit_policy=credit_policy_for(settings),
         store=store,
@@ -124,6 +124,34 @@ class ServerRuntime(Runtime):
     own work (upkeep, transports) and the commands for people."""
 
     settings: Settings
+
+
+def read_lane(settings: Settings, models: Models) -> int:
+    """The worker threads recalls may hold at once (``tools.lanes``): ``MEMORIA_READ_CONCURRENCY``, or 3
+    when recall runs on this machine alone, 40 when one of its steps waits on a network model (the
+    Cohere reranker; with a language model configured, the LLM gate, reranker or passes, or a second
+    retrieval round, which asks it whether the first sufficed)."""
+    from retrieval.models.rerankers.cohere import CohereReranker
+    from retrieval.models.rerankers.llm import parse_reranker_configuration
+
+    if settings.read_concurrency is not None:
+        return settings.read_concurrency
+
+    def enabled(raw: Any) -> bool:
+        configuration = parse_reranker_configuration(raw)
+        return configuration is not None and configuration.enabled
+
+    waits = isinstance(models.reranker, CohereReranker) or (
+        settings.llm != "none"
+        and (
+            settings.gate == "llm"
+            or bool(settings.llm_passes)
+            or settings.max_iterations > 1
+            or enabled(settings.llm_reranker)
+            or any(enabled(raw) for raw in settings.llm_reranker_by_agent.values())
+        )
+    )
+    return READS_WAITING if waits else READS
 
 
 def weight_policy_for(settings: Settings) -> WeightPolicy:

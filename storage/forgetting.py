@@ -182,6 +182,10 @@ class Forgetting(Memories, Lineage):
         one that read a memory's text before the erase could commit it into a new file after, or leave
         it in a file of its own that the clean-up below would take for an interrupted write's, or delete
         while the compaction still meant to commit it."""
+        if getattr(self._writing, "depth", 0) == 0:
+            raise RuntimeError(
+                "a purge is finished under the write lock (exclusive()), then the compaction lock"
+            )
         with self._compaction_lock.hold():
             self._finish_purge_steps(journal)
 

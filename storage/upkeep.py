@@ -74,7 +74,7 @@ class Upkeep(StoreTables):
                 with self.reporting(), self.exclusive():
                     retrying(optimize)
             else:
-                self._optimize_beside_writes(name, optimize)
+                self._optimize_beside_writes(name, table, optimize, min_fragments)
             after = int(table.stats()["fragment_stats"]["num_fragments"])
             report[name] = (
                 f"compacted {fragments} -> {after} fragments; folded {unindexed} row-index entries into indexes"
@@ -84,31 +84,36 @@ class Upkeep(StoreTables):
             report[f"{schema.MEMORIES} vectors"] = built
         return report
 
-    def _optimize_beside_writes(self, name: str, optimize: Callable[[], None]) -> None:
-        """The memories' (and other write-locked tables') optimize: first without the write lock, then,
-        if its commit lost to the writes that landed meanwhile, under it.
+    def _optimize_beside_writes(
+        self, name: str, table: Any, optimize: Callable[[], None], min_fragments: int
+    ) -> None:
+        """The memories' (and the other write-locked tables') optimize: first without the write lock; under
+        it when that compaction lost to the writes that landed meanwhile.
 
-        A compaction changes no memory, so nothing a write reads and then writes under the lock can go
-        stale because of it; LanceDB rebases its commit over the appends and updates committed while it
-        ran (across processes, or on an object store, this was always so). Under the write lock every
-        remember waited for it: 0.2-1.0 s at 10,000 memories, every few seconds on a busy server
-        (``benchmarks.load --rate 25``: remember p95 0.58 s with the lock, 0.14 s without). A commit
-        that keeps losing to updates of the rows it rewrote (LanceDB gives up after its own retries:
-        "too many concurrent writers", seen at 40 writes a second) falls back to the lock, where no
-        write can land in between."""
+        A compaction changes no memory, so nothing a write reads and then writes under the lock goes stale
+        because of it, and LanceDB rebases its commit over the appends committed while it ran. Under the
+        write lock every remember waited for it: 0.2-1.0 s at 10,000 memories, every few seconds on a busy
+        server (``benchmarks.load --rate 25``: remember p95 up to 1.5 s with the lock, 0.16-0.22 s
+        without). An update of a row it rewrote (a status change, a weight) preempts its commit: LanceDB
+        then logs "Compaction commit failed" and leaves the table as it was, or (after its own retries)
+        raises. Either way the fragments are still there, and the compaction runs again under the write
+        lock, where no write lands in between (under steady writes a compaction beside them could
+        otherwise lose round after round while appends slow down). The files of a compaction that lost
+        are left for the clean-up; a purge holds the compaction lock from start to end, so it finds none
+        in flight and deletes those that quote a purged memory (``Forgetting._drop_interrupted_writes``)."""
         try:
             with self._compaction_lock.hold():  # not while a purge runs (``Forgetting._finish_purge``)
                 optimize()
         except Exception as exc:
             if not is_retryable(exc):
                 raise
-            log.info(
-                "compacting %s beside the writes lost to them (%s); compacting under the write lock",
-                name,
-                exc,
-            )
-            with self.exclusive():
-                retrying(optimize)
+            log.info("compacting %s beside the writes lost to them (%s)", name, exc)
+        else:
+            if int(table.stats()["fragment_stats"]["num_fragments"]) < min_fragments:
+                return
+            log.info("compacting %s beside the writes left its fragments: another write preempted it", name)
+        with self.exclusive(), self._compaction_lock.hold():  # in a purge's order
+            retrying(optimize)
 
     def _optimize(
         self, name: str, table: Any, keep_versions_for: timedelta, keep_replaced_for: timedelta | None
@@ -141,9 +146,10 @@ class Upkeep(StoreTables):
         if rows < self._vector_index_min_rows or self._cache.holds_everything(rows):
             return None
         started = time.perf_counter()
-        retrying(
-            lambda: self._memories.create_index(
-                "vector", config=IvfHnswSq(distance_type="cosine"), name=VECTOR_INDEX, replace=False
+        with self._compaction_lock.hold():  # not beside a purge, which must find no index build in flight
+            retrying(
+                lambda: self._memories.create_index(
+                    "vector", config=IvfHnswSq(distance_type="cosine"), name=VECTOR_INDEX, replace=False
+                )
             )
-        )
         return f"built the vector index (IVF_HNSW_SQ, cosine) over {rows:,} rows in {time.perf_counter() - started:.1f} s"

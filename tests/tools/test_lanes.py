@@ -5,7 +5,8 @@ import threading
 import anyio
 import anyio.to_thread
 
-from tests.helpers import make_runtime, settings_for
+from tools import recall, remember
+from tools.common import Caller
 from tools.lanes import Lanes
 
 
@@ -88,9 +89,26 @@ def test_each_event_loop_gets_its_own_limiters_with_the_lanes_sizes():
     assert anyio.run(sizes) == anyio.run(sizes) == (3, 2)
 
 
-def test_the_server_sizes_the_read_lane_from_its_settings(tmp_path):
-    runtime = make_runtime(settings_for(tmp_path / "store", read_concurrency=5))
-    try:
-        assert runtime.lanes == Lanes(reads=5, reports=2)
-    finally:
-        runtime.close()
+def test_the_tools_take_their_lanes_recall_waits_for_a_read_thread_and_remember_does_not(runtime):
+    runtime.lanes = Lanes(reads=1, reports=1)
+    caller, gate = Caller("agent", "session"), Gate()
+    done: list[str] = []
+
+    async def call(name: str, coroutine) -> None:
+        await coroutine
+        done.append(name)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(runtime.lanes.run, "read", gate.work, "a long recall")
+            await wait_for(lambda: gate.running == 1)
+            recalled = recall.handle(recall.RecallInput(query="deploy steps"), runtime, caller)
+            tasks.start_soon(call, "recall", recalled)
+            content = remember.RememberInput(content="Deploys go out on Tuesdays")
+            await call("remember", remember.handle(content, runtime, caller))
+            await anyio.sleep(0.2)
+            assert done == ["remember"]  # the recall still waits for the one read thread
+            gate.release.set()
+
+    anyio.run(main)
+    assert done == ["remember", "recall"]
