@@ -74,7 +74,7 @@ class Upkeep(StoreTables):
                 with self.reporting(), self.exclusive():
                     retrying(optimize)
             else:
-                self._optimize_beside_writes(name, table, optimize, min_fragments)
+                self._optimize_beside_writes(name, table, optimize, fragments, min_fragments)
             after = int(table.stats()["fragment_stats"]["num_fragments"])
             report[name] = (
                 f"compacted {fragments} -> {after} fragments; folded {unindexed} row-index entries into indexes"
@@ -85,7 +85,7 @@ class Upkeep(StoreTables):
         return report
 
     def _optimize_beside_writes(
-        self, name: str, table: Any, optimize: Callable[[], None], min_fragments: int
+        self, name: str, table: Any, optimize: Callable[[], None], fragments: int, min_fragments: int
     ) -> None:
         """The memories' (and the other write-locked tables') optimize: first without the write lock; under
         it when that compaction lost to the writes that landed meanwhile.
@@ -96,8 +96,8 @@ class Upkeep(StoreTables):
         server (``benchmarks.load --rate 25``: remember p95 up to 1.5 s with the lock, 0.16-0.22 s
         without). An update of a row it rewrote (a status change, a weight) preempts its commit: LanceDB
         then logs "Compaction commit failed" and leaves the table as it was, or (after its own retries)
-        raises. Either way the fragments are still there, and the compaction runs again under the write
-        lock, where no write lands in between (under steady writes a compaction beside them could
+        raises. Either way the table has as many fragments as before (or more: appends went on), and the
+        compaction runs again under the write lock, where no write lands in between (under steady writes a compaction beside them could
         otherwise lose round after round while appends slow down). The files of a compaction that lost
         are left for the clean-up; a purge holds the compaction lock from start to end, so it finds none
         in flight and deletes those that quote a purged memory (``Forgetting._drop_interrupted_writes``)."""
@@ -109,7 +109,8 @@ class Upkeep(StoreTables):
                 raise
             log.info("compacting %s beside the writes lost to them (%s)", name, exc)
         else:
-            if int(table.stats()["fragment_stats"]["num_fragments"]) < min_fragments:
+            # Appends that landed meanwhile add fragments; a compaction that committed took away more.
+            if fragments < min_fragments or int(table.stats()["fragment_stats"]["num_fragments"]) < fragments:
                 return
             log.info("compacting %s beside the writes left its fragments: another write preempted it", name)
         with self.exclusive(), self._compaction_lock.hold():  # in a purge's order
