@@ -113,18 +113,29 @@ class Upkeep(StoreTables):
             if fragments < min_fragments or int(table.stats()["fragment_stats"]["num_fragments"]) < fragments:
                 return
             log.info("compacting %s beside the writes left its fragments: another write preempted it", name)
-        with self.exclusive(), self._compaction_lock.hold():  # in a purge's order
-            retrying(optimize)
+        # In a purge's order. On a local store no write of the memories table is in flight in any process
+        # now (each holds the write lock), so the files the preempted compaction left go too: LanceDB keeps
+        # such files a week, and a busy server would keep a week of them (the other tables' files wait).
+        clear = name == schema.MEMORIES and self.excludes_other_processes
+        with self.exclusive(), self._compaction_lock.hold():
+            retrying(partial(optimize, delete_unverified=clear))
 
     def _optimize(
-        self, name: str, table: Any, keep_versions_for: timedelta, keep_replaced_for: timedelta | None
+        self,
+        name: str,
+        table: Any,
+        keep_versions_for: timedelta,
+        keep_replaced_for: timedelta | None,
+        *,
+        delete_unverified: bool = False,
     ) -> None:
         """One table's compaction, index update and clean-up, in one call. With ``keep_replaced_for`` the
         clean-up's cut-off (``storage.versions``) is worked out just before the call; LanceDB reads its
         clock after the compaction, so the cut-off carries a margin: a second plus twice this table's last
         optimize, or ``FIRST_OPTIMIZE_MARGIN`` before one was timed. (A second call for the clean-up alone
         measured two more versions a round: it updates the indexes again.) No cut-off known yet: nothing
-        is dropped."""
+        is dropped. ``delete_unverified``: also the files no version names, however new (only when no
+        write is in flight)."""
         cleanup_older_than = keep_versions_for
         if keep_replaced_for is not None:
             last = self._optimize_seconds.get(name)
@@ -132,7 +143,7 @@ class Upkeep(StoreTables):
             cut = self._superseded.cleanup_older_than(name, datetime.now(UTC), keep_replaced_for, margin)
             cleanup_older_than = cut if cut is not None else KEEP_EVERY_VERSION
         started = time.perf_counter()
-        table.optimize(cleanup_older_than=cleanup_older_than)
+        table.optimize(cleanup_older_than=cleanup_older_than, delete_unverified=delete_unverified)
         self._optimize_seconds[name] = time.perf_counter() - started
 
     def _index_vectors(self) -> str | None:

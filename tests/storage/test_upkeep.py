@@ -4,6 +4,7 @@ import threading
 
 import pytest
 
+from storage.forgetting import Manifests
 from storage.store import MemoryStore
 from tests.storage.test_store import DIM, NOW, SCOPE, new
 
@@ -146,7 +147,7 @@ def test_a_purge_waits_for_a_compaction_in_flight_and_no_compaction_starts_durin
     assert gated.started.is_set() and maintained.is_set()
 
 
-def test_writes_racing_real_compactions_lose_nothing_and_the_indexes_answer_as_a_full_scan(store):
+def test_writes_racing_real_compactions_lose_nothing_and_the_indexes_answer_as_a_full_scan(store, tmp_path):
     """Real LanceDB commits on both sides: inserts, status UPDATEs and weight merges in one thread while
     maintenance compacts (and folds rows into the indexes, and cleans up) in another, round after round."""
     for index in range(30):
@@ -206,3 +207,7 @@ def test_writes_racing_real_compactions_lose_nothing_and_the_indexes_answer_as_a
     assert set(found.column("id").to_pylist()) == active
     for memory_id in ("m0", "m1", "n3", inserted[-1]):
         assert store.get_memory(memory_id, SCOPE).status == by_id[memory_id]["status"]
+    # A compaction an update preempted left its files; its run under the write lock cleared them.
+    folder = tmp_path / "db" / "memories_v4.lance"
+    manifests = Manifests(folder)
+    assert [path.name for path in (folder / "data").iterdir() if not manifests.name(path.name)] == []
