@@ -93,8 +93,8 @@ class Upkeep(StoreTables):
         A compaction changes no memory, so nothing a write reads and then writes under the lock goes stale
         because of it, and LanceDB rebases its commit over the appends committed while it ran. Under the
         write lock every remember waited for it: 0.2-1.0 s at 10,000 memories, every few seconds on a busy
-        server (``benchmarks.load --rate 25``: remember p95 up to 1.5 s with the lock, 0.16-0.22 s
-        without). An update of a row it rewrote (a status change, a weight) preempts its commit: LanceDB
+        server (``benchmarks.load --rate 25``: remember p95 0.30-1.47 s in five runs with the lock,
+        0.15-0.29 s in three without it, with the reads in their lane, docs/benchmarks.md). An update of a row it rewrote (a status change, a weight) preempts its commit: LanceDB
         then logs "Compaction commit failed" and leaves the table as it was, or (after its own retries)
         raises. Either way the table has as many fragments as before (or more: appends went on), and the
         compaction runs again under the write lock, where no write lands in between (under steady writes a compaction beside them could
