@@ -65,12 +65,22 @@ def in_thread(work) -> tuple[threading.Thread, threading.Event]:
     return thread, done
 
 
-def test_a_remember_commits_while_the_memories_table_is_compacted(store):
+def four_fragments(store: MemoryStore, text: str = "note") -> None:
     for index in range(4):
-        store.insert_memory(new(f"m{index}", f"note {index}"))
+        store.insert_memory(new(f"m{index}", f"{text} {index}"))
+
+
+def compaction_held(store: MemoryStore) -> tuple[GatedTable, threading.Thread, threading.Event]:
+    """A maintenance round in a thread of its own, held inside the memories' compaction."""
     gated = gate_memories(store)
     maintenance, maintained = in_thread(lambda: store.maintain(min_fragments=2))
     assert gated.started.wait(10)
+    return gated, maintenance, maintained
+
+
+def test_a_remember_commits_while_the_memories_table_is_compacted(store):
+    four_fragments(store)
+    gated, maintenance, maintained = compaction_held(store)
     writer, written = in_thread(lambda: store.insert_memory(new("late", "written during the compaction")))
     try:
         assert written.wait(10)  # the insert did not wait for the compaction
@@ -83,30 +93,19 @@ def test_a_remember_commits_while_the_memories_table_is_compacted(store):
     assert {m.id for m in store.list_memories(SCOPE, limit=10)} == {"m0", "m1", "m2", "m3", "late"}
 
 
-def test_a_compaction_that_loses_to_the_writes_runs_again_under_the_write_lock(store):
-    for index in range(4):
-        store.insert_memory(new(f"m{index}", f"note {index}"))
-    gated = gate_memories(store, failures=1)
+@pytest.mark.parametrize("loss", [{"failures": 1}, {"preempted": 1}], ids=["raised", "only-logged"])
+def test_a_compaction_that_lost_to_the_writes_runs_again_under_the_write_lock(store, loss):
+    four_fragments(store)
+    gated = gate_memories(store, **loss)
     gated.release.set()
     report = store.maintain(min_fragments=2)
-    assert gated.calls == [False, True]  # beside the writes, then under the lock
+    assert gated.calls == [False, True]  # beside the writes, then (the fragments still there) under the lock
     assert report["memories_v4"].startswith("compacted 4 -> 1 fragments")
     assert len(store.list_memories(SCOPE, limit=10)) == 4
 
 
-def test_a_compaction_preempted_without_an_error_runs_again_under_the_write_lock(store):
-    for index in range(4):
-        store.insert_memory(new(f"m{index}", f"note {index}"))
-    gated = gate_memories(store, preempted=1)
-    gated.release.set()
-    report = store.maintain(min_fragments=2)
-    assert gated.calls == [False, True]  # the fragments were still there: again, under the lock
-    assert report["memories_v4"].startswith("compacted 4 -> 1 fragments")
-
-
 def test_an_error_other_than_a_conflict_is_not_retried_under_the_lock(store):
-    for index in range(4):
-        store.insert_memory(new(f"m{index}", f"note {index}"))
+    four_fragments(store)
     gated = gate_memories(store)
 
     def broken(**options):
@@ -120,11 +119,8 @@ def test_an_error_other_than_a_conflict_is_not_retried_under_the_lock(store):
 
 
 def test_a_purge_waits_for_a_compaction_in_flight_and_no_compaction_starts_during_a_purge(store):
-    for index in range(4):
-        store.insert_memory(new(f"m{index}", f"secret number {index}"))
-    gated = gate_memories(store)
-    maintenance, _ = in_thread(lambda: store.maintain(min_fragments=2))
-    assert gated.started.wait(10)
+    four_fragments(store, "secret number")
+    gated, maintenance, _ = compaction_held(store)
     purger, purged = in_thread(lambda: store.purge(SCOPE, ["m1"], NOW))
     try:
         # The purge began (it holds the write lock) but erases nothing while the compaction runs: one that
