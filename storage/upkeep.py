@@ -85,7 +85,7 @@ class Upkeep(StoreTables):
         return report
 
     def _optimize_beside_writes(
-        self, name: str, table: Any, optimize: Callable[[], None], fragments: int, min_fragments: int
+        self, name: str, table: Any, optimize: Callable[..., None], fragments: int, min_fragments: int
     ) -> None:
         """The memories' (and the other write-locked tables') optimize: first without the write lock; under
         it when that compaction lost to the writes that landed meanwhile.
