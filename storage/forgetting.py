@@ -182,11 +182,7 @@ class Forgetting(Memories, Lineage):
         one that read a memory's text before the erase could commit it into a new file after, or leave
         it in a file of its own that the clean-up below would take for an interrupted write's, or delete
         while the compaction still meant to commit it."""
-        if getattr(self._writing, "depth", 0) == 0:
-            raise RuntimeError(
-                "a purge is finished under the write lock (exclusive()), then the compaction lock"
-            )
-        with self._compaction_lock.hold():
+        with self.exclusive(), self._compaction_lock.hold():  # in that order, as every holder of both
             self._finish_purge_steps(journal)
 
     def _finish_purge_steps(self, journal: PendingPurge) -> None:
@@ -290,9 +286,10 @@ class Forgetting(Memories, Lineage):
         ``#``) file, or in a data file its commit never named; LanceDB's clean-up of old versions reads
         neither (it deletes only files some version named), so such a file quoting a purged memory keeps
         its text. Every row about a memory carries its id, so a file without a purged id is left alone.
-        The caller holds the write lock (memories, episodes) and this holds the logs lock (traces, A/B
-        rows, lineage, and the compaction of the logs): no write of these tables is in flight in any
-        process, so no such file belongs to a write still to commit."""
+        The caller holds the write lock and the compaction lock (memories, episodes, and their
+        compaction) and this holds the logs lock (traces, A/B rows, lineage, and the compaction of the
+        logs): no write of these tables is in flight in any process, so no such file belongs to a write
+        still to commit."""
         folder = local_folder(self.uri)
         if folder is None or not memory_ids:
             return  # an object store: an interrupted upload leaves no object behind

@@ -30,6 +30,10 @@ FIRST_OPTIMIZE_MARGIN = timedelta(seconds=30)
 log = logging.getLogger(__name__)
 
 
+def fragment_count(table: Any) -> int:
+    return int(table.stats()["fragment_stats"]["num_fragments"])
+
+
 class Upkeep(StoreTables):
     """Maintenance rounds over every table, and the vector index."""
 
@@ -56,7 +60,7 @@ class Upkeep(StoreTables):
             if keep_replaced_for is not None:
                 looked_at = datetime.now(UTC)  # taken before asking for the newest version
                 self._superseded.observe(name, looked_at, int(table.version))
-            fragments = int(table.stats()["fragment_stats"]["num_fragments"])
+            fragments = fragment_count(table)
             unindexed = sum(index.num_unindexed_rows or 0 for index in table.list_indices())
             if fragments < min_fragments and unindexed < 1_000:
                 continue
@@ -75,7 +79,7 @@ class Upkeep(StoreTables):
                     retrying(optimize)
             else:
                 self._optimize_beside_writes(name, table, optimize, fragments, min_fragments)
-            after = int(table.stats()["fragment_stats"]["num_fragments"])
+            after = fragment_count(table)
             report[name] = (
                 f"compacted {fragments} -> {after} fragments; folded {unindexed} row-index entries into indexes"
             )
@@ -94,13 +98,16 @@ class Upkeep(StoreTables):
         because of it, and LanceDB rebases its commit over the appends committed while it ran. Under the
         write lock every remember waited for it: 0.2-1.0 s at 10,000 memories, every few seconds on a busy
         server (``benchmarks.load --rate 25``: remember p95 0.30-1.47 s in five runs with the lock,
-        0.15-0.29 s in three without it, with the reads in their lane, docs/benchmarks.md). An update of a row it rewrote (a status change, a weight) preempts its commit: LanceDB
-        then logs "Compaction commit failed" and leaves the table as it was, or (after its own retries)
-        raises. Either way the table has as many fragments as before (or more: appends went on), and the
-        compaction runs again under the write lock, where no write lands in between (under steady writes a compaction beside them could
-        otherwise lose round after round while appends slow down). The files of a compaction that lost
-        are left for the clean-up; a purge holds the compaction lock from start to end, so it finds none
-        in flight and deletes those that quote a purged memory (``Forgetting._drop_interrupted_writes``)."""
+        0.15-0.29 s in three without it, with the reads in their lane; docs/benchmarks.md).
+
+        An update of a row it rewrote (a status change, a weight) preempts its commit: LanceDB then logs
+        "Compaction commit failed" and leaves the table as it was, or (after its own retries) raises.
+        Either way the table has as many fragments as before (or more: appends went on), and the
+        compaction runs again under the write lock, where no write lands in between (under steady writes
+        a compaction beside them could otherwise lose round after round while appends slow down). That run
+        also deletes the files the lost one left, for the memories table of a local store; the other
+        tables' wait for LanceDB's clean-up. A purge holds the compaction lock from start to end, so it
+        finds no compaction in flight."""
         try:
             with self._compaction_lock.hold():  # not while a purge runs (``Forgetting._finish_purge``)
                 optimize()
@@ -110,12 +117,12 @@ class Upkeep(StoreTables):
             log.info("compacting %s beside the writes lost to them (%s)", name, exc)
         else:
             # Appends that landed meanwhile add fragments; a compaction that committed took away more.
-            if fragments < min_fragments or int(table.stats()["fragment_stats"]["num_fragments"]) < fragments:
+            if fragments < min_fragments or fragment_count(table) < fragments:
                 return
             log.info("compacting %s beside the writes left its fragments: another write preempted it", name)
         # In a purge's order. On a local store no write of the memories table is in flight in any process
-        # now (each holds the write lock), so the files the preempted compaction left go too: LanceDB keeps
-        # such files a week, and a busy server would keep a week of them (the other tables' files wait).
+        # now (each holds the write lock), so the files the preempted compaction left can go: LanceDB keeps
+        # such files a week, and a busy server would keep a week of them.
         clear = name == schema.MEMORIES and self.excludes_other_processes
         with self.exclusive(), self._compaction_lock.hold():
             retrying(partial(optimize, delete_unverified=clear))

@@ -1,9 +1,9 @@
 """Lanes: how many worker threads each kind of tool call may hold at once.
 
 A tool does its work in a worker thread, and anyio's pool (40 threads per event loop; the server runs
-one) served every tool alike. Under many clients the reads took most of it: a remember, or an outcome report, waited
-for a thread behind dozens of recalls that only shared the interpreter more thinly, and the reports queued
-behind one another while each ran ten times slower than alone (``benchmarks.load``, 50 clients: remember
+one) served every tool alike. Under many clients the reads took most of it: a remember, or an outcome
+report, waited for a thread behind dozens of recalls that only shared the interpreter more thinly, and
+the reports queued behind one another while each ran ten times slower than alone (``benchmarks.load``, 50 clients: remember
 p50 1.0 s, report_outcome p50 12.9 s).
 
 Now recall and explain_ranking run at most ``MEMORIA_READ_CONCURRENCY`` at a time and outcome reports
