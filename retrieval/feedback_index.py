@@ -341,6 +341,7 @@ class FeedbackIndex:
             else:
                 for scope, credited in credits:
                     known = self._credited.get(scope)
+                    key = (scope, credited.credit.memory_id)
                     if (
                         known is not None
                         and credited.credit.share > 0
@@ -348,7 +349,10 @@ class FeedbackIndex:
                     ):
                         known.add(credited.credit.memory_id)  # a share set to 0 may stay: it is only read
                         self._held_credited += 1
-                    key = (scope, credited.credit.memory_id)
+                        # No report credited it before: the rows applied here are all its credits, so
+                        # they are held at once (else the next recall that finds it would read them
+                        # again from the table, under load a scan per report that credits new memories).
+                        self._hold_credits(key, self._credits.get(key, []))
                     if key in self._credits:
                         replaced = with_credit(self._credits[key], credited.session_id, credited)
                         self._hold_credits(key, replaced[-self._max_credits :])

@@ -172,10 +172,18 @@ def test_a_memory_no_report_credits_is_weighed_without_a_read_until_a_report_cre
     for name in ("never", "nor-this", "nor-that"):
         assert weight_for(index, "deploy", name) == 1.0
     assert index.reads == reads and outcomes.credited_reads == 1
-    # A report credits "never" after the scope's credited memories were read: the next recall catches up.
+    # A report credits "never" after the scope's credited memories were read: the next recall catches up,
+    # and the rows it applies are all of "never"'s credits (none before), so they are not read again.
     outcomes.add(outcome("s2", [MemoryCredit("never", "helpful", 1.0, 1.0, 0)], embedder=embedder, order=1))
     assert weight_for(index, "deploy", "never") == pytest.approx(1.15)
     assert outcomes.credited_reads == 1
+    assert index.reads == reads + 1  # the rows the report wrote, nothing more
+    # A second report of "never" is applied to what is held: 1.15 + 0.2 x (0.25 - 1.15) = 0.97.
+    outcomes.add(
+        outcome("s3", [MemoryCredit("never", "misleading", 1.0, 0.0, 0)], embedder=embedder, order=2)
+    )
+    assert weight_for(index, "deploy", "never") == pytest.approx(0.97)
+    assert index.reads == reads + 2
 
 
 def test_a_scope_with_more_credited_memories_than_may_be_held_reads_each_candidates_credits():
@@ -290,7 +298,9 @@ def test_over_a_real_store_a_correction_that_drops_a_credit_is_caught_up_by_row_
         store.put_outcome(corrected, previous=store.get_outcome(SCOPE, "s1"))
         assert weight_for(index, "deploy") == 1.0  # m's credit was written again with share 0
         assert weight_for(index, "deploy", "other") == pytest.approx(1.15)
-        assert index.reads == reads + 2  # the rows the correction wrote, then "other"'s credits
+        # The rows the correction wrote, and nothing more: no report credited "other" before, so its
+        # credits came with them.
+        assert index.reads == reads + 1
 
 
 def test_what_is_held_stays_within_its_bounds():
