@@ -3,7 +3,7 @@ behind the request (``storage.write_behind``) and read with the rows still queue
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from storage import filters
@@ -17,8 +17,12 @@ class RetrievalJournal(StoreTables):
     """Retrieval records and A/B log rows: queued by a recall, written in batches by the write-behind
     thread, readable at once (the queue is read beside the table)."""
 
-    def record_retrieval(self, record: RetrievalRecord) -> None:
-        """Queued and written in the background with others (``storage.write_behind``)."""
+    def record_retrieval(self, record: RetrievalRecord, quoted: Iterable[str] | None = None) -> None:
+        """Queued and written in the background with others (``storage.write_behind``). ``quoted``: the
+        memories its trace quotes (its candidates), when the caller knows them; the append then checks them
+        for purges without parsing the trace again (``_without_purged_quotes``)."""
+        if quoted is not None:
+            self._quoted[record.retrieval_id] = frozenset(quoted)
         self._logs.add(self._retrievals, [{**record.__dict__, "context_ids": list(record.context_ids)}])
 
     def log_ab_rows(self, rows: Sequence[AbLogRow]) -> None:

@@ -104,6 +104,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._contradictions = db.open_table(schema.CONTRADICTIONS)
         self._writing = threading.local()  # write-sequence nesting depth, per thread
         self._appenders = appenders
+        self._quoted = {}
         self._logs = WriteBehind(self._append_log)
         self._appends_since_maintenance = 0
         self._row_ids = RowIds(capacity=cache_total_rows)  # as many as the scope copies hold

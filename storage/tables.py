@@ -77,6 +77,8 @@ class StoreTables:
     _contradictions: Any
     _appenders: Appenders
     _logs: WriteBehind  # the logs written behind: retrieval records, A/B rows, deferred lineage
+    # Retrieval id -> the memories its queued record's trace quotes, as its recall gave them (until written).
+    _quoted: dict[str, frozenset[str]]
     _appends_since_maintenance: int  # each one a table version and a fragment to compact
     _row_ids: RowIds  # memory id -> stable row id, for updates that find their rows without a scan
     _cache: ScopeCache
@@ -244,7 +246,10 @@ class StoreTables:
             return 0
         if table is self._retrievals:
             with self._logs_lock.shared():
-                return self._append_rows(table, self._without_purged_quotes(rows))
+                version = self._append_rows(table, self._without_purged_quotes(rows))
+            for row in rows:
+                self._quoted.pop(row["retrieval_id"], None)
+            return version
         if table is self._ab_logs or table is self._lineage:
             # Written behind too: under the logs lock, so that no such write is in flight while a purge
             # clears the files interrupted writes left (``storage.forgetting``).
@@ -254,29 +259,37 @@ class StoreTables:
 
     def _without_purged_quotes(self, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """Retrieval records with the preview of every candidate purged by now masked, as a purge masks
-        the records already in the table."""
+        the records already in the table. A record's quotes are the memories its recall gave
+        (``record_retrieval``), else read from its trace; a trace is parsed only to mask it then (parsing
+        every one took 5% of the interpreter's time under ``benchmarks.load``)."""
         quoted: dict[Scope, set[str]] = {}  # the recall's scope -> the memory ids its records quote
-        traces = []
+        quotes_of = []
         for row in rows:
-            trace = json.loads(row["trace_json"])
-            traces.append(trace)
-            ids = {c["id"] for c in trace.get("candidates", ()) if c.get("preview") != PURGED_PREVIEW}
+            ids = self._quoted.get(row["retrieval_id"])
+            if ids is None:  # not given by its recall: read from the trace
+                trace = json.loads(row["trace_json"])
+                ids = frozenset(
+                    c["id"] for c in trace.get("candidates", ()) if c.get("preview") != PURGED_PREVIEW
+                )
+            quotes_of.append(ids)
             quoted.setdefault(Scope(row["org_id"], row["project_id"]), set()).update(ids)
         purged: set[str] = set()
-        for scope, ids in quoted.items():
+        for scope, wanted in quoted.items():
             # An org-visible memory is kept on the org's shelf and recalled from any project of the org:
             # what the project does not hold is looked for there.
             for where in (scope, org_shelf(scope.org_id)):
-                if not ids:
+                if not wanted:
                     break
-                found = self._statuses(where, ids)
+                found = self._statuses(where, wanted)
                 purged.update(i for i, status in found.items() if status == "purged")
-                ids = ids - set(found)
+                wanted = wanted - set(found)
         if not purged:
             return list(rows)
         return [
-            {**row, "trace_json": json.dumps(masked(trace, purged))} if quotes(trace, purged) else row
-            for row, trace in zip(rows, traces, strict=True)
+            {**row, "trace_json": json.dumps(masked(json.loads(row["trace_json"]), purged))}
+            if not ids.isdisjoint(purged)
+            else row
+            for row, ids in zip(rows, quotes_of, strict=True)
         ]
 
     def _statuses(self, scope: Scope, memory_ids: set[str]) -> dict[str, str]:
@@ -350,10 +363,6 @@ class StoreTables:
 
 
 PURGED_PREVIEW = "[purged]"  # what a trace shows of a memory purged since it was recalled
-
-
-def quotes(trace: dict[str, Any], memory_ids: set[str]) -> bool:
-    return any(c.get("id") in memory_ids for c in trace.get("candidates", ()))
 
 
 def masked(trace: dict[str, Any], memory_ids: set[str]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ pipeline ran. Losing either never fails the recall: the caller is told instead."
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 class RetrievalJournal(Protocol):
     """Where retrievals and A/B rows are kept (the store)."""
 
-    def record_retrieval(self, record: RetrievalRecord) -> None: ...
+    def record_retrieval(self, record: RetrievalRecord, quoted: Iterable[str] | None = None) -> None: ...
 
     def log_ab_rows(self, rows: Sequence[AbLogRow]) -> None: ...
 
@@ -56,7 +56,8 @@ def record_retrieval(
         trace_json=result.trace.to_json(),
     )
     try:
-        store.record_retrieval(record)
+        # The memories its trace quotes, so that the append need not parse the trace to mask a purge.
+        store.record_retrieval(record, quoted=[candidate.memory.id for candidate in result.trace.candidates])
     except Exception as exc:
         log.error("could not record retrieval %s: %s", request.retrieval_id, exc)
         warnings.append(

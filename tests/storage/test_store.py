@@ -509,22 +509,27 @@ def two_processes(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("recalled_from_a_copy", [True, False])
+@pytest.mark.parametrize("quotes_given", [True, False], ids=["quotes given by the recall", "quotes read"])
 def test_a_record_another_process_queued_before_a_purge_is_written_without_the_purged_text(
-    two_processes, recalled_from_a_copy
+    two_processes, recalled_from_a_copy, quotes_given
 ):
     # Process B recalled the memory and queued its record; process A purged the memory before B's
     # write-behind wrote it. B's append reads the purged status (from its scope copy, brought up to
-    # date, or from the table) and masks the quote.
+    # date, or from the table) of the memories the record quotes (as its recall gave them, or read from
+    # its trace) and masks the quote.
     root, a, b = two_processes
     if recalled_from_a_copy:
         assert b.get_memories(["m2"], SCOPE)["m2"].content == SECRET  # builds B's copy of the scope
     with b._logs._flushing:  # B's write-behind waits: the record stays queued across the purge
-        b.record_retrieval(quoting("m2", SECRET))
+        b.record_retrieval(quoting("m2", SECRET), quoted=["m2", "m1"] if quotes_given else None)
+        b.record_retrieval(quoting("m1", "kept", retrieval_id="r2"), quoted=["m1"] if quotes_given else None)
         assert a.purge(SCOPE, ["m2"], NOW) == ["m2"]
     b.flush_logs()
     trace = json.loads(a.get_retrieval("r1", SCOPE).trace_json)
     assert [c["preview"] for c in trace["candidates"]] == ["[purged]", "kept"]
+    assert a.get_retrieval("r2", SCOPE).trace_json == quoting("m1", "kept").trace_json  # written as queued
     assert files_holding(root, b"zq7SECRETxk9") == []
+    assert b._quoted == {}  # what the recalls gave is let go once their records are written
 
 
 @pytest.mark.slow
