@@ -72,9 +72,9 @@ def free_port() -> int:
 @contextmanager
 def served(
     db: Path, tokens: dict[str, str], folder: Path, extra_env: dict[str, str] | None = None
-) -> Iterator[str]:
+) -> Iterator[tuple[str, int]]:
     """The real server over HTTP with one static token per client (``extra_env``: more MEMORIA_*
-    settings); yields its URL once it answers."""
+    settings); yields its URL and process id once it answers."""
     entries = [{"principal": name, "token": token, "write": ["*/*"]} for name, token in tokens.items()]
     (folder / "tokens.json").write_text(json.dumps({"tokens": entries}))
     port = free_port()
@@ -98,7 +98,7 @@ def served(
         try:
             url = f"http://127.0.0.1:{port}/mcp"
             wait_until_up(port, process, folder / "server.log")
-            yield url
+            yield url, process.pid
         finally:
             process.terminate()
             try:
@@ -118,6 +118,15 @@ def wait_until_up(port: int, process: subprocess.Popen[bytes], log: Path) -> Non
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the server did not start:\n{log.read_text()[-2000:]}") from None
             time.sleep(0.1)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time a process has used (user and system, every thread), from ``/proc``; None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 class Tally:
@@ -264,10 +273,16 @@ def run_load(
             for i in range(clients)
         }
         tally = Tally()
-        with served(db, tokens, folder, extra_env) as url:
+        cpu: dict[str, float | None] = {}
+        with served(db, tokens, folder, extra_env) as (url, pid):
+
+            async def counting_from() -> None:
+                await anyio.sleep(max(0.0, tally.counted_from - time.perf_counter()))
+                cpu["from"] = cpu_seconds(pid)
 
             async def everyone() -> None:
                 async with anyio.create_task_group() as group:
+                    group.start_soon(counting_from)
                     for number, (name, token) in enumerate(tokens.items()):
                         group.start_soon(
                             client_loop,
@@ -284,7 +299,10 @@ def run_load(
             tally.counted_from = began + warm_up
             anyio.run(everyone)
             elapsed = time.perf_counter() - tally.counted_from
+            cpu["to"] = cpu_seconds(pid)
     every = [ms for values in tally.latencies.values() for ms in values]
+    begun, ended = cpu.get("from"), cpu.get("to")
+    used = ended - begun if begun is not None and ended is not None else None
     return {
         "clients": clients,
         "seconds": seconds,
@@ -299,6 +317,10 @@ def run_load(
         "errors": sum(tally.errors.values()),
         "errors_by_tool": dict(tally.errors),
         "error_examples": tally.examples,
+        # The server's CPU over the counted time (every thread: the interpreter's and LanceDB's), per call
+        # answered: steadier than calls a second on a machine whose other load varies.
+        "server_cpu_ms_per_call": round(used * 1000 / len(every), 2) if used is not None and every else None,
+        "server_cores": round(used / elapsed, 2) if used is not None and elapsed else None,
         "overall": latency(every),
         "by_tool": {tool: latency(values) for tool, values in tally.latencies.items()},
     }
@@ -331,6 +353,11 @@ def render(report: dict[str, Any]) -> str:
             lines.append(
                 f"{tool:<16}{figures['n']:>8}{figures['p50_ms']:>10}{figures['p95_ms']:>10}{figures['p99_ms']:>10}"
             )
+    if report.get("server_cpu_ms_per_call") is not None:
+        lines.append(
+            f"server CPU: {report['server_cpu_ms_per_call']} ms a call answered, "
+            f"{report['server_cores']} cores in use"
+        )
     lines.extend(f"error: {example}" for example in report["error_examples"])
     return "\n".join(lines)
 

@@ -16,6 +16,20 @@ def test_a_short_load_run_answers_every_call_without_error():
     assert set(report["overall"]) == {"n", "p50_ms", "p95_ms", "p99_ms"}
     text = load.render(report)
     assert text.startswith("4 clients (closed loop) for 3 s on 300 memories") and "errors: 0" in text
+    if report["server_cpu_ms_per_call"] is not None:  # read from /proc (Linux)
+        assert report["server_cpu_ms_per_call"] > 0 and report["server_cores"] > 0
+        assert "ms a call answered" in text
+
+
+def test_the_cpu_a_process_used_is_read_from_proc_and_none_without_it():
+    import os
+
+    used = load.cpu_seconds(os.getpid())
+    if os.path.exists(f"/proc/{os.getpid()}/stat"):
+        assert used is not None and used > 0
+        busy = sum(i * i for i in range(2_000_000))  # some CPU, counted
+        assert busy and load.cpu_seconds(os.getpid()) > used
+    assert load.cpu_seconds(2**30) is None  # no such process
 
 
 def calls_due(clients: int, seconds: float, rate: float, seed: int = 5) -> int:
