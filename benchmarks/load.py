@@ -318,7 +318,8 @@ def run_load(
         "errors_by_tool": dict(tally.errors),
         "error_examples": tally.examples,
         # The server's CPU over the counted time (every thread: the interpreter's and LanceDB's), per call
-        # answered: steadier than calls a second on a machine whose other load varies.
+        # answered. It includes the warm-up calls still in flight when counting began and the sessions'
+        # closing at the end: a little above each call's own share.
         "server_cpu_ms_per_call": round(used * 1000 / len(every), 2) if used is not None and every else None,
         "server_cores": round(used / elapsed, 2) if used is not None and elapsed else None,
         "overall": latency(every),

@@ -23,7 +23,11 @@ class RetrievalJournal(StoreTables):
         for purges without parsing the trace again (``_without_purged_quotes``)."""
         if quoted is not None:
             self._quoted[record.retrieval_id] = frozenset(quoted)
-        self._logs.add(self._retrievals, [{**record.__dict__, "context_ids": list(record.context_ids)}])
+        try:
+            self._logs.add(self._retrievals, [{**record.__dict__, "context_ids": list(record.context_ids)}])
+        except BaseException:  # not queued (a closed store writes at once, and that write failed)
+            self._quoted.pop(record.retrieval_id, None)
+            raise
 
     def log_ab_rows(self, rows: Sequence[AbLogRow]) -> None:
         self._logs.add(self._ab_logs, [row.__dict__ for row in rows])

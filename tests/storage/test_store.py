@@ -532,6 +532,23 @@ def test_a_record_another_process_queued_before_a_purge_is_written_without_the_p
     assert b._quoted == {}  # what the recalls gave is let go once their records are written
 
 
+def test_a_record_that_could_not_be_written_leaves_nothing_held(tmp_path, monkeypatch):
+    store = MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM)
+    try:
+        store._logs.close()  # a store closing writes each record at once
+
+        def disk_full(*args, **kwargs):
+            raise OSError("disk full")
+
+        monkeypatch.setattr(MemoryStore, "_append_rows", disk_full)
+        with pytest.raises(OSError):
+            store.record_retrieval(quoting("m1", "kept"), quoted=["m1"])
+        assert store._quoted == {}
+    finally:
+        monkeypatch.undo()
+        store.close()
+
+
 @pytest.mark.slow
 def test_a_purge_scrubs_after_an_append_that_read_the_memory_before_the_purge(two_processes):
     # Process B read the statuses (nothing purged yet) and is appending its record, unmasked; A's scrub
