@@ -35,14 +35,18 @@ class Lineage(StoreTables):
     _attestation_snapshots: ScopeSnapshots[dict[str, frozenset[str]]]
 
     def add_lineage(self, events: Sequence[LineageEvent], *, deferred: bool = False) -> None:
-        """Append lineage events; ``deferred``: queued and written with the next batch of logs (within
-        0.2 s, with no write lock), for events that record a decision which changed nothing (keep_both):
-        a crash can lose the last of those, never a change's own event. Reads of lineage see them at once."""
+        """Append lineage events, committed before this returns; ``deferred``: queued and written with the
+        next batch of logs (within 0.2 s), for events that record a decision which changed nothing
+        (keep_both): a crash can lose the last of those, never a change's own event. Reads of lineage see
+        them at once. Neither takes the write lock: an append is one commit that no other write conflicts
+        with, no write reads lineage to decide (the sweep's keep_both pairs only save it work), and a
+        purge's scrub is kept apart by the logs lock (``_append_log``). Under the write lock, each
+        supersede's event held up every remember."""
         rows = [event.__dict__ for event in events]
         if deferred:
             self._logs.add(self._lineage, rows)
         else:
-            self._append(self._lineage, rows)
+            self._append_log(self._lineage, rows)
 
     def lineage(self, reach: Reach, memory_ids: Sequence[str]) -> list[LineageEvent]:
         """Every event (in ``reach``'s scopes) that acted on, or was caused by, one of ``memory_ids``,
