@@ -600,9 +600,11 @@ def test_a_purge_another_process_finished_while_we_waited_for_the_lock_is_not_re
         store.close()
 
 
-def test_a_deferred_lineage_event_is_written_without_the_write_lock_and_read_at_once(store):
-    """keep_both events record a decision that changed nothing: they go with the next batch of logs, so a
-    remember does not queue for the write lock a second time; a read of lineage still sees them."""
+@pytest.mark.parametrize("deferred", [True, False], ids=["deferred", "committed at once"])
+def test_a_lineage_event_is_written_without_the_write_lock_and_read_at_once(store, deferred):
+    """keep_both events record a decision that changed nothing: they go with the next batch of logs. A
+    change's event (a supersede's) is committed at once. Neither waits for the write lock, so a remember
+    does not queue for it a second time; a read of lineage sees the event at once."""
     from storage.records import LineageEvent
 
     event = LineageEvent(
@@ -619,8 +621,9 @@ def test_a_deferred_lineage_event_is_written_without_the_write_lock_and_read_at_
     thread.start()
     try:
         assert held.wait(10)
-        store.add_lineage([event], deferred=True)  # returns while another thread holds the lock
+        store.add_lineage([event], deferred=deferred)  # returns while another thread holds the lock
         assert not release.is_set() and thread.is_alive()  # (the holder waits up to 10 s for release)
+        assert store._logs.pending() == (1 if deferred else 0)  # queued, or in the table already
         found = store.lineage(SCOPE, ["m2"])
         assert [(e.event_id, e.action, e.related_id) for e in found] == [("evt_kept", "keep_both", "m2")]
         assert [e.event_id for e in store.recent_lineage(SCOPE, ["keep_both"], 5)] == ["evt_kept"]
