@@ -240,8 +240,9 @@ class StoreTables:
     def _append_log(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
         """An append that needs no write lock (each commit is atomic): the write-behind thread uses it,
         and must not wait for the lock, since a request holding the lock may be waiting for that
-        thread's flush to finish. Retrieval records are appended under the logs lock, with the quotes
-        of memories purged since their recall masked (``LogsLock``); A/B rows and lineage under it too."""
+        thread's flush to finish; so do lineage events (``add_lineage``). Retrieval records are appended
+        under the logs lock, with the quotes of memories purged since their recall masked (``LogsLock``);
+        A/B rows and lineage under it too."""
         if not rows:
             return 0
         if table is self._retrievals:
@@ -251,8 +252,8 @@ class StoreTables:
                 self._quoted.pop(row["retrieval_id"], None)
             return version
         if table is self._ab_logs or table is self._lineage:
-            # Written behind too: under the logs lock, so that no such write is in flight while a purge
-            # clears the files interrupted writes left (``storage.forgetting``).
+            # Under the logs lock (written behind, or lineage at once), so that no such write is in flight
+            # while a purge clears the files interrupted writes left (``storage.forgetting``).
             with self._logs_lock.shared():
                 return self._append_rows(table, rows)
         return self._append_rows(table, rows)
