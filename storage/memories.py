@@ -125,9 +125,12 @@ class Memories(StoreTables):
                     self._row_ids.appended([row["id"] for row in rows], first)
                 else:  # replicas on an object store: insert-if-absent in one commit, so no id twice
                     data = pa.Table.from_pylist(rows, schema=self._schema(self._memories))
-                    after = retrying(
+                    merged = retrying(
                         lambda: self._memories.merge_insert("id").when_not_matched_insert_all().execute(data)
-                    ).version
+                    )
+                    after = merged.version
+                    if merged.num_inserted_rows < len(fresh):
+                        self._take_replicas_rows(fresh, existing)
                 self._cache.advance(
                     after - 1,
                     after,
@@ -149,6 +152,24 @@ class Memories(StoreTables):
                 created_once.add(record_id)
                 results.append((fresh[record_id].record, True))
         return results
+
+    def _take_replicas_rows(self, fresh: dict[str, NewMemory], existing: dict[str, MemoryRecord]) -> None:
+        """Another replica inserted some of ``fresh``'s ids between this batch's look-up and its commit:
+        the id being the table's primary key (migration 8), LanceDB replayed the insert against its rows
+        and skipped those ids. Their rows move from ``fresh`` to ``existing``, so that their callers are
+        told the memory was there already, as they would have been a moment later."""
+        rows = self._select(
+            self._memories, filters.one_of("id", list(fresh)), MEMORY_COLUMNS, limit=len(fresh) * 2
+        )
+        for row in rows:
+            stored = memory_from_row(row)
+            ours = fresh.get(stored.id)
+            if ours is not None and (stored.session_id, stored.created_at) != (
+                ours.record.session_id,
+                ours.record.created_at,
+            ):
+                existing[stored.id] = stored
+                del fresh[stored.id]
 
     def restore_memory(self, new: NewMemory) -> MemoryRecord | None:
         """Write ``new`` over a retracted (possibly purged) row with the same id: the memory is live again

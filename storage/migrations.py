@@ -143,6 +143,35 @@ def m007_visibility(db: Any, ctx: MigrationContext) -> None:
         memories.add_columns({"visibility": f"'{schema.VISIBILITY_DEFAULT}'"})
 
 
+def m008_primary_keys(db: Any, ctx: MigrationContext) -> None:
+    """Declare each table's key to LanceDB as its unenforced primary key: memories by id, lineage events by
+    event_id. Replicas on an object store insert a memory with ``merge_insert("id")`` and no lock between
+    them; without a declared key, LanceDB commits two replicas' inserts of the same new id (a restated
+    fact) side by side, and the id is stored twice. With it, the later commit conflicts on the key and is
+    replayed against the row the first one wrote. Skipped where the key is declared already."""
+    for name, column in PRIMARY_KEYS.items():
+        table = db.open_table(name)
+        if primary_key(table.schema) != column:
+            table.set_unenforced_primary_key(column)
+
+
+# The tables whose rows one column names, and that replicas insert into with ``merge_insert`` on it.
+PRIMARY_KEYS = {schema.MEMORIES: "id", schema.LINEAGE: "event_id"}
+# How Lance marks a key column in the field's metadata: its position in the key (what
+# ``set_unenforced_primary_key`` writes), or "true" (older writers).
+_KEY_POSITION = b"lance-schema:unenforced-primary-key:position"
+_KEY_FLAG = b"lance-schema:unenforced-primary-key"
+
+
+def primary_key(table_schema: pa.Schema) -> str | None:
+    """The column LanceDB was told is the table's primary key (None: none was declared)."""
+    for field in table_schema:
+        metadata = field.metadata or {}
+        if _KEY_POSITION in metadata or metadata.get(_KEY_FLAG, b"").lower() == b"true":
+            return str(field.name)
+    return None
+
+
 def legacy_credit_rows(reports: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Credit rows for outcome reports made before per-memory credit (each session's newest revision):
     every memory of a report moved a full step with its session's score, for no query in particular."""
@@ -200,6 +229,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "feedback_credits", m005_feedback_credits),
     Migration(6, "ab_log_columns", m006_ab_log_columns),
     Migration(7, "visibility", m007_visibility),
+    Migration(8, "primary_keys", m008_primary_keys),
 )
 
 

@@ -222,6 +222,9 @@ class StoreTables:
         self._cache.advance(result.version - 1, result.version, updated=updated)
 
     def _merge_update(self, update: pa.Table) -> None:
+        # Columns typed as the table declares them: the id, its primary key, must come in non-nullable.
+        declared = self._schema(self._memories)
+        update = update.cast(pa.schema([declared.field(name) for name in update.schema.names]))
         rows = update.to_pylist()
         changes = {row["id"]: record_values(row) for row in rows}
         vectors = {row["id"]: vector_of_row(row) for row in rows if "vector" in row}

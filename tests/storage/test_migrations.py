@@ -258,3 +258,25 @@ def test_ab_rows_logged_before_schema_6_keep_their_score_as_the_boosted_one_and_
         assert (row.relevance_kind, row.source, row.rerank_score) == (None, None, None)
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as again:  # applied once
         assert again.schema_version == schema.SCHEMA_VERSION
+
+
+def test_the_upgrade_declares_the_memories_and_lineage_keys_as_primary_keys(tmp_path):
+    # Replicas on an object store rely on the declared key to keep an id they insert at once from being
+    # stored twice (tests/storage/test_store.py races two of them).
+    make_v1_store(tmp_path / "db")
+    db = lancedb.connect(str(tmp_path / "db"))
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
+        tables = store.tables()
+        assert migrations.primary_key(tables[schema.MEMORIES].schema) == "id"
+        assert migrations.primary_key(tables[schema.LINEAGE].schema) == "event_id"
+        assert store.get_memory("mem_old").content
+    before = {name: db.open_table(name).version for name in migrations.PRIMARY_KEYS}
+    migrations.m008_primary_keys(db, migrations.MigrationContext(vector_dim=8))  # declared: nothing to do
+    assert {name: db.open_table(name).version for name in migrations.PRIMARY_KEYS} == before
+
+
+def test_a_table_without_a_declared_key_has_no_primary_key():
+    fields = [pa.field("id", pa.string(), nullable=False), pa.field("v", pa.string())]
+    assert migrations.primary_key(pa.schema(fields)) is None
+    marked = pa.field("id", pa.string(), nullable=False, metadata={"lance-schema:unenforced-primary-key": "true"})
+    assert migrations.primary_key(pa.schema([fields[1], marked])) == "id"

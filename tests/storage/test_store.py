@@ -120,6 +120,51 @@ def test_a_bulk_insert_across_scopes_copies_each_scope_and_still_sees_other_writ
         assert ours.count_memories() == theirs.count_memories() == 4
 
 
+@pytest.mark.slow
+def test_replicas_on_an_object_store_inserting_one_new_id_at_once_store_it_once(s3_bucket):
+    # No lock keeps replicas apart on an object store: each inserts with merge_insert on the id. The id
+    # is LanceDB's declared primary key, so the later of two racing commits conflicts and is replayed
+    # against the row the first one wrote: one row, one replica told it created the memory, and the
+    # other handed that row back.
+    bucket, options = s3_bucket
+    uri = f"{bucket}/store"
+    rounds = 4
+    with (
+        MemoryStore.open(uri, vector_dim=DIM, storage_options=options) as first,
+        MemoryStore.open(uri, vector_dim=DIM, storage_options=options) as second,
+    ):
+        for number in range(rounds):
+            barrier = threading.Barrier(2)
+            results: dict[str, tuple] = {}
+
+            def insert(
+                session: str, replica: MemoryStore, memory: NewMemory, barrier=barrier, results=results
+            ):
+                barrier.wait()
+                results[session] = replica.insert_memory(memory)
+
+            threads = [
+                threading.Thread(
+                    target=insert,
+                    args=(
+                        session,
+                        replica,
+                        new(f"m{number}", "One fact, stated on two replicas", session_id=session),
+                    ),
+                )
+                for session, replica in (("s-first", first), ("s-second", second))
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=120)
+            assert sorted(created for _, created in results.values()) == [False, True]
+            (winner,) = [session for session, (_, created) in results.items() if created]
+            assert {record.session_id for record, _ in results.values()} == {winner}
+        ids = first._memories.to_arrow().column("id").to_pylist()
+        assert sorted(ids) == [f"m{number}" for number in range(rounds)]
+
+
 def test_a_vector_of_the_wrong_width_is_refused(store):
     bad = replace(new("m1", "x"), vector=(1.0, 0.0))
     with pytest.raises(StoreError, match="2 dimensions but this store holds 8-d vectors"):
