@@ -278,5 +278,7 @@ def test_the_upgrade_declares_the_memories_and_lineage_keys_as_primary_keys(tmp_
 def test_a_table_without_a_declared_key_has_no_primary_key():
     fields = [pa.field("id", pa.string(), nullable=False), pa.field("v", pa.string())]
     assert migrations.primary_key(pa.schema(fields)) is None
-    marked = pa.field("id", pa.string(), nullable=False, metadata={"lance-schema:unenforced-primary-key": "true"})
+    marked = pa.field(
+        "id", pa.string(), nullable=False, metadata={"lance-schema:unenforced-primary-key": "true"}
+    )
     assert migrations.primary_key(pa.schema([fields[1], marked])) == "id"
