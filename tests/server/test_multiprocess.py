@@ -113,6 +113,7 @@ class Shared:
 
     acknowledged: dict[str, str] = field(default_factory=dict)  # id -> content
     latest: dict[int, tuple[str, str]] = field(default_factory=dict)  # writer -> (content, id) last stored
+    first: dict[int, tuple[str, str]] = field(default_factory=dict)  # writer -> (content, id) first stored
     sessions: dict[str, SessionLog] = field(default_factory=dict)
     cross_recalls: int = 0  # recalls that found another process's newest write
     statuses: Counter[str] = field(default_factory=Counter)
@@ -148,8 +149,8 @@ async def report(client: Client, shared: Shared, session: str, rng: random.Rando
 
 async def writer(db, number: int, shared: Shared, rng: random.Random) -> None:
     """One server process: remembers its items in sessions of ITEMS_PER_SESSION, recalls every
-    RECALL_EVERY items (another process's newest write when there is one, which must be found), and
-    reports each session's outcome."""
+    RECALL_EVERY items (another process's newest write when there is one, or at a session's end its first
+    write, which must be found), and reports each session's outcome."""
     async with Client(
         params(db),
         client_info=Implementation(name=f"writer-{number}", version="1"),
@@ -163,14 +164,18 @@ async def writer(db, number: int, shared: Shared, rng: random.Random) -> None:
             assert out["status"] == "stored", out
             shared.acknowledged[out["id"]] = content
             shared.latest[number] = (content, out["id"])
+            shared.first.setdefault(number, (content, out["id"]))
             if item % RECALL_EVERY == RECALL_EVERY - 1:
                 others = [w for w in shared.latest if w != number]
                 source = rng.choice(others) if others else number
-                query, wanted = shared.latest[source]
+                # A session's last recall looks for a writer's first memory: WRITERS of them for every
+                # session, so some memory is credited by two sessions' reports (the check below needs one).
+                last = item % ITEMS_PER_SESSION == ITEMS_PER_SESSION - 1
+                query, wanted = (shared.first if last else shared.latest)[source]
                 recalled = await call(client, "recall", {"query": query, "session_id": session, "top_k": 3})
                 found = [m["id"] for m in recalled["memories"]]
                 assert wanted in found, f"writer {number} did not find {wanted} ({query!r}): {found}"
-                shared.cross_recalls += source != number
+                shared.cross_recalls += source != number and not last
                 log.context_ids.update(found)
             if item % ITEMS_PER_SESSION == ITEMS_PER_SESSION - 1 or item == ITEMS_PER_WRITER - 1:
                 await report(client, shared, session, rng)
