@@ -420,6 +420,7 @@ def run(
     feedback: bool = True,
     use_models: bool = False,
     extra: dict[str, str] | None = None,
+    arms: Sequence[FeedbackArm] = FEEDBACK_ARMS,
 ) -> dict[str, Any]:
     from server.state import build_runtime
     from server.upkeep import aggregation_pass
@@ -484,7 +485,7 @@ def run(
             say(f"{conversation.sample_id}: scored {len(questions)} questions x {len(results)} variants")
 
             if feedback:
-                feedback_experiment(settings, db, conversation, standing, feedback_tallies)
+                feedback_experiment(settings, db, conversation, standing, feedback_tallies, arms)
                 say(f"{conversation.sample_id}: feedback experiment done")
 
     report: dict[str, Any] = {
@@ -594,6 +595,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ablations", action="store_true", help="only the full pipeline")
     parser.add_argument("--no-feedback", action="store_true", help="skip the feedback experiment")
     parser.add_argument(
+        "--feedback-arms",
+        nargs="+",
+        choices=[arm.name for arm in FEEDBACK_ARMS],
+        metavar="ARM",
+        help="the feedback experiment's arms to run (default: all of "
+        + ", ".join(repr(arm.name) for arm in FEEDBACK_ARMS)
+        + ")",
+    )
+    parser.add_argument(
         "--models", action="store_true", help="use the configured models, not the offline backend"
     )
     parser.add_argument(
@@ -624,6 +634,9 @@ def main(argv: list[str] | None = None) -> int:
             feedback=not args.no_feedback,
             use_models=use_models,
             extra=settings,
+            arms=[
+                arm for arm in FEEDBACK_ARMS if args.feedback_arms is None or arm.name in args.feedback_arms
+            ],
         )
     for report in runs.values():
         print_table(report)
