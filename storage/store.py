@@ -110,7 +110,6 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._row_ids = RowIds(capacity=cache_total_rows)  # as many as the scope copies hold
         self._superseded = SupersededVersions()
         self._optimize_seconds = {}
-        self._compactions_lost = {}
         self._cache = ScopeCache(
             self,
             dimension=self._vector_dim,

@@ -26,11 +26,6 @@ REPORT_TABLES = (schema.OUTCOMES, schema.FEEDBACK, schema.WEIGHT_EVENTS)
 KEEP_EVERY_VERSION = timedelta(days=36_500)
 # The clean-up margin before a table's first optimize was timed (compacting 50,000 memories took 0.41 s).
 FIRST_OPTIMIZE_MARGIN = timedelta(seconds=30)
-# A server round whose compaction beside the writes lost to them leaves it to the next round, until a
-# table has lost this many (their files wait for the run under the write lock that clears them)...
-LOSSES_BEFORE_THE_LOCK = 3
-# ...or its fragments have piled up to this many times the round's threshold.
-PILED_UP = 4
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +40,6 @@ class Upkeep(StoreTables):
     _vector_index_min_rows: int
     _superseded: SupersededVersions  # the maintenance rounds' sightings of each newest version
     _optimize_seconds: dict[str, float]  # each table's last optimize, for the clean-up margin
-    _compactions_lost: dict[
-        str, int
-    ]  # per table, compactions beside the writes lost since one under the lock
 
     def maintain(
         self,
@@ -87,13 +79,8 @@ class Upkeep(StoreTables):
                 # it (12 holds in 50 s of benchmarks.load, 90 ms each).
                 with self.reporting():
                     retrying(optimize)
-            elif not self._optimize_beside_writes(
-                name, table, optimize, fragments, min_fragments, defer=keep_replaced_for is not None
-            ):
-                report[name] = (
-                    f"compaction lost to the writes ({fragments} fragments); the next round tries again"
-                )
-                continue
+            else:
+                self._optimize_beside_writes(name, table, optimize, fragments, min_fragments)
             after = fragment_count(table)
             report[name] = (
                 f"compacted {fragments} -> {after} fragments; folded {unindexed} row-index entries into indexes"
@@ -104,23 +91,10 @@ class Upkeep(StoreTables):
         return report
 
     def _optimize_beside_writes(
-        self,
-        name: str,
-        table: Any,
-        optimize: Callable[..., None],
-        fragments: int,
-        min_fragments: int,
-        *,
-        defer: bool,
-    ) -> bool:
+        self, name: str, table: Any, optimize: Callable[..., None], fragments: int, min_fragments: int
+    ) -> None:
         """The memories' (and the other write-locked tables') optimize: first without the write lock; under
-        it when that compaction lost to the writes that landed meanwhile. Returns whether it compacted.
-
-        With ``defer`` (the server's rounds), a loss is left to the next round, which tries beside the
-        writes again, unless the table has lost ``LOSSES_BEFORE_THE_LOCK`` since its last run under the
-        lock or its fragments have piled up to ``PILED_UP`` times ``min_fragments``. Under 50 clients
-        (``benchmarks.load``) about one compaction in three lost, and each run under the lock that
-        followed held every remember for 0.75-1.1 s at 10,000 memories.
+        it when that compaction lost to the writes that landed meanwhile.
 
         A compaction changes no memory, so nothing a write reads and then writes under the lock goes stale
         because of it, and LanceDB rebases its commit over the appends committed while it ran. Under the
@@ -131,13 +105,11 @@ class Upkeep(StoreTables):
         An update of a row it rewrote (a status change, a weight) preempts its commit: LanceDB then logs
         "Compaction commit failed" and leaves the table as it was, or (after its own retries) raises.
         Either way the table has as many fragments as before (or more: appends went on), and the
-        compaction runs again under the write lock (at once in a one-off round, after the losses above in
-        the server's), where no write lands in between (under steady writes a compaction beside them could
-        otherwise lose round after round while appends slow down). That run also deletes the files the lost
-        ones left, for the memories table of a local store (a one-off round makes it for them alone); the
-        other tables' wait for LanceDB's clean-up. A purge holds the compaction lock from start to end, so it
+        compaction runs again under the write lock, where no write lands in between (under steady writes
+        a compaction beside them could otherwise lose round after round while appends slow down). That run
+        also deletes the files the lost one left, for the memories table of a local store; the other
+        tables' wait for LanceDB's clean-up. A purge holds the compaction lock from start to end, so it
         finds no compaction in flight."""
-        compacted = False
         try:
             with self._compaction_lock.hold():  # not while a purge runs (``Forgetting._finish_purge``)
                 optimize()
@@ -147,32 +119,15 @@ class Upkeep(StoreTables):
             log.info("compacting %s beside the writes lost to them (%s)", name, exc)
         else:
             # Appends that landed meanwhile add fragments; a compaction that committed took away more.
-            compacted = fragments < min_fragments or fragment_count(table) < fragments
-            if not compacted:
-                log.info(
-                    "compacting %s beside the writes left its fragments: another write preempted it", name
-                )
-        clear = name == schema.MEMORIES and self.excludes_other_processes
-        if compacted:
-            if defer or not (clear and self._compactions_lost.get(name)):
-                return True
-            # A one-off round goes on under the lock, to clear what the compactions that lost left.
-        else:
-            lost = self._compactions_lost[name] = self._compactions_lost.get(name, 0) + 1
-            if defer and lost < LOSSES_BEFORE_THE_LOCK and fragment_count(table) < PILED_UP * min_fragments:
-                log.info(
-                    "compacting %s is left to the next round (%d lost since the last under the lock)",
-                    name,
-                    lost,
-                )
-                return False
+            if fragments < min_fragments or fragment_count(table) < fragments:
+                return
+            log.info("compacting %s beside the writes left its fragments: another write preempted it", name)
         # In a purge's order. On a local store no write of the memories table is in flight in any process
-        # now (each holds the write lock), so the files the preempted compactions left can go: LanceDB keeps
+        # now (each holds the write lock), so the files the preempted compaction left can go: LanceDB keeps
         # such files a week, and a busy server would keep a week of them.
+        clear = name == schema.MEMORIES and self.excludes_other_processes
         with self.exclusive(), self._compaction_lock.hold():
             retrying(partial(optimize, delete_unverified=clear))
-        self._compactions_lost[name] = 0
-        return True
 
     def _optimize(
         self,

@@ -1,11 +1,11 @@
 """Maintenance rounds: the memories table is compacted beside the writes, never beside a purge."""
 
 import threading
-from datetime import timedelta
 
 import pytest
 
 from storage.forgetting import Manifests
+from storage.records import WeightEvent
 from storage.store import MemoryStore
 from tests.storage.test_store import DIM, NOW, SCOPE, new
 
@@ -105,49 +105,29 @@ def test_a_compaction_that_lost_to_the_writes_runs_again_under_the_write_lock(st
     assert len(store.list_memories(SCOPE, limit=10)) == 4
 
 
-SERVER_ROUND = {"keep_replaced_for": timedelta(minutes=1)}  # how the server's rounds call maintain
-
-
-def test_a_server_round_leaves_a_lost_compaction_to_the_next_round_until_the_third_loss(store):
-    four_fragments(store)
-    gated = gate_memories(store, failures=3)
-    gated.release.set()
-    report = store.maintain(min_fragments=2, **SERVER_ROUND)
-    assert gated.calls == [False]  # lost beside the writes, and left: no write waited for it
-    assert report["memories_v4"].startswith("compaction lost to the writes (4 fragments)")
-    store.maintain(min_fragments=2, **SERVER_ROUND)
-    assert gated.calls == [False, False]
-    report = store.maintain(min_fragments=2, **SERVER_ROUND)
-    assert gated.calls == [False, False, False, True]  # the third loss: under the lock, which clears
-    assert report["memories_v4"].startswith("compacted 4 -> 1 fragments")
-    gated.failures = 1
-    for index in range(4):  # the count starts again after the run under the lock
-        store.insert_memory(new(f"later{index}", f"a later note {index}"))
-    store.maintain(min_fragments=2, **SERVER_ROUND)
-    assert gated.calls[4:] == [False]
-
-
-def test_a_server_round_compacts_under_the_lock_at_once_when_the_fragments_piled_up(store):
-    four_fragments(store)  # four fragments: piled up at four times a threshold of one
-    gated = gate_memories(store, failures=1)
-    gated.release.set()
-    report = store.maintain(min_fragments=1, **SERVER_ROUND)
-    assert gated.calls == [False, True]
-    assert report["memories_v4"].startswith("compacted 4 -> 1 fragments")
-
-
-def test_a_one_off_round_clears_what_the_server_rounds_lost_compactions_left(store):
-    four_fragments(store)
-    gated = gate_memories(store, failures=1)
-    gated.release.set()
-    store.maintain(min_fragments=2, **SERVER_ROUND)
-    assert gated.calls == [False]
-    store.maintain(min_fragments=2)  # compacts beside the writes, then clears under the lock
-    assert gated.calls == [False, False, True]
-    for index in range(4):
-        store.insert_memory(new(f"later{index}", f"a later note {index}"))
-    store.maintain(min_fragments=2)  # nothing lost since: beside the writes only
-    assert gated.calls == [False, False, True, False]
+def test_the_report_tables_are_compacted_under_the_reports_lock_and_remembers_go_on(store):
+    # Reports write those tables under the reports' lock, which their compaction holds; the write lock
+    # is not needed for them, so a remember commits while they are compacted.
+    for number in range(4):
+        store.add_weight_events([WeightEvent(f"m{number}", "acme", "web", "s1", 1.0, 1.15, 1, NOW)])
+    gated = GatedTable(store._weight_events)
+    locks = {"write": store._lock, "reports": store._reports_lock}
+    gated.lock_held = lambda: {
+        name for name, lock in locks.items() if lock._depth and lock._thread_lock._is_owned()
+    }
+    store._weight_events = gated
+    maintenance, maintained = in_thread(lambda: store.maintain(min_fragments=2))
+    assert gated.started.wait(10)
+    writer, written = in_thread(lambda: store.insert_memory(new("late", "written during the compaction")))
+    try:
+        assert written.wait(10)
+        assert not maintained.is_set()
+    finally:
+        gated.release.set()
+        writer.join()
+        maintenance.join()
+    assert gated.calls == [{"reports"}]
+    assert len(store.weight_events(SCOPE, "m0")) == 1
 
 
 def test_an_error_other_than_a_conflict_is_not_retried_under_the_lock(store):
