@@ -149,8 +149,17 @@ def m008_primary_keys(db: Any, ctx: MigrationContext) -> None:
     them; without a declared key, LanceDB commits two replicas' inserts of the same new id (a restated
     fact) side by side, and the id is stored twice. With it, the later commit conflicts on the key and is
     replayed against the row the first one wrote. Skipped where the key is declared already."""
+    from lancedb.remote.table import RemoteTable
+
     for name, column in PRIMARY_KEYS.items():
         table = db.open_table(name)
+        if isinstance(table, RemoteTable):  # LanceDB Cloud takes no declared key (its client says so)
+            log.warning(
+                "%s: LanceDB Cloud declares no primary key, so two replicas that insert one new memory at "
+                "the same moment can store it twice; run one replica per LanceDB Cloud database",
+                name,
+            )
+            continue
         if primary_key(table.schema) != column:
             table.set_unenforced_primary_key(column)
 
