@@ -273,7 +273,21 @@ class FeedbackLog(StoreTables):
         found: dict[str, list[CreditedSession]] = {memory_id: [] for memory_id in memory_ids or ()}
         if memory_ids is not None and not memory_ids:
             return found
-        for credited in credited_sessions(scan(self._feedback, condition, CREDIT_COLUMNS)):
+        table = scan(self._feedback, condition, [*CREDIT_COLUMNS, "project_id"])
+        # One credit per report and memory: replicas on an object store that saved one session's report at
+        # the same moment (a retry that reached another replica) can both have inserted its rows, LanceDB
+        # declaring no key of several columns; replayed twice, that report would move the weight twice.
+        # The newest revision counts (a tie between two reports raced at once: the larger credit, so that
+        # every replica picks the same).
+        kept: dict[tuple[str, str, str], CreditedSession] = {}
+        for project, credited in zip(
+            table.column("project_id").to_pylist(), credited_sessions(table), strict=True
+        ):
+            key = (project, credited.session_id, credited.credit.memory_id)
+            other = kept.get(key)
+            if other is None or _credit_rank(credited) > _credit_rank(other):
+                kept[key] = credited
+        for credited in kept.values():
             if credited.credit.share > 0:
                 found.setdefault(credited.credit.memory_id, []).append(credited)
         for credits in found.values():
@@ -345,3 +359,9 @@ class FeedbackLog(StoreTables):
 def _credit_order(credit: MemoryCredit) -> tuple[int, float, str]:
     """Named memories first (helpful, misleading), then the rest by share: the order credit is assigned."""
     return ({"helpful": 0, "misleading": 1}.get(credit.role, 2), -credit.share, credit.memory_id)
+
+
+def _credit_rank(credited: CreditedSession) -> tuple[int, float, float, str]:
+    """Which of two rows of one report and memory counts: the newer revision, then the larger credit."""
+    credit = credited.credit
+    return (credited.revision, credit.share, credit.score, credit.role)

@@ -344,6 +344,20 @@ def test_a_first_report_is_appended_and_its_correction_replaces_it_in_place(stor
     assert [c.credit.score for c in store.credits_for(SCOPE, ["m1"])["m1"]] == [0.0]
 
 
+def test_a_report_whose_rows_were_inserted_twice_credits_each_memory_once(store):
+    # Two replicas on an object store saving one session's report at the same moment can both insert its
+    # rows (LanceDB declares no key of several columns); two appends of a first report make the same rows.
+    from storage.records import MemoryCredit
+
+    credit = MemoryCredit("m1", "helpful", 1.0, 1.0)
+    report = OutcomeRecord("s1", "acme", "web", "success", 1.0, None, ("m1",), NOW, NOW, 1, credits=(credit,))
+    store.put_outcome(report, first=True)
+    store.put_outcome(report, first=True)
+    assert store.tables()[schema.FEEDBACK].count_rows() == 4  # twice the queries row and m1's credit
+    assert [(c.session_id, c.credit) for c in store.credits_for(SCOPE, ["m1"])["m1"]] == [("s1", credit)]
+    assert store.get_outcome(SCOPE, "s1").credits == (credit,)
+
+
 def test_a_second_handle_sees_the_first_handles_writes_immediately(tmp_path):
     # Two server processes keep long-lived handles; the second must see the first's commits on its next read.
     with (
