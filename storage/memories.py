@@ -130,7 +130,7 @@ class Memories(StoreTables):
                     )
                     after = merged.version
                     if merged.num_inserted_rows < len(fresh):
-                        self._take_replicas_rows(fresh, existing)
+                        self._take_replicas_rows(fresh, existing, after)
                 self._cache.advance(
                     after - 1,
                     after,
@@ -153,21 +153,27 @@ class Memories(StoreTables):
                 results.append((fresh[record_id].record, True))
         return results
 
-    def _take_replicas_rows(self, fresh: dict[str, NewMemory], existing: dict[str, MemoryRecord]) -> None:
-        """Another replica inserted some of ``fresh``'s ids between this batch's look-up and its commit:
-        the id being the table's primary key (migration 8), LanceDB replayed the insert against its rows
-        and skipped those ids. Their rows move from ``fresh`` to ``existing``, so that their callers are
-        told the memory was there already, as they would have been a moment later."""
+    def _take_replicas_rows(
+        self, fresh: dict[str, NewMemory], existing: dict[str, MemoryRecord], version: int
+    ) -> None:
+        """Another replica inserted some of ``fresh``'s ids between this batch's look-up and its commit (at
+        ``version``): the id being the table's primary key (migration 8), LanceDB replayed the insert
+        against its rows and skipped those ids. Their rows move from ``fresh`` to ``existing``, so that
+        their callers are told the memory was there already, as they would have been a moment later. A row
+        this commit created is ours, and so is one an earlier attempt of this batch committed before an
+        error made ``retrying`` run it again (same session, same creation time)."""
         rows = self._select(
-            self._memories, filters.one_of("id", list(fresh)), MEMORY_COLUMNS, limit=len(fresh) * 2
+            self._memories,
+            filters.one_of("id", list(fresh)),
+            [*MEMORY_COLUMNS, "_row_created_at_version"],
+            limit=len(fresh) * 2,
         )
         for row in rows:
+            ours = fresh.get(row["id"])
+            if ours is None or row["_row_created_at_version"] == version:
+                continue
             stored = memory_from_row(row)
-            ours = fresh.get(stored.id)
-            if ours is not None and (stored.session_id, stored.created_at) != (
-                ours.record.session_id,
-                ours.record.created_at,
-            ):
+            if (stored.session_id, stored.created_at) != (ours.record.session_id, ours.record.created_at):
                 existing[stored.id] = stored
                 del fresh[stored.id]
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -18,6 +19,7 @@ from lancedb.expr import col, lit
 from lancedb.index import FTS, Bitmap, BTree
 
 from storage import schema
+from storage.locking import retrying
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +163,7 @@ def m008_primary_keys(db: Any, ctx: MigrationContext) -> None:
             )
             continue
         if primary_key(table.schema) != column:
-            table.set_unenforced_primary_key(column)
+            retrying(partial(table.set_unenforced_primary_key, column))
 
 
 # The tables whose rows one column names, and that replicas insert into with ``merge_insert`` on it.

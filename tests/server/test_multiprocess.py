@@ -172,7 +172,7 @@ async def writer(db, number: int, shared: Shared, rng: random.Random) -> None:
                 # session, so some memory is credited by two sessions' reports (the check below needs one).
                 last = item % ITEMS_PER_SESSION == ITEMS_PER_SESSION - 1
                 query, wanted = (shared.first if last else shared.latest)[source]
-                recalled = await call(client, "recall", {"query": query, "session_id": session, "top_k": 3})
+                recalled = await call(client, "recall", {"query": query, "session_id": session, "top_k": 5})
                 found = [m["id"] for m in recalled["memories"]]
                 assert wanted in found, f"writer {number} did not find {wanted} ({query!r}): {found}"
                 shared.cross_recalls += source != number and not last
