@@ -3,7 +3,7 @@ weights and weight events the reports produce."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -229,16 +229,13 @@ class FeedbackLog(StoreTables):
             if memory_ids
             else session,
         )
-        changed = scan(self._feedback, condition, ["kind", "project_id", *CREDIT_COLUMNS])
+        changed = scan(self._feedback, condition, ["kind", *CREDIT_COLUMNS])
         ours = session_id in set(changed.column("session_id").to_pylist())
         credit_rows = [
             index for index, kind in enumerate(changed.column("kind").to_pylist()) if kind == "credit"
         ]
-        if not credit_rows:
-            return [], ours
-        rows = changed.take(credit_rows)
-        credited = credited_sessions(rows)
-        return [credited[i] for i in one_per_report(rows.column("project_id").to_pylist(), credited)], ours
+        credited = credited_sessions(changed.take(credit_rows)) if credit_rows else []
+        return [found for _, found in credited], ours
 
     def outcome_revision(self, scope: Scope, session_id: str) -> int | None:
         """The revision of the session's saved report (None: none saved): one column of one row."""
@@ -277,11 +274,9 @@ class FeedbackLog(StoreTables):
         found: dict[str, list[CreditedSession]] = {memory_id: [] for memory_id in memory_ids or ()}
         if memory_ids is not None and not memory_ids:
             return found
-        table = scan(self._feedback, condition, [*CREDIT_COLUMNS, "project_id"])
-        credited = credited_sessions(table)
-        for index in one_per_report(table.column("project_id").to_pylist(), credited):
-            if credited[index].credit.share > 0:
-                found.setdefault(credited[index].credit.memory_id, []).append(credited[index])
+        for _, credited in credited_sessions(scan(self._feedback, condition, CREDIT_COLUMNS)):
+            if credited.credit.share > 0:
+                found.setdefault(credited.credit.memory_id, []).append(credited)
         for credits in found.values():
             credits.sort(key=lambda credited: credited.replay_key)
         return found
@@ -328,11 +323,7 @@ class FeedbackLog(StoreTables):
         session_rows = [index for index, kind in enumerate(kinds) if kind == "session"]
         credits = credited_sessions(changed.take(credit_rows)) if credit_rows else []
         sessions = report_queries_from(changed.take(session_rows)) if session_rows else []
-        counted = one_per_report([scopes[i] for i in credit_rows], credits)
-        return (
-            [(scopes[credit_rows[i]], credits[i]) for i in counted],
-            list(zip([scopes[i] for i in session_rows], sessions, strict=True)),
-        )
+        return credits, list(zip([scopes[i] for i in session_rows], sessions, strict=True))
 
     def add_weight_events(self, events: Sequence[WeightEvent]) -> None:
         with self.reporting():
@@ -352,25 +343,3 @@ class FeedbackLog(StoreTables):
 def _credit_order(credit: MemoryCredit) -> tuple[int, float, str]:
     """Named memories first (helpful, misleading), then the rest by share: the order credit is assigned."""
     return ({"helpful": 0, "misleading": 1}.get(credit.role, 2), -credit.share, credit.memory_id)
-
-
-def one_per_report(places: Sequence[Hashable], credits: Sequence[CreditedSession]) -> list[int]:
-    """The credit rows that count (their indices, in order): one per report and memory, a report being a
-    session in a place (a project of the org read, or a scope). Replicas on an
-    object store that saved one session's report at the same moment (a retry that reached another
-    replica) can both have inserted its rows, LanceDB declaring no key of several columns; replayed twice,
-    that report would move a weight twice. The newest revision counts; of two reports raced at once, the
-    larger credit, so that every reader picks the same row."""
-    kept: dict[tuple[Hashable, str, str], int] = {}
-    for index, (place, credited) in enumerate(zip(places, credits, strict=True)):
-        key = (place, credited.session_id, credited.credit.memory_id)
-        other = kept.get(key)
-        if other is None or _credit_rank(credited) > _credit_rank(credits[other]):
-            kept[key] = index
-    return sorted(kept.values())
-
-
-def _credit_rank(credited: CreditedSession) -> tuple[int, float, float, str]:
-    """Which of two rows of one report and memory counts: the newer revision, then the larger credit."""
-    credit = credited.credit
-    return (credited.revision, credit.share, credit.score, credit.role)

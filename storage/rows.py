@@ -135,6 +135,8 @@ def outcome_from_row(row: Mapping[str, Any]) -> OutcomeRecord:
 
 
 CREDIT_COLUMNS = [
+    "org_id",
+    "project_id",
     "session_id",
     "memory_id",
     "revision",
@@ -151,11 +153,18 @@ def credit_values(credit: MemoryCredit) -> dict[str, Any]:
     return {"kind": "credit", **credit.__dict__}
 
 
-def credited_sessions(table: pa.Table) -> list[CreditedSession]:
-    """Credit rows, read column by column (a report has tens of them; a replay reads thousands)."""
+def credited_sessions(table: pa.Table) -> list[tuple[Scope, CreditedSession]]:
+    """Credit rows with their scopes, read column by column (a report has tens of them; a replay reads
+    thousands), one per report and memory. Replicas on an object store that saved one session's report at
+    the same moment (a retry that reached another replica) can both have inserted its rows, LanceDB
+    declaring no key of several columns; replayed twice, that report would move a weight twice. The
+    newest revision counts; of two reports raced at once, the larger credit, so that every reader picks
+    the same row."""
     columns = {name: table.column(name).to_pylist() for name in CREDIT_COLUMNS}
-    return [
-        CreditedSession(
+    kept: dict[tuple[Scope, str, str], tuple[Scope, CreditedSession]] = {}
+    for index in range(table.num_rows):
+        scope = Scope(columns["org_id"][index], columns["project_id"][index])
+        credited = CreditedSession(
             session_id=columns["session_id"][index],
             first_reported_at=utc(columns["first_reported_at"][index]),
             revision=columns["revision"][index],
@@ -167,8 +176,17 @@ def credited_sessions(table: pa.Table) -> list[CreditedSession]:
                 columns["query_index"][index],
             ),
         )
-        for index in range(table.num_rows)
-    ]
+        key = (scope, credited.session_id, credited.credit.memory_id)
+        other = kept.get(key)
+        if other is None or _credit_rank(credited) > _credit_rank(other[1]):
+            kept[key] = (scope, credited)
+    return list(kept.values())
+
+
+def _credit_rank(credited: CreditedSession) -> tuple[int, float, float, str]:
+    """Which of two rows of one report and memory counts: the newer revision, then the larger credit."""
+    credit = credited.credit
+    return (credited.revision, credit.share, credit.score, credit.role)
 
 
 def report_queries_from(table: pa.Table) -> list[ReportQueries]:
