@@ -1,10 +1,10 @@
 """The recall pipeline: an explicit, ordered list of stages, each timed and traced.
 
 gate -> candidate search -> rerank -> attribution -> min score -> iterative retrieval -> instruction flags
--> corroboration -> decay -> feedback -> episode expansion -> contradiction marks -> episode-grouped assembly. A stage
-that halts the recall (the gate) leaves the rest recorded as skipped. The optional LLM passes at assembly
-(``retrieval.stages.llm_passes``, off by default) run as stages of their own: context selection before assembly,
-fact selection and cleanup after it.
+-> corroboration -> decay -> feedback -> episode expansion -> neighbourhood -> contradiction marks
+-> episode-grouped assembly. A stage that halts the recall (the gate) leaves the rest recorded as skipped.
+The optional LLM passes at assembly (``retrieval.stages.llm_passes``, off by default) run as stages of
+their own: context selection before assembly, fact selection and cleanup after it.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from retrieval.stages.gate import GateMode, GateStage
 from retrieval.stages.instructions import InstructionStage
 from retrieval.stages.iterative import IterativeRetrievalStage
 from retrieval.stages.llm_passes import LLMPass, pass_stages
+from retrieval.stages.neighbourhood import NeighbourhoodStage
 from retrieval.stages.rerank import RerankStage
 from retrieval.stages.threshold import MinScoreStage
 from retrieval.trace import RecallTrace, StageOutput, StageRecord, StageSkipped
@@ -94,6 +95,8 @@ class PipelineOptions:
     episode_expansion: bool = True
     score_propagation_alpha: float = 0.5
     max_siblings: int = 3
+    neighbourhood_weight: float = 0.2  # 0: no neighbourhood bonus
+    neighbourhood_turns: int = 2
     top_k_episodes: int = 3
     max_episodes: int = 10
     fold_threshold: float | None = 0.8  # None: near-duplicates each take a slot
@@ -120,7 +123,7 @@ def build_stages(
     weight for the query (without it, memories carry their global weight)."""
     reranker = models.reranker if options.use_rerank else None
     skipped = "disabled by configuration" if not options.use_rerank else models.reranker_info.describe()
-    embedder = QueryMemo(models.embedder)  # candidate search and feedback embed the same query
+    embedder = QueryMemo(models.embedder)  # the stages that embed the same text embed it once
     search = CandidateSearchStage(
         store,
         embedder,
@@ -167,6 +170,9 @@ def build_stages(
                 embedder=embedder,
             )
         )
+    stages.append(
+        NeighbourhoodStage(store, weight=options.neighbourhood_weight, turns=options.neighbourhood_turns)
+    )
     stages.append(ContradictionStage(store))
     assembly = AssemblyStage(
         store,

@@ -25,6 +25,12 @@ class SearchLegRan:
 
 
 @dataclass(frozen=True)
+class QueryEmbeddedWithoutAgents:
+    agents: tuple[str, ...]  # authors of full-text hits that the query names
+    embedded: str  # what the vector leg embedded instead of the query
+
+
+@dataclass(frozen=True)
 class SearchLegSkipped:
     leg: str
     reason: str
@@ -176,6 +182,14 @@ class SiblingsAdded:
 
 
 @dataclass(frozen=True)
+class NeighbourhoodApplied:
+    weight: float  # the share of a neighbouring direct match's score a memory is lent
+    turns: int  # how many turns away, either side, a neighbour may be
+    episodes: int  # episodes whose order was read
+    supported: int  # candidates lent a bonus
+
+
+@dataclass(frozen=True)
 class ContradictionsMarked:
     marked: int
 
@@ -212,9 +226,11 @@ TraceEvent = (
     | CorroborationApplied
     | DecayApplied
     | SiblingsAdded
+    | NeighbourhoodApplied
     | ContradictionsMarked
     | StageSkipped
     | SearchLegRan
+    | QueryEmbeddedWithoutAgents
     | SearchLegSkipped
     | CandidatesFused
     | Reranked
@@ -346,8 +362,10 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
             "decay": candidate.decay_factor,
             "feedback_weight": candidate.feedback_weight,
             "global_weight": candidate.global_weight,
+            "neighbourhood": candidate.neighbourhood_bonus,
             "final": candidate.final_score,
         },
+        "neighbourhood_of": candidate.neighbourhood_of,
         "feedback": {
             "reports": candidate.feedback_reports,
             "steps": [
@@ -380,6 +398,8 @@ def placement(entry: dict[str, Any]) -> str:
         reason = entry["exclusion_reason"] or "not placed in the context"
     if entry.get("source") == "sibling":
         reason += f"; a sibling from the episode of {entry.get('sibling_of')}"
+    if entry.get("neighbourhood_of"):
+        reason += f"; lifted by its episode neighbour {entry['neighbourhood_of']}"
     if entry.get("instruction_signals"):
         reason += "; reads as instructions to the model (" + ", ".join(entry["instruction_signals"]) + ")"
     return reason

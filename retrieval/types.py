@@ -52,7 +52,9 @@ class Candidate:
     ``global_weight`` is the memory's EMA weight over every report; ``decay_factor`` fades a memory by
     age (``retrieval.stages.decay``); ``weighted_score`` = (relevance + boost) x decay_factor x feedback_weight
     when weighting is on. An episode sibling's ``weighted_score`` is its
-    source's, discounted by ``score_propagation_alpha``. Ranks are 0-based, as in the A/B log.
+    source's, discounted by ``score_propagation_alpha``. ``neighbourhood_bonus`` is what the direct
+    matches around it in its episode lend it (``retrieval.stages.neighbourhood``); ``final_score`` is
+    ``weighted_score`` plus that bonus. Ranks are 0-based, as in the A/B log.
     """
 
     memory: MemoryRecord
@@ -83,6 +85,9 @@ class Candidate:
     weighted_rank: int | None = None
     source: Literal["direct", "sibling"] = "direct"
     sibling_of: str | None = None
+    # weight x the best final score of a direct match within a few turns of it in its episode
+    neighbourhood_bonus: float = 0.0
+    neighbourhood_of: str | None = None  # that direct match
     contradicted_by: tuple[str, ...] = ()  # newer memories that contradict it, unresolved
     in_context: bool = False
     context_position: int | None = None  # its [n] in the context block
@@ -109,12 +114,13 @@ class Candidate:
 
     @property
     def final_score(self) -> float:
-        return self.weighted_score
+        """What ranks it: the weighted score, with what its episode's neighbouring matches lend it."""
+        return self.weighted_score + self.neighbourhood_bonus
 
     def revised(self, **changes: Any) -> Candidate:
         """A copy with ``changes``, as ``dataclasses.replace`` makes it, at about a tenth of its cost: the
         stages revise each candidate they score (some 170 copies a recall), and ``replace`` runs the
-        31-field ``__init__`` for each (11 us a copy against 1.4 here). Candidate has no ``__post_init__``
+        33-field ``__init__`` for each (11 us a copy against 1.4 here). Candidate has no ``__post_init__``
         to skip; a name that is not a field is refused, as ``replace`` refuses it."""
         unknown = changes.keys() - _CANDIDATE_FIELDS
         if unknown:

@@ -441,6 +441,16 @@ class Settings(BaseSettings):
     episode_expansion: bool = True
     score_propagation_alpha: float = Field(0.5, gt=0.0, lt=1.0)
     max_siblings: int = Field(3, ge=0, le=50, description="siblings each retrieved memory may bring")
+    neighbourhood_weight: float = Field(
+        0.2,
+        ge=0.0,
+        le=1.0,
+        description="share of the best direct match's score within neighbourhood_turns of a memory in its "
+        "episode that the memory is lent (0: off)",
+    )
+    neighbourhood_turns: int = Field(
+        2, ge=0, le=20, description="how many turns away, either side, a memory's episode neighbours may be"
+    )
     max_iterations: int = Field(1, ge=1, le=5)
     sufficiency_threshold: float = Field(0.7, ge=0.0, le=1.0)
     llm: Literal["auto", "sampling", "cohere", "openai", "none"] = "auto"

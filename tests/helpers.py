@@ -61,6 +61,7 @@ ALL_STAGES = [
     "decay",
     "feedback",
     "episode_expansion",
+    "neighbourhood",
     "contradictions",
     "assembly",
 ]

@@ -89,8 +89,10 @@ class StageScores(BaseModel):
     global_weight: float = Field(
         1.0, description="The memory's EMA weight over every report, whatever the query (the baseline)."
     )
+    neighbourhood: float = Field(0.0, description="Lent by its best episode neighbour (neighbourhood_of).")
     final: float = Field(
-        description="(relevance + boost) x decay x feedback_weight; a sibling: alpha x its source's final."
+        description="(relevance + boost) x decay x feedback_weight (a sibling: alpha x its source's final), "
+        "plus neighbourhood: what ranks."
     )
 
 
@@ -131,6 +133,7 @@ class CandidateExplanation(BaseModel):
     )
     source: str = Field("direct", description="direct match, or sibling brought by episode expansion")
     brought_by: str | None = Field(None, description="For a sibling: the memory whose episode brought it.")
+    neighbourhood_of: str | None = Field(None, description="The direct match near it that lent it a score.")
     corroborating_agents: list[str] = Field(default_factory=list)
     cluster_canonical: str | None = Field(
         None, description="The canonical member of its near-duplicate cluster."

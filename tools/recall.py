@@ -89,7 +89,8 @@ class RecalledMemory(BaseModel):
     episode_id: str | None
     created_at: str
     score: float = Field(
-        description="Final score: (relevance + corroboration boost) x decay x feedback weight."
+        description="Final score: (relevance + corroboration boost) x decay x feedback weight, plus what its "
+        "episode neighbours lend it."
     )
     position: int = Field(description="Its [n] in the context.")
     rank: int = Field(description="Its rank by score among the memories in the context (1: the best).")

@@ -11,6 +11,8 @@ code decide"), ignoring ids made only of function words or of words shorter than
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Iterable
 
 from retrieval.stages.rerank import by_relevance
@@ -21,15 +23,36 @@ from retrieval.types import Candidate, RecallRequest
 
 def named_agents(query: str, authors: Iterable[str]) -> tuple[str, ...]:
     """The ``authors`` the query names, sorted; none when it names all of them (nothing to tell apart)."""
-    words = set(word_tokens(query))
     distinct = set(authors)
+    named = agents_named(query, distinct)
+    return () if distinct <= set(named) else named
+
+
+def agents_named(query: str, authors: Iterable[str]) -> tuple[str, ...]:
+    """Every one of ``authors`` the query names, sorted."""
+    words = set(word_tokens(query))
     named = []
-    for agent in sorted(distinct):
+    for agent in sorted(set(authors)):
         tokens = word_tokens(agent)
         telling = [token for token in tokens if token not in STOPWORDS and len(token) >= 3]
         if telling and all(token in words for token in tokens):
             named.append(agent)
-    return () if distinct <= set(named) else tuple(named)
+    return tuple(named)
+
+
+def without_agents(query: str, agents: Iterable[str]) -> str:
+    """``query`` without these agents' ids (each as a phrase: its words in order, joined by anything but a
+    letter or digit, with a possessive "'s" after them): what the vector leg of a recall embeds. Who wrote
+    a memory is matched by the full-text leg (which indexes the author) and weighed by attribution; in a
+    short query's embedding a name pulls towards memories that mention it, whatever they say. The query
+    itself when no content word would be left."""
+    text = unicodedata.normalize("NFKC", query)
+    phrases = {tuple(word_tokens(agent)) for agent in agents}
+    for words in sorted((w for w in phrases if w), key=len, reverse=True):
+        phrase = r"[\W_]+".join(re.escape(word) for word in words)
+        text = re.sub(rf"(?<![^\W_]){phrase}(?:['\u2019]s)?(?![^\W_])", " ", text, flags=re.IGNORECASE)
+    left = " ".join(text.split())
+    return left if any(word not in STOPWORDS for word in word_tokens(left)) else query
 
 
 def author_factor(agent_id: str, named: tuple[str, ...], discount: float) -> float:

@@ -8,9 +8,17 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.models.embedders.base import Embedder
+from retrieval.stages.attribution import agents_named, without_agents
 from retrieval.stages.fusion import fuse
 from retrieval.text import fulltext_query
-from retrieval.trace import CandidatesFused, SearchLegRan, SearchLegSkipped, StageOutput, TraceEvent
+from retrieval.trace import (
+    CandidatesFused,
+    QueryEmbeddedWithoutAgents,
+    SearchLegRan,
+    SearchLegSkipped,
+    StageOutput,
+    TraceEvent,
+)
 from retrieval.types import Candidate, RecallRequest
 from storage.records import Reach, SearchHit, TimeWindow
 
@@ -83,6 +91,7 @@ class CandidateSearchStage:
             tags=list(request.tags) or None,
             window=request.window,
             all_tags=request.tags_all,
+            names_to_fulltext=True,
         )
         return StageOutput(fused, events)
 
@@ -97,14 +106,35 @@ class CandidateSearchStage:
         tags: Sequence[str] | None = None,
         window: TimeWindow | None = None,
         all_tags: bool = False,
+        names_to_fulltext: bool = False,
     ) -> tuple[tuple[Candidate, ...], tuple[TraceEvent, ...]]:
-        """Both legs (``leg_limit`` hits each), fused; the best ``limit`` candidates and the trace events."""
-        events: list[TraceEvent] = []
+        """Both legs (``leg_limit`` hits each), fused; the best ``limit`` candidates and the trace events.
+        The full-text leg runs first. With ``names_to_fulltext`` (a recall, whose attribution stage weighs
+        who wrote what) the vector leg embeds the query without the names of the full-text hits' authors
+        that it names (``without_agents``), which the full-text leg has matched already."""
         query_vector: np.ndarray | None = None
         vector_hits: list[SearchHit] = []
         fulltext_hits: list[SearchHit] = []
+        ceiling: float | None = None
+        fulltext_events: list[TraceEvent] = []
+        if self._use_fulltext:
+            words = fulltext_query(query)
+            fulltext_hits = self._source.fulltext_search(
+                reach, words, limit=leg_limit, kinds=kinds, tags=tags, window=window, all_tags=all_tags
+            )
+            ceiling = self._source.fulltext_ceiling(reach, words) if fulltext_hits else None
+            engine = self._source.fulltext_engine(reach)
+            fulltext_events.append(SearchLegRan("fulltext", engine, len(fulltext_hits), leg_limit))
+        else:
+            fulltext_events.append(SearchLegSkipped("fulltext", "disabled by configuration"))
+        events: list[TraceEvent] = []
         if self._use_vector:
-            query_vector = self._embedder.embed_query(query)
+            authors = {hit.record.agent_id for hit in fulltext_hits} if names_to_fulltext else set()
+            named = agents_named(query, authors)
+            embedded = without_agents(query, named) if named else query
+            if embedded != query:
+                events.append(QueryEmbeddedWithoutAgents(named, embedded))
+            query_vector = self._embedder.embed_query(embedded)
             vector_hits = self._source.vector_search(
                 reach,
                 query_vector,
@@ -118,17 +148,7 @@ class CandidateSearchStage:
             events.append(SearchLegRan("vector", self._embedder.name, len(vector_hits), leg_limit))
         else:
             events.append(SearchLegSkipped("vector", "disabled by configuration"))
-        ceiling: float | None = None
-        if self._use_fulltext:
-            words = fulltext_query(query)
-            fulltext_hits = self._source.fulltext_search(
-                reach, words, limit=leg_limit, kinds=kinds, tags=tags, window=window, all_tags=all_tags
-            )
-            ceiling = self._source.fulltext_ceiling(reach, words) if fulltext_hits else None
-            engine = self._source.fulltext_engine(reach)
-            events.append(SearchLegRan("fulltext", engine, len(fulltext_hits), leg_limit))
-        else:
-            events.append(SearchLegSkipped("fulltext", "disabled by configuration"))
+        events.extend(fulltext_events)
         fused, seen = fuse(
             vector_hits,
             fulltext_hits,

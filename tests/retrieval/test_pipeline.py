@@ -1,11 +1,12 @@
 import json
 
+import numpy as np
 import pytest
 
 from retrieval.models.providers import BackendInfo, Models
 from retrieval.pipeline import PipelineOptions, RecallPipeline, build_stages
 from retrieval.stages.candidate_search import CandidateSearchStage
-from retrieval.trace import CandidatesFused, SearchLegRan, SearchLegSkipped
+from retrieval.trace import CandidatesFused, QueryEmbeddedWithoutAgents, SearchLegRan, SearchLegSkipped
 from retrieval.types import RecallRequest
 from storage.records import MemoryRecord, Scope, View
 from tests.fakes import FakeSource, ScriptedReranker, TokenEmbedder
@@ -51,7 +52,7 @@ def test_candidate_search_queries_both_legs_with_the_scope_and_embedder():
     )
     output = CandidateSearchStage(source, embedder, vector_weight=0.5)(request(), ())
     # The request's reach: its scope as its viewer sees it, and the org's shelf.
-    assert source.calls == [("vector", View(SCOPE), embedder.name, 6), ("fulltext", View(SCOPE), 6)]
+    assert source.calls == [("fulltext", View(SCOPE), 6), ("vector", View(SCOPE), embedder.name, 6)]
     assert output.candidates[0].id == "m1"
     assert output.candidates[0].found_by == ("vector", "fulltext")
     assert output.events[:2] == (
@@ -59,6 +60,84 @@ def test_candidate_search_queries_both_legs_with_the_scope_and_embedder():
         SearchLegRan("fulltext", "word-overlap", 1, 6),
     )
     assert output.events[2] == CandidatesFused("weighted-sum", 0.5, 0.5, 2, 2)
+
+
+def test_the_vector_leg_embeds_the_query_without_the_names_of_authors_the_fulltext_leg_found():
+    embedder = TokenEmbedder()
+    memories = [
+        memory_record(
+            "m1",
+            org_id="acme",
+            project_id="web",
+            content="melanie painted a sunset",
+            embedder=embedder.name,
+            agent_id="melanie",
+        ),
+        memory_record(
+            "m2",
+            org_id="acme",
+            project_id="web",
+            content="the lake at dawn",
+            embedder=embedder.name,
+            agent_id="jon",
+        ),
+    ]
+    output = CandidateSearchStage(FakeSource(embedder, memories), embedder, vector_weight=0.5)(
+        request(query="what did Melanie paint"), ()
+    )
+    assert QueryEmbeddedWithoutAgents(("melanie",), "what did paint") in output.events
+    stripped = embedder.embed_query("what did paint")
+    scores = {c.id: c.vector_score for c in output.candidates}
+    assert scores["m1"] == pytest.approx(
+        float(np.dot(stripped, embedder.embed_query("melanie painted a sunset")))
+    )
+    assert scores["m2"] == pytest.approx(float(np.dot(stripped, embedder.embed_query("the lake at dawn"))))
+
+
+def test_a_search_outside_a_recall_embeds_the_query_with_its_names():
+    # forget by query searches without attribution to weigh who wrote what: the name stays in the vector
+    embedder = TokenEmbedder()
+    memories = [
+        memory_record(
+            "m1",
+            org_id="acme",
+            project_id="web",
+            content="melanie painted a sunset",
+            embedder=embedder.name,
+            agent_id="melanie",
+        )
+    ]
+    stage = CandidateSearchStage(FakeSource(embedder, memories), embedder, vector_weight=0.5)
+    fused, events = stage.search(View(SCOPE), "what did Melanie paint", leg_limit=6, limit=6)
+    assert not any(isinstance(event, QueryEmbeddedWithoutAgents) for event in events)
+    expected = embedder.embed_query("what did Melanie paint") @ embedder.embed_query(
+        "melanie painted a sunset"
+    )
+    assert fused[0].vector_score == pytest.approx(float(expected))
+
+
+def test_a_query_naming_no_author_of_the_hits_is_embedded_as_it_is():
+    embedder = TokenEmbedder()
+    memories = [
+        memory_record(
+            "m1",
+            org_id="acme",
+            project_id="web",
+            content="melanie painted a sunset",
+            embedder=embedder.name,
+            agent_id="jon",
+        ),
+    ]
+    output = CandidateSearchStage(FakeSource(embedder, memories), embedder, vector_weight=0.5)(
+        request(query="what did Melanie paint"), ()
+    )
+    assert not any(isinstance(event, QueryEmbeddedWithoutAgents) for event in output.events)
+    expected = float(
+        np.dot(
+            embedder.embed_query("what did Melanie paint"), embedder.embed_query("melanie painted a sunset")
+        )
+    )
+    assert output.candidates[0].vector_score == pytest.approx(expected)
 
 
 def test_fulltext_can_be_switched_off():

@@ -119,7 +119,8 @@ async def test_a_sibling_from_the_same_episode_appears_below_its_source(settings
         and memories[sibling["id"]]["sibling_of"] == source["id"]
     )
     assert memories[source["id"]]["position"] < memories[sibling["id"]]["position"]
-    assert memories[sibling["id"]]["score"] == pytest.approx(0.5 * 0.9)  # score_propagation_alpha x source
+    # score_propagation_alpha x source, plus what its neighbour (the source, the next turn) lends it: 0.2 x 0.9
+    assert memories[sibling["id"]]["score"] == pytest.approx(0.5 * 0.9 + 0.2 * 0.9)
     brought = next(c for c in explained["candidates"] if c["id"] == sibling["id"])
     assert brought["brought_by"] == source["id"] and brought["source"] == "sibling"
     assert "a sibling from the episode of" in brought["reason"]

@@ -153,3 +153,58 @@ def test_explain_shows_the_author_discount_when_the_query_names_another_agent(ru
     assert attribution.events == [
         {"event": "AuthorsNamed", "agents": ["Melanie"], "discount": 0.5, "discounted": 1}
     ]
+
+
+def _trip(runtime):
+    """Three turns of one conversation a minute apart, and an unrelated note; their ids."""
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2026, 3, 7, 10, tzinfo=UTC)
+    turns = [
+        "what did you do at the lake on saturday",
+        "the water was freezing but the kids swam anyway",
+        "we should buy a bigger tent before summer",
+    ]
+    ids = [
+        remember(
+            RememberInput(content=text, episode_id="ep-trip", occurred_at=start + timedelta(minutes=minute)),
+            runtime,
+            CALLER,
+        ).id
+        for minute, text in enumerate(turns)
+    ]
+    return [*ids, remember(RememberInput(content="the lake house wifi password rotates"), runtime, CALLER).id]
+
+
+def test_explain_shows_what_a_memorys_episode_neighbours_lent_it(runtime):
+    question, answer, _, _ = _trip(runtime)
+    recalled = recall(RecallInput(query="lake saturday kids", top_k=4), runtime, CALLER)
+    out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+    by_id = {c.id: c for c in out.candidates}
+    # The answer is lent 0.2 x the question's score before any bonus, and says so.
+    lender = by_id[question]
+    assert by_id[answer].neighbourhood_of == question
+    assert by_id[answer].scores.neighbourhood == pytest.approx(
+        0.2 * (lender.scores.final - lender.scores.neighbourhood)
+    )
+    assert f"lifted by its episode neighbour {question}" in by_id[answer].reason
+    # Its final score is its own (relevance, no boost, decay or feedback here) plus what it was lent.
+    own = (
+        by_id[answer].scores.relevance if by_id[answer].source == "direct" else 0.5 * lender.scores.relevance
+    )
+    assert by_id[answer].scores.final == pytest.approx(own + by_id[answer].scores.neighbourhood)
+    stage = next(stage for stage in out.stages if stage.stage == "neighbourhood")
+    assert stage.events[0]["event"] == "NeighbourhoodApplied" and stage.events[0]["supported"] >= 1
+
+
+def test_a_neighbourhood_weight_of_zero_lends_nothing(settings):
+    from tests.helpers import make_runtime
+
+    runtime = make_runtime(settings.replace(neighbourhood_weight=0.0))
+    try:
+        _trip(runtime)
+        recalled = recall(RecallInput(query="lake saturday kids", top_k=4), runtime, CALLER)
+        out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+        assert all(c.scores.neighbourhood == 0.0 and c.neighbourhood_of is None for c in out.candidates)
+    finally:
+        runtime.close()

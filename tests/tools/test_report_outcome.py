@@ -448,6 +448,11 @@ def test_a_direct_match_is_credited_by_its_faded_score_and_a_sibling_by_its_prop
     assert unweighted_score(traced_before_decay) == pytest.approx(0.7)
     sibling = {"source": "sibling", "scores": {"relevance": 0.0, "final": 0.2, "feedback_weight": 0.8}}
     assert unweighted_score(sibling) == pytest.approx(0.25)  # 0.2 / min(1, 0.8)
+    # What its episode neighbours lent it is not its own: (0.38 - 0.18) / min(1, 0.8)
+    lent = {"source": "sibling", "scores": {"final": 0.38, "neighbourhood": 0.18, "feedback_weight": 0.8}}
+    assert unweighted_score(lent) == pytest.approx(0.25)
+    lent_direct = {"source": "direct", "scores": {"relevance": 0.6, "neighbourhood": 0.18, "final": 0.78}}
+    assert unweighted_score(lent_direct) == pytest.approx(0.6)
 
 
 def test_a_report_of_a_session_that_recalled_nothing_says_it_counts_everywhere_by_the_spec_step(runtime):

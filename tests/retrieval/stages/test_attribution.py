@@ -1,6 +1,13 @@
 import pytest
 
-from retrieval.stages.attribution import AttributionStage, attribute, author_factor, named_agents
+from retrieval.stages.attribution import (
+    AttributionStage,
+    agents_named,
+    attribute,
+    author_factor,
+    named_agents,
+    without_agents,
+)
 from retrieval.trace import AuthorsNamed
 from retrieval.types import Candidate, RecallRequest
 from storage.records import Scope
@@ -89,3 +96,35 @@ def test_applying_attribution_again_sets_the_factor_instead_of_discounting_twice
     assert twice == once and discounted == 1
     lifted, _ = attribute(once, (), 0.5)  # a pool where no author is named any more: back to whole
     assert {c.id: c.relevance_score for c in lifted} == pytest.approx({"mentions": 0.8, "own-words": 0.6})
+
+
+def test_agents_named_lists_every_named_author_even_all_of_them():
+    assert agents_named("what did Caroline tell Melanie", ["Melanie", "Caroline", "Jon"]) == (
+        "Caroline",
+        "Melanie",
+    )
+    assert agents_named("what did Caroline tell Melanie", ["Melanie", "Caroline"]) == ("Caroline", "Melanie")
+    assert named_agents("what did Caroline tell Melanie", ["Melanie", "Caroline"]) == ()
+
+
+@pytest.mark.parametrize(
+    ("query", "agents", "expected"),
+    [
+        ("What did Caroline research?", ["Caroline"], "What did research?"),
+        ("Where did caroline's family go camping?", ["Caroline"], "Where did family go camping?"),
+        ("What did Caroline\u2019s mentor say to Melanie", ["Caroline", "Melanie"], "What did mentor say to"),
+        ("what did claude code decide about caching", ["claude-code"], "what did decide about caching"),
+        # an id is removed as a phrase: its words elsewhere in the query stay
+        ("did claude-code break the code review", ["claude-code"], "did break the code review"),
+        ("did build_bot break the build", ["build-bot"], "did break the build"),
+        # only whole words go: a longer word that starts with the name stays
+        ("Carolines plan", ["Caroline"], "Carolines plan"),
+        # nothing but the name: the query itself
+        ("Caroline?", ["Caroline"], "Caroline?"),
+        # nothing but function words would be left: the query itself
+        ("what about Caroline", ["Caroline"], "what about Caroline"),
+        ("What did Jon say", [], "What did Jon say"),
+    ],
+)
+def test_the_vector_leg_embeds_the_query_without_the_named_agents(query, agents, expected):
+    assert without_agents(query, agents) == expected
