@@ -7,10 +7,12 @@
 
 2. Group by episode: a header (title, time, agent), then the episode's summary, then its direct matches
    by score; groups ordered by their best direct match, so the best match comes first; groups with only
-   an episode summary ("residual episodes") last. A memory with no episode is its own group. An episode
-   sibling follows the memory that brought it, in its group, unless a direct match of a later group
-   scores higher than the sibling: a sibling never pushes a better direct match down, so it waits after
-   the last such match, in a continuation of its episode ("continued").
+   an episode summary ("residual episodes") last. A memory with no episode is its own group. A direct
+   match joins its episode's group ahead of better matches of other episodes only when it scores at
+   least ``KEEP_WITH_EPISODE`` (0.7) of that group's best; a weaker one waits for its place in score
+   order, in a continuation of its episode ("continued"). An episode sibling follows the memory that
+   brought it, in its group, unless a direct match of a later group scores higher than the sibling: a
+   sibling never pushes a better direct match down either.
 3. Greedy fill: never longer than ``char_budget``; a memory that does not fit is left out whole (never
    cut) with the reason on its candidate.
 
@@ -221,26 +223,42 @@ def select(
     return chosen, reasons
 
 
+# A direct match joins its episode's first block, ahead of better matches of other episodes, only when it
+# scores at least this share of that block's best match; a weaker one waits for its place in score order.
+KEEP_WITH_EPISODE = 0.7
+
+
 def group(chosen: Sequence[Candidate]) -> list[_Group]:
     """The chosen memories in context order, as episode blocks (see the module's step 2)."""
-    groups: dict[str, _Group] = {}
-    ordered: list[_Group] = []
-    siblings = [candidate for candidate in chosen if candidate.source == "sibling"]
-    for candidate in chosen:
-        if candidate.source == "sibling":
+    by_score = sorted(chosen, key=lambda c: -c.final_score)  # stable: ties keep the selection's order
+    blocks: list[_Group] = []
+    first_block: dict[str, _Group] = {}
+    for candidate in by_score:
+        if candidate.source == "sibling" or candidate.memory.kind == "episode":
             continue
         episode_id = candidate.memory.episode_id
-        if episode_id is None:
-            ordered.append(_Group(None, [candidate]))
-            continue
-        if episode_id not in groups:
-            groups[episode_id] = _Group(episode_id)
-            ordered.append(groups[episode_id])
-        groups[episode_id].items.append(candidate)
-    for each in ordered:  # the summary first, then by score
-        each.items.sort(key=lambda c: (c.memory.kind != "episode", -c.final_score, c.id))
-    blocks = sorted(ordered, key=lambda g: (g.residual, -g.best))
-    for sibling in sorted(siblings, key=lambda c: (-c.final_score, c.id)):
+        home = first_block.get(episode_id) if episode_id is not None else None
+        if home is not None and (
+            blocks[-1] is home or candidate.final_score >= KEEP_WITH_EPISODE * home.best
+        ):
+            home.items.append(candidate)
+        elif home is not None and blocks[-1].episode_id == episode_id:
+            blocks[-1].items.append(candidate)  # its continuation, still in score order
+        else:
+            blocks.append(_Group(episode_id, [candidate], continued=home is not None))
+            if episode_id is not None and home is None:
+                first_block[episode_id] = blocks[-1]
+    residual: list[_Group] = []
+    for summary in (c for c in by_score if c.source != "sibling" and c.memory.kind == "episode"):
+        home = first_block.get(summary.memory.episode_id or "")
+        if home is not None:  # the summary heads its episode's block
+            home.items.insert(sum(1 for item in home.items if item.memory.kind == "episode"), summary)
+        else:
+            residual.append(_Group(summary.memory.episode_id, [summary]))
+            if summary.memory.episode_id is not None:
+                first_block[summary.memory.episode_id] = residual[-1]
+    blocks.extend(residual)
+    for sibling in sorted((c for c in chosen if c.source == "sibling"), key=lambda c: (-c.final_score, c.id)):
         blocks = _with_sibling(blocks, sibling)
     return blocks
 

@@ -156,6 +156,29 @@ def test_groups_come_in_the_order_of_their_best_direct_match_and_a_sibling_never
     assert "· 3 direct matches" in context and "· 1 direct match\n" in context
 
 
+def test_a_weak_direct_match_waits_for_its_place_in_score_order_in_a_continuation_of_its_episode():
+    candidates = (
+        grouped("a1", "ep-a", 0.90),
+        grouped("b1", "ep-b", 0.80),
+        grouped("a2", "ep-a", 0.70),  # 0.70 >= 0.7 x 0.90 = 0.63: stays with a1, ahead of b1
+        grouped("c1", "ep-c", 0.65),
+        grouped("a3", "ep-a", 0.60),  # below 0.63: after b1 and c1, in a continuation of ep-a
+        grouped("a4", "ep-a", 0.55),  # joins that continuation, the last block
+        grouped("b2", "ep-b", 0.50),  # below 0.7 x 0.80 = 0.56, and ep-b's block is not the last: continued
+    )
+    marked, context = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r")
+    order = [c.id for c in sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)]
+    assert order == ["a1", "a2", "b1", "c1", "a3", "a4", "b2"]
+    headers = [line for line in context.splitlines() if line.startswith("## ")]
+    assert [header.split(" · ")[0] for header in headers] == [
+        "## episode ep-a",
+        "## episode ep-b",
+        "## episode ep-c",
+        "## episode ep-a (continued)",
+        "## episode ep-b (continued)",
+    ]
+
+
 def test_a_sibling_follows_its_source_in_its_group_when_no_later_match_is_better():
     candidates = (
         grouped("a1", "ep-a", 0.90),
