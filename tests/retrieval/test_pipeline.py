@@ -62,81 +62,50 @@ def test_candidate_search_queries_both_legs_with_the_scope_and_embedder():
     assert output.events[2] == CandidatesFused("weighted-sum", 0.5, 0.5, 2, 2)
 
 
+def said_by(agent: str, memory_id: str, content: str, embedder: TokenEmbedder) -> MemoryRecord:
+    return memory_record(
+        memory_id, org_id="acme", project_id="web", content=content, embedder=embedder.name, agent_id=agent
+    )
+
+
+def cosine(embedder: TokenEmbedder, query: str, content: str) -> float:
+    return float(np.dot(embedder.embed_query(query), embedder.embed_query(content)))
+
+
 def test_the_vector_leg_embeds_the_query_without_the_names_of_authors_the_fulltext_leg_found():
     embedder = TokenEmbedder()
     memories = [
-        memory_record(
-            "m1",
-            org_id="acme",
-            project_id="web",
-            content="melanie painted a sunset",
-            embedder=embedder.name,
-            agent_id="melanie",
-        ),
-        memory_record(
-            "m2",
-            org_id="acme",
-            project_id="web",
-            content="the lake at dawn",
-            embedder=embedder.name,
-            agent_id="jon",
-        ),
+        said_by("melanie", "m1", "melanie painted a sunset", embedder),
+        said_by("jon", "m2", "the lake at dawn", embedder),
     ]
     output = CandidateSearchStage(FakeSource(embedder, memories), embedder, vector_weight=0.5)(
         request(query="what did Melanie paint"), ()
     )
     assert QueryEmbeddedWithoutAgents(("melanie",), "what did paint") in output.events
-    stripped = embedder.embed_query("what did paint")
     scores = {c.id: c.vector_score for c in output.candidates}
-    assert scores["m1"] == pytest.approx(
-        float(np.dot(stripped, embedder.embed_query("melanie painted a sunset")))
-    )
-    assert scores["m2"] == pytest.approx(float(np.dot(stripped, embedder.embed_query("the lake at dawn"))))
+    assert scores["m1"] == pytest.approx(cosine(embedder, "what did paint", "melanie painted a sunset"))
+    assert scores["m2"] == pytest.approx(cosine(embedder, "what did paint", "the lake at dawn"))
 
 
 def test_a_search_outside_a_recall_embeds_the_query_with_its_names():
     # forget by query searches without attribution to weigh who wrote what: the name stays in the vector
     embedder = TokenEmbedder()
-    memories = [
-        memory_record(
-            "m1",
-            org_id="acme",
-            project_id="web",
-            content="melanie painted a sunset",
-            embedder=embedder.name,
-            agent_id="melanie",
-        )
-    ]
+    memories = [said_by("melanie", "m1", "melanie painted a sunset", embedder)]
     stage = CandidateSearchStage(FakeSource(embedder, memories), embedder, vector_weight=0.5)
     fused, events = stage.search(View(SCOPE), "what did Melanie paint", leg_limit=6, limit=6)
     assert not any(isinstance(event, QueryEmbeddedWithoutAgents) for event in events)
-    expected = embedder.embed_query("what did Melanie paint") @ embedder.embed_query(
-        "melanie painted a sunset"
-    )
-    assert fused[0].vector_score == pytest.approx(float(expected))
+    expected = cosine(embedder, "what did Melanie paint", "melanie painted a sunset")
+    assert fused[0].vector_score == pytest.approx(expected)
 
 
 def test_a_query_naming_no_author_of_the_hits_is_embedded_as_it_is():
     embedder = TokenEmbedder()
-    memories = [
-        memory_record(
-            "m1",
-            org_id="acme",
-            project_id="web",
-            content="melanie painted a sunset",
-            embedder=embedder.name,
-            agent_id="jon",
-        ),
-    ]
+    memories = [said_by("jon", "m1", "melanie painted a sunset", embedder)]
     output = CandidateSearchStage(FakeSource(embedder, memories), embedder, vector_weight=0.5)(
         request(query="what did Melanie paint"), ()
     )
     assert not any(isinstance(event, QueryEmbeddedWithoutAgents) for event in output.events)
-    expected = float(
-        np.dot(
-            embedder.embed_query("what did Melanie paint"), embedder.embed_query("melanie painted a sunset")
-        )
-    )
+    expected = cosine(embedder, "what did Melanie paint", "melanie painted a sunset")
     assert output.candidates[0].vector_score == pytest.approx(expected)
 
 
