@@ -85,7 +85,7 @@ class Candidate:
     weighted_rank: int | None = None
     source: Literal["direct", "sibling"] = "direct"
     sibling_of: str | None = None
-    # weight x the best final score of a direct match within a few turns of it in its episode
+    # weight x the best weighted score of a direct match within a few turns of it in its episode
     neighbourhood_bonus: float = 0.0
     neighbourhood_of: str | None = None  # that direct match
     contradicted_by: tuple[str, ...] = ()  # newer memories that contradict it, unresolved

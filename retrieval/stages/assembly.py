@@ -111,7 +111,7 @@ def render_episode_header(
 class _Group:
     episode_id: str | None
     items: list[Candidate] = field(default_factory=list)
-    continued: bool = False  # a later block of an episode already shown (siblings that waited)
+    continued: bool = False  # a later block of an episode begun above (matches or siblings that waited)
 
     @property
     def matches(self) -> int:
@@ -119,13 +119,11 @@ class _Group:
 
     @property
     def best(self) -> float:
-        """Its best direct match's score (its best member's when it holds only siblings)."""
-        direct = [item.final_score for item in self.items if item.source == "direct"]
-        return max(direct or [item.final_score for item in self.items])
-
-    @property
-    def residual(self) -> bool:
-        return all(item.memory.kind == "episode" for item in self.items)
+        """Its best direct match's score (an episode summary aside)."""
+        return max(
+            (c.final_score for c in self.items if c.source == "direct" and c.memory.kind != "episode"),
+            default=0.0,
+        )
 
 
 FOLDED = ": folded into it"  # ends the exclusion reason of a folded near-duplicate
@@ -238,12 +236,10 @@ def group(chosen: Sequence[Candidate]) -> list[_Group]:
             continue
         episode_id = candidate.memory.episode_id
         home = first_block.get(episode_id) if episode_id is not None else None
-        if home is not None and (
-            blocks[-1] is home or candidate.final_score >= KEEP_WITH_EPISODE * home.best
-        ):
+        if home is not None and candidate.final_score >= KEEP_WITH_EPISODE * home.best:
             home.items.append(candidate)
         elif home is not None and blocks[-1].episode_id == episode_id:
-            blocks[-1].items.append(candidate)  # its continuation, still in score order
+            blocks[-1].items.append(candidate)  # its block (or continuation) is the last: score order holds
         else:
             blocks.append(_Group(episode_id, [candidate], continued=home is not None))
             if episode_id is not None and home is None:
@@ -265,8 +261,8 @@ def group(chosen: Sequence[Candidate]) -> list[_Group]:
 
 def _with_sibling(blocks: list[_Group], sibling: Candidate) -> list[_Group]:
     """``blocks`` with ``sibling`` placed after the memory that brought it and after every direct match
-    that scores higher: at the end of its episode's block when that is far enough, else in a
-    continuation block of its episode right after the last such match."""
+    that scores higher: in its episode's block when that is far enough, else in a continuation block of
+    its episode right after the last such match."""
     positions = [(b, i) for b, block in enumerate(blocks) for i in range(len(block.items))]
     source_at = next(
         ((b, i) for b, i in positions if blocks[b].items[i].id == sibling.sibling_of),
@@ -275,7 +271,9 @@ def _with_sibling(blocks: list[_Group], sibling: Candidate) -> list[_Group]:
     better = [
         (b, i)
         for b, i in positions
-        if blocks[b].items[i].source == "direct" and blocks[b].items[i].final_score > sibling.final_score
+        if blocks[b].items[i].source == "direct"
+        and blocks[b].items[i].memory.kind != "episode"
+        and blocks[b].items[i].final_score > sibling.final_score
     ]
     after = max([source_at, *better])
     block, index = after
@@ -288,7 +286,9 @@ def _with_sibling(blocks: list[_Group], sibling: Candidate) -> list[_Group]:
     # better match (joining a continuation already there).
     following = blocks[block + 1] if block + 1 < len(blocks) else None
     if following is not None and following.continued and following.episode_id == sibling.memory.episode_id:
-        following.items.append(sibling)
+        # Ahead of the continuation's direct matches (weaker than it, or they would be better matches
+        # above), after the siblings placed there before it.
+        following.items.insert(_siblings_after(following, -1), sibling)
         return blocks
     return [
         *blocks[: block + 1],
@@ -349,10 +349,19 @@ def assemble(
         reason = f"{DID_NOT_FIT}: char_budget {char_budget} is smaller than the context header ({len(context)} chars)"
         reasons |= {item.id: reason for item in chosen}
         chosen = []
-    for each in group(chosen):
+    blocks = group(chosen)
+    matches: dict[str | None, int] = {}  # an episode's direct matches in all its blocks
+    for each in blocks:
+        matches[each.episode_id] = matches.get(each.episode_id, 0) + each.matches
+    shown: set[str] = set()  # episodes whose first header is in the context
+    for each in blocks:
+        continued = each.episode_id in shown
         header = (
             render_episode_header(
-                each.episode_id, (episodes or {}).get(each.episode_id), each.matches, continued=each.continued
+                each.episode_id,
+                (episodes or {}).get(each.episode_id),
+                matches[each.episode_id],
+                continued=continued,
             )
             if each.episode_id
             else "\n"
@@ -373,6 +382,8 @@ def assemble(
             if not header_added:
                 context += header
                 header_added = True
+                if each.episode_id:
+                    shown.add(each.episode_id)
             context += block
             positions[item.id] = len(positions) + 1
     marked = tuple(

@@ -179,6 +179,59 @@ def test_a_weak_direct_match_waits_for_its_place_in_score_order_in_a_continuatio
     ]
 
 
+def test_a_match_at_exactly_the_share_stays_with_its_episode_and_the_header_counts_every_block():
+    candidates = (
+        grouped("a1", "ep-a", 1.0),
+        grouped("b1", "ep-b", 0.9),
+        grouped("a2", "ep-a", 0.7),  # exactly 0.7 x 1.0: stays
+        grouped("a3", "ep-a", 0.69),  # just below: continued
+    )
+    marked, context = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r")
+    order = [c.id for c in sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)]
+    assert order == ["a1", "a2", "b1", "a3"]
+    headers = [line for line in context.splitlines() if line.startswith("## ")]
+    assert [header.split(" · ")[0] for header in headers] == [
+        "## episode ep-a",
+        "## episode ep-b",
+        "## episode ep-a (continued)",
+    ]
+    assert headers[0].endswith("· 3 direct matches") and headers[1].endswith("· 1 direct match")
+
+
+def test_an_episode_summary_heads_its_block_whatever_its_score():
+    candidates = (
+        grouped("a1", "ep-a", 0.9),
+        grouped("a2", "ep-a", 0.8),
+        grouped("sum-a", "ep-a", 0.3, "episode"),
+    )
+    marked, _ = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r")
+    order = [c.id for c in sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)]
+    assert order == ["sum-a", "a1", "a2"]
+
+
+def test_a_continuation_is_not_called_continued_when_its_episodes_first_block_did_not_fit():
+    candidates = (grouped("a1", "ep-a", 0.9), grouped("b1", "ep-b", 0.8), grouped("a3", "ep-a", 0.5))
+    big = replace(candidates[0], memory=replace(candidates[0].memory, content="x" * 600))
+    marked, context = assemble((big, *candidates[1:]), top_k=10, char_budget=400, retrieval_id="r")
+    by_id = {c.id: c for c in marked}
+    assert by_id["a1"].exclusion_reason.startswith("did not fit") and by_id["a3"].in_context
+    headers = [line for line in context.splitlines() if line.startswith("## ")]
+    assert [header.split(" · ")[0] for header in headers] == ["## episode ep-b", "## episode ep-a"]
+    assert "(continued)" not in context
+
+
+def test_a_sibling_in_a_continuation_comes_before_the_weaker_direct_matches_waiting_there():
+    candidates = (
+        grouped("a1", "ep-a", 0.9),
+        grouped("b1", "ep-b", 0.85),
+        grouped("s", "ep-a", 0.84, sibling_of="a1"),  # after b1 (better), before a2 (weaker)
+        grouped("a2", "ep-a", 0.3),
+    )
+    marked, _ = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r")
+    order = [c.id for c in sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)]
+    assert order == ["a1", "b1", "s", "a2"]
+
+
 def test_a_sibling_follows_its_source_in_its_group_when_no_later_match_is_better():
     candidates = (
         grouped("a1", "ep-a", 0.90),
