@@ -24,11 +24,11 @@ from retrieval.types import Candidate, RecallRequest
 def named_agents(query: str, authors: Iterable[str]) -> tuple[str, ...]:
     """The ``authors`` the query names, sorted; none when it names all of them (nothing to tell apart)."""
     distinct = set(authors)
-    named = agents_named(query, distinct)
+    named = all_named_agents(query, distinct)
     return () if distinct <= set(named) else named
 
 
-def agents_named(query: str, authors: Iterable[str]) -> tuple[str, ...]:
+def all_named_agents(query: str, authors: Iterable[str]) -> tuple[str, ...]:
     """Every one of ``authors`` the query names, sorted."""
     words = set(word_tokens(query))
     named = []

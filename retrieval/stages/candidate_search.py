@@ -8,7 +8,7 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.models.embedders.base import Embedder
-from retrieval.stages.attribution import agents_named, without_agents
+from retrieval.stages.attribution import all_named_agents, without_agents
 from retrieval.stages.fusion import fuse
 from retrieval.text import fulltext_query
 from retrieval.trace import (
@@ -129,8 +129,8 @@ class CandidateSearchStage:
             fulltext_events.append(SearchLegSkipped("fulltext", "disabled by configuration"))
         events: list[TraceEvent] = []
         if self._use_vector:
-            authors = {hit.record.agent_id for hit in fulltext_hits} if names_to_fulltext else set()
-            named = agents_named(query, authors)
+            authors = {hit.record.agent_id for hit in fulltext_hits}
+            named = all_named_agents(query, authors) if names_to_fulltext else ()
             embedded = without_agents(query, named) if named else query
             if embedded != query:
                 events.append(QueryEmbeddedWithoutAgents(named, embedded))

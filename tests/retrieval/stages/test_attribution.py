@@ -2,7 +2,7 @@ import pytest
 
 from retrieval.stages.attribution import (
     AttributionStage,
-    agents_named,
+    all_named_agents,
     attribute,
     author_factor,
     named_agents,
@@ -98,12 +98,15 @@ def test_applying_attribution_again_sets_the_factor_instead_of_discounting_twice
     assert {c.id: c.relevance_score for c in lifted} == pytest.approx({"mentions": 0.8, "own-words": 0.6})
 
 
-def test_agents_named_lists_every_named_author_even_all_of_them():
-    assert agents_named("what did Caroline tell Melanie", ["Melanie", "Caroline", "Jon"]) == (
+def test_all_named_agents_lists_every_named_author_even_all_of_them():
+    assert all_named_agents("what did Caroline tell Melanie", ["Melanie", "Caroline", "Jon"]) == (
         "Caroline",
         "Melanie",
     )
-    assert agents_named("what did Caroline tell Melanie", ["Melanie", "Caroline"]) == ("Caroline", "Melanie")
+    assert all_named_agents("what did Caroline tell Melanie", ["Melanie", "Caroline"]) == (
+        "Caroline",
+        "Melanie",
+    )
     assert named_agents("what did Caroline tell Melanie", ["Melanie", "Caroline"]) == ()
 
 
