@@ -61,6 +61,9 @@ class Asked:
     returned: list[str]  # memory ids, best score first
     candidates: list[tuple[str, float]]  # direct candidates and the score feedback would weight
     helpful: set[str] = field(default_factory=set)  # training questions: the recalled evidence memories
+    # What each direct candidate's episode neighbours lent it (added after weighting, as the server adds it;
+    # kept as traced before any feedback, since a lender's weight moving it is a second-order effect)
+    lent: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -84,12 +87,13 @@ def recall_all(conversation: Any, runtime: Any, turns_of: dict[str, set[str]]) -
             record = runtime.store.get_retrieval(out.retrieval_id, scope)
             trace = json.loads(record.trace_json)["candidates"] if record is not None else []
             vector = np.asarray(embedder.embed_query(question.question), dtype=float)
-            scores = [(c["id"], _boosted(c["scores"])) for c in trace if c["source"] == "direct"]
+            direct = [c for c in trace if c["source"] == "direct"]
             item = Asked(
                 set(question.evidence),
                 vector / (np.linalg.norm(vector) or 1.0),
                 [m.id for m in returned],
-                scores,
+                [(c["id"], _boosted(c["scores"])) for c in direct],
+                lent={c["id"]: c["scores"].get("neighbourhood") or 0.0 for c in direct},
             )
             if part == 0:
                 item.helpful = {m for m in item.returned if turns_of.get(m, set()) & item.evidence}
@@ -173,11 +177,12 @@ def change(
     for conversation in conversations:
         for question, group in zip(conversation.test, conversation.groups, strict=True):
             weights = policy(question, conversation)
-            before = sorted(question.candidates, key=lambda c: -c[1])
+            lent = question.lent
+            before = sorted(question.candidates, key=lambda c: -(c[1] + lent.get(c[0], 0.0)))
             pool = dict(question.candidates)
             for memory_id, score in (injection(question, conversation) if injection else {}).items():
                 pool.setdefault(memory_id, score)
-            after = sorted(pool.items(), key=lambda c: -c[1] * weights.get(c[0], 1.0))
+            after = sorted(pool.items(), key=lambda c: -(c[1] * weights.get(c[0], 1.0) + lent.get(c[0], 0.0)))
             turns = conversation.turns_of
             delta = recall_at_k(
                 [turns.get(m, set()) for m, _ in after], sorted(question.evidence), K
@@ -217,7 +222,8 @@ def unreachable(conversations: Sequence[Conversation]) -> tuple[int, int]:
         for question, group in zip(conversation.test, conversation.groups, strict=True):
             if group != "related":
                 continue
-            ranked = [m for m, _ in sorted(question.candidates, key=lambda c: -c[1])]
+            lent = question.lent
+            ranked = [m for m, _ in sorted(question.candidates, key=lambda c: -(c[1] + lent.get(c[0], 0.0)))]
             shown = {turn for m in ranked[:K] for turn in conversation.turns_of.get(m, set())}
             candidates = set(ranked)
             for turn in question.evidence - shown:

@@ -417,19 +417,20 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
     )
     if result.gated:
         head += f"\nthe gate skipped retrieval: {result.gated}"
-    ranked = sorted(
-        result.candidates,
-        key=lambda c: (c.weighted_rank is None, c.weighted_rank if c.weighted_rank is not None else 0),
-    )
+    # The candidates come in the order recall ranked them (final score, after the episode neighbourhood);
+    # "weighted" is the rank before siblings and neighbours joined, "unweighted" the rank by relevance alone.
+    ranked = list(result.candidates)
     body = table(
         [
             "rank",
+            "weighted",
             "unweighted",
             "delta",
             "final",
             "relevance",
             "rerank",
             "boost",
+            "nbhd",
             "weight",
             "global",
             "ctx",
@@ -438,6 +439,7 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
         ],
         [
             [
+                rank,
                 None if c.weighted_rank is None else c.weighted_rank + 1,
                 None if c.unweighted_rank is None else c.unweighted_rank + 1,
                 c.rank_delta,
@@ -445,13 +447,14 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
                 c.scores.relevance,
                 c.scores.rerank,
                 c.scores.corroboration_boost,
+                c.scores.neighbourhood,
                 c.scores.feedback_weight,
                 c.scores.global_weight,
                 c.in_context,
                 c.id,
                 f"{c.reason} | {c.preview}",
             ]
-            for c in ranked
+            for rank, c in enumerate(ranked, start=1)
         ],
     )
     moved = "\n".join(_feedback_lines(ranked))

@@ -93,3 +93,17 @@ def test_a_memory_no_training_question_credited_keeps_its_score(boost):
     conversation = world()
     weights = reach.query_close(boost, 0.3, 0.6)(conversation.test[0], conversation)
     assert "x1" not in weights and set(weights) == {"m_a", "m_b"}
+
+
+def test_what_episode_neighbours_lent_is_added_after_the_weight_as_the_server_adds_it():
+    conversation = world()
+    related = conversation.test[0]
+    # x0.15 alone leaves m_a sixth (0.4 x 1.15 = 0.46 < 0.5, above). Lent 0.05 by a neighbour, added after
+    # the weight: 0.46 + 0.05 = 0.51, above x5 (0.5): fifth, R@5 0 -> 1.
+    related.lent = {"m_a": 0.05}
+    assert reach.change([conversation], reach.query_close(0.15, 0.3, 0.6))["related"] == 1.0
+    # x5 lent 0.02 as well: 0.52 > 0.51, m_a sixth again
+    related.lent = {"m_a": 0.05, "x5": 0.02}
+    assert reach.change([conversation], reach.query_close(0.15, 0.3, 0.6))["related"] == 0.0
+    # before any weighting, m_a (0.4 + 0.05) stays sixth, below x5 (0.5 + 0.02): the miss counted by hand
+    assert reach.unreachable([conversation]) == (1, 0)

@@ -84,9 +84,38 @@ def test_explain_shows_each_candidates_ranks_and_scores(capsys, db):
     assert status == 0 and f"retrieval          {found['retrieval_id']}" in out
     assert "backend: embedder" in out and "hashed" in out and "stages (ms)" in out
     [row] = [line for line in out.splitlines() if stored["id"] in line]
-    rank, unweighted, delta, *_ = row.split()
-    assert (rank, unweighted, delta) == ("1", "1", "0")
+    rank, weighted, unweighted, delta, *_ = row.split()
+    assert (rank, weighted, unweighted, delta) == ("1", "1", "1", "0")
     assert "feedback on" not in out  # no report moved anything yet
+
+
+def test_explain_lists_candidates_in_the_order_recall_ranked_them_with_what_neighbours_lent(capsys, db):
+    turns = [
+        "what did you do at the lake on saturday",
+        "the water was freezing but the kids swam anyway",
+        "we should buy a bigger tent before summer",
+    ]
+    ids = [
+        as_json(
+            capsys, db, "remember", text, "--episode", "ep-trip", "--occurred-at", f"2026-03-07T10:0{minute}Z"
+        )["id"]
+        for minute, text in enumerate(turns)
+    ]
+    as_json(capsys, db, "remember", "the lake house wifi password rotates")
+    found = as_json(capsys, db, "recall", "lake saturday kids")
+    explained = as_json(capsys, db, "explain", found["retrieval_id"])
+    finals = {c["id"]: c["scores"]["final"] for c in explained["candidates"]}
+    lent = {c["id"]: c["scores"]["neighbourhood"] for c in explained["candidates"]}
+    assert lent[ids[1]] > 0.0  # the answer is lent by the question next to it
+    _, out, _ = memoria(capsys, db, "explain", found["retrieval_id"])
+    header, _, *rows = out.split("\n\n")[1].splitlines()
+    assert header.startswith("rank  weighted  unweighted  delta  final  relevance  rerank  boost   nbhd")
+    listed = [row.split()[12] for row in rows]  # the id column
+    # Best final score first, ranked 1, 2, 3...; each row shows what its neighbour lent it.
+    assert listed == sorted(finals, key=lambda i: -finals[i])
+    assert [row.split()[0] for row in rows] == [str(n) for n in range(1, len(rows) + 1)]
+    answer_row = rows[listed.index(ids[1])].split()
+    assert float(answer_row[8]) == pytest.approx(lent[ids[1]], abs=5e-4)
 
 
 @pytest.mark.slow
