@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -128,19 +128,28 @@ class FeedbackIndex:
     def weights(
         self,
         scope: Scope,
-        query_vector: np.ndarray | None,
+        query_vector: np.ndarray | Callable[[], np.ndarray] | None,
         memories: Sequence[MemoryRecord],
         *,
         recall_id: str | None = None,
     ) -> dict[str, ContextWeight]:
-        """Each memory's weight for the query whose embedding is ``query_vector``. Calls with the same
+        """Each memory's weight for the query whose embedding is ``query_vector`` (or what calling it
+        returns: the query is embedded only when a report of a session with queries counts for one of
+        ``memories``, so a recall in a scope without such credit embeds nothing here). Calls with the same
         ``recall_id`` check the table version once (the stages of one recall see one version)."""
         seen = self._catch_up(recall_id)
         credits = self._credits_of(scope, [memory.id for memory in memories], seen)
         sessions = self._sessions_of(
             scope, list(dict.fromkeys(c.session_id for found in credits.values() for c in found)), seen
         )
-        query = None if query_vector is None else np.asarray(query_vector, dtype=np.float32)
+        embedded: list[np.ndarray | None] = []  # the query's vector, once asked for
+
+        def query() -> np.ndarray | None:
+            if not embedded:
+                found = query_vector() if callable(query_vector) else query_vector
+                embedded.append(None if found is None else np.asarray(found, dtype=np.float32))
+            return embedded[0]
+
         cosines: dict[str, np.ndarray | None] = {}  # per session: each of its queries' cosine with this one
         closeness: dict[tuple[str, int | None, bool], float] = {}
 
@@ -150,7 +159,7 @@ class FeedbackIndex:
                 vectors = sessions.get(credited.session_id)
                 if credited.session_id not in cosines:
                     cosines[credited.session_id] = (
-                        None if vectors is None or query is None or not len(vectors) else vectors @ query
+                        None if vectors is None or not len(vectors) or query() is None else vectors @ query()
                     )
                 closeness[key] = self._closeness(credited, vectors, cosines[credited.session_id])
             return closeness[key]

@@ -147,7 +147,8 @@ class EpisodeExpansionStage:
         named = named_agents(request.query, authors) if self._author_discount else ()
         weights = None
         if self._feedback is not None and members:
-            query_vector = self._embedder.embed_query(request.query) if self._embedder is not None else None
+            embedder = self._embedder
+            query_vector = None if embedder is None else lambda: embedder.embed_query(request.query)
             weights = {
                 memory_id: found.weight
                 for memory_id, found in self._feedback.weights(

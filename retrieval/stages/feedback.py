@@ -68,10 +68,11 @@ class FeedbackStage:
     def __call__(self, request: RecallRequest, candidates: tuple[Candidate, ...]) -> StageOutput:
         weights = None
         if self._feedback is not None and candidates:
-            query_vector = self._embedder.embed_query(request.query) if self._embedder is not None else None
+            embedder = self._embedder
             weights = self._feedback.weights(
                 request.scope,
-                query_vector,
+                # embedded only if some candidate's credit needs comparing with its session's queries
+                None if embedder is None else lambda: embedder.embed_query(request.query),
                 [c.memory for c in candidates],
                 recall_id=request.retrieval_id or None,
             )

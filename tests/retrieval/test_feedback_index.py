@@ -138,6 +138,31 @@ def test_a_named_memory_takes_the_named_step_for_close_queries_only():
     assert weight_for(index, "far") == 1.0
 
 
+def test_the_query_is_embedded_only_when_a_credit_needs_comparing_and_then_once():
+    embedder = TableEmbedder(VECTORS)
+    outcomes = Reports(
+        [
+            outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder),
+            outcome("s2", [MemoryCredit("n", "helpful", 1.0, 1.0, 0)], queries=(), order=1),
+        ]
+    )
+    index = index_over(outcomes, embedder)
+    asked: list[str] = []
+
+    def lazily(query: str):
+        return lambda: asked.append(query) or embedder.embed_query(query)
+
+    # No credit for these memories, or only a session without recorded queries (it counts everywhere):
+    # nothing to compare, so the query is never embedded.
+    found = index.weights(SCOPE, lazily("deploy"), [memory_record("other"), memory_record("n")])
+    assert asked == [] and found["other"].weight == 1.0 and found["n"].weight == pytest.approx(1.15)
+    # m's report recorded its query: the query is embedded once, for every memory that needs it.
+    found = index.weights(
+        SCOPE, lazily("half"), [memory_record("m"), memory_record("m2"), memory_record("n")]
+    )
+    assert asked == ["half"] and found["m"].weight == pytest.approx(1.075)  # closeness 0.5
+
+
 def test_the_weights_carry_the_steps_and_the_global_weight():
     embedder = TableEmbedder(VECTORS)
     outcomes = Reports([outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=embedder)])

@@ -2,10 +2,14 @@ from dataclasses import replace
 
 import pytest
 
+from retrieval.feedback_index import FeedbackIndex
+from retrieval.outcomes import Closeness, WeightPolicy
 from retrieval.stages.feedback import FeedbackStage, apply_feedback_ranking
 from retrieval.types import Candidate, RecallRequest
-from storage.records import MemoryRecord, Scope
+from storage.records import MemoryCredit, MemoryRecord, Scope
+from tests.fakes import TableEmbedder
 from tests.records import memory_record
+from tests.retrieval.test_feedback_index import Reports, outcome
 
 
 def memory(memory_id: str, weight: float = 1.0) -> MemoryRecord:
@@ -59,3 +63,20 @@ def test_stage_reports_how_many_candidates_moved():
     )
     assert output.events[0].reordered == 2
     assert output.events[0].weighting_enabled is True
+
+
+def test_a_recall_whose_candidates_no_report_credits_does_not_embed_its_query_for_feedback():
+    # Candidate search embeds the query it searches with (without the names of authors it names); the
+    # feedback stage embeds the query as said only to compare it with reporting sessions' queries.
+    embedder = TableEmbedder({"q": (1.0, 0.0), "deploy": (1.0, 0.0)})
+    reports = Reports([outcome("s1", [MemoryCredit("a", "helpful", 1.0, 1.0, 0)], embedder=embedder)])
+    stage = FeedbackStage(
+        FeedbackIndex(reports, embedder, closeness=Closeness(0.3, 0.6), policy=WeightPolicy()), embedder
+    )
+    request = RecallRequest(query="q", scope=Scope("o", "p"), top_k=5, char_budget=1000, candidate_limit=15)
+    embedder.calls.clear()
+    stage(request, (candidate("b", 0.8), candidate("c", 0.5)))
+    assert embedder.calls == []
+    output = stage(request, (candidate("a", 0.8), candidate("b", 0.5)))
+    assert embedder.calls == ["q"]  # a's report is compared with this query: cosine 1, a full step
+    assert output.candidates[0].feedback_weight == pytest.approx(1.75)
