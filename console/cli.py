@@ -291,3 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"memoria: {exc}", file=sys.stderr)
         return 0 if getattr(args, "hook", False) else 2  # a session-end hook never fails the session
+
+
+if __name__ == "__main__":  # python -m console.cli, as python -m console
+    sys.exit(main())

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from console.terminal import ProgressBar, counts, key_values, table, ticking
-from retrieval.text import clip
+from console.terminal import ProgressBar, counts, key_values, printable, table, ticking
+from retrieval.text import clip, counted
 from server.arguments import friendly_validation_message
 from server.config import Settings, default_data_dir
 from storage.records import Scope
@@ -98,6 +98,10 @@ _PHRASES = (
     (re.compile(r"\braise (char_budget|top_k)\b"), lambda m: f"raise {FLAGS[m.group(1)]}"),
     (re.compile(r"\b(pass|or) query\b"), lambda m: f"{m.group(1)} --query"),
     (re.compile(r"\b(a |one of )retrieval_id\b"), lambda m: f"{m.group(1)}retrieval id"),
+    (re.compile(r"\bPass memory_id\b"), lambda m: "Pass a memory id"),
+    (re.compile(r"\bPass replaces= the id\b"), lambda m: "Pass the id"),
+    (re.compile(r"\bcall again with dry_run=false\b"), lambda m: "run again without --dry-run"),
+    (re.compile(r"(?<![\w`-])occurred_at(?![\w`])"), lambda m: FLAGS["occurred_at"]),
 )
 
 
@@ -231,7 +235,7 @@ def scope_of(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def emit(args: argparse.Namespace, result: BaseModel, readable: str) -> int:
-    print(result.model_dump_json(indent=2) if args.json else readable, file=sys.stdout)
+    print(result.model_dump_json(indent=2) if args.json else printable(readable), file=sys.stdout)
     return 0
 
 
@@ -342,7 +346,7 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
             "recall",
         )
     if args.context and not args.json:
-        print(result.context, file=sys.stdout)
+        print(printable(result.context), file=sys.stdout)
         return 0
     if result.gated:
         readable = f"memory was not searched: {result.gate_reason}"
@@ -351,7 +355,7 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
         readable = (
             in_flags(result.note)  # matched, but none placed: the note says why (the budget, or the passes)
             if result.note and not result.note.startswith(NOTHING_MATCHED)
-            else "nothing relevant in memory yet."
+            else _nothing_found(args)
         )
     else:
         readable = table(
@@ -374,10 +378,32 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
         *(f"warning: {warning}" for warning in result.warnings),
         f"retrieval {result.retrieval_id}, session {result.session_id}",
         f"why: memoria explain {result.retrieval_id}",
-        "how it went: memoria outcome success|failure|partial [--helpful ID] [--misleading ID] "
-        f"(reports session {result.session_id})",
+        *(
+            [
+                "how it went: memoria outcome success|failure|partial [--helpful ID] [--misleading ID] "
+                f"(reports session {result.session_id})"
+            ]
+            if result.memories
+            else []
+        ),
     ]
     return emit(args, result, "\n".join([readable, "", *footer]))
+
+
+def _nothing_found(args: argparse.Namespace) -> str:
+    """What an empty recall says: that nothing relevant is stored, or that nothing passed the filters it
+    was given (a window, tags, kinds, another project), with how to widen it."""
+    limits = [
+        *([f"--since {args.since}"] if args.since else []),
+        *([f"--until {args.until}"] if args.until else []),
+        *(f"--tag {tag}" for tag in args.tag),
+        *(f"--kind {kind}" for kind in args.kind),
+        *([f"--project {args.project}"] if args.project else []),
+        *([f"--org {args.org}"] if args.org else []),
+    ]
+    if not limits:
+        return "nothing relevant in memory yet."
+    return f"nothing relevant found within {' '.join(limits)}: try again without some of them."
 
 
 def explain_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -705,7 +731,7 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
             print(forgotten_table(preview), file=sys.stderr)  # stdout stays the result (--json)
             if not sys.stdin.isatty():  # nobody to ask: what would go is listed above, then refused
                 raise CommandError(
-                    f"this would {what} the {len(preview.forgotten)} memories above: add --yes to confirm"
+                    f"this would {what} the {counted(len(preview.forgotten), 'memory', 'memories')} above: add --yes to confirm"
                 )
             question = "erase these memories for good" if mode == "purge" else "retract these memories"
             print(f"{question} ({len(preview.forgotten)})? [y/N] ", end="", file=sys.stderr, flush=True)
@@ -733,15 +759,17 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                     mode=mode,
                     dry_run=False,
                     forgotten=gone,
-                    note=f"{len(gone)} memories tagged {args.tag!r} {verb}",
+                    note=f"{counted(len(gone), 'memory', 'memories')} tagged {args.tag!r} {verb}",
                 )
-                readable = f"{verb} {len(gone)} memories ({result.note})"
+                readable = f"{verb} {counted(len(gone), 'memory', 'memories')} ({result.note})"
                 return emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
         result = call(
             forget.handle, forget.ForgetInput, {**values, "dry_run": args.dry_run}, runtime, caller, "forget"
         )
     verb = "would " + mode if result.dry_run else {"purge": "purged", "retract": "retracted"}[mode]
-    readable = f"{verb} {len(result.forgotten)} memories" + (f" ({result.note})" if result.note else "")
+    readable = f"{verb} {counted(len(result.forgotten), 'memory', 'memories')}" + (
+        f" ({in_flags(result.note)})" if result.note else ""
+    )
     emitted = emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
     # Nothing chosen by a query or a tag, confirmed or not: the same exit status as when asked.
     return 1 if chosen and not result.dry_run and not result.forgotten else emitted

@@ -8,36 +8,58 @@ Pure rendering (strings in, strings out) except ``ProgressBar``, which writes to
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
-from retrieval.text import clip
+from retrieval.text import clip, escape_hidden
+
+LAST_COLUMN_LINES = 4  # the last column wraps onto at most this many lines, then is cut
+LAST_COLUMN_MIN = 24  # on a narrow screen the table runs wider rather than squeeze the text below this
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int | None = None) -> str:
-    """An aligned plain-text table; the last column takes what room is left and is clipped to it."""
+    """An aligned plain-text table; the last column (the memory's text, or why it ranked there) takes
+    what room is left, wraps onto up to ``LAST_COLUMN_LINES`` lines under itself, and is cut after."""
     if not rows:
         return ""
     width = width or screen_width()
     cells = [[_cell(value) for value in row] for row in rows]
     widths = [max(len(headers[i]), *(len(row[i]) for row in cells)) for i in range(len(headers))]
     fixed = sum(widths[:-1]) + 2 * (len(widths) - 1)
-    widths[-1] = max(len(headers[-1]), min(widths[-1], width - fixed))
+    widths[-1] = max(len(headers[-1]), min(widths[-1], max(LAST_COLUMN_MIN, width - fixed)))
     numeric = [all(_is_number(row[i]) for row in rows) for i in range(len(headers))]
 
-    def line(values: Sequence[str]) -> str:
-        parts = []
-        for i, value in enumerate(values):
-            value = clip(value, widths[i]) if i == len(values) - 1 else value
-            parts.append(value.rjust(widths[i]) if numeric[i] else value.ljust(widths[i]))
-        return "  ".join(parts).rstrip()
+    def lines(values: Sequence[str]) -> list[str]:
+        parts = [
+            value.rjust(widths[i]) if numeric[i] else value.ljust(widths[i])
+            for i, value in enumerate(values[:-1])
+        ]
+        wrapped = _wrapped(values[-1], widths[-1])
+        first = "  ".join([*parts, wrapped[0]]).rstrip()
+        indent = " " * (fixed if parts else 0)
+        return [first, *(indent + more for more in wrapped[1:])]
 
     rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), rule, *(line(row) for row in cells)])
+    return "\n".join([*lines(headers), rule, *(line for row in cells for line in lines(row))])
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters (broken at spaces where it can), at most
+    ``LAST_COLUMN_LINES`` of them, the last cut with an ellipsis when more was left."""
+    if len(text) <= width:
+        return [text]
+    found = textwrap.wrap(text, width, break_on_hyphens=False) or [""]
+    if len(found) <= LAST_COLUMN_LINES:
+        return found
+    kept = found[: LAST_COLUMN_LINES - 1]
+    rest = " ".join(found[LAST_COLUMN_LINES - 1 :])
+    return [*kept, clip(rest, width)]
 
 
 def screen_width() -> int:
@@ -58,6 +80,16 @@ def counts(values: dict[str, int]) -> str:
     return ", ".join(f"{key} {value:,}" for key, value in values.items()) or "none"
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab and newline
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print to a terminal: control characters (an escape sequence would recolour or
+    move the cursor, a bell rings) and bidirectional or tag characters written as ``<U+001B>``. Memories
+    are written by agents; what they hold must not drive the reader's terminal."""
+    return escape_hidden(_CONTROL.sub(lambda found: f"<U+{ord(found.group()):04X}>", text))
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
@@ -67,7 +99,7 @@ def _cell(value: Any) -> str:
         return f"{value:.3f}"
     if isinstance(value, int):
         return f"{value:,}"
-    return " ".join(str(value).split())
+    return printable(" ".join(str(value).split()))
 
 
 def _is_number(value: Any) -> bool:

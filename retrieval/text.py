@@ -200,6 +200,11 @@ def fulltext_query(query: str) -> str:
     return " ".join(content_words(query))
 
 
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """``count`` and the noun agreeing with it: "1 memory", "2 memories", "0 memories"."""
+    return f"{count:,} {singular if count == 1 else plural or singular + 's'}"
+
+
 def clip(text: str, width: int) -> str:
     """``text`` on one line of at most ``width`` characters (an ellipsis marks a cut)."""
     line = " ".join(str(text).split())

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from retrieval.text import PRECEDING_CHARS, forget_cached_texts, has_visible_text
+from retrieval.text import PRECEDING_CHARS, counted, forget_cached_texts, has_visible_text
 from storage.records import MemoryRecord, Reach, Scope, stored_in
 from tools.common import (
     Caller,
@@ -129,10 +129,10 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         more = f" (the first {at_once:,}; call again for the rest)" if len(tagged) > at_once else ""
         done = "purged" if args.mode == "purge" else "retracted"
         said = (
-            f"dry run: these {len(eligible)} memories tagged {args.tag!r} would be {done}{more}; call "
+            f"dry run: these {counted(len(eligible), 'memory', 'memories')} tagged {args.tag!r} would be {done}{more}; call "
             "again with dry_run=false to forget them"
             if args.dry_run
-            else f"{len(eligible)} memories tagged {args.tag!r} {done}{more}"
+            else f"{counted(len(eligible), 'memory', 'memories')} tagged {args.tag!r} {done}{more}"
         )
         note = f"{said}; {note}" if note else said
     if args.dry_run or not eligible:

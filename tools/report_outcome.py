@@ -23,6 +23,7 @@ from retrieval.outcomes import (
     assign_credit,
     effective_score,
 )
+from retrieval.text import counted
 from storage.records import (
     MemoryRecord,
     OutcomeRecord,
@@ -280,13 +281,15 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         status = "applied"
         roles = [credit.role for credit in credits]
         closeness_note = (
-            " (for tasks as close as this session's, to the top or bottom weight)"
+            " (to the top or bottom weight for tasks as close as this session's; the global weights listed move by"
+            " the spec's step)"
             if queries
             else " (the session recalled nothing, so its report counts for every task, by that step only)"
         )
         detail = (
             f"session {session_id} reported: {roles.count('helpful')} helpful and {roles.count('misleading')} "
-            f"misleading memories moved a full step{closeness_note}, {roles.count('context')} others of its contexts a share "
+            f"misleading memories moved a full step{closeness_note}, "
+            f"{counted(roles.count('context'), 'other memory', 'other memories')} of its contexts a share "
             "by their position"
         )
     detail += inactive_note(store, known, named)

@@ -1,5 +1,9 @@
 """The ``memoria`` command line: its commands' arguments (the commands themselves: test_commands)."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 
@@ -29,3 +33,14 @@ def test_memoria_token_refuses_a_missing_or_malformed_scope(scopes, capsys):
     assert main(["token", "--principal", "alice", *scopes]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and ("--read or --write" in captured.err or "org/project" in captured.err)
+
+
+def test_running_the_cli_module_runs_the_cli():
+    done = subprocess.run(
+        [sys.executable, "-m", "console.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0 and "usage: memoria" in done.stdout

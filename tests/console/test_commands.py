@@ -205,6 +205,19 @@ def test_messages_name_the_commands_flags_not_the_tools_arguments(capsys, db):
     assert "fit in --budget 300: raise --budget to see the other 1" in out
 
 
+def test_forget_edit_and_remember_messages_name_flags_too(capsys, db):
+    as_json(capsys, db, "remember", "Rotate the signing keys every 90 days", "--tag", "security")
+    status, out, _ = memoria(capsys, db, "forget", "--query", "bananas and kiwis", "--yes")
+    assert status == 1 and out.startswith("retracted 0 memories (nothing was forgotten")
+    assert "Pass a memory id to forget a particular memory" in out and "memory_id" not in out
+    status, out, _ = memoria(capsys, db, "forget", "--tag", "security", "--dry-run")
+    assert status == 0 and "run again without --dry-run to forget them" in out and "dry_run" not in out
+    status, _, err = memoria(capsys, db, "edit", "mem_nope", "new text")
+    assert status == 1 and "Pass the id of a memory from a recall result" in err and "replaces=" not in err
+    status, _, err = memoria(capsys, db, "remember", "later", "--occurred-at", "2999-01-01T00:00:00Z")
+    assert status == 1 and "--occurred-at" in err and "occurred_at" not in err
+
+
 def test_only_argument_names_become_flags_never_the_values_a_message_quotes():
     from console.commands import in_flags
 
@@ -258,7 +271,7 @@ def test_forget_by_query_lists_what_would_go_and_needs_a_yes(capsys, db, monkeyp
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # not a terminal: no one to ask
     status, _, err = memoria(capsys, db, "forget", "--query", "old vpn host")
     # Nobody to ask: what would go is listed all the same, then the command refuses.
-    assert status == 1 and "this would retract the 1 memories above: add --yes" in err
+    assert status == 1 and "this would retract the 1 memory above: add --yes" in err
     assert stored["id"] in err and "The old VPN host is vpn1.example.com" in err
     assert as_json(capsys, db, "show", stored["id"])["status"] == "active"
     status, _, err = memoria(capsys, db, "forget", "--query", "kubernetes ingress")
@@ -413,12 +426,22 @@ def test_the_session_end_hook_reports_the_newest_claude_code_session_and_never_f
     assert again.returncode == 0 and "nothing reported" in again.stderr
 
 
-def test_tables_align_numbers_right_and_cut_only_the_last_column():
-    text = table(["n", "name", "text"], [[1, "a", "x" * 50], [10, "bbb", "short"]], width=30)
-    lines = text.splitlines()
-    assert lines[0] == " n  name  text"
-    assert lines[2] == " 1  a     " + "x" * 19 + "…"  # 30 - (2 + 4 + 2 x 2 between) = 20 characters
-    assert lines[3] == "10  bbb   short"
+def test_tables_align_numbers_right_and_wrap_only_the_last_column_under_itself():
+    text = table(["n", "name", "text"], [[1, "a", "word " * 12], [10, "bbb", "short"]], width=40)
+    # 40 - (2 + 4 + 2 x 2 between) = 30 characters for the text: six words a line, under the text column
+    assert text.splitlines() == [
+        " n  name  text",
+        "--  ----  " + "-" * 30,
+        " 1  a     word word word word word word",
+        "          word word word word word word",
+        "10  bbb   short",
+    ]
+
+
+def test_a_long_last_column_is_cut_after_four_lines_and_never_squeezed_below_24_characters():
+    lines = table(["n", "text"], [[1, "x" * 200]], width=20).splitlines()
+    # 20 - (1 + 2) leaves 17: the text keeps 24 and the table runs wider
+    assert lines[2:] == ["1  " + "x" * 24, *(["   " + "x" * 24] * 2), "   " + "x" * 23 + "…"]
 
 
 def test_the_progress_bar_stays_silent_for_quick_work_and_reports_slow_work():
@@ -694,7 +717,7 @@ def test_forget_by_tag_at_a_terminal_forgets_exactly_the_memories_it_showed(caps
     monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
     status, out, err = memoria(capsys, db, "forget", "--tag", "sec")
     assert status == 0 and "retract these memories (1)? [y/N]" in err
-    assert out.startswith("retracted 1 memories (1 memories tagged 'sec' retracted)") and shown["id"] in out
+    assert out.startswith("retracted 1 memory (1 memory tagged 'sec' retracted)") and shown["id"] in out
     left = as_json(capsys, db, "list", "--tag", "sec")
     assert [m["preview"] for m in left["memories"]] == ["Audit the firewall yearly"]
 
@@ -781,3 +804,29 @@ def test_recall_from_the_command_line_says_when_the_llm_passes_left_nothing(caps
     assert (
         status == 0 and "nothing left in the context: the language model's context or fact selection" in out
     )
+
+
+def test_control_characters_in_a_memory_never_reach_the_terminal_raw(capsys, db):
+    # An agent's memory holding an escape sequence (red text) and a bell: shown escaped, not obeyed
+    stored = as_json(capsys, db, "remember", "deploy notes \x1b[31mred\x07 end")
+    outputs = [
+        memoria(capsys, db, "recall", "deploy notes")[1],
+        memoria(capsys, db, "recall", "deploy notes", "--context")[1],
+        memoria(capsys, db, "show", stored["id"])[1],
+    ]
+    for out in outputs:
+        assert "\x1b" not in out and "\x07" not in out
+        assert "deploy notes <U+001B>[31mred<U+0007> end" in out
+    # --json keeps the stored text exactly (JSON escapes it)
+    assert as_json(capsys, db, "show", stored["id"])["content"] == "deploy notes \x1b[31mred\x07 end"
+
+
+def test_an_empty_recall_names_the_filters_it_was_given(capsys, db):
+    memoria(capsys, db, "remember", "The staging database is reset every Sunday", "--tag", "ops")
+    _, out, _ = memoria(capsys, db, "recall", "staging reset", "--tag", "nosuchtag", "--since", "2020-01-01")
+    assert out.startswith(
+        "nothing relevant found within --since 2020-01-01 --tag nosuchtag: try again without some of them."
+    )
+    assert "memoria outcome" not in out  # nothing recalled, nothing to report on
+    _, out, _ = memoria(capsys, db, "recall", "bananas and kiwis")
+    assert out.startswith("nothing relevant in memory yet.")

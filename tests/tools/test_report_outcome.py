@@ -57,7 +57,7 @@ def test_success_moves_each_memory_of_the_context_by_its_position(runtime, three
         (three["b"], "context", SECOND, 1.0, 1.094639),
     }
     assert weights(runtime, three) == {"a": 1.15, "b": 1.094639, "c": 1.0}  # 1 + 0.630930 x 0.15
-    assert "0 helpful and 0 misleading" in out.detail and "2 others" in out.detail
+    assert "0 helpful and 0 misleading" in out.detail and "2 other memories of its contexts" in out.detail
 
 
 def test_named_memories_move_fully_and_the_others_by_a_quarter_of_their_share(runtime, three):
