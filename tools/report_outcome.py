@@ -13,13 +13,14 @@ the only one sent.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from retrieval.outcomes import (
+    ShownContext,
     assign_credit,
     effective_score,
 )
@@ -292,7 +293,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             f"{counted(roles.count('context'), 'other memory', 'other memories')} of its contexts a share "
             "by their position"
         )
-    detail += inactive_note(store, known, named)
+    detail += inactive_note(store, known, named) + unseen_note(contexts, named)
     return ReportOutcomeOutput(
         session_id=session_id,
         outcome=args.outcome,
@@ -301,6 +302,20 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         revision=record.revision,
         detail=detail,
         updated=updates,
+    )
+
+
+def unseen_note(contexts: Sequence[ShownContext], named: Sequence[str]) -> str:
+    """What the report's detail adds for named memories none of the session's recalls put into a context
+    (an id from another session, or from memory): they count as named all the same, and the agent hears
+    it, since a memory named for a task it was not shown for moves for that task's queries."""
+    shown = {memory.memory_id for context in contexts for memory in context.memories}
+    unseen = [memory_id for memory_id in named if memory_id not in shown]
+    if not contexts or not unseen:
+        return ""
+    return (
+        f". Not in this session's recall results: {', '.join(unseen)}; counted as named all the same "
+        "(name the memories this session's recalls showed and it relied on)"
     )
 
 

@@ -43,6 +43,19 @@ def recall_top(runtime, caller, query="postgres pool", top_k=2):
 SECOND = 0.630930
 
 
+def test_a_named_memory_no_recall_of_the_session_showed_counts_and_the_agent_is_told(runtime, three):
+    assert recall_top(runtime, S1) == [three["a"], three["b"]]
+    out = report_outcome(
+        ReportOutcomeInput(outcome="success", helpful_ids=[three["a"], three["c"]]), runtime, S1
+    )
+    assert out.status == "applied" and weights(runtime, three)["c"] == 1.15  # named: a full step anyway
+    assert f"Not in this session's recall results: {three['c']};" in out.detail
+    assert three["a"] not in out.detail.split("Not in this session's recall results")[1]
+    # every named memory shown: nothing to say
+    again = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[three["a"]]), runtime, S1)
+    assert "Not in this session's recall results" not in again.detail
+
+
 def both_helpful(three, outcome="success"):
     return ReportOutcomeInput(outcome=outcome, helpful_ids=[three["a"], three["b"]])
 
