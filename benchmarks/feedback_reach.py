@@ -61,8 +61,9 @@ class Asked:
     returned: list[str]  # memory ids, best score first
     candidates: list[tuple[str, float]]  # direct candidates and the score feedback would weight
     helpful: set[str] = field(default_factory=set)  # training questions: the recalled evidence memories
-    # What each direct candidate's episode neighbours lent it (added after weighting, as the server adds it;
-    # kept as traced before any feedback, since a lender's weight moving it is a second-order effect)
+    # What each direct candidate's episode neighbours lent it (added after weighting, as the server adds it),
+    # as traced before any feedback: the server lends from the lender's weighted score, so a weight that
+    # moves the lender moves the loan too; this re-ranking leaves that out.
     lent: dict[str, float] = field(default_factory=dict)
 
 

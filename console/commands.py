@@ -101,7 +101,6 @@ _PHRASES = (
     (re.compile(r"\bPass memory_id\b"), lambda m: "Pass a memory id"),
     (re.compile(r"\bPass replaces= the id\b"), lambda m: "Pass the id"),
     (re.compile(r"\bcall again with dry_run=false\b"), lambda m: "run again without --dry-run"),
-    (re.compile(r"(?<![\w`-])occurred_at(?![\w`])"), lambda m: FLAGS["occurred_at"]),
 )
 
 
@@ -465,7 +464,7 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
         ],
         [
             [
-                rank,
+                c.rank + 1,
                 None if c.weighted_rank is None else c.weighted_rank + 1,
                 None if c.unweighted_rank is None else c.unweighted_rank + 1,
                 c.rank_delta,
@@ -480,7 +479,7 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
                 c.id,
                 f"{c.reason} | {c.preview}",
             ]
-            for rank, c in enumerate(ranked, start=1)
+            for c in ranked
         ],
     )
     moved = "\n".join(_feedback_lines(ranked))
@@ -725,7 +724,7 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                 forget.handle, forget.ForgetInput, {**values, "dry_run": True}, runtime, caller, "forget"
             )
             if not preview.forgotten:
-                print(preview.note or "nothing matches: nothing forgotten", file=sys.stderr)
+                print(in_flags(preview.note or "nothing matches: nothing forgotten"), file=sys.stderr)
                 return 1
             what = "erase" if mode == "purge" else "retract"
             print(forgotten_table(preview), file=sys.stderr)  # stdout stays the result (--json)

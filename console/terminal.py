@@ -40,7 +40,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int |
             value.rjust(widths[i]) if numeric[i] else value.ljust(widths[i])
             for i, value in enumerate(values[:-1])
         ]
-        wrapped = _wrapped(values[-1], widths[-1])
+        wrapped = [values[-1].rjust(widths[-1])] if numeric[-1] else _wrapped(values[-1], widths[-1])
         first = "  ".join([*parts, wrapped[0]]).rstrip()
         indent = " " * (fixed if parts else 0)
         return [first, *(indent + more for more in wrapped[1:])]
@@ -87,6 +87,7 @@ def printable(text: str) -> str:
     """``text`` safe to print to a terminal: control characters (an escape sequence would recolour or
     move the cursor, a bell rings) and bidirectional or tag characters written as ``<U+001B>``. Memories
     are written by agents; what they hold must not drive the reader's terminal."""
+    text = text.replace("\r\n", "\n")  # Windows line ends are line ends, not a stray control character
     return escape_hidden(_CONTROL.sub(lambda found: f"<U+{ord(found.group()):04X}>", text))
 
 

@@ -145,11 +145,10 @@ class CandidateExplanation(BaseModel):
     )
     scores: StageScores
     feedback: FeedbackExplanation = Field(default_factory=FeedbackExplanation)
+    rank: int = Field(0, description="0-based place in the order recall ranked the candidates (final score).")
     unweighted_rank: int | None = Field(description="0-based rank by relevance alone.")
     weighted_rank: int | None = Field(description="0-based rank after feedback weighting.")
-    rank_delta: int | None = Field(
-        description="unweighted_rank - weighted_rank: > 0 means feedback lifted it."
-    )
+    rank_delta: int | None = Field(description="unweighted_rank - weighted_rank: > 0 if feedback lifted it.")
     in_context: bool
     context_position: int | None = None
     reason: str
@@ -258,7 +257,7 @@ def _explain(
     record: RetrievalRecord, memory_id: str | None, runtime: Runtime, view: View
 ) -> ExplainRankingOutput:
     trace = json.loads(record.trace_json)
-    candidates = [_candidate(entry) for entry in trace["candidates"]]
+    candidates = [_candidate(entry, rank) for rank, entry in enumerate(trace["candidates"])]
     notes: list[str] = []
     if memory_id is not None:
         candidates = [candidate for candidate in candidates if candidate.id == memory_id]
@@ -315,7 +314,7 @@ def _with_lineage(
     return updated
 
 
-def _candidate(entry: dict[str, Any]) -> CandidateExplanation:
+def _candidate(entry: dict[str, Any], rank: int) -> CandidateExplanation:
     unweighted, weighted = entry["unweighted_rank"], entry["weighted_rank"]
     feedback = entry.get("feedback", {})
     # The trace's fields under the explanation's names, then those the explanation builds itself.
@@ -325,6 +324,7 @@ def _candidate(entry: dict[str, Any]) -> CandidateExplanation:
     }
     return CandidateExplanation(
         **kept,
+        rank=rank,
         brought_by=entry.get("sibling_of"),
         scores=StageScores(**entry["scores"]),
         feedback=FeedbackExplanation(

@@ -313,10 +313,7 @@ def unseen_note(contexts: Sequence[ShownContext], named: Sequence[str]) -> str:
     unseen = [memory_id for memory_id in named if memory_id not in shown]
     if not contexts or not unseen:
         return ""
-    return (
-        f". Not in this session's recall results: {', '.join(unseen)}; counted as named all the same "
-        "(name the memories this session's recalls showed and it relied on)"
-    )
+    return f". Not in this session's recall results: {', '.join(unseen)}; counted as named all the same"
 
 
 def inactive_note(store: MemoryStore, known: dict[str, MemoryRecord], named: Iterable[str]) -> str:

@@ -199,7 +199,7 @@ class WriteService:
         when = now if draft.occurred_at is None else draft.occurred_at
         if when > now + FUTURE_SLACK:
             raise WriteRefused(
-                f"occurred_at {_iso(when)} is in the future (now is {_iso(now)}): pass when it was learned "
+                f"`occurred_at` {_iso(when)} is in the future (now is {_iso(now)}): pass when it was learned "
                 "or happened, or leave it out for now"
             )
         digest = content_hash(text)

@@ -116,6 +116,11 @@ def test_explain_lists_candidates_in_the_order_recall_ranked_them_with_what_neig
     assert [row.split()[0] for row in rows] == [str(n) for n in range(1, len(rows) + 1)]
     answer_row = rows[listed.index(ids[1])].split()
     assert float(answer_row[8]) == pytest.approx(lent[ids[1]], abs=5e-4)
+    # One memory explained alone keeps its rank in the whole recall
+    place = listed.index(ids[2]) + 1
+    _, out, _ = memoria(capsys, db, "explain", found["retrieval_id"], "--memory", ids[2])
+    [row] = out.split("\n\n")[1].splitlines()[2:]
+    assert row.split()[0] == str(place) and place > 1
 
 
 @pytest.mark.slow
@@ -210,6 +215,8 @@ def test_forget_edit_and_remember_messages_name_flags_too(capsys, db):
     status, out, _ = memoria(capsys, db, "forget", "--query", "bananas and kiwis", "--yes")
     assert status == 1 and out.startswith("retracted 0 memories (nothing was forgotten")
     assert "Pass a memory id to forget a particular memory" in out and "memory_id" not in out
+    _, _, err = memoria(capsys, db, "forget", "--query", "bananas and kiwis")  # asked first: the same words
+    assert "Pass a memory id to forget a particular memory" in err and "memory_id" not in err
     status, out, _ = memoria(capsys, db, "forget", "--tag", "security", "--dry-run")
     assert status == 0 and "run again without --dry-run to forget them" in out and "dry_run" not in out
     status, _, err = memoria(capsys, db, "edit", "mem_nope", "new text")
@@ -435,6 +442,13 @@ def test_tables_align_numbers_right_and_wrap_only_the_last_column_under_itself()
         " 1  a     word word word word word word",
         "          word word word word word word",
         "10  bbb   short",
+    ]
+
+
+def test_a_number_in_the_last_column_is_aligned_right_not_wrapped():
+    assert table(["id", "weight after"], [["a", 1.15], ["b", 0.8]]).splitlines()[2:] == [
+        "a          1.150",
+        "b          0.800",
     ]
 
 

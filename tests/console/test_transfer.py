@@ -497,7 +497,7 @@ def test_a_damaged_export_is_refused_before_anything_is_written(stores, tmp_path
             "chat.jsonl",
             '{"role": "u", "content": "a", "time": "2999-01-01"}\n',
             {},
-            "line 1: occurred_at .* future",
+            "line 1: `occurred_at` .* future",
         ),
         ("notes.txt", "just some words\nAlice: hi\n", {}, "notes.txt, line 1: .* 'Name: message'"),
         ("chat.json", '[{"role": "user",\n "content": }]', {}, "line 2: is not valid JSON"),

@@ -40,7 +40,7 @@ async def test_forget_by_tag_shows_what_would_go_first_and_forgets_it_when_told(
         shown = await call(client, "forget", {"tag": "billing"})
         assert shown["dry_run"] is True
         assert {m["id"] for m in shown["forgotten"]} == {ids["both"], ids["billing"]}
-        assert "dry run: these 2 memories tagged 'billing' would be retracted" in shown["note"]
+        assert "dry run: the 2 memories tagged 'billing' would be retracted" in shown["note"]
         listed = json.loads((await client.read_resource("memoria://memories")).contents[0].text)
         assert len(listed["memories"]) == 4  # nothing went
 

@@ -52,7 +52,7 @@ CASES = [
     (
         "remember_many",
         {"items": [{"content": "a"}, {"content": "b", "occurred_at": "2999-01-01T00:00:00Z"}]},
-        "item 1: occurred_at 2999-01-01T00:00:00Z is in the future",
+        "item 1: `occurred_at` 2999-01-01T00:00:00Z is in the future",
     ),
     ("explain_ranking", {}, "pass exactly one of retrieval_id (from a recall result) or query"),
     (
