@@ -444,7 +444,7 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
         head += f"\nthe gate skipped retrieval: {result.gated}"
     # The candidates come in the order recall ranked them (final score, after the episode neighbourhood);
     # "weighted" is the rank before siblings and neighbours joined, "unweighted" the rank by relevance alone.
-    ranked = list(result.candidates)
+    ranked = result.candidates
     body = table(
         [
             "rank",
@@ -730,7 +730,7 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
             print(forgotten_table(preview), file=sys.stderr)  # stdout stays the result (--json)
             if not sys.stdin.isatty():  # nobody to ask: what would go is listed above, then refused
                 raise CommandError(
-                    f"this would {what} the {counted(len(preview.forgotten), 'memory', 'memories')} above: add --yes to confirm"
+                    f"this would {what} the {counted(len(preview.forgotten), 'memory')} above: add --yes to confirm"
                 )
             question = "erase these memories for good" if mode == "purge" else "retract these memories"
             print(f"{question} ({len(preview.forgotten)})? [y/N] ", end="", file=sys.stderr, flush=True)
@@ -758,15 +758,15 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                     mode=mode,
                     dry_run=False,
                     forgotten=gone,
-                    note=f"{counted(len(gone), 'memory', 'memories')} tagged {args.tag!r} {verb}",
+                    note=f"{counted(len(gone), 'memory')} tagged {args.tag!r} {verb}",
                 )
-                readable = f"{verb} {counted(len(gone), 'memory', 'memories')} ({result.note})"
+                readable = f"{verb} {counted(len(gone), 'memory')} ({result.note})"
                 return emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
         result = call(
             forget.handle, forget.ForgetInput, {**values, "dry_run": args.dry_run}, runtime, caller, "forget"
         )
     verb = "would " + mode if result.dry_run else {"purge": "purged", "retract": "retracted"}[mode]
-    readable = f"{verb} {counted(len(result.forgotten), 'memory', 'memories')}" + (
+    readable = f"{verb} {counted(len(result.forgotten), 'memory')}" + (
         f" ({in_flags(result.note)})" if result.note else ""
     )
     emitted = emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))

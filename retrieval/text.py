@@ -200,9 +200,12 @@ def fulltext_query(query: str) -> str:
     return " ".join(content_words(query))
 
 
-def counted(count: int, singular: str, plural: str | None = None) -> str:
-    """``count`` and the noun agreeing with it: "1 memory", "2 memories", "0 memories"."""
-    return f"{count:,} {singular if count == 1 else plural or singular + 's'}"
+def counted(count: int, singular: str) -> str:
+    """``count`` and the noun agreeing with it: "1 memory", "2 memories", "0 memories", "3 tags"."""
+    if count == 1:
+        return f"{count:,} {singular}"
+    plural = singular[:-1] + "ies" if re.search(r"[^aeiou]y$", singular) else singular + "s"
+    return f"{count:,} {plural}"
 
 
 def clip(text: str, width: int) -> str:

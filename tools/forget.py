@@ -129,10 +129,10 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         more = f" (the first {at_once:,}; call again for the rest)" if len(tagged) > at_once else ""
         done = "purged" if args.mode == "purge" else "retracted"
         said = (
-            f"dry run: the {counted(len(eligible), 'memory', 'memories')} tagged {args.tag!r} would be {done}{more}; call "
+            f"dry run: the {counted(len(eligible), 'memory')} tagged {args.tag!r} would be {done}{more}; call "
             "again with dry_run=false to forget them"
             if args.dry_run
-            else f"{counted(len(eligible), 'memory', 'memories')} tagged {args.tag!r} {done}{more}"
+            else f"{counted(len(eligible), 'memory')} tagged {args.tag!r} {done}{more}"
         )
         note = f"{said}; {note}" if note else said
     if args.dry_run or not eligible:

@@ -290,7 +290,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         detail = (
             f"session {session_id} reported: {roles.count('helpful')} helpful and {roles.count('misleading')} "
             f"misleading memories moved a full step{closeness_note}, "
-            f"{counted(roles.count('context'), 'other memory', 'other memories')} of its contexts a share "
+            f"{counted(roles.count('context'), 'other memory')} of its contexts a share "
             "by their position"
         )
     detail += inactive_note(store, known, named) + unseen_note(contexts, named)
