@@ -79,6 +79,7 @@ def variants(org_id: str) -> tuple[Variant, ...]:
         Variant("- feedback", {"org_features": {org_id: {"feedback_weighting_disabled": True}}}),
         Variant("- episode expansion", {"episode_expansion": False}),
         Variant("- episode neighbourhood", {"neighbourhood_weight": 0.0}),
+        Variant("- answer type", {"answer_type_weight": 0.0}),
     )
 
 

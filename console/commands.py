@@ -442,7 +442,8 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
     )
     if result.gated:
         head += f"\nthe gate skipped retrieval: {result.gated}"
-    # The candidates come in the order recall ranked them (final score, after the episode neighbourhood);
+    # The candidates come in the order recall ranked them (final score, after the episode neighbourhood and
+    # the answer type);
     # "weighted" is the rank before siblings and neighbours joined, "unweighted" the rank by relevance alone.
     ranked = result.candidates
     body = table(
@@ -456,6 +457,7 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
             "rerank",
             "boost",
             "nbhd",
+            "answer",
             "weight",
             "global",
             "ctx",
@@ -473,6 +475,7 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
                 c.scores.rerank,
                 c.scores.corroboration_boost,
                 c.scores.neighbourhood,
+                c.scores.answer_type,
                 c.scores.feedback_weight,
                 c.scores.global_weight,
                 c.in_context,

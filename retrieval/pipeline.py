@@ -1,7 +1,7 @@
 """The recall pipeline: an explicit, ordered list of stages, each timed and traced.
 
 gate -> candidate search -> rerank -> attribution -> min score -> iterative retrieval -> instruction flags
--> corroboration -> decay -> feedback -> episode expansion -> neighbourhood -> contradiction marks
+-> corroboration -> decay -> feedback -> episode expansion -> neighbourhood -> answer type -> contradiction marks
 -> episode-grouped assembly. A stage that halts the recall (the gate) leaves the rest recorded as skipped.
 The optional LLM passes at assembly (``retrieval.stages.llm_passes``, off by default) run as stages of
 their own: context selection before assembly, fact selection and cleanup after it.
@@ -18,6 +18,7 @@ from retrieval.feedback_index import FeedbackIndex
 from retrieval.models.embedders.base import QueryMemo
 from retrieval.models.providers import Models
 from retrieval.models.rerankers.llm import RerankerConfiguration, RerankerService
+from retrieval.stages.answer_type import AnswerTypeStage
 from retrieval.stages.assembly import AssemblyStage
 from retrieval.stages.attribution import AttributionStage
 from retrieval.stages.candidate_search import CandidateSearchStage, CandidateSource
@@ -97,6 +98,7 @@ class PipelineOptions:
     max_siblings: int = 3
     neighbourhood_weight: float = 0.2  # 0: no neighbourhood bonus
     neighbourhood_turns: int = 2
+    answer_type_weight: float = 0.2  # 0: no answer-type bonus
     top_k_episodes: int = 3
     max_episodes: int = 10
     fold_threshold: float | None = 0.8  # None: near-duplicates each take a slot
@@ -173,6 +175,7 @@ def build_stages(
     stages.append(
         NeighbourhoodStage(store, weight=options.neighbourhood_weight, turns=options.neighbourhood_turns)
     )
+    stages.append(AnswerTypeStage(options.answer_type_weight))
     stages.append(ContradictionStage(store))
     assembly = AssemblyStage(
         store,

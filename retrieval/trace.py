@@ -190,6 +190,13 @@ class NeighbourhoodApplied:
 
 
 @dataclass(frozen=True)
+class AnswerTypeApplied:
+    answer_type: str | None  # what the question asks for: time, place, quantity; None: none of them
+    weight: float  # what a direct match stating it is lent, times its own scale
+    matched: int  # direct matches lent it
+
+
+@dataclass(frozen=True)
 class ContradictionsMarked:
     marked: int
 
@@ -227,6 +234,7 @@ TraceEvent = (
     | DecayApplied
     | SiblingsAdded
     | NeighbourhoodApplied
+    | AnswerTypeApplied
     | ContradictionsMarked
     | StageSkipped
     | SearchLegRan
@@ -363,6 +371,7 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
             "feedback_weight": candidate.feedback_weight,
             "global_weight": candidate.global_weight,
             "neighbourhood": candidate.neighbourhood_bonus,
+            "answer_type": candidate.answer_type_bonus,
             "final": candidate.final_score,
         },
         "neighbourhood_of": candidate.neighbourhood_of,
@@ -400,6 +409,8 @@ def placement(entry: dict[str, Any]) -> str:
         reason += f"; a sibling from the episode of {entry.get('sibling_of')}"
     if entry.get("neighbourhood_of"):
         reason += f"; lifted by its episode neighbour {entry['neighbourhood_of']}"
+    if (entry.get("scores") or {}).get("answer_type"):
+        reason += "; lifted for stating the kind of answer the question asks for (a time, place or quantity)"
     if entry.get("instruction_signals"):
         reason += "; reads as instructions to the model (" + ", ".join(entry["instruction_signals"]) + ")"
     return reason

@@ -53,8 +53,9 @@ class Candidate:
     age (``retrieval.stages.decay``); ``weighted_score`` = (relevance + boost) x decay_factor x feedback_weight
     when weighting is on. An episode sibling's ``weighted_score`` is its
     source's, discounted by ``score_propagation_alpha``. ``neighbourhood_bonus`` is what the direct
-    matches around it in its episode lend it (``retrieval.stages.neighbourhood``); ``final_score`` is
-    ``weighted_score`` plus that bonus. Ranks are 0-based, as in the A/B log.
+    matches around it in its episode lend it (``retrieval.stages.neighbourhood``); ``answer_type_bonus``
+    is what a direct match is lent for stating what the question asks for, a time, a place or a quantity
+    (``retrieval.stages.answer_type``); ``final_score`` is ``weighted_score`` plus both. Ranks are 0-based, as in the A/B log.
     """
 
     memory: MemoryRecord
@@ -88,6 +89,8 @@ class Candidate:
     # weight x the best weighted score of a direct match within a few turns of it in its episode
     neighbourhood_bonus: float = 0.0
     neighbourhood_of: str | None = None  # that direct match
+    # answer_type_weight x its own scale, when the question asks for what its text states
+    answer_type_bonus: float = 0.0
     contradicted_by: tuple[str, ...] = ()  # newer memories that contradict it, unresolved
     in_context: bool = False
     context_position: int | None = None  # its [n] in the context block
@@ -114,8 +117,9 @@ class Candidate:
 
     @property
     def final_score(self) -> float:
-        """What ranks it: the weighted score, with what its episode's neighbouring matches lend it."""
-        return self.weighted_score + self.neighbourhood_bonus
+        """What ranks it: the weighted score, with what its episode's neighbouring matches lend it and what
+        stating the kind of answer the question asks for lends it."""
+        return self.weighted_score + self.neighbourhood_bonus + self.answer_type_bonus
 
     def revised(self, **changes: Any) -> Candidate:
         """A copy with ``changes``, as ``dataclasses.replace`` makes it, at about a tenth of its cost: the

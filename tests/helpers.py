@@ -62,6 +62,7 @@ ALL_STAGES = [
     "feedback",
     "episode_expansion",
     "neighbourhood",
+    "answer_type",
     "contradictions",
     "assembly",
 ]

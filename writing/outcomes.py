@@ -124,11 +124,13 @@ def shown_contexts(
 def unweighted_score(entry: dict[str, Any]) -> float:
     """A traced candidate's score before feedback weighting: relevance plus boost, faded by age decay,
     for a direct match; the propagated score for an episode sibling (its final score without its own
-    weight, which carries its source's decay). What its episode neighbours lent it is not its own."""
+    weight, which carries its source's decay). What its episode neighbours and its answer type lent it is
+    not its own."""
     scores = entry["scores"]
     if entry.get("source") == "sibling":
         weight = scores.get("feedback_weight") or 1.0
-        propagated = float(scores["final"]) - float(scores.get("neighbourhood") or 0.0)
+        lent = float(scores.get("neighbourhood") or 0.0) + float(scores.get("answer_type") or 0.0)
+        propagated = float(scores["final"]) - lent
         return propagated / min(1.0, weight) if weight > 0 else 0.0
     boosted = float(scores["relevance"]) + float(scores.get("corroboration_boost") or 0.0)
     return boosted * float(scores.get("decay", 1.0))

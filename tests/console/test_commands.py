@@ -109,8 +109,10 @@ def test_explain_lists_candidates_in_the_order_recall_ranked_them_with_what_neig
     assert lent[ids[1]] > 0.0  # the answer is lent by the question next to it
     _, out, _ = memoria(capsys, db, "explain", found["retrieval_id"])
     header, _, *rows = out.split("\n\n")[1].splitlines()
-    assert header.startswith("rank  weighted  unweighted  delta  final  relevance  rerank  boost   nbhd")
-    listed = [row.split()[12] for row in rows]  # the id column
+    assert header.split()[:10] == [
+        "rank", "weighted", "unweighted", "delta", "final", "relevance", "rerank", "boost", "nbhd", "answer"
+    ]  # fmt: skip
+    listed = [row.split()[13] for row in rows]  # the id column
     # Best final score first, ranked 1, 2, 3...; each row shows what its neighbour lent it.
     assert listed == sorted(finals, key=lambda i: -finals[i])
     assert [row.split()[0] for row in rows] == [str(n) for n in range(1, len(rows) + 1)]

@@ -59,6 +59,27 @@ async def test_a_conclusion_three_agents_stored_outranks_an_equally_relevant_sin
 
 
 @pytest.mark.slow
+async def test_a_question_asking_when_ranks_the_equally_relevant_memory_that_says_when_first(settings):
+    undated, dated = (
+        "The billing database migration needs a write freeze",
+        "Billing moved to Postgres on 2026-03-02",
+    )
+    server = server_with(settings, reranker=ScriptedReranker({undated: 0.55, dated: 0.50}))
+    first = await remember_as(server, "agent-a", undated)
+    second = await remember_as(server, "agent-a", dated)
+    async with connected(server, agent="asker") as client:
+        asked = await call(client, "recall", {"query": "When did the billing database migration happen?"})
+        about = await call(client, "recall", {"query": "the billing database migration"})
+        explained = await call(client, "explain_ranking", {"retrieval_id": asked["retrieval_id"]})
+    # 0.50 + 0.2 (it states a date, the question asks when) = 0.70 over 0.55; a query that asks for no
+    # answer type keeps the reranker's order.
+    assert [m["id"] for m in asked["memories"]] == [second["id"], first["id"]]
+    assert [m["score"] for m in asked["memories"]] == pytest.approx([0.70, 0.55], abs=1e-6)
+    assert [m["id"] for m in about["memories"]] == [first["id"], second["id"]]
+    assert [c["scores"]["answer_type"] for c in explained["candidates"]] == pytest.approx([0.2, 0.0])
+
+
+@pytest.mark.slow
 async def test_near_duplicates_by_three_agents_are_boosted_but_three_by_one_agent_are_not(tmp_path):
     # Consolidation off, so one agent's copies stay side by side (with it on they merge: see test_consolidation).
     settings = settings_for(tmp_path / "db", consolidation_enabled=False)

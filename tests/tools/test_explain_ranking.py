@@ -197,6 +197,34 @@ def test_explain_shows_what_a_memorys_episode_neighbours_lent_it(runtime):
     assert stage.events[0]["event"] == "NeighbourhoodApplied" and stage.events[0]["supported"] >= 1
 
 
+def test_explain_shows_what_stating_the_asked_for_time_lent_a_memory(runtime):
+    dated = remember(
+        RememberInput(content="billing database migrated to postgres on 2026-03-02"), runtime, CALLER
+    ).id
+    undated = remember(
+        RememberInput(content="billing database migration needs a write freeze"), runtime, CALLER
+    ).id
+    recalled = recall(RecallInput(query="When was the billing database migrated?", top_k=2), runtime, CALLER)
+    out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+    by_id = {c.id: c for c in out.candidates}
+    # The dated memory is lent 0.2 x its own scale (1 here: no attribution, decay or feedback), the other
+    # nothing; each final score is its relevance plus what it was lent.
+    assert by_id[dated].scores.answer_type == pytest.approx(0.2)
+    assert by_id[undated].scores.answer_type == 0.0
+    for candidate in (by_id[dated], by_id[undated]):
+        assert candidate.scores.final == pytest.approx(
+            candidate.scores.relevance + candidate.scores.neighbourhood + candidate.scores.answer_type
+        )
+    assert "lifted for stating the kind of answer the question asks for" in by_id[dated].reason
+    assert [c.id for c in out.candidates][:2] == sorted(
+        [dated, undated], key=lambda i: -by_id[i].scores.final
+    )
+    stage = next(stage for stage in out.stages if stage.stage == "answer_type")
+    assert stage.events == [
+        {"event": "AnswerTypeApplied", "answer_type": "time", "weight": 0.2, "matched": 1}
+    ]
+
+
 def test_a_neighbourhood_weight_of_zero_lends_nothing(settings):
     from tests.helpers import make_runtime
 

@@ -464,6 +464,9 @@ def test_a_direct_match_is_credited_by_its_faded_score_and_a_sibling_by_its_prop
     # What its episode neighbours lent it is not its own: (0.38 - 0.18) / min(1, 0.8)
     lent = {"source": "sibling", "scores": {"final": 0.38, "neighbourhood": 0.18, "feedback_weight": 0.8}}
     assert unweighted_score(lent) == pytest.approx(0.25)
+    # nor what its answer type lent it: (0.48 - 0.18 - 0.1) / min(1, 0.8)
+    lent["scores"] |= {"final": 0.48, "answer_type": 0.1}
+    assert unweighted_score(lent) == pytest.approx(0.25)
     lent_direct = {"source": "direct", "scores": {"relevance": 0.6, "neighbourhood": 0.18, "final": 0.78}}
     assert unweighted_score(lent_direct) == pytest.approx(0.6)
 
