@@ -15,7 +15,6 @@ from functools import partial
 from typing import Any
 
 import pyarrow as pa
-from lancedb.expr import col, lit
 from lancedb.index import FTS, Bitmap, BTree
 
 from storage import schema
@@ -91,7 +90,15 @@ def m004_stable_row_ids(db: Any, ctx: MigrationContext) -> None:
     old = open_or_none(db, schema.LEGACY_MEMORIES)
     if old is None:
         return  # done before a crash that came before the version was recorded
-    if open_or_none(db, schema.MEMORIES) is not None:
+    copied = open_or_none(db, schema.MEMORIES)
+    if copied is not None:
+        # A copy a crash interrupted holds at most the old table's rows; more means the store is not in
+        # the state this migration expects, and dropping the table would lose memories.
+        if copied.count_rows() > old.count_rows():
+            raise RuntimeError(
+                f"{schema.MEMORIES} holds more memories than {schema.LEGACY_MEMORIES}, which migration 4 "
+                "would copy over it; back up the store and run `memoria doctor` before starting again"
+            )
         db.drop_table(schema.MEMORIES)
     new = db.create_table(schema.MEMORIES, schema=old.schema, storage_options=schema.STABLE_ROW_IDS)
     if old.count_rows():
@@ -256,10 +263,14 @@ def read_meta(db: Any) -> dict[str, str]:
 
 
 def write_meta(db: Any, values: dict[str, str]) -> None:
+    """Set these meta keys in one commit (an upsert on the key), so a crash leaves the meta as it was or
+    as written, never without a key being replaced: a store whose ``schema_version`` a crash took away
+    would run every migration again from the first on its next start."""
     table = db.create_table(schema.META, schema=schema.meta_schema(), exist_ok=True)
-    for key, _value in values.items():
-        table.delete(col("key") == lit(key))
-    table.add([{"key": key, "value": value} for key, value in values.items()])
+    rows = pa.Table.from_pylist(
+        [{"key": key, "value": value} for key, value in values.items()], schema=schema.meta_schema()
+    )
+    table.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(rows)
 
 
 def apply_pending(db: Any, vector_dim: int, *, other_processes_excluded: bool = True) -> dict[str, str]:

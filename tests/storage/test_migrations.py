@@ -98,6 +98,34 @@ def test_a_copy_interrupted_by_a_crash_is_started_again(tmp_path):
         assert store.count_memories() == 1 and store.get_memory("mem_old").content
 
 
+def test_the_meta_is_written_in_one_commit_so_a_crash_never_leaves_it_without_its_schema_version(tmp_path):
+    # A kill between a delete of the old rows and the add of the new ones left a store with no
+    # schema_version: its next start ran every migration from the first on the upgraded tables.
+    db = lancedb.connect(str(tmp_path / "db"))
+    migrations.write_meta(db, {"schema_version": "1", "vector_dim": "8", "created_at": "then"})
+    meta = db.open_table(schema.META)
+    before = meta.version
+    migrations.write_meta(db, {"schema_version": "2", "vector_dim": "8"})
+    meta.checkout_latest()
+    assert meta.version == before + 1  # one commit: the meta is as it was, or as written
+    assert migrations.read_meta(db) == {"schema_version": "2", "vector_dim": "8", "created_at": "then"}
+    assert meta.count_rows() == 3
+
+
+def test_the_stable_row_id_copy_never_drops_a_memories_table_larger_than_the_one_it_copies(tmp_path):
+    make_v1_store(tmp_path / "db")
+    db = lancedb.connect(str(tmp_path / "db"))
+    for migration in migrations.MIGRATIONS[1:3]:
+        migration.apply(db, migrations.MigrationContext(vector_dim=8))
+    legacy = db.open_table(schema.LEGACY_MEMORIES)
+    rows = legacy.to_arrow()
+    larger = db.create_table(schema.MEMORIES, schema=legacy.schema)
+    larger.add(pa.concat_tables([rows, rows]))
+    with pytest.raises(RuntimeError, match="holds more memories than"):
+        migrations.m004_stable_row_ids(db, migrations.MigrationContext(vector_dim=8))
+    assert db.open_table(schema.MEMORIES).count_rows() == 2  # left as it was
+
+
 @pytest.mark.slow
 def test_replicas_opening_a_new_object_store_at_once_migrate_it_once(s3_bucket):
     # No lock file keeps replicas on an object store apart; the migration lease does: a table whose
