@@ -4,17 +4,20 @@ and the vector index built once the memories table is big enough."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from lancedb.index import IvfHnswSq
 
 from storage import schema
+from storage.forgetting import Manifests
 from storage.locking import is_retryable, retrying
-from storage.tables import StoreTables
+from storage.tables import StoreTables, local_folder
 from storage.versions import SupersededVersions
 
 VECTOR_INDEX = "vector_idx"
@@ -28,6 +31,17 @@ KEEP_EVERY_VERSION = timedelta(days=36_500)
 FIRST_OPTIMIZE_MARGIN = timedelta(seconds=30)
 
 log = logging.getLogger(__name__)
+
+
+def files_left_since(table: Path, began: float) -> list[str]:
+    """Data files of a local table written at or after ``began`` (a ``time.time()``) that no version of it
+    names: what a compaction that could not commit some of its groups left behind."""
+    data = table / "data"
+    if not data.is_dir():
+        return []
+    manifests = Manifests(table)
+    recent = (entry for entry in os.scandir(data) if entry.is_file() and entry.stat().st_mtime >= began)
+    return sorted(entry.name for entry in recent if not manifests.name(entry.name))
 
 
 def fragment_count(table: Any) -> int:
@@ -109,7 +123,16 @@ class Upkeep(StoreTables):
         a compaction beside them could otherwise lose round after round while appends slow down). That run
         also deletes the files the lost one left, for the memories table of a local store; the other
         tables' wait for LanceDB's clean-up. A purge holds the compaction lock from start to end, so it
-        finds no compaction in flight."""
+        finds no compaction in flight.
+
+        A compaction rewrites the fragments in groups, and LanceDB commits the groups no write touched and
+        leaves the rewritten files of the others ("leaving 1 rewritten fragment(s) in place for GC"): the
+        table then has fewer fragments, as after a whole compaction. So for the memories table of a local
+        store the round also looks for data files written while it ran that no version names
+        (``files_left_since``), and clears them the same way. A file of an append still committing looks
+        the same; it costs a run under the write lock, which deletes nothing a write will commit."""
+        folder = local_folder(self.uri) if name == schema.MEMORIES and self.excludes_other_processes else None
+        began = time.time()
         try:
             with self._compaction_lock.hold():  # not while a purge runs (``Forgetting._finish_purge``)
                 optimize()
@@ -120,8 +143,13 @@ class Upkeep(StoreTables):
         else:
             # Appends that landed meanwhile add fragments; a compaction that committed took away more.
             if fragments < min_fragments or fragment_count(table) < fragments:
-                return
-            log.info("compacting %s beside the writes left its fragments: another write preempted it", name)
+                if folder is None or not files_left_since(folder / f"{name}.lance", began):
+                    return
+                log.info("compacting %s beside the writes left files of groups it could not commit", name)
+            else:
+                log.info(
+                    "compacting %s beside the writes left its fragments: another write preempted it", name
+                )
         # In a purge's order. On a local store no write of the memories table is in flight in any process
         # now (each holds the write lock), so the files the preempted compaction left can go: LanceDB keeps
         # such files a week, and a busy server would keep a week of them.

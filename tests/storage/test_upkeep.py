@@ -105,6 +105,31 @@ def test_a_compaction_that_lost_to_the_writes_runs_again_under_the_write_lock(st
     assert len(store.list_memories(SCOPE, limit=10)) == 4
 
 
+def test_a_compaction_that_committed_only_some_groups_clears_the_files_of_the_others_under_the_lock(
+    store, tmp_path
+):
+    # LanceDB commits the groups no write touched and leaves the rewritten file of the others ("leaving 1
+    # rewritten fragment(s) in place for GC"): fewer fragments, as after a whole compaction, and a file no
+    # version names.
+    four_fragments(store)
+    gated = gate_memories(store)
+    data = tmp_path / "db" / "memories_v4.lance" / "data"
+    left = data / "0101-left-by-a-group-that-lost.lance"
+    real = gated.optimize
+
+    def optimize_leaving_a_file(**options):
+        real(**options)
+        if len(gated.calls) == 1:
+            left.write_bytes(b"rows of a rewritten fragment")
+
+    gated.optimize = optimize_leaving_a_file
+    gated.release.set()
+    store.maintain(min_fragments=2)
+    assert gated.calls == [False, True]  # the files it left are cleared by a run under the write lock
+    assert not left.exists()
+    assert len(store.list_memories(SCOPE, limit=10)) == 4
+
+
 def test_the_report_tables_are_compacted_under_the_reports_lock_and_remembers_go_on(store):
     # Reports write those tables under the reports' lock, which their compaction holds; the write lock
     # is not needed for them, so a remember commits while they are compacted.
