@@ -98,7 +98,7 @@ class PipelineOptions:
     max_siblings: int = 3
     neighbourhood_weight: float = 0.2  # 0: no neighbourhood bonus
     neighbourhood_turns: int = 2
-    answer_type_weight: float = 0.2  # 0: no answer-type bonus
+    answer_type_weight: float = 0.7  # 0: no answer-type bonus
     top_k_episodes: int = 3
     max_episodes: int = 10
     fold_threshold: float | None = 0.8  # None: near-duplicates each take a slot

@@ -452,11 +452,11 @@ class Settings(BaseSettings):
         2, ge=0, le=20, description="how many turns away, either side, a memory's episode neighbours may be"
     )
     answer_type_weight: float = Field(
-        0.2,
+        0.7,
         ge=0.0,
-        le=1.0,
-        description="what a direct match is lent when a question asks when, where or how many and its text "
-        "states a time, a place or a quantity (0: off)",
+        le=2.0,
+        description="the share of its weighted score a match is lent when a question asks when, where or how "
+        "many and its text states a time, a place or a quantity (0: off)",
     )
     max_iterations: int = Field(1, ge=1, le=5)
     sufficiency_threshold: float = Field(0.7, ge=0.0, le=1.0)

@@ -1,22 +1,26 @@
 """Stage: answer type. A question that asks *when*, *where* or *how many* is answered by a memory that
 states a time, a place or a quantity ("when did we migrate the billing database?" - "migrated it to
-Postgres 15 on 2026-03-02"). Among the direct matches of such a question, one whose text states what it
-asks for is lent ``answer_type_weight`` (0.2) x its own scale (attribution, instruction and decay factors,
-its feedback weight up to 1, as the episode neighbourhood scales its loan): ``final = weighted +
-neighbourhood + answer_type``.
+Postgres 15 on 2026-03-02"). Among the matches of such a question, one whose text states what it asks for
+is lent ``answer_type_weight`` (0.7) x its own weighted score (which carries its attribution, instruction
+and decay factors and, when weighting is on, its feedback weight): ``final = weighted + neighbourhood +
+answer_type``. Lent in proportion, it moves a memory among those about as relevant, whatever the scale
+of the scores (a reranker's or the fused one), and lifts no barely relevant memory over a good one.
 
 Why: the full-text and vector legs match what a question is *about* ("billing database"); several
 memories are about it, and the one that says when (or where, or how many) is the one the agent needs.
 Classical question answering ranked by the expected answer type for the same reason. On LoCoMo's
-held-out conversations it lifted best-first R@5 by 0.008 on both backends, temporal questions by 0.04
+held-out conversations it lifted best-first R@5 by 0.008-0.011 on both backends, temporal questions most
 (docs/retrieval.md, "The answer type").
 
-What it reads, in English only: the question's first words (``asked_for``), and the memory's text
-(``states``): a date, a clock time, a year, a month or weekday name, or a relative time ("yesterday",
-"last week", "3 days ago"); a capitalised name after a preposition ("in Lisbon", "at the Acme
-office"), a path or a URL; a number or a number word. A question that asks for none of these, or a query
-that is not a question, changes nothing. The stage runs after the relevance floor, so it never lets a
-memory in; siblings are not lent anything (they were not matched).
+What it reads, in English only. The question's first words (``asked_for``): "when" followed by a verb
+("when did", "when is", "when's": not "when running the tests, ..."), "what date", "which year", "how long
+ago"; "where", "which file", "in which city"; "how many", "how much", "how long", "how often". The
+memory's text (``states``): a date, a clock time, a year, a month or weekday name, or a relative time
+("yesterday", "last week", "3 days ago"); a capitalised name after a preposition ("in Lisbon", "at the
+Acme office"), a path, a file name or a URL; a number, or a number word from two up ("three", "twice").
+A query that asks for none of these changes nothing. The stage runs after the relevance floor, so it never
+lets a memory in. A match is a direct one, or one episode expansion lifted to a sibling's score (it was
+matched); a memory only expansion brought is not, and a lifted one stays at most at its source's score.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ import re
 from typing import Literal
 
 from retrieval.stages.expansion import ranked
-from retrieval.stages.neighbourhood import own_scale
 from retrieval.trace import AnswerTypeApplied, StageOutput
 from retrieval.types import Candidate, RecallRequest
 
@@ -35,7 +38,8 @@ _QUESTIONS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
     (
         "time",
         re.compile(
-            r"(?:when|since when|how long ago|(?:what|which) (?:date|day|month|year|time|week))\b",
+            r"(?:when(?:'s|\s+(?:did|do|does|is|are|was|were|will|would|has|have|had|can|could|should)\b)"
+            r"|since when|how long ago|(?:what|which) (?:date|day|month|year|time|week)s?\b)",
             re.IGNORECASE,
         ),
     ),
@@ -43,8 +47,8 @@ _QUESTIONS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
     (
         "place",
         re.compile(
-            r"(?:where|(?:in )?(?:what|which) (?:city|country|town|place|state|directory|folder|file|"
-            r"repo|repository|host|server)\b)",
+            r"(?:where\b|(?:in )?(?:what|which) (?:city|cities|country|countries|town|place|state|"
+            r"director(?:y|ies)|folders?|files?|repo(?:sitory|sitories|s)?|hosts?|servers?)\b)",
             re.IGNORECASE,
         ),
     ),
@@ -62,15 +66,17 @@ _MONTH_NAMED = (
 )
 _SHORT_MONTHS = "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
 _DAYS = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
-_UNITS = r"(?:second|minute|hour|day|night|week|weekend|month|year|summer|winter|spring|autumn|fall|time)"
+_UNITS = r"(?:second|minute|hour|day|night|week|weekend|month|year|summer|winter|spring|autumn|fall)"
+# From two up: "one" is as often a pronoun ("no one", "the one in utils"), and "a few" says no number.
 _NUMBER_WORDS = (
-    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
-    r"thousand|million|billion|dozen|once|twice|several|few|couple"
+    r"two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
+    r"thousand|million|billion|dozen|twice"
 )
+_FILE = r"[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|php|cs|c|h|cpp|hpp|sh|sql|toml|ya?ml|json|ini|cfg|conf|md|txt|env|lock)"
 _STATES: dict[AnswerType, re.Pattern[str]] = {
     "time": re.compile(
         rf"\b(?:\d{{4}}-\d{{2}}(?:-\d{{2}})?|\d{{1,2}}:\d{{2}}|\d{{1,2}}\s?(?:[ap]\.?m)\b|(?:19|20)\d{{2}}|"
-        rf"{_MONTH_NAMED}|(?:{_SHORT_MONTHS})\.?(?=\s+\d)|(?i:{_DAYS})s?)\b"
+        rf"{_MONTH_NAMED}|(?i:{_DAYS})s?)\b|\b(?:{_SHORT_MONTHS})\.?(?=\s+\d)"
         rf"|(?i:\b(?:yesterday|today|tonight|tomorrow|recently|ago|"
         rf"(?:last|next|this|past|previous|coming) (?:{_UNITS}|{_DAYS.lower()})s?)\b)"
     ),
@@ -78,7 +84,8 @@ _STATES: dict[AnswerType, re.Pattern[str]] = {
     "place": re.compile(
         rf"\b(?i:in|at|to|from|near|into|inside|outside|around|under|on)\s+(?:the\s+)?"
         rf"(?!(?:{_MONTHS}|{_DAYS}|I)\b)[A-Z][\w'-]+"
-        r"|(?<![\w/])(?:~|\.{1,2})?/[\w.-]+/[\w./-]*|\b[A-Za-z]:\\\S+|\bhttps?://\S+"
+        r"|(?<![\w/.~])(?:~|\.{1,2})?/[\w.-]+/[\w./-]*|\b[\w.-]+/[\w.-]+/[\w./-]*|\b[A-Za-z]:\\\S+|\bhttps?://\S+"
+        rf"|\b(?:[\w.-]+/)*{_FILE}\b"
     ),
 }
 
@@ -98,23 +105,35 @@ def states(answer_type: AnswerType, text: str) -> bool:
     return _STATES[answer_type].search(text) is not None
 
 
+def matched(candidate: Candidate) -> bool:
+    """A direct match, or a direct match episode expansion lifted to its sibling score (it keeps the rank
+    feedback gave it); not a memory only expansion brought."""
+    return candidate.source == "direct" or candidate.weighted_rank is not None
+
+
 def lend_answer_type(
     candidates: tuple[Candidate, ...], answer_type: AnswerType, weight: float
 ) -> tuple[tuple[Candidate, ...], int]:
-    """Pure: each direct match whose text states ``answer_type`` is lent ``weight x own_scale``; returns the
-    candidates in final order and how many were lent."""
-    lent = 0
+    """Pure: each match whose text states ``answer_type`` is lent ``weight x`` its weighted score; a
+    lifted sibling's final score stays at most its source's. Returns the candidates in final order and
+    how many were lent."""
+    bonuses = {
+        c.id: weight * c.weighted_score
+        for c in candidates
+        if matched(c) and c.weighted_score > 0.0 and states(answer_type, c.memory.content)
+    }
+    finals = {c.id: c.final_score - c.answer_type_bonus + bonuses.get(c.id, 0.0) for c in candidates}
     revised: list[Candidate] = []
     for candidate in candidates:
-        bonus = 0.0
-        if candidate.source == "direct" and states(answer_type, candidate.memory.content):
-            bonus = weight * own_scale(candidate)
-        if bonus > 0.0:
-            lent += 1
+        bonus = bonuses.get(candidate.id, 0.0)
+        source_final = finals.get(candidate.sibling_of or "") if candidate.source == "sibling" else None
+        if bonus and source_final is not None:  # never above the memory that brought it
+            own = candidate.final_score - candidate.answer_type_bonus
+            bonus = max(0.0, min(bonus, source_final - own))
         if bonus != candidate.answer_type_bonus:
             candidate = candidate.revised(answer_type_bonus=bonus)
         revised.append(candidate)
-    return ranked(revised), lent
+    return ranked(revised), sum(1 for candidate in revised if candidate.answer_type_bonus > 0.0)
 
 
 class AnswerTypeStage:

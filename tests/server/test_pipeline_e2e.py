@@ -71,12 +71,12 @@ async def test_a_question_asking_when_ranks_the_equally_relevant_memory_that_say
         asked = await call(client, "recall", {"query": "When did the billing database migration happen?"})
         about = await call(client, "recall", {"query": "the billing database migration"})
         explained = await call(client, "explain_ranking", {"retrieval_id": asked["retrieval_id"]})
-    # 0.50 + 0.2 (it states a date, the question asks when) = 0.70 over 0.55; a query that asks for no
-    # answer type keeps the reranker's order.
+    # 0.50 + 0.7 x 0.50 (it states a date, the question asks when) = 0.85 over 0.55; a query that asks for
+    # no answer type keeps the reranker's order.
     assert [m["id"] for m in asked["memories"]] == [second["id"], first["id"]]
-    assert [m["score"] for m in asked["memories"]] == pytest.approx([0.70, 0.55], abs=1e-6)
+    assert [m["score"] for m in asked["memories"]] == pytest.approx([0.85, 0.55], abs=1e-6)
     assert [m["id"] for m in about["memories"]] == [first["id"], second["id"]]
-    assert [c["scores"]["answer_type"] for c in explained["candidates"]] == pytest.approx([0.2, 0.0])
+    assert [c["scores"]["answer_type"] for c in explained["candidates"]] == pytest.approx([0.35, 0.0])
 
 
 @pytest.mark.slow

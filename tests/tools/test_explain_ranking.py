@@ -207,9 +207,9 @@ def test_explain_shows_what_stating_the_asked_for_time_lent_a_memory(runtime):
     recalled = recall(RecallInput(query="When was the billing database migrated?", top_k=2), runtime, CALLER)
     out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
     by_id = {c.id: c for c in out.candidates}
-    # The dated memory is lent 0.2 x its own scale (1 here: no attribution, decay or feedback), the other
-    # nothing; each final score is its relevance plus what it was lent.
-    assert by_id[dated].scores.answer_type == pytest.approx(0.2)
+    # The dated memory is lent 0.7 x its weighted score (its relevance here: no boost, decay or feedback),
+    # the other nothing; each final score is its relevance plus what it was lent.
+    assert by_id[dated].scores.answer_type == pytest.approx(0.7 * by_id[dated].scores.relevance)
     assert by_id[undated].scores.answer_type == 0.0
     for candidate in (by_id[dated], by_id[undated]):
         assert candidate.scores.final == pytest.approx(
@@ -221,7 +221,7 @@ def test_explain_shows_what_stating_the_asked_for_time_lent_a_memory(runtime):
     )
     stage = next(stage for stage in out.stages if stage.stage == "answer_type")
     assert stage.events == [
-        {"event": "AnswerTypeApplied", "answer_type": "time", "weight": 0.2, "matched": 1}
+        {"event": "AnswerTypeApplied", "answer_type": "time", "weight": 0.7, "matched": 1}
     ]
 
 
