@@ -68,10 +68,12 @@ def expand(
     named: tuple[str, ...] = (),
     author_discount: float = 0.0,
     weights: Mapping[str, float] | None = None,
+    weighting_enabled: bool = True,
 ) -> tuple[tuple[Candidate, ...], int, int]:
     """Pure: add siblings of the first ``sources`` direct candidates. A weaker direct match from the same
     episode is lifted to its sibling score when that is higher. ``weights``: each member's feedback
-    weight for this query (default: its global weight). Returns (candidates, sources used, siblings)."""
+    weight for this query (default: its global weight), applied only when ``weighting_enabled`` (an org's
+    A/B control keeps the unweighted order). Returns (candidates, sources used, siblings)."""
     chosen = [c for c in sources_of(candidates, sources) if c.memory.episode_id]
     anchors = {candidate.id for candidate in chosen}
     by_id = {candidate.id: candidate for candidate in candidates}
@@ -89,7 +91,7 @@ def expand(
         for member in nearest[:max_siblings]:
             factor = author_factor(member.agent_id, named, author_discount)
             weight = (weights or {}).get(member.id, member.weight)
-            score = alpha * source.final_score * min(1.0, weight) * factor
+            score = alpha * source.final_score * (min(1.0, weight) if weighting_enabled else 1.0) * factor
             best_so_far = siblings.get(member.id) or by_id.get(member.id)
             if best_so_far is not None and best_so_far.final_score >= score:
                 continue
@@ -164,5 +166,6 @@ class EpisodeExpansionStage:
             named=named,
             author_discount=self._author_discount,
             weights=weights,
+            weighting_enabled=request.weighting_enabled,
         )
         return StageOutput(expanded, (SiblingsAdded(used, added, self._alpha),))

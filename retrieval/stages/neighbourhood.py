@@ -46,14 +46,11 @@ def turn_positions(stubs: Sequence[EpisodeMemberStub]) -> dict[str, tuple[str, i
     return positions
 
 
-def own_scale(candidate: Candidate) -> float:
-    """What scales a memory's own score besides relevance, and so the bonus it is lent."""
-    return (
-        candidate.attribution_factor
-        * candidate.instruction_factor
-        * candidate.decay_factor
-        * min(1.0, candidate.feedback_weight)
-    )
+def own_scale(candidate: Candidate, weighting_enabled: bool = True) -> float:
+    """What scales a memory's own score besides relevance, and so the bonus it is lent (its feedback
+    weight only when weighting is on: an org's A/B control keeps the unweighted order)."""
+    weight = min(1.0, candidate.feedback_weight) if weighting_enabled else 1.0
+    return candidate.attribution_factor * candidate.instruction_factor * candidate.decay_factor * weight
 
 
 def lend(
@@ -62,6 +59,7 @@ def lend(
     *,
     weight: float,
     turns: int,
+    weighting_enabled: bool = True,
 ) -> tuple[tuple[Candidate, ...], int]:
     """Pure: each candidate with a position gets ``weight x`` the best weighted score (before any bonus)
     of another direct candidate within ``turns`` turns of it in the same episode, times ``own_scale``; a
@@ -85,7 +83,8 @@ def lend(
                 if neighbour.id != candidate.id
             ]
             best = min(near, key=lambda n: (-n.weighted_score, n.id), default=None)
-        bonus = weight * best.weighted_score * own_scale(candidate) if best is not None else 0.0
+        scale = own_scale(candidate, weighting_enabled)
+        bonus = weight * best.weighted_score * scale if best is not None else 0.0
         bonuses[candidate.id] = (bonus, best.id if best is not None and bonus > 0.0 else None)
     finals = {c.id: c.weighted_score + bonuses[c.id][0] for c in candidates if c.source == "direct"}
     lent: list[Candidate] = []
@@ -124,7 +123,13 @@ class NeighbourhoodStage:
         if not episode_ids or self._weight == 0.0 or self._turns == 0:
             return StageOutput(candidates, (NeighbourhoodApplied(self._weight, self._turns, 0, 0),))
         stubs = self._source.episode_member_stubs(request.reach, episode_ids)
-        lent, supported = lend(candidates, turn_positions(stubs), weight=self._weight, turns=self._turns)
+        lent, supported = lend(
+            candidates,
+            turn_positions(stubs),
+            weight=self._weight,
+            turns=self._turns,
+            weighting_enabled=request.weighting_enabled,
+        )
         return StageOutput(
             lent, (NeighbourhoodApplied(self._weight, self._turns, len(episode_ids), supported),)
         )

@@ -32,6 +32,11 @@ def test_sibling_score_is_alpha_times_its_sources_score_capped_by_its_own_weight
     assert scores == pytest.approx({"src": 0.8, "s1": 0.40, "s2": 0.20, "s3": 0.40})
     assert (used, added) == (1, 3)
     assert all(c.sibling_of == "src" and c.source == "sibling" for c in out if c.id != "src")
+    # With weighting off (an org's A/B control) no weight scales a sibling: s2 0.5 x 0.8 = 0.40
+    unweighted, _, _ = expand(
+        (direct("src", 0.8),), siblings, sources=5, alpha=0.5, max_siblings=3, weighting_enabled=False
+    )
+    assert {c.id: c.final_score for c in unweighted}["s2"] == pytest.approx(0.40)
 
 
 def test_siblings_rank_below_the_memory_that_brought_them():

@@ -161,6 +161,9 @@ def test_the_bonus_is_scaled_as_the_memorys_own_score_so_a_demotion_stands():
     assert bonus["flagged"] == pytest.approx(0.09)
     assert bonus["named-away"] == pytest.approx(0.072)
     assert bonus["misled"] == pytest.approx(0.045)
+    # An org's A/B control (weighting off) keeps the unweighted order: the weight scales nothing there.
+    unweighted, _ = lend(found, positions, weight=0.2, turns=3, weighting_enabled=False)
+    assert {c.id: c.neighbourhood_bonus for c in unweighted}["misled"] == pytest.approx(0.18)
 
 
 def test_a_sibling_is_never_lifted_above_the_memory_that_brought_it():
