@@ -41,8 +41,13 @@ class Manifests:
     version holds is named in its manifest, and most are named in the newest."""
 
     def __init__(self, table: Path) -> None:
-        found = [path for path in (table / "_versions").glob("*.manifest") if path.is_file()]
-        self._unread = sorted(found, key=lambda path: path.stat().st_mtime)  # newest last: popped first
+        found: list[tuple[float, Path]] = []
+        for path in (table / "_versions").glob("*.manifest"):
+            try:
+                found.append((path.stat().st_mtime, path))
+            except FileNotFoundError:  # a version the clean-up dropped meanwhile
+                continue
+        self._unread = [path for _, path in sorted(found)]  # newest last: popped first
         self._read: list[bytes] = []
 
     def name(self, file_name: str) -> bool:
@@ -50,7 +55,10 @@ class Manifests:
         if any(needle in manifest for manifest in self._read):
             return True
         while self._unread:
-            manifest = self._unread.pop().read_bytes()
+            try:
+                manifest = self._unread.pop().read_bytes()
+            except FileNotFoundError:
+                continue
             self._read.append(manifest)
             if needle in manifest:
                 return True

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from itertools import takewhile
 from typing import Any
 
 import pyarrow as pa
@@ -222,6 +223,33 @@ def legacy_credit_rows(reports: Iterable[Mapping[str, Any]]) -> list[dict[str, A
     return rows
 
 
+def version_from_tables(db: Any) -> tuple[int, int] | None:
+    """The schema version a store's tables show, and its vector width, when its meta lost them: each
+    migration leaves its mark (a table, a column, a declared key) and every migration before it is
+    complete when its version is recorded. None for a new store."""
+    memories = open_or_none(db, schema.MEMORIES)
+    legacy = open_or_none(db, schema.LEGACY_MEMORIES)
+    table = memories if memories is not None else legacy
+    if table is None:
+        return None
+    dim = table.schema.field("vector").type.list_size
+    names = set(table.schema.names)
+    if memories is None:
+        steps = (
+            all(field.name in names for field in schema.MEMORIES_V2_FIELDS),
+            all(field.name in names for field in schema.MEMORIES_V3_FIELDS),
+        )
+        return 1 + sum(1 for _ in takewhile(bool, steps)), dim
+    ab_logs = set(db.open_table(schema.AB_LOGS).schema.names)
+    upgraded = (
+        open_or_none(db, schema.FEEDBACK) is not None,
+        all(field.name in ab_logs for field in schema.AB_LOGS_V6_FIELDS),
+        "visibility" in names,
+        primary_key(table.schema) == PRIMARY_KEYS[schema.MEMORIES],
+    )
+    return 4 + sum(1 for _ in takewhile(bool, upgraded)), dim
+
+
 def open_or_none(db: Any, name: str) -> Any:
     try:
         return db.open_table(name)
@@ -346,6 +374,16 @@ def _migrate(db: Any, meta: dict[str, str], vector_dim: int) -> dict[str, str]:
             f"this store has schema version {current}, newer than this release understands "
             f"({schema.SCHEMA_VERSION}); upgrade memoria-mcp or point MEMORIA_DB_URI at another store"
         )
+    if "schema_version" not in meta and (found := version_from_tables(db)):
+        # Before 2026-11-27 a kill while the meta was written could take its schema version away; the
+        # migrations would then start again from the first over tables already upgraded.
+        current, dim = found
+        log.warning(
+            "the store's meta names no schema version, but its tables are those of version %d: recording it",
+            current,
+        )
+        write_meta(db, {"schema_version": str(current), "vector_dim": str(dim)})
+        meta = read_meta(db)
     if current == schema.SCHEMA_VERSION:
         return meta
     dim = int(meta.get("vector_dim", vector_dim))

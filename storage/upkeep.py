@@ -29,19 +29,30 @@ REPORT_TABLES = (schema.OUTCOMES, schema.FEEDBACK, schema.WEIGHT_EVENTS)
 KEEP_EVERY_VERSION = timedelta(days=36_500)
 # The clean-up margin before a table's first optimize was timed (compacting 50,000 memories took 0.41 s).
 FIRST_OPTIMIZE_MARGIN = timedelta(seconds=30)
+# How long before a compaction began a file it writes may be dated (file systems with coarse timestamps).
+FILE_CLOCK_MARGIN_SECONDS = 2.0
 
 log = logging.getLogger(__name__)
 
 
 def files_left_since(table: Path, began: float) -> list[str]:
     """Data files of a local table written at or after ``began`` (a ``time.time()``) that no version of it
-    names: what a compaction that could not commit some of its groups left behind."""
+    names: what a compaction that could not commit some of its groups left behind (or a write not yet
+    committed). A file or version gone meanwhile is skipped."""
     data = table / "data"
     if not data.is_dir():
         return []
+    recent = []
+    for entry in os.scandir(data):
+        try:
+            if entry.is_file() and entry.stat().st_mtime >= began:
+                recent.append(entry.name)
+        except FileNotFoundError:
+            continue
+    if not recent:
+        return []
     manifests = Manifests(table)
-    recent = (entry for entry in os.scandir(data) if entry.is_file() and entry.stat().st_mtime >= began)
-    return sorted(entry.name for entry in recent if not manifests.name(entry.name))
+    return sorted(name for name in recent if not manifests.name(name))
 
 
 def fragment_count(table: Any) -> int:
@@ -129,13 +140,18 @@ class Upkeep(StoreTables):
         leaves the rewritten files of the others ("leaving 1 rewritten fragment(s) in place for GC"): the
         table then has fewer fragments, as after a whole compaction. So for the memories table of a local
         store the round also looks for data files written while it ran that no version names
-        (``files_left_since``), and clears them the same way. A file of an append still committing looks
-        the same; it costs a run under the write lock, which deletes nothing a write will commit."""
+        (``files_left_since``, under the compaction lock, so that no purge deletes files meanwhile), and
+        deletes them under the write lock, after looking again there: a file of an append that was still
+        committing is named by then, and stays (it costs that short hold of the write lock)."""
         folder = local_folder(self.uri) if name == schema.MEMORIES and self.excludes_other_processes else None
-        began = time.time()
+        table_dir = folder / f"{name}.lance" if folder is not None else None
+        began = time.time() - FILE_CLOCK_MARGIN_SECONDS
+        left: list[str] = []
         try:
             with self._compaction_lock.hold():  # not while a purge runs (``Forgetting._finish_purge``)
                 optimize()
+                if table_dir is not None:  # under the lock: no purge deletes files meanwhile
+                    left = files_left_since(table_dir, began)
         except Exception as exc:
             if not is_retryable(exc):
                 raise
@@ -143,19 +159,29 @@ class Upkeep(StoreTables):
         else:
             # Appends that landed meanwhile add fragments; a compaction that committed took away more.
             if fragments < min_fragments or fragment_count(table) < fragments:
-                if folder is None or not files_left_since(folder / f"{name}.lance", began):
-                    return
-                log.info("compacting %s beside the writes left files of groups it could not commit", name)
-            else:
-                log.info(
-                    "compacting %s beside the writes left its fragments: another write preempted it", name
-                )
+                if table_dir is not None and left:
+                    self._clear_left_files(name, table_dir, began)
+                return
+            log.info("compacting %s beside the writes left its fragments: another write preempted it", name)
         # In a purge's order. On a local store no write of the memories table is in flight in any process
         # now (each holds the write lock), so the files the preempted compaction left can go: LanceDB keeps
         # such files a week, and a busy server would keep a week of them.
         clear = name == schema.MEMORIES and self.excludes_other_processes
         with self.exclusive(), self._compaction_lock.hold():
             retrying(partial(optimize, delete_unverified=clear))
+
+    def _clear_left_files(self, name: str, table_dir: Path, began: float) -> None:
+        """Delete the data files a compaction beside the writes left and no version names. Looked for
+        again under the write lock, where no write of the table is in flight in any process: a file of an
+        append that was still committing is named by then and stays."""
+        with self.exclusive(), self._compaction_lock.hold():
+            left = files_left_since(table_dir, began)
+            for file_name in left:
+                (table_dir / "data" / file_name).unlink(missing_ok=True)
+        if left:
+            log.info(
+                "compacting %s beside the writes left %d file(s) no version names: deleted", name, len(left)
+            )
 
     def _optimize(
         self,

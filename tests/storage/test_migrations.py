@@ -112,6 +112,39 @@ def test_the_meta_is_written_in_one_commit_so_a_crash_never_leaves_it_without_it
     assert meta.count_rows() == 3
 
 
+def drop_schema_version(path) -> None:
+    """The meta as a kill in the old two-step write could leave it: without its schema version."""
+    db = lancedb.connect(str(path))
+    db.open_table(schema.META).delete("key IN ('schema_version', 'vector_dim')")
+
+
+def test_a_store_whose_meta_lost_its_schema_version_is_read_from_its_tables_and_keeps_its_memories(tmp_path):
+    make_v1_store(tmp_path / "db")
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=8):
+        pass  # upgraded to the current version
+    drop_schema_version(tmp_path / "db")
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
+        assert store.schema_version == schema.SCHEMA_VERSION
+        assert store.count_memories() == 1 and store.get_memory("mem_old").content
+    meta = migrations.read_meta(lancedb.connect(str(tmp_path / "db")))
+    assert (meta["schema_version"], meta["vector_dim"]) == (str(schema.SCHEMA_VERSION), "8")
+
+
+def test_a_store_that_lost_its_schema_version_before_the_stable_row_id_copy_goes_on_from_its_tables(tmp_path):
+    make_v1_store(tmp_path / "db")
+    db = lancedb.connect(str(tmp_path / "db"))
+    for migration in migrations.MIGRATIONS[1:3]:
+        migration.apply(db, migrations.MigrationContext(vector_dim=8))
+    assert migrations.version_from_tables(db) == (3, 8)
+    drop_schema_version(tmp_path / "db")
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
+        assert store.schema_version == schema.SCHEMA_VERSION and store.count_memories() == 1
+
+
+def test_a_new_store_shows_no_version_in_its_tables(tmp_path):
+    assert migrations.version_from_tables(lancedb.connect(str(tmp_path / "db"))) is None
+
+
 def test_the_stable_row_id_copy_never_drops_a_memories_table_larger_than_the_one_it_copies(tmp_path):
     make_v1_store(tmp_path / "db")
     db = lancedb.connect(str(tmp_path / "db"))
