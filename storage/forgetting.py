@@ -40,7 +40,8 @@ class Manifests:
     """A table's version manifests, read newest first and only as far as needed: a data file some
     version holds is named in its manifest, and most are named in the newest."""
 
-    def __init__(self, table: Path) -> None:
+    def __init__(self, table: Path, *, newest: int | None = None) -> None:
+        """``newest``: read only that many of the newest manifests (what most files are named in)."""
         found: list[tuple[float, Path]] = []
         for path in (table / "_versions").glob("*.manifest"):
             try:
@@ -48,6 +49,8 @@ class Manifests:
             except FileNotFoundError:  # a version the clean-up dropped meanwhile
                 continue
         self._unread = [path for _, path in sorted(found)]  # newest last: popped first
+        if newest is not None:
+            self._unread = self._unread[len(self._unread) - newest :]
         self._read: list[bytes] = []
 
     def name(self, file_name: str) -> bool:

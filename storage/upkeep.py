@@ -35,10 +35,12 @@ FILE_CLOCK_MARGIN_SECONDS = 2.0
 log = logging.getLogger(__name__)
 
 
-def files_left_since(table: Path, began: float) -> list[str]:
+def files_left_since(table: Path, began: float, *, every_version: bool = True) -> list[str]:
     """Data files of a local table written at or after ``began`` (a ``time.time()``) that no version of it
     names: what a compaction that could not commit some of its groups left behind (or a write not yet
-    committed). A file or version gone meanwhile is skipped."""
+    committed). Without ``every_version``, those the newest version does not name: one manifest read,
+    where a file no version names would have every kept version read (hundreds on a busy table). A file
+    or version gone meanwhile is skipped."""
     data = table / "data"
     if not data.is_dir():
         return []
@@ -51,7 +53,7 @@ def files_left_since(table: Path, began: float) -> list[str]:
             continue
     if not recent:
         return []
-    manifests = Manifests(table)
+    manifests = Manifests(table, newest=None if every_version else 1)
     return sorted(name for name in recent if not manifests.name(name))
 
 
@@ -140,9 +142,10 @@ class Upkeep(StoreTables):
         leaves the rewritten files of the others ("leaving 1 rewritten fragment(s) in place for GC"): the
         table then has fewer fragments, as after a whole compaction. So for the memories table of a local
         store the round also looks for data files written while it ran that no version names
-        (``files_left_since``, under the compaction lock, so that no purge deletes files meanwhile), and
-        deletes them under the write lock, after looking again there: a file of an append that was still
-        committing is named by then, and stays (it costs that short hold of the write lock)."""
+        (``files_left_since``, under the compaction lock, so that no purge deletes files meanwhile; against
+        the newest version only, one manifest read), and deletes them under the write lock, after looking
+        again there against every version kept: a file of an append that was still committing is named by
+        then, in the newest, and stays (it costs that short hold of the write lock)."""
         folder = local_folder(self.uri) if name == schema.MEMORIES and self.excludes_other_processes else None
         table_dir = folder / f"{name}.lance" if folder is not None else None
         began = time.time() - FILE_CLOCK_MARGIN_SECONDS
@@ -151,7 +154,7 @@ class Upkeep(StoreTables):
             with self._compaction_lock.hold():  # not while a purge runs (``Forgetting._finish_purge``)
                 optimize()
                 if table_dir is not None:  # under the lock: no purge deletes files meanwhile
-                    left = files_left_since(table_dir, began)
+                    left = files_left_since(table_dir, began, every_version=False)
         except Exception as exc:
             if not is_retryable(exc):
                 raise

@@ -256,3 +256,25 @@ def test_writes_racing_real_compactions_lose_nothing_and_the_indexes_answer_as_a
     folder = tmp_path / "db" / "memories_v4.lance"
     manifests = Manifests(folder)
     assert [path.name for path in (folder / "data").iterdir() if not manifests.name(path.name)] == []
+
+
+def test_files_left_are_those_no_version_names_and_a_first_look_reads_the_newest_version_only(tmp_path):
+    import time
+
+    import lancedb
+
+    from storage.upkeep import files_left_since
+
+    table = lancedb.connect(str(tmp_path)).create_table("t", data=[{"x": 0}])
+    began = time.time() - 2
+    table.add([{"x": 1}])  # a second fragment: its file is named by the newest version
+    table.delete("x = 1")  # now only by the version before
+    folder = tmp_path / "t.lance"
+    orphan = folder / "data" / "0110-left-by-a-compaction.lance"
+    orphan.write_bytes(b"rows")
+    assert files_left_since(folder, began) == [orphan.name]
+    quick = files_left_since(folder, began, every_version=False)
+    assert (
+        orphan.name in quick and len(quick) == 2
+    )  # the deleted fragment's file too: named by an older version
+    assert files_left_since(folder, time.time() + 5) == []  # nothing written since
