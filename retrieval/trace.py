@@ -192,8 +192,8 @@ class NeighbourhoodApplied:
 @dataclass(frozen=True)
 class AnswerTypeApplied:
     answer_type: str | None  # what the question asks for: time, place, quantity; None: none of them
-    weight: float  # what a direct match stating it is lent, times its own scale
-    matched: int  # direct matches lent it
+    weight: float  # the share of its weighted score a match stating it is lent
+    matched: int  # matches lent it
 
 
 @dataclass(frozen=True)

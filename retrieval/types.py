@@ -54,7 +54,7 @@ class Candidate:
     when weighting is on. An episode sibling's ``weighted_score`` is its
     source's, discounted by ``score_propagation_alpha``. ``neighbourhood_bonus`` is what the direct
     matches around it in its episode lend it (``retrieval.stages.neighbourhood``); ``answer_type_bonus``
-    is what a direct match is lent for stating what the question asks for, a time, a place or a quantity
+    is what a match is lent for stating what the question asks for, a time, a place or a quantity
     (``retrieval.stages.answer_type``); ``final_score`` is ``weighted_score`` plus both. Ranks are 0-based, as in the A/B log.
     """
 
@@ -89,7 +89,7 @@ class Candidate:
     # weight x the best weighted score of a direct match within a few turns of it in its episode
     neighbourhood_bonus: float = 0.0
     neighbourhood_of: str | None = None  # that direct match
-    # answer_type_weight x its own scale, when the question asks for what its text states
+    # answer_type_weight x its weighted score, when the question asks for what its text states
     answer_type_bonus: float = 0.0
     contradicted_by: tuple[str, ...] = ()  # newer memories that contradict it, unresolved
     in_context: bool = False
