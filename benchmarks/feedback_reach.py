@@ -48,6 +48,7 @@ from benchmarks.quality import (
     remember_conversation,
     split_questions,
 )
+from retrieval.trace import lent_after_weighting
 
 K = 5
 
@@ -62,8 +63,8 @@ class Asked:
     candidates: list[tuple[str, float]]  # direct candidates and the score feedback would weight
     helpful: set[str] = field(default_factory=set)  # training questions: the recalled evidence memories
     # What each direct candidate's episode neighbours and its answer type lent it (added after weighting, as
-    # the server adds it), as traced before any feedback: the server lends from the lender's weighted score, so a weight that
-    # moves the lender moves the loan too; this re-ranking leaves that out.
+    # the server adds it), as traced before any feedback: the server lends from weighted scores, so a weight
+    # that moves one moves the loan too; this re-ranking leaves that out.
     lent: dict[str, float] = field(default_factory=dict)
 
 
@@ -94,17 +95,12 @@ def recall_all(conversation: Any, runtime: Any, turns_of: dict[str, set[str]]) -
                 vector / (np.linalg.norm(vector) or 1.0),
                 [m.id for m in returned],
                 [(c["id"], _boosted(c["scores"])) for c in direct],
-                lent={c["id"]: _lent(c["scores"]) for c in direct},
+                lent={c["id"]: lent_after_weighting(c["scores"]) for c in direct},
             )
             if part == 0:
                 item.helpful = {m for m in item.returned if turns_of.get(m, set()) & item.evidence}
             asked[part].append(item)
     return Conversation(turns_of, asked[0], asked[1], groups)
-
-
-def _lent(scores: dict[str, Any]) -> float:
-    """What a candidate was lent after weighting: by its episode neighbours and for its answer type."""
-    return (scores.get("neighbourhood") or 0.0) + (scores.get("answer_type") or 0.0)
 
 
 def _boosted(scores: dict[str, Any]) -> float:

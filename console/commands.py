@@ -443,8 +443,8 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
     if result.gated:
         head += f"\nthe gate skipped retrieval: {result.gated}"
     # The candidates come in the order recall ranked them (final score, after the episode neighbourhood and
-    # the answer type);
-    # "weighted" is the rank before siblings and neighbours joined, "unweighted" the rank by relevance alone.
+    # the answer type); "weighted" is the rank before siblings and neighbours joined, "unweighted" the rank
+    # by relevance alone.
     ranked = result.candidates
     body = table(
         [

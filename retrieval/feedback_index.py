@@ -17,6 +17,7 @@ count for it (closeness above 0) are replayed: an older one has long been outwei
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -142,13 +143,11 @@ class FeedbackIndex:
         sessions = self._sessions_of(
             scope, list(dict.fromkeys(c.session_id for found in credits.values() for c in found)), seen
         )
-        embedded: list[np.ndarray | None] = []  # the query's vector, once asked for
 
+        @functools.cache  # the query's vector, embedded once when first asked for
         def query() -> np.ndarray | None:
-            if not embedded:
-                found = query_vector() if callable(query_vector) else query_vector
-                embedded.append(None if found is None else np.asarray(found, dtype=np.float32))
-            return embedded[0]
+            found = query_vector() if callable(query_vector) else query_vector
+            return None if found is None else np.asarray(found, dtype=np.float32)
 
         cosines: dict[str, np.ndarray | None] = {}  # per session: each of its queries' cosine with this one
         closeness: dict[tuple[str, int | None, bool], float] = {}

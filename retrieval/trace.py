@@ -6,6 +6,7 @@ The pipeline writes this at recall time; explain never recomputes it.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -396,6 +397,12 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
         "context_position": candidate.context_position,
         "exclusion_reason": candidate.exclusion_reason,
     }
+
+
+def lent_after_weighting(scores: Mapping[str, Any]) -> float:
+    """What a traced candidate's final score holds beyond its weighted score: what its episode neighbours
+    and its answer type lent it."""
+    return float(scores.get("neighbourhood") or 0.0) + float(scores.get("answer_type") or 0.0)
 
 
 def placement(entry: dict[str, Any]) -> str:

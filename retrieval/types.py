@@ -55,7 +55,8 @@ class Candidate:
     source's, discounted by ``score_propagation_alpha``. ``neighbourhood_bonus`` is what the direct
     matches around it in its episode lend it (``retrieval.stages.neighbourhood``); ``answer_type_bonus``
     is what a match is lent for stating what the question asks for, a time, a place or a quantity
-    (``retrieval.stages.answer_type``); ``final_score`` is ``weighted_score`` plus both. Ranks are 0-based, as in the A/B log.
+    (``retrieval.stages.answer_type``); ``final_score`` is ``weighted_score`` plus both. Ranks are 0-based,
+    as in the A/B log.
     """
 
     memory: MemoryRecord

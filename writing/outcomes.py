@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from retrieval.outcomes import ShownContext, ShownMemory, WeightPolicy, with_credit
+from retrieval.trace import lent_after_weighting
 from storage.records import (
     CreditedSession,
     MemoryRecord,
@@ -129,8 +130,7 @@ def unweighted_score(entry: dict[str, Any]) -> float:
     scores = entry["scores"]
     if entry.get("source") == "sibling":
         weight = scores.get("feedback_weight") or 1.0
-        lent = float(scores.get("neighbourhood") or 0.0) + float(scores.get("answer_type") or 0.0)
-        propagated = float(scores["final"]) - lent
+        propagated = float(scores["final"]) - lent_after_weighting(scores)
         return propagated / min(1.0, weight) if weight > 0 else 0.0
     boosted = float(scores["relevance"]) + float(scores.get("corroboration_boost") or 0.0)
     return boosted * float(scores.get("decay", 1.0))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from retrieval.stages.expansion import ranked
+from retrieval.stages.expansion import ranked, within_source
 from retrieval.trace import AnswerTypeApplied, StageOutput
 from retrieval.types import Candidate, RecallRequest
 
@@ -125,11 +125,8 @@ def lend_answer_type(
     finals = {c.id: c.final_score - c.answer_type_bonus + bonuses.get(c.id, 0.0) for c in candidates}
     revised: list[Candidate] = []
     for candidate in candidates:
-        bonus = bonuses.get(candidate.id, 0.0)
-        source_final = finals.get(candidate.sibling_of or "") if candidate.source == "sibling" else None
-        if bonus and source_final is not None:  # never above the memory that brought it
-            own = candidate.final_score - candidate.answer_type_bonus
-            bonus = max(0.0, min(bonus, source_final - own))
+        own = candidate.final_score - candidate.answer_type_bonus
+        bonus = within_source(bonuses.get(candidate.id, 0.0), candidate, finals, own)
         if bonus != candidate.answer_type_bonus:
             candidate = candidate.revised(answer_type_bonus=bonus)
         revised.append(candidate)

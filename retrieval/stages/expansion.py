@@ -33,6 +33,13 @@ def ranked(candidates: list[Candidate]) -> tuple[Candidate, ...]:
     return tuple(sorted(candidates, key=lambda c: (-c.final_score, c.source == "sibling", c.id)))
 
 
+def within_source(bonus: float, candidate: Candidate, finals: Mapping[str, float], own: float) -> float:
+    """``bonus`` as a candidate may keep it: a sibling whose own score is ``own`` never ends above the
+    memory that brought it (its final score in ``finals``; a tie ranks the sibling after it)."""
+    source_final = finals.get(candidate.sibling_of or "") if candidate.source == "sibling" else None
+    return bonus if source_final is None else max(0.0, min(bonus, source_final - own))
+
+
 def sources_of(candidates: Sequence[Candidate], count: int) -> list[Candidate]:
     """The direct matches that may bring siblings: the first ``count`` (those that can reach the context)."""
     return [candidate for candidate in candidates if candidate.source == "direct"][:count]

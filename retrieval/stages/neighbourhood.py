@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from retrieval.stages.expansion import ranked, sources_of
+from retrieval.stages.expansion import ranked, sources_of, within_source
 from retrieval.trace import NeighbourhoodApplied, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeMemberStub, Reach
@@ -90,10 +90,8 @@ def lend(
     lent: list[Candidate] = []
     for candidate in candidates:
         bonus, lender = bonuses[candidate.id]
-        source_final = finals.get(candidate.sibling_of or "") if candidate.source == "sibling" else None
-        if source_final is not None:  # never above the memory that brought it (a tie ranks it after)
-            bonus = max(0.0, min(bonus, source_final - candidate.weighted_score))
-            lender = lender if bonus > 0.0 else None
+        bonus = within_source(bonus, candidate, finals, candidate.weighted_score)
+        lender = lender if bonus > 0.0 else None
         if bonus != candidate.neighbourhood_bonus or lender != candidate.neighbourhood_of:
             candidate = candidate.revised(neighbourhood_bonus=bonus, neighbourhood_of=lender)
         lent.append(candidate)
