@@ -27,7 +27,7 @@ from retrieval.stages.corroboration import ClusterProvider, CorroborationStage, 
 from retrieval.stages.decay import DecayStage
 from retrieval.stages.expansion import EpisodeExpansionStage, EpisodeSource
 from retrieval.stages.feedback import FeedbackStage
-from retrieval.stages.fusion import SEMANTIC_VECTOR_WEIGHT
+from retrieval.stages.fusion import SEMANTIC_CONTEXT_SHARE, SEMANTIC_VECTOR_WEIGHT
 from retrieval.stages.gate import GateMode, GateStage
 from retrieval.stages.instructions import InstructionStage
 from retrieval.stages.iterative import IterativeRetrievalStage
@@ -83,6 +83,7 @@ class PipelineOptions:
     """Which stages run and their knobs (``server.config.Settings`` is where the defaults are set)."""
 
     vector_weight: float = SEMANTIC_VECTOR_WEIGHT
+    context_share: float = SEMANTIC_CONTEXT_SHARE  # of the vector weight, for a memory's context cosine
     use_vector: bool = True
     fulltext_search: bool = True
     use_rerank: bool = True
@@ -130,6 +131,7 @@ def build_stages(
         store,
         embedder,
         vector_weight=options.vector_weight,
+        context_share=options.context_share,
         use_vector=options.use_vector,
         use_fulltext=options.fulltext_search,
     )

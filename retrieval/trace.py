@@ -49,6 +49,8 @@ class CandidatesFused:
     # (where the index keeps no term statistics, the floor reads the ranking score).
     fulltext_normalised_by: str = "best match"
     floor_normalised_by: str = "best match"
+    # c: the share of the vector weight given to a memory's context cosine (0: its own cosine alone).
+    context_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -359,6 +361,7 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
         "instruction_signals": list(candidate.instruction_signals),
         "scores": {
             "vector": candidate.vector_score,
+            "context": candidate.context_score,
             "fulltext": candidate.fulltext_score,
             "fused": candidate.fused_score,
             "fused_absolute": candidate.fused_absolute,

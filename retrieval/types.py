@@ -44,7 +44,9 @@ class RecallRequest:
 class Candidate:
     """One memory under consideration, with its score at every stage so far.
 
-    Ranges: ``vector_score`` is cosine similarity in [-1, 1]; ``fulltext_score`` is raw BM25 (>= 0);
+    Ranges: ``vector_score`` is cosine similarity in [-1, 1], ``context_score`` the query's cosine with the
+    memory's context vector (it and its episode neighbours; None when not computed); ``fulltext_score`` is
+    raw BM25 (>= 0);
     ``fused_score``, ``rerank_score`` and ``relevance_score`` are in [0, 1] (relevance is the rerank score,
     or the fused one, times ``attribution_factor`` and ``instruction_factor``); ``corroboration_boost`` is
     log2(1 + corroborating agents) x 0.1 (>= 0); ``feedback_weight`` is the weight feedback applies for
@@ -63,6 +65,7 @@ class Candidate:
     found_by: tuple[str, ...] = ()
     queries: tuple[str, ...] = ()
     vector_score: float | None = None
+    context_score: float | None = None
     fulltext_score: float | None = None
     fused_score: float = 0.0
     # The fused score with BM25 read against a full match of the query instead of the best match found:

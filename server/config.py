@@ -491,7 +491,14 @@ class Settings(BaseSettings):
         None,
         ge=0.0,
         le=1.0,
-        description="w in the fused score; default 0.3 on hashed vectors, 0.5 with a model",
+        description="w in the fused score; default 0.3 on hashed vectors, 2/3 with a model",
+    )
+    fusion_context_share: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="c, the share of w given to a memory's context cosine (it with its episode neighbours); "
+        "default 0 on hashed vectors, 0.5 with a model",
     )
     feedback: FeedbackSettings = FeedbackSettings()
     org_features: Annotated[dict[str, OrgFeatures], JSON_OBJECT] = Field(default_factory=dict)

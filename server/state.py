@@ -188,11 +188,12 @@ def pipeline_options(
     ``reranked``: a reranker loaded, so relevance is its score (the floor depends on it)."""
     from retrieval.models.rerankers.llm import parse_reranker_configuration
     from retrieval.pipeline import PipelineOptions
-    from retrieval.stages.fusion import vector_weight_for
+    from retrieval.stages.fusion import context_share_for, vector_weight_for
     from retrieval.stages.threshold import relevance_floor_for
 
     resolved: dict[str, Any] = dict(
         vector_weight=vector_weight_for(settings.fusion_vector_weight, embedder_name),
+        context_share=context_share_for(settings.fusion_context_share, embedder_name),
         min_fact_score=relevance_floor_for(settings.min_fact_score, embedder_name, reranked),
         fold_threshold=settings.consolidation.text_dedup_threshold,
         llm_reranker=parse_reranker_configuration(settings.llm_reranker),

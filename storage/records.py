@@ -190,11 +190,23 @@ class NewMemory:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """A memory found by one search leg: cosine similarity (vector leg) or BM25 (full-text leg)."""
+    """A memory found by one search leg: cosine similarity (vector leg) or BM25 (full-text leg). A vector
+    hit from a scope copy asked for context also carries ``context``, the query's cosine with the memory's
+    context vector (it and its episode neighbours; ``storage.scope_copy``)."""
 
     record: MemoryRecord
     score: float
     vector: npt.NDArray[np.float32] | None
+    context: float | None = None
+
+
+def semantic_score(cosine: float, context: float | None, context_share: float) -> float:
+    """How well a memory matches a query by meaning, in [0, 1]: (1 - c) x cosine + c x its context
+    cosine, both floored at 0; the cosine alone when no context cosine is known (a scope LanceDB serves)."""
+    cosine = max(0.0, cosine)
+    if context is None or context_share <= 0.0:
+        return cosine
+    return (1.0 - context_share) * cosine + context_share * max(0.0, context)
 
 
 @dataclass(frozen=True)

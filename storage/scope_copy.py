@@ -1,9 +1,10 @@
 """One scope's in-process copy (``storage.scope_cache`` keeps them current): its records, a matrix of
-their vectors and the masks a vector search needs, its episodes, and a BM25 index when the cache has an
-analyzer."""
+their vectors and the masks a vector search needs, its episodes (with each memory's neighbours in its
+episode, for context vectors), and a BM25 index when the cache has an analyzer."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -45,6 +46,20 @@ class ScopeCopy:
     # clears only the marks it saw).
     episode_records: dict[str, EpisodeRecord] = field(default_factory=dict)
     stale_episodes: dict[str, int] = field(default_factory=dict)
+    # A memory's context vector is its vector plus those of its neighbours in its episode, the memories
+    # right before and after it in time among those that can lend one (active, with a vector). A query's
+    # context cosines then follow from its plain cosines without a second matrix:
+    # context(i) = (s_i + s_prev + s_next) / |v_i + v_prev + v_next|, the norm from the dot products kept
+    # here (``_context_cosines``). -1: no neighbour on that side.
+    prev_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    next_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    self_dot: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))  # v_i . v_i
+    dot_prev: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))  # v_i . v_prev
+    dot_next: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))  # v_i . v_next
+    dot_around: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))  # v_prev . v_next
+    # Per episode, its linked rows in time order as (time, row) keys; and each linked row's key.
+    _episode_order: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    _linked: dict[int, tuple[str, tuple[float, int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
@@ -84,6 +99,54 @@ class ScopeCopy:
         self.expires[row] = record.expires_at.timestamp() if record.expires_at is not None else np.inf
         if self.lexical is not None and text is not None:
             self.lexical.set(row, text)
+        self._relink(row, record)
+
+    def _relink(self, row: int, record: MemoryRecord) -> None:
+        """Take ``row`` out of its episode's time order and put it back where it now belongs (if it can
+        lend context: active, with a vector, in an episode), mending its old and new neighbours' links."""
+        touched = {row}
+        old = self._linked.pop(row, None)
+        if old is not None:
+            episode, key = old
+            order = self._episode_order[episode]
+            at = bisect_left(order, key)
+            del order[at]
+            before = order[at - 1][1] if at > 0 else -1
+            after = order[at][1] if at < len(order) else -1
+            self._join(before, after)
+            touched |= {before, after}
+            if not order:
+                del self._episode_order[episode]
+        self.prev_row[row] = self.next_row[row] = -1
+        if record.episode_id and self.active[row] and self.has_vector[row]:
+            key = (record.created_at.timestamp(), row)  # stored at one moment: in the order written
+            order = self._episode_order.setdefault(record.episode_id, [])
+            at = bisect_left(order, key)
+            order.insert(at, key)
+            before = order[at - 1][1] if at > 0 else -1
+            after = order[at + 1][1] if at + 1 < len(order) else -1
+            self._join(before, row)
+            self._join(row, after)
+            self._linked[row] = (record.episode_id, key)
+            touched |= {before, after}
+        vector = self.vectors[row]
+        self.self_dot[row] = float(vector @ vector)
+        for mended in touched - {-1}:
+            self._mend_dots(mended)
+
+    def _join(self, before: int, after: int) -> None:
+        if before >= 0:
+            self.next_row[before] = after
+        if after >= 0:
+            self.prev_row[after] = before
+
+    def _mend_dots(self, row: int) -> None:
+        before, after = int(self.prev_row[row]), int(self.next_row[row])
+        vector = self.vectors[row]
+        self.dot_prev[row] = float(vector @ self.vectors[before]) if before >= 0 else 0.0
+        self.dot_next[row] = float(vector @ self.vectors[after]) if after >= 0 else 0.0
+        both = before >= 0 and after >= 0
+        self.dot_around[row] = float(self.vectors[before] @ self.vectors[after]) if both else 0.0
 
     def _grow(self, rows: int) -> None:
         capacity = self.vectors.shape[0]
@@ -103,6 +166,12 @@ class ScopeCopy:
         self.kind_code = grown(self.kind_code, -1)
         self.audience_code = grown(self.audience_code, -1)
         self.expires = grown(self.expires, np.inf)
+        self.prev_row = grown(self.prev_row, -1)
+        self.next_row = grown(self.next_row, -1)
+        self.self_dot = grown(self.self_dot, 0.0)
+        self.dot_prev = grown(self.dot_prev, 0.0)
+        self.dot_next = grown(self.dot_next, 0.0)
+        self.dot_around = grown(self.dot_around, 0.0)
 
     def _eligible(
         self,
@@ -115,6 +184,13 @@ class ScopeCopy:
     ) -> np.ndarray:
         """Rows that are active, unexpired, of one of ``kinds`` (if given), that ``viewer`` may read (if
         given), of ``audience`` (if given) and that pass ``keep``."""
+        mask = self._readable(count, now, viewer, audience)
+        return mask & self._selected(count, kinds, keep) if kinds or keep is not None else mask
+
+    def _readable(
+        self, count: int, now: datetime, viewer: Viewer | None, audience: Audience | None
+    ) -> np.ndarray:
+        """Rows that are active, unexpired, that ``viewer`` may read and of ``audience`` (if given)."""
         mask = self.active[:count] & (self.expires[:count] > now.timestamp())
         readers = self.audience_code[:count]
         if viewer is not None:
@@ -122,6 +198,13 @@ class ScopeCopy:
             mask &= (readers == -1) | _one_of(readers, own)
         if audience is not None:  # -2: an audience with no memory here
             mask &= readers == (self.audiences.get(audience, -2) if audience.private else -1)
+        return mask
+
+    def _selected(
+        self, count: int, kinds: Sequence[str] | None, keep: Callable[[MemoryRecord], bool] | None
+    ) -> np.ndarray:
+        """Rows of one of ``kinds`` (if given) that pass ``keep`` (if given)."""
+        mask = np.ones(count, dtype=bool)
         if kinds:
             codes = [self.kinds[kind] for kind in kinds if kind in self.kinds]
             mask &= _one_of(self.kind_code[:count], codes)
@@ -166,28 +249,101 @@ class ScopeCopy:
         keep: Callable[[MemoryRecord], bool] | None = None,
         viewer: Viewer | None = None,
         audience: Audience | None = None,
-    ) -> list[tuple[MemoryRecord, float, np.ndarray]]:
+        context_share: float = 0.0,
+    ) -> list[tuple[MemoryRecord, float, np.ndarray, float | None]]:
         """Active, unexpired memories embedded by ``embedder``, of one of ``kinds`` (if given), that
-        ``viewer`` may read (if given) and passing ``keep``, by cosine similarity."""
+        ``viewer`` may read (if given) and passing ``keep``: (record, cosine, vector, context cosine). By
+        cosine similarity; with a ``context_share`` c > 0, by (1 - c) x cosine + c x the cosine of the
+        memory's context vector (``context_cosines``), which each hit then carries (else None)."""
         code = self.embedders.get(embedder)
         count = len(self.ids)
         if code is None or count == 0 or limit <= 0:
             return []
-        mask = (
-            self._eligible(count, now, kinds, keep, viewer, audience)
+        lending = (
+            self._readable(count, now, viewer, audience)
             & self.has_vector[:count]
             & (self.embedder_code[:count] == code)
         )
+        mask = lending & self._selected(count, kinds, keep) if kinds or keep is not None else lending
         eligible = int(mask.sum())
         if eligible == 0:
             return []
         # One product over the whole matrix (no copy of the eligible rows), then the ineligible set aside.
-        scores = np.where(mask, self.vectors[:count] @ np.asarray(vector, dtype=np.float32), -np.inf)
+        cosines = self.vectors[:count] @ np.asarray(vector, dtype=np.float32)
+        contexts: np.ndarray | None = None
+        ranking = cosines
+        if context_share > 0.0:
+            contexts = self._context_cosines(cosines, lending)
+            ranking = (1.0 - context_share) * np.maximum(cosines, 0.0) + context_share * np.maximum(
+                contexts, 0.0
+            )
+        scores = np.where(mask, ranking, -np.inf)
         take = min(limit, eligible)
         best = np.argpartition(-scores, take - 1)[:take] if take < count else np.arange(count)
         best = best[np.isfinite(scores[best])]
         best = best[np.lexsort((best, -scores[best]))]
-        return [(self.records[self.ids[row]], float(scores[row]), self.vectors[row].copy()) for row in best]
+        return [
+            (
+                self.records[self.ids[row]],
+                float(cosines[row]),
+                self.vectors[row].copy(),
+                float(contexts[row]) if contexts is not None else None,
+            )
+            for row in best
+        ]
+
+    def context_cosines(
+        self,
+        vector: np.ndarray,
+        memory_ids: Iterable[str],
+        *,
+        embedder: str,
+        now: datetime,
+        viewer: Viewer | None = None,
+        audience: Audience | None = None,
+    ) -> dict[str, float]:
+        """The cosine of ``vector`` with the context vector of each of ``memory_ids`` that the copy holds
+        with a vector of ``embedder``: the memory's vector plus its episode neighbours' that ``viewer`` may
+        read (a memory without such neighbours is its own context)."""
+        code = self.embedders.get(embedder)
+        count = len(self.ids)
+        rows = [self.row_of[i] for i in memory_ids if i in self.row_of]
+        rows = [row for row in rows if self.has_vector[row] and self.embedder_code[row] == code]
+        if code is None or not rows:
+            return {}
+        lending = (
+            self._readable(count, now, viewer, audience)
+            & self.has_vector[:count]
+            & (self.embedder_code[:count] == code)
+        )
+        query = np.asarray(vector, dtype=np.float32)
+        picked = np.asarray(rows, dtype=np.int64)
+        around = np.concatenate([picked, self.prev_row[picked], self.next_row[picked]])
+        around = np.unique(around[around >= 0])
+        cosines = np.zeros(count, dtype=np.float32)
+        cosines[around] = self.vectors[around] @ query
+        contexts = self._context_cosines(cosines, lending, picked)
+        return {self.ids[row]: float(context) for row, context in zip(rows, contexts, strict=True)}
+
+    def _context_cosines(
+        self, cosines: np.ndarray, lending: np.ndarray, rows: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The context cosines of ``rows`` (every row when None) from every row's plain cosine with the
+        query: a neighbour counts when ``lending`` says it may lend (readable, active, same embedder)."""
+        count = len(cosines)
+        picked = slice(0, count) if rows is None else rows
+        before, after = self.prev_row[picked], self.next_row[picked]
+        # -1 (no neighbour) reads the last row: masked out by the test beside it.
+        lend_before = (lending[before] & (before >= 0)).astype(np.float32)
+        lend_after = (lending[after] & (after >= 0)).astype(np.float32)
+        together = cosines[picked] + lend_before * cosines[before] + lend_after * cosines[after]
+        norm_squared = (
+            self.self_dot[picked]
+            + lend_before * (self.self_dot[before] + 2.0 * self.dot_prev[picked])
+            + lend_after * (self.self_dot[after] + 2.0 * self.dot_next[picked])
+            + 2.0 * lend_before * lend_after * self.dot_around[picked]
+        )
+        return np.asarray(together / np.sqrt(np.maximum(norm_squared, 1e-12)), dtype=np.float32)
 
     def load_episodes(self, episodes: Iterable[EpisodeRecord]) -> None:
         """The scope's episodes, read after its memories (so at least as new): what they cover is fresh."""

@@ -24,6 +24,7 @@ from storage.records import (
     TimeWindow,
     View,
     Viewer,
+    semantic_score,
 )
 from storage.rows import MEMORY_COLUMNS, memory_from_row, vector_of_row
 from storage.scan import EVERY_ROW, scan, utc
@@ -48,26 +49,62 @@ class MemorySearch(StoreTables):
         tags: Sequence[str] | None = None,
         window: TimeWindow | None = None,
         all_tags: bool = False,
+        context_share: float = 0.0,
     ) -> list[SearchHit]:
         """Active memories in ``reach`` embedded by ``embedder`` (of these kinds, with any of these tags,
-        or all of them with ``all_tags``, in this time window), nearest first; score = cosine similarity."""
+        or all of them with ``all_tags``, in this time window), nearest first; score = cosine similarity.
+        With a ``context_share``, nearest by ``semantic_score`` where a scope copy has the memory's
+        context (a scope LanceDB serves ranks by cosine: its hits carry no context)."""
         where = _Filter.of(reach, kinds, tags, window, all_tags)
         hits = [
             hit
             for scope in self._scopes(reach)
-            for hit in self._vector_search_in(scope, vector, embedder, limit, where)
+            for hit in self._vector_search_in(scope, vector, embedder, limit, where, context_share)
         ]
-        return _best(hits, limit)
+        return sorted(hits, key=lambda hit: -semantic_score(hit.score, hit.context, context_share))[:limit]
+
+    def context_scores(
+        self, reach: Reach, vector: np.ndarray, memory_ids: Sequence[str], *, embedder: str
+    ) -> dict[str, float]:
+        """The query's cosine with the context vector of each of ``memory_ids`` held by a scope copy (it
+        and the episode neighbours ``reach``'s viewer may read); a memory no copy holds is left out."""
+        where = _Filter.of(reach)
+        found: dict[str, float] = {}
+        for scope in self._scopes(reach):
+            with self._cache.reading(scope, build=False) as copy:
+                if copy is not None:
+                    found |= copy.context_cosines(
+                        vector,
+                        [memory_id for memory_id in memory_ids if memory_id not in found],
+                        embedder=embedder,
+                        now=datetime.now(UTC),
+                        viewer=where.viewer,
+                        audience=where.audience,
+                    )
+        return found
 
     def _vector_search_in(
-        self, scope: Scope, vector: np.ndarray, embedder: str, limit: int, where: _Filter
+        self,
+        scope: Scope,
+        vector: np.ndarray,
+        embedder: str,
+        limit: int,
+        where: _Filter,
+        context_share: float = 0.0,
     ) -> list[SearchHit]:
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 nearest = copy.nearest(
-                    vector, embedder=embedder, limit=limit, now=datetime.now(UTC), **where.for_copy()
+                    vector,
+                    embedder=embedder,
+                    limit=limit,
+                    now=datetime.now(UTC),
+                    context_share=context_share,
+                    **where.for_copy(),
                 )
-                return [SearchHit(record, score, stored) for record, score, stored in nearest]
+                return [
+                    SearchHit(record, score, stored, context) for record, score, stored, context in nearest
+                ]
         condition = filters.all_of(self._active_in(scope, where), filters.equals("embedder", embedder))
         query = (
             self._memories.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")

@@ -94,7 +94,8 @@ class ScriptedLLM:
 
 
 class FakeSource:
-    """An in-memory candidate source: cosine over stored vectors, word overlap as the 'BM25'."""
+    """An in-memory candidate source: cosine over stored vectors, word overlap as the 'BM25'. It keeps no
+    episode neighbours, so it knows no memory's context (as for a scope LanceDB serves)."""
 
     def __init__(self, embedder: TokenEmbedder, memories: list[MemoryRecord]) -> None:
         self.embedder = embedder
@@ -103,7 +104,17 @@ class FakeSource:
         self.calls: list[tuple] = []
 
     def vector_search(
-        self, scope, vector, *, embedder, limit, kinds=None, tags=None, window=None, all_tags=False
+        self,
+        scope,
+        vector,
+        *,
+        embedder,
+        limit,
+        kinds=None,
+        tags=None,
+        window=None,
+        all_tags=False,
+        context_share=0.0,
     ):
         self.calls.append(("vector", scope, embedder, limit))
         hits = [
@@ -112,6 +123,9 @@ class FakeSource:
             if m.embedder == embedder and (window is None or window.holds(m.created_at))
         ]
         return sorted(hits, key=lambda h: -h.score)[:limit]
+
+    def context_scores(self, scope, vector, memory_ids, *, embedder):
+        return {}
 
     def fulltext_search(self, scope, text, *, limit, kinds=None, tags=None, window=None, all_tags=False):
         self.calls.append(("fulltext", scope, limit))

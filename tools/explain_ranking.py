@@ -46,12 +46,14 @@ class ExplainRankingInput(ScopeArgs):
 
 class StageScores(BaseModel):
     vector: float | None = Field(description="Cosine similarity to the query embedding, [-1, 1].")
+    context: float | None = Field(None, description="Cosine of its context (it and its episode neighbours).")
     fulltext: float | None = Field(
         description="BM25 score from the full-text index (>= 0); null if not matched."
     )
     fused: float = Field(
-        description="w x max(0, vector) + (1 - w) x bm25 / the best bm25 of the query's candidates, [0, 1]: "
-        "what ranks."
+        description="w x semantic + (1 - w) x bm25 / the best bm25 of the query's candidates, [0, 1]: what "
+        "ranks; semantic = (1 - c) x max(0, vector) + c x max(0, context), or max(0, vector) without a "
+        "context (the trace's candidates_fused event gives w and c)."
     )
     fused_absolute: float | None = Field(
         None,
@@ -263,7 +265,12 @@ def _explain(
     if memory_id is not None:
         candidates = [candidate for candidate in candidates if candidate.id == memory_id]
         if not candidates:
-            notes.append(_why_not_a_candidate(memory_id, record, trace, runtime, view))
+            memory = runtime.store.get_memory(memory_id, view)
+            if memory is None:
+                raise ToolFailure(
+                    f"no memory {memory_id!r} in org {record.org_id!r} / project {record.project_id!r}"
+                )
+            notes.append(not_a_candidate(memory, record.created_at, trace, runtime.models.embedder.name))
     candidates = _with_lineage(candidates, runtime, view)
     return ExplainRankingOutput(
         retrieval_id=record.retrieval_id,
@@ -335,15 +342,6 @@ def _candidate(entry: dict[str, Any], rank: int) -> CandidateExplanation:
         rank_delta=unweighted - weighted if unweighted is not None and weighted is not None else None,
         reason=placement(entry),
     )
-
-
-def _why_not_a_candidate(
-    memory_id: str, record: RetrievalRecord, trace: dict[str, Any], runtime: Runtime, view: View
-) -> str:
-    memory = runtime.store.get_memory(memory_id, view)
-    if memory is None:
-        raise ToolFailure(f"no memory {memory_id!r} in org {record.org_id!r} / project {record.project_id!r}")
-    return not_a_candidate(memory, record.created_at, trace, runtime.models.embedder.name)
 
 
 async def handle(args: ExplainRankingInput, runtime: Runtime, caller: Caller) -> ExplainRankingOutput:

@@ -1,4 +1,5 @@
-"""Stage: candidate search. Embedding similarity and BM25 full-text in LanceDB, fused."""
+"""Stage: candidate search. Embedding similarity (of each memory and of its context in its episode) and
+BM25 full-text, from the scope copies or LanceDB, fused."""
 
 from __future__ import annotations
 
@@ -37,7 +38,14 @@ class CandidateSource(Protocol):
         tags: Sequence[str] | None = None,
         window: TimeWindow | None = None,
         all_tags: bool = False,
+        context_share: float = 0.0,
     ) -> list[SearchHit]: ...
+
+    def context_scores(
+        self, reach: Reach, vector: np.ndarray, memory_ids: Sequence[str], *, embedder: str
+    ) -> dict[str, float]:
+        """The query's cosine with the context vector of each memory the store can tell (the rest: none)."""
+        ...
 
     def fulltext_search(
         self,
@@ -70,11 +78,13 @@ class CandidateSearchStage:
         embedder: Embedder,
         *,
         vector_weight: float,
+        context_share: float = 0.0,
         use_vector: bool = True,
         use_fulltext: bool = True,
     ) -> None:
         self._source = source
         self._embedder = embedder
+        self._context_share = context_share
         self._vector_weight = vector_weight if use_fulltext else 1.0
         self._use_vector = use_vector
         self._use_fulltext = use_fulltext
@@ -144,11 +154,21 @@ class CandidateSearchStage:
                 tags=tags,
                 window=window,
                 all_tags=all_tags,
+                context_share=self._context_share,
             )
             events.append(SearchLegRan("vector", self._embedder.name, len(vector_hits), leg_limit))
         else:
             events.append(SearchLegSkipped("vector", "disabled by configuration"))
         events.extend(fulltext_events)
+        contexts: dict[str, float] = {}
+        if query_vector is not None and self._context_share > 0.0:
+            # The full-text hits the vector leg did not find need their context cosine for the same scale.
+            known = {hit.record.id for hit in vector_hits if hit.context is not None}
+            unknown = [hit.record.id for hit in fulltext_hits if hit.record.id not in known]
+            if unknown:
+                contexts = self._source.context_scores(
+                    reach, query_vector, unknown, embedder=self._embedder.name
+                )
         fused, seen = fuse(
             vector_hits,
             fulltext_hits,
@@ -157,6 +177,8 @@ class CandidateSearchStage:
             vector_weight=self._vector_weight,
             limit=limit,
             fulltext_ceiling=ceiling,
+            context_share=self._context_share if query_vector is not None else 0.0,
+            contexts=contexts,
         )
         events.append(
             CandidatesFused(
@@ -167,6 +189,7 @@ class CandidateSearchStage:
                 len(fused),
                 "best match",
                 "full match" if ceiling else "best match",
+                context_share=self._context_share if query_vector is not None else 0.0,
             )
         )
         return fused, tuple(events)

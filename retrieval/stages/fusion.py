@@ -1,6 +1,13 @@
 """Fusing the vector and full-text legs into one candidate list (pure).
 
-fused = w x max(0, cosine) + (1 - w) x keyword, both terms in [0, 1]. Two readings of keyword:
+fused = w x semantic + (1 - w) x keyword, both terms in [0, 1], where semantic = (1 - c) x max(0, cosine)
++ c x max(0, context cosine) (``storage.records.semantic_score``): the query's cosine with the memory's
+vector and with its context vector, the memory with its neighbours in its episode. A conversation's turn
+or a step of a task often means little alone ("I've been playing for a month now"); its context says
+what it is about. With a model, c = 0.5 and w = 2/3, so the memory's own meaning, its context's and its
+words weigh a third each; the offline hashed vectors are word features and take no context (c = 0:
+the full-text leg already reads the turn before). Where no scope copy holds a memory (a scope LanceDB
+serves) its context is unknown and semantic is its cosine. Two readings of keyword:
 
 - for ranking, keyword = bm25 / the best bm25 found (``fused_score``): the best full-text match of the
   query weighs as much against the vector leg whatever the query's words, which ranks evidence first more
@@ -12,32 +19,46 @@ fused = w x max(0, cosine) + (1 - w) x keyword, both terms in [0, 1]. Two readin
   for scopes too big to copy) there is no full match to read against and the floor reads the ranking score.
 
 A memory found by only one leg still gets its cosine from its stored vector when that vector came from the
-same embedder.
+same embedder, and its context cosine from ``contexts``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from retrieval.types import Candidate
-from storage.records import MemoryRecord, SearchHit
+from storage.records import MemoryRecord, SearchHit, semantic_score
 
-SEMANTIC_VECTOR_WEIGHT = 0.5
+SEMANTIC_VECTOR_WEIGHT = 2.0 / 3.0
 LEXICAL_VECTOR_WEIGHT = 0.3
+SEMANTIC_CONTEXT_SHARE = 0.5
 
 
 def vector_weight_for(configured: float | None, embedder_name: str) -> float:
     """``w``: the configured one, or by embedder. The offline hashed vectors are lexical features, a
     weaker echo of BM25, so full-text gets more weight (0.3; 0.2-0.4 measure alike on LoCoMo, 0.5 is
-    clearly worse); a sentence-transformers model adds meaning BM25 lacks (0.5: with all-MiniLM-L6-v2
-    embedding each memory's content, LoCoMo's tuning conversations measure alike from 0.4 to 0.6, R@5
-    0.707 / 0.701 / 0.706, R@10 0.773 / 0.776 / 0.775; docs/retrieval.md)."""
+    clearly worse); a sentence-transformers model adds meaning BM25 lacks (2/3 with the context share
+    below: on LoCoMo's tuning conversations w 0.5 ranked worse at R@5 and R@10 once the episode
+    neighbourhood and the answer type lent on top of the fused score; docs/retrieval.md)."""
     if configured is not None:
         return configured
-    return LEXICAL_VECTOR_WEIGHT if embedder_name.startswith("hashed-") else SEMANTIC_VECTOR_WEIGHT
+    return LEXICAL_VECTOR_WEIGHT if is_lexical(embedder_name) else SEMANTIC_VECTOR_WEIGHT
+
+
+def context_share_for(configured: float | None, embedder_name: str) -> float:
+    """``c``: the configured one, or by embedder: 0.5 with a model (0.3-0.5 measure alike on LoCoMo's
+    tuning conversations, 0.7 ranks worse), none on hashed vectors (their context cost R@5 there)."""
+    if configured is not None:
+        return configured
+    return 0.0 if is_lexical(embedder_name) else SEMANTIC_CONTEXT_SHARE
+
+
+def is_lexical(embedder_name: str) -> bool:
+    """Whether the embedder is the offline fallback's hashed word features, not a model."""
+    return embedder_name.startswith("hashed-")
 
 
 @dataclass
@@ -45,6 +66,7 @@ class _Merged:
     record: MemoryRecord
     vector: np.ndarray | None
     vector_score: float | None = None
+    context_score: float | None = None
     fulltext_score: float | None = None
     vector_leg: bool = False
     fulltext_leg: bool = False
@@ -59,14 +81,18 @@ def fuse(
     vector_weight: float,
     limit: int,
     fulltext_ceiling: float | None = None,
+    context_share: float = 0.0,
+    contexts: Mapping[str, float] | None = None,
 ) -> tuple[tuple[Candidate, ...], int]:
     """Return the best ``limit`` candidates by fused score, and how many distinct memories were seen.
     ``fulltext_ceiling``: the BM25 score of a full match of the query (None or 0: unknown, and the
-    candidates carry no ``fused_absolute``)."""
+    candidates carry no ``fused_absolute``). ``context_share``: c in the semantic score, with each
+    memory's context cosine from its vector hit or ``contexts``."""
     merged: dict[str, _Merged] = {}
     for hit in vector_hits:
         entry = merged.setdefault(hit.record.id, _Merged(hit.record, hit.vector))
         entry.vector_score = hit.score
+        entry.context_score = hit.context
         entry.vector_leg = True
     for hit in fulltext_hits:
         entry = merged.setdefault(hit.record.id, _Merged(hit.record, hit.vector))
@@ -85,12 +111,18 @@ def fuse(
     best = max((entry.fulltext_score or 0.0 for entry in merged.values()), default=0.0)
     candidates = []
     for entry in merged.values():
-        cosine = max(0.0, entry.vector_score) if entry.vector_score is not None else 0.0
+        if entry.context_score is None and contexts:
+            entry.context_score = contexts.get(entry.record.id)
+        semantic = (
+            semantic_score(entry.vector_score, entry.context_score, context_share)
+            if entry.vector_score is not None
+            else 0.0
+        )
         bm25 = entry.fulltext_score or 0.0
         keyword = bm25 / best if best > 0 else 0.0
         absolute: float | None = None
         if fulltext_ceiling:
-            absolute = vector_weight * cosine + (1.0 - vector_weight) * min(1.0, bm25 / fulltext_ceiling)
+            absolute = vector_weight * semantic + (1.0 - vector_weight) * min(1.0, bm25 / fulltext_ceiling)
         found_by = tuple(
             leg for leg, hit in (("vector", entry.vector_leg), ("fulltext", entry.fulltext_leg)) if hit
         )
@@ -99,8 +131,9 @@ def fuse(
                 memory=entry.record,
                 found_by=found_by,
                 vector_score=entry.vector_score,
+                context_score=entry.context_score if context_share > 0.0 else None,
                 fulltext_score=entry.fulltext_score,
-                fused_score=vector_weight * cosine + (1.0 - vector_weight) * keyword,
+                fused_score=vector_weight * semantic + (1.0 - vector_weight) * keyword,
                 fused_absolute=absolute,
             )
         )

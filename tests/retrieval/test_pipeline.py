@@ -8,7 +8,7 @@ from retrieval.pipeline import PipelineOptions, RecallPipeline, build_stages
 from retrieval.stages.candidate_search import CandidateSearchStage
 from retrieval.trace import CandidatesFused, QueryEmbeddedWithoutAgents, SearchLegRan, SearchLegSkipped
 from retrieval.types import RecallRequest
-from storage.records import MemoryRecord, Scope, View
+from storage.records import MemoryRecord, Scope, SearchHit, View
 from tests.fakes import FakeSource, ScriptedReranker, TokenEmbedder
 from tests.helpers import ALL_STAGES
 from tests.records import memory_record
@@ -60,6 +60,51 @@ def test_candidate_search_queries_both_legs_with_the_scope_and_embedder():
         SearchLegRan("fulltext", "word-overlap", 1, 6),
     )
     assert output.events[2] == CandidatesFused("weighted-sum", 0.5, 0.5, 2, 2)
+
+
+class ContextSource(FakeSource):
+    """A FakeSource that knows each memory's context cosine, from a table."""
+
+    def __init__(self, embedder, memories, contexts: dict[str, float]) -> None:
+        super().__init__(embedder, memories)
+        self.contexts = contexts
+        self.asked_context: list[tuple[str, ...]] = []
+
+    def vector_search(self, scope, vector, *, embedder, limit, context_share=0.0, **filters):
+        self.calls.append(("vector", scope, embedder, limit, context_share))
+        hits = [
+            SearchHit(m, float(np.dot(vector, self.vectors[m.id])), self.vectors[m.id], self.contexts[m.id])
+            for m in self.memories
+            if m.id == "m1"  # the others are left to full text
+        ]
+        return hits[:limit]
+
+    def context_scores(self, scope, vector, memory_ids, *, embedder):
+        self.asked_context.append(tuple(memory_ids))
+        return {memory_id: self.contexts[memory_id] for memory_id in memory_ids}
+
+
+def test_candidate_search_fuses_each_memory_with_its_context_and_asks_it_for_fulltext_only_hits():
+    embedder = TokenEmbedder()
+    memories = [
+        record("m1", "postgres pool size is 20", embedder.name),
+        record("m2", "we raised it last week", embedder.name),
+        record("m3", "pool", embedder.name),
+    ]
+    source = ContextSource(embedder, memories, {"m1": 0.3, "m2": 0.9, "m3": 0.1})
+    stage = CandidateSearchStage(source, embedder, vector_weight=2 / 3, context_share=0.5)
+    output = stage(request(query="postgres pool"), ())
+    assert ("vector", View(SCOPE), embedder.name, 6, 0.5) in source.calls
+    # m1 was the vector leg's hit and came with its context; only m3, found by full text alone, is asked
+    assert source.asked_context == [("m3",)]
+    cosines = {m.id: cosine(embedder, "postgres pool", m.content) for m in memories}
+    found = {c.id: c for c in output.candidates}
+    assert {c.id: c.context_score for c in output.candidates} == {"m1": 0.3, "m3": 0.1}
+    # m1: 1/3 x cosine + 1/3 x 0.3 + 1/3 x 2/2; m3: 1/3 x cosine + 1/3 x 0.1 + 1/3 x 1/2
+    assert found["m1"].fused_score == pytest.approx((max(0, cosines["m1"]) + 0.3 + 1.0) / 3)
+    assert found["m3"].fused_score == pytest.approx((max(0, cosines["m3"]) + 0.1 + 0.5) / 3)
+    fused_event = next(e for e in output.events if isinstance(e, CandidatesFused))
+    assert fused_event.context_share == 0.5
 
 
 def said_by(agent: str, memory_id: str, content: str, embedder: TokenEmbedder) -> MemoryRecord:

@@ -3,10 +3,11 @@ iterative retrieval and LLM reranking, each visible in explain_ranking."""
 
 import json
 
+import numpy as np
 import pytest
 from mcp_types import CreateMessageResult, TextContent
 
-from tests.fakes import ScriptedReranker
+from tests.fakes import ScriptedReranker, TableEmbedder
 from tests.helpers import call, connected, server_with, settings_for
 
 pytestmark = pytest.mark.anyio
@@ -339,3 +340,45 @@ async def test_the_llm_passes_ask_the_client_each_in_turn_and_the_retried_call_k
     assert [m["id"] for m in result["memories"]] == [pool["id"]]
     assert "(client-llm) from memories [1]" in result["context"]
     assert result["context"].endswith("> The pool holds 20 connections [1].\n")
+
+
+PUPPY = "We adopted a rescue puppy"
+WALKS = "Walks happen every morning before work"
+TRICKS = "She already knows sit and stay"
+REPORT = "The quarterly report is due Friday"
+ROUTINE = "pet care routine"  # no word of it in any memory: the full-text leg finds nothing
+
+
+@pytest.mark.slow
+async def test_a_turn_that_says_little_alone_is_found_through_its_context_in_its_episode(tmp_path):
+    vectors = {
+        PUPPY: (1.0, 0.6, 0.0),
+        WALKS: (0.1, 0.0, 0.995),  # alone, nearly unrelated to the routine asked about
+        TRICKS: (0.6, 1.0, 0.0),
+        REPORT: (0.3, 0.3, 0.906),
+        ROUTINE: (1.0, 1.0, 0.0),
+    }
+    server = server_with(settings_for(tmp_path / "db"), embedder=TableEmbedder(vectors, name="table-model"))
+    for minute, text in enumerate((PUPPY, WALKS, TRICKS)):
+        await remember_as(server, "a", text, episode_id="new-dog", occurred_at=f"2026-01-01T10:0{minute}:00Z")
+    report = await remember_as(server, "a", REPORT)
+    async with connected(server) as client:
+        result = await call(client, "recall", {"query": ROUTINE, "top_k": 4})
+        explained = await call(client, "explain_ranking", {"retrieval_id": result["retrieval_id"]})
+    unit = {text: np.asarray(v) / np.linalg.norm(v) for text, v in vectors.items()}
+    query = unit[ROUTINE]
+    together = unit[PUPPY] + unit[WALKS] + unit[TRICKS]
+    context = float(together @ query / np.linalg.norm(together))  # 0.89: its neighbours are on topic
+    cosine = float(unit[WALKS] @ query)  # 0.07
+    walks = next(c for c in explained["candidates"] if c["preview"] == WALKS)
+    assert walks["scores"]["vector"] == pytest.approx(cosine, abs=1e-4)
+    assert walks["scores"]["context"] == pytest.approx(context, abs=1e-4)
+    # w = 2/3, c = 0.5, no word matched: the memory, its context and its words weigh a third each
+    assert walks["scores"]["fused"] == pytest.approx((cosine + context) / 3, abs=1e-4)
+    fused = next(e for e in explained["stages"][1]["events"] if e["event"] == "CandidatesFused")
+    assert fused["context_share"] == 0.5 and fused["vector_weight"] == pytest.approx(2 / 3)
+    # Alone it would be filler under the relevance floor (2/3 x 0.07 = 0.05); in context it ranks above a
+    # memory whose own wording is closer to the question but whose episode says nothing of it.
+    scores = {m["id"]: m["score"] for m in result["memories"]}
+    assert walks["scores"]["relevance"] > 0.15 > 2 / 3 * cosine
+    assert scores[walks["id"]] > scores[report["id"]]

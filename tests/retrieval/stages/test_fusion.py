@@ -1,7 +1,14 @@
 import numpy as np
 import pytest
 
-from retrieval.stages.fusion import LEXICAL_VECTOR_WEIGHT, SEMANTIC_VECTOR_WEIGHT, fuse, vector_weight_for
+from retrieval.stages.fusion import (
+    LEXICAL_VECTOR_WEIGHT,
+    SEMANTIC_CONTEXT_SHARE,
+    SEMANTIC_VECTOR_WEIGHT,
+    context_share_for,
+    fuse,
+    vector_weight_for,
+)
 from storage.records import MemoryRecord, SearchHit
 from tests.records import memory_record
 
@@ -68,8 +75,106 @@ def test_negative_cosine_counts_as_zero_and_limit_applies():
 
 def test_the_fusion_weight_follows_the_embedder_unless_configured():
     assert vector_weight_for(None, "hashed-v1:384") == LEXICAL_VECTOR_WEIGHT == 0.3
-    assert vector_weight_for(None, "st:all-MiniLM-L6-v2:384") == SEMANTIC_VECTOR_WEIGHT == 0.5
+    assert (
+        vector_weight_for(None, "st:all-MiniLM-L6-v2:384") == SEMANTIC_VECTOR_WEIGHT == pytest.approx(2 / 3)
+    )
     assert vector_weight_for(0.8, "hashed-v1:384") == 0.8
+
+
+def test_a_model_gives_half_its_weight_to_context_and_hashed_vectors_none():
+    assert context_share_for(None, "st:all-MiniLM-L6-v2:384") == SEMANTIC_CONTEXT_SHARE == 0.5
+    assert context_share_for(None, "hashed-v1:384") == 0.0
+    assert context_share_for(0.25, "hashed-v1:384") == 0.25
+
+
+def test_with_a_model_the_memory_its_context_and_its_words_weigh_a_third_each():
+    query = unit(1, 0)
+    vector_hits = [
+        SearchHit(record("a"), 0.8, unit(0.8, 0.6), context=0.2),
+        SearchHit(record("b"), 0.3, unit(0.3, 0.954), context=0.9),
+    ]
+    fulltext_hits = [
+        SearchHit(record("a"), 2.0, unit(0.8, 0.6)),
+        SearchHit(record("b"), 4.0, unit(0.3, 0.954)),
+    ]
+    fused, _ = fuse(
+        vector_hits,
+        fulltext_hits,
+        query_vector=query,
+        embedder_name="emb",
+        vector_weight=2 / 3,
+        limit=5,
+        context_share=0.5,
+    )
+    scores = {c.id: c.fused_score for c in fused}
+    # a: 2/3 x (0.5 x 0.8 + 0.5 x 0.2) + 1/3 x 2/4 = 1/3 x 0.8 + 1/3 x 0.2 + 1/3 x 0.5 = 0.5
+    # b: 1/3 x 0.3 + 1/3 x 0.9 + 1/3 x 4/4 = 0.7333: its context outweighs a's closer wording
+    assert scores == pytest.approx({"a": 0.5, "b": 2.2 / 3})
+    assert [c.id for c in fused] == ["b", "a"]
+    assert {c.id: c.context_score for c in fused} == {"a": 0.2, "b": 0.9}
+
+
+def test_a_fulltext_only_hit_takes_its_context_from_the_contexts_given():
+    fused, _ = fuse(
+        [],
+        [SearchHit(record("c"), 3.0, unit(0.6, 0.8))],
+        query_vector=unit(1, 0),
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=5,
+        context_share=0.5,
+        contexts={"c": 0.4},
+    )
+    # 0.5 x (0.5 x 0.6 + 0.5 x 0.4) + 0.5 x 3/3 = 0.75
+    assert fused[0].fused_score == pytest.approx(0.75)
+    assert fused[0].context_score == pytest.approx(0.4)
+
+
+def test_without_a_known_context_the_semantic_score_is_the_cosine_and_negative_contexts_count_as_zero():
+    vector_hits = [
+        SearchHit(record("lancedb"), 0.6, unit(0.6, 0.8)),  # a scope LanceDB serves: no context
+        SearchHit(record("off"), 0.6, unit(0.6, 0.8), context=-0.4),
+    ]
+    fused, _ = fuse(
+        vector_hits,
+        [],
+        query_vector=unit(1, 0),
+        embedder_name="emb",
+        vector_weight=1.0,
+        limit=5,
+        context_share=0.5,
+    )
+    # lancedb: 0.6 (its cosine alone); off: 0.5 x 0.6 + 0.5 x max(0, -0.4) = 0.3
+    assert {c.id: c.fused_score for c in fused} == pytest.approx({"lancedb": 0.6, "off": 0.3})
+
+
+def test_with_no_context_share_candidates_carry_no_context():
+    fused, _ = fuse(
+        [SearchHit(record("a"), 0.6, unit(0.6, 0.8), context=0.9)],
+        [],
+        query_vector=unit(1, 0),
+        embedder_name="emb",
+        vector_weight=1.0,
+        limit=5,
+    )
+    assert fused[0].fused_score == pytest.approx(0.6)
+    assert fused[0].context_score is None
+
+
+def test_the_floor_reads_the_same_semantic_score_against_a_full_match():
+    fused, _ = fuse(
+        [SearchHit(record("a"), 0.6, unit(0.6, 0.8), context=0.2)],
+        [SearchHit(record("a"), 2.0, unit(0.6, 0.8))],
+        query_vector=unit(1, 0),
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=5,
+        fulltext_ceiling=8.0,
+        context_share=0.5,
+    )
+    # semantic 0.5 x 0.6 + 0.5 x 0.2 = 0.4; ranking 0.5 x 0.4 + 0.5 x 2/2 = 0.7; floor 0.5 x 0.4 + 0.5 x 2/8 = 0.325
+    assert fused[0].fused_score == pytest.approx(0.7)
+    assert fused[0].fused_absolute == pytest.approx(0.325)
 
 
 def test_ranking_reads_bm25_against_the_best_match_and_the_floor_against_a_full_match():

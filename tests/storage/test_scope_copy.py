@@ -1,0 +1,126 @@
+"""A scope copy's context vectors: each memory with its neighbours before and after it in its episode's
+time order, linked as memories arrive, change and leave, and read only where the reader may read."""
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from storage.records import MemoryRecord, Viewer
+from storage.scope_copy import ScopeCopy
+from tests.records import NOW, memory_record
+
+DIM = 3
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.array(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def turn(memory_id: str, minute: int, episode: str | None = "e1", **overrides) -> MemoryRecord:
+    return memory_record(
+        memory_id, episode_id=episode, created_at=NOW + timedelta(minutes=minute), embedder="emb", **overrides
+    )
+
+
+A, B, C = unit(1, 0, 0), unit(0, 1, 0), unit(0, 0, 1)
+QUERY = unit(1, 1, 0)  # cosine 0.7071 with A and B, 0 with C
+
+
+def copy_of(*rows: tuple[MemoryRecord, np.ndarray]) -> ScopeCopy:
+    copy = ScopeCopy(DIM)
+    for record, vector in rows:
+        copy.put(record, vector)
+    return copy
+
+
+def context(copy: ScopeCopy, *ids: str, viewer: Viewer | None = None) -> dict[str, float]:
+    return copy.context_cosines(QUERY, ids, embedder="emb", now=NOW, viewer=viewer)
+
+
+def test_a_memory_in_the_middle_of_its_episode_is_read_with_both_neighbours():
+    copy = copy_of((turn("a", 0), A), (turn("b", 1), B), (turn("c", 2), C))
+    # b: (A + B + C) . q / |A + B + C| = (0.7071 + 0.7071 + 0) / sqrt(3) = 0.8165
+    # a (first): (A + B) . q / |A + B| = 1.4142 / 1.4142 = 1.0; c (last): (B + C) . q / sqrt(2) = 0.5
+    assert context(copy, "a", "b", "c") == pytest.approx({"a": 1.0, "b": 0.8165, "c": 0.5}, abs=1e-4)
+
+
+def test_neighbours_follow_time_not_the_order_memories_arrived_in():
+    copy = copy_of((turn("c", 2), C), (turn("a", 0), A), (turn("b", 1), B))
+    assert context(copy, "a", "b", "c") == pytest.approx({"a": 1.0, "b": 0.8165, "c": 0.5}, abs=1e-4)
+
+
+def test_a_memory_without_an_episode_or_neighbours_is_its_own_context():
+    copy = copy_of((turn("alone", 0, episode=None), A), (turn("single", 0, episode="e2"), C))
+    assert context(copy, "alone", "single") == pytest.approx({"alone": 0.7071, "single": 0.0}, abs=1e-4)
+
+
+def test_a_superseded_memory_lends_nothing_and_its_neighbours_close_over_it():
+    copy = copy_of((turn("a", 0), A), (turn("b", 1), B), (turn("c", 2), C))
+    copy.put(turn("b", 1, status="superseded"), B)
+    # a and c are neighbours now: a = (A + C) . q / sqrt(2) = 0.5, c the same
+    assert context(copy, "a", "c") == pytest.approx({"a": 0.5, "c": 0.5}, abs=1e-4)
+    copy.put(turn("b", 1), B)  # restored: back between them
+    assert context(copy, "a", "b", "c") == pytest.approx({"a": 1.0, "b": 0.8165, "c": 0.5}, abs=1e-4)
+
+
+def test_a_memory_moved_to_another_time_or_episode_is_linked_there():
+    copy = copy_of((turn("a", 0), A), (turn("b", 1), B), (turn("c", 2), C))
+    copy.put(turn("a", 3), A)  # now after c: b is first, a last
+    # b: (B + C) . q / sqrt(2) = 0.5; c: (A + B + C) . q / sqrt(3) = 0.8165; a: (C + A) . q / sqrt(2) = 0.5
+    assert context(copy, "a", "b", "c") == pytest.approx({"a": 0.5, "b": 0.5, "c": 0.8165}, abs=1e-4)
+    copy.put(turn("a", 3, episode="e2"), A)
+    assert context(copy, "a", "b", "c") == pytest.approx({"a": 0.7071, "b": 0.5, "c": 0.5}, abs=1e-4)
+
+
+def test_a_neighbour_the_reader_may_not_read_lends_it_nothing():
+    private = turn("b", 1, visibility="agent", agent_id="someone")
+    copy = copy_of((turn("a", 0), A), (private, B), (turn("c", 2), C))
+    other = Viewer("another", "s")
+    # for another agent a's only neighbour is private: a alone, 0.7071; c likewise alone, 0
+    assert context(copy, "a", "c", viewer=other) == pytest.approx({"a": 0.7071, "c": 0.0}, abs=1e-4)
+    assert context(copy, "a", viewer=Viewer("someone", "s")) == pytest.approx({"a": 1.0}, abs=1e-4)
+
+
+def test_vectors_of_another_embedder_lend_nothing():
+    foreign = memory_record("b", episode_id="e1", created_at=NOW + timedelta(minutes=1), embedder="other")
+    copy = copy_of((turn("a", 0), A), (foreign, B), (turn("c", 2), C))
+    assert context(copy, "a", "c") == pytest.approx({"a": 0.7071, "c": 0.0}, abs=1e-4)
+    assert "b" not in context(copy, "b")  # nor is one of them given a context by this embedder
+
+
+def test_with_a_context_share_the_nearest_memories_are_ranked_by_meaning_in_context():
+    # "b" says little alone (cosine 0.1) but sits between two turns on the query's topic.
+    on_topic, aside, off_topic = unit(1, 1, 0), unit(0.1, 0, 0.995), unit(0.3, 0.3, 0.906)
+    copy = copy_of(
+        (turn("before", 0), on_topic),
+        (turn("b", 1), aside),
+        (turn("after", 2), on_topic),
+        (turn("isolated", 0, episode="e2"), off_topic),
+    )
+    plain = copy.nearest(QUERY, embedder="emb", limit=4, now=NOW)
+    assert [hit[0].id for hit in plain][-1] == "b"
+    assert all(hit[3] is None for hit in plain)
+    mixed = copy.nearest(QUERY, embedder="emb", limit=4, now=NOW, context_share=0.5)
+    ranked = {hit[0].id: (hit[1], hit[3]) for hit in mixed}
+    cosine_b = float(aside @ QUERY)
+    together = on_topic * 2 + aside
+    context_b = float(together @ QUERY / np.linalg.norm(together))
+    assert ranked["b"] == pytest.approx((cosine_b, context_b), abs=1e-5)
+    # b: 0.5 x 0.0707 + 0.5 x 0.9406 = 0.5057 > isolated: 0.5 x 0.4243 + 0.5 x 0.4243 = 0.4243
+    assert [hit[0].id for hit in mixed].index("b") < [hit[0].id for hit in mixed].index("isolated")
+
+
+def test_filters_pick_the_hits_but_every_readable_neighbour_lends_context():
+    copy = copy_of((turn("a", 0), A), (turn("b", 1, kind="artifact"), B), (turn("c", 2), C))
+    hits = copy.nearest(QUERY, embedder="emb", limit=3, now=NOW, kinds=["fact"], context_share=0.5)
+    assert [hit[0].id for hit in hits] == ["a", "c"]
+    assert {hit[0].id: hit[3] for hit in hits} == pytest.approx({"a": 1.0, "c": 0.5}, abs=1e-4)
+
+
+def test_context_cosines_agree_with_what_the_search_computed():
+    copy = copy_of(*[(turn(f"m{i}", i), unit(1, i % 3, (i * 7) % 5)) for i in range(12)])
+    hits = copy.nearest(QUERY, embedder="emb", limit=12, now=NOW, context_share=0.5)
+    found = context(copy, *[hit[0].id for hit in hits])
+    assert found == pytest.approx({hit[0].id: hit[3] for hit in hits}, abs=1e-5)
