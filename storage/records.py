@@ -201,12 +201,14 @@ class SearchHit:
 
 
 def semantic_score(cosine: float, context: float | None, context_share: float) -> float:
-    """How well a memory matches a query by meaning, in [0, 1]: (1 - c) x cosine + c x its context
-    cosine, both floored at 0; the cosine alone when no context cosine is known (a scope LanceDB serves)."""
+    """How well a memory matches a query by meaning, in [0, 1]: (1 - c) x cosine + c x the better of its
+    cosine and its context cosine, floored at 0. Context can lift a memory that says little alone, never
+    pull down one that says it plainly among unrelated neighbours (so it ranks as a memory without an
+    episode would). The cosine alone when no context cosine is known (a scope LanceDB serves)."""
     cosine = max(0.0, cosine)
     if context is None or context_share <= 0.0:
         return cosine
-    return (1.0 - context_share) * cosine + context_share * max(0.0, context)
+    return (1.0 - context_share) * cosine + context_share * max(cosine, context)
 
 
 @dataclass(frozen=True)

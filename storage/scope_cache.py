@@ -97,8 +97,7 @@ class ScopeCache:
         """A new copy of ``scope``: its rows, then its episodes (read after them, so at least as new)."""
         lexical = LexicalIndex(self._analyzer) if self._analyzer is not None else None
         copy = ScopeCopy(self._dimension, lexical=lexical)
-        for record, vector, text in self._reader.scope_rows(scope):
-            copy.put(record, vector, text)
+        copy.load(self._reader.scope_rows(scope))
         copy.load_episodes(self._reader.scope_episodes(scope))
         return copy
 

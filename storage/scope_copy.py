@@ -46,20 +46,25 @@ class ScopeCopy:
     # clears only the marks it saw).
     episode_records: dict[str, EpisodeRecord] = field(default_factory=dict)
     stale_episodes: dict[str, int] = field(default_factory=dict)
-    # A memory's context vector is its vector plus those of its neighbours in its episode, the memories
-    # right before and after it in time among those that can lend one (active, with a vector). A query's
-    # context cosines then follow from its plain cosines without a second matrix:
-    # context(i) = (s_i + s_prev + s_next) / |v_i + v_prev + v_next|, the norm from the dot products kept
-    # here (``_context_cosines``). -1: no neighbour on that side.
-    prev_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    # A memory's context vector is its vector plus those of its neighbours right before and after it in
+    # its chain: the memories of its episode, in time order, that are active and have a vector of the same
+    # embedder and the same readers (shared, or one private audience). Every reader of a memory so reads
+    # its context whole, and a private memory never stands between shared ones (nor changes what others
+    # see ranked). Episode summaries (kind "episode") are in no chain. A query's context cosines follow
+    # from its plain cosines without a second matrix: context(i) = (s_i + s_prev + s_next) /
+    # |v_i + v_prev + v_next|, the norm from the dot products kept here (``_context_cosines``).
+    prev_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # -1: none
     next_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     self_dot: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))  # v_i . v_i
     dot_prev: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))  # v_i . v_prev
     dot_next: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))  # v_i . v_next
     dot_around: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))  # v_prev . v_next
-    # Per episode, its linked rows in time order as (time, row) keys; and each linked row's key.
-    _episode_order: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
-    _linked: dict[int, tuple[str, tuple[float, int]]] = field(default_factory=dict)
+    chain_of: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # -1: in none
+    chain_time: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))  # epoch s
+    _chain_codes: dict[tuple[str, int, int], int] = field(
+        default_factory=dict
+    )  # (episode, readers, embedder)
+    _chains: dict[int, list[int]] = field(default_factory=dict)  # chain code -> its rows in time order
 
     def __post_init__(self) -> None:
         self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
@@ -67,8 +72,11 @@ class ScopeCopy:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def put(self, record: MemoryRecord, vector: np.ndarray | None, text: str | None = None) -> None:
-        """Add or replace ``record`` (``text``: its search text; None keeps the indexed one)."""
+    def put(
+        self, record: MemoryRecord, vector: np.ndarray | None, text: str | None = None, *, link: bool = True
+    ) -> None:
+        """Add or replace ``record`` (``text``: its search text; None keeps the indexed one). ``link``: mend
+        its chain now (``load`` links every row at once instead)."""
         row = self.row_of.get(record.id)
         if row is None:
             row = len(self.ids)
@@ -99,40 +107,92 @@ class ScopeCopy:
         self.expires[row] = record.expires_at.timestamp() if record.expires_at is not None else np.inf
         if self.lexical is not None and text is not None:
             self.lexical.set(row, text)
-        self._relink(row, record)
+        if link:
+            self._relink(row, record)
+
+    def load(self, rows: Iterable[Row]) -> None:
+        """Put many rows (a copy's first read), then link every chain at once: a bisection and a few dot
+        products per row would double the time a copy takes to build, under the cache's write lock."""
+        for record, vector, text in rows:
+            self.put(record, vector, text, link=False)
+        self._link_all()
+
+    def _chain_key(self, row: int, record: MemoryRecord) -> tuple[str, int, int] | None:
+        if (
+            not record.episode_id
+            or record.kind == "episode"
+            or not (self.active[row] and self.has_vector[row])
+        ):
+            return None
+        return record.episode_id, int(self.audience_code[row]), int(self.embedder_code[row])
+
+    def _in_time_order(self, row: int) -> tuple[float, int]:
+        return float(self.chain_time[row]), row
 
     def _relink(self, row: int, record: MemoryRecord) -> None:
-        """Take ``row`` out of its episode's time order and put it back where it now belongs (if it can
-        lend context: active, with a vector, in an episode), mending its old and new neighbours' links."""
+        """Take ``row`` out of its chain and put it back where it now belongs (if it belongs to one),
+        mending its old and new neighbours' links and dot products."""
         touched = {row}
-        old = self._linked.pop(row, None)
-        if old is not None:
-            episode, key = old
-            order = self._episode_order[episode]
-            at = bisect_left(order, key)
-            del order[at]
-            before = order[at - 1][1] if at > 0 else -1
-            after = order[at][1] if at < len(order) else -1
+        old = int(self.chain_of[row])
+        if old >= 0:
+            chain = self._chains[old]
+            at = bisect_left(chain, self._in_time_order(row), key=self._in_time_order)
+            del chain[at]
+            before = chain[at - 1] if at > 0 else -1
+            after = chain[at] if at < len(chain) else -1
             self._join(before, after)
             touched |= {before, after}
-            if not order:
-                del self._episode_order[episode]
+            if not chain:
+                del self._chains[old]
+        self.chain_of[row] = -1
         self.prev_row[row] = self.next_row[row] = -1
-        if record.episode_id and self.active[row] and self.has_vector[row]:
-            key = (record.created_at.timestamp(), row)  # stored at one moment: in the order written
-            order = self._episode_order.setdefault(record.episode_id, [])
-            at = bisect_left(order, key)
-            order.insert(at, key)
-            before = order[at - 1][1] if at > 0 else -1
-            after = order[at + 1][1] if at + 1 < len(order) else -1
+        key = self._chain_key(row, record)
+        if key is not None:
+            code = self._chain_codes.setdefault(key, len(self._chain_codes))
+            self.chain_of[row] = code
+            self.chain_time[row] = record.created_at.timestamp()  # at one moment: in the order written
+            chain = self._chains.setdefault(code, [])
+            at = bisect_left(chain, self._in_time_order(row), key=self._in_time_order)
+            chain.insert(at, row)
+            before = chain[at - 1] if at > 0 else -1
+            after = chain[at + 1] if at + 1 < len(chain) else -1
             self._join(before, row)
             self._join(row, after)
-            self._linked[row] = (record.episode_id, key)
             touched |= {before, after}
         vector = self.vectors[row]
         self.self_dot[row] = float(vector @ vector)
         for mended in touched - {-1}:
             self._mend_dots(mended)
+
+    def _link_all(self) -> None:
+        """Every row's chain, neighbours and dot products, from scratch (vectorised)."""
+        count = len(self.ids)
+        self._chain_codes.clear()
+        self._chains.clear()
+        codes = np.full(count, -1, dtype=np.int32)
+        times = np.zeros(count, dtype=np.float64)
+        for row, memory_id in enumerate(self.ids):
+            record = self.records[memory_id]
+            key = self._chain_key(row, record)
+            if key is not None:
+                codes[row] = self._chain_codes.setdefault(key, len(self._chain_codes))
+                times[row] = record.created_at.timestamp()
+        linked = np.flatnonzero(codes >= 0)
+        order = linked[np.lexsort((linked, times[linked], codes[linked]))]
+        same = codes[order[1:]] == codes[order[:-1]]
+        before = np.full(count, -1, dtype=np.int32)
+        after = np.full(count, -1, dtype=np.int32)
+        after[order[:-1][same]] = order[1:][same]
+        before[order[1:][same]] = order[:-1][same]
+        self.chain_of[:count], self.chain_time[:count] = codes, times
+        self.prev_row[:count], self.next_row[:count] = before, after
+        self.self_dot[:count] = _row_dots(self.vectors, np.arange(count), np.arange(count))
+        self.dot_prev[:count] = _row_dots(self.vectors, np.arange(count), before)
+        self.dot_next[:count] = _row_dots(self.vectors, np.arange(count), after)
+        self.dot_around[:count] = _row_dots(self.vectors, before, after)
+        for group in np.split(order, np.flatnonzero(~same) + 1):
+            if len(group):
+                self._chains[int(codes[group[0]])] = group.tolist()
 
     def _join(self, before: int, after: int) -> None:
         if before >= 0:
@@ -172,6 +232,8 @@ class ScopeCopy:
         self.dot_prev = grown(self.dot_prev, 0.0)
         self.dot_next = grown(self.dot_next, 0.0)
         self.dot_around = grown(self.dot_around, 0.0)
+        self.chain_of = grown(self.chain_of, -1)
+        self.chain_time = grown(self.chain_time, 0.0)
 
     def _eligible(
         self,
@@ -253,7 +315,7 @@ class ScopeCopy:
     ) -> list[tuple[MemoryRecord, float, np.ndarray, float | None]]:
         """Active, unexpired memories embedded by ``embedder``, of one of ``kinds`` (if given), that
         ``viewer`` may read (if given) and passing ``keep``: (record, cosine, vector, context cosine). By
-        cosine similarity; with a ``context_share`` c > 0, by (1 - c) x cosine + c x the cosine of the
+        cosine similarity; with a ``context_share`` c > 0, by ``semantic_score`` with the cosine of the
         memory's context vector (``context_cosines``), which each hit then carries (else None)."""
         code = self.embedders.get(embedder)
         count = len(self.ids)
@@ -274,9 +336,8 @@ class ScopeCopy:
         ranking = cosines
         if context_share > 0.0:
             contexts = self._context_cosines(cosines, lending)
-            ranking = (1.0 - context_share) * np.maximum(cosines, 0.0) + context_share * np.maximum(
-                contexts, 0.0
-            )
+            own = np.maximum(cosines, 0.0)  # as storage.records.semantic_score, vectorised
+            ranking = (1.0 - context_share) * own + context_share * np.maximum(contexts, own)
         scores = np.where(mask, ranking, -np.inf)
         take = min(limit, eligible)
         best = np.argpartition(-scores, take - 1)[:take] if take < count else np.arange(count)
@@ -406,6 +467,17 @@ def episode_members(copy: ScopeCopy, episode_ids: Sequence[str]) -> list[MemoryR
     """The active members of these episodes."""
     members = (copy.records[i] for e in dict.fromkeys(episode_ids) for i in copy.episodes.get(e, ()))
     return [record for record in members if record.status == "active"]
+
+
+def _row_dots(vectors: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``vectors[left[i]] . vectors[right[i]]`` for each i, 0 where either index is -1; in blocks, so that
+    no copy of the whole matrix is made."""
+    dots = np.zeros(len(left), dtype=np.float32)
+    for start in range(0, len(left), 8192):
+        a, b = left[start : start + 8192], right[start : start + 8192]
+        both = (a >= 0) & (b >= 0)
+        dots[start : start + 8192][both] = np.einsum("ij,ij->i", vectors[a[both]], vectors[b[both]])
+    return dots
 
 
 def _one_of(values: np.ndarray, codes: Sequence[int]) -> np.ndarray:

@@ -61,7 +61,10 @@ class MemorySearch(StoreTables):
             for scope in self._scopes(reach)
             for hit in self._vector_search_in(scope, vector, embedder, limit, where, context_share)
         ]
-        return sorted(hits, key=lambda hit: -semantic_score(hit.score, hit.context, context_share))[:limit]
+        ranked = sorted(
+            hits, key=lambda hit: (-semantic_score(hit.score, hit.context, context_share), -hit.score)
+        )
+        return ranked[:limit]
 
     def context_scores(
         self, reach: Reach, vector: np.ndarray, memory_ids: Sequence[str], *, embedder: str

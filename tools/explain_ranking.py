@@ -52,7 +52,7 @@ class StageScores(BaseModel):
     )
     fused: float = Field(
         description="w x semantic + (1 - w) x bm25 / the best bm25 of the query's candidates, [0, 1]: what "
-        "ranks; semantic = (1 - c) x max(0, vector) + c x max(0, context), or max(0, vector) without a "
+        "ranks; semantic = (1 - c) x vector + c x max(vector, context) (floored at 0), or the vector without a "
         "context (the trace's candidates_fused event gives w and c)."
     )
     fused_absolute: float | None = Field(

@@ -204,8 +204,11 @@ def best_matches(runtime: Runtime, scope: Reach, query: str, limit: int) -> list
     full-text match read against a full match of the query, as the relevance floor reads it (where the
     index keeps no term statistics, against the best match). Ranking reads BM25 against the best match,
     which can order two candidates the other way: the pool is three times ``limit``, ordered by this
-    relevance, so that the closest match is never left out behind one that ranks higher."""
-    fused, _ = runtime.pipeline.candidate_search.search(scope, query, leg_limit=limit * 9, limit=limit * 3)
+    relevance, so that the closest match is never left out behind one that ranks higher. A memory is
+    judged by what it says, not by its episode's context: a weak match between two strong ones stays."""
+    fused, _ = runtime.pipeline.candidate_search.search(
+        scope, query, leg_limit=limit * 9, limit=limit * 3, context_share=0.0
+    )
     scored = [
         (
             candidate.memory,

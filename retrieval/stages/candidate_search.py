@@ -117,11 +117,15 @@ class CandidateSearchStage:
         window: TimeWindow | None = None,
         all_tags: bool = False,
         names_to_fulltext: bool = False,
+        context_share: float | None = None,
     ) -> tuple[tuple[Candidate, ...], tuple[TraceEvent, ...]]:
         """Both legs (``leg_limit`` hits each), fused; the best ``limit`` candidates and the trace events.
         The full-text leg runs first. With ``names_to_fulltext`` (a recall, whose attribution stage weighs
         who wrote what) the vector leg embeds the query without the names of the full-text hits' authors
-        that it names (``without_agents``), which the full-text leg has matched already."""
+        that it names (``without_agents``), which the full-text leg has matched already.
+        ``context_share``: c for this search (None: the stage's); forget by query judges a memory by what
+        it says itself, and passes 0."""
+        share = self._context_share if context_share is None else context_share
         query_vector: np.ndarray | None = None
         vector_hits: list[SearchHit] = []
         fulltext_hits: list[SearchHit] = []
@@ -154,14 +158,14 @@ class CandidateSearchStage:
                 tags=tags,
                 window=window,
                 all_tags=all_tags,
-                context_share=self._context_share,
+                context_share=share,
             )
             events.append(SearchLegRan("vector", self._embedder.name, len(vector_hits), leg_limit))
         else:
             events.append(SearchLegSkipped("vector", "disabled by configuration"))
         events.extend(fulltext_events)
         contexts: dict[str, float] = {}
-        if query_vector is not None and self._context_share > 0.0:
+        if query_vector is not None and share > 0.0:
             # The full-text hits the vector leg did not find need their context cosine for the same scale.
             known = {hit.record.id for hit in vector_hits if hit.context is not None}
             unknown = [hit.record.id for hit in fulltext_hits if hit.record.id not in known]
@@ -177,7 +181,7 @@ class CandidateSearchStage:
             vector_weight=self._vector_weight,
             limit=limit,
             fulltext_ceiling=ceiling,
-            context_share=self._context_share if query_vector is not None else 0.0,
+            context_share=share if query_vector is not None else 0.0,
             contexts=contexts,
         )
         events.append(
@@ -189,7 +193,7 @@ class CandidateSearchStage:
                 len(fused),
                 "best match",
                 "full match" if ceiling else "best match",
-                context_share=self._context_share if query_vector is not None else 0.0,
+                context_share=share if query_vector is not None else 0.0,
             )
         )
         return fused, tuple(events)

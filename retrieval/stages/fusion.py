@@ -1,10 +1,11 @@
 """Fusing the vector and full-text legs into one candidate list (pure).
 
-fused = w x semantic + (1 - w) x keyword, both terms in [0, 1], where semantic = (1 - c) x max(0, cosine)
-+ c x max(0, context cosine) (``storage.records.semantic_score``): the query's cosine with the memory's
-vector and with its context vector, the memory with its neighbours in its episode. A conversation's turn
-or a step of a task often means little alone ("I've been playing for a month now"); its context says
-what it is about. With a model, c = 0.5 and w = 2/3, so the memory's own meaning, its context's and its
+fused = w x semantic + (1 - w) x keyword, both terms in [0, 1], where semantic = (1 - c) x cosine + c x
+max(cosine, context cosine), floored at 0 (``storage.records.semantic_score``): the query's cosine with
+the memory's vector and with its context vector, the memory with its neighbours in its episode. A
+conversation's turn or a step of a task often means little alone ("I've been playing for a month now");
+its context says what it is about. The context only lifts: a memory that says it plainly among unrelated
+neighbours ranks as it would alone. With a model, c = 0.5 and w = 2/3, so the memory's own meaning, its context's and its
 words weigh a third each; the offline hashed vectors are word features and take no context (c = 0:
 the full-text leg already reads the turn before). Where no scope copy holds a memory (a scope LanceDB
 serves) its context is unknown and semantic is its cosine. Two readings of keyword:

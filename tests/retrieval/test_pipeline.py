@@ -91,7 +91,7 @@ def test_candidate_search_fuses_each_memory_with_its_context_and_asks_it_for_ful
         record("m2", "we raised it last week", embedder.name),
         record("m3", "pool", embedder.name),
     ]
-    source = ContextSource(embedder, memories, {"m1": 0.3, "m2": 0.9, "m3": 0.1})
+    source = ContextSource(embedder, memories, {"m1": 0.9, "m2": 0.9, "m3": 0.1})
     stage = CandidateSearchStage(source, embedder, vector_weight=2 / 3, context_share=0.5)
     output = stage(request(query="postgres pool"), ())
     assert ("vector", View(SCOPE), embedder.name, 6, 0.5) in source.calls
@@ -99,10 +99,12 @@ def test_candidate_search_fuses_each_memory_with_its_context_and_asks_it_for_ful
     assert source.asked_context == [("m3",)]
     cosines = {m.id: cosine(embedder, "postgres pool", m.content) for m in memories}
     found = {c.id: c for c in output.candidates}
-    assert {c.id: c.context_score for c in output.candidates} == {"m1": 0.3, "m3": 0.1}
-    # m1: 1/3 x cosine + 1/3 x 0.3 + 1/3 x 2/2; m3: 1/3 x cosine + 1/3 x 0.1 + 1/3 x 1/2
-    assert found["m1"].fused_score == pytest.approx((max(0, cosines["m1"]) + 0.3 + 1.0) / 3)
-    assert found["m3"].fused_score == pytest.approx((max(0, cosines["m3"]) + 0.1 + 0.5) / 3)
+    assert {c.id: c.context_score for c in output.candidates} == {"m1": 0.9, "m3": 0.1}
+    # a third each for the cosine, the better of cosine and context, and the words (BM25 over the best):
+    # m1: 1/3 x cosine + 1/3 x max(cosine, 0.9) + 1/3 x 2/2; m3: 1/3 x cosine + 1/3 x max(cosine, 0.1) + 1/3 x 1/2
+    assert cosines["m1"] < 0.9 and cosines["m3"] > 0.1  # m1's context lifts it; m3's is below its own cosine
+    assert found["m1"].fused_score == pytest.approx((cosines["m1"] + 0.9 + 1.0) / 3)
+    assert found["m3"].fused_score == pytest.approx((2 * cosines["m3"] + 0.5) / 3)
     fused_event = next(e for e in output.events if isinstance(e, CandidatesFused))
     assert fused_event.context_share == 0.5
 

@@ -436,3 +436,26 @@ def test_a_batch_across_scopes_copies_each_of_them_and_creates_their_episodes(tm
         assert [(record.id, created) for record, created in results] == [("a", False), ("b", True)]
         assert store.cache.loads == 2 and store.cache.holds(OTHER)
         assert set(store.get_episodes(OTHER, ["e1"])) == {"e1"}  # the other scope's episode was created
+
+
+def test_a_memorys_context_follows_writes_of_this_process_and_of_another(tmp_path):
+    turns = [
+        new(name, name, hot=hot, episode_id="e1", created_at=NOW + timedelta(minutes=minute))
+        for minute, (name, hot) in enumerate((("a", (0,)), ("b", (1,)), ("c", (2,))))
+    ]
+    query = np.asarray(vec(0, 1), dtype=np.float32)  # cosine 0.7071 with a and b, 0 with c
+
+    def contexts(store: MemoryStore) -> dict[str, float]:
+        with store.one_version():  # as a recall asks: after its vector leg, which reads the copy
+            store.vector_search(SCOPE, query, embedder="emb", limit=3, context_share=0.5)
+            return store.context_scores(SCOPE, query, ["a", "b", "c"], embedder="emb")
+
+    with open_store(tmp_path / "db") as mine, open_store(tmp_path / "db") as theirs:
+        mine.insert_many(turns)
+        # b between a and c: (a + b + c) . q / sqrt(3) = 0.8165; a with b: 1.0; c with b: 0.5
+        assert contexts(mine) == pytest.approx({"a": 1.0, "b": 0.8165, "c": 0.5}, abs=1e-4)
+        assert contexts(theirs) == pytest.approx({"a": 1.0, "b": 0.8165, "c": 0.5}, abs=1e-4)
+        mine.retract(SCOPE, ["b"], NOW)  # applied to this process's copy without reading it back
+        # a and c are neighbours now: (a + c) . q / sqrt(2) = 0.5 each; b is in no chain (its own cosine)
+        assert contexts(mine) == pytest.approx({"a": 0.5, "b": 0.7071, "c": 0.5}, abs=1e-4)
+        assert contexts(theirs) == pytest.approx({"a": 0.5, "b": 0.7071, "c": 0.5}, abs=1e-4)

@@ -5,6 +5,8 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from storage.records import MemoryRecord, Viewer
 from storage.scope_copy import ScopeCopy
@@ -74,20 +76,43 @@ def test_a_memory_moved_to_another_time_or_episode_is_linked_there():
     assert context(copy, "a", "b", "c") == pytest.approx({"a": 0.7071, "b": 0.5, "c": 0.5}, abs=1e-4)
 
 
-def test_a_neighbour_the_reader_may_not_read_lends_it_nothing():
+def test_shared_memories_are_read_with_shared_neighbours_and_a_private_one_with_its_own_audience():
     private = turn("b", 1, visibility="agent", agent_id="someone")
     copy = copy_of((turn("a", 0), A), (private, B), (turn("c", 2), C))
-    other = Viewer("another", "s")
-    # for another agent a's only neighbour is private: a alone, 0.7071; c likewise alone, 0
-    assert context(copy, "a", "c", viewer=other) == pytest.approx({"a": 0.7071, "c": 0.0}, abs=1e-4)
-    assert context(copy, "a", viewer=Viewer("someone", "s")) == pytest.approx({"a": 1.0}, abs=1e-4)
+    # Whoever reads: a and c are each other's neighbours (a = c = (A + C) . q / sqrt(2) = 0.5); the private
+    # memory neither stands between them nor changes what anyone else sees ranked.
+    for reader in (None, Viewer("another", "s"), Viewer("someone", "s")):
+        assert context(copy, "a", "c", viewer=reader) == pytest.approx({"a": 0.5, "c": 0.5}, abs=1e-4)
+    # Its owner reads it with its own audience's memories only: here none, so itself (B . q = 0.7071).
+    assert context(copy, "b", viewer=Viewer("someone", "s")) == pytest.approx({"b": 0.7071}, abs=1e-4)
 
 
-def test_vectors_of_another_embedder_lend_nothing():
+def test_an_expired_neighbour_lends_nothing():
+    fleeting = turn("b", 1, kind="fact", expires_at=NOW - timedelta(seconds=1))
+    copy = copy_of((turn("a", 0), A), (fleeting, B))
+    assert context(copy, "a") == pytest.approx({"a": 0.7071}, abs=1e-4)
+
+
+def test_an_episode_summary_is_in_no_chain():
+    summary = turn("summary", 3, kind="episode")
+    copy = copy_of((turn("a", 0), A), (turn("c", 2), C), (summary, B))
+    assert context(copy, "a", "c", "summary") == pytest.approx(
+        {"a": 0.5, "c": 0.5, "summary": 0.7071}, abs=1e-4
+    )
+
+
+def test_a_neighbour_embedded_again_lends_its_new_vector():
+    copy = copy_of((turn("a", 0), A), (turn("b", 1), C))
+    assert context(copy, "a") == pytest.approx({"a": 0.5}, abs=1e-4)  # (A + C) . q / sqrt(2)
+    copy.put(turn("b", 1), B)
+    assert context(copy, "a") == pytest.approx({"a": 1.0}, abs=1e-4)  # (A + B) . q / sqrt(2)
+
+
+def test_a_memory_embedded_by_another_model_is_in_another_chain():
     foreign = memory_record("b", episode_id="e1", created_at=NOW + timedelta(minutes=1), embedder="other")
     copy = copy_of((turn("a", 0), A), (foreign, B), (turn("c", 2), C))
-    assert context(copy, "a", "c") == pytest.approx({"a": 0.7071, "c": 0.0}, abs=1e-4)
-    assert "b" not in context(copy, "b")  # nor is one of them given a context by this embedder
+    assert context(copy, "a", "c") == pytest.approx({"a": 0.5, "c": 0.5}, abs=1e-4)
+    assert "b" not in context(copy, "b")  # nor is it given a context by this embedder
 
 
 def test_with_a_context_share_the_nearest_memories_are_ranked_by_meaning_in_context():
@@ -108,8 +133,16 @@ def test_with_a_context_share_the_nearest_memories_are_ranked_by_meaning_in_cont
     together = on_topic * 2 + aside
     context_b = float(together @ QUERY / np.linalg.norm(together))
     assert ranked["b"] == pytest.approx((cosine_b, context_b), abs=1e-5)
-    # b: 0.5 x 0.0707 + 0.5 x 0.9406 = 0.5057 > isolated: 0.5 x 0.4243 + 0.5 x 0.4243 = 0.4243
+    # b: 0.5 x 0.0707 + 0.5 x 0.9009 = 0.4858 > isolated: 0.5 x 0.4243 + 0.5 x 0.4243 = 0.4243
     assert [hit[0].id for hit in mixed].index("b") < [hit[0].id for hit in mixed].index("isolated")
+    # so with room for three, the search brings b in and leaves the isolated memory out
+    assert {hit[0].id for hit in copy.nearest(QUERY, embedder="emb", limit=3, now=NOW)} == {
+        "before",
+        "after",
+        "isolated",
+    }
+    three = copy.nearest(QUERY, embedder="emb", limit=3, now=NOW, context_share=0.5)
+    assert {hit[0].id for hit in three} == {"before", "after", "b"}
 
 
 def test_filters_pick_the_hits_but_every_readable_neighbour_lends_context():
@@ -124,3 +157,51 @@ def test_context_cosines_agree_with_what_the_search_computed():
     hits = copy.nearest(QUERY, embedder="emb", limit=12, now=NOW, context_share=0.5)
     found = context(copy, *[hit[0].id for hit in hits])
     assert found == pytest.approx({hit[0].id: hit[3] for hit in hits}, abs=1e-5)
+
+
+def brute_force_contexts(copy: ScopeCopy, query: np.ndarray) -> dict[str, float]:
+    """Each linked memory's context cosine from its chain, found by sorting every chain again."""
+    chains: dict[tuple, list[tuple[float, int]]] = {}
+    for row, memory_id in enumerate(copy.ids):
+        record = copy.records[memory_id]
+        if record.episode_id and record.kind != "episode" and record.status == "active":
+            key = (record.episode_id, record.visibility, record.agent_id, record.embedder)
+            chains.setdefault(key, []).append((record.created_at.timestamp(), row))
+    found = {}
+    for members in chains.values():
+        rows = [row for _, row in sorted(members)]
+        for at, row in enumerate(rows):
+            together = sum(copy.vectors[r] for r in rows[max(0, at - 1) : at + 2])
+            found[copy.ids[row]] = float(together @ query / np.linalg.norm(together))
+    return found
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 7),  # which memory
+            st.integers(0, 5),  # its minute
+            st.sampled_from(["e1", "e2", None]),
+            st.sampled_from(["active", "superseded"]),
+            st.sampled_from(["project", "agent"]),
+            st.integers(0, 3),  # which vector
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_links_mended_write_by_write_match_links_built_at_once_and_a_fresh_sort(writes):
+    vectors = [unit(1, 0, 0), unit(0, 1, 0), unit(0, 0, 1), unit(1, 1, 1)]
+    mended = ScopeCopy(DIM)
+    last = {}
+    for memory, minute, episode, status, visibility, vector in writes:
+        record = turn(f"m{memory}", minute, episode, status=status, visibility=visibility, agent_id="x")
+        mended.put(record, vectors[vector])
+        last[record.id] = (record, vectors[vector])
+    built = ScopeCopy(DIM)
+    built.load((record, vector, None) for record, vector in last.values())
+    expected = brute_force_contexts(built, QUERY)
+    viewer = Viewer("x", "s")
+    assert context(mended, *expected, viewer=viewer) == pytest.approx(expected, abs=1e-5)
+    assert context(built, *expected, viewer=viewer) == pytest.approx(expected, abs=1e-5)

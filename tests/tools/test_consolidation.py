@@ -251,8 +251,10 @@ class RanksOneWayFloorsTheOther:
             Candidate(memory=first_by_rank, fused_score=0.825, fused_absolute=0.471),
             Candidate(memory=first_by_relevance, fused_score=0.766, fused_absolute=0.532),
         )
+        self.context_shares: list[float | None] = []
 
-    def search(self, scope, query, *, leg_limit, limit):
+    def search(self, scope, query, *, leg_limit, limit, context_share=None):
+        self.context_shares.append(context_share)
         return self._candidates[:limit], ()
 
 
@@ -266,6 +268,7 @@ def test_forget_by_query_takes_the_closest_match_by_the_relevance_the_floor_read
     out = forget(ForgetInput(query="note", max_memories=1, dry_run=True), runtime, caller())
     # Ranked second, but the only one at relevance >= 0.5: it is the one that goes.
     assert [m.id for m in out.forgotten] == [closest.id] and out.matches[0].relevance == 0.532
+    assert fake.context_shares == [0.0]  # a memory is judged by what it says, not by its episode
 
 
 def test_forget_by_query_forgets_nothing_that_only_shares_a_word_with_it(runtime):

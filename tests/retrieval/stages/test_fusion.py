@@ -87,15 +87,15 @@ def test_a_model_gives_half_its_weight_to_context_and_hashed_vectors_none():
     assert context_share_for(0.25, "hashed-v1:384") == 0.25
 
 
-def test_with_a_model_the_memory_its_context_and_its_words_weigh_a_third_each():
+def test_context_lifts_a_memory_that_says_little_alone_and_never_pulls_down_one_that_says_it_plainly():
     query = unit(1, 0)
     vector_hits = [
-        SearchHit(record("a"), 0.8, unit(0.8, 0.6), context=0.2),
-        SearchHit(record("b"), 0.3, unit(0.3, 0.954), context=0.9),
+        SearchHit(record("plain"), 0.8, unit(0.8, 0.6), context=0.2),  # on topic, among unrelated turns
+        SearchHit(record("aside"), 0.3, unit(0.3, 0.954), context=0.9),  # little alone, on topic in context
     ]
     fulltext_hits = [
-        SearchHit(record("a"), 2.0, unit(0.8, 0.6)),
-        SearchHit(record("b"), 4.0, unit(0.3, 0.954)),
+        SearchHit(record("plain"), 2.0, unit(0.8, 0.6)),
+        SearchHit(record("aside"), 4.0, unit(0.3, 0.954)),
     ]
     fused, _ = fuse(
         vector_hits,
@@ -107,11 +107,12 @@ def test_with_a_model_the_memory_its_context_and_its_words_weigh_a_third_each():
         context_share=0.5,
     )
     scores = {c.id: c.fused_score for c in fused}
-    # a: 2/3 x (0.5 x 0.8 + 0.5 x 0.2) + 1/3 x 2/4 = 1/3 x 0.8 + 1/3 x 0.2 + 1/3 x 0.5 = 0.5
-    # b: 1/3 x 0.3 + 1/3 x 0.9 + 1/3 x 4/4 = 0.7333: its context outweighs a's closer wording
-    assert scores == pytest.approx({"a": 0.5, "b": 2.2 / 3})
-    assert [c.id for c in fused] == ["b", "a"]
-    assert {c.id: c.context_score for c in fused} == {"a": 0.2, "b": 0.9}
+    # w 2/3, c 0.5: a third each for the cosine, the better of cosine and context, and the words.
+    # plain: 1/3 x 0.8 + 1/3 x max(0.8, 0.2) + 1/3 x 2/4 = 0.7 (as it would score alone)
+    # aside: 1/3 x 0.3 + 1/3 x max(0.3, 0.9) + 1/3 x 4/4 = 0.7333
+    assert scores == pytest.approx({"plain": 0.7, "aside": 2.2 / 3})
+    assert [c.id for c in fused] == ["aside", "plain"]
+    assert {c.id: c.context_score for c in fused} == {"plain": 0.2, "aside": 0.9}
 
 
 def test_a_fulltext_only_hit_takes_its_context_from_the_contexts_given():
@@ -123,17 +124,18 @@ def test_a_fulltext_only_hit_takes_its_context_from_the_contexts_given():
         vector_weight=0.5,
         limit=5,
         context_share=0.5,
-        contexts={"c": 0.4},
+        contexts={"c": 0.8},
     )
-    # 0.5 x (0.5 x 0.6 + 0.5 x 0.4) + 0.5 x 3/3 = 0.75
-    assert fused[0].fused_score == pytest.approx(0.75)
-    assert fused[0].context_score == pytest.approx(0.4)
+    # 0.5 x (0.5 x 0.6 + 0.5 x max(0.6, 0.8)) + 0.5 x 3/3 = 0.85
+    assert fused[0].fused_score == pytest.approx(0.85)
+    assert fused[0].context_score == pytest.approx(0.8)
 
 
-def test_without_a_known_context_the_semantic_score_is_the_cosine_and_negative_contexts_count_as_zero():
+def test_without_a_known_context_the_semantic_score_is_the_cosine_and_scores_stay_at_or_above_zero():
     vector_hits = [
         SearchHit(record("lancedb"), 0.6, unit(0.6, 0.8)),  # a scope LanceDB serves: no context
-        SearchHit(record("off"), 0.6, unit(0.6, 0.8), context=-0.4),
+        SearchHit(record("below"), -0.2, unit(-0.2, 0.98), context=0.4),
+        SearchHit(record("both"), -0.2, unit(-0.2, 0.98), context=-0.3),
     ]
     fused, _ = fuse(
         vector_hits,
@@ -144,8 +146,8 @@ def test_without_a_known_context_the_semantic_score_is_the_cosine_and_negative_c
         limit=5,
         context_share=0.5,
     )
-    # lancedb: 0.6 (its cosine alone); off: 0.5 x 0.6 + 0.5 x max(0, -0.4) = 0.3
-    assert {c.id: c.fused_score for c in fused} == pytest.approx({"lancedb": 0.6, "off": 0.3})
+    # lancedb: its cosine; below: 0.5 x max(0, -0.2) + 0.5 x max(0, 0.4) = 0.2; both: 0
+    assert {c.id: c.fused_score for c in fused} == pytest.approx({"lancedb": 0.6, "below": 0.2, "both": 0.0})
 
 
 def test_with_no_context_share_candidates_carry_no_context():
@@ -163,7 +165,7 @@ def test_with_no_context_share_candidates_carry_no_context():
 
 def test_the_floor_reads_the_same_semantic_score_against_a_full_match():
     fused, _ = fuse(
-        [SearchHit(record("a"), 0.6, unit(0.6, 0.8), context=0.2)],
+        [SearchHit(record("a"), 0.6, unit(0.6, 0.8), context=0.8)],
         [SearchHit(record("a"), 2.0, unit(0.6, 0.8))],
         query_vector=unit(1, 0),
         embedder_name="emb",
@@ -172,48 +174,6 @@ def test_the_floor_reads_the_same_semantic_score_against_a_full_match():
         fulltext_ceiling=8.0,
         context_share=0.5,
     )
-    # semantic 0.5 x 0.6 + 0.5 x 0.2 = 0.4; ranking 0.5 x 0.4 + 0.5 x 2/2 = 0.7; floor 0.5 x 0.4 + 0.5 x 2/8 = 0.325
-    assert fused[0].fused_score == pytest.approx(0.7)
-    assert fused[0].fused_absolute == pytest.approx(0.325)
-
-
-def test_ranking_reads_bm25_against_the_best_match_and_the_floor_against_a_full_match():
-    query = unit(1, 0)
-    fulltext_hits = [SearchHit(record("b"), 4.0, unit(0, 1)), SearchHit(record("c"), 2.0, unit(0, 1))]
-    fused, _ = fuse(
-        [],
-        fulltext_hits,
-        query_vector=query,
-        embedder_name="emb",
-        vector_weight=0.5,
-        limit=10,
-        fulltext_ceiling=8.0,
-    )
-    # Ranking: b is the best match (4 / 4), c half of it (2 / 4), each times the keyword weight 0.5.
-    assert {c.id: c.fused_score for c in fused} == pytest.approx({"b": 0.5, "c": 0.25})
-    # The floor: b matches half the query's idf (4 / 8), c a quarter: the best match is not a full one.
-    assert {c.id: c.fused_absolute for c in fused} == pytest.approx({"b": 0.25, "c": 0.125})
-    over, _ = fuse(
-        [],
-        [SearchHit(record("d"), 9.0, unit(0, 1))],
-        query_vector=query,
-        embedder_name="emb",
-        vector_weight=0.5,
-        limit=1,
-        fulltext_ceiling=8.0,
-    )
-    assert over[0].fused_absolute == pytest.approx(0.5)  # a repetition past the full match counts as 1
-
-
-def test_without_a_full_match_score_there_is_no_absolute_reading():
-    fused, _ = fuse(
-        [],
-        [SearchHit(record("b"), 4.0, unit(0, 1))],
-        query_vector=unit(1, 0),
-        embedder_name="emb",
-        vector_weight=0.5,
-        limit=1,
-    )
-    assert fused[0].fused_score == pytest.approx(0.5)
-    assert fused[0].fused_absolute is None
-    assert fused[0].floor_score == fused[0].relevance_score
+    # semantic 0.5 x 0.6 + 0.5 x 0.8 = 0.7; ranking 0.5 x 0.7 + 0.5 x 2/2 = 0.85; floor 0.5 x 0.7 + 0.5 x 2/8 = 0.475
+    assert fused[0].fused_score == pytest.approx(0.85)
+    assert fused[0].fused_absolute == pytest.approx(0.475)
