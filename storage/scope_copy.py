@@ -61,10 +61,9 @@ class ScopeCopy:
     dot_around: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))  # v_prev . v_next
     chain_of: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # -1: in none
     chain_time: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))  # epoch s
-    _chain_codes: dict[tuple[str, int, int], int] = field(
-        default_factory=dict
-    )  # (episode, readers, embedder)
-    _chains: dict[int, list[int]] = field(default_factory=dict)  # chain code -> its rows in time order
+    # A chain's code by (episode, readers, embedder); each chain's rows in time order.
+    _chain_codes: dict[tuple[str, int, int], int] = field(default_factory=dict)
+    _chains: dict[int, list[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
@@ -364,13 +363,15 @@ class ScopeCopy:
         audience: Audience | None = None,
     ) -> dict[str, float]:
         """The cosine of ``vector`` with the context vector of each of ``memory_ids`` that the copy holds
-        with a vector of ``embedder``: the memory's vector plus its episode neighbours' that ``viewer`` may
-        read (a memory without such neighbours is its own context)."""
+        with a vector of ``embedder``: the memory's vector plus its neighbours' in its chain (a memory in
+        no chain, or whose neighbours have expired, is its own context)."""
         code = self.embedders.get(embedder)
+        if code is None:
+            return {}
         count = len(self.ids)
         rows = [self.row_of[i] for i in memory_ids if i in self.row_of]
         rows = [row for row in rows if self.has_vector[row] and self.embedder_code[row] == code]
-        if code is None or not rows:
+        if not rows:
             return {}
         lending = (
             self._readable(count, now, viewer, audience)
