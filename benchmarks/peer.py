@@ -8,12 +8,16 @@ where the peer can be pointed at it. Every turn of the conversations is stored o
 ("[date] speaker: text"), then every question is searched for ten results; each call is timed from the
 client, the MCP round trip included. Reported per server and operation: mean, median and p95 in ms.
 The peer is expected to offer ``store_memory(content)`` and ``retrieve_memory(query, n_results)`` (the
-tools of mcp-memory-service); other names can be given with --peer-store / --peer-search.
+tools of mcp-memory-service before 12.x); other names can be given with --peer-store / --peer-search
+(12.x: ``--peer-store memory_store:content --peer-search memory_search:query``, with
+``--peer-env MCP_SEMANTIC_DEDUP_ENABLED=false`` so that it stores every turn, as memoria does). A reply
+that reports an error, flagged or not (12.x answers an unknown tool with ``{"error": ...}``), stops the run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import statistics
@@ -80,8 +84,21 @@ async def measure(
 
 async def call(client: Any, tool: str, arguments: dict[str, Any]) -> None:
     result = await client.call_tool(tool, arguments)
-    if result.is_error:
-        raise RuntimeError(f"{tool} failed: {result.content[0].text if result.content else result}")
+    text = result.content[0].text if result.content and hasattr(result.content[0], "text") else ""
+    if result.is_error or reports_error(result.structured_content, text):
+        raise RuntimeError(f"{tool} failed: {text or result}")
+
+
+def reports_error(structured: Any, text: str) -> bool:
+    """Whether a reply not flagged as an error says it is one: ``{"error": ...}`` as its structured content
+    or as its text (timing such replies would measure nothing)."""
+    if isinstance(structured, dict) and "error" in structured:
+        return True
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and "error" in parsed
 
 
 def main(argv: list[str] | None = None) -> int:
