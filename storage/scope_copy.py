@@ -320,12 +320,13 @@ class ScopeCopy:
         count = len(self.ids)
         if code is None or count == 0 or limit <= 0:
             return []
-        lending = (
+        mask = (
             self._readable(count, now, viewer, audience)
             & self.has_vector[:count]
             & (self.embedder_code[:count] == code)
         )
-        mask = lending & self._selected(count, kinds, keep) if kinds or keep is not None else lending
+        if kinds or keep is not None:
+            mask &= self._selected(count, kinds, keep)
         eligible = int(mask.sum())
         if eligible == 0:
             return []
@@ -334,7 +335,7 @@ class ScopeCopy:
         contexts: np.ndarray | None = None
         ranking = cosines
         if context_share > 0.0:
-            contexts = self._context_cosines(cosines, lending)
+            contexts = self._context_cosines(cosines, now)
             own = np.maximum(cosines, 0.0)  # as storage.records.semantic_score, vectorised
             ranking = (1.0 - context_share) * own + context_share * np.maximum(contexts, own)
         scores = np.where(mask, ranking, -np.inf)
@@ -353,14 +354,7 @@ class ScopeCopy:
         ]
 
     def context_cosines(
-        self,
-        vector: np.ndarray,
-        memory_ids: Iterable[str],
-        *,
-        embedder: str,
-        now: datetime,
-        viewer: Viewer | None = None,
-        audience: Audience | None = None,
+        self, vector: np.ndarray, memory_ids: Iterable[str], *, embedder: str, now: datetime
     ) -> dict[str, float]:
         """The cosine of ``vector`` with the context vector of each of ``memory_ids`` that the copy holds
         with a vector of ``embedder``: the memory's vector plus its neighbours' in its chain (a memory in
@@ -373,26 +367,23 @@ class ScopeCopy:
         rows = [row for row in rows if self.has_vector[row] and self.embedder_code[row] == code]
         if not rows:
             return {}
-        lending = (
-            self._readable(count, now, viewer, audience)
-            & self.has_vector[:count]
-            & (self.embedder_code[:count] == code)
-        )
         query = np.asarray(vector, dtype=np.float32)
         picked = np.asarray(rows, dtype=np.int64)
         around = np.concatenate([picked, self.prev_row[picked], self.next_row[picked]])
         around = np.unique(around[around >= 0])
         cosines = np.zeros(count, dtype=np.float32)
         cosines[around] = self.vectors[around] @ query
-        contexts = self._context_cosines(cosines, lending, picked)
+        contexts = self._context_cosines(cosines, now, picked)
         return {self.ids[row]: float(context) for row, context in zip(rows, contexts, strict=True)}
 
     def _context_cosines(
-        self, cosines: np.ndarray, lending: np.ndarray, rows: np.ndarray | None = None
+        self, cosines: np.ndarray, now: datetime, rows: np.ndarray | None = None
     ) -> np.ndarray:
         """The context cosines of ``rows`` (every row when None) from every row's plain cosine with the
-        query: a neighbour counts when ``lending`` says it may lend (readable, active, same embedder)."""
+        query. A chain holds only active memories of one audience and embedder, so whoever may read a
+        memory may read its neighbours: a neighbour lends unless it has expired since it was linked."""
         count = len(cosines)
+        lending = self.expires[:count] > now.timestamp()
         picked = slice(0, count) if rows is None else rows
         before, after = self.prev_row[picked], self.next_row[picked]
         # -1 (no neighbour) reads the last row: masked out by the test beside it.

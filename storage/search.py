@@ -70,8 +70,7 @@ class MemorySearch(StoreTables):
         self, reach: Reach, vector: np.ndarray, memory_ids: Sequence[str], *, embedder: str
     ) -> dict[str, float]:
         """The query's cosine with the context vector of each of ``memory_ids`` held by a scope copy (it
-        and the episode neighbours ``reach``'s viewer may read); a memory no copy holds is left out."""
-        where = _Filter.of(reach)
+        and its neighbours in its chain, ``storage.scope_copy``); a memory no copy holds is left out."""
         found: dict[str, float] = {}
         for scope in self._scopes(reach):
             with self._cache.reading(scope, build=False) as copy:
@@ -81,8 +80,6 @@ class MemorySearch(StoreTables):
                         [memory_id for memory_id in memory_ids if memory_id not in found],
                         embedder=embedder,
                         now=datetime.now(UTC),
-                        viewer=where.viewer,
-                        audience=where.audience,
                     )
         return found
 

@@ -163,9 +163,10 @@ class CandidateSearchStage:
             events.append(SearchLegRan("vector", self._embedder.name, len(vector_hits), leg_limit))
         else:
             events.append(SearchLegSkipped("vector", "disabled by configuration"))
+            share = 0.0  # no query vector: no cosine, nor any context
         events.extend(fulltext_events)
         contexts: dict[str, float] = {}
-        if query_vector is not None and share > 0.0:
+        if share > 0.0 and query_vector is not None:
             # The full-text hits the vector leg did not find need their context cosine for the same scale.
             known = {hit.record.id for hit in vector_hits if hit.context is not None}
             unknown = [hit.record.id for hit in fulltext_hits if hit.record.id not in known]
@@ -181,7 +182,7 @@ class CandidateSearchStage:
             vector_weight=self._vector_weight,
             limit=limit,
             fulltext_ceiling=ceiling,
-            context_share=share if query_vector is not None else 0.0,
+            context_share=share,
             contexts=contexts,
         )
         events.append(
@@ -193,7 +194,7 @@ class CandidateSearchStage:
                 len(fused),
                 "best match",
                 "full match" if ceiling else "best match",
-                context_share=share if query_vector is not None else 0.0,
+                context_share=share,
             )
         )
         return fused, tuple(events)

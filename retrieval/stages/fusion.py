@@ -5,10 +5,10 @@ max(cosine, context cosine), floored at 0 (``storage.records.semantic_score``): 
 the memory's vector and with its context vector, the memory with its neighbours in its episode. A
 conversation's turn or a step of a task often means little alone ("I've been playing for a month now");
 its context says what it is about. The context only lifts: a memory that says it plainly among unrelated
-neighbours ranks as it would alone. With a model, c = 0.5 and w = 2/3, so the memory's own meaning, its context's and its
-words weigh a third each; the offline hashed vectors are word features and take no context (c = 0:
-the full-text leg already reads the turn before). Where no scope copy holds a memory (a scope LanceDB
-serves) its context is unknown and semantic is its cosine. Two readings of keyword:
+neighbours ranks as it would alone. With a model, c = 0.5 and w = 2/3, so the memory's own meaning, its
+context's and its words weigh a third each; the offline hashed vectors are word features and take no
+context (c = 0: the full-text leg already reads the turn before). Where no scope copy holds a memory (a
+scope LanceDB serves) its context is unknown and semantic is its cosine. Two readings of keyword:
 
 - for ranking, keyword = bm25 / the best bm25 found (``fused_score``): the best full-text match of the
   query weighs as much against the vector leg whatever the query's words, which ranks evidence first more
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval.models.embedders.hashed import is_hashed
 from retrieval.types import Candidate
 from storage.records import MemoryRecord, SearchHit, semantic_score
 
@@ -46,7 +47,7 @@ def vector_weight_for(configured: float | None, embedder_name: str) -> float:
     neighbourhood and the answer type lent on top of the fused score; docs/retrieval.md)."""
     if configured is not None:
         return configured
-    return LEXICAL_VECTOR_WEIGHT if is_lexical(embedder_name) else SEMANTIC_VECTOR_WEIGHT
+    return LEXICAL_VECTOR_WEIGHT if is_hashed(embedder_name) else SEMANTIC_VECTOR_WEIGHT
 
 
 def context_share_for(configured: float | None, embedder_name: str) -> float:
@@ -54,12 +55,7 @@ def context_share_for(configured: float | None, embedder_name: str) -> float:
     tuning conversations, 0.7 ranks worse), none on hashed vectors (their context cost R@5 there)."""
     if configured is not None:
         return configured
-    return 0.0 if is_lexical(embedder_name) else SEMANTIC_CONTEXT_SHARE
-
-
-def is_lexical(embedder_name: str) -> bool:
-    """Whether the embedder is the offline fallback's hashed word features, not a model."""
-    return embedder_name.startswith("hashed-")
+    return 0.0 if is_hashed(embedder_name) else SEMANTIC_CONTEXT_SHARE
 
 
 @dataclass

@@ -9,6 +9,7 @@ offline hashed vectors and BM25, fused scores of a sentence-transformers model a
 
 from __future__ import annotations
 
+from retrieval.models.embedders.hashed import is_hashed
 from retrieval.trace import BelowThreshold, FloorApplied, StageOutput
 from retrieval.types import Candidate, RecallRequest
 
@@ -27,7 +28,7 @@ def relevance_floor_for(configured: float | None, embedder_name: str, reranked: 
         return configured
     if reranked:
         return RERANKER_FLOOR
-    return LEXICAL_FLOOR if embedder_name.startswith("hashed-") else SEMANTIC_FLOOR
+    return LEXICAL_FLOOR if is_hashed(embedder_name) else SEMANTIC_FLOOR
 
 
 class MinScoreStage:

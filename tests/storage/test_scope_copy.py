@@ -38,7 +38,11 @@ def copy_of(*rows: tuple[MemoryRecord, np.ndarray]) -> ScopeCopy:
 
 
 def context(copy: ScopeCopy, *ids: str, viewer: Viewer | None = None) -> dict[str, float]:
-    return copy.context_cosines(QUERY, ids, embedder="emb", now=NOW, viewer=viewer)
+    """The context cosines of ``ids``: asked for directly, or as ``viewer``'s search finds them."""
+    if viewer is None:
+        return copy.context_cosines(QUERY, ids, embedder="emb", now=NOW)
+    hits = copy.nearest(QUERY, embedder="emb", limit=len(copy), now=NOW, viewer=viewer, context_share=0.5)
+    return {hit[0].id: hit[3] for hit in hits if hit[0].id in ids}
 
 
 def test_a_memory_in_the_middle_of_its_episode_is_read_with_both_neighbours():

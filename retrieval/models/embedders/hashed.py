@@ -59,6 +59,12 @@ def hashed_features(text: str) -> dict[str, float]:
     return dict(features)
 
 
+def is_hashed(embedder_name: str) -> bool:
+    """Whether vectors of this name are the offline backend's hashed word features, not a model's (the
+    fusion weight, the relevance floor and the feedback closeness are measured per kind)."""
+    return embedder_name.startswith("hashed-")
+
+
 class HashedEmbedder:
     """Deterministic lexical vectors of any width; the fingerprint includes the width and feature version."""
 
