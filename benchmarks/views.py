@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from benchmarks.corpus import generate, queries, store_corpus
 from benchmarks.reporting import RESULTS, offline_settings, write_json
@@ -48,7 +48,7 @@ def feedback_history(runtime: Any, recalls: int, progress: ProgressBar) -> None:
         session = f"ses-bench-{index}"
         caller = Caller("bench-agent", session)
         recall(RecallInput(query=query, org_id=SCOPE_ORG, project_id=SCOPE_PROJECT), runtime, caller)
-        outcome = "success" if index % 2 == 0 else "failure"
+        outcome: Literal["success", "failure"] = "success" if index % 2 == 0 else "failure"
         report_outcome(
             ReportOutcomeInput(
                 outcome=outcome, org_id=SCOPE_ORG, project_id=SCOPE_PROJECT, session_id=session

@@ -6,6 +6,7 @@ the serving path (``server.serve``), which writes only to stderr. Only their arg
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,7 +50,9 @@ def add_people_commands(commands: Any) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", metavar="URI", help="LanceDB folder or URI (overrides MEMORIA_DB_URI)")
     common.add_argument(
-        "--create", action="store_true", help="with --db: make a new store there if there is none"
+        "--create",
+        action="store_true",
+        help="make a new store at --db (or MEMORIA_DB_URI) if there is none there",
     )
     common.add_argument("--org", metavar="ORG", help="org scope (default MEMORIA_ORG_ID)")
     common.add_argument("--project", metavar="PROJECT", help="project scope (default MEMORIA_PROJECT_ID)")
@@ -237,10 +240,11 @@ def add_people_commands(commands: Any) -> None:
     report.add_argument("--open", action="store_true", help="open it in the browser")
 
 
-def missing_store(db: str, *, create: bool) -> str | None:
-    """Why a command for people refuses ``--db`` (None: it may go on). A mistyped folder would otherwise
-    become a new, empty store that answers every question with nothing. URIs (s3://, gs://, ...) are
-    the object store's business."""
+def missing_store(db: str, *, create: bool, given_as: str = "--db") -> str | None:
+    """Why a command for people refuses the store it was given (``--db``, or ``MEMORIA_DB_URI`` set in the
+    environment; None: it may go on). A mistyped folder would otherwise become a new, empty store that
+    answers every question with nothing. URIs (s3://, gs://, ...) are the object store's business; the
+    default folder, given by nobody, is made on first use."""
     if "://" in db and not db.startswith("file://"):
         return None
     folder = Path(db.removeprefix("file://")).expanduser()
@@ -249,7 +253,9 @@ def missing_store(db: str, *, create: bool) -> str | None:
     if create:
         folder.mkdir(parents=True, exist_ok=True)
         return None
-    return f"there is no store at {db}: check the path, or add --create to make a new store there"
+    return (
+        f"there is no store at {db} ({given_as}): check the path, or add --create to make a new store there"
+    )
 
 
 def subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.ArgumentParser | None:
@@ -275,14 +281,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return issue_token(args.principal, args.read, args.write)
     overrides = {"db_uri": args.db} if getattr(args, "db", None) else {}
     # doctor diagnoses the store it is given; import fills a new one by nature
-    if args.command not in ("serve", "doctor", "import") and getattr(args, "db", None):
-        refused = missing_store(args.db, create=args.create)
+    given = getattr(args, "db", None) or os.environ.get("MEMORIA_DB_URI")
+    if args.command not in ("serve", "doctor", "import") and given and hasattr(args, "create"):
+        refused = missing_store(given, create=args.create, given_as="--db" if args.db else "MEMORIA_DB_URI")
         if refused:
             print(f"memoria: {refused}", file=sys.stderr)
             return 0 if getattr(args, "hook", False) else 2
     try:
         settings = Settings.from_env(**overrides)
-        configure_logging(settings.log_level)
+        # A command for people prints what it did itself: the log's INFO lines (one per import, per
+        # maintenance round) would only interleave with that output, unless asked for.
+        quiet = (
+            args.command != "serve"
+            and "MEMORIA_LOG_LEVEL" not in os.environ
+            and not getattr(args, "verbose", False)
+        )
+        configure_logging("WARNING" if quiet else settings.log_level)
         if args.command != "serve":  # a command for people: its output goes to stdout, and it serves nothing
             from console.commands import run
 

@@ -354,7 +354,7 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
         readable = (
             in_flags(result.note)  # matched, but none placed: the note says why (the budget, or the passes)
             if result.note and not result.note.startswith(NOTHING_MATCHED)
-            else _nothing_found(args)
+            else _nothing_found(args, result.window)
         )
     else:
         readable = table(
@@ -389,9 +389,12 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
     return emit(args, result, "\n".join([readable, "", *footer]))
 
 
-def _nothing_found(args: argparse.Namespace) -> str:
-    """What an empty recall says: that nothing relevant is stored, or that nothing passed the filters it
-    was given (a window, tags, kinds, another project), with how to widen it."""
+def _nothing_found(args: argparse.Namespace, window: dict[str, str | None] | None) -> str:
+    """What an empty recall says: that nothing stored is relevant, or that nothing passed the limits it
+    was given (a window, tags, kinds, another project) or took from the query's words (a window), with
+    how to widen it."""
+    from tools.recall_window import searched_window
+
     limits = [
         *([f"--since {args.since}"] if args.since else []),
         *([f"--until {args.until}"] if args.until else []),
@@ -400,9 +403,15 @@ def _nothing_found(args: argparse.Namespace) -> str:
         *([f"--project {args.project}"] if args.project else []),
         *([f"--org {args.org}"] if args.org else []),
     ]
+    if searched_window(window) and window is not None and window.get("from") != "since/until":
+        return (
+            f"nothing relevant found{searched_window(window)}: the time the query names limited the search; "
+            "say it without the time words to search all of memory."
+        )
     if not limits:
-        return "nothing relevant in memory yet."
-    return f"nothing relevant found within {' '.join(limits)}: try again without some of them."
+        return "nothing relevant to this query was found in memory."
+    widen = "without it" if len(limits) == 1 else "without some of them"
+    return f"nothing relevant found within {' '.join(limits)}: try again {widen}."
 
 
 def explain_command(args: argparse.Namespace, settings: Settings) -> int:

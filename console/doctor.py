@@ -205,7 +205,7 @@ def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[C
                     info.role,
                     "warn",
                     f"{info.describe()}",
-                    _model_fix(info.role),
+                    _model_fix(info.role, downloads_allowed=settings.allow_model_downloads),
                 )
             )
         else:
@@ -234,15 +234,22 @@ def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[C
     return checks
 
 
-def _model_fix(role: str) -> str:
+def _model_fix(role: str, *, downloads_allowed: bool) -> str:
+    """What makes the model load. Downloads are allowed by default, so when they are the fix is the
+    network (or a local folder), not the setting."""
+    download = (
+        "or let this machine reach Hugging Face (downloads are allowed; the reason above says what failed)"
+        if downloads_allowed
+        else "or set MEMORIA_ALLOW_MODEL_DOWNLOADS=true on a machine that reaches Hugging Face"
+    )
     if role == "embedder":
         return (
-            "point MEMORIA_EMBEDDING_MODEL at a local sentence-transformers folder, or set "
-            "MEMORIA_ALLOW_MODEL_DOWNLOADS=true on a machine that reaches Hugging Face; then `memoria reembed`"
+            f"point MEMORIA_EMBEDDING_MODEL at a local sentence-transformers folder, {download}; then "
+            "`memoria reembed`"
         )
     return (
-        "point MEMORIA_RERANK_MODEL at a local cross-encoder folder, set COHERE_API_KEY for Cohere Rerank, "
-        "or set MEMORIA_ALLOW_MODEL_DOWNLOADS=true on a machine that reaches Hugging Face"
+        f"point MEMORIA_RERANK_MODEL at a local cross-encoder folder, set COHERE_API_KEY for Cohere Rerank, "
+        f"{download}"
     )
 
 

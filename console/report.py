@@ -392,12 +392,20 @@ def _preview(memory: MemoryRecord | None) -> str:
 def _drift(runtime: Runtime, scope: Scope) -> DriftOutput:
     """Open pairs first: the newest ``DRIFT_LIMIT`` pairs of any status, and every open one among the
     newest ``DRIFT_LIMIT`` open pairs if resolved ones crowded them out."""
-    where = {"org_id": scope.org_id, "project_id": scope.project_id}
-    both = drift(DriftInput(**where, include_resolved=True, limit=DRIFT_LIMIT), runtime, REPORT_CALLER)
+
+    def asked(*, include_resolved: bool = False) -> DriftInput:
+        return DriftInput(
+            org_id=scope.org_id,
+            project_id=scope.project_id,
+            include_resolved=include_resolved,
+            limit=DRIFT_LIMIT,
+        )
+
+    both = drift(asked(include_resolved=True), runtime, REPORT_CALLER)
     shown_open = sum(1 for pair in both.contradictions if pair.status == "open")
     if shown_open >= min(both.open_contradictions, DRIFT_LIMIT):
         return both
-    only_open = drift(DriftInput(**where, limit=DRIFT_LIMIT), runtime, REPORT_CALLER)
+    only_open = drift(asked(), runtime, REPORT_CALLER)
     resolved = [pair for pair in both.contradictions if pair.status != "open"]
     return both.model_copy(update={"contradictions": [*only_open.contradictions, *resolved][:DRIFT_LIMIT]})
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from retrieval.text import content_terms, light_stem
+from retrieval.text import content_terms, light_stem, negating_word, negations, without_negations
 
 DEFAULT_OPPOSITIONS: tuple[tuple[str, str], ...] = (
     ("enabled", "disabled"),
@@ -105,4 +105,53 @@ def detect_contradictions(
                     found[key] = Contradiction(
                         first.id, second.id, older_term, newer_term, round(similarity, 6)
                     )
+    for contradiction in negated_pairs(memories, max_word_frequency=max_word_frequency):
+        key = (contradiction.older_id, contradiction.newer_id)
+        if key not in found:
+            found[key] = contradiction
     return sorted(found.values(), key=lambda c: (c.older_id, c.newer_id))
+
+
+# A negation contradicts only what it restates word for word: "the rotation is not weekly" against "the
+# rotation is weekly", not against "the rotation's handover is weekly" (subject overlap 0.5).
+NEGATION_OVERLAP = 0.8
+AFFIRMED = "(no negation)"
+
+
+def negated_pairs(
+    memories: Sequence[ContradictionInput], *, max_word_frequency: int = 500
+) -> list[Contradiction]:
+    """Pairs with the same content words (Jaccard >= ``NEGATION_OVERLAP``) that negate differently: one says
+    "not" (or "never", "isn't", ...) where the other does not."""
+    counts = {memory.id: negations(memory.content) for memory in memories}
+    if not any(counts.values()):
+        return []
+    by_id = {memory.id: memory for memory in memories}
+    terms = {memory.id: set(content_terms(without_negations(memory.content))) for memory in memories}
+    index: dict[str, list[str]] = defaultdict(list)
+    for memory in memories:
+        for word in terms[memory.id]:
+            index[word].append(memory.id)
+    found = []
+    for memory in memories:
+        if not counts[memory.id]:
+            continue
+        subject = terms[memory.id]
+        partners = {
+            partner
+            for word in subject
+            if len(index[word]) <= max_word_frequency
+            for partner in index[word]
+            if counts[partner] != counts[memory.id] and (counts[partner] == 0 or partner < memory.id)
+        }
+        for partner in partners:
+            other = terms[partner]
+            similarity = len(subject & other) / len(subject | other) if subject | other else 0.0
+            if similarity < NEGATION_OVERLAP:
+                continue
+            first, second = sorted((memory, by_id[partner]), key=lambda m: (m.created_at, m.id))
+            term = {m.id: negating_word(m.content) or AFFIRMED for m in (first, second)}
+            found.append(
+                Contradiction(first.id, second.id, term[first.id], term[second.id], round(similarity, 6))
+            )
+    return found

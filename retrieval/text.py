@@ -137,6 +137,36 @@ def term_set(text: str) -> frozenset[str]:
     return frozenset(content_terms(text))
 
 
+# Words that turn a statement into its opposite ("is not weekly", "never", "isn't", "without"). They are stop
+# words, so "the rotation is weekly" and "the rotation is not weekly" have the same content words: a
+# near-duplicate test also compares how many of these each text holds (``same_polarity``).
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|nobody|nowhere|neither|nor|cannot|without|[^\W\d_]+n['’]t)\b",
+    re.IGNORECASE,
+)
+
+
+def negations(text: str) -> int:
+    """How many negating words ``text`` holds."""
+    return len(_NEGATION.findall(text))
+
+
+def negating_word(text: str) -> str | None:
+    """The first negating word of ``text``, as written (lowercased), if any."""
+    found = _NEGATION.search(text)
+    return found.group(0).lower() if found else None
+
+
+def without_negations(text: str) -> str:
+    """``text`` with its negating words blanked ("isn't" would leave "isn" among its content words)."""
+    return _NEGATION.sub(" ", text)
+
+
+def same_polarity(left: str, right: str) -> bool:
+    """Whether two texts negate alike (as many negating words each): near-duplicates only if so."""
+    return negations(left) == negations(right)
+
+
 class _ClearableCache(Protocol):
     def cache_clear(self) -> None: ...
 

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from retrieval.types import Candidate
 from storage.records import MemoryRecord, TimeWindow
 
@@ -299,7 +301,9 @@ class RecallTrace:
         return None
 
     def to_json(self) -> str:
-        return json.dumps(
+        """The trace as the retrieval record keeps it. orjson: every recall writes one (about 100 KB for
+        60 candidates), and the standard encoder took a tenth of a loaded server's interpreter time."""
+        return dump_trace(
             {
                 "retrieval_id": self.retrieval_id,
                 "query": self.query,
@@ -318,9 +322,25 @@ class RecallTrace:
                     for stage in self.stages
                 ],
                 "candidates": [candidate_to_dict(candidate) for candidate in self.candidates],
-            },
-            ensure_ascii=False,
+            }
         )
+
+
+def dump_trace(payload: Mapping[str, Any]) -> str:
+    """A trace (or any JSON document of the journal) as text; numpy scalars as numbers, NaN as null."""
+    return orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+
+
+def parse_trace(text: str) -> dict[str, Any]:
+    """A retrieval record's trace, read back (``RecallTrace.to_json``'s document). Records written by the
+    standard encoder before 2026-11-29 may hold NaN or Infinity, which only it reads."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("a retrieval trace is a JSON object")
+    return value
 
 
 def window_to_dict(window: TimeWindow | None, source: str | None = None) -> dict[str, str | None] | None:

@@ -65,6 +65,19 @@ def _describe(error: Any, limits: Mapping[str, Mapping[str, int]]) -> str:
         return f"`{field}` must be {bound} {limit}, but got {value}"
     if kind in {"int_parsing", "int_type", "int_from_float"}:
         return f"`{field}` must be a whole number, but got {value}"
+    if kind in {
+        "datetime_parsing",
+        "datetime_from_date_parsing",
+        "datetime_type",
+        "date_parsing",
+        "date_type",
+    }:
+        return (
+            f"`{field}` must be an ISO 8601 date or time, e.g. 2026-11-24 or 2026-11-24T15:30:00Z (UTC when it "
+            f"has no offset), but got {value}"
+        )
+    if kind in {"bool_parsing", "bool_type"}:
+        return f"`{field}` must be true or false, but got {value}"
     if kind in {"float_parsing", "float_type"}:
         return f"`{field}` must be a number, but got {value}"
     if kind in {"string_type"}:

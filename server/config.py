@@ -7,7 +7,9 @@ docs/configuration.md describes them).
 
 from __future__ import annotations
 
+import difflib
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -598,6 +600,7 @@ class Settings(BaseSettings):
         for standard, own in ALIASES.items():
             if env.get(standard) and not env.get(own):
                 env[own] = env[standard]
+        _warn_unknown(env)
         values = _merge(_Environment(cls, env)(), nest(overrides))
         values.setdefault("db_uri", str(default_data_dir(env=env) / "lancedb"))
         return cls._validated(values)
@@ -636,6 +639,33 @@ class Settings(BaseSettings):
                 where = f" (at {'.'.join(map(str, within))})" if within else ""
                 problems.append(f"{variable}{where}: {message}")
             raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+
+
+_warned: set[str] = set()
+
+
+def _warn_unknown(env: Mapping[str, str]) -> None:
+    """Say once per process, on stderr's log, each ``MEMORIA_*`` variable that is no setting, with the
+    closest one: a misspelt ``MEMORIA_TOP_K_FACT`` would otherwise be ignored in silence. (A misspelt
+    field of a group, ``MEMORIA_FEEDBACK_MAX_WEIGHTT``, is refused by the group's validation instead.)"""
+    known = variables()
+    group_prefixes = tuple(f"{PREFIX}{name}_".upper() for name in groups())
+    for name in sorted(env):
+        upper = name.upper()
+        if (
+            not upper.startswith(PREFIX)
+            or not str(env[name]).strip()
+            or upper in known
+            or upper in RENAMED
+            or upper in ALIASES.values()
+            or upper.startswith(group_prefixes)
+            or upper in _warned
+        ):
+            continue
+        _warned.add(upper)
+        close = difflib.get_close_matches(upper, list(known), n=1, cutoff=0.8)
+        hint = f"did you mean {close[0]}?" if close else "docs/configuration.md lists the settings"
+        logging.getLogger(__name__).warning("%s is not a memoria setting and is ignored (%s)", name, hint)
 
 
 class _Environment(EnvSettingsSource):

@@ -40,7 +40,13 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
         arguments.update({"project_id": project_id} if project_id else {})
         try:
             found = await invoke(
-                recall_spec, ctx, arguments, tokens_required=tokens_required, with_llm=False, retry=""
+                recall_spec,
+                ctx,
+                arguments,
+                tokens_required=tokens_required,
+                with_llm=False,
+                retry="",
+                strict=False,
             )
         except ToolError as exc:  # the SDK would turn a raised error into a bare "Error rendering prompt"
             reason = str(exc)

@@ -149,14 +149,18 @@ async def invoke(
     tokens_required: bool,
     with_llm: bool = True,
     retry: str | None = None,
+    strict: bool = True,
 ) -> BaseModel | InputRequiredResult:
     """Run ``spec``'s handler on ``arguments`` as a tool call does: validated by its input model, checked
     against the request's grant, for the calling client; every failure becomes a ToolError that says what
     to do. Prompts and resources run tools through here too (``with_llm=False``: no sampling round trips;
-    ``retry``: what a bad argument's message tells the reader to do, see friendly_validation_message)."""
+    ``retry``: what a bad argument's message tells the reader to do, see friendly_validation_message;
+    ``strict=False``: arguments that arrive as text, a resource URI's query or a prompt's arguments, are
+    read as the types they spell)."""
     state: AppState = ctx.request_context.lifespan_context
     try:
-        args = spec.input_model.model_validate(arguments)
+        # None: the models' own strictness (strict, but JSON's text for a datetime); False: lax throughout.
+        args = spec.input_model.model_validate(arguments, strict=None if strict else False)
     except ValidationError as exc:
         # Bounds are said as this server enforces them (its settings), not the models' hard caps.
         limits = state.settings.schema_limits(spec.name)

@@ -45,6 +45,7 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
                 tokens_required=tokens_required,
                 with_llm=False,
                 retry="read the resource again",
+                strict=False,  # a URI's query is text: "limit=2" means 2
             )
         except ToolError as exc:  # the SDK shows a bare "Error reading resource" for anything else
             raise ResourceError(str(exc)) from None

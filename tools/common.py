@@ -49,6 +49,15 @@ class ToolFailure(Exception):
     """A request that cannot be served as asked; the message is for the calling model to act on."""
 
 
+def no_such_memory(memory_id: str, org_id: str, project_id: str) -> ToolFailure:
+    """The failure for an id the caller may not read here (unknown, another tenant's, or private to
+    another agent: the same words, so that existence is not revealed), with what to check."""
+    return ToolFailure(
+        f"no memory {memory_id!r} in org {org_id!r} / project {project_id!r}: check the id (each recall result "
+        "carries its memories' ids) and the org_id / project_id it was stored in"
+    )
+
+
 def _clean_identifier(value: str) -> str:
     value = value.strip()
     if not value:
@@ -84,7 +93,8 @@ def _aware_utc(value: datetime | None) -> datetime | None:
         ) from None
 
 
-OccurredAt = Annotated[datetime | None, AfterValidator(_aware_utc)]
+# Not strict: JSON has no datetime, so the ISO 8601 text is what arrives.
+OccurredAt = Annotated[datetime | None, Field(strict=False), AfterValidator(_aware_utc)]
 
 
 class AggregationView(BaseModel):
@@ -152,7 +162,9 @@ class ToolSettings(Protocol):
 class ScopeArgs(BaseModel):
     """The tenant scope every tool accepts; omitted fields fall back to the server's configured scope."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Strict: a tool's arguments are JSON, and a boolean or a string where a number goes (`"top_k": true`,
+    # `"top_k": "5"`) is a mistake to name, not a value to guess (a number where a decimal goes is fine).
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     # Undescribed in the tool list (every tool has them; an agent leaves them out to use the server's
     # MEMORIA_ORG_ID and MEMORIA_PROJECT_ID): the bytes go to arguments an agent has to choose.

@@ -7,13 +7,12 @@ the pipeline once (recorded as an "explain" retrieval that report_outcome ignore
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from retrieval.text import has_visible_text
-from retrieval.trace import not_a_candidate, placement
+from retrieval.trace import not_a_candidate, parse_trace, placement
 from storage.records import RetrievalRecord, View
 from tools.common import (
     Caller,
@@ -24,6 +23,7 @@ from tools.common import (
     ToolFailure,
     WithoutSecrets,
     iso,
+    no_such_memory,
     view_for,
 )
 from tools.memory_views import LineageLink, lineage_links
@@ -247,7 +247,7 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
 def check_visible(record: RetrievalRecord, view: View, runtime: Runtime) -> None:
     """Another agent's retrieval is explained only if it holds no memory private to that agent (or its
     session): its trace quotes every candidate."""
-    ids = [entry["id"] for entry in json.loads(record.trace_json)["candidates"]]
+    ids = [entry["id"] for entry in parse_trace(record.trace_json)["candidates"]]
     hidden = runtime.store.hidden_from(ids, view)
     if hidden:
         raise ToolFailure(
@@ -259,7 +259,7 @@ def check_visible(record: RetrievalRecord, view: View, runtime: Runtime) -> None
 def _explain(
     record: RetrievalRecord, memory_id: str | None, runtime: Runtime, view: View
 ) -> ExplainRankingOutput:
-    trace = json.loads(record.trace_json)
+    trace = parse_trace(record.trace_json)
     candidates = [_candidate(entry, rank) for rank, entry in enumerate(trace["candidates"])]
     notes: list[str] = []
     if memory_id is not None:
@@ -267,9 +267,7 @@ def _explain(
         if not candidates:
             memory = runtime.store.get_memory(memory_id, view)
             if memory is None:
-                raise ToolFailure(
-                    f"no memory {memory_id!r} in org {record.org_id!r} / project {record.project_id!r}"
-                )
+                raise no_such_memory(memory_id, record.org_id, record.project_id)
             notes.append(not_a_candidate(memory, record.created_at, trace, runtime.models.embedder.name))
     candidates = _with_lineage(candidates, runtime, view)
     return ExplainRankingOutput(

@@ -19,6 +19,7 @@ from tools.common import (
     Tag,
     ToolFailure,
     WithoutSecrets,
+    no_such_memory,
     view_for,
 )
 from tools.memory_views import MemoryBrief, absorbed_events
@@ -95,9 +96,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     elif args.memory_id is not None:
         memory = store.get_memory(args.memory_id, view)
         if memory is None:
-            raise ToolFailure(
-                f"no memory {args.memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}"
-            )
+            raise no_such_memory(args.memory_id, scope.org_id, scope.project_id)
         targets = [memory]
     else:
         assert args.query is not None
@@ -118,13 +117,23 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
                 note=f"nothing was forgotten: no active memory matches the query closely enough (relevance "
                 f">= {floor:g}){closest}. Pass memory_id to forget a particular memory.",
             )
-    eligible = [m for m in targets if m.status == "active" or args.mode == "purge"]
+    # A retraction takes active memories; a purge also erases the text of inactive ones (retracted or
+    # superseded), but one already purged has nothing left to erase.
+    eligible = [m for m in targets if m.status == "active" or (args.mode == "purge" and m.status != "purged")]
     briefs = [MemoryBrief.of(m) for m in eligible]
     matches = [Match(id=m.id, relevance=round(relevance[m.id], 4)) for m in eligible] if args.query else []
-    if args.mode == "purge" and not args.dry_run:
-        briefs = [brief.model_copy(update={"preview": "[purged]"}) for brief in briefs]
+    if not args.dry_run:  # as they are after this call
+        after = (
+            {"status": "purged", "preview": "[purged]"} if args.mode == "purge" else {"status": "retracted"}
+        )
+        briefs = [brief.model_copy(update=after) for brief in briefs]
     skipped = len(targets) - len(eligible)
-    note = f"{skipped} already inactive, left as they were" if skipped else None
+    note = (
+        f"{skipped} already {'purged' if args.mode == 'purge' else 'inactive'}, left as "
+        f"{'it was' if skipped == 1 else 'they were'}"
+        if skipped
+        else None
+    )
     if args.tag is not None:
         more = f" (the first {at_once:,}; call again for the rest)" if len(tagged) > at_once else ""
         done = "purged" if args.mode == "purge" else "retracted"

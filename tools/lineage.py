@@ -9,7 +9,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from storage.records import MemoryRecord, Reach
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, view_for
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, no_such_memory, view_for
 from tools.memory_views import REPLACING_ACTIONS, EventView, MemoryBrief, absorbed_events
 
 if TYPE_CHECKING:
@@ -48,9 +48,7 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
     memory = store.get_memory(args.memory_id, scope)
     if memory is None:
         home = scope.home
-        raise ToolFailure(
-            f"no memory {args.memory_id!r} in org {home.org_id!r} / project {home.project_id!r}"
-        )
+        raise no_such_memory(args.memory_id, home.org_id, home.project_id)
 
     forward: list[ReplacedMemory] = []
     current = memory

@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from retrieval.text import has_visible_text
-from retrieval.time_window import WindowError, resolve, time_words, zone_of
 from retrieval.trace import window_to_dict
 from retrieval.types import RecallRequest
-from storage.records import Reach, Scope, TimeWindow, Viewer
+from storage.records import Scope, TimeWindow, Viewer
 from tools.common import (
     Caller,
     Identifier,
@@ -26,6 +25,7 @@ from tools.common import (
     view_for,
 )
 from tools.memory_views import LineageLink, lineage_links
+from tools.recall_window import searched_window, time_window
 from writing.journal import record_retrieval
 
 if TYPE_CHECKING:
@@ -135,31 +135,6 @@ class RecallOutput(BaseModel):
     )
 
 
-def time_window(
-    runtime: Runtime, scope: Reach, query: str, since: str | None, until: str | None, time_zone: str | None
-) -> tuple[TimeWindow | None, str | None]:
-    """The recall's time window on the server's clock, and where it came from: ``since``/``until``, else
-    (with MEMORIA_QUERY_TIME_WORDS) the one unambiguous time expression of the query, unless no memory
-    of the scope is of that time (then the words were about something else, and the recall is left
-    whole: the reason is traced). A tool error quotes what could not be read, with examples that work."""
-    try:
-        zone = zone_of(time_zone)  # checked even when unused: a mistyped zone is said, not ignored
-        if since or until:
-            return resolve(since, until, now=runtime.clock(), zone=zone), "since/until"
-    except WindowError as exc:
-        raise ToolFailure(str(exc)) from None
-    words = time_words(query) if runtime.settings.query_time_words else None
-    if words is None:
-        return None, None
-    try:
-        window = resolve(words, words, now=runtime.clock(), zone=zone)
-    except WindowError as exc:  # the query's words are not a window after all: the recall goes on whole
-        return None, f"the query's words {words!r}: not a window ({exc})"
-    if not runtime.store.holds_memories_in(scope, window):
-        return None, f"the query's words {words!r}: no memory is of that time, so none was left out"
-    return window, f"the query's words {words!r}"
-
-
 def check_bounds(runtime: Runtime, query: str, top_k: int | None, char_budget: int) -> int:
     """Check the configurable limits; returns the effective top_k."""
     settings = runtime.settings
@@ -170,11 +145,14 @@ def check_bounds(runtime: Runtime, query: str, top_k: int | None, char_budget: i
         )
     effective_top_k = settings.top_k_facts if top_k is None else top_k
     if effective_top_k > settings.max_top_k:
-        raise ToolFailure(f"top_k must be between 1 and {settings.max_top_k}, but got {effective_top_k}")
+        raise ToolFailure(
+            f"`top_k` must be between 1 and {settings.max_top_k}, but got {effective_top_k}: pass a value in "
+            "that range (the server's MEMORIA_MAX_TOP_K)"
+        )
     if not settings.min_char_budget <= char_budget <= settings.max_char_budget:
         raise ToolFailure(
-            f"char_budget must be between {settings.min_char_budget:,} and {settings.max_char_budget:,}, "
-            f"but got {char_budget:,}"
+            f"`char_budget` must be between {settings.min_char_budget:,} and {settings.max_char_budget:,}, "
+            f"but got {char_budget:,}: pass a value in that range"
         )
     return effective_top_k
 
@@ -336,7 +314,7 @@ def text_of(out: RecallOutput) -> str:
     list is in the structured content only, so no memory's text is sent twice."""
     if out.gated:
         return f"No memory needed ({out.gate_reason or 'nothing to look up'}); retrieval {out.retrieval_id}."
-    empty = f"Nothing relevant was found (retrieval {out.retrieval_id})."
+    empty = f"Nothing relevant was found{searched_window(out.window)} (retrieval {out.retrieval_id})."
     if out.note and not out.note.startswith(NOTHING_MATCHED):  # matched, but none placed: say why
         empty = f"{out.note[0].upper()}{out.note[1:]} (retrieval {out.retrieval_id})."
     parts = [out.context.rstrip() or empty]

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Literal
 
 import anyio
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from storage.records import MemoryKind, MemoryRecord, View, Visibility
 from tools.common import (
@@ -27,6 +27,8 @@ from writing.service import Draft, Prepared, WriteRefused, WriteResult, stored_c
 
 class MemoryFields(BaseModel):
     """What one memory is made of: ``remember``'s arguments and each item of ``remember_many``."""
+
+    model_config = ConfigDict(strict=True)  # as ScopeArgs: JSON types as the schema says
 
     content: str = Field(
         min_length=1,

@@ -13,14 +13,12 @@ the only one sent.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from retrieval.outcomes import (
-    ShownContext,
     assign_credit,
     effective_score,
 )
@@ -40,6 +38,7 @@ from tools.common import (
     WithoutSecrets,
     view_for,
 )
+from tools.outcome_notes import dropped_note, inactive_note, unseen_note
 from writing.outcomes import (
     caught_up,
     converge,
@@ -51,7 +50,7 @@ from writing.outcomes import (
 )
 
 if TYPE_CHECKING:
-    from storage.store import MemoryStore
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +146,19 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             )
 
     retrievals = store.session_retrievals(scope, session_id)
+    if (
+        not retrievals
+        and args.session_id is not None
+        and args.session_id != caller.session_id
+        and store.get_outcome(scope, session_id) is None
+    ):
+        # Another session, named by id, that never recalled here and was never reported: most likely a
+        # mistyped id, and a report of it would make up a session (and move what it names).
+        raise ToolFailure(
+            f"no recall of session {session_id!r} is recorded in org {scope.org_id!r} / project "
+            f"{scope.project_id!r}; nothing was reported. Check session_id (every recall result carries its "
+            "session_id), or leave it out to report this connection's own session."
+        )
     contexts, queries, query_of_context = shown_contexts(retrievals)
     credits = tuple(
         replace(
@@ -160,6 +172,13 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             policy=runtime.credit_policy,
         )
     )
+    # A memory of the contexts that nobody named moves only because it was shown; one retracted, purged or
+    # superseded since then will not be shown again, so its share is dropped (a named one keeps its credit,
+    # which counts if it is restored: ``inactive_note``).
+    shown_only = [credit.memory_id for credit in credits if credit.role == "context"]
+    standing = store.get_memories(shown_only, view_for(args, runtime, caller)) if shown_only else {}
+    gone = {m for m in shown_only if m not in standing or standing[m].status != "active"}
+    credits = tuple(credit for credit in credits if credit.role != "context" or credit.memory_id not in gone)
     embedder = runtime.models.embedder
     query_vectors = tuple(tuple(float(x) for x in embedder.embed_query(query)) for query in queries)
     memory_ids = tuple(credit.memory_id for credit in credits)
@@ -272,20 +291,28 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             f"session {session_id} was reported before (revision {previous.revision}); this report replaced "
             "it, and the weights were recomputed as if only this report had been made"
         )
+    elif not credits and not retrievals:
+        status = "nothing_to_update"
+        detail = (
+            f"session {session_id} recalled nothing in org {scope.org_id!r} / project {scope.project_id!r} "
+            "and named no memory: nothing moved. Report after recalling, and name the memories you used with "
+            "helpful_ids"
+        )
     elif not credits:
         status = "nothing_to_update"
         detail = (
-            f"session {session_id}'s recalls put no memory into a context above the relevance floor and none "
-            "was named: nothing moved. Name the memories you used with helpful_ids"
+            f"session {session_id}'s recalls put no memory that is still active into a context above the "
+            "relevance floor and none was named: nothing moved. Name the memories you used with helpful_ids"
         )
     else:
         status = "applied"
         roles = [credit.role for credit in credits]
         closeness_note = (
-            " (to the top or bottom weight for tasks as close as this session's; the global weights listed move by"
-            " the spec's step)"
+            " (to the top or bottom weight for tasks as close as this session's; the global weights listed, which"
+            " apply to every task, move by one step of their moving average)"
             if queries
-            else " (the session recalled nothing, so its report counts for every task, by that step only)"
+            else " (the session recalled nothing, so its report counts for every task, by one step of the global"
+            " weights' moving average only)"
         )
         detail = (
             f"session {session_id} reported: {roles.count('helpful')} helpful and {roles.count('misleading')} "
@@ -294,6 +321,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             "by their position"
         )
     detail += inactive_note(store, known, named) + unseen_note(contexts, named)
+    detail += dropped_note(len(gone))
     return ReportOutcomeOutput(
         session_id=session_id,
         outcome=args.outcome,
@@ -303,39 +331,6 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         detail=detail,
         updated=updates,
     )
-
-
-def unseen_note(contexts: Sequence[ShownContext], named: Sequence[str]) -> str:
-    """What the report's detail adds for named memories none of the session's recalls put into a context
-    (an id from another session, or from memory): they count as named all the same, and the agent hears
-    it, since a memory named for a task it was not shown for moves for that task's queries."""
-    shown = {memory.memory_id for context in contexts for memory in context.memories}
-    unseen = [memory_id for memory_id in named if memory_id not in shown]
-    if not contexts or not unseen:
-        return ""
-    return f". Not in this session's recall results: {', '.join(unseen)}; counted as named all the same"
-
-
-def inactive_note(store: MemoryStore, known: dict[str, MemoryRecord], named: Iterable[str]) -> str:
-    """What the report's detail adds for the named memories recall cannot show (superseded, retracted or
-    purged since the session saw them), with the memory that stands now for each superseded one: ""
-    when all are active."""
-    said = []
-    for memory in (known[memory_id] for memory_id in named if memory_id in known):
-        if memory.status == "active":
-            continue
-        newer = ""
-        if memory.replaced_by:
-            from writing.service import current_version  # (not imported before the handshake)
-
-            head = current_version(store, memory)
-            newer = f" by {memory.replaced_by}" + (
-                f", name {head.id} next time" if head.status == "active" else ""
-            )
-        said.append(f"{memory.id} ({memory.status}{newer})")
-    if not said:
-        return ""
-    return f". Recall does not show {', '.join(said)}: the credit counts only if they are active again"
 
 
 async def handle(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -> ReportOutcomeOutput:

@@ -7,7 +7,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from storage.records import Scope, View
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, iso
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, iso, no_such_memory
 from tools.lineage import LineageInput, LineageOutput, lineage
 
 
@@ -55,10 +55,7 @@ def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> Show
     scope = args.scope(runtime.settings)
     memory = runtime.store.get_memory(args.memory_id, View(scope, caller.viewer))
     if memory is None:
-        raise ToolFailure(
-            f"no memory {args.memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}: check the id "
-            "(recall and drift list ids) and the scope"
-        )
+        raise no_such_memory(args.memory_id, scope.org_id, scope.project_id)
     history = sorted(
         (
             event

@@ -5,7 +5,6 @@ current report, written with the corroboration clusters' canonical members follo
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -13,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from retrieval.outcomes import ShownContext, ShownMemory, WeightPolicy, with_credit
-from retrieval.trace import lent_after_weighting
+from retrieval.trace import lent_after_weighting, parse_trace
 from storage.records import (
     CreditedSession,
     MemoryRecord,
@@ -111,7 +110,7 @@ def shown_contexts(
     queries: dict[str, int] = {}
     query_of_context = []
     for retrieval in retrievals:
-        trace = json.loads(retrieval.trace_json)
+        trace = parse_trace(retrieval.trace_json)
         shown = tuple(
             ShownMemory(entry["id"], unweighted_score(entry))
             for entry in trace.get("candidates", ())

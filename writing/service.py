@@ -194,7 +194,10 @@ class WriteService:
                 "Store one fact per memory, or split the text into smaller memories."
             )
         if len(tags) > limits.max_tags:
-            raise WriteRefused(f"tags has {len(tags)} entries; at most {limits.max_tags} are allowed")
+            raise WriteRefused(
+                f"`tags` has {len(tags)} entries; at most {limits.max_tags} are allowed: keep the ones recall "
+                "should filter by"
+            )
         now = self._clock()
         when = now if draft.occurred_at is None else draft.occurred_at
         if when > now + FUTURE_SLACK:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from retrieval.stages.expansion import EpisodeSource
 from retrieval.stages.instructions import instruction_signals
-from retrieval.text import cached_term_set, escape_hidden, quoted_field, set_jaccard, single_line
+from retrieval.text import cached_term_set, escape_hidden, negations, quoted_field, set_jaccard, single_line
 from retrieval.trace import ContextAssembled, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeRecord
@@ -135,7 +135,9 @@ class _Twins:
     def __init__(self, threshold: float | None) -> None:
         self._threshold = threshold
         self._clusters: dict[str, str] = {}  # cluster canonical -> the member selected
-        self._terms: list[tuple[str, frozenset[str]]] = []
+        self._terms: list[
+            tuple[str, frozenset[str], int]
+        ] = []  # and its negating words: "is not" never folds into "is"
         self._seen: dict[str, frozenset[str]] = {}  # candidate id -> its term set, computed once
 
     def of(self, candidate: Candidate) -> str | None:
@@ -146,7 +148,10 @@ class _Twins:
         terms = self._terms_of(candidate)
         if not terms:
             return None
-        for chosen_id, chosen_terms in self._terms:
+        negated = negations(candidate.memory.content)
+        for chosen_id, chosen_terms, chosen_negated in self._terms:
+            if chosen_negated != negated:
+                continue
             # |A & B| / |A | B| is at most the smaller set's size over the larger's, also as floats (so no
             # pair that reaches the threshold stops here; most pairs that do not, do).
             smaller, larger = sorted((len(terms), len(chosen_terms)))
@@ -161,7 +166,7 @@ class _Twins:
             return
         if candidate.cluster_canonical:
             self._clusters.setdefault(candidate.cluster_canonical, candidate.id)
-        self._terms.append((candidate.id, self._terms_of(candidate)))
+        self._terms.append((candidate.id, self._terms_of(candidate), negations(candidate.memory.content)))
 
     def _terms_of(self, candidate: Candidate) -> frozenset[str]:
         if candidate.id not in self._seen:

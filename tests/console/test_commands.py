@@ -325,7 +325,7 @@ def test_list_pages_through_the_scope_newest_first_and_prints_the_next_page(caps
 
 def test_bad_arguments_say_what_to_fix_and_store_nothing(capsys, db):
     status, _, err = memoria(capsys, db, "recall", "x", "--budget", "5")
-    assert status == 1 and "--budget must be between 200 and 200,000, but got 5" in err
+    assert status == 1 and "`--budget` must be between 200 and 200,000, but got 5" in err
     status, _, err = memoria(capsys, db, "recall", "x", "--org", "a" * 200)
     assert status == 1 and "`--org` is 200 characters; at most 128 are allowed" in err
     with pytest.raises(SystemExit):  # argparse: "--top-k: must be at least 1, but got 0"
@@ -366,6 +366,15 @@ def test_doctor_says_when_stored_vectors_come_from_another_embedder(capsys, db, 
     _, out, _ = memoria(capsys, db, "doctor")
     assert "WARN  embedder" in out and "offline fallback" in out
     assert "point MEMORIA_EMBEDDING_MODEL at a local sentence-transformers folder" in out
+    # Downloads are allowed by default: the advice is then the network, not a setting already on.
+    monkeypatch.setenv("MEMORIA_ALLOW_MODEL_DOWNLOADS", "true")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # (no download is tried from here)
+    checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
+    assert "let this machine reach Hugging Face" in checks["embedder"]["fix"]
+    assert "MEMORIA_ALLOW_MODEL_DOWNLOADS=true" not in checks["embedder"]["fix"]
+    monkeypatch.setenv("MEMORIA_ALLOW_MODEL_DOWNLOADS", "false")
+    checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
+    assert "set MEMORIA_ALLOW_MODEL_DOWNLOADS=true" in checks["embedder"]["fix"]
 
 
 def test_on_the_offline_fallback_the_doctor_keeps_a_models_vectors_until_the_model_loads(
@@ -417,9 +426,10 @@ def test_the_session_end_hook_reports_the_newest_claude_code_session_and_never_f
             cwd=Path(__file__).resolve().parents[2],
         )
 
-    nothing = memoria_process("outcome", "--hook", stdin=hook_input)
-    assert nothing.returncode == 0 and "nothing reported" in nothing.stderr and nothing.stdout == ""
-    memoria_process("remember", "Run the linters before pushing", "--agent", "claude-code")
+    # No store yet at MEMORIA_DB_URI: said, and the session still ends well.
+    no_store = memoria_process("outcome", "--hook", stdin=hook_input)
+    assert no_store.returncode == 0 and "there is no store at" in no_store.stderr and no_store.stdout == ""
+    memoria_process("remember", "Run the linters before pushing", "--agent", "claude-code", "--create")
     recalled = json.loads(
         memoria_process("recall", "before pushing", "--agent", "claude-code", "--json").stdout
     )
@@ -486,6 +496,8 @@ def test_export_then_import_through_the_commands_is_lossless_and_idempotent(caps
     first = as_json(capsys, copy, "import", str(backup))
     assert first["tables"]["memories_v4"] == {"written": 1, "skipped": 0}
     assert first["tables"]["weight_events"] == {"written": 1, "skipped": 0}
+    status, _, err = memoria(capsys, copy, "import", str(backup))
+    assert status == 0 and " INFO " not in err  # what it did is its output, not log lines beside it
     second = as_json(capsys, copy, "import", str(backup))
     assert all(counts["written"] == 0 for counts in second["tables"].values())
     assert memoria(capsys, copy, "export", str(again))[0] == 0
@@ -635,6 +647,20 @@ def test_a_db_that_does_not_exist_is_refused_unless_create_says_to_make_it(capsy
     assert (
         as_json(capsys, mistyped, "recall", "made on purpose")["memories"][0]["content"] == "made on purpose"
     )
+
+
+def test_a_memoria_db_uri_that_does_not_exist_is_refused_as_db_is(capsys, db, monkeypatch):
+    mistyped = db.parent / "typo"
+    monkeypatch.setenv("MEMORIA_DB_URI", str(mistyped))
+    for argv in (["stats"], ["recall", "anything"], ["remember", "lost in a typo"]):
+        status = main(argv)
+        out, err = capsys.readouterr()
+        assert status == 2 and out == ""
+        assert f"there is no store at {mistyped} (MEMORIA_DB_URI)" in err and "--create" in err
+    assert not mistyped.exists()
+    assert main(["remember", "made on purpose", "--create"]) == 0
+    assert mistyped.exists()
+    capsys.readouterr()
 
 
 def test_the_session_end_hook_never_fails_the_session_over_a_missing_store(capsys, db):
@@ -844,5 +870,15 @@ def test_an_empty_recall_names_the_filters_it_was_given(capsys, db):
         "nothing relevant found within --since 2020-01-01 --tag nosuchtag: try again without some of them."
     )
     assert "memoria outcome" not in out  # nothing recalled, nothing to report on
+    _, out, _ = memoria(capsys, db, "recall", "staging reset", "--tag", "nosuchtag")
+    assert out.startswith("nothing relevant found within --tag nosuchtag: try again without it.")
     _, out, _ = memoria(capsys, db, "recall", "bananas and kiwis")
-    assert out.startswith("nothing relevant in memory yet.")
+    assert out.startswith("nothing relevant to this query was found in memory.")
+
+
+def test_an_empty_recall_says_when_the_querys_own_time_words_limited_it(capsys, db, monkeypatch):
+    memoria(capsys, db, "remember", "The staging database is reset every Sunday")  # stored today
+    monkeypatch.setenv("MEMORIA_QUERY_TIME_WORDS", "true")
+    _, out, _ = memoria(capsys, db, "recall", "what did we decide about kubernetes this week")
+    assert out.startswith("nothing relevant found between ")
+    assert "(the query's words 'this week'): the time the query names limited the search" in out

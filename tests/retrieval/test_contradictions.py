@@ -48,3 +48,25 @@ def test_the_subject_overlap_threshold_is_a_jaccard_of_the_remaining_words():
 def test_a_memory_stating_both_terms_is_ambiguous_and_skipped():
     both = [memory("a", "it was enabled then disabled", 0), memory("b", "it is disabled", 1)]
     assert detect_contradictions(both) == []
+
+
+def test_a_negation_of_the_same_words_contradicts_them():
+    found = detect_contradictions(
+        [
+            memory("old", "The on-call rotation is weekly; handover happens Monday 10:00", 0),
+            memory("new", "The on-call rotation isn't weekly; handover happens Monday 10:00", 5),
+            memory("other", "Handover notes are not kept in the wiki", 6),
+        ]
+    )
+    assert [(c.older_id, c.newer_id, c.older_term, c.newer_term, c.subject_similarity) for c in found] == [
+        ("old", "new", "(no negation)", "isn't", 1.0)
+    ]
+
+
+def test_a_negation_that_shares_only_part_of_the_subject_is_no_contradiction():
+    # {rotat, weekly} vs {rotat, handov, weekly}: 2 / 3, below the 0.8 a negation needs
+    pair = [memory("a", "the rotation is weekly", 0), memory("b", "the rotation handover is not weekly", 1)]
+    assert detect_contradictions(pair) == []
+    # the same words negated alike say the same thing
+    alike = [memory("a", "the rotation is not weekly", 0), memory("b", "the rotation is never weekly", 1)]
+    assert detect_contradictions(alike) == []

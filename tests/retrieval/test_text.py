@@ -7,8 +7,11 @@ from retrieval.text import (
     fulltext_query,
     index_terms,
     light_stem,
+    negating_word,
+    negations,
     normalize_content,
     searchable_text,
+    without_negations,
     word_tokens,
 )
 
@@ -108,3 +111,18 @@ def test_porter2_stems_are_right_from_many_threads_at_once():
     for thread in threads:
         thread.join()
     assert all(out == expected for out in results)
+
+
+def test_negating_words_are_counted_as_written_contractions_included():
+    assert [
+        negations(t) for t in ("is weekly", "is not weekly", "isn't", "can’t", "No, never", "notable")
+    ] == [
+        0,
+        1,
+        1,
+        1,
+        2,
+        0,
+    ]
+    assert negating_word("The rotation ISN'T weekly") == "isn't" and negating_word("weekly") is None
+    assert without_negations("it isn't weekly").split() == ["it", "weekly"]

@@ -273,3 +273,23 @@ def test_the_llm_passes_are_named_in_a_list_and_an_unknown_one_is_refused():
     assert as_json.llm_passes == ["fact_selection"]
     with pytest.raises(ConfigError, match="MEMORIA_LLM_PASSES: unknown pass 'summarise': the passes are"):
         Settings.from_env({"MEMORIA_LLM_PASSES": "cleanup, summarise"}, db_uri="/tmp/x")
+
+
+def test_a_memoria_variable_that_is_no_setting_is_said_once_with_the_closest_setting(caplog, monkeypatch):
+    import server.config as config
+
+    monkeypatch.setattr(config, "_warned", set())
+    with caplog.at_level("WARNING", logger="server.config"):
+        settings = Settings.from_env({"MEMORIA_TOP_K_FACT": "5", "MEMORIA_NOTHING_LIKE_IT": "1"})
+        Settings.from_env({"MEMORIA_TOP_K_FACT": "5"})  # said once per process
+    assert settings.top_k_facts == 10  # ignored: the default stands
+    assert [record.getMessage() for record in caplog.records] == [
+        "MEMORIA_NOTHING_LIKE_IT is not a memoria setting and is ignored (docs/configuration.md lists the settings)",
+        "MEMORIA_TOP_K_FACT is not a memoria setting and is ignored (did you mean MEMORIA_TOP_K_FACTS?)",
+    ]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="server.config"):
+        Settings.from_env(
+            {"MEMORIA_TOP_K_FACTS": "5", "MEMORIA_FEEDBACK_EMA_ALPHA": "0.2", "COHERE_API_KEY": "k"}
+        )
+    assert caplog.records == []  # settings, a group's field and an alias are not warned about

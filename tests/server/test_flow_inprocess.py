@@ -222,6 +222,7 @@ async def test_a_reported_session_ends_and_the_connections_next_task_is_a_sessio
             client, "report_outcome", {"outcome": "failure", "session_id": second["session_id"]}
         )
         third = await call(client, "recall", {"query": "deploy script"})
+        await call(client, "recall", {"query": "deploy script", "session_id": "ses_other"})
         elsewhere = await call(client, "report_outcome", {"outcome": "success", "session_id": "ses_other"})
         fourth = await call(client, "recall", {"query": "deploys"})
     assert report["session_id"] == again["session_id"] == first["session_id"] == stored["session_id"]
@@ -273,7 +274,7 @@ async def test_the_schemas_carry_the_limits_the_server_enforces(settings):
     recall = tools["recall"].input_schema["properties"]
     assert (recall["top_k"]["minimum"], recall["top_k"]["maximum"]) == (1, 7)
     assert recall["query"]["maxLength"] == settings.max_query_chars
-    assert "top_k must be between 1 and 7" in refused  # the schema's bound is the one enforced
+    assert "`top_k` must be between 1 and 7" in refused  # the schema's bound is the one enforced
 
 
 async def test_the_tool_list_an_agent_loads_every_session_stays_within_12_kb(settings):

@@ -44,7 +44,7 @@ CALLS = scaled(400, 10_000)
 # What a rejected call's message must never show: a traceback, the SDK's crash text, a raw pydantic dump.
 RAW = ("Traceback", "Internal error", "validation error for", "errors.pydantic.dev", "[type=", "input_value=")
 # Lookups of an id that is not in the scope asked about: the message says so (and in which scope).
-NOT_FOUND = ("no memory ", "no retrieval ")
+NOT_FOUND = ("no memory ", "no retrieval ", "no recall of session ")
 
 
 def fuzz_settings(examples: int) -> settings:
@@ -359,6 +359,7 @@ def tool_fuzz(pools: Pools) -> dict[str, ToolFuzz]:
                 **scope_broken,
             },
             required=("outcome",),
+            lookup=True,  # a session named by id that never recalled in the scope is refused
         ),
         "explain_ranking": ToolFuzz(
             st.one_of(
@@ -722,7 +723,7 @@ LIMITS = [
         "remember",
         {"content": "tagged", "tags": [f"t{i}" for i in range(32)]},
         {"content": "tagged", "tags": [f"t{i}" for i in range(33)]},
-        "tags has 33 entries; at most 32 are allowed",
+        "`tags` has 33 entries; at most 32 are allowed: keep",
     ),
     (
         {"max_tags": 1_000},
@@ -750,14 +751,14 @@ LIMITS = [
         "recall",
         {"query": "deploy", "char_budget": 200},
         {"query": "deploy", "char_budget": 199},
-        "char_budget must be between 200 and 200,000, but got 199",
+        "`char_budget` must be between 200 and 200,000, but got 199",
     ),
     (
         {},
         "recall",
         {"query": "deploy", "char_budget": 200_000},
         {"query": "deploy", "char_budget": 200_001},
-        "char_budget must be between 200 and 200,000, but got 200,001",
+        "`char_budget` must be between 200 and 200,000, but got 200,001",
     ),
     (
         # A server bound past the model's cap: the cap is said, never a bound no value can reach.
@@ -779,7 +780,7 @@ LIMITS = [
         "recall",
         {"query": "deploy", "top_k": 100},
         {"query": "deploy", "top_k": 101},
-        "top_k must be between 1 and 100, but got 101",
+        "`top_k` must be between 1 and 100, but got 101",
     ),
     (
         {},

@@ -267,10 +267,11 @@ async def test_outcome_reports_reach_only_the_principals_own_sessions(static_ser
         named = await call(alice, "report_outcome", {"outcome": "success", "session_id": "ses_shared_name"})
     assert named["status"] == "applied" and named["session_id"].endswith(":ses_shared_name")
     async with session(url, TOKENS["dave"]) as dave:
-        # The same name is dave's own empty session; alice's full id does not reach hers either.
+        # The same name is dave's own session, which never recalled; alice's full id does not reach hers
+        # either: both are refused as sessions with no recall, and nothing of alice's moves.
         for name in ("ses_shared_name", named["session_id"]):
-            spoof = await call(dave, "report_outcome", {"outcome": "failure", "session_id": name})
-            assert spoof["status"] == "nothing_to_update" and spoof["session_id"] != named["session_id"]
+            refused = await call_error(dave, "report_outcome", {"outcome": "failure", "session_id": name})
+            assert "no recall of session" in refused and "nothing was reported" in refused
 
 
 def test_no_token_is_ever_written_to_the_log(static_server):

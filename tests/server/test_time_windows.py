@@ -112,6 +112,12 @@ async def test_with_query_time_words_on_an_unambiguous_expression_in_the_query_b
         }
         explained = await call(client, "explain_ranking", {"retrieval_id": asked["retrieval_id"]})
         assert explained["window"] == asked["window"]
+        # Nothing of that week is relevant: the agent reads that only that week was searched, and why.
+        unmatched = await client.call_tool("recall", {"query": "kubernetes ingress certificates last week"})
+        assert unmatched.content[0].text.startswith(
+            "Nothing relevant was found between 2026-11-16T00:00:00Z and 2026-11-23T00:00:00Z "
+            "(the query's words 'last week') (retrieval ret_"
+        )
 
         # No memory is of last year: the words were about something else, and nothing is left out.
         old = await call(client, "recall", {"query": "billing decision invoices we took last year"})

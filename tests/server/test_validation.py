@@ -37,8 +37,33 @@ CASES = [
     ),
     ("explain_ranking", {"query": "x", "top_k": 5_000}, "`top_k` must be between 1 and 100, but got 5000"),
     ("recall", {"query": "x", "top_k": "ten"}, "`top_k` must be a whole number, but got 'ten'"),
-    ("recall", {"query": "x", "top_k": 500}, "top_k must be between 1 and 100, but got 500"),
-    ("recall", {"query": "x", "char_budget": 50}, "char_budget must be between 200 and 200,000, but got 50"),
+    (
+        "recall",
+        {"query": "x", "top_k": 500},
+        "`top_k` must be between 1 and 100, but got 500: pass a value in that range",
+    ),
+    # JSON types as the schema says: a boolean or a string is not a number, a string is not a boolean.
+    ("recall", {"query": "x", "top_k": True}, "`top_k` must be a whole number, but got True"),
+    ("recall", {"query": "x", "top_k": "5"}, "`top_k` must be a whole number, but got '5'"),
+    ("recall", {"query": "x", "top_k": 5.0}, "`top_k` must be a whole number, but got 5.0"),
+    ("recall", {"query": "x", "tags_all": "yes"}, "`tags_all` must be true or false, but got 'yes'"),
+    (
+        "remember",
+        {"content": "x", "occurred_at": "last tuesday"},
+        "`occurred_at` must be an ISO 8601 date or time, e.g. 2026-11-24 or 2026-11-24T15:30:00Z",
+    ),
+    (
+        "forget",
+        {"memory_id": "mem_unknown"},
+        "no memory 'mem_unknown' in org 'default' / project 'default': check",
+    ),
+    ("remember_many", {"items": [{"content": "a", "kind": 1}]}, "`items.0.kind` must be one of"),
+    ("report_outcome", {"outcome": "success", "score": "0.5"}, "`score` must be a number, but got '0.5'"),
+    (
+        "recall",
+        {"query": "x", "char_budget": 50},
+        "`char_budget` must be between 200 and 200,000, but got 50: pass",
+    ),
     ("recall", {"query": "x", "kinds": ["memo"]}, "`kinds.0` must be one of"),
     (
         "report_outcome",

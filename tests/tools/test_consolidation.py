@@ -109,6 +109,24 @@ def test_an_opposite_claim_without_revision_words_is_an_open_contradiction_and_r
     assert drift(DriftInput(include_resolved=True), runtime, caller()).contradictions[0].status == "resolved"
 
 
+def test_a_negated_restatement_is_an_open_contradiction_not_a_restatement(runtime):
+    old = remember(
+        RememberInput(content="The on-call rotation is weekly; handover happens Monday 10:00"),
+        runtime,
+        caller(),
+    ).id
+    new = remember(
+        RememberInput(content="The on-call rotation is not weekly; handover happens Monday 10:00"),
+        runtime,
+        caller("ses_2"),
+    )
+    assert new.consolidation.superseded == [] and new.consolidation.contradicts == [old]
+    assert status(runtime, old) == status(runtime, new.id) == "active"
+    recalled = recall(RecallInput(query="on-call rotation weekly handover"), runtime, caller())
+    assert {m.id for m in recalled.memories} == {old, new.id}  # both shown, neither folded into the other
+    assert f"DISPUTED by newer {new.id}" in recalled.context
+
+
 def test_revision_words_turn_an_opposite_claim_into_a_revision_even_of_a_protected_memory(runtime):
     old = remember(
         RememberInput(content="Feature flag checkout_v2 is enabled in staging", protection_tier="protected"),

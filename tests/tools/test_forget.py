@@ -57,3 +57,20 @@ def test_forget_by_query_judges_a_memory_by_what_it_says_not_by_its_episode(tmp_
     ]
     walks = next(m for m in recalled.memories if m.content.startswith("Walks"))
     assert walks.score > 0.5
+
+
+def test_the_result_lists_memories_as_they_are_after_the_call_and_a_second_purge_erases_nothing(runtime):
+    kept = remember(RememberInput(content="the billing database is backed up nightly"), runtime, OWNER).id
+    purged = remember(RememberInput(content="the staging password is hunter2"), runtime, OWNER).id
+    shown = forget(ForgetInput(memory_id=kept, dry_run=True), runtime, OWNER).forgotten
+    assert [(m.id, m.status) for m in shown] == [(kept, "active")]  # a dry run: as they are now
+    retracted = forget(ForgetInput(memory_id=kept), runtime, OWNER)
+    assert [(m.id, m.status) for m in retracted.forgotten] == [(kept, "retracted")]
+    first = forget(ForgetInput(memory_id=purged, mode="purge"), runtime, OWNER)
+    assert [(m.id, m.status, m.preview) for m in first.forgotten] == [(purged, "purged", "[purged]")]
+    again = forget(ForgetInput(memory_id=purged, mode="purge"), runtime, OWNER)
+    assert (again.forgotten, again.note) == ([], "1 already purged, left as it was")
+    # a retracted memory's text can still be purged
+    erased = forget(ForgetInput(memory_id=kept, mode="purge"), runtime, OWNER)
+    assert [(m.id, m.status) for m in erased.forgotten] == [(kept, "purged")]
+    assert runtime.store.get_memory(kept).status == "purged"

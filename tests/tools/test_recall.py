@@ -165,8 +165,8 @@ def test_an_org_with_weighting_disabled_keeps_relevance_order(tmp_path):
 @pytest.mark.parametrize(
     "arguments, message",
     [
-        ({"query": "x", "top_k": 101}, "top_k must be between 1 and 100, but got 101"),
-        ({"query": "x", "char_budget": 150}, "char_budget must be between 200 and 200,000, but got 150"),
+        ({"query": "x", "top_k": 101}, "`top_k` must be between 1 and 100, but got 101"),
+        ({"query": "x", "char_budget": 150}, "`char_budget` must be between 200 and 200,000, but got 150"),
         ({"query": "x" * 4_001}, "query is 4,001 characters; the limit is 4,000"),
     ],
 )

@@ -344,11 +344,36 @@ def test_an_explicit_score_overrides_the_label(runtime, three):
     assert weights(runtime, three)["a"] == 0.925  # a failure's half share: 1 - 0.5 x 0.15
 
 
-def test_a_session_without_recalls_has_nothing_to_update(runtime, three):
-    out = report_outcome(ReportOutcomeInput(outcome="success", session_id="ses_never"), runtime, S1)
+def test_the_callers_own_session_without_recalls_has_nothing_to_update(runtime, three):
+    out = report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
     assert (out.status, out.updated) == ("nothing_to_update", [])
-    assert "helpful_ids" in out.detail
+    assert (
+        "recalled nothing in org 'default' / project 'default'" in out.detail and "helpful_ids" in out.detail
+    )
     assert weights(runtime, three) == {"a": 1.0, "b": 1.0, "c": 1.0}
+
+
+def test_another_session_named_by_an_id_that_never_recalled_is_refused_and_moves_nothing(runtime, three):
+    for named in ([], [three["a"]]):
+        with pytest.raises(ToolFailure, match="no recall of session 'ses_typo' is recorded") as refused:
+            report_outcome(
+                ReportOutcomeInput(outcome="success", session_id="ses_typo", helpful_ids=named), runtime, S1
+            )
+        assert "leave it out to report this connection's own session" in str(refused.value)
+    assert weights(runtime, three) == {"a": 1.0, "b": 1.0, "c": 1.0}
+    assert runtime.store.get_outcome(Scope("default", "default"), "ses_typo") is None
+
+
+def test_a_context_memory_retracted_since_it_was_shown_does_not_move_and_the_detail_says_so(runtime, three):
+    assert recall_top(runtime, S1) == [three["a"], three["b"]]
+    runtime.store.retract(Scope("default", "default"), [three["b"]], runtime.clock())
+    out = report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
+    assert three["b"] not in {update.id for update in out.updated}
+    assert weights(runtime, three)["b"] == 1.0 and weights(runtime, three)["a"] > 1.0
+    assert (
+        "1 memory of its contexts no longer active (retracted, purged or superseded) did not move"
+        in out.detail
+    )
 
 
 def test_outcomes_do_not_cross_projects(runtime, three):
@@ -479,7 +504,8 @@ def test_a_report_of_a_session_that_recalled_nothing_says_it_counts_everywhere_b
         Caller("b", "ses_never_recalled"),
     )
     assert (
-        "the session recalled nothing, so its report counts for every task, by that step only" in out.detail
+        "the session recalled nothing, so its report counts for every task, by one step of the global"
+        in out.detail
     )
     assert [(u.weight_before, u.weight_after) for u in out.updated] == [(1.0, pytest.approx(0.85))]
 

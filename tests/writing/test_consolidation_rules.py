@@ -48,6 +48,18 @@ def test_the_near_exact_threshold_is_inclusive():
     )
 
 
+def test_a_negation_of_the_same_words_is_not_a_restatement():
+    old = memory("old", "The on-call rotation is weekly; handover happens Monday 10:00", 0)
+    new = memory("new", "The on-call rotation is not weekly; handover happens Monday 10:00", 1)
+    assert token_jaccard(old.content, new.content) == 1.0  # "not" is a stop word
+    [kept] = near_exact_resolutions([old, new], 0.8)
+    assert (kept.action, set(kept.loser_ids)) == ("keep_both", {"old", "new"})
+    isnt = memory("isnt", "The on-call rotation isn't weekly; handover happens Monday 10:00", 2)
+    [merged, _] = near_exact_resolutions([old, new, isnt], 0.8)  # negated alike: a restatement
+    assert (merged.action, merged.survivor_id, merged.loser_ids) == ("supersede", "isnt", ("new",))
+    assert collapse_batch([old, new], 0.8) == []
+
+
 def test_restatements_chain_into_one_cluster_and_the_newest_survives():
     a = memory("a", "alpha bravo charlie delta echo", 0)
     b = memory("b", "alpha bravo charlie delta echo foxtrot", 1)  # a~b: 5/6

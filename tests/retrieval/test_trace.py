@@ -1,0 +1,60 @@
+import json
+
+import numpy as np
+import pytest
+
+from retrieval.trace import FloorApplied, RecallTrace, StageRecord, parse_trace
+from retrieval.types import Candidate
+from tests.records import memory_record
+
+
+def trace_of(candidate: Candidate, floor: float = 0.15) -> RecallTrace:
+    return RecallTrace(
+        retrieval_id="ret_1",
+        query="où est le café ?",
+        backends={"embedder": "hashed"},
+        weighting_enabled=True,
+        top_k=5,
+        char_budget=4000,
+        stages=(StageRecord("threshold", 0.25, (FloorApplied(floor, 1),)),),
+        candidates=(candidate,),
+    )
+
+
+def test_a_trace_reads_back_as_written_with_text_kept_unescaped():
+    memory = memory_record("mem_a", content="le café est au 2ᵉ étage")
+    candidate = Candidate(memory=memory, relevance_score=0.5, weighted_score=0.5, neighbourhood_bonus=0.25)
+    text = trace_of(candidate).to_json()
+    assert "café" in text  # unescaped: a purge's substring search finds the text as stored
+    document = parse_trace(text)
+    assert document["query"] == "où est le café ?"
+    assert document["stages"][0]["events"] == [{"event": "FloorApplied", "floor": 0.15, "dropped": 1}]
+    [entry] = document["candidates"]
+    assert (entry["id"], entry["preview"], entry["scores"]["final"]) == (
+        "mem_a",
+        "le café est au 2ᵉ étage",
+        0.75,
+    )
+    assert document == json.loads(text)  # the standard reader agrees
+
+
+def test_numpy_scores_are_written_as_numbers_and_nan_as_null():
+    memory = memory_record("mem_a")
+    candidate = Candidate(memory=memory, relevance_score=np.float64(0.5), weighted_score=float("nan"))
+    document = parse_trace(trace_of(candidate, floor=np.float32(0.25)).to_json())
+    assert document["stages"][0]["events"][0]["floor"] == 0.25
+    [entry] = document["candidates"]
+    assert entry["scores"]["relevance"] == 0.5
+    assert entry["scores"]["final"] is None
+
+
+def test_a_trace_written_by_the_standard_encoder_with_nan_still_reads():
+    old = json.dumps({"candidates": [{"id": "mem_a", "scores": {"final": float("nan")}}]})
+    assert "NaN" in old
+    [entry] = parse_trace(old)["candidates"]
+    assert np.isnan(entry["scores"]["final"])
+
+
+def test_a_trace_that_is_not_an_object_is_refused():
+    with pytest.raises(ValueError, match="JSON object"):
+        parse_trace("[1, 2]")
