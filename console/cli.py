@@ -280,9 +280,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return issue_token(args.principal, args.read, args.write)
     overrides = {"db_uri": args.db} if getattr(args, "db", None) else {}
-    # doctor diagnoses the store it is given; import fills a new one by nature
-    given = getattr(args, "db", None) or os.environ.get("MEMORIA_DB_URI")
-    if args.command not in ("serve", "doctor", "import") and given and hasattr(args, "create"):
+    # MEMORIA_DB_URI as the settings read it: any case, and blank means the default folder.
+    from_env = next(
+        (
+            value.strip()
+            for name, value in os.environ.items()
+            if name.upper() == "MEMORIA_DB_URI" and value.strip()
+        ),
+        None,
+    )
+    given = getattr(args, "db", None) or from_env
+    # doctor diagnoses the store it is given; import fills a new one by nature; client only prints an
+    # entry that names the folder (the server makes it when it first starts)
+    if args.command not in ("serve", "doctor", "import", "client") and given and hasattr(args, "create"):
         refused = missing_store(given, create=args.create, given_as="--db" if args.db else "MEMORIA_DB_URI")
         if refused:
             print(f"memoria: {refused}", file=sys.stderr)

@@ -404,9 +404,10 @@ def _nothing_found(args: argparse.Namespace, window: dict[str, str | None] | Non
         *([f"--org {args.org}"] if args.org else []),
     ]
     if searched_window(window) and window is not None and window.get("from") != "since/until":
+        also = f" and {' '.join(limits)}" if limits else ""
         return (
-            f"nothing relevant found{searched_window(window)}: the time the query names limited the search; "
-            "say it without the time words to search all of memory."
+            f"nothing relevant found{searched_window(window)}{also}: the time the query names limited the "
+            "search; say it without the time words to search all of memory."
         )
     if not limits:
         return "nothing relevant to this query was found in memory."
@@ -604,7 +605,9 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
                 **scope_of(args),
             },
             runtime,
-            Caller(agent_id=agent, session_id=session),
+            # A session typed with --session is named, as an agent names another session: one that never
+            # recalled is refused (a typo), not made up. Found here (the newest, or the hook's), it is ours.
+            Caller(agent_id=agent, session_id=f"{CLI_SESSION_PREFIX}report" if args.session else session),
             "report_outcome",
         )
     readable = [

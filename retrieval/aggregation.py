@@ -14,7 +14,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Protocol
@@ -37,6 +37,7 @@ from retrieval.simhash import (
     simhash,
 )
 from retrieval.stages.corroboration import ClusterMember, MemoryCluster, UnionFind, make_cluster
+from retrieval.text import negated
 from storage.records import AggregationRow, Reach, Scope, scopes_of
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,7 @@ def cluster_members(rows: Sequence[AggregationRow]) -> list[ClusterMember]:
             row.weight,
             row.created_at,
             row.simhash if row.simhash is not None else simhash(row.content),
+            negated(row.content),
         )
         for row in rows
     ]
@@ -127,6 +129,9 @@ class ScopeIndex:
         ids = [member.id for member in members]
         fingerprints = np.asarray([member.simhash for member in members], dtype=np.uint64)
         left, right = near_duplicate_pair_arrays(fingerprints, max_distance)
+        negates = np.asarray([member.negates for member in members], dtype=bool)
+        alike = negates[left] == negates[right] if len(left) else np.zeros(0, dtype=bool)
+        left, right = left[alike], right[alike]  # a claim and its negation corroborate nothing
         labels = connected_components(len(ids), left, right)
         self._blocks = _BlockTables(ids, fingerprints)
         self._union = UnionFind.from_labels(ids, labels.tolist())
@@ -153,6 +158,7 @@ class ScopeIndex:
             other
             for other in self._blocks.candidates(member.simhash)
             if other in self.members
+            and self.members[other].negates == member.negates
             and hamming(self.members[other].simhash, member.simhash) <= self.max_distance
         }
         self.members[member.id] = member
@@ -178,9 +184,7 @@ class ScopeIndex:
     def set_weight(self, memory_id: str, weight: float) -> None:
         member = self.members.get(memory_id)
         if member is not None and member.weight != weight:
-            self.members[memory_id] = ClusterMember(
-                member.id, member.agent_id, weight, member.created_at, member.simhash
-            )
+            self.members[memory_id] = replace(member, weight=weight)
             self._dirty.add(self._union.find(memory_id))
 
     def clusters_by_member(self) -> Mapping[str, MemoryCluster]:

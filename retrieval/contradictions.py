@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from retrieval.text import content_terms, light_stem, negating_word, negations, without_negations
+from retrieval.text import content_terms, light_stem, negated, negating_word, without_negations
 
 DEFAULT_OPPOSITIONS: tuple[tuple[str, str], ...] = (
     ("enabled", "disabled"),
@@ -121,28 +121,25 @@ AFFIRMED = "(no negation)"
 def negated_pairs(
     memories: Sequence[ContradictionInput], *, max_word_frequency: int = 500
 ) -> list[Contradiction]:
-    """Pairs with the same content words (Jaccard >= ``NEGATION_OVERLAP``) that negate differently: one says
-    "not" (or "never", "isn't", ...) where the other does not."""
-    counts = {memory.id: negations(memory.content) for memory in memories}
-    if not any(counts.values()):
+    """Pairs with the same content words (Jaccard >= ``NEGATION_OVERLAP``) of which one negates ("not",
+    "never", "isn't", ...) and the other does not."""
+    negates = {memory.id: negated(memory.content) for memory in memories}
+    if not any(negates.values()):
         return []
     by_id = {memory.id: memory for memory in memories}
     terms = {memory.id: set(content_terms(without_negations(memory.content))) for memory in memories}
-    index: dict[str, list[str]] = defaultdict(list)
+    index: dict[str, list[str]] = defaultdict(list)  # affirming memories by word
     for memory in memories:
-        for word in terms[memory.id]:
-            index[word].append(memory.id)
+        if not negates[memory.id]:
+            for word in terms[memory.id]:
+                index[word].append(memory.id)
     found = []
     for memory in memories:
-        if not counts[memory.id]:
+        if not negates[memory.id]:
             continue
         subject = terms[memory.id]
         partners = {
-            partner
-            for word in subject
-            if len(index[word]) <= max_word_frequency
-            for partner in index[word]
-            if counts[partner] != counts[memory.id] and (counts[partner] == 0 or partner < memory.id)
+            partner for word in subject if len(index[word]) <= max_word_frequency for partner in index[word]
         }
         for partner in partners:
             other = terms[partner]

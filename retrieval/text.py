@@ -139,16 +139,18 @@ def term_set(text: str) -> frozenset[str]:
 
 # Words that turn a statement into its opposite ("is not weekly", "never", "isn't", "without"). They are stop
 # words, so "the rotation is weekly" and "the rotation is not weekly" have the same content words: a
-# near-duplicate test also compares how many of these each text holds (``same_polarity``).
+# near-duplicate test also asks whether each text negates (``same_polarity``). Whether, not how often:
+# "neither staging nor prod uses Redis" restates "staging and prod do not use Redis". "no" before a number
+# or a full stop is a number sign ("ticket no. 42").
 _NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nothing|nobody|nowhere|neither|nor|cannot|without|[^\W\d_]+n['’]t)\b",
+    r"\b(?:not|no(?!\s*\.|\s*\d)|never|none|nothing|nobody|nowhere|neither|nor|cannot|without|[^\W\d_]+n['’]t)\b",
     re.IGNORECASE,
 )
 
 
-def negations(text: str) -> int:
-    """How many negating words ``text`` holds."""
-    return len(_NEGATION.findall(text))
+def negated(text: str) -> bool:
+    """Whether ``text`` holds a negating word."""
+    return _NEGATION.search(text) is not None
 
 
 def negating_word(text: str) -> str | None:
@@ -163,8 +165,8 @@ def without_negations(text: str) -> str:
 
 
 def same_polarity(left: str, right: str) -> bool:
-    """Whether two texts negate alike (as many negating words each): near-duplicates only if so."""
-    return negations(left) == negations(right)
+    """Whether two texts both negate or both do not: near-duplicates only if so."""
+    return negated(left) == negated(right)
 
 
 class _ClearableCache(Protocol):

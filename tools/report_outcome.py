@@ -176,7 +176,9 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     # superseded since then will not be shown again, so its share is dropped (a named one keeps its credit,
     # which counts if it is restored: ``inactive_note``).
     shown_only = [credit.memory_id for credit in credits if credit.role == "context"]
-    standing = store.get_memories(shown_only, view_for(args, runtime, caller)) if shown_only else {}
+    # Read as the scope holds them, not as the reporter sees them: the session's recalls showed them to
+    # whoever recalled (an agent's private memories, reported from the CLI as another agent).
+    standing = store.get_memories(shown_only, View(scope)) if shown_only else {}
     gone = {m for m in shown_only if m not in standing or standing[m].status != "active"}
     credits = tuple(credit for credit in credits if credit.role != "context" or credit.memory_id not in gone)
     embedder = runtime.models.embedder

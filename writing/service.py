@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from retrieval.redaction import Redacted, redact
 from retrieval.stages.corroboration import ClusterMember
-from retrieval.text import content_hash, has_visible_text, searchable_text
+from retrieval.text import content_hash, has_visible_text, negated, searchable_text
 from storage.group_commit import GroupCommit
 from storage.records import (
     Audience,
@@ -689,7 +689,9 @@ def restore_event(
 
 def cluster_member(record: MemoryRecord) -> ClusterMember:
     value = record.simhash if record.simhash is not None else fingerprint(record.content)
-    return ClusterMember(record.id, record.agent_id, record.weight, record.created_at, value)
+    return ClusterMember(
+        record.id, record.agent_id, record.weight, record.created_at, value, negated(record.content)
+    )
 
 
 # numpy (SimHash and vectors) is imported on the first write, not when the server starts: the MCP

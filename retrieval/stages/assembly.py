@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from retrieval.stages.expansion import EpisodeSource
 from retrieval.stages.instructions import instruction_signals
-from retrieval.text import cached_term_set, escape_hidden, negations, quoted_field, set_jaccard, single_line
+from retrieval.text import cached_term_set, escape_hidden, negated, quoted_field, set_jaccard, single_line
 from retrieval.trace import ContextAssembled, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeRecord
@@ -130,27 +130,29 @@ FOLDED = ": folded into it"  # ends the exclusion reason of a folded near-duplic
 
 
 class _Twins:
-    """The memories selected so far, to recognise a near-duplicate of one of them."""
+    """The memories selected so far, to recognise a near-duplicate of one of them. A memory that negates
+    is never the twin of one that does not ("is not weekly" / "is weekly"), whatever their words or
+    their corroboration cluster say."""
 
     def __init__(self, threshold: float | None) -> None:
         self._threshold = threshold
         self._clusters: dict[str, str] = {}  # cluster canonical -> the member selected
-        self._terms: list[
-            tuple[str, frozenset[str], int]
-        ] = []  # and its negating words: "is not" never folds into "is"
+        self._terms: list[tuple[str, frozenset[str]]] = []
         self._seen: dict[str, frozenset[str]] = {}  # candidate id -> its term set, computed once
+        self._negates: dict[str, bool] = {}  # candidate id -> whether it negates, computed once
 
     def of(self, candidate: Candidate) -> str | None:
         if self._threshold is None:
             return None
-        if candidate.cluster_canonical in self._clusters:
-            return self._clusters[candidate.cluster_canonical]
+        negates = self._negates_of(candidate)
+        chosen = self._clusters.get(candidate.cluster_canonical) if candidate.cluster_canonical else None
+        if chosen is not None and self._negates[chosen] == negates:
+            return chosen
         terms = self._terms_of(candidate)
         if not terms:
             return None
-        negated = negations(candidate.memory.content)
-        for chosen_id, chosen_terms, chosen_negated in self._terms:
-            if chosen_negated != negated:
+        for chosen_id, chosen_terms in self._terms:
+            if self._negates[chosen_id] != negates:
                 continue
             # |A & B| / |A | B| is at most the smaller set's size over the larger's, also as floats (so no
             # pair that reaches the threshold stops here; most pairs that do not, do).
@@ -164,9 +166,15 @@ class _Twins:
     def add(self, candidate: Candidate) -> None:
         if self._threshold is None:
             return
+        self._negates_of(candidate)
         if candidate.cluster_canonical:
             self._clusters.setdefault(candidate.cluster_canonical, candidate.id)
-        self._terms.append((candidate.id, self._terms_of(candidate), negations(candidate.memory.content)))
+        self._terms.append((candidate.id, self._terms_of(candidate)))
+
+    def _negates_of(self, candidate: Candidate) -> bool:
+        if candidate.id not in self._negates:
+            self._negates[candidate.id] = negated(candidate.memory.content)
+        return self._negates[candidate.id]
 
     def _terms_of(self, candidate: Candidate) -> frozenset[str]:
         if candidate.id not in self._seen:

@@ -34,6 +34,9 @@ class ClusterMember:
     weight: float
     created_at: datetime
     simhash: int
+    # Whether its text negates (``retrieval.text.negated``): a near-duplicate fingerprint of the opposite
+    # claim ("never pages" / "pages") is no corroboration.
+    negates: bool = False
 
 
 @dataclass(frozen=True)

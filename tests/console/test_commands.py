@@ -38,6 +38,13 @@ def memoria(capsys, db: Path, *argv: str) -> tuple[int, str, str]:
     return status, captured.out, captured.err
 
 
+def memoria_env(capsys, *argv: str) -> tuple[int, str, str]:
+    """A command with no --db: the store is the environment's."""
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
 def as_json(capsys, db: Path, *argv: str) -> dict:
     status, out, err = memoria(capsys, db, *argv, "--json")
     assert status == 0, err
@@ -661,6 +668,22 @@ def test_a_memoria_db_uri_that_does_not_exist_is_refused_as_db_is(capsys, db, mo
     assert main(["remember", "made on purpose", "--create"]) == 0
     assert mistyped.exists()
     capsys.readouterr()
+
+
+def test_memoria_client_prints_its_entry_for_a_memoria_db_uri_not_made_yet(capsys, db, monkeypatch):
+    monkeypatch.setenv("MEMORIA_DB_URI", str(db.parent / "first-setup"))
+    status, out, _ = memoria_env(capsys, "client", "claude-code", "--json")
+    assert status == 0 and json.loads(out)["files"][".mcp.json"]["mcpServers"]["memoria"]
+    assert not (db.parent / "first-setup").exists()
+
+
+def test_an_outcome_for_a_mistyped_session_is_refused_and_moves_nothing(capsys, db):
+    stored = as_json(capsys, db, "remember", "The staging database is reset every Sunday")
+    status, _, err = memoria(
+        capsys, db, "outcome", "success", "--session", "ses_typo", "--helpful", stored["id"]
+    )
+    assert status == 1 and "no recall of session 'ses_typo' is recorded" in err
+    assert as_json(capsys, db, "show", stored["id"])["weight"] == 1.0
 
 
 def test_the_session_end_hook_never_fails_the_session_over_a_missing_store(capsys, db):

@@ -130,3 +130,20 @@ def test_a_write_during_a_pass_survives_it_and_passes_do_not_overlap():
     second.join(10)
     assert source.reads == 2  # the second pass waited for the first, then read a fresh snapshot
     assert service.clusters_for(SCOPE, ["a"])["a"].corroborating_agents == ("y",)
+
+
+def test_a_claim_and_its_negation_are_no_corroboration_even_with_near_fingerprints():
+    long = (
+        "The on-call engineer pages the database team when replication lag passes five minutes during the "
+        "nightly batch window, and the incident channel gets a summary with the dashboard link afterwards"
+    )
+    negation = long.replace("pages the database team", "never pages the database team")
+    from retrieval.simhash import hamming
+
+    assert hamming(simhash(long), simhash(negation)) <= 3  # near-duplicate fingerprints
+    service = CorroborationService(FakeSource([row("a", "x", long), row("b", "y", negation, 1)]))
+    assert service.clusters_for(SCOPE, ["a", "b"]) == {}
+    # nor does a negation join a cluster as it arrives
+    service.observe(SCOPE, ClusterMember("c", "z", 1.0, T0, simhash(negation), negates=True))
+    service.observe(SCOPE, ClusterMember("d", "w", 1.0, T0, simhash(long)))
+    assert service.clusters_for(SCOPE, ["a"])["a"].corroborating_agents == ("w",)

@@ -67,6 +67,16 @@ def test_a_negation_that_shares_only_part_of_the_subject_is_no_contradiction():
     # {rotat, weekly} vs {rotat, handov, weekly}: 2 / 3, below the 0.8 a negation needs
     pair = [memory("a", "the rotation is weekly", 0), memory("b", "the rotation handover is not weekly", 1)]
     assert detect_contradictions(pair) == []
-    # the same words negated alike say the same thing
+    # the same words, both negated, say the same thing, however many negating words each holds
     alike = [memory("a", "the rotation is not weekly", 0), memory("b", "the rotation is never weekly", 1)]
     assert detect_contradictions(alike) == []
+    both = [
+        memory("a", "Neither staging nor prod uses Redis", 0),
+        memory("b", "Staging and prod do not use Redis", 1),
+    ]
+    assert detect_contradictions(both) == []
+    numbered = [
+        memory("a", "Ticket no. 42 tracks the outage", 0),
+        memory("b", "Ticket 42 tracks the outage", 1),
+    ]
+    assert detect_contradictions(numbered) == []

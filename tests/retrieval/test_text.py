@@ -7,9 +7,10 @@ from retrieval.text import (
     fulltext_query,
     index_terms,
     light_stem,
+    negated,
     negating_word,
-    negations,
     normalize_content,
+    same_polarity,
     searchable_text,
     without_negations,
     word_tokens,
@@ -113,16 +114,18 @@ def test_porter2_stems_are_right_from_many_threads_at_once():
     assert all(out == expected for out in results)
 
 
-def test_negating_words_are_counted_as_written_contractions_included():
-    assert [
-        negations(t) for t in ("is weekly", "is not weekly", "isn't", "can’t", "No, never", "notable")
-    ] == [
-        0,
-        1,
-        1,
-        1,
-        2,
-        0,
+def test_a_text_negates_when_it_holds_a_negating_word_contractions_included():
+    assert [negated(t) for t in ("is weekly", "is not weekly", "isn't", "can’t", "No, never", "notable")] == [
+        False,
+        True,
+        True,
+        True,
+        True,
+        False,
     ]
+    # "no" before a number is a number sign
+    assert not negated("Ticket no. 42 tracks the outage") and not negated("see No 7")
     assert negating_word("The rotation ISN'T weekly") == "isn't" and negating_word("weekly") is None
     assert without_negations("it isn't weekly").split() == ["it", "weekly"]
+    assert same_polarity("Neither staging nor prod uses Redis", "Staging and prod do not use Redis")
+    assert not same_polarity("the rotation is weekly", "the rotation is never weekly")

@@ -47,7 +47,7 @@ async def test_session_start_on_an_empty_scope_says_memory_holds_nothing_yet(set
                 "session_start", {"task": "set up CI", "org_id": "acme", "project_id": "new"}
             )
         )
-    assert "Memory holds nothing relevant to it yet" in started
+    assert "Memory holds nothing relevant to it: what you learn" in started
 
 
 @pytest.mark.slow

@@ -203,6 +203,23 @@ def test_similar_artifacts_are_linked_as_versions_and_the_chain_is_queryable(run
     assert status(runtime, v1) == status(runtime, v2.id) == "superseded"
 
 
+def test_an_artifact_edit_that_adds_a_negation_is_still_its_next_version(runtime):
+    # Code and config hold "not" and "None" everywhere: for an artifact, a negation is an edit like any other.
+    v1 = remember(
+        RememberInput(content="deploy.py\nif args.force:\n    push(retries=3)\nreturn None", kind="artifact"),
+        runtime,
+        caller(),
+    ).id
+    v2 = remember(
+        RememberInput(
+            content="deploy.py\nif not args.force:\n    push(retries=3)\nreturn None", kind="artifact"
+        ),
+        runtime,
+        caller("ses_2"),
+    )
+    assert v2.consolidation.version_of == v1 and status(runtime, v1) == "superseded"
+
+
 def test_the_sweep_consolidates_what_bypassed_the_write_path_and_then_leaves_it_alone(runtime):
     from tools.remember import draft_of, prepare
 

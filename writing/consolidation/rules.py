@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from retrieval.stages.corroboration import UnionFind
-from retrieval.text import negations, set_jaccard, term_set
+from retrieval.text import negated, set_jaccard, term_set
 from storage.records import MemoryRecord
 
 __all__ = ["set_jaccard", "term_set"]  # shared with assembly's near-duplicate folding (retrieval.text)
@@ -55,18 +55,18 @@ def may_absorb(survivor: MemoryRecord, loser: MemoryRecord, *, by_revision: bool
 
 
 def near_exact_resolutions(members: Sequence[MemoryRecord], threshold: float) -> list[Resolution]:
-    """Group members whose texts are near-exact restatements (Jaccard >= ``threshold``, negated alike: "is
-    not weekly" does not restate "is weekly"); in each group the newest survives and absorbs the rest it
+    """Group members whose texts are near-exact restatements (Jaccard >= ``threshold``, both negating or
+    neither: "is not weekly" does not restate "is weekly"); in each group the newest survives and absorbs the rest it
     may; every other pair is kept as genuinely distinct."""
     sets = UnionFind()
     terms = {member.id: term_set(member.content) for member in members}
-    negated = {member.id: negations(member.content) for member in members}
+    negates = {member.id: negated(member.content) for member in members}
     for member in members:
         sets.add(member.id)
     for index, left in enumerate(members):
         for right in members[index + 1 :]:
             if (
-                negated[left.id] == negated[right.id]
+                negates[left.id] == negates[right.id]
                 and set_jaccard(terms[left.id], terms[right.id]) >= threshold
             ):
                 sets.union(left.id, right.id)
@@ -108,7 +108,7 @@ def collapse_batch(
     pairs = []
     survivors: list[MemoryRecord] = []
     terms = {record.id: term_set(record.content) for record in records}
-    negated = {record.id: negations(record.content) for record in records}
+    negates = {record.id: negated(record.content) for record in records}
     for record in reversed(records):  # later items win
         match = next(
             (
@@ -117,7 +117,7 @@ def collapse_batch(
                 if kept.kind == record.kind
                 and (across_agents or kept.agent_id == record.agent_id)
                 and may_absorb(kept, record)
-                and negated[kept.id] == negated[record.id]
+                and negates[kept.id] == negates[record.id]
                 and set_jaccard(terms[kept.id], terms[record.id]) >= threshold
             ),
             None,

@@ -23,7 +23,7 @@ from retrieval.models.rerankers.base import Reranker, RerankFailed
 from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
 from retrieval.stages.corroboration import UnionFind
-from retrieval.text import content_hash, same_polarity, searchable_text
+from retrieval.text import content_hash, searchable_text
 from storage.records import (
     Audience,
     ContradictionRecord,
@@ -298,11 +298,7 @@ class ConsolidationService:
         candidates = [
             (token_jaccard(memory.content, hit.record.content), hit.record)
             for hit in neighbours
-            if hit.score >= self.policy.resolve_threshold
-            and hit.record.created_at <= memory.created_at
-            and same_polarity(
-                memory.content, hit.record.content
-            )  # "X is not set" is no version of "X is set"
+            if hit.score >= self.policy.resolve_threshold and hit.record.created_at <= memory.created_at
         ]
         candidates = [
             (score, record) for score, record in candidates if score >= self.policy.artifact_threshold
