@@ -53,8 +53,12 @@ def detect_contradictions(
     *,
     threshold: float = 0.5,
     max_word_frequency: int = 500,
+    negations: bool = True,
 ) -> list[Contradiction]:
-    """Pairs asserting opposite terms whose remaining words overlap by Jaccard >= ``threshold``."""
+    """Pairs asserting opposite terms whose remaining words overlap by Jaccard >= ``threshold``, and with
+    ``negations`` the pairs one of which negates the other's words (``negated_pairs``). That look tokenises
+    every memory given (the opposite terms are found by a cheap scan first): the write path asks it of a
+    memory and its neighbours, a pass over a whole scope does not."""
     stems = {light_stem(word): word for pair in oppositions for word in pair}
     # A cheap prefilter on the raw text: only memories that may contain an opposition word are tokenised.
     mentions = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, stems), key=len, reverse=True)) + ")")
@@ -105,7 +109,7 @@ def detect_contradictions(
                     found[key] = Contradiction(
                         first.id, second.id, older_term, newer_term, round(similarity, 6)
                     )
-    for contradiction in negated_pairs(memories, max_word_frequency=max_word_frequency):
+    for contradiction in negated_pairs(memories, max_word_frequency=max_word_frequency) if negations else ():
         key = (contradiction.older_id, contradiction.newer_id)
         if key not in found:
             found[key] = contradiction

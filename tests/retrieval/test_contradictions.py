@@ -80,3 +80,9 @@ def test_a_negation_that_shares_only_part_of_the_subject_is_no_contradiction():
         memory("b", "Ticket 42 tracks the outage", 1),
     ]
     assert detect_contradictions(numbered) == []
+
+
+def test_a_pass_over_a_whole_scope_leaves_negations_to_the_write_path():
+    pair = [memory("a", "the rotation is weekly", 0), memory("b", "the rotation is not weekly", 1)]
+    assert len(detect_contradictions(pair)) == 1
+    assert detect_contradictions(pair, negations=False) == []
