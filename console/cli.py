@@ -6,13 +6,12 @@ the serving path (``server.serve``), which writes only to stderr. Only their arg
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from server.config import ConfigError, Settings
+from server.config import ConfigError, Settings, default_data_dir
 from server.log_setup import configure_logging
 from server.serve import add_serve_arguments, serve
 
@@ -280,30 +279,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return issue_token(args.principal, args.read, args.write)
     overrides = {"db_uri": args.db} if getattr(args, "db", None) else {}
-    # MEMORIA_DB_URI as the settings read it: any case, and blank means the default folder.
-    from_env = next(
-        (
-            value.strip()
-            for name, value in os.environ.items()
-            if name.upper() == "MEMORIA_DB_URI" and value.strip()
-        ),
-        None,
-    )
-    given = getattr(args, "db", None) or from_env
-    # doctor diagnoses the store it is given; import fills a new one by nature; client only prints an
-    # entry that names the folder (the server makes it when it first starts)
-    if args.command not in ("serve", "doctor", "import", "client") and given and hasattr(args, "create"):
-        refused = missing_store(given, create=args.create, given_as="--db" if args.db else "MEMORIA_DB_URI")
-        if refused:
-            print(f"memoria: {refused}", file=sys.stderr)
-            return 0 if getattr(args, "hook", False) else 2
     try:
         settings = Settings.from_env(**overrides)
+        # A store someone named (--db, or MEMORIA_DB_URI as the settings read it) must exist: doctor
+        # diagnoses the store it is given; import fills a new one by nature; client only prints an entry
+        # that names the folder (the server makes it when it first starts). The default folder is made on
+        # first use.
+        named = settings.db_uri != str(default_data_dir() / "lancedb")
+        if args.command not in ("serve", "doctor", "import", "client") and named and hasattr(args, "create"):
+            refused = missing_store(
+                settings.db_uri, create=args.create, given_as="--db" if args.db else "MEMORIA_DB_URI"
+            )
+            if refused:
+                print(f"memoria: {refused}", file=sys.stderr)
+                return 0 if getattr(args, "hook", False) else 2
         # A command for people prints what it did itself: the log's INFO lines (one per import, per
         # maintenance round) would only interleave with that output, unless asked for.
         quiet = (
             args.command != "serve"
-            and "MEMORIA_LOG_LEVEL" not in os.environ
+            and "log_level" not in settings.model_fields_set
             and not getattr(args, "verbose", False)
         )
         configure_logging("WARNING" if quiet else settings.log_level)

@@ -403,11 +403,12 @@ def _nothing_found(args: argparse.Namespace, window: dict[str, str | None] | Non
         *([f"--project {args.project}"] if args.project else []),
         *([f"--org {args.org}"] if args.org else []),
     ]
-    if searched_window(window) and window is not None and window.get("from") != "since/until":
+    searched = searched_window(window)
+    if searched and window and window.get("from") != "since/until":
         also = f" and {' '.join(limits)}" if limits else ""
         return (
-            f"nothing relevant found{searched_window(window)}{also}: the time the query names limited the "
-            "search; say it without the time words to search all of memory."
+            f"nothing relevant found{searched}{also}: the time the query names limited the search; say it "
+            "without the time words to search all of memory."
         )
     if not limits:
         return "nothing relevant to this query was found in memory."

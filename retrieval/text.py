@@ -139,7 +139,7 @@ def term_set(text: str) -> frozenset[str]:
 
 # Words that turn a statement into its opposite ("is not weekly", "never", "isn't", "without"). They are stop
 # words, so "the rotation is weekly" and "the rotation is not weekly" have the same content words: a
-# near-duplicate test also asks whether each text negates (``same_polarity``). Whether, not how often:
+# near-duplicate test also asks whether each text negates (``negated``). Whether, not how often:
 # "neither staging nor prod uses Redis" restates "staging and prod do not use Redis". "no" before a number
 # or a full stop is a number sign ("ticket no. 42").
 _NEGATION = re.compile(
@@ -162,11 +162,6 @@ def negating_word(text: str) -> str | None:
 def without_negations(text: str) -> str:
     """``text`` with its negating words blanked ("isn't" would leave "isn" among its content words)."""
     return _NEGATION.sub(" ", text)
-
-
-def same_polarity(left: str, right: str) -> bool:
-    """Whether two texts both negate or both do not: near-duplicates only if so."""
-    return negated(left) == negated(right)
 
 
 class _ClearableCache(Protocol):

@@ -1,7 +1,6 @@
 """The server's one frozen configuration object, read from the environment once at start-up.
 
-Nothing else in the project reads ``os.environ`` for a setting (the CLI looks at ``MEMORIA_DB_URI`` and
-``MEMORIA_LOG_LEVEL`` only to know whether they were set). Each setting is declared once, here: a field ``x`` is
+Nothing else in the project reads ``os.environ``. Each setting is declared once, here: a field ``x`` is
 read from ``MEMORIA_X``, a field ``y`` of a group ``g`` from ``MEMORIA_G_Y`` (``variables()`` lists them;
 docs/configuration.md describes them).
 """
