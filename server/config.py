@@ -523,6 +523,13 @@ class Settings(BaseSettings):
         le=604_800,
         description="seconds a table version is kept once a newer one replaced it (a read on it finishes first)",
     )
+    journal_retention_days: float = Field(
+        30.0,
+        ge=0,
+        le=36_500,
+        description="days each recall's record (trace, context, A/B rows) is kept for explain_ranking, "
+        "report_outcome and the report (0: for ever)",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @field_validator("llm_passes", mode="before")

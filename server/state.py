@@ -124,6 +124,8 @@ class ServerRuntime(Runtime):
     own work (upkeep, transports) and the commands for people."""
 
     settings: Settings
+    # When the maintenance rounds last expired the journal (``time.monotonic()``; None: not yet).
+    journal_expired_at: float | None = None
 
 
 def read_lane(settings: Settings, models: Models) -> int:

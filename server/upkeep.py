@@ -5,6 +5,7 @@ runtime, called by the server's background threads."""
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -73,10 +74,39 @@ def maintenance_round(runtime: Runtime) -> dict[str, str]:
     expired = expire_ephemeral(runtime)
     if expired:
         log.info("retracted %d expired ephemeral memories", expired)
+    from storage.schema import AB_LOGS, RETRIEVALS  # pyarrow: not before the handshake
+
+    records, rows = expire_journal(runtime)
     return runtime.store.maintain(
         min_fragments=runtime.settings.compaction.min_fragments,
         keep_replaced_for=timedelta(seconds=runtime.settings.keep_versions_seconds),
+        compact=[name for name, went in ((RETRIEVALS, records), (AB_LOGS, rows)) if went],
     )
+
+
+JOURNAL_EXPIRY_EVERY_SECONDS = 600.0  # a look for expired records scans the journal's dates: not every round
+
+
+def expire_journal(runtime: Runtime, *, now: float | None = None) -> tuple[int, int]:
+    """Delete the recalls' records and A/B rows older than ``MEMORIA_JOURNAL_RETENTION_DAYS`` (0: kept for
+    ever), at most once every ``JOURNAL_EXPIRY_EVERY_SECONDS``; the round's compaction then rewrites what
+    the deletes left, and the clean-up of old versions gives the disk back. Returns what went."""
+    days = runtime.settings.journal_retention_days
+    now = time.monotonic() if now is None else now
+    last = runtime.journal_expired_at
+    if not days or (last is not None and now - last < JOURNAL_EXPIRY_EVERY_SECONDS):
+        return 0, 0
+    runtime.journal_expired_at = now
+    records, rows = runtime.store.expire_journal(runtime.clock() - timedelta(days=days))
+    if records or rows:
+        log.info(
+            "the journal dropped %d recall records and %d A/B rows older than %g days "
+            "(MEMORIA_JOURNAL_RETENTION_DAYS)",
+            records,
+            rows,
+            days,
+        )
+    return records, rows
 
 
 def expire_ephemeral(runtime: Runtime) -> int:

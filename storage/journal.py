@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from functools import partial
 
 from storage import filters
+from storage.locking import retrying
 from storage.records import AbLogRow, RetrievalPurpose, RetrievalRecord, Scope
 from storage.rows import retrieval_from_row, scope_of_row
 from storage.scan import utc
@@ -31,6 +33,25 @@ class RetrievalJournal(StoreTables):
 
     def log_ab_rows(self, rows: Sequence[AbLogRow]) -> None:
         self._logs.add(self._ab_logs, [row.__dict__ for row in rows])
+
+    def expire_journal(self, before: datetime) -> tuple[int, int]:
+        """Delete the retrieval records and A/B log rows made before ``before`` (the journal's retention,
+        ``MEMORIA_JOURNAL_RETENTION_DAYS``): a recall's record is 15-20 KB on disk, and a server that keeps
+        every one grows with every recall it serves. Returns how many records and rows went. Reports keep
+        what they credited (their own tables), so weights do not move when the recalls behind them go.
+        Under the logs lock (shared), like the write-behind appends and their compaction, so that no such
+        delete is in flight while a purge scrubs traces."""
+        self._logs.flush()  # a queued record that old goes too
+        condition = filters.earlier_than("created_at", before)
+        deleted = []
+        with self._logs_lock.shared():
+            for table in (self._retrievals, self._ab_logs):
+                # A delete commits a version even when nothing matches: look first.
+                if not self._select(table, condition, ["created_at"], limit=1):
+                    deleted.append(0)
+                    continue
+                deleted.append(int(retrying(partial(table.delete, condition)).num_deleted_rows))
+        return deleted[0], deleted[1]
 
     def get_retrieval(self, retrieval_id: str, scope: Scope) -> RetrievalRecord | None:
         queued = self._logs.queued(

@@ -207,8 +207,9 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
         record = runtime.store.get_retrieval(args.retrieval_id, scope)
         if record is None:
             raise ToolFailure(
-                f"no retrieval {args.retrieval_id!r} in org {scope.org_id!r} / project {scope.project_id!r}: "
-                "pass a retrieval_id returned by recall in this scope, or pass query instead"
+                f"no retrieval {args.retrieval_id!r} in org {scope.org_id!r} / project {scope.project_id!r} "
+                "(recalls are kept for MEMORIA_JOURNAL_RETENTION_DAYS): pass a retrieval_id returned by recall "
+                "in this scope, or pass query instead"
             )
         check_visible(record, view, runtime)
     else:

@@ -146,11 +146,20 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             )
 
     retrievals = store.session_retrievals(scope, session_id)
+    reported = store.get_outcome(scope, session_id) if not retrievals else None
+    if reported is not None and reported.queries:
+        # Reported once with its recalls, which the journal has dropped since (its retention): a new report
+        # would credit nothing they showed and take back what the first one credited.
+        raise ToolFailure(
+            f"session {session_id!r} was reported on {reported.reported_at:%Y-%m-%d}, and its recalls are "
+            "older than the journal keeps them (MEMORIA_JOURNAL_RETENTION_DAYS): its report stands as it was "
+            "and nothing moved. Report a newer session instead."
+        )
     if (
         not retrievals
         and args.session_id is not None
         and args.session_id != caller.session_id
-        and store.get_outcome(scope, session_id) is None
+        and reported is None
     ):
         # Another session, named by id, that never recalled here and was never reported: most likely a
         # mistyped id, and a report of it would make up a session (and move what it names).
