@@ -74,13 +74,10 @@ def maintenance_round(runtime: Runtime) -> dict[str, str]:
     expired = expire_ephemeral(runtime)
     if expired:
         log.info("retracted %d expired ephemeral memories", expired)
-    from storage.schema import AB_LOGS, RETRIEVALS  # pyarrow: not before the handshake
-
-    records, rows = expire_journal(runtime)
+    expire_journal(runtime)
     return runtime.store.maintain(
         min_fragments=runtime.settings.compaction.min_fragments,
         keep_replaced_for=timedelta(seconds=runtime.settings.keep_versions_seconds),
-        compact=[name for name, went in ((RETRIEVALS, records), (AB_LOGS, rows)) if went],
     )
 
 

@@ -51,6 +51,8 @@ class RetrievalJournal(StoreTables):
                     deleted.append(0)
                     continue
                 deleted.append(int(retrying(partial(table.delete, condition)).num_deleted_rows))
+                if deleted[-1]:
+                    self._deleted_from.add(table.name)  # the next maintenance round compacts it
         return deleted[0], deleted[1]
 
     def get_retrieval(self, retrieval_id: str, scope: Scope) -> RetrievalRecord | None:

@@ -107,6 +107,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._quoted = {}
         self._logs = WriteBehind(self._append_log)
         self._appends_since_maintenance = 0
+        self._deleted_from = set()
         self._row_ids = RowIds(capacity=cache_total_rows)  # as many as the scope copies hold
         self._superseded = SupersededVersions()
         self._optimize_seconds = {}

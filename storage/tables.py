@@ -80,6 +80,7 @@ class StoreTables:
     # Retrieval id -> the memories its queued record's trace quotes, as its recall gave them (until written).
     _quoted: dict[str, frozenset[str]]
     _appends_since_maintenance: int  # each one a table version and a fragment to compact
+    _deleted_from: set[str]  # tables rows were deleted from since their last compaction (the journal's)
     _row_ids: RowIds  # memory id -> stable row id, for updates that find their rows without a scan
     _cache: ScopeCache
 

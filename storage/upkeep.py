@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -74,14 +74,13 @@ class Upkeep(StoreTables):
         min_fragments: int,
         keep_versions_for: timedelta = timedelta(hours=1),
         keep_replaced_for: timedelta | None = None,
-        compact: Collection[str] = (),
     ) -> dict[str, str]:
         """Compact tables whose appends have piled up into many small fragments, fold new rows into the
         indexes and drop old versions: with ``keep_replaced_for`` (the server's rounds), versions a newer
         one replaced at least that long ago (``storage.versions``: a read never loses the version it
         started on); without it (a one-off round), versions committed more than ``keep_versions_for``
-        ago. ``compact``: tables compacted however few their fragments (rows were deleted from them: a
-        compaction rewrites the files that hold them). Returns what it did per table."""
+        ago. A table rows were deleted from (the journal's expiry) is compacted however few its fragments:
+        a compaction rewrites the files that hold them. Returns what it did per table."""
         self._appends_since_maintenance = 0
         self._logs.flush()
         report: dict[str, str] = {}
@@ -91,7 +90,7 @@ class Upkeep(StoreTables):
                 self._superseded.observe(name, looked_at, int(table.version))
             fragments = fragment_count(table)
             unindexed = sum(index.num_unindexed_rows or 0 for index in table.list_indices())
-            if fragments < min_fragments and unindexed < 1_000 and name not in compact:
+            if fragments < min_fragments and unindexed < 1_000 and name not in self._deleted_from:
                 continue
             optimize = partial(self._optimize, name, table, keep_versions_for, keep_replaced_for)
             if name in (schema.RETRIEVALS, schema.AB_LOGS):
@@ -110,6 +109,7 @@ class Upkeep(StoreTables):
                     retrying(optimize)
             else:
                 self._optimize_beside_writes(name, table, optimize, fragments, min_fragments)
+            self._deleted_from.discard(name)
             after = fragment_count(table)
             report[name] = (
                 f"compacted {fragments} -> {after} fragments; folded {unindexed} row-index entries into indexes"
