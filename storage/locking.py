@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TypeVar
 
+from storage.shared_lock import SharedLock
+
 try:  # POSIX
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -121,14 +123,17 @@ class LogsLock:
     recall, the record must not reach the table with the quote. Its append holds this lock shared and
     first reads which of its candidates are purged now; a purge commits the purged status, then holds
     the lock exclusively while it scrubs the table. An append either committed before the scrub (which
-    then scrubs it) or read the purged status after it committed (and scrubbed itself). Within a process
-    a mutex serialises both; across the processes of a local store a file lock does (shared for appends,
-    which go on beside each other; exclusive for a scrub). Object stores have no file to lock: there a
-    record appended by one replica after another's purge can keep its quote."""
+    then scrubs it) or read the purged status after it committed (and scrubbed itself). Appends go on
+    beside each other and a scrub waits for all of them, within a process (a shared lock) and across the
+    processes of a local store (a file lock, shared or exclusive). Within a process a mutex once
+    serialised the appends too: under ``benchmarks.load`` a restatement's lineage event waited there
+    behind the journal's write-behind batches and the logs tables' compaction (py-spy: 7% of remember's
+    time). Object stores have no file to lock: there a record appended by one replica after another's
+    purge can keep its quote."""
 
     def __init__(self, lock_path: Path | None) -> None:
         self._lock_path = lock_path
-        self._here = threading.Lock()
+        self._here = SharedLock()  # this process's holders: appends together, a scrub alone
 
     @contextmanager
     def shared(self) -> Iterator[None]:
@@ -142,7 +147,7 @@ class LogsLock:
 
     @contextmanager
     def _held(self, *, exclusive: bool) -> Iterator[None]:
-        with self._here:
+        with self._here.write() if exclusive else self._here.read():
             if self._lock_path is None:
                 yield
                 return

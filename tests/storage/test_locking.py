@@ -201,3 +201,58 @@ def test_other_errors_are_raised_at_once():
     with pytest.raises(ValueError):
         retrying(operation, sleep=sleeps)
     assert len(calls) == 1 and sleeps.delays == []
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["local file", "object store"])
+def test_appends_hold_the_logs_lock_together_and_a_scrub_waits_for_them_all(tmp_path, local):
+    """Two threads append under the logs lock at once (neither waits for the other); a scrub
+    (exclusive) waits until both are done, and an append waits while the scrub runs."""
+    import threading
+
+    from storage.locking import LogsLock
+
+    lock = LogsLock(tmp_path / ".logs.lock" if local else None)
+    both_in = threading.Barrier(3, timeout=10)
+    leave = threading.Event()
+    events: list[str] = []
+
+    def append(name: str) -> None:
+        with lock.shared():
+            both_in.wait()  # only passes if both appends hold the lock at once
+            leave.wait(10)
+            events.append(f"{name} out")
+
+    appends = [threading.Thread(target=append, args=(n,)) for n in ("a", "b")]
+    for thread in appends:
+        thread.start()
+    both_in.wait()
+
+    def scrub() -> None:
+        with lock.exclusive():
+            events.append("scrub in")
+            scrubbing.set()
+            finish.wait(10)
+            events.append("scrub out")
+
+    scrubbing, finish = threading.Event(), threading.Event()
+    scrubber = threading.Thread(target=scrub)
+    scrubber.start()
+    assert not scrubbing.wait(0.3)  # the appends still hold it
+    leave.set()
+    for thread in appends:
+        thread.join(10)
+    assert scrubbing.wait(10)
+
+    def late_append() -> None:
+        with lock.shared():
+            events.append("late in")
+
+    late = threading.Thread(target=late_append)
+    late.start()
+    late.join(0.3)
+    assert late.is_alive()  # an append waits for the scrub
+    finish.set()
+    scrubber.join(10)
+    late.join(10)
+    assert sorted(events[:2]) == ["a out", "b out"]
+    assert events[2:] == ["scrub in", "scrub out", "late in"]
