@@ -244,13 +244,14 @@ class FeedbackLog(StoreTables):
         return max(revisions) if revisions else None
 
     def feedback_version(self) -> int:
-        """The credit table's version: any report, by any process, changes it."""
-        return int(self._feedback.version)
+        """The credit table's version: any report, by any process, changes it (read from the table only
+        when a report's sequence ended since the last read: ``storage.generations``)."""
+        return self._feedback_version.current()
 
     def report_versions(self) -> tuple[int, int]:
         """The versions of the credit table and of the report table (``put_outcome`` commits to the first,
         then the second): a report read at these versions is current while both stay the same."""
-        return self.feedback_version(), int(self._outcomes.version)
+        return int(self._feedback.version), int(self._outcomes.version)
 
     def credits_for(
         self,

@@ -267,6 +267,13 @@ def index_memories(memories: Any) -> None:
     memories.create_index("search_text", config=FTS(with_position=False), replace=True)
 
 
+def m009_write_generations(db: Any, ctx: MigrationContext) -> None:
+    """Writers count the write generations of a local store (``storage.generations``), and readers trust
+    a table version while no write sequence ended since they read it. A release before this one writes
+    without counting, so its writes would stay unseen for up to a second: the schema version makes it
+    refuse this store. Nothing in the tables changes."""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "create_tables", m001_create_tables),
     Migration(2, "corroboration", m002_corroboration),
@@ -276,6 +283,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "ab_log_columns", m006_ab_log_columns),
     Migration(7, "visibility", m007_visibility),
     Migration(8, "primary_keys", m008_primary_keys),
+    Migration(9, "write_generations", m009_write_generations),
 )
 
 

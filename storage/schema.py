@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Migration 4 moved the memories to a table with stable row ids, whose per-row "last updated at version"
 # lets a process read only what changed since the version it has cached (storage.scope_cache).

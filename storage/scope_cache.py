@@ -37,7 +37,7 @@ IDLE_SECONDS = 300.0
 class CacheReader(Protocol):
     """How the cache reads the memories table (``storage.store.MemoryStore`` provides it)."""
 
-    def table_version(self) -> int: ...
+    def latest_version(self) -> int: ...
 
     def scope_size_above(self, scope: Scope, limit: int) -> bool: ...
 
@@ -175,7 +175,7 @@ class ScopeCache:
                 with self._lock.write():
                     self._too_big.add(scope)
                 continue
-            read_at = self._reader.table_version()
+            read_at = self._reader.latest_version()
             copy = self._read_copy(scope)
             with self._lock.write():
                 if scope in self._copies:
@@ -289,7 +289,7 @@ class ScopeCache:
             checked = self._checked
             if checked is None or checked[1] < asked:  # no check began since this call did
                 began = time.monotonic()
-                checked = self._checked = (self._reader.table_version(), began)
+                checked = self._checked = (self._reader.latest_version(), began)
         self._pin.checked = pinned
         return checked[0]
 
@@ -300,7 +300,7 @@ class ScopeCache:
             pinned = getattr(self._pin, "depth", 0) > 0
             if pinned and getattr(self._pin, "checked", False):
                 return
-            version = self._reader.table_version()
+            version = self._reader.latest_version()
             self._pin.checked = pinned
         if self._version is not None and version <= self._version:
             return

@@ -321,7 +321,13 @@ class MemorySearch(StoreTables):
     # ------------------------------------------------------------------ the scope cache's reads
 
     def table_version(self) -> int:
+        """The memories table's newest version, read from the table."""
         return int(self._memories.version)
+
+    def latest_version(self) -> int:
+        """The memories table's newest version as the scope copies take it: read from the table only when a
+        write sequence ended since the last read (``storage.generations``)."""
+        return self._memories_version.current()
 
     def scope_size_above(self, scope: Scope, limit: int) -> bool:
         rows = self._memories.search().where(filters.scope_is(scope)).select(["id"]).limit(limit + 1)

@@ -2,14 +2,16 @@
 roles, one module each: ``memories``, ``search``, ``lineage``, ``forgetting``, ``journal`` (retrievals
 and A/B logs), ``feedback_log``, ``upkeep``, over the shared ``tables`` and the ``rows`` layout.
 
-Reads always see the newest committed version (``read_consistency_interval=0``), so a write made by
-another server process on the same store is visible to the next recall. Write sequences run under
+Reads see the newest version committed by a write sequence that ended (``read_consistency_interval=0``;
+the scope copies, credits and snapshots ask for it by write generation, ``storage.generations``), so a
+write made by another server process on the same store is visible to the next recall. Write sequences run under
 ``WriteLock`` and ``retrying``; ids are deterministic, so a retried or concurrent duplicate write
 lands on the same id and reads collapse any duplicate rows.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from datetime import timedelta
@@ -22,6 +24,7 @@ from storage import migrations, recovery, schema
 from storage.appenders import Appenders
 from storage.feedback_log import FeedbackLog
 from storage.forgetting import PURGE_JOURNAL, Forgetting, PendingPurge
+from storage.generations import GENERATIONS_FILE_NAME, REPORTS, WRITES, Generations, VersionWatch
 from storage.group_commit import GroupCommit
 from storage.journal import RetrievalJournal
 from storage.lexical_index import Analyzer
@@ -43,6 +46,8 @@ from storage.tables import StoreError, local_folder
 from storage.upkeep import Upkeep
 from storage.versions import SupersededVersions
 from storage.write_behind import WriteBehind
+
+log = logging.getLogger(__name__)
 
 __all__ = ["PURGE_JOURNAL", "MemoryStore", "PendingPurge", "StoreError"]
 
@@ -119,14 +124,23 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
             analyzer=analyzer,
         )
         self._inserts = GroupCommit(self._insert_batch)
+        self._generations = _generations(lock.path)
+        self._memories_version = self._watch(self._memories, WRITES)
+        self._feedback_version = self._watch(self._feedback, REPORTS)
         self._contradiction_snapshots = ScopeSnapshots(
-            lambda: int(self._contradictions.version),
+            self._watch(self._contradictions, WRITES).current,
             self._read_open_contradictions,
             max_rows=SNAPSHOT_MAX_ROWS,
         )
         self._attestation_snapshots = ScopeSnapshots(
-            lambda: int(self._attestations.version), self._scope_attesters, max_rows=SNAPSHOT_MAX_ROWS
+            self._watch(self._attestations, WRITES).current, self._scope_attesters, max_rows=SNAPSHOT_MAX_ROWS
         )
+
+    def _watch(self, table: Any, generation: int) -> VersionWatch:
+        """The version of ``table`` as readers take it: read again only when a write sequence on it ended
+        (its lock's ``generation``), or always by the thread holding that lock."""
+        holding = self._holds_write_lock if generation == WRITES else self._holds_reports_lock
+        return VersionWatch(lambda: int(table.version), self._generations, generation, holding)
 
     @classmethod
     def open(
@@ -209,6 +223,8 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
             self._lock.close()
             self._reports_lock.close()
             self._compaction_lock.close()
+            if self._generations is not None:
+                self._generations.close()
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -227,6 +243,18 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
                 for name in (schema.MEMORIES, schema.RETRIEVALS, schema.OUTCOMES)
             },
         )
+
+
+def _generations(lock_path: Path | None) -> Generations | None:
+    """The write generations of a local store, beside its lock file; None on an object store, or where the
+    file cannot be opened for writing (a store read from a read-only folder: every read checks the table)."""
+    if lock_path is None:
+        return None
+    try:
+        return Generations(lock_path.with_name(GENERATIONS_FILE_NAME))
+    except OSError as exc:
+        log.info("write generations unavailable (%s): every read checks the table's version", exc)
+        return None
 
 
 def _recover(local_path: Path) -> None:

@@ -17,6 +17,7 @@ from lancedb.expr import Expr
 
 from storage import filters, schema
 from storage.appenders import Appenders
+from storage.generations import REPORTS, WRITES, Generations, VersionWatch
 from storage.locking import LogsLock, WriteLock, retrying
 from storage.records import Reach, Scope, org_shelf, scopes_of
 from storage.row_ids import RowIds
@@ -83,6 +84,12 @@ class StoreTables:
     _deleted_from: set[str]  # tables rows were deleted from since their last compaction (the journal's)
     _row_ids: RowIds  # memory id -> stable row id, for updates that find their rows without a scan
     _cache: ScopeCache
+    # The locks' write generations (a local store; None on an object store), and the versions readers
+    # take from them: the memories table's, the contradictions' and attestations' (``exclusive()``), the
+    # credit table's (``reporting()``).
+    _generations: Generations | None
+    _memories_version: VersionWatch
+    _feedback_version: VersionWatch
 
     @property
     def uri(self) -> str:
@@ -136,7 +143,7 @@ class StoreTables:
         weights."""
         if getattr(self._writing, "depth", 0) > 0 and getattr(self._reporting, "depth", 0) == 0:
             raise RuntimeError("the reports' lock is taken before the write lock, never inside it")
-        with self._sequence(self._reports_lock, self._reporting):
+        with self._sequence(self._reports_lock, self._reporting, REPORTS):
             yield
 
     @contextmanager
@@ -144,22 +151,34 @@ class StoreTables:
         """Hold the store's write lock across a read-check-write sequence (re-entrant); reads inside it
         check the table's version even within ``one_version()``, so the sequence decides on the newest
         rows."""
-        with self._sequence(self._lock, self._writing):
+        with self._sequence(self._lock, self._writing, WRITES):
             yield
 
     @contextmanager
-    def _sequence(self, lock: WriteLock, nesting: threading.local) -> Iterator[None]:
+    def _sequence(self, lock: WriteLock, nesting: threading.local, generation: int) -> Iterator[None]:
         """Hold ``lock`` (re-entrant), counting this thread's nesting in ``nesting.depth``; the outermost
-        sequence makes the next reads check the table's version (nested ones read within its check)."""
+        sequence makes the next reads check the table's version (nested ones read within its check), and
+        counts the lock's ``generation`` as it begins and ends (``storage.generations``)."""
         with lock.hold():
             depth = getattr(nesting, "depth", 0)
-            if depth == 0:
+            outermost = depth == 0
+            if outermost:
                 self._cache.recheck()
+                if self._generations is not None:
+                    self._generations.begin(generation)
             nesting.depth = depth + 1
             try:
                 yield
             finally:
                 nesting.depth = depth
+                if outermost and self._generations is not None:
+                    self._generations.end(generation)
+
+    def _holds_write_lock(self) -> bool:
+        return getattr(self._writing, "depth", 0) > 0
+
+    def _holds_reports_lock(self) -> bool:
+        return getattr(self._reporting, "depth", 0) > 0
 
     # ------------------------------------------------------------------ reads and writes every role uses
 

@@ -141,7 +141,7 @@ class CountingReader:
         self.rows = rows
         self.version_checks = 0
 
-    def table_version(self) -> int:
+    def latest_version(self) -> int:
         self.version_checks += 1
         return 1
 
@@ -232,7 +232,7 @@ class AnotherProcessWritesDuringTheRead:
     def __init__(self, store: MemoryStore, other: MemoryStore) -> None:
         self.store, self.other = store, other
 
-    def table_version(self) -> int:
+    def latest_version(self) -> int:
         return self.store.table_version()
 
     def scope_size_above(self, scope, limit) -> bool:

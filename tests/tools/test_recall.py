@@ -81,7 +81,10 @@ def test_kinds_and_tags_filter_the_candidates(runtime, stored):
 def test_only_active_memories_are_searched(runtime, stored):
     from lancedb.expr import col, lit
 
-    runtime.store._memories.update(where=col("id") == lit(stored["pool"]), values={"status": "superseded"})
+    with runtime.store.exclusive():  # as every writer does: another process's write shows at once
+        runtime.store._memories.update(
+            where=col("id") == lit(stored["pool"]), values={"status": "superseded"}
+        )
     out = recall(RecallInput(query="postgres connection pool size"), runtime, CALLER)
     assert stored["pool"] not in {m.id for m in out.memories}
 

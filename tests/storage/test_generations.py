@@ -1,0 +1,147 @@
+"""Write generations: a version read for real stays current while no write sequence ended since, and
+readers ask the table again as soon as one did, whichever process ran it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from storage.generations import REPORTS, WRITES, Generations, VersionWatch, still_current
+from storage.records import NewMemory, Scope
+from storage.store import MemoryStore
+from tests.records import memory_record
+
+NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)
+SCOPE = Scope("o", "p")
+DIM = 4
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Table:
+    """A table's version, counting how often it is read."""
+
+    def __init__(self) -> None:
+        self.version = 1
+        self.reads = 0
+
+    def check(self) -> int:
+        self.reads += 1
+        return self.version
+
+
+def new(memory_id: str, content: str) -> NewMemory:
+    record = memory_record(memory_id, content=content, content_hash=memory_id, created_at=NOW)
+    return NewMemory(record=record, vector=np.ones(DIM, dtype=np.float32), search_text=content)
+
+
+@pytest.mark.parametrize(
+    ("read_before", "now", "current"),
+    [
+        (4, 4, True),  # nothing began or ended
+        (4, 5, True),  # a sequence began and has not ended: nothing it wrote is acknowledged yet
+        (4, 6, False),  # a sequence ended
+        (5, 5, True),  # the sequence under way then is still under way
+        (5, 6, False),  # ... and has ended now
+        (5, 7, False),  # its holder died and the next holder began: the count moved by two
+    ],
+)
+def test_a_version_stays_current_until_a_sequence_ends(read_before, now, current):
+    assert still_current(read_before, now) is current
+
+
+def test_a_sequence_counts_odd_while_under_way_and_a_dead_holder_makes_the_next_count_two(tmp_path):
+    generations = Generations(tmp_path / "generations")
+    generations.begin(WRITES)
+    assert (generations.read(WRITES), generations.read(REPORTS)) == (1, 0)
+    generations.end(WRITES)
+    assert generations.read(WRITES) == 2
+    generations.begin(WRITES)  # this holder dies inside its sequence: it never ends it
+    generations.begin(WRITES)
+    assert generations.read(WRITES) == 5
+    generations.end(WRITES)
+    assert generations.read(WRITES) == 6
+
+
+def test_every_opening_of_the_file_sees_the_same_counts(tmp_path):
+    """Each process maps the file on its own: a count made through one mapping is read through another."""
+    first, second = Generations(tmp_path / "generations"), Generations(tmp_path / "generations")
+    first.begin(REPORTS)
+    first.end(REPORTS)
+    assert second.read(REPORTS) == 2
+    second.begin(REPORTS)
+    assert first.read(REPORTS) == 3
+
+
+def test_a_reader_asks_the_table_again_only_after_a_sequence_ended(tmp_path):
+    generations, table, clock = Generations(tmp_path / "generations"), Table(), Clock()
+    watch = VersionWatch(table.check, generations, WRITES, lambda: False, clock=clock)
+    assert [watch.current() for _ in range(3)] == [1, 1, 1]
+    assert table.reads == 1
+    generations.begin(WRITES)
+    table.version = 2  # committed inside the sequence: not acknowledged before it ends
+    assert watch.current() == 1 and table.reads == 1
+    generations.end(WRITES)
+    assert watch.current() == 2 and table.reads == 2
+    assert watch.current() == 2 and table.reads == 2
+
+
+def test_the_holder_of_the_lock_always_reads_the_table(tmp_path):
+    """A sequence must see its own commits before it ends."""
+    generations, table = Generations(tmp_path / "generations"), Table()
+    holding = [False]
+    watch = VersionWatch(table.check, generations, WRITES, lambda: holding[0], clock=Clock())
+    watch.current()
+    holding[0] = True
+    generations.begin(WRITES)
+    table.version = 2
+    assert watch.current() == 2 and table.reads == 2
+
+
+def test_a_version_is_trusted_for_a_second_at_most(tmp_path):
+    """A writer of an earlier release counts no generation: its writes show within a second."""
+    generations, table, clock = Generations(tmp_path / "generations"), Table(), Clock()
+    watch = VersionWatch(table.check, generations, WRITES, lambda: False, clock=clock)
+    watch.current()
+    table.version = 2
+    clock.now += 0.9
+    assert watch.current() == 1
+    clock.now += 0.2
+    assert watch.current() == 2 and table.reads == 2
+
+
+def test_without_generations_every_read_asks_the_table():
+    table = Table()
+    watch = VersionWatch(table.check, None, WRITES, lambda: False)
+    watch.current()
+    watch.current()
+    assert table.reads == 2
+
+
+def test_a_memory_another_process_remembered_is_read_at_once_and_idle_reads_check_nothing(tmp_path):
+    """Two stores on one folder stand for two processes: each maps the generations file and takes the
+    write lock's file on its own."""
+    uri = str(tmp_path / "db")
+    reader, writer = MemoryStore.open(uri, vector_dim=DIM), MemoryStore.open(uri, vector_dim=DIM)
+    try:
+        reader.insert_memory(new("m1", "the staging database resets on Sundays"))
+        assert reader.get_memory("m1", SCOPE) is not None
+        checks = reader._memories_version.checks
+        for _ in range(5):
+            reader.get_memory("m1", SCOPE)
+        assert reader._memories_version.checks == checks  # nothing ended: no manifest read
+        writer.insert_memory(new("m2", "billing deploys go out on Tuesdays"))
+        found = reader.get_memory("m2", SCOPE)
+        assert found is not None and found.content == "billing deploys go out on Tuesdays"
+        assert reader._memories_version.checks == checks + 1
+    finally:
+        reader.close()
+        writer.close()
