@@ -43,10 +43,12 @@ class Generations:
     """The generation counters of one local store, shared by its processes through a mapped file."""
 
     def __init__(self, path: Path) -> None:
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # as the lock files: the umask decides
         try:
             if os.fstat(descriptor).st_size < _SLOTS * _SLOT.size:  # a new file (zeros), or one to widen
                 os.ftruncate(descriptor, _SLOTS * _SLOT.size)
+            # Never unmapped by hand: a request thread still ending its sequence while the store closes
+            # must find the page; the mapping goes with the last reference.
             self._map = mmap.mmap(descriptor, _SLOTS * _SLOT.size)
         finally:
             os.close(descriptor)  # the mapping keeps the file
@@ -65,9 +67,6 @@ class Generations:
         count = self.read(slot)
         self._write(slot, count + 1 if count % 2 else count)
 
-    def close(self) -> None:
-        self._map.close()
-
     def _write(self, slot: int, count: int) -> None:
         _SLOT.pack_into(self._map, slot * _SLOT.size, count)
 
@@ -79,11 +78,23 @@ def still_current(read_before: int, now: int) -> bool:
     return now == read_before or (read_before % 2 == 0 and now == read_before + 1)
 
 
+class _Check:
+    """A read of the table under way, made after reading ``generation``; its waiters share its version."""
+
+    def __init__(self, generation: int, began: float) -> None:
+        self.generation = generation
+        self.began = began
+        self.version: int | None = None
+        self.done = threading.Event()
+
+
 class VersionWatch:
     """A table's newest version for readers: the version last read for real while it is still current by
-    its lock's generation (``still_current``), else read again. ``holding()`` says whether the calling
-    thread holds the lock of the generation: a holder reads for real every time, so that its sequence
-    sees its own commits. Without generations (an object store) every call reads for real."""
+    its lock's generation (``still_current``), else read again. Readers that find a read under way that
+    began at a generation still current for them wait for it instead of reading too (after a sequence
+    ends, the recalls in flight all need a new version: one manifest read serves them). ``holding()`` says
+    whether the calling thread holds the lock of the generation: a holder reads for real every time, alone,
+    so that its sequence sees its own commits. Without generations (an object store) every call reads."""
 
     def __init__(
         self,
@@ -103,6 +114,7 @@ class VersionWatch:
         self._clock = clock
         self._lock = threading.Lock()
         self._known: tuple[int, int, float] | None = None  # (generation read before, version, when)
+        self._under_way: _Check | None = None
         self.checks = 0  # versions read for real (tests and benchmarks read it)
 
     def current(self) -> int:
@@ -113,12 +125,36 @@ class VersionWatch:
         now = self._clock()
         with self._lock:
             known = self._known
-        if known is not None and still_current(known[0], generation) and now - known[2] < self._trust_seconds:
-            return known[1]
-        version = self._check()
-        self.checks += 1
-        with self._lock:
-            # Keep the newest reading: a slower check that began earlier must not replace it.
-            if self._known is None or (generation, now) >= (self._known[0], self._known[2]):
-                self._known = (generation, version, now)
-        return version
+            if (
+                known is not None
+                and still_current(known[0], generation)
+                and now - known[2] < self._trust_seconds
+            ):
+                return known[1]
+            shared = self._under_way
+            if shared is None or not still_current(shared.generation, generation):
+                shared, mine = _Check(generation, now), True
+                self._under_way = shared
+            else:
+                mine = False
+        if not mine:
+            shared.done.wait()
+            if shared.version is not None:
+                return shared.version
+            return self._read(_Check(generation, now))  # that read failed: this reader tries its own
+        return self._read(shared)
+
+    def _read(self, check: _Check) -> int:
+        try:
+            check.version = self._check()
+            self.checks += 1
+            with self._lock:
+                # Keep the newest reading: a slower read that began earlier must not replace it.
+                if self._known is None or (check.generation, check.began) >= (self._known[0], self._known[2]):
+                    self._known = (check.generation, check.version, check.began)
+            return check.version
+        finally:
+            with self._lock:
+                if self._under_way is check:
+                    self._under_way = None
+            check.done.set()

@@ -128,8 +128,10 @@ class LogsLock:
     processes of a local store (a file lock, shared or exclusive). Within a process a mutex once
     serialised the appends too: under ``benchmarks.load`` a restatement's lineage event waited there
     behind the journal's write-behind batches and the logs tables' compaction (py-spy: 7% of remember's
-    time). Object stores have no file to lock: there a record appended by one replica after another's
-    purge can keep its quote."""
+    time). On Linux a shared file lock is granted even while another process waits for the exclusive
+    one, so a scrub waits for a gap between this process's appends (they are short, and the remembers
+    that make lineage events wait for the purging process's write lock meanwhile). Object stores have no
+    file to lock: there a record appended by one replica after another's purge can keep its quote."""
 
     def __init__(self, lock_path: Path | None) -> None:
         self._lock_path = lock_path
@@ -147,7 +149,10 @@ class LogsLock:
 
     @contextmanager
     def _held(self, *, exclusive: bool) -> Iterator[None]:
-        with self._here.write() if exclusive else self._here.read():
+        # Windows locks a file exclusively only, per handle, retrying each second: there this process's
+        # holders take turns in memory instead of at the file.
+        alone = exclusive or (fcntl is None and self._lock_path is not None)
+        with self._here.write() if alone else self._here.read():
             if self._lock_path is None:
                 yield
                 return

@@ -76,11 +76,6 @@ class ScopeCache:
         self._lock = SharedLock()
         self._touching = threading.Lock()  # the recency bookkeeping readers update while they share it
         self._pin = threading.local()  # one_version(): depth, and whether the version was checked
-        # The table version as last checked, and when that check began: checks run outside ``_lock``,
-        # and threads that asked while one was under way share the next one (one manifest read serves
-        # them all; a check that began before a thread asked may have missed a commit, so it is not used).
-        self._checked: tuple[int, float] | None = None
-        self._checking = threading.Lock()
         self.loads = 0  # scope copies built from a full read (tests and the benchmark read these)
         self.deltas = 0  # catch-ups that read only the changed rows
 
@@ -279,19 +274,15 @@ class ScopeCache:
 
     def _observed_version(self) -> int | None:
         """The table's version for this read: None when this thread's request already checked it
-        (``one_version``); else a check made for this call, or one that finished a moment ago (while
-        concurrent reads wait for one check rather than each making its own)."""
+        (``one_version``). Checks run outside ``_lock``; the reader shares them between threads
+        (``storage.generations.VersionWatch``: one manifest read after a write sequence ends serves every
+        recall in flight, and the thread holding the write lock always reads its own)."""
         pinned = getattr(self._pin, "depth", 0) > 0
         if pinned and getattr(self._pin, "checked", False):
             return None
-        asked = time.monotonic()
-        with self._checking:
-            checked = self._checked
-            if checked is None or checked[1] < asked:  # no check began since this call did
-                began = time.monotonic()
-                checked = self._checked = (self._reader.latest_version(), began)
+        version = self._reader.latest_version()
         self._pin.checked = pinned
-        return checked[0]
+        return version
 
     def _catch_up(self, version: int | None = None) -> None:
         """Bring the copies to ``version`` (the table's, checked by the caller; None: check it now

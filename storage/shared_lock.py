@@ -1,4 +1,5 @@
-"""A lock that many readers hold at once, or one writer alone: the scope cache's lock.
+"""A lock that many readers hold at once, or one writer alone: the scope cache's lock, and within a process
+the logs lock's (``storage.locking.LogsLock``: appends together, a purge's scrub alone).
 
 Reads of the scope copies (a matrix product, a BM25 lookup, records by id) do not change them, so a
 recall need not wait for another recall's reads; only applying a write to a copy, catching up with the
@@ -67,7 +68,7 @@ class SharedLock:
                 held.writes -= 1
             return
         if getattr(held, "reads", 0) > 0:
-            raise RuntimeError("a reader of the scope cache cannot write to it inside its read")
+            raise RuntimeError("a thread that holds this lock shared cannot take it exclusively inside")
         me = threading.get_ident()
         with self._condition:
             self._waiting_writers += 1

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         vector_index_min_rows: int = DEFAULT_VECTOR_INDEX_MIN_ROWS,
         appenders: Appenders,
         analyzer: Analyzer | None = None,
+        generations: Generations | None = None,
     ) -> None:
         self._vector_index_min_rows = vector_index_min_rows
         self._db = db
@@ -124,7 +126,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
             analyzer=analyzer,
         )
         self._inserts = GroupCommit(self._insert_batch)
-        self._generations = _generations(lock.path)
+        self._generations = generations
         self._memories_version = self._watch(self._memories, WRITES)
         self._feedback_version = self._watch(self._feedback, REPORTS)
         self._contradiction_snapshots = ScopeSnapshots(
@@ -186,8 +188,9 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
                 "(a writable folder, or a LanceDB URI with credentials in MEMORIA_STORAGE_OPTIONS)."
             ) from exc
         lock = WriteLock(local_path / LOCK_FILE_NAME if local_path is not None else None)
+        generations = _generations(lock.path)
         try:
-            with lock.hold():
+            with lock.hold(), _counted(generations):
                 if local_path is not None:
                     _recover(local_path)
                 meta = retrying(
@@ -205,6 +208,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
                 vector_index_min_rows=vector_index_min_rows,
                 analyzer=analyzer,
                 appenders=Appenders(append_db),
+                generations=generations,
             )
         except BaseException:
             lock.close()
@@ -223,8 +227,6 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
             self._lock.close()
             self._reports_lock.close()
             self._compaction_lock.close()
-            if self._generations is not None:
-                self._generations.close()
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -253,8 +255,30 @@ def _generations(lock_path: Path | None) -> Generations | None:
     try:
         return Generations(lock_path.with_name(GENERATIONS_FILE_NAME))
     except OSError as exc:
-        log.info("write generations unavailable (%s): every read checks the table's version", exc)
+        log.warning(
+            "cannot write %s (%s): this process reads every table version from the table, and other "
+            "processes on this store may see its writes up to a second late; give this user write access "
+            "to the store folder's files",
+            lock_path.with_name(GENERATIONS_FILE_NAME),
+            exc,
+        )
         return None
+
+
+@contextmanager
+def _counted(generations: Generations | None) -> Iterator[None]:
+    """A write sequence around opening the store (recovery and migrations rewrite tables, holding the
+    write lock): processes already serving look at the memories and their side tables again after it.
+    Only the write lock is held here, so only its generation is counted (counting one whose lock another
+    process may hold would break its count)."""
+    if generations is None:
+        yield
+        return
+    generations.begin(WRITES)
+    try:
+        yield
+    finally:
+        generations.end(WRITES)
 
 
 def _recover(local_path: Path) -> None:

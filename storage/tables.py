@@ -138,9 +138,10 @@ class StoreTables:
         them): reports in parallel competed for the cores and for the write lock (their weight writes),
         and remember p95 was 3.6-3.8 s, recall p95 1.4 s instead of 1.0 s. The weights a report writes
         to the memories table take the write lock (``exclusive()``) inside this one, always in that order:
-        taking this lock while holding the write lock is refused, as it could deadlock. Reads inside it
-        check the memories table's version, like ``exclusive()``'s, so a report computes on current
-        weights."""
+        taking this lock while holding the write lock is refused, as it could deadlock. Reads of the
+        credit table inside it check its version, and reads of the memories table do when a write
+        sequence ended since their last check (weights change only under this lock), so a report
+        computes on current weights and credits."""
         if getattr(self._writing, "depth", 0) > 0 and getattr(self._reporting, "depth", 0) == 0:
             raise RuntimeError("the reports' lock is taken before the write lock, never inside it")
         with self._sequence(self._reports_lock, self._reporting, REPORTS):

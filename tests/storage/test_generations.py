@@ -145,3 +145,110 @@ def test_a_memory_another_process_remembered_is_read_at_once_and_idle_reads_chec
     finally:
         reader.close()
         writer.close()
+
+
+def test_readers_that_find_a_read_under_way_wait_for_it_instead_of_reading_too(tmp_path):
+    """After a sequence ends, the recalls in flight need a new version: one read of the table serves them."""
+    import threading
+
+    generations = Generations(tmp_path / "generations")
+    reading, release = threading.Event(), threading.Event()
+    table = Table()
+
+    def slow_check() -> int:
+        reading.set()
+        release.wait(10)
+        return table.check()
+
+    watch = VersionWatch(slow_check, generations, WRITES, lambda: False)
+    got: list[int] = []
+    first = threading.Thread(target=lambda: got.append(watch.current()))
+    first.start()
+    assert reading.wait(10)
+    others = [threading.Thread(target=lambda: got.append(watch.current())) for _ in range(3)]
+    for thread in others:
+        thread.start()
+    release.set()
+    for thread in [first, *others]:
+        thread.join(10)
+    assert got == [1, 1, 1, 1] and table.reads == 1
+
+
+def test_a_reader_does_not_wait_for_a_read_that_began_before_a_sequence_ended(tmp_path):
+    """A read under way that began before a sequence ended may miss its commit: a later reader reads again."""
+    import threading
+
+    generations = Generations(tmp_path / "generations")
+    reading, release = threading.Event(), threading.Event()
+    table = Table()
+
+    def check() -> int:
+        if threading.current_thread().name == "early":
+            reading.set()
+            release.wait(10)
+            return 1
+        return table.check()
+
+    watch = VersionWatch(check, generations, WRITES, lambda: False)
+    early = threading.Thread(target=watch.current, name="early")
+    early.start()
+    assert reading.wait(10)
+    generations.begin(WRITES)
+    table.version = 2
+    generations.end(WRITES)
+    assert watch.current() == 2  # did not wait for the early read (release is never set before this)
+    release.set()
+    early.join(10)
+
+
+def test_the_holder_reads_its_own_commit_while_other_threads_trust_the_older_version(tmp_path):
+    """Inside a sequence, a commit the scope copy did not apply (here: a row changed behind its back, as a
+    compaction's version makes ``advance`` refuse) is read by the holder at once, even with other threads
+    reading the version meanwhile."""
+    import threading
+
+    from lancedb.expr import col, lit
+
+    uri = str(tmp_path / "db")
+    store = MemoryStore.open(uri, vector_dim=DIM)
+    try:
+        store.insert_memory(new("m1", "the staging database resets on Sundays"))
+        assert store.get_memory("m1", SCOPE).status == "active"
+        with store.exclusive():
+            store._memories.update(where=col("id") == lit("m1"), values={"status": "retracted"})
+            other = threading.Thread(target=lambda: store.get_memory("m1", SCOPE))
+            other.start()
+            other.join(10)
+            assert store.get_memory("m1", SCOPE).status == "retracted"
+    finally:
+        store.close()
+
+
+def test_opening_a_store_counts_a_write_sequence_for_the_processes_already_serving(tmp_path):
+    uri = str(tmp_path / "db")
+    serving = MemoryStore.open(uri, vector_dim=DIM)
+    try:
+        before = serving._generations.read(WRITES)
+        MemoryStore.open(uri, vector_dim=DIM).close()
+        assert serving._generations.read(WRITES) == before + 2
+    finally:
+        serving.close()
+
+
+def test_a_store_whose_generations_file_cannot_be_written_reads_every_version_from_the_table(
+    tmp_path, caplog
+):
+    uri = tmp_path / "db"
+    uri.mkdir()
+    (uri / ".memoria-generations").mkdir()  # a path no user can open as a file, root included
+    store = MemoryStore.open(str(uri), vector_dim=DIM)
+    try:
+        assert store._generations is None
+        assert "cannot write" in caplog.text
+        store.insert_memory(new("m1", "the staging database resets on Sundays"))
+        checks = store._memories_version.checks
+        store.get_memory("m1", SCOPE)
+        store.get_memory("m1", SCOPE)
+        assert store._memories_version.checks == checks + 2
+    finally:
+        store.close()
