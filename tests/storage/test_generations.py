@@ -252,3 +252,43 @@ def test_a_store_whose_generations_file_cannot_be_written_reads_every_version_fr
         assert store._memories_version.checks == checks + 2
     finally:
         store.close()
+
+
+def test_a_process_killed_inside_its_sequence_leaves_its_commit_to_the_next_holder_and_no_duplicate(tmp_path):
+    """A writer process commits a memory inside its sequence and is killed before it ends (kill -9): the
+    count stays odd, nothing was acknowledged, and the next holder counts two, reads the table for real
+    (so it finds the row and does not insert it again), and readers see the memory once it ended."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    uri = str(tmp_path / "db")
+    store = MemoryStore.open(uri, vector_dim=DIM)
+    try:
+        assert store.get_memory("m1", SCOPE) is None
+        script = textwrap.dedent(
+            f"""
+            import os, signal
+            from tests.storage.test_generations import new
+            from storage.rows import memory_to_row
+            from storage.store import MemoryStore
+            store = MemoryStore.open({uri!r}, vector_dim={DIM})
+            with store.exclusive():
+                store._append(store._memories, [memory_to_row(new("m1", "the staging database resets on Sundays"))])
+                os.kill(os.getpid(), signal.SIGKILL)
+            """
+        )
+        done = subprocess.run([sys.executable, "-c", script], cwd=os.getcwd(), timeout=120)
+        assert done.returncode == -signal.SIGKILL
+        before = store._generations.read(WRITES)
+        assert before % 2 == 1  # left inside its sequence
+        store.insert_memory(new("m1", "the staging database resets on Sundays"))
+        assert store._generations.read(WRITES) == before + 3  # two as it began, one as it ended
+        rows = store._memories.search().where("id = 'm1'").select(["id"]).to_arrow()
+        assert rows.num_rows == 1
+        found = store.get_memory("m1", SCOPE)
+        assert found is not None and found.content == "the staging database resets on Sundays"
+    finally:
+        store.close()
