@@ -15,7 +15,10 @@ read through LanceDB's one background thread, queued behind the appends. A gener
 memory-mapped page.
 
 Commits made without a sequence (a compaction beside the writes) leave every row as it was and count
-nothing. Object stores have no file to share: there every read checks the table, as before.
+nothing. Object stores have no file to share: there every read checks the table, as before. A read that
+must see a commit of a sequence still under way reads the table as a holder does (the statuses a
+retrieval record's append masks its quotes by, which a purge commits and scrubs before its sequence ends:
+``StoreTables._exact_versions``).
 """
 
 from __future__ import annotations

@@ -110,6 +110,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._lineage = db.open_table(schema.LINEAGE)
         self._contradictions = db.open_table(schema.CONTRADICTIONS)
         self._writing = threading.local()  # write-sequence nesting depth, per thread
+        self._exact = threading.local()
         self._appenders = appenders
         self._quoted = {}
         self._logs = WriteBehind(self._append_log)
@@ -141,7 +142,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
     def _watch(self, table: Any, generation: int) -> VersionWatch:
         """The version of ``table`` as readers take it: read again only when a write sequence on it ended
         (its lock's ``generation``), or always by the thread holding that lock."""
-        holding = self._holds_write_lock if generation == WRITES else self._holds_reports_lock
+        holding = self._reads_writes_exactly if generation == WRITES else self._holds_reports_lock
         return VersionWatch(lambda: int(table.version), self._generations, generation, holding)
 
     @classmethod

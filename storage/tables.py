@@ -88,6 +88,7 @@ class StoreTables:
     # take from them: the memories table's, the contradictions' and attestations' (``exclusive()``), the
     # credit table's (``reporting()``).
     _generations: Generations | None
+    _exact: threading.local  # ``_exact_versions()`` nesting depth, per thread
     _memories_version: VersionWatch
     _feedback_version: VersionWatch
 
@@ -175,8 +176,26 @@ class StoreTables:
                 if outermost and self._generations is not None:
                     self._generations.end(generation)
 
-    def _holds_write_lock(self) -> bool:
-        return getattr(self._writing, "depth", 0) > 0
+    def _reads_writes_exactly(self) -> bool:
+        """Whether this thread takes the versions of the write lock's tables from the tables themselves: it
+        holds the write lock (its sequence must see its own commits), or it reads inside
+        ``_exact_versions()``."""
+        return getattr(self._writing, "depth", 0) > 0 or getattr(self._exact, "depth", 0) > 0
+
+    @contextmanager
+    def _exact_versions(self) -> Iterator[None]:
+        """Reads in the block take the memories table's version from the table, not by write generation: a
+        read that must see a commit another process made inside a write sequence still under way. A purge
+        commits the purged status, scrubs the recorded traces and only then ends its sequence; an append
+        of retrieval records that reads the statuses after the scrub must see that status
+        (``LogsLock``)."""
+        depth = getattr(self._exact, "depth", 0)
+        self._exact.depth = depth + 1
+        self._cache.recheck()
+        try:
+            yield
+        finally:
+            self._exact.depth = depth
 
     def _holds_reports_lock(self) -> bool:
         return getattr(self._reporting, "depth", 0) > 0
@@ -319,8 +338,9 @@ class StoreTables:
 
     def _statuses(self, scope: Scope, memory_ids: set[str]) -> dict[str, str]:
         """The status of each of these memories ``scope`` holds: from the scope's copy when there is
-        one (brought up to the newest version), else from the table."""
-        with self._cache.reading(scope, build=False) as copy:
+        one (brought up to the table's newest version, read from the table: a purge still under way in
+        another process has committed its status), else from the table."""
+        with self._exact_versions(), self._cache.reading(scope, build=False) as copy:
             if copy is not None:
                 return {i: record.status for i, record in by_id(copy, memory_ids).items()}
         condition = filters.all_of(filters.scope_is(scope), filters.one_of("id", sorted(memory_ids)))

@@ -606,6 +606,21 @@ def test_a_record_another_process_queued_before_a_purge_is_written_without_the_p
     assert b._quoted == {}  # what the recalls gave is let go once their records are written
 
 
+def test_a_record_appended_while_another_process_is_still_inside_its_purge_is_masked(two_processes):
+    """A purge commits the purged status, scrubs the recorded traces, and ends its write sequence after
+    (here, later: its caller's sequence goes on). Another process that appends a record quoting the memory
+    after the scrub reads the status from the table, not the version it trusted before the purge began,
+    and masks the quote."""
+    _, a, b = two_processes
+    assert b.get_memories(["m2"], SCOPE)["m2"].content == SECRET  # B's copy, at a version B now trusts
+    with a.exclusive():  # the purge's sequence has not ended when B appends
+        assert a.purge(SCOPE, ["m2"], NOW) == ["m2"]
+        b.record_retrieval(quoting("m2", SECRET), quoted=["m2", "m1"])
+        b.flush_logs()
+    trace = json.loads(a.get_retrieval("r1", SCOPE).trace_json)
+    assert [c["preview"] for c in trace["candidates"]] == ["[purged]", "kept"]
+
+
 def test_a_record_that_could_not_be_written_leaves_nothing_held(tmp_path, monkeypatch):
     store = MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM)
     try:
