@@ -141,8 +141,8 @@ class StoreTables:
         to the memories table take the write lock (``exclusive()``) inside this one, always in that order:
         taking this lock while holding the write lock is refused, as it could deadlock. Reads of the
         credit table inside it check its version, and reads of the memories table do when a write
-        sequence ended since their last check (weights change only under this lock), so a report
-        computes on current weights and credits."""
+        sequence ended since their last check, so a report computes on the credits and weights of every
+        write acknowledged before it."""
         if getattr(self._writing, "depth", 0) > 0 and getattr(self._reporting, "depth", 0) == 0:
             raise RuntimeError("the reports' lock is taken before the write lock, never inside it")
         with self._sequence(self._reports_lock, self._reporting, REPORTS):
