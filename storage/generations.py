@@ -28,7 +28,8 @@ import os
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 GENERATIONS_FILE_NAME = ".memoria-generations"
@@ -69,6 +70,15 @@ class Generations:
         """The lock of ``slot`` is about to be released: the sequence ends (even)."""
         count = self.read(slot)
         self._write(slot, count + 1 if count % 2 else count)
+
+    @contextmanager
+    def sequence(self, slot: int) -> Iterator[None]:
+        """Count a sequence of ``slot``'s lock around the block; the caller holds that lock."""
+        self.begin(slot)
+        try:
+            yield
+        finally:
+            self.end(slot)
 
     def _write(self, slot: int, count: int) -> None:
         _SLOT.pack_into(self._map, slot * _SLOT.size, count)

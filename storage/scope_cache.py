@@ -288,11 +288,9 @@ class ScopeCache:
         """Bring the copies to ``version`` (the table's, checked by the caller; None: check it now
         unless this thread's request already did)."""
         if version is None:
-            pinned = getattr(self._pin, "depth", 0) > 0
-            if pinned and getattr(self._pin, "checked", False):
+            version = self._observed_version()
+            if version is None:  # this request checked already
                 return
-            version = self._reader.latest_version()
-            self._pin.checked = pinned
         if self._version is not None and version <= self._version:
             return
         if self._version is not None and self._copies:

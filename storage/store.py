@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import nullcontext
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -191,7 +191,10 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         lock = WriteLock(local_path / LOCK_FILE_NAME if local_path is not None else None)
         generations = _generations(lock.path)
         try:
-            with lock.hold(), _counted(generations):
+            # Recovery and migrations rewrite tables: a write sequence, so that processes already serving
+            # look at the tables again after it.
+            counted = generations.sequence(WRITES) if generations is not None else nullcontext()
+            with lock.hold(), counted:
                 if local_path is not None:
                     _recover(local_path)
                 meta = retrying(
@@ -264,22 +267,6 @@ def _generations(lock_path: Path | None) -> Generations | None:
             exc,
         )
         return None
-
-
-@contextmanager
-def _counted(generations: Generations | None) -> Iterator[None]:
-    """A write sequence around opening the store (recovery and migrations rewrite tables, holding the
-    write lock): processes already serving look at the memories and their side tables again after it.
-    Only the write lock is held here, so only its generation is counted (counting one whose lock another
-    process may hold would break its count)."""
-    if generations is None:
-        yield
-        return
-    generations.begin(WRITES)
-    try:
-        yield
-    finally:
-        generations.end(WRITES)
 
 
 def _recover(local_path: Path) -> None:

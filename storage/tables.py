@@ -7,7 +7,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -163,18 +163,17 @@ class StoreTables:
         counts the lock's ``generation`` as it begins and ends (``storage.generations``)."""
         with lock.hold():
             depth = getattr(nesting, "depth", 0)
-            outermost = depth == 0
-            if outermost:
+            counted: AbstractContextManager[None] = nullcontext()
+            if depth == 0:
                 self._cache.recheck()
                 if self._generations is not None:
-                    self._generations.begin(generation)
+                    counted = self._generations.sequence(generation)
             nesting.depth = depth + 1
             try:
-                yield
+                with counted:
+                    yield
             finally:
                 nesting.depth = depth
-                if outermost and self._generations is not None:
-                    self._generations.end(generation)
 
     def _reads_writes_exactly(self) -> bool:
         """Whether this thread takes the versions of the write lock's tables from the tables themselves: it
