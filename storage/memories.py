@@ -120,8 +120,14 @@ class Memories(StoreTables):
                     after = self._append(self._memories, rows)
                     # No memory row is ever deleted, so the table's next stable row id was its row count
                     # before this append: the appended rows are numbered from it, in order
-                    # (``storage.row_ids``). Counted on the appending handle, current through its own commit.
-                    first = self._appenders.rows(self._memories.name) - len(rows)
+                    # (``storage.row_ids``). Known when this process made every commit since it last
+                    # counted (``RowCount``), else counted on the appending handle, current through its
+                    # own commit.
+                    first = self._row_count.appended(after, len(rows))
+                    if first is None:
+                        counted = self._appenders.rows(self._memories.name)
+                        self._row_count.counted(after, counted)
+                        first = counted - len(rows)
                     self._row_ids.appended([row["id"] for row in rows], first)
                 else:  # replicas on an object store: insert-if-absent in one commit, so no id twice
                     data = pa.Table.from_pylist(rows, schema=self._schema(self._memories))

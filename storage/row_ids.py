@@ -18,6 +18,13 @@ decides only how fast an update is, never which rows it changes.
 At most ``capacity`` row ids are kept, the least recently used going first: the store passes its scope
 copies' budget, so the map holds about as many memories as the copies can (143 bytes an entry, measured:
 57 MB at the default 400,000, beside the copies' 7 KB a memory).
+
+Where an append's rows start is the table's row count before it. ``RowCount`` follows that count through
+this process's own commits, so an append learns it without asking the table (``count_rows``: a round
+trip into LanceDB made under the write lock, which under load cost as much as half an append:
+``benchmarks/lancedb_round_trips.py``). It knows the count only while every commit since it was counted
+is one of this process's, version after version; a commit it did not see (another process's write, an
+import, a compaction) leaves a gap in the versions, and the next append counts the table again.
 """
 
 from __future__ import annotations
@@ -67,3 +74,35 @@ class RowIds:
 
     def __len__(self) -> int:
         return len(self._of)
+
+
+class RowCount:
+    """The memories table's row count at the version this process's last commit made, while known."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._at: tuple[int, int] | None = None  # (version, rows at that version)
+
+    def appended(self, version: int, rows: int) -> int | None:
+        """This process appended ``rows`` rows in a commit that made ``version``: the table's row count
+        before it when known (the count was known at ``version - 1``, the commit's parent), else None
+        (the caller counts the table, ``counted``)."""
+        with self._lock:
+            at = self._at
+            if at is None or at[0] != version - 1:
+                self._at = None
+                return None
+            self._at = (version, at[1] + rows)
+            return at[1]
+
+    def changed(self, version: int) -> None:
+        """This process made ``version`` with a commit that adds no row (an UPDATE, a merge of existing
+        rows)."""
+        with self._lock:
+            at = self._at
+            self._at = (version, at[1]) if at is not None and at[0] == version - 1 else None
+
+    def counted(self, version: int, rows: int) -> None:
+        """The table held ``rows`` rows at ``version`` (counted at that version)."""
+        with self._lock:
+            self._at = (version, rows)

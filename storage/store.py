@@ -39,7 +39,7 @@ from storage.locking import (
     retrying,
 )
 from storage.records import StoreInfo
-from storage.row_ids import RowIds
+from storage.row_ids import RowCount, RowIds
 from storage.scope_cache import ScopeCache
 from storage.search import MemorySearch
 from storage.snapshots import ScopeSnapshots
@@ -117,6 +117,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._appends_since_maintenance = 0
         self._deleted_from = set()
         self._row_ids = RowIds(capacity=cache_total_rows)  # as many as the scope copies hold
+        self._row_count = RowCount()
         self._superseded = SupersededVersions()
         self._optimize_seconds = {}
         self._cache = ScopeCache(

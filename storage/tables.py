@@ -20,7 +20,7 @@ from storage.appenders import Appenders
 from storage.generations import REPORTS, WRITES, Generations, VersionWatch
 from storage.locking import LogsLock, WriteLock, retrying
 from storage.records import Reach, Scope, org_shelf, scopes_of
-from storage.row_ids import RowIds
+from storage.row_ids import RowCount, RowIds
 from storage.rows import record_values, vector_of_row
 from storage.scan import scan_rows
 from storage.scope_cache import ScopeCache
@@ -83,6 +83,7 @@ class StoreTables:
     _appends_since_maintenance: int  # each one a table version and a fragment to compact
     _deleted_from: set[str]  # tables rows were deleted from since their last compaction (the journal's)
     _row_ids: RowIds  # memory id -> stable row id, for updates that find their rows without a scan
+    _row_count: RowCount  # the memories table's row count through this process's commits (appends' row ids)
     _cache: ScopeCache
     # The locks' write generations (a local store; None on an object store), and the versions readers
     # take from them: the memories table's, the contradictions' and attestations' (``exclusive()``), the
@@ -244,6 +245,7 @@ class StoreTables:
             # Also filtered on id: a wrong row id changes no row, and the update then counts fewer rows.
             where = filters.all_of(filters.row_ids(known.values()), filters.one_of("id", ids))
             result = retrying(partial(self._memories.update, where=where, values=dict(values)))
+            self._row_count.changed(result.version)
             if result.rows_updated == len(ids):
                 self._cache.advance(result.version - 1, result.version, updated=updated)
                 return
@@ -258,6 +260,7 @@ class StoreTables:
         result = retrying(
             partial(self._memories.update, where=filters.one_of("id", ids), values=dict(values))
         )
+        self._row_count.changed(result.version)
         self._cache.advance(result.version - 1, result.version, updated=updated)
 
     def _merge_update(self, update: pa.Table) -> None:
@@ -272,6 +275,7 @@ class StoreTables:
             after = retrying(
                 lambda: self._memories.merge_insert("id").when_matched_update_all().execute(update)
             ).version
+            self._row_count.changed(after)
             self._cache.advance(after - 1, after, updated=changes, vectors=vectors, texts=texts)
 
     def _append(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:

@@ -127,3 +127,52 @@ def test_a_failed_append_leaves_its_handle_to_be_checked_out_before_the_retry(tm
     version = appenders.add("t", rows("c"))  # at once, well within the freshness window
     assert appenders.checkouts == 1 and held_at_last_append(handles) == version - 1
     assert ids(table) == ["a", "b", "c"]
+
+
+def direct_setup(tmp_path):
+    """A real append handle (LanceDB's own table, so appends take the native path) and a checked reader."""
+    checked = lancedb.connect(str(tmp_path), read_consistency_interval=timedelta(0))
+    table = checked.create_table("t", schema=SCHEMA)
+    clock = FakeClock()
+    return table, Appenders(lancedb.connect(str(tmp_path)), fresh_for=2.0, clock=clock), clock
+
+
+def test_appends_to_lancedb_tables_go_straight_to_the_native_append(tmp_path):
+    _, appenders, _ = direct_setup(tmp_path)
+    assert appenders.direct("t")
+    _, recorded, _, _ = setup(tmp_path / "other")
+    assert not recorded.direct("t")  # not LanceDB's table: through its add
+
+
+def test_a_native_append_lands_every_column_as_given_at_the_version_it_reports(tmp_path):
+    table, appenders, _ = direct_setup(tmp_path)
+    version = appenders.add("t", pa.Table.from_pylist([{"id": "a", "n": 1}, {"id": "b", "n": None}], schema=SCHEMA))
+    assert version == table.version
+    assert sorted(table.to_arrow().to_pylist(), key=lambda row: row["id"]) == [
+        {"id": "a", "n": 1},
+        {"id": "b", "n": None},
+    ]
+
+
+def test_a_native_append_after_other_handles_committed_keeps_their_rows(tmp_path):
+    table, appenders, clock = direct_setup(tmp_path)
+    appenders.add("t", rows("a"))
+    table.add(rows("b"))
+    table.add(rows("c"))
+    clock.now += 1.0  # still fresh: rebased over the two commits, not checked out
+    version = appenders.add("t", rows("d"))
+    assert appenders.checkouts == 0
+    assert version == table.version and ids(table) == ["a", "b", "c", "d"]
+
+
+def test_a_failed_native_append_adds_nothing_and_the_next_one_starts_from_the_newest_version(tmp_path):
+    table, appenders, _ = direct_setup(tmp_path)
+    appenders.add("t", rows("a"))
+    table.add(rows("b"))
+    wrong = pa.Table.from_pylist([{"id": "c", "extra": 1.5}])
+    with pytest.raises(ValueError, match="extra"):
+        appenders.add("t", wrong)
+    assert ids(table) == ["a", "b"]
+    version = appenders.add("t", rows("c"))
+    assert appenders.checkouts == 1
+    assert version == table.version and ids(table) == ["a", "b", "c"]

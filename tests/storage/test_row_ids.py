@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from storage.row_ids import RowIds
+from storage.row_ids import RowCount, RowIds
 from storage.store import MemoryStore
 from tests.storage.test_store import DIM, NOW, SCOPE, new
 
@@ -113,3 +113,62 @@ def test_a_failed_update_after_a_wrong_row_id_leaves_the_copy_as_the_table_is(st
     monkeypatch.setattr(type(table), "update", real)
     assert len(calls) == 2  # by row id (a miss), then by id (failed)
     assert store.get_memory("m1", SCOPE).status == "active"  # what the table says, not what was asked
+
+
+def test_the_row_count_follows_this_process_commits_version_after_version():
+    count = RowCount()
+    assert count.appended(5, 2) is None  # never counted: the caller counts the table
+    count.counted(5, 12)
+    assert count.appended(6, 3) == 12  # the rows start where the table ended at version 5
+    count.changed(7)  # an update adds no row
+    assert count.appended(8, 1) == 15
+    assert count.appended(10, 1) is None  # version 9 was someone else's commit: unknown again
+    assert count.appended(11, 1) is None
+    count.counted(11, 40)
+    count.changed(13)  # after a gap, an update does not bring the count back either
+    assert count.appended(14, 1) is None
+
+
+class CountingRows:
+    """The store's append handles, counting how often an append asked the table for its row count."""
+
+    def __init__(self, appenders) -> None:
+        self._appenders = appenders
+        self.counts = 0
+
+    def rows(self, name: str) -> int:
+        self.counts += 1
+        return self._appenders.rows(name)
+
+    def __getattr__(self, name: str):
+        return getattr(self._appenders, name)
+
+
+def test_appends_and_updates_of_this_process_alone_never_count_the_table_again(store):
+    counting = store._appenders = CountingRows(store._appenders)
+    store.insert_memory(new("m1", "one"))
+    assert counting.counts == 1  # the first append counts
+    store.insert_many([new("m2", "two"), new("m3", "three")])
+    store.supersede(SCOPE, ["m1"], "m2", NOW)
+    store.retract(SCOPE, ["m3"], NOW)
+    store.insert_memory(new("m4", "four"))
+    assert counting.counts == 1
+    expected = table_row_ids(store)
+    assert store._row_ids.known(expected) == expected
+
+
+def test_a_commit_this_process_did_not_follow_makes_the_next_append_count_the_table(tmp_path):
+    with (
+        MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM) as first,
+        MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM) as second,
+    ):
+        counting = first._appenders = CountingRows(first._appenders)
+        first.insert_memory(new("m1", "written by the first"))
+        second.insert_many([new("m2", "by the second"), new("m3", "the second again")])
+        first.insert_memory(new("m4", "the first, after the second's two rows"))
+        assert counting.counts == 2
+        first.maintain(min_fragments=2)  # a compaction: a commit with no append, not followed either
+        first.insert_memory(new("m5", "the first, after compaction"))
+        assert counting.counts == 3
+        expected = table_row_ids(first)
+        assert first._row_ids.known(expected) == expected

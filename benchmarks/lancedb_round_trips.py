@@ -1,0 +1,128 @@
+"""What one LanceDB call costs while other threads run Python, one command:
+
+    python -m benchmarks.lancedb_round_trips                  # 0, 1 and 2 busy threads, 100 calls each
+    python -m benchmarks.lancedb_round_trips --busy 0 2 6 --calls 100
+
+A call of LanceDB's synchronous API crosses threads several times (the caller, LanceDB's event loop,
+the Rust threads that complete it), and each crossing needs the interpreter lock. Alone, a call takes a
+few milliseconds at most; with other threads running Python, each crossing waits for its turn with the
+lock, so what counts is how many crossings a call makes. A server under load always has other threads
+running Python (the recall pipeline, the MCP layer), so its LanceDB calls pay this on every write.
+
+Measured here on a table of one string and a 384-float vector, per number of busy threads: a one-row
+append through ``Table.add`` (which first asks the table for its schema), the same append through
+``storage.appenders.Appenders`` (straight to the native append), and three calls that only ask the
+table something (``schema``, ``version``, ``count_rows``), taking turns call by call. Medians in ms, and
+the native append's ratio to ``Table.add``. A busy thread runs Python only, so it gives the lock up only
+when the interpreter makes it (every 5 ms by default) or another thread asks for it: each crossing of a
+call then waits up to that long. That is the worst case; threads that also wait on I/O or numpy hand the
+lock over sooner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from benchmarks.reporting import RESULTS, write_json
+from storage.appenders import Appenders
+
+SCHEMA = pa.schema([pa.field("id", pa.string()), pa.field("vector", pa.list_(pa.float32(), 384))])
+
+
+def one_row(index: int, rng: np.random.Generator) -> pa.Table:
+    vector = rng.random(384, dtype=np.float32)
+    return pa.Table.from_pylist([{"id": f"row-{index}", "vector": vector.tolist()}], schema=SCHEMA)
+
+
+class BusyThreads:
+    """``count`` threads running Python until stopped."""
+
+    def __init__(self, count: int) -> None:
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._work, daemon=True) for _ in range(count)]
+
+    def _work(self) -> None:
+        total = 0
+        while not self._stop.is_set():
+            for step in range(1_000):
+                total += step
+
+    def __enter__(self) -> BusyThreads:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+
+def medians_ms(calls: dict[str, Callable[[int], Any]], count: int) -> dict[str, float]:
+    """Each call ``count`` times, taking turns call by call, so that all meet the same moments of the
+    busy threads; the median of each in ms."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for index in range(count):
+        for name, call in calls.items():
+            started = time.perf_counter()
+            call(index)
+            times[name].append((time.perf_counter() - started) * 1000)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def measure(folder: Path, busy: int, calls: int) -> dict[str, float]:
+    db = lancedb.connect(str(folder))
+    table = db.create_table(f"t{busy}", schema=SCHEMA)
+    table.add(one_row(-1, np.random.default_rng(0)))
+    appenders = Appenders(lancedb.connect(str(folder)))
+    if not appenders.direct(f"t{busy}"):
+        print("this LanceDB has no native append: both appends go through Table.add", file=sys.stderr)
+    rng = np.random.default_rng(busy)
+    rows = [one_row(index, rng) for index in range(2 * calls)]
+    with BusyThreads(busy):
+        return medians_ms(
+            {
+                "Table.add": lambda i: table.add(rows[i]),
+                "Appenders.add": lambda i: appenders.add(f"t{busy}", rows[calls + i]),
+                "schema": lambda _: table.schema,
+                "version": lambda _: table.version,
+                "count_rows": lambda _: table.count_rows(),
+            },
+            calls,
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--busy", type=int, nargs="+", default=[0, 1, 2], help="busy threads, one run each")
+    parser.add_argument("--calls", type=int, default=100, help="calls of each kind per run")
+    parser.add_argument("--out", type=Path, default=RESULTS / "lancedb_round_trips.json")
+    args = parser.parse_args(argv)
+    report: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for busy in args.busy:
+            report[str(busy)] = measure(Path(folder), busy, args.calls)
+    names = list(next(iter(report.values())))
+    print(f"{'busy threads':>12} " + " ".join(f"{name:>14}" for name in names) + "   direct / Table.add")
+    for busy, medians in report.items():
+        ratio = medians["Appenders.add"] / medians["Table.add"]
+        print(f"{busy:>12} " + " ".join(f"{medians[name]:>14.1f}" for name in names) + f"   {ratio:.2f}x")
+    print("(medians in ms)")
+    write_json(args.out, report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
