@@ -26,6 +26,7 @@ appends through ``Table.add``."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -33,6 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+
+log = logging.getLogger(__name__)
 
 DEFAULT_FRESH_FOR_SECONDS = 2.0
 
@@ -104,12 +107,26 @@ class Appenders:
         if self._clock() - handle.used_at > self._fresh_for:
             self._checkout(handle)
         try:
-            result = handle.direct(data) if handle.direct is not None else handle.table.add(data)
+            result = self._append(handle, data)
         except Exception:
             handle.used_at = float("-inf")  # checked out before the next append
             raise
         handle.used_at = self._clock()
         return int(result.version)
+
+    def _append(self, handle: _Handle, data: pa.Table) -> Any:
+        if handle.direct is None:
+            return handle.table.add(data)
+        try:
+            return handle.direct(data)
+        except TypeError as exc:  # the native append is called otherwise in this release: nothing committed
+            log.warning("appending through Table.add: LanceDB's native append refused the call (%s)", exc)
+            handle.direct = None
+            return handle.table.add(data)
+        except RuntimeError as exc:  # as Table.add reports rows LanceDB cannot take
+            if "Cast error" in str(exc) or "Vector column contains NaN" in str(exc):
+                raise ValueError(exc) from exc
+            raise
 
     def direct(self, name: str) -> bool:
         """Whether appends to table ``name`` go straight to LanceDB's native append (``_direct_add``)."""

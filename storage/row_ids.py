@@ -24,7 +24,8 @@ this process's own commits, so an append learns it without asking the table (``c
 trip into LanceDB made under the write lock, which under load cost as much as half an append:
 ``benchmarks/lancedb_round_trips.py``). It knows the count only while every commit since it was counted
 is one of this process's, version after version; a commit it did not see (another process's write, an
-import, a compaction) leaves a gap in the versions, and the next append counts the table again.
+import, a compaction) leaves a gap in the versions, and the next append counts the table again, as after
+an update that changed no row (it proves nothing) or found a row id wrong (the count may be).
 """
 
 from __future__ import annotations
@@ -101,6 +102,12 @@ class RowCount:
         with self._lock:
             at = self._at
             self._at = (version, at[1]) if at is not None and at[0] == version - 1 else None
+
+    def forget(self) -> None:
+        """The count may be wrong (an update found a row id wrong) or a commit's effect is not known: the
+        next append counts the table."""
+        with self._lock:
+            self._at = None
 
     def counted(self, version: int, rows: int) -> None:
         """The table held ``rows`` rows at ``version`` (counted at that version)."""

@@ -245,8 +245,8 @@ class StoreTables:
             # Also filtered on id: a wrong row id changes no row, and the update then counts fewer rows.
             where = filters.all_of(filters.row_ids(known.values()), filters.one_of("id", ids))
             result = retrying(partial(self._memories.update, where=where, values=dict(values)))
-            self._row_count.changed(result.version)
             if result.rows_updated == len(ids):
+                self._row_count.changed(result.version)
                 self._cache.advance(result.version - 1, result.version, updated=updated)
                 return
             # Which rows it changed is unknown: the copies are not advanced past it (the next read catches up
@@ -257,10 +257,14 @@ class StoreTables:
                 len(ids),
             )
             self._row_ids.forget(ids)
+            self._row_count.forget()  # the row ids came from it, or from rows read: either may be wrong
         result = retrying(
             partial(self._memories.update, where=filters.one_of("id", ids), values=dict(values))
         )
-        self._row_count.changed(result.version)
+        if result.rows_updated:
+            self._row_count.changed(result.version)
+        else:
+            self._row_count.forget()
         self._cache.advance(result.version - 1, result.version, updated=updated)
 
     def _merge_update(self, update: pa.Table) -> None:
@@ -272,10 +276,14 @@ class StoreTables:
         vectors = {row["id"]: vector_of_row(row) for row in rows if "vector" in row}
         texts = {row["id"]: row["search_text"] for row in rows if "search_text" in row}
         with self.exclusive():
-            after = retrying(
+            merged = retrying(
                 lambda: self._memories.merge_insert("id").when_matched_update_all().execute(update)
-            ).version
-            self._row_count.changed(after)
+            )
+            after = merged.version
+            if merged.num_updated_rows and not merged.num_inserted_rows:
+                self._row_count.changed(after)
+            else:
+                self._row_count.forget()
             self._cache.advance(after - 1, after, updated=changes, vectors=vectors, texts=texts)
 
     def _append(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:

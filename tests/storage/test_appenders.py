@@ -176,3 +176,30 @@ def test_a_failed_native_append_adds_nothing_and_the_next_one_starts_from_the_ne
     version = appenders.add("t", rows("c"))
     assert appenders.checkouts == 1
     assert version == table.version and ids(table) == ["a", "b", "c"]
+
+
+def test_a_native_append_of_a_vector_with_nan_is_refused_as_table_add_refuses_it(tmp_path):
+    checked = lancedb.connect(str(tmp_path), read_consistency_interval=timedelta(0))
+    schema = pa.schema([pa.field("id", pa.string()), pa.field("vector", pa.list_(pa.float32(), 2))])
+    table = checked.create_table("v", schema=schema)
+    appenders = Appenders(lancedb.connect(str(tmp_path)))
+    assert appenders.direct("v")
+    bad = pa.Table.from_pylist([{"id": "a", "vector": [float("nan"), 1.0]}], schema=schema)
+    with pytest.raises(ValueError, match="NaN"):
+        appenders.add("v", bad)
+    with pytest.raises(ValueError, match="NaN"):
+        table.add(bad)
+    assert table.count_rows() == 0
+
+
+def test_a_native_append_this_lancedb_calls_otherwise_falls_back_to_table_add(tmp_path, caplog):
+    table, appenders, _ = direct_setup(tmp_path)
+    appenders.add("t", rows("a"))
+
+    def refused(data):
+        raise TypeError("add() got an unexpected keyword argument 'progress'")
+
+    appenders._opened("t").direct = refused
+    version = appenders.add("t", rows("b"))
+    assert not appenders.direct("t") and "native append refused" in caplog.text
+    assert version == table.version and ids(table) == ["a", "b"]

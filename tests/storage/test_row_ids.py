@@ -127,6 +127,9 @@ def test_the_row_count_follows_this_process_commits_version_after_version():
     count.counted(11, 40)
     count.changed(13)  # after a gap, an update does not bring the count back either
     assert count.appended(14, 1) is None
+    count.counted(14, 41)
+    count.forget()  # an update found a row id wrong: the count may be too
+    assert count.appended(15, 1) is None
 
 
 class CountingRows:
@@ -172,3 +175,22 @@ def test_a_commit_this_process_did_not_follow_makes_the_next_append_count_the_ta
         assert counting.counts == 3
         expected = table_row_ids(first)
         assert first._row_ids.known(expected) == expected
+
+
+def test_an_update_that_found_a_row_id_wrong_makes_the_next_append_count_the_table(store):
+    counting = store._appenders = CountingRows(store._appenders)
+    store.insert_many([new("m1", "one"), new("m2", "two"), new("m3", "three")])
+    store._row_ids.learn({"m1": table_row_ids(store)["m2"]})  # m1 said to be where m2 is
+    assert store.supersede(SCOPE, ["m1"], "m3", NOW) == ["m1"]
+    store.insert_memory(new("m4", "four"))
+    assert counting.counts == 2
+    expected = table_row_ids(store)
+    assert store._row_ids.known(["m4"]) == {"m4": expected["m4"]}
+
+
+def test_an_update_that_changed_no_row_proves_nothing_about_the_count(store):
+    counting = store._appenders = CountingRows(store._appenders)
+    store.insert_memory(new("m1", "one"))
+    store._update_rows(["no-such-memory"], {"consolidated_at": NOW})  # commits a version, changes no row
+    store.insert_memory(new("m2", "two"))
+    assert counting.counts == 2
