@@ -105,7 +105,9 @@ def measure(folder: Path, busy: int, calls: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--busy", type=int, nargs="+", default=[0, 1, 2], help="busy threads, one run each")
     parser.add_argument("--calls", type=int, default=100, help="calls of each kind per run")
     parser.add_argument("--out", type=Path, default=RESULTS / "lancedb_round_trips.json")

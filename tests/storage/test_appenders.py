@@ -146,7 +146,9 @@ def test_appends_to_lancedb_tables_go_straight_to_the_native_append(tmp_path):
 
 def test_a_native_append_lands_every_column_as_given_at_the_version_it_reports(tmp_path):
     table, appenders, _ = direct_setup(tmp_path)
-    version = appenders.add("t", pa.Table.from_pylist([{"id": "a", "n": 1}, {"id": "b", "n": None}], schema=SCHEMA))
+    version = appenders.add(
+        "t", pa.Table.from_pylist([{"id": "a", "n": 1}, {"id": "b", "n": None}], schema=SCHEMA)
+    )
     assert version == table.version
     assert sorted(table.to_arrow().to_pylist(), key=lambda row: row["id"]) == [
         {"id": "a", "n": 1},
