@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,14 +68,13 @@ def _direct_add(table: Any) -> Callable[[pa.Table], Any] | None:
 
     def append(data: pa.Table) -> Any:
         async def commit() -> Any:
-            pending: Awaitable[Any] = add(
+            return await add(
                 to_scannable(data),
                 "append",
                 progress=None,
                 write_parallelism=None,
                 allow_external_blob_outside_bases=False,
             )
-            return await pending
 
         return LOOP.run(commit())
 

@@ -96,12 +96,12 @@ class RowCount:
             self._at = (version, at[1] + rows)
             return at[1]
 
-    def changed(self, version: int) -> None:
-        """This process made ``version`` with a commit that adds no row (an UPDATE, a merge of existing
-        rows)."""
+    def changed(self, version: int, rows: int) -> None:
+        """This process made ``version`` with a commit that changed ``rows`` rows and added none (an UPDATE,
+        a merge of existing rows). One that changed none proves nothing: the count is forgotten."""
         with self._lock:
             at = self._at
-            self._at = (version, at[1]) if at is not None and at[0] == version - 1 else None
+            self._at = (version, at[1]) if rows and at is not None and at[0] == version - 1 else None
 
     def forget(self) -> None:
         """The count may be wrong (an update found a row id wrong) or a commit's effect is not known: the

@@ -246,7 +246,7 @@ class StoreTables:
             where = filters.all_of(filters.row_ids(known.values()), filters.one_of("id", ids))
             result = retrying(partial(self._memories.update, where=where, values=dict(values)))
             if result.rows_updated == len(ids):
-                self._row_count.changed(result.version)
+                self._row_count.changed(result.version, result.rows_updated)
                 self._cache.advance(result.version - 1, result.version, updated=updated)
                 return
             # Which rows it changed is unknown: the copies are not advanced past it (the next read catches up
@@ -261,10 +261,7 @@ class StoreTables:
         result = retrying(
             partial(self._memories.update, where=filters.one_of("id", ids), values=dict(values))
         )
-        if result.rows_updated:
-            self._row_count.changed(result.version)
-        else:
-            self._row_count.forget()
+        self._row_count.changed(result.version, result.rows_updated)
         self._cache.advance(result.version - 1, result.version, updated=updated)
 
     def _merge_update(self, update: pa.Table) -> None:
@@ -280,10 +277,7 @@ class StoreTables:
                 lambda: self._memories.merge_insert("id").when_matched_update_all().execute(update)
             )
             after = merged.version
-            if merged.num_updated_rows and not merged.num_inserted_rows:
-                self._row_count.changed(after)
-            else:
-                self._row_count.forget()
+            self._row_count.changed(after, 0 if merged.num_inserted_rows else merged.num_updated_rows)
             self._cache.advance(after - 1, after, updated=changes, vectors=vectors, texts=texts)
 
     def _append(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:

@@ -120,12 +120,12 @@ def test_the_row_count_follows_this_process_commits_version_after_version():
     assert count.appended(5, 2) is None  # never counted: the caller counts the table
     count.counted(5, 12)
     assert count.appended(6, 3) == 12  # the rows start where the table ended at version 5
-    count.changed(7)  # an update adds no row
+    count.changed(7, 1)  # an update adds no row
     assert count.appended(8, 1) == 15
     assert count.appended(10, 1) is None  # version 9 was someone else's commit: unknown again
     assert count.appended(11, 1) is None
     count.counted(11, 40)
-    count.changed(13)  # after a gap, an update does not bring the count back either
+    count.changed(13, 1)  # after a gap, an update does not bring the count back either
     assert count.appended(14, 1) is None
     count.counted(14, 41)
     count.forget()  # an update found a row id wrong: the count may be too
