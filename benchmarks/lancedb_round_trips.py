@@ -12,7 +12,11 @@ running Python (the recall pipeline, the MCP layer), so its LanceDB calls pay th
 Measured here on a table of one string and a 384-float vector, per number of busy threads: a one-row
 append through ``Table.add`` (which first asks the table for its schema), the same append through
 ``storage.appenders.Appenders`` (straight to the native append), and three calls that only ask the
-table something (``schema``, ``version``, ``count_rows``), taking turns call by call. Medians in ms, and
+table something (``schema``, ``version``, ``count_rows``), taking turns call by call. ``version`` asks a
+handle of the default connection, which answers from what it last loaded; the store's handles check
+for the newest version on every call (``read_consistency_interval=0``), as ``version (strong)`` does; and
+``version (manifests)`` is how the store's readers take it on a local store, from the names of the
+table's manifests (``storage.versions.newest_on_disk``: no LanceDB call at all). Medians in ms, and
 the native append's ratio to ``Table.add``. A busy thread runs Python only, so it gives the lock up only
 when the interpreter makes it (every 5 ms by default) or another thread asks for it: each crossing of a
 call then waits up to that long. That is the worst case; threads that also wait on I/O or numpy hand the
@@ -28,6 +32,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +42,7 @@ import pyarrow as pa
 
 from benchmarks.reporting import RESULTS, write_json
 from storage.appenders import Appenders
+from storage.versions import newest_on_disk
 
 SCHEMA = pa.schema([pa.field("id", pa.string()), pa.field("vector", pa.list_(pa.float32(), 384))])
 
@@ -86,6 +92,7 @@ def measure(folder: Path, busy: int, calls: int) -> dict[str, float]:
     db = lancedb.connect(str(folder))
     table = db.create_table(f"t{busy}", schema=SCHEMA)
     table.add(one_row(-1, np.random.default_rng(0)))
+    strong = lancedb.connect(str(folder), read_consistency_interval=timedelta(0)).open_table(f"t{busy}")
     appenders = Appenders(lancedb.connect(str(folder)))
     if not appenders.direct(f"t{busy}"):
         print("this LanceDB has no native append: both appends go through Table.add", file=sys.stderr)
@@ -99,6 +106,8 @@ def measure(folder: Path, busy: int, calls: int) -> dict[str, float]:
                 "schema": lambda _: table.schema,
                 "version": lambda _: table.version,
                 "count_rows": lambda _: table.count_rows(),
+                "version (strong)": lambda _: strong.version,
+                "version (manifests)": lambda _: newest_on_disk(folder / f"t{busy}.lance"),
             },
             calls,
         )
@@ -117,10 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         for busy in args.busy:
             report[str(busy)] = measure(Path(folder), busy, args.calls)
     names = list(next(iter(report.values())))
-    print(f"{'busy threads':>12} " + " ".join(f"{name:>14}" for name in names) + "   direct / Table.add")
+    print(f"{'busy threads':>12} " + " ".join(f"{name:>19}" for name in names) + "   direct / Table.add")
     for busy, medians in report.items():
         ratio = medians["Appenders.add"] / medians["Table.add"]
-        print(f"{busy:>12} " + " ".join(f"{medians[name]:>14.1f}" for name in names) + f"   {ratio:.2f}x")
+        print(f"{busy:>12} " + " ".join(f"{medians[name]:>19.2f}" for name in names) + f"   {ratio:.2f}x")
     print("(medians in ms)")
     write_json(args.out, report)
     return 0

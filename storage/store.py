@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from datetime import timedelta
 from pathlib import Path
@@ -45,7 +45,7 @@ from storage.search import MemorySearch
 from storage.snapshots import ScopeSnapshots
 from storage.tables import StoreError, local_folder
 from storage.upkeep import Upkeep
-from storage.versions import SupersededVersions
+from storage.versions import SupersededVersions, newest_on_disk
 from storage.write_behind import WriteBehind
 
 log = logging.getLogger(__name__)
@@ -144,7 +144,24 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         """The version of ``table`` as readers take it: read again only when a write sequence on it ended
         (its lock's ``generation``), or always by the thread holding that lock."""
         holding = self._reads_writes_exactly if generation == WRITES else self._holds_reports_lock
-        return VersionWatch(lambda: int(table.version), self._generations, generation, holding)
+        return VersionWatch(self._newest_version_of(table), self._generations, generation, holding)
+
+    def _newest_version_of(self, table: Any) -> Callable[[], int]:
+        """How a watch reads ``table``'s newest version for real: on a local store, from the names of its
+        manifests (``storage.versions.newest_on_disk``: the same version without a round trip through
+        LanceDB's event loop); elsewhere, or when the folder shows no manifest, from the table."""
+        folder = local_folder(self._uri)
+        # Absolute once: a relative store path must not follow a later change of working directory.
+        table_dir = folder.absolute() / f"{table.name}.lance" if folder is not None else None
+
+        def newest() -> int:
+            if table_dir is not None:
+                listed = newest_on_disk(table_dir)
+                if listed is not None:
+                    return listed
+            return int(table.version)
+
+        return newest
 
     @classmethod
     def open(

@@ -12,7 +12,15 @@ def test_the_benchmark_times_each_call_beside_each_number_of_busy_threads(tmp_pa
     report = json.loads(out.read_text())
     assert list(report) == ["0", "1"]
     for medians in report.values():
-        assert list(medians) == ["Table.add", "Appenders.add", "schema", "version", "count_rows"]
+        assert list(medians) == [
+            "Table.add",
+            "Appenders.add",
+            "schema",
+            "version",
+            "count_rows",
+            "version (strong)",
+            "version (manifests)",
+        ]
         assert all(value > 0 for value in medians.values())
     printed = capsys.readouterr()
     assert "direct / Table.add" in printed.out

@@ -147,6 +147,46 @@ def test_a_memory_another_process_remembered_is_read_at_once_and_idle_reads_chec
         writer.close()
 
 
+def test_a_local_store_reads_versions_from_the_manifests_without_asking_lancedb(tmp_path, monkeypatch):
+    """On a folder, the store's watch reads a version for real by listing the table's manifests: the
+    version is the table's own, and another process's commit shows at once."""
+    from lancedb.table import LanceTable
+
+    uri = str(tmp_path / "db")
+    reader, writer = MemoryStore.open(uri, vector_dim=DIM), MemoryStore.open(uri, vector_dim=DIM)
+    try:
+        writer.insert_memory(new("m1", "the staging database resets on Sundays"))
+        expected = reader.table_version()
+        with monkeypatch.context() as patched:
+
+            def refused(_: object) -> int:
+                raise AssertionError("the version was asked of LanceDB")
+
+            patched.setattr(LanceTable, "version", property(refused))
+            assert reader.latest_version() == expected
+        writer.insert_memory(new("m2", "billing deploys go out on Tuesdays"))
+        expected = reader.table_version()
+        with monkeypatch.context() as patched:
+            patched.setattr(LanceTable, "version", property(refused))
+            assert reader.latest_version() == expected == reader._memories_version.current()
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_table_whose_folder_shows_no_manifest_is_asked_its_version(tmp_path):
+    store = MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM)
+
+    class Elsewhere:  # a table whose folder this store cannot list
+        name = "not-in-this-folder"
+        version = 7
+
+    try:
+        assert store._newest_version_of(Elsewhere())() == 7
+    finally:
+        store.close()
+
+
 def test_readers_that_find_a_read_under_way_wait_for_it_instead_of_reading_too(tmp_path):
     """After a sequence ends, the recalls in flight need a new version: one read of the table serves them."""
     import threading

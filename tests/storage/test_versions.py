@@ -1,6 +1,10 @@
 from datetime import UTC, datetime, timedelta
 
-from storage.versions import MAX_SIGHTINGS, SupersededVersions
+import lancedb
+import pyarrow as pa
+
+from storage.recovery import U64_MAX
+from storage.versions import MAX_SIGHTINGS, SupersededVersions, newest_on_disk
 
 T0 = datetime(2026, 5, 1, 12, tzinfo=UTC)
 KEEP = timedelta(seconds=10)
@@ -98,3 +102,45 @@ def test_sightings_are_bounded():
         versions.cleanup_older_than("memories", now, KEEP, MARGIN) == now - at(MAX_SIGHTINGS * 3 - 2) + MARGIN
     )
     assert versions._seen["memories"][0][0] >= at(first)
+
+
+# ---------------------------------------------------------------- the newest version from the manifests
+
+
+def test_the_newest_version_on_disk_is_the_table_s_own_after_appends_and_updates(tmp_path):
+    db = lancedb.connect(str(tmp_path), read_consistency_interval=timedelta(0))
+    table = db.create_table("t", pa.table({"a": [1]}))
+    assert newest_on_disk(tmp_path / "t.lance") == table.version == 1
+    table.add(pa.table({"a": [2]}))
+    table.update(where="a = 1", values={"a": 3})
+    other = lancedb.connect(str(tmp_path)).open_table("t")  # another process's commit counts the same
+    other.add(pa.table({"a": [4]}))
+    assert newest_on_disk(tmp_path / "t.lance") == table.version == 4
+
+
+def test_both_manifest_namings_are_read_and_other_files_ignored(tmp_path):
+    versions = tmp_path / "v2.lance" / "_versions"
+    versions.mkdir(parents=True)
+    for version in (3, 12, 7):  # V2: u64::MAX - version, 20 digits, the newest sorts first
+        (versions / f"{U64_MAX - version:020d}.manifest").write_bytes(b"")
+    # Lance's files on the way to a commit, and its hint, name no committed version.
+    (versions / f"{U64_MAX - 13:020d}.manifest#1").write_bytes(b"")
+    (versions / ".tmpxw3t6m").write_bytes(b"")
+    (versions / "latest_version_hint.json").write_text('{"version": 99}')
+    assert newest_on_disk(tmp_path / "v2.lance") == 12
+    older = tmp_path / "v1.lance" / "_versions"
+    older.mkdir(parents=True)
+    for version in (2, 10, 9):  # V1: the version itself
+        (older / f"{version}.manifest").write_bytes(b"")
+    assert newest_on_disk(tmp_path / "v1.lance") == 10
+    # A detached version's manifest is as long as a V2 name but names no version of the table's history.
+    detached = f"d{7:019d}.manifest"
+    assert len(detached) == len(f"{U64_MAX:020d}.manifest")
+    (older / detached).write_bytes(b"")
+    assert newest_on_disk(tmp_path / "v1.lance") == 10
+
+
+def test_a_table_with_no_manifest_folder_or_none_in_it_says_nothing(tmp_path):
+    assert newest_on_disk(tmp_path / "missing.lance") is None
+    (tmp_path / "empty.lance" / "_versions").mkdir(parents=True)
+    assert newest_on_disk(tmp_path / "empty.lance") is None

@@ -173,12 +173,9 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)
         if self._onnx is not None:
-            return np.vstack(
-                [
-                    self._encode_onnx(texts[start : start + 32], prompt_names)
-                    for start in range(0, len(texts), 32)
-                ]
-            )
+            from retrieval.models.onnx_models import in_length_batches
+
+            return in_length_batches(texts, 32, lambda batch: self._encode_onnx(batch, prompt_names))
         declared = getattr(self._model, "prompts", None) or {}
         prompt_name = next((name for name in prompt_names if declared.get(name)), None)
         with self._inference_lock:

@@ -89,12 +89,10 @@ class CrossEncoderReranker:
         pairs = [(query, document) for document in documents]
         try:
             if self._onnx is not None:
-                raw = np.vstack(
-                    [
-                        self._onnx.encode(pairs[start : start + self._batch_size])[0]
-                        for start in range(0, len(pairs), self._batch_size)
-                    ]
-                )
+                from retrieval.models.onnx_models import in_length_batches
+
+                onnx = self._onnx
+                raw = in_length_batches(pairs, self._batch_size, lambda batch: onnx.encode(batch)[0])
                 if raw.ndim == 2 and raw.shape[1] == 1:
                     raw = raw[:, 0]
             else:
