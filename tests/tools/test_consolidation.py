@@ -181,6 +181,27 @@ def test_distinct_similar_memories_are_kept_and_marked_not_to_be_examined_again(
     assert [(e.action, e.resolver) for e in events] == [("keep_both", "rules:distinct")]
 
 
+@pytest.mark.slow
+def test_a_pair_of_distinct_memories_is_recorded_once_however_many_writes_land_near_it(runtime):
+    contents = [
+        "The billing service stores invoices in Postgres",
+        "The billing service stores receipts in Postgres",
+        "The billing service stores refunds in Postgres",
+    ]
+    ids = []
+    for index, content in enumerate(contents):
+        result = remember(RememberInput(content=content), runtime, caller(f"ses_{index}"))
+        assert result.consolidation.kept == ids  # distinct from every one before it
+        ids.append(result.id)
+    runtime.store.flush_logs()  # keep_both events go with the next batch of logs
+    events = [e for e in runtime.store.lineage(SCOPE, ids) if e.action == "keep_both"]
+    pairs = [frozenset((e.memory_id, e.related_id)) for e in events]
+    # The third write's group held the first two as well; their pair was recorded by the second write.
+    assert sorted(map(sorted, pairs)) == sorted(
+        map(sorted, [{ids[0], ids[1]}, {ids[2], ids[0]}, {ids[2], ids[1]}])
+    )
+
+
 def test_similar_artifacts_are_linked_as_versions_and_the_chain_is_queryable(runtime):
     v1 = remember(
         RememberInput(content="deploy.yaml\nretries: 3\ntimeout: 30\nregion: eu-west-1", kind="artifact"),

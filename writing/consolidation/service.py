@@ -327,7 +327,11 @@ class ConsolidationService:
         report: ConsolidationReport,
         *,
         focus: MemoryRecord | None = None,
+        kept: set[frozenset[str]] | None = None,
     ) -> None:
+        """Resolve one group of close memories. ``focus``: the memory just written that the group formed
+        around (its pairs with the others are what this write judged new); ``kept``: pairs already
+        recorded as distinct, not recorded again."""
         resolver: Resolver = (
             LLMResolver(llm) if llm is not None else RuleResolver(self.policy.text_dedup_threshold)
         )
@@ -340,7 +344,7 @@ class ConsolidationService:
         for resolution in resolutions:
             report.resolver = report.resolver or resolution.resolver
             if resolution.action == "keep_both":
-                self._keep_both(members[0].scope, resolution, actor)
+                self._keep_both(members[0].scope, resolution, actor, focus=focus, kept=kept or set())
                 report.kept.extend(i for i in resolution.loser_ids if focus is None or i != focus.id)
                 continue
             assert resolution.survivor_id is not None
@@ -421,17 +425,30 @@ class ConsolidationService:
         self._store.mark_consolidated([stored.id], now)
         return stored
 
-    def _keep_both(self, scope: Scope, resolution: Resolution, actor: Actor) -> None:
-        """Mark genuinely distinct memories so neither is examined against the other again."""
+    def _keep_both(
+        self,
+        scope: Scope,
+        resolution: Resolution,
+        actor: Actor,
+        *,
+        focus: MemoryRecord | None,
+        kept: set[frozenset[str]],
+    ) -> None:
+        """Mark genuinely distinct memories so neither is examined against the other again: each pair once.
+        A write records only the pairs of the memory it wrote (``focus``): the others of its group were
+        judged when the later of each pair was written, or are left to the sweep, which skips a cluster
+        only when all its pairs are recorded. Recording every pair of every group wrote the same pairs
+        again at each write near them: 884 events for 539 pairs over 100 LoCoMo turns with MiniLM, and
+        3,251 events over 300, all compacted and searched by every maintenance round and lineage read."""
         ids = list(resolution.loser_ids)
-        if len(ids) < 2:
-            return
         events = [
             self._event(scope, "keep_both", left, right, resolution.resolver, resolution.reason, actor)
             for index, left in enumerate(ids)
             for right in ids[index + 1 :]
+            if (focus is None or focus.id in (left, right)) and frozenset((left, right)) not in kept
         ]
-        self._store.add_lineage(events, deferred=True)  # nothing changed: an audit record, off the lock
+        if events:
+            self._store.add_lineage(events, deferred=True)  # nothing changed: an audit record, off the lock
 
     def _supersede(
         self,
@@ -578,7 +595,7 @@ class ConsolidationService:
 
         def resolve(cluster: list[MemoryRecord]) -> ConsolidationReport:
             partial = ConsolidationReport()
-            self._resolve_group(cluster, llm, actor, partial)
+            self._resolve_group(cluster, llm, actor, partial, kept=kept_pairs)
             return partial
 
         with ThreadPoolExecutor(max_workers=max(1, self.policy.cluster_concurrency)) as pool:
