@@ -191,7 +191,7 @@ def test_a_pair_of_distinct_memories_is_recorded_once_however_many_writes_land_n
     ids = []
     for index, content in enumerate(contents):
         result = remember(RememberInput(content=content), runtime, caller(f"ses_{index}"))
-        assert result.consolidation.kept == ids  # distinct from every one before it
+        assert sorted(result.consolidation.kept) == sorted(ids)  # distinct from every one before it
         ids.append(result.id)
     runtime.store.flush_logs()  # keep_both events go with the next batch of logs
     events = [e for e in runtime.store.lineage(SCOPE, ids) if e.action == "keep_both"]
@@ -254,6 +254,43 @@ def test_the_sweep_consolidates_what_bypassed_the_write_path_and_then_leaves_it_
     assert [status(runtime, r.id) for r in records] == ["superseded", "active", "active"]
     assert aggregation_pass(runtime).superseded == 0
     assert runtime.store.unconsolidated(SCOPE, 10) == []
+
+
+def test_the_sweep_records_only_the_distinct_pairs_not_recorded_yet(runtime):
+    from storage.records import LineageEvent
+    from tools.remember import draft_of, prepare
+
+    texts = [
+        "The billing service stores invoices in Postgres",
+        "The billing service stores receipts in Postgres",
+        "The billing service stores refunds in Postgres",
+    ]
+    records = [
+        prepare(runtime, draft_of(RememberInput(content=text), runtime, caller(f"s{i}"))).record
+        for i, text in enumerate(texts)
+    ]
+    runtime.store.insert_many(runtime.writer.embedded(records))  # not examined: the sweep's seeds
+    first, second, third = (record.id for record in records)
+    recorded = LineageEvent.new(
+        SCOPE,
+        "keep_both",
+        first,
+        related_id=second,
+        resolver="rules:distinct",
+        reason="token Jaccard below 0.8",
+        agent_id="memoria",
+        session_id="earlier-sweep",
+        at=runtime.clock(),
+    )
+    runtime.store.add_lineage([recorded])
+    aggregation_pass(runtime)
+    events = [e for e in runtime.store.lineage(SCOPE, [first, second, third]) if e.action == "keep_both"]
+    assert sorted(sorted((e.memory_id, e.related_id)) for e in events) == sorted(
+        sorted(pair) for pair in [(first, second), (first, third), (second, third)]
+    )
+    assert [e.event_id for e in events if {e.memory_id, e.related_id} == {first, second}] == [
+        recorded.event_id
+    ]
 
 
 def test_ephemeral_memories_expire_and_leave_a_record(runtime):

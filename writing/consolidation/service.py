@@ -434,13 +434,19 @@ class ConsolidationService:
         focus: MemoryRecord | None,
         kept: set[frozenset[str]],
     ) -> None:
-        """Mark genuinely distinct memories so neither is examined against the other again: each pair once.
-        A write records only the pairs of the memory it wrote (``focus``): the others of its group were
-        judged when the later of each pair was written, or are left to the sweep, which skips a cluster
-        only when all its pairs are recorded. Recording every pair of every group wrote the same pairs
-        again at each write near them: 884 events for 539 pairs over 100 LoCoMo turns with MiniLM, and
-        3,251 events over 300, all compacted and searched by every maintenance round and lineage read."""
+        """Mark genuinely distinct memories so that the sweep does not examine them against each other again.
+        A write records the pairs of the memory it wrote (``focus``): what it judged about that memory. The
+        other pairs of its group are older memories judged again because they are close to the new one;
+        recording them at every write near them wrote the same pairs again and again (884 events for 539
+        pairs over 100 LoCoMo turns with MiniLM, one pair 12 times; 3,251 events over 300 turns, all
+        compacted by every maintenance round). Such a pair stays unrecorded unless a write of one of the
+        two recorded it, or the sweep clusters it: the lineage then says less about older pairs, and
+        nothing reads these events but the sweep and the audit views. When the resolver left the focus out
+        of the kept (a restatement outranked it), every pair is recorded, as the sweep records its
+        clusters' pairs: those not in ``kept``, the pairs recorded already."""
         ids = list(resolution.loser_ids)
+        if focus is not None and focus.id not in ids:
+            focus = None
         events = [
             self._event(scope, "keep_both", left, right, resolution.resolver, resolution.reason, actor)
             for index, left in enumerate(ids)
