@@ -66,19 +66,23 @@ def aggregation_pass(runtime: Runtime, llm: LanguageModel | None = None) -> Upke
 
 
 def maintenance_round(runtime: Runtime) -> dict[str, str]:
-    """One round of the server's store maintenance: retract expired ephemeral memories, then compact
-    piled-up appends, fold new rows into the indexes and drop versions that a newer one replaced at least
-    ``keep_versions_seconds`` ago (each commit is a version, and finding a table's newest version lists
-    them all: kept a minute by age, 2,400-3,600 piled up at 40 writes a second and every append slowed with them).
+    """One round of the server's store maintenance: compact piled-up appends, fold new rows into the
+    indexes and drop versions that a newer one replaced at least ``keep_versions_seconds`` ago (each commit
+    is a version, and finding a table's newest version lists them all: kept a minute by age, 2,400-3,600
+    piled up at 40 writes a second and every append slowed with them), then retract expired ephemeral
+    memories. Expiry scans the memories table: before the compaction, across the hundred fragments that
+    started the round, it took 35-41 ms at 100-500 memories; after it, 6-9 ms (a scratch timing, offline
+    backend). The journal's expired rows go before the compaction, which rewrites what their deletion left.
     Returns what was done to the store, per table."""
-    expired = expire_ephemeral(runtime)
-    if expired:
-        log.info("retracted %d expired ephemeral memories", expired)
     expire_journal(runtime)
-    return runtime.store.maintain(
+    done = runtime.store.maintain(
         min_fragments=runtime.settings.compaction.min_fragments,
         keep_replaced_for=timedelta(seconds=runtime.settings.keep_versions_seconds),
     )
+    expired = expire_ephemeral(runtime)
+    if expired:
+        log.info("retracted %d expired ephemeral memories", expired)
+    return done
 
 
 JOURNAL_EXPIRY_EVERY_SECONDS = 600.0  # a look for expired records scans the journal's dates: not every round
