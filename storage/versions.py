@@ -39,7 +39,7 @@ def newest_on_disk(table_dir: Path) -> int | None:
     A commit is the manifest's file appearing under its final name (Lance writes it elsewhere, then
     links or renames it into place), so the newest name is the newest version any process committed.
     That is the version ``Table.version`` answers on a local store, without its round trip through
-    LanceDB's event loop: one listing in the calling thread, half the cost alone. Beside threads running
+    LanceDB's event loop: one listing in the calling thread, a quarter of the cost alone. Beside threads running
     Python it costs the same as the round trip (``benchmarks/lancedb_round_trips.py``): the listing lets
     go of the interpreter lock for every entry it reads."""
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -327,7 +328,7 @@ class ConsolidationService:
         report: ConsolidationReport,
         *,
         focus: MemoryRecord | None = None,
-        kept: set[frozenset[str]] | None = None,
+        kept: AbstractSet[frozenset[str]] = frozenset(),
     ) -> None:
         """Resolve one group of close memories. ``focus``: the memory just written that the group formed
         around (its pairs with the others are what this write judged new); ``kept``: pairs already
@@ -344,7 +345,7 @@ class ConsolidationService:
         for resolution in resolutions:
             report.resolver = report.resolver or resolution.resolver
             if resolution.action == "keep_both":
-                self._keep_both(members[0].scope, resolution, actor, focus=focus, kept=kept or set())
+                self._keep_both(members[0].scope, resolution, actor, focus=focus, kept=kept)
                 report.kept.extend(i for i in resolution.loser_ids if focus is None or i != focus.id)
                 continue
             assert resolution.survivor_id is not None
@@ -432,7 +433,7 @@ class ConsolidationService:
         actor: Actor,
         *,
         focus: MemoryRecord | None,
-        kept: set[frozenset[str]],
+        kept: AbstractSet[frozenset[str]],
     ) -> None:
         """Mark genuinely distinct memories so that the sweep does not examine them against each other again.
         A write records the pairs of the memory it wrote (``focus``): what it judged about that memory. The

@@ -93,9 +93,8 @@ class CoalescingEmbedder(WrappedEmbedder):
     """An embedder whose document batches from concurrent callers are embedded together: one model call
     for many texts (all-MiniLM-L6-v2 on onnxruntime here, batched by length: 3.6 ms a text against 4.8
     alone for short notes; LoCoMo turns, of very different lengths, cost about what they cost alone;
-    ``benchmarks/model_batches.py``). Callers
-    arriving while a batch is being embedded join the next one (``storage.group_commit``, the same
-    coalescing as the store's inserts)."""
+    ``benchmarks/model_batches.py``). Callers arriving while a batch is being embedded join the next one
+    (``storage.group_commit``, the same coalescing as the store's inserts)."""
 
     def __init__(self, inner: Embedder, max_batch: int = 64) -> None:
         from storage.group_commit import GroupCommit
