@@ -45,6 +45,12 @@ def contains(column: str, text: str) -> Expr:
     return col(column).contains(lit(text))
 
 
+def quotes(memory_id: str) -> Expr:
+    """Retrieval records whose trace quotes the memory: listed beside the trace (``trace_ids``, schema
+    10 on), or written in the trace (records from before)."""
+    return col("trace_ids").contains(lit(f"\n{memory_id}\n")) | col("trace_json").contains(lit(memory_id))
+
+
 def one_of(column: str, values: Iterable[str]) -> Expr:
 
     return col(column).isin([lit(value) for value in values])

@@ -21,6 +21,7 @@ from storage.lineage import Lineage
 from storage.locking import retrying
 from storage.memories import Memories
 from storage.records import LineageEvent, MemoryRecord, Scope
+from storage.rows import ids_of_key, quoted_by, trace_of_row, with_trace
 from storage.scan import scan_rows
 from storage.tables import local_folder, masked
 
@@ -276,13 +277,15 @@ class Forgetting(Memories, Lineage):
                 where = (
                     filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
                 )
-                condition = filters.all_of(where, filters.contains("trace_json", memory_id))
-                for row in self._select(
-                    self._retrievals, condition, ["retrieval_id", "trace_json"], limit=None
-                ):
-                    trace = masked(json.loads(row["trace_json"]), gone)
-                    scrubbed = pa.table(
-                        {"retrieval_id": [row["retrieval_id"]], "trace_json": [json.dumps(trace)]}
+                condition = filters.all_of(where, filters.quotes(memory_id))
+                columns = ["retrieval_id", "trace_json", "trace_zlib", "trace_ids"]
+                for row in self._select(self._retrievals, condition, columns, limit=None):
+                    trace = json.dumps(masked(json.loads(trace_of_row(row)), gone))
+                    quoted = ids_of_key(row["trace_ids"]) if row["trace_ids"] else quoted_by(trace)
+                    stored = with_trace(row, trace, quoted)
+                    scrubbed = pa.Table.from_pylist(
+                        [{column: stored[column] for column in columns}],
+                        schema=pa.schema([self._retrievals.schema.field(column) for column in columns]),
                     )
                     retrying(
                         partial(

@@ -10,7 +10,7 @@ from functools import partial
 from storage import filters
 from storage.locking import retrying
 from storage.records import AbLogRow, RetrievalPurpose, RetrievalRecord, Scope
-from storage.rows import retrieval_from_row, scope_of_row
+from storage.rows import quoted_by, retrieval_from_row, scope_of_row, trace_ids_key
 from storage.scan import utc
 from storage.tables import StoreTables
 
@@ -20,16 +20,14 @@ class RetrievalJournal(StoreTables):
     thread, readable at once (the queue is read beside the table)."""
 
     def record_retrieval(self, record: RetrievalRecord, quoted: Iterable[str] | None = None) -> None:
-        """Queued and written in the background with others (``storage.write_behind``). ``quoted``: the
-        memories its trace quotes (its candidates), when the caller knows them; the append then checks them
-        for purges without parsing the trace again (``_without_purged_quotes``)."""
-        if quoted is not None:
-            self._quoted[record.retrieval_id] = frozenset(quoted)
-        try:
-            self._logs.add(self._retrievals, [{**record.__dict__, "context_ids": list(record.context_ids)}])
-        except BaseException:  # not queued (a closed store writes at once, and that write failed)
-            self._quoted.pop(record.retrieval_id, None)
-            raise
+        """Queued and written in the background with others (``storage.write_behind``), its trace compressed
+        then (``storage.rows.with_trace``). ``quoted``: the memories its trace quotes (its candidates),
+        when the caller knows them; else they are read from the trace. They are kept beside the trace
+        (``trace_ids``): what the append checks for purges and what a purge looks for."""
+        if quoted is None:
+            quoted = quoted_by(record.trace_json)
+        row = {**record.__dict__, "context_ids": list(record.context_ids), "trace_ids": trace_ids_key(quoted)}
+        self._logs.add(self._retrievals, [row])
 
     def log_ab_rows(self, rows: Sequence[AbLogRow]) -> None:
         self._logs.add(self._ab_logs, [row.__dict__ for row in rows])

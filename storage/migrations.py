@@ -247,7 +247,13 @@ def version_from_tables(db: Any) -> tuple[int, int] | None:
         "visibility" in names,
         primary_key(table.schema) == PRIMARY_KEYS[schema.MEMORIES],
     )
-    return 4 + sum(1 for _ in takewhile(bool, upgraded)), dim
+    version = 4 + sum(1 for _ in takewhile(bool, upgraded))
+    retrievals = set(db.open_table(schema.RETRIEVALS).schema.names)
+    if version == 8 and all(field.name in retrievals for field in schema.RETRIEVALS_V10_FIELDS):
+        # Migration 9 leaves no mark; 10, after it, does (a new store's tables have its columns from the
+        # start, hence only once every earlier mark is there).
+        return 10, dim
+    return version, dim
 
 
 def open_or_none(db: Any, name: str) -> Any:
@@ -274,6 +280,17 @@ def m009_write_generations(db: Any, ctx: MigrationContext) -> None:
     refuse this store. Nothing in the tables changes."""
 
 
+def m010_compressed_traces(db: Any, ctx: MigrationContext) -> None:
+    """Retrieval records keep their trace compressed and the memories it quotes beside it
+    (``schema.RETRIEVALS_V10_FIELDS``); records written before keep theirs in ``trace_json`` and read as
+    they did. A release before this one would read the new records' traces as empty: the schema version
+    makes it refuse this store. Skipped when done, so a migration a crash interrupted completes."""
+    retrievals = db.open_table(schema.RETRIEVALS)
+    missing = [field for field in schema.RETRIEVALS_V10_FIELDS if field.name not in retrievals.schema.names]
+    if missing:
+        retrievals.add_columns(missing)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "create_tables", m001_create_tables),
     Migration(2, "corroboration", m002_corroboration),
@@ -284,6 +301,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "visibility", m007_visibility),
     Migration(8, "primary_keys", m008_primary_keys),
     Migration(9, "write_generations", m009_write_generations),
+    Migration(10, "compressed_traces", m010_compressed_traces),
 )
 
 

@@ -33,6 +33,7 @@ from storage.records import (
     may_read,
     org_shelf,
 )
+from storage.rows import quoted_by, trace_of_row, with_trace
 from storage.scan import scan, utc
 from storage.store import MemoryStore
 
@@ -176,12 +177,21 @@ def export_rows(
                 continue
             data = scan(table, filters.scope_is(scope), [field.name for field in fields])
             rows = _encoded(data, fields)
+            if name == schema.RETRIEVALS:
+                rows = [_exported_retrieval(row) for row in rows]
             key = NATURAL_KEYS[name]
             rows.sort(key=lambda row: (tuple(row[column] for column in key), _canonical(row)))
             for row in rows:
                 if hidden and _names_hidden(name, row, hidden, left_out):
                     continue
                 yield name, row
+
+
+def _exported_retrieval(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A retrieval record as an export carries it, whatever the schema that wrote it: its trace as JSON
+    text (the store keeps it compressed since schema 10; an import compresses it again)."""
+    exported = {key: value for key, value in row.items() if key not in _STORED_ONLY}
+    return {**exported, "trace_json": trace_of_row(row)}
 
 
 def _hidden_from(viewer: Viewer, memories: Any, wanted: set[Scope] | None) -> set[str]:
@@ -273,7 +283,7 @@ def _canonical(row: Mapping[str, Any]) -> str:
 def validate_row(store: MemoryStore, table: str, row: Any) -> None:
     """Raise ``RowError`` unless ``row`` decodes to ``table``'s columns. A memory's vector may be
     missing or of another width here: ``import_rows`` needs it to be the store's (embed it first)."""
-    _decode(_schema_of(store, table), row, vector_dim=None)
+    _decode(_import_schema(table, _schema_of(store, table)), row, vector_dim=None)
 
 
 def has_vector(store: MemoryStore, row: Mapping[str, Any]) -> bool:
@@ -301,12 +311,15 @@ def import_rows(store: MemoryStore, table: str, rows: Iterable[Mapping[str, Any]
     the store's width. Every row is decoded before anything is written (a bad one raises ``RowError``)."""
     handle = store.tables()[table]
     arrow_schema = handle.schema
+    row_schema = _import_schema(table, arrow_schema)
     key = NATURAL_KEYS[table]
     decoded: dict[tuple[Any, ...], dict[str, Any]] = {}
     total = 0
     for row in rows:
         total += 1
-        values = _decode(arrow_schema, row, vector_dim=store.vector_dim if table == schema.MEMORIES else None)
+        values = _decode(row_schema, row, vector_dim=store.vector_dim if table == schema.MEMORIES else None)
+        if table == schema.RETRIEVALS:  # kept compressed, as the store writes it
+            values = with_trace(values, values["trace_json"], _quoted_in(values["trace_json"]))
         decoded.setdefault(tuple(_key_value(values[column]) for column in key), values)
     if not decoded:
         return ImportCount(0, total)
@@ -358,6 +371,24 @@ def _key_value(value: Any) -> Any:
 # A table's schema is a round trip to LanceDB's event loop (about half a millisecond): read once per
 # store and table, not once per row checked. Schemas change only by a migration, when a store is opened.
 _SCHEMAS: weakref.WeakKeyDictionary[MemoryStore, dict[str, pa.Schema]] = weakref.WeakKeyDictionary()
+
+
+def _quoted_in(trace_json: str) -> list[str]:
+    try:
+        return quoted_by(trace_json)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise RowError(f"trace_json must be a recall's trace (a JSON object), but it is not: {exc}") from exc
+
+
+# Columns only the store writes: an export carries a retrieval record's trace as JSON text.
+_STORED_ONLY = frozenset(field.name for field in schema.RETRIEVALS_V10_FIELDS)
+
+
+def _import_schema(table: str, arrow_schema: pa.Schema) -> pa.Schema:
+    """The columns an exported row of ``table`` may carry."""
+    if table != schema.RETRIEVALS:
+        return arrow_schema
+    return pa.schema([field for field in arrow_schema if field.name not in _STORED_ONLY])
 
 
 def _schema_of(store: MemoryStore, table: str) -> pa.Schema:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import zlib
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -117,9 +119,60 @@ def scope_of_row(row: Mapping[str, Any]) -> Scope:
     return Scope(row["org_id"], row["project_id"])
 
 
+# A retrieval record's trace is kept compressed (``trace_zlib``), with the ids of the memories it quotes
+# beside it (``trace_ids``: what a purge looks for). The trace is most of a record (about 40 KB of JSON
+# for top_k 10), and every maintenance round that compacts the records decoded and encoded each one
+# again; compressed once when written, they cost a round a quarter of the time (docs/benchmarks.md,
+# "Retrieval records with their traces compressed"). Records written before schema 10 keep theirs in
+# ``trace_json``.
+TRACE_COMPRESSION_LEVEL = 6  # zlib's default: 0.13 of the JSON, 0.33 ms a record, in the write-behind thread
+
+
+def with_trace(row: Mapping[str, Any], trace_json: str, quoted: Iterable[str]) -> dict[str, Any]:
+    """A retrieval row with its trace replaced by ``trace_json`` (compressed), quoting ``quoted``."""
+    return {
+        **row,
+        "trace_json": "",
+        "trace_zlib": zlib.compress(trace_json.encode(), TRACE_COMPRESSION_LEVEL),
+        "trace_ids": trace_ids_key(quoted),
+    }
+
+
+def trace_ids_key(quoted: Iterable[str]) -> str:
+    """The memories a trace quotes as one text, each between line breaks (no id holds one), so that
+    ``filters.quotes`` finds a record quoting one with a substring test."""
+    return "\n" + "".join(f"{memory_id}\n" for memory_id in sorted(set(quoted)))
+
+
+def ids_of_key(key: str) -> set[str]:
+    return set(key.split("\n")) - {""}
+
+
+def stored_retrieval(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A queued retrieval row (its trace as JSON) as the table keeps it: the trace compressed."""
+    return with_trace(row, row["trace_json"], ids_of_key(row["trace_ids"]))
+
+
+def quoted_by(trace_json: str) -> list[str]:
+    """The memories a trace quotes: its candidates."""
+    return [candidate["id"] for candidate in json.loads(trace_json).get("candidates", ())]
+
+
+def trace_of_row(row: Mapping[str, Any]) -> str:
+    """The trace JSON of a retrieval row, compressed or (written before schema 10) not."""
+    packed = row.get("trace_zlib")
+    return zlib.decompress(packed).decode() if packed else str(row["trace_json"])
+
+
 def retrieval_from_row(row: Mapping[str, Any]) -> RetrievalRecord:
+    fields = {key: value for key, value in row.items() if key not in ("trace_zlib", "trace_ids")}
     return RetrievalRecord(
-        **{**row, "created_at": utc(row["created_at"]), "context_ids": tuple(row["context_ids"] or ())}
+        **{
+            **fields,
+            "created_at": utc(row["created_at"]),
+            "context_ids": tuple(row["context_ids"] or ()),
+            "trace_json": trace_of_row(row),
+        }
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # Migration 4 moved the memories to a table with stable row ids, whose per-row "last updated at version"
 # lets a process read only what changed since the version it has cached (storage.scope_cache).
@@ -139,6 +139,14 @@ def episodes_schema() -> pa.Schema:
     )
 
 
+# Schema 10: the trace compressed, and the memories it quotes, one per line (``storage.rows.with_trace``);
+# records written before have them null and their trace in ``trace_json``.
+RETRIEVALS_V10_FIELDS = (
+    pa.field("trace_zlib", pa.binary()),
+    pa.field("trace_ids", pa.string()),
+)
+
+
 def retrievals_schema() -> pa.Schema:
     return pa.schema(
         [
@@ -154,6 +162,7 @@ def retrievals_schema() -> pa.Schema:
             pa.field("char_budget", pa.int32(), nullable=False),
             pa.field("context_ids", pa.list_(pa.string())),
             pa.field("trace_json", pa.string(), nullable=False),
+            *RETRIEVALS_V10_FIELDS,
         ]
     )
 

@@ -112,7 +112,6 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._writing = threading.local()  # write-sequence nesting depth, per thread
         self._exact = threading.local()
         self._appenders = appenders
-        self._quoted = {}
         self._logs = WriteBehind(self._append_log)
         self._appends_since_maintenance = 0
         self._deleted_from = set()

@@ -21,7 +21,7 @@ from storage.generations import REPORTS, WRITES, Generations, VersionWatch
 from storage.locking import LogsLock, WriteLock, retrying
 from storage.records import Reach, Scope, org_shelf, scopes_of
 from storage.row_ids import RowCount, RowIds
-from storage.rows import record_values, vector_of_row
+from storage.rows import ids_of_key, record_values, stored_retrieval, vector_of_row
 from storage.scan import scan_rows
 from storage.scope_cache import ScopeCache
 from storage.scope_copy import by_id
@@ -78,8 +78,6 @@ class StoreTables:
     _contradictions: Any
     _appenders: Appenders
     _logs: WriteBehind  # the logs written behind: retrieval records, A/B rows, deferred lineage
-    # Retrieval id -> the memories its queued record's trace quotes, as its recall gave them (until written).
-    _quoted: dict[str, frozenset[str]]
     _appends_since_maintenance: int  # each one a table version and a fragment to compact
     _deleted_from: set[str]  # tables rows were deleted from since their last compaction (the journal's)
     _row_ids: RowIds  # memory id -> stable row id, for updates that find their rows without a scan
@@ -295,10 +293,8 @@ class StoreTables:
             return 0
         if table is self._retrievals:
             with self._logs_lock.shared():
-                version = self._append_rows(table, self._without_purged_quotes(rows))
-            for row in rows:
-                self._quoted.pop(row["retrieval_id"], None)
-            return version
+                masked_rows = self._without_purged_quotes(rows)
+                return self._append_rows(table, [stored_retrieval(row) for row in masked_rows])
         if table is self._ab_logs or table is self._lineage:
             # Under the logs lock (written behind, or lineage at once), so that no such write is in flight
             # while a purge clears the files interrupted writes left (``storage.forgetting``).
@@ -308,20 +304,14 @@ class StoreTables:
 
     def _without_purged_quotes(self, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """Retrieval records with the preview of every candidate purged by now masked, as a purge masks
-        the records already in the table. A record's quotes are the memories its recall gave
-        (``record_retrieval``), else read from its trace; a trace is parsed only to mask it then (parsing
-        every one took 5% of the interpreter's time under ``benchmarks.load``)."""
+        the records already in the table. A record's quotes are kept beside its trace (``trace_ids``); a
+        trace is parsed only to mask it (parsing every one took 5% of the interpreter's time under
+        ``benchmarks.load``)."""
         quoted: dict[Scope, set[str]] = {}  # the recall's scope -> the memory ids its records quote
-        quotes_of = []
         for row in rows:
-            ids = self._quoted.get(row["retrieval_id"])
-            if ids is None:  # not given by its recall: read from the trace
-                trace = json.loads(row["trace_json"])
-                ids = frozenset(
-                    c["id"] for c in trace.get("candidates", ()) if c.get("preview") != PURGED_PREVIEW
-                )
-            quotes_of.append(ids)
-            quoted.setdefault(Scope(row["org_id"], row["project_id"]), set()).update(ids)
+            quoted.setdefault(Scope(row["org_id"], row["project_id"]), set()).update(
+                ids_of_key(row["trace_ids"])
+            )
         purged: set[str] = set()
         for scope, wanted in quoted.items():
             # An org-visible memory is kept on the org's shelf and recalled from any project of the org:
@@ -336,9 +326,9 @@ class StoreTables:
             return list(rows)
         return [
             {**row, "trace_json": json.dumps(masked(json.loads(row["trace_json"]), purged))}
-            if not ids.isdisjoint(purged)
+            if not purged.isdisjoint(ids_of_key(row["trace_ids"]))
             else row
-            for row, ids in zip(rows, quotes_of, strict=True)
+            for row in rows
         ]
 
     def _statuses(self, scope: Scope, memory_ids: set[str]) -> dict[str, str]:

@@ -34,6 +34,7 @@ from retrieval.text import content_hash
 from storage import migrations, recovery, schema
 from storage.records import Scope
 from storage.store import PURGE_JOURNAL, MemoryStore
+from tests.forensics import files_holding, traces_of
 from tests.helpers import TIMEOUT, call, scaled
 from tools.common import memory_id_for
 
@@ -331,8 +332,8 @@ async def test_a_purge_killed_at_any_point_is_finished_at_the_next_start_or_neve
         with MemoryStore.open(str(db)) as store:  # a restarted server: finishes what was begun
             memory = store.get_memory(memory_id)
             events = [e.action for e in store.lineage(DEFAULT_SCOPE, [memory_id])]
-            traces = " ".join(store._retrievals.to_arrow().column("trace_json").to_pylist())
-        on_disk = [str(p) for p in db.rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
+            traces = " ".join(traces_of(store._retrievals))
+        on_disk = files_holding(db, token.encode())
         context = f"round {number}, kill after {delay:.3f} s (MEMORIA_CRASH_SEED={SEED})"
         if memory.status == "purged":
             assert (memory.content, events.count("purge"), on_disk) == ("", 1, []), context

@@ -1,5 +1,6 @@
 """Opening a store written by an earlier schema version upgrades it in place, keeping every row."""
 
+import json
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -343,3 +344,65 @@ def test_a_table_without_a_declared_key_has_no_primary_key():
         "id", pa.string(), nullable=False, metadata={"lance-schema:unenforced-primary-key": "true"}
     )
     assert migrations.primary_key(pa.schema([fields[1], marked])) == "id"
+
+
+OLD_RETRIEVALS = pa.schema(
+    [field for field in schema.retrievals_schema() if field not in schema.RETRIEVALS_V10_FIELDS]
+)
+
+
+def traced(preview: str) -> str:
+    return json.dumps(
+        {"candidates": [{"id": "mem_old", "preview": preview}, {"id": "mem_x", "preview": "x"}]}
+    )
+
+
+def retrieval(retrieval_id: str, trace: str) -> dict:
+    return {
+        "retrieval_id": retrieval_id,
+        "org_id": "o",
+        "project_id": "p",
+        "session_id": "s",
+        "agent_id": "a",
+        "query": "q",
+        "purpose": "recall",
+        "created_at": NOW,
+        "top_k": 5,
+        "char_budget": 100,
+        "context_ids": [],  # the memory is only in the trace: a candidate that missed the context
+        "trace_json": trace,
+    }
+
+
+def test_retrieval_records_from_before_schema_10_keep_their_trace_and_a_purge_still_finds_them(tmp_path):
+    from tests.forensics import files_holding
+
+    make_v1_store(tmp_path / "db")
+    db = lancedb.connect(str(tmp_path / "db"))
+    db.drop_table(schema.RETRIEVALS)  # as a release before schema 10 created it
+    old_trace = traced("zq7OLDxk9 written before")
+    db.create_table(schema.RETRIEVALS, schema=OLD_RETRIEVALS).add(
+        pa.Table.from_pylist([retrieval("ret_old", old_trace)], schema=OLD_RETRIEVALS)
+    )
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
+        assert store.schema_version == schema.SCHEMA_VERSION
+        table = store.tables()[schema.RETRIEVALS]
+        assert {"trace_zlib", "trace_ids"} <= set(table.schema.names)
+        scope = Scope("o", "p")
+        assert store.get_retrieval("ret_old", scope).trace_json == old_trace
+        from storage.records import RetrievalRecord
+
+        new_trace = traced("zq7NEWxk9 written after")
+        store.record_retrieval(RetrievalRecord(**{**retrieval("ret_new", new_trace), "context_ids": ()}))
+        store.flush_logs()
+        [new_row] = table.search().where("retrieval_id = 'ret_new'").to_arrow().to_pylist()
+        assert (new_row["trace_json"], new_row["trace_ids"]) == ("", "\nmem_old\nmem_x\n")
+        assert store.get_retrieval("ret_new", scope).trace_json == new_trace
+        assert files_holding(tmp_path / "db", b"zq7NEWxk9")  # compressed, yet found on disk
+
+        assert store.purge(scope, ["mem_old"], NOW) == ["mem_old"]
+        for retrieval_id in ("ret_old", "ret_new"):
+            trace = json.loads(store.get_retrieval(retrieval_id, scope).trace_json)
+            assert [c["preview"] for c in trace["candidates"]] == ["[purged]", "x"], retrieval_id
+    assert files_holding(tmp_path / "db", b"zq7OLDxk9") == []
+    assert files_holding(tmp_path / "db", b"zq7NEWxk9") == []

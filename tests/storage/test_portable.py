@@ -282,3 +282,36 @@ def test_an_export_for_an_agent_leaves_out_what_it_may_not_read_and_every_row_na
     assert {row["session_id"] for row in found[schema.FEEDBACK]} == {"s-alice"}
     assert {row["session_id"] for row in found[schema.WEIGHT_EVENTS]} == {"s-alice"}
     assert {row["retrieval_id"] for row in found[schema.RETRIEVALS]} == {"ret_s-alice"}
+
+
+TRACE = '{"candidates": [{"id": "m1", "preview": "pool is 64"}]}'
+
+
+def test_a_retrieval_record_is_exported_with_its_trace_as_json_text_and_imported_compressed(store, target):
+    store.record_retrieval(
+        RetrievalRecord("ret_t", "acme", "web", "s1", "agent", "pool", "recall", NOW, 5, 100, (), TRACE)
+    )
+    [row] = rows_by_table(store)[schema.RETRIEVALS]
+    assert row["trace_json"] == TRACE
+    assert "trace_zlib" not in row and "trace_ids" not in row  # what only the store writes stays home
+    assert portable.import_rows(target, schema.RETRIEVALS, [row]).written == 1
+    assert target.get_retrieval("ret_t", SCOPE).trace_json == TRACE
+    [stored] = target.tables()[schema.RETRIEVALS].to_arrow().to_pylist()
+    assert (stored["trace_json"], stored["trace_ids"]) == ("", "\nm1\n")  # kept as the store keeps its own
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"trace_zlib": "eJw="}, "columns the table does not: trace_zlib"),
+        ({"trace_json": "not json"}, "trace_json must be a recall's trace"),
+    ],
+)
+def test_a_retrieval_row_that_is_not_an_exported_one_is_refused(store, target, change, message):
+    store.record_retrieval(
+        RetrievalRecord("ret_t", "acme", "web", "s1", "agent", "pool", "recall", NOW, 5, 100, (), TRACE)
+    )
+    [row] = rows_by_table(store)[schema.RETRIEVALS]
+    with pytest.raises(RowError, match=message):
+        portable.import_rows(target, schema.RETRIEVALS, [{**row, **change}])
+    assert target.tables()[schema.RETRIEVALS].count_rows() == 0

@@ -10,6 +10,7 @@ from retrieval.types import Candidate
 from server.upkeep import aggregation_pass, expire_ephemeral
 from storage.records import Scope
 from tests.fakes import ScriptedLLM
+from tests.forensics import files_holding
 from tests.helpers import make_runtime, settings_for
 from tools.common import Caller
 from tools.drift import DriftInput, drift
@@ -386,7 +387,7 @@ def test_purge_erases_the_content_from_every_file_of_the_store(settings):
         root = __import__("pathlib").Path(settings.db_uri)
 
         def files_with(token: bytes) -> list[str]:
-            return [str(p) for p in root.rglob("*") if p.is_file() and token in p.read_bytes()]
+            return files_holding(root, token)
 
         assert files_with(b"zq7SECRETxk9")  # the scan sees stored text at all
         out = forget(ForgetInput(memory_id=memory, mode="purge"), runtime, caller())
@@ -485,7 +486,7 @@ def test_purge_also_erases_absorbed_restatements_and_quotes_in_the_episode(setti
         root = __import__("pathlib").Path(settings.db_uri)
 
         def files_with(token: bytes) -> list[str]:
-            return [str(p) for p in root.rglob("*") if p.is_file() and token in p.read_bytes()]
+            return files_holding(root, token)
 
         first = remember(
             RememberInput(content="My SSN is 123-45-6789", episode_id="e1"), runtime, caller()

@@ -1,0 +1,58 @@
+"""How a retrieval record's trace is laid out in its row: compressed, with the memories it quotes."""
+
+import json
+import zlib
+
+from storage.rows import ids_of_key, quoted_by, retrieval_from_row, trace_ids_key, trace_of_row, with_trace
+from tests.storage.test_store import NOW
+
+TRACE = json.dumps(
+    {"candidates": [{"id": "mem_b", "preview": "pool is 64"}, {"id": "mem_a", "preview": "x"}]}
+)
+
+
+def row(**columns):
+    return {
+        "retrieval_id": "ret_1",
+        "org_id": "acme",
+        "project_id": "web",
+        "session_id": "s1",
+        "agent_id": "agent",
+        "query": "pool size",
+        "purpose": "recall",
+        "created_at": NOW,
+        "top_k": 5,
+        "char_budget": 1000,
+        "context_ids": ["mem_b"],
+        **columns,
+    }
+
+
+def test_a_trace_is_kept_compressed_with_the_memories_it_quotes_one_per_line():
+    stored = with_trace(row(trace_json=TRACE), TRACE, quoted_by(TRACE))
+    assert stored["trace_json"] == ""
+    assert zlib.decompress(stored["trace_zlib"]).decode() == TRACE
+    assert len(stored["trace_zlib"]) < len(TRACE)
+    assert stored["trace_ids"] == "\nmem_a\nmem_b\n"  # sorted, each between line breaks
+    assert ids_of_key(stored["trace_ids"]) == {"mem_a", "mem_b"}
+
+
+def test_a_stored_row_reads_back_as_the_record_it_was_made_from():
+    stored = with_trace(row(trace_json=TRACE), TRACE, ["mem_b", "mem_a"])
+    record = retrieval_from_row(stored)
+    assert record.trace_json == TRACE
+    assert record.context_ids == ("mem_b",)
+    assert not hasattr(record, "trace_zlib")
+
+
+def test_a_row_written_before_schema_10_reads_its_trace_from_the_text_column():
+    old = row(trace_json=TRACE, trace_zlib=None, trace_ids=None)
+    assert trace_of_row(old) == TRACE
+    assert retrieval_from_row(old).trace_json == TRACE
+    assert trace_of_row(row(trace_json=TRACE)) == TRACE  # queued, not compressed yet
+
+
+def test_a_trace_that_quotes_nothing_has_an_empty_key():
+    assert trace_ids_key([]) == "\n"
+    assert ids_of_key("\n") == set()
+    assert quoted_by("{}") == []
