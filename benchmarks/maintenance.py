@@ -25,8 +25,9 @@ from typing import Any
 
 from benchmarks.corpus import generate, queries, store_corpus
 from benchmarks.reporting import RESULTS, add_settings_argument, offline_settings, settings_of, write_json
+from storage import schema
 
-TABLES = ("memories_v4", "retrievals", "retrieval_ab_logs", "lineage_events")
+TABLES = (schema.MEMORIES, schema.RETRIEVALS, schema.AB_LOGS, schema.LINEAGE)
 
 
 def recall_many(runtime: Any, count: int, seed: int) -> list[float]:
@@ -79,17 +80,12 @@ def run(db: Path, args: argparse.Namespace, env: dict[str, str]) -> dict[str, An
             remembers = remember_many(runtime, args.remembers, seed=100 + number)
             recalls = recall_many(runtime, args.round_recalls, seed=100 + number)
             runtime.store.flush_logs()
-            # Each table's last optimize (the store keeps it for its clean-up margin): those this round timed.
-            timings = runtime.store._optimize_seconds
-            before = dict(timings)
             began = time.perf_counter()
-            maintenance_round(runtime)
+            compacted = maintenance_round(runtime)  # what the round did, per table it compacted
             seconds = time.perf_counter() - began
-            optimized = {
-                name: round(timings[name] * 1000, 1)
-                for name in TABLES
-                if name in timings and timings[name] != before.get(name)
-            }
+            # Each table's last optimize, which the store keeps for its clean-up margin.
+            timings = runtime.store._optimize_seconds
+            optimized = {name: round(timings[name] * 1000, 1) for name in TABLES if name in compacted}
             row = {
                 "round": number,
                 "round_ms": round(seconds * 1000, 1),

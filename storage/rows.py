@@ -130,11 +130,15 @@ TRACE_COMPRESSION_LEVEL = 6  # zlib's default: 0.13 of the JSON, 0.33 ms a recor
 
 def with_trace(row: Mapping[str, Any], trace_json: str, quoted: Iterable[str]) -> dict[str, Any]:
     """A retrieval row with its trace replaced by ``trace_json`` (compressed), quoting ``quoted``."""
+    return {**packed(row, trace_json), "trace_ids": trace_ids_key(quoted)}
+
+
+def packed(row: Mapping[str, Any], trace_json: str) -> dict[str, Any]:
+    """A retrieval row with ``trace_json`` as its trace, compressed."""
     return {
         **row,
         "trace_json": "",
         "trace_zlib": zlib.compress(trace_json.encode(), TRACE_COMPRESSION_LEVEL),
-        "trace_ids": trace_ids_key(quoted),
     }
 
 
@@ -149,8 +153,8 @@ def ids_of_key(key: str) -> set[str]:
 
 
 def stored_retrieval(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A queued retrieval row (its trace as JSON) as the table keeps it: the trace compressed."""
-    return with_trace(row, row["trace_json"], ids_of_key(row["trace_ids"]))
+    """A queued retrieval row (its trace as JSON, its quotes listed) as the table keeps it."""
+    return packed(row, row["trace_json"])
 
 
 def quoted_by(trace_json: str) -> list[str]:

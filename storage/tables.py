@@ -308,10 +308,9 @@ class StoreTables:
         trace is parsed only to mask it (parsing every one took 5% of the interpreter's time under
         ``benchmarks.load``)."""
         quoted: dict[Scope, set[str]] = {}  # the recall's scope -> the memory ids its records quote
-        for row in rows:
-            quoted.setdefault(Scope(row["org_id"], row["project_id"]), set()).update(
-                ids_of_key(row["trace_ids"])
-            )
+        quotes_of = [ids_of_key(row["trace_ids"]) for row in rows]
+        for row, ids in zip(rows, quotes_of, strict=True):
+            quoted.setdefault(Scope(row["org_id"], row["project_id"]), set()).update(ids)
         purged: set[str] = set()
         for scope, wanted in quoted.items():
             # An org-visible memory is kept on the org's shelf and recalled from any project of the org:
@@ -326,9 +325,9 @@ class StoreTables:
             return list(rows)
         return [
             {**row, "trace_json": json.dumps(masked(json.loads(row["trace_json"]), purged))}
-            if not purged.isdisjoint(ids_of_key(row["trace_ids"]))
+            if not purged.isdisjoint(ids)
             else row
-            for row in rows
+            for row, ids in zip(rows, quotes_of, strict=True)
         ]
 
     def _statuses(self, scope: Scope, memory_ids: set[str]) -> dict[str, str]:
