@@ -72,16 +72,42 @@ def effective_score(outcome: str, score: float | None) -> float:
     return float(score) if score is not None else OUTCOME_SCORES[outcome]
 
 
+def score_contradicts(outcome: str, score: float | None) -> str | None:
+    """Why ``score`` contradicts the ``outcome`` label, or None. The score sets the weights and the label
+    is what the report keeps and says: a success scored below partial, or a failure above it, would be
+    kept as one thing and applied as the other."""
+    partial = OUTCOME_SCORES["partial"]
+    if (
+        score is None
+        or outcome == "partial"
+        or (score >= partial if outcome == "success" else score <= partial)
+    ):
+        return None
+    side, means = ("below", "a failure") if score < partial else ("above", "a success")
+    return (
+        f"outcome {outcome!r} and `score` {score:g} disagree: a score {side} {partial:g} reads as {means}. "
+        "Send the outcome the score means (or partial), or leave the score out"
+    )
+
+
 # -- credit ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ShownMemory:
-    """A memory as one recall showed it: its score in that context, before feedback weighting (a
-    direct match's relevance plus corroboration boost; an episode sibling's propagated score)."""
+    """A memory as one recall showed it. ``score``: its score in that context before feedback weighting (a
+    direct match's relevance plus corroboration boost; an episode sibling's propagated score), which the
+    filler floor reads. ``shown``: the score the recall ranked it by (its final score: after feedback
+    weighting and what its neighbours and its answer type lent it), which gives its place: the rank by
+    score the agent was given. None: ranked by ``score``."""
 
     memory_id: str
     score: float
+    shown: float | None = None
+
+    @property
+    def ranked_by(self) -> float:
+        return self.score if self.shown is None else self.shown
 
 
 @dataclass(frozen=True)
@@ -128,12 +154,16 @@ def assign_credit(
 ) -> tuple[MemoryCredit, ...]:
     """Each memory's credit for one session's report: named memories first (a full step each, for the
     session's queries as a whole: no ``query_index``), then the memories of the session's contexts by
-    their best position in any of them (``query_index`` is that context's index). A memory below the
-    floor in every context it was in gets no credit."""
+    their best position in any of them (``query_index`` is that context's index). A memory's position is
+    its rank by the score the recall showed it with (ties in the context's order): a memory that earlier
+    reports moved down the context takes the share of the place it was read at, not of the place its
+    relevance alone would have given it (a memory named misleading would otherwise win the largest share
+    of every later success it ranked below others in). A memory below the floor (its relevance before
+    feedback against its context's best) in every context it was in gets no credit."""
     shown: dict[str, tuple[float, int]] = {}  # memory id -> (best position share, context index)
     for index, context in enumerate(contexts):
-        ranked = sorted(context.memories, key=lambda memory: -memory.score)
-        best = ranked[0].score if ranked else 0.0
+        ranked = sorted(context.memories, key=lambda memory: -memory.ranked_by)
+        best = max((memory.score for memory in context.memories), default=0.0)
         for rank, memory in enumerate(ranked):
             if not policy.above_floor(memory.score, best):
                 continue
@@ -232,15 +262,27 @@ def contextual_weight(
     reports: Iterable[CreditedReport], policy: WeightPolicy, *, protection_tier: str = "standard"
 ) -> tuple[float, tuple[FeedbackStep, ...]]:
     """The weight for the current query: the reports replayed in order, each step scaled by its
-    closeness; and the steps that moved it."""
+    closeness; and the steps that moved it.
+
+    The agent's word outweighs a context's: once a report named the memory (helpful or misleading) for a
+    query this close, a later session's context moves it only the way the agent judged it (further down
+    after misleading, further up after helpful) until a report names it again. A memory named misleading
+    that stays in the contexts of sessions that went well (shown below the memory that served them, and
+    named by nobody) stays down instead of climbing back over the memory the agent relied on; its step is
+    listed, with the weight held."""
     weight = INITIAL_WEIGHT
     steps = []
+    judged = 0.0  # the latest named credit: +1 helpful, -1 misleading, 0 none
     for report in reports:
         share = report.credit.share * report.closeness
         if share <= 0.0:
             continue
         named = report.by_query and report.credit.role in NAMED_ROLES
         after = policy.step(weight, report.credit.score, share, named=named)
+        if report.credit.role in NAMED_ROLES:
+            judged = 1.0 if report.credit.role == "helpful" else -1.0
+        elif judged * (after - weight) < 0:  # a context's share against the agent's word: held
+            after = weight
         steps.append(
             FeedbackStep(
                 report.session_id,

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from retrieval.outcomes import (
     assign_credit,
     effective_score,
+    score_contradicts,
 )
 from retrieval.text import counted
 from storage.records import (
@@ -48,9 +49,6 @@ from writing.outcomes import (
     with_report,
     write_weights,
 )
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +79,15 @@ class ReportOutcomeInput(ScopeArgs):
     )
 
     @model_validator(mode="after")
-    def _named_once(self) -> ReportOutcomeInput:
+    def _consistent(self) -> ReportOutcomeInput:
         both = sorted(set(self.helpful_ids or ()) & set(self.misleading_ids or ()))
         if both:
             raise ValueError(
                 f"helpful_ids and misleading_ids both name {', '.join(both)}: a memory named both helpful "
                 "and misleading says nothing; name each memory in one list only"
             )
+        if contradiction := score_contradicts(self.outcome, self.score):
+            raise ValueError(contradiction)
         return self
 
 
@@ -165,7 +165,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         # mistyped id, and a report of it would make up a session (and move what it names).
         raise ToolFailure(
             f"no recall of session {session_id!r} is recorded in org {scope.org_id!r} / project "
-            f"{scope.project_id!r}; nothing was reported. Check session_id (every recall result carries its "
+            f"{scope.project_id!r}; nothing was reported. Check `session_id` (every recall result carries its "
             "session_id), or leave it out to report this connection's own session."
         )
     contexts, queries, query_of_context = shown_contexts(retrievals)

@@ -104,21 +104,30 @@ def caught_up(
 def shown_contexts(
     retrievals: Sequence[RetrievalRecord],
 ) -> tuple[list[ShownContext], tuple[str, ...], list[int]]:
-    """What each recall of the session put into its context, with each memory's score there before
-    feedback weighting; the session's distinct queries; and, per context, its query's index."""
+    """What each recall of the session put into its context, in the context's order, with each memory's
+    score there before feedback weighting and the final score it was ranked by; the session's distinct
+    queries; and, per context, its query's index."""
     contexts = []
     queries: dict[str, int] = {}
     query_of_context = []
     for retrieval in retrievals:
         trace = parse_trace(retrieval.trace_json)
+        placed = sorted(
+            (entry for entry in trace.get("candidates", ()) if entry.get("in_context")),
+            key=lambda entry: entry.get("context_position") or 0,
+        )
         shown = tuple(
-            ShownMemory(entry["id"], unweighted_score(entry))
-            for entry in trace.get("candidates", ())
-            if entry.get("in_context")
+            ShownMemory(entry["id"], unweighted_score(entry), final_score(entry)) for entry in placed
         )
         contexts.append(ShownContext(retrieval.query, shown))
         query_of_context.append(queries.setdefault(retrieval.query, len(queries)))
     return contexts, tuple(queries), query_of_context
+
+
+def final_score(entry: dict[str, Any]) -> float | None:
+    """The score a traced candidate was ranked by in its recall's result (None in a trace without it)."""
+    final = entry["scores"].get("final")
+    return None if final is None else float(final)
 
 
 def unweighted_score(entry: dict[str, Any]) -> float:

@@ -78,6 +78,35 @@ def test_a_success_moves_each_memory_by_its_position_in_the_context():
     ]
 
 
+def test_a_memory_takes_the_share_of_the_place_it_was_shown_at_not_of_its_relevance():
+    # a is the most relevant (0.8) but earlier reports weighted it down to 0.3 as shown; b (0.6) was
+    # weighted up to 0.9: the agent read b first, so b takes 1.0 and a 1 / log2(3) = 0.630930.
+    shown = ShownContext("q", (ShownMemory("a", 0.8, shown=0.3), ShownMemory("b", 0.6, shown=0.9)))
+    credits = assign_credit([shown], session_score=1.0, policy=POLICY_CREDIT)
+    assert [(c.memory_id, c.share) for c in credits] == [("b", 1.0), ("a", 0.63093)]
+
+
+def test_the_floor_reads_relevance_before_feedback_even_for_a_memory_shown_high():
+    # best relevance 0.8: the floor is 0.2. c (0.19) is filler however high its weight showed it; it
+    # still held the second place, so b is third: 1 / log2(4) = 0.5.
+    shown = ShownContext(
+        "q",
+        (
+            ShownMemory("a", 0.8, shown=0.8),
+            ShownMemory("c", 0.19, shown=0.33),
+            ShownMemory("b", 0.6, shown=0.3),
+        ),
+    )
+    credits = assign_credit([shown], session_score=1.0, policy=POLICY_CREDIT)
+    assert [(c.memory_id, c.share) for c in credits] == [("a", 1.0), ("b", 0.5)]
+
+
+def test_equal_shown_scores_keep_the_contexts_order():
+    shown = ShownContext("q", (ShownMemory("b", 0.5, shown=0.7), ShownMemory("a", 0.6, shown=0.7)))
+    credits = assign_credit([shown], session_score=1.0, policy=POLICY_CREDIT)
+    assert [(c.memory_id, c.share) for c in credits] == [("b", 1.0), ("a", 0.63093)]
+
+
 def test_filler_below_the_relative_or_absolute_floor_never_moves():
     # best 0.8: the relative floor is 0.25 x 0.8 = 0.2, so 0.19 is filler; 0.04 is below the absolute floor.
     credits = assign_credit([context("q", a=0.8, b=0.19, c=0.2)], session_score=1.0, policy=POLICY_CREDIT)
@@ -176,12 +205,49 @@ def test_a_named_memory_moves_by_the_named_alpha_for_a_close_query():
     assert contextual_weight([report(1.0, 1.0, 1.0, role="helpful")], POLICY)[0] == pytest.approx(1.75)
     assert contextual_weight([report(1.0, 1.0, 0.4, role="helpful")], POLICY)[0] == pytest.approx(1.3)
     assert contextual_weight([report(1.0, 0.0, 1.0, role="misleading")], POLICY)[0] == pytest.approx(0.25)
-    # then a context failure (share 0.5, closeness 0.5) moves it by alpha: 1.75 + 0.25 x 0.2 x -1.5 = 1.675
+    # then a context success (share 0.5, closeness 0.5) after a helpful name at closeness 0.4 moves it by
+    # alpha: 1.3 + 0.25 x 0.2 x (1.75 - 1.3) = 1.3225
     weight, steps = contextual_weight(
-        [report(1.0, 1.0, 1.0, "s1", "helpful"), report(0.5, 0.0, 0.5, "s2")], POLICY
+        [report(1.0, 1.0, 0.4, "s1", "helpful"), report(0.5, 1.0, 0.5, "s2")], POLICY
     )
-    assert weight == pytest.approx(1.675)
-    assert steps[0].moved == pytest.approx(0.75) and steps[1].moved == pytest.approx(-0.075)
+    assert weight == pytest.approx(1.3225)
+    assert steps[0].moved == pytest.approx(0.3) and steps[1].moved == pytest.approx(0.0225)
+
+
+def test_context_successes_never_lift_a_memory_the_agent_named_misleading():
+    # misleading: 0.25; five context successes (share 1, closeness 1) would lift it 0.2 of the way to 1.75
+    # each: held, each listed with the weight it kept. A context failure still lowers it (already at lo).
+    reports = [
+        report(1.0, 0.0, 1.0, "s0", "misleading"),
+        *(report(1.0, 1.0, 1.0, f"s{n}") for n in range(1, 6)),
+    ]
+    weight, steps = contextual_weight(reports, POLICY)
+    assert [round(step.weight_after, 6) for step in steps] == [0.25] * 6 and weight == 0.25
+    assert [step.session_id for step in steps] == ["s0", "s1", "s2", "s3", "s4", "s5"]
+
+
+def test_context_failures_never_lower_a_memory_the_agent_named_helpful_but_successes_still_lift_it():
+    # helpful at closeness 0.4: 1 + 0.4 x 0.75 = 1.3. A context failure (share 1, closeness 1) is held;
+    # a context success lifts it 0.2 of the way to 1.75: 1.3 + 0.09 = 1.39.
+    reports = [
+        report(1.0, 1.0, 0.4, "s0", "helpful"),
+        report(1.0, 0.0, 1.0, "s1"),
+        report(1.0, 1.0, 1.0, "s2"),
+    ]
+    _, steps = contextual_weight(reports, POLICY)
+    assert [round(step.weight_after, 6) for step in steps] == [1.3, 1.3, 1.39]
+
+
+def test_naming_a_memory_again_is_what_turns_the_agents_judgement():
+    # misleading 0.25, then named helpful: 0.25 + 1.0 x (1.75 - 0.25) = 1.75; a context failure after it
+    # is held, a misleading name after that takes it to 0.25 again.
+    reports = [report(1.0, 0.0, 1.0, "s0", "misleading"), report(1.0, 1.0, 1.0, "s1", "helpful")]
+    assert contextual_weight([*reports, report(1.0, 0.0, 1.0, "s2")], POLICY)[0] == pytest.approx(1.75)
+    turned = [*reports, report(1.0, 0.0, 1.0, "s3", "misleading")]
+    assert contextual_weight(turned, POLICY)[0] == pytest.approx(0.25)
+    # before any name, context credits move it freely: 1.15, 1.27, then a failure 1.27 - 0.2 x 1.02 = 1.066
+    free = [report(1.0, 1.0, 1.0, "a"), report(1.0, 1.0, 1.0, "b"), report(1.0, 0.0, 1.0, "c")]
+    assert contextual_weight(free, POLICY)[0] == pytest.approx(1.066)
 
 
 def test_a_named_memory_whose_closeness_no_query_measured_takes_the_spec_step():

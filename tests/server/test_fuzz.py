@@ -235,6 +235,15 @@ class ToolFuzz:
     lookup: bool = False  # a valid call may name an id this scope does not hold
 
 
+def score_agrees_with_outcome(arguments: dict[str, Any]) -> bool:
+    """A report's score on its label's side of partial (a success below 0.5, or a failure above it, is
+    refused as a contradiction: tests/server/test_validation.py)."""
+    score = arguments.get("score")
+    if score is None or arguments["outcome"] == "partial":
+        return True
+    return score >= 0.5 if arguments["outcome"] == "success" else score <= 0.5
+
+
 def with_fields(
     base: st.SearchStrategy[dict[str, Any]], **optional: Any
 ) -> st.SearchStrategy[dict[str, Any]]:
@@ -350,7 +359,7 @@ def tool_fuzz(pools: Pools) -> dict[str, ToolFuzz]:
                     "note": free_text,
                     **SCOPED,
                 },
-            ),
+            ).filter(score_agrees_with_outcome),
             {
                 "outcome": literal("success"),
                 "score": [-0.1, 1.5, -1e308, 1e308, "high", [], {"a": 1}],

@@ -73,6 +73,50 @@ def test_success_moves_each_memory_of_the_context_by_its_position(runtime, three
     assert "0 helpful and 0 misleading" in out.detail and "2 other memories of its contexts" in out.detail
 
 
+def test_a_memory_moved_down_by_earlier_reports_takes_the_share_of_the_place_it_was_shown_at(runtime, three):
+    """A memory named misleading sinks for this query; a later success that names nothing credits it by
+    the place the agent read it at (second), not by the first place its relevance alone would give it."""
+    assert recall_top(runtime, S1) == [three["a"], three["b"]]
+    report_outcome(
+        ReportOutcomeInput(outcome="failure", helpful_ids=[three["b"]], misleading_ids=[three["a"]]),
+        runtime,
+        S1,
+    )
+    assert recall_top(runtime, S2) == [three["b"], three["a"]]  # a at 0.25 of its relevance, b at 1.75
+    out = report_outcome(ReportOutcomeInput(outcome="success"), runtime, S2)
+    assert {(u.id, u.role, u.share) for u in out.updated} == {
+        (three["b"], "context", 1.0),
+        (three["a"], "context", SECOND),
+    }
+
+
+def test_sessions_that_name_nothing_never_lift_a_memory_named_misleading_over_the_one_relied_on(
+    runtime, three
+):
+    """Named misleading for "postgres pool" (its relevance is well above the helpful memory's), then shown
+    second in eight sessions that went well and named nothing: for this query it stays where the agent's
+    word put it, and the memory the agent relied on stays first."""
+    from tools.explain_ranking import ExplainRankingInput, explain_ranking
+
+    recall_top(runtime, S1)
+    report_outcome(
+        ReportOutcomeInput(outcome="failure", helpful_ids=[three["b"]], misleading_ids=[three["a"]]),
+        runtime,
+        S1,
+    )
+    for n in range(8):
+        session = Caller("agent", f"ses_ok_{n}")
+        assert recall_top(runtime, session) == [three["b"], three["a"]]
+        report_outcome(ReportOutcomeInput(outcome="success"), runtime, session)
+    last = recall(RecallInput(query="postgres pool", top_k=2), runtime, Caller("agent", "ses_last"))
+    out = explain_ranking(ExplainRankingInput(retrieval_id=last.retrieval_id), runtime, S1)
+    by_id = {c.id: c for c in out.candidates}
+    assert by_id[three["a"]].scores.feedback_weight == pytest.approx(0.25)
+    assert by_id[three["b"]].scores.feedback_weight == pytest.approx(1.75)
+    # the spec's global weight (the logged baseline) replays every credit: a's rises again
+    assert by_id[three["a"]].scores.global_weight > 1.0
+
+
 def test_named_memories_move_fully_and_the_others_by_a_quarter_of_their_share(runtime, three):
     recall_top(runtime, S1)
     out = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[three["b"]]), runtime, S1)
@@ -339,9 +383,22 @@ def test_a_report_of_the_same_session_landing_in_between_makes_the_report_read_e
 
 def test_an_explicit_score_overrides_the_label(runtime, three):
     recall_top(runtime, S1, top_k=1)
-    out = report_outcome(ReportOutcomeInput(outcome="success", score=0.0), runtime, S1)
+    out = report_outcome(ReportOutcomeInput(outcome="partial", score=0.0), runtime, S1)
     assert out.score == 0.0
     assert weights(runtime, three)["a"] == 0.925  # a failure's half share: 1 - 0.5 x 0.15
+
+
+@pytest.mark.parametrize(("outcome", "score"), [("failure", 0.9), ("success", 0.2), ("failure", 0.51)])
+def test_a_label_the_score_contradicts_is_refused(outcome, score):
+    with pytest.raises(ValidationError, match=rf"outcome '{outcome}' and `score` {score:g} disagree"):
+        ReportOutcomeInput(outcome=outcome, score=score)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "score"), [("failure", 0.5), ("success", 0.5), ("partial", 1.0), ("success", 0.8)]
+)
+def test_a_score_on_the_labels_side_of_partial_is_taken(outcome, score):
+    assert ReportOutcomeInput(outcome=outcome, score=score).score == score
 
 
 def test_the_callers_own_session_without_recalls_has_nothing_to_update(runtime, three):
