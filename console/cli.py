@@ -171,7 +171,9 @@ def add_people_commands(commands: Any) -> None:
     forget.add_argument("--purge", action="store_true", help="erase content, tags and vector for good")
     forget.add_argument("--reason", help="why (kept in the lineage record)")
     forget.add_argument("--dry-run", action="store_true", help="show what would go, change nothing")
-    forget.add_argument("--yes", action="store_true", help="purge without asking")
+    forget.add_argument(
+        "--yes", action="store_true", help="forget without asking (a purge, or what --query or --tag chose)"
+    )
     forget.add_argument("--agent", metavar="NAME", help="who forgets (default cli)")
     forget.add_argument(
         "--session", metavar="ID", help="the session whose private memories may be forgotten too"

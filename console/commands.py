@@ -89,6 +89,7 @@ FLAGS = {
     "time_zone": "--time-zone",
     "limit": "--limit",
     "cursor": "--cursor",
+    "max_memories": "--max",
 }
 _QUOTED_NAME = re.compile(r"`(" + "|".join(FLAGS) + r")(?:\.\d+)?`")
 _PHRASES = (
@@ -101,6 +102,10 @@ _PHRASES = (
     (re.compile(r"\bPass memory_id\b"), lambda m: "Pass a memory id"),
     (re.compile(r"\bPass replaces= the id\b"), lambda m: "Pass the id"),
     (re.compile(r"\bcall again with dry_run=false\b"), lambda m: "run again without --dry-run"),
+    (
+        re.compile(r"\breport this connection's own session\b"),
+        lambda m: "report the session `memoria recall` used last",
+    ),
 )
 
 
@@ -316,7 +321,6 @@ def remembered(result: Any) -> str:
 
 def recall_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import recall
-    from tools.recall import NOTHING_MATCHED
 
     with opened(settings) as runtime:
         caller = Caller(
@@ -345,17 +349,13 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
             "recall",
         )
     if args.context and not args.json:
-        print(printable(result.context), file=sys.stdout)
+        if result.context:
+            print(printable(result.context), file=sys.stdout)
+        else:  # stdout stays empty (nothing to paste); why, on stderr
+            print(_empty_recall(args, result), file=sys.stderr)
         return 0
-    if result.gated:
-        readable = f"memory was not searched: {result.gate_reason}"
-    elif not result.memories:
-        # the language model's passes may have emptied the context: the note says so
-        readable = (
-            in_flags(result.note)  # matched, but none placed: the note says why (the budget, or the passes)
-            if result.note and not result.note.startswith(NOTHING_MATCHED)
-            else _nothing_found(args, result.window)
-        )
+    if result.gated or not result.memories:
+        readable = _empty_recall(args, result)
     else:
         readable = table(
             ["#", "score", "id", "kind", "agent", "date", "memory"],
@@ -387,6 +387,18 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
         ),
     ]
     return emit(args, result, "\n".join([readable, "", *footer]))
+
+
+def _empty_recall(args: argparse.Namespace, result: Any) -> str:
+    """Why a recall placed nothing in its context: its query was gated, nothing relevant was found within
+    its limits, or what matched did not fit (the budget, or the language model's passes: the note)."""
+    from tools.recall import NOTHING_MATCHED
+
+    if result.gated:
+        return f"memory was not searched: {result.gate_reason}"
+    if result.note and not result.note.startswith(NOTHING_MATCHED):
+        return in_flags(result.note)
+    return _nothing_found(args, result.window)
 
 
 def _nothing_found(args: argparse.Namespace, window: dict[str, str | None] | None) -> str:
@@ -744,6 +756,8 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                 return 1
             what = "erase" if mode == "purge" else "retract"
             print(forgotten_table(preview), file=sys.stderr)  # stdout stays the result (--json)
+            if preview.note:  # what else matches and is left, what is inactive already
+                print(in_flags(preview.note), file=sys.stderr)
             if not sys.stdin.isatty():  # nobody to ask: what would go is listed above, then refused
                 raise CommandError(
                     f"this would {what} the {counted(len(preview.forgotten), 'memory')} above: add --yes to confirm"
@@ -776,15 +790,18 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                     forgotten=gone,
                     note=f"{counted(len(gone), 'memory')} tagged {args.tag!r} {verb}",
                 )
-                readable = f"{verb} {counted(len(gone), 'memory')} ({result.note})"
+                readable = f"{verb} {counted(len(gone), 'memory')}; {result.note}"
                 return emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
         result = call(
             forget.handle, forget.ForgetInput, {**values, "dry_run": args.dry_run}, runtime, caller, "forget"
         )
     verb = "would " + mode if result.dry_run else {"purge": "purged", "retract": "retracted"}[mode]
-    readable = f"{verb} {counted(len(result.forgotten), 'memory')}" + (
-        f" ({in_flags(result.note)})" if result.note else ""
-    )
+    if result.forgotten or not result.note:
+        readable = f"{verb} {counted(len(result.forgotten), 'memory')}" + (
+            f"; {in_flags(result.note)}" if result.note else ""
+        )
+    else:  # the note says that nothing was forgotten, and why
+        readable = in_flags(result.note)
     emitted = emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
     # Nothing chosen by a query or a tag, confirmed or not: the same exit status as when asked.
     return 1 if chosen and not result.dry_run and not result.forgotten else emitted

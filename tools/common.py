@@ -54,7 +54,7 @@ def no_such_memory(memory_id: str, org_id: str, project_id: str) -> ToolFailure:
     another agent: the same words, so that existence is not revealed), with what to check."""
     return ToolFailure(
         f"no memory {memory_id!r} in org {org_id!r} / project {project_id!r}: check the id (each recall result "
-        "carries its memories' ids) and the org_id / project_id it was stored in"
+        "carries its memories' ids) and the `org_id` / `project_id` it was stored in"
     )
 
 

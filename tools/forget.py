@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from storage.store import MemoryStore
 
 
+MAX_BY_QUERY = 20  # memories one forget by query may take
+
+
 class ForgetInput(ScopeArgs):
     memory_id: Identifier | None = None
     query: Annotated[str, Field(min_length=1, max_length=4_000), WithoutSecrets] | None = Field(
@@ -40,7 +43,7 @@ class ForgetInput(ScopeArgs):
         description="purge: irreversible.",
     )
     tag: Tag | None = Field(None, description="Instead: all with this tag; dry_run defaults to true.")
-    max_memories: int = Field(1, ge=1, le=20, description="With query: at most this many.")
+    max_memories: int = Field(1, ge=1, le=MAX_BY_QUERY, description="With query: at most this many.")
     reason: Annotated[str, Field(max_length=500), WithoutSecrets] | None = Field(
         None, description="Why, for the record."
     )
@@ -105,9 +108,12 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
                 "query is empty, or white space and control characters only: say what to forget in words"
             )
         floor = runtime.settings.forget_min_relevance
-        found = best_matches(runtime, view, args.query, args.max_memories)
-        relevance = {memory.id: score for memory, score in found if score >= floor}
-        targets = [memory for memory, _ in found if memory.id in relevance]
+        # As many as one call may take, and one more: whether more match than max_memories lets go.
+        found = best_matches(runtime, view, args.query, MAX_BY_QUERY + 1)
+        above = [(memory, score) for memory, score in found if score >= floor]
+        relevance = {memory.id: score for memory, score in above[: args.max_memories]}
+        targets = [memory for memory, _ in above[: args.max_memories]]
+        left = above[args.max_memories :]
         if not targets:
             closest = f" (the closest scored {found[0][1]:.2f})" if found else ""
             return ForgetOutput(
@@ -128,12 +134,15 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         )
         briefs = [brief.model_copy(update=after) for brief in briefs]
     skipped = len(targets) - len(eligible)
-    note = (
-        f"{skipped} already {'purged' if args.mode == 'purge' else 'inactive'}, left as "
-        f"{'it was' if skipped == 1 else 'they were'}"
-        if skipped
-        else None
-    )
+    notes = []
+    if skipped:
+        notes.append(
+            f"{skipped} already {'purged' if args.mode == 'purge' else 'inactive'}, left as "
+            f"{'it was' if skipped == 1 else 'they were'}"
+        )
+    if args.query is not None and left:
+        notes.append(more_matches_note(left, len(found) > MAX_BY_QUERY, floor))
+    note = "; ".join(notes) or None
     if args.tag is not None:
         more = f" (the first {at_once:,}; call again for the rest)" if len(tagged) > at_once else ""
         done = "purged" if args.mode == "purge" else "retracted"
@@ -199,6 +208,18 @@ def _forget_in(
         )
     runtime.corroboration.retire(scope, ids)
     return note
+
+
+def more_matches_note(left: Sequence[tuple[MemoryRecord, float]], capped: bool, floor: float) -> str:
+    """What a forget by query leaves that matches as closely as what it took: ``left``, the matches at or
+    above the relevance ``floor`` beyond ``max_memories`` (``capped``: the look ahead stopped there)."""
+    one = len(left) == 1 and not capped
+    return (
+        f"{'at least ' if capped else ''}{counted(len(left), 'more memory')} "
+        f"{'matches' if one else 'match'} the query closely enough too (relevance >= {floor:g}; the next "
+        f"{left[0][1]:.2f}) and {'is' if one else 'are'} left as {'it is' if one else 'they are'}: raise "
+        f"`max_memories` (up to {MAX_BY_QUERY}) to forget {'it' if one else 'them'} as well"
+    )
 
 
 def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) -> list[str]:

@@ -7,8 +7,10 @@ from dataclasses import replace
 from typing import Literal
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
+from retrieval.text import counted
 from storage.records import MemoryKind, MemoryRecord, View, Visibility
 from tools.common import (
     Caller,
@@ -50,11 +52,30 @@ class MemoryFields(BaseModel):
         description="When it happened (ISO 8601; UTC if no offset).",
     )
 
+    # NUL characters the content arrived with: removed before it is stored, and said in the result.
+    _nuls_removed: int = PrivateAttr(0)
+
     @field_validator("content")
     @classmethod
     def _not_blank(cls, value: str) -> str:
         # Checked by the model, so that blank content is an argument error before any handler runs.
         return not_blank(value)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _count_nuls(cls, data: object, handler: ValidatorFunctionWrapHandler) -> MemoryFields:
+        fields = handler(data)
+        if isinstance(data, dict) and isinstance(data.get("content"), str):
+            fields._nuls_removed = data["content"].count("\x00")
+        return fields
+
+    def cleaning_note(self) -> str | None:
+        """What was taken out of the content before storing it, or None."""
+        if not self._nuls_removed:
+            return None
+        return (
+            f"{counted(self._nuls_removed, 'NUL character')} removed from the content (none is ever stored)"
+        )
 
 
 class RememberInput(ScopeArgs, MemoryFields):
@@ -193,7 +214,9 @@ def prepare(runtime: Runtime, draft: Draft) -> Prepared:
         raise ToolFailure(str(exc)) from None
 
 
-def output_of(result: WriteResult) -> RememberOutput:
+def output_of(result: WriteResult, fields: MemoryFields | None = None) -> RememberOutput:
+    """The tool's result for ``result``; ``fields``: the arguments it was written from, whose cleaning the
+    note adds."""
     stored = result.memory
     if result.absorbed_into is not None:
         summary: ConsolidationSummary | None = ConsolidationSummary(
@@ -215,7 +238,7 @@ def output_of(result: WriteResult) -> RememberOutput:
         protection_tier=stored.protection_tier,
         visibility=stored.visibility,
         expires_at=iso(stored.expires_at) if stored.expires_at else None,
-        note=result.note,
+        note="; ".join(filter(None, [result.note, fields.cleaning_note() if fields else None])) or None,
         consolidation=summary,
         redacted=result.redacted,
     )
@@ -229,7 +252,7 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
         draft = inherited(draft, old, args.model_fields_set)
     check_visibility(draft, caller, "remember")
     try:
-        return output_of(runtime.writer.remember(prepare(runtime, draft), llm=caller.llm, replaces=old))
+        return output_of(runtime.writer.remember(prepare(runtime, draft), llm=caller.llm, replaces=old), args)
     except WriteRefused as exc:
         raise ToolFailure(str(exc)) from None
 

@@ -75,7 +75,8 @@ def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> 
             prepared.append(prepare(runtime, draft))
         except ToolFailure as exc:
             raise ToolFailure(f"item {index}: {exc}") from None
-    results = [output_of(result) for result in runtime.writer.remember_many(prepared, llm=caller.llm)]
+    written = runtime.writer.remember_many(prepared, llm=caller.llm)
+    results = [output_of(result, item) for result, item in zip(written, args.items, strict=True)]
     return RememberManyOutput(
         results=results,
         stored=sum(1 for r in results if r.status == "stored"),

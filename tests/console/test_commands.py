@@ -84,6 +84,16 @@ def test_recall_context_prints_only_the_paste_ready_block(capsys, db):
     assert "> Feature flags live in LaunchDarkly" in out and "memoria explain" not in out
 
 
+def test_recall_context_with_nothing_to_paste_leaves_stdout_empty_and_says_why_on_stderr(capsys, db):
+    memoria(capsys, db, "remember", "Feature flags live in LaunchDarkly")
+    status, out, err = memoria(capsys, db, "recall", "kubernetes ingress controller", "--context")
+    assert (status, out) == (0, "") and "nothing relevant" in err
+    status, out, err = memoria(capsys, db, "recall", "feature flags", "--tag", "nosuch", "--context")
+    assert (status, out) == (0, "") and "--tag nosuch" in err
+    status, out, err = memoria(capsys, db, "recall", "thanks!", "--context")
+    assert (status, out) == (0, "") and err.startswith("memory was not searched: ")
+
+
 def test_explain_shows_each_candidates_ranks_and_scores(capsys, db):
     stored = as_json(capsys, db, "remember", "The API rate limit is 100 requests per minute")
     found = as_json(capsys, db, "recall", "API rate limit")
@@ -222,7 +232,7 @@ def test_messages_name_the_commands_flags_not_the_tools_arguments(capsys, db):
 def test_forget_edit_and_remember_messages_name_flags_too(capsys, db):
     as_json(capsys, db, "remember", "Rotate the signing keys every 90 days", "--tag", "security")
     status, out, _ = memoria(capsys, db, "forget", "--query", "bananas and kiwis", "--yes")
-    assert status == 1 and out.startswith("retracted 0 memories (nothing was forgotten")
+    assert status == 1 and out.startswith("nothing was forgotten: no active memory matches")
     assert "Pass a memory id to forget a particular memory" in out and "memory_id" not in out
     _, _, err = memoria(capsys, db, "forget", "--query", "bananas and kiwis")  # asked first: the same words
     assert "Pass a memory id to forget a particular memory" in err and "memory_id" not in err
@@ -296,6 +306,19 @@ def test_forget_by_query_lists_what_would_go_and_needs_a_yes(capsys, db, monkeyp
     assert status == 1 and "nothing was forgotten" in out  # confirmed or not, nothing matched: status 1
     gone = as_json(capsys, db, "forget", "--query", "old vpn host", "--yes")
     assert [m["id"] for m in gone["forgotten"]] == [stored["id"]] and gone["matches"][0]["relevance"] >= 0.5
+
+
+def test_forget_by_query_says_what_else_matches_before_asking_and_after(capsys, db, monkeypatch):
+    for where in ("Paris", "Berlin", "Madrid"):
+        as_json(capsys, db, "remember", f"The billing service runs in {where}")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # not a terminal: listed, then refused
+    status, _, err = memoria(capsys, db, "forget", "--query", "billing service")
+    assert status == 1 and "2 more memories match the query closely enough too" in err
+    assert "raise `--max` (up to 20)" in err and "max_memories" not in err
+    status, out, _ = memoria(capsys, db, "forget", "--query", "billing service", "--max", "3", "--yes")
+    assert status == 0 and out.startswith("retracted 3 memories\n")
+    status, _, err = memoria(capsys, db, "forget", "--query", "billing service", "--max", "50")
+    assert status == 1 and "`--max`" in err and "max_memories" not in err
 
 
 def test_show_prints_a_memory_with_its_weight_history(capsys, db):
@@ -756,7 +779,7 @@ def test_forget_by_tag_is_confirmed_first_and_recall_can_need_every_tag(capsys, 
     status, _, err = memoria(capsys, db, "forget", "--tag", "ops")  # stdin is not a terminal here
     assert status == 1 and "this would retract the 2 memories above: add --yes to confirm" in err
     status, out, _ = memoria(capsys, db, "forget", "--tag", "ops", "--yes")
-    assert status == 0 and out.startswith("retracted 2 memories (2 memories tagged 'ops' retracted)")
+    assert status == 0 and out.startswith("retracted 2 memories; 2 memories tagged 'ops' retracted")
 
 
 class Terminal(io.StringIO):
@@ -782,7 +805,7 @@ def test_forget_by_tag_at_a_terminal_forgets_exactly_the_memories_it_showed(caps
     monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
     status, out, err = memoria(capsys, db, "forget", "--tag", "sec")
     assert status == 0 and "retract these memories (1)? [y/N]" in err
-    assert out.startswith("retracted 1 memory (1 memory tagged 'sec' retracted)") and shown["id"] in out
+    assert out.startswith("retracted 1 memory; 1 memory tagged 'sec' retracted") and shown["id"] in out
     left = as_json(capsys, db, "list", "--tag", "sec")
     assert [m["preview"] for m in left["memories"]] == ["Audit the firewall yearly"]
 

@@ -73,6 +73,11 @@ CASES = [
     ("report_outcome", {"outcome": "success", "score": 1.5}, "`score` must be <= 1.0, but got 1.5"),
     ("report_outcome", {"outcome": "success", "score": -0.1}, "`score` must be >= 0.0, but got -0.1"),
     ("report_outcome", {}, "`outcome` is required. Fix the arguments and call report_outcome again"),
+    (
+        "report_outcome",
+        {"outcome": "failure", "score": 0.9},
+        "outcome 'failure' and `score` 0.9 disagree: a score above 0.5 reads as a success",
+    ),
     ("recall", {"query": "x", "org": "acme"}, "`org` is not an argument of this tool"),
     (
         "remember_many",
@@ -169,3 +174,11 @@ async def test_text_arguments_that_look_like_json_are_names_not_values(settings)
     assert (stored["org_id"], stored["project_id"]) == ("null", "[1, 2]")
     assert default["memories"] == []
     assert [m["id"] for m in own["memories"]] == [stored["id"]]
+
+
+async def test_nul_characters_are_removed_before_storing_and_the_result_says_so(settings):
+    async with connected(server_with(settings)) as client:
+        stored = await call(client, "remember", {"content": "the VPN\x00 host is vpn2"})
+        recalled = await call(client, "recall", {"query": "VPN host"})
+    assert stored["note"] == "1 NUL character removed from the content (none is ever stored)"
+    assert [m["content"] for m in recalled["memories"]] == ["the VPN host is vpn2"]

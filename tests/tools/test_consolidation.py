@@ -335,6 +335,55 @@ def test_forget_by_query_takes_the_best_matches_only(runtime):
     out = forget(ForgetInput(query="staging password", max_memories=1), runtime, caller())
     assert [m.id for m in out.forgotten] == [gone] and out.matches[0].relevance >= 0.5
     assert status(runtime, keep) == "active"
+    assert out.note is None  # the other memory is no match: nothing is said of it
+
+
+class Relevances:
+    """A candidate search that finds the given memories at the given relevance (best first)."""
+
+    def __init__(self, found) -> None:
+        self._candidates = tuple(
+            Candidate(memory=memory, fused_score=relevance, fused_absolute=relevance)
+            for memory, relevance in found
+        )
+
+    def search(self, scope, query, *, leg_limit, limit, context_share=None):
+        return self._candidates[:limit], ()
+
+
+def notes(runtime, texts):
+    return [
+        runtime.store.get_memory(remember(RememberInput(content=text), runtime, caller()).id)
+        for text in texts
+    ]
+
+
+def test_forget_by_query_says_how_many_more_match_as_closely_and_leaves_them(runtime, monkeypatch):
+    first, second, third, weak = notes(runtime, ["billing one", "billing two", "billing three", "lunch"])
+    fake = Relevances([(first, 0.86), (second, 0.85), (third, 0.61), (weak, 0.2)])
+    monkeypatch.setattr(type(runtime.pipeline), "candidate_search", property(lambda _: fake))
+    out = forget(ForgetInput(query="billing"), runtime, caller())
+    assert [m.id for m in out.forgotten] == [first.id]
+    assert out.note == (
+        "2 more memories match the query closely enough too (relevance >= 0.5; the next 0.85) and are left as "
+        "they are: raise `max_memories` (up to 20) to forget them as well"
+    )
+    assert [status(runtime, m.id) for m in (second, third, weak)] == ["active"] * 3
+    fake._candidates = fake._candidates[1:]  # the search finds active memories only
+    two = forget(ForgetInput(query="billing", max_memories=2, dry_run=True), runtime, caller())
+    assert [m.id for m in two.forgotten] == [second.id, third.id] and two.note is None
+
+
+def test_forget_by_query_says_at_least_when_more_match_than_it_looked_at(runtime, monkeypatch):
+    found = notes(runtime, [f"billing note {n}" for n in range(23)])
+    fake = Relevances([(memory, 0.9 - n / 100) for n, memory in enumerate(found)])
+    monkeypatch.setattr(type(runtime.pipeline), "candidate_search", property(lambda _: fake))
+    out = forget(ForgetInput(query="billing", max_memories=20, dry_run=True), runtime, caller())
+    assert len(out.forgotten) == 20
+    assert out.note.startswith(
+        "at least 1 more memory match the query closely enough too (relevance >= 0.5; the next 0.70)"
+    )
+    assert out.note.endswith("to forget them as well")
 
 
 class RanksOneWayFloorsTheOther:

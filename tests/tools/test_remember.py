@@ -207,6 +207,22 @@ def test_content_of_control_characters_only_is_refused_and_nul_never_reaches_sto
             RememberInput(content=content)
     stored = remember(RememberInput(content="staging\x00 resets on Sunday"), runtime, CALLER)
     assert runtime.store.get_memory(stored.id).content == "staging resets on Sunday"
+    assert stored.note == "1 NUL character removed from the content (none is ever stored)"  # and said so
+    assert remember(RememberInput(content="staging resets on Sunday"), runtime, CALLER).note is None
+
+
+def test_each_item_of_a_batch_says_which_nul_characters_were_removed(runtime):
+    from tools.remember_many import RememberManyInput, remember_many
+
+    out = remember_many(
+        RememberManyInput(items=[{"content": "cron\x00 runs\x00 hourly"}, {"content": "the queue is SQS"}]),
+        runtime,
+        CALLER,
+    )
+    assert [result.note for result in out.results] == [
+        "2 NUL characters removed from the content (none is ever stored)",
+        None,
+    ]
 
 
 def test_an_update_refused_because_its_memory_left_meanwhile_leaves_nothing_new_active(runtime, monkeypatch):
