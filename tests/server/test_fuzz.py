@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp_types import CallToolResult, Implementation
 
+from retrieval.outcomes import score_contradicts
 from server.app import build_server, tool_specs
 from tests.helpers import TIMEOUT, TOOL_NAMES, make_runtime, scaled, settings_for
 from tools.common import Runtime
@@ -236,12 +237,8 @@ class ToolFuzz:
 
 
 def score_agrees_with_outcome(arguments: dict[str, Any]) -> bool:
-    """A report's score on its label's side of partial (a success below 0.5, or a failure above it, is
-    refused as a contradiction: tests/server/test_validation.py)."""
-    score = arguments.get("score")
-    if score is None or arguments["outcome"] == "partial":
-        return True
-    return score >= 0.5 if arguments["outcome"] == "success" else score <= 0.5
+    """A report whose score is on its label's side of partial (the others are refused as contradictions)."""
+    return score_contradicts(arguments["outcome"], arguments.get("score")) is None
 
 
 def with_fields(
