@@ -7,7 +7,7 @@ building the runtime (store, models, pipeline) in the background and returns at 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from mcp.server.mcpserver import MCPServer
@@ -235,10 +235,18 @@ class MemoriaServer(MCPServer[AppState]):
             await server.run(messages, write_stream, server.create_initialization_options())
 
 
-def build_server(settings: Settings, *, runtime_factory: RuntimeFactory = build_runtime) -> MemoriaServer:
+def build_server(
+    settings: Settings,
+    *,
+    runtime_factory: RuntimeFactory = build_runtime,
+    when_warm: Callable[[], object] | None = None,
+) -> MemoriaServer:
+    """``when_warm``: called once the runtime is built and the scope copies warmed (``memoria serve``
+    freezes the collector's objects then)."""
+
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
-        state = AppState(settings, runtime_factory)
+        state = AppState(settings, runtime_factory, when_warm=when_warm)
         state.start()
         try:
             yield state

@@ -127,6 +127,23 @@ class MallocSettings(Group):
     )
 
 
+class CollectorSettings(Group):
+    """Python's cyclic garbage collector in the server process (``server.serve`` applies them)."""
+
+    young_threshold: int = Field(
+        20_000,
+        ge=0,
+        le=10_000_000,
+        description="new container objects between two young collections of the server process (0: "
+        "Python's default, 700)",
+    )
+    freeze_when_warm: bool = Field(
+        True,
+        description="once the runtime is built and the scope copies warmed, keep the objects that exist "
+        "then (modules, models, the copies) out of later collections (gc.freeze)",
+    )
+
+
 class LanceDBSettings(Group):
     """LanceDB's own caches."""
 
@@ -368,6 +385,7 @@ class Settings(BaseSettings):
     )
     cache: CacheSettings = CacheSettings()
     malloc: MallocSettings = MallocSettings()
+    gc: CollectorSettings = CollectorSettings()
     blas_threads: int = Field(
         1,
         ge=0,

@@ -239,9 +239,11 @@ class AppState:
         runtime_factory: RuntimeFactory = build_runtime,
         *,
         pause: Callable[[float], bool] | None = None,
+        when_warm: Callable[[], object] | None = None,
     ) -> None:
         """``pause(seconds)``: wait between aggregation passes, True when the server stops (default: the
-        stop event's wait; tests pass a clock of their own)."""
+        stop event's wait; tests pass a clock of their own). ``when_warm``: called once, after the scope
+        copies were warmed (or failed to be)."""
         # Imported here: the LLM bridge needs the MCP SDK, which the CLI (build_runtime) does not load.
         from server.llm_bridge import LLMChooser
 
@@ -253,6 +255,7 @@ class AppState:
         self._sessions_lock = threading.Lock()
         self._stop = threading.Event()
         self._pause = pause or self._stop.wait
+        self._when_warm = when_warm
         self._closing_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
@@ -303,6 +306,11 @@ class AppState:
                 log.info("copied %d scopes into memory in %.1f s", built, time.perf_counter() - started)
         except Exception as exc:  # a copy not built now is built by its first read
             log.warning("warming the scope copies failed: %s", exc)
+        if self._when_warm is not None and not self._stop.is_set():
+            try:
+                self._when_warm()
+            except Exception as exc:  # tuning only: the server serves the same without it
+                log.warning("the step after warming failed: %s", exc)
         while not self._stop.is_set():
             try:
                 report = aggregation_pass(runtime, self.llms.background())

@@ -307,3 +307,33 @@ def test_nothing_is_said_or_done_at_start_when_every_vector_is_the_active_embedd
         and not said(caplog, "older recipe")
         and not said(caplog, "re-embedded")
     )
+
+
+@pytest.mark.slow
+async def test_the_step_after_warming_runs_once_with_the_copies_built_and_before_the_first_pass(tmp_path):
+    from server.state import AppState
+
+    settings = settings_for(tmp_path / "db")
+    async with connected(build_server(settings)) as client:  # a store with a scope to warm
+        await call(client, "remember", {"content": "the billing service runs on postgres 16"})
+    built = Recorded()
+    seen: list[tuple[bool, int]] = []  # (every scope copied, aggregation passes) when the step ran
+    done = threading.Event()
+
+    def when_warm() -> None:
+        store = built.runtime.store
+        scopes = list(store.scopes())
+        copied = bool(scopes) and all(store.cache.holds(scope) for scope in scopes)
+        seen.append((copied, built.runtime.aggregation_passes))
+
+    def pause(seconds: float) -> bool:
+        done.set()
+        return True
+
+    state = AppState(settings, built, pause=pause, when_warm=when_warm)
+    state.start()
+    try:
+        assert done.wait(30)
+    finally:
+        state.close()
+    assert seen == [(True, 0)]

@@ -126,7 +126,7 @@ def test_serving_tunes_malloc_from_the_settings_before_building_the_server(monke
     class Built(Exception):
         pass
 
-    def build_server(settings):
+    def build_server(settings, **_):
         assert asked, "malloc is tuned before the server (and its threads) starts"
         raise Built
 
@@ -175,3 +175,40 @@ def test_the_event_loop_is_uvloop_when_installed_and_wanted(monkeypatch):
     assert event_loop_options(False) == {"use_uvloop": False}
     monkeypatch.setitem(sys.modules, "uvloop", None)  # as if it were not installed: asyncio's own loop
     assert event_loop_options(True) == {"use_uvloop": False}
+
+
+def test_the_collector_takes_the_young_threshold_and_freezes_in_a_process_of_its_own():
+    # The real gc, in a child: thresholds and frozen objects are the whole process's.
+    code = (
+        "import gc; from server.serve import tune_collector, freeze_collector; "
+        "before = gc.get_threshold(); print(before, tune_collector(0), tune_collector(20000)); "
+        "frozen = freeze_collector(); print(frozen > 0, frozen == gc.get_freeze_count())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["(700, 10, 10) (700, 10, 10) (20000, 10, 10)", "True True"]
+
+
+def test_serving_tunes_the_collector_and_freezes_it_once_warm_unless_told_not_to(monkeypatch):
+    import server.app
+    import server.serve
+    from server.config import Settings
+
+    asked: list[int] = []
+    hooks: list[object] = []
+
+    class Built(Exception):
+        pass
+
+    def build_server(settings, *, when_warm=None):
+        assert asked, "the collector is tuned before the server (and its threads) starts"
+        hooks.append(when_warm)
+        raise Built
+
+    monkeypatch.setattr(server.serve, "tune_collector", lambda young: asked.append(young))
+    monkeypatch.setattr(server.serve, "tune_malloc", lambda arenas, kb: [])
+    monkeypatch.setattr(server.app, "build_server", build_server)
+    for env in ({}, {"MEMORIA_GC_YOUNG_THRESHOLD": "0", "MEMORIA_GC_FREEZE_WHEN_WARM": "false"}):
+        with pytest.raises(Built):
+            server.serve.serve(Settings.from_env(env, db_uri="/tmp/x"), None)
+    assert asked == [20_000, 0]
+    assert hooks == [server.serve.freeze_collector, None]
