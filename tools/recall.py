@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator
 
 from retrieval.text import has_visible_text
 from retrieval.trace import window_to_dict
@@ -25,7 +25,7 @@ from tools.common import (
     view_for,
 )
 from tools.memory_views import LineageLink, lineage_links
-from tools.recall_window import searched_window, time_window
+from tools.recall_window import filters_searched, searched_window, time_window
 from writing.journal import record_retrieval
 
 if TYPE_CHECKING:
@@ -133,6 +133,9 @@ class RecallOutput(BaseModel):
     window: dict[str, str | None] | None = Field(
         None, description="The time window searched: {since, until} (UTC, until exclusive), and from what."
     )
+    # The tags and kinds an empty recall searched within, for the text the agent reads (text_of); not in the
+    # structured output (the note says it there).
+    _among: str = PrivateAttr("")
 
 
 def check_bounds(runtime: Runtime, query: str, top_k: int | None, char_budget: int) -> int:
@@ -254,17 +257,26 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         for candidate in result.in_context
     ]
 
-    return RecallOutput(
+    note = None if result.gated else shortfall_note(result, top_k)
+    among = filters_searched(args.tags, args.tags_all, args.kinds)
+    if among and note and note.startswith(NOTHING_MATCHED):  # nothing matched within the filters
+        note = f"{note} {among[0]}: {among[1]}"
+    else:
+        among = None
+    out = RecallOutput(
         retrieval_id=request.retrieval_id,
         context=result.context,
         memories=memories,
         session_id=session_id,
         gated=result.gated is not None,
         gate_reason=result.gated,
-        note=None if result.gated else shortfall_note(result, top_k),
+        note=note,
         warnings=warnings,
         window=window_to_dict(request.window, request.window_from),
     )
+    if among:
+        out._among = f" {among[0]} (retrieval {out.retrieval_id}): {among[1]}."
+    return out
 
 
 # How the note begins when memories matched but the LLM passes at assembly left none in the context.
@@ -314,7 +326,9 @@ def text_of(out: RecallOutput) -> str:
     list is in the structured content only, so no memory's text is sent twice."""
     if out.gated:
         return f"No memory needed ({out.gate_reason or 'nothing to look up'}); retrieval {out.retrieval_id}."
-    empty = f"Nothing relevant was found{searched_window(out.window)} (retrieval {out.retrieval_id})."
+    empty = f"Nothing relevant was found{searched_window(out.window)}" + (
+        out._among or f" (retrieval {out.retrieval_id})."
+    )
     if out.note and not out.note.startswith(NOTHING_MATCHED):  # matched, but none placed: say why
         empty = f"{out.note[0].upper()}{out.note[1:]} (retrieval {out.retrieval_id})."
     parts = [out.context.rstrip() or empty]

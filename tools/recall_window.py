@@ -1,7 +1,9 @@
 """A recall's time window: the one it searches (from since/until, or the query's own time words) and how
-an empty result names it."""
+an empty result names it, with the tags and kinds it searched within."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from retrieval.time_window import WindowError, resolve, time_words, zone_of
 from storage.records import Reach, TimeWindow
@@ -48,3 +50,23 @@ def searched_window(window: dict[str, str | None] | None) -> str:
         else f" before {until}"
     )
     return span + (f" ({window['from']})" if window.get("from") and window["from"] != "since/until" else "")
+
+
+def filters_searched(
+    tags: Sequence[str] | None, tags_all: bool, kinds: Sequence[str] | None
+) -> tuple[str, str] | None:
+    """The tags and kinds a recall searched within ("among the memories tagged `a` or `b`"), and how to
+    search every memory instead; None without such filters."""
+    limits, names = [], []
+    if tags:
+        limits.append("tagged " + (" and " if tags_all else " or ").join(f"`{tag}`" for tag in tags))
+        names.append("`tags`")
+    if kinds:
+        limits.append("of kind " + " or ".join(f"`{kind}`" for kind in kinds))
+        names.append("`kinds`")
+    if not limits:
+        return None
+    return (
+        f"among the memories {' and '.join(limits)}",
+        f"recall without {' and '.join(names)} to search them all",
+    )

@@ -250,6 +250,9 @@ async def test_recalls_text_is_the_context_block_and_each_memory_is_sent_once(se
         )
         result = await client.call_tool("recall", {"query": "when is the staging database reset"})
         nothing = await client.call_tool("recall", {"query": "kubernetes ingress certificates rotation"})
+        tagged = await client.call_tool(
+            "recall", {"query": "when is the staging database reset", "tags": ["ops"]}
+        )
     [text] = result.content
     structured = result.structured_content
     # What the agent reads: the block (with its ids in it), then why fewer than top_k came back.
@@ -260,6 +263,11 @@ async def test_recalls_text_is_the_context_block_and_each_memory_is_sent_once(se
     [empty] = nothing.content
     assert nothing.structured_content["memories"] == []
     assert empty.text.startswith("Nothing relevant was found (retrieval ret_")
+    # Within a tag no memory carries, the agent reads that only that tag was searched, and how to widen.
+    assert tagged.content[0].text == (
+        f"Nothing relevant was found among the memories tagged `ops` (retrieval "
+        f"{tagged.structured_content['retrieval_id']}): recall without `tags` to search them all."
+    )
 
 
 async def test_the_schemas_carry_the_limits_the_server_enforces(settings):

@@ -240,3 +240,33 @@ def test_episode_siblings_are_logged_too_without_ranks(runtime):
     assert all(row.unweighted_rank is None and row.weighted_rank is None for row in siblings)
     assert all(row.weighted_score > 0 for row in siblings)  # alpha x the direct match's score
     assert all(row.weighted_rank is not None for row in rows.values() if row.source == "direct")
+
+
+def test_an_empty_recall_names_the_tags_and_kinds_it_searched_within(runtime, stored):
+    out = recall(RecallInput(query="what is the office cat called", tags=["db"]), runtime, CALLER)
+
+    assert out.memories == [] and out.context == ""
+    assert out.note is not None and out.note.startswith("nothing relevant was found: no memory matched")
+    assert out.note.endswith(" among the memories tagged `db`: recall without `tags` to search them all")
+    assert text_of(out) == (
+        f"Nothing relevant was found among the memories tagged `db` (retrieval {out.retrieval_id}): "
+        "recall without `tags` to search them all."
+    )
+    both = recall(
+        RecallInput(query="what is the office cat called", tags=["db", "ops"], tags_all=True, kinds=["fact"]),
+        runtime,
+        CALLER,
+    )
+    assert text_of(both) == (
+        f"Nothing relevant was found among the memories tagged `db` and `ops` and of kind `fact` (retrieval "
+        f"{both.retrieval_id}): recall without `tags` and `kinds` to search them all."
+    )
+    unfiltered = recall(RecallInput(query="kubernetes ingress certificates rotation"), runtime, CALLER)
+    assert text_of(unfiltered) == f"Nothing relevant was found (retrieval {unfiltered.retrieval_id})."
+
+
+def test_a_recall_that_found_something_within_its_tags_says_nothing_of_them(runtime, stored):
+    out = recall(RecallInput(query="postgres connection pool", tags=["db"], top_k=5), runtime, CALLER)
+
+    assert out.memories and "among the memories" not in (out.note or "")
+    assert "among the memories" not in text_of(out)
