@@ -55,6 +55,11 @@ class WeightPolicy:
         moved = weight + share * alpha * (self.target(score) - weight)
         return min(self.high, max(self.low, moved))
 
+    def reach(self, score: float, share: float) -> float:
+        """How far a report takes a weight, however often it is repeated: ``share`` of the way from the
+        initial weight to ``score``'s target."""
+        return INITIAL_WEIGHT + share * (self.target(score) - INITIAL_WEIGHT)
+
     def replay(self, scores: Iterable[float], start: float = INITIAL_WEIGHT) -> float:
         """The weight after full steps towards ``scores`` in order: what a serial replay gives."""
         return self.replay_credits(((1.0, score) for score in scores), start)
@@ -264,6 +269,12 @@ def contextual_weight(
     """The weight for the current query: the reports replayed in order, each step scaled by its
     closeness; and the steps that moved it.
 
+    A report counts as far as its query is close, however often it is repeated: a step never takes the
+    weight past the report's reach (its share times its closeness of the way to its target), so five
+    successful sessions of one task lift a memory for a query half as close to half the full lift, as one
+    does, instead of most of the way; and a memory shown low in a context, however many times, rises no
+    further than its share.
+
     The agent's word outweighs a context's: once a report named the memory (helpful or misleading) for a
     query this close, a later session's context moves it only the way the agent judged it (further down
     after misleading, further up after helpful) until a report names it again. A memory named misleading
@@ -279,6 +290,11 @@ def contextual_weight(
             continue
         named = report.by_query and report.credit.role in NAMED_ROLES
         after = policy.step(weight, report.credit.score, share, named=named)
+        reach = policy.reach(report.credit.score, share)
+        if after > weight:  # never past the reach; a weight beyond it already stays where it is
+            after = min(after, max(weight, reach))
+        elif after < weight:
+            after = max(after, min(weight, reach))
         if report.credit.role in NAMED_ROLES:
             judged = 1.0 if report.credit.role == "helpful" else -1.0
         elif judged * (after - weight) < 0:  # a context's share against the agent's word: held

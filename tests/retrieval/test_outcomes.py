@@ -205,13 +205,46 @@ def test_a_named_memory_moves_by_the_named_alpha_for_a_close_query():
     assert contextual_weight([report(1.0, 1.0, 1.0, role="helpful")], POLICY)[0] == pytest.approx(1.75)
     assert contextual_weight([report(1.0, 1.0, 0.4, role="helpful")], POLICY)[0] == pytest.approx(1.3)
     assert contextual_weight([report(1.0, 0.0, 1.0, role="misleading")], POLICY)[0] == pytest.approx(0.25)
-    # then a context success (share 0.5, closeness 0.5) after a helpful name at closeness 0.4 moves it by
-    # alpha: 1.3 + 0.25 x 0.2 x (1.75 - 1.3) = 1.3225
+    # then a context success (share 0.5, closeness 0.5) after a helpful name at closeness 0.4: it would move
+    # it by alpha, 1.3 + 0.25 x 0.2 x (1.75 - 1.3) = 1.3225, but its reach is 1 + 0.25 x 0.75 = 1.1875: held
     weight, steps = contextual_weight(
         [report(1.0, 1.0, 0.4, "s1", "helpful"), report(0.5, 1.0, 0.5, "s2")], POLICY
     )
-    assert weight == pytest.approx(1.3225)
-    assert steps[0].moved == pytest.approx(0.3) and steps[1].moved == pytest.approx(0.0225)
+    assert weight == pytest.approx(1.3)
+    assert steps[0].moved == pytest.approx(0.3) and steps[1].moved == pytest.approx(0.0)
+    # at closeness 1 its reach is 1.375: 1.3 + 0.5 x 0.2 x 0.45 = 1.345
+    assert contextual_weight([report(1.0, 1.0, 0.4, "s1", "helpful"), report(0.5, 1.0, 1.0, "s2")], POLICY)[
+        0
+    ] == pytest.approx(1.345)
+
+
+def test_a_report_repeated_counts_as_far_as_its_query_is_close():
+    # Helpful at closeness 0.4, five times: 1 + 0.4 x 0.75 = 1.3 each time (the plain step would go on:
+    # 1.3, 1.48, 1.588, ... 1 + 0.75 x (1 - 0.6^5) = 1.6917).
+    weight, steps = contextual_weight([report(1.0, 1.0, 0.4, f"s{n}", "helpful") for n in range(5)], POLICY)
+    assert weight == pytest.approx(1.3)
+    assert [round(step.weight_after, 6) for step in steps] == [1.3] * 5
+    # Misleading at closeness 0.4, five times: 1 - 0.4 x 0.75 = 0.7 and no lower.
+    sunk = contextual_weight([report(1.0, 0.0, 0.4, f"s{n}", "misleading") for n in range(5)], POLICY)[0]
+    assert sunk == pytest.approx(0.7)
+
+
+def test_a_memory_shown_low_rises_no_further_than_its_share_however_often():
+    # Share 0.2 at closeness 1, success: each step 0.2 x 0.2 = 0.04 of the way to 1.75, so after n steps
+    # 1.75 - 0.75 x 0.96^n: 1.03, 1.0588, 1.0864, 1.1130, 1.1385; the sixth (1.1629) stops at its reach,
+    # 1 + 0.2 x 0.75 = 1.15, where the seventh and eighth leave it.
+    weight, steps = contextual_weight([report(0.2, 1.0, 1.0, f"s{n}") for n in range(8)], POLICY)
+    assert [round(step.weight_after, 4) for step in steps] == [
+        1.03,
+        1.0588,
+        1.0864,
+        1.113,
+        1.1385,
+        1.15,
+        1.15,
+        1.15,
+    ]
+    assert weight == pytest.approx(1.15)
 
 
 def test_context_successes_never_lift_a_memory_the_agent_named_misleading():
