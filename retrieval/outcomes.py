@@ -290,11 +290,9 @@ def contextual_weight(
             continue
         named = report.by_query and report.credit.role in NAMED_ROLES
         after = policy.step(weight, report.credit.score, share, named=named)
+        # Never past the report's reach; a weight already beyond it stays where it is.
         reach = policy.reach(report.credit.score, share)
-        if after > weight:  # never past the reach; a weight beyond it already stays where it is
-            after = min(after, max(weight, reach))
-        elif after < weight:
-            after = max(after, min(weight, reach))
+        after = min(max(after, min(weight, reach)), max(weight, reach))
         if report.credit.role in NAMED_ROLES:
             judged = 1.0 if report.credit.role == "helpful" else -1.0
         elif judged * (after - weight) < 0:  # a context's share against the agent's word: held

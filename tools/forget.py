@@ -85,7 +85,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         dry_run = args.dry_run if "dry_run" in args.model_fields_set else True
         args = args.model_copy(update={"dry_run": dry_run})
     relevance: dict[str, float] = {}
-    more: str | None = None  # by query: what matches as closely and is left
+    left_matching: str | None = None  # by query: the note on what matches as closely and is left
     if args.tag is not None:
         at_once = TAGGED_AT_ONCE[args.mode]
         tagged = store.list_memories(view, limit=at_once + 1, tag=args.tag)
@@ -115,7 +115,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         relevance = {memory.id: score for memory, score in above[: args.max_memories]}
         targets = [memory for memory, _ in above[: args.max_memories]]
         if len(above) > args.max_memories:
-            more = more_matches_note(above[args.max_memories :], len(found) > MAX_BY_QUERY, floor)
+            left_matching = more_matches_note(above[args.max_memories :], len(found) > MAX_BY_QUERY, floor)
         if not targets:
             closest = f" (the closest scored {found[0][1]:.2f})" if found else ""
             return ForgetOutput(
@@ -142,8 +142,8 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             f"{skipped} already {'purged' if args.mode == 'purge' else 'inactive'}, left as "
             f"{'it was' if skipped == 1 else 'they were'}"
         )
-    if more:
-        notes.append(more)
+    if left_matching:
+        notes.append(left_matching)
     note = "; ".join(notes) or None
     if args.tag is not None:
         more = f" (the first {at_once:,}; call again for the rest)" if len(tagged) > at_once else ""

@@ -133,9 +133,9 @@ class RecallOutput(BaseModel):
     window: dict[str, str | None] | None = Field(
         None, description="The time window searched: {since, until} (UTC, until exclusive), and from what."
     )
-    # The tags and kinds an empty recall searched within, for the text the agent reads (text_of); not in the
-    # structured output (the note says it there).
-    _among: str = PrivateAttr("")
+    # What an empty recall searched within and how to widen it (``filters_searched``), for the text the agent
+    # reads (text_of); not in the structured output (the note says it there).
+    _among: tuple[str, str] | None = PrivateAttr(None)
 
 
 def check_bounds(runtime: Runtime, query: str, top_k: int | None, char_budget: int) -> int:
@@ -258,11 +258,10 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     ]
 
     note = None if result.gated else shortfall_note(result, top_k)
-    among = filters_searched(args.tags, args.tags_all, args.kinds)
-    if among and note and note.startswith(NOTHING_MATCHED):  # nothing matched within the filters
+    nothing = note is not None and note.startswith(NOTHING_MATCHED)
+    among = filters_searched(args.tags, args.tags_all, args.kinds) if nothing else None
+    if among:
         note = f"{note} {among[0]}: {among[1]}"
-    else:
-        among = None
     out = RecallOutput(
         retrieval_id=request.retrieval_id,
         context=result.context,
@@ -274,8 +273,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         warnings=warnings,
         window=window_to_dict(request.window, request.window_from),
     )
-    if among:
-        out._among = f" {among[0]} (retrieval {out.retrieval_id}): {among[1]}."
+    out._among = among
     return out
 
 
@@ -326,9 +324,11 @@ def text_of(out: RecallOutput) -> str:
     list is in the structured content only, so no memory's text is sent twice."""
     if out.gated:
         return f"No memory needed ({out.gate_reason or 'nothing to look up'}); retrieval {out.retrieval_id}."
-    empty = f"Nothing relevant was found{searched_window(out.window)}" + (
-        out._among or f" (retrieval {out.retrieval_id})."
-    )
+    found = f"Nothing relevant was found{searched_window(out.window)}"
+    if out._among:  # within tags or kinds: which, and how to search them all
+        empty = f"{found} {out._among[0]} (retrieval {out.retrieval_id}): {out._among[1]}."
+    else:
+        empty = f"{found} (retrieval {out.retrieval_id})."
     if out.note and not out.note.startswith(NOTHING_MATCHED):  # matched, but none placed: say why
         empty = f"{out.note[0].upper()}{out.note[1:]} (retrieval {out.retrieval_id})."
     parts = [out.context.rstrip() or empty]
