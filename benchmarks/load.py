@@ -5,6 +5,7 @@ loopback, with bearer-token auth on, for a fixed time; reports latency percentil
     python -m benchmarks.load --clients 5 --seconds 5      # a quick look
     python -m benchmarks.load --rate 25                    # open loop: 25 calls a second due, below saturation
     python -m benchmarks.load --warm-up 0                  # count the first seconds too (cold scope copies)
+    python -m benchmarks.load --seconds 45 --trace-writes  # and where the server's write time went
 
 The server (``python -m server serve --http``, offline backend) starts on a store preloaded with the
 synthetic corpus (9 scopes), stamped as already examined by consolidation (a store in steady state). Each client is its own principal with its own static token and MCP session,
@@ -41,6 +42,7 @@ import anyio
 from benchmarks.corpus import generate, queries, store_corpus
 from benchmarks.perf import percentile
 from benchmarks.reporting import RESULTS, add_settings_argument, offline_settings, settings_of, write_json
+from benchmarks.write_probe import DUMP_EVERY_SECONDS, probe_env, summarise
 
 MIX: tuple[tuple[str, int], ...] = (
     ("recall", 70),
@@ -258,13 +260,22 @@ def run_load(
     rate: float | None = None,
     extra_env: dict[str, str] | None = None,
     warm_up: float = 0.0,
+    trace_writes: bool = False,
 ) -> dict[str, Any]:
     """``rate``: calls a second from all clients together, sent when due (an open loop); None: each
     client calls again as soon as it has its answer (a closed loop, the server saturated). ``warm_up``:
-    seconds of calls first, made but not counted (the first recall of each scope builds its copy)."""
+    seconds of calls first, made but not counted (the first recall of each scope builds its copy).
+    ``trace_writes``: the server times its write path (``benchmarks.write_probe``), over its whole life
+    (warm-up included), reported as ``write_path``."""
     with tempfile.TemporaryDirectory(prefix="memoria-load-") as folder_name:
         folder = Path(folder_name)
         db = folder / "db"
+        probe = folder / "write-path.json"
+        if trace_writes:
+            traced = probe_env(probe)
+            if extra_env and extra_env.get("PYTHONPATH"):
+                traced["PYTHONPATH"] += os.pathsep + extra_env["PYTHONPATH"]
+            extra_env = {**(extra_env or {}), **traced}
         started = time.perf_counter()
         preload(db, memories)
         preload_seconds = time.perf_counter() - started
@@ -300,6 +311,9 @@ def run_load(
             anyio.run(everyone)
             elapsed = time.perf_counter() - tally.counted_from
             cpu["to"] = cpu_seconds(pid)
+            if trace_writes:
+                time.sleep(2 * DUMP_EVERY_SECONDS)  # the probe's last write, before the server is stopped
+        write_path = summarise(probe) if trace_writes and probe.exists() else None
     every = [ms for values in tally.latencies.values() for ms in values]
     begun, ended = cpu.get("from"), cpu.get("to")
     used = ended - begun if begun is not None and ended is not None else None
@@ -324,6 +338,7 @@ def run_load(
         "server_cores": round(used / elapsed, 2) if used is not None and elapsed else None,
         "overall": latency(every),
         "by_tool": {tool: latency(values) for tool, values in tally.latencies.items()},
+        **({"write_path": write_path} if trace_writes else {}),
     }
 
 
@@ -360,7 +375,24 @@ def render(report: dict[str, Any]) -> str:
             f"{report['server_cores']} cores in use"
         )
     lines.extend(f"error: {example}" for example in report["error_examples"])
+    if "write_path" in report:
+        lines.extend(render_write_path(report["write_path"]))
     return "\n".join(lines)
+
+
+def render_write_path(traced: dict[str, Any] | None) -> list[str]:
+    """The server's write path as ``--trace-writes`` timed it (its whole life, warm-up included)."""
+    if traced is None:
+        return ["write path: the server wrote no timings (was it started from this checkout?)"]
+    lines = [f"{'write path (server, whole run)':<58}{'calls':>7}{'p50 ms':>9}{'p95 ms':>9}{'total s':>9}"]
+    for name, figures in sorted(traced["steps"].items()):
+        lines.append(
+            f"{name:<58}{figures['n']:>7}{figures['p50_ms']:>9}{figures['p95_ms']:>9}{figures['total_s']:>9}"
+        )
+    for name, figures in list(traced["long_holds"].items())[:6]:
+        lines.append(f"{figures['n']:>5} x p50 {figures['p50_ms']} ms, {figures['total_s']} s: {name}")
+    lines.extend(f"not timed (no such method): {missing}" for missing in traced["missing"])
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -383,6 +415,12 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds of calls made first and not counted (default 5: the first recall of each of the 9 "
         "scopes builds its copy, which a server that has run a while has; 0 counts every call)",
     )
+    parser.add_argument(
+        "--trace-writes",
+        action="store_true",
+        help="the server times its write path (the write service's steps, each lock's waits and holds, "
+        "the call stacks of long holds) and the report shows where a remember's time goes",
+    )
     add_settings_argument(parser)
     parser.add_argument("--out", type=Path, default=RESULTS / "load.json")
     args = parser.parse_args(argv)
@@ -392,7 +430,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--warm-up must be 0 or more")
     extra_env = settings_of(parser, args.set)
     report = run_load(
-        args.clients, args.seconds, args.memories, rate=args.rate, extra_env=extra_env, warm_up=args.warm_up
+        args.clients,
+        args.seconds,
+        args.memories,
+        rate=args.rate,
+        extra_env=extra_env,
+        warm_up=args.warm_up,
+        trace_writes=args.trace_writes,
     )
     report["settings"] = extra_env
     print(render(report), file=sys.stdout)
