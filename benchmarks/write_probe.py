@@ -4,8 +4,8 @@ Used by ``python -m benchmarks.load --trace-writes``: the server is started with
 on its ``PYTHONPATH``, whose ``sitecustomize`` calls ``install_when_loaded`` when ``MEMORIA_BENCH_WRITE_PROBE``
 names a file. Once the server's modules are imported, ``install`` wraps the methods of ``STEPS`` with a
 timer and the locks' ``hold`` with one that times the wait and the hold (per lock file), and keeps the
-call stack of every outermost hold of ``LONG_HOLD_MS`` or more; every half second and at exit it writes what it
-timed to that file as JSON. ``summarise`` turns the file into per-step percentiles.
+call stack of every outermost hold of ``LONG_HOLD_MS`` or more; every half second and at exit it writes
+what it timed to that file as JSON. ``summarise`` turns the file into per-step percentiles.
 
 A benchmark's instrument, not the server's: it wraps private methods by name, and says so in the file
 (``missing``) when one is gone, so that a renamed method shows instead of a step silently not timed.
@@ -39,11 +39,11 @@ PLUMBING = frozenset(
 # (module, class, method, what it is called in the report)
 STEPS: tuple[tuple[str, str, str, str], ...] = (
     ("writing.service", "WriteService", "remember", "remember (write service)"),
-    ("storage.group_commit", "GroupCommit", "run", "group commit: wait and commit"),
+    ("storage.group_commit", "GroupCommit", "run", "group commit, either level: wait and commit"),
     ("writing.consolidation.service", "ConsolidationService", "on_write", "consolidation"),
     ("writing.consolidation.service", "ConsolidationService", "_supersede", "consolidation: supersede"),
-    ("writing.consolidation.service", "ConsolidationService", "record_retirement", "supersede: lineage"),
-    ("storage.memories", "Memories", "_set_status", "supersede: status update (lock wait included)"),
+    ("writing.consolidation.service", "ConsolidationService", "record_retirement", "retirement: lineage"),
+    ("storage.memories", "Memories", "_set_status", "status change (supersede, retract; lock wait included)"),
     ("storage.tables", "StoreTables", "_append_rows", "append (any table)"),
     ("storage.feedback_log", "FeedbackLog", "set_weights", "report: weight write"),
 )
