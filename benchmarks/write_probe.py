@@ -147,7 +147,8 @@ def install(path: Path) -> Callable[[], None]:
 
 def install_when_loaded(path: str) -> None:
     """``install`` once the server has imported what it times (from a ``sitecustomize``, which runs before
-    the server's own imports): a thread waits for the modules, so that nothing is imported early."""
+    the server's own imports): a thread waits for the modules, so that nothing is imported before the
+    server has tuned malloc and its BLAS threads."""
     wanted = {module for module, *_ in STEPS} | {LOCK[0]}
 
     def waiting() -> None:
@@ -159,17 +160,19 @@ def install_when_loaded(path: str) -> None:
 
 
 def summarise(path: Path) -> dict[str, Any]:
-    """Per timed name: calls, median, p95 and total; long holds by total time, most first."""
+    """Per timed name: calls, median, p95 (the percentiles of the load's own figures) and total; long holds
+    by total time, most first."""
+    from benchmarks.perf import percentile  # here: the server loads this module before its own imports
+
     data = json.loads(path.read_text())
     steps: dict[str, Any] = {}
     holds: dict[str, Any] = {}
     for name, values in data["timings"].items():
-        ordered = sorted(values)
         figures = {
-            "n": len(ordered),
-            "p50_ms": round(ordered[len(ordered) // 2], 1),
-            "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1),
-            "total_s": round(sum(ordered) / 1000, 2),
+            "n": len(values),
+            "p50_ms": round(percentile(values, 0.50), 1),
+            "p95_ms": round(percentile(values, 0.95), 1),
+            "total_s": round(sum(values) / 1000, 2),
         }
         (holds if name.startswith("long hold") else steps)[name] = figures
     return {
