@@ -89,12 +89,14 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         1,
     ),
     (
-        # In prose: "the db password is hunter2xyz". The value must hold a digit or a symbol other than a
-        # hyphen or a slash ("the password is required", "is case-sensitive", "is stored/rotated" stay),
-        # and ends before trailing punctuation ("... is hunter2xyz." keeps its full stop).
+        # In prose: "the db password is hunter2xyz", "the admin password for staging is hunter2" (up to
+        # five words of what it is for). The value must hold a digit or a symbol other than a hyphen or a
+        # slash ("the password is required", "is case-sensitive", "is stored/rotated" stay), and ends
+        # before trailing punctuation ("... is hunter2xyz." keeps its full stop).
         "password",
         re.compile(
-            r"(?i)\b(?:password|passwd|passphrase)\s+is\s+[\"'(]?"
+            r"(?i)\b(?:password|passwd|passphrase)(?:\s+(?:for|of|on|to|in|at)(?:\s+[^\s\"',;.:]+){1,5}?)?"
+            r"\s+(?:is|was)\s+[\"'(]?"
             r"((?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}[^\s\"',;.!?:()\[\]])"
         ),
         1,

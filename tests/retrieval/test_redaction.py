@@ -51,6 +51,8 @@ CASES = [
     (f"the bot's AWS secret key is {AWS_SECRET}.", "aws-secret-key", AWS_SECRET),
     (f"rotate the CI bot's secret {AWS_SECRET} monthly", "aws-secret-key", AWS_SECRET),
     ("the db password is hunter2xyz", "password", "hunter2xyz"),
+    ("The admin password for staging is hunter2", "password", "hunter2"),  # what it is for, then the value
+    ("the password of the admin account on staging was Tr0ub4dor&3", "password", "Tr0ub4dor&3"),
     (f"pass --aws-secret-access-key {AWS_SECRET} to the CLI", "aws-secret-key", AWS_SECRET),
 ]
 
@@ -86,6 +88,7 @@ def test_the_text_around_a_secret_is_kept_as_it_was():
         "Keep the secret key in the vault; the secret is rotated every 90 days.",
         "The password is case-sensitive, re-used nowhere and auto-generated; it is stored/rotated by CI.",
         "The passphrase is sha-hashed and user-defined.",
+        "The password for staging is required; the password for the admin UI is rotated by CI.",
         "Reverted the commit that leaked the secret 9fceb02d0ae598e95dc970b74767f19372d61af8 last week.",
     ],
 )
