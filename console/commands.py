@@ -756,8 +756,9 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                 return 1
             what = "erase" if mode == "purge" else "retract"
             print(forgotten_table(preview), file=sys.stderr)  # stdout stays the result (--json)
-            if preview.note:  # what else matches and is left, what is inactive already
-                print(in_flags(preview.note), file=sys.stderr)
+            aside = _beside_the_preview(preview.note)
+            if aside:  # what else matches and is left, what is inactive already
+                print(in_flags(aside), file=sys.stderr)
             if not sys.stdin.isatty():  # nobody to ask: what would go is listed above, then refused
                 raise CommandError(
                     f"this would {what} the {counted(len(preview.forgotten), 'memory')} above: add --yes to confirm"
@@ -805,6 +806,16 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
     emitted = emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
     # Nothing chosen by a query or a tag, confirmed or not: the same exit status as when asked.
     return 1 if chosen and not result.dry_run and not result.forgotten else emitted
+
+
+# A dry run of a whole tag says so, and how to go ahead with the tool: the command asks instead.
+_DRY_RUN_SAID = re.compile(r"^dry run: [^;]*; call again with dry_run=false to forget them(?:; )?")
+
+
+def _beside_the_preview(note: str | None) -> str | None:
+    """What a preview's note says beside the memories it lists, for a command about to ask for
+    confirmation: not the tool's own instructions for going ahead (``--dry-run`` was not given)."""
+    return _DRY_RUN_SAID.sub("", note or "") or None
 
 
 def forgotten_table(result: Any) -> str:

@@ -778,6 +778,7 @@ def test_forget_by_tag_is_confirmed_first_and_recall_can_need_every_tag(capsys, 
     assert [m["id"] for m in found["memories"]] == [both["id"]]
     status, _, err = memoria(capsys, db, "forget", "--tag", "ops")  # stdin is not a terminal here
     assert status == 1 and "this would retract the 2 memories above: add --yes to confirm" in err
+    assert "--dry-run" not in err  # not given, and not what goes ahead: the tool's own hint is left out
     status, out, _ = memoria(capsys, db, "forget", "--tag", "ops", "--yes")
     assert status == 0 and out.startswith("retracted 2 memories; 2 memories tagged 'ops' retracted")
 
@@ -804,7 +805,7 @@ def test_forget_by_tag_at_a_terminal_forgets_exactly_the_memories_it_showed(caps
     monkeypatch.setattr(forget_tool, "forget", then_another_is_tagged)
     monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
     status, out, err = memoria(capsys, db, "forget", "--tag", "sec")
-    assert status == 0 and "retract these memories (1)? [y/N]" in err
+    assert status == 0 and "retract these memories (1)? [y/N]" in err and "dry run" not in err
     assert out.startswith("retracted 1 memory; 1 memory tagged 'sec' retracted") and shown["id"] in out
     left = as_json(capsys, db, "list", "--tag", "sec")
     assert [m["preview"] for m in left["memories"]] == ["Audit the firewall yearly"]
