@@ -447,18 +447,23 @@ def placement(entry: dict[str, Any]) -> str:
 
 
 def not_a_candidate(memory: MemoryRecord, recalled_at: datetime, trace: dict[str, Any], embedder: str) -> str:
-    """Why ``memory`` is not among a traced recall's candidates: not active, stored later, or ranked
-    below both search legs' limits (only full-text search when another embedder made its vector)."""
+    """Why ``memory`` is not among a traced recall's candidates: not active, stored later, found but below
+    the relevance floor, or ranked below both search legs' limits (only full-text search when another
+    embedder made its vector)."""
     if memory.status != "active":
         return f"{memory.id} is {memory.status}: only active memories are searched"
     if memory.created_at > recalled_at:
         return f"{memory.id} was stored after this retrieval ran"
-    limits = [
-        event["limit"]
-        for stage in trace["stages"]
-        for event in stage["events"]
-        if event.get("event") == "SearchLegRan"
-    ]
+    events = [event for stage in trace["stages"] for event in stage["events"]]
+    for event in events:
+        if event.get("event") == "BelowThreshold" and event.get("memory_id") == memory.id:
+            return (
+                f"{memory.id} was found by the search, but its relevance to the query, "
+                f"{float(event['score']):.3f}, is below the relevance floor ({float(event['threshold']):g}): "
+                "a memory below it never enters the context. Ask in words closer to the memory's, or lower "
+                "the floor (the MEMORIA_MIN_FACT_SCORE setting)"
+            )
+    limits = [event["limit"] for event in events if event.get("event") == "SearchLegRan"]
     within = f"within its top {limits[0]}" if limits else "high enough"
     note = f"{memory.id} was not among the candidates: neither the vector nor the full-text search ranked it {within}"
     if memory.embedder != embedder:

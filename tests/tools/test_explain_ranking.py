@@ -236,3 +236,24 @@ def test_a_neighbourhood_weight_of_zero_lends_nothing(settings):
         assert all(c.scores.neighbourhood == 0.0 and c.neighbourhood_of is None for c in out.candidates)
     finally:
         runtime.close()
+
+
+def test_a_memory_the_relevance_floor_left_out_is_explained_as_found_below_it(runtime, ids):
+    recalled = recall(RecallInput(query="office cat"), runtime, CALLER)
+    assert [m.id for m in recalled.memories] == [ids[2]]  # the postgres memories are filler here
+    out = explain_ranking(
+        ExplainRankingInput(retrieval_id=recalled.retrieval_id, memory_id=ids[1]), runtime, CALLER
+    )
+    floor = [
+        event
+        for stage in out.stages
+        if stage.stage == "min_score"
+        for event in stage.events
+        if event.get("event") == "BelowThreshold" and event["memory_id"] == ids[1]
+    ]
+    [dropped] = floor  # the search found it: the floor dropped it, with its score
+    assert out.candidates == [] and out.notes[0] == (
+        f"{ids[1]} was found by the search, but its relevance to the query, {dropped['score']:.3f}, is below "
+        f"the relevance floor ({dropped['threshold']:g}): a memory below it never enters the context. Ask in "
+        "words closer to the memory's, or lower the floor (the MEMORIA_MIN_FACT_SCORE setting)"
+    )
