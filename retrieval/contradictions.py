@@ -156,3 +156,42 @@ def negated_pairs(
                 Contradiction(first.id, second.id, term[first.id], term[second.id], round(similarity, 6))
             )
     return found
+
+
+# A value changes when two memories say the same words but for their values: numbers, versions, ports,
+# times ("the API listens on port 8080" / "the API now listens on port 9090").
+VALUE_OVERLAP = 0.8
+
+
+def _is_value(term: str) -> bool:
+    return any(char.isdigit() for char in term)
+
+
+def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
+    """The older of ``others`` that say what ``memory`` says with other values: the same content words
+    once their values (words with a digit) are set aside (Jaccard >= ``VALUE_OVERLAP``), each with a value
+    the other lacks, neither negating where the other does not. Whether such a pair is a change or two
+    facts about two things ("build 1234 failed", "build 1235 failed") is not said here: the write path
+    takes it for a revision only when the newer memory says it is a change."""
+    own = set(content_terms(memory.content))
+    own_values = {term for term in own if _is_value(term)}
+    subject = own - own_values
+    if not own_values or not subject:
+        return []
+    found = []
+    for other in others:
+        if other.id == memory.id or other.created_at > memory.created_at:
+            continue
+        if negated(other.content) != negated(memory.content):
+            continue
+        terms = set(content_terms(other.content))
+        values = {term for term in terms if _is_value(term)}
+        rest = terms - values
+        if not values or values <= own_values or own_values <= values:
+            continue
+        similarity = len(subject & rest) / len(subject | rest)
+        if similarity >= VALUE_OVERLAP:
+            older_term = " ".join(sorted(values - own_values))
+            newer_term = " ".join(sorted(own_values - values))
+            found.append(Contradiction(other.id, memory.id, older_term, newer_term, round(similarity, 6)))
+    return found

@@ -143,9 +143,13 @@ def term_set(text: str) -> frozenset[str]:
 # "neither staging nor prod uses Redis" restates "staging and prod do not use Redis". "no" before a number
 # or a full stop is a number sign ("ticket no. 42").
 _NEGATION = re.compile(
-    r"\b(?:not|no(?!\s*\.|\s*\d)|never|none|nothing|nobody|nowhere|neither|nor|cannot|without|[^\W\d_]+n['’]t)\b",
+    r"\b(?:no\s+longer|not|no(?!\s*\.|\s*\d)|never|none|nothing|nobody|nowhere|neither|nor|cannot|without"
+    r"|[^\W\d_]+n['’]t)\b",
     re.IGNORECASE,
 )
+# Words that only go with a negation ("does not run anymore", "not any more"): left out with it, so that
+# "deploys no longer happen on Fridays" has the content words of "deploys happen on Fridays".
+_WITH_NEGATION = re.compile(r"\b(?:any\s*more)\b", re.IGNORECASE)
 
 
 def negated(text: str) -> bool:
@@ -160,8 +164,9 @@ def negating_word(text: str) -> str | None:
 
 
 def without_negations(text: str) -> str:
-    """``text`` with its negating words blanked ("isn't" would leave "isn" among its content words)."""
-    return _NEGATION.sub(" ", text)
+    """``text`` with its negating words blanked ("isn't" would leave "isn" among its content words, "no
+    longer" would leave "longer", "not ... anymore" "anymore")."""
+    return _WITH_NEGATION.sub(" ", _NEGATION.sub(" ", text))
 
 
 class _ClearableCache(Protocol):

@@ -114,6 +114,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         corroboration,
         WriteLimits(**settings.flat(field.name for field in dataclasses.fields(WriteLimits))),
         clock=lambda: runtime.clock(),
+        weights=weight_policy,
     )
     return runtime
 

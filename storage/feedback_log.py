@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
+from lancedb.expr import Expr
 
 from storage import filters
 from storage.locking import retrying
@@ -179,18 +180,31 @@ class FeedbackLog(StoreTables):
         self._appends_since_maintenance += 1  # a merge leaves a version and fragments too
 
     def carry_credits(self, scope: Scope, from_id: str, to_id: str) -> int:
-        """Give ``to_id`` the credits ``from_id`` has in the current reports (an explicit update: the
-        corrected memory serves what the old one did); returns how many. A report of one of those sessions
-        made later replaces them as it replaces its own."""
+        """Give ``to_id`` the credits ``from_id`` has in the current reports (an explicit update, or a
+        memory that consolidation let take another's place: it serves what the old one did); returns how
+        many. A session that credits ``to_id`` already keeps its own credit (the larger share is not
+        guessed at: the report said what it said of that memory). A report of one of those sessions made
+        later replaces them as it replaces its own."""
+
         # The credits of every project of the org: an org-visible memory is credited wherever it was read.
-        condition = filters.all_of(
-            filters.equals("org_id", scope.org_id),
-            filters.equals("kind", "credit"),
-            filters.equals("memory_id", from_id),
-        )
+        def credits_of(memory_id: str) -> Expr:
+            return filters.all_of(
+                filters.equals("org_id", scope.org_id),
+                filters.equals("kind", "credit"),
+                filters.equals("memory_id", memory_id),
+            )
+
         with self.reporting():
-            rows = scan(self._feedback, condition, None).to_pylist()
-            rows = [{**row, "memory_id": to_id} for row in rows if (row.get("share") or 0) > 0]
+            found = scan(self._feedback, credits_of(from_id), None).to_pylist()
+            rows = [row for row in found if (row.get("share") or 0) > 0]
+            if rows:
+                own = scan(self._feedback, credits_of(to_id), ["project_id", "session_id"]).to_pylist()
+                held = {(row["project_id"], row["session_id"]) for row in own}
+                rows = [
+                    {**row, "memory_id": to_id}
+                    for row in rows
+                    if (row["project_id"], row["session_id"]) not in held
+                ]
             if rows:
                 self._merge_credits(rows)
         return len(rows)

@@ -263,6 +263,20 @@ class Memories(StoreTables):
     def set_version_of(self, memory_id: str, previous_id: str) -> None:
         self._merge_update(pa.table({"id": [memory_id], "version_of": [previous_id]}))
 
+    def set_tags(self, memory_id: str, tags: Sequence[str], search_text: str, at: datetime) -> None:
+        """Give a memory these tags, with the search text that indexes them (a memory that took others'
+        place keeps their tags: ``writing.service.WriteService.inherit``)."""
+        self._merge_update(
+            pa.table(
+                {
+                    "id": pa.array([memory_id], pa.string()),
+                    "tags": pa.array([list(tags)], pa.list_(pa.string())),
+                    "search_text": pa.array([search_text], pa.string()),
+                    "updated_at": pa.array([at], pa.timestamp("us", tz="UTC")),
+                }
+            )
+        )
+
     def unconsolidated(self, scope: Scope, limit: int) -> list[MemoryRecord]:
         """Active memories the consolidation sweep has not examined yet, oldest first."""
         condition = filters.all_of(filters.scope_is(scope), filters.equals("status", "active"))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
+from retrieval.outcomes import WeightPolicy
 from retrieval.redaction import Redacted, redact
 from retrieval.stages.corroboration import ClusterMember
 from retrieval.text import content_hash, has_visible_text, negated, searchable_text
@@ -161,13 +162,17 @@ class WriteService:
         corroboration: CorroborationService,
         limits: WriteLimits,
         clock: Clock,
+        weights: WeightPolicy | None = None,
     ) -> None:
+        """``weights``: the feedback weight policy, to replay a memory's global weight when it inherits
+        the outcome reports' credits of memories it took the place of (default: the spec's)."""
         self._store = store
         self._embedder = embedder
         self.consolidation = consolidation
         self._corroboration = corroboration
         self.limits = limits
         self._clock = clock
+        self._weights = weights or WeightPolicy()
         # New memories of remembers in flight at once are inserted together (``_insert_coalesced``).
         self._coalesced: GroupCommit[Prepared, _Inserted | None] = GroupCommit(
             self._insert_coalesced, max_items=COALESCED_WRITES
@@ -511,6 +516,7 @@ class WriteService:
                         for loser_id, survivor_id in losers.items()
                     ]
                 )
+                self.inherit(scope, [loser for loser in losers if loser in stored])  # their tags
             for record in written:
                 if record.id not in stored:
                     results.setdefault(record.id, self._remember(record, llm))
@@ -636,6 +642,59 @@ class WriteService:
             gone.append(written_id)
         if gone:
             self._corroboration.retire(scope, gone)
+            self.inherit(scope, gone)
+
+    def inherit(self, scope: Scope, retired: Sequence[str]) -> None:
+        """What consolidation just superseded (a restatement, a revision, a newer version, a rewording)
+        hands what it had earned to the memory that took its place, as an explicit update does: its tags
+        (a restatement made without them would otherwise drop out of every recall filtered by them) and
+        its outcome reports' credits, with the global weight they replay (a restated memory that helped
+        would otherwise start again at 1.0, and an agent restating what it learned would undo what its
+        reports taught). Only a memory a report moved has credits to hand on: a weight still at 1.0
+        means none did (or only partial outcomes, which move nothing), and the reports' lock is not
+        taken for it."""
+        store = self._store
+        heirs: dict[str, list[MemoryRecord]] = {}
+        for memory in store.get_memories(retired, scope).values():
+            if memory.status == "superseded" and memory.replaced_by:
+                heirs.setdefault(memory.replaced_by, []).append(memory)
+        if not heirs:
+            return
+        for heir_id, losers in heirs.items():
+            heir = store.get_memories([heir_id], scope).get(heir_id)
+            if heir is None or heir.status != "active":
+                continue
+            self._inherit_tags(heir, losers)
+            credited = [memory for memory in losers if memory.weight != 1.0]
+            if credited:
+                self._inherit_credits(heir, credited)
+
+    def _inherit_tags(self, heir: MemoryRecord, losers: Sequence[MemoryRecord]) -> None:
+        tags = list(heir.tags)
+        for memory in losers:
+            tags += [tag for tag in memory.tags if tag not in tags]
+        tags = tags[: max(self.limits.max_tags, len(heir.tags))]
+        if tuple(tags) == heir.tags:
+            return
+        preceding = self.preceding_contents([heir]).get(heir.id)
+        text = searchable_text(heir.content, tags, heir.agent_id, heir.created_at, preceding)
+        self._store.set_tags(heir.id, tags, text, self._clock())
+
+    def _inherit_credits(self, heir: MemoryRecord, losers: Sequence[MemoryRecord]) -> None:
+        from writing.outcomes import replayed_weights, write_weights
+
+        store = self._store
+        scope = heir.scope
+        with store.reporting():  # as a report: its credits and the weights they replay, one at a time
+            carried = sum(store.carry_credits(scope, memory.id, heir.id) for memory in losers)
+            if not carried:
+                return
+            current = store.get_memories([heir.id], scope)
+            if heir.id not in current:
+                return
+            replay = store.credits_for(scope, [heir.id], across_org=True)
+            weights = replayed_weights(self._weights, current, replay)
+            write_weights(store, self._corroboration, current, weights, self._clock())
 
     def observe(self, memory: MemoryRecord) -> None:
         """A memory just written (or written around this service, by an import): its corroboration cluster

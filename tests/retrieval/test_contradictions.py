@@ -1,6 +1,6 @@
 from datetime import UTC, datetime, timedelta
 
-from retrieval.contradictions import ContradictionInput, detect_contradictions
+from retrieval.contradictions import ContradictionInput, detect_contradictions, value_changes
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -86,3 +86,21 @@ def test_a_pass_over_a_whole_scope_leaves_negations_to_the_write_path():
     pair = [memory("a", "the rotation is weekly", 0), memory("b", "the rotation is not weekly", 1)]
     assert len(detect_contradictions(pair)) == 1
     assert detect_contradictions(pair, negations=False) == []
+
+
+def test_a_value_changed_is_the_same_words_with_another_value_and_a_value_added_is_not():
+    old = memory("old", "The API listens on port 8080", 0)
+    [change] = value_changes(memory("new", "The API now listens on port 9090", 5), [old])
+    # {api, listen, port} both ("now" is a function word): Jaccard 3 / 3.
+    assert (change.older_id, change.newer_id, change.older_term, change.newer_term) == (
+        "old",
+        "new",
+        "8080",
+        "9090",
+    )
+    assert change.subject_similarity == 1.0
+    # One more word: {api, listen, port} against {api, listen, port, public}, 3 / 4 < 0.8.
+    assert value_changes(memory("public", "The public API listens on port 9090", 5), [old]) == []
+    assert value_changes(memory("both", "The API listens on ports 8080 and 9090", 5), [old]) == []
+    assert value_changes(memory("not", "The API does not listen on port 9090", 5), [old]) == []
+    assert value_changes(memory("earlier", "The API listens on port 7070", -5), [old]) == []  # older

@@ -126,6 +126,7 @@ async def test_an_llm_judged_revision_supersedes_and_an_unjudged_one_stays_in_th
         drift = await call(client, "drift", {})
         recalled = await call(client, "recall", {"query": "is checkout_v2 enabled in staging"})
     assert new["consolidation"]["contradicts"] == [old["id"]]
+    assert new["consolidation"]["resolver"] == "rules:opposition"
     assert drift["open_contradictions"] == 1
     pair = drift["contradictions"][0]
     assert (pair["older"]["id"], pair["newer"]["id"], pair["status"]) == (old["id"], new["id"], "open")
@@ -172,3 +173,64 @@ async def test_a_purged_memorys_text_leaves_the_servers_text_caches(tmp_path):
         await call(client, "forget", {"query": "Alice home address", "mode": "purge"})
 
         assert instruction_signals.cache_info().currsize == 0 and cached_term_set.cache_info().currsize == 0
+
+
+@pytest.mark.slow
+async def test_a_restatement_keeps_the_tags_and_the_reports_of_the_memory_it_supersedes(settings):
+    """An agent restating what it learned (here: case and a full stop) must not undo what its reports
+    taught nor drop the memory out of recalls filtered by its tags: the restatement takes the place of
+    the old memory as an explicit update does."""
+    question = "how do I roll back a bad production deploy?"
+    async with connected(server_with(settings)) as client:
+        old = await call(
+            client,
+            "remember",
+            {"content": "Rollback a bad deploy with make rollback ENV=prod", "tags": ["runbook"]},
+        )
+        await call(client, "remember", {"content": "Deploy to production with make deploy ENV=prod"})
+        await call(client, "recall", {"query": question})
+        await call(client, "report_outcome", {"outcome": "success", "helpful_ids": [old["id"]]})
+
+        new = await call(
+            client, "remember", {"content": "rollback a bad deploy with make rollback ENV=prod."}
+        )
+        assert new["consolidation"]["superseded"] == [old["id"]]
+        shown = json.loads((await client.read_resource(f"memoria://memory/{new['id']}")).contents[0].text)
+        assert shown["tags"] == ["runbook"]  # the old memory's tags
+        # One success naming the old memory: the spec's step, 1.0 -> 1.15, replayed for the new one.
+        assert shown["weight"] == pytest.approx(1.15)
+
+        filtered = await call(client, "recall", {"query": "rollback", "tags": ["runbook"]})
+        assert [m["id"] for m in filtered["memories"]] == [new["id"]]
+        again = await call(client, "recall", {"query": question})
+        explained = await call(client, "explain_ranking", {"retrieval_id": again["retrieval_id"]})
+        [restated] = [c for c in explained["candidates"] if c["id"] == new["id"]]
+        # For the reported question the named step: the top weight, 1.75, as the old memory had, from the
+        # session that named the old memory.
+        assert restated["scores"]["feedback_weight"] == pytest.approx(1.75)
+        assert restated["scores"]["global_weight"] == pytest.approx(1.15)
+        assert [move["role"] for move in restated["feedback"]["moves"]] == ["helpful"]
+
+
+async def test_a_restatement_absorbed_into_the_memory_it_restates_hands_it_its_tags(settings):
+    """The other way round: an ephemeral restatement never replaces a lasting memory (it would expire and
+    take the fact with it), so the lasting one survives, and takes the restatement's tags."""
+    async with connected(server_with(settings)) as client:
+        lasting = await call(
+            client, "remember", {"content": "Staging is reset every Sunday night at 23:00 UTC"}
+        )
+        restated = await call(
+            client,
+            "remember",
+            {
+                "content": "Staging is reset every Sunday night at 23:00 UTC.",
+                "tags": ["staging", "schedule"],
+                "protection_tier": "ephemeral",
+            },
+        )
+        assert restated["consolidation"]["absorbed_into"] == lasting["id"]
+        shown = json.loads((await client.read_resource(f"memoria://memory/{lasting['id']}")).contents[0].text)
+        assert shown["tags"] == ["staging", "schedule"] and shown["status"] == "active"
+        assert shown["weight"] == pytest.approx(1.0)  # no report moved the restatement: no credits to hand on
+        found = await call(client, "recall", {"query": "when is staging reset", "tags": ["schedule"]})
+        assert [m["id"] for m in found["memories"]] == [lasting["id"]]

@@ -355,6 +355,27 @@ def test_a_first_report_is_appended_and_its_correction_replaces_it_in_place(stor
     assert [c.credit.score for c in store.credits_for(SCOPE, ["m1"])["m1"]] == [0.0]
 
 
+def test_carried_credits_leave_a_session_that_credits_the_heir_already_its_own_credit(store):
+    # A memory that takes another's place (an explicit update, a restatement) serves what the old one did;
+    # a session that reported on both keeps what it said of the heir.
+    from storage.records import MemoryCredit
+
+    old = MemoryCredit("old", "helpful", 1.0, 1.0, 0)
+    heir = MemoryCredit("heir", "context", 0.25, 1.0, 0)
+    both = OutcomeRecord(
+        "s1", "acme", "web", "success", 1.0, None, ("old", "heir"), NOW, NOW, 1, credits=(old, heir)
+    )
+    alone = OutcomeRecord(
+        "s2", "acme", "web", "failure", 0.0, None, ("old",), NOW, NOW, 1, credits=(replace(old, score=0.0),)
+    )
+    store.put_outcome(both, first=True)
+    store.put_outcome(alone, first=True)
+    assert store.carry_credits(SCOPE, "old", "heir") == 1  # s2's; s1 credits the heir already
+    carried = {c.session_id: c.credit for c in store.credits_for(SCOPE, ["heir"])["heir"]}
+    assert carried == {"s1": heir, "s2": replace(old, memory_id="heir", score=0.0)}
+    assert store.carry_credits(SCOPE, "old", "heir") == 0  # nothing twice
+
+
 def test_a_report_whose_rows_were_inserted_twice_credits_each_memory_once(store):
     # Two replicas on an object store saving one session's report at the same moment can both insert its
     # rows (LanceDB declares no key of several columns); two appends of a first report make the same rows.

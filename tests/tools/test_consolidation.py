@@ -57,6 +57,7 @@ def test_switching_from_postgres_to_mysql_supersedes_the_postgres_belief_without
         RememberInput(content="We switched from Postgres to MySQL in March"), runtime, caller("ses_2")
     )
     assert switch.consolidation.revised == [postgres]
+    assert switch.consolidation.resolver == "revision:explicit"  # who decided, as for every change
     old = runtime.store.get_memory(postgres)
     assert (old.status, old.replaced_by, old.content) == (
         "superseded",
@@ -69,6 +70,44 @@ def test_switching_from_postgres_to_mysql_supersedes_the_postgres_belief_without
     assert postgres not in {
         m.id for m in recall(RecallInput(query="billing database"), runtime, caller()).memories
     }
+
+
+@pytest.mark.parametrize(
+    "revision", ["Deploys no longer happen on Fridays", "Deploys don't happen on Fridays anymore"]
+)
+def test_a_short_fact_said_to_hold_no_longer_is_revised(runtime, revision):
+    # "no longer" and "anymore" go with the negation: the two say the same words, one negating them, and
+    # the newer one says it is a change. A short fact was left standing beside its negation ("longer" was
+    # a word the old fact lacked), found by trying the tools as a new user would.
+    old = remember(RememberInput(content="Deploys happen on Fridays"), runtime, caller()).id
+    new = remember(RememberInput(content=revision), runtime, caller("ses_2"))
+    assert new.consolidation.revised == [old] and new.consolidation.resolver == "revision:explicit"
+    assert status(runtime, old) == "superseded"
+    found = recall(RecallInput(query="when do deploys happen"), runtime, caller())
+    assert [m.id for m in found.memories] == [new.id]
+
+
+def test_a_value_said_to_have_changed_revises_the_old_one_and_two_values_alone_do_not(runtime):
+    # The same words but for a number: a change when the newer memory says so ("now"), two facts otherwise.
+    port = remember(RememberInput(content="The API listens on port 8080"), runtime, caller()).id
+    moved = remember(RememberInput(content="The API now listens on port 9090"), runtime, caller("ses_2"))
+    assert moved.consolidation.revised == [port] and moved.consolidation.resolver == "revision:explicit"
+    event = lineage(LineageInput(memory_id=port), runtime, caller()).replaced_by_chain[0].how
+    assert (event.action, event.reason) == (
+        "revise",
+        "a newer memory says '8080' then '9090' (subject overlap 1.00)",
+    )
+    found = recall(RecallInput(query="which port does the API listen on"), runtime, caller())
+    assert [m.id for m in found.memories] == [moved.id]
+
+    first = remember(RememberInput(content="Build 1234 failed on the linter"), runtime, caller()).id
+    second = remember(RememberInput(content="Build 1235 failed on the linter"), runtime, caller("ses_3"))
+    assert second.consolidation.revised == [] and second.consolidation.contradicts == []
+    assert status(runtime, first) == "active"
+    both = remember(
+        RememberInput(content="The API now listens on ports 9090 and 9443"), runtime, caller("ses_4")
+    )
+    assert both.consolidation.revised == []  # a value added, none replaced
 
 
 def test_an_immutable_memory_survives_a_contradiction_which_stays_visible(runtime):
@@ -86,6 +125,8 @@ def test_an_immutable_memory_survives_a_contradiction_which_stays_visible(runtim
     )
     assert status(runtime, rule.id) == "active"
     assert later.consolidation.contradicts == [rule.id] and later.consolidation.revised == []
+    # "now" reads as a revision, which an immutable memory does not yield to: the pair stays disputed.
+    assert later.consolidation.resolver == "revision:explicit"
     view = drift(DriftInput(), runtime, caller())
     assert view.open_contradictions == 1 and view.contradictions[0].older.id == rule.id
 
@@ -454,9 +495,9 @@ def test_a_batch_collapses_its_own_near_duplicates_into_the_last_one(runtime):
     out = remember_many(
         RememberManyInput(
             items=[
-                BatchItem(content="We deploy on Tuesdays"),
+                BatchItem(content="We deploy on Tuesdays", tags=["ops"]),
                 BatchItem(content="Lunch is at noon"),
-                BatchItem(content="we deploy on tuesdays!"),
+                BatchItem(content="we deploy on tuesdays!", tags=["release"]),
             ]
         ),
         runtime,
@@ -466,6 +507,10 @@ def test_a_batch_collapses_its_own_near_duplicates_into_the_last_one(runtime):
     assert (out.stored, out.collapsed) == (3, 1)
     assert first.consolidation.absorbed_into == last.id and status(runtime, first.id) == "superseded"
     assert status(runtime, last.id) == "active"
+    # The one that stays answers for the one it absorbed: its tags too.
+    assert runtime.store.get_memory(last.id).tags == ("release", "ops")
+    found = recall(RecallInput(query="when do we deploy", tags=["ops"]), runtime, caller())
+    assert [m.id for m in found.memories] == [last.id]
 
 
 @pytest.mark.parametrize("arguments", [{}, {"memory_id": "mem_x", "query": "y"}])

@@ -17,7 +17,12 @@ from typing import Protocol
 
 import numpy as np
 
-from retrieval.contradictions import DEFAULT_OPPOSITIONS, ContradictionInput, detect_contradictions
+from retrieval.contradictions import (
+    DEFAULT_OPPOSITIONS,
+    ContradictionInput,
+    detect_contradictions,
+    value_changes,
+)
 from retrieval.models.embedders.base import Embedder
 from retrieval.models.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
 from retrieval.models.rerankers.base import Reranker, RerankFailed
@@ -227,12 +232,14 @@ class ConsolidationService:
                     old, memory, "revision", f"{reason}, but the memory is {old.protection_tier}"
                 )
                 report.contradicts.append(old.id)
+                report.resolver = report.resolver or "revision:explicit"
         if revised:  # one status write for every memory this one revises
-            report.revised.extend(
-                self._supersede(
-                    memory.scope, revised, memory.id, "revise", "revision:explicit", reason, actor
-                )
+            changed = self._supersede(
+                memory.scope, revised, memory.id, "revise", "revision:explicit", reason, actor
             )
+            report.revised.extend(changed)
+            if changed:
+                report.resolver = report.resolver or "revision:explicit"
 
     def _contradictions(
         self,
@@ -268,6 +275,29 @@ class ConsolidationService:
             else:
                 self._record_contradiction(older, memory, "opposition", detail)
                 report.contradicts.append(older.id)
+                # Who judged the pair: the opposition rule, or the language model that read no revision.
+                report.resolver = report.resolver or ("rules:opposition" if resolver == "rules" else resolver)
+        done = {*report.revised, *report.contradicts}
+        for change in value_changes(pool[-1], pool[:-1]):
+            if change.older_id in done or change.older_id not in by_id:
+                continue
+            older = by_id[change.older_id]
+            # Two values of one thing are a change only when the newer memory says so (or the language
+            # model reads one): "build 1235 failed" does not revise "build 1234 failed".
+            revises, resolver = self._is_revision(older, memory, llm)
+            if revises and may_be_superseded(older, by_revision=resolver == "revision:explicit"):
+                detail = f"{change.older_term!r} then {change.newer_term!r} (subject overlap {change.subject_similarity:.2f})"
+                changed = self._supersede(
+                    memory.scope,
+                    [older.id],
+                    memory.id,
+                    "revise",
+                    resolver,
+                    f"a newer memory says {detail}",
+                    actor,
+                )
+                report.revised.extend(changed)
+                report.resolver = report.resolver or resolver
 
     def _is_revision(
         self, older: MemoryRecord, newer: MemoryRecord, llm: LanguageModel | None
