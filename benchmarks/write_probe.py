@@ -43,6 +43,8 @@ STEPS: tuple[tuple[str, str, str, str], ...] = (
     ("writing.consolidation.service", "ConsolidationService", "on_write", "consolidation"),
     ("writing.consolidation.service", "ConsolidationService", "_supersede", "consolidation: supersede"),
     ("writing.consolidation.service", "ConsolidationService", "record_retirement", "retirement: lineage"),
+    ("writing.service", "WriteService", "inherit", "inheritance: what the superseded earned"),
+    ("writing.service", "WriteService", "_inherit_credits", "inheritance: credits and weight"),
     ("storage.memories", "Memories", "_set_status", "status change (supersede, retract; lock wait included)"),
     ("storage.tables", "StoreTables", "_append_rows", "append (any table)"),
     ("storage.feedback_log", "FeedbackLog", "set_weights", "report: weight write"),
