@@ -159,8 +159,12 @@ def negated_pairs(
 
 
 # A value changes when two memories say the same words but for their values: numbers, versions, ports,
-# times ("the API listens on port 8080" / "the API now listens on port 9090").
+# times ("the API listens on port 8080" / "the API now listens on port 9090"). One word for another
+# without a digit ("Bob is now the tech lead" after "Alice is the tech lead") is left to a language model:
+# "Bob now likes green tea" does not revise "Alice likes green tea", and no rule tells the two apart.
 VALUE_OVERLAP = 0.8
+# Words that add to what was said rather than replace it ("now also listens on 9443").
+_ADDING = re.compile(r"\b(?:also|too|as\s+well|additionally|another|besides)\b", re.IGNORECASE)
 
 
 def _is_value(term: str) -> bool:
@@ -170,9 +174,12 @@ def _is_value(term: str) -> bool:
 def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
     """The older of ``others`` that say what ``memory`` says with other values: the same content words
     once their values (words with a digit) are set aside (Jaccard >= ``VALUE_OVERLAP``), each with a value
-    the other lacks, neither negating where the other does not. Whether such a pair is a change or two
-    facts about two things ("build 1234 failed", "build 1235 failed") is not said here: the write path
-    takes it for a revision only when the newer memory says it is a change."""
+    the other lacks, neither negating where the other does not, and ``memory`` not saying it adds
+    ("also", "as well"). Whether such a pair is a change or two facts about two things ("build 1234
+    failed", "build 1235 failed") is not said here: the write path takes it for a revision only when the
+    newer memory says it is a change."""
+    if _ADDING.search(memory.content):
+        return []
     own = set(content_terms(memory.content))
     own_values = {term for term in own if _is_value(term)}
     subject = own - own_values
@@ -188,7 +195,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         values = {term for term in terms if _is_value(term)}
         rest = terms - values
         if not values or values <= own_values or own_values <= values:
-            continue
+            continue  # no value, or a value added or dropped: none replaced
         similarity = len(subject & rest) / len(subject | rest)
         if similarity >= VALUE_OVERLAP:
             older_term = " ".join(sorted(values - own_values))

@@ -104,3 +104,7 @@ def test_a_value_changed_is_the_same_words_with_another_value_and_a_value_added_
     assert value_changes(memory("both", "The API listens on ports 8080 and 9090", 5), [old]) == []
     assert value_changes(memory("not", "The API does not listen on port 9090", 5), [old]) == []
     assert value_changes(memory("earlier", "The API listens on port 7070", -5), [old]) == []  # older
+    assert value_changes(memory("also", "The API now also listens on port 9443", 5), [old]) == []  # adds
+    # One word for another, without a digit: not for a rule to read as a change.
+    lead = memory("lead", "Alice is the tech lead of the payments team", 0)
+    assert value_changes(memory("bob", "Bob is now the tech lead of the payments team", 5), [lead]) == []
