@@ -809,7 +809,7 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 # A dry run of a whole tag says so, and how to go ahead with the tool: the command asks instead.
-_DRY_RUN_SAID = re.compile(r"^dry run: [^;]*; call again with dry_run=false to forget them(?:; )?")
+_DRY_RUN_SAID = re.compile(r"^dry run: .*?; call again with dry_run=false to forget them(?:; )?", re.DOTALL)
 
 
 def _beside_the_preview(note: str | None) -> str | None:

@@ -159,12 +159,18 @@ def negated_pairs(
 
 
 # A value changes when two memories say the same words but for their values: numbers, versions, ports,
-# times ("the API listens on port 8080" / "the API now listens on port 9090"). One word for another
-# without a digit ("Bob is now the tech lead" after "Alice is the tech lead") is left to a language model:
-# "Bob now likes green tea" does not revise "Alice likes green tea", and no rule tells the two apart.
+# times ("the API listens on port 8080" / "the API now listens on port 9090"), the new value said after the
+# word that says it changed. A number before that word names which thing is meant ("PR 482 now passes CI"
+# is not "PR 481 passes CI" changed). One word for another without a digit ("Bob is now the tech lead"
+# after "Alice is the tech lead") is left to a language model: "Bob now likes green tea" does not revise
+# "Alice likes green tea", and no rule tells the two apart.
 VALUE_OVERLAP = 0.8
 # Words that add to what was said rather than replace it ("now also listens on 9443").
 _ADDING = re.compile(r"\b(?:also|too|as\s+well|additionally|another|besides)\b", re.IGNORECASE)
+# Words that say a value changed; the new value comes after one of them.
+_CHANGED = re.compile(
+    r"\b(?:now|changed|switched|updated|moved|raised|lowered|increased|decreased)\b", re.IGNORECASE
+)
 
 
 def _is_value(term: str) -> bool:
@@ -174,16 +180,19 @@ def _is_value(term: str) -> bool:
 def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
     """The older of ``others`` that say what ``memory`` says with other values: the same content words
     once their values (words with a digit) are set aside (Jaccard >= ``VALUE_OVERLAP``), each with a value
-    the other lacks, neither negating where the other does not, and ``memory`` not saying it adds
-    ("also", "as well"). Whether such a pair is a change or two facts about two things ("build 1234
-    failed", "build 1235 failed") is not said here: the write path takes it for a revision only when the
-    newer memory says it is a change."""
-    if _ADDING.search(memory.content):
+    the other lacks, neither negating where the other does not; ``memory`` says that something changed and
+    says its new values after that word, and does not say it adds ("also", "as well"). A pair is a
+    candidate revision: the write path supersedes with it only when the newer memory says it is a change,
+    by the same author, and never a protected memory (an explicit revision in words is needed there)."""
+    changed = _CHANGED.search(memory.content)
+    if changed is None or _ADDING.search(memory.content):
         return []
     own = set(content_terms(memory.content))
     own_values = {term for term in own if _is_value(term)}
     subject = own - own_values
-    if not own_values or not subject:
+    # The values said after the word of change: those are the new ones.
+    said_after = {term for term in content_terms(memory.content[changed.end() :]) if _is_value(term)}
+    if not own_values or not subject or not said_after:
         return []
     found = []
     for other in others:
@@ -196,9 +205,12 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         rest = terms - values
         if not values or values <= own_values or own_values <= values:
             continue  # no value, or a value added or dropped: none replaced
+        new_values = own_values - values
+        if not new_values <= said_after:
+            continue  # a value before the word of change names the thing, not its new value
         similarity = len(subject & rest) / len(subject | rest)
         if similarity >= VALUE_OVERLAP:
             older_term = " ".join(sorted(values - own_values))
-            newer_term = " ".join(sorted(own_values - values))
+            newer_term = " ".join(sorted(new_values))
             found.append(Contradiction(other.id, memory.id, older_term, newer_term, round(similarity, 6)))
     return found

@@ -79,7 +79,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         1,
     ),
     ("bearer-token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)"), 1),
-    ("url-password", re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@\"'<>]+:([^\s@/\"'<>]+)@"), 1),
+    # A URL scheme is short (at most 32 characters here): unbounded, "a.a.a.a..." took time in the square
+    # of its length (1.5 s for 20,000 characters, the longest content), every letter a scheme's start.
+    ("url-password", re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{0,31}://[^\s:/@\"'<>]+:([^\s@/\"'<>]+)@"), 1),
     (
         "password",
         re.compile(
@@ -90,12 +92,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ),
     (
         # In prose: "the db password is hunter2xyz", "the admin password for staging is hunter2" (up to
-        # five words of what it is for). The value must hold a digit or a symbol other than a hyphen or a
+        # eight words of what it is for: "Alice's laptop", "db.prod.internal"). The value must hold a digit or a symbol other than a hyphen or a
         # slash ("the password is required", "is case-sensitive", "is stored/rotated" stay), and ends
         # before trailing punctuation ("... is hunter2xyz." keeps its full stop).
         "password",
         re.compile(
-            r"(?i)\b(?:password|passwd|passphrase)(?:\s+(?:for|of|on|to|in|at)(?:\s+[^\s\"',;.:]+){1,5}?)?"
+            r"(?i)\b(?:password|passwd|passphrase)(?:\s+(?:for|of|on|to|in|at)(?:\s+[^\s\"',;.:]+(?:['.][^\s\"',;.:]+)*){1,8}?)?"
             r"\s+(?:is|was)\s+[\"'(]?"
             r"((?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}[^\s\"',;.!?:()\[\]])"
         ),

@@ -33,6 +33,9 @@ from storage.rows import (
 from storage.scan import scan
 from storage.tables import StoreTables
 
+# A credit's score at which a session went at least partly well (``retrieval.outcomes.OUTCOME_SCORES``).
+PARTIAL_SCORE = 0.5
+
 
 class FeedbackLog(StoreTables):
     """Outcome reports, their credits and queries, weight events, and the weights they set on memories.
@@ -179,12 +182,13 @@ class FeedbackLog(StoreTables):
         )
         self._appends_since_maintenance += 1  # a merge leaves a version and fragments too
 
-    def carry_credits(self, scope: Scope, from_id: str, to_id: str) -> int:
-        """Give ``to_id`` the credits ``from_id`` has in the current reports (an explicit update, or a
-        memory that consolidation let take another's place: it serves what the old one did); returns how
-        many. A session that credits ``to_id`` already keeps its own credit (the larger share is not
-        guessed at: the report said what it said of that memory). A report of one of those sessions made
-        later replaces them as it replaces its own."""
+    def carry_credits(self, scope: Scope, from_id: str, to_id: str, *, blame: bool = True) -> int:
+        """Give ``to_id`` the credits ``from_id`` has in the current reports (a memory that took its place:
+        it serves what the old one did); returns how many. Without ``blame``, only the credits of sessions
+        that went at least partly well (a correction does not inherit the failures that made it needed). A
+        session that credits ``to_id`` already keeps its own credit (the larger share is not guessed at:
+        the report said what it said of that memory). A report of one of those sessions made later
+        replaces them as it replaces its own."""
 
         # The credits of every project of the org: an org-visible memory is credited wherever it was read.
         def credits_of(memory_id: str) -> Expr:
@@ -196,7 +200,11 @@ class FeedbackLog(StoreTables):
 
         with self.reporting():
             found = scan(self._feedback, credits_of(from_id), None).to_pylist()
-            rows = [row for row in found if (row.get("share") or 0) > 0]
+            rows = [
+                row
+                for row in found
+                if (row.get("share") or 0) > 0 and (blame or (row.get("score") or 0.0) >= PARTIAL_SCORE)
+            ]
             if rows:
                 own = scan(self._feedback, credits_of(to_id), ["project_id", "session_id"]).to_pylist()
                 held = {(row["project_id"], row["session_id"]) for row in own}

@@ -102,15 +102,19 @@ def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> Show
     )
 
 
+# The lineage actions by which a memory takes another's place and its reports' credits with them.
+TAKES_ITS_PLACE = frozenset({"supersede", "revise", "reword", "version"})
+
+
 def explicitly_replaced(runtime: Runtime, scope: Scope, memory_id: str) -> list[str]:
-    """``memory_id`` and the memories it replaced by explicit updates, back through each one's own: their
-    weight history is the memory's (the update carried their weight and credits over)."""
+    """``memory_id`` and the memories it replaced (an explicit update, a restatement, a revision, a
+    rewording, a newer version), back through each one's own: their weight history is the memory's (their
+    credits were carried over; a corrected belief's failures stay its own, but its history is shown)."""
     found = [memory_id]
     for current in found:  # grows as predecessors are found
         for event in runtime.store.lineage(scope, [current]):
             if (
-                event.action == "supersede"
-                and event.resolver == "explicit"
+                event.action in TAKES_ITS_PLACE
                 and event.related_id == current
                 and event.memory_id not in found
             ):

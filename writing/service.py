@@ -245,8 +245,8 @@ class WriteService:
     ) -> WriteResult:
         """Store one prepared record (or say what was already there), then consolidate it. ``replaces``:
         an explicit update of that active memory of the same scope, which the stored memory supersedes
-        (lineage "explicit update") before consolidation looks at its neighbours; the new memory starts at
-        its weight and with its reports' credits.
+        (lineage "explicit update") before consolidation looks at its neighbours; the new memory takes the
+        credits of the sessions the old one served, and the weight they replay.
 
         A new memory is inserted together with the other remembers in flight (``_insert_coalesced``), then
         consolidated here, in the caller's thread, with the caller's language model."""
@@ -255,7 +255,6 @@ class WriteService:
                 raise WriteRefused(
                     f"the new content is the same as {replaces.id}'s: nothing to update. Pass the corrected text"
                 )
-            prepared = replace(prepared, record=replace(prepared.record, weight=replaces.weight))
             with self._store.one_version():
                 return replace(self._remember(prepared.record, llm, replaces), redacted=prepared.redacted)
         [inserted] = self._coalesced.run([prepared])
@@ -436,7 +435,9 @@ class WriteService:
             related_id=new.id,
         )
         if carry:
-            self._store.carry_credits(old.scope, old.id, new.id)
+            # A correction: the sessions the old memory served go on, with the weight they replay; those it
+            # misled stay with it.
+            self._inherit_credits(old.scope, new.id, [(old, False)])
         self._corroboration.retire(old.scope, changed)
         return f"explicit update: {new.id} replaces {old.id}, which stays superseded for audit"
 
@@ -642,59 +643,82 @@ class WriteService:
             gone.append(written_id)
         if gone:
             self._corroboration.retire(scope, gone)
-            self.inherit(scope, gone)
+            restated = [memory_id for memory_id in gone if memory_id not in report.revised]
+            self.inherit(scope, restated, report.revised)
 
-    def inherit(self, scope: Scope, retired: Sequence[str]) -> None:
-        """What consolidation just superseded (a restatement, a revision, a newer version, a rewording)
-        hands what it had earned to the memory that took its place, as an explicit update does: its tags
-        (a restatement made without them would otherwise drop out of every recall filtered by them) and
-        its outcome reports' credits, with the global weight they replay (a restated memory that helped
-        would otherwise start again at 1.0, and an agent restating what it learned would undo what its
-        reports taught). Only a memory a report moved has credits to hand on: a weight still at 1.0
-        means none did (or only partial outcomes, which move nothing), and the reports' lock is not
-        taken for it."""
+    def inherit(self, scope: Scope, restated: Sequence[str], corrected: Sequence[str] = ()) -> None:
+        """What consolidation just superseded hands what it had earned to the memory that now stands in
+        its place (followed through ``replaced_by``), as an explicit update does: its tags (a restatement
+        made without them would otherwise drop out of every recall filtered by them) and its outcome
+        reports' credits, with the global weight they replay (a restated memory that helped would otherwise
+        start again at 1.0, and an agent restating what it learned would undo what its reports taught).
+        ``restated``: the same claim again (a restatement, a rewording, a newer version), which inherits
+        every credit; ``corrected``: a belief a newer memory revised, whose failures are not the
+        correction's (only the credits of sessions that went at least partly well go on). Only a memory
+        a report moved has credits to hand on: a weight still at 1.0 means none did (or only partial
+        outcomes, which move nothing), and the reports' lock is not taken for it.
+
+        Best effort: the change consolidation made is committed already, and a failure here leaves the
+        memory that stands with what it had (logged), not the caller with an error."""
+        try:
+            self._inherit(scope, restated, corrected)
+        except Exception:
+            log.warning("could not hand on what the superseded memories earned", exc_info=True)
+
+    def _inherit(self, scope: Scope, restated: Sequence[str], corrected: Sequence[str]) -> None:
         store = self._store
+        blamed = set(restated)
         heirs: dict[str, list[MemoryRecord]] = {}
-        for memory in store.get_memories(retired, scope).values():
-            if memory.status == "superseded" and memory.replaced_by:
-                heirs.setdefault(memory.replaced_by, []).append(memory)
-        if not heirs:
-            return
-        for heir_id, losers in heirs.items():
-            heir = store.get_memories([heir_id], scope).get(heir_id)
-            if heir is None or heir.status != "active":
+        for memory in store.get_memories([*restated, *corrected], scope).values():
+            if memory.status != "superseded" or not memory.replaced_by:
                 continue
-            self._inherit_tags(heir, losers)
+            head = current_version(store, memory)  # the memory that took its place may be superseded too
+            if head.id != memory.id and head.status == "active":
+                heirs.setdefault(head.id, []).append(memory)
+        for heir_id, losers in heirs.items():
+            self._inherit_tags(scope, heir_id, losers)
             credited = [memory for memory in losers if memory.weight != 1.0]
             if credited:
-                self._inherit_credits(heir, credited)
+                self._inherit_credits(scope, heir_id, [(m, m.id in blamed) for m in credited])
 
-    def _inherit_tags(self, heir: MemoryRecord, losers: Sequence[MemoryRecord]) -> None:
-        tags = list(heir.tags)
-        for memory in losers:
-            tags += [tag for tag in memory.tags if tag not in tags]
-        tags = tags[: max(self.limits.max_tags, len(heir.tags))]
-        if tuple(tags) == heir.tags:
-            return
-        preceding = self.preceding_contents([heir]).get(heir.id)
-        text = searchable_text(heir.content, tags, heir.agent_id, heir.created_at, preceding)
-        self._store.set_tags(heir.id, tags, text, self._clock())
+    def _inherit_tags(self, scope: Scope, heir_id: str, losers: Sequence[MemoryRecord]) -> None:
+        store = self._store
+        with (
+            store.exclusive()
+        ):  # read and written in one sequence: a purge in between never has its text back
+            heir = store.get_memories([heir_id], scope).get(heir_id)
+            if heir is None or heir.status != "active":
+                return
+            tags = list(heir.tags)
+            for memory in losers:
+                tags += [tag for tag in memory.tags if tag not in tags]
+            tags = tags[: max(self.limits.max_tags, len(heir.tags))]
+            if tuple(tags) == heir.tags:
+                return
+            preceding = self.preceding_contents([heir]).get(heir.id)
+            text = searchable_text(heir.content, tags, heir.agent_id, heir.created_at, preceding)
+            store.set_tags(heir.id, tags, text, self._clock())
 
-    def _inherit_credits(self, heir: MemoryRecord, losers: Sequence[MemoryRecord]) -> None:
-        from writing.outcomes import replayed_weights, write_weights
+    def _inherit_credits(
+        self, scope: Scope, heir_id: str, losers: Sequence[tuple[MemoryRecord, bool]]
+    ) -> None:
+        from writing.outcomes import converge, replayed_weights, write_weights
 
         store = self._store
-        scope = heir.scope
         with store.reporting():  # as a report: its credits and the weights they replay, one at a time
-            carried = sum(store.carry_credits(scope, memory.id, heir.id) for memory in losers)
+            carried = sum(
+                store.carry_credits(scope, memory.id, heir_id, blame=blame) for memory, blame in losers
+            )
             if not carried:
                 return
-            current = store.get_memories([heir.id], scope)
-            if heir.id not in current:
+            current = store.get_memories([heir_id], scope)
+            if heir_id not in current:
                 return
-            replay = store.credits_for(scope, [heir.id], across_org=True)
+            replay = store.credits_for(scope, [heir_id], across_org=True)
             weights = replayed_weights(self._weights, current, replay)
             write_weights(store, self._corroboration, current, weights, self._clock())
+            # Replicas on an object store share no lock: the weight written must replay every report there is.
+            converge(store, self._corroboration, self._weights, self._clock, scope, [heir_id], replay)
 
     def observe(self, memory: MemoryRecord) -> None:
         """A memory just written (or written around this service, by an import): its corroboration cluster

@@ -929,3 +929,24 @@ def test_an_empty_recall_says_when_the_querys_own_time_words_limited_it(capsys, 
     _, out, _ = memoria(capsys, db, "recall", "what did we decide about kubernetes this week")
     assert out.startswith("nothing relevant found between ")
     assert "(the query's words 'this week'): the time the query names limited the search" in out
+
+
+def test_a_confirmation_keeps_what_the_preview_says_beside_the_memories_but_not_the_tools_hint():
+    from console.commands import _beside_the_preview
+
+    said = (
+        "dry run: the 1,200 memories tagged 'a;b' would be retracted (the first 1,000; call again for the "
+        "rest); call again with dry_run=false to forget them; 3 already inactive, left as they were"
+    )
+    assert _beside_the_preview(said) == "3 already inactive, left as they were"
+    assert (
+        _beside_the_preview(
+            "dry run: the 2 memories tagged 'x' would be retracted; call again with "
+            "dry_run=false to forget them"
+        )
+        is None
+    )
+    assert (
+        _beside_the_preview("2 already inactive, left as they were")
+        == "2 already inactive, left as they were"
+    )

@@ -105,6 +105,11 @@ def test_a_value_changed_is_the_same_words_with_another_value_and_a_value_added_
     assert value_changes(memory("not", "The API does not listen on port 9090", 5), [old]) == []
     assert value_changes(memory("earlier", "The API listens on port 7070", -5), [old]) == []  # older
     assert value_changes(memory("also", "The API now also listens on port 9443", 5), [old]) == []  # adds
+    # A number before the word of change names which thing is meant; a value needs a word of change.
+    assert (
+        value_changes(memory("pr", "PR 482 now passes CI", 5), [memory("pr1", "PR 481 passes CI", 0)]) == []
+    )
+    assert value_changes(memory("plain", "The API listens on port 9090", 5), [old]) == []
     # One word for another, without a digit: not for a rule to read as a change.
     lead = memory("lead", "Alice is the tech lead of the payments team", 0)
     assert value_changes(memory("bob", "Bob is now the tech lead of the payments team", 5), [lead]) == []

@@ -53,6 +53,9 @@ CASES = [
     ("the db password is hunter2xyz", "password", "hunter2xyz"),
     ("The admin password for staging is hunter2", "password", "hunter2"),  # what it is for, then the value
     ("the password of the admin account on staging was Tr0ub4dor&3", "password", "Tr0ub4dor&3"),
+    ("the password for Alice's laptop is Hunter22!", "password", "Hunter22"),
+    ("the password for db.prod.internal is Hunter22!", "password", "Hunter22"),
+    ("The root password for the new staging box at Hetzner is Hunter22!", "password", "Hunter22"),
     (f"pass --aws-secret-access-key {AWS_SECRET} to the CLI", "aws-secret-key", AWS_SECRET),
 ]
 

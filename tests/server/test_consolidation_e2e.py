@@ -126,7 +126,7 @@ async def test_an_llm_judged_revision_supersedes_and_an_unjudged_one_stays_in_th
         drift = await call(client, "drift", {})
         recalled = await call(client, "recall", {"query": "is checkout_v2 enabled in staging"})
     assert new["consolidation"]["contradicts"] == [old["id"]]
-    assert new["consolidation"]["resolver"] == "rules:opposition"
+    assert new["consolidation"]["resolver"] == "rules:contradiction"
     assert drift["open_contradictions"] == 1
     pair = drift["contradictions"][0]
     assert (pair["older"]["id"], pair["newer"]["id"], pair["status"]) == (old["id"], new["id"], "open")
@@ -234,3 +234,35 @@ async def test_a_restatement_absorbed_into_the_memory_it_restates_hands_it_its_t
         assert shown["weight"] == pytest.approx(1.0)  # no report moved the restatement: no credits to hand on
         found = await call(client, "recall", {"query": "when is staging reset", "tags": ["schedule"]})
         assert [m["id"] for m in found["memories"]] == [lasting["id"]]
+
+
+@pytest.mark.slow
+async def test_a_correction_takes_the_place_of_a_misleading_memory_without_its_blame(settings):
+    """A revision corrects a belief that misled: the failures it caused stay with it. A restatement of the
+    same misleading claim keeps them: it is the same claim."""
+    question = "which port does the API listen on?"
+    async with connected(server_with(settings)) as client:
+        old = await call(client, "remember", {"content": "The API listens on port 8080"})
+        await call(client, "recall", {"query": question})
+        await call(client, "report_outcome", {"outcome": "failure", "misleading_ids": [old["id"]]})  # 0.85
+        fixed = await call(client, "remember", {"content": "The API now listens on port 9090"})
+        assert fixed["consolidation"]["revised"] == [old["id"]]
+        shown = json.loads((await client.read_resource(f"memoria://memory/{fixed['id']}")).contents[0].text)
+        assert shown["weight"] == pytest.approx(1.0)  # no blame carried
+        again = await call(client, "recall", {"query": question})
+        assert [m["id"] for m in again["memories"]] == [fixed["id"]]
+        explained = await call(client, "explain_ranking", {"retrieval_id": again["retrieval_id"]})
+        assert explained["candidates"][0]["scores"]["feedback_weight"] == pytest.approx(1.0)
+
+        # The same claim restated (case, a full stop): its blame goes with it.
+        wrong = await call(client, "remember", {"content": "Staging deploys need no approval"})
+        await call(client, "recall", {"query": "do staging deploys need approval"})
+        await call(client, "report_outcome", {"outcome": "failure", "misleading_ids": [wrong["id"]]})
+        restated = await call(client, "remember", {"content": "staging deploys need no approval."})
+        assert restated["consolidation"]["superseded"] == [wrong["id"]]
+        shown = json.loads(
+            (await client.read_resource(f"memoria://memory/{restated['id']}")).contents[0].text
+        )
+        assert shown["weight"] == pytest.approx(0.85)  # one misleading report: 1.0 -> 0.85, replayed
+        # Its history is the old memory's: the report that moved it.
+        assert [step["memory_id"] for step in shown["weight_history"]] == [wrong["id"]]

@@ -99,3 +99,18 @@ async def test_an_update_back_to_an_earlier_text_makes_that_memory_current_again
             ("supersede", new["id"]),
         ]
         assert history["memory"]["status"] == "active"
+
+
+@pytest.mark.slow
+async def test_an_explicit_update_of_a_memory_that_misled_does_not_inherit_the_blame(settings):
+    async with connected(server_with(settings)) as client:
+        old = await call(client, "remember", {"content": OLD})
+        await call(client, "recall", {"query": "billing database postgres"})
+        await call(client, "report_outcome", {"outcome": "failure", "misleading_ids": [old["id"]]})  # 0.85
+        new = await call(client, "remember", {"content": NEW, "replaces": old["id"]})
+        shown = json.loads((await client.read_resource(f"memoria://memory/{new['id']}")).contents[0].text)
+        assert shown["weight"] == pytest.approx(1.0)  # the correction starts clean
+        after = await call(client, "recall", {"query": "billing database postgres"})
+        explained = await call(client, "explain_ranking", {"retrieval_id": after["retrieval_id"]})
+        [top] = [c for c in explained["candidates"] if c["id"] == new["id"]]
+        assert top["scores"]["feedback_weight"] == pytest.approx(1.0) and top["feedback"]["reports"] == 0

@@ -100,6 +100,18 @@ def test_a_value_said_to_have_changed_revises_the_old_one_and_two_values_alone_d
     found = recall(RecallInput(query="which port does the API listen on"), runtime, caller())
     assert [m.id for m in found.memories] == [moved.id]
 
+    # A number before the word of change names the thing: another PR, not a new value of this one's.
+    pr = remember(RememberInput(content="PR 481 passes CI"), runtime, caller()).id
+    other = remember(RememberInput(content="PR 482 now passes CI"), runtime, caller("ses_5"))
+    assert other.consolidation.revised == [] and status(runtime, pr) == "active"
+    # Another agent's new value does not overwrite what this one said.
+    mine = remember(RememberInput(content="The deploy timeout is 20 minutes"), runtime, caller()).id
+    theirs = remember(
+        RememberInput(content="The deploy timeout is now 30 minutes"),
+        runtime,
+        caller("ses_6", agent="cursor"),
+    )
+    assert theirs.consolidation.revised == [] and status(runtime, mine) == "active"
     first = remember(RememberInput(content="Build 1234 failed on the linter"), runtime, caller()).id
     second = remember(RememberInput(content="Build 1235 failed on the linter"), runtime, caller("ses_3"))
     assert second.consolidation.revised == [] and second.consolidation.contradicts == []
@@ -108,6 +120,15 @@ def test_a_value_said_to_have_changed_revises_the_old_one_and_two_values_alone_d
         RememberInput(content="The API now listens on ports 9090 and 9443"), runtime, caller("ses_4")
     )
     assert both.consolidation.revised == []  # a value added, none replaced
+
+
+def test_a_protected_value_said_to_have_changed_stays_disputed_rather_than_revised(runtime):
+    kept = remember(
+        RememberInput(content="The API listens on port 8080", protection_tier="protected"), runtime, caller()
+    ).id
+    moved = remember(RememberInput(content="The API now listens on port 9090"), runtime, caller("ses_2"))
+    assert moved.consolidation.revised == [] and moved.consolidation.contradicts == [kept]
+    assert moved.consolidation.resolver == "rules:contradiction" and status(runtime, kept) == "active"
 
 
 def test_an_immutable_memory_survives_a_contradiction_which_stays_visible(runtime):
@@ -125,8 +146,9 @@ def test_an_immutable_memory_survives_a_contradiction_which_stays_visible(runtim
     )
     assert status(runtime, rule.id) == "active"
     assert later.consolidation.contradicts == [rule.id] and later.consolidation.revised == []
-    # "now" reads as a revision, which an immutable memory does not yield to: the pair stays disputed.
-    assert later.consolidation.resolver == "revision:explicit"
+    # "now" reads as a revision, which an immutable memory does not yield to: the pair stays disputed,
+    # by the rules.
+    assert later.consolidation.resolver == "rules:contradiction"
     view = drift(DriftInput(), runtime, caller())
     assert view.open_contradictions == 1 and view.contradictions[0].older.id == rule.id
 
@@ -667,3 +689,16 @@ def test_without_a_reranker_the_setting_changes_nothing(tmp_path):
         assert new.consolidation.rerank_scores == {} and new.consolidation.rerank_skipped is None
     finally:
         runtime.close()
+
+
+def test_a_restatement_is_stored_even_when_handing_on_what_the_old_memory_earned_fails(runtime, caplog):
+    # The supersede is committed when the inheritance runs: its failure is logged, not the caller's error.
+    old = remember(RememberInput(content="We deploy on Tuesdays", tags=["ops"]), runtime, caller()).id
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    runtime.store.set_tags = broken
+    new = remember(RememberInput(content="we deploy on tuesdays!"), runtime, caller())
+    assert new.consolidation.superseded == [old] and status(runtime, new.id) == "active"
+    assert "could not hand on what the superseded memories earned" in caplog.text
