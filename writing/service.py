@@ -683,9 +683,8 @@ class WriteService:
 
     def _inherit_tags(self, scope: Scope, heir_id: str, losers: Sequence[MemoryRecord]) -> None:
         store = self._store
-        with (
-            store.exclusive()
-        ):  # read and written in one sequence: a purge in between never has its text back
+        # Read and written in one sequence of the write lock: a purge in between never has its text back.
+        with store.exclusive():
             heir = store.get_memories([heir_id], scope).get(heir_id)
             if heir is None or heir.status != "active":
                 return
