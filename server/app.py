@@ -24,6 +24,7 @@ from server.stdio import replying_to_malformed
 from tools import (
     drift,
     explain_ranking,
+    explain_text,
     forget,
     lineage,
     list_memories,
@@ -129,6 +130,7 @@ def tool_specs() -> list[ToolSpec]:
             input_model=explain_ranking.ExplainRankingInput,
             output_model=explain_ranking.ExplainRankingOutput,
             handler=explain_ranking.handle,
+            text_of=explain_text.text_of,
             output_fields=(
                 "retrieval_id",
                 "query",

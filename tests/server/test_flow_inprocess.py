@@ -59,6 +59,26 @@ async def test_feedback_reorders_recall_and_explain_shows_why(settings):
         assert all(s["elapsed_ms"] >= 0 for s in explained["stages"])
         assert explained["backends"]["reranker"] == "scripted"
 
+        # What the agent reads: a line per memory with the scores that placed it and the reports that moved
+        # it, not the whole structure (which the structured content carries).
+        result = await client.call_tool("explain_ranking", {"retrieval_id": second["retrieval_id"]})
+        text = result.content[0].text
+        assert text.startswith(f"Ranking of retrieval {second['retrieval_id']} for 'postgres settings'")
+        lines = text.splitlines()
+        assert lines[1].startswith(
+            f"[1] {ids[PORT]} · final 0.750 = relevance 0.750 x weight 1.000 (feedback moved it up 1)"
+        )
+        assert lines[2].startswith("Left out (2):")
+        assert lines[3].startswith(
+            f"[2] {ids[POOL]} · final 0.200 = relevance 0.800 x weight 0.250 (feedback moved it down 1) · "
+            "ranked below the top_k=1 cut"
+        )
+        assert (
+            lines[4].startswith("    reports: ") and "misleading (closeness 1.00): 1.000 -> 0.250" in lines[4]
+        )
+        assert lines[-1].startswith("Stages (ms): gate ")
+        assert len(text) < len(json.dumps(result.structured_content)) / 3
+
         # Another task that finds the same memories: the report was about "postgres settings", not this.
         other = await call(client, "recall", {"query": "pool size", "top_k": 1})
         assert [m["id"] for m in other["memories"]] == [ids[POOL]]

@@ -1,0 +1,46 @@
+from tools.common import Caller
+from tools.explain_ranking import ExplainRankingInput, explain_ranking
+from tools.explain_text import LEFT_OUT_SHOWN, text_of
+from tools.recall import RecallInput, recall
+from tools.remember import RememberInput, remember
+
+CALLER = Caller("claude-code", "ses_1")
+
+
+def test_the_text_lists_the_context_in_ranked_order_then_what_was_left_out_and_why(runtime):
+    texts = ["postgres connection pool size is 20", "postgres listens on 5432", "the office cat is Miso"]
+    ids = [remember(RememberInput(content=text), runtime, CALLER).id for text in texts]
+    recalled = recall(RecallInput(query="postgres pool size", top_k=1), runtime, CALLER)
+    out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+    lines = text_of(out).splitlines()
+    assert lines[0].startswith(f"Ranking of retrieval {out.retrieval_id} for 'postgres pool size' (")
+    top = out.candidates[0]
+    assert top.in_context and top.id == ids[0]
+    # No report moved anything: final = relevance x weight 1.000.
+    assert lines[1] == (
+        f"[1] {ids[0]} · final {top.scores.final:.3f} = relevance {top.scores.relevance:.3f} x weight 1.000 · "
+        f"in the context at position [1] · 'postgres connection pool size is 20'"
+    )
+    left = [c for c in out.candidates if not c.in_context]
+    assert lines[2] == f"Left out ({len(left)}):"
+    assert [line.split(" · ")[0] for line in lines[3 : 3 + len(left)]] == [
+        f"[{c.rank + 1}] {c.id}" for c in left
+    ]
+    assert all(" · ranked below the top_k=1 cut · " in line for line in lines[3 : 3 + len(left)])
+    assert lines[-1].startswith("Stages (ms): gate ")
+
+
+def test_only_the_first_memories_left_out_are_listed_and_the_text_says_so(runtime):
+    hosts = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    for host in [*hosts, "kilo", "lima", "mike"][: LEFT_OUT_SHOWN + 3]:
+        remember(RememberInput(content=f"the postgres replica on {host} lags"), runtime, CALLER)
+    recalled = recall(RecallInput(query="postgres replica lag", top_k=20, char_budget=300), runtime, CALLER)
+    out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+    left = [c for c in out.candidates if not c.in_context]
+    assert len(left) > LEFT_OUT_SHOWN
+    text = text_of(out)
+    assert (
+        f"Left out ({len(left)}; the first {LEFT_OUT_SHOWN} here, every one in the structured content):"
+        in text
+    )
+    assert left[LEFT_OUT_SHOWN - 1].id in text and left[LEFT_OUT_SHOWN].id not in text

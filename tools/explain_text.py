@@ -1,0 +1,73 @@
+"""What an agent reads of an explanation (``explain_ranking``'s text content): the memories of the context
+in ranked order with the scores that placed them and the reports that moved them, the first ones left out,
+the notes and the stages' times. The structured content carries every field."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tools.explain_ranking import CandidateExplanation, ExplainRankingOutput
+
+
+LEFT_OUT_SHOWN = 10  # memories left out of the context that the text lists (the structured content has all)
+
+
+def text_of(out: ExplainRankingOutput) -> str:
+    """What an agent reads of an explanation: one line per memory in the context, in the order recall
+    ranked them, with the scores that placed it and the reports that moved it, then the first memories
+    left out and why, the notes and the stages' times. The structured content carries every score of every
+    stage; the text is what answers "why did this rank there", in a fraction of its size."""
+    weighting = "on" if out.weighting_enabled else "off (A/B control)"
+    backends = ", ".join(f"{name} {value}" for name, value in out.backends.items())
+    lines = [
+        f"Ranking of retrieval {out.retrieval_id} for {out.query!r} ({out.created_at}; feedback weighting "
+        f"{weighting}; {backends})."
+    ]
+    if out.gated:
+        lines.append(f"The gate skipped retrieval: {out.gated}.")
+    placed = [c for c in out.candidates if c.in_context]
+    left = [c for c in out.candidates if not c.in_context]
+    lines += [_candidate_line(c) for c in placed]
+    if left:
+        shown = left[:LEFT_OUT_SHOWN]
+        more = len(left) - len(shown)
+        lines.append(
+            f"Left out ({len(left)}"
+            + (f"; the first {len(shown)} here, every one in the structured content" if more else "")
+            + "):"
+        )
+        lines += [_candidate_line(c) for c in shown]
+    floored = sum(1 for s in out.stages for e in s.events if e.get("event") == "BelowThreshold")
+    if floored:
+        lines.append(
+            f"{floored} found below the relevance floor: not candidates (the min_score stage's events)."
+        )
+    lines += [f"Note: {note}" for note in out.notes]
+    lines.append("Stages (ms): " + ", ".join(f"{s.stage} {s.elapsed_ms:.1f}" for s in out.stages) + ".")
+    return "\n".join(lines)
+
+
+def _candidate_line(c: CandidateExplanation) -> str:
+    s = c.scores
+    lent = "".join(
+        f" + {name} {value:.3f}"
+        for name, value in (("neighbour", s.neighbourhood), ("answer type", s.answer_type))
+        if value
+    )
+    score = f"final {s.final:.3f} = relevance {s.relevance:.3f}"
+    if s.corroboration_boost:
+        score += f" + corroboration {s.corroboration_boost:.3f}"
+    if s.decay != 1.0:
+        score += f" x decay {s.decay:.3f}"
+    score += f" x weight {s.feedback_weight:.3f}{lent}"
+    if c.rank_delta:
+        score += f" (feedback moved it {'up' if c.rank_delta > 0 else 'down'} {abs(c.rank_delta)})"
+    line = f"[{c.rank + 1}] {c.id} · {score} · {c.reason} · {c.preview!r}"
+    moves = [
+        f"{m.session_id} {m.role} (closeness {m.closeness:.2f}): {m.weight_before:.3f} -> {m.weight_after:.3f}"
+        for m in c.feedback.moves
+    ]
+    if moves:
+        line += "\n    reports: " + "; ".join(moves)
+    return line
