@@ -59,7 +59,7 @@ def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> Show
     history = sorted(
         (
             event
-            for owner in explicitly_replaced(runtime, memory.scope, memory.id)
+            for owner in replaced_before(runtime, memory.scope, memory.id)
             for event in runtime.store.weight_events(scope, owner)
         ),
         key=lambda event: (event.at, event.revision),
@@ -106,7 +106,7 @@ def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> Show
 TAKES_ITS_PLACE = frozenset({"supersede", "revise", "reword", "version"})
 
 
-def explicitly_replaced(runtime: Runtime, scope: Scope, memory_id: str) -> list[str]:
+def replaced_before(runtime: Runtime, scope: Scope, memory_id: str) -> list[str]:
     """``memory_id`` and the memories it replaced (an explicit update, a restatement, a revision, a
     rewording, a newer version), back through each one's own: their weight history is the memory's (their
     credits were carried over; a corrected belief's failures stay its own, but its history is shown)."""

@@ -19,6 +19,7 @@ import numpy as np
 
 from retrieval.contradictions import (
     DEFAULT_OPPOSITIONS,
+    Contradiction,
     ContradictionInput,
     detect_contradictions,
     value_changes,
@@ -259,27 +260,21 @@ class ConsolidationService:
             if found.newer_id != memory.id or found.older_id not in by_id or found.older_id in report.revised:
                 continue
             older = by_id[found.older_id]
-            detail = f"{found.older_term!r} then {found.newer_term!r} (subject overlap {found.subject_similarity:.2f})"
             revises, resolver = self._is_revision(older, memory, llm)
-            # A protected memory yields only to an explicit revision, never to an LLM's reading of one.
-            if revises and may_be_superseded(older, by_revision=resolver == "revision:explicit"):
-                changed = self._supersede(
-                    memory.scope,
-                    [older.id],
-                    memory.id,
-                    "revise",
-                    resolver,
-                    f"a newer memory says {detail}",
-                    actor,
-                )
-                report.revised.extend(changed)
-                report.resolver = report.resolver or resolver
-            else:
-                self._record_contradiction(older, memory, "opposition", detail)
-                report.contradicts.append(older.id)
-                # Who judged the pair: the rules (an opposition, a negation, a revision a protected or
-                # immutable memory does not yield to), or the language model that read no revision.
-                report.resolver = report.resolver or (resolver if resolver.startswith("llm:") else KEPT_OPEN)
+            # A protected memory yields only to an explicit revision, never to an LLM's reading of one. Who
+            # judged a pair left open: the rules (an opposition, a negation, a revision a protected or
+            # immutable memory does not yield to), or the language model that read no revision.
+            self._revise_or_dispute(
+                memory,
+                older,
+                found,
+                resolver,
+                revises=revises and may_be_superseded(older, by_revision=resolver == "revision:explicit"),
+                kind="opposition",
+                kept_by=resolver if resolver.startswith("llm:") else KEPT_OPEN,
+                actor=actor,
+                report=report,
+            )
         done = {*report.revised, *report.contradicts}
         for change in value_changes(pool[-1], pool[:-1]):
             if change.older_id in done or change.older_id not in by_id:
@@ -293,25 +288,54 @@ class ConsolidationService:
             revises, resolver = self._is_revision(older, memory, llm)
             if not revises:
                 continue
-            detail = f"{change.older_term!r} then {change.newer_term!r} (subject overlap {change.subject_similarity:.2f})"
-            if may_be_superseded(older, by_revision=False):
-                changed = self._supersede(
-                    memory.scope,
-                    [older.id],
-                    memory.id,
-                    "revise",
-                    resolver,
-                    f"a newer memory says {detail}",
-                    actor,
-                )
-                report.revised.extend(changed)
-                report.resolver = report.resolver or resolver
-            else:
-                self._record_contradiction(
-                    older, memory, "value", f"{detail}, but the memory is {older.protection_tier}"
-                )
-                report.contradicts.append(older.id)
-                report.resolver = report.resolver or KEPT_OPEN
+            self._revise_or_dispute(
+                memory,
+                older,
+                change,
+                resolver,
+                revises=may_be_superseded(older, by_revision=False),
+                kind="value",
+                kept_by=KEPT_OPEN,
+                actor=actor,
+                report=report,
+                why_kept=f", but the memory is {older.protection_tier}",
+            )
+
+    def _revise_or_dispute(
+        self,
+        memory: MemoryRecord,
+        older: MemoryRecord,
+        pair: Contradiction,
+        resolver: str,
+        *,
+        revises: bool,
+        kind: str,
+        kept_by: str,
+        actor: Actor,
+        report: ConsolidationReport,
+        why_kept: str = "",
+    ) -> None:
+        """``memory`` revises ``older`` (superseded by ``resolver``), or the pair stays an open contradiction
+        of ``kind`` (recorded with ``why_kept``; the report's resolver is then ``kept_by``)."""
+        detail = (
+            f"{pair.older_term!r} then {pair.newer_term!r} (subject overlap {pair.subject_similarity:.2f})"
+        )
+        if revises:
+            changed = self._supersede(
+                memory.scope,
+                [older.id],
+                memory.id,
+                "revise",
+                resolver,
+                f"a newer memory says {detail}",
+                actor,
+            )
+            report.revised.extend(changed)
+            report.resolver = report.resolver or resolver
+        else:
+            self._record_contradiction(older, memory, kind, detail + why_kept)
+            report.contradicts.append(older.id)
+            report.resolver = report.resolver or kept_by
 
     def _is_revision(
         self, older: MemoryRecord, newer: MemoryRecord, llm: LanguageModel | None
