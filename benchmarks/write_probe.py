@@ -47,6 +47,8 @@ STEPS: tuple[tuple[str, str, str, str], ...] = (
     ("writing.service", "WriteService", "_inherit_credits", "inheritance: credits and weight"),
     ("storage.memories", "Memories", "_set_status", "status change (supersede, retract; lock wait included)"),
     ("storage.tables", "StoreTables", "_append_rows", "append (any table)"),
+    ("storage.tables", "StoreTables", "_update_chunk", "update of memories' rows (status, stamp)"),
+    ("storage.tables", "StoreTables", "_merge_update", "merge into memories' rows (weights, tags)"),
     ("storage.feedback_log", "FeedbackLog", "set_weights", "report: weight write"),
 )
 LOCK = ("storage.locking", "WriteLock")

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -100,8 +101,28 @@ def make_runtime(
     return assemble_runtime(settings, store, models)
 
 
+# The runtimes each test server built, so that a test can wait for what its writes hand on behind the call.
+_BUILT: weakref.WeakKeyDictionary[Any, list[Runtime]] = weakref.WeakKeyDictionary()
+
+
 def server_with(settings: Settings, **runtime_parts: Any) -> Any:
-    return build_server(settings, runtime_factory=lambda s: make_runtime(s, **runtime_parts))
+    built: list[Runtime] = []
+
+    def factory(configured: Settings) -> Runtime:
+        runtime = make_runtime(configured, **runtime_parts)
+        built.append(runtime)
+        return runtime
+
+    server = build_server(settings, runtime_factory=factory)
+    _BUILT[server] = built
+    return server
+
+
+async def handed_on(server: Any) -> None:
+    """Wait until the credits that superseded memories earned are carried to the memories that took their
+    place (``writing.behind``: after the remember that superseded them was answered)."""
+    for runtime in _BUILT[server]:
+        assert await anyio.to_thread.run_sync(runtime.writer.settle, TIMEOUT), "hand-ons still running"
 
 
 @asynccontextmanager

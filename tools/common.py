@@ -238,6 +238,9 @@ class Runtime:
         return backend_summary(self.models)
 
     def close(self) -> None:
+        writer = getattr(self, "writer", None)  # set once the runtime is assembled
+        if writer is not None:
+            writer.close()  # what it still hands on is written before the store closes
         self.store.close()
 
 

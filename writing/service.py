@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from retrieval.outcomes import WeightPolicy
@@ -39,6 +40,7 @@ from storage.records import (
     audience_of,
     org_shelf,
 )
+from writing.behind import Behind
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.rules import collapse_batch
 
@@ -177,6 +179,17 @@ class WriteService:
         self._coalesced: GroupCommit[Prepared, _Inserted | None] = GroupCommit(
             self._insert_coalesced, max_items=COALESCED_WRITES
         )
+        # Credits a superseded memory earned are carried after its successor's caller is answered.
+        self._behind = Behind("memoria-hand-on")
+
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait until what superseded memories earned, handed on so far, is carried (``writing.behind``);
+        False if ``timeout`` passed first."""
+        return self._behind.settle(timeout)
+
+    def close(self) -> None:
+        """Carry what is still being handed on; before the store closes."""
+        self._behind.close()
 
     # -- drafts -----------------------------------------------------------------------------------------
 
@@ -652,6 +665,8 @@ class WriteService:
         made without them would otherwise drop out of every recall filtered by them) and its outcome
         reports' credits, with the global weight they replay (a restated memory that helped would otherwise
         start again at 1.0, and an agent restating what it learned would undo what its reports taught).
+        The tags are handed on before this returns; the credits right after, by one thread of their own
+        (``writing.behind``: they wait for the reports' lock, and the caller's write is committed already).
         ``restated``: the same claim again (a restatement, a rewording, a newer version), which inherits
         every credit; ``corrected``: a belief a newer memory revised, whose failures are not the
         correction's (only the credits of sessions that went at least partly well go on). Only a memory
@@ -676,22 +691,24 @@ class WriteService:
             if head.id != memory.id and head.status == "active":
                 heirs.setdefault(head.id, []).append(memory)
         for heir_id, losers in heirs.items():
-            self._inherit_tags(scope, heir_id, losers)
-            credited = [memory for memory in losers if memory.weight != 1.0]
+            if any(memory.tags for memory in losers):
+                self._inherit_tags(scope, heir_id, losers)
+            credited = [(memory, memory.id in blamed) for memory in losers if memory.weight != 1.0]
             if credited:
-                self._inherit_credits(scope, heir_id, [(m, m.id in blamed) for m in credited])
+                self._behind.submit(partial(self._inherit_credits, scope, heir_id, credited))
 
     def _inherit_tags(self, scope: Scope, heir_id: str, losers: Sequence[MemoryRecord]) -> None:
         store = self._store
-        # Read and written in one sequence of the write lock: a purge in between never has its text back.
+        heir = store.get_memories([heir_id], scope).get(heir_id)
+        if heir is None or not _tags_to_add(heir, losers):
+            return  # nothing to hand on: the write lock is not taken (every writer would wait for it)
+        # Read again and written in one sequence of the write lock: a purge in between never has its text back.
         with store.exclusive():
             heir = store.get_memories([heir_id], scope).get(heir_id)
             if heir is None or heir.status != "active":
                 return
-            tags = list(heir.tags)
-            for memory in losers:
-                tags += [tag for tag in memory.tags if tag not in tags]
-            tags = tags[: max(self.limits.max_tags, len(heir.tags))]
+            added = _tags_to_add(heir, losers)
+            tags = [*heir.tags, *added][: max(self.limits.max_tags, len(heir.tags))]
             if tuple(tags) == heir.tags:
                 return
             preceding = self.preceding_contents([heir]).get(heir.id)
@@ -724,6 +741,14 @@ class WriteService:
         learns of it, if others may read it (a private memory corroborates nothing others read)."""
         if memory.shared:
             self._corroboration.observe(memory.scope, cluster_member(memory))
+
+
+def _tags_to_add(heir: MemoryRecord, losers: Sequence[MemoryRecord]) -> list[str]:
+    """The superseded memories' tags that the memory standing in their place lacks, in their order."""
+    added: list[str] = []
+    for memory in losers:
+        added += [tag for tag in memory.tags if tag not in heir.tags and tag not in added]
+    return added
 
 
 @contextmanager

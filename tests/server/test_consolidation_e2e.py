@@ -6,7 +6,7 @@ import json
 import pytest
 from mcp_types import CreateMessageResult, TextContent
 
-from tests.helpers import call, connected, server_with, settings_for
+from tests.helpers import call, connected, handed_on, server_with, settings_for
 
 pytestmark = pytest.mark.anyio
 
@@ -181,7 +181,8 @@ async def test_a_restatement_keeps_the_tags_and_the_reports_of_the_memory_it_sup
     taught nor drop the memory out of recalls filtered by its tags: the restatement takes the place of
     the old memory as an explicit update does."""
     question = "how do I roll back a bad production deploy?"
-    async with connected(server_with(settings)) as client:
+    server = server_with(settings)
+    async with connected(server) as client:
         old = await call(
             client,
             "remember",
@@ -196,7 +197,9 @@ async def test_a_restatement_keeps_the_tags_and_the_reports_of_the_memory_it_sup
         )
         assert new["consolidation"]["superseded"] == [old["id"]]
         shown = json.loads((await client.read_resource(f"memoria://memory/{new['id']}")).contents[0].text)
-        assert shown["tags"] == ["runbook"]  # the old memory's tags
+        assert shown["tags"] == ["runbook"]  # the old memory's tags, handed on before the call answered
+        await handed_on(server)  # its credits, right after
+        shown = json.loads((await client.read_resource(f"memoria://memory/{new['id']}")).contents[0].text)
         # One success naming the old memory: the spec's step, 1.0 -> 1.15, replayed for the new one.
         assert shown["weight"] == pytest.approx(1.15)
 
@@ -241,12 +244,14 @@ async def test_a_correction_takes_the_place_of_a_misleading_memory_without_its_b
     """A revision corrects a belief that misled: the failures it caused stay with it. A restatement of the
     same misleading claim keeps them: it is the same claim."""
     question = "which port does the API listen on?"
-    async with connected(server_with(settings)) as client:
+    server = server_with(settings)
+    async with connected(server) as client:
         old = await call(client, "remember", {"content": "The API listens on port 8080"})
         await call(client, "recall", {"query": question})
         await call(client, "report_outcome", {"outcome": "failure", "misleading_ids": [old["id"]]})  # 0.85
         fixed = await call(client, "remember", {"content": "The API now listens on port 9090"})
         assert fixed["consolidation"]["revised"] == [old["id"]]
+        await handed_on(server)
         shown = json.loads((await client.read_resource(f"memoria://memory/{fixed['id']}")).contents[0].text)
         assert shown["weight"] == pytest.approx(1.0)  # no blame carried
         again = await call(client, "recall", {"query": question})
@@ -260,6 +265,7 @@ async def test_a_correction_takes_the_place_of_a_misleading_memory_without_its_b
         await call(client, "report_outcome", {"outcome": "failure", "misleading_ids": [wrong["id"]]})
         restated = await call(client, "remember", {"content": "staging deploys need no approval."})
         assert restated["consolidation"]["superseded"] == [wrong["id"]]
+        await handed_on(server)
         shown = json.loads(
             (await client.read_resource(f"memoria://memory/{restated['id']}")).contents[0].text
         )

@@ -197,3 +197,45 @@ def test_two_agents_restating_a_forgotten_memory_at_once_restore_it_once_and_cor
     finally:
         embedder.release.set()
         runtime.close()
+
+
+def test_a_restatement_is_answered_while_a_report_holds_the_lock_and_its_credits_follow(settings):
+    """Carrying a superseded memory's credits is a report's sequence; the remember that superseded it is
+    answered without waiting for the reports' lock, and the memory that stands gets them once it is free."""
+    from tools.recall import RecallInput, recall
+    from tools.report_outcome import ReportOutcomeInput, report_outcome
+
+    runtime = make_runtime(settings)
+    try:
+        old = remember(
+            RememberInput(content="Rollback a bad deploy with make rollback", tags=["ops"]), runtime, CALLER
+        )
+        recall(RecallInput(query="how do I roll back a deploy"), runtime, CALLER)
+        report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[old.id]), runtime, CALLER)
+        assert runtime.store.get_memory(old.id).weight == 1.15  # one named success, the spec's step
+
+        held, release = threading.Event(), threading.Event()
+
+        def report_in_progress() -> None:
+            with runtime.store.reporting():
+                held.set()
+                assert release.wait(TIMEOUT)
+
+        reporter = threading.Thread(target=report_in_progress)
+        reporter.start()
+        assert held.wait(TIMEOUT)
+        try:
+            new = remember(
+                RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER
+            )
+            assert new.consolidation.superseded == [old.id]
+            standing = runtime.store.get_memory(new.id)
+            assert standing.tags == ("ops",) and standing.weight == 1.0  # tags at once; credits wait
+            assert not runtime.writer.settle(0.2)
+        finally:
+            release.set()
+            reporter.join(TIMEOUT)
+        assert runtime.writer.settle(TIMEOUT)
+        assert runtime.store.get_memory(new.id).weight == 1.15
+    finally:
+        runtime.close()
