@@ -513,7 +513,9 @@ class StoreWrites:
         self._tables = [db.open_table(name) for name in db.list_tables().tables]
 
     def versions(self) -> dict[str, int]:
-        """After writing out what earlier calls queued (a recall's logs are written behind it)."""
+        """After writing out what earlier calls queued (a recall's logs are written behind it, and so are the
+        credits a restatement's predecessor earned)."""
+        assert self._runtime.writer.settle(TIMEOUT), "hand-ons still running"
         self._runtime.store._logs.flush()
         return {table.name: table.version for table in self._tables}
 
