@@ -389,6 +389,8 @@ def render_write_path(traced: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"{name:<58}{figures['n']:>7}{figures['p50_ms']:>9}{figures['p95_ms']:>9}{figures['total_s']:>9}"
         )
+    for name, figures in list(traced.get("holds_by_caller", {}).items())[:10]:
+        lines.append(f"{figures['n']:>5} x p50 {figures['p50_ms']} ms, {figures['total_s']} s: {name}")
     for name, figures in list(traced["long_holds"].items())[:6]:
         lines.append(f"{figures['n']:>5} x p50 {figures['p50_ms']} ms, {figures['total_s']} s: {name}")
     lines.extend(f"not timed (no such method): {missing}" for missing in traced["missing"])

@@ -105,11 +105,12 @@ def _timed_hold(recorder: Recorder, hold: Callable[..., Any]) -> Callable[..., A
                 if outermost:
                     recorder.add(f"lock {name}: wait", (got - asked) * 1000)
                     recorder.add(f"lock {name}: held", held)
+                    frames = [frame.name for frame in traceback.extract_stack() if frame.name not in PLUMBING]
+                    # Every hold by the calls that took it (the frames before the lock's own two), and the
+                    # long ones with more of their stack.
+                    recorder.add(f"hold of {name} by " + " > ".join(frames[-5:-2]), held)
                     if held >= LONG_HOLD_MS:
-                        frames = [
-                            frame.name for frame in traceback.extract_stack() if frame.name not in PLUMBING
-                        ][-7:]
-                        recorder.add(f"long hold of {name}: " + " > ".join(frames), held)
+                        recorder.add(f"long hold of {name}: " + " > ".join(frames[-7:]), held)
 
     return timed_hold
 
@@ -171,6 +172,7 @@ def summarise(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text())
     steps: dict[str, Any] = {}
     holds: dict[str, Any] = {}
+    by_caller: dict[str, Any] = {}
     for name, values in data["timings"].items():
         figures = {
             "n": len(values),
@@ -178,10 +180,16 @@ def summarise(path: Path) -> dict[str, Any]:
             "p95_ms": round(percentile(values, 0.95), 1),
             "total_s": round(sum(values) / 1000, 2),
         }
-        (holds if name.startswith("long hold") else steps)[name] = figures
+        if name.startswith("long hold"):
+            holds[name] = figures
+        elif name.startswith("hold of"):
+            by_caller[name] = figures
+        else:
+            steps[name] = figures
     return {
         "steps": steps,
         "long_holds": dict(sorted(holds.items(), key=lambda item: -item[1]["total_s"])),
+        "holds_by_caller": dict(sorted(by_caller.items(), key=lambda item: -item[1]["total_s"])),
         "missing": data["missing"],
     }
 
