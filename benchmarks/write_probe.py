@@ -22,7 +22,6 @@ import os
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -52,6 +51,8 @@ STEPS: tuple[tuple[str, str, str, str], ...] = (
     ("storage.feedback_log", "FeedbackLog", "set_weights", "report: weight write"),
 )
 LOCK = ("storage.locking", "WriteLock")
+# The frames through which a call takes a lock: left out of the name of who held it.
+LOCK_FRAMES = frozenset({"hold", "exclusive", "reporting", "_sequence"})
 
 
 class Recorder:
@@ -90,27 +91,42 @@ def _timed(recorder: Recorder, name: str, method: Callable[..., Any]) -> Callabl
     return timed
 
 
+def _caller_names() -> list[str]:
+    """The names of the calling frames, outermost first, without the plumbing (no source lines read)."""
+    names = []
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name not in PLUMBING:
+            names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    names.reverse()
+    while names and names[-1] in LOCK_FRAMES:  # the lock's own entry points
+        names.pop()
+    return names
+
+
 def _timed_hold(recorder: Recorder, hold: Callable[..., Any]) -> Callable[..., Any]:
     @contextlib.contextmanager
     def timed_hold(lock: Any) -> Iterator[None]:
         name = Path(str(lock.path)).name.lstrip(".") if lock.path is not None else "in-process lock"
+        callers = _caller_names()  # before the lock: nothing waits for this
         asked = time.perf_counter()
+        outermost = False
         with hold(lock):
             got = time.perf_counter()
             outermost = lock._depth == 1
             try:
                 yield
             finally:
-                held = (time.perf_counter() - got) * 1000
-                if outermost:
-                    recorder.add(f"lock {name}: wait", (got - asked) * 1000)
-                    recorder.add(f"lock {name}: held", held)
-                    frames = [frame.name for frame in traceback.extract_stack() if frame.name not in PLUMBING]
-                    # Every hold by the calls that took it (the frames before the lock's own two), and the
-                    # long ones with more of their stack.
-                    recorder.add(f"hold of {name} by " + " > ".join(frames[-5:-2]), held)
-                    if held >= LONG_HOLD_MS:
-                        recorder.add(f"long hold of {name}: " + " > ".join(frames[-7:]), held)
+                released = time.perf_counter()
+        if outermost:  # recorded once the lock is given up
+            held = (released - got) * 1000
+            recorder.add(f"lock {name}: wait", (got - asked) * 1000)
+            recorder.add(f"lock {name}: held", held)
+            # Every hold by the calls that took it, and the long ones with more of their stack.
+            recorder.add(f"hold of {name} by " + " > ".join(callers[-3:]), held)
+            if held >= LONG_HOLD_MS:
+                recorder.add(f"long hold of {name}: " + " > ".join(callers[-7:]), held)
 
     return timed_hold
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 log = logging.getLogger(__name__)
 
 
-class Behind:
+class HandOnQueue:
     """One thread running the jobs handed to it, in order; a failed job is logged, not raised."""
 
     def __init__(self, name: str) -> None:
@@ -28,21 +28,21 @@ class Behind:
         self._jobs: deque[Callable[[], None]] = deque()
         self._changed = threading.Condition()
         self._submitted = 0
-        self._finished = 0
-        self._closed = False
-        self._thread: threading.Thread | None = None  # started with the first job
+        self._finished = 0  # run, failed or dropped
+        self._closing = False  # no new thread starts; the one running drains the queue and stops
+        self._running = False  # a thread takes jobs (set under the condition's lock, by it as it stops)
+        self._thread: threading.Thread | None = None
 
     def submit(self, job: Callable[[], None]) -> None:
         with self._changed:
-            if not self._closed:
+            if self._running or not self._closing:
                 self._jobs.append(job)
                 self._submitted += 1
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-                    self._thread.start()
+                if not self._running:
+                    self._start()
                 self._changed.notify_all()
                 return
-        _run_logged(job)  # closed: the caller runs it
+        self._run_one(job)  # closed: nothing runs the queue but this caller
 
     def settle(self, timeout: float | None = None) -> bool:
         """Wait until every job handed on so far has run; False if ``timeout`` passed first."""
@@ -51,31 +51,56 @@ class Behind:
             return self._changed.wait_for(lambda: self._finished >= target, timeout)
 
     def close(self, timeout: float = 30.0) -> None:
-        """Run what is queued, then stop; later jobs run in their caller's thread."""
+        """Run what is queued (and what is handed on meanwhile), then stop; later jobs run in their
+        caller's thread. Jobs still queued after ``timeout`` are dropped, and logged."""
         with self._changed:
-            self._closed = True
+            self._closing = True
             self._changed.notify_all()
             thread = self._thread
         if thread is not None:
             thread.join(timeout)
-            if thread.is_alive():
-                log.warning("%s: %d hand-ons were still running at close", self._name, len(self._jobs))
+        with self._changed:
+            self._running = False  # given up on, if it is still running: later jobs run in their caller
+            dropped = len(self._jobs)
+            self._jobs.clear()
+            self._finished += dropped
+            self._changed.notify_all()
+        if thread is not None and thread.is_alive():
+            log.warning(
+                "%s: closed after %.0f s with a hand-on running and %d dropped", self._name, timeout, dropped
+            )
 
     def _run(self) -> None:
-        while True:
+        try:
+            while True:
+                with self._changed:
+                    self._changed.wait_for(lambda: bool(self._jobs) or self._closing)
+                    if not self._jobs:
+                        self._running = False  # closing, and nothing left
+                        return
+                    job = self._jobs.popleft()
+                try:
+                    self._run_one(job)
+                finally:  # counted whatever happened, so that settle never waits for a job that is gone
+                    with self._changed:
+                        self._finished += 1
+                        self._changed.notify_all()
+        finally:
+            # Stopped by something other than closing (an exception past ``Exception``): the next job
+            # starts a thread again, and one starts now for the jobs already queued.
             with self._changed:
-                self._changed.wait_for(lambda: bool(self._jobs) or self._closed)
-                if not self._jobs:
-                    return  # closed, and nothing left
-                job = self._jobs.popleft()
-            _run_logged(job)
-            with self._changed:
-                self._finished += 1
-                self._changed.notify_all()
+                if self._running and self._thread is threading.current_thread():
+                    self._running = False
+                    if self._jobs and not self._closing:
+                        self._start()
 
+    def _start(self) -> None:
+        self._running = True
+        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+        self._thread.start()
 
-def _run_logged(job: Callable[[], None]) -> None:
-    try:
-        job()
-    except Exception:
-        log.warning("could not hand on what the superseded memories earned", exc_info=True)
+    def _run_one(self, job: Callable[[], None]) -> None:
+        try:
+            job()
+        except Exception:
+            log.warning("%s: a hand-on failed", self._name, exc_info=True)

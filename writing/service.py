@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from retrieval.outcomes import WeightPolicy
@@ -40,7 +40,7 @@ from storage.records import (
     audience_of,
     org_shelf,
 )
-from writing.behind import Behind
+from writing.behind import HandOnQueue
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.rules import collapse_batch
 
@@ -179,17 +179,20 @@ class WriteService:
         self._coalesced: GroupCommit[Prepared, _Inserted | None] = GroupCommit(
             self._insert_coalesced, max_items=COALESCED_WRITES
         )
-        # Credits a superseded memory earned are carried after its successor's caller is answered.
-        self._behind = Behind("memoria-hand-on")
+        # Credits a superseded memory earned are carried after its successor's caller is answered; the
+        # memories they are on their way to (a count per heir, of the carries queued or running).
+        self._hand_ons = HandOnQueue("memoria-hand-on")
+        self._heirs_pending: Counter[str] = Counter()
+        self._heirs_lock = threading.Lock()
 
     def settle(self, timeout: float | None = None) -> bool:
         """Wait until what superseded memories earned, handed on so far, is carried (``writing.behind``);
         False if ``timeout`` passed first."""
-        return self._behind.settle(timeout)
+        return self._hand_ons.settle(timeout)
 
     def close(self) -> None:
         """Carry what is still being handed on; before the store closes."""
-        self._behind.close()
+        self._hand_ons.close()
 
     # -- drafts -----------------------------------------------------------------------------------------
 
@@ -449,8 +452,11 @@ class WriteService:
         )
         if carry:
             # A correction: the sessions the old memory served go on, with the weight they replay; those it
-            # misled stay with it.
-            self._inherit_credits(old.scope, new.id, [(old, False)])
+            # misled stay with it. Behind the carries still on their way to the old memory, if any.
+            if self._pending_heirs({old.id}):
+                self._hand_on(old.scope, new.id, [(old.id, False)])
+            else:
+                self._inherit_credits(old.scope, new.id, [(old.id, False)])
         self._corroboration.retire(old.scope, changed)
         return f"explicit update: {new.id} replaces {old.id}, which stays superseded for audit"
 
@@ -683,6 +689,9 @@ class WriteService:
     def _inherit(self, scope: Scope, restated: Sequence[str], corrected: Sequence[str]) -> None:
         store = self._store
         blamed = set(restated)
+        # Asked before the weights are read: a carry to one of them that finishes in between has written
+        # its weight by the time it leaves this set.
+        receiving = self._pending_heirs({*restated, *corrected})
         heirs: dict[str, list[MemoryRecord]] = {}
         for memory in store.get_memories([*restated, *corrected], scope).values():
             if memory.status != "superseded" or not memory.replaced_by:
@@ -693,9 +702,39 @@ class WriteService:
         for heir_id, losers in heirs.items():
             if any(memory.tags for memory in losers):
                 self._inherit_tags(scope, heir_id, losers)
-            credited = [(memory, memory.id in blamed) for memory in losers if memory.weight != 1.0]
+            # A memory with credits to hand on: a report moved it, or a carry is on its way to it (a
+            # restatement of a restatement), which the carry queued here follows.
+            credited = [
+                (memory.id, memory.id in blamed)
+                for memory in losers
+                if memory.weight != 1.0 or memory.id in receiving
+            ]
             if credited:
-                self._behind.submit(partial(self._inherit_credits, scope, heir_id, credited))
+                self._hand_on(scope, heir_id, credited)
+
+    def _pending_heirs(self, memory_ids: set[str]) -> set[str]:
+        """Those of ``memory_ids`` that a queued or running carry of credits is for."""
+        with self._heirs_lock:
+            return {memory_id for memory_id in memory_ids if self._heirs_pending[memory_id] > 0}
+
+    def _hand_on(self, scope: Scope, heir_id: str, losers: list[tuple[str, bool]]) -> None:
+        """Carry the credits of ``losers`` (id, whether their failures go too) to ``heir_id`` behind the
+        call, after the carries queued before it. Always to that memory, even if it is superseded by then:
+        its own successor's carry, queued after this one, takes them on from there, with the blame that
+        step deserves (a correction takes none)."""
+        with self._heirs_lock:
+            self._heirs_pending[heir_id] += 1
+
+        def carry() -> None:
+            try:
+                self._inherit_credits(scope, heir_id, losers)
+            finally:
+                with self._heirs_lock:
+                    self._heirs_pending[heir_id] -= 1
+                    if self._heirs_pending[heir_id] <= 0:
+                        del self._heirs_pending[heir_id]
+
+        self._hand_ons.submit(carry)
 
     def _inherit_tags(self, scope: Scope, heir_id: str, losers: Sequence[MemoryRecord]) -> None:
         store = self._store
@@ -715,15 +754,13 @@ class WriteService:
             text = searchable_text(heir.content, tags, heir.agent_id, heir.created_at, preceding)
             store.set_tags(heir.id, tags, text, self._clock())
 
-    def _inherit_credits(
-        self, scope: Scope, heir_id: str, losers: Sequence[tuple[MemoryRecord, bool]]
-    ) -> None:
+    def _inherit_credits(self, scope: Scope, heir_id: str, losers: Sequence[tuple[str, bool]]) -> None:
         from writing.outcomes import converge, replayed_weights, write_weights
 
         store = self._store
         with store.reporting():  # as a report: its credits and the weights they replay, one at a time
             carried = sum(
-                store.carry_credits(scope, memory.id, heir_id, blame=blame) for memory, blame in losers
+                store.carry_credits(scope, memory_id, heir_id, blame=blame) for memory_id, blame in losers
             )
             if not carried:
                 return

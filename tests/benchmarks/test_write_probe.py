@@ -43,6 +43,12 @@ def test_the_steps_and_the_write_lock_are_timed_until_it_is_undone(runtime, tmp_
     assert summary["steps"]["consolidation"]["n"] == 2
     held = [name for name in summary["steps"] if name.startswith("lock ") and name.endswith(": held")]
     assert held and all(summary["steps"][name]["n"] > 0 for name in held)
+    # Each hold named by the calls that took the lock, not by the lock's own entry points.
+    holders = [
+        name for name in summary["holds_by_caller"] if name.startswith("hold of memoria-write.lock by ")
+    ]
+    assert any(name.endswith("_insert_batch") for name in holders), holders
+    assert not any(name.endswith(("exclusive", "_sequence", "hold")) for name in holders), holders
     assert set(json.loads(probe.read_text())) == {"timings", "missing"}
 
 

@@ -3,13 +3,15 @@
 
 import threading
 
-from writing.behind import Behind
+import pytest
+
+from writing.behind import HandOnQueue
 
 TIMEOUT = 30.0
 
 
 def test_jobs_run_in_the_order_they_were_handed_on_and_settle_waits_for_them():
-    behind = Behind("test-hand-on")
+    behind = HandOnQueue("test-hand-on")
     gate = threading.Event()
     ran: list[int] = []
     behind.submit(lambda: (gate.wait(TIMEOUT), ran.append(1)))
@@ -21,7 +23,7 @@ def test_jobs_run_in_the_order_they_were_handed_on_and_settle_waits_for_them():
 
 
 def test_a_failing_job_is_logged_and_the_next_one_still_runs(caplog):
-    behind = Behind("test-hand-on")
+    behind = HandOnQueue("test-hand-on")
     ran: list[str] = []
 
     def failing() -> None:
@@ -30,12 +32,12 @@ def test_a_failing_job_is_logged_and_the_next_one_still_runs(caplog):
     behind.submit(failing)
     behind.submit(lambda: ran.append("after"))
     assert behind.settle(TIMEOUT) and ran == ["after"]
-    assert "could not hand on what the superseded memories earned" in caplog.text
+    assert "test-hand-on: a hand-on failed" in caplog.text
     behind.close()
 
 
 def test_close_runs_what_is_queued_and_later_jobs_run_in_their_callers_thread():
-    behind = Behind("test-hand-on")
+    behind = HandOnQueue("test-hand-on")
     gate = threading.Event()
     ran: list[str] = []
     behind.submit(lambda: gate.wait(TIMEOUT))
@@ -49,4 +51,25 @@ def test_close_runs_what_is_queued_and_later_jobs_run_in_their_callers_thread():
 
 
 def test_settle_with_nothing_handed_on_returns_at_once():
-    assert Behind("test-hand-on").settle(0)
+    assert HandOnQueue("test-hand-on").settle(0)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_job_that_raises_past_exception_is_counted_and_the_jobs_after_it_still_run():
+    behind = HandOnQueue("test-hand-on")
+    gate = threading.Event()
+    ran: list[str] = []
+
+    def interrupted() -> None:
+        gate.wait(TIMEOUT)
+        raise KeyboardInterrupt  # ends the thread that ran it
+
+    behind.submit(interrupted)
+    first = behind._thread
+    behind.submit(lambda: ran.append("queued behind it"))
+    gate.set()
+    first.join(TIMEOUT)  # its exception reported within this test
+    assert behind.settle(TIMEOUT) and ran == ["queued behind it"]
+    behind.submit(lambda: ran.append("later"))
+    assert behind.settle(TIMEOUT) and ran == ["queued behind it", "later"]
+    behind.close()

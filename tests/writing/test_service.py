@@ -199,6 +199,121 @@ def test_two_agents_restating_a_forgotten_memory_at_once_restore_it_once_and_cor
         runtime.close()
 
 
+class ReportInProgress:
+    """A report holding the reports' lock until released: carries of credits queue behind it."""
+
+    def __init__(self, runtime) -> None:
+        self._held, self._release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with runtime.store.reporting():
+                self._held.set()
+                assert self._release.wait(TIMEOUT)
+
+        self._thread = threading.Thread(target=hold)
+
+    def __enter__(self) -> "ReportInProgress":
+        self._thread.start()
+        assert self._held.wait(TIMEOUT)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._release.set()
+        self._thread.join(TIMEOUT)
+
+
+def credited(runtime, content: str, question: str, outcome: str, role: str) -> str:
+    """A memory one report moved: named helpful (1.0 -> 1.15) or misleading (1.0 -> 0.85)."""
+    from tools.recall import RecallInput, recall
+    from tools.report_outcome import ReportOutcomeInput, report_outcome
+
+    memory_id = remember(RememberInput(content=content), runtime, CALLER).id
+    recall(RecallInput(query=question), runtime, CALLER)
+    report_outcome(ReportOutcomeInput(outcome=outcome, **{role: [memory_id]}), runtime, CALLER)
+    return memory_id
+
+
+def weights(runtime, *memory_ids: str) -> list[float]:
+    return [runtime.store.get_memory(memory_id).weight for memory_id in memory_ids]
+
+
+def test_a_restatement_of_a_restatement_gets_the_credits_still_on_their_way_to_the_first(settings):
+    """A -> B -> C while the carry of A's credits to B waits: they do not stay on B, which left the active
+    set; they go on to C, the memory that stands."""
+    runtime = make_runtime(settings)
+    try:
+        a = credited(
+            runtime,
+            "Rollback a bad deploy with make rollback",
+            "roll back a deploy",
+            "success",
+            "helpful_ids",
+        )
+        with ReportInProgress(runtime):
+            b = remember(RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER)
+            c = remember(RememberInput(content="ROLLBACK a bad deploy with make rollback"), runtime, CALLER)
+            assert b.consolidation.superseded == [a] and c.consolidation.superseded == [b.id]
+        assert runtime.writer.settle(TIMEOUT)
+        assert weights(runtime, a, b.id, c.id) == [1.15, 1.15, 1.15]
+        assert runtime.store.get_memory(c.id).status == "active"
+    finally:
+        runtime.close()
+
+
+def test_a_correction_of_a_restatement_takes_none_of_the_blame_still_on_its_way(settings):
+    """A misled; B restates it (the blame goes to B) and C corrects B before that carry ran: B ends with
+    A's blame, C with none of it, as when each carry runs before the next write."""
+    runtime = make_runtime(settings)
+    try:
+        a = credited(runtime, "The API listens on port 8080", "which port", "failure", "misleading_ids")
+        with ReportInProgress(runtime):
+            b = remember(RememberInput(content="the API listens on port 8080."), runtime, CALLER)
+            c = remember(RememberInput(content="The API now listens on port 9090"), runtime, CALLER)
+            assert b.consolidation.superseded == [a] and c.consolidation.revised == [b.id]
+        assert runtime.writer.settle(TIMEOUT)
+        assert weights(runtime, a, b.id, c.id) == [0.85, 0.85, 1.0]
+    finally:
+        runtime.close()
+
+
+def test_an_explicit_update_of_a_memory_credits_are_on_their_way_to_waits_for_them(settings):
+    runtime = make_runtime(settings)
+    try:
+        a = credited(
+            runtime,
+            "Rollback a bad deploy with make rollback",
+            "roll back a deploy",
+            "success",
+            "helpful_ids",
+        )
+        with ReportInProgress(runtime):
+            b = remember(RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER)
+            fixed = remember(
+                RememberInput(content="Roll back a bad deploy with make rollback ENV=prod", replaces=b.id),
+                runtime,
+                CALLER,
+            )
+        assert runtime.writer.settle(TIMEOUT)
+        assert weights(runtime, a, b.id, fixed.id) == [1.15, 1.15, 1.15]
+    finally:
+        runtime.close()
+
+
+def test_closing_the_runtime_carries_what_is_still_on_its_way(settings):
+    runtime = make_runtime(settings)
+    credited(
+        runtime, "Rollback a bad deploy with make rollback", "roll back a deploy", "success", "helpful_ids"
+    )
+    with ReportInProgress(runtime):
+        b = remember(RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER)
+    runtime.close()
+    reopened = make_runtime(settings)
+    try:
+        assert weights(reopened, b.id) == [1.15]
+    finally:
+        reopened.close()
+
+
 def test_a_restatement_is_answered_while_a_report_holds_the_lock_and_its_credits_follow(settings):
     """Carrying a superseded memory's credits is a report's sequence; the remember that superseded it is
     answered without waiting for the reports' lock, and the memory that stands gets them once it is free."""
