@@ -11,7 +11,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from storage.records import ContradictionRecord, Scope
-from writing.consolidation.report import Actor
 
 if TYPE_CHECKING:
     from retrieval.models.llm.base import LanguageModel
@@ -112,25 +111,7 @@ def expire_journal(runtime: Runtime, *, now: float | None = None) -> tuple[int, 
 
 def expire_ephemeral(runtime: Runtime) -> int:
     """Retract ephemeral memories past their time, with lineage; returns how many."""
-    now = runtime.clock()
-    expired = runtime.store.expired(now)
-    by_scope: dict[tuple[str, str], list[str]] = {}
-    for memory in expired:
-        by_scope.setdefault((memory.org_id, memory.project_id), []).append(memory.id)
-    count = 0
-    for (org_id, project_id), ids in by_scope.items():
-        scope = Scope(org_id, project_id)
-        changed = runtime.store.retract(scope, ids, now)
-        runtime.consolidation.record_retirement(
-            scope,
-            changed,
-            "expire",
-            resolver="expiry",
-            reason="ephemeral memory past its expiry",
-            resolution="expired",
-            actor=Actor("memoria", "upkeep"),
-            at=now,
-        )
-        runtime.corroboration.retire(scope, changed)
-        count += len(changed)
-    return count
+    by_scope: dict[Scope, list[str]] = {}
+    for memory in runtime.store.expired(runtime.clock()):
+        by_scope.setdefault(memory.scope, []).append(memory.id)
+    return sum(len(runtime.writer.expire(scope, ids)) for scope, ids in by_scope.items())

@@ -480,6 +480,11 @@ class OutcomeRecord:
     query_vectors: tuple[tuple[float, ...], ...] = ()
     query_embedder: str | None = None
 
+    def own_credits(self) -> set[MemoryCredit]:
+        """The credits the report gave, without those carried since to memories that took the place of
+        ones it credited (``WriteService.inherit``), which are not among its ``memory_ids``."""
+        return {credit for credit in self.credits if credit.memory_id in self.memory_ids}
+
     def memory_credits(self) -> tuple[MemoryCredit, ...]:
         if self.credits:
             return self.credits

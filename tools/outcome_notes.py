@@ -27,24 +27,34 @@ def unseen_note(contexts: Sequence[ShownContext], named: Sequence[str]) -> str:
 
 def inactive_note(store: MemoryStore, known: dict[str, MemoryRecord], named: Iterable[str]) -> str:
     """What the report's detail adds for the named memories recall cannot show (superseded, retracted or
-    purged since the session saw them), with the memory that stands now for each superseded one: ""
-    when all are active."""
-    said = []
+    purged since the session saw them): a superseded one's credit goes on to the memory that stands in its
+    place (``WriteService.hand_on_reported``), as if the report had come before the change; the others'
+    counts if they are restored. "" when all are active."""
+    handed, kept = [], []
     for memory in (known[memory_id] for memory_id in named if memory_id in known):
         if memory.status == "active":
             continue
-        newer = ""
+        head = None
         if memory.replaced_by:
             from writing.service import current_version  # (not imported before the handshake)
 
             head = current_version(store, memory)
-            newer = f" by {memory.replaced_by}" + (
-                f", name {head.id} next time" if head.status == "active" else ""
+        if head is not None and head.status == "active" and head.id != memory.id:
+            handed.append(
+                f"{memory.id} (superseded by {memory.replaced_by}): its credit goes on to {head.id}"
             )
-        said.append(f"{memory.id} ({memory.status}{newer})")
-    if not said:
-        return ""
-    return f". Recall does not show {', '.join(said)}: the credit counts only if they are active again"
+        else:
+            newer = f" by {memory.replaced_by}" if memory.replaced_by else ""
+            kept.append(f"{memory.id} ({memory.status}{newer})")
+    note = ""
+    if handed:
+        note += (
+            f". Recall does not show {'; '.join(handed)}, which stands now (as a report made before the change "
+            "would have gone: a correction takes none of a failure)"
+        )
+    if kept:
+        note += f". Recall does not show {', '.join(kept)}: the credit counts only if they are active again"
+    return note
 
 
 def dropped_note(count: int) -> str:

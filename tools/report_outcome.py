@@ -182,8 +182,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         )
     )
     # A memory of the contexts that nobody named moves only because it was shown; one retracted, purged or
-    # superseded since then will not be shown again, so its share is dropped (a named one keeps its credit,
-    # which counts if it is restored: ``inactive_note``).
+    # superseded since then will not be shown again, so its share is dropped (``inactive_note``: a named one
+    # keeps its credit, handed on to what took its place or counted if it is restored).
     shown_only = [credit.memory_id for credit in credits if credit.role == "context"]
     # Read as the scope holds them, not as the reporter sees them: the session's recalls showed them to
     # whoever recalled (an agent's private memories, reported from the CLI as another agent).
@@ -211,7 +211,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             and previous.score == score
             and previous.outcome == args.outcome
             and previous.note == args.note
-            and set(previous.credits) == set(credits)
+            and previous.own_credits() == set(credits)
             and set(previous.memory_ids) == set(memory_ids)
             and previous.queries == queries
         ):
@@ -294,6 +294,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         # and redoes the whole update instead of answering "unchanged" over stale weights.
         store.put_outcome(record, previous, cleared=half_done, first=reads.session_revision is None)
         converge(store, runtime.corroboration, runtime.weight_policy, runtime.clock, scope, affected, replay)
+    # Named memories superseded since the session saw them: their credits go on (``inactive_note`` says so).
+    runtime.writer.hand_on_reported([known[memory_id] for memory_id in named if memory_id in known])
 
     status: Literal["applied", "replaced", "unchanged", "nothing_to_update"]
     if previous is not None:

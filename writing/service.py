@@ -355,6 +355,13 @@ class WriteService:
         actor = Actor(record.agent_id, record.session_id)
         note = None
         consolidation: ConsolidationReport | None = None
+        expired = existing is not None and past_expiry(existing, self._clock())
+        if expired and existing is not None:
+            # Stated again after its time ran out, before the maintenance round retracted it: recall no
+            # longer shows it, so this write would otherwise be a duplicate no one can read. It expires
+            # now (with lineage), and is restored below with this write's tier and expiry.
+            self.expire(existing.scope, [existing.id])
+            existing = store.get_memory(record.id, record.scope)
         if existing is None or existing.status in ("retracted", "purged"):
             drafted = record
             record = self.examined_as_written(record)
@@ -369,7 +376,8 @@ class WriteService:
                 if restored is None:  # another remember of the same content restored it first
                     return self._remember(drafted, llm, replaces)
                 stored, created = restored, True
-                note = f"restored: an identical memory had been {existing.status}"
+                was = "had expired" if expired else f"had been {existing.status}"
+                note = f"restored: an identical memory {was}"
             if not created:  # the same agent's identical write committed in the same group
                 return WriteResult(stored, False)
             return self._consolidate_new(
@@ -712,6 +720,41 @@ class WriteService:
             if credited:
                 self._hand_on(scope, heir_id, credited)
 
+    def hand_on_reported(self, named: Sequence[MemoryRecord]) -> None:
+        """A report named these memories, and some were superseded since the session saw them (an agent
+        that recalled a memory, restated it, then reported on what it recalled): the credits the report
+        gave them go on to the memory that stands in their place, step by step along ``replaced_by``, as
+        they would have gone had the report come before the change (a correction takes none of a failure).
+        Behind the call, like every carry of credits; carrying is idempotent."""
+        by_scope: dict[Scope, list[str]] = {}
+        for memory in named:
+            if memory.status == "superseded":
+                by_scope.setdefault(memory.scope, []).append(memory.id)
+        for scope, memory_ids in by_scope.items():
+            self._hand_on_chains(scope, memory_ids)
+
+    def _hand_on_chains(self, scope: Scope, memory_ids: Sequence[str]) -> None:
+        store = self._store
+        steps: list[tuple[str, str]] = []  # (superseded, what took its place), each chain in order
+        walked: set[str] = set()
+        for memory in store.get_memories(memory_ids, scope).values():
+            while memory.status == "superseded" and memory.replaced_by and memory.id not in walked:
+                walked.add(memory.id)
+                steps.append((memory.id, memory.replaced_by))
+                following = store.get_memory(memory.replaced_by, scope)
+                if following is None:
+                    break
+                memory = following
+        if not steps:
+            return
+        corrected = {
+            event.memory_id
+            for event in store.lineage(scope, [loser for loser, _ in steps])
+            if event.action == "revise" or (event.action == "supersede" and event.resolver == "explicit")
+        }
+        for loser, heir in steps:
+            self._hand_on(scope, heir, [(loser, loser not in corrected)])
+
     def _pending_heirs(self, memory_ids: set[str]) -> set[str]:
         """Those of ``memory_ids`` that a queued or running carry of credits is for."""
         with self._heirs_lock:
@@ -773,6 +816,24 @@ class WriteService:
             # Replicas on an object store share no lock: the weight written must replay every report there is.
             converge(store, self._corroboration, self._weights, self._clock, scope, [heir_id], replay)
 
+    def expire(self, scope: Scope, memory_ids: Sequence[str]) -> list[str]:
+        """Retract these ephemeral memories of ``scope`` past their time, with lineage (the maintenance
+        rounds, and a remember that states one again); returns the ids that changed."""
+        now = self._clock()
+        changed = self._store.retract(scope, memory_ids, now)
+        self.consolidation.record_retirement(
+            scope,
+            changed,
+            "expire",
+            resolver="expiry",
+            reason="ephemeral memory past its expiry",
+            resolution="expired",
+            actor=Actor("memoria", "upkeep"),
+            at=now,
+        )
+        self._corroboration.retire(scope, changed)
+        return changed
+
     def observe(self, memory: MemoryRecord) -> None:
         """A memory just written (or written around this service, by an import): its corroboration cluster
         learns of it, if others may read it (a private memory corroborates nothing others read)."""
@@ -802,6 +863,11 @@ def unmarked_on_failure(store: MemoryStore, memory_ids: Sequence[str]) -> Iterat
             except Exception:
                 log.warning("could not clear the consolidation stamp of %s", memory_ids, exc_info=True)
         raise
+
+
+def past_expiry(memory: MemoryRecord, now: datetime) -> bool:
+    """An active memory whose time ran out (the ephemeral tier), not yet retracted by a maintenance round."""
+    return memory.status == "active" and memory.expires_at is not None and memory.expires_at <= now
 
 
 def current_version(store: MemoryStore, memory: MemoryRecord) -> MemoryRecord:

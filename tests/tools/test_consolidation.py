@@ -1,6 +1,7 @@
 """Consolidation, belief revision, contradictions, artifacts, tiers and forgetting, through the tool
 handlers on a real store (the deterministic resolver: no LLM here)."""
 
+import itertools
 import json
 from datetime import timedelta
 
@@ -369,6 +370,26 @@ def test_ephemeral_memories_expire_and_leave_a_record(runtime):
     assert expire_ephemeral(runtime) == 1
     assert status(runtime, note.id) == "retracted"
     assert lineage(LineageInput(memory_id=note.id), runtime, caller()).events[-1].action == "expire"
+
+
+def test_an_expired_memory_stated_again_before_the_round_retracted_it_is_live_again(runtime):
+    # Recall stops showing an ephemeral memory once its time is up; the maintenance round retracts it
+    # later. Stated again in between, it must not be a duplicate no one can read.
+    text = "The staging deploy is frozen this afternoon"
+    note = remember(RememberInput(content=text, protection_tier="ephemeral"), runtime, caller())
+    assert note.expires_at is not None
+    later = runtime.store.get_memory(note.id).expires_at + timedelta(seconds=1)
+    ticks = itertools.count()  # time goes on: the lineage's order is its events' times
+    runtime.clock = lambda: later + timedelta(milliseconds=next(ticks))
+    again = remember(RememberInput(content=text), runtime, caller("ses_2"))
+    assert again.id == note.id and again.status == "stored"
+    assert again.note == "restored: an identical memory had expired"
+    assert status(runtime, note.id) == "active" and runtime.store.get_memory(note.id).expires_at is None
+    found = recall(RecallInput(query="staging deploy frozen"), runtime, caller("ses_2")).memories
+    assert [memory.id for memory in found] == [note.id]
+    actions = [event.action for event in lineage(LineageInput(memory_id=note.id), runtime, caller()).events]
+    assert actions[-2:] == ["expire", "restore"]
+    assert expire_ephemeral(runtime) == 0  # nothing left for the round
 
 
 def test_retract_keeps_the_row_and_remembering_it_again_restores_it(runtime):

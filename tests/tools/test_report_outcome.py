@@ -567,26 +567,59 @@ def test_a_report_of_a_session_that_recalled_nothing_says_it_counts_everywhere_b
     assert [(u.weight_before, u.weight_after) for u in out.updated] == [(1.0, pytest.approx(0.85))]
 
 
-def test_naming_a_memory_recall_no_longer_shows_says_so_and_names_its_replacement(runtime, three):
+def test_naming_a_memory_recall_no_longer_shows_says_so_and_hands_its_credit_to_its_replacement(
+    runtime, three
+):
     from tools.forget import ForgetInput, forget
 
     recall_top(runtime, S1)
     newer = remember(RememberInput(content="postgres pool size is 25", replaces=three["a"]), runtime, S1).id
     forget(ForgetInput(memory_id=three["b"]), runtime, S1)
     out = report_outcome(both_helpful(three), runtime, S1)
-    assert out.status == "applied"  # the report stands: a memory can come back (restored, reverted)
+    assert out.status == "applied"  # the report stands: a retracted memory can come back (restored)
     said = (
-        f". Recall does not show {three['a']} (superseded by {newer}, name {newer} next time), "
-        f"{three['b']} (retracted): the credit counts only if they are active again"
+        f". Recall does not show {three['a']} (superseded by {newer}): its credit goes on to {newer}, which "
+        "stands now (as a report made before the change would have gone: a correction takes none of a failure)"
+        f". Recall does not show {three['b']} (retracted): the credit counts only if they are active again"
     )
     assert out.detail.endswith(said)
+    assert runtime.writer.settle(30)
+    # The explicit update is a correction: it takes the success (1.0 -> 1.15, the named step), as it
+    # would have had the report come before the update.
+    assert runtime.store.get_memory(newer).weight == pytest.approx(1.15)
     again = report_outcome(both_helpful(three), runtime, S1)
     assert again.status == "unchanged" and again.detail.endswith(said)
     newest = remember(RememberInput(content="postgres pool size is 30", replaces=newer), runtime, S1).id
     chained = report_outcome(
         ReportOutcomeInput(outcome="success", helpful_ids=[three["a"]]), runtime, Caller("agent", "ses_3")
     )
-    # Two updates on: the memory that stands now is named, beside the one that replaced it first.
-    assert f"{three['a']} (superseded by {newer}, name {newest} next time)" in chained.detail
+    # Two updates on: the memory that stands now, beside the one that replaced it first.
+    assert f"{three['a']} (superseded by {newer}): its credit goes on to {newest}" in chained.detail
     active = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[newest]), runtime, S2)
     assert "Recall does not show" not in active.detail
+
+
+def test_a_memory_restated_after_the_recall_takes_the_blame_the_report_gives_what_it_restated(runtime):
+    """Recall, restate what was recalled (consolidation supersedes it), then report it misleading: the
+    restatement is the same claim, so the failure reaches it, and it no longer outranks a memory that
+    never misled."""
+    misleading = remember(RememberInput(content="Deploys run on Fridays"), runtime, S1).id
+    recall_top(runtime, S1)
+    restated = remember(RememberInput(content="deploys run on fridays."), runtime, S1)
+    assert restated.consolidation.superseded == [misleading]
+    out = report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[misleading]), runtime, S1)
+    assert f"its credit goes on to {restated.id}" in out.detail
+    assert runtime.writer.settle(30)
+    # One misleading report, the named step down: 1.0 -> 0.85, replayed for the restatement.
+    assert runtime.store.get_memory(restated.id).weight == pytest.approx(0.85)
+
+
+def test_a_correction_made_after_the_recall_takes_none_of_the_blame_the_report_gives_the_old_belief(runtime):
+    wrong = remember(RememberInput(content="The API listens on port 8080"), runtime, S1).id
+    recall_top(runtime, S1)
+    fixed = remember(RememberInput(content="The API now listens on port 9090"), runtime, S1)
+    assert fixed.consolidation.revised == [wrong]
+    report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[wrong]), runtime, S1)
+    assert runtime.writer.settle(30)
+    assert runtime.store.get_memory(wrong).weight == pytest.approx(0.85)
+    assert runtime.store.get_memory(fixed.id).weight == pytest.approx(1.0)
