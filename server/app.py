@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, GetPromptResult, InputRequiredResult
 from mcp_types import Resource as MCPResource
 
 from server.auth import http_auth
@@ -225,6 +228,25 @@ class MemoriaServer(MCPServer[AppState]):
 
     async def list_resources(self) -> list[MCPResource]:
         return [*await super().list_resources(), *self.listed_resources]
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
+    ) -> GetPromptResult | InputRequiredResult:
+        """A prompt asked for without an argument it needs, or by a name no prompt has, is the caller's
+        error, said as such (the SDK answers it as an internal error)."""
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            known = ", ".join(sorted(p.name for p in self._prompt_manager.list_prompts()))
+            raise MCPError(INVALID_PARAMS, f"there is no prompt {name!r}; the prompts are: {known}")
+        given = arguments or {}
+        missing = [arg.name for arg in prompt.arguments or [] if arg.required and not given.get(arg.name)]
+        if missing:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"prompt {name!r} needs {', '.join(missing)}: pass it in the prompt's arguments"
+                + (" (task: a sentence saying what you are about to do)" if "task" in missing else ""),
+            )
+        return await super().get_prompt(name, arguments, context)
 
     async def run_stdio_async(self) -> None:
         """Serve on stdio, answering a line that is not a valid JSON-RPC message with an error reply

@@ -8,8 +8,11 @@ import argparse
 import functools
 import gc
 import logging
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -136,8 +139,7 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
     loop = event_loop_options(settings.uvloop)
     if http is None:
         log.info("memoria serving MCP on stdio; store %s", settings.db_uri)
-        anyio.run(app.run_stdio_async, backend_options=loop)
-        return 0
+        return _until_interrupted(lambda: anyio.run(app.run_stdio_async, backend_options=loop))
     host, port = http
     authenticated = app.settings.auth is not None  # build_server read the tokens file or OAuth settings
     refuse_open_endpoint(host, settings, authenticated=authenticated)
@@ -151,17 +153,55 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
         if authenticated
         else "are not asked for a token (loopback)",
     )
-    anyio.run(
-        functools.partial(
-            app.run_streamable_http_async,
-            host=host,
-            port=port,
-            transport_security=security,
-            max_request_body_size=settings.http.max_body_bytes,
-        ),
-        backend_options=loop,
+    serving = functools.partial(
+        app.run_streamable_http_async,
+        host=host,
+        port=port,
+        transport_security=security,
+        max_request_body_size=settings.http.max_body_bytes,
     )
+    return _until_interrupted(lambda: anyio.run(serving, backend_options=loop))
+
+
+# After Ctrl-C, how long the server may take to stop before it exits regardless: a stdio server whose
+# client keeps its pipe open waits in a thread reading stdin that nothing can interrupt.
+INTERRUPT_GRACE_SECONDS = 5.0
+
+
+def _until_interrupted(run: Callable[[], object]) -> int:
+    """Serve until the transport ends (0), or until Ctrl-C (130, the shell's code for it): the way the
+    README stops a server, said in one line, not as a traceback. Stopping cancels the serving task, whose
+    lifespan closes the runtime; if that has not finished ``INTERRUPT_GRACE_SECONDS`` later, the process
+    exits anyway (every acknowledged write is committed; what is lost is at most the last 0.2 s of
+    retrieval logs and the credits still being handed on)."""
+    previous = signal.getsignal(signal.SIGINT)
+
+    def interrupted(signum: int, frame: Any) -> None:
+        log.info("memoria stopping (interrupted)")
+        watchdog = threading.Timer(INTERRUPT_GRACE_SECONDS, _exit_interrupted)
+        watchdog.daemon = True
+        watchdog.start()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C stops at once
+        raise KeyboardInterrupt
+
+    installed = threading.current_thread() is threading.main_thread()
+    if installed:
+        signal.signal(signal.SIGINT, interrupted)
+    try:
+        run()
+    except KeyboardInterrupt:
+        log.info("memoria stopped (interrupted)")
+        return 130
+    finally:
+        if installed:
+            signal.signal(signal.SIGINT, previous)
     return 0
+
+
+def _exit_interrupted() -> None:
+    log.warning("memoria did not stop within %.0f s of Ctrl-C: exiting now", INTERRUPT_GRACE_SECONDS)
+    logging.shutdown()
+    os._exit(130)
 
 
 def event_loop_options(wanted: bool) -> dict[str, bool]:

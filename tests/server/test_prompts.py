@@ -74,3 +74,28 @@ async def test_session_end_asks_for_one_outcome_report_with_the_given_outcome_an
     assert "Call `report_outcome` once" in given
     assert "`helpful_ids`" in given and "`misleading_ids`" in given and "ids recall listed" in given
     assert "Judge the outcome: success" in judged
+
+
+async def test_a_prompt_asked_for_without_its_task_or_by_a_wrong_name_gets_an_error_that_says_what_to_pass(
+    settings,
+):
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INVALID_PARAMS
+
+    async with connected(server_with(settings)) as client:
+        with pytest.raises(MCPError) as missing:
+            await client.get_prompt("session_start", {})
+        with pytest.raises(MCPError) as blank:
+            await client.get_prompt("session_start", {"task": ""})
+        with pytest.raises(MCPError) as unknown:
+            await client.get_prompt("session_begin", {"task": "deploy"})
+    assert missing.value.code == INVALID_PARAMS == blank.value.code == unknown.value.code
+    assert missing.value.message == (
+        "prompt 'session_start' needs task: pass it in the prompt's arguments (task: a sentence saying what "
+        "you are about to do)"
+    )
+    assert blank.value.message == missing.value.message
+    assert (
+        unknown.value.message
+        == "there is no prompt 'session_begin'; the prompts are: session_end, session_start"
+    )

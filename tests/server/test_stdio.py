@@ -12,7 +12,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import Implementation
 
-from tests.helpers import TIMEOUT, TOOL_NAMES, call, http_server
+from tests.helpers import TIMEOUT, TOOL_NAMES, call, http_server, make_runtime, settings_for
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -193,3 +193,54 @@ def test_a_malformed_line_gets_a_json_rpc_error_and_the_server_keeps_serving(tmp
         and "Send a JSON-RPC 2.0 object" in replies[2]["error"]["message"]
     )
     assert replies[-1]["id"] == 4 and replies[-1]["result"]["tools"]
+
+
+@pytest.mark.parametrize("pipe", ["closed", "left open"])
+def test_ctrl_c_stops_a_serving_server_with_one_line_and_the_memory_it_stored_kept(tmp_path, pipe):
+    """Ctrl-C is how the README stops a server: one log line, the shell's exit code for it (130), no
+    traceback, and what it stored before is there for the next start. In a terminal the client gets it
+    too and its pipe closes; a client that keeps the pipe open leaves the server's stdin reader waiting,
+    and the server exits regardless after its grace period."""
+    import signal
+
+    from server.serve import INTERRUPT_GRACE_SECONDS
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**server_env(tmp_path / "db"), "PATH": "/usr/bin:/bin"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
+    )
+    assert process.stdin and process.stdout and process.stderr
+    remember = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "remember", "arguments": {"content": "kept across ctrl-c"}},
+    }
+    for request in (INITIALIZE, INITIALIZED, remember):
+        process.stdin.write(json.dumps(request) + "\n")
+        process.stdin.flush()
+        if "id" in request:
+            while json.loads(process.stdout.readline()).get("id") != request["id"]:
+                pass
+    process.send_signal(signal.SIGINT)
+    if pipe == "closed":
+        process.stdin.close()
+    try:
+        code = process.wait(timeout=INTERRUPT_GRACE_SECONDS + 10)
+        stderr = process.stderr.read()
+    finally:
+        process.kill()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            stream.close()
+    assert code == 130
+    assert "Traceback" not in stderr and "memoria stopped (interrupted)" in stderr
+    runtime = make_runtime(settings_for(tmp_path / "db"))
+    try:
+        assert runtime.store.count_memories() == 1
+    finally:
+        runtime.close()
