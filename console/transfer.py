@@ -6,6 +6,7 @@ The console commands call these handlers; they are not MCP tools. Long work repo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import shutil
@@ -43,6 +44,10 @@ class TransferSummary(BaseModel):
     format: Literal["memoria", "locomo", "transcript"]
     tables: dict[str, TableCount] = Field(description="Per table: rows written and skipped.")
     reembedded: int = Field(0, description="Memories given new vectors by this server's embedder.")
+    episodes: list[str] = Field(
+        default_factory=list,
+        description="A conversation's episodes, one per session (`memoria list --episode`).",
+    )
     seconds: float
 
 
@@ -472,7 +477,17 @@ def _import_sessions(
                 runtime.writer.observe(stored)
         progress("importing", start + len(batch), len(records))
     memories = TableCount(written=written, skipped=len(records) - written + blank)
-    return TransferSummary(format=kind, tables={schema.MEMORIES: memories}, seconds=0.0)
+    episodes = list(dict.fromkeys(record.episode_id for record in records if record.episode_id))
+    return TransferSummary(format=kind, tables={schema.MEMORIES: memories}, episodes=episodes, seconds=0.0)
+
+
+def episode_stem(path: Path) -> str:
+    """What a transcript's episodes are named after (``<stem>:<session>``): the file and where it lies.
+    Two unrelated transcripts called transcript.txt must not become one episode (their turns would lend
+    each other relevance as episode neighbours), and the same file imported again (grown since) goes on
+    in its own episodes."""
+    where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:6]
+    return f"{path.stem[:60] or 'transcript'}-{where}"
 
 
 def _records(
@@ -486,7 +501,7 @@ def _records(
     """Every message as the record ``remember`` would store, checked before anything is written; and
     how many messages were blank (not stored)."""
     now = runtime.clock()
-    stem = path.stem[:60] or "transcript"
+    stem = episode_stem(path)
     undated = sum(1 for s in sessions if s.when is None for m in s.messages if m.when is None)
     undated_at = now - timedelta(seconds=undated)  # undated messages: one second apart, ending now
     records: list[MemoryRecord] = []

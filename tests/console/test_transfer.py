@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from console.transfer import export_store, import_file, reembed
+from console.transfer import episode_stem, export_store, import_file, reembed
 from retrieval.models.embedders.hashed import HashedEmbedder
 from retrieval.models.providers import BackendInfo
 from retrieval.text import content_hash
@@ -91,6 +91,7 @@ def header_and_rows(text: str) -> tuple[dict, list[dict]]:
 
 
 def write(path, text: str):
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
 
@@ -363,10 +364,12 @@ def test_a_jsonl_chat_becomes_one_memory_per_message_in_one_episode_per_session(
         ],
         scope,
     )
+    chat = episode_stem(path)  # the file's name and where it lies
+    assert summary.episodes == [f"{chat}:a", f"{chat}:b"]
     assert sorted((m.agent_id, m.episode_id, m.created_at) for m in found.values()) == [
-        ("assistant", "chat:a", datetime(2024, 3, 1, 9, 0, 5, tzinfo=UTC)),
-        ("user", "chat:a", datetime(2024, 3, 1, 10, 0, tzinfo=UTC)),
-        ("user", "chat:b", datetime(2024, 3, 1, 11, 0, tzinfo=UTC)),
+        ("assistant", f"{chat}:a", datetime(2024, 3, 1, 9, 0, 5, tzinfo=UTC)),
+        ("user", f"{chat}:a", datetime(2024, 3, 1, 10, 0, tzinfo=UTC)),
+        ("user", f"{chat}:b", datetime(2024, 3, 1, 11, 0, tzinfo=UTC)),
     ]
     assert runtime.store.count_memories() == 3
     assert table_counts(import_file(runtime, path, scope=scope)) == {schema.MEMORIES: (0, 4)}
@@ -390,10 +393,11 @@ def test_a_plain_text_transcript_splits_sessions_at_blank_lines_and_separators(s
     upgraded = runtime.store.get_memory(
         expected_id("Alice: Yes, version 15.4.\nIt was upgraded last week."), SCOPE
     )
-    assert (upgraded.agent_id, upgraded.episode_id) == ("Alice", "notes:1")
+    notes = episode_stem(path)
+    assert (upgraded.agent_id, upgraded.episode_id) == ("Alice", f"{notes}:1")
     assert upgraded.created_at == datetime(2024, 3, 1, 9, 0, 2, tzinfo=UTC)
     cron = runtime.store.get_memory(expected_id("Bob: I moved the cron jobs to the new scheduler."), SCOPE)
-    assert (cron.agent_id, cron.episode_id) == ("Bob", "notes:2")
+    assert (cron.agent_id, cron.episode_id) == ("Bob", f"{notes}:2")
     assert runtime.clock() - cron.created_at < timedelta(minutes=1)  # undated: about the import's time
     assert table_counts(import_file(runtime, path)) == {schema.MEMORIES: (0, 4)}
 
@@ -401,8 +405,8 @@ def test_a_plain_text_transcript_splits_sessions_at_blank_lines_and_separators(s
 @pytest.mark.parametrize(
     ("document", "episodes"),
     [
-        ([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}], ["chat:1"]),
-        ({"session": "s9", "date": "2024-01-02", "messages": [{"name": "Ana", "text": "one"}]}, ["chat:s9"]),
+        ([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}], ["1"]),
+        ({"session": "s9", "date": "2024-01-02", "messages": [{"name": "Ana", "text": "one"}]}, ["s9"]),
         (
             [
                 {"messages": [{"role": "user", "content": [{"type": "text", "text": "one"}]}]},
@@ -415,7 +419,7 @@ def test_a_plain_text_transcript_splits_sessions_at_blank_lines_and_separators(s
                 {"messages": [{"role": "user", "content": "one"}]},
                 {"messages": [{"role": "u", "content": "two"}]},
             ],
-            ["chat:1", "chat:2"],
+            ["1", "2"],
         ),
     ],
 )
@@ -428,7 +432,27 @@ def test_json_transcripts_in_each_shape(stores, tmp_path, document, episodes):
             import_file(runtime, path)
         return
     import_file(runtime, path)
-    assert sorted(runtime.store.get_episodes(SCOPE, ["chat:1", "chat:2", "chat:s9"])) == episodes
+    chat = episode_stem(path)
+    named = [f"{chat}:{session}" for session in ("1", "2", "s9")]
+    assert sorted(runtime.store.get_episodes(SCOPE, named)) == [f"{chat}:{session}" for session in episodes]
+
+
+def test_transcripts_of_the_same_name_from_two_folders_are_episodes_of_their_own(stores, tmp_path):
+    # Exports are often all called transcript.txt: one episode for both would make the turns of one lend
+    # the other's relevance as episode neighbours.
+    runtime = stores("a")
+    falcon = write(
+        tmp_path / "a" / "transcript.txt",
+        "Alice: Project Falcon ships in March.\nBob: Falcon uses Postgres.\n",
+    )
+    cafeteria = write(tmp_path / "b" / "transcript.txt", "Carol: The cafeteria menu changes weekly.\n")
+    first, second = import_file(runtime, falcon), import_file(runtime, cafeteria)
+    assert len(first.episodes) == len(second.episodes) == 1 and first.episodes != second.episodes
+    assert first.episodes[0].startswith("transcript-") and first.episodes[0].endswith(":1")
+    bob = runtime.store.get_memory(expected_id("Bob: Falcon uses Postgres."), SCOPE)
+    carol = runtime.store.get_memory(expected_id("Carol: The cafeteria menu changes weekly."), SCOPE)
+    assert (bob.episode_id, carol.episode_id) == (first.episodes[0], second.episodes[0])
+    assert import_file(runtime, falcon).episodes == first.episodes  # the same file: the same episodes
 
 
 # ------------------------------------------------------------------ bad input
