@@ -267,11 +267,34 @@ def subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.Arg
     return None
 
 
+def command_first(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """``memoria --db X list`` as ``memoria list --db X``: options given before the command are the
+    command's (every command takes the shared ones). Only a command name that is not the value of the
+    option before it moves (``--db list`` names a folder)."""
+    serve = subparser(parser, "serve")
+    takes_value = {
+        option
+        for action in (serve._actions if serve is not None else ())
+        if action.nargs != 0
+        for option in action.option_strings
+    }
+    names = set()
+    for action in parser._subparsers._group_actions if parser._subparsers is not None else ():
+        if isinstance(action, argparse._SubParsersAction):
+            names |= set(action.choices)
+    for index, token in enumerate(argv):
+        if token in names and (index == 0 or argv[index - 1] not in takes_value):
+            return [token, *argv[:index], *argv[index + 1 :]]
+    return argv
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = make_parser()
+    if argv and argv[0].startswith("-") and argv[0] not in {"-h", "--help"}:
+        argv = command_first(argv, parser)
     if not argv or (argv[0].startswith("-") and argv[0] not in {"-h", "--help"}):
         argv = ["serve", *argv]  # `memoria` alone, or `memoria --http ...`, means serve
-    parser = make_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, with its usage, not the top level's
         command = subparser(parser, args.command)

@@ -44,3 +44,49 @@ def test_running_the_cli_module_runs_the_cli():
         cwd=Path(__file__).resolve().parents[2],
     )
     assert done.returncode == 0 and "usage: memoria" in done.stdout
+
+
+def test_options_given_before_the_command_are_the_commands():
+    from console.cli import command_first, make_parser
+
+    parser = make_parser()
+    assert command_first(["--db", "/tmp/store", "list", "--limit", "3"], parser) == [
+        "list",
+        "--db",
+        "/tmp/store",
+        "--limit",
+        "3",
+    ]
+    # A command name that is the value of the option before it is that value: a folder called "list".
+    assert command_first(["--db", "list"], parser) == ["--db", "list"]
+    assert command_first(["--http", "127.0.0.1:8765"], parser) == ["--http", "127.0.0.1:8765"]
+
+
+def test_memoria_with_the_store_before_the_command_runs_the_command(tmp_path):
+    store = tmp_path / "store"
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "console",
+            "remember",
+            "Deploys go out on Tuesdays",
+            "--db",
+            str(store),
+            "--create",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"MEMORIA_EMBEDDER": "hashed", "MEMORIA_RERANKER": "none", "PATH": "/usr/bin:/bin"},
+    )
+    assert made.returncode == 0, made.stderr
+    listed = subprocess.run(
+        [sys.executable, "-m", "console", "--db", str(store), "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"MEMORIA_EMBEDDER": "hashed", "MEMORIA_RERANKER": "none", "PATH": "/usr/bin:/bin"},
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "Deploys go out on Tuesdays" in listed.stdout
