@@ -271,17 +271,19 @@ def command_first(argv: list[str], parser: argparse.ArgumentParser) -> list[str]
     """``memoria --db X list`` as ``memoria list --db X``: options given before the command are the
     command's (every command takes the shared ones). Only a command name that is not the value of the
     option before it moves (``--db list`` names a folder)."""
-    serve = subparser(parser, "serve")
+    commands: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._subparsers._group_actions if parser._subparsers is not None else ():
+        if isinstance(action, argparse._SubParsersAction):
+            commands |= action.choices
+    # Options of any command that take a value (--db, --org, --project, --http, ...).
     takes_value = {
         option
-        for action in (serve._actions if serve is not None else ())
+        for command in commands.values()
+        for action in command._actions
         if action.nargs != 0
         for option in action.option_strings
     }
-    names = set()
-    for action in parser._subparsers._group_actions if parser._subparsers is not None else ():
-        if isinstance(action, argparse._SubParsersAction):
-            names |= set(action.choices)
+    names = set(commands)
     for index, token in enumerate(argv):
         if token in names and (index == 0 or argv[index - 1] not in takes_value):
             return [token, *argv[:index], *argv[index + 1 :]]

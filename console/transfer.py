@@ -536,7 +536,27 @@ def _records(
             except ToolFailure as exc:
                 raise _fail(path, message.where, str(exc), "fix the message") from None
             records.append(replace(record, consolidated_at=now))
-    return records, blank
+    return _in_stored_episodes(runtime, records, scope), blank
+
+
+def _in_stored_episodes(runtime: Runtime, records: list[MemoryRecord], scope: Scope) -> list[MemoryRecord]:
+    """A session some of whose messages are stored already (the file imported before, from another
+    folder or by an earlier release that named episodes after the file alone, and grown since) goes on
+    in the episode they are in, so its new messages follow the old ones there."""
+    stored = runtime.store.get_memories([record.id for record in records], scope)
+    already: dict[str, str] = {}  # this import's episode -> the one its stored messages are in
+    for record in records:
+        found = stored.get(record.id)
+        if record.episode_id and found is not None and found.episode_id:
+            already.setdefault(record.episode_id, found.episode_id)
+    if not already:
+        return records
+    return [
+        replace(record, episode_id=already[record.episode_id], session_id=already[record.episode_id])
+        if record.episode_id in already
+        else record
+        for record in records
+    ]
 
 
 def _when(

@@ -169,38 +169,51 @@ INTERRUPT_GRACE_SECONDS = 5.0
 
 
 def _until_interrupted(run: Callable[[], object]) -> int:
-    """Serve until the transport ends (0), or until Ctrl-C (130, the shell's code for it): the way the
-    README stops a server, said in one line, not as a traceback. Stopping cancels the serving task, whose
-    lifespan closes the runtime; if that has not finished ``INTERRUPT_GRACE_SECONDS`` later, the process
-    exits anyway (every acknowledged write is committed; what is lost is at most the last 0.2 s of
-    retrieval logs and the credits still being handed on)."""
+    """Serve until the transport ends (0), or until Ctrl-C: the way the README stops a server, said in one
+    line, not as a traceback. Stopping cancels the serving task, whose lifespan closes the runtime; the
+    process then ends by SIGINT, as an interrupted program does (the shell says 130), without waiting for
+    a stdio reader thread blocked on a pipe its client keeps open. If stopping itself has not finished
+    ``INTERRUPT_GRACE_SECONDS`` later, it exits regardless (every acknowledged write is committed; what is
+    lost is at most the last 0.2 s of retrieval logs and credits still being handed on)."""
+    if threading.current_thread() is not threading.main_thread():  # no signal handlers there
+        try:
+            run()
+        except KeyboardInterrupt:
+            return 130
+        return 0
     previous = signal.getsignal(signal.SIGINT)
 
     def interrupted(signum: int, frame: Any) -> None:
-        log.info("memoria stopping (interrupted)")
         watchdog = threading.Timer(INTERRUPT_GRACE_SECONDS, _exit_interrupted)
         watchdog.daemon = True
         watchdog.start()
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C stops at once
         raise KeyboardInterrupt
 
-    installed = threading.current_thread() is threading.main_thread()
-    if installed:
-        signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGINT, interrupted)
     try:
         run()
     except KeyboardInterrupt:
         log.info("memoria stopped (interrupted)")
-        return 130
+        _flush_output()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)  # ends the process here
+        return 130  # (a platform where it did not)
     finally:
-        if installed:
-            signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGINT, previous)
     return 0
 
 
+def _flush_output() -> None:
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+
+
 def _exit_interrupted() -> None:
-    log.warning("memoria did not stop within %.0f s of Ctrl-C: exiting now", INTERRUPT_GRACE_SECONDS)
-    logging.shutdown()
+    log.warning("memoria was still stopping %.0f s after Ctrl-C: exiting now", INTERRUPT_GRACE_SECONDS)
+    _flush_output()
     os._exit(130)
 
 

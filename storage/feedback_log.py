@@ -206,8 +206,11 @@ class FeedbackLog(StoreTables):
                 if (row.get("share") or 0) > 0 and (blame or (row.get("score") or 0.0) >= PARTIAL_SCORE)
             ]
             if rows:
-                own = scan(self._feedback, credits_of(to_id), ["project_id", "session_id"]).to_pylist()
-                held = {(row["project_id"], row["session_id"]) for row in own}
+                # A session's row of share 0 is a credit a later report of it took back: not held.
+                own = scan(
+                    self._feedback, credits_of(to_id), ["project_id", "session_id", "share"]
+                ).to_pylist()
+                held = {(row["project_id"], row["session_id"]) for row in own if (row.get("share") or 0) > 0}
                 rows = [
                     {**row, "memory_id": to_id}
                     for row in rows

@@ -242,6 +242,22 @@ class Memories(StoreTables):
         """Retract the active ones of these memories; returns the ids whose status changed."""
         return self._set_status(scope, memory_ids, "retracted", at, replaced_by=None)
 
+    def retract_expired(self, scope: Scope, memory_ids: Sequence[str], at: datetime) -> list[str]:
+        """Retract those of these memories that are active and past their ``expires_at`` at ``at``, as read
+        under the write lock (one a remember restored since the caller looked has a new expiry and stays);
+        returns the ids that changed."""
+        with self.exclusive():
+            current = self.get_memories(memory_ids, scope)
+            expiring = [current[memory_id] for memory_id in dict.fromkeys(memory_ids) if memory_id in current]
+            changing = [
+                memory.id
+                for memory in expiring
+                if memory.status == "active" and memory.expires_at is not None and memory.expires_at <= at
+            ]
+            if changing:
+                self._update_rows(changing, {"status": "retracted", "replaced_by": None, "updated_at": at})
+        return changing
+
     def _set_status(
         self, scope: Scope, memory_ids: Sequence[str], status: str, at: datetime, *, replaced_by: str | None
     ) -> list[str]:

@@ -206,6 +206,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         if store.report_versions() != seen:
             reads = caught_up(reads, store, scope, session_id, memory_ids, seen)
         previous = reads.previous
+        # Named ones superseded since they were shown: their credits go on after this sequence (idempotent).
+        runtime.writer.hand_on_reported([known[memory_id] for memory_id in named if memory_id in known])
         if (
             previous is not None
             and previous.score == score
@@ -294,8 +296,6 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         # and redoes the whole update instead of answering "unchanged" over stale weights.
         store.put_outcome(record, previous, cleared=half_done, first=reads.session_revision is None)
         converge(store, runtime.corroboration, runtime.weight_policy, runtime.clock, scope, affected, replay)
-    # Named memories superseded since the session saw them: their credits go on (``inactive_note`` says so).
-    runtime.writer.hand_on_reported([known[memory_id] for memory_id in named if memory_id in known])
 
     status: Literal["applied", "replaced", "unchanged", "nothing_to_update"]
     if previous is not None:

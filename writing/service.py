@@ -731,15 +731,23 @@ class WriteService:
             if memory.status == "superseded":
                 by_scope.setdefault(memory.scope, []).append(memory.id)
         for scope, memory_ids in by_scope.items():
-            self._hand_on_chains(scope, memory_ids)
+            try:  # the report is committed: a failure here leaves the credit where it is (logged)
+                self._hand_on_chains(scope, memory_ids)
+            except Exception:
+                log.warning(
+                    "could not hand on a report's credits to what replaced %s", memory_ids, exc_info=True
+                )
 
     def _hand_on_chains(self, scope: Scope, memory_ids: Sequence[str]) -> None:
         store = self._store
-        steps: list[tuple[str, str]] = []  # (superseded, what took its place), each chain in order
-        walked: set[str] = set()
+        # Each named memory's chain in order, walked on its own (a chain through a memory another chain
+        # starts from is carried again from there: carrying is idempotent, and the later carry then takes
+        # on what the earlier step brought); ``seen`` only stops an update that went back (A -> B -> A).
+        steps: list[tuple[str, str]] = []  # (superseded, what took its place)
         for memory in store.get_memories(memory_ids, scope).values():
-            while memory.status == "superseded" and memory.replaced_by and memory.id not in walked:
-                walked.add(memory.id)
+            seen: set[str] = set()
+            while memory.status == "superseded" and memory.replaced_by and memory.id not in seen:
+                seen.add(memory.id)
                 steps.append((memory.id, memory.replaced_by))
                 following = store.get_memory(memory.replaced_by, scope)
                 if following is None:
@@ -747,13 +755,18 @@ class WriteService:
                 memory = following
         if not steps:
             return
-        corrected = {
-            event.memory_id
-            for event in store.lineage(scope, [loser for loser, _ in steps])
-            if event.action == "revise" or (event.action == "supersede" and event.resolver == "explicit")
-        }
+        # How each step was taken, by its latest lineage event: a correction (a revision, an explicit
+        # update) takes none of a failure; a restatement, a rewording or a newer version takes all.
+        latest: dict[tuple[str, str], LineageEvent] = {}
+        for event in store.lineage(scope, list(dict.fromkeys(loser for loser, _ in steps))):
+            if event.related_id is not None:
+                latest[(event.memory_id, event.related_id)] = event  # oldest first: the last one stays
         for loser, heir in steps:
-            self._hand_on(scope, heir, [(loser, loser not in corrected)])
+            step = latest.get((loser, heir))
+            corrected = step is not None and (
+                step.action == "revise" or (step.action == "supersede" and step.resolver == "explicit")
+            )
+            self._hand_on(scope, heir, [(loser, not corrected)])
 
     def _pending_heirs(self, memory_ids: set[str]) -> set[str]:
         """Those of ``memory_ids`` that a queued or running carry of credits is for."""
@@ -820,7 +833,7 @@ class WriteService:
         """Retract these ephemeral memories of ``scope`` past their time, with lineage (the maintenance
         rounds, and a remember that states one again); returns the ids that changed."""
         now = self._clock()
-        changed = self._store.retract(scope, memory_ids, now)
+        changed = self._store.retract_expired(scope, memory_ids, now)
         self.consolidation.record_retirement(
             scope,
             changed,

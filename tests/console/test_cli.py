@@ -57,8 +57,16 @@ def test_options_given_before_the_command_are_the_commands():
         "--limit",
         "3",
     ]
-    # A command name that is the value of the option before it is that value: a folder called "list".
+    # A command name that is the value of the option before it is that value: a folder called "list", a
+    # project called "stats".
     assert command_first(["--db", "list"], parser) == ["--db", "list"]
+    assert command_first(["--db", "s", "--project", "stats", "list"], parser) == [
+        "list",
+        "--db",
+        "s",
+        "--project",
+        "stats",
+    ]
     assert command_first(["--http", "127.0.0.1:8765"], parser) == ["--http", "127.0.0.1:8765"]
 
 

@@ -455,6 +455,19 @@ def test_transcripts_of_the_same_name_from_two_folders_are_episodes_of_their_own
     assert import_file(runtime, falcon).episodes == first.episodes  # the same file: the same episodes
 
 
+def test_a_transcript_moved_and_grown_goes_on_in_the_episode_its_stored_messages_are_in(stores, tmp_path):
+    runtime = stores("a")
+    before = write(tmp_path / "old" / "chat.txt", "Alice: Project Falcon ships in March.\n")
+    [episode] = import_file(runtime, before).episodes
+    grown = write(
+        tmp_path / "new" / "chat.txt", "Alice: Project Falcon ships in March.\nBob: It uses Postgres.\n"
+    )
+    again = import_file(runtime, grown)
+    assert again.episodes == [episode] and table_counts(again) == {schema.MEMORIES: (1, 1)}
+    bob = runtime.store.get_memory(expected_id("Bob: It uses Postgres."), SCOPE)
+    assert bob.episode_id == episode
+
+
 # ------------------------------------------------------------------ bad input
 
 

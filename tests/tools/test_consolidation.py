@@ -392,6 +392,22 @@ def test_an_expired_memory_stated_again_before_the_round_retracted_it_is_live_ag
     assert expire_ephemeral(runtime) == 0  # nothing left for the round
 
 
+def test_a_round_that_found_a_memory_expired_leaves_it_when_a_remember_restored_it_meanwhile(runtime):
+    text = "The staging deploy is frozen this afternoon"
+    note = remember(RememberInput(content=text, protection_tier="ephemeral"), runtime, caller())
+    later = runtime.store.get_memory(note.id).expires_at + timedelta(seconds=1)
+    ticks = itertools.count()
+    runtime.clock = lambda: later + timedelta(milliseconds=next(ticks))
+    found = [memory.id for memory in runtime.store.expired(runtime.clock())]  # the round's scan
+    assert found == [note.id]
+    remember(RememberInput(content=text), runtime, caller("ses_2"))  # restored, with no expiry now
+    assert runtime.writer.expire(SCOPE, found) == []  # the round's retraction
+    assert status(runtime, note.id) == "active"
+    # A second writer that read the memory while it was expired finds it restored: a duplicate.
+    stale = remember(RememberInput(content=text), runtime, caller("ses_3"))
+    assert stale.status == "duplicate" and status(runtime, note.id) == "active"
+
+
 def test_retract_keeps_the_row_and_remembering_it_again_restores_it(runtime):
     memory = remember(RememberInput(content="The on-call phone is in the top drawer"), runtime, caller()).id
     dry = forget(ForgetInput(memory_id=memory, dry_run=True), runtime, caller())

@@ -623,3 +623,48 @@ def test_a_correction_made_after_the_recall_takes_none_of_the_blame_the_report_g
     assert runtime.writer.settle(30)
     assert runtime.store.get_memory(wrong).weight == pytest.approx(0.85)
     assert runtime.store.get_memory(fixed.id).weight == pytest.approx(1.0)
+
+
+def test_a_report_made_again_keeps_the_credit_it_handed_to_a_restatement(runtime):
+    # The session's second report (a note added) replaces the first, whose carried credit it takes back
+    # before handing it on again: the restatement keeps the step.
+    wrong = remember(RememberInput(content="Deploys run on Fridays"), runtime, S1).id
+    recall_top(runtime, S1)
+    restated = remember(RememberInput(content="deploys run on fridays."), runtime, S1).id
+    report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[wrong]), runtime, S1)
+    assert runtime.writer.settle(30)
+    again = report_outcome(
+        ReportOutcomeInput(outcome="failure", misleading_ids=[wrong], note="the deploy day was wrong"),
+        runtime,
+        S1,
+    )
+    assert again.status == "replaced"
+    assert runtime.writer.settle(30)
+    assert runtime.store.get_memory(restated).weight == pytest.approx(0.85)
+
+
+def test_a_memory_updated_back_and_then_restated_hands_on_the_blame_of_the_restatement(runtime):
+    # A -> B by an explicit update, B -> A back (A active again), then A restated as A2: the step that
+    # counts from A is the restatement, whatever corrected A before.
+    a = remember(RememberInput(content="The cache TTL is 60 seconds"), runtime, S1).id
+    b = remember(RememberInput(content="The cache TTL is 90 seconds", replaces=a), runtime, S1).id
+    assert remember(RememberInput(content="The cache TTL is 60 seconds", replaces=b), runtime, S1).id == a
+    recall_top(runtime, S2, query="cache TTL")
+    a2 = remember(RememberInput(content="the cache TTL is 60 seconds."), runtime, S2)
+    assert a2.consolidation.superseded == [a]
+    report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a]), runtime, S2)
+    assert runtime.writer.settle(30)
+    assert runtime.store.get_memory(a2.id).weight == pytest.approx(0.85)
+
+
+def test_two_named_memories_on_one_chain_both_reach_the_memory_that_stands(runtime):
+    # x -> y -> z: a report naming y before x hands x's credit on through y to z as well.
+    x = remember(RememberInput(content="Builds use Node 18"), runtime, S1).id
+    recall_top(runtime, S1, query="node builds")
+    y = remember(RememberInput(content="builds use node 18."), runtime, S1)
+    z = remember(RememberInput(content="BUILDS USE NODE 18"), runtime, S1)
+    assert y.consolidation.superseded == [x] and z.consolidation.superseded == [y.id]
+    report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[y.id, x]), runtime, S1)
+    assert runtime.writer.settle(30)
+    # Two named successes of one session on the same claim count once for z: 1.0 -> 1.15.
+    assert runtime.store.get_memory(z.id).weight == pytest.approx(1.15)
