@@ -337,6 +337,14 @@ class AppState:
                 log.info("retracted %d ephemeral memories that expired while no server ran", expired)
         except Exception as exc:  # the rounds retry it
             log.warning("retracting expired ephemeral memories failed (the next round retries): %s", exc)
+        try:  # credits a process that is gone handed on and never carried
+            recovered = runtime.writer.recover_hand_ons()
+            if recovered:
+                log.info(
+                    "handing on again %d carries of credits a stopped process left unfinished", recovered
+                )
+        except Exception as exc:  # left written down: the next start tries again
+            log.warning("handing on what a stopped process left unfinished failed: %s", exc)
         while not self._stop.wait(min(1.0, interval)):
             due = time.monotonic() - last >= interval
             try:

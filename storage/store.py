@@ -27,6 +27,7 @@ from storage.feedback_log import FeedbackLog
 from storage.forgetting import PURGE_JOURNAL, Forgetting, PendingPurge
 from storage.generations import GENERATIONS_FILE_NAME, REPORTS, WRITES, Generations, VersionWatch
 from storage.group_commit import GroupCommit
+from storage.hand_ons import HandOnJournal
 from storage.journal import RetrievalJournal
 from storage.lexical_index import Analyzer
 from storage.locking import (
@@ -248,6 +249,11 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
             self._lock.close()
             self._reports_lock.close()
             self._compaction_lock.close()
+
+    def hand_on_journal(self) -> HandOnJournal:
+        """Where this process writes down the credits it hands on (``storage.hand_ons``; nothing on an
+        object store)."""
+        return HandOnJournal(local_folder(self._uri))
 
     def __enter__(self) -> MemoryStore:
         return self

@@ -5,9 +5,10 @@ Carrying credits is a report's sequence: it waits for the reports' lock, which o
 of the time under load, then reads, merges and writes weights (300 ms at the median in the closed loop
 of ``benchmarks.load``, for the few restatements of a memory a report moved). The remember that caused it
 has committed its own write by then; it is answered without waiting, and one thread carries the credits
-in the order they were handed on. Until it has, the memory that stands ranks without them. A crash in
-that window loses the hand-on (the old memory keeps its credits, nothing is half-written: each carry is
-one report sequence). ``settle`` waits for what was handed on so far; ``close`` carries the rest first.
+in the order they were handed on. Until it has, the memory that stands ranks without them. Each carry is
+written down before it is handed on (``storage.hand_ons``): one a crash interrupts (nothing is
+half-written, each carry is one report sequence) is carried by the next server to start. ``settle``
+waits for what was handed on so far; ``close`` carries the rest first.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from retrieval.redaction import Redacted, redact
 from retrieval.stages.corroboration import ClusterMember
 from retrieval.text import content_hash, has_visible_text, negated, searchable_text
 from storage.group_commit import GroupCommit
+from storage.hand_ons import HandOn
 from storage.records import (
     Audience,
     LineageEvent,
@@ -182,6 +183,7 @@ class WriteService:
         # Credits a superseded memory earned are carried after its successor's caller is answered; the
         # memories they are on their way to (a count per heir, of the carries queued or running).
         self._hand_ons = HandOnQueue("memoria-hand-on")
+        self._journal = store.hand_on_journal()  # written down first: a crash leaves them to the next start
         self._heirs_pending: Counter[str] = Counter()
         self._heirs_lock = threading.Lock()
 
@@ -191,8 +193,21 @@ class WriteService:
         return self._hand_ons.settle(timeout)
 
     def close(self) -> None:
-        """Carry what is still being handed on; before the store closes."""
+        """Carry what is still being handed on; before the store closes. What a timed-out close leaves
+        stays written down for the next start."""
         self._hand_ons.close()
+        self._journal.close()
+
+    def recover_hand_ons(self) -> int:
+        """Hand on again what processes that are gone handed on and never carried (``storage.hand_ons``);
+        returns how many carries. A server does it as it starts."""
+        count = 0
+        for path, hand_ons in self._journal.orphans():
+            for hand_on in hand_ons:
+                self._hand_on(hand_on.scope, hand_on.heir_id, list(hand_on.losers))
+                count += 1
+            self._journal.discard(path)  # written down again, in this process's file
+        return count
 
     # -- drafts -----------------------------------------------------------------------------------------
 
@@ -780,11 +795,13 @@ class WriteService:
         step deserves (a correction takes none)."""
         with self._heirs_lock:
             self._heirs_pending[heir_id] += 1
+        written = self._journal.begin(HandOn(scope, heir_id, tuple(losers)))
 
         def carry() -> None:
             try:
                 self._inherit_credits(scope, heir_id, losers)
             finally:
+                self._journal.end(written)
                 with self._heirs_lock:
                     self._heirs_pending[heir_id] -= 1
                     if self._heirs_pending[heir_id] <= 0:

@@ -354,3 +354,58 @@ def test_a_restatement_is_answered_while_a_report_holds_the_lock_and_its_credits
         assert runtime.store.get_memory(new.id).weight == 1.15
     finally:
         runtime.close()
+
+
+CRASHING_WRITER = """
+import sys, threading, time
+from tests.helpers import make_runtime, settings_for
+from tests.writing.test_service import CALLER, credited
+from tools.remember import RememberInput, remember
+
+runtime = make_runtime(settings_for(sys.argv[1]))
+credited(runtime, "Rollback a bad deploy with make rollback", "roll back a deploy", "success", "helpful_ids")
+held = threading.Event()
+
+def report_in_progress():
+    with runtime.store.reporting():
+        held.set()
+        time.sleep(3600)
+
+threading.Thread(target=report_in_progress, daemon=True).start()
+held.wait()
+restated = remember(RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER)
+print(restated.id, flush=True)  # answered; its credits wait behind the report in progress
+time.sleep(3600)
+"""
+
+
+def test_credits_a_killed_process_was_handing_on_are_carried_by_the_next_start(settings, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", CRASHING_WRITER, str(settings.db_uri)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=os.getcwd(),
+    )
+    try:
+        restated_id = process.stdout.readline().strip()
+        assert restated_id.startswith("mem_"), process.stderr.read()
+    finally:
+        process.send_signal(signal.SIGKILL)  # kill -9: the carry never ran
+        process.wait(TIMEOUT)
+        process.stdout.close()
+        process.stderr.close()
+    runtime = make_runtime(settings)
+    try:
+        assert runtime.store.get_memory(restated_id).weight == 1.0
+        assert runtime.writer.recover_hand_ons() == 1
+        assert runtime.writer.settle(TIMEOUT)
+        assert runtime.store.get_memory(restated_id).weight == 1.15  # the named success, carried
+        assert runtime.writer.recover_hand_ons() == 0  # nothing left written down
+    finally:
+        runtime.close()

@@ -1,0 +1,71 @@
+"""The credits being handed on, written down first (storage.hand_ons): a process's own file, what a process
+that is gone left unfinished, and nothing on an object store."""
+
+import fcntl
+
+from storage.hand_ons import HAND_ONS_DIR, HandOn, HandOnJournal
+from storage.records import Scope
+
+SCOPE = Scope("acme", "web")
+
+
+def test_what_a_stopped_process_handed_on_and_never_finished_is_found_by_the_next(tmp_path):
+    gone = HandOnJournal(tmp_path)
+    first = gone.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
+    second = gone.begin(HandOn(SCOPE, "mem_d", (("mem_c", False), ("mem_e", True))))
+    gone.end(first)
+    gone._file.close()  # the process dies: its lock goes with it, its file stays
+    gone._file = None
+
+    starting = HandOnJournal(tmp_path)
+    [(path, unfinished)] = starting.orphans()
+    assert second is not None and unfinished == [HandOn(SCOPE, "mem_d", (("mem_c", False), ("mem_e", True)))]
+    starting.discard(path)
+    assert starting.orphans() == []
+
+
+def test_a_running_processs_file_is_not_an_orphan_and_its_own_file_goes_when_all_ran(tmp_path):
+    running = HandOnJournal(tmp_path)
+    number = running.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
+    assert HandOnJournal(tmp_path).orphans() == []  # locked by its process
+    running.end(number)
+    running.close()
+    assert list((tmp_path / HAND_ONS_DIR).iterdir()) == []
+
+
+def test_a_file_left_with_carries_unfinished_is_kept_at_close(tmp_path):
+    running = HandOnJournal(tmp_path)
+    running.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
+    running.close()  # a close that gave up on a carry: left for the next start
+    [(_, unfinished)] = HandOnJournal(tmp_path).orphans()
+    assert [hand_on.heir_id for hand_on in unfinished] == ["mem_b"]
+
+
+def test_a_line_cut_short_by_the_crash_is_skipped(tmp_path, caplog):
+    folder = tmp_path / HAND_ONS_DIR
+    folder.mkdir()
+    (folder / "123-dead.jsonl").write_text(
+        '{"hand_on": 0, "org": "acme", "project": "web", "heir": "mem_b", "losers": [["mem_a", true]]}\n'
+        '{"hand_on": 1, "org": "acme", "pro'
+    )
+    [(_, unfinished)] = HandOnJournal(tmp_path).orphans()
+    assert [hand_on.heir_id for hand_on in unfinished] == ["mem_b"]
+    assert "skipped a line that is not a hand-on" in caplog.text
+
+
+def test_an_object_store_writes_nothing_down(tmp_path):
+    journal = HandOnJournal(None)
+    assert journal.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),))) is None
+    assert journal.orphans() == []
+    journal.close()
+
+
+def test_a_file_locked_by_another_holder_is_left_alone(tmp_path):
+    folder = tmp_path / HAND_ONS_DIR
+    folder.mkdir()
+    held = open(folder / "999-live.jsonl", "a+")  # noqa: SIM115
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert HandOnJournal(tmp_path).orphans() == []
+    finally:
+        held.close()
