@@ -81,6 +81,10 @@ def maintenance_round(runtime: Runtime) -> dict[str, str]:
     expired = expire_ephemeral(runtime)
     if expired:
         log.info("retracted %d expired ephemeral memories", expired)
+    # Another server on this store that died meanwhile may have left carries of credits unfinished.
+    recovered = runtime.writer.recover_hand_ons()
+    if recovered:
+        log.info("handing on again %d carries of credits a stopped process left unfinished", recovered)
     return done
 
 

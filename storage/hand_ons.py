@@ -7,12 +7,12 @@ the memories it comes from and whether their failures go too), a line when it ha
 can be taken belongs to a process that is gone; what it handed on and never finished is an orphan, which
 a starting server carries again (carrying is idempotent) and then deletes the file. Lines are flushed to
 the operating system, not synced: a killed process loses nothing, a machine that loses power may lose the
-last ones. Object stores have no folder: there a crash loses the carries in flight, as before.
+last ones. Object stores have no folder, and Windows no ``flock``: there a crash loses the carries in
+flight, as before.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -25,7 +25,15 @@ from typing import IO
 
 from storage.records import Scope
 
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: nothing is written down
+    fcntl = None  # type: ignore[assignment]
+
 HAND_ONS_DIR = ".memoria-hand-ons"
+# Once this many lines were written since the file was last empty, it is written again with only the
+# carries still open (under steady load it may never be empty).
+REWRITE_AFTER_LINES = 1_000
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +50,13 @@ class HandOn:
 class HandOnJournal:
     def __init__(self, folder: Path | None) -> None:
         """``folder``: the store's local folder (None: an object store, where nothing is written down)."""
-        self._dir = folder / HAND_ONS_DIR if folder is not None else None
+        self._dir = folder / HAND_ONS_DIR if folder is not None and fcntl is not None else None
         self._file: IO[str] | None = None
         self._path: Path | None = None
         self._lock = threading.Lock()
         self._next = 0
-        self._open: set[int] = set()
+        self._open: dict[int, str] = {}  # number -> its line, for the carries not yet run
+        self._lines = 0  # written since the file was last empty
 
     def begin(self, hand_on: HandOn) -> int | None:
         """Write down a carry about to be handed on; returns its number (None: nothing written)."""
@@ -57,28 +66,37 @@ class HandOnJournal:
             file = self._own_file()
             number = self._next
             self._next += 1
-            self._open.add(number)
-            line = {
-                "hand_on": number,
-                "org": hand_on.scope.org_id,
-                "project": hand_on.scope.project_id,
-                "heir": hand_on.heir_id,
-                "losers": [[memory_id, blame] for memory_id, blame in hand_on.losers],
-            }
-            file.write(json.dumps(line) + "\n")
+            line = json.dumps(
+                {
+                    "hand_on": number,
+                    "org": hand_on.scope.org_id,
+                    "project": hand_on.scope.project_id,
+                    "heir": hand_on.heir_id,
+                    "losers": [[memory_id, blame] for memory_id, blame in hand_on.losers],
+                }
+            )
+            file.write(line + "\n")
             file.flush()
+            self._open[number] = line
+            self._lines += 1
             return number
 
     def end(self, number: int | None) -> None:
         """The carry ``number`` has run (or failed for good: it is not tried again)."""
-        if number is None or self._file is None:
+        if number is None:
             return
         with self._lock:
-            self._open.discard(number)
-            if self._open:
-                self._file.write(json.dumps({"done": number}) + "\n")
-            else:  # nothing in flight: the file starts again empty
+            if self._file is None:  # closed meanwhile (a close that gave up waiting)
+                return
+            self._open.pop(number, None)
+            if not self._open or self._lines >= REWRITE_AFTER_LINES:
+                # Nothing in flight: the file starts again empty; or it grew long: only what is open.
                 self._file.truncate(0)
+                self._file.writelines(line + "\n" for line in self._open.values())
+                self._lines = len(self._open)
+            else:
+                self._file.write(json.dumps({"done": number}) + "\n")
+                self._lines += 1
             self._file.flush()
 
     def orphans(self) -> list[tuple[Path, list[HandOn]]]:
@@ -118,9 +136,19 @@ class HandOnJournal:
         if self._file is None:
             assert self._dir is not None
             self._dir.mkdir(exist_ok=True)
-            self._path = self._dir / f"{os.getpid()}-{secrets.token_hex(4)}.jsonl"
-            self._file = open(self._path, "a", encoding="utf-8")  # noqa: SIM115 (held while the process runs)
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            path = self._dir / f"{os.getpid()}-{secrets.token_hex(4)}.jsonl"
+            # Locked under a name ``orphans`` does not look at, then given its own: a starting server never
+            # sees it unlocked (the lock goes with the file through the rename).
+            opening = path.with_suffix(".opening")
+            file = open(opening, "a", encoding="utf-8")  # noqa: SIM115 (held while the process runs)
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.rename(opening, path)
+            except BaseException:
+                file.close()
+                opening.unlink(missing_ok=True)
+                raise
+            self._file, self._path = file, path
         return self._file
 
 

@@ -205,6 +205,9 @@ class WriteService:
         for path, hand_ons in self._journal.orphans():
             for hand_on in hand_ons:
                 self._hand_on(hand_on.scope, hand_on.heir_id, list(hand_on.losers))
+                # Its memory may have been replaced since (no carry of this process was on its way to it
+                # then): its credits go on from there, behind this carry.
+                self._hand_on_chains(hand_on.scope, [hand_on.heir_id])
                 count += 1
             self._journal.discard(path)  # written down again, in this process's file
         return count
@@ -793,19 +796,26 @@ class WriteService:
         call, after the carries queued before it. Always to that memory, even if it is superseded by then:
         its own successor's carry, queued after this one, takes them on from there, with the blame that
         step deserves (a correction takes none)."""
+        try:
+            written = self._journal.begin(HandOn(scope, heir_id, tuple(losers)))
+        except Exception:  # carried all the same; only a crash before it ran would now lose it
+            log.warning("could not write down the credits handed on to %s", heir_id, exc_info=True)
+            written = None
         with self._heirs_lock:
             self._heirs_pending[heir_id] += 1
-        written = self._journal.begin(HandOn(scope, heir_id, tuple(losers)))
 
         def carry() -> None:
             try:
                 self._inherit_credits(scope, heir_id, losers)
             finally:
-                self._journal.end(written)
                 with self._heirs_lock:
                     self._heirs_pending[heir_id] -= 1
                     if self._heirs_pending[heir_id] <= 0:
                         del self._heirs_pending[heir_id]
+                try:
+                    self._journal.end(written)
+                except Exception:  # the next start carries it again: idempotent
+                    log.warning("could not write down that a hand-on to %s ran", heir_id, exc_info=True)
 
         self._hand_ons.submit(carry)
 

@@ -69,3 +69,35 @@ def test_a_file_locked_by_another_holder_is_left_alone(tmp_path):
         assert HandOnJournal(tmp_path).orphans() == []
     finally:
         held.close()
+
+
+def test_a_file_is_locked_before_a_starting_server_can_see_it(tmp_path):
+    journal = HandOnJournal(tmp_path)
+    journal.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
+    [own] = (tmp_path / HAND_ONS_DIR).iterdir()
+    assert own.suffix == ".jsonl"  # renamed once locked: the name orphans() reads never stood unlocked
+    assert HandOnJournal(tmp_path).orphans() == []
+    journal.close()
+
+
+def test_a_carry_that_ends_after_a_close_that_gave_up_is_not_an_error(tmp_path):
+    journal = HandOnJournal(tmp_path)
+    number = journal.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
+    journal.close()
+    journal.end(number)  # the carry finished after all: nothing to write it in
+
+
+def test_a_long_file_is_written_again_with_only_the_carries_still_open(tmp_path, monkeypatch):
+    import storage.hand_ons as hand_ons
+
+    monkeypatch.setattr(hand_ons, "REWRITE_AFTER_LINES", 6)
+    journal = HandOnJournal(tmp_path)
+    held = journal.begin(HandOn(SCOPE, "mem_held", (("mem_a", True),)))  # never ends: the file never empties
+    for index in range(4):
+        journal.end(journal.begin(HandOn(SCOPE, f"mem_{index}", (("mem_a", True),))))
+    [own] = (tmp_path / HAND_ONS_DIR).iterdir()
+    assert len(own.read_text().splitlines()) < 6
+    journal._file.close()  # the process dies
+    journal._file = None
+    [(_, unfinished)] = HandOnJournal(tmp_path).orphans()
+    assert held is not None and [hand_on.heir_id for hand_on in unfinished] == ["mem_held"]

@@ -409,3 +409,60 @@ def test_credits_a_killed_process_was_handing_on_are_carried_by_the_next_start(s
         assert runtime.writer.recover_hand_ons() == 0  # nothing left written down
     finally:
         runtime.close()
+
+
+def test_credits_are_carried_when_they_cannot_be_written_down(settings, caplog):
+    runtime = make_runtime(settings)
+    try:
+        a = credited(
+            runtime,
+            "Rollback a bad deploy with make rollback",
+            "roll back a deploy",
+            "success",
+            "helpful_ids",
+        )
+
+        def full(*args, **kwargs):
+            raise OSError("disk full")
+
+        runtime.writer._journal.begin = full
+        b = remember(RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER)
+        assert b.consolidation.superseded == [a]
+        assert runtime.writer.settle(TIMEOUT)
+        assert weights(runtime, b.id) == [1.15]
+        assert "could not write down the credits handed on" in caplog.text
+        assert runtime.writer._pending_heirs({b.id}) == set()
+    finally:
+        runtime.close()
+
+
+def test_a_recovered_carry_to_a_memory_replaced_since_goes_on_to_the_one_that_stands(settings, monkeypatch):
+    from pathlib import Path
+
+    from storage.hand_ons import HandOn, HandOnJournal
+
+    runtime = make_runtime(settings)
+    try:
+        a = credited(
+            runtime,
+            "Rollback a bad deploy with make rollback",
+            "roll back a deploy",
+            "success",
+            "helpful_ids",
+        )
+        # B restated A in a process that died before carrying A's credits: written down, never carried.
+        with monkeypatch.context() as patched:
+            patched.setattr(runtime.writer, "_hand_on", lambda *args: None)
+            b = remember(RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER)
+        gone = HandOnJournal(Path(settings.db_uri))
+        gone.begin(HandOn(Scope("default", "default"), b.id, ((a, True),)))
+        gone._file.close()  # its process dies
+        gone._file = None
+        # C restates B before any server recovers that carry: B has nothing to hand on yet.
+        c = remember(RememberInput(content="ROLLBACK a bad deploy with make rollback"), runtime, CALLER)
+        assert c.consolidation.superseded == [b.id] and weights(runtime, b.id, c.id) == [1.0, 1.0]
+        assert runtime.writer.recover_hand_ons() == 1
+        assert runtime.writer.settle(TIMEOUT)
+        assert weights(runtime, b.id, c.id) == [1.15, 1.15]
+    finally:
+        runtime.close()
