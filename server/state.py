@@ -18,7 +18,7 @@ import anyio
 
 from retrieval.outcomes import CreditPolicy, WeightPolicy
 from server.config import Settings
-from server.upkeep import aggregation_pass, expire_ephemeral, maintenance_round
+from server.upkeep import aggregation_pass, catch_up, maintenance_round
 from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
 from tools.lanes import READS, READS_WAITING, Lanes
 
@@ -331,20 +331,12 @@ class AppState:
         takes no target size), so a bigger table compacts less often for the same cost per append."""
         interval, piled = self.settings.maintenance_interval_seconds, self.settings.compaction.after_appends
         last, failed = time.monotonic(), False
-        try:  # what expired while no server ran leaves the active set now, not a round later
-            expired = expire_ephemeral(runtime)
-            if expired:
-                log.info("retracted %d ephemeral memories that expired while no server ran", expired)
+        try:  # what happened while no server ran, now rather than a round later
+            catch_up(runtime)
         except Exception as exc:  # the rounds retry it
-            log.warning("retracting expired ephemeral memories failed (the next round retries): %s", exc)
-        try:  # credits a process that is gone handed on and never carried
-            recovered = runtime.writer.recover_hand_ons()
-            if recovered:
-                log.info(
-                    "handing on again %d carries of credits a stopped process left unfinished", recovered
-                )
-        except Exception as exc:  # left written down: the next start tries again
-            log.warning("handing on what a stopped process left unfinished failed: %s", exc)
+            log.warning(
+                "catching up with expiry and unfinished hand-ons failed (the next round retries): %s", exc
+            )
         while not self._stop.wait(min(1.0, interval)):
             due = time.monotonic() - last >= interval
             try:

@@ -78,14 +78,20 @@ def maintenance_round(runtime: Runtime) -> dict[str, str]:
         min_fragments=runtime.settings.compaction.min_fragments,
         keep_replaced_for=timedelta(seconds=runtime.settings.keep_versions_seconds),
     )
+    catch_up(runtime)
+    return done
+
+
+def catch_up(runtime: Runtime) -> None:
+    """What time or other processes left to do: retract ephemeral memories past their expiry, and hand on
+    again the credits a process that died (another server on this store) handed on and never carried.
+    Every maintenance round, and once as a server starts (what happened while none ran)."""
     expired = expire_ephemeral(runtime)
     if expired:
         log.info("retracted %d expired ephemeral memories", expired)
-    # Another server on this store that died meanwhile may have left carries of credits unfinished.
     recovered = runtime.writer.recover_hand_ons()
     if recovered:
         log.info("handing on again %d carries of credits a stopped process left unfinished", recovered)
-    return done
 
 
 JOURNAL_EXPIRY_EVERY_SECONDS = 600.0  # a look for expired records scans the journal's dates: not every round

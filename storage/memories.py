@@ -16,7 +16,6 @@ from storage.group_commit import GroupCommit
 from storage.locking import retrying
 from storage.records import EpisodeRecord, MemoryRecord, NewMemory, Reach, Scope, View
 from storage.rows import MEMORY_COLUMNS, episode_from_row, memory_from_row, memory_to_row
-from storage.scan import utc
 from storage.scope_copy import by_id
 from storage.tables import StoreError, StoreTables
 
@@ -248,12 +247,7 @@ class Memories(StoreTables):
         returns the ids that changed."""
         with self.exclusive():
             current = self.get_memories(memory_ids, scope)
-            expiring = [current[memory_id] for memory_id in dict.fromkeys(memory_ids) if memory_id in current]
-            changing = [
-                memory.id
-                for memory in expiring
-                if memory.status == "active" and memory.expires_at is not None and memory.expires_at <= at
-            ]
+            changing = [memory.id for memory in current.values() if memory.past_expiry(at)]
             if changing:
                 self._update_rows(changing, {"status": "retracted", "replaced_by": None, "updated_at": at})
         return changing
@@ -307,11 +301,7 @@ class Memories(StoreTables):
             filters.equals("status", "active"), filters.equals("protection_tier", "ephemeral")
         )
         rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=None)
-        return [
-            memory_from_row(row)
-            for row in rows
-            if row["expires_at"] is not None and utc(row["expires_at"]) <= now
-        ]
+        return [memory for memory in map(memory_from_row, rows) if memory.past_expiry(now)]
 
     # ------------------------------------------------------------------ episodes
 

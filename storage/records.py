@@ -172,6 +172,10 @@ class MemoryRecord:
         """Read by its whole project or org, not private to its agent or session."""
         return self.visibility in SHARED_VISIBILITIES
 
+    def past_expiry(self, now: datetime) -> bool:
+        """Active, and its time (the ephemeral tier) ran out by ``now``: not yet retracted by expiry."""
+        return self.status == "active" and self.expires_at is not None and self.expires_at <= now
+
     @property
     def scope(self) -> Scope:
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import TYPE_CHECKING, Protocol
 
 from retrieval.outcomes import WeightPolicy
@@ -200,7 +201,8 @@ class WriteService:
 
     def recover_hand_ons(self) -> int:
         """Hand on again what processes that are gone handed on and never carried (``storage.hand_ons``);
-        returns how many carries. A server does it as it starts."""
+        returns how many carries. A server does it as it starts and in every maintenance round
+        (``server.upkeep.catch_up``)."""
         count = 0
         for path, hand_ons in self._journal.orphans():
             for hand_on in hand_ons:
@@ -373,7 +375,7 @@ class WriteService:
         actor = Actor(record.agent_id, record.session_id)
         note = None
         consolidation: ConsolidationReport | None = None
-        expired = existing is not None and past_expiry(existing, self._clock())
+        expired = existing is not None and existing.past_expiry(self._clock())
         if expired and existing is not None:
             # Stated again after its time ran out, before the maintenance round retracted it: recall no
             # longer shows it, so this write would otherwise be a duplicate no one can read. It expires
@@ -726,8 +728,7 @@ class WriteService:
             if head.id != memory.id and head.status == "active":
                 heirs.setdefault(head.id, []).append(memory)
         for heir_id, losers in heirs.items():
-            if any(memory.tags for memory in losers):
-                self._inherit_tags(scope, heir_id, losers)
+            self._inherit_tags(scope, heir_id, losers)
             # A memory with credits to hand on: a report moved it, or a carry is on its way to it (a
             # restatement of a restatement), which the carry queued here follows.
             credited = [
@@ -760,17 +761,11 @@ class WriteService:
         store = self._store
         # Each named memory's chain in order, walked on its own (a chain through a memory another chain
         # starts from is carried again from there: carrying is idempotent, and the later carry then takes
-        # on what the earlier step brought); ``seen`` only stops an update that went back (A -> B -> A).
+        # on what the earlier step brought).
         steps: list[tuple[str, str]] = []  # (superseded, what took its place)
         for memory in store.get_memories(memory_ids, scope).values():
-            seen: set[str] = set()
-            while memory.status == "superseded" and memory.replaced_by and memory.id not in seen:
-                seen.add(memory.id)
-                steps.append((memory.id, memory.replaced_by))
-                following = store.get_memory(memory.replaced_by, scope)
-                if following is None:
-                    break
-                memory = following
+            chain = [memory, *successors(store, memory)]
+            steps += [(loser.id, heir.id) for loser, heir in pairwise(chain) if loser.status == "superseded"]
         if not steps:
             return
         # How each step was taken, by its latest lineage event: a correction (a revision, an explicit
@@ -905,21 +900,23 @@ def unmarked_on_failure(store: MemoryStore, memory_ids: Sequence[str]) -> Iterat
         raise
 
 
-def past_expiry(memory: MemoryRecord, now: datetime) -> bool:
-    """An active memory whose time ran out (the ephemeral tier), not yet retracted by a maintenance round."""
-    return memory.status == "active" and memory.expires_at is not None and memory.expires_at <= now
-
-
-def current_version(store: MemoryStore, memory: MemoryRecord) -> MemoryRecord:
-    """Follow ``replaced_by`` to the memory that is authoritative now."""
+def successors(store: MemoryStore, memory: MemoryRecord) -> Iterator[MemoryRecord]:
+    """The memories that took ``memory``'s place in turn, along ``replaced_by`` (an update that went back,
+    A -> B -> A, ends the walk)."""
     seen = {memory.id}
     while memory.replaced_by and memory.replaced_by not in seen:
         following = store.get_memory(memory.replaced_by, memory.scope)
         if following is None:
-            break
+            return
         seen.add(following.id)
+        yield following
         memory = following
-    return memory
+
+
+def current_version(store: MemoryStore, memory: MemoryRecord) -> MemoryRecord:
+    """Follow ``replaced_by`` to the memory that is authoritative now."""
+    *_, head = [memory, *successors(store, memory)]
+    return head
 
 
 def restore_event(

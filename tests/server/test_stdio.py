@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -21,6 +22,19 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 def server_env(db: Path, **extra: str) -> dict[str, str]:
     # The default "auto" backends with downloads off: exercises the real loading code and its fallback.
     return {"MEMORIA_DB_URI": str(db), "MEMORIA_ALLOW_MODEL_DOWNLOADS": "0", "HF_HUB_OFFLINE": "1", **extra}
+
+
+def raw_server(db: Path, **options: Any) -> subprocess.Popen[str]:
+    """`python -m server` on stdio, spoken to line by line."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**server_env(db), "PATH": "/usr/bin:/bin"},
+        **options,
+    )
 
 
 async def test_full_flow_over_stdio_on_the_offline_backend(tmp_path):
@@ -116,14 +130,7 @@ def test_stdout_carries_nothing_but_protocol_messages(tmp_path):
             "params": {"name": "recall", "arguments": {"query": "raw stdio"}},
         },
     ]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "server"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**server_env(tmp_path / "db"), "PATH": "/usr/bin:/bin"},
-    )
+    process = raw_server(tmp_path / "db")
     responses = {}
     assert process.stdin and process.stdout
     try:
@@ -206,15 +213,8 @@ def test_ctrl_c_stops_a_serving_server_with_one_line_and_the_memory_it_stored_ke
 
     from server.serve import INTERRUPT_GRACE_SECONDS
 
-    process = subprocess.Popen(
-        [sys.executable, "-m", "server"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**server_env(tmp_path / "db"), "PATH": "/usr/bin:/bin"},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
-    )
+    # Started as a terminal starts it: SIGINT at its default.
+    process = raw_server(tmp_path / "db", preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert process.stdin and process.stdout and process.stderr
     remember = {
         "jsonrpc": "2.0",

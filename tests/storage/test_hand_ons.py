@@ -9,13 +9,18 @@ from storage.records import Scope
 SCOPE = Scope("acme", "web")
 
 
+def died(journal: HandOnJournal) -> None:
+    """Its process dies: the lock goes with it, the file stays."""
+    journal._file.close()
+    journal._file = None
+
+
 def test_what_a_stopped_process_handed_on_and_never_finished_is_found_by_the_next(tmp_path):
     gone = HandOnJournal(tmp_path)
     first = gone.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
     second = gone.begin(HandOn(SCOPE, "mem_d", (("mem_c", False), ("mem_e", True))))
     gone.end(first)
-    gone._file.close()  # the process dies: its lock goes with it, its file stays
-    gone._file = None
+    died(gone)
 
     starting = HandOnJournal(tmp_path)
     [(path, unfinished)] = starting.orphans()
@@ -97,7 +102,6 @@ def test_a_long_file_is_written_again_with_only_the_carries_still_open(tmp_path,
         journal.end(journal.begin(HandOn(SCOPE, f"mem_{index}", (("mem_a", True),))))
     [own] = (tmp_path / HAND_ONS_DIR).iterdir()
     assert len(own.read_text().splitlines()) < 6
-    journal._file.close()  # the process dies
-    journal._file = None
+    died(journal)
     [(_, unfinished)] = HandOnJournal(tmp_path).orphans()
     assert held is not None and [hand_on.heir_id for hand_on in unfinished] == ["mem_held"]

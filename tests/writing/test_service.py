@@ -233,79 +233,62 @@ def credited(runtime, content: str, question: str, outcome: str, role: str) -> s
     return memory_id
 
 
+# A runbook step a report named helpful (1.15), and the same step restated twice (case, punctuation).
+ROLLBACK = "Rollback a bad deploy with make rollback"
+RESTATED = "rollback a bad deploy with make rollback."
+RESTATED_AGAIN = "ROLLBACK a bad deploy with make rollback"
+
+
+def helped(runtime) -> str:
+    return credited(runtime, ROLLBACK, "roll back a deploy", "success", "helpful_ids")
+
+
+def said(runtime, content: str, **fields):
+    return remember(RememberInput(content=content, **fields), runtime, CALLER)
+
+
 def weights(runtime, *memory_ids: str) -> list[float]:
     return [runtime.store.get_memory(memory_id).weight for memory_id in memory_ids]
 
 
-def test_a_restatement_of_a_restatement_gets_the_credits_still_on_their_way_to_the_first(settings):
+def test_a_restatement_of_a_restatement_gets_the_credits_still_on_their_way_to_the_first(runtime):
     """A -> B -> C while the carry of A's credits to B waits: they do not stay on B, which left the active
     set; they go on to C, the memory that stands."""
-    runtime = make_runtime(settings)
-    try:
-        a = credited(
-            runtime,
-            "Rollback a bad deploy with make rollback",
-            "roll back a deploy",
-            "success",
-            "helpful_ids",
-        )
-        with ReportInProgress(runtime):
-            b = remember(RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER)
-            c = remember(RememberInput(content="ROLLBACK a bad deploy with make rollback"), runtime, CALLER)
-            assert b.consolidation.superseded == [a] and c.consolidation.superseded == [b.id]
-        assert runtime.writer.settle(TIMEOUT)
-        assert weights(runtime, a, b.id, c.id) == [1.15, 1.15, 1.15]
-        assert runtime.store.get_memory(c.id).status == "active"
-    finally:
-        runtime.close()
+    a = helped(runtime)
+    with ReportInProgress(runtime):
+        b, c = said(runtime, RESTATED), said(runtime, RESTATED_AGAIN)
+        assert b.consolidation.superseded == [a] and c.consolidation.superseded == [b.id]
+    assert runtime.writer.settle(TIMEOUT)
+    assert weights(runtime, a, b.id, c.id) == [1.15, 1.15, 1.15]
+    assert runtime.store.get_memory(c.id).status == "active"
 
 
-def test_a_correction_of_a_restatement_takes_none_of_the_blame_still_on_its_way(settings):
+def test_a_correction_of_a_restatement_takes_none_of_the_blame_still_on_its_way(runtime):
     """A misled; B restates it (the blame goes to B) and C corrects B before that carry ran: B ends with
     A's blame, C with none of it, as when each carry runs before the next write."""
-    runtime = make_runtime(settings)
-    try:
-        a = credited(runtime, "The API listens on port 8080", "which port", "failure", "misleading_ids")
-        with ReportInProgress(runtime):
-            b = remember(RememberInput(content="the API listens on port 8080."), runtime, CALLER)
-            c = remember(RememberInput(content="The API now listens on port 9090"), runtime, CALLER)
-            assert b.consolidation.superseded == [a] and c.consolidation.revised == [b.id]
-        assert runtime.writer.settle(TIMEOUT)
-        assert weights(runtime, a, b.id, c.id) == [0.85, 0.85, 1.0]
-    finally:
-        runtime.close()
+    a = credited(runtime, "The API listens on port 8080", "which port", "failure", "misleading_ids")
+    with ReportInProgress(runtime):
+        b = said(runtime, "the API listens on port 8080.")
+        c = said(runtime, "The API now listens on port 9090")
+        assert b.consolidation.superseded == [a] and c.consolidation.revised == [b.id]
+    assert runtime.writer.settle(TIMEOUT)
+    assert weights(runtime, a, b.id, c.id) == [0.85, 0.85, 1.0]
 
 
-def test_an_explicit_update_of_a_memory_credits_are_on_their_way_to_waits_for_them(settings):
-    runtime = make_runtime(settings)
-    try:
-        a = credited(
-            runtime,
-            "Rollback a bad deploy with make rollback",
-            "roll back a deploy",
-            "success",
-            "helpful_ids",
-        )
-        with ReportInProgress(runtime):
-            b = remember(RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER)
-            fixed = remember(
-                RememberInput(content="Roll back a bad deploy with make rollback ENV=prod", replaces=b.id),
-                runtime,
-                CALLER,
-            )
-        assert runtime.writer.settle(TIMEOUT)
-        assert weights(runtime, a, b.id, fixed.id) == [1.15, 1.15, 1.15]
-    finally:
-        runtime.close()
+def test_an_explicit_update_of_a_memory_credits_are_on_their_way_to_waits_for_them(runtime):
+    a = helped(runtime)
+    with ReportInProgress(runtime):
+        b = said(runtime, RESTATED)
+        fixed = said(runtime, "Roll back a bad deploy with make rollback ENV=prod", replaces=b.id)
+    assert runtime.writer.settle(TIMEOUT)
+    assert weights(runtime, a, b.id, fixed.id) == [1.15, 1.15, 1.15]
 
 
 def test_closing_the_runtime_carries_what_is_still_on_its_way(settings):
     runtime = make_runtime(settings)
-    credited(
-        runtime, "Rollback a bad deploy with make rollback", "roll back a deploy", "success", "helpful_ids"
-    )
+    helped(runtime)
     with ReportInProgress(runtime):
-        b = remember(RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER)
+        b = said(runtime, RESTATED)
     runtime.close()
     reopened = make_runtime(settings)
     try:
@@ -314,72 +297,40 @@ def test_closing_the_runtime_carries_what_is_still_on_its_way(settings):
         reopened.close()
 
 
-def test_a_restatement_is_answered_while_a_report_holds_the_lock_and_its_credits_follow(settings):
+def test_a_restatement_is_answered_while_a_report_holds_the_lock_and_its_credits_follow(runtime):
     """Carrying a superseded memory's credits is a report's sequence; the remember that superseded it is
     answered without waiting for the reports' lock, and the memory that stands gets them once it is free."""
     from tools.recall import RecallInput, recall
     from tools.report_outcome import ReportOutcomeInput, report_outcome
 
-    runtime = make_runtime(settings)
-    try:
-        old = remember(
-            RememberInput(content="Rollback a bad deploy with make rollback", tags=["ops"]), runtime, CALLER
-        )
-        recall(RecallInput(query="how do I roll back a deploy"), runtime, CALLER)
-        report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[old.id]), runtime, CALLER)
-        assert runtime.store.get_memory(old.id).weight == 1.15  # one named success, the spec's step
-
-        held, release = threading.Event(), threading.Event()
-
-        def report_in_progress() -> None:
-            with runtime.store.reporting():
-                held.set()
-                assert release.wait(TIMEOUT)
-
-        reporter = threading.Thread(target=report_in_progress)
-        reporter.start()
-        assert held.wait(TIMEOUT)
-        try:
-            new = remember(
-                RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER
-            )
-            assert new.consolidation.superseded == [old.id]
-            standing = runtime.store.get_memory(new.id)
-            assert standing.tags == ("ops",) and standing.weight == 1.0  # tags at once; credits wait
-            assert not runtime.writer.settle(0.2)
-        finally:
-            release.set()
-            reporter.join(TIMEOUT)
-        assert runtime.writer.settle(TIMEOUT)
-        assert runtime.store.get_memory(new.id).weight == 1.15
-    finally:
-        runtime.close()
+    old = said(runtime, ROLLBACK, tags=["ops"])
+    recall(RecallInput(query="how do I roll back a deploy"), runtime, CALLER)
+    report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[old.id]), runtime, CALLER)
+    assert runtime.store.get_memory(old.id).weight == 1.15  # one named success, the spec's step
+    with ReportInProgress(runtime):
+        new = said(runtime, RESTATED)
+        assert new.consolidation.superseded == [old.id]
+        standing = runtime.store.get_memory(new.id)
+        assert standing.tags == ("ops",) and standing.weight == 1.0  # tags at once; credits wait
+        assert not runtime.writer.settle(0.2)
+    assert runtime.writer.settle(TIMEOUT)
+    assert runtime.store.get_memory(new.id).weight == 1.15
 
 
 CRASHING_WRITER = """
-import sys, threading, time
+import sys, time
 from tests.helpers import make_runtime, settings_for
-from tests.writing.test_service import CALLER, credited
-from tools.remember import RememberInput, remember
+from tests.writing.test_service import RESTATED, ReportInProgress, helped, said
 
 runtime = make_runtime(settings_for(sys.argv[1]))
-credited(runtime, "Rollback a bad deploy with make rollback", "roll back a deploy", "success", "helpful_ids")
-held = threading.Event()
-
-def report_in_progress():
-    with runtime.store.reporting():
-        held.set()
-        time.sleep(3600)
-
-threading.Thread(target=report_in_progress, daemon=True).start()
-held.wait()
-restated = remember(RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER)
-print(restated.id, flush=True)  # answered; its credits wait behind the report in progress
+helped(runtime)
+ReportInProgress(runtime).__enter__()  # holds the reports' lock for longer than the test waits
+print(said(runtime, RESTATED).id, flush=True)  # answered; its credits wait behind the report in progress
 time.sleep(3600)
 """
 
 
-def test_credits_a_killed_process_was_handing_on_are_carried_by_the_next_start(settings, tmp_path):
+def test_credits_a_killed_process_was_handing_on_are_carried_by_the_next_start(settings):
     import os
     import signal
     import subprocess
@@ -411,58 +362,40 @@ def test_credits_a_killed_process_was_handing_on_are_carried_by_the_next_start(s
         runtime.close()
 
 
-def test_credits_are_carried_when_they_cannot_be_written_down(settings, caplog):
-    runtime = make_runtime(settings)
-    try:
-        a = credited(
-            runtime,
-            "Rollback a bad deploy with make rollback",
-            "roll back a deploy",
-            "success",
-            "helpful_ids",
-        )
+def test_credits_are_carried_when_they_cannot_be_written_down(runtime, caplog):
+    a = helped(runtime)
 
-        def full(*args, **kwargs):
-            raise OSError("disk full")
+    def full(*args, **kwargs):
+        raise OSError("disk full")
 
-        runtime.writer._journal.begin = full
-        b = remember(RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER)
-        assert b.consolidation.superseded == [a]
-        assert runtime.writer.settle(TIMEOUT)
-        assert weights(runtime, b.id) == [1.15]
-        assert "could not write down the credits handed on" in caplog.text
-        assert runtime.writer._pending_heirs({b.id}) == set()
-    finally:
-        runtime.close()
+    runtime.writer._journal.begin = full
+    b = said(runtime, RESTATED)
+    assert b.consolidation.superseded == [a]
+    assert runtime.writer.settle(TIMEOUT)
+    assert weights(runtime, b.id) == [1.15]
+    assert "could not write down the credits handed on" in caplog.text
+    assert runtime.writer._pending_heirs({b.id}) == set()
 
 
-def test_a_recovered_carry_to_a_memory_replaced_since_goes_on_to_the_one_that_stands(settings, monkeypatch):
+def test_a_recovered_carry_to_a_memory_replaced_since_goes_on_to_the_one_that_stands(
+    runtime, settings, monkeypatch
+):
     from pathlib import Path
 
     from storage.hand_ons import HandOn, HandOnJournal
+    from tests.storage.test_hand_ons import died
 
-    runtime = make_runtime(settings)
-    try:
-        a = credited(
-            runtime,
-            "Rollback a bad deploy with make rollback",
-            "roll back a deploy",
-            "success",
-            "helpful_ids",
-        )
-        # B restated A in a process that died before carrying A's credits: written down, never carried.
-        with monkeypatch.context() as patched:
-            patched.setattr(runtime.writer, "_hand_on", lambda *args: None)
-            b = remember(RememberInput(content="rollback a bad deploy with make rollback."), runtime, CALLER)
-        gone = HandOnJournal(Path(settings.db_uri))
-        gone.begin(HandOn(Scope("default", "default"), b.id, ((a, True),)))
-        gone._file.close()  # its process dies
-        gone._file = None
-        # C restates B before any server recovers that carry: B has nothing to hand on yet.
-        c = remember(RememberInput(content="ROLLBACK a bad deploy with make rollback"), runtime, CALLER)
-        assert c.consolidation.superseded == [b.id] and weights(runtime, b.id, c.id) == [1.0, 1.0]
-        assert runtime.writer.recover_hand_ons() == 1
-        assert runtime.writer.settle(TIMEOUT)
-        assert weights(runtime, b.id, c.id) == [1.15, 1.15]
-    finally:
-        runtime.close()
+    a = helped(runtime)
+    # B restated A in a process that died before carrying A's credits: written down, never carried.
+    with monkeypatch.context() as patched:
+        patched.setattr(runtime.writer, "_hand_on", lambda *args: None)
+        b = said(runtime, RESTATED)
+    gone = HandOnJournal(Path(settings.db_uri))
+    gone.begin(HandOn(Scope("default", "default"), b.id, ((a, True),)))
+    died(gone)
+    # C restates B before any server recovers that carry: B has nothing to hand on yet.
+    c = said(runtime, RESTATED_AGAIN)
+    assert c.consolidation.superseded == [b.id] and weights(runtime, b.id, c.id) == [1.0, 1.0]
+    assert runtime.writer.recover_hand_ons() == 1
+    assert runtime.writer.settle(TIMEOUT)
+    assert weights(runtime, b.id, c.id) == [1.15, 1.15]
