@@ -335,7 +335,7 @@ class AppState:
             catch_up(runtime)
         except Exception as exc:  # the rounds retry it
             log.warning(
-                "catching up with expiry and unfinished hand-ons failed (the next round retries): %s", exc
+                "catching up with expiry and unfinished writes failed (the next round retries): %s", exc
             )
         while not self._stop.wait(min(1.0, interval)):
             due = time.monotonic() - last >= interval

@@ -83,15 +83,18 @@ def maintenance_round(runtime: Runtime) -> dict[str, str]:
 
 
 def catch_up(runtime: Runtime) -> None:
-    """What time or other processes left to do: retract ephemeral memories past their expiry, and hand on
-    again the credits a process that died (another server on this store) handed on and never carried.
+    """What time or other processes left to do: retract ephemeral memories past their expiry, and finish
+    what a process that died (another server on this store) began: the consolidation of memories it
+    inserted, the credits it handed on and never carried (``storage.unfinished``).
     Every maintenance round, and once as a server starts (what happened while none ran)."""
     expired = expire_ephemeral(runtime)
     if expired:
         log.info("retracted %d expired ephemeral memories", expired)
-    recovered = runtime.writer.recover_hand_ons()
-    if recovered:
-        log.info("handing on again %d carries of credits a stopped process left unfinished", recovered)
+    consolidated, carried = runtime.writer.recover_unfinished()
+    if consolidated:
+        log.info("consolidated %d memories a stopped process inserted and never consolidated", consolidated)
+    if carried:
+        log.info("handing on again %d carries of credits a stopped process left unfinished", carried)
 
 
 JOURNAL_EXPIRY_EVERY_SECONDS = 600.0  # a look for expired records scans the journal's dates: not every round

@@ -27,7 +27,6 @@ from storage.feedback_log import FeedbackLog
 from storage.forgetting import PURGE_JOURNAL, Forgetting, PendingPurge
 from storage.generations import GENERATIONS_FILE_NAME, REPORTS, WRITES, Generations, VersionWatch
 from storage.group_commit import GroupCommit
-from storage.hand_ons import HandOnJournal
 from storage.journal import RetrievalJournal
 from storage.lexical_index import Analyzer
 from storage.locking import (
@@ -45,6 +44,7 @@ from storage.scope_cache import ScopeCache
 from storage.search import MemorySearch
 from storage.snapshots import ScopeSnapshots
 from storage.tables import StoreError, local_folder
+from storage.unfinished import UnfinishedWrites
 from storage.upkeep import Upkeep
 from storage.versions import SupersededVersions, newest_on_disk
 from storage.write_behind import WriteBehind
@@ -250,10 +250,10 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
             self._reports_lock.close()
             self._compaction_lock.close()
 
-    def hand_on_journal(self) -> HandOnJournal:
-        """Where this process writes down the credits it hands on (``storage.hand_ons``; nothing on an
-        object store)."""
-        return HandOnJournal(local_folder(self._uri))
+    def unfinished_writes(self) -> UnfinishedWrites:
+        """Where this process writes down the write work that must outlive a crash (``storage.unfinished``:
+        credits handed on, consolidations owed; nothing on an object store)."""
+        return UnfinishedWrites(local_folder(self._uri))
 
     def __enter__(self) -> MemoryStore:
         return self

@@ -6,7 +6,7 @@ of the time under load, then reads, merges and writes weights (300 ms at the med
 of ``benchmarks.load``, for the few restatements of a memory a report moved). The remember that caused it
 has committed its own write by then; it is answered without waiting, and one thread carries the credits
 in the order they were handed on. Until it has, the memory that stands ranks without them. Each carry is
-written down before it is handed on (``storage.hand_ons``): one a crash interrupts (nothing is
+written down before it is handed on (``storage.unfinished``): one a crash interrupts (nothing is
 half-written, each carry is one report sequence) is carried by the next server to start. ``settle``
 waits for what was handed on so far; ``close`` carries the rest first.
 """

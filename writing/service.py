@@ -28,7 +28,6 @@ from retrieval.redaction import Redacted, redact
 from retrieval.stages.corroboration import ClusterMember
 from retrieval.text import content_hash, has_visible_text, negated, searchable_text
 from storage.group_commit import GroupCommit
-from storage.hand_ons import HandOn
 from storage.records import (
     Audience,
     LineageEvent,
@@ -42,6 +41,7 @@ from storage.records import (
     audience_of,
     org_shelf,
 )
+from storage.unfinished import HandOn, OwedConsolidation
 from writing.behind import HandOnQueue
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.rules import collapse_batch
@@ -140,6 +140,7 @@ class _Inserted:
 
     record: MemoryRecord
     vector: npt.NDArray[np.float32]
+    owed: int | None  # its consolidation, written down as owed (``storage.unfinished``)
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,9 @@ class WriteService:
         # Credits a superseded memory earned are carried after its successor's caller is answered; the
         # memories they are on their way to (a count per heir, of the carries queued or running).
         self._hand_ons = HandOnQueue("memoria-hand-on")
-        self._journal = store.hand_on_journal()  # written down first: a crash leaves them to the next start
+        # Credits handed on and consolidations owed are written down first: a crash leaves them to the next
+        # start (``storage.unfinished``).
+        self._journal = store.unfinished_writes()
         self._heirs_pending: Counter[str] = Counter()
         self._heirs_lock = threading.Lock()
 
@@ -199,20 +202,70 @@ class WriteService:
         self._hand_ons.close()
         self._journal.close()
 
-    def recover_hand_ons(self) -> int:
-        """Hand on again what processes that are gone handed on and never carried (``storage.hand_ons``);
-        returns how many carries. A server does it as it starts and in every maintenance round
-        (``server.upkeep.catch_up``)."""
-        count = 0
-        for path, hand_ons in self._journal.orphans():
-            for hand_on in hand_ons:
-                self._hand_on(hand_on.scope, hand_on.heir_id, list(hand_on.losers))
+    def recover_unfinished(self) -> tuple[int, int]:
+        """Finish what processes that are gone began and never finished (``storage.unfinished``): the
+        consolidations owed by memories they inserted, then the credits they handed on. Returns how many of
+        each. A server does it as it starts and in every maintenance round (``server.upkeep.catch_up``)."""
+        consolidated = carried = 0
+        for path, entries in self._journal.orphans():
+            for entry in entries:
+                if isinstance(entry, OwedConsolidation):
+                    consolidated += self._finish_consolidation(entry)
+                    continue
+                self._hand_on(entry.scope, entry.heir_id, list(entry.losers))
                 # Its memory may have been replaced since (no carry of this process was on its way to it
                 # then): its credits go on from there, behind this carry.
-                self._hand_on_chains(hand_on.scope, [hand_on.heir_id])
-                count += 1
-            self._journal.discard(path)  # written down again, in this process's file
-        return count
+                self._hand_on_chains(entry.scope, [entry.heir_id])
+                carried += 1
+            self._journal.discard(path)  # what is still open is written down again, in this process's file
+        return consolidated, carried
+
+    def _finish_consolidation(self, owed: OwedConsolidation) -> int:
+        """The consolidation a process that died owed memories it inserted stamped as examined (and the
+        explicit update they were written for): done now as the remember would have done it, with the
+        rules (no request, so no language model). Idempotent: a memory no longer active, or never
+        inserted, is left alone, and one consolidated already finds its restatements gone from the active
+        set. Written down again first, so that a crash now leaves it to the next start once more."""
+        store = self._store
+        current = store.get_memories(
+            [*owed.memory_ids, *([owed.replaces] if owed.replaces else [])], owed.scope
+        )
+        active = [current[i] for i in owed.memory_ids if i in current and current[i].status == "active"]
+        if not active:
+            return 0
+        number = self._owe(owed)
+        try:
+            vectors = store.memory_vectors([memory.id for memory in active], owed.scope)
+            replaced = current.get(owed.replaces) if owed.replaces else None
+            for memory in active:
+                actor = Actor(memory.agent_id, memory.session_id)
+                self.observe(memory)
+                with unmarked_on_failure(store, [memory.id]):
+                    if replaced is not None and replaced.status == "active":
+                        log.info("finishing the explicit update of %s by %s", replaced.id, memory.id)
+                        self._update(replaced, memory, actor, carry=True)
+                    if memory.id in vectors:
+                        report = self.consolidation.on_write(
+                            memory, vectors[memory.id], llm=None, actor=actor, mark=False
+                        )
+                        self.track(owed.scope, report, memory.id)
+        finally:
+            self._owed_done(number)
+        return len(active)
+
+    def _owe(self, owed: OwedConsolidation) -> int | None:
+        """Write down that these memories' consolidation is owed, before their stamped rows are committed."""
+        try:
+            return self._journal.begin(owed)
+        except Exception:  # written all the same; only a crash before their consolidation would now leave it
+            log.warning("could not write down the consolidation owed by %s", owed.memory_ids, exc_info=True)
+            return None
+
+    def _owed_done(self, number: int | None) -> None:
+        try:
+            self._journal.end(number)
+        except Exception:  # the next start consolidates them again: idempotent
+            log.warning("could not write down that a consolidation ran", exc_info=True)
 
     # -- drafts -----------------------------------------------------------------------------------------
 
@@ -294,11 +347,15 @@ class WriteService:
             with self._store.one_version():
                 return replace(self._remember(prepared.record, llm, replaces), redacted=prepared.redacted)
         [inserted] = self._coalesced.run([prepared])
-        with self._store.one_version():  # one freshness check for the reads; writes check under the lock
-            if inserted is None:  # stored already, or stated again after a retraction or purge
-                result = self._remember(prepared.record, llm)
-            else:
-                result = self._consolidate_new(inserted.record, inserted.vector, llm)
+        try:
+            with self._store.one_version():  # one freshness check for the reads; writes check under the lock
+                if inserted is None:  # stored already, or stated again after a retraction or purge
+                    result = self._remember(prepared.record, llm)
+                else:
+                    result = self._consolidate_new(inserted.record, inserted.vector, llm)
+        finally:
+            if inserted is not None:  # done, or its stamp taken off for the sweep (``unmarked_on_failure``)
+                self._owed_done(inserted.owed)
         return replace(result, redacted=prepared.redacted)
 
     @property
@@ -338,10 +395,17 @@ class WriteService:
             if not written:
                 return results
             news = self.embedded(written, preceding)
+            # Left open if the insert fails: whether it committed is then unknown, and the next start looks.
+            owed = [
+                self._owe(OwedConsolidation(record.scope, (record.id,))) if record.consolidated_at else None
+                for record in written
+            ]
             stored = self._store.insert_many(news)  # one commit for every scope of the batch
-        for index, new, (record, created) in zip(writers, news, stored, strict=True):
+        for index, new, number, (record, created) in zip(writers, news, owed, stored, strict=True):
             if created:
-                results[index] = _Inserted(record, as_array(new.vector))
+                results[index] = _Inserted(record, as_array(new.vector), number)
+            else:  # stored by another process meanwhile: its writer owes the consolidation
+                self._owed_done(number)
         return results
 
     def _consolidate_new(
@@ -386,23 +450,36 @@ class WriteService:
             drafted = record
             record = self.examined_as_written(record)
             new = self.embedded([record], self.preceding_contents([record]))[0]  # only what is new
-            if existing is None:
-                stored, created = store.insert_memory(new)
-                if not created and stored.agent_id != record.agent_id:
-                    # Another agent's identical write committed in the same group: corroboration.
-                    return self._attested(stored, record)
-            else:  # stated again after a retraction or purge: it is live again, with lineage
-                restored = store.restore_memory(new)
-                if restored is None:  # another remember of the same content restored it first
-                    return self._remember(drafted, llm, replaces)
-                stored, created = restored, True
-                was = "had expired" if expired else f"had been {existing.status}"
-                note = f"restored: an identical memory {was}"
-            if not created:  # the same agent's identical write committed in the same group
-                return WriteResult(stored, False)
-            return self._consolidate_new(
-                stored, as_array(new.vector), llm, note=note, restored=existing is not None, replaces=replaces
-            )
+            owed = None
+            if record.consolidated_at is not None or replaces is not None:
+                owed = self._owe(
+                    OwedConsolidation(record.scope, (record.id,), replaces.id if replaces else None)
+                )
+            try:
+                if existing is None:
+                    stored, created = store.insert_memory(new)
+                    if not created and stored.agent_id != record.agent_id:
+                        # Another agent's identical write committed in the same group: corroboration.
+                        return self._attested(stored, record)
+                else:  # stated again after a retraction or purge: it is live again, with lineage
+                    restored = store.restore_memory(new)
+                    if restored is None:  # another remember of the same content restored it first
+                        return self._remember(drafted, llm, replaces)
+                    stored, created = restored, True
+                    was = "had expired" if expired else f"had been {existing.status}"
+                    note = f"restored: an identical memory {was}"
+                if not created:  # the same agent's identical write committed in the same group
+                    return WriteResult(stored, False)
+                return self._consolidate_new(
+                    stored,
+                    as_array(new.vector),
+                    llm,
+                    note=note,
+                    restored=existing is not None,
+                    replaces=replaces,
+                )
+            finally:
+                self._owed_done(owed)
         else:
             stored, created = existing, False
             if replaces is not None and stored.status == "active":
@@ -533,7 +610,6 @@ class WriteService:
             )
         ]
         losers = {loser.id: survivor.id for loser, survivor in collapsed}
-        now = self._clock()
         # One write: every new memory stamped as examined (consolidation runs below), and the batch's own
         # near-duplicates stored already superseded by the record that restated them.
         written = [
@@ -543,9 +619,33 @@ class WriteService:
             for record in fresh
         ]
         news = self.embedded(written, self.preceding_contents(records))
+        stamped = tuple(record.id for record in written if record.consolidated_at and record.id not in losers)
+        owed = self._owe(OwedConsolidation(scope, stamped)) if stamped else None  # open if the insert fails
         stored = {record.id: record for record, created in store.insert_many(news) if created}
-        vectors = {new.record.id: as_array(new.vector) for new in news}
-        authors = {record.id: Actor(record.agent_id, record.session_id) for record in fresh}
+        try:
+            self._consolidate_batch(
+                scope, written, stored, losers, {new.record.id: new for new in news}, results, llm
+            )
+        finally:
+            self._owed_done(owed)
+        return self._in_input_order(prepared, results)
+
+    def _consolidate_batch(
+        self,
+        scope: Scope,
+        written: list[MemoryRecord],
+        stored: dict[str, MemoryRecord],
+        losers: dict[str, str],
+        news: dict[str, NewMemory],
+        results: dict[str, WriteResult],
+        llm: LanguageModel | None,
+    ) -> None:
+        """``_remember_many``'s part after the insert: the lineage of the batch's own near-duplicates, then
+        each new memory consolidated, its result in ``results``."""
+        store = self._store
+        now = self._clock()
+        vectors = {memory_id: as_array(new.vector) for memory_id, new in news.items()}
+        authors = {record.id: Actor(record.agent_id, record.session_id) for record in written}
         with unmarked_on_failure(store, [record.id for record in written if record.id in stored]):
             if losers:  # inside: a failure here must not leave the batch stamped as examined
                 store.add_lineage(
@@ -582,7 +682,6 @@ class WriteService:
                 )
                 self.track(scope, report, record.id)
                 results[record.id] = WriteResult(record, True, consolidation=report)
-        return self._in_input_order(prepared, results)
 
     def _in_input_order(
         self, prepared: Sequence[Prepared], results: dict[str, WriteResult]
@@ -888,7 +987,8 @@ def _tags_to_add(heir: MemoryRecord, losers: Sequence[MemoryRecord]) -> list[str
 def unmarked_on_failure(store: MemoryStore, memory_ids: Sequence[str]) -> Iterator[None]:
     """If consolidation fails after memories went in stamped as examined, take the stamp off again, so a
     retried call (or the background sweep) examines them. A process killed in between leaves them
-    stamped: they are stored and recalled all the same, only not checked against their neighbours."""
+    stamped, and their consolidation written down as owed: the next start does it
+    (``WriteService.recover_unfinished``)."""
     try:
         yield
     except BaseException:

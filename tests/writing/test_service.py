@@ -354,12 +354,117 @@ def test_credits_a_killed_process_was_handing_on_are_carried_by_the_next_start(s
     runtime = make_runtime(settings)
     try:
         assert runtime.store.get_memory(restated_id).weight == 1.0
-        assert runtime.writer.recover_hand_ons() == 1
+        assert runtime.writer.recover_unfinished() == (0, 1)
         assert runtime.writer.settle(TIMEOUT)
         assert runtime.store.get_memory(restated_id).weight == 1.15  # the named success, carried
-        assert runtime.writer.recover_hand_ons() == 0  # nothing left written down
+        assert runtime.writer.recover_unfinished() == (0, 0)  # nothing left written down
     finally:
         runtime.close()
+
+
+CRASHING_CONSOLIDATION = """
+import sys, time
+from tests.helpers import make_runtime, settings_for
+from tests.writing.test_service import ROLLBACK, RESTATED, said
+
+runtime = make_runtime(settings_for(sys.argv[1]))
+old = said(runtime, ROLLBACK).id
+print(old, flush=True)
+
+def killed_here(*args, **kwargs):
+    print(args[1].id if sys.argv[2] == "update" else args[0].id, flush=True)
+    time.sleep(3600)
+
+if sys.argv[2] == "update":  # the correction's row is in; the old text is not superseded yet
+    runtime.writer._update = killed_here
+    said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=old)
+else:  # the restatement's row is in, stamped as examined; its consolidation never runs
+    runtime.writer.consolidation.on_write = killed_here
+    said(runtime, RESTATED)
+"""
+
+
+def killed_between_insert_and_consolidation(settings, step: str) -> tuple[str, str]:
+    """A process remembers a memory, then a second one, and is killed (kill -9) once the second's row is
+    committed, before its consolidation (``step`` "update": before its explicit update) ran. Returns
+    the two ids."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", CRASHING_CONSOLIDATION, str(settings.db_uri), step],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=os.getcwd(),
+    )
+    try:
+        old, new = process.stdout.readline().strip(), process.stdout.readline().strip()
+        assert old.startswith("mem_") and new.startswith("mem_"), process.stderr.read()
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(TIMEOUT)
+        process.stdout.close()
+        process.stderr.close()
+    return old, new
+
+
+def test_a_restatement_a_killed_process_never_consolidated_is_by_the_next_start(settings):
+    old, new = killed_between_insert_and_consolidation(settings, "consolidation")
+    runtime = make_runtime(settings)
+    try:
+        before = runtime.store.get_memories([old, new], Scope("default", "default"))
+        # Half done: both active, and the new one stamped as examined, so the sweep would never look.
+        assert [before[old].status, before[new].status] == ["active", "active"]
+        assert before[new].consolidated_at is not None
+        assert runtime.writer.recover_unfinished() == (1, 0)
+        after = runtime.store.get_memory(old)
+        assert (after.status, after.replaced_by) == ("superseded", new)
+        [event] = runtime.store.lineage(Scope("default", "default"), [old])
+        assert (event.action, event.related_id) == ("supersede", new)
+        assert runtime.writer.recover_unfinished() == (0, 0)  # done, and nothing left written down
+    finally:
+        runtime.close()
+
+
+def test_an_explicit_update_a_killed_process_left_half_done_is_finished_by_the_next_start(settings):
+    old, new = killed_between_insert_and_consolidation(settings, "update")
+    runtime = make_runtime(settings)
+    try:
+        assert runtime.store.get_memory(old).status == "active"  # the old text beside the correction
+        assert runtime.writer.recover_unfinished() == (1, 0)
+        after = runtime.store.get_memory(old)
+        assert (after.status, after.replaced_by) == ("superseded", new)
+        assert runtime.store.get_memory(new).status == "active"
+        [event] = runtime.store.lineage(Scope("default", "default"), [old])
+        assert (event.action, event.resolver, event.reason) == ("supersede", "explicit", "explicit update")
+    finally:
+        runtime.close()
+
+
+def test_a_remember_leaves_nothing_owed_behind(runtime):
+    said(runtime, ROLLBACK)
+    said(runtime, RESTATED)
+    remember_many(RememberManyInput(items=[BatchItem(content="Deploys go out on Tuesdays")]), runtime, CALLER)
+    assert runtime.writer._journal._open == {}
+
+
+def test_a_consolidation_that_failed_is_left_to_the_sweep_not_owed(runtime):
+    def broken(*args, **kwargs):
+        raise RuntimeError("consolidation failed")
+
+    runtime.writer.consolidation.on_write = broken
+    try:
+        said(runtime, ROLLBACK)
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("the failure should reach the caller")
+    stored = runtime.store.get_memory(memory_id_for(Scope("default", "default"), content_hash(ROLLBACK)))
+    assert stored.consolidated_at is None  # unstamped: the sweep examines it
+    assert runtime.writer._journal._open == {}
 
 
 def test_credits_are_carried_when_they_cannot_be_written_down(runtime, caplog):
@@ -382,20 +487,20 @@ def test_a_recovered_carry_to_a_memory_replaced_since_goes_on_to_the_one_that_st
 ):
     from pathlib import Path
 
-    from storage.hand_ons import HandOn, HandOnJournal
-    from tests.storage.test_hand_ons import died
+    from storage.unfinished import HandOn, UnfinishedWrites
+    from tests.storage.test_unfinished import died
 
     a = helped(runtime)
     # B restated A in a process that died before carrying A's credits: written down, never carried.
     with monkeypatch.context() as patched:
         patched.setattr(runtime.writer, "_hand_on", lambda *args: None)
         b = said(runtime, RESTATED)
-    gone = HandOnJournal(Path(settings.db_uri))
+    gone = UnfinishedWrites(Path(settings.db_uri))
     gone.begin(HandOn(Scope("default", "default"), b.id, ((a, True),)))
     died(gone)
     # C restates B before any server recovers that carry: B has nothing to hand on yet.
     c = said(runtime, RESTATED_AGAIN)
     assert c.consolidation.superseded == [b.id] and weights(runtime, b.id, c.id) == [1.0, 1.0]
-    assert runtime.writer.recover_hand_ons() == 1
+    assert runtime.writer.recover_unfinished() == (0, 1)
     assert runtime.writer.settle(TIMEOUT)
     assert weights(runtime, b.id, c.id) == [1.15, 1.15]

@@ -1,0 +1,223 @@
+"""Write work that must outlive a crash, written down before it runs: a process that dies first leaves it
+for the next one to finish, instead of leaving half an operation behind.
+
+Two kinds of entry:
+
+- **a hand-on** (``writing.behind``): the credits a superseded memory earned, carried to the memory that
+  took its place after the caller was answered (the scope, the memory they go to, the memories they
+  come from and whether their failures go too);
+- **a consolidation owed** (``writing.service``): memories about to be inserted stamped as examined by
+  consolidation, which runs right after their commit (one write instead of an insert and an update). A
+  process killed between the two left a restatement beside the memory it restates, both active, and
+  the stamp kept the sweep from ever looking at it again; an explicit update half done left the old text
+  active beside the new. The entry names the memories and, for an explicit update, the memory they
+  replace.
+
+Each process appends to a file of its own in the store folder's ``.memoria-unfinished/``, which it holds
+an exclusive ``flock`` on while it runs: a line when work begins, a line when it is done. A file whose
+lock can be taken belongs to a process that is gone; what it began and never finished is an orphan,
+which a starting server (and every maintenance round) runs again (both kinds are idempotent) and then
+deletes the file. Files of the release that wrote hand-ons alone (``.memoria-hand-ons/``) are read too.
+Lines are flushed to the operating system, not synced: a killed process loses nothing, a machine that
+loses power may lose the last ones. Object stores have no folder, and Windows no ``flock``: there a
+crash still loses the work in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from storage.records import Scope
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: nothing is written down
+    fcntl = None  # type: ignore[assignment]
+
+UNFINISHED_DIR = ".memoria-unfinished"
+LEGACY_DIRS = (".memoria-hand-ons",)  # where earlier releases wrote their hand-ons
+# Once this many lines were written since the file was last empty, it is written again with only the
+# entries still open (under steady load it may never be empty).
+REWRITE_AFTER_LINES = 1_000
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HandOn:
+    """One carry of credits: to ``heir_id`` from each of ``losers`` (memory id, whether its failures go)."""
+
+    scope: Scope
+    heir_id: str
+    losers: tuple[tuple[str, bool], ...]
+
+
+@dataclass(frozen=True)
+class OwedConsolidation:
+    """Memories of ``scope`` inserted (or about to be) stamped as examined, whose consolidation has not run
+    yet; ``replaces``: the memory an explicit update writes them to replace."""
+
+    scope: Scope
+    memory_ids: tuple[str, ...]
+    replaces: str | None = None
+
+
+Unfinished = HandOn | OwedConsolidation
+
+
+class UnfinishedWrites:
+    def __init__(self, folder: Path | None) -> None:
+        """``folder``: the store's local folder (None: an object store, where nothing is written down)."""
+        self._dir = folder / UNFINISHED_DIR if folder is not None and fcntl is not None else None
+        self._legacy = [folder / name for name in LEGACY_DIRS] if self._dir is not None and folder else []
+        self._file: IO[str] | None = None
+        self._path: Path | None = None
+        self._lock = threading.Lock()
+        self._next = 0
+        self._open: dict[int, str] = {}  # number -> its line, for the entries not done yet
+        self._lines = 0  # written since the file was last empty
+
+    def begin(self, entry: Unfinished) -> int | None:
+        """Write down work about to begin; returns its number (None: nothing written)."""
+        if self._dir is None:
+            return None
+        with self._lock:
+            file = self._own_file()
+            number = self._next
+            self._next += 1
+            line = json.dumps({"n": number, **_fields(entry)})
+            file.write(line + "\n")
+            file.flush()
+            self._open[number] = line
+            self._lines += 1
+            return number
+
+    def end(self, number: int | None) -> None:
+        """The work ``number`` is done (or failed for good: it is not tried again)."""
+        if number is None:
+            return
+        with self._lock:
+            if self._file is None:  # closed meanwhile (a close that gave up waiting)
+                return
+            self._open.pop(number, None)
+            if not self._open or self._lines >= REWRITE_AFTER_LINES:
+                # Nothing in flight: the file starts again empty; or it grew long: only what is open.
+                self._file.truncate(0)
+                self._file.writelines(line + "\n" for line in self._open.values())
+                self._lines = len(self._open)
+            else:
+                self._file.write(json.dumps({"done": number}) + "\n")
+                self._lines += 1
+            self._file.flush()
+
+    def orphans(self) -> list[tuple[Path, list[Unfinished]]]:
+        """The files of processes that are gone, with what they began and never finished."""
+        if self._dir is None:
+            return []
+        found = []
+        paths = [
+            path
+            for folder in [self._dir, *self._legacy]
+            if folder.is_dir()
+            for path in folder.glob("*.jsonl")
+        ]
+        for path in sorted(paths):
+            if path == self._path:
+                continue
+            try:
+                with open(path, encoding="utf-8") as file:
+                    try:
+                        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        continue  # its process runs
+                    found.append((path, _unfinished(file.read().splitlines(), path)))
+            except FileNotFoundError:
+                continue  # another starting server took it
+        return found
+
+    def discard(self, path: Path) -> None:
+        """Delete an orphan file once what it held was begun again (in this process's own file)."""
+        path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Close this process's file; deleted when nothing it began is left unfinished."""
+        with self._lock:
+            if self._file is None:
+                return
+            self._file.close()
+            self._file = None
+            if not self._open and self._path is not None:
+                self._path.unlink(missing_ok=True)
+
+    def _own_file(self) -> IO[str]:
+        if self._file is None:
+            assert self._dir is not None
+            self._dir.mkdir(exist_ok=True)
+            path = self._dir / f"{os.getpid()}-{secrets.token_hex(4)}.jsonl"
+            # Locked under a name ``orphans`` does not look at, then given its own: a starting server never
+            # sees it unlocked (the lock goes with the file through the rename).
+            opening = path.with_suffix(".opening")
+            file = open(opening, "a", encoding="utf-8")  # noqa: SIM115 (held while the process runs)
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.rename(opening, path)
+            except BaseException:
+                file.close()
+                opening.unlink(missing_ok=True)
+                raise
+            self._file, self._path = file, path
+        return self._file
+
+
+def _fields(entry: Unfinished) -> dict[str, object]:
+    where = {"org": entry.scope.org_id, "project": entry.scope.project_id}
+    if isinstance(entry, HandOn):
+        return {
+            "kind": "hand_on",
+            **where,
+            "heir": entry.heir_id,
+            "losers": [[memory_id, blame] for memory_id, blame in entry.losers],
+        }
+    return {"kind": "consolidation", **where, "memories": list(entry.memory_ids), "replaces": entry.replaces}
+
+
+def _entry(fields: dict[str, object]) -> Unfinished:
+    scope = Scope(str(fields["org"]), str(fields["project"]))
+    if fields.get("kind", "hand_on") == "hand_on":  # lines without a kind: the hand-ons of earlier releases
+        losers = fields["losers"]
+        if not isinstance(losers, list):
+            raise TypeError("losers is not a list")
+        return HandOn(
+            scope, str(fields["heir"]), tuple((str(memory_id), bool(blame)) for memory_id, blame in losers)
+        )
+    if fields["kind"] != "consolidation":
+        raise ValueError(f"unknown kind {fields['kind']!r}")
+    memories = fields["memories"]
+    if not isinstance(memories, list):
+        raise TypeError("memories is not a list")
+    replaces = fields.get("replaces")
+    return OwedConsolidation(
+        scope, tuple(str(memory_id) for memory_id in memories), None if replaces is None else str(replaces)
+    )
+
+
+def _unfinished(lines: Sequence[str], path: Path) -> list[Unfinished]:
+    begun: dict[int, Unfinished] = {}
+    for line in lines:
+        try:
+            fields = json.loads(line)
+            if "done" in fields:
+                begun.pop(int(fields["done"]), None)
+            else:
+                begun[int(fields.get("n", fields.get("hand_on")))] = _entry(fields)
+        except (ValueError, KeyError, TypeError):  # a line cut short by the crash: nothing to run
+            log.warning("%s: skipped a line that is not an entry: %r", path.name, line[:200])
+    return list(begun.values())

@@ -1,0 +1,150 @@
+"""Write work written down first (storage.unfinished): credits being handed on and consolidations owed, a
+process's own file, what a process that is gone left unfinished, and nothing on an object store."""
+
+import fcntl
+
+from storage.records import Scope
+from storage.unfinished import UNFINISHED_DIR, HandOn, OwedConsolidation, UnfinishedWrites
+
+SCOPE = Scope("acme", "web")
+
+
+def died(journal: UnfinishedWrites) -> None:
+    """Its process dies: the lock goes with it, the file stays."""
+    journal._file.close()
+    journal._file = None
+
+
+def test_what_a_stopped_process_handed_on_and_never_finished_is_found_by_the_next(tmp_path):
+    gone = UnfinishedWrites(tmp_path)
+    first = gone.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
+    second = gone.begin(HandOn(SCOPE, "mem_d", (("mem_c", False), ("mem_e", True))))
+    gone.end(first)
+    died(gone)
+
+    starting = UnfinishedWrites(tmp_path)
+    [(path, unfinished)] = starting.orphans()
+    assert second is not None and unfinished == [HandOn(SCOPE, "mem_d", (("mem_c", False), ("mem_e", True)))]
+    starting.discard(path)
+    assert starting.orphans() == []
+
+
+def test_a_running_processs_file_is_not_an_orphan_and_its_own_file_goes_when_all_ran(tmp_path):
+    running = UnfinishedWrites(tmp_path)
+    number = running.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
+    assert UnfinishedWrites(tmp_path).orphans() == []  # locked by its process
+    running.end(number)
+    running.close()
+    assert list((tmp_path / UNFINISHED_DIR).iterdir()) == []
+
+
+def test_a_file_left_with_carries_unfinished_is_kept_at_close(tmp_path):
+    running = UnfinishedWrites(tmp_path)
+    running.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
+    running.close()  # a close that gave up on a carry: left for the next start
+    [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
+    assert [hand_on.heir_id for hand_on in unfinished] == ["mem_b"]
+
+
+def test_a_line_cut_short_by_the_crash_is_skipped(tmp_path, caplog):
+    folder = tmp_path / UNFINISHED_DIR
+    folder.mkdir()
+    (folder / "123-dead.jsonl").write_text(
+        '{"hand_on": 0, "org": "acme", "project": "web", "heir": "mem_b", "losers": [["mem_a", true]]}\n'
+        '{"hand_on": 1, "org": "acme", "pro'
+    )
+    [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
+    assert [hand_on.heir_id for hand_on in unfinished] == ["mem_b"]
+    assert "skipped a line that is not an entry" in caplog.text
+
+
+def test_an_object_store_writes_nothing_down(tmp_path):
+    journal = UnfinishedWrites(None)
+    assert journal.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),))) is None
+    assert journal.orphans() == []
+    journal.close()
+
+
+def test_a_file_locked_by_another_holder_is_left_alone(tmp_path):
+    folder = tmp_path / UNFINISHED_DIR
+    folder.mkdir()
+    held = open(folder / "999-live.jsonl", "a+")  # noqa: SIM115
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert UnfinishedWrites(tmp_path).orphans() == []
+    finally:
+        held.close()
+
+
+def test_a_file_is_locked_before_a_starting_server_can_see_it(tmp_path):
+    journal = UnfinishedWrites(tmp_path)
+    journal.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
+    [own] = (tmp_path / UNFINISHED_DIR).iterdir()
+    assert own.suffix == ".jsonl"  # renamed once locked: the name orphans() reads never stood unlocked
+    assert UnfinishedWrites(tmp_path).orphans() == []
+    journal.close()
+
+
+def test_a_carry_that_ends_after_a_close_that_gave_up_is_not_an_error(tmp_path):
+    journal = UnfinishedWrites(tmp_path)
+    number = journal.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
+    journal.close()
+    journal.end(number)  # the carry finished after all: nothing to write it in
+
+
+def test_a_long_file_is_written_again_with_only_the_carries_still_open(tmp_path, monkeypatch):
+    import storage.unfinished as unfinished
+
+    monkeypatch.setattr(unfinished, "REWRITE_AFTER_LINES", 6)
+    journal = UnfinishedWrites(tmp_path)
+    held = journal.begin(HandOn(SCOPE, "mem_held", (("mem_a", True),)))  # never ends: the file never empties
+    for index in range(4):
+        journal.end(journal.begin(HandOn(SCOPE, f"mem_{index}", (("mem_a", True),))))
+    [own] = (tmp_path / UNFINISHED_DIR).iterdir()
+    assert len(own.read_text().splitlines()) < 6
+    died(journal)
+    [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
+    assert held is not None and [hand_on.heir_id for hand_on in unfinished] == ["mem_held"]
+
+
+def test_consolidations_owed_and_hand_ons_come_back_as_they_were_written(tmp_path):
+    gone = UnfinishedWrites(tmp_path)
+    gone.begin(OwedConsolidation(SCOPE, ("mem_n",)))
+    done = gone.begin(OwedConsolidation(SCOPE, ("mem_x", "mem_y")))
+    gone.begin(OwedConsolidation(SCOPE, ("mem_new",), replaces="mem_old"))
+    gone.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
+    gone.end(done)
+    died(gone)
+    [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
+    assert unfinished == [
+        OwedConsolidation(SCOPE, ("mem_n",)),
+        OwedConsolidation(SCOPE, ("mem_new",), replaces="mem_old"),
+        HandOn(SCOPE, "mem_b", (("mem_a", True),)),
+    ]
+
+
+def test_the_hand_ons_an_earlier_release_left_are_found(tmp_path):
+    folder = tmp_path / ".memoria-hand-ons"  # where the release before wrote them, without a kind
+    folder.mkdir()
+    (folder / "123-dead.jsonl").write_text(
+        '{"hand_on": 0, "org": "acme", "project": "web", "heir": "mem_b", "losers": [["mem_a", true]]}\n'
+        '{"hand_on": 1, "org": "acme", "project": "web", "heir": "mem_d", "losers": [["mem_c", false]]}\n'
+        '{"done": 0}\n'
+    )
+    journal = UnfinishedWrites(tmp_path)
+    [(path, unfinished)] = journal.orphans()
+    assert unfinished == [HandOn(SCOPE, "mem_d", (("mem_c", False),))]
+    journal.discard(path)
+    assert journal.orphans() == []
+
+
+def test_a_line_of_an_unknown_kind_is_skipped(tmp_path, caplog):
+    folder = tmp_path / UNFINISHED_DIR
+    folder.mkdir()
+    (folder / "123-dead.jsonl").write_text(
+        '{"n": 0, "kind": "compaction", "org": "acme", "project": "web"}\n'
+        '{"n": 1, "kind": "consolidation", "org": "acme", "project": "web", "memories": ["mem_n"], "replaces": null}\n'
+    )
+    [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
+    assert unfinished == [OwedConsolidation(SCOPE, ("mem_n",))]
+    assert "skipped a line that is not an entry" in caplog.text
