@@ -107,12 +107,12 @@ def _caller_names() -> list[str]:
 
 def _timed_hold(recorder: Recorder, hold: Callable[..., Any]) -> Callable[..., Any]:
     @contextlib.contextmanager
-    def timed_hold(lock: Any) -> Iterator[None]:
+    def timed_hold(lock: Any, **how: Any) -> Iterator[None]:
         name = Path(str(lock.path)).name.lstrip(".") if lock.path is not None else "in-process lock"
         callers = _caller_names()  # before the lock: nothing waits for this
         asked = time.perf_counter()
         outermost = False
-        with hold(lock):
+        with hold(lock, **how):
             got = time.perf_counter()
             outermost = lock._depth == 1
             try:

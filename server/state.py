@@ -314,7 +314,8 @@ class AppState:
                 log.warning("the step after warming failed: %s", exc)
         while not self._stop.is_set():
             try:
-                report = aggregation_pass(runtime, self.llms.background())
+                with runtime.store.behind_the_calls():
+                    report = aggregation_pass(runtime, self.llms.background())
                 runtime.aggregation_passes += 1
                 for line in report.details:
                     log.debug("aggregation %s", line)
@@ -329,6 +330,12 @@ class AppState:
         hundreds of fragments, each making the next append slower, between two rounds), or 1% of the
         memories if that is more: a round's compaction rewrites the memories table whole (LanceDB 0.40
         takes no target size), so a bigger table compacts less often for the same cost per append."""
+        with (
+            runtime.store.behind_the_calls()
+        ):  # no caller waits for a round: callers take the write lock first
+            self._maintain_rounds(runtime)
+
+    def _maintain_rounds(self, runtime: ServerRuntime) -> None:
         interval, piled = self.settings.maintenance_interval_seconds, self.settings.compaction.after_appends
         last, failed = time.monotonic(), False
         try:  # what happened while no server ran, now rather than a round later

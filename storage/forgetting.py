@@ -147,6 +147,7 @@ class Forgetting(Memories, Lineage):
         first and removed last; a process killed in between leaves it, and the next opening of the store
         finishes the purge before anything is served (``finish_pending_purges``). Until then a memory
         already erased reads as purged everywhere (explain_ranking masks what a trace still quotes)."""
+        self.settle_supersedes(memory_ids)
         with self.exclusive():
             current = self.get_memories(memory_ids, scope)
             ids = [i for i in memory_ids if i in current]

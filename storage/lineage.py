@@ -3,6 +3,7 @@ an older and a newer memory, and the attestations of agents that stated a memory
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -25,6 +26,8 @@ from storage.rows import contradiction_from_row, from_int64, scope_of_row
 from storage.scan import EVERY_ROW, utc
 from storage.snapshots import ScopeSnapshots
 from storage.tables import StoreTables
+
+log = logging.getLogger(__name__)
 
 
 class Lineage(StoreTables):
@@ -54,6 +57,9 @@ class Lineage(StoreTables):
         if not memory_ids:
             return []
         ids = list(dict.fromkeys(memory_ids))
+        # A supersede of one of them still being committed writes its event with it (``storage.pending``).
+        if self._pending and not self._pending.settle(ids):
+            log.warning("read the lineage of %s before a supersede of theirs was committed", ids[:5])
         scopes = self._scopes(reach)
         wanted = set(ids)
         condition = filters.all_of(

@@ -33,15 +33,32 @@ class Memories(StoreTables):
         """The memory with this id (in ``reach``, and only if its viewer may see it; None: anywhere)."""
         if reach is None:
             rows = self._select(self._memories, filters.equals("id", memory_id), MEMORY_COLUMNS, limit=2)
-            return memory_from_row(rows[0]) if rows else None
+            return self._pending.overlaid(memory_from_row(rows[0])) if rows else None
         return self.get_memories([memory_id], reach).get(memory_id)
 
     def get_memories(self, memory_ids: Iterable[str], reach: Reach) -> dict[str, MemoryRecord]:
-        """The memories of ``reach`` with these ids (those its viewer may see)."""
+        """The memories of ``reach`` with these ids (those its viewer may see), as this process will have
+        them: a supersede decided and still being committed reads as done (``storage.pending``)."""
+        found = self._committed(memory_ids, reach)
+        if self._pending:
+            found = {i: self._pending.overlaid(record) for i, record in found.items()}
+        return found
+
+    def _committed(self, memory_ids: Iterable[str], reach: Reach) -> dict[str, MemoryRecord]:
+        """``get_memories`` as the rows say: what a write that decides on a memory's status reads."""
         found = self._by_id(reach, memory_ids, self._memories_in)
         if isinstance(reach, View):
             found = {i: record for i, record in found.items() if reach.sees(record)}
         return found
+
+    def hold_superseded(self, loser_ids: Sequence[str], survivor_id: str) -> list[str]:
+        """Read these memories as superseded by ``survivor_id`` in this process until
+        ``release_superseded``, while the write service commits it (``storage.pending``); returns those
+        held."""
+        return self._pending.hold(loser_ids, survivor_id)
+
+    def release_superseded(self, loser_ids: Sequence[str], survivor_id: str) -> None:
+        self._pending.release(loser_ids, survivor_id)
 
     def hidden_from(self, memory_ids: Iterable[str], view: View) -> set[str]:
         """Those of ``memory_ids`` that are memories of ``view``'s scopes its viewer may not see (another
@@ -189,7 +206,7 @@ class Memories(StoreTables):
         row = {**memory_to_row(new), "purged_at": None}
         table = pa.Table.from_pylist([row], schema=self._schema(self._memories))
         with self.exclusive():
-            current = self.get_memory(new.record.id, new.record.scope)
+            current = self._committed([new.record.id], new.record.scope).get(new.record.id)
             if current is None or current.status not in ("retracted", "purged"):
                 return None
             self._merge_update(table)
@@ -231,7 +248,7 @@ class Memories(StoreTables):
         """Make a superseded memory active again (an explicit update back to its text); returns it as it is
         now, or None when it is not superseded (any more)."""
         with self.exclusive():
-            current = self.get_memory(memory_id, scope)
+            current = self._committed([memory_id], scope).get(memory_id)
             if current is None or current.status != "superseded":
                 return None
             self._update_rows([memory_id], {"status": "active", "replaced_by": None, "updated_at": at})
@@ -239,14 +256,23 @@ class Memories(StoreTables):
 
     def retract(self, scope: Scope, memory_ids: Sequence[str], at: datetime) -> list[str]:
         """Retract the active ones of these memories; returns the ids whose status changed."""
+        self.settle_supersedes(memory_ids)
         return self._set_status(scope, memory_ids, "retracted", at, replaced_by=None)
+
+    def settle_supersedes(self, memory_ids: Sequence[str]) -> None:
+        """Wait for the supersedes still being committed that involve these memories (``storage.pending``),
+        before a write that would change what they decide: a restatement forgotten right after it was
+        remembered must not leave the memory it restated active again. Not inside a write sequence, which
+        the commit waits for."""
+        if self._pending and not getattr(self._writing, "depth", 0):
+            self._pending.settle(memory_ids)
 
     def retract_expired(self, scope: Scope, memory_ids: Sequence[str], at: datetime) -> list[str]:
         """Retract those of these memories that are active and past their ``expires_at`` at ``at``, as read
         under the write lock (one a remember restored since the caller looked has a new expiry and stays);
         returns the ids that changed."""
         with self.exclusive():
-            current = self.get_memories(memory_ids, scope)
+            current = self._committed(memory_ids, scope)
             changing = [memory.id for memory in current.values() if memory.past_expiry(at)]
             if changing:
                 self._update_rows(changing, {"status": "retracted", "replaced_by": None, "updated_at": at})
@@ -256,7 +282,7 @@ class Memories(StoreTables):
         self, scope: Scope, memory_ids: Sequence[str], status: str, at: datetime, *, replaced_by: str | None
     ) -> list[str]:
         with self.exclusive():
-            current = self.get_memories([*memory_ids, *([replaced_by] if replaced_by else [])], scope)
+            current = self._committed([*memory_ids, *([replaced_by] if replaced_by else [])], scope)
             if replaced_by in current and current[replaced_by].status != "active":
                 return []  # never replaced by a memory that is itself no longer active
             # Only active memories leave the active set (a superseded one is not retracted over, etc.).

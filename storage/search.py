@@ -103,7 +103,9 @@ class MemorySearch(StoreTables):
                     **where.for_copy(),
                 )
                 return [
-                    SearchHit(record, score, stored, context) for record, score, stored, context in nearest
+                    SearchHit(record, score, stored, context)
+                    for record, score, stored, context in nearest
+                    if not self._pending.hides(record.id)
                 ]
         condition = filters.all_of(self._active_in(scope, where), filters.equals("embedder", embedder))
         query = (
@@ -118,7 +120,7 @@ class MemorySearch(StoreTables):
             SearchHit(memory_from_row(row), 1.0 - float(row["_distance"]), vector_of_row(row))
             for row in query.to_arrow().to_pylist()
         ]
-        return _live(hits)
+        return self._live(hits)
 
     def fulltext_search(
         self,
@@ -157,14 +159,18 @@ class MemorySearch(StoreTables):
             with self._cache.reading(scope) as copy:
                 if copy is not None:
                     found = copy.best_matching(text, limit=limit, now=datetime.now(UTC), **where.for_copy())
-                    return [SearchHit(record, score, vector) for record, score, vector in found]
+                    return [
+                        SearchHit(record, score, vector)
+                        for record, score, vector in found
+                        if not self._pending.hides(record.id)
+                    ]
         elif self._cache.serves(scope):
             # Only ids and scores from the index (queried outside the cache's lock); records and vectors
             # come from the copy (a row committed after it caught up is left for the next search).
             scored = self._fulltext_rows(scope, text, ["id"], limit, where)
             with self._cache.reading(scope) as copy:
                 if copy is not None:
-                    return _live(
+                    return self._live(
                         [
                             SearchHit(
                                 copy.records[row["id"]], float(row["_score"]), copy.vector_of(row["id"])
@@ -174,7 +180,7 @@ class MemorySearch(StoreTables):
                         ]
                     )
         rows = self._fulltext_rows(scope, text, [*MEMORY_COLUMNS, "vector"], limit, where)
-        return _live(
+        return self._live(
             [SearchHit(memory_from_row(row), float(row["_score"]), vector_of_row(row)) for row in rows]
         )
 
@@ -241,6 +247,7 @@ class MemorySearch(StoreTables):
             at = utc(record.created_at)
             return (
                 record.status == "active"
+                and not self._pending.hides(record.id)
                 and where.sees(record)
                 and (agent_id is None or record.agent_id == agent_id)
                 and (tag is None or tag in record.tags)
@@ -279,7 +286,12 @@ class MemorySearch(StoreTables):
         if not episode_ids:
             return []
         where = _Filter.of(reach)
-        return [stub for scope in self._scopes(reach) for stub in self._stubs_in(scope, episode_ids, where)]
+        return [
+            stub
+            for scope in self._scopes(reach)
+            for stub in self._stubs_in(scope, episode_ids, where)
+            if not self._pending.hides(stub.id)
+        ]
 
     def _stubs_in(self, scope: Scope, episode_ids: Sequence[str], where: _Filter) -> list[EpisodeMemberStub]:
         with self._cache.reading(scope) as copy:
@@ -302,6 +314,18 @@ class MemorySearch(StoreTables):
             for row in rows
         }
         return list(unique.values())
+
+    def _live(self, hits: list[SearchHit]) -> list[SearchHit]:
+        """Search results without duplicate ids, without ephemeral memories past their expiry (the
+        maintenance job retracts those, but a search between its rounds must not return them) and
+        without memories a supersede still being committed takes out (``storage.pending``)."""
+        now = datetime.now(UTC)
+        return [
+            hit
+            for hit in _dedupe(hits)
+            if (hit.record.expires_at is None or hit.record.expires_at > now)
+            and not self._pending.hides(hit.record.id)
+        ]
 
     @staticmethod
     def _active_in(scope: Scope, where: _Filter) -> Expr:
@@ -442,13 +466,6 @@ class _Filter:
 def _best(hits: list[SearchHit], limit: int) -> list[SearchHit]:
     """The ``limit`` best of the hits of one or several scopes (a view's home scope and org shelf)."""
     return sorted(hits, key=lambda hit: -hit.score)[:limit]
-
-
-def _live(hits: list[SearchHit]) -> list[SearchHit]:
-    """Search results without duplicate ids and without ephemeral memories past their expiry (the
-    maintenance job retracts those, but a search between its rounds must not return them)."""
-    now = datetime.now(UTC)
-    return [hit for hit in _dedupe(hits) if hit.record.expires_at is None or hit.record.expires_at > now]
 
 
 def _dedupe(hits: list[SearchHit]) -> list[SearchHit]:

@@ -38,6 +38,7 @@ from storage.locking import (
     WriteLock,
     retrying,
 )
+from storage.pending import PendingSupersedes
 from storage.records import StoreInfo
 from storage.row_ids import RowCount, RowIds
 from storage.scope_cache import ScopeCache
@@ -111,6 +112,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._lineage = db.open_table(schema.LINEAGE)
         self._contradictions = db.open_table(schema.CONTRADICTIONS)
         self._writing = threading.local()  # write-sequence nesting depth, per thread
+        self._behind = threading.local()
         self._exact = threading.local()
         self._appenders = appenders
         self._logs = WriteBehind(self._append_log)
@@ -128,6 +130,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
             analyzer=analyzer,
         )
         self._inserts = GroupCommit(self._insert_batch)
+        self._pending = PendingSupersedes()
         self._generations = generations
         self._memories_version = self._watch(self._memories, WRITES)
         self._feedback_version = self._watch(self._feedback, REPORTS)

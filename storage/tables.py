@@ -19,6 +19,7 @@ from storage import filters, schema
 from storage.appenders import Appenders
 from storage.generations import REPORTS, WRITES, Generations, VersionWatch
 from storage.locking import LogsLock, WriteLock, retrying
+from storage.pending import PendingSupersedes
 from storage.records import Reach, Scope, org_shelf, scopes_of
 from storage.row_ids import RowCount, RowIds
 from storage.rows import ids_of_key, record_values, stored_retrieval, vector_of_row
@@ -56,7 +57,9 @@ class StoreTables:
     # The write lock (``exclusive()``) and the reports' lock (``reporting()``), with each one's nesting
     # depth per thread.
     _lock: WriteLock
+    _pending: PendingSupersedes  # supersedes decided, committed behind the call (``storage.pending``)
     _writing: threading.local
+    _behind: threading.local  # whether this thread works behind the calls (``behind_the_calls``)
     _reports_lock: WriteLock
     _reporting: threading.local
     # Retrieval records appended behind hold it shared, a purge's scrub of the records exclusively.
@@ -152,15 +155,28 @@ class StoreTables:
         """Hold the store's write lock across a read-check-write sequence (re-entrant); reads inside it
         check the table's version even within ``one_version()``, so the sequence decides on the newest
         rows."""
-        with self._sequence(self._lock, self._writing, WRITES):
+        with self._sequence(self._lock, self._writing, WRITES, background=getattr(self._behind, "on", False)):
             yield
 
     @contextmanager
-    def _sequence(self, lock: WriteLock, nesting: threading.local, generation: int) -> Iterator[None]:
+    def behind_the_calls(self) -> Iterator[None]:
+        """Work in the block is done behind the calls (no caller waits for it): its write sequences let
+        this process's callers waiting for the write lock go first (``storage.locking.WriteLock``)."""
+        before = getattr(self._behind, "on", False)
+        self._behind.on = True
+        try:
+            yield
+        finally:
+            self._behind.on = before
+
+    @contextmanager
+    def _sequence(
+        self, lock: WriteLock, nesting: threading.local, generation: int, *, background: bool = False
+    ) -> Iterator[None]:
         """Hold ``lock`` (re-entrant), counting this thread's nesting in ``nesting.depth``; the outermost
         sequence makes the next reads check the table's version (nested ones read within its check), and
         counts the lock's ``generation`` as it begins and ends (``storage.generations``)."""
-        with lock.hold():
+        with lock.hold(background=background):
             depth = getattr(nesting, "depth", 0)
             counted: AbstractContextManager[None] = nullcontext()
             if depth == 0:

@@ -51,6 +51,11 @@ class HandOnQueue:
             target = self._submitted
             return self._changed.wait_for(lambda: self._finished >= target, timeout)
 
+    def wait_below(self, count: int, timeout: float | None = None) -> bool:
+        """Wait until fewer than ``count`` jobs are queued or running; False if ``timeout`` passed first."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._submitted - self._finished < count, timeout)
+
     def close(self, timeout: float = 30.0) -> None:
         """Run what is queued (and what is handed on meanwhile), then stop; later jobs run in their
         caller's thread. Jobs still queued after ``timeout`` are dropped, and logged."""

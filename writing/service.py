@@ -16,7 +16,7 @@ import hashlib
 import logging
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -54,12 +54,14 @@ if TYPE_CHECKING:
     from retrieval.models.embedders.base import Embedder
     from retrieval.models.llm.base import LanguageModel
     from storage.store import MemoryStore
-    from writing.consolidation.service import ConsolidationService
+    from writing.consolidation.service import ConsolidationService, SupersedeBehind
 
 log = logging.getLogger(__name__)
 
 FUTURE_SLACK = timedelta(minutes=5)  # clocks of different machines disagree a little
 COALESCED_WRITES = 256  # remembers in flight inserted as one batch at most
+MAX_SUPERSEDES_BEHIND = 64  # restatements whose supersede is still being committed, at most
+COMMIT_WAIT_SECONDS = 30.0
 
 
 class WriteRefused(ValueError):
@@ -185,6 +187,9 @@ class WriteService:
         # Credits a superseded memory earned are carried after its successor's caller is answered; the
         # memories they are on their way to (a count per heir, of the carries queued or running).
         self._hand_ons = HandOnQueue("memoria-hand-on")
+        # A restatement's supersede is committed right after its remember answers, in the order decided
+        # (``storage.pending`` holds it in this process until then).
+        self._supersedes = HandOnQueue("memoria-supersede")
         # Credits handed on and consolidations owed are written down first: a crash leaves them to the next
         # start (``storage.unfinished``).
         self._journal = store.unfinished_writes()
@@ -194,11 +199,12 @@ class WriteService:
     def settle(self, timeout: float | None = None) -> bool:
         """Wait until what superseded memories earned, handed on so far, is carried (``writing.behind``);
         False if ``timeout`` passed first."""
-        return self._hand_ons.settle(timeout)
+        return self._supersedes.settle(timeout) and self._hand_ons.settle(timeout)
 
     def close(self) -> None:
-        """Carry what is still being handed on; before the store closes. What a timed-out close leaves
-        stays written down for the next start."""
+        """Commit the supersedes and carry what is still being handed on; before the store closes. What a
+        timed-out close leaves stays written down for the next start."""
+        self._supersedes.close()
         self._hand_ons.close()
         self._journal.close()
 
@@ -347,16 +353,63 @@ class WriteService:
             with self._store.one_version():
                 return replace(self._remember(prepared.record, llm, replaces), redacted=prepared.redacted)
         [inserted] = self._coalesced.run([prepared])
+        behind = _SupersedesBehind(self._store)
         try:
             with self._store.one_version():  # one freshness check for the reads; writes check under the lock
                 if inserted is None:  # stored already, or stated again after a retraction or purge
                     result = self._remember(prepared.record, llm)
                 else:
-                    result = self._consolidate_new(inserted.record, inserted.vector, llm)
+                    result = self._consolidate_new(inserted.record, inserted.vector, llm, behind=behind)
         finally:
-            if inserted is not None:  # done, or its stamp taken off for the sweep (``unmarked_on_failure``)
-                self._owed_done(inserted.owed)
+            if (
+                inserted is not None
+            ):  # done (or its stamp taken off for the sweep), once its supersedes are in
+                self._commit_behind(behind, inserted.record, inserted.owed)
         return replace(result, redacted=prepared.redacted)
+
+    def _commit_behind(self, behind: _SupersedesBehind, written: MemoryRecord, owed: int | None) -> None:
+        """Commit the supersedes ``written``'s consolidation decided and held, after the call answers, then
+        write down that its consolidation is done. One whose commit fails is given up (the rows stay as
+        they are) and ``written`` loses its stamp, so that the sweep examines it again."""
+        if not behind.held:
+            self._owed_done(owed)
+            return
+        store = self._store
+
+        def commit() -> None:
+            with store.behind_the_calls():
+                committed()
+
+        def committed() -> None:
+            done = True  # whether the consolidation owed is done (or left to the sweep)
+            for scope, losers, survivor_id, at, record in behind.held:
+                try:
+                    changed = store.supersede(scope, losers, survivor_id, at)
+                    if changed:
+                        record(changed)
+                except Exception:
+                    log.warning(
+                        "could not supersede %s by %s; the sweep looks again",
+                        losers,
+                        survivor_id,
+                        exc_info=True,
+                    )
+                    try:
+                        store.mark_consolidated([written.id], None)
+                    except Exception:  # stamped, and owed still: the next start consolidates it
+                        log.warning(
+                            "could not clear the consolidation stamp of %s", written.id, exc_info=True
+                        )
+                        done = False
+                finally:
+                    store.release_superseded(losers, survivor_id)
+            if done:
+                self._owed_done(owed)
+
+        self._supersedes.submit(commit)
+        # Commits queued faster than they land would hold more and more memories in this process only:
+        # past a bound, the remember waits for the queue, as it waited for its own commit before.
+        self._supersedes.wait_below(MAX_SUPERSEDES_BEHIND, timeout=COMMIT_WAIT_SECONDS)
 
     @property
     def queued(self) -> int:
@@ -417,6 +470,7 @@ class WriteService:
         note: str | None = None,
         restored: bool = False,
         replaces: MemoryRecord | None = None,
+        behind: SupersedeBehind | None = None,
     ) -> WriteResult:
         """A memory just written (stamped as examined), consolidated against its scope: ``restored`` after
         a retraction or purge (with lineage), or replacing ``replaces`` (an explicit update) first."""
@@ -427,7 +481,9 @@ class WriteService:
                 self._store.add_lineage([restore_event(stored, actor, self._clock())])
             if replaces is not None:
                 note = self._update(replaces, stored, actor, carry=True, withdraw=True)
-            consolidation = self.consolidation.on_write(stored, vector, llm=llm, actor=actor, mark=False)
+            consolidation = self.consolidation.on_write(
+                stored, vector, llm=llm, actor=actor, mark=False, behind=behind
+            )
         self.track(stored.scope, consolidation, stored.id)
         return WriteResult(stored, True, note, consolidation)
 
@@ -900,7 +956,8 @@ class WriteService:
 
         def carry() -> None:
             try:
-                self._inherit_credits(scope, heir_id, losers)
+                with self._store.behind_the_calls():
+                    self._inherit_credits(scope, heir_id, losers)
             finally:
                 with self._heirs_lock:
                     self._heirs_pending[heir_id] -= 1
@@ -973,6 +1030,38 @@ class WriteService:
         learns of it, if others may read it (a private memory corroborates nothing others read)."""
         if memory.shared:
             self._corroboration.observe(memory.scope, cluster_member(memory))
+
+
+class _SupersedesBehind:
+    """The supersedes one remember's consolidation decided (``SupersedeBehind``): held in this process at
+    once, committed by ``WriteService._commit_behind`` after the call answers."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self.held: list[tuple[Scope, list[str], str, datetime, Callable[[list[str]], None]]] = []
+
+    def __call__(
+        self,
+        scope: Scope,
+        loser_ids: Sequence[str],
+        survivor_id: str,
+        at: datetime,
+        record: Callable[[list[str]], None],
+    ) -> list[str]:
+        # As the write lock's check would: never replaced by a memory that is not active, and only active
+        # memories leave the active set (read as this process will have them).
+        current = self._store.get_memories([*loser_ids, survivor_id], scope)
+        if survivor_id not in current or current[survivor_id].status != "active":
+            return []
+        active = [
+            memory_id
+            for memory_id in loser_ids
+            if memory_id in current and current[memory_id].status == "active"
+        ]
+        held = self._store.hold_superseded(active, survivor_id)
+        if held:
+            self.held.append((scope, held, survivor_id, at, record))
+        return held
 
 
 def _tags_to_add(heir: MemoryRecord, losers: Sequence[MemoryRecord]) -> list[str]:

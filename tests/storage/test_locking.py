@@ -14,7 +14,7 @@ import pytest
 
 from storage import schema
 from storage.appenders import Appenders
-from storage.locking import LOCK_FILE_NAME, WriteLock, retrying
+from storage.locking import BACKGROUND_YIELD_SECONDS, LOCK_FILE_NAME, WriteLock, retrying
 from storage.records import (
     ContradictionRecord,
     NewMemory,
@@ -256,3 +256,66 @@ def test_appends_hold_the_logs_lock_together_and_a_scrub_waits_for_them_all(tmp_
     late.join(10)
     assert sorted(events[:2]) == ["a out", "b out"]
     assert events[2:] == ["scrub in", "scrub out", "late in"]
+
+
+def test_work_behind_the_calls_lets_a_caller_waiting_for_the_lock_go_first(tmp_path):
+    import threading
+    import time
+
+    lock = WriteLock(tmp_path / LOCK_FILE_NAME)
+    order: list[str] = []
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with lock.hold():
+            held.set()
+            assert release.wait(30)
+
+    def taker(name: str, background: bool) -> None:
+        with lock.hold(background=background):
+            order.append(name)
+
+    threads = [threading.Thread(target=holder)]
+    threads[0].start()
+    assert held.wait(30)
+    threads.append(threading.Thread(target=taker, args=("caller", False)))
+    threads[1].start()
+    time.sleep(0.05)  # the caller waits for the lock
+    threads.append(threading.Thread(target=taker, args=("behind", True)))
+    threads[2].start()
+    time.sleep(0.05)  # and so does the work behind the calls, behind it
+    release.set()
+    for thread in threads:
+        thread.join(30)
+    lock.close()
+    assert order == ["caller", "behind"]
+    assert lock._callers_waiting == 0
+
+
+def test_work_behind_the_calls_that_holds_the_lock_already_takes_it_again_at_once(tmp_path):
+    import time
+
+    lock = WriteLock(tmp_path / LOCK_FILE_NAME)
+    with lock.hold(background=True):
+        lock._callers_waiting += 1  # as a caller waiting behind this holder counts itself
+        try:
+            started = time.perf_counter()
+            with lock.hold(background=True):  # re-entered: yields to no one, or it would wait for itself
+                pass
+            assert time.perf_counter() - started < BACKGROUND_YIELD_SECONDS / 2
+        finally:
+            lock._callers_waiting -= 1
+    lock.close()
+
+
+def test_work_behind_the_calls_waits_for_callers_a_bounded_time(tmp_path):
+    import time
+
+    lock = WriteLock(tmp_path / LOCK_FILE_NAME)
+    lock._callers_waiting = 1  # a caller that never gets its turn (as if it were stuck on the file lock)
+    started = time.perf_counter()
+    with lock.hold(background=True):
+        pass
+    waited = time.perf_counter() - started
+    lock.close()
+    assert BACKGROUND_YIELD_SECONDS <= waited < BACKGROUND_YIELD_SECONDS + 5

@@ -73,3 +73,15 @@ def test_a_job_that_raises_past_exception_is_counted_and_the_jobs_after_it_still
     behind.submit(lambda: ran.append("later"))
     assert behind.settle(TIMEOUT) and ran == ["queued behind it", "later"]
     behind.close()
+
+
+def test_wait_below_waits_until_the_queue_is_short_enough():
+    behind = HandOnQueue("test-hand-on")
+    gate = threading.Event()
+    for _ in range(3):
+        behind.submit(lambda: gate.wait(TIMEOUT))
+    assert not behind.wait_below(3, timeout=0.05)  # three queued or running
+    assert behind.wait_below(4, timeout=0)
+    gate.set()
+    assert behind.wait_below(1, timeout=TIMEOUT)
+    behind.close()

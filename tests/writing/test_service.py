@@ -325,7 +325,9 @@ from tests.writing.test_service import RESTATED, ReportInProgress, helped, said
 runtime = make_runtime(settings_for(sys.argv[1]))
 helped(runtime)
 ReportInProgress(runtime).__enter__()  # holds the reports' lock for longer than the test waits
-print(said(runtime, RESTATED).id, flush=True)  # answered; its credits wait behind the report in progress
+restated = said(runtime, RESTATED).id
+runtime.writer._supersedes.settle(30)  # its supersede is in; its credits wait behind the report in progress
+print(restated, flush=True)
 time.sleep(3600)
 """
 
@@ -378,6 +380,10 @@ def killed_here(*args, **kwargs):
 if sys.argv[2] == "update":  # the correction's row is in; the old text is not superseded yet
     runtime.writer._update = killed_here
     said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=old)
+elif sys.argv[2] == "commit":  # answered; the supersede it decided is never committed
+    runtime.store.supersede = lambda *args, **kwargs: time.sleep(3600)
+    print(said(runtime, RESTATED).id, flush=True)
+    time.sleep(3600)
 else:  # the restatement's row is in, stamped as examined; its consolidation never runs
     runtime.writer.consolidation.on_write = killed_here
     said(runtime, RESTATED)
@@ -429,6 +435,19 @@ def test_a_restatement_a_killed_process_never_consolidated_is_by_the_next_start(
         runtime.close()
 
 
+def test_a_supersede_a_killed_process_answered_and_never_committed_is_by_the_next_start(settings):
+    old, new = killed_between_insert_and_consolidation(settings, "commit")
+    runtime = make_runtime(settings)
+    try:
+        assert runtime.store.get_memory(old).status == "active"
+        assert runtime.writer.recover_unfinished() == (1, 0)
+        assert runtime.store.get_memory(old).replaced_by == new
+        [event] = runtime.store.lineage(Scope("default", "default"), [old])
+        assert (event.action, event.related_id) == ("supersede", new)
+    finally:
+        runtime.close()
+
+
 def test_an_explicit_update_a_killed_process_left_half_done_is_finished_by_the_next_start(settings):
     old, new = killed_between_insert_and_consolidation(settings, "update")
     runtime = make_runtime(settings)
@@ -448,7 +467,89 @@ def test_a_remember_leaves_nothing_owed_behind(runtime):
     said(runtime, ROLLBACK)
     said(runtime, RESTATED)
     remember_many(RememberManyInput(items=[BatchItem(content="Deploys go out on Tuesdays")]), runtime, CALLER)
+    assert runtime.writer.settle(TIMEOUT)  # the restatement's supersede, committed behind the call
     assert runtime.writer._journal._open == {}
+
+
+class GatedSupersede:
+    """The store's supersede, held at a gate until the test opens it."""
+
+    def __init__(self, runtime, fails: bool = False) -> None:
+        self.original = runtime.store.supersede
+        self.gate = threading.Event()
+        self.fails = fails
+        runtime.store.supersede = self
+
+    def __call__(self, *args, **kwargs):
+        assert self.gate.wait(TIMEOUT)
+        if self.fails:
+            raise OSError("the disk is full")
+        return self.original(*args, **kwargs)
+
+
+def test_a_restatement_is_answered_before_its_supersede_is_committed_and_reads_as_done_meanwhile(runtime):
+    from tools.recall import RecallInput, recall
+
+    scope = Scope("default", "default")
+    old = said(runtime, ROLLBACK)
+    gated = GatedSupersede(runtime)
+    new = said(runtime, RESTATED)  # answered with the commit held at the gate
+    assert new.consolidation.superseded == [old.id]
+    assert runtime.store._committed([old.id], scope)[old.id].status == "active"  # the row, not yet
+    read = runtime.store.get_memory(old.id)
+    assert (read.status, read.replaced_by) == ("superseded", new.id)
+    context = recall(RecallInput(query="how do I roll back a bad deploy"), runtime, CALLER)
+    assert [memory.id for memory in context.memories] == [new.id]
+    listed = runtime.store.list_memories(scope, limit=10)
+    assert [memory.id for memory in listed] == [new.id]
+    assert not runtime.writer.settle(0.2)
+    lineage: list = []
+    reader = threading.Thread(target=lambda: lineage.extend(runtime.store.lineage(scope, [old.id])))
+    reader.start()
+    reader.join(0.2)
+    assert reader.is_alive()  # a read of its lineage waits for the commit, which writes the event
+    gated.gate.set()
+    reader.join(TIMEOUT)
+    assert [(event.action, event.related_id) for event in lineage] == [("supersede", new.id)]
+    assert runtime.writer.settle(TIMEOUT)
+    committed = runtime.store._committed([old.id], scope)[old.id]
+    assert (committed.status, committed.replaced_by) == ("superseded", new.id)
+    assert not runtime.store._pending
+    assert runtime.writer._journal._open == {}
+
+
+def test_a_restatement_forgotten_before_its_supersede_is_committed_leaves_neither_active(runtime):
+    scope = Scope("default", "default")
+    old = said(runtime, ROLLBACK)
+    gated = GatedSupersede(runtime)
+    new = said(runtime, RESTATED)
+    forgot: list = []
+    forgetting = threading.Thread(
+        target=lambda: forgot.extend(runtime.store.retract(scope, [new.id], datetime.now(UTC)))
+    )
+    forgetting.start()
+    forgetting.join(0.2)
+    assert forgetting.is_alive()  # waits for the supersede it would undo
+    gated.gate.set()
+    forgetting.join(TIMEOUT)
+    assert forgot == [new.id]
+    assert runtime.writer.settle(TIMEOUT)
+    assert [runtime.store.get_memory(i).status for i in (old.id, new.id)] == ["superseded", "retracted"]
+
+
+def test_a_supersede_whose_commit_fails_is_given_up_and_left_to_the_sweep(runtime, caplog):
+    old = said(runtime, ROLLBACK)
+    gated = GatedSupersede(runtime, fails=True)
+    new = said(runtime, RESTATED)
+    gated.gate.set()
+    assert runtime.writer.settle(TIMEOUT)
+    assert runtime.store.get_memory(old.id).status == "active"  # read as the rows say again
+    assert runtime.store.get_memory(new.id).consolidated_at is None  # the sweep examines it again
+    assert "could not supersede" in caplog.text
+    assert runtime.writer._journal._open == {}
+    runtime.store.supersede = gated.original
+    runtime.consolidation.sweep(Scope("default", "default"))
+    assert runtime.store.get_memory(old.id).replaced_by == new.id
 
 
 def test_a_consolidation_that_failed_is_left_to_the_sweep_not_owed(runtime):

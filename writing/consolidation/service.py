@@ -52,6 +52,21 @@ log = logging.getLogger(__name__)
 CONSOLIDATOR_AGENT = "memoria-consolidator"
 
 
+class SupersedeBehind(Protocol):
+    """Commits a restatement's supersede after the call answers (``writing.service``): holds ``loser_ids``
+    as superseded by ``survivor_id`` in this process at once and returns those it held; ``record`` writes
+    the lineage of those that changed, with the commit."""
+
+    def __call__(
+        self,
+        scope: Scope,
+        loser_ids: Sequence[str],
+        survivor_id: str,
+        at: datetime,
+        record: Callable[[list[str]], None],
+    ) -> list[str]: ...
+
+
 class ConsolidationStore(CandidateSource, Protocol):
     """What consolidation needs from the store (``storage.store.MemoryStore`` implements it): the
     candidate searches, plus reads and status changes."""
@@ -144,10 +159,12 @@ class ConsolidationService:
         llm: LanguageModel | None,
         actor: Actor,
         mark: bool = True,
+        behind: SupersedeBehind | None = None,
     ) -> ConsolidationReport:
         """Revise, version, flag contradictions and consolidate around a memory just written. With
         ``mark=False`` the caller marks it examined itself (a batch marks all its memories in one write;
-        until then the sweep would pick it up again, which is harmless)."""
+        until then the sweep would pick it up again, which is harmless). With ``behind``, a restatement's
+        supersede is committed after the caller answers (revisions, versions and rewordings are not)."""
         report = ConsolidationReport()
         if not self.policy.enabled or memory.status != "active":
             return report
@@ -171,7 +188,7 @@ class ConsolidationService:
                 close = self._reranked(memory, close, report)
             close = close[: self.policy.max_existing_matches]
             if close:
-                self._resolve_group([memory, *close], llm, actor, report, focus=memory)
+                self._resolve_group([memory, *close], llm, actor, report, focus=memory, behind=behind)
         if mark:
             self._store.mark_consolidated([memory.id], self._clock())
         return report
@@ -397,6 +414,7 @@ class ConsolidationService:
         *,
         focus: MemoryRecord | None = None,
         kept: AbstractSet[frozenset[str]] = frozenset(),
+        behind: SupersedeBehind | None = None,
     ) -> None:
         """Resolve one group of close memories. ``focus``: the memory just written that the group formed
         around (its pairs with the others are what this write judged new); ``kept``: pairs already
@@ -432,7 +450,14 @@ class ConsolidationService:
             survivor_id = survivor.id
             action = "reword" if reworded is not None else "supersede"
             changed = self._supersede(
-                members[0].scope, losers, survivor_id, action, resolution.resolver, resolution.reason, actor
+                members[0].scope,
+                losers,
+                survivor_id,
+                action,
+                resolution.resolver,
+                resolution.reason,
+                actor,
+                behind=behind if reworded is None else None,
             )
             report.attested.extend(self._carry_corroboration(survivor, [by_id[i] for i in changed]))
             report.superseded.extend(i for i in changed if focus is None or i != focus.id)
@@ -534,20 +559,29 @@ class ConsolidationService:
         resolver: str,
         reason: str,
         actor: Actor,
+        *,
+        behind: SupersedeBehind | None = None,
     ) -> list[str]:
         now = self._clock()
-        changed = self._store.supersede(scope, [i for i in losers if i != survivor_id], survivor_id, now)
-        self.record_retirement(
-            scope,
-            changed,
-            action,
-            related_id=survivor_id,
-            resolver=resolver,
-            reason=reason,
-            resolution=f"{action} by {survivor_id}",
-            actor=actor,
-            at=now,
-        )
+        others = [i for i in losers if i != survivor_id]
+
+        def record(changed: list[str]) -> None:
+            self.record_retirement(
+                scope,
+                changed,
+                action,
+                related_id=survivor_id,
+                resolver=resolver,
+                reason=reason,
+                resolution=f"{action} by {survivor_id}",
+                actor=actor,
+                at=now,
+            )
+
+        if behind is not None:
+            return behind(scope, others, survivor_id, now, record)
+        changed = self._store.supersede(scope, others, survivor_id, now)
+        record(changed)
         return changed
 
     def retirement_events(

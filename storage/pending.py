@@ -1,0 +1,87 @@
+"""Supersedes decided and not committed yet: a restatement's status change, committed behind its remember.
+
+A remember that restates a memory waited for two writes before it answered: the old memory's status
+change (a LanceDB update, which rewrites the row, under the write lock) and its lineage event. Under the
+closed loop of ``benchmarks.load`` those were the tail of remember's latency: 117-131 ms at the median
+for the restatements (docs/benchmarks.md). Now the write service decides the supersede as before, holds
+it here, answers, and commits it right after on a thread of its own (``writing.service``).
+
+Until the commit lands, this process reads a held memory as it will be: ``get_memory``/``get_memories``
+return it superseded by the memory that restated it, searches and listings leave it out, and a read of
+the lineage of either memory waits for the commit (its event is written with it). The writes that decide
+on a memory's status (``storage.memories``) read the rows as committed. Other processes read the row as
+it is until the commit lands, as they did between a restatement's insert and its status change before.
+A crash before the commit leaves the remember's consolidation owed (``storage.unfinished``): the next
+start consolidates it again and supersedes the same memory.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from storage.records import MemoryRecord
+
+DEFAULT_SETTLE_SECONDS = 30.0
+
+
+class PendingSupersedes:
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._replaced_by: dict[str, str] = {}  # held memory -> the memory that restated it
+        self._survivors: Counter[str] = Counter()  # memory -> how many held memories it replaces
+
+    def hold(self, loser_ids: Sequence[str], survivor_id: str) -> list[str]:
+        """Hold these memories as superseded by ``survivor_id`` until ``release``; returns those held.
+        None when the survivor is itself held (two restatements that each picked the other to keep: the
+        first one decided stands), nor a memory held already."""
+        with self._changed:
+            if survivor_id in self._replaced_by:
+                return []
+            # A memory a held supersede keeps may be held in turn (A, then B restating it, then C restating
+            # B): the commits run in the order held, so each survivor is still active when its turn comes.
+            taken = [
+                memory_id
+                for memory_id in dict.fromkeys(loser_ids)
+                if memory_id != survivor_id and memory_id not in self._replaced_by
+            ]
+            for memory_id in taken:
+                self._replaced_by[memory_id] = survivor_id
+            if taken:
+                self._survivors[survivor_id] += len(taken)
+            return taken
+
+    def release(self, loser_ids: Sequence[str], survivor_id: str) -> None:
+        """The supersede is committed (or given up): the rows say what they say again."""
+        with self._changed:
+            released = [memory_id for memory_id in loser_ids if self._replaced_by.pop(memory_id, None)]
+            if released:
+                self._survivors[survivor_id] -= len(released)
+                if self._survivors[survivor_id] <= 0:
+                    del self._survivors[survivor_id]
+            self._changed.notify_all()
+
+    def overlaid(self, record: MemoryRecord) -> MemoryRecord:
+        """``record`` as it will be once the supersede held for it is committed."""
+        survivor_id = self._replaced_by.get(record.id)
+        if survivor_id is None or record.status != "active":
+            return record
+        return replace(record, status="superseded", replaced_by=survivor_id)
+
+    def hides(self, memory_id: str) -> bool:
+        """Whether a held supersede takes this memory out of the active set."""
+        return memory_id in self._replaced_by
+
+    def __bool__(self) -> bool:
+        return bool(self._replaced_by)
+
+    def settle(self, memory_ids: Iterable[str], timeout: float = DEFAULT_SETTLE_SECONDS) -> bool:
+        """Wait until no supersede held involves these memories (as held or as survivor); False if
+        ``timeout`` passed first."""
+        ids = set(memory_ids)
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: not any(i in self._replaced_by or self._survivors[i] > 0 for i in ids), timeout
+            )

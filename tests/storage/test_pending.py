@@ -1,0 +1,41 @@
+"""Supersedes decided and not committed yet (storage.pending): held, read as done, released."""
+
+import threading
+
+from storage.pending import PendingSupersedes
+from tests.records import memory_record
+
+
+def record(memory_id: str, status: str = "active"):
+    return memory_record(memory_id, status=status)
+
+
+def test_a_held_memory_reads_as_superseded_until_released():
+    pending = PendingSupersedes()
+    assert not pending
+    assert pending.hold(["mem_a", "mem_b", "mem_a"], "mem_c") == ["mem_a", "mem_b"]
+    assert pending and pending.hides("mem_a") and not pending.hides("mem_c")
+    read = pending.overlaid(record("mem_a"))
+    assert (read.status, read.replaced_by) == ("superseded", "mem_c")
+    assert pending.overlaid(record("mem_a", "retracted")).status == "retracted"  # only active ones
+    assert pending.overlaid(record("mem_c")).status == "active"
+    pending.release(["mem_a", "mem_b"], "mem_c")
+    assert not pending and pending.overlaid(record("mem_a")).status == "active"
+
+
+def test_two_restatements_that_pick_each_other_keep_the_first_decided():
+    pending = PendingSupersedes()
+    assert pending.hold(["mem_a"], "mem_b") == ["mem_a"]
+    assert pending.hold(["mem_b"], "mem_a") == []  # its survivor is on its way out
+    assert pending.hold(["mem_a"], "mem_d") == []  # held already
+    assert pending.hold(["mem_b"], "mem_c") == ["mem_b"]  # a chain: committed in the order held
+
+
+def test_settle_waits_for_the_supersedes_of_those_memories_only():
+    pending = PendingSupersedes()
+    pending.hold(["mem_a"], "mem_b")
+    assert pending.settle(["mem_x"], timeout=0)
+    assert not pending.settle(["mem_a"], timeout=0.05)
+    assert not pending.settle(["mem_b"], timeout=0.05)  # the survivor's lineage is written with it too
+    threading.Timer(0.05, pending.release, (["mem_a"], "mem_b")).start()
+    assert pending.settle(["mem_a", "mem_b"], timeout=5)
