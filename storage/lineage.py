@@ -51,15 +51,15 @@ class Lineage(StoreTables):
         else:
             self._append_log(self._lineage, rows)
 
-    def lineage(self, reach: Reach, memory_ids: Sequence[str]) -> list[LineageEvent]:
+    def lineage(self, reach: Reach, memory_ids: Sequence[str], *, settled: bool = True) -> list[LineageEvent]:
         """Every event (in ``reach``'s scopes) that acted on, or was caused by, one of ``memory_ids``,
-        oldest first."""
+        oldest first; with ``settled``, after the supersedes of theirs still being committed (which write
+        their events with them, ``storage.pending``)."""
         if not memory_ids:
             return []
         ids = list(dict.fromkeys(memory_ids))
-        # A supersede of one of them still being committed writes its event with it (``storage.pending``).
-        if self._pending and not self._pending.settle(ids):
-            log.warning("read the lineage of %s before a supersede of theirs was committed", ids[:5])
+        if settled:
+            self._settle_lineage(ids)
         scopes = self._scopes(reach)
         wanted = set(ids)
         condition = filters.all_of(
@@ -78,12 +78,19 @@ class Lineage(StoreTables):
 
     def recent_lineage(self, scope: Scope, actions: Sequence[str], limit: int | None) -> list[LineageEvent]:
         """The newest ``limit`` events of these kinds in the scope (None: all), newest first."""
+        self._settle_lineage(None)  # the newest changes include the supersedes still being committed
         condition = filters.all_of(filters.scope_is(scope), filters.one_of("action", list(actions)))
         rows = self._logged(
             self._lineage, condition, lambda row: scope_of_row(row) == scope and row["action"] in actions
         )
         events = {row["event_id"]: LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows}
         return sorted(events.values(), key=lambda event: (event.at, event.event_id), reverse=True)[:limit]
+
+    def _settle_lineage(self, memory_ids: list[str] | None) -> None:
+        """Wait for the supersedes still being committed (of these memories; None: of any) that write their
+        lineage events with them (``storage.pending``); not inside a write sequence, which they wait for."""
+        if self._pending and not getattr(self._writing, "depth", 0) and not self._pending.settle(memory_ids):
+            log.warning("read lineage before the supersedes still being committed were")
 
     def add_lineage_once(self, events: Sequence[LineageEvent]) -> None:
         """Add the events whose ids are not there yet (a purge finished again adds each once)."""
@@ -198,7 +205,9 @@ class Lineage(StoreTables):
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 active = [
-                    record for record in copy.records.values() if record.status == "active" and record.shared
+                    record
+                    for record in copy.records.values()
+                    if record.status == "active" and record.shared and not self._pending.hides(record.id)
                 ]
                 active.sort(key=lambda record: (record.created_at, record.id), reverse=True)
                 return [
@@ -224,6 +233,8 @@ class Lineage(StoreTables):
         for row in rows:
             if len(unique) >= limit:
                 break
+            if self._pending.hides(row["id"]):  # superseded once its commit lands (``storage.pending``)
+                continue
             unique.setdefault(
                 row["id"],
                 AggregationRow(

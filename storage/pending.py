@@ -77,9 +77,14 @@ class PendingSupersedes:
     def __bool__(self) -> bool:
         return bool(self._replaced_by)
 
-    def settle(self, memory_ids: Iterable[str], timeout: float = DEFAULT_SETTLE_SECONDS) -> bool:
-        """Wait until no supersede held involves these memories (as held or as survivor); False if
-        ``timeout`` passed first."""
+    def settle(
+        self, memory_ids: Iterable[str] | None = None, timeout: float = DEFAULT_SETTLE_SECONDS
+    ) -> bool:
+        """Wait until no supersede held involves these memories (as held or as survivor; None: none is
+        held at all, as a read of a scope's latest changes needs); False if ``timeout`` passed first."""
+        if memory_ids is None:
+            with self._changed:
+                return self._changed.wait_for(lambda: not self._replaced_by, timeout)
         ids = set(memory_ids)
         with self._changed:
             return self._changed.wait_for(

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
 from itertools import pairwise
 from typing import TYPE_CHECKING, Protocol
 
@@ -190,6 +191,8 @@ class WriteService:
         # A restatement's supersede is committed right after its remember answers, in the order decided
         # (``storage.pending`` holds it in this process until then).
         self._supersedes = HandOnQueue("memoria-supersede")
+        self._holding = threading.Lock()  # a supersede is held and queued in one step (``_SupersedesBehind``)
+        self._behind_failed: set[str] = set()  # memories whose supersede commit failed to take the stamp off
         # Credits handed on and consolidations owed are written down first: a crash leaves them to the next
         # start (``storage.unfinished``).
         self._journal = store.unfinished_writes()
@@ -214,16 +217,29 @@ class WriteService:
         each. A server does it as it starts and in every maintenance round (``server.upkeep.catch_up``)."""
         consolidated = carried = 0
         for path, entries in self._journal.orphans():
+            # Each entry is written down again in this process's file as it is begun (a failure, or a crash
+            # now, leaves it there), so the orphan file can go once every entry was begun.
             for entry in entries:
                 if isinstance(entry, OwedConsolidation):
-                    consolidated += self._finish_consolidation(entry)
-                    continue
-                self._hand_on(entry.scope, entry.heir_id, list(entry.losers))
-                # Its memory may have been replaced since (no carry of this process was on its way to it
-                # then): its credits go on from there, behind this carry.
-                self._hand_on_chains(entry.scope, [entry.heir_id])
-                carried += 1
-            self._journal.discard(path)  # what is still open is written down again, in this process's file
+                    try:
+                        consolidated += self._finish_consolidation(entry)
+                    except Exception:
+                        log.warning(
+                            "could not consolidate %s; written down for the next start", entry, exc_info=True
+                        )
+            for entry in entries:
+                if isinstance(entry, HandOn):
+                    self._hand_on(entry.scope, entry.heir_id, list(entry.losers))
+                    # Its memory may have been replaced since (no carry of this process was on its way to it
+                    # then): its credits go on from there, behind this carry.
+                    try:
+                        self._hand_on_chains(entry.scope, [entry.heir_id])
+                    except Exception:
+                        log.warning(
+                            "could not follow %s along what replaced it", entry.heir_id, exc_info=True
+                        )
+                    carried += 1
+            self._journal.discard(path)
         return consolidated, carried
 
     def _finish_consolidation(self, owed: OwedConsolidation) -> int:
@@ -239,24 +255,22 @@ class WriteService:
         active = [current[i] for i in owed.memory_ids if i in current and current[i].status == "active"]
         if not active:
             return 0
-        number = self._owe(owed)
-        try:
-            vectors = store.memory_vectors([memory.id for memory in active], owed.scope)
-            replaced = current.get(owed.replaces) if owed.replaces else None
-            for memory in active:
-                actor = Actor(memory.agent_id, memory.session_id)
-                self.observe(memory)
-                with unmarked_on_failure(store, [memory.id]):
-                    if replaced is not None and replaced.status == "active":
-                        log.info("finishing the explicit update of %s by %s", replaced.id, memory.id)
-                        self._update(replaced, memory, actor, carry=True)
-                    if memory.id in vectors:
-                        report = self.consolidation.on_write(
-                            memory, vectors[memory.id], llm=None, actor=actor, mark=False
-                        )
-                        self.track(owed.scope, report, memory.id)
-        finally:
-            self._owed_done(number)
+        number = self._owe(owed)  # left open if this fails: the next start runs it again
+        vectors = store.memory_vectors([memory.id for memory in active], owed.scope)
+        replaced = current.get(owed.replaces) if owed.replaces else None
+        for memory in active:
+            actor = Actor(memory.agent_id, memory.session_id)
+            self.observe(memory)
+            with unmarked_on_failure(store, [memory.id]):
+                if replaced is not None and replaced.status == "active":
+                    log.info("finishing the explicit update of %s by %s", replaced.id, memory.id)
+                    self._update(replaced, memory, actor, carry=True)
+                if memory.id in vectors:
+                    report = self.consolidation.on_write(
+                        memory, vectors[memory.id], llm=None, actor=actor, mark=False
+                    )
+                    self.track(owed.scope, report, memory.id)
+        self._owed_done(number)
         return len(active)
 
     def _owe(self, owed: OwedConsolidation) -> int | None:
@@ -350,66 +364,107 @@ class WriteService:
                 raise WriteRefused(
                     f"the new content is the same as {replaces.id}'s: nothing to update. Pass the corrected text"
                 )
+            # An update decides on the rows of both memories (an update of a restatement, or back to the text
+            # it restated): what a remember decided about them is committed first.
+            self._store.settle_supersedes([replaces.id, prepared.record.id])
             with self._store.one_version():
                 return replace(self._remember(prepared.record, llm, replaces), redacted=prepared.redacted)
         [inserted] = self._coalesced.run([prepared])
-        behind = _SupersedesBehind(self._store)
+        # Its supersedes are committed behind the call when its consolidation is written down as owed (a
+        # crash before they land leaves it to the next start); otherwise (an object store) before it answers.
+        behind = None
+        if inserted is not None and inserted.owed is not None:
+            behind = _SupersedesBehind(
+                inserted.record.id, self._store, self._holding, partial(self._commit_one, inserted.record)
+            )
+        done = False
         try:
             with self._store.one_version():  # one freshness check for the reads; writes check under the lock
                 if inserted is None:  # stored already, or stated again after a retraction or purge
                     result = self._remember(prepared.record, llm)
                 else:
                     result = self._consolidate_new(inserted.record, inserted.vector, llm, behind=behind)
+            done = True
         finally:
-            if (
-                inserted is not None
-            ):  # done (or its stamp taken off for the sweep), once its supersedes are in
-                self._commit_behind(behind, inserted.record, inserted.owed)
+            # The consolidation owed is done once its supersedes are in. One that failed (its stamp taken off
+            # for the sweep, ``unmarked_on_failure``) stays written down: the next start runs it again.
+            if inserted is not None and done:
+                self._owed_done_behind(behind, inserted.owed)
         return replace(result, redacted=prepared.redacted)
 
-    def _commit_behind(self, behind: _SupersedesBehind, written: MemoryRecord, owed: int | None) -> None:
-        """Commit the supersedes ``written``'s consolidation decided and held, after the call answers, then
-        write down that its consolidation is done. One whose commit fails is given up (the rows stay as
-        they are) and ``written`` loses its stamp, so that the sweep examines it again."""
-        if not behind.held:
-            self._owed_done(owed)
-            return
+    def _commit_one(
+        self,
+        written: MemoryRecord,
+        scope: Scope,
+        losers: list[str],
+        survivor_id: str,
+        at: datetime,
+        record: Callable[[list[str], str], None],
+    ) -> None:
+        """Queue the commit of one supersede held by ``written``'s consolidation (``_SupersedesBehind``, under
+        ``_holding``: commits are queued in the order held, so a chain A -> B -> C commits A's before B's).
+        When what it was to be superseded by left the active set meanwhile (another process, the sweep),
+        it goes to the memory that stands in that one's place, if any. One whose commit fails is given up
+        (the rows stay as they are) and ``written`` loses its stamp, so that the sweep examines it again."""
         store = self._store
 
         def commit() -> None:
-            with store.behind_the_calls():
-                committed()
-
-        def committed() -> None:
-            done = True  # whether the consolidation owed is done (or left to the sweep)
-            for scope, losers, survivor_id, at, record in behind.held:
-                try:
+            try:
+                with store.behind_the_calls():
                     changed = store.supersede(scope, losers, survivor_id, at)
                     if changed:
-                        record(changed)
-                except Exception:
-                    log.warning(
-                        "could not supersede %s by %s; the sweep looks again",
-                        losers,
-                        survivor_id,
-                        exc_info=True,
-                    )
-                    try:
-                        store.mark_consolidated([written.id], None)
-                    except Exception:  # stamped, and owed still: the next start consolidates it
-                        log.warning(
-                            "could not clear the consolidation stamp of %s", written.id, exc_info=True
+                        record(changed, survivor_id)
+                    rest = [memory_id for memory_id in losers if memory_id not in changed]
+                    survivor = store.get_memories([survivor_id], scope).get(survivor_id)
+                    if rest and survivor is not None and survivor.status != "active":
+                        head = current_version(store, survivor)
+                        moved = store.supersede(scope, rest, head.id, at) if head.status == "active" else []
+                        if moved:
+                            record(moved, head.id)
+                        log.info(
+                            "%s: %s left the active set before the supersede of %s was committed; %s",
+                            written.id,
+                            survivor_id,
+                            rest,
+                            f"superseded by {head.id}, which stands in its place"
+                            if moved
+                            else "left as they are",
                         )
-                        done = False
-                finally:
-                    store.release_superseded(losers, survivor_id)
-            if done:
-                self._owed_done(owed)
+            except Exception:
+                log.warning(
+                    "could not supersede %s by %s; the sweep looks again", losers, survivor_id, exc_info=True
+                )
+                try:
+                    store.mark_consolidated([written.id], None)
+                except Exception:  # stamped, and owed still: the next start consolidates it
+                    log.warning("could not clear the consolidation stamp of %s", written.id, exc_info=True)
+                    self._behind_failed.add(written.id)
+            finally:
+                store.release_superseded(losers, survivor_id)
 
         self._supersedes.submit(commit)
+
+    def _owed_done_behind(self, behind: _SupersedesBehind | None, owed: int | None) -> None:
+        """Write down that a remember's consolidation is done: now, or after the commits it queued, unless
+        one of them failed to take the memory's stamp off (then the next start consolidates it again)."""
+        if behind is None or not behind.queued:
+            self._owed_done(owed)
+            return
+        written_id = behind.written_id
+
+        def done() -> None:
+            if written_id in self._behind_failed:
+                self._behind_failed.discard(written_id)
+                return
+            self._owed_done(owed)
+
+        self._supersedes.submit(done)
         # Commits queued faster than they land would hold more and more memories in this process only:
         # past a bound, the remember waits for the queue, as it waited for its own commit before.
-        self._supersedes.wait_below(MAX_SUPERSEDES_BEHIND, timeout=COMMIT_WAIT_SECONDS)
+        if not self._supersedes.wait_below(MAX_SUPERSEDES_BEHIND, timeout=COMMIT_WAIT_SECONDS):
+            log.warning(
+                "%d supersedes still being committed after %g s", MAX_SUPERSEDES_BEHIND, COMMIT_WAIT_SECONDS
+            )
 
     @property
     def queued(self) -> int:
@@ -511,22 +566,26 @@ class WriteService:
                 owed = self._owe(
                     OwedConsolidation(record.scope, (record.id,), replaces.id if replaces else None)
                 )
+            done = False  # a failure leaves the consolidation written down as owed, for the next start
             try:
                 if existing is None:
                     stored, created = store.insert_memory(new)
                     if not created and stored.agent_id != record.agent_id:
                         # Another agent's identical write committed in the same group: corroboration.
+                        done = True  # its writer owes the consolidation
                         return self._attested(stored, record)
                 else:  # stated again after a retraction or purge: it is live again, with lineage
                     restored = store.restore_memory(new)
                     if restored is None:  # another remember of the same content restored it first
+                        done = True  # that remember owes the consolidation
                         return self._remember(drafted, llm, replaces)
                     stored, created = restored, True
                     was = "had expired" if expired else f"had been {existing.status}"
                     note = f"restored: an identical memory {was}"
                 if not created:  # the same agent's identical write committed in the same group
+                    done = True
                     return WriteResult(stored, False)
-                return self._consolidate_new(
+                result = self._consolidate_new(
                     stored,
                     as_array(new.vector),
                     llm,
@@ -534,8 +593,11 @@ class WriteService:
                     restored=existing is not None,
                     replaces=replaces,
                 )
+                done = True
+                return result
             finally:
-                self._owed_done(owed)
+                if done:
+                    self._owed_done(owed)
         else:
             stored, created = existing, False
             if replaces is not None and stored.status == "active":
@@ -678,12 +740,11 @@ class WriteService:
         stamped = tuple(record.id for record in written if record.consolidated_at and record.id not in losers)
         owed = self._owe(OwedConsolidation(scope, stamped)) if stamped else None  # open if the insert fails
         stored = {record.id: record for record, created in store.insert_many(news) if created}
-        try:
-            self._consolidate_batch(
-                scope, written, stored, losers, {new.record.id: new for new in news}, results, llm
-            )
-        finally:
-            self._owed_done(owed)
+        # A failure leaves the consolidation written down as owed, for the next start.
+        self._consolidate_batch(
+            scope, written, stored, losers, {new.record.id: new for new in news}, results, llm
+        )
+        self._owed_done(owed)
         return self._in_input_order(prepared, results)
 
     def _consolidate_batch(
@@ -926,7 +987,9 @@ class WriteService:
         # How each step was taken, by its latest lineage event: a correction (a revision, an explicit
         # update) takes none of a failure; a restatement, a rewording or a newer version takes all.
         latest: dict[tuple[str, str], LineageEvent] = {}
-        for event in store.lineage(scope, list(dict.fromkeys(loser for loser, _ in steps))):
+        # Not waiting for supersedes still being committed (a report holds the reports' lock here): a step
+        # without its event yet is a restatement, which takes the whole blame.
+        for event in store.lineage(scope, list(dict.fromkeys(loser for loser, _ in steps)), settled=False):
             if event.related_id is not None:
                 latest[(event.memory_id, event.related_id)] = event  # oldest first: the last one stays
         for loser, heir in steps:
@@ -1033,12 +1096,22 @@ class WriteService:
 
 
 class _SupersedesBehind:
-    """The supersedes one remember's consolidation decided (``SupersedeBehind``): held in this process at
-    once, committed by ``WriteService._commit_behind`` after the call answers."""
+    """The supersedes one remember's consolidation decides (``SupersedeBehind``): held in this process at
+    once and queued for their commit (``WriteService._commit_one``) in one step under ``holding``, so
+    that commits are queued in the order held."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(
+        self,
+        written_id: str,
+        store: MemoryStore,
+        holding: threading.Lock,
+        commit: Callable[[Scope, list[str], str, datetime, Callable[[list[str], str], None]], None],
+    ) -> None:
+        self.written_id = written_id
         self._store = store
-        self.held: list[tuple[Scope, list[str], str, datetime, Callable[[list[str]], None]]] = []
+        self._holding = holding
+        self._commit = commit
+        self.queued = 0  # commits queued
 
     def __call__(
         self,
@@ -1046,7 +1119,7 @@ class _SupersedesBehind:
         loser_ids: Sequence[str],
         survivor_id: str,
         at: datetime,
-        record: Callable[[list[str]], None],
+        record: Callable[[list[str], str], None],
     ) -> list[str]:
         # As the write lock's check would: never replaced by a memory that is not active, and only active
         # memories leave the active set (read as this process will have them).
@@ -1058,9 +1131,11 @@ class _SupersedesBehind:
             for memory_id in loser_ids
             if memory_id in current and current[memory_id].status == "active"
         ]
-        held = self._store.hold_superseded(active, survivor_id)
-        if held:
-            self.held.append((scope, held, survivor_id, at, record))
+        with self._holding:
+            held = self._store.hold_superseded(active, survivor_id)
+            if held:
+                self._commit(scope, held, survivor_id, at, record)
+                self.queued += 1
         return held
 
 

@@ -258,10 +258,15 @@ def test_appends_hold_the_logs_lock_together_and_a_scrub_waits_for_them_all(tmp_
     assert events[2:] == ["scrub in", "scrub out", "late in"]
 
 
-def test_work_behind_the_calls_lets_a_caller_waiting_for_the_lock_go_first(tmp_path):
+def test_work_behind_the_calls_lets_a_caller_waiting_for_the_lock_go_first(tmp_path, monkeypatch):
     import threading
     import time
 
+    import storage.locking
+
+    monkeypatch.setattr(
+        storage.locking, "BACKGROUND_YIELD_SECONDS", 30.0
+    )  # waits for the caller, however slow
     lock = WriteLock(tmp_path / LOCK_FILE_NAME)
     order: list[str] = []
     held, release = threading.Event(), threading.Event()
@@ -280,10 +285,11 @@ def test_work_behind_the_calls_lets_a_caller_waiting_for_the_lock_go_first(tmp_p
     assert held.wait(30)
     threads.append(threading.Thread(target=taker, args=("caller", False)))
     threads[1].start()
-    time.sleep(0.05)  # the caller waits for the lock
+    while lock._callers_waiting != 1:  # the caller waits for the lock
+        time.sleep(0.001)
     threads.append(threading.Thread(target=taker, args=("behind", True)))
     threads[2].start()
-    time.sleep(0.05)  # and so does the work behind the calls, behind it
+    time.sleep(0.05)  # and so does the work behind the calls, behind it (or it is not there yet: the same)
     release.set()
     for thread in threads:
         thread.join(30)
