@@ -51,6 +51,12 @@ class HandOnQueue:
             target = self._submitted
             return self._changed.wait_for(lambda: self._finished >= target, timeout)
 
+    @property
+    def pending(self) -> int:
+        """Jobs queued or running."""
+        with self._changed:
+            return self._submitted - self._finished
+
     def wait_below(self, count: int, timeout: float | None = None) -> bool:
         """Wait until fewer than ``count`` jobs are queued or running; False if ``timeout`` passed first."""
         with self._changed:

@@ -17,7 +17,7 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -62,6 +62,7 @@ log = logging.getLogger(__name__)
 FUTURE_SLACK = timedelta(minutes=5)  # clocks of different machines disagree a little
 COALESCED_WRITES = 256  # remembers in flight inserted as one batch at most
 MAX_SUPERSEDES_BEHIND = 64  # restatements whose supersede is still being committed, at most
+SUPERSEDES_YIELDING = 4  # with at most this many commits waiting, they let callers take the lock first
 COMMIT_WAIT_SECONDS = 30.0
 
 
@@ -409,8 +410,12 @@ class WriteService:
         store = self._store
 
         def commit() -> None:
+            # Behind the calls (callers waiting for the write lock go first) while the queue is short; a
+            # burst of restatements that outruns the commits takes its turn like any write instead, or the
+            # queue would reach its bound and the remembers wait for it (``MAX_SUPERSEDES_BEHIND``).
+            yielding = self._supersedes.pending <= SUPERSEDES_YIELDING
             try:
-                with store.behind_the_calls():
+                with store.behind_the_calls() if yielding else nullcontext():
                     changed = store.supersede(scope, losers, survivor_id, at)
                     if changed:
                         record(changed, survivor_id)
