@@ -155,7 +155,9 @@ class StoreTables:
         """Hold the store's write lock across a read-check-write sequence (re-entrant); reads inside it
         check the table's version even within ``one_version()``, so the sequence decides on the newest
         rows."""
-        with self._sequence(self._lock, self._writing, WRITES, background=getattr(self._behind, "on", False)):
+        # Work behind the calls that holds the reports' lock does not yield: reports would wait for it.
+        background = getattr(self._behind, "on", False) and not getattr(self._reporting, "depth", 0)
+        with self._sequence(self._lock, self._writing, WRITES, background=background):
             yield
 
     @contextmanager

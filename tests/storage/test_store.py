@@ -860,3 +860,22 @@ def test_the_reports_lock_is_never_taken_inside_the_write_lock(store):
     # The order it is taken in, and re-entrant inside both.
     with store.reporting(), store.exclusive(), store.reporting():
         pass
+
+
+def test_work_behind_the_calls_yields_the_write_lock_unless_it_holds_the_reports_lock(store, monkeypatch):
+    asked: list[bool] = []
+    hold = store._lock.hold
+
+    def recorded(*, background: bool = False):
+        asked.append(background)
+        return hold(background=background)
+
+    monkeypatch.setattr(store._lock, "hold", recorded)
+    with store.exclusive():
+        pass
+    with store.behind_the_calls():
+        with store.exclusive():
+            pass
+        with store.reporting(), store.exclusive():  # reports would wait for its yield
+            pass
+    assert asked == [False, True, False]
