@@ -237,12 +237,17 @@ class Memories(StoreTables):
 
     # ------------------------------------------------------------------ status changes
 
-    def supersede(self, scope: Scope, loser_ids: Sequence[str], survivor_id: str, at: datetime) -> list[str]:
+    def supersede(
+        self, scope: Scope, loser_ids: Sequence[str], survivor_id: str, at: datetime, *, decided: bool = False
+    ) -> list[str]:
         """Mark the still-active ``loser_ids`` superseded by ``survivor_id``; returns the ids that changed.
         Nothing changes when the survivor is no longer active: two consolidations running at once (two
         restatements remembered together) may each pick the other memory to keep, and the second must
-        not supersede the first's survivor, which would leave neither active."""
-        return self._set_status(scope, loser_ids, "superseded", at, replaced_by=survivor_id)
+        not supersede the first's survivor, which would leave neither active. ``decided``: a supersede
+        decided while the survivor was active and committed after it (``storage.pending``): a survivor
+        superseded since (revised, restated again) still takes them, so the chain reads as it was decided,
+        unless its chain leads back to one of them; one retracted or purged since does not."""
+        return self._set_status(scope, loser_ids, "superseded", at, replaced_by=survivor_id, decided=decided)
 
     def reactivate(self, scope: Scope, memory_id: str, at: datetime) -> MemoryRecord | None:
         """Make a superseded memory active again (an explicit update back to its text); returns it as it is
@@ -279,17 +284,41 @@ class Memories(StoreTables):
         return changing
 
     def _set_status(
-        self, scope: Scope, memory_ids: Sequence[str], status: str, at: datetime, *, replaced_by: str | None
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        status: str,
+        at: datetime,
+        *,
+        replaced_by: str | None,
+        decided: bool = False,
     ) -> list[str]:
         with self.exclusive():
             current = self._committed([*memory_ids, *([replaced_by] if replaced_by else [])], scope)
             if replaced_by in current and current[replaced_by].status != "active":
-                return []  # never replaced by a memory that is itself no longer active
+                survivor = current[replaced_by]
+                if not (decided and survivor.status == "superseded"):
+                    return []  # never replaced by a memory that is itself no longer active
+                if self._chain_reaches(scope, survivor, set(memory_ids)):
+                    return []  # it would close a loop: none of them would stand
             # Only active memories leave the active set (a superseded one is not retracted over, etc.).
             changing = [i for i in memory_ids if i in current and current[i].status == "active"]
             if changing:
                 self._update_rows(changing, {"status": status, "replaced_by": replaced_by, "updated_at": at})
         return changing
+
+    def _chain_reaches(self, scope: Scope, memory: MemoryRecord, targets: set[str]) -> bool:
+        """Whether ``memory``'s chain of ``replaced_by`` (as committed) reaches one of ``targets``."""
+        seen = {memory.id}
+        while memory.replaced_by is not None and memory.replaced_by not in seen:
+            if memory.replaced_by in targets:
+                return True
+            seen.add(memory.replaced_by)
+            found = self._committed([memory.replaced_by], scope).get(memory.replaced_by)
+            if found is None:
+                return False
+            memory = found
+        return False
 
     def mark_consolidated(self, memory_ids: Sequence[str], at: datetime | None) -> None:
         """Stamp these memories as examined by consolidation at ``at`` (None: not examined)."""

@@ -18,7 +18,6 @@ start consolidates it again and supersedes the same memory.
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
@@ -31,7 +30,6 @@ class PendingSupersedes:
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._replaced_by: dict[str, str] = {}  # held memory -> the memory that restated it
-        self._survivors: Counter[str] = Counter()  # memory -> how many held memories it replaces
 
     def hold(self, loser_ids: Sequence[str], survivor_id: str) -> list[str]:
         """Hold these memories as superseded by ``survivor_id`` until ``release``; returns those held.
@@ -49,18 +47,14 @@ class PendingSupersedes:
             ]
             for memory_id in taken:
                 self._replaced_by[memory_id] = survivor_id
-            if taken:
-                self._survivors[survivor_id] += len(taken)
             return taken
 
     def release(self, loser_ids: Sequence[str], survivor_id: str) -> None:
         """The supersede is committed (or given up): the rows say what they say again."""
         with self._changed:
-            released = [memory_id for memory_id in loser_ids if self._replaced_by.pop(memory_id, None)]
-            if released:
-                self._survivors[survivor_id] -= len(released)
-                if self._survivors[survivor_id] <= 0:
-                    del self._survivors[survivor_id]
+            for memory_id in loser_ids:
+                if self._replaced_by.get(memory_id) == survivor_id:
+                    del self._replaced_by[memory_id]
             self._changed.notify_all()
 
     def overlaid(self, record: MemoryRecord) -> MemoryRecord:
@@ -80,13 +74,14 @@ class PendingSupersedes:
     def settle(
         self, memory_ids: Iterable[str] | None = None, timeout: float = DEFAULT_SETTLE_SECONDS
     ) -> bool:
-        """Wait until no supersede held involves these memories (as held or as survivor; None: none is
-        held at all, as a read of a scope's latest changes needs); False if ``timeout`` passed first."""
-        if memory_ids is None:
-            with self._changed:
-                return self._changed.wait_for(lambda: not self._replaced_by, timeout)
-        ids = set(memory_ids)
+        """Wait until the supersedes held now that involve these memories (as held or as survivor; None:
+        every one held now, as a read of a scope's latest changes needs) are committed. Those held later
+        are not waited for, so a steady stream of restatements never keeps a reader waiting. False if
+        ``timeout`` passed first."""
         with self._changed:
-            return self._changed.wait_for(
-                lambda: not any(i in self._replaced_by or self._survivors[i] > 0 for i in ids), timeout
-            )
+            if memory_ids is None:
+                waiting = set(self._replaced_by)
+            else:
+                ids = set(memory_ids)
+                waiting = {held for held, by in self._replaced_by.items() if held in ids or by in ids}
+            return self._changed.wait_for(lambda: waiting.isdisjoint(self._replaced_by), timeout)

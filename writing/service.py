@@ -218,15 +218,18 @@ class WriteService:
         each. A server does it as it starts and in every maintenance round (``server.upkeep.catch_up``)."""
         consolidated = carried = 0
         for path, entries in self._journal.orphans():
-            # Each entry is written down again in this process's file as it is begun (a failure, or a crash
-            # now, leaves it there), so the orphan file can go once every entry was begun.
+            # Each entry is written down again in this process's file as it is begun (a crash now leaves it
+            # there), so the orphan file can go once every entry ran; one that failed keeps it for the next
+            # round (running an entry again is idempotent).
+            failed = False
             for entry in entries:
                 if isinstance(entry, OwedConsolidation):
                     try:
                         consolidated += self._finish_consolidation(entry)
                     except Exception:
+                        failed = True
                         log.warning(
-                            "could not consolidate %s; written down for the next start", entry, exc_info=True
+                            "could not consolidate %s; the next round tries again", entry, exc_info=True
                         )
             for entry in entries:
                 if isinstance(entry, HandOn):
@@ -240,7 +243,8 @@ class WriteService:
                             "could not follow %s along what replaced it", entry.heir_id, exc_info=True
                         )
                     carried += 1
-            self._journal.discard(path)
+            if not failed:
+                self._journal.discard(path)
         return consolidated, carried
 
     def _finish_consolidation(self, owed: OwedConsolidation) -> int:
@@ -250,13 +254,14 @@ class WriteService:
         inserted, is left alone, and one consolidated already finds its restatements gone from the active
         set. Written down again first, so that a crash now leaves it to the next start once more."""
         store = self._store
-        current = store.get_memories(
-            [*owed.memory_ids, *([owed.replaces] if owed.replaces else [])], owed.scope
-        )
+        ids = [*owed.memory_ids, *([owed.replaces] if owed.replaces else [])]
+        store.settle_supersedes(ids)  # what this process decided about them is committed first
+        number = self._owe(owed)  # left open if what follows fails: the next start runs it again
+        current = store.get_memories(ids, owed.scope)
         active = [current[i] for i in owed.memory_ids if i in current and current[i].status == "active"]
         if not active:
+            self._owed_done(number)
             return 0
-        number = self._owe(owed)  # left open if this fails: the next start runs it again
         vectors = store.memory_vectors([memory.id for memory in active], owed.scope)
         replaced = current.get(owed.replaces) if owed.replaces else None
         for memory in active:
@@ -404,8 +409,9 @@ class WriteService:
     ) -> None:
         """Queue the commit of one supersede held by ``written``'s consolidation (``_SupersedesBehind``, under
         ``_holding``: commits are queued in the order held, so a chain A -> B -> C commits A's before B's).
-        When what it was to be superseded by left the active set meanwhile (another process, the sweep),
-        it goes to the memory that stands in that one's place, if any. One whose commit fails is given up
+        When what it was to be superseded by was superseded meanwhile (a revision, the sweep, another
+        process), the step is committed as decided, so the chain reads A -> B -> C; when it was forgotten,
+        they stay as they are. One whose commit fails is given up
         (the rows stay as they are) and ``written`` loses its stamp, so that the sweep examines it again."""
         store = self._store
 
@@ -416,24 +422,16 @@ class WriteService:
             yielding = self._supersedes.pending <= SUPERSEDES_YIELDING
             try:
                 with store.behind_the_calls() if yielding else nullcontext():
-                    changed = store.supersede(scope, losers, survivor_id, at)
+                    changed = store.supersede(scope, losers, survivor_id, at, decided=True)
                     if changed:
                         record(changed, survivor_id)
-                    rest = [memory_id for memory_id in losers if memory_id not in changed]
-                    survivor = store.get_memories([survivor_id], scope).get(survivor_id)
-                    if rest and survivor is not None and survivor.status != "active":
-                        head = current_version(store, survivor)
-                        moved = store.supersede(scope, rest, head.id, at) if head.status == "active" else []
-                        if moved:
-                            record(moved, head.id)
+                    if len(changed) < len(losers):
                         log.info(
-                            "%s: %s left the active set before the supersede of %s was committed; %s",
+                            "%s: %s of %s stay as they are (forgotten or replaced meanwhile, or %s was forgotten)",
                             written.id,
+                            [memory_id for memory_id in losers if memory_id not in changed],
+                            losers,
                             survivor_id,
-                            rest,
-                            f"superseded by {head.id}, which stands in its place"
-                            if moved
-                            else "left as they are",
                         )
             except Exception:
                 log.warning(
@@ -590,14 +588,18 @@ class WriteService:
                 if not created:  # the same agent's identical write committed in the same group
                     done = True
                     return WriteResult(stored, False)
-                result = self._consolidate_new(
-                    stored,
-                    as_array(new.vector),
-                    llm,
-                    note=note,
-                    restored=existing is not None,
-                    replaces=replaces,
-                )
+                try:
+                    result = self._consolidate_new(
+                        stored,
+                        as_array(new.vector),
+                        llm,
+                        note=note,
+                        restored=existing is not None,
+                        replaces=replaces,
+                    )
+                except WriteRefused:  # the update was refused and what it wrote retracted: nothing owed
+                    done = True
+                    raise
                 done = True
                 return result
             finally:

@@ -31,11 +31,18 @@ def test_two_restatements_that_pick_each_other_keep_the_first_decided():
     assert pending.hold(["mem_b"], "mem_c") == ["mem_b"]  # a chain: committed in the order held
 
 
-def test_settle_waits_for_the_supersedes_of_those_memories_only():
+def test_settle_waits_for_the_supersedes_held_when_it_began_only():
     pending = PendingSupersedes()
     pending.hold(["mem_a"], "mem_b")
     assert pending.settle(["mem_x"], timeout=0)
     assert not pending.settle(["mem_a"], timeout=0.05)
     assert not pending.settle(["mem_b"], timeout=0.05)  # the survivor's lineage is written with it too
-    threading.Timer(0.05, pending.release, (["mem_a"], "mem_b")).start()
-    assert pending.settle(["mem_a", "mem_b"], timeout=5)
+    assert not pending.settle(None, timeout=0.05)
+
+    def later() -> None:
+        pending.hold(["mem_c"], "mem_d")  # held after the reader began: a stream never keeps it waiting
+        pending.release(["mem_a"], "mem_b")
+
+    threading.Timer(0.05, later).start()
+    assert pending.settle(None, timeout=5)
+    assert pending.hides("mem_c")

@@ -463,6 +463,25 @@ def test_an_explicit_update_a_killed_process_left_half_done_is_finished_by_the_n
         runtime.close()
 
 
+def test_a_recovered_entry_that_fails_keeps_the_dead_processs_file_for_the_next_round(
+    runtime, settings, monkeypatch
+):
+    from pathlib import Path
+
+    from storage.unfinished import OwedConsolidation, UnfinishedWrites
+    from tests.storage.test_unfinished import died
+
+    a = said(runtime, ROLLBACK)
+    gone = UnfinishedWrites(Path(settings.db_uri))
+    gone.begin(OwedConsolidation(Scope("default", "default"), (a.id,)))
+    died(gone)
+    with monkeypatch.context() as patched:
+        patched.setattr(runtime.writer, "_finish_consolidation", lambda owed: 1 / 0)
+        assert runtime.writer.recover_unfinished() == (0, 0)
+    assert runtime.writer.recover_unfinished() == (1, 0)  # the next round finds it still there
+    assert runtime.writer.recover_unfinished() == (0, 0)
+
+
 def test_a_remember_leaves_nothing_owed_behind(runtime):
     said(runtime, ROLLBACK)
     said(runtime, RESTATED)
@@ -608,8 +627,9 @@ def test_an_explicit_update_back_to_what_a_restatement_restated_waits_for_its_su
     )
 
 
-def test_a_supersede_whose_survivor_left_meanwhile_goes_to_the_memory_in_its_place(runtime):
-    """Another process (here: a write around this service) superseded B before A -> B was committed."""
+def test_a_supersede_whose_survivor_was_superseded_meanwhile_is_committed_as_decided(runtime):
+    """B restated A, and B was superseded (here: a write around this service, as another process or a
+    revision would) before A -> B was committed: the chain reads A -> B -> C, with each step's event."""
     scope = Scope("default", "default")
     a = said(runtime, ROLLBACK)
     queue = QueueHeld(runtime)
@@ -620,10 +640,44 @@ def test_a_supersede_whose_survivor_left_meanwhile_goes_to_the_memory_in_its_pla
     assert runtime.writer.settle(TIMEOUT)
     assert (runtime.store.get_memory(a.id).status, runtime.store.get_memory(a.id).replaced_by) == (
         "superseded",
-        c.id,
+        b.id,
     )
     [event] = runtime.store.lineage(scope, [a.id])
-    assert (event.action, event.related_id) == ("supersede", c.id)
+    assert (event.action, event.related_id) == ("supersede", b.id)
+
+
+def test_a_supersede_that_would_close_a_loop_is_not_committed(runtime):
+    """Another process superseded B by A before A -> B was committed: committing it would leave neither
+    standing, so A stays as it is."""
+    scope = Scope("default", "default")
+    a = said(runtime, ROLLBACK)
+    queue = QueueHeld(runtime)
+    b = said(runtime, RESTATED)
+    runtime.store.supersede(scope, [b.id], a.id, datetime.now(UTC))  # the rows: A active, B superseded by A
+    queue.gate.set()
+    assert runtime.writer.settle(TIMEOUT)
+    committed = runtime.store._committed([a.id, b.id], scope)
+    assert (committed[a.id].status, committed[b.id].replaced_by) == ("active", a.id)
+
+
+def test_a_refused_explicit_update_leaves_nothing_owed(runtime):
+    """The memory to replace was forgotten between the caller's check and the update: refused, what it
+    wrote retracted again, and nothing left written down as owed."""
+    import pytest
+
+    from tools.remember import draft_of
+    from writing.service import WriteRefused
+
+    old = said(runtime, ROLLBACK)
+    seen = runtime.store.get_memory(old.id)  # as the caller's check saw it: active
+    runtime.store.retract(Scope("default", "default"), [old.id], datetime.now(UTC))
+    draft = draft_of(
+        RememberInput(content="Rollback a bad deploy with make rollback ENV=prod"), runtime, CALLER
+    )
+    with pytest.raises(WriteRefused, match="no longer active"):
+        runtime.writer.remember(runtime.writer.prepare(draft), llm=None, replaces=seen)
+    assert runtime.writer.settle(TIMEOUT)
+    assert runtime.writer._journal._open == {}
 
 
 def test_a_supersede_whose_commit_fails_is_given_up_and_left_to_the_sweep(runtime, caplog):
