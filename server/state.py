@@ -330,9 +330,8 @@ class AppState:
         hundreds of fragments, each making the next append slower, between two rounds), or 1% of the
         memories if that is more: a round's compaction rewrites the memories table whole (LanceDB 0.40
         takes no target size), so a bigger table compacts less often for the same cost per append."""
-        with (
-            runtime.store.behind_the_calls()
-        ):  # no caller waits for a round: callers take the write lock first
+        # No caller waits for a round: callers waiting for the write lock take it first.
+        with runtime.store.behind_the_calls():
             self._maintain_rounds(runtime)
 
     def _maintain_rounds(self, runtime: ServerRuntime) -> None:

@@ -51,6 +51,10 @@ def quotes(memory_id: str) -> Expr:
     return col("trace_ids").contains(lit(f"\n{memory_id}\n")) | col("trace_json").contains(lit(memory_id))
 
 
+def none_of(column: str, values: Iterable[str]) -> Expr:
+    return ~one_of(column, values)
+
+
 def one_of(column: str, values: Iterable[str]) -> Expr:
 
     return col(column).isin([lit(value) for value in values])

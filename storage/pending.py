@@ -64,6 +64,11 @@ class PendingSupersedes:
             return record
         return replace(record, status="superseded", replaced_by=survivor_id)
 
+    def held(self) -> frozenset[str]:
+        """The memories held now (what a search leaves out)."""
+        with self._changed:
+            return frozenset(self._replaced_by)
+
     def hides(self, memory_id: str) -> bool:
         """Whether a held supersede takes this memory out of the active set."""
         return memory_id in self._replaced_by

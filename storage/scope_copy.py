@@ -5,7 +5,7 @@ episode, for context vectors), and a BM25 index when the cache has an analyzer."
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -242,17 +242,28 @@ class ScopeCopy:
         keep: Callable[[MemoryRecord], bool] | None,
         viewer: Viewer | None = None,
         audience: Audience | None = None,
+        exclude: Collection[str] = (),
     ) -> np.ndarray:
         """Rows that are active, unexpired, of one of ``kinds`` (if given), that ``viewer`` may read (if
-        given), of ``audience`` (if given) and that pass ``keep``."""
-        mask = self._readable(count, now, viewer, audience)
+        given), of ``audience`` (if given), that pass ``keep`` and are not of ``exclude``."""
+        mask = self._readable(count, now, viewer, audience, exclude)
         return mask & self._selected(count, kinds, keep) if kinds or keep is not None else mask
 
     def _readable(
-        self, count: int, now: datetime, viewer: Viewer | None, audience: Audience | None
+        self,
+        count: int,
+        now: datetime,
+        viewer: Viewer | None,
+        audience: Audience | None,
+        exclude: Collection[str] = (),
     ) -> np.ndarray:
-        """Rows that are active, unexpired, that ``viewer`` may read and of ``audience`` (if given)."""
+        """Rows that are active, unexpired, that ``viewer`` may read, of ``audience`` (if given) and not of
+        ``exclude`` (memory ids: a few, each found by its row)."""
         mask = self.active[:count] & (self.expires[:count] > now.timestamp())
+        for memory_id in exclude:
+            row = self.row_of.get(memory_id)
+            if row is not None and row < count:
+                mask[row] = False
         readers = self.audience_code[:count]
         if viewer is not None:
             own = [self.audiences[key] for key in viewer.own_audiences if key in self.audiences]
@@ -283,13 +294,15 @@ class ScopeCopy:
         keep: Callable[[MemoryRecord], bool] | None = None,
         viewer: Viewer | None = None,
         audience: Audience | None = None,
+        exclude: Collection[str] = (),
     ) -> list[tuple[MemoryRecord, float, np.ndarray | None]]:
-        """Active, unexpired memories (of ``kinds``, that ``viewer`` may read, passing ``keep``) by BM25 over
-        their search text."""
+        """Active, unexpired memories (of ``kinds``, that ``viewer`` may read, passing ``keep``, not of
+        ``exclude``) by BM25 over their search text."""
         count = len(self.ids)
         if self.lexical is None or count == 0:
             return []
-        found = self.lexical.search(text, self._eligible(count, now, kinds, keep, viewer, audience), limit)
+        eligible = self._eligible(count, now, kinds, keep, viewer, audience, exclude)
+        found = self.lexical.search(text, eligible, limit)
         return [
             (self.records[self.ids[row]], score, self.vectors[row].copy() if self.has_vector[row] else None)
             for row, score in found
@@ -311,9 +324,11 @@ class ScopeCopy:
         viewer: Viewer | None = None,
         audience: Audience | None = None,
         context_share: float = 0.0,
+        exclude: Collection[str] = (),
     ) -> list[tuple[MemoryRecord, float, np.ndarray, float | None]]:
         """Active, unexpired memories embedded by ``embedder``, of one of ``kinds`` (if given), that
-        ``viewer`` may read (if given) and passing ``keep``: (record, cosine, vector, context cosine). By
+        ``viewer`` may read (if given), passing ``keep`` and not of ``exclude``: (record, cosine, vector,
+        context cosine). By
         cosine similarity; with a ``context_share`` c > 0, by ``semantic_score`` with the cosine of the
         memory's context vector (``context_cosines``), which each hit then carries (else None)."""
         code = self.embedders.get(embedder)
@@ -321,7 +336,7 @@ class ScopeCopy:
         if code is None or count == 0 or limit <= 0:
             return []
         mask = (
-            self._readable(count, now, viewer, audience)
+            self._readable(count, now, viewer, audience, exclude)
             & self.has_vector[:count]
             & (self.embedder_code[:count] == code)
         )

@@ -55,7 +55,7 @@ class MemorySearch(StoreTables):
         or all of them with ``all_tags``, in this time window), nearest first; score = cosine similarity.
         With a ``context_share``, nearest by ``semantic_score`` where a scope copy has the memory's
         context (a scope LanceDB serves ranks by cosine: its hits carry no context)."""
-        where = _Filter.of(reach, kinds, tags, window, all_tags)
+        where = _Filter.of(reach, kinds, tags, window, all_tags, held=self._pending.held())
         hits = [
             hit
             for scope in self._scopes(reach)
@@ -103,9 +103,7 @@ class MemorySearch(StoreTables):
                     **where.for_copy(),
                 )
                 return [
-                    SearchHit(record, score, stored, context)
-                    for record, score, stored, context in nearest
-                    if not self._pending.hides(record.id)
+                    SearchHit(record, score, stored, context) for record, score, stored, context in nearest
                 ]
         condition = filters.all_of(self._active_in(scope, where), filters.equals("embedder", embedder))
         query = (
@@ -120,7 +118,7 @@ class MemorySearch(StoreTables):
             SearchHit(memory_from_row(row), 1.0 - float(row["_distance"]), vector_of_row(row))
             for row in query.to_arrow().to_pylist()
         ]
-        return self._live(hits)
+        return _live(hits)
 
     def fulltext_search(
         self,
@@ -139,7 +137,7 @@ class MemorySearch(StoreTables):
         indexes' scores compare."""
         if not text.strip():
             return []
-        where = _Filter.of(reach, kinds, tags, window, all_tags)
+        where = _Filter.of(reach, kinds, tags, window, all_tags, held=self._pending.held())
         scopes = self._scopes(reach)
         found = {scope: self._fulltext_search_in(scope, text, limit, where) for scope in scopes}
         if len(scopes) == 1:
@@ -159,18 +157,14 @@ class MemorySearch(StoreTables):
             with self._cache.reading(scope) as copy:
                 if copy is not None:
                     found = copy.best_matching(text, limit=limit, now=datetime.now(UTC), **where.for_copy())
-                    return [
-                        SearchHit(record, score, vector)
-                        for record, score, vector in found
-                        if not self._pending.hides(record.id)
-                    ]
+                    return [SearchHit(record, score, vector) for record, score, vector in found]
         elif self._cache.serves(scope):
             # Only ids and scores from the index (queried outside the cache's lock); records and vectors
             # come from the copy (a row committed after it caught up is left for the next search).
             scored = self._fulltext_rows(scope, text, ["id"], limit, where)
             with self._cache.reading(scope) as copy:
                 if copy is not None:
-                    return self._live(
+                    return _live(
                         [
                             SearchHit(
                                 copy.records[row["id"]], float(row["_score"]), copy.vector_of(row["id"])
@@ -180,7 +174,7 @@ class MemorySearch(StoreTables):
                         ]
                     )
         rows = self._fulltext_rows(scope, text, [*MEMORY_COLUMNS, "vector"], limit, where)
-        return self._live(
+        return _live(
             [SearchHit(memory_from_row(row), float(row["_score"]), vector_of_row(row)) for row in rows]
         )
 
@@ -194,7 +188,7 @@ class MemorySearch(StoreTables):
 
     def holds_memories_in(self, reach: Reach, window: TimeWindow) -> bool:
         """Whether some active memory of ``reach`` (that its viewer may see) is of ``window``'s time."""
-        where = _Filter.of(reach, window=window)
+        where = _Filter.of(reach, window=window, held=self._pending.held())
         return any(self._holds_memories_in(scope, window, where) for scope in self._scopes(reach))
 
     def _holds_memories_in(self, scope: Scope, window: TimeWindow, where: _Filter) -> bool:
@@ -241,13 +235,14 @@ class MemorySearch(StoreTables):
         """One page of the scope's active memories (of ``window``'s time, if given), newest first (by ``created_at``, then id, descending):
         the ``limit`` that come after ``before`` (the last one of the previous page) in that order. A memory
         written after the listing began comes before the first page, so no page repeats one."""
-        where = _Filter.of(reach, [kind] if kind else None, [tag] if tag else None, window)
+        where = _Filter.of(
+            reach, [kind] if kind else None, [tag] if tag else None, window, held=self._pending.held()
+        )
 
         def wanted(record: MemoryRecord) -> bool:
             at = utc(record.created_at)
             return (
                 record.status == "active"
-                and not self._pending.hides(record.id)
                 and where.sees(record)
                 and (agent_id is None or record.agent_id == agent_id)
                 and (tag is None or tag in record.tags)
@@ -285,13 +280,8 @@ class MemorySearch(StoreTables):
         weight (no content or vector)."""
         if not episode_ids:
             return []
-        where = _Filter.of(reach)
-        return [
-            stub
-            for scope in self._scopes(reach)
-            for stub in self._stubs_in(scope, episode_ids, where)
-            if not self._pending.hides(stub.id)
-        ]
+        where = _Filter.of(reach, held=self._pending.held())
+        return [stub for scope in self._scopes(reach) for stub in self._stubs_in(scope, episode_ids, where)]
 
     def _stubs_in(self, scope: Scope, episode_ids: Sequence[str], where: _Filter) -> list[EpisodeMemberStub]:
         with self._cache.reading(scope) as copy:
@@ -315,18 +305,6 @@ class MemorySearch(StoreTables):
         }
         return list(unique.values())
 
-    def _live(self, hits: list[SearchHit]) -> list[SearchHit]:
-        """Search results without duplicate ids, without ephemeral memories past their expiry (the
-        maintenance job retracts those, but a search between its rounds must not return them) and
-        without memories a supersede still being committed takes out (``storage.pending``)."""
-        now = datetime.now(UTC)
-        return [
-            hit
-            for hit in _dedupe(hits)
-            if (hit.record.expires_at is None or hit.record.expires_at > now)
-            and not self._pending.hides(hit.record.id)
-        ]
-
     @staticmethod
     def _active_in(scope: Scope, where: _Filter) -> Expr:
         """The active memories of ``scope`` that ``where`` keeps, as a LanceDB filter."""
@@ -334,6 +312,7 @@ class MemorySearch(StoreTables):
         return filters.all_of(
             filters.scope_is(scope),
             filters.equals("status", "active"),
+            filters.none_of("id", where.held) if where.held else None,
             filters.visible_to(where.viewer) if where.viewer is not None else None,
             filters.of_audience(where.audience) if where.audience is not None else None,
             filters.one_of("kind", kinds) if kinds else None,
@@ -422,13 +401,15 @@ def _kept(
 @dataclass(frozen=True)
 class _Filter:
     """What a read keeps of a scope besides its activity: memories of these kinds, with any of these tags
-    (all of them with ``all_tags``), of ``window``'s time, that ``viewer`` may see, of ``audience``."""
+    (all of them with ``all_tags``), of ``window``'s time, that ``viewer`` may see, of ``audience``, and
+    none of the ``held`` ones (superseded by a commit still on its way, ``storage.pending``)."""
 
     kinds: Sequence[str] | None = None
     tags: Sequence[str] | None = None
     window: TimeWindow | None = None
     all_tags: bool = False
     view: View | None = None  # whose reading it is (None: a plain scope's read, which keeps every memory)
+    held: frozenset[str] = frozenset()
 
     @classmethod
     def of(
@@ -438,8 +419,10 @@ class _Filter:
         tags: Sequence[str] | None = None,
         window: TimeWindow | None = None,
         all_tags: bool = False,
+        *,
+        held: frozenset[str] = frozenset(),
     ) -> _Filter:
-        return cls(kinds, tags, window, all_tags, reach if isinstance(reach, View) else None)
+        return cls(kinds, tags, window, all_tags, reach if isinstance(reach, View) else None, held)
 
     @property
     def viewer(self) -> Viewer | None:
@@ -450,8 +433,9 @@ class _Filter:
         return self.view.audience if self.view is not None else None
 
     def sees(self, record: MemoryRecord) -> bool:
-        """Whether the reader may see ``record`` (the rest of the filter is the caller's to apply)."""
-        return self.view is None or self.view.sees(record)
+        """Whether the reader may see ``record`` and it is not held (the rest of the filter is the caller's
+        to apply)."""
+        return record.id not in self.held and (self.view is None or self.view.sees(record))
 
     def for_copy(self) -> dict[str, Any]:
         """The arguments of a scope copy's search."""
@@ -460,12 +444,20 @@ class _Filter:
             "keep": _kept(self.tags, self.window, self.all_tags),
             "viewer": self.viewer,
             "audience": self.audience,
+            "exclude": self.held,
         }
 
 
 def _best(hits: list[SearchHit], limit: int) -> list[SearchHit]:
     """The ``limit`` best of the hits of one or several scopes (a view's home scope and org shelf)."""
     return sorted(hits, key=lambda hit: -hit.score)[:limit]
+
+
+def _live(hits: list[SearchHit]) -> list[SearchHit]:
+    """Search results without duplicate ids and without ephemeral memories past their expiry (the
+    maintenance job retracts those, but a search between its rounds must not return them)."""
+    now = datetime.now(UTC)
+    return [hit for hit in _dedupe(hits) if hit.record.expires_at is None or hit.record.expires_at > now]
 
 
 def _dedupe(hits: list[SearchHit]) -> list[SearchHit]:

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from functools import partial
 from itertools import pairwise
 from typing import TYPE_CHECKING, Protocol
 
@@ -193,7 +192,6 @@ class WriteService:
         # (``storage.pending`` holds it in this process until then).
         self._supersedes = HandOnQueue("memoria-supersede")
         self._holding = threading.Lock()  # a supersede is held and queued in one step (``_SupersedesBehind``)
-        self._behind_failed: set[str] = set()  # memories whose supersede commit failed to take the stamp off
         # Credits handed on and consolidations owed are written down first: a crash leaves them to the next
         # start (``storage.unfinished``).
         self._journal = store.unfinished_writes()
@@ -281,17 +279,24 @@ class WriteService:
 
     def _owe(self, owed: OwedConsolidation) -> int | None:
         """Write down that these memories' consolidation is owed, before their stamped rows are committed."""
+        return self._write_down(owed, f"the consolidation owed by {list(owed.memory_ids)}")
+
+    def _write_down(self, entry: HandOn | OwedConsolidation, what: str) -> int | None:
+        """Begin ``entry`` in this process's journal of unfinished writes; its number (None: not written).
+        The work is done all the same: only a crash before it ends would now lose it."""
         try:
-            return self._journal.begin(owed)
-        except Exception:  # written all the same; only a crash before their consolidation would now leave it
-            log.warning("could not write down the consolidation owed by %s", owed.memory_ids, exc_info=True)
+            return self._journal.begin(entry)
+        except Exception:
+            log.warning("could not write down %s", what, exc_info=True)
             return None
 
     def _owed_done(self, number: int | None) -> None:
+        """End the journal entry ``number`` (a failure is logged: the next start runs it again, which is
+        idempotent)."""
         try:
             self._journal.end(number)
-        except Exception:  # the next start consolidates them again: idempotent
-            log.warning("could not write down that a consolidation ran", exc_info=True)
+        except Exception:
+            log.warning("could not write down that entry %s ran", number, exc_info=True)
 
     # -- drafts -----------------------------------------------------------------------------------------
 
@@ -380,32 +385,26 @@ class WriteService:
         # crash before they land leaves it to the next start); otherwise (an object store) before it answers.
         behind = None
         if inserted is not None and inserted.owed is not None:
-            behind = _SupersedesBehind(
-                inserted.record.id, self._store, self._holding, partial(self._commit_one, inserted.record)
-            )
-        done = False
-        try:
-            with self._store.one_version():  # one freshness check for the reads; writes check under the lock
-                if inserted is None:  # stored already, or stated again after a retraction or purge
-                    result = self._remember(prepared.record, llm)
-                else:
-                    result = self._consolidate_new(inserted.record, inserted.vector, llm, behind=behind)
-            done = True
-        finally:
-            # The consolidation owed is done once its supersedes are in. One that failed (its stamp taken off
-            # for the sweep, ``unmarked_on_failure``) stays written down: the next start runs it again.
-            if inserted is not None and done:
-                self._owed_done_behind(behind, inserted.owed)
+            behind = _SupersedesBehind(inserted.record, self._store, self._holding, self._commit_one)
+        with self._store.one_version():  # one freshness check for the reads; writes check under the lock
+            if inserted is None:  # stored already, or stated again after a retraction or purge
+                result = self._remember(prepared.record, llm)
+            else:
+                result = self._consolidate_new(inserted.record, inserted.vector, llm, behind=behind)
+        # The consolidation owed is done once its supersedes are in. One that failed (its stamp taken off for
+        # the sweep, ``unmarked_on_failure``) raised above and stays written down: the next start runs it.
+        if inserted is not None:
+            self._owed_done_behind(behind, inserted.owed)
         return replace(result, redacted=prepared.redacted)
 
     def _commit_one(
         self,
-        written: MemoryRecord,
+        behind: _SupersedesBehind,
         scope: Scope,
         losers: list[str],
         survivor_id: str,
         at: datetime,
-        record: Callable[[list[str], str], None],
+        record: Callable[[list[str]], None],
     ) -> None:
         """Queue the commit of one supersede held by ``written``'s consolidation (``_SupersedesBehind``, under
         ``_holding``: commits are queued in the order held, so a chain A -> B -> C commits A's before B's).
@@ -413,7 +412,7 @@ class WriteService:
         process), the step is committed as decided, so the chain reads A -> B -> C; when it was forgotten,
         they stay as they are. One whose commit fails is given up
         (the rows stay as they are) and ``written`` loses its stamp, so that the sweep examines it again."""
-        store = self._store
+        store, written = self._store, behind.written
 
         def commit() -> None:
             # Behind the calls (callers waiting for the write lock go first) while the queue is short; a
@@ -424,7 +423,7 @@ class WriteService:
                 with store.behind_the_calls() if yielding else nullcontext():
                     changed = store.supersede(scope, losers, survivor_id, at, decided=True)
                     if changed:
-                        record(changed, survivor_id)
+                        record(changed)
                     if len(changed) < len(losers):
                         log.info(
                             "%s: %s of %s stay as they are (forgotten or replaced meanwhile, or %s was forgotten)",
@@ -441,7 +440,7 @@ class WriteService:
                     store.mark_consolidated([written.id], None)
                 except Exception:  # stamped, and owed still: the next start consolidates it
                     log.warning("could not clear the consolidation stamp of %s", written.id, exc_info=True)
-                    self._behind_failed.add(written.id)
+                    behind.stamp_kept = True
             finally:
                 store.release_superseded(losers, survivor_id)
 
@@ -453,13 +452,10 @@ class WriteService:
         if behind is None or not behind.queued:
             self._owed_done(owed)
             return
-        written_id = behind.written_id
 
-        def done() -> None:
-            if written_id in self._behind_failed:
-                self._behind_failed.discard(written_id)
-                return
-            self._owed_done(owed)
+        def done() -> None:  # after this remember's commits, on the same thread
+            if not behind.stamp_kept:
+                self._owed_done(owed)
 
         self._supersedes.submit(done)
         # Commits queued faster than they land would hold more and more memories in this process only:
@@ -1016,11 +1012,9 @@ class WriteService:
         call, after the carries queued before it. Always to that memory, even if it is superseded by then:
         its own successor's carry, queued after this one, takes them on from there, with the blame that
         step deserves (a correction takes none)."""
-        try:
-            written = self._journal.begin(HandOn(scope, heir_id, tuple(losers)))
-        except Exception:  # carried all the same; only a crash before it ran would now lose it
-            log.warning("could not write down the credits handed on to %s", heir_id, exc_info=True)
-            written = None
+        written = self._write_down(
+            HandOn(scope, heir_id, tuple(losers)), f"the credits handed on to {heir_id}"
+        )
         with self._heirs_lock:
             self._heirs_pending[heir_id] += 1
 
@@ -1033,10 +1027,7 @@ class WriteService:
                     self._heirs_pending[heir_id] -= 1
                     if self._heirs_pending[heir_id] <= 0:
                         del self._heirs_pending[heir_id]
-                try:
-                    self._journal.end(written)
-                except Exception:  # the next start carries it again: idempotent
-                    log.warning("could not write down that a hand-on to %s ran", heir_id, exc_info=True)
+                self._owed_done(written)
 
         self._hand_ons.submit(carry)
 
@@ -1109,16 +1100,19 @@ class _SupersedesBehind:
 
     def __init__(
         self,
-        written_id: str,
+        written: MemoryRecord,
         store: MemoryStore,
         holding: threading.Lock,
-        commit: Callable[[Scope, list[str], str, datetime, Callable[[list[str], str], None]], None],
+        commit: Callable[
+            [_SupersedesBehind, Scope, list[str], str, datetime, Callable[[list[str]], None]], None
+        ],
     ) -> None:
-        self.written_id = written_id
+        self.written = written
         self._store = store
         self._holding = holding
         self._commit = commit
         self.queued = 0  # commits queued
+        self.stamp_kept = False  # a commit failed and could not take ``written``'s stamp off either
 
     def __call__(
         self,
@@ -1126,7 +1120,7 @@ class _SupersedesBehind:
         loser_ids: Sequence[str],
         survivor_id: str,
         at: datetime,
-        record: Callable[[list[str], str], None],
+        record: Callable[[list[str]], None],
     ) -> list[str]:
         # As the write lock's check would: never replaced by a memory that is not active, and only active
         # memories leave the active set (read as this process will have them).
@@ -1141,7 +1135,7 @@ class _SupersedesBehind:
         with self._holding:
             held = self._store.hold_superseded(active, survivor_id)
             if held:
-                self._commit(scope, held, survivor_id, at, record)
+                self._commit(self, scope, held, survivor_id, at, record)
                 self.queued += 1
         return held
 

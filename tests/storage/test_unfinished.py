@@ -46,12 +46,16 @@ def test_a_file_left_with_carries_unfinished_is_kept_at_close(tmp_path):
     assert [hand_on.heir_id for hand_on in unfinished] == ["mem_b"]
 
 
+def left_by_a_dead_process(tmp_path, lines: str, folder: str = UNFINISHED_DIR) -> None:
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "123-dead.jsonl").write_text(lines)
+
+
 def test_a_line_cut_short_by_the_crash_is_skipped(tmp_path, caplog):
-    folder = tmp_path / UNFINISHED_DIR
-    folder.mkdir()
-    (folder / "123-dead.jsonl").write_text(
+    left_by_a_dead_process(
+        tmp_path,
         '{"hand_on": 0, "org": "acme", "project": "web", "heir": "mem_b", "losers": [["mem_a", true]]}\n'
-        '{"hand_on": 1, "org": "acme", "pro'
+        '{"hand_on": 1, "org": "acme", "pro',
     )
     [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
     assert [hand_on.heir_id for hand_on in unfinished] == ["mem_b"]
@@ -124,12 +128,12 @@ def test_consolidations_owed_and_hand_ons_come_back_as_they_were_written(tmp_pat
 
 
 def test_the_hand_ons_an_earlier_release_left_are_found(tmp_path):
-    folder = tmp_path / ".memoria-hand-ons"  # where the release before wrote them, without a kind
-    folder.mkdir()
-    (folder / "123-dead.jsonl").write_text(
+    left_by_a_dead_process(  # where the release before wrote them, without a kind
+        tmp_path,
         '{"hand_on": 0, "org": "acme", "project": "web", "heir": "mem_b", "losers": [["mem_a", true]]}\n'
         '{"hand_on": 1, "org": "acme", "project": "web", "heir": "mem_d", "losers": [["mem_c", false]]}\n'
-        '{"done": 0}\n'
+        '{"done": 0}\n',
+        folder=".memoria-hand-ons",
     )
     journal = UnfinishedWrites(tmp_path)
     [(path, unfinished)] = journal.orphans()
@@ -139,11 +143,10 @@ def test_the_hand_ons_an_earlier_release_left_are_found(tmp_path):
 
 
 def test_a_line_of_an_unknown_kind_is_skipped(tmp_path, caplog):
-    folder = tmp_path / UNFINISHED_DIR
-    folder.mkdir()
-    (folder / "123-dead.jsonl").write_text(
+    left_by_a_dead_process(
+        tmp_path,
         '{"n": 0, "kind": "compaction", "org": "acme", "project": "web"}\n'
-        '{"n": 1, "kind": "consolidation", "org": "acme", "project": "web", "memories": ["mem_n"], "replaces": null}\n'
+        '{"n": 1, "kind": "consolidation", "org": "acme", "project": "web", "memories": ["mem_n"], "replaces": null}\n',
     )
     [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
     assert unfinished == [OwedConsolidation(SCOPE, ("mem_n",))]

@@ -531,8 +531,7 @@ def test_a_restatement_is_answered_before_its_supersede_is_committed_and_reads_a
     reader.join(TIMEOUT)
     assert [(event.action, event.related_id) for event in lineage] == [("supersede", new.id)]
     assert runtime.writer.settle(TIMEOUT)
-    committed = runtime.store._committed([old.id], scope)[old.id]
-    assert (committed.status, committed.replaced_by) == ("superseded", new.id)
+    assert committed_chain(runtime, old) == [("superseded", new.id)]
     assert not runtime.store._pending
     assert runtime.writer._journal._open == {}
 
@@ -554,6 +553,12 @@ def test_a_restatement_forgotten_before_its_supersede_is_committed_leaves_neithe
     assert forgot == [new.id]
     assert runtime.writer.settle(TIMEOUT)
     assert [runtime.store.get_memory(i).status for i in (old.id, new.id)] == ["superseded", "retracted"]
+
+
+def committed_chain(runtime, *memories) -> list[tuple[str, str | None]]:
+    """Each memory's status and ``replaced_by`` as the rows say (not as this process reads them)."""
+    rows = runtime.store._committed([memory.id for memory in memories], Scope("default", "default"))
+    return [(rows[memory.id].status, rows[memory.id].replaced_by) for memory in memories]
 
 
 class QueueHeld:
@@ -591,12 +596,7 @@ def test_a_chain_of_restatements_commits_in_the_order_decided(runtime):
     b = results["b"]
     assert b.consolidation.superseded == [a.id] and c.consolidation.superseded == [b.id]
     assert writer.settle(TIMEOUT)
-    committed = runtime.store._committed([a.id, b.id, c.id], Scope("default", "default"))
-    assert [(committed[m.id].status, committed[m.id].replaced_by) for m in (a, b, c)] == [
-        ("superseded", b.id),
-        ("superseded", c.id),
-        ("active", None),
-    ]
+    assert committed_chain(runtime, a, b, c) == [("superseded", b.id), ("superseded", c.id), ("active", None)]
 
 
 def test_an_explicit_update_of_a_restatement_waits_for_its_supersede(runtime):
@@ -605,12 +605,7 @@ def test_an_explicit_update_of_a_restatement_waits_for_its_supersede(runtime):
     b = said(runtime, RESTATED)  # A -> B held behind the queue
     c = said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=b.id)
     assert runtime.writer.settle(TIMEOUT)
-    statuses = runtime.store._committed([a.id, b.id, c.id], Scope("default", "default"))
-    assert [(statuses[m.id].status, statuses[m.id].replaced_by) for m in (a, b, c)] == [
-        ("superseded", b.id),
-        ("superseded", c.id),
-        ("active", None),
-    ]
+    assert committed_chain(runtime, a, b, c) == [("superseded", b.id), ("superseded", c.id), ("active", None)]
 
 
 def test_an_explicit_update_back_to_what_a_restatement_restated_waits_for_its_supersede(runtime):

@@ -54,9 +54,8 @@ CONSOLIDATOR_AGENT = "memoria-consolidator"
 
 class SupersedeBehind(Protocol):
     """Commits a restatement's supersede after the call answers (``writing.service``): holds ``loser_ids``
-    as superseded by ``survivor_id`` in this process at once and returns those it held; ``record(changed,
-    by)`` writes the lineage of those that changed, with the commit (``by``: the memory they were
-    superseded by, which may be the one standing in ``survivor_id``'s place by then)."""
+    as superseded by ``survivor_id`` in this process at once and returns those it held; ``record(changed)``
+    writes the lineage of those that changed, with the commit."""
 
     def __call__(
         self,
@@ -64,7 +63,7 @@ class SupersedeBehind(Protocol):
         loser_ids: Sequence[str],
         survivor_id: str,
         at: datetime,
-        record: Callable[[list[str], str], None],
+        record: Callable[[list[str]], None],
     ) -> list[str]: ...
 
 
@@ -566,15 +565,15 @@ class ConsolidationService:
         now = self._clock()
         others = [i for i in losers if i != survivor_id]
 
-        def record(changed: list[str], by: str) -> None:
+        def record(changed: list[str]) -> None:
             self.record_retirement(
                 scope,
                 changed,
                 action,
-                related_id=by,
+                related_id=survivor_id,
                 resolver=resolver,
                 reason=reason,
-                resolution=f"{action} by {by}",
+                resolution=f"{action} by {survivor_id}",
                 actor=actor,
                 at=now,
             )
@@ -582,7 +581,7 @@ class ConsolidationService:
         if behind is not None:
             return behind(scope, others, survivor_id, now, record)
         changed = self._store.supersede(scope, others, survivor_id, now)
-        record(changed, survivor_id)
+        record(changed)
         return changed
 
     def retirement_events(
