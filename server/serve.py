@@ -5,6 +5,7 @@ command itself, with the commands for people, is ``console.cli``; ``python -m se
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import gc
 import logging
@@ -12,7 +13,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -139,7 +140,7 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
     loop = event_loop_options(settings.uvloop)
     if http is None:
         log.info("memoria serving MCP on stdio; store %s", settings.db_uri)
-        return _until_interrupted(lambda: anyio.run(app.run_stdio_async, backend_options=loop))
+        return _until_interrupted(app.run_stdio_async, loop)
     host, port = http
     authenticated = app.settings.auth is not None  # build_server read the tokens file or OAuth settings
     refuse_open_endpoint(host, settings, authenticated=authenticated)
@@ -160,7 +161,7 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
         transport_security=security,
         max_request_body_size=settings.http.max_body_bytes,
     )
-    return _until_interrupted(lambda: anyio.run(serving, backend_options=loop))
+    return _until_interrupted(serving, loop)
 
 
 # After Ctrl-C, how long the server may take to stop before it exits regardless: a stdio server whose
@@ -168,13 +169,22 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
 INTERRUPT_GRACE_SECONDS = 5.0
 
 
-def _until_interrupted(run: Callable[[], object]) -> int:
+def _until_interrupted(serving: Callable[[], Awaitable[object]], backend_options: dict[str, bool]) -> int:
     """Serve until the transport ends (0), or until Ctrl-C: the way the README stops a server, said in one
     line, not as a traceback. Stopping cancels the serving task, whose lifespan closes the runtime; the
     process then ends by SIGINT, as an interrupted program does (the shell says 130), without waiting for
     a stdio reader thread blocked on a pipe its client keeps open. If stopping itself has not finished
     ``INTERRUPT_GRACE_SECONDS`` later, it exits regardless (every acknowledged write is committed; what is
     lost is at most the last 0.2 s of retrieval logs and credits still being handed on)."""
+    stopping = threading.Event()  # Ctrl-C came
+
+    async def serve_quietly() -> None:
+        asyncio.get_running_loop().set_exception_handler(functools.partial(_after_interrupt, stopping))
+        await serving()
+
+    def run() -> None:
+        anyio.run(serve_quietly, backend_options=backend_options)
+
     if threading.current_thread() is not threading.main_thread():  # no signal handlers there
         try:
             run()
@@ -184,6 +194,7 @@ def _until_interrupted(run: Callable[[], object]) -> int:
     previous = signal.getsignal(signal.SIGINT)
 
     def interrupted(signum: int, frame: Any) -> None:
+        stopping.set()
         watchdog = threading.Timer(INTERRUPT_GRACE_SECONDS, _exit_interrupted)
         watchdog.daemon = True
         watchdog.start()
@@ -193,7 +204,9 @@ def _until_interrupted(run: Callable[[], object]) -> int:
     signal.signal(signal.SIGINT, interrupted)
     try:
         run()
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        if not isinstance(exc, KeyboardInterrupt) and not (stopping.is_set() and _only_interrupts(exc)):
+            raise
         log.info("memoria stopped (interrupted)")
         _flush_output()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -202,6 +215,25 @@ def _until_interrupted(run: Callable[[], object]) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     return 0
+
+
+def _after_interrupt(stopping: threading.Event, loop: Any, context: dict[str, Any]) -> None:
+    """The serving loop's handler of errors no task awaited. Ctrl-C raises in whichever task runs at that
+    moment; when that is a task of a task group (the stdio transport's writer, a request's handler), the
+    group ends with the interrupt wrapped in an exception group, and asyncio, shutting down, would print
+    its traceback as an unhandled error. After Ctrl-C such an ending is the stop, not an error."""
+    if stopping.is_set() and _only_interrupts(context.get("exception")):
+        return
+    loop.default_exception_handler(context)
+
+
+def _only_interrupts(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is Ctrl-C's interrupt or a cancellation, or a group of nothing else."""
+    if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_interrupts(inner) for inner in exc.exceptions)
+    return False
 
 
 def _flush_output() -> None:

@@ -1,8 +1,11 @@
 import argparse
+import asyncio
 import os
 import platform
+import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -212,3 +215,61 @@ def test_serving_tunes_the_collector_and_freezes_it_once_warm_unless_told_not_to
             server.serve.serve(Settings.from_env(env, db_uri="/tmp/x"), None)
     assert asked == [20_000, 0]
     assert hooks == [server.serve.freeze_collector, None]
+
+
+# A server whose Ctrl-C lands in a task of a task group (the stdio transport's writer, a request's
+# handler), not in the task that awaits them: the group ends with the interrupt wrapped in an exception
+# group. Run in a process of its own, which the stop ends by SIGINT.
+INTERRUPTED_IN_A_TASK_GROUP = """
+import logging, os, signal, sys
+import anyio
+from server.serve import _until_interrupted
+
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
+
+async def serving():
+    async def writer():
+        await anyio.sleep(0.1)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, raised here: in this task
+        await anyio.sleep(10)
+
+    async with anyio.create_task_group() as transport:
+        transport.start_soon(writer)
+        await anyio.sleep(10)
+
+_until_interrupted(serving, {"use_uvloop": sys.argv[1] == "uvloop"})
+print("not stopped", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_ctrl_c_landing_in_a_task_groups_task_stops_with_one_line_and_no_traceback(loop):
+    if loop == "uvloop":
+        pytest.importorskip("uvloop")
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_IN_A_TASK_GROUP, loop], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == -signal.SIGINT  # ended by the signal (the shell says 130)
+    assert done.stderr == "memoria stopped (interrupted)\n"
+
+
+def test_an_error_that_is_not_the_interrupt_still_reaches_asyncios_handler():
+    from server.serve import _after_interrupt
+
+    class Loop:
+        def __init__(self) -> None:
+            self.reported: list[dict] = []
+
+        def default_exception_handler(self, context: dict) -> None:
+            self.reported.append(context)
+
+    stopping = threading.Event()
+    loop = Loop()
+    interrupt = BaseExceptionGroup("transport", [KeyboardInterrupt(), asyncio.CancelledError()])
+    failure = BaseExceptionGroup("transport", [KeyboardInterrupt(), ValueError("a bug")])
+    _after_interrupt(stopping, loop, {"exception": interrupt})  # before Ctrl-C: reported as ever
+    stopping.set()
+    _after_interrupt(stopping, loop, {"exception": interrupt})  # the stop itself: quiet
+    _after_interrupt(stopping, loop, {"exception": failure})
+    _after_interrupt(stopping, loop, {"message": "a callback failed"})
+    assert [context.get("exception") for context in loop.reported] == [interrupt, failure, None]
