@@ -202,12 +202,13 @@ class Lineage(StoreTables):
     def aggregation_rows(self, scope: Scope, limit: int) -> list[AggregationRow]:
         """The scope's newest ``limit`` active shared memories, as the aggregation job reads them (a memory
         only its agent or session may read neither corroborates nor contradicts what others read)."""
+        held = self._pending.held()  # before the read (``storage.pending``)
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 active = [
                     record
                     for record in copy.records.values()
-                    if record.status == "active" and record.shared and not self._pending.hides(record.id)
+                    if record.status == "active" and record.shared and record.id not in held
                 ]
                 active.sort(key=lambda record: (record.created_at, record.id), reverse=True)
                 return [
@@ -233,7 +234,7 @@ class Lineage(StoreTables):
         for row in rows:
             if len(unique) >= limit:
                 break
-            if self._pending.hides(row["id"]):  # superseded once its commit lands (``storage.pending``)
+            if row["id"] in held:  # superseded once its commit lands (``storage.pending``)
                 continue
             unique.setdefault(
                 row["id"],

@@ -14,6 +14,7 @@ import pyarrow as pa
 from storage import filters
 from storage.group_commit import GroupCommit
 from storage.locking import retrying
+from storage.pending import overlaid
 from storage.records import EpisodeRecord, MemoryRecord, NewMemory, Reach, Scope, View
 from storage.rows import MEMORY_COLUMNS, episode_from_row, memory_from_row, memory_to_row
 from storage.scope_copy import by_id
@@ -32,16 +33,18 @@ class Memories(StoreTables):
     def get_memory(self, memory_id: str, reach: Reach | None = None) -> MemoryRecord | None:
         """The memory with this id (in ``reach``, and only if its viewer may see it; None: anywhere)."""
         if reach is None:
+            held = self._pending.held()  # before the read (``storage.pending``)
             rows = self._select(self._memories, filters.equals("id", memory_id), MEMORY_COLUMNS, limit=2)
-            return self._pending.overlaid(memory_from_row(rows[0])) if rows else None
+            return overlaid(memory_from_row(rows[0]), held) if rows else None
         return self.get_memories([memory_id], reach).get(memory_id)
 
     def get_memories(self, memory_ids: Iterable[str], reach: Reach) -> dict[str, MemoryRecord]:
         """The memories of ``reach`` with these ids (those its viewer may see), as this process will have
         them: a supersede decided and still being committed reads as done (``storage.pending``)."""
+        held = self._pending.held()  # before the read: a commit landing meanwhile is in one or the other
         found = self._committed(memory_ids, reach)
-        if self._pending:
-            found = {i: self._pending.overlaid(record) for i, record in found.items()}
+        if held:
+            found = {i: overlaid(record, held) for i, record in found.items()}
         return found
 
     def _committed(self, memory_ids: Iterable[str], reach: Reach) -> dict[str, MemoryRecord]:

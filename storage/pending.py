@@ -18,12 +18,21 @@ start consolidates it again and supersedes the same memory.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from storage.records import MemoryRecord
 
 DEFAULT_SETTLE_SECONDS = 30.0
+
+
+def overlaid(record: MemoryRecord, held: Mapping[str, str]) -> MemoryRecord:
+    """``record`` as it will be once the supersede ``held`` holds for it (``PendingSupersedes.held``, taken
+    before ``record`` was read) is committed."""
+    survivor_id = held.get(record.id)
+    if survivor_id is None or record.status != "active":
+        return record
+    return replace(record, status="superseded", replaced_by=survivor_id)
 
 
 class PendingSupersedes:
@@ -57,21 +66,13 @@ class PendingSupersedes:
                     del self._replaced_by[memory_id]
             self._changed.notify_all()
 
-    def overlaid(self, record: MemoryRecord) -> MemoryRecord:
-        """``record`` as it will be once the supersede held for it is committed."""
-        survivor_id = self._replaced_by.get(record.id)
-        if survivor_id is None or record.status != "active":
-            return record
-        return replace(record, status="superseded", replaced_by=survivor_id)
-
-    def held(self) -> frozenset[str]:
-        """The memories held now (what a search leaves out)."""
+    def held(self) -> dict[str, str]:
+        """The supersedes held now: held memory -> the memory that restated it. A read takes this before it
+        reads the rows, and overlays what it read with it (``overlaid``): a commit that lands in between
+        is then in the rows or in the overlay. Taken after the read, it could miss both: the row read
+        before the commit, the hold released after it (a restatement's old memory read as active again)."""
         with self._changed:
-            return frozenset(self._replaced_by)
-
-    def hides(self, memory_id: str) -> bool:
-        """Whether a held supersede takes this memory out of the active set."""
-        return memory_id in self._replaced_by
+            return dict(self._replaced_by)
 
     def __bool__(self) -> bool:
         return bool(self._replaced_by)

@@ -879,3 +879,45 @@ def test_work_behind_the_calls_yields_the_write_lock_unless_it_holds_the_reports
         with store.reporting(), store.exclusive():  # reports would wait for its yield
             pass
     assert asked == [False, True, False]
+
+
+@pytest.mark.parametrize("read", ["get_memories", "get_memory by id alone"])
+def test_a_supersede_committed_while_a_read_runs_is_in_the_rows_or_the_overlay(store, monkeypatch, read):
+    # The commit behind a restatement lands between a reader's read of the rows and its look at what is
+    # held: the rows it read still say active, and the hold is gone by then. The reader took what was held
+    # before it read, so it still reads the memory as superseded (a CI run saw a restatement's old memory
+    # read as active here).
+    store.insert_many([new("mem_old", "i prefer typescript"), new("mem_new", "I prefer TypeScript!")])
+    assert store.hold_superseded(["mem_old"], "mem_new") == ["mem_old"]
+
+    landed: list[bool] = []
+
+    def commit_lands() -> None:  # once, and not inside itself (the commit reads the rows too)
+        if not landed:
+            landed.append(True)
+            store.supersede(SCOPE, ["mem_old"], "mem_new", NOW, decided=True)
+            store.release_superseded(["mem_old"], "mem_new")
+
+    if read == "get_memories":
+        committed = store._committed
+
+        def read_then_commit(*args, **kwargs):
+            rows = committed(*args, **kwargs)
+            commit_lands()
+            return rows
+
+        monkeypatch.setattr(store, "_committed", read_then_commit)
+        found = store.get_memories(["mem_old"], SCOPE)["mem_old"]
+    else:
+        select = store._select
+
+        def select_then_commit(*args, **kwargs):
+            rows = select(*args, **kwargs)
+            commit_lands()
+            return rows
+
+        monkeypatch.setattr(store, "_select", select_then_commit)
+        found = store.get_memory("mem_old")
+    assert landed and (found.status, found.replaced_by) == ("superseded", "mem_new")
+    monkeypatch.undo()
+    assert store.get_memory("mem_old").status == "superseded"  # as committed
