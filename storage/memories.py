@@ -3,7 +3,7 @@ restoring a forgotten one, and the status changes consolidation makes (supersede
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -33,19 +33,42 @@ class Memories(StoreTables):
     def get_memory(self, memory_id: str, reach: Reach | None = None) -> MemoryRecord | None:
         """The memory with this id (in ``reach``, and only if its viewer may see it; None: anywhere)."""
         if reach is None:
-            held = self._pending.held()  # before the read (``storage.pending``)
-            rows = self._select(self._memories, filters.equals("id", memory_id), MEMORY_COLUMNS, limit=2)
-            return overlaid(memory_from_row(rows[0]), held) if rows else None
+
+            def anywhere(ids: list[str]) -> dict[str, MemoryRecord]:
+                rows = self._select(
+                    self._memories, filters.one_of("id", ids), MEMORY_COLUMNS, limit=2 * len(ids)
+                )
+                return {row["id"]: memory_from_row(row) for row in rows}
+
+            return self._as_held([memory_id], anywhere).get(memory_id)
         return self.get_memories([memory_id], reach).get(memory_id)
 
     def get_memories(self, memory_ids: Iterable[str], reach: Reach) -> dict[str, MemoryRecord]:
         """The memories of ``reach`` with these ids (those its viewer may see), as this process will have
         them: a supersede decided and still being committed reads as done (``storage.pending``)."""
-        held = self._pending.held()  # before the read: a commit landing meanwhile is in one or the other
-        found = self._committed(memory_ids, reach)
-        if held:
-            found = {i: overlaid(record, held) for i, record in found.items()}
-        return found
+        return self._as_held(list(memory_ids), lambda ids: self._committed(ids, reach))
+
+    def _as_held(
+        self, memory_ids: list[str], read: Callable[[list[str]], dict[str, MemoryRecord]]
+    ) -> dict[str, MemoryRecord]:
+        """``read``'s records overlaid with the supersedes held (``storage.pending``). What is held is looked
+        at before and after the read: a memory held throughout reads superseded; one whose hold was released
+        while its row was being read is read again, since the commit may have landed after its row was read
+        (it would read active) and a later write may have changed it since (an explicit update back to it:
+        the hold must not be applied to that)."""
+        before = self._pending.held()
+        found = read(memory_ids)
+        if not before:
+            return found
+        after = self._pending.held()
+        released = [
+            memory_id
+            for memory_id, record in found.items()
+            if memory_id in before and memory_id not in after and record.status == "active"
+        ]
+        if released:  # the rows now say what the commit did (its release came after it)
+            found |= read(released)
+        return {memory_id: overlaid(record, after) for memory_id, record in found.items()}
 
     def _committed(self, memory_ids: Iterable[str], reach: Reach) -> dict[str, MemoryRecord]:
         """``get_memories`` as the rows say: what a write that decides on a memory's status reads."""

@@ -67,10 +67,12 @@ class PendingSupersedes:
             self._changed.notify_all()
 
     def held(self) -> dict[str, str]:
-        """The supersedes held now: held memory -> the memory that restated it. A read takes this before it
-        reads the rows, and overlays what it read with it (``overlaid``): a commit that lands in between
-        is then in the rows or in the overlay. Taken after the read, it could miss both: the row read
-        before the commit, the hold released after it (a restatement's old memory read as active again)."""
+        """The supersedes held now: held memory -> the memory that restated it. A read looks at this before
+        it reads the rows and again after (``storage.memories``, ``_as_held``): looked at after the read
+        only, a commit landing in between is in neither (the row read before the commit, the hold released
+        after it: a restatement's old memory read as active again); before only, a write after the release
+        (an explicit update back to the old memory) would be overlaid with a supersede it undid. A search
+        leaves out what was held before it read."""
         with self._changed:
             return dict(self._replaced_by)
 

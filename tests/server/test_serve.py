@@ -217,37 +217,43 @@ def test_serving_tunes_the_collector_and_freezes_it_once_warm_unless_told_not_to
     assert hooks == [server.serve.freeze_collector, None]
 
 
-# A server whose Ctrl-C lands in a task of a task group (the stdio transport's writer, a request's
-# handler), not in the task that awaits them: the group ends with the interrupt wrapped in an exception
-# group. Run in a process of its own, which the stop ends by SIGINT.
+# A server whose Ctrl-C lands inside a task group: in one of its tasks (the stdio transport's writer, a
+# request's handler), or in the task that awaits them, in the group's body. Either way the group ends with
+# the interrupt wrapped in an exception group. Run in a process of its own, which the stop ends by SIGINT.
 INTERRUPTED_IN_A_TASK_GROUP = """
 import logging, os, signal, sys
 import anyio
 from server.serve import _until_interrupted
 
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
+where = sys.argv[2]
+
+async def ctrl_c(here):
+    await anyio.sleep(0.1)
+    if here == where:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, raised here: in this task
+    await anyio.sleep(10)
 
 async def serving():
-    async def writer():
-        await anyio.sleep(0.1)
-        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, raised here: in this task
-        await anyio.sleep(10)
-
     async with anyio.create_task_group() as transport:
-        transport.start_soon(writer)
-        await anyio.sleep(10)
+        transport.start_soon(ctrl_c, "task")
+        await ctrl_c("body")
 
 _until_interrupted(serving, {"use_uvloop": sys.argv[1] == "uvloop"})
 print("not stopped", file=sys.stderr)
 """
 
 
+@pytest.mark.parametrize("where", ["task", "body"])
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
-def test_ctrl_c_landing_in_a_task_groups_task_stops_with_one_line_and_no_traceback(loop):
+def test_ctrl_c_landing_inside_a_task_group_stops_with_one_line_and_no_traceback(loop, where):
     if loop == "uvloop":
         pytest.importorskip("uvloop")
     done = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED_IN_A_TASK_GROUP, loop], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", INTERRUPTED_IN_A_TASK_GROUP, loop, where],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == -signal.SIGINT  # ended by the signal (the shell says 130)
     assert done.stderr == "memoria stopped (interrupted)\n"

@@ -882,14 +882,16 @@ def test_work_behind_the_calls_yields_the_write_lock_unless_it_holds_the_reports
 
 
 @pytest.mark.parametrize("read", ["get_memories", "get_memory by id alone"])
-def test_a_supersede_committed_while_a_read_runs_is_in_the_rows_or_the_overlay(store, monkeypatch, read):
-    # The commit behind a restatement lands between a reader's read of the rows and its look at what is
-    # held: the rows it read still say active, and the hold is gone by then. The reader took what was held
-    # before it read, so it still reads the memory as superseded (a CI run saw a restatement's old memory
-    # read as active here).
+@pytest.mark.parametrize("then", ["nothing more", "an update back to the old text"])
+def test_a_supersede_committed_while_a_read_runs_reads_as_the_rows_say_after_it(
+    store, monkeypatch, read, then
+):
+    # The commit behind a restatement lands while a reader reads the rows: the row it read still says
+    # active, and the hold is gone when it looks. Read again, the memory is superseded (a CI run saw a
+    # restatement's old memory read as active here), unless a later write changed it since: an explicit
+    # update back to the old text makes it the one active, and no earlier hold may say otherwise.
     store.insert_many([new("mem_old", "i prefer typescript"), new("mem_new", "I prefer TypeScript!")])
     assert store.hold_superseded(["mem_old"], "mem_new") == ["mem_old"]
-
     landed: list[bool] = []
 
     def commit_lands() -> None:  # once, and not inside itself (the commit reads the rows too)
@@ -897,27 +899,29 @@ def test_a_supersede_committed_while_a_read_runs_is_in_the_rows_or_the_overlay(s
             landed.append(True)
             store.supersede(SCOPE, ["mem_old"], "mem_new", NOW, decided=True)
             store.release_superseded(["mem_old"], "mem_new")
+            if then == "an update back to the old text":
+                later = NOW + timedelta(seconds=1)
+                store.reactivate(SCOPE, "mem_old", later)
+                store.supersede(SCOPE, ["mem_new"], "mem_old", later)
 
-    if read == "get_memories":
-        committed = store._committed
+    name = "_committed" if read == "get_memories" else "_select"
+    original = getattr(store, name)
 
-        def read_then_commit(*args, **kwargs):
-            rows = committed(*args, **kwargs)
-            commit_lands()
-            return rows
+    def read_then_commit(*args, **kwargs):
+        rows = original(*args, **kwargs)
+        commit_lands()
+        return rows
 
-        monkeypatch.setattr(store, "_committed", read_then_commit)
-        found = store.get_memories(["mem_old"], SCOPE)["mem_old"]
-    else:
-        select = store._select
-
-        def select_then_commit(*args, **kwargs):
-            rows = select(*args, **kwargs)
-            commit_lands()
-            return rows
-
-        monkeypatch.setattr(store, "_select", select_then_commit)
-        found = store.get_memory("mem_old")
-    assert landed and (found.status, found.replaced_by) == ("superseded", "mem_new")
+    monkeypatch.setattr(store, name, read_then_commit)
+    found = (
+        store.get_memories(["mem_old"], SCOPE)["mem_old"]
+        if read == "get_memories"
+        else store.get_memory("mem_old")
+    )
     monkeypatch.undo()
-    assert store.get_memory("mem_old").status == "superseded"  # as committed
+    assert landed
+    if then == "nothing more":
+        assert (found.status, found.replaced_by) == ("superseded", "mem_new")
+    else:
+        assert (found.status, found.replaced_by) == ("active", None)
+    assert store.get_memory("mem_old").status == found.status  # as committed
