@@ -90,7 +90,7 @@ class Lineage(StoreTables):
         """Wait for the supersedes still being committed (of these memories; None: of any) that write their
         lineage events with them (``storage.pending``); not inside a write sequence, which they wait for."""
         if self._pending and not getattr(self._writing, "depth", 0) and not self._pending.settle(memory_ids):
-            log.warning("read lineage before the supersedes still being committed were")
+            log.warning("read lineage before the supersedes still being committed had landed")
 
     def add_lineage_once(self, events: Sequence[LineageEvent]) -> None:
         """Add the events whose ids are not there yet (a purge finished again adds each once)."""

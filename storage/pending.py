@@ -73,6 +73,8 @@ class PendingSupersedes:
         after it: a restatement's old memory read as active again); before only, a write after the release
         (an explicit update back to the old memory) would be overlaid with a supersede it undid. A search
         leaves out what was held before it read."""
+        if not self._replaced_by:  # the usual case: every read asks, so no lock for an empty answer
+            return {}
         with self._changed:
             return dict(self._replaced_by)
 

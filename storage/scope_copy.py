@@ -328,9 +328,9 @@ class ScopeCopy:
     ) -> list[tuple[MemoryRecord, float, np.ndarray, float | None]]:
         """Active, unexpired memories embedded by ``embedder``, of one of ``kinds`` (if given), that
         ``viewer`` may read (if given), passing ``keep`` and not of ``exclude``: (record, cosine, vector,
-        context cosine). By
-        cosine similarity; with a ``context_share`` c > 0, by ``semantic_score`` with the cosine of the
-        memory's context vector (``context_cosines``), which each hit then carries (else None)."""
+        context cosine). By cosine similarity; with a ``context_share`` c > 0, by ``semantic_score`` with the
+        cosine of the memory's context vector (``context_cosines``), which each hit then carries (else
+        None)."""
         code = self.embedders.get(embedder)
         count = len(self.ids)
         if code is None or count == 0 or limit <= 0:

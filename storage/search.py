@@ -55,7 +55,7 @@ class MemorySearch(StoreTables):
         or all of them with ``all_tags``, in this time window), nearest first; score = cosine similarity.
         With a ``context_share``, nearest by ``semantic_score`` where a scope copy has the memory's
         context (a scope LanceDB serves ranks by cosine: its hits carry no context)."""
-        where = _Filter.of(reach, kinds, tags, window, all_tags, held=frozenset(self._pending.held()))
+        where = _Filter.of(reach, kinds, tags, window, all_tags, held=self._pending.held())
         hits = [
             hit
             for scope in self._scopes(reach)
@@ -137,7 +137,7 @@ class MemorySearch(StoreTables):
         indexes' scores compare."""
         if not text.strip():
             return []
-        where = _Filter.of(reach, kinds, tags, window, all_tags, held=frozenset(self._pending.held()))
+        where = _Filter.of(reach, kinds, tags, window, all_tags, held=self._pending.held())
         scopes = self._scopes(reach)
         found = {scope: self._fulltext_search_in(scope, text, limit, where) for scope in scopes}
         if len(scopes) == 1:
@@ -188,7 +188,7 @@ class MemorySearch(StoreTables):
 
     def holds_memories_in(self, reach: Reach, window: TimeWindow) -> bool:
         """Whether some active memory of ``reach`` (that its viewer may see) is of ``window``'s time."""
-        where = _Filter.of(reach, window=window, held=frozenset(self._pending.held()))
+        where = _Filter.of(reach, window=window, held=self._pending.held())
         return any(self._holds_memories_in(scope, window, where) for scope in self._scopes(reach))
 
     def _holds_memories_in(self, scope: Scope, window: TimeWindow, where: _Filter) -> bool:
@@ -240,7 +240,7 @@ class MemorySearch(StoreTables):
             [kind] if kind else None,
             [tag] if tag else None,
             window,
-            held=frozenset(self._pending.held()),
+            held=self._pending.held(),
         )
 
         def wanted(record: MemoryRecord) -> bool:
@@ -284,7 +284,7 @@ class MemorySearch(StoreTables):
         weight (no content or vector)."""
         if not episode_ids:
             return []
-        where = _Filter.of(reach, held=frozenset(self._pending.held()))
+        where = _Filter.of(reach, held=self._pending.held())
         return [stub for scope in self._scopes(reach) for stub in self._stubs_in(scope, episode_ids, where)]
 
     def _stubs_in(self, scope: Scope, episode_ids: Sequence[str], where: _Filter) -> list[EpisodeMemberStub]:
@@ -424,9 +424,9 @@ class _Filter:
         window: TimeWindow | None = None,
         all_tags: bool = False,
         *,
-        held: frozenset[str] = frozenset(),
+        held: Iterable[str] = (),
     ) -> _Filter:
-        return cls(kinds, tags, window, all_tags, reach if isinstance(reach, View) else None, held)
+        return cls(kinds, tags, window, all_tags, reach if isinstance(reach, View) else None, frozenset(held))
 
     @property
     def viewer(self) -> Viewer | None:

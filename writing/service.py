@@ -410,8 +410,8 @@ class WriteService:
         ``_holding``: commits are queued in the order held, so a chain A -> B -> C commits A's before B's).
         When what it was to be superseded by was superseded meanwhile (a revision, the sweep, another
         process), the step is committed as decided, so the chain reads A -> B -> C; when it was forgotten,
-        they stay as they are. One whose commit fails is given up
-        (the rows stay as they are) and ``written`` loses its stamp, so that the sweep examines it again."""
+        they stay as they are. One whose commit fails is given up (the rows stay as they are) and
+        ``written`` loses its stamp, so that the sweep examines it again."""
         store, written = self._store, behind.written
 
         def commit() -> None:
