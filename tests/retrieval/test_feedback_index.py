@@ -247,6 +247,17 @@ def test_queries_embedded_by_another_embedder_are_embedded_again():
     assert embedder.calls == ["deploy"]  # the stored query, embedded again by the running embedder
 
 
+def test_hashed_query_vectors_are_always_made_again_from_the_stored_query():
+    # Stored by an offline server from before a query's clitics were dropped, under the same name: the
+    # vector stored is not the one the running embedder makes for the same query.
+    stale = TableEmbedder({"deploy": (0.0, 1.0)}, name="hashed-v1:2")
+    outcomes = Reports([outcome("s1", [MemoryCredit("m", "helpful", 1.0, 1.0, 0)], embedder=stale)])
+    embedder = TableEmbedder(VECTORS, name="hashed-v1:2")
+    index = index_over(outcomes, embedder)
+    assert weight_for(index, "deploy") == pytest.approx(1.15)  # the same task: a full step
+    assert embedder.calls == ["deploy"]
+
+
 def test_query_vectors_of_the_author_recipe_are_used_as_they_are():
     # Reports made while a model embedded memories as "author: content" stored their query vectors under
     # "<name>+author"; queries never carried the author, so those vectors are still the model's.

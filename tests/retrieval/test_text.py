@@ -10,6 +10,7 @@ from retrieval.text import (
     negated,
     negating_word,
     normalize_content,
+    query_word_tokens,
     searchable_text,
     without_negations,
     word_tokens,
@@ -27,6 +28,30 @@ def test_normalisation_is_nfc_and_collapses_whitespace():
 
 def test_word_tokens_fold_width_and_case_and_drop_punctuation():
     assert word_tokens("Ｐｏｓｔｇｒｅｓ, MySQL's v8.0!") == ["postgres", "mysql", "s", "v8", "0"]
+
+
+def test_a_querys_clitics_match_nothing_and_a_negative_contraction_reads_not():
+    assert query_word_tokens("What's Bob's plan? We'll see; they're, I've, I'd, I’m") == [
+        "what", "bob", "plan", "we", "see", "they", "i", "i", "i",
+    ]  # fmt: skip
+    assert query_word_tokens("Don't deploy, it isn't ready; can't") == [
+        "not",
+        "deploy",
+        "it",
+        "not",
+        "ready",
+        "not",
+    ]
+    assert query_word_tokens("I'd've known; shouldn't've") == ["i", "known", "not"]
+    # Other words an apostrophe joins keep their parts (a clitic after them still goes).
+    assert query_word_tokens("O'Brien's rock'n'roll") == ["o", "brien", "rock", "n", "roll"]
+    # A memory's words keep them: a query's are the trouble (docs/retrieval.md).
+    assert word_tokens("what's") == ["what", "s"]
+
+
+def test_the_fulltext_query_leaves_clitics_out():
+    assert fulltext_query("what's the weather forecast for tomorrow?") == "weather forecast tomorrow"
+    assert fulltext_query("Where's Bob's laptop?") == "bob laptop"
 
 
 def test_light_stem_handles_plurals_and_verb_endings_conservatively():

@@ -265,6 +265,23 @@ def test_an_empty_recall_names_the_tags_and_kinds_it_searched_within(runtime, st
     assert text_of(unfiltered) == f"Nothing relevant was found (retrieval {unfiltered.retrieval_id})."
 
 
+def test_a_querys_clitics_find_nothing_on_their_own(runtime):
+    """A query asking "what's" once matched every memory with a possessive or a contraction by its "s",
+    as a strong match; a query's clitics are no words now (``retrieval.text.query_word_tokens``)."""
+    for text in (
+        "Bob's laptop runs Ubuntu 22.04.",
+        "The client's invoices are sent on the 1st of each month.",
+        "Don't deploy on Fridays.",
+    ):
+        remember(RememberInput(content=text), runtime, CALLER)
+    assert (
+        recall(RecallInput(query="what's the weather forecast for tomorrow?"), runtime, CALLER).memories == []
+    )
+    assert recall(RecallInput(query="isn't there a forecast?"), runtime, CALLER).memories == []
+    found = recall(RecallInput(query="what's on Bob's laptop?"), runtime, CALLER)
+    assert [memory.content for memory in found.memories][:1] == ["Bob's laptop runs Ubuntu 22.04."]
+
+
 def test_a_recall_that_found_something_within_its_tags_says_nothing_of_them(runtime, stored):
     out = recall(RecallInput(query="postgres connection pool", tags=["db"], top_k=5), runtime, CALLER)
 

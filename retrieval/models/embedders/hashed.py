@@ -86,11 +86,19 @@ class HashedEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """The features of ``hashed_features`` summed into their signed buckets; a word's trigram buckets
         are looked up once per embedder, not once per occurrence."""
+        return self._embed(texts, query=False)
+
+    def embed_query(self, text: str) -> Vectors:
+        """As a memory's, but from the query's words (``retrieval.text.query_word_tokens``: its clitics
+        match nothing)."""
+        return self._embed([text], query=True)[0]
+
+    def _embed(self, texts: Sequence[str], *, query: bool) -> Vectors:
         counts: list[int] = []  # features per text
         columns: list[np.ndarray] = []
         values: list[np.ndarray] = []
         for text in texts:
-            terms = content_terms(text)
+            terms = content_terms(text, query=query)
             before = len(columns)
             buckets = [(self._bucket_of(feature), weight) for feature, weight in word_features(terms)]
             columns.append(np.asarray([column for (column, _), _ in buckets], dtype=np.intp))
@@ -128,6 +136,3 @@ class HashedEmbedder:
                 np.asarray([sign * TRIGRAM_WEIGHT for _, sign in buckets], dtype=np.float32),
             )
         return part
-
-    def embed_query(self, text: str) -> Vectors:
-        return self.embed_documents([text])[0]

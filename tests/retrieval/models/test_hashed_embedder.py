@@ -25,6 +25,22 @@ def test_shared_words_and_word_forms_bring_texts_closer():
     assert float(query @ related) > float(query @ unrelated) + 0.3
 
 
+def test_a_querys_clitics_bring_no_memory_closer():
+    """The words of "what's" and "Bob's" share an "s"; the query's is no feature, the memory's still is."""
+    embedder = HashedEmbedder(384)
+    memory = embedder.embed_documents(["Bob's laptop runs Ubuntu 22.04."])[0]
+    same_words = embedder.embed_documents(["Bob laptop runs Ubuntu 22.04."])[0]
+    assert float(embedder.embed_query("what's the weather forecast?") @ memory) < 0.05
+    assert float(embedder.embed_documents(["what's the weather forecast?"])[0] @ memory) > 0.1  # as before
+    assert float(embedder.embed_query("Bob's laptop") @ same_words) == pytest.approx(
+        float(embedder.embed_query("Bob laptop") @ same_words)
+    )
+    # A query without an apostrophe is embedded as a memory is.
+    assert np.array_equal(
+        embedder.embed_query("deploy script"), embedder.embed_documents(["deploy script"])[0]
+    )
+
+
 def test_features_weight_words_pairs_and_trigrams():
     features = hashed_features("deploy script")
     assert features["w:deploy"] == 1.0
