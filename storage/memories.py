@@ -15,7 +15,7 @@ from storage import filters
 from storage.group_commit import GroupCommit
 from storage.locking import retrying
 from storage.pending import overlaid
-from storage.records import EpisodeRecord, MemoryRecord, NewMemory, Reach, Scope, View
+from storage.records import EpisodeRecord, MemoryRecord, NewMemory, ProtectionTier, Reach, Scope, View
 from storage.rows import MEMORY_COLUMNS, episode_from_row, memory_from_row, memory_to_row
 from storage.scope_copy import by_id
 from storage.tables import StoreError, StoreTables
@@ -354,19 +354,28 @@ class Memories(StoreTables):
     def set_version_of(self, memory_id: str, previous_id: str) -> None:
         self._merge_update(pa.table({"id": [memory_id], "version_of": [previous_id]}))
 
-    def set_tags(self, memory_id: str, tags: Sequence[str], search_text: str, at: datetime) -> None:
+    def set_tags(
+        self,
+        memory_id: str,
+        tags: Sequence[str],
+        search_text: str,
+        at: datetime,
+        *,
+        tier: tuple[ProtectionTier, datetime | None] | None = None,
+    ) -> None:
         """Give a memory these tags, with the search text that indexes them (a memory that took others'
-        place keeps their tags: ``writing.service.WriteService.inherit``)."""
-        self._merge_update(
-            pa.table(
-                {
-                    "id": pa.array([memory_id], pa.string()),
-                    "tags": pa.array([list(tags)], pa.list_(pa.string())),
-                    "search_text": pa.array([search_text], pa.string()),
-                    "updated_at": pa.array([at], pa.timestamp("us", tz="UTC")),
-                }
-            )
-        )
+        place keeps their tags: ``writing.service.WriteService.inherit``), and with ``tier`` this
+        protection tier and expiry (an identical memory stated again: ``WriteService.take_restated``)."""
+        columns: dict[str, pa.Array] = {
+            "id": pa.array([memory_id], pa.string()),
+            "tags": pa.array([list(tags)], pa.list_(pa.string())),
+            "search_text": pa.array([search_text], pa.string()),
+            "updated_at": pa.array([at], pa.timestamp("us", tz="UTC")),
+        }
+        if tier is not None:
+            columns["protection_tier"] = pa.array([tier[0]], pa.string())
+            columns["expires_at"] = pa.array([tier[1]], pa.timestamp("us", tz="UTC"))
+        self._merge_update(pa.table(columns))
 
     def unconsolidated(self, scope: Scope, limit: int) -> list[MemoryRecord]:
         """Active memories the consolidation sweep has not examined yet, oldest first."""

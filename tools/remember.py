@@ -175,8 +175,13 @@ def replaced_memory(runtime: Runtime, view: View, memory_id: str) -> MemoryRecor
             "Pass replaces= the id of a memory from a recall result in this project"
         )
     if old.status != "active":
-        current = f": update {old.replaced_by}, which replaced it" if old.replaced_by else ""
-        raise ToolFailure(f"{memory_id} is {old.status}, not active{current}; nothing was stored")
+        if old.replaced_by:
+            advice = f". Update {old.replaced_by}, which replaced it"
+        else:  # retracted or purged: nothing stands in its place
+            advice = ". Remember the new text without replaces" + (
+                " (its own text remembered again restores it)" if old.status == "retracted" else ""
+            )
+        raise ToolFailure(f"{memory_id} is {old.status}, not active; nothing was stored{advice}")
     if old.protection_tier == "immutable":
         raise ToolFailure(
             f"{memory_id} is immutable and is never replaced; nothing was stored. Remember the correction "

@@ -572,7 +572,8 @@ class WriteService:
                     if not created and stored.agent_id != record.agent_id:
                         # Another agent's identical write committed in the same group: corroboration.
                         done = True  # its writer owes the consolidation
-                        return self._attested(stored, record)
+                        stored, added = self.take_restated(stored, record)
+                        return self._attested(stored, record, added)
                 else:  # stated again after a retraction or purge: it is live again, with lineage
                     restored = store.restore_memory(new)
                     if restored is None:  # another remember of the same content restored it first
@@ -583,7 +584,10 @@ class WriteService:
                     note = f"restored: an identical memory {was}"
                 if not created:  # the same agent's identical write committed in the same group
                     done = True
-                    return WriteResult(stored, False)
+                    stored, added = self.take_restated(stored, record)
+                    return WriteResult(
+                        stored, False, f"an identical memory is stored; {added}" if added else None
+                    )
                 try:
                     result = self._consolidate_new(
                         stored,
@@ -618,16 +622,35 @@ class WriteService:
                     return WriteResult(revived, False, self._update(replaces, revived, actor))
             if stored.status == "superseded":
                 head = current_version(store, stored)
-                note = f"an identical memory was superseded; the current memory is {head.id}"
-            elif stored.consolidated_at is None and stored.agent_id == record.agent_id:
-                # A retried call (or the next round of one) finishes the consolidation the first one began.
-                vectors = store.memory_vectors([stored.id], stored.scope)
-                if stored.id in vectors:
-                    consolidation = self.consolidation.on_write(
-                        stored, vectors[stored.id], llm=llm, actor=actor
-                    )
+                if head.status != "active" and head.id != stored.id:
+                    # What replaced it was forgotten since: nothing stands in its place, so said again it is
+                    # current again (with lineage), as after a retraction of its own.
+                    reason = f"stated again; {head.id}, which had replaced it, is {head.status}"
+                    revived = store.reactivate(stored.scope, stored.id, self._clock())
+                    if revived is not None:
+                        store.add_lineage([restore_event(revived, actor, self._clock(), reason)])
+                        self.observe(revived)
+                        return WriteResult(revived, False, f"restored: {reason}")
+                    return self._remember(record, llm, replaces)  # changed meanwhile: look again
+                note = f"an identical memory was superseded; the current memory is {head.id}" + (
+                    " (immutable)"
+                    if head.protection_tier == "immutable"
+                    else f". To make this text current again, remember it with replaces={head.id}"
+                )
             else:
-                return self._attested(stored, record)
+                stored, added = self.take_restated(stored, record)
+                if stored.status != "active":  # forgotten meanwhile: restored, or said to be superseded
+                    return self._remember(record, llm, replaces)
+                note = f"an identical memory is stored; {added}" if added else None
+                if stored.consolidated_at is None and stored.agent_id == record.agent_id:
+                    # A retried call (or the next round of one) finishes the consolidation the first one began.
+                    vectors = store.memory_vectors([stored.id], stored.scope)
+                    if stored.id in vectors:
+                        consolidation = self.consolidation.on_write(
+                            stored, vectors[stored.id], llm=llm, actor=actor
+                        )
+                else:
+                    return self._attested(stored, record, added)
         if consolidation is not None:
             self.track(stored.scope, consolidation, stored.id)
         return WriteResult(stored, created, note, consolidation)
@@ -686,13 +709,50 @@ class WriteService:
         self._corroboration.retire(old.scope, changed)
         return f"explicit update: {new.id} replaces {old.id}, which stays superseded for audit"
 
-    def _attested(self, stored: MemoryRecord, record: MemoryRecord) -> WriteResult:
-        """The same content from another agent: stored once, counted as corroboration."""
-        note = None
+    def _attested(self, stored: MemoryRecord, record: MemoryRecord, added: str | None = None) -> WriteResult:
+        """The same content from another agent: stored once, counted as corroboration (``added``: what the
+        write added to the stored memory, if anything: ``take_restated``)."""
+        said = [f"an identical memory is stored; {added}"] if added else []
         if self._store.add_attestation(stored, record.agent_id, record.session_id, record.created_at):
             self._corroboration.attest(stored.scope, stored.id, record.agent_id)
-            note = f"already stored by {stored.agent_id}; recorded {record.agent_id} as corroborating it"
-        return WriteResult(stored, False, note)
+            said = [f"already stored by {stored.agent_id}; recorded {record.agent_id} as corroborating it"]
+            said += [added] if added else []
+        return WriteResult(stored, False, "; ".join(said) or None)
+
+    def take_restated(self, stored: MemoryRecord, record: MemoryRecord) -> tuple[MemoryRecord, str | None]:
+        """An active memory stated again word for word (``record``) keeps what the new statement adds: the
+        tags it lacks (a recall filtered by them would otherwise not find it) and, from its own author, a
+        protected or immutable tier asked for. Never less: a lower tier or fewer tags leave it as it is, and
+        an ephemeral memory keeps its expiry. Returns the memory as it stands now (not active: forgotten
+        meanwhile) and what changed ("added its tags ['ops']"), if anything."""
+        limit = self.limits.max_tags
+        if _restated(stored, record, limit) is None:
+            return stored, None  # nothing to add: the write lock is not taken
+        store = self._store
+        with store.exclusive():  # read again and written in one sequence: a purge in between stays purged
+            current = store.get_memories([stored.id], stored.scope).get(stored.id)
+            if current is None or current.status != "active":
+                return current or replace(stored, status="retracted"), None
+            change = _restated(current, record, limit)
+            if change is None:
+                return current, None
+            tags, tier, left_out = change
+            if tuple(tags) != current.tags or tier != current.protection_tier:
+                preceding = self.preceding_contents([current]).get(current.id)
+                text = searchable_text(current.content, tags, current.agent_id, current.created_at, preceding)
+                expires_at = current.expires_at if tier == "ephemeral" else None  # only the ephemeral expire
+                store.set_tags(current.id, tags, text, self._clock(), tier=(tier, expires_at))
+                current = store.get_memories([current.id], current.scope).get(current.id, current)
+        said = []
+        if added := [tag for tag in record.tags if tag in current.tags and tag not in stored.tags]:
+            said.append(f"added its tags {added}")
+        if left_out:
+            said.append(f"left out the tags {left_out}: a memory has at most {limit}")
+        if current.protection_tier != stored.protection_tier:
+            said.append(
+                f"raised its protection tier from {stored.protection_tier} to {current.protection_tier}"
+            )
+        return current, " and ".join(said)
 
     # -- a batch ----------------------------------------------------------------------------------------
 
@@ -814,12 +874,15 @@ class WriteService:
         for item in prepared:
             result = results[item.record.id]
             if item.record.id in seen:
-                if item.record.agent_id != result.memory.agent_id and result.memory.status != "purged":
-                    result = self._attested(result.memory, item.record)
+                memory, added = result.memory, None
+                if memory.status == "active":  # what this item adds (tags, its author's tier) is kept
+                    memory, added = self.take_restated(memory, item.record)
+                    results[item.record.id] = replace(result, memory=memory)
+                if item.record.agent_id != memory.agent_id and memory.status != "purged":
+                    result = self._attested(memory, item.record, added)
                 else:
-                    result = WriteResult(
-                        result.memory, False, "the same content as an earlier item of this batch"
-                    )
+                    said = "the same content as an earlier item of this batch"
+                    result = WriteResult(memory, False, f"{said}; {added}" if added else said)
             seen.add(item.record.id)
             ordered.append(replace(result, redacted=item.redacted))
         return ordered
@@ -1138,6 +1201,32 @@ class _SupersedesBehind:
                 self._commit(self, scope, held, survivor_id, at, record)
                 self.queued += 1
         return held
+
+
+# Protection tiers from the least to the most protected: a memory stated again never loses protection.
+_TIER_ORDER: tuple[ProtectionTier, ...] = ("ephemeral", "standard", "protected", "immutable")
+
+
+def _restated(
+    stored: MemoryRecord, record: MemoryRecord, max_tags: int
+) -> tuple[list[str], ProtectionTier, list[str]] | None:
+    """(tags, tier, tags left out for want of room) of ``stored`` once ``record``, the same text stated
+    again, is taken into it; None when it adds nothing. Only the memory's author raises its tier, and only
+    to protected or immutable: "standard" is also what a statement that names no tier says, and another
+    agent's word must not make someone's memory unchangeable."""
+    new = [tag for tag in record.tags if tag not in stored.tags]
+    room = max(0, max_tags - len(stored.tags))
+    tags, left_out = [*stored.tags, *new[:room]], new[room:]
+    tier = stored.protection_tier
+    if (
+        record.agent_id == stored.agent_id
+        and record.protection_tier in ("protected", "immutable")
+        and _TIER_ORDER.index(record.protection_tier) > _TIER_ORDER.index(tier)
+    ):
+        tier = record.protection_tier
+    if tuple(tags) == stored.tags and tier == stored.protection_tier and not left_out:
+        return None
+    return tags, tier, left_out
 
 
 def _tags_to_add(heir: MemoryRecord, losers: Sequence[MemoryRecord]) -> list[str]:

@@ -63,7 +63,10 @@ async def test_an_update_of_an_unknown_foreign_superseded_or_immutable_memory_is
         old = await call(client, "remember", {"content": OLD})
         new = await call(client, "remember", {"content": NEW, "replaces": old["id"]})
         again = await call_error(client, "remember", {"content": "Postgres 17", "replaces": old["id"]})
-        assert f"{old['id']} is superseded, not active: update {new['id']}, which replaced it" in again
+        assert (
+            f"{old['id']} is superseded, not active; nothing was stored. Update {new['id']}, which replaced it"
+            in again
+        )
 
         same = await call_error(client, "remember", {"content": NEW, "replaces": new["id"]})
         assert "the new content is the same" in same

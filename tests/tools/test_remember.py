@@ -42,6 +42,109 @@ def test_the_same_content_in_the_same_scope_is_stored_once(runtime):
     assert runtime.store.count_memories() == 1
 
 
+def test_the_same_content_stated_again_adds_its_tags_and_a_higher_tier_and_says_so(runtime):
+    first = remember(RememberInput(content="Use ruff for linting", tags=["lint"]), runtime, CALLER)
+    again = remember(
+        RememberInput(content="Use ruff for linting", tags=["python", "lint"], protection_tier="protected"),
+        runtime,
+        CALLER,
+    )
+    assert again.status == "duplicate" and again.id == first.id
+    assert again.note == (
+        "an identical memory is stored; added its tags ['python'] and raised its protection tier from "
+        "standard to protected"
+    )
+    stored = runtime.store.get_memory(first.id)
+    assert (stored.tags, stored.protection_tier) == (("lint", "python"), "protected")
+    found = recall(RecallInput(query="linting", tags=["python"]), runtime, CALLER)
+    assert [memory.id for memory in found.memories] == [first.id]  # the new tag is searchable
+    # Said again with less, nothing is taken away, and nothing is said.
+    less = remember(RememberInput(content="Use ruff for linting"), runtime, CALLER)
+    assert less.note is None
+    assert runtime.store.get_memory(first.id).protection_tier == "protected"
+
+
+def test_an_ephemeral_memory_stated_again_keeps_its_expiry_unless_its_author_protects_it(runtime):
+    first = remember(
+        RememberInput(content="The demo runs at 3pm", protection_tier="ephemeral"), runtime, CALLER
+    )
+    expires = runtime.store.get_memory(first.id).expires_at
+    assert expires is not None
+    # "standard" is also what a statement naming no tier says: it does not make the memory lasting.
+    assert remember(RememberInput(content="The demo runs at 3pm"), runtime, CALLER).note is None
+    assert runtime.store.get_memory(first.id).expires_at == expires
+    again = remember(
+        RememberInput(content="The demo runs at 3pm", protection_tier="protected"), runtime, CALLER
+    )
+    assert (
+        again.note == "an identical memory is stored; raised its protection tier from ephemeral to protected"
+    )
+    stored = runtime.store.get_memory(first.id)
+    assert (stored.protection_tier, stored.expires_at) == ("protected", None)
+
+
+def test_another_agents_identical_write_corroborates_and_adds_its_tags_but_not_its_tier(runtime):
+    first = remember(RememberInput(content="Staging resets on Sunday"), runtime, CALLER)
+    second = remember(
+        RememberInput(
+            content="Staging resets on Sunday", agent_id="bob", tags=["ops"], protection_tier="immutable"
+        ),
+        runtime,
+        CALLER,
+    )
+    assert (
+        second.note
+        == "already stored by claude-code; recorded bob as corroborating it; added its tags ['ops']"
+    )
+    stored = runtime.store.get_memory(first.id)
+    assert (stored.tags, stored.protection_tier) == (("ops",), "standard")
+
+
+def test_tags_beyond_the_limit_are_left_out_and_the_note_says_which(runtime):
+    limit = runtime.settings.max_tags
+    kept = [f"t{n}" for n in range(limit - 1)]
+    first = remember(RememberInput(content="Builds run on Buildkite", tags=kept), runtime, CALLER)
+    again = remember(
+        RememberInput(content="Builds run on Buildkite", tags=["ci", "infra", "x"]), runtime, CALLER
+    )
+    assert again.note == (
+        f"an identical memory is stored; added its tags ['ci'] and left out the tags ['infra', 'x']: a memory "
+        f"has at most {limit}"
+    )
+    assert runtime.store.get_memory(first.id).tags == (*kept, "ci")
+
+
+def test_a_superseded_text_stated_again_says_how_to_make_it_current(runtime):
+    old = remember(RememberInput(content="Deploys happen on Fridays"), runtime, CALLER)
+    new = remember(RememberInput(content="Deploys happen on Mondays", replaces=old.id), runtime, CALLER)
+    again = remember(RememberInput(content="Deploys happen on Fridays"), runtime, CALLER)
+    assert again.status == "duplicate" and again.id == old.id
+    assert again.note == (
+        f"an identical memory was superseded; the current memory is {new.id}. To make this text current "
+        f"again, remember it with replaces={new.id}"
+    )
+    back = remember(RememberInput(content="Deploys happen on Fridays", replaces=new.id), runtime, CALLER)
+    assert back.id == old.id and runtime.store.get_memory(old.id).status == "active"
+
+
+def test_a_superseded_text_whose_replacement_was_forgotten_is_current_again_when_stated_again(runtime):
+    from tools.forget import ForgetInput, forget
+
+    old = remember(RememberInput(content="Deploys happen on Fridays"), runtime, CALLER)
+    new = remember(RememberInput(content="Deploys happen on Mondays", replaces=old.id), runtime, CALLER)
+    forget(ForgetInput(memory_id=new.id), runtime, CALLER)
+    again = remember(RememberInput(content="Deploys happen on Fridays"), runtime, CALLER)
+    assert (
+        again.id == old.id
+        and again.note == f"restored: stated again; {new.id}, which had replaced it, is retracted"
+    )
+    assert runtime.store.get_memory(old.id).status == "active"
+    restored = runtime.store.recent_lineage(Scope("default", "default"), ["restore"], 5)
+    assert [(event.memory_id, event.reason) for event in restored] == [
+        (old.id, f"stated again; {new.id}, which had replaced it, is retracted")
+    ]
+
+
 def test_the_same_content_in_another_project_is_a_separate_memory(runtime):
     a = remember(RememberInput(content="Use pnpm"), runtime, CALLER)
     b = remember(RememberInput(content="Use pnpm", project_id="api"), runtime, CALLER)
@@ -265,6 +368,21 @@ def test_the_same_content_twice_in_one_batch_is_stored_once_and_then_a_duplicate
     assert remember(RememberInput(content=text), runtime, CALLER).status == "duplicate"  # as a later call
 
 
+def test_the_same_content_twice_in_one_batch_keeps_what_the_second_item_adds(runtime):
+    text = "Batch: the cache TTL is 300 seconds"
+    items = [
+        BatchItem(content=text, tags=["a"]),
+        BatchItem(content=text, tags=["b"], protection_tier="protected"),
+    ]
+    first, again = remember_many(RememberManyInput(items=items), runtime, CALLER).results
+    assert again.note == (
+        "the same content as an earlier item of this batch; added its tags ['b'] and raised its protection "
+        "tier from standard to protected"
+    )
+    stored = runtime.store.get_memory(first.id)
+    assert (stored.tags, stored.protection_tier) == (("a", "b"), "protected")
+
+
 def test_the_same_content_from_two_agents_in_one_batch_is_the_first_agents_and_corroborated(runtime):
     text = "Batch: the queue retries three times"
     out = remember_many(
@@ -278,3 +396,17 @@ def test_the_same_content_from_two_agents_in_one_batch_is_the_first_agents_and_c
     assert (first.status, second.status) == ("stored", "duplicate") and first.id == second.id
     assert runtime.store.get_memory(first.id).agent_id == "alice"  # the first item's author wrote it
     assert "recorded bob as corroborating it" in (second.note or "")
+
+
+def test_an_update_of_a_retracted_memory_is_refused_with_what_to_do_instead(runtime):
+    from tools.forget import ForgetInput, forget
+
+    old = remember(RememberInput(content="The cache is Redis"), runtime, CALLER)
+    forget(ForgetInput(memory_id=old.id), runtime, CALLER)
+    with pytest.raises(ToolFailure) as refused:
+        remember(RememberInput(content="The cache is Valkey", replaces=old.id), runtime, CALLER)
+    assert str(refused.value) == (
+        f"{old.id} is retracted, not active; nothing was stored. Remember the new text without replaces "
+        "(its own text remembered again restores it)"
+    )
+    assert runtime.store.count_memories() == 1
