@@ -1028,6 +1028,16 @@ def export_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.session and not args.agent:
         raise CommandError("--session needs --agent: the session is that agent's")
     viewer = Viewer(args.agent, args.session or "") if args.agent else None
+    if args.path not in (None, "-"):  # said before the store is read, not after
+        wanted = Path(args.path)
+        if wanted.is_dir():
+            raise CommandError(
+                f"{wanted} is a folder: give the export a file name, such as {wanted / 'memoria-export.jsonl'}"
+            )
+        if not wanted.parent.is_dir():
+            raise CommandError(
+                f"there is no folder {wanted.parent} to write {wanted.name} in: check the path"
+            )
     progress = ProgressBar(sys.stderr)
     with opened(settings, models=False) as runtime:
         if args.path in (None, "-"):

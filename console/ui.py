@@ -60,6 +60,19 @@ class UiServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
+    def addressed_here(self, headers: Any) -> bool:
+        """Whether the request names this server as its host, and a request from a page comes from this
+        server's own page: a page elsewhere that a DNS name rebound to 127.0.0.1 is refused before the
+        token is even looked at (as the MCP HTTP server refuses a foreign Host or Origin)."""
+        port = self._httpd.server_address[1]
+        here = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        if port == 80:  # a browser leaves the default port out
+            here |= {"127.0.0.1", "localhost"}
+        origin = headers.get("Origin")
+        return headers.get("Host", "").lower() in here and (
+            origin is None or origin.lower() in {f"http://{host}" for host in here}
+        )
+
     def authorised(self, headers: Any, query: dict[str, list[str]]) -> bool:
         given = headers.get("Authorization", "")
         token = given[7:] if given.startswith("Bearer ") else (query.get("token") or [""])[0]
@@ -128,6 +141,11 @@ def _handler_for(ui: UiServer) -> type[BaseHTTPRequestHandler]:
         def _serve(self, method: str) -> None:
             parts = urlsplit(self.path)
             query = parse_qs(parts.query)
+            if not ui.addressed_here(self.headers):
+                self._send(
+                    421, "application/json", {"error": "open the URL memoria ui printed, as it is printed"}
+                )
+                return
             if not ui.authorised(self.headers, query):
                 self._send(
                     401, "application/json", {"error": "open the URL memoria ui printed (with its token)"}

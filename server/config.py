@@ -655,12 +655,17 @@ class Settings(BaseSettings):
                 message = str(error["msg"]).removeprefix("Value error, ")
                 if error["type"] == "bool_parsing":
                     message = f"must be true or false, but got {error['input']!r}"
-                if error["type"] == "extra_forbidden" and len(error["loc"]) == 2:
-                    message = "no such setting (docs/configuration.md lists them)"
                 if not error["loc"]:  # a rule across settings: its message names the variables
                     problems.append(message)
                     continue
                 variable, within = variable_at(error["loc"])
+                if error["type"] == "extra_forbidden" and len(error["loc"]) == 2:
+                    close = difflib.get_close_matches(variable.upper(), list(variables()), n=1, cutoff=0.8)
+                    message = (
+                        f"no such setting (did you mean {close[0]}?)"
+                        if close
+                        else "no such setting (docs/configuration.md lists them)"
+                    )
                 where = f" (at {'.'.join(map(str, within))})" if within else ""
                 problems.append(f"{variable}{where}: {message}")
             raise ConfigError("invalid configuration: " + "; ".join(problems)) from None

@@ -30,9 +30,15 @@ from server.auth import authorize, current_grant
 from server.identity import end_session, resolve_caller
 from server.llm_bridge import SamplingLedger, input_required, recorded_ledger
 from server.state import AppState
-from tools.common import Caller, Runtime, ToolFailure
+from tools.common import Caller, NotFound, Runtime, ToolFailure
 
 log = logging.getLogger(__name__)
+
+
+class NotFoundError(ToolError):
+    """A tool error for something the caller named that it may not read here (``tools.common.NotFound``):
+    a resource read turns it into "resource not found" (``server.resources``)."""
+
 
 Handler = Callable[[Any, Runtime, Caller], Awaitable[BaseModel]]
 
@@ -184,6 +190,8 @@ async def invoke(
         return result
     except ClientInputNeeded as needed:  # 2026-07-28: ask the client, then the call is retried
         return input_required(needed, ledger)
+    except NotFound as exc:
+        raise NotFoundError(str(exc)) from None
     except ToolFailure as exc:
         raise ToolError(str(exc)) from None
     except Exception as exc:  # a store or model fault: say what failed instead of a bare "error"

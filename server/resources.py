@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp_types import Resource as MCPResource
 from pydantic import BaseModel
 
-from server.registry import ToolSpec, invoke
+from server.registry import NotFoundError, ToolSpec, invoke
 from server.state import AppState
 
 JSON = "application/json"
@@ -47,6 +47,8 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
                 retry="read the resource again",
                 strict=False,  # a URI's query is text: "limit=2" means 2
             )
+        except NotFoundError as exc:  # JSON-RPC invalid params (-32602), MCP's "resource not found"
+            raise ResourceNotFoundError(str(exc)) from None
         except ToolError as exc:  # the SDK shows a bare "Error reading resource" for anything else
             raise ResourceError(str(exc)) from None
         assert isinstance(result, BaseModel)

@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
@@ -136,14 +137,17 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
     tune_malloc(settings.malloc.arenas, settings.malloc.mmap_threshold_kb)
     limit_blas_threads(settings.blas_threads)
     tune_collector(settings.gc.young_threshold)
+    fresh = new_store(settings.db_uri)  # looked at before the server makes it
     app = build_server(settings, when_warm=freeze_collector if settings.gc.freeze_when_warm else None)
     loop = event_loop_options(settings.uvloop)
     if http is None:
+        say_new_store(settings.db_uri, fresh)
         log.info("memoria serving MCP on stdio; store %s", settings.db_uri)
         return _until_interrupted(app.run_stdio_async, loop)
     host, port = http
     authenticated = app.settings.auth is not None  # build_server read the tokens file or OAuth settings
     refuse_open_endpoint(host, settings, authenticated=authenticated)
+    say_new_store(settings.db_uri, fresh)
     security = transport_security(host, port, settings)
     log.info(
         "memoria serving MCP over streamable HTTP at http://%s:%d/mcp; store %s; clients %s",
@@ -273,6 +277,28 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve streamable HTTP instead of stdio; HOST defaults to 127.0.0.1",
     )
     parser.add_argument("--db", metavar="URI", help="LanceDB folder or URI (overrides MEMORIA_DB_URI)")
+
+
+def new_store(db_uri: str) -> bool:
+    """Whether ``db_uri`` names a local folder, other than the default one, that does not exist yet."""
+    from server.config import default_data_dir
+
+    if "://" in db_uri and not db_uri.startswith("file://"):
+        return False  # an object store's URI: its own business
+    folder = Path(db_uri.removeprefix("file://")).expanduser()
+    return not folder.exists() and folder != default_data_dir() / "lancedb"
+
+
+def say_new_store(db_uri: str, fresh: bool) -> None:
+    """A named local folder that did not exist is served (a client entry names its folder before the
+    first start: the server makes it), but a mistyped path then becomes a new, empty store that answers
+    every recall with nothing: said once, on stderr, as the server starts serving. The default folder is
+    made on first use, unsaid."""
+    if fresh:
+        log.warning(
+            "no store at %s yet: making a new, empty one there (if you meant an existing store, check the path)",
+            db_uri,
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

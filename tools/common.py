@@ -49,10 +49,15 @@ class ToolFailure(Exception):
     """A request that cannot be served as asked; the message is for the calling model to act on."""
 
 
+class NotFound(ToolFailure):
+    """A ``ToolFailure`` for something the caller named that it may not read here: a resource read says
+    "not found" for it, not "internal error"."""
+
+
 def no_such_memory(memory_id: str, org_id: str, project_id: str) -> ToolFailure:
     """The failure for an id the caller may not read here (unknown, another tenant's, or private to
     another agent: the same words, so that existence is not revealed), with what to check."""
-    return ToolFailure(
+    return NotFound(
         f"no memory {memory_id!r} in org {org_id!r} / project {project_id!r}: check the id (each recall result "
         "carries its memories' ids) and the `org_id` / `project_id` it was stored in"
     )

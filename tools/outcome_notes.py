@@ -1,5 +1,6 @@
-"""What a report's detail adds about the memories it was given or shown: named ones no recall of the
-session showed, named ones recall no longer shows, and shown ones that no longer count."""
+"""What a report's detail says: what moved and how far, then about the memories it was given or shown:
+named ones no recall of the session showed, named ones recall no longer shows, and shown ones that no
+longer count."""
 
 from __future__ import annotations
 
@@ -12,6 +13,32 @@ from storage.records import MemoryRecord
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
+
+
+def applied_note(session_id: str, roles: Sequence[str], *, recalled: bool) -> str:
+    """The detail of an applied report: the memories named and those of its contexts, and how far they
+    move (``recalled``: the session's queries are compared with later ones)."""
+    named = [
+        counted(roles.count(role), f"{role} memory") for role in ("helpful", "misleading") if role in roles
+    ]
+    if not named:
+        moved = "no memory was named"
+    elif recalled:
+        moved = (
+            f"{' and '.join(named)} moved a full step (to the top or bottom weight for tasks as close as this "
+            "session's, less for tasks further away)"
+        )
+    else:
+        moved = (
+            f"{' and '.join(named)} moved a full step (the session recalled nothing, so its report counts "
+            "for every task, by one step of the global weight only)"
+        )
+    return (
+        f"session {session_id} reported: {moved}; "
+        f"{counted(roles.count('context'), 'other memory')} of its contexts a share by their position. The "
+        "global weights listed (moved a step, or a share of one, of their moving average) are the logged "
+        "baseline over every report; explain_ranking shows them beside the weight a recall applies"
+    )
 
 
 def unseen_note(contexts: Sequence[ShownContext], named: Sequence[str]) -> str:

@@ -23,7 +23,6 @@ from retrieval.outcomes import (
     effective_score,
     score_contradicts,
 )
-from retrieval.text import counted
 from storage.records import (
     MemoryRecord,
     OutcomeRecord,
@@ -39,7 +38,7 @@ from tools.common import (
     WithoutSecrets,
     view_for,
 )
-from tools.outcome_notes import dropped_note, inactive_note, unseen_note
+from tools.outcome_notes import applied_note, dropped_note, inactive_note, unseen_note
 from writing.outcomes import (
     caught_up,
     converge,
@@ -319,20 +318,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         )
     else:
         status = "applied"
-        roles = [credit.role for credit in credits]
-        closeness_note = (
-            " (to the top or bottom weight for tasks as close as this session's; the global weights listed, which"
-            " apply to every task, move by one step of their moving average)"
-            if queries
-            else " (the session recalled nothing, so its report counts for every task, by one step of the global"
-            " weights' moving average only)"
-        )
-        detail = (
-            f"session {session_id} reported: {roles.count('helpful')} helpful and {roles.count('misleading')} "
-            f"misleading memories moved a full step{closeness_note}, "
-            f"{counted(roles.count('context'), 'other memory')} of its contexts a share "
-            "by their position"
-        )
+        detail = applied_note(session_id, [credit.role for credit in credits], recalled=bool(queries))
     detail += inactive_note(store, known, named) + unseen_note(contexts, named)
     detail += dropped_note(len(gone))
     return ReportOutcomeOutput(

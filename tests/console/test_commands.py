@@ -623,8 +623,22 @@ def test_the_commands_keep_an_agents_private_memory_to_that_agent(capsys, db, tm
 
 def test_an_export_to_a_missing_folder_says_so_and_leaves_nothing_behind(capsys, db, tmp_path):
     status, _, err = memoria(capsys, db, "export", str(tmp_path / "no" / "such" / "x.jsonl"))
-    assert status == 1 and "No such file or directory" in err and "check the path" in err
+    assert status == 1
+    assert (
+        err
+        == f"memoria export: there is no folder {tmp_path / 'no' / 'such'} to write x.jsonl in: check the path\n"
+    )
     assert not (tmp_path / "no").exists()
+
+
+def test_an_export_to_a_folder_asks_for_a_file_name_in_it(capsys, db, tmp_path):
+    status, _, err = memoria(capsys, db, "export", str(tmp_path))
+    assert status == 1
+    assert err == (
+        f"memoria export: {tmp_path} is a folder: give the export a file name, such as "
+        f"{tmp_path / 'memoria-export.jsonl'}\n"
+    )
+    assert not list(tmp_path.glob("*.partial"))
 
 
 @pytest.mark.slow

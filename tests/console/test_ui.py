@@ -42,11 +42,16 @@ def ui(tmp_path) -> Iterator[UiServer]:
 
 
 def fetch(
-    ui: UiServer, path: str, *, token: str | None = None, body: dict[str, Any] | None = None
+    ui: UiServer,
+    path: str,
+    *,
+    token: str | None = None,
+    body: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> tuple[int, Any]:
     base = ui.url.split("/?")[0]
     request = urllib.request.Request(
-        base + path, data=json.dumps(body).encode() if body is not None else None
+        base + path, data=json.dumps(body).encode() if body is not None else None, headers=headers or {}
     )
     if token is not None:
         request.add_header("Authorization", f"Bearer {token}")
@@ -73,6 +78,21 @@ def test_every_request_without_this_runs_token_is_refused(ui):
     status, page = fetch(ui, f"/?token={ui.token}")
     assert status == 200 and "<title>memoria</title>" in page
     assert fetch(ui, "/api/memories", token=ui.token)[0] == 200
+
+
+@pytest.mark.slow
+def test_a_request_for_another_host_or_from_another_origin_is_refused_even_with_the_token(ui):
+    """A page elsewhere whose DNS name was rebound to 127.0.0.1 sends its own Host and Origin."""
+    port = ui.url.split(":")[2].split("/")[0]
+    assert fetch(ui, "/api/memories", token=ui.token, headers={"Host": "evil.example"})[0] == 421
+    assert fetch(ui, "/api/memories", token=ui.token, headers={"Host": f"evil.example:{port}"})[0] == 421
+    foreign = {"Origin": "http://evil.example"}
+    status, answer = fetch(ui, "/api/forget", token=ui.token, body={"id": "mem_x"}, headers=foreign)
+    assert status == 421 and answer == {"error": "open the URL memoria ui printed, as it is printed"}
+    # Its own page, by either loopback name, is served.
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}"):
+        own = {"Host": host, "Origin": f"http://{host}"}
+        assert fetch(ui, "/api/memories", token=ui.token, headers=own)[0] == 200
 
 
 @pytest.mark.slow

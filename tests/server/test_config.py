@@ -71,6 +71,15 @@ def test_values_come_from_memoria_variables():
         ({"MEMORIA_ORG_FEATURES": '{"acme": {"colour": 1}}'}, r"MEMORIA_ORG_FEATURES \(at acme.colour\)"),
         # a misspelt variable of a group is refused rather than ignored
         ({"MEMORIA_CACHE_SCOPE_ROW": "5"}, "MEMORIA_CACHE_SCOPE_ROW: no such setting"),
+        # with the setting it most likely meant, when one is close
+        (
+            {"MEMORIA_FEEDBACK_ALPHA": "0.3"},
+            r"MEMORIA_FEEDBACK_ALPHA: no such setting \(did you mean MEMORIA_FEEDBACK_EMA_ALPHA\?\)",
+        ),
+        (
+            {"MEMORIA_FEEDBACK_ZZZ": "1"},
+            r"MEMORIA_FEEDBACK_ZZZ: no such setting \(docs/configuration.md lists",
+        ),
     ],
 )
 def test_bad_values_name_the_variable(environ, message):

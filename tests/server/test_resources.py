@@ -7,6 +7,7 @@ import json
 
 import pytest
 from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from tests.helpers import call, connected, server_with
 
@@ -62,8 +63,9 @@ async def test_a_memory_in_another_scope_is_read_by_naming_the_scope(settings):
             "remember",
             {"content": "Globex bills monthly", "org_id": "globex", "project_id": "billing"},
         )
-        with pytest.raises(MCPError, match=r"no memory .* in org 'default' / project 'default'"):
+        with pytest.raises(MCPError, match=r"no memory .* in org 'default' / project 'default'") as missing:
             await client.read_resource(f"memoria://memory/{stored['id']}")
+        assert missing.value.error.code == INVALID_PARAMS  # MCP's "resource not found", not an internal error
         shown = await read_json(client, f"memoria://memory/{stored['id']}?org_id=globex&project_id=billing")
     assert shown["content"] == "Globex bills monthly"
 
@@ -125,3 +127,4 @@ async def test_a_bad_scope_in_the_query_gets_an_error_that_names_it(settings):
         with pytest.raises(MCPError) as raised:
             await client.read_resource("memoria://stats?org_id=" + "x" * 200)
     assert "`org_id`" in str(raised.value) and "read the resource again" in str(raised.value)
+    assert raised.value.error.code == INTERNAL_ERROR  # as the SDK says every other anticipated failure

@@ -86,6 +86,8 @@ async def test_full_flow_over_stdio_on_the_offline_backend(tmp_path):
     stderr = stderr_path.read_text()
     assert stderr.count("embedder 'sentence-transformers/all-MiniLM-L6-v2' is unavailable") == 1
     assert stderr.count("reranker 'cross-encoder/ms-marco-MiniLM-L6-v2' is unavailable") == 1
+    # The folder MEMORIA_DB_URI names did not exist: served, and said once, in case the path is a typo.
+    assert stderr.count(f"no store at {tmp_path / 'db'} yet: making a new, empty one there") == 1
 
 
 async def test_streamable_http_transport_serves_the_same_tools(tmp_path):

@@ -169,6 +169,10 @@ def test_an_opposite_claim_without_revision_words_is_an_open_contradiction_and_r
     assert marked[old].contradicted_by == [new] and marked[new].contradicted_by == []
     context = recall(RecallInput(query="checkout_v2 feature flag staging"), runtime, caller()).context
     assert f"DISPUTED by newer {new}" in context
+    # The pair's similarity is the subject overlap its detail says (both subjects: "feature flag
+    # checkout_v2 ... in staging"), not the overlap of the whole texts, which differ in their values.
+    (pair,) = drift(DriftInput(), runtime, caller()).contradictions
+    assert pair.detail.endswith("(subject overlap 1.00)") and pair.subject_similarity == 1.0
     forget(ForgetInput(memory_id=old), runtime, caller())  # retracting one side resolves the pair
     assert drift(DriftInput(), runtime, caller()).open_contradictions == 0
     assert drift(DriftInput(include_resolved=True), runtime, caller()).contradictions[0].status == "resolved"

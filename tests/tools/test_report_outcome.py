@@ -49,6 +49,10 @@ def test_a_named_memory_no_recall_of_the_session_showed_counts_and_the_agent_is_
         ReportOutcomeInput(outcome="success", helpful_ids=[three["a"], three["c"]]), runtime, S1
     )
     assert out.status == "applied" and weights(runtime, three)["c"] == 1.15  # named: a full step anyway
+    assert out.detail.startswith(
+        f"session {S1.session_id} reported: 2 helpful memories moved a full step (to the top or bottom weight "
+        "for tasks as close as this session's, less for tasks further away); 1 other memory of its contexts"
+    )
     assert f"Not in this session's recall results: {three['c']};" in out.detail
     assert three["a"] not in out.detail.split("Not in this session's recall results")[1]
     # every named memory shown: nothing to say
@@ -70,7 +74,10 @@ def test_success_moves_each_memory_of_the_context_by_its_position(runtime, three
         (three["b"], "context", SECOND, 1.0, 1.094639),
     }
     assert weights(runtime, three) == {"a": 1.15, "b": 1.094639, "c": 1.0}  # 1 + 0.630930 x 0.15
-    assert "0 helpful and 0 misleading" in out.detail and "2 other memories of its contexts" in out.detail
+    assert out.detail.startswith(
+        f"session {S1.session_id} reported: no memory was named; 2 other memories of its contexts a share by "
+        "their position. The global weights listed"
+    )
 
 
 def test_a_memory_moved_down_by_earlier_reports_takes_the_share_of_the_place_it_was_shown_at(runtime, three):

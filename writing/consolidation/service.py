@@ -350,7 +350,7 @@ class ConsolidationService:
             report.revised.extend(changed)
             report.resolver = report.resolver or resolver
         else:
-            self._record_contradiction(older, memory, kind, detail + why_kept)
+            self._record_contradiction(older, memory, kind, detail + why_kept, pair.subject_similarity)
             report.contradicts.append(older.id)
             report.resolver = report.resolver or kept_by
 
@@ -631,7 +631,18 @@ class ConsolidationService:
         )
         self._store.resolve_contradictions(scope, memory_ids, resolution, at)
 
-    def _record_contradiction(self, older: MemoryRecord, newer: MemoryRecord, kind: str, detail: str) -> None:
+    def _record_contradiction(
+        self,
+        older: MemoryRecord,
+        newer: MemoryRecord,
+        kind: str,
+        detail: str,
+        similarity: float | None = None,
+    ) -> None:
+        """An open contradiction; ``similarity``: how alike the two memories' subjects are, as the rule that
+        found it measured (the ``subject overlap`` its ``detail`` says), else their words' overlap."""
+        if similarity is None:
+            similarity = token_jaccard(older.content, newer.content)
         self._store.put_contradictions(
             [
                 ContradictionRecord.detected(
@@ -640,7 +651,7 @@ class ConsolidationService:
                     newer.id,
                     kind=kind,
                     detail=detail,
-                    similarity=round(token_jaccard(older.content, newer.content), 6),
+                    similarity=round(similarity, 6),
                     at=self._clock(),
                 )
             ]
