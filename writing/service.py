@@ -731,8 +731,10 @@ class WriteService:
         store = self._store
         with store.exclusive():  # read again and written in one sequence: a purge in between stays purged
             current = store.get_memories([stored.id], stored.scope).get(stored.id)
-            if current is None or current.status != "active":
-                return current or replace(stored, status="retracted"), None
+            if current is None:  # unreadable now (rows are never deleted): left as it was read
+                return stored, None
+            if current.status != "active":
+                return current, None
             change = _restated(current, record, limit)
             if change is None:
                 return current, None

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from retrieval.text import content_hash
 from storage.records import Scope
 from tests.fakes import RecordingEmbedder
-from tests.helpers import make_runtime
+from tests.helpers import make_runtime, settings_for
 from tools.common import Caller, memory_id_for
 from tools.remember import RememberInput, remember
 from tools.remember_many import BatchItem, RememberManyInput, remember_many
@@ -744,3 +744,29 @@ def test_a_recovered_carry_to_a_memory_replaced_since_goes_on_to_the_one_that_st
     assert runtime.writer.recover_unfinished() == (0, 1)
     assert runtime.writer.settle(TIMEOUT)
     assert weights(runtime, b.id, c.id) == [1.15, 1.15]
+
+
+def test_a_memory_forgotten_before_its_restatement_takes_the_lock_is_given_nothing_and_read_as_it_is(
+    tmp_path,
+):
+    """``take_restated`` reads the memory again under the write lock: one retracted or purged since the
+    caller read it gets no tags, and comes back with its status, so that ``_remember`` looks again."""
+    from dataclasses import replace
+
+    from tools.forget import ForgetInput, forget
+
+    runtime = make_runtime(settings_for(tmp_path / "db"))
+    try:
+        caller = Caller("agent-a", "ses_1")
+        stored = remember(RememberInput(content="Tickets live in Linear"), runtime, caller)
+        read_before = runtime.store.get_memory(stored.id)  # as the writer read it, still active
+        forget(ForgetInput(memory_id=stored.id, mode="purge"), runtime, caller)
+        restated = replace(read_before, tags=("tools",), agent_id="agent-a")
+        taken, added = runtime.writer.take_restated(read_before, restated)
+        assert (taken.status, added) == ("purged", None)
+        assert runtime.store.get_memory(stored.id).tags == ()
+        # Said again through the tool, the text is restored, not attested on a purged memory.
+        again = remember(RememberInput(content="Tickets live in Linear", tags=["tools"]), runtime, caller)
+        assert again.status == "stored" and again.note == "restored: an identical memory had been purged"
+    finally:
+        runtime.close()
