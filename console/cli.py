@@ -8,10 +8,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from server.config import ConfigError, Settings, default_data_dir
+from server.config import ConfigError, Settings, default_data_dir, local_store_folder
 from server.log_setup import configure_logging
 from server.serve import add_serve_arguments, serve
 
@@ -246,10 +245,8 @@ def missing_store(db: str, *, create: bool, given_as: str = "--db") -> str | Non
     environment; None: it may go on). A mistyped folder would otherwise become a new, empty store that
     answers every question with nothing. URIs (s3://, gs://, ...) are the object store's business; the
     default folder, given by nobody, is made on first use."""
-    if "://" in db and not db.startswith("file://"):
-        return None
-    folder = Path(db.removeprefix("file://")).expanduser()
-    if folder.exists():
+    folder = local_store_folder(db)
+    if folder is None or folder.exists():
         return None
     if create:
         folder.mkdir(parents=True, exist_ok=True)

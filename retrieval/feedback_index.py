@@ -27,7 +27,6 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.models.embedders.base import Embedder
-from retrieval.models.embedders.hashed import is_hashed
 from retrieval.models.embedders.sentence_transformers import same_query_vectors
 from retrieval.outcomes import (
     Closeness,
@@ -281,10 +280,8 @@ class FeedbackIndex:
 
     def _vectors(self, entry: _Session) -> np.ndarray | None:
         """The session's query vectors by the running embedder: as stored when it made them, else
-        embedded again once (reports made by the CLI on the offline backend, or before a model change).
-        Hashed query vectors are always made again (a few microseconds each): since 2026-11-30 a query's
-        clitics are no features (``retrieval.text.query_word_tokens``), while the memories' vectors, and so
-        the embedder's name, stayed as they were; a stored one from before would match its own query less."""
+        embedded again once (reports made by the CLI on the offline backend, or before a model change, and
+        the offline backend's always: ``same_query_vectors``)."""
         if entry.embedded:
             return entry.vectors
         queries = entry.queries
@@ -292,8 +289,7 @@ class FeedbackIndex:
         if queries is not None and queries.queries:
             stored = queries.vectors
             if (
-                not is_hashed(self._embedder.name)
-                and same_query_vectors(queries.embedder, self._embedder.name)
+                same_query_vectors(queries.embedder, self._embedder.name)
                 and stored is not None
                 and stored.shape == (len(queries.queries), self._embedder.dimension)
             ):

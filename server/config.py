@@ -62,6 +62,14 @@ def default_data_dir(
     return (Path(xdg) if xdg else home / ".local" / "share") / "memoria"
 
 
+def local_store_folder(db_uri: str) -> Path | None:
+    """The folder a store URI names on this machine (a path, or ``file://``); None for an object store's
+    URI (s3://, gs://, ...), whose existence is its own business."""
+    if "://" in db_uri and not db_uri.startswith("file://"):
+        return None
+    return Path(db_uri.removeprefix("file://")).expanduser()
+
+
 # The optional LLM passes at assembly (retrieval.stages.llm_passes), in the order they run.
 LLMPassName = Literal["context_selection", "fact_selection", "cleanup"]
 LLM_PASS_NAMES: tuple[str, ...] = get_args(LLMPassName)

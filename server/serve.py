@@ -14,7 +14,6 @@ import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
@@ -281,12 +280,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 def new_store(db_uri: str) -> bool:
     """Whether ``db_uri`` names a local folder, other than the default one, that does not exist yet."""
-    from server.config import default_data_dir
+    from server.config import default_data_dir, local_store_folder
 
-    if "://" in db_uri and not db_uri.startswith("file://"):
-        return False  # an object store's URI: its own business
-    folder = Path(db_uri.removeprefix("file://")).expanduser()
-    return not folder.exists() and folder != default_data_dir() / "lancedb"
+    folder = local_store_folder(db_uri)
+    return folder is not None and not folder.exists() and folder != default_data_dir() / "lancedb"
 
 
 def say_new_store(db_uri: str, fresh: bool) -> None:

@@ -585,9 +585,7 @@ class WriteService:
                 if not created:  # the same agent's identical write committed in the same group
                     done = True
                     stored, added = self.take_restated(stored, record)
-                    return WriteResult(
-                        stored, False, f"an identical memory is stored; {added}" if added else None
-                    )
+                    return WriteResult(stored, False, _identical(added))
                 try:
                     result = self._consolidate_new(
                         stored,
@@ -613,12 +611,8 @@ class WriteService:
                 return WriteResult(stored, False, self._update(replaces, stored, actor))
             if replaces is not None and stored.status == "superseded":
                 # Back to an earlier text (an update reverted): that memory is active again and replaces.
-                revived = store.reactivate(stored.scope, stored.id, self._clock())
+                revived = self._revive(stored, actor, "an explicit update restored it")
                 if revived is not None:
-                    store.add_lineage(
-                        [restore_event(revived, actor, self._clock(), "an explicit update restored it")]
-                    )
-                    self.observe(revived)
                     return WriteResult(revived, False, self._update(replaces, revived, actor))
             if stored.status == "superseded":
                 head = current_version(store, stored)
@@ -626,10 +620,8 @@ class WriteService:
                     # What replaced it was forgotten since: nothing stands in its place, so said again it is
                     # current again (with lineage), as after a retraction of its own.
                     reason = f"stated again; {head.id}, which had replaced it, is {head.status}"
-                    revived = store.reactivate(stored.scope, stored.id, self._clock())
+                    revived = self._revive(stored, actor, reason)
                     if revived is not None:
-                        store.add_lineage([restore_event(revived, actor, self._clock(), reason)])
-                        self.observe(revived)
                         return WriteResult(revived, False, f"restored: {reason}")
                     return self._remember(record, llm, replaces)  # changed meanwhile: look again
                 note = f"an identical memory was superseded; the current memory is {head.id}" + (
@@ -641,7 +633,7 @@ class WriteService:
                 stored, added = self.take_restated(stored, record)
                 if stored.status != "active":  # forgotten meanwhile: restored, or said to be superseded
                     return self._remember(record, llm, replaces)
-                note = f"an identical memory is stored; {added}" if added else None
+                note = _identical(added)
                 if stored.consolidated_at is None and stored.agent_id == record.agent_id:
                     # A retried call (or the next round of one) finishes the consolidation the first one began.
                     vectors = store.memory_vectors([stored.id], stored.scope)
@@ -654,6 +646,15 @@ class WriteService:
         if consolidation is not None:
             self.track(stored.scope, consolidation, stored.id)
         return WriteResult(stored, created, note, consolidation)
+
+    def _revive(self, superseded: MemoryRecord, actor: Actor, reason: str) -> MemoryRecord | None:
+        """A superseded memory active again, with a ``restore`` lineage record giving ``reason``; None when
+        it is not superseded any more."""
+        revived = self._store.reactivate(superseded.scope, superseded.id, self._clock())
+        if revived is not None:
+            self._store.add_lineage([restore_event(revived, actor, self._clock(), reason)])
+            self.observe(revived)
+        return revived
 
     def _update(
         self,
@@ -712,12 +713,11 @@ class WriteService:
     def _attested(self, stored: MemoryRecord, record: MemoryRecord, added: str | None = None) -> WriteResult:
         """The same content from another agent: stored once, counted as corroboration (``added``: what the
         write added to the stored memory, if anything: ``take_restated``)."""
-        said = [f"an identical memory is stored; {added}"] if added else []
-        if self._store.add_attestation(stored, record.agent_id, record.session_id, record.created_at):
-            self._corroboration.attest(stored.scope, stored.id, record.agent_id)
-            said = [f"already stored by {stored.agent_id}; recorded {record.agent_id} as corroborating it"]
-            said += [added] if added else []
-        return WriteResult(stored, False, "; ".join(said) or None)
+        if not self._store.add_attestation(stored, record.agent_id, record.session_id, record.created_at):
+            return WriteResult(stored, False, _identical(added))
+        self._corroboration.attest(stored.scope, stored.id, record.agent_id)
+        attested = f"already stored by {stored.agent_id}; recorded {record.agent_id} as corroborating it"
+        return WriteResult(stored, False, f"{attested}; {added}" if added else attested)
 
     def take_restated(self, stored: MemoryRecord, record: MemoryRecord) -> tuple[MemoryRecord, str | None]:
         """An active memory stated again word for word (``record``) keeps what the new statement adds: the
@@ -726,8 +726,12 @@ class WriteService:
         an ephemeral memory keeps its expiry. Returns the memory as it stands now (not active: forgotten
         meanwhile) and what changed ("added its tags ['ops']"), if anything."""
         limit = self.limits.max_tags
-        if _restated(stored, record, limit) is None:
-            return stored, None  # nothing to add: the write lock is not taken
+        change = _restated(stored, record, limit)
+        if change is None:
+            return stored, None
+        if tuple(change[0]) == stored.tags and change[1] == stored.protection_tier:
+            # Nothing to write (only tags beyond the limit to name): the write lock is not taken.
+            return stored, f"left out the tags {change[2]}: a memory has at most {limit}"
         store = self._store
         with store.exclusive():  # read again and written in one sequence: a purge in between stays purged
             current = store.get_memories([stored.id], stored.scope).get(stored.id)
@@ -740,10 +744,8 @@ class WriteService:
                 return current, None
             tags, tier, left_out = change
             if tuple(tags) != current.tags or tier != current.protection_tier:
-                preceding = self.preceding_contents([current]).get(current.id)
-                text = searchable_text(current.content, tags, current.agent_id, current.created_at, preceding)
                 expires_at = current.expires_at if tier == "ephemeral" else None  # only the ephemeral expire
-                store.set_tags(current.id, tags, text, self._clock(), tier=(tier, expires_at))
+                self._retag(current, tags, (tier, expires_at))
                 current = store.get_memories([current.id], current.scope).get(current.id, current)
         said = []
         if added := [tag for tag in record.tags if tag in current.tags and tag not in stored.tags]:
@@ -1110,9 +1112,19 @@ class WriteService:
             tags = [*heir.tags, *added][: max(self.limits.max_tags, len(heir.tags))]
             if tuple(tags) == heir.tags:
                 return
-            preceding = self.preceding_contents([heir]).get(heir.id)
-            text = searchable_text(heir.content, tags, heir.agent_id, heir.created_at, preceding)
-            store.set_tags(heir.id, tags, text, self._clock())
+            self._retag(heir, tags)
+
+    def _retag(
+        self,
+        memory: MemoryRecord,
+        tags: Sequence[str],
+        tier: tuple[ProtectionTier, datetime | None] | None = None,
+    ) -> None:
+        """Write ``memory``'s tags with the search text that indexes them (and with ``tier`` its protection
+        tier and expiry), inside the caller's write sequence, on the memory as read in it."""
+        preceding = self.preceding_contents([memory]).get(memory.id)
+        text = searchable_text(memory.content, tags, memory.agent_id, memory.created_at, preceding)
+        self._store.set_tags(memory.id, tags, text, self._clock(), tier=tier)
 
     def _inherit_credits(self, scope: Scope, heir_id: str, losers: Sequence[tuple[str, bool]]) -> None:
         from writing.outcomes import converge, replayed_weights, write_weights
@@ -1205,6 +1217,11 @@ class _SupersedesBehind:
         return held
 
 
+def _identical(added: str | None) -> str | None:
+    """The note of a write whose text is stored already, saying what it added to the memory (if anything)."""
+    return f"an identical memory is stored; {added}" if added else None
+
+
 # Protection tiers from the least to the most protected: a memory stated again never loses protection.
 _TIER_ORDER: tuple[ProtectionTier, ...] = ("ephemeral", "standard", "protected", "immutable")
 
@@ -1216,7 +1233,7 @@ def _restated(
     again, is taken into it; None when it adds nothing. Only the memory's author raises its tier, and only
     to protected or immutable: "standard" is also what a statement that names no tier says, and another
     agent's word must not make someone's memory unchangeable."""
-    new = [tag for tag in record.tags if tag not in stored.tags]
+    new = _tags_to_add(stored, [record])
     room = max(0, max_tags - len(stored.tags))
     tags, left_out = [*stored.tags, *new[:room]], new[room:]
     tier = stored.protection_tier

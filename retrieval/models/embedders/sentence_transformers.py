@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.models.embedders.base import Vectors, l2_normalize
+from retrieval.models.embedders.hashed import is_hashed
 from retrieval.models.model_files import ModelUnavailable, load_on_backend, resolve_model_dir, short_reason
 
 # The prompt names retrieval models declare in their sentence-transformers configuration.
@@ -40,8 +41,10 @@ def same_model(stored: str, active: str) -> bool:
 def same_query_vectors(stored: str | None, active: str) -> bool:
     """Whether query vectors made under the embedder name ``stored`` are the ones ``active`` makes now.
     Queries never carried an author: query vectors of the "+author" recipe are those of the same model
-    with its prompts (which the "+author" recipe always used)."""
-    if stored is None:  # reports made before query vectors were kept
+    with its prompts (which the "+author" recipe always used). The offline backend's are never taken as
+    stored: they cost microseconds to make again, and since 2026-11-30 a query's clitics are no features
+    (``retrieval.text.query_word_tokens``) while the memories' vectors, and so the name, stayed as they were."""
+    if stored is None or is_hashed(active):  # None: reports made before query vectors were kept
         return False
     if stored == active:
         return True
