@@ -18,7 +18,7 @@ import anyio
 
 from retrieval.outcomes import CreditPolicy, WeightPolicy
 from server.config import Settings
-from server.upkeep import aggregation_pass, catch_up, maintenance_round
+from server.upkeep import aggregation_pass, catch_up, finish_unfinished, maintenance_round
 from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
 from tools.lanes import READS, READS_WAITING, Lanes
 
@@ -54,16 +54,24 @@ def open_store(settings: Settings) -> MemoryStore:
 
 def build_runtime(settings: Settings, announce: Callable[[str], None] | None = None) -> ServerRuntime:
     """Open the store, load the models (falling back to the offline backend, said through ``announce``:
-    a WARNING by default) and assemble the pipeline."""
+    a WARNING by default) and assemble the pipeline; then finish what a process that died left half
+    done (``server.upkeep.finish_unfinished``), so that nothing served reads it half done."""
     from retrieval.models.providers import load_models
 
     store = open_store(settings)
     try:
         models = load_models(model_config(settings), store.vector_dim, announce)
-        return assemble_runtime(settings, store, models)
+        runtime = assemble_runtime(settings, store, models)
     except BaseException:
         store.close()
         raise
+    try:  # what a process that died left half done, finished before anything is served
+        finish_unfinished(runtime)
+    except Exception as exc:  # left written down: the first maintenance round tries again
+        log.warning(
+            "finishing the writes a stopped process left unfinished failed (the next round retries): %s", exc
+        )
+    return runtime
 
 
 def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> ServerRuntime:

@@ -90,6 +90,15 @@ def catch_up(runtime: Runtime) -> None:
     expired = expire_ephemeral(runtime)
     if expired:
         log.info("retracted %d expired ephemeral memories", expired)
+    finish_unfinished(runtime)
+
+
+def finish_unfinished(runtime: Runtime) -> None:
+    """Finish what a process that died began and never finished (``storage.unfinished``): the
+    consolidation of memories it inserted, then the credits it handed on. A runtime does it as it is
+    built, before anything is served (``server.state.build_runtime``: a restatement killed after its
+    answer would otherwise read beside the memory it supersedes), and every maintenance round (another
+    server on the store may die meanwhile)."""
     consolidated, carried = runtime.writer.recover_unfinished()
     if consolidated:
         log.info("consolidated %d memories a stopped process inserted and never consolidated", consolidated)

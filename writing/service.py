@@ -213,7 +213,8 @@ class WriteService:
     def recover_unfinished(self) -> tuple[int, int]:
         """Finish what processes that are gone began and never finished (``storage.unfinished``): the
         consolidations owed by memories they inserted, then the credits they handed on. Returns how many of
-        each. A server does it as it starts and in every maintenance round (``server.upkeep.catch_up``)."""
+        each. A runtime does it as it is built, before anything is served, and in every maintenance round
+        (``server.upkeep.finish_unfinished``)."""
         consolidated = carried = 0
         for path, entries in self._journal.orphans():
             # Each entry is written down again in this process's file as it is begun (a crash now leaves it

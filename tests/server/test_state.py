@@ -53,3 +53,22 @@ def test_the_runtime_the_server_builds_carries_the_lane(tmp_path):
         assert runtime.lanes == Lanes(reads=5, reports=2)
     finally:
         runtime.close()
+
+
+@pytest.mark.anyio
+async def test_a_restatement_killed_before_its_supersede_landed_is_finished_before_the_next_server_answers(
+    settings, monkeypatch
+):
+    """kill -9 after a restatement was answered and before the supersede it decided was committed: the
+    next server finishes it as it starts, so its first answer never reads the old memory as active beside the new
+    (before, the maintenance thread's first round did, about a second after the server answered)."""
+    import server.state
+    from server.app import build_server
+    from tests.helpers import call, connected
+    from tests.writing.test_service import killed_between_insert_and_consolidation
+
+    old, new = killed_between_insert_and_consolidation(settings, "commit")
+    monkeypatch.setattr(server.state, "catch_up", lambda runtime: None)  # no maintenance round in time
+    async with connected(build_server(settings)) as client:
+        traced = await call(client, "lineage", {"memory_id": old})
+    assert (traced["memory"]["status"], traced["current"]["id"]) == ("superseded", new)
