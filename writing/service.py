@@ -20,10 +20,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
 from itertools import pairwise
 from typing import TYPE_CHECKING, Protocol
 
-from retrieval.outcomes import WeightPolicy
+from retrieval.outcomes import INITIAL_WEIGHT, WeightPolicy
 from retrieval.redaction import Redacted, redact
 from retrieval.stages.corroboration import ClusterMember
 from retrieval.text import content_hash, has_visible_text, negated, searchable_text
@@ -748,6 +749,14 @@ class WriteService:
                 expires_at = current.expires_at if tier == "ephemeral" else None  # only the ephemeral expire
                 self._retag(current, tags, (tier, expires_at))
                 current = store.get_memories([current.id], current.scope).get(current.id, current)
+        if (
+            current.protection_tier == "immutable" != stored.protection_tier
+            and current.weight < INITIAL_WEIGHT
+        ):
+            # An immutable memory is never weighed below where it started: its global weight follows, as
+            # the weight for a query does already (``retrieval.outcomes``), without waiting for the next
+            # report; behind the call, as a report would write it (the reports' lock, then the write lock).
+            self._hand_ons.submit(partial(self._weigh_behind, current.scope, current.id))
         said = []
         if added := [tag for tag in record.tags if tag in current.tags and tag not in stored.tags]:
             said.append(f"added its tags {added}")
@@ -1128,23 +1137,32 @@ class WriteService:
         self._store.set_tags(memory.id, tags, text, self._clock(), tier=tier)
 
     def _inherit_credits(self, scope: Scope, heir_id: str, losers: Sequence[tuple[str, bool]]) -> None:
-        from writing.outcomes import converge, replayed_weights, write_weights
-
         store = self._store
         with store.reporting():  # as a report: its credits and the weights they replay, one at a time
             carried = sum(
                 store.carry_credits(scope, memory_id, heir_id, blame=blame) for memory_id, blame in losers
             )
-            if not carried:
-                return
-            current = store.get_memories([heir_id], scope)
-            if heir_id not in current:
-                return
-            replay = store.credits_for(scope, [heir_id], across_org=True)
-            weights = replayed_weights(self._weights, current, replay)
-            write_weights(store, self._corroboration, current, weights, self._clock())
-            # Replicas on an object store share no lock: the weight written must replay every report there is.
-            converge(store, self._corroboration, self._weights, self._clock, scope, [heir_id], replay)
+            if carried:
+                self._weigh_again(scope, heir_id)
+
+    def _weigh_behind(self, scope: Scope, memory_id: str) -> None:
+        with self._store.behind_the_calls(), self._store.reporting():
+            self._weigh_again(scope, memory_id)
+
+    def _weigh_again(self, scope: Scope, memory_id: str) -> None:
+        """Write ``memory_id``'s global weight replayed from its credits, as a report would (inside the
+        caller's ``reporting`` sequence)."""
+        from writing.outcomes import converge, replayed_weights, write_weights
+
+        store = self._store
+        current = store.get_memories([memory_id], scope)
+        if memory_id not in current:
+            return
+        replay = store.credits_for(scope, [memory_id], across_org=True)
+        weights = replayed_weights(self._weights, current, replay)
+        write_weights(store, self._corroboration, current, weights, self._clock())
+        # Replicas on an object store share no lock: the weight written must replay every report there is.
+        converge(store, self._corroboration, self._weights, self._clock, scope, [memory_id], replay)
 
     def expire(self, scope: Scope, memory_ids: Sequence[str]) -> list[str]:
         """Retract these ephemeral memories of ``scope`` past their time, with lineage (the maintenance

@@ -770,3 +770,12 @@ def test_a_memory_forgotten_before_its_restatement_takes_the_lock_is_given_nothi
         assert again.status == "stored" and again.note == "restored: an identical memory had been purged"
     finally:
         runtime.close()
+
+
+def test_a_memory_its_author_makes_immutable_by_restating_it_is_weighed_no_lower_than_it_started(runtime):
+    misled = credited(runtime, "The API listens on port 8080", "which port", "failure", "misleading_ids")
+    assert weights(runtime, misled) == [0.85]
+    again = said(runtime, "The API listens on port 8080", protection_tier="immutable")
+    assert again.note.endswith("raised its protection tier from standard to immutable")
+    assert runtime.writer.settle(TIMEOUT)  # written behind the call, as a report writes weights
+    assert weights(runtime, misled) == [1.0]  # the global weight, as the weight for a query already was
