@@ -36,9 +36,18 @@ class GroupStats:
 
 
 class GroupCommit(Generic[T, R]):
-    def __init__(self, commit: Callable[[list[T]], list[R]], *, max_items: int = 1_000) -> None:
-        """``commit(items)`` writes ``items`` in one go and returns one result per item, in order."""
+    def __init__(
+        self,
+        commit: Callable[[list[T]], list[R]],
+        *,
+        max_items: int = 1_000,
+        retry: Callable[[list[T]], list[R]] | None = None,
+    ) -> None:
+        """``commit(items)`` writes ``items`` in one go and returns one result per item, in order; ``retry``
+        (``commit`` by default) writes one caller's items after the commit they shared failed, which may
+        have written some of them before it failed."""
         self._commit = commit
+        self._retry = retry or commit
         self._max_items = max_items
         self._condition = threading.Condition()
         self._pending: list[_Entry[T, R]] = []
@@ -99,7 +108,7 @@ class GroupCommit(Generic[T, R]):
                 for entry in batch:
                     commits += 1
                     try:
-                        entry.results = self._commit(list(entry.items))
+                        entry.results = self._retry(list(entry.items))
                     except Exception as own:
                         entry.error = own
         except BaseException as exc:  # interrupted: every caller of the batch gets it

@@ -122,8 +122,9 @@ class Memories(StoreTables):
                 )
         return self._inserts.run(news)
 
-    def _insert_batch(self, news: list[NewMemory]) -> list[tuple[MemoryRecord, bool]]:
-        """One commit for the new ids of ``news`` (the coalesced inserts of every waiting caller)."""
+    def _insert_batch(self, news: list[NewMemory], *, retry: bool = False) -> list[tuple[MemoryRecord, bool]]:
+        """One commit for the new ids of ``news`` (the coalesced inserts of every waiting caller); ``retry``:
+        one caller's alone, after the commit it shared failed."""
         by_scope: dict[Scope, list[str]] = {}
         for new in news:
             by_scope.setdefault(new.record.scope, []).append(new.record.id)
@@ -193,7 +194,12 @@ class Memories(StoreTables):
         for new in news:
             record_id = new.record.id
             if record_id in existing:
-                results.append((existing[record_id], False))
+                # Retrying a caller alone after the shared commit failed (``storage.group_commit``), a row that
+                # commit wrote before failing is this write's own: its caller created it, and owes its
+                # consolidation; told otherwise, it would take the memory for another writer's.
+                ours = retry and record_id not in created_once and written_by(existing[record_id], new.record)
+                created_once.add(record_id)
+                results.append((existing[record_id], ours))
             elif record_id in created_once:
                 results.append((fresh[record_id].record, False))
             else:
@@ -221,7 +227,7 @@ class Memories(StoreTables):
             if ours is None or row["_row_created_at_version"] == version:
                 continue
             stored = memory_from_row(row)
-            if (stored.session_id, stored.created_at) != (ours.record.session_id, ours.record.created_at):
+            if not written_by(stored, ours.record):
                 existing[stored.id] = stored
                 del fresh[stored.id]
 
@@ -489,6 +495,12 @@ class Memories(StoreTables):
                 )
                 retrying(partial(self._episodes.update, where=condition, values={"title": title}))
         return [episode_from_row(row) for row in missing]
+
+
+def written_by(stored: MemoryRecord, record: MemoryRecord) -> bool:
+    """``stored`` is the row the write of ``record`` committed, not another write of the same content: same
+    session, same creation time (a write's retry after its commit landed, or a replica's replay of it)."""
+    return (stored.session_id, stored.created_at) == (record.session_id, record.created_at)
 
 
 def _episode_title(record: MemoryRecord) -> str:

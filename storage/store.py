@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
             max_total_rows=cache_total_rows,
             analyzer=analyzer,
         )
-        self._inserts = GroupCommit(self._insert_batch)
+        self._inserts = GroupCommit(self._insert_batch, retry=partial(self._insert_batch, retry=True))
         self._pending = PendingSupersedes()
         self._generations = generations
         self._memories_version = self._watch(self._memories, WRITES)

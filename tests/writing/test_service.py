@@ -779,3 +779,57 @@ def test_a_memory_its_author_makes_immutable_by_restating_it_is_weighed_no_lower
     assert again.note.endswith("raised its protection tier from standard to immutable")
     assert runtime.writer.settle(TIMEOUT)  # written behind the call, as a report writes weights
     assert weights(runtime, misled) == [1.0]  # the global weight, as the weight for a query already was
+
+
+def test_a_restatement_whose_shared_insert_landed_and_then_failed_is_still_consolidated(runtime):
+    """A group commit of two callers' inserts that commits and then raises (an I/O error after the append)
+    is retried a caller at a time; each retry finds the row its own first attempt committed. That row is
+    the caller's own write, not another writer's: the restatement is consolidated, and nothing is left
+    owed."""
+    store = runtime.store
+    old = said(runtime, ROLLBACK)
+    commit, calls = store._inserts._commit, []
+    holding, entered = threading.Event(), threading.Event()
+
+    def landed_then_failed(news):
+        calls.append(len(news))
+        if len(calls) == 1:  # a first insert holds the group commit while two callers queue behind it
+            entered.set()
+            assert holding.wait(TIMEOUT)
+        results = commit(news)
+        if len(calls) == 2:  # the two queued callers' shared commit: in, then an error
+            raise OSError("I/O error after the append")
+        return results
+
+    retry, retried = store._inserts._retry, []
+
+    def alone(news):
+        retried.append(len(news))
+        return retry(news)
+
+    store._inserts._commit, store._inserts._retry = landed_then_failed, alone
+    answers = {}
+
+    def batch(content: str):  # remember_many inserts through the store's group commit directly
+        return remember_many(RememberManyInput(items=[BatchItem(content=content)]), runtime, CALLER)
+
+    first = threading.Thread(target=lambda: batch("Lunch is at noon"))
+    first.start()
+    assert entered.wait(TIMEOUT)
+    restating = threading.Thread(target=lambda: answers.setdefault("restated", said(runtime, RESTATED)))
+    other = threading.Thread(target=lambda: answers.setdefault("other", batch("Deploys go on Tuesdays")))
+    restating.start()
+    other.start()
+    deadline = time.monotonic() + TIMEOUT
+    while store._inserts.queued < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    holding.set()
+    for thread in (first, restating, other):
+        thread.join(TIMEOUT)
+    assert (calls, retried) == ([1, 2], [1, 1])  # the shared commit failed, then each caller alone
+    restated = answers["restated"]
+    assert (restated.status, restated.consolidation.superseded) == ("stored", [old.id])
+    assert answers["other"].results[0].status == "stored"
+    assert runtime.writer.settle(TIMEOUT)
+    assert store.get_memory(old.id).replaced_by == restated.id
+    assert runtime.writer.recover_unfinished() == (0, 0)
