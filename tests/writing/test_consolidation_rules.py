@@ -31,8 +31,8 @@ def test_token_jaccard_is_over_stemmed_content_words():
 
 
 def test_the_near_exact_threshold_is_inclusive():
-    old = memory("old", "alpha bravo charlie delta echo", 0)
-    new = memory("new", "alpha bravo charlie delta", 1)  # 4 of 5 words: Jaccard 0.8
+    old = memory("old", "alpha bravo charlie delta", 0)
+    new = memory("new", "alpha bravo charlie delta echo", 1)  # 4 of 5 words: Jaccard 0.8
     [merged] = near_exact_resolutions([old, new], 0.8)
     assert (merged.action, merged.survivor_id, merged.loser_ids, merged.resolver) == (
         "supersede",
@@ -60,16 +60,52 @@ def test_a_negation_of_the_same_words_is_not_a_restatement():
     assert collapse_batch([old, new], 0.8) == []
 
 
-def test_restatements_chain_into_one_cluster_and_the_newest_survives():
+def test_what_adds_nothing_is_absorbed_by_the_fullest_memory_that_holds_it():
     a = memory("a", "alpha bravo charlie delta echo", 0)
     b = memory("b", "alpha bravo charlie delta echo foxtrot", 1)  # a~b: 5/6
-    c = memory("c", "bravo charlie delta echo foxtrot", 2)  # b~c: 5/6, a~c: 4/6
+    c = memory("c", "bravo charlie delta echo foxtrot", 2)  # b~c: 5/6; newest, but without "alpha"
     d = memory("d", "something else entirely", 3)
     resolutions = near_exact_resolutions([a, b, c, d], 0.8)
     merged = [r for r in resolutions if r.action == "supersede"]
-    assert len(merged) == 1 and merged[0].survivor_id == "c" and merged[0].loser_ids == ("a", "b")
+    assert len(merged) == 1 and merged[0].survivor_id == "b" and merged[0].loser_ids == ("a", "c")
     kept = [r for r in resolutions if r.action == "keep_both"]
-    assert set(kept[0].loser_ids) == {"c", "d"}
+    assert set(kept[0].loser_ids) == {"b", "d"}
+
+
+def test_a_newer_statement_that_leaves_a_detail_out_does_not_take_it_away():
+    timed = memory("timed", "The nightly backup of the orders database runs at 02:00 UTC", 0)
+    vague = memory("vague", "The nightly backup of the orders database runs", 1)
+    [merged] = near_exact_resolutions([timed, vague], 0.5)
+    assert (merged.survivor_id, merged.loser_ids) == ("timed", ("vague",))
+
+
+@pytest.mark.parametrize(
+    "older, newer",
+    [
+        (
+            "Host web-01 has 16 GB of RAM and runs Ubuntu 22.04 in eu-west-1.",
+            "Host web-02 has 16 GB of RAM and runs Ubuntu 22.04 in eu-west-1.",
+        ),
+        (
+            "The billing-api service listens on port 8003 behind the internal load balancer",
+            "The search-api service listens on port 8003 behind the internal load balancer",
+        ),
+        (
+            "The API rate limit is 100 requests per minute per token, enforced in nginx",
+            "The API rate limit is 300 requests per minute per token, enforced in nginx",
+        ),
+        (
+            "We deploy from the release branch, not from main",
+            "We deploy from main, not from the release branch",
+        ),
+    ],
+)
+def test_a_value_swapped_for_another_or_words_reversed_is_a_different_fact(older, newer):
+    old, new = memory("old", older, 0), memory("new", newer, 1)
+    assert token_jaccard(older, newer) >= 0.8  # near-exact by words alone
+    [kept] = near_exact_resolutions([old, new], 0.8)
+    assert (kept.action, set(kept.loser_ids)) == ("keep_both", {"old", "new"})
+    assert collapse_batch([old, new], 0.8) == []
 
 
 def test_protection_tiers_limit_who_may_be_superseded():

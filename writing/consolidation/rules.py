@@ -1,5 +1,5 @@
 """Deterministic consolidation rules (pure): token Jaccard, what each protection tier allows, and the
-near-exact restatement rule (newest survives)."""
+near-exact restatement rule (a memory that adds nothing to another is absorbed by it)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from retrieval.stages.corroboration import UnionFind
-from retrieval.text import negated, set_jaccard, term_set
+from retrieval.text import content_terms, negated, set_jaccard, term_set
 from storage.records import MemoryRecord
 
 __all__ = ["set_jaccard", "term_set"]  # shared with assembly's near-duplicate folding (retrieval.text)
@@ -43,7 +42,7 @@ class Resolution:
 def newest(memories: Sequence[MemoryRecord]) -> MemoryRecord:
     """The survivor of a group of restatements: the newest, but never an ephemeral memory over a lasting
     one (it would expire and take the fact with it)."""
-    return max(memories, key=lambda m: (m.protection_tier != "ephemeral", m.created_at, m.id))
+    return max(memories, key=_lasting_newest)
 
 
 def may_absorb(survivor: MemoryRecord, loser: MemoryRecord, *, by_revision: bool = False) -> bool:
@@ -54,31 +53,77 @@ def may_absorb(survivor: MemoryRecord, loser: MemoryRecord, *, by_revision: bool
     return may_be_superseded(loser, by_revision=by_revision)
 
 
+@dataclass(frozen=True)
+class Statement:
+    """What the restatement rule compares of a memory's text: its stemmed content words in the order they
+    first appear, and whether it negates."""
+
+    terms: tuple[str, ...]
+    negates: bool
+
+    @classmethod
+    def of(cls, text: str) -> Statement:
+        return cls(tuple(dict.fromkeys(content_terms(text))), negated(text))
+
+    @property
+    def words(self) -> frozenset[str]:
+        return frozenset(self.terms)
+
+
+def adds_nothing(text: Statement, other: Statement) -> bool:
+    """Whether ``text`` says nothing that ``other`` does not: each of its content words is in ``other`` (so a
+    value swapped for another, "web-01" for "web-02", "100" for "300", "orders" for "users", is a
+    different fact, never a restatement), both negate or neither ("is not weekly" is not "is weekly"),
+    and two texts of the same words hold them in the same order ("deploys from the release branch, not
+    from main" is not "from main, not from the release branch")."""
+    if text.negates != other.negates or not text.words <= other.words:
+        return False
+    if text.words == other.words:
+        return text.terms == other.terms
+    return True
+
+
+def absorbs(survivor: Statement, loser: Statement, threshold: float) -> bool:
+    """The near-exact restatement rule: ``loser`` adds nothing to ``survivor``, and their content words
+    overlap by Jaccard >= ``threshold`` (a short text inside a long one is not restated by it)."""
+    return adds_nothing(loser, survivor) and set_jaccard(loser.words, survivor.words) >= threshold
+
+
+def _lasting_newest(memory: MemoryRecord) -> tuple[bool, object, str]:
+    return (memory.protection_tier != "ephemeral", memory.created_at, memory.id)
+
+
 def near_exact_resolutions(members: Sequence[MemoryRecord], threshold: float) -> list[Resolution]:
-    """Group members whose texts are near-exact restatements (Jaccard >= ``threshold``, both negating or
-    neither: "is not weekly" does not restate "is weekly"); in each group the newest survives and absorbs the rest it
-    may; every other pair is kept as genuinely distinct."""
-    sets = UnionFind()
-    terms = {member.id: term_set(member.content) for member in members}
-    negates = {member.id: negated(member.content) for member in members}
+    """Group members whose texts are near-exact restatements (``absorbs``): each memory that adds nothing
+    to another is absorbed by the fullest of those that hold it (of the same words, the newest, never an
+    ephemeral one over a lasting one), as that memory's tier allows; every other pair is kept as
+    genuinely distinct. The newer of two memories survives unless the older says more: a restatement that
+    leaves out a detail ("at 10:00 UTC") does not take it away."""
+    said = {member.id: Statement.of(member.content) for member in members}
+
+    def absorbed_by(loser: MemoryRecord, survivor: MemoryRecord) -> bool:
+        if survivor.id == loser.id or not absorbs(said[survivor.id], said[loser.id], threshold):
+            return False
+        # Of the same words either way: the lasting newest survives (``newest``).
+        same = said[survivor.id].words == said[loser.id].words
+        return not same or _lasting_newest(survivor) > _lasting_newest(loser)
+
+    fullest = [m for m in members if not any(absorbed_by(m, other) for other in members)]
+    groups: dict[str, list[MemoryRecord]] = {m.id: [] for m in fullest}
     for member in members:
-        sets.add(member.id)
-    for index, left in enumerate(members):
-        for right in members[index + 1 :]:
-            if (
-                negates[left.id] == negates[right.id]
-                and set_jaccard(terms[left.id], terms[right.id]) >= threshold
-            ):
-                sets.union(left.id, right.id)
+        if member.id in groups:
+            continue
+        holders = [kept for kept in fullest if absorbed_by(member, kept)]
+        if holders:
+            survivor = max(holders, key=lambda kept: (len(said[kept.id].words), *_lasting_newest(kept)))
+            groups[survivor.id].append(member)
+        else:  # held only by memories that are themselves absorbed, with less in common: its own group
+            groups[member.id] = []
     by_id = {member.id: member for member in members}
     resolutions = []
-    groups = list(sets.groups().values())
-    for ids in groups:
-        group = [by_id[i] for i in ids]
-        if len(group) < 2:
-            continue
-        survivor = newest(group)
-        losers = tuple(sorted(m.id for m in group if m.id != survivor.id and may_absorb(survivor, m)))
+    for survivor_id, absorbed in groups.items():
+        survivor = by_id[survivor_id]
+        losers = tuple(sorted(m.id for m in absorbed if may_absorb(survivor, m)))
         if losers:
             resolutions.append(
                 Resolution(
@@ -86,14 +131,18 @@ def near_exact_resolutions(members: Sequence[MemoryRecord], threshold: float) ->
                     survivor.id,
                     losers,
                     "rules:near-exact",
-                    f"restates it (token Jaccard >= {threshold})",
+                    f"restates it (adds nothing to it; token Jaccard >= {threshold})",
                 )
             )
     if len(groups) > 1:
-        representatives = tuple(sorted(newest([by_id[i] for i in ids]).id for ids in groups))
+        representatives = tuple(sorted(groups))
         resolutions.append(
             Resolution(
-                "keep_both", None, representatives, "rules:distinct", f"token Jaccard below {threshold}"
+                "keep_both",
+                None,
+                representatives,
+                "rules:distinct",
+                f"each says something the other does not, or token Jaccard below {threshold}",
             )
         )
     return resolutions
@@ -107,9 +156,8 @@ def collapse_batch(
     (otherwise they are corroboration)."""
     pairs = []
     survivors: list[MemoryRecord] = []
-    terms = {record.id: term_set(record.content) for record in records}
-    negates = {record.id: negated(record.content) for record in records}
-    for record in reversed(records):  # later items win
+    said = {record.id: Statement.of(record.content) for record in records}
+    for record in reversed(records):  # later items win, over what adds nothing to them (``absorbs``)
         match = next(
             (
                 kept
@@ -117,8 +165,7 @@ def collapse_batch(
                 if kept.kind == record.kind
                 and (across_agents or kept.agent_id == record.agent_id)
                 and may_absorb(kept, record)
-                and negates[kept.id] == negates[record.id]
-                and set_jaccard(terms[kept.id], terms[record.id]) >= threshold
+                and absorbs(said[kept.id], said[record.id], threshold)
             ),
             None,
         )
