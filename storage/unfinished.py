@@ -30,7 +30,7 @@ import logging
 import os
 import secrets
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -108,11 +108,11 @@ class UnfinishedWrites:
             if self._file is None:  # closed meanwhile (a close that gave up waiting)
                 return
             self._open.pop(number, None)
-            if not self._open or self._lines >= REWRITE_AFTER_LINES:
-                # Nothing in flight: the file starts again empty; or it grew long: only what is open.
+            if not self._open:  # nothing in flight: the file starts again empty
                 self._file.truncate(0)
-                self._file.writelines(line + "\n" for line in self._open.values())
-                self._lines = len(self._open)
+                self._lines = 0
+            elif self._lines >= REWRITE_AFTER_LINES:  # it grew long: only what is open, in a new file
+                self._replace_file()
             else:
                 self._file.write(json.dumps({"done": number}) + "\n")
                 self._lines += 1
@@ -138,6 +138,8 @@ class UnfinishedWrites:
                         fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     except BlockingIOError:
                         continue  # its process runs
+                    if os.fstat(file.fileno()).st_ino != os.stat(path).st_ino:
+                        continue  # its running process put a new file in its place (``_replace_file``)
                     found.append((path, _unfinished(file.read().splitlines(), path)))
             except FileNotFoundError:
                 continue  # another starting server took it
@@ -162,19 +164,37 @@ class UnfinishedWrites:
             assert self._dir is not None
             self._dir.mkdir(exist_ok=True)
             path = self._dir / f"{os.getpid()}-{secrets.token_hex(4)}.jsonl"
-            # Locked under a name ``orphans`` does not look at, then given its own: a starting server never
-            # sees it unlocked (the lock goes with the file through the rename).
-            opening = path.with_suffix(".opening")
-            file = open(opening, "a", encoding="utf-8")  # noqa: SIM115 (held while the process runs)
-            try:
-                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                os.rename(opening, path)
-            except BaseException:
-                file.close()
-                opening.unlink(missing_ok=True)
-                raise
-            self._file, self._path = file, path
+            self._file, self._path = _locked_in_place(path, ()), path
         return self._file
+
+    def _replace_file(self) -> None:
+        """This process's file written again with only the entries still open: a new file, locked, renamed
+        over the old one (truncated in place, a crash between emptying it and writing the open entries
+        again would lose them), then the old one closed."""
+        assert self._file is not None and self._path is not None
+        old = self._file
+        self._file = _locked_in_place(self._path, self._open.values())
+        old.close()
+        self._lines = len(self._open)
+
+
+def _locked_in_place(path: Path, lines: Iterable[str]) -> IO[str]:
+    """A file at ``path`` holding ``lines``, exclusively locked before it takes that name: written and
+    locked under a name ``orphans`` does not look at, then renamed (the lock goes with the file), so a
+    starting server never sees it unlocked, nor half written."""
+    opening = path.with_suffix(".opening")
+    # Appending: after a truncation (``end``) the next line goes at the start, not where the last one ended.
+    file = open(opening, "a", encoding="utf-8")  # noqa: SIM115 (held while the process runs)
+    try:
+        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        file.writelines(line + "\n" for line in lines)
+        file.flush()
+        os.rename(opening, path)
+    except BaseException:
+        file.close()
+        opening.unlink(missing_ok=True)
+        raise
+    return file
 
 
 def _fields(entry: Unfinished) -> dict[str, object]:

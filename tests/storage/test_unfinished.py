@@ -2,6 +2,9 @@
 process's own file, what a process that is gone left unfinished, and nothing on an object store."""
 
 import fcntl
+from pathlib import Path
+
+import pytest
 
 from storage.records import Scope
 from storage.unfinished import UNFINISHED_DIR, HandOn, OwedConsolidation, UnfinishedWrites
@@ -109,6 +112,32 @@ def test_a_long_file_is_written_again_with_only_the_carries_still_open(tmp_path,
     died(journal)
     [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
     assert held is not None and [hand_on.heir_id for hand_on in unfinished] == ["mem_held"]
+
+
+def test_a_process_killed_while_its_long_file_is_written_again_loses_nothing_open(tmp_path, monkeypatch):
+    """The file written again goes in place by a rename: a kill -9 before it (the new file written, not yet
+    renamed) leaves the old file whole, never an emptied one."""
+    import storage.unfinished as unfinished
+
+    monkeypatch.setattr(unfinished, "REWRITE_AFTER_LINES", 3)
+    journal = UnfinishedWrites(tmp_path)
+    journal.begin(HandOn(SCOPE, "mem_held", (("mem_a", True),)))  # never ends
+    killed = []
+
+    def killed_before_the_rename(source, target):
+        killed.append(Path(target).read_text())
+        raise KeyboardInterrupt  # the process stops here, as a kill -9 would stop it
+
+    monkeypatch.setattr(unfinished.os, "rename", killed_before_the_rename)
+    begun = journal.begin(HandOn(SCOPE, "mem_1", (("mem_a", True),)))
+    journal.begin(HandOn(SCOPE, "mem_2", (("mem_a", True),)))
+    with pytest.raises(KeyboardInterrupt):
+        journal.end(begun)  # the file has 3 lines: written again, with the two still open
+    monkeypatch.undo()
+    assert killed and "mem_held" in killed[0]  # what the path held at the moment of the kill
+    died(journal)
+    [(_, unfinished_entries)] = UnfinishedWrites(tmp_path).orphans()
+    assert {hand_on.heir_id for hand_on in unfinished_entries} >= {"mem_held", "mem_2"}
 
 
 def test_consolidations_owed_and_hand_ons_come_back_as_they_were_written(tmp_path):
