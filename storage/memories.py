@@ -383,6 +383,17 @@ class Memories(StoreTables):
             columns["expires_at"] = pa.array([tier[1]], pa.timestamp("us", tz="UTC"))
         self._merge_update(pa.table(columns))
 
+    def replaced_by(self, scope: Scope, memory_ids: Sequence[str]) -> list[MemoryRecord]:
+        """The memories of ``scope`` that these memories replaced (their ``replaced_by``), as committed: a
+        scan of the table (no index covers the column), for the recovery of an unfinished write only."""
+        if not memory_ids:
+            return []
+        condition = filters.all_of(filters.scope_is(scope), filters.one_of("replaced_by", list(memory_ids)))
+        return [
+            memory_from_row(row)
+            for row in self._select(self._memories, condition, MEMORY_COLUMNS, limit=None)
+        ]
+
     def unconsolidated(self, scope: Scope, limit: int) -> list[MemoryRecord]:
         """Active memories the consolidation sweep has not examined yet, oldest first."""
         condition = filters.all_of(filters.scope_is(scope), filters.equals("status", "active"))

@@ -267,6 +267,7 @@ class WriteService:
         for memory in active:
             actor = Actor(memory.agent_id, memory.session_id)
             self.observe(memory)
+            self._mend_retirements(memory, owed.replaces, actor)
             with unmarked_on_failure(store, [memory.id]):
                 if replaced is not None and replaced.status == "active":
                     log.info("finishing the explicit update of %s by %s", replaced.id, memory.id)
@@ -278,6 +279,36 @@ class WriteService:
                     self.track(owed.scope, report, memory.id)
         self._owed_done(number)
         return len(active)
+
+    def _mend_retirements(self, memory: MemoryRecord, replaces: str | None, actor: Actor) -> None:
+        """What a crash cut off after a status change: the memories ``memory`` replaced that no lineage event
+        names as replaced by it get one now, their contradictions closed, and for the explicit update it
+        was written for (``replaces``) the credits carried (a status change and the lineage that follows
+        it are separate commits). Their resolver says that recovery recorded them."""
+        store, scope = self._store, memory.scope
+        losers = [loser.id for loser in store.replaced_by(scope, [memory.id]) if loser.status == "superseded"]
+        if not losers:
+            return
+        recorded = {
+            event.memory_id for event in store.lineage(scope, losers) if event.related_id == memory.id
+        }
+        for loser_id in [loser_id for loser_id in losers if loser_id not in recorded]:
+            explicit = loser_id == replaces
+            log.info("recording that %s superseded %s, which a crash left unrecorded", memory.id, loser_id)
+            self.consolidation.record_retirement(
+                scope,
+                [loser_id],
+                "supersede",
+                resolver="explicit" if explicit else "recovery",
+                reason="explicit update" if explicit else "superseded before a crash cut off its lineage",
+                resolution=f"superseded by {memory.id}" + (" (explicit update)" if explicit else ""),
+                actor=actor,
+                at=self._clock(),
+                related_id=memory.id,
+            )
+            if explicit:
+                self._hand_on(scope, memory.id, [(loser_id, False)])
+            self._corroboration.retire(scope, [loser_id])
 
     def _owe(self, owed: OwedConsolidation) -> int | None:
         """Write down that these memories' consolidation is owed, before their stamped rows are committed."""

@@ -367,17 +367,28 @@ def test_credits_a_killed_process_was_handing_on_are_carried_by_the_next_start(s
 CRASHING_CONSOLIDATION = """
 import sys, time
 from tests.helpers import make_runtime, settings_for
-from tests.writing.test_service import ROLLBACK, RESTATED, said
+from tests.writing.test_service import ROLLBACK, RESTATED, helped, said
 
 runtime = make_runtime(settings_for(sys.argv[1]))
-old = said(runtime, ROLLBACK).id
+old = helped(runtime) if sys.argv[2] == "update-lineage" else said(runtime, ROLLBACK).id
 print(old, flush=True)
 
 def killed_here(*args, **kwargs):
     print(args[1].id if sys.argv[2] == "update" else args[0].id, flush=True)
     time.sleep(3600)
 
-if sys.argv[2] == "update":  # the correction's row is in; the old text is not superseded yet
+if sys.argv[2] in ("lineage", "update-lineage"):  # the status change is committed; its lineage is next
+    def cut(*args, **kwargs):
+        print(kwargs["related_id"], flush=True)
+        time.sleep(3600)
+
+    runtime.consolidation.record_retirement = cut
+    if sys.argv[2] == "lineage":
+        said(runtime, RESTATED)
+    else:
+        said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=old)
+    time.sleep(3600)
+elif sys.argv[2] == "update":  # the correction's row is in; the old text is not superseded yet
     runtime.writer._update = killed_here
     said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=old)
 elif sys.argv[2] == "commit":  # answered; the supersede it decided is never committed
@@ -459,6 +470,44 @@ def test_an_explicit_update_a_killed_process_left_half_done_is_finished_by_the_n
         assert runtime.store.get_memory(new).status == "active"
         [event] = runtime.store.lineage(Scope("default", "default"), [old])
         assert (event.action, event.resolver, event.reason) == ("supersede", "explicit", "explicit update")
+    finally:
+        runtime.close()
+
+
+def test_a_supersede_a_crash_cut_off_before_its_lineage_is_recorded_by_the_next_start(settings):
+    old, new = killed_between_insert_and_consolidation(settings, "lineage")
+    runtime = make_runtime(settings)
+    try:
+        scope = Scope("default", "default")
+        assert runtime.store.get_memory(old).replaced_by == new
+        assert runtime.store.lineage(scope, [old]) == []  # half done: superseded, and nothing says so
+        assert runtime.writer.recover_unfinished() == (1, 0)
+        [event] = runtime.store.lineage(scope, [old])
+        assert (event.action, event.related_id, event.resolver) == ("supersede", new, "recovery")
+        assert runtime.writer.recover_unfinished() == (0, 0)
+    finally:
+        runtime.close()
+
+
+def test_an_explicit_update_a_crash_cut_off_before_its_lineage_and_credits_is_finished_by_the_next_start(
+    settings,
+):
+    old, new = killed_between_insert_and_consolidation(settings, "update-lineage")
+    runtime = make_runtime(settings)
+    try:
+        scope = Scope("default", "default")
+        assert runtime.store.get_memory(old).replaced_by == new
+        assert weights(runtime, old, new) == [1.15, 1.0]  # the correction has not taken its credits yet
+        assert runtime.writer.recover_unfinished() == (1, 0)
+        [event] = runtime.store.lineage(scope, [old])
+        assert (event.action, event.related_id, event.resolver, event.reason) == (
+            "supersede",
+            new,
+            "explicit",
+            "explicit update",
+        )
+        assert runtime.writer.settle(TIMEOUT)
+        assert weights(runtime, new) == [1.15]  # the sessions the old text served go on with the correction
     finally:
         runtime.close()
 
