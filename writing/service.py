@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from itertools import pairwise
 from typing import TYPE_CHECKING, Protocol
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FUTURE_SLACK = timedelta(minutes=5)  # clocks of different machines disagree a little
+EARLIEST = datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)  # an agent's memory dated before it is a placeholder
 COALESCED_WRITES = 256  # remembers in flight inserted as one batch at most
 MAX_SUPERSEDES_BEHIND = 64  # restatements whose supersede is still being committed, at most
 SUPERSEDES_YIELDING = 4  # with at most this many commits waiting, they let callers take the lock first
@@ -362,6 +363,11 @@ class WriteService:
             raise WriteRefused(
                 f"`occurred_at` {_iso(when)} is in the future (now is {_iso(now)}): pass when it was learned "
                 "or happened, or leave it out for now"
+            )
+        if when < EARLIEST:
+            raise WriteRefused(
+                f"`occurred_at` {_iso(when)} is before 1970, where placeholder dates (0001-01-01, the Unix "
+                "epoch) fall: pass when it was learned or happened, or leave it out for now"
             )
         digest = content_hash(text)
         home = draft.home
