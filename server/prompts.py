@@ -28,6 +28,9 @@ you relied on as `helpful_ids` and of any that misled you as `misleading_ids`: t
 tasks like this one."""
 
 
+OUTCOMES = ("success", "failure", "partial")  # what report_outcome's ``outcome`` takes
+
+
 def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Prompt]:
     async def session_start(
         task: str, ctx: Context[AppState, Any], org_id: str | None = None, project_id: str | None = None
@@ -69,12 +72,18 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
 
     def session_end(outcome: str | None = None, notes: str | None = None) -> list[Message]:
         """Report how the task went, so the memories that helped rise and those that misled sink."""
-        how = (
-            f"The task's outcome is `{outcome}`."
-            if outcome
-            else "Judge the outcome: success (the task was done), failure (it was not, or memory misled you), "
+        judge = (
+            "Judge the outcome: success (the task was done), failure (it was not, or memory misled you), "
             "or partial."
         )
+        said = (outcome or "").strip()
+        given = said.lower()
+        if given in OUTCOMES:
+            how = f"The task's outcome is `{given}`."
+        elif given:  # an argument is free text: one report_outcome refuses is not passed on as it is
+            how = f"`{said}` is not an outcome `report_outcome` takes. {judge}"
+        else:
+            how = judge
         extra = f" Pass this as the note: {notes}" if notes else " Add a short note on what helped or misled."
         return [
             UserMessage(

@@ -70,6 +70,10 @@ async def test_session_end_asks_for_one_outcome_report_with_the_given_outcome_an
             await client.get_prompt("session_end", {"outcome": "partial", "notes": "docs were stale"})
         )
         judged = text_of(await client.get_prompt("session_end", {}))
+        unknown = text_of(await client.get_prompt("session_end", {"outcome": "awesome"}))
+        cased = text_of(await client.get_prompt("session_end", {"outcome": " Success "}))
+    assert "`awesome` is not an outcome `report_outcome` takes. Judge the outcome: success" in unknown
+    assert "The task's outcome is `success`" in cased
     assert "The task's outcome is `partial`" in given and "Pass this as the note: docs were stale" in given
     assert "Call `report_outcome` once" in given
     assert "`helpful_ids`" in given and "`misleading_ids`" in given and "ids recall listed" in given
