@@ -125,6 +125,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     except (CommandError, ToolFailure) as exc:
         print(f"memoria {args.command}: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `memoria export | head`: the reader left; stop quietly (an OSError too: first)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         print(
@@ -135,9 +138,6 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     except KeyboardInterrupt:
         print(f"memoria {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `memoria export | head`: the reader left; stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
     except Exception as exc:  # a store or model fault: one line that says what failed, not a traceback
         from retrieval.models.model_files import short_reason
 

@@ -215,7 +215,7 @@ def _forget_in(
 def more_matches_note(left: Sequence[tuple[MemoryRecord, float]], capped: bool, floor: float) -> str:
     """What a forget by query leaves that matches as closely as what it took: ``left``, the matches at or
     above the relevance ``floor`` beyond ``max_memories`` (``capped``: the look ahead stopped there)."""
-    one = len(left) == 1 and not capped
+    one = len(left) == 1  # "at least 1 more memory matches" when the look ahead stopped at it
     return (
         f"{'at least ' if capped else ''}{counted(len(left), 'more memory')} "
         f"{'matches' if one else 'match'} the query closely enough too (relevance >= {floor:g}; the next "

@@ -619,7 +619,9 @@ class WriteService:
                         done = True  # that remember owes the consolidation
                         return self._remember(drafted, llm, replaces)
                     stored, created = restored, True
-                    was = "had expired" if expired else f"had been {existing.status}"
+                    # Retracted when its time had run out (by the maintenance round, or just above): expired.
+                    timed_out = existing.expires_at is not None and existing.expires_at <= existing.updated_at
+                    was = "had expired" if expired or timed_out else f"had been {existing.status}"
                     note = f"restored: an identical memory {was}"
                 if not created:  # the same agent's identical write committed in the same group
                     done = True

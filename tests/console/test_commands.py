@@ -964,3 +964,17 @@ def test_a_confirmation_keeps_what_the_preview_says_beside_the_memories_but_not_
         _beside_the_preview("2 already inactive, left as they were")
         == "2 already inactive, left as they were"
     )
+
+
+def test_a_reader_that_leaves_the_pipe_stops_a_command_quietly(capsys, db):
+    """`memoria list | head`: the reader is gone before the command writes; it says nothing of paths."""
+    memoria(capsys, db, "remember", "The staging database is reset every Sunday")
+    piped = subprocess.run(
+        f"{shlex.quote(sys.executable)} -m console list --db {shlex.quote(str(db))} | true",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert "Broken pipe" not in piped.stderr and "permissions" not in piped.stderr, piped.stderr

@@ -485,9 +485,10 @@ def test_forget_by_query_says_at_least_when_more_match_than_it_looked_at(runtime
     out = forget(ForgetInput(query="billing", max_memories=20, dry_run=True), runtime, caller())
     assert len(out.forgotten) == 20
     assert out.note.startswith(
-        "at least 1 more memory match the query closely enough too (relevance >= 0.5; the next 0.70)"
+        "at least 1 more memory matches the query closely enough too (relevance >= 0.5; the next 0.70) "
+        "and is left as it is"
     )
-    assert out.note.endswith("to forget them as well")
+    assert out.note.endswith("to forget it as well")
 
 
 class RanksOneWayFloorsTheOther:
@@ -743,3 +744,14 @@ def test_a_restatement_is_stored_even_when_handing_on_what_the_old_memory_earned
     new = remember(RememberInput(content="we deploy on tuesdays!"), runtime, caller())
     assert new.consolidation.superseded == [old] and status(runtime, new.id) == "active"
     assert "could not hand on what the superseded memories earned" in caplog.text
+
+
+def test_an_expired_memory_the_round_retracted_and_stated_again_is_said_to_have_expired(runtime):
+    text = "The staging deploy is frozen this afternoon"
+    note = remember(RememberInput(content=text, protection_tier="ephemeral"), runtime, caller())
+    later = runtime.store.get_memory(note.id).expires_at + timedelta(seconds=1)
+    ticks = itertools.count()
+    runtime.clock = lambda: later + timedelta(milliseconds=next(ticks))
+    assert expire_ephemeral(runtime) == 1  # the maintenance round's retraction
+    again = remember(RememberInput(content=text), runtime, caller("ses_2"))
+    assert (again.status, again.note) == ("stored", "restored: an identical memory had expired")
