@@ -128,6 +128,15 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     # A retraction takes active memories; a purge also erases the text of inactive ones (retracted or
     # superseded), but one already purged has nothing left to erase.
     eligible = [m for m in targets if m.status == "active" or (args.mode == "purge" and m.status != "purged")]
+    # A purge erases for good: of several memories a query matched, shown first unless dry_run=false was said.
+    shown_first = (
+        args.query is not None
+        and args.mode == "purge"
+        and len(eligible) > 1
+        and "dry_run" not in args.model_fields_set
+    )
+    if shown_first:
+        args = args.model_copy(update={"dry_run": True})
     briefs = [MemoryBrief.of(m) for m in eligible]
     matches = [Match(id=m.id, relevance=round(relevance[m.id], 4)) for m in eligible] if args.query else []
     if not args.dry_run:  # as they are after this call
@@ -144,6 +153,12 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         )
     if left_matching:
         notes.append(left_matching)
+    if shown_first:
+        notes.insert(
+            0,
+            f"dry run: a purge erases for good, and {len(eligible)} memories match; check them, then call "
+            "again with dry_run=false to purge them",
+        )
     note = "; ".join(notes) or None
     if args.tag is not None:
         more = f" (the first {at_once:,}; call again for the rest)" if len(tagged) > at_once else ""

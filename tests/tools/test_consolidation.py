@@ -478,6 +478,28 @@ def test_forget_by_query_says_how_many_more_match_as_closely_and_leaves_them(run
     assert [m.id for m in two.forgotten] == [second.id, third.id] and two.note is None
 
 
+def test_a_purge_by_query_of_several_memories_is_shown_first_unless_dry_run_false_is_said(
+    runtime, monkeypatch
+):
+    first, second, weak = notes(
+        runtime, ["vault passphrase is x", "vault escalations go to Zendesk", "lunch"]
+    )
+    fake = Relevances([(first, 0.9), (second, 0.52), (weak, 0.2)])
+    monkeypatch.setattr(type(runtime.pipeline), "candidate_search", property(lambda _: fake))
+    shown = forget(ForgetInput(query="vault", mode="purge", max_memories=5), runtime, caller())
+    assert shown.dry_run and [m.id for m in shown.forgotten] == [first.id, second.id]
+    assert shown.note == (
+        "dry run: a purge erases for good, and 2 memories match; check them, then call again with "
+        "dry_run=false to purge them"
+    )
+    assert [status(runtime, m.id) for m in (first, second)] == ["active", "active"]
+    said = forget(ForgetInput(query="vault", mode="purge", max_memories=5, dry_run=False), runtime, caller())
+    assert not said.dry_run and [status(runtime, m.id) for m in (first, second)] == ["purged", "purged"]
+    fake._candidates = Relevances([(weak, 0.8)])._candidates
+    one = forget(ForgetInput(query="lunch", mode="purge", max_memories=5), runtime, caller())
+    assert not one.dry_run and status(runtime, weak.id) == "purged"  # one memory: purged as asked
+
+
 def test_forget_by_query_says_at_least_when_more_match_than_it_looked_at(runtime, monkeypatch):
     found = notes(runtime, [f"billing note {n}" for n in range(23)])
     fake = Relevances([(memory, 0.9 - n / 100) for n, memory in enumerate(found)])
