@@ -217,7 +217,7 @@ function row(memory, extra) {
   item.dataset.id = memory.id;
   item.append(el("span", memory.created_at ? memory.created_at.slice(0, 10) : "", "date"),
               el("span", memory.agent_id, "agent"), el("span", memory.kind, "kind"));
-  if (extra) item.append(el("span", extra, "score"));
+  item.append(el("span", extra || "", "score"));  // empty when browsing: the text keeps the wide column
   item.append(el("span", memory.preview !== undefined ? memory.preview : memory.content, "text"));
   item.addEventListener("click", () => open(memory.id));
   return item;
