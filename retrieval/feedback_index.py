@@ -73,6 +73,7 @@ class ContextWeight:
     weight: float
     global_weight: float
     steps: tuple[FeedbackStep, ...]
+    far: int = 0  # its reports about tasks too far from this query to count for it (closeness 0)
 
 
 @dataclass
@@ -172,16 +173,19 @@ class FeedbackIndex:
 
         weights = {}
         for memory in memories:
-            counted = [
+            credited = credits.get(memory.id, [])
+            close = [
                 CreditedReport(c.session_id, c.credit, found, by_query=compared(c))
-                for c in credits.get(memory.id, [])
+                for c in credited
                 if (found := closeness_of(c)) > 0.0
-            ][-self._max_reports :]
+            ]
+            far = len(credited) - len(close)
+            counted = close[-self._max_reports :]
             if not counted:
-                weights[memory.id] = ContextWeight(1.0, memory.weight, ())
+                weights[memory.id] = ContextWeight(1.0, memory.weight, (), far)
                 continue
             weight, steps = contextual_weight(counted, self.policy, protection_tier=memory.protection_tier)
-            weights[memory.id] = ContextWeight(weight, memory.weight, steps)
+            weights[memory.id] = ContextWeight(weight, memory.weight, steps, far)
         return weights
 
     def _closeness(

@@ -401,6 +401,7 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
         "neighbourhood_of": candidate.neighbourhood_of,
         "feedback": {
             "reports": candidate.feedback_reports,
+            "far": candidate.feedback_far,
             "steps": [
                 {
                     "session_id": step.session_id,

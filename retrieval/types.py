@@ -85,6 +85,7 @@ class Candidate:
     # The reports that moved feedback_weight most (at most FEEDBACK_STEPS_SHOWN), and how many moved it.
     feedback_steps: tuple[FeedbackStep, ...] = ()
     feedback_reports: int = 0
+    feedback_far: int = 0  # reports about tasks too far from the query to count for it
     weighted_score: float = 0.0
     unweighted_rank: int | None = None
     weighted_rank: int | None = None

@@ -117,6 +117,7 @@ class FeedbackMove(BaseModel):
 
 class FeedbackExplanation(BaseModel):
     reports: int = Field(0, description="Reports that moved its weight for this query.")
+    far: int = Field(0, description="Reports about tasks too far from this query to count for it.")
     moves: list[FeedbackMove] = Field(
         default_factory=list, description="The reports that moved it most (at most 5)."
     )
@@ -336,6 +337,7 @@ def _candidate(entry: dict[str, Any], rank: int) -> CandidateExplanation:
         scores=StageScores(**entry["scores"]),
         feedback=FeedbackExplanation(
             reports=feedback.get("reports", 0),
+            far=feedback.get("far", 0),
             moves=[FeedbackMove(**step) for step in feedback.get("steps", [])],
         ),
         rank_delta=unweighted - weighted if unweighted is not None and weighted is not None else None,

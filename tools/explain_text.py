@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from retrieval.text import counted
+
 if TYPE_CHECKING:
     from tools.explain_ranking import CandidateExplanation, ExplainRankingOutput
 
@@ -70,4 +72,10 @@ def _candidate_line(c: CandidateExplanation) -> str:
     ]
     if moves:
         line += "\n    reports: " + "; ".join(moves)
+    if c.feedback.far:  # reported on, for other tasks: why they did not move it here
+        far = c.feedback.far
+        line += (
+            f"\n    {counted(far, 'report')} about tasks too far from this query to count here "
+            f"(they moved only its global weight, {s.global_weight:.3f})"
+        )
     return line

@@ -41,6 +41,7 @@ def apply_feedback_ranking(
                 global_weight=candidate.memory.weight,
                 feedback_steps=tuple(sorted(steps, key=lambda step: -abs(step.moved))[:FEEDBACK_STEPS_SHOWN]),
                 feedback_reports=len(steps),
+                feedback_far=found.far if found is not None else 0,
                 weighted_score=candidate.boosted_score * weight
                 if weighting_enabled
                 else candidate.boosted_score,

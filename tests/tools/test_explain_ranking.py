@@ -257,3 +257,22 @@ def test_a_memory_the_relevance_floor_left_out_is_explained_as_found_below_it(ru
         f"the relevance floor ({dropped['threshold']:g}): a memory below it never enters the context. Ask in "
         "words closer to the memory's, or lower the floor (the MEMORIA_MIN_FACT_SCORE setting)"
     )
+
+
+def test_explain_says_when_reports_about_other_tasks_did_not_count_for_this_query(runtime):
+    from tools.explain_text import text_of
+
+    bob = remember(
+        RememberInput(content="Bob Chen leads the infrastructure on-call rotation"), runtime, CALLER
+    ).id
+    recall(RecallInput(query="who leads the infrastructure on-call rotation?"), runtime, CALLER)
+    report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[bob]), runtime, CALLER)
+    other = Caller("claude-code", "ses_2")
+    out = explain_ranking(ExplainRankingInput(query="Bob Chen's phone"), runtime, other)
+    [shown] = [c for c in out.candidates if c.id == bob]
+    assert (shown.feedback.reports, shown.feedback.far) == (0, 1)
+    assert shown.scores.feedback_weight == 1.0 and shown.scores.global_weight == pytest.approx(0.85)
+    assert (
+        "1 report about tasks too far from this query to count here (they moved only its global weight, 0.850)"
+        in text_of(out)
+    )
