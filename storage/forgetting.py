@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import mmap
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -232,6 +233,7 @@ class Forgetting(Memories, Lineage):
             )
         )
         self._scrub_traces(scope, ids)
+        self._scrub_lineage(scope, ids)
         if journal.events:
             self.add_lineage_once(journal.events)
         self.resolve_contradictions(scope, ids, journal.resolution, at)
@@ -295,6 +297,32 @@ class Forgetting(Memories, Lineage):
                         )
                     )
 
+    def _scrub_lineage(self, scope: Scope, memory_ids: Sequence[str]) -> None:
+        """Mask what lineage reasons and contradiction details quote of the memories' words ("revised by
+        'now uses xylophonedb'", a value then another): the events and pairs that name one of them."""
+        self._logs.flush()  # deferred lineage events are in the table first
+        where = filters.all_of(
+            filters.equals("org_id", scope.org_id), filters.equals("project_id", scope.project_id)
+        )
+        pairs = ["org_id", "project_id", "older_id", "newer_id"]
+        tables = (
+            (self._lineage, ["event_id"], "reason", ("memory_id", "related_id")),
+            (self._contradictions, pairs, "detail", ("older_id", "newer_id")),
+        )
+        with self._logs_lock.exclusive():  # lineage is appended under it (shared), as traces are
+            for table, key, text, naming in tables:
+                named = filters.any_of(*(filters.one_of(column, memory_ids) for column in naming))
+                rows = self._select(table, filters.all_of(where, named), [*key, text], limit=None)
+                changed = [
+                    {**row, text: unquoted}
+                    for row in rows
+                    if row[text] and (unquoted := without_quotes(row[text])) != row[text]
+                ]
+                if changed:
+                    fields = pa.schema([table.schema.field(column) for column in [*key, text]])
+                    update = pa.Table.from_pylist(changed, schema=fields)
+                    retrying(partial(table.merge_insert(key).when_matched_update_all().execute, update))
+
     def _drop_interrupted_writes(self, memory_ids: Sequence[str]) -> None:
         """Delete the files of interrupted writes that hold a purged memory's id, in the tables that hold
         memory text (a local store). A write killed half way leaves its rows in a ``.tmp*`` (or staged
@@ -325,7 +353,7 @@ class Forgetting(Memories, Lineage):
     def _drop_old_versions(self) -> None:
         import warnings
 
-        for table in (self._memories, self._retrievals, self._episodes):
+        for table in (self._memories, self._retrievals, self._episodes, self._lineage, self._contradictions):
             with warnings.catch_warnings():
                 # "removes every version except the latest": exactly what a purge needs.
                 warnings.simplefilter("ignore", UserWarning)
@@ -337,3 +365,12 @@ class Forgetting(Memories, Lineage):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             retrying(partial(self._memories.optimize, cleanup_older_than=timedelta(0)))
+
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def without_quotes(text: str) -> str:
+    """``text`` with what it quotes (``repr`` of a phrase: in single quotes, or double when it holds one)
+    masked."""
+    return _QUOTED.sub("'[purged]'", text)

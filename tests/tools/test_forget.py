@@ -74,3 +74,31 @@ def test_the_result_lists_memories_as_they_are_after_the_call_and_a_second_purge
     erased = forget(ForgetInput(memory_id=kept, mode="purge"), runtime, OWNER)
     assert [(m.id, m.status) for m in erased.forgotten] == [(kept, "purged")]
     assert runtime.store.get_memory(kept).status == "purged"
+
+
+def test_a_purged_memorys_words_quoted_by_lineage_are_masked_and_leave_the_store_files(settings):
+    from pathlib import Path
+
+    from storage.records import Scope
+    from tests.forensics import files_holding
+
+    runtime = make_runtime(settings)
+    try:
+        kept = remember(RememberInput(content="Billing uses Postgres for the ledger"), runtime, OWNER)
+        revising = remember(
+            RememberInput(
+                content="We switched billing from Postgres to zq7SECRETxk9db over the staging link"
+            ),
+            runtime,
+            OWNER,
+        )
+        assert revising.consolidation.revised == [kept.id]
+        [event] = runtime.store.lineage(Scope("default", "default"), [kept.id])
+        assert "zq7SECRETxk9db" in event.reason  # "revised by 'to zq7SECRETxk9db'"
+        forget(ForgetInput(memory_id=revising.id, mode="purge"), runtime, OWNER)
+        events = runtime.store.lineage(Scope("default", "default"), [kept.id, revising.id])
+        assert events and all("zq7SECRET" not in e.reason for e in events)
+        assert "'[purged]'" in next(e.reason for e in events if e.memory_id == kept.id)
+    finally:
+        runtime.close()
+    assert files_holding(Path(settings.db_uri), b"zq7SECRET") == []
