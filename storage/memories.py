@@ -155,6 +155,7 @@ class Memories(StoreTables):
             for new in news:
                 if new.record.id not in existing:
                     fresh.setdefault(new.record.id, new)
+            self._unquote_purged(fresh)
             if fresh:
                 # Episodes first: if the memory append then fails, a retry finds the episode and adds the memory.
                 created = self._record_episodes([new.record for new in fresh.values()])
@@ -206,6 +207,24 @@ class Memories(StoreTables):
                 created_once.add(record_id)
                 results.append((fresh[record_id].record, True))
         return results
+
+    def _unquote_purged(self, fresh: dict[str, NewMemory]) -> None:
+        """Under the write lock: a memory purged since a new one's search text quoted it (the quote was read
+        before the lock, the purge's scrub of quotes ran before this insert) is left out of that text."""
+        quoting: dict[Scope, set[str]] = {}
+        for new in fresh.values():
+            if new.quotes is not None:
+                quoting.setdefault(new.record.scope, set()).add(new.quotes)
+        gone: set[str] = set()
+        for scope, quoted in quoting.items():
+            current = self._committed(list(quoted), scope)
+            gone |= {
+                memory_id for memory_id in quoted if memory_id in current and not current[memory_id].content
+            }
+        for record_id, new in fresh.items():
+            if new.quotes in gone:
+                text = new.search_text[: len(new.search_text) - new.quoted_chars]
+                fresh[record_id] = replace(new, search_text=text, quotes=None, quoted_chars=0)
 
     def _take_replicas_rows(
         self, fresh: dict[str, NewMemory], existing: dict[str, MemoryRecord], version: int

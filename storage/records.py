@@ -190,6 +190,10 @@ class NewMemory:
     # A float32 numpy row from the embedders (Arrow takes it whole, not value by value), or floats.
     vector: npt.NDArray[np.float32] | Sequence[float]
     search_text: str
+    # The stored memory whose content ends ``search_text`` (the one before it in its episode), and how many
+    # characters of it: a purge of that memory committed before this insert must not stay quoted in it.
+    quotes: str | None = None
+    quoted_chars: int = 0
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 from retrieval.outcomes import INITIAL_WEIGHT, WeightPolicy
 from retrieval.redaction import Redacted, redact
 from retrieval.stages.corroboration import ClusterMember
-from retrieval.text import content_hash, has_visible_text, negated, searchable_text
+from retrieval.text import PRECEDING_CHARS, content_hash, has_visible_text, negated, searchable_text
 from storage.group_commit import GroupCommit
 from storage.records import (
     Audience,
@@ -524,7 +524,7 @@ class WriteService:
             by_scope.setdefault(prepared.record.scope, []).append(index)
         writers: list[int] = []  # the draft that writes each new memory (the first of its id)
         written: list[MemoryRecord] = []
-        preceding: dict[str, str] = {}
+        preceding: dict[str, Quote] = {}
         with self._store.one_version():
             for scope, indices in by_scope.items():
                 existing = self._store.get_memories([batch[index].record.id for index in indices], scope)
@@ -950,33 +950,36 @@ class WriteService:
         return replace(record, consolidated_at=self._clock())
 
     def embedded(
-        self, records: Sequence[MemoryRecord], preceding: dict[str, str] | None = None
+        self, records: Sequence[MemoryRecord], preceding: dict[str, Quote] | None = None
     ) -> list[NewMemory]:
         """Embed in one batch and attach the full-text field (content, tags, author, date, the memory before
         it in its episode: ``preceding`` maps record id -> that content)."""
         embedder = self._embedder
         vectors = embedder.embed_documents([record.content for record in records])
-        return [
-            NewMemory(
-                record,
-                vector,  # a float32 row of the embedder's batch
-                searchable_text(
-                    record.content,
-                    record.tags,
-                    record.agent_id,
-                    record.created_at,
-                    (preceding or {}).get(record.id),
-                ),
+        news = []
+        for record, vector in zip(records, vectors, strict=True):
+            quote = (preceding or {}).get(record.id)
+            text = searchable_text(
+                record.content,
+                record.tags,
+                record.agent_id,
+                record.created_at,
+                quote.content if quote else None,
             )
-            for record, vector in zip(records, vectors, strict=True)
-        ]
+            of, quoted = None, 0
+            if quote is not None and quote.content:  # the text ends with "\n" and its first characters
+                of, quoted = quote.of, 1 + min(len(quote.content), PRECEDING_CHARS)
+            # ``vector``: a float32 row of the embedder's batch
+            news.append(NewMemory(record, vector, text, quotes=of, quoted_chars=quoted))
+        return news
 
-    def preceding_contents(self, records: Sequence[MemoryRecord]) -> dict[str, str]:
+    def preceding_contents(self, records: Sequence[MemoryRecord]) -> dict[str, Quote]:
         """For each record in an episode, the content of the memory just before it in that episode and
         read by the same people (its search text holds that content, which must not reach other readers):
         the previous such record of the batch, or for the first the latest such stored member not newer
-        than it. Record id -> that content."""
-        preceding: dict[str, str] = {}
+        than it. Record id -> that content (and the stored memory it is of, for the insert to check that
+        no purge took it meanwhile)."""
+        preceding: dict[str, Quote] = {}
         first: dict[tuple[str, Audience], MemoryRecord] = {}
         last: dict[tuple[str, Audience], str] = {}
         for record in records:
@@ -984,7 +987,7 @@ class WriteService:
                 continue
             key = (record.episode_id, audience_of(record))
             if key in last:
-                preceding[record.id] = last[key]
+                preceding[record.id] = Quote(last[key])
             else:
                 first[key] = record
             last[key] = record.content
@@ -1009,7 +1012,7 @@ class WriteService:
                     before[record.id] = max(earlier, key=lambda s: (s.created_at, s.id)).id
         if before:
             found = store.get_memories(list(set(before.values())), scope)
-            preceding |= {rid: found[mid].content for rid, mid in before.items() if mid in found}
+            preceding |= {rid: Quote(found[mid].content, mid) for rid, mid in before.items() if mid in found}
         return preceding
 
     def track(self, scope: Scope, report: ConsolidationReport, written_id: str | None = None) -> None:
@@ -1171,8 +1174,10 @@ class WriteService:
     ) -> None:
         """Write ``memory``'s tags with the search text that indexes them (and with ``tier`` its protection
         tier and expiry), inside the caller's write sequence, on the memory as read in it."""
-        preceding = self.preceding_contents([memory]).get(memory.id)
-        text = searchable_text(memory.content, tags, memory.agent_id, memory.created_at, preceding)
+        quote = self.preceding_contents([memory]).get(memory.id)
+        text = searchable_text(
+            memory.content, tags, memory.agent_id, memory.created_at, quote.content if quote else None
+        )
         self._store.set_tags(memory.id, tags, text, self._clock(), tier=tier)
 
     def _inherit_credits(self, scope: Scope, heir_id: str, losers: Sequence[tuple[str, bool]]) -> None:
@@ -1273,6 +1278,15 @@ class _SupersedesBehind:
                 self._commit(self, scope, held, survivor_id, at, record)
                 self.queued += 1
         return held
+
+
+@dataclass(frozen=True)
+class Quote:
+    """The memory before a new one in its episode, as its search text quotes it: the content, and the stored
+    memory it is of (None: the batch's previous record)."""
+
+    content: str
+    of: str | None = None
 
 
 def _identical(added: str | None) -> str | None:

@@ -102,3 +102,49 @@ def test_a_purged_memorys_words_quoted_by_lineage_are_masked_and_leave_the_store
     finally:
         runtime.close()
     assert files_holding(Path(settings.db_uri), b"zq7SECRET") == []
+
+
+def test_a_memory_purged_while_the_next_one_in_its_episode_is_written_is_not_quoted_by_it(settings):
+    """The remember reads the memory before it in its episode (its search text quotes it), then a purge of
+    that memory runs whole before the remember's insert: the insert leaves the purged words out."""
+    import threading
+
+    from storage.records import Scope, View
+    from tests.fakes import RecordingEmbedder
+
+    class Held(RecordingEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.armed, self.entered, self.going = False, threading.Event(), threading.Event()
+
+        def embed_documents(self, texts):
+            if self.armed and any("noted, thanks" in text for text in texts):
+                self.entered.set()  # the quote of the memory before it is read by now
+                assert self.going.wait(30)
+            return super().embed_documents(texts)
+
+    embedder = Held()
+    runtime = make_runtime(settings, embedder=embedder)
+    try:
+        secret = remember(
+            RememberInput(content="The vault word is zq7SECRETxk9", episode_id="ep1"), runtime, OWNER
+        )
+        embedder.armed = True
+        said = {}
+        writer = threading.Thread(
+            target=lambda: said.setdefault(
+                "next", remember(RememberInput(content="noted, thanks", episode_id="ep1"), runtime, OWNER)
+            )
+        )
+        writer.start()
+        assert embedder.entered.wait(30)
+        forget(ForgetInput(memory_id=secret.id, mode="purge"), runtime, OWNER)
+        embedder.going.set()
+        writer.join(30)
+        rows = runtime.store._select(runtime.store._memories, None, ["id", "search_text"], limit=None)
+        text = {row["id"]: row["search_text"] for row in rows}[said["next"].id]
+        assert "zq7SECRET" not in text and text.startswith("noted, thanks")
+        scope = View(Scope("default", "default"))
+        assert runtime.store.fulltext_search(scope, "zq7SECRETxk9", limit=5) == []
+    finally:
+        runtime.close()
