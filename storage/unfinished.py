@@ -70,7 +70,23 @@ class OwedConsolidation:
     replaces: str | None = None
 
 
-Unfinished = HandOn | OwedConsolidation
+@dataclass(frozen=True)
+class DecidedSupersede:
+    """A supersede consolidation decided and answered, committed behind the call (``writing.service``):
+    ``losers`` superseded by ``survivor`` as ``action`` by ``resolver`` for ``reason``, on behalf of
+    ``agent``/``session``. Finished as decided: a language model's decision is not taken again by the rules."""
+
+    scope: Scope
+    losers: tuple[str, ...]
+    survivor: str
+    action: str
+    resolver: str
+    reason: str
+    agent: str
+    session: str
+
+
+Unfinished = HandOn | OwedConsolidation | DecidedSupersede
 
 
 class UnfinishedWrites:
@@ -199,6 +215,16 @@ def _locked_in_place(path: Path, lines: Iterable[str]) -> IO[str]:
 
 def _fields(entry: Unfinished) -> dict[str, object]:
     where = {"org": entry.scope.org_id, "project": entry.scope.project_id}
+    if isinstance(entry, DecidedSupersede):
+        return {
+            "kind": "supersede",
+            **where,
+            "losers": list(entry.losers),
+            **{
+                name: getattr(entry, name)
+                for name in ("survivor", "action", "resolver", "reason", "agent", "session")
+            },
+        }
     if isinstance(entry, HandOn):
         return {
             "kind": "hand_on",
@@ -217,6 +243,14 @@ def _entry(fields: dict[str, object]) -> Unfinished:
             raise TypeError("losers is not a list")
         return HandOn(
             scope, str(fields["heir"]), tuple((str(memory_id), bool(blame)) for memory_id, blame in losers)
+        )
+    if fields["kind"] == "supersede":
+        losers = fields["losers"]
+        if not isinstance(losers, list):
+            raise TypeError("losers is not a list")
+        names = ("survivor", "action", "resolver", "reason", "agent", "session")
+        return DecidedSupersede(
+            scope, tuple(str(memory_id) for memory_id in losers), *(str(fields[name]) for name in names)
         )
     if fields["kind"] != "consolidation":
         raise ValueError(f"unknown kind {fields['kind']!r}")

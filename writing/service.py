@@ -42,7 +42,7 @@ from storage.records import (
     audience_of,
     org_shelf,
 )
-from storage.unfinished import HandOn, OwedConsolidation
+from storage.unfinished import DecidedSupersede, HandOn, OwedConsolidation, Unfinished
 from writing.behind import HandOnQueue
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.rules import collapse_batch
@@ -214,8 +214,9 @@ class WriteService:
 
     def recover_unfinished(self) -> tuple[int, int]:
         """Finish what processes that are gone began and never finished (``storage.unfinished``): the
-        consolidations owed by memories they inserted, then the credits they handed on. Returns how many of
-        each. A runtime does it as it is built, before anything is served, and in every maintenance round
+        supersedes they decided and answered, as decided, then the consolidations owed by memories they
+        inserted, then the credits they handed on. Returns how many memories were consolidated and how
+        many carries of credits were made. A runtime does it as it is built, before anything is served, and in every maintenance round
         (``server.upkeep.finish_unfinished``)."""
         consolidated = carried = 0
         for path, entries in self._journal.orphans():
@@ -223,6 +224,17 @@ class WriteService:
             # there), so the orphan file can go once every entry ran; one that failed keeps it for the next
             # round (running an entry again is idempotent).
             failed = False
+            for entry in entries:  # what was decided first: the consolidations owed then find it done
+                if isinstance(entry, DecidedSupersede):
+                    try:
+                        self._finish_supersede(entry)
+                    except Exception:
+                        failed = True
+                        log.warning(
+                            "could not supersede as decided: %s; the next round tries again",
+                            entry,
+                            exc_info=True,
+                        )
             for entry in entries:
                 if isinstance(entry, OwedConsolidation):
                     try:
@@ -281,6 +293,34 @@ class WriteService:
         self._owed_done(number)
         return len(active)
 
+    def _finish_supersede(self, decided: DecidedSupersede) -> None:
+        """A supersede decided and answered that a crash kept from being committed (or from its lineage):
+        committed now as decided, with its lineage. Idempotent: a loser superseded already (and named by
+        an event) is left as it is."""
+        number = self._write_down(decided, f"the supersede of {list(decided.losers)} by {decided.survivor}")
+        store, scope, now = self._store, decided.scope, self._clock()
+        store.supersede(scope, list(decided.losers), decided.survivor, now, decided=True)
+        replaced = {m.id for m in store.replaced_by(scope, [decided.survivor]) if m.id in decided.losers}
+        recorded = {
+            e.memory_id for e in store.lineage(scope, list(replaced)) if e.related_id == decided.survivor
+        }
+        missing = sorted(replaced - recorded)
+        if missing:
+            log.info("superseding %s by %s as decided before a crash", missing, decided.survivor)
+            self.consolidation.record_retirement(
+                scope,
+                missing,
+                decided.action,
+                resolver=decided.resolver,
+                reason=decided.reason,
+                resolution=f"{decided.action} by {decided.survivor}",
+                actor=Actor(decided.agent, decided.session),
+                at=now,
+                related_id=decided.survivor,
+            )
+            self._corroboration.retire(scope, missing)
+        self._owed_done(number)
+
     def _mend_retirements(self, memory: MemoryRecord, replaces: str | None, actor: Actor) -> None:
         """What a crash cut off after a status change: the memories ``memory`` replaced that no lineage event
         names as replaced by it get one now, their contradictions closed, and for the explicit update it
@@ -315,7 +355,7 @@ class WriteService:
         """Write down that these memories' consolidation is owed, before their stamped rows are committed."""
         return self._write_down(owed, f"the consolidation owed by {list(owed.memory_ids)}")
 
-    def _write_down(self, entry: HandOn | OwedConsolidation, what: str) -> int | None:
+    def _write_down(self, entry: Unfinished, what: str) -> int | None:
         """Begin ``entry`` in this process's journal of unfinished writes; its number (None: not written).
         The work is done all the same: only a crash before it ends would now lose it."""
         try:
@@ -444,6 +484,7 @@ class WriteService:
         survivor_id: str,
         at: datetime,
         record: Callable[[list[str]], None],
+        decided: DecidedSupersede | None = None,
     ) -> None:
         """Queue the commit of one supersede held by ``written``'s consolidation (``_SupersedesBehind``, under
         ``_holding``: commits are queued in the order held, so a chain A -> B -> C commits A's before B's).
@@ -452,6 +493,9 @@ class WriteService:
         they stay as they are. One whose commit fails is given up (the rows stay as they are) and
         ``written`` loses its stamp, so that the sweep examines it again."""
         store, written = self._store, behind.written
+        # Written down as decided before the caller is answered: a crash before the commit lands has the next
+        # start commit this very step (a language model's decision is not taken again by the rules).
+        number = self._write_down(decided, f"the supersede of {losers} by {survivor_id}") if decided else None
 
         def commit() -> None:
             # Behind the calls (callers waiting for the write lock go first) while the queue is short; a
@@ -482,6 +526,7 @@ class WriteService:
                     behind.stamp_kept = True
             finally:
                 store.release_superseded(losers, survivor_id)
+                self._owed_done(number)
 
         self._supersedes.submit(commit)
 
@@ -1244,7 +1289,16 @@ class _SupersedesBehind:
         store: MemoryStore,
         holding: threading.Lock,
         commit: Callable[
-            [_SupersedesBehind, Scope, list[str], str, datetime, Callable[[list[str]], None]], None
+            [
+                _SupersedesBehind,
+                Scope,
+                list[str],
+                str,
+                datetime,
+                Callable[[list[str]], None],
+                DecidedSupersede | None,
+            ],
+            None,
         ],
     ) -> None:
         self.written = written
@@ -1261,6 +1315,8 @@ class _SupersedesBehind:
         survivor_id: str,
         at: datetime,
         record: Callable[[list[str]], None],
+        why: tuple[str, str, str] = ("supersede", "", ""),
+        actor: Actor | None = None,
     ) -> list[str]:
         # As the write lock's check would: never replaced by a memory that is not active, and only active
         # memories leave the active set (read as this process will have them).
@@ -1275,7 +1331,20 @@ class _SupersedesBehind:
         with self._holding:
             held = self._store.hold_superseded(active, survivor_id)
             if held:
-                self._commit(self, scope, held, survivor_id, at, record)
+                decided = None
+                if actor is not None:
+                    action, resolver, reason = why
+                    decided = DecidedSupersede(
+                        scope,
+                        tuple(held),
+                        survivor_id,
+                        action,
+                        resolver,
+                        reason,
+                        actor.agent_id,
+                        actor.session_id,
+                    )
+                self._commit(self, scope, held, survivor_id, at, record, decided)
                 self.queued += 1
         return held
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from storage.records import Scope
-from storage.unfinished import UNFINISHED_DIR, HandOn, OwedConsolidation, UnfinishedWrites
+from storage.unfinished import UNFINISHED_DIR, DecidedSupersede, HandOn, OwedConsolidation, UnfinishedWrites
 
 SCOPE = Scope("acme", "web")
 
@@ -180,3 +180,14 @@ def test_a_line_of_an_unknown_kind_is_skipped(tmp_path, caplog):
     [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
     assert unfinished == [OwedConsolidation(SCOPE, ("mem_n",))]
     assert "skipped a line that is not an entry" in caplog.text
+
+
+def test_a_decided_supersede_comes_back_as_it_was_decided(tmp_path):
+    gone = UnfinishedWrites(tmp_path)
+    decided = DecidedSupersede(
+        SCOPE, ("mem_a", "mem_b"), "mem_c", "supersede", "llm:m", "one fact", "claude", "ses_1"
+    )
+    gone.begin(decided)
+    died(gone)
+    [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
+    assert unfinished == [decided]

@@ -370,14 +370,31 @@ from tests.helpers import make_runtime, settings_for
 from tests.writing.test_service import ROLLBACK, RESTATED, helped, said
 
 runtime = make_runtime(settings_for(sys.argv[1]))
-old = helped(runtime) if sys.argv[2] == "update-lineage" else said(runtime, ROLLBACK).id
+if sys.argv[2] == "llm":
+    old = said(runtime, "The staging database is postgres version fifteen on the big host").id
+else:
+    old = helped(runtime) if sys.argv[2] == "update-lineage" else said(runtime, ROLLBACK).id
 print(old, flush=True)
 
 def killed_here(*args, **kwargs):
     print(args[1].id if sys.argv[2] == "update" else args[0].id, flush=True)
     time.sleep(3600)
 
-if sys.argv[2] in ("lineage", "update-lineage"):  # the status change is committed; its lineage is next
+if sys.argv[2] == "llm":  # a language model's supersede (the rules keep both), answered, never committed
+    from tests.fakes import ScriptedLLM
+    from tools.common import Caller
+
+    decision = '{"decision": "supersede", "survivor": 1, "absorb": [0], "reworded": null, "reason": "one fact"}'
+    llm = ScriptedLLM({"consolidate": [decision], "revision": ['{"revises": false}']})
+    runtime.store.supersede = lambda *args, **kwargs: time.sleep(3600)
+    from tools.remember import RememberInput, remember
+
+    text = "Staging runs postgres fifteen, on the big host machine"  # the rules alone would keep both
+    new = remember(RememberInput(content=text), runtime, Caller("claude-code", "ses_1", llm))
+    assert new.consolidation.superseded == [old], new.consolidation
+    print(new.id, flush=True)
+    time.sleep(3600)
+elif sys.argv[2] in ("lineage", "update-lineage"):  # the status change is committed; its lineage is next
     def cut(*args, **kwargs):
         print(kwargs["related_id"], flush=True)
         time.sleep(3600)
@@ -474,6 +491,27 @@ def test_an_explicit_update_a_killed_process_left_half_done_is_finished_by_the_n
         runtime.close()
 
 
+def test_a_language_models_supersede_a_killed_process_answered_is_committed_as_decided_by_the_next_start(
+    settings,
+):
+    """The next start has no language model: it must not take the decision again by the rules, which keep
+    both, but commit the one the caller was told of."""
+    old, new = killed_between_insert_and_consolidation(settings, "llm")
+    runtime = make_runtime(settings)
+    try:
+        scope = Scope("default", "default")
+        assert runtime.store.get_memory(old).status == "active"
+        runtime.writer.recover_unfinished()
+        after = runtime.store.get_memory(old)
+        assert (after.status, after.replaced_by) == ("superseded", new)
+        [event] = runtime.store.lineage(scope, [old])
+        assert (event.action, event.related_id, event.resolver) == ("supersede", new, "llm:scripted-llm")
+        assert runtime.store.get_memory(new).status == "active"
+        assert runtime.writer.recover_unfinished() == (0, 0)
+    finally:
+        runtime.close()
+
+
 def test_a_supersede_a_crash_cut_off_before_its_lineage_is_recorded_by_the_next_start(settings):
     old, new = killed_between_insert_and_consolidation(settings, "lineage")
     runtime = make_runtime(settings)
@@ -483,7 +521,8 @@ def test_a_supersede_a_crash_cut_off_before_its_lineage_is_recorded_by_the_next_
         assert runtime.store.lineage(scope, [old]) == []  # half done: superseded, and nothing says so
         assert runtime.writer.recover_unfinished() == (1, 0)
         [event] = runtime.store.lineage(scope, [old])
-        assert (event.action, event.related_id, event.resolver) == ("supersede", new, "recovery")
+        # As decided (written down before the answer), not as a guess of recovery's.
+        assert (event.action, event.related_id, event.resolver) == ("supersede", new, "rules:near-exact")
         assert runtime.writer.recover_unfinished() == (0, 0)
     finally:
         runtime.close()

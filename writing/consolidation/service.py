@@ -55,7 +55,8 @@ CONSOLIDATOR_AGENT = "memoria-consolidator"
 class SupersedeBehind(Protocol):
     """Commits a restatement's supersede after the call answers (``writing.service``): holds ``loser_ids``
     as superseded by ``survivor_id`` in this process at once and returns those it held; ``record(changed)``
-    writes the lineage of those that changed, with the commit."""
+    writes the lineage of those that changed, with the commit. ``why``: (action, resolver, reason), what
+    ``record`` writes, for a commit a crash interrupts to be finished as it was decided."""
 
     def __call__(
         self,
@@ -64,6 +65,8 @@ class SupersedeBehind(Protocol):
         survivor_id: str,
         at: datetime,
         record: Callable[[list[str]], None],
+        why: tuple[str, str, str] = ("supersede", "", ""),
+        actor: Actor | None = None,
     ) -> list[str]: ...
 
 
@@ -579,7 +582,7 @@ class ConsolidationService:
             )
 
         if behind is not None:
-            return behind(scope, others, survivor_id, now, record)
+            return behind(scope, others, survivor_id, now, record, (action, resolver, reason), actor)
         changed = self._store.supersede(scope, others, survivor_id, now)
         record(changed)
         return changed
