@@ -90,6 +90,7 @@ def catch_up(runtime: Runtime) -> None:
     expired = expire_ephemeral(runtime)
     if expired:
         log.info("retracted %d expired ephemeral memories", expired)
+    runtime.store.finish_pending_purges()  # another server's, killed mid-purge since this one opened the store
     finish_unfinished(runtime)
 
 

@@ -9,8 +9,8 @@ import mmap
 import re
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
@@ -94,6 +94,9 @@ class PendingPurge:
     quoted_chars: int
     events: tuple[LineageEvent, ...]
     resolution: str
+    # When the entry was written, under the write lock the purge holds to its end: a row written after it
+    # was written after the purging process died.
+    begun_at: datetime | None = None
 
     def to_json(self) -> str:
         return json.dumps(
@@ -105,6 +108,7 @@ class PendingPurge:
                 "quoted_chars": self.quoted_chars,
                 "resolution": self.resolution,
                 "events": [{**event.__dict__, "at": event.at.isoformat()} for event in self.events],
+                **({"begun_at": self.begun_at.isoformat()} if self.begun_at else {}),
             }
         )
 
@@ -122,6 +126,7 @@ class PendingPurge:
                 for event in value["events"]
             ),
             resolution=value["resolution"],
+            begun_at=datetime.fromisoformat(value["begun_at"]) if value.get("begun_at") else None,
         )
 
 
@@ -162,13 +167,16 @@ class Forgetting(Memories, Lineage):
                 quoted_chars=quoted_chars,
                 events=tuple(events),
                 resolution=resolution,
+                begun_at=datetime.now(UTC),
             )
             retrying(lambda: self._meta.add([{"key": journal.key, "value": journal.to_json()}]))
             self._finish_purge(journal)
         return ids
 
     def finish_pending_purges(self) -> int:
-        """Finish every purge a killed process left half done (at start-up, before serving); how many."""
+        """Finish every purge a killed process left half done (at start-up, before serving, and in every
+        maintenance round: a purge holds the write lock from its journal entry to its end, so one found
+        under the lock is a dead process's); how many."""
         if not self._pending_purges():  # the usual case, without waiting for the write lock
             return 0
         with self.exclusive():
@@ -180,7 +188,7 @@ class Forgetting(Memories, Lineage):
                     "finishing a purge a stopped process left half done (%d memories)",
                     len(journal.memory_ids),
                 )
-                self._finish_purge(journal)
+                self._finish_purge(journal, recovering=True)
         return len(pending)
 
     def _pending_purges(self) -> list[PendingPurge]:
@@ -189,7 +197,7 @@ class Forgetting(Memories, Lineage):
             PendingPurge.from_json(r["key"], r["value"]) for r in rows if r["key"].startswith(PURGE_JOURNAL)
         ]
 
-    def _finish_purge(self, journal: PendingPurge) -> None:
+    def _finish_purge(self, journal: PendingPurge, *, recovering: bool = False) -> None:
         """Every step of a purge after its quotes, each safe to run again (a purge the journal says was
         begun is finished the same way whatever step a crash interrupted). No compaction runs meanwhile
         (maintenance compacts the memories without the write lock, ``Upkeep._optimize_beside_writes``):
@@ -197,11 +205,25 @@ class Forgetting(Memories, Lineage):
         it in a file of its own that the clean-up below would take for an interrupted write's, or delete
         while the compaction still meant to commit it."""
         with self.exclusive(), self._compaction_lock.hold():  # in that order, as every holder of both
-            self._finish_purge_steps(journal)
+            self._finish_purge_steps(journal, recovering=recovering)
 
-    def _finish_purge_steps(self, journal: PendingPurge) -> None:
+    def _finish_purge_steps(self, journal: PendingPurge, *, recovering: bool = False) -> None:
         scope, ids, at = journal.scope, list(journal.memory_ids), journal.at
         current = self.get_memories(ids, scope)
+        # Finishing a dead process's purge: a memory written again since (another process restored its text,
+        # and acknowledged that) stands; the purge was never acknowledged.
+        begun = journal.begun_at
+        again = set()
+        if recovering and begun is not None:
+            again = {i for i, m in current.items() if m.status == "active" and m.updated_at > begun}
+        if again:
+            log.warning("%d memories of an unfinished purge were written again since; they stay", len(again))
+            ids = [i for i in ids if i not in again]
+            current = {i: m for i, m in current.items() if i not in again}
+            journal = replace(journal, events=tuple(e for e in journal.events if e.memory_id not in again))
+        if not ids:
+            retrying(partial(self._meta.delete, filters.equals("key", journal.key)))
+            return
         count = len(ids)
         # The quotes of a memory in its neighbours' search text go while its text is still there to find
         # them by (a memory already erased had its quotes scrubbed before); then the memory itself; then

@@ -148,3 +148,79 @@ def test_a_memory_purged_while_the_next_one_in_its_episode_is_written_is_not_quo
         assert runtime.store.fulltext_search(scope, "zq7SECRETxk9", limit=5) == []
     finally:
         runtime.close()
+
+
+KILLED_MID_PURGE = """
+import sys, time
+from tests.helpers import make_runtime, settings_for
+from tools.common import Caller
+from tools.forget import ForgetInput, forget
+
+runtime = make_runtime(settings_for(sys.argv[1]))
+
+def killed_here(*args, **kwargs):  # the memory is erased; traces, lineage and the journal's end are next
+    print("erased", flush=True)
+    time.sleep(3600)
+
+runtime.store._scrub_traces = killed_here
+forget(ForgetInput(memory_id=sys.argv[2], mode="purge"), runtime, Caller("agent-a", "ses_2"))
+"""
+
+
+def killed_mid_purge(settings, memory_id: str) -> None:
+    """Another process purges ``memory_id`` and is killed (kill -9) half way: its journal entry stays."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED_MID_PURGE, str(settings.db_uri), memory_id],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=os.getcwd(),
+    )
+    try:
+        assert process.stdout.readline().strip() == "erased", process.stderr.read()
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+        process.stdout.close()
+        process.stderr.close()
+
+
+PHONE = "The on-call phone number is 555 0100"
+
+
+def test_a_running_server_finishes_a_purge_another_process_was_killed_in(settings):
+    from server.upkeep import catch_up
+
+    running = make_runtime(settings)
+    try:
+        memory = remember(RememberInput(content=PHONE), running, OWNER)
+        killed_mid_purge(settings, memory.id)
+        assert running.store.get_memory(memory.id).status == "purged"  # erased, the rest of it not done
+        catch_up(running)  # its next maintenance round's catch-up finishes it
+        assert running.store.finish_pending_purges() == 0
+        scope = running.store.get_memory(memory.id).scope
+        assert [e.action for e in running.store.lineage(scope, [memory.id])][-1] == "purge"
+    finally:
+        running.close()
+
+
+def test_a_memory_restored_after_a_killed_purge_stays_when_the_purge_is_finished(settings):
+    running = make_runtime(settings)
+    try:
+        memory = remember(RememberInput(content=PHONE), running, OWNER)
+        killed_mid_purge(settings, memory.id)
+        again = remember(RememberInput(content=PHONE), running, OWNER)  # acknowledged: restored
+        assert (again.status, again.note) == ("stored", "restored: an identical memory had been purged")
+    finally:
+        running.close()
+    reopened = make_runtime(settings)  # the next start finishes the dead process's purge
+    try:
+        stored = reopened.store.get_memory(memory.id)
+        assert (stored.status, stored.content) == ("active", PHONE)
+    finally:
+        reopened.close()
