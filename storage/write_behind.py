@@ -39,11 +39,13 @@ class WriteBehind:
     def add(self, table: Hashable, rows: Sequence[Mapping[str, Any]]) -> None:
         if not rows:
             return
-        if self._closed:
-            self._write(table, rows)
-            return
-        with self._lock:
-            self._pending.setdefault(table, []).extend(rows)
+        with (
+            self._lock
+        ):  # closed is set under it: a row is either queued before close's flush, or written here
+            if not self._closed:
+                self._pending.setdefault(table, []).extend(rows)
+                return
+        self._write(table, rows)
 
     def pending(self) -> int:
         with self._lock:
@@ -79,7 +81,8 @@ class WriteBehind:
                 raise error
 
     def close(self) -> None:
-        self._closed = True
+        with self._lock:
+            self._closed = True
         self._wake.set()
         self._thread.join(timeout=10)
         self.flush()
