@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from retrieval.text import forget_cached_texts
 from storage.records import ContradictionRecord, Scope
 
 if TYPE_CHECKING:
@@ -90,7 +91,8 @@ def catch_up(runtime: Runtime) -> None:
     expired = expire_ephemeral(runtime)
     if expired:
         log.info("retracted %d expired ephemeral memories", expired)
-    runtime.store.finish_pending_purges()  # another server's, killed mid-purge since this one opened the store
+    if runtime.store.finish_pending_purges(running=True):  # another server's, killed mid-purge meanwhile
+        forget_cached_texts()  # the purged text leaves this process's caches too
     finish_unfinished(runtime)
 
 

@@ -10,7 +10,7 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 
@@ -94,9 +94,9 @@ class PendingPurge:
     quoted_chars: int
     events: tuple[LineageEvent, ...]
     resolution: str
-    # When the entry was written, under the write lock the purge holds to its end: a row written after it
-    # was written after the purging process died.
-    begun_at: datetime | None = None
+    # The erase committed (said in the entry right after it): from then on every memory of it reads purged,
+    # so one active again was restored since, by another process, after the purging one died.
+    erased: bool = False
 
     def to_json(self) -> str:
         return json.dumps(
@@ -108,7 +108,7 @@ class PendingPurge:
                 "quoted_chars": self.quoted_chars,
                 "resolution": self.resolution,
                 "events": [{**event.__dict__, "at": event.at.isoformat()} for event in self.events],
-                **({"begun_at": self.begun_at.isoformat()} if self.begun_at else {}),
+                **({"erased": True} if self.erased else {}),
             }
         )
 
@@ -126,7 +126,7 @@ class PendingPurge:
                 for event in value["events"]
             ),
             resolution=value["resolution"],
-            begun_at=datetime.fromisoformat(value["begun_at"]) if value.get("begun_at") else None,
+            erased=bool(value.get("erased", False)),
         )
 
 
@@ -167,16 +167,18 @@ class Forgetting(Memories, Lineage):
                 quoted_chars=quoted_chars,
                 events=tuple(events),
                 resolution=resolution,
-                begun_at=datetime.now(UTC),
             )
             retrying(lambda: self._meta.add([{"key": journal.key, "value": journal.to_json()}]))
             self._finish_purge(journal)
         return ids
 
-    def finish_pending_purges(self) -> int:
-        """Finish every purge a killed process left half done (at start-up, before serving, and in every
-        maintenance round: a purge holds the write lock from its journal entry to its end, so one found
-        under the lock is a dead process's); how many."""
+    def finish_pending_purges(self, *, running: bool = False) -> int:
+        """Finish every purge a killed process left half done (at start-up, before serving; ``running``: in a
+        running server's maintenance round, where the write lock spans processes: a purge holds it from
+        its journal entry to its end, so one found under it is a dead process's, which is not so of an
+        object store's replicas); how many."""
+        if running and not self._lock.spans_processes:
+            return 0
         if not self._pending_purges():  # the usual case, without waiting for the write lock
             return 0
         with self.exclusive():
@@ -210,12 +212,11 @@ class Forgetting(Memories, Lineage):
     def _finish_purge_steps(self, journal: PendingPurge, *, recovering: bool = False) -> None:
         scope, ids, at = journal.scope, list(journal.memory_ids), journal.at
         current = self.get_memories(ids, scope)
-        # Finishing a dead process's purge: a memory written again since (another process restored its text,
-        # and acknowledged that) stands; the purge was never acknowledged.
-        begun = journal.begun_at
+        # Finishing a dead process's purge whose erase had committed: a memory active again was restored since
+        # (its text remembered again by another process, and acknowledged); that write stands.
         again = set()
-        if recovering and begun is not None:
-            again = {i for i, m in current.items() if m.status == "active" and m.updated_at > begun}
+        if recovering and journal.erased:
+            again = {i for i, m in current.items() if m.status == "active"}
         if again:
             log.warning("%d memories of an unfinished purge were written again since; they stay", len(again))
             ids = [i for i in ids if i not in again]
@@ -254,6 +255,10 @@ class Forgetting(Memories, Lineage):
                 }
             )
         )
+        if not journal.erased:  # said in the entry: a memory active after this was restored since
+            journal = replace(journal, erased=True)
+            where = filters.equals("key", journal.key)
+            retrying(partial(self._meta.update, where=where, values={"value": journal.to_json()}))
         self._scrub_traces(scope, ids)
         self._scrub_lineage(scope, ids)
         if journal.events:

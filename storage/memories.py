@@ -15,7 +15,16 @@ from storage import filters
 from storage.group_commit import GroupCommit
 from storage.locking import retrying
 from storage.pending import overlaid
-from storage.records import EpisodeRecord, MemoryRecord, NewMemory, ProtectionTier, Reach, Scope, View
+from storage.records import (
+    EpisodeRecord,
+    MemoryRecord,
+    NewMemory,
+    ProtectionTier,
+    Reach,
+    Scope,
+    View,
+    written_by,
+)
 from storage.rows import MEMORY_COLUMNS, episode_from_row, memory_from_row, memory_to_row
 from storage.scope_copy import by_id
 from storage.tables import StoreError, StoreTables
@@ -109,7 +118,9 @@ class Memories(StoreTables):
         """Store ``new`` unless its id already exists; returns (the stored record, whether it was created)."""
         return self.insert_many([new])[0]
 
-    def insert_many(self, news: Sequence[NewMemory]) -> list[tuple[MemoryRecord, bool]]:
+    def insert_many(
+        self, news: Sequence[NewMemory], *, retry: bool = False
+    ) -> list[tuple[MemoryRecord, bool]]:
         """Bulk ``insert_memory``: one append for every new id; existing ids (and repeats) come back as
         (existing record, False). Results are in input order. Inserts made by several threads at once
         are coalesced into one commit (``storage.group_commit``); each returns once its rows are in."""
@@ -120,6 +131,8 @@ class Memories(StoreTables):
                 raise StoreError(
                     f"vector has {len(new.vector)} dimensions but this store holds {self._vector_dim}-d vectors"
                 )
+        if retry:  # one caller's insert again, after the commit it shared failed: rows it wrote are its own
+            return self._insert_batch(list(news), retry=True)
         return self._inserts.run(news)
 
     def _insert_batch(self, news: list[NewMemory], *, retry: bool = False) -> list[tuple[MemoryRecord, bool]]:
@@ -525,12 +538,6 @@ class Memories(StoreTables):
                 )
                 retrying(partial(self._episodes.update, where=condition, values={"title": title}))
         return [episode_from_row(row) for row in missing]
-
-
-def written_by(stored: MemoryRecord, record: MemoryRecord) -> bool:
-    """``stored`` is the row the write of ``record`` committed, not another write of the same content: same
-    session, same creation time (a write's retry after its commit landed, or a replica's replay of it)."""
-    return (stored.session_id, stored.created_at) == (record.session_id, record.created_at)
 
 
 def _episode_title(record: MemoryRecord) -> str:

@@ -530,3 +530,9 @@ def stored_in(memories: Iterable[MemoryRecord]) -> dict[Scope, list[MemoryRecord
     for memory in memories:
         grouped.setdefault(memory.scope, []).append(memory)
     return grouped
+
+
+def written_by(stored: MemoryRecord, record: MemoryRecord) -> bool:
+    """``stored`` is the row the write of ``record`` committed, not another write of the same content: same
+    session, same creation time (a write's retry after its commit landed, or a replica's replay of it)."""
+    return (stored.session_id, stored.created_at) == (record.session_id, record.created_at)

@@ -41,6 +41,7 @@ from storage.records import (
     Visibility,
     audience_of,
     org_shelf,
+    written_by,
 )
 from storage.unfinished import DecidedSupersede, HandOn, OwedConsolidation, Unfinished
 from writing.behind import HandOnQueue
@@ -185,7 +186,11 @@ class WriteService:
         self._weights = weights or WeightPolicy()
         # New memories of remembers in flight at once are inserted together (``_insert_coalesced``).
         self._coalesced: GroupCommit[Prepared, _Inserted | None] = GroupCommit(
-            self._insert_coalesced, max_items=COALESCED_WRITES
+            self._insert_coalesced,
+            max_items=COALESCED_WRITES,
+            retry=partial(
+                self._insert_coalesced, retry=True
+            ),  # one caller alone, after the shared one failed
         )
         # Credits a superseded memory earned are carried after its successor's caller is answered; the
         # memories they are on their way to (a count per heir, of the carries queued or running).
@@ -554,7 +559,7 @@ class WriteService:
         """Remembers waiting to be inserted with the next batch."""
         return self._coalesced.queued
 
-    def _insert_coalesced(self, batch: list[Prepared]) -> list[_Inserted | None]:
+    def _insert_coalesced(self, batch: list[Prepared], *, retry: bool = False) -> list[_Inserted | None]:
         """The new memories of the remembers in flight at once, inserted by one thread: one read of their
         ids per scope, one embedding batch and one commit. A draft whose memory is stored already (or
         another draft of the batch writes it) gets None, and goes the single path (``_remember``: a
@@ -575,7 +580,10 @@ class WriteService:
                 existing = self._store.get_memories([batch[index].record.id for index in indices], scope)
                 first: dict[str, int] = {}
                 for index in indices:
-                    if batch[index].record.id not in existing:
+                    found = existing.get(batch[index].record.id)
+                    # Retried alone after the shared insert failed, a row that insert wrote is this draft's
+                    # own: inserted again, it comes back as created (``storage.memories``), and is consolidated.
+                    if found is None or (retry and written_by(found, batch[index].record)):
                         first.setdefault(batch[index].record.id, index)
                 records = [self.examined_as_written(batch[index].record) for index in first.values()]
                 # In an episode, the turn before a memory is the batch's previous one by time (drafts
@@ -591,7 +599,7 @@ class WriteService:
                 self._owe(OwedConsolidation(record.scope, (record.id,))) if record.consolidated_at else None
                 for record in written
             ]
-            stored = self._store.insert_many(news)  # one commit for every scope of the batch
+            stored = self._store.insert_many(news, retry=retry)  # one commit for every scope of the batch
         for index, new, number, (record, created) in zip(writers, news, owed, stored, strict=True):
             if created:
                 results[index] = _Inserted(record, as_array(new.vector), number)

@@ -158,24 +158,25 @@ from tools.forget import ForgetInput, forget
 
 runtime = make_runtime(settings_for(sys.argv[1]))
 
-def killed_here(*args, **kwargs):  # the memory is erased; traces, lineage and the journal's end are next
+def killed_here(*args, **kwargs):
     print("erased", flush=True)
     time.sleep(3600)
 
-runtime.store._scrub_traces = killed_here
+setattr(runtime.store, sys.argv[3], killed_here)
 forget(ForgetInput(memory_id=sys.argv[2], mode="purge"), runtime, Caller("agent-a", "ses_2"))
 """
 
 
-def killed_mid_purge(settings, memory_id: str) -> None:
-    """Another process purges ``memory_id`` and is killed (kill -9) half way: its journal entry stays."""
+def killed_mid_purge(settings, memory_id: str, at: str = "_scrub_traces") -> None:
+    """Another process purges ``memory_id`` and is killed (kill -9) half way, where it calls the store's
+    ``at`` (``_scrub_traces``: after the erase; ``_scrub_quotes``: before it): its journal entry stays."""
     import os
     import signal
     import subprocess
     import sys
 
     process = subprocess.Popen(
-        [sys.executable, "-c", KILLED_MID_PURGE, str(settings.db_uri), memory_id],
+        [sys.executable, "-c", KILLED_MID_PURGE, str(settings.db_uri), memory_id, at],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -224,3 +225,22 @@ def test_a_memory_restored_after_a_killed_purge_stays_when_the_purge_is_finished
         assert (stored.status, stored.content) == ("active", PHONE)
     finally:
         reopened.close()
+
+
+def test_a_purge_killed_before_its_erase_is_finished_even_if_a_report_moved_the_memory_since(settings):
+    from server.upkeep import catch_up
+    from tools.report_outcome import ReportOutcomeInput, report_outcome
+
+    running = make_runtime(settings)
+    try:
+        memory = remember(RememberInput(content=PHONE), running, OWNER)
+        killed_mid_purge(settings, memory.id, at="_scrub_quotes")
+        assert running.store.get_memory(memory.id).status == "active"  # not erased yet
+        recall(RecallInput(query="on-call phone number"), running, OWNER)
+        report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[memory.id]), running, OWNER)
+        assert running.store.get_memory(memory.id).weight > 1.0  # the row was written since
+        catch_up(running)
+        stored = running.store.get_memory(memory.id)
+        assert (stored.status, stored.content) == ("purged", "")
+    finally:
+        running.close()

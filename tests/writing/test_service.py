@@ -921,3 +921,52 @@ def test_a_restatement_whose_shared_insert_landed_and_then_failed_is_still_conso
     assert runtime.writer.settle(TIMEOUT)
     assert store.get_memory(old.id).replaced_by == restated.id
     assert runtime.writer.recover_unfinished() == (0, 0)
+
+
+def test_a_remember_whose_coalesced_insert_landed_and_then_failed_is_still_consolidated(settings):
+    """The write service's own group of remembers in flight: its shared insert commits and then raises,
+    and each caller is retried alone; each finds the row of its own first attempt as its own."""
+    embedder = GatedEmbedder()
+    runtime = make_runtime(settings, embedder=embedder)
+    try:
+        embedder.release.set()
+        old = said(runtime, ROLLBACK)
+        embedder.batches.clear()  # the next batch is held (the gate holds a first batch)
+        embedder.entered.clear()
+        embedder.release.clear()
+        store = runtime.store
+        commit, shared = store._inserts._commit, []
+
+        def landed_then_failed(news):
+            results = commit(news)
+            if len(news) == 2:  # the two queued remembers' shared insert: in, then an error
+                shared.append(len(news))
+                raise OSError("I/O error after the append")
+            return results
+
+        store._inserts._commit = landed_then_failed
+        answers = {}
+        first = threading.Thread(target=lambda: said(runtime, "Lunch is at noon"))
+        first.start()
+        assert embedder.entered.wait(TIMEOUT)  # the first remember holds the group; two queue behind it
+        restating = threading.Thread(target=lambda: answers.setdefault("restated", said(runtime, RESTATED)))
+        other = threading.Thread(
+            target=lambda: answers.setdefault("other", said(runtime, "Deploys go on Tuesdays"))
+        )
+        restating.start()
+        other.start()
+        deadline = time.monotonic() + TIMEOUT
+        while runtime.writer.queued < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        embedder.release.set()
+        for thread in (first, restating, other):
+            thread.join(TIMEOUT)
+        assert shared == [2]
+        restated = answers["restated"]
+        assert (restated.status, restated.consolidation.superseded) == ("stored", [old.id])
+        assert answers["other"].status == "stored"
+        assert runtime.writer.settle(TIMEOUT)
+        assert store.get_memory(old.id).replaced_by == restated.id
+        assert runtime.writer.recover_unfinished() == (0, 0)
+    finally:
+        runtime.close()
