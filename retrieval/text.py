@@ -190,6 +190,13 @@ def negated(text: str) -> bool:
     return _NEGATION.search(text) is not None
 
 
+def negation_sides(text: str) -> tuple[str, str] | None:
+    """``text`` before and after its first negating word ("from main, not from the release branch": "from
+    main, ", " from the release branch"); None when it negates nothing."""
+    found = _NEGATION.search(text)
+    return None if found is None else (text[: found.start()], text[found.end() :])
+
+
 def negating_word(text: str) -> str | None:
     """The first negating word of ``text``, as written (lowercased), if any."""
     found = _NEGATION.search(text)

@@ -98,6 +98,14 @@ def test_a_newer_statement_that_leaves_a_detail_out_does_not_take_it_away():
             "We deploy from the release branch, not from main",
             "We deploy from main, not from the release branch",
         ),
+        (
+            "We deploy from the release branch, not from main",
+            "We deploy from main weekly, not from the release branch",  # one word more: still reversed
+        ),
+        (
+            "Backups of the orders database go to S3, not to GCS",
+            "Backups of the orders database go not to S3 but to GCS",
+        ),
     ],
 )
 def test_a_value_swapped_for_another_or_words_reversed_is_a_different_fact(older, newer):
@@ -189,3 +197,22 @@ def test_a_malformed_llm_answer_falls_back_instead_of_crashing(answer):
         LLMResolver(llm).resolve(
             [memory("a", "we deploy on tuesdays", 0), memory("b", "we deploy tuesdays", 1)]
         )
+
+
+@pytest.mark.parametrize(
+    "older, newer",
+    [
+        (
+            "The backup job of the orders database runs daily at 02:00",
+            "The backup job of the orders database runs at 02:00 daily",
+        ),
+        ("Use pnpm for installs in the web repo", "In the web repo, use pnpm for installs"),
+        ("The staging database is Postgres 15", "Postgres 15 is the staging database"),
+        ("We do not deploy on Fridays after noon", "Don't deploy after noon on Fridays"),
+    ],
+)
+def test_the_same_words_in_another_order_restate_a_memory(older, newer):
+    old, new = memory("old", older, 0), memory("new", newer, 1)
+    [merged] = near_exact_resolutions([old, new], 0.8)
+    assert (merged.action, merged.survivor_id, merged.loser_ids) == ("supersede", "new", ("old",))
+    assert [(loser.id, kept.id) for loser, kept in collapse_batch([old, new], 0.8)] == [("old", "new")]

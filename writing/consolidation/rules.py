@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from retrieval.text import content_terms, negated, set_jaccard, term_set
+from retrieval.text import content_terms, light_stem, negation_sides, set_jaccard, term_set, word_tokens
 from storage.records import MemoryRecord
 
 __all__ = ["set_jaccard", "term_set"]  # shared with assembly's near-duplicate folding (retrieval.text)
@@ -55,32 +55,38 @@ def may_absorb(survivor: MemoryRecord, loser: MemoryRecord, *, by_revision: bool
 
 @dataclass(frozen=True)
 class Statement:
-    """What the restatement rule compares of a memory's text: its stemmed content words in the order they
-    first appear, and whether it negates."""
+    """What the restatement rule compares of a memory's text: its stemmed content words, on either side of
+    its first negating word (all before it when it negates nothing)."""
 
-    terms: tuple[str, ...]
+    before: frozenset[str]
+    after: frozenset[str]
     negates: bool
 
     @classmethod
     def of(cls, text: str) -> Statement:
-        return cls(tuple(dict.fromkeys(content_terms(text))), negated(text))
+        words = frozenset(content_terms(text))
+        sides = negation_sides(text)
+        if sides is None:
+            return cls(words, frozenset(), False)
+        # The text's content words on each side (a side of stop words alone has none: "We do not ...").
+        before, after = (words & {light_stem(word) for word in word_tokens(side)} for side in sides)
+        return cls(before, after, True)
 
     @property
     def words(self) -> frozenset[str]:
-        return frozenset(self.terms)
+        return self.before | self.after
 
 
 def adds_nothing(text: Statement, other: Statement) -> bool:
     """Whether ``text`` says nothing that ``other`` does not: each of its content words is in ``other`` (so a
     value swapped for another, "web-01" for "web-02", "100" for "300", "orders" for "users", is a
     different fact, never a restatement), both negate or neither ("is not weekly" is not "is weekly"),
-    and two texts of the same words hold them in the same order ("deploys from the release branch, not
-    from main" is not "from main, not from the release branch")."""
-    if text.negates != other.negates or not text.words <= other.words:
+    and each word falls on the same side of the negation in both ("deploys from the release branch, not
+    from main" is not "from main, not from the release branch"; "backups go to S3, not to GCS" is not
+    "go not to S3 but to GCS"). Words in another order otherwise say the same ("runs daily at 02:00")."""
+    if text.negates != other.negates:
         return False
-    if text.words == other.words:
-        return text.terms == other.terms
-    return True
+    return text.before <= other.before and text.after <= other.after
 
 
 def absorbs(survivor: Statement, loser: Statement, threshold: float) -> bool:
