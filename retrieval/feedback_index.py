@@ -179,7 +179,12 @@ class FeedbackIndex:
                 for c in credited
                 if (found := closeness_of(c)) > 0.0
             ]
-            far = len(credited) - len(close)
+            # Reports whose queries were compared with this one and found too far (not those with no query
+            # to compare, nor all of them when this query has no vector).
+            far = 0
+            compared_ones = [c for c in credited if compared(c)]
+            if compared_ones and query() is not None:  # the query embedded only when a credit needs it
+                far = sum(1 for c in compared_ones if closeness_of(c) <= 0.0)
             counted = close[-self._max_reports :]
             if not counted:
                 weights[memory.id] = ContextWeight(1.0, memory.weight, (), far)

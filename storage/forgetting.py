@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import mmap
-import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -325,8 +324,9 @@ class Forgetting(Memories, Lineage):
                     )
 
     def _scrub_lineage(self, scope: Scope, memory_ids: Sequence[str]) -> None:
-        """Mask what lineage reasons and contradiction details quote of the memories' words ("revised by
-        'now uses xylophonedb'", a value then another): the events and pairs that name one of them."""
+        """Withhold the reasons of the lineage events and the details of the contradictions that name one of
+        the memories: they may quote its words ("revised by 'now uses xylophonedb'", a value then another,
+        a language model's free-text reason), which a mask of the quoted parts alone would not all catch."""
         self._logs.flush()  # deferred lineage events are in the table first
         where = filters.all_of(
             filters.equals("org_id", scope.org_id), filters.equals("project_id", scope.project_id)
@@ -340,11 +340,7 @@ class Forgetting(Memories, Lineage):
             for table, key, text, naming in tables:
                 named = filters.any_of(*(filters.one_of(column, memory_ids) for column in naming))
                 rows = self._select(table, filters.all_of(where, named), [*key, text], limit=None)
-                changed = [
-                    {**row, text: unquoted}
-                    for row in rows
-                    if row[text] and (unquoted := without_quotes(row[text])) != row[text]
-                ]
+                changed = [{**row, text: WITHHELD} for row in rows if row[text] and row[text] != WITHHELD]
                 if changed:
                     fields = pa.schema([table.schema.field(column) for column in [*key, text]])
                     update = pa.Table.from_pylist(changed, schema=fields)
@@ -394,10 +390,6 @@ class Forgetting(Memories, Lineage):
             retrying(partial(self._memories.optimize, cleanup_older_than=timedelta(0)))
 
 
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-
-
-def without_quotes(text: str) -> str:
-    """``text`` with what it quotes (``repr`` of a phrase: in single quotes, or double when it holds one)
-    masked."""
-    return _QUOTED.sub("'[purged]'", text)
+WITHHELD = (
+    "[withheld: the memory was purged]"  # a lineage reason or contradiction detail naming a purged memory
+)

@@ -267,13 +267,14 @@ class Memories(StoreTables):
         """Write ``new`` over a retracted (possibly purged) row with the same id: the memory is live again
         (examined by consolidation as ``new.record.consolidated_at`` says). None, and nothing written, when
         the row is no longer forgotten: another write restated it meanwhile."""
-        row = {**memory_to_row(new), "purged_at": None}
-        table = pa.Table.from_pylist([row], schema=self._schema(self._memories))
         with self.exclusive():
             current = self._committed([new.record.id], new.record.scope).get(new.record.id)
             if current is None or current.status not in ("retracted", "purged"):
                 return None
-            self._merge_update(table)
+            restored = {new.record.id: new}
+            self._unquote_purged(restored)  # the memory before it, purged since its text was read
+            row = {**memory_to_row(restored[new.record.id]), "purged_at": None}
+            self._merge_update(pa.Table.from_pylist([row], schema=self._schema(self._memories)))
         return new.record
 
     def memory_vectors(self, memory_ids: Sequence[str], reach: Reach) -> dict[str, np.ndarray]:

@@ -73,15 +73,15 @@ class OwedConsolidation:
 @dataclass(frozen=True)
 class DecidedSupersede:
     """A supersede consolidation decided and answered, committed behind the call (``writing.service``):
-    ``losers`` superseded by ``survivor`` as ``action`` by ``resolver`` for ``reason``, on behalf of
-    ``agent``/``session``. Finished as decided: a language model's decision is not taken again by the rules."""
+    ``losers`` superseded by ``survivor`` as ``action`` by ``resolver``, on behalf of ``agent``/``session``.
+    Finished as decided: a language model's decision is not taken again by the rules. Ids and names only,
+    as every entry: its reason may quote the memory's words, which a purge must be able to erase."""
 
     scope: Scope
     losers: tuple[str, ...]
     survivor: str
     action: str
     resolver: str
-    reason: str
     agent: str
     session: str
 
@@ -220,10 +220,7 @@ def _fields(entry: Unfinished) -> dict[str, object]:
             "kind": "supersede",
             **where,
             "losers": list(entry.losers),
-            **{
-                name: getattr(entry, name)
-                for name in ("survivor", "action", "resolver", "reason", "agent", "session")
-            },
+            **{name: getattr(entry, name) for name in ("survivor", "action", "resolver", "agent", "session")},
         }
     if isinstance(entry, HandOn):
         return {
@@ -248,7 +245,7 @@ def _entry(fields: dict[str, object]) -> Unfinished:
         losers = fields["losers"]
         if not isinstance(losers, list):
             raise TypeError("losers is not a list")
-        names = ("survivor", "action", "resolver", "reason", "agent", "session")
+        names = ("survivor", "action", "resolver", "agent", "session")
         return DecidedSupersede(
             scope, tuple(str(memory_id) for memory_id in losers), *(str(fields[name]) for name in names)
         )

@@ -299,17 +299,16 @@ class WriteService:
         return len(active)
 
     def _finish_supersede(self, decided: DecidedSupersede) -> None:
-        """A supersede decided and answered that a crash kept from being committed (or from its lineage):
-        committed now as decided, with its lineage. Idempotent: a loser superseded already (and named by
-        an event) is left as it is."""
+        """A supersede decided and answered that a crash kept from being committed (or from its lineage, or
+        from what followed it): committed now as decided, with its lineage, the absorbed authors'
+        corroboration and the losers' tags and credits handed on. Each step is idempotent."""
         number = self._write_down(decided, f"the supersede of {list(decided.losers)} by {decided.survivor}")
         store, scope, now = self._store, decided.scope, self._clock()
         store.supersede(scope, list(decided.losers), decided.survivor, now, decided=True)
-        replaced = {m.id for m in store.replaced_by(scope, [decided.survivor]) if m.id in decided.losers}
-        recorded = {
-            e.memory_id for e in store.lineage(scope, list(replaced)) if e.related_id == decided.survivor
-        }
-        missing = sorted(replaced - recorded)
+        superseded = [m for m in store.replaced_by(scope, [decided.survivor]) if m.id in decided.losers]
+        replaced = sorted(m.id for m in superseded)
+        recorded = {e.memory_id for e in store.lineage(scope, replaced) if e.related_id == decided.survivor}
+        missing = [memory_id for memory_id in replaced if memory_id not in recorded]
         if missing:
             log.info("superseding %s by %s as decided before a crash", missing, decided.survivor)
             self.consolidation.record_retirement(
@@ -317,20 +316,28 @@ class WriteService:
                 missing,
                 decided.action,
                 resolver=decided.resolver,
-                reason=decided.reason,
+                # Its reason was not written down (it may quote the memory's words, and a purge would leave them).
+                reason="decided before a crash; committed by the next start",
                 resolution=f"{decided.action} by {decided.survivor}",
                 actor=Actor(decided.agent, decided.session),
                 at=now,
                 related_id=decided.survivor,
             )
-            self._corroboration.retire(scope, missing)
+        survivor = store.get_memories([decided.survivor], scope).get(decided.survivor)
+        if superseded and survivor is not None:
+            for memory_id, agent in self.consolidation.carry_corroboration(survivor, superseded):
+                self._corroboration.attest(scope, memory_id, agent)
+            self._corroboration.retire(scope, replaced)
+            corrected = replaced if decided.action == "revise" else []
+            self.inherit(scope, [i for i in replaced if i not in corrected], corrected)
         self._owed_done(number)
 
     def _mend_retirements(self, memory: MemoryRecord, replaces: str | None, actor: Actor) -> None:
         """What a crash cut off after a status change: the memories ``memory`` replaced that no lineage event
-        names as replaced by it get one now, their contradictions closed, and for the explicit update it
-        was written for (``replaces``) the credits carried (a status change and the lineage that follows
-        it are separate commits). Their resolver says that recovery recorded them."""
+        names as replaced by it get one now, their contradictions closed (a status change and the lineage
+        that follows it are separate commits; their resolver says that recovery recorded them), and the
+        memory of the explicit update it was written for (``replaces``) hands its credits on: a crash may
+        also have come between that update's lineage and its carry."""
         store, scope = self._store, memory.scope
         losers = [loser.id for loser in store.replaced_by(scope, [memory.id]) if loser.status == "superseded"]
         if not losers:
@@ -352,9 +359,9 @@ class WriteService:
                 at=self._clock(),
                 related_id=memory.id,
             )
-            if explicit:
-                self._hand_on(scope, memory.id, [(loser_id, False)])
             self._corroboration.retire(scope, [loser_id])
+        if replaces in losers:  # its credits, whether or not its lineage was in (carrying is idempotent)
+            self._hand_on(scope, memory.id, [(replaces, False)])
 
     def _owe(self, owed: OwedConsolidation) -> int | None:
         """Write down that these memories' consolidation is owed, before their stamped rows are committed."""
@@ -673,7 +680,11 @@ class WriteService:
                         return self._remember(drafted, llm, replaces)
                     stored, created = restored, True
                     # Retracted when its time had run out (by the maintenance round, or just above): expired.
-                    timed_out = existing.expires_at is not None and existing.expires_at <= existing.updated_at
+                    timed_out = (
+                        existing.status == "retracted"
+                        and existing.expires_at is not None
+                        and existing.expires_at <= existing.updated_at
+                    )
                     was = "had expired" if expired or timed_out else f"had been {existing.status}"
                     note = f"restored: an identical memory {was}"
                 if not created:  # the same agent's identical write committed in the same group
@@ -1323,7 +1334,7 @@ class _SupersedesBehind:
         survivor_id: str,
         at: datetime,
         record: Callable[[list[str]], None],
-        why: tuple[str, str, str] = ("supersede", "", ""),
+        why: tuple[str, str] = ("supersede", ""),
         actor: Actor | None = None,
     ) -> list[str]:
         # As the write lock's check would: never replaced by a memory that is not active, and only active
@@ -1341,16 +1352,9 @@ class _SupersedesBehind:
             if held:
                 decided = None
                 if actor is not None:
-                    action, resolver, reason = why
+                    action, resolver = why  # not its reason: it may quote the memory (a purge would leave it)
                     decided = DecidedSupersede(
-                        scope,
-                        tuple(held),
-                        survivor_id,
-                        action,
-                        resolver,
-                        reason,
-                        actor.agent_id,
-                        actor.session_id,
+                        scope, tuple(held), survivor_id, action, resolver, actor.agent_id, actor.session_id
                     )
                 self._commit(self, scope, held, survivor_id, at, record, decided)
                 self.queued += 1

@@ -184,9 +184,7 @@ def test_a_line_of_an_unknown_kind_is_skipped(tmp_path, caplog):
 
 def test_a_decided_supersede_comes_back_as_it_was_decided(tmp_path):
     gone = UnfinishedWrites(tmp_path)
-    decided = DecidedSupersede(
-        SCOPE, ("mem_a", "mem_b"), "mem_c", "supersede", "llm:m", "one fact", "claude", "ses_1"
-    )
+    decided = DecidedSupersede(SCOPE, ("mem_a", "mem_b"), "mem_c", "supersede", "llm:m", "claude", "ses_1")
     gone.begin(decided)
     died(gone)
     [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()

@@ -777,3 +777,16 @@ def test_an_expired_memory_the_round_retracted_and_stated_again_is_said_to_have_
     assert expire_ephemeral(runtime) == 1  # the maintenance round's retraction
     again = remember(RememberInput(content=text), runtime, caller("ses_2"))
     assert (again.status, again.note) == ("stored", "restored: an identical memory had expired")
+
+
+def test_an_ephemeral_memory_purged_after_its_time_and_stated_again_is_said_to_have_been_purged(runtime):
+    from tools.forget import ForgetInput, forget
+
+    text = "The staging deploy is frozen this afternoon"
+    note = remember(RememberInput(content=text, protection_tier="ephemeral"), runtime, caller())
+    later = runtime.store.get_memory(note.id).expires_at + timedelta(seconds=1)
+    ticks = itertools.count()
+    runtime.clock = lambda: later + timedelta(milliseconds=next(ticks))
+    forget(ForgetInput(memory_id=note.id, mode="purge"), runtime, caller())
+    again = remember(RememberInput(content=text), runtime, caller("ses_2"))
+    assert again.note == "restored: an identical memory had been purged"

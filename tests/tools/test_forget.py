@@ -98,15 +98,17 @@ def test_a_purged_memorys_words_quoted_by_lineage_are_masked_and_leave_the_store
         forget(ForgetInput(memory_id=revising.id, mode="purge"), runtime, OWNER)
         events = runtime.store.lineage(Scope("default", "default"), [kept.id, revising.id])
         assert events and all("zq7SECRET" not in e.reason for e in events)
-        assert "'[purged]'" in next(e.reason for e in events if e.memory_id == kept.id)
+        assert next(e.reason for e in events if e.memory_id == kept.id) == "[withheld: the memory was purged]"
     finally:
         runtime.close()
     assert files_holding(Path(settings.db_uri), b"zq7SECRET") == []
 
 
-def test_a_memory_purged_while_the_next_one_in_its_episode_is_written_is_not_quoted_by_it(settings):
+@pytest.mark.parametrize("restored", [False, True], ids=["new", "restored"])
+def test_a_memory_purged_while_the_next_one_in_its_episode_is_written_is_not_quoted_by_it(settings, restored):
     """The remember reads the memory before it in its episode (its search text quotes it), then a purge of
-    that memory runs whole before the remember's insert: the insert leaves the purged words out."""
+    that memory runs whole before the remember's insert (or its restore, of a text retracted before): the
+    write leaves the purged words out."""
     import threading
 
     from storage.records import Scope, View
@@ -129,6 +131,9 @@ def test_a_memory_purged_while_the_next_one_in_its_episode_is_written_is_not_quo
         secret = remember(
             RememberInput(content="The vault word is zq7SECRETxk9", episode_id="ep1"), runtime, OWNER
         )
+        if restored:
+            retracted = remember(RememberInput(content="noted, thanks", episode_id="ep1"), runtime, OWNER)
+            forget(ForgetInput(memory_id=retracted.id), runtime, OWNER)
         embedder.armed = True
         said = {}
         writer = threading.Thread(

@@ -373,7 +373,7 @@ runtime = make_runtime(settings_for(sys.argv[1]))
 if sys.argv[2] == "llm":
     old = said(runtime, "The staging database is postgres version fifteen on the big host").id
 else:
-    old = helped(runtime) if sys.argv[2] == "update-lineage" else said(runtime, ROLLBACK).id
+    old = helped(runtime) if sys.argv[2].startswith("update-") else said(runtime, ROLLBACK).id
 print(old, flush=True)
 
 def killed_here(*args, **kwargs):
@@ -393,6 +393,14 @@ if sys.argv[2] == "llm":  # a language model's supersede (the rules keep both), 
     new = remember(RememberInput(content=text), runtime, Caller("claude-code", "ses_1", llm))
     assert new.consolidation.superseded == [old], new.consolidation
     print(new.id, flush=True)
+    time.sleep(3600)
+elif sys.argv[2] == "update-carry":  # the update and its lineage are in; the credits are carried next
+    def cut(scope, heir_id, losers):
+        print(heir_id, flush=True)
+        time.sleep(3600)
+
+    runtime.writer._inherit_credits = cut
+    said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=old)
     time.sleep(3600)
 elif sys.argv[2] in ("lineage", "update-lineage"):  # the status change is committed; its lineage is next
     def cut(*args, **kwargs):
@@ -547,6 +555,20 @@ def test_an_explicit_update_a_crash_cut_off_before_its_lineage_and_credits_is_fi
         )
         assert runtime.writer.settle(TIMEOUT)
         assert weights(runtime, new) == [1.15]  # the sessions the old text served go on with the correction
+    finally:
+        runtime.close()
+
+
+def test_an_explicit_update_a_crash_cut_off_before_its_credits_hands_them_on_at_the_next_start(settings):
+    old, new = killed_between_insert_and_consolidation(settings, "update-carry")
+    runtime = make_runtime(settings)
+    try:
+        [event] = runtime.store.lineage(Scope("default", "default"), [old])
+        assert (event.related_id, event.resolver) == (new, "explicit")  # its lineage was in
+        assert weights(runtime, new) == [1.0]
+        runtime.writer.recover_unfinished()
+        assert runtime.writer.settle(TIMEOUT)
+        assert weights(runtime, new) == [1.15]
     finally:
         runtime.close()
 
@@ -970,3 +992,37 @@ def test_a_remember_whose_coalesced_insert_landed_and_then_failed_is_still_conso
         assert runtime.writer.recover_unfinished() == (0, 0)
     finally:
         runtime.close()
+
+
+def test_a_decided_supersede_the_next_start_commits_hands_the_losers_tags_and_credits_on(runtime, settings):
+    """The crash came after the supersede was written down as decided and before the restatement took the
+    old memory's tags and credits: the next start commits it and hands them on as the write would have."""
+    from pathlib import Path
+
+    from storage.unfinished import DecidedSupersede, OwedConsolidation, UnfinishedWrites
+    from tests.storage.test_unfinished import died
+    from writing.consolidation.report import ConsolidationReport
+
+    scope = Scope("default", "default")
+    old = helped(runtime)  # weight 1.15
+    runtime.store.set_tags(old, ["ops"], runtime.store.get_memory(old).content, runtime.clock())
+    original = runtime.writer.consolidation.on_write
+    runtime.writer.consolidation.on_write = lambda *args, **kwargs: ConsolidationReport()  # cut off here
+    try:
+        new = said(runtime, RESTATED).id
+    finally:
+        runtime.writer.consolidation.on_write = original
+    gone = UnfinishedWrites(Path(settings.db_uri))
+    gone.begin(DecidedSupersede(scope, (old,), new, "supersede", "rules:near-exact", "claude-code", "ses_1"))
+    gone.begin(OwedConsolidation(scope, (new,)))
+    died(gone)
+    runtime.writer.recover_unfinished()
+    assert runtime.writer.settle(TIMEOUT)
+    restated = runtime.store.get_memory(new)
+    assert runtime.store.get_memory(old).replaced_by == new
+    assert ("ops" in restated.tags, restated.weight) == (True, 1.15)
+    [event] = runtime.store.lineage(scope, [old])
+    assert (event.resolver, event.reason) == (
+        "rules:near-exact",
+        "decided before a crash; committed by the next start",
+    )

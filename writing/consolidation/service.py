@@ -55,7 +55,7 @@ CONSOLIDATOR_AGENT = "memoria-consolidator"
 class SupersedeBehind(Protocol):
     """Commits a restatement's supersede after the call answers (``writing.service``): holds ``loser_ids``
     as superseded by ``survivor_id`` in this process at once and returns those it held; ``record(changed)``
-    writes the lineage of those that changed, with the commit. ``why``: (action, resolver, reason), what
+    writes the lineage of those that changed, with the commit. ``why``: (action, resolver) of what
     ``record`` writes, for a commit a crash interrupts to be finished as it was decided."""
 
     def __call__(
@@ -65,7 +65,7 @@ class SupersedeBehind(Protocol):
         survivor_id: str,
         at: datetime,
         record: Callable[[list[str]], None],
-        why: tuple[str, str, str] = ("supersede", "", ""),
+        why: tuple[str, str] = ("supersede", ""),
         actor: Actor | None = None,
     ) -> list[str]: ...
 
@@ -462,12 +462,12 @@ class ConsolidationService:
                 actor,
                 behind=behind if reworded is None else None,
             )
-            report.attested.extend(self._carry_corroboration(survivor, [by_id[i] for i in changed]))
+            report.attested.extend(self.carry_corroboration(survivor, [by_id[i] for i in changed]))
             report.superseded.extend(i for i in changed if focus is None or i != focus.id)
             if focus is not None and focus.id in changed:
                 report.absorbed_into = survivor_id
 
-    def _carry_corroboration(
+    def carry_corroboration(
         self, survivor: MemoryRecord, absorbed: Sequence[MemoryRecord]
     ) -> list[tuple[str, str]]:
         """A restatement absorbed from another agent still corroborates: its author (and whoever had
@@ -582,7 +582,7 @@ class ConsolidationService:
             )
 
         if behind is not None:
-            return behind(scope, others, survivor_id, now, record, (action, resolver, reason), actor)
+            return behind(scope, others, survivor_id, now, record, (action, resolver), actor)
         changed = self._store.supersede(scope, others, survivor_id, now)
         record(changed)
         return changed
