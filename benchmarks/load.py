@@ -155,6 +155,7 @@ class Client:
         self.asks = queries(50, seed=seed)
         self.last_retrieval: dict[str, str] | None = None  # its id and scope
         self.written = 0
+        self.said: Counter[str] = Counter()  # how often this client remembered a fact about each question
 
     def next_call(self) -> tuple[str, dict[str, Any]]:
         tool = self.rng.choices([name for name, _ in MIX], [weight for _, weight in MIX])[0]
@@ -166,8 +167,14 @@ class Client:
             arguments["query"] = query
         elif tool == "remember":
             self.written += 1
+            # Said again by this client, a fact restates what it said before: the same words and one more
+            # ("again"), which consolidation's near-exact rule supersedes, as it did the numbered notes of
+            # earlier versions of this benchmark ("fact 5: ..." then "fact 9: ..."), which a number swapped
+            # for another now keeps apart as two facts.
+            again = self.said[query]
+            self.said[query] += 1
             arguments["content"] = (
-                f"{self.name} noted fact {self.written}: {query} was answered in the runbook"
+                f"{self.name} noted: {query} was answered in the runbook" + " again" * again
             )
         elif tool == "explain_ranking":
             arguments = dict(self.last_retrieval or {})
