@@ -30,6 +30,7 @@ import logging
 import os
 import secrets
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ LEGACY_DIRS = (".memoria-hand-ons",)  # where earlier releases wrote their hand-
 # Once this many lines were written since the file was last empty, it is written again with only the
 # entries still open (under steady load it may never be empty).
 REWRITE_AFTER_LINES = 1_000
+ABANDONED_AFTER_SECONDS = 60.0  # an ``.opening`` file this old and unlocked was left by a process that died
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +147,7 @@ class UnfinishedWrites:
             if folder.is_dir()
             for path in folder.glob("*.jsonl")
         ]
+        self._drop_abandoned_openings()
         for path in sorted(paths):
             if path == self._path:
                 continue
@@ -160,6 +163,26 @@ class UnfinishedWrites:
             except FileNotFoundError:
                 continue  # another starting server took it
         return found
+
+    def _drop_abandoned_openings(self) -> None:
+        """Delete the ``.opening`` files of processes that died before renaming one into place (a file of
+        entries written again: the one it was to replace is still whole). One a live process holds, or
+        made in the last minute (it locks it right after opening it), is left alone."""
+        assert self._dir is not None
+        if not self._dir.is_dir():
+            return
+        for path in self._dir.glob("*.opening"):
+            try:
+                if time.time() - path.stat().st_mtime < ABANDONED_AFTER_SECONDS:
+                    continue
+                with open(path, encoding="utf-8") as file:
+                    try:
+                        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        continue  # its process is renaming it
+                    path.unlink(missing_ok=True)
+            except FileNotFoundError:
+                continue
 
     def discard(self, path: Path) -> None:
         """Delete an orphan file once what it held was begun again (in this process's own file)."""

@@ -189,3 +189,19 @@ def test_a_decided_supersede_comes_back_as_it_was_decided(tmp_path):
     died(gone)
     [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
     assert unfinished == [decided]
+
+
+def test_an_opening_file_a_dead_process_left_is_deleted_and_one_in_use_is_not(tmp_path):
+    import os
+
+    folder = tmp_path / UNFINISHED_DIR
+    folder.mkdir()
+    abandoned, fresh, held = (folder / f"{name}.opening" for name in ("gone", "new", "held"))
+    for path in (abandoned, fresh, held):
+        path.write_text('{"n": 0}\n')
+    for path in (abandoned, held):
+        os.utime(path, (1_000_000_000, 1_000_000_000))  # long ago
+    with open(held) as holding:
+        fcntl.flock(holding, fcntl.LOCK_EX | fcntl.LOCK_NB)  # its process is renaming it
+        assert UnfinishedWrites(tmp_path).orphans() == []
+        assert (abandoned.exists(), fresh.exists(), held.exists()) == (False, True, True)
