@@ -223,9 +223,13 @@ def output_of(result: WriteResult, fields: MemoryFields | None = None) -> Rememb
     """The tool's result for ``result``; ``fields``: the arguments it was written from, whose cleaning the
     note adds."""
     stored = result.memory
+    collapsed = None
     if result.absorbed_into is not None:
         summary: ConsolidationSummary | None = ConsolidationSummary(
             resolver="rules:intra-batch", absorbed_into=result.absorbed_into
+        )
+        collapsed = (
+            f"stored as superseded by {result.absorbed_into}: a later item of this batch says all it says"
         )
     else:
         summary = ConsolidationSummary.of(result.consolidation) if result.consolidation is not None else None
@@ -243,7 +247,8 @@ def output_of(result: WriteResult, fields: MemoryFields | None = None) -> Rememb
         protection_tier=stored.protection_tier,
         visibility=stored.visibility,
         expires_at=iso(stored.expires_at) if stored.expires_at else None,
-        note="; ".join(filter(None, [result.note, fields.cleaning_note() if fields else None])) or None,
+        note="; ".join(filter(None, [collapsed, result.note, fields.cleaning_note() if fields else None]))
+        or None,
         consolidation=summary,
         redacted=result.redacted,
     )

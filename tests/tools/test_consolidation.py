@@ -592,6 +592,7 @@ def test_a_batch_collapses_its_own_near_duplicates_into_the_last_one(runtime):
     first, _, last = out.results
     assert (out.stored, out.collapsed) == (3, 1)
     assert first.consolidation.absorbed_into == last.id and status(runtime, first.id) == "superseded"
+    assert first.note == f"stored as superseded by {last.id}: a later item of this batch says all it says"
     assert status(runtime, last.id) == "active"
     # The one that stays answers for the one it absorbed: its tags too.
     assert runtime.store.get_memory(last.id).tags == ("release", "ops")
