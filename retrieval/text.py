@@ -268,7 +268,8 @@ def searchable_text(
 def fulltext_query(query: str) -> str:
     """The words of ``query`` for the full-text leg: function words dropped ("what did Caroline research"
     -> "Caroline research"; the index's own stop list is short and keeps "what", "did", "you"), its
-    clitics left out ("what's" -> "what"), and no query syntax passed through. The whole query's words when nothing else is left."""
+    clitics left out ("what's" -> "what"), and no query syntax passed through. The whole query's words
+    when nothing else is left."""
     return " ".join(content_words(query, query=True))
 
 

@@ -27,6 +27,9 @@ from storage.tables import local_folder, masked
 
 log = logging.getLogger(__name__)
 
+# What a lineage reason or contradiction detail that names a purged memory says instead (it may have quoted it).
+WITHHELD = "[withheld: the memory was purged]"
+
 PURGE_JOURNAL = "pending_purge:"  # meta keys of purges begun and not yet finished
 
 
@@ -388,8 +391,3 @@ class Forgetting(Memories, Lineage):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             retrying(partial(self._memories.optimize, cleanup_older_than=timedelta(0)))
-
-
-WITHHELD = (
-    "[withheld: the memory was purged]"  # a lineage reason or contradiction detail naming a purged memory
-)

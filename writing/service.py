@@ -188,9 +188,7 @@ class WriteService:
         self._coalesced: GroupCommit[Prepared, _Inserted | None] = GroupCommit(
             self._insert_coalesced,
             max_items=COALESCED_WRITES,
-            retry=partial(
-                self._insert_coalesced, retry=True
-            ),  # one caller alone, after the shared one failed
+            retry=partial(self._insert_coalesced, retry=True),  # a caller alone, after its batch failed
         )
         # Credits a superseded memory earned are carried after its successor's caller is answered; the
         # memories they are on their way to (a count per heir, of the carries queued or running).
@@ -221,8 +219,8 @@ class WriteService:
         """Finish what processes that are gone began and never finished (``storage.unfinished``): the
         supersedes they decided and answered, as decided, then the consolidations owed by memories they
         inserted, then the credits they handed on. Returns how many memories were consolidated and how
-        many carries of credits were made. A runtime does it as it is built, before anything is served, and in every maintenance round
-        (``server.upkeep.finish_unfinished``)."""
+        many carries of credits were made. A runtime does it as it is built, before anything is served,
+        and in every maintenance round (``server.upkeep.finish_unfinished``)."""
         consolidated = carried = 0
         for path, entries in self._journal.orphans():
             # Each entry is written down again in this process's file as it is begun (a crash now leaves it
@@ -305,10 +303,8 @@ class WriteService:
         number = self._write_down(decided, f"the supersede of {list(decided.losers)} by {decided.survivor}")
         store, scope, now = self._store, decided.scope, self._clock()
         store.supersede(scope, list(decided.losers), decided.survivor, now, decided=True)
-        superseded = [m for m in store.replaced_by(scope, [decided.survivor]) if m.id in decided.losers]
+        superseded, missing = self._replaced_unrecorded(scope, decided.survivor, decided.losers)
         replaced = sorted(m.id for m in superseded)
-        recorded = {e.memory_id for e in store.lineage(scope, replaced) if e.related_id == decided.survivor}
-        missing = [memory_id for memory_id in replaced if memory_id not in recorded]
         if missing:
             log.info("superseding %s by %s as decided before a crash", missing, decided.survivor)
             self.consolidation.record_retirement(
@@ -338,14 +334,9 @@ class WriteService:
         that follows it are separate commits; their resolver says that recovery recorded them), and the
         memory of the explicit update it was written for (``replaces``) hands its credits on: a crash may
         also have come between that update's lineage and its carry."""
-        store, scope = self._store, memory.scope
-        losers = [loser.id for loser in store.replaced_by(scope, [memory.id]) if loser.status == "superseded"]
-        if not losers:
-            return
-        recorded = {
-            event.memory_id for event in store.lineage(scope, losers) if event.related_id == memory.id
-        }
-        for loser_id in [loser_id for loser_id in losers if loser_id not in recorded]:
+        scope = memory.scope
+        superseded, missing = self._replaced_unrecorded(scope, memory.id)
+        for loser_id in missing:
             explicit = loser_id == replaces
             log.info("recording that %s superseded %s, which a crash left unrecorded", memory.id, loser_id)
             self.consolidation.record_retirement(
@@ -360,8 +351,24 @@ class WriteService:
                 related_id=memory.id,
             )
             self._corroboration.retire(scope, [loser_id])
-        if replaces in losers:  # its credits, whether or not its lineage was in (carrying is idempotent)
+        if replaces in {
+            loser.id for loser in superseded
+        }:  # its credits, with or without lineage (idempotent)
             self._hand_on(scope, memory.id, [(replaces, False)])
+
+    def _replaced_unrecorded(
+        self, scope: Scope, survivor_id: str, among: Sequence[str] | None = None
+    ) -> tuple[list[MemoryRecord], list[str]]:
+        """The superseded memories ``survivor_id`` replaced (of ``among``, if given), and the ids of those no
+        lineage event names as replaced by it (a crash came between a status change and its lineage)."""
+        superseded = [
+            loser
+            for loser in self._store.replaced_by(scope, [survivor_id])
+            if loser.status == "superseded" and (among is None or loser.id in among)
+        ]
+        ids = sorted(loser.id for loser in superseded)
+        recorded = {e.memory_id for e in self._store.lineage(scope, ids) if e.related_id == survivor_id}
+        return superseded, [memory_id for memory_id in ids if memory_id not in recorded]
 
     def _owe(self, owed: OwedConsolidation) -> int | None:
         """Write down that these memories' consolidation is owed, before their stamped rows are committed."""

@@ -376,15 +376,22 @@ def test_ephemeral_memories_expire_and_leave_a_record(runtime):
     assert lineage(LineageInput(memory_id=note.id), runtime, caller()).events[-1].action == "expire"
 
 
+def ephemeral_past_its_time(runtime):
+    """An ephemeral memory remembered, and the runtime's clock a second past its expiry from then on (time
+    goes on: the lineage's order is its events' times); its text and the remember's result."""
+    text = "The staging deploy is frozen this afternoon"
+    note = remember(RememberInput(content=text, protection_tier="ephemeral"), runtime, caller())
+    later = runtime.store.get_memory(note.id).expires_at + timedelta(seconds=1)
+    ticks = itertools.count()
+    runtime.clock = lambda: later + timedelta(milliseconds=next(ticks))
+    return text, note
+
+
 def test_an_expired_memory_stated_again_before_the_round_retracted_it_is_live_again(runtime):
     # Recall stops showing an ephemeral memory once its time is up; the maintenance round retracts it
     # later. Stated again in between, it must not be a duplicate no one can read.
-    text = "The staging deploy is frozen this afternoon"
-    note = remember(RememberInput(content=text, protection_tier="ephemeral"), runtime, caller())
+    text, note = ephemeral_past_its_time(runtime)
     assert note.expires_at is not None
-    later = runtime.store.get_memory(note.id).expires_at + timedelta(seconds=1)
-    ticks = itertools.count()  # time goes on: the lineage's order is its events' times
-    runtime.clock = lambda: later + timedelta(milliseconds=next(ticks))
     again = remember(RememberInput(content=text), runtime, caller("ses_2"))
     assert again.id == note.id and again.status == "stored"
     assert again.note == "restored: an identical memory had expired"
@@ -397,11 +404,7 @@ def test_an_expired_memory_stated_again_before_the_round_retracted_it_is_live_ag
 
 
 def test_a_round_that_found_a_memory_expired_leaves_it_when_a_remember_restored_it_meanwhile(runtime):
-    text = "The staging deploy is frozen this afternoon"
-    note = remember(RememberInput(content=text, protection_tier="ephemeral"), runtime, caller())
-    later = runtime.store.get_memory(note.id).expires_at + timedelta(seconds=1)
-    ticks = itertools.count()
-    runtime.clock = lambda: later + timedelta(milliseconds=next(ticks))
+    text, note = ephemeral_past_its_time(runtime)
     found = [memory.id for memory in runtime.store.expired(runtime.clock())]  # the round's scan
     assert found == [note.id]
     remember(RememberInput(content=text), runtime, caller("ses_2"))  # restored, with no expiry now
@@ -770,11 +773,7 @@ def test_a_restatement_is_stored_even_when_handing_on_what_the_old_memory_earned
 
 
 def test_an_expired_memory_the_round_retracted_and_stated_again_is_said_to_have_expired(runtime):
-    text = "The staging deploy is frozen this afternoon"
-    note = remember(RememberInput(content=text, protection_tier="ephemeral"), runtime, caller())
-    later = runtime.store.get_memory(note.id).expires_at + timedelta(seconds=1)
-    ticks = itertools.count()
-    runtime.clock = lambda: later + timedelta(milliseconds=next(ticks))
+    text, _ = ephemeral_past_its_time(runtime)
     assert expire_ephemeral(runtime) == 1  # the maintenance round's retraction
     again = remember(RememberInput(content=text), runtime, caller("ses_2"))
     assert (again.status, again.note) == ("stored", "restored: an identical memory had expired")
@@ -783,11 +782,7 @@ def test_an_expired_memory_the_round_retracted_and_stated_again_is_said_to_have_
 def test_an_ephemeral_memory_purged_after_its_time_and_stated_again_is_said_to_have_been_purged(runtime):
     from tools.forget import ForgetInput, forget
 
-    text = "The staging deploy is frozen this afternoon"
-    note = remember(RememberInput(content=text, protection_tier="ephemeral"), runtime, caller())
-    later = runtime.store.get_memory(note.id).expires_at + timedelta(seconds=1)
-    ticks = itertools.count()
-    runtime.clock = lambda: later + timedelta(milliseconds=next(ticks))
+    text, note = ephemeral_past_its_time(runtime)
     forget(ForgetInput(memory_id=note.id, mode="purge"), runtime, caller())
     again = remember(RememberInput(content=text), runtime, caller("ses_2"))
     assert again.note == "restored: an identical memory had been purged"

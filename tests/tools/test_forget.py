@@ -1,5 +1,7 @@
 """forget through its handler: what a caller may forget, as it may read it."""
 
+from contextlib import contextmanager
+
 import pytest
 
 from tests.fakes import TableEmbedder
@@ -199,31 +201,33 @@ def killed_mid_purge(settings, memory_id: str, at: str = "_scrub_traces") -> Non
 PHONE = "The on-call phone number is 555 0100"
 
 
-def test_a_running_server_finishes_a_purge_another_process_was_killed_in(settings):
-    from server.upkeep import catch_up
-
+@contextmanager
+def purge_killed_in_another_process(settings, at: str = "_scrub_traces"):
+    """A running runtime, and a memory of it that another process was killed purging (``killed_mid_purge``)."""
     running = make_runtime(settings)
     try:
         memory = remember(RememberInput(content=PHONE), running, OWNER)
-        killed_mid_purge(settings, memory.id)
+        killed_mid_purge(settings, memory.id, at)
+        yield running, memory
+    finally:
+        running.close()
+
+
+def test_a_running_server_finishes_a_purge_another_process_was_killed_in(settings):
+    from server.upkeep import catch_up
+
+    with purge_killed_in_another_process(settings) as (running, memory):
         assert running.store.get_memory(memory.id).status == "purged"  # erased, the rest of it not done
         catch_up(running)  # its next maintenance round's catch-up finishes it
         assert running.store.finish_pending_purges() == 0
         scope = running.store.get_memory(memory.id).scope
         assert [e.action for e in running.store.lineage(scope, [memory.id])][-1] == "purge"
-    finally:
-        running.close()
 
 
 def test_a_memory_restored_after_a_killed_purge_stays_when_the_purge_is_finished(settings):
-    running = make_runtime(settings)
-    try:
-        memory = remember(RememberInput(content=PHONE), running, OWNER)
-        killed_mid_purge(settings, memory.id)
+    with purge_killed_in_another_process(settings) as (running, memory):
         again = remember(RememberInput(content=PHONE), running, OWNER)  # acknowledged: restored
         assert (again.status, again.note) == ("stored", "restored: an identical memory had been purged")
-    finally:
-        running.close()
     reopened = make_runtime(settings)  # the next start finishes the dead process's purge
     try:
         stored = reopened.store.get_memory(memory.id)
@@ -236,10 +240,7 @@ def test_a_purge_killed_before_its_erase_is_finished_even_if_a_report_moved_the_
     from server.upkeep import catch_up
     from tools.report_outcome import ReportOutcomeInput, report_outcome
 
-    running = make_runtime(settings)
-    try:
-        memory = remember(RememberInput(content=PHONE), running, OWNER)
-        killed_mid_purge(settings, memory.id, at="_scrub_quotes")
+    with purge_killed_in_another_process(settings, at="_scrub_quotes") as (running, memory):
         assert running.store.get_memory(memory.id).status == "active"  # not erased yet
         recall(RecallInput(query="on-call phone number"), running, OWNER)
         report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[memory.id]), running, OWNER)
@@ -247,5 +248,3 @@ def test_a_purge_killed_before_its_erase_is_finished_even_if_a_report_moved_the_
         catch_up(running)
         stored = running.store.get_memory(memory.id)
         assert (stored.status, stored.content) == ("purged", "")
-    finally:
-        running.close()
