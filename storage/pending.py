@@ -39,6 +39,7 @@ class PendingSupersedes:
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._replaced_by: dict[str, str] = {}  # held memory -> the memory that restated it
+        self._awaited = 0  # readers waiting in ``settle`` (their supersedes no longer wait for a compaction)
 
     def hold(self, loser_ids: Sequence[str], survivor_id: str) -> list[str]:
         """Hold these memories as superseded by ``survivor_id`` until ``release``; returns those held.
@@ -94,4 +95,13 @@ class PendingSupersedes:
             else:
                 ids = set(memory_ids)
                 waiting = {held for held, by in self._replaced_by.items() if held in ids or by in ids}
-            return self._changed.wait_for(lambda: waiting.isdisjoint(self._replaced_by), timeout)
+            self._awaited += 1
+            try:
+                return self._changed.wait_for(lambda: waiting.isdisjoint(self._replaced_by), timeout)
+            finally:
+                self._awaited -= 1
+
+    @property
+    def awaited(self) -> bool:
+        """Whether a reader waits for supersedes held now (``settle``): a call is waiting on their commits."""
+        return self._awaited > 0

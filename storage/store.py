@@ -35,6 +35,7 @@ from storage.locking import (
     LOCK_FILE_NAME,
     LOGS_LOCK_FILE_NAME,
     REPORTS_LOCK_FILE_NAME,
+    CompactionsBeside,
     LogsLock,
     WriteLock,
     retrying,
@@ -99,6 +100,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._compaction_lock = WriteLock(
             lock.path.with_name(COMPACTION_LOCK_FILE_NAME) if lock.path else None
         )
+        self._compactions_beside = CompactionsBeside()
         self._schema_version = int(meta["schema_version"])
         self._vector_dim = int(meta["vector_dim"])
         self._memories = db.open_table(schema.MEMORIES)

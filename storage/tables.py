@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
@@ -18,7 +19,7 @@ from lancedb.expr import Expr
 from storage import filters, schema
 from storage.appenders import Appenders
 from storage.generations import REPORTS, WRITES, Generations, VersionWatch
-from storage.locking import LogsLock, WriteLock, retrying
+from storage.locking import COMPACTION_YIELD_SECONDS, CompactionsBeside, LogsLock, WriteLock, retrying
 from storage.pending import PendingSupersedes
 from storage.records import Reach, Scope, org_shelf, scopes_of
 from storage.row_ids import RowCount, RowIds
@@ -29,6 +30,8 @@ from storage.scope_copy import by_id
 from storage.write_behind import WriteBehind
 
 _T = TypeVar("_T")
+# How often work waiting for a compaction beside the writes looks whether a call now waits for it.
+AWAITED_CHECK_SECONDS = 0.02
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +70,7 @@ class StoreTables:
     # A compaction that runs without the write lock holds it, and so does a purge, from start to end:
     # no compaction is in flight while a purge erases text and clears the files writes left.
     _compaction_lock: WriteLock
+    _compactions_beside: CompactionsBeside  # this process's, which work behind the calls lets commit first
     # The tables (LanceDB tables), opened once.
     _memories: Any
     _episodes: Any
@@ -157,6 +161,8 @@ class StoreTables:
         rows."""
         # Work behind the calls that holds the reports' lock does not yield: reports would wait for it.
         background = getattr(self._behind, "on", False) and not getattr(self._reporting, "depth", 0)
+        if background:
+            self.after_compactions_beside()
         with self._sequence(self._lock, self._writing, WRITES, background=background):
             yield
 
@@ -170,6 +176,20 @@ class StoreTables:
             yield
         finally:
             self._behind.on = before
+
+    def after_compactions_beside(self) -> None:
+        """Wait (``COMPACTION_YIELD_SECONDS`` at most) for this process's compaction of the memories
+        beside the writes to commit, unless this thread holds the write lock: work behind the calls, whose
+        updates would preempt it (``storage.locking.CompactionsBeside``). Not once a call waits for the
+        supersedes held (``PendingSupersedes.settle``: a retract, a forget or an update of one of those
+        memories, a read of lineage): then the call would wait for the compaction too."""
+        if getattr(self._writing, "depth", 0):
+            return
+        deadline = time.monotonic() + COMPACTION_YIELD_SECONDS
+        while not self._pending.awaited:
+            left = deadline - time.monotonic()
+            if left <= 0 or self._compactions_beside.wait_out(min(AWAITED_CHECK_SECONDS, left)):
+                return
 
     @contextmanager
     def _sequence(

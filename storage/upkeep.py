@@ -7,6 +7,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -31,6 +32,10 @@ KEEP_EVERY_VERSION = timedelta(days=36_500)
 FIRST_OPTIMIZE_MARGIN = timedelta(seconds=30)
 # How long before a compaction began a file it writes may be dated (file systems with coarse timestamps).
 FILE_CLOCK_MARGIN_SECONDS = 2.0
+# Compactions of a table beside the writes a round tries before the one under the write lock, when one
+# raised a conflict: an update in flight as it began (a status change behind the calls that had the lock
+# already, a caller's own update) preempts it, and work behind the calls waits through both attempts.
+ATTEMPTS_BESIDE_WRITES = 2
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +138,12 @@ class Upkeep(StoreTables):
 
         An update of a row it rewrote (a status change, a weight) preempts its commit: LanceDB then logs
         "Compaction commit failed" and leaves the table as it was, or (after its own retries) raises.
-        Either way the table has as many fragments as before (or more: appends went on), and the
-        compaction runs again under the write lock, where no write lands in between (under steady writes
+        Work behind the calls (the supersedes committed after a remember answered) waits for the memories'
+        compaction first (``CompactionsBeside``); a caller's update, or one that had the lock as it began,
+        still preempts it. A compaction that raised a conflict is tried once more beside the writes
+        (``ATTEMPTS_BESIDE_WRITES``); when that loses too, or one only logged its loss, the table has as
+        many fragments as before (or more: appends went on), and the
+        compaction runs under the write lock, where no write lands in between (under steady writes
         a compaction beside them could otherwise lose round after round while appends slow down). That run
         also deletes the files the lost one left, for the memories table of a local store; the other
         tables' wait for LanceDB's clean-up. A purge holds the compaction lock from start to end, so it
@@ -152,21 +161,37 @@ class Upkeep(StoreTables):
         table_dir = folder / f"{name}.lance" if folder is not None else None
         began = time.time() - FILE_CLOCK_MARGIN_SECONDS
         left: list[str] = []
-        try:
-            with self._compaction_lock.hold():  # not while a purge runs (``Forgetting._finish_purge``)
-                optimize()
-                if table_dir is not None:  # under the lock: no purge deletes files meanwhile
-                    left = files_left_since(table_dir, began, every_version=False)
-        except Exception as exc:
-            if not is_retryable(exc):
-                raise
-            log.info("compacting %s beside the writes lost to them (%s)", name, exc)
-        else:
-            # Appends that landed meanwhile add fragments; a compaction that committed took away more.
-            if fragments < min_fragments or fragment_count(table) < fragments:
-                if table_dir is not None and left:
-                    self._clear_left_files(name, table_dir, began)
-                return
+        outcome = "lost"  # every attempt raised a conflict
+        # Work behind the calls waits while this runs, both attempts included (only the memories': their
+        # status changes and weights are the updates that preempt it).
+        with self._compactions_beside.running() if name == schema.MEMORIES else nullcontext():
+            for attempt in range(1, ATTEMPTS_BESIDE_WRITES + 1):
+                try:
+                    # Not while a purge runs (``Forgetting._finish_purge``).
+                    with self._compaction_lock.hold():
+                        optimize()
+                        if table_dir is not None:  # under the lock: no purge deletes files meanwhile
+                            left = files_left_since(table_dir, began, every_version=False)
+                except Exception as exc:
+                    if not is_retryable(exc):
+                        raise
+                    log.info(
+                        "compacting %s beside the writes lost to them (attempt %d of %d): %s",
+                        name,
+                        attempt,
+                        ATTEMPTS_BESIDE_WRITES,
+                        exc,
+                    )
+                    continue
+                # Appends that landed meanwhile add fragments; a compaction that committed took away more.
+                done = fragments < min_fragments or fragment_count(table) < fragments
+                outcome = "done" if done else "preempted"
+                break
+        if outcome == "done":
+            if table_dir is not None and left:  # the lost attempts' files too: written since ``began``
+                self._clear_left_files(name, table_dir, began)
+            return
+        if outcome == "preempted":
             log.info("compacting %s beside the writes left its fragments: another write preempted it", name)
         # In a purge's order. On a local store no write of the memories table is in flight in any process
         # now (each holds the write lock), so the files the preempted compaction left can go: LanceDB keeps

@@ -351,9 +351,8 @@ class WriteService:
                 related_id=memory.id,
             )
             self._corroboration.retire(scope, [loser_id])
-        if replaces in {
-            loser.id for loser in superseded
-        }:  # its credits, with or without lineage (idempotent)
+        # Its credits, with or without its lineage (handing on is idempotent).
+        if replaces is not None and any(loser.id == replaces for loser in superseded):
             self._hand_on(scope, memory.id, [(replaces, False)])
 
     def _replaced_unrecorded(
@@ -522,6 +521,8 @@ class WriteService:
             # queue would reach its bound and the remembers wait for it (``MAX_SUPERSEDES_BEHIND``).
             yielding = self._supersedes.pending <= SUPERSEDES_YIELDING
             try:
+                if not yielding:  # behind the calls, the write lock's sequences wait for it themselves
+                    store.after_compactions_beside()  # a status change would preempt its commit
                 with store.behind_the_calls() if yielding else nullcontext():
                     changed = store.supersede(scope, losers, survivor_id, at, decided=True)
                     if changed:

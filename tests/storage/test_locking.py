@@ -14,7 +14,13 @@ import pytest
 
 from storage import schema
 from storage.appenders import Appenders
-from storage.locking import BACKGROUND_YIELD_SECONDS, LOCK_FILE_NAME, WriteLock, retrying
+from storage.locking import (
+    BACKGROUND_YIELD_SECONDS,
+    LOCK_FILE_NAME,
+    CompactionsBeside,
+    WriteLock,
+    retrying,
+)
 from storage.records import (
     ContradictionRecord,
     NewMemory,
@@ -325,3 +331,46 @@ def test_work_behind_the_calls_waits_for_callers_a_bounded_time(tmp_path):
     waited = time.perf_counter() - started
     lock.close()
     assert BACKGROUND_YIELD_SECONDS <= waited < BACKGROUND_YIELD_SECONDS + 5
+
+
+def test_a_wait_for_compactions_beside_the_writes_ends_when_the_last_one_ends_or_at_its_bound():
+    import threading
+    import time
+
+    beside = CompactionsBeside()
+    assert beside.wait_out(0)  # none running: at once
+    with beside.running(), beside.running():  # two tables' compactions, say
+        assert not beside.wait_out(0.05)  # bounded: False once the time is up
+    assert beside.wait_out(0)
+
+    ended = threading.Event()
+
+    def compact() -> None:
+        with beside.running():
+            ended.wait(10)
+
+    thread = threading.Thread(target=compact)
+    thread.start()
+    while beside.wait_out(0):  # until the compaction runs
+        time.sleep(0.001)
+    threading.Timer(0.1, ended.set).start()
+    started = time.perf_counter()
+    assert beside.wait_out(10)
+    assert 0.05 < time.perf_counter() - started < 5  # woken as it ended, not at the bound
+    thread.join()
+
+
+def test_a_thread_inside_a_write_sequence_does_not_wait_for_compactions_beside_the_writes(tmp_path):
+    # It holds the write lock: waiting there would hold up every write (and a compaction that needs the
+    # lock to finish would wait for it).
+    import time
+
+    store = MemoryStore.open(str(tmp_path / "db"), vector_dim=4)
+    try:
+        with store.behind_the_calls(), store.exclusive(), store._compactions_beside.running():
+            started = time.perf_counter()
+            with store.exclusive():  # re-entered
+                store.after_compactions_beside()
+            assert time.perf_counter() - started < 1
+    finally:
+        store.close()

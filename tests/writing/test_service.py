@@ -5,6 +5,8 @@ import threading
 import time
 from datetime import UTC, datetime
 
+import pytest
+
 from retrieval.text import content_hash
 from storage.records import Scope
 from tests.fakes import RecordingEmbedder
@@ -1026,3 +1028,45 @@ def test_a_decided_supersede_the_next_start_commits_hands_the_losers_tags_and_cr
         "rules:near-exact",
         "decided before a crash; committed by the next start",
     )
+
+
+@pytest.mark.parametrize("yielding", [True, False], ids=["queue-short", "queue-long"])
+def test_a_restatements_supersede_is_committed_after_a_compaction_beside_the_writes(
+    runtime, monkeypatch, yielding
+):
+    """The status change would preempt the compaction's commit (which would then run again under the write
+    lock, every remember waiting for it): committed behind the call, it waits for the compaction to end,
+    whether its queue is short (it yields to callers too) or long (it takes the lock like any write)."""
+    if not yielding:
+        monkeypatch.setattr("writing.service.SUPERSEDES_YIELDING", -1)
+    old = said(runtime, ROLLBACK)
+    compacting = runtime.store._compactions_beside.running()
+    compacting.__enter__()
+    try:
+        new = said(runtime, RESTATED)  # answered while the compaction runs
+        assert new.consolidation.superseded == [old.id]
+        assert not runtime.writer.settle(0.3)  # its supersede waits
+        assert committed_chain(runtime, old) == [("active", None)]
+        assert runtime.store.get_memory(old.id).status == "superseded"  # as this process reads it already
+    finally:
+        compacting.__exit__(None, None, None)
+    assert runtime.writer.settle(TIMEOUT)
+    assert committed_chain(runtime, old, new) == [("superseded", new.id), ("active", None)]
+
+
+def test_a_call_waiting_for_a_restatements_supersede_does_not_wait_for_the_compaction(runtime):
+    """A retract, a forget or an update of the memory, or a read of its lineage, waits for the supersede
+    held for it: that supersede then stops waiting for the compaction beside the writes (the call would
+    wait for the compaction too)."""
+    old = said(runtime, ROLLBACK)
+    compacting = runtime.store._compactions_beside.running()
+    compacting.__enter__()
+    try:
+        new = said(runtime, RESTATED)
+        assert not runtime.writer.settle(0.2)  # held behind the compaction, nobody waiting for it
+        started = time.perf_counter()
+        runtime.store.settle_supersedes([old.id])  # a call waits for it: committed now
+        assert time.perf_counter() - started < 3  # not the 5 s a supersede may wait for a compaction
+        assert committed_chain(runtime, old, new) == [("superseded", new.id), ("active", None)]
+    finally:
+        compacting.__exit__(None, None, None)
