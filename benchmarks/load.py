@@ -6,6 +6,7 @@ loopback, with bearer-token auth on, for a fixed time; reports latency percentil
     python -m benchmarks.load --rate 25                    # open loop: 25 calls a second due, below saturation
     python -m benchmarks.load --warm-up 0                  # count the first seconds too (cold scope copies)
     python -m benchmarks.load --seconds 45 --trace-writes  # and where the server's write time went
+    python -m benchmarks.load --seconds 45 --without report_outcome  # no client waits on the reports' queue
 
 The server (``python -m server serve --http``, offline backend) starts on a store preloaded with the
 synthetic corpus (9 scopes), stamped as already examined by consolidation (a store in steady state). Each client is its own principal with its own static token and MCP session,
@@ -132,8 +133,9 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 class Tally:
-    def __init__(self) -> None:
-        self.latencies: dict[str, list[float]] = {name: [] for name, _ in MIX}
+    def __init__(self, mix: tuple[tuple[str, int], ...] = MIX) -> None:
+        self.mix = mix  # the tools the clients call, with their weights
+        self.latencies: dict[str, list[float]] = {name: [] for name, _ in mix}
         self.errors: Counter[str] = Counter()
         self.failed_requests = 0  # errors without an answer (no latency recorded)
         self.examples: list[str] = []
@@ -149,8 +151,9 @@ class Tally:
 class Client:
     """One client's choices: its own random stream, its questions and its last recall (for explain_ranking)."""
 
-    def __init__(self, name: str, seed: int) -> None:
+    def __init__(self, name: str, seed: int, mix: tuple[tuple[str, int], ...] = MIX) -> None:
         self.name = name
+        self.mix = mix
         self.rng = random.Random(seed)
         self.asks = queries(50, seed=seed)
         self.last_retrieval: dict[str, str] | None = None  # its id and scope
@@ -158,7 +161,7 @@ class Client:
         self.said: Counter[str] = Counter()  # how often this client remembered a fact about each question
 
     def next_call(self) -> tuple[str, dict[str, Any]]:
-        tool = self.rng.choices([name for name, _ in MIX], [weight for _, weight in MIX])[0]
+        tool = self.rng.choices([name for name, _ in self.mix], [weight for _, weight in self.mix])[0]
         query, org, project = self.rng.choice(self.asks)
         if tool == "explain_ranking" and self.last_retrieval is None:
             tool = "recall"
@@ -222,7 +225,7 @@ async def client_loop(
     from mcp.client.streamable_http import streamable_http_client
     from mcp_types import Implementation
 
-    me = Client(name, seed)
+    me = Client(name, seed, tally.mix)
     async with (
         # Idle connections are dropped before the server's own 5 s keep-alive ends: an open loop leaves a
         # client idle for seconds, and a request sent on a connection the server is closing fails.
@@ -268,8 +271,9 @@ def run_load(
     extra_env: dict[str, str] | None = None,
     warm_up: float = 0.0,
     trace_writes: bool = False,
+    without: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """``rate``: calls a second from all clients together, sent when due (an open loop); None: each
+    """``without``: tools left out of the mix (the others keep their weights). ``rate``: calls a second from all clients together, sent when due (an open loop); None: each
     client calls again as soon as it has its answer (a closed loop, the server saturated). ``warm_up``:
     seconds of calls first, made but not counted (the first recall of each scope builds its copy).
     ``trace_writes``: the server times its write path (``benchmarks.write_probe``), over its whole life
@@ -290,7 +294,7 @@ def run_load(
             f"client-{i:02d}": f"load-token-{i:02d}-{random.Random(i).getrandbits(64):016x}"
             for i in range(clients)
         }
-        tally = Tally()
+        tally = Tally(tuple((name, weight) for name, weight in MIX if name not in without))
         cpu: dict[str, float | None] = {}
         with served(db, tokens, folder, extra_env) as (url, pid):
 
@@ -331,6 +335,7 @@ def run_load(
         "warm_up_seconds": warm_up,
         "warm_up_calls": tally.warm_up_calls,
         "memories": memories,
+        "mix": {name: weight for name, weight in tally.mix},
         "preload_seconds": round(preload_seconds, 1),
         "elapsed_seconds": round(elapsed, 1),
         "calls": len(every) + tally.failed_requests,
@@ -368,7 +373,12 @@ def render(report: dict[str, Any]) -> str:
         f"{report['clients']} clients ({loop}) for {report['seconds']:.0f} s"
         + (f" after {report['warm_up_seconds']:g} s of warm-up" if report.get("warm_up_seconds") else "")
         + f" on {report['memories']:,} memories: "
-        f"{report['calls']:,} calls ({report['calls_per_second']}/s), errors: {report['errors']}",
+        f"{report['calls']:,} calls ({report['calls_per_second']}/s), errors: {report['errors']}"
+        + (
+            f"; without {', '.join(left)}"
+            if (left := [n for n, _ in MIX if n not in report.get("mix", dict(MIX))])
+            else ""
+        ),
         f"{'tool':<16}{'calls':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}",
     ]
     for tool, figures in [("all", report["overall"]), *report["by_tool"].items()]:
@@ -430,6 +440,14 @@ def main(argv: list[str] | None = None) -> int:
         help="the server times its write path (the write service's steps, each lock's waits and holds, "
         "the call stacks of long holds) and the report shows where a remember's time goes",
     )
+    parser.add_argument(
+        "--without",
+        nargs="+",
+        default=[],
+        choices=[name for name, _ in MIX if name != "recall"],
+        help="leave these tools out of the mix: without report_outcome, the clients a slow report holds "
+        "call recall and remember instead (the closed loop's throughput and the other tools' latency then)",
+    )
     add_settings_argument(parser)
     parser.add_argument("--out", type=Path, default=RESULTS / "load.json")
     args = parser.parse_args(argv)
@@ -446,6 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         extra_env=extra_env,
         warm_up=args.warm_up,
         trace_writes=args.trace_writes,
+        without=tuple(args.without),
     )
     report["settings"] = extra_env
     print(render(report), file=sys.stdout)

@@ -32,6 +32,27 @@ def test_the_cpu_a_process_used_is_read_from_proc_and_none_without_it():
     assert load.cpu_seconds(2**30) is None  # no such process
 
 
+def test_a_tool_left_out_of_the_mix_is_never_called_and_the_report_says_so():
+    mix = tuple((name, weight) for name, weight in load.MIX if name != "report_outcome")
+    me = load.Client("client-00", 5, mix)
+    called = {me.next_call()[0] for _ in range(500)}
+    assert "report_outcome" not in called and {"recall", "remember"} <= called
+    report = {
+        "clients": 1,
+        "seconds": 1,
+        "memories": 10,
+        "calls": 0,
+        "calls_per_second": 0.0,
+        "errors": 0,
+        "overall": {"n": 0},
+        "by_tool": {},
+        "error_examples": [],
+        "mix": dict(mix),
+    }
+    assert "errors: 0; without report_outcome" in load.render(report)
+    assert "without" not in load.render({**report, "mix": dict(load.MIX)})
+
+
 def calls_due(clients: int, seconds: float, rate: float, seed: int = 5) -> int:
     """The calls an open-loop run makes: each client's seeded gaps, replayed without a server."""
     due = 0
