@@ -173,18 +173,15 @@ class FeedbackIndex:
 
         weights = {}
         for memory in memories:
-            credited = credits.get(memory.id, [])
+            scored = [(c, closeness_of(c)) for c in credits.get(memory.id, [])]
             close = [
                 CreditedReport(c.session_id, c.credit, found, by_query=compared(c))
-                for c in credited
-                if (found := closeness_of(c)) > 0.0
+                for c, found in scored
+                if found > 0.0
             ]
             # Reports whose queries were compared with this one and found too far (not those with no query
-            # to compare, nor all of them when this query has no vector).
-            far = 0
-            compared_ones = [c for c in credited if compared(c)]
-            if compared_ones and query() is not None:  # the query embedded only when a credit needs it
-                far = sum(1 for c in compared_ones if closeness_of(c) <= 0.0)
+            # to compare, nor any when this query has no vector: then nothing was compared).
+            far = sum(1 for c, found in scored if found <= 0.0 and compared(c) and query() is not None)
             counted = close[-self._max_reports :]
             if not counted:
                 weights[memory.id] = ContextWeight(1.0, memory.weight, (), far)

@@ -89,6 +89,8 @@ class DecidedSupersede:
 
 
 Unfinished = HandOn | OwedConsolidation | DecidedSupersede
+# A decided supersede's fields after its scope and losers, in order, as its journal line names them.
+_SUPERSEDE_NAMES = ("survivor", "action", "resolver", "agent", "session")
 
 
 class UnfinishedWrites:
@@ -243,7 +245,7 @@ def _fields(entry: Unfinished) -> dict[str, object]:
             "kind": "supersede",
             **where,
             "losers": list(entry.losers),
-            **{name: getattr(entry, name) for name in ("survivor", "action", "resolver", "agent", "session")},
+            **{name: getattr(entry, name) for name in _SUPERSEDE_NAMES},
         }
     if isinstance(entry, HandOn):
         return {
@@ -268,9 +270,8 @@ def _entry(fields: dict[str, object]) -> Unfinished:
         losers = fields["losers"]
         if not isinstance(losers, list):
             raise TypeError("losers is not a list")
-        names = ("survivor", "action", "resolver", "agent", "session")
         return DecidedSupersede(
-            scope, tuple(str(memory_id) for memory_id in losers), *(str(fields[name]) for name in names)
+            scope, tuple(str(memory_id) for memory_id in losers), *(str(fields[n]) for n in _SUPERSEDE_NAMES)
         )
     if fields["kind"] != "consolidation":
         raise ValueError(f"unknown kind {fields['kind']!r}")

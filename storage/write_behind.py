@@ -39,9 +39,8 @@ class WriteBehind:
     def add(self, table: Hashable, rows: Sequence[Mapping[str, Any]]) -> None:
         if not rows:
             return
-        with (
-            self._lock
-        ):  # closed is set under it: a row is either queued before close's flush, or written here
+        # ``_closed`` is set under the lock: a row is either queued before close's flush, or written here.
+        with self._lock:
             if not self._closed:
                 self._pending.setdefault(table, []).extend(rows)
                 return
