@@ -137,15 +137,15 @@ class CompactionsBeside:
 
     A compaction rewrites the memories table's fragments, and an update of a row it rewrites (a status
     change, a weight) preempts its commit: it is lost, and runs again under the write lock, where every
-    remember waits for it (0.3-0.8 s at 10,000 memories). Under the closed loop of ``benchmarks.load``
+    remember waits for it (0.2-1.0 s at 10,000 memories). Under the closed loop of ``benchmarks.load``
     without reports, the supersedes committed behind the remembers landed during most compactions: six
     such rounds under the write lock in 45 s, and remember p95 0.63-0.81 s. Appends do not preempt a
     compaction, and a supersede committed behind its call is read as done by this process already, so
     that work waits here first (``StoreTables.after_compactions_beside``: ``COMPACTION_YIELD_SECONDS`` at
-    most each time, and not once a call waits for those supersedes). Best effort: an update that had the
-    write lock as a compaction began, a caller's own update (a report's weights, a retract), another
-    process's, or one from a thread not marked as behind the calls (the aggregation sweep's workers)
-    still preempts it."""
+    most each time, and not once a call waits for those supersedes: ``PendingSupersedes.awaiting``). Best
+    effort: an update that had the write lock as a compaction began, a caller's own update (a report's
+    weights, a retract), another process's, or one from a thread not marked as behind the calls (the
+    aggregation sweep's workers) still preempts it."""
 
     def __init__(self) -> None:
         self._running = 0

@@ -10,7 +10,9 @@ Until the commit lands, this process reads a held memory as it will be: ``get_me
 return it superseded by the memory that restated it, searches and listings leave it out, and a read of
 the lineage of either memory waits for the commit (its event is written with it). The writes that decide
 on a memory's status (``storage.memories``) read the rows as committed. Other processes read the row as
-it is until the commit lands, as they did between a restatement's insert and its status change before.
+it is until the commit lands, as they did between a restatement's insert and its status change before
+(while this process compacts the memories beside the writes, up to ``COMPACTION_YIELD_SECONDS`` longer:
+``storage.locking.CompactionsBeside``).
 A crash before the commit leaves the remember's consolidation owed (``storage.unfinished``): the next
 start consolidates it again and supersedes the same memory.
 """
@@ -18,7 +20,8 @@ start consolidates it again and supersedes the same memory.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 from storage.records import MemoryRecord
@@ -95,13 +98,23 @@ class PendingSupersedes:
             else:
                 ids = set(memory_ids)
                 waiting = {held for held, by in self._replaced_by.items() if held in ids or by in ids}
-            self._awaited += 1
-            try:
+            with self.awaiting():
                 return self._changed.wait_for(lambda: waiting.isdisjoint(self._replaced_by), timeout)
-            finally:
+
+    @contextmanager
+    def awaiting(self) -> Iterator[None]:
+        """Mark a call as waiting on the commits of supersedes (``settle``, a remember waiting for the
+        queue of commits to shorten): meanwhile they no longer wait for a compaction
+        (``StoreTables.after_compactions_beside``)."""
+        with self._changed:
+            self._awaited += 1
+        try:
+            yield
+        finally:
+            with self._changed:
                 self._awaited -= 1
 
     @property
     def awaited(self) -> bool:
-        """Whether a reader waits for supersedes held now (``settle``): a call is waiting on their commits."""
+        """Whether a call waits on the commits of supersedes (``awaiting``)."""
         return self._awaited > 0

@@ -158,7 +158,8 @@ class StoreTables:
     def exclusive(self) -> Iterator[None]:
         """Hold the store's write lock across a read-check-write sequence (re-entrant); reads inside it
         check the table's version even within ``one_version()``, so the sequence decides on the newest
-        rows."""
+        rows. Work behind the calls (``behind_the_calls``) first waits for this process's compaction of the
+        memories beside the writes (``after_compactions_beside``), then lets callers take the lock first."""
         # Work behind the calls that holds the reports' lock does not yield: reports would wait for it.
         background = getattr(self._behind, "on", False) and not getattr(self._reporting, "depth", 0)
         if background:
@@ -177,12 +178,18 @@ class StoreTables:
         finally:
             self._behind.on = before
 
+    def awaiting_supersedes(self) -> AbstractContextManager[None]:
+        """Mark the calling thread as waiting on the commits of held supersedes (a remember waiting for
+        their queue to shorten): meanwhile they do not wait for a compaction (``after_compactions_beside``)."""
+        return self._pending.awaiting()
+
     def after_compactions_beside(self) -> None:
         """Wait (``COMPACTION_YIELD_SECONDS`` at most) for this process's compaction of the memories
         beside the writes to commit, unless this thread holds the write lock: work behind the calls, whose
         updates would preempt it (``storage.locking.CompactionsBeside``). Not once a call waits for the
-        supersedes held (``PendingSupersedes.settle``: a retract, a forget or an update of one of those
-        memories, a read of lineage): then the call would wait for the compaction too."""
+        supersedes held (``PendingSupersedes.awaiting``: a retract, a forget or an update of one of those
+        memories, a read of lineage, a remember waiting for the queue of commits): then the call would wait
+        for the compaction too."""
         if getattr(self._writing, "depth", 0):
             return
         deadline = time.monotonic() + COMPACTION_YIELD_SECONDS

@@ -162,16 +162,16 @@ class Upkeep(StoreTables):
         began = time.time() - FILE_CLOCK_MARGIN_SECONDS
         left: list[str] = []
         outcome = "lost"  # every attempt raised a conflict
-        # Work behind the calls waits while this runs, both attempts included (only the memories': their
-        # status changes and weights are the updates that preempt it).
-        with self._compactions_beside.running() if name == schema.MEMORIES else nullcontext():
+        # Not while a purge runs (``Forgetting._finish_purge``), through both attempts. Work behind the calls
+        # waits while this runs, both attempts included, once the lock is held (only for the memories':
+        # their status changes and weights are the updates that preempt it).
+        gate = self._compactions_beside.running() if name == schema.MEMORIES else nullcontext()
+        with self._compaction_lock.hold(), gate:
             for attempt in range(1, ATTEMPTS_BESIDE_WRITES + 1):
                 try:
-                    # Not while a purge runs (``Forgetting._finish_purge``).
-                    with self._compaction_lock.hold():
-                        optimize()
-                        if table_dir is not None:  # under the lock: no purge deletes files meanwhile
-                            left = files_left_since(table_dir, began, every_version=False)
+                    optimize()
+                    if table_dir is not None:  # under the lock: no purge deletes files meanwhile
+                        left = files_left_since(table_dir, began, every_version=False)
                 except Exception as exc:
                     if not is_retryable(exc):
                         raise

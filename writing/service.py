@@ -564,7 +564,9 @@ class WriteService:
         self._supersedes.submit(done)
         # Commits queued faster than they land would hold more and more memories in this process only:
         # past a bound, the remember waits for the queue, as it waited for its own commit before.
-        if not self._supersedes.wait_below(MAX_SUPERSEDES_BEHIND, timeout=COMMIT_WAIT_SECONDS):
+        with self._store.awaiting_supersedes():  # the commits it waits for no longer wait for a compaction
+            below = self._supersedes.wait_below(MAX_SUPERSEDES_BEHIND, timeout=COMMIT_WAIT_SECONDS)
+        if not below:
             log.warning(
                 "%d supersedes still being committed after %g s", MAX_SUPERSEDES_BEHIND, COMMIT_WAIT_SECONDS
             )

@@ -1,6 +1,7 @@
 """Maintenance rounds: the memories table is compacted beside the writes, never beside a purge."""
 
 import threading
+import time
 
 import pytest
 
@@ -298,7 +299,6 @@ def test_writes_racing_real_compactions_lose_nothing_and_the_indexes_answer_as_a
 
 
 def test_files_left_are_those_no_version_names_and_a_first_look_reads_the_newest_version_only(tmp_path):
-    import time
 
     import lancedb
 
@@ -348,3 +348,24 @@ def test_only_the_memories_compaction_holds_back_work_behind_the_calls(store):
         maintenance.join()
         background.join()
     assert gated.calls == [False]
+
+
+def test_a_compaction_waiting_for_a_purge_holds_back_no_work_behind_the_calls(store):
+    # A purge holds the compaction lock from start to end; a maintenance round waiting for it compacts
+    # nothing yet, so the work behind the calls does not wait for it.
+    four_fragments(store)
+    with store._compaction_lock.hold():  # as a purge holds it
+        maintenance, maintained = in_thread(lambda: store.maintain(min_fragments=2))
+        time.sleep(0.3)  # the round is waiting for the compaction lock by now
+        assert not maintained.is_set()
+
+        def behind() -> None:
+            with store.behind_the_calls(), store.exclusive():
+                pass
+
+        background, background_done = in_thread(behind)
+        assert background_done.wait(COMPACTION_YIELD_SECONDS / 2)
+        background.join()
+    maintenance.join()
+    assert maintained.is_set()
+    assert len(store.list_memories(SCOPE, limit=10)) == 4

@@ -1070,3 +1070,23 @@ def test_a_call_waiting_for_a_restatements_supersede_does_not_wait_for_the_compa
         assert committed_chain(runtime, old, new) == [("superseded", new.id), ("active", None)]
     finally:
         compacting.__exit__(None, None, None)
+
+
+def test_a_remember_waiting_for_the_queue_of_supersedes_does_not_wait_for_the_compaction(
+    runtime, monkeypatch
+):
+    """Past the bound of supersedes still being committed (``MAX_SUPERSEDES_BEHIND``) a remember waits for
+    their queue: a call waiting on them, so they stop waiting for the compaction beside the writes (the
+    remember would wait for the compaction too: up to 5 s)."""
+    monkeypatch.setattr("writing.service.MAX_SUPERSEDES_BEHIND", 1)
+    old = said(runtime, ROLLBACK)
+    compacting = runtime.store._compactions_beside.running()
+    compacting.__enter__()
+    try:
+        started = time.perf_counter()
+        new = said(runtime, RESTATED)  # its supersede fills the queue: the remember waits for it
+        assert time.perf_counter() - started < 3
+        assert new.consolidation.superseded == [old.id]
+        assert committed_chain(runtime, old, new) == [("superseded", new.id), ("active", None)]
+    finally:
+        compacting.__exit__(None, None, None)
