@@ -7,6 +7,7 @@ building the runtime (store, models, pipeline) in the background and returns at 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -257,6 +258,31 @@ class MemoriaServer(MCPServer[AppState]):
             replying_to_malformed(read_stream, write_stream) as messages,
         ):
             await server.run(messages, write_stream, server.create_initialization_options())
+
+    async def run_streamable_http_async(self, **options: Any) -> None:
+        """Serve over streamable HTTP as the SDK does, with uvicorn's own logs (its access log among them)
+        on stderr like every other line the server logs: its default configuration prints the access log
+        on stdout."""
+        import uvicorn
+
+        host = options.pop("host", "127.0.0.1")
+        port = options.pop("port", 8000)
+        app = self.streamable_http_app(host=host, **options)
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level=self.settings.log_level.lower(), log_config=uvicorn_logging()
+        )
+        await uvicorn.Server(config).serve()
+
+
+def uvicorn_logging() -> dict[str, Any]:
+    """uvicorn's logging configuration with every handler writing to stderr."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    for handler in config["handlers"].values():
+        if "stream" in handler:
+            handler["stream"] = "ext://sys.stderr"
+    return config
 
 
 def build_server(

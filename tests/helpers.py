@@ -10,7 +10,7 @@ import tempfile
 import time
 import weakref
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from typing import Any
 
 import anyio
@@ -157,12 +157,16 @@ def free_port() -> int:
 
 @contextmanager
 def background_process(
-    args: list[str], env: dict[str, str], port: int, log_path: Any = None
+    args: list[str], env: dict[str, str], port: int, log_path: Any = None, stdout_path: Any = None
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Run ``args`` until the block ends, entering it once the process accepts connections on ``port``;
-    its output goes to ``log_path`` (default: a temporary file), quoted if it dies before it is up."""
-    with open(log_path, "w+b") if log_path else tempfile.TemporaryFile() as output:
-        process = subprocess.Popen(args, env={"PATH": os.defpath, **env}, stdout=output, stderr=output)
+    its output goes to ``log_path`` (default: a temporary file), quoted if it dies before it is up; its
+    stdout alone to ``stdout_path`` if given."""
+    with (
+        open(log_path, "w+b") if log_path else tempfile.TemporaryFile() as output,
+        open(stdout_path, "wb") if stdout_path else nullcontext(output) as stdout,
+    ):
+        process = subprocess.Popen(args, env={"PATH": os.defpath, **env}, stdout=stdout, stderr=output)
         try:
             deadline = time.monotonic() + TIMEOUT
             while True:
@@ -188,11 +192,17 @@ def background_process(
 
 @contextmanager
 def http_server(
-    env: dict[str, str], *, bind: str = "127.0.0.1", port: int | None = None, log_path: Any = None
+    env: dict[str, str],
+    *,
+    bind: str = "127.0.0.1",
+    port: int | None = None,
+    log_path: Any = None,
+    stdout_path: Any = None,
 ) -> Iterator[str]:
     """The real console entry point serving streamable HTTP on ``port`` (default: a free one) of ``bind``;
-    yields its loopback URL. Its stdout and stderr go to ``log_path`` if given."""
+    yields its loopback URL. Its stdout and stderr go to ``log_path`` if given (its stdout to
+    ``stdout_path`` instead, if given)."""
     port = port or free_port()
     command = [sys.executable, "-m", "server", "serve", "--http", f"{bind}:{port}"]
-    with background_process(command, env, port, log_path):
+    with background_process(command, env, port, log_path, stdout_path):
         yield f"http://127.0.0.1:{port}/mcp"

@@ -91,13 +91,17 @@ async def test_full_flow_over_stdio_on_the_offline_backend(tmp_path):
 
 
 async def test_streamable_http_transport_serves_the_same_tools(tmp_path):
-    with http_server(server_env(tmp_path / "db")) as url:
+    log, stdout = tmp_path / "server.log", tmp_path / "stdout"
+    with http_server(server_env(tmp_path / "db"), log_path=log, stdout_path=stdout) as url:
         async with Client(url, client_info=Implementation(name="http-agent", version="1")) as client:
             assert {t.name for t in (await client.list_tools()).tools} == TOOL_NAMES
             stored = await call(client, "remember", {"content": "served over streamable HTTP"})
             recalled = await call(client, "recall", {"query": "streamable HTTP"})
     assert stored["agent_id"] == "http-agent"
     assert [m["id"] for m in recalled["memories"]] == [stored["id"]]
+    # Every log line on stderr, uvicorn's access log included; nothing on stdout.
+    assert '"POST /mcp HTTP/1.1" 200' in log.read_text()
+    assert stdout.read_bytes() == b""
 
 
 # The handshake a raw client sends first.
