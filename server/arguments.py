@@ -53,6 +53,9 @@ def _describe(error: Any, limits: Mapping[str, Mapping[str, int]]) -> str:
         return (
             f"`{field}` is {len(error['input']):,} characters; at most {ctx.get('max_length'):,} are allowed"
         )
+    if kind == "too_short":
+        least = ctx.get("min_length", 1)
+        return f"`{field}` needs at least {least} {'entry' if least == 1 else 'entries'}, but has {ctx.get('actual_length', 0)}"
     if kind == "too_long":
         return (
             f"`{field}` has {ctx.get('actual_length')} entries; at most {ctx.get('max_length')} are allowed"

@@ -818,6 +818,13 @@ LIMITS = [
     ),
     (
         {},
+        "remember_many",
+        {"items": [{"content": "the only batch item"}]},
+        {"items": []},
+        "`items` needs at least 1 entry, but has 0",
+    ),
+    (
+        {},
         "remember",
         {"content": "scoped", "org_id": "o" * 128},
         {"content": "scoped", "org_id": "o" * 129},
