@@ -209,8 +209,8 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
         if record is None:
             raise ToolFailure(
                 f"no retrieval {args.retrieval_id!r} in org {scope.org_id!r} / project {scope.project_id!r} "
-                "(recalls are kept for MEMORIA_JOURNAL_RETENTION_DAYS): pass a retrieval_id returned by recall "
-                "in this scope, or pass query instead"
+                "(recalls are kept for MEMORIA_JOURNAL_RETENTION_DAYS): pass a retrieval_id returned by recall, "
+                "with the org_id and project_id that recall was given, or pass query instead"
             )
         check_visible(record, view, runtime)
     else:

@@ -141,7 +141,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         if unknown:
             raise ToolFailure(
                 f"no memory {', '.join(unknown)} in org {scope.org_id!r} / project {scope.project_id!r}; nothing "
-                "was reported. Name ids from this session's recall results (each memory's id), then report again."
+                "was reported. Name ids from this session's recall results (each memory's id), with the org_id "
+                "and project_id those recalls were given, then report again."
             )
 
     retrievals = store.session_retrievals(scope, session_id)
