@@ -330,6 +330,16 @@ def test_show_prints_a_memory_with_its_weight_history(capsys, db):
     assert "weight history:" in out and found["session_id"] in out and "1.150" in out
 
 
+def test_show_says_when_an_ephemeral_memory_expires_and_that_it_has(capsys, db, monkeypatch):
+    kept = as_json(capsys, db, "remember", "The staging build is red right now", "--tier", "ephemeral")
+    _, out, _ = memoria(capsys, db, "show", kept["id"])
+    assert re.search(rf"expires +{re.escape(kept['expires_at'])}$", out, re.MULTILINE)
+    monkeypatch.setenv("MEMORIA_EPHEMERAL_TTL_SECONDS", "0.001")
+    gone = as_json(capsys, db, "remember", "The deploy queue is paused for a minute", "--tier", "ephemeral")
+    _, out, _ = memoria(capsys, db, "show", gone["id"])
+    assert re.search(rf"expires +{re.escape(gone['expires_at'])} \(expired: recall leaves it out", out)
+
+
 def test_stats_counts_the_scope(capsys, db):
     as_json(capsys, db, "remember", "a fact about the web app", "--project", "web")
     as_json(capsys, db, "remember", "a schema file", "--kind", "artifact", "--project", "web")
