@@ -282,6 +282,32 @@ def test_a_querys_clitics_find_nothing_on_their_own(runtime):
     assert [memory.content for memory in found.memories][:1] == ["Bob's laptop runs Ubuntu 22.04."]
 
 
+def test_no_memory_is_shown_below_the_relevance_floor_the_note_names(runtime):
+    """A new user's trial: "how do I run the web tests" over ten developer facts showed three that share
+    only "web" at 0.092-0.094 under a note that said they matched above the relevance floor (0.1): they
+    passed it read against a full match of the query, and ranked far below the one real match."""
+    for text in (
+        "The web app's staging database is reset every Sunday at 23:00 UTC",
+        "We deploy the web frontend with `make deploy-web`; it needs VPN access",
+        "The billing service talks to Stripe through the webhook at /api/stripe/hooks",
+        "Run the web tests with `pnpm test --runInBand`; parallel runs flake on the DB fixtures",
+        "Feature flags live in LaunchDarkly; the project key is web-prod",
+        "The CI pipeline caches node_modules keyed by pnpm-lock.yaml",
+        "Postgres for web is version 15; do not use MERGE statements, the ORM cannot parse them",
+        "Alice owns the checkout page; ask her before changing the cart reducer",
+        "Sentry DSN for the web app is stored in the SENTRY_DSN secret in Vault",
+        "The web app uses React 18 with Vite; Next.js was rejected in March",
+    ):
+        remember(RememberInput(content=text), runtime, CALLER)
+    out = recall(RecallInput(query="how do I run the web tests"), runtime, CALLER)
+    assert [memory.content[:22] for memory in out.memories] == [
+        "Run the web tests with",
+        "We deploy the web fron",
+    ]
+    assert out.note == "2 memories matched the query above the relevance floor (0.1), fewer than top_k=10"
+    assert all(memory.score >= 0.1 for memory in out.memories)
+
+
 def test_a_recall_that_found_something_within_its_tags_says_nothing_of_them(runtime, stored):
     out = recall(RecallInput(query="postgres connection pool", tags=["db"], top_k=5), runtime, CALLER)
 

@@ -55,3 +55,18 @@ def test_the_default_floor_depends_on_what_the_relevance_is_made_of():
     assert relevance_floor_for(None, "st:all-MiniLM-L6-v2:384", reranked=True) == RERANKER_FLOOR
     assert relevance_floor_for(0.0, "hashed-v1:384", reranked=False) == 0.0  # min_fact_score overrides
     assert relevance_floor_for(0.3, "anything", reranked=True) == pytest.approx(0.3)
+
+
+def test_the_floor_keeps_out_a_memory_below_it_as_ranked_and_shown():
+    request = RecallRequest(query="q", scope=Scope("o", "p"), top_k=5, char_budget=1000, candidate_limit=15)
+    # A partial match far below the best one: relative to that best match it ranks (and recall shows it)
+    # at 0.094; read against a full match of the query it would pass (0.094 x 0.116 / 0.094 = 0.116).
+    partial = Candidate(
+        memory=memory_record("partial"), fused_score=0.094, fused_absolute=0.116, relevance_score=0.094
+    )
+    # Above the floor both ways: its shown relevance (0.2) is the lower, and is what the floor reads.
+    clear = Candidate(memory=memory_record("clear"), fused_score=0.2, fused_absolute=0.3, relevance_score=0.2)
+    assert (partial.floor_score, clear.floor_score) == (pytest.approx(0.094), pytest.approx(0.2))
+    output = MinScoreStage(0.1)(request, (clear, partial))
+    assert [c.id for c in output.candidates] == ["clear"]
+    assert output.events == (FloorApplied(0.1, 1), BelowThreshold("partial", 0.094, 0.1))
