@@ -22,7 +22,7 @@ from tools.common import (
     no_such_memory,
     view_for,
 )
-from tools.memory_views import MemoryBrief, absorbed_events
+from tools.memory_views import PURGED_PREVIEW, MemoryBrief, absorbed_events
 from writing.consolidation.report import Actor
 
 if TYPE_CHECKING:
@@ -141,7 +141,9 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     matches = [Match(id=m.id, relevance=round(relevance[m.id], 4)) for m in eligible] if args.query else []
     if not args.dry_run:  # as they are after this call
         after = (
-            {"status": "purged", "preview": "[purged]"} if args.mode == "purge" else {"status": "retracted"}
+            {"status": "purged", "preview": PURGED_PREVIEW}
+            if args.mode == "purge"
+            else {"status": "retracted"}
         )
         briefs = [brief.model_copy(update=after) for brief in briefs]
     skipped = len(targets) - len(eligible)

@@ -12,6 +12,15 @@ from storage.records import LineageEvent, MemoryRecord, Reach
 from tools.common import iso
 
 PREVIEW_CHARS = 200
+PURGED_PREVIEW = "[purged]"  # a purged memory's preview, as recall traces show it (``storage.tables``)
+
+
+def preview_of(memory: MemoryRecord) -> str:
+    """The start of a memory's content, or ``[purged]`` for a memory whose content a purge erased (as
+    ``forget`` and ``explain_ranking`` show it)."""
+    if memory.status == "purged":
+        return PURGED_PREVIEW
+    return memory.content[:PREVIEW_CHARS]
 
 
 class MemoryBrief(BaseModel):
@@ -28,7 +37,7 @@ class MemoryBrief(BaseModel):
     def of(cls, memory: MemoryRecord) -> MemoryBrief:
         return cls(
             id=memory.id,
-            preview=memory.content[:PREVIEW_CHARS],
+            preview=preview_of(memory),
             kind=memory.kind,
             agent_id=memory.agent_id,
             created_at=iso(memory.created_at),
@@ -111,7 +120,7 @@ def _link(event: LineageEvent, other_id: str, others: dict[str, MemoryRecord]) -
     other = others.get(other_id)
     return LineageLink(
         id=other_id,
-        preview=other.content[:PREVIEW_CHARS] if other else "",
+        preview=preview_of(other) if other else "",
         written_by=other.agent_id if other else "",
         written_at=iso(other.created_at) if other else "",
         action=event.action,

@@ -83,6 +83,7 @@ def test_a_purged_memorys_words_quoted_by_lineage_are_masked_and_leave_the_store
 
     from storage.records import Scope
     from tests.forensics import files_holding
+    from tools.lineage import LineageInput, lineage
 
     runtime = make_runtime(settings)
     try:
@@ -101,6 +102,13 @@ def test_a_purged_memorys_words_quoted_by_lineage_are_masked_and_leave_the_store
         events = runtime.store.lineage(Scope("default", "default"), [kept.id, revising.id])
         assert events and all("zq7SECRET" not in e.reason for e in events)
         assert next(e.reason for e in events if e.memory_id == kept.id) == "[withheld: the memory was purged]"
+        # Its lineage shows it as forget did: purged, its preview "[purged]" (not an empty string).
+        history = lineage(LineageInput(memory_id=revising.id), runtime, OWNER)
+        assert (history.memory.status, history.memory.preview) == ("purged", "[purged]")
+        assert [
+            m.memory.preview
+            for m in lineage(LineageInput(memory_id=kept.id), runtime, OWNER).replaced_by_chain
+        ] == ["[purged]"]
     finally:
         runtime.close()
     assert files_holding(Path(settings.db_uri), b"zq7SECRET") == []
