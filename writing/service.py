@@ -427,6 +427,15 @@ class WriteService:
                 f"`occurred_at` {_iso(when)} is before 1970, where placeholder dates (0001-01-01, the Unix "
                 "epoch) fall: pass when it was learned or happened, or leave it out for now"
             )
+        # An ephemeral memory expires as it decays, counted from when it happened (``retrieval.stages.decay``).
+        lasts = timedelta(seconds=limits.ephemeral_ttl_seconds)
+        if draft.protection_tier == "ephemeral" and when + lasts <= now:
+            raise WriteRefused(
+                f"an ephemeral memory that happened at {_iso(when)} expired at {_iso(when + lasts)} "
+                f"({lasts} after it happened: MEMORIA_EPHEMERAL_TTL_SECONDS), so "
+                "recall would never show it: remember it with another protection_tier, or leave occurred_at out "
+                "if it still holds now"
+            )
         digest = content_hash(text)
         home = draft.home
         record = MemoryRecord(
@@ -448,9 +457,7 @@ class WriteService:
             updated_at=now,
             embedder=self._embedder.name,
             simhash=fingerprint(text),
-            expires_at=now + timedelta(seconds=limits.ephemeral_ttl_seconds)
-            if draft.protection_tier == "ephemeral"
-            else None,
+            expires_at=when + lasts if draft.protection_tier == "ephemeral" else None,
             visibility=draft.visibility,
         )
         return Prepared(record, summary)

@@ -1,4 +1,4 @@
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -62,6 +62,36 @@ def test_the_same_content_stated_again_adds_its_tags_and_a_higher_tier_and_says_
     less = remember(RememberInput(content="Use ruff for linting"), runtime, CALLER)
     assert less.note is None
     assert runtime.store.get_memory(first.id).protection_tier == "protected"
+
+
+def test_an_ephemeral_memory_expires_counted_from_when_it_happened_as_it_decays(runtime):
+    """Its decay runs from when it happened (``occurred_at``); its expiry runs from then too. A new user's
+    trial found one dated two months back shown first at score 0.000, fully decayed, its expiry still a
+    week after the write."""
+    now = datetime.now(UTC)
+    ttl = timedelta(seconds=runtime.settings.ephemeral.ttl_seconds)  # 7 days
+    happened = now - timedelta(days=2)
+    kept = remember(
+        RememberInput(content="The demo runs at 3pm", protection_tier="ephemeral", occurred_at=happened),
+        runtime,
+        CALLER,
+    )
+    stored = runtime.store.get_memory(kept.id)
+    assert stored.expires_at == stored.created_at + ttl  # five days from now, not seven
+    long_ago = now - timedelta(days=61)
+    with pytest.raises(
+        ToolFailure, match=r"an ephemeral memory that happened at .* expired at .*: remember it"
+    ):
+        remember(
+            RememberInput(
+                content="The flaky tests are quarantined in tests/quarantine.txt",
+                protection_tier="ephemeral",
+                occurred_at=long_ago,
+            ),
+            runtime,
+            CALLER,
+        )
+    assert [m.id for m in runtime.store.list_memories(Scope("default", "default"), limit=10)] == [kept.id]
 
 
 def test_an_ephemeral_memory_stated_again_keeps_its_expiry_unless_its_author_protects_it(runtime):
