@@ -273,8 +273,8 @@ def run_load(
     trace_writes: bool = False,
     without: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """``without``: tools left out of the mix (the others keep their weights). ``rate``: calls a second from all clients together, sent when due (an open loop); None: each
-    client calls again as soon as it has its answer (a closed loop, the server saturated). ``warm_up``:
+    """``without``: tools left out of the mix (the others keep their weights). ``rate``: calls a second
+    from all clients together, sent when due (an open loop); None: each client calls again as soon as it has its answer (a closed loop, the server saturated). ``warm_up``:
     seconds of calls first, made but not counted (the first recall of each scope builds its copy).
     ``trace_writes``: the server times its write path (``benchmarks.write_probe``), over its whole life
     (warm-up included), reported as ``write_path``."""

@@ -42,7 +42,7 @@ class PendingSupersedes:
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._replaced_by: dict[str, str] = {}  # held memory -> the memory that restated it
-        self._awaited = 0  # readers waiting in ``settle`` (their supersedes no longer wait for a compaction)
+        self._awaited = 0  # calls waiting on the commits (``awaiting``): these then wait for no compaction
 
     def hold(self, loser_ids: Sequence[str], survivor_id: str) -> list[str]:
         """Hold these memories as superseded by ``survivor_id`` until ``release``; returns those held.

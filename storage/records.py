@@ -25,6 +25,7 @@ SHARED_VISIBILITIES: tuple[Visibility, ...] = ("org", "project")
 # Org-visible memories belong to no project: they live on the org's shelf, a scope whose project is this
 # (a project id a caller can never name: identifiers are never empty).
 ORG_SHELF_PROJECT = ""
+PURGED_PREVIEW = "[purged]"  # what a trace, a listing or a lineage shows of a memory a purge erased
 
 MEMORY_KINDS: tuple[MemoryKind, ...] = ("fact", "episode", "artifact")
 PROTECTION_TIERS: tuple[ProtectionTier, ...] = ("standard", "immutable", "protected", "ephemeral")

@@ -21,7 +21,7 @@ from storage.appenders import Appenders
 from storage.generations import REPORTS, WRITES, Generations, VersionWatch
 from storage.locking import COMPACTION_YIELD_SECONDS, CompactionsBeside, LogsLock, WriteLock, retrying
 from storage.pending import PendingSupersedes
-from storage.records import Reach, Scope, org_shelf, scopes_of
+from storage.records import PURGED_PREVIEW, Reach, Scope, org_shelf, scopes_of
 from storage.row_ids import RowCount, RowIds
 from storage.rows import ids_of_key, record_values, stored_retrieval, vector_of_row
 from storage.scan import scan_rows
@@ -444,9 +444,6 @@ class StoreTables:
     def one_version(self) -> AbstractContextManager[None]:
         """Reads inside the block see one version of the memories (one freshness check per request)."""
         return self._cache.one_version()
-
-
-PURGED_PREVIEW = "[purged]"  # what a trace shows of a memory purged since it was recalled
 
 
 def masked(trace: dict[str, Any], memory_ids: set[str]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from retrieval.text import has_visible_text
 from retrieval.trace import not_a_candidate, parse_trace, placement
-from storage.records import RetrievalRecord, View
+from storage.records import PURGED_PREVIEW, RetrievalRecord, View
 from tools.common import (
     Caller,
     Identifier,
@@ -315,7 +315,7 @@ def _with_lineage(
                     "status_now": memory.status if changed and memory else None,
                     "replaced_by_now": links.replaced_by.get(candidate.id) if changed else None,
                     # Purged since: what the trace quotes of it is erased (or about to be) from the store.
-                    **({"preview": "[purged]"} if purged else {}),
+                    **({"preview": PURGED_PREVIEW} if purged else {}),
                 }
             )
         )

@@ -10,7 +10,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from retrieval.text import PRECEDING_CHARS, counted, forget_cached_texts, has_visible_text
-from storage.records import MemoryRecord, Reach, Scope, stored_in
+from storage.records import PURGED_PREVIEW, MemoryRecord, Reach, Scope, stored_in
 from tools.common import (
     Caller,
     Identifier,
@@ -22,7 +22,7 @@ from tools.common import (
     no_such_memory,
     view_for,
 )
-from tools.memory_views import PURGED_PREVIEW, MemoryBrief, absorbed_events
+from tools.memory_views import MemoryBrief, absorbed_events
 from writing.consolidation.report import Actor
 
 if TYPE_CHECKING:

@@ -8,11 +8,10 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from storage.records import LineageEvent, MemoryRecord, Reach
+from storage.records import PURGED_PREVIEW, LineageEvent, MemoryRecord, Reach
 from tools.common import iso
 
 PREVIEW_CHARS = 200
-PURGED_PREVIEW = "[purged]"  # a purged memory's preview, as recall traces show it (``storage.tables``)
 
 
 def preview_of(memory: MemoryRecord) -> str:
