@@ -860,7 +860,7 @@ def expiry(expires_at: str | None) -> str | None:
     if expires_at is None:
         return None
     if datetime.fromisoformat(expires_at) <= datetime.now(UTC):
-        return f"{expires_at} (expired: recall leaves it out; the next maintenance round retracts it)"
+        return f"{expires_at} (expired: recall and listings leave it out; the next maintenance round retracts it)"
     return expires_at
 
 

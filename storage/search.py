@@ -232,7 +232,7 @@ class MemorySearch(StoreTables):
         window: TimeWindow | None = None,
         episode_id: str | None = None,
     ) -> list[MemoryRecord]:
-        """One page of the scope's active memories (of ``window``'s time, if given), newest first (by ``created_at``, then id, descending):
+        """One page of the scope's active, unexpired memories (of ``window``'s time, if given), newest first (by ``created_at``, then id, descending):
         the ``limit`` that come after ``before`` (the last one of the previous page) in that order. A memory
         written after the listing began comes before the first page, so no page repeats one."""
         where = _Filter.of(
@@ -243,10 +243,15 @@ class MemorySearch(StoreTables):
             held=self._pending.held(),
         )
 
+        now = datetime.now(UTC)
+
         def wanted(record: MemoryRecord) -> bool:
             at = utc(record.created_at)
             return (
                 record.status == "active"
+                and not record.past_expiry(
+                    now
+                )  # retracted by the next maintenance round; recall skips it too
                 and where.sees(record)
                 and (agent_id is None or record.agent_id == agent_id)
                 and (tag is None or tag in record.tags)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
@@ -16,6 +16,9 @@ from storage.scan import scan, scan_rows, utc
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
+
+# The status stats give an active memory past its expiry (ephemeral tier) until maintenance retracts it.
+EXPIRED = "expired"
 
 
 @dataclass(frozen=True)
@@ -56,9 +59,25 @@ def scope_stats(store: MemoryStore, scope: Scope) -> ScopeStats:
     rows = scan_rows(
         tables[schema.MEMORIES],
         where,
-        ["id", "status", "kind", "protection_tier", "embedder", "agent_id", "weight", "created_at"],
+        [
+            "id",
+            "status",
+            "kind",
+            "protection_tier",
+            "embedder",
+            "agent_id",
+            "weight",
+            "created_at",
+            "expires_at",
+        ],
     )
     memories = list({row["id"]: row for row in rows}.values())  # a retried write may have left a twin row
+    now = datetime.now(UTC)
+    for row in memories:
+        # An ephemeral memory past its expiry is out of recall and listings already; the next maintenance
+        # round retracts it. Counted as "expired" until then, not as active.
+        if row["status"] == "active" and row["expires_at"] is not None and utc(row["expires_at"]) <= now:
+            row["status"] = EXPIRED
     active = [row for row in memories if row["status"] == "active"]
     weights = [float(row["weight"]) for row in active]
     created = [row["created_at"] for row in memories]
@@ -72,7 +91,11 @@ def scope_stats(store: MemoryStore, scope: Scope) -> ScopeStats:
         by_status=_count(row["status"] for row in memories),
         by_kind=_count(row["kind"] for row in active),
         by_tier=_count(row["protection_tier"] for row in active),
-        by_embedder=_count(row["embedder"] for row in memories if row["status"] in CONTENT_STATUSES),
+        by_embedder=_count(
+            row["embedder"]
+            for row in memories
+            if row["status"] in CONTENT_STATUSES or row["status"] == EXPIRED
+        ),
         active_ids=tuple(sorted(row["id"] for row in active)),
         agents=len({row["agent_id"] for row in active}),
         episodes=_rows(tables[schema.EPISODES], where),

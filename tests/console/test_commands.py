@@ -337,7 +337,9 @@ def test_show_says_when_an_ephemeral_memory_expires_and_that_it_has(capsys, db, 
     monkeypatch.setenv("MEMORIA_EPHEMERAL_TTL_SECONDS", "0.001")
     gone = as_json(capsys, db, "remember", "The deploy queue is paused for a minute", "--tier", "ephemeral")
     _, out, _ = memoria(capsys, db, "show", gone["id"])
-    assert re.search(rf"expires +{re.escape(gone['expires_at'])} \(expired: recall leaves it out", out)
+    assert re.search(
+        rf"expires +{re.escape(gone['expires_at'])} \(expired: recall and listings leave it out", out
+    )
 
 
 def test_stats_counts_the_scope(capsys, db):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -38,3 +39,19 @@ def test_stats_count_one_scope_by_status_and_the_active_ones_by_kind_and_tier(st
     assert census.by_embedder == {"emb": 3, "other": 1}
     assert census.active_ids == ("a", "b", "c")
     assert census.agents == 1 and census.weights.moved == 0 and census.episodes == 0
+
+
+def test_an_ephemeral_memory_past_its_expiry_counts_as_expired_not_active_until_maintenance(store):
+    now = datetime.now(UTC)
+    store.insert_many(
+        [
+            new("a", "alpha"),
+            new("soon", "beta", protection_tier="ephemeral", expires_at=now + timedelta(days=1)),
+            new("past", "gamma", protection_tier="ephemeral", expires_at=now - timedelta(seconds=1)),
+        ]
+    )
+    census = scope_stats(store, SCOPE)
+    assert census.by_status == {"active": 2, "expired": 1}
+    assert census.active_ids == ("a", "soon")
+    assert census.by_tier == {"standard": 1, "ephemeral": 1}
+    assert census.by_embedder == {"emb": 3}  # its content and vector are still there to re-embed

@@ -433,6 +433,18 @@ def test_scopes_lists_every_scope_with_active_memories(store):
     assert store.scopes() == [Scope("acme", "web"), Scope("globex", "api")]
 
 
+def test_a_listing_leaves_out_an_ephemeral_memory_past_its_expiry_as_recall_does(store):
+    now = datetime.now(UTC)
+    store.insert_many(
+        [
+            new("kept", "alpha"),
+            new("soon", "beta", protection_tier="ephemeral", expires_at=now + timedelta(days=1)),
+            new("past", "gamma", protection_tier="ephemeral", expires_at=now - timedelta(seconds=1)),
+        ]
+    )
+    assert {m.id for m in store.list_memories(SCOPE, limit=10)} == {"kept", "soon"}
+
+
 def test_an_attestation_is_recorded_once_per_other_agent(store):
     stored, _ = store.insert_memory(new("m1", "shared conclusion", agent_id="author"))
     assert store.add_attestation(stored, "author", "s", NOW) is False
