@@ -18,6 +18,7 @@ from storage.records import (
     Audience,
     EpisodeMemberStub,
     MemoryRecord,
+    MemoryStatus,
     Reach,
     Scope,
     SearchHit,
@@ -231,10 +232,15 @@ class MemorySearch(StoreTables):
         kind: str | None = None,
         window: TimeWindow | None = None,
         episode_id: str | None = None,
+        statuses: Sequence[MemoryStatus] = ("active",),
+        expired: bool = False,
     ) -> list[MemoryRecord]:
-        """One page of the scope's active, unexpired memories (of ``window``'s time, if given), newest first (by ``created_at``, then id, descending):
-        the ``limit`` that come after ``before`` (the last one of the previous page) in that order. A memory
-        written after the listing began comes before the first page, so no page repeats one."""
+        """One page of the scope's active, unexpired memories (of ``window``'s time, if given), newest
+        first (by ``created_at``, then id, descending): the ``limit`` that come after ``before`` (the last
+        one of the previous page) in that order. A memory written after the listing began comes before the
+        first page, so no page repeats one. An active memory past its expiry is left out, as recall leaves
+        it out until maintenance retracts it, unless ``expired``; ``statuses`` other than active are for a
+        purge, which erases the text of inactive memories too."""
         where = _Filter.of(
             reach,
             [kind] if kind else None,
@@ -248,10 +254,8 @@ class MemorySearch(StoreTables):
         def wanted(record: MemoryRecord) -> bool:
             at = utc(record.created_at)
             return (
-                record.status == "active"
-                and not record.past_expiry(
-                    now
-                )  # retracted by the next maintenance round; recall skips it too
+                record.status in statuses
+                and (expired or not record.past_expiry(now))
                 and where.sees(record)
                 and (agent_id is None or record.agent_id == agent_id)
                 and (tag is None or tag in record.tags)
@@ -270,11 +274,12 @@ class MemorySearch(StoreTables):
             return found[:limit]
 
         def scope_page(scope: Scope) -> list[MemoryRecord]:
-            with self._cache.reading(scope) as copy:
-                if copy is not None:
-                    return page(copy.records.values())
+            if tuple(statuses) == ("active",):  # a scope copy holds the active memories only
+                with self._cache.reading(scope) as copy:
+                    if copy is not None:
+                        return page(copy.records.values())
             condition = filters.all_of(
-                self._active_in(scope, where),
+                self._active_in(scope, where, statuses),
                 filters.equals("agent_id", agent_id) if agent_id is not None else None,
                 filters.equals("episode_id", episode_id) if episode_id is not None else None,
                 filters.at_or_before("created_at", before[0]) if before is not None else None,
@@ -315,12 +320,15 @@ class MemorySearch(StoreTables):
         return list(unique.values())
 
     @staticmethod
-    def _active_in(scope: Scope, where: _Filter) -> Expr:
-        """The active memories of ``scope`` that ``where`` keeps, as a LanceDB filter."""
+    def _active_in(scope: Scope, where: _Filter, statuses: Sequence[MemoryStatus] = ("active",)) -> Expr:
+        """The active memories (or those of ``statuses``) of ``scope`` that ``where`` keeps, as a LanceDB
+        filter."""
         kinds, tags, window = where.kinds, where.tags, where.window
         return filters.all_of(
             filters.scope_is(scope),
-            filters.equals("status", "active"),
+            filters.equals("status", statuses[0])
+            if len(statuses) == 1
+            else filters.one_of("status", statuses),
             filters.none_of("id", where.held) if where.held else None,
             filters.visible_to(where.viewer) if where.viewer is not None else None,
             filters.of_audience(where.audience) if where.audience is not None else None,

@@ -10,7 +10,15 @@ import anyio
 from pydantic import BaseModel, Field
 
 from retrieval.text import PRECEDING_CHARS, counted, forget_cached_texts, has_visible_text
-from storage.records import PURGED_PREVIEW, MemoryRecord, Reach, Scope, stored_in
+from storage.records import (
+    CONTENT_STATUSES,
+    PURGED_PREVIEW,
+    MemoryRecord,
+    MemoryStatus,
+    Reach,
+    Scope,
+    stored_in,
+)
 from tools.common import (
     Caller,
     Identifier,
@@ -88,14 +96,17 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     left_matching: str | None = None  # by query: the note on what matches as closely and is left
     if args.tag is not None:
         at_once = TAGGED_AT_ONCE[args.mode]
-        tagged = store.list_memories(view, limit=at_once + 1, tag=args.tag)
+        # Memories past their expiry too (active until maintenance retracts them), and for a purge the
+        # inactive ones whose text is still stored: a purge by tag leaves none of that tag's text behind.
+        statuses: tuple[MemoryStatus, ...] = CONTENT_STATUSES if args.mode == "purge" else ("active",)
+        tagged = store.list_memories(view, limit=at_once + 1, tag=args.tag, statuses=statuses, expired=True)
         targets = tagged[:at_once]
         if not targets:
             return ForgetOutput(
                 mode=args.mode,
                 dry_run=args.dry_run,
                 forgotten=[],
-                note=f"nothing was forgotten: no active memory has the tag {args.tag!r}",
+                note=f"nothing was forgotten: no {'memory' if args.mode == 'purge' else 'active memory'} has the tag {args.tag!r}",
             )
     elif args.memory_id is not None:
         memory = store.get_memory(args.memory_id, view)

@@ -78,6 +78,41 @@ def test_the_result_lists_memories_as_they_are_after_the_call_and_a_second_purge
     assert runtime.store.get_memory(kept).status == "purged"
 
 
+def test_a_purge_by_tag_erases_that_tags_expired_and_retracted_memories_too(settings):
+    """A review found a purge by tag saying every memory with the tag was purged while it skipped an
+    ephemeral one past its expiry (not yet retracted by maintenance), whose text then stayed on disk; a
+    retracted one's text was never reached either. A retraction by tag takes the expired one too."""
+    import time
+    from pathlib import Path
+
+    from tests.forensics import files_holding
+
+    runtime = make_runtime(settings.replace(ephemeral_ttl_seconds=1.0))
+    try:
+        lapsing = remember(
+            RememberInput(content="door code zq7EXPIRED", tags=["secret"], protection_tier="ephemeral"),
+            runtime,
+            OWNER,
+        ).id
+        retracted = remember(
+            RememberInput(content="vault pin zq7RETRACTED", tags=["secret"]), runtime, OWNER
+        ).id
+        forget(ForgetInput(memory_id=retracted), runtime, OWNER)
+        standing = remember(RememberInput(content="wifi key zq7ACTIVE", tags=["secret"]), runtime, OWNER).id
+        time.sleep(1.2)  # the ephemeral memory's time runs out; no maintenance round retracts it
+        shown = forget(ForgetInput(tag="secret"), runtime, OWNER)  # a retraction, shown first
+        assert {m.id for m in shown.forgotten} == {lapsing, standing}
+        purged = forget(ForgetInput(tag="secret", mode="purge", dry_run=False), runtime, OWNER)
+        assert {m.id for m in purged.forgotten} == {lapsing, retracted, standing}
+        assert purged.note == "3 memories tagged 'secret' purged"
+        assert {runtime.store.get_memory(m).status for m in (lapsing, retracted, standing)} == {"purged"}
+        again = forget(ForgetInput(tag="secret", mode="purge", dry_run=False), runtime, OWNER)
+        assert again.note == "nothing was forgotten: no memory has the tag 'secret'"
+    finally:
+        runtime.close()
+    assert files_holding(Path(settings.db_uri), b"zq7") == []
+
+
 def test_a_purged_memorys_words_quoted_by_lineage_are_masked_and_leave_the_store_files(settings):
     from pathlib import Path
 
