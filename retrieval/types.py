@@ -109,8 +109,8 @@ class Candidate:
 
     @property
     def floor_score(self) -> float:
-        """The relevance the floor compares: the lower of ``relevance_score`` (what ranks it and what recall
-        shows) and the same with the fused part read on the absolute scale (``fused_absolute``), when
+        """The relevance the floor compares: the lower of ``relevance_score`` (what ranks it; recall shows it
+        after age decay, boosts and weights) and the same with the fused part read on the absolute scale (``fused_absolute``), when
         there is one and no reranker scored the candidate. The absolute scale keeps a weak best match out
         (read against the best match found, it would count as a full one); the lower of the two keeps out
         a memory that a much better match leaves below the floor as shown (a new user read "5 memories

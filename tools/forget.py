@@ -61,7 +61,9 @@ class ForgetInput(ScopeArgs):
 
 class Match(BaseModel):
     id: str
-    relevance: float = Field(description="How closely it matches the query, [0, 1] (as recall scores it).")
+    relevance: float = Field(
+        description="How closely it matches the query, [0, 1] (as the relevance floor reads it)."
+    )
 
 
 class ForgetOutput(BaseModel):
@@ -260,10 +262,11 @@ def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) 
 
 
 def best_matches(runtime: Runtime, scope: Reach, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:
-    """The active memories that match ``query`` best, with their relevance: the fused score with a
-    full-text match read against a full match of the query, as the relevance floor reads it (where the
-    index keeps no term statistics, against the best match). Ranking reads BM25 against the best match,
-    which can order two candidates the other way: the pool is three times ``limit``, ordered by this
+    """The active memories that match ``query`` best, with their relevance as the relevance floor reads
+    it (``Candidate.floor_score``): the lower of the fused score with a full-text match read against the
+    best match (as ranking reads it) and against a full match of the query (where the index keeps term
+    statistics), so nothing is forgotten that recall scores below ``forget_min_relevance``. The two
+    readings can order two candidates either way: the pool is three times ``limit``, ordered by this
     relevance, so that the closest match is never left out behind one that ranks higher. A memory is
     judged by what it says, not by its episode's context: a weak match between two strong ones stays."""
     fused, _ = runtime.pipeline.candidate_search.search(
@@ -272,7 +275,9 @@ def best_matches(runtime: Runtime, scope: Reach, query: str, limit: int) -> list
     scored = [
         (
             candidate.memory,
-            candidate.fused_absolute if candidate.fused_absolute is not None else candidate.fused_score,
+            min(candidate.fused_score, candidate.fused_absolute)
+            if candidate.fused_absolute is not None
+            else candidate.fused_score,
         )
         for candidate in fused
     ]

@@ -314,8 +314,20 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
         return f"{NOTHING_MATCHED}: no memory matched the query{above}"
     return (
         f"{direct} memor{'y' if direct == 1 else 'ies'} matched the query{above}, fewer than top_k={top_k}"
+        + _scored_below(result, floor)
         + by_passes
     )
+
+
+def _scored_below(result: RecallResult, floor: float | None) -> str:
+    """The floor reads how well a memory matches; its score shown is after age decay, feedback weights and
+    the instruction flag, which may put a good match below the floor (an ephemeral memory 6 days old)."""
+    below = sum(
+        1 for c in result.in_context if c.source == "direct" and round(c.final_score, 6) < (floor or 0)
+    )
+    which = "it is" if below == 1 else f"{below} of them are"
+    after = "age decay, feedback weights or the instruction flag: explain_ranking shows by how much"
+    return f" ({which} scored below it after {after})" if below else ""
 
 
 def text_of(out: RecallOutput) -> str:

@@ -61,6 +61,28 @@ def test_forget_by_query_judges_a_memory_by_what_it_says_not_by_its_episode(tmp_
     assert walks.score > 0.5
 
 
+def test_forget_by_query_reads_relevance_as_the_floor_does_and_takes_nothing_recall_scores_below_it(runtime):
+    """A review: the long memory below shares the query's words with much else; recall scores it 0.44
+    (its BM25 read against the best match, lower than against a full match of the query), yet forget read
+    0.67 and took it at forget's floor of 0.5."""
+    exact = remember(
+        RememberInput(content="Staging deploy: staging deploy staging deploy"), runtime, OWNER
+    ).id
+    long = remember(
+        RememberInput(
+            content="The staging deploy needs VPN access, and the release manager signs off on it after the "
+            "nightly integration run on Jenkins finishes and the dashboards stay green for an hour"
+        ),
+        runtime,
+        OWNER,
+    ).id
+    remember(RememberInput(content="The office cat is called Miso"), runtime, OWNER)
+    shown = {m.id: m.score for m in recall(RecallInput(query="staging deploy"), runtime, OWNER).memories}
+    assert shown[long] < runtime.settings.forget_min_relevance <= shown[exact]
+    matched = forget(ForgetInput(query="staging deploy", max_memories=3, dry_run=True), runtime, OWNER)
+    assert [(m.id, m.relevance) for m in matched.matches] == [(exact, round(shown[exact], 4))]
+
+
 def test_the_result_lists_memories_as_they_are_after_the_call_and_a_second_purge_erases_nothing(runtime):
     kept = remember(RememberInput(content="the billing database is backed up nightly"), runtime, OWNER).id
     purged = remember(RememberInput(content="the staging password is hunter2"), runtime, OWNER).id

@@ -1,4 +1,5 @@
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -306,6 +307,29 @@ def test_no_memory_is_shown_below_the_relevance_floor_the_note_names(runtime):
     ]
     assert out.note == "2 memories matched the query above the relevance floor (0.1), fewer than top_k=10"
     assert all(memory.score >= 0.1 for memory in out.memories)
+
+
+def test_the_note_says_when_age_decay_scored_a_match_below_the_floor(runtime):
+    """A review: an ephemeral memory that happened 6.5 days ago matches well (relevance above 0.9) and is
+    shown at 0.5^(6.5 / 2) of that, under 0.1, beside a note saying it matched above the floor (0.1)."""
+    happened = datetime.now(UTC) - timedelta(days=6, hours=12)
+    remember(
+        RememberInput(
+            content="The staging deploy is frozen until the release ships",
+            protection_tier="ephemeral",
+            occurred_at=happened,
+        ),
+        runtime,
+        CALLER,
+    )
+    remember(RememberInput(content="The office cat is called Miso"), runtime, CALLER)
+    out = recall(RecallInput(query="is the staging deploy frozen"), runtime, CALLER)
+    [shown] = out.memories
+    assert shown.score < 0.1
+    assert out.note == (
+        "1 memory matched the query above the relevance floor (0.1), fewer than top_k=10 (it is scored below "
+        "it after age decay, feedback weights or the instruction flag: explain_ranking shows by how much)"
+    )
 
 
 def test_a_recall_that_found_something_within_its_tags_says_nothing_of_them(runtime, stored):
