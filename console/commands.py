@@ -854,14 +854,16 @@ def ui_command(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def expiry(expires_at: str | None) -> str | None:
+def expiry(expires_at: str | None, status: str) -> str | None:
     """When an ephemeral memory expires, and whether it has: recall leaves it out from then, and the next
-    maintenance round retracts it."""
+    maintenance round retracts it (if it is still active)."""
     if expires_at is None:
         return None
-    if datetime.fromisoformat(expires_at) <= datetime.now(UTC):
-        return f"{expires_at} (expired: recall and listings leave it out; the next maintenance round retracts it)"
-    return expires_at
+    if datetime.fromisoformat(expires_at) > datetime.now(UTC):
+        return expires_at
+    if status != "active":
+        return f"{expires_at} (expired)"
+    return f"{expires_at} (expired: recall and listings leave it out; the next maintenance round retracts it)"
 
 
 def show_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -887,7 +889,7 @@ def show_command(args: argparse.Namespace, settings: Settings) -> int:
                 result.status + (f" (replaced by {result.replaced_by})" if result.replaced_by else ""),
             ),
             ("written", f"{result.created_at} by {result.agent_id}, session {result.session_id}"),
-            ("expires", expiry(result.expires_at)),
+            ("expires", expiry(result.expires_at, result.status)),
             ("episode", result.episode_id),
             ("tags", ", ".join(result.tags) or None),
             ("weight", result.weight),

@@ -448,9 +448,20 @@ def placement(entry: dict[str, Any]) -> str:
 
 
 def not_a_candidate(memory: MemoryRecord, recalled_at: datetime, trace: dict[str, Any], embedder: str) -> str:
-    """Why ``memory`` is not among a traced recall's candidates: not active, stored later, found but below
-    the relevance floor, or ranked below both search legs' limits (only full-text search when another
-    embedder made its vector)."""
+    """Why ``memory`` is not among a traced recall's candidates: past its expiry (ephemeral), not active,
+    stored later, found but below the relevance floor, or ranked below both search legs' limits (only
+    full-text search when another embedder made its vector)."""
+    expires = memory.expires_at
+    # Expired before the recall: still active until a maintenance round retracts it, or retracted by it.
+    if (
+        expires is not None
+        and expires <= recalled_at
+        and (memory.status == "active" or expires <= memory.updated_at)
+    ):
+        return (
+            f"{memory.id} is an ephemeral memory that expired at {expires.astimezone(UTC).isoformat(timespec='seconds').replace('+00:00', 'Z')}, before this retrieval "
+            "ran: recall leaves out memories past their expiry"
+        )
     if memory.status != "active":
         return f"{memory.id} is {memory.status}: only active memories are searched"
     if memory.created_at > recalled_at:

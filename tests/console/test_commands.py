@@ -340,6 +340,10 @@ def test_show_says_when_an_ephemeral_memory_expires_and_that_it_has(capsys, db, 
     assert re.search(
         rf"expires +{re.escape(gone['expires_at'])} \(expired: recall and listings leave it out", out
     )
+    # Once it is no longer active, nothing is left for maintenance to retract (a review: a purged one said so).
+    memoria(capsys, db, "forget", gone["id"], "--purge", "--yes")
+    _, out, _ = memoria(capsys, db, "show", gone["id"])
+    assert re.search(rf"expires +{re.escape(gone['expires_at'])} \(expired\)$", out, re.MULTILINE)
 
 
 def test_stats_counts_the_scope(capsys, db):

@@ -1,6 +1,6 @@
 import pytest
 
-from tests.helpers import ALL_STAGES
+from tests.helpers import ALL_STAGES, make_runtime
 from tools.common import Caller, ToolFailure
 from tools.explain_ranking import ExplainRankingInput, explain_ranking
 from tools.recall import RecallInput, recall
@@ -236,6 +236,31 @@ def test_a_neighbourhood_weight_of_zero_lends_nothing(settings):
         assert all(c.scores.neighbourhood == 0.0 and c.neighbourhood_of is None for c in out.candidates)
     finally:
         runtime.close()
+
+
+def test_an_ephemeral_memory_past_its_expiry_is_explained_as_expired(settings):
+    """A review: the one memory that matches, expired a moment before (not yet retracted by maintenance),
+    was explained as ranked below both search legs' limits."""
+    import time
+
+    runtime = make_runtime(settings.replace(ephemeral_ttl_seconds=1.0))
+    try:
+        lapsed = remember(
+            RememberInput(content="The staging deploy is frozen", protection_tier="ephemeral"),
+            runtime,
+            CALLER,
+        )
+        time.sleep(1.2)
+        explained = explain_ranking(
+            ExplainRankingInput(query="staging deploy frozen", memory_id=lapsed.id), runtime, CALLER
+        )
+    finally:
+        runtime.close()
+    assert explained.candidates == []
+    assert explained.notes == [
+        f"{lapsed.id} is an ephemeral memory that expired at {lapsed.expires_at}, before this retrieval ran: "
+        "recall leaves out memories past their expiry"
+    ]
 
 
 def test_a_memory_the_relevance_floor_left_out_is_explained_as_found_below_it(runtime, ids):
