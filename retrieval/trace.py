@@ -355,6 +355,15 @@ def window_to_dict(window: TimeWindow | None, source: str | None = None) -> dict
     return {"since": iso(window.since), "until": iso(window.until), "from": source}
 
 
+def floor_compared(candidate: Candidate) -> float | None:
+    """What the relevance floor compared for a direct match: its floor score before the instruction stage
+    (which runs after the floor) scaled it; None for an episode sibling, which the floor never reads."""
+    if candidate.source != "direct":
+        return None
+    factor = candidate.instruction_factor
+    return candidate.floor_score / factor if factor > 0 else candidate.floor_score
+
+
 def event_to_dict(event: TraceEvent) -> dict[str, Any]:
     return {"event": type(event).__name__, **asdict(event)}
 
@@ -389,7 +398,7 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
             "attribution": candidate.attribution_factor,
             "instruction_factor": candidate.instruction_factor,
             "relevance": candidate.relevance_score,
-            "floor": candidate.floor_score,
+            "floor": floor_compared(candidate),
             "corroboration_boost": candidate.corroboration_boost,
             "decay": candidate.decay_factor,
             "feedback_weight": candidate.feedback_weight,

@@ -57,8 +57,8 @@ class StageScores(BaseModel):
     )
     fused_absolute: float | None = Field(
         None,
-        description="The same with bm25 / the bm25 of a full match of the query (capped at 1): what the "
-        "relevance floor compares, so that the best of weak matches is still filler; null when the "
+        description="The same with bm25 / the bm25 of a full match of the query (capped at 1): the floor "
+        "reads the lower of this and fused, so that the best of weak matches is still filler; null when the "
         "full-text index keeps no term statistics.",
     )
     rerank: float | None = Field(
@@ -74,11 +74,11 @@ class StageScores(BaseModel):
     )
     relevance: float = Field(
         description="(rerank if it ran, else fused) x attribution x instruction_factor (0 for an episode sibling); "
-        "the floor reads it with fused_absolute in place of fused."
+        "the floor reads it before instruction_factor, with the lower of fused and fused_absolute."
     )
     floor: float | None = Field(
         None,
-        description="What the relevance floor compared: relevance with fused_absolute in place of fused.",
+        description="What the relevance floor compared (see relevance); null for an episode sibling.",
     )
     corroboration_boost: float = Field(
         0.0, description="log2(1 + corroborating agents) x 0.1, added to relevance before feedback weighting."

@@ -1,8 +1,9 @@
 """Stage: the relevance floor (``min_fact_score``). A candidate whose relevance is below the floor never
 enters the context: recall returns fewer than top_k memories, or none, rather than filler. Each one dropped
 is traced with its score and the floor. The score compared is ``Candidate.floor_score``: the lower of the
-relevance with BM25 read against a full match of the query (absolute) and the relevance ranking uses and
-recall shows (BM25 read against the best match).
+relevance with BM25 read against a full match of the query (absolute) and the relevance ranking uses
+(BM25 read against the best match). The instruction flag, age decay, boosts and feedback weights come after
+the floor: recall's note says when they put a match that passed it below it as shown.
 
 The default floor depends on what the relevance is made of (``relevance_floor_for``): fused scores of the
 offline hashed vectors and BM25, fused scores of a sentence-transformers model and BM25, or a reranker's.
