@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from storage import inspection
-from storage.records import SHARED_ONLY, AbLogRow, MemoryRecord, Scope, View, WeightEvent
+from storage.records import PURGED_PREVIEW, SHARED_ONLY, AbLogRow, MemoryRecord, Scope, View, WeightEvent
 from storage.stats import scope_stats
 from tools.common import AggregationView, Caller, Progress, Runtime, aggregation_view, iso, no_progress
 from tools.drift import DriftInput, DriftOutput, drift
@@ -383,7 +383,11 @@ def _history(
 
 
 def _preview(memory: MemoryRecord | None) -> str:
-    return memory.content[:PREVIEW_CHARS] if memory is not None else ""
+    """Its first words; "[purged]" once its text was erased, as every other view shows it; "" when it is
+    not in the store (the page says so)."""
+    if memory is None:
+        return ""
+    return PURGED_PREVIEW if memory.status == "purged" else memory.content[:PREVIEW_CHARS]
 
 
 # ---------------------------------------------------------------------------------------- drift

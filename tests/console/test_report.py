@@ -185,6 +185,18 @@ def test_weight_history_starts_at_neutral_and_follows_each_report(runtime, sampl
 
 
 @pytest.mark.slow
+def test_a_purged_memory_is_shown_as_purged_not_as_missing(runtime, sample):
+    from tools.forget import ForgetInput, forget
+
+    forget(ForgetInput(memory_id=sample.ids["port"], mode="purge"), runtime, caller("ses_w"))
+    feedback = build_report(runtime, SCOPE).feedback
+    [port] = [h for h in feedback.weight_histories if h.id == sample.ids["port"]]
+    assert (port.status, port.preview) == ("purged", "[purged]")
+    page = render_report(build_report(runtime, SCOPE))
+    assert "not in the store" not in page and "postgres runs on port" not in page
+
+
+@pytest.mark.slow
 def test_most_moved_limits_the_memories_shown(runtime, sample):
     feedback = build_report(runtime, SCOPE, most_moved=1).feedback
     assert [h.id for h in feedback.weight_histories] == [sample.ids["pool"]]
