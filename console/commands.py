@@ -392,7 +392,7 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
 def _empty_recall(args: argparse.Namespace, result: Any) -> str:
     """Why a recall placed nothing in its context: its query was gated, nothing relevant was found within
     its limits, or what matched did not fit (the budget, or the language model's passes: the note)."""
-    from tools.recall import NOTHING_MATCHED
+    from tools.recall_notes import NOTHING_MATCHED
 
     if result.gated:
         return f"memory was not searched: {result.gate_reason}"

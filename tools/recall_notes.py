@@ -1,0 +1,62 @@
+"""What recall says when it places fewer than ``top_k`` memories: none matched above the relevance floor,
+the LLM passes left some out, or char_budget had no room; and when age decay, feedback weights or the
+instruction flag put a match that passed the floor below it as scored."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from retrieval.pipeline import RecallResult
+
+# How the note begins when memories matched but the LLM passes at assembly left none in the context.
+EMPTIED_BY_PASSES = "nothing left in the context"
+# How the note begins when no memory matched at all (any other note with an empty context says why the
+# memories that matched were not placed: the char_budget, or the LLM passes).
+NOTHING_MATCHED = "nothing relevant was found"
+
+
+def shortfall_note(result: RecallResult, top_k: int) -> str | None:
+    """What to say when fewer than ``top_k`` memories matched the query, or fewer were placed than matched
+    (None when top_k were placed)."""
+    direct = sum(1 for candidate in result.in_context if candidate.source == "direct")
+    if direct >= top_k:
+        return None
+    floor = result.trace.relevance_floor
+    above = f" above the relevance floor ({floor:g})" if floor is not None else ""
+    left_out = sum(1 for c in result.candidates if c.dropped is not None and c.source == "direct")
+    by_passes = (
+        f"; the language model's context or fact selection left out {left_out} more" if left_out else ""
+    )
+    from retrieval.stages.assembly import left_out_for_room  # (numpy: not before the handshake)
+
+    no_room = left_out_for_room(result.candidates)
+    if no_room:
+        chosen = direct + no_room
+        fitted = f"none of the {chosen}" if not direct else f"only {direct} of the {chosen}"
+        return (
+            f"{fitted} memories chosen for the context (the best matches{above}, up to top_k={top_k}) fit "
+            f"in char_budget={result.trace.char_budget}: raise char_budget to see "
+            + ("them" if not direct else f"the other {no_room}")
+            + by_passes
+        )
+    if not result.in_context:
+        if left_out:
+            return f"{EMPTIED_BY_PASSES}: the language model's context or fact selection left out all {left_out} memories that matched"
+        return f"{NOTHING_MATCHED}: no memory matched the query{above}"
+    return (
+        f"{direct} memor{'y' if direct == 1 else 'ies'} matched the query{above}, fewer than top_k={top_k}"
+        + _scored_below(result, floor)
+        + by_passes
+    )
+
+
+def _scored_below(result: RecallResult, floor: float | None) -> str:
+    """The floor reads how well a memory matches; its score shown is after age decay, feedback weights and
+    the instruction flag, which may put a good match below the floor (an ephemeral memory 6 days old)."""
+    below = sum(
+        1 for c in result.in_context if c.source == "direct" and round(c.final_score, 6) < (floor or 0)
+    )
+    which = "it is" if below == 1 else f"{below} of them are"
+    after = "age decay, feedback weights or the instruction flag: explain_ranking shows by how much"
+    return f" ({which} scored below it after {after})" if below else ""
