@@ -10,7 +10,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from retrieval.text import content_terms, light_stem, negated, negating_word, without_negations
+from retrieval.text import (
+    SWAP_MAX_WORDS,
+    content_terms,
+    light_stem,
+    negated,
+    negating_word,
+    swapped_spans,
+    without_negations,
+    word_tokens,
+)
 
 DEFAULT_OPPOSITIONS: tuple[tuple[str, str], ...] = (
     ("enabled", "disabled"),
@@ -54,11 +63,13 @@ def detect_contradictions(
     threshold: float = 0.5,
     max_word_frequency: int = 500,
     negations: bool = True,
+    swaps: bool = True,
 ) -> list[Contradiction]:
     """Pairs asserting opposite terms whose remaining words overlap by Jaccard >= ``threshold``, and with
-    ``negations`` the pairs one of which negates the other's words (``negated_pairs``). That look tokenises
-    every memory given (the opposite terms are found by a cheap scan first): the write path asks it of a
-    memory and its neighbours, a pass over a whole scope does not."""
+    ``negations`` the pairs one of which negates the other's words (``negated_pairs``), with ``swaps`` those
+    that say the same words with two parts in each other's place (``swapped_pairs``). Those two looks
+    tokenise every memory given (the opposite terms are found by a cheap scan first): the write path asks
+    them of a memory and its neighbours, a pass over a whole scope does not."""
     stems = {light_stem(word): word for pair in oppositions for word in pair}
     # A cheap prefilter on the raw text: only memories that may contain an opposition word are tokenised.
     mentions = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, stems), key=len, reverse=True)) + ")")
@@ -109,11 +120,37 @@ def detect_contradictions(
                     found[key] = Contradiction(
                         first.id, second.id, older_term, newer_term, round(similarity, 6)
                     )
-    for contradiction in negated_pairs(memories, max_word_frequency=max_word_frequency) if negations else ():
+    for contradiction in (
+        *(negated_pairs(memories, max_word_frequency=max_word_frequency) if negations else ()),
+        *(swapped_pairs(memories) if swaps else ()),
+    ):
         key = (contradiction.older_id, contradiction.newer_id)
         if key not in found:
             found[key] = contradiction
     return sorted(found.values(), key=lambda c: (c.older_id, c.newer_id))
+
+
+def swapped_pairs(memories: Sequence[ContradictionInput]) -> list[Contradiction]:
+    """Pairs of which one says the other's words with two of its parts in each other's place
+    (``swapped_spans``: "deploys are allowed on Monday but not on Friday" / "... on Friday but not on
+    Monday", "Alice reports to Bob" / "Bob reports to Alice"). Only texts of the same words are compared."""
+    same_words: dict[tuple[str, ...], list[ContradictionInput]] = defaultdict(list)
+    for memory in memories:
+        words = word_tokens(memory.content)
+        if 2 < len(words) <= SWAP_MAX_WORDS:
+            same_words[tuple(sorted(words))].append(memory)
+    found = []
+    for group in same_words.values():
+        ordered = sorted(group, key=lambda m: (m.created_at, m.id))
+        for index, older in enumerate(ordered):
+            for newer in ordered[index + 1 :]:
+                spans = swapped_spans(older.content, newer.content)
+                if spans is not None:
+                    first, last = spans
+                    found.append(
+                        Contradiction(older.id, newer.id, f"{first} ... {last}", f"{last} ... {first}", 1.0)
+                    )
+    return found
 
 
 # A negation contradicts only what it restates word for word: "the rotation is not weekly" against "the

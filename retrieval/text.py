@@ -238,6 +238,63 @@ def cached_term_set(text: str) -> frozenset[str]:
     return term_set(text)
 
 
+def swapped_spans(left: str, right: str) -> tuple[str, str] | None:
+    """The two spans whose places ``right`` exchanges in ``left``, word for word otherwise ("Deploys are
+    allowed on Monday but not on Friday" / "... on Friday but not on Monday": ("monday", "friday"); "Alice
+    reports to Bob" / "Bob reports to Alice"), or None. Such texts have the same words, so every test of
+    word sets reads them as one statement, while they say the opposite (or, "Alice met Bob", the same:
+    nothing here can tell which). Each span holds a content word, and words stand between them: two parts
+    of a sentence in the other order ("We deploy on Tuesdays" / "On Tuesdays we deploy") are no swap, nor
+    are the two sides of "is" or "and" ("The staging database is Postgres 15" / "Postgres 15 is the
+    staging database"). Words compared as ``word_tokens``."""
+    a, b = word_tokens(left), word_tokens(right)
+    if len(a) != len(b) or a == b or len(a) > SWAP_MAX_WORDS or sorted(a) != sorted(b):
+        return None
+    start = next(i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)
+    end = len(a) - next(i for i, (x, y) in enumerate(zip(reversed(a), reversed(b), strict=True)) if x != y)
+    first, second = a[start:end], b[start:end]
+    size = end - start
+    for width in range(1, size):  # the span of ``left`` that comes first: ``width`` words
+        head = first[:width]
+        if second[size - width :] != head:
+            continue
+        for other in range(1, size - width):  # the span that comes last, with words between the two
+            tail = first[size - other :]
+            between = first[width : size - other]
+            exchanged = second[:other] == tail and between == second[other : size - width]
+            if exchanged and _telling(head) and _telling(tail) and not set(between) <= SYMMETRIC_WORDS:
+                return " ".join(head), " ".join(tail)
+    return None
+
+
+# Texts longer than this are never read as a swap (the test above compares spans pairwise).
+SWAP_MAX_WORDS = 200
+# Words between two parts that say the same whichever part comes first ("A is B", "A and B", "A equals B").
+SYMMETRIC_WORDS = frozenset(
+    {
+        "is",
+        "are",
+        "was",
+        "were",
+        "equals",
+        "equal",
+        "means",
+        "and",
+        "or",
+        "the",
+        "a",
+        "an",
+        "same",
+        "as",
+        "vs",
+    }
+)
+
+
+def _telling(words: Sequence[str]) -> bool:
+    return any(word not in STOPWORDS for word in words)
+
+
 def set_jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     """|A & B| / |A | B| (1.0 for two empty sets)."""
     if not a and not b:

@@ -3,7 +3,8 @@
 1. Select in final order: at most ``top_k`` directly matched facts and artifacts (plus the episode
    siblings they brought), ``top_k_episodes`` episode summaries and ``max_episodes`` distinct episodes.
    A near-duplicate of a memory already selected (same SimHash cluster, or token Jaccard >=
-   ``fold_threshold``) takes no slot: it is the corroboration of the one shown, not new information.
+   ``fold_threshold``) takes no slot: it is the corroboration of the one shown, not new information. A
+   text that negates is no twin of one that does not, nor one with two parts swapped (``swapped_spans``).
 
 2. Group by episode: a header (title, time, agent), then the episode's summary, then its direct matches
    by score; groups ordered by their best direct match, so the best match comes first; groups with only
@@ -29,7 +30,15 @@ from dataclasses import dataclass, field
 
 from retrieval.stages.expansion import EpisodeSource
 from retrieval.stages.instructions import instruction_signals
-from retrieval.text import cached_term_set, escape_hidden, negated, quoted_field, set_jaccard, single_line
+from retrieval.text import (
+    cached_term_set,
+    escape_hidden,
+    negated,
+    quoted_field,
+    set_jaccard,
+    single_line,
+    swapped_spans,
+)
 from retrieval.trace import ContextAssembled, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeRecord
@@ -140,19 +149,20 @@ class _Twins:
         self._terms: list[tuple[str, frozenset[str]]] = []
         self._seen: dict[str, frozenset[str]] = {}  # candidate id -> its term set, computed once
         self._negates: dict[str, bool] = {}  # candidate id -> whether it negates, computed once
+        self._texts: dict[str, str] = {}  # selected candidate id -> its text
 
     def of(self, candidate: Candidate) -> str | None:
         if self._threshold is None:
             return None
         negates = self._negates_of(candidate)
         chosen = self._clusters.get(candidate.cluster_canonical) if candidate.cluster_canonical else None
-        if chosen is not None and self._negates[chosen] == negates:
+        if chosen is not None and self._negates[chosen] == negates and not self._swapped(candidate, chosen):
             return chosen
         terms = self._terms_of(candidate)
         if not terms:
             return None
         for chosen_id, chosen_terms in self._terms:
-            if self._negates[chosen_id] != negates:
+            if self._negates[chosen_id] != negates or self._swapped(candidate, chosen_id):
                 continue
             # |A & B| / |A | B| is at most the smaller set's size over the larger's, also as floats (so no
             # pair that reaches the threshold stops here; most pairs that do not, do).
@@ -167,9 +177,15 @@ class _Twins:
         if self._threshold is None:
             return
         self._negates_of(candidate)
+        self._texts[candidate.id] = candidate.memory.content
         if candidate.cluster_canonical:
             self._clusters.setdefault(candidate.cluster_canonical, candidate.id)
         self._terms.append((candidate.id, self._terms_of(candidate)))
+
+    def _swapped(self, candidate: Candidate, chosen_id: str) -> bool:
+        """Whether the two say the same words with two parts in each other's place (``swapped_spans``):
+        "on Monday but not on Friday" is no twin of "on Friday but not on Monday"."""
+        return swapped_spans(candidate.memory.content, self._texts[chosen_id]) is not None
 
     def _negates_of(self, candidate: Candidate) -> bool:
         if candidate.id not in self._negates:

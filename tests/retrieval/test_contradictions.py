@@ -113,3 +113,18 @@ def test_a_value_changed_is_the_same_words_with_another_value_and_a_value_added_
     # One word for another, without a digit: not for a rule to read as a change.
     lead = memory("lead", "Alice is the tech lead of the payments team", 0)
     assert value_changes(memory("bob", "Bob is now the tech lead of the payments team", 5), [lead]) == []
+
+
+def test_two_parts_in_each_others_place_contradict_the_older_statement():
+    found = detect_contradictions(
+        [
+            memory("old", "Deploys are allowed on Monday but not on Friday", 0),
+            memory("new", "Deploys are allowed on Friday but not on Monday", 5),
+            memory("same", "On Monday but not on Friday deploys are allowed", 9),  # reordered, no swap
+            memory("copula", "The staging database is Postgres 15", 1),
+            memory("copula2", "Postgres 15 is the staging database", 2),
+        ]
+    )
+    assert [(c.older_id, c.newer_id, c.older_term, c.newer_term) for c in found] == [
+        ("old", "new", "monday ... friday", "friday ... monday")
+    ]

@@ -1,5 +1,7 @@
 from datetime import UTC, datetime
 
+import pytest
+
 from retrieval.text import (
     PRECEDING_CHARS,
     content_hash,
@@ -12,6 +14,7 @@ from retrieval.text import (
     normalize_content,
     query_word_tokens,
     searchable_text,
+    swapped_spans,
     without_negations,
     word_tokens,
 )
@@ -153,3 +156,33 @@ def test_a_text_negates_when_it_holds_a_negating_word_contractions_included():
     assert without_negations("it isn't weekly").split() == ["it", "weekly"]
     assert negated("Neither staging nor prod uses Redis") == negated("Staging and prod do not use Redis")
     assert negated("the rotation is weekly") != negated("the rotation is never weekly")
+
+
+@pytest.mark.parametrize(
+    "left, right, spans",
+    [
+        (
+            "Deploys are allowed on Monday but not on Friday",
+            "Deploys are allowed on Friday but not on Monday",
+            ("monday", "friday"),
+        ),
+        ("Alice reports to Bob", "Bob reports to Alice", ("alice", "bob")),
+        (
+            "Traffic goes from New York to San Francisco",
+            "Traffic goes from San Francisco to New York",
+            ("new york", "san francisco"),
+        ),
+        ("Joanna: Bye Nate!", "Nate: Bye Joanna!", ("joanna", "nate")),
+        # two parts of a sentence in the other order, with nothing between them: the same statement
+        ("We deploy on Tuesdays", "On Tuesdays we deploy", None),
+        ("The backup runs daily at 02:00", "The backup runs at 02:00 daily", None),
+        # the two sides of "is": the same statement
+        ("The staging database is Postgres 15", "Postgres 15 is the staging database", None),
+        # other words, the same words, or only function words moved
+        ("Alice reports to Bob", "Alice reports to Carol", None),
+        ("Alice reports to Bob", "Alice reports to Bob", None),
+        ("it is what it is", "is it what is it", None),
+    ],
+)
+def test_swapped_spans_finds_two_parts_in_each_others_place_with_words_between(left, right, spans):
+    assert swapped_spans(left, right) == spans

@@ -786,3 +786,36 @@ def test_an_ephemeral_memory_purged_after_its_time_and_stated_again_is_said_to_h
     forget(ForgetInput(memory_id=note.id, mode="purge"), runtime, caller())
     again = remember(RememberInput(content=text), runtime, caller("ses_2"))
     assert again.note == "restored: an identical memory had been purged"
+
+
+@pytest.mark.parametrize(
+    "older, newer, query",
+    [
+        (
+            "Deploys are allowed on Monday but not on Friday",
+            "Deploys are allowed on Friday but not on Monday",
+            "which day are deploys allowed",
+        ),
+        ("Alice reports to Bob", "Bob reports to Alice", "who does Alice report to"),
+    ],
+)
+def test_the_same_words_with_two_parts_swapped_are_a_dispute_and_recall_shows_both(
+    runtime, older, newer, query
+):
+    """A new user's trial: recall folded the newer rule into the older one as its near-duplicate and served
+    the rule that no longer held; "Bob reports to Alice" superseded "Alice reports to Bob" as a restatement."""
+    old = remember(RememberInput(content=older), runtime, caller()).id
+    said = remember(RememberInput(content=newer), runtime, caller())
+    assert (said.consolidation.resolver, said.consolidation.contradicts) == ("rules:contradiction", [old])
+    assert said.consolidation.superseded == []
+    shown = {m.id: m for m in recall(RecallInput(query=query), runtime, caller("ses_2")).memories}
+    assert set(shown) == {old, said.id}
+    assert shown[old].contradicted_by == [said.id]
+
+
+def test_a_switch_back_in_words_revises_the_switch_it_undoes(runtime):
+    old = remember(
+        RememberInput(content="We switched from Paddle to Stripe for billing"), runtime, caller()
+    ).id
+    back = remember(RememberInput(content="We switched from Stripe to Paddle for billing"), runtime, caller())
+    assert (back.consolidation.resolver, back.consolidation.revised) == ("revision:explicit", [old])

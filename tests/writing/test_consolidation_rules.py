@@ -216,3 +216,12 @@ def test_the_same_words_in_another_order_restate_a_memory(older, newer):
     [merged] = near_exact_resolutions([old, new], 0.8)
     assert (merged.action, merged.survivor_id, merged.loser_ids) == ("supersede", "new", ("old",))
     assert [(loser.id, kept.id) for loser, kept in collapse_batch([old, new], 0.8)] == [("old", "new")]
+
+
+def test_two_parts_in_each_others_place_are_no_restatement():
+    """A new user's trial: "Bob reports to Alice" superseded "Alice reports to Bob" as a restatement that
+    adds nothing (the same words); they say the opposite."""
+    old, new = memory("old", "Alice reports to Bob", 0), memory("new", "Bob reports to Alice", 1)
+    [kept] = near_exact_resolutions([old, new], 0.8)
+    assert (kept.action, kept.resolver) == ("keep_both", "rules:distinct")
+    assert collapse_batch([old, new], 0.8) == []

@@ -7,7 +7,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from retrieval.text import content_terms, light_stem, negation_sides, set_jaccard, term_set, word_tokens
+from retrieval.text import (
+    content_terms,
+    light_stem,
+    negation_sides,
+    set_jaccard,
+    swapped_spans,
+    term_set,
+    word_tokens,
+)
 from storage.records import MemoryRecord
 
 __all__ = ["set_jaccard", "term_set"]  # shared with assembly's near-duplicate folding (retrieval.text)
@@ -61,16 +69,17 @@ class Statement:
     before: frozenset[str]
     after: frozenset[str]
     negates: bool
+    text: str = ""
 
     @classmethod
     def of(cls, text: str) -> Statement:
         words = frozenset(content_terms(text))
         sides = negation_sides(text)
         if sides is None:
-            return cls(words, frozenset(), False)
+            return cls(words, frozenset(), False, text)
         # The text's content words on each side (a side of stop words alone has none: "We do not ...").
         before, after = (words & {light_stem(word) for word in word_tokens(side)} for side in sides)
-        return cls(before, after, True)
+        return cls(before, after, True, text)
 
     @property
     def words(self) -> frozenset[str]:
@@ -83,10 +92,14 @@ def adds_nothing(text: Statement, other: Statement) -> bool:
     different fact, never a restatement), both negate or neither ("is not weekly" is not "is weekly"),
     and each word falls on the same side of the negation in both ("deploys from the release branch, not
     from main" is not "from main, not from the release branch"; "backups go to S3, not to GCS" is not
-    "go not to S3 but to GCS"). Words in another order otherwise say the same ("runs daily at 02:00")."""
+    "go not to S3 but to GCS"), and no two of its parts stand in each other's place ("Alice reports to
+    Bob" is not "Bob reports to Alice": ``swapped_spans``). Words in another order otherwise say the same
+    ("runs daily at 02:00", "at 02:00 it runs daily")."""
     if text.negates != other.negates:
         return False
-    return text.before <= other.before and text.after <= other.after
+    if not (text.before <= other.before and text.after <= other.after):
+        return False
+    return swapped_spans(text.text, other.text) is None
 
 
 def absorbs(survivor: Statement, loser: Statement, threshold: float) -> bool:

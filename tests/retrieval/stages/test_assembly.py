@@ -355,3 +355,21 @@ def test_a_near_duplicate_of_a_placed_memory_is_folded_into_it_and_takes_no_slot
     assert [c.id for c in stricter if c.in_context] == ["a", "b", "c"]  # 0.857 < 0.9: not a twin
     unfolded, _ = assemble(rows, top_k=5, char_budget=10_000, retrieval_id="r")
     assert all(c.in_context for c in unfolded)
+
+
+def test_two_memories_with_two_parts_in_each_others_place_are_no_twins():
+    """A new user's trial: the newer rule was folded into the older one (the same words, token Jaccard 1.0,
+    and the same SimHash cluster), so recall served the rule that no longer held."""
+    older = replace(
+        candidate("old", "Deploys are allowed on Monday but not on Friday"), cluster_canonical="old"
+    )
+    newer = replace(
+        candidate("new", "Deploys are allowed on Friday but not on Monday"), cluster_canonical="old"
+    )
+    rotated = candidate("rot", "On Monday but not on Friday deploys are allowed")  # the same, reordered
+    marked, context = assemble(
+        (older, newer, rotated), top_k=3, char_budget=10_000, retrieval_id="r", fold_threshold=0.85
+    )
+    assert [c.id for c in marked if c.in_context] == ["old", "new"]
+    assert marked[2].exclusion_reason == "a near-duplicate of old, which is in the context: folded into it"
+    assert "allowed on Friday but not on Monday" in context
