@@ -135,6 +135,30 @@ def test_a_purge_by_tag_erases_that_tags_expired_and_retracted_memories_too(sett
     assert files_holding(Path(settings.db_uri), b"zq7") == []
 
 
+def test_a_purge_erases_the_restatements_it_absorbed_says_so_first_and_keeps_what_it_corrected(runtime):
+    """A new user's trial: purging a correction (``replaces``) also erased the memory it corrected, kept
+    for audit, and neither the dry run nor the confirmation had named it."""
+    said = remember(RememberInput(content="The billing cron runs nightly at 02:00"), runtime, OWNER).id
+    again = remember(RememberInput(content="the billing cron runs at 02:00 nightly"), runtime, OWNER)
+    assert again.consolidation.superseded == [said]  # a restatement: the same words
+    shown = forget(ForgetInput(memory_id=again.id, mode="purge", dry_run=True), runtime, OWNER)
+    assert shown.note == f"a purge also erases 1 restatement they had absorbed (the same words): {said}"
+    done = forget(ForgetInput(memory_id=again.id, mode="purge"), runtime, OWNER)
+    assert done.note == f"also purged 1 restatement it had absorbed: {said}"
+    assert runtime.store.get_memory(said).status == "purged"
+
+    wrong = remember(RememberInput(content="The on-call phone number is 555-0100"), runtime, OWNER).id
+    right = remember(
+        RememberInput(content="The on-call phone number is 555-0199", replaces=wrong), runtime, OWNER
+    ).id
+    shown = forget(ForgetInput(memory_id=right, mode="purge", dry_run=True), runtime, OWNER)
+    assert shown.note is None
+    done = forget(ForgetInput(memory_id=right, mode="purge"), runtime, OWNER)
+    assert done.note is None
+    kept = runtime.store.get_memory(wrong)
+    assert (kept.status, kept.content) == ("superseded", "The on-call phone number is 555-0100")
+
+
 def test_a_purged_memorys_words_quoted_by_lineage_are_masked_and_leave_the_store_files(settings):
     from pathlib import Path
 
