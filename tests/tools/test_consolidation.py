@@ -819,3 +819,23 @@ def test_a_switch_back_in_words_revises_the_switch_it_undoes(runtime):
     ).id
     back = remember(RememberInput(content="We switched from Stripe to Paddle for billing"), runtime, caller())
     assert (back.consolidation.resolver, back.consolidation.revised) == ("revision:explicit", [old])
+
+
+def test_a_memory_remembered_as_older_than_one_that_says_otherwise_arrives_disputed(runtime):
+    """A new user's trial, importing history: the newer statement stored first, the older one remembered
+    after it with its earlier occurred_at; the pair was kept as distinct, neither marked."""
+    newer = remember(
+        RememberInput(content="The nightly backup job is not enabled", occurred_at="2026-11-28T00:00:00Z"),
+        runtime,
+        caller(),
+    ).id
+    older = remember(
+        RememberInput(content="The nightly backup job is enabled", occurred_at="2026-06-01T00:00:00Z"),
+        runtime,
+        caller(),
+    )
+    assert (older.consolidation.resolver, older.consolidation.contradicts) == ("rules:contradiction", [newer])
+    shown = {
+        m.id: m for m in recall(RecallInput(query="nightly backup job"), runtime, caller("ses_2")).memories
+    }
+    assert shown[older.id].contradicted_by == [newer] and shown[newer].contradicted_by == []

@@ -277,6 +277,16 @@ class ConsolidationService:
         pool = [ContradictionInput(m.id, m.content, m.created_at) for m in (*others, memory)]
         by_id = {m.id: m for m in others}
         for found in detect_contradictions(pool, self.policy.oppositions):
+            if found.older_id == memory.id and found.newer_id in by_id:
+                # Remembered with an earlier occurred_at (history imported late): a memory newer than it
+                # already says otherwise, so it arrives disputed (a new user's trial found it unmarked).
+                detail = f"{found.older_term!r} then {found.newer_term!r} (subject overlap {found.subject_similarity:.2f})"
+                self._record_contradiction(
+                    memory, by_id[found.newer_id], "opposition", detail, found.subject_similarity
+                )
+                report.contradicts.append(found.newer_id)
+                report.resolver = report.resolver or KEPT_OPEN
+                continue
             if found.newer_id != memory.id or found.older_id not in by_id or found.older_id in report.revised:
                 continue
             older = by_id[found.older_id]
