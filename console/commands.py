@@ -412,20 +412,26 @@ def _nothing_found(args: argparse.Namespace, window: dict[str, str | None] | Non
         *([f"--until {args.until}"] if args.until else []),
         *(f"--tag {tag}" for tag in args.tag),
         *(f"--kind {kind}" for kind in args.kind),
-        *([f"--project {args.project}"] if args.project else []),
-        *([f"--org {args.org}"] if args.org else []),
     ]
+    # --project and --org name the memory searched, not a filter on it: nothing to widen there (a new
+    # user's trial: "try again without it" sent a search of project fb to the default project).
+    where = "".join(
+        [
+            *([f" in project {args.project}"] if args.project else []),
+            *([f" of org {args.org}"] if args.org else []),
+        ]
+    )
     searched = searched_window(window)
     if searched and window and window.get("from") != "since/until":
         also = f" and {' '.join(limits)}" if limits else ""
         return (
-            f"nothing relevant found{searched}{also}: the time the query names limited the search; say it "
-            "without the time words to search all of memory."
+            f"nothing relevant found{where}{searched}{also}: the time the query names limited the search; say "
+            "it without the time words to search all of memory."
         )
     if not limits:
-        return "nothing relevant to this query was found in memory."
+        return f"nothing relevant to this query was found in memory{where}."
     widen = "without it" if len(limits) == 1 else "without some of them"
-    return f"nothing relevant found within {' '.join(limits)}: try again {widen}."
+    return f"nothing relevant found{where} within {' '.join(limits)}: try again {widen}."
 
 
 def explain_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -951,6 +951,11 @@ def test_an_empty_recall_names_the_filters_it_was_given(capsys, db):
     assert out.startswith("nothing relevant found within --tag nosuchtag: try again without it.")
     _, out, _ = memoria(capsys, db, "recall", "bananas and kiwis")
     assert out.startswith("nothing relevant to this query was found in memory.")
+    # The project names the memory searched, not a filter to drop (that would search another project).
+    _, out, _ = memoria(capsys, db, "recall", "staging reset", "--project", "fb")
+    assert out.startswith("nothing relevant to this query was found in memory in project fb.")
+    _, out, _ = memoria(capsys, db, "recall", "staging reset", "--project", "fb", "--tag", "ops")
+    assert out.startswith("nothing relevant found in project fb within --tag ops: try again without it.")
 
 
 def test_an_empty_recall_says_when_the_querys_own_time_words_limited_it(capsys, db, monkeypatch):
