@@ -59,6 +59,7 @@ class ListedMemory(BaseModel):
     episode_id: str | None
     created_at: str
     protection_tier: str
+    expires_at: str | None = Field(None, description="When an ephemeral memory expires (null: never).")
     visibility: str = Field(description="Who may read it: org, project, agent or session.")
     weight: float
 
@@ -127,6 +128,7 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
                 episode_id=memory.episode_id,
                 created_at=iso(memory.created_at),
                 protection_tier=memory.protection_tier,
+                expires_at=iso(memory.expires_at) if memory.expires_at else None,
                 visibility=memory.visibility,
                 weight=memory.weight,
             )

@@ -109,3 +109,12 @@ def test_an_episode_is_listed_alone(runtime):
     write(runtime, "unrelated note", day=2)
     second = write(runtime, "finished the migration", day=3, episode_id="ep_mig")
     assert listed(runtime, episode_id="ep_mig") == [second, first]
+
+
+def test_a_listed_ephemeral_memory_says_when_it_expires(runtime):
+    lasting = write(runtime, "Deploys go out on Tuesdays")
+    brief = remember(
+        RememberInput(content="The canary is at 10% today", protection_tier="ephemeral"), runtime, ALICE
+    )
+    listed_now = {m.id: m.expires_at for m in list_memories(ListMemoriesInput(), runtime, ALICE).memories}
+    assert listed_now == {lasting: None, brief.id: brief.expires_at}
