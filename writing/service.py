@@ -738,11 +738,22 @@ class WriteService:
                     return WriteResult(revived, False, self._update(replaces, revived, actor))
             if stored.status == "superseded":
                 head = current_version(store, stored)
+                now = self._clock()
+                if head.id != stored.id and head.past_expiry(now):
+                    # What replaced it ran out of time: recall no longer shows it, and it expires now (a
+                    # new user's trial was told to update it with replaces=, which was then refused).
+                    self.expire(head.scope, [head.id])
+                    return self._remember(record, llm, replaces)
                 if head.status != "active" and head.id != stored.id:
                     # What replaced it was forgotten since: nothing stands in its place, so said again it is
                     # current again (with lineage), as after a retraction of its own.
                     reason = f"stated again; {head.id}, which had replaced it, is {head.status}"
                     revived = self._revive(stored, actor, reason)
+                    if revived is not None and revived.past_expiry(now):
+                        # Its own time ran out too: it expires, and is restored with this write's tier and
+                        # expiry (a trial was told "restored" of a memory recall would never show).
+                        self.expire(revived.scope, [revived.id])
+                        return self._remember(record, llm, replaces)
                     if revived is not None:
                         return WriteResult(revived, False, f"restored: {reason}")
                     return self._remember(record, llm, replaces)  # changed meanwhile: look again

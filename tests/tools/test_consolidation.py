@@ -839,3 +839,52 @@ def test_a_memory_remembered_as_older_than_one_that_says_otherwise_arrives_dispu
         m.id: m for m in recall(RecallInput(query="nightly backup job"), runtime, caller("ses_2")).memories
     }
     assert shown[older.id].contradicted_by == [newer] and shown[newer].contradicted_by == []
+
+
+@pytest.mark.parametrize("swept", [False, True], ids=["before-maintenance", "after-maintenance"])
+def test_stating_again_what_an_expired_correction_replaced_makes_it_current_and_readable(settings, swept):
+    """A new user's trial: after an ephemeral correction ran out of time, stating the text it replaced was
+    told either to update the expired correction (then refused) or that the text was "restored", still
+    ephemeral and past its own expiry, so recall never showed it."""
+    import time
+
+    runtime = make_runtime(settings.replace(ephemeral_ttl_seconds=1.0))
+    try:
+        first = remember(
+            RememberInput(content="Scratch: the release branch is rel-41", protection_tier="ephemeral"),
+            runtime,
+            caller(),
+        ).id
+        remember(
+            RememberInput(content="Scratch: the release branch is rel-42", replaces=first), runtime, caller()
+        )
+        lasting = remember(RememberInput(content="The deploy window is 14:00 UTC"), runtime, caller()).id
+        remember(
+            RememberInput(
+                content="The deploy window is 16:00 UTC", replaces=lasting, protection_tier="ephemeral"
+            ),
+            runtime,
+            caller(),
+        )
+        time.sleep(1.2)
+        if swept:
+            expire_ephemeral(runtime)
+        again = remember(RememberInput(content="Scratch: the release branch is rel-41"), runtime, caller())
+        back = remember(RememberInput(content="The deploy window is 14:00 UTC"), runtime, caller())
+        stored = runtime.store.get_memory(first)
+        assert (again.id, stored.status, stored.protection_tier, stored.expires_at) == (
+            first,
+            "active",
+            "standard",
+            None,
+        )
+        assert again.note == "restored: an identical memory had expired"
+        assert back.id == lasting and runtime.store.get_memory(lasting).status == "active"
+        assert back.note.startswith("restored: stated again; ")
+        found = {
+            m.id
+            for m in recall(RecallInput(query="release branch deploy window"), runtime, caller()).memories
+        }
+        assert found == {first, lasting}
+    finally:
+        runtime.close()
