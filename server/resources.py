@@ -9,9 +9,10 @@ memory outside them reads as not found. The templates' bare forms (``memoria://s
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
@@ -36,6 +37,12 @@ class ResourceSpec:
 
 def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> list[ResourceSpec]:
     async def run(spec: ToolSpec, ctx: Context[AppState, Any], arguments: dict[str, Any]) -> str:
+        unknown = _unknown_parameters(ctx, arguments)
+        if unknown:  # the template would drop them: a misspelt filter would list everything unfiltered
+            raise ResourceError(
+                f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: this "
+                f"resource takes {', '.join(sorted(arguments))}"
+            )
         sent = {name: value for name, value in arguments.items() if value is not None}
         try:
             result = await invoke(
@@ -139,6 +146,16 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             listed_uri="memoria://drift",
         ),
     ]
+
+
+def _unknown_parameters(ctx: Context[AppState, Any], known: dict[str, Any]) -> list[str]:
+    """The query parameters of the URI read that its template does not name (a new user's trial:
+    ``memoria://memories?tags=ops`` listed every memory, ``tags`` dropped), sorted."""
+    params = getattr(getattr(ctx, "request_context", None), "params", None) or {}
+    uri = params.get("uri") if isinstance(params, Mapping) else None
+    if not isinstance(uri, str):
+        return []
+    return sorted(set(parse_qs(urlsplit(uri).query, keep_blank_values=True)) - set(known))
 
 
 def listed(resources: list[ResourceSpec]) -> list[MCPResource]:

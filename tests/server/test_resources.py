@@ -128,3 +128,17 @@ async def test_a_bad_scope_in_the_query_gets_an_error_that_names_it(settings):
             await client.read_resource("memoria://stats?org_id=" + "x" * 200)
     assert "`org_id`" in str(raised.value) and "read the resource again" in str(raised.value)
     assert raised.value.error.code == INTERNAL_ERROR  # as the SDK says every other anticipated failure
+
+
+async def test_a_query_parameter_the_resource_does_not_take_is_refused_not_dropped(settings):
+    """A new user's trial: ``memoria://memories?tags=ops`` (for ``tag``) listed every memory unfiltered."""
+    async with connected(server_with(settings)) as client:
+        await call(client, "remember", {"content": "Deploys go out on Tuesdays", "tags": ["ops"]})
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("memoria://memories?tags=ops&limit=5")
+        assert "unknown parameter 'tags': this resource takes " in str(raised.value)
+        assert "tag, time_zone, until" in str(raised.value)
+        with pytest.raises(MCPError, match="unknown parameters 'colour', 'x'"):
+            await client.read_resource("memoria://stats?x=1&colour=red")
+        listed = await read_json(client, "memoria://memories?tag=ops&limit=5")  # the right name still works
+        assert len(listed["memories"]) == 1
