@@ -234,5 +234,10 @@ class RecallPipeline:
             gated=halted,
             window=request.window,
             window_from=request.window_from,
+            filters=(
+                {"tags": list(request.tags), "tags_all": request.tags_all, "kinds": list(request.kinds)}
+                if request.tags or request.kinds
+                else None
+            ),
         )
         return RecallResult(candidates, context, trace)

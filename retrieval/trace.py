@@ -290,6 +290,7 @@ class RecallTrace:
     gated: str | None = None  # why the gate skipped retrieval, when it did
     window: TimeWindow | None = None  # the time window searched (since/until, resolved), if any
     window_from: str | None = None  # where it came from (since/until, the query's words), or why none
+    filters: dict[str, Any] | None = None  # the tags (and whether all of them) and kinds searched within
 
     @property
     def relevance_floor(self) -> float | None:
@@ -313,6 +314,7 @@ class RecallTrace:
                 "char_budget": self.char_budget,
                 "gated": self.gated,
                 "window": window_to_dict(self.window, self.window_from),
+                "filters": self.filters,
                 "stages": [
                     {
                         "name": stage.name,

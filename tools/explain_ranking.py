@@ -188,9 +188,8 @@ class ExplainRankingOutput(BaseModel):
     char_budget: int
     weighting_enabled: bool
     gated: str | None = Field(None, description="Why the gate skipped retrieval, when it did.")
-    window: dict[str, str | None] | None = Field(
-        None, description="The time window searched, resolved: {since, until} (UTC, until exclusive)."
-    )
+    window: dict[str, str | None] | None = Field(None, description="Time window searched: {since, until}.")
+    filters: dict[str, Any] | None = Field(None, description="The tags and kinds searched within.")
     backends: dict[str, str]
     stages: list[StageReport]
     candidates: list[CandidateExplanation]
@@ -286,6 +285,7 @@ def _explain(
         weighting_enabled=bool(trace["weighting_enabled"]),
         gated=trace.get("gated"),
         window=trace.get("window"),
+        filters=trace.get("filters"),
         backends=dict(trace["backends"]),
         stages=[
             StageReport(stage=s["name"], elapsed_ms=s["elapsed_ms"], events=s["events"])

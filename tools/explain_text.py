@@ -28,6 +28,9 @@ def text_of(out: ExplainRankingOutput) -> str:
     ]
     if out.gated:
         lines.append(f"The gate skipped retrieval: {out.gated}.")
+    within = _searched_within(out)
+    if within:
+        lines.append(f"Searched only{within}.")
     placed = [c for c in out.candidates if c.in_context]
     left = [c for c in out.candidates if not c.in_context]
     lines += [_candidate_line(c) for c in placed]
@@ -48,6 +51,15 @@ def text_of(out: ExplainRankingOutput) -> str:
     lines += [f"Note: {note}" for note in out.notes]
     lines.append("Stages (ms): " + ", ".join(f"{s.stage} {s.elapsed_ms:.1f}" for s in out.stages) + ".")
     return "\n".join(lines)
+
+
+def _searched_within(out: ExplainRankingOutput) -> str:
+    """The window, tags and kinds the recall searched within ("" for all of memory), as its note says them."""
+    from tools.recall_window import filters_searched, searched_window
+
+    filters = out.filters or {}
+    among = filters_searched(filters.get("tags"), bool(filters.get("tags_all")), filters.get("kinds"))
+    return searched_window(out.window) + (f" {among[0]}" if among else "")
 
 
 def _candidate_line(c: CandidateExplanation) -> str:

@@ -325,3 +325,27 @@ def test_explain_says_when_reports_about_other_tasks_did_not_count_for_this_quer
         "1 report about tasks too far from this query to count here (they moved only its global weight, 0.850)"
         in text_of(out)
     )
+
+
+def test_an_explanation_says_the_window_tags_and_kinds_the_recall_searched_within(runtime, ids):
+    """A new user's trial: a recall left empty by its window and tags was explained as "no candidates",
+    with nothing about what it had searched within."""
+    from tools.explain_text import text_of
+
+    recalled = recall(
+        RecallInput(
+            query="postgres", since="2020-01-01", until="2020-02-01", tags=["db", "ops"], kinds=["fact"]
+        ),
+        runtime,
+        CALLER,
+    )
+    explained = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+    assert explained.filters == {"tags": ["db", "ops"], "tags_all": False, "kinds": ["fact"]}
+    assert explained.window["since"] == "2020-01-01T00:00:00Z"
+    assert (
+        "Searched only between 2020-01-01T00:00:00Z and 2020-02-02T00:00:00Z among the memories tagged `db` or "
+        "`ops` and of kind `fact`." in text_of(explained)
+    )
+    unfiltered = recall(RecallInput(query="postgres"), runtime, CALLER)
+    plain = explain_ranking(ExplainRankingInput(retrieval_id=unfiltered.retrieval_id), runtime, CALLER)
+    assert plain.filters is None and "Searched only" not in text_of(plain)
