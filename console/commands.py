@@ -810,8 +810,9 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
     else:  # the note says that nothing was forgotten, and why
         readable = in_flags(result.note)
     emitted = emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
-    # Nothing chosen by a query or a tag, confirmed or not: the same exit status as when asked.
-    return 1 if chosen and not result.dry_run and not result.forgotten else emitted
+    # Nothing chosen by a query or a tag, confirmed, shown (--dry-run) or not: the same exit status as
+    # when asked (a new user's trial: --dry-run exited 0 when nothing matched).
+    return 1 if chosen and not result.forgotten else emitted
 
 
 # A dry run of a whole tag says so, and how to go ahead with the tool: the command asks instead.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from storage.records import TimeWindow
@@ -55,15 +56,28 @@ class WindowError(ValueError):
 
 
 def zone_of(name: str | None) -> tzinfo:
-    """The time zone named (IANA, e.g. "Europe/Paris"); UTC when none is."""
+    """The time zone named (IANA, e.g. "Europe/Paris", in any case: "utc", "europe/paris"); UTC when none
+    is."""
     if not name:
         return UTC
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise WindowError(
-            f'time zone {name!r} is unknown: give an IANA name such as "Europe/Paris" or "America/New_York"'
-        ) from None
+        pass
+    spelt = _zone_names().get(name.casefold())  # a new user's trial: "utc" was refused
+    if spelt is not None:
+        return ZoneInfo(spelt)
+    raise WindowError(
+        f'time zone {name!r} is unknown: give an IANA name such as "Europe/Paris" or "America/New_York"'
+    ) from None
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> dict[str, str]:
+    """Every IANA zone name this machine knows, by its case-folded spelling (read once)."""
+    from zoneinfo import available_timezones
+
+    return {zone.casefold(): zone for zone in available_timezones()}
 
 
 def resolve(since: str | None, until: str | None, *, now: datetime, zone: tzinfo = UTC) -> TimeWindow:

@@ -238,6 +238,9 @@ def test_forget_edit_and_remember_messages_name_flags_too(capsys, db):
     assert "Pass a memory id to forget a particular memory" in err and "memory_id" not in err
     status, out, _ = memoria(capsys, db, "forget", "--tag", "security", "--dry-run")
     assert status == 0 and "run again without --dry-run to forget them" in out and "dry_run" not in out
+    for nothing in (["--query", "bananas and kiwis"], ["--tag", "nope"]):  # shown or not: nothing is 1
+        status, _, _ = memoria(capsys, db, "forget", *nothing, "--dry-run")
+        assert status == 1
     status, _, err = memoria(capsys, db, "edit", "mem_nope", "new text")
     assert status == 1 and "Pass the id of a memory from a recall result" in err and "replaces=" not in err
     status, _, err = memoria(capsys, db, "remember", "later", "--occurred-at", "2999-01-01T00:00:00Z")

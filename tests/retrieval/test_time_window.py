@@ -72,6 +72,13 @@ def test_what_cannot_be_read_is_refused_quoting_it_with_examples():
         zone_of("Mars/Olympus")
 
 
+def test_a_time_zone_is_read_in_any_case():
+    """A new user's trial: "utc" was refused while the documented default is "UTC"."""
+    assert str(zone_of("utc")) == "UTC"
+    assert str(zone_of("europe/paris")) == "Europe/Paris"
+    assert span("today", now=NOW, zone=zone_of("ASIA/TOKYO"))[0] == at(2026, 11, 25, 15)
+
+
 def test_a_window_holds_its_start_and_not_its_end():
     window = TimeWindow(at(2026, 11, 16), at(2026, 11, 23))
     assert window.holds(at(2026, 11, 16)) and window.holds(at(2026, 11, 22, 23, 59))
