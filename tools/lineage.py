@@ -30,7 +30,7 @@ class ReplacedMemory(BaseModel):
 class LineageOutput(BaseModel):
     memory: MemoryBrief
     current: MemoryBrief = Field(
-        description="The memory that is authoritative now (this one, if it is active)."
+        description="The last memory of the chain that replaced this one (this one, if none did); see note."
     )
     replaced_by_chain: list[ReplacedMemory] = Field(
         description="From this memory forward to the current one."
@@ -40,6 +40,7 @@ class LineageOutput(BaseModel):
     )
     versions: list[MemoryBrief] = Field(description="For an artifact: earlier versions, newest first.")
     events: list[EventView] = Field(description="Everything recorded about this memory, oldest first.")
+    note: str | None = Field(None, description="Set when no memory of the chain is active any more.")
 
 
 def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutput:
@@ -70,7 +71,17 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
         seen.add(following.id)
         current = following
 
+    note = None
+    if current.status != "active" and current.id != memory.id:
+        # A new user's trial read a retracted correction as "current", with no way back in sight.
+        again = (
+            ""
+            if memory.status == "purged"
+            else f": remember the text of {memory.id} again to make it current"
+        )
+        note = f"nothing stands in its place: {current.id}, the last memory to replace it, is {current.status}{again}"
     return LineageOutput(
+        note=note,
         memory=MemoryBrief.of(memory),
         current=MemoryBrief.of(current),
         replaced_by_chain=forward,

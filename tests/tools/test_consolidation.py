@@ -888,3 +888,19 @@ def test_stating_again_what_an_expired_correction_replaced_makes_it_current_and_
         assert found == {first, lasting}
     finally:
         runtime.close()
+
+
+def test_lineage_says_when_nothing_stands_in_place_of_a_replaced_memory_and_how_to_restore_it(runtime):
+    """A new user's trial: after a correction was retracted, lineage named it as "current"."""
+    old = remember(RememberInput(content="The on-call phone is 555-0100"), runtime, caller()).id
+    new = remember(RememberInput(content="The on-call phone is 555-0199", replaces=old), runtime, caller()).id
+    assert lineage(LineageInput(memory_id=old), runtime, caller()).note is None  # the correction stands
+    forget(ForgetInput(memory_id=new, reason="wrong number"), runtime, caller())
+    history = lineage(LineageInput(memory_id=old), runtime, caller())
+    assert (history.current.id, history.current.status) == (new, "retracted")
+    assert history.note == (
+        f"nothing stands in its place: {new}, the last memory to replace it, is retracted: remember the text "
+        f"of {old} again to make it current"
+    )
+    again = remember(RememberInput(content="The on-call phone is 555-0100"), runtime, caller())
+    assert again.id == old and lineage(LineageInput(memory_id=old), runtime, caller()).note is None
