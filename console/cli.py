@@ -195,10 +195,10 @@ def add_people_commands(commands: Any) -> None:
     listing.add_argument(
         "--since",
         metavar="WHEN",
-        help="written at or after: 2026-11-24, 2026-11, a time, 'last week', '3 days ago'",
+        help="dated (occurred_at, else written) at or after: 2026-11-24, 2026-11, 'last week'",
     )
     listing.add_argument(
-        "--until", metavar="WHEN", help="written before (a day, week or month: before it ends)"
+        "--until", metavar="WHEN", help="dated before (a day, week or month: before it ends)"
     )
     listing.add_argument(
         "--time-zone", metavar="ZONE", help="whose days and weeks, e.g. Europe/Paris (default UTC)"

@@ -895,7 +895,8 @@ def show_command(args: argparse.Namespace, settings: Settings) -> int:
                 "status",
                 result.status + (f" (replaced by {result.replaced_by})" if result.replaced_by else ""),
             ),
-            ("written", f"{result.created_at} by {result.agent_id}, session {result.session_id}"),
+            # Its date: when it happened or was learned (occurred_at), else when it was written.
+            ("dated", f"{result.created_at} by {result.agent_id}, session {result.session_id}"),
             ("expires", expiry(result.expires_at, result.status)),
             ("episode", result.episode_id),
             ("tags", ", ".join(result.tags) or None),

@@ -32,9 +32,11 @@ class ListMemoriesInput(ScopeArgs):
     tag: Tag | None = Field(None, description="Only memories with this tag.")
     kind: Literal["fact", "episode", "artifact"] | None = None
     episode_id: Identifier | None = Field(None, description="Only this episode's memories.")
-    since: str | None = Field(None, max_length=64, description=f"Written at or after: {WINDOW_EXAMPLES}.")
+    since: str | None = Field(
+        None, max_length=64, description=f"Dated (occurred_at, else written) at or after: {WINDOW_EXAMPLES}."
+    )
     until: str | None = Field(
-        None, max_length=64, description="Written before (a day, week or month: before it ends)."
+        None, max_length=64, description="Dated before (a day, week or month: before it ends)."
     )
     time_zone: str | None = Field(
         None, max_length=64, description='Whose days and weeks, e.g. "Europe/Paris".'
