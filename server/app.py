@@ -129,7 +129,7 @@ def tool_specs() -> list[ToolSpec]:
             title="Explain ranking",
             description=(
                 "Why each memory of a recall ranked where it did: score per stage, feedback behind it, rank "
-                "with and without feedback, why one was left out, timings. Pass a retrieval_id or a query."
+                "with and without feedback, why one was left out. Pass a retrieval_id or a query."
             ),
             input_model=explain_ranking.ExplainRankingInput,
             output_model=explain_ranking.ExplainRankingOutput,
@@ -177,8 +177,8 @@ def tool_specs() -> list[ToolSpec]:
             name="lineage",
             title="Lineage",
             description=(
-                "A memory's history: what it replaced, what replaced it up to the current one, its artifact "
-                "versions, who wrote each and who decided."
+                "A memory's history: what it replaced, what replaced it, its artifact versions, who wrote each "
+                "and who decided."
             ),
             input_model=lineage.LineageInput,
             output_model=lineage.LineageOutput,

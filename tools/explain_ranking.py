@@ -189,7 +189,7 @@ class ExplainRankingOutput(BaseModel):
     weighting_enabled: bool
     gated: str | None = Field(None, description="Why the gate skipped retrieval, when it did.")
     window: dict[str, str | None] | None = Field(None, description="Time window searched: {since, until}.")
-    filters: dict[str, Any] | None = Field(None, description="The tags and kinds searched within.")
+    filters: dict[str, Any] | None = Field(None, description="Tags and kinds searched within.")
     backends: dict[str, str]
     stages: list[StageReport]
     candidates: list[CandidateExplanation]

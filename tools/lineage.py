@@ -29,9 +29,7 @@ class ReplacedMemory(BaseModel):
 
 class LineageOutput(BaseModel):
     memory: MemoryBrief
-    current: MemoryBrief = Field(
-        description="The last memory of the chain that replaced this one (this one, if none did); see note."
-    )
+    current: MemoryBrief = Field(description="The chain's last memory (this one, if none replaced it).")
     replaced_by_chain: list[ReplacedMemory] = Field(
         description="From this memory forward to the current one."
     )
@@ -40,7 +38,7 @@ class LineageOutput(BaseModel):
     )
     versions: list[MemoryBrief] = Field(description="For an artifact: earlier versions, newest first.")
     events: list[EventView] = Field(description="Everything recorded about this memory, oldest first.")
-    note: str | None = Field(None, description="Set when no memory of the chain is active any more.")
+    note: str | None = Field(None, description="When nothing active stands in its place.")
 
 
 def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutput:

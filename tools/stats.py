@@ -31,10 +31,7 @@ class StatsOutput(BaseModel):
     schema_version: int
     memories: int = Field(description="Every memory row in the scope, whatever its status.")
     active: int
-    by_status: dict[str, int] = Field(
-        description='Memories by status; "expired": ephemeral memories past their expiry, out of recall, '
-        "that the next maintenance round retracts."
-    )
+    by_status: dict[str, int] = Field(description='"expired": ephemeral, past expiry, not yet retracted.')
     by_kind: dict[str, int] = Field(description="Active memories by kind.")
     by_tier: dict[str, int] = Field(description="Active memories by protection tier.")
     by_embedder: dict[str, int] = Field(
