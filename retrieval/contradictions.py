@@ -131,16 +131,20 @@ def detect_contradictions(
 
 
 def swapped_pairs(memories: Sequence[ContradictionInput]) -> list[Contradiction]:
-    """Pairs of which one says the other's words with two of its parts in each other's place
+    """Pairs of which one says (nearly) the other's words with two of its parts in each other's place
     (``swapped_spans``: "deploys are allowed on Monday but not on Friday" / "... on Friday but not on
-    Monday", "Alice reports to Bob" / "Bob reports to Alice"). Only texts of the same words are compared."""
-    same_words: dict[tuple[str, ...], list[ContradictionInput]] = defaultdict(list)
-    for memory in memories:
-        words = word_tokens(memory.content)
-        if 2 < len(words) <= SWAP_MAX_WORDS:
-            same_words[tuple(sorted(words))].append(memory)
+    Monday", "Alice reports to Bob" / "Bob reports to Alice"). Every pair of a small pool (the write path:
+    a memory and its neighbours); in a larger one, only texts of the same words."""
+    lengths = {m.id: len(word_tokens(m.content)) for m in memories}
+    usable = [m for m in memories if 2 < lengths[m.id] <= SWAP_MAX_WORDS]
+    groups: list[list[ContradictionInput]] = [usable]
+    if len(usable) > SWAP_POOL:
+        same_words: dict[tuple[str, ...], list[ContradictionInput]] = defaultdict(list)
+        for memory in usable:
+            same_words[tuple(sorted(word_tokens(memory.content)))].append(memory)
+        groups = list(same_words.values())
     found = []
-    for group in same_words.values():
+    for group in groups:
         ordered = sorted(group, key=lambda m: (m.created_at, m.id))
         for index, older in enumerate(ordered):
             for newer in ordered[index + 1 :]:
@@ -151,6 +155,9 @@ def swapped_pairs(memories: Sequence[ContradictionInput]) -> list[Contradiction]
                         Contradiction(older.id, newer.id, f"{first} ... {last}", f"{last} ... {first}", 1.0)
                     )
     return found
+
+
+SWAP_POOL = 32  # a pool this large or smaller is compared pair by pair
 
 
 # A negation contradicts only what it restates word for word: "the rotation is not weekly" against "the

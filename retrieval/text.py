@@ -7,6 +7,7 @@ import json
 import re
 import threading
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
@@ -239,26 +240,40 @@ def cached_term_set(text: str) -> frozenset[str]:
 
 
 def swapped_spans(left: str, right: str) -> tuple[str, str] | None:
-    """The two spans whose places ``right`` exchanges in ``left``, word for word otherwise ("Deploys are
+    """The two short parts whose places ``right`` exchanges in ``left`` around the same words ("Deploys are
     allowed on Monday but not on Friday" / "... on Friday but not on Monday": ("monday", "friday"); "Alice
-    reports to Bob" / "Bob reports to Alice"), or None. Such texts have the same words, so every test of
-    word sets reads them as one statement, while they say the opposite (or, "Alice met Bob", the same:
-    nothing here can tell which). Each span holds a content word, and words stand between them: two parts
-    of a sentence in the other order ("We deploy on Tuesdays" / "On Tuesdays we deploy") are no swap, nor
-    are the two sides of "is" or "and" ("The staging database is Postgres 15" / "Postgres 15 is the
-    staging database"). Words compared as ``word_tokens``."""
-    a, b = word_tokens(left), word_tokens(right)
-    if len(a) != len(b) or a == b or len(a) > SWAP_MAX_WORDS or sorted(a) != sorted(b):
+    reports to Bob" / "Bob reports to Alice"; "On the payments team Alice reports to Bob directly" / "On the
+    payments team Bob reports to Alice"), or None. Such texts hold (nearly) the same words, so every test
+    of word sets reads them as one statement, while they say the opposite (or, "Alice met Bob", the same:
+    nothing here can tell which).
+
+    Only within a clause: each part of at most ``SWAP_PART_WORDS`` words with a content word, at most
+    ``SWAP_BETWEEN_WORDS`` words between them and no punctuation mark in or between them, so items of a
+    list ("Alice, Bob, Carol"), sentences or clauses in another order ("...; use ruff for linting"), a
+    speaker's name and the one addressed ("Joanna: Hey Nate!") are no swap; nor two parts with nothing
+    between them ("We deploy on Tuesdays" / "On Tuesdays we deploy"), nor the two sides of "is" or "and"
+    ("The staging database is Postgres 15" / "Postgres 15 is the staging database"). Words one text has and
+    the other lacks are set aside first, when they are at most a fifth of its words."""
+    a, b = _clause_tokens(left), _clause_tokens(right)
+    if not a or not b or a == b or max(len(a), len(b)) > SWAP_MAX_WORDS:
+        return None
+    shared = Counter(a) & Counter(b)
+    if sum(shared.values()) < 0.8 * max(len(a), len(b)):
+        return None
+    a, b = _kept(a, shared), _kept(b, shared)
+    if a == b:
         return None
     start = next(i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)
     end = len(a) - next(i for i, (x, y) in enumerate(zip(reversed(a), reversed(b), strict=True)) if x != y)
     first, second = a[start:end], b[start:end]
     size = end - start
-    for width in range(1, size):  # the span of ``left`` that comes first: ``width`` words
+    if size > 2 * SWAP_PART_WORDS + SWAP_BETWEEN_WORDS or any(token in _MARKS for token in first):
+        return None
+    for width in range(1, min(size, SWAP_PART_WORDS + 1)):  # the part of ``left`` that comes first
         head = first[:width]
         if second[size - width :] != head:
             continue
-        for other in range(1, size - width):  # the span that comes last, with words between the two
+        for other in range(1, min(size - width, SWAP_PART_WORDS + 1)):  # the part that comes last
             tail = first[size - other :]
             between = first[width : size - other]
             exchanged = second[:other] == tail and between == second[other : size - width]
@@ -267,8 +282,12 @@ def swapped_spans(left: str, right: str) -> tuple[str, str] | None:
     return None
 
 
-# Texts longer than this are never read as a swap (the test above compares spans pairwise).
+# Texts longer than this are never read as a swap; the parts exchanged are short, within one clause.
 SWAP_MAX_WORDS = 200
+SWAP_PART_WORDS = 4
+SWAP_BETWEEN_WORDS = 6
+_CLAUSE_TOKEN = re.compile(r"[^\W_]+|[.,;:!?()\[\]{}\u2013\u2014]", re.UNICODE)
+_MARKS = frozenset(".,;:!?()[]{}\u2013\u2014")
 # Words between two parts that say the same whichever part comes first ("A is B", "A and B", "A equals B").
 SYMMETRIC_WORDS = frozenset(
     {
@@ -289,6 +308,22 @@ SYMMETRIC_WORDS = frozenset(
         "vs",
     }
 )
+
+
+def _clause_tokens(text: str) -> list[str]:
+    """``word_tokens`` with the punctuation marks that end a clause or separate items kept as tokens."""
+    return _CLAUSE_TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
+
+
+def _kept(tokens: Sequence[str], shared: Counter[str]) -> list[str]:
+    """``tokens`` in order, each kept as often as ``shared`` counts it (the first occurrences)."""
+    left = Counter(shared)
+    kept = []
+    for token in tokens:
+        if left[token] > 0:
+            left[token] -= 1
+            kept.append(token)
+    return kept
 
 
 def _telling(words: Sequence[str]) -> bool:

@@ -162,14 +162,16 @@ class _Twins:
         if not terms:
             return None
         for chosen_id, chosen_terms in self._terms:
-            if self._negates[chosen_id] != negates or self._swapped(candidate, chosen_id):
+            if self._negates[chosen_id] != negates:
                 continue
             # |A & B| / |A | B| is at most the smaller set's size over the larger's, also as floats (so no
             # pair that reaches the threshold stops here; most pairs that do not, do).
             smaller, larger = sorted((len(terms), len(chosen_terms)))
             if smaller / larger < self._threshold:
                 continue
-            if set_jaccard(terms, chosen_terms) >= self._threshold:
+            if set_jaccard(terms, chosen_terms) >= self._threshold and not self._swapped(
+                candidate, chosen_id
+            ):
                 return chosen_id
         return None
 

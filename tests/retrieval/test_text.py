@@ -172,7 +172,26 @@ def test_a_text_negates_when_it_holds_a_negating_word_contractions_included():
             "Traffic goes from San Francisco to New York",
             ("new york", "san francisco"),
         ),
-        ("Joanna: Bye Nate!", "Nate: Bye Joanna!", ("joanna", "nate")),
+        # a word only one of them has is set aside
+        (
+            "On the payments team Alice reports to Bob directly",
+            "On the payments team Bob reports to Alice",
+            ("alice", "bob"),
+        ),
+        # items of a list, sentences or clauses in another order, a speaker and the one addressed (a review)
+        ("The on-call rotation is Alice, Bob, Carol", "The on-call rotation is Carol, Bob, Alice", None),
+        ("We use Python, Go and Rust in the backend", "We use Rust, Go and Python in the backend", None),
+        (
+            "We deploy on Monday. We run the load test on Friday.",
+            "We run the load test on Friday. We deploy on Monday.",
+            None,
+        ),
+        (
+            "use black for formatting; use ruff for linting",
+            "use ruff for linting; use black for formatting",
+            None,
+        ),
+        ("Joanna: Hey Nate!", "Nate: Hey Joanna!", None),
         # two parts of a sentence in the other order, with nothing between them: the same statement
         ("We deploy on Tuesdays", "On Tuesdays we deploy", None),
         ("The backup runs daily at 02:00", "The backup runs at 02:00 daily", None),
