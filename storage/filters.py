@@ -103,6 +103,13 @@ def any_of(*parts: Expr) -> Expr:
     return reduce(lambda left, right: left | right, parts)
 
 
+def in_fragments(fragments: Iterable[int]) -> Expr:
+    """Rows stored in these fragments (a row's address is its fragment id, shifted 32 bits, and offset)."""
+    return any_of(
+        *((col("_rowaddr") >= lit(f << 32)) & (col("_rowaddr") < lit((f + 1) << 32)) for f in fragments)
+    )
+
+
 def row_ids(values: Iterable[int]) -> Expr:
     """Rows with these stable row ids (LanceDB finds them without scanning)."""
     return col("_rowid").isin([lit(int(value)) for value in values])

@@ -12,8 +12,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+from lancedb.expr import Expr
 from lancedb.index import FTS
 
 from storage import filters, schema
@@ -22,7 +24,7 @@ from storage.locking import retrying
 from storage.memories import Memories
 from storage.records import LineageEvent, MemoryRecord, Scope
 from storage.rows import ids_of_key, quoted_by, trace_of_row, with_trace
-from storage.scan import scan_rows
+from storage.scan import scan, scan_rows
 from storage.tables import local_folder, masked
 
 log = logging.getLogger(__name__)
@@ -237,7 +239,9 @@ class Forgetting(Memories, Lineage):
         for record in current.values():
             if record.kind == "episode" and record.episode_id:
                 where = self._in_scope(scope, id=record.episode_id)
+                self._vacate(self._episodes, ["id"], where)
                 retrying(partial(self._episodes.update, where=where, values={"title": None}))
+        self._vacate(self._memories, ["id"], filters.one_of("id", ids))
         self._merge_update(
             pa.table(
                 {
@@ -288,6 +292,7 @@ class Forgetting(Memories, Lineage):
             if text != row["search_text"]:
                 changed[row["id"]] = text
         if changed:
+            self._vacate(self._memories, ["id"], filters.one_of("id", list(changed)))
             self._merge_update(
                 pa.table(
                     {
@@ -310,6 +315,7 @@ class Forgetting(Memories, Lineage):
                     filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
                 )
                 condition = filters.all_of(where, filters.quotes(memory_id))
+                self._vacate(self._retrievals, ["retrieval_id"], condition)
                 columns = ["retrieval_id", "trace_json", "trace_zlib", "trace_ids"]
                 for row in self._select(self._retrievals, condition, columns, limit=None):
                     trace = json.dumps(masked(json.loads(trace_of_row(row)), gone))
@@ -345,9 +351,27 @@ class Forgetting(Memories, Lineage):
                 rows = self._select(table, filters.all_of(where, named), [*key, text], limit=None)
                 changed = [{**row, text: WITHHELD} for row in rows if row[text] and row[text] != WITHHELD]
                 if changed:
+                    self._vacate(table, key, filters.all_of(where, named))
                     fields = pa.schema([table.schema.field(column) for column in [*key, text]])
                     update = pa.Table.from_pylist(changed, schema=fields)
                     retrying(partial(table.merge_insert(key).when_matched_update_all().execute, update))
+
+    def _vacate(self, table: Any, key: list[str], rewritten: Expr) -> None:
+        """Move every other row of the fragments holding the ``rewritten`` rows into new fragments, before
+        those rows are rewritten (erased, scrubbed): LanceDB rewrites a row by marking its old place
+        deleted, and its compaction leaves a fragment with few deleted rows as it is, so the old text would
+        stay in the fragment's file (a purge among 40 memories left it there). Vacated, the fragment holds
+        only rows the rewrite deletes, so it leaves the table and the clean-up of old versions deletes its
+        file. Safe to run again: the moved rows are unchanged."""
+        held = scan(table, rewritten, ["_rowaddr"])
+        fragments = sorted({address >> 32 for address in held.column("_rowaddr").to_pylist()})
+        if not fragments:
+            return
+        others = scan(table, filters.all_of(filters.in_fragments(fragments), ~rewritten), None)
+        if others.num_rows:
+            merged = retrying(partial(table.merge_insert(key).when_matched_update_all().execute, others))
+            if table is self._memories:  # the scope copies catch up from the table at their next read
+                self._row_count.changed(merged.version, merged.num_updated_rows)
 
     def _drop_interrupted_writes(self, memory_ids: Sequence[str]) -> None:
         """Delete the files of interrupted writes that hold a purged memory's id, in the tables that hold

@@ -176,7 +176,8 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         ]
         if absorbed:
             notes.append(
-                f"a purge also erases {counted(len(absorbed), 'restatement')} they had absorbed (the same words): {', '.join(absorbed)}"
+                f"a purge also erases {counted(len(absorbed), 'earlier memory')} they replaced (restatements, "
+                f"or what an explicit update corrected): {', '.join(absorbed)}"
             )
     if shown_first:
         notes.insert(
@@ -227,7 +228,7 @@ def _forget_in(
         restatements = absorbed_restatements(store, scope, ids)
         if restatements:
             ids += restatements
-            note = f"also purged {counted(len(restatements), 'restatement')} it had absorbed: {', '.join(restatements)}"
+            note = f"also purged {counted(len(restatements), 'earlier memory')} it replaced: {', '.join(restatements)}"
         # The lineage goes with the purge: one recoverable operation (storage.store.MemoryStore.purge).
         events = runtime.consolidation.retirement_events(
             scope, ids, "purge", resolver="forget", reason=reason, actor=actor, at=now
@@ -263,12 +264,11 @@ def more_matches_note(left: Sequence[tuple[MemoryRecord, float]], capped: bool, 
 
 
 def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) -> list[str]:
-    """Memories that were merged into ``ids`` as restatements (supersede or reword, transitively): they
-    hold the same text, so a purge for privacy must erase them too. Revised beliefs, older artifact
-    versions and what an explicit update (``replaces``) corrected say something else and are left as they
-    are (a new user's trial: purging a correction erased the memory it corrected, kept for audit)."""
-    found = absorbed_events(store, scope, ids, ("supersede", "reword"), unless_resolved_by=("explicit",))
-    return [e.memory_id for e in found]
+    """Memories that ``ids`` superseded or reworded (transitively): restatements, which hold the same text,
+    and what an explicit update (``replaces``) corrected, which often differs by a detail only: a purge for
+    privacy must erase them too, and a dry run names them first. Revised beliefs and older artifact
+    versions say something else and are left as they are."""
+    return [e.memory_id for e in absorbed_events(store, scope, ids, ("supersede", "reword"))]
 
 
 def best_matches(runtime: Runtime, scope: Reach, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:

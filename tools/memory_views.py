@@ -141,19 +141,14 @@ def absorbed_events(
     memory_ids: Sequence[str],
     actions: Sequence[str],
     max_memories: int | None = None,
-    *,
-    unless_resolved_by: Sequence[str] = (),
 ) -> list[LineageEvent]:
-    """Breadth-first through ``actions`` events (not those of a resolver in ``unless_resolved_by``): how
-    ``memory_ids`` replaced others, then how those had replaced others, each memory once (stopping after
-    ``max_memories`` memories are seen)."""
+    """Breadth-first through ``actions`` events: how ``memory_ids`` replaced others, then how those had
+    replaced others, each memory once (stopping after ``max_memories`` memories are seen)."""
     found: list[LineageEvent] = []
     frontier, seen = list(memory_ids), set(memory_ids)
     while frontier and (max_memories is None or len(seen) < max_memories):
         events = [
-            e
-            for e in store.lineage(scope, frontier)
-            if e.related_id in frontier and e.action in actions and e.resolver not in unless_resolved_by
+            e for e in store.lineage(scope, frontier) if e.related_id in frontier and e.action in actions
         ]
         frontier = []
         for event in events:

@@ -135,28 +135,63 @@ def test_a_purge_by_tag_erases_that_tags_expired_and_retracted_memories_too(sett
     assert files_holding(Path(settings.db_uri), b"zq7") == []
 
 
-def test_a_purge_erases_the_restatements_it_absorbed_says_so_first_and_keeps_what_it_corrected(runtime):
-    """A new user's trial: purging a correction (``replaces``) also erased the memory it corrected, kept
-    for audit, and neither the dry run nor the confirmation had named it."""
-    said = remember(RememberInput(content="The billing cron runs nightly at 02:00"), runtime, OWNER).id
-    again = remember(RememberInput(content="the billing cron runs at 02:00 nightly"), runtime, OWNER)
-    assert again.consolidation.superseded == [said]  # a restatement: the same words
-    shown = forget(ForgetInput(memory_id=again.id, mode="purge", dry_run=True), runtime, OWNER)
-    assert shown.note == f"a purge also erases 1 restatement they had absorbed (the same words): {said}"
-    done = forget(ForgetInput(memory_id=again.id, mode="purge"), runtime, OWNER)
-    assert done.note == f"also purged 1 restatement it had absorbed: {said}"
-    assert runtime.store.get_memory(said).status == "purged"
+def test_a_purge_names_the_earlier_memories_it_erases_with_it_before_it_does(settings):
+    """A new user's trial: purging a correction also erased the memory it corrected (which held the same
+    personal data but for a detail), and neither the dry run nor the confirmation had named it."""
+    from pathlib import Path
 
-    wrong = remember(RememberInput(content="The on-call phone number is 555-0100"), runtime, OWNER).id
-    right = remember(
-        RememberInput(content="The on-call phone number is 555-0199", replaces=wrong), runtime, OWNER
-    ).id
-    shown = forget(ForgetInput(memory_id=right, mode="purge", dry_run=True), runtime, OWNER)
-    assert shown.note is None
-    done = forget(ForgetInput(memory_id=right, mode="purge"), runtime, OWNER)
-    assert done.note is None
-    kept = runtime.store.get_memory(wrong)
-    assert (kept.status, kept.content) == ("superseded", "The on-call phone number is 555-0100")
+    from tests.forensics import files_holding
+
+    runtime = make_runtime(settings)
+    try:
+        said = remember(RememberInput(content="The billing cron runs nightly at 02:00"), runtime, OWNER).id
+        again = remember(RememberInput(content="the billing cron runs at 02:00 nightly"), runtime, OWNER)
+        assert again.consolidation.superseded == [said]  # a restatement: the same words
+        wrong = remember(RememberInput(content="Alice Smith lives at 12 Zq7elm Streat"), runtime, OWNER).id
+        right = remember(
+            RememberInput(content="Alice Smith lives at 12 Zq7elm Street", replaces=wrong), runtime, OWNER
+        ).id
+        for memory_id, earlier in ((again.id, said), (right, wrong)):
+            shown = forget(ForgetInput(memory_id=memory_id, mode="purge", dry_run=True), runtime, OWNER)
+            assert shown.note == (
+                "a purge also erases 1 earlier memory they replaced (restatements, or what an explicit update "
+                f"corrected): {earlier}"
+            )
+            done = forget(ForgetInput(memory_id=memory_id, mode="purge"), runtime, OWNER)
+            assert done.note == f"also purged 1 earlier memory it replaced: {earlier}"
+            assert runtime.store.get_memory(earlier).status == "purged"
+    finally:
+        runtime.close()
+    assert files_holding(Path(settings.db_uri), b"Zq7elm") == []
+
+
+def test_a_purge_among_many_memories_and_recalls_leaves_its_text_in_no_file(settings):
+    """Found this stop: LanceDB rewrites a row by marking its old place deleted, and its compaction leaves a
+    fragment with few deleted rows as it is, so a memory purged among 40 others stayed word for word in a
+    data file the table still used (as did the traces quoting it, among many recalls)."""
+    from pathlib import Path
+
+    from tests.forensics import files_holding
+    from tools.remember_many import BatchItem, RememberManyInput, remember_many
+
+    runtime = make_runtime(settings)
+    try:
+        filler = [
+            BatchItem(content=f"Service {n} runs on port {8000 + n}", episode_id="ops") for n in range(40)
+        ]
+        remember_many(RememberManyInput(items=filler), runtime, OWNER)
+        secret = remember(
+            RememberInput(content="The vault token is zq7VAULTsecret", episode_id="ops"), runtime, OWNER
+        ).id
+        remember(RememberInput(content="Service 99 runs on port 9099", episode_id="ops"), runtime, OWNER)
+        for n in range(12):  # traces that quote it, among others that do not
+            recall(RecallInput(query="vault token" if n % 3 == 0 else f"service {n} port"), runtime, OWNER)
+        runtime.store.maintain(min_fragments=2)  # one compacted fragment, as a long-running store has
+        forget(ForgetInput(memory_id=secret, mode="purge"), runtime, OWNER)
+        assert len(recall(RecallInput(query="service port", top_k=50), runtime, OWNER).memories) >= 41
+    finally:
+        runtime.close()
+    assert files_holding(Path(settings.db_uri), b"zq7VAULT") == []
 
 
 def test_a_purged_memorys_words_quoted_by_lineage_are_masked_and_leave_the_store_files(settings):
