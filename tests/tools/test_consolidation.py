@@ -904,3 +904,21 @@ def test_lineage_says_when_nothing_stands_in_place_of_a_replaced_memory_and_how_
     )
     again = remember(RememberInput(content="The on-call phone is 555-0100"), runtime, caller())
     assert again.id == old and lineage(LineageInput(memory_id=old), runtime, caller()).note is None
+
+
+def test_within_a_batch_the_later_item_judges_its_contradiction_of_an_earlier_one_alone(runtime):
+    """A review: the first item of a batch was reported disputed by the second (stored in the same call,
+    so "newer"), which then revised and superseded it."""
+    out = remember_many(
+        RememberManyInput(
+            items=[
+                BatchItem(content="The payments feature flag is enabled"),
+                BatchItem(content="The payments feature flag is now disabled"),
+            ]
+        ),
+        runtime,
+        caller(),
+    )
+    first, second = out.results
+    assert first.consolidation.contradicts == []
+    assert second.consolidation.revised == [first.id]

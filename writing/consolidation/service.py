@@ -277,9 +277,14 @@ class ConsolidationService:
         pool = [ContradictionInput(m.id, m.content, m.created_at) for m in (*others, memory)]
         by_id = {m.id: m for m in others}
         for found in detect_contradictions(pool, self.policy.oppositions):
-            if found.older_id == memory.id and found.newer_id in by_id:
-                # Remembered with an earlier occurred_at (history imported late): a memory newer than it
-                # already says otherwise, so it arrives disputed (a new user's trial found it unmarked).
+            if (
+                found.older_id == memory.id
+                and found.newer_id in by_id
+                and by_id[found.newer_id].updated_at < memory.updated_at
+            ):
+                # Remembered with an earlier occurred_at (history imported late): a memory newer than it,
+                # written before it, already says otherwise, so it arrives disputed (a new user's trial
+                # found it unmarked). One written after it (later in a batch) judges the pair itself.
                 detail = f"{found.older_term!r} then {found.newer_term!r} (subject overlap {found.subject_similarity:.2f})"
                 self._record_contradiction(
                     memory, by_id[found.newer_id], "opposition", detail, found.subject_similarity
