@@ -359,11 +359,16 @@ def window_to_dict(window: TimeWindow | None, source: str | None = None) -> dict
 
 def floor_compared(candidate: Candidate) -> float | None:
     """What the relevance floor compared for a direct match: its floor score before the instruction stage
-    (which runs after the floor) scaled it; None for an episode sibling, which the floor never reads."""
+    (which runs after the floor) scaled it, from the scores that make it (so a demotion to 0 hides nothing);
+    None for an episode sibling, which the floor never reads."""
     if candidate.source != "direct":
         return None
-    factor = candidate.instruction_factor
-    return candidate.floor_score / factor if factor > 0 else candidate.floor_score
+    reranked = candidate.rerank_score is not None
+    relevance = (candidate.rerank_score if reranked else candidate.fused_score) * candidate.attribution_factor
+    absolute, fused = candidate.fused_absolute, candidate.fused_score
+    if reranked or absolute is None or fused <= 0.0:  # as Candidate.floor_score reads it
+        return relevance
+    return relevance * min(1.0, absolute / fused)
 
 
 def event_to_dict(event: TraceEvent) -> dict[str, Any]:

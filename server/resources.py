@@ -9,7 +9,7 @@ memory outside them reads as not found. The templates' bare forms (``memoria://s
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -36,12 +36,15 @@ class ResourceSpec:
 
 
 def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> list[ResourceSpec]:
-    async def run(spec: ToolSpec, ctx: Context[AppState, Any], arguments: dict[str, Any]) -> str:
-        unknown = _unknown_parameters(ctx, arguments)
+    async def run(
+        spec: ToolSpec, ctx: Context[AppState, Any], arguments: dict[str, Any], path: tuple[str, ...] = ()
+    ) -> str:
+        query = sorted(set(arguments) - set(path))  # ``path``: the parameters in the URI's path
+        unknown = _unknown_parameters(ctx, query)
         if unknown:  # the template would drop them: a misspelt filter would list everything unfiltered
             raise ResourceError(
                 f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: this "
-                f"resource takes {', '.join(sorted(arguments))}"
+                f"resource takes {', '.join(query)}"
             )
         sent = {name: value for name, value in arguments.items() if value is not None}
         try:
@@ -65,7 +68,10 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
         memory_id: str, ctx: Context[AppState, Any], org_id: str | None = None, project_id: str | None = None
     ) -> str:
         return await run(
-            specs["show_memory"], ctx, {"memory_id": memory_id, "org_id": org_id, "project_id": project_id}
+            specs["show_memory"],
+            ctx,
+            {"memory_id": memory_id, "org_id": org_id, "project_id": project_id},
+            path=("memory_id",),
         )
 
     async def memories(
@@ -148,7 +154,7 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
     ]
 
 
-def _unknown_parameters(ctx: Context[AppState, Any], known: dict[str, Any]) -> list[str]:
+def _unknown_parameters(ctx: Context[AppState, Any], known: Sequence[str]) -> list[str]:
     """The query parameters of the URI read that its template does not name (a new user's trial:
     ``memoria://memories?tags=ops`` listed every memory, ``tags`` dropped), sorted."""
     params = getattr(getattr(ctx, "request_context", None), "params", None) or {}

@@ -272,10 +272,11 @@ def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) 
 
 
 def best_matches(runtime: Runtime, scope: Reach, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:
-    """The active memories that match ``query`` best, with their relevance as the relevance floor reads
-    it (``Candidate.floor_score``): the lower of the fused score with a full-text match read against the
-    best match (as ranking reads it) and against a full match of the query (where the index keeps term
-    statistics), so nothing is forgotten that recall scores below ``forget_min_relevance``. The two
+    """The active memories that match ``query`` best, with their fused relevance on the scale the relevance
+    floor reads: the lower of the fused score with a full-text match read against the best match (as
+    ranking reads it) and against a full match of the query (where the index keeps term statistics), so
+    nothing is forgotten that recall's fusion scores below ``forget_min_relevance`` (no reranker, author
+    or instruction factor: forget weighs the memory's own words and vector against the query). The two
     readings can order two candidates either way: the pool is three times ``limit``, ordered by this
     relevance, so that the closest match is never left out behind one that ranks higher. A memory is
     judged by what it says, not by its episode's context: a weak match between two strong ones stays."""

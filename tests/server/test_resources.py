@@ -142,3 +142,11 @@ async def test_a_query_parameter_the_resource_does_not_take_is_refused_not_dropp
             await client.read_resource("memoria://stats?x=1&colour=red")
         listed = await read_json(client, "memoria://memories?tag=ops&limit=5")  # the right name still works
         assert len(listed["memories"]) == 1
+        shown = listed["memories"][0]["id"]
+        with pytest.raises(
+            MCPError, match="unknown parameter 'memory_id': this resource takes org_id, project_id"
+        ):
+            await client.read_resource(
+                f"memoria://memory/{shown}?memory_id=mem_other"
+            )  # its id is in the path
+        assert (await read_json(client, f"memoria://memory/{shown}?project_id=default"))["id"] == shown
