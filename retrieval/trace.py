@@ -363,10 +363,9 @@ def floor_compared(candidate: Candidate) -> float | None:
     None for an episode sibling, which the floor never reads."""
     if candidate.source != "direct":
         return None
-    reranked = candidate.rerank_score is not None
-    relevance = (candidate.rerank_score if reranked else candidate.fused_score) * candidate.attribution_factor
-    absolute, fused = candidate.fused_absolute, candidate.fused_score
-    if reranked or absolute is None or fused <= 0.0:  # as Candidate.floor_score reads it
+    rerank, absolute, fused = candidate.rerank_score, candidate.fused_absolute, candidate.fused_score
+    relevance = (rerank if rerank is not None else fused) * candidate.attribution_factor
+    if rerank is not None or absolute is None or fused <= 0.0:  # as Candidate.floor_score reads it
         return relevance
     return relevance * min(1.0, absolute / fused)
 
