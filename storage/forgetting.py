@@ -7,7 +7,7 @@ import json
 import logging
 import mmap
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -229,7 +229,6 @@ class Forgetting(Memories, Lineage):
         if not ids:
             retrying(partial(self._meta.delete, filters.equals("key", journal.key)))
             return
-        count = len(ids)
         # The quotes of a memory in its neighbours' search text go while its text is still there to find
         # them by (a memory already erased had its quotes scrubbed before); then the memory itself; then
         # whatever read it meanwhile (traces).
@@ -239,28 +238,22 @@ class Forgetting(Memories, Lineage):
         for record in current.values():
             if record.kind == "episode" and record.episode_id:
                 where = self._in_scope(scope, id=record.episode_id)
-                self._vacate(self._episodes, ["id"], where)
-                retrying(partial(self._episodes.update, where=where, values={"title": None}))
-        self._vacate(self._memories, ["id"], filters.one_of("id", ids))
-        self._merge_update(
-            pa.table(
-                {
-                    "id": pa.array(ids, pa.string()),
-                    "content": pa.array([""] * count, pa.string()),
-                    "content_hash": pa.array([""] * count, pa.string()),
-                    "search_text": pa.array([""] * count, pa.string()),
-                    "tags": pa.array([[]] * count, pa.list_(pa.string())),
-                    "tags_key": pa.array(["||"] * count, pa.string()),
-                    "simhash": pa.array([None] * count, pa.int64()),
-                    "vector": pa.array(
-                        [[0.0] * self._vector_dim] * count, pa.list_(pa.float32(), self._vector_dim)
-                    ),
-                    "status": pa.array(["purged"] * count, pa.string()),
-                    "purged_at": pa.array([at] * count, pa.timestamp("us", tz="UTC")),
-                    "updated_at": pa.array([at] * count, pa.timestamp("us", tz="UTC")),
-                }
-            )
-        )
+                self._rewrite(
+                    self._episodes, ["org_id", "project_id", "id"], where, lambda row: {**row, "title": None}
+                )
+        erased = {
+            "content": "",
+            "content_hash": "",
+            "search_text": "",
+            "tags": [],
+            "tags_key": "||",
+            "simhash": None,
+            "vector": [0.0] * self._vector_dim,
+            "status": "purged",
+            "purged_at": at,
+            "updated_at": at,
+        }
+        self._rewrite(self._memories, ["id"], filters.one_of("id", ids), lambda row: {**row, **erased})
         if not journal.erased:  # said in the entry: a memory active after this was restored since
             journal = replace(journal, erased=True)
             where = filters.equals("key", journal.key)
@@ -292,14 +285,11 @@ class Forgetting(Memories, Lineage):
             if text != row["search_text"]:
                 changed[row["id"]] = text
         if changed:
-            self._vacate(self._memories, ["id"], filters.one_of("id", list(changed)))
-            self._merge_update(
-                pa.table(
-                    {
-                        "id": pa.array(list(changed), pa.string()),
-                        "search_text": pa.array(list(changed.values()), pa.string()),
-                    }
-                )
+            self._rewrite(
+                self._memories,
+                ["id"],
+                filters.one_of("id", list(changed)),
+                lambda row: {**row, "search_text": changed[row["id"]]},
             )
 
     def _scrub_traces(self, scope: Scope, memory_ids: Sequence[str]) -> None:
@@ -315,22 +305,7 @@ class Forgetting(Memories, Lineage):
                     filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
                 )
                 condition = filters.all_of(where, filters.quotes(memory_id))
-                self._vacate(self._retrievals, ["retrieval_id"], condition)
-                columns = ["retrieval_id", "trace_json", "trace_zlib", "trace_ids"]
-                for row in self._select(self._retrievals, condition, columns, limit=None):
-                    trace = json.dumps(masked(json.loads(trace_of_row(row)), gone))
-                    quoted = ids_of_key(row["trace_ids"]) if row["trace_ids"] else quoted_by(trace)
-                    stored = with_trace(row, trace, quoted)
-                    scrubbed = pa.Table.from_pylist(
-                        [{column: stored[column] for column in columns}],
-                        schema=pa.schema([self._retrievals.schema.field(column) for column in columns]),
-                    )
-                    retrying(
-                        partial(
-                            self._retrievals.merge_insert("retrieval_id").when_matched_update_all().execute,
-                            scrubbed,
-                        )
-                    )
+                self._rewrite(self._retrievals, ["retrieval_id"], condition, partial(_scrubbed, gone=gone))
 
     def _scrub_lineage(self, scope: Scope, memory_ids: Sequence[str]) -> None:
         """Withhold the reasons of the lineage events and the details of the contradictions that name one of
@@ -348,13 +323,10 @@ class Forgetting(Memories, Lineage):
         with self._logs_lock.exclusive():  # lineage is appended under it (shared), as traces are
             for table, key, text, naming in tables:
                 named = filters.any_of(*(filters.one_of(column, memory_ids) for column in naming))
-                rows = self._select(table, filters.all_of(where, named), [*key, text], limit=None)
-                changed = [{**row, text: WITHHELD} for row in rows if row[text] and row[text] != WITHHELD]
-                if changed:
-                    self._vacate(table, key, filters.all_of(where, named))
-                    fields = pa.schema([table.schema.field(column) for column in [*key, text]])
-                    update = pa.Table.from_pylist(changed, schema=fields)
-                    retrying(partial(table.merge_insert(key).when_matched_update_all().execute, update))
+                quoting = filters.all_of(
+                    where, named, filters.differs(text, WITHHELD), filters.differs(text, "")
+                )
+                self._rewrite(table, key, quoting, partial(_withheld, column=text))
 
     def _vacate(self, table: Any, key: list[str], rewritten: Expr) -> None:
         """Move every other row of the fragments holding the ``rewritten`` rows into new fragments, before
@@ -372,6 +344,22 @@ class Forgetting(Memories, Lineage):
             merged = retrying(partial(table.merge_insert(key).when_matched_update_all().execute, others))
             if table is self._memories:  # the scope copies catch up from the table at their next read
                 self._row_count.changed(merged.version, merged.num_updated_rows)
+
+    def _rewrite(
+        self, table: Any, key: list[str], where: Expr, change: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> None:
+        """Rewrite the rows ``where`` selects with ``change``, every column of them: written with only some
+        of its columns, a row keeps its old data file for the rest, old values included (a scrubbed
+        trace stayed in its file so). Their fragments are vacated first (``_vacate``)."""
+        rows = scan(table, where, None).to_pylist()
+        if not rows:
+            return
+        self._vacate(table, key, where)
+        update = pa.Table.from_pylist([change(row) for row in rows], schema=table.schema)
+        if table is self._memories:
+            self._merge_update(update)  # with what the scope copies need to know
+        else:
+            retrying(partial(table.merge_insert(key).when_matched_update_all().execute, update))
 
     def _drop_interrupted_writes(self, memory_ids: Sequence[str]) -> None:
         """Delete the files of interrupted writes that hold a purged memory's id, in the tables that hold
@@ -415,3 +403,14 @@ class Forgetting(Memories, Lineage):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             retrying(partial(self._memories.optimize, cleanup_older_than=timedelta(0)))
+
+
+def _scrubbed(row: dict[str, Any], *, gone: set[str]) -> dict[str, Any]:
+    """A retrieval row with the purged memories masked in its trace."""
+    trace = json.dumps(masked(json.loads(trace_of_row(row)), gone))
+    quoted = ids_of_key(row["trace_ids"]) if row["trace_ids"] else quoted_by(trace)
+    return with_trace(row, trace, quoted)
+
+
+def _withheld(row: dict[str, Any], *, column: str) -> dict[str, Any]:
+    return {**row, column: WITHHELD}
