@@ -12,11 +12,12 @@ from datetime import datetime
 
 from retrieval.text import (
     SWAP_MAX_WORDS,
+    clause_tokens,
     content_terms,
     light_stem,
     negated,
     negating_word,
-    swapped_spans,
+    swapped_tokens,
     without_negations,
     word_tokens,
 )
@@ -64,12 +65,14 @@ def detect_contradictions(
     max_word_frequency: int = 500,
     negations: bool = True,
     swaps: bool = True,
+    swaps_of: str | None = None,
 ) -> list[Contradiction]:
     """Pairs asserting opposite terms whose remaining words overlap by Jaccard >= ``threshold``, and with
     ``negations`` the pairs one of which negates the other's words (``negated_pairs``), with ``swaps`` those
     that say the same words with two parts in each other's place (``swapped_pairs``). Those two looks
     tokenise every memory given (the opposite terms are found by a cheap scan first): the write path asks
-    them of a memory and its neighbours, a pass over a whole scope does not."""
+    them of a memory and its neighbours (``swaps_of``: only its own pairs), a pass over a whole scope does
+    not."""
     stems = {light_stem(word): word for pair in oppositions for word in pair}
     # A cheap prefilter on the raw text: only memories that may contain an opposition word are tokenised.
     mentions = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, stems), key=len, reverse=True)) + ")")
@@ -122,7 +125,7 @@ def detect_contradictions(
                     )
     for contradiction in (
         *(negated_pairs(memories, max_word_frequency=max_word_frequency) if negations else ()),
-        *(swapped_pairs(memories) if swaps else ()),
+        *(swapped_pairs(memories, of=swaps_of) if swaps else ()),
     ):
         key = (contradiction.older_id, contradiction.newer_id)
         if key not in found:
@@ -130,25 +133,32 @@ def detect_contradictions(
     return sorted(found.values(), key=lambda c: (c.older_id, c.newer_id))
 
 
-def swapped_pairs(memories: Sequence[ContradictionInput]) -> list[Contradiction]:
+def swapped_pairs(memories: Sequence[ContradictionInput], *, of: str | None = None) -> list[Contradiction]:
     """Pairs of which one says (nearly) the other's words with two of its parts in each other's place
     (``swapped_spans``: "deploys are allowed on Monday but not on Friday" / "... on Friday but not on
-    Monday", "Alice reports to Bob" / "Bob reports to Alice"). Every pair of a small pool (the write path:
-    a memory and its neighbours); in a larger one, only texts of the same words."""
-    lengths = {m.id: len(word_tokens(m.content)) for m in memories}
-    usable = [m for m in memories if 2 < lengths[m.id] <= SWAP_MAX_WORDS]
+    Monday", "Alice reports to Bob" / "Bob reports to Alice"), or only those of memory ``of``. Every pair
+    of a small pool (the write path: a memory and its neighbours); in a larger one, only texts of the same
+    words."""
+    tokens = {m.id: clause_tokens(m.content) for m in memories}
+    usable = [m for m in memories if 2 < len(tokens[m.id]) <= SWAP_MAX_WORDS]
     groups: list[list[ContradictionInput]] = [usable]
     if len(usable) > SWAP_POOL:
         same_words: dict[tuple[str, ...], list[ContradictionInput]] = defaultdict(list)
         for memory in usable:
             same_words[tuple(sorted(word_tokens(memory.content)))].append(memory)
         groups = list(same_words.values())
+    words = {m.id: frozenset(tokens[m.id]) for m in usable}
     found = []
     for group in groups:
         ordered = sorted(group, key=lambda m: (m.created_at, m.id))
         for index, older in enumerate(ordered):
             for newer in ordered[index + 1 :]:
-                spans = swapped_spans(older.content, newer.content)
+                if of is not None and of not in (older.id, newer.id):
+                    continue
+                a, b = words[older.id], words[newer.id]
+                if len(a & b) < 0.8 * max(len(a), len(b)):  # a swap shares (nearly) every word
+                    continue
+                spans = swapped_tokens(tokens[older.id], tokens[newer.id])
                 if spans is not None:
                     first, last = spans
                     found.append(

@@ -254,8 +254,14 @@ def swapped_spans(left: str, right: str) -> tuple[str, str] | None:
     between them ("We deploy on Tuesdays" / "On Tuesdays we deploy"), nor the two sides of "is" or "and"
     ("The staging database is Postgres 15" / "Postgres 15 is the staging database"). Words one text has and
     the other lacks are set aside first, when they are at most a fifth of its words."""
-    a, b = _clause_tokens(left), _clause_tokens(right)
+    return swapped_tokens(clause_tokens(left), clause_tokens(right))
+
+
+def swapped_tokens(a: Sequence[str], b: Sequence[str]) -> tuple[str, str] | None:
+    """``swapped_spans`` of two texts' ``clause_tokens`` (a caller comparing many pairs makes them once)."""
     if not a or not b or a == b or max(len(a), len(b)) > SWAP_MAX_WORDS:
+        return None
+    if min(len(a), len(b)) < 0.8 * max(len(a), len(b)):  # fewer than 80% of the words can be shared
         return None
     shared = Counter(a) & Counter(b)
     if sum(shared.values()) < 0.8 * max(len(a), len(b)):
@@ -310,7 +316,7 @@ SYMMETRIC_WORDS = frozenset(
 )
 
 
-def _clause_tokens(text: str) -> list[str]:
+def clause_tokens(text: str) -> list[str]:
     """``word_tokens`` with the punctuation marks that end a clause or separate items kept as tokens."""
     return _CLAUSE_TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
 

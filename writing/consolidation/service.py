@@ -276,7 +276,7 @@ class ConsolidationService:
             return
         pool = [ContradictionInput(m.id, m.content, m.created_at) for m in (*others, memory)]
         by_id = {m.id: m for m in others}
-        for found in detect_contradictions(pool, self.policy.oppositions):
+        for found in detect_contradictions(pool, self.policy.oppositions, swaps_of=memory.id):
             if (
                 found.older_id == memory.id
                 and found.newer_id in by_id
