@@ -54,7 +54,7 @@ def measure(size: int, repeats: int) -> dict[str, Any]:
             cluster_ms = (time.perf_counter() - started) * 1000
             started = time.perf_counter()
             contradictions = detect_contradictions(
-                [ContradictionInput(r.id, r.content, r.created_at) for r in rows], swaps=False
+                [ContradictionInput(r.id, r.content, r.created_at) for r in rows]
             )
             contradiction_ms = (time.perf_counter() - started) * 1000
         finally:

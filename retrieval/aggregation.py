@@ -253,7 +253,6 @@ class CorroborationService:
                 [ContradictionInput(row.id, row.content, row.created_at) for row in rows],
                 self._oppositions,
                 negations=False,
-                swaps=False,
             )
         except BaseException:
             with self._lock:

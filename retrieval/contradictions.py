@@ -19,7 +19,6 @@ from retrieval.text import (
     negating_word,
     swapped_tokens,
     without_negations,
-    word_tokens,
 )
 
 DEFAULT_OPPOSITIONS: tuple[tuple[str, str], ...] = (
@@ -56,6 +55,11 @@ class Contradiction:
     newer_term: str
     subject_similarity: float
 
+    @property
+    def detail(self) -> str:
+        """What the pair says, as lineage and the contradictions table record it."""
+        return f"{self.older_term!r} then {self.newer_term!r} (subject overlap {self.subject_similarity:.2f})"
+
 
 def detect_contradictions(
     memories: Sequence[ContradictionInput],
@@ -64,15 +68,14 @@ def detect_contradictions(
     threshold: float = 0.5,
     max_word_frequency: int = 500,
     negations: bool = True,
-    swaps: bool = True,
     swaps_of: str | None = None,
 ) -> list[Contradiction]:
-    """Pairs asserting opposite terms whose remaining words overlap by Jaccard >= ``threshold``, and with
-    ``negations`` the pairs one of which negates the other's words (``negated_pairs``), with ``swaps`` those
-    that say the same words with two parts in each other's place (``swapped_pairs``). Those two looks
-    tokenise every memory given (the opposite terms are found by a cheap scan first): the write path asks
-    them of a memory and its neighbours (``swaps_of``: only its own pairs), a pass over a whole scope does
-    not."""
+    """Pairs asserting opposite terms whose remaining words overlap by Jaccard >= ``threshold``, with
+    ``negations`` the pairs one of which negates the other's words (``negated_pairs``), and with
+    ``swaps_of`` the pairs of that memory whose two texts say the same words with two parts in each other's
+    place (``swapped_pairs``). Those two looks tokenise every memory given (the opposite terms are found by
+    a cheap scan first): the write path asks them of a memory and its neighbours, a pass over a whole scope
+    does not."""
     stems = {light_stem(word): word for pair in oppositions for word in pair}
     # A cheap prefilter on the raw text: only memories that may contain an opposition word are tokenised.
     mentions = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, stems), key=len, reverse=True)) + ")")
@@ -125,7 +128,7 @@ def detect_contradictions(
                     )
     for contradiction in (
         *(negated_pairs(memories, max_word_frequency=max_word_frequency) if negations else ()),
-        *(swapped_pairs(memories, of=swaps_of) if swaps else ()),
+        *(swapped_pairs(memories, swaps_of) if swaps_of is not None else ()),
     ):
         key = (contradiction.older_id, contradiction.newer_id)
         if key not in found:
@@ -133,41 +136,32 @@ def detect_contradictions(
     return sorted(found.values(), key=lambda c: (c.older_id, c.newer_id))
 
 
-def swapped_pairs(memories: Sequence[ContradictionInput], *, of: str | None = None) -> list[Contradiction]:
-    """Pairs of which one says (nearly) the other's words with two of its parts in each other's place
-    (``swapped_spans``: "deploys are allowed on Monday but not on Friday" / "... on Friday but not on
-    Monday", "Alice reports to Bob" / "Bob reports to Alice"), or only those of memory ``of``. Every pair
-    of a small pool (the write path: a memory and its neighbours); in a larger one, only texts of the same
-    words."""
-    tokens = {m.id: clause_tokens(m.content) for m in memories}
-    usable = [m for m in memories if 2 < len(tokens[m.id]) <= SWAP_MAX_WORDS]
-    groups: list[list[ContradictionInput]] = [usable]
-    if len(usable) > SWAP_POOL:
-        same_words: dict[tuple[str, ...], list[ContradictionInput]] = defaultdict(list)
-        for memory in usable:
-            same_words[tuple(sorted(word_tokens(memory.content)))].append(memory)
-        groups = list(same_words.values())
-    words = {m.id: frozenset(tokens[m.id]) for m in usable}
+def swapped_pairs(memories: Sequence[ContradictionInput], memory_id: str) -> list[Contradiction]:
+    """The pairs of memory ``memory_id`` and another of ``memories`` of which one says (nearly) the other's
+    words with two of its parts in each other's place (``swapped_spans``: "deploys are allowed on Monday
+    but not on Friday" / "... on Friday but not on Monday", "Alice reports to Bob" / "Bob reports to
+    Alice"), older first."""
+    focus = next((m for m in memories if m.id == memory_id), None)
+    said = clause_tokens(focus.content) if focus is not None else []
+    if focus is None or not 2 < len(said) <= SWAP_MAX_WORDS:
+        return []
     found = []
-    for group in groups:
-        ordered = sorted(group, key=lambda m: (m.created_at, m.id))
-        for index, older in enumerate(ordered):
-            for newer in ordered[index + 1 :]:
-                if of is not None and of not in (older.id, newer.id):
-                    continue
-                a, b = words[older.id], words[newer.id]
-                if len(a & b) < 0.8 * max(len(a), len(b)):  # a swap shares (nearly) every word
-                    continue
-                spans = swapped_tokens(tokens[older.id], tokens[newer.id])
-                if spans is not None:
-                    first, last = spans
-                    found.append(
-                        Contradiction(older.id, newer.id, f"{first} ... {last}", f"{last} ... {first}", 1.0)
-                    )
+    for other in memories:
+        tokens = clause_tokens(other.content)
+        if other.id == memory_id or len(set(said) & set(tokens)) < 0.8 * max(
+            len(set(said)), len(set(tokens))
+        ):
+            continue  # a swap shares (nearly) every word
+        older, newer = sorted(
+            ((focus, said), (other, tokens)), key=lambda pair: (pair[0].created_at, pair[0].id)
+        )
+        spans = swapped_tokens(older[1], newer[1])
+        if spans is not None:
+            first, last = spans
+            found.append(
+                Contradiction(older[0].id, newer[0].id, f"{first} ... {last}", f"{last} ... {first}", 1.0)
+            )
     return found
-
-
-SWAP_POOL = 32  # a pool this large or smaller is compared pair by pair
 
 
 # A negation contradicts only what it restates word for word: "the rotation is not weekly" against "the

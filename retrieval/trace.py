@@ -352,9 +352,13 @@ def window_to_dict(window: TimeWindow | None, source: str | None = None) -> dict
         return None if source is None else {"since": None, "until": None, "from": source}
 
     def iso(moment: datetime | None) -> str | None:
-        return None if moment is None else moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        return None if moment is None else _utc_iso(moment)
 
     return {"since": iso(window.since), "until": iso(window.until), "from": source}
+
+
+def _utc_iso(moment: datetime, timespec: str = "auto") -> str:
+    return moment.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
 def floor_compared(candidate: Candidate) -> float | None:
@@ -363,11 +367,9 @@ def floor_compared(candidate: Candidate) -> float | None:
     None for an episode sibling, which the floor never reads."""
     if candidate.source != "direct":
         return None
-    rerank, absolute, fused = candidate.rerank_score, candidate.fused_absolute, candidate.fused_score
-    relevance = (rerank if rerank is not None else fused) * candidate.attribution_factor
-    if rerank is not None or absolute is None or fused <= 0.0:  # as Candidate.floor_score reads it
-        return relevance
-    return relevance * min(1.0, absolute / fused)
+    rerank = candidate.rerank_score
+    relevance = (rerank if rerank is not None else candidate.fused_score) * candidate.attribution_factor
+    return relevance * candidate.absolute_share
 
 
 def event_to_dict(event: TraceEvent) -> dict[str, Any]:
@@ -474,7 +476,7 @@ def not_a_candidate(memory: MemoryRecord, recalled_at: datetime, trace: dict[str
         and (memory.status == "active" or expires <= memory.updated_at)
     ):
         return (
-            f"{memory.id} is an ephemeral memory that expired at {expires.astimezone(UTC).isoformat(timespec='seconds').replace('+00:00', 'Z')}, before this retrieval "
+            f"{memory.id} is an ephemeral memory that expired at {_utc_iso(expires, 'seconds')}, before this retrieval "
             "ran: recall leaves out memories past their expiry"
         )
     if memory.status != "active":

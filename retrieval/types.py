@@ -110,14 +110,20 @@ class Candidate:
     @property
     def floor_score(self) -> float:
         """The relevance the floor compares: the lower of ``relevance_score`` (what ranks it; recall shows it
-        after age decay, boosts and weights) and the same with the fused part read on the absolute scale (``fused_absolute``), when
-        there is one and no reranker scored the candidate. The absolute scale keeps a weak best match out
-        (read against the best match found, it would count as a full one); the lower of the two keeps out
-        a memory that a much better match leaves below the floor as shown (a new user read "5 memories
-        matched above the relevance floor (0.1)" over scores of 0.093)."""
+        after age decay, boosts and weights) and the same with the fused part read on the absolute scale
+        (``absolute_share``). The absolute scale keeps a weak best match out (read against the best match
+        found, it would count as a full one); the lower of the two keeps out a memory that a much better
+        match leaves below the floor as shown (a new user read "5 memories matched above the relevance
+        floor (0.1)" over scores of 0.093)."""
+        return self.relevance_score * self.absolute_share
+
+    @property
+    def absolute_share(self) -> float:
+        """``min(1, fused_absolute / fused_score)``: what the fused score keeps read on the absolute scale;
+        1 when a reranker scored the candidate or there is no absolute reading."""
         if self.rerank_score is not None or self.fused_absolute is None or self.fused_score <= 0.0:
-            return self.relevance_score
-        return self.relevance_score * min(1.0, self.fused_absolute / self.fused_score)
+            return 1.0
+        return min(1.0, self.fused_absolute / self.fused_score)
 
     @property
     def boosted_score(self) -> float:

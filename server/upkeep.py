@@ -47,7 +47,7 @@ def aggregation_pass(runtime: Runtime, llm: LanguageModel | None = None) -> Upke
                     found.older_id,
                     found.newer_id,
                     kind="opposition",
-                    detail=f"{found.older_term!r} then {found.newer_term!r} (subject overlap {found.subject_similarity:.2f})",
+                    detail=found.detail,
                     similarity=found.subject_similarity,
                     at=now,
                 )

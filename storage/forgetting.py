@@ -328,17 +328,13 @@ class Forgetting(Memories, Lineage):
                 )
                 self._rewrite(table, key, quoting, partial(_withheld, column=text))
 
-    def _vacate(self, table: Any, key: list[str], rewritten: Expr) -> None:
-        """Move every other row of the fragments holding the ``rewritten`` rows into new fragments, before
-        those rows are rewritten (erased, scrubbed): LanceDB rewrites a row by marking its old place
+    def _vacate(self, table: Any, key: list[str], rewritten: Expr, fragments: Sequence[int]) -> None:
+        """Move every other row of ``fragments`` (those holding the ``rewritten`` rows) into new fragments,
+        before those rows are rewritten (erased, scrubbed): LanceDB rewrites a row by marking its old place
         deleted, and its compaction leaves a fragment with few deleted rows as it is, so the old text would
         stay in the fragment's file (a purge among 40 memories left it there). Vacated, the fragment holds
         only rows the rewrite deletes, so it leaves the table and the clean-up of old versions deletes its
         file. Safe to run again: the moved rows are unchanged."""
-        held = scan(table, rewritten, ["_rowaddr"])
-        fragments = sorted({address >> 32 for address in held.column("_rowaddr").to_pylist()})
-        if not fragments:
-            return
         others = scan(table, filters.all_of(filters.in_fragments(fragments), ~rewritten), None)
         if others.num_rows:
             merged = retrying(partial(table.merge_insert(key).when_matched_update_all().execute, others))
@@ -351,10 +347,11 @@ class Forgetting(Memories, Lineage):
         """Rewrite the rows ``where`` selects with ``change``, every column of them: written with only some
         of its columns, a row keeps its old data file for the rest, old values included (a scrubbed
         trace stayed in its file so). Their fragments are vacated first (``_vacate``)."""
-        rows = scan(table, where, None).to_pylist()
+        rows = scan(table, where, [*table.schema.names, "_rowaddr"]).to_pylist()
         if not rows:
             return
-        self._vacate(table, key, where)
+        fragments = sorted({row.pop("_rowaddr") >> 32 for row in rows})  # a row's address: fragment, offset
+        self._vacate(table, key, where, fragments)
         update = pa.Table.from_pylist([change(row) for row in rows], schema=table.schema)
         if table is self._memories:
             self._merge_update(update)  # with what the scope copies need to know

@@ -123,7 +123,8 @@ def test_two_parts_in_each_others_place_contradict_the_older_statement():
             memory("same", "On Monday but not on Friday deploys are allowed", 9),  # reordered, no swap
             memory("copula", "The staging database is Postgres 15", 1),
             memory("copula2", "Postgres 15 is the staging database", 2),
-        ]
+        ],
+        swaps_of="new",
     )
     assert [(c.older_id, c.newer_id, c.older_term, c.newer_term) for c in found] == [
         ("old", "new", "monday ... friday", "friday ... monday")

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from storage.stats import scope_stats
 from storage.store import MemoryStore
 from tests.storage.test_inspection import DIM, OTHER, SCOPE, T0
-from tests.storage.test_store import new
+from tests.storage.test_store import expiring, new
 
 
 @pytest.fixture
@@ -42,14 +41,7 @@ def test_stats_count_one_scope_by_status_and_the_active_ones_by_kind_and_tier(st
 
 
 def test_an_ephemeral_memory_past_its_expiry_counts_as_expired_not_active_until_maintenance(store):
-    now = datetime.now(UTC)
-    store.insert_many(
-        [
-            new("a", "alpha"),
-            new("soon", "beta", protection_tier="ephemeral", expires_at=now + timedelta(days=1)),
-            new("past", "gamma", protection_tier="ephemeral", expires_at=now - timedelta(seconds=1)),
-        ]
-    )
+    store.insert_many([new("a", "alpha"), *expiring()])
     census = scope_stats(store, SCOPE)
     assert census.by_status == {"active": 2, "expired": 1}
     assert census.active_ids == ("a", "soon")

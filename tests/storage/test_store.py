@@ -433,15 +433,17 @@ def test_scopes_lists_every_scope_with_active_memories(store):
     assert store.scopes() == [Scope("acme", "web"), Scope("globex", "api")]
 
 
-def test_a_listing_leaves_out_an_ephemeral_memory_past_its_expiry_as_recall_does(store):
+def expiring() -> list[NewMemory]:
+    """Two ephemeral memories: "soon" expires tomorrow, "past" a second ago (not retracted yet)."""
     now = datetime.now(UTC)
-    store.insert_many(
-        [
-            new("kept", "alpha"),
-            new("soon", "beta", protection_tier="ephemeral", expires_at=now + timedelta(days=1)),
-            new("past", "gamma", protection_tier="ephemeral", expires_at=now - timedelta(seconds=1)),
-        ]
-    )
+    return [
+        new("soon", "beta", protection_tier="ephemeral", expires_at=now + timedelta(days=1)),
+        new("past", "gamma", protection_tier="ephemeral", expires_at=now - timedelta(seconds=1)),
+    ]
+
+
+def test_a_listing_leaves_out_an_ephemeral_memory_past_its_expiry_as_recall_does(store):
+    store.insert_many([new("kept", "alpha"), *expiring()])
     assert {m.id for m in store.list_memories(SCOPE, limit=10)} == {"kept", "soon"}
 
 

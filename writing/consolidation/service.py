@@ -285,9 +285,8 @@ class ConsolidationService:
                 # Remembered with an earlier occurred_at (history imported late): a memory newer than it,
                 # written before it, already says otherwise, so it arrives disputed (a new user's trial
                 # found it unmarked). One written after it (later in a batch) judges the pair itself.
-                detail = f"{found.older_term!r} then {found.newer_term!r} (subject overlap {found.subject_similarity:.2f})"
                 self._record_contradiction(
-                    memory, by_id[found.newer_id], "opposition", detail, found.subject_similarity
+                    memory, by_id[found.newer_id], "opposition", found.detail, found.subject_similarity
                 )
                 report.contradicts.append(found.newer_id)
                 report.resolver = report.resolver or KEPT_OPEN
@@ -352,9 +351,7 @@ class ConsolidationService:
     ) -> None:
         """``memory`` revises ``older`` (superseded by ``resolver``), or the pair stays an open contradiction
         of ``kind`` (recorded with ``why_kept``; the report's resolver is then ``kept_by``)."""
-        detail = (
-            f"{pair.older_term!r} then {pair.newer_term!r} (subject overlap {pair.subject_similarity:.2f})"
-        )
+        detail = pair.detail
         if revises:
             changed = self._supersede(
                 memory.scope,
