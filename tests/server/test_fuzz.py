@@ -155,6 +155,13 @@ naive_past = st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(202
 )
 SCOPED = {"org_id": scope_part, "project_id": scope_part}
 
+
+def still_shown(arguments: dict[str, Any]) -> bool:
+    """Not an ephemeral memory dated in the past: every ``past`` date is older than its time to live, and
+    such a memory is refused (recall would never show it)."""
+    return not (arguments.get("protection_tier") == "ephemeral" and "occurred_at" in arguments)
+
+
 item = st.fixed_dictionaries(
     {"content": free_text},
     optional={
@@ -165,7 +172,7 @@ item = st.fixed_dictionaries(
         "occurred_at": past | naive_past,
         "agent_id": identifier,
     },
-)
+).filter(still_shown)
 
 # Broken values by kind of argument; each must be refused with a message naming the argument.
 TOO_LONG_IDENTIFIER = "i" * 129
@@ -274,7 +281,7 @@ def tool_fuzz(pools: Pools) -> dict[str, ToolFuzz]:
                     "occurred_at": past | naive_past,
                     **SCOPED,
                 },
-            ),
+            ).filter(still_shown),
             {
                 "content": [*BAD_TEXT, "   ", "\n\t ", "x" * 20_001, "x" * 1_000_001],
                 "kind": literal("fact"),
