@@ -102,6 +102,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         consolidation_policy(settings),
         memory_id=memory_id_for,
         reranker=models.reranker,
+        contradicted=corroboration.keep_apart,
     )
     runtime = ServerRuntime(
         settings=settings,

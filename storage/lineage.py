@@ -147,6 +147,14 @@ class Lineage(StoreTables):
             return {i: list(snapshot[i]) for i in dict.fromkeys(memory_ids) if i in snapshot}
         return self._newer_contradictions(scope, memory_ids)
 
+    def open_contradiction_pairs(self, scope: Scope) -> list[tuple[str, str]]:
+        """The (older, newer) ids of the scope's open contradictions: the aggregation pass keeps the two
+        memories of each pair out of one near-duplicate cluster (a claim and its reversal share their words)."""
+        snapshot = self._contradiction_snapshots.get(scope)
+        if snapshot is None:
+            snapshot = _newer_by_older(self._open_contradiction_rows(filters.scope_is(scope), None))
+        return [(older, newer) for older, newers in snapshot.items() for newer in newers]
+
     def _read_open_contradictions(self, scope: Scope, limit: int) -> tuple[dict[str, list[str]], int]:
         rows = self._open_contradiction_rows(filters.scope_is(scope), limit)
         return _newer_by_older(rows), len(rows)

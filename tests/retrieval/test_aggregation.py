@@ -17,6 +17,7 @@ class FakeSource:
     def __init__(self, rows, attesters=None):
         self.rows = list(rows)
         self.attestations = attesters or {}
+        self.contradictions: list[tuple[str, str]] = []
         self.reads = 0
 
     def scopes(self):
@@ -28,6 +29,9 @@ class FakeSource:
 
     def attesters(self, scope):
         return self.attestations
+
+    def open_contradiction_pairs(self, scope):
+        return list(self.contradictions)
 
 
 SAME = "We deploy the billing service every Tuesday"
@@ -147,3 +151,57 @@ def test_a_claim_and_its_negation_are_no_corroboration_even_with_near_fingerprin
     service.observe(SCOPE, ClusterMember("c", "z", 1.0, T0, simhash(negation), negates=True))
     service.observe(SCOPE, ClusterMember("d", "w", 1.0, T0, simhash(long)))
     assert service.clusters_for(SCOPE, ["a"])["a"].corroborating_agents == ("w",)
+
+
+OTHER = "Completely different text about caching"
+
+
+def member(memory_id: str, agent: str, text: str = SAME) -> ClusterMember:
+    return ClusterMember(memory_id, agent, 1.0, T0, simhash(text))
+
+
+def groups(service: CorroborationService, ids: list[str]) -> set[tuple[str, ...]]:
+    clusters = service.clusters_for(SCOPE, ids).values()
+    return {tuple(sorted(m.id for m in cluster.members)) for cluster in clusters}
+
+
+def test_a_pass_keeps_the_two_memories_of_an_open_contradiction_out_of_one_cluster():
+    """Near-duplicate fingerprints (the same words), but the store holds the pair as a contradiction."""
+    source = FakeSource(
+        [row("a", "x", SAME), row("b", "y", SAME, 1), row("c", "x", OTHER, 2), row("d", "y", OTHER + "!", 3)]
+    )
+    source.contradictions = [("a", "b")]
+    service = CorroborationService(source)
+    assert groups(service, ["a", "b", "c", "d"]) == {("c", "d")}
+
+
+def test_a_contradiction_found_after_two_memories_clustered_splits_their_cluster():
+    service = CorroborationService(FakeSource([row("a", "x", SAME)]))
+    service.clusters_for(SCOPE, ["a"])
+    service.observe(SCOPE, member("b", "y"))
+    service.observe(SCOPE, member("c", "x", OTHER))
+    service.observe(SCOPE, member("d", "w", OTHER + "!"))
+    assert groups(service, ["a", "b", "c", "d"]) == {("a", "b"), ("c", "d")}
+    service.keep_apart(SCOPE, "a", "b")
+    assert groups(service, ["a", "b", "c", "d"]) == {("c", "d")}  # the other cluster is untouched
+    service.run_pass(SCOPE)  # a pass that does not know the pair yet (another process's store)
+    service.keep_apart(SCOPE, "a", "b")
+    assert groups(service, ["a", "b"]) == set()
+
+
+def test_a_split_keeps_the_links_that_still_hold():
+    index = ScopeIndex([member("a", "x"), member("b", "y"), member("c", "z", SAME + "!")])
+    index.keep_apart("a", "b")
+    # c restates both: the set stays whole through it (only the pair's own link goes)
+    assert [sorted(m.id for m in c.members) for c in index.clusters()] == [["a", "b", "c"]]
+    index.retire(["c"])
+    assert index.clusters() == ()
+
+
+def test_a_retired_memory_takes_its_contradictions_with_it():
+    index = ScopeIndex([member("a", "x"), member("b", "y")], apart=[("a", "b")])
+    assert index.clusters() == ()
+    index.retire(["b"])
+    index.add(member("e", "v"))
+    assert [sorted(m.id for m in c.members) for c in index.clusters()] == [["a", "e"]]
+    assert index._apart == {}

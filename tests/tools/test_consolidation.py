@@ -922,3 +922,18 @@ def test_within_a_batch_the_later_item_judges_its_contradiction_of_an_earlier_on
     first, second = out.results
     assert first.consolidation.contradicts == []
     assert second.consolidation.revised == [first.id]
+
+
+@pytest.mark.parametrize("pass_first", [False, True])
+def test_two_agents_who_say_the_same_words_with_two_parts_swapped_corroborate_nothing(runtime, pass_first):
+    """The two texts share every word, so their fingerprints cluster them: the claim and its reversal, from
+    two agents, earned each other a corroboration boost. Whether the cluster cache was built before the
+    second write (this process joins it there) or a later pass rebuilt it from the store."""
+    old = remember(RememberInput(content="Alice reports to Bob"), runtime, caller(agent="cursor")).id
+    if pass_first:
+        runtime.corroboration.clusters_for(SCOPE, [old])
+    said = remember(RememberInput(content="Bob reports to Alice"), runtime, caller(agent="claude-code"))
+    assert said.consolidation.contradicts == [old]
+    assert runtime.corroboration.clusters_for(SCOPE, [old, said.id]) == {}
+    aggregation_pass(runtime)
+    assert runtime.corroboration.clusters_for(SCOPE, [old, said.id]) == {}

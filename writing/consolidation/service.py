@@ -143,9 +143,13 @@ class ConsolidationService:
         memory_id: Callable[[Scope, str, Audience], str],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         reranker: Reranker | None = None,
+        contradicted: Callable[[Scope, str, str], None] = lambda scope, older_id, newer_id: None,
     ) -> None:
-        """``reranker``: the one the rerank step uses when ``policy.rerank`` is on (None: no rerank step)."""
+        """``reranker``: the one the rerank step uses when ``policy.rerank`` is on (None: no rerank step).
+        ``contradicted(scope, older_id, newer_id)``: told of each contradiction recorded (the cluster cache
+        keeps the pair apart: ``CorroborationService.keep_apart``)."""
         self._store = store
+        self._contradicted = contradicted
         self._embedder = embedder
         self._reranker = reranker
         self.policy = policy
@@ -671,6 +675,7 @@ class ConsolidationService:
                 )
             ]
         )
+        self._contradicted(older.scope, older.id, newer.id)
 
     def _event(
         self,
