@@ -243,10 +243,12 @@ class ScopeCopy:
         viewer: Viewer | None = None,
         audience: Audience | None = None,
         exclude: Collection[str] = (),
+        stored: bool = False,
     ) -> np.ndarray:
-        """Rows that are active, unexpired, of one of ``kinds`` (if given), that ``viewer`` may read (if
-        given), of ``audience`` (if given), that pass ``keep`` and are not of ``exclude``."""
-        mask = self._readable(count, now, viewer, audience, exclude)
+        """Rows that are active, unexpired (with ``stored``: whose text is stored, ``_readable``), of one of
+        ``kinds`` (if given), that ``viewer`` may read (if given), of ``audience`` (if given), that pass
+        ``keep`` and are not of ``exclude``."""
+        mask = self._readable(count, now, viewer, audience, exclude, stored)
         return mask & self._selected(count, kinds, keep) if kinds or keep is not None else mask
 
     def _readable(
@@ -256,10 +258,17 @@ class ScopeCopy:
         viewer: Viewer | None,
         audience: Audience | None,
         exclude: Collection[str] = (),
+        stored: bool = False,
     ) -> np.ndarray:
         """Rows that are active, unexpired, that ``viewer`` may read, of ``audience`` (if given) and not of
-        ``exclude`` (memory ids: a few, each found by its row)."""
-        mask = self.active[:count] & (self.expires[:count] > now.timestamp())
+        ``exclude`` (memory ids: a few, each found by its row). With ``stored`` (a purge's look), every row
+        whose text is still stored instead of the active, unexpired ones: retracted, superseded or past
+        its expiry too, not purged."""
+        if stored:
+            purged = (self.records[memory_id].status == "purged" for memory_id in self.ids[:count])
+            mask = ~np.fromiter(purged, dtype=bool, count=count)
+        else:
+            mask = self.active[:count] & (self.expires[:count] > now.timestamp())
         for memory_id in exclude:
             row = self.row_of.get(memory_id)
             if row is not None and row < count:
@@ -295,13 +304,14 @@ class ScopeCopy:
         viewer: Viewer | None = None,
         audience: Audience | None = None,
         exclude: Collection[str] = (),
+        stored: bool = False,
     ) -> list[tuple[MemoryRecord, float, np.ndarray | None]]:
         """Active, unexpired memories (of ``kinds``, that ``viewer`` may read, passing ``keep``, not of
         ``exclude``) by BM25 over their search text."""
         count = len(self.ids)
         if self.lexical is None or count == 0:
             return []
-        eligible = self._eligible(count, now, kinds, keep, viewer, audience, exclude)
+        eligible = self._eligible(count, now, kinds, keep, viewer, audience, exclude, stored)
         found = self.lexical.search(text, eligible, limit)
         return [
             (self.records[self.ids[row]], score, self.vectors[row].copy() if self.has_vector[row] else None)
@@ -325,6 +335,7 @@ class ScopeCopy:
         audience: Audience | None = None,
         context_share: float = 0.0,
         exclude: Collection[str] = (),
+        stored: bool = False,
     ) -> list[tuple[MemoryRecord, float, np.ndarray, float | None]]:
         """Active, unexpired memories embedded by ``embedder``, of one of ``kinds`` (if given), that
         ``viewer`` may read (if given), passing ``keep`` and not of ``exclude``: (record, cosine, vector,
@@ -336,7 +347,7 @@ class ScopeCopy:
         if code is None or count == 0 or limit <= 0:
             return []
         mask = (
-            self._readable(count, now, viewer, audience, exclude)
+            self._readable(count, now, viewer, audience, exclude, stored)
             & self.has_vector[:count]
             & (self.embedder_code[:count] == code)
         )

@@ -15,6 +15,7 @@ from lancedb.expr import Expr
 
 from storage import filters
 from storage.records import (
+    CONTENT_STATUSES,
     Audience,
     EpisodeMemberStub,
     MemoryRecord,
@@ -51,12 +52,14 @@ class MemorySearch(StoreTables):
         window: TimeWindow | None = None,
         all_tags: bool = False,
         context_share: float = 0.0,
+        stored: bool = False,
     ) -> list[SearchHit]:
         """Active memories in ``reach`` embedded by ``embedder`` (of these kinds, with any of these tags,
         or all of them with ``all_tags``, in this time window), nearest first; score = cosine similarity.
         With a ``context_share``, nearest by ``semantic_score`` where a scope copy has the memory's
-        context (a scope LanceDB serves ranks by cosine: its hits carry no context)."""
-        where = _Filter.of(reach, kinds, tags, window, all_tags, held=self._pending.held())
+        context (a scope LanceDB serves ranks by cosine: its hits carry no context). With ``stored`` (a
+        purge's look), every memory whose text is still stored: retracted, superseded and expired too."""
+        where = _Filter.of(reach, kinds, tags, window, all_tags, held=self._pending.held(), stored=stored)
         hits = [
             hit
             for scope in self._scopes(reach)
@@ -119,7 +122,7 @@ class MemorySearch(StoreTables):
             SearchHit(memory_from_row(row), 1.0 - float(row["_distance"]), vector_of_row(row))
             for row in query.to_arrow().to_pylist()
         ]
-        return _live(hits)
+        return _live(hits, where)
 
     def fulltext_search(
         self,
@@ -131,14 +134,15 @@ class MemorySearch(StoreTables):
         tags: Sequence[str] | None = None,
         window: TimeWindow | None = None,
         all_tags: bool = False,
+        stored: bool = False,
     ) -> list[SearchHit]:
         """Active memories in ``reach`` matching ``text`` (BM25 over content and tags), best first. Each
         scope of a view has a BM25 index of its own: hits are put on the scale of ``fulltext_ceiling``
         (what a full match scores in the first scope whose index knows the query's terms), so that the
-        indexes' scores compare."""
+        indexes' scores compare. ``stored``: as ``vector_search``'s."""
         if not text.strip():
             return []
-        where = _Filter.of(reach, kinds, tags, window, all_tags, held=self._pending.held())
+        where = _Filter.of(reach, kinds, tags, window, all_tags, held=self._pending.held(), stored=stored)
         scopes = self._scopes(reach)
         found = {scope: self._fulltext_search_in(scope, text, limit, where) for scope in scopes}
         if len(scopes) == 1:
@@ -172,11 +176,12 @@ class MemorySearch(StoreTables):
                             )
                             for row in scored
                             if row["id"] in copy.records and where.sees(copy.records[row["id"]])
-                        ]
+                        ],
+                        where,
                     )
         rows = self._fulltext_rows(scope, text, [*MEMORY_COLUMNS, "vector"], limit, where)
         return _live(
-            [SearchHit(memory_from_row(row), float(row["_score"]), vector_of_row(row)) for row in rows]
+            [SearchHit(memory_from_row(row), float(row["_score"]), vector_of_row(row)) for row in rows], where
         )
 
     def _fulltext_rows(
@@ -321,9 +326,11 @@ class MemorySearch(StoreTables):
 
     @staticmethod
     def _active_in(scope: Scope, where: _Filter, statuses: Sequence[MemoryStatus] = ("active",)) -> Expr:
-        """The active memories (or those of ``statuses``) of ``scope`` that ``where`` keeps, as a LanceDB
-        filter."""
+        """The active memories (or those of ``statuses``, or for ``where.stored`` every one whose text is
+        stored) of ``scope`` that ``where`` keeps, as a LanceDB filter."""
         kinds, tags, window = where.kinds, where.tags, where.window
+        if where.stored:
+            statuses = CONTENT_STATUSES
         return filters.all_of(
             filters.scope_is(scope),
             filters.equals("status", statuses[0])
@@ -427,6 +434,7 @@ class _Filter:
     all_tags: bool = False
     view: View | None = None  # whose reading it is (None: a plain scope's read, which keeps every memory)
     held: frozenset[str] = frozenset()
+    stored: bool = False  # every memory whose text is stored (a purge's look), not the active ones only
 
     @classmethod
     def of(
@@ -438,8 +446,10 @@ class _Filter:
         all_tags: bool = False,
         *,
         held: Iterable[str] = (),
+        stored: bool = False,
     ) -> _Filter:
-        return cls(kinds, tags, window, all_tags, reach if isinstance(reach, View) else None, frozenset(held))
+        view = reach if isinstance(reach, View) else None
+        return cls(kinds, tags, window, all_tags, view, frozenset(held), stored)
 
     @property
     def viewer(self) -> Viewer | None:
@@ -462,6 +472,7 @@ class _Filter:
             "viewer": self.viewer,
             "audience": self.audience,
             "exclude": self.held,
+            "stored": self.stored,
         }
 
 
@@ -470,9 +481,12 @@ def _best(hits: list[SearchHit], limit: int) -> list[SearchHit]:
     return sorted(hits, key=lambda hit: -hit.score)[:limit]
 
 
-def _live(hits: list[SearchHit]) -> list[SearchHit]:
+def _live(hits: list[SearchHit], where: _Filter) -> list[SearchHit]:
     """Search results without duplicate ids and without ephemeral memories past their expiry (the
-    maintenance job retracts those, but a search between its rounds must not return them)."""
+    maintenance job retracts those, but a search between its rounds must not return them), unless the
+    search looks at every memory whose text is stored (``where.stored``)."""
+    if where.stored:
+        return _dedupe(hits)
     now = datetime.now(UTC)
     return [hit for hit in _dedupe(hits) if hit.record.expires_at is None or hit.record.expires_at > now]
 

@@ -115,25 +115,31 @@ class FakeSource:
         window=None,
         all_tags=False,
         context_share=0.0,
+        stored=False,
     ):
         self.calls.append(("vector", scope, embedder, limit))
         hits = [
             SearchHit(m, float(np.dot(vector, self.vectors[m.id])), self.vectors[m.id])
             for m in self.memories
-            if m.embedder == embedder and (window is None or window.holds(m.created_at))
+            if m.embedder == embedder
+            and (window is None or window.holds(m.created_at))
+            and (m.status == "active" or (stored and m.status != "purged"))
         ]
         return sorted(hits, key=lambda h: -h.score)[:limit]
 
     def context_scores(self, scope, vector, memory_ids, *, embedder):
         return {}
 
-    def fulltext_search(self, scope, text, *, limit, kinds=None, tags=None, window=None, all_tags=False):
+    def fulltext_search(
+        self, scope, text, *, limit, kinds=None, tags=None, window=None, all_tags=False, stored=False
+    ):
         self.calls.append(("fulltext", scope, limit))
         words = set(text.lower().split())
         hits = [
             SearchHit(m, float(len(words & set(m.content.lower().split()))), self.vectors[m.id])
             for m in self.memories
-            if window is None or window.holds(m.created_at)
+            if (window is None or window.holds(m.created_at))
+            and (m.status == "active" or (stored and m.status != "purged"))
         ]
         return sorted((h for h in hits if h.score > 0), key=lambda h: -h.score)[:limit]
 

@@ -122,8 +122,10 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
                 "query is empty, or white space and control characters only: say what to forget in words"
             )
         floor = runtime.settings.forget_min_relevance
-        # As many as one call may take, and one more: whether more match than max_memories lets go.
-        found = best_matches(runtime, view, args.query, MAX_BY_QUERY + 1)
+        # As many as one call may take, and one more: whether more match than max_memories lets go. A purge
+        # looks at every memory whose text is stored (retracted, superseded, past its expiry), as by tag.
+        purge = args.mode == "purge"
+        found = best_matches(runtime, view, args.query, MAX_BY_QUERY + 1, stored=purge)
         above = [(memory, score) for memory, score in found if score >= floor]
         relevance = {memory.id: score for memory, score in above[: args.max_memories]}
         targets = [memory for memory, _ in above[: args.max_memories]]
@@ -135,8 +137,8 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
                 mode=args.mode,
                 dry_run=args.dry_run,
                 forgotten=[],
-                note=f"nothing was forgotten: no active memory matches the query closely enough (relevance "
-                f">= {floor:g}){closest}. Pass memory_id to forget a particular memory.",
+                note=f"nothing was forgotten: no {'stored' if purge else 'active'} memory matches the query "
+                f"closely enough (relevance >= {floor:g}){closest}. Pass memory_id to forget a particular memory.",
             )
     # A retraction takes active memories; a purge also erases the text of inactive ones (retracted or
     # superseded), but one already purged has nothing left to erase.
@@ -271,8 +273,11 @@ def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) 
     return [e.memory_id for e in absorbed_events(store, scope, ids, ("supersede", "reword"))]
 
 
-def best_matches(runtime: Runtime, scope: Reach, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:
-    """The active memories that match ``query`` best, with their fused relevance on the scale the relevance
+def best_matches(
+    runtime: Runtime, scope: Reach, query: str, limit: int, *, stored: bool = False
+) -> list[tuple[MemoryRecord, float]]:
+    """The active memories (``stored``: every memory whose text is stored, retracted, superseded or expired
+    too) that match ``query`` best, with their fused relevance on the scale the relevance
     floor reads: the lower of the fused score with a full-text match read against the best match (as
     ranking reads it) and against a full match of the query (where the index keeps term statistics), so
     nothing is forgotten that recall's fusion scores below ``forget_min_relevance`` (no reranker, author
@@ -281,7 +286,7 @@ def best_matches(runtime: Runtime, scope: Reach, query: str, limit: int) -> list
     relevance, so that the closest match is never left out behind one that ranks higher. A memory is
     judged by what it says, not by its episode's context: a weak match between two strong ones stays."""
     fused, _ = runtime.pipeline.candidate_search.search(
-        scope, query, leg_limit=limit * 9, limit=limit * 3, context_share=0.0
+        scope, query, leg_limit=limit * 9, limit=limit * 3, context_share=0.0, stored=stored
     )
     scored = [
         (

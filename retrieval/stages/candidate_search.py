@@ -39,7 +39,11 @@ class CandidateSource(Protocol):
         window: TimeWindow | None = None,
         all_tags: bool = False,
         context_share: float = 0.0,
-    ) -> list[SearchHit]: ...
+        stored: bool = False,
+    ) -> list[SearchHit]:
+        """``stored``: every memory whose text is stored (retracted, superseded, expired too), not only the
+        active ones: a purge by query erases them all."""
+        ...
 
     def context_scores(
         self, reach: Reach, vector: np.ndarray, memory_ids: Sequence[str], *, embedder: str
@@ -57,6 +61,7 @@ class CandidateSource(Protocol):
         tags: Sequence[str] | None = None,
         window: TimeWindow | None = None,
         all_tags: bool = False,
+        stored: bool = False,
     ) -> list[SearchHit]: ...
 
     def fulltext_engine(self, reach: Reach) -> str:
@@ -118,13 +123,15 @@ class CandidateSearchStage:
         all_tags: bool = False,
         names_to_fulltext: bool = False,
         context_share: float | None = None,
+        stored: bool = False,
     ) -> tuple[tuple[Candidate, ...], tuple[TraceEvent, ...]]:
         """Both legs (``leg_limit`` hits each), fused; the best ``limit`` candidates and the trace events.
         The full-text leg runs first. With ``names_to_fulltext`` (a recall, whose attribution stage weighs
         who wrote what) the vector leg embeds the query without the names of the full-text hits' authors
         that it names (``without_agents``), which the full-text leg has matched already.
         ``context_share``: c for this search (None: the stage's); forget by query judges a memory by what
-        it says itself, and passes 0."""
+        it says itself, and passes 0. ``stored``: search every memory whose text is stored, not only the
+        active ones (a purge by query)."""
         share = self._context_share if context_share is None else context_share
         query_vector: np.ndarray | None = None
         vector_hits: list[SearchHit] = []
@@ -134,7 +141,14 @@ class CandidateSearchStage:
         if self._use_fulltext:
             words = fulltext_query(query)
             fulltext_hits = self._source.fulltext_search(
-                reach, words, limit=leg_limit, kinds=kinds, tags=tags, window=window, all_tags=all_tags
+                reach,
+                words,
+                limit=leg_limit,
+                kinds=kinds,
+                tags=tags,
+                window=window,
+                all_tags=all_tags,
+                stored=stored,
             )
             ceiling = self._source.fulltext_ceiling(reach, words) if fulltext_hits else None
             engine = self._source.fulltext_engine(reach)
@@ -159,6 +173,7 @@ class CandidateSearchStage:
                 window=window,
                 all_tags=all_tags,
                 context_share=share,
+                stored=stored,
             )
             events.append(SearchLegRan("vector", self._embedder.name, len(vector_hits), leg_limit))
         else:

@@ -135,6 +135,41 @@ def test_a_purge_by_tag_erases_that_tags_expired_and_retracted_memories_too(sett
     assert files_holding(Path(settings.db_uri), b"zq7") == []
 
 
+def test_a_purge_by_query_reaches_the_retracted_and_the_expired_memories_that_match(settings):
+    """A retracted memory keeps its text until a purge; asked to purge what matches, forget by query looked
+    at active memories only and said nothing matched. A retraction by query still takes active ones only."""
+    import time
+    from pathlib import Path
+
+    from tests.forensics import files_holding
+
+    runtime = make_runtime(settings.replace(ephemeral_ttl_seconds=1.0))
+    try:
+        retracted = remember(RememberInput(content="The vault pin is zq7RETRACTED"), runtime, OWNER).id
+        forget(ForgetInput(memory_id=retracted), runtime, OWNER)
+        lapsing = remember(
+            RememberInput(content="The door code is zq7EXPIRED", protection_tier="ephemeral"), runtime, OWNER
+        ).id
+        kept = remember(RememberInput(content="The office cat is called Miso"), runtime, OWNER).id
+        time.sleep(1.2)  # the ephemeral memory's time runs out; no maintenance round retracts it
+        nothing = forget(ForgetInput(query="vault pin zq7RETRACTED"), runtime, OWNER)
+        assert nothing.forgotten == [] and nothing.note.startswith("nothing was forgotten: no active memory")
+        shown = forget(
+            ForgetInput(query="vault pin zq7RETRACTED", mode="purge", dry_run=True), runtime, OWNER
+        )
+        assert [(m.id, m.status) for m in shown.forgotten] == [(retracted, "retracted")]
+        purged = forget(ForgetInput(query="vault pin zq7RETRACTED", mode="purge"), runtime, OWNER)
+        assert [(m.id, m.status) for m in purged.forgotten] == [(retracted, "purged")]
+        door = forget(ForgetInput(query="door code zq7EXPIRED", mode="purge"), runtime, OWNER)
+        assert [m.id for m in door.forgotten] == [lapsing]
+        again = forget(ForgetInput(query="vault pin zq7RETRACTED", mode="purge"), runtime, OWNER)
+        assert again.forgotten == [] and again.note.startswith("nothing was forgotten: no stored memory")
+        assert runtime.store.get_memory(kept).status == "active"
+    finally:
+        runtime.close()
+    assert files_holding(Path(settings.db_uri), b"zq7") == []
+
+
 def test_a_purge_names_the_earlier_memories_it_erases_with_it_before_it_does(settings):
     """A new user's trial: purging a correction also erased the memory it corrected (which held the same
     personal data but for a detail), and neither the dry run nor the confirmation had named it."""
