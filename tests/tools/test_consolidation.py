@@ -454,7 +454,7 @@ class Relevances:
             for memory, relevance in found
         )
 
-    def search(self, scope, query, *, leg_limit, limit, context_share=None):
+    def search(self, scope, query, *, leg_limit, limit, context_share=None, stored=False):
         return self._candidates[:limit], ()
 
 
@@ -526,7 +526,7 @@ class RanksOneWayFloorsTheOther:
         )
         self.context_shares: list[float | None] = []
 
-    def search(self, scope, query, *, leg_limit, limit, context_share=None):
+    def search(self, scope, query, *, leg_limit, limit, context_share=None, stored=False):
         self.context_shares.append(context_share)
         return self._candidates[:limit], ()
 
@@ -937,3 +937,22 @@ def test_two_agents_who_say_the_same_words_with_two_parts_swapped_corroborate_no
     assert runtime.corroboration.clusters_for(SCOPE, [old, said.id]) == {}
     aggregation_pass(runtime)
     assert runtime.corroboration.clusters_for(SCOPE, [old, said.id]) == {}
+
+
+def test_a_contradiction_opens_again_when_its_retracted_side_is_stated_again(runtime):
+    """A new user's trial and a review: the pair was resolved when one side was retracted; stated again, the
+    side was restored and found to contradict the other, yet the pair stayed resolved: recall marked
+    nothing, and the next aggregation pass clustered the claim with its reversal again."""
+    old = remember(RememberInput(content="Alice reports to Bob"), runtime, caller(agent="cursor")).id
+    said = remember(RememberInput(content="Bob reports to Alice"), runtime, caller(agent="claude-code")).id
+    forget(ForgetInput(memory_id=said), runtime, caller(agent="claude-code"))
+    assert runtime.store.open_contradiction_pairs(SCOPE) == []
+    again = remember(RememberInput(content="Bob reports to Alice"), runtime, caller(agent="claude-code"))
+    assert (again.id, again.consolidation.contradicts) == (said, [old])
+    assert runtime.store.open_contradiction_pairs(SCOPE) == [(old, said)]
+    aggregation_pass(runtime)
+    assert runtime.corroboration.clusters_for(SCOPE, [old, said]) == {}
+    shown = {
+        m.id: m for m in recall(RecallInput(query="who does Alice report to"), runtime, caller("s3")).memories
+    }
+    assert shown[old].contradicted_by == [said]

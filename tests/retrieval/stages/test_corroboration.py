@@ -89,17 +89,3 @@ def test_stage_asks_the_provider_for_what_the_request_may_read():
     # The request's scope as its viewer sees it, with the org's shelf (storage.records.View).
     assert asked == [(View(Scope("acme", "web")), ["a"])]
     assert output.events[0].boosted == 0
-
-
-def test_a_split_set_becomes_the_given_groups_each_rooted_at_its_smallest_member():
-    from retrieval.stages.corroboration import UnionFind
-
-    sets = UnionFind()
-    for item in "abcde":
-        sets.add(item)
-    for left, right in ("ab", "bc", "cd"):
-        sets.union(left, right)
-    root = sets.find("d")
-    assert sets.split(root, [["c", "a"], ["d", "b"]]) == ["a", "b"]
-    assert (sets.find("c"), sets.find("d"), sets.find("e")) == ("a", "b", "e")
-    assert sets.groups() == {"a": ["c", "a"], "b": ["d", "b"], "e": ["e"]}
