@@ -123,9 +123,10 @@ class ScopeIndex:
         max_distance: int = MAX_DISTANCE,
         apart: Iterable[tuple[str, str]] = (),
     ) -> None:
-        """``apart``: pairs of memories that contradict each other (the store's open contradictions), which
-        never share a cluster through their own fingerprints: "Alice reports to Bob" and "Bob reports to
-        Alice" have the same words, and two agents saying them corroborate nothing."""
+        """``apart``: pairs of memories that contradict each other (the store's open contradictions).
+        "Alice reports to Bob" and "Bob reports to Alice" have the same words, so their fingerprints
+        join them (and every restatement of either); two agents saying them corroborate nothing: such a
+        set's clusters are its sides (``_sides``)."""
         self.max_distance = max_distance
         self.members: dict[str, ClusterMember] = {member.id: member for member in members}
         self._apart: dict[str, set[str]] = defaultdict(set)
@@ -142,10 +143,6 @@ class ScopeIndex:
         negates = np.asarray([member.negates for member in members], dtype=bool)
         alike = negates[left] == negates[right] if len(left) else np.zeros(0, dtype=bool)
         left, right = left[alike], right[alike]  # a claim and its negation corroborate nothing
-        if self._apart and len(left):
-            pairs = zip(left.tolist(), right.tolist(), strict=True)
-            joined = np.asarray([ids[j] not in self._apart.get(ids[i], ()) for i, j in pairs], dtype=bool)
-            left, right = left[joined], right[joined]
         labels = connected_components(len(ids), left, right)
         self._blocks = _BlockTables(ids, fingerprints)
         self._union = UnionFind.from_labels(ids, labels.tolist())
@@ -170,7 +167,11 @@ class ScopeIndex:
         if member.id in self.members:
             return
         neighbours = {
-            other for other in self._blocks.candidates(member.simhash) if self._joined(member, other)
+            other
+            for other in self._blocks.candidates(member.simhash)
+            if other in self.members
+            and self.members[other].negates == member.negates
+            and hamming(self.members[other].simhash, member.simhash) <= self.max_distance
         }
         self.members[member.id] = member
         self._blocks.add(member.id, member.simhash)
@@ -180,64 +181,27 @@ class ScopeIndex:
             root = self._union.union(member.id, other)
         self._dirty.add(root)
 
-    def _joined(self, member: ClusterMember, other_id: str) -> bool:
-        """Whether ``member`` and the member ``other_id`` are near-duplicates that corroborate each other:
-        fingerprints close enough, both negating or neither, and no contradiction between them."""
-        other = self.members.get(other_id)
-        return (
-            other is not None
-            and other.id != member.id
-            and other.negates == member.negates
-            and other_id not in self._apart.get(member.id, ())
-            and hamming(other.simhash, member.simhash) <= self.max_distance
-        )
-
     def keep_apart(self, left_id: str, right_id: str) -> None:
-        """Two memories found to contradict each other: a cluster that holds both splits into the parts its
-        other near-duplicate links still join."""
+        """Two memories found to contradict each other: they are on two sides of any set that joins them."""
         self._apart[left_id].add(right_id)
         self._apart[right_id].add(left_id)
-        if left_id in self.members and right_id in self.members:
-            root = self._union.find(left_id)
-            if root == self._union.find(right_id):
-                self._regroup(root)
-
-    def _regroup(self, root: str) -> None:
-        """Split the set of ``root`` again by the links among its members that still hold (sets are small:
-        near-duplicates of one statement)."""
-        ids = list(self._union.members_of(root))
-        live = [memory_id for memory_id in ids if memory_id in self.members]
-        parts = UnionFind()
-        for memory_id in ids:
-            parts.add(memory_id)
-        for index, memory_id in enumerate(live):
-            for other in live[index + 1 :]:
-                if self._joined(self.members[memory_id], other):
-                    parts.union(memory_id, other)
-        for memory_id in ids:
-            self._by_member.pop(memory_id, None)
-        self._dirty.discard(root)
-        self._dirty.update(self._union.split(root, list(parts.groups().values())))
+        for memory_id in (left_id, right_id):
+            if memory_id in self.members:
+                self._dirty.add(self._union.find(memory_id))
 
     def retire(self, memory_ids: Sequence[str]) -> None:
-        """Memories that left the active set (superseded, retracted) stop counting at once. A set that held
-        two memories kept apart only through one of them splits."""
-        touched = set()
+        """Memories that left the active set (superseded, retracted) stop counting at once, and so do their
+        contradictions (the store closes them)."""
         for memory_id in memory_ids:
             if self.members.pop(memory_id, None) is not None:
                 self._by_member.pop(memory_id, None)
-                touched.add(self._union.find(memory_id))
-            for other in self._apart.pop(memory_id, ()):  # its contradictions closed with it
+                self._dirty.add(self._union.find(memory_id))
+            for other in self._apart.pop(memory_id, ()):
                 partners = self._apart.get(other)
                 if partners is not None:
                     partners.discard(memory_id)
                     if not partners:
                         del self._apart[other]
-        self._dirty |= touched
-        for root in touched:
-            members = set(self._union.members_of(root))
-            if any(self._apart.get(memory_id, set()) & members for memory_id in members):
-                self._regroup(root)
 
     def attest(self, memory_id: str, agent_id: str) -> None:
         if memory_id in self.members and agent_id not in self.attesters[memory_id]:
@@ -250,6 +214,29 @@ class ScopeIndex:
             self.members[memory_id] = replace(member, weight=weight)
             self._dirty.add(self._union.find(memory_id))
 
+    def _sides(self, ids: Sequence[str]) -> list[list[str]]:
+        """The clusters of one set of near-duplicates: the whole set, or when it holds memories that
+        contradict each other, its sides. In the order a canonical member is chosen (``canonical_member``),
+        each memory joins the first side that holds nothing it contradicts, else starts one: a claim's
+        restatements stay with it, and its reversal with the reversal's, whichever restatements the write
+        path compared with it (it looks at a few neighbours only)."""
+        if not any(memory_id in self._apart for memory_id in ids):
+            return [list(ids)] if ids else []
+        members = sorted(
+            (self.members[memory_id] for memory_id in ids),
+            key=lambda member: (-member.weight, member.created_at, member.id),
+        )
+        sides: list[tuple[list[str], set[str]]] = []  # each side's ids, and what they contradict
+        for member in members:
+            for side, contradicted in sides:
+                if member.id not in contradicted:
+                    side.append(member.id)
+                    contradicted |= self._apart.get(member.id, set())
+                    break
+            else:
+                sides.append(([member.id], set(self._apart.get(member.id, set()))))
+        return [side for side, _ in sides]
+
     def clusters_by_member(self) -> Mapping[str, MemoryCluster]:
         """A read-only view of member -> cluster, updated in place by later changes (not thread-safe: the
         service reads it under its lock)."""
@@ -257,12 +244,13 @@ class ScopeIndex:
             if not self._union.is_root(root):  # merged into another set, which is dirty too
                 continue
             ids = [i for i in self._union.members_of(root) if i in self.members]
-            cluster = make_cluster([self.members[i] for i in ids], self.attesters) if ids else None
-            for memory_id in ids:
-                if cluster is None:
-                    self._by_member.pop(memory_id, None)
-                else:
-                    self._by_member[memory_id] = cluster
+            for side in self._sides(ids):
+                cluster = make_cluster([self.members[i] for i in side], self.attesters)
+                for memory_id in side:
+                    if cluster is None:
+                        self._by_member.pop(memory_id, None)
+                    else:
+                        self._by_member[memory_id] = cluster
         self._dirty.clear()
         return MappingProxyType(self._by_member)
 

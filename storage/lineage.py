@@ -103,7 +103,9 @@ class Lineage(StoreTables):
     # ------------------------------------------------------------------ contradictions
 
     def put_contradictions(self, records: Sequence[ContradictionRecord]) -> None:
-        """Insert new pairs; a pair already known keeps its first detection (and its status)."""
+        """Insert new pairs; a pair still open keeps its first detection. A pair resolved earlier opens
+        again, detected anew: it was closed when one of its memories left the active set, and that memory
+        is back (stated again after a retraction, revived)."""
         if not records:
             return
         table = pa.Table.from_pylist(
@@ -113,6 +115,7 @@ class Lineage(StoreTables):
             retrying(
                 lambda: (
                     self._contradictions.merge_insert(["org_id", "project_id", "older_id", "newer_id"])
+                    .when_matched_update_all(where="target.status != 'open'")
                     .when_not_matched_insert_all()
                     .execute(table)
                 )

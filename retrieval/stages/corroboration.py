@@ -125,19 +125,6 @@ class UnionFind:
         self._members[keep].extend(self._members.pop(merge))
         return keep
 
-    def split(self, root: str, groups: Sequence[Sequence[str]]) -> list[str]:
-        """Replace the set of ``root`` by ``groups`` (which together hold exactly its members); returns
-        their roots (each group's smallest item, as ``union`` would pick)."""
-        self._members.pop(root)
-        roots = []
-        for group in groups:
-            keep = min(group)
-            for item in group:
-                self._parent[item] = keep
-            self._members[keep] = list(group)
-            roots.append(keep)
-        return roots
-
     def is_root(self, item: str) -> bool:
         return item in self._members
 

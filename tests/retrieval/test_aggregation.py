@@ -176,7 +176,8 @@ def test_a_pass_keeps_the_two_memories_of_an_open_contradiction_out_of_one_clust
 
 
 def test_a_contradiction_found_after_two_memories_clustered_splits_their_cluster():
-    service = CorroborationService(FakeSource([row("a", "x", SAME)]))
+    source = FakeSource([row("a", "x", SAME)])
+    service = CorroborationService(source)
     service.clusters_for(SCOPE, ["a"])
     service.observe(SCOPE, member("b", "y"))
     service.observe(SCOPE, member("c", "x", OTHER))
@@ -184,24 +185,34 @@ def test_a_contradiction_found_after_two_memories_clustered_splits_their_cluster
     assert groups(service, ["a", "b", "c", "d"]) == {("a", "b"), ("c", "d")}
     service.keep_apart(SCOPE, "a", "b")
     assert groups(service, ["a", "b", "c", "d"]) == {("c", "d")}  # the other cluster is untouched
-    service.run_pass(SCOPE)  # a pass that does not know the pair yet (another process's store)
+    source.rows.append(row("b", "y", SAME, 1))
+    service.run_pass(SCOPE)  # a pass that does not know the pair yet (another process found it)
+    assert groups(service, ["a", "b"]) == {("a", "b")}
     service.keep_apart(SCOPE, "a", "b")
     assert groups(service, ["a", "b"]) == set()
 
 
-def test_a_split_keeps_the_links_that_still_hold():
-    index = ScopeIndex([member("a", "x"), member("b", "y"), member("c", "z", SAME + "!")])
-    index.keep_apart("a", "b")
-    # c restates both: the set stays whole through it (only the pair's own link goes)
-    assert [sorted(m.id for m in c.members) for c in index.clusters()] == [["a", "b", "c"]]
-    index.retire(["c"])
-    assert index.clusters() == ()
+def test_restatements_of_both_sides_make_two_clusters_whichever_pairs_were_compared():
+    """A review: the write path compares a new memory with a few neighbours only, so a reversal is
+    recorded against some of a claim's restatements; the others joined it to the claim's cluster, where
+    the dissenting agent counted as corroborating the claim it denies."""
+    claim = [member(f"c{i}", f"agent{i}") for i in range(6)]
+    reversal = [member("r0", "dissent", SAME + "?"), member("r1", "dissent2", SAME + ";")]
+    index = ScopeIndex([*claim, *reversal], apart=[("r0", "c0"), ("r0", "c1")])
+    index.keep_apart("r1", "c2")
+    clusters = {tuple(sorted(m.id for m in c.members)) for c in index.clusters()}
+    assert clusters == {tuple(f"c{i}" for i in range(6)), ("r0", "r1")}
+    by_member = index.clusters_by_member()
+    assert by_member["r0"].corroborating_agents == ("dissent2",)
+    assert "dissent" not in by_member["c5"].corroborating_agents
 
 
-def test_a_retired_memory_takes_its_contradictions_with_it():
+def test_a_memory_that_leaves_takes_its_contradictions_with_it():
     index = ScopeIndex([member("a", "x"), member("b", "y")], apart=[("a", "b")])
     assert index.clusters() == ()
     index.retire(["b"])
     index.add(member("e", "v"))
     assert [sorted(m.id for m in c.members) for c in index.clusters()] == [["a", "e"]]
     assert index._apart == {}
+    index.retire(["a", "e"])  # a set with no member left has no cluster
+    assert index.clusters() == ()
