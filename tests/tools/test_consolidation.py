@@ -956,3 +956,20 @@ def test_a_contradiction_opens_again_when_its_retracted_side_is_stated_again(run
         m.id: m for m in recall(RecallInput(query="who does Alice report to"), runtime, caller("s3")).memories
     }
     assert shown[old].contradicted_by == [said]
+
+
+def test_another_agents_denial_without_a_word_of_change_is_a_dispute_not_a_revision(runtime):
+    """A new user's trial: "does not use" read as an explicit revision superseded the fact another agent
+    had stated, and recall showed only the denial, unmarked."""
+    fact = remember(
+        RememberInput(content="The billing service uses PostgreSQL"), runtime, caller(agent="alice")
+    ).id
+    denial = remember(
+        RememberInput(content="The billing service does not use PostgreSQL"), runtime, caller(agent="carol")
+    )
+    assert (denial.consolidation.revised, denial.consolidation.contradicts) == ([], [fact])
+    assert status(runtime, fact) == "active"
+    later = remember(
+        RememberInput(content="The billing service no longer uses PostgreSQL"), runtime, caller(agent="carol")
+    )
+    assert fact in later.consolidation.revised  # a word of change still revises

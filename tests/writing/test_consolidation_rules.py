@@ -151,6 +151,10 @@ def test_explicit_revisions_are_parsed(text, old, new):
 
 def test_plain_statements_are_not_revisions():
     assert parse_revision("We use Postgres for billing") is None
+    # a denial says the opposite, not that anything changed: a contradiction, left open
+    assert parse_revision("The billing service does not use PostgreSQL") is None
+    assert parse_revision("We don't run Jenkins for the web builds") is None
+    assert parse_revision("We stopped using Jenkins for the web builds").old == ("jenkin",)
     assert has_revision_words("Feature X is now disabled") and not has_revision_words("Feature X is disabled")
 
 

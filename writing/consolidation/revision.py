@@ -19,7 +19,10 @@ _PATTERNS = (
     ),
     re.compile(r"\breplaced\s+(?P<old>[^.,;:!?]+?)\s+with\s+(?P<new>[^.,;:!?]+?)" + _END, re.IGNORECASE),
     re.compile(
-        r"\b(?:no longer|stopped|don't|do not|doesn't|does not|won't|will not)\s+(?:use|using|uses|run|running)\s+"
+        # A change in words only: "does not use X" beside "uses X" says the opposite without saying that
+        # anything changed, a contradiction left open (a new user's trial: another agent's denial
+        # superseded the fact as a revision).
+        r"\b(?:no longer|stopped)\s+(?:use|using|uses|run|running)\s+"
         r"(?P<old>[^.,;:!?]+?)" + _END,
         re.IGNORECASE,
     ),
