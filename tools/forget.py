@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from retrieval.text import PRECEDING_CHARS, counted, forget_cached_texts, has_visible_text
+from retrieval.text import PRECEDING_CHARS, counted, forget_cached_texts, has_visible_text, negated
 from storage.records import (
     CONTENT_STATUSES,
     PURGED_PREVIEW,
@@ -126,7 +126,14 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         # looks at every memory whose text is stored (retracted, superseded, past its expiry), as by tag.
         purge = args.mode == "purge"
         found = best_matches(runtime, view, args.query, MAX_BY_QUERY + 1, stored=purge)
-        above = [(memory, score) for memory, score in found if score >= floor]
+        # The memories that say what the query says come before those that deny it (or the other way
+        # round): "the cache is not enabled" matches "cache enabled" word for word, and a new user's trial
+        # saw forget take it, on a tie, instead of "the cache is enabled".
+        denies = negated(args.query)
+        above = sorted(
+            ((memory, score) for memory, score in found if score >= floor),
+            key=lambda match: negated(match[0].content) != denies,
+        )
         relevance = {memory.id: score for memory, score in above[: args.max_memories]}
         targets = [memory for memory, _ in above[: args.max_memories]]
         if len(above) > args.max_memories:

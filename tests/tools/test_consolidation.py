@@ -973,3 +973,21 @@ def test_another_agents_denial_without_a_word_of_change_is_a_dispute_not_a_revis
         RememberInput(content="The billing service no longer uses PostgreSQL"), runtime, caller(agent="carol")
     )
     assert fact in later.consolidation.revised  # a word of change still revises
+
+
+def test_forget_by_query_takes_the_memory_that_says_what_the_query_says_not_its_denial(runtime):
+    """A new user's trial: both scored 1.00 against the query, and a purge with dry_run=false erased the
+    denial ("not enabled") of the statement the query named."""
+    said = remember(
+        RememberInput(content="The cache is enabled in production"), runtime, caller(agent="alice")
+    ).id
+    denied = remember(
+        RememberInput(content="The cache is not enabled in production"), runtime, caller(agent="bob")
+    ).id
+    out = forget(
+        ForgetInput(query="cache enabled in production", mode="purge", dry_run=False), runtime, caller()
+    )
+    assert [m.id for m in out.forgotten] == [said]
+    assert out.note.startswith("1 more memory matches the query closely enough too")
+    again = forget(ForgetInput(query="the cache is not enabled", dry_run=True), runtime, caller())
+    assert [m.id for m in again.forgotten] == [denied]
