@@ -81,6 +81,21 @@ def single_line(text: str) -> str:
     return "".join(" " if is_unsafe_char(char) else char for char in text)
 
 
+def without_words_of(text: str, sources: Sequence[str], mark: str = "[purged]") -> str:
+    """``text`` with each word that also appears in one of ``sources`` (stop words apart) replaced by
+    ``mark``: a purge's own reason keeps its why ("leaked by the deploy bot") but not what it quotes of the
+    memories it erases ("leaked hunter2")."""
+    quoted = {word for source in sources for word in word_tokens(source)} - STOPWORDS
+    if not quoted:
+        return text
+    return _WORD.sub(
+        lambda found: (
+            mark if unicodedata.normalize("NFKC", found.group(0)).lower() in quoted else found.group(0)
+        ),
+        text,
+    )
+
+
 def word_tokens(text: str) -> list[str]:
     """Lower-cased letter/digit runs after NFKC folding (so "Ｐｏｓｔｇｒｅｓ" == "postgres")."""
     return _WORD.findall(unicodedata.normalize("NFKC", text).lower())

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from retrieval.text import PRECEDING_CHARS, counted, forget_cached_texts, has_visible_text, negated
+from retrieval.text import (
+    PRECEDING_CHARS,
+    counted,
+    forget_cached_texts,
+    has_visible_text,
+    negated,
+    without_words_of,
+)
 from storage.records import (
     CONTENT_STATUSES,
     PURGED_PREVIEW,
@@ -238,6 +245,10 @@ def _forget_in(
         if restatements:
             ids += restatements
             note = f"also purged {counted(len(restatements), 'earlier memory')} it replaced: {', '.join(restatements)}"
+        # The purge's own reason keeps no word of what it erases (a reason that quoted a leaked secret kept
+        # it in lineage, the export and the store's files, a new user's trial found).
+        erased = [memory.content for memory in store.get_memories(ids, scope).values()]
+        reason = without_words_of(reason, erased)
         # The lineage goes with the purge: one recoverable operation (storage.store.MemoryStore.purge).
         events = runtime.consolidation.retirement_events(
             scope, ids, "purge", resolver="forget", reason=reason, actor=actor, at=now

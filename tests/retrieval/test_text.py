@@ -205,3 +205,14 @@ def test_a_text_negates_when_it_holds_a_negating_word_contractions_included():
 )
 def test_swapped_spans_finds_two_parts_in_each_others_place_with_words_between(left, right, spans):
     assert swapped_spans(left, right) == spans
+
+
+def test_a_text_without_the_words_of_others_keeps_its_own_and_the_stop_words():
+    from retrieval.text import without_words_of
+
+    erased = ["The bastion login is hunter2-ZEBRA", "ｚｅｂｒａ crossing"]
+    assert (
+        without_words_of("Leaked HUNTER2 (zebra) in the chat", erased)
+        == "Leaked [purged] ([purged]) in the chat"
+    )
+    assert without_words_of("no reason given", []) == "no reason given"

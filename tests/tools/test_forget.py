@@ -170,6 +170,30 @@ def test_a_purge_by_query_reaches_the_retracted_and_the_expired_memories_that_ma
     assert files_holding(Path(settings.db_uri), b"zq7") == []
 
 
+def test_a_purges_own_reason_keeps_no_word_of_what_it_erases(settings):
+    """A new user's trial: purged with reason "leaked hunter2-ZEBRA", the reason stayed in lineage, the
+    memory's resource, the export and the store's files."""
+    from pathlib import Path
+
+    from tests.forensics import files_holding
+
+    runtime = make_runtime(settings)
+    try:
+        leaked = remember(RememberInput(content="The bastion login is zq7leak"), runtime, OWNER).id
+        forget(
+            ForgetInput(memory_id=leaked, mode="purge", reason="Zq7LEAK pasted by the deploy bot"),
+            runtime,
+            OWNER,
+        )
+        scope = runtime.store.get_memory(leaked).scope
+        [event] = [e for e in runtime.store.lineage(scope, [leaked]) if e.action == "purge"]
+        assert event.reason == "[purged] pasted by the deploy bot"
+    finally:
+        runtime.close()
+    assert files_holding(Path(settings.db_uri), b"zq7") == []
+    assert files_holding(Path(settings.db_uri), b"Zq7") == []
+
+
 def test_a_purge_names_the_earlier_memories_it_erases_with_it_before_it_does(settings):
     """A new user's trial: purging a correction also erased the memory it corrected (which held the same
     personal data but for a detail), and neither the dry run nor the confirmation had named it."""
