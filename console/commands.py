@@ -991,7 +991,7 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
         ]
         for memory in result.memories
     ]
-    parts = [table(["id", "written", "kind", "agent", "memory"], rows) if rows else "no memories match"]
+    parts = [table(["id", "dated", "kind", "agent", "memory"], rows) if rows else "no memories match"]
     if result.next_cursor:
         # The same listing's next page: every option given again (the cursor carries none of them), the
         # time window as resolved now ("2 hours ago" read again later would be another window).

@@ -86,6 +86,16 @@ WithoutSecrets = AfterValidator(redact_text)
 Tag = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_tag)]
 
 
+def _time_text(value: str) -> str:
+    if not value.strip():  # left out, a window is not asked for; empty, it was meant and lost
+        raise ValueError('is empty: pass a time such as "2026-11-24" or "last week", or leave it out')
+    return value
+
+
+# A time or time zone in words (``since``, ``until``, ``time_zone``), read by ``retrieval.time_window``.
+TimeText = Annotated[str, Field(max_length=64), AfterValidator(_time_text)]
+
+
 def _aware_utc(value: datetime | None) -> datetime | None:
     """A timestamp without an offset is taken as UTC; every stored time is UTC."""
     if value is None:

@@ -69,9 +69,10 @@ def _candidate_line(c: CandidateExplanation) -> str:
         for name, value in (("neighbour", s.neighbourhood), ("answer type", s.answer_type))
         if value
     )
-    score = f"final {s.final:.3f} = relevance {s.relevance:.3f}"
-    if s.corroboration_boost:
-        score += f" + corroboration {s.corroboration_boost:.3f}"
+    score = f"relevance {s.relevance:.3f}"
+    if s.corroboration_boost:  # (relevance + boost) x decay x weight: the sum is what is multiplied
+        score = f"({score} + corroboration {s.corroboration_boost:.3f})"
+    score = f"final {s.final:.3f} = {score}"
     if s.decay != 1.0:
         score += f" x decay {s.decay:.3f}"
     score += f" x weight {s.feedback_weight:.3f}{lent}"

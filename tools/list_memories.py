@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, field_validator
 from retrieval.time_window import EXAMPLES as WINDOW_EXAMPLES
 from retrieval.time_window import WindowError, resolve, span, zone_of
 from storage.records import View
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, ToolFailure, iso
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, TimeText, ToolFailure, iso
 
 PREVIEW_CHARS = 300
 PAGE = 50
@@ -32,15 +32,11 @@ class ListMemoriesInput(ScopeArgs):
     tag: Tag | None = Field(None, description="Only memories with this tag.")
     kind: Literal["fact", "episode", "artifact"] | None = None
     episode_id: Identifier | None = Field(None, description="Only this episode's memories.")
-    since: str | None = Field(
-        None, max_length=64, description=f"Dated (occurred_at, else written) at or after: {WINDOW_EXAMPLES}."
+    since: TimeText | None = Field(
+        None, description=f"Dated (occurred_at, else written) at or after: {WINDOW_EXAMPLES}."
     )
-    until: str | None = Field(
-        None, max_length=64, description="Dated before (a day, week or month: before it ends)."
-    )
-    time_zone: str | None = Field(
-        None, max_length=64, description='Whose days and weeks, e.g. "Europe/Paris".'
-    )
+    until: TimeText | None = Field(None, description="Dated before (a day, week or month: before it ends).")
+    time_zone: TimeText | None = Field(None, description='Whose days and weeks, e.g. "Europe/Paris".')
     cursor: str | None = Field(None, max_length=512, description="The next_cursor of the previous page.")
     limit: int = Field(PAGE, ge=1, le=MAX_PAGE, description="Memories per page.")
 

@@ -18,6 +18,7 @@ from tools.common import (
     Runtime,
     ScopeArgs,
     Tag,
+    TimeText,
     ToolFailure,
     WithoutSecrets,
     iso,
@@ -64,11 +65,9 @@ class RecallInput(ScopeArgs):
     include_lineage: bool = Field(False, description="Also what each superseded.")
     # No A/B log rows for this recall (docs/tools.md); no description, for the tool list's bytes.
     skip_ab_log: bool = False
-    since: str | None = Field(
-        None, max_length=64, description='From this time on, e.g. "2026-11-24", "last week".'
-    )
-    until: str | None = Field(None, max_length=64, description="Before this time ends.")
-    time_zone: str | None = Field(None, max_length=64, description='IANA, e.g. "Europe/Paris". Default: UTC.')
+    since: TimeText | None = Field(None, description='From this time on, e.g. "2026-11-24", "last week".')
+    until: TimeText | None = Field(None, description="Before this time ends.")
+    time_zone: TimeText | None = Field(None, description='IANA, e.g. "Europe/Paris". Default: UTC.')
 
     @field_validator("query")
     @classmethod

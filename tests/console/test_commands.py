@@ -363,6 +363,8 @@ def test_list_pages_through_the_scope_newest_first_and_prints_the_next_page(caps
     as_json(capsys, db, "remember", "not tagged, never listed below")
     status, out, _ = memoria(capsys, db, "list", "--limit", "2", "--tag", "l")
     assert status == 0 and ids[2] in out and ids[1] in out and ids[0] not in out
+    # the date column is occurred_at, else the write's time: a trial read "written" beside a date in 2024
+    assert out.splitlines()[0].split()[:3] == ["id", "dated", "kind"]
     # The hint repeats every option (the cursor carries none): run as printed, it lists the next page.
     hint = out.rsplit("next page: memoria ", 1)[1].strip()
     assert hint.startswith(f"list --db {db} --tag l --limit 2 --cursor ")

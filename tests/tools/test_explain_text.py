@@ -44,3 +44,16 @@ def test_only_the_first_memories_left_out_are_listed_and_the_text_says_so(runtim
         in text
     )
     assert left[LEFT_OUT_SHOWN - 1].id in text and left[LEFT_OUT_SHOWN].id not in text
+
+
+def test_a_corroborated_memorys_sum_is_bracketed_before_what_multiplies_it(runtime):
+    """A new user's trial read "relevance 0.901 + corroboration 0.100 x weight 0.250" as 0.901 + 0.025."""
+    said = remember(RememberInput(content="We deploy on Tuesdays."), runtime, Caller("cursor", "ses_1")).id
+    remember(RememberInput(content="we deploy on tuesdays"), runtime, Caller("claude-code", "ses_2"))
+    recalled = recall(RecallInput(query="when do we deploy"), runtime, CALLER)
+    out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+    [entry] = [c for c in out.candidates if c.id == said]
+    s = entry.scores
+    assert s.corroboration_boost == 0.1
+    line = next(line for line in text_of(out).splitlines() if line.startswith(f"[{entry.rank + 1}] {said}"))
+    assert f"final {s.final:.3f} = (relevance {s.relevance:.3f} + corroboration 0.100) x weight 1.000" in line

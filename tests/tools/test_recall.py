@@ -337,3 +337,16 @@ def test_a_recall_that_found_something_within_its_tags_says_nothing_of_them(runt
 
     assert out.memories and "among the memories" not in (out.note or "")
     assert "among the memories" not in text_of(out)
+
+
+@pytest.mark.parametrize("field", ["since", "until", "time_zone"])
+def test_an_empty_time_is_refused_not_read_as_no_window(field):
+    """A new user's trial: since="" was silently ignored (every memory searched), while every other empty
+    argument is refused."""
+    from pydantic import ValidationError
+
+    from tools.list_memories import ListMemoriesInput
+
+    for model, arguments in ((RecallInput, {"query": "deploys"}), (ListMemoriesInput, {})):
+        with pytest.raises(ValidationError, match='is empty: pass a time such as "2026-11-24"'):
+            model(**arguments, **{field: " "})
