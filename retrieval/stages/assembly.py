@@ -72,7 +72,9 @@ def cleaned_preamble(retrieval_id: str, model: str, cited: Sequence[tuple[int, C
 VISIBILITY_WORDS = {"org": "org-wide", "agent": "private to its agent", "session": "private to its session"}
 
 
-def render_memory(position: int, candidate: Candidate) -> str:
+def render_memory(position: int, candidate: Candidate, folded: Mapping[str, str] | None = None) -> str:
+    """One memory's block; ``folded``: the near-duplicates folded into a memory of the context (id -> that
+    memory's id), so that a mark naming one says where its words are shown."""
     memory = candidate.memory
     # What a writer chose (agent id, tags) is shown as JSON strings: it cannot pose as the server's words.
     provenance = [
@@ -88,7 +90,11 @@ def render_memory(position: int, candidate: Candidate) -> str:
     if candidate.corroborating_agents:
         provenance.append("also stated by " + quoted_field(list(candidate.corroborating_agents)))
     if candidate.contradicted_by:
-        provenance.append("DISPUTED by newer " + ", ".join(candidate.contradicted_by))
+        named = (
+            f"{other} (folded into {folded[other]})" if folded and other in folded else other
+            for other in candidate.contradicted_by
+        )
+        provenance.append("DISPUTED by newer " + ", ".join(named))
     signals = instruction_signals(memory.content)  # siblings too (the stage saw direct matches only)
     if signals:
         provenance.append(
@@ -207,11 +213,13 @@ def select(
     top_k_episodes: int,
     max_episodes: int,
     fold_threshold: float | None = None,
-) -> tuple[list[Candidate], dict[str, str]]:
-    """The memories to place, in final order, and the reason each other candidate was left out."""
+) -> tuple[list[Candidate], dict[str, str], dict[str, str]]:
+    """The memories to place, in final order, the reason each other candidate was left out, and the
+    near-duplicates folded into a memory placed (id -> that memory's id)."""
     chosen: list[Candidate] = []
     chosen_ids: set[str] = set()
     reasons: dict[str, str] = {}
+    folded: dict[str, str] = {}
     facts = summaries = 0
     episodes: set[str] = set()
     twins = _Twins(fold_threshold)
@@ -233,6 +241,7 @@ def select(
         twin = twins.of(candidate)
         if twin is not None:
             reasons[candidate.id] = f"a near-duplicate of {twin}, which is in the context{FOLDED}"
+            folded[candidate.id] = twin
             continue
         if memory.kind != "episode" and candidate.source == "direct" and facts >= top_k:
             reasons[candidate.id] = f"ranked below the top_k={top_k} cut"
@@ -249,7 +258,7 @@ def select(
             summaries += 1
         elif candidate.source == "direct":
             facts += 1
-    return chosen, reasons
+    return chosen, reasons, folded
 
 
 # A direct match joins its episode's first block, ahead of better matches of other episodes, only when it
@@ -368,7 +377,7 @@ def assemble(
     """Return the candidates (in final order) marked in or out of the context, and the context
     (``""`` when nothing fits)."""
     context = preamble(retrieval_id)
-    chosen, reasons = select(
+    chosen, reasons, folded = select(
         candidates,
         top_k=top_k,
         top_k_episodes=top_k_episodes,
@@ -402,7 +411,7 @@ def assemble(
             if item.source == "sibling" and item.sibling_of not in positions:
                 reasons[item.id] = f"the memory that brought it ({item.sibling_of}) did not fit"
                 continue
-            block = render_memory(len(positions) + 1, item)
+            block = render_memory(len(positions) + 1, item, folded)
             needed = len(block) + (0 if header_added else len(header))
             remaining = char_budget - len(context)
             if needed > remaining:

@@ -373,3 +373,18 @@ def test_two_memories_with_two_parts_in_each_others_place_are_no_twins():
     assert [c.id for c in marked if c.in_context] == ["old", "new"]
     assert marked[2].exclusion_reason == "a near-duplicate of old, which is in the context: folded into it"
     assert "allowed on Friday but not on Monday" in context
+
+
+def test_a_dispute_mark_naming_a_folded_memory_says_where_its_words_are_shown():
+    """A new user's trial: "DISPUTED by newer mem_fd4a" named a restatement folded into another memory
+    of the context, which the reader could not find there."""
+    claim = replace(candidate("claim", "The release branch is cut on Fridays"), cluster_canonical="claim")
+    denial = replace(
+        candidate("denial", "The release branch is not cut on Fridays"), contradicted_by=("again",)
+    )
+    again = replace(candidate("again", "The release branch is cut on Fridays."), cluster_canonical="claim")
+    marked, context = assemble(
+        (claim, denial, again), top_k=3, char_budget=10_000, retrieval_id="r", fold_threshold=0.85
+    )
+    assert [c.id for c in marked if c.in_context] == ["claim", "denial"]
+    assert "· DISPUTED by newer again (folded into claim)\n" in context
