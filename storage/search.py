@@ -192,16 +192,19 @@ class MemorySearch(StoreTables):
         query = query.where(self._active_in(scope, where), prefilter=True)
         return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()
 
-    def holds_memories_in(self, reach: Reach, window: TimeWindow) -> bool:
-        """Whether some active memory of ``reach`` (that its viewer may see) is of ``window``'s time."""
+    def holds_memories_in(self, reach: Reach, window: TimeWindow | None) -> bool:
+        """Whether some active memory of ``reach`` (that its viewer may see) is of ``window``'s time (None:
+        of any time)."""
         where = _Filter.of(reach, window=window, held=self._pending.held())
         return any(self._holds_memories_in(scope, window, where) for scope in self._scopes(reach))
 
-    def _holds_memories_in(self, scope: Scope, window: TimeWindow, where: _Filter) -> bool:
+    def _holds_memories_in(self, scope: Scope, window: TimeWindow | None, where: _Filter) -> bool:
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 return any(
-                    record.status == "active" and window.holds(record.created_at) and where.sees(record)
+                    record.status == "active"
+                    and (window is None or window.holds(record.created_at))
+                    and where.sees(record)
                     for record in copy.records.values()
                 )
         return bool(scan(self._memories, self._active_in(scope, where), ["id"], limit=1).num_rows)

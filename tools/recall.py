@@ -261,6 +261,14 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     among = filters_searched(args.tags, args.tags_all, args.kinds) if nothing else None
     if among:
         note = f"{note} {among[0]}: {among[1]}"
+    elif nothing and request.window is None and not runtime.store.holds_memories_in(view, None):
+        # The scope is empty to this reader (a new user's trial with a mistyped project_id read "Nothing
+        # relevant was found", as for any query in a project full of memories).
+        home = view.home
+        note = (
+            f"nothing is stored in org {home.org_id!r} / project {home.project_id!r} that this caller may "
+            "read: check `org_id` and `project_id` (memories are kept per project)"
+        )
     out = RecallOutput(
         retrieval_id=request.retrieval_id,
         context=result.context,

@@ -956,9 +956,13 @@ def test_an_empty_recall_names_the_filters_it_was_given(capsys, db):
     assert out.startswith("nothing relevant found within --tag nosuchtag: try again without it.")
     _, out, _ = memoria(capsys, db, "recall", "bananas and kiwis")
     assert out.startswith("nothing relevant to this query was found in memory.")
-    # The project names the memory searched, not a filter to drop (that would search another project).
+    # The project names the memory searched, not a filter to drop (that would search another project);
+    # one that holds nothing is said to (a mistyped name, most likely).
     _, out, _ = memoria(capsys, db, "recall", "staging reset", "--project", "fb")
-    assert out.startswith("nothing relevant to this query was found in memory in project fb.")
+    assert out.startswith(
+        "nothing is stored in org 'default' / project 'fb' that this caller may read: check `--org` and "
+        "`--project`"
+    )
     _, out, _ = memoria(capsys, db, "recall", "staging reset", "--project", "fb", "--tag", "ops")
     assert out.startswith("nothing relevant found in project fb within --tag ops: try again without it.")
 

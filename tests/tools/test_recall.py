@@ -350,3 +350,19 @@ def test_an_empty_time_is_refused_not_read_as_no_window(field):
     for model, arguments in ((RecallInput, {"query": "deploys"}), (ListMemoriesInput, {})):
         with pytest.raises(ValidationError, match='is empty: pass a time such as "2026-11-24"'):
             model(**arguments, **{field: " "})
+
+
+def test_a_recall_in_a_project_that_holds_nothing_says_so_and_names_it(runtime):
+    """A new user's trial: a mistyped project_id read "Nothing relevant was found", as a query that
+    matches nothing in a project full of memories does."""
+    from tools.recall import text_of
+
+    remember(RememberInput(content="We deploy on Tuesdays", project_id="web"), runtime, CALLER)
+    elsewhere = recall(RecallInput(query="when do we deploy", project_id="wbe"), runtime, CALLER)
+    assert elsewhere.memories == [] and elsewhere.note == (
+        "nothing is stored in org 'default' / project 'wbe' that this caller may read: check `org_id` and "
+        "`project_id` (memories are kept per project)"
+    )
+    assert text_of(elsewhere).startswith("Nothing is stored in org 'default' / project 'wbe'")
+    unrelated = recall(RecallInput(query="the office cat's name", project_id="web"), runtime, CALLER)
+    assert unrelated.note.startswith("nothing relevant was found: no memory matched the query")
