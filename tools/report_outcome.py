@@ -27,6 +27,7 @@ from storage.records import (
     MemoryRecord,
     OutcomeRecord,
     View,
+    Viewer,
     WeightEvent,
 )
 from tools.common import (
@@ -133,10 +134,16 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     misleading = list(dict.fromkeys(args.misleading_ids or ()))
     named = [*helpful, *misleading]
     known: dict[str, MemoryRecord] = {}
+    retrievals = store.session_retrievals(scope, session_id)
     if named:
         # Another tenant's ids read as unknown here, and so do another agent's private memories: get_memories
-        # sees what the caller may read in this scope (and its org's shelf).
-        known = store.get_memories(named, view_for(args, runtime, caller))
+        # sees what the caller may read in this scope (and its org's shelf), and what the session's own
+        # recalls could show: an agent named by recall's agent_id reports on its private memories too (a
+        # new user's trial was told they did not exist).
+        view = view_for(args, runtime, caller)
+        for agent_id in dict.fromkeys([caller.agent_id, *(r.agent_id for r in retrievals)]):
+            reader = replace(view, viewer=Viewer(agent_id, session_id))
+            known |= store.get_memories([i for i in named if i not in known], reader)
         unknown = [memory_id for memory_id in named if memory_id not in known]
         if unknown:
             raise ToolFailure(
@@ -145,7 +152,6 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
                 "and project_id those recalls were given, then report again."
             )
 
-    retrievals = store.session_retrievals(scope, session_id)
     reported = store.get_outcome(scope, session_id) if not retrievals else None
     if reported is not None and reported.queries:
         # Reported once with its recalls, which the journal has dropped since (its retention): a new report

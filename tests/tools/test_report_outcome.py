@@ -675,3 +675,29 @@ def test_two_named_memories_on_one_chain_both_reach_the_memory_that_stands(runti
     assert runtime.writer.settle(30)
     # Two named successes of one session on the same claim count once for z: 1.0 -> 1.15.
     assert runtime.store.get_memory(z.id).weight == pytest.approx(1.15)
+
+
+def test_a_session_recalled_as_another_agent_reports_on_that_agents_private_memories(runtime):
+    """A new user's trial: recall as alice (agent_id) showed her private memory, and the report of that
+    session refused its id as unknown; another agent's private memory, which the session never saw,
+    stays unknown."""
+    own = remember(
+        RememberInput(content="The deploy key rotates every month", agent_id="alice", visibility="agent"),
+        runtime,
+        S1,
+    ).id
+    other = remember(
+        RememberInput(content="The deploy key is kept in vault", agent_id="bob", visibility="agent"),
+        runtime,
+        S1,
+    ).id
+    shown = recall(RecallInput(query="deploy key rotation", agent_id="alice", session_id="pa1"), runtime, S1)
+    assert own in {m.id for m in shown.memories} and other not in {m.id for m in shown.memories}
+    with pytest.raises(ToolFailure, match=f"no memory {other} in org"):
+        report_outcome(
+            ReportOutcomeInput(outcome="success", session_id="pa1", helpful_ids=[other]), runtime, S1
+        )
+    out = report_outcome(
+        ReportOutcomeInput(outcome="success", session_id="pa1", helpful_ids=[own]), runtime, S1
+    )
+    assert out.status == "applied" and own in {u.id for u in out.updated}
