@@ -787,7 +787,30 @@ class WriteService:
         if revived is not None:
             self._store.add_lineage([restore_event(revived, actor, self._clock(), reason)])
             self.observe(revived)
+            self._reopen_contradictions(revived)
         return revived
+
+    def _reopen_contradictions(self, memory: MemoryRecord) -> None:
+        """The contradictions closed when ``memory`` left the active set, with memories still active, open
+        again now that it is back (it is not consolidated again: what it says was judged when written; a
+        review found a revived claim clustered with its reversal, unmarked)."""
+        closed = self._store.contradictions(memory.scope, status="resolved", memory_ids=[memory.id])
+        if not closed:
+            return
+        others = {pair.newer_id if pair.older_id == memory.id else pair.older_id for pair in closed}
+        active = {
+            other.id
+            for other in self._store.get_memories(sorted(others), memory.scope).values()
+            if other.status == "active"
+        }
+        reopened = [
+            replace(pair, status="open", resolution=None, resolved_at=None)
+            for pair in closed
+            if (pair.newer_id if pair.older_id == memory.id else pair.older_id) in active
+        ]
+        self._store.put_contradictions(reopened)
+        for pair in reopened:
+            self._corroboration.keep_apart(memory.scope, pair.older_id, pair.newer_id)
 
     def _update(
         self,

@@ -991,3 +991,24 @@ def test_forget_by_query_takes_the_memory_that_says_what_the_query_says_not_its_
     assert out.note.startswith("1 more memory matches the query closely enough too")
     again = forget(ForgetInput(query="the cache is not enabled", dry_run=True), runtime, caller())
     assert [m.id for m in again.forgotten] == [denied]
+
+
+def test_a_revived_memory_is_disputed_again_by_what_still_contradicts_it(runtime):
+    """A review: a superseded memory stated again after what replaced it was forgotten came back active
+    without its contradiction, clustered with its reversal and unmarked."""
+    claim = remember(RememberInput(content="Alice reports to Bob"), runtime, caller(agent="cursor")).id
+    reversal = remember(
+        RememberInput(content="Bob reports to Alice"), runtime, caller(agent="claude-code")
+    ).id
+    update = remember(
+        RememberInput(content="Alice reports to Carol now", replaces=claim), runtime, caller(agent="cursor")
+    ).id
+    assert status(runtime, claim) == "superseded"
+    assert runtime.store.open_contradiction_pairs(SCOPE) == []
+    forget(ForgetInput(memory_id=update), runtime, caller(agent="cursor"))
+    again = remember(RememberInput(content="Alice reports to Bob"), runtime, caller(agent="cursor"))
+    assert again.id == claim and again.note.startswith("restored") and status(runtime, claim) == "active"
+    assert runtime.store.open_contradiction_pairs(SCOPE) == [(claim, reversal)]
+    assert runtime.corroboration.clusters_for(SCOPE, [claim, reversal]) == {}
+    aggregation_pass(runtime)
+    assert runtime.corroboration.clusters_for(SCOPE, [claim, reversal]) == {}
