@@ -37,7 +37,7 @@ from retrieval.simhash import (
     simhash,
 )
 from retrieval.stages.corroboration import ClusterMember, MemoryCluster, UnionFind, make_cluster
-from retrieval.text import negated
+from retrieval.text import negated, wording
 from storage.records import AggregationRow, Reach, Scope, scopes_of
 
 log = logging.getLogger(__name__)
@@ -107,6 +107,7 @@ def cluster_members(rows: Sequence[AggregationRow]) -> list[ClusterMember]:
             row.created_at,
             row.simhash if row.simhash is not None else simhash(row.content),
             negated(row.content),
+            wording(row.content),
         )
         for row in rows
     ]
@@ -215,26 +216,39 @@ class ScopeIndex:
             self._dirty.add(self._union.find(memory_id))
 
     def _sides(self, ids: Sequence[str]) -> list[list[str]]:
-        """The clusters of one set of near-duplicates: the whole set, or when it holds memories that
-        contradict each other, its sides. In the order a canonical member is chosen (``canonical_member``),
-        each memory joins the first side that holds nothing it contradicts, else starts one: a claim's
-        restatements stay with it, and its reversal with the reversal's, whichever restatements the write
-        path compared with it (it looks at a few neighbours only)."""
+        """The clusters of one set of near-duplicates: the whole set, or when it holds memories recorded as
+        contradicting each other, its sides. Memories worded alike (the same words in the same order:
+        restatements that differ in case or punctuation) go together, and a group contradicts another when
+        one of its memories is recorded as contradicting one of the other's: the write path compares a new
+        memory with a few neighbours only, so a reversal is recorded against some of a claim's
+        restatements, not all. In the order a canonical member is chosen, each group joins the first side
+        it does not contradict, else starts one. A rewording recorded against nothing joins the first side
+        (no text is kept here to tell which it agrees with)."""
         if not any(memory_id in self._apart for memory_id in ids):
             return [list(ids)] if ids else []
         members = sorted(
             (self.members[memory_id] for memory_id in ids),
             key=lambda member: (-member.weight, member.created_at, member.id),
         )
-        sides: list[tuple[list[str], set[str]]] = []  # each side's ids, and what they contradict
+        by_wording: dict[object, list[list[str]]] = {}  # each member alone when its wording is unknown
         for member in members:
-            for side, contradicted in sides:
-                if member.id not in contradicted:
-                    side.append(member.id)
-                    contradicted |= self._apart.get(member.id, set())
+            alike = by_wording.setdefault(member.wording or member.id, [])
+            against = self._apart.get(member.id, set())
+            joined = next((group for group in alike if against.isdisjoint(group)), None)
+            if joined is None:
+                alike.append([member.id])
+            else:
+                joined.append(member.id)
+        sides: list[tuple[list[str], set[str]]] = []  # each side's ids, and what they contradict
+        for group in (group for alike in by_wording.values() for group in alike):
+            contradicted = {other for memory_id in group for other in self._apart.get(memory_id, ())}
+            for side, against in sides:
+                if not (against & set(group)) and not (contradicted & set(side)):
+                    side.extend(group)
+                    against |= contradicted
                     break
             else:
-                sides.append(([member.id], set(self._apart.get(member.id, set()))))
+                sides.append((list(group), contradicted))
         return [side for side, _ in sides]
 
     def clusters_by_member(self) -> Mapping[str, MemoryCluster]:

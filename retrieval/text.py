@@ -81,6 +81,13 @@ def single_line(text: str) -> str:
     return "".join(" " if is_unsafe_char(char) else char for char in text)
 
 
+def wording(text: str) -> int:
+    """A key of ``text``'s words in their order, case and punctuation aside: restatements that differ only
+    in those share it, while "Bob reports to Alice" and "Alice reports to Bob" do not (their SimHash
+    fingerprints, a bag of words, are the same). A process's own key (Python's string hash)."""
+    return hash(tuple(word_tokens(text)))
+
+
 def without_words_of(text: str, sources: Sequence[str], mark: str = "[purged]") -> str:
     """``text`` with each word that also appears in one of ``sources`` (stop words apart) replaced by
     ``mark``: a purge's own reason keeps its why ("leaked by the deploy bot") but not what it quotes of the

@@ -86,6 +86,10 @@ class Memories(StoreTables):
             found = {i: record for i, record in found.items() if reach.sees(record)}
         return found
 
+    def _inactive_of(self, reach: Reach, memory_ids: Sequence[str]) -> set[str]:
+        """Those of ``memory_ids`` stored in ``reach`` that are no longer active, as the rows say now."""
+        return {i for i, record in self._committed(memory_ids, reach).items() if record.status != "active"}
+
     def hold_superseded(self, loser_ids: Sequence[str], survivor_id: str) -> list[str]:
         """Read these memories as superseded by ``survivor_id`` in this process until
         ``release_superseded``, while the write service commits it (``storage.pending``); returns those

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 from retrieval.outcomes import INITIAL_WEIGHT, WeightPolicy
 from retrieval.redaction import Redacted, redact
 from retrieval.stages.corroboration import ClusterMember
-from retrieval.text import PRECEDING_CHARS, content_hash, has_visible_text, negated, searchable_text
+from retrieval.text import PRECEDING_CHARS, content_hash, has_visible_text, negated, searchable_text, wording
 from storage.group_commit import GroupCommit
 from storage.records import (
     Audience,
@@ -1514,7 +1514,13 @@ def restore_event(
 def cluster_member(record: MemoryRecord) -> ClusterMember:
     value = record.simhash if record.simhash is not None else fingerprint(record.content)
     return ClusterMember(
-        record.id, record.agent_id, record.weight, record.created_at, value, negated(record.content)
+        record.id,
+        record.agent_id,
+        record.weight,
+        record.created_at,
+        value,
+        negated(record.content),
+        wording(record.content),
     )
 
 

@@ -37,6 +37,9 @@ class ClusterMember:
     # Whether its text negates (``retrieval.text.negated``): a near-duplicate fingerprint of the opposite
     # claim ("never pages" / "pages") is no corroboration.
     negates: bool = False
+    # Its words in their order (``retrieval.text.wording``; 0: unknown): where a cluster holds memories
+    # that contradict each other, those worded alike are on one side (``ScopeIndex._sides``).
+    wording: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,12 @@
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from retrieval.aggregation import CorroborationService, ScopeIndex
 from retrieval.simhash import simhash
 from retrieval.stages.corroboration import ClusterMember
+from retrieval.text import wording
 from storage.records import AggregationRow, Scope
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -156,8 +160,8 @@ def test_a_claim_and_its_negation_are_no_corroboration_even_with_near_fingerprin
 OTHER = "Completely different text about caching"
 
 
-def member(memory_id: str, agent: str, text: str = SAME) -> ClusterMember:
-    return ClusterMember(memory_id, agent, 1.0, T0, simhash(text))
+def member(memory_id: str, agent: str, text: str = SAME, weight: float = 1.0) -> ClusterMember:
+    return ClusterMember(memory_id, agent, weight, T0, simhash(text), wording=wording(text))
 
 
 def groups(service: CorroborationService, ids: list[str]) -> set[tuple[str, ...]]:
@@ -192,19 +196,33 @@ def test_a_contradiction_found_after_two_memories_clustered_splits_their_cluster
     assert groups(service, ["a", "b"]) == set()
 
 
-def test_restatements_of_both_sides_make_two_clusters_whichever_pairs_were_compared():
+CLAIM, REVERSAL = "Alice reports to Bob", "Bob reports to Alice"  # one fingerprint: a bag of words
+
+
+@pytest.mark.parametrize("heavier", [None, "r0", "c3"])
+def test_restatements_of_both_sides_make_two_clusters_whichever_pairs_were_compared(heavier):
     """A review: the write path compares a new memory with a few neighbours only, so a reversal is
     recorded against some of a claim's restatements; the others joined it to the claim's cluster, where
-    the dissenting agent counted as corroborating the claim it denies."""
-    claim = [member(f"c{i}", f"agent{i}") for i in range(6)]
-    reversal = [member("r0", "dissent", SAME + "?"), member("r1", "dissent2", SAME + ";")]
-    index = ScopeIndex([*claim, *reversal], apart=[("r0", "c0"), ("r0", "c1")])
+    the dissenting agents counted as corroborating the claim they deny. Nor may a weight a report gave
+    one of them (the canonical order) move a restatement to the other side."""
+    marks = ["", ".", "!", "?", ";", "!!"]
+    claim = [member(f"c{i}", f"agent{i}", CLAIM + mark) for i, mark in enumerate(marks)]
+    reversal = [member(f"r{i}", f"dissent{i}", REVERSAL + mark) for i, mark in enumerate(marks[:3])]
+    everyone = [replace(m, weight=1.15) if m.id == heavier else m for m in [*claim, *reversal]]
+    # r2 was compared with nothing that contradicts it (it restates r0); r1 with c2 only
+    index = ScopeIndex(everyone, apart=[("r0", "c0"), ("r0", "c1")])
     index.keep_apart("r1", "c2")
-    clusters = {tuple(sorted(m.id for m in c.members)) for c in index.clusters()}
-    assert clusters == {tuple(f"c{i}" for i in range(6)), ("r0", "r1")}
+    assert {tuple(sorted(m.id for m in c.members)) for c in index.clusters()} == {
+        tuple(f"c{i}" for i in range(6)),
+        ("r0", "r1", "r2"),
+    }
     by_member = index.clusters_by_member()
-    assert by_member["r0"].corroborating_agents == ("dissent2",)
-    assert "dissent" not in by_member["c5"].corroborating_agents
+    assert not any(agent.startswith("dissent") for agent in by_member["c0"].corroborating_agents)
+    assert set(by_member["r2"].corroborating_agents) | {by_member["r2"].canonical.agent_id} == {
+        "dissent0",
+        "dissent1",
+        "dissent2",
+    }
 
 
 def test_a_memory_that_leaves_takes_its_contradictions_with_it():
