@@ -14,7 +14,6 @@ from retrieval.text import (
     counted,
     forget_cached_texts,
     has_visible_text,
-    negated,
     without_words_of,
 )
 from storage.records import (
@@ -22,7 +21,6 @@ from storage.records import (
     PURGED_PREVIEW,
     MemoryRecord,
     MemoryStatus,
-    Reach,
     Scope,
     stored_in,
 )
@@ -37,14 +35,12 @@ from tools.common import (
     no_such_memory,
     view_for,
 )
+from tools.forget_matches import MAX_BY_QUERY, best_matches, closest_first, more_matches_note
 from tools.memory_views import MemoryBrief, absorbed_events
 from writing.consolidation.report import Actor
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
-
-
-MAX_BY_QUERY = 20  # memories one forget by query may take
 
 
 class ForgetInput(ScopeArgs):
@@ -133,14 +129,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         # looks at every memory whose text is stored (retracted, superseded, past its expiry), as by tag.
         purge = args.mode == "purge"
         found = best_matches(runtime, view, args.query, MAX_BY_QUERY + 1, stored=purge)
-        # The memories that say what the query says come before those that deny it (or the other way
-        # round): "the cache is not enabled" matches "cache enabled" word for word, and a new user's trial
-        # saw forget take it, on a tie, instead of "the cache is enabled".
-        denies = negated(args.query)
-        above = sorted(
-            ((memory, score) for memory, score in found if score >= floor),
-            key=lambda match: negated(match[0].content) != denies,
-        )
+        above = closest_first(args.query, [(memory, score) for memory, score in found if score >= floor])
         relevance = {memory.id: score for memory, score in above[: args.max_memories]}
         targets = [memory for memory, _ in above[: args.max_memories]]
         if len(above) > args.max_memories:
@@ -184,6 +173,15 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         )
     if left_matching:
         notes.append(left_matching)
+    standing = (
+        [m for m in eligible if m.status == "superseded" and m.replaced_by] if args.mode == "purge" else []
+    )
+    if standing:  # what replaced a memory may say its words again (a restatement), and stays
+        notes.append(
+            "what replaced "
+            + ", ".join(f"{m.id} ({m.replaced_by})" for m in standing)
+            + " stays: purge it too if it holds the same words"
+        )
     if args.mode == "purge" and args.dry_run:  # what a purge erases with them, said before it does
         absorbed = [
             m
@@ -221,9 +219,15 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         if memory.visibility == "org":
             caller.check_org_change(memory.org_id, f"{memory.id} (org-visible)", "forget")
     actor = Actor(caller.agent_id, caller.session_id)
+    reason = args.reason or f"{args.mode} requested"
+    if args.mode == "purge":
+        # The purge's own reason keeps no word of what it erases, in any scope, tags included (a reason that
+        # quoted a leaked secret kept it in lineage, the export and the store's files, a new user's trial
+        # found).
+        reason = without_words_of(reason, erased_texts(store, eligible))
     extras = []
     for where, memories in stored_in(eligible).items():  # the project's memories, then the org shelf's
-        extra = _forget_in(runtime, where, [m.id for m in memories], args, actor, caller.agent_id)
+        extra = _forget_in(runtime, where, [m.id for m in memories], args, reason, actor, caller.agent_id)
         if extra:
             extras.append(extra)
     if extras:
@@ -232,12 +236,17 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
 
 
 def _forget_in(
-    runtime: Runtime, scope: Scope, ids: list[str], args: ForgetInput, actor: Actor, agent_id: str
+    runtime: Runtime,
+    scope: Scope,
+    ids: list[str],
+    args: ForgetInput,
+    reason: str,
+    actor: Actor,
+    agent_id: str,
 ) -> str | None:
     """Retract or purge these memories of one scope, with lineage; returns a note on what else went."""
     store = runtime.store
     now = runtime.clock()
-    reason = args.reason or f"{args.mode} requested"
     resolution = f"{args.mode} by {agent_id}"
     note = None
     if args.mode == "purge":
@@ -245,10 +254,6 @@ def _forget_in(
         if restatements:
             ids += restatements
             note = f"also purged {counted(len(restatements), 'earlier memory')} it replaced: {', '.join(restatements)}"
-        # The purge's own reason keeps no word of what it erases (a reason that quoted a leaked secret kept
-        # it in lineage, the export and the store's files, a new user's trial found).
-        erased = [memory.content for memory in store.get_memories(ids, scope).values()]
-        reason = without_words_of(reason, erased)
         # The lineage goes with the purge: one recoverable operation (storage.store.MemoryStore.purge).
         events = runtime.consolidation.retirement_events(
             scope, ids, "purge", resolver="forget", reason=reason, actor=actor, at=now
@@ -271,16 +276,15 @@ def _forget_in(
     return note
 
 
-def more_matches_note(left: Sequence[tuple[MemoryRecord, float]], capped: bool, floor: float) -> str:
-    """What a forget by query leaves that matches as closely as what it took: ``left``, the matches at or
-    above the relevance ``floor`` beyond ``max_memories`` (``capped``: the look ahead stopped there)."""
-    one = len(left) == 1  # "at least 1 more memory matches" when the look ahead stopped at it
-    return (
-        f"{'at least ' if capped else ''}{counted(len(left), 'more memory')} "
-        f"{'matches' if one else 'match'} the query closely enough too (relevance >= {floor:g}; the next "
-        f"{left[0][1]:.2f}) and {'is' if one else 'are'} left as {'it is' if one else 'they are'}: raise "
-        f"`max_memories` (up to {MAX_BY_QUERY}) to forget {'it' if one else 'them'} as well"
-    )
+def erased_texts(store: MemoryStore, memories: Sequence[MemoryRecord]) -> list[str]:
+    """The contents and tags a purge of ``memories`` erases, with the earlier memories it erases with them
+    (``absorbed_restatements``), in every scope they are stored in."""
+    texts: list[str] = []
+    for where, stored in stored_in(memories).items():
+        ids = [memory.id for memory in stored]
+        for memory in store.get_memories([*ids, *absorbed_restatements(store, where, ids)], where).values():
+            texts += [memory.content, *memory.tags]
+    return texts
 
 
 def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) -> list[str]:
@@ -289,34 +293,6 @@ def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) 
     privacy must erase them too, and a dry run names them first. Revised beliefs and older artifact
     versions say something else and are left as they are."""
     return [e.memory_id for e in absorbed_events(store, scope, ids, ("supersede", "reword"))]
-
-
-def best_matches(
-    runtime: Runtime, scope: Reach, query: str, limit: int, *, stored: bool = False
-) -> list[tuple[MemoryRecord, float]]:
-    """The active memories (``stored``: every memory whose text is stored, retracted, superseded or expired
-    too) that match ``query`` best, with their fused relevance on the scale the relevance
-    floor reads: the lower of the fused score with a full-text match read against the best match (as
-    ranking reads it) and against a full match of the query (where the index keeps term statistics), so
-    nothing is forgotten that recall's fusion scores below ``forget_min_relevance`` (no reranker, author
-    or instruction factor: forget weighs the memory's own words and vector against the query). The two
-    readings can order two candidates either way: the pool is three times ``limit``, ordered by this
-    relevance, so that the closest match is never left out behind one that ranks higher. A memory is
-    judged by what it says, not by its episode's context: a weak match between two strong ones stays."""
-    fused, _ = runtime.pipeline.candidate_search.search(
-        scope, query, leg_limit=limit * 9, limit=limit * 3, context_share=0.0, stored=stored
-    )
-    scored = [
-        (
-            candidate.memory,
-            min(candidate.fused_score, candidate.fused_absolute)
-            if candidate.fused_absolute is not None
-            else candidate.fused_score,
-        )
-        for candidate in fused
-    ]
-    scored.sort(key=lambda pair: (-pair[1], pair[0].id))
-    return scored[:limit]
 
 
 async def handle(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:

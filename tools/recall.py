@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator
@@ -261,7 +262,11 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     among = filters_searched(args.tags, args.tags_all, args.kinds) if nothing else None
     if among:
         note = f"{note} {among[0]}: {among[1]}"
-    elif nothing and request.window is None and not runtime.store.holds_memories_in(view, None):
+    elif (
+        nothing
+        and request.window is None
+        and not runtime.store.holds_memories_in(replace(view, with_org=False), None)
+    ):
         # The scope is empty to this reader (a new user's trial with a mistyped project_id read "Nothing
         # relevant was found", as for any query in a project full of memories).
         home = view.home

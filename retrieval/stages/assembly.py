@@ -411,7 +411,9 @@ def assemble(
             if item.source == "sibling" and item.sibling_of not in positions:
                 reasons[item.id] = f"the memory that brought it ({item.sibling_of}) did not fit"
                 continue
-            block = render_memory(len(positions) + 1, item, folded)
+            # A mark names where a folded memory's words are shown only if that memory fits.
+            shown_twins = {folded_id: twin for folded_id, twin in folded.items() if twin in positions}
+            block = render_memory(len(positions) + 1, item, shown_twins)
             needed = len(block) + (0 if header_added else len(header))
             remaining = char_budget - len(context)
             if needed > remaining:

@@ -431,3 +431,71 @@ def test_a_purge_killed_before_its_erase_is_finished_even_if_a_report_moved_the_
         catch_up(running)
         stored = running.store.get_memory(memory.id)
         assert (stored.status, stored.content) == ("purged", "")
+
+
+def test_a_denial_comes_after_what_the_query_says_only_among_equally_close_matches(runtime):
+    """A review: ordering every agreeing memory first purged a 0.66 match ahead of the 0.90 one."""
+    secret = remember(
+        RememberInput(content="Never paste the staging deploy token zq7TOKEN into chat"), runtime, OWNER
+    ).id
+    remember(RememberInput(content="The staging deploy token is rotated monthly"), runtime, OWNER)
+    out = forget(
+        ForgetInput(query="staging deploy token zq7TOKEN", mode="purge", dry_run=False), runtime, OWNER
+    )
+    assert [m.id for m in out.forgotten] == [secret]
+
+
+def test_a_purge_of_a_superseded_copy_names_the_memory_that_replaced_it_and_stays(runtime):
+    """A review: the superseded copy of a text, quoted exactly, was purged and its active restatement kept
+    the words without a word about it (what replaced a memory may also be a correction, which a purge of
+    the old text must not take: it is named, not erased)."""
+    said = remember(RememberInput(content="The billing cron runs nightly at 02:00"), runtime, OWNER).id
+    again = remember(RememberInput(content="the billing cron runs at 02:00 nightly"), runtime, OWNER)
+    assert again.consolidation.superseded == [said]
+    runtime.writer.settle(30)
+    out = forget(
+        ForgetInput(query="The billing cron runs nightly at 02:00", mode="purge", dry_run=False),
+        runtime,
+        OWNER,
+    )
+    assert [m.id for m in out.forgotten] == [said]
+    assert f"what replaced {said} ({again.id}) stays: purge it too if it holds the same words" in out.note
+    assert runtime.store.get_memory(again.id).status == "active"
+
+
+def test_a_purge_reason_keeps_no_word_of_any_scope_it_erases_nor_of_their_tags(settings):
+    """A review: the reason was masked one scope at a time, and a tag the purge erased was not masked."""
+    from pathlib import Path
+
+    from tests.forensics import files_holding
+
+    runtime = make_runtime(settings)
+    try:
+        here = remember(
+            RememberInput(content="The staging key is zq7alpha", tags=["leak"]), runtime, OWNER
+        ).id
+        shelf = remember(
+            RememberInput(
+                content="The org vault pin is zq7beta", tags=["leak", "cust-zq7smith"], visibility="org"
+            ),
+            runtime,
+            OWNER,
+        ).id
+        out = forget(
+            ForgetInput(
+                tag="leak", mode="purge", dry_run=False, reason="leaked zq7alpha, zq7beta for cust-zq7smith"
+            ),
+            runtime,
+            OWNER,
+        )
+        assert sorted(m.id for m in out.forgotten) == sorted([here, shelf])
+        reasons = [
+            event.reason
+            for memory_id in (here, shelf)
+            for event in runtime.store.lineage(runtime.store.get_memory(memory_id).scope, [memory_id])
+            if event.action == "purge"
+        ]
+        assert reasons == ["leaked [purged], [purged] for [purged]-[purged]"] * 2
+    finally:
+        runtime.close()
+    assert files_holding(Path(settings.db_uri), b"zq7") == []

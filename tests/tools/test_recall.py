@@ -366,3 +366,12 @@ def test_a_recall_in_a_project_that_holds_nothing_says_so_and_names_it(runtime):
     assert text_of(elsewhere).startswith("Nothing is stored in org 'default' / project 'wbe'")
     unrelated = recall(RecallInput(query="the office cat's name", project_id="web"), runtime, CALLER)
     assert unrelated.note.startswith("nothing relevant was found: no memory matched the query")
+
+
+def test_an_empty_project_is_named_even_when_its_org_shelf_holds_memories(runtime):
+    """A review: an org-wide memory anywhere in the org hid the note for a mistyped project."""
+    remember(
+        RememberInput(content="We deploy on Tuesdays", project_id="web", visibility="org"), runtime, CALLER
+    )
+    out = recall(RecallInput(query="the office cat's name", project_id="wbe"), runtime, CALLER)
+    assert out.note.startswith("nothing is stored in org 'default' / project 'wbe'")

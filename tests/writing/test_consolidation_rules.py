@@ -155,6 +155,12 @@ def test_plain_statements_are_not_revisions():
     assert parse_revision("The billing service does not use PostgreSQL") is None
     assert parse_revision("We don't run Jenkins for the web builds") is None
     assert parse_revision("We stopped using Jenkins for the web builds").old == ("jenkin",)
+    # with a word of change, a denial is a revision (a review: "anymore" lost its revision)
+    assert parse_revision("We don't run PostgreSQL for billing anymore").old == ("postgresql",)
+    assert parse_revision("The billing service doesn't use PostgreSQL any more").old == ("postgresql",)
+    assert has_revision_words("it is not used any more") and not has_revision_words(
+        "any of them, more or less"
+    )
     assert has_revision_words("Feature X is now disabled") and not has_revision_words("Feature X is disabled")
 
 

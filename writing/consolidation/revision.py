@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 
 from retrieval.text import content_terms, light_stem, word_tokens
 
@@ -19,11 +20,7 @@ _PATTERNS = (
     ),
     re.compile(r"\breplaced\s+(?P<old>[^.,;:!?]+?)\s+with\s+(?P<new>[^.,;:!?]+?)" + _END, re.IGNORECASE),
     re.compile(
-        # A change in words only: "does not use X" beside "uses X" says the opposite without saying that
-        # anything changed, a contradiction left open (a new user's trial: another agent's denial
-        # superseded the fact as a revision).
-        r"\b(?:no longer|stopped)\s+(?:use|using|uses|run|running)\s+"
-        r"(?P<old>[^.,;:!?]+?)" + _END,
+        r"\b(?:no longer|stopped)\s+(?:use|using|uses|run|running)\s+(?P<old>[^.,;:!?]+?)" + _END,
         re.IGNORECASE,
     ),
     re.compile(
@@ -86,8 +83,19 @@ class Revision:
     phrase: str
 
 
+# A denial is a revision only with a word of change ("we don't run X anymore", "doesn't use X now"): "does
+# not use X" beside "uses X" says the opposite without saying that anything changed, a contradiction left
+# open (a new user's trial: another agent's denial superseded the fact as a revision).
+_DENIAL = re.compile(
+    r"\b(?:don't|do not|doesn't|does not|won't|will not)\s+(?:use|using|run|running)\s+(?P<old>[^.,;:!?]+?)"
+    + _END,
+    re.IGNORECASE,
+)
+
+
 def parse_revision(text: str) -> Revision | None:
-    for pattern in _PATTERNS:
+    patterns = (*_PATTERNS, _DENIAL) if has_revision_words(text) else _PATTERNS
+    for pattern in patterns:
         match = pattern.search(text)
         if match is None:
             continue
@@ -99,7 +107,9 @@ def parse_revision(text: str) -> Revision | None:
 
 
 def has_revision_words(text: str) -> bool:
-    return not REVISION_WORDS.isdisjoint(word_tokens(text))  # "no longer", "from now on": longer, now
+    """A word of change: "no longer", "from now on" (longer, now), "anymore" or "any more"."""
+    words = word_tokens(text)
+    return not REVISION_WORDS.isdisjoint(words) or any(pair == ("any", "more") for pair in pairwise(words))
 
 
 def asserts_use_of(text: str, subject: tuple[str, ...]) -> bool:

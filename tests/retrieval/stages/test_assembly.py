@@ -388,3 +388,21 @@ def test_a_dispute_mark_naming_a_folded_memory_says_where_its_words_are_shown():
     )
     assert [c.id for c in marked if c.in_context] == ["claim", "denial"]
     assert "· DISPUTED by newer again (folded into claim)\n" in context
+
+
+def test_a_dispute_mark_names_no_memory_that_did_not_fit():
+    """A review: the twin a folded memory went into was itself left out for room, and the mark still
+    said the folded memory's words were shown there."""
+    claim = replace(
+        candidate("claim", "The release branch is cut on Fridays " + "and tagged " * 400),
+        cluster_canonical="claim",
+    )
+    denial = replace(
+        candidate("denial", "The release branch is not cut on Fridays"), contradicted_by=("again",)
+    )
+    again = replace(candidate("again", claim.memory.content + "."), cluster_canonical="claim")
+    marked, context = assemble(
+        (claim, denial, again), top_k=3, char_budget=1_500, retrieval_id="r", fold_threshold=0.85
+    )
+    assert [c.id for c in marked if c.in_context] == ["denial"]
+    assert "· DISPUTED by newer again\n" in context

@@ -1,0 +1,73 @@
+"""Forget by query: the memories that match a query closely enough to be forgotten, closest first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from retrieval.text import counted, negated
+from storage.records import MemoryRecord, Reach
+
+if TYPE_CHECKING:
+    from tools.common import Runtime
+
+MAX_BY_QUERY = 20  # memories one forget by query may take
+
+
+def best_matches(
+    runtime: Runtime, scope: Reach, query: str, limit: int, *, stored: bool = False
+) -> list[tuple[MemoryRecord, float]]:
+    """The active memories (``stored``: every memory whose text is stored, retracted, superseded or expired
+    too) that match ``query`` best, with their fused relevance on the scale the relevance
+    floor reads: the lower of the fused score with a full-text match read against the best match (as
+    ranking reads it) and against a full match of the query (where the index keeps term statistics), so
+    nothing is forgotten that recall's fusion scores below ``forget_min_relevance`` (no reranker, author
+    or instruction factor: forget weighs the memory's own words and vector against the query). The two
+    readings can order two candidates either way: the pool is three times ``limit``, ordered by this
+    relevance, so that the closest match is never left out behind one that ranks higher. A memory is
+    judged by what it says, not by its episode's context: a weak match between two strong ones stays."""
+    fused, _ = runtime.pipeline.candidate_search.search(
+        scope, query, leg_limit=limit * 9, limit=limit * 3, context_share=0.0, stored=stored
+    )
+    scored = [
+        (
+            candidate.memory,
+            min(candidate.fused_score, candidate.fused_absolute)
+            if candidate.fused_absolute is not None
+            else candidate.fused_score,
+        )
+        for candidate in fused
+    ]
+    scored.sort(key=lambda pair: (-pair[1], pair[0].id))
+    return scored[:limit]
+
+
+def closest_first(
+    query: str, matches: Sequence[tuple[MemoryRecord, float]]
+) -> list[tuple[MemoryRecord, float]]:
+    """``matches`` by relevance (as shown, two decimals), and among matches as close as each other the
+    memories that say what the query says before those that deny it ("the cache is not enabled" matches
+    "cache enabled" word for word: a new user's trial saw a purge take it, on a tie, instead of "the cache
+    is enabled"), then active ones before the older copies a purge also looks at (a superseded copy taken,
+    its active restatement would keep the words)."""
+    denies = negated(query)
+    return sorted(
+        matches,
+        key=lambda match: (
+            -round(match[1], 2),
+            negated(match[0].content) != denies,
+            match[0].status != "active",
+        ),
+    )
+
+
+def more_matches_note(left: Sequence[tuple[MemoryRecord, float]], capped: bool, floor: float) -> str:
+    """What a forget by query leaves that matches as closely as what it took: ``left``, the matches at or
+    above the relevance ``floor`` beyond ``max_memories`` (``capped``: the look ahead stopped there)."""
+    one = len(left) == 1  # "at least 1 more memory matches" when the look ahead stopped at it
+    return (
+        f"{'at least ' if capped else ''}{counted(len(left), 'more memory')} "
+        f"{'matches' if one else 'match'} the query closely enough too (relevance >= {floor:g}; the next "
+        f"{left[0][1]:.2f}) and {'is' if one else 'are'} left as {'it is' if one else 'they are'}: raise "
+        f"`max_memories` (up to {MAX_BY_QUERY}) to forget {'it' if one else 'them'} as well"
+    )
