@@ -119,6 +119,15 @@ class Lineage(StoreTables):
                     View(Scope(record.org_id, record.project_id)), [record.older_id, record.newer_id]
                 )
             ]
+            # A pair still open keeps its row (its first detection); one resolved is written again.
+            records = [
+                record
+                for record in records
+                if record.newer_id
+                not in self._newer_contradictions(
+                    Scope(record.org_id, record.project_id), [record.older_id]
+                ).get(record.older_id, ())
+            ]
             if not records:
                 return
             table = pa.Table.from_pylist(
@@ -127,7 +136,7 @@ class Lineage(StoreTables):
             retrying(
                 lambda: (
                     self._contradictions.merge_insert(["org_id", "project_id", "older_id", "newer_id"])
-                    .when_matched_update_all(where="target.status != 'open'")
+                    .when_matched_update_all()
                     .when_not_matched_insert_all()
                     .execute(table)
                 )
