@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from retrieval.text import forget_cached_texts
 from storage.records import ContradictionRecord, Scope
 
 if TYPE_CHECKING:
+    from retrieval.contradictions import Contradiction
     from retrieval.models.llm.base import LanguageModel
     from server.state import ServerRuntime as Runtime  # built by server.state, which schedules this work
+    from storage.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +33,27 @@ class UpkeepReport:
     details: list[str] = field(default_factory=list)
 
 
+def record_contradictions(
+    store: MemoryStore, scope: Scope, found: Sequence[Contradiction], at: datetime
+) -> list[ContradictionRecord]:
+    """Record the opposite terms a pass found in ``scope`` as open contradictions (those with a memory no
+    longer active are not: ``put_contradictions``); returns the pairs written."""
+    return store.put_contradictions(
+        [
+            ContradictionRecord.detected(
+                scope,
+                pair.older_id,
+                pair.newer_id,
+                kind="opposition",
+                detail=pair.detail,
+                similarity=pair.subject_similarity,
+                at=at,
+            )
+            for pair in found
+        ]
+    )
+
+
 def aggregation_pass(runtime: Runtime, llm: LanguageModel | None = None) -> UpkeepReport:
     """One aggregation job run: per scope, clusters and contradictions (kept open until resolved), then the
     consolidation sweep over memories not examined yet."""
@@ -40,20 +64,7 @@ def aggregation_pass(runtime: Runtime, llm: LanguageModel | None = None) -> Upke
         report.scopes += 1
         report.clusters += len(result.clusters)
         report.contradictions += len(result.contradictions)
-        runtime.store.put_contradictions(
-            [
-                ContradictionRecord.detected(
-                    scope,
-                    found.older_id,
-                    found.newer_id,
-                    kind="opposition",
-                    detail=found.detail,
-                    similarity=found.subject_similarity,
-                    at=now,
-                )
-                for found in result.contradictions
-            ]
-        )
+        record_contradictions(runtime.store, scope, result.contradictions, now)
         swept = runtime.consolidation.sweep(scope, llm=llm)
         report.superseded += len(swept.superseded)
         report.kept += len(swept.kept)

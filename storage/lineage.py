@@ -103,33 +103,18 @@ class Lineage(StoreTables):
 
     # ------------------------------------------------------------------ contradictions
 
-    def put_contradictions(self, records: Sequence[ContradictionRecord]) -> None:
+    def put_contradictions(self, records: Sequence[ContradictionRecord]) -> list[ContradictionRecord]:
         """Insert new pairs; a pair still open keeps its first detection. A pair resolved earlier opens
         again, detected anew: it was closed when one of its memories left the active set, and that memory
-        is back (stated again after a retraction, revived)."""
+        is back (stated again after a retraction, revived). Returns the pairs written."""
         if not records:
-            return
+            return []
         with self.exclusive():
             # Read under the lock, where no status changes: a pair found from rows read earlier (a pass, a
             # write's neighbours) whose side left the active set meanwhile would open for good (a review).
-            records = [
-                record
-                for record in records
-                if not self._inactive_of(
-                    View(Scope(record.org_id, record.project_id)), [record.older_id, record.newer_id]
-                )
-            ]
-            # A pair still open keeps its row (its first detection); one resolved is written again.
-            records = [
-                record
-                for record in records
-                if record.newer_id
-                not in self._newer_contradictions(
-                    Scope(record.org_id, record.project_id), [record.older_id]
-                ).get(record.older_id, ())
-            ]
+            records = [record for record in records if self._still_to_record(record)]
             if not records:
-                return
+                return []
             table = pa.Table.from_pylist(
                 [record.__dict__ for record in records], schema=self._schema(self._contradictions)
             )
@@ -141,6 +126,17 @@ class Lineage(StoreTables):
                     .execute(table)
                 )
             )
+        return records
+
+    def _still_to_record(self, record: ContradictionRecord) -> bool:
+        """Whether both memories of the pair are active, and the pair is not open already (which keeps its
+        row, its first detection)."""
+        scope = Scope(record.org_id, record.project_id)
+        if self._inactive_of(View(scope), [record.older_id, record.newer_id]):
+            return False
+        return record.newer_id not in self._newer_contradictions(scope, [record.older_id]).get(
+            record.older_id, ()
+        )
 
     def _inactive_of(self, reach: Reach, memory_ids: Sequence[str]) -> set[str]:
         """Those of ``memory_ids`` stored in ``reach`` that are no longer active, as the rows say now

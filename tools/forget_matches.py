@@ -29,15 +29,7 @@ def best_matches(
     fused, _ = runtime.pipeline.candidate_search.search(
         scope, query, leg_limit=limit * 9, limit=limit * 3, context_share=0.0, stored=stored
     )
-    scored = [
-        (
-            candidate.memory,
-            min(candidate.fused_score, candidate.fused_absolute)
-            if candidate.fused_absolute is not None
-            else candidate.fused_score,
-        )
-        for candidate in fused
-    ]
+    scored = [(candidate.memory, candidate.fused_score * candidate.absolute_share) for candidate in fused]
     scored.sort(key=lambda pair: (-pair[1], pair[0].id))
     return scored[:limit]
 

@@ -795,20 +795,10 @@ class WriteService:
         again now that it is back (it is not consolidated again: what it says was judged when written; a
         review found a revived claim clustered with its reversal, unmarked)."""
         closed = self._store.contradictions(memory.scope, status="resolved", memory_ids=[memory.id])
-        if not closed:
-            return
-        others = {pair.newer_id if pair.older_id == memory.id else pair.older_id for pair in closed}
-        active = {
-            other.id
-            for other in self._store.get_memories(sorted(others), memory.scope).values()
-            if other.status == "active"
-        }
-        reopened = [
-            replace(pair, status="open", resolution=None, resolved_at=None)
-            for pair in closed
-            if (pair.newer_id if pair.older_id == memory.id else pair.older_id) in active
-        ]
-        self._store.put_contradictions(reopened)
+        # Those with a memory no longer active stay closed (``put_contradictions`` writes none of them).
+        reopened = self._store.put_contradictions(
+            [replace(pair, status="open", resolution=None, resolved_at=None) for pair in closed]
+        )
         for pair in reopened:
             self._corroboration.keep_apart(memory.scope, pair.older_id, pair.newer_id)
 

@@ -1017,27 +1017,14 @@ def test_a_revived_memory_is_disputed_again_by_what_still_contradicts_it(runtime
 def test_a_pair_found_from_rows_read_before_a_retraction_stays_closed(runtime):
     """A review: an aggregation pass read both memories, one was retracted (closing the pair), then the pass
     recorded what it had found, which opened the pair again for good against the retracted memory."""
-    from storage.records import ContradictionRecord
+    from server.upkeep import record_contradictions
 
     a = remember(RememberInput(content="Search is enabled for guests"), runtime, caller(agent="alice")).id
     b = remember(RememberInput(content="Search is disabled for guests"), runtime, caller(agent="bob")).id
     assert runtime.store.open_contradiction_pairs(SCOPE) == [(a, b)]
     found = runtime.corroboration.run_pass(SCOPE).contradictions  # the pass has read its rows...
     forget(ForgetInput(memory_id=b), runtime, caller(agent="bob"))  # ...a retraction lands meanwhile...
-    runtime.store.put_contradictions(  # ...and what the pass found is recorded
-        [
-            ContradictionRecord.detected(
-                SCOPE,
-                c.older_id,
-                c.newer_id,
-                kind="opposition",
-                detail=c.detail,
-                similarity=0.9,
-                at=runtime.clock(),
-            )
-            for c in found
-        ]
-    )
+    record_contradictions(runtime.store, SCOPE, found, runtime.clock())  # ...and what it found is recorded
     assert runtime.store.open_contradiction_pairs(SCOPE) == []
     shown = recall(RecallInput(query="search for guests"), runtime, caller("s3"))
     assert [m.contradicted_by for m in shown.memories if m.id == a] == [[]]
