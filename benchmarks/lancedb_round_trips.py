@@ -16,7 +16,10 @@ table something (``schema``, ``version``, ``count_rows``), taking turns call by 
 handle of the default connection, which answers from what it last loaded; the store's handles check
 for the newest version on every call (``read_consistency_interval=0``), as ``version (strong)`` does; and
 ``version (manifests)`` is how the store's readers take it on a local store, from the names of the
-table's manifests (``storage.versions.newest_on_disk``: no LanceDB call at all). Medians in ms, and
+table's manifests (``storage.versions.newest_on_disk``: no LanceDB call at all, but a listing of every
+version kept, which grows by two each round here), and ``version (probe)`` the same from the version found
+last and a check for the names after it (``storage.versions.NewestManifest``, what the store uses since
+2026-12-01). Medians in ms, and
 the native append's ratio to ``Table.add``. A busy thread runs Python only, so it gives the lock up only
 when the interpreter makes it (every 5 ms by default) or another thread asks for it: each crossing of a
 call then waits up to that long. That is the worst case; threads that also wait on I/O or numpy hand the
@@ -42,7 +45,7 @@ import pyarrow as pa
 
 from benchmarks.reporting import RESULTS, write_json
 from storage.appenders import Appenders
-from storage.versions import newest_on_disk
+from storage.versions import NewestManifest, newest_on_disk
 
 SCHEMA = pa.schema([pa.field("id", pa.string()), pa.field("vector", pa.list_(pa.float32(), 384))])
 
@@ -98,6 +101,7 @@ def measure(folder: Path, busy: int, calls: int) -> dict[str, float]:
         print("this LanceDB has no native append: both appends go through Table.add", file=sys.stderr)
     rng = np.random.default_rng(busy)
     rows = [one_row(index, rng) for index in range(2 * calls)]
+    probe = NewestManifest(folder / f"t{busy}.lance")
     with BusyThreads(busy):
         return medians_ms(
             {
@@ -108,6 +112,7 @@ def measure(folder: Path, busy: int, calls: int) -> dict[str, float]:
                 "count_rows": lambda _: table.count_rows(),
                 "version (strong)": lambda _: strong.version,
                 "version (manifests)": lambda _: newest_on_disk(folder / f"t{busy}.lance"),
+                "version (probe)": lambda _: probe.read(),
             },
             calls,
         )

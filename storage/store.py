@@ -49,7 +49,7 @@ from storage.snapshots import ScopeSnapshots
 from storage.tables import StoreError, local_folder
 from storage.unfinished import UnfinishedWrites
 from storage.upkeep import Upkeep
-from storage.versions import SupersededVersions, newest_on_disk
+from storage.versions import NewestManifest, SupersededVersions
 from storage.write_behind import WriteBehind
 
 log = logging.getLogger(__name__)
@@ -154,17 +154,18 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
 
     def _newest_version_of(self, table: Any) -> Callable[[], int]:
         """How a watch reads ``table``'s newest version for real: on a local store, from the names of its
-        manifests (``storage.versions.newest_on_disk``: the same version without a round trip through
-        LanceDB's event loop); elsewhere, or when the folder shows no manifest, from the table."""
+        manifests (``storage.versions.NewestManifest``: the same version without a round trip through
+        LanceDB's event loop, and without listing every version kept); elsewhere, or when the folder shows
+        no manifest, from the table."""
         folder = local_folder(self._uri)
         # Absolute once: a relative store path must not follow a later change of working directory.
-        table_dir = folder.absolute() / f"{table.name}.lance" if folder is not None else None
+        manifests = NewestManifest(folder.absolute() / f"{table.name}.lance") if folder is not None else None
 
         def newest() -> int:
-            if table_dir is not None:
-                listed = newest_on_disk(table_dir)
-                if listed is not None:
-                    return listed
+            if manifests is not None:
+                found = manifests.read()
+                if found is not None:
+                    return found
             return int(table.version)
 
         return newest

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from storage.recovery import MANIFEST_SUFFIX, V2_NAME_DIGITS, VERSIONS_DIR, version_of
+from storage.recovery import MANIFEST_SUFFIX, U64_MAX, V2_NAME_DIGITS, VERSIONS_DIR, version_of
 
 MAX_SIGHTINGS = 64
 V2_MANIFEST_NAME_LENGTH = V2_NAME_DIGITS + len(MANIFEST_SUFFIX)
@@ -61,6 +61,58 @@ def newest_on_disk(table_dir: Path) -> int | None:
         ),
         default=None,
     )
+
+
+def manifest_name(version: int, *, v2: bool) -> str:
+    """The file name of ``version``'s manifest in Lance's V2 naming (``u64::MAX - version``, 20 digits) or
+    its V1 naming (the version itself)."""
+    return f"{U64_MAX - version:0{V2_NAME_DIGITS}d}{MANIFEST_SUFFIX}" if v2 else f"{version}{MANIFEST_SUFFIX}"
+
+
+class NewestManifest:
+    """The newest version of one local table, read from its manifests at the cost of a few file checks
+    instead of a listing of every version kept.
+
+    The write lock's holder checks the version on every write, and a busy table keeps hundreds of versions
+    until maintenance drops them: listing them all made each write slower as they piled up (a tenth of a
+    write's time late in ``benchmarks/writes.py``). Versions are committed one after another (each commit is
+    the manifest of the version after the newest appearing under its final name), so from the version
+    found last, the newest is the last of the names that follow it without a gap. That holds while the
+    version found last is still on disk: maintenance drops only versions that were replaced, and start-up
+    recovery sets aside only the newest manifests when broken; either way the version found last is gone
+    or stays, and a version found last that is gone (or a table with no manifest yet) is listed as before
+    (``newest_on_disk``). The version reached is checked again after the probe, so a drop between two
+    checks cannot pass an old version as the newest."""
+
+    def __init__(self, table_dir: Path) -> None:
+        self._versions = table_dir / VERSIONS_DIR
+        self._last: tuple[int, bool] | None = None  # (version, whether its manifest has a V2 name)
+        self.listings = 0  # listings made (tests read it)
+
+    def read(self) -> int | None:
+        """The table's newest version; None when it has no manifest (then ask the table)."""
+        if self._last is not None:
+            version, v2 = self._last
+            if self._has(version, v2):
+                while self._has(version + 1, v2):
+                    version += 1
+                if self._has(version, v2):
+                    self._last = (version, v2)
+                    return version
+        return self._list()
+
+    def _has(self, version: int, v2: bool) -> bool:
+        return os.path.isfile(self._versions / manifest_name(version, v2=v2))
+
+    def _list(self) -> int | None:
+        self.listings += 1
+        newest = newest_on_disk(self._versions.parent)
+        if newest is None:
+            self._last = None
+            return None
+        v2 = self._has(newest, True)
+        self._last = (newest, v2) if v2 or self._has(newest, False) else None
+        return newest
 
 
 @dataclass

@@ -4,7 +4,7 @@ import lancedb
 import pyarrow as pa
 
 from storage.recovery import U64_MAX
-from storage.versions import MAX_SIGHTINGS, SupersededVersions, newest_on_disk
+from storage.versions import MAX_SIGHTINGS, NewestManifest, SupersededVersions, newest_on_disk
 
 T0 = datetime(2026, 5, 1, 12, tzinfo=UTC)
 KEEP = timedelta(seconds=10)
@@ -144,3 +144,51 @@ def test_a_table_with_no_manifest_folder_or_none_in_it_says_nothing(tmp_path):
     assert newest_on_disk(tmp_path / "missing.lance") is None
     (tmp_path / "empty.lance" / "_versions").mkdir(parents=True)
     assert newest_on_disk(tmp_path / "empty.lance") is None
+
+
+def test_the_newest_manifest_follows_commits_with_one_listing(tmp_path):
+    db = lancedb.connect(str(tmp_path), read_consistency_interval=timedelta(0))
+    table = db.create_table("t", pa.table({"a": [1]}))
+    newest = NewestManifest(tmp_path / "t.lance")
+    assert newest.read() == 1
+    other = lancedb.connect(str(tmp_path)).open_table("t")  # another process's commits count the same
+    for value in range(2, 7):
+        other.add(pa.table({"a": [value]}))
+        assert newest.read() == table.version == value
+    table.update(where="a = 1", values={"a": 0})
+    table.add(pa.table({"a": [9]}))  # two commits between reads: both followed
+    assert newest.read() == table.version == 8
+    assert newest.listings == 1
+
+
+def test_the_newest_manifest_lists_again_when_the_version_it_knew_is_gone(tmp_path):
+    versions = tmp_path / "t.lance" / "_versions"
+    versions.mkdir(parents=True)
+    for version in (1, 2, 3):
+        (versions / f"{U64_MAX - version:020d}.manifest").write_bytes(b"")
+    newest = NewestManifest(tmp_path / "t.lance")
+    assert newest.read() == 3
+    # Start-up recovery set the broken newest manifest aside: the version before it is the newest again.
+    (versions / f"{U64_MAX - 3:020d}.manifest").unlink()
+    assert newest.read() == 2
+    # Maintenance dropped every version it knew, and more were committed: a gap is never probed across.
+    for version in (4, 5, 6):
+        (versions / f"{U64_MAX - version:020d}.manifest").write_bytes(b"")
+    for version in (1, 2):
+        (versions / f"{U64_MAX - version:020d}.manifest").unlink()
+    assert newest.read() == 6
+    assert newest.listings == 3
+
+
+def test_the_newest_manifest_reads_v1_names_and_an_empty_folder_as_nothing(tmp_path):
+    versions = tmp_path / "t.lance" / "_versions"
+    versions.mkdir(parents=True)
+    newest = NewestManifest(tmp_path / "t.lance")
+    assert newest.read() is None
+    for version in (1, 2):
+        (versions / f"{version}.manifest").write_bytes(b"")
+    assert newest.read() == 2
+    (versions / "3.manifest").write_bytes(b"")
+    (versions / f"{U64_MAX - 4:020d}.manifest").write_bytes(b"")  # another naming never continues a V1 run
+    assert newest.read() == 3
+    assert newest.listings == 2
