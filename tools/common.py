@@ -6,13 +6,14 @@ return a pydantic output model, raising ``ToolFailure`` with a message that tell
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from retrieval.outcomes import CreditPolicy, WeightPolicy
 from retrieval.redaction import redact_text
@@ -108,8 +109,28 @@ def _aware_utc(value: datetime | None) -> datetime | None:
         ) from None
 
 
-# Not strict: JSON has no datetime, so the ISO 8601 text is what arrives.
-OccurredAt = Annotated[datetime | None, Field(strict=False), AfterValidator(_aware_utc)]
+_NUMBER = re.compile(r"[+-]?\d+(?:\.\d*)?")
+_BASIC_DATE = re.compile(r"(\d{4})(\d{2})(\d{2})")
+
+
+def _iso_text(value: Any) -> Any:
+    """Only ISO 8601 text is a time here. Pydantic's lax datetime reads a number, or text of digits, as
+    Unix seconds (or milliseconds): "20261101" became 1970-08-23 and "86400" slipped past the check that
+    refuses placeholder dates before 1970. A basic-format date ("20261101") is read as the date it is."""
+    if isinstance(value, (int, float)) or (isinstance(value, str) and _NUMBER.fullmatch(value.strip())):
+        if isinstance(value, str) and (basic := _BASIC_DATE.fullmatch(value.strip())):
+            return "-".join(basic.groups())
+        raise ValueError(
+            f"is {value!r}, a number, which is not read as a time here (Unix timestamps are not taken): "
+            'pass an ISO 8601 date or time such as "2026-11-24" or "2026-11-24T09:30:00Z"'
+        )
+    return value
+
+
+# Not strict: JSON has no datetime, so the ISO 8601 text is what arrives (and only that: ``_iso_text``).
+OccurredAt = Annotated[
+    datetime | None, Field(strict=False), BeforeValidator(_iso_text), AfterValidator(_aware_utc)
+]
 
 
 class AggregationView(BaseModel):

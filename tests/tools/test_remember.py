@@ -231,6 +231,20 @@ def test_occurred_at_dates_an_imported_memory_and_the_future_is_refused(runtime)
     assert runtime.store.count_memories() == 1
 
 
+@pytest.mark.parametrize("stamp", ["86400", "1764590000000", 1764590000, " 20261101.5 ", 3.5])
+def test_a_number_is_not_read_as_a_unix_time(stamp):
+    # Lax datetime parsing read "86400" as 1970-01-02 (past the placeholder check) and milliseconds too.
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="a number, which is not read as a time here"):
+        RememberInput(content="Cache warmed", occurred_at=stamp)
+
+
+def test_a_basic_format_iso_date_is_the_date_it_names(runtime):
+    out = remember(RememberInput(content="Cache warmed", occurred_at="20261101"), runtime, CALLER)
+    assert runtime.store.get_memory(out.id).created_at == datetime(2026, 11, 1, tzinfo=UTC)
+
+
 def test_the_turn_before_an_answer_makes_the_answer_findable(runtime):
     # "pets" is only in the question; the answer is found through the memory before it in its episode.
     turns = [
