@@ -28,8 +28,10 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     by_passes = (
         f"; the language model's context or fact selection left out {left_out} more" if left_out else ""
     )
-    from retrieval.stages.assembly import left_out_for_room  # (numpy: not before the handshake)
+    from retrieval.stages.assembly import left_out_by_caps, left_out_for_room  # (numpy: after the handshake)
 
+    summaries, episodes = left_out_by_caps(result.candidates)
+    capped = _capped(summaries, episodes)
     no_room = left_out_for_room(result.candidates)
     if no_room:
         chosen = direct + no_room
@@ -39,16 +41,45 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
             f"in char_budget={result.trace.char_budget}: raise char_budget to see "
             + ("them" if not direct else f"the other {no_room}")
             + by_passes
+            + (f"; {capped}" if capped else "")
         )
     if not result.in_context:
+        if capped:
+            return f"no memory was placed: {capped}" + by_passes
         if left_out:
             return f"{EMPTIED_BY_PASSES}: the language model's context or fact selection left out all {left_out} memories that matched"
         return f"{NOTHING_MATCHED}: no memory matched the query{above}"
+    if capped:
+        matched = direct + summaries + episodes
+        return (
+            f"{matched} memories matched the query{above}"
+            + (f", fewer than top_k={top_k}" if matched < top_k else "")
+            + f"; {direct} are shown: {capped}"
+            + _scored_below(result, floor)
+            + by_passes
+        )
     return (
         f"{direct} memor{'y' if direct == 1 else 'ies'} matched the query{above}, fewer than top_k={top_k}"
         + _scored_below(result, floor)
         + by_passes
     )
+
+
+def _capped(summaries: int, episodes: int) -> str:
+    """The matches a context's caps left out: a recall shows at most ``top_k_episodes`` episode summaries
+    (memories of kind episode) and memories of at most ``max_episodes`` episodes, whatever its top_k."""
+    said = []
+    if summaries:
+        said.append(
+            f"{summaries} more are episode summaries (kind episode) beyond the ones a recall shows (the "
+            'server\'s MEMORIA_TOP_K_EPISODES; kinds=["episode"] shows up to top_k of them)'
+        )
+    if episodes:
+        said.append(
+            f"{episodes} more are in episodes beyond the ones a recall shows (the server's "
+            "MEMORIA_MAX_EPISODES; narrow the query, or filter by tags, kinds or time, to reach them)"
+        )
+    return "; ".join(said)
 
 
 def _scored_below(result: RecallResult, floor: float | None) -> str:

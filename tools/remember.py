@@ -39,7 +39,7 @@ class MemoryFields(BaseModel):
     )
     kind: Literal["fact", "episode", "artifact"] = Field(
         "fact",
-        description="episode: what happened; artifact: code, config or a document.",
+        description="episode: a summary, shown after the facts; artifact: code, config, a document.",
     )
     tags: list[Tag] = Field(default_factory=list, max_length=1_000, description="Labels to filter recall by.")
     episode_id: Identifier | None = Field(None, description="One task or conversation.")

@@ -142,6 +142,9 @@ class _Group:
 
 
 FOLDED = ": folded into it"  # ends the exclusion reason of a folded near-duplicate
+# How the exclusion reasons of the context's two caps begin (``tools.recall_notes`` counts them).
+SUMMARY_CUT = "ranked below the top_k_episodes="
+EPISODE_CAP = "its episode is beyond the max_episodes="
 
 
 class _Twins:
@@ -229,7 +232,7 @@ def select(
             reasons[candidate.id] = candidate.dropped
             continue
         if memory.kind == "episode" and summaries >= top_k_episodes:
-            reasons[candidate.id] = f"ranked below the top_k_episodes={top_k_episodes} cut"
+            reasons[candidate.id] = f"{SUMMARY_CUT}{top_k_episodes} cut"
             continue
         # Episode siblings are extra context around the top_k matches, bounded by max_siblings per source,
         # and come only with the memory that brought them.
@@ -247,7 +250,7 @@ def select(
             reasons[candidate.id] = f"ranked below the top_k={top_k} cut"
             continue
         if memory.episode_id and memory.episode_id not in episodes and len(episodes) >= max_episodes:
-            reasons[candidate.id] = f"its episode is beyond the max_episodes={max_episodes} cap"
+            reasons[candidate.id] = f"{EPISODE_CAP}{max_episodes} cap"
             continue
         chosen.append(candidate)
         chosen_ids.add(candidate.id)
@@ -352,6 +355,16 @@ def _siblings_after(block: _Group, index: int) -> int:
 DID_NOT_FIT = "did not fit"
 
 
+def left_out_by_caps(candidates: Sequence[Candidate]) -> tuple[int, int]:
+    """Direct matches the selection left out for the caps of a context: (episode summaries beyond
+    ``top_k_episodes``, memories of episodes beyond ``max_episodes``)."""
+    reasons = [c.exclusion_reason or "" for c in candidates if c.source == "direct" and not c.in_context]
+    return (
+        sum(1 for reason in reasons if reason.startswith(SUMMARY_CUT)),
+        sum(1 for reason in reasons if reason.startswith(EPISODE_CAP)),
+    )
+
+
 def left_out_for_room(candidates: Sequence[Candidate]) -> int:
     """Direct matches the selection kept that the context had no room for (``char_budget``)."""
     return sum(
@@ -441,6 +454,13 @@ def assemble(
     return marked, context if positions else ""
 
 
+def summaries_wanted(request: RecallRequest, top_k_episodes: int) -> int:
+    """How many episode summaries the context may hold: ``top_k_episodes`` beside the facts, but ``top_k``
+    (if more) when the recall asked for episode summaries alone (``kinds=["episode"]``: "the incidents
+    about X" wants as many as it asked for, not three)."""
+    return max(top_k_episodes, request.top_k) if set(request.kinds) == {"episode"} else top_k_episodes
+
+
 class AssemblyStage:
     name = "assembly"
 
@@ -468,7 +488,7 @@ class AssemblyStage:
             char_budget=request.char_budget,
             retrieval_id=request.retrieval_id,
             episodes=episodes,
-            top_k_episodes=self._top_k_episodes,
+            top_k_episodes=summaries_wanted(request, self._top_k_episodes),
             max_episodes=self._max_episodes,
             fold_threshold=self._fold_threshold,
         )

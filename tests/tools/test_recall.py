@@ -71,6 +71,29 @@ def test_memories_that_matched_but_did_not_fit_are_counted_in_the_note(runtime, 
     assert capped.note is not None and capped.note.startswith("only 1 of the 2 memories chosen")
 
 
+def test_episode_summaries_beyond_the_cap_are_counted_and_kinds_episode_shows_top_k_of_them(runtime):
+    services = ["payments", "search", "checkout", "login", "uploads", "email"]
+    for service in services:
+        text = f"Incident: the {service} outage was caused by an expired TLS certificate"
+        remember(RememberInput(content=text, kind="episode"), runtime, CALLER)
+    query = "outage caused by an expired TLS certificate"
+    mixed = recall(RecallInput(query=query, top_k=10), runtime, CALLER)
+    assert len(mixed.memories) == 3  # top_k_episodes: summaries beside the facts
+    # It used to say "3 memories matched ..., fewer than top_k=10", as if there were only three incidents.
+    assert mixed.note is not None
+    assert mixed.note.startswith("6 memories matched the query above the relevance floor (0.1), fewer than ")
+    assert (
+        "; 3 are shown: 3 more are episode summaries (kind episode) beyond the ones a recall shows"
+        in mixed.note
+    )
+    only = recall(RecallInput(query=query, top_k=10, kinds=["episode"]), runtime, CALLER)
+    assert len(only.memories) == 6
+    assert only.note is not None and only.note.startswith("6 memories matched the query")
+    assert "episode summaries" not in only.note
+    four = recall(RecallInput(query=query, top_k=4, kinds=["episode"]), runtime, CALLER)
+    assert len(four.memories) == 4 and four.note is None
+
+
 def test_kinds_and_tags_filter_the_candidates(runtime, stored):
     remember(RememberInput(content="Postgres upgrade went smoothly", kind="episode"), runtime, CALLER)
     episodes = recall(RecallInput(query="postgres", kinds=["episode"]), runtime, CALLER)
