@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from pydantic import BaseModel, Field, ValidationError
 
 from console import transcripts
-from storage.records import MemoryRecord, Scope, Viewer
+from retrieval.text import content_hash
+from storage.records import Audience, MemoryRecord, Scope, Viewer
 from tools.common import Caller, Progress, Runtime, ToolFailure, no_progress
 from tools.remember import RememberInput, draft_of, prepare
+from writing.service import memory_id_for
 
 if TYPE_CHECKING:
     from storage.portable import ExportHeader
@@ -269,7 +271,7 @@ def as_current(schema_version: int, table: str, row: dict[str, Any]) -> dict[str
 
 def _checked_export(runtime: Runtime, path: Path, progress: Progress) -> tuple[ExportHeader, dict[str, int]]:
     """Read the whole export once, checking every line; the header and the rows per table."""
-    from storage import portable
+    from storage import portable, schema
 
     store = runtime.store
     header: ExportHeader | None = None
@@ -302,9 +304,12 @@ def _checked_export(runtime: Runtime, path: Path, progress: Progress) -> tuple[E
             continue
         table, row = _entry(path, number, value)
         try:
-            portable.validate_row(store, table, as_current(header.schema_version, table, row))
+            current = as_current(header.schema_version, table, row)
+            portable.validate_row(store, table, current)
         except portable.RowError as exc:
             raise _fail(path, where, f"the {table} row: {exc}", f"fix the line or {again}") from None
+        if table == schema.MEMORIES and (problem := _identity_problem(current)) is not None:
+            raise _fail(path, where, f"the memories row {current['id']}: {problem}", again)
         counts[table] = counts.get(table, 0) + 1
         if sum(counts.values()) % 10_000 == 0:
             progress("checking", sum(counts.values()), sum(header.counts.values()))
@@ -319,6 +324,28 @@ def _checked_export(runtime: Runtime, path: Path, progress: Progress) -> tuple[E
             )
     progress("checking", sum(counts.values()), sum(counts.values()))
     return header, counts
+
+
+def _identity_problem(row: dict[str, Any]) -> str | None:
+    """Why a memory row's text is not the one its id and content_hash were made from (None when it is).
+    Both derive from the text (``writing.service.memory_id_for``), so a row whose text was edited after
+    export would shadow the original: remembering that text again reads as a duplicate of the edited row,
+    and is never stored. A purged row has no text to check. Ids made before private memories named their
+    audience (the shared recipe) are read as well."""
+    if row.get("status") == "purged":
+        return None
+    digest = content_hash(row["content"])
+    if digest != row["content_hash"]:
+        return (
+            "its content is not the text its content_hash was made from: the file was edited after export "
+            "(a memory's id and hash come from its text; to change what it says, import the original and "
+            "remember the new text with replaces=)"
+        )
+    scope = Scope(row["org_id"], row["project_id"])
+    audience = Audience.of(row.get("visibility") or "project", row["agent_id"], row.get("session_id") or "")
+    if row["id"] not in {memory_id_for(scope, digest), memory_id_for(scope, digest, audience)}:
+        return "its id is not the one its scope and text give: the file was edited after export"
+    return None
 
 
 def _json_line(path: Path, number: int, line: str) -> Any:

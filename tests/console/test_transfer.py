@@ -509,6 +509,36 @@ def test_a_damaged_export_is_refused_before_anything_is_written(stores, tmp_path
     assert target.store.count_memories() == 0
 
 
+def _edited_memory(lines: list[str], edit) -> list[str]:
+    first = next(
+        index for index, line in enumerate(lines) if json.loads(line).get("table") == schema.MEMORIES
+    )
+    entry = json.loads(lines[first])
+    edit(entry["row"])
+    return [*lines[:first], json.dumps(entry), *lines[first + 1 :]]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda row: row.update(content=row["content"].replace("Postgres", "MySQL")), "edited after export"),
+        (
+            lambda row: row.update(content="MySQL it is", content_hash=content_hash("MySQL it is")),
+            "its id is not the one its scope and text give",
+        ),
+    ],
+)
+def test_a_memory_whose_text_was_edited_after_export_is_refused(stores, tmp_path, edit, message):
+    # It was imported, and the original text, remembered again, read as a duplicate of it: never stored.
+    source = stores("a")
+    say(source, "We use Postgres for the billing database")
+    lines = _edited_memory(export_text(source).splitlines(), edit)
+    target = stores("b")
+    with pytest.raises(ToolFailure, match=f"line .*: the memories row mem_.*{message}"):
+        import_file(target, write(tmp_path / "export.jsonl", "\n".join(lines) + "\n"), format="memoria")
+    assert target.store.count_memories() == 0
+
+
 @pytest.mark.parametrize(
     ("name", "content", "options", "message"),
     [
