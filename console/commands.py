@@ -868,7 +868,7 @@ def expiry(expires_at: str | None, status: str) -> str | None:
         return None
     if datetime.fromisoformat(expires_at) > datetime.now(UTC):
         return expires_at
-    if status != "active":
+    if status not in ("active", "expired"):  # "expired": active, not yet retracted (``status_at``)
         return f"{expires_at} (expired)"
     return f"{expires_at} (expired: recall and listings leave it out; the next maintenance round retracts it)"
 

@@ -177,6 +177,11 @@ class MemoryRecord:
         """Active, and its time (the ephemeral tier) ran out by ``now``: not yet retracted by expiry."""
         return self.status == "active" and self.expires_at is not None and self.expires_at <= now
 
+    def status_at(self, now: datetime) -> str:
+        """Its status as its views show it at ``now``: "expired" when ``past_expiry`` (gone from recall and
+        listings; the next maintenance round retracts it), else the stored one."""
+        return "expired" if self.past_expiry(now) else self.status
+
     @property
     def scope(self) -> Scope:
 

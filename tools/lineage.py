@@ -3,13 +3,14 @@ is authoritative now), its artifact versions, who wrote each, when, and which re
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import anyio
 from pydantic import BaseModel, Field
 
 from storage.records import MemoryRecord, Reach
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, no_such_memory, view_for
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, iso, no_such_memory, view_for
 from tools.memory_views import REPLACING_ACTIONS, EventView, MemoryBrief, absorbed_events
 
 if TYPE_CHECKING:
@@ -70,14 +71,20 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
         current = following
 
     note = None
-    if current.status != "active" and current.id != memory.id:
+    shown = current.status_at(datetime.now(UTC))
+    if shown == "expired" and current.id == memory.id and current.expires_at is not None:
+        note = (
+            f"it expired at {iso(current.expires_at)} (its {current.protection_tier} tier) and is no longer "
+            "recalled: remember its text again to restore it"
+        )
+    elif shown != "active" and current.id != memory.id:
         # A new user's trial read a retracted correction as "current", with no way back in sight.
         again = (
             ""
             if memory.status == "purged"
             else f": remember the text of {memory.id} again to make it current"
         )
-        note = f"nothing stands in its place: {current.id}, the last memory to replace it, is {current.status}{again}"
+        note = f"nothing stands in its place: {current.id}, the last memory to replace it, is {shown}{again}"
     return LineageOutput(
         note=note,
         memory=MemoryBrief.of(memory),

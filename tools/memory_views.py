@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol
 
 from pydantic import BaseModel, Field
@@ -40,7 +41,7 @@ class MemoryBrief(BaseModel):
             kind=memory.kind,
             agent_id=memory.agent_id,
             created_at=iso(memory.created_at),
-            status=memory.status,
+            status=memory.status_at(datetime.now(UTC)),
             protection_tier=memory.protection_tier,
             replaced_by=memory.replaced_by,
         )

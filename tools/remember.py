@@ -4,6 +4,7 @@ The writing itself is the write service's (``writing.service``)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Literal
 
 import anyio
@@ -161,6 +162,8 @@ def draft_of(args: RememberInput, runtime: Runtime, caller: Caller) -> Draft:
     )
 
 
+MAX_CHAIN = 50  # replacements followed to find what stands in a memory's place (as lineage does)
+
 # What an update keeps unless it says otherwise.
 INHERITED = ("kind", "tags", "episode_id", "protection_tier", "visibility")
 
@@ -175,19 +178,46 @@ def replaced_memory(runtime: Runtime, view: View, memory_id: str) -> MemoryRecor
             "Pass replaces= the id of a memory from a recall result in this project"
         )
     if old.status != "active":
-        if old.replaced_by:
-            advice = f". Update {old.replaced_by}, which replaced it"
-        else:  # retracted or purged: nothing stands in its place
-            advice = ". Remember the new text without replaces" + (
-                " (its own text remembered again restores it)" if old.status == "retracted" else ""
-            )
-        raise ToolFailure(f"{memory_id} is {old.status}, not active; nothing was stored{advice}")
+        raise ToolFailure(
+            f"{memory_id} is {old.status}, not active; nothing was stored{_update_advice(runtime, view, old)}"
+        )
+    if old.expires_at is not None and old.past_expiry(datetime.now(UTC)):
+        raise ToolFailure(
+            f"{memory_id} expired at {iso(old.expires_at)} (its {old.protection_tier} tier) and is no longer "
+            "recalled; nothing was stored. Remember the new text without replaces (its own text remembered "
+            "again restores it)"
+        )
     if old.protection_tier == "immutable":
         raise ToolFailure(
             f"{memory_id} is immutable and is never replaced; nothing was stored. Remember the correction "
             "without replaces, or forget the memory first"
         )
     return old
+
+
+def _update_advice(runtime: Runtime, view: View, old: MemoryRecord) -> str:
+    """What to update instead of ``old``, which is no longer active: the memory that stands in its place
+    at the end of its chain of replacements, or, when that chain ends in a memory retracted or purged
+    since (an update of it would be refused in turn), to remember the new text without replaces."""
+    current, seen = old, {old.id}
+    while current.replaced_by and current.replaced_by not in seen and len(seen) < MAX_CHAIN:
+        following = runtime.store.get_memory(current.replaced_by, view)
+        if following is None:
+            break
+        seen.add(following.id)
+        current = following
+        if current.status == "active" and not current.past_expiry(datetime.now(UTC)):
+            if current.id == old.replaced_by:
+                return f". Update {current.id}, which replaced it"
+            return f". Update {current.id}, which stands in its place now (through {old.replaced_by})"
+    if current is old:  # retracted or purged: nothing stands in its place
+        return ". Remember the new text without replaces" + (
+            " (its own text remembered again restores it)" if old.status == "retracted" else ""
+        )
+    return (
+        f". Nothing stands in its place: {current.id}, the last memory to replace it, is "
+        f"{current.status_at(datetime.now(UTC))}; remember the new text without replaces"
+    )
 
 
 def inherited(draft: Draft, old: MemoryRecord, given: set[str]) -> Draft:

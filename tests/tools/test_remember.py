@@ -457,3 +457,53 @@ def test_an_update_of_a_retracted_memory_is_refused_with_what_to_do_instead(runt
         "(its own text remembered again restores it)"
     )
     assert runtime.store.count_memories() == 1
+
+
+def test_an_update_of_a_chain_names_where_it_ends_or_that_nothing_stands_there(runtime):
+    # A new user's trial: told to update the retracted end of a chain, which was refused in turn.
+    from tools.forget import ForgetInput, forget
+
+    first = remember(RememberInput(content="The rate limit is 500 rpm"), runtime, CALLER).id
+    second = remember(RememberInput(content="The rate limit is 600 rpm", replaces=first), runtime, CALLER).id
+    third = remember(RememberInput(content="The rate limit is 700 rpm", replaces=second), runtime, CALLER).id
+    with pytest.raises(ToolFailure) as through:
+        remember(RememberInput(content="The rate limit is 800 rpm", replaces=first), runtime, CALLER)
+    assert str(through.value) == (
+        f"{first} is superseded, not active; nothing was stored. Update {third}, which stands in its place "
+        f"now (through {second})"
+    )
+    forget(ForgetInput(memory_id=third), runtime, CALLER)
+    with pytest.raises(ToolFailure) as ended:
+        remember(RememberInput(content="The rate limit is 800 rpm", replaces=second), runtime, CALLER)
+    assert str(ended.value) == (
+        f"{second} is superseded, not active; nothing was stored. Nothing stands in its place: {third}, the "
+        "last memory to replace it, is retracted; remember the new text without replaces"
+    )
+    assert runtime.store.count_memories() == 3
+
+
+def test_an_expired_memory_reads_expired_and_is_not_updated(settings):
+    # Until the next maintenance round retracts it, it read "active" in its views and took an update.
+    import time
+
+    from tools.lineage import LineageInput, lineage
+    from tools.show_memory import ShowMemoryInput, show_memory
+
+    runtime = make_runtime(settings.replace(ephemeral_ttl_seconds=1.0))
+    try:
+        down = remember(
+            RememberInput(content="The CI runner pool is down", protection_tier="ephemeral"), runtime, CALLER
+        ).id
+        time.sleep(1.2)
+        assert show_memory(ShowMemoryInput(memory_id=down), runtime, CALLER).status == "expired"
+        history = lineage(LineageInput(memory_id=down), runtime, CALLER)
+        assert history.memory.status == "expired"
+        assert history.note is not None and history.note.startswith("it expired at ")
+        assert history.note.endswith(
+            "(its ephemeral tier) and is no longer recalled: remember its text again to restore it"
+        )
+        with pytest.raises(ToolFailure, match=r"expired at .* \(its ephemeral tier\) .* nothing was stored"):
+            remember(RememberInput(content="The CI runner pool is back", replaces=down), runtime, CALLER)
+        assert runtime.store.count_memories() == 1
+    finally:
+        runtime.close()
