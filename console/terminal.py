@@ -8,7 +8,6 @@ Pure rendering (strings in, strings out) except ``ProgressBar``, which writes to
 from __future__ import annotations
 
 import contextlib
-import re
 import shutil
 import sys
 import textwrap
@@ -17,7 +16,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
-from retrieval.text import clip, escape_hidden
+from retrieval.text import clip, shown_safely
 
 LAST_COLUMN_LINES = 4  # the last column wraps onto at most this many lines, then is cut
 LAST_COLUMN_MIN = 24  # on a narrow screen the table runs wider rather than squeeze the text below this
@@ -80,15 +79,11 @@ def counts(values: dict[str, int]) -> str:
     return ", ".join(f"{key} {value:,}" for key, value in values.items()) or "none"
 
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab and newline
-
-
 def printable(text: str) -> str:
     """``text`` safe to print to a terminal: control characters (an escape sequence would recolour or
     move the cursor, a bell rings) and bidirectional or tag characters written as ``<U+001B>``. Memories
     are written by agents; what they hold must not drive the reader's terminal."""
-    text = text.replace("\r\n", "\n")  # Windows line ends are line ends, not a stray control character
-    return escape_hidden(_CONTROL.sub(lambda found: f"<U+{ord(found.group()):04X}>", text))
+    return shown_safely(text)
 
 
 def _cell(value: Any) -> str:

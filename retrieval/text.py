@@ -63,6 +63,19 @@ def escape_hidden(text: str) -> str:
     return _HIDDEN.sub(lambda found: f"<U+{ord(found.group()):04X}>", text)
 
 
+# Control characters (C0 and C1, but tab and newline: an escape sequence recolours a terminal or moves its
+# cursor, a bell rings, a carriage return hides what came before it on the line) and zero-width spaces,
+# word joiners and byte-order marks (text that looks like nothing, or like one word): shown escaped too.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u2060\ufeff]")
+
+
+def shown_safely(text: str) -> str:
+    """``text`` as a context or a terminal shows it: ``escape_hidden``, and every control character and
+    zero-width space written the same way (``<U+001B>``); a Windows line end is a line end."""
+    text = text.replace("\r\n", "\n")
+    return escape_hidden(_CONTROL.sub(lambda found: f"<U+{ord(found.group()):04X}>", text))
+
+
 def has_hidden(text: str) -> bool:
     """Whether ``text`` holds a bidirectional control or a tag character."""
     return _HIDDEN.search(text) is not None
@@ -71,7 +84,7 @@ def has_hidden(text: str) -> bool:
 def quoted_field(value: object) -> str:
     """A writer-supplied value (an agent id, tags, a title) as a JSON string or list, bidi controls
     escaped: in a header line nothing a writer chose can pass for the server's own words."""
-    return escape_hidden(json.dumps(value, ensure_ascii=False))
+    return shown_safely(json.dumps(value, ensure_ascii=False))
 
 
 def single_line(text: str) -> str:

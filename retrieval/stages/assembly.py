@@ -19,8 +19,8 @@
 
 Every memory shows its provenance on one line (id, kind, agent, date) and its text as quoted lines, so
 stored text is never mistaken for instructions. What a writer supplied in the header (agent id, tags,
-an episode's title) is written as JSON strings, and bidirectional controls and tag characters are
-shown escaped everywhere.
+an episode's title) is written as JSON strings, and bidirectional controls, tag characters, control
+characters and zero-width spaces are shown escaped everywhere (``retrieval.text.shown_safely``).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from retrieval.stages.expansion import EpisodeSource
 from retrieval.stages.instructions import instruction_signals
 from retrieval.text import (
     cached_term_set,
-    escape_hidden,
     negated,
     quoted_field,
     set_jaccard,
+    shown_safely,
     single_line,
     swapped_spans,
 )
@@ -102,7 +102,7 @@ def render_memory(position: int, candidate: Candidate, folded: Mapping[str, str]
         )
     # The header is the one unquoted line per memory: nothing stored may break out of it.
     header = single_line(" · ".join(provenance))
-    lines = escape_hidden(memory.content).splitlines() or [""]
+    lines = shown_safely(memory.content).splitlines() or [""]
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
     return f"[{position}] {header}\n{quoted}\n"
 

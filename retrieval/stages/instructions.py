@@ -100,6 +100,21 @@ _EN_OVERRIDE = re.compile(
     rf"|\b(?:your|the|all|any) (?:previous|prior|earlier|original|old|initial) (?:{_TOLD}) (?:are|is) (?:now )?"
     r"(?:void|cancell?ed|revoked|obsolete|overridden|invalid|null|no longer valid|suspended|lifted)\b"
 )
+# The same order said of itself ("this overrides your instructions"), with the same pointing: "your" or
+# "system" at anything told, "previous", "all" and the like only at what only a model is told ("this
+# policy supersedes all previous policies" is a team's document).
+_SELF_OVERRIDE = re.compile(
+    r"\b(?:overrides?|overriding|supersedes?|takes? precedence over|trumps|cancels|voids|nullifies|invalidates)\b"
+    rf"(?: (?:all|any|every) of)?[^.!?]{{0,12}}?\b(?:{_YOURS})\b[^.!?]{{0,25}}?\b(?:{_TOLD})\b"
+    r"|\b(?:overrides?|overriding|supersedes?|takes? precedence over|trumps|cancels|voids|nullifies|invalidates)\b"
+    rf"[^.!?]{{0,12}}?\b(?:{_EARLIER})\b[^.!?]{{0,25}}?\b(?:{_TOLD_STRONG})\b"
+)
+# Text that imitates the context block recall writes (its first line, or a memory's header line), to pass
+# what follows for memories the server found: no stored memory has a reason to.
+_FORGED_CONTEXT = re.compile(
+    r"\brelevant memories \(retrieval ret_"
+    r"|(?m:^[ \t>]*\[\d+\] mem_\w+ · (?:fact|episode|artifact) · agent )"
+)
 # The same order in Spanish, French, German, Portuguese and Chinese.
 _OTHER_OVERRIDE = re.compile(
     # es
@@ -178,11 +193,13 @@ _TOOL_CALL = re.compile(
 # line breaks (markup is recognised at the start of a line).
 _SIGNALS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("override", _EN_OVERRIDE, "flat"),
+    ("override", _SELF_OVERRIDE, "flat"),
     ("override", _OTHER_OVERRIDE, "flat"),
     ("role-change", _ROLE_CHANGE, "flat"),
     ("prompt-extraction", _PROMPT_EXTRACTION, "flat"),
     ("chat-markup", _CHAT_MARKUP, "lines"),
     ("tool-call", _TOOL_CALL, "lines"),
+    ("forged-context", _FORGED_CONTEXT, "lines"),
 )
 
 

@@ -56,6 +56,19 @@ def test_tag_characters_are_shown_escaped_not_passed_on_invisible():
     assert smuggled not in block and "> notes<U+E0068><U+E0069>" in block
 
 
+def test_control_characters_and_zero_width_spaces_are_shown_escaped():
+    # A new user's trial: an escape sequence and a bell reached the MCP context raw (the CLI escaped them).
+    stored = "Deploy note\x1b[2J\x1b[31m red\x07 over\rwritten\r\nnext line, zero\u200bwidth"
+    block = render_memory(1, candidate("mem_1", stored, agent_id="bot\x9b"))
+    header, *quoted = block.splitlines()
+    assert quoted == [
+        "> Deploy note<U+001B>[2J<U+001B>[31m red<U+0007> over<U+000D>written",
+        "> next line, zero<U+200B>width",
+    ]
+    assert 'agent "bot<U+009B>"' in header
+    assert not any(char in block for char in "\x1b\x07\r\x9b\u200b")
+
+
 def test_context_starts_with_a_data_not_instructions_preamble():
     _, context = assemble((candidate("m", "x"),), top_k=5, char_budget=1000, retrieval_id="ret_1")
     assert context.startswith(preamble("ret_1"))
