@@ -101,6 +101,17 @@ _PHRASES = (
     (re.compile(r"\b(a |one of )retrieval_id\b"), lambda m: f"{m.group(1)}retrieval id"),
     (re.compile(r"\bPass memory_id\b"), lambda m: "Pass a memory id"),
     (re.compile(r"\bPass replaces= the id\b"), lambda m: "Pass the id"),
+    # An explicit update is `memoria edit ID TEXT`; a plain memory, `memoria remember TEXT`.
+    (
+        re.compile(r"\b([Rr])emember (the new text|the correction) without replaces\b"),
+        lambda m: f"{m.group(1)}emember {m.group(2)} with `memoria remember`",
+    ),
+    (re.compile(r"\bUpdate (mem_\w+)"), lambda m: f"Edit {m.group(1)} (`memoria edit {m.group(1)} TEXT`)"),
+    (
+        re.compile(r"\bremember it with replaces=(mem_\w+)"),
+        lambda m: f"run `memoria edit {m.group(1)}` with it",
+    ),
+    (re.compile(r"\bwith replaces=(?=,| )"), lambda m: "with `memoria edit`"),
     (re.compile(r"\bcall again with dry_run=false\b"), lambda m: "run again without --dry-run"),
     (
         re.compile(r"\breport this connection's own session\b"),

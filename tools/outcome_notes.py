@@ -49,7 +49,12 @@ def unseen_note(contexts: Sequence[ShownContext], named: Sequence[str]) -> str:
     unseen = [memory_id for memory_id in named if memory_id not in shown]
     if not contexts or not unseen:
         return ""
-    return f". Not in this session's recall results: {', '.join(unseen)}; counted as named all the same"
+    return (
+        f". Not in this session's recall results: {', '.join(unseen)}; counted as named all the same. A "
+        "weight moves what recall finds: one that matched these queries below the relevance floor stays out "
+        "of their results whatever its weight (explain_ranking with the query and its memory_id says; "
+        "rewording it with replaces=, in the words the task used, brings it in)"
+    )
 
 
 def inactive_note(store: MemoryStore, known: dict[str, MemoryRecord], named: Iterable[str]) -> str:

@@ -792,6 +792,12 @@ def test_edit_replaces_a_memory_keeping_its_tags_and_the_old_one_for_audit(capsy
     assert as_json(capsys, db, "show", old["id"])["status"] == "superseded"
     status, _, err = memoria(capsys, db, "edit", "mem_missing", "anything")
     assert status == 1 and "no memory mem_missing" in err
+    # An edit of what it replaced names the command to run, not the tool's argument (a trial's finding).
+    status, _, err = memoria(capsys, db, "edit", old["id"], "Deploys go out on Fridays")
+    assert status == 1 and f"Edit {new_id} (`memoria edit {new_id} TEXT`), which replaced it" in err
+    memoria(capsys, db, "forget", new_id, "--yes")
+    status, _, err = memoria(capsys, db, "edit", new_id, "Deploys go out on Fridays")
+    assert status == 1 and "Remember the new text with `memoria remember`" in err and "replaces" not in err
 
 
 @pytest.mark.slow

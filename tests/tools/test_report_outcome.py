@@ -55,6 +55,8 @@ def test_a_named_memory_no_recall_of_the_session_showed_counts_and_the_agent_is_
     )
     assert f"Not in this session's recall results: {three['c']};" in out.detail
     assert three["a"] not in out.detail.split("Not in this session's recall results")[1]
+    # A trial took "counted" for "recall learned it": a weight cannot lift a match below the floor.
+    assert "one that matched these queries below the relevance floor stays out of their results" in out.detail
     # every named memory shown: nothing to say
     again = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[three["a"]]), runtime, S1)
     assert "Not in this session's recall results" not in again.detail
