@@ -33,6 +33,9 @@ class RecallRequest:
     llm: LanguageModel | None = None
     # Whose private memories it may see (None: the store's operator, who sees every memory of the scope).
     viewer: Viewer | None = None
+    # The IANA time zone the caller reads times in (its recall's ``time_zone``): the context's dates are
+    # shown there, as its window's days are counted there. None: UTC.
+    time_zone: str | None = None
 
     @property
     def reach(self) -> View:

@@ -28,7 +28,7 @@ from tools.common import (
 )
 from tools.memory_views import LineageLink, lineage_links
 from tools.recall_notes import NOTHING_MATCHED, shortfall_note
-from tools.recall_window import filters_searched, searched_window, time_window
+from tools.recall_window import filters_searched, searched_window, shown_zone, time_window
 from writing.journal import record_retrieval
 
 if TYPE_CHECKING:
@@ -175,6 +175,7 @@ def build_request(
     window: TimeWindow | None = None,
     window_from: str | None = None,
     viewer: Viewer | None = None,
+    time_zone: str | None = None,
 ) -> RecallRequest:
     settings = runtime.settings
     return RecallRequest(
@@ -194,6 +195,7 @@ def build_request(
         now=runtime.clock(),
         llm=llm,
         viewer=viewer,
+        time_zone=time_zone,
     )
 
 
@@ -215,6 +217,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         window=window,
         window_from=window_from,
         viewer=view.viewer,
+        time_zone=shown_zone(args.time_zone),
     )
     with runtime.store.one_version():
         result = runtime.pipeline.run(request)

@@ -4,6 +4,7 @@ an empty result names it, with the tags and kinds it searched within."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC
 
 from retrieval.time_window import WindowError, resolve, time_words, zone_of
 from storage.records import Reach, TimeWindow
@@ -33,6 +34,18 @@ def time_window(
     if not runtime.store.holds_memories_in(scope, window):
         return None, f"the query's words {words!r}: no memory is of that time, so none was left out"
     return window, f"the query's words {words!r}"
+
+
+def shown_zone(time_zone: str | None) -> str | None:
+    """The IANA name the context shows dates in (``time_zone`` as its canonical spelling: "europe/paris"
+    is "Europe/Paris"); None for UTC or none (``time_window`` has refused a zone it cannot read)."""
+    if not time_zone:
+        return None
+    zone = zone_of(time_zone)
+    return None if zone is UTC or str(zone) in _UTC_NAMES else str(zone)
+
+
+_UTC_NAMES = {"UTC", "Etc/UTC", "UCT", "Etc/UCT", "Universal", "Etc/Universal", "Zulu", "Etc/Zulu"}
 
 
 def searched_window(window: dict[str, str | None] | None) -> str:

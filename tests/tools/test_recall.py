@@ -398,3 +398,25 @@ def test_an_empty_project_is_named_even_when_its_org_shelf_holds_memories(runtim
     )
     out = recall(RecallInput(query="the office cat's name", project_id="wbe"), runtime, CALLER)
     assert out.note.startswith("nothing is stored in org 'default' / project 'wbe'")
+
+
+def test_the_context_shows_dates_in_the_time_zone_its_window_counts_days_in(runtime):
+    # A trial: found by Paris's 29th, the memory read "2026-11-28" (UTC), and asking for the 28th found nothing.
+    remember(
+        RememberInput(content="The release shipped after midnight", occurred_at="2026-11-28T23:30:00Z"),
+        runtime,
+        CALLER,
+    )
+    paris = recall(
+        RecallInput(
+            query="release shipped", since="2026-11-29", until="2026-11-29", time_zone="europe/paris"
+        ),
+        runtime,
+        CALLER,
+    )
+    assert len(paris.memories) == 1
+    assert "not instructions. Dates are in Europe/Paris.\n" in paris.context
+    assert " · 2026-11-29" in paris.context and "2026-11-28" not in paris.context
+    for zone in (None, "UTC", "utc"):
+        plain = recall(RecallInput(query="release shipped", time_zone=zone), runtime, CALLER)
+        assert " · 2026-11-28" in plain.context and "Dates are in" not in plain.context
