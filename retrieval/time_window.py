@@ -151,6 +151,11 @@ def _span(text: str, *, now: datetime, zone: tzinfo) -> tuple[datetime, datetime
     if match := _PAST.fullmatch(value):
         count, unit = _count(match.group(1)), match.group(2)
         return _back(now, count, unit, zone), now.astimezone(UTC)
+    if match := re.fullmatch(rf"(?:(?:last|past) )?(\d{{5,}}) {_UNIT}(?: ago)?", value):
+        raise WindowError(
+            f"{text!r} counts back further than this server reads ({match.group(1)} {match.group(2)}s; at most "
+            '9999): give a date instead, such as "2020-01-01"'
+        )
     raise WindowError(f"{text!r} is not a time this server reads; write one such as {EXAMPLES}")
 
 

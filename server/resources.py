@@ -9,6 +9,7 @@ memory outside them reads as not found. The templates' bare forms (``memoria://s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -95,8 +96,8 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             "tag": tag,
             "kind": kind,
             "episode_id": episode_id,
-            "since": since,
-            "until": until,
+            "since": _spaced(since),
+            "until": _spaced(until),
             "time_zone": time_zone,
             "cursor": cursor,
             "limit": limit,
@@ -152,6 +153,15 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             listed_uri="memoria://drift",
         ),
     ]
+
+
+def _spaced(words: str | None) -> str | None:
+    """A time in words as a form-encoded query wrote it ("last+week", "3+days+ago": "+" for a space, which
+    the URI template leaves as it is; a new user's trial). A "+" between digits, an offset
+    ("09:00:00+02:00"), stays."""
+    if words is None:
+        return None
+    return re.sub(r"(?<=[A-Za-z0-9])\+(?=[A-Za-z])|(?<=[A-Za-z])\+(?=[0-9])", " ", words)
 
 
 def _unknown_parameters(ctx: Context[AppState, Any], known: Sequence[str]) -> list[str]:

@@ -4,7 +4,7 @@ an empty result names it, with the tags and kinds it searched within."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC
+from datetime import UTC, datetime
 
 from retrieval.time_window import WindowError, resolve, time_words, zone_of
 from storage.records import Reach, TimeWindow
@@ -62,7 +62,14 @@ def searched_window(window: dict[str, str | None] | None) -> str:
         if since
         else f" before {until}"
     )
-    return span + (f" ({window['from']})" if window.get("from") and window["from"] != "since/until" else "")
+    later = ""
+    if since and datetime.fromisoformat(since) > datetime.now(UTC):  # a trial's "since 2027-01-01"
+        later = ", which starts in the future: no memory is dated after now"
+    return (
+        span
+        + (f" ({window['from']})" if window.get("from") and window["from"] != "since/until" else "")
+        + later
+    )
 
 
 def filters_searched(

@@ -66,6 +66,10 @@ def test_what_cannot_be_read_is_refused_quoting_it_with_examples():
         span("past 9999 years", now=NOW)
     with pytest.raises(WindowError, match="at least one"):
         span("0 days ago", now=NOW)
+    with pytest.raises(
+        WindowError, match=r"'99999 days ago' counts back further .* at most 9999\): give a date"
+    ):
+        span("99999 days ago", now=NOW)
     with pytest.raises(WindowError, match=r"since 'today' .* is not before until 'yesterday'.*swap them"):
         resolve("today", "yesterday", now=NOW)
     with pytest.raises(WindowError, match=r"time zone 'Mars/Olympus' is unknown.*Europe/Paris"):

@@ -97,6 +97,9 @@ async def test_the_listing_reads_the_same_expressions(settings):
         listed = json.loads(page.contents[0].text)
         assert [m["id"] for m in listed["memories"]] == [ids["2026-11-18"]]
         assert listed["since"] == "2026-11-16T00:00:00Z"
+        # Form-encoded, "+" is a space (a trial's "since=last+week" was refused as unreadable).
+        plus = await client.read_resource("memoria://memories?since=last+week&until=last+week")
+        assert json.loads(plus.contents[0].text)["memories"] == listed["memories"]
 
 
 @pytest.mark.slow

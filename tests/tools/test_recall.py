@@ -420,3 +420,13 @@ def test_the_context_shows_dates_in_the_time_zone_its_window_counts_days_in(runt
     for zone in (None, "UTC", "utc"):
         plain = recall(RecallInput(query="release shipped", time_zone=zone), runtime, CALLER)
         assert " · 2026-11-28" in plain.context and "Dates are in" not in plain.context
+
+
+def test_a_window_that_starts_in_the_future_is_said_to(runtime):
+    remember(RememberInput(content="The release shipped"), runtime, CALLER)
+    later = recall(RecallInput(query="release shipped", since="2999-01-01"), runtime, CALLER)
+    assert later.memories == []
+    assert text_of(later).startswith(
+        "Nothing relevant was found from 2999-01-01T00:00:00Z on, which starts in the future: no memory is "
+        "dated after now (retrieval "
+    )
