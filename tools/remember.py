@@ -292,9 +292,18 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
         draft = inherited(draft, old, args.model_fields_set)
     check_visibility(draft, caller, "remember")
     try:
-        return output_of(runtime.writer.remember(prepare(runtime, draft), llm=caller.llm, replaces=old), args)
+        out = output_of(runtime.writer.remember(prepare(runtime, draft), llm=caller.llm, replaces=old), args)
     except WriteRefused as exc:
         raise ToolFailure(str(exc)) from None
+    if (
+        old is not None
+        and old.protection_tier == "ephemeral"
+        and "protection_tier" not in args.model_fields_set
+    ):
+        # A correction of a temporary state ("the runner pool is back") is often lasting: say it expires too.
+        kept = f"kept the ephemeral tier of {old.id}: it expires at {out.expires_at} unless remembered with another protection_tier"
+        out.note = f"{out.note}; {kept}" if out.note else kept
+    return out
 
 
 async def handle(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberOutput:

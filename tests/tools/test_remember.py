@@ -507,3 +507,21 @@ def test_an_expired_memory_reads_expired_and_is_not_updated(settings):
         assert runtime.store.count_memories() == 1
     finally:
         runtime.close()
+
+
+def test_a_correction_of_an_ephemeral_memory_says_it_expires_too(runtime):
+    down = remember(
+        RememberInput(content="The CI runner pool is down", protection_tier="ephemeral"), runtime, CALLER
+    ).id
+    back = remember(RememberInput(content="The CI runner pool is back", replaces=down), runtime, CALLER)
+    assert back.protection_tier == "ephemeral" and back.expires_at is not None
+    assert back.note is not None and back.note.endswith(
+        f"kept the ephemeral tier of {down}: it expires at {back.expires_at} unless remembered with another "
+        "protection_tier"
+    )
+    lasting = remember(
+        RememberInput(content="The CI runner pool is fixed", replaces=back.id, protection_tier="standard"),
+        runtime,
+        CALLER,
+    )
+    assert lasting.expires_at is None and "ephemeral" not in (lasting.note or "")
