@@ -111,7 +111,7 @@ _PHRASES = (
         re.compile(r"\bremember it with replaces=(mem_\w+)"),
         lambda m: f"run `memoria edit {m.group(1)}` with it",
     ),
-    (re.compile(r"\bwith replaces=(?=,| )"), lambda m: "with `memoria edit`"),
+    (re.compile(r"\bwith replaces=(?=[,;) ]|$)"), lambda m: "with `memoria edit`"),
     (re.compile(r"\bcall again with dry_run=false\b"), lambda m: "run again without --dry-run"),
     (
         re.compile(r"\breport this connection's own session\b"),

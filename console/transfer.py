@@ -339,7 +339,7 @@ def _identity_problem(row: dict[str, Any]) -> str | None:
         return (
             "its content is not the text its content_hash was made from: the file was edited after export "
             "(a memory's id and hash come from its text; to change what it says, import the original and "
-            "remember the new text with replaces=)"
+            "correct it with `memoria edit`)"
         )
     scope = Scope(row["org_id"], row["project_id"])
     audience = Audience.of(row.get("visibility") or "project", row["agent_id"], row.get("session_id") or "")

@@ -270,8 +270,10 @@ async function open(id) {
     $("events").replaceChildren(...memory.lineage.events.map((e) => el("li", (e.at || "").slice(0, 19) + "  " + e.action + (e.related_id ? " " + e.related_id : "") + "  " + (e.resolver || "") + ": " + (e.reason || ""))));
     $("episode-link").hidden = !memory.episode_id;
     $("edit-text").value = memory.content;
-    const active = memory.status === "active";
-    for (const id of ["save", "retract", "purge"]) $(id).disabled = !active;
+    // An expired memory is still stored as active: it can be forgotten, not edited (replaces= refuses it).
+    const active = memory.status === "active", stored = active || memory.status === "expired";
+    $("save").disabled = !active;
+    for (const id of ["retract", "purge"]) $(id).disabled = !stored;
   } catch (error) { say(error.message, true); }
 }
 

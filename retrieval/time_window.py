@@ -153,8 +153,8 @@ def _span(text: str, *, now: datetime, zone: tzinfo) -> tuple[datetime, datetime
         return _back(now, count, unit, zone), now.astimezone(UTC)
     if match := re.fullmatch(rf"(?:(?:last|past) )?(\d{{5,}}) {_UNIT}(?: ago)?", value):
         raise WindowError(
-            f"{text!r} counts back further than this server reads ({match.group(1)} {match.group(2)}s; at most "
-            '9999): give a date instead, such as "2020-01-01"'
+            f"{text!r} counts {match.group(1)} {match.group(2)}s, more than the 9999 of a unit this server reads: "
+            'give a date instead, such as "2020-01-01"'
         )
     raise WindowError(f"{text!r} is not a time this server reads; write one such as {EXAMPLES}")
 

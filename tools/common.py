@@ -109,14 +109,23 @@ def _aware_utc(value: datetime | None) -> datetime | None:
         ) from None
 
 
-_NUMBER = re.compile(r"[+-]?\d+(?:\.\d*)?")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _BASIC_DATE = re.compile(r"(\d{4})(\d{2})(\d{2})")
+_BASIC_TIME = re.compile(r"\d{8}T\d{2}(?:\d{2}(?:\d{2}(?:[.,]\d+)?)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?")
 
 
 def _iso_text(value: Any) -> Any:
     """Only ISO 8601 text is a time here. Pydantic's lax datetime reads a number, or text of digits, as
     Unix seconds (or milliseconds): "20261101" became 1970-08-23 and "86400" slipped past the check that
-    refuses placeholder dates before 1970. A basic-format date ("20261101") is read as the date it is."""
+    refuses placeholder dates before 1970. A basic-format date ("20261101") or time ("20261101T093000Z")
+    is read as the one it names."""
+    if isinstance(value, str) and _BASIC_TIME.fullmatch(value.strip()):
+        try:
+            return datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(
+                f'is {value!r}, which names no real date or time: pass one such as "2026-11-24T09:30:00Z"'
+            ) from None
     if isinstance(value, (int, float)) or (isinstance(value, str) and _NUMBER.fullmatch(value.strip())):
         if isinstance(value, str) and (basic := _BASIC_DATE.fullmatch(value.strip())):
             return "-".join(basic.groups())

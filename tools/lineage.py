@@ -3,7 +3,6 @@ is authoritative now), its artifact versions, who wrote each, when, and which re
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import anyio
@@ -45,6 +44,7 @@ class LineageOutput(BaseModel):
 def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutput:
     scope = view_for(args, runtime, caller)  # the caller's own private memories, the shared ones, the org's
     store = runtime.store
+    now = runtime.clock()  # the server's clock says what has expired, as the writer's does
     memory = store.get_memory(args.memory_id, scope)
     if memory is None:
         home = scope.home
@@ -66,12 +66,12 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
             None,
         )
         if how is not None:
-            forward.append(ReplacedMemory(memory=MemoryBrief.of(following), how=EventView.of(how)))
+            forward.append(ReplacedMemory(memory=MemoryBrief.of(following, now), how=EventView.of(how)))
         seen.add(following.id)
         current = following
 
     note = None
-    shown = current.status_at(datetime.now(UTC))
+    shown = current.status_at(now)
     if shown == "expired" and current.id == memory.id and current.expires_at is not None:
         note = (
             f"it expired at {iso(current.expires_at)} (its {current.protection_tier} tier) and is no longer "
@@ -87,11 +87,11 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
         note = f"nothing stands in its place: {current.id}, the last memory to replace it, is {shown}{again}"
     return LineageOutput(
         note=note,
-        memory=MemoryBrief.of(memory),
-        current=MemoryBrief.of(current),
+        memory=MemoryBrief.of(memory, now),
+        current=MemoryBrief.of(current, now),
         replaced_by_chain=forward,
         replaces=replaced_by(store, scope, memory.id),
-        versions=[MemoryBrief.of(m) for m in versions(store, scope, memory)],
+        versions=[MemoryBrief.of(m, now) for m in versions(store, scope, memory)],
         events=[EventView.of(e) for e in store.lineage(scope, [memory.id])],
     )
 

@@ -34,14 +34,15 @@ class MemoryBrief(BaseModel):
     replaced_by: str | None = None
 
     @classmethod
-    def of(cls, memory: MemoryRecord) -> MemoryBrief:
+    def of(cls, memory: MemoryRecord, now: datetime | None = None) -> MemoryBrief:
+        """``now``: the server's clock (``Runtime.clock``), which says whether the memory has expired."""
         return cls(
             id=memory.id,
             preview=preview_of(memory),
             kind=memory.kind,
             agent_id=memory.agent_id,
             created_at=iso(memory.created_at),
-            status=memory.status_at(datetime.now(UTC)),
+            status=memory.status_at(now or datetime.now(UTC)),
             protection_tier=memory.protection_tier,
             replaced_by=memory.replaced_by,
         )

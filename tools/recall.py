@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator
@@ -136,6 +137,7 @@ class RecallOutput(BaseModel):
     # What an empty recall searched within and how to widen it (``filters_searched``), for the text the agent
     # reads (text_of); not in the structured output (the note says it there).
     _among: tuple[str, str] | None = PrivateAttr(None)
+    _now: datetime | None = PrivateAttr(None)  # the server's clock when it recalled
 
 
 def check_bounds(runtime: Runtime, query: str, top_k: int | None, char_budget: int) -> int:
@@ -289,6 +291,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         window=window_to_dict(request.window, request.window_from),
     )
     out._among = among
+    out._now = runtime.clock()
     return out
 
 
@@ -298,7 +301,7 @@ def text_of(out: RecallOutput) -> str:
     list is in the structured content only, so no memory's text is sent twice."""
     if out.gated:
         return f"No memory needed ({out.gate_reason or 'nothing to look up'}); retrieval {out.retrieval_id}."
-    found = f"Nothing relevant was found{searched_window(out.window)}"
+    found = f"Nothing relevant was found{searched_window(out.window, out._now)}"
     if out._among:  # within tags or kinds: which, and how to search them all
         empty = f"{found} {out._among[0]} (retrieval {out.retrieval_id}): {out._among[1]}."
     else:

@@ -45,10 +45,13 @@ def shown_zone(time_zone: str | None) -> str | None:
     return None if zone is UTC or str(zone) in _UTC_NAMES else str(zone)
 
 
-_UTC_NAMES = {"UTC", "Etc/UTC", "UCT", "Etc/UCT", "Universal", "Etc/Universal", "Zulu", "Etc/Zulu"}
+_UTC_NAMES = {
+    "UTC", "Etc/UTC", "UCT", "Etc/UCT", "Universal", "Etc/Universal", "Zulu", "Etc/Zulu", "GMT", "Etc/GMT",
+    "GMT0", "Etc/GMT0", "GMT+0", "Etc/GMT+0", "GMT-0", "Etc/GMT-0", "Greenwich", "Etc/Greenwich",
+}  # fmt: skip
 
 
-def searched_window(window: dict[str, str | None] | None) -> str:
+def searched_window(window: dict[str, str | None] | None, now: datetime | None = None) -> str:
     """The time window a recall searched, as words to follow "found" (" between ... and ... (from the
     query's words 'last week')"); "" when it searched all time. An empty result must say it looked only
     there, above all when the window came from the query's own words."""
@@ -63,7 +66,9 @@ def searched_window(window: dict[str, str | None] | None) -> str:
         else f" before {until}"
     )
     later = ""
-    if since and datetime.fromisoformat(since) > datetime.now(UTC):  # a trial's "since 2027-01-01"
+    if since and datetime.fromisoformat(since) > (
+        now or datetime.now(UTC)
+    ):  # ``now``: the server's clock  # a trial's "since 2027-01-01"
         later = ", which starts in the future: no memory is dated after now"
     return (
         span

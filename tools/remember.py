@@ -4,7 +4,6 @@ The writing itself is the write service's (``writing.service``)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Literal
 
 import anyio
@@ -181,7 +180,7 @@ def replaced_memory(runtime: Runtime, view: View, memory_id: str) -> MemoryRecor
         raise ToolFailure(
             f"{memory_id} is {old.status}, not active; nothing was stored{_update_advice(runtime, view, old)}"
         )
-    if old.expires_at is not None and old.past_expiry(datetime.now(UTC)):
+    if old.expires_at is not None and old.past_expiry(runtime.clock()):
         raise ToolFailure(
             f"{memory_id} expired at {iso(old.expires_at)} (its {old.protection_tier} tier) and is no longer "
             "recalled; nothing was stored. Remember the new text without replaces (its own text remembered "
@@ -206,7 +205,7 @@ def _update_advice(runtime: Runtime, view: View, old: MemoryRecord) -> str:
             break
         seen.add(following.id)
         current = following
-        if current.status == "active" and not current.past_expiry(datetime.now(UTC)):
+        if current.status == "active" and not current.past_expiry(runtime.clock()):
             if current.id == old.replaced_by:
                 return f". Update {current.id}, which replaced it"
             return f". Update {current.id}, which stands in its place now (through {old.replaced_by})"
@@ -216,7 +215,7 @@ def _update_advice(runtime: Runtime, view: View, old: MemoryRecord) -> str:
         )
     return (
         f". Nothing stands in its place: {current.id}, the last memory to replace it, is "
-        f"{current.status_at(datetime.now(UTC))}; remember the new text without replaces"
+        f"{current.status_at(runtime.clock())}; remember the new text without replaces"
     )
 
 
@@ -298,6 +297,7 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
     if (
         old is not None
         and old.protection_tier == "ephemeral"
+        and out.expires_at is not None  # not when the text was stored already, as a lasting memory
         and "protection_tier" not in args.model_fields_set
     ):
         # A correction of a temporary state ("the runner pool is back") is often lasting: say it expires too.

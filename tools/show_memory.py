@@ -3,8 +3,6 @@ lineage, for the memory-by-id resource and ``memoria show``."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import anyio
 from pydantic import BaseModel, Field
 
@@ -78,7 +76,7 @@ def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> Show
         episode_id=memory.episode_id,
         protection_tier=memory.protection_tier,
         visibility=memory.visibility,
-        status=memory.status_at(datetime.now(UTC)),
+        status=memory.status_at(runtime.clock()),
         replaced_by=memory.replaced_by,
         weight=round(memory.weight, 6),
         weight_history=[

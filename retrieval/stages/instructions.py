@@ -100,15 +100,6 @@ _EN_OVERRIDE = re.compile(
     rf"|\b(?:your|the|all|any) (?:previous|prior|earlier|original|old|initial) (?:{_TOLD}) (?:are|is) (?:now )?"
     r"(?:void|cancell?ed|revoked|obsolete|overridden|invalid|null|no longer valid|suspended|lifted)\b"
 )
-# The same order said of itself ("this overrides your instructions"), with the same pointing: "your" or
-# "system" at anything told, "previous", "all" and the like only at what only a model is told ("this
-# policy supersedes all previous policies" is a team's document).
-_SELF_OVERRIDE = re.compile(
-    r"\b(?:overrides?|overriding|supersedes?|takes? precedence over|trumps|cancels|voids|nullifies|invalidates)\b"
-    rf"(?: (?:all|any|every) of)?[^.!?]{{0,12}}?\b(?:{_YOURS})\b[^.!?]{{0,25}}?\b(?:{_TOLD})\b"
-    r"|\b(?:overrides?|overriding|supersedes?|takes? precedence over|trumps|cancels|voids|nullifies|invalidates)\b"
-    rf"[^.!?]{{0,12}}?\b(?:{_EARLIER})\b[^.!?]{{0,25}}?\b(?:{_TOLD_STRONG})\b"
-)
 # Text that imitates the context block recall writes (its first line, or a memory's header line), to pass
 # what follows for memories the server found: no stored memory has a reason to.
 _FORGED_CONTEXT = re.compile(
@@ -193,7 +184,6 @@ _TOOL_CALL = re.compile(
 # line breaks (markup is recognised at the start of a line).
 _SIGNALS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("override", _EN_OVERRIDE, "flat"),
-    ("override", _SELF_OVERRIDE, "flat"),
     ("override", _OTHER_OVERRIDE, "flat"),
     ("role-change", _ROLE_CHANGE, "flat"),
     ("prompt-extraction", _PROMPT_EXTRACTION, "flat"),

@@ -41,7 +41,7 @@ from retrieval.models.llm.base import (
 from retrieval.models.model_files import short_reason
 from retrieval.models.rerankers.llm import Prices, cost_of
 from retrieval.stages.assembly import AssemblyStage, cleaned_preamble, preamble
-from retrieval.text import escape_hidden
+from retrieval.text import shown_safely
 from retrieval.trace import LLMPassRan, StageOutput
 from retrieval.types import Candidate, RecallRequest
 
@@ -91,7 +91,7 @@ class Unanswered:
 def _body(request: RecallRequest, context: str) -> str:
     """The context without its preamble: the retrieval id changes when a client retries the call with a
     recorded answer (the 2026-07-28 input-required flow), and the question must stay the same to find it."""
-    head = preamble(request.retrieval_id)
+    head = preamble(request.retrieval_id, request.time_zone)
     return context[len(head) :] if context.startswith(head) else context
 
 
@@ -343,16 +343,20 @@ def _after_trim(candidate: Candidate, redone: Mapping[str, Candidate], trimmed: 
 
 
 def cleaned_context(
-    retrieval_id: str, model: str, rewrite: str, placed: Mapping[int, Candidate]
+    retrieval_id: str,
+    model: str,
+    rewrite: str,
+    placed: Mapping[int, Candidate],
+    time_zone: str | None = None,
 ) -> str | None:
     """The rewrite as quoted lines under its header (which names each cited memory); None when it cites
     none of the ``placed`` entries."""
     cited = sorted({int(n) for n in _CITATION.findall(rewrite)} & set(placed))
-    lines = [line.rstrip() for line in escape_hidden(rewrite.strip()).splitlines()]
+    lines = [line.rstrip() for line in shown_safely(rewrite.strip()).splitlines()]
     if not cited or not any(lines):
         return None
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
-    return cleaned_preamble(retrieval_id, model, [(n, placed[n]) for n in cited]) + quoted + "\n"
+    return cleaned_preamble(retrieval_id, model, [(n, placed[n]) for n in cited], time_zone) + quoted + "\n"
 
 
 class CleanupStage(_Pass):
@@ -385,7 +389,7 @@ class CleanupStage(_Pass):
             event = self._event(response, applied=False, reason=why, model=request.llm.name)
             return StageOutput(candidates, (event,), context)
         model = response.model if response is not None else request.llm.name
-        cleaned = cleaned_context(request.retrieval_id, model, rewrite, placed)
+        cleaned = cleaned_context(request.retrieval_id, model, rewrite, placed, request.time_zone)
         if cleaned is None:
             why = f"the rewrite cites no memory of the context; {_KEPT}"
         elif len(cleaned) > request.char_budget:

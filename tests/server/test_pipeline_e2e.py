@@ -334,11 +334,16 @@ async def test_the_llm_passes_ask_the_client_each_in_turn_and_the_retried_call_k
             role="assistant", content=TextContent(type="text", text=text), model="client-llm"
         )
 
+    # Retried, the questions stay the same with a time zone too (the preamble that names it is not asked).
+    arguments = {"query": "postgres pool and port"} | (
+        {"time_zone": "Europe/Paris"} if mode == "auto" else {}
+    )
     async with connected(server, mode=mode, sampling_callback=answer) as client:
-        result = await call(client, "recall", {"query": "postgres pool and port"})
+        result = await call(client, "recall", arguments)
     assert asked == ["context_selection", "fact_selection", "cleanup"]
     assert [m["id"] for m in result["memories"]] == [pool["id"]]
     assert "(client-llm) from memories [1]" in result["context"]
+    assert ("Dates are in Europe/Paris." in result["context"]) == (mode == "auto")
     assert result["context"].endswith("> The pool holds 20 connections [1].\n")
 
 

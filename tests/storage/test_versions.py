@@ -1,3 +1,4 @@
+import json
 from datetime import UTC, datetime, timedelta
 
 import lancedb
@@ -161,23 +162,50 @@ def test_the_newest_manifest_follows_commits_with_one_listing(tmp_path):
     assert newest.listings == 1
 
 
-def test_the_newest_manifest_lists_again_when_the_version_it_knew_is_gone(tmp_path):
+def _committed(versions, *numbers, v2=True, hint=True):
+    """Manifests of these versions, as Lance names them, and its hint naming the last."""
+    for version in numbers:
+        (versions / (f"{U64_MAX - version:020d}.manifest" if v2 else f"{version}.manifest")).write_bytes(b"")
+    if hint:
+        (versions / "latest_version_hint.json").write_text(json.dumps({"version": numbers[-1]}))
+
+
+def _dropped(versions, *numbers):
+    for version in numbers:
+        (versions / f"{U64_MAX - version:020d}.manifest").unlink()
+
+
+def test_the_newest_manifest_probes_from_the_hint_never_across_a_gap(tmp_path):
     versions = tmp_path / "t.lance" / "_versions"
     versions.mkdir(parents=True)
-    for version in (1, 2, 3):
-        (versions / f"{U64_MAX - version:020d}.manifest").write_bytes(b"")
+    _committed(versions, 1, 2, 3, 4, 5, 6)
+    newest = NewestManifest(tmp_path / "t.lance")
+    assert newest.read() == 6 and newest.listings == 1  # the first read learns the naming
+    # Long after, 7 and 8 were committed and 7 dropped before 6 (a review: a probe from the version found
+    # last, 6, stopped at the gap and read 6 while 8 was the newest).
+    _committed(versions, 7, 8)
+    _dropped(versions, 7)
+    assert newest.read() == 8
+    _committed(versions, 9, hint=False)  # the instant between a commit and its hint: one step on
+    assert newest.read() == 9
+    assert newest.listings == 1
+
+
+def test_the_newest_manifest_lists_when_the_hint_is_missing_or_names_a_version_gone(tmp_path):
+    versions = tmp_path / "t.lance" / "_versions"
+    versions.mkdir(parents=True)
+    _committed(versions, 1, 2, 3)
     newest = NewestManifest(tmp_path / "t.lance")
     assert newest.read() == 3
-    # Start-up recovery set the broken newest manifest aside: the version before it is the newest again.
-    (versions / f"{U64_MAX - 3:020d}.manifest").unlink()
-    assert newest.read() == 2
-    # Maintenance dropped every version it knew, and more were committed: a gap is never probed across.
-    for version in (4, 5, 6):
-        (versions / f"{U64_MAX - version:020d}.manifest").write_bytes(b"")
-    for version in (1, 2):
-        (versions / f"{U64_MAX - version:020d}.manifest").unlink()
-    assert newest.read() == 6
-    assert newest.listings == 3
+    # Start-up recovery set the broken newest manifest aside, and its hint with it.
+    _dropped(versions, 3)
+    (versions / "latest_version_hint.json").unlink()
+    assert newest.read() == 2 and newest.listings == 2
+    _committed(versions, 3, 4)
+    (versions / "latest_version_hint.json").write_text('{"version": 7}')  # names nothing on disk
+    assert newest.read() == 4 and newest.listings == 3
+    (versions / "latest_version_hint.json").write_text("{not json")
+    assert newest.read() == 4 and newest.listings == 4
 
 
 def test_the_newest_manifest_reads_v1_names_and_an_empty_folder_as_nothing(tmp_path):
@@ -185,10 +213,8 @@ def test_the_newest_manifest_reads_v1_names_and_an_empty_folder_as_nothing(tmp_p
     versions.mkdir(parents=True)
     newest = NewestManifest(tmp_path / "t.lance")
     assert newest.read() is None
-    for version in (1, 2):
-        (versions / f"{version}.manifest").write_bytes(b"")
+    _committed(versions, 1, 2, v2=False)
     assert newest.read() == 2
-    (versions / "3.manifest").write_bytes(b"")
-    (versions / f"{U64_MAX - 4:020d}.manifest").write_bytes(b"")  # another naming never continues a V1 run
+    _committed(versions, 3, v2=False)
     assert newest.read() == 3
     assert newest.listings == 2

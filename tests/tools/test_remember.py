@@ -231,7 +231,9 @@ def test_occurred_at_dates_an_imported_memory_and_the_future_is_refused(runtime)
     assert runtime.store.count_memories() == 1
 
 
-@pytest.mark.parametrize("stamp", ["86400", "1764590000000", 1764590000, " 20261101.5 ", 3.5])
+@pytest.mark.parametrize(
+    "stamp", ["86400", "1764590000000", 1764590000, " 20261101.5 ", 3.5, "1.5e9", ".5e10"]
+)
 def test_a_number_is_not_read_as_a_unix_time(stamp):
     # Lax datetime parsing read "86400" as 1970-01-02 (past the placeholder check) and milliseconds too.
     from pydantic import ValidationError
@@ -240,9 +242,15 @@ def test_a_number_is_not_read_as_a_unix_time(stamp):
         RememberInput(content="Cache warmed", occurred_at=stamp)
 
 
-def test_a_basic_format_iso_date_is_the_date_it_names(runtime):
+def test_a_basic_format_iso_date_or_time_is_the_one_it_names(runtime):
     out = remember(RememberInput(content="Cache warmed", occurred_at="20261101"), runtime, CALLER)
     assert runtime.store.get_memory(out.id).created_at == datetime(2026, 11, 1, tzinfo=UTC)
+    timed = remember(RememberInput(content="Cache cold", occurred_at="20261101T0930+0200"), runtime, CALLER)
+    assert runtime.store.get_memory(timed.id).created_at == datetime(2026, 11, 1, 7, 30, tzinfo=UTC)
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="names no real date or time"):
+        RememberInput(content="Cache warm", occurred_at="20261341T000000Z")
 
 
 def test_the_turn_before_an_answer_makes_the_answer_findable(runtime):
@@ -525,3 +533,16 @@ def test_a_correction_of_an_ephemeral_memory_says_it_expires_too(runtime):
         CALLER,
     )
     assert lasting.expires_at is None and "ephemeral" not in (lasting.note or "")
+
+
+def test_a_correction_already_stored_as_a_lasting_memory_says_nothing_of_expiry(runtime):
+    # A review: "duplicate ... it expires at None".
+    lasting = remember(RememberInput(content="The runner pool is back to normal"), runtime, CALLER).id
+    down = remember(
+        RememberInput(content="The runner pool is down", protection_tier="ephemeral"), runtime, CALLER
+    ).id
+    again = remember(
+        RememberInput(content="The runner pool is back to normal", replaces=down), runtime, CALLER
+    )
+    assert again.id == lasting and again.expires_at is None
+    assert "ephemeral" not in (again.note or "")
