@@ -54,6 +54,9 @@ class Contradiction:
     older_term: str
     newer_term: str
     subject_similarity: float
+    # A value change whose newer memory names the old value as given up, or calls itself a correction: a
+    # revision in words (``value_changes``).
+    named_in_words: bool = False
 
     @property
     def detail(self) -> str:
@@ -221,6 +224,17 @@ _CHANGED = re.compile(
 )
 
 
+# A value the newer memory names as given up ("9090, not 8080", "now 9090 instead of 8080", "rather than
+# 8080", "no longer 8080"): it names the old value, and says in so many words that it changed.
+_GIVEN_UP = re.compile(
+    r"(?:,\s*|\s+)(?:and\s+)?(?:not|instead\s+of|rather\s+than|no\s+longer|in\s+place\s+of|replacing)\s+"
+    r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?P<value>[^\s.,;:!?)]*\d[^\s.,;:!?)]*)",
+    re.IGNORECASE,
+)
+# A label that says the memory corrects one before it ("Correction: ..."): a word of change, not content.
+_CORRECTION = re.compile(r"^\s*(?:correction|corrected|update|updated)\s*[:\-\u2013\u2014]\s*", re.IGNORECASE)
+
+
 def _is_value(term: str) -> bool:
     return any(char.isdigit() for char in term)
 
@@ -232,21 +246,36 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     says its new values after that word, and does not say it adds ("also", "as well"). A pair is a
     candidate revision: the write path supersedes with it only when the newer memory says it is a change,
     by the same author, and never a protected memory (an explicit revision in words is needed there)."""
-    changed = _CHANGED.search(memory.content)
-    if changed is None or _ADDING.search(memory.content):
+    # What the memory states, without the values it names as given up and a "Correction:" label: those
+    # say that something changed (and what it was), not what is so now.
+    given_up = {
+        term
+        for found in _GIVEN_UP.finditer(memory.content)
+        for term in content_terms(found.group("value"))
+        if _is_value(term)
+    }
+    labelled = _CORRECTION.match(memory.content)
+    stated = _GIVEN_UP.sub(" ", memory.content[labelled.end() if labelled else 0 :])
+    changed = _CHANGED.search(stated)
+    if (changed is None and not given_up and not labelled) or _ADDING.search(stated):
         return []
-    own = set(content_terms(memory.content))
+    own = set(content_terms(stated))
     own_values = {term for term in own if _is_value(term)}
     subject = own - own_values
-    # The values said after the word of change: those are the new ones.
-    said_after = {term for term in content_terms(memory.content[changed.end() :]) if _is_value(term)}
+    # The values said after the word of change are the new ones; with a value named as given up, or a
+    # correction's label, every value it states.
+    said_after = (
+        {term for term in content_terms(stated[changed.end() :]) if _is_value(term)} if changed else set()
+    )
+    if given_up or labelled:
+        said_after = own_values
     if not own_values or not subject or not said_after:
         return []
     found = []
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
             continue
-        if negated(other.content) != negated(memory.content):
+        if negated(other.content) != negated(stated):
             continue
         terms = set(content_terms(other.content))
         values = {term for term in terms if _is_value(term)}
@@ -258,7 +287,13 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             continue  # a value before the word of change names the thing, not its new value
         similarity = len(subject & rest) / len(subject | rest)
         if similarity >= VALUE_OVERLAP:
-            older_term = " ".join(sorted(values - own_values))
+            replaced = values - own_values
+            older_term = " ".join(sorted(replaced))
             newer_term = " ".join(sorted(new_values))
-            found.append(Contradiction(other.id, memory.id, older_term, newer_term, round(similarity, 6)))
+            # The newer memory names what it replaces ("not 8080") or calls itself a correction: it says
+            # in words that this changed, as "switched from" does.
+            explicit = replaced <= given_up if given_up else bool(labelled)
+            found.append(
+                Contradiction(other.id, memory.id, older_term, newer_term, round(similarity, 6), explicit)
+            )
     return found

@@ -33,6 +33,7 @@ def resolve_caller(
             session_id=own_session(grant.principal, connection),
             # Org-visible memories are read in every project of the org: changing them takes a grant on all.
             may_change_org=lambda org_id: grant.allows("writes", Scope(org_id, ANY)),
+            remote=True,
         )
     agent_id = _client_name(session)
     _, connection = _connection_session(session, state, agent_id, begins_task=begins_task)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 
 from storage import filters, schema
-from storage.records import CONTENT_STATUSES, Scope
+from storage.records import CONTENT_STATUSES, Scope, Viewer
 from storage.scan import scan, scan_rows, utc
 
 if TYPE_CHECKING:
@@ -52,13 +52,16 @@ class ScopeStats:
     lineage_events: int
 
 
-def scope_stats(store: MemoryStore, scope: Scope) -> ScopeStats:
+def scope_stats(store: MemoryStore, scope: Scope, viewer: Viewer | None = None) -> ScopeStats:
+    """What ``scope`` holds; with a ``viewer``, only the memories it may read (shared ones and its own
+    private ones) are counted, and the open contradictions between them."""
     store.flush_logs()
     tables = store.tables()
     where = filters.scope_is(scope)
+    readable = filters.all_of(where, filters.visible_to(viewer)) if viewer is not None else where
     rows = scan_rows(
         tables[schema.MEMORIES],
-        where,
+        readable,
         [
             "id",
             "status",
@@ -83,8 +86,13 @@ def scope_stats(store: MemoryStore, scope: Scope) -> ScopeStats:
     created = [row["created_at"] for row in memories]
     outcomes = scan_rows(tables[schema.OUTCOMES], where, ["outcome"])
     contradictions = scan_rows(
-        tables[schema.CONTRADICTIONS], filters.all_of(where, filters.equals("status", "open")), ["older_id"]
+        tables[schema.CONTRADICTIONS],
+        filters.all_of(where, filters.equals("status", "open")),
+        ["older_id", "newer_id"],
     )
+    if viewer is not None:  # only pairs of memories the viewer may read
+        seen = {row["id"] for row in memories}
+        contradictions = [row for row in contradictions if {row["older_id"], row["newer_id"]} <= seen]
     return ScopeStats(
         scope=scope,
         memories=len(memories),

@@ -231,6 +231,7 @@ class Caller:
     session_id: str
     llm: LanguageModel | None = None
     may_change_org: Callable[[str], bool] = field(default=lambda org_id: True, compare=False)
+    remote: bool = False  # a bearer token's holder: the server's own paths are not theirs to see
 
     @property
     def viewer(self) -> Viewer:

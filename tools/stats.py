@@ -9,7 +9,7 @@ from dataclasses import asdict
 import anyio
 from pydantic import BaseModel, Field
 
-from tools.common import AggregationView, Caller, Runtime, ScopeArgs, aggregation_view, iso
+from tools.common import AggregationView, Caller, Runtime, ScopeArgs, aggregation_view, iso, view_for
 
 
 class StatsInput(ScopeArgs):
@@ -27,7 +27,10 @@ class WeightStats(BaseModel):
 class StatsOutput(BaseModel):
     org_id: str
     project_id: str
-    store: str = Field(description="The store's LanceDB URI.")
+    store: str | None = Field(
+        description="The store's LanceDB URI (null for a caller with a bearer token: the server's paths are "
+        "not shown to token holders)."
+    )
     schema_version: int
     memories: int = Field(description="Every memory row in the scope, whatever its status.")
     active: int
@@ -60,12 +63,15 @@ class StatsOutput(BaseModel):
 def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
     from storage.stats import scope_stats  # LanceDB: loaded with the runtime, after the handshake
 
-    scope = args.scope(runtime.settings)
-    found = scope_stats(runtime.store, scope)
+    view = view_for(args, runtime, caller)
+    scope = view.home
+    # Counted over what the caller may read, as the listing is: another agent's private memories are not
+    # its to count (a new user's trial read 2 memories in stats where the listing showed 1).
+    found = scope_stats(runtime.store, scope, view.viewer)
     return StatsOutput(
         org_id=scope.org_id,
         project_id=scope.project_id,
-        store=runtime.store.uri,
+        store=None if caller.remote else runtime.store.uri,
         schema_version=runtime.store.schema_version,
         memories=found.memories,
         active=found.by_status.get("active", 0),

@@ -115,6 +115,25 @@ def test_a_value_changed_is_the_same_words_with_another_value_and_a_value_added_
     assert value_changes(memory("bob", "Bob is now the tech lead of the payments team", 5), [lead]) == []
 
 
+def test_a_value_named_as_given_up_or_a_correction_label_says_in_words_that_it_changed():
+    old = memory("old", "The API listens on port 8080", 0)
+    for text in (
+        "The API listens on port 9090, not 8080",
+        "The API listens on port 9090 instead of 8080",
+        "The API listens on port 9090 rather than 8080",
+        "Correction: the API listens on port 9090",
+    ):
+        [change] = value_changes(memory("new", text, 5), [old])
+        # {api, listen, port} on both sides once "not 8080" and the label are set aside: Jaccard 3 / 3.
+        assert (change.older_term, change.newer_term, change.subject_similarity) == ("8080", "9090", 1.0)
+        assert change.named_in_words
+    # Without a word of change or a value given up: two facts; giving up another value: not this one.
+    assert value_changes(memory("plain", "The API listens on port 9090", 5), [old]) == []
+    [other] = value_changes(memory("other", "The API now listens on port 9090, not 7070", 5), [old])
+    assert not other.named_in_words  # "now" finds the change; it names 7070, not 8080, as given up
+    assert value_changes(memory("also", "The API also listens on port 9090, not 8080", 5), [old]) == []
+
+
 def test_two_parts_in_each_others_place_contradict_the_older_statement():
     found = detect_contradictions(
         [

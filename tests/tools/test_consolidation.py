@@ -123,6 +123,43 @@ def test_a_value_said_to_have_changed_revises_the_old_one_and_two_values_alone_d
     assert both.consolidation.revised == []  # a value added, none replaced
 
 
+@pytest.mark.parametrize(
+    "correction",
+    [
+        "Correction: the API server listens on port 9090, not 8080.",
+        "The API server now listens on port 9090 instead of 8080.",
+        "The API server listens on port 9090 rather than 8080.",
+    ],
+)
+def test_a_correction_that_names_the_old_value_revises_it(runtime, correction):
+    # A new user's trial: corrections worded as the session_start prompt invites were kept beside the
+    # wrong value ("rules:distinct"), which recall still ranked first.
+    port = remember(RememberInput(content="The API server listens on port 8080."), runtime, caller()).id
+    fixed = remember(RememberInput(content=correction), runtime, caller("ses_2"))
+    assert fixed.consolidation.revised == [port] and fixed.consolidation.resolver == "revision:explicit"
+    found = recall(RecallInput(query="which port does the API server listen on"), runtime, caller())
+    assert [m.id for m in found.memories] == [fixed.id]
+
+
+def test_another_agents_correction_naming_the_old_value_disputes_it_and_a_plain_value_does_not(runtime):
+    port = remember(RememberInput(content="The API server listens on port 8080."), runtime, caller()).id
+    plain = remember(
+        RememberInput(content="The API server listens on port 7070."),
+        runtime,
+        caller("ses_2", agent="cursor"),
+    )
+    assert plain.consolidation.contradicts == [] and plain.consolidation.revised == []
+    named = remember(
+        RememberInput(content="Correction: the API server listens on port 9090, not 8080."),
+        runtime,
+        caller("ses_3", agent="cursor"),
+    )
+    assert named.consolidation.revised == [] and named.consolidation.contradicts == [port]
+    assert status(runtime, port) == "active"
+    found = recall(RecallInput(query="which port does the API server listen on"), runtime, caller())
+    assert f"DISPUTED by newer {named.id}" in found.context
+
+
 def test_a_protected_value_said_to_have_changed_stays_disputed_rather_than_revised(runtime):
     kept = remember(
         RememberInput(content="The API listens on port 8080", protection_tier="protected"), runtime, caller()

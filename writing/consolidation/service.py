@@ -319,11 +319,23 @@ class ConsolidationService:
                 continue
             older = by_id[change.older_id]
             if not self._same_source(memory, older):
-                continue  # one agent's new value does not overwrite what another agent said
+                # One agent's new value does not overwrite what another agent said; one that says in words
+                # that it replaces it ("9090, not 8080") disputes it.
+                if change.named_in_words:
+                    detail = f"{change.detail}, said by another agent"
+                    self._record_contradiction(older, memory, "value", detail, change.subject_similarity)
+                    report.contradicts.append(older.id)
+                    report.resolver = report.resolver or KEPT_OPEN
+                continue
             # Two values of one thing are a change only when the newer memory says so (or the language
             # model reads one): "build 1235 failed" does not revise "build 1234 failed". A protected
             # memory yields only to a revision in words ("switched from"), so the pair stays disputed.
-            revises, resolver = self._is_revision(older, memory, llm)
+            # "9090, not 8080" and "Correction: ..." say so in words, as "switched from" does.
+            revises, resolver = (
+                (True, "revision:explicit")
+                if change.named_in_words
+                else self._is_revision(older, memory, llm)
+            )
             if not revises:
                 continue
             self._revise_or_dispute(
@@ -331,7 +343,7 @@ class ConsolidationService:
                 older,
                 change,
                 resolver,
-                revises=may_be_superseded(older, by_revision=False),
+                revises=may_be_superseded(older, by_revision=change.named_in_words),
                 kind="value",
                 kept_by=KEPT_OPEN,
                 actor=actor,
