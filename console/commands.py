@@ -101,6 +101,8 @@ _PHRASES = (
     (re.compile(r"\b(a |one of )retrieval_id\b"), lambda m: f"{m.group(1)}retrieval id"),
     (re.compile(r"\bPass memory_id\b"), lambda m: "Pass a memory id"),
     (re.compile(r"\bPass replaces= the id\b"), lambda m: "Pass the id"),
+    # The tools a message points to, as the commands that run them.
+    (re.compile(r"`?\bexplain_ranking\b`?"), lambda m: "`memoria explain`"),
     # An explicit update is `memoria edit ID TEXT`; a plain memory, `memoria remember TEXT`.
     (
         re.compile(r"\b([Rr])emember (the new text|the correction) without replaces\b"),

@@ -54,10 +54,11 @@ Long-term memory shared across sessions and agents.
 - Call `explain_ranking` with a recall's retrieval_id to see why each memory ranked where it did.
 - The prompts `session_start` (recall the context for a task) and `session_end` (report the outcome) wrap
   this routine.
-- When a stored fact is wrong or private, call `forget` (retract, or purge to erase it); when beliefs seem
+- When a stored fact is wrong, remember the correction with `replaces` set to its id; when it is private
+  or useless, call `forget` (retract, or purge to erase it); when beliefs seem
   to conflict, `drift` lists contradictions and recent revisions, and `lineage` shows a memory's history.
-- Resources: `memoria://memory/{id}` (one memory in full), `memoria://stats` and `memoria://drift`
-  (add `?org_id=...&project_id=...` for another scope).
+- Resources: `memoria://memory/{id}` (one memory in full), `memoria://memories` (a page of the scope's
+  memories), `memoria://stats` and `memoria://drift` (add `?org_id=...&project_id=...` for another scope).
 """
 
 

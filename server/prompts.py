@@ -21,8 +21,8 @@ While you work:
 - call `recall` again whenever you are stuck or the task changes direction;
 - call `remember` for durable knowledge only: facts about the project, decisions and their reasons, fixes
   that worked, pitfalls. One fact per call, not chatter or transient state;
-- when a remembered fact turns out wrong, remember the correction (it supersedes the old belief) or `forget`
-  it.
+- when a remembered fact turns out wrong, remember the correction with `replaces` set to the wrong
+  memory's id (or say what it replaces: "the port is 9090, not 8080"), or `forget` it.
 When the task ends, call `report_outcome` once (success, failure or partial) with the ids of the memories
 you relied on as `helpful_ids` and of any that misled you as `misleading_ids`: they rise or sink for
 tasks like this one."""
@@ -84,14 +84,18 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
             how = f"`{said}` is not an outcome `report_outcome` takes. {judge}"
         else:
             how = judge
-        extra = f" Pass this as the note: {notes}" if notes else " Add a short note on what helped or misled."
+        extra = (
+            f" Pass this as the note: {notes.strip().rstrip('.')}."
+            if notes and notes.strip()
+            else " Add a short note on what helped or misled."
+        )
         return [
             UserMessage(
-                f"The task is over. {how} Call `report_outcome` once with it (and `score` from 0 to 1 if you "
-                "can grade it more finely). Name the memories you actually relied on in `helpful_ids` and any "
-                "that were wrong or misled you in `misleading_ids`, by the ids recall listed: they move a full "
-                f"step, the others you were shown only a little.{extra} Before that, `remember` any durable "
-                "fact, decision or fix from this session that is not stored yet."
+                "The task is over. First, `remember` any durable fact, decision or fix from this session that "
+                f"is not stored yet. Then: {how} Call `report_outcome` once with it (and `score` from 0 to 1 if "
+                "you can grade it more finely). Name the memories you actually relied on in `helpful_ids` and "
+                "any that were wrong or misled you in `misleading_ids`, by the ids recall listed: they move a "
+                f"full step, the others you were shown only a little.{extra}"
             )
         ]
 

@@ -74,7 +74,10 @@ async def test_session_end_asks_for_one_outcome_report_with_the_given_outcome_an
         cased = text_of(await client.get_prompt("session_end", {"outcome": " Success "}))
     assert "`awesome` is not an outcome `report_outcome` takes. Judge the outcome: success" in unknown
     assert "The task's outcome is `success`" in cased
-    assert "The task's outcome is `partial`" in given and "Pass this as the note: docs were stale" in given
+    assert "The task's outcome is `partial`" in given and "Pass this as the note: docs were stale." in given
+    # Remember first: a report ends the session, and an agent acting line by line followed "Before that"
+    # after it had reported (a new user's trial).
+    assert given.index("`remember` any durable fact") < given.index("Call `report_outcome` once")
     assert "Call `report_outcome` once" in given
     assert "`helpful_ids`" in given and "`misleading_ids`" in given and "ids recall listed" in given
     assert "Judge the outcome: success" in judged
