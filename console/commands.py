@@ -37,6 +37,8 @@ from server.arguments import friendly_validation_message
 from server.config import Settings, default_data_dir
 from storage.records import Scope
 from tools.common import Caller, Runtime, ToolFailure, ToolSettings
+from tools.remember_text import readers
+from tools.remember_text import text_of as remembered
 
 if TYPE_CHECKING:
     from retrieval.models.llm.base import LanguageModel
@@ -297,39 +299,6 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
             command,
         )
     return emit(args, result, remembered(result))
-
-
-def readers(memory: Any) -> str:
-    """Where a memory is kept and who reads it, in words."""
-    if memory.visibility == "org":
-        return f"for all of org {memory.org_id}"
-    where = f"in {memory.org_id}/{memory.project_id}"
-    return where if memory.visibility == "project" else f"{where}, read by its {memory.visibility} only"
-
-
-def remembered(result: Any) -> str:
-    """What remember and edit print: the memory stored, and what consolidation or the update changed."""
-    lines = [
-        f"{'stored' if result.status == 'stored' else 'already stored'} {result.id} "
-        f"({result.kind}, {result.protection_tier}) {readers(result)}"
-    ]
-    if result.note:
-        lines.append(result.note)
-    found = result.consolidation
-    if found is not None:
-        for label, ids in (
-            ("superseded", found.superseded),
-            ("revised", found.revised),
-            ("kept beside", found.kept),
-            ("contradicts", found.contradicts),
-        ):
-            if ids:
-                lines.append(f"{label}: {', '.join(ids)}")
-        if found.absorbed_into:
-            lines.append(f"absorbed into {found.absorbed_into}")
-    if result.redacted:
-        lines.append(f"redacted before storing: {result.redacted}")
-    return "\n".join(lines)
 
 
 def recall_command(args: argparse.Namespace, settings: Settings) -> int:

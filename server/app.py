@@ -35,6 +35,7 @@ from tools import (
     recall,
     remember,
     remember_many,
+    remember_text,
     report_outcome,
     show_memory,
     stats,
@@ -79,6 +80,7 @@ def tool_specs() -> list[ToolSpec]:
             uses_llm=True,
             effect="writes",
             begins_task=True,
+            text_of=remember_text.text_of,
         ),
         ToolSpec(
             name="remember_many",
@@ -93,6 +95,7 @@ def tool_specs() -> list[ToolSpec]:
             effect="writes",
             begins_task=True,
             uses_llm=True,
+            text_of=remember_text.batch_text_of,
         ),
         ToolSpec(
             name="recall",

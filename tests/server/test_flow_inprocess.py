@@ -315,3 +315,22 @@ async def test_the_tool_list_an_agent_loads_every_session_stays_within_12_kb(set
         assert tool.description and len(tool.description) <= 400
         assert "title" not in tool.input_schema
         assert all(set(field) <= {"type"} for field in tool.output_schema["properties"].values())
+
+
+async def test_what_an_agent_reads_of_a_remember_is_a_line_not_the_json(settings):
+    # A new user's trial: each remember answered with ~650 characters of indented JSON, mostly nulls.
+    async with connected(server_with(settings)) as client:
+        first = await client.call_tool("remember", {"content": "The API server listens on port 8080"})
+        fixed = await client.call_tool(
+            "remember", {"content": "The API server listens on port 9090, not 8080", "tags": ["api"]}
+        )
+        batch = await client.call_tool(
+            "remember_many",
+            {"items": [{"content": "Deploys run at noon"}, {"content": "Deploys run at noon"}]},
+        )
+    old, new = first.structured_content["id"], fixed.structured_content["id"]
+    assert first.content[0].text == f"stored {old} (fact, standard) in default/default"
+    assert fixed.content[0].text == f"stored {new} (fact, standard) in default/default\nrevised: {old}"
+    lines = batch.content[0].text.splitlines()
+    assert lines[0] == "1 stored, 1 already stored, 0 collapsed"
+    assert lines[1].startswith("1. stored mem_") and lines[2].startswith("2. already stored mem_")

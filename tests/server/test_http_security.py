@@ -255,17 +255,23 @@ async def test_the_resources_serve_only_the_scopes_a_token_grants(static_server)
 async def test_stats_count_what_the_token_may_read_and_keep_the_servers_paths(static_server):
     # A new user's trial: bob's stats counted alice's private memory, and carried the store's folder.
     url, _ = static_server
+
+    async def counts() -> tuple[dict, dict]:
+        async with session(url, TOKENS["alice"]) as alice:
+            hers = json.loads((await alice.read_resource("memoria://stats")).contents[0].text)
+        async with session(url, TOKENS["bob"]) as bob:
+            scope = "memoria://stats?org_id=acme&project_id=web"
+            his = json.loads((await bob.read_resource(scope)).contents[0].text)
+        return hers, his
+
+    hers_before, his_before = await counts()
     async with session(url, TOKENS["alice"]) as alice:
-        await call(alice, "remember", {"content": "The web build uses vite 6"})
-        await call(
-            alice, "remember", {"content": "My local db password hint is in 1password", "visibility": "agent"}
-        )
-        hers = json.loads((await alice.read_resource("memoria://stats")).contents[0].text)
-    async with session(url, TOKENS["bob"]) as bob:
-        his = json.loads(
-            (await bob.read_resource("memoria://stats?org_id=acme&project_id=web")).contents[0].text
-        )
-    assert (hers["memories"], his["memories"]) == (his["memories"] + 1, his["memories"])
+        await call(alice, "remember", {"content": "The web build uses vite 6 (stats)"})
+        private = {"content": "My local db password hint is in 1password (stats)", "visibility": "agent"}
+        await call(alice, "remember", private)
+    hers, his = await counts()
+    assert hers["memories"] - hers_before["memories"] == 2  # the shared memory and her private one
+    assert his["memories"] - his_before["memories"] == 1  # the shared one only
     assert hers["store"] is None and his["store"] is None
 
 

@@ -280,6 +280,9 @@ class ConsolidationService:
             return
         pool = [ContradictionInput(m.id, m.content, m.created_at) for m in (*others, memory)]
         by_id = {m.id: m for m in others}
+        changes = value_changes(pool[-1], pool[:-1])
+        # "9090, not 8080" also reads as a negation of the older memory: it names what it replaces.
+        named = {change.older_id for change in changes if change.named_in_words}
         for found in detect_contradictions(pool, self.policy.oppositions, swaps_of=memory.id):
             if (
                 found.older_id == memory.id
@@ -298,6 +301,8 @@ class ConsolidationService:
             if found.newer_id != memory.id or found.older_id not in by_id or found.older_id in report.revised:
                 continue
             older = by_id[found.older_id]
+            if older.id in named:
+                continue  # a value change said in words: judged below, with the other value changes
             revises, resolver = self._is_revision(older, memory, llm)
             # A protected memory yields only to an explicit revision, never to an LLM's reading of one. Who
             # judged a pair left open: the rules (an opposition, a negation, a revision a protected or
@@ -314,7 +319,7 @@ class ConsolidationService:
                 report=report,
             )
         done = {*report.revised, *report.contradicts}
-        for change in value_changes(pool[-1], pool[:-1]):
+        for change in changes:
             if change.older_id in done or change.older_id not in by_id:
                 continue
             older = by_id[change.older_id]

@@ -1,0 +1,61 @@
+"""What an agent (or a person at the command line) reads of a remember: one line for the memory, then
+what the write changed, if anything. The structured content carries every field; the text leaves out the
+empty ones (a new user's trial counted 650 characters of JSON a remember, mostly nulls, more than a
+session's recall contexts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tools.remember import RememberOutput
+from tools.remember_many import RememberManyOutput
+
+
+def readers(memory: Any) -> str:
+    """Where a memory is kept and who reads it, in words."""
+    if memory.visibility == "org":
+        return f"for all of org {memory.org_id}"
+    where = f"in {memory.org_id}/{memory.project_id}"
+    return where if memory.visibility == "project" else f"{where}, read by its {memory.visibility} only"
+
+
+def text_of(result: RememberOutput) -> str:
+    """The memory stored (or found stored), and what consolidation or the update changed."""
+    lines = [
+        f"{'stored' if result.status == 'stored' else 'already stored'} {result.id} "
+        f"({result.kind}, {result.protection_tier}) {readers(result)}"
+        + (f", expires {result.expires_at}" if result.expires_at else "")
+    ]
+    if result.note:
+        lines.append(result.note)
+    found = result.consolidation
+    if found is not None:
+        for label, ids in (
+            ("superseded", found.superseded),
+            ("revised", found.revised),
+            ("kept beside", found.kept),
+            ("contradicts", found.contradicts),
+        ):
+            if ids:
+                lines.append(f"{label}: {', '.join(ids)}")
+        for label, other in (
+            ("absorbed into", found.absorbed_into),
+            ("reworded into", found.reworded_into),
+            ("a new version of", found.version_of),
+        ):
+            if other:
+                lines.append(f"{label} {other}")
+        if found.rerank_skipped:
+            lines.append(f"rerank skipped: {found.rerank_skipped}")
+    if result.redacted:
+        lines.append(f"redacted before storing: {result.redacted}")
+    return "\n".join(lines)
+
+
+def batch_text_of(result: RememberManyOutput) -> str:
+    """The batch's counts, then each item's text, numbered in the order given."""
+    head = f"{result.stored} stored, {result.duplicates} already stored, {result.collapsed} collapsed"
+    items = (
+        f"{number}. " + text_of(item).replace("\n", "\n   ") for number, item in enumerate(result.results, 1)
+    )
+    return "\n".join([head, *items])
