@@ -224,15 +224,17 @@ _CHANGED = re.compile(
 )
 
 
-# A value the newer memory names as given up ("9090, not 8080", "now 9090 instead of 8080", "rather than
-# 8080", "no longer 8080"): it names the old value, and says in so many words that it changed.
+# A value the newer memory names as given up ("9090, not 8080", "9090 (not 8080)", "now 3.12 instead of
+# 3.11", "rather than port 8080", "no longer 8080"): it names the old value, and says in so many words that
+# it changed.
 _GIVEN_UP = re.compile(
-    r"(?:,\s*|\s+)(?:and\s+)?(?:not|instead\s+of|rather\s+than|no\s+longer|in\s+place\s+of|replacing)\s+"
-    r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?P<value>[^\s.,;:!?)]*\d[^\s.,;:!?)]*)",
+    r"(?:,\s*|\s*\(\s*|\s+)(?:and\s+)?(?:not|instead\s+of|rather\s+than|no\s+longer|in\s+place\s+of|replacing)\s+"
+    r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?:[A-Za-z]+\s+)?(?P<value>[^\s,;!?()]*\d[^\s,;!?()]*)",
     re.IGNORECASE,
 )
-# A label that says the memory corrects one before it ("Correction: ..."): a word of change, not content.
-_CORRECTION = re.compile(r"^\s*(?:correction|corrected|update|updated)\s*[:\-\u2013\u2014]\s*", re.IGNORECASE)
+# A label a correction may start with: not content, so it does not count against the subject's overlap.
+# It is no word of change by itself ("Update: build 1235 failed" is another build, a review found).
+_LABEL = re.compile(r"^\s*(?:correction|corrected|update|updated|note)\s*[:\-\u2013\u2014]\s*", re.IGNORECASE)
 
 
 def _is_value(term: str) -> bool:
@@ -254,20 +256,20 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         for term in content_terms(found.group("value"))
         if _is_value(term)
     }
-    labelled = _CORRECTION.match(memory.content)
+    labelled = _LABEL.match(memory.content)
     stated = _GIVEN_UP.sub(" ", memory.content[labelled.end() if labelled else 0 :])
     changed = _CHANGED.search(stated)
-    if (changed is None and not given_up and not labelled) or _ADDING.search(stated):
+    if (changed is None and not given_up) or _ADDING.search(stated):
         return []
     own = set(content_terms(stated))
     own_values = {term for term in own if _is_value(term)}
     subject = own - own_values
-    # The values said after the word of change are the new ones; with a value named as given up, or a
-    # correction's label, every value it states.
+    # The values said after the word of change are the new ones; with a value named as given up, every
+    # value it states.
     said_after = (
         {term for term in content_terms(stated[changed.end() :]) if _is_value(term)} if changed else set()
     )
-    if given_up or labelled:
+    if given_up:
         said_after = own_values
     if not own_values or not subject or not said_after:
         return []
@@ -290,9 +292,9 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             replaced = values - own_values
             older_term = " ".join(sorted(replaced))
             newer_term = " ".join(sorted(new_values))
-            # The newer memory names what it replaces ("not 8080") or calls itself a correction: it says
-            # in words that this changed, as "switched from" does.
-            explicit = replaced <= given_up if given_up else bool(labelled)
+            # The newer memory names what it replaces ("not 8080"): it says in words that this changed, as
+            # "switched from" does.
+            explicit = bool(given_up) and replaced <= given_up
             found.append(
                 Contradiction(other.id, memory.id, older_term, newer_term, round(similarity, 6), explicit)
             )

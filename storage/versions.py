@@ -82,7 +82,7 @@ class NewestManifest:
     starts from Lance's version hint (``latest_version_hint.json``, written right after each commit), and
     the version it reaches must have been the newest at some moment of the read, as a listing's is: a
     version leaves only once replaced (by maintenance, ``keep_versions_seconds`` after that, or by a purge,
-    right away), so a gap after the start would be a newer version dropped under the probe, and the hint
+    right away; clean-up drops by commit time, older first in effect, and memoria tags no version), so a gap after the start would be a newer version dropped under the probe, and the hint
     read at the start was the newest then (or one behind, for the instant between a commit and its hint).
     The version found last is not a start: long replaced, the versions after it may be dropped in any
     order (a review of the first version, which probed from it). Without a hint, or when the hinted

@@ -32,7 +32,9 @@ class StatsOutput(BaseModel):
         "not shown to token holders)."
     )
     schema_version: int
-    memories: int = Field(description="Every memory row in the scope, whatever its status.")
+    memories: int = Field(
+        description="Every memory of the scope, whatever its status (for a bearer token's holder: those it may read)."
+    )
     active: int
     by_status: dict[str, int] = Field(description='"expired": ephemeral, past expiry, not yet retracted.')
     by_kind: dict[str, int] = Field(description="Active memories by kind.")
@@ -65,9 +67,10 @@ def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
 
     view = view_for(args, runtime, caller)
     scope = view.home
-    # Counted over what the caller may read, as the listing is: another agent's private memories are not
-    # its to count (a new user's trial read 2 memories in stats where the listing showed 1).
-    found = scope_stats(runtime.store, scope, view.viewer)
+    # A bearer token's holder counts what it may read, as its listing shows it: another principal's private
+    # memories are not its to count (a new user's trial read 2 in stats where the listing showed 1). On
+    # stdio and at the command line the store is the operator's own, counted whole as the report does.
+    found = scope_stats(runtime.store, scope, view.viewer if caller.remote else None)
     return StatsOutput(
         org_id=scope.org_id,
         project_id=scope.project_id,

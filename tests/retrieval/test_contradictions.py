@@ -115,18 +115,27 @@ def test_a_value_changed_is_the_same_words_with_another_value_and_a_value_added_
     assert value_changes(memory("bob", "Bob is now the tech lead of the payments team", 5), [lead]) == []
 
 
-def test_a_value_named_as_given_up_or_a_correction_label_says_in_words_that_it_changed():
+def test_a_value_named_as_given_up_says_in_words_that_it_changed():
     old = memory("old", "The API listens on port 8080", 0)
     for text in (
         "The API listens on port 9090, not 8080",
-        "The API listens on port 9090 instead of 8080",
+        "The API listens on port 9090 (not 8080)",
+        "The API listens on port 9090 instead of port 8080",
         "The API listens on port 9090 rather than 8080",
-        "Correction: the API listens on port 9090",
+        "Correction: the API listens on port 9090, not 8080",
     ):
         [change] = value_changes(memory("new", text, 5), [old])
         # {api, listen, port} on both sides once "not 8080" and the label are set aside: Jaccard 3 / 3.
         assert (change.older_term, change.newer_term, change.subject_similarity) == ("8080", "9090", 1.0)
         assert change.named_in_words
+    # A dotted value is given up whole: of 3.11 the 11 is what changed (terms split at the dot).
+    python = memory("py", "We use Python 3.11 for the CI image", 0)
+    [dotted] = value_changes(memory("py2", "We use Python 3.12 for the CI image, not 3.11", 5), [python])
+    assert (dotted.older_term, dotted.newer_term, dotted.named_in_words) == ("11", "12", True)
+    # A label alone is no word of change: another build, not a new value of this one (a review's case).
+    build = memory("b1", "Build 1234 failed on the linter", 0)
+    assert value_changes(memory("b2", "Update: build 1235 failed on the linter", 5), [build]) == []
+    assert value_changes(memory("label", "Correction: the API listens on port 9090", 5), [old]) == []
     # Without a word of change or a value given up: two facts; giving up another value: not this one.
     assert value_changes(memory("plain", "The API listens on port 9090", 5), [old]) == []
     [other] = value_changes(memory("other", "The API now listens on port 9090, not 7070", 5), [old])

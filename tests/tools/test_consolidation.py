@@ -129,6 +129,7 @@ def test_a_value_said_to_have_changed_revises_the_old_one_and_two_values_alone_d
         "Correction: the API server listens on port 9090, not 8080.",
         "The API server now listens on port 9090 instead of 8080.",
         "The API server listens on port 9090 rather than 8080.",
+        "The API server listens on port 9090 (not 8080).",
     ],
 )
 def test_a_correction_that_names_the_old_value_revises_it(runtime, correction):
