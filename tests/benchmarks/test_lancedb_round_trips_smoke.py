@@ -20,6 +20,7 @@ def test_the_benchmark_times_each_call_beside_each_number_of_busy_threads(tmp_pa
             "count_rows",
             "version (strong)",
             "version (manifests)",
+            "version (probe)",
         ]
         assert all(value > 0 for value in medians.values())
     printed = capsys.readouterr()
