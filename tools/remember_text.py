@@ -30,14 +30,20 @@ def text_of(result: RememberOutput) -> str:
         lines.append(result.note)
     found = result.consolidation
     if found is not None:
-        for label, ids in (
+        changes = (
             ("superseded", found.superseded),
             ("revised", found.revised),
             ("kept beside", found.kept),
             ("contradicts", found.contradicts),
-        ):
+        )
+        for label, ids in changes:
             if ids:
-                lines.append(f"{label}: {', '.join(ids)}")
+                lines.append(
+                    f"{label}: {', '.join(ids)}"
+                    + (" (drift lists the open pairs)" if label == "contradicts" else "")
+                )
+        if found.resolver and any(ids for _, ids in changes):
+            lines.append(f"decided by {found.resolver}")
         for label, other in (
             ("absorbed into", found.absorbed_into),
             ("reworded into", found.reworded_into),

@@ -61,7 +61,7 @@ class ReportOutcomeInput(ScopeArgs):
         None,
         ge=0.0,
         le=1.0,
-        description="0 (failure) to 1 (success); overrides outcome.",
+        description="0 (failure) to 1, on outcome's side of 0.5.",
     )
     helpful_ids: list[Identifier] | None = Field(
         None,

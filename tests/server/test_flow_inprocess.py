@@ -330,7 +330,9 @@ async def test_what_an_agent_reads_of_a_remember_is_a_line_not_the_json(settings
         )
     old, new = first.structured_content["id"], fixed.structured_content["id"]
     assert first.content[0].text == f"stored {old} (fact, standard) in default/default"
-    assert fixed.content[0].text == f"stored {new} (fact, standard) in default/default\nrevised: {old}"
+    assert fixed.content[0].text == (
+        f"stored {new} (fact, standard) in default/default\nrevised: {old}\ndecided by revision:explicit"
+    )
     lines = batch.content[0].text.splitlines()
     assert lines[0] == "1 stored, 1 already stored, 0 collapsed"
     assert lines[1].startswith("1. stored mem_") and lines[2].startswith("2. already stored mem_")
