@@ -54,7 +54,8 @@ class ScopeStats:
 
 def scope_stats(store: MemoryStore, scope: Scope, viewer: Viewer | None = None) -> ScopeStats:
     """What ``scope`` holds; with a ``viewer``, only the memories it may read (shared ones and its own
-    private ones) are counted, and the open contradictions between them."""
+    private ones) are counted, with the open contradictions between them, the lineage events about them
+    and the episodes they are in."""
     store.flush_logs()
     tables = store.tables()
     where = filters.scope_is(scope)
@@ -72,6 +73,7 @@ def scope_stats(store: MemoryStore, scope: Scope, viewer: Viewer | None = None) 
             "weight",
             "created_at",
             "expires_at",
+            "episode_id",
         ],
     )
     memories = list({row["id"]: row for row in rows}.values())  # a retried write may have left a twin row
@@ -90,8 +92,8 @@ def scope_stats(store: MemoryStore, scope: Scope, viewer: Viewer | None = None) 
         filters.all_of(where, filters.equals("status", "open")),
         ["older_id", "newer_id"],
     )
+    seen = {row["id"] for row in memories}
     if viewer is not None:  # only pairs of memories the viewer may read
-        seen = {row["id"] for row in memories}
         contradictions = [row for row in contradictions if {row["older_id"], row["newer_id"]} <= seen]
     return ScopeStats(
         scope=scope,
@@ -106,7 +108,9 @@ def scope_stats(store: MemoryStore, scope: Scope, viewer: Viewer | None = None) 
         ),
         active_ids=tuple(sorted(row["id"] for row in active)),
         agents=len({row["agent_id"] for row in active}),
-        episodes=_rows(tables[schema.EPISODES], where),
+        episodes=_rows(tables[schema.EPISODES], where)
+        if viewer is None
+        else len({row["episode_id"] for row in memories if row["episode_id"]}),
         weights=WeightSummary(
             moved=sum(1 for weight in weights if weight != 1.0),
             raised=sum(1 for weight in weights if weight > 1.0),
@@ -119,7 +123,11 @@ def scope_stats(store: MemoryStore, scope: Scope, viewer: Viewer | None = None) 
         retrievals=_rows(tables[schema.RETRIEVALS], where),
         outcomes=_count(row["outcome"] for row in outcomes),
         open_contradictions=len(contradictions),
-        lineage_events=_rows(tables[schema.LINEAGE], where),
+        lineage_events=_rows(tables[schema.LINEAGE], where)
+        if viewer is None
+        else sum(
+            1 for row in scan_rows(tables[schema.LINEAGE], where, ["memory_id"]) if row["memory_id"] in seen
+        ),
     )
 
 

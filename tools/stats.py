@@ -92,7 +92,8 @@ def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
         open_contradictions=found.open_contradictions,
         lineage_events=found.lineage_events,
         backends=runtime.backends,
-        aggregation=aggregation_view(runtime, scope),
+        # The pass reads every memory of the scope: its counts are not a token holder's to see.
+        aggregation=None if caller.remote else aggregation_view(runtime, scope),
     )
 
 

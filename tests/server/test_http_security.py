@@ -267,12 +267,18 @@ async def test_stats_count_what_the_token_may_read_and_keep_the_servers_paths(st
     hers_before, his_before = await counts()
     async with session(url, TOKENS["alice"]) as alice:
         await call(alice, "remember", {"content": "The web build uses vite 6 (stats)"})
-        private = {"content": "My local db password hint is in 1password (stats)", "visibility": "agent"}
+        private = {
+            "content": "My local db password hint is in 1password (stats)",
+            "visibility": "agent",
+            "episode_id": "alice-setup-stats",
+        }
         await call(alice, "remember", private)
     hers, his = await counts()
     assert hers["memories"] - hers_before["memories"] == 2  # the shared memory and her private one
     assert his["memories"] - his_before["memories"] == 1  # the shared one only
+    assert (hers["episodes"] - hers_before["episodes"], his["episodes"] - his_before["episodes"]) == (1, 0)
     assert hers["store"] is None and his["store"] is None
+    assert hers["aggregation"] is None and his["aggregation"] is None  # a pass counts the whole scope
 
 
 async def test_outcome_reports_reach_only_the_principals_own_sessions(static_server):
