@@ -10,12 +10,17 @@ from pydantic import BaseModel, Field
 
 from storage.records import MemoryRecord, Reach
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, iso, no_such_memory, view_for
-from tools.memory_views import REPLACING_ACTIONS, EventView, MemoryBrief, absorbed_events
+from tools.memory_views import (
+    MAX_CHAIN,
+    REPLACING_ACTIONS,
+    EventView,
+    MemoryBrief,
+    absorbed_events,
+    replacements,
+)
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
-
-MAX_DEPTH = 50
 
 
 class LineageInput(ScopeArgs):
@@ -52,22 +57,17 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
 
     forward: list[ReplacedMemory] = []
     current = memory
-    seen = {memory.id}
-    while current.replaced_by and current.replaced_by not in seen and len(seen) < MAX_DEPTH:
-        following = store.get_memory(current.replaced_by, scope)
-        if following is None:
-            break
+    for before, following in replacements(store, scope, memory):
         how = next(
             (
                 e
-                for e in store.lineage(scope, [current.id])
-                if e.memory_id == current.id and e.related_id == following.id
+                for e in store.lineage(scope, [before.id])
+                if e.memory_id == before.id and e.related_id == following.id
             ),
             None,
         )
         if how is not None:
             forward.append(ReplacedMemory(memory=MemoryBrief.of(following, now), how=EventView.of(how)))
-        seen.add(following.id)
         current = following
 
     note = None
@@ -98,7 +98,7 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
 
 def replaced_by(store: MemoryStore, scope: Reach, memory_id: str) -> list[ReplacedMemory]:
     """What ``memory_id`` absorbed, and what those had absorbed (breadth-first)."""
-    events = absorbed_events(store, scope, [memory_id], REPLACING_ACTIONS, MAX_DEPTH)
+    events = absorbed_events(store, scope, [memory_id], REPLACING_ACTIONS, MAX_CHAIN)
     older = store.get_memories([e.memory_id for e in events], scope)
     return [
         ReplacedMemory(memory=MemoryBrief.of(older[e.memory_id]), how=EventView.of(e))
@@ -110,7 +110,7 @@ def replaced_by(store: MemoryStore, scope: Reach, memory_id: str) -> list[Replac
 def versions(store: MemoryStore, scope: Reach, memory: MemoryRecord) -> list[MemoryRecord]:
     chain = []
     current, seen = memory, {memory.id}
-    while current.version_of and current.version_of not in seen and len(seen) < MAX_DEPTH:
+    while current.version_of and current.version_of not in seen and len(seen) < MAX_CHAIN:
         previous = store.get_memory(current.version_of, scope)
         if previous is None:
             break

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -135,6 +135,28 @@ class LineageReader(Protocol):
     def lineage(self, reach: Reach, memory_ids: Sequence[str]) -> list[LineageEvent]: ...
 
     def get_memories(self, memory_ids: Sequence[str], reach: Reach) -> dict[str, MemoryRecord]: ...
+
+
+class MemoryReader(Protocol):
+    def get_memory(self, memory_id: str, reach: Reach | None = None) -> MemoryRecord | None: ...
+
+
+MAX_CHAIN = 50  # links followed along a memory's chain of replacements (or of versions)
+
+
+def replacements(
+    store: MemoryReader, reach: Reach, memory: MemoryRecord
+) -> Iterator[tuple[MemoryRecord, MemoryRecord]]:
+    """Each (memory, the one that replaced it) along ``memory``'s chain of replacements, as far as
+    ``reach``'s reader sees it (lineage shows it; an update of a replaced memory names where it ends)."""
+    current, seen = memory, {memory.id}
+    while current.replaced_by and current.replaced_by not in seen and len(seen) < MAX_CHAIN:
+        following = store.get_memory(current.replaced_by, reach)
+        if following is None:
+            return
+        yield current, following
+        seen.add(following.id)
+        current = following
 
 
 def absorbed_events(

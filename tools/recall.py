@@ -291,7 +291,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         window=window_to_dict(request.window, request.window_from),
     )
     out._among = among
-    out._now = runtime.clock()
+    out._now = request.now
     return out
 
 

@@ -23,6 +23,7 @@ from tools.common import (
     iso,
     view_for,
 )
+from tools.memory_views import replacements
 from writing.consolidation.report import ConsolidationReport
 from writing.service import Draft, Prepared, WriteRefused, WriteResult, stored_content
 
@@ -161,8 +162,6 @@ def draft_of(args: RememberInput, runtime: Runtime, caller: Caller) -> Draft:
     )
 
 
-MAX_CHAIN = 50  # replacements followed to find what stands in a memory's place (as lineage does)
-
 # What an update keeps unless it says otherwise.
 INHERITED = ("kind", "tags", "episode_id", "protection_tier", "visibility")
 
@@ -198,13 +197,8 @@ def _update_advice(runtime: Runtime, view: View, old: MemoryRecord) -> str:
     """What to update instead of ``old``, which is no longer active: the memory that stands in its place
     at the end of its chain of replacements, or, when that chain ends in a memory retracted or purged
     since (an update of it would be refused in turn), to remember the new text without replaces."""
-    current, seen = old, {old.id}
-    while current.replaced_by and current.replaced_by not in seen and len(seen) < MAX_CHAIN:
-        following = runtime.store.get_memory(current.replaced_by, view)
-        if following is None:
-            break
-        seen.add(following.id)
-        current = following
+    current = old
+    for _, current in replacements(runtime.store, view, old):
         if current.status == "active" and not current.past_expiry(runtime.clock()):
             if current.id == old.replaced_by:
                 return f". Update {current.id}, which replaced it"
