@@ -14,7 +14,11 @@ simple policies:
 - ``... + credited non-candidates``: the same, and a credited memory that is not among the question's
   candidates joins them (a feedback leg of the search), either as the oracle would (the credited evidence
   first) or scored as it scored for the closest reporting query, scaled to the question's best score and
-  by closeness.
+  by closeness;
+- ``session-only, ...``: no memory named, each training session reported honestly (success exactly when
+  an evidence memory was returned), its returned memories credited by the server's own ``assign_credit``
+  with a share by position (the server's 1 / log2(2 + rank), or another shape) and weighed by its own
+  ``contextual_weight`` for each test question; the training questions asked again ("seen") too.
 
 It also prints why the oracle is out of reach: how well the cosine of two questions separates a credited
 memory that is evidence for the test question from one that is not (ROC AUC), and how many of the related
@@ -62,6 +66,8 @@ class Asked:
     returned: list[str]  # memory ids, best score first
     candidates: list[tuple[str, float]]  # direct candidates and the score feedback would weight
     helpful: set[str] = field(default_factory=set)  # training questions: the recalled evidence memories
+    shown: list[tuple[str, float]] = field(default_factory=list)  # the returned memories and their scores
+    query: str = ""
     # What each direct candidate's episode neighbours and its answer type lent it (added after weighting, as
     # the server adds it), as traced before any feedback: the server lends from weighted scores, so a weight
     # that moves one moves the loan too; this re-ranking leaves that out.
@@ -96,6 +102,8 @@ def recall_all(conversation: Any, runtime: Any, turns_of: dict[str, set[str]]) -
                 [m.id for m in returned],
                 [(c["id"], _boosted(c["scores"])) for c in direct],
                 lent={c["id"]: lent_after_weighting(c["scores"]) for c in direct},
+                shown=[(m.id, m.score) for m in returned],
+                query=question.question,
             )
             if part == 0:
                 item.helpful = {m for m in item.returned if turns_of.get(m, set()) & item.evidence}
@@ -171,13 +179,70 @@ def injected_as_reported(start: float, full: float) -> Injection:
     return injection
 
 
+def session_only(share: Callable[[int], float], closeness: Callable[[float], float]) -> Policy:
+    """Every training session reported without naming a memory, honestly (success exactly when an evidence
+    memory was returned), credited by the server's ``assign_credit`` with ``share`` for a place, and each
+    memory's weight for the question replayed by the server's ``contextual_weight``. A memory's score for
+    the floor is the one it was returned with (the server reads it before weighting and lending)."""
+    from retrieval.outcomes import (
+        CreditedReport,
+        CreditPolicy,
+        ShownContext,
+        ShownMemory,
+        WeightPolicy,
+        assign_credit,
+        contextual_weight,
+    )
+
+    class Shaped(CreditPolicy):
+        @staticmethod
+        def position_share(rank: int) -> float:
+            return share(rank)
+
+    credited: dict[int, dict[str, list[tuple[Asked, Any]]]] = {}
+
+    def reports_of(conversation: Conversation) -> dict[str, list[tuple[Asked, Any]]]:
+        if id(conversation) not in credited:
+            found: dict[str, list[tuple[Asked, Any]]] = {}
+            for question in conversation.train:
+                success = any(
+                    conversation.turns_of.get(m, set()) & question.evidence for m, _ in question.shown
+                )
+                context = ShownContext(question.query, tuple(ShownMemory(m, s) for m, s in question.shown))
+                for credit in assign_credit([context], session_score=float(success), policy=Shaped()):
+                    found.setdefault(credit.memory_id, []).append((question, credit))
+            credited[id(conversation)] = found
+        return credited[id(conversation)]
+
+    def policy(question: Asked, conversation: Conversation) -> dict[str, float]:
+        reports = reports_of(conversation)
+        weights = {}
+        for memory_id, _ in question.candidates:
+            if memory_id in reports:
+                replay = [
+                    CreditedReport(f"s{index}", credit, closeness(float(question.vector @ reporter.vector)))
+                    for index, (reporter, credit) in enumerate(reports[memory_id])
+                ]
+                weights[memory_id] = contextual_weight(replay, WeightPolicy())[0]
+        return weights
+
+    return policy
+
+
 def change(
-    conversations: Sequence[Conversation], policy: Policy, injection: Injection | None = None
+    conversations: Sequence[Conversation],
+    policy: Policy,
+    injection: Injection | None = None,
+    *,
+    seen: bool = False,
 ) -> dict[str, float]:
-    """Mean R@5 change per group (related, unrelated) over the test questions."""
+    """Mean R@5 change per group (related, unrelated) over the test questions; with ``seen``, also over
+    the training questions asked again."""
     changes: dict[str, list[float]] = {}
     for conversation in conversations:
-        for question, group in zip(conversation.test, conversation.groups, strict=True):
+        asked = list(zip(conversation.test, conversation.groups, strict=True))
+        asked += [(question, "seen") for question in conversation.train] if seen else []
+        for question, group in asked:
             weights = policy(question, conversation)
             lent = question.lent
             before = sorted(question.candidates, key=lambda c: -(c[1] + lent.get(c[0], 0.0)))
@@ -277,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         use_models,
         model_settings(args.embedding_model) if use_models else None,
     )
-    from retrieval.outcomes import LEXICAL_CLOSENESS, SEMANTIC_CLOSENESS
+    from retrieval.outcomes import LEXICAL_CLOSENESS, SEMANTIC_CLOSENESS, Closeness, CreditPolicy
 
     points = SEMANTIC_CLOSENESS if use_models else LEXICAL_CLOSENESS  # the server's for the backend
     closeness = (points.start, points.full)
@@ -299,7 +364,20 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for label, policy, injection in rows:
         got = change(conversations, policy, injection)
-        print(f"  {label:44s} {got.get('related', 0.0):+.3f} / {got.get('unrelated', 0.0):+.3f}")
+        print(f"  {label:50s} {got.get('related', 0.0):+.3f} / {got.get('unrelated', 0.0):+.3f}")
+    print("session-only reports, related / unrelated / seen (the training questions asked again):")
+    shapes: list[tuple[str, Callable[[int], float]]] = [
+        ("1 / log2(2 + rank) (the server's)", CreditPolicy.position_share),
+        ("the same share for every place", lambda rank: 1.0),
+        ("the best three only", lambda rank: 1.0 if rank < 3 else 0.0),
+        ("the best only", lambda rank: 1.0 if rank == 0 else 0.0),
+    ]
+    for label, shape in shapes:
+        got = change(conversations, session_only(shape, Closeness(*closeness)), seen=True)
+        print(
+            f"  {'session-only, ' + label:50s} {got.get('related', 0.0):+.3f} / "
+            f"{got.get('unrelated', 0.0):+.3f} / {got.get('seen', 0.0):+.3f}"
+        )
     auc, positives, negatives = separation(conversations)
     print(
         f"query cosine separating credited evidence from other credited candidates: AUC {auc:.3f} ({positives} vs {negatives})"

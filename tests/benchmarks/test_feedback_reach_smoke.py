@@ -107,3 +107,21 @@ def test_what_episode_neighbours_lent_is_added_after_the_weight_as_the_server_ad
     assert reach.change([conversation], reach.query_close(0.15, 0.3, 0.6))["related"] == 0.0
     # before any weighting, m_a (0.4 + 0.05) stays sixth, below x5 (0.5 + 0.02): the miss counted by hand
     assert reach.unreachable([conversation]) == (1, 0)
+
+
+def test_session_only_reports_weigh_each_memory_as_the_server_credits_it():
+    from retrieval.outcomes import Closeness, CreditPolicy
+
+    conversation = world()
+    conversation.test[0].candidates[-1] = ("m_a", 0.45)
+    conversation.train[0].shown = [("m_a", 0.9), ("m_b", 0.8)]
+    policy = reach.session_only(CreditPolicy.position_share, Closeness(0.3, 0.6))
+    # The session succeeded (m_a holds D1). m_a, shown first, takes a full step for the related question
+    # (cosine 0.8, closeness 1): 1 + 0.2 x (1.75 - 1) = 1.15, so 0.45 x 1.15 = 0.5175 passes x5 (0.5).
+    assert policy(conversation.test[0], conversation) == {"m_a": pytest.approx(1.15)}
+    # The unrelated question's cosine with the reporting one is 0: m_b (shown second) does not move for it.
+    assert policy(conversation.test[1], conversation) == {"m_b": pytest.approx(1.0)}
+    assert reach.change([conversation], policy, seen=True) == {"related": 1.0, "unrelated": 0.0, "seen": 0.0}
+    # Only the best place credited: m_b takes nothing, m_a the same step.
+    best_only = reach.session_only(lambda rank: 1.0 if rank == 0 else 0.0, Closeness(0.3, 0.6))
+    assert best_only(conversation.train[0], conversation) == {"m_a": pytest.approx(1.15)}
