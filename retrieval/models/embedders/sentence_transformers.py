@@ -7,8 +7,10 @@ so they share the embedder's name and a store's vectors stay valid whichever run
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,12 +30,24 @@ PROMPTED = "+prompts"
 AUTHORED = "+author"
 
 
+def model_reference(model: str) -> str:
+    """How an embedder's name spells ``model``: a local folder as its absolute path, without a trailing
+    separator ("minilm/", "./minilm" and "/models/minilm" are one folder, and one model's vectors); a hub
+    id, or a folder that is not there, as written. (Symbolic links are not followed: a store made through
+    one keeps its name.)"""
+    folder = Path(model).expanduser()
+    return os.path.abspath(folder) if folder.is_dir() else model
+
+
 def same_model(stored: str, active: str) -> bool:
-    """Whether two embedder names are two recipes of one model (plain, ``+prompts``, ``+author``): vectors
-    of another recipe are remade with no question asked; another model's are the user's call."""
+    """Whether two embedder names are two recipes of one model (plain, ``+prompts``, ``+author``), or one
+    model's folder spelled two ways (names made before ``model_reference``: "st:minilm/:384"): vectors of
+    another recipe or spelling are remade with no question asked; another model's are the user's call."""
 
     def base(name: str) -> str:
-        return name.removesuffix(AUTHORED).removesuffix(PROMPTED)
+        recipe = name.removesuffix(AUTHORED).removesuffix(PROMPTED)
+        model, _, width = recipe.removeprefix("st:").rpartition(":")
+        return f"st:{model_reference(model)}:{width}" if model else recipe
 
     return stored.startswith("st:") and base(stored) == base(active)
 
@@ -64,6 +78,7 @@ class SentenceTransformerEmbedder:
         model_file: str | None = None,
     ) -> None:
         self._model_ref = model
+        self._reference = model_reference(model)  # as the name spells it
         self._device = device
         self._backend = backend
         self._model_file = model_file
@@ -151,7 +166,7 @@ class SentenceTransformerEmbedder:
         # Stores written while vectors were of "author: content" name them "...+author"; the server makes
         # them again at start (and `memoria reembed` on demand). A model that declares prompts gets
         # "+prompts": vectors made before prompts were applied carry the plain name.
-        return f"st:{self._model_ref}:{self._dimension}" + (PROMPTED if self._declares_prompts() else "")
+        return f"st:{self._reference}:{self._dimension}" + (PROMPTED if self._declares_prompts() else "")
 
     def _declares_prompts(self) -> bool:
         declared = self._prompts if self._onnx is not None else (getattr(self._model, "prompts", None) or {})

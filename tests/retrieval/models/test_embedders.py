@@ -108,3 +108,33 @@ def test_recipes_of_one_model_are_told_from_another_model():
     assert same_model("st:m:384+author", "st:m:384+prompts")
     assert not same_model("st:other:384+author", "st:m:384")
     assert not same_model("hashed-v1:384", "st:m:384")  # the fallback's vectors are not a recipe of the model
+
+
+@pytest.mark.slow
+def test_one_model_folder_spelled_two_ways_names_one_embedder(tiny_models, monkeypatch):
+    # "minilm/" (a shell's completion) and "./minilm" from its parent are the folder "/.../minilm": their
+    # vectors are one model's, and a store made under one spelling is searched under the other.
+    folder = tiny_models["embedder"]
+    monkeypatch.chdir(folder.parent)
+    names = set()
+    for spelling in (str(folder), f"{folder}/", f"./{folder.name}", f"{folder.name}/"):
+        embedder = SentenceTransformerEmbedder(spelling, allow_downloads=False)
+        embedder.warm_up()
+        names.add(embedder.name)
+    assert names == {f"st:{folder}:32"}
+
+
+def test_a_store_named_under_another_spelling_of_the_folder_is_the_same_model(tmp_path, monkeypatch):
+    from retrieval.models.embedders.sentence_transformers import same_model
+
+    (tmp_path / "minilm").mkdir()
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path)
+    # Names written before spellings were made one: remade at start with no question asked.
+    assert same_model(f"st:{tmp_path}/minilm/:384", f"st:{tmp_path}/minilm:384")
+    assert same_model("st:minilm:384", f"st:{tmp_path}/minilm:384+prompts")
+    assert not same_model("st:other:384", f"st:{tmp_path}/minilm:384")
+    assert not same_model(f"st:{tmp_path}/minilm:768", f"st:{tmp_path}/minilm:384")  # another width
+    assert same_model(
+        "st:sentence-transformers/all-MiniLM-L6-v2:384", "st:sentence-transformers/all-MiniLM-L6-v2:384"
+    )
