@@ -1177,19 +1177,60 @@ def memoria_executable() -> str:
     return str(beside if beside.exists() else Path(found).resolve() if found else "memoria")
 
 
-def client_setup(client: str, executable: str, project: str | None, db: str | None = None) -> dict[str, Any]:
+# What a server started by a client must share with the user's own commands, besides the store and the
+# project: the models (a server on another embedder, or on the offline fallback, writes vectors the user's
+# commands skip, and skips theirs) and the org. Secrets (Cohere's key) stay out of client files.
+SHARED_SETTINGS = (
+    "MEMORIA_ORG_ID",
+    "MEMORIA_EMBEDDER",
+    "MEMORIA_EMBEDDING_MODEL",
+    "MEMORIA_EMBEDDING_MODEL_FILE",
+    "MEMORIA_VECTOR_DIM",
+    "MEMORIA_RERANKER",
+    "MEMORIA_RERANK_MODEL",
+    "MEMORIA_RERANK_MODEL_FILE",
+    "MEMORIA_MODEL_BACKEND",
+    "MEMORIA_MODEL_DEVICE",
+    "MEMORIA_ALLOW_MODEL_DOWNLOADS",
+)
+MODEL_FOLDERS = ("MEMORIA_EMBEDDING_MODEL", "MEMORIA_RERANK_MODEL")  # a local folder: its absolute path
+
+
+def shared_settings(environ: dict[str, str]) -> dict[str, str]:
+    """The ``SHARED_SETTINGS`` this shell sets, model folders as absolute paths (a client starts the server
+    from another folder)."""
+    from retrieval.models.embedders.sentence_transformers import model_reference
+
+    found = {name: environ[name] for name in SHARED_SETTINGS if environ.get(name)}
+    return {name: model_reference(value) if name in MODEL_FOLDERS else value for name, value in found.items()}
+
+
+def client_setup(
+    client: str,
+    executable: str,
+    project: str | None,
+    db: str | None = None,
+    settings: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Where each client reads its MCP servers, and the entry to put there (plus, for Claude Code, the
-    SessionEnd hook that reports the outcome of a session the agent did not report itself). ``project``
-    and ``db`` (the store the user's own commands use) go into the entry, so that the server the client
-    starts, the hook and the CLI all read and write the same memories."""
+    SessionEnd hook that reports the outcome of a session the agent did not report itself). ``project``,
+    ``db`` (the store the user's own commands use) and ``settings`` (``shared_settings``: the models) go
+    into the entry and the hook, so that the server the client starts, the hook and the CLI all read and
+    write the same memories with the same model."""
     env = {
         **({"MEMORIA_DB_URI": db} if db else {}),
         **({"MEMORIA_PROJECT_ID": project} if project else {}),
+        **(settings or {}),
     }
     server: dict[str, Any] = {"command": executable, "args": ["serve"], **({"env": env} if env else {})}
     if client == "claude-code":
         hook = shlex.join(
             [
+                *(
+                    ["env", *(f"{name}={value}" for name, value in (settings or {}).items())]
+                    if settings
+                    else []
+                ),
                 executable,
                 "outcome",
                 "--hook",
@@ -1235,7 +1276,13 @@ def client_command(args: argparse.Namespace, settings: Settings) -> int:
     # The store the user chose (--db, or MEMORIA_DB_URI in this shell) goes into the entry; without a
     # choice the entry leaves it out and the server uses its default, as this command would.
     chosen = args.db or (settings.db_uri if settings.db_uri != str(default_data_dir() / "lancedb") else None)
-    setup = client_setup(args.client, memoria_executable(), args.project, chosen and absolute_uri(chosen))
+    setup = client_setup(
+        args.client,
+        memoria_executable(),
+        args.project,
+        chosen and absolute_uri(chosen),
+        shared_settings(dict(os.environ)),
+    )
     if args.json:
         print(json.dumps(setup, indent=2), file=sys.stdout)
         return 0

@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import Implementation
 
-from console.commands import client_setup, memoria_executable
+from console.commands import client_setup, memoria_executable, shared_settings
 from tests.helpers import TIMEOUT, TOOL_NAMES, call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -106,3 +106,38 @@ async def test_claude_codes_session_end_hook_reports_the_sessions_outcome(tmp_pa
     report = json.loads(ran.stdout)
     assert (report["session_id"], report["status"]) == (recalled["session_id"], "applied")
     assert [u["id"] for u in report["updated"]] == [m["id"] for m in recalled["memories"]]
+
+
+def test_the_entry_and_the_hook_carry_the_shells_model_settings(tmp_path):
+    # A server a client starts with another embedder (or on the offline fallback) writes vectors the
+    # user's own commands skip: the shell's model settings go into the entry and the hook, folders absolute.
+    (tmp_path / "minilm").mkdir()
+    environ = {
+        "MEMORIA_EMBEDDING_MODEL": "minilm/",
+        "MEMORIA_RERANKER": "none",
+        "COHERE_API_KEY": "secret",
+        "MEMORIA_COHERE_API_KEY": "secret",
+        "HOME": "/home/someone",
+    }
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        settings = shared_settings(environ)
+    finally:
+        os.chdir(cwd)
+    assert settings == {"MEMORIA_EMBEDDING_MODEL": str(tmp_path / "minilm"), "MEMORIA_RERANKER": "none"}
+    setup = client_setup("claude-code", "/opt/memoria/bin/memoria", "web", None, settings)
+    entry = server_entry(setup["files"][".mcp.json"])
+    assert entry["env"] == {"MEMORIA_PROJECT_ID": "web", **settings}
+    [matcher] = setup["files"][".claude/settings.json"]["hooks"]["SessionEnd"]
+    assert shlex.split(matcher["hooks"][0]["command"]) == [
+        "env",
+        f"MEMORIA_EMBEDDING_MODEL={tmp_path / 'minilm'}",
+        "MEMORIA_RERANKER=none",
+        "/opt/memoria/bin/memoria",
+        "outcome",
+        "--hook",
+        "--project",
+        "web",
+    ]
+    assert "-e" in setup["note"] and f"MEMORIA_EMBEDDING_MODEL={tmp_path / 'minilm'}" in setup["note"]
