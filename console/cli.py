@@ -149,6 +149,12 @@ def add_people_commands(commands: Any) -> None:
         "reporting it again replaces the earlier report)",
     )
     outcome.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace a report the agent made itself (refused without it: the agent's report may name the "
+        "memories that helped or misled, and this one would drop what it said)",
+    )
+    outcome.add_argument(
         "--agent", metavar="NAME", help="whose session (default cli; claude-code with --hook)"
     )
     outcome.add_argument(

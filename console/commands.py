@@ -555,6 +555,8 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
     with opened(settings, models=False) as runtime:
         if args.session:
             session = args.session
+            if not args.replace:
+                refuse_replacing_the_agents_report(runtime, args, session)
         elif not args.hook:
             # The session `memoria recall` used last: reporting it again replaces the earlier report,
             # never an older session's.
@@ -566,11 +568,23 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
                     "run `memoria recall` first, or pass --session (recall prints its session id)"
                 )
             session = recent[0][0]
+            unreported = [
+                name
+                for name, _ in recent
+                if not name.startswith(CLI_SESSION_PREFIX) and runtime.store.get_outcome(scope, name) is None
+            ]
+            if not session.startswith(CLI_SESSION_PREFIX) and len(unreported) > 1:
+                # Several of an agent's sessions wait (two windows, or conversations never reported): which
+                # one this report is about is not known, as for the hook.
+                raise CommandError(
+                    f"{len(unreported)} sessions of {agent} wait for a report ({', '.join(unreported)}); pass "
+                    "--session ID for the one this report is about"
+                )
             if not session.startswith(CLI_SESSION_PREFIX) and runtime.store.get_outcome(scope, session):
                 # Not a session of this command: its report was the agent's (or its hook's) to make.
                 raise CommandError(
                     f"{agent}'s newest session {session} was already reported; pass --session {session} "
-                    "to replace that report"
+                    "--replace to replace that report"
                 )
         else:
             since = max(
@@ -623,6 +637,23 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
             )
         )
     return emit(args, result, "\n".join(readable))
+
+
+def refuse_replacing_the_agents_report(runtime: Runtime, args: argparse.Namespace, session: str) -> None:
+    """A session the agent reported itself (not a CLI session, not the hook's report) is replaced only with
+    ``--replace``: its report may name the memories that helped or misled, and a report from here would
+    drop what the agent said (found by trying the CLI as a new user would)."""
+    if session.startswith(CLI_SESSION_PREFIX):
+        return
+    report = runtime.store.get_outcome(scope_arg(args, runtime.settings), session)
+    if report is None or (report.note or "").startswith(HOOK_NOTE):
+        return
+    named = [credit for credit in report.own_credits() if credit.role in ("helpful", "misleading")]
+    said = f", naming {counted(len(named), 'memory')} helpful or misleading" if named else ""
+    raise CommandError(
+        f"session {session} was reported by its agent ({report.outcome}{said}); this report would replace "
+        "it. Add --replace to replace it (name the memories again with --helpful / --misleading to keep them)"
+    )
 
 
 def current_session(runtime: Runtime, args: argparse.Namespace, agent: str, *, new: bool = False) -> str:

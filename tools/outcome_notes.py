@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from retrieval.outcomes import ShownContext
+from retrieval.outcomes import NAMED_ROLES, ShownContext
 from retrieval.text import counted
-from storage.records import MemoryRecord
+from storage.records import MemoryCredit, MemoryRecord
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
@@ -95,3 +95,26 @@ def dropped_note(count: int) -> str:
     if not count:
         return ""
     return f". {counted(count, 'memory')} of its contexts no longer active (retracted, purged or superseded) did not move"
+
+
+def unnamed_note(previous: Iterable[MemoryCredit], now: Iterable[MemoryCredit]) -> str:
+    """What a replacing report stopped saying: memories the earlier report named (helpful or misleading)
+    that this one does not name the same way. Such a report moves them by their place alone now, and a
+    report made from another tool (the CLI, the session-end hook) must not drop an agent's word unseen."""
+    kept = {(credit.memory_id, credit.role) for credit in now}
+    dropped = sorted(
+        (credit.role, credit.memory_id)
+        for credit in previous
+        if credit.role in NAMED_ROLES and (credit.memory_id, credit.role) not in kept
+    )
+    if not dropped:
+        return ""
+    named = "; ".join(
+        f"{role} {', '.join(memory_id for r, memory_id in dropped if r == role)}"
+        for role in ("helpful", "misleading")
+        if any(r == role for r, _ in dropped)
+    )
+    return (
+        f". The earlier report named memories this one does not ({named}): they now move by their place "
+        "in the contexts only. Report again naming them (helpful_ids / misleading_ids) to keep what it said"
+    )

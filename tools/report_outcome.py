@@ -39,7 +39,7 @@ from tools.common import (
     WithoutSecrets,
     view_for,
 )
-from tools.outcome_notes import applied_note, dropped_note, inactive_note, unseen_note
+from tools.outcome_notes import applied_note, dropped_note, inactive_note, unnamed_note, unseen_note
 from writing.outcomes import (
     caught_up,
     converge,
@@ -309,7 +309,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         detail = (
             f"session {session_id} was reported before (revision {previous.revision}); this report replaced "
             "it, and the weights were recomputed as if only this report had been made"
-        )
+        ) + unnamed_note(previous.own_credits(), credits)
     elif not credits and not retrievals:
         status = "nothing_to_update"
         detail = (

@@ -750,6 +750,8 @@ def test_the_session_end_hook_never_fails_the_session_over_a_missing_store(capsy
 
 
 def test_memoria_client_writes_the_users_store_and_project_into_the_entry(capsys, db, monkeypatch):
+    for name in ("MEMORIA_EMBEDDER", "MEMORIA_RERANKER", "MEMORIA_ALLOW_MODEL_DOWNLOADS"):
+        monkeypatch.delenv(name)  # the shell's model settings go in too (tests/console/test_clients.py)
     status, out, _ = memoria(capsys, db, "client", "claude-code", "--project", "web", "--json")
     setup = json.loads(out)
     entry = setup["files"][".mcp.json"]["mcpServers"]["memoria"]
@@ -1014,3 +1016,57 @@ def test_a_reader_that_leaves_the_pipe_stops_a_command_quietly(capsys, db):
         cwd=Path(__file__).resolve().parents[2],
     )
     assert "Broken pipe" not in piped.stderr and "permissions" not in piped.stderr, piped.stderr
+
+
+@pytest.mark.slow
+def test_replacing_an_agents_report_from_the_cli_needs_replace_and_says_what_it_stops_naming(capsys, db):
+    stored = as_json(capsys, db, "remember", "Roll back a bad deploy with make rollback ENV=prod")
+    as_json(capsys, db, "recall", "roll back a deploy", "--agent", "claude-code", "--session", "ses_agent")
+    as_json(
+        capsys,
+        db,
+        "outcome",
+        "success",
+        "--agent",
+        "claude-code",
+        "--session",
+        "ses_agent",
+        "--helpful",
+        stored["id"],
+    )
+    status, _, err = memoria(
+        capsys, db, "outcome", "failure", "--agent", "claude-code", "--session", "ses_agent"
+    )
+    assert status == 1 and "reported by its agent (success, naming 1 memory" in err and "--replace" in err
+    replaced = as_json(
+        capsys, db, "outcome", "failure", "--agent", "claude-code", "--session", "ses_agent", "--replace"
+    )
+    assert replaced["status"] == "replaced"
+    assert (
+        f"The earlier report named memories this one does not (helpful {stored['id']})" in replaced["detail"]
+    )
+    # Naming it again keeps what the agent said: nothing is listed as dropped.
+    again = as_json(
+        capsys,
+        db,
+        "outcome",
+        "success",
+        "--agent",
+        "claude-code",
+        "--session",
+        "ses_agent",
+        "--replace",
+        "--helpful",
+        stored["id"],
+    )
+    assert again["status"] == "replaced" and "The earlier report named" not in again["detail"]
+
+
+@pytest.mark.slow
+def test_an_outcome_without_a_session_is_refused_when_several_of_an_agents_sessions_wait(capsys, db):
+    as_json(capsys, db, "remember", "Deploys freeze on Fridays")
+    for session in ("ses_one", "ses_two"):
+        as_json(capsys, db, "recall", "deploy freeze", "--agent", "claude-code", "--session", session)
+    status, _, err = memoria(capsys, db, "outcome", "success", "--agent", "claude-code")
+    assert status == 1 and "2 sessions of claude-code wait for a report" in err and "--session ID" in err
+    assert "ses_one" in err and "ses_two" in err
