@@ -220,8 +220,16 @@ VALUE_OVERLAP = 0.8
 _ADDING = re.compile(r"\b(?:also|too|as\s+well|additionally|another|besides)\b", re.IGNORECASE)
 # Words that say a value changed; the new value comes after one of them.
 _CHANGED = re.compile(
-    r"\b(?:now|changed|switched|updated|moved|raised|lowered|increased|decreased)\b", re.IGNORECASE
+    r"\b(?:now|changed|switched|updated|moved|raised|lowered|increased|decreased|reduced|bumped|upgraded|"
+    r"downgraded|extended|shortened)\b",
+    re.IGNORECASE,
 )
+
+
+def says_value_changed(text: str) -> bool:
+    """Whether ``text`` says in a word that a value changed ("was raised to 45 minutes", "moved to 10:30",
+    "upgraded to 3.12"): a value change it states then revises the older value, as "switched from" does."""
+    return _CHANGED.search(text) is not None
 
 
 # A value the newer memory names as given up ("9090, not 8080", "9090 (not 8080)", "now 3.12 instead of
@@ -263,7 +271,9 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         return []
     own = set(content_terms(stated))
     own_values = {term for term in own if _is_value(term)}
-    subject = own - own_values
+    # The word that says it changed is not what the memory is about ("The standup moved to 10:30" is
+    # about the standup, as "The standup is at 9:30" is).
+    subject = own - own_values - {light_stem(found.group(0).lower()) for found in _CHANGED.finditer(stated)}
     # The values said after the word of change are the new ones; with a value named as given up, every
     # value it states.
     said_after = (

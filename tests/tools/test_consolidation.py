@@ -124,6 +124,24 @@ def test_a_value_said_to_have_changed_revises_the_old_one_and_two_values_alone_d
 
 
 @pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("CI pipeline timeout is 30 minutes per job", "CI pipeline timeout was raised to 45 minutes per job"),
+        ("The Redis cache TTL is 30 minutes", "The Redis cache TTL was increased to 60 minutes"),
+        ("The standup is at 9:30", "The standup moved to 10:30"),
+        ("The CI runners have 8 GB of memory", "The CI runners were upgraded to 16 GB of memory"),
+    ],
+)
+def test_a_value_said_to_be_raised_moved_or_upgraded_revises_the_old_one(runtime, old, new):
+    # A trial found "was raised to 45 minutes" kept beside "30 minutes" as a distinct fact, and the old
+    # value, named helpful before, ranked first: the word that says the value changed is a revision.
+    before = remember(RememberInput(content=old), runtime, caller()).id
+    after = remember(RememberInput(content=new), runtime, caller("ses_2"))
+    assert after.consolidation.revised == [before] and after.consolidation.resolver == "revision:explicit"
+    assert status(runtime, before) == "superseded"
+
+
+@pytest.mark.parametrize(
     "correction",
     [
         "Correction: the API server listens on port 9090, not 8080.",

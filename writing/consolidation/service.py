@@ -22,6 +22,7 @@ from retrieval.contradictions import (
     Contradiction,
     ContradictionInput,
     detect_contradictions,
+    says_value_changed,
     value_changes,
 )
 from retrieval.models.embedders.base import Embedder
@@ -338,7 +339,7 @@ class ConsolidationService:
             # "9090, not 8080" and "Correction: ..." say so in words, as "switched from" does.
             revises, resolver = (
                 (True, "revision:explicit")
-                if change.named_in_words
+                if change.named_in_words or says_value_changed(memory.content)
                 else self._is_revision(older, memory, llm)
             )
             if not revises:
