@@ -79,9 +79,15 @@ def effective_score(outcome: str, score: float | None) -> float:
 
 def score_contradicts(outcome: str, score: float | None) -> str | None:
     """Why ``score`` contradicts the ``outcome`` label, or None. The score sets the weights and the label
-    is what the report keeps and says: a success scored below partial, or a failure above it, would be
-    kept as one thing and applied as the other."""
+    is what the report keeps and says: a success scored below partial, a failure above it, or a partial
+    scored as a full failure or success would be kept as one thing and applied as another."""
     partial = OUTCOME_SCORES["partial"]
+    if outcome == "partial" and score in (OUTCOME_SCORES["failure"], OUTCOME_SCORES["success"]):
+        means = "failure" if score == OUTCOME_SCORES["failure"] else "success"
+        return (
+            f"outcome 'partial' and `score` {score:g} disagree: a score of {score:g} is a full {means}. Send "
+            f"outcome {means!r}, or a score between 0 and 1 for a partial"
+        )
     if (
         score is None
         or outcome == "partial"
@@ -141,8 +147,9 @@ class CreditPolicy:
 
     @staticmethod
     def position_share(rank: int) -> float:
-        """The DCG discount 1 / log2(2 + rank): 1.0 for the best-scored memory of a context, 0.63 for the
-        second, 0.39 for the fifth, 0.29 for the tenth."""
+        """The DCG discount 1 / log2(2 + rank), ``rank`` counted from 0 (recall's result counts from 1):
+        1.0 for the best-scored memory of a context, 0.63 for the second, 0.39 for the fifth, 0.29 for the
+        tenth."""
         return 1.0 / math.log2(2 + rank)
 
     def above_floor(self, score: float, best: float) -> bool:

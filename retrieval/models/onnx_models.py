@@ -179,6 +179,11 @@ def export(folder: Path, kind: Kind, path: Path) -> None:
                 opset_version=17,
                 dynamo=False,
             )
+        # mkstemp makes the file readable by its owner only: the export is of the model folder, shared as
+        # the folder's other files are (the umask's mode, as a plain write would give it).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, path)
     finally:
         Path(temporary).unlink(missing_ok=True)

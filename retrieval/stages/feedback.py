@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from retrieval.feedback_index import ContextWeight, FeedbackIndex
 from retrieval.models.embedders.base import Embedder
+from retrieval.outcomes import FeedbackStep
 from retrieval.trace import FeedbackApplied, StageOutput
 from retrieval.types import Candidate, RecallRequest
 
@@ -39,7 +40,7 @@ def apply_feedback_ranking(
             candidate.revised(
                 feedback_weight=weight,
                 global_weight=candidate.memory.weight,
-                feedback_steps=tuple(sorted(steps, key=lambda step: -abs(step.moved))[:FEEDBACK_STEPS_SHOWN]),
+                feedback_steps=largest_in_order(steps, FEEDBACK_STEPS_SHOWN),
                 feedback_reports=len(steps),
                 feedback_far=found.far if found is not None else 0,
                 weighted_score=candidate.boosted_score * weight
@@ -82,3 +83,10 @@ class FeedbackStage:
         )
         moved = sum(1 for candidate in ranked if candidate.unweighted_rank != candidate.weighted_rank)
         return StageOutput(ranked, (FeedbackApplied(request.weighting_enabled, moved),))
+
+
+def largest_in_order(steps: tuple[FeedbackStep, ...], count: int) -> tuple[FeedbackStep, ...]:
+    """The ``count`` steps that moved the weight most, in the order they were replayed: each one's
+    "before" is where an earlier step left it (sorted by size, the arrows read as a broken timeline)."""
+    kept = sorted(range(len(steps)), key=lambda index: -abs(steps[index].moved))[:count]
+    return tuple(steps[index] for index in sorted(kept))

@@ -217,6 +217,7 @@ def test_an_outcome_given_as_a_score_alone_takes_the_nearest_label(capsys, db):
 def test_messages_name_the_commands_flags_not_the_tools_arguments(capsys, db):
     status, _, err = memoria(capsys, db, "explain", "ret_nope")
     assert status == 1 and "or pass --query instead" in err and "retrieval_id" not in err
+    assert "with --org and --project that recall was given" in err and "org_id" not in err
     status, _, err = memoria(capsys, db, "recall", "anything", "--budget", "999999999")
     assert status == 1 and "`--budget` must be between 200 and 200,000, but got 999999999" in err
     as_json(capsys, db, "recall", "nothing stored yet")

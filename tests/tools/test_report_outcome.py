@@ -392,19 +392,23 @@ def test_a_report_of_the_same_session_landing_in_between_makes_the_report_read_e
 
 def test_an_explicit_score_overrides_the_label(runtime, three):
     recall_top(runtime, S1, top_k=1)
-    out = report_outcome(ReportOutcomeInput(outcome="partial", score=0.0), runtime, S1)
-    assert out.score == 0.0
-    assert weights(runtime, three)["a"] == 0.925  # a failure's half share: 1 - 0.5 x 0.15
+    out = report_outcome(ReportOutcomeInput(outcome="partial", score=0.2), runtime, S1)
+    assert out.score == 0.2
+    # Below 0.5, a failure's half share: target 0.25 + 0.2 x 1.5 = 0.55; 1 + 0.5 x 0.2 x (0.55 - 1) = 0.955
+    assert weights(runtime, three)["a"] == pytest.approx(0.955)
 
 
-@pytest.mark.parametrize(("outcome", "score"), [("failure", 0.9), ("success", 0.2), ("failure", 0.51)])
+@pytest.mark.parametrize(
+    ("outcome", "score"),
+    [("failure", 0.9), ("success", 0.2), ("failure", 0.51), ("partial", 0.0), ("partial", 1.0)],
+)
 def test_a_label_the_score_contradicts_is_refused(outcome, score):
     with pytest.raises(ValidationError, match=rf"outcome '{outcome}' and `score` {score:g} disagree"):
         ReportOutcomeInput(outcome=outcome, score=score)
 
 
 @pytest.mark.parametrize(
-    ("outcome", "score"), [("failure", 0.5), ("success", 0.5), ("partial", 1.0), ("success", 0.8)]
+    ("outcome", "score"), [("failure", 0.5), ("success", 0.5), ("partial", 0.9), ("success", 0.8)]
 )
 def test_a_score_on_the_labels_side_of_partial_is_taken(outcome, score):
     assert ReportOutcomeInput(outcome=outcome, score=score).score == score

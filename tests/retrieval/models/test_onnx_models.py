@@ -68,3 +68,24 @@ def test_the_cross_encoder_gives_each_passage_its_own_score_whatever_the_batches
         ["the longest passage of all", "mid size"],
         ["abc", "a"],
     ]
+
+
+@pytest.mark.slow
+def test_an_export_is_readable_as_the_model_folders_other_files_are(tiny_models, tmp_path):
+    import os
+    import shutil
+    import stat
+
+    from retrieval.models.onnx_models import export
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_models["embedder"], folder, ignore=shutil.ignore_patterns("onnx"))
+    previous = os.umask(0o022)
+    try:
+        export(folder, "encoder", folder / "onnx" / "model.onnx")
+    finally:
+        os.umask(previous)
+    # A trial found the export private to the user who first ran the server (mkstemp's 0600): in a shared
+    # model folder everyone else's server then fell back to torch.
+    assert stat.S_IMODE((folder / "onnx" / "model.onnx").stat().st_mode) == 0o644
+    assert not list((folder / "onnx").glob("*.partial"))

@@ -1,3 +1,4 @@
+import itertools
 from dataclasses import replace
 
 import pytest
@@ -80,3 +81,18 @@ def test_a_recall_whose_candidates_no_report_credits_does_not_embed_its_query_fo
     output = stage(request, (candidate("a", 0.8), candidate("b", 0.5)))
     assert embedder.calls == ["q"]  # a's report is compared with this query: cosine 1, a full step
     assert output.candidates[0].feedback_weight == pytest.approx(1.75)
+
+
+def test_the_steps_shown_are_the_largest_in_the_order_they_were_replayed():
+    from retrieval.outcomes import FeedbackStep
+    from retrieval.stages.feedback import largest_in_order
+
+    # Weights 1.0 -> 1.15 -> 1.16 -> 0.90 -> 0.91: moves 0.15, 0.01, 0.26, 0.01.
+    path = [1.0, 1.15, 1.16, 0.90, 0.91]
+    steps = tuple(
+        FeedbackStep(f"s{i}", "context", 1.0, 1.0, 1.0, before, after)
+        for i, (before, after) in enumerate(itertools.pairwise(path))
+    )
+    # The two largest (s2 0.26, s0 0.15), in replay order: s0's "after" leads towards s2's "before".
+    assert [step.session_id for step in largest_in_order(steps, 2)] == ["s0", "s2"]
+    assert largest_in_order(steps, 10) == steps
