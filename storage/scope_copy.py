@@ -322,6 +322,31 @@ class ScopeCopy:
         """What a full match of ``text`` would score here (``LexicalIndex.ceiling``); None without an index."""
         return self.lexical.ceiling(text) if self.lexical is not None else None
 
+    def without_vector_of(
+        self,
+        embedder: str,
+        *,
+        now: datetime,
+        kinds: Sequence[str] | None = None,
+        keep: Callable[[MemoryRecord], bool] | None = None,
+        viewer: Viewer | None = None,
+        audience: Audience | None = None,
+        exclude: Collection[str] = (),
+        stored: bool = False,
+    ) -> int:
+        """How many of the memories ``nearest`` would look at (the same filters) it skips: no vector of
+        ``embedder`` (another model's, the offline fallback's, one waiting to be re-embedded)."""
+        count = len(self.ids)
+        if count == 0:
+            return 0
+        mask = self._readable(count, now, viewer, audience, exclude, stored)
+        code = self.embedders.get(embedder)
+        if code is not None:
+            mask &= ~(self.has_vector[:count] & (self.embedder_code[:count] == code))
+        if kinds or keep is not None:
+            mask &= self._selected(count, kinds, keep)
+        return int(mask.sum())
+
     def nearest(
         self,
         vector: np.ndarray,

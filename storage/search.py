@@ -70,6 +70,27 @@ class MemorySearch(StoreTables):
         )
         return ranked[:limit]
 
+    def skipped_by_vector_search(
+        self,
+        reach: Reach,
+        *,
+        embedder: str,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
+        all_tags: bool = False,
+    ) -> int:
+        """How many memories of ``reach`` that ``vector_search`` would look at have no vector of ``embedder``
+        (only the full-text leg finds them), in the scopes a copy serves (a scope LanceDB serves: not
+        counted, as reading it would cost a scan)."""
+        where = _Filter.of(reach, kinds, tags, window, all_tags, held=self._pending.held())
+        skipped = 0
+        for scope in self._scopes(reach):
+            with self._cache.reading(scope, build=False) as copy:
+                if copy is not None:
+                    skipped += copy.without_vector_of(embedder, now=datetime.now(UTC), **where.for_copy())
+        return skipped
+
     def context_scores(
         self, reach: Reach, vector: np.ndarray, memory_ids: Sequence[str], *, embedder: str
     ) -> dict[str, float]:

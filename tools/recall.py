@@ -28,7 +28,7 @@ from tools.common import (
     view_for,
 )
 from tools.memory_views import LineageLink, lineage_links
-from tools.recall_notes import NOTHING_MATCHED, shortfall_note
+from tools.recall_notes import NOTHING_MATCHED, shortfall_note, unsearched_note
 from tools.recall_window import filters_searched, searched_window, shown_zone, time_window
 from writing.journal import record_retrieval
 
@@ -138,6 +138,7 @@ class RecallOutput(BaseModel):
     # reads (text_of); not in the structured output (the note says it there).
     _among: tuple[str, str] | None = PrivateAttr(None)
     _now: datetime | None = PrivateAttr(None)  # the server's clock when it recalled
+    _unsearched: str | None = PrivateAttr(None)  # memories its vector search skipped (in the note too)
 
 
 def check_bounds(runtime: Runtime, query: str, top_k: int | None, char_budget: int) -> int:
@@ -279,6 +280,8 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
             f"nothing is stored in org {home.org_id!r} / project {home.project_id!r} that this caller may "
             "read: check `org_id` and `project_id` (memories are kept per project)"
         )
+    skipped = None if result.gated else unsearched_note(runtime, request, args)
+    note = f"{note}. {skipped}" if note and skipped else note or skipped
     out = RecallOutput(
         retrieval_id=request.retrieval_id,
         context=result.context,
@@ -291,6 +294,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         window=window_to_dict(request.window, request.window_from),
     )
     out._among = among
+    out._unsearched = skipped
     out._now = request.now
     return out
 
@@ -311,6 +315,8 @@ def text_of(out: RecallOutput) -> str:
     parts = [out.context.rstrip() or empty]
     if out.note and out.context:
         parts.append(out.note)
+    elif out._unsearched:  # an empty context's text says what its vector search could not see
+        parts.append(f"{out._unsearched[0].upper()}{out._unsearched[1:]}.")
     parts += [f"Warning: {warning}" for warning in out.warnings]
     return "\n\n".join(parts)
 

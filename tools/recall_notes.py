@@ -1,13 +1,18 @@
 """What recall says when it places fewer than ``top_k`` memories: none matched above the relevance floor,
-the LLM passes left some out, or char_budget had no room; and when age decay, feedback weights or the
-instruction flag put a match that passed the floor below it as scored."""
+the LLM passes left some out, or char_budget had no room; when age decay, feedback weights or the
+instruction flag put a match that passed the floor below it as scored; and when its vector search skipped
+memories that have no vector of the active embedder."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from retrieval.text import counted
 
 if TYPE_CHECKING:
     from retrieval.pipeline import RecallResult
+    from retrieval.types import RecallRequest
+    from tools.common import Runtime
 
 # How the note begins when memories matched but the LLM passes at assembly left none in the context.
 EMPTIED_BY_PASSES = "nothing left in the context"
@@ -91,3 +96,27 @@ def _scored_below(result: RecallResult, floor: float | None) -> str:
     which = "it is" if below == 1 else f"{below} of them are"
     after = "age decay, feedback weights or the instruction flag: explain_ranking shows by how much"
     return f" ({which} scored below it after {after})" if below else ""
+
+
+def unsearched_note(runtime: Runtime, request: RecallRequest, args: Any) -> str | None:
+    """Memories this recall's vector search skipped: no vector of the active embedder (being re-embedded at
+    start, another model's, the offline fallback's). Only full-text search can find them, and a recall
+    that misses them said "nothing relevant" with nothing to tell why (a new user's trial, switching a
+    store to a model)."""
+    embedder = runtime.models.embedder.name
+    skipped = runtime.store.skipped_by_vector_search(
+        request.reach,
+        embedder=embedder,
+        kinds=args.kinds,
+        tags=args.tags,
+        window=request.window,
+        all_tags=args.tags_all,
+    )
+    if not skipped:
+        return None
+    return (
+        f"{counted(skipped, 'memory')} searched here {'has' if skipped == 1 else 'have'} no vector from the "
+        f"active embedder ({embedder}) yet, so only their words can match and this recall may have missed "
+        "some: the server re-embeds those of the offline fallback or an older recipe at start; for another "
+        "model's run `memoria reembed`"
+    )

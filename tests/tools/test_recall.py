@@ -430,3 +430,35 @@ def test_a_window_that_starts_in_the_future_is_said_to(runtime):
         "Nothing relevant was found from 2999-01-01T00:00:00Z on, which starts in the future: no memory is "
         "dated after now (retrieval "
     )
+
+
+def test_recall_says_when_its_vector_search_skipped_memories_without_a_vector_of_the_active_embedder(
+    settings,
+):
+    from tests.fakes import TokenEmbedder
+    from writing.reembedding import reembed
+
+    first = make_runtime(settings)  # the offline backend's hashed vectors
+    try:
+        for text in FACTS.values():
+            remember(RememberInput(content=text), first, CALLER)
+    finally:
+        first.close()
+    model = TokenEmbedder(dimension=first.store.vector_dim)
+    switched = make_runtime(settings, embedder=model)  # the store switched to another embedder
+    try:
+        # A trial switching a store to a model read "nothing relevant" while its memories waited for new
+        # vectors: the recall now says how many its vector search could not compare.
+        out = recall(RecallInput(query="how big is the database pool"), switched, CALLER)
+        assert f"4 memories searched here have no vector from the active embedder ({model.name}) yet" in (
+            out.note or ""
+        )
+        nothing = recall(RecallInput(query="banana bread recipe"), switched, CALLER)
+        assert "4 memories searched here have no vector" in text_of(nothing)  # where it matters most
+        only_db = recall(RecallInput(query="postgres", kinds=["episode"]), switched, CALLER)
+        assert "no vector from the active embedder" not in (only_db.note or "")  # none of that kind
+        reembed(switched.store, model)
+        again = recall(RecallInput(query="how big is the database pool"), switched, CALLER)
+        assert "no vector from the active embedder" not in (again.note or "")
+    finally:
+        switched.close()
