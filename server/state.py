@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from retrieval.outcomes import CreditPolicy, WeightPolicy
+from retrieval.text import counted
 from server.config import Settings
 from server.upkeep import aggregation_pass, catch_up, finish_unfinished, maintenance_round
 from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
@@ -470,9 +471,9 @@ def _refresh_stale_vectors(runtime: ServerRuntime, stopping: Callable[[], bool])
             else "`memoria reembed` makes them again"
         )
         log.warning(
-            "%d memories have vectors from another embedder (%s) than the active %s: vector search skips "
-            "them until %s",
-            sum(left.values()),
+            "%s %s vectors from another embedder (%s) than the active %s: vector search skips them until %s",
+            counted(sum(left.values()), "memory"),
+            "has" if sum(left.values()) == 1 else "have",
             ", ".join(f"{name}: {count}" for name, count in left.items()),
             active,
             until,
@@ -483,9 +484,10 @@ def _refresh_stale_vectors(runtime: ServerRuntime, stopping: Callable[[], bool])
     from writing.reembedding import reembed
 
     log.info(
-        "%d memories have vectors of an older recipe of %s or of the offline fallback (%s): giving them "
-        "vectors from %s in the background",
-        sum(todo.values()),
+        "%s %s vectors of an older recipe of %s or of the offline fallback (%s): giving them vectors from %s "
+        "in the background",
+        counted(sum(todo.values()), "memory"),
+        "has" if sum(todo.values()) == 1 else "have",
         active,
         ", ".join(f"{name}: {count}" for name, count in todo.items()),
         active,
@@ -499,4 +501,14 @@ def _refresh_stale_vectors(runtime: ServerRuntime, stopping: Callable[[], bool])
     except Exception as exc:  # what was embedded is written; the next start or `memoria reembed` goes on
         log.warning("re-embedding at start stopped (%s): run `memoria reembed` to finish", exc)
         return
-    log.info("re-embedded %d memories in %.1f s", done.written, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    if done.written < sum(todo.values()) and stopping():
+        # Stopped between batches (the server is shutting down): what was embedded is written.
+        log.info(
+            "re-embedded %d of %s in %.1f s before stopping; the next start goes on",
+            done.written,
+            counted(sum(todo.values()), "memory"),
+            seconds,
+        )
+        return
+    log.info("re-embedded %s in %.1f s", counted(done.written, "memory"), seconds)

@@ -337,3 +337,33 @@ async def test_the_step_after_warming_runs_once_with_the_copies_built_and_before
     finally:
         state.close()
     assert seen == [(True, 0)]
+
+
+def test_re_embedding_at_start_stopped_by_a_shutdown_says_how_far_it_got(tmp_path, caplog):
+    from server.state import _refresh_stale_vectors
+    from tools.remember import RememberInput, remember
+
+    settings = settings_for(tmp_path / "db")
+    old = Named("st:all-MiniLM-L6-v2:384+author", settings.vector.dim)
+    first = make_runtime(settings, embedder=old)
+    for index in range(20):
+        remember(RememberInput(content=f"fact number {index} about service {index}"), first, Caller("a", "s"))
+    first.close()
+    model = Named("st:all-MiniLM-L6-v2:384", settings.vector.dim)
+    runtime = make_runtime(settings, embedder=model)
+    asked: list[int] = []
+
+    def stopping() -> bool:  # asked before each batch of 16, and once more at the end: stop after the first
+        asked.append(1)
+        return len(asked) > 1
+
+    try:
+        with caplog.at_level("INFO", logger="server.state"):
+            _refresh_stale_vectors(runtime, stopping)
+    finally:
+        runtime.close()
+    # A trial read "re-embedded 64 memories in 1.4 s" as finished when the server was stopped part-way.
+    [line] = said(caplog, "re-embedded")
+    assert line.startswith("re-embedded 16 of 20 memories in ") and line.endswith(
+        "before stopping; the next start goes on"
+    )
