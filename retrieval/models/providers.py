@@ -73,10 +73,12 @@ def load_models(config: ModelConfig, store_dim: int, announce: Callable[[str], N
     reranker, reranker_info = _load_reranker(config)
     for info in (embedder_info, reranker_info):
         if info.offline_fallback:
-            announce(
-                f"memoria: {info.role} {info.requested!r} is unavailable ({info.reason}); "
+            instead = (
                 f"running on the offline backend: {info.active}"
+                if info.role == "embedder"
+                else "recall ranks without a reranker (MEMORIA_RERANKER=none asks for none and says nothing)"
             )
+            announce(f"memoria: {info.role} {info.requested!r} is unavailable ({info.reason}); {instead}")
         elif info.reason:
             announce(f"memoria: {info.role} {info.requested!r}: {info.reason}")
     return Models(embedder, reranker, embedder_info, reranker_info)

@@ -23,6 +23,9 @@ def test_unloadable_models_fall_back_to_the_offline_backend_and_say_so_once_each
     assert models.embedder_info.offline_fallback and models.reranker_info.offline_fallback
     assert len(said) == 2
     assert "running on the offline backend: hashed-v1:384" in said[0]
+    assert said[1].endswith(
+        "recall ranks without a reranker (MEMORIA_RERANKER=none asks for none and says nothing)"
+    )
     assert models.embedder_info.describe().startswith("hashed-v1:384 (offline fallback: ")
 
 
