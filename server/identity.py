@@ -17,6 +17,7 @@ from tools.common import Caller
 UNKNOWN_AGENT = "unknown-agent"
 _SESSION_KEY = "memoria.session_id"
 _REPORTED_KEY = "memoria.reported_session_id"
+_PREVIOUS_KEY = "memoria.previous_session_id"
 
 
 def resolve_caller(
@@ -27,17 +28,29 @@ def resolve_caller(
     session it begins the next session."""
     session = ctx.request_context.session
     if grant is not None:  # the session is in the principal's namespace, as explicit ones are
-        _, connection = _connection_session(session, state, grant.principal, begins_task=begins_task)
+        key, connection = _connection_session(session, state, grant.principal, begins_task=begins_task)
+        previous = _previous_session(session, state, key)
         return Caller(
             agent_id=grant.principal,
             session_id=own_session(grant.principal, connection),
+            previous_session=own_session(grant.principal, previous) if previous else None,
             # Org-visible memories are read in every project of the org: changing them takes a grant on all.
             may_change_org=lambda org_id: grant.allows("writes", Scope(org_id, ANY)),
             remote=True,
         )
     agent_id = _client_name(session)
-    _, connection = _connection_session(session, state, agent_id, begins_task=begins_task)
-    return Caller(agent_id=agent_id, session_id=connection)
+    key, connection = _connection_session(session, state, agent_id, begins_task=begins_task)
+    return Caller(
+        agent_id=agent_id, session_id=connection, previous_session=_previous_session(session, state, key)
+    )
+
+
+def _previous_session(session: Any, state: AppState, key: str | None) -> str | None:
+    """The connection's session before its current one (reported, then ended by a task), if any."""
+    if key is not None:
+        return state.previous_session(key)
+    connection = getattr(session, "_connection", None)
+    return connection.state.get(_PREVIOUS_KEY) if connection is not None else None
 
 
 def end_session(ctx: Context[Any, Any], state: AppState, reported: str, grant: Grant | None = None) -> None:
@@ -79,6 +92,7 @@ def _connection_session(
         held = connection.state
         reported = held.get(_REPORTED_KEY)
         if begins_task and reported is not None and reported == held.get(_SESSION_KEY):
+            held[_PREVIOUS_KEY] = reported
             held[_SESSION_KEY] = new_session_id()  # reported: this task begins the next session
         return None, held.setdefault(_SESSION_KEY, new_session_id())
     # 2026-era requests each arrive on a fresh per-request connection; stdio and in-process clients get

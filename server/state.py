@@ -263,6 +263,7 @@ class AppState:
         self._factory = runtime_factory
         self._future: concurrent.futures.Future[ServerRuntime] = concurrent.futures.Future()
         self._sessions: OrderedDict[str, tuple[str, bool]] = OrderedDict()  # key -> (session, reported)
+        self._previous: OrderedDict[str, str] = OrderedDict()  # key -> the session a task ended by a report
         self._sessions_lock = threading.Lock()
         self._stop = threading.Event()
         self._pause = pause or self._stop.wait
@@ -398,6 +399,10 @@ class AppState:
         with self._sessions_lock:
             held = self._sessions.get(key)
             if held is not None and held[1] and begins_task:
+                self._previous[key] = held[0]  # for a report that meant to change that one's
+                self._previous.move_to_end(key)
+                while len(self._previous) > MAX_HELD_SESSIONS:
+                    self._previous.popitem(last=False)
                 held = None  # reported: this task begins the next session
                 self._sessions.pop(key)
                 first = None
@@ -410,6 +415,11 @@ class AppState:
                     self._sessions.popitem(last=False)
             self._sessions.move_to_end(key)
             return held[0]
+
+    def previous_session(self, key: str) -> str | None:
+        """The connection's session before its current one: reported, then ended by the next task."""
+        with self._sessions_lock:
+            return self._previous.get(key)
 
     def session_reported(self, key: str, session_id: str) -> None:
         """A report of ``session_id``, the connection's default session, was made."""

@@ -118,3 +118,15 @@ def unnamed_note(previous: Iterable[MemoryCredit], now: Iterable[MemoryCredit]) 
         f". The earlier report named memories this one does not ({named}): they now move by their place "
         "in the contexts only. Report again naming them (helpful_ids / misleading_ids) to keep what it said"
     )
+
+
+def amend_note(previous_session: str | None, *, named_session: bool, recalled: bool) -> str:
+    """For a report of the connection's own session that recalled nothing, right after its previous session
+    was reported: how to change that report instead (a trial reported, remembered, then reported again to
+    add an id, and the second report went to the new, empty session, counting for every task)."""
+    if recalled or named_session or previous_session is None:
+        return ""
+    return (
+        f". This connection's previous session {previous_session} was reported before a remember or a recall "
+        f"began this one: to change that report, report again with session_id={previous_session}"
+    )

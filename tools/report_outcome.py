@@ -18,18 +18,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from retrieval.outcomes import (
-    assign_credit,
-    effective_score,
-    score_contradicts,
-)
-from storage.records import (
-    MemoryRecord,
-    OutcomeRecord,
-    View,
-    Viewer,
-    WeightEvent,
-)
+from retrieval.outcomes import assign_credit, effective_score, score_contradicts
+from storage.records import MemoryRecord, OutcomeRecord, View, Viewer, WeightEvent
 from tools.common import (
     Caller,
     Identifier,
@@ -39,7 +29,14 @@ from tools.common import (
     WithoutSecrets,
     view_for,
 )
-from tools.outcome_notes import applied_note, dropped_note, inactive_note, unnamed_note, unseen_note
+from tools.outcome_notes import (
+    amend_note,
+    applied_note,
+    dropped_note,
+    inactive_note,
+    unnamed_note,
+    unseen_note,
+)
 from writing.outcomes import (
     caught_up,
     converge,
@@ -328,6 +325,9 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         detail = applied_note(session_id, [credit.role for credit in credits], recalled=bool(queries))
     detail += inactive_note(store, known, named) + unseen_note(contexts, named)
     detail += dropped_note(len(gone))
+    detail += amend_note(
+        caller.previous_session, named_session=args.session_id is not None, recalled=bool(retrievals)
+    )
     return ReportOutcomeOutput(
         session_id=session_id,
         outcome=args.outcome,

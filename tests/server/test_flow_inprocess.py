@@ -225,6 +225,32 @@ async def test_handshake_era_clients_get_one_session_per_connection(settings):
 
 
 @pytest.mark.parametrize("mode", [None, "legacy"], ids=["2026-era", "handshake-era"])
+async def test_a_report_after_a_remember_that_ended_the_reported_session_says_how_to_change_that_one(
+    settings, mode
+):
+    # A trial reported, remembered something, then reported again to add an id: the remember began a new
+    # session, and the second report went to it, recalling nothing. The report says how to amend instead.
+    options = {"mode": mode} if mode else {}
+    async with connected(server_with(settings), agent="cursor", **options) as client:
+        stored = await call(client, "remember", {"content": "Deploys go out with the blue-green script"})
+        first = await call(client, "recall", {"query": "how do deploys go out"})
+        await call(client, "report_outcome", {"outcome": "success"})
+        await call(client, "remember", {"content": "The blue-green script lives in ops/deploy.sh"})
+        amend = await call(client, "report_outcome", {"outcome": "success", "helpful_ids": [stored["id"]]})
+        amended = await call(
+            client,
+            "report_outcome",
+            {"outcome": "success", "helpful_ids": [stored["id"]], "session_id": first["session_id"]},
+        )
+    assert amend["session_id"] != first["session_id"]
+    assert (
+        f"This connection's previous session {first['session_id']} was reported before a remember or a "
+        f"recall began this one: to change that report, report again with session_id={first['session_id']}"
+    ) in amend["detail"]
+    assert amended["status"] == "replaced" and "previous session" not in amended["detail"]
+
+
+@pytest.mark.parametrize("mode", [None, "legacy"], ids=["2026-era", "handshake-era"])
 async def test_a_reported_session_ends_and_the_connections_next_task_is_a_session_of_its_own(settings, mode):
     """A connection reports its default session: a report again still replaces that report, and the
     connection's next recall begins a new session, whose report does not replace the first task's."""
