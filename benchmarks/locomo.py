@@ -47,6 +47,7 @@ class Question:
     question: str
     evidence: tuple[str, ...]
     category: int
+    answer: str = ""  # LoCoMo's gold answer (the feedback experiment's "hook" arm writes it as the agent's)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ def parse_sample(sample: dict[str, Any]) -> Conversation:
             question=str(qa["question"]),
             evidence=tuple(e for e in normalise_evidence(qa.get("evidence", [])) if e in known),
             category=int(qa["category"]),
+            answer=str(qa.get("answer", "")),
         )
         for qa in sample.get("qa", [])
     )

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from benchmarks.bm25 import BM25
 from benchmarks.locomo import (
@@ -280,6 +280,9 @@ class FeedbackArm:
     name: str
     named: bool  # the agent names the memories it relied on (helpful_ids), beside the outcome
     repeats: int = 1  # every training question recalled and reported this many times, in new sessions
+    # The session-end hook's report instead of the agent's: partial, naming the memories the agent's answer
+    # used (retrieval.usage; the answer is LoCoMo's when an evidence turn was recalled, none otherwise).
+    hook: bool = False
 
 
 # Not an arm: the most any feedback weighting could reach (every trained evidence memory among a question's
@@ -290,6 +293,7 @@ FEEDBACK_ARMS = (
     FeedbackArm("helpful_ids", named=True),
     FeedbackArm("session-only x5", named=False, repeats=5),
     FeedbackArm("helpful_ids x5", named=True, repeats=5),
+    FeedbackArm("hook", named=False, hook=True),
 )
 
 
@@ -354,10 +358,13 @@ def train_with_outcomes(
             session = f"fb-{arm.name.replace(' ', '')}-{repeat}-{index}"
             returned = ask(runtime, conversation, question, session)
             helpful = [m.id for m in returned if standing.get(m.id, set()) & set(question.evidence)]
+            outcome: Literal["success", "failure", "partial"] = "success" if helpful else "failure"
+            if arm.hook:
+                outcome, helpful = "partial", used_by_answer(returned, question, answered=bool(helpful))
             report_outcome(
                 ReportOutcomeInput(
-                    outcome="success" if helpful else "failure",
-                    helpful_ids=helpful if arm.named and helpful else None,
+                    outcome=outcome,
+                    helpful_ids=helpful if (arm.named or arm.hook) and helpful else None,
                     session_id=session,
                     project_id=conversation.sample_id,
                 ),
@@ -365,6 +372,24 @@ def train_with_outcomes(
                 Caller("benchmark", session),
             )
             progress(f"{conversation.sample_id} {arm.name} training", repeat * len(train) + index + 1, total)
+
+
+def used_by_answer(returned: Sequence[Any], question: Question, *, answered: bool) -> list[str]:
+    """What the session-end hook would name after the agent answered ``question``: the returned memories
+    above the filler floor whose telling content the answer holds (``retrieval.usage``). The agent's answer
+    is LoCoMo's when an evidence turn was recalled (``answered``), and nothing otherwise."""
+    from retrieval.outcomes import CreditPolicy
+    from retrieval.usage import ShownText, used_memories
+
+    if not answered or not returned:
+        return []
+    best = max(memory.score for memory in returned)
+    shown = [
+        ShownText(memory.id, memory.content, question.question)
+        for memory in returned
+        if CreditPolicy().above_floor(memory.score, best)
+    ]
+    return used_memories(shown, question.answer)
 
 
 def feedback_experiment(

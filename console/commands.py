@@ -608,6 +608,16 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
                 )
                 return 0
             session = waiting[0]
+        helpful = args.helpful
+        if args.hook and not args.helpful and not args.misleading:
+            # The memories its transcript shows the agent used are the ones it relied on.
+            from console.hook_usage import used_in_session
+
+            helpful = used_in_session(
+                runtime, scope_arg(args, runtime.settings), session, hook.get("transcript_path")
+            )
+            if helpful:
+                note = f"{note}; named helpful: the {counted(len(helpful), 'memory')} its transcript shows it used"
         result = call(
             report_outcome.handle,
             report_outcome.ReportOutcomeInput,
@@ -616,7 +626,7 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
                 "score": args.score,
                 "session_id": session,
                 "note": note,
-                "helpful_ids": args.helpful or None,
+                "helpful_ids": helpful or None,
                 "misleading_ids": args.misleading or None,
                 **scope_of(args),
             },

@@ -77,3 +77,19 @@ def test_test_questions_are_related_when_they_share_evidence_with_a_training_que
     train, test, groups = quality.split_questions(questions)
     assert [q.question for q in train] == ["a?", "c?"] and [q.question for q in test] == ["b?", "d?"]
     assert groups == ["related", "unrelated"]
+
+
+def test_the_hook_arm_names_what_the_answer_used_and_nothing_when_no_evidence_was_recalled():
+    from types import SimpleNamespace
+
+    from benchmarks.locomo import Question
+
+    question = Question("What did Caroline research?", ("D1:3",), 1, answer="Adoption agencies")
+    returned = [
+        SimpleNamespace(id="m1", content="I'm looking into adoption agencies these days", score=0.8),
+        SimpleNamespace(id="m2", content="Adoption is a big step, good luck with the agencies", score=0.1),
+        SimpleNamespace(id="m3", content="We went camping last weekend", score=0.7),
+    ]
+    # m2 holds both words but scored below a quarter of the best (0.1 < 0.2): filler, never named.
+    assert quality.used_by_answer(returned, question, answered=True) == ["m1"]
+    assert quality.used_by_answer(returned, question, answered=False) == []

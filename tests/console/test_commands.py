@@ -1071,3 +1071,57 @@ def test_an_outcome_without_a_session_is_refused_when_several_of_an_agents_sessi
     status, _, err = memoria(capsys, db, "outcome", "success", "--agent", "claude-code")
     assert status == 1 and "2 sessions of claude-code wait for a report" in err and "--session ID" in err
     assert "ses_one" in err and "ses_two" in err
+
+
+@pytest.mark.slow
+def test_the_hook_names_helpful_the_memories_its_transcript_shows_the_agent_used(
+    capsys, db, tmp_path, monkeypatch
+):
+    rollback = as_json(capsys, db, "remember", "Roll back a bad deploy with make rollback ENV=prod")
+    preview = as_json(capsys, db, "remember", "Deploy previews are served at preview-42.example.dev")
+    recalled = as_json(capsys, db, "recall", "how do I roll back a deploy", "--agent", "claude-code")
+    assert {m["id"] for m in recalled["memories"]} == {rollback["id"], preview["id"]}
+    now = datetime.now(UTC)
+
+    def line(minutes: int, *blocks: dict) -> str:
+        stamp = (now + timedelta(minutes=minutes)).isoformat().replace("+00:00", "Z")
+        return json.dumps({"type": "assistant", "timestamp": stamp, "message": {"content": list(blocks)}})
+
+    transcript = tmp_path / "transcript.jsonl"
+    transcript.write_text(
+        "\n".join(
+            [
+                # Before the session's recall: what it wrote then was not from memory.
+                line(-10, {"type": "text", "text": "Previews are at preview-42.example.dev, I think."}),
+                line(1, {"type": "tool_use", "name": "Bash", "input": {"command": "make rollback ENV=prod"}}),
+                # memoria's own calls are not the agent's work.
+                line(
+                    2,
+                    {
+                        "type": "tool_use",
+                        "name": "mcp__memoria__remember",
+                        "input": {"content": "Previews moved off preview-42.example.dev"},
+                    },
+                ),
+                json.dumps(
+                    {
+                        "type": "user",
+                        "timestamp": now.isoformat(),
+                        "message": {"content": "preview-42.example.dev"},
+                    }
+                ),
+                "not json",
+            ]
+        )
+        + "\n"
+    )
+    hook = {"session_id": "cc-1", "reason": "exit", "transcript_path": str(transcript)}
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(hook)))
+    status, out, err = memoria(capsys, db, "outcome", "--hook", "--json")
+    assert status == 0, err
+    result = json.loads(out)
+    assert (result["session_id"], result["outcome"]) == (recalled["session_id"], "partial")
+    roles = {update["id"]: update["role"] for update in result["updated"]}
+    # The preview's address was written before the recall, by memoria's own call, and by the user: none
+    # of it is the agent using the memory. (A partial moves the rest towards 1.0, where they are: no row.)
+    assert roles[rollback["id"]] == "helpful" and roles.get(preview["id"]) != "helpful"
