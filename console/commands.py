@@ -651,9 +651,9 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def refuse_replacing_the_agents_report(runtime: Runtime, args: argparse.Namespace, session: str) -> None:
-    """A session the agent reported itself (not a CLI session, not the hook's report) is replaced only with
-    ``--replace``: its report may name the memories that helped or misled, and a report from here would
-    drop what the agent said (found by trying the CLI as a new user would)."""
+    """An agent's session (not one of this command's) reported already, not by the hook, is replaced only
+    with ``--replace``: its report (the agent's, or an earlier command's: a report does not keep who made
+    it) may name the memories that helped or misled, and a report from here would drop what it said."""
     if session.startswith(CLI_SESSION_PREFIX):
         return
     report = runtime.store.get_outcome(scope_arg(args, runtime.settings), session)
@@ -662,8 +662,8 @@ def refuse_replacing_the_agents_report(runtime: Runtime, args: argparse.Namespac
     named = [credit for credit in report.own_credits() if credit.role in ("helpful", "misleading")]
     said = f", naming {counted(len(named), 'memory')} helpful or misleading" if named else ""
     raise CommandError(
-        f"session {session} was reported by its agent ({report.outcome}{said}); this report would replace "
-        "it. Add --replace to replace it (name the memories again with --helpful / --misleading to keep them)"
+        f"session {session} was reported already ({report.outcome}{said}); this report would replace it. "
+        "Add --replace to replace it (name the memories again with --helpful / --misleading to keep them)"
     )
 
 
@@ -1231,6 +1231,8 @@ SHARED_SETTINGS = (
     "MEMORIA_RERANKER",
     "MEMORIA_RERANK_MODEL",
     "MEMORIA_RERANK_MODEL_FILE",
+    "MEMORIA_COHERE_RERANK_MODEL",
+    "MEMORIA_COHERE_BASE_URL",
     "MEMORIA_MODEL_BACKEND",
     "MEMORIA_MODEL_DEVICE",
     "MEMORIA_ALLOW_MODEL_DOWNLOADS",
@@ -1325,6 +1327,8 @@ def client_command(args: argparse.Namespace, settings: Settings) -> int:
         chosen and absolute_uri(chosen),
         shared_settings(dict(os.environ)),
     )
+    if os.environ.get("MEMORIA_RERANKER") == "cohere":  # its key is a secret: never written into a file
+        setup["note"] += "; the reranker is Cohere's: set COHERE_API_KEY where the client starts the server"
     if args.json:
         print(json.dumps(setup, indent=2), file=sys.stdout)
         return 0

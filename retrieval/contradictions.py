@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -226,10 +226,22 @@ _CHANGED = re.compile(
 )
 
 
-def says_value_changed(text: str) -> bool:
-    """Whether ``text`` says in a word that a value changed ("was raised to 45 minutes", "moved to 10:30",
-    "upgraded to 3.12"): a value change it states then revises the older value, as "switched from" does."""
-    return _CHANGED.search(text) is not None
+# A value said to have changed to another: the word of change, perhaps where it came from, then "to" and the
+# value itself ("was raised to 45 minutes", "moved from 9:30 to 10:30", "upgraded to 16 GB"). Not "increased
+# 12% in Q3", "raised 2 concerns", "moved to Paris 2 years ago": a number there says how much, how many or
+# when, not what the thing is now.
+_CHANGED_TO = re.compile(
+    _CHANGED.pattern + r"(?:\s+from\s+\S+(?:\s+[A-Za-z]+)?)?\s+to\s+(?P<value>[^\s,;!?()]*\d[^\s,;!?()]*)",
+    re.IGNORECASE,
+)
+
+
+def says_value_changed(text: str, new_values: Iterable[str]) -> bool:
+    """Whether ``text`` says that a value changed to one of ``new_values`` (content terms): a word of change,
+    then "to" and the value right after it. Such a value change revises the older value, as "switched
+    from" does; any other reading of two values is left to a language model."""
+    wanted = set(new_values)
+    return any(wanted & set(content_terms(found.group("value"))) for found in _CHANGED_TO.finditer(text))
 
 
 # A value the newer memory names as given up ("9090, not 8080", "9090 (not 8080)", "now 3.12 instead of
@@ -243,6 +255,11 @@ _GIVEN_UP = re.compile(
 # A label a correction may start with: not content, so it does not count against the subject's overlap.
 # It is no word of change by itself ("Update: build 1235 failed" is another build, a review found).
 _LABEL = re.compile(r"^\s*(?:correction|corrected|update|updated|note)\s*[:\-\u2013\u2014]\s*", re.IGNORECASE)
+
+
+def _change_stems(text: str) -> set[str]:
+    """The words of ``text`` that say a value changed, as content terms: not what it is about."""
+    return {light_stem(found.group(0).lower()) for found in _CHANGED.finditer(text)}
 
 
 def _is_value(term: str) -> bool:
@@ -273,7 +290,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     own_values = {term for term in own if _is_value(term)}
     # The word that says it changed is not what the memory is about ("The standup moved to 10:30" is
     # about the standup, as "The standup is at 9:30" is).
-    subject = own - own_values - {light_stem(found.group(0).lower()) for found in _CHANGED.finditer(stated)}
+    subject = own - own_values - _change_stems(stated)
     # The values said after the word of change are the new ones; with a value named as given up, every
     # value it states.
     said_after = (
@@ -291,7 +308,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             continue
         terms = set(content_terms(other.content))
         values = {term for term in terms if _is_value(term)}
-        rest = terms - values
+        rest = terms - values - _change_stems(other.content)  # "moved to 10:30" then "moved to 11:00"
         if not values or values <= own_values or own_values <= values:
             continue  # no value, or a value added or dropped: none replaced
         new_values = own_values - values

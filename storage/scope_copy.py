@@ -343,9 +343,14 @@ class ScopeCopy:
         code = self.embedders.get(embedder)
         if code is not None:
             mask &= ~(self.has_vector[:count] & (self.embedder_code[:count] == code))
-        if kinds or keep is not None:
-            mask &= self._selected(count, kinds, keep)
-        return int(mask.sum())
+        if kinds:
+            mask &= _one_of(
+                self.kind_code[:count], [self.kinds[kind] for kind in kinds if kind in self.kinds]
+            )
+        if keep is None:
+            return int(mask.sum())
+        # ``keep`` (tags, a time window) is Python: asked of the few rows left, not of the whole scope.
+        return sum(1 for row in np.flatnonzero(mask) if keep(self.records[self.ids[row]]))
 
     def nearest(
         self,

@@ -101,11 +101,11 @@ def unnamed_note(previous: Iterable[MemoryCredit], now: Iterable[MemoryCredit]) 
     """What a replacing report stopped saying: memories the earlier report named (helpful or misleading)
     that this one does not name the same way. Such a report moves them by their place alone now, and a
     report made from another tool (the CLI, the session-end hook) must not drop an agent's word unseen."""
-    kept = {(credit.memory_id, credit.role) for credit in now}
+    kept = {credit.memory_id for credit in now if credit.role in NAMED_ROLES}  # named again, either way
     dropped = sorted(
         (credit.role, credit.memory_id)
         for credit in previous
-        if credit.role in NAMED_ROLES and (credit.memory_id, credit.role) not in kept
+        if credit.role in NAMED_ROLES and credit.memory_id not in kept
     )
     if not dropped:
         return ""

@@ -114,9 +114,15 @@ def unsearched_note(runtime: Runtime, request: RecallRequest, args: Any) -> str 
     )
     if not skipped:
         return None
+    fix = (
+        "the configured model did not load, and the server is on its offline backend: make it load (see "
+        "`memoria doctor`)"
+        if runtime.models.embedder_info.offline_fallback
+        else "the server re-embeds those of the offline fallback or an older recipe at start; for another "
+        "model's run `memoria reembed`"
+    )
     return (
         f"{counted(skipped, 'memory')} searched here {'has' if skipped == 1 else 'have'} no vector from the "
         f"active embedder ({embedder}) yet, so only their words can match and this recall may have missed "
-        "some: the server re-embeds those of the offline fallback or an older recipe at start; for another "
-        "model's run `memoria reembed`"
+        f"some: {fix}"
     )

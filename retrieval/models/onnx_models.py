@@ -180,10 +180,16 @@ def export(folder: Path, kind: Kind, path: Path) -> None:
                 dynamo=False,
             )
         # mkstemp makes the file readable by its owner only: the export is of the model folder, shared as
-        # the folder's other files are (the umask's mode, as a plain write would give it).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
+        # the folder's other files are (the mode of its config.json).
+        os.chmod(temporary, _files_mode(folder))
         os.replace(temporary, path)
     finally:
         Path(temporary).unlink(missing_ok=True)
+
+
+def _files_mode(folder: Path) -> int:
+    """The read and write bits of the model folder's own files (its ``config.json``), 0644 without one."""
+    try:
+        return (folder / "config.json").stat().st_mode & 0o666
+    except OSError:
+        return 0o644

@@ -1038,7 +1038,7 @@ def test_replacing_an_agents_report_from_the_cli_needs_replace_and_says_what_it_
     status, _, err = memoria(
         capsys, db, "outcome", "failure", "--agent", "claude-code", "--session", "ses_agent"
     )
-    assert status == 1 and "reported by its agent (success, naming 1 memory" in err and "--replace" in err
+    assert status == 1 and "was reported already (success, naming 1 memory" in err and "--replace" in err
     replaced = as_json(
         capsys, db, "outcome", "failure", "--agent", "claude-code", "--session", "ses_agent", "--replace"
     )

@@ -130,6 +130,8 @@ def test_a_value_said_to_have_changed_revises_the_old_one_and_two_values_alone_d
         ("The Redis cache TTL is 30 minutes", "The Redis cache TTL was increased to 60 minutes"),
         ("The standup is at 9:30", "The standup moved to 10:30"),
         ("The CI runners have 8 GB of memory", "The CI runners were upgraded to 16 GB of memory"),
+        ("The standup moved to 10:30", "The standup moved to 11:00"),  # a second change of the same value
+        ("CI timeout was raised to 45 minutes", "CI timeout was raised to 60 minutes"),
     ],
 )
 def test_a_value_said_to_be_raised_moved_or_upgraded_revises_the_old_one(runtime, old, new):
@@ -139,6 +141,33 @@ def test_a_value_said_to_be_raised_moved_or_upgraded_revises_the_old_one(runtime
     after = remember(RememberInput(content=new), runtime, caller("ses_2"))
     assert after.consolidation.revised == [before] and after.consolidation.resolver == "revision:explicit"
     assert status(runtime, before) == "superseded"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "I moved to Paris 3 years ago with my wife and family",
+            "I moved to Paris 2 years ago with my wife and family",
+        ),
+        (
+            "We raised 2 concerns about the auth flow in the design review",
+            "We raised 3 concerns about the auth flow in the design review",
+        ),
+        (
+            "Monthly revenue from the EU region increased 8% in Q2",
+            "Monthly revenue from the EU region increased 12% in Q3",
+        ),
+    ],
+)
+def test_a_number_beside_a_word_of_change_that_is_not_what_the_thing_changed_to_revises_nothing(
+    runtime, old, new
+):
+    # A review's cases: "moved ... 2 years ago", "raised 3 concerns", "increased 12%" say how long, how many
+    # or how much; only "changed ... to <value>" says what the thing is now.
+    before = remember(RememberInput(content=old), runtime, caller()).id
+    after = remember(RememberInput(content=new), runtime, caller("ses_2"))
+    assert after.consolidation.revised == [] and status(runtime, before) == "active"
 
 
 @pytest.mark.parametrize(

@@ -462,3 +462,28 @@ def test_recall_says_when_its_vector_search_skipped_memories_without_a_vector_of
         assert "no vector from the active embedder" not in (again.note or "")
     finally:
         switched.close()
+
+
+def test_on_the_offline_fallback_the_skipped_memories_note_says_to_make_the_model_load(settings):
+    from dataclasses import replace
+
+    from retrieval.models.providers import BackendInfo
+    from tests.fakes import TokenEmbedder
+
+    model = make_runtime(settings, embedder=TokenEmbedder(dimension=384))  # a model's vectors
+    try:
+        remember(RememberInput(content=FACTS["pool"]), model, CALLER)
+    finally:
+        model.close()
+    fallback = make_runtime(settings)  # the model did not load: the hashed vectors of the fallback
+    info = BackendInfo(
+        "embedder", "my-model", fallback.models.embedder.name, offline_fallback=True, reason="gone"
+    )
+    fallback.models = replace(fallback.models, embedder_info=info)
+    try:
+        # `memoria reembed` refuses on the fallback (it would replace the model's vectors with hashed ones).
+        note = recall(RecallInput(query="how big is the database pool"), fallback, CALLER).note or ""
+        assert "1 memory searched here has no vector from the active embedder" in note
+        assert "the configured model did not load" in note and "memoria reembed" not in note
+    finally:
+        fallback.close()

@@ -707,3 +707,20 @@ def test_a_session_recalled_as_another_agent_reports_on_that_agents_private_memo
         ReportOutcomeInput(outcome="success", session_id="pa1", helpful_ids=[own]), runtime, S1
     )
     assert out.status == "applied" and own in {u.id for u in out.updated}
+
+
+def test_a_replacing_report_lists_only_the_named_memories_it_names_no_more_not_those_it_names_otherwise():
+    from storage.records import MemoryCredit
+    from tools.outcome_notes import unnamed_note
+
+    earlier = [
+        MemoryCredit("m1", "helpful", 1.0, 1.0),
+        MemoryCredit("m2", "misleading", 1.0, 0.0),
+        MemoryCredit("m3", "context", 0.63, 1.0),
+    ]
+    now = [MemoryCredit("m1", "misleading", 1.0, 0.0), MemoryCredit("m3", "context", 1.0, 0.0)]
+    # m1 flipped to misleading: named still, a full step the other way (a review found it listed as
+    # "moving by its place only"); m2 is named no more; m3 was never named.
+    note = unnamed_note(earlier, now)
+    assert "(misleading m2)" in note and "m1" not in note
+    assert unnamed_note(earlier, [*now, MemoryCredit("m2", "helpful", 1.0, 1.0)]) == ""

@@ -339,7 +339,7 @@ class ConsolidationService:
             # "9090, not 8080" and "Correction: ..." say so in words, as "switched from" does.
             revises, resolver = (
                 (True, "revision:explicit")
-                if change.named_in_words or says_value_changed(memory.content)
+                if change.named_in_words or says_value_changed(memory.content, change.newer_term.split())
                 else self._is_revision(older, memory, llm)
             )
             if not revises:

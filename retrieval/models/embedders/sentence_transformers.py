@@ -7,6 +7,7 @@ so they share the embedder's name and a store's vectors stay valid whichever run
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Sequence
@@ -33,10 +34,36 @@ AUTHORED = "+author"
 def model_reference(model: str) -> str:
     """How an embedder's name spells ``model``: a local folder as its absolute path, without a trailing
     separator ("minilm/", "./minilm" and "/models/minilm" are one folder, and one model's vectors); a hub
-    id, or a folder that is not there, as written. (Symbolic links are not followed: a store made through
-    one keeps its name.)"""
-    folder = Path(model).expanduser()
-    return os.path.abspath(folder) if folder.is_dir() else model
+    id, or a folder that is not there (or cannot be looked at), as written. (Symbolic links are not
+    followed: a store made through one keeps its name.)"""
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working folder was removed: a relative name is as written
+        cwd = ""
+    return _reference(model, cwd) if cwd or os.path.isabs(model) else model
+
+
+@functools.lru_cache(maxsize=256)  # asked for each report's query vectors at recall: one look per spelling
+def _reference(model: str, cwd: str) -> str:
+    try:
+        folder = Path(model).expanduser()
+        local = folder.is_dir()
+    except (OSError, ValueError, RuntimeError):  # unreadable, a name too long, no home to expand "~" into
+        return model
+    return os.path.abspath(folder) if local else model
+
+
+def spelled(name: str) -> str:
+    """An embedder's name with its model spelled as ``model_reference`` spells it (names made before it
+    kept the folder as configured: "st:minilm/:384"); its recipe suffixes are kept."""
+    if not name.startswith("st:"):
+        return name
+    suffix = ""
+    for mark in (AUTHORED, PROMPTED):
+        if name.endswith(mark):
+            name, suffix = name.removesuffix(mark), mark + suffix
+    model, _, width = name.removeprefix("st:").rpartition(":")
+    return f"st:{model_reference(model)}:{width}{suffix}" if model else name + suffix
 
 
 def same_model(stored: str, active: str) -> bool:
@@ -45,9 +72,7 @@ def same_model(stored: str, active: str) -> bool:
     another recipe or spelling are remade with no question asked; another model's are the user's call."""
 
     def base(name: str) -> str:
-        recipe = name.removesuffix(AUTHORED).removesuffix(PROMPTED)
-        model, _, width = recipe.removeprefix("st:").rpartition(":")
-        return f"st:{model_reference(model)}:{width}" if model else recipe
+        return spelled(name).removesuffix(AUTHORED).removesuffix(PROMPTED)
 
     return stored.startswith("st:") and base(stored) == base(active)
 
@@ -60,6 +85,7 @@ def same_query_vectors(stored: str | None, active: str) -> bool:
     (``retrieval.text.query_word_tokens``) while the memories' vectors, and so the name, stayed as they were."""
     if stored is None or is_hashed(active):  # None: reports made before query vectors were kept
         return False
+    stored, active = spelled(stored), spelled(active)  # one folder, spelled two ways: one model
     if stored == active:
         return True
     return stored.endswith(AUTHORED) and stored.removesuffix(AUTHORED) == active.removesuffix(PROMPTED)
