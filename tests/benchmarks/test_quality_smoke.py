@@ -84,12 +84,17 @@ def test_the_hook_arm_names_what_the_answer_used_and_nothing_when_no_evidence_wa
 
     from benchmarks.locomo import Question
 
-    question = Question("What did Caroline research?", ("D1:3",), 1, answer="Adoption agencies")
+    question = Question("When did Caroline go to the support group?", ("D1:3",), 2, answer="7 May 2023")
     returned = [
-        SimpleNamespace(id="m1", content="I'm looking into adoption agencies these days", score=0.8),
-        SimpleNamespace(id="m2", content="Adoption is a big step, good luck with the agencies", score=0.1),
-        SimpleNamespace(id="m3", content="We went camping last weekend", score=0.7),
+        SimpleNamespace(id="m1", content="[8 May 2023] I went to the support group on 7 May 2023", score=0.8),
+        SimpleNamespace(id="m2", content="The 2023 pride parade was great", score=0.7),
+        SimpleNamespace(id="m3", content="Back on 7 May 2023 I painted a lake", score=0.1),
     ]
-    # m2 holds both words but scored below a quarter of the best (0.1 < 0.2): filler, never named.
+    # Neither "7" (too short) nor "2023" (a year alone) is a value: nothing is named from "7 May 2023".
+    assert quality.used_by_answer(returned, question, answered=True) == []
+    question = Question("Which port does Caroline's app use?", ("D1:3",), 1, answer="port 8080")
+    returned[2].content = "My app listens on 8080 now"
+    # m3 holds the answer's 8080 but scored 0.1, below a quarter of the best (0.8): filler, never named.
+    returned[0].content = "The app moved from 3000 to 8080 last week"
     assert quality.used_by_answer(returned, question, answered=True) == ["m1"]
     assert quality.used_by_answer(returned, question, answered=False) == []

@@ -12,7 +12,7 @@ STAGING = ShownText("m_staging", "The staging database resets every Sunday night
 
 
 def test_values_are_tokens_with_a_digit_a_flag_or_punctuation_that_joins_more_than_letters():
-    said = "Ran make rollback ENV=prod (see ops/deploy.sh). Port 8080, Python 3.12, --force; e.g. blue-green, pool 20"
+    said = "Ran make rollback ENV=prod (see ops/deploy.sh). Port 8080, Python 3.12, --force; e.g. blue-green, pool 20 in 2023"
     assert values(said) == {"env=prod", "ops/deploy.sh", "8080", "3.12", "--force"}
 
 
@@ -24,37 +24,25 @@ def test_a_value_of_the_memory_the_agent_wrote_means_it_used_the_memory():
 def test_a_value_the_query_already_held_tells_nothing():
     asked = ShownText("m_port", "The API listens on port 8080 behind nginx", "is the api on port 8080")
     # 8080 was the question's: writing it back is no sign the memory served.
-    assert used_memories([asked], "Yes, the API is on 8080.") == []
-    # Its telling words are: listen, behind, nginx; two of them written back (2 >= half of 3) are.
-    assert used_memories([asked], "Yes, the API is on 8080 behind nginx.") == ["m_port"]
+    assert used_memories([asked], "Yes, the API is on 8080 behind nginx.") == []
+    assert used_memories([asked], "Yes: curl http://localhost:8080/health answers behind nginx.") == []
 
 
-def test_most_of_a_memorys_telling_words_written_back_mean_it_was_used():
-    # Telling words of STAGING (not in its query): database, every, sunday, night (stemmed). The agent
-    # wrote database, sunday and night: 3 >= 2, and 3 >= half of 4.
+def test_words_alone_never_name_a_memory():
+    # Most of STAGING's words written back (database, sunday, night): measured and not kept, since a third
+    # of what words named was not what served (docs/feedback.md). A value of it would.
     said = "Careful: the database is wiped on Sunday night, so seed it again on Monday."
-    assert used_memories([STAGING, SEARCH], said) == ["m_staging"]
-    # The query's own words (staging, reset) never count: only one telling word is shared here.
-    assert used_memories([STAGING], "The staging reset happens weekly, on Sunday.") == []
-
-
-def test_a_short_answer_taken_from_one_memory_counts_by_the_agents_own_words():
-    long_turn = ShownText(
-        "m_turn",
-        "I'm keen on continuing my education, exploring career options and looking into adoption agencies",
-        "What did Caroline research?",
+    assert used_memories([STAGING, SEARCH], said) == []
+    dated = ShownText(
+        "m_reset", "The staging database resets at 23:00 every Sunday", "when does staging reset"
     )
-    # The answer's two words are both in the memory: half of the agent's own words (2 of 2), though far
-    # fewer than half of the memory's.
-    assert used_memories([long_turn], "Adoption agencies") == ["m_turn"]
-    assert used_memories([long_turn], "Agencies") == []  # one shared word is too few
+    assert used_memories([dated], "It resets Sunday at 23:00.") == ["m_reset"]
 
 
 def test_each_memory_once_in_the_order_shown():
+    dated = ShownText(
+        "m_reset", "The staging database resets at 23:00 every Sunday", "when does staging reset"
+    )
     again = ShownText("m_rollback", ROLLBACK.content, "rollback command")
-    assert used_memories(
-        [STAGING, ROLLBACK, again], "make rollback ENV=prod; the database resets Sunday night"
-    ) == [
-        "m_staging",
-        "m_rollback",
-    ]
+    said = "make rollback ENV=prod; the database resets at 23:00"
+    assert used_memories([dated, ROLLBACK, again], said) == ["m_reset", "m_rollback"]
