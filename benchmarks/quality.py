@@ -376,7 +376,7 @@ def train_with_outcomes(
 
 def used_by_answer(returned: Sequence[Any], question: Question, *, answered: bool) -> list[str]:
     """What the session-end hook would name after the agent answered ``question``: the returned memories
-    above the filler floor whose telling content the answer holds (``retrieval.usage``). The agent's answer
+    above the filler floor of which the answer holds a value (``retrieval.usage``). The agent's answer
     is LoCoMo's when an evidence turn was recalled (``answered``), and nothing otherwise."""
     from retrieval.outcomes import CreditPolicy
     from retrieval.usage import ShownText, used_memories

@@ -72,8 +72,8 @@ def _blocks(message: Any) -> Iterator[str]:
 
 
 def used_in_session(runtime: Runtime, scope: Scope, session_id: str, transcript: Any) -> list[str]:
-    """The memories of ``session_id``'s contexts (above their filler floor) whose telling content the
-    agent wrote after the session's first recall, by its ``transcript`` (a path); none without one."""
+    """The memories of ``session_id``'s contexts (above their filler floor) of which the agent wrote a value
+    after the session's first recall, by its ``transcript`` (a path); none without one."""
     if not isinstance(transcript, str):
         return []
     retrievals = runtime.store.session_retrievals(scope, session_id)
