@@ -643,7 +643,7 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
     if result.updated:
         readable.append(
             table(
-                ["id", "role", "share", "weight before", "weight after"],
+                ["id", "role", "share", "global weight before", "global weight after"],
                 [[u.id, u.role, u.share, u.weight_before, u.weight_after] for u in result.updated],
             )
         )
