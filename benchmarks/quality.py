@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from benchmarks.bm25 import BM25
 from benchmarks.locomo import (
@@ -280,7 +280,7 @@ class FeedbackArm:
     name: str
     named: bool  # the agent names the memories it relied on (helpful_ids), beside the outcome
     repeats: int = 1  # every training question recalled and reported this many times, in new sessions
-    # The session-end hook's report instead of the agent's: partial, naming the memories the agent's answer
+    # The session-end hook's report instead of the agent's: partial, with the memories the agent's answer
     # used (retrieval.usage; the answer is LoCoMo's when an evidence turn was recalled, none otherwise).
     hook: bool = False
 
@@ -358,19 +358,19 @@ def train_with_outcomes(
             session = f"fb-{arm.name.replace(' ', '')}-{repeat}-{index}"
             returned = ask(runtime, conversation, question, session)
             helpful = [m.id for m in returned if standing.get(m.id, set()) & set(question.evidence)]
-            outcome: Literal["success", "failure", "partial"] = "success" if helpful else "failure"
-            if arm.hook:
-                outcome, helpful = "partial", used_by_answer(returned, question, answered=bool(helpful))
-            report_outcome(
-                ReportOutcomeInput(
-                    outcome=outcome,
-                    helpful_ids=helpful if (arm.named or arm.hook) and helpful else None,
-                    session_id=session,
-                    project_id=conversation.sample_id,
-                ),
-                runtime,
-                Caller("benchmark", session),
+            arguments = ReportOutcomeInput(
+                outcome="success" if helpful else "failure",
+                helpful_ids=helpful if arm.named and helpful else None,
+                session_id=session,
+                project_id=conversation.sample_id,
             )
+            if arm.hook:  # partial, and the memories the answer used (never the agent's word)
+                used = used_by_answer(returned, question, answered=bool(helpful))
+                arguments = ReportOutcomeInput(
+                    outcome="partial", session_id=session, project_id=conversation.sample_id
+                )
+                arguments._used = tuple(used)
+            report_outcome(arguments, runtime, Caller("benchmark", session))
             progress(f"{conversation.sample_id} {arm.name} training", repeat * len(train) + index + 1, total)
 
 

@@ -220,10 +220,14 @@ def call(
     runtime: Runtime,
     caller: Caller,
     command: str,
+    private: dict[str, Any] | None = None,
 ) -> Model:
-    """``handler`` on ``values`` validated as the MCP tool validates them."""
+    """``handler`` on ``values`` validated as the MCP tool validates them (``private``: attributes of the
+    arguments no tool call can set, for what only a command knows)."""
     try:
         arguments = model.model_validate({key: value for key, value in values.items() if value is not None})
+        for name, value in (private or {}).items():
+            setattr(arguments, name, value)
     except ValidationError as exc:
         message = friendly_validation_message(
             command, exc, retry="run it again", limits=runtime.settings.schema_limits(command)
@@ -608,16 +612,16 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
                 )
                 return 0
             session = waiting[0]
-        helpful = args.helpful
+        used: list[str] = []
         if args.hook and not args.helpful and not args.misleading:
-            # The memories its transcript shows the agent used are the ones it relied on.
+            # The memories its transcript shows the agent used: a whole share each, not the agent's word.
             from console.hook_usage import used_in_session
 
-            helpful = used_in_session(
+            used = used_in_session(
                 runtime, scope_arg(args, runtime.settings), session, hook.get("transcript_path")
             )
-            if helpful:
-                note = f"{note}; named helpful: the {counted(len(helpful), 'memory')} its transcript shows it used"
+            if used:
+                note = f"{note}; {counted(len(used), 'memory')} its transcript shows it used"
         result = call(
             report_outcome.handle,
             report_outcome.ReportOutcomeInput,
@@ -626,7 +630,7 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
                 "score": args.score,
                 "session_id": session,
                 "note": note,
-                "helpful_ids": helpful or None,
+                "helpful_ids": args.helpful or None,
                 "misleading_ids": args.misleading or None,
                 **scope_of(args),
             },
@@ -635,6 +639,7 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
             # recalled is refused (a typo), not made up. Found here (the newest, or the hook's), it is ours.
             Caller(agent_id=agent, session_id=f"{CLI_SESSION_PREFIX}report" if args.session else session),
             "report_outcome",
+            {"_used": tuple(used)},
         )
     readable = [
         f"session {result.session_id}: {result.outcome} (score {result.score:.2f}), {result.status}",

@@ -162,6 +162,7 @@ def assign_credit(
     session_score: float,
     helpful: Sequence[str] = (),
     misleading: Sequence[str] = (),
+    used: Sequence[str] = (),
     policy: CreditPolicy = CreditPolicy(),
 ) -> tuple[MemoryCredit, ...]:
     """Each memory's credit for one session's report: named memories first (a full step each, for the
@@ -171,7 +172,10 @@ def assign_credit(
     reports moved down the context takes the share of the place it was read at, not of the place its
     relevance alone would have given it (a memory named misleading would otherwise win the largest share
     of every later success it ranked below others in). A memory below the floor (its relevance before
-    feedback against its context's best) in every context it was in gets no credit."""
+    feedback against its context's best) in every context it was in gets no credit. ``used``: memories of
+    the contexts (above the floor) that the session-end hook saw the agent use, not named by it: each moves
+    a whole share towards success under the query that showed it best, at the step of a context's memory
+    (not the agent's word: the hook infers it, and repeated use is what takes it further)."""
     shown: dict[str, tuple[float, int]] = {}  # memory id -> (best position share, context index)
     for index, context in enumerate(contexts):
         ranked = sorted(context.memories, key=lambda memory: -memory.ranked_by)
@@ -189,11 +193,17 @@ def assign_credit(
     credits = [MemoryCredit(m, "helpful", 1.0, 1.0, None) for m in dict.fromkeys(helpful)]
     credits += [MemoryCredit(m, "misleading", 1.0, 0.0, None) for m in dict.fromkeys(misleading)]
     named = {credit.memory_id for credit in credits}
+    seen_used = [m for m in dict.fromkeys(used) if m in shown and m not in named]
+    credits += [MemoryCredit(m, "used", 1.0, OUTCOME_SCORES["success"], shown[m][1]) for m in seen_used]
     factor = (policy.unnamed_share if named else 1.0) * (
         policy.failure_share if session_score < OUTCOME_SCORES["partial"] else 1.0
     )
     others = sorted(
-        ((memory_id, share, index) for memory_id, (share, index) in shown.items() if memory_id not in named),
+        (
+            (memory_id, share, index)
+            for memory_id, (share, index) in shown.items()
+            if memory_id not in named and memory_id not in seen_used
+        ),
         key=lambda entry: (-entry[1], entry[2], entry[0]),
     )
     credits += [

@@ -405,7 +405,7 @@ class AbLogRow:
     source: str | None = None
 
 
-CreditRole = Literal["helpful", "misleading", "context"]
+CreditRole = Literal["helpful", "misleading", "context", "used"]  # used: the session-end hook saw it used
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,13 @@ def applied_note(session_id: str, roles: Sequence[str], *, recalled: bool) -> st
             f"{' and '.join(named)} moved a full step (the session recalled nothing, so its report counts "
             "for every task, by one step of the global weight only)"
         )
+    used = (
+        f"{counted(roles.count('used'), 'memory')} the session-end hook saw used a whole share; "
+        if "used" in roles
+        else ""
+    )
     return (
-        f"session {session_id} reported: {moved}; "
+        f"session {session_id} reported: {moved}; {used}"
         f"{counted(roles.count('context'), 'other memory')} of its contexts a share by their position. The "
         "global weights listed (moved a step, or a share of one, of their moving average) are the logged "
         "baseline over every report; explain_ranking shows them beside the weight a recall applies"

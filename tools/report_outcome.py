@@ -16,7 +16,7 @@ import logging
 from dataclasses import replace
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from retrieval.outcomes import assign_credit, effective_score, score_contradicts
 from storage.records import MemoryRecord, OutcomeRecord, View, Viewer, WeightEvent
@@ -54,6 +54,7 @@ MAX_NAMED = 100  # memories one report may name as helpful, and as misleading
 
 class ReportOutcomeInput(ScopeArgs):
     outcome: Literal["success", "failure", "partial"] = Field(description="How the task went.")
+    _used: tuple[str, ...] = PrivateAttr(())  # the session-end hook's: memories it saw the agent use
     score: float | None = Field(
         None,
         ge=0.0,
@@ -90,9 +91,9 @@ class ReportOutcomeInput(ScopeArgs):
 
 class WeightUpdate(BaseModel):
     id: str
-    role: Literal["helpful", "misleading", "context"] = Field(
+    role: Literal["helpful", "misleading", "context", "used"] = Field(
         description="helpful/misleading: named by the agent (a full step); context: shown by this "
-        "session's recalls (a share of a step by its position)."
+        "session's recalls (a share of a step by its position); used: the hook saw it used."
     )
     share: float = Field(description="Its share of a full feedback step in this report.")
     weight_before: float
@@ -181,6 +182,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             session_score=score,
             helpful=helpful,
             misleading=misleading,
+            used=args._used,
             policy=runtime.credit_policy,
         )
     )

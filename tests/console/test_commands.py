@@ -1074,7 +1074,7 @@ def test_an_outcome_without_a_session_is_refused_when_several_of_an_agents_sessi
 
 
 @pytest.mark.slow
-def test_the_hook_names_helpful_the_memories_its_transcript_shows_the_agent_used(
+def test_the_hook_credits_the_memories_its_transcript_shows_the_agent_used(
     capsys, db, tmp_path, monkeypatch
 ):
     rollback = as_json(capsys, db, "remember", "Roll back a bad deploy with make rollback ENV=prod")
@@ -1124,4 +1124,6 @@ def test_the_hook_names_helpful_the_memories_its_transcript_shows_the_agent_used
     roles = {update["id"]: update["role"] for update in result["updated"]}
     # The preview's address was written before the recall, by memoria's own call, and by the user: none
     # of it is the agent using the memory. (A partial moves the rest towards 1.0, where they are: no row.)
-    assert roles[rollback["id"]] == "helpful" and roles.get(preview["id"]) != "helpful"
+    assert roles[rollback["id"]] == "used" and roles.get(preview["id"]) != "used"
+    used = next(update for update in result["updated"] if update["id"] == rollback["id"])
+    assert (used["share"], used["weight_after"]) == (1.0, pytest.approx(1.15))  # a context's step, not 1.75

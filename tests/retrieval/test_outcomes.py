@@ -301,3 +301,25 @@ def test_an_immutable_memory_never_drops_below_neutral():
 def test_replay_credits_scales_each_step_by_its_share():
     # 1 + 0.5 x 0.15 = 1.075, then 1.075 + 0.2 x (0.25 - 1.075) = 0.91
     assert POLICY.replay_credits([(0.5, 1.0), (1.0, 0.0)]) == pytest.approx(0.91)
+
+
+def test_a_memory_the_hook_saw_used_moves_a_whole_share_towards_success_at_a_contexts_step():
+    context = ShownContext(
+        "how do I roll back a deploy",
+        (ShownMemory("top", 0.9), ShownMemory("used", 0.6), ShownMemory("filler", 0.1)),
+    )
+    credits = assign_credit([context], session_score=0.5, used=["used", "filler", "never-shown"])
+    # "used" (second: share 0.63 by its place) takes a whole share towards success instead; "filler" is below
+    # a quarter of the best (0.1 < 0.225) and "never-shown" was not shown: neither moves. "top" keeps its
+    # place's share of the partial (towards 1.0), not a quarter of it: nobody was named.
+    assert credits == (
+        MemoryCredit("used", "used", 1.0, 1.0, 0),
+        MemoryCredit("top", "context", 1.0, 0.5, 0),
+    )
+    # Not the agent's word: for a query as close, one report takes it a context's step, 1 + 0.2 x 0.75 = 1.15
+    # (a named helpful memory would reach 1.75), and its reach is its whole way (repeated use goes further).
+    [used] = [credit for credit in credits if credit.role == "used"]
+    weight, _ = contextual_weight([CreditedReport("s1", used, 1.0)], POLICY)
+    assert weight == pytest.approx(1.15)
+    again, _ = contextual_weight([CreditedReport("s1", used, 1.0), CreditedReport("s2", used, 1.0)], POLICY)
+    assert again == pytest.approx(1.27)
