@@ -1,16 +1,17 @@
 """Which of the memories a session was shown its agent used: the ones whose values turn up in what the agent
 wrote after it recalled them (its messages, the commands and edits of its tool calls).
 
-The session-end hook names them in ``helpful_ids`` (``console.hook_usage``): a session the agent did not
-report itself then still says which memories served, instead of only closing the session. A memory
-served when the agent wrote one of its *values* that the recall's query did not already hold: a token
-with a digit, a long flag, or inner punctuation joining more than letters (a port, a version, a path, a
-command line's ``ENV=prod``). Only that memory can have told the agent the value.
+The session-end hook credits them (``console.hook_usage``; the ``used`` role of ``retrieval.outcomes``): a
+session the agent did not report itself then still says which memories served, instead of only closing
+the session. A memory served when the agent wrote one of its *values* that the recall's query did not
+already hold: a token with a digit, a long flag, or inner punctuation joining more than letters (a port, a
+version, a path, a command line's ``ENV=prod``). Only that memory can have told the agent the value.
 
 Words are not enough. Naming the memories that share most of their content words with what the agent
 wrote (two or more, half of the memory's or of the agent's) was measured and not kept: in the feedback
-experiment's ``hook`` arm (docs/feedback.md) it lifted the questions asked again, but with a model's
-vectors it lowered the related questions by 0.030 of R@5: a third of what it named was not evidence.
+experiment's ``hook`` arm (docs/feedback.md), named as the agent names (a full step), it lifted the
+questions asked again, but with a model's vectors it lowered the related questions by 0.030 of R@5: a
+third of what it named was not evidence.
 Pure functions; the tests compute each case by hand.
 """
 
