@@ -29,6 +29,7 @@ import numpy as np
 from retrieval.models.embedders.base import Embedder
 from retrieval.models.embedders.sentence_transformers import same_query_vectors
 from retrieval.outcomes import (
+    NAMED_ROLES,
     Closeness,
     CreditedReport,
     FeedbackStep,
@@ -154,7 +155,7 @@ class FeedbackIndex:
         closeness: dict[tuple[str, int | None, bool], float] = {}
 
         def closeness_of(credited: CreditedSession) -> float:
-            key = (credited.session_id, credited.credit.query_index, credited.credit.role == "context")
+            key = (credited.session_id, credited.credit.query_index, credited.credit.role not in NAMED_ROLES)
             if key not in closeness:
                 vectors = sessions.get(credited.session_id)
                 if credited.session_id not in cosines:
@@ -199,7 +200,7 @@ class FeedbackIndex:
         if vectors is None or not len(vectors):
             # No query of the session is known: an agent's explicit word counts everywhere; a report made
             # before per-memory credit (which moved every memory shown) nowhere in particular.
-            return 1.0 if credited.credit.role != "context" else 0.0
+            return 1.0 if credited.credit.role in NAMED_ROLES else 0.0
         if cosines is None:
             return 0.0
         index = credited.credit.query_index
