@@ -614,14 +614,9 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
             session = waiting[0]
         used: list[str] = []
         if args.hook and not args.helpful and not args.misleading:
-            # The memories its transcript shows the agent used: a whole share each, not the agent's word.
-            from console.hook_usage import used_in_session
-
-            used = used_in_session(
-                runtime, scope_arg(args, runtime.settings), session, hook.get("transcript_path")
-            )
+            used = hook_used(runtime, args, session, hook)
             if used:
-                note = f"{note}; {counted(len(used), 'memory')} its transcript shows it used"
+                note = f"{note}; {counted(len(used), 'memory')} the transcript shows it used"
         result = call(
             report_outcome.handle,
             report_outcome.ReportOutcomeInput,
@@ -653,6 +648,21 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
             )
         )
     return emit(args, result, "\n".join(readable))
+
+
+def hook_used(runtime: Runtime, args: argparse.Namespace, session: str, hook: dict[str, Any]) -> list[str]:
+    """The memories the ending conversation's transcript shows the agent used (a whole share each, not the
+    agent's word), with those the hook credited already when it reported an earlier conversation of the
+    same session (after /clear a server's session goes on, and this report replaces that one)."""
+    from console.hook_usage import used_in_session
+
+    scope = scope_arg(args, runtime.settings)
+    since = conversation_start(hook)
+    used = used_in_session(runtime, scope, session, hook.get("transcript_path"), since)
+    earlier = runtime.store.get_outcome(scope, session)
+    if earlier is not None and (earlier.note or "").startswith(HOOK_NOTE):
+        used = list(dict.fromkeys([*(c.memory_id for c in earlier.own_credits() if c.role == "used"), *used]))
+    return used
 
 
 def refuse_replacing_the_agents_report(runtime: Runtime, args: argparse.Namespace, session: str) -> None:

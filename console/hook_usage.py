@@ -1,50 +1,119 @@
 """What the session-end hook reads of a Claude Code transcript: what the agent wrote after a session's
-first recall (its messages and the input of its tool calls, memoria's own calls left out), and so which
-memories of the session's contexts it used (``retrieval.usage``). The hook names those in
-``helpful_ids``; without a transcript, or with nothing used, it reports as before.
+first recall of the ending conversation (its messages, and the string values of its tool calls' input,
+memoria's own calls left out), what it had been told (the user's messages and tool results, memoria's
+own left out, and its own writing before that recall), and so which memories of the session's contexts it
+used (``retrieval.usage``). The hook credits those as ``used``; without a transcript, or with nothing
+used, it reports as before.
 
-A transcript is JSON Lines; the lines of ``"type": "assistant"`` carry a ``message`` whose ``content`` is
-text or a list of blocks (``text``, ``tool_use`` with a ``name`` and an ``input``), and a ``timestamp``.
-Anything else, or a line that does not parse, is skipped: the hook never fails the session.
+A transcript is JSON Lines; lines of ``"type": "assistant"`` or ``"user"`` carry a ``message`` whose
+``content`` is text or a list of blocks (``text``; ``tool_use`` with an ``id``, a ``name`` and an
+``input``; ``tool_result`` with the ``tool_use_id`` it answers), and a ``timestamp``. Anything else, a
+line that does not parse, or a file that is not a regular file is skipped: the hook never fails the
+session. Only the last ``MAX_TRANSCRIPT_BYTES`` of a transcript are read.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import stat
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from retrieval.outcomes import CreditPolicy
-from retrieval.usage import ShownText, used_memories
+from retrieval.usage import ShownText, used_memories, values
 from storage.records import Scope
 from tools.common import Runtime
 from writing.outcomes import shown_contexts
 
+log = logging.getLogger(__name__)
+
 OWN_TOOLS = "mcp__memoria__"  # how Claude Code names memoria's tools: their input is not the agent's work
+MAX_TRANSCRIPT_BYTES = 32 << 20  # the conversation's end; the hook has 60 s
 
 
-def agent_output(path: str, since: datetime) -> str:
-    """What the agent wrote at or after ``since``: its text and its tool calls' input (JSON), one per line."""
-    return "\n".join(_written(path, since))
+@dataclass
+class Transcript:
+    """What the agent wrote since a moment, and the values it had been given otherwise."""
+
+    said: list[str] = field(default_factory=list)
+    heard: set[str] = field(default_factory=set)
 
 
-def _written(path: str, since: datetime) -> Iterator[str]:
+def read_transcript(path: str, since: datetime) -> Transcript:
+    """The agent's writing at or after ``since`` (``said``), and the values of everything else it read or
+    wrote (``heard``): the user's words and tool results at any time, its own writing before ``since``."""
+    found = Transcript()
+    own_calls: set[str] = set()  # ids of memoria's tool calls, whose results are recalled memories
+    for entry in _entries(path):
+        kind = entry.get("type")
+        if kind not in ("assistant", "user"):
+            continue
+        moment = _moment(entry.get("timestamp"))
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for block in blocks if isinstance(blocks, list) else ():
+            if not isinstance(block, dict):
+                continue
+            for text, written in _texts(block, kind, own_calls):
+                if written and moment is not None and moment >= since:
+                    found.said.append(text)
+                else:
+                    found.heard |= values(text)
+    return found
+
+
+def _entries(path: str) -> Iterator[dict[str, Any]]:
     try:
-        with open(path, encoding="utf-8") as transcript:
-            for line in transcript:
+        with open(path, "rb") as transcript:
+            if not stat.S_ISREG(os.fstat(transcript.fileno()).st_mode):
+                return  # a pipe or a device: nothing to read to an end
+            size = os.fstat(transcript.fileno()).st_size
+            if size > MAX_TRANSCRIPT_BYTES:
+                transcript.seek(size - MAX_TRANSCRIPT_BYTES)
+                transcript.readline()  # the rest of a line cut in two
+            for raw in transcript:
                 try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError:
+                    entry = json.loads(raw.decode("utf-8", errors="replace"))
+                except (ValueError, RecursionError):
                     continue
-                if not isinstance(entry, dict) or entry.get("type") != "assistant":
-                    continue
-                moment = _moment(entry.get("timestamp"))
-                if moment is None or moment < since:
-                    continue
-                yield from _blocks(entry.get("message"))
-    except (OSError, UnicodeDecodeError):
+                if isinstance(entry, dict):
+                    yield entry
+    except (OSError, ValueError):  # no such file, no access, a path with a NUL byte
         return
+
+
+def _texts(block: dict[str, Any], kind: str, own_calls: set[str]) -> Iterator[tuple[str, bool]]:
+    """Each text of a block, and whether the agent wrote it (its text, its tool calls' input)."""
+    if block.get("type") == "text" and isinstance(block.get("text"), str):
+        yield block["text"], kind == "assistant"
+    elif block.get("type") == "tool_use" and kind == "assistant":
+        if str(block.get("name", "")).startswith(OWN_TOOLS):
+            own_calls.add(str(block.get("id")))
+            return
+        for leaf in _strings(block.get("input")):
+            yield leaf, True
+    elif block.get("type") == "tool_result" and str(block.get("tool_use_id")) not in own_calls:
+        for leaf in _strings(block.get("content")):
+            yield leaf, False
+
+
+def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+    """The strings of a JSON value (not its keys, numbers or booleans: a tool's parameters)."""
+    if depth > 50:
+        return
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item, depth + 1)
 
 
 def _moment(stamp: Any) -> datetime | None:
@@ -57,30 +126,34 @@ def _moment(stamp: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _blocks(message: Any) -> Iterator[str]:
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        yield content
-        return
-    for block in content if isinstance(content, list) else ():
-        if not isinstance(block, dict):
-            continue
-        if block.get("type") == "text" and isinstance(block.get("text"), str):
-            yield block["text"]
-        elif block.get("type") == "tool_use" and not str(block.get("name", "")).startswith(OWN_TOOLS):
-            yield json.dumps(block.get("input"), ensure_ascii=False)
-
-
-def used_in_session(runtime: Runtime, scope: Scope, session_id: str, transcript: Any) -> list[str]:
-    """The memories of ``session_id``'s contexts (above their filler floor) of which the agent wrote a value
-    after the session's first recall, by its ``transcript`` (a path); none without one."""
+def used_in_session(
+    runtime: Runtime, scope: Scope, session_id: str, transcript: Any, since: datetime | None
+) -> list[str]:
+    """The memories of ``session_id``'s contexts since ``since`` (when the ending conversation began:
+    after /clear a server's session goes on into the next conversation), above their filler floor, of
+    which the agent wrote a value after the first of those recalls that it had not been given otherwise,
+    by its ``transcript`` (a path). None without one; never an error (the report goes on without)."""
     if not isinstance(transcript, str):
         return []
-    retrievals = runtime.store.session_retrievals(scope, session_id)
+    try:
+        return _used_in_session(runtime, scope, session_id, transcript, since)
+    except Exception as exc:  # a bad transcript or a store fault: the report is made all the same
+        log.warning("reading the transcript for the memories used failed (%s); reporting without", exc)
+        return []
+
+
+def _used_in_session(
+    runtime: Runtime, scope: Scope, session_id: str, transcript: str, since: datetime | None
+) -> list[str]:
+    retrievals = [
+        retrieval
+        for retrieval in runtime.store.session_retrievals(scope, session_id)
+        if since is None or retrieval.created_at >= since
+    ]
     if not retrievals:
         return []
-    said = agent_output(transcript, retrievals[0].created_at)
-    if not said.strip():
+    read = read_transcript(transcript, retrievals[0].created_at)
+    if not read.said:
         return []
     contexts, _, _ = shown_contexts(retrievals)
     policy = CreditPolicy()
@@ -92,9 +165,10 @@ def used_in_session(runtime: Runtime, scope: Scope, session_id: str, transcript:
         ]
     found = runtime.store.get_memories(list(dict.fromkeys(memory_id for _, memory_id in placed)), scope)
     contents = {memory.id: memory.content for memory in found.values() if memory.content}
+    asked = {query for query, _ in placed}
     shown = [
-        ShownText(memory_id, contents[memory_id], query)
-        for query, memory_id in placed
+        ShownText(memory_id, contents[memory_id], " ".join(asked))  # any of the session's queries held it
+        for _, memory_id in placed
         if memory_id in contents
     ]
-    return used_memories(shown, said)
+    return used_memories(shown, "\n".join(read.said), known=read.heard)

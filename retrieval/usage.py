@@ -24,7 +24,9 @@ from dataclasses import dataclass
 MIN_VALUE_LENGTH = 3  # "20" or "v2" alone is said about too many things to tell one memory's
 # A token's ends: what quotes, brackets and sentence punctuation leave around a value.
 _EDGES = "\"'`()[]{}<>,;!?*.:"
-_INNER = re.compile(r"[0-9/=_.:@-]")
+_INNER = re.compile(r"[0-9/=_.:@\\-]")
+# Where a token ends besides white space: brackets and quotes (a markdown link, a call's arguments).
+_SPLIT = re.compile(r"[\s()\[\]{}<>\"'`,;|]+")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 
 
@@ -41,10 +43,10 @@ def values(text: str) -> set[str]:
     """The value-like tokens of ``text``, lower-cased, at least ``MIN_VALUE_LENGTH`` long once the sentence's
     punctuation around them is stripped: with a digit ("8080", "3.12"), a flag ("--force"), or inner
     punctuation that joins more than letters ("ENV=prod", "ops/deploy.sh", "ci@example.com"). Words joined
-    by hyphens or apostrophes ("blue-green", "don't"), abbreviations ("e.g.") and a year alone ("2023")
-    are not values."""
+    by hyphens or apostrophes ("blue-green", "don't") or two by a slash ("and/or"), abbreviations ("e.g.")
+    and a year alone ("2023") are not values. Brackets and quotes end a token as white space does."""
     found = set()
-    for raw in text.split():
+    for raw in _SPLIT.split(text):
         token = raw.strip(_EDGES).lower()
         if len(token) >= MIN_VALUE_LENGTH and _is_value(token):
             found.add(token)
@@ -61,16 +63,17 @@ def _is_value(token: str) -> bool:
         return core.isalpha() and token.startswith("--")  # a long flag; "-" before a word is a dash
     if not _INNER.search(core):
         return False
-    if re.fullmatch(r"[a-z]+(?:['-][a-z]+)*", core):
-        return False  # words joined by hyphens or apostrophes
+    if re.fullmatch(r"[a-z]+(?:['-][a-z]+)*", core) or re.fullmatch(r"[a-z]+/[a-z]+", core):
+        return False  # words joined by hyphens or apostrophes, two words by a slash ("and/or", "tcp/ip")
     parts = [part for part in re.split(r"[^a-z]", core) if part]
-    return len(parts) > 1 and all(len(part) > 1 for part in parts[:2])  # not "e.g"
+    return len(parts) > 1 and not all(len(part) == 1 for part in parts)  # not "e.g"
 
 
-def used_memories(shown: Iterable[ShownText], said: str) -> list[str]:
+def used_memories(shown: Iterable[ShownText], said: str, known: Iterable[str] = ()) -> list[str]:
     """The ids of the ``shown`` memories the agent used in ``said`` (what it wrote after the recalls), in
-    the order shown, each once."""
-    said_values = values(said)
+    the order shown, each once. ``known``: values the agent had from elsewhere (the user, a tool's result,
+    what it wrote before recalling): writing one of those is no sign a memory served."""
+    said_values = values(said) - set(known)
     used: dict[str, None] = {}
     for memory in shown:
         if memory.memory_id not in used and (values(memory.content) - values(memory.query)) & said_values:

@@ -515,8 +515,8 @@ def _refresh_stale_vectors(runtime: ServerRuntime, stopping: Callable[[], bool])
     if done.written < sum(todo.values()) and stopping():
         # Stopped between batches (the server is shutting down): what was embedded is written.
         log.info(
-            "re-embedded %d of %s in %.1f s before stopping; the next start goes on",
-            done.written,
+            "re-embedded %s of %s in %.1f s before stopping; the next start goes on",
+            f"{done.written:,}",
             counted(sum(todo.values()), "memory"),
             seconds,
         )

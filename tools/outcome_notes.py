@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from retrieval.outcomes import NAMED_ROLES, ShownContext
 from retrieval.text import counted
-from storage.records import MemoryCredit, MemoryRecord
+from storage.records import MemoryCredit, MemoryRecord, Scope
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
@@ -125,12 +125,17 @@ def unnamed_note(previous: Iterable[MemoryCredit], now: Iterable[MemoryCredit]) 
     )
 
 
-def amend_note(previous_session: str | None, *, named_session: bool, recalled: bool) -> str:
+def amend_note(
+    store: MemoryStore, scope: Scope, previous_session: str | None, *, named_session: bool, recalled: bool
+) -> str:
     """For a report of the connection's own session that recalled nothing, right after its previous session
-    was reported: how to change that report instead (a trial reported, remembered, then reported again to
-    add an id, and the second report went to the new, empty session, counting for every task)."""
+    (one that recalled) was reported: how to change that report instead (a trial reported, remembered, then
+    reported again to add an id, and the second report went to the new, empty session, counting for every
+    task)."""
     if recalled or named_session or previous_session is None:
         return ""
+    if not store.session_retrievals(scope, previous_session):
+        return ""  # that one recalled nothing either: no report of it to change
     return (
         f". This connection's previous session {previous_session} was reported before a remember or a recall "
         f"began this one: to change that report, report again with session_id={previous_session}"

@@ -327,8 +327,9 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         detail = applied_note(session_id, [credit.role for credit in credits], recalled=bool(queries))
     detail += inactive_note(store, known, named) + unseen_note(contexts, named)
     detail += dropped_note(len(gone))
+    last = caller.previous_session
     detail += amend_note(
-        caller.previous_session, named_session=args.session_id is not None, recalled=bool(retrievals)
+        store, scope, last, named_session=args.session_id is not None, recalled=bool(retrievals)
     )
     return ReportOutcomeOutput(
         session_id=session_id,

@@ -73,11 +73,14 @@ def load_models(config: ModelConfig, store_dim: int, announce: Callable[[str], N
     reranker, reranker_info = _load_reranker(config)
     for info in (embedder_info, reranker_info):
         if info.offline_fallback:
-            instead = (
-                f"running on the offline backend: {info.active}"
-                if info.role == "embedder"
-                else "recall ranks without a reranker (MEMORIA_RERANKER=none asks for none and says nothing)"
-            )
+            if info.role == "embedder":
+                instead = f"running on the offline backend: {info.active}"
+            elif info.active == "none":
+                instead = (
+                    "recall ranks without a reranker (MEMORIA_RERANKER=none asks for none and says nothing)"
+                )
+            else:
+                instead = f"ranking with {info.active} instead"
             announce(f"memoria: {info.role} {info.requested!r} is unavailable ({info.reason}); {instead}")
         elif info.reason:
             announce(f"memoria: {info.role} {info.requested!r}: {info.reason}")

@@ -1074,13 +1074,15 @@ def test_an_outcome_without_a_session_is_refused_when_several_of_an_agents_sessi
 
 
 @pytest.mark.slow
-def test_the_hook_credits_the_memories_its_transcript_shows_the_agent_used(
-    capsys, db, tmp_path, monkeypatch
-):
+def test_the_hook_credits_the_memories_its_transcript_shows_the_agent_used(capsys, db, tmp_path, monkeypatch):
     rollback = as_json(capsys, db, "remember", "Roll back a bad deploy with make rollback ENV=prod")
     preview = as_json(capsys, db, "remember", "Deploy previews are served at preview-42.example.dev")
-    recalled = as_json(capsys, db, "recall", "how do I roll back a deploy", "--agent", "claude-code")
-    assert {m["id"] for m in recalled["memories"]} == {rollback["id"], preview["id"]}
+    recalled = as_json(capsys, db, "recall", "deploy rollback and deploy previews", "--agent", "claude-code")
+    scores = {m["id"]: m["score"] for m in recalled["memories"]}
+    # Both above the filler floor (a quarter of the best): either could be credited.
+    assert set(scores) == {rollback["id"], preview["id"]} and min(scores.values()) >= 0.25 * max(
+        scores.values()
+    )
     now = datetime.now(UTC)
 
     def line(minutes: int, *blocks: dict) -> str:
@@ -1127,3 +1129,46 @@ def test_the_hook_credits_the_memories_its_transcript_shows_the_agent_used(
     assert roles[rollback["id"]] == "used" and roles.get(preview["id"]) != "used"
     used = next(update for update in result["updated"] if update["id"] == rollback["id"])
     assert (used["share"], used["weight_after"]) == (1.0, pytest.approx(1.15))  # a context's step, not 1.75
+
+
+@pytest.mark.slow
+def test_after_clear_the_hooks_report_of_the_next_conversation_keeps_what_the_first_one_credited(
+    capsys, db, tmp_path, monkeypatch
+):
+    rollback = as_json(capsys, db, "remember", "Roll back a bad deploy with make rollback ENV=prod")
+    first = as_json(capsys, db, "recall", "deploy rollback", "--agent", "claude-code")
+    now = datetime.now(UTC)
+
+    def transcript(name: str, text: str) -> str:
+        path = tmp_path / name
+        began, wrote = ((now + timedelta(minutes=m)).isoformat().replace("+00:00", "Z") for m in (-5, 1))
+        lines = [
+            {"type": "user", "timestamp": began, "message": {"content": "hello"}},
+            {"type": "assistant", "timestamp": wrote, "message": {"content": text}},
+        ]
+        path.write_text("\n".join(json.dumps(line) for line in lines))
+        return str(path)
+
+    def hook(path: str) -> dict:
+        monkeypatch.setattr(
+            sys, "stdin", io.StringIO(json.dumps({"reason": "clear", "transcript_path": path}))
+        )
+        status, out, err = memoria(capsys, db, "outcome", "--hook", "--json")
+        assert status == 0, err
+        return json.loads(out)
+
+    one = hook(transcript("one.jsonl", "Ran make rollback ENV=prod."))
+    # /clear: the server's session goes on into the next conversation, which recalls again.
+    as_json(
+        capsys,
+        db,
+        "recall",
+        "roll back a bad deploy",
+        "--agent",
+        "claude-code",
+        "--session",
+        first["session_id"],
+    )
+    two = hook(transcript("two.jsonl", "Nothing from memory this time."))
+    assert (one["session_id"], two["session_id"], two["status"]) == (first["session_id"],) * 2 + ("replaced",)
+    assert {u["id"]: u["role"] for u in two["updated"]}.get(rollback["id"]) == "used"  # kept, not dropped

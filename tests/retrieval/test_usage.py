@@ -46,3 +46,9 @@ def test_each_memory_once_in_the_order_shown():
     again = ShownText("m_rollback", ROLLBACK.content, "rollback command")
     said = "make rollback ENV=prod; the database resets at 23:00"
     assert used_memories([dated, ROLLBACK, again], said) == ["m_reset", "m_rollback"]
+
+
+def test_slash_joined_words_and_brackets_end_tokens_as_words_do():
+    said = "Use read/write and/or tcp/ip; see [runbook](https://wiki.example.com/rollback) and app.run(port=8080)."
+    assert values(said) == {"https://wiki.example.com/rollback", "app.run", "port=8080"}
+    assert values(r"C:\Users\me\app") == {r"c:\users\me\app"}

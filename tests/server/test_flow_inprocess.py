@@ -242,6 +242,10 @@ async def test_a_report_after_a_remember_that_ended_the_reported_session_says_ho
             "report_outcome",
             {"outcome": "success", "helpful_ids": [stored["id"]], "session_id": first["session_id"]},
         )
+        # The session before is now the empty one the amend went to: no report of a recall to change there.
+        await call(client, "remember", {"content": "Blue-green deploys keep the old fleet for 30 minutes"})
+        later = await call(client, "report_outcome", {"outcome": "success"})
+    assert "previous session" not in later["detail"]
     assert amend["session_id"] != first["session_id"]
     assert (
         f"This connection's previous session {first['session_id']} was reported before a remember or a "

@@ -7,7 +7,6 @@ so they share the embedder's name and a store's vectors stay valid whichever run
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 from collections.abc import Sequence
@@ -43,14 +42,27 @@ def model_reference(model: str) -> str:
     return _reference(model, cwd) if cwd or os.path.isabs(model) else model
 
 
-@functools.lru_cache(maxsize=256)  # asked for each report's query vectors at recall: one look per spelling
+_FOLDERS: dict[tuple[str, str], str] = {}  # (spelling, working folder) -> absolute path, for folders found
+
+
 def _reference(model: str, cwd: str) -> str:
+    """Asked for each report's query vectors at recall: a folder found once is remembered (one not found is
+    looked for again: it may be made meanwhile)."""
+    key = (model, cwd)
+    known = _FOLDERS.get(key)
+    if known is not None:
+        return known
     try:
         folder = Path(model).expanduser()
         local = folder.is_dir()
     except (OSError, ValueError, RuntimeError):  # unreadable, a name too long, no home to expand "~" into
         return model
-    return os.path.abspath(folder) if local else model
+    if not local:
+        return model
+    if len(_FOLDERS) > 256:
+        _FOLDERS.clear()
+    found = _FOLDERS[key] = os.path.abspath(folder)
+    return found
 
 
 def spelled(name: str) -> str:

@@ -141,11 +141,11 @@ def test_a_store_named_under_another_spelling_of_the_folder_is_the_same_model(tm
 
 
 def test_query_vectors_stored_under_another_spelling_of_the_folder_are_the_models(tmp_path, monkeypatch):
-    from retrieval.models.embedders.sentence_transformers import _reference, same_query_vectors
+    from retrieval.models.embedders.sentence_transformers import _FOLDERS, same_query_vectors
 
     (tmp_path / "minilm").mkdir()
     monkeypatch.chdir(tmp_path)
-    _reference.cache_clear()
+    _FOLDERS.clear()
     # Reports keep the name their query vectors were made under: not made again at every start.
     assert same_query_vectors("st:minilm/:384", f"st:{tmp_path}/minilm:384")
     assert same_query_vectors("st:minilm/:384+author", f"st:{tmp_path}/minilm:384+prompts")
@@ -155,14 +155,14 @@ def test_query_vectors_stored_under_another_spelling_of_the_folder_are_the_model
 def test_a_model_folder_that_cannot_be_looked_at_is_named_as_written(monkeypatch):
     from pathlib import Path
 
-    from retrieval.models.embedders.sentence_transformers import _reference, model_reference
+    from retrieval.models.embedders.sentence_transformers import _FOLDERS, model_reference
 
     def refused(self):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(Path, "is_dir", refused)
-    _reference.cache_clear()
+    _FOLDERS.clear()
     # A review found the check raising out of the embedder's construction: the server then failed to start
     # instead of loading what it can (or falling back) and saying why.
     assert model_reference("/root/private/minilm") == "/root/private/minilm"
-    _reference.cache_clear()
+    _FOLDERS.clear()

@@ -196,3 +196,16 @@ def test_the_backend_is_read_from_the_environment():
         "onnx/model_O3.onnx",
         "onnx/model_qint8_avx2.onnx",
     )
+
+
+@pytest.mark.slow
+def test_cohere_without_a_key_says_which_reranker_ranks_instead(tiny_models):
+    said: list[str] = []
+    models = load_models(
+        ModelConfig(embedder="hashed", reranker="cohere", rerank_model=str(tiny_models["cross_encoder"])),
+        store_dim=64,
+        announce=said.append,
+    )
+    # A review found "recall ranks without a reranker" said while the local cross-encoder ranked instead.
+    assert models.reranker is not None and models.reranker_info.offline_fallback
+    assert said[-1].endswith(f"ranking with {models.reranker_info.active} instead")
