@@ -652,17 +652,12 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def hook_used(runtime: Runtime, args: argparse.Namespace, session: str, hook: dict[str, Any]) -> list[str]:
     """The memories the ending conversation's transcript shows the agent used (a whole share each, not the
-    agent's word), with those the hook credited already when it reported an earlier conversation of the
-    same session (after /clear a server's session goes on, and this report replaces that one)."""
+    agent's word). Those an earlier report of the same session credited so (the hook's, before /clear) are
+    kept by the report itself (``writing.outcomes.used_kept``)."""
     from console.hook_usage import used_in_session
 
     scope = scope_arg(args, runtime.settings)
-    since = conversation_start(hook)
-    used = used_in_session(runtime, scope, session, hook.get("transcript_path"), since)
-    earlier = runtime.store.get_outcome(scope, session)
-    if earlier is not None and (earlier.note or "").startswith(HOOK_NOTE):
-        used = list(dict.fromkeys([*(c.memory_id for c in earlier.own_credits() if c.role == "used"), *used]))
-    return used
+    return used_in_session(runtime, scope, session, hook.get("transcript_path"), conversation_start(hook))
 
 
 def refuse_replacing_the_agents_report(runtime: Runtime, args: argparse.Namespace, session: str) -> None:

@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from retrieval.outcomes import CreditPolicy
-from retrieval.usage import ShownText, used_memories, values
-from storage.records import Scope
+from retrieval.usage import ShownText, used_by_values, values
+from storage.records import Scope, View
 from tools.common import Runtime
 from writing.outcomes import shown_contexts
 
@@ -37,15 +36,19 @@ MAX_TRANSCRIPT_BYTES = 32 << 20  # the conversation's end; the hook has 60 s
 
 @dataclass
 class Transcript:
-    """What the agent wrote since a moment, and the values it had been given otherwise."""
+    """What the agent wrote since a moment (``said``), the values it had been given otherwise (``heard``:
+    the user's words and tool results, its own writing before the moment), and the values it wrote since
+    then before anything else gave them to it (``wrote``: what only a memory can have told it)."""
 
     said: list[str] = field(default_factory=list)
     heard: set[str] = field(default_factory=set)
+    wrote: set[str] = field(default_factory=set)
 
 
 def read_transcript(path: str, since: datetime) -> Transcript:
-    """The agent's writing at or after ``since`` (``said``), and the values of everything else it read or
-    wrote (``heard``): the user's words and tool results at any time, its own writing before ``since``."""
+    """The transcript at ``path`` read in order: a value counts as the agent's own when it wrote it (after
+    ``since``) before the user or a tool's result gave it (an Edit's result echoes what the agent wrote,
+    and a later Read shows it again: neither takes the value back)."""
     found = Transcript()
     own_calls: set[str] = set()  # ids of memoria's tool calls, whose results are recalled memories
     for entry in _entries(path):
@@ -62,6 +65,7 @@ def read_transcript(path: str, since: datetime) -> Transcript:
             for text, written in _texts(block, kind, own_calls):
                 if written and moment is not None and moment >= since:
                     found.said.append(text)
+                    found.wrote |= values(text) - found.heard
                 else:
                     found.heard |= values(text)
     return found
@@ -156,14 +160,15 @@ def _used_in_session(
     if not read.said:
         return []
     contexts, _, _ = shown_contexts(retrievals)
-    policy = CreditPolicy()
+    policy = runtime.credit_policy
     placed = []
     for context in contexts:
         best = max((memory.score for memory in context.memories), default=0.0)
         placed += [
             (context.query, m.memory_id) for m in context.memories if policy.above_floor(m.score, best)
         ]
-    found = runtime.store.get_memories(list(dict.fromkeys(memory_id for _, memory_id in placed)), scope)
+    # Read as the scope holds them (org-visible ones are on the org's shelf), as the report reads them.
+    found = runtime.store.get_memories(list(dict.fromkeys(memory_id for _, memory_id in placed)), View(scope))
     contents = {memory.id: memory.content for memory in found.values() if memory.content}
     asked = {query for query, _ in placed}
     shown = [
@@ -171,4 +176,4 @@ def _used_in_session(
         for _, memory_id in placed
         if memory_id in contents
     ]
-    return used_memories(shown, "\n".join(read.said), known=read.heard)
+    return used_by_values(shown, read.wrote)

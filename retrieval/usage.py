@@ -73,9 +73,14 @@ def used_memories(shown: Iterable[ShownText], said: str, known: Iterable[str] = 
     """The ids of the ``shown`` memories the agent used in ``said`` (what it wrote after the recalls), in
     the order shown, each once. ``known``: values the agent had from elsewhere (the user, a tool's result,
     what it wrote before recalling): writing one of those is no sign a memory served."""
-    said_values = values(said) - set(known)
+    return used_by_values(shown, values(said) - set(known))
+
+
+def used_by_values(shown: Iterable[ShownText], written: set[str]) -> list[str]:
+    """The ids of the ``shown`` memories with a value among ``written`` (values the agent wrote that it had
+    from nowhere else) that their recall's query did not hold, in the order shown, each once."""
     used: dict[str, None] = {}
     for memory in shown:
-        if memory.memory_id not in used and (values(memory.content) - values(memory.query)) & said_values:
+        if memory.memory_id not in used and (values(memory.content) - values(memory.query)) & written:
             used[memory.memory_id] = None
     return list(used)

@@ -104,7 +104,8 @@ class FeedbackMove(BaseModel):
 
     session_id: str
     role: str = Field(
-        description="helpful or misleading: the agent named it; context: it was in the session's context."
+        description="helpful or misleading: the agent named it; context: it was in the session's context; "
+        "used: the session-end hook saw the agent use it."
     )
     outcome_score: float = Field(description="What it moved towards: 1 success, 0 failure.")
     share: float = Field(description="Its share of a full step in that report.")

@@ -20,15 +20,7 @@ from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_valid
 
 from retrieval.outcomes import assign_credit, effective_score, score_contradicts
 from storage.records import MemoryRecord, OutcomeRecord, View, Viewer, WeightEvent
-from tools.common import (
-    Caller,
-    Identifier,
-    Runtime,
-    ScopeArgs,
-    ToolFailure,
-    WithoutSecrets,
-    view_for,
-)
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure, WithoutSecrets, view_for
 from tools.outcome_notes import (
     amend_note,
     applied_note,
@@ -43,6 +35,7 @@ from writing.outcomes import (
     read_for_report,
     replayed_weights,
     shown_contexts,
+    used_kept,
     with_report,
     write_weights,
 )
@@ -182,7 +175,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             session_score=score,
             helpful=helpful,
             misleading=misleading,
-            used=args._used,
+            used=used_kept(store, scope, session_id, args._used),
             policy=runtime.credit_policy,
         )
     )
@@ -212,7 +205,11 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             reads = caught_up(reads, store, scope, session_id, memory_ids, seen)
         previous = reads.previous
         # Named ones superseded since they were shown: their credits go on after this sequence (idempotent).
-        runtime.writer.hand_on_reported([known[memory_id] for memory_id in named if memory_id in known])
+        used = [credit.memory_id for credit in credits if credit.role == "used"]  # handed on as named ones
+        known |= store.get_memories(used, View(scope)) if used else {}
+        runtime.writer.hand_on_reported(
+            [known[memory_id] for memory_id in (*named, *used) if memory_id in known]
+        )
         if (
             previous is not None
             and previous.score == score

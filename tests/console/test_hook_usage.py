@@ -5,7 +5,7 @@ import os
 from datetime import UTC, datetime, timedelta
 
 from console.hook_usage import read_transcript
-from retrieval.usage import ShownText, used_memories
+from retrieval.usage import ShownText, used_by_values, used_memories
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -69,6 +69,22 @@ def test_the_agents_writing_after_the_recall_is_said_and_everything_else_is_hear
     # Heard: the user, its writing before the recall, a tool's result; not memoria's own result (the
     # recalled memories), its own call's input, its thinking.
     assert read.heard == {"7001", "7002", "7006", "7007"}
+    assert read.wrote == {"app.env", "port=8080", "debug=0"}
+
+
+def test_a_tool_result_echoing_what_the_agent_wrote_does_not_take_it_back(tmp_path):
+    # An Edit's result shows the edited lines, a later Read the file: the value was the agent's first.
+    edit = {"type": "tool_use", "id": "e1", "name": "Edit", "input": {"new_string": "make rollback ENV=prod"}}
+    echo = {"type": "tool_result", "tool_use_id": "e1", "content": "updated: 12  make rollback ENV=prod"}
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([entry("assistant", 1, [edit]), entry("user", 2, [echo])]))
+    memory = ShownText("m_rb", "Roll back a bad deploy with make rollback ENV=prod", "how do I roll back")
+    assert used_by_values([memory], read_transcript(str(path), NOW).wrote) == ["m_rb"]
+    # Given first (the user typed it), the same value is no sign the memory served.
+    path.write_text(
+        "\n".join([entry("user", 0, "run make rollback ENV=prod"), entry("assistant", 1, [edit])])
+    )
+    assert used_by_values([memory], read_transcript(str(path), NOW).wrote) == []
 
 
 def test_a_value_the_agent_had_from_elsewhere_credits_no_memory(tmp_path):
@@ -97,3 +113,30 @@ def test_one_bad_byte_costs_its_line_only_and_a_pipe_or_a_missing_file_reads_as_
     finally:
         os.close(opened)
     assert read_transcript("bad\0path", NOW).said == []
+
+
+def test_an_org_visible_memory_the_agent_used_is_found_on_the_orgs_shelf(runtime, tmp_path):
+    from console.hook_usage import used_in_session
+    from storage.records import Scope
+    from tools.common import Caller
+    from tools.recall import RecallInput, recall
+    from tools.remember import RememberInput, remember
+
+    caller = Caller("claude-code", "ses_org")
+    stored = remember(
+        RememberInput(content="Roll back a bad deploy with make rollback ENV=prod", visibility="org"),
+        runtime,
+        caller,
+    )
+    assert [m.id for m in recall(RecallInput(query="roll back a deploy"), runtime, caller).memories] == [
+        stored.id
+    ]
+    path = tmp_path / "t.jsonl"
+    later = (datetime.now(UTC) + timedelta(minutes=1)).isoformat()
+    path.write_text(
+        json.dumps(
+            {"type": "assistant", "timestamp": later, "message": {"content": "make rollback ENV=prod"}}
+        )
+    )
+    # A review found it never credited: the contents were read from the project's scope only.
+    assert used_in_session(runtime, Scope("default", "default"), "ses_org", str(path), None) == [stored.id]

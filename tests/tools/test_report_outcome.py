@@ -724,3 +724,34 @@ def test_a_replacing_report_lists_only_the_named_memories_it_names_no_more_not_t
     note = unnamed_note(earlier, now)
     assert "(misleading m2)" in note and "m1" not in note
     assert unnamed_note(earlier, [*now, MemoryCredit("m2", "helpful", 1.0, 1.0)]) == ""
+
+
+def hook_report(runtime, caller, used, **fields):
+    arguments = ReportOutcomeInput(outcome="partial", **fields)
+    arguments._used = tuple(used)  # only the CLI's hook sets it: no tool call can
+    return report_outcome(arguments, runtime, caller)
+
+
+def test_a_memory_the_hook_saw_used_and_restated_since_hands_its_credit_on_as_a_named_one(runtime):
+    used = remember(RememberInput(content="Roll back with make rollback ENV=prod"), runtime, S1).id
+    recall_top(runtime, S1, query="roll back")
+    restated = remember(RememberInput(content="roll back with make rollback ENV=prod."), runtime, S1)
+    assert restated.consolidation.superseded == [used]
+    out = hook_report(runtime, S1, [used])
+    assert [(u.id, u.role) for u in out.updated] == [(used, "used")]
+    assert runtime.writer.settle(30)
+    # A whole share towards success at a context's step: 1 + 0.2 x 0.75 = 1.15, carried to what stands.
+    assert runtime.store.get_memory(restated.id).weight == pytest.approx(1.15)
+
+
+def test_a_later_report_of_the_session_keeps_what_the_hook_saw_used_unless_it_names_it(runtime, three):
+    a, b = three["a"], three["b"]
+    recall_top(runtime, S1)
+    hook_report(runtime, S1, [a])
+    # The agent reports the session itself (after /clear it is the same session): its word replaces the
+    # hook's report, not the evidence that "a" was used.
+    agents = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[b]), runtime, S1)
+    roles = {u.id: u.role for u in agents.updated}
+    assert agents.status == "replaced" and (roles[a], roles[b]) == ("used", "helpful")
+    named = report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a]), runtime, S1)
+    assert {u.id: u.role for u in named.updated}[a] == "misleading"  # the agent's word wins
