@@ -248,8 +248,7 @@ class ScopeCopy:
         """Rows that are active, unexpired (with ``stored``: whose text is stored, ``_readable``), of one of
         ``kinds`` (if given), that ``viewer`` may read (if given), of ``audience`` (if given), that pass
         ``keep`` and are not of ``exclude``."""
-        mask = self._readable(count, now, viewer, audience, exclude, stored)
-        return mask & self._selected(count, kinds, keep) if kinds or keep is not None else mask
+        return self._narrowed(self._readable(count, now, viewer, audience, exclude, stored), kinds, keep)
 
     def _readable(
         self,
@@ -281,16 +280,18 @@ class ScopeCopy:
             mask &= readers == (self.audiences.get(audience, -2) if audience.private else -1)
         return mask
 
-    def _selected(
-        self, count: int, kinds: Sequence[str] | None, keep: Callable[[MemoryRecord], bool] | None
+    def _narrowed(
+        self, mask: np.ndarray, kinds: Sequence[str] | None, keep: Callable[[MemoryRecord], bool] | None
     ) -> np.ndarray:
-        """Rows of one of ``kinds`` (if given) that pass ``keep`` (if given)."""
-        mask = np.ones(count, dtype=bool)
+        """The rows of ``mask`` of one of ``kinds`` (if given) that pass ``keep`` (if given). ``keep`` (tags,
+        a time window) is Python: it is asked of the rows still in, not of the whole scope."""
         if kinds:
             codes = [self.kinds[kind] for kind in kinds if kind in self.kinds]
-            mask &= _one_of(self.kind_code[:count], codes)
+            mask = mask & _one_of(self.kind_code[: len(mask)], codes)
         if keep is not None:
-            mask &= np.asarray([keep(self.records[memory_id]) for memory_id in self.ids], dtype=bool)
+            mask = mask.copy()
+            for row in np.flatnonzero(mask):
+                mask[row] = keep(self.records[self.ids[row]])
         return mask
 
     def best_matching(
@@ -343,14 +344,7 @@ class ScopeCopy:
         code = self.embedders.get(embedder)
         if code is not None:
             mask &= ~(self.has_vector[:count] & (self.embedder_code[:count] == code))
-        if kinds:
-            mask &= _one_of(
-                self.kind_code[:count], [self.kinds[kind] for kind in kinds if kind in self.kinds]
-            )
-        if keep is None:
-            return int(mask.sum())
-        # ``keep`` (tags, a time window) is Python: asked of the few rows left, not of the whole scope.
-        return sum(1 for row in np.flatnonzero(mask) if keep(self.records[self.ids[row]]))
+        return int(self._narrowed(mask, kinds, keep).sum())
 
     def nearest(
         self,
@@ -381,8 +375,7 @@ class ScopeCopy:
             & self.has_vector[:count]
             & (self.embedder_code[:count] == code)
         )
-        if kinds or keep is not None:
-            mask &= self._selected(count, kinds, keep)
+        mask = self._narrowed(mask, kinds, keep)
         eligible = int(mask.sum())
         if eligible == 0:
             return []

@@ -143,8 +143,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
                 "and project_id those recalls were given, then report again."
             )
 
-    reported = store.get_outcome(scope, session_id) if not retrievals else None
-    if reported is not None and reported.queries:
+    reported = store.get_outcome(scope, session_id)  # the session's report so far, if any
+    if not retrievals and reported is not None and reported.queries:
         # Reported once with its recalls, which the journal has dropped since (its retention): a new report
         # would credit nothing they showed and take back what the first one credited.
         raise ToolFailure(
@@ -175,7 +175,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             session_score=score,
             helpful=helpful,
             misleading=misleading,
-            used=used_kept(store, scope, session_id, args._used),
+            used=used_kept(reported, args._used),
             policy=runtime.credit_policy,
         )
     )

@@ -101,12 +101,11 @@ def caught_up(
     return replace(reads, credited=credited)
 
 
-def used_kept(store: MemoryStore, scope: Scope, session_id: str, used: Sequence[str]) -> tuple[str, ...]:
-    """``used`` (what the session-end hook saw the agent use), with the memories an earlier report of the
-    session credited so: a later report of it (the agent's own, the hook's after /clear, a command's)
+def used_kept(earlier: OutcomeRecord | None, used: Sequence[str]) -> tuple[str, ...]:
+    """``used`` (what the session-end hook saw the agent use), with the memories the session's ``earlier``
+    report credited so: a later report of it (the agent's own, the hook's after /clear, a command's)
     replaces that report, not the evidence that the agent used them. A memory the new report names takes
     the agent's word instead (``assign_credit``)."""
-    earlier = store.get_outcome(scope, session_id)
     kept = [credit.memory_id for credit in earlier.own_credits() if credit.role == "used"] if earlier else []
     return tuple(dict.fromkeys([*kept, *used]))
 

@@ -1023,43 +1023,17 @@ def test_a_reader_that_leaves_the_pipe_stops_a_command_quietly(capsys, db):
 def test_replacing_an_agents_report_from_the_cli_needs_replace_and_says_what_it_stops_naming(capsys, db):
     stored = as_json(capsys, db, "remember", "Roll back a bad deploy with make rollback ENV=prod")
     as_json(capsys, db, "recall", "roll back a deploy", "--agent", "claude-code", "--session", "ses_agent")
-    as_json(
-        capsys,
-        db,
-        "outcome",
-        "success",
-        "--agent",
-        "claude-code",
-        "--session",
-        "ses_agent",
-        "--helpful",
-        stored["id"],
-    )
-    status, _, err = memoria(
-        capsys, db, "outcome", "failure", "--agent", "claude-code", "--session", "ses_agent"
-    )
+    agents = ("--agent", "claude-code", "--session", "ses_agent")
+    as_json(capsys, db, "outcome", "success", *agents, "--helpful", stored["id"])
+    status, _, err = memoria(capsys, db, "outcome", "failure", *agents)
     assert status == 1 and "was reported already (success, naming 1 memory" in err and "--replace" in err
-    replaced = as_json(
-        capsys, db, "outcome", "failure", "--agent", "claude-code", "--session", "ses_agent", "--replace"
-    )
+    replaced = as_json(capsys, db, "outcome", "failure", *agents, "--replace")
     assert replaced["status"] == "replaced"
     assert (
         f"The earlier report named memories this one does not (helpful {stored['id']})" in replaced["detail"]
     )
     # Naming it again keeps what the agent said: nothing is listed as dropped.
-    again = as_json(
-        capsys,
-        db,
-        "outcome",
-        "success",
-        "--agent",
-        "claude-code",
-        "--session",
-        "ses_agent",
-        "--replace",
-        "--helpful",
-        stored["id"],
-    )
+    again = as_json(capsys, db, "outcome", "success", *agents, "--replace", "--helpful", stored["id"])
     assert again["status"] == "replaced" and "The earlier report named" not in again["detail"]
 
 
