@@ -89,6 +89,7 @@ class PipelineOptions:
     use_rerank: bool = True
     gate: GateMode = "local"
     min_fact_score: float = 0.0
+    min_share_of_best: float | None = 0.0  # 0: none is filler beside the best; None: by relevance's kind
     author_discount: float = 0.5  # 0: attribution off
     instruction_demotion: float = 0.5  # 1: memories that read as instructions are flagged, not demoted
     max_iterations: int = 1
@@ -184,6 +185,7 @@ def build_stages(
         top_k_episodes=options.top_k_episodes,
         max_episodes=options.max_episodes,
         fold_threshold=options.fold_threshold,
+        min_share_of_best=options.min_share_of_best,
     )
     before, after = pass_stages(options.llm_passes, assembly, options.llm_prices)
     return [*stages, *before, assembly, *after]

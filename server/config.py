@@ -441,6 +441,14 @@ class Settings(BaseSettings):
         description="the relevance floor: candidates below it never enter the context; default measured "
         "per backend (0.10 hashed vectors, 0.15 a model, 0.02 with a reranker)",
     )
+    min_share_of_best: float | None = Field(
+        None,
+        ge=0.0,
+        lt=1.0,
+        description="a memory scoring below this share of the best match's score is filler beside it and "
+        "never enters the context, even below top_k; default 0.25 (measured), none with a reranker's "
+        "scores (not measured); 0: every memory above the relevance floor may",
+    )
     forget_min_relevance: float = Field(
         0.5,
         ge=0.0,

@@ -1,5 +1,6 @@
 """What recall says when it places fewer than ``top_k`` memories: none matched above the relevance floor,
-the LLM passes left some out, or char_budget had no room; when age decay, feedback weights or the
+the others scored far below the best match (filler), the LLM passes left some out, or char_budget had no
+room; when age decay, feedback weights or the
 instruction flag put a match that passed the floor below it as scored; and when its vector search skipped
 memories that have no vector of the active embedder."""
 
@@ -33,8 +34,19 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     by_passes = (
         f"; the language model's context or fact selection left out {left_out} more" if left_out else ""
     )
-    from retrieval.stages.assembly import left_out_by_caps, left_out_for_room  # (numpy: after the handshake)
+    from retrieval.stages.assembly import (  # (numpy: after the handshake)
+        left_out_as_filler,
+        left_out_by_caps,
+        left_out_for_room,
+    )
 
+    filler = left_out_as_filler(result.candidates)
+    by_passes += (
+        f"; {filler} more matched far below the best match (under MEMORIA_MIN_SHARE_OF_BEST of its "
+        f"score, a server setting) and {'was' if filler == 1 else 'were'} left out as filler"
+        if filler
+        else ""
+    )
     summaries, episodes = left_out_by_caps(result.candidates)
     capped = _capped(summaries, episodes)
     no_room = left_out_for_room(result.candidates)

@@ -2,6 +2,8 @@
 
 1. Select in final order: at most ``top_k`` directly matched facts and artifacts (plus the episode
    siblings they brought), ``top_k_episodes`` episode summaries and ``max_episodes`` distinct episodes.
+   A memory scoring below ``min_share_of_best`` of the best match's score is filler beside it and never
+   placed, even when top_k is not reached (``far_below``; by default a quarter of fused relevance).
    A near-duplicate of a memory already selected (same SimHash cluster, or token Jaccard >=
    ``fold_threshold``) takes no slot: it is the corroboration of the one shown, not new information. A
    text that negates is no twin of one that does not, nor one with two parts swapped (``swapped_spans``).
@@ -170,6 +172,35 @@ FOLDED = ": folded into it"  # ends the exclusion reason of a folded near-duplic
 # How the exclusion reasons of the context's two caps begin (``tools.recall_notes`` counts them).
 SUMMARY_CUT = "ranked below the top_k_episodes="
 EPISODE_CAP = "its episode is beyond the max_episodes="
+FAR_BELOW = "far below the best match: "  # begins the reason a memory was left out as filler
+
+
+# The share of the best match's score under which a memory is filler, for fused relevance (vectors and
+# BM25). Measured on LoCoMo with both backends (docs/retrieval.md, "Filler beside the best match"): a
+# context holds about 40% fewer memories and characters, R@5 and R@10 do not move (best first and in
+# context order), and 0.005-0.009 of the questions lose their evidence from the context with the filler.
+# A reranker's scores spread otherwise (a cross-encoder's are near 0 or 1), not measured here: no share.
+FUSED_SHARE_OF_BEST = 0.25
+
+
+def far_below(candidates: Sequence[Candidate], configured: float | None) -> tuple[float, float]:
+    """(share, best): a memory scoring under ``share x best`` is filler beside this recall's best match,
+    ``best`` being the best direct match's final score (a match an LLM pass dropped aside) without what a
+    feedback weight above 1 added. A memory that helped rises above the cut by its weight, but raises no
+    bar for the others: filler is a matter of matching the query. ``configured``: ``min_share_of_best``;
+    None for the default of the relevance's kind (``FUSED_SHARE_OF_BEST``, or none when a reranker scored
+    the candidates)."""
+    direct = [c for c in candidates if c.source == "direct" and c.dropped is None]
+    if configured is None:
+        reranked = any(c.rerank_score is not None for c in direct)
+        configured = 0.0 if reranked else FUSED_SHARE_OF_BEST
+    return configured, max((c.final_score / _weight_applied(c) for c in direct), default=0.0)
+
+
+def _weight_applied(candidate: Candidate) -> float:
+    """The feedback weight its score carries, when above 1 (1 otherwise, or when weighting is off)."""
+    boosted = candidate.boosted_score
+    return max(1.0, candidate.weighted_score / boosted) if boosted > 0.0 else 1.0
 
 
 class _Twins:
@@ -241,9 +272,11 @@ def select(
     top_k_episodes: int,
     max_episodes: int,
     fold_threshold: float | None = None,
+    min_share_of_best: float | None = 0.0,
 ) -> tuple[list[Candidate], dict[str, str], dict[str, str]]:
     """The memories to place, in final order, the reason each other candidate was left out, and the
     near-duplicates folded into a memory placed (id -> that memory's id)."""
+    share, best = far_below(candidates, min_share_of_best)
     chosen: list[Candidate] = []
     chosen_ids: set[str] = set()
     reasons: dict[str, str] = {}
@@ -255,6 +288,12 @@ def select(
         memory = candidate.memory
         if candidate.dropped is not None:  # an LLM pass (context or fact selection) left it out
             reasons[candidate.id] = candidate.dropped
+            continue
+        if candidate.final_score < share * best:
+            reasons[candidate.id] = (
+                f"{FAR_BELOW}scored {candidate.final_score:.3f}, under {share:g} of the best match's "
+                f"{best:.3f} before outcome weights (MEMORIA_MIN_SHARE_OF_BEST)"
+            )
             continue
         if memory.kind == "episode" and summaries >= top_k_episodes:
             reasons[candidate.id] = f"{SUMMARY_CUT}{top_k_episodes} cut"
@@ -390,6 +429,15 @@ def left_out_by_caps(candidates: Sequence[Candidate]) -> tuple[int, int]:
     )
 
 
+def left_out_as_filler(candidates: Sequence[Candidate]) -> int:
+    """Direct matches above the relevance floor left out for scoring far below the best match."""
+    return sum(
+        1
+        for c in candidates
+        if c.source == "direct" and not c.in_context and (c.exclusion_reason or "").startswith(FAR_BELOW)
+    )
+
+
 def left_out_for_room(candidates: Sequence[Candidate]) -> int:
     """Direct matches the selection kept that the context had no room for (``char_budget``)."""
     return sum(
@@ -411,6 +459,7 @@ def assemble(
     top_k_episodes: int = 3,
     max_episodes: int = 10,
     fold_threshold: float | None = None,
+    min_share_of_best: float | None = 0.0,
     time_zone: str | None = None,
 ) -> tuple[tuple[Candidate, ...], str]:
     """Return the candidates (in final order) marked in or out of the context, and the context
@@ -422,6 +471,7 @@ def assemble(
         top_k_episodes=top_k_episodes,
         max_episodes=max_episodes,
         fold_threshold=fold_threshold,
+        min_share_of_best=min_share_of_best,
     )
     positions: dict[str, int] = {}
     if len(context) > char_budget:  # not even the header fits: every chosen memory is left out for room
@@ -498,8 +548,10 @@ class AssemblyStage:
         top_k_episodes: int = 3,
         max_episodes: int = 10,
         fold_threshold: float | None = None,
+        min_share_of_best: float | None = 0.0,
     ) -> None:
         self._episodes = episodes
+        self._min_share_of_best = min_share_of_best
         self._top_k_episodes = top_k_episodes
         self._max_episodes = max_episodes
         self._fold_threshold = fold_threshold
@@ -518,6 +570,7 @@ class AssemblyStage:
             top_k_episodes=summaries_wanted(request, self._top_k_episodes),
             max_episodes=self._max_episodes,
             fold_threshold=self._fold_threshold,
+            min_share_of_best=self._min_share_of_best,
             time_zone=request.time_zone,
         )
         included = sum(1 for candidate in marked if candidate.in_context)

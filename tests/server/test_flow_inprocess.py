@@ -115,15 +115,22 @@ async def test_recall_returns_only_what_clears_the_relevance_floor_and_says_so(s
     async with connected(server_with(settings)) as client:
         ids = {text: (await call(client, "remember", {"content": text}))["id"] for text in (POOL, PORT, CAT)}
         found = await call(client, "recall", {"query": "postgres connection pool size", "top_k": 10})
-        # The cat matches nothing of the query: below the floor (0.10 offline), it is not filler here.
+        # The cat matches nothing of the query: below the floor (0.10 offline). The port matches only
+        # "postgres": above the floor, but under a quarter of the pool's score, filler beside it.
         assert [(m["id"], m["rank"], m["position"], m["source"]) for m in found["memories"]] == [
-            (ids[POOL], 1, 1, "direct"),
-            (ids[PORT], 2, 2, "direct"),
+            (ids[POOL], 1, 1, "direct")
         ]
-        assert (
-            found["note"]
-            == "2 memories matched the query above the relevance floor (0.1), fewer than top_k=10"
+        assert found["note"] == (
+            "1 memory matched the query above the relevance floor (0.1), fewer than top_k=10; 1 more matched "
+            "far below the best match (under MEMORIA_MIN_SHARE_OF_BEST of its score, a server setting) and "
+            "was left out as filler"
         )
+        why = await call(client, "explain_ranking", {"retrieval_id": found["retrieval_id"]})
+        [port] = [c for c in why["candidates"] if c["id"] == ids[PORT]]
+        assert port["reason"].startswith("far below the best match: scored ")
+        assert port["reason"].endswith(" (MEMORIA_MIN_SHARE_OF_BEST)")
+        both = await call(client, "recall", {"query": "postgres", "top_k": 10})
+        assert [(m["rank"], m["position"]) for m in both["memories"]] == [(1, 1), (2, 2)]
         nothing = await call(client, "recall", {"query": "kubernetes ingress certificates"})
         assert (nothing["memories"], nothing["context"]) == ([], "")
         assert (

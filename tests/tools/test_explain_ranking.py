@@ -142,7 +142,7 @@ def test_explain_shows_the_author_discount_when_the_query_names_another_agent(ru
     own = remember(
         RememberInput(content="I made a pottery bowl in my class"), runtime, Caller("Melanie", "s2")
     ).id
-    recalled = recall(RecallInput(query="What pottery has Melanie made?", top_k=2), runtime, CALLER)
+    recalled = recall(RecallInput(query="Which pottery bowl did Melanie make?", top_k=2), runtime, CALLER)
     assert [m.id for m in recalled.memories] == [own, mention]
     out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
     by_id = {c.id: c for c in out.candidates}

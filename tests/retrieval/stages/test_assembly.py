@@ -282,6 +282,39 @@ def test_a_sibling_comes_only_with_the_memory_that_brought_it():
     assert by_id["kept-source"].in_context
 
 
+def test_a_memory_under_the_share_of_the_best_match_is_left_out_as_filler_even_below_top_k():
+    candidates = (
+        grouped("best", "ep-a", 0.80),
+        grouped("close", "ep-b", 0.21),
+        grouped("at-share", "ep-c", 0.20),  # 0.25 x 0.80 = 0.20: at the share it stays
+        grouped("filler", "ep-d", 0.19),
+        grouped("sibling", "ep-a", 0.15, sibling_of="best"),
+    )
+    marked, context = assemble(
+        candidates, top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=0.25
+    )
+    by_id = {c.id: c for c in marked}
+    assert [c.id for c in marked if c.in_context] == ["best", "close", "at-share"]
+    assert by_id["filler"].exclusion_reason == (
+        "far below the best match: scored 0.190, under 0.25 of the best match's 0.800 before outcome weights "
+        "(MEMORIA_MIN_SHARE_OF_BEST)"
+    )
+    assert by_id["sibling"].exclusion_reason.startswith("far below the best match: scored 0.150")
+    assert "text of filler" not in context and "text of sibling" not in context
+
+
+def test_no_share_of_the_best_keeps_every_match_and_a_match_left_out_by_a_pass_is_not_the_best():
+    candidates = (grouped("dropped", "ep-a", 0.90), grouped("m1", "ep-b", 0.40), grouped("m2", "ep-c", 0.12))
+    candidates = (candidates[0].revised(dropped="left out by the context selection"), *candidates[1:])
+    everything, _ = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r")
+    assert [c.id for c in everything if c.in_context] == ["m1", "m2"]
+    # The best placed match is m1 (0.40): m2 at 0.12 is above 0.25 x 0.40 = 0.10, though under 0.25 x 0.90.
+    shared, _ = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=0.25)
+    assert [c.id for c in shared if c.in_context] == ["m1", "m2"]
+    half, _ = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=0.5)
+    assert [c.id for c in half if c.in_context] == ["m1"]
+
+
 def test_episode_summaries_count_against_top_k_episodes_and_residual_episodes_come_last():
     candidates = (
         grouped("summary-1", "ep-x", 0.99, kind="episode"),
@@ -419,3 +452,28 @@ def test_a_dispute_mark_names_no_memory_that_did_not_fit():
     )
     assert [c.id for c in marked if c.in_context] == ["denial"]
     assert "· DISPUTED by newer again\n" in context
+
+
+def test_by_default_a_quarter_of_fused_relevance_is_the_share_and_a_rerankers_scores_have_none():
+    fused = (grouped("best", "ep-a", 0.80), grouped("filler", "ep-b", 0.19))
+    marked, _ = assemble(fused, top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=None)
+    assert [c.in_context for c in marked] == [True, False]
+    # A cross-encoder's scores sit near 0 or 1; no share was measured for them: the weak match stays.
+    reranked = tuple(c.revised(rerank_score=c.final_score) for c in fused)
+    marked, _ = assemble(reranked, top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=None)
+    assert [c.in_context for c in marked] == [True, True]
+
+
+def test_a_weight_that_lifted_the_best_match_raises_no_bar_for_the_others():
+    # The best match helped before: relevance 0.60 x weight 1.5 = 0.90. The bar is 0.25 x 0.60 = 0.15,
+    # not 0.25 x 0.90 = 0.225: a match at 0.20 is no filler for being beside a memory that helped.
+    helped = grouped("helped", "ep-a", 0.90).revised(relevance_score=0.60, feedback_weight=1.5)
+    other = grouped("other", "ep-b", 0.20).revised(relevance_score=0.20)
+    weak = grouped("weak", "ep-c", 0.14).revised(relevance_score=0.14)
+    marked, _ = assemble(
+        (helped, other, weak), top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=0.25
+    )
+    assert [c.in_context for c in marked] == [True, True, False]
+    assert marked[2].exclusion_reason.startswith(
+        "far below the best match: scored 0.140, under 0.25 of the best match's 0.600"
+    )
