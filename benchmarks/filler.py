@@ -146,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         for share, found in by_share.items():
             print(
                 f"  {share:<6} {found['shown']:>6} {found['answers shown']:>8} {found['filler shown']:>7} "
-                f"{found['answers missed']:>7} {found['unanswerable answered with nothing']:>19} of "
-                f"{found['unanswerable']}"
+                f"{found['answers missed']:>7} "
+                + f"{found['unanswerable answered with nothing']} of {found['unanswerable']}".rjust(25)
             )
     write_json(args.out, runs)
     return 0

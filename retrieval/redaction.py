@@ -83,10 +83,18 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     # of its length (1.5 s for 20,000 characters, the longest content), every letter a scheme's start.
     ("url-password", re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{0,31}://[^\s:/@\"'<>]+:([^\s@/\"'<>]+)@"), 1),
     (
+        # A setting: "password=...", "api_key: ...", "secret:...", a quoted value ("secret": "..."), or a
+        # value that ends its line ("password: changeme" in YAML). After ": " in the middle of a line the
+        # value must look like one, with a digit, a symbol or a capital after its first letter: a sentence
+        # goes on there ("to rotate the webhook secret: update /orderly/prod/... and redeploy" keeps
+        # "update"; a new user's trial found it redacted).
         "password",
         re.compile(
             r"(?i)\b(?:password|passwd|pwd|passphrase|secret|client_secret|api_?key|apikey|access_?token"
-            r"|auth_?token|refresh_?token|private_?key)[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{6,})"
+            r"|auth_?token|refresh_?token|private_?key)[\"']?"
+            r"(?:\s*=\s*[\"']?|:(?![ \t])[\"']?|:\s*[\"']|:\s*(?=[^\s\"',;]*(?:[0-9!@#$%^&*_+=/.~\\-]|(?-i:[^\s\"',;]+[A-Z])))"
+            r"|:[ \t]*(?=[^\s\"',;]{6,}[ \t]*(?:\r?\n|$)))"
+            r"([^\s\"',;]{6,})"
         ),
         1,
     ),

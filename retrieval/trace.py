@@ -223,6 +223,8 @@ class ContextAssembled:
     chars: int
     char_budget: int
     folded: int = 0  # near-duplicates of placed memories, left out without taking a slot
+    filler: int = 0  # direct matches left out as filler beside the best match
+    share_of_best: float = 0.0  # the share of the best match under which a memory is filler (0: none)
 
 
 TraceEvent = (

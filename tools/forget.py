@@ -146,11 +146,13 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     # A retraction takes active memories; a purge also erases the text of inactive ones (retracted or
     # superseded), but one already purged has nothing left to erase.
     eligible = [m for m in targets if m.status == "active" or (args.mode == "purge" and m.status != "purged")]
-    # A purge erases for good: of several memories a query matched, shown first unless dry_run=false was said.
+    # A purge erases for good: of several memories a query matched, shown first unless dry_run=false was
+    # said, and so is the one max_memories took of several (a new user's trial: max_memories=1 purged the
+    # first of two flaky-test notes at once, where max_memories=3 showed all three first).
     shown_first = (
         args.query is not None
         and args.mode == "purge"
-        and len(eligible) > 1
+        and (len(eligible) > 1 or (eligible and left_matching is not None))
         and "dry_run" not in args.model_fields_set
     )
     if shown_first:
@@ -197,7 +199,11 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         notes.insert(
             0,
             f"dry run: a purge erases for good, and {len(eligible)} memories match; check them, then call "
-            "again with dry_run=false to purge them",
+            "again with dry_run=false to purge them"
+            if len(eligible) > 1
+            else "dry run: a purge erases for good, and more memories match the query than "
+            f"max_memories={args.max_memories} takes; check this one, then call again with dry_run=false to "
+            "purge it (or pass its memory_id)",
         )
     note = "; ".join(notes) or None
     if args.tag is not None:

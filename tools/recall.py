@@ -128,7 +128,8 @@ class RecallOutput(BaseModel):
     note: str | None = Field(
         None,
         description="Set when fewer than top_k memories were placed: only memories above the relevance floor "
-        "are returned, never filler; says how many did not fit in char_budget (raise it to see them).",
+        "are returned, never filler far below the best match; says how many were left out as filler and how "
+        "many did not fit in char_budget (raise it to see them).",
     )
     warnings: list[str] = Field(default_factory=list)
     window: dict[str, str | None] | None = Field(

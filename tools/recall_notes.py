@@ -1,8 +1,7 @@
 """What recall says when it places fewer than ``top_k`` memories: none matched above the relevance floor,
-the others scored far below the best match (filler), the LLM passes left some out, or char_budget had no
-room; when age decay, feedback weights or the
-instruction flag put a match that passed the floor below it as scored; and when its vector search skipped
-memories that have no vector of the active embedder."""
+some matched far below the best match (filler), the LLM passes left some out, or char_budget had no room;
+when age decay, feedback weights or the instruction flag put a match that passed the floor below it as
+scored; and when its vector search skipped memories that have no vector of the active embedder."""
 
 from __future__ import annotations
 
@@ -34,19 +33,10 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     by_passes = (
         f"; the language model's context or fact selection left out {left_out} more" if left_out else ""
     )
-    from retrieval.stages.assembly import (  # (numpy: after the handshake)
-        left_out_as_filler,
-        left_out_by_caps,
-        left_out_for_room,
-    )
+    from retrieval.stages.assembly import left_out_by_caps, left_out_for_room  # (numpy: after the handshake)
+    from retrieval.stages.filler import left_out_as_filler
 
     filler = left_out_as_filler(result.candidates)
-    by_passes += (
-        f"; {filler} more matched far below the best match (under MEMORIA_MIN_SHARE_OF_BEST of its "
-        f"score, a server setting) and {'was' if filler == 1 else 'were'} left out as filler"
-        if filler
-        else ""
-    )
     summaries, episodes = left_out_by_caps(result.candidates)
     capped = _capped(summaries, episodes)
     no_room = left_out_for_room(result.candidates)
@@ -58,27 +48,53 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
             f"in char_budget={result.trace.char_budget}: raise char_budget to see "
             + ("them" if not direct else f"the other {no_room}")
             + by_passes
+            + _filler(result, filler, "more")
             + (f"; {capped}" if capped else "")
         )
     if not result.in_context:
         if capped:
-            return f"no memory was placed: {capped}" + by_passes
+            return f"no memory was placed: {capped}" + by_passes + _filler(result, filler, "more")
         if left_out:
-            return f"{EMPTIED_BY_PASSES}: the language model's context or fact selection left out all {left_out} memories that matched"
+            return (
+                f"{EMPTIED_BY_PASSES}: the language model's context or fact selection left out all {left_out} "
+                "memories that matched" + _filler(result, filler, "more")
+            )
         return f"{NOTHING_MATCHED}: no memory matched the query{above}"
+    matched = direct + filler + summaries + episodes
+    fewer = f", fewer than top_k={top_k}" if matched < top_k else ""
     if capped:
-        matched = direct + summaries + episodes
         return (
-            f"{matched} memories matched the query{above}"
-            + (f", fewer than top_k={top_k}" if matched < top_k else "")
-            + f"; {direct} are shown: {capped}"
+            f"{matched} memories matched the query{above}{fewer}; {direct} are shown: {capped}"
+            + _filler(result, filler, "of them")
             + _scored_below(result, floor)
             + by_passes
         )
     return (
-        f"{direct} memor{'y' if direct == 1 else 'ies'} matched the query{above}, fewer than top_k={top_k}"
+        f"{counted(matched, 'memory')} matched the query{above}{fewer}"
+        + _filler(result, filler, "of them")
         + _scored_below(result, floor)
         + by_passes
+    )
+
+
+def _filler(result: RecallResult, filler: int, which: str) -> str:
+    """The clause on the matches left out as filler beside the best match (``retrieval.stages.filler``)."""
+    if not filler:
+        return ""
+    from retrieval.trace import ContextAssembled
+
+    share = next(
+        (
+            event.share_of_best
+            for record in result.trace.stages
+            for event in record.events
+            if isinstance(event, ContextAssembled)
+        ),
+        0.0,
+    )
+    return (
+        f"; {filler} {which} matched the query under {share:g} of what the best match does and "
+        f"{'was' if filler == 1 else 'were'} left out as filler (the server's MEMORIA_MIN_SHARE_OF_BEST)"
     )
 
 

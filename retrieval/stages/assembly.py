@@ -2,11 +2,12 @@
 
 1. Select in final order: at most ``top_k`` directly matched facts and artifacts (plus the episode
    siblings they brought), ``top_k_episodes`` episode summaries and ``max_episodes`` distinct episodes.
-   A memory scoring below ``min_share_of_best`` of the best match's score is filler beside it and never
-   placed, even when top_k is not reached (``far_below``; by default a quarter of fused relevance).
+   A memory matching the query under ``min_share_of_best`` of the best match is filler beside it and is
+   not placed, even when top_k is not reached (``retrieval.stages.filler``; a quarter of fused relevance).
    A near-duplicate of a memory already selected (same SimHash cluster, or token Jaccard >=
    ``fold_threshold``) takes no slot: it is the corroboration of the one shown, not new information. A
-   text that negates is no twin of one that does not, nor one with two parts swapped (``swapped_spans``).
+   text that negates is no twin of one that does not, nor one with two parts swapped (``swapped_spans``),
+   nor one that names other values (terms with a digit: "100 requests a minute", "300 requests a minute").
 
 2. Group by episode: a header (title, time, agent), then the episode's summary, then its direct matches
    by score; groups ordered by their best direct match, so the best match comes first; groups with only
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from retrieval.stages.expansion import EpisodeSource
+from retrieval.stages.filler import filler_bar, left_out_as_filler, share_for
 from retrieval.stages.instructions import instruction_signals
 from retrieval.text import (
     cached_term_set,
@@ -172,41 +174,18 @@ FOLDED = ": folded into it"  # ends the exclusion reason of a folded near-duplic
 # How the exclusion reasons of the context's two caps begin (``tools.recall_notes`` counts them).
 SUMMARY_CUT = "ranked below the top_k_episodes="
 EPISODE_CAP = "its episode is beyond the max_episodes="
-FAR_BELOW = "far below the best match: "  # begins the reason a memory was left out as filler
 
 
-# The share of the best match's score under which a memory is filler, for fused relevance (vectors and
-# BM25). Measured on LoCoMo with both backends (docs/retrieval.md, "Filler beside the best match"): a
-# context holds about 40% fewer memories and characters, R@5 and R@10 do not move (best first and in
-# context order), and 0.005-0.009 of the questions lose their evidence from the context with the filler.
-# A reranker's scores spread otherwise (a cross-encoder's are near 0 or 1), not measured here: no share.
-FUSED_SHARE_OF_BEST = 0.25
-
-
-def far_below(candidates: Sequence[Candidate], configured: float | None) -> tuple[float, float]:
-    """(share, best): a memory scoring under ``share x best`` is filler beside this recall's best match,
-    ``best`` being the best direct match's final score (a match an LLM pass dropped aside) without what a
-    feedback weight above 1 added. A memory that helped rises above the cut by its weight, but raises no
-    bar for the others: filler is a matter of matching the query. ``configured``: ``min_share_of_best``;
-    None for the default of the relevance's kind (``FUSED_SHARE_OF_BEST``, or none when a reranker scored
-    the candidates)."""
-    direct = [c for c in candidates if c.source == "direct" and c.dropped is None]
-    if configured is None:
-        reranked = any(c.rerank_score is not None for c in direct)
-        configured = 0.0 if reranked else FUSED_SHARE_OF_BEST
-    return configured, max((c.final_score / _weight_applied(c) for c in direct), default=0.0)
-
-
-def _weight_applied(candidate: Candidate) -> float:
-    """The feedback weight its score carries, when above 1 (1 otherwise, or when weighting is off)."""
-    boosted = candidate.boosted_score
-    return max(1.0, candidate.weighted_score / boosted) if boosted > 0.0 else 1.0
+def _values(terms: frozenset[str]) -> frozenset[str]:
+    """The terms with a digit: a port, a count, a version's parts, a time's."""
+    return frozenset(term for term in terms if any(char.isdigit() for char in term))
 
 
 class _Twins:
     """The memories selected so far, to recognise a near-duplicate of one of them. A memory that negates
-    is never the twin of one that does not ("is not weekly" / "is weekly"), whatever their words or
-    their corroboration cluster say."""
+    is never the twin of one that does not ("is not weekly" / "is weekly"), nor one that names other
+    values of the twin ("port 5433" / "port 5434"), whatever their words or their corroboration cluster
+    say."""
 
     def __init__(self, threshold: float | None) -> None:
         self._threshold = threshold
@@ -221,7 +200,12 @@ class _Twins:
             return None
         negates = self._negates_of(candidate)
         chosen = self._clusters.get(candidate.cluster_canonical) if candidate.cluster_canonical else None
-        if chosen is not None and self._negates[chosen] == negates and not self._swapped(candidate, chosen):
+        if (
+            chosen is not None
+            and self._negates[chosen] == negates
+            and not self._swapped(candidate, chosen)
+            and not self._other_values(candidate, chosen)
+        ):
             return chosen
         terms = self._terms_of(candidate)
         if not terms:
@@ -234,8 +218,10 @@ class _Twins:
             smaller, larger = sorted((len(terms), len(chosen_terms)))
             if smaller / larger < self._threshold:
                 continue
-            if set_jaccard(terms, chosen_terms) >= self._threshold and not self._swapped(
-                candidate, chosen_id
+            if (
+                set_jaccard(terms, chosen_terms) >= self._threshold
+                and not self._swapped(candidate, chosen_id)
+                and not self._other_values(candidate, chosen_id)
             ):
                 return chosen_id
         return None
@@ -253,6 +239,12 @@ class _Twins:
         """Whether the two say the same words with two parts in each other's place (``swapped_spans``):
         "on Monday but not on Friday" is no twin of "on Friday but not on Monday"."""
         return swapped_spans(candidate.memory.content, self._texts[chosen_id]) is not None
+
+    def _other_values(self, candidate: Candidate, chosen_id: str) -> bool:
+        """Whether the two name different values (terms with a digit): "is 100 requests per minute" is no
+        twin of "is 300 requests per minute", though every other word is the same (a new user's trial saw
+        one value or the other, by how the question was put, and nothing said the other was there)."""
+        return _values(self._terms_of(candidate)) != _values(self._seen[chosen_id])
 
     def _negates_of(self, candidate: Candidate) -> bool:
         if candidate.id not in self._negates:
@@ -276,7 +268,7 @@ def select(
 ) -> tuple[list[Candidate], dict[str, str], dict[str, str]]:
     """The memories to place, in final order, the reason each other candidate was left out, and the
     near-duplicates folded into a memory placed (id -> that memory's id)."""
-    share, best = far_below(candidates, min_share_of_best)
+    bar = filler_bar(candidates, min_share_of_best)
     chosen: list[Candidate] = []
     chosen_ids: set[str] = set()
     reasons: dict[str, str] = {}
@@ -288,12 +280,6 @@ def select(
         memory = candidate.memory
         if candidate.dropped is not None:  # an LLM pass (context or fact selection) left it out
             reasons[candidate.id] = candidate.dropped
-            continue
-        if candidate.final_score < share * best:
-            reasons[candidate.id] = (
-                f"{FAR_BELOW}scored {candidate.final_score:.3f}, under {share:g} of the best match's "
-                f"{best:.3f} before outcome weights (MEMORIA_MIN_SHARE_OF_BEST)"
-            )
             continue
         if memory.kind == "episode" and summaries >= top_k_episodes:
             reasons[candidate.id] = f"{SUMMARY_CUT}{top_k_episodes} cut"
@@ -312,6 +298,9 @@ def select(
             continue
         if memory.kind != "episode" and candidate.source == "direct" and facts >= top_k:
             reasons[candidate.id] = f"ranked below the top_k={top_k} cut"
+            continue
+        if bar.holds_out(candidate):
+            reasons[candidate.id] = bar.reason(candidate)
             continue
         if memory.episode_id and memory.episode_id not in episodes and len(episodes) >= max_episodes:
             reasons[candidate.id] = f"{EPISODE_CAP}{max_episodes} cap"
@@ -426,15 +415,6 @@ def left_out_by_caps(candidates: Sequence[Candidate]) -> tuple[int, int]:
     return (
         sum(1 for reason in reasons if reason.startswith(SUMMARY_CUT)),
         sum(1 for reason in reasons if reason.startswith(EPISODE_CAP)),
-    )
-
-
-def left_out_as_filler(candidates: Sequence[Candidate]) -> int:
-    """Direct matches above the relevance floor left out for scoring far below the best match."""
-    return sum(
-        1
-        for c in candidates
-        if c.source == "direct" and not c.in_context and (c.exclusion_reason or "").startswith(FAR_BELOW)
     )
 
 
@@ -561,6 +541,7 @@ class AssemblyStage:
         episodes = (
             self._episodes.get_episodes(request.reach, episode_ids) if self._episodes and episode_ids else {}
         )
+        share = share_for([c for c in candidates if c.source == "direct"], self._min_share_of_best)
         marked, context = assemble(
             candidates,
             top_k=request.top_k,
@@ -570,11 +551,17 @@ class AssemblyStage:
             top_k_episodes=summaries_wanted(request, self._top_k_episodes),
             max_episodes=self._max_episodes,
             fold_threshold=self._fold_threshold,
-            min_share_of_best=self._min_share_of_best,
+            min_share_of_best=share,
             time_zone=request.time_zone,
         )
         included = sum(1 for candidate in marked if candidate.in_context)
         folded = sum(1 for c in marked if (c.exclusion_reason or "").endswith(FOLDED))
         return StageOutput(
-            marked, (ContextAssembled(included, len(context), request.char_budget, folded),), context
+            marked,
+            (
+                ContextAssembled(
+                    included, len(context), request.char_budget, folded, left_out_as_filler(marked), share
+                ),
+            ),
+            context,
         )

@@ -106,10 +106,12 @@ def build_sample(runtime: Runtime) -> Sample:
 @pytest.fixture
 def runtime(tmp_path) -> Runtime:
     """Every feedback step at the spec's EMA, named memories' too: the sample's ranks are worked out by
-    hand with it (the named step is tests/retrieval/test_outcomes.py's)."""
+    hand with it (the named step is tests/retrieval/test_outcomes.py's). Every match above the floor may
+    enter a context: the sample's weak matches (backup, 0.21 beside pool's 0.9 for "postgres pool") are
+    what the reports reorder, not filler (retrieval/stages/filler.py has its own tests)."""
     from tests.helpers import make_runtime, settings_for
 
-    built = make_runtime(settings_for(tmp_path / "store", feedback_named_alpha=0.2))
+    built = make_runtime(settings_for(tmp_path / "store", feedback_named_alpha=0.2, min_share_of_best=0.0))
     yield built
     built.close()
 

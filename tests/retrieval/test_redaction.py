@@ -27,6 +27,10 @@ CASES = [
     ),
     ("DATABASE_URL=postgres://app:hunter2secret@db.internal:5432/app", "url-password", "hunter2secret"),
     ("the staging password: Tr0ub4dor&3x is shared", "password", "Tr0ub4dor&3x"),
+    ("db:\n  user: app\n  password: changeme\n  host: db.internal", "password", "changeme"),  # a line's end
+    ('{"password": "changeme", "user": "app"}', "password", "changeme"),  # quoted
+    ("client_secret: abc-def-ghi for the bot", "password", "abc-def-ghi"),  # a symbol in it
+    ("api_key=abcdefgh in the env file", "password", "abcdefgh"),
     (
         "token ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + " for the bot",
         "github-token",
@@ -93,6 +97,9 @@ def test_the_text_around_a_secret_is_kept_as_it_was():
         "The passphrase is sha-hashed and user-defined.",
         "The password for staging is required; the password for the admin UI is rotated by CI.",
         "Reverted the commit that leaked the secret 9fceb02d0ae598e95dc970b74767f19372d61af8 last week.",
+        # A new user's trial: "update" was redacted as the secret's value.
+        "To rotate the Stripe webhook secret: update /orderly/prod/stripe in the vault and redeploy.",
+        "The one rule about the password: rotate it whenever someone leaves.",
     ],
 )
 def test_ordinary_prose_about_secrets_is_left_alone(prose):

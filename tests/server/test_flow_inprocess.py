@@ -121,14 +121,16 @@ async def test_recall_returns_only_what_clears_the_relevance_floor_and_says_so(s
             (ids[POOL], 1, 1, "direct")
         ]
         assert found["note"] == (
-            "1 memory matched the query above the relevance floor (0.1), fewer than top_k=10; 1 more matched "
-            "far below the best match (under MEMORIA_MIN_SHARE_OF_BEST of its score, a server setting) and "
-            "was left out as filler"
+            "2 memories matched the query above the relevance floor (0.1), fewer than top_k=10; 1 of them "
+            "matched the query under 0.25 of what the best match does and was left out as filler (the "
+            "server's MEMORIA_MIN_SHARE_OF_BEST)"
         )
         why = await call(client, "explain_ranking", {"retrieval_id": found["retrieval_id"]})
         [port] = [c for c in why["candidates"] if c["id"] == ids[PORT]]
-        assert port["reason"].startswith("far below the best match: scored ")
-        assert port["reason"].endswith(" (MEMORIA_MIN_SHARE_OF_BEST)")
+        assert port["reason"].startswith("far below the best match: matches the query at ")
+        assert port["reason"].endswith(f", the best match's ({ids[POOL]}) (MEMORIA_MIN_SHARE_OF_BEST)")
+        [assembled] = [e for s in why["stages"] if s["stage"] == "assembly" for e in s["events"]]
+        assert (assembled["filler"], assembled["share_of_best"]) == (1, 0.25)
         both = await call(client, "recall", {"query": "postgres", "top_k": 10})
         assert [(m["rank"], m["position"]) for m in both["memories"]] == [(1, 1), (2, 2)]
         nothing = await call(client, "recall", {"query": "kubernetes ingress certificates"})

@@ -588,6 +588,25 @@ def test_a_purge_by_query_of_several_memories_is_shown_first_unless_dry_run_fals
     assert not one.dry_run and status(runtime, weak.id) == "purged"  # one memory: purged as asked
 
 
+def test_a_purge_by_query_that_takes_one_of_several_matches_is_shown_first(runtime, monkeypatch):
+    """A new user's trial: forget(query="flaky test", mode="purge") with the default max_memories=1 purged
+    the first of two flaky-test notes at once, where max_memories=3 showed them first."""
+    first, second = notes(runtime, ["checkout e2e test is flaky", "login e2e test is flaky"])
+    fake = Relevances([(first, 0.8), (second, 0.57)])
+    monkeypatch.setattr(type(runtime.pipeline), "candidate_search", property(lambda _: fake))
+    shown = forget(ForgetInput(query="flaky test", mode="purge"), runtime, caller())
+    assert shown.dry_run and [m.id for m in shown.forgotten] == [first.id]
+    assert shown.note == (
+        "dry run: a purge erases for good, and more memories match the query than max_memories=1 takes; "
+        "check this one, then call again with dry_run=false to purge it (or pass its memory_id); 1 more "
+        "memory matches the query closely enough too (relevance >= 0.5; the next 0.57) and is left as it "
+        "is: raise `max_memories` (up to 20) to forget it as well"
+    )
+    assert [status(runtime, m.id) for m in (first, second)] == ["active", "active"]
+    said = forget(ForgetInput(query="flaky test", mode="purge", dry_run=False), runtime, caller())
+    assert not said.dry_run and [status(runtime, m.id) for m in (first, second)] == ["purged", "active"]
+
+
 def test_forget_by_query_says_at_least_when_more_match_than_it_looked_at(runtime, monkeypatch):
     found = notes(runtime, [f"billing note {n}" for n in range(23)])
     fake = Relevances([(memory, 0.9 - n / 100) for n, memory in enumerate(found)])

@@ -327,11 +327,34 @@ def test_no_memory_is_shown_below_the_relevance_floor_the_note_names(runtime):
     # The deploy fact passes the floor but scores under a quarter of the match: filler beside it.
     assert [memory.content[:22] for memory in out.memories] == ["Run the web tests with"]
     assert out.note == (
-        "1 memory matched the query above the relevance floor (0.1), fewer than top_k=10; 1 more matched far "
-        "below the best match (under MEMORIA_MIN_SHARE_OF_BEST of its score, a server setting) and was left "
-        "out as filler"
+        "2 memories matched the query above the relevance floor (0.1), fewer than top_k=10; 1 of them matched "
+        "the query under 0.25 of what the best match does and was left out as filler (the server's "
+        "MEMORIA_MIN_SHARE_OF_BEST)"
     )
     assert all(memory.score >= 0.1 for memory in out.memories)
+    # The filler counts among the matches: with top_k=2 two matched, not fewer than top_k.
+    two = recall(RecallInput(query="how do I run the web tests", top_k=2), runtime, CALLER)
+    assert two.note == (
+        "2 memories matched the query above the relevance floor (0.1); 1 of them matched the query under 0.25 "
+        "of what the best match does and was left out as filler (the server's MEMORIA_MIN_SHARE_OF_BEST)"
+    )
+
+
+def test_a_match_named_misleading_ranks_lower_but_is_never_left_out_as_filler(runtime):
+    """A review: one report naming a memory misleading (weight 0.25) put it under a quarter of the best
+    match's score, and it left every later context as "filler", though it matched the query as well as
+    before: a memory named misleading stays down, it does not vanish."""
+    from tools.report_outcome import ReportOutcomeInput, report_outcome
+
+    pool = remember(RememberInput(content="The postgres pool size is 20"), runtime, CALLER).id
+    port = remember(RememberInput(content="The postgres port is 5432"), runtime, CALLER).id
+    session = Caller("claude-code", "ses_misled")
+    first = recall(RecallInput(query="postgres pool and port"), runtime, session)
+    assert [m.id for m in first.memories] == [port, pool]
+    report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[pool]), runtime, session)
+    again = recall(RecallInput(query="postgres pool and port"), runtime, CALLER)
+    assert [m.id for m in again.memories] == [port, pool]
+    assert again.memories[1].score < 0.25 * again.memories[0].score  # ranked far lower, still shown
 
 
 def test_the_note_says_when_age_decay_scored_a_match_below_the_floor(runtime):

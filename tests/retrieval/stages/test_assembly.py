@@ -296,10 +296,12 @@ def test_a_memory_under_the_share_of_the_best_match_is_left_out_as_filler_even_b
     by_id = {c.id: c for c in marked}
     assert [c.id for c in marked if c.in_context] == ["best", "close", "at-share"]
     assert by_id["filler"].exclusion_reason == (
-        "far below the best match: scored 0.190, under 0.25 of the best match's 0.800 before outcome weights "
+        "far below the best match: matches the query at 0.190, under 0.25 x 0.800, the best match's (best) "
         "(MEMORIA_MIN_SHARE_OF_BEST)"
     )
-    assert by_id["sibling"].exclusion_reason.startswith("far below the best match: scored 0.150")
+    assert by_id["sibling"].exclusion_reason.startswith(
+        "far below the best match: matches the query at 0.150"
+    )
     assert "text of filler" not in context and "text of sibling" not in context
 
 
@@ -371,7 +373,8 @@ def test_grouped_assembly_never_exceeds_the_budget_and_numbers_memories_in_order
 def test_a_pair_exactly_at_the_fold_threshold_is_folded(threshold, shared, extra):
     # Jaccard = shared / (shared + extra), exactly the threshold: 14/25, 243/300, 1/2 (where the threshold
     # times the larger size rounds above the smaller one in floating point: 0.56 x 25 = 14.000000000000002).
-    words = [f"zq{n:04d}" for n in range(shared + extra)]
+    # Distinct words without digits (a term with a digit is a value, and other values make no twins).
+    words = ["zq" + "".join("klmnopqrtu"[int(d)] for d in f"{n:04d}") for n in range(shared + extra)]
     smaller = candidate("a", " ".join(words[:shared]))
     larger = candidate("b", " ".join(words))
     assert set_jaccard(term_set(smaller.memory.content), term_set(larger.memory.content)) == threshold
@@ -419,6 +422,27 @@ def test_two_memories_with_two_parts_in_each_others_place_are_no_twins():
     assert [c.id for c in marked if c.in_context] == ["old", "new"]
     assert marked[2].exclusion_reason == "a near-duplicate of old, which is in the context: folded into it"
     assert "allowed on Friday but not on Monday" in context
+
+
+def test_two_memories_that_name_other_values_are_no_twins():
+    """A new user's trial: "... is 100 requests per minute per API key" and the same with 300 (token Jaccard
+    9/10, the same SimHash cluster) were folded into each other: recall showed one value or the other,
+    by how the question was put, and nothing said the other was there."""
+    older = replace(
+        candidate("old", "Rate limit for the public API is 100 requests per minute per API key."),
+        cluster_canonical="old",
+    )
+    newer = replace(
+        candidate("new", "Rate limit for the public API is 300 requests per minute per API key."),
+        cluster_canonical="old",
+    )
+    same = candidate("same", "Rate limit for the public API: 100 requests per minute per API key")
+    marked, context = assemble(
+        (older, newer, same), top_k=3, char_budget=10_000, retrieval_id="r", fold_threshold=0.85
+    )
+    assert [c.id for c in marked if c.in_context] == ["old", "new"]
+    assert marked[2].exclusion_reason == "a near-duplicate of old, which is in the context: folded into it"
+    assert "is 300 requests per minute" in context
 
 
 def test_a_dispute_mark_naming_a_folded_memory_says_where_its_words_are_shown():
@@ -474,6 +498,45 @@ def test_a_weight_that_lifted_the_best_match_raises_no_bar_for_the_others():
         (helped, other, weak), top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=0.25
     )
     assert [c.in_context for c in marked] == [True, True, False]
-    assert marked[2].exclusion_reason.startswith(
-        "far below the best match: scored 0.140, under 0.25 of the best match's 0.600"
+    assert marked[2].exclusion_reason == (
+        "far below the best match: matches the query at 0.140, under 0.25 x 0.600, the best match's (helped), "
+        "both read without outcome weights and age decay (MEMORIA_MIN_SHARE_OF_BEST)"
     )
+
+
+def test_age_and_a_misleading_report_lower_a_match_but_never_make_it_filler():
+    # Relevance 0.90 faded to 0.09 by age (decay 0.1); relevance 0.84 named misleading (weight 0.25: 0.21).
+    # Read without them they match at 0.90 and 0.84, above 0.25 x 0.97 of the best: both stay, ranked low.
+    best = grouped("best", "ep-a", 0.97).revised(relevance_score=0.97)
+    faded = grouped("faded", "ep-b", 0.09).revised(relevance_score=0.90, decay_factor=0.1)
+    misled = grouped("misled", "ep-c", 0.21).revised(relevance_score=0.84, feedback_weight=0.25)
+    weak = grouped("weak", "ep-d", 0.20).revised(relevance_score=0.20)
+    marked, _ = assemble(
+        (best, misled, weak, faded), top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=0.25
+    )
+    assert {c.id: c.in_context for c in marked} == {
+        "best": True,
+        "misled": True,
+        "weak": False,
+        "faded": True,
+    }
+
+
+def test_an_episode_summary_sets_no_bar_for_the_facts_but_among_summaries_alone_the_best_does():
+    summary = grouped("summary", "ep-a", 0.95, kind="episode")
+    facts = tuple(grouped(f"f{i}", f"ep-{i}", score) for i, score in enumerate((0.40, 0.15, 0.09)))
+    marked, _ = assemble(
+        (summary, *facts), top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=0.25
+    )
+    # The bar is 0.25 x 0.40, the best fact's (0.25 x 0.95 would have cut 0.15 too).
+    assert [c.id for c in marked if c.in_context] == ["summary", "f0", "f1"]
+    assert marked[3].exclusion_reason.startswith("far below the best match: matches the query at 0.090")
+    summaries = (summary, grouped("summary-2", "ep-b", 0.20, kind="episode"))
+    marked, _ = assemble(summaries, top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=0.25)
+    assert [c.in_context for c in marked] == [True, False]  # 0.20 < 0.25 x 0.95
+
+
+def test_a_match_beyond_top_k_is_cut_by_top_k_not_called_filler():
+    candidates = tuple(grouped(f"f{i}", f"ep-{i}", score) for i, score in enumerate((0.80, 0.50, 0.10)))
+    marked, _ = assemble(candidates, top_k=2, char_budget=10_000, retrieval_id="r", min_share_of_best=0.25)
+    assert marked[2].exclusion_reason == "ranked below the top_k=2 cut"
