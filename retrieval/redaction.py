@@ -83,18 +83,39 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     # of its length (1.5 s for 20,000 characters, the longest content), every letter a scheme's start.
     ("url-password", re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{0,31}://[^\s:/@\"'<>]+:([^\s@/\"'<>]+)@"), 1),
     (
-        # A setting: "password=...", "api_key: ...", "secret:...", a quoted value ("secret": "..."), or a
-        # value that ends its line ("password: changeme" in YAML). After ": " in the middle of a line the
-        # value must look like one, with a digit, a symbol or a capital after its first letter: a sentence
-        # goes on there ("to rotate the webhook secret: update /orderly/prod/... and redeploy" keeps
-        # "update"; a new user's trial found it redacted).
+        # A setting whose name is no word of prose: "api_key: ...", "client_secret=...", "access_token ...".
         "password",
         re.compile(
-            r"(?i)\b(?:password|passwd|pwd|passphrase|secret|client_secret|api_?key|apikey|access_?token"
-            r"|auth_?token|refresh_?token|private_?key)[\"']?"
-            r"(?:\s*=\s*[\"']?|:(?![ \t])[\"']?|:\s*[\"']|:\s*(?=[^\s\"',;]*(?:[0-9!@#$%^&*_+=/.~\\-]|(?-i:[^\s\"',;]+[A-Z])))"
-            r"|:[ \t]*(?=[^\s\"',;]{6,}[ \t]*(?:\r?\n|$)))"
+            r"(?i)(?<![a-z0-9])(?:client_secret|api_?key|apikey|access_?token|auth_?token|refresh_?token"
+            r"|private_?key)[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{6,})"
+        ),
+        1,
+    ),
+    (
+        # A setting named by a word of prose, "password", "secret" (also "DB_PASSWORD"): after "=", after a
+        # colon with no space or a tab, a quoted value, or a value that ends its line (before a "#" comment
+        # too; "password: changeme" in YAML), or one followed by another setting ("{password: changeme,
+        # user: app}"); not a word that ends a sentence ("... secret: update."). After ": " in the middle
+        # of a sentence the value must look like one, with a digit,
+        # a symbol, a point or hyphen inside it or a capital after its first letter: a sentence goes on
+        # there ("to rotate the webhook secret: update the vault entry" keeps "update"; a new user's trial
+        # found it redacted). Each lookahead scans the value once (no nested repeats: linear time).
+        "password",
+        re.compile(
+            r"(?i)(?<![a-z0-9])(?:password|passwd|pwd|passphrase|secret)[\"']?\s*"
+            r"(?:=\s*[\"']?|:(?=[^\s])[\"']?|:\t[ \t]*[\"']?|:\s*[\"']"
+            r"|:\s*(?=[^\s\"',;]*[0-9!@#$%^&*_+=/~\\]|[^\s\"',;]*[.\-][^\s\"',;.\-]|[^\s\"',;]+(?-i:[A-Z]))"
+            r"|:[ \t]*(?=[^\s\"',;]{5,}[^\s\"',;.!?:](?:[ \t]*(?:\r?\n|$)|[ \t]+#|[}\]]|,\s*[\w\"']+\s*:)))"
             r"([^\s\"',;]{6,})"
+        ),
+        1,
+    ),
+    (
+        # A command line's flag: "--password hunter2", "--api-key=...", "--token abc123".
+        "password",
+        re.compile(
+            r"(?i)(?<![\w-])--(?:password|passwd|passphrase|secret|token|api-?key|access-?token)(?:=|\s+)"
+            r"[\"']?([^\s\"',;]{4,})"
         ),
         1,
     ),

@@ -445,9 +445,9 @@ class Settings(BaseSettings):
         None,
         ge=0.0,
         lt=1.0,
-        description="a memory scoring below this share of the best match's score is filler beside it and "
-        "never enters the context, even below top_k; default 0.25 (measured), none with a reranker's "
-        "scores (not measured); 0: every memory above the relevance floor may",
+        description="a memory matching the query under this share of what the best match does is filler "
+        "beside it and never enters the context, even below top_k; default 0.25 (measured), none with a "
+        "reranker's scores (not measured); 0: every memory above the relevance floor may",
     )
     forget_min_relevance: float = Field(
         0.5,

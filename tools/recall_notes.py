@@ -64,15 +64,16 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     fewer = f", fewer than top_k={top_k}" if matched < top_k else ""
     if capped:
         return (
-            f"{matched} memories matched the query{above}{fewer}; {direct} are shown: {capped}"
-            + _filler(result, filler, "of them")
+            f"{matched} memories matched the query{above}{fewer}"
             + _scored_below(result, floor)
+            + f"; {direct} {'is' if direct == 1 else 'are'} shown: {capped}"
+            + _filler(result, filler, f"of the {matched}")
             + by_passes
         )
     return (
         f"{counted(matched, 'memory')} matched the query{above}{fewer}"
-        + _filler(result, filler, "of them")
         + _scored_below(result, floor)
+        + _filler(result, filler, f"of the {matched}")
         + by_passes
     )
 

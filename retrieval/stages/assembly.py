@@ -28,6 +28,7 @@ characters and zero-width spaces are shown escaped everywhere (``retrieval.text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -176,9 +177,18 @@ SUMMARY_CUT = "ranked below the top_k_episodes="
 EPISODE_CAP = "its episode is beyond the max_episodes="
 
 
-def _values(terms: frozenset[str]) -> frozenset[str]:
-    """The terms with a digit: a port, a count, a version's parts, a time's."""
-    return frozenset(term for term in terms if any(char.isdigit() for char in term))
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+
+
+def numbers(text: str) -> frozenset[str]:
+    """The numbers ``text`` names, written one way: a thousands comma dropped ("5,000" is "5000"), a time's
+    colon read as a point and leading zeros dropped ("09:00" is "9.0"), whatever is around them ("v1.2"
+    and "1.2", "30s" and "30 s" name the same)."""
+    found = set()
+    for match in _NUMBER.finditer(text):
+        written = re.sub(r",(?=\d{3}(?!\d))", "", match.group()).replace(":", ".")
+        found.add(".".join(str(int(part)) if part.isdigit() else part for part in written.split(".")))
+    return frozenset(found)
 
 
 class _Twins:
@@ -194,6 +204,7 @@ class _Twins:
         self._seen: dict[str, frozenset[str]] = {}  # candidate id -> its term set, computed once
         self._negates: dict[str, bool] = {}  # candidate id -> whether it negates, computed once
         self._texts: dict[str, str] = {}  # selected candidate id -> its text
+        self._numbers: dict[str, frozenset[str]] = {}  # candidate id -> the numbers it names, computed once
 
     def of(self, candidate: Candidate) -> str | None:
         if self._threshold is None:
@@ -241,10 +252,17 @@ class _Twins:
         return swapped_spans(candidate.memory.content, self._texts[chosen_id]) is not None
 
     def _other_values(self, candidate: Candidate, chosen_id: str) -> bool:
-        """Whether the two name different values (terms with a digit): "is 100 requests per minute" is no
+        """Whether the two name different numbers (``numbers``): "is 100 requests per minute" is no
         twin of "is 300 requests per minute", though every other word is the same (a new user's trial saw
         one value or the other, by how the question was put, and nothing said the other was there)."""
-        return _values(self._terms_of(candidate)) != _values(self._seen[chosen_id])
+        return self._numbers_of(candidate.id, candidate.memory.content) != self._numbers_of(
+            chosen_id, self._texts[chosen_id]
+        )
+
+    def _numbers_of(self, candidate_id: str, text: str) -> frozenset[str]:
+        if candidate_id not in self._numbers:
+            self._numbers[candidate_id] = numbers(text)
+        return self._numbers[candidate_id]
 
     def _negates_of(self, candidate: Candidate) -> bool:
         if candidate.id not in self._negates:

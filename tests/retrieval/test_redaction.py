@@ -31,6 +31,15 @@ CASES = [
     ('{"password": "changeme", "user": "app"}', "password", "changeme"),  # quoted
     ("client_secret: abc-def-ghi for the bot", "password", "abc-def-ghi"),  # a symbol in it
     ("api_key=abcdefgh in the env file", "password", "abcdefgh"),
+    ("password : Tr0ub4dor&3x", "password", "Tr0ub4dor&3x"),  # a space before the colon (.properties)
+    ("secret\t: s3cr3t-value", "password", "s3cr3t-value"),
+    ("db:\n  password: changeme  # the default\n", "password", "changeme"),  # a YAML comment after it
+    ("{password: changeme, user: app}", "password", "changeme"),  # a flow mapping
+    ("password:\tchangeme\tnext", "password", "changeme"),  # tab-separated
+    ("access_token: abcdefghijklmnop more", "password", "abcdefghijklmnop"),  # no word of prose
+    ("run it with --password hunter2 --user app", "password", "hunter2"),  # a command line's flag
+    ("DB_PASSWORD=hunter2xyz in the env", "password", "hunter2xyz"),
+    ("POSTGRES_PASSWORD: s3cretpw", "password", "s3cretpw"),
     (
         "token ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + " for the bot",
         "github-token",
@@ -100,6 +109,8 @@ def test_the_text_around_a_secret_is_kept_as_it_was():
         # A new user's trial: "update" was redacted as the secret's value.
         "To rotate the Stripe webhook secret: update /orderly/prod/stripe in the vault and redeploy.",
         "The one rule about the password: rotate it whenever someone leaves.",
+        "Then rotate the webhook secret: update.",
+        "Pass --password-file /etc/app/pw to the CLI.",
     ],
 )
 def test_ordinary_prose_about_secrets_is_left_alone(prose):
@@ -149,3 +160,11 @@ def test_the_log_filter_redacts_messages_arguments_and_exceptions():
     RedactingFilter().filter(failing)
     formatted = logging.Formatter("%(message)s").format(failing)
     assert JWT not in formatted and "[REDACTED:jwt]" in formatted
+
+
+def test_a_long_token_after_a_setting_is_read_in_one_pass():
+    """A review: a lookahead with nested repeats took 180 s on 100 KB ("the api_key: bbbb..."), and a
+    remember redacts before it checks the content's length. Each lookahead now scans the value once."""
+    long_word = "a" * 1_000_000
+    assert redact(f"password: {long_word} x").text == f"password: {long_word} x"  # no digit or symbol in it
+    assert redact(f"the api_key: {long_word}").text == "the api_key: [REDACTED:password]"

@@ -121,7 +121,7 @@ async def test_recall_returns_only_what_clears_the_relevance_floor_and_says_so(s
             (ids[POOL], 1, 1, "direct")
         ]
         assert found["note"] == (
-            "2 memories matched the query above the relevance floor (0.1), fewer than top_k=10; 1 of them "
+            "2 memories matched the query above the relevance floor (0.1), fewer than top_k=10; 1 of the 2 "
             "matched the query under 0.25 of what the best match does and was left out as filler (the "
             "server's MEMORIA_MIN_SHARE_OF_BEST)"
         )

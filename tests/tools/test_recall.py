@@ -327,7 +327,7 @@ def test_no_memory_is_shown_below_the_relevance_floor_the_note_names(runtime):
     # The deploy fact passes the floor but scores under a quarter of the match: filler beside it.
     assert [memory.content[:22] for memory in out.memories] == ["Run the web tests with"]
     assert out.note == (
-        "2 memories matched the query above the relevance floor (0.1), fewer than top_k=10; 1 of them matched "
+        "2 memories matched the query above the relevance floor (0.1), fewer than top_k=10; 1 of the 2 matched "
         "the query under 0.25 of what the best match does and was left out as filler (the server's "
         "MEMORIA_MIN_SHARE_OF_BEST)"
     )
@@ -335,7 +335,7 @@ def test_no_memory_is_shown_below_the_relevance_floor_the_note_names(runtime):
     # The filler counts among the matches: with top_k=2 two matched, not fewer than top_k.
     two = recall(RecallInput(query="how do I run the web tests", top_k=2), runtime, CALLER)
     assert two.note == (
-        "2 memories matched the query above the relevance floor (0.1); 1 of them matched the query under 0.25 "
+        "2 memories matched the query above the relevance floor (0.1); 1 of the 2 matched the query under 0.25 "
         "of what the best match does and was left out as filler (the server's MEMORIA_MIN_SHARE_OF_BEST)"
     )
 

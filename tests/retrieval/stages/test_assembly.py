@@ -147,7 +147,11 @@ def grouped(
         memory_id, episode_id=episode, kind=kind, content=f"text of {memory_id}", created_at=NOW
     )
     source = "sibling" if sibling_of else "direct"
-    return Candidate(memory=record, weighted_score=final, source=source, sibling_of=sibling_of)
+    # A direct match of weight 1 that never faded: its final score is its relevance.
+    relevance = 0.0 if sibling_of else final
+    return Candidate(
+        memory=record, weighted_score=final, relevance_score=relevance, source=source, sibling_of=sibling_of
+    )
 
 
 def test_groups_come_in_the_order_of_their_best_direct_match_and_a_sibling_never_precedes_a_better_one():
@@ -445,6 +449,23 @@ def test_two_memories_that_name_other_values_are_no_twins():
     assert "is 300 requests per minute" in context
 
 
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("The billing SDK is pinned at v1.2 for now", "The billing SDK is pinned at 1.2 for now"),
+        ("The nightly export holds 5,000 rows", "The nightly export holds 5000 rows"),
+        ("The standup is at 09:00 every day", "The standup is at 9.00 every day"),
+    ],
+)
+def test_a_number_written_another_way_still_makes_twins(one, other):
+    """A review: "v1.2" and "1.2", "5,000" and "5000" name the same number; a restatement that writes it
+    otherwise is folded as before."""
+    first = replace(candidate("a", one), cluster_canonical="a")
+    second = replace(candidate("b", other), cluster_canonical="a")
+    marked, _ = assemble((first, second), top_k=3, char_budget=10_000, retrieval_id="r", fold_threshold=0.8)
+    assert [c.id for c in marked if c.in_context] == ["a"]
+
+
 def test_a_dispute_mark_naming_a_folded_memory_says_where_its_words_are_shown():
     """A new user's trial: "DISPUTED by newer mem_fd4a" named a restatement folded into another memory
     of the context, which the reader could not find there."""
@@ -492,25 +513,36 @@ def test_a_weight_that_lifted_the_best_match_raises_no_bar_for_the_others():
     # The best match helped before: relevance 0.60 x weight 1.5 = 0.90. The bar is 0.25 x 0.60 = 0.15,
     # not 0.25 x 0.90 = 0.225: a match at 0.20 is no filler for being beside a memory that helped.
     helped = grouped("helped", "ep-a", 0.90).revised(relevance_score=0.60, feedback_weight=1.5)
-    other = grouped("other", "ep-b", 0.20).revised(relevance_score=0.20)
-    weak = grouped("weak", "ep-c", 0.14).revised(relevance_score=0.14)
+    other = grouped("other", "ep-b", 0.20)
+    weak = grouped("weak", "ep-c", 0.14)
     marked, _ = assemble(
         (helped, other, weak), top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=0.25
     )
     assert [c.in_context for c in marked] == [True, True, False]
     assert marked[2].exclusion_reason == (
-        "far below the best match: matches the query at 0.140, under 0.25 x 0.600, the best match's (helped), "
-        "both read without outcome weights and age decay (MEMORIA_MIN_SHARE_OF_BEST)"
+        "far below the best match: matches the query at 0.140, under 0.25 x 0.600, the best match's (helped); "
+        "read before outcome weights and age decay (MEMORIA_MIN_SHARE_OF_BEST)"
     )
+
+
+def test_a_weak_match_that_helped_before_enters_by_its_weight():
+    # Relevance 0.20 x weight 1.75 = 0.35 beside a best of 0.90: the bar is 0.225; it stands at 0.35.
+    best = grouped("best", "ep-a", 0.90)
+    helped = grouped("helped", "ep-b", 0.35).revised(relevance_score=0.20, feedback_weight=1.75)
+    unhelped = grouped("unhelped", "ep-c", 0.20)
+    marked, _ = assemble(
+        (best, helped, unhelped), top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=0.25
+    )
+    assert [c.in_context for c in marked] == [True, True, False]
 
 
 def test_age_and_a_misleading_report_lower_a_match_but_never_make_it_filler():
     # Relevance 0.90 faded to 0.09 by age (decay 0.1); relevance 0.84 named misleading (weight 0.25: 0.21).
-    # Read without them they match at 0.90 and 0.84, above 0.25 x 0.97 of the best: both stay, ranked low.
-    best = grouped("best", "ep-a", 0.97).revised(relevance_score=0.97)
+    # Given back what lowered them they stand at 0.90 and 0.84, above 0.25 x 0.97: both stay, ranked low.
+    best = grouped("best", "ep-a", 0.97)
     faded = grouped("faded", "ep-b", 0.09).revised(relevance_score=0.90, decay_factor=0.1)
     misled = grouped("misled", "ep-c", 0.21).revised(relevance_score=0.84, feedback_weight=0.25)
-    weak = grouped("weak", "ep-d", 0.20).revised(relevance_score=0.20)
+    weak = grouped("weak", "ep-d", 0.20)
     marked, _ = assemble(
         (best, misled, weak, faded), top_k=10, char_budget=10_000, retrieval_id="r", min_share_of_best=0.25
     )
@@ -520,6 +552,34 @@ def test_age_and_a_misleading_report_lower_a_match_but_never_make_it_filler():
         "weak": False,
         "faded": True,
     }
+
+
+def test_a_faded_best_matchs_sibling_and_a_match_lifted_to_a_sibling_keep_their_standing():
+    # The best match (relevance 0.80) faded to 0.20 (decay 0.25): the bar is 0.25 x 0.80 = 0.20. Its
+    # sibling scores 0.5 x 0.20 = 0.10, read as 0.5 x 0.80 = 0.40; one named misleading (weight 0.25) 0.025,
+    # read as 0.40 too. A direct match (relevance 0.70, faded to 0.07) lifted to a sibling's 0.125 by
+    # another match of its episode (0.25) stands at its own 0.70.
+    best = grouped("best", "ep-a", 0.20).revised(relevance_score=0.80, decay_factor=0.25)
+    sibling = grouped("sib", "ep-a", 0.10, sibling_of="best")
+    misled = grouped("misled-sib", "ep-a", 0.025, sibling_of="best").revised(feedback_weight=0.25)
+    source = grouped("src", "ep-b", 0.25)
+    lifted = grouped("lifted", "ep-b", 0.125, sibling_of="src").revised(
+        relevance_score=0.70, decay_factor=0.1, weighted_rank=3
+    )
+    plain = grouped("plain-sib", "ep-b", 0.125, sibling_of="src")
+    marked, _ = assemble(
+        (best, source, sibling, lifted, plain, misled),
+        top_k=10,
+        char_budget=10_000,
+        retrieval_id="r",
+        min_share_of_best=0.25,
+    )
+    by_id = {c.id: c for c in marked}
+    assert {c.id for c in marked if c.in_context} == {"best", "src", "sib", "misled-sib", "lifted"}
+    # The other sibling of src (0.5 x 0.25): 0.125 against 0.20, filler.
+    assert by_id["plain-sib"].exclusion_reason.startswith(
+        "far below the best match: matches the query at 0.125"
+    )
 
 
 def test_an_episode_summary_sets_no_bar_for_the_facts_but_among_summaries_alone_the_best_does():
