@@ -96,10 +96,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         # colon with no space or a tab, a quoted value, or a value that ends its line (before a "#" comment
         # too; "password: changeme" in YAML), or one followed by another setting ("{password: changeme,
         # user: app}"); not a word that ends a sentence ("... secret: update."). After ": " in the middle
-        # of a sentence the value must look like one, with a digit,
-        # a symbol, a point or hyphen inside it or a capital after its first letter: a sentence goes on
-        # there ("to rotate the webhook secret: update the vault entry" keeps "update"; a new user's trial
-        # found it redacted). Each lookahead scans the value once (no nested repeats: linear time).
+        # of a sentence the value must look like one, with a digit, a symbol, a point or hyphen inside it
+        # or a capital after its first letter: a sentence goes on there ("to rotate the webhook secret:
+        # update the vault entry" keeps "update"; a new user's trial found it redacted). Each lookahead
+        # scans the value once (no nested repeats: linear time).
         "password",
         re.compile(
             r"(?i)(?<![a-z0-9])(?:password|passwd|pwd|passphrase|secret)[\"']?\s*"

@@ -7,7 +7,7 @@
    A near-duplicate of a memory already selected (same SimHash cluster, or token Jaccard >=
    ``fold_threshold``) takes no slot: it is the corroboration of the one shown, not new information. A
    text that negates is no twin of one that does not, nor one with two parts swapped (``swapped_spans``),
-   nor one that names other values (terms with a digit: "100 requests a minute", "300 requests a minute").
+   nor one that names other numbers (``numbers``: "100 requests a minute", "300 requests a minute").
 
 2. Group by episode: a header (title, time, agent), then the episode's summary, then its direct matches
    by score; groups ordered by their best direct match, so the best match comes first; groups with only
