@@ -294,6 +294,10 @@ class ScopeCopy:
                 mask[row] = keep(self.records[self.ids[row]])
         return mask
 
+    def _embedded_by(self, count: int, code: int) -> np.ndarray:
+        """The first ``count`` rows with a vector from the embedder of ``code`` (what ``nearest`` searches)."""
+        return self.has_vector[:count] & (self.embedder_code[:count] == code)
+
     def best_matching(
         self,
         text: str,
@@ -343,7 +347,7 @@ class ScopeCopy:
         mask = self._readable(count, now, viewer, audience, exclude, stored)
         code = self.embedders.get(embedder)
         if code is not None:
-            mask &= ~(self.has_vector[:count] & (self.embedder_code[:count] == code))
+            mask &= ~self._embedded_by(count, code)
         return int(self._narrowed(mask, kinds, keep).sum())
 
     def nearest(
@@ -370,11 +374,7 @@ class ScopeCopy:
         count = len(self.ids)
         if code is None or count == 0 or limit <= 0:
             return []
-        mask = (
-            self._readable(count, now, viewer, audience, exclude, stored)
-            & self.has_vector[:count]
-            & (self.embedder_code[:count] == code)
-        )
+        mask = self._readable(count, now, viewer, audience, exclude, stored) & self._embedded_by(count, code)
         mask = self._narrowed(mask, kinds, keep)
         eligible = int(mask.sum())
         if eligible == 0:

@@ -559,7 +559,7 @@ class AssemblyStage:
         episodes = (
             self._episodes.get_episodes(request.reach, episode_ids) if self._episodes and episode_ids else {}
         )
-        share = share_for([c for c in candidates if c.source == "direct"], self._min_share_of_best)
+        share = share_for(candidates, self._min_share_of_best)
         marked, context = assemble(
             candidates,
             top_k=request.top_k,
