@@ -210,12 +210,21 @@ def negated_pairs(
 
 
 # A value changes when two memories say the same words but for their values: numbers, versions, ports,
-# times ("the API listens on port 8080" / "the API now listens on port 9090"), the new value said after the
-# word that says it changed. A number before that word names which thing is meant ("PR 482 now passes CI"
-# is not "PR 481 passes CI" changed). One word for another without a digit ("Bob is now the tech lead"
-# after "Alice is the tech lead") is left to a language model: "Bob now likes green tea" does not revise
-# "Alice likes green tea", and no rule tells the two apart.
+# times ("the API listens on port 8080" / "the API now listens on port 9090"), and the days and months by
+# name, a closed class of values as the numbers are ("reset every Sunday" / "now reset every Saturday"); the
+# new value said after the word that says it changed. A number before that word names which thing is meant
+# ("PR 482 now passes CI" is not "PR 481 passes CI" changed). One word for another that is no value ("Bob
+# is now the tech lead" after "Alice is the tech lead") is left to a language model: "Bob now likes green
+# tea" does not revise "Alice likes green tea", and no rule tells the two apart.
 VALUE_OVERLAP = 0.8
+# The days and months by name ("May" is left out: a modal verb far more often), singular or plural.
+_CALENDAR = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|june|july|"
+    r"august|september|october|november|december)s?"
+)
+_CALENDAR_WORD = re.compile(rf"{_CALENDAR}\Z", re.IGNORECASE)
+# A value as written: a word with a digit in it, or a day or month by name.
+_VALUE = rf"(?:[^\s,;!?()]*\d[^\s,;!?()]*|\b{_CALENDAR}\b)"
 # Words that add to what was said rather than replace it ("now also listens on 9443").
 _ADDING = re.compile(r"\b(?:also|too|as\s+well|additionally|another|besides)\b", re.IGNORECASE)
 # Words that say a value changed; the new value comes after one of them.
@@ -231,7 +240,7 @@ _CHANGED = re.compile(
 # 12% in Q3", "raised 2 concerns", "moved to Paris 2 years ago": a number there says how much, how many or
 # when, not what the thing is now.
 _CHANGED_TO = re.compile(
-    _CHANGED.pattern + r"(?:\s+from\s+\S+(?:\s+[A-Za-z]+)?)?\s+to\s+(?P<value>[^\s,;!?()]*\d[^\s,;!?()]*)",
+    _CHANGED.pattern + r"(?:\s+from\s+\S+(?:\s+[A-Za-z]+)?)?\s+to\s+(?P<value>" + _VALUE + ")",
     re.IGNORECASE,
 )
 
@@ -249,7 +258,7 @@ def says_value_changed(text: str, new_values: Iterable[str]) -> bool:
 # it changed.
 _GIVEN_UP = re.compile(
     r"(?:,\s*|\s*\(\s*|\s+)(?:and\s+)?(?:not|instead\s+of|rather\s+than|no\s+longer|in\s+place\s+of|replacing)\s+"
-    r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?:[A-Za-z]+\s+)?(?P<value>[^\s,;!?()]*\d[^\s,;!?()]*)",
+    r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + ")",
     re.IGNORECASE,
 )
 # A label a correction may start with: not content, so it does not count against the subject's overlap.
@@ -263,16 +272,18 @@ def _change_stems(text: str) -> set[str]:
 
 
 def _is_value(term: str) -> bool:
-    return any(char.isdigit() for char in term)
+    """A content term that is a value: it has a digit, or names a day or a month."""
+    return any(char.isdigit() for char in term) or _CALENDAR_WORD.match(term) is not None
 
 
 def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
     """The older of ``others`` that say what ``memory`` says with other values: the same content words
-    once their values (words with a digit) are set aside (Jaccard >= ``VALUE_OVERLAP``), each with a value
-    the other lacks, neither negating where the other does not; ``memory`` says that something changed and
-    says its new values after that word, and does not say it adds ("also", "as well"). A pair is a
-    candidate revision: the write path supersedes with it only when the newer memory says it is a change,
-    by the same author, and never a protected memory (an explicit revision in words is needed there)."""
+    once their values (words with a digit, days and months by name) are set aside (Jaccard >=
+    ``VALUE_OVERLAP``), each with a value the other lacks, neither negating where the other does not;
+    ``memory`` says that something changed and says its new values after that word, and does not say it
+    adds ("also", "as well"). A pair is a candidate revision: the write path supersedes with it only when
+    the newer memory says it is a change, by the same author, and never a protected memory (an explicit
+    revision in words is needed there)."""
     # What the memory states, without the values it names as given up and a "Correction:" label: those
     # say that something changed (and what it was), not what is so now.
     given_up = {

@@ -1,6 +1,11 @@
 from datetime import UTC, datetime, timedelta
 
-from retrieval.contradictions import ContradictionInput, detect_contradictions, value_changes
+from retrieval.contradictions import (
+    ContradictionInput,
+    detect_contradictions,
+    says_value_changed,
+    value_changes,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -157,3 +162,30 @@ def test_two_parts_in_each_others_place_contradict_the_older_statement():
     assert [(c.older_id, c.newer_id, c.older_term, c.newer_term) for c in found] == [
         ("old", "new", "monday ... friday", "friday ... monday")
     ]
+
+
+def test_the_days_and_months_by_name_are_values_as_numbers_are():
+    reset = memory("old", "The staging database is reset every Sunday night", 0)
+    [change] = value_changes(
+        memory("new", "The staging database is now reset every Saturday night", 5), [reset]
+    )
+    # {stag, database, reset, every, night} on both sides once the days are set aside: Jaccard 5 / 5.
+    assert (change.older_term, change.newer_term, change.subject_similarity) == ("sunday", "saturday", 1.0)
+    assert not change.named_in_words
+    offsite = memory("march", "The offsite is planned for March", 0)
+    [given_up] = value_changes(memory("april", "The offsite is planned for April, not March", 5), [offsite])
+    assert (given_up.older_term, given_up.newer_term, given_up.named_in_words) == ("march", "april", True)
+    # As with numbers: without a word of change two facts, and a day added replaces none.
+    assert (
+        value_changes(memory("plain", "The staging database is reset every Saturday night", 5), [reset]) == []
+    )
+    retro = memory("fri", "The retro is every Friday", 0)
+    assert value_changes(memory("mon", "The retro is now also every Monday", 5), [retro]) == []
+    # "May" is a modal verb far more often than a month: no value.
+    assert value_changes(memory("may", "The cache may now be flushed every night", 5), [reset]) == []
+
+
+def test_a_day_said_to_be_changed_to_is_a_value_change_in_words():
+    assert says_value_changed("The weekly standup moved to Thursday at 9:30", ["thursday"])
+    assert says_value_changed("The release was moved from Monday to Wednesdays", ["wednesday"])
+    assert not says_value_changed("The standup moved to the big room on Thursday", ["thursday"])

@@ -189,6 +189,27 @@ def test_a_correction_that_names_the_old_value_revises_it(runtime, correction):
     assert [m.id for m in found.memories] == [fixed.id]
 
 
+@pytest.mark.parametrize(
+    ("stored", "correction"),
+    [
+        (
+            "The staging database is reset every Sunday night.",
+            "The staging database is now reset every Saturday night.",
+        ),
+        ("The weekly standup is on Tuesday at 9:30.", "The weekly standup moved to Thursday at 9:30."),
+        ("The team offsite is planned for March.", "The team offsite is planned for April, not March."),
+    ],
+)
+def test_a_day_or_month_changed_in_words_revises_the_older_memory(runtime, stored, correction):
+    # A new user's trial: "is now reset every Saturday" was kept beside "every Sunday", the older first,
+    # because only a word with a digit counted as a value.
+    old = remember(RememberInput(content=stored), runtime, caller()).id
+    fixed = remember(RememberInput(content=correction), runtime, caller("ses_2"))
+    assert fixed.consolidation.revised == [old] and fixed.consolidation.resolver == "revision:explicit"
+    found = recall(RecallInput(query=stored.rstrip(".")), runtime, caller())
+    assert [m.id for m in found.memories] == [fixed.id]
+
+
 def test_another_agents_correction_naming_the_old_value_disputes_it_and_a_plain_value_does_not(runtime):
     port = remember(RememberInput(content="The API server listens on port 8080."), runtime, caller()).id
     plain = remember(
