@@ -57,6 +57,10 @@ class Contradiction:
     # A value change whose newer memory names the old value as given up, or calls itself a correction: a
     # revision in words (``value_changes``).
     named_in_words: bool = False
+    # False: the older memory says more than the value the newer one replaces ("listens on 8081 in its
+    # container; maps it to 18081 on the host", then "the host port changed from 18081 to 18082"), so the
+    # newer one disputes it and never supersedes it: that would take the rest of what it says along.
+    covers_older: bool = True
 
     @property
     def detail(self) -> str:
@@ -266,6 +270,33 @@ _GIVEN_UP = re.compile(
 _LABEL = re.compile(r"^\s*(?:correction|corrected|update|updated|note)\s*[:\-\u2013\u2014]\s*", re.IGNORECASE)
 
 
+# A value named as left behind by a change: "changed from 18081 to 18082", "moved the standup from Tuesday
+# to Thursday" (after a word of change; the value it went to follows).
+_FROM = re.compile(
+    r"\bfrom\s+(?:the\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + r")(?=\s+to\s)", re.IGNORECASE
+)
+# What a memory may add after its new value that is not what the value is of: why or when it changed ("was
+# lowered to 60 seconds after the stale pricing incident", "... because 18081 clashed with the proxy").
+_REASON = re.compile(
+    r"\s(?:because|since|after|following|due\s+to|as\s+part\s+of|so\s+that|when|last\s+(?:week|month|year)|"
+    r"yesterday|today)\b",
+    re.IGNORECASE,
+)
+_VALUE_IN_TEXT = re.compile(_VALUE, re.IGNORECASE)
+# The share of the newer memory's subject words the older one must hold when the newer names a value of the
+# older one as left behind but the two differ otherwise (the older says more): then the newer disputes it.
+CONTAINED_OVERLAP = 0.75
+
+
+def _without_reason(text: str, start: int) -> str:
+    """``text`` up to a clause of why or when that follows the first value said after ``start``."""
+    first = _VALUE_IN_TEXT.search(text, start)
+    if first is None:
+        return text
+    reason = _REASON.search(text, first.end())
+    return text if reason is None else text[: reason.start()]
+
+
 def _change_stems(text: str) -> set[str]:
     """The words of ``text`` that say a value changed, as content terms: not what it is about."""
     return {light_stem(found.group(0).lower()) for found in _CHANGED.finditer(text)}
@@ -295,6 +326,17 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     labelled = _LABEL.match(memory.content)
     stated = _GIVEN_UP.sub(" ", memory.content[labelled.end() if labelled else 0 :])
     changed = _CHANGED.search(stated)
+    if changed is not None:
+        # "changed from 18081 to 18082": the value it went from is given up, named in words.
+        left = [found for found in _FROM.finditer(stated, changed.end())]
+        given_up |= {
+            term for found in left for term in content_terms(found.group("value")) if _is_value(term)
+        }
+        for found in reversed(left):
+            stated = stated[: found.start()] + " " + stated[found.end() :]
+        changed = _CHANGED.search(stated)
+    if changed is not None:
+        stated = _without_reason(stated, changed.end())
     if (changed is None and not given_up) or _ADDING.search(stated):
         return []
     own = set(content_terms(stated))
@@ -326,14 +368,37 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         if not new_values <= said_after:
             continue  # a value before the word of change names the thing, not its new value
         similarity = len(subject & rest) / len(subject | rest)
+        newer_term = " ".join(sorted(new_values))
         if similarity >= VALUE_OVERLAP:
             replaced = values - own_values
-            older_term = " ".join(sorted(replaced))
-            newer_term = " ".join(sorted(new_values))
             # The newer memory names what it replaces ("not 8080"): it says in words that this changed, as
             # "switched from" does.
             explicit = bool(given_up) and replaced <= given_up
             found.append(
-                Contradiction(other.id, memory.id, older_term, newer_term, round(similarity, 6), explicit)
+                Contradiction(
+                    other.id,
+                    memory.id,
+                    " ".join(sorted(replaced)),
+                    newer_term,
+                    round(similarity, 6),
+                    explicit,
+                )
+            )
+            continue
+        # The older memory says more, but holds a value the newer one names as left behind, and nearly
+        # every word of what the newer one is about: the newer disputes it.
+        named = given_up & values
+        shared = subject & rest
+        if named and len(shared) >= 2 and len(shared) / len(subject) >= CONTAINED_OVERLAP:
+            found.append(
+                Contradiction(
+                    other.id,
+                    memory.id,
+                    " ".join(sorted(named)),
+                    newer_term,
+                    round(similarity, 6),
+                    named_in_words=True,
+                    covers_older=False,
+                )
             )
     return found

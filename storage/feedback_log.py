@@ -187,8 +187,10 @@ class FeedbackLog(StoreTables):
         it serves what the old one did); returns how many. Without ``blame``, only the credits of sessions
         that went at least partly well (a correction does not inherit the failures that made it needed). A
         session that credits ``to_id`` already keeps its own credit (the larger share is not guessed at:
-        the report said what it said of that memory). A report of one of those sessions made later
-        replaces them as it replaces its own."""
+        the report said what it said of that memory), unless the report only saw ``to_id`` in a context
+        and named ``from_id`` (helpful, misleading or used): the agent said what the memory that stands now
+        did for it, under its earlier id. A report of one of those sessions made later replaces them as it
+        replaces its own."""
 
         # The credits of every project of the org: an org-visible memory is credited wherever it was read.
         def credits_of(memory_id: str) -> Expr:
@@ -208,13 +210,18 @@ class FeedbackLog(StoreTables):
             if rows:
                 # A session's row of share 0 is a credit a later report of it took back: not held.
                 own = scan(
-                    self._feedback, credits_of(to_id), ["project_id", "session_id", "share"]
+                    self._feedback, credits_of(to_id), ["project_id", "session_id", "share", "role"]
                 ).to_pylist()
-                held = {(row["project_id"], row["session_id"]) for row in own if (row.get("share") or 0) > 0}
+                held = {
+                    (row["project_id"], row["session_id"]): row.get("role")
+                    for row in own
+                    if (row.get("share") or 0) > 0
+                }
                 rows = [
                     {**row, "memory_id": to_id}
                     for row in rows
-                    if (row["project_id"], row["session_id"]) not in held
+                    if (key := (row["project_id"], row["session_id"])) not in held
+                    or (held[key] == "context" and row.get("role") != "context")
                 ]
             if rows:
                 self._merge_credits(rows)

@@ -674,6 +674,8 @@ class WriteService:
             existing = store.get_memory(record.id, record.scope)
         if existing is None or existing.status in ("retracted", "purged"):
             drafted = record
+            if existing is not None and existing.status == "retracted":
+                record = as_restored(existing, record)
             record = self.examined_as_written(record)
             new = self.embedded([record], self.preceding_contents([record]))[0]  # only what is new
             owed = None
@@ -1409,6 +1411,20 @@ class Quote:
 
     content: str
     of: str | None = None
+
+
+def as_restored(retracted: MemoryRecord, record: MemoryRecord) -> MemoryRecord:
+    """``record`` stating a retracted memory again, as the memory comes back: with the time it happened
+    (``since``/``until`` find it where they did), its tags and those the new statement adds (a recall
+    filtered by a tag finds it again) and its weight (what its reports replay to: a new user's trial found
+    it back at 1.0 beside a weight history that said otherwise). Who states it, its kind, tier, expiry and
+    readers are the new statement's. A purged memory kept none of it to come back to."""
+    return replace(
+        record,
+        created_at=retracted.created_at,
+        tags=tuple(dict.fromkeys((*retracted.tags, *record.tags))),
+        weight=retracted.weight,
+    )
 
 
 def _identical(added: str | None) -> str | None:

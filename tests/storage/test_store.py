@@ -355,24 +355,36 @@ def test_a_first_report_is_appended_and_its_correction_replaces_it_in_place(stor
     assert [c.credit.score for c in store.credits_for(SCOPE, ["m1"])["m1"]] == [0.0]
 
 
-def test_carried_credits_leave_a_session_that_credits_the_heir_already_its_own_credit(store):
-    # A memory that takes another's place (an explicit update, a restatement) serves what the old one did;
-    # a session that reported on both keeps what it said of the heir.
+def test_carried_credits_leave_a_session_that_named_the_heir_its_own_credit_and_replace_a_context_share(
+    store,
+):
+    # A memory that takes another's place (an explicit update, a restatement) serves what the old one did.
+    # A session that named the heir keeps what it said of it; one that named the old memory and saw the heir
+    # only in a context said what that memory did for it under its earlier id (a new user's trial: the reply
+    # said the credit went on, and the heir kept its context share).
     from storage.records import MemoryCredit
 
     old = MemoryCredit("old", "helpful", 1.0, 1.0, 0)
-    heir = MemoryCredit("heir", "context", 0.25, 1.0, 0)
-    both = OutcomeRecord(
-        "s1", "acme", "web", "success", 1.0, None, ("old", "heir"), NOW, NOW, 1, credits=(old, heir)
+    shown = MemoryCredit("heir", "context", 0.25, 1.0, 0)
+    named = MemoryCredit("heir", "misleading", 1.0, 0.0, 0)
+    saw_heir = OutcomeRecord(
+        "s1", "acme", "web", "success", 1.0, None, ("old", "heir"), NOW, NOW, 1, credits=(old, shown)
     )
     alone = OutcomeRecord(
         "s2", "acme", "web", "failure", 0.0, None, ("old",), NOW, NOW, 1, credits=(replace(old, score=0.0),)
     )
-    store.put_outcome(both, first=True)
-    store.put_outcome(alone, first=True)
-    assert store.carry_credits(SCOPE, "old", "heir") == 1  # s2's; s1 credits the heir already
+    named_heir = OutcomeRecord(
+        "s3", "acme", "web", "partial", 0.5, None, ("old", "heir"), NOW, NOW, 1, credits=(old, named)
+    )
+    for record in (saw_heir, alone, named_heir):
+        store.put_outcome(record, first=True)
+    assert store.carry_credits(SCOPE, "old", "heir") == 2  # s1's and s2's; s3 named the heir itself
     carried = {c.session_id: c.credit for c in store.credits_for(SCOPE, ["heir"])["heir"]}
-    assert carried == {"s1": heir, "s2": replace(old, memory_id="heir", score=0.0)}
+    assert carried == {
+        "s1": replace(old, memory_id="heir"),
+        "s2": replace(old, memory_id="heir", score=0.0),
+        "s3": named,
+    }
     assert store.carry_credits(SCOPE, "old", "heir") == 0  # nothing twice
 
 

@@ -3,7 +3,7 @@ handlers on a real store (the deterministic resolver: no LLM here)."""
 
 import itertools
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -208,6 +208,47 @@ def test_a_day_or_month_changed_in_words_revises_the_older_memory(runtime, store
     assert fixed.consolidation.revised == [old] and fixed.consolidation.resolver == "revision:explicit"
     found = recall(RecallInput(query=stored.rstrip(".")), runtime, caller())
     assert [m.id for m in found.memories] == [fixed.id]
+
+
+def test_a_value_lowered_for_a_reason_revises_and_one_changed_from_a_longer_memory_disputes_it(runtime):
+    # A new user's trial: both were kept beside the older value, unmarked, the older ranked first.
+    ttl = remember(
+        RememberInput(content="The catalog service caches product pages in Redis with a TTL of 300 seconds."),
+        runtime,
+        caller(),
+    ).id
+    lowered = remember(
+        RememberInput(
+            content="The catalog service Redis TTL for product pages was lowered to 60 seconds after the "
+            "stale pricing incident."
+        ),
+        runtime,
+        caller("ses_2"),
+    )
+    assert lowered.consolidation.revised == [ttl]
+    compose = remember(
+        RememberInput(
+            content="The billing-api service listens on port 8081 inside its container; docker-compose maps "
+            "it to 18081 on the host for local development."
+        ),
+        runtime,
+        caller(),
+    ).id
+    moved = remember(
+        RememberInput(
+            content="The billing-api docker-compose host port was changed from 18081 to 18082 because 18081 "
+            "clashed with the analytics proxy."
+        ),
+        runtime,
+        caller("ses_2"),
+    )
+    # The older memory also says where the service listens inside its container: disputed, not superseded.
+    assert moved.consolidation.revised == [] and moved.consolidation.contradicts == [compose]
+    assert status(runtime, compose) == "active"
+    found = recall(RecallInput(query="billing-api docker compose host port"), runtime, caller())
+    marks = {m.id: m.contradicted_by for m in found.memories}
+    assert marks[compose] == [moved.id] and marks[moved.id] == []
+    assert "DISPUTED by newer " + moved.id in found.context
 
 
 def test_another_agents_correction_naming_the_old_value_disputes_it_and_a_plain_value_does_not(runtime):
@@ -540,6 +581,34 @@ def test_retract_keeps_the_row_and_remembering_it_again_restores_it(runtime):
         "retract",
         "restore",
     ]
+
+
+def test_a_retracted_memory_stated_again_comes_back_with_its_time_tags_and_weight(runtime):
+    # A new user's trial: restored, it lost its tags and its date (recalls filtered by either missed it)
+    # and its weight (1.0 beside a weight history that ended at 1.15).
+    text = "Request logs of the orders service are kept for 14 days"
+    first = remember(
+        RememberInput(content=text, tags=["orders", "observability"], occurred_at="2026-10-01T09:00:00Z"),
+        runtime,
+        caller(),
+    ).id
+    runtime.store.set_weights({first: 1.15}, datetime.now(UTC))
+    forget(ForgetInput(memory_id=first, reason="checking undo"), runtime, caller())
+    again = remember(
+        RememberInput(content=text, tags=["retention"]), runtime, caller("ses_2", agent="cursor")
+    )
+    assert (again.id, again.note) == (first, "restored: an identical memory had been retracted")
+    restored = runtime.store.get_memory(first)
+    assert restored.tags == ("orders", "observability", "retention")
+    assert restored.created_at.isoformat() == "2026-10-01T09:00:00+00:00"
+    assert restored.weight == 1.15
+    assert restored.agent_id == "cursor"  # who states it now
+    found = recall(
+        RecallInput(query="orders request logs kept", tags=["observability"], until="2026-10-31"),
+        runtime,
+        caller(),
+    )
+    assert [m.id for m in found.memories] == [first]
 
 
 def test_forget_by_query_takes_the_best_matches_only(runtime):

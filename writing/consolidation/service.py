@@ -344,17 +344,24 @@ class ConsolidationService:
             )
             if not revises:
                 continue
+            # An older memory that says more than the value it held stays, disputed: superseding it would
+            # take the rest of what it says along.
+            yields = may_be_superseded(older, by_revision=change.named_in_words)
             self._revise_or_dispute(
                 memory,
                 older,
                 change,
                 resolver,
-                revises=may_be_superseded(older, by_revision=change.named_in_words),
+                revises=change.covers_older and yields,
                 kind="value",
                 kept_by=KEPT_OPEN,
                 actor=actor,
                 report=report,
-                why_kept=f", but the memory is {older.protection_tier}",
+                why_kept=(
+                    ", but the older memory says more than this value"
+                    if not change.covers_older
+                    else f", but the memory is {older.protection_tier}"
+                ),
             )
 
     def _revise_or_dispute(
