@@ -38,11 +38,16 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
         """Recall the project context for a task and explain the memory routine."""
         # A long task description is searched by its beginning, up to the query limit.
         state: AppState = ctx.request_context.lifespan_context
+        if not task.strip():
+            return [
+                UserMessage("Memory was not searched: `task` is empty. Describe the task in a few words.")
+            ]
+        # An empty scope argument is passed on as given, so that recall refuses it as it refuses any other.
         arguments = {
-            "query": task[: state.settings.max_query_chars],
-            **({"org_id": org_id} if org_id else {}),
+            "query": task.strip()[: state.settings.max_query_chars],
+            **({"org_id": org_id} if org_id is not None else {}),
         }
-        arguments.update({"project_id": project_id} if project_id else {})
+        arguments.update({"project_id": project_id} if project_id is not None else {})
         try:
             found = await invoke(
                 recall_spec,

@@ -93,8 +93,15 @@ def _time_text(value: str) -> str:
     return value
 
 
-# A time or time zone in words (``since``, ``until``, ``time_zone``), read by ``retrieval.time_window``.
+def _zone_text(value: str) -> str:
+    if not value.strip():
+        raise ValueError('is empty: pass an IANA time zone such as "Europe/Paris", or leave it out (UTC)')
+    return value
+
+
+# A time in words (``since``, ``until``) and a time zone (``time_zone``), read by ``retrieval.time_window``.
 TimeText = Annotated[str, Field(max_length=64), AfterValidator(_time_text)]
+ZoneText = Annotated[str, Field(max_length=64), AfterValidator(_zone_text)]
 
 
 def _aware_utc(value: datetime | None) -> datetime | None:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, field_validator
 from retrieval.time_window import EXAMPLES as WINDOW_EXAMPLES
 from retrieval.time_window import WindowError, resolve, span, zone_of
 from storage.records import View
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, TimeText, ToolFailure, iso
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, TimeText, ToolFailure, ZoneText, iso
 
 PREVIEW_CHARS = 300
 PAGE = 50
@@ -36,7 +36,7 @@ class ListMemoriesInput(ScopeArgs):
         None, description=f"Dated (occurred_at, else written) at or after: {WINDOW_EXAMPLES}."
     )
     until: TimeText | None = Field(None, description="Dated before (a day, week or month: before it ends).")
-    time_zone: TimeText | None = Field(None, description='Whose days and weeks, e.g. "Europe/Paris".')
+    time_zone: ZoneText | None = Field(None, description='Whose days and weeks, e.g. "Europe/Paris".')
     cursor: str | None = Field(None, max_length=512, description="The next_cursor of the previous page.")
     limit: int = Field(PAGE, ge=1, le=MAX_PAGE, description="Memories per page.")
 
@@ -128,7 +128,7 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
                 protection_tier=memory.protection_tier,
                 expires_at=iso(memory.expires_at) if memory.expires_at else None,
                 visibility=memory.visibility,
-                weight=memory.weight,
+                weight=round(memory.weight, 6),
             )
             for memory in page
         ],

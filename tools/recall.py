@@ -23,6 +23,7 @@ from tools.common import (
     TimeText,
     ToolFailure,
     WithoutSecrets,
+    ZoneText,
     iso,
     new_retrieval_id,
     view_for,
@@ -69,7 +70,7 @@ class RecallInput(ScopeArgs):
     skip_ab_log: bool = False
     since: TimeText | None = Field(None, description='From this time on, e.g. "2026-11-24", "last week".')
     until: TimeText | None = Field(None, description="Before this time ends.")
-    time_zone: TimeText | None = Field(None, description='IANA, e.g. "Europe/Paris". Default: UTC.')
+    time_zone: ZoneText | None = Field(None, description='IANA, e.g. "Europe/Paris". Default: UTC.')
 
     @field_validator("query")
     @classmethod

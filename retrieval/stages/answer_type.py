@@ -48,7 +48,11 @@ _QUESTIONS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
         "place",
         re.compile(
             r"(?:where\b|(?:in )?(?:what|which) (?:city|cities|country|countries|town|place|state|"
-            r"director(?:y|ies)|folders?|files?|repo(?:sitory|sitories|s)?|hosts?|servers?)\b)",
+            r"director(?:y|ies)|folders?|files?|repo(?:sitory|sitories|s)?|hosts?|servers?)\b"
+            # A place word before the noun it qualifies asks for that thing ("what host port", "which file
+            # format"), not for a place.
+            r"(?!\s+(?:ports?|names?|keys?|config(?:uration)?s?|settings?|types?|formats?|sizes?|versions?|"
+            r"limits?|counts?|numbers?|ids?|owners?|timeouts?|users?|passwords?|tokens?)\b))",
             re.IGNORECASE,
         ),
     ),

@@ -64,6 +64,15 @@ async def test_session_start_says_why_memory_was_not_searched(settings):
     assert "Memory was not searched: `org_id` must not contain control characters" in started
 
 
+async def test_session_start_with_a_blank_task_or_project_says_so_instead_of_searching(settings):
+    # A new user's trial: a task of spaces was searched, and an empty project_id read as the default one.
+    async with connected(server_with(settings)) as client:
+        blank = text_of(await client.get_prompt("session_start", {"task": "   "}))
+        empty = text_of(await client.get_prompt("session_start", {"task": "deploy", "project_id": ""}))
+    assert blank == "Memory was not searched: `task` is empty. Describe the task in a few words."
+    assert "Memory was not searched: `project_id`" in empty
+
+
 async def test_session_end_asks_for_one_outcome_report_with_the_given_outcome_and_notes(settings):
     async with connected(server_with(settings)) as client:
         given = text_of(

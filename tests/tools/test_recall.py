@@ -387,8 +387,15 @@ def test_a_recall_that_found_something_within_its_tags_says_nothing_of_them(runt
     assert "among the memories" not in text_of(out)
 
 
-@pytest.mark.parametrize("field", ["since", "until", "time_zone"])
-def test_an_empty_time_is_refused_not_read_as_no_window(field):
+@pytest.mark.parametrize(
+    ("field", "advice"),
+    [
+        ("since", 'pass a time such as "2026-11-24"'),
+        ("until", 'pass a time such as "2026-11-24"'),
+        ("time_zone", 'pass an IANA time zone such as "Europe/Paris"'),  # a trial was asked for a time
+    ],
+)
+def test_an_empty_time_is_refused_not_read_as_no_window(field, advice):
     """A new user's trial: since="" was silently ignored (every memory searched), while every other empty
     argument is refused."""
     from pydantic import ValidationError
@@ -396,7 +403,7 @@ def test_an_empty_time_is_refused_not_read_as_no_window(field):
     from tools.list_memories import ListMemoriesInput
 
     for model, arguments in ((RecallInput, {"query": "deploys"}), (ListMemoriesInput, {})):
-        with pytest.raises(ValidationError, match='is empty: pass a time such as "2026-11-24"'):
+        with pytest.raises(ValidationError, match=f"is empty: {advice}"):
             model(**arguments, **{field: " "})
 
 

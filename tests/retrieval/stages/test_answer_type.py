@@ -37,6 +37,10 @@ def candidate(
         ("Where is the deploy config kept?", "place"),
         ("In which city is the support office?", "place"),
         ("which files set the retry policy?", "place"),
+        ("Which host runs the nightly cron?", "place"),
+        # A place word qualifying the noun asked for (a new user's trial: read as a place, paths lent).
+        ("What host port does billing-api use with docker compose?", None),
+        ("Which file format do the exports use?", None),
         ("whereas the old deploy was manual", None),
         ("What did the reviewer decide about retries?", None),
         ("billing database migration", None),  # not a question
