@@ -3,6 +3,7 @@ near-exact restatement rule (a memory that adds nothing to another is absorbed b
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -93,13 +94,22 @@ def adds_nothing(text: Statement, other: Statement) -> bool:
     and each word falls on the same side of the negation in both ("deploys from the release branch, not
     from main" is not "from main, not from the release branch"; "backups go to S3, not to GCS" is not
     "go not to S3 but to GCS"), and no two of its parts stand in each other's place ("Alice reports to
-    Bob" is not "Bob reports to Alice": ``swapped_spans``). Words in another order otherwise say the same
-    ("runs daily at 02:00", "at 02:00 it runs daily")."""
+    Bob" is not "Bob reports to Alice": ``swapped_spans``), and it names each value no more often than
+    ``other`` does ("replica 0 of shard 0" is not held by "replica 0 of shard 1": as sets of words, it
+    would be). Words in another order otherwise say the same ("runs daily at 02:00", "at 02:00 it runs
+    daily")."""
     if text.negates != other.negates:
         return False
     if not (text.before <= other.before and text.after <= other.after):
         return False
+    if not _values(text.text) <= _values(other.text):
+        return False
     return swapped_spans(text.text, other.text) is None
+
+
+def _values(text: str) -> Counter[str]:
+    """How often ``text`` names each of its values (its words with a digit)."""
+    return Counter(word for word in word_tokens(text) if any(char.isdigit() for char in word))
 
 
 def absorbs(survivor: Statement, loser: Statement, threshold: float) -> bool:
