@@ -258,6 +258,19 @@ def scope_of(args: argparse.Namespace) -> dict[str, Any]:
     return {"org_id": args.org, "project_id": args.project}
 
 
+def same_store(args: argparse.Namespace) -> str:
+    """The flags a command that follows this one needs to reach the same store and scope (as this one was
+    given them): printed in the commands a result suggests (a trial followed `memoria outcome` from a
+    recall of another project, and replaced the default project's report)."""
+    given = (("--db", args.db), ("--org", args.org), ("--project", args.project))
+    return "".join(f" {flag} {quoted(value)}" for flag, value in given if value)
+
+
+def quoted(value: str) -> str:
+    """``value`` as a shell word."""
+    return shlex.quote(value)
+
+
 def emit(args: argparse.Namespace, result: BaseModel, readable: str) -> int:
     print(result.model_dump_json(indent=2) if args.json else printable(readable), file=sys.stdout)
     return 0
@@ -363,11 +376,12 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
         *([f"note: {in_flags(result.note)}"] if result.note and result.memories else []),
         *(f"warning: {warning}" for warning in result.warnings),
         f"retrieval {result.retrieval_id}, session {result.session_id}",
-        f"why: memoria explain {result.retrieval_id}",
+        f"why: memoria explain {result.retrieval_id}{same_store(args)}",
         *(
             [
-                "how it went: memoria outcome success|failure|partial [--helpful ID] [--misleading ID] "
-                f"(reports session {result.session_id})"
+                "how it went: memoria outcome success|failure|partial [--helpful ID] [--misleading ID]"
+                f"{same_store(args)}{' --agent ' + quoted(args.agent) if args.agent else ''} "
+                f"--session {result.session_id}"
             ]
             if result.memories
             else []

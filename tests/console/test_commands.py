@@ -61,11 +61,34 @@ def test_remember_then_recall_prints_a_table_and_how_to_follow_up(capsys, db):
     assert header.split() == ["#", "score", "id", "kind", "agent", "date", "memory"]
     assert set(rule.replace(" ", "")) == {"-"}
     assert first.split()[0] == "1" and first.endswith("The staging database is reset every Sunday")
-    assert "why: memoria explain ret_" in out
+    assert "why: memoria explain ret_" in out and f" --db {db}\n" in out
     assert (
-        "how it went: memoria outcome success|failure|partial [--helpful ID] [--misleading ID] (reports session ses_cli_"
-        in out
+        "how it went: memoria outcome success|failure|partial [--helpful ID] [--misleading ID] "
+        f"--db {db} --session ses_cli_" in out
     )
+
+
+def test_the_commands_a_recall_suggests_reach_its_store_scope_and_session(capsys, db):
+    # A new user's trial: recalled in project alpha, followed the printed `memoria outcome` (no --project)
+    # and replaced the default project's finished report with a failure.
+    memoria(capsys, db, "remember", "The build uses Bazel 7")
+    memoria(capsys, db, "remember", "Alpha deploys with Helm", "--project", "alpha")
+    memoria(capsys, db, "recall", "build tool")
+    assert memoria(capsys, db, "outcome", "success")[0] == 0
+    _, out, _ = memoria(capsys, db, "recall", "alpha deploy helm", "--project", "alpha", "--agent", "bob")
+    [why] = [line for line in out.splitlines() if line.startswith("why: ")]
+    [how] = [line for line in out.splitlines() if line.startswith("how it went: ")]
+    assert why.endswith(f"--db {db} --project alpha")
+    assert f"--db {db} --project alpha --agent bob --session ses_cli_" in how
+    command = how.removeprefix("how it went: memoria ").replace("success|failure|partial", "failure")
+    command = command.replace(" [--helpful ID] [--misleading ID]", "")
+    status, out, err = memoria_env(capsys, *shlex.split(command))
+    assert status == 0, err
+    assert out.startswith(f"session {command.split('--session ')[1]}: failure")
+    assert memoria_env(capsys, "explain", *shlex.split(why.removeprefix("why: memoria explain ")))[0] == 0
+    # The default project's report is as it was: the same report again changes nothing.
+    status, out, err = memoria(capsys, db, "outcome", "success")
+    assert status == 0 and "success (score 1.00), unchanged" in out.splitlines()[0], err
 
 
 def test_json_output_is_the_tools_output(capsys, db):
