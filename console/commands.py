@@ -1092,7 +1092,7 @@ def export_command(args: argparse.Namespace, settings: Settings) -> int:
     from storage.records import Viewer
 
     scopes = None
-    if args.org or args.project:
+    if args.org is not None or args.project is not None:  # an empty one is refused, not read as "all"
         scopes = [scope_arg(args, settings)]
     if args.session and not args.agent:
         raise CommandError("--session needs --agent: the session is that agent's")

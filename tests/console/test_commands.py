@@ -1169,3 +1169,18 @@ def test_after_clear_the_hooks_report_of_the_next_conversation_keeps_what_the_fi
     two = hook(transcript("two.jsonl", "Nothing from memory this time."))
     assert (one["session_id"], two["session_id"], two["status"]) == (first["session_id"],) * 2 + ("replaced",)
     assert {u["id"]: u["role"] for u in two["updated"]}.get(rollback["id"]) == "used"  # kept, not dropped
+
+
+def test_a_project_export_takes_the_memories_remembered_in_it_for_the_whole_org(capsys, db, tmp_path):
+    # A new user's trial: the org-visible memory remembered in project alpha was not in alpha's export,
+    # and `--project ''` exported every scope.
+    memoria(capsys, db, "remember", "Alpha uses signed commits", "--project", "alpha", "--visibility", "org")
+    memoria(capsys, db, "remember", "Alpha deploys with Helm", "--project", "alpha")
+    memoria(capsys, db, "remember", "Beta deploys with Nomad", "--project", "beta")
+    status, _, err = memoria(capsys, db, "export", str(tmp_path / "alpha.jsonl"), "--project", "alpha")
+    assert status == 0, err
+    lines = (tmp_path / "alpha.jsonl").read_text().splitlines()
+    contents = {json.loads(line)["row"].get("content") for line in lines[1:]} - {None}
+    assert contents == {"Alpha uses signed commits", "Alpha deploys with Helm"}
+    status, _, err = memoria(capsys, db, "export", str(tmp_path / "empty.jsonl"), "--project", "")
+    assert status == 1 and "`--project` must not be empty" in err and not (tmp_path / "empty.jsonl").exists()
