@@ -252,10 +252,27 @@ def missing_store(db: str, *, create: bool, given_as: str = "--db") -> str | Non
     answers every question with nothing. URIs (s3://, gs://, ...) are the object store's business; the
     default folder, given by nobody, is made on first use."""
     folder = local_store_folder(db)
-    if folder is None or folder.exists():
+    if folder is None:
         return None
+    if folder.is_file():
+        return f"{db} ({given_as}) is a file, not a store's folder: check the path"
+    if folder.is_dir():
+        try:
+            entries = list(folder.iterdir())
+        except OSError as exc:
+            return f"cannot read the store at {db} ({given_as}): {exc.strerror or exc}"
+        if create or not entries or any(entry.name.endswith(".lance") for entry in entries):
+            return None
+        # A folder of other files (a project's source, say) would otherwise become a store as well.
+        return (
+            f"{db} ({given_as}) holds no memoria store but other files: check the path, or add --create to "
+            "make a new store in it"
+        )
     if create:
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return f"cannot make a store at {db} ({given_as}): {exc.strerror or exc}; check the path"
         return None
     return (
         f"there is no store at {db} ({given_as}): check the path, or add --create to make a new store there"
@@ -311,14 +328,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     overrides = {"db_uri": args.db} if getattr(args, "db", None) else {}
     try:
         settings = Settings.from_env(**overrides)
-        # A store someone named (--db, or MEMORIA_DB_URI as the settings read it) must exist: doctor
-        # diagnoses the store it is given; import fills a new one by nature; client only prints an entry
+        # A store someone named (--db, or MEMORIA_DB_URI as the settings read it) must exist (doctor too:
+        # it diagnoses the store it is given); import fills a new one by nature; client only prints an entry
         # that names the folder (the server makes it when it first starts). The default folder is made on
         # first use.
         named = settings.db_uri != str(default_data_dir() / "lancedb")
-        if args.command not in ("serve", "doctor", "import", "client") and named and hasattr(args, "create"):
+        checked = args.command not in ("serve", "doctor", "import", "client") and hasattr(args, "create")
+        # Doctor diagnoses what is there (a file, a folder of other files), and never makes a store.
+        folder = local_store_folder(settings.db_uri) if args.command == "doctor" else None
+        if named and (checked or (folder is not None and not folder.exists())):
             refused = missing_store(
-                settings.db_uri, create=args.create, given_as="--db" if args.db else "MEMORIA_DB_URI"
+                settings.db_uri,
+                create=getattr(args, "create", False),
+                given_as="--db" if args.db else "MEMORIA_DB_URI",
             )
             if refused:
                 print(f"memoria: {refused}", file=sys.stderr)

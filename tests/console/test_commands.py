@@ -476,7 +476,7 @@ def test_a_store_that_cannot_open_fails_the_doctor_with_the_fix(capsys, tmp_path
     monkeypatch.setenv("MEMORIA_EMBEDDER", "hashed")
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    status, out, _ = memoria(capsys, blocker / "db", "doctor")
+    status, out, _ = memoria(capsys, blocker, "doctor")  # there, but a file: it cannot open
     assert status == 1 and "FAIL  store" in out and "set MEMORIA_DB_URI to a writable folder" in out
 
 
@@ -621,9 +621,9 @@ def test_the_hook_never_fails_the_session_even_when_the_store_cannot_open(capsys
     blocker.write_text("not a folder")
     monkeypatch.setattr(sys, "stdin", io.StringIO("{}"))
     status, _, err = memoria(capsys, blocker, "outcome", "--hook")  # there, but a file: it cannot open
-    assert status == 0 and "could not open the memory store" in err and "memoria doctor" in err
+    assert status == 0 and "is a file, not a store's folder: check the path" in err
     status, _, err = memoria(capsys, blocker, "outcome", "success")
-    assert status == 1
+    assert status == 2
 
 
 def test_an_unexpected_failure_is_one_line_that_says_where_to_look(capsys, db, monkeypatch):
@@ -736,6 +736,28 @@ def test_a_db_that_does_not_exist_is_refused_unless_create_says_to_make_it(capsy
     assert (
         as_json(capsys, mistyped, "recall", "made on purpose")["memories"][0]["content"] == "made on purpose"
     )
+
+
+def test_a_folder_of_other_files_a_file_or_a_path_that_cannot_be_made_is_refused_as_a_store(capsys, db):
+    # A new user's trial: `stats --db proj` made a store among a project's files, doctor made one at a
+    # mistyped path and said it was fine, and a path that could not be made ended in a traceback.
+    project = db.parent / "proj"
+    (project / "src").mkdir(parents=True)
+    (project / "README.md").write_text("x")
+    status, out, err = memoria(capsys, project, "stats")
+    assert status == 2 and out == "" and "holds no memoria store but other files" in err and "--create" in err
+    assert sorted(p.name for p in project.iterdir()) == ["README.md", "src"]
+    mistyped = db.parent / "typo"
+    status, _, err = memoria(capsys, mistyped, "doctor")
+    assert status == 2 and f"there is no store at {mistyped}" in err and not mistyped.exists()
+    status, _, err = memoria(capsys, project / "README.md", "stats")
+    assert status == 2 and "is a file, not a store's folder" in err
+    status, _, err = memoria(capsys, project / "README.md" / "db", "remember", "x", "--create")
+    assert status == 2 and "cannot make a store at" in err and "Traceback" not in err
+    # A folder a store lives in, or an empty one, is used as before; --create takes a folder of other files.
+    assert memoria(capsys, db, "stats")[0] == 0
+    assert memoria(capsys, project, "remember", "kept beside the sources", "--create")[0] == 0
+    assert memoria(capsys, project, "stats")[0] == 0
 
 
 def test_a_memoria_db_uri_that_does_not_exist_is_refused_as_db_is(capsys, db, monkeypatch):
