@@ -26,7 +26,12 @@ def positive(value: str) -> int:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memoria", description="Long-term memory for AI agents, over MCP.")
+    parser = argparse.ArgumentParser(
+        prog="memoria",
+        description="Long-term memory for AI agents, over MCP. With no command, `memoria` serves MCP on stdio "
+        "(as `memoria serve`): it waits for a client's messages on stdin.",
+    )
+    parser.add_argument("--version", action="version", version=f"memoria {installed_version()}")
     commands = parser.add_subparsers(dest="command")
     add_serve_arguments(
         commands.add_parser("serve", help="run the MCP server (stdio unless --http is given)")
@@ -185,7 +190,7 @@ def add_people_commands(commands: Any) -> None:
     )
 
     ui = command("ui", "a live page over the scope's memories: search, browse, edit, forget (127.0.0.1 only)")
-    ui.add_argument("--port", type=int, default=0, metavar="P", help="the port (default: any free one)")
+    ui.add_argument("--port", type=port, default=0, metavar="P", help="the port (default: any free one)")
     ui.add_argument("--no-open", action="store_true", help="print the URL without opening a browser")
 
     show = command("show", "one memory in full: provenance, weight history, lineage")
@@ -244,6 +249,27 @@ def add_people_commands(commands: Any) -> None:
         "--retrievals", type=positive, default=200, metavar="N", help="recent recalls to analyse"
     )
     report.add_argument("--open", action="store_true", help="open it in the browser")
+
+
+def installed_version() -> str:
+    """The installed package's version (the source tree's when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memoria-mcp")
+    except PackageNotFoundError:  # pragma: no cover - run from a checkout that was never installed
+        return "(not installed)"
+
+
+def port(text: str) -> int:
+    """A TCP port to listen on, 0-65535 (0: any free one)."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: give a number from 0 to 65535") from None
+    if not 0 <= number <= 65_535:
+        raise argparse.ArgumentTypeError(f"{number} is not a port: give a number from 0 to 65535")
+    return number
 
 
 def missing_store(db: str, *, create: bool, given_as: str = "--db") -> str | None:
@@ -313,9 +339,10 @@ def command_first(argv: list[str], parser: argparse.ArgumentParser) -> list[str]
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = make_parser()
-    if argv and argv[0].startswith("-") and argv[0] not in {"-h", "--help"}:
+    top_level = {"-h", "--help", "--version"}
+    if argv and argv[0].startswith("-") and argv[0] not in top_level:
         argv = command_first(argv, parser)
-    if not argv or (argv[0].startswith("-") and argv[0] not in {"-h", "--help"}):
+    if not argv or (argv[0].startswith("-") and argv[0] not in top_level):
         argv = ["serve", *argv]  # `memoria` alone, or `memoria --http ...`, means serve
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, with its usage, not the top level's

@@ -1212,8 +1212,17 @@ def doctor_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def issue_token(principal: str, read: list[str], write: list[str]) -> int:
     """Print a new random token (shown once) and its tokens-file entry, which holds only its digest."""
-    from server.auth import ScopePattern, new_token, token_digest  # (the MCP SDK's auth: only this command)
+    from server.auth import (  # (the MCP SDK's auth: only this command)
+        ScopePattern,
+        is_principal_name,
+        new_token,
+        token_digest,
+    )
 
+    principal = principal.strip()
+    if not is_principal_name(principal):  # the server would refuse the entry, and start for no one
+        print("memoria token: --principal must be a name of 1-128 printable characters", file=sys.stderr)
+        return 2
     try:
         for scope in (*read, *write):
             ScopePattern.parse(scope)

@@ -35,6 +35,36 @@ def test_memoria_token_refuses_a_missing_or_malformed_scope(scopes, capsys):
     assert captured.out == "" and ("--read or --write" in captured.err or "org/project" in captured.err)
 
 
+@pytest.mark.parametrize("principal", ["", "   ", "a\nb", "x" * 129])
+def test_memoria_token_refuses_a_principal_the_server_would_not_load(principal, capsys):
+    # A new user's trial: `--principal ""` printed an entry whose tokens file then stopped the server.
+    from console.cli import main
+
+    assert main(["token", "--principal", principal, "--write", "acme/web"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--principal must be a name of 1-128 printable characters" in captured.err
+
+
+@pytest.mark.parametrize("given", ["99999", "-1", "http"])
+def test_a_port_out_of_range_is_refused_by_the_parser(given, capsys):
+    from console.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["ui", "--port", given])
+    assert exit_.value.code == 2
+    assert "is not a port: give a number from 0 to 65535" in capsys.readouterr().err
+
+
+def test_memoria_version_prints_the_installed_version(capsys):
+    from importlib.metadata import version
+
+    from console.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.strip() == f"memoria {version('memoria-mcp')}"
+
+
 def test_running_the_cli_module_runs_the_cli():
     done = subprocess.run(
         [sys.executable, "-m", "console.cli", "--help"],
