@@ -283,6 +283,12 @@ _REASON = re.compile(
     re.IGNORECASE,
 )
 _VALUE_IN_TEXT = re.compile(_VALUE, re.IGNORECASE)
+# A value said to have changed to another with words between ("upgraded the orders database to PostgreSQL
+# 16", "moved the standup to Thursday"): the word of change, a few words, "to", perhaps a name, the value.
+_CHANGED_TO_FAR = re.compile(
+    _CHANGED.pattern + r"(?:\s+(?!to\b)[\w'-]+){1,6}?\s+to\s+(?:[A-Za-z][\w-]*\s+)?(?P<value>" + _VALUE + ")",
+    re.IGNORECASE,
+)
 # The share of the newer memory's subject words the older one must hold when the newer names a value of the
 # older one as left behind but the two differ otherwise (the older says more): then the newer disputes it.
 CONTAINED_OVERLAP = 0.75
@@ -389,6 +395,28 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         # every word of what the newer one is about: the newer disputes it.
         named = given_up & values
         shared = subject & rest
+        if not named and len(shared) >= 2 and len(shared) / len(rest) >= CONTAINED_OVERLAP:
+            # Or the newer one says in words what the value changed to, and holds nearly every word of what
+            # the older one is about, with more of its own ("we upgraded the orders service database to
+            # PostgreSQL 16" after "the orders service uses PostgreSQL 15"): read as a dispute, not a
+            # revision, for the words it adds may name another thing.
+            said_to = {
+                term
+                for found in _CHANGED_TO_FAR.finditer(stated)
+                for term in content_terms(found.group("value"))
+            }
+            if new_values & said_to:
+                found.append(
+                    Contradiction(
+                        other.id,
+                        memory.id,
+                        " ".join(sorted(values - own_values)),
+                        newer_term,
+                        round(similarity, 6),
+                        covers_older=False,
+                    )
+                )
+            continue
         if named and len(shared) >= 2 and len(shared) / len(subject) >= CONTAINED_OVERLAP:
             found.append(
                 Contradiction(

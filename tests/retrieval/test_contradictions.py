@@ -232,3 +232,20 @@ def test_a_value_named_as_changed_from_disputes_an_older_memory_that_says_more()
     assert value_changes(memory("other", "The API port was changed from 7070 to 9090", 5), [port]) == []
     admin = "The admin console was changed from 18081 to 18082 after a clash"
     assert value_changes(memory("admin", admin, 5), [compose]) == []
+
+
+def test_a_value_said_to_have_changed_to_with_more_words_disputes_the_older_memory_it_holds():
+    postgres = memory("old", "The orders service uses PostgreSQL 15", 0)
+    newer = "We upgraded the orders service database to PostgreSQL 16 last week"
+    [change] = value_changes(memory("new", newer, 5), [postgres])
+    # {order, service, postgresql} of the older {order, service, use, postgresql}: 3 / 4 held by the newer,
+    # which adds "database": a dispute, not a revision (Jaccard 3 / 5).
+    assert (change.older_term, change.newer_term, change.subject_similarity) == ("15", "16", 0.6)
+    assert not change.covers_older and not change.named_in_words
+    # Without the value said after "to", or with the older's subject not held, nothing.
+    assert (
+        value_changes(memory("n2", "We upgraded the orders service database; it runs 16 now", 5), [postgres])
+        == []
+    )
+    billing = "We upgraded the billing service database to PostgreSQL 16"
+    assert value_changes(memory("n3", billing, 5), [postgres]) == []

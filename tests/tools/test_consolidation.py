@@ -249,6 +249,13 @@ def test_a_value_lowered_for_a_reason_revises_and_one_changed_from_a_longer_memo
     marks = {m.id: m.contradicted_by for m in found.memories}
     assert marks[compose] == [moved.id] and marks[moved.id] == []
     assert "DISPUTED by newer " + moved.id in found.context
+    postgres = remember(RememberInput(content="The orders service uses PostgreSQL 15."), runtime, caller()).id
+    upgraded = remember(
+        RememberInput(content="We upgraded the orders service database to PostgreSQL 16 last week."),
+        runtime,
+        caller("ses_2"),
+    )
+    assert upgraded.consolidation.contradicts == [postgres] and status(runtime, postgres) == "active"
 
 
 def test_another_agents_correction_naming_the_old_value_disputes_it_and_a_plain_value_does_not(runtime):

@@ -337,9 +337,12 @@ class ConsolidationService:
             # model reads one): "build 1235 failed" does not revise "build 1234 failed". A protected
             # memory yields only to a revision in words ("switched from"), so the pair stays disputed.
             # "9090, not 8080" and "Correction: ..." say so in words, as "switched from" does.
+            # A pair that only covers part of the older memory is made only of a change said in words.
             revises, resolver = (
                 (True, "revision:explicit")
-                if change.named_in_words or says_value_changed(memory.content, change.newer_term.split())
+                if change.named_in_words
+                or not change.covers_older
+                or says_value_changed(memory.content, change.newer_term.split())
                 else self._is_revision(older, memory, llm)
             )
             if not revises:
