@@ -96,6 +96,10 @@ FLAGS = {
 _QUOTED_NAME = re.compile(r"`(" + "|".join(FLAGS) + r")(?:\.\d+)?`")
 _PHRASES = (
     (re.compile(r"(?<![\w-])(helpful_ids|misleading_ids)(?![\w-])"), lambda m: FLAGS[m.group(1)]),
+    (
+        re.compile(r"\b(another |leave )(protection_tier|occurred_at)\b"),
+        lambda m: m.group(1) + FLAGS[m.group(2)],
+    ),
     (re.compile(r"\b(char_budget|top_k)( must be between)"), lambda m: FLAGS[m.group(1)] + m.group(2)),
     (re.compile(r"\b(char_budget|top_k)=(\d+)"), lambda m: f"{FLAGS[m.group(1)]} {m.group(2)}"),
     (re.compile(r"\braise (char_budget|top_k)\b"), lambda m: f"raise {FLAGS[m.group(1)]}"),
@@ -439,7 +443,10 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import explain_ranking
 
     if (args.retrieval_id is None) == (args.query is None):
-        raise CommandError("pass a retrieval id (from recall) or --query to run and explain a recall now")
+        raise CommandError(
+            ("pass only one of " if args.query is not None else "pass ")
+            + "a retrieval id (from recall) or --query to run and explain a recall now"
+        )
     with opened(settings) as runtime:
         result = call(
             explain_ranking.handle,
@@ -785,8 +792,12 @@ def scope_arg(args: argparse.Namespace, settings: ToolSettings) -> Scope:
 def forget_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import forget
 
-    if sum(what is not None for what in (args.memory_id, args.query, args.tag)) != 1:
-        raise CommandError("pass a memory id, or --query to forget the best matches, or --tag")
+    given = sum(what is not None for what in (args.memory_id, args.query, args.tag))
+    if given != 1:
+        raise CommandError(
+            ("pass only one of " if given else "pass ")
+            + "a memory id, --query (to forget the best matches) or --tag"
+        )
     mode = "purge" if args.purge else "retract"
     values = {
         "memory_id": args.memory_id,

@@ -1206,3 +1206,20 @@ def test_a_project_export_takes_the_memories_remembered_in_it_for_the_whole_org(
     assert contents == {"Alpha uses signed commits", "Alpha deploys with Helm"}
     status, _, err = memoria(capsys, db, "export", str(tmp_path / "empty.jsonl"), "--project", "")
     assert status == 1 and "`--project` must not be empty" in err and not (tmp_path / "empty.jsonl").exists()
+
+
+def test_an_id_and_a_query_together_are_refused_as_two_where_one_goes(capsys, db):
+    # A new user's trial: the message for both read as if neither had been given.
+    status, _, err = memoria(capsys, db, "explain", "ret_0123", "--query", "deploys")
+    assert status == 1 and "pass only one of a retrieval id (from recall) or --query" in err
+    status, _, err = memoria(capsys, db, "forget", "mem_0123", "--query", "deploys", "--yes")
+    assert status == 1 and "pass only one of a memory id, --query" in err
+    status, _, err = memoria(capsys, db, "forget")
+    assert status == 1 and "pass a memory id, --query (to forget the best matches) or --tag" in err
+
+
+def test_an_expired_ephemeral_memory_is_refused_with_the_flags_to_change(capsys, db):
+    status, _, err = memoria(
+        capsys, db, "remember", "The canary runs today", "--tier", "ephemeral", "--occurred-at", "2020-01-01"
+    )
+    assert status == 1 and "another --tier" in err and "leave --occurred-at out" in err, err
