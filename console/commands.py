@@ -907,10 +907,11 @@ def ui_command(args: argparse.Namespace, settings: Settings) -> int:
                 f"could not listen on 127.0.0.1:{args.port}: {exc}. Pick another --port"
             ) from None
         print(f"memoria ui: {ui.url}  (Ctrl-C stops it)", file=sys.stdout, flush=True)
-        if not args.no_open:
-            import webbrowser
-
-            webbrowser.open(ui.url)
+        if not args.no_open and not webbrowser.open(ui.url):
+            print(
+                "memoria ui: no browser could be started here: open the address above yourself",
+                file=sys.stderr,
+            )
         try:
             ui.serve_forever()
         except KeyboardInterrupt:
@@ -1193,8 +1194,11 @@ def report_command(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps({"path": str(target.resolve()), "bytes": target.stat().st_size}), file=sys.stdout)
     else:
         print(f"wrote {target.resolve()}", file=sys.stdout)
-    if args.open:
-        webbrowser.open(target.resolve().as_uri())
+    if args.open and not webbrowser.open(target.resolve().as_uri()):
+        print(
+            f"memoria report: no browser could be started here: open {target.resolve()} yourself",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -1223,3 +1223,14 @@ def test_an_expired_ephemeral_memory_is_refused_with_the_flags_to_change(capsys,
         capsys, db, "remember", "The canary runs today", "--tier", "ephemeral", "--occurred-at", "2020-01-01"
     )
     assert status == 1 and "another --tier" in err and "leave --occurred-at out" in err, err
+
+
+def test_report_open_says_so_when_no_browser_can_be_started(capsys, db, tmp_path, monkeypatch):
+    # A new user's trial: `report --open` with no browser said nothing.
+    import webbrowser
+
+    opened: list[str] = []
+    monkeypatch.setattr(webbrowser, "open", lambda url: opened.append(url) or False)
+    status, out, err = memoria(capsys, db, "report", "--out", str(tmp_path / "r.html"), "--open")
+    assert status == 0 and opened == [(tmp_path / "r.html").resolve().as_uri()]
+    assert f"no browser could be started here: open {(tmp_path / 'r.html').resolve()} yourself" in err
