@@ -363,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         checked = args.command not in ("serve", "doctor", "import", "client") and hasattr(args, "create")
         # Doctor diagnoses what is there (a file, a folder of other files), and never makes a store.
         folder = local_store_folder(settings.db_uri) if args.command == "doctor" else None
-        if named and (checked or (folder is not None and not folder.exists())):
+        if named and (checked or (folder is not None and not folder.is_file())):
             refused = missing_store(
                 settings.db_uri,
                 create=getattr(args, "create", False),

@@ -227,8 +227,9 @@ _CALENDAR = (
     r"august|september|october|november|december)s?"
 )
 _CALENDAR_WORD = re.compile(rf"{_CALENDAR}\Z", re.IGNORECASE)
-# A value as written: a word with a digit in it, or a day or month by name.
-_VALUE = rf"(?:[^\s,;!?()]*\d[^\s,;!?()]*|\b{_CALENDAR}\b)"
+# A value as written: a word with a digit in it, or a day or month by name. A word is only read from its
+# start (the look-behind), so a long word without a digit is scanned once, not once from each of its letters.
+_VALUE = rf"(?:(?<![^\s,;!?()])[^\s,;!?()]*?\d[^\s,;!?()]*|\b{_CALENDAR}\b)"
 # Words that add to what was said rather than replace it ("now also listens on 9443").
 _ADDING = re.compile(r"\b(?:also|too|as\s+well|additionally|another|besides)\b", re.IGNORECASE)
 # Words that say a value changed; the new value comes after one of them.
@@ -261,7 +262,9 @@ def says_value_changed(text: str, new_values: Iterable[str]) -> bool:
 # 3.11", "rather than port 8080", "no longer 8080"): it names the old value, and says in so many words that
 # it changed.
 _GIVEN_UP = re.compile(
-    r"(?:,\s*|\s*\(\s*|\s+)(?:and\s+)?(?:not|instead\s+of|rather\s+than|no\s+longer|in\s+place\s+of|replacing)\s+"
+    # Tried from the start of a run of spaces only: a long run is then scanned once, not once a space.
+    r"(?<!\s)(?:,\s*+|\s*+\(\s*+|\s++)(?:and\s+)?(?:not|instead\s+of|rather\s+than|no\s+longer|in\s+place\s+of|"
+    r"replacing)\s+"
     r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + ")",
     re.IGNORECASE,
 )
@@ -271,36 +274,40 @@ _LABEL = re.compile(r"^\s*(?:correction|corrected|update|updated|note)\s*[:\-\u2
 
 
 # A value named as left behind by a change: "changed from 18081 to 18082", "moved the standup from Tuesday
-# to Thursday" (after a word of change; the value it went to follows).
+# to Thursday": a verb of change, at most a few words, then "from" the value "to" another. Not after "now"
+# alone: "support hours are now from 09:00 to 18:00" is a range, not 09:00 given up.
 _FROM = re.compile(
-    r"\bfrom\s+(?:the\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + r")(?=\s+to\s)", re.IGNORECASE
+    r"\b(?:changed|switched|updated|moved|raised|lowered|increased|decreased|reduced|bumped|upgraded|"
+    r"downgraded|extended|shortened)(?:\s+(?!from\b)[\w'-]+){0,4}?\s+"
+    r"(?P<gone>from\s+(?:the\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + r"))(?=\s+to\s)",
+    re.IGNORECASE,
 )
-# What a memory may add after its new value that is not what the value is of: why or when it changed ("was
-# lowered to 60 seconds after the stale pricing incident", "... because 18081 clashed with the proxy").
+# What a memory may add after its new value that is not what the value is of: why it changed, or when ("...
+# because 18081 clashed with the proxy", "... last week"). Not "when ...": that says where the value holds
+# ("raised to 1000 requests a minute when the caller has an enterprise key"), and such a value revises
+# nothing. "After ..." and "following ..." are either ("lowered to 60 seconds after the stale pricing
+# incident", "lowered to 10 a minute after 5 failed logins"): set aside too, but the pair then only disputes.
 _REASON = re.compile(
-    r"\s(?:because|since|after|following|due\s+to|as\s+part\s+of|so\s+that|when|last\s+(?:week|month|year)|"
+    r"\s(?:(?P<either>after|following)|because|due\s+to|as\s+part\s+of|so\s+that|last\s+(?:week|month|year)|"
     r"yesterday|today)\b",
     re.IGNORECASE,
 )
 _VALUE_IN_TEXT = re.compile(_VALUE, re.IGNORECASE)
-# A value said to have changed to another with words between ("upgraded the orders database to PostgreSQL
-# 16", "moved the standup to Thursday"): the word of change, a few words, "to", perhaps a name, the value.
-_CHANGED_TO_FAR = re.compile(
-    _CHANGED.pattern + r"(?:\s+(?!to\b)[\w'-]+){1,6}?\s+to\s+(?:[A-Za-z][\w-]*\s+)?(?P<value>" + _VALUE + ")",
-    re.IGNORECASE,
-)
 # The share of the newer memory's subject words the older one must hold when the newer names a value of the
 # older one as left behind but the two differ otherwise (the older says more): then the newer disputes it.
 CONTAINED_OVERLAP = 0.75
 
 
-def _without_reason(text: str, start: int) -> str:
-    """``text`` up to a clause of why or when that follows the first value said after ``start``."""
+def _without_reason(text: str, start: int) -> tuple[str, bool]:
+    """``text`` up to a clause of why or when that follows the first value said after ``start``, and
+    whether that clause may instead say where the value holds ("after", "following")."""
     first = _VALUE_IN_TEXT.search(text, start)
     if first is None:
-        return text
+        return text, False
     reason = _REASON.search(text, first.end())
-    return text if reason is None else text[: reason.start()]
+    if reason is None:
+        return text, False
+    return text[: reason.start()], reason.group("either") is not None
 
 
 def _change_stems(text: str) -> set[str]:
@@ -308,9 +315,18 @@ def _change_stems(text: str) -> set[str]:
     return {light_stem(found.group(0).lower()) for found in _CHANGED.finditer(text)}
 
 
-def _is_value(term: str) -> bool:
-    """A content term that is a value: it has a digit, or names a day or a month."""
+def is_value(term: str) -> bool:
+    """A word that is a value: it has a digit, or names a day or a month."""
     return any(char.isdigit() for char in term) or _CALENDAR_WORD.match(term) is not None
+
+
+_is_value = is_value
+
+
+def _kinds(values: Iterable[str]) -> set[bool]:
+    """Which kinds of value these are: a day or month by name (True), a number (False). A value replaces
+    only one of its kind ("in December" is not changed by "moved to 17:00")."""
+    return {_CALENDAR_WORD.match(value) is not None for value in values}
 
 
 def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
@@ -334,15 +350,14 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     changed = _CHANGED.search(stated)
     if changed is not None:
         # "changed from 18081 to 18082": the value it went from is given up, named in words.
-        left = [found for found in _FROM.finditer(stated, changed.end())]
-        given_up |= {
-            term for found in left for term in content_terms(found.group("value")) if _is_value(term)
-        }
-        for found in reversed(left):
-            stated = stated[: found.start()] + " " + stated[found.end() :]
+        left = list(_FROM.finditer(stated))
+        given_up |= {term for gone in left for term in content_terms(gone.group("value")) if _is_value(term)}
+        for gone in reversed(left):
+            stated = stated[: gone.start("gone")] + " " + stated[gone.end("gone") :]
         changed = _CHANGED.search(stated)
+    conditional = False  # its clause after the new value may say where the value holds
     if changed is not None:
-        stated = _without_reason(stated, changed.end())
+        stated, conditional = _without_reason(stated, changed.end())
     if (changed is None and not given_up) or _ADDING.search(stated):
         return []
     own = set(content_terms(stated))
@@ -373,6 +388,8 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         new_values = own_values - values
         if not new_values <= said_after:
             continue  # a value before the word of change names the thing, not its new value
+        if _kinds(new_values) != _kinds(values - own_values):
+            continue  # a month for a time of day: not the same thing's value
         similarity = len(subject & rest) / len(subject | rest)
         newer_term = " ".join(sorted(new_values))
         if similarity >= VALUE_OVERLAP:
@@ -388,6 +405,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
                     newer_term,
                     round(similarity, 6),
                     explicit,
+                    covers_older=not conditional,
                 )
             )
             continue
@@ -395,28 +413,6 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         # every word of what the newer one is about: the newer disputes it.
         named = given_up & values
         shared = subject & rest
-        if not named and len(shared) >= 2 and len(shared) / len(rest) >= CONTAINED_OVERLAP:
-            # Or the newer one says in words what the value changed to, and holds nearly every word of what
-            # the older one is about, with more of its own ("we upgraded the orders service database to
-            # PostgreSQL 16" after "the orders service uses PostgreSQL 15"): read as a dispute, not a
-            # revision, for the words it adds may name another thing.
-            said_to = {
-                term
-                for found in _CHANGED_TO_FAR.finditer(stated)
-                for term in content_terms(found.group("value"))
-            }
-            if new_values & said_to:
-                found.append(
-                    Contradiction(
-                        other.id,
-                        memory.id,
-                        " ".join(sorted(values - own_values)),
-                        newer_term,
-                        round(similarity, 6),
-                        covers_older=False,
-                    )
-                )
-            continue
         if named and len(shared) >= 2 and len(shared) / len(subject) >= CONTAINED_OVERLAP:
             found.append(
                 Contradiction(

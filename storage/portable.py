@@ -156,15 +156,14 @@ def export_rows(
     Memories of every status are included; ``vectors=False`` leaves the memories' vectors out (an
     import embeds them again). Reads one scope of one table at a time.
 
-    The org shelves of the scopes' orgs come with them: a memory remembered in a project for its whole
-    org is kept there, and the project reads it (a trial's export of one project left such a memory out).
-    With a ``viewer``, only what that agent (in that session) may read: another agent's (or session's)
-    private memories do not come, and neither does any row that names one (its lineage, attestations and
-    contradictions, and the whole of every report, retrieval and A/B row that touched one)."""
+    With a ``viewer``, only what that agent (in that session) may read: the org shelves of the scopes'
+    orgs come too, another agent's (or session's) private memories do not, and neither does any row that
+    names one (its lineage, attestations and contradictions, and the whole of every report, retrieval
+    and A/B row that touched one)."""
     store.flush_logs()
     tables = store.tables()
     wanted = set(scopes) if scopes is not None else None
-    if wanted is not None:
+    if wanted is not None and viewer is not None:
         wanted |= {org_shelf(scope.org_id) for scope in wanted}
     hidden = _hidden_from(viewer, tables[schema.MEMORIES], wanted) if viewer is not None else set()
     left_out: set[tuple[str, str, str]] = (

@@ -1414,16 +1414,15 @@ class Quote:
 
 
 def as_restored(retracted: MemoryRecord, record: MemoryRecord) -> MemoryRecord:
-    """``record`` stating a retracted memory again, as the memory comes back: with the time it happened
-    (``since``/``until`` find it where they did), its tags and those the new statement adds (a recall
-    filtered by a tag finds it again) and its weight (what its reports replay to: a new user's trial found
-    it back at 1.0 beside a weight history that said otherwise). Who states it, its kind, tier, expiry and
-    readers are the new statement's. A purged memory kept none of it to come back to."""
+    """``record`` stating a retracted memory again, as the memory comes back: with its tags and those the
+    new statement adds (a recall filtered by a tag finds it again) and its weight (what its reports replay
+    to: a new user's trial found it back at 1.0 beside a weight history that said otherwise). Its time is
+    the new statement's, as are who states it, its kind, tier, expiry and readers: stated again, it is the
+    newest word on its subject, and consolidation reads it so (a review: kept at its old time, a value
+    stated again read as older than the value it had replaced). A purged memory kept nothing to come back
+    to."""
     return replace(
-        record,
-        created_at=retracted.created_at,
-        tags=tuple(dict.fromkeys((*retracted.tags, *record.tags))),
-        weight=retracted.weight,
+        record, tags=tuple(dict.fromkeys((*retracted.tags, *record.tags))), weight=retracted.weight
     )
 
 

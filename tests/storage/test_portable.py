@@ -273,8 +273,7 @@ def test_an_export_for_an_agent_leaves_out_what_it_may_not_read_and_every_row_na
             )
         )
     everything = rows_by_table(store, scopes=[SCOPE])
-    # The org's shelf comes with the scope: the project reads what was remembered for its whole org.
-    assert {row["id"] for row in everything[schema.MEMORIES]} == {"shared", "mine", "theirs", "org"}
+    assert {row["id"] for row in everything[schema.MEMORIES]} == {"shared", "mine", "theirs"}
 
     found = rows_by_table(store, scopes=[SCOPE], viewer=Viewer("alice", "s1"))
     assert {row["id"] for row in found[schema.MEMORIES]} == {"shared", "mine", "org"}  # the org's shelf too

@@ -110,6 +110,10 @@ def test_a_newer_statement_that_leaves_a_detail_out_does_not_take_it_away():
         # (a new user's trial: shard 0's replica was superseded by shard 1's).
         ("Replica 0 of shard 0 lives in us-east-1", "Replica 0 of shard 1 lives in us-east-1"),
         ("Port 80 forwards to port 80 on the proxy", "Port 80 forwards to port 8080 on the proxy"),
+        (  # days by name are values too (a review's case)
+            "The on-call handover is on Monday and the standup is on Monday",
+            "The on-call handover is on Monday and the standup is on Friday",
+        ),
     ],
 )
 def test_a_value_swapped_for_another_or_words_reversed_is_a_different_fact(older, newer):

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from retrieval.contradictions import is_value
 from retrieval.text import (
     content_terms,
     light_stem,
@@ -108,8 +109,11 @@ def adds_nothing(text: Statement, other: Statement) -> bool:
 
 
 def _values(text: str) -> Counter[str]:
-    """How often ``text`` names each of its values (its words with a digit)."""
-    return Counter(word for word in word_tokens(text) if any(char.isdigit() for char in word))
+    """How often ``text`` names each of its values (its words with a digit, days and months by name: as
+    value changes read them, ``retrieval.contradictions.is_value``)."""
+    return Counter(
+        light_stem(word) for word in word_tokens(text) if is_value(word)
+    )  # "Tuesdays" is "Tuesday"
 
 
 def absorbs(survivor: Statement, loser: Statement, threshold: float) -> bool:
