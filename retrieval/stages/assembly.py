@@ -342,7 +342,8 @@ KEEP_WITH_EPISODE = 0.7
 
 def group(chosen: Sequence[Candidate]) -> list[_Group]:
     """The chosen memories in context order, as episode blocks (see the module's step 2)."""
-    by_score = sorted(chosen, key=lambda c: -c.final_score)  # stable: ties keep the selection's order
+    by_score = after_disputers(sorted(chosen, key=lambda c: -c.final_score))  # stable: ties keep their order
+    present = {candidate.id for candidate in by_score}
     blocks: list[_Group] = []
     first_block: dict[str, _Group] = {}
     for candidate in by_score:
@@ -350,7 +351,9 @@ def group(chosen: Sequence[Candidate]) -> list[_Group]:
             continue
         episode_id = candidate.memory.episode_id
         home = first_block.get(episode_id) if episode_id is not None else None
-        if home is not None and candidate.final_score >= KEEP_WITH_EPISODE * home.best:
+        # A disputed memory joins no earlier block: that would put it back before what disputes it.
+        disputed = any(other in present for other in candidate.contradicted_by)
+        if home is not None and not disputed and candidate.final_score >= KEEP_WITH_EPISODE * home.best:
             home.items.append(candidate)
         elif home is not None and blocks[-1].episode_id == episode_id:
             blocks[-1].items.append(candidate)  # its block (or continuation) is the last: score order holds
@@ -371,6 +374,25 @@ def group(chosen: Sequence[Candidate]) -> list[_Group]:
     for sibling in sorted((c for c in chosen if c.source == "sibling"), key=lambda c: (-c.final_score, c.id)):
         blocks = _with_sibling(blocks, sibling)
     return blocks
+
+
+def after_disputers(ordered: list[Candidate]) -> list[Candidate]:
+    """``ordered`` with each memory that a newer one in it disputes (``contradicted_by``: an older value a
+    newer memory says otherwise about) moved to just after the last of those: an agent reads what is said
+    now before what it replaced, and the older one's mark says which memory disputes it (a new user's
+    trial read the older value first). Every other memory keeps its place."""
+    present = {candidate.id for candidate in ordered}
+    placed = list(ordered)
+    for candidate in ordered:
+        disputers = [
+            other for other in candidate.contradicted_by if other in present and other != candidate.id
+        ]
+        if not disputers:
+            continue
+        placed.remove(candidate)
+        last = max(index for index, other in enumerate(placed) if other.id in disputers)
+        placed.insert(last + 1, candidate)
+    return placed
 
 
 def _with_sibling(blocks: list[_Group], sibling: Candidate) -> list[_Group]:

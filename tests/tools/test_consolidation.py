@@ -248,6 +248,8 @@ def test_a_value_lowered_for_a_reason_revises_and_one_changed_from_a_longer_memo
     found = recall(RecallInput(query="billing-api docker compose host port"), runtime, caller())
     marks = {m.id: m.contradicted_by for m in found.memories}
     assert marks[compose] == [moved.id] and marks[moved.id] == []
+    shown = [m.id for m in found.memories]
+    assert shown.index(moved.id) < shown.index(compose)  # what is said now is read first
     assert "DISPUTED by newer " + moved.id in found.context
 
 

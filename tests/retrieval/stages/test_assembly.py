@@ -600,3 +600,23 @@ def test_a_match_beyond_top_k_is_cut_by_top_k_not_called_filler():
     candidates = tuple(grouped(f"f{i}", f"ep-{i}", score) for i, score in enumerate((0.80, 0.50, 0.10)))
     marked, _ = assemble(candidates, top_k=2, char_budget=10_000, retrieval_id="r", min_share_of_best=0.25)
     assert marked[2].exclusion_reason == "ranked below the top_k=2 cut"
+
+
+def test_a_memory_disputed_by_a_newer_one_in_the_context_comes_right_after_it():
+    # A new user's trial: the older value ranked first, above the memory that disputes it. Scores and the
+    # rank by score stay; the context reads what is said now first.
+    candidates = (
+        replace(grouped("old", "ep-a", 0.90), contradicted_by=("new",)),
+        grouped("a2", "ep-a", 0.85),  # old's episode: its block comes first
+        grouped("other", None, 0.80),
+        grouped("new", "ep-b", 0.60),
+        grouped("last", None, 0.50),
+        replace(grouped("gone", None, 0.70), contradicted_by=("mem_not_here",)),  # its disputer is not shown
+    )
+    marked, context = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r")
+    order = [c.id for c in sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)]
+    # Without the dispute: old, a2 (ep-a), other, gone, new, last.
+    assert order == ["a2", "other", "gone", "new", "old", "last"]
+    assert (
+        context.index("text of new") < context.index("DISPUTED by newer new") < context.index("text of old")
+    )
