@@ -267,12 +267,7 @@ def same_store(args: argparse.Namespace) -> str:
     given them): printed in the commands a result suggests (a trial followed `memoria outcome` from a
     recall of another project, and replaced the default project's report)."""
     given = (("--db", args.db), ("--org", args.org), ("--project", args.project))
-    return "".join(f" {flag} {quoted(value)}" for flag, value in given if value)
-
-
-def quoted(value: str) -> str:
-    """``value`` as a shell word."""
-    return shlex.quote(value)
+    return "".join(f" {flag} {shlex.quote(value)}" for flag, value in given if value)
 
 
 def emit(args: argparse.Namespace, result: BaseModel, readable: str) -> int:
@@ -384,7 +379,7 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
         *(
             [
                 "how it went: memoria outcome success|failure|partial [--helpful ID] [--misleading ID]"
-                f"{same_store(args)}{' --agent ' + quoted(args.agent) if args.agent else ''} "
+                f"{same_store(args)}{' --agent ' + shlex.quote(args.agent) if args.agent else ''} "
                 f"--session {result.session_id}"
             ]
             if result.memories

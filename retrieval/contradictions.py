@@ -57,9 +57,10 @@ class Contradiction:
     # A value change whose newer memory names the old value as given up, or calls itself a correction: a
     # revision in words (``value_changes``).
     named_in_words: bool = False
-    # False: the older memory says more than the value the newer one replaces ("listens on 8081 in its
-    # container; maps it to 18081 on the host", then "the host port changed from 18081 to 18082"), so the
-    # newer one disputes it and never supersedes it: that would take the rest of what it says along.
+    # False: the newer memory disputes the older one and never supersedes it. The older says more than the
+    # value the newer one replaces ("listens on 8081 in its container; maps it to 18081 on the host", then
+    # "the host port changed from 18081 to 18082"): superseding it would take the rest along. Or the newer
+    # one's clause after its value ("after ...") may say where the value holds rather than why it changed.
     covers_older: bool = True
 
     @property
@@ -232,12 +233,13 @@ _CALENDAR_WORD = re.compile(rf"{_CALENDAR}\Z", re.IGNORECASE)
 _VALUE = rf"(?:(?<![^\s,;!?()])[^\s,;!?()]*?\d[^\s,;!?()]*|\b{_CALENDAR}\b)"
 # Words that add to what was said rather than replace it ("now also listens on 9443").
 _ADDING = re.compile(r"\b(?:also|too|as\s+well|additionally|another|besides)\b", re.IGNORECASE)
-# Words that say a value changed; the new value comes after one of them.
-_CHANGED = re.compile(
-    r"\b(?:now|changed|switched|updated|moved|raised|lowered|increased|decreased|reduced|bumped|upgraded|"
-    r"downgraded|extended|shortened)\b",
-    re.IGNORECASE,
+# The verbs that say a value changed ("from" one value "to" another may follow them).
+_CHANGE_VERBS = (
+    r"(?:changed|switched|updated|moved|raised|lowered|increased|decreased|reduced|bumped|upgraded|"
+    r"downgraded|extended|shortened)"
 )
+# Words that say a value changed; the new value comes after one of them.
+_CHANGED = re.compile(rf"\b(?:now|{_CHANGE_VERBS})\b", re.IGNORECASE)
 
 
 # A value said to have changed to another: the word of change, perhaps where it came from, then "to" and the
@@ -277,8 +279,7 @@ _LABEL = re.compile(r"^\s*(?:correction|corrected|update|updated|note)\s*[:\-\u2
 # to Thursday": a verb of change, at most a few words, then "from" the value "to" another. Not after "now"
 # alone: "support hours are now from 09:00 to 18:00" is a range, not 09:00 given up.
 _FROM = re.compile(
-    r"\b(?:changed|switched|updated|moved|raised|lowered|increased|decreased|reduced|bumped|upgraded|"
-    r"downgraded|extended|shortened)(?:\s+(?!from\b)[\w'-]+){0,4}?\s+"
+    rf"\b{_CHANGE_VERBS}(?:\s+(?!from\b)[\w'-]+){{0,4}}?\s+"
     r"(?P<gone>from\s+(?:the\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + r"))(?=\s+to\s)",
     re.IGNORECASE,
 )
@@ -320,9 +321,6 @@ def is_value(term: str) -> bool:
     return any(char.isdigit() for char in term) or _CALENDAR_WORD.match(term) is not None
 
 
-_is_value = is_value
-
-
 def _kinds(values: Iterable[str]) -> set[bool]:
     """Which kinds of value these are: a day or month by name (True), a number (False). A value replaces
     only one of its kind ("in December" is not changed by "moved to 17:00")."""
@@ -343,32 +341,32 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         term
         for found in _GIVEN_UP.finditer(memory.content)
         for term in content_terms(found.group("value"))
-        if _is_value(term)
+        if is_value(term)
     }
     labelled = _LABEL.match(memory.content)
     stated = _GIVEN_UP.sub(" ", memory.content[labelled.end() if labelled else 0 :])
     changed = _CHANGED.search(stated)
+    conditional = False  # its clause after the new value may say where the value holds
     if changed is not None:
         # "changed from 18081 to 18082": the value it went from is given up, named in words.
         left = list(_FROM.finditer(stated))
-        given_up |= {term for gone in left for term in content_terms(gone.group("value")) if _is_value(term)}
+        given_up |= {term for gone in left for term in content_terms(gone.group("value")) if is_value(term)}
         for gone in reversed(left):
             stated = stated[: gone.start("gone")] + " " + stated[gone.end("gone") :]
         changed = _CHANGED.search(stated)
-    conditional = False  # its clause after the new value may say where the value holds
-    if changed is not None:
-        stated, conditional = _without_reason(stated, changed.end())
+        if changed is not None:
+            stated, conditional = _without_reason(stated, changed.end())
     if (changed is None and not given_up) or _ADDING.search(stated):
         return []
     own = set(content_terms(stated))
-    own_values = {term for term in own if _is_value(term)}
+    own_values = {term for term in own if is_value(term)}
     # The word that says it changed is not what the memory is about ("The standup moved to 10:30" is
     # about the standup, as "The standup is at 9:30" is).
     subject = own - own_values - _change_stems(stated)
     # The values said after the word of change are the new ones; with a value named as given up, every
     # value it states.
     said_after = (
-        {term for term in content_terms(stated[changed.end() :]) if _is_value(term)} if changed else set()
+        {term for term in content_terms(stated[changed.end() :]) if is_value(term)} if changed else set()
     )
     if given_up:
         said_after = own_values
@@ -381,7 +379,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         if negated(other.content) != negated(stated):
             continue
         terms = set(content_terms(other.content))
-        values = {term for term in terms if _is_value(term)}
+        values = {term for term in terms if is_value(term)}
         rest = terms - values - _change_stems(other.content)  # "moved to 10:30" then "moved to 11:00"
         if not values or values <= own_values or own_values <= values:
             continue  # no value, or a value added or dropped: none replaced

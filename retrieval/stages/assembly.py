@@ -342,8 +342,9 @@ KEEP_WITH_EPISODE = 0.7
 
 def group(chosen: Sequence[Candidate]) -> list[_Group]:
     """The chosen memories in context order, as episode blocks (see the module's step 2)."""
-    by_score = after_disputers(sorted(chosen, key=lambda c: -c.final_score))  # stable: ties keep their order
-    present = {candidate.id for candidate in by_score}
+    present = {candidate.id for candidate in chosen}
+    # Stable: ties keep the selection's order.
+    by_score = after_disputers(sorted(chosen, key=lambda c: -c.final_score), present)
     blocks: list[_Group] = []
     first_block: dict[str, _Group] = {}
     for candidate in by_score:
@@ -376,12 +377,12 @@ def group(chosen: Sequence[Candidate]) -> list[_Group]:
     return blocks
 
 
-def after_disputers(ordered: list[Candidate]) -> list[Candidate]:
+def after_disputers(ordered: list[Candidate], present: set[str]) -> list[Candidate]:
     """``ordered`` with each memory that a newer one in it disputes (``contradicted_by``: an older value a
     newer memory says otherwise about) moved to just after the last of those: an agent reads what is said
     now before what it replaced, and the older one's mark says which memory disputes it (a new user's
-    trial read the older value first). Every other memory keeps its place."""
-    present = {candidate.id for candidate in ordered}
+    trial read the older value first). Every other memory keeps its place. ``present``: the ids in
+    ``ordered``."""
     placed = list(ordered)
     for candidate in ordered:
         disputers = [

@@ -110,10 +110,8 @@ def adds_nothing(text: Statement, other: Statement) -> bool:
 
 def _values(text: str) -> Counter[str]:
     """How often ``text`` names each of its values (its words with a digit, days and months by name: as
-    value changes read them, ``retrieval.contradictions.is_value``)."""
-    return Counter(
-        light_stem(word) for word in word_tokens(text) if is_value(word)
-    )  # "Tuesdays" is "Tuesday"
+    value changes read them, ``retrieval.contradictions.is_value``), stemmed: "Tuesdays" is "Tuesday"."""
+    return Counter(light_stem(word) for word in word_tokens(text) if is_value(word))
 
 
 def absorbs(survivor: Statement, loser: Statement, threshold: float) -> bool:
