@@ -3,6 +3,7 @@ tags and vector erased from the store's files). Either way a record of what was 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -143,6 +144,12 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
                 note=f"nothing was forgotten: no {'stored' if purge else 'active'} memory matches the query "
                 f"closely enough (relevance >= {floor:g}){closest}. Pass memory_id to forget a particular memory.",
             )
+    # An immutable memory is its author's to forget: another agent's forget by id is refused, and one by
+    # query or tag leaves it (a new user's trial: any agent's query retracted a team's immutable rule).
+    if args.memory_id is not None and not may_forget(targets[0], caller):
+        raise ToolFailure(not_theirs(targets[0], caller))
+    held = [m for m in targets if not may_forget(m, caller)]
+    targets = [m for m in targets if may_forget(m, caller)]
     # A retraction takes active memories; a purge also erases the text of inactive ones (retracted or
     # superseded), but one already purged has nothing left to erase.
     eligible = [m for m in targets if m.status == "active" or (args.mode == "purge" and m.status != "purged")]
@@ -172,6 +179,13 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         notes.append(
             f"{skipped} already {'purged' if args.mode == 'purge' else 'inactive'}, left as "
             f"{'it was' if skipped == 1 else 'they were'}"
+        )
+    if held:
+        authors = ", ".join(sorted({repr(m.agent_id) for m in held}))
+        notes.append(
+            f"{counted(len(held), 'immutable memory')} of another agent left: "
+            f"{', '.join(m.id for m in held)} (only {authors}, who remembered "
+            f"{'it' if len(held) == 1 else 'them'}, may forget {'it' if len(held) == 1 else 'them'})"
         )
     if left_matching:
         notes.append(left_matching)
@@ -239,6 +253,20 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     if extras:
         note = "; ".join([note, *extras]) if note else "; ".join(extras)
     return ForgetOutput(mode=args.mode, dry_run=False, forgotten=briefs, matches=matches, note=note)
+
+
+def may_forget(memory: MemoryRecord, caller: Caller) -> bool:
+    """Whether ``caller`` may retract or purge ``memory``: any memory it may read, but an immutable one
+    only if it remembered it (the tier its author chose says that no other agent changes it)."""
+    return memory.protection_tier != "immutable" or memory.agent_id == caller.agent_id
+
+
+def not_theirs(memory: MemoryRecord, caller: Caller) -> str:
+    return (
+        f"{memory.id} is immutable and was remembered by agent {memory.agent_id!r}: only that agent may forget "
+        f"it, and {caller.agent_id!r} is another; nothing was forgotten. Ask {memory.agent_id!r} to forget it "
+        f"(from this machine's command line: memoria forget {memory.id} --agent {shlex.quote(memory.agent_id)})"
+    )
 
 
 def _forget_in(

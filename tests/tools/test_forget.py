@@ -499,3 +499,41 @@ def test_a_purge_reason_keeps_no_word_of_any_scope_it_erases_nor_of_their_tags(s
     finally:
         runtime.close()
     assert files_holding(Path(settings.db_uri), b"zq7") == []
+
+
+def test_an_immutable_memory_is_forgotten_only_by_the_agent_that_remembered_it(runtime):
+    rule = remember(
+        RememberInput(content="Never deploy the payments service on a Friday", protection_tier="immutable"),
+        runtime,
+        OWNER,
+    ).id
+    other = Caller("agent-b", "ses_other")
+    with pytest.raises(ToolFailure, match="remembered by agent 'agent-a': only that agent may forget it"):
+        forget(ForgetInput(memory_id=rule), runtime, other)
+    with pytest.raises(ToolFailure, match="--agent agent-a"):
+        forget(ForgetInput(memory_id=rule, mode="purge"), runtime, other)
+    assert runtime.store.get_memory(rule).status == "active"
+    # its author may: the tier says no other agent changes it, not that it never goes
+    gone = forget(ForgetInput(memory_id=rule), runtime, LATER)
+    assert [(m.id, m.status) for m in gone.forgotten] == [(rule, "retracted")]
+
+
+def test_a_forget_by_query_or_tag_leaves_another_agents_immutable_memory_and_says_so(runtime):
+    rule = remember(
+        RememberInput(
+            content="Payments deploys need two approvals", tags=["deploy"], protection_tier="immutable"
+        ),
+        runtime,
+        OWNER,
+    ).id
+    habit = remember(
+        RememberInput(content="Payments deploys usually run after lunch", tags=["deploy"]), runtime, OWNER
+    ).id
+    other = Caller("agent-b", "ses_other")
+    by_tag = forget(ForgetInput(tag="deploy", dry_run=False), runtime, other)
+    assert [m.id for m in by_tag.forgotten] == [habit]
+    assert f"1 immutable memory of another agent left: {rule} (only 'agent-a'" in by_tag.note
+    by_query = forget(ForgetInput(query="payments deploys need two approvals"), runtime, other)
+    assert by_query.forgotten == []
+    assert f"{rule} (only 'agent-a', who remembered it, may forget it)" in by_query.note
+    assert runtime.store.get_memory(rule).status == "active"
