@@ -438,6 +438,7 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
         "weighted_rank": candidate.weighted_rank,
         "in_context": candidate.in_context,
         "context_position": candidate.context_position,
+        "shown_chars": candidate.shown_chars,
         "exclusion_reason": candidate.exclusion_reason,
     }
 
@@ -453,6 +454,8 @@ def placement(entry: dict[str, Any]) -> str:
     what else the trace says of it (a sibling's episode, text that reads as instructions)."""
     if entry["in_context"]:
         reason = f"in the context at position [{entry.get('context_position')}]"
+        if entry.get("shown_chars") is not None:
+            reason += f", cut to the first {entry['shown_chars']:,} characters of its text for char_budget"
     else:
         reason = entry["exclusion_reason"] or "not placed in the context"
     if entry.get("source") == "sibling":

@@ -102,6 +102,8 @@ class Candidate:
     contradicted_by: tuple[str, ...] = ()  # newer memories that contradict it, unresolved
     in_context: bool = False
     context_position: int | None = None  # its [n] in the context block
+    # The characters of its text the context shows when it was cut there (never fitting whole); None: all.
+    shown_chars: int | None = None
     exclusion_reason: str | None = None
     # Why an LLM pass at assembly (retrieval.stages.llm_passes) took it out of the context.
     dropped: str | None = None

@@ -17,8 +17,10 @@
    order, in a continuation of its episode ("continued"). An episode sibling follows the memory that
    brought it, in its group, unless a direct match of a later group scores higher than the sibling: a
    sibling never pushes a better direct match down either.
-3. Greedy fill: never longer than ``char_budget``; a memory that does not fit is left out whole (never
-   cut) with the reason on its candidate.
+3. Greedy fill: never longer than ``char_budget``; a memory that does not fit is left out whole with the
+   reason on its candidate, but one too long to fit in any context of this budget (a direct match or a
+   summary, not a sibling) is shown cut to the room left, at a line or word, with a last quoted line that
+   says how much is not shown (``shown_chars``): the best match is never missing only for its length.
 
 Every memory shows its provenance on one line (id, kind, agent, date) and its text as quoted lines, so
 stored text is never mistaken for instructions. What a writer supplied in the header (agent id, tags,
@@ -97,9 +99,11 @@ def render_memory(
     candidate: Candidate,
     folded: Mapping[str, str] | None = None,
     time_zone: str | None = None,
+    shown_chars: int | None = None,
 ) -> str:
     """One memory's block; ``folded``: the near-duplicates folded into a memory of the context (id -> that
-    memory's id), so that a mark naming one says where its words are shown."""
+    memory's id), so that a mark naming one says where its words are shown; ``shown_chars``: only the
+    first that many characters of its text, then a line saying what is left out."""
     memory = candidate.memory
     # What a writer chose (agent id, tags) is shown as JSON strings: it cannot pose as the server's words.
     provenance = [
@@ -127,9 +131,46 @@ def render_memory(
         )
     # The header is the one unquoted line per memory: nothing stored may break out of it.
     header = single_line(" · ".join(provenance))
-    lines = shown_safely(memory.content).splitlines() or [""]
+    text = memory.content if shown_chars is None else memory.content[:shown_chars]
+    lines = shown_safely(text).splitlines() or [""]
+    if shown_chars is not None:
+        lines.append(cut_mark(len(memory.content) - shown_chars, memory.id))
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
     return f"[{position}] {header}\n{quoted}\n"
+
+
+# A cut memory's last quoted line: the server's words, in brackets, that its text goes on and where.
+CUT_MARK = "[... {left} more characters, cut for char_budget: read memoria://memory/{id} for the whole text]"
+MIN_CUT_SHOWN = 400  # a cut memory shows at least this many characters of its text, or is left out
+HEADER_ROOM = 200  # the longest episode header: a title of 120 characters, its id, time, agent, matches
+
+
+def cut_mark(left: int, memory_id: str) -> str:
+    return CUT_MARK.format(left=f"{left:,}", id=memory_id)
+
+
+def cut_to_fit(
+    position: int,
+    candidate: Candidate,
+    room: int,
+    folded: Mapping[str, str] | None = None,
+    time_zone: str | None = None,
+) -> tuple[str, int] | None:
+    """The block of ``candidate`` cut to ``room`` characters, at the last line end or space of what fits
+    (a word is never split unless it alone is longer), and how many characters of its text it shows; None
+    when fewer than ``MIN_CUT_SHOWN`` would be shown."""
+    content = candidate.memory.content
+    bare = len(render_memory(position, candidate, folded, time_zone, shown_chars=0))  # header and the mark
+    # Shown safely, a character may take more room (an escape): shrink until the block fits.
+    shown = room - bare
+    while shown >= MIN_CUT_SHOWN:
+        cut = max(content.rfind("\n", 0, shown + 1), content.rfind(" ", 0, shown + 1))
+        shown_chars = cut if cut >= MIN_CUT_SHOWN else shown
+        block = render_memory(position, candidate, folded, time_zone, shown_chars=shown_chars)
+        if len(block) <= room:
+            return block, shown_chars
+        shown -= len(block) - room
+    return None
 
 
 def render_episode_header(
@@ -495,6 +536,7 @@ def assemble(
         min_share_of_best=min_share_of_best,
     )
     positions: dict[str, int] = {}
+    cut_at: dict[str, int] = {}  # the memories shown cut, and how many characters of their text show
     if len(context) > char_budget:  # not even the header fits: every chosen memory is left out for room
         reason = f"{DID_NOT_FIT}: char_budget {char_budget} is smaller than the context header ({len(context)} chars)"
         reasons |= {item.id: reason for item in chosen}
@@ -504,6 +546,7 @@ def assemble(
     for each in blocks:
         matches[each.episode_id] = matches.get(each.episode_id, 0) + each.matches
     shown: set[str] = set()  # episodes whose first header is in the context
+    order = [item for each in blocks for item in each.items]
     for each in blocks:
         continued = each.episode_id in shown
         header = (
@@ -528,10 +571,25 @@ def assemble(
             needed = len(block) + (0 if header_added else len(header))
             remaining = char_budget - len(context)
             if needed > remaining:
-                reasons[item.id] = (
-                    f"{DID_NOT_FIT}: needs {needed} chars, {remaining} of char_budget={char_budget} left"
+                # Too long for any context of this budget: shown cut, not left out, to the room left but
+                # what the memories after it take whole (at least half of that room).
+                never_fits = len(preamble(retrieval_id, time_zone)) + len(header) + len(block) > char_budget
+                room = remaining - (0 if header_added else len(header))
+                after = order[order.index(item) + 1 :]
+                # (an episode header of at most HEADER_ROOM characters before each of them, at most)
+                wanted = sum(len(render_memory(len(positions) + 2, later)) + HEADER_ROOM for later in after)
+                room = max(room // 2, room - wanted)
+                cut = (
+                    cut_to_fit(len(positions) + 1, item, room, shown_twins, time_zone)
+                    if never_fits and item.source != "sibling"
+                    else None
                 )
-                continue
+                if cut is None:
+                    reasons[item.id] = (
+                        f"{DID_NOT_FIT}: needs {needed} chars, {remaining} of char_budget={char_budget} left"
+                    )
+                    continue
+                block, cut_at[item.id] = cut
             if not header_added:
                 context += header
                 header_added = True
@@ -540,7 +598,12 @@ def assemble(
             context += block
             positions[item.id] = len(positions) + 1
     marked = tuple(
-        candidate.revised(in_context=True, context_position=positions[candidate.id], exclusion_reason=None)
+        candidate.revised(
+            in_context=True,
+            context_position=positions[candidate.id],
+            exclusion_reason=None,
+            shown_chars=cut_at.get(candidate.id),
+        )
         if candidate.id in positions
         else candidate.revised(
             in_context=False,

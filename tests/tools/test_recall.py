@@ -1,4 +1,5 @@
 import json
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -8,6 +9,7 @@ from storage.records import Scope
 from tests.ab_logs import ab_log_rows
 from tests.helpers import make_runtime
 from tools.common import Caller, ToolFailure
+from tools.explain_ranking import ExplainRankingInput, explain_ranking
 from tools.recall import RecallInput, recall, text_of
 from tools.remember import RememberInput, remember
 
@@ -69,6 +71,27 @@ def test_memories_that_matched_but_did_not_fit_are_counted_in_the_note(runtime, 
     remember(RememberInput(content="Postgres backups run nightly"), runtime, CALLER)
     capped = recall(RecallInput(query="postgres", top_k=2, char_budget=300), runtime, CALLER)
     assert capped.note is not None and capped.note.startswith("only 1 of the 2 memories chosen")
+
+
+def test_a_memory_longer_than_the_default_budget_is_shown_cut_with_where_to_read_it_whole(runtime):
+    """A new user's trial: a runbook of 19,000 characters (content may hold 20,000) never fit the default
+    char_budget of 16,000, and the best match was missing from every recall."""
+    steps = " ".join(f"Step {i}: drain the payments queue on worker {i}." for i in range(400))
+    runbook = remember(RememberInput(content=f"Payments outage runbook. {steps}"), runtime, CALLER)
+    contact = remember(RememberInput(content="The payments outage contact is Dana"), runtime, CALLER)
+    out = recall(RecallInput(query="payments outage runbook"), runtime, CALLER)
+    assert len(runbook_text := runtime.store.get_memory(runbook.id).content) > 16_000
+    assert {m.id for m in out.memories} == {runbook.id, contact.id}  # the contact still fits beside it
+    assert len(out.context) <= 16_000
+    assert f"cut for char_budget: read memoria://memory/{runbook.id} for the whole text]" in out.context
+    assert next(m for m in out.memories if m.id == runbook.id).content == runbook_text
+    why = explain_ranking(
+        ExplainRankingInput(retrieval_id=out.retrieval_id, memory_id=runbook.id), runtime, CALLER
+    )
+    assert re.fullmatch(
+        r"in the context at position \[1\], cut to the first [\d,]+ characters of its text for char_budget",
+        why.candidates[0].reason,
+    )
 
 
 def test_episode_summaries_beyond_the_cap_are_counted_and_kinds_episode_shows_top_k_of_them(runtime):

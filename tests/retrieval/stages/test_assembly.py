@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.stages.assembly import assemble, preamble, render_memory
+from retrieval.stages.assembly import MIN_CUT_SHOWN, assemble, preamble, render_memory
 from retrieval.text import set_jaccard, term_set
 from retrieval.types import Candidate
 from tests.records import memory_record
@@ -85,6 +85,49 @@ def test_memory_that_does_not_fit_is_left_out_whole_and_smaller_ones_still_fill(
     assert marked[1].in_context is True
 
 
+def test_a_memory_too_long_for_any_context_of_the_budget_is_shown_cut_at_a_word_leaving_room_for_the_rest():
+    words = " ".join(f"step{i:03d}" for i in range(200))  # 200 words of 7 characters: 1,399 characters
+    runbook, contact = candidate("runbook", words), candidate("contact", "Payments on-call is Dana")
+    budget = 1_000
+    marked, context = assemble((runbook, contact), top_k=5, char_budget=budget, retrieval_id="r")
+    # The room left after the preamble and the runbook's group line ("\n"), less what the contact takes
+    # whole and the room of an episode header before it: the runbook shows what fits of the rest, cut
+    # after the last whole word.
+    header = len(preamble("r")) + 1
+    wanted = len(render_memory(2, contact)) + 200
+    bare = len(render_memory(1, runbook, shown_chars=0))
+    fits = budget - header - wanted - bare
+    cut = words.rfind(" ", 0, fits + 1)
+    assert marked[0].shown_chars == cut and words[cut] == " "
+    assert render_memory(1, runbook, shown_chars=cut) in context
+    assert context.count("step") == cut // 8 + (1 if cut % 8 else 0)
+    assert (
+        f"> [... {len(words) - cut:,} more characters, cut for char_budget: read memoria://memory/runbook for the whole text]\n"
+        in context
+    )
+    assert marked[1].in_context and marked[1].shown_chars is None
+    assert len(context) <= budget
+
+
+def test_a_memory_that_would_fit_a_context_of_the_budget_alone_is_not_cut_but_left_out_for_room():
+    first = candidate("first", "a " * 300)
+    second = candidate("second", "b " * 300)  # fits an empty context, not one with the first in it
+    marked, _ = assemble((first, second), top_k=5, char_budget=900, retrieval_id="r")
+    assert marked[0].in_context and marked[0].shown_chars is None
+    assert not marked[1].in_context and marked[1].exclusion_reason.startswith("did not fit")
+
+
+def test_a_long_sibling_is_left_out_not_cut():
+    source = grouped("source", "ep", 0.9)
+    sibling = replace(
+        grouped("sibling", "ep", 0.5, sibling_of="source"),
+        memory=replace(grouped("sibling", "ep", 0.5).memory, content="word " * 400),
+    )
+    marked, _ = assemble((source, sibling), top_k=5, char_budget=1_200, retrieval_id="r")
+    by_id = {c.id: c for c in marked}
+    assert by_id["source"].in_context and not by_id["sibling"].in_context
+
+
 def test_top_k_cut_is_recorded_as_the_reason():
     marked, _ = assemble(
         tuple(candidate(f"m{i}", f"fact {i}") for i in range(3)),
@@ -113,14 +156,17 @@ def test_budget_smaller_than_the_header_gives_an_empty_context():
     top_k=st.integers(min_value=1, max_value=30),
     budget=st.integers(min_value=1, max_value=6_000),
 )
-def test_assembly_never_exceeds_the_budget_and_never_cuts_a_memory(contents, top_k, budget):
+def test_assembly_never_exceeds_the_budget_and_cuts_only_a_memory_too_long_for_it(contents, top_k, budget):
     candidates = tuple(candidate(f"m{i}", text) for i, text in enumerate(contents))
     marked, context = assemble(candidates, top_k=top_k, char_budget=budget, retrieval_id="ret_x")
     assert len(context) <= budget
     included = [c for c in marked if c.in_context]
     assert len(included) <= top_k
     for position, chosen in enumerate(included, start=1):
-        assert render_memory(position, chosen) in context
+        assert render_memory(position, chosen, shown_chars=chosen.shown_chars) in context
+        if chosen.shown_chars is not None:  # cut: it could not have fit whole in any context this size
+            assert len(preamble("ret_x")) + 1 + len(render_memory(position, chosen)) > budget
+            assert MIN_CUT_SHOWN <= chosen.shown_chars < len(chosen.memory.content)
     assert all(c.exclusion_reason for c in marked if not c.in_context)
     assert [c.id for c in marked] == [c.id for c in candidates]
 
@@ -369,7 +415,7 @@ def test_grouped_assembly_never_exceeds_the_budget_and_numbers_memories_in_order
     placed = sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)
     assert [c.context_position for c in placed] == list(range(1, len(placed) + 1))
     for chosen in placed:
-        assert render_memory(chosen.context_position, chosen) in context
+        assert render_memory(chosen.context_position, chosen, shown_chars=chosen.shown_chars) in context
     assert sum(1 for c in placed if c.memory.kind != "episode" and c.source == "direct") <= top_k
 
 
@@ -492,8 +538,8 @@ def test_a_dispute_mark_names_no_memory_that_did_not_fit():
         candidate("denial", "The release branch is not cut on Fridays"), contradicted_by=("again",)
     )
     again = replace(candidate("again", claim.memory.content + "."), cluster_canonical="claim")
-    marked, context = assemble(
-        (claim, denial, again), top_k=3, char_budget=1_500, retrieval_id="r", fold_threshold=0.85
+    marked, context = assemble(  # (too small a budget for the claim to be shown cut)
+        (claim, denial, again), top_k=3, char_budget=700, retrieval_id="r", fold_threshold=0.85
     )
     assert [c.id for c in marked if c.in_context] == ["denial"]
     assert "· DISPUTED by newer again\n" in context
