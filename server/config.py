@@ -410,6 +410,16 @@ class Settings(BaseSettings):
     org_id: str = Field("default", min_length=1, max_length=128, description="Default org scope")
     project_id: str = Field("default", min_length=1, max_length=128, description="Default project scope")
 
+    @field_validator("org_id", "project_id")
+    @classmethod
+    def _grantable(cls, value: str, info: Any) -> str:
+        from storage.records import scope_id_problem
+
+        problem = scope_id_problem(value, "org" if info.field_name == "org_id" else "project")
+        if problem:
+            raise ValueError(problem)
+        return value
+
     embedder: Literal["auto", "sentence-transformers", "hashed"] = "auto"
     reembed_at_start: bool = Field(
         True,

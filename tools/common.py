@@ -18,7 +18,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from retrieval.outcomes import CreditPolicy, WeightPolicy
 from retrieval.redaction import redact_text
 from retrieval.text import is_unsafe_char
-from storage.records import Scope, View, Viewer
+from storage.records import Scope, View, Viewer, scope_id_problem
 from tools.lanes import Lanes
 from writing.service import memory_id_for
 
@@ -82,6 +82,24 @@ def _clean_tag(value: str) -> str:
 
 
 Identifier = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_clean_identifier)]
+
+
+def _org_id(value: str) -> str:
+    problem = scope_id_problem(_clean_identifier(value), "org")
+    if problem:
+        raise ValueError(problem)
+    return value.strip()
+
+
+def _project_id(value: str) -> str:
+    problem = scope_id_problem(_clean_identifier(value), "project")
+    if problem:
+        raise ValueError(problem)
+    return value.strip()
+
+
+OrgId = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_org_id)]
+ProjectId = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_project_id)]
 # Free text that is embedded, logged or stored (queries, notes, reasons): secrets are replaced on the way in.
 WithoutSecrets = AfterValidator(redact_text)
 Tag = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_tag)]
@@ -220,8 +238,8 @@ class ScopeArgs(BaseModel):
 
     # Undescribed in the tool list (every tool has them; an agent leaves them out to use the server's
     # MEMORIA_ORG_ID and MEMORIA_PROJECT_ID): the bytes go to arguments an agent has to choose.
-    org_id: Identifier | None = None
-    project_id: Identifier | None = None
+    org_id: OrgId | None = None
+    project_id: ProjectId | None = None
 
     def scope(self, settings: ToolSettings) -> Scope:
         return Scope(self.org_id or settings.org_id, self.project_id or settings.project_id)

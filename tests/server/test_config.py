@@ -68,6 +68,8 @@ def test_values_come_from_memoria_variables():
             "MEMORIA_FEEDBACK_CLOSENESS: must be \\[start, full\\]",
         ),
         ({"MEMORIA_HTTP_ALLOWED_HOSTS": '["a.example:*"'}, "MEMORIA_HTTP_ALLOWED_HOSTS: must be JSON"),
+        ({"MEMORIA_ORG_ID": "acme/web"}, "MEMORIA_ORG_ID: must not contain '/'"),
+        ({"MEMORIA_PROJECT_ID": "*"}, "MEMORIA_PROJECT_ID: '\\*' stands for every project"),
         ({"MEMORIA_ORG_FEATURES": '{"acme": {"colour": 1}}'}, r"MEMORIA_ORG_FEATURES \(at acme.colour\)"),
         # a misspelt variable of a group is refused rather than ignored
         ({"MEMORIA_CACHE_SCOPE_ROW": "5"}, "MEMORIA_CACHE_SCOPE_ROW: no such setting"),

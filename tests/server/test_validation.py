@@ -85,6 +85,9 @@ CASES = [
         "item 1: `occurred_at` 2999-01-01T00:00:00Z is in the future",
     ),
     ("explain_ranking", {}, "pass exactly one of retrieval_id (from a recall result) or query"),
+    # a token grant names org/project, either part "*" for all: an org with a "/" could never be granted
+    ("remember", {"content": "a", "org_id": "acme/web"}, "`org_id` must not contain '/': a token grant"),
+    ("recall", {"query": "x", "project_id": "*"}, "`project_id` '*' stands for every project in a token's"),
     (
         "explain_ranking",
         {"retrieval_id": "ret_unknown"},
