@@ -129,8 +129,15 @@ _PHRASES = (
 )
 
 
-def in_flags(message: str) -> str:
+# Arguments that are a flag in one command and not in another (`memoria recall QUERY`, but `memoria
+# forget --query QUERY`): named by that command's flag in its messages.
+COMMAND_FLAGS = {"forget": {"query": "--query", "tag": "--tag"}}
+
+
+def in_flags(message: str, command: str | None = None) -> str:
     """A tool's ``message`` as a command says it: its arguments named by their flags."""
+    for name, flag in COMMAND_FLAGS.get(command or "", {}).items():
+        message = re.sub(rf"(`|^){name}(`| is empty)", rf"\g<1>{flag}\g<2>", message)
     message = _QUOTED_NAME.sub(lambda match: f"`{FLAGS[match.group(1)]}`", message)
     for pattern, replacement in _PHRASES:
         message = pattern.sub(replacement, message)
@@ -236,11 +243,11 @@ def call(
         message = friendly_validation_message(
             command, exc, retry="run it again", limits=runtime.settings.schema_limits(command)
         )
-        raise CommandError(in_flags(message)) from None
+        raise CommandError(in_flags(message, command)) from None
     try:
         return anyio.run(handler, arguments, runtime, caller)
     except ToolFailure as exc:
-        raise CommandError(in_flags(str(exc))) from None
+        raise CommandError(in_flags(str(exc), command)) from None
 
 
 def configured_model(settings: Settings) -> LanguageModel | None:

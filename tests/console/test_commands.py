@@ -265,6 +265,14 @@ def test_forget_edit_and_remember_messages_name_flags_too(capsys, db):
     for nothing in (["--query", "bananas and kiwis"], ["--tag", "nope"]):  # shown or not: nothing is 1
         status, _, _ = memoria(capsys, db, "forget", *nothing, "--dry-run")
         assert status == 1
+    for empty in ("", "  "):  # a trial: the message named `query`, which forget takes as --query
+        status, _, err = memoria(capsys, db, "forget", "--query", empty, "--yes")
+        assert (
+            status == 1
+            and "--query" in err
+            and "`query`" not in err
+            and not err.split(": ", 1)[1].startswith("query")
+        )
     status, _, err = memoria(capsys, db, "edit", "mem_nope", "new text")
     assert status == 1 and "Pass the id of a memory from a recall result" in err and "replaces=" not in err
     status, _, err = memoria(capsys, db, "remember", "later", "--occurred-at", "2999-01-01T00:00:00Z")
