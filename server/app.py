@@ -271,11 +271,12 @@ class MemoriaServer(MCPServer[AppState]):
 
         host = options.pop("host", "127.0.0.1")
         port = options.pop("port", 8000)
+        sock = options.pop("sock", None)  # bound already (``server.http.bound_socket``), or uvicorn binds
         app = self.streamable_http_app(host=host, **options)
         config = uvicorn.Config(
             app, host=host, port=port, log_level=self.settings.log_level.lower(), log_config=uvicorn_logging()
         )
-        await uvicorn.Server(config).serve()
+        await uvicorn.Server(config).serve(sockets=[sock] if sock is not None else None)
 
 
 def uvicorn_logging() -> dict[str, Any]:

@@ -11,7 +11,9 @@ configured) 401.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import socket
 
 from mcp.server.transport_security import TransportSecuritySettings
 
@@ -76,3 +78,23 @@ def refuse_open_endpoint(host: str, settings: Settings, authenticated: bool) -> 
         "every memory. Set MEMORIA_HTTP_TOKENS_FILE (static tokens) or MEMORIA_OAUTH_ISSUER_URL (OAuth), "
         "bind 127.0.0.1, or set MEMORIA_HTTP_ALLOW_UNAUTHENTICATED=true behind an authenticating proxy"
     )
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host``:``port``, bound before anything starts (the store, the models, the
+    "serving" line): a port in use is said in one line, not after the server said it serves. As uvicorn
+    binds its own: address reuse on, so a restart right after a stop is not refused."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        why = "is in use (another server listens there)" if exc.errno == errno.EADDRINUSE else exc.strerror
+        raise ConfigError(
+            f"cannot serve on {host_header(host)}:{port}: the address {why}. Choose another port "
+            "(--http HOST:PORT), or stop what listens there"
+        ) from None
+    sock.set_inheritable(True)
+    return sock

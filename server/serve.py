@@ -131,12 +131,13 @@ def freeze_collector() -> int:
 
 def serve(settings: Settings, http: tuple[str, int] | None) -> int:
     from server.app import build_server
-    from server.http import refuse_open_endpoint, transport_security
+    from server.http import bound_socket, refuse_open_endpoint, transport_security
 
     tune_malloc(settings.malloc.arenas, settings.malloc.mmap_threshold_kb)
     limit_blas_threads(settings.blas_threads)
     tune_collector(settings.gc.young_threshold)
     fresh = new_store(settings.db_uri)  # looked at before the server makes it
+    listening = bound_socket(*http) if http is not None else None  # a port in use: nothing started
     app = build_server(settings, when_warm=freeze_collector if settings.gc.freeze_when_warm else None)
     loop = event_loop_options(settings.uvloop)
     if http is None:
@@ -161,6 +162,7 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
         app.run_streamable_http_async,
         host=host,
         port=port,
+        sock=listening,
         transport_security=security,
         max_request_body_size=settings.http.max_body_bytes,
     )

@@ -143,6 +143,28 @@ def test_serving_tunes_malloc_from_the_settings_before_building_the_server(monke
     assert asked == [(3, 256)]
 
 
+def test_a_port_in_use_is_said_in_one_line_before_anything_starts(monkeypatch, tmp_path):
+    """A trial: `serve --http` on a busy port logged that it served, made the store, then failed."""
+    import socket
+
+    import server.app
+    import server.serve
+    from server.config import ConfigError, Settings
+
+    built: list[object] = []
+    monkeypatch.setattr(server.app, "build_server", lambda settings, **_: built.append(settings))
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        with pytest.raises(ConfigError, match=f"cannot serve on 127.0.0.1:{port}: the address is in use"):
+            server.serve.serve(Settings.from_env({}, db_uri=str(tmp_path / "db")), ("127.0.0.1", port))
+    finally:
+        taken.close()
+    assert built == [] and not (tmp_path / "db").exists()
+
+
 def test_zero_leaves_each_malloc_setting_to_glibc():
     libc = RecordingLibc()
 
