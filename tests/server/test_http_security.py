@@ -303,6 +303,28 @@ async def test_outcome_reports_reach_only_the_principals_own_sessions(static_ser
             assert "no recall of session" in refused and "nothing was reported" in refused
 
 
+async def test_two_clients_of_one_token_keep_their_own_sessions(static_server):
+    """A trial: two editor windows of one token shared a session, so one read the other's session-private
+    scratch note, and its report ended the other's task."""
+    url, _ = static_server
+    async with (
+        session(url, TOKENS["alice"], agent="alice-window-1") as first,
+        session(url, TOKENS["alice"], agent="alice-window-2") as second,
+    ):
+        note = await call(
+            first,
+            "remember",
+            {"content": "Scratch: trying the redis 7.2 upgrade on the cache nodes", "visibility": "session"},
+        )
+        mine = await call(first, "recall", {"query": "redis upgrade cache nodes scratch"})
+        theirs = await call(second, "recall", {"query": "redis upgrade cache nodes scratch"})
+        assert [m["id"] for m in mine["memories"]] == [note["id"]]
+        assert theirs["memories"] == [] and theirs["session_id"] != mine["session_id"]
+        await call(second, "report_outcome", {"outcome": "failure"})
+        still = await call(first, "recall", {"query": "redis upgrade cache nodes scratch"})
+    assert still["session_id"] == mine["session_id"] and [m["id"] for m in still["memories"]] == [note["id"]]
+
+
 def test_no_token_is_ever_written_to_the_log(static_server):
     url, log = static_server
     post(url, token="wrong-token-but-still-secret-0123")
