@@ -98,6 +98,15 @@ class Grant:
         """The scope a call that names none works in: the first concrete scope written, else read."""
         return next((p.concrete for p in (*self.write, *self.read) if p.concrete is not None), None)
 
+    def home_in(self, default_project: str) -> Scope | None:
+        """``home``, else the first org granted whole (``acme``, ``acme/*``) with ``default_project`` (an
+        org-wide token's calls that name no scope work in its org, not in the server's default org)."""
+        if self.home is not None:
+            return self.home
+        return next(
+            (Scope(p.org_id, default_project) for p in (*self.write, *self.read) if p.org_id != ANY), None
+        )
+
     def describe(self, effect: Effect) -> str:
         return ", ".join(dict.fromkeys(str(p) for p in self.patterns(effect))) or "nothing"
 
@@ -409,8 +418,9 @@ def authorize(args: BaseModel, effect: Effect, grant: Grant, settings: Settings,
     named explicitly are the principal's own (another principal's session cannot be reported on)."""
     update: dict[str, Any] = {}
     if isinstance(args, ScopeArgs):
-        if args.org_id is None and args.project_id is None and grant.home is not None:
-            update.update(org_id=grant.home.org_id, project_id=grant.home.project_id)
+        home = grant.home_in(settings.project_id)
+        if args.org_id is None and args.project_id is None and home is not None:
+            update.update(org_id=home.org_id, project_id=home.project_id)
         scope = args.model_copy(update=update).scope(settings)
         if not grant.allows(effect, scope):
             verb = "read" if effect == "reads" else "write to"
@@ -420,7 +430,7 @@ def authorize(args: BaseModel, effect: Effect, grant: Grant, settings: Settings,
                 f"grants, or ask the server's operator for a token that grants this one, then call {tool} again."
             )
     declared = [
-        getattr(args, "agent_id", None),
+        None if getattr(args, "agent_id_filters", False) else getattr(args, "agent_id", None),
         *(getattr(i, "agent_id", None) for i in getattr(args, "items", ())),
     ]
     foreign = sorted({name for name in declared if name is not None and name != grant.principal})

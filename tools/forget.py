@@ -262,11 +262,13 @@ def may_forget(memory: MemoryRecord, caller: Caller) -> bool:
 
 
 def not_theirs(memory: MemoryRecord, caller: Caller) -> str:
-    return (
+    said = (
         f"{memory.id} is immutable and was remembered by agent {memory.agent_id!r}: only that agent may forget "
-        f"it, and {caller.agent_id!r} is another; nothing was forgotten. Ask {memory.agent_id!r} to forget it "
-        f"(from this machine's command line: memoria forget {memory.id} --agent {shlex.quote(memory.agent_id)})"
+        f"it, and {caller.agent_id!r} is another; nothing was forgotten. Ask {memory.agent_id!r} to forget it"
     )
+    if caller.remote:  # a token's holder: the command line of the server's machine is not theirs
+        return said
+    return f"{said} (from this machine's command line: memoria forget {memory.id} --agent {shlex.quote(memory.agent_id)})"
 
 
 def _forget_in(

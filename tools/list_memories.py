@@ -12,7 +12,7 @@ import base64
 import binascii
 import json
 from datetime import UTC, datetime
-from typing import Literal
+from typing import ClassVar, Literal
 
 import anyio
 from pydantic import BaseModel, Field, field_validator
@@ -28,6 +28,8 @@ MAX_PAGE = 200
 
 
 class ListMemoriesInput(ScopeArgs):
+    # Here agent_id names whose memories to list, not who lists them: with a token too, any author.
+    agent_id_filters: ClassVar[bool] = True
     agent_id: Identifier | None = Field(None, description="Only memories this agent wrote.")
     tag: Tag | None = Field(None, description="Only memories with this tag.")
     kind: Literal["fact", "episode", "artifact"] | None = None

@@ -99,6 +99,15 @@ def test_a_call_naming_no_scope_runs_in_the_tokens_home_scope():
     assert args.scope(SETTINGS) == ACME_WEB
 
 
+def test_an_org_wide_tokens_call_naming_no_scope_runs_in_its_org_not_the_servers_default_org():
+    """A trial: a token granting `acme` wrote to org 'default' and was refused."""
+    for written in (("acme",), ("acme/*",), ("*/*", "acme/*")):
+        args = authorize(RememberInput(content="x"), "writes", grant(write=written), SETTINGS, "remember")
+        assert args.scope(SETTINGS) == Scope("acme", SETTINGS.project_id)
+    args = authorize(RecallInput(query="x"), "reads", grant(write=("*/*",)), SETTINGS, "recall")
+    assert args.scope(SETTINGS) == Scope(SETTINGS.org_id, SETTINGS.project_id)  # no org of its own
+
+
 def test_a_scope_the_token_does_not_grant_is_refused_with_what_it_does_grant():
     with pytest.raises(ToolFailure) as refused:
         authorize(

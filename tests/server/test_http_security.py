@@ -325,6 +325,19 @@ async def test_two_clients_of_one_token_keep_their_own_sessions(static_server):
     assert still["session_id"] == mine["session_id"] and [m["id"] for m in still["memories"]] == [note["id"]]
 
 
+async def test_a_token_lists_another_agents_memories_by_author_but_never_their_private_ones(static_server):
+    """A trial: the listing's agent_id, a filter by author, was refused over a token as a claimed identity."""
+    url, _ = static_server
+    async with session(url, TOKENS["alice"]) as alice:
+        shared = await call(alice, "remember", {"content": "The search service reindexes every hour"})
+        await call(alice, "remember", {"content": "Alice's own note on reindexing", "visibility": "agent"})
+    async with session(url, TOKENS["bob"]) as bob:
+        listed = json.loads((await bob.read_resource("memoria://memories?agent_id=alice")).contents[0].text)
+    assert shared["id"] in [m["id"] for m in listed["memories"]]
+    assert {m["agent_id"] for m in listed["memories"]} == {"alice"}
+    assert all("own note" not in m["preview"] for m in listed["memories"])
+
+
 def test_no_token_is_ever_written_to_the_log(static_server):
     url, log = static_server
     post(url, token="wrong-token-but-still-secret-0123")

@@ -512,6 +512,10 @@ def test_an_immutable_memory_is_forgotten_only_by_the_agent_that_remembered_it(r
         forget(ForgetInput(memory_id=rule), runtime, other)
     with pytest.raises(ToolFailure, match="--agent agent-a"):
         forget(ForgetInput(memory_id=rule, mode="purge"), runtime, other)
+    remote = Caller("agent-b", "ses_other", remote=True)  # a token's holder: no command line to offer
+    with pytest.raises(ToolFailure) as refused:
+        forget(ForgetInput(memory_id=rule), runtime, remote)
+    assert str(refused.value).endswith("Ask 'agent-a' to forget it")
     assert runtime.store.get_memory(rule).status == "active"
     # its author may: the tier says no other agent changes it, not that it never goes
     gone = forget(ForgetInput(memory_id=rule), runtime, LATER)
