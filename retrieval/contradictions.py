@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from retrieval.text import (
     SWAP_MAX_WORDS,
@@ -270,6 +270,15 @@ _GIVEN_UP = re.compile(
     r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + ")",
     re.IGNORECASE,
 )
+# The same said in an aside, after a comma, a parenthesis or a dash ("9443 (changed from 8443)", "60 seconds,
+# down from 300", "port 9443 - previously 8443"). Only in an aside: "the deploy was 30 minutes late" names
+# no value given up.
+_ASIDE_GIVEN_UP = re.compile(
+    r"(?<!\s)(?:,\s*+|\s*+\(\s*+|\s*+[-\u2013\u2014]\s++)(?:it\s+)?"
+    rf"(?:(?:was\s+)?{_CHANGE_VERBS}\s+from|was|previously|formerly|(?:up|down)\s+from)\s+"
+    r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + ")",
+    re.IGNORECASE,
+)
 # A label a correction may start with: not content, so it does not count against the subject's overlap.
 # It is no word of change by itself ("Update: build 1235 failed" is another build, a review found).
 _LABEL = re.compile(r"^\s*(?:correction|corrected|update|updated|note)\s*[:\-\u2013\u2014]\s*", re.IGNORECASE)
@@ -339,12 +348,14 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     # say that something changed (and what it was), not what is so now.
     given_up = {
         term
-        for found in _GIVEN_UP.finditer(memory.content)
+        for pattern in (_GIVEN_UP, _ASIDE_GIVEN_UP)
+        for found in pattern.finditer(memory.content)
         for term in content_terms(found.group("value"))
         if is_value(term)
     }
     labelled = _LABEL.match(memory.content)
-    stated = _GIVEN_UP.sub(" ", memory.content[labelled.end() if labelled else 0 :])
+    stated = _ASIDE_GIVEN_UP.sub(" ", memory.content[labelled.end() if labelled else 0 :])
+    stated = _GIVEN_UP.sub(" ", stated)
     changed = _CHANGED.search(stated)
     conditional = False  # its clause after the new value may say where the value holds
     if changed is not None:
@@ -423,4 +434,30 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
                     covers_older=False,
                 )
             )
+    return found
+
+
+def late_value_changes(
+    memory: ContradictionInput, newer: Sequence[ContradictionInput]
+) -> list[Contradiction]:
+    """The pairs of ``memory`` and memories of ``newer`` (dated after it) that read as one value of one
+    thing changed, either way round: ``memory`` says its value changed ("now runs 4 nodes") where a newer
+    one says another value ("runs 6 nodes"), or a newer one says the change. ``memory`` is the older of
+    each (``older_id``): history remembered after what followed it arrives outdated on that point."""
+    latest = max((other.created_at for other in newer), default=memory.created_at)
+    # ``memory`` as if it came after them: each pair it would revise then is one it is older than now.
+    found = [
+        replace(
+            change,
+            older_id=memory.id,
+            newer_id=change.older_id,
+            older_term=change.newer_term,
+            newer_term=change.older_term,
+        )
+        for change in value_changes(replace(memory, created_at=latest + timedelta(microseconds=1)), newer)
+    ]
+    said = {change.newer_id for change in found}
+    for other in newer:
+        if other.id not in said and other.created_at > memory.created_at:
+            found += value_changes(other, [memory])
     return found

@@ -4,6 +4,7 @@ from retrieval.contradictions import (
     ContradictionInput,
     detect_contradictions,
     is_value,
+    late_value_changes,
     says_value_changed,
     value_changes,
 )
@@ -149,6 +150,40 @@ def test_a_value_named_as_given_up_says_in_words_that_it_changed():
     assert value_changes(memory("also", "The API also listens on port 9090, not 8080", 5), [old]) == []
 
 
+def test_a_value_named_in_an_aside_as_what_it_was_is_given_up_in_words_too():
+    """A trial: "9443 (changed from 8443)" kept the stale 8443 beside it, undisputed and first."""
+    old = memory("old", "The payments API listens on port 8443 in staging", 0)
+    for text in (
+        "The payments API now listens on port 9443 in staging (changed from 8443)",
+        "The payments API listens on port 9443 in staging, changed from 8443",
+        "The payments API listens on port 9443 in staging (was 8443)",
+        "The payments API listens on port 9443 in staging - previously port 8443",
+        "The payments API listens on port 9443 in staging, up from 8443",
+    ):
+        [change] = value_changes(memory("new", text, 5), [old])
+        # {payments, api, listen, port, staging} on both sides once the aside is set aside: 5 / 5.
+        assert (change.older_term, change.newer_term, change.subject_similarity) == ("8443", "9443", 1.0)
+        assert change.named_in_words and change.covers_older
+    # Not an aside: "was" in the sentence itself says what something was, not a value left behind.
+    late = memory("late", "The staging deploy took 30 minutes", 0)
+    assert value_changes(memory("was", "The staging deploy was 45 minutes late", 5), [late]) == []
+
+
+def test_a_value_remembered_late_is_the_older_of_a_pair_that_reads_as_a_change_either_way():
+    later = memory("later", "The search cluster runs 6 data nodes", 10)
+    said_now = memory("imported", "The search cluster now runs 4 data nodes", 5)
+    [pair] = late_value_changes(said_now, [later])
+    # {search, cluster, run, data, node} on both sides: 5 / 5; the imported one is the older.
+    assert (pair.older_id, pair.newer_id, pair.older_term, pair.newer_term) == ("imported", "later", "4", "6")
+    assert pair.subject_similarity == 1.0
+    plain = memory("plain", "The search cluster runs 4 data nodes", 5)
+    changed = memory("changed", "The search cluster now runs 6 data nodes", 10)
+    [other_way] = late_value_changes(plain, [changed])
+    assert (other_way.older_id, other_way.newer_id) == ("plain", "changed")
+    # Two plain values, no word of change on either side: two facts, as in date order.
+    assert late_value_changes(plain, [later]) == []
+
+
 def test_two_parts_in_each_others_place_contradict_the_older_statement():
     found = detect_contradictions(
         [
@@ -267,7 +302,11 @@ def test_long_words_and_long_runs_of_spaces_are_read_in_linear_time():
     import time
 
     old = memory("old", "The API listens on port 8080", 0)
-    for text in ("The API now listens on " + "a" * 100_000, "The API now " + " " * 100_000 + "x"):
+    for text in (
+        "The API now listens on " + "a" * 100_000,
+        "The API now " + " " * 100_000 + "x",
+        "The API listens on 9090" + " -" * 50_000 + " was",
+    ):
         started = time.perf_counter()
         value_changes(memory("new", text, 5), [old])
         assert time.perf_counter() - started < 1.0  # seconds, where a quadratic scan took minutes

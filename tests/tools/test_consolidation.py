@@ -1042,6 +1042,30 @@ def test_a_memory_remembered_as_older_than_one_that_says_otherwise_arrives_dispu
     assert shown[older.id].contradicted_by == [newer] and shown[newer].contradicted_by == []
 
 
+@pytest.mark.parametrize(
+    ("newest", "imported"),
+    [
+        ("The search cluster runs 6 data nodes", "The search cluster now runs 4 data nodes"),
+        ("The search cluster now runs 6 data nodes", "The search cluster runs 4 data nodes"),
+    ],
+    ids=["the-import-says-it-changed", "the-newer-says-it-changed"],
+)
+def test_a_value_remembered_as_older_than_another_value_of_the_same_thing_arrives_disputed(
+    runtime, newest, imported
+):
+    """A new user's trial, importing history: "now runs 4 data nodes" dated before "runs 6 data nodes",
+    remembered after it, was kept beside it as distinct, neither marked; in date order it is a revision."""
+    newer = remember(RememberInput(content=newest, occurred_at="2026-11-28T00:00:00Z"), runtime, caller()).id
+    older = remember(RememberInput(content=imported, occurred_at="2026-11-10T00:00:00Z"), runtime, caller())
+    assert (older.consolidation.resolver, older.consolidation.contradicts) == ("rules:contradiction", [newer])
+    assert older.consolidation.revised == [] and runtime.store.get_memory(newer).status == "active"
+    shown = {
+        m.id: m
+        for m in recall(RecallInput(query="search cluster data nodes"), runtime, caller("s2")).memories
+    }
+    assert shown[older.id].contradicted_by == [newer] and shown[newer].contradicted_by == []
+
+
 @pytest.mark.parametrize("swept", [False, True], ids=["before-maintenance", "after-maintenance"])
 def test_stating_again_what_an_expired_correction_replaced_makes_it_current_and_readable(settings, swept):
     """A new user's trial: after an ephemeral correction ran out of time, stating the text it replaced was

@@ -22,6 +22,7 @@ from retrieval.contradictions import (
     Contradiction,
     ContradictionInput,
     detect_contradictions,
+    late_value_changes,
     says_value_changed,
     value_changes,
 )
@@ -366,6 +367,21 @@ class ConsolidationService:
                     else f", but the memory is {older.protection_tier}"
                 ),
             )
+        # Remembered with an earlier occurred_at (history imported late): a memory newer than it, written
+        # before it, that says another value of the same thing (or that it changed) leaves it disputed on
+        # arrival, as an opposition does above (a new user's trial found it unmarked).
+        newer = [m for m in others if m.created_at > memory.created_at and m.updated_at < memory.updated_at]
+        inputs = [ContradictionInput(m.id, m.content, m.created_at) for m in newer]
+        for late in late_value_changes(pool[-1], inputs) if newer else ():
+            disputer = by_id[late.newer_id]
+            if disputer.id in report.contradicts or (
+                not self._same_source(memory, disputer) and not late.named_in_words
+            ):
+                continue
+            detail = f"{late.detail}, remembered after the newer memory"
+            self._record_contradiction(memory, disputer, "value", detail, late.subject_similarity)
+            report.contradicts.append(disputer.id)
+            report.resolver = report.resolver or KEPT_OPEN
 
     def _revise_or_dispute(
         self,
