@@ -304,7 +304,13 @@ def remember_command(args: argparse.Namespace, settings: Settings) -> int:
 def edit_command(args: argparse.Namespace, settings: Settings) -> int:
     """An explicit update: the new text supersedes the memory (kept for audit), with its kind, tags, tier
     and episode unless given."""
-    values = {"replaces": args.memory_id, "kind": args.kind, "tags": args.tag, "protection_tier": args.tier}
+    values = {
+        "replaces": args.memory_id,
+        "kind": args.kind,
+        "tags": args.tag,
+        "protection_tier": args.tier,
+        "occurred_at": args.occurred_at,
+    }
     return remember_with(args, settings, values, "edit")
 
 

@@ -851,6 +851,12 @@ def test_edit_replaces_a_memory_keeping_its_tags_and_the_old_one_for_audit(capsy
     assert as_json(capsys, db, "show", old["id"])["status"] == "superseded"
     status, _, err = memoria(capsys, db, "edit", "mem_missing", "anything")
     assert status == 1 and "no memory mem_missing" in err
+    # A correction keeps the date it is given (a trial: a dated decision, corrected, left its time window).
+    dated = as_json(capsys, db, "remember", "The freeze starts Dec 10", "--occurred-at", "2026-11-03")
+    redated = as_json(
+        capsys, db, "edit", dated["id"], "The freeze starts Dec 12", "--occurred-at", "2026-11-03"
+    )
+    assert as_json(capsys, db, "show", redated["id"])["created_at"].startswith("2026-11-03")
     # An edit of what it replaced names the command to run, not the tool's argument (a trial's finding).
     status, _, err = memoria(capsys, db, "edit", old["id"], "Deploys go out on Fridays")
     assert status == 1 and f"Edit {new_id} (`memoria edit {new_id} TEXT`), which replaced it" in err
