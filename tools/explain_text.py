@@ -79,6 +79,13 @@ def _candidate_line(c: CandidateExplanation) -> str:
     if c.rank_delta:
         score += f" (feedback moved it {'up' if c.rank_delta > 0 else 'down'} {abs(c.rank_delta)})"
     line = f"[{c.rank + 1}] {c.id} · {score} · {c.reason} · {c.preview!r}"
+    if c.status_now:  # changed since the recall: what an agent would act on is no longer this memory
+        replaced = c.replaced_by_now
+        line += f"\n    now {c.status_now}" + (
+            f": replaced by {replaced.id} ({replaced.preview!r}; {replaced.action}, {replaced.resolver})"
+            if replaced
+            else ""
+        )
     moves = [
         f"{m.session_id} {m.role} (closeness {m.closeness:.2f}): {m.weight_before:.3f} -> {m.weight_after:.3f}"
         for m in c.feedback.moves

@@ -57,3 +57,18 @@ def test_a_corroborated_memorys_sum_is_bracketed_before_what_multiplies_it(runti
     assert s.corroboration_boost == 0.1
     line = next(line for line in text_of(out).splitlines() if line.startswith(f"[{entry.rank + 1}] {said}"))
     assert f"final {s.final:.3f} = (relevance {s.relevance:.3f} + corroboration 0.100) x weight 1.000" in line
+
+
+def test_a_memory_superseded_since_the_recall_says_so_and_by_what(runtime):
+    """A trial: the text showed the stale 8443 first with no word that it had been replaced since."""
+    old = remember(RememberInput(content="The payments API listens on port 8443"), runtime, CALLER).id
+    recalled = recall(RecallInput(query="payments API port"), runtime, CALLER)
+    new = remember(
+        RememberInput(content="The payments API listens on port 9443", replaces=old), runtime, CALLER
+    ).id
+    text = text_of(explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER))
+    line = next(line for line in text.splitlines() if line.startswith(f"[1] {old}"))
+    following = text.splitlines()[text.splitlines().index(line) + 1]
+    assert following == (
+        f"    now superseded: replaced by {new} ('The payments API listens on port 9443'; supersede, explicit)"
+    )
