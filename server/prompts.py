@@ -11,6 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import Message, Prompt, UserMessage
 
 from retrieval.text import counted
+from server.auth import current_grant
 from server.registry import ToolSpec, invoke
 from server.state import AppState
 from tools.recall import RecallOutput
@@ -28,7 +29,21 @@ you relied on as `helpful_ids` and of any that misled you as `misleading_ids`: t
 tasks like this one."""
 
 
+# For a token that may only read: the routine says what it can do, and who can do the rest (a trial's
+# read-only token was told to remember and report, which it was then refused).
+READ_ONLY_ROUTINE = """\
+This token may only read memory: call `recall` again whenever you are stuck or the task changes direction,
+and `explain_ranking` to see why a memory ranked where it did. It cannot `remember`, `forget` or
+`report_outcome`: tell the user what is worth keeping, or ask the server's operator for a token that
+writes to this project."""
+
 OUTCOMES = ("success", "failure", "partial")  # what report_outcome's ``outcome`` takes
+
+
+def reads_only() -> bool:
+    """Whether the request's token grants no writes anywhere (stdio and in-process: the local user's own)."""
+    grant = current_grant()
+    return grant is not None and not grant.write
 
 
 def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Prompt]:
@@ -73,10 +88,21 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
                 + searched_window(found.window)
                 + ": what you learn and remember now starts it."
             )
-        return [UserMessage(f"You are starting this task: {task}\n\n{known}\n\n{ROUTINE}")]
+        routine = READ_ONLY_ROUTINE if reads_only() else ROUTINE
+        if reads_only() and not found.memories:
+            known = "Memory holds nothing relevant to it" + searched_window(found.window) + "."
+        return [UserMessage(f"You are starting this task: {task}\n\n{known}\n\n{routine}")]
 
     def session_end(outcome: str | None = None, notes: str | None = None) -> list[Message]:
         """Report how the task went, so the memories that helped rise and those that misled sink."""
+        if reads_only():
+            return [
+                UserMessage(
+                    "The task is over. This token may only read memory, so it cannot remember what is left "
+                    "nor report the outcome: tell the user which facts, decisions or fixes of this session are "
+                    "worth keeping, and which memories helped or misled, for someone with a token that writes."
+                )
+            ]
         judge = (
             "Judge the outcome: success (the task was done), failure (it was not, or memory misled you), "
             "or partial."

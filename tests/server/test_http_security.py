@@ -338,6 +338,20 @@ async def test_a_token_lists_another_agents_memories_by_author_but_never_their_p
     assert all("own note" not in m["preview"] for m in listed["memories"])
 
 
+async def test_a_read_only_token_is_not_asked_to_remember_or_report(static_server):
+    """A trial: a read-only token's session_start told it to remember and report, which it was refused."""
+    url, _ = static_server
+    async with session(url, TOKENS["bob"]) as bob:
+        start = await bob.get_prompt("session_start", {"task": "fix the flaky deploy"})
+        end = await bob.get_prompt("session_end", {"outcome": "success"})
+    started, ended = start.messages[0].content.text, end.messages[0].content.text
+    assert "This token may only read memory" in started and "call `report_outcome` once" not in started
+    assert "cannot remember what is left nor report the outcome" in ended
+    async with session(url, TOKENS["alice"]) as alice:
+        writer = await alice.get_prompt("session_start", {"task": "fix the flaky deploy"})
+    assert "call `report_outcome` once" in writer.messages[0].content.text
+
+
 def test_no_token_is_ever_written_to_the_log(static_server):
     url, log = static_server
     post(url, token="wrong-token-but-still-secret-0123")
