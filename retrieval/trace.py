@@ -353,8 +353,8 @@ def window_to_dict(window: TimeWindow | None, source: str | None = None) -> dict
     if window is None:
         return None if source is None else {"since": None, "until": None, "from": source}
 
-    def iso(moment: datetime | None) -> str | None:
-        return None if moment is None else _utc_iso(moment)
+    def iso(moment: datetime | None) -> str | None:  # to the second: "past 7 days" reads without microseconds
+        return None if moment is None else _utc_iso(moment, "seconds")
 
     return {"since": iso(window.since), "until": iso(window.until), "from": source}
 

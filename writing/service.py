@@ -432,7 +432,7 @@ class WriteService:
         if draft.protection_tier == "ephemeral" and when + lasts <= now:
             raise WriteRefused(
                 f"an ephemeral memory that happened at {_iso(when)} expired at {_iso(when + lasts)} "
-                f"({lasts} after it happened: MEMORIA_EPHEMERAL_TTL_SECONDS), so "
+                f"({spoken(lasts)} after it happened: MEMORIA_EPHEMERAL_TTL_SECONDS), so "
                 "recall would never show it: remember it with another protection_tier, or leave occurred_at out "
                 "if it still holds now"
             )
@@ -1547,3 +1547,14 @@ def _iso(moment: datetime) -> str:
     from datetime import UTC
 
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def spoken(span: timedelta) -> str:
+    """A duration as words: "7 days", "1 day 12 hours", "90 seconds" (not "7 days, 0:00:00")."""
+    seconds = int(span.total_seconds())
+    parts = []
+    for unit, size in (("day", 86_400), ("hour", 3_600), ("minute", 60), ("second", 1)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count} {unit}{'s' if count != 1 else ''}")
+    return " ".join(parts[:2]) or "0 seconds"

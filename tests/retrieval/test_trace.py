@@ -58,3 +58,18 @@ def test_a_trace_written_by_the_standard_encoder_with_nan_still_reads():
 def test_a_trace_that_is_not_an_object_is_refused():
     with pytest.raises(ValueError, match="JSON object"):
         parse_trace("[1, 2]")
+
+
+def test_a_window_is_shown_to_the_second():
+    """A trial: "past 7 days" showed its start with microseconds."""
+    from datetime import UTC, datetime
+
+    from retrieval.trace import window_to_dict
+    from storage.records import TimeWindow
+
+    window = TimeWindow(since=datetime(2026, 11, 24, 21, 32, 45, 203366, tzinfo=UTC), until=None)
+    assert window_to_dict(window, "past 7 days") == {
+        "since": "2026-11-24T21:32:45Z",
+        "until": None,
+        "from": "past 7 days",
+    }

@@ -80,7 +80,8 @@ def test_an_ephemeral_memory_expires_counted_from_when_it_happened_as_it_decays(
     assert stored.expires_at == stored.created_at + ttl  # five days from now, not seven
     long_ago = now - timedelta(days=61)
     with pytest.raises(
-        ToolFailure, match=r"an ephemeral memory that happened at .* expired at .*: remember it"
+        ToolFailure,
+        match=r"an ephemeral memory that happened at .* expired at .* \(7 days after it happened: .*: remember it",
     ):
         remember(
             RememberInput(
