@@ -282,8 +282,22 @@ def emit(args: argparse.Namespace, result: BaseModel, readable: str) -> int:
     return 0
 
 
-def day(timestamp: str | None) -> str:
-    return (timestamp or "")[:10]
+def day(timestamp: str | None, zone: str | None = None) -> str:
+    return at(timestamp, zone)[:10]
+
+
+def at(timestamp: str | None, zone: str | None = None) -> str:
+    """An ISO-8601 moment as a table shows it, "2026-11-30 23:45", in ``zone`` (the command's --time-zone, as
+    its window and its context read days; UTC without one): a table beside a context must not show
+    another day for the same memory (a trial's finding)."""
+    if not timestamp:
+        return ""
+    from retrieval.time_window import zone_of
+
+    moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(zone_of(zone)).strftime("%Y-%m-%d %H:%M")
 
 
 # --------------------------------------------------------------------------------------------- commands
@@ -378,7 +392,7 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
                     memory.id,
                     memory.kind + (" (sibling)" if memory.source == "sibling" else ""),
                     memory.agent_id,
-                    day(memory.created_at),
+                    day(memory.created_at, args.time_zone),
                     ("[disputed] " if memory.contradicted_by else "") + memory.content,
                 ]
                 for memory in result.memories
@@ -1052,14 +1066,16 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
     rows = [
         [
             memory.id,
-            memory.created_at[:16].replace("T", " "),
+            at(memory.created_at, args.time_zone),
             memory.kind,
             memory.agent_id,
-            clip(memory.preview, 60),
+            (f"[expires {at(memory.expires_at, args.time_zone)}] " if memory.expires_at else "")
+            + clip(memory.preview, 60),
         ]
         for memory in result.memories
     ]
-    parts = [table(["id", "dated", "kind", "agent", "memory"], rows) if rows else "no memories match"]
+    zone = f" ({args.time_zone})" if args.time_zone else ""
+    parts = [table(["id", f"dated{zone}", "kind", "agent", "memory"], rows) if rows else "no memories match"]
     if result.next_cursor:
         # The same listing's next page: every option given again (the cursor carries none of them), the
         # time window as resolved now ("2 hours ago" read again later would be another window).

@@ -114,6 +114,8 @@ def render_memory(
     ]
     if memory.visibility != "project":  # who else reads it: the whole org, or only this agent (session)
         provenance.append(VISIBILITY_WORDS[memory.visibility])
+    if memory.expires_at is not None:  # an ephemeral memory: how long it holds (a trial saw no sign of it)
+        provenance.append(f"expires {_in_zone(memory.expires_at, time_zone).strftime('%Y-%m-%d %H:%M')}")
     if memory.tags:
         provenance.append("tags " + quoted_field(list(memory.tags)))
     if candidate.corroborating_agents:

@@ -390,6 +390,19 @@ def test_stats_counts_the_scope(capsys, db):
     assert "memories             2 (active 2)" in out and "active by kind       fact 1, artifact 1" in out
 
 
+def test_tables_show_dates_in_the_commands_time_zone_as_its_context_does(capsys, db):
+    """A trial: with --time-zone Asia/Tokyo the context said 2026-12-01 and the table 2026-11-30."""
+    when = (datetime.now(UTC) - timedelta(days=1)).replace(hour=23, minute=45, second=0, microsecond=0)
+    as_json(capsys, db, "remember", "The demo moved to Tokyo time", "--occurred-at", when.isoformat())
+    tokyo = (when + timedelta(hours=9)).strftime("%Y-%m-%d %H:%M")
+    status, out, _ = memoria(capsys, db, "list", "--time-zone", "Asia/Tokyo")
+    assert status == 0 and "dated (Asia/Tokyo)" in out and tokyo in out
+    status, out, _ = memoria(capsys, db, "recall", "demo Tokyo time", "--time-zone", "Asia/Tokyo")
+    assert status == 0 and tokyo[:10] in out and when.strftime("%Y-%m-%d") not in out
+    status, out, _ = memoria(capsys, db, "list")
+    assert when.strftime("%Y-%m-%d %H:%M") in out
+
+
 def test_list_pages_through_the_scope_newest_first_and_prints_the_next_page(capsys, db):
     ids = [as_json(capsys, db, "remember", f"list me {n}", "--tag", "l")["id"] for n in range(3)]
     as_json(capsys, db, "remember", "not tagged, never listed below")
