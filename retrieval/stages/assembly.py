@@ -34,15 +34,16 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 from retrieval.stages.expansion import EpisodeSource
 from retrieval.stages.filler import filler_bar, left_out_as_filler, share_for
 from retrieval.stages.instructions import instruction_signals
 from retrieval.text import (
     cached_term_set,
+    keyed_by_text,
     negated,
     quoted_field,
-    set_jaccard,
     shown_safely,
     single_line,
     swapped_spans,
@@ -234,46 +235,66 @@ def numbers(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@keyed_by_text
+@lru_cache(maxsize=32_768)
+def _negates(text: str) -> bool:
+    """``negated``, remembered per text: assembly asks it of every candidate, recall after recall."""
+    return negated(text)
+
+
+@keyed_by_text
+@lru_cache(maxsize=32_768)
+def _numbers(text: str) -> frozenset[str]:
+    """``numbers``, remembered per text (as ``_negates``)."""
+    return numbers(text)
+
+
 class _Twins:
     """The memories selected so far, to recognise a near-duplicate of one of them. A memory that negates
     is never the twin of one that does not ("is not weekly" / "is weekly"), nor one that names other
     values of the twin ("port 5433" / "port 5434"), whatever their words or their corroboration cluster
-    say."""
+    say. The selected memories' words are indexed (word -> the selected memories that hold it), so a
+    candidate is compared only with those that share a word with it, in the order they were selected."""
 
     def __init__(self, threshold: float | None) -> None:
         self._threshold = threshold
         self._clusters: dict[str, str] = {}  # cluster canonical -> the member selected
         self._terms: list[tuple[str, frozenset[str]]] = []
-        self._seen: dict[str, frozenset[str]] = {}  # candidate id -> its term set, computed once
-        self._negates: dict[str, bool] = {}  # candidate id -> whether it negates, computed once
+        self._holding: dict[str, list[int]] = {}  # a word -> the selected memories (indexes) that hold it
         self._texts: dict[str, str] = {}  # selected candidate id -> its text
-        self._numbers: dict[str, frozenset[str]] = {}  # candidate id -> the numbers it names, computed once
 
     def of(self, candidate: Candidate) -> str | None:
         if self._threshold is None:
             return None
-        negates = self._negates_of(candidate)
+        negates = _negates(candidate.memory.content)
         chosen = self._clusters.get(candidate.cluster_canonical) if candidate.cluster_canonical else None
         if (
             chosen is not None
-            and self._negates[chosen] == negates
+            and _negates(self._texts[chosen]) == negates
             and not self._swapped(candidate, chosen)
             and not self._other_values(candidate, chosen)
         ):
             return chosen
-        terms = self._terms_of(candidate)
+        terms = cached_term_set(candidate.memory.content)
         if not terms:
             return None
-        for chosen_id, chosen_terms in self._terms:
-            if self._negates[chosen_id] != negates:
+        if self._threshold > 0.0:  # only a memory that shares a word can reach it
+            shared: dict[int, int] = {}
+            for term in terms:
+                for index in self._holding.get(term, ()):
+                    shared[index] = shared.get(index, 0) + 1
+            pairs = [(index, shared[index]) for index in sorted(shared)]
+        else:
+            pairs = [
+                (index, len(terms & chosen_terms)) for index, (_, chosen_terms) in enumerate(self._terms)
+            ]
+        for index, common in pairs:
+            chosen_id, chosen_terms = self._terms[index]
+            if _negates(self._texts[chosen_id]) != negates:
                 continue
-            # |A & B| / |A | B| is at most the smaller set's size over the larger's, also as floats (so no
-            # pair that reaches the threshold stops here; most pairs that do not, do).
-            smaller, larger = sorted((len(terms), len(chosen_terms)))
-            if smaller / larger < self._threshold:
-                continue
+            # |A & B| / |A | B|, as ``set_jaccard`` reads it, from the words they share.
             if (
-                set_jaccard(terms, chosen_terms) >= self._threshold
+                common / (len(terms) + len(chosen_terms) - common) >= self._threshold
                 and not self._swapped(candidate, chosen_id)
                 and not self._other_values(candidate, chosen_id)
             ):
@@ -283,11 +304,13 @@ class _Twins:
     def add(self, candidate: Candidate) -> None:
         if self._threshold is None:
             return
-        self._negates_of(candidate)
         self._texts[candidate.id] = candidate.memory.content
         if candidate.cluster_canonical:
             self._clusters.setdefault(candidate.cluster_canonical, candidate.id)
-        self._terms.append((candidate.id, self._terms_of(candidate)))
+        terms = cached_term_set(candidate.memory.content)
+        for term in terms:
+            self._holding.setdefault(term, []).append(len(self._terms))
+        self._terms.append((candidate.id, terms))
 
     def _swapped(self, candidate: Candidate, chosen_id: str) -> bool:
         """Whether the two say the same words with two parts in each other's place (``swapped_spans``):
@@ -298,24 +321,7 @@ class _Twins:
         """Whether the two name different numbers (``numbers``): "is 100 requests per minute" is no
         twin of "is 300 requests per minute", though every other word is the same (a new user's trial saw
         one value or the other, by how the question was put, and nothing said the other was there)."""
-        return self._numbers_of(candidate.id, candidate.memory.content) != self._numbers_of(
-            chosen_id, self._texts[chosen_id]
-        )
-
-    def _numbers_of(self, candidate_id: str, text: str) -> frozenset[str]:
-        if candidate_id not in self._numbers:
-            self._numbers[candidate_id] = numbers(text)
-        return self._numbers[candidate_id]
-
-    def _negates_of(self, candidate: Candidate) -> bool:
-        if candidate.id not in self._negates:
-            self._negates[candidate.id] = negated(candidate.memory.content)
-        return self._negates[candidate.id]
-
-    def _terms_of(self, candidate: Candidate) -> frozenset[str]:
-        if candidate.id not in self._seen:
-            self._seen[candidate.id] = cached_term_set(candidate.memory.content)
-        return self._seen[candidate.id]
+        return _numbers(candidate.memory.content) != _numbers(self._texts[chosen_id])
 
 
 def select(

@@ -429,6 +429,49 @@ def test_grouped_assembly_never_exceeds_the_budget_and_numbers_memories_in_order
     assert sum(1 for c in placed if c.memory.kind != "episode" and c.source == "direct") <= top_k
 
 
+WORDS = ["deploy", "staging", "port", "not", "cache", "9090", "8080", "friday", "monday", "billing", "runs"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=7).map(" ".join), min_size=1, max_size=20
+    ),
+    threshold=st.sampled_from([0.0, 0.3, 0.5, 0.8, 1.0]),
+)
+def test_a_memory_is_folded_into_the_first_selected_memory_every_pair_test_reads_as_its_twin(
+    texts, threshold
+):
+    """Folding compares a candidate only with the selected memories that share a word with it (an index
+    of their words): it must fold exactly what comparing it with every selected memory in turn folds."""
+    from retrieval.stages.assembly import numbers, select
+    from retrieval.text import negated, swapped_spans
+
+    candidates = tuple(candidate(f"m{i}", text) for i, text in enumerate(texts))
+    _, _, folded = select(candidates, top_k=100, top_k_episodes=3, max_episodes=100, fold_threshold=threshold)
+    expected: dict[str, str] = {}
+    chosen: list[Candidate] = []
+    for each in candidates:
+        text = each.memory.content
+        twin = next(
+            (
+                c.id
+                for c in chosen
+                if negated(c.memory.content) == negated(text)
+                and term_set(text)
+                and set_jaccard(term_set(text), term_set(c.memory.content)) >= threshold
+                and swapped_spans(text, c.memory.content) is None
+                and numbers(text) == numbers(c.memory.content)
+            ),
+            None,
+        )
+        if twin is None:
+            chosen.append(each)
+        else:
+            expected[each.id] = twin
+    assert folded == expected
+
+
 @pytest.mark.parametrize(("threshold", "shared", "extra"), [(0.56, 14, 11), (0.81, 243, 57), (0.5, 1, 1)])
 def test_a_pair_exactly_at_the_fold_threshold_is_folded(threshold, shared, extra):
     # Jaccard = shared / (shared + extra), exactly the threshold: 14/25, 243/300, 1/2 (where the threshold
