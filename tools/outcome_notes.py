@@ -12,6 +12,8 @@ from retrieval.text import counted
 from storage.records import MemoryCredit, MemoryRecord, Scope
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from storage.store import MemoryStore
 
 
@@ -62,13 +64,18 @@ def unseen_note(contexts: Sequence[ShownContext], named: Sequence[str]) -> str:
     )
 
 
-def inactive_note(store: MemoryStore, known: dict[str, MemoryRecord], named: Iterable[str]) -> str:
+def inactive_note(
+    store: MemoryStore, known: dict[str, MemoryRecord], named: Iterable[str], now: datetime
+) -> str:
     """What the report's detail adds for the named memories recall cannot show (superseded, retracted or
     purged since the session saw them): a superseded one's credit goes on to the memory that stands in its
     place (``WriteService.hand_on_reported``), as if the report had come before the change; the others'
     counts if they are restored. "" when all are active."""
     handed, kept = [], []
     for memory in (known[memory_id] for memory_id in named if memory_id in known):
+        if memory.past_expiry(now):
+            kept.append(f"{memory.id} (expired at {memory.expires_at:%Y-%m-%d %H:%M} UTC)")
+            continue
         if memory.status == "active":
             continue
         head = None
@@ -99,7 +106,10 @@ def dropped_note(count: int) -> str:
     superseded since they were shown: their share was dropped (``report_outcome``)."""
     if not count:
         return ""
-    return f". {counted(count, 'memory')} of its contexts no longer active (retracted, purged or superseded) did not move"
+    return (
+        f". {counted(count, 'memory')} of its contexts no longer active (retracted, purged, superseded or "
+        "expired) did not move"
+    )
 
 
 def unnamed_note(previous: Iterable[MemoryCredit], now: Iterable[MemoryCredit]) -> str:

@@ -186,7 +186,13 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     # Read as the scope holds them, not as the reporter sees them: the session's recalls showed them to
     # whoever recalled (an agent's private memories, reported from the CLI as another agent).
     standing = store.get_memories(shown_only, View(scope)) if shown_only else {}
-    gone = {m for m in shown_only if m not in standing or standing[m].status != "active"}
+    # An ephemeral memory past its expiry will not be shown again either (a trial saw one moved).
+    expired_by = runtime.clock()
+    gone = {
+        m
+        for m in shown_only
+        if m not in standing or standing[m].status != "active" or standing[m].past_expiry(expired_by)
+    }
     credits = tuple(credit for credit in credits if credit.role != "context" or credit.memory_id not in gone)
     embedder = runtime.models.embedder
     query_vectors = tuple(tuple(float(x) for x in embedder.embed_query(query)) for query in queries)
@@ -238,7 +244,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
                 status="unchanged",
                 revision=previous.revision,
                 detail=f"session {session_id} was already reported exactly so (revision {previous.revision}): "
-                "nothing moved again" + inactive_note(store, known, named),
+                "nothing moved again" + inactive_note(store, known, named, expired_by),
                 updated=unchanged,
             )
 
@@ -322,7 +328,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     else:
         status = "applied"
         detail = applied_note(session_id, [credit.role for credit in credits], recalled=bool(queries))
-    detail += inactive_note(store, known, named) + unseen_note(contexts, named)
+    detail += inactive_note(store, known, named, expired_by) + unseen_note(contexts, named)
     detail += dropped_note(len(gone))
     last = caller.previous_session
     detail += amend_note(

@@ -441,9 +441,38 @@ def test_a_context_memory_retracted_since_it_was_shown_does_not_move_and_the_det
     assert three["b"] not in {update.id for update in out.updated}
     assert weights(runtime, three)["b"] == 1.0 and weights(runtime, three)["a"] > 1.0
     assert (
-        "1 memory of its contexts no longer active (retracted, purged or superseded) did not move"
+        "1 memory of its contexts no longer active (retracted, purged, superseded or expired) did not move"
         in out.detail
     )
+
+
+def test_an_ephemeral_memory_that_expired_since_it_was_shown_does_not_move_and_the_detail_says_so(settings):
+    """A trial: a report moved an expired memory (1.0 -> 1.15) and said nothing of it."""
+    import time
+
+    from tests.helpers import make_runtime
+
+    runtime = make_runtime(settings.replace(ephemeral_ttl_seconds=1.5))
+    try:
+        note = remember(
+            RememberInput(content="The demo server is up on port 7001 today", protection_tier="ephemeral"),
+            runtime,
+            S1,
+        ).id
+        kept = remember(RememberInput(content="The demo server runs from the demo branch"), runtime, S1).id
+        shown = recall(RecallInput(query="demo server port"), runtime, S1)
+        assert {m.id for m in shown.memories} == {note, kept}
+        time.sleep(1.6)
+        out = report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
+        assert [update.id for update in out.updated] == [kept]
+        assert (
+            "1 memory of its contexts no longer active (retracted, purged, superseded or expired)"
+            in out.detail
+        )
+        named = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[note]), runtime, S1)
+        assert f"Recall does not show {note} (expired at " in named.detail
+    finally:
+        runtime.close()
 
 
 def test_outcomes_do_not_cross_projects(runtime, three):
