@@ -27,7 +27,16 @@ from typing import TYPE_CHECKING, Protocol
 from retrieval.outcomes import INITIAL_WEIGHT, WeightPolicy
 from retrieval.redaction import Redacted, redact
 from retrieval.stages.corroboration import ClusterMember
-from retrieval.text import PRECEDING_CHARS, content_hash, has_visible_text, negated, searchable_text, wording
+from retrieval.text import (
+    PRECEDING_CHARS,
+    cached_term_set,
+    clip,
+    content_hash,
+    has_visible_text,
+    negated,
+    searchable_text,
+    wording,
+)
 from storage.group_commit import GroupCommit
 from storage.records import (
     Audience,
@@ -731,7 +740,15 @@ class WriteService:
             stored, created = existing, False
             if replaces is not None and stored.status == "active":
                 # The corrected text is already stored (another memory): that one replaces it, with its own
-                # reports (the replaced memory's are not poured into them).
+                # reports (the replaced memory's are not poured into them). Unless the two share no word of
+                # what they are about: then the text is most likely another memory's, pasted by mistake (a
+                # trial's `memoria edit` made a database decision replace a release deadline).
+                if not cached_term_set(stored.content) & cached_term_set(replaces.content):
+                    raise WriteRefused(
+                        f"this text is already memory {stored.id} ({clip(stored.content, 60)!r}), which shares "
+                        f"no word with {replaces.id} ({clip(replaces.content, 60)!r}); nothing was changed. Pass "
+                        f"{replaces.id}'s corrected text, or forget {replaces.id} if {stored.id} is what stands"
+                    )
                 return WriteResult(stored, False, self._update(replaces, stored, actor))
             if replaces is not None and stored.status == "superseded":
                 # Back to an earlier text (an update reverted): that memory is active again and replaces.

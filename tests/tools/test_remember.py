@@ -158,6 +158,26 @@ def test_a_superseded_text_stated_again_says_how_to_make_it_current(runtime):
     assert back.id == old.id and runtime.store.get_memory(old.id).status == "active"
 
 
+def test_a_correction_whose_text_is_another_memory_of_other_words_is_refused(runtime):
+    """A trial: `memoria edit` of a release deadline with the text of a database decision (pasted by mistake)
+    made the decision replace the deadline, which dropped out of every listing."""
+    deadline = remember(RememberInput(content="The release freeze starts December 12"), runtime, CALLER).id
+    decision = remember(RememberInput(content="We chose PostgreSQL for billing"), runtime, CALLER).id
+    with pytest.raises(ToolFailure) as refused:
+        remember(RememberInput(content="We chose PostgreSQL for billing", replaces=deadline), runtime, CALLER)
+    assert str(refused.value).startswith(
+        f"this text is already memory {decision} ('We chose PostgreSQL for billing'), which shares no word with "
+        f"{deadline} ('The release freeze starts December 12'); nothing was changed."
+    )
+    assert runtime.store.get_memory(deadline).status == "active"
+    # A correction already stored that is about the same thing still replaces it.
+    fixed = remember(RememberInput(content="The release freeze starts December 15"), runtime, CALLER).id
+    out = remember(
+        RememberInput(content="The release freeze starts December 15", replaces=deadline), runtime, CALLER
+    )
+    assert out.id == fixed and runtime.store.get_memory(deadline).status == "superseded"
+
+
 def test_a_superseded_text_whose_replacement_was_forgotten_is_current_again_when_stated_again(runtime):
     from tools.forget import ForgetInput, forget
 
