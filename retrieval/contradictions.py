@@ -57,11 +57,18 @@ class Contradiction:
     # A value change whose newer memory names the old value as given up, or calls itself a correction: a
     # revision in words (``value_changes``).
     named_in_words: bool = False
-    # False: the newer memory disputes the older one and never supersedes it. The older says more than the
-    # value the newer one replaces ("listens on 8081 in its container; maps it to 18081 on the host", then
-    # "the host port changed from 18081 to 18082"): superseding it would take the rest along. Or the newer
-    # one's clause after its value ("after ...") may say where the value holds rather than why it changed.
-    covers_older: bool = True
+    # Why the newer memory only disputes the older one and never supersedes it (None: it may supersede):
+    # ``SAYS_MORE``, the older says more than the value the newer one replaces ("listens on 8081 in its
+    # container; maps it to 18081 on the host", then "the host port changed from 18081 to 18082"), and
+    # superseding it would take the rest along; ``MAY_HOLD_WHERE``, the newer one's clause after its value
+    # ("after ...") may say where the value holds rather than why it changed; ``MAY_BE_A_SERIES``, the
+    # newer one names the old value only as what it "was" ("..., previously 8443"), which may as well name
+    # the one before it in a series ("build 1235 failed, previously 1234").
+    only_disputes: str | None = None
+
+    @property
+    def covers_older(self) -> bool:
+        return self.only_disputes is None
 
     @property
     def detail(self) -> str:
@@ -270,15 +277,23 @@ _GIVEN_UP = re.compile(
     r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + ")",
     re.IGNORECASE,
 )
-# The same said in an aside, after a comma, a parenthesis or a dash ("9443 (changed from 8443)", "60 seconds,
-# down from 300", "port 9443 - previously 8443"). Only in an aside: "the deploy was 30 minutes late" names
-# no value given up.
-_ASIDE_GIVEN_UP = re.compile(
-    r"(?<!\s)(?:,\s*+|\s*+\(\s*+|\s*+[-\u2013\u2014]\s++)(?:it\s+)?"
-    rf"(?:(?:was\s+)?{_CHANGE_VERBS}\s+from|was|previously|formerly|(?:up|down)\s+from)\s+"
-    r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + ")",
+# The same said in an aside, after a comma, a parenthesis or a dash, with a word of change ("9443 (changed
+# from 8443)", "60 seconds, down from 300"). Only in an aside ("the deploy was 30 minutes late" names no
+# value given up), and the value right after it: "..., previously incident 41" may name another incident.
+_ASIDE = r"(?<!\s)(?:,\s*+|\s*+\(\s*+|\s*+[-\u2013\u2014]\s++)(?:it\s+)?"
+_ASIDE_CHANGED = re.compile(
+    _ASIDE + rf"(?:(?:was\s+)?{_CHANGE_VERBS}\s+from|(?:up|down)\s+from)\s+(?:the\s+)?"
+    r"(?:(?:old|previous|former)\s+)?(?P<value>" + _VALUE + ")",
     re.IGNORECASE,
 )
+# An aside naming what the value "was" ("9443, was 8443", "(previously 8443)"): the old value, or the one
+# before in a series ("build 1235 failed, previously 1234"). The pair then only disputes.
+_ASIDE_WAS = re.compile(
+    _ASIDE + r"(?:was|previously|formerly)\s+(?:the\s+)?(?P<value>" + _VALUE + ")", re.IGNORECASE
+)
+SAYS_MORE = "the older memory says more than this value"
+MAY_HOLD_WHERE = "the newer memory's clause after its value may say when the value holds"
+MAY_BE_A_SERIES = "what the newer memory says it 'was' may be the one before it in a series"
 # A label a correction may start with: not content, so it does not count against the subject's overlap.
 # It is no word of change by itself ("Update: build 1235 failed" is another build, a review found).
 _LABEL = re.compile(r"^\s*(?:correction|corrected|update|updated|note)\s*[:\-\u2013\u2014]\s*", re.IGNORECASE)
@@ -344,18 +359,25 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     adds ("also", "as well"). A pair is a candidate revision: the write path supersedes with it only when
     the newer memory says it is a change, by the same author, and never a protected memory (an explicit
     revision in words is needed there)."""
+
     # What the memory states, without the values it names as given up and a "Correction:" label: those
     # say that something changed (and what it was), not what is so now.
-    given_up = {
-        term
-        for pattern in (_GIVEN_UP, _ASIDE_GIVEN_UP)
-        for found in pattern.finditer(memory.content)
-        for term in content_terms(found.group("value"))
-        if is_value(term)
-    }
+    def named_by(*patterns: re.Pattern[str]) -> set[str]:
+        return {
+            term
+            for pattern in patterns
+            for found in pattern.finditer(memory.content)
+            for term in content_terms(found.group("value"))
+            if is_value(term)
+        }
+
+    given_up = named_by(_GIVEN_UP, _ASIDE_CHANGED)
+    was = named_by(_ASIDE_WAS) - given_up  # named only as what it "was": the pair only disputes
+    given_up |= was
     labelled = _LABEL.match(memory.content)
-    stated = _ASIDE_GIVEN_UP.sub(" ", memory.content[labelled.end() if labelled else 0 :])
-    stated = _GIVEN_UP.sub(" ", stated)
+    stated = memory.content[labelled.end() if labelled else 0 :]
+    for pattern in (_ASIDE_CHANGED, _ASIDE_WAS, _GIVEN_UP):
+        stated = pattern.sub(" ", stated)
     changed = _CHANGED.search(stated)
     conditional = False  # its clause after the new value may say where the value holds
     if changed is not None:
@@ -406,6 +428,13 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             # The newer memory names what it replaces ("not 8080"): it says in words that this changed, as
             # "switched from" does.
             explicit = bool(given_up) and replaced <= given_up
+            only_disputes = (
+                MAY_HOLD_WHERE
+                if conditional
+                else MAY_BE_A_SERIES
+                if explicit and replaced <= was and changed is None  # ("now ..." says it changed)
+                else None
+            )
             found.append(
                 Contradiction(
                     other.id,
@@ -414,7 +443,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
                     newer_term,
                     round(similarity, 6),
                     explicit,
-                    covers_older=not conditional,
+                    only_disputes=only_disputes,
                 )
             )
             continue
@@ -431,7 +460,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
                     newer_term,
                     round(similarity, 6),
                     named_in_words=True,
-                    covers_older=False,
+                    only_disputes=SAYS_MORE,
                 )
             )
     return found

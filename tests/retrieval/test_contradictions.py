@@ -1,6 +1,7 @@
 from datetime import UTC, datetime, timedelta
 
 from retrieval.contradictions import (
+    MAY_BE_A_SERIES,
     ContradictionInput,
     detect_contradictions,
     is_value,
@@ -156,17 +157,39 @@ def test_a_value_named_in_an_aside_as_what_it_was_is_given_up_in_words_too():
     for text in (
         "The payments API now listens on port 9443 in staging (changed from 8443)",
         "The payments API listens on port 9443 in staging, changed from 8443",
-        "The payments API listens on port 9443 in staging (was 8443)",
-        "The payments API listens on port 9443 in staging - previously port 8443",
         "The payments API listens on port 9443 in staging, up from 8443",
+        "The payments API now listens on port 9443 in staging (was 8443)",
     ):
         [change] = value_changes(memory("new", text, 5), [old])
         # {payments, api, listen, port, staging} on both sides once the aside is set aside: 5 / 5.
         assert (change.older_term, change.newer_term, change.subject_similarity) == ("8443", "9443", 1.0)
         assert change.named_in_words and change.covers_older
+    # What it "was", with no other word of change, may be the one before it in a series: a dispute only.
+    [was] = value_changes(
+        memory("was", "The payments API listens on port 9443 in staging (was 8443)", 5), [old]
+    )
+    assert (was.named_in_words, was.only_disputes) == (True, MAY_BE_A_SERIES)
     # Not an aside: "was" in the sentence itself says what something was, not a value left behind.
     late = memory("late", "The staging deploy took 30 minutes", 0)
     assert value_changes(memory("was", "The staging deploy was 45 minutes late", 5), [late]) == []
+
+
+def test_an_aside_naming_another_of_a_series_never_supersedes_it():
+    """A review: "Incident 42 hit the payments API, previously incident 41" superseded incident 41."""
+    for before, after in (
+        ("Incident 41 hit the payments API", "Incident 42 hit the payments API, previously incident 41"),
+        ("Build 1234 failed on main", "Build 1235 failed on main, previously build 1234"),
+        ("Sprint 41 demo is on Friday", "Sprint 42 demo is on Friday, formerly sprint 41"),
+        ("Build 1234 failed on main", "Build 1235 failed on main - was build 1234 yesterday"),
+        ("The on-call for week 11 is Bob", "The on-call for week 12 is Dana, previously week 11 was Bob"),
+    ):
+        assert value_changes(memory("new", after, 5), [memory("old", before, 0)]) == []
+    # The value right after "previously" is read, and a series' number only disputes.
+    [series] = value_changes(
+        memory("new", "Build 1235 failed on main, previously 1234", 5),
+        [memory("old", "Build 1234 failed on main", 0)],
+    )
+    assert not series.covers_older
 
 
 def test_a_value_remembered_late_is_the_older_of_a_pair_that_reads_as_a_change_either_way():

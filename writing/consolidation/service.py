@@ -361,11 +361,7 @@ class ConsolidationService:
                 kept_by=KEPT_OPEN,
                 actor=actor,
                 report=report,
-                why_kept=(
-                    ", but the older memory says more than this value"
-                    if not change.covers_older
-                    else f", but the memory is {older.protection_tier}"
-                ),
+                why_kept=f", but {change.only_disputes or f'the memory is {older.protection_tier}'}",
             )
         # Remembered with an earlier occurred_at (history imported late): a memory newer than it, written
         # before it, that says another value of the same thing (or that it changed) leaves it disputed on
