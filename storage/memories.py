@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -409,16 +410,13 @@ class Memories(StoreTables):
         """Give a memory these tags, with the search text that indexes them (a memory that took others'
         place keeps their tags: ``writing.service.WriteService.inherit``), and with ``tier`` this
         protection tier and expiry (an identical memory stated again: ``WriteService.take_restated``)."""
-        columns: dict[str, pa.Array] = {
-            "id": pa.array([memory_id], pa.string()),
-            "tags": pa.array([list(tags)], pa.list_(pa.string())),
-            "search_text": pa.array([search_text], pa.string()),
-            "updated_at": pa.array([at], pa.timestamp("us", tz="UTC")),
-        }
+        values: dict[str, Any] = {"tags": list(tags), "search_text": search_text, "updated_at": at}
         if tier is not None:
-            columns["protection_tier"] = pa.array([tier[0]], pa.string())
-            columns["expires_at"] = pa.array([tier[1]], pa.timestamp("us", tz="UTC"))
-        self._merge_update(pa.table(columns))
+            values |= {"protection_tier": tier[0], "expires_at": tier[1]}
+        if tags:  # an UPDATE found by row id, not a merge that joins the whole table on id (4x slower)
+            self._update_rows([memory_id], values, texts={memory_id: search_text})
+        else:  # (LanceDB cannot write an empty list as an UPDATE's literal)
+            self._merge_update(pa.Table.from_pylist([{"id": memory_id, **values}]))
 
     def replaced_by(self, scope: Scope, memory_ids: Sequence[str]) -> list[MemoryRecord]:
         """The memories of ``scope`` that these memories replaced (their ``replaced_by``), as committed: a

@@ -269,20 +269,26 @@ class StoreTables:
         with self._cache.reading(scope) as copy:
             return copy is not None and len(copy) == 0
 
-    def _update_rows(self, memory_ids: Sequence[str], values: Mapping[str, Any]) -> None:
+    def _update_rows(
+        self, memory_ids: Sequence[str], values: Mapping[str, Any], *, texts: Mapping[str, str] | None = None
+    ) -> None:
         """Set the same column values on these memories, in UPDATEs of up to 1,000 rows. An UPDATE whose
         rows' stable row ids are all known finds them by row id (no scan of the fragments the id index does
         not cover yet: ``storage.row_ids``); another finds them by id, through the id index (a merge joins
         the whole table on id: 5x slower at 100k memories). The filter is a typed expression; LanceDB
-        encodes the values as SQL literals itself (quotes escaped, times as UTC)."""
+        encodes the values as SQL literals itself (quotes escaped, times as UTC). ``texts``: the search
+        texts the values set, by memory id, for the scope copies' full-text index."""
         ids = list(dict.fromkeys(memory_ids))
         with self.exclusive():
             for start in range(0, len(ids), 1_000):
-                self._update_chunk(ids[start : start + 1_000], values)
+                self._update_chunk(ids[start : start + 1_000], values, texts)
 
-    def _update_chunk(self, ids: list[str], values: Mapping[str, Any]) -> None:
+    def _update_chunk(
+        self, ids: list[str], values: Mapping[str, Any], texts: Mapping[str, str] | None = None
+    ) -> None:
         changes = record_values(values)
         updated = dict.fromkeys(ids, changes)  # what the copies apply once a commit changed every row
+        texts = {memory_id: texts[memory_id] for memory_id in ids if memory_id in texts} if texts else None
         known = self._row_ids.known(ids)
         if len(known) == len(ids):
             # Also filtered on id: a wrong row id changes no row, and the update then counts fewer rows.
@@ -290,7 +296,7 @@ class StoreTables:
             result = retrying(partial(self._memories.update, where=where, values=dict(values)))
             if result.rows_updated == len(ids):
                 self._row_count.changed(result.version, result.rows_updated)
-                self._cache.advance(result.version - 1, result.version, updated=updated)
+                self._cache.advance(result.version - 1, result.version, updated=updated, texts=texts)
                 return
             # Which rows it changed is unknown: the copies are not advanced past it (the next read catches up
             # from the table, this commit and the next), and every memory of the chunk is updated again by id.
@@ -305,7 +311,7 @@ class StoreTables:
             partial(self._memories.update, where=filters.one_of("id", ids), values=dict(values))
         )
         self._row_count.changed(result.version, result.rows_updated)
-        self._cache.advance(result.version - 1, result.version, updated=updated)
+        self._cache.advance(result.version - 1, result.version, updated=updated, texts=texts)
 
     def _merge_update(self, update: pa.Table) -> None:
         # Columns typed as the table declares them: the id, its primary key, must come in non-nullable.

@@ -198,6 +198,28 @@ def test_vector_search_ranks_by_cosine_within_scope_status_and_embedder(store):
     assert [hit.score for hit in hits] == pytest.approx([1.0, 2**-0.5, 0.0], abs=1e-5)
 
 
+def test_new_tags_are_searched_at_once_in_this_process_and_in_another(store, tmp_path):
+    """A memory's tags change by an UPDATE found by its row id (a merge joined the whole table on id): the
+    copy that wrote them searches its new text at once, and a process that reads the table sees it too."""
+    store.insert_many([new("m1", "The deploy runs on Fridays"), new("m2", "cats on mats")])
+    assert store.fulltext_search(SCOPE, "kubernetes", limit=10) == []  # the scope copy is built
+    store.set_tags(
+        "m1", ["kubernetes"], "The deploy runs on Fridays\nkubernetes", NOW, tier=("protected", None)
+    )
+    assert [h.record.id for h in store.fulltext_search(SCOPE, "kubernetes", limit=10)] == ["m1"]
+    assert (store.get_memory("m1").tags, store.get_memory("m1").protection_tier) == (
+        ("kubernetes",),
+        "protected",
+    )
+    other = MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM)
+    try:
+        assert [h.record.id for h in other.fulltext_search(SCOPE, "kubernetes", limit=10)] == ["m1"]
+    finally:
+        other.close()
+    store.set_tags("m2", [], "cats on mats", NOW, tier=("ephemeral", NOW + timedelta(days=1)))  # no tag left
+    assert (store.get_memory("m2").tags, store.get_memory("m2").expires_at) == ((), NOW + timedelta(days=1))
+
+
 def test_fulltext_search_matches_word_forms_and_filters_by_kind_and_tag(store):
     store.insert_many(
         [
