@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 from console import transcripts
 from retrieval.text import content_hash
 from storage.records import Audience, MemoryRecord, Scope, Viewer
+from storage.scope_ids import scope_id_problem
 from tools.common import Caller, Progress, Runtime, ToolFailure, no_progress
 from tools.remember import RememberInput, draft_of, prepare
 from writing.service import memory_id_for
@@ -332,6 +333,10 @@ def _identity_problem(row: dict[str, Any]) -> str | None:
     export would shadow the original: remembering that text again reads as a duplicate of the edited row,
     and is never stored. A purged row has no text to check. Ids made before private memories named their
     audience (the shared recipe) are read as well."""
+    for part in ("org", "project"):  # an id no token grant could name (an older release let one in)
+        problem = scope_id_problem(str(row[f"{part}_id"]), part)  # type: ignore[arg-type]
+        if problem:
+            return f"its {part}_id {row[f'{part}_id']!r} is one no token grant can name: it {problem}"
     if row.get("status") == "purged":
         return None
     digest = content_hash(row["content"])

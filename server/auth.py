@@ -99,13 +99,15 @@ class Grant:
         return next((p.concrete for p in (*self.write, *self.read) if p.concrete is not None), None)
 
     def home_in(self, default_project: str) -> Scope | None:
-        """``home``, else the first org granted whole (``acme``, ``acme/*``) with ``default_project`` (an
-        org-wide token's calls that name no scope work in its org, not in the server's default org)."""
-        if self.home is not None:
-            return self.home
-        return next(
-            (Scope(p.org_id, default_project) for p in (*self.write, *self.read) if p.org_id != ANY), None
-        )
+        """The scope a call that names none works in: the first concrete scope written, else the first org
+        written whole (``acme``, ``acme/*``) with ``default_project``; then the same of the scopes read (an
+        org-wide writer's calls work in its org, not in a scope it may only read nor the server's default)."""
+        for patterns in (self.write, self.read):
+            concrete = next((p.concrete for p in patterns if p.concrete is not None), None)
+            whole = next((Scope(p.org_id, default_project) for p in patterns if p.org_id != ANY), None)
+            if concrete is not None or whole is not None:
+                return concrete or whole
+        return None
 
     def describe(self, effect: Effect) -> str:
         return ", ".join(dict.fromkeys(str(p) for p in self.patterns(effect))) or "nothing"

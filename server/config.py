@@ -413,7 +413,7 @@ class Settings(BaseSettings):
     @field_validator("org_id", "project_id")
     @classmethod
     def _grantable(cls, value: str, info: Any) -> str:
-        from storage.records import scope_id_problem
+        from storage.scope_ids import scope_id_problem
 
         problem = scope_id_problem(value, "org" if info.field_name == "org_id" else "project")
         if problem:

@@ -91,9 +91,13 @@ def bound_socket(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        why = "is in use (another server listens there)" if exc.errno == errno.EADDRINUSE else exc.strerror
+        why = (
+            "the address is in use (another server listens there)"
+            if exc.errno == errno.EADDRINUSE
+            else f"{exc.strerror or exc}".lower()
+        )
         raise ConfigError(
-            f"cannot serve on {host_header(host)}:{port}: the address {why}. Choose another port "
+            f"cannot serve on {host_header(host)}:{port}: {why}. Choose another port "
             "(--http HOST:PORT), or stop what listens there"
         ) from None
     sock.set_inheritable(True)

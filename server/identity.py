@@ -29,7 +29,7 @@ def resolve_caller(
     session = ctx.request_context.session
     if grant is not None:  # the session is in the principal's namespace, as explicit ones are
         key, connection = _connection_session(
-            session, state, _client_of(session, grant), begins_task=begins_task
+            session, state, _client_of(session, state, grant), begins_task=begins_task
         )
         previous = _previous_session(session, state, key)
         return Caller(
@@ -60,7 +60,7 @@ def end_session(ctx: Context[Any, Any], state: AppState, reported: str, grant: G
     connection's next call of another tool begins a new one (a report again still replaces this one), so
     the connection's next task is not reported over it."""
     key, session_id = _connection_session(
-        ctx.request_context.session, state, _client_of(ctx.request_context.session, grant), hold=True
+        ctx.request_context.session, state, _client_of(ctx.request_context.session, state, grant), hold=True
     )
     if reported != (own_session(grant.principal, session_id) if grant is not None else session_id):
         return  # another session was reported: the connection's own goes on
@@ -71,14 +71,14 @@ def end_session(ctx: Context[Any, Any], state: AppState, reported: str, grant: G
         connection.state[_REPORTED_KEY] = session_id
 
 
-def _client_of(session: Any, grant: Grant | None) -> str:
+def _client_of(session: Any, state: AppState, grant: Grant | None) -> str:
     """Whose default session a call without a connection of its own (a 2026-era request) continues: the
     client's name, and with a token the principal's with it. Two clients of one token (two editor
     windows, each naming itself) keep two sessions, so one's session-private notes and report are not
     the other's (a new user's trial); two clients that give the same name share one, as nothing in
     such a request tells them apart (a ``session_id`` does)."""
     name = _client_name(session)
-    return name if grant is None else f"{grant.principal}\x1f{name}"
+    return name if grant is None else state.client_key(grant.principal, name)
 
 
 def _client_name(session: Any) -> str:

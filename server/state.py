@@ -239,6 +239,9 @@ def model_config(settings: Settings):  # -> retrieval.models.providers.ModelConf
 
 # Connections whose default session this process holds (a new one after each report of it).
 MAX_HELD_SESSIONS = 10_000
+# The client names one principal's default sessions are kept under at a time: a token's holder naming its
+# clients at will cannot push other principals' sessions out of the ``MAX_HELD_SESSIONS`` held.
+MAX_CLIENTS_PER_PRINCIPAL = 32
 
 
 class AppState:
@@ -265,6 +268,8 @@ class AppState:
         self._sessions: OrderedDict[str, tuple[str, bool]] = OrderedDict()  # key -> (session, reported)
         self._previous: OrderedDict[str, str] = OrderedDict()  # key -> the session a task ended by a report
         self._sessions_lock = threading.Lock()
+        # Per principal, the client names its default sessions are kept under (``client_key``).
+        self._clients: dict[str, OrderedDict[str, None]] = {}
         self._stop = threading.Event()
         self._pause = pause or self._stop.wait
         self._when_warm = when_warm
@@ -415,6 +420,21 @@ class AppState:
                     self._sessions.popitem(last=False)
             self._sessions.move_to_end(key)
             return held[0]
+
+    def client_key(self, principal: str, name: str) -> str:
+        """The key of ``principal``'s default session for its client ``name`` (``server.identity``): the
+        principal keeps the sessions of its ``MAX_CLIENTS_PER_PRINCIPAL`` most recent client names, and a
+        name beyond them drops the least recent one's session (its own, no one else's)."""
+        key = f"{principal}\x1f{name}"
+        with self._sessions_lock:
+            names = self._clients.setdefault(principal, OrderedDict())
+            names[name] = None
+            names.move_to_end(name)
+            while len(names) > MAX_CLIENTS_PER_PRINCIPAL:
+                dropped = f"client:{principal}\x1f{names.popitem(last=False)[0]}"
+                self._sessions.pop(dropped, None)
+                self._previous.pop(dropped, None)
+        return key
 
     def previous_session(self, key: str) -> str | None:
         """The connection's session before its current one: reported, then ended by the next task."""

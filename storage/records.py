@@ -46,20 +46,6 @@ class Scope:
         return self.project_id == ORG_SHELF_PROJECT
 
 
-def scope_id_problem(value: str, part: Literal["org", "project"]) -> str | None:
-    """What is wrong with ``value`` as an org or project id, or None. Token grants name scopes as
-    ``org/project``, either part ``*`` for all: an org id with a "/" could be granted by no token (a grant
-    splits at its first "/"), and "*" alone reads as every org or project."""
-    if value == "*":
-        return f"'*' stands for every {part} in a token's grant: name one {part}"
-    if part == "org" and "/" in value:
-        return (
-            "must not contain '/': a token grant writes org/project, so an org named with a '/' could not be "
-            "granted; use another separator, such as '-' or '.'"
-        )
-    return None
-
-
 def org_shelf(org_id: str) -> Scope:
     """Where the org-visible memories of ``org_id`` live, whichever project wrote them."""
     return Scope(org_id, ORG_SHELF_PROJECT)

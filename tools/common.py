@@ -18,7 +18,8 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from retrieval.outcomes import CreditPolicy, WeightPolicy
 from retrieval.redaction import redact_text
 from retrieval.text import is_unsafe_char
-from storage.records import Scope, View, Viewer, scope_id_problem
+from storage.records import Scope, View, Viewer
+from storage.scope_ids import scope_id_problem
 from tools.lanes import Lanes
 from writing.service import memory_id_for
 

@@ -268,7 +268,10 @@ def not_theirs(memory: MemoryRecord, caller: Caller) -> str:
     )
     if caller.remote:  # a token's holder: the command line of the server's machine is not theirs
         return said
-    return f"{said} (from this machine's command line: memoria forget {memory.id} --agent {shlex.quote(memory.agent_id)})"
+    flags = f" --org {shlex.quote(memory.org_id)}" + (
+        f" --project {shlex.quote(memory.project_id)}" if memory.project_id else ""
+    )
+    return f"{said} (from this machine's command line: memoria forget {memory.id}{flags} --agent {shlex.quote(memory.agent_id)})"
 
 
 def _forget_in(

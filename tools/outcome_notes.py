@@ -71,10 +71,10 @@ def inactive_note(
     purged since the session saw them): a superseded one's credit goes on to the memory that stands in its
     place (``WriteService.hand_on_reported``), as if the report had come before the change; the others'
     counts if they are restored. "" when all are active."""
-    handed, kept = [], []
+    handed, kept, expired = [], [], []
     for memory in (known[memory_id] for memory_id in named if memory_id in known):
         if memory.past_expiry(now):
-            kept.append(f"{memory.id} (expired at {memory.expires_at:%Y-%m-%d %H:%M} UTC)")
+            expired.append(f"{memory.id} (expired at {memory.expires_at:%Y-%m-%d %H:%M} UTC)")
             continue
         if memory.status == "active":
             continue
@@ -98,6 +98,11 @@ def inactive_note(
         )
     if kept:
         note += f". Recall does not show {', '.join(kept)}: the credit counts only if they are active again"
+    if expired:
+        note += (
+            f". Recall does not show {', '.join(expired)}: an expired memory's credit counts for nothing, and "
+            "it did not move (remember its text again, with a tier that lasts, if it still holds)"
+        )
     return note
 
 

@@ -185,15 +185,19 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     shown_only = [credit.memory_id for credit in credits if credit.role == "context"]
     # Read as the scope holds them, not as the reporter sees them: the session's recalls showed them to
     # whoever recalled (an agent's private memories, reported from the CLI as another agent).
-    standing = store.get_memories(shown_only, View(scope)) if shown_only else {}
-    # An ephemeral memory past its expiry will not be shown again either (a trial saw one moved).
+    unnamed = [credit.memory_id for credit in credits if credit.memory_id not in known]
+    standing = store.get_memories(unnamed, View(scope)) if unnamed else {}
+    gone = {m for m in shown_only if m not in standing or standing[m].status != "active"}
+    # An ephemeral memory past its expiry is not shown again (until its text is stated again, as a new
+    # statement): whatever its role, its credit would move a memory nobody reads (a trial saw one moved).
     expired_by = runtime.clock()
-    gone = {
-        m
-        for m in shown_only
-        if m not in standing or standing[m].status != "active" or standing[m].past_expiry(expired_by)
-    }
-    credits = tuple(credit for credit in credits if credit.role != "context" or credit.memory_id not in gone)
+    expired = {m for m, record in {**standing, **known}.items() if record.past_expiry(expired_by)}
+    gone |= expired & set(shown_only)
+    credits = tuple(
+        credit
+        for credit in credits
+        if credit.memory_id not in expired and (credit.role != "context" or credit.memory_id not in gone)
+    )
     embedder = runtime.models.embedder
     query_vectors = tuple(tuple(float(x) for x in embedder.embed_query(query)) for query in queries)
     memory_ids = tuple(credit.memory_id for credit in credits)

@@ -329,7 +329,9 @@ def _after_trim(candidate: Candidate, redone: Mapping[str, Candidate], trimmed: 
     if candidate.id in redone:
         return redone[candidate.id]
     if candidate.in_context:  # trimmed, or a sibling a trimmed entry brought
-        return candidate.revised(in_context=False, context_position=None, exclusion_reason=candidate.dropped)
+        return candidate.revised(
+            in_context=False, context_position=None, shown_chars=None, exclusion_reason=candidate.dropped
+        )
     reason = candidate.exclusion_reason or ""
     twin = next((i for i in trimmed if reason.startswith(f"a near-duplicate of {i}, ")), None)
     if twin is not None:  # it was folded into an entry that is no longer there

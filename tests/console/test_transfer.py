@@ -526,6 +526,8 @@ def _edited_memory(lines: list[str], edit) -> list[str]:
             lambda row: row.update(content="MySQL it is", content_hash=content_hash("MySQL it is")),
             "its id is not the one its scope and text give",
         ),
+        # an org id no token grant can name (one an older release let in): refused, as everywhere else
+        (lambda row: row.update(org_id="acme/eu"), "its org_id 'acme/eu' is one no token grant can name"),
     ],
 )
 def test_a_memory_whose_text_was_edited_after_export_is_refused(stores, tmp_path, edit, message):

@@ -104,6 +104,10 @@ def test_an_org_wide_tokens_call_naming_no_scope_runs_in_its_org_not_the_servers
     for written in (("acme",), ("acme/*",), ("*/*", "acme/*")):
         args = authorize(RememberInput(content="x"), "writes", grant(write=written), SETTINGS, "remember")
         assert args.scope(SETTINGS) == Scope("acme", SETTINGS.project_id)
+    # A scope it writes, whole, comes before one it only reads (a review: it wrote to the one it read).
+    writer = grant(write=("acme/*",), read=("beta/web",))
+    args = authorize(RememberInput(content="x"), "writes", writer, SETTINGS, "remember")
+    assert args.scope(SETTINGS) == Scope("acme", SETTINGS.project_id)
     args = authorize(RecallInput(query="x"), "reads", grant(write=("*/*",)), SETTINGS, "recall")
     assert args.scope(SETTINGS) == Scope(SETTINGS.org_id, SETTINGS.project_id)  # no org of its own
 

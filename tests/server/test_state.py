@@ -72,3 +72,26 @@ async def test_a_restatement_killed_before_its_supersede_landed_is_finished_befo
     async with connected(build_server(settings)) as client:
         traced = await call(client, "lineage", {"memory_id": old})
     assert (traced["memory"]["status"], traced["current"]["id"]) == ("superseded", new)
+
+
+def test_a_principal_keeps_the_sessions_of_its_most_recent_client_names_and_drops_only_its_own(
+    tmp_path, monkeypatch
+):
+    """A review: a token naming its clients at will could push other principals' default sessions out."""
+    import server.state
+    from server.state import AppState
+
+    monkeypatch.setattr(server.state, "MAX_HELD_SESSIONS", 8)
+    monkeypatch.setattr(server.state, "MAX_CLIENTS_PER_PRINCIPAL", 4)
+    state = AppState(settings_for(tmp_path / "db"), lambda settings: None)
+
+    def session(principal: str, name: str) -> str:
+        return state.session_for(f"client:{state.client_key(principal, name)}", begins_task=True)
+
+    bob = session("bob", "laptop")
+    first = session("alice", "window-0")
+    for index in range(1, 12):  # more names than sessions are held in all
+        session("alice", f"window-{index}")
+    assert session("bob", "laptop") == bob  # kept: alice's names made room among her own only
+    assert session("alice", "window-0") != first  # the least recent of hers went
+    assert session("alice", "window-11") == session("alice", "window-11")

@@ -471,6 +471,9 @@ def test_an_ephemeral_memory_that_expired_since_it_was_shown_does_not_move_and_t
         )
         named = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[note]), runtime, S1)
         assert f"Recall does not show {note} (expired at " in named.detail
+        assert "an expired memory's credit counts for nothing, and it did not move" in named.detail
+        assert note not in {update.id for update in named.updated}  # a review: the weight moved all the same
+        assert runtime.store.get_memory(note).weight == 1.0
     finally:
         runtime.close()
 
