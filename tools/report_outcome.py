@@ -187,16 +187,13 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
     # whoever recalled (an agent's private memories, reported from the CLI as another agent).
     unnamed = [credit.memory_id for credit in credits if credit.memory_id not in known]
     standing = store.get_memories(unnamed, View(scope)) if unnamed else {}
-    gone = {m for m in shown_only if m not in standing or standing[m].status != "active"}
-    # An ephemeral memory past its expiry is not shown again (until its text is stated again, as a new
-    # statement): whatever its role, its credit would move a memory nobody reads (a trial saw one moved).
+    # An ephemeral memory past its expiry is not shown again either: whatever its role, its credit would move
+    # a memory nobody reads (a trial saw one moved).
     expired_by = runtime.clock()
     expired = {m for m, record in {**standing, **known}.items() if record.past_expiry(expired_by)}
-    gone |= expired & set(shown_only)
+    gone = {m for m in shown_only if m not in standing or standing[m].status != "active" or m in expired}
     credits = tuple(
-        credit
-        for credit in credits
-        if credit.memory_id not in expired and (credit.role != "context" or credit.memory_id not in gone)
+        c for c in credits if c.memory_id not in expired and (c.role != "context" or c.memory_id not in gone)
     )
     embedder = runtime.models.embedder
     query_vectors = tuple(tuple(float(x) for x in embedder.embed_query(query)) for query in queries)
