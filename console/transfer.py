@@ -47,6 +47,14 @@ class TransferSummary(BaseModel):
     format: Literal["memoria", "locomo", "transcript"]
     tables: dict[str, TableCount] = Field(description="Per table: rows written and skipped.")
     reembedded: int = Field(0, description="Memories given new vectors by this server's embedder.")
+    superseded: int = Field(
+        0,
+        description="Memories already in the store that the export says were superseded, by a memory it "
+        "brought: superseded here too, as its lineage says.",
+    )
+    reweighed: int = Field(
+        0, description="Memories already in the store whose weight the imported reports' credits moved."
+    )
     episodes: list[str] = Field(
         default_factory=list,
         description="A conversation's episodes, one per session (`memoria list --episode`).",
@@ -225,8 +233,11 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
     total = sum(counts.values())
     done = reembedded = 0
     touched: set[Scope] = set()
+    kept: list[dict[str, Any]] = []  # the export's memory rows the store already held (skipped)
     for table, rows in _batches(path):
         if table == schema.MEMORIES:
+            here = portable.existing_memory_ids(store, [row["id"] for row in rows])
+            kept += [{key: row.get(key) for key in _KEPT} for row in rows if row["id"] in here]
             rows, embedded = _with_vectors(rows, runtime, progress)
             reembedded += embedded
         if table == schema.AB_LOGS:
@@ -243,6 +254,9 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
             touched |= {Scope(row["org_id"], row["project_id"]) for row in rows}
         done += len(rows)
         progress("importing", done, total)
+    superseded, reweighed = _reconcile(runtime, kept)
+    if superseded or reweighed:
+        touched |= {Scope(row["org_id"], row["project_id"]) for row in kept}
     for scope in sorted(touched, key=lambda s: (s.org_id, s.project_id)):
         # This process's clusters of a scope it already aggregated are built again with the new rows.
         if runtime.corroboration.last_result(scope) is not None:
@@ -250,7 +264,51 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
     log.info(
         "imported %s (exported %s, embedder now %s)", path, header.exported_at.isoformat(), embedder.name
     )
-    return TransferSummary(format="memoria", tables=tables, reembedded=reembedded, seconds=0.0)
+    return TransferSummary(
+        format="memoria",
+        tables=tables,
+        reembedded=reembedded,
+        superseded=superseded,
+        reweighed=reweighed,
+        seconds=0.0,
+    )
+
+
+_KEPT = ("id", "org_id", "project_id", "status", "replaced_by")
+
+
+def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int]:
+    """Bring the memories the store already held in line with what the import brought (a trial: an export
+    imported into a store that held the text an explicit update had corrected left that memory active
+    beside its correction, ranked first, with a weight its imported history did not give it):
+
+    - one the export says was superseded by a memory now in the store, and still active here, is
+      superseded by it, as the imported lineage says;
+    - its global weight is replayed from every report's credits the store now holds.
+
+    Returns (memories superseded, memories whose weight changed)."""
+    from writing.outcomes import replayed_weights
+
+    store = runtime.store
+    now = runtime.clock()
+    by_scope: dict[Scope, list[dict[str, Any]]] = {}
+    for row in kept:
+        by_scope.setdefault(Scope(row["org_id"], row["project_id"]), []).append(row)
+    superseded = reweighed = 0
+    for scope, rows in by_scope.items():
+        current = store.get_memories([row["id"] for row in rows], scope)
+        for row in rows:
+            here = current.get(row["id"])
+            if row["status"] == "superseded" and row["replaced_by"] and here and here.status == "active":
+                superseded += len(store.supersede(scope, [here.id], row["replaced_by"], now))
+        credits = store.credits_for(scope, list(current), across_org=True)
+        weights = replayed_weights(
+            runtime.weight_policy, {m: current[m] for m in credits if m in current}, credits
+        )
+        moved = {m: w for m, w in weights.items() if abs(w - current[m].weight) > 1e-9}
+        store.set_weights(moved, now)
+        reweighed += len(moved)
+    return superseded, reweighed
 
 
 def as_current(schema_version: int, table: str, row: dict[str, Any]) -> dict[str, Any]:

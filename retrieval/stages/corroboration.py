@@ -56,6 +56,11 @@ class MemoryCluster:
     def members(self) -> tuple[ClusterMember, ...]:
         return (self.canonical, *self.corroborating)
 
+    def stated_besides(self, agent_id: str) -> tuple[str, ...]:
+        """The agents who stated what the cluster says, but ``agent_id`` (the author of the member shown:
+        not always the canonical's, whose author a trial found missing from "also stated by")."""
+        return tuple(sorted({self.canonical.agent_id, *self.corroborating_agents} - {agent_id}))
+
     @property
     def boost(self) -> float:
         return corroboration_boost(self.corroboration_score)
@@ -153,7 +158,7 @@ def rank_with_corroboration(
             boosted.append(
                 candidate.revised(
                     corroboration_boost=cluster.boost,
-                    corroborating_agents=cluster.corroborating_agents,
+                    corroborating_agents=cluster.stated_besides(candidate.memory.agent_id),
                     cluster_canonical=cluster.canonical.id,
                 )
             )

@@ -165,6 +165,32 @@ def test_importing_the_same_export_twice_writes_nothing_the_second_time(stores, 
     assert export_text(target).splitlines()[1:] == before
 
 
+def test_a_memory_the_store_held_is_superseded_and_reweighed_as_the_import_says(stores, tmp_path):
+    """A trial: the target held the text an explicit update had corrected in the source. The import skipped
+    it (its id was there) but brought the correction and its lineage: both stayed active, the stale value
+    ranked first, and a memory credited in the source kept weight 1.0 beside a history that said 1.15."""
+    source = stores("a")
+    old = say(source, "The API rate limit is 100 requests per minute")
+    pool = say(source, "The API database pool holds 20 connections")
+    new = remember(
+        RememberInput(content="The API rate limit is 300 requests per minute", replaces=old), source, ALICE
+    ).id
+    recall(RecallInput(query="API database pool"), source, ALICE)
+    report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[pool]), source, ALICE)
+    path = write(tmp_path / "export.jsonl", export_text(source))
+    target = stores("b")
+    say(target, "The API rate limit is 100 requests per minute", BOB)  # the same ids: skipped on import
+    say(target, "The API database pool holds 20 connections", BOB)
+    summary = import_file(target, path)
+    assert (summary.superseded, summary.reweighed) == (1, 1)
+    assert target.store.get_memory(old).status == "superseded"
+    assert target.store.get_memory(old).replaced_by == new
+    assert target.store.get_memory(pool).weight == pytest.approx(source.store.get_memory(pool).weight)
+    assert recalled(target, "what is the API rate limit")[0] == new
+    again = import_file(target, path)  # nothing left to bring in line
+    assert (again.superseded, again.reweighed) == (0, 0)
+
+
 @pytest.mark.slow
 def test_an_export_without_vectors_is_embedded_again_on_import(stores, tmp_path):
     source = stores("a")

@@ -57,8 +57,8 @@ def test_an_attestation_by_the_canonical_author_adds_nothing():
     assert cluster.corroboration_score == 1
 
 
-def candidate(memory_id: str, relevance: float) -> Candidate:
-    return Candidate(memory=memory_record(memory_id), relevance_score=relevance)
+def candidate(memory_id: str, relevance: float, agent: str = "x") -> Candidate:
+    return Candidate(memory=memory_record(memory_id, agent_id=agent), relevance_score=relevance)
 
 
 def test_boost_reorders_candidates_of_similar_relevance_and_never_mutates_its_input():
@@ -72,6 +72,16 @@ def test_boost_reorders_candidates_of_similar_relevance_and_never_mutates_its_in
     assert ranked[0].boosted_score == pytest.approx(0.6585, abs=1e-4)
     assert ranked[0].corroborating_agents == ("y", "z")
     assert ranked[1].corroboration_boost == 0.0 and ranked[1].cluster_canonical is None
+
+
+def test_a_member_shown_in_the_canonicals_place_names_every_other_agent_and_never_its_own_author():
+    """A trial: bob's restatement was shown, "also stated by bob", and alice, who wrote the fact, was
+    named nowhere."""
+    cluster = make_cluster([member("alices", "alice"), member("bobs", "bob", minutes=5)], {})
+    shown = rank_with_corroboration((candidate("bobs", 0.5, agent="bob"),), {"bobs": cluster})
+    assert shown[0].corroborating_agents == ("alice",)
+    canonical = rank_with_corroboration((candidate("alices", 0.5, agent="alice"),), {"alices": cluster})
+    assert canonical[0].corroborating_agents == ("bob",)
 
 
 def test_stage_asks_the_provider_for_what_the_request_may_read():
