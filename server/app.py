@@ -175,6 +175,7 @@ def tool_specs() -> list[ToolSpec]:
             input_model=drift.DriftInput,
             output_model=drift.DriftOutput,
             handler=drift.handle,
+            text_of=drift.text_of,
             effect="reads",
         ),
         ToolSpec(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import anyio
 from pydantic import BaseModel, Field
 
+from retrieval.contradictions import AFFIRMED
 from tools.common import Caller, Runtime, ScopeArgs, iso, view_for
 from tools.memory_views import REPLACING_ACTIONS, EventView, MemoryBrief
 
@@ -85,3 +86,54 @@ def drift(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
 
 async def handle(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
     return await anyio.to_thread.run_sync(drift, args, runtime, caller)
+
+
+def text_of(out: DriftOutput) -> str:
+    """What an agent reads of drift: each contradiction as the two statements, newer first, with how to
+    settle it, then the recent changes, one line each (a trial read raw JSON, and "'(no negation)' then
+    'not'" for a denial). The structured content carries every field."""
+    lines = [f"{out.open_contradictions} open contradiction{'s' if out.open_contradictions != 1 else ''}."]
+    for pair in out.contradictions:
+        state = "open" if pair.status == "open" else f"{pair.status}: {pair.resolution or 'settled'}"
+        lines.append(
+            f"[{state}] {_brief(pair.newer)}\n    against the older {_brief(pair.older)}\n"
+            f"    ({pair.kind}: {_readable(pair.detail)})"
+        )
+        if pair.status == "open":
+            lines.append(
+                f"    Settle it: forget the one that is wrong (forget memory_id=...), or remember what is true "
+                f"with replaces= the wrong one's id ({pair.older.id} or {pair.newer.id})."
+            )
+    listed = sum(1 for pair in out.contradictions if pair.status == "open")
+    if out.open_contradictions > listed:
+        lines.append(f"{out.open_contradictions - listed} more open beyond `limit`: raise it to see them.")
+    if out.changes:
+        lines.append("Recent changes, newest first:")
+        for change in out.changes:
+            event = change.event
+            by = f" by {_brief(change.by)}" if change.by else ""
+            replaced = _brief(change.replaced) if change.replaced else event.memory_id
+            lines.append(
+                f"- {event.at[:10]} {event.action}: {replaced}{by} ({event.resolver}; {event.reason})"
+            )
+    return "\n".join(lines)
+
+
+AFFIRMED_TERM = repr(AFFIRMED)  # how a pair's detail names the statement that does not negate
+
+
+def _readable(detail: str) -> str:
+    """A pair's detail with a denial said in words: "'(no negation)' then 'not'" is "the newer denies it
+    ('not')", the other way round "the newer affirms what the older denied ('not')"."""
+    if detail.startswith(f"{AFFIRMED_TERM} then "):
+        rest = detail.removeprefix(f"{AFFIRMED_TERM} then ")
+        word, _, overlap = rest.partition(" (")
+        return f"the newer denies it ({word})" + (f" ({overlap}" if overlap else "")
+    if f" then {AFFIRMED_TERM}" in detail:
+        word, _, overlap = detail.partition(f" then {AFFIRMED_TERM}")
+        return f"the newer affirms what the older denied ({word})" + overlap
+    return detail
+
+
+def _brief(memory: MemoryBrief) -> str:
+    return f"{memory.id} ({memory.agent_id}, {memory.created_at[:10]}) {memory.preview!r}"

@@ -1,0 +1,38 @@
+"""drift's text: what an agent reads of where beliefs conflict and changed."""
+
+from tools.common import Caller
+from tools.drift import DriftInput, drift, text_of
+from tools.remember import RememberInput, remember
+
+CALLER = Caller("claude-code", "ses_1")
+
+
+def test_the_text_shows_each_dispute_as_its_two_statements_newest_first_with_how_to_settle_it(runtime):
+    """A trial read raw JSON, and a denial as "'(no negation)' then 'not'"."""
+    older = remember(RememberInput(content="The API gateway listens on port 9090"), runtime, CALLER).id
+    newer = remember(
+        RememberInput(content="The API gateway does not listen on port 9090"), runtime, Caller("cursor", "s2")
+    ).id
+    text = text_of(drift(DriftInput(), runtime, CALLER))
+    lines = text.splitlines()
+    assert lines[0] == "1 open contradiction."
+    assert lines[1].startswith(f"[open] {newer} (cursor, ") and lines[1].endswith(
+        "'The API gateway does not listen on port 9090'"
+    )
+    assert lines[2].startswith(f"    against the older {older} (claude-code, ")
+    assert lines[3] == "    (opposition: the newer denies it ('not') (subject overlap 1.00))"
+    assert lines[4] == (
+        "    Settle it: forget the one that is wrong (forget memory_id=...), or remember what is true with "
+        f"replaces= the wrong one's id ({older} or {newer})."
+    )
+
+
+def test_the_text_lists_the_recent_changes_one_line_each(runtime):
+    old = remember(RememberInput(content="Deploys go out on Tuesdays"), runtime, CALLER).id
+    new = remember(RememberInput(content="Deploys go out on Wednesdays", replaces=old), runtime, CALLER).id
+    text = text_of(drift(DriftInput(), runtime, CALLER))
+    assert text.splitlines()[0] == "0 open contradictions."
+    assert "Recent changes, newest first:" in text
+    change = next(line for line in text.splitlines() if line.startswith("- "))
+    assert f"supersede: {old} (claude-code, " in change and f"by {new} (claude-code, " in change
+    assert change.endswith("(explicit; explicit update)")
