@@ -319,8 +319,11 @@ def _feedback_impact(
             _moved(memory_id, per_memory[memory_id], applied[memory_id], memories.get(memory_id))
             for memory_id in ranked_ids
         ],
-        weight_events=len(events),
-        memories_with_weight_events=len(event_lists),
+        # Only the events that moved a weight (a report writes one for every memory it credits, moved or not).
+        weight_events=sum(1 for event in events if event.weight_after != event.weight_before),
+        memories_with_weight_events=sum(
+            1 for found in event_lists.values() if any(e.weight_after != e.weight_before for e in found)
+        ),
         weight_histories=[
             _history(memory_id, event_lists[memory_id], movement[memory_id], memories.get(memory_id))
             for memory_id in history_ids

@@ -373,3 +373,14 @@ def _replace_strings(value, text):
     if isinstance(value, str) and not TIMESTAMP.match(value):  # times must stay parseable
         return text + value
     return value
+
+
+def test_weight_changes_count_only_the_reports_that_moved_a_weight(runtime):
+    """A trial: a partial outcome (its target is the starting weight) wrote events that moved nothing, and
+    the report counted them as weight changes."""
+    remember(RememberInput(content="The cache is Redis 7 on port 6380"), runtime, caller("ses_a"))
+    recall(RecallInput(query="redis cache port"), runtime, caller("ses_a"))
+    report_outcome(ReportOutcomeInput(outcome="partial"), runtime, caller("ses_a"))
+    assert runtime.store.weight_events(SCOPE, runtime.store.list_memories(SCOPE, limit=1)[0].id)  # written
+    feedback = build_report(runtime, SCOPE).feedback
+    assert (feedback.weight_events, feedback.memories_with_weight_events) == (0, 0)
