@@ -163,6 +163,10 @@ class HealthSection(BaseModel):
     by_kind: dict[str, int] = Field(description="Active memories by kind.")
     by_tier: dict[str, int] = Field(description="Active memories by protection tier.")
     by_embedder: dict[str, int]
+    elsewhere: list[str] = Field(
+        default_factory=list,
+        description="When this scope holds no memory: the scopes (org/project) that hold active ones.",
+    )
 
 
 class ReportData(BaseModel):
@@ -221,6 +225,10 @@ def build_report(
         by_kind=census.by_kind,
         by_tier=census.by_tier,
         by_embedder=census.by_embedder,
+        # A trial ran the report on the default scope of a store whose memories were all in another.
+        elsewhere=[f"{s.org_id}/{s.project_id}" for s in store.scopes() if s != scope]
+        if not census.memories
+        else [],
     )
     progress(steps[3], 1, 1)
 

@@ -612,7 +612,16 @@ def _health_section(data: ReportData) -> str:
         ),
     ]
     parts.append("<h3>Memories in this scope</h3>")
-    if health.memories == 0:
+    if health.memories == 0 and health.elsewhere:
+        shown = ", ".join(html.escape(name) for name in health.elsewhere[:10])
+        more = f" and {len(health.elsewhere) - 10} more" if len(health.elsewhere) > 10 else ""
+        parts.append(
+            _empty(
+                f"This scope holds no memories; these scopes of the store do: {shown}{more}. Run "
+                "<code>memoria report --org ORG --project PROJECT</code> for one of them."
+            )
+        )
+    elif health.memories == 0:
         parts.append(_empty("This scope holds no memories yet: call <code>remember</code> to store one."))
     else:
         charts = []

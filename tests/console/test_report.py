@@ -384,3 +384,14 @@ def test_weight_changes_count_only_the_reports_that_moved_a_weight(runtime):
     assert runtime.store.weight_events(SCOPE, runtime.store.list_memories(SCOPE, limit=1)[0].id)  # written
     feedback = build_report(runtime, SCOPE).feedback
     assert (feedback.weight_events, feedback.memories_with_weight_events) == (0, 0)
+
+
+def test_a_report_on_an_empty_scope_names_the_scopes_that_hold_memories(runtime):
+    """A trial ran the report on the default scope of a store whose memories were all in org acme."""
+    remember(
+        RememberInput(content="The API uses port 5433", org_id="acme", project_id="api"), runtime, caller("s")
+    )
+    report = build_report(runtime, SCOPE)
+    assert report.health.memories == 0 and report.health.elsewhere == ["acme/api"]
+    page = render_report(report)
+    assert "these scopes of the store do: acme/api." in page
