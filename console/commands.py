@@ -1110,11 +1110,13 @@ def import_command(args: argparse.Namespace, settings: Settings) -> int:
         raise CommandError(
             f"no file at {path}: pass the path of a memoria export, a LoCoMo file or a transcript"
         )
+    named = args.org or args.project  # an export keeps its own scopes; transcripts default to the server's
+    if named and (
+        args.format == "memoria" or (args.format == "auto" and transfer.detect_format(path) == "memoria")
+    ):
+        raise CommandError(transfer.scoped_export_refused(path))  # before a store is made for it
     progress = ProgressBar(sys.stderr)
     with opened(settings) as runtime:
-        named = (
-            args.org or args.project
-        )  # an export keeps its own scopes; transcripts default to the server's
         scope = scope_arg(args, settings) if named else None
         result = transfer.import_file(
             runtime, path, format=args.format, scope=scope, agent_id=args.agent or "import", progress=progress

@@ -145,13 +145,10 @@ def import_file(
     started = time.perf_counter()
     if format not in ("auto", "memoria", "locomo", "transcript"):
         raise ToolFailure(f"format must be auto, memoria, locomo or transcript, but got {format!r}")
-    kind = _detect(path) if format == "auto" else format
+    kind = detect_format(path) if format == "auto" else format
     if kind == "memoria":
         if scope is not None:
-            raise ToolFailure(
-                f"{path}: a memoria export keeps the scopes it was exported from; import it without a scope "
-                "(to move one scope, export just that scope)"
-            )
+            raise ToolFailure(scoped_export_refused(path))
         summary = _import_export(runtime, path, progress)
     else:
         target = scope or Scope(runtime.settings.org_id, runtime.settings.project_id)
@@ -160,7 +157,16 @@ def import_file(
     return summary.model_copy(update={"seconds": time.perf_counter() - started})
 
 
-def _detect(path: Path) -> Literal["memoria", "locomo", "transcript"]:
+def scoped_export_refused(path: Path) -> str:
+    """Why a memoria export is not imported into a scope named for it, and what to do instead."""
+    return (
+        f"{path}: a memoria export keeps the scopes it was exported from (a memory's id is made from its "
+        "scope), so it cannot be imported into another; import it without --org and --project. To bring only "
+        "some of its scopes, export just those (memoria export --org ORG --project PROJECT)"
+    )
+
+
+def detect_format(path: Path) -> Literal["memoria", "locomo", "transcript"]:
     lines = _numbered_lines(path)
     try:
         first = next(lines, (0, ""))[1].strip()

@@ -600,6 +600,11 @@ def test_export_then_import_through_the_commands_is_lossless_and_idempotent(caps
     assert backup.read_text().splitlines()[1:] == again.read_text().splitlines()[1:]
     shown = as_json(capsys, copy, "show", stored["id"])
     assert (shown["protection_tier"], shown["weight"]) == ("protected", pytest.approx(1.15))
+    # An export keeps its scopes: named one, it is refused before a store is made for it (a trial's finding)
+    elsewhere = tmp_path / "elsewhere"
+    status, _, err = memoria(capsys, elsewhere, "import", str(backup), "--org", "other", "--project", "x")
+    assert status == 1 and "cannot be imported into another; import it without --org and --project" in err
+    assert not elsewhere.exists()
 
 
 @pytest.mark.slow
