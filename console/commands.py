@@ -458,7 +458,9 @@ def _nothing_found(args: argparse.Namespace, window: dict[str, str | None] | Non
     if not limits:
         return f"nothing relevant to this query was found in memory{where}."
     widen = "without it" if len(limits) == 1 else "without some of them"
-    return f"nothing relevant found{where} within {' '.join(limits)}: try again {widen}."
+    # The zone the window's days were read in: not a limit to drop, but part of what was searched.
+    zone = f" (days in --time-zone {args.time_zone})" if args.time_zone and (args.since or args.until) else ""
+    return f"nothing relevant found{where} within {' '.join(limits)}{zone}: try again {widen}."
 
 
 def explain_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -1043,6 +1043,13 @@ def test_an_empty_recall_names_the_filters_it_was_given(capsys, db):
     assert "memoria outcome" not in out  # nothing recalled, nothing to report on
     _, out, _ = memoria(capsys, db, "recall", "staging reset", "--tag", "nosuchtag")
     assert out.startswith("nothing relevant found within --tag nosuchtag: try again without it.")
+    # the zone the window's days were read in is said too (a trial: the hint left it out)
+    _, out, _ = memoria(
+        capsys, db, "recall", "staging reset", "--until", "2020-01-01", "--time-zone", "Asia/Tokyo"
+    )
+    assert out.startswith(
+        "nothing relevant found within --until 2020-01-01 (days in --time-zone Asia/Tokyo): try again without it."
+    )
     _, out, _ = memoria(capsys, db, "recall", "bananas and kiwis")
     assert out.startswith("nothing relevant to this query was found in memory.")
     # The project names the memory searched, not a filter to drop (that would search another project);
