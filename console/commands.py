@@ -1184,7 +1184,7 @@ def transfer_readable(result: Any, title: str) -> str:
     extra = [
         (key, _listed(value) if isinstance(value, list) else value)
         for key, value in data.items()
-        if key not in ("tables",) and not isinstance(value, dict) and value != []
+        if key not in ("tables",) and not isinstance(value, dict) and value != [] and value is not None
     ]
     parts = [title, table(["table", "written", "skipped"], rows) if rows else "", key_values(extra)]
     return "\n".join(part for part in parts if part)

@@ -226,7 +226,8 @@ def build_report(
         by_tier=census.by_tier,
         by_embedder=census.by_embedder,
         # A trial ran the report on the default scope of a store whose memories were all in another.
-        elsewhere=[f"{s.org_id}/{s.project_id}" for s in store.scopes() if s != scope]
+        # (projects only: an org's shelf is read by its projects, and no report is made of it alone)
+        elsewhere=[f"{s.org_id}/{s.project_id}" for s in store.scopes() if s != scope and s.project_id]
         if not census.memories
         else [],
     )

@@ -47,13 +47,15 @@ class TransferSummary(BaseModel):
     format: Literal["memoria", "locomo", "transcript"]
     tables: dict[str, TableCount] = Field(description="Per table: rows written and skipped.")
     reembedded: int = Field(0, description="Memories given new vectors by this server's embedder.")
-    superseded: int = Field(
-        0,
-        description="Memories already in the store that the export says were superseded, by a memory it "
-        "brought: superseded here too, as its lineage says.",
+    superseded: int | None = Field(
+        None,
+        description="An export's import: memories already in the store that the export says were "
+        "superseded, by a memory the store now holds: superseded here too, as its lineage says.",
     )
-    reweighed: int = Field(
-        0, description="Memories already in the store whose weight the imported reports' credits moved."
+    reweighed: int | None = Field(
+        None,
+        description="An export's import: memories already in the store whose weight the imported reports' "
+        "credits moved.",
     )
     episodes: list[str] = Field(
         default_factory=list,
@@ -293,7 +295,7 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int]:
     - its global weight is replayed from every report's credits the store now holds.
 
     Returns (memories superseded, memories whose weight changed)."""
-    from writing.outcomes import replayed_weights
+    from writing.outcomes import replayed_weights, write_weights
 
     store = runtime.store
     now = runtime.clock()
@@ -303,16 +305,30 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int]:
     superseded = reweighed = 0
     for scope, rows in by_scope.items():
         current = store.get_memories([row["id"] for row in rows], scope)
+        replacing = {
+            row["replaced_by"] for row in rows if row["status"] == "superseded" and row["replaced_by"]
+        }
+        held = store.get_memories(sorted(replacing), scope) if replacing else {}
         for row in rows:
             here = current.get(row["id"])
-            if row["status"] == "superseded" and row["replaced_by"] and here and here.status == "active":
-                superseded += len(store.supersede(scope, [here.id], row["replaced_by"], now))
-        credits = store.credits_for(scope, list(current), across_org=True)
-        weights = replayed_weights(
-            runtime.weight_policy, {m: current[m] for m in credits if m in current}, credits
-        )
-        moved = {m: w for m, w in weights.items() if abs(w - current[m].weight) > 1e-9}
-        store.set_weights(moved, now)
+            if (
+                row["replaced_by"] in held
+                and row["status"] == "superseded"
+                and here
+                and here.status == "active"
+            ):
+                # ``decided``: a survivor itself superseded since (a chain of updates) still takes it, as in
+                # the export; one retracted or purged here does not.
+                superseded += len(store.supersede(scope, [here.id], row["replaced_by"], now, decided=True))
+        # Under the reports' lock, as every weight write: a report made meanwhile is not written over.
+        with store.reporting():
+            current = store.get_memories(list(current), scope)
+            credits = store.credits_for(scope, list(current), across_org=True)
+            weights = replayed_weights(
+                runtime.weight_policy, {m: current[m] for m in credits if m in current}, credits
+            )
+            moved = {m: w for m, w in weights.items() if abs(w - current[m].weight) > 1e-9}
+            write_weights(store, runtime.corroboration, current, moved, now)
         reweighed += len(moved)
     return superseded, reweighed
 

@@ -391,7 +391,8 @@ def test_a_report_on_an_empty_scope_names_the_scopes_that_hold_memories(runtime)
     remember(
         RememberInput(content="The API uses port 5433", org_id="acme", project_id="api"), runtime, caller("s")
     )
-    report = build_report(runtime, SCOPE)
+    remember(RememberInput(content="All services log in UTC", visibility="org"), runtime, caller("s"))
+    report = build_report(runtime, SCOPE)  # the org's shelf is no scope to report on: not named
     assert report.health.memories == 0 and report.health.elsewhere == ["acme/api"]
     page = render_report(report)
     assert "these scopes of the store do: acme/api." in page

@@ -191,6 +191,28 @@ def test_a_memory_the_store_held_is_superseded_and_reweighed_as_the_import_says(
     assert (again.superseded, again.reweighed) == (0, 0)
 
 
+def test_a_held_memory_corrected_twice_in_the_export_is_superseded_by_the_first_correction(stores, tmp_path):
+    """A review: with a chain old -> mid -> new the held old memory stayed active, since mid arrives
+    superseded itself; it is superseded by mid, as in the export, and recall shows the newest alone."""
+    source = stores("a")
+    old = say(source, "The API rate limit is 100 requests per minute")
+    mid = remember(
+        RememberInput(content="The API rate limit is 200 requests per minute", replaces=old), source, ALICE
+    ).id
+    new = remember(
+        RememberInput(content="The API rate limit is 300 requests per minute", replaces=mid), source, ALICE
+    ).id
+    path = write(tmp_path / "export.jsonl", export_text(source))
+    target = stores("b")
+    say(target, "The API rate limit is 100 requests per minute", BOB)
+    assert import_file(target, path).superseded == 1
+    assert (target.store.get_memory(old).status, target.store.get_memory(old).replaced_by) == (
+        "superseded",
+        mid,
+    )
+    assert recalled(target, "what is the API rate limit") == [new]
+
+
 @pytest.mark.slow
 def test_an_export_without_vectors_is_embedded_again_on_import(stores, tmp_path):
     source = stores("a")
