@@ -1113,15 +1113,15 @@ def import_command(args: argparse.Namespace, settings: Settings) -> int:
             f"no file at {path}: pass the path of a memoria export, a LoCoMo file or a transcript"
         )
     named = args.org or args.project  # an export keeps its own scopes; transcripts default to the server's
-    if named and (
-        args.format == "memoria" or (args.format == "auto" and transfer.detect_format(path) == "memoria")
-    ):
-        raise CommandError(transfer.scoped_export_refused(path))  # before a store is made for it
+    # Read once, before a store is made for it: an export named a scope is refused first.
+    kind = transfer.detect_format(path) if named and args.format == "auto" else args.format
+    if named and kind == "memoria":
+        raise CommandError(transfer.scoped_export_refused(path))
     progress = ProgressBar(sys.stderr)
     with opened(settings) as runtime:
         scope = scope_arg(args, settings) if named else None
         result = transfer.import_file(
-            runtime, path, format=args.format, scope=scope, agent_id=args.agent or "import", progress=progress
+            runtime, path, format=kind, scope=scope, agent_id=args.agent or "import", progress=progress
         )
     progress.finish()
     return emit(args, result, transfer_readable(result, f"imported {path}"))

@@ -88,10 +88,11 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
                 + searched_window(found.window)
                 + ": what you learn and remember now starts it."
             )
-        routine = READ_ONLY_ROUTINE if reads_only() else ROUTINE
-        if reads_only() and not found.memories:
+        if not reads_only():
+            return [UserMessage(f"You are starting this task: {task}\n\n{known}\n\n{ROUTINE}")]
+        if not found.memories:  # (it cannot remember what it learns now)
             known = "Memory holds nothing relevant to it" + searched_window(found.window) + "."
-        return [UserMessage(f"You are starting this task: {task}\n\n{known}\n\n{routine}")]
+        return [UserMessage(f"You are starting this task: {task}\n\n{known}\n\n{READ_ONLY_ROUTINE}")]
 
     def session_end(outcome: str | None = None, notes: str | None = None) -> list[Message]:
         """Report how the task went, so the memories that helped rise and those that misled sink."""

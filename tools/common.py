@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -85,22 +85,21 @@ def _clean_tag(value: str) -> str:
 Identifier = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_clean_identifier)]
 
 
-def _org_id(value: str) -> str:
-    problem = scope_id_problem(_clean_identifier(value), "org")
-    if problem:
-        raise ValueError(problem)
-    return value.strip()
+def _grantable(part: Literal["org", "project"]) -> Callable[[str], str]:
+    """An ``Identifier``'s check, and that a token grant can name it as an org or project id."""
+
+    def check(value: str) -> str:
+        value = _clean_identifier(value)
+        problem = scope_id_problem(value, part)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return check
 
 
-def _project_id(value: str) -> str:
-    problem = scope_id_problem(_clean_identifier(value), "project")
-    if problem:
-        raise ValueError(problem)
-    return value.strip()
-
-
-OrgId = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_org_id)]
-ProjectId = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_project_id)]
+OrgId = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_grantable("org"))]
+ProjectId = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_grantable("project"))]
 # Free text that is embedded, logged or stored (queries, notes, reasons): secrets are replaced on the way in.
 WithoutSecrets = AfterValidator(redact_text)
 Tag = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_tag)]

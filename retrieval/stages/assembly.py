@@ -554,10 +554,10 @@ def assemble(
     for each in blocks:
         matches[each.episode_id] = matches.get(each.episode_id, 0) + each.matches
     shown: set[str] = set()  # episodes whose first header is in the context
-    order = {item.id: index for index, item in enumerate(item for each in blocks for item in each.items)}
-    # What each memory and those after it take whole (and an episode header's room before each), from the
-    # memory at that place on: read only when a memory too long for the budget is cut, computed once.
-    later_room: list[int] = []
+    whole = char_budget - len(context)  # the room for memories in an empty context: the preamble's left
+    # What the memories after each one take whole: read only when a memory too long for the budget is cut,
+    # computed once.
+    rooms_after: dict[str, int] | None = None
     for each in blocks:
         continued = each.episode_id in shown
         header = (
@@ -584,14 +584,12 @@ def assemble(
             if needed > remaining:
                 # Too long for any context of this budget: shown cut, not left out, to the room left but
                 # what the memories after it take whole (at least half of that room).
-                never_fits = len(preamble(retrieval_id, time_zone)) + len(header) + len(block) > char_budget
                 cut = None
-                if never_fits and item.source != "sibling":
-                    if not later_room:
-                        whole = char_budget - len(preamble(retrieval_id, time_zone))
-                        later_room = _rooms_from(blocks, whole, time_zone)
+                if len(header) + len(block) > whole and item.source != "sibling":
+                    if rooms_after is None:
+                        rooms_after = _rooms_after(blocks, whole, time_zone)
                     room = remaining - (0 if header_added else len(header))
-                    room = max(room // 2, room - later_room[order[item.id] + 1])
+                    room = max(room // 2, room - rooms_after[item.id])
                     cut = cut_to_fit(len(positions) + 1, item, room, shown_twins, time_zone)
                 if cut is None:
                     reasons[item.id] = (
@@ -624,17 +622,18 @@ def assemble(
     return marked, context if positions else ""
 
 
-def _rooms_from(blocks: Sequence[_Group], room: int, time_zone: str | None) -> list[int]:
-    """For each place in the context's order (and one past the last), the room the memories from there on
-    take whole, with ``HEADER_ROOM`` for an episode header before each (at most); a memory too long for
-    ``room`` takes none (it would be cut in turn, or left out)."""
-    sizes = [
-        len(render_memory(0, item, None, time_zone)) + HEADER_ROOM for each in blocks for item in each.items
-    ]
-    rooms = [0] * (len(sizes) + 1)
-    for index in range(len(sizes) - 1, -1, -1):
-        rooms[index] = rooms[index + 1] + (sizes[index] if sizes[index] <= room else 0)
-    return rooms
+def _rooms_after(blocks: Sequence[_Group], room: int, time_zone: str | None) -> dict[str, int]:
+    """For each memory in the context's order, the room the memories after it take whole, with
+    ``HEADER_ROOM`` for an episode header before each (at most); a memory too long for ``room`` takes
+    none (it would be cut in turn, or left out)."""
+    items = [item for each in blocks for item in each.items]
+    after: dict[str, int] = {}
+    taken = 0
+    for item in reversed(items):
+        after[item.id] = taken
+        size = len(render_memory(0, item, None, time_zone)) + HEADER_ROOM
+        taken += size if size <= room else 0
+    return after
 
 
 def summaries_wanted(request: RecallRequest, top_k_episodes: int) -> int:

@@ -366,9 +366,12 @@ class ConsolidationService:
         # Remembered with an earlier occurred_at (history imported late): a memory newer than it, written
         # before it, that says another value of the same thing (or that it changed) leaves it disputed on
         # arrival, as an opposition does above (a new user's trial found it unmarked).
-        newer = [m for m in others if m.created_at > memory.created_at and m.updated_at < memory.updated_at]
-        inputs = [ContradictionInput(m.id, m.content, m.created_at) for m in newer]
-        for late in late_value_changes(pool[-1], inputs) if newer else ():
+        newer = [
+            stated
+            for stated in pool[:-1]
+            if stated.created_at > memory.created_at and by_id[stated.id].updated_at < memory.updated_at
+        ]
+        for late in late_value_changes(pool[-1], newer) if newer else ():
             disputer = by_id[late.newer_id]
             if disputer.id in report.contradicts or (
                 not self._same_source(memory, disputer) and not late.named_in_words
