@@ -61,6 +61,7 @@ class TransferSummary(BaseModel):
         default_factory=list,
         description="A conversation's episodes, one per session (`memoria list --episode`).",
     )
+    note: str | None = Field(None, description="What the transfer left out, and how to bring it.")
     seconds: float
 
 
@@ -111,7 +112,20 @@ def export_store(
     return TransferSummary(
         format="memoria",
         tables={name: TableCount(written=count) for name, count in counts.items()},
+        note=_shelves_note(portable.shelves_left_out(store, scopes)) if scopes and viewer is None else None,
         seconds=time.perf_counter() - started,
+    )
+
+
+def _shelves_note(left_out: dict[str, int]) -> str | None:
+    """What a project's export says of its org's org-visible memories, which it does not hold."""
+    if not left_out:
+        return None
+    held = ", ".join(f"{count:,} of org {org_id}" for org_id, count in left_out.items())
+    return (
+        f"left out the memories remembered for the whole org ({held}; every status): they are read by "
+        "every project of the org, not this project's alone. The whole store's export holds them, and "
+        "--agent NAME adds them to what that agent reads"
     )
 
 

@@ -234,6 +234,18 @@ def _names_hidden(
     return False
 
 
+def shelves_left_out(store: MemoryStore, scopes: Sequence[Scope]) -> dict[str, int]:
+    """Per org of ``scopes``: how many memories its shelf holds (every status) that an export of
+    ``scopes`` alone leaves out (the org-visible memories every project of the org reads)."""
+    table = store.tables()[schema.MEMORIES]
+    counts = {}
+    for org_id in sorted({scope.org_id for scope in scopes if not scope.is_org_shelf}):
+        held = scan(table, filters.scope_is(org_shelf(org_id)), ["id"]).num_rows
+        if held:
+            counts[org_id] = held
+    return counts
+
+
 def _scopes_of(table: Any) -> list[Scope]:
     data = scan(table, None, ["org_id", "project_id"])
     pairs = zip(data.column("org_id").to_pylist(), data.column("project_id").to_pylist(), strict=True)

@@ -1241,12 +1241,20 @@ def test_a_project_export_is_the_projects_own_and_an_empty_scope_is_refused(caps
     memoria(capsys, db, "remember", "Alpha uses signed commits", "--project", "alpha", "--visibility", "org")
     memoria(capsys, db, "remember", "Alpha deploys with Helm", "--project", "alpha")
     memoria(capsys, db, "remember", "Beta deploys with Nomad", "--project", "beta")
-    status, _, err = memoria(capsys, db, "export", str(tmp_path / "alpha.jsonl"), "--project", "alpha")
+    status, out, err = memoria(capsys, db, "export", str(tmp_path / "alpha.jsonl"), "--project", "alpha")
     assert status == 0, err
     lines = (tmp_path / "alpha.jsonl").read_text().splitlines()
     assert {json.loads(line)["row"].get("content") for line in lines[1:]} - {None} == {
         "Alpha deploys with Helm"
     }
+    # ... and it says so (a trial: the org-wide memory went missing from a project's backup without a word).
+    assert "left out the memories remembered for the whole org (1 of org default" in out + err
+    status, out, err = memoria(
+        capsys, db, "export", str(tmp_path / "beta.jsonl"), "--project", "beta", "--json"
+    )
+    assert status == 0 and "1 of org default" in json.loads(out)["note"]
+    status, out, err = memoria(capsys, db, "export", str(tmp_path / "all.jsonl"), "--json")
+    assert status == 0 and json.loads(out)["note"] is None  # the whole store's export holds them
     status, _, err = memoria(capsys, db, "export", str(tmp_path / "empty.jsonl"), "--project", "")
     assert status == 1 and "`--project` must not be empty" in err and not (tmp_path / "empty.jsonl").exists()
 
