@@ -70,6 +70,14 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
     ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{32,}"), 0),
     ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
+    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), 0),
+    ("sendgrid-key", re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"), 0),
+    # An incoming webhook's URL is its own credential: whoever holds it posts to the channel.
+    (
+        "slack-webhook",
+        re.compile(r"(?i)\bhooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9/_\-]{20,})"),
+        1,
+    ),
     ("memoria-token", re.compile(r"\bmem_tok_[A-Za-z0-9_\-]{40,}"), 0),  # `memoria token`'s bearer tokens
     (
         "authorization-header",
@@ -81,7 +89,37 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("bearer-token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)"), 1),
     # A URL scheme is short (at most 32 characters here): unbounded, "a.a.a.a..." took time in the square
     # of its length (1.5 s for 20,000 characters, the longest content), every letter a scheme's start.
-    ("url-password", re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{0,31}://[^\s:/@\"'<>]+:([^\s@/\"'<>]+)@"), 1),
+    # The user may be empty ("redis://:password@cache:6379").
+    ("url-password", re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{0,31}://[^\s:/@\"'<>]*:([^\s@/\"'<>]+)@"), 1),
+    (
+        # A setting whose compound name ends in a secret's word, which no prose spells: "GITHUB_TOKEN=...",
+        # "SECRET_KEY=...", "secret_key_base: ...", "PGPASSWORD=...", an "x-api-key:" header. Not a name
+        # that only contains "key" ("sort_key: created_at", "primary_key: id" stay).
+        "password",
+        re.compile(
+            r"(?i)(?<![a-z0-9_\-])(?:pgpassword|mysql_pwd|x-api-key|x-auth-token"
+            r"|(?:[a-z0-9]+[_\-])*(?:secret[_\-]key|api[_\-]?key|access[_\-]key|private[_\-]key|signing[_\-]key"
+            r"|encryption[_\-]key|master[_\-]key)(?:[_\-](?:base|id|value))?"
+            r"|(?:[a-z0-9]+[_\-])+(?:token|secret|password|passwd|pwd))"
+            # after "=" any value; after a colon a quoted one, or one with a digit or a symbol ("csrf_token:
+            # required for POST" stays)
+            r"(?:[\"']?\s*=\s*[\"']?|[\"']?\s*:\s*[\"']|[\"']?\s*:\s*(?=[^\s\"',;]*[0-9!@#$%^&*_+=/~\\.\-]))"
+            r"((?!\[REDACTED:)[^\s\"',;]{6,})"
+        ),
+        1,
+    ),
+    (
+        # A password on a login's command line: "docker login -u bob -p ...", "mysql -uroot -p..." (a "-p"
+        # elsewhere is a port or a parent folder: "ssh -p 2222", "mkdir -p build"), within 120 characters of
+        # the command (a bound: a text of "mysql mysql ..." would otherwise take time in the square of its length).
+        "password",
+        re.compile(
+            r"(?:\b(?:docker|podman|nerdctl|buildah)\s+login\b[^\n]{0,120}?\s-p\s+"
+            r"|\bmysql(?:dump|admin|import|check)?\b[^\n]{0,120}?\s-p(?=[^\s-]))"
+            r"[\"']?([^\s\"']{4,})"
+        ),
+        1,
+    ),
     (
         # A setting whose name is no word of prose: "api_key: ...", "client_secret=...", "access_token ...".
         "password",
@@ -128,7 +166,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(
             r"(?i)\b(?:password|passwd|passphrase)(?:\s+(?:for|of|on|to|in|at)(?:\s+[^\s\"',;.:]+(?:['.][^\s\"',;.:]+)*){1,8}?)?"
             r"\s+(?:is|was)\s+[\"'(]?"
-            r"((?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}[^\s\"',;.!?:()\[\]])"
+            r"((?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}[^\s\"',;.!?:()\[\]]"
+            # or a passphrase of four words or more joined by hyphens ("correct-horse-battery-staple"; a
+            # word or two, "case-sensitive", "auto-generated", stay)
+            r"|[a-z]+(?:-[a-z]+){3,})(?![\w-])"
         ),
         1,
     ),

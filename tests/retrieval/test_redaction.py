@@ -70,6 +70,23 @@ CASES = [
     ("the password for db.prod.internal is Hunter22!", "password", "Hunter22"),
     ("The root password for the new staging box at Hetzner is Hunter22!", "password", "Hunter22"),
     (f"pass --aws-secret-access-key {AWS_SECRET} to the CLI", "aws-secret-key", AWS_SECRET),
+    # A new user's trial (stop 73): each of these was stored as written.
+    ("SECRET_KEY=django-insecure-8x!k2m#p0q9z", "password", "django-insecure-8x"),
+    ("secret_key_base: 9f8e7d6c5b4a39281706", "password", "9f8e7d6c5b4a39281706"),
+    ("PGPASSWORD=Hunter22pw psql -h db", "password", "Hunter22pw"),
+    ("GITHUB_TOKEN=abc123def456ghi789 in CI", "password", "abc123def456ghi789"),
+    ("curl -H 'x-api-key: 9f8e7d6c5b4a3928' https://api", "password", "9f8e7d6c5b4a3928"),
+    ("REDIS_URL=redis://:Hunter22pw@cache:6379/0", "url-password", "Hunter22pw"),  # no user name
+    ("The wifi password is correct-horse-battery-staple.", "password", "correct-horse-battery-staple"),
+    ("docker login -u bob -p Hunter22pw registry.example.com", "password", "Hunter22pw"),
+    ("mysql -uroot -pHunter22pw app", "password", "Hunter22pw"),
+    (
+        "alerts post to https://hooks.slack.com/services/T0A1B2C3D/B0A1B2C3D/" + "x1Y2z3" * 4,
+        "slack-webhook",
+        "x1Y2z3x1Y2z3",
+    ),
+    ("HF token hf_" + "aB3" * 12 + " for the model hub", "huggingface-token", "aB3aB3aB3aB3"),
+    ("mail via SG." + "aB3_" * 5 + "." + "cD4-" * 10 + " key", "sendgrid-key", "aB3_aB3_aB3_"),
 ]
 
 
@@ -111,6 +128,11 @@ def test_the_text_around_a_secret_is_kept_as_it_was():
         "The one rule about the password: rotate it whenever someone leaves.",
         "Then rotate the webhook secret: update.",
         "Pass --password-file /etc/app/pw to the CLI.",
+        # Settings that only look like secrets, and "-p" as a port or a parent folder.
+        "Set max_tokens=4096 and sort_key: created_at; primary_key: id_column.",
+        "The csrf_token: required for every POST.",
+        "ssh -p 2222 deploy@host, docker run -p 8080:80 app, mkdir -p build, mysql -P 3306 -u app -p app_db",
+        "The wifi password is case-sensitive and auto-generated.",
     ],
 )
 def test_ordinary_prose_about_secrets_is_left_alone(prose):
