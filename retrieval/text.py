@@ -420,7 +420,16 @@ def clip(text: str, width: int) -> str:
     return line if len(line) <= width else line[: max(0, width - 1)] + "…"
 
 
+# Letters and symbols that render as nothing: the Hangul fillers, the blank braille pattern, the Khmer
+# inherent vowels (a new user's trial stored "\u2800" and "\u3164" as memories).
+BLANK_LOOKING = frozenset("\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
+
+
 def has_visible_text(text: str) -> bool:
-    """Whether ``text`` holds a character that is neither white space nor a control or format character
-    (stops at the first such character, almost always the first one)."""
-    return any(not char.isspace() and unicodedata.category(char) not in ("Cc", "Cf") for char in text)
+    """Whether ``text`` holds a character that is neither white space, a control or format character, nor
+    one of those that render as nothing (``BLANK_LOOKING``); stops at the first such character, almost
+    always the first one."""
+    return any(
+        not char.isspace() and char not in BLANK_LOOKING and unicodedata.category(char) not in ("Cc", "Cf")
+        for char in text
+    )

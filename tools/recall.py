@@ -79,7 +79,9 @@ class RecallInput(ScopeArgs):
             raise ValueError("is empty or whitespace only: describe what you need to know")
         if not has_visible_text(value):
             # as remember refuses such content: nothing in it could match a memory
-            raise ValueError("holds only control characters: describe what you need to know in words")
+            raise ValueError(
+                "holds only control or blank characters: describe what you need to know in words"
+            )
         return value
 
 

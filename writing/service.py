@@ -102,7 +102,7 @@ def stored_content(content: str) -> str:
     cleaned = content.replace("\x00", "")
     if not has_visible_text(cleaned):
         raise ValueError(
-            "holds only control characters (no visible text once they are removed): pass the text to remember"
+            "holds only control or blank characters (no visible text once they are removed): pass the text to remember"
         )
     return cleaned
 

@@ -21,7 +21,11 @@ CASES = [
     ("remember", {"content": "x", "tags": "db"}, "`tags` must be a list"),
     ("remember", {"content": "x", "org_id": ""}, "`org_id` must not be empty"),
     ("recall", {"query": ""}, "`query` must not be empty"),
-    ("recall", {"query": "\u0000\u0001"}, "`query` holds only control characters: describe what you need"),
+    (
+        "recall",
+        {"query": "\u0000\u0001"},
+        "`query` holds only control or blank characters: describe what you need",
+    ),
     ("explain_ranking", {"query": "\u0000"}, "query is empty, or white space and control characters only"),
     (
         "forget",
