@@ -99,7 +99,16 @@ def _local_folder(settings: Settings) -> list[Check]:
         return [Check("folder", "ok", "object storage: no local folder to check")]
     folder = Path(settings.db_uri.removeprefix("file://")).expanduser()
     checks = []
-    if folder.exists() and not os.access(folder, os.W_OK):
+    if folder.is_file():
+        checks.append(
+            Check(
+                "folder",
+                "fail",
+                f"{folder} is a file, not a folder",
+                "point --db or MEMORIA_DB_URI at a folder",
+            )
+        )
+    elif folder.exists() and not os.access(folder, os.W_OK):
         checks.append(
             Check("folder", "fail", f"{folder} is not writable", f"chmod u+w {folder}, or use another --db")
         )

@@ -387,8 +387,8 @@ class AppState:
             return self._future.result()
         except Exception as exc:
             raise ToolFailure(
-                f"the memory server could not start: {exc}. Fix the configuration (see the server's stderr) "
-                "and restart it."
+                f"the memory server could not start: {str(exc).rstrip('.')}. Fix the configuration (see the "
+                "server's stderr) and restart it."
             ) from exc
 
     def session_for(

@@ -11,7 +11,9 @@ lands on the same id and reads collapse any duplicate rows.
 
 from __future__ import annotations
 
+import getpass
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
@@ -195,6 +197,8 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         A local store whose newest manifest a crash of the machine left broken opens on the version
         before, with a WARNING (``storage.recovery``)."""
         local_path = local_folder(uri)
+        if local_path is not None:
+            _check_folder(uri, local_path)
         try:
             if local_path is not None:
                 local_path.mkdir(parents=True, exist_ok=True)
@@ -297,6 +301,27 @@ def _generations(lock_path: Path | None) -> Generations | None:
             exc,
         )
         return None
+
+
+def _check_folder(uri: str, folder: Path) -> None:
+    """A ``StoreError`` that says what to do when ``folder`` cannot hold a store: a file there, or a folder
+    this user may not write (the store's lock file is made there, even to read: ``storage.locking``)."""
+    if folder.is_file():
+        raise StoreError(
+            f"the memory store {uri!r} (MEMORIA_DB_URI) is a file, not a folder: point MEMORIA_DB_URI at a "
+            "folder (it is made if missing)"
+        )
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        try:
+            who = f"user {getpass.getuser()}"
+        except Exception:  # no name for this uid (a container's user with no passwd entry)
+            who = f"uid {os.getuid()}" if hasattr(os, "getuid") else "this user"
+        raise StoreError(
+            f"the memory store folder {str(folder)!r} (MEMORIA_DB_URI) is not writable by {who}, and memoria "
+            "writes its lock files there even to read: give this user write access to it (chmod u+w, or "
+            "chown), or copy the folder somewhere writable and point MEMORIA_DB_URI at the copy (a "
+            "read-only backup: copy it, then `memoria export` from the copy)"
+        )
 
 
 def _recover(local_path: Path) -> None:

@@ -1285,3 +1285,13 @@ def test_report_open_says_so_when_no_browser_can_be_started(capsys, db, tmp_path
     status, _, err = memoria(capsys, db, "report", "--out", str(tmp_path / "r.html"), "--open")
     assert status == 0 and opened == [(tmp_path / "r.html").resolve().as_uri()]
     assert f"no browser could be started here: open {(tmp_path / 'r.html').resolve()} yourself" in err
+
+
+def test_doctor_on_a_file_says_it_is_no_folder_and_the_store_says_what_to_do(capsys, tmp_path):
+    # A new user's trial: "FAIL store ... [Errno 17] File exists", then "ok folder <the file> is writable".
+    afile = tmp_path / "afile"
+    afile.write_text("notes")
+    _, out, _ = memoria(capsys, afile, "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out)}
+    assert checks["folder"]["status"] == "fail" and "is a file, not a folder" in checks["folder"]["detail"]
+    assert "is a file, not a folder: point MEMORIA_DB_URI at a folder" in checks["store"]["detail"]

@@ -973,3 +973,21 @@ def test_a_supersede_committed_while_a_read_runs_reads_as_the_rows_say_after_it(
     else:
         assert (found.status, found.replaced_by) == ("active", None)
     assert store.get_memory("mem_old").status == found.status  # as committed
+
+
+def test_a_store_path_that_is_a_file_or_a_folder_it_may_not_write_says_what_to_do(tmp_path, monkeypatch):
+    # A new user's trial: a file gave "[Errno 17] File exists", and a read-only folder a bare Permission
+    # denied on the lock file.
+    afile = tmp_path / "afile"
+    afile.write_text("notes")
+    with pytest.raises(StoreError, match="is a file, not a folder: point MEMORIA_DB_URI at a folder"):
+        MemoryStore.open(str(afile), vector_dim=8)
+    folder = tmp_path / "backup"
+    folder.mkdir()
+    # The process may be root, which may write anywhere: the check the store makes is replaced.
+    monkeypatch.setattr("storage.store.os.access", lambda path, mode: False)
+    with pytest.raises(
+        StoreError, match=r"is not writable by .*chmod u\+w.*copy the folder somewhere writable"
+    ):
+        MemoryStore.open(str(folder), vector_dim=8)
+    assert list(folder.iterdir()) == []  # nothing made in it
