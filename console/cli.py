@@ -231,6 +231,9 @@ def add_people_commands(commands: Any) -> None:
     export.add_argument("path", nargs="?", help="the file to write (default stdout)")
     export.add_argument("--no-vectors", action="store_true", help="leave vectors out (import re-embeds)")
     export.add_argument(
+        "--force", action="store_true", help="write over a file that is not a memoria export (one is, always)"
+    )
+    export.add_argument(
         "--agent",
         metavar="NAME",
         help="only what this agent may read (its org's shelf too; without it: everything, private memories included)",

@@ -1147,6 +1147,12 @@ def export_command(args: argparse.Namespace, settings: Settings) -> int:
             raise CommandError(
                 f"there is no folder {wanted.parent} to write {wanted.name} in: check the path"
             )
+        if wanted.is_file() and not args.force and not _is_export(wanted):
+            # A previous export is written over (a nightly backup's file); any other file is not.
+            raise CommandError(
+                f"{wanted} exists and is not a memoria export: nothing was written. Give another file name, "
+                "or add --force to write over it"
+            )
     progress = ProgressBar(sys.stderr)
     with opened(settings, models=False) as runtime:
         if args.path in (None, "-"):
@@ -1173,6 +1179,16 @@ def export_command(args: argparse.Namespace, settings: Settings) -> int:
             partial.unlink(missing_ok=True)
     progress.finish()
     return emit(args, result, transfer_readable(result, f"exported to {target}"))
+
+
+def _is_export(path: Path) -> bool:
+    """Whether ``path`` begins as a memoria export does (an empty file counts: nothing is lost)."""
+    try:
+        with path.open("rb") as file:
+            first = file.read(64)
+    except OSError:
+        return False
+    return not first.strip() or first.lstrip().startswith(b'{"memoria_export"')
 
 
 def transfer_readable(result: Any, title: str) -> str:

@@ -702,6 +702,26 @@ def test_an_export_to_a_missing_folder_says_so_and_leaves_nothing_behind(capsys,
     assert not (tmp_path / "no").exists()
 
 
+def test_an_export_writes_over_an_earlier_export_but_not_over_another_file_without_force(
+    capsys, db, tmp_path
+):
+    # A new user's trial: `memoria export precious.txt` replaced the file with JSONL, without a word.
+    memoria(capsys, db, "remember", "The deploy runs on Fridays")
+    precious = tmp_path / "precious.txt"
+    precious.write_text("precious notes\n")
+    status, _, err = memoria(capsys, db, "export", str(precious))
+    assert (
+        status == 1 and "exists and is not a memoria export: nothing was written" in err and "--force" in err
+    )
+    assert precious.read_text() == "precious notes\n" and not list(tmp_path.glob("*.partial"))
+    backup = tmp_path / "backup.jsonl"
+    for _ in range(2):  # the second run writes over the first export: a nightly backup's file
+        status, _, err = memoria(capsys, db, "export", str(backup))
+        assert status == 0, err
+    status, _, err = memoria(capsys, db, "export", str(precious), "--force")
+    assert status == 0 and precious.read_text().splitlines()[1:] == backup.read_text().splitlines()[1:]
+
+
 def test_an_export_to_a_folder_asks_for_a_file_name_in_it(capsys, db, tmp_path):
     status, _, err = memoria(capsys, db, "export", str(tmp_path))
     assert status == 1
