@@ -7,6 +7,7 @@ import json
 import logging
 import mmap
 import secrets
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -23,7 +24,7 @@ from storage.lineage import Lineage
 from storage.locking import retrying
 from storage.memories import Memories
 from storage.records import LineageEvent, MemoryRecord, Scope
-from storage.rows import ids_of_key, quoted_by, trace_of_row, with_trace
+from storage.rows import ids_of_key, query_withheld, quoted_by, telling_words, trace_of_row, with_trace
 from storage.scan import scan, scan_rows
 from storage.tables import local_folder, masked
 
@@ -149,7 +150,9 @@ class Forgetting(Memories, Lineage):
     ) -> list[str]:
         """Erase content, tags and vector of these memories (the rows stay, status purged, for lineage), scrub
         their text from recorded traces, episode titles and the search text of the other members of their
-        episodes (which quote up to ``quoted_chars`` of the memory before them), record ``events`` (its
+        episodes (which quote up to ``quoted_chars`` of the memory before them), withhold the notes of the
+        reports that named them and the queries that asked for them in their words (the reports' first,
+        under the reports' lock, before the journal: idempotent, and done by then), record ``events`` (its
         lineage) and close its open contradictions with ``resolution``, then drop every older version of
         the tables and rebuild the full-text index, so the text is gone from the store's files.
 
@@ -158,6 +161,8 @@ class Forgetting(Memories, Lineage):
         finishes the purge before anything is served (``finish_pending_purges``). Until then a memory
         already erased reads as purged everywhere (explain_ranking masks what a trace still quotes)."""
         self.settle_supersedes(memory_ids)
+        with self.reporting():
+            self._scrub_reports(scope, list(self.get_memories(memory_ids, scope).values()))
         with self.exclusive():
             current = self.get_memories(memory_ids, scope)
             ids = [i for i in memory_ids if i in current]
@@ -233,6 +238,8 @@ class Forgetting(Memories, Lineage):
         # them by (a memory already erased had its quotes scrubbed before); then the memory itself; then
         # whatever read it meanwhile (traces).
         self._scrub_quotes(scope, [m for m in current.values() if m.content], journal.quoted_chars)
+        # So do the queries that asked for them in their words (the reports' copies went before: ``purge``).
+        self._scrub_queries(self._asked_for(scope, [m for m in current.values() if m.content]))
         # Episode titles first: a scope copy re-reads an episode when one of its memories changes, so
         # the episode must already be as it will stay when the memory's commit lands.
         for record in current.values():
@@ -291,6 +298,80 @@ class Forgetting(Memories, Lineage):
                 filters.one_of("id", list(changed)),
                 lambda row: {**row, "search_text": changed[row["id"]]},
             )
+
+    def _asked_for(self, scope: Scope, purged: Sequence[MemoryRecord]) -> dict[str, tuple[str, str]]:
+        """The recalls that returned one of ``purged`` and asked for it in its words (one of its telling
+        words, ``telling_words``: "BLUEFINCH" found the memory of codename BLUEFINCH): retrieval id ->
+        (session, query). Read while the memories' text is still there to compare with."""
+        words = {memory.id: telling_words(memory.content) for memory in purged}
+        if not any(words.values()):
+            return {}
+        self._logs.flush()
+        where = filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
+        quoting = filters.any_of(*(filters.quotes(memory_id) for memory_id in words))
+        columns = ["retrieval_id", "session_id", "query", "trace_ids"]
+        asked = {}
+        for row in self._select(self._retrievals, filters.all_of(where, quoting), columns, limit=None):
+            shown = ids_of_key(row["trace_ids"]) if row["trace_ids"] else set(words)
+            said = telling_words(row["query"])
+            if row["query"] != WITHHELD and any(said & words[i] for i in shown if i in words):
+                asked[row["retrieval_id"]] = (row["session_id"], row["query"])
+        return asked
+
+    def _scrub_queries(self, asked: dict[str, tuple[str, str]]) -> None:
+        """Withhold these recalls' queries in their records, traces and A/B rows."""
+        if not asked:
+            return
+        withheld = partial(query_withheld, withheld=WITHHELD)
+        with self._logs_lock.exclusive():
+            self._rewrite(
+                self._retrievals, ["retrieval_id"], filters.one_of("retrieval_id", list(asked)), withheld
+            )
+            self._rewrite(
+                self._ab_logs,
+                ["retrieval_id", "observation_id"],
+                filters.one_of("retrieval_id", list(asked)),
+                lambda row: {**row, "query_text": WITHHELD},
+            )
+
+    def _scrub_reports(self, scope: Scope, purged: Sequence[MemoryRecord]) -> None:
+        """Withhold what the reports keep of the memories' words, under the reports' lock (before a purge
+        takes the write lock, in the order every holder of both takes them): the note of every report
+        that named one of them ("the BLUEFINCH codename answered it"), and the queries of the sessions
+        that asked for them in their words (``_asked_for``); then drop the report tables' older versions."""
+        where = filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
+        gone = {memory.id for memory in purged}
+        naming = [
+            row["session_id"]
+            for row in self._select(self._outcomes, where, ["session_id", "note", "memory_ids"], limit=None)
+            if row["note"] and row["note"] != WITHHELD and gone & set(row["memory_ids"] or ())
+        ]
+        asked = self._asked_for(scope, [memory for memory in purged if memory.content])
+        if not naming and not asked:
+            return
+        if naming:
+            self._rewrite(
+                self._outcomes,
+                ["org_id", "project_id", "session_id"],
+                filters.all_of(where, filters.one_of("session_id", naming)),
+                lambda row: {**row, "note": WITHHELD},
+            )
+        if asked:
+            queries = {query for _, query in asked.values()}
+            self._rewrite(
+                self._feedback,
+                ["org_id", "project_id", "session_id", "memory_id", "revision"],
+                filters.all_of(
+                    where,
+                    filters.one_of("session_id", sorted({session for session, _ in asked.values()})),
+                    filters.equals("memory_id", ""),
+                ),
+                lambda row: {
+                    **row,
+                    "queries": [WITHHELD if q in queries else q for q in row["queries"] or []],
+                },
+            )
+        self._drop_old_versions_of((self._outcomes, self._feedback))
 
     def _scrub_traces(self, scope: Scope, memory_ids: Sequence[str]) -> None:
         """Mask the memories' previews in every recorded trace. The records this process has queued are
@@ -373,7 +454,13 @@ class Forgetting(Memories, Lineage):
             return  # an object store: an interrupted upload leaves no object behind
         needles = [memory_id.encode() for memory_id in memory_ids]
         with self._logs_lock.exclusive():
-            for name in (schema.MEMORIES, schema.EPISODES, schema.LINEAGE, schema.RETRIEVALS, schema.AB_LOGS):
+            for name in (
+                schema.MEMORIES,
+                schema.EPISODES,
+                schema.LINEAGE,
+                schema.RETRIEVALS,
+                schema.AB_LOGS,
+            ):
                 table = folder / f"{name}.lance"
                 manifests = Manifests(table)
                 for path in table.rglob("*"):
@@ -385,14 +472,25 @@ class Forgetting(Memories, Lineage):
                     if orphan and holds_any(path, needles):
                         path.unlink(missing_ok=True)
 
-    def _drop_old_versions(self) -> None:
-        import warnings
-
-        for table in (self._memories, self._retrievals, self._episodes, self._lineage, self._contradictions):
+    def _drop_old_versions_of(self, tables: Sequence[Any]) -> None:
+        """Every version of ``tables`` but their newest dropped, with the files only older ones held."""
+        for table in tables:
             with warnings.catch_warnings():
                 # "removes every version except the latest": exactly what a purge needs.
                 warnings.simplefilter("ignore", UserWarning)
                 retrying(partial(table.optimize, cleanup_older_than=timedelta(0)))
+
+    def _drop_old_versions(self) -> None:
+        self._drop_old_versions_of(
+            (
+                self._memories,
+                self._retrievals,
+                self._episodes,
+                self._lineage,
+                self._contradictions,
+                self._ab_logs,
+            )
+        )
         # The inverted index still holds the purged words; build it again from the current rows.
         retrying(
             partial(self._memories.create_index, "search_text", config=FTS(with_position=False), replace=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -264,3 +266,90 @@ def report_queries_from(table: pa.Table) -> list[ReportQueries]:
 def vector_of_row(row: Mapping[str, Any]) -> np.ndarray | None:
     value = row.get("vector")
     return None if value is None else np.asarray(value, dtype=np.float32)
+
+
+# Words too common to tell that a query asked for a memory's text (``telling_words``).
+COMMON_WORDS = frozenset(
+    [
+        "about",
+        "after",
+        "again",
+        "also",
+        "been",
+        "before",
+        "being",
+        "could",
+        "does",
+        "doing",
+        "from",
+        "have",
+        "here",
+        "into",
+        "just",
+        "like",
+        "made",
+        "make",
+        "more",
+        "most",
+        "much",
+        "must",
+        "need",
+        "only",
+        "other",
+        "over",
+        "same",
+        "should",
+        "some",
+        "such",
+        "than",
+        "that",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "used",
+        "uses",
+        "using",
+        "very",
+        "want",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "will",
+        "with",
+        "would",
+        "your",
+    ]
+)
+
+
+def telling_words(text: str) -> set[str]:
+    """The words of ``text`` that say what it is about: four letters or more, or three characters or
+    more with a digit, lower-cased, not among ``COMMON_WORDS`` (a purge withholds the queries that asked
+    for a purged memory in its words: ``storage.forgetting``)."""
+    words = re.findall(r"\w+", unicodedata.normalize("NFKC", text).lower())
+    return {
+        word
+        for word in words
+        if (len(word) >= 4 or (len(word) >= 3 and any(c.isdigit() for c in word)))
+        and word not in COMMON_WORDS
+    }
+
+
+def query_withheld(row: dict[str, Any], *, withheld: str) -> dict[str, Any]:
+    """A retrieval row with its query replaced by ``withheld``, in its trace too."""
+    trace = json.loads(trace_of_row(row))
+    if "query" in trace:
+        trace["query"] = withheld
+    text = json.dumps(trace)
+    quoted = ids_of_key(row["trace_ids"]) if row["trace_ids"] else quoted_by(text)
+    return with_trace({**row, "query": withheld}, text, quoted)

@@ -88,7 +88,10 @@ def test_a_memory_changed_between_the_read_and_the_merge_keeps_its_change_and_it
         store.retract(SCOPE, ["m3"], NOW)
 
     racing = RacingStore(store, other_process)
-    assert reembedding.replace_vectors(racing, {m: vec(2) for m in ("m1", "m2", "m3")}, "emb-2") == 1
+    # The purge "of another process" runs inside the re-embedding's write sequence, in this thread: the reports'
+    # lock it takes first (its reports' notes and queries) is held before, in the order every holder takes both.
+    with store.reporting():
+        assert reembedding.replace_vectors(racing, {m: vec(2) for m in ("m1", "m2", "m3")}, "emb-2") == 1
     m1, m2, m3 = (store.get_memory(m, SCOPE) for m in ("m1", "m2", "m3"))
     assert (m1.embedder, m1.weight, m1.status) == ("emb-2", 1.3, "active")
     assert (m2.status, m2.content, m2.embedder) == ("purged", "", "emb")

@@ -678,7 +678,8 @@ def test_a_record_appended_while_another_process_is_still_inside_its_purge_is_ma
     and masks the quote."""
     _, a, b = two_processes
     assert b.get_memories(["m2"], SCOPE)["m2"].content == SECRET  # B's copy, at a version B now trusts
-    with a.exclusive():  # the purge's sequence has not ended when B appends
+    # The purge's sequence has not ended when B appends (the reports' lock first, as a purge takes both).
+    with a.reporting(), a.exclusive():
         assert a.purge(SCOPE, ["m2"], NOW) == ["m2"]
         b.record_retrieval(quoting("m2", SECRET), quoted=["m2", "m1"])
         b.flush_logs()

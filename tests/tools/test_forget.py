@@ -289,6 +289,56 @@ def test_a_purged_memorys_words_quoted_by_lineage_are_masked_and_leave_the_store
     assert files_holding(Path(settings.db_uri), b"zq7SECRET") == []
 
 
+def test_a_purge_withholds_the_queries_that_asked_for_its_words_and_the_notes_of_reports_naming_it(settings):
+    """A new user's trial (stop 73): after the purge, explain_ranking still printed the query "BLUEFINCH",
+    and the export held the report's note "the BLUEFINCH codename answered it", in the store's files too."""
+    import json
+    from pathlib import Path
+
+    from storage.forgetting import WITHHELD
+    from storage.records import Scope
+    from tests.forensics import files_holding
+    from tools.report_outcome import ReportOutcomeInput, report_outcome
+
+    scope = Scope("default", "default")
+    runtime = make_runtime(settings)
+    try:
+        secret = remember(RememberInput(content="Project Kestrel codename is ZQBLUEFINCH"), runtime, OWNER).id
+        kept = remember(RememberInput(content="The staging database resets on Sundays"), runtime, OWNER).id
+        asking = recall(RecallInput(query="ZQBLUEFINCH codename"), runtime, OWNER)
+        other = recall(RecallInput(query="When does the staging database reset?"), runtime, OWNER)
+        assert secret in [m.id for m in asking.memories] and kept in [m.id for m in other.memories]
+        report_outcome(
+            ReportOutcomeInput(
+                outcome="success", helpful_ids=[secret], note="the ZQBLUEFINCH codename answered it"
+            ),
+            runtime,
+            OWNER,
+        )
+        forget(ForgetInput(memory_id=secret, mode="purge"), runtime, OWNER)
+        record = runtime.store.get_retrieval(asking.retrieval_id, scope)
+        assert record.query == WITHHELD and "ZQBLUEFINCH" not in record.trace_json
+        assert json.loads(record.trace_json)["query"] == WITHHELD
+        # A recall that did not ask for it in its words keeps its query (one that shares a telling word of it,
+        # "Project Kestrel", would not: a purge cannot tell which of its words were the secret).
+        assert (
+            runtime.store.get_retrieval(other.retrieval_id, scope).query
+            == "When does the staging database reset?"
+        )
+        assert runtime.store.get_outcome(scope, OWNER.session_id).note == WITHHELD
+        tables = runtime.store.tables()
+        texts = [
+            str(row)
+            for name in ("retrieval_ab_logs", "feedback_credits")
+            for row in tables[name].to_arrow().to_pylist()
+        ]
+        assert not any("ZQBLUEFINCH" in text for text in texts)
+        assert any("When does the staging database reset?" in text for text in texts)  # the other query stays
+    finally:
+        runtime.close()
+    assert files_holding(Path(settings.db_uri), b"ZQBLUEFINCH") == []
+
+
 @pytest.mark.parametrize("restored", [False, True], ids=["new", "restored"])
 def test_a_memory_purged_while_the_next_one_in_its_episode_is_written_is_not_quoted_by_it(settings, restored):
     """The remember reads the memory before it in its episode (its search text quotes it), then a purge of
