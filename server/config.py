@@ -407,6 +407,14 @@ class Settings(BaseSettings):
     )
     lancedb: LanceDBSettings = LanceDBSettings()
     vector: VectorSettings = VectorSettings()
+    @field_validator("db_uri")
+    @classmethod
+    def _unquoted(cls, value: str) -> str:
+        # A trial: '"/srv/memoria"' (quotes copied in from a .env or JSON file) made a folder named '"'.
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            raise ValueError(f"is quoted ({value}): remove the quotes around the path or URI")
+        return value
+
     org_id: str = Field("default", min_length=1, max_length=128, description="Default org scope")
     project_id: str = Field("default", min_length=1, max_length=128, description="Default project scope")
 

@@ -141,13 +141,13 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
     app = build_server(settings, when_warm=freeze_collector if settings.gc.freeze_when_warm else None)
     loop = event_loop_options(settings.uvloop)
     if http is None:
-        say_new_store(settings.db_uri, fresh)
+        say_new_store(fresh)
         log.info("memoria serving MCP on stdio; store %s", settings.db_uri)
         return _until_interrupted(app.run_stdio_async, loop)
     host, port = http
     authenticated = app.settings.auth is not None  # build_server read the tokens file or OAuth settings
     refuse_open_endpoint(host, settings, authenticated=authenticated)
-    say_new_store(settings.db_uri, fresh)
+    say_new_store(fresh)
     security = transport_security(host, port, settings)
     log.info(
         "memoria serving MCP over streamable HTTP at http://%s:%d/mcp; store %s; clients %s",
@@ -280,24 +280,38 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="URI", help="LanceDB folder or URI (overrides MEMORIA_DB_URI)")
 
 
-def new_store(db_uri: str) -> bool:
-    """Whether ``db_uri`` names a local folder, other than the default one, that does not exist yet."""
+def new_store(db_uri: str) -> str | None:
+    """What to say of the store ``db_uri`` names before the server makes it (None: nothing): a local folder,
+    other than the default one, that does not exist yet, or that holds other files and no store."""
     from server.config import default_data_dir, local_store_folder
 
     folder = local_store_folder(db_uri)
-    return folder is not None and not folder.exists() and folder != default_data_dir() / "lancedb"
+    if folder is None or folder == default_data_dir() / "lancedb":
+        return None
+    where = db_uri if str(folder.absolute()) == db_uri else f"{db_uri} ({folder.absolute()})"
+    if not folder.exists():
+        return f"no store at {where} yet: making a new, empty one there (if you meant an existing store, check the path)"
+    try:
+        others = sorted(entry.name for entry in folder.iterdir() if not entry.name.startswith(".memoria"))
+    except OSError:
+        return None  # opening the store says what is wrong
+    if others and not any(name.endswith(".lance") for name in others):
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        return (
+            f"{where} holds other files ({shown}) and no memoria store: making the store's tables beside them "
+            "(point MEMORIA_DB_URI at a folder of its own if that was not meant)"
+        )
+    return None
 
 
-def say_new_store(db_uri: str, fresh: bool) -> None:
+def say_new_store(notice: str | None) -> None:
     """A named local folder that did not exist is served (a client entry names its folder before the
     first start: the server makes it), but a mistyped path then becomes a new, empty store that answers
-    every recall with nothing: said once, on stderr, as the server starts serving. The default folder is
-    made on first use, unsaid."""
-    if fresh:
-        log.warning(
-            "no store at %s yet: making a new, empty one there (if you meant an existing store, check the path)",
-            db_uri,
-        )
+    every recall with nothing, and a folder of other files (a project's source) gets the store's tables
+    beside them: said once, on stderr, as the server starts serving. The default folder is made on first
+    use, unsaid."""
+    if notice:
+        log.warning("%s", notice)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

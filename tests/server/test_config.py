@@ -89,6 +89,19 @@ def test_bad_values_name_the_variable(environ, message):
         Settings.from_env(environ, db_uri="/tmp/x")
 
 
+@pytest.mark.parametrize(
+    ("uri", "message"),
+    [
+        ('"/tmp/trial/store"', r"MEMORIA_DB_URI: is quoted \(\"/tmp/trial/store\"\): remove the quotes"),
+        ("'/tmp/trial/store'", "MEMORIA_DB_URI: is quoted"),
+    ],
+)
+def test_a_quoted_store_uri_is_refused_rather_than_made_a_folder_named_by_its_quote(uri, message):
+    # A new user's trial: quotes copied in from a .env file made a folder named '"' under the working folder.
+    with pytest.raises(ConfigError, match=message):
+        Settings.from_env({"MEMORIA_DB_URI": uri})
+
+
 def test_empty_variables_mean_the_default():
     assert Settings.from_env({"MEMORIA_ORG_ID": "", "MEMORIA_DB_URI": "/tmp/y"}).org_id == "default"
 

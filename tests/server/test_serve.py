@@ -301,3 +301,30 @@ def test_an_error_that_is_not_the_interrupt_still_reaches_asyncios_handler():
     _after_interrupt(stopping, loop, {"exception": failure})
     _after_interrupt(stopping, loop, {"message": "a callback failed"})
     assert [context.get("exception") for context in loop.reported] == [interrupt, failure, None]
+
+
+def test_the_server_says_where_a_new_store_goes_and_when_a_folder_holds_other_files(tmp_path, monkeypatch):
+    # A new user's trial: a relative path was made wherever the client started the server, unsaid where, and
+    # a folder of other files (a project's source) got the store's tables beside them without a word.
+    from server.serve import new_store
+
+    monkeypatch.chdir(tmp_path)
+    assert new_store("relstore") == (
+        f"no store at relstore ({tmp_path / 'relstore'}) yet: making a new, empty one there (if you meant an "
+        "existing store, check the path)"
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("README.md", "src", "setup.py", "tests"):
+        (project / name).touch()
+    assert new_store(str(project)) == (
+        f"{project} holds other files (README.md, setup.py, src and 1 more) and no memoria store: making the "
+        "store's tables beside them (point MEMORIA_DB_URI at a folder of its own if that was not meant)"
+    )
+    (project / "memories.lance").mkdir()  # a store: nothing to say
+    assert new_store(str(project)) is None
+    started = tmp_path / "started"
+    started.mkdir()
+    (started / ".memoria-write.lock").touch()  # a start that stopped before its tables: its own files only
+    assert new_store(str(started)) is None
+    assert new_store("s3://bucket/memoria") is None
