@@ -276,7 +276,7 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
             touched |= {Scope(row["org_id"], row["project_id"]) for row in rows}
         done += len(rows)
         progress("importing", done, total)
-    superseded, reweighed = _reconcile(runtime, kept)
+    superseded, reweighed, forgotten = _reconcile(runtime, kept)
     if superseded or reweighed:
         touched |= {Scope(row["org_id"], row["project_id"]) for row in kept}
     for scope in sorted(touched, key=lambda s: (s.org_id, s.project_id)):
@@ -292,14 +292,28 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
         reembedded=reembedded,
         superseded=superseded,
         reweighed=reweighed,
+        note=_forgotten_note(forgotten),
         seconds=0.0,
+    )
+
+
+def _forgotten_note(forgotten: list[str]) -> str | None:
+    """What an import says of the memories active in the export that this store has forgotten."""
+    if not forgotten:
+        return None
+    shown = ", ".join(forgotten[:5]) + (f" and {len(forgotten) - 5} more" if len(forgotten) > 5 else "")
+    return (
+        f"{len(forgotten):,} {'memory' if len(forgotten) == 1 else 'memories'} active in the export "
+        f"{'is' if len(forgotten) == 1 else 'are'} retracted or purged here ({shown}): kept as "
+        "this store holds them (a forget here stands). To bring one back, remember its text again "
+        "(`memoria show ID` in the exporting store prints it)"
     )
 
 
 _KEPT = ("id", "org_id", "project_id", "status", "replaced_by")
 
 
-def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int]:
+def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, list[str]]:
     """Bring the memories the store already held in line with what the import brought (a trial: an export
     imported into a store that held the text an explicit update had corrected left that memory active
     beside its correction, ranked first, with a weight its imported history did not give it):
@@ -308,7 +322,8 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int]:
       superseded by it, as the imported lineage says;
     - its global weight is replayed from every report's credits the store now holds.
 
-    Returns (memories superseded, memories whose weight changed)."""
+    Returns (memories superseded, memories whose weight changed, the ids of those active in the export
+    that this store retracted or purged: left so, and said)."""
     from writing.outcomes import replayed_weights, write_weights
 
     store = runtime.store
@@ -317,8 +332,16 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int]:
     for row in kept:
         by_scope.setdefault(Scope(row["org_id"], row["project_id"]), []).append(row)
     superseded = reweighed = 0
+    forgotten: list[str] = []
     for scope, rows in by_scope.items():
         current = store.get_memories([row["id"] for row in rows], scope)
+        forgotten += [
+            row["id"]
+            for row in rows
+            if row["status"] == "active"
+            and row["id"] in current
+            and current[row["id"]].status in ("retracted", "purged")
+        ]
         replacing = {
             row["replaced_by"] for row in rows if row["status"] == "superseded" and row["replaced_by"]
         }
@@ -344,7 +367,7 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int]:
             moved = {m: w for m, w in weights.items() if abs(w - current[m].weight) > 1e-9}
             write_weights(store, runtime.corroboration, current, moved, now)
         reweighed += len(moved)
-    return superseded, reweighed
+    return superseded, reweighed, sorted(forgotten)
 
 
 def as_current(schema_version: int, table: str, row: dict[str, Any]) -> dict[str, Any]:

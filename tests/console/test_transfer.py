@@ -191,6 +191,24 @@ def test_a_memory_the_store_held_is_superseded_and_reweighed_as_the_import_says(
     assert (again.superseded, again.reweighed) == (0, 0)
 
 
+def test_restoring_a_backup_says_which_memories_it_holds_active_that_the_store_has_forgotten(
+    stores, tmp_path
+):
+    # A new user's trial: export, forget by tag, import the export again: every row "skipped", and the
+    # retracted memory stayed out without a word.
+    runtime = stores("a")
+    kept = say(runtime, "The API rate limit is 300 requests per minute")
+    gone = say(runtime, "The API gateway runs on port 8443")
+    path = write(tmp_path / "export.jsonl", export_text(runtime))
+    forget(ForgetInput(memory_id=gone), runtime, ALICE)
+    summary = import_file(runtime, path)
+    assert summary.note is not None and summary.note.startswith(
+        f"1 memory active in the export is retracted or purged here ({gone}): kept as this store holds them"
+    )
+    assert runtime.store.get_memory(gone).status == "retracted" and kept not in summary.note
+    assert import_file(stores("b"), path).note is None  # a fresh store forgot nothing
+
+
 def test_a_held_memory_corrected_twice_in_the_export_is_superseded_by_the_first_correction(stores, tmp_path):
     """A review: with a chain old -> mid -> new the held old memory stayed active, since mid arrives
     superseded itself; it is superseded by mid, as in the export, and recall shows the newest alone."""
