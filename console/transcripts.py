@@ -27,6 +27,7 @@ from typing import Any
 SESSION_KEY = re.compile(r"^session_(\d+)$")
 DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 _SPEAKER_LINE = re.compile(r"^([^\s:][^:]{0,63}?)\s*:\s+(\S.*)$")
+_SPEAKER_ALONE = re.compile(r"^([^\s:][^:]{0,63}?)\s*:$")  # "Alice:", the message on the lines after
 _SPEAKER_FIELDS = ("role", "speaker", "name")
 _TEXT_FIELDS = ("content", "text")
 _TIME_FIELDS = ("timestamp", "time")
@@ -315,6 +316,9 @@ def text_sessions(lines: Iterable[str]) -> list[Session]:
     sessions: list[Session] = []
     current: list[Message] = []
     date: datetime | None = None
+    lines = list(lines)
+    # The transcript's speakers: those with a message on their line, anywhere in it.
+    speakers = {m.group(1) for line in lines if (m := _SPEAKER_LINE.match(line.strip())) is not None}
 
     def close() -> None:
         nonlocal current, date
@@ -331,9 +335,14 @@ def text_sessions(lines: Iterable[str]) -> list[Session]:
             date = read_time(stripped.lstrip("-#").strip()) or date
         elif (match := _SPEAKER_LINE.match(stripped)) is not None:
             current.append(Message(match.group(1), match.group(2).strip(), None, f"line {number}"))
+        elif (match := _SPEAKER_ALONE.match(stripped)) is not None and match.group(1) in speakers:
+            # A known speaker's name alone: a message whose text is on the lines after (or none: then it is
+            # not stored); another "Word:" alone ("Steps:") goes on the message before.
+            current.append(Message(match.group(1), "", None, f"line {number}"))
         elif current:  # a message that goes on over several lines
             last = current[-1]
-            current[-1] = Message(last.speaker, f"{last.text}\n{stripped}", None, last.where)
+            text = f"{last.text}\n{stripped}" if last.text else stripped
+            current[-1] = Message(last.speaker, text, None, last.where)
         else:
             raise TranscriptError(
                 f"line {number}: {stripped!r:.60} does not start with a speaker: write each message as "

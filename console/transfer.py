@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from pydantic import BaseModel, Field, ValidationError
 
 from console import transcripts
-from retrieval.text import content_hash
+from retrieval.text import content_hash, has_visible_text
 from storage.records import Audience, MemoryRecord, Scope, Viewer
 from storage.scope_ids import scope_id_problem
 from tools.common import Caller, Progress, Runtime, ToolFailure, no_progress
@@ -207,8 +207,23 @@ def detect_format(path: Path) -> Literal["memoria", "locomo", "transcript"]:
     return "transcript"
 
 
+# The first bytes of compressed files, which read as text that is not UTF-8.
+_COMPRESSED = (
+    (b"\x1f\x8b", "gzip", "gunzip"),
+    (b"PK\x03\x04", "zip", "unzip"),
+    (b"(\xb5/\xfd", "zstd", "unzstd"),
+)
+
+
 def _opened(path: Path) -> Any:
     try:
+        with path.open("rb") as raw:
+            first = raw.read(4)
+        for magic, kind, tool in _COMPRESSED:
+            if first.startswith(magic):
+                raise ToolFailure(
+                    f"{path}: is a {kind} file: decompress it first ({tool} {path.name}) and import what it holds"
+                )
         return path.open(encoding="utf-8-sig")
     except OSError as exc:
         raise ToolFailure(f"{path}: cannot be read ({exc.strerror or exc}): check the path") from None
@@ -658,7 +673,7 @@ def _records(
     for session in sessions:
         episode_id = session.name if kind == "locomo" else f"{stem}:{session.name[:60]}"
         for index, message in enumerate(session.messages):
-            if not message.text.strip():
+            if not has_visible_text(message.text.replace("\x00", "")):  # "Bob:" alone is no memory
                 blank += 1
                 continue
             when = _when(message, session, index, undated_at)

@@ -468,6 +468,39 @@ def test_a_plain_text_transcript_splits_sessions_at_blank_lines_and_separators(s
     assert table_counts(import_file(runtime, path)) == {schema.MEMORIES: (0, 4)}
 
 
+def test_a_speakers_name_alone_begins_a_message_and_blank_or_nul_messages_are_not_stored(stores, tmp_path):
+    # A new user's trial: an empty "Alice:" line was glued onto the message before it, and a message of NUL
+    # characters was stored as the memory "Bob:".
+    runtime = stores("a")
+    text = (
+        "Bob: The cache TTL is 300 seconds\n"
+        "Alice:\n"
+        "Bob: \x00\x00\n"
+        "Alice: The plan for the release\n"
+        "Steps:\n"
+        "build, then deploy\n"
+        "Bob:\n"
+        "It ships on Friday\n"
+    )
+    summary = import_file(runtime, write(tmp_path / "chat.txt", text))
+    assert table_counts(summary) == {schema.MEMORIES: (3, 2)}  # the two blank messages: skipped
+    for content in (
+        "Bob: The cache TTL is 300 seconds",
+        "Alice: The plan for the release\nSteps:\nbuild, then deploy",  # "Steps:" is no speaker
+        "Bob: It ships on Friday",
+    ):
+        assert runtime.store.get_memory(expected_id(content), SCOPE) is not None, content
+
+
+def test_a_compressed_file_is_refused_with_how_to_decompress_it(stores, tmp_path):
+    import gzip
+
+    path = tmp_path / "backup.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"memoria_export": 1}\n'))
+    with pytest.raises(ToolFailure, match=r"is a gzip file: decompress it first \(gunzip backup.jsonl.gz\)"):
+        import_file(stores("a"), path)
+
+
 @pytest.mark.parametrize(
     ("document", "episodes"),
     [
