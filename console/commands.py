@@ -34,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 from console.terminal import ProgressBar, counts, key_values, printable, table, ticking
 from retrieval.text import clip, counted
 from server.arguments import friendly_validation_message
-from server.config import Settings, default_data_dir
+from server.config import Settings, default_data_dir, local_store_folder
 from storage.records import Scope
 from tools.common import Caller, Runtime, ToolFailure, ToolSettings
 from tools.remember_text import readers
@@ -1118,11 +1118,20 @@ def import_command(args: argparse.Namespace, settings: Settings) -> int:
     if named and kind == "memoria":
         raise CommandError(transfer.scoped_export_refused(path))
     progress = ProgressBar(sys.stderr)
-    with opened(settings) as runtime:
-        scope = scope_arg(args, settings) if named else None
-        result = transfer.import_file(
-            runtime, path, format=kind, scope=scope, agent_id=args.agent or "import", progress=progress
-        )
+    folder = local_store_folder(settings.db_uri)
+    made_here = folder is not None and not folder.exists()
+    try:
+        with opened(settings) as runtime:
+            scope = scope_arg(args, settings) if named else None
+            result = transfer.import_file(
+                runtime, path, format=kind, scope=scope, agent_id=args.agent or "import", progress=progress
+            )
+    except Exception:
+        # A refused import leaves no empty store behind where there was none (it checks the whole file
+        # before it writes anything).
+        if made_here and folder is not None and folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     progress.finish()
     return emit(args, result, transfer_readable(result, f"imported {path}"))
 

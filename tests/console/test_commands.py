@@ -1315,3 +1315,17 @@ def test_doctor_on_a_file_says_it_is_no_folder_and_the_store_says_what_to_do(cap
     checks = {c["name"]: c for c in json.loads(out)}
     assert checks["folder"]["status"] == "fail" and "is a file, not a folder" in checks["folder"]["detail"]
     assert "is a file, not a folder: point MEMORIA_DB_URI at a folder" in checks["store"]["detail"]
+
+
+def test_a_refused_import_leaves_no_new_store_behind(capsys, tmp_path):
+    # A new user's trial: an import refused for a bad message still made an empty store folder.
+    bad = tmp_path / "chat.txt"
+    bad.write_text("this line names no speaker\n")
+    fresh = tmp_path / "fresh-store"
+    status, _, err = memoria(capsys, fresh, "import", str(bad), "--create")
+    assert status == 1 and "does not start with a speaker" in err
+    assert not fresh.exists()
+    status, _, err = memoria(capsys, fresh, "remember", "The deploy runs on Fridays", "--create")
+    assert status == 0, err
+    status, _, err = memoria(capsys, fresh, "import", str(bad))  # an existing store stays
+    assert status == 1 and fresh.is_dir() and any(fresh.glob("*.lance"))
