@@ -37,6 +37,7 @@ from tools import (
     remember_many,
     remember_text,
     report_outcome,
+    result_text,
     show_memory,
     stats,
 )
@@ -124,6 +125,7 @@ def tool_specs() -> list[ToolSpec]:
             input_model=report_outcome.ReportOutcomeInput,
             output_model=report_outcome.ReportOutcomeOutput,
             handler=report_outcome.handle,
+            text_of=result_text.outcome_text,
             output_fields=("session_id", "status", "revision", "detail", "updated"),
             effect="writes",
             ends_session=True,
@@ -162,6 +164,7 @@ def tool_specs() -> list[ToolSpec]:
             input_model=forget.ForgetInput,
             output_model=forget.ForgetOutput,
             handler=forget.handle,
+            text_of=result_text.forget_text,
             output_fields=("forgotten", "matches", "note"),
             effect="erases",
         ),
@@ -188,6 +191,7 @@ def tool_specs() -> list[ToolSpec]:
             input_model=lineage.LineageInput,
             output_model=lineage.LineageOutput,
             handler=lineage.handle,
+            text_of=result_text.lineage_text,
             effect="reads",
         ),
     ]

@@ -375,3 +375,33 @@ async def test_what_an_agent_reads_of_a_remember_is_a_line_not_the_json(settings
     lines = batch.content[0].text.splitlines()
     assert lines[0] == "1 stored, 1 already stored, 0 collapsed"
     assert lines[1].startswith("1. stored mem_") and lines[2].startswith("2. already stored mem_")
+
+
+async def test_what_an_agent_reads_of_forget_report_outcome_and_lineage_is_lines_not_the_json(settings):
+    # A new user's trial: these three answered with raw JSON while the other tools answer in words.
+    async with connected(server_with(settings), agent="cursor") as client:
+        old = await call(client, "remember", {"content": "The API server listens on port 8080"})
+        new = await call(
+            client, "remember", {"content": "The API server listens on port 9090", "replaces": old["id"]}
+        )
+        recalled = await call(client, "recall", {"query": "API server port"})
+        assert [m["id"] for m in recalled["memories"]] == [new["id"]]
+        report = await client.call_tool("report_outcome", {"outcome": "success", "helpful_ids": [new["id"]]})
+        history = await client.call_tool("lineage", {"memory_id": old["id"]})
+        dry = await client.call_tool("forget", {"query": "API server port", "mode": "purge"})
+        done = await client.call_tool("forget", {"memory_id": new["id"]})
+    session = report.structured_content["session_id"]
+    lines = report.content[0].text.splitlines()
+    assert lines[0].startswith(f"Session {session}: success (score 1), applied. ")
+    assert lines[1:] == ["Global weights:", f"- {new['id']} (helpful, share 1): 1.000 -> 1.150"]
+    lines = history.content[0].text.splitlines()
+    assert lines[0].startswith(f"Memory {old['id']} (superseded, cursor, ")
+    assert lines[1].startswith(f"Stands in its place now: {new['id']} (active, cursor, ")
+    assert lines[2] == "Replaced by, in order:" and "supersede" in lines[3] and "explicit" in lines[3]
+    text = dry.content[0].text
+    assert text.startswith("Dry run: 1 memory would be purged; nothing was changed.\n- ")
+    assert "[relevance " in text and text.endswith("Call forget again with dry_run=false to do it.")
+    assert done.content[0].text.splitlines()[:2] == [
+        "1 memory retracted.",
+        f"- {new['id']} (retracted, cursor, {new['created_at'][:10]}): 'The API server listens on port 9090'",
+    ]

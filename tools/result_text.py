@@ -1,0 +1,84 @@
+"""What an agent reads of forget, report_outcome and lineage: a few plain lines (a new user's trial read
+their results as raw JSON, while the other tools answer in words). The structured content carries every
+field; these say what happened and what to do next."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tools.forget import ForgetOutput
+    from tools.lineage import LineageOutput
+    from tools.memory_views import EventView, MemoryBrief
+    from tools.report_outcome import ReportOutcomeOutput
+
+SHOWN = 80  # characters of a memory's preview on a line
+
+
+def _brief(memory: MemoryBrief) -> str:
+    preview = memory.preview if len(memory.preview) <= SHOWN else memory.preview[: SHOWN - 1] + "…"
+    return f"{memory.id} ({memory.status}, {memory.agent_id}, {memory.created_at[:10]}): {preview!r}"
+
+
+def _event(event: EventView) -> str:
+    related = f" -> {event.related_id}" if event.related_id else ""
+    return f"{event.at[:19]} {event.action} {event.memory_id}{related} by {event.by_agent} ({event.resolver}; {event.reason})"
+
+
+def forget_text(out: ForgetOutput) -> str:
+    verb = {"retract": "retracted", "purge": "purged"}.get(out.mode, out.mode)
+    count = len(out.forgotten)
+    plural = "memory" if count == 1 else "memories"
+    if out.dry_run:
+        head = f"Dry run: {count} {plural} would be {verb}; nothing was changed."
+    elif count:
+        head = f"{count} {plural} {verb}."
+    else:
+        head = f"Nothing was {verb}."
+    relevance = {match.id: match.relevance for match in out.matches}
+    lines = [head]
+    for memory in out.forgotten:
+        close = f" [relevance {relevance[memory.id]:.2f}]" if memory.id in relevance else ""
+        lines.append(f"- {_brief(memory)}{close}")
+    if out.note:
+        lines.append(out.note)
+    if out.dry_run and count:
+        lines.append("Call forget again with dry_run=false to do it.")
+    return "\n".join(lines)
+
+
+def outcome_text(out: ReportOutcomeOutput) -> str:
+    lines = [f"Session {out.session_id}: {out.outcome} (score {out.score:g}), {out.status}. {out.detail}"]
+    moved = [u for u in out.updated if abs(u.weight_after - u.weight_before) > 1e-9]
+    if moved:
+        lines.append("Global weights:")
+        lines += [
+            f"- {u.id} ({u.role}, share {u.share:g}): {u.weight_before:.3f} -> {u.weight_after:.3f}"
+            for u in moved
+        ]
+    if len(moved) < len(out.updated):
+        lines.append(
+            f"{len(out.updated) - len(moved)} more credited without a change of their global weight."
+        )
+    return "\n".join(lines)
+
+
+def lineage_text(out: LineageOutput) -> str:
+    lines = [f"Memory {_brief(out.memory)}"]
+    if out.current.id != out.memory.id:
+        lines.append(f"Stands in its place now: {_brief(out.current)}")
+    if out.replaced_by_chain:
+        lines.append("Replaced by, in order:")
+        lines += [f"- {_brief(step.memory)} [{_event(step.how)}]" for step in out.replaced_by_chain]
+    if out.replaces:
+        lines.append("It replaced:")
+        lines += [f"- {_brief(step.memory)} [{_event(step.how)}]" for step in out.replaces]
+    if out.versions:
+        lines.append("Earlier versions, newest first:")
+        lines += [f"- {_brief(version)}" for version in out.versions]
+    if out.events:
+        lines.append("Events, oldest first:")
+        lines += [f"- {_event(event)}" for event in out.events]
+    if out.note:
+        lines.append(out.note)
+    return "\n".join(lines)
