@@ -108,7 +108,7 @@ def _local_folder(settings: Settings) -> list[Check]:
                 "point --db or MEMORIA_DB_URI at a folder",
             )
         )
-    elif folder.exists() and not os.access(folder, os.W_OK):
+    elif folder.exists() and not os.access(folder, os.W_OK | os.X_OK):
         checks.append(
             Check("folder", "fail", f"{folder} is not writable", f"chmod u+w {folder}, or use another --db")
         )

@@ -94,16 +94,23 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         # A setting whose compound name ends in a secret's word, which no prose spells: "GITHUB_TOKEN=...",
         # "SECRET_KEY=...", "secret_key_base: ...", "PGPASSWORD=...", an "x-api-key:" header. Not a name
-        # that only contains "key" ("sort_key: created_at", "primary_key: id" stay).
+        # that only contains "key" ("sort_key: created_at", "encryption_key_id: ..." stay), nor a token
+        # that is no credential: a tokenizer's ("pad_token", "eos_token"), a parser's ("next_token"), a
+        # cancellation's, a page's, an OpenID id token's or a form's CSRF token. The value is a literal:
+        # not a call or an attribute ("= tokenizer.eos_token", "= CancellationToken()" stay).
         "password",
         re.compile(
             r"(?i)(?<![a-z0-9_\-])(?:pgpassword|mysql_pwd|x-api-key|x-auth-token"
             r"|(?:[a-z0-9]+[_\-])*(?:secret[_\-]key|api[_\-]?key|access[_\-]key|private[_\-]key|signing[_\-]key"
-            r"|encryption[_\-]key|master[_\-]key)(?:[_\-](?:base|id|value))?"
-            r"|(?:[a-z0-9]+[_\-])+(?:token|secret|password|passwd|pwd))"
-            # after "=" any value; after a colon a quoted one, or one with a digit or a symbol ("csrf_token:
-            # required for POST" stays)
-            r"(?:[\"']?\s*=\s*[\"']?|[\"']?\s*:\s*[\"']|[\"']?\s*:\s*(?=[^\s\"',;]*[0-9!@#$%^&*_+=/~\\.\-]))"
+            r"|encryption[_\-]key|master[_\-]key)(?:[_\-](?:base|value))?"
+            r"|(?:[a-z0-9]+[_\-])*(?!(?:pad|eos|bos|unk|mask|sep|cls|next|prev|page|cancel|cancellation|csrf|xsrf"
+            r"|id|start|end|max|min|num|special|sentence|word|first|last)[_\-]token)[a-z0-9]+[_\-]"
+            r"(?:token|secret|password|passwd|pwd))"
+            # after "=" any literal; after a colon a quoted one, or one with a digit or a symbol inside it
+            # ("csrf_token: required for POST", "... token: optional." stay)
+            r"(?:[\"']?\s*=\s*[\"']?|[\"']?\s*:\s*[\"']"
+            r"|[\"']?\s*:\s*(?=[^\s\"',;]*[0-9!@#$%^&*_+=/~\\\-]|[^\s\"',;]*\.[^\s\"',;.]))"
+            r"(?![A-Za-z_][\w.]*[(\[])(?![a-z_]+(?:\.[a-z_]+)+(?![\w.]))"
             r"((?!\[REDACTED:)[^\s\"',;]{6,})"
         ),
         1,
@@ -111,11 +118,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         # A password on a login's command line: "docker login -u bob -p ...", "mysql -uroot -p..." (a "-p"
         # elsewhere is a port or a parent folder: "ssh -p 2222", "mkdir -p build"), within 120 characters of
-        # the command (a bound: a text of "mysql mysql ..." would otherwise take time in the square of its length).
+        # the command and not past the next command ("docker login ghcr.io && docker run -p 8080:80" keeps its port;
+        # a bound: a text of "mysql mysql ..." would otherwise take time in the square of its length).
         "password",
         re.compile(
-            r"(?:\b(?:docker|podman|nerdctl|buildah)\s+login\b[^\n]{0,120}?\s-p\s+"
-            r"|\bmysql(?:dump|admin|import|check)?\b[^\n]{0,120}?\s-p(?=[^\s-]))"
+            r"(?:\b(?:docker|podman|nerdctl|buildah)\s+login\b[^\n;&|,]{0,120}?\s-p\s+"
+            r"|\bmysql(?:dump|admin|import|check)?\b[^\n;&|,]{0,120}?\s-p(?=[^\s-]))"
+            r"(?![\d.]+:\d)"  # a port mapping ("-p3306:3306", "-p 127.0.0.1:5432:5432") is no password
             r"[\"']?([^\s\"']{4,})"
         ),
         1,
@@ -167,9 +176,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
             r"(?i)\b(?:password|passwd|passphrase)(?:\s+(?:for|of|on|to|in|at)(?:\s+[^\s\"',;.:]+(?:['.][^\s\"',;.:]+)*){1,8}?)?"
             r"\s+(?:is|was)\s+[\"'(]?"
             r"((?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}[^\s\"',;.!?:()\[\]]"
-            # or a passphrase of four words or more joined by hyphens ("correct-horse-battery-staple"; a
-            # word or two, "case-sensitive", "auto-generated", stay)
-            r"|[a-z]+(?:-[a-z]+){3,})(?![\w-])"
+            # or a passphrase of four words or more of four letters or more, joined by hyphens
+            # ("correct-horse-battery-staple"; "case-sensitive", "one-time-use-only" stay)
+            r"|[a-z]{4,}(?:-[a-z]{4,}){3,})(?![\w-])"
         ),
         1,
     ),

@@ -423,13 +423,16 @@ def clip(text: str, width: int) -> str:
 # Letters and symbols that render as nothing: the Hangul fillers, the blank braille pattern, the Khmer
 # inherent vowels (a new user's trial stored "\u2800" and "\u3164" as memories).
 BLANK_LOOKING = frozenset("\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
+# Categories shown as nothing alone: controls, format characters, and marks that only change the character
+# before them (variation selectors, the combining grapheme joiner, accents with nothing to sit on).
+INVISIBLE = ("Cc", "Cf", "Mn", "Me")
 
 
 def has_visible_text(text: str) -> bool:
-    """Whether ``text`` holds a character that is neither white space, a control or format character, nor
-    one of those that render as nothing (``BLANK_LOOKING``); stops at the first such character, almost
+    """Whether ``text`` holds a character that is neither white space, nor of the ``INVISIBLE`` categories,
+    nor one of those that render as nothing (``BLANK_LOOKING``); stops at the first such character, almost
     always the first one."""
     return any(
-        not char.isspace() and char not in BLANK_LOOKING and unicodedata.category(char) not in ("Cc", "Cf")
+        not char.isspace() and char not in BLANK_LOOKING and unicodedata.category(char) not in INVISIBLE
         for char in text
     )

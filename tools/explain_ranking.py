@@ -217,7 +217,7 @@ def explain_ranking(args: ExplainRankingInput, runtime: Runtime, caller: Caller)
         assert args.query is not None
         if not has_visible_text(args.query):
             raise ToolFailure(
-                "query is empty, or white space and control characters only: describe what you need to know"
+                "query is empty, or white space, control or blank characters only: describe what you need to know"
             )
         top_k = check_bounds(runtime, args.query, args.top_k, args.char_budget)
         request = build_request(

@@ -123,7 +123,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         assert args.query is not None
         if not has_visible_text(args.query):
             raise ToolFailure(
-                "query is empty, or white space and control characters only: say what to forget in words"
+                "query is empty, or white space, control or blank characters only: say what to forget in words"
             )
         floor = runtime.settings.forget_min_relevance
         # As many as one call may take, and one more: whether more match than max_memories lets go. A purge

@@ -133,6 +133,15 @@ def test_the_text_around_a_secret_is_kept_as_it_was():
         "The csrf_token: required for every POST.",
         "ssh -p 2222 deploy@host, docker run -p 8080:80 app, mkdir -p build, mysql -P 3306 -u app -p app_db",
         "The wifi password is case-sensitive and auto-generated.",
+        # A review: tokens that are no credential, values that are code, and "-p" after another command.
+        "tokenizer.pad_token = tokenizer.eos_token; next_token = self.lexer.peek()",
+        '{"pad_token": "<|endoftext|>", "mask_token": "[MASK]"}',
+        'cancel_token = CancellationToken() and csrf_token = request.form["csrf_token"]',
+        "The id_token: optional. The encryption_key_id: alias/app-data",
+        "docker login ghcr.io && docker run -p 8080:80 ghcr.io/acme/api",
+        "podman login quay.io; podman run -d -p 5432:5432 postgres",
+        "The mysql service: docker run -d -p3306:3306 mysql:8",
+        "The password is one-time-use-only for now; it is re-generated-every-night.",
     ],
 )
 def test_ordinary_prose_about_secrets_is_left_alone(prose):

@@ -26,11 +26,15 @@ CASES = [
         {"query": "\u0000\u0001"},
         "`query` holds only control or blank characters: describe what you need",
     ),
-    ("explain_ranking", {"query": "\u0000"}, "query is empty, or white space and control characters only"),
+    (
+        "explain_ranking",
+        {"query": "\u0000"},
+        "query is empty, or white space, control or blank characters only",
+    ),
     (
         "forget",
         {"query": "\u0001\u0002", "dry_run": True},
-        "control characters only: say what to forget in words",
+        "control or blank characters only: say what to forget in words",
     ),
     ("recall", {"query": "x", "top_k": 0}, "`top_k` must be between 1 and 100, but got 0"),
     # Past the input model's hard cap, the bound said is still the one this server enforces.

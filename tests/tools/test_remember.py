@@ -381,7 +381,15 @@ def test_a_batch_is_one_write_with_its_own_near_duplicates_already_superseded(ru
 def test_content_of_control_characters_only_is_refused_and_nul_never_reaches_storage(runtime):
     from pydantic import ValidationError
 
-    for content in ("\x00", "\x00\x01\u200b", "\x1b\x07\t\u2060", " \x7f\x1f\n ", "\u2800", " \u3164\uffa0 "):
+    for content in (
+        "\x00",
+        "\x00\x01\u200b",
+        "\x1b\x07\t\u2060",
+        " \x7f\x1f\n ",
+        "\u2800",
+        " \u3164\uffa0 ",
+        "\ufe0f\u034f",
+    ):
         with pytest.raises(ValidationError, match="only control or blank characters"):
             RememberInput(content=content)
     stored = remember(RememberInput(content="staging\x00 resets on Sunday"), runtime, CALLER)
