@@ -407,6 +407,7 @@ class Settings(BaseSettings):
     )
     lancedb: LanceDBSettings = LanceDBSettings()
     vector: VectorSettings = VectorSettings()
+
     @field_validator("db_uri")
     @classmethod
     def _unquoted(cls, value: str) -> str:

@@ -161,8 +161,11 @@ class Forgetting(Memories, Lineage):
         finishes the purge before anything is served (``finish_pending_purges``). Until then a memory
         already erased reads as purged everywhere (explain_ranking masks what a trace still quotes)."""
         self.settle_supersedes(memory_ids)
+        # The memories' telling words, kept in this process only (the journal never holds text): what tells
+        # the queries that asked for them, before and after the erase.
+        words = {i: telling_words(m.content) for i, m in self.get_memories(memory_ids, scope).items()}
         with self.reporting():
-            self._scrub_reports(scope, list(self.get_memories(memory_ids, scope).values()))
+            self._scrub_reports(scope, words)
         with self.exclusive():
             current = self.get_memories(memory_ids, scope)
             ids = [i for i in memory_ids if i in current]
@@ -178,7 +181,9 @@ class Forgetting(Memories, Lineage):
                 resolution=resolution,
             )
             retrying(lambda: self._meta.add([{"key": journal.key, "value": journal.to_json()}]))
-            self._finish_purge(journal)
+            self._finish_purge(journal, words=words)
+        with self.reporting():  # what a report that read before the purge began wrote while it waited
+            self._scrub_reports(scope, words)
         return ids
 
     def finish_pending_purges(self, *, running: bool = False) -> int:
@@ -208,7 +213,9 @@ class Forgetting(Memories, Lineage):
             PendingPurge.from_json(r["key"], r["value"]) for r in rows if r["key"].startswith(PURGE_JOURNAL)
         ]
 
-    def _finish_purge(self, journal: PendingPurge, *, recovering: bool = False) -> None:
+    def _finish_purge(
+        self, journal: PendingPurge, *, recovering: bool = False, words: dict[str, set[str]] | None = None
+    ) -> None:
         """Every step of a purge after its quotes, each safe to run again (a purge the journal says was
         begun is finished the same way whatever step a crash interrupted). No compaction runs meanwhile
         (maintenance compacts the memories without the write lock, ``Upkeep._optimize_beside_writes``):
@@ -216,11 +223,17 @@ class Forgetting(Memories, Lineage):
         it in a file of its own that the clean-up below would take for an interrupted write's, or delete
         while the compaction still meant to commit it."""
         with self.exclusive(), self._compaction_lock.hold():  # in that order, as every holder of both
-            self._finish_purge_steps(journal, recovering=recovering)
+            self._finish_purge_steps(journal, recovering=recovering, words=words)
 
-    def _finish_purge_steps(self, journal: PendingPurge, *, recovering: bool = False) -> None:
+    def _finish_purge_steps(
+        self, journal: PendingPurge, *, recovering: bool = False, words: dict[str, set[str]] | None = None
+    ) -> None:
+        """``words``: the memories' telling words, read before the purge began (a recovery reads them from
+        the memories' text while it is still there: after the erase, none)."""
         scope, ids, at = journal.scope, list(journal.memory_ids), journal.at
         current = self.get_memories(ids, scope)
+        if words is None:
+            words = {i: telling_words(m.content) for i, m in current.items() if m.content}
         # Finishing a dead process's purge whose erase had committed: a memory active again was restored since
         # (its text remembered again by another process, and acknowledged); that write stands.
         again = set()
@@ -239,7 +252,7 @@ class Forgetting(Memories, Lineage):
         # whatever read it meanwhile (traces).
         self._scrub_quotes(scope, [m for m in current.values() if m.content], journal.quoted_chars)
         # So do the queries that asked for them in their words (the reports' copies went before: ``purge``).
-        self._scrub_queries(self._asked_for(scope, [m for m in current.values() if m.content]))
+        self._scrub_queries(self._asked_for(scope, words))
         # Episode titles first: a scope copy re-reads an episode when one of its memories changes, so
         # the episode must already be as it will stay when the memory's commit lands.
         for record in current.values():
@@ -266,6 +279,7 @@ class Forgetting(Memories, Lineage):
             where = filters.equals("key", journal.key)
             retrying(partial(self._meta.update, where=where, values={"value": journal.to_json()}))
         self._scrub_traces(scope, ids)
+        self._scrub_queries(self._asked_for(scope, words))  # those recorded meanwhile (another process's)
         self._scrub_lineage(scope, ids)
         if journal.events:
             self.add_lineage_once(journal.events)
@@ -299,11 +313,10 @@ class Forgetting(Memories, Lineage):
                 lambda row: {**row, "search_text": changed[row["id"]]},
             )
 
-    def _asked_for(self, scope: Scope, purged: Sequence[MemoryRecord]) -> dict[str, tuple[str, str]]:
-        """The recalls that returned one of ``purged`` and asked for it in its words (one of its telling
-        words, ``telling_words``: "BLUEFINCH" found the memory of codename BLUEFINCH): retrieval id ->
-        (session, query). Read while the memories' text is still there to compare with."""
-        words = {memory.id: telling_words(memory.content) for memory in purged}
+    def _asked_for(self, scope: Scope, words: dict[str, set[str]]) -> dict[str, tuple[str, str]]:
+        """The recalls that returned one of the memories of ``words`` (id -> its telling words,
+        ``telling_words``) and asked for it in those words ("BLUEFINCH" found the memory of codename
+        BLUEFINCH): retrieval id -> (session, query)."""
         if not any(words.values()):
             return {}
         self._logs.flush()
@@ -334,41 +347,66 @@ class Forgetting(Memories, Lineage):
                 lambda row: {**row, "query_text": WITHHELD},
             )
 
-    def _scrub_reports(self, scope: Scope, purged: Sequence[MemoryRecord]) -> None:
-        """Withhold what the reports keep of the memories' words, under the reports' lock (before a purge
-        takes the write lock, in the order every holder of both takes them): the note of every report
-        that named one of them ("the BLUEFINCH codename answered it"), and the queries of the sessions
-        that asked for them in their words (``_asked_for``); then drop the report tables' older versions."""
+    def _scrub_reports(self, scope: Scope, words: dict[str, set[str]]) -> None:
+        """Withhold what the reports keep of the memories' words, under the reports' lock (a purge takes it
+        before the write lock, in the order every holder of both takes them, and again after the erase for
+        a report that read before the purge and wrote while it waited): the note of every report that
+        named one of them ("the BLUEFINCH codename answered it"), and the queries of the sessions that
+        asked for them in their words (``_asked_for``); then drop the report tables' older versions, also
+        when a crashed attempt withheld them already."""
         where = filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
-        gone = {memory.id for memory in purged}
+        gone = set(words)
         naming = [
-            row["session_id"]
+            row
             for row in self._select(self._outcomes, where, ["session_id", "note", "memory_ids"], limit=None)
-            if row["note"] and row["note"] != WITHHELD and gone & set(row["memory_ids"] or ())
+            if row["note"] and gone & set(row["memory_ids"] or ())
         ]
-        asked = self._asked_for(scope, [memory for memory in purged if memory.content])
-        if not naming and not asked:
+        # The sessions that asked for them: a recall's record says so before the erase; a report's credits
+        # say a session was shown them (a report that read the records before they were withheld).
+        asked = {session for session, _ in self._asked_for(scope, words).values()}
+        named = filters.all_of(where, filters.one_of("memory_id", sorted(gone)))
+        asked |= {
+            row["session_id"] for row in self._select(self._feedback, named, ["session_id"], limit=None)
+        }
+        told = set().union(*words.values())
+        sessions = (
+            [
+                row
+                for row in self._select(
+                    self._feedback,
+                    filters.all_of(
+                        where, filters.one_of("session_id", sorted(asked)), filters.equals("memory_id", "")
+                    ),
+                    ["session_id", "queries"],
+                    limit=None,
+                )
+                if asked and any(q != WITHHELD and telling_words(q) & told for q in row["queries"] or ())
+            ]
+            if asked and told
+            else []
+        )
+        if not naming and not sessions:
             return
-        if naming:
+        quoting = [row["session_id"] for row in naming if row["note"] != WITHHELD]
+        if quoting:
             self._rewrite(
                 self._outcomes,
                 ["org_id", "project_id", "session_id"],
-                filters.all_of(where, filters.one_of("session_id", naming)),
+                filters.all_of(where, filters.one_of("session_id", quoting)),
                 lambda row: {**row, "note": WITHHELD},
             )
-        if asked:
-            queries = {query for _, query in asked.values()}
+        if sessions:
             self._rewrite(
                 self._feedback,
                 ["org_id", "project_id", "session_id", "memory_id", "revision"],
                 filters.all_of(
                     where,
-                    filters.one_of("session_id", sorted({session for session, _ in asked.values()})),
+                    filters.one_of("session_id", sorted({row["session_id"] for row in sessions})),
                     filters.equals("memory_id", ""),
                 ),
                 lambda row: {
                     **row,
-                    "queries": [WITHHELD if q in queries else q for q in row["queries"] or []],
+                    "queries": [WITHHELD if telling_words(q) & told else q for q in row["queries"] or []],
                 },
             )
         self._drop_old_versions_of((self._outcomes, self._feedback))

@@ -346,8 +346,28 @@ def telling_words(text: str) -> set[str]:
 
 
 def query_withheld(row: dict[str, Any], *, withheld: str) -> dict[str, Any]:
-    """A retrieval row with its query replaced by ``withheld``, in its trace too."""
+    """A retrieval row with its query replaced by ``withheld``, in its trace too: the query's field, and its
+    telling words wherever the trace's stages wrote them (the gate's reason "has content words: ...", the
+    text embedded without agents' names, a language model's sub-queries, the queries of the reports that
+    moved a candidate), in any case. The candidates' previews are memories' own text, and stay."""
     trace = json.loads(trace_of_row(row))
+    told = telling_words(row["query"])
+    pattern = (
+        re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(told))) + r")\b", re.IGNORECASE)
+        if told
+        else None
+    )
+
+    def cleaned(value: Any) -> Any:
+        if isinstance(value, str):
+            return pattern.sub(withheld, value) if pattern is not None else value
+        if isinstance(value, list):
+            return [cleaned(item) for item in value]
+        if isinstance(value, dict):
+            return {key: item if key == "preview" else cleaned(item) for key, item in value.items()}
+        return value
+
+    trace = cleaned(trace)
     if "query" in trace:
         trace["query"] = withheld
     text = json.dumps(trace)
