@@ -151,8 +151,9 @@ class Forgetting(Memories, Lineage):
         """Erase content, tags and vector of these memories (the rows stay, status purged, for lineage), scrub
         their text from recorded traces, episode titles and the search text of the other members of their
         episodes (which quote up to ``quoted_chars`` of the memory before them), withhold the notes of the
-        reports that named them and the queries that asked for them in their words (the reports' first,
-        under the reports' lock, before the journal: idempotent, and done by then), record ``events`` (its
+        reports that named them and the queries that asked for them in their words (the reports' under the
+        reports' lock, before the journal and again after the erase; a crash between leaves at most a report
+        made meanwhile to a later purge of the same memory, or to none), record ``events`` (its
         lineage) and close its open contradictions with ``resolution``, then drop every older version of
         the tables and rebuild the full-text index, so the text is gone from the store's files.
 
