@@ -320,8 +320,8 @@ def _forgotten_note(forgotten: list[str]) -> str | None:
     return (
         f"{len(forgotten):,} {'memory' if len(forgotten) == 1 else 'memories'} active in the export "
         f"{'is' if len(forgotten) == 1 else 'are'} retracted or purged here ({shown}): kept as "
-        "this store holds them (a forget here stands). To bring one back, remember its text again "
-        "(`memoria show ID` in the exporting store prints it)"
+        "this store holds them (a forget here stands). To bring one back, remember its text again (the "
+        "export's row of that id holds it)"
     )
 
 
