@@ -885,6 +885,18 @@ class WriteService:
         return WriteResult(stored, False, f"{attested}; {added}" if added else attested)
 
     def take_restated(self, stored: MemoryRecord, record: MemoryRecord) -> tuple[MemoryRecord, str | None]:
+        """``_take_restated``, and a word when the statement asked for another kind, which a memory never
+        changes (a new user's trial: a duplicate batch item's kind "artifact" was dropped without a word)."""
+        current, said = self._take_restated(stored, record)
+        if record.kind != current.kind:
+            kept = (
+                f"kept its kind {current.kind} ({record.kind} was asked: a memory keeps the kind it was first "
+                f"stored with; forget it and remember the text again as {record.kind} to change it)"
+            )
+            said = f"{said} and {kept}" if said else kept
+        return current, said
+
+    def _take_restated(self, stored: MemoryRecord, record: MemoryRecord) -> tuple[MemoryRecord, str | None]:
         """An active memory stated again word for word (``record``) keeps what the new statement adds: the
         tags it lacks (a recall filtered by them would otherwise not find it) and, from its own author, a
         protected or immutable tier asked for. Never less: a lower tier or fewer tags leave it as it is, and

@@ -412,6 +412,27 @@ def test_each_item_of_a_batch_says_which_nul_characters_were_removed(runtime):
     ]
 
 
+def test_a_duplicate_that_asks_for_another_kind_says_the_memory_keeps_its_own(runtime):
+    # A new user's trial: a duplicate batch item's kind "artifact" was dropped, its note saying nothing.
+    stored = remember(RememberInput(content="Deploys need two approvals"), runtime, CALLER)
+    out = remember_many(
+        RememberManyInput(
+            items=[{"content": "Deploys need two approvals", "kind": "artifact", "tags": ["ci"]}]
+        ),
+        runtime,
+        CALLER,
+    )
+    [result] = out.results
+    assert (result.status, result.kind) == ("duplicate", "fact")
+    assert result.note == (
+        "an identical memory is stored; added its tags ['ci'] and kept its kind fact (artifact was asked: a "
+        "memory keeps the kind it was first stored with; forget it and remember the text again as artifact "
+        "to change it)"
+    )
+    again = remember(RememberInput(content="Deploys need two approvals", tags=["ci"]), runtime, CALLER)
+    assert again.note is None and runtime.store.get_memory(stored.id).kind == "fact"  # the same kind: no word
+
+
 def test_an_update_refused_because_its_memory_left_meanwhile_leaves_nothing_new_active(runtime, monkeypatch):
     """Another write supersedes the memory between the update's check and its own supersede: the update
     is an error, and the memory written for it is retracted again, with lineage."""
