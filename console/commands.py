@@ -32,7 +32,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from console.terminal import ProgressBar, counts, key_values, printable, table, ticking
-from retrieval.text import clip, counted
+from retrieval.text import clip, counted, listed
 from server.arguments import friendly_validation_message
 from server.config import Settings, default_data_dir, local_store_folder
 from storage.records import Scope
@@ -1207,17 +1207,12 @@ def transfer_readable(result: Any, title: str) -> str:
         [name, counts_of.get("written", 0), counts_of.get("skipped", 0)] for name, counts_of in tables.items()
     ]
     extra = [
-        (key, _listed(value) if isinstance(value, list) else value)
+        (key, listed(value) if isinstance(value, list) else value)
         for key, value in data.items()
         if key not in ("tables",) and not isinstance(value, dict) and value != [] and value is not None
     ]
     parts = [title, table(["table", "written", "skipped"], rows) if rows else "", key_values(extra)]
     return "\n".join(part for part in parts if part)
-
-
-def _listed(values: list[Any], shown: int = 5) -> str:
-    more = f" and {len(values) - shown} more" if len(values) > shown else ""
-    return ", ".join(str(value) for value in values[:shown]) + more
 
 
 def reembed_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -20,7 +20,7 @@ from console.report import (
     FeedbackImpact,
     ReportData,
 )
-from retrieval.text import clip
+from retrieval.text import clip, listed
 from tools.drift import ContradictionView
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7")
@@ -613,11 +613,10 @@ def _health_section(data: ReportData) -> str:
     ]
     parts.append("<h3>Memories in this scope</h3>")
     if health.memories == 0 and health.elsewhere:
-        shown = ", ".join(html.escape(name) for name in health.elsewhere[:10])
-        more = f" and {len(health.elsewhere) - 10} more" if len(health.elsewhere) > 10 else ""
+        shown = listed([html.escape(name) for name in health.elsewhere], 10)
         parts.append(
             _empty(
-                f"This scope holds no memories; these scopes of the store do: {shown}{more}. Run "
+                f"This scope holds no memories; these scopes of the store do: {shown}. Run "
                 "<code>memoria report --org ORG --project PROJECT</code> for one of them."
             )
         )

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from pydantic import BaseModel, Field, ValidationError
 
 from console import transcripts
-from retrieval.text import content_hash, has_visible_text
+from retrieval.text import content_hash, counted, has_visible_text, listed
 from storage.records import Audience, MemoryRecord, Scope, Viewer
 from storage.scope_ids import scope_id_problem
 from tools.common import Caller, Progress, Runtime, ToolFailure, no_progress
@@ -316,10 +316,9 @@ def _forgotten_note(forgotten: list[str]) -> str | None:
     """What an import says of the memories active in the export that this store has forgotten."""
     if not forgotten:
         return None
-    shown = ", ".join(forgotten[:5]) + (f" and {len(forgotten) - 5} more" if len(forgotten) > 5 else "")
     return (
-        f"{len(forgotten):,} {'memory' if len(forgotten) == 1 else 'memories'} active in the export "
-        f"{'is' if len(forgotten) == 1 else 'are'} retracted or purged here ({shown}): kept as "
+        f"{counted(len(forgotten), 'memory')} active in the export {'is' if len(forgotten) == 1 else 'are'} "
+        f"retracted or purged here ({listed(forgotten)}): kept as "
         "this store holds them (a forget here stands). To bring one back, remember its text again (the "
         "export's row of that id holds it)"
     )

@@ -414,6 +414,12 @@ def counted(count: int, singular: str) -> str:
     return f"{count:,} {plural}"
 
 
+def listed(values: Sequence[object], shown: int = 5) -> str:
+    """The first ``shown`` of ``values``, comma-separated, and how many more: "a, b, c and 4 more"."""
+    more = f" and {len(values) - shown} more" if len(values) > shown else ""
+    return ", ".join(str(value) for value in values[:shown]) + more
+
+
 def clip(text: str, width: int) -> str:
     """``text`` on one line of at most ``width`` characters (an ellipsis marks a cut)."""
     line = " ".join(str(text).split())

@@ -283,6 +283,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 def new_store(db_uri: str) -> str | None:
     """What to say of the store ``db_uri`` names before the server makes it (None: nothing): a local folder,
     other than the default one, that does not exist yet, or that holds other files and no store."""
+    from retrieval.text import listed
     from server.config import default_data_dir, local_store_folder
 
     folder = local_store_folder(db_uri)
@@ -296,9 +297,8 @@ def new_store(db_uri: str) -> str | None:
     except OSError:
         return None  # opening the store says what is wrong
     if others and not any(name.endswith(".lance") for name in others):
-        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
         return (
-            f"{where} holds other files ({shown}) and no memoria store: making the store's tables beside them "
+            f"{where} holds other files ({listed(others, 3)}) and no memoria store: making the store's tables beside them "
             "(point MEMORIA_DB_URI at a folder of its own if that was not meant)"
         )
     return None

@@ -321,11 +321,12 @@ class Forgetting(Memories, Lineage):
         if not any(words.values()):
             return {}
         self._logs.flush()
-        where = filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
         quoting = filters.any_of(*(filters.quotes(memory_id) for memory_id in words))
         columns = ["retrieval_id", "session_id", "query", "trace_ids"]
         asked = {}
-        for row in self._select(self._retrievals, filters.all_of(where, quoting), columns, limit=None):
+        for row in self._select(
+            self._retrievals, filters.all_of(_recalled_in(scope), quoting), columns, limit=None
+        ):
             shown = ids_of_key(row["trace_ids"]) if row["trace_ids"] else set(words)
             said = telling_words(row["query"])
             if row["query"] != WITHHELD and any(said & words[i] for i in shown if i in words):
@@ -355,7 +356,7 @@ class Forgetting(Memories, Lineage):
         named one of them ("the BLUEFINCH codename answered it"), and the queries of the sessions that
         asked for them in their words (``_asked_for``); then drop the report tables' older versions, also
         when a crashed attempt withheld them already."""
-        where = filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
+        where = _recalled_in(scope)
         gone = set(words)
         naming = [
             row
@@ -370,41 +371,37 @@ class Forgetting(Memories, Lineage):
             row["session_id"] for row in self._select(self._feedback, named, ["session_id"], limit=None)
         }
         told = set().union(*words.values())
-        sessions = (
-            [
-                row
-                for row in self._select(
-                    self._feedback,
-                    filters.all_of(
-                        where, filters.one_of("session_id", sorted(asked)), filters.equals("memory_id", "")
-                    ),
-                    ["session_id", "queries"],
-                    limit=None,
-                )
-                if asked and any(q != WITHHELD and telling_words(q) & told for q in row["queries"] or ())
-            ]
+
+        def of_sessions(ids: Sequence[str]) -> Expr:  # the session rows (not the credits) of these sessions
+            return filters.all_of(where, filters.one_of("session_id", ids), filters.equals("memory_id", ""))
+
+        rows = (
+            self._select(self._feedback, of_sessions(sorted(asked)), ["session_id", "queries"], limit=None)
             if asked and told
             else []
         )
-        if not naming and not sessions:
+        quoted = sorted(
+            {
+                row["session_id"]
+                for row in rows
+                if any(q != WITHHELD and telling_words(q) & told for q in row["queries"] or ())
+            }
+        )
+        if not naming and not quoted:
             return
-        quoting = [row["session_id"] for row in naming if row["note"] != WITHHELD]
-        if quoting:
+        noting = [row["session_id"] for row in naming if row["note"] != WITHHELD]
+        if noting:
             self._rewrite(
                 self._outcomes,
                 ["org_id", "project_id", "session_id"],
-                filters.all_of(where, filters.one_of("session_id", quoting)),
+                filters.all_of(where, filters.one_of("session_id", noting)),
                 lambda row: {**row, "note": WITHHELD},
             )
-        if sessions:
+        if quoted:
             self._rewrite(
                 self._feedback,
                 ["org_id", "project_id", "session_id", "memory_id", "revision"],
-                filters.all_of(
-                    where,
-                    filters.one_of("session_id", sorted({row["session_id"] for row in sessions})),
-                    filters.equals("memory_id", ""),
-                ),
+                of_sessions(quoted),
                 lambda row: {
                     **row,
                     "queries": [WITHHELD if telling_words(q) & told else q for q in row["queries"] or []],
@@ -420,11 +417,7 @@ class Forgetting(Memories, Lineage):
         gone = set(memory_ids)
         with self._logs_lock.exclusive():
             for memory_id in memory_ids:
-                # An org-visible memory was recalled from any project of its org.
-                where = (
-                    filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
-                )
-                condition = filters.all_of(where, filters.quotes(memory_id))
+                condition = filters.all_of(_recalled_in(scope), filters.quotes(memory_id))
                 self._rewrite(self._retrievals, ["retrieval_id"], condition, partial(_scrubbed, gone=gone))
 
     def _scrub_lineage(self, scope: Scope, memory_ids: Sequence[str]) -> None:
@@ -534,9 +527,13 @@ class Forgetting(Memories, Lineage):
         retrying(
             partial(self._memories.create_index, "search_text", config=FTS(with_position=False), replace=True)
         )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            retrying(partial(self._memories.optimize, cleanup_older_than=timedelta(0)))
+        self._drop_old_versions_of((self._memories,))
+
+
+def _recalled_in(scope: Scope) -> Expr:
+    """The rows of the recalls and reports that may have shown a memory of ``scope``: an org-visible
+    memory (the org's shelf) was recalled from any project of its org."""
+    return filters.equals("org_id", scope.org_id) if scope.is_org_shelf else filters.scope_is(scope)
 
 
 def _scrubbed(row: dict[str, Any], *, gone: set[str]) -> dict[str, Any]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from retrieval.text import counted
+
 if TYPE_CHECKING:
     from tools.forget import ForgetOutput
     from tools.lineage import LineageOutput
@@ -28,11 +30,10 @@ def _event(event: EventView) -> str:
 def forget_text(out: ForgetOutput) -> str:
     verb = {"retract": "retracted", "purge": "purged"}.get(out.mode, out.mode)
     count = len(out.forgotten)
-    plural = "memory" if count == 1 else "memories"
     if out.dry_run:
-        head = f"Dry run: {count} {plural} would be {verb}; nothing was changed."
+        head = f"Dry run: {counted(count, 'memory')} would be {verb}; nothing was changed."
     elif count:
-        head = f"{count} {plural} {verb}."
+        head = f"{counted(count, 'memory')} {verb}."
     else:
         head = f"Nothing was {verb}."
     relevance = {match.id: match.relevance for match in out.matches}
@@ -67,12 +68,10 @@ def lineage_text(out: LineageOutput) -> str:
     lines = [f"Memory {_brief(out.memory)}"]
     if out.current.id != out.memory.id:
         lines.append(f"Stands in its place now: {_brief(out.current)}")
-    if out.replaced_by_chain:
-        lines.append("Replaced by, in order:")
-        lines += [f"- {_brief(step.memory)} [{_event(step.how)}]" for step in out.replaced_by_chain]
-    if out.replaces:
-        lines.append("It replaced:")
-        lines += [f"- {_brief(step.memory)} [{_event(step.how)}]" for step in out.replaces]
+    for title, steps in (("Replaced by, in order:", out.replaced_by_chain), ("It replaced:", out.replaces)):
+        if steps:
+            lines.append(title)
+            lines += [f"- {_brief(step.memory)} [{_event(step.how)}]" for step in steps]
     if out.versions:
         lines.append("Earlier versions, newest first:")
         lines += [f"- {_brief(version)}" for version in out.versions]
