@@ -350,3 +350,35 @@ def text_sessions(lines: Iterable[str]) -> list[Session]:
             )
     close()
     return sessions
+
+
+# ------------------------------------------------------------------ long messages
+
+_SENTENCE_END = re.compile(r"[.!?…][\"')\]]*\s+|\n")
+
+
+def parts_of(text: str, room: int) -> list[str]:
+    """``text`` cut into parts of at most ``room`` characters, for a message longer than a memory may be
+    (``MEMORIA_MAX_CONTENT_CHARS``): at the last paragraph break that leaves a part at least half full,
+    else at a sentence's end, else between words, else (one very long word) at ``room``. A part is one
+    memory, so each should read as a whole where the text allows it."""
+    if room < 1:
+        raise ValueError(f"room must be >= 1, but got {room}")
+    parts: list[str] = []
+    rest = text.strip()
+    while len(rest) > room:
+        head = rest[: room + 1]  # a break right after the part's last character counts
+        floor = room // 2
+        cut = head.rfind("\n\n")
+        if cut < floor:
+            cut = max((m.end() for m in _SENTENCE_END.finditer(head) if m.end() <= room), default=-1)
+        if cut < floor:
+            cut = max((m.start() for m in re.finditer(r"\s", head)), default=-1)
+        if cut < floor:
+            cut = room
+        part, rest = rest[:cut].rstrip(), rest[cut:].lstrip()
+        if part:
+            parts.append(part)
+    if rest:
+        parts.append(rest)
+    return parts

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 ImportFormat = Literal["auto", "memoria", "locomo", "transcript"]
 WRITE_BATCH = 500  # rows (or transcript messages) per write
+PART_LABEL = len("[part 999 of 999] ")  # room a long message's part leaves for its label
 EMBED_BATCH = 64  # texts per embedding call when an import re-embeds
 
 
@@ -150,7 +151,8 @@ def import_file(
     (JSON, JSON Lines or plain text; ``console.transcripts``). ``auto`` tells them apart by content.
 
     A transcript becomes one memory per message ("Speaker: text", agent = the speaker, or ``agent_id``
-    when the file names none) and one episode per session, in ``scope`` (default: the server's). Ids
+    when the file names none) and one episode per session, in ``scope`` (default: the server's); a message
+    longer than a memory may be becomes several, labelled ``[part i of n]`` (``transcripts.parts_of``). Ids
     are content hashes, so importing again stores nothing twice (and does not bring back a memory that
     was forgotten). The new memories are stamped as already examined by consolidation: a bulk import of
     thousands of turns would otherwise make the next writes wait for a consolidation sweep over them
@@ -626,7 +628,7 @@ def _import_sessions(
 ) -> TransferSummary:
     from storage import schema
 
-    records, blank = _records(runtime, path, kind, sessions, scope, agent_id)
+    records, blank, split = _records(runtime, path, kind, sessions, scope, agent_id)
     store = runtime.store
     written = 0
     progress("importing", 0, len(records))
@@ -641,7 +643,16 @@ def _import_sessions(
         progress("importing", start + len(batch), len(records))
     memories = TableCount(written=written, skipped=len(records) - written + blank)
     episodes = list(dict.fromkeys(record.episode_id for record in records if record.episode_id))
-    return TransferSummary(format=kind, tables={schema.MEMORIES: memories}, episodes=episodes, seconds=0.0)
+    note = None
+    if split:
+        note = (
+            f"{split} message{'s' if split > 1 else ''} longer than a memory may be "
+            f"(MEMORIA_MAX_CONTENT_CHARS, {runtime.writer.limits.max_content_chars:,}) stored in parts, each "
+            "labelled [part i of n], in order in its episode"
+        )
+    return TransferSummary(
+        format=kind, tables={schema.MEMORIES: memories}, episodes=episodes, note=note, seconds=0.0
+    )
 
 
 def episode_stem(path: Path) -> str:
@@ -660,15 +671,16 @@ def _records(
     sessions: Sequence[transcripts.Session],
     scope: Scope,
     agent_id: str,
-) -> tuple[list[MemoryRecord], int]:
+) -> tuple[list[MemoryRecord], int, int]:
     """Every message as the record ``remember`` would store, checked before anything is written; and
-    how many messages were blank (not stored)."""
+    how many messages were blank (not stored), and how many were too long for one memory (stored in parts)."""
     now = runtime.clock()
     stem = episode_stem(path)
     undated = sum(1 for s in sessions if s.when is None for m in s.messages if m.when is None)
     undated_at = now - timedelta(seconds=undated)  # undated messages: one second apart, ending now
     records: list[MemoryRecord] = []
-    blank = 0
+    blank = split = 0
+    limit = runtime.writer.limits.max_content_chars
     for session in sessions:
         episode_id = session.name if kind == "locomo" else f"{stem}:{session.name[:60]}"
         for index, message in enumerate(session.messages):
@@ -679,27 +691,36 @@ def _records(
             if message.when is None and session.when is None:
                 undated_at += timedelta(seconds=1)
             speaker = message.speaker
-            try:
-                args = RememberInput(
-                    content=f"{speaker}: {message.text}" if speaker else message.text,
-                    tags=list(message.tags),
-                    agent_id=speaker or agent_id,
-                    session_id=episode_id,
-                    episode_id=episode_id,
-                    occurred_at=when,
-                    org_id=scope.org_id,
-                    project_id=scope.project_id,
-                )
-                record = prepare(runtime, draft_of(args, runtime, Caller(agent_id, episode_id))).record
-            except ValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(str(p) for p in error['loc'])} {error['msg']}" for error in exc.errors()
-                )
-                raise _fail(path, message.where, problems, "fix the message") from None
-            except ToolFailure as exc:
-                raise _fail(path, message.where, str(exc), "fix the message") from None
-            records.append(replace(record, consolidated_at=now))
-    return _in_stored_episodes(runtime, records, scope), blank
+            said = f"{speaker}: " if speaker else ""
+            # A message longer than a memory may be goes in parts, in order, a millisecond apart (room is
+            # left for the part's label and for redaction, which may lengthen a secret it replaces).
+            texts = [message.text]
+            if len(said) + len(message.text) > limit:
+                texts = transcripts.parts_of(message.text, max(1, (limit - len(said) - PART_LABEL) * 9 // 10))
+                texts = [f"[part {n} of {len(texts)}] {text}" for n, text in enumerate(texts, start=1)]
+                split += 1
+            for part, text in enumerate(texts):
+                try:
+                    args = RememberInput(
+                        content=said + text,
+                        tags=list(message.tags),
+                        agent_id=speaker or agent_id,
+                        session_id=episode_id,
+                        episode_id=episode_id,
+                        occurred_at=when + timedelta(milliseconds=part),
+                        org_id=scope.org_id,
+                        project_id=scope.project_id,
+                    )
+                    record = prepare(runtime, draft_of(args, runtime, Caller(agent_id, episode_id))).record
+                except ValidationError as exc:
+                    problems = "; ".join(
+                        f"{'.'.join(str(p) for p in error['loc'])} {error['msg']}" for error in exc.errors()
+                    )
+                    raise _fail(path, message.where, problems, "fix the message") from None
+                except ToolFailure as exc:
+                    raise _fail(path, message.where, str(exc), "fix the message") from None
+                records.append(replace(record, consolidated_at=now))
+    return _in_stored_episodes(runtime, records, scope), blank, split
 
 
 def _in_stored_episodes(runtime: Runtime, records: list[MemoryRecord], scope: Scope) -> list[MemoryRecord]:

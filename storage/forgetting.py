@@ -24,7 +24,16 @@ from storage.lineage import Lineage
 from storage.locking import retrying
 from storage.memories import Memories
 from storage.records import LineageEvent, MemoryRecord, Scope
-from storage.rows import ids_of_key, query_withheld, quoted_by, telling_words, trace_of_row, with_trace
+from storage.rows import (
+    asking_in,
+    ids_of_key,
+    query_withheld,
+    quoted_by,
+    session_queries_withheld,
+    telling_words,
+    trace_of_row,
+    with_trace,
+)
 from storage.scan import scan, scan_rows
 from storage.tables import local_folder, masked
 
@@ -375,18 +384,13 @@ class Forgetting(Memories, Lineage):
         def of_sessions(ids: Sequence[str]) -> Expr:  # the session rows (not the credits) of these sessions
             return filters.all_of(where, filters.one_of("session_id", ids), filters.equals("memory_id", ""))
 
+        columns = ["session_id", "queries", "query_vectors"]
         rows = (
-            self._select(self._feedback, of_sessions(sorted(asked)), ["session_id", "queries"], limit=None)
+            self._select(self._feedback, of_sessions(sorted(asked)), columns, limit=None)
             if asked and told
             else []
         )
-        quoted = sorted(
-            {
-                row["session_id"]
-                for row in rows
-                if any(q != WITHHELD and telling_words(q) & told for q in row["queries"] or ())
-            }
-        )
+        quoted = sorted({row["session_id"] for row in rows if asking_in(row, told, withheld=WITHHELD)})
         if not naming and not quoted:
             return
         noting = [row["session_id"] for row in naming if row["note"] != WITHHELD]
@@ -402,10 +406,7 @@ class Forgetting(Memories, Lineage):
                 self._feedback,
                 ["org_id", "project_id", "session_id", "memory_id", "revision"],
                 of_sessions(quoted),
-                lambda row: {
-                    **row,
-                    "queries": [WITHHELD if telling_words(q) & told else q for q in row["queries"] or []],
-                },
+                partial(session_queries_withheld, told=told, withheld=WITHHELD),
             )
         self._drop_old_versions_of((self._outcomes, self._feedback))
 

@@ -373,3 +373,29 @@ def query_withheld(row: dict[str, Any], *, withheld: str) -> dict[str, Any]:
     text = json.dumps(trace)
     quoted = ids_of_key(row["trace_ids"]) if row["trace_ids"] else quoted_by(text)
     return with_trace({**row, "query": withheld}, text, quoted)
+
+
+def asking_in(row: dict[str, Any], told: set[str], *, withheld: str) -> bool:
+    """Whether a session row keeps a query in the purged memories' words, or the vector of one withheld."""
+    vectors = row["query_vectors"] or []
+    return any(
+        any(vectors[index])
+        if query == withheld and index < len(vectors)
+        else bool(telling_words(query) & told)
+        for index, query in enumerate(row["queries"] or ())
+    )
+
+
+def session_queries_withheld(row: dict[str, Any], *, told: set[str], withheld: str) -> dict[str, Any]:
+    """A session row with its queries in the purged memories' words withheld, and their vectors zeroed: an
+    embedding can be read back into its words (the offline backend's hashes its words outright). A credit
+    under a withheld query then counts for no query (cosine 0), as a question no one can ask again."""
+    queries = [
+        withheld if query == withheld or telling_words(query) & told else query
+        for query in row["queries"] or []
+    ]
+    vectors = [
+        [0.0] * len(vector) if index < len(queries) and queries[index] == withheld else vector
+        for index, vector in enumerate(row["query_vectors"] or [])
+    ]
+    return {**row, "queries": queries, "query_vectors": vectors or row["query_vectors"]}

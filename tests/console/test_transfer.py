@@ -441,6 +441,50 @@ def test_a_jsonl_chat_becomes_one_memory_per_message_in_one_episode_per_session(
     assert table_counts(import_file(runtime, path, scope=scope)) == {schema.MEMORIES: (0, 4)}
 
 
+def test_a_message_longer_than_a_memory_may_be_is_stored_in_labelled_parts_in_order(tmp_path):
+    """A trial (stop 73): one message over MEMORIA_MAX_CONTENT_CHARS refused the whole transcript."""
+    runtime = make_runtime(settings_for(tmp_path / "a", max_content_chars=200))
+    try:
+        long = " ".join(
+            f"Step {n} of the runbook restarts worker {n} and checks its queue." for n in range(1, 9)
+        )
+        text = f"--- 2024-03-01 09:00\nAlice: The deploy runbook follows.\nBob: {long}\nAlice: Thanks.\n"
+        path = write(tmp_path / "chat.txt", text)
+        summary = import_file(runtime, path)
+        # "Bob: " and the label leave (200 - 5 - 18) x 0.9 = 159 characters a part: each part ends at the last
+        # sentence that fits (a sentence is 64 characters and a space; two fit, three do not): 4 parts.
+        assert table_counts(summary) == {schema.MEMORIES: (6, 0)}
+        assert summary.note is not None and summary.note.startswith("1 message longer than a memory may be")
+        sentences = [
+            f"Step {n} of the runbook restarts worker {n} and checks its queue." for n in range(1, 9)
+        ]
+        contents = [
+            f"Bob: [part {n} of 4] {sentences[2 * n - 2]} {sentences[2 * n - 1]}" for n in range(1, 5)
+        ]
+        found = runtime.store.get_memories([expected_id(content) for content in contents], SCOPE)
+        parts = sorted(found.values(), key=lambda memory: memory.created_at)
+        assert [memory.content for memory in parts] == contents  # in order, a millisecond apart
+        assert [memory.created_at for memory in parts] == [
+            datetime(2024, 3, 1, 9, 0, 1, 1000 * n, tzinfo=UTC) for n in range(4)
+        ]
+        assert {memory.episode_id for memory in parts} == {f"{episode_stem(path)}:1"}
+    finally:
+        runtime.close()
+
+
+def test_parts_of_cuts_at_paragraphs_then_sentences_then_words():
+    from console.transcripts import parts_of
+
+    # A paragraph break that leaves the part at least half full comes first, even with a sentence end later.
+    assert parts_of("aaaa bbbb.\n\ncc dd. ee ff", 16) == ["aaaa bbbb.", "cc dd. ee ff"]
+    # None: the last sentence end that fits ("One two. " ends at 9, room 12, half 6).
+    assert parts_of("One two. Three four five", 12) == ["One two.", "Three four", "five"]
+    # No sentence end past half: between words; one word longer than the room is cut at it.
+    assert parts_of("alpha beta gamma", 11) == ["alpha beta", "gamma"]
+    assert parts_of("abcdefghij", 4) == ["abcd", "efgh", "ij"]
+    assert parts_of("short", 10) == ["short"]
+
+
 def test_a_plain_text_transcript_splits_sessions_at_blank_lines_and_separators(stores, tmp_path):
     runtime = stores("a")
     text = (

@@ -335,6 +335,14 @@ def test_a_purge_withholds_the_queries_that_asked_for_its_words_and_the_notes_of
         ]
         assert not any("zqbluefinch" in text.lower() for text in texts)
         assert any("When does the staging database reset?" in text for text in texts)  # the other query stays
+        # Its vector too: an embedding can be read back into its words (the offline backend's hashes them).
+        [session] = [
+            row
+            for row in tables["feedback_credits"].to_arrow().to_pylist()
+            if row["memory_id"] == "" and row["queries"]
+        ]
+        vectors = dict(zip(session["queries"], session["query_vectors"], strict=True))
+        assert not any(vectors[WITHHELD]) and any(vectors["When does the staging database reset?"])
     finally:
         runtime.close()
     assert files_holding(Path(settings.db_uri), b"ZQBLUEFINCH") == []
