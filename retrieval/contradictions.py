@@ -9,11 +9,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from retrieval.text import (
     SWAP_MAX_WORDS,
     clause_tokens,
     content_terms,
+    keyed_by_text,
     light_stem,
     negated,
     negating_word,
@@ -73,7 +75,8 @@ class Contradiction:
     @property
     def detail(self) -> str:
         """What the pair says, as lineage and the contradictions table record it."""
-        return f"{self.older_term!r} then {self.newer_term!r} (subject overlap {self.subject_similarity:.2f})"
+        older, newer = shown_value(self.older_term), shown_value(self.newer_term)
+        return f"{older!r} then {newer!r} (subject overlap {self.subject_similarity:.2f})"
 
 
 def detect_contradictions(
@@ -238,6 +241,29 @@ _CALENDAR_WORD = re.compile(rf"{_CALENDAR}\Z", re.IGNORECASE)
 # A value as written: a word with a digit in it, or a day or month by name. A word is only read from its
 # start (the look-behind), so a long word without a digit is scanned once, not once from each of its letters.
 _VALUE = rf"(?:(?<![^\s,;!?()])[^\s,;!?()]*?\d[^\s,;!?()]*|\b{_CALENDAR}\b)"
+# A value joined by hyphens, dots or slashes ("us-east-1", "3.11-slim", "10.0.0.2", "2024-03-01") is one
+# value: content words would split it ("us" a stop word, "east" and "1" left), so that "eu-west-1" would
+# differ from "us-east-1" only in its words, never in its value. Its joints become letters the words keep.
+_COMPOUND = re.compile(r"(?<!\w)\w++(?:[-./]\w++)+")  # possessive: linear on long runs
+_JOINTS = str.maketrans({"-": "\u01c0", ".": "\u01c1", "/": "\u01c2"})
+_UNJOINTS = str.maketrans({"\u01c0": "-", "\u01c1": ".", "\u01c2": "/"})
+
+
+def _squashed(text: str) -> str:
+    """``text`` with each value joined by hyphens, dots or slashes made one word (``_COMPOUND``)."""
+    return _COMPOUND.sub(
+        lambda found: (
+            found.group(0).translate(_JOINTS) if any(c.isdigit() for c in found.group(0)) else found.group(0)
+        ),
+        text,
+    )
+
+
+def shown_value(term: str) -> str:
+    """A value term as written ("us-east-1"), its joints restored."""
+    return term.translate(_UNJOINTS)
+
+
 # Words that add to what was said rather than replace it ("now also listens on 9443").
 _ADDING = re.compile(r"\b(?:also|too|as\s+well|additionally|another|besides)\b", re.IGNORECASE)
 # The verbs that say a value changed ("from" one value "to" another may follow them).
@@ -264,7 +290,9 @@ def says_value_changed(text: str, new_values: Iterable[str]) -> bool:
     then "to" and the value right after it. Such a value change revises the older value, as "switched
     from" does; any other reading of two values is left to a language model."""
     wanted = set(new_values)
-    return any(wanted & set(content_terms(found.group("value"))) for found in _CHANGED_TO.finditer(text))
+    return any(
+        wanted & set(content_terms(found.group("value"))) for found in _CHANGED_TO.finditer(_squashed(text))
+    )
 
 
 # A value the newer memory names as given up ("9090, not 8080", "9090 (not 8080)", "now 3.12 instead of
@@ -359,6 +387,9 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     adds ("also", "as well"). A pair is a candidate revision: the write path supersedes with it only when
     the newer memory says it is a change, by the same author, and never a protected memory (an explicit
     revision in words is needed there)."""
+
+    memory = replace(memory, content=_squashed(memory.content))
+    others = [replace(other, content=_squashed(other.content)) for other in others]
 
     # What the memory states, without the values it names as given up and a "Correction:" label: those
     # say that something changed (and what it was), not what is so now.
@@ -490,3 +521,67 @@ def late_value_changes(
         if other.id not in said and other.created_at > memory.created_at:
             found += value_changes(other, [memory])
     return found
+
+
+# A value said again after it was corrected: what it is about need only half match (the correction says
+# which value was given up for which, so a paraphrase of it is enough).
+RESTATED_OVERLAP = 0.5
+
+
+@keyed_by_text
+@lru_cache(maxsize=32_768)
+def _values_and_subject(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The values a text says, and what it says them of; remembered, as a write's neighbours are mostly the
+    neighbours of the writes before it."""
+    text = _squashed(text)
+    terms = frozenset(content_terms(text))
+    values = frozenset(term for term in terms if is_value(term))
+    return values, terms - values - _change_stems(text)
+
+
+def says_values(memory: ContradictionInput) -> bool:
+    return bool(_values_and_subject(memory.content)[0])
+
+
+def may_restate_a_correction(memory: ContradictionInput, current: ContradictionInput) -> bool:
+    """The cheap look before ``restated_correction`` reads what ``current`` replaced: each says a value the
+    other does not, of one kind, about the same thing (``RESTATED_OVERLAP`` of what they are about)."""
+    values, subject = _values_and_subject(memory.content)
+    current_values, current_subject = _values_and_subject(current.content)
+    return bool(
+        values - current_values
+        and current_values - values
+        and _kinds(values - current_values) == _kinds(current_values - values)
+        and subject
+        and len(subject & current_subject) / len(subject | current_subject) >= RESTATED_OVERLAP
+    )
+
+
+def restated_correction(
+    memory: ContradictionInput, current: ContradictionInput, replaced: Sequence[ContradictionInput]
+) -> Contradiction | None:
+    """``memory`` says again a value that ``current`` replaced: one of ``replaced`` (the memories ``current``
+    superseded) held it, ``current`` holds another in its place, and ``memory`` says nothing of ``current``'s
+    value. "Our API uses port 8080" after "port 8080" was corrected to "port 9090", by any agent, in any
+    words: the two stay, ``memory`` disputed by ``current`` (its ``older_id``, though written later: it
+    says what the correction replaced; neither is superseded, since a paraphrase is not a revision). None when no replaced memory held one of its values about the same
+    thing (half of what each is about: ``RESTATED_OVERLAP``), or when it negates where they do not."""
+    values, subject = _values_and_subject(memory.content)
+    current_values, current_subject = _values_and_subject(current.content)
+    if not subject or negated(memory.content) != negated(current.content):
+        return None
+    for gone in replaced:
+        gone_values, gone_subject = _values_and_subject(gone.content)
+        revived = (values & gone_values) - current_values
+        instead = current_values - gone_values  # what the correction put in its place
+        if not revived or not instead or instead & values or negated(gone.content) != negated(memory.content):
+            continue
+        overlap = max(
+            len(subject & gone_subject) / len(subject | gone_subject),
+            len(subject & current_subject) / len(subject | current_subject),
+        )
+        if overlap >= RESTATED_OVERLAP:
+            return Contradiction(
+                memory.id, current.id, " ".join(sorted(revived)), " ".join(sorted(instead)), round(overlap, 6)
+            )
+    return None

@@ -39,6 +39,7 @@ class ScopeCopy:
     audience_code: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     audiences: dict[Audience, int] = field(default_factory=dict)
     episodes: dict[str, set[str]] = field(default_factory=dict)  # episode id -> member ids (any status)
+    replaced: dict[str, set[str]] = field(default_factory=dict)  # memory id -> ids of those it replaced
     lexical: LexicalIndex | None = None  # BM25 over the search text, when the cache has an analyzer
     # The scope's episode records. An episode is created, or re-titled, only in the commit before one of
     # its memories is written or purged, so a memory of an unknown episode, or an episode-kind memory,
@@ -85,6 +86,10 @@ class ScopeCopy:
         previous = self.records.get(record.id)
         if previous is not None and previous.episode_id and previous.episode_id != record.episode_id:
             self.episodes.get(previous.episode_id, set()).discard(record.id)
+        if previous is not None and previous.replaced_by and previous.replaced_by != record.replaced_by:
+            self.replaced.get(previous.replaced_by, set()).discard(record.id)
+        if record.replaced_by:
+            self.replaced.setdefault(record.replaced_by, set()).add(record.id)
         if record.episode_id:
             self.episodes.setdefault(record.episode_id, set()).add(record.id)
             if record.kind == "episode" or record.episode_id not in self.episode_records:

@@ -213,6 +213,24 @@ class MemorySearch(StoreTables):
         query = query.where(self._active_in(scope, where), prefilter=True)
         return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()
 
+    def replaced_memories(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
+        """For each of ``memory_ids`` that replaced others, the memories of ``scope`` it replaced (their
+        ``replaced_by`` is it), any status: from the scope's copy, else a scan (no index covers the column)."""
+        if not memory_ids:
+            return {}
+        with self._cache.reading(scope) as copy:
+            if copy is not None:
+                return {
+                    memory_id: [copy.records[other] for other in sorted(copy.replaced[memory_id])]
+                    for memory_id in memory_ids
+                    if copy.replaced.get(memory_id)
+                }
+        condition = filters.all_of(filters.scope_is(scope), filters.one_of("replaced_by", list(memory_ids)))
+        found: dict[str, list[MemoryRecord]] = {}
+        for row in self._select(self._memories, condition, MEMORY_COLUMNS, limit=None):
+            found.setdefault(row["replaced_by"], []).append(memory_from_row(row))
+        return found
+
     def holds_memories_in(self, reach: Reach, window: TimeWindow | None) -> bool:
         """Whether some active memory of ``reach`` (that its viewer may see) is of ``window``'s time (None:
         of any time)."""

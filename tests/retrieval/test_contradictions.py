@@ -6,7 +6,10 @@ from retrieval.contradictions import (
     detect_contradictions,
     is_value,
     late_value_changes,
+    may_restate_a_correction,
+    restated_correction,
     says_value_changed,
+    shown_value,
     value_changes,
 )
 
@@ -136,10 +139,16 @@ def test_a_value_named_as_given_up_says_in_words_that_it_changed():
         # {api, listen, port} on both sides once "not 8080" and the label are set aside: Jaccard 3 / 3.
         assert (change.older_term, change.newer_term, change.subject_similarity) == ("8080", "9090", 1.0)
         assert change.named_in_words
-    # A dotted value is given up whole: of 3.11 the 11 is what changed (terms split at the dot).
+    # A dotted value is given up whole, and is one value: 3.11 then 3.12 (not "11" then "12").
     python = memory("py", "We use Python 3.11 for the CI image", 0)
     [dotted] = value_changes(memory("py2", "We use Python 3.12 for the CI image, not 3.11", 5), [python])
-    assert (dotted.older_term, dotted.newer_term, dotted.named_in_words) == ("11", "12", True)
+    assert (shown_value(dotted.older_term), shown_value(dotted.newer_term), dotted.named_in_words) == (
+        "3.11",
+        "3.12",
+        True,
+    )
+    assert dotted.detail == "'3.11' then '3.12' (subject overlap 1.00)"
+
     # A label alone is no word of change: another build, not a new value of this one (a review's case).
     build = memory("b1", "Build 1234 failed on the linter", 0)
     assert value_changes(memory("b2", "Update: build 1235 failed on the linter", 5), [build]) == []
@@ -333,3 +342,65 @@ def test_long_words_and_long_runs_of_spaces_are_read_in_linear_time():
         started = time.perf_counter()
         value_changes(memory("new", text, 5), [old])
         assert time.perf_counter() - started < 1.0  # seconds, where a quadratic scan took minutes
+
+
+def test_a_value_said_again_after_its_correction_is_disputed_by_the_correction():
+    """A trial: another agent's "Our API server uses port 8080", after 8080 was corrected to 9090, stood
+    beside the correction undisputed (no word of change, so no value change; subjects 0.6 alike)."""
+    replaced = memory("m1", "The API server listens on port 8080", 0)
+    current = memory("m2", "The API server listens on port 9090", 1)
+    again = memory("m3", "Our API server uses port 8080", 2)
+    assert may_restate_a_correction(again, current)
+    found = restated_correction(again, current, [replaced])
+    # Subjects {api, server, use, port} and {api, server, listen, port}: 3 of 5 words, 0.6 >= 0.5.
+    assert found is not None
+    assert (found.older_id, found.newer_id, found.older_term, found.newer_term) == (
+        "m3",
+        "m2",
+        "8080",
+        "9090",
+    )
+    assert found.subject_similarity == 0.6 and not found.named_in_words
+
+
+def test_a_value_no_correction_replaced_or_said_with_the_new_one_is_no_restated_correction():
+    current = memory("m2", "The API server listens on port 9090", 1)
+    # Nothing the current memory replaced held 8080: two builds, two values, no dispute.
+    assert restated_correction(memory("m3", "Our API server uses port 8080", 2), current, []) is None
+    other = memory("m1", "The API server listens on port 7070", 0)
+    assert restated_correction(memory("m3", "Our API server uses port 8080", 2), current, [other]) is None
+    # It names the correction's value too ("9090, not 8080"): it says what the correction says.
+    replaced = memory("m1", "The API server listens on port 8080", 0)
+    assert restated_correction(memory("m3", "API port 9090 replaced 8080", 2), current, [replaced]) is None
+    # About something else: {dashboard, port} shares 1 of 5 words with either.
+    assert restated_correction(memory("m3", "The dashboard port is 8080", 2), current, [replaced]) is None
+    # It negates where they do not.
+    assert (
+        restated_correction(memory("m3", "The API server never uses port 8080", 2), current, [replaced])
+        is None
+    )
+
+
+def test_the_look_before_reading_what_a_memory_replaced_needs_another_value_of_one_kind():
+    current = memory("m2", "The standup is at 9:30", 1)
+    assert may_restate_a_correction(memory("m3", "Our standup starts at 10:00", 2), current)
+    assert not may_restate_a_correction(memory("m3", "The standup is on Monday", 2), current)  # a day, a time
+    assert not may_restate_a_correction(memory("m3", "Our standup starts at 9:30", 2), current)  # same value
+    assert not may_restate_a_correction(memory("m3", "The deploy took 10 minutes", 2), current)  # no subject
+
+
+def test_a_value_joined_by_hyphens_dots_or_slashes_is_one_value():
+    """A trial: "Our primary AWS region is now eu-west-1" after "...is us-east-1" was kept as another fact
+    ("us" a stop word, the rest split at the hyphens: {east, 1} against {eu, west, 1}, no value of its own)."""
+    region = memory("r1", "Our primary AWS region is us-east-1", 0)
+    [moved] = value_changes(memory("r2", "Our primary AWS region is now eu-west-1", 5), [region])
+    # {primary, aws, region} on both sides once the values and "now" are set aside: Jaccard 3 / 3.
+    assert (shown_value(moved.older_term), shown_value(moved.newer_term)) == ("us-east-1", "eu-west-1")
+    assert moved.subject_similarity == 1.0 and not moved.named_in_words
+    backup = memory("b1", "Our backup AWS region is us-west-2", 0)
+    [named] = value_changes(memory("b2", "Our backup AWS region is eu-central-1, not us-west-2", 5), [backup])
+    assert named.named_in_words and named.detail == "'us-west-2' then 'eu-central-1' (subject overlap 1.00)"
+    # A decimal is one value too: "1.5" then "15" is a change (its digits alone would read the same).
+    assert value_changes(
+        memory("t2", "The timeout is now 15 seconds", 5), [memory("t1", "The timeout is 1.5 seconds", 0)]
+    )

@@ -253,6 +253,42 @@ def test_a_value_lowered_for_a_reason_revises_and_one_changed_from_a_longer_memo
     assert "DISPUTED by newer " + moved.id in found.context
 
 
+@pytest.mark.parametrize("agent", ["claude-code", "cursor"], ids=["same agent", "another agent"])
+def test_a_corrected_value_said_again_in_other_words_is_disputed_by_the_correction(runtime, agent):
+    """A trial (stop 73): after 8080 was corrected to 9090, "Our API server uses port 8080" (other words, no
+    word of change) stood beside the correction undisputed, and a recall could read either first."""
+    port = remember(RememberInput(content="The API server listens on port 8080"), runtime, caller()).id
+    fixed = remember(
+        RememberInput(content="The API server listens on port 9090", replaces=port), runtime, caller()
+    ).id
+    again = remember(RememberInput(content="Our API server uses port 8080"), runtime, caller("ses_2", agent))
+    assert again.consolidation.contradicts == [fixed] and again.consolidation.revised == []
+    assert status(runtime, fixed) == "active" and status(runtime, again.id) == "active"
+    found = recall(RecallInput(query="which port does the API server listen on"), runtime, caller())
+    shown = [m.id for m in found.memories]
+    assert shown.index(fixed) < shown.index(again.id)  # the correction is read first
+    assert {m.id: m.contradicted_by for m in found.memories}[again.id] == [fixed]
+    assert f"DISPUTED by newer {fixed}" in found.context
+    # A value the correction never replaced is no dispute (two agents' ports of two services may differ).
+    other = remember(RememberInput(content="Our API server uses port 7070"), runtime, caller("ses_3", agent))
+    assert other.consolidation.contradicts == []
+
+
+def test_another_agents_value_said_to_have_changed_disputes_the_older_one_without_replacing_it(runtime):
+    """A trial: another agent's "now uses Node 20" (and a hyphenated region "now eu-west-1") left the older
+    value unmarked, and recall read either first; one agent's word does not overwrite another's."""
+    for older_text, newer_text in [
+        ("The checkout service uses Node 18", "The checkout service now uses Node 20"),
+        ("Our primary AWS region is us-east-1", "Our primary AWS region is now eu-west-1"),
+    ]:
+        older = remember(RememberInput(content=older_text), runtime, caller()).id
+        newer = remember(RememberInput(content=newer_text), runtime, caller("ses_2", agent="cursor"))
+        assert newer.consolidation.contradicts == [older] and newer.consolidation.revised == []
+        assert status(runtime, older) == "active"
+        found = recall(RecallInput(query=older_text), runtime, caller())
+        assert f"DISPUTED by newer {newer.id}" in found.context
+
+
 def test_another_agents_correction_naming_the_old_value_disputes_it_and_a_plain_value_does_not(runtime):
     port = remember(RememberInput(content="The API server listens on port 8080."), runtime, caller()).id
     plain = remember(

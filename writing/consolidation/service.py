@@ -23,7 +23,10 @@ from retrieval.contradictions import (
     ContradictionInput,
     detect_contradictions,
     late_value_changes,
+    may_restate_a_correction,
+    restated_correction,
     says_value_changed,
+    says_values,
     value_changes,
 )
 from retrieval.models.embedders.base import Embedder
@@ -77,6 +80,8 @@ class ConsolidationStore(CandidateSource, Protocol):
     candidate searches, plus reads and status changes."""
 
     def get_memories(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, MemoryRecord]: ...
+
+    def replaced_memories(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[MemoryRecord]]: ...
 
     def memory_vectors(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, np.ndarray]: ...
 
@@ -326,13 +331,13 @@ class ConsolidationService:
                 continue
             older = by_id[change.older_id]
             if not self._same_source(memory, older):
-                # One agent's new value does not overwrite what another agent said; one that says in words
-                # that it replaces it ("9090, not 8080") disputes it.
-                if change.named_in_words:
-                    detail = f"{change.detail}, said by another agent"
-                    self._record_contradiction(older, memory, "value", detail, change.subject_similarity)
-                    report.contradicts.append(older.id)
-                    report.resolver = report.resolver or KEPT_OPEN
+                # One agent's new value does not overwrite what another agent said, but one that says it
+                # changed ("now uses Node 20", "9090, not 8080") disputes it: left unmarked, a recall read
+                # either first (a new user's trial).
+                detail = f"{change.detail}, said by another agent"
+                self._record_contradiction(older, memory, "value", detail, change.subject_similarity)
+                report.contradicts.append(older.id)
+                report.resolver = report.resolver or KEPT_OPEN
                 continue
             # Two values of one thing are a change only when the newer memory says so (or the language
             # model reads one): "build 1235 failed" does not revise "build 1234 failed". A protected
@@ -381,6 +386,37 @@ class ConsolidationService:
             self._record_contradiction(memory, disputer, "value", detail, late.subject_similarity)
             report.contradicts.append(disputer.id)
             report.resolver = report.resolver or KEPT_OPEN
+        self._restated_corrections(memory, pool, by_id, report)
+
+    def _restated_corrections(
+        self,
+        memory: MemoryRecord,
+        pool: list[ContradictionInput],
+        by_id: dict[str, MemoryRecord],
+        report: ConsolidationReport,
+    ) -> None:
+        """A value said again after a neighbour corrected it ("port 8080" once "port 8080" was replaced by
+        "port 9090"), by any agent and in any words, is disputed by the correction: without it, a second
+        agent's paraphrase of the stale value stood beside the correction, undisputed. It is the one disputed,
+        as history remembered late is: recall puts the correction first (a new user's trial).
+        What the neighbours replaced is read (from the scope's copy) only for those that say another value of
+        the same kind about the same thing."""
+        said = pool[-1]
+        if not says_values(said):
+            return
+        done = {*report.revised, *report.contradicts}
+        looked = [c for c in pool[:-1] if c.id not in done and may_restate_a_correction(said, c)]
+        replaced = self._store.replaced_memories(memory.scope, [c.id for c in looked]) if looked else {}
+        for current in looked:
+            gone = [ContradictionInput(m.id, m.content, m.created_at) for m in replaced.get(current.id, ())]
+            found = restated_correction(said, current, gone) if gone else None
+            if found is not None:
+                detail = f"{found.detail}, said again after {current.id} replaced it"
+                self._record_contradiction(
+                    memory, by_id[current.id], "value", detail, found.subject_similarity
+                )
+                report.contradicts.append(current.id)
+                report.resolver = report.resolver or KEPT_OPEN
 
     def _revise_or_dispute(
         self,
