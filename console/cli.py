@@ -92,7 +92,9 @@ def add_people_commands(commands: Any) -> None:
     edit.add_argument("--tag", action="append", help="a tag (repeat for more; default: the memory's tags)")
     edit.add_argument("--tier", choices=["standard", "protected", "ephemeral"], help="default: the memory's")
     edit.add_argument(
-        "--occurred-at", metavar="ISO8601", help="when the corrected fact was learned (default now)"
+        "--occurred-at",
+        metavar="ISO8601",
+        help="when it happened or was learned (default: the memory's date)",
     )
     edit.add_argument("--agent", metavar="NAME", help="who corrects it (default cli)")
     edit.add_argument("--session", metavar="ID", help="the working session (default a new one)")

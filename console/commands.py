@@ -316,8 +316,9 @@ def remember_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def edit_command(args: argparse.Namespace, settings: Settings) -> int:
-    """An explicit update: the new text supersedes the memory (kept for audit), with its kind, tags, tier
-    and episode unless given."""
+    """An explicit update: the new text supersedes the memory (kept for audit), with its kind, tags, tier,
+    episode and date unless given (a correction of what happened last week still happened then: a trial's
+    edited incident left its week for today)."""
     values = {
         "replaces": args.memory_id,
         "kind": args.kind,
@@ -334,6 +335,11 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
 
     content = sys.stdin.read() if args.content == "-" else args.content
     with opened(settings) as runtime:
+        if values.get("replaces") and values.get("occurred_at") is None:
+            values = {
+                **values,
+                "occurred_at": date_of(runtime, values["replaces"], scope_arg(args, settings)),
+            }
         result = call(
             remember.handle,
             remember.RememberInput,
@@ -343,6 +349,13 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
             command,
         )
     return emit(args, result, remembered(result))
+
+
+def date_of(runtime: Runtime, memory_id: str, scope: Scope) -> str | None:
+    """When the memory happened or was learned (its ``occurred_at``), for a correction to keep; None when
+    it is not there (the update then says why)."""
+    found = runtime.store.get_memory(memory_id, scope)
+    return found.created_at.isoformat() if found is not None else None
 
 
 def recall_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -986,7 +999,8 @@ def show_command(args: argparse.Namespace, settings: Settings) -> int:
             ("tags", ", ".join(result.tags) or None),
             ("weight", result.weight),
             ("embedder", result.embedder),
-            ("current", lineage.current.id if lineage.current.id != result.id else None),
+            # Where nothing active stands in its place (its correction forgotten since), the note says so.
+            ("current", None if lineage.current.id == result.id else lineage.note or lineage.current.id),
         ]
     )
     parts = [facts, "", result.content or "(content purged)"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from retrieval.text import counted
+from retrieval.text import counted, listed
 
 if TYPE_CHECKING:
     from tools.forget import ForgetOutput
@@ -60,6 +60,13 @@ def outcome_text(out: ReportOutcomeOutput) -> str:
     if len(moved) < len(out.updated):
         lines.append(
             f"{len(out.updated) - len(moved)} more credited without a change of their global weight."
+        )
+    misled = [u.id for u in out.updated if u.role == "misleading"]
+    if misled:
+        # A trial: a memory named misleading three times still came first for a question put otherwise.
+        lines.append(
+            f"Named misleading ({listed(misled)}): it sinks for tasks like this one only. If what it says is "
+            "wrong, remember the right text with replaces= its id, or forget it, so that no task reads it."
         )
     return "\n".join(lines)
 

@@ -953,7 +953,7 @@ class WriteService:
             return self._remember_many(prepared, llm)
 
     def _remember_many(self, prepared: Sequence[Prepared], llm: LanguageModel | None) -> list[WriteResult]:
-        records = [item.record for item in prepared]
+        records = in_batch_order([item.record for item in prepared])
         scope = records[0].scope
         store = self._store
         existing = store.get_memories([r.id for r in records], scope)
@@ -1440,6 +1440,22 @@ class Quote:
 
     content: str
     of: str | None = None
+
+
+def in_batch_order(records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+    """A batch's records with those that share a time (one ``occurred_at`` for a whole transcript) a
+    microsecond apart in the batch's order: a list, an episode's chain of turns and each turn's context
+    (the turn before it) then read them as the batch gave them, not in an arbitrary order (a trial)."""
+    seen: Counter[datetime] = Counter()
+    ordered = []
+    for record in records:
+        later = timedelta(microseconds=seen[record.created_at])
+        seen[record.created_at] += 1
+        if later:
+            expires = record.expires_at + later if record.expires_at is not None else None
+            record = replace(record, created_at=record.created_at + later, expires_at=expires)
+        ordered.append(record)
+    return ordered
 
 
 def as_restored(retracted: MemoryRecord, record: MemoryRecord) -> MemoryRecord:

@@ -365,6 +365,19 @@ def test_show_prints_a_memory_with_its_weight_history(capsys, db):
     assert "weight history:" in out and found["session_id"] in out and "1.150" in out
 
 
+def test_show_of_a_memory_whose_correction_was_forgotten_says_nothing_stands_in_its_place(capsys, db):
+    """A trial: `show` printed `current <the retracted correction>` as if it stood."""
+    old = as_json(capsys, db, "remember", "The billing service listens on port 8081")
+    new = as_json(capsys, db, "edit", old["id"], "The billing service listens on port 9090")
+    _, out, _ = memoria(capsys, db, "show", old["id"])
+    assert re.search(rf"^current +{new['id']}$", out, re.MULTILINE)
+    memoria(capsys, db, "forget", new["id"], "--yes")
+    _, out, _ = memoria(capsys, db, "show", old["id"])
+    assert re.search(
+        rf"^current +nothing stands in its place: {new['id']}, the last memory", out, re.MULTILINE
+    )
+
+
 def test_show_says_when_an_ephemeral_memory_expires_and_that_it_has(capsys, db, monkeypatch):
     kept = as_json(capsys, db, "remember", "The staging build is red right now", "--tier", "ephemeral")
     _, out, _ = memoria(capsys, db, "show", kept["id"])
@@ -889,12 +902,17 @@ def test_edit_replaces_a_memory_keeping_its_tags_and_the_old_one_for_audit(capsy
     assert as_json(capsys, db, "show", old["id"])["status"] == "superseded"
     status, _, err = memoria(capsys, db, "edit", "mem_missing", "anything")
     assert status == 1 and "no memory mem_missing" in err
-    # A correction keeps the date it is given (a trial: a dated decision, corrected, left its time window).
-    dated = as_json(capsys, db, "remember", "The freeze starts Dec 10", "--occurred-at", "2026-11-03")
-    redated = as_json(
-        capsys, db, "edit", dated["id"], "The freeze starts Dec 12", "--occurred-at", "2026-11-03"
+    # A correction keeps the memory's date, or the one it is given (trials: a dated decision, then an
+    # incident, corrected, left its time window for today).
+    dated = as_json(
+        capsys, db, "remember", "The freeze starts Dec 10", "--occurred-at", "2026-11-03T15:00:00Z"
     )
-    assert as_json(capsys, db, "show", redated["id"])["created_at"].startswith("2026-11-03")
+    redated = as_json(capsys, db, "edit", dated["id"], "The freeze starts Dec 12")
+    assert as_json(capsys, db, "show", redated["id"])["created_at"] == "2026-11-03T15:00:00Z"
+    moved = as_json(
+        capsys, db, "edit", redated["id"], "The freeze starts Dec 14", "--occurred-at", "2026-11-04"
+    )
+    assert as_json(capsys, db, "show", moved["id"])["created_at"].startswith("2026-11-04")
     # An edit of what it replaced names the command to run, not the tool's argument (a trial's finding).
     status, _, err = memoria(capsys, db, "edit", old["id"], "Deploys go out on Fridays")
     assert status == 1 and f"Edit {new_id} (`memoria edit {new_id} TEXT`), which replaced it" in err

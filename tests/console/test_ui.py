@@ -113,6 +113,23 @@ def test_the_calls_stay_in_the_configured_scope_and_errors_say_what_to_do(ui):
 
 
 @pytest.mark.slow
+def test_an_edit_from_the_page_keeps_the_memorys_date(ui):
+    """A trial: the page's edit form has no date, so a corrected incident always left its week for today."""
+    from datetime import UTC, datetime
+
+    when = datetime(2026, 11, 25, 15, 0, tzinfo=UTC)
+    dated = remember(
+        RememberInput(content="The outage lasted two hours", occurred_at=when),
+        ui.runtime,
+        Caller("agent-a", "s"),
+    )
+    status, edited = fetch(
+        ui, "/api/edit", token=ui.token, body={"id": dated.id, "content": "The outage lasted three hours"}
+    )
+    assert status == 200 and edited["created_at"] == "2026-11-25T15:00:00Z"
+
+
+@pytest.mark.slow
 def test_the_page_shows_the_org_wide_memories_and_no_agents_private_ones(ui):
     caller = Caller("agent-a", "ses_1")
     private = remember(

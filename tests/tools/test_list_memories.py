@@ -1,11 +1,12 @@
 """Listing a scope's memories: newest first, page by page with a cursor, filtered by agent, tag, kind and
 a time window; bad windows and cursors are refused with what to do."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import ValidationError
 
+from storage.records import Scope
 from tools.common import Caller, ToolFailure
 from tools.forget import ForgetInput, forget
 from tools.list_memories import ListMemoriesInput, list_memories
@@ -118,3 +119,16 @@ def test_a_listed_ephemeral_memory_says_when_it_expires(runtime):
     )
     listed_now = {m.id: m.expires_at for m in list_memories(ListMemoriesInput(), runtime, ALICE).memories}
     assert listed_now == {lasting: None, brief.id: brief.expires_at}
+
+
+def test_a_batch_sharing_one_time_is_listed_in_the_batchs_order(runtime):
+    """A trial: 25 turns of one remember_many with one occurred_at came back as 5, 8, 6, 19, 9, ...: each
+    now takes a microsecond after the one before it of that time, so newest first is the batch reversed."""
+    from tools.remember_many import BatchItem, RememberManyInput, remember_many
+
+    when = datetime(2026, 10, 3, 9, 0, tzinfo=UTC)
+    items = [BatchItem(content=f"Step {n} of the migration runbook", occurred_at=when) for n in range(12)]
+    ids = [r.id for r in remember_many(RememberManyInput(items=items), runtime, ALICE).results]
+    assert listed(runtime) == ids[::-1]
+    stored = runtime.store.get_memories(ids, Scope("default", "default"))
+    assert [stored[i].created_at for i in ids[:3]] == [when + timedelta(microseconds=n) for n in range(3)]
