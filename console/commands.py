@@ -39,6 +39,7 @@ from storage.records import Scope
 from tools.common import Caller, Runtime, ToolFailure, ToolSettings
 from tools.remember_text import readers
 from tools.remember_text import text_of as remembered
+from tools.result_text import misleading_advice
 
 if TYPE_CHECKING:
     from retrieval.models.llm.base import LanguageModel
@@ -353,9 +354,12 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
 
 def date_of(runtime: Runtime, memory_id: str, scope: Scope) -> str | None:
     """When the memory happened or was learned (its ``occurred_at``), for a correction to keep; None when
-    it is not there (the update then says why)."""
+    it is not there (the update then says why) or ephemeral: a correction of what expires soon lasts its
+    own time, not what was left of the old one's."""
     found = runtime.store.get_memory(memory_id, scope)
-    return found.created_at.isoformat() if found is not None else None
+    return (
+        found.created_at.isoformat() if found is not None and found.protection_tier != "ephemeral" else None
+    )
 
 
 def recall_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -705,6 +709,8 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
                 [[u.id, u.role, u.share, u.weight_before, u.weight_after] for u in result.updated],
             )
         )
+    advice = misleading_advice(result, "correct it with `memoria edit ID TEXT`, or `memoria forget ID`")
+    readable += [advice] if advice else []
     return emit(args, result, "\n".join(readable))
 
 

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from pydantic import BaseModel, Field, ValidationError
 
 from console import transcripts
+from retrieval.redaction import redact
 from retrieval.text import content_hash, counted, has_visible_text, listed
 from storage.records import Audience, MemoryRecord, Scope, Viewer
 from storage.scope_ids import scope_id_problem
 from tools.common import Caller, Progress, Runtime, ToolFailure, no_progress
 from tools.remember import RememberInput, draft_of, prepare
-from writing.service import memory_id_for
+from writing.service import in_batch_order, memory_id_for
 
 if TYPE_CHECKING:
     from storage.portable import ExportHeader
@@ -692,14 +693,17 @@ def _records(
                 undated_at += timedelta(seconds=1)
             speaker = message.speaker
             said = f"{speaker}: " if speaker else ""
-            # A message longer than a memory may be goes in parts, in order, a millisecond apart (room is
-            # left for the part's label and for redaction, which may lengthen a secret it replaces).
+            # A message longer than a memory may be goes in parts, in order (``in_batch_order`` below), cut
+            # from its redacted text: a secret's marker may be longer than the secret, and a part over the
+            # limit would refuse the whole file (a review).
             texts = [message.text]
-            if len(said) + len(message.text) > limit:
-                texts = transcripts.parts_of(message.text, max(1, (limit - len(said) - PART_LABEL) * 9 // 10))
-                texts = [f"[part {n} of {len(texts)}] {text}" for n, text in enumerate(texts, start=1)]
-                split += 1
-            for part, text in enumerate(texts):
+            if len(said) + len(message.text) > limit // 4:
+                redacted = redact(message.text).text
+                if len(said) + len(redacted) > limit:
+                    texts = transcripts.parts_of(redacted, max(1, limit - len(said) - PART_LABEL))
+                    texts = [f"[part {n} of {len(texts)}] {text}" for n, text in enumerate(texts, start=1)]
+                    split += 1
+            for text in texts:
                 try:
                     args = RememberInput(
                         content=said + text,
@@ -707,7 +711,7 @@ def _records(
                         agent_id=speaker or agent_id,
                         session_id=episode_id,
                         episode_id=episode_id,
-                        occurred_at=when + timedelta(milliseconds=part),
+                        occurred_at=when,
                         org_id=scope.org_id,
                         project_id=scope.project_id,
                     )
@@ -720,7 +724,8 @@ def _records(
                 except ToolFailure as exc:
                     raise _fail(path, message.where, str(exc), "fix the message") from None
                 records.append(replace(record, consolidated_at=now))
-    return _in_stored_episodes(runtime, records, scope), blank, split
+    # Messages (and parts) that share a time keep the file's order, a microsecond apart.
+    return _in_stored_episodes(runtime, in_batch_order(records), scope), blank, split
 
 
 def _in_stored_episodes(runtime: Runtime, records: list[MemoryRecord], scope: Scope) -> list[MemoryRecord]:

@@ -108,9 +108,8 @@ class UiServer:
 
         if path == "/api/edit":
             values = {"content": body.get("content"), "replaces": body.get("id")}
-            if isinstance(
-                body.get("id"), str
-            ):  # a correction keeps the memory's date, as `memoria edit` does
+            # A correction keeps the memory's date, as `memoria edit` does.
+            if isinstance(body.get("id"), str):
                 settings = self.runtime.settings
                 scope = Scope(settings.org_id, settings.project_id)
                 values["occurred_at"] = date_of(self.runtime, body["id"], scope)

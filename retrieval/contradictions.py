@@ -247,6 +247,7 @@ _VALUE = rf"(?:(?<![^\s,;!?()])[^\s,;!?()]*?\d[^\s,;!?()]*|\b{_CALENDAR}\b)"
 _COMPOUND = re.compile(r"(?<!\w)\w++(?:[-./]\w++)+")  # possessive: linear on long runs
 _JOINTS = str.maketrans({"-": "\u01c0", ".": "\u01c1", "/": "\u01c2"})
 _UNJOINTS = str.maketrans({"\u01c0": "-", "\u01c1": ".", "\u01c2": "/"})
+_JOINT_LETTERS = "\u01c0\u01c1\u01c2"
 
 
 def _squashed(text: str) -> str:
@@ -256,6 +257,19 @@ def _squashed(text: str) -> str:
             found.group(0).translate(_JOINTS) if any(c.isdigit() for c in found.group(0)) else found.group(0)
         ),
         text,
+    )
+
+
+def _names_another_thing(new_values: set[str], replaced: set[str]) -> bool:
+    """Whether one of two or more changed values is a joined name with letters ("prod-1", "k8s-staging",
+    "eu-west-1"): beside another changed value it names which thing the other value is of ("now runs 6
+    nodes in k8s-staging" after "4 nodes in k8s-prod" is another cluster), and only alone is it the value
+    that changed ("the cache host is now cache-2")."""
+    changed = new_values | replaced
+    return (len(new_values) > 1 or len(replaced) > 1) and any(
+        any(joint in term for joint in _JOINT_LETTERS)
+        and any(c.isalpha() and c not in _JOINT_LETTERS for c in term)
+        for term in changed
     )
 
 
@@ -452,6 +466,8 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             continue  # a value before the word of change names the thing, not its new value
         if _kinds(new_values) != _kinds(values - own_values):
             continue  # a month for a time of day: not the same thing's value
+        if _names_another_thing(new_values, values - own_values):
+            continue  # "Postgres 16 on prod-1" after "Postgres 14 on staging-2": another place, not a value
         similarity = len(subject & rest) / len(subject | rest)
         newer_term = " ".join(sorted(new_values))
         if similarity >= VALUE_OVERLAP:
@@ -523,8 +539,9 @@ def late_value_changes(
     return found
 
 
-# A value said again after it was corrected: what it is about need only half match (the correction says
-# which value was given up for which, so a paraphrase of it is enough).
+# The look before reading what a neighbour replaced: half of what the two are about in common. The value
+# said again must then be about what the replaced memory was about as a value change is (``VALUE_OVERLAP``):
+# "The metrics server listens on port 8080" is another server's port, not the API's corrected one.
 RESTATED_OVERLAP = 0.5
 
 
@@ -561,11 +578,13 @@ def restated_correction(
     memory: ContradictionInput, current: ContradictionInput, replaced: Sequence[ContradictionInput]
 ) -> Contradiction | None:
     """``memory`` says again a value that ``current`` replaced: one of ``replaced`` (the memories ``current``
-    superseded) held it, ``current`` holds another in its place, and ``memory`` says nothing of ``current``'s
-    value. "Our API uses port 8080" after "port 8080" was corrected to "port 9090", by any agent, in any
-    words: the two stay, ``memory`` disputed by ``current`` (its ``older_id``, though written later: it
-    says what the correction replaced; neither is superseded, since a paraphrase is not a revision). None when no replaced memory held one of its values about the same
-    thing (half of what each is about: ``RESTATED_OVERLAP``), or when it negates where they do not."""
+    superseded, directly or through others) held it, ``current`` holds another in its place, and ``memory``
+    says nothing of ``current``'s value. "Billing service listens on port 8081" after "The billing service
+    listens on port 8081" was corrected to "... port 9090", by any agent: the two stay, ``memory``
+    disputed by ``current`` (its ``older_id``, though written later: it says what the correction replaced;
+    neither is superseded, since a restatement by another agent is no revision). None when no replaced
+    memory held one of its values about the same thing (``VALUE_OVERLAP`` of what they are about, with
+    the replaced memory or the correction), or when it negates where they do not."""
     values, subject = _values_and_subject(memory.content)
     current_values, current_subject = _values_and_subject(current.content)
     if not subject or negated(memory.content) != negated(current.content):
@@ -580,7 +599,7 @@ def restated_correction(
             len(subject & gone_subject) / len(subject | gone_subject),
             len(subject & current_subject) / len(subject | current_subject),
         )
-        if overlap >= RESTATED_OVERLAP:
+        if overlap >= VALUE_OVERLAP:
             return Contradiction(
                 memory.id, current.id, " ".join(sorted(revived)), " ".join(sorted(instead)), round(overlap, 6)
             )

@@ -37,6 +37,7 @@ from retrieval.outcomes import (
     contextual_weight,
     with_credit,
 )
+from storage.forgetting import WITHHELD
 from storage.records import CreditedSession, MemoryRecord, ReportQueries, Scope
 
 MAX_REPORTS_PER_MEMORY = 64
@@ -300,9 +301,22 @@ class FeedbackIndex:
                 and stored is not None
                 and stored.shape == (len(queries.queries), self._embedder.dimension)
             ):
+                withheld = [index for index, query in enumerate(queries.queries) if query == WITHHELD]
                 vectors = stored
+                if withheld:  # zeroed by a purge since 2026-12-02; before, the vector was kept
+                    vectors = stored.copy()
+                    vectors[withheld] = 0.0
             else:
-                vectors = np.vstack([self._embedder.embed_query(query) for query in queries.queries])
+                # A query a purge withheld counts for no query (its stored vector is zeroed; made again from
+                # the text, it would be the placeholder's).
+                vectors = np.vstack(
+                    [
+                        np.zeros(self._embedder.dimension, dtype=np.float32)
+                        if query == WITHHELD
+                        else self._embedder.embed_query(query)
+                        for query in queries.queries
+                    ]
+                )
         entry.vectors, entry.embedded = vectors, True
         return vectors
 

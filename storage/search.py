@@ -213,23 +213,31 @@ class MemorySearch(StoreTables):
         query = query.where(self._active_in(scope, where), prefilter=True)
         return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()
 
-    def replaced_memories(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
-        """For each of ``memory_ids`` that replaced others, the memories of ``scope`` it replaced (their
-        ``replaced_by`` is it), any status: from the scope's copy, else a scan (no index covers the column)."""
-        if not memory_ids:
-            return {}
-        with self._cache.reading(scope) as copy:
-            if copy is not None:
-                return {
-                    memory_id: [copy.records[other] for other in sorted(copy.replaced[memory_id])]
-                    for memory_id in memory_ids
-                    if copy.replaced.get(memory_id)
-                }
-        condition = filters.all_of(filters.scope_is(scope), filters.one_of("replaced_by", list(memory_ids)))
+    def replaced_memories(
+        self, scope: Scope, memory_ids: Sequence[str], *, steps: int = 8
+    ) -> dict[str, list[MemoryRecord]]:
+        """For each of ``memory_ids`` that replaced others, the memories of ``scope`` it replaced, directly
+        or through those (up to ``steps`` back: 8080 -> 9090 -> 7070, or a correction restated since), any
+        status, from the scope's copy. A scope without a copy (larger than the copies hold) answers
+        nothing: no index covers ``replaced_by``, and consolidation asks on every write."""
         found: dict[str, list[MemoryRecord]] = {}
-        for row in self._select(self._memories, condition, MEMORY_COLUMNS, limit=None):
-            found.setdefault(row["replaced_by"], []).append(memory_from_row(row))
-        return found
+        with self._cache.reading(scope) as copy:
+            if copy is None:
+                return found
+            for memory_id in memory_ids:
+                seen, edge = {memory_id}, [memory_id]
+                for _ in range(steps):
+                    edge = [
+                        other
+                        for one in edge
+                        for other in sorted(copy.replaced.get(one, ()))
+                        if other not in seen
+                    ]
+                    seen.update(edge)
+                    found.setdefault(memory_id, []).extend(copy.records[other] for other in edge)
+                    if not edge:
+                        break
+        return {memory_id: records for memory_id, records in found.items() if records}
 
     def holds_memories_in(self, reach: Reach, window: TimeWindow | None) -> bool:
         """Whether some active memory of ``reach`` (that its viewer may see) is of ``window``'s time (None:

@@ -61,14 +61,20 @@ def outcome_text(out: ReportOutcomeOutput) -> str:
         lines.append(
             f"{len(out.updated) - len(moved)} more credited without a change of their global weight."
         )
+    misled = misleading_advice(out, "remember the right text with replaces=<its id>, or forget it")
+    return "\n".join([*lines, *([misled] if misled else [])])
+
+
+def misleading_advice(out: ReportOutcomeOutput, fix: str) -> str | None:
+    """What to do about the memories a report named misleading: ranking lowers them for tasks close to this
+    one only (a trial: named misleading three times, one still came first for a question put otherwise)."""
     misled = [u.id for u in out.updated if u.role == "misleading"]
-    if misled:
-        # A trial: a memory named misleading three times still came first for a question put otherwise.
-        lines.append(
-            f"Named misleading ({listed(misled)}): it sinks for tasks like this one only. If what it says is "
-            "wrong, remember the right text with replaces= its id, or forget it, so that no task reads it."
-        )
-    return "\n".join(lines)
+    if not misled:
+        return None
+    return (
+        f"Named misleading: {listed(misled)}. Recall ranks them lower for tasks like this one; other tasks "
+        f"still read them. If what one says is wrong, {fix}."
+    )
 
 
 def lineage_text(out: LineageOutput) -> str:

@@ -199,6 +199,11 @@ def test_recall_and_outcome_share_a_session_and_a_repeated_outcome_replaces_the_
     assert [u["weight_after"] for u in corrected["updated"]] == [
         pytest.approx(0.85)
     ]  # as if only this report
+    status, out, _ = memoria(capsys, db, "outcome", "failure", "--misleading", stored["id"])
+    assert status == 0 and out.rstrip().endswith(
+        f"Named misleading: {stored['id']}. Recall ranks them lower for tasks like this one; other tasks still "
+        "read them. If what one says is wrong, correct it with `memoria edit ID TEXT`, or `memoria forget ID`."
+    )
     status, out, _ = memoria(capsys, db, "outcome", "success")
     assert status == 0 and f"session {first['session_id']}" in out and "replaced it" in out
     after_report = as_json(capsys, db, "recall", "which package manager")
@@ -913,6 +918,13 @@ def test_edit_replaces_a_memory_keeping_its_tags_and_the_old_one_for_audit(capsy
         capsys, db, "edit", redated["id"], "The freeze starts Dec 14", "--occurred-at", "2026-11-04"
     )
     assert as_json(capsys, db, "show", moved["id"])["created_at"].startswith("2026-11-04")
+    # An ephemeral memory's correction lasts its own time, not what was left of the old one's (a review).
+    hour_ago = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    brief = as_json(
+        capsys, db, "remember", "The build is red", "--tier", "ephemeral", "--occurred-at", hour_ago
+    )
+    fixed = as_json(capsys, db, "edit", brief["id"], "The build is green")
+    assert datetime.fromisoformat(fixed["created_at"]) > datetime.now(UTC) - timedelta(minutes=5)
     # An edit of what it replaced names the command to run, not the tool's argument (a trial's finding).
     status, _, err = memoria(capsys, db, "edit", old["id"], "Deploys go out on Fridays")
     assert status == 1 and f"Edit {new_id} (`memoria edit {new_id} TEXT`), which replaced it" in err

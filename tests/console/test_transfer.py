@@ -451,8 +451,8 @@ def test_a_message_longer_than_a_memory_may_be_is_stored_in_labelled_parts_in_or
         text = f"--- 2024-03-01 09:00\nAlice: The deploy runbook follows.\nBob: {long}\nAlice: Thanks.\n"
         path = write(tmp_path / "chat.txt", text)
         summary = import_file(runtime, path)
-        # "Bob: " and the label leave (200 - 5 - 18) x 0.9 = 159 characters a part: each part ends at the last
-        # sentence that fits (a sentence is 64 characters and a space; two fit, three do not): 4 parts.
+        # "Bob: " and the label leave 200 - 5 - 18 = 177 characters a part: each part ends at the last sentence
+        # that fits (a sentence is 64 characters and a space; two fit, three do not): 4 parts.
         assert table_counts(summary) == {schema.MEMORIES: (6, 0)}
         assert summary.note is not None and summary.note.startswith("1 message longer than a memory may be")
         sentences = [
@@ -463,11 +463,36 @@ def test_a_message_longer_than_a_memory_may_be_is_stored_in_labelled_parts_in_or
         ]
         found = runtime.store.get_memories([expected_id(content) for content in contents], SCOPE)
         parts = sorted(found.values(), key=lambda memory: memory.created_at)
-        assert [memory.content for memory in parts] == contents  # in order, a millisecond apart
+        assert [memory.content for memory in parts] == contents  # in order, a microsecond apart
         assert [memory.created_at for memory in parts] == [
-            datetime(2024, 3, 1, 9, 0, 1, 1000 * n, tzinfo=UTC) for n in range(4)
+            datetime(2024, 3, 1, 9, 0, 1, n, tzinfo=UTC) for n in range(4)
         ]
         assert {memory.episode_id for memory in parts} == {f"{episode_stem(path)}:1"}
+    finally:
+        runtime.close()
+
+
+def test_a_long_message_is_cut_after_redaction_and_the_next_message_of_its_time_follows_its_parts(tmp_path):
+    """A review: a secret's marker is longer than a one-letter password, so parts cut from the raw text went
+    over the limit and refused the file; and a next message of the same second sorted between the parts."""
+    runtime = make_runtime(settings_for(tmp_path / "a", max_content_chars=200))
+    try:
+        secrets = " ".join(f"redis://u:p@h{n}" for n in range(60))
+        lines = [
+            {"role": "ops", "content": secrets, "timestamp": "2024-03-01T10:00:00Z"},
+            {"role": "dev", "content": "Rotate those now.", "timestamp": "2024-03-01T10:00:00Z"},
+        ]
+        path = write(tmp_path / "chat.jsonl", "\n".join(json.dumps(line) for line in lines) + "\n")
+        summary = import_file(runtime, path)
+        assert summary.note is not None and summary.note.startswith("1 message longer")
+        memories = sorted(runtime.store.list_memories(SCOPE, limit=100), key=lambda memory: memory.created_at)
+        assert all(len(memory.content) <= 200 for memory in memories) and "u:p@" not in str(memories)
+        assert memories[-1].content == "dev: Rotate those now."  # after every part of the message before
+        parts = memories[:-1]
+        assert len(parts) > 1
+        assert [memory.content.split("]")[0] for memory in parts] == [
+            f"ops: [part {n} of {len(parts)}" for n in range(1, len(parts) + 1)
+        ]
     finally:
         runtime.close()
 

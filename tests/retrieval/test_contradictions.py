@@ -345,38 +345,51 @@ def test_long_words_and_long_runs_of_spaces_are_read_in_linear_time():
 
 
 def test_a_value_said_again_after_its_correction_is_disputed_by_the_correction():
-    """A trial: another agent's "Our API server uses port 8080", after 8080 was corrected to 9090, stood
-    beside the correction undisputed (no word of change, so no value change; subjects 0.6 alike)."""
-    replaced = memory("m1", "The API server listens on port 8080", 0)
-    current = memory("m2", "The API server listens on port 9090", 1)
-    again = memory("m3", "Our API server uses port 8080", 2)
+    """A trial: "Billing service listens on port 8081" (the old text but for "The") after 8081 was
+    corrected to 9090 stood beside the correction undisputed, and was recalled first."""
+    replaced = memory("m1", "The billing service listens on port 8081", 0)
+    current = memory("m2", "The billing service listens on port 9090", 1)
+    again = memory("m3", "Billing service listens on port 8081", 2)
     assert may_restate_a_correction(again, current)
     found = restated_correction(again, current, [replaced])
-    # Subjects {api, server, use, port} and {api, server, listen, port}: 3 of 5 words, 0.6 >= 0.5.
+    # Subjects {billing, service, listen, port} on all three: 4 of 4, 1.0 >= 0.8.
     assert found is not None
     assert (found.older_id, found.newer_id, found.older_term, found.newer_term) == (
         "m3",
         "m2",
-        "8080",
+        "8081",
         "9090",
     )
-    assert found.subject_similarity == 0.6 and not found.named_in_words
+    assert found.subject_similarity == 1.0 and not found.named_in_words
+    # A correction corrected again (8081 -> 9090 -> 7070): what it replaced through the other counts too.
+    latest = memory("m4", "The billing service listens on port 7070", 3)
+    assert restated_correction(again, latest, [current, replaced]) is not None
 
 
-def test_a_value_no_correction_replaced_or_said_with_the_new_one_is_no_restated_correction():
-    current = memory("m2", "The API server listens on port 9090", 1)
-    # Nothing the current memory replaced held 8080: two builds, two values, no dispute.
-    assert restated_correction(memory("m3", "Our API server uses port 8080", 2), current, []) is None
-    other = memory("m1", "The API server listens on port 7070", 0)
-    assert restated_correction(memory("m3", "Our API server uses port 8080", 2), current, [other]) is None
-    # It names the correction's value too ("9090, not 8080"): it says what the correction says.
+def test_a_value_no_correction_replaced_or_said_of_another_thing_is_no_restated_correction():
+    """A review: at half of the subject in common, another server's port 8080 read as the API's corrected one,
+    and the new, true memory was the one marked disputed."""
     replaced = memory("m1", "The API server listens on port 8080", 0)
-    assert restated_correction(memory("m3", "API port 9090 replaced 8080", 2), current, [replaced]) is None
-    # About something else: {dashboard, port} shares 1 of 5 words with either.
-    assert restated_correction(memory("m3", "The dashboard port is 8080", 2), current, [replaced]) is None
+    current = memory("m2", "The API server listens on port 9090", 1)
+    # Another server: {metrics, server, listen, port} shares 3 of 5 words with either, 0.6 < 0.8.
+    assert (
+        restated_correction(memory("m3", "The metrics server listens on port 8080", 2), current, [replaced])
+        is None
+    )
+    # Nothing the current memory replaced held 8080.
+    assert restated_correction(memory("m3", "The API server listens on port 8080", 2), current, []) is None
+    other = memory("m1", "The API server listens on port 7070", 0)
+    assert (
+        restated_correction(memory("m3", "The API server listens on port 8080", 2), current, [other]) is None
+    )
+    # It names the correction's value too ("9090, not 8080"): it says what the correction says.
+    assert (
+        restated_correction(memory("m3", "API server port 9090 replaced 8080", 2), current, [replaced])
+        is None
+    )
     # It negates where they do not.
     assert (
-        restated_correction(memory("m3", "The API server never uses port 8080", 2), current, [replaced])
+        restated_correction(memory("m3", "The API server never listens on port 8080", 2), current, [replaced])
         is None
     )
 
@@ -404,3 +417,18 @@ def test_a_value_joined_by_hyphens_dots_or_slashes_is_one_value():
     assert value_changes(
         memory("t2", "The timeout is now 15 seconds", 5), [memory("t1", "The timeout is 1.5 seconds", 0)]
     )
+
+
+def test_a_joined_name_beside_another_changed_value_names_another_thing():
+    """A review: once "prod-1" was one value, "We now run Postgres 16 on prod-1" read as a new value of "We
+    run Postgres 14 on staging-2" and superseded it; alone, a joined name is the value that changed."""
+    for older, newer in [
+        ("We run Postgres 14 on staging-2", "We now run Postgres 16 on prod-1"),
+        ("The cluster runs 4 nodes in k8s-prod", "The cluster now runs 6 nodes in k8s-staging"),
+        ("We deploy the eu-west-1 stack on Tuesday", "We now deploy the us-east-1 stack on Thursday"),
+    ]:
+        assert value_changes(memory("b", newer, 5), [memory("a", older, 0)]) == []
+    [host] = value_changes(
+        memory("b", "The cache host is now cache-2", 5), [memory("a", "The cache host is cache-1", 0)]
+    )
+    assert host.detail == "'cache-1' then 'cache-2' (subject overlap 1.00)"

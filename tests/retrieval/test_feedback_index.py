@@ -258,6 +258,30 @@ def test_hashed_query_vectors_are_always_made_again_from_the_stored_query():
     assert embedder.calls == ["deploy"]
 
 
+def test_a_query_a_purge_withheld_counts_for_no_query_when_made_again_from_its_text():
+    """A review: on the offline backend the stored query vectors are always made again from the text, so a
+    withheld query got the placeholder's vector, not the zeros the purge wrote."""
+    from storage.forgetting import WITHHELD
+
+    credit = MemoryCredit("m", "helpful", 1.0, 1.0, 0)
+    outcomes = Reports(
+        [outcome("s1", [credit], queries=(WITHHELD,), embedder=TableEmbedder({WITHHELD: (1.0, 0.0)}))]
+    )
+    embedder = TableEmbedder(
+        {**VECTORS, WITHHELD: (1.0, 0.0)}, name="hashed-v1:2"
+    )  # the placeholder's: deploy's
+    index = index_over(outcomes, embedder)
+    assert weight_for(index, "deploy") == pytest.approx(1.0)  # cosine 0 with the zeroed query: too far
+    assert WITHHELD not in embedder.calls
+    # A model's stored vector, from a purge before vectors were zeroed: read as zeros all the same.
+    model = TableEmbedder({**VECTORS, WITHHELD: (1.0, 0.0)}, name="model-x")
+    outcomes = Reports([outcome("s1", [credit], queries=(WITHHELD,), embedder=model)])
+    assert weight_for(index_over(outcomes, model), "deploy") == pytest.approx(1.0)
+    assert weight_for(
+        index_over(Reports([outcome("s1", [credit], embedder=model)]), model), "deploy"
+    ) == pytest.approx(1.15)
+
+
 def test_query_vectors_of_the_author_recipe_are_used_as_they_are():
     # Reports made while a model embedded memories as "author: content" stored their query vectors under
     # "<name>+author"; queries never carried the author, so those vectors are still the model's.

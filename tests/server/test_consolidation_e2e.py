@@ -162,17 +162,22 @@ async def test_forget_retracts_or_purges_and_leaves_a_record(tmp_path):
 
 @pytest.mark.slow
 async def test_a_purged_memorys_text_leaves_the_servers_text_caches(tmp_path):
+    from retrieval.contradictions import _values_and_subject
     from retrieval.stages.instructions import instruction_signals
     from retrieval.text import cached_term_set
 
+    caches = (instruction_signals, cached_term_set, _values_and_subject)
     server = server_with(settings_for(tmp_path / "db"))
     async with connected(server) as client:
+        await call(
+            client, "remember", {"content": "Bob's office is on floor 3"}
+        )  # a neighbour to consolidate by
         await call(client, "remember", {"content": "Alice's home address is 12 Elm Street"})
         await call(client, "recall", {"query": "Alice home address"})  # read: its text is now a cache key
-        assert instruction_signals.cache_info().currsize > 0 and cached_term_set.cache_info().currsize > 0
+        assert all(cache.cache_info().currsize > 0 for cache in caches)
         await call(client, "forget", {"query": "Alice home address", "mode": "purge"})
 
-        assert instruction_signals.cache_info().currsize == 0 and cached_term_set.cache_info().currsize == 0
+        assert all(cache.cache_info().currsize == 0 for cache in caches)
 
 
 @pytest.mark.slow

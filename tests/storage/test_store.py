@@ -277,11 +277,13 @@ def test_a_memory_superseded_already_is_never_made_a_survivor_so_two_never_super
     assert (m1.status, m1.replaced_by, m2.status) == ("superseded", "m2", "active")
 
 
-@pytest.mark.parametrize("copies", [True, False], ids=["from the copy", "from the table"])
-def test_what_a_memory_replaced_is_read_from_its_scopes_copy_or_the_table_alike(tmp_path, copies):
-    with MemoryStore.open(
-        str(tmp_path / "db"), vector_dim=DIM, cache_scope_rows=1000 if copies else 0
-    ) as store:
+def test_what_a_memory_replaced_is_read_from_its_scopes_copy_through_the_memories_between(tmp_path):
+    def replaced(store, *ids):
+        return {
+            key: [m.id for m in value] for key, value in store.replaced_memories(SCOPE, list(ids)).items()
+        }
+
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM) as store:
         for memory_id, content in [
             ("m1", "port 8080"),
             ("m2", "port 9090"),
@@ -290,13 +292,14 @@ def test_what_a_memory_replaced_is_read_from_its_scopes_copy_or_the_table_alike(
         ]:
             store.insert_memory(new(memory_id, content))
         store.supersede(SCOPE, ["m1"], "m2", NOW)
-        store.supersede(SCOPE, ["m2"], "m3", NOW)  # m1 stays m2's: its replaced_by is m2
-        found = store.replaced_memories(SCOPE, ["m2", "m3", "m4"])
-        assert {key: [m.id for m in value] for key, value in found.items()} == {"m2": ["m1"], "m3": ["m2"]}
+        store.supersede(SCOPE, ["m2"], "m3", NOW)
+        assert replaced(store, "m2", "m3", "m4") == {"m2": ["m1"], "m3": ["m2", "m1"]}
+        assert replaced(store, "m3") == {"m3": ["m2", "m1"]}
         store.reactivate(SCOPE, "m2", NOW)  # active again: m3 replaces it no longer
-        assert {
-            key: [m.id for m in value] for key, value in store.replaced_memories(SCOPE, ["m3"]).items()
-        } == {}
+        assert replaced(store, "m2", "m3") == {"m2": ["m1"]}
+    # Without a copy the answer is empty: no index covers replaced_by, and every write asks.
+    with MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM, cache_scope_rows=0) as store:
+        assert replaced(store, "m2") == {}
 
 
 def test_retrievals_are_found_per_session_and_scope(store):

@@ -254,24 +254,44 @@ def test_a_value_lowered_for_a_reason_revises_and_one_changed_from_a_longer_memo
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "cursor"], ids=["same agent", "another agent"])
-def test_a_corrected_value_said_again_in_other_words_is_disputed_by_the_correction(runtime, agent):
-    """A trial (stop 73): after 8080 was corrected to 9090, "Our API server uses port 8080" (other words, no
-    word of change) stood beside the correction undisputed, and a recall could read either first."""
-    port = remember(RememberInput(content="The API server listens on port 8080"), runtime, caller()).id
+def test_a_corrected_value_said_again_is_disputed_by_the_correction(runtime, agent):
+    """A trial: after 8081 was corrected to 9090, the old text said again but for "The" stood beside the
+    correction undisputed, and recall read it first."""
+    port = remember(RememberInput(content="The billing service listens on port 8081"), runtime, caller()).id
     fixed = remember(
-        RememberInput(content="The API server listens on port 9090", replaces=port), runtime, caller()
+        RememberInput(content="The billing service listens on port 9090", replaces=port), runtime, caller()
     ).id
-    again = remember(RememberInput(content="Our API server uses port 8080"), runtime, caller("ses_2", agent))
+    again = remember(
+        RememberInput(content="Billing service listens on port 8081"), runtime, caller("ses_2", agent)
+    )
     assert again.consolidation.contradicts == [fixed] and again.consolidation.revised == []
     assert status(runtime, fixed) == "active" and status(runtime, again.id) == "active"
-    found = recall(RecallInput(query="which port does the API server listen on"), runtime, caller())
+    found = recall(RecallInput(query="which port does the billing service listen on"), runtime, caller())
     shown = [m.id for m in found.memories]
     assert shown.index(fixed) < shown.index(again.id)  # the correction is read first
     assert {m.id: m.contradicted_by for m in found.memories}[again.id] == [fixed]
     assert f"DISPUTED by newer {fixed}" in found.context
-    # A value the correction never replaced is no dispute (two agents' ports of two services may differ).
-    other = remember(RememberInput(content="Our API server uses port 7070"), runtime, caller("ses_3", agent))
+    # Another service's port 8081 is no dispute (a review: at half the subject in common it was, and the new
+    # memory was the one marked).
+    other = remember(
+        RememberInput(content="The metrics service listens on port 8081"), runtime, caller("ses_3", agent)
+    )
     assert other.consolidation.contradicts == []
+
+
+def test_a_value_said_again_after_its_correction_was_restated_is_still_disputed(runtime):
+    """A review: once the correction was itself restated (a near-exact restatement superseded it), the old
+    value said again was no longer found: what a memory replaced is followed through the memories between."""
+    port = remember(RememberInput(content="The billing service listens on port 8081"), runtime, caller()).id
+    fixed = remember(
+        RememberInput(content="The billing service listens on port 9090", replaces=port), runtime, caller()
+    ).id
+    restated = remember(RememberInput(content="The billing service listens on port 9090."), runtime, caller())
+    assert restated.consolidation.superseded == [fixed]
+    again = remember(
+        RememberInput(content="billing service listens on port 8081"), runtime, caller("ses_2", "cursor")
+    )
+    assert again.consolidation.contradicts == [restated.id]
 
 
 def test_another_agents_value_said_to_have_changed_disputes_the_older_one_without_replacing_it(runtime):
@@ -287,6 +307,15 @@ def test_another_agents_value_said_to_have_changed_disputes_the_older_one_withou
         assert status(runtime, older) == "active"
         found = recall(RecallInput(query=older_text), runtime, caller())
         assert f"DISPUTED by newer {newer.id}" in found.context
+    # A review: a change the same agent's rules would not read as one ("raised", and no "to" after it) is no
+    # dispute from another agent either: another PR's count, not a new value of this one.
+    remember(RememberInput(content="The reviewer raised 3 concerns on PR 12"), runtime, caller())
+    other = remember(
+        RememberInput(content="The reviewer raised 2 concerns on PR 14"),
+        runtime,
+        caller("ses_3", agent="cursor"),
+    )
+    assert other.consolidation.contradicts == []
 
 
 def test_another_agents_correction_naming_the_old_value_disputes_it_and_a_plain_value_does_not(runtime):

@@ -30,8 +30,8 @@ def test_a_report_naming_a_memory_misleading_says_how_to_stop_every_task_reading
         "Global weights:",
         "- mem_bad (misleading, share 1): 1.000 -> 0.850",
         "- mem_ok (context, share 0.5): 1.000 -> 0.950",
-        "Named misleading (mem_bad): it sinks for tasks like this one only. If what it says is wrong, "
-        "remember the right text with replaces= its id, or forget it, so that no task reads it.",
+        "Named misleading: mem_bad. Recall ranks them lower for tasks like this one; other tasks still read "
+        "them. If what one says is wrong, remember the right text with replaces=<its id>, or forget it.",
     ]
 
 

@@ -330,14 +330,23 @@ class ConsolidationService:
             if change.older_id in done or change.older_id not in by_id:
                 continue
             older = by_id[change.older_id]
+            # A change the rules read as one: said in words ("9090, not 8080", "changed to 9090", "now uses
+            # Node 20"), or one that covers only part of the older memory (it can only dispute it).
+            said_so = (
+                change.named_in_words
+                or not change.covers_older
+                or says_value_changed(memory.content, change.newer_term.split())
+                or has_revision_words(memory.content)
+            )
             if not self._same_source(memory, older):
-                # One agent's new value does not overwrite what another agent said, but one that says it
-                # changed ("now uses Node 20", "9090, not 8080") disputes it: left unmarked, a recall read
-                # either first (a new user's trial).
-                detail = f"{change.detail}, said by another agent"
-                self._record_contradiction(older, memory, "value", detail, change.subject_similarity)
-                report.contradicts.append(older.id)
-                report.resolver = report.resolver or KEPT_OPEN
+                # One agent's new value does not overwrite what another agent said, but one the rules read
+                # as a change disputes it: left unmarked, a recall read either first (a new user's trial).
+                # "Raised 2 concerns on PR 14" after "raised 3 concerns on PR 12" is no such change.
+                if said_so:
+                    detail = f"{change.detail}, said by another agent"
+                    self._record_contradiction(older, memory, "value", detail, change.subject_similarity)
+                    report.contradicts.append(older.id)
+                    report.resolver = report.resolver or KEPT_OPEN
                 continue
             # Two values of one thing are a change only when the newer memory says so (or the language
             # model reads one): "build 1235 failed" does not revise "build 1234 failed". A protected
@@ -345,11 +354,7 @@ class ConsolidationService:
             # "9090, not 8080" and "Correction: ..." say so in words, as "switched from" does.
             # A pair that only covers part of the older memory is made only of a change said in words.
             revises, resolver = (
-                (True, "revision:explicit")
-                if change.named_in_words
-                or not change.covers_older
-                or says_value_changed(memory.content, change.newer_term.split())
-                else self._is_revision(older, memory, llm)
+                (True, "revision:explicit") if said_so else self._is_revision(older, memory, llm)
             )
             if not revises:
                 continue
