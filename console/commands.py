@@ -337,10 +337,9 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
     content = sys.stdin.read() if args.content == "-" else args.content
     with opened(settings) as runtime:
         if values.get("replaces") and values.get("occurred_at") is None:
-            values = {
-                **values,
-                "occurred_at": date_of(runtime, values["replaces"], scope_arg(args, settings)),
-            }
+            scope = scope_arg(args, settings)
+            dated = date_of(runtime, values["replaces"], scope, values.get("protection_tier"))
+            values = {**values, "occurred_at": dated}
         result = call(
             remember.handle,
             remember.RememberInput,
@@ -352,14 +351,14 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
     return emit(args, result, remembered(result))
 
 
-def date_of(runtime: Runtime, memory_id: str, scope: Scope) -> str | None:
+def date_of(runtime: Runtime, memory_id: str, scope: Scope, tier: str | None = None) -> str | None:
     """When the memory happened or was learned (its ``occurred_at``), for a correction to keep; None when
-    it is not there (the update then says why) or ephemeral: a correction of what expires soon lasts its
-    own time, not what was left of the old one's."""
+    it is not there (the update then says why) or the correction is ephemeral (``tier``, else the memory's):
+    it lasts its own time from now, not what is left of the old one's."""
     found = runtime.store.get_memory(memory_id, scope)
-    return (
-        found.created_at.isoformat() if found is not None and found.protection_tier != "ephemeral" else None
-    )
+    if found is None or (tier or found.protection_tier) == "ephemeral":
+        return None
+    return found.created_at.isoformat()
 
 
 def recall_command(args: argparse.Namespace, settings: Settings) -> int:

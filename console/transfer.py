@@ -697,7 +697,7 @@ def _records(
             # from its redacted text: a secret's marker may be longer than the secret, and a part over the
             # limit would refuse the whole file (a review).
             texts = [message.text]
-            if len(said) + len(message.text) > limit // 4:
+            if len(said) + len(message.text) > limit // 8:  # a marker is at most a few times its secret
                 redacted = redact(message.text).text
                 if len(said) + len(redacted) > limit:
                     texts = transcripts.parts_of(redacted, max(1, limit - len(said) - PART_LABEL))

@@ -261,16 +261,29 @@ def _squashed(text: str) -> str:
 
 
 def _names_another_thing(new_values: set[str], replaced: set[str]) -> bool:
-    """Whether one of two or more changed values is a joined name with letters ("prod-1", "k8s-staging",
-    "eu-west-1"): beside another changed value it names which thing the other value is of ("now runs 6
-    nodes in k8s-staging" after "4 nodes in k8s-prod" is another cluster), and only alone is it the value
-    that changed ("the cache host is now cache-2")."""
-    changed = new_values | replaced
-    return (len(new_values) > 1 or len(replaced) > 1) and any(
-        any(joint in term for joint in _JOINT_LETTERS)
-        and any(c.isalpha() and c not in _JOINT_LETTERS for c in term)
-        for term in changed
-    )
+    """Whether a changed value is a joined name ("prod-1", "k8s-staging": letters that its counterpart's
+    letters do not match) beside a changed value that is none: the name says which thing the other value is
+    of ("now runs 6 nodes in k8s-staging" after "4 nodes in k8s-prod" is another cluster). A name alone, or
+    among names only, is the value that changed ("the cache host is now cache-2", two regions), and a
+    joined value whose letters its counterpart shares is a value ("1.5s", "3.11-slim", "db-1")."""
+    before = {_letters(term) for term in replaced}
+    after = {_letters(term) for term in new_values}
+
+    def is_name(term: str, others: set[str]) -> bool:
+        return (
+            any(joint in term for joint in _JOINT_LETTERS)
+            and bool(_letters(term))
+            and _letters(term) not in others
+        )
+
+    names = [term for term in new_values if is_name(term, before)] + [
+        t for t in replaced if is_name(t, after)
+    ]
+    return bool(names) and any(term not in names for term in new_values | replaced)
+
+
+def _letters(term: str) -> str:
+    return "".join(c for c in term if c.isalpha() and c not in _JOINT_LETTERS)
 
 
 def shown_value(term: str) -> str:
@@ -466,7 +479,9 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             continue  # a value before the word of change names the thing, not its new value
         if _kinds(new_values) != _kinds(values - own_values):
             continue  # a month for a time of day: not the same thing's value
-        if _names_another_thing(new_values, values - own_values):
+        if not (given_up and values - own_values <= given_up) and _names_another_thing(
+            new_values, values - own_values
+        ):
             continue  # "Postgres 16 on prod-1" after "Postgres 14 on staging-2": another place, not a value
         similarity = len(subject & rest) / len(subject | rest)
         newer_term = " ".join(sorted(new_values))
@@ -584,7 +599,8 @@ def restated_correction(
     disputed by ``current`` (its ``older_id``, though written later: it says what the correction replaced;
     neither is superseded, since a restatement by another agent is no revision). None when no replaced
     memory held one of its values about the same thing (``VALUE_OVERLAP`` of what they are about, with
-    the replaced memory or the correction), or when it negates where they do not."""
+    the replaced memory or the correction, and no value of its own that neither holds), or when it negates
+    where they do not."""
     values, subject = _values_and_subject(memory.content)
     current_values, current_subject = _values_and_subject(current.content)
     if not subject or negated(memory.content) != negated(current.content):
@@ -595,6 +611,8 @@ def restated_correction(
         instead = current_values - gone_values  # what the correction put in its place
         if not revived or not instead or instead & values or negated(gone.content) != negated(memory.content):
             continue
+        if values - gone_values - current_values:
+            continue  # a value of its own says which thing or when: "in us-east-1", "PR 14", "until 2025"
         overlap = max(
             len(subject & gone_subject) / len(subject | gone_subject),
             len(subject & current_subject) / len(subject | current_subject),

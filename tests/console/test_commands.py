@@ -925,6 +925,12 @@ def test_edit_replaces_a_memory_keeping_its_tags_and_the_old_one_for_audit(capsy
     )
     fixed = as_json(capsys, db, "edit", brief["id"], "The build is green")
     assert datetime.fromisoformat(fixed["created_at"]) > datetime.now(UTC) - timedelta(minutes=5)
+    # So does one made ephemeral by the edit (a second review: an old memory's date was refused as expired).
+    weeks_ago = as_json(capsys, db, "remember", "The release train is paused", "--occurred-at", "2026-01-05")
+    paused = as_json(
+        capsys, db, "edit", weeks_ago["id"], "The release train is paused today", "--tier", "ephemeral"
+    )
+    assert datetime.fromisoformat(paused["created_at"]) > datetime.now(UTC) - timedelta(minutes=5)
     # An edit of what it replaced names the command to run, not the tool's argument (a trial's finding).
     status, _, err = memoria(capsys, db, "edit", old["id"], "Deploys go out on Fridays")
     assert status == 1 and f"Edit {new_id} (`memoria edit {new_id} TEXT`), which replaced it" in err

@@ -387,6 +387,12 @@ def test_a_value_no_correction_replaced_or_said_of_another_thing_is_no_restated_
         restated_correction(memory("m3", "API server port 9090 replaced 8080", 2), current, [replaced])
         is None
     )
+    # A value of its own that neither holds says which thing or when (a second review).
+    for text in [
+        "The API server in us-east-1 listens on port 8080",
+        "The API server listened on port 8080 until 2025-06-01",
+    ]:
+        assert restated_correction(memory("m3", text, 2), current, [replaced]) is None, text
     # It negates where they do not.
     assert (
         restated_correction(memory("m3", "The API server never listens on port 8080", 2), current, [replaced])
@@ -432,3 +438,23 @@ def test_a_joined_name_beside_another_changed_value_names_another_thing():
         memory("b", "The cache host is now cache-2", 5), [memory("a", "The cache host is cache-1", 0)]
     )
     assert host.detail == "'cache-1' then 'cache-2' (subject overlap 1.00)"
+
+
+def test_a_joined_value_whose_letters_its_counterpart_shares_is_a_value_and_a_name_given_up_is_a_change():
+    """A second review: units and version suffixes ("1.5s", "3.11-slim", "db-1") beside another changed value
+    read as names, and real changes were dropped; so was one that names the old name as given up."""
+    for older, newer in [
+        ("Timeout is 1.5s with 3 retries", "Timeout is now 2.5s with 5 retries"),
+        (
+            "The CI image is python 3.11-slim with Node 18",
+            "The CI image is now python 3.12-slim with Node 20",
+        ),
+        ("The app runs v1.4.2 with 3 replicas", "The app now runs v1.5.0 with 5 replicas"),
+        ("The database is db-1 on port 5432", "The database is now db-2 on port 5433"),
+        (
+            "Primary region us-east-1, failover us-west-2",
+            "Primary region now eu-west-1, failover eu-central-1",
+        ),
+        ("The DB is db-1 on port 5432", "Correction: the DB is staging-2 on port 5433, not db-1 on 5432"),
+    ]:
+        assert value_changes(memory("b", newer, 5), [memory("a", older, 0)]), newer

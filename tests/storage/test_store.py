@@ -297,6 +297,12 @@ def test_what_a_memory_replaced_is_read_from_its_scopes_copy_through_the_memorie
         assert replaced(store, "m3") == {"m3": ["m2", "m1"]}
         store.reactivate(SCOPE, "m2", NOW)  # active again: m3 replaces it no longer
         assert replaced(store, "m2", "m3") == {"m2": ["m1"]}
+        # A restatement's supersede held before its commit lands (committed behind the call) counts already.
+        store.insert_memory(new("m5", "port 7070."))
+        assert store.hold_superseded(["m3"], "m5") == ["m3"]
+        assert replaced(store, "m5") == {"m5": ["m3"]}
+        store.release_superseded(["m3"], "m5")
+        assert replaced(store, "m5") == {}
     # Without a copy the answer is empty: no index covers replaced_by, and every write asks.
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=DIM, cache_scope_rows=0) as store:
         assert replaced(store, "m2") == {}

@@ -331,10 +331,9 @@ class ConsolidationService:
                 continue
             older = by_id[change.older_id]
             # A change the rules read as one: said in words ("9090, not 8080", "changed to 9090", "now uses
-            # Node 20"), or one that covers only part of the older memory (it can only dispute it).
+            # Node 20"). "Raised 2 concerns on PR 14 after the standup" is none, whatever its clause says.
             said_so = (
                 change.named_in_words
-                or not change.covers_older
                 or says_value_changed(memory.content, change.newer_term.split())
                 or has_revision_words(memory.content)
             )
