@@ -118,3 +118,27 @@ class PendingSupersedes:
     def awaited(self) -> bool:
         """Whether a call waits on the commits of supersedes (``awaiting``)."""
         return self._awaited > 0
+
+
+def replaced_through(
+    replaced: Mapping[str, set[str]], held: Mapping[str, str], memory_id: str, most: int
+) -> list[str]:
+    """The memories ``memory_id`` replaced, directly or through those (8080 -> 9090 -> 7070, a correction
+    restated many times), nearest first and at most ``most``: by the rows (``replaced``: a memory -> those
+    whose ``replaced_by`` it is) and by the supersedes held before their commits land (``held``, as
+    ``PendingSupersedes.held`` gives it: a restatement's, committed behind the call)."""
+    back: dict[str, set[str]] = {}
+    for loser, survivor in held.items():
+        back.setdefault(survivor, set()).add(loser)
+    seen, edge = {memory_id}, [memory_id]
+    found: list[str] = []
+    while edge and len(found) < most:
+        edge = [
+            other
+            for one in edge
+            for other in sorted(replaced.get(one, set()) | back.get(one, set()))
+            if other not in seen
+        ]
+        seen.update(edge)
+        found += edge
+    return found[:most]

@@ -14,6 +14,7 @@ import numpy as np
 from lancedb.expr import Expr
 
 from storage import filters
+from storage.pending import replaced_through
 from storage.records import (
     CONTENT_STATUSES,
     Audience,
@@ -216,34 +217,21 @@ class MemorySearch(StoreTables):
     def replaced_memories(
         self, scope: Scope, memory_ids: Sequence[str], *, most: int = 64
     ) -> dict[str, list[MemoryRecord]]:
-        """For each of ``memory_ids`` that replaced others, the memories of ``scope`` it replaced, directly
-        or through those (8080 -> 9090 -> 7070, or a correction restated many times; at most ``most`` of
-        them, nearest first), any status, from the scope's copy and the supersedes this process holds
-        before their commits land (a restatement's, committed behind the call). A scope without a copy
-        (larger than the copies hold) answers nothing: no index covers ``replaced_by``, and consolidation
-        asks on every write."""
-        held: dict[str, set[str]] = {}
-        for loser, survivor in self._pending.held().items():
-            held.setdefault(survivor, set()).add(loser)
-        found: dict[str, list[MemoryRecord]] = {}
+        """For each of ``memory_ids`` that replaced others, what it replaced (``replaced_through``), any
+        status, from the scope's copy. A scope without one (larger than the copies hold) answers nothing:
+        no index covers ``replaced_by``, and consolidation asks on every write."""
+        held = self._pending.held()
         with self._cache.reading(scope) as copy:
             if copy is None:
-                return found
-            for memory_id in memory_ids:
-                seen, edge = {memory_id}, [memory_id]
-                records: list[MemoryRecord] = []
-                while edge and len(records) < most:
-                    edge = [
-                        other
-                        for one in edge
-                        for other in sorted(copy.replaced.get(one, set()) | held.get(one, set()))
-                        if other not in seen and other in copy.records
-                    ]
-                    seen.update(edge)
-                    records += [copy.records[other] for other in edge]
-                if records:
-                    found[memory_id] = records[:most]
-        return found
+                return {}
+            chains = {
+                memory_id: replaced_through(copy.replaced, held, memory_id, most) for memory_id in memory_ids
+            }
+            return {
+                memory_id: [copy.records[other] for other in chain if other in copy.records]
+                for memory_id, chain in chains.items()
+                if chain
+            }
 
     def holds_memories_in(self, reach: Reach, window: TimeWindow | None) -> bool:
         """Whether some active memory of ``reach`` (that its viewer may see) is of ``window``'s time (None:
