@@ -572,6 +572,7 @@ def _values_and_subject(text: str) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def says_values(memory: ContradictionInput) -> bool:
+    """Whether the memory states a value at all (most of a conversation's turns do not)."""
     return bool(_values_and_subject(memory.content)[0])
 
 

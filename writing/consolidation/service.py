@@ -399,12 +399,12 @@ class ConsolidationService:
         by_id: dict[str, MemoryRecord],
         report: ConsolidationReport,
     ) -> None:
-        """A value said again after a neighbour corrected it ("port 8080" once "port 8080" was replaced by
-        "port 9090"), by any agent and in any words, is disputed by the correction: without it, a second
-        agent's paraphrase of the stale value stood beside the correction, undisputed. It is the one disputed,
-        as history remembered late is: recall puts the correction first (a new user's trial).
-        What the neighbours replaced is read (from the scope's copy) only for those that say another value of
-        the same kind about the same thing."""
+        """A value said again after a neighbour corrected it ("port 8081" once "The billing service listens on
+        port 8081" was replaced by "... port 9090"), by any agent, about the same thing, is disputed by the
+        correction (``restated_correction``): without it, the stale text said again but for "The" stood
+        beside the correction, undisputed, and was recalled first (a new user's trial). It is the one
+        disputed, as history remembered late is. What the neighbours replaced is read (from the scope's
+        copy) only for those that say another value of the same kind about much the same thing."""
         said = pool[-1]
         if not says_values(said):
             return
