@@ -296,27 +296,23 @@ class FeedbackIndex:
         vectors: np.ndarray | None = None
         if queries is not None and queries.queries:
             stored = queries.vectors
-            if (
+            as_stored = (
                 same_query_vectors(queries.embedder, self._embedder.name)
                 and stored is not None
                 and stored.shape == (len(queries.queries), self._embedder.dimension)
-            ):
-                withheld = [index for index, query in enumerate(queries.queries) if query == WITHHELD]
-                vectors = stored
-                if withheld:  # zeroed by a purge since 2026-12-02; before, the vector was kept
-                    vectors = stored.copy()
-                    vectors[withheld] = 0.0
-            else:
-                # A query a purge withheld counts for no query (its stored vector is zeroed; made again from
-                # the text, it would be the placeholder's).
-                vectors = np.vstack(
-                    [
-                        np.zeros(self._embedder.dimension, dtype=np.float32)
-                        if query == WITHHELD
-                        else self._embedder.embed_query(query)
-                        for query in queries.queries
-                    ]
-                )
+            )
+            # A query a purge withheld counts for no query: zeros (its stored vector is zeroed since
+            # 2026-12-02, kept before; made again from the text, it would be the placeholder's).
+            vectors = np.vstack(
+                [
+                    np.zeros(self._embedder.dimension, dtype=np.float32)
+                    if query == WITHHELD
+                    else stored[index]
+                    if as_stored and stored is not None
+                    else self._embedder.embed_query(query)
+                    for index, query in enumerate(queries.queries)
+                ]
+            )
         entry.vectors, entry.embedded = vectors, True
         return vectors
 

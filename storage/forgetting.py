@@ -25,7 +25,6 @@ from storage.locking import retrying
 from storage.memories import Memories
 from storage.records import LineageEvent, MemoryRecord, Scope
 from storage.rows import (
-    asking_in,
     ids_of_key,
     query_withheld,
     quoted_by,
@@ -390,7 +389,10 @@ class Forgetting(Memories, Lineage):
             if asked and told
             else []
         )
-        quoted = sorted({row["session_id"] for row in rows if asking_in(row, told, withheld=WITHHELD)})
+        # A session row to rewrite: one whose rewrite changes it (a query in their words, or the vector of one
+        # withheld still kept).
+        withhold = partial(session_queries_withheld, told=told, withheld=WITHHELD)
+        quoted = sorted({row["session_id"] for row in rows if withhold(row) != row})
         if not naming and not quoted:
             return
         noting = [row["session_id"] for row in naming if row["note"] != WITHHELD]
@@ -406,7 +408,7 @@ class Forgetting(Memories, Lineage):
                 self._feedback,
                 ["org_id", "project_id", "session_id", "memory_id", "revision"],
                 of_sessions(quoted),
-                partial(session_queries_withheld, told=told, withheld=WITHHELD),
+                withhold,
             )
         self._drop_old_versions_of((self._outcomes, self._feedback))
 

@@ -375,17 +375,6 @@ def query_withheld(row: dict[str, Any], *, withheld: str) -> dict[str, Any]:
     return with_trace({**row, "query": withheld}, text, quoted)
 
 
-def asking_in(row: dict[str, Any], told: set[str], *, withheld: str) -> bool:
-    """Whether a session row keeps a query in the purged memories' words, or the vector of one withheld."""
-    vectors = row["query_vectors"] or []
-    return any(
-        any(vectors[index])
-        if query == withheld and index < len(vectors)
-        else bool(telling_words(query) & told)
-        for index, query in enumerate(row["queries"] or ())
-    )
-
-
 def session_queries_withheld(row: dict[str, Any], *, told: set[str], withheld: str) -> dict[str, Any]:
     """A session row with its queries in the purged memories' words withheld, and their vectors zeroed: an
     embedding can be read back into its words (the offline backend's hashes its words outright). A credit
@@ -398,4 +387,4 @@ def session_queries_withheld(row: dict[str, Any], *, told: set[str], withheld: s
         [0.0] * len(vector) if index < len(queries) and queries[index] == withheld else vector
         for index, vector in enumerate(row["query_vectors"] or [])
     ]
-    return {**row, "queries": queries, "query_vectors": vectors or row["query_vectors"]}
+    return {**row, "queries": queries or row["queries"], "query_vectors": vectors or row["query_vectors"]}
