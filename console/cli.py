@@ -75,7 +75,14 @@ def add_people_commands(commands: Any) -> None:
         "--tier", choices=["standard", "immutable", "protected", "ephemeral"], default="standard"
     )
     remember.add_argument("--episode", metavar="ID", help="the episode it belongs to")
-    remember.add_argument("--occurred-at", metavar="ISO8601", help="when it was learned (default now)")
+    remember.add_argument(
+        "--occurred-at",
+        metavar="WHEN",
+        help="when it was learned: 2026-11-24T09:30Z, 'yesterday' (default now)",
+    )
+    remember.add_argument(
+        "--time-zone", metavar="ZONE", help="whose 'yesterday', e.g. Europe/Paris (default UTC)"
+    )
     remember.add_argument(
         "--visibility",
         choices=["org", "project", "agent", "session"],
@@ -93,8 +100,11 @@ def add_people_commands(commands: Any) -> None:
     edit.add_argument("--tier", choices=["standard", "protected", "ephemeral"], help="default: the memory's")
     edit.add_argument(
         "--occurred-at",
-        metavar="ISO8601",
-        help="when it happened or was learned (default: the memory's date)",
+        metavar="WHEN",
+        help="when it happened or was learned: 2026-11-24, 'yesterday' (default: the memory's date)",
+    )
+    edit.add_argument(
+        "--time-zone", metavar="ZONE", help="whose 'yesterday', e.g. Europe/Paris (default UTC)"
     )
     edit.add_argument("--agent", metavar="NAME", help="who corrects it (default cli)")
     edit.add_argument("--session", metavar="ID", help="the working session (default a new one)")

@@ -310,7 +310,7 @@ def remember_command(args: argparse.Namespace, settings: Settings) -> int:
         "tags": args.tag,
         "episode_id": args.episode,
         "protection_tier": args.tier,
-        "occurred_at": args.occurred_at,
+        "occurred_at": learned_at(args.occurred_at, args.time_zone),
         "visibility": args.visibility,
     }
     return remember_with(args, settings, values, "remember")
@@ -325,9 +325,32 @@ def edit_command(args: argparse.Namespace, settings: Settings) -> int:
         "kind": args.kind,
         "tags": args.tag,
         "protection_tier": args.tier,
-        "occurred_at": args.occurred_at,
+        "occurred_at": learned_at(args.occurred_at, args.time_zone),
     }
     return remember_with(args, settings, values, "edit")
+
+
+def learned_at(text: str | None, zone: str | None) -> str | None:
+    """``--occurred-at`` as the tool reads it: ISO 8601 as given, or a relative time ("yesterday", "3 days
+    ago", "last week") as the start of the span it names, in ``zone`` (--time-zone, default UTC). A new
+    user's trial: `--occurred-at yesterday` was refused, though --since takes it."""
+    if text is None:
+        return None
+    try:
+        datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        return text  # ISO 8601 (or its basic form): the tool checks and reads it
+    except ValueError:
+        pass
+    from retrieval.time_window import EXAMPLES, WindowError, span, zone_of
+
+    try:
+        return span(text, now=datetime.now(UTC), zone=zone_of(zone))[0].isoformat()
+    except WindowError as exc:
+        if re.fullmatch(r"[\d\sT:.+-]+Z?", text.strip()):
+            return text  # a malformed ISO time: the tool's message says what is wrong with it
+        raise CommandError(
+            f"--occurred-at {text!r} is not a time: give ISO 8601 (2026-11-24T09:30:00Z) or one of {EXAMPLES}"
+        ) from exc
 
 
 def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str, Any], command: str) -> int:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -419,6 +420,28 @@ def test_tables_show_dates_in_the_commands_time_zone_as_its_context_does(capsys,
     assert status == 0 and tokyo[:10] in out and when.strftime("%Y-%m-%d") not in out
     status, out, _ = memoria(capsys, db, "list")
     assert when.strftime("%Y-%m-%d %H:%M") in out
+
+
+def test_occurred_at_takes_the_relative_times_since_takes_in_the_commands_time_zone(capsys, db):
+    """A trial: `--occurred-at yesterday` was refused, though --since reads it."""
+    zone = ZoneInfo("Asia/Tokyo")
+    yesterday = (datetime.now(zone) - timedelta(days=1)).date()
+    stored = as_json(
+        capsys, db, "remember", "The pager woke us", "--occurred-at", "yesterday", "--time-zone", "Asia/Tokyo"
+    )
+    midnight = datetime.combine(yesterday, datetime.min.time(), zone).astimezone(UTC)
+    assert stored["created_at"] == midnight.isoformat().replace("+00:00", "Z")
+    utc_day = as_json(capsys, db, "remember", "The pager woke us twice", "--occurred-at", "2 days ago")
+    assert utc_day["created_at"].startswith(str((datetime.now(UTC) - timedelta(days=2)).date()) + "T00:00:00")
+    edited = as_json(
+        capsys, db, "edit", utc_day["id"], "The pager woke us three times", "--occurred-at", "last week"
+    )
+    monday = datetime.now(UTC).date() - timedelta(days=datetime.now(UTC).weekday() + 7)
+    assert edited["created_at"] == f"{monday}T00:00:00Z"
+    status, _, err = memoria(capsys, db, "remember", "never", "--occurred-at", "whenever")
+    assert status == 1 and "'whenever' is not a time" in err and "yesterday" in err
+    status, _, err = memoria(capsys, db, "remember", "never", "--occurred-at", "2026-13-45")
+    assert status == 1 and "ISO 8601" in err and "2026-13-45" in err
 
 
 def test_list_pages_through_the_scope_newest_first_and_prints_the_next_page(capsys, db):
