@@ -108,6 +108,7 @@ _PHRASES = (
     (re.compile(r"\b(?:the )?org_id and project_id\b"), lambda m: "--org and --project"),
     (re.compile(r"\b(a |one of )retrieval_id\b"), lambda m: f"{m.group(1)}retrieval id"),
     (re.compile(r"\bPass memory_id\b"), lambda m: "Pass a memory id"),
+    (re.compile(r"\bpass memory_id=(mem_\w+)"), lambda m: f"run `memoria forget {m.group(1)}`"),
     (re.compile(r"\bPass replaces= the id\b"), lambda m: "Pass the id"),
     # The tools a message points to, as the commands that run them.
     (re.compile(r"`?\bexplain_ranking\b`?"), lambda m: "`memoria explain`"),

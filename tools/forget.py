@@ -36,7 +36,13 @@ from tools.common import (
     no_such_memory,
     view_for,
 )
-from tools.forget_matches import MAX_BY_QUERY, best_matches, closest_first, more_matches_note
+from tools.forget_matches import (
+    MAX_BY_QUERY,
+    best_matches,
+    closest_first,
+    more_matches_note,
+    nothing_close_note,
+)
 from tools.memory_views import MemoryBrief, absorbed_events
 from writing.consolidation.report import Actor
 
@@ -136,13 +142,11 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         if len(above) > args.max_memories:
             left_matching = more_matches_note(above[args.max_memories :], len(found) > MAX_BY_QUERY, floor)
         if not targets:
-            closest = f" (the closest scored {found[0][1]:.2f})" if found else ""
             return ForgetOutput(
                 mode=args.mode,
                 dry_run=args.dry_run,
                 forgotten=[],
-                note=f"nothing was forgotten: no {'stored' if purge else 'active'} memory matches the query "
-                f"closely enough (relevance >= {floor:g}){closest}. Pass memory_id to forget a particular memory.",
+                note=nothing_close_note(found, floor, purge),
             )
     # An immutable memory is its author's to forget: another agent's forget by id is refused, and one by
     # query or tag leaves it (a new user's trial: any agent's query retracted a team's immutable rule).

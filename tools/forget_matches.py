@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from retrieval.text import counted, negated
+from retrieval.text import clip, counted, negated
 from storage.records import MemoryRecord, Reach
 
 if TYPE_CHECKING:
@@ -62,4 +62,25 @@ def more_matches_note(left: Sequence[tuple[MemoryRecord, float]], capped: bool, 
         f"{'matches' if one else 'match'} the query closely enough too (relevance >= {floor:g}; the next "
         f"{left[0][1]:.2f}) and {'is' if one else 'are'} left as {'it is' if one else 'they are'}: raise "
         f"`max_memories` (up to {MAX_BY_QUERY}) to forget {'it' if one else 'them'} as well"
+    )
+
+
+def nothing_close_note(found: Sequence[tuple[MemoryRecord, float]], floor: float, stored: bool) -> str:
+    """Why a forget by query took nothing, naming the closest memory (``found``, best first) and how to
+    forget it. A new user's trial: recall ranked a memory first at 0.83 and forget said "the closest scored
+    0.36" without saying which one, nor why the two figures differ (recall reads a full-text match against
+    the best match; forget weighs it against the whole query, so that no query forgets whatever happens to
+    match it best)."""
+    head = (
+        f"nothing was forgotten: no {'stored' if stored else 'active'} memory matches the query closely enough "
+        f"(relevance >= {floor:g})"
+    )
+    if not found or found[0][1] < floor / 2:  # nothing near: no memory to point to
+        closest = f" (the closest scored {found[0][1]:.2f})" if found else ""
+        return f"{head}{closest}. Pass memory_id to forget a particular memory."
+    closest, score = found[0]
+    return (
+        f"{head}. The closest is {closest.id} ({clip(closest.content, 60)!r}) at {score:.2f}: this relevance "
+        "weighs a match against the whole query, where recall's scores read it against the best match and run "
+        f"higher. Say more of its words, or pass memory_id={closest.id} to forget it."
     )

@@ -266,6 +266,10 @@ def test_forget_edit_and_remember_messages_name_flags_too(capsys, db):
     assert "Pass a memory id to forget a particular memory" in out and "memory_id" not in out
     _, _, err = memoria(capsys, db, "forget", "--query", "bananas and kiwis")  # asked first: the same words
     assert "Pass a memory id to forget a particular memory" in err and "memory_id" not in err
+    near = as_json(capsys, db, "remember", "The staging database is reset every Sunday night")["id"]
+    status, out, _ = memoria(capsys, db, "forget", "--query", "staging db reset schedule", "--yes")
+    assert status == 1 and f"The closest is {near} (" in out
+    assert out.rstrip().endswith(f"run `memoria forget {near}` to forget it.") and "memory_id" not in out
     status, out, _ = memoria(capsys, db, "forget", "--tag", "security", "--dry-run")
     assert status == 0 and "run again without --dry-run to forget them" in out and "dry_run" not in out
     for nothing in (["--query", "bananas and kiwis"], ["--tag", "nope"]):  # shown or not: nothing is 1

@@ -83,6 +83,25 @@ def test_forget_by_query_reads_relevance_as_the_floor_does_and_takes_nothing_rec
     assert [(m.id, m.relevance) for m in matched.matches] == [(exact, round(shown[exact], 4))]
 
 
+def test_a_forget_by_query_that_takes_nothing_names_the_close_memory_it_left_and_how_to_forget_it(runtime):
+    """A new user's trial: recall ranked the staging memory first at 0.83 for these words, and forget said
+    only "the closest scored 0.36"."""
+    staging = remember(
+        RememberInput(content="The staging database is reset every Sunday night"), runtime, OWNER
+    ).id
+    cat = remember(RememberInput(content="The office cat is called Miso"), runtime, OWNER).id
+    [first] = recall(RecallInput(query="staging db reset schedule", top_k=1), runtime, OWNER).memories
+    assert first.id == staging and first.score >= runtime.settings.forget_min_relevance
+    left = forget(ForgetInput(query="staging db reset schedule"), runtime, OWNER)
+    assert left.forgotten == [] and left.note.startswith("nothing was forgotten: no active memory matches")
+    assert f"The closest is {staging} ('The staging database is reset every Sunday night') at 0." in left.note
+    assert left.note.endswith(f"Say more of its words, or pass memory_id={staging} to forget it.")
+    # Nothing near (under half the floor): no memory is pointed to.
+    far = forget(ForgetInput(query="bananas and kiwis"), runtime, OWNER)
+    assert cat not in far.note and far.note.endswith("Pass memory_id to forget a particular memory.")
+    assert runtime.store.get_memory(staging).status == "active"
+
+
 def test_the_result_lists_memories_as_they_are_after_the_call_and_a_second_purge_erases_nothing(runtime):
     kept = remember(RememberInput(content="the billing database is backed up nightly"), runtime, OWNER).id
     purged = remember(RememberInput(content="the staging password is hunter2"), runtime, OWNER).id
