@@ -323,12 +323,12 @@ def says_value_changed(text: str, new_values: Iterable[str]) -> bool:
 
 
 # A value the newer memory names as given up ("9090, not 8080", "9090 (not 8080)", "now 3.12 instead of
-# 3.11", "rather than port 8080", "no longer 8080"): it names the old value, and says in so many words that
-# it changed.
+# 3.11", "rather than port 8080", "no longer 8080", "eu-west-1; we migrated off us-east-1"): it names the
+# old value, and says in so many words that it changed.
 _GIVEN_UP = re.compile(
     # Tried from the start of a run of spaces only: a long run is then scanned once, not once a space.
     r"(?<!\s)(?:,\s*+|\s*+\(\s*+|\s++)(?:and\s+)?(?:not|instead\s+of|rather\s+than|no\s+longer|in\s+place\s+of|"
-    r"replacing)\s+"
+    r"replacing|(?:moved|migrated|switched)\s+(?:away\s+from|off(?:\s+of)?))\s+"
     r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + ")",
     re.IGNORECASE,
 )
@@ -526,6 +526,62 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
                 )
             )
     return found
+
+
+# Why a plain value change only disputes: neither memory says that anything changed.
+NOT_SAID_TO_CHANGE = "neither memory says that the value changed"
+# Words after which a value is what the thing is, uses or runs on ("uses Node 18", "is us-east-1", "listens
+# on port 8081"): the predicate, not the name of the thing ("Sprint 14 ends on Friday", "Build 1234 failed").
+_PREDICATE_CUES = frozenset(
+    {"is", "are", "was", "were", "equals", "use", "uses", "using", "run", "runs", "running", "on", "at", "in"}
+    | {"with", "via", "every", "set", "takes", "pinned", "targets", "requires", "needs"}
+)
+
+
+def plain_value_changes(
+    memory: ContradictionInput, others: Sequence[ContradictionInput]
+) -> list[Contradiction]:
+    """The older of ``others`` that say exactly what ``memory`` says, word for word, but for one value in
+    its place, with no word of change in either ("The frontend build uses Node 18", then "... Node 20"): two
+    values of one thing, the newer most likely the current one. Such a pair only disputes (a new user's
+    trial: the two stood as two facts, the older recalled first): nothing says it changed, and the value may
+    stand where a series is named ("Sprint 14 ends on Friday" is not "Sprint 15 ends on Friday" changed), so
+    the value must follow, in both, one of the words that say what a thing is, uses or runs on
+    (``_PREDICATE_CUES``, within three words). What ``value_changes`` reads (a word of change, a value given
+    up, "also") is left to it."""
+    text = _squashed(memory.content)
+    if _CHANGED.search(text) or _ADDING.search(text) or _GIVEN_UP.search(text) or _ASIDE_WAS.search(text):
+        return []
+    values, subject = _values_and_subject(memory.content)
+    if len(values) == 0 or len(subject) < 2:
+        return []
+    found = []
+    for other in others:
+        if other.id == memory.id or other.created_at > memory.created_at:
+            continue
+        other_values, other_subject = _values_and_subject(other.content)
+        new, old = values - other_values, other_values - values
+        if other_subject != subject or len(new) != 1 or len(old) != 1 or _kinds(new) != _kinds(old):
+            continue
+        if negated(other.content) != negated(memory.content) or _names_another_thing(new, old):
+            continue
+        if _CHANGED.search(_squashed(other.content)):
+            continue  # the older said a change ("now 18"): a value change, read by ``value_changes``
+        if _in_predicate(text, *new) and _in_predicate(_squashed(other.content), *old):
+            found.append(
+                Contradiction(other.id, memory.id, *old, *new, 1.0, only_disputes=NOT_SAID_TO_CHANGE)
+            )
+    return found
+
+
+def _in_predicate(text: str, value: str) -> bool:
+    """Whether ``value`` (a content term of ``text``) follows a predicate cue within three words."""
+    for found in _VALUE_IN_TEXT.finditer(text):
+        if value in content_terms(found.group(0)):
+            before = [w.lower() for w in re.findall(r"[A-Za-z']+", text[: found.start()])[-3:]]
+            if not _PREDICATE_CUES.isdisjoint(before):
+                return True
+    return False
 
 
 def late_value_changes(

@@ -2,11 +2,13 @@ from datetime import UTC, datetime, timedelta
 
 from retrieval.contradictions import (
     MAY_BE_A_SERIES,
+    NOT_SAID_TO_CHANGE,
     ContradictionInput,
     detect_contradictions,
     is_value,
     late_value_changes,
     may_restate_a_correction,
+    plain_value_changes,
     restated_correction,
     says_value_changed,
     shown_value,
@@ -458,3 +460,46 @@ def test_a_joined_value_whose_letters_its_counterpart_shares_is_a_value_and_a_na
         ("The DB is db-1 on port 5432", "Correction: the DB is staging-2 on port 5433, not db-1 on 5432"),
     ]:
         assert value_changes(memory("b", newer, 5), [memory("a", older, 0)]), newer
+
+
+def test_the_same_words_with_one_value_in_its_place_after_what_a_thing_is_or_uses_only_dispute():
+    """A trial: "uses Node 18" then "uses Node 20" stood as two facts, the older recalled first."""
+    old = memory("old", "The frontend build uses Node 18", 0)
+    [change] = plain_value_changes(memory("new", "The frontend build uses Node 20", 5), [old])
+    assert (change.older_id, change.newer_id, change.older_term, change.newer_term) == (
+        "old",
+        "new",
+        "18",
+        "20",
+    )
+    assert (
+        change.only_disputes == NOT_SAID_TO_CHANGE and not change.named_in_words and not change.covers_older
+    )
+    region = memory("region", "Our primary AWS region is us-east-1", 0)
+    [joined] = plain_value_changes(memory("eu", "Our primary AWS region is eu-west-1", 5), [region])
+    assert shown_value(joined.older_term) == "us-east-1"
+    later = memory("later", "The frontend build uses Node 20", 5)
+    assert plain_value_changes(memory("older", "The frontend build uses Node 16", 0), [later]) == []
+    for text, older_text in [
+        ("Sprint 15 ends on Friday", "Sprint 14 ends on Friday"),  # the value names which sprint
+        ("Build 1235 failed in CI", "Build 1234 failed in CI"),
+        ("We deployed version 2.4 on Monday", "We deployed version 2.3 on Monday"),
+        ("The reviewer raised 2 concerns on PR 14", "The reviewer raised 3 concerns on PR 12"),  # two values
+        ("The frontend build also uses Node 20", "The frontend build uses Node 18"),  # one more
+        ("The frontend build does not use Node 20", "The frontend build uses Node 18"),  # a denial
+        ("The frontend build uses Node 20 and npm", "The frontend build uses Node 18"),  # other words too
+        ("Postgres 16 runs on prod-1", "Postgres 14 runs on staging-2"),  # another place
+        ("The frontend build now uses Node 20", "The frontend build uses Node 18"),  # value_changes's to read
+    ]:
+        assert plain_value_changes(memory("new", text, 5), [memory("old", older_text, 0)]) == [], text
+
+
+def test_a_value_migrated_off_is_named_as_given_up():
+    """A trial: another agent's "eu-west-1 now; we migrated off us-east-1" was no dispute."""
+    old = memory("old", "Our primary AWS region is us-east-1", 0)
+    for text in (
+        "Our primary AWS region is eu-west-1 now; we migrated off us-east-1",
+        "Our primary AWS region is eu-west-1, moved away from us-east-1",
+    ):
+        [change] = value_changes(memory("new", text, 5), [old])
+        assert change.named_in_words and shown_value(change.older_term) == "us-east-1", text

@@ -330,14 +330,14 @@ def test_another_agents_value_said_to_have_changed_disputes_the_older_one_withou
         assert other.consolidation.contradicts == [], text
 
 
-def test_another_agents_correction_naming_the_old_value_disputes_it_and_a_plain_value_does_not(runtime):
+def test_another_agents_correction_naming_the_old_value_disputes_it_as_a_plain_other_value_does(runtime):
     port = remember(RememberInput(content="The API server listens on port 8080."), runtime, caller()).id
     plain = remember(
         RememberInput(content="The API server listens on port 7070."),
         runtime,
         caller("ses_2", agent="cursor"),
     )
-    assert plain.consolidation.contradicts == [] and plain.consolidation.revised == []
+    assert plain.consolidation.contradicts == [port] and plain.consolidation.revised == []
     named = remember(
         RememberInput(content="Correction: the API server listens on port 9090, not 8080."),
         runtime,
@@ -346,7 +346,38 @@ def test_another_agents_correction_naming_the_old_value_disputes_it_and_a_plain_
     assert named.consolidation.revised == [] and named.consolidation.contradicts == [port]
     assert status(runtime, port) == "active"
     found = recall(RecallInput(query="which port does the API server listen on"), runtime, caller())
-    assert f"DISPUTED by newer {named.id}" in found.context
+    assert f"DISPUTED by newer {plain.id}, {named.id}" in found.context
+
+
+def test_the_same_words_with_another_value_in_place_dispute_the_older_and_recall_reads_the_newer_first(
+    runtime,
+):
+    """A new user's trial: "The frontend build uses Node 18", then "... Node 20" by the same agent, stood as
+    two facts, the older recalled first and nothing marked."""
+    node18 = remember(RememberInput(content="The frontend build uses Node 18"), runtime, caller()).id
+    node20 = remember(RememberInput(content="The frontend build uses Node 20"), runtime, caller("ses_2"))
+    assert node20.consolidation.contradicts == [node18] and node20.consolidation.revised == []
+    assert node20.consolidation.resolver == "rules:contradiction" and status(runtime, node18) == "active"
+    found = recall(RecallInput(query="which Node version does the frontend build use"), runtime, caller())
+    assert [m.id for m in found.memories][:2] == [node20.id, node18]
+    assert f"DISPUTED by newer {node20.id}" in found.context
+    [pair] = drift(DriftInput(), runtime, caller()).contradictions
+    assert "neither memory says that the value changed" in pair.detail
+    # A language model, where there is one, may read the same agent's pair as a revision.
+    llm = ScriptedLLM({"revision": ['{"revises": true, "reason": "the build moved to Node 22"}']})
+    node22 = remember(
+        RememberInput(content="The frontend build uses Node 22"), runtime, Caller("claude-code", "ses_3", llm)
+    )
+    assert sorted(node22.consolidation.revised) == sorted([node18, node20.id])  # it read both pairs so
+    assert node22.consolidation.resolver == "llm:scripted-llm" and status(runtime, node20.id) == "superseded"
+    assert [r.purpose for r in llm.asked].count("revision") == 2
+    # A number that names which one ("Sprint 14", "Build 1234") is another of a series, not a new value.
+    for older_text, newer_text in [
+        ("Sprint 14 ends on Friday", "Sprint 15 ends on Friday"),
+        ("Build 1234 failed on the linter", "Build 1235 failed on the linter"),
+    ]:
+        remember(RememberInput(content=older_text), runtime, caller())
+        assert remember(RememberInput(content=newer_text), runtime, caller()).consolidation.contradicts == []
 
 
 def test_a_protected_value_said_to_have_changed_stays_disputed_rather_than_revised(runtime):

@@ -24,6 +24,7 @@ from retrieval.contradictions import (
     detect_contradictions,
     late_value_changes,
     may_restate_a_correction,
+    plain_value_changes,
     restated_correction,
     says_value_changed,
     says_values,
@@ -391,6 +392,43 @@ class ConsolidationService:
             report.contradicts.append(disputer.id)
             report.resolver = report.resolver or KEPT_OPEN
         self._restated_corrections(memory, pool, by_id, report)
+        # After them: a value said again after its correction is the one disputed, not the correction.
+        self._plain_value_changes(memory, pool, by_id, llm, actor, report)
+
+    def _plain_value_changes(
+        self,
+        memory: MemoryRecord,
+        pool: list[ContradictionInput],
+        by_id: dict[str, MemoryRecord],
+        llm: LanguageModel | None,
+        actor: Actor,
+        report: ConsolidationReport,
+    ) -> None:
+        """The same words as an older memory but for one value in its place, with no word of change
+        (``plain_value_changes``: "The frontend build uses Node 18", then "... Node 20"), by any agent: the
+        pair stays, disputed, so that recall puts the newer first and marks the older (a new user's trial
+        saw two facts, the older first). A language model, when there is one, may read the same agent's pair
+        as a revision, as it may any value change the rules leave open."""
+        done = {*report.revised, *report.contradicts}
+        for change in plain_value_changes(pool[-1], pool[:-1]):
+            if change.older_id in done or change.older_id not in by_id:
+                continue
+            older = by_id[change.older_id]
+            revises, resolver = (False, KEPT_OPEN)
+            if llm is not None and self._same_source(memory, older):
+                revises, resolver = self._is_revision(older, memory, llm)
+            self._revise_or_dispute(
+                memory,
+                older,
+                change,
+                resolver,
+                revises=revises and may_be_superseded(older, by_revision=False),
+                kind="value",
+                kept_by=KEPT_OPEN,
+                actor=actor,
+                report=report,
+                why_kept=f", {change.only_disputes}",
+            )
 
     def _restated_corrections(
         self,
