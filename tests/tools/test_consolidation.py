@@ -74,6 +74,28 @@ def test_switching_from_postgres_to_mysql_supersedes_the_postgres_belief_without
 
 
 @pytest.mark.parametrize(
+    "switch",
+    [
+        "We switched from Postgres 16 to Postgres 17",
+        "We moved the web project from Postgres 16 to Postgres 17",
+        "The web project switched from Postgres 16 to Postgres 17",
+    ],
+)
+def test_switching_from_one_version_to_the_next_of_the_same_thing_supersedes_the_old_version(runtime, switch):
+    """A new user's trial: the name both versions share ("Postgres") read as the new thing already named by
+    the old memory, so the switch revised nothing and offline recall returned only the stale version."""
+    old = remember(RememberInput(content="The web project uses Postgres 16"), runtime, caller()).id
+    new = remember(RememberInput(content=switch), runtime, caller("ses_2"))
+    assert new.consolidation.revised == [old] and new.consolidation.resolver == "revision:explicit"
+    found = recall(RecallInput(query="which Postgres version does the web project use"), runtime, caller())
+    assert [m.id for m in found.memories] == [new.id]
+    # A memory that names the new version already gives nothing up.
+    both = remember(RememberInput(content="The cache uses Redis 6 and 7"), runtime, caller()).id
+    redis = remember(RememberInput(content="We switched from Redis 6 to Redis 7"), runtime, caller("ses_3"))
+    assert redis.consolidation.revised == [] and status(runtime, both) == "active"
+
+
+@pytest.mark.parametrize(
     "revision", ["Deploys no longer happen on Fridays", "Deploys don't happen on Fridays anymore"]
 )
 def test_a_short_fact_said_to_hold_no_longer_is_revised(runtime, revision):

@@ -254,9 +254,12 @@ class ConsolidationService:
             terms = term_set(old.content)
             if old.id == memory.id or old.created_at > memory.created_at or old.status != "active":
                 continue
+            # It names what was given up, and not already what replaced it: "switched from Postgres 16 to
+            # Postgres 17" revises "uses Postgres 16" (the name both share is no new term; a trial found it
+            # left standing) and not "uses Postgres 16 and 17".
             if (
                 not set(revision.old) <= terms
-                or set(revision.new) & terms
+                or (set(revision.new) - set(revision.old)) & terms
                 or not asserts_use_of(old.content, revision.old)
             ):
                 continue
