@@ -10,7 +10,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import Message, Prompt, UserMessage
 
-from retrieval.text import counted
+from retrieval.text import clip, counted, shown_safely
 from server.auth import current_grant
 from server.registry import ToolSpec, invoke
 from server.state import AppState
@@ -23,7 +23,8 @@ While you work:
 - call `remember` for durable knowledge only: facts about the project, decisions and their reasons, fixes
   that worked, pitfalls. One fact per call, not chatter or transient state;
 - when a remembered fact turns out wrong, remember the correction with `replaces` set to the wrong
-  memory's id (or say what it replaces: "the port is 9090, not 8080"), or `forget` it.
+  memory's id (or say the whole fact again naming what it replaces: "The billing API listens on port 9090,
+  not 8080"), or `forget` it.
 When the task ends, call `report_outcome` once (success, failure or partial) with the ids of the memories
 you relied on as `helpful_ids` and of any that misled you as `misleading_ids`: they rise or sink for
 tasks like this one."""
@@ -38,6 +39,16 @@ and `explain_ranking` to see why a memory ranked where it did. It cannot `rememb
 writes to this project."""
 
 OUTCOMES = ("success", "failure", "partial")  # what report_outcome's ``outcome`` takes
+TASK_SHOWN = 300  # characters of the task session_start says back (it searches up to the query limit)
+NOTE_LIMIT = 4_000  # characters report_outcome's ``note`` takes
+
+
+def said_back(text: str, limit: int) -> str:
+    """An argument as a prompt says it back: at most ``limit`` characters, with control and bidirectional
+    characters escaped as a context shows them (a new user's trial: a 10,000-character task came back whole,
+    with a raw U+202E, and a 50,000-character note was handed on as one report_outcome refuses)."""
+    text = shown_safely(" ".join(text.split()))
+    return text if len(text) <= limit else clip(text, limit)
 
 
 def reads_only() -> bool:
@@ -75,7 +86,11 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
             )
         except ToolError as exc:  # the SDK would turn a raised error into a bare "Error rendering prompt"
             reason = str(exc)
-            return [UserMessage(f"You are starting this task: {task}\n\nMemory was not searched: {reason}")]
+            return [
+                UserMessage(
+                    f"You are starting this task: {said_back(task, TASK_SHOWN)}\n\nMemory was not searched: {reason}"
+                )
+            ]
         assert isinstance(found, RecallOutput)  # without the LLM there is no input-required round trip
         if found.memories:
             known = (
@@ -89,10 +104,18 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
                 + ": what you learn and remember now starts it."
             )
         if not reads_only():
-            return [UserMessage(f"You are starting this task: {task}\n\n{known}\n\n{ROUTINE}")]
+            return [
+                UserMessage(
+                    f"You are starting this task: {said_back(task, TASK_SHOWN)}\n\n{known}\n\n{ROUTINE}"
+                )
+            ]
         if not found.memories:  # (it cannot remember what it learns now)
             known = "Memory holds nothing relevant to it" + searched_window(found.window) + "."
-        return [UserMessage(f"You are starting this task: {task}\n\n{known}\n\n{READ_ONLY_ROUTINE}")]
+        return [
+            UserMessage(
+                f"You are starting this task: {said_back(task, TASK_SHOWN)}\n\n{known}\n\n{READ_ONLY_ROUTINE}"
+            )
+        ]
 
     def session_end(outcome: str | None = None, notes: str | None = None) -> list[Message]:
         """Report how the task went, so the memories that helped rise and those that misled sink."""
@@ -117,7 +140,7 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
         else:
             how = judge
         extra = (
-            f" Pass this as the note: {notes.strip().rstrip('.')}."
+            f" Pass this as the note: {said_back(notes, NOTE_LIMIT - 1).rstrip('.')}."
             if notes and notes.strip()
             else " Add a short note on what helped or misled."
         )

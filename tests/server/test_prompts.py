@@ -115,3 +115,31 @@ async def test_a_prompt_asked_for_without_its_task_or_by_a_wrong_name_gets_an_er
         unknown.value.message
         == "there is no prompt 'session_begin'; the prompts are: session_end, session_start"
     )
+
+
+async def test_the_correction_the_routine_teaches_revises_the_fact_it_names(settings):
+    """A new user's trial: remembered word for word, the routine's example ("the port is 9090, not 8080")
+    revised nothing; the example is now a whole fact, and it revises the one it corrects."""
+    from server.prompts import ROUTINE
+
+    example = ROUTINE.split('naming what it replaces: "', 1)[1].split('"', 1)[0].replace("\n  ", " ")
+    async with connected(server_with(settings)) as client:
+        old = await call(client, "remember", {"content": "The billing API listens on port 8080"})
+        new = await call(client, "remember", {"content": example})
+    assert new["consolidation"]["revised"] == [old["id"]]
+
+
+async def test_the_prompts_say_a_long_task_or_note_back_bounded_and_hidden_characters_escaped(settings):
+    async with connected(server_with(settings)) as client:
+        started = text_of(
+            await client.get_prompt("session_start", {"task": "fix \u202edeploy " + "y" * 10_000})
+        )
+        ended = text_of(await client.get_prompt("session_end", {"outcome": "success", "notes": "z" * 50_000}))
+        note = ended.split("Pass this as the note: ", 1)[1].rstrip(".")
+        report = await call(client, "report_outcome", {"outcome": "success", "note": note})
+    task = started.split("You are starting this task: ", 1)[1].split("\n", 1)[0]
+    assert task.startswith("fix <U+202E>deploy y") and task.endswith("…") and len(task) == 300
+    assert "\u202e" not in started
+    assert (
+        len(note) <= 4_000 and note.endswith("…") and report["status"] == "nothing_to_update"
+    )  # not refused
