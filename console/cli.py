@@ -267,6 +267,9 @@ def add_people_commands(commands: Any) -> None:
         "--retrievals", type=positive, default=200, metavar="N", help="recent recalls to analyse"
     )
     report.add_argument("--open", action="store_true", help="open it in the browser")
+    report.add_argument(
+        "--force", action="store_true", help="write over a file that is not a memoria report (one is, always)"
+    )
 
 
 def installed_version() -> str:

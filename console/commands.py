@@ -1243,6 +1243,16 @@ def _is_export(path: Path) -> bool:
     return not first.strip() or first.lstrip().startswith(b'{"memoria_export"')
 
 
+def _is_report(path: Path) -> bool:
+    """Whether ``path`` begins as a page ``memoria report`` wrote does (an empty file counts too)."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(1024)
+    except OSError:
+        return False
+    return not head.strip() or (head.startswith(b"<!DOCTYPE html>") and b"<title>memoria report" in head)
+
+
 def transfer_readable(result: Any, title: str) -> str:
     data = result.model_dump()
     tables = data.get("tables") or {}
@@ -1274,6 +1284,17 @@ def report_command(args: argparse.Namespace, settings: Settings) -> int:
     from console.report_page import render_report
 
     target = Path(args.out)
+    if target.is_dir():
+        raise CommandError(
+            f"{target} is a folder: give the report a file name, such as {target / 'memoria-report.html'}"
+        )
+    if target.is_file() and not args.force and not _is_report(target):
+        # An earlier report is written over (the default file, a nightly page); any other file is not: a
+        # trial wrote one over an export backup.
+        raise CommandError(
+            f"{target} exists and is not a memoria report: nothing was written. Give another file name, or add "
+            "--force to write over it"
+        )
     progress = ProgressBar(sys.stderr)
     with opened(settings) as runtime:
         scope = scope_arg(args, settings)

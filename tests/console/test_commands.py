@@ -788,6 +788,19 @@ def test_report_writes_one_self_contained_page(capsys, db, tmp_path):
     assert page.startswith("<!DOCTYPE html>") and "Feedback impact" in page and "<svg" in page
     # Nothing is loaded from the network: the only URL is the SVG namespace, which is a name, not a fetch.
     assert set(re.findall(r"https?://[^\s\"'<>]*", page)) == {"http://www.w3.org/2000/svg"}
+    # An earlier report is written over; any other file only with --force (a trial lost an export backup).
+    assert as_json(capsys, db, "report", "--out", written["path"])["path"] == written["path"]
+    backup = tmp_path / "backup.jsonl"
+    as_json(capsys, db, "export", str(backup))
+    kept = backup.read_bytes()
+    status, _, err = memoria(capsys, db, "report", "--out", str(backup))
+    assert (
+        status == 1 and "exists and is not a memoria report: nothing was written" in err and "--force" in err
+    )
+    assert backup.read_bytes() == kept
+    assert as_json(capsys, db, "report", "--out", str(backup), "--force")["path"] == str(backup.resolve())
+    status, _, err = memoria(capsys, db, "report", "--out", str(tmp_path))
+    assert status == 1 and "is a folder" in err
 
 
 def test_each_step_of_the_progress_gets_its_own_grace_second_and_rate():
