@@ -1189,6 +1189,7 @@ def export_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.session and not args.agent:
         raise CommandError("--session needs --agent: the session is that agent's")
     viewer = Viewer(args.agent, args.session or "") if args.agent else None
+    what = f"{scopes[0].org_id}/{scopes[0].project_id}" if scopes else "the store"
     if args.path not in (None, "-"):  # said before the store is read, not after
         wanted = Path(args.path)
         if wanted.is_dir():
@@ -1217,8 +1218,8 @@ def export_command(args: argparse.Namespace, settings: Settings) -> int:
                 viewer=viewer,
             )
             progress.finish()
-            print(transfer_readable(result, "exported to stdout"), file=sys.stderr)
-            return 0
+            print(transfer_readable(result, f"exported {what} to stdout"), file=sys.stderr)
+            return _said_if_empty(result, scopes, args.agent)
         target = Path(args.path)
         partial = target.with_name(target.name + ".partial")
         try:
@@ -1230,7 +1231,24 @@ def export_command(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             partial.unlink(missing_ok=True)
     progress.finish()
-    return emit(args, result, transfer_readable(result, f"exported to {target}"))
+    emit(args, result, transfer_readable(result, f"exported {what} to {target}"))
+    return _said_if_empty(result, scopes, args.agent)
+
+
+def _said_if_empty(result: Any, scopes: list[Scope] | None, agent: str | None) -> int:
+    """An export that holds no memory says so on stderr and exits 1: a trial's mistyped --org (or --org
+    without --project, which reads project 'default') wrote an empty backup, quietly, with status 0."""
+    if any(count.written for name, count in result.tables.items() if name.startswith("memories")):
+        return 0
+    where = (
+        f"org {scopes[0].org_id!r} / project {scopes[0].project_id!r}: check --org and --project (`memoria "
+        "stats` shows what a scope holds)"
+        if scopes
+        else "this store"
+    )
+    said = f"agent {agent!r} may read nothing in {where}" if agent else f"nothing is stored in {where}"
+    print(f"memoria export: the export holds no memories: {said}", file=sys.stderr)
+    return 1
 
 
 def _is_export(path: Path) -> bool:

@@ -563,13 +563,16 @@ def plain_value_changes(
         new, old = values - other_values, other_values - values
         if other_subject != subject or len(new) != 1 or len(old) != 1 or _kinds(new) != _kinds(old):
             continue
-        if negated(other.content) != negated(memory.content) or _names_another_thing(new, old):
+        if negated(other.content) != negated(memory.content) or _names_another_thing(set(new), set(old)):
             continue
         if _CHANGED.search(_squashed(other.content)):
             continue  # the older said a change ("now 18"): a value change, read by ``value_changes``
-        if _in_predicate(text, *new) and _in_predicate(_squashed(other.content), *old):
+        [new_value], [old_value] = new, old
+        if _in_predicate(text, new_value) and _in_predicate(_squashed(other.content), old_value):
             found.append(
-                Contradiction(other.id, memory.id, *old, *new, 1.0, only_disputes=NOT_SAID_TO_CHANGE)
+                Contradiction(
+                    other.id, memory.id, old_value, new_value, 1.0, only_disputes=NOT_SAID_TO_CHANGE
+                )
             )
     return found
 

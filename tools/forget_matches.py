@@ -76,8 +76,8 @@ def nothing_close_note(found: Sequence[tuple[MemoryRecord, float]], floor: float
         f"(relevance >= {floor:g})"
     )
     if not found or found[0][1] < floor / 2:  # nothing near: no memory to point to
-        closest = f" (the closest scored {found[0][1]:.2f})" if found else ""
-        return f"{head}{closest}. Pass memory_id to forget a particular memory."
+        scored = f" (the closest scored {found[0][1]:.2f})" if found else ""
+        return f"{head}{scored}. Pass memory_id to forget a particular memory."
     closest, score = found[0]
     return (
         f"{head}. The closest is {closest.id} ({clip(closest.content, 60)!r}) at {score:.2f}: this relevance "

@@ -730,11 +730,34 @@ def test_the_commands_keep_an_agents_private_memory_to_that_agent(capsys, db, tm
     assert as_json(capsys, db, "recall", "scratch notes refund bug")["memories"] == []  # the agent "cli"
     for agent, expected in (("alice", 1), ("bob", 0)):
         path = tmp_path / f"{agent}.jsonl"
-        assert memoria(capsys, db, "export", str(path), "--agent", agent)[0] == 0
+        status, _, err = memoria(capsys, db, "export", str(path), "--agent", agent)
+        assert status == (0 if expected else 1)
+        if not expected:
+            assert err.endswith("the export holds no memories: agent 'bob' may read nothing in this store\n")
         lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]
         assert sum(1 for line in lines if line["table"] == "memories_v4") == expected
     status, _, err = memoria(capsys, db, "export", str(tmp_path / "x.jsonl"), "--session", "s1")
     assert status != 0 and "--session needs --agent" in err
+
+
+def test_an_export_of_a_scope_that_holds_nothing_says_so_and_exits_1(capsys, db, tmp_path):
+    """A trial: a mistyped --org, or --org without --project (project 'default'), wrote an empty backup
+    quietly, with status 0."""
+    as_json(capsys, db, "remember", "The web app deploys from main", "--org", "acme", "--project", "web")
+    status, out, err = memoria(
+        capsys, db, "export", str(tmp_path / "web.jsonl"), "--org", "acme", "--project", "web"
+    )
+    assert status == 0 and "exported acme/web to" in out and err.count("holds no memories") == 0
+    for flags in (["--org", "acmee", "--project", "web"], ["--org", "acme"]):
+        path = tmp_path / f"{'-'.join(flags)}.jsonl"
+        status, out, err = memoria(capsys, db, "export", str(path), *flags)
+        project = "web" if "--project" in flags else "default"
+        assert status == 1 and f"exported {flags[1]}/{project} to" in out
+        assert (
+            f"the export holds no memories: nothing is stored in org {flags[1]!r} / project {project!r}: check "
+            "--org and --project" in err
+        )
+        assert path.read_text().startswith('{"memoria_export"')  # an empty export all the same, importable
 
 
 def test_an_export_to_a_missing_folder_says_so_and_leaves_nothing_behind(capsys, db, tmp_path):
