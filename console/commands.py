@@ -465,7 +465,11 @@ def _empty_recall(args: argparse.Namespace, result: Any) -> str:
         return f"memory was not searched: {result.gate_reason}"
     if result.note and not result.note.startswith(NOTHING_MATCHED):
         return in_flags(result.note)
-    return _nothing_found(args, result.window)
+    found = _nothing_found(args, result.window)
+    # What its vector search could not see, as the tool's text says it: a trial switched the embedder and
+    # read only "nothing relevant", where `memoria reembed` was the fix.
+    unseen = result._unsearched
+    return f"{found}\n{unseen[0].upper()}{unseen[1:]}." if unseen else found
 
 
 def _nothing_found(args: argparse.Namespace, window: dict[str, str | None] | None) -> str:

@@ -448,6 +448,27 @@ def test_occurred_at_takes_the_relative_times_since_takes_in_the_commands_time_z
     assert status == 1 and "ISO 8601" in err and "2026-13-45" in err
 
 
+def test_an_empty_recall_says_which_memories_its_vector_search_could_not_see(capsys, db):
+    """A trial switched a store's embedder and `memoria recall` said only "nothing relevant": the hint to run
+    `memoria reembed` was in --json's note and the tool's text, not in the table or on --context's stderr."""
+    from tests.fakes import TokenEmbedder
+    from tests.helpers import make_runtime, settings_for
+    from tools.common import Caller
+    from tools.remember import RememberInput, remember
+
+    model = make_runtime(settings_for(db), embedder=TokenEmbedder(dimension=384))  # another model's vectors
+    try:
+        remember(RememberInput(content="The ingest worker restarts nightly"), model, Caller("cli", "ses_x"))
+    finally:
+        model.close()
+    for flags in ([], ["--context"]):
+        status, out, err = memoria(capsys, db, "recall", "banana bread recipe", *flags)
+        said = err if flags else out
+        assert status == 0 and said.startswith("nothing relevant to this query was found in memory.\n")
+        assert "1 memory searched here has no vector from the active embedder" in said
+        assert "`memoria reembed`." in said
+
+
 def test_list_pages_through_the_scope_newest_first_and_prints_the_next_page(capsys, db):
     ids = [as_json(capsys, db, "remember", f"list me {n}", "--tag", "l")["id"] for n in range(3)]
     as_json(capsys, db, "remember", "not tagged, never listed below")
