@@ -325,8 +325,12 @@ class HttpSettings(Group):
         default_factory=list,
         description="Origin headers accepted from browsers, e.g. https://app.example.com",
     )
-    max_body_bytes: int = Field(
-        4 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024, description="larger HTTP request bodies get 413"
+    max_body_bytes: int | None = Field(
+        None,
+        ge=1024,
+        le=256 * 1024 * 1024,
+        description="larger HTTP request bodies get 413; default: the largest call the tools' own limits let "
+        "through (remember_many's 200 items of MEMORIA_MAX_CONTENT_CHARS at 4 bytes a character, and 1 MiB)",
     )
     allow_unauthenticated: bool = Field(
         False,

@@ -164,9 +164,21 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
         port=port,
         sock=listening,
         transport_security=security,
-        max_request_body_size=settings.http.max_body_bytes,
+        max_request_body_size=body_limit(settings),
     )
     return _until_interrupted(serving, loop)
+
+
+def body_limit(settings: Settings) -> int:
+    """The largest HTTP request body served (413 beyond): ``MEMORIA_HTTP_MAX_BODY_BYTES``, else the largest
+    call the tools' own limits let through, so that a call over one of them gets the tool error that names
+    it. A trial's remember_many of 100 items of 19,990 characters, within every limit the schema states,
+    got an opaque 413 at the former 4 MiB."""
+    from tools.remember_many import MAX_ITEMS
+
+    if settings.http.max_body_bytes is not None:
+        return settings.http.max_body_bytes
+    return MAX_ITEMS * settings.max_content_chars * 4 + (1 << 20)  # UTF-8: 4 bytes a character at most
 
 
 # After Ctrl-C, how long the server may take to stop before it exits regardless: a stdio server whose

@@ -38,8 +38,11 @@ class BatchItem(MemoryFields):
     agent_id: Identifier | None = Field(None, description="This item's agent, if not the batch's.")
 
 
+MAX_ITEMS = 200  # memories one remember_many call takes
+
+
 class RememberManyInput(ScopeArgs):
-    items: list[BatchItem] = Field(min_length=1, max_length=200, description="In the order learned.")
+    items: list[BatchItem] = Field(min_length=1, max_length=MAX_ITEMS, description="In the order learned.")
     agent_id: Identifier | None = Field(None, description="Default: the client's name.")
     session_id: Identifier | None = Field(None, description="Default: one per connection.")
     visibility: Visibility | None = None  # as remember's (default project)

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from server.config import limit_blas_threads
-from server.serve import event_loop_options, parse_http_address, tune_malloc
+from server.serve import body_limit, event_loop_options, parse_http_address, tune_malloc
 
 
 @pytest.mark.parametrize(
@@ -328,3 +328,22 @@ def test_the_server_says_where_a_new_store_goes_and_when_a_folder_holds_other_fi
     (started / ".memoria-write.lock").touch()  # a start that stopped before its tables: its own files only
     assert new_store(str(started)) is None
     assert new_store("s3://bucket/memoria") is None
+
+
+def test_an_http_body_holds_the_largest_batch_of_memories_the_tools_take(tmp_path):
+    """A trial: 100 items of 19,990 characters, within every limit remember_many states, got an opaque 413
+    at 4 MiB. The default now holds 200 items of the longest content at 4 bytes a character, with tags."""
+    import json
+
+    from server.config import Settings
+    from tools.remember_many import MAX_ITEMS, RememberManyInput
+
+    settings = Settings(db_uri=str(tmp_path / "db"))
+    item = {"content": "\U0001f600" * settings.max_content_chars, "tags": ["t" * 64] * 20, "kind": "episode"}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    call["params"] = {"name": "remember_many", "arguments": {"items": [item] * MAX_ITEMS}}
+    RememberManyInput.model_validate(call["params"]["arguments"])  # within the tool's limits
+    body = json.dumps(call, ensure_ascii=False).encode()
+    assert len(body) > 16_000_000 and len(body) <= body_limit(settings)
+    said = Settings(db_uri=str(tmp_path / "db"), http={"max_body_bytes": 4096})
+    assert body_limit(said) == 4096
