@@ -62,9 +62,15 @@ class ScopePattern:
 
     @classmethod
     def parse(cls, text: str) -> ScopePattern:
-        org, _, project = text.strip().partition("/")
+        """``org/project`` with each part as calls give it: white space around a part is dropped (ids are,
+        everywhere: a trial's " acme / web " granted nothing any call could name), and a part no id can be
+        (control or hidden characters) is refused."""
+        org, _, project = (part.strip() for part in text.strip().partition("/"))
         if not org or (_ and not project):
             raise ValueError(f"{text!r} is not a scope: write org/project (either part may be *)")
+        for part in (org, project):
+            if part and part != ANY and not is_principal_name(part):
+                raise ValueError(f"{text!r} is not a scope: an org or project id is one printable line")
         return cls(org, project or ANY)
 
     def matches(self, scope: Scope) -> bool:
@@ -199,7 +205,9 @@ def load_token_file(path: Path) -> list[StaticToken]:
 def _static_token(entry: dict[str, Any]) -> StaticToken:
     unknown = set(entry) - {"principal", "token", "token_sha256", "read", "write"}
     if unknown:
-        raise ValueError(f"unknown keys {sorted(unknown)}; use principal, token_sha256, read, write")
+        raise ValueError(
+            f"unknown keys {sorted(unknown)}; use principal, token_sha256 (or token), read, write"
+        )
     principal = str(entry.get("principal", "")).strip()
     if not is_principal_name(principal):
         raise ValueError("`principal` must be a name of 1-128 printable characters")
@@ -221,12 +229,48 @@ def _static_token(entry: dict[str, Any]) -> StaticToken:
 
 
 class StaticTokenVerifier:
-    """Checks a bearer token against the digests in the tokens file (constant-time comparisons)."""
+    """Checks a bearer token against the digests in the tokens file (constant-time comparisons). With the
+    file's ``path``, the file is read again when it changes, looked at once a ``RELOAD_SECONDS`` at most: an
+    entry removed revokes its token without a restart (a trial's removed token went on working), an entry
+    added serves at once. A file that no longer reads leaves the tokens read before in force, and says why
+    in the log, once for each change."""
 
-    def __init__(self, tokens: list[StaticToken]) -> None:
+    RELOAD_SECONDS = 1.0
+
+    def __init__(self, tokens: list[StaticToken], path: Path | None = None) -> None:
         self._tokens = tokens
+        self._path = path
+        self._seen = self._stamp()
+        self._looked = time.monotonic()
+
+    def _stamp(self) -> tuple[int, int, int] | None:
+        try:
+            found = self._path.stat() if self._path is not None else None
+        except OSError:
+            return None
+        return (found.st_mtime_ns, found.st_size, found.st_ino) if found is not None else None
+
+    def _reload_if_changed(self) -> None:
+        now = time.monotonic()
+        if self._path is None or now - self._looked < self.RELOAD_SECONDS:
+            return
+        self._looked = now
+        stamp = self._stamp()
+        if stamp == self._seen:
+            return
+        self._seen = stamp
+        try:
+            tokens = load_token_file(self._path)
+        except ConfigError as exc:
+            log.error(
+                "%s; the %d tokens read before stay in force until it reads again", exc, len(self._tokens)
+            )
+            return
+        self._tokens = tokens
+        log.info("MEMORIA_HTTP_TOKENS_FILE changed: %d tokens in force now", len(tokens))
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        self._reload_if_changed()
         digest = token_digest(token)
         match = None
         for entry in self._tokens:  # compare with every entry: the time taken does not say which matched
@@ -368,11 +412,12 @@ def http_auth(settings: Settings) -> HttpAuth | None:
             "MEMORIA_HTTP_TOKENS_FILE and MEMORIA_OAUTH_ISSUER_URL are both set: choose static tokens or OAuth"
         )
     if settings.http.tokens_file:
-        tokens = load_token_file(Path(settings.http.tokens_file).expanduser())
+        path = Path(settings.http.tokens_file).expanduser()
+        tokens = load_token_file(path)
         # The SDK asks for an issuer even without OAuth; static tokens are their own issuer. No resource
         # URL: no metadata routes are published and no audience is checked.
         auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)  # type: ignore[arg-type]
-        return HttpAuth(auth, StaticTokenVerifier(tokens))
+        return HttpAuth(auth, StaticTokenVerifier(tokens, path))
     if settings.oauth.issuer_url:
         missing = [
             name

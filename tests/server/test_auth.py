@@ -212,6 +212,36 @@ def test_the_tokens_file_keeps_only_digests_and_the_verifier_accepts_the_token(t
     assert anyio.run(verifier.verify_token, "") is None
 
 
+def test_the_tokens_file_is_read_again_when_it_changes_so_a_removed_token_is_revoked(tmp_path, caplog):
+    """A trial removed a token from the file of a running server, and it went on working."""
+    alice = {"principal": "alice", "token": "alice-token-0123456789", "write": ["acme/web"]}
+    bob = {"principal": "bob", "token": "bob-token-0123456789ab", "read": ["acme/web"]}
+    path = write_tokens(tmp_path, {"tokens": [alice, bob]})
+    verifier = StaticTokenVerifier(load_token_file(path), path)
+    verifier.RELOAD_SECONDS = 0.0  # looked at on every request here (once a second in a server)
+    assert anyio.run(verifier.verify_token, bob["token"]) is not None
+    write_tokens(tmp_path, {"tokens": [alice]})
+    assert anyio.run(verifier.verify_token, bob["token"]) is None
+    assert anyio.run(verifier.verify_token, alice["token"]) is not None
+    path.write_text("{ not json")  # half written, or a typo: the tokens read before stay in force
+    with caplog.at_level("ERROR", logger="server.auth"):
+        assert anyio.run(verifier.verify_token, alice["token"]) is not None
+        assert anyio.run(verifier.verify_token, alice["token"]) is not None
+    assert [r.getMessage().split(";")[0] for r in caplog.records] == [
+        f"MEMORIA_HTTP_TOKENS_FILE: {path} is not JSON (Expecting property name enclosed in double quotes, line 1)"
+    ]  # once for the change, not once a request
+    write_tokens(tmp_path, {"tokens": [bob]})
+    assert anyio.run(verifier.verify_token, alice["token"]) is None
+    assert anyio.run(verifier.verify_token, bob["token"]) is not None
+
+
+def test_a_grants_scope_is_read_as_calls_give_ids_and_one_no_id_can_be_is_refused():
+    assert ScopePattern.parse(" acme / web ") == ScopePattern("acme", "web")
+    for text in ("acme/w\u202eb", "ac\tme/web"):
+        with pytest.raises(ValueError, match="one printable line"):
+            ScopePattern.parse(text)
+
+
 @pytest.mark.parametrize(
     ("document", "problem"),
     [
