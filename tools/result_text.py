@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from tools.report_outcome import ReportOutcomeOutput
 
 SHOWN = 80  # characters of a memory's preview on a line
+LISTED_MOVES = 10  # weights a report's text lists: the memories named, then the context's largest shares
 
 
 def _brief(memory: MemoryBrief) -> str:
@@ -51,12 +52,23 @@ def forget_text(out: ForgetOutput) -> str:
 def outcome_text(out: ReportOutcomeOutput) -> str:
     lines = [f"Session {out.session_id}: {out.outcome} (score {out.score:g}), {out.status}. {out.detail}"]
     moved = [u for u in out.updated if abs(u.weight_after - u.weight_before) > 1e-9]
+    # The memories the agent named, then the context's largest moves: a trial's report after a recall of
+    # top_k 100 read back 101 lines, one per memory of the context (the structured content lists them all).
+    named = [u for u in moved if u.role in ("helpful", "misleading")]
+    rest = sorted((u for u in moved if u.role not in ("helpful", "misleading")), key=lambda u: -u.share)
+    shown = named + rest[: max(0, LISTED_MOVES - len(named))]
     if moved:
         lines.append("Global weights:")
         lines += [
             f"- {u.id} ({u.role}, share {u.share:g}): {u.weight_before:.3f} -> {u.weight_after:.3f}"
-            for u in moved
+            for u in shown
         ]
+    if len(shown) < len(moved):
+        left = [u for u in moved if u not in shown]
+        lines.append(
+            f"{counted(len(left), 'more memory')} of the contexts moved by smaller shares (at most "
+            f"{max(u.share for u in left):g}): the structured content's `updated` lists every one."
+        )
     if len(moved) < len(out.updated):
         lines.append(
             f"{len(out.updated) - len(moved)} more credited without a change of their global weight."

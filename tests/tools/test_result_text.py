@@ -1,6 +1,8 @@
 """What an agent reads of forget, report_outcome and lineage: plain lines that say what happened and what
 to do next (the structured content carries every field)."""
 
+import math
+
 from tools.report_outcome import ReportOutcomeOutput, WeightUpdate
 from tools.result_text import outcome_text
 
@@ -40,3 +42,26 @@ def test_a_report_naming_nothing_misleading_adds_no_advice():
         report(WeightUpdate(id="mem_ok", role="helpful", share=1.0, weight_before=1.0, weight_after=1.15))
     )
     assert "misleading" not in text
+
+
+def test_a_report_lists_the_named_memories_and_the_largest_context_moves_and_counts_the_rest():
+    """A trial: after a recall of top_k 100 the report read back 101 lines, one per memory of the context."""
+    helpful = WeightUpdate(id="mem_used", role="helpful", share=1.0, weight_before=1.0, weight_after=1.15)
+    # 1 / log2(1 + rank) for ranks 1..30: the first share 1, the tenth 0.289065 (the largest left unlisted)
+    context = [
+        WeightUpdate(
+            id=f"mem_{rank:02d}",
+            role="context",
+            share=round(1 / math.log2(1 + rank), 6),
+            weight_before=1.0,
+            weight_after=1.0 + 0.15 * 0.25 / math.log2(1 + rank),
+        )
+        for rank in range(30, 0, -1)  # listed in any order: the largest shares are shown
+    ]
+    lines = outcome_text(report(*context, helpful)).splitlines()
+    assert lines[1:3] == ["Global weights:", "- mem_used (helpful, share 1): 1.000 -> 1.150"]
+    assert [line.split()[1] for line in lines[3:12]] == [f"mem_{rank:02d}" for rank in range(1, 10)]
+    assert lines[12:] == [
+        "21 more memories of the contexts moved by smaller shares (at most 0.289065): the structured content's "
+        "`updated` lists every one."
+    ]
