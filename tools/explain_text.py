@@ -15,13 +15,20 @@ if TYPE_CHECKING:
 LEFT_OUT_SHOWN = 10  # memories left out of the context that the text lists (the structured content has all)
 
 
+def _backend(described: str) -> str:
+    """A backend as the text names it: a fallback's reason, hundreds of characters on every call (a trial),
+    is left to the structured content."""
+    active, fallback, _ = described.partition(" (offline fallback: ")
+    return f"{active} (offline fallback: `backends` says why)" if fallback else described
+
+
 def text_of(out: ExplainRankingOutput) -> str:
     """What an agent reads of an explanation: one line per memory in the context, in the order recall
     ranked them, with the scores that placed it and the reports that moved it, then the first memories
     left out and why, the notes and the stages' times. The structured content carries every score of every
     stage; the text is what answers "why did this rank there", in a fraction of its size."""
     weighting = "on" if out.weighting_enabled else "off (A/B control)"
-    backends = ", ".join(f"{name} {value}" for name, value in out.backends.items())
+    backends = ", ".join(f"{name} {_backend(value)}" for name, value in out.backends.items())
     lines = [
         f"Ranking of retrieval {out.retrieval_id} for {out.query!r} ({out.created_at}; feedback weighting "
         f"{weighting}; {backends})."

@@ -72,3 +72,17 @@ def test_a_memory_superseded_since_the_recall_says_so_and_by_what(runtime):
     assert following == (
         f"    now superseded: replaced by {new} ('The payments API listens on port 9443'; supersede, explicit)"
     )
+
+
+def test_a_fallback_backends_reason_is_left_to_the_structured_content(runtime):
+    """A trial: every explanation's first line carried both fallbacks' reasons, 600 characters."""
+    remember(RememberInput(content="postgres listens on 5432"), runtime, CALLER)
+    recalled = recall(RecallInput(query="postgres port"), runtime, CALLER)
+    out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+    reason = "sentence-transformers/all-MiniLM-L6-v2 is not cached and could not be downloaded (no network)"
+    out = out.model_copy(update={"backends": {"embedder": f"hashed-v1:384 (offline fallback: {reason})"}})
+    head = text_of(out).splitlines()[0]
+    assert (
+        head.endswith("; embedder hashed-v1:384 (offline fallback: `backends` says why)).")
+        and reason not in head
+    )
