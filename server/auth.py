@@ -104,16 +104,35 @@ class Grant:
         """The scope a call that names none works in: the first concrete scope written, else read."""
         return next((p.concrete for p in (*self.write, *self.read) if p.concrete is not None), None)
 
-    def home_in(self, default_project: str) -> Scope | None:
+    def home_in(self, default: Scope) -> Scope | None:
         """The scope a call that names none works in: the first concrete scope written, else the first org
-        written whole (``acme``, ``acme/*``) with ``default_project``; then the same of the scopes read (an
-        org-wide writer's calls work in its org, not in a scope it may only read nor the server's default)."""
+        written whole (``acme``, ``acme/*``) with the ``default`` project, else the first project written in
+        any org (``*/web``) in the ``default`` org; then the same of the scopes read (an org-wide writer's
+        calls work in its org, not in a scope it may only read nor the server's default)."""
         for patterns in (self.write, self.read):
             concrete = next((p.concrete for p in patterns if p.concrete is not None), None)
-            whole = next((Scope(p.org_id, default_project) for p in patterns if p.org_id != ANY), None)
-            if concrete is not None or whole is not None:
-                return concrete or whole
+            whole = next((Scope(p.org_id, default.project_id) for p in patterns if p.org_id != ANY), None)
+            anywhere = next(
+                (Scope(default.org_id, p.project_id) for p in patterns if p.project_id != ANY), None
+            )
+            if concrete is not None or whole is not None or anywhere is not None:
+                return concrete or whole or anywhere
         return None
+
+    def completed(self, effect: Effect, org_id: str | None, project_id: str | None, default: Scope) -> Scope:
+        """The scope of a call that names one part of it: the other part the ``default``'s when the grant
+        allows that, else the only one the grant allows with the part named (a trial's token for acme/web
+        and acme/mobile, passing project_id "mobile" alone, was refused org "default"); the default's when
+        there are several or none (the refusal then names what the token grants)."""
+        org, project = org_id or default.org_id, project_id or default.project_id
+        if self.allows(effect, Scope(org, project)):
+            return Scope(org, project)
+        patterns = self.patterns(effect)
+        if org_id is None:
+            orgs = {p.org_id for p in patterns if p.org_id != ANY and p.project_id in (ANY, project)}
+            return Scope(orgs.pop(), project) if len(orgs) == 1 else Scope(org, project)
+        projects = {p.project_id for p in patterns if p.project_id != ANY and p.org_id in (ANY, org)}
+        return Scope(org, projects.pop()) if len(projects) == 1 else Scope(org, project)
 
     def describe(self, effect: Effect) -> str:
         return ", ".join(dict.fromkeys(str(p) for p in self.patterns(effect))) or "nothing"
@@ -465,9 +484,13 @@ def authorize(args: BaseModel, effect: Effect, grant: Grant, settings: Settings,
     named explicitly are the principal's own (another principal's session cannot be reported on)."""
     update: dict[str, Any] = {}
     if isinstance(args, ScopeArgs):
-        home = grant.home_in(settings.project_id)
+        default = Scope(settings.org_id, settings.project_id)
+        home = grant.home_in(default)
         if args.org_id is None and args.project_id is None and home is not None:
             update.update(org_id=home.org_id, project_id=home.project_id)
+        elif (args.org_id is None) != (args.project_id is None):
+            named = grant.completed(effect, args.org_id, args.project_id, default)
+            update.update(org_id=named.org_id, project_id=named.project_id)
         scope = args.model_copy(update=update).scope(settings)
         if not grant.allows(effect, scope):
             verb = "read" if effect == "reads" else "write to"

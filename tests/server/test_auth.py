@@ -112,6 +112,39 @@ def test_an_org_wide_tokens_call_naming_no_scope_runs_in_its_org_not_the_servers
     assert args.scope(SETTINGS) == Scope(SETTINGS.org_id, SETTINGS.project_id)  # no org of its own
 
 
+def test_a_call_naming_one_part_of_its_scope_takes_the_other_from_the_grant_when_only_one_fits():
+    """A trial: a token for acme/web and acme/mobile passing project_id "mobile" alone was refused org
+    'default', and a `*/web` reader naming no scope was refused default/default."""
+    team = grant(write=("acme/web",), read=("acme/mobile",))
+    args = authorize(RecallInput(query="x", project_id="mobile"), "reads", team, SETTINGS, "recall")
+    assert args.scope(SETTINGS) == Scope("acme", "mobile")
+    args = authorize(
+        RecallInput(query="x", org_id="acme"), "reads", grant(read=("acme/mobile",)), SETTINGS, "recall"
+    )
+    assert args.scope(SETTINGS) == Scope("acme", "mobile")
+    web_anywhere = grant(read=("*/web",))
+    args = authorize(RecallInput(query="x"), "reads", web_anywhere, SETTINGS, "recall")
+    assert args.scope(SETTINGS) == Scope(SETTINGS.org_id, "web")
+    # The default part stays when the grant allows it; with two orgs that fit, the call must say which.
+    both = grant(read=(f"{SETTINGS.org_id}/mobile", "beta/mobile"))
+    args = authorize(RecallInput(query="x", project_id="mobile"), "reads", both, SETTINGS, "recall")
+    assert args.scope(SETTINGS) == Scope(SETTINGS.org_id, "mobile")
+    with pytest.raises(
+        ToolFailure,
+        match="may not read org 'default' project 'mobile'; it may read: acme/mobile, beta/mobile",
+    ):
+        authorize(
+            RecallInput(query="x", project_id="mobile"),
+            "reads",
+            grant(read=("acme/mobile", "beta/mobile")),
+            SETTINGS,
+            "recall",
+        )
+    # Writing picks among the scopes written only: a scope read alone is no place to write.
+    with pytest.raises(ToolFailure, match="may not write to org 'default' project 'mobile'"):
+        authorize(RememberInput(content="x", project_id="mobile"), "writes", team, SETTINGS, "remember")
+
+
 def test_a_scope_the_token_does_not_grant_is_refused_with_what_it_does_grant():
     with pytest.raises(ToolFailure) as refused:
         authorize(
