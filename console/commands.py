@@ -1069,6 +1069,7 @@ def stats_command(args: argparse.Namespace, settings: Settings) -> int:
             ("store", f"{result.store} (schema {result.schema_version})"),
             ("scope", f"{result.org_id}/{result.project_id}"),
             ("memories", f"{result.memories:,} ({counts(result.by_status)})"),
+            *([("org-wide", f"{result.org_wide:,} active, read here too")] if result.org_wide else []),
             ("active by kind", counts(result.by_kind)),
             ("active by tier", counts(result.by_tier)),
             ("by embedder", counts(result.by_embedder)),

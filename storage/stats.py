@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 
 from storage import filters, schema
-from storage.records import CONTENT_STATUSES, Scope, Viewer
+from storage.records import CONTENT_STATUSES, Scope, Viewer, org_shelf
 from storage.scan import scan, scan_rows, utc
 
 if TYPE_CHECKING:
@@ -156,3 +156,16 @@ def _rows(table: Any, condition: Any) -> int:
 
 def _count(values: Any) -> dict[str, int]:
     return dict(Counter(values).most_common())
+
+
+def org_wide_active(store: MemoryStore, scope: Scope, viewer: Viewer | None = None) -> int:
+    """The active memories remembered for the whole org of ``scope`` (its shelf; those ``viewer`` may read,
+    with one): every project of the org reads them beside its own, so its listing shows them."""
+    if scope.is_org_shelf:
+        return 0
+    where = filters.all_of(filters.scope_is(org_shelf(scope.org_id)), filters.equals("status", "active"))
+    if viewer is not None:
+        where = filters.all_of(where, filters.visible_to(viewer))
+    now = datetime.now(UTC)
+    rows = scan_rows(store.tables()[schema.MEMORIES], where, ["id", "expires_at"])
+    return len({row["id"] for row in rows if row["expires_at"] is None or utc(row["expires_at"]) > now})

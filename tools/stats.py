@@ -36,6 +36,11 @@ class StatsOutput(BaseModel):
         description="Every memory of the scope, whatever its status (for a bearer token's holder: those it may read)."
     )
     active: int
+    org_wide: int = Field(
+        0,
+        description="Active memories remembered for the whole org, which this project reads beside its own "
+        "(its listing shows them; not counted in the other figures).",
+    )
     by_status: dict[str, int] = Field(description='"expired": ephemeral, past expiry, not yet retracted.')
     by_kind: dict[str, int] = Field(description="Active memories by kind.")
     by_tier: dict[str, int] = Field(description="Active memories by protection tier.")
@@ -63,14 +68,18 @@ class StatsOutput(BaseModel):
 
 
 def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
-    from storage.stats import scope_stats  # LanceDB: loaded with the runtime, after the handshake
+    from storage.stats import (
+        org_wide_active,
+        scope_stats,
+    )  # LanceDB: loaded with the runtime, after the handshake
 
     view = view_for(args, runtime, caller)
     scope = view.home
     # A bearer token's holder counts what it may read, as its listing shows it: another principal's private
     # memories are not its to count (a new user's trial read 2 in stats where the listing showed 1). On
     # stdio and at the command line the store is the operator's own, counted whole as the report does.
-    found = scope_stats(runtime.store, scope, view.viewer if caller.remote else None)
+    viewer = view.viewer if caller.remote else None
+    found = scope_stats(runtime.store, scope, viewer)
     return StatsOutput(
         org_id=scope.org_id,
         project_id=scope.project_id,
@@ -78,6 +87,7 @@ def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
         schema_version=runtime.store.schema_version,
         memories=found.memories,
         active=found.by_status.get("active", 0),
+        org_wide=org_wide_active(runtime.store, scope, viewer),
         by_status=found.by_status,
         by_kind=found.by_kind,
         by_tier=found.by_tier,

@@ -407,10 +407,13 @@ def test_show_says_when_an_ephemeral_memory_expires_and_that_it_has(capsys, db, 
 def test_stats_counts_the_scope(capsys, db):
     as_json(capsys, db, "remember", "a fact about the web app", "--project", "web")
     as_json(capsys, db, "remember", "a schema file", "--kind", "artifact", "--project", "web")
+    as_json(capsys, db, "remember", "every project reads this", "--visibility", "org", "--project", "web")
     stats = as_json(capsys, db, "stats", "--project", "web")
+    assert stats["org_wide"] == 1
     assert (stats["memories"], stats["by_kind"], stats["agents"]) == (2, {"fact": 1, "artifact": 1}, 1)
     _, out, _ = memoria(capsys, db, "stats", "--project", "web")
     assert "memories             2 (active 2)" in out and "active by kind       fact 1, artifact 1" in out
+    assert "org-wide             1 active, read here too" in out
 
 
 def test_tables_show_dates_in_the_commands_time_zone_as_its_context_does(capsys, db):

@@ -100,16 +100,20 @@ async def test_stats_count_the_scope_by_status_kind_and_tier(settings):
         )
         await call(client, "forget", {"memory_id": doomed["id"]})
         await call(client, "remember", {"content": "Elsewhere", "org_id": "other"})
+        # Read by every project of the org, as its listing shows (a trial: the listing showed it, stats not).
+        await call(client, "remember", {"content": "Org-wide: rotate keys monthly", "visibility": "org"})
         stats = await read_json(client, "memoria://stats")
         other = await read_json(client, "memoria://stats?org_id=other")
+        listed = await read_json(client, "memoria://memories")
     assert (stats["org_id"], stats["project_id"]) == ("default", "default")
-    assert stats["memories"] == 3 and stats["active"] == 2
+    assert stats["memories"] == 3 and stats["active"] == 2 and stats["org_wide"] == 1
+    assert len(listed["memories"]) == stats["active"] + stats["org_wide"]
     assert stats["by_status"] == {"active": 2, "retracted": 1}
     assert stats["by_kind"] == {"fact": 1, "artifact": 1}
     assert stats["by_tier"] == {"standard": 2}
     assert stats["agents"] == 1 and stats["open_contradictions"] == 0
     assert stats["backends"]["embedder"].startswith("hashed")
-    assert other["memories"] == 1
+    assert other["memories"] == 1 and other["org_wide"] == 0
 
 
 @pytest.mark.slow
