@@ -18,14 +18,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from console import transcripts
 from retrieval.redaction import redact
-from retrieval.text import content_hash, counted, has_visible_text, listed
+from retrieval.text import clip, content_hash, counted, has_visible_text, listed
 from storage.records import Audience, MemoryRecord, Scope, Viewer
 from storage.scope_ids import scope_id_problem
-from tools.common import Caller, Progress, Runtime, ToolFailure, no_progress
+from tools.common import Caller, Progress, Runtime, Tag, ToolFailure, no_progress
 from tools.remember import RememberInput, draft_of, prepare
 from writing.service import in_batch_order, memory_id_for
 
@@ -461,6 +461,9 @@ def _checked_export(runtime: Runtime, path: Path, progress: Progress) -> tuple[E
     return header, counts
 
 
+_TAG: TypeAdapter[str] = TypeAdapter(Tag)
+
+
 def _identity_problem(row: dict[str, Any]) -> str | None:
     """Why a memory row's text is not the one its id and content_hash were made from (None when it is).
     Both derive from the text (``writing.service.memory_id_for``), so a row whose text was edited after
@@ -471,6 +474,12 @@ def _identity_problem(row: dict[str, Any]) -> str | None:
         problem = scope_id_problem(str(row[f"{part}_id"]), part)  # type: ignore[arg-type]
         if problem:
             return f"its {part}_id {row[f'{part}_id']!r} is one no token grant can name: it {problem}"
+    for tag in row.get("tags") or ():  # one no call could name (a trial's edited 500-character tag)
+        try:
+            _TAG.validate_python(tag)
+        except ValidationError as exc:
+            reason = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            return f"its tag {clip(str(tag), 40)!r} is one no call could name ({reason}): fix or drop it"
     if row.get("status") == "purged":
         return None
     digest = content_hash(row["content"])

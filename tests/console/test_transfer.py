@@ -696,6 +696,15 @@ def _edited_memory(lines: list[str], edit) -> list[str]:
         ),
         # an org id no token grant can name (one an older release let in): refused, as everywhere else
         (lambda row: row.update(org_id="acme/eu"), "its org_id 'acme/eu' is one no token grant can name"),
+        # a tag no call could name (a trial imported a 500-character one; `list --tag` then refused it)
+        (
+            lambda row: row.update(tags=["ops", "t" * 500]),
+            r"its tag 't{39}…' is one no call could name \(String should have at most 64 characters\)",
+        ),
+        (
+            lambda row: row.update(tags=["a|b"]),
+            "its tag 'a|b' is one no call could name .must not contain '|'",
+        ),
     ],
 )
 def test_a_memory_whose_text_was_edited_after_export_is_refused(stores, tmp_path, edit, message):
