@@ -387,9 +387,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if named and (checked or (folder is not None and not folder.is_file())):
             refused = missing_store(
                 settings.db_uri,
-                create=getattr(args, "create", False),
+                create=getattr(args, "create", False) and args.command != "doctor",
                 given_as="--db" if args.db else "MEMORIA_DB_URI",
             )
+            if refused and args.command == "doctor":  # doctor makes no store, --create or not (a trial's)
+                refused = (
+                    refused.split(", or add --create")[0]
+                    + " (doctor makes none; `memoria serve`, or a command with --create, does)"
+                )
             if refused:
                 print(f"memoria: {refused}", file=sys.stderr)
                 return 0 if getattr(args, "hook", False) else 2

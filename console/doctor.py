@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from console.terminal import ticking
 from retrieval.models.model_files import short_reason
-from server.config import ConfigError, Settings
+from server.config import ConfigError, Settings, local_store_folder
 from server.state import model_config, open_store
 from tools.common import Progress, no_progress
 
@@ -53,11 +53,19 @@ def diagnose(settings: Settings, *, fix: bool = False, progress: Progress = no_p
             )
         )
     except Exception as exc:
+        # A file is said so by the folder check below; the store's own message would name MEMORIA_DB_URI
+        # and say the folder is made if missing, whichever way the path was given (a trial's --db).
+        local = local_store_folder(settings.db_uri)
         checks.append(
             Check(
                 "store",
                 "fail",
-                f"{settings.db_uri} does not open: {exc}",
+                f"{settings.db_uri} does not open: "
+                + (
+                    "it is a file, not a store's folder"
+                    if local is not None and local.is_file()
+                    else str(exc)
+                ),
                 "set MEMORIA_DB_URI to a writable folder (or a LanceDB URI with credentials in "
                 "MEMORIA_STORAGE_OPTIONS), or pass --db",
             )

@@ -901,6 +901,12 @@ def test_a_folder_of_other_files_a_file_or_a_path_that_cannot_be_made_is_refused
     mistyped = db.parent / "typo"
     status, _, err = memoria(capsys, mistyped, "doctor")
     assert status == 2 and f"there is no store at {mistyped}" in err and not mistyped.exists()
+    # Nor with --create (a trial: doctor suggested it, and made one), and it says what does make one.
+    status, _, err = memoria(capsys, mistyped, "doctor", "--create")
+    assert status == 2 and "doctor makes none" in err and "add --create" not in err and not mistyped.exists()
+    status, out, _ = memoria(capsys, project / "README.md", "doctor")  # a file: said once, as a file
+    assert status == 1 and "does not open: it is a file, not a store's folder" in out
+    assert "MEMORIA_DB_URI) is a file" not in out and "made if missing" not in out
     status, _, err = memoria(capsys, project, "doctor")  # a review: doctor made a store among the files
     assert status == 2 and "holds no memoria store but other files" in err
     assert sorted(p.name for p in project.iterdir()) == ["README.md", "src"]
