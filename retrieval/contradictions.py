@@ -530,61 +530,53 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
 
 # Why a plain value change only disputes: neither memory says that anything changed.
 NOT_SAID_TO_CHANGE = "neither memory says that the value changed"
-# Words after which a value is what the thing is, uses or runs on ("uses Node 18", "is us-east-1", "listens
-# on port 8081"): the predicate, not the name of the thing ("Sprint 14 ends on Friday", "Build 1234 failed").
+# Words right before which (within three words) a value is what a thing is, uses or runs on ("uses Node 18",
+# "is us-east-1", "listens on port 8081", "is reset every Sunday"). Not "on", "in", "at" or "was" alone:
+# those say when or where far more often ("Deploy failed on Tuesday", "joined the team in 2021"), and a
+# value after a name says which of a series ("Sprint 14 ends on Friday", "Build 1234 failed").
 _PREDICATE_CUES = frozenset(
-    {"is", "are", "was", "were", "equals", "use", "uses", "using", "run", "runs", "running", "on", "at", "in"}
-    | {"with", "via", "every", "set", "takes", "pinned", "targets", "requires", "needs"}
+    {"is", "are", "uses", "use", "using", "runs", "requires", "needs", "pinned", "targets", "equals"}
+    | {"listens", "defaults"}
 )
+_TOKEN = re.compile(r"\w+")
 
 
 def plain_value_changes(
     memory: ContradictionInput, others: Sequence[ContradictionInput]
 ) -> list[Contradiction]:
-    """The older of ``others`` that say exactly what ``memory`` says, word for word, but for one value in
-    its place, with no word of change in either ("The frontend build uses Node 18", then "... Node 20"): two
-    values of one thing, the newer most likely the current one. Such a pair only disputes (a new user's
-    trial: the two stood as two facts, the older recalled first): nothing says it changed, and the value may
-    stand where a series is named ("Sprint 14 ends on Friday" is not "Sprint 15 ends on Friday" changed), so
-    the value must follow, in both, one of the words that say what a thing is, uses or runs on
-    (``_PREDICATE_CUES``, within three words). What ``value_changes`` reads (a word of change, a value given
-    up, "also") is left to it."""
+    """The older of ``others`` that say what ``memory`` says word for word, in the same order, but for one
+    value in one place, with no word of change in either ("The frontend build uses Node 18", then "... Node
+    20"): two values of one thing, the newer most likely the current one. Such a pair only disputes (a new
+    user's trial: the two stood as two facts, the older recalled first): nothing says it changed. The value
+    must follow, in both, one of the words that say what a thing is, uses or runs on (``_PREDICATE_CUES``,
+    within three words), so that events on two days ("Deploy failed on Tuesday"), two of a series ("Sprint
+    14", "issue 123") and one value for two subjects ("We use Node 18", "They use Node 20") stay two facts.
+    What ``value_changes`` reads (a word of change, a value given up, "also") is left to it."""
     text = _squashed(memory.content)
     if _CHANGED.search(text) or _ADDING.search(text) or _GIVEN_UP.search(text) or _ASIDE_WAS.search(text):
         return []
-    values, subject = _values_and_subject(memory.content)
-    if len(values) == 0 or len(subject) < 2:
+    tokens = _TOKEN.findall(text.lower())
+    if len(tokens) < 3 or not any(is_value(token) for token in tokens):
         return []
     found = []
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
             continue
-        other_values, other_subject = _values_and_subject(other.content)
-        new, old = values - other_values, other_values - values
-        if other_subject != subject or len(new) != 1 or len(old) != 1 or _kinds(new) != _kinds(old):
+        said = _squashed(other.content)
+        theirs = _TOKEN.findall(said.lower())
+        if len(theirs) != len(tokens) or _CHANGED.search(said):
+            continue  # the older said a change ("now 18"): a value change, ``value_changes``'s to read
+        differ = [i for i, (mine, old) in enumerate(zip(tokens, theirs, strict=True)) if mine != old]
+        if len(differ) != 1:
             continue
-        if negated(other.content) != negated(memory.content) or _names_another_thing(set(new), set(old)):
+        at = differ[0]
+        new, old = tokens[at], theirs[at]
+        if not (is_value(new) and is_value(old)) or _kinds({new}) != _kinds({old}):
             continue
-        if _CHANGED.search(_squashed(other.content)):
-            continue  # the older said a change ("now 18"): a value change, read by ``value_changes``
-        [new_value], [old_value] = new, old
-        if _in_predicate(text, new_value) and _in_predicate(_squashed(other.content), old_value):
-            found.append(
-                Contradiction(
-                    other.id, memory.id, old_value, new_value, 1.0, only_disputes=NOT_SAID_TO_CHANGE
-                )
-            )
+        if _names_another_thing({new}, {old}) or _PREDICATE_CUES.isdisjoint(tokens[max(0, at - 3) : at]):
+            continue
+        found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
     return found
-
-
-def _in_predicate(text: str, value: str) -> bool:
-    """Whether ``value`` (a content term of ``text``) follows a predicate cue within three words."""
-    for found in _VALUE_IN_TEXT.finditer(text):
-        if value in content_terms(found.group(0)):
-            before = [w.lower() for w in re.findall(r"[A-Za-z']+", text[: found.start()])[-3:]]
-            if not _PREDICATE_CUES.isdisjoint(before):
-                return True
-    return False
 
 
 def late_value_changes(
@@ -604,7 +596,10 @@ def late_value_changes(
             older_term=change.newer_term,
             newer_term=change.older_term,
         )
-        for change in value_changes(replace(memory, created_at=latest + timedelta(microseconds=1)), newer)
+        for change in (
+            *value_changes(replace(memory, created_at=latest + timedelta(microseconds=1)), newer),
+            *plain_value_changes(replace(memory, created_at=latest + timedelta(microseconds=1)), newer),
+        )
     ]
     said = {change.newer_id for change in found}
     for other in newer:

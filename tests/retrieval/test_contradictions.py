@@ -214,8 +214,11 @@ def test_a_value_remembered_late_is_the_older_of_a_pair_that_reads_as_a_change_e
     changed = memory("changed", "The search cluster now runs 6 data nodes", 10)
     [other_way] = late_value_changes(plain, [changed])
     assert (other_way.older_id, other_way.newer_id) == ("plain", "changed")
-    # Two plain values, no word of change on either side: two facts, as in date order.
-    assert late_value_changes(plain, [later]) == []
+    # Two plain values, no word of change on either side, after "runs": disputed, as in date order.
+    [plain_pair] = late_value_changes(plain, [later])
+    assert (plain_pair.older_id, plain_pair.only_disputes) == ("plain", NOT_SAID_TO_CHANGE)
+    series = memory("series", "Build 1234 failed on the linter", 5)
+    assert late_value_changes(series, [memory("next", "Build 1235 failed on the linter", 10)]) == []
 
 
 def test_two_parts_in_each_others_place_contradict_the_older_statement():
@@ -480,6 +483,9 @@ def test_the_same_words_with_one_value_in_its_place_after_what_a_thing_is_or_use
     assert shown_value(joined.older_term) == "us-east-1"
     later = memory("later", "The frontend build uses Node 20", 5)
     assert plain_value_changes(memory("older", "The frontend build uses Node 16", 0), [later]) == []
+    # Remembered late (dated before a memory already stored): it arrives disputed, the older of the pair.
+    [late] = late_value_changes(memory("older", "The frontend build uses Node 16", 0), [later])
+    assert (late.older_id, late.newer_id, late.only_disputes) == ("older", "later", NOT_SAID_TO_CHANGE)
     for text, older_text in [
         ("Sprint 15 ends on Friday", "Sprint 14 ends on Friday"),  # the value names which sprint
         ("Build 1235 failed in CI", "Build 1234 failed in CI"),
@@ -490,6 +496,21 @@ def test_the_same_words_with_one_value_in_its_place_after_what_a_thing_is_or_use
         ("The frontend build uses Node 20 and npm", "The frontend build uses Node 18"),  # other words too
         ("Postgres 16 runs on prod-1", "Postgres 14 runs on staging-2"),  # another place
         ("The frontend build now uses Node 20", "The frontend build uses Node 18"),  # value_changes's to read
+        # A review's pairs: events on two days, two of a series, one value for two subjects, a test matrix.
+        ("Deploy failed on Thursday", "Deploy failed on Tuesday"),
+        ("I went running on Thursday", "I went running on Monday"),
+        ("Alice is out of office on Friday", "Alice is out of office on Monday"),
+        (
+            "Caroline went to the support group on 20 May 2023",
+            "Caroline went to the support group on 7 May 2023",
+        ),
+        ("Fixed the null pointer bug in issue 456", "Fixed the null pointer bug in issue 123"),
+        ("CI runs the tests on Python 3.12", "CI runs the tests on Python 3.11"),
+        ("Disk usage on db-2 is at 90%", "Disk usage on db-1 is at 90%"),
+        ("Tom joined the team in 2022", "Tom joined the team in 2021"),
+        ("He is 35 years old", "She is 34 years old"),
+        ("They use Node 20 for the frontend", "We use Node 18 for the frontend"),
+        ("The API listens on port 9090 after the proxy", "The API listens on port 8080 before the proxy"),
     ]:
         assert plain_value_changes(memory("new", text, 5), [memory("old", older_text, 0)]) == [], text
 

@@ -93,6 +93,21 @@ def test_switching_from_one_version_to_the_next_of_the_same_thing_supersedes_the
     both = remember(RememberInput(content="The cache uses Redis 6 and 7"), runtime, caller()).id
     redis = remember(RememberInput(content="We switched from Redis 6 to Redis 7"), runtime, caller("ses_3"))
     assert redis.consolidation.revised == [] and status(runtime, both) == "active"
+    # Nor one that names the new thing apart from the old, when the new name is inside the old (a review).
+    apps = remember(
+        RememberInput(content="The web app uses React and the mobile app uses React Native"),
+        runtime,
+        caller(),
+    ).id
+    mobile = remember(
+        RememberInput(content="Our kiosk client uses React Native for its screens"), runtime, caller()
+    ).id
+    react = remember(
+        RememberInput(content="Our kiosk client switched from React Native to React"),
+        runtime,
+        caller("ses_4"),
+    )
+    assert react.consolidation.revised == [mobile] and status(runtime, apps) == "active"
 
 
 @pytest.mark.parametrize(
@@ -393,6 +408,17 @@ def test_the_same_words_with_another_value_in_place_dispute_the_older_and_recall
     assert sorted(node22.consolidation.revised) == sorted([node18, node20.id])  # it read both pairs so
     assert node22.consolidation.resolver == "llm:scripted-llm" and status(runtime, node20.id) == "superseded"
     assert [r.purpose for r in llm.asked].count("revision") == 2
+    # Remembered late, dated before the value that replaced it (a review): it arrives disputed.
+    port = remember(RememberInput(content="The metrics agent listens on port 9100"), runtime, caller()).id
+    backfilled = remember(
+        RememberInput(content="The metrics agent listens on port 9000", occurred_at="2020-01-01T00:00:00Z"),
+        runtime,
+        caller("ses_5", agent="cursor"),
+    )
+    assert backfilled.consolidation.contradicts == [port]
+    found = recall(RecallInput(query="which port does the metrics agent listen on"), runtime, caller())
+    assert [m.id for m in found.memories][:2] == [port, backfilled.id]
+    assert f"DISPUTED by newer {port}" in found.context
     # A number that names which one ("Sprint 14", "Build 1234") is another of a series, not a new value.
     for older_text, newer_text in [
         ("Sprint 14 ends on Friday", "Sprint 15 ends on Friday"),

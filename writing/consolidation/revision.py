@@ -124,3 +124,19 @@ def asserts_use_of(text: str, subject: tuple[str, ...]) -> bool:
         if any(word in USAGE_CUES for word in words[max(0, position - 3) : position]):
             return True
     return False
+
+
+def names_apart(terms: list[str], wanted: tuple[str, ...], within: tuple[str, ...]) -> bool:
+    """Whether the run of content ``terms`` holds ``wanted`` somewhere that is not inside a run of
+    ``within``: "React" said apart from "React Native", in "uses React and ... React Native"."""
+    size, outer = len(wanted), len(within)
+    if not size:
+        return False
+    covered: set[int] = set()
+    for start in range(len(terms) - outer + 1):
+        if outer and tuple(terms[start : start + outer]) == within:
+            covered.update(range(start, start + outer))
+    return any(
+        tuple(terms[start : start + size]) == wanted and not set(range(start, start + size)) <= covered
+        for start in range(len(terms) - size + 1)
+    )

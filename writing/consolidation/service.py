@@ -19,6 +19,7 @@ import numpy as np
 
 from retrieval.contradictions import (
     DEFAULT_OPPOSITIONS,
+    NOT_SAID_TO_CHANGE,
     Contradiction,
     ContradictionInput,
     detect_contradictions,
@@ -36,7 +37,7 @@ from retrieval.models.rerankers.base import Reranker, RerankFailed
 from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
 from retrieval.stages.corroboration import UnionFind
-from retrieval.text import content_hash, searchable_text
+from retrieval.text import content_hash, content_terms, searchable_text
 from storage.records import (
     Audience,
     ContradictionRecord,
@@ -50,7 +51,7 @@ from storage.records import (
 )
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.resolvers import LLMResolver, Resolver, RuleResolver
-from writing.consolidation.revision import asserts_use_of, has_revision_words, parse_revision
+from writing.consolidation.revision import asserts_use_of, has_revision_words, names_apart, parse_revision
 from writing.consolidation.rules import Resolution, may_be_superseded, term_set, token_jaccard
 
 log = logging.getLogger(__name__)
@@ -256,10 +257,12 @@ class ConsolidationService:
                 continue
             # It names what was given up, and not already what replaced it: "switched from Postgres 16 to
             # Postgres 17" revises "uses Postgres 16" (the name both share is no new term; a trial found it
-            # left standing) and not "uses Postgres 16 and 17".
+            # left standing) and not "uses Postgres 16 and 17", nor, for "from React Native to React", "the
+            # web app uses React and the mobile app React Native" (a review).
             if (
                 not set(revision.old) <= terms
                 or (set(revision.new) - set(revision.old)) & terms
+                or names_apart(content_terms(old.content), revision.new, revision.old)
                 or not asserts_use_of(old.content, revision.old)
             ):
                 continue
@@ -386,8 +389,11 @@ class ConsolidationService:
         ]
         for late in late_value_changes(pool[-1], newer) if newer else ():
             disputer = by_id[late.newer_id]
+            # Another agent's: a change said in words, or the same words with another value in place (which
+            # disputes for any agent, as when written in date order).
+            plain = late.only_disputes == NOT_SAID_TO_CHANGE
             if disputer.id in report.contradicts or (
-                not self._same_source(memory, disputer) and not late.named_in_words
+                not self._same_source(memory, disputer) and not late.named_in_words and not plain
             ):
                 continue
             detail = f"{late.detail}, remembered after the newer memory"
