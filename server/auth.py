@@ -28,6 +28,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import secrets
 import time
 from collections import OrderedDict
@@ -38,11 +39,11 @@ from typing import Any, Literal
 import httpx2
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from server.config import ConfigError, Settings
 from storage.records import Scope
-from tools.common import ScopeArgs, ToolFailure
+from tools.common import OrgId, ProjectId, ScopeArgs, ToolFailure
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,10 @@ READ_PREFIX = "memoria:read:"
 WRITE_PREFIX = "memoria:write:"
 ANY = "*"
 Effect = Literal["reads", "writes", "erases"]
+
+
+_ORG_ID: TypeAdapter[str] = TypeAdapter(OrgId)
+_PROJECT_ID: TypeAdapter[str] = TypeAdapter(ProjectId)
 
 
 @dataclass(frozen=True)
@@ -63,14 +68,19 @@ class ScopePattern:
     @classmethod
     def parse(cls, text: str) -> ScopePattern:
         """``org/project`` with each part as calls give it: white space around a part is dropped (ids are,
-        everywhere: a trial's " acme / web " granted nothing any call could name), and a part no id can be
-        (control or hidden characters) is refused."""
+        everywhere: a trial's " acme / web " granted nothing any call could name), and a part no call's id
+        can be (a control character, a line break: the rules of ``tools.common.OrgId`` / ``ProjectId``) is
+        refused."""
         org, _, project = (part.strip() for part in text.strip().partition("/"))
         if not org or (_ and not project):
             raise ValueError(f"{text!r} is not a scope: write org/project (either part may be *)")
-        for part in (org, project):
-            if part and part != ANY and not is_principal_name(part):
-                raise ValueError(f"{text!r} is not a scope: an org or project id is one printable line")
+        for part, adapter in ((org, _ORG_ID), (project, _PROJECT_ID)):
+            if part and part != ANY:
+                try:
+                    adapter.validate_python(part)
+                except ValidationError as exc:
+                    reason = exc.errors()[0]["msg"].removeprefix("Value error, ")
+                    raise ValueError(f"{text!r} is not a scope: {part!r} {reason}") from None
         return cls(org, project or ANY)
 
     def matches(self, scope: Scope) -> bool:
@@ -195,13 +205,15 @@ class StaticToken:
 def load_token_file(path: Path) -> list[StaticToken]:
     """Parse the tokens file; every problem names the entry and what to write instead."""
     try:
-        document = json.loads(path.read_text())
+        document = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"MEMORIA_HTTP_TOKENS_FILE: cannot read {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"MEMORIA_HTTP_TOKENS_FILE: {path} is not JSON ({exc.msg}, line {exc.lineno})"
         ) from None
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise ConfigError(f"MEMORIA_HTTP_TOKENS_FILE: {path} is not UTF-8 JSON ({exc})") from None
     entries = document.get("tokens") if isinstance(document, dict) else None
     if not isinstance(entries, list) or not entries:
         raise ConfigError(
@@ -240,6 +252,11 @@ def _static_token(entry: dict[str, Any]) -> StaticToken:
         digest = str(entry["token_sha256"]).strip().lower()
         if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
             raise ValueError("`token_sha256` must be 64 hex digits (sha256 of the token)")
+    for key in ("read", "write"):  # a string would be read letter by letter: "acme" granting a/*, c/*, ...
+        if not isinstance(entry.get(key, []), list) or not all(
+            isinstance(s, str) for s in entry.get(key, [])
+        ):
+            raise ValueError(f'`{key}` must be a list of "org/project" strings, e.g. "{key}": ["acme/web"]')
     read = tuple(ScopePattern.parse(s) for s in entry.get("read", []))
     write = tuple(ScopePattern.parse(s) for s in entry.get("write", []))
     if not read and not write:
@@ -281,9 +298,18 @@ class StaticTokenVerifier:
         try:
             tokens = load_token_file(self._path)
         except ConfigError as exc:
+            # Fail closed on what the file no longer says: gone, or an empty list, revokes every token; a
+            # file that does not read keeps only the tokens it still names (an operator who removed a
+            # leaked token and made a typo in the same edit has revoked it; a review found every token kept).
+            text = _text_of(self._path)
+            kept = [t for t in self._tokens if t.digest in _digests_named(text)] if text else []
             log.error(
-                "%s; the %d tokens read before stay in force until it reads again", exc, len(self._tokens)
+                "%s; of the %d tokens read before, the %d it still names stay in force until it reads again",
+                exc,
+                len(self._tokens),
+                len(kept),
             )
+            self._tokens = kept
             return
         self._tokens = tokens
         log.info("MEMORIA_HTTP_TOKENS_FILE changed: %d tokens in force now", len(tokens))
@@ -301,6 +327,25 @@ class StaticTokenVerifier:
         return AccessToken(
             token=token, client_id=grant.principal, subject=grant.principal, scopes=grant.scopes
         )
+
+
+def _text_of(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+_HEX_DIGEST = re.compile(r"\b[0-9a-fA-F]{64}\b")
+_QUOTED = re.compile(r'"([^"\\]{16,})"')
+
+
+def _digests_named(text: str) -> set[str]:
+    """The token digests a tokens file's text still names, read or not as JSON: each 64-hex-digit run,
+    and the digest of each quoted string long enough to be a token."""
+    return {found.lower() for found in _HEX_DIGEST.findall(text)} | {
+        token_digest(found) for found in _QUOTED.findall(text)
+    }
 
 
 def new_token() -> str:

@@ -311,6 +311,9 @@ class FeedbackSettings(Group):
         return value
 
 
+MAX_BODY_BYTES = 256 * 1024 * 1024  # the most MEMORIA_HTTP_MAX_BODY_BYTES may say, and its derived default
+
+
 class HttpSettings(Group):
     """The streamable HTTP transport."""
 
@@ -328,7 +331,7 @@ class HttpSettings(Group):
     max_body_bytes: int | None = Field(
         None,
         ge=1024,
-        le=256 * 1024 * 1024,
+        le=MAX_BODY_BYTES,
         description="larger HTTP request bodies get 413; default: the largest call the tools' own limits let "
         "through (remember_many's 200 items of MEMORIA_MAX_CONTENT_CHARS at 4 bytes a character, and 1 MiB)",
     )

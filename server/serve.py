@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from server.config import ConfigError, Settings, limit_blas_threads
+from server.config import MAX_BODY_BYTES, ConfigError, Settings, limit_blas_threads
 from server.log_setup import configure_logging
 
 log = logging.getLogger("memoria")
@@ -178,7 +178,9 @@ def body_limit(settings: Settings) -> int:
 
     if settings.http.max_body_bytes is not None:
         return settings.http.max_body_bytes
-    return MAX_ITEMS * settings.max_content_chars * 4 + (1 << 20)  # UTF-8: 4 bytes a character at most
+    # UTF-8 as clients send it: 4 bytes a character at most (a client that escapes non-ASCII as \uXXXX
+    # sends up to 12); never more than the setting itself may say (256 MiB), whatever MEMORIA_MAX_CONTENT_CHARS.
+    return min(MAX_ITEMS * settings.max_content_chars * 4 + (1 << 20), MAX_BODY_BYTES)
 
 
 # After Ctrl-C, how long the server may take to stop before it exits regardless: a stdio server whose

@@ -256,23 +256,68 @@ def test_the_tokens_file_is_read_again_when_it_changes_so_a_removed_token_is_rev
     write_tokens(tmp_path, {"tokens": [alice]})
     assert anyio.run(verifier.verify_token, bob["token"]) is None
     assert anyio.run(verifier.verify_token, alice["token"]) is not None
-    path.write_text("{ not json")  # half written, or a typo: the tokens read before stay in force
+    # Half written, or a typo: the tokens read before that it still names stay in force.
+    path.write_text(json.dumps({"tokens": [alice]})[:-1])
     with caplog.at_level("ERROR", logger="server.auth"):
         assert anyio.run(verifier.verify_token, alice["token"]) is not None
         assert anyio.run(verifier.verify_token, alice["token"]) is not None
     assert [r.getMessage().split(";")[0] for r in caplog.records] == [
-        f"MEMORIA_HTTP_TOKENS_FILE: {path} is not JSON (Expecting property name enclosed in double quotes, line 1)"
+        f"MEMORIA_HTTP_TOKENS_FILE: {path} is not JSON (Expecting ',' delimiter, line 1)"
     ]  # once for the change, not once a request
     write_tokens(tmp_path, {"tokens": [bob]})
     assert anyio.run(verifier.verify_token, alice["token"]) is None
     assert anyio.run(verifier.verify_token, bob["token"]) is not None
 
 
+def test_a_tokens_file_emptied_deleted_or_broken_keeps_no_token_it_no_longer_names(tmp_path, caplog):
+    """A review: an empty list, a deleted file, or a typo made while removing a leaked token's entry kept
+    every token in force."""
+    alice = {"principal": "alice", "token": "alice-token-0123456789", "write": ["acme/web"]}
+    bob = {"principal": "bob", "token_sha256": token_digest("bob-token-0123456789ab"), "read": ["acme/web"]}
+    path = write_tokens(tmp_path, {"tokens": [alice, bob]})
+    verifier = StaticTokenVerifier(load_token_file(path), path)
+    verifier.RELOAD_SECONDS = 0.0
+
+    def valid(token: str) -> bool:
+        return anyio.run(verifier.verify_token, token) is not None
+
+    # Bob's entry removed, and a typo made in the same edit: Bob is revoked, Alice (still named) stays.
+    path.write_text(json.dumps({"tokens": [alice]})[:-2] + ",]}")
+    with caplog.at_level("ERROR", logger="server.auth"):
+        assert valid("alice-token-0123456789") and not valid("bob-token-0123456789ab")
+    assert "of the 2 tokens read before, the 1 it still names stay in force" in caplog.text
+    write_tokens(tmp_path, {"tokens": [alice, bob]})
+    assert valid("bob-token-0123456789ab")
+    path.write_bytes(b'{"tokens": [{"principal": "\xff')  # cut inside a character: no 500, named nothing
+    assert not valid("alice-token-0123456789") and not valid("bob-token-0123456789ab")
+    write_tokens(tmp_path, {"tokens": [alice, bob]})
+    assert valid("alice-token-0123456789")
+    write_tokens(tmp_path, {"tokens": []})
+    assert not valid("alice-token-0123456789") and not valid("bob-token-0123456789ab")
+    write_tokens(tmp_path, {"tokens": [alice]})
+    assert valid("alice-token-0123456789")
+    path.unlink()
+    assert not valid("alice-token-0123456789")
+
+
 def test_a_grants_scope_is_read_as_calls_give_ids_and_one_no_id_can_be_is_refused():
     assert ScopePattern.parse(" acme / web ") == ScopePattern("acme", "web")
-    for text in ("acme/w\u202eb", "ac\tme/web"):
-        with pytest.raises(ValueError, match="one printable line"):
+    # What a call's org_id / project_id takes, a grant takes (a review: the first version refused these).
+    assert ScopePattern.parse("acme/acme\xa0corp") == ScopePattern("acme", "acme\xa0corp")
+    RecallInput(query="x", org_id="acme", project_id="acme\xa0corp")
+    for text in ("ac\tme/web", "acme/we\nb"):
+        with pytest.raises(ValueError, match="must not contain control characters"):
             ScopePattern.parse(text)
+        with pytest.raises(ValueError, match="must not contain control characters"):
+            org, project = text.split("/")
+            RecallInput(query="x", org_id=org, project_id=project)
+
+
+def test_a_grant_written_as_a_string_is_refused_not_read_letter_by_letter(tmp_path):
+    """A review: "write": "acme" granted a/*, c/*, m/* and e/*."""
+    path = write_tokens(tmp_path, {"tokens": [{"principal": "a", "token": "x" * 20, "write": "acme"}]})
+    with pytest.raises(ConfigError, match='`write` must be a list of "org/project" strings'):
+        load_token_file(path)
 
 
 @pytest.mark.parametrize(

@@ -347,3 +347,5 @@ def test_an_http_body_holds_the_largest_batch_of_memories_the_tools_take(tmp_pat
     assert len(body) > 16_000_000 and len(body) <= body_limit(settings)
     said = Settings(db_uri=str(tmp_path / "db"), http={"max_body_bytes": 4096})
     assert body_limit(said) == 4096
+    # Never more than the setting itself may say (a review: 764 MiB with the longest content allowed).
+    assert body_limit(Settings(db_uri=str(tmp_path / "db"), max_content_chars=1_000_000)) == 256 * 1024 * 1024
