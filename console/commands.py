@@ -108,7 +108,10 @@ _PHRASES = (
     (re.compile(r"\b(?:the )?org_id and project_id\b"), lambda m: "--org and --project"),
     (re.compile(r"\b(a |one of )retrieval_id\b"), lambda m: f"{m.group(1)}retrieval id"),
     (re.compile(r"\bPass memory_id\b"), lambda m: "Pass a memory id"),
-    (re.compile(r"\bpass memory_id=(mem_\w+)"), lambda m: f"run `memoria forget {m.group(1)}`"),
+    (
+        re.compile(r"\bpass memory_id=(mem_\w+)( with mode=purge)?"),
+        lambda m: f"run `memoria forget {m.group(1)}{' --purge' if m.group(2) else ''}`",
+    ),
     (re.compile(r"\bPass replaces= the id\b"), lambda m: "Pass the id"),
     # The tools a message points to, as the commands that run them.
     (re.compile(r"`?\bexplain_ranking\b`?"), lambda m: "`memoria explain`"),
@@ -332,17 +335,20 @@ def edit_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def learned_at(text: str | None, zone: str | None) -> str | None:
-    """``--occurred-at`` as the tool reads it: ISO 8601 as given, or a relative time ("yesterday", "3 days
-    ago", "last week") as the start of the span it names, in ``zone`` (--time-zone, default UTC). A new
-    user's trial: `--occurred-at yesterday` was refused, though --since takes it."""
+    """``--occurred-at`` as the tool reads it: ISO 8601 as given (without an offset, in ``zone``), or a
+    relative time ("yesterday", "3 days ago", "last week") as the start of the span it names, in ``zone``
+    (--time-zone, default UTC), as --since reads both. A new user's trial: `--occurred-at yesterday` was
+    refused, though --since takes it."""
     if text is None:
         return None
+    from retrieval.time_window import EXAMPLES, WindowError, span, zone_of
+
     try:
-        datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-        return text  # ISO 8601 (or its basic form): the tool checks and reads it
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         pass
-    from retrieval.time_window import EXAMPLES, WindowError, span, zone_of
+    else:  # ISO 8601 (or its basic form): the tool checks and reads it; without an offset, in --time-zone
+        return moment.replace(tzinfo=zone_of(zone)).isoformat() if zone and moment.tzinfo is None else text
 
     try:
         return span(text, now=datetime.now(UTC), zone=zone_of(zone))[0].isoformat()

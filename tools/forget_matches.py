@@ -82,5 +82,6 @@ def nothing_close_note(found: Sequence[tuple[MemoryRecord, float]], floor: float
     return (
         f"{head}. The closest is {closest.id} ({clip(closest.content, 60)!r}) at {score:.2f}: this relevance "
         "weighs a match against the whole query, where recall's scores read it against the best match and run "
-        f"higher. Say more of its words, or pass memory_id={closest.id} to forget it."
+        f"higher. Say more of its words, or pass memory_id={closest.id}{' with mode=purge' if stored else ''} "
+        "to forget it."
     )

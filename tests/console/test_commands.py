@@ -270,6 +270,8 @@ def test_forget_edit_and_remember_messages_name_flags_too(capsys, db):
     status, out, _ = memoria(capsys, db, "forget", "--query", "staging db reset schedule", "--yes")
     assert status == 1 and f"The closest is {near} (" in out
     assert out.rstrip().endswith(f"run `memoria forget {near}` to forget it.") and "memory_id" not in out
+    status, out, _ = memoria(capsys, db, "forget", "--query", "staging db reset schedule", "--purge", "--yes")
+    assert status == 1 and out.rstrip().endswith(f"run `memoria forget {near} --purge` to forget it.")
     status, out, _ = memoria(capsys, db, "forget", "--tag", "security", "--dry-run")
     assert status == 0 and "run again without --dry-run to forget them" in out and "dry_run" not in out
     for nothing in (["--query", "bananas and kiwis"], ["--tag", "nope"]):  # shown or not: nothing is 1
@@ -445,6 +447,18 @@ def test_occurred_at_takes_the_relative_times_since_takes_in_the_commands_time_z
     )
     monday = datetime.now(UTC).date() - timedelta(days=datetime.now(UTC).weekday() + 7)
     assert edited["created_at"] == f"{monday}T00:00:00Z"
+    # An ISO time without an offset is read in --time-zone too, as --since reads it (a review).
+    paris = as_json(
+        capsys,
+        db,
+        "remember",
+        "The pager woke Paris",
+        "--occurred-at",
+        "2026-11-24",
+        "--time-zone",
+        "Europe/Paris",
+    )
+    assert paris["created_at"] == "2026-11-23T23:00:00Z"
     status, _, err = memoria(capsys, db, "remember", "never", "--occurred-at", "whenever")
     assert status == 1 and "'whenever' is not a time" in err and "yesterday" in err
     status, _, err = memoria(capsys, db, "remember", "never", "--occurred-at", "2026-13-45")
