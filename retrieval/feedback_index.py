@@ -37,6 +37,7 @@ from retrieval.outcomes import (
     contextual_weight,
     with_credit,
 )
+from retrieval.text import term_set
 from storage.forgetting import WITHHELD
 from storage.records import CreditedSession, MemoryRecord, ReportQueries, Scope
 
@@ -91,6 +92,31 @@ class _Session:
         self.size = max(1, len(self.queries.queries) if self.queries is not None else 0)
 
 
+def set_apart(asked: frozenset[str], reporting: str | None, said: frozenset[str]) -> bool:
+    """Whether a memory (its content terms ``said``) is about what set the ``reporting`` query apart from
+    the one ``asked`` (content terms): the reporting query has a word this one lacks and the memory says
+    it, while this one has a word the reporting one lacks and the memory says none of them. A memory named
+    helpful for "how do I run the backend tests" ("Backend tests run with make test") is no answer to "how
+    do I run the frontend tests", however close the two questions read (cosine 0.90 with MiniLM): a trial
+    saw it lifted above the frontend's own memory, which matched the question better."""
+    if reporting is None:
+        return False
+    mine, theirs, memory = _roots(asked), _roots(term_set(reporting)), _roots(said)
+    only_theirs, only_asked = theirs - mine, mine - theirs
+    return bool(only_asked) and bool(memory & only_theirs) and not memory & only_asked
+
+
+def _roots(terms: frozenset[str]) -> set[str]:
+    """Content terms compared by their first six letters once a light stem's ends agree ("applied" ->
+    "appli" is "apply", "named" -> "nam" is "name"): "redelivered" and "redelivery" are one word here."""
+    roots = set()
+    for term in terms:
+        if term.endswith("i"):
+            term = term[:-1] + "y"
+        roots.add(term.rstrip("e")[:6] or term)
+    return roots
+
+
 class FeedbackIndex:
     """Contextual feedback weights for recalls."""
 
@@ -136,16 +162,21 @@ class FeedbackIndex:
         memories: Sequence[MemoryRecord],
         *,
         recall_id: str | None = None,
+        query_text: str | None = None,
     ) -> dict[str, ContextWeight]:
         """Each memory's weight for the query whose embedding is ``query_vector`` (or what calling it
         returns: the query is embedded only when a report of a session with queries counts for one of
         ``memories``, so a recall in a scope without such credit embeds nothing here). Calls with the same
-        ``recall_id`` check the table version once (the stages of one recall see one version)."""
+        ``recall_id`` check the table version once (the stages of one recall see one version). With the
+        query's ``query_text``, a report does not count for a memory that says what set the reporting
+        query apart from this one (``set_apart``)."""
         seen = self._catch_up(recall_id)
         credits = self._credits_of(scope, [memory.id for memory in memories], seen)
-        sessions = self._sessions_of(
+        entries = self._sessions_of(
             scope, list(dict.fromkeys(c.session_id for found in credits.values() for c in found)), seen
         )
+        sessions = {session_id: self._vectors(entry) for session_id, entry in entries.items()}
+        asked = term_set(query_text) if query_text else None
 
         @functools.cache  # the query's vector, embedded once when first asked for
         def query() -> np.ndarray | None:
@@ -173,9 +204,29 @@ class FeedbackIndex:
             vectors = sessions.get(credited.session_id)
             return vectors is not None and len(vectors) > 0
 
+        def reporting_query(credited: CreditedSession) -> str | None:
+            """The query of the session whose closeness counts for this credit (the one that showed the
+            memory; for a memory the agent named, the closest of the session's queries)."""
+            entry = entries.get(credited.session_id)
+            texts = entry.queries.queries if entry is not None and entry.queries is not None else ()
+            index = credited.credit.query_index
+            if index is None or index >= len(texts):
+                found = cosines.get(credited.session_id)
+                index = int(np.argmax(found)) if found is not None and len(found) == len(texts) else None
+            return texts[index] if index is not None and texts and texts[index] != WITHHELD else None
+
         weights = {}
         for memory in memories:
-            scored = [(c, closeness_of(c)) for c in credits.get(memory.id, [])]
+            scored = []
+            for credited in credits.get(memory.id, []):
+                found = closeness_of(credited)  # (the session's cosines, which reporting_query reads)
+                if (
+                    found > 0.0
+                    and asked is not None
+                    and set_apart(asked, reporting_query(credited), term_set(memory.content))
+                ):
+                    found = 0.0
+                scored.append((credited, found))
             close = [
                 CreditedReport(c.session_id, c.credit, found, by_query=compared(c))
                 for c, found in scored
@@ -261,9 +312,7 @@ class FeedbackIndex:
                 self._evict()
         return read
 
-    def _sessions_of(
-        self, scope: Scope, session_ids: Sequence[str], seen: int
-    ) -> dict[str, np.ndarray | None]:
+    def _sessions_of(self, scope: Scope, session_ids: Sequence[str], seen: int) -> dict[str, _Session]:
         held: dict[str, _Session] = {}
         missing = []
         with self._lock:
@@ -284,7 +333,7 @@ class FeedbackIndex:
                         self._hold_session((scope, session_id), entry)
                     self._evict()
             held.update(fresh)
-        return {session_id: self._vectors(entry) for session_id, entry in held.items()}
+        return held
 
     def _vectors(self, entry: _Session) -> np.ndarray | None:
         """The session's query vectors by the running embedder: as stored when it made them, else

@@ -161,7 +161,11 @@ class EpisodeExpansionStage:
             weights = {
                 memory_id: found.weight
                 for memory_id, found in self._feedback.weights(
-                    request.scope, query_vector, members, recall_id=request.retrieval_id or None
+                    request.scope,
+                    query_vector,
+                    members,
+                    recall_id=request.retrieval_id or None,
+                    query_text=request.query,
                 ).items()
             }
         expanded, used, added = expand(

@@ -77,6 +77,7 @@ class FeedbackStage:
                 None if embedder is None else lambda: embedder.embed_query(request.query),
                 [c.memory for c in candidates],
                 recall_id=request.retrieval_id or None,
+                query_text=request.query,
             )
         ranked = apply_feedback_ranking(
             candidates, weighting_enabled=request.weighting_enabled, weights=weights

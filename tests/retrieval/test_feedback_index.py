@@ -445,3 +445,45 @@ def test_a_recall_waiting_behind_an_older_catch_up_still_sees_the_report_that_la
     b.join(10)
     # Three successes: 1.15, then 0.8 x 1.15 + 0.35 = 1.27, then 0.8 x 1.27 + 0.35 = 1.366.
     assert found == {"a": pytest.approx(1.27), "b": pytest.approx(1.366)}
+
+
+def test_a_report_does_not_count_for_a_memory_that_says_what_set_its_query_apart_from_this_one():
+    """A trial: "Backend tests run with make test", named helpful for "how do I run the backend tests",
+    was lifted above the frontend's own memory for "how do I run the frontend tests" (cosine 0.90)."""
+    backend, frontend = "how do I run the backend tests", "how do I run the frontend tests"
+    table = {backend: (1.0, 0.0), frontend: (0.8, 0.6), "the backend tests": (0.8, 0.6)}
+    embedder = TableEmbedder(table)
+    credits = [
+        MemoryCredit("make", "helpful", 1.0, 1.0, None),
+        MemoryCredit("docker", "helpful", 1.0, 1.0, None),
+    ]
+    index = index_over(Reports([outcome("s1", credits, queries=(backend,), embedder=embedder)]), embedder)
+    memories = [
+        memory_record("make", content="Backend tests run with make test"),
+        memory_record("docker", content="The test suite needs Docker running"),  # says neither word
+    ]
+
+    def weights(query: str) -> dict[str, float]:
+        found = index.weights(SCOPE, embedder.embed_query(query), memories, query_text=query)
+        return {memory_id: round(w.weight, 6) for memory_id, w in found.items()}
+
+    # Cosine 0.8, closeness 1: one named step of alpha 0.2 towards 1.75 is 1.15, unless set apart.
+    assert weights(frontend) == {"make": 1.0, "docker": 1.15}
+    far = index.weights(SCOPE, embedder.embed_query(frontend), memories, query_text=frontend)["make"].far
+    assert far == 1  # explained as a report about a task too far from this one
+    assert weights(backend) == {"make": 1.15, "docker": 1.15}
+    # A query with no word the reporting one lacks: nothing sets it apart.
+    assert weights("the backend tests") == {"make": 1.15, "docker": 1.15}
+
+
+def test_set_apart_reads_words_by_their_roots():
+    from retrieval.feedback_index import set_apart
+    from retrieval.text import term_set
+
+    asked = term_set("NATS messages are ending up in the dead letter queue")
+    said = term_set("Handlers must be idempotent because redelivery happens")
+    assert set_apart(asked, "NATS messages are being redelivered over and over", said)
+    assert not set_apart(
+        asked, "NATS messages are being redelivered", term_set("Dead letters are redelivered")
+    )
+    assert not set_apart(asked, None, said)  # a withheld or unknown query sets nothing apart

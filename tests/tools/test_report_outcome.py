@@ -787,3 +787,22 @@ def test_a_later_report_of_the_session_keeps_what_the_hook_saw_used_unless_it_na
     assert agents.status == "replaced" and (roles[a], roles[b]) == ("used", "helpful")
     named = report_outcome(ReportOutcomeInput(outcome="failure", misleading_ids=[a]), runtime, S1)
     assert {u.id: u.role for u in named.updated}[a] == "misleading"  # the agent's word wins
+
+
+def test_a_memory_named_for_one_task_is_not_lifted_for_a_task_set_apart_by_what_it_says(runtime):
+    """A trial: "Backend tests are run via make test", named helpful for "how do I run the backend tests",
+    rose above the frontend's own memory for "how do I run the frontend tests", which it matched better."""
+    backend = remember(
+        RememberInput(content="Backend tests are run via make test"), runtime, Caller("a", "s0")
+    ).id
+    frontend = remember(
+        RememberInput(content="Frontend tests use Vitest: pnpm test in the web folder"),
+        runtime,
+        Caller("a", "s0"),
+    ).id
+    recall(RecallInput(query="how do I run the backend tests"), runtime, Caller("a", "s1"))
+    report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[backend]), runtime, Caller("a", "s1"))
+    again = recall(RecallInput(query="how do I run the backend tests"), runtime, Caller("a", "s2"))
+    assert again.memories[0].id == backend  # the task reported
+    other = recall(RecallInput(query="how do I run the frontend tests"), runtime, Caller("a", "s3"))
+    assert other.memories[0].id == frontend
