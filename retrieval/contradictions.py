@@ -347,6 +347,7 @@ _ASIDE_WAS = re.compile(
     _ASIDE + r"(?:was|previously|formerly)\s+(?:the\s+)?(?P<value>" + _VALUE + ")", re.IGNORECASE
 )
 SAYS_MORE = "the older memory says more than this value"
+SAID_OTHERWISE = "the newer memory names the older one's value as given up, but says the rest in other words"
 MAY_HOLD_WHERE = "the newer memory's clause after its value may say when the value holds"
 MAY_BE_A_SERIES = "what the newer memory says it 'was' may be the one before it in a series"
 # A label a correction may start with: not content, so it does not count against the subject's overlap.
@@ -430,6 +431,12 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         }
 
     given_up = named_by(_GIVEN_UP, _ASIDE_CHANGED)
+    # The words that name a value given up with it ("not Node 18": "node 18"), as an older memory may say them.
+    named_phrases = {
+        " ".join(found.group(0).lower().split()[-2:])
+        for found in _GIVEN_UP.finditer(memory.content)
+        if len(found.group(0).split()) >= 3
+    }
     was = named_by(_ASIDE_WAS) - given_up  # named only as what it "was": the pair only disputes
     given_up |= was
     labelled = _LABEL.match(memory.content)
@@ -509,11 +516,21 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
                 )
             )
             continue
-        # The older memory says more, but holds a value the newer one names as left behind, and nearly
-        # every word of what the newer one is about: the newer disputes it.
+        # The older memory holds a value the newer one names as left behind, and nearly every word of what
+        # the newer one is about: the newer disputes it, or revises it when the two differ by one word
+        # at most on either side ("Access tokens now expire after 15 minutes, not 60 minutes" after "Access
+        # tokens are valid for 60 minutes": a trial read "the older memory says more" of it). Or the newer
+        # names the older's very words for the value as given up ("not Node 18" of "runs on Node 18") and
+        # shares two more: it disputes it, however else it puts the rest.
         named = given_up & values
         shared = subject & rest
-        if named and len(shared) >= 2 and len(shared) / len(subject) >= CONTAINED_OVERLAP:
+        # (and one more word than the value's name and a verb of use: "The docs build uses Python 3.12, not
+        # Python 3.11" is about another thing than "The CI image uses Python 3.11")
+        verbatim = [phrase for phrase in named_phrases if phrase in said_of(other)]
+        if verbatim and not shared - {light_stem(phrase.split()[0]) for phrase in verbatim} - _USE_STEMS:
+            verbatim = []
+        if named and len(shared) >= 2 and (len(shared) / len(subject) >= CONTAINED_OVERLAP or verbatim):
+            reworded = len(rest - subject) <= 1 and len(subject - rest) <= 1
             found.append(
                 Contradiction(
                     other.id,
@@ -522,10 +539,22 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
                     newer_term,
                     round(similarity, 6),
                     named_in_words=True,
-                    only_disputes=SAYS_MORE,
+                    only_disputes=None
+                    if reworded
+                    else SAYS_MORE
+                    if len(shared) / len(subject) >= CONTAINED_OVERLAP
+                    else SAID_OTHERWISE,
                 )
             )
     return found
+
+
+_USE_STEMS = frozenset({"use", "run", "using", "uses", "runs"})
+
+
+def said_of(memory: ContradictionInput) -> str:
+    """A memory's text as a given-up phrase is looked for in it: its values joined, lower case, one space."""
+    return " ".join(_squashed(memory.content).lower().split())
 
 
 # Why a plain value change only disputes: neither memory says that anything changed.

@@ -3,6 +3,7 @@ from datetime import UTC, datetime, timedelta
 from retrieval.contradictions import (
     MAY_BE_A_SERIES,
     NOT_SAID_TO_CHANGE,
+    SAID_OTHERWISE,
     ContradictionInput,
     detect_contradictions,
     is_value,
@@ -524,3 +525,24 @@ def test_a_value_migrated_off_is_named_as_given_up():
     ):
         [change] = value_changes(memory("new", text, 5), [old])
         assert change.named_in_words and shown_value(change.older_term) == "us-east-1", text
+
+
+def test_a_value_given_up_in_other_words_revises_or_disputes_as_much_as_the_two_share():
+    """A trial: "Access tokens now expire after 15 minutes, not 60 minutes" only disputed "Access tokens are
+    valid for 60 minutes" ("the older memory says more", which it does not), and "web/ uses Node 20, pinned
+    in .nvmrc, not Node 18" left "The frontend in web/ runs on Node 18" undisputed and first."""
+    tokens = memory("old", "Access tokens are valid for 60 minutes.", 0)
+    [reworded] = value_changes(
+        memory("new", "Access tokens now expire after 15 minutes, not 60 minutes.", 5), [tokens]
+    )
+    # {access, token, expire, minut} against {access, token, valid, minut}: one word apart on each side.
+    assert (reworded.older_term, reworded.newer_term, reworded.subject_similarity) == ("60", "15", 0.6)
+    assert reworded.named_in_words and reworded.covers_older
+    node = memory("node", "The frontend in web/ runs on Node 18.", 0)
+    [other_words] = value_changes(
+        memory("nvm", "web/ uses Node 20, pinned in .nvmrc, not Node 18.", 5), [node]
+    )
+    assert other_words.named_in_words and other_words.only_disputes == SAID_OTHERWISE
+    # The old value's words in another thing's memory: the name and a verb of use are not enough.
+    ci = memory("ci", "The CI image uses Python 3.11 and Node 18", 0)
+    assert value_changes(memory("docs", "The docs build uses Python 3.12, not Python 3.11", 5), [ci]) == []

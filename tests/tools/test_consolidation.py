@@ -428,6 +428,25 @@ def test_the_same_words_with_another_value_in_place_dispute_the_older_and_recall
         assert remember(RememberInput(content=newer_text), runtime, caller()).consolidation.contradicts == []
 
 
+def test_a_value_given_up_in_other_words_revises_a_reworded_fact_and_disputes_one_said_otherwise(runtime):
+    """A trial: both corrections below left the outdated fact active, the second one first in recall."""
+    tokens = remember(RememberInput(content="Access tokens are valid for 60 minutes."), runtime, caller()).id
+    shorter = remember(
+        RememberInput(content="Access tokens now expire after 15 minutes, not 60 minutes."),
+        runtime,
+        caller("ses_2"),
+    )
+    assert shorter.consolidation.revised == [tokens] and status(runtime, tokens) == "superseded"
+    node = remember(RememberInput(content="The frontend in web/ runs on Node 18."), runtime, caller()).id
+    nvm = remember(
+        RememberInput(content="web/ uses Node 20, pinned in .nvmrc, not Node 18."), runtime, caller("ses_3")
+    )
+    assert nvm.consolidation.contradicts == [node] and status(runtime, node) == "active"
+    found = recall(RecallInput(query="which Node version does the frontend in web/ use"), runtime, caller())
+    assert [m.id for m in found.memories][:2] == [nvm.id, node]
+    assert f"DISPUTED by newer {nvm.id}" in found.context
+
+
 def test_a_protected_value_said_to_have_changed_stays_disputed_rather_than_revised(runtime):
     kept = remember(
         RememberInput(content="The API listens on port 8080", protection_tier="protected"), runtime, caller()
