@@ -44,6 +44,11 @@ class WeightPolicy:
     low: float = 0.25
     high: float = 1.75
     named_alpha: float = 1.0
+    # How far reports naming no memory take a memory of their contexts however often they repeat, as a
+    # share of its reach (``reach``): twenty successful sessions that named nothing took the memory shown
+    # first, an outdated one, to 1.74, the bound of the agent's own word (a new user's trial), and it then
+    # outranked the right memory of a neighbouring task.
+    context_reach: float = 0.5
 
     def target(self, score: float) -> float:
         return self.low + score * (self.high - self.low)
@@ -307,8 +312,11 @@ def contextual_weight(
             continue
         named = report.by_query and report.credit.role in NAMED_ROLES
         after = policy.step(weight, report.credit.score, share, named=named)
-        # Never past the report's reach; a weight already beyond it stays where it is.
-        reach = policy.reach(report.credit.score, share)
+        # Never past the report's reach (a context's, unnamed: ``context_reach`` of it); a weight already
+        # beyond it stays where it is.
+        reach = policy.reach(
+            report.credit.score, share * (policy.context_reach if report.credit.role == "context" else 1.0)
+        )
         after = min(max(after, min(weight, reach)), max(weight, reach))
         if report.credit.role in NAMED_ROLES:
             judged = 1.0 if report.credit.role == "helpful" else -1.0

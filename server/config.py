@@ -271,6 +271,13 @@ class FeedbackSettings(Group):
         description="the EMA step of a memory the agent named helpful or misleading, in the weight for a "
         "query close to the reporting session's (the global weight keeps the EMA alpha)",
     )
+    context_reach: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="how far reports naming no memory can take a memory of their contexts, as a share of "
+        "the way to the bound a named memory reaches, however often they are repeated",
+    )
     min_weight: float = Field(0.25, gt=0.0)
     max_weight: float = Field(1.75, gt=0.0)
     closeness: Annotated[tuple[float, float] | None, JSON_LIST] = Field(

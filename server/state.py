@@ -170,7 +170,13 @@ def read_lane(settings: Settings, models: Models) -> int:
 def weight_policy_for(settings: Settings) -> WeightPolicy:
     """The feedback weight policy the settings declare (report_outcome and the recall's feedback index)."""
     feedback = settings.feedback
-    return WeightPolicy(feedback.ema_alpha, feedback.min_weight, feedback.max_weight, feedback.named_alpha)
+    return WeightPolicy(
+        feedback.ema_alpha,
+        feedback.min_weight,
+        feedback.max_weight,
+        feedback.named_alpha,
+        feedback.context_reach,
+    )
 
 
 def credit_policy_for(settings: Settings) -> CreditPolicy:
