@@ -102,7 +102,8 @@ def _candidate_line(c: CandidateExplanation) -> str:
     if c.feedback.far:  # reported on, for other tasks: why they did not move it here
         far = c.feedback.far
         line += (
-            f"\n    {counted(far, 'report')} about tasks too far from this query to count here "
+            f"\n    {counted(far, 'report')} about tasks too far from this query, or set apart from it by what "
+            "the memory says, to count here "
             f"(they moved only its global weight, {s.global_weight:.3f})"
         )
     return line

@@ -342,8 +342,8 @@ def test_explain_says_when_reports_about_other_tasks_did_not_count_for_this_quer
     assert (shown.feedback.reports, shown.feedback.far) == (0, 1)
     assert shown.scores.feedback_weight == 1.0 and shown.scores.global_weight == pytest.approx(0.85)
     assert (
-        "1 report about tasks too far from this query to count here (they moved only its global weight, 0.850)"
-        in text_of(out)
+        "1 report about tasks too far from this query, or set apart from it by what the memory says, to count "
+        "here (they moved only its global weight, 0.850)" in text_of(out)
     )
 
 
