@@ -118,11 +118,7 @@ class FeedbackMove(BaseModel):
 
 class FeedbackExplanation(BaseModel):
     reports: int = Field(0, description="Reports that moved its weight for this query.")
-    far: int = Field(
-        0,
-        description="Reports about tasks too far from this query, or set apart from it by what the memory "
-        "says, to count for it.",
-    )
+    far: int = Field(0, description="Reports about tasks too far from this query (or set apart) to count.")
     moves: list[FeedbackMove] = Field(
         default_factory=list, description="The reports that moved it most (at most 5)."
     )
