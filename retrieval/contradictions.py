@@ -608,6 +608,60 @@ def plain_value_changes(
     return found
 
 
+# A thing the newer memory names as given up, a command or a name rather than a value (", not make
+# db-up", "(instead of `npm install`)"): after a comma or a parenthesis, one to three words, up to the end
+# of the clause.
+_THING_GIVEN_UP = re.compile(
+    r"(?:,|\()\s*(?:not|instead\s+of|rather\s+than)\s+(?P<thing>[`'\"]?[\w./-]+(?:\s+[\w./-]+){0,2}?[`'\"]?)"
+    r"\s*(?=[.,;:)(]|$)",
+    re.IGNORECASE,
+)
+NAMED_AS_GIVEN_UP = "the newer memory names what the older one says as given up"
+
+
+def things_given_up(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
+    """The older of ``others`` that say, word for word, a thing ``memory`` names as given up, and share two
+    more words of what they are about: "Migrations are applied with make migrate (goose), not make db-up"
+    after "Database migrations are applied with `make db-up`" (a new user's trial: the outdated memory
+    stood undisputed and first). Such a pair only disputes: the newer says what is no longer so, not that
+    all the older says is wrong. Values ("not 8080") are ``value_changes``'s."""
+    found: list[Contradiction] = []
+    things = []
+    for match in _THING_GIVEN_UP.finditer(memory.content):
+        thing = " ".join(match.group("thing").strip("`'\"").lower().split())
+        terms = set(content_terms(thing))
+        if terms and not any(is_value(term) for term in terms):
+            things.append((thing, terms))
+    if not things:
+        return found
+    stated = _THING_GIVEN_UP.sub(" ", memory.content)
+    subject = set(content_terms(stated))
+    for other in others:
+        if other.id == memory.id or other.created_at > memory.created_at:
+            continue
+        said = " ".join(other.content.replace("`", " ").lower().split())
+        rest = set(content_terms(other.content))
+        for thing, terms in things:
+            if not re.search(rf"(?<![\w-]){re.escape(thing)}(?![\w-])", said) or terms <= subject:
+                continue  # not said by the older one, or said again by the newer one itself
+            shared = (subject & rest) - terms
+            if len(shared) >= 2 and negated(other.content) == negated(stated):
+                similarity = len(subject & rest) / len(subject | rest)
+                found.append(
+                    Contradiction(
+                        other.id,
+                        memory.id,
+                        thing,
+                        f"not {thing}",
+                        round(similarity, 6),
+                        named_in_words=True,
+                        only_disputes=NAMED_AS_GIVEN_UP,
+                    )
+                )
+                break
+    return found
+
+
 def late_value_changes(
     memory: ContradictionInput, newer: Sequence[ContradictionInput]
 ) -> list[Contradiction]:

@@ -2,6 +2,7 @@ from datetime import UTC, datetime, timedelta
 
 from retrieval.contradictions import (
     MAY_BE_A_SERIES,
+    NAMED_AS_GIVEN_UP,
     NOT_SAID_TO_CHANGE,
     SAID_OTHERWISE,
     ContradictionInput,
@@ -13,6 +14,7 @@ from retrieval.contradictions import (
     restated_correction,
     says_value_changed,
     shown_value,
+    things_given_up,
     value_changes,
 )
 
@@ -546,3 +548,27 @@ def test_a_value_given_up_in_other_words_revises_or_disputes_as_much_as_the_two_
     # The old value's words in another thing's memory: the name and a verb of use are not enough.
     ci = memory("ci", "The CI image uses Python 3.11 and Node 18", 0)
     assert value_changes(memory("docs", "The docs build uses Python 3.12, not Python 3.11", 5), [ci]) == []
+
+
+def test_a_thing_named_as_given_up_disputes_the_older_memory_that_says_it():
+    """A trial: "..., not make db-up" left "Database migrations are applied with `make db-up`" first."""
+    old = memory("old", "Database migrations are applied with `make db-up`, which runs golang-migrate.", 0)
+    newer = "Migrations are applied with make migrate (goose), not make db-up (golang-migrate was removed)."
+    [given] = things_given_up(memory("new", newer, 5), [old])
+    assert (given.older_id, given.newer_id, given.older_term, given.newer_term) == (
+        "old",
+        "new",
+        "make db-up",
+        "not make db-up",
+    )
+    assert given.only_disputes == NAMED_AS_GIVEN_UP and not given.covers_older
+    for older_text, newer_text in [
+        (
+            "I love coffee in the morning",
+            "I prefer tea in the morning, not coffee",
+        ),  # one word more in common
+        ("We format Python with black and isort", "Use ruff for formatting, not black"),
+        ("The API listens on port 8080", "The API listens on port 9090, not 8080"),  # a value: value_changes
+        ("Migrations are applied with make db-up", "Migrations are applied with make db-up, not make up"),
+    ]:
+        assert things_given_up(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == [], newer_text

@@ -447,6 +447,30 @@ def test_a_value_given_up_in_other_words_revises_a_reworded_fact_and_disputes_on
     assert f"DISPUTED by newer {nvm.id}" in found.context
 
 
+def test_a_command_named_as_given_up_disputes_the_memory_that_gives_it_and_recall_reads_the_newer_first(
+    runtime,
+):
+    """A trial: the outdated command ranked above the correction that names it as given up."""
+    old = remember(
+        RememberInput(
+            content="Database migrations are applied with `make db-up`, which runs golang-migrate."
+        ),
+        runtime,
+        caller(),
+    ).id
+    new = remember(
+        RememberInput(
+            content="Migrations are applied with make migrate (goose), not make db-up (golang-migrate was removed)."
+        ),
+        runtime,
+        caller("ses_2", agent="cursor"),
+    )
+    assert new.consolidation.contradicts == [old] and status(runtime, old) == "active"
+    found = recall(RecallInput(query="how do I apply database migrations"), runtime, caller())
+    assert [m.id for m in found.memories][:2] == [new.id, old]
+    assert f"DISPUTED by newer {new.id}" in found.context
+
+
 def test_a_protected_value_said_to_have_changed_stays_disputed_rather_than_revised(runtime):
     kept = remember(
         RememberInput(content="The API listens on port 8080", protection_tier="protected"), runtime, caller()

@@ -29,6 +29,7 @@ from retrieval.contradictions import (
     restated_correction,
     says_value_changed,
     says_values,
+    things_given_up,
     value_changes,
 )
 from retrieval.models.embedders.base import Embedder
@@ -401,6 +402,16 @@ class ConsolidationService:
             report.contradicts.append(disputer.id)
             report.resolver = report.resolver or KEPT_OPEN
         self._restated_corrections(memory, pool, by_id, report)
+        # A thing named as given up (", not make db-up") that an older memory says, by any agent: disputed.
+        for given in things_given_up(pool[-1], pool[:-1]):
+            if given.older_id in {*report.revised, *report.contradicts} or given.older_id not in by_id:
+                continue
+            detail = f"{given.detail}, {given.only_disputes}"
+            self._record_contradiction(
+                by_id[given.older_id], memory, "opposition", detail, given.subject_similarity
+            )
+            report.contradicts.append(given.older_id)
+            report.resolver = report.resolver or KEPT_OPEN
         # After them: a value said again after its correction is the one disputed, not the correction.
         self._plain_value_changes(memory, pool, by_id, llm, actor, report)
 
