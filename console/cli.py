@@ -25,6 +25,14 @@ def positive(value: str) -> int:
     return number
 
 
+def dated(parser: argparse.ArgumentParser, when: str) -> None:
+    """``--occurred-at`` (``when``: its help) and the ``--time-zone`` it is read in."""
+    parser.add_argument("--occurred-at", metavar="WHEN", help=when)
+    parser.add_argument(
+        "--time-zone", metavar="ZONE", help="whose 'yesterday', e.g. Europe/Paris (default UTC)"
+    )
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memoria",
@@ -75,14 +83,7 @@ def add_people_commands(commands: Any) -> None:
         "--tier", choices=["standard", "immutable", "protected", "ephemeral"], default="standard"
     )
     remember.add_argument("--episode", metavar="ID", help="the episode it belongs to")
-    remember.add_argument(
-        "--occurred-at",
-        metavar="WHEN",
-        help="when it was learned: 2026-11-24T09:30Z, 'yesterday' (default now)",
-    )
-    remember.add_argument(
-        "--time-zone", metavar="ZONE", help="whose 'yesterday', e.g. Europe/Paris (default UTC)"
-    )
+    dated(remember, "when it was learned: 2026-11-24T09:30Z, 'yesterday' (default now)")
     remember.add_argument(
         "--visibility",
         choices=["org", "project", "agent", "session"],
@@ -98,14 +99,7 @@ def add_people_commands(commands: Any) -> None:
     edit.add_argument("--kind", choices=["fact", "episode", "artifact"], help="default: the memory's")
     edit.add_argument("--tag", action="append", help="a tag (repeat for more; default: the memory's tags)")
     edit.add_argument("--tier", choices=["standard", "protected", "ephemeral"], help="default: the memory's")
-    edit.add_argument(
-        "--occurred-at",
-        metavar="WHEN",
-        help="when it happened or was learned: 2026-11-24, 'yesterday' (default: the memory's date)",
-    )
-    edit.add_argument(
-        "--time-zone", metavar="ZONE", help="whose 'yesterday', e.g. Europe/Paris (default UTC)"
-    )
+    dated(edit, "when it happened or was learned: 2026-11-24, 'yesterday' (default: the memory's date)")
     edit.add_argument("--agent", metavar="NAME", help="who corrects it (default cli)")
     edit.add_argument("--session", metavar="ID", help="the working session (default a new one)")
 

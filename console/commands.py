@@ -1203,19 +1203,11 @@ def export_command(args: argparse.Namespace, settings: Settings) -> int:
     what = f"{scopes[0].org_id}/{scopes[0].project_id}" if scopes else "the store"
     if args.path not in (None, "-"):  # said before the store is read, not after
         wanted = Path(args.path)
-        if wanted.is_dir():
-            raise CommandError(
-                f"{wanted} is a folder: give the export a file name, such as {wanted / 'memoria-export.jsonl'}"
-            )
+        # A previous export is written over (a nightly backup's file); any other file is not.
+        writable_as(wanted, "export", "memoria-export.jsonl", force=args.force, ours=_is_export)
         if not wanted.parent.is_dir():
             raise CommandError(
                 f"there is no folder {wanted.parent} to write {wanted.name} in: check the path"
-            )
-        if wanted.is_file() and not args.force and not _is_export(wanted):
-            # A previous export is written over (a nightly backup's file); any other file is not.
-            raise CommandError(
-                f"{wanted} exists and is not a memoria export: nothing was written. Give another file name, "
-                "or add --force to write over it"
             )
     progress = ProgressBar(sys.stderr)
     with opened(settings, models=False) as runtime:
@@ -1262,24 +1254,31 @@ def _said_if_empty(result: Any, scopes: list[Scope] | None, agent: str | None) -
     return 1
 
 
-def _is_export(path: Path) -> bool:
-    """Whether ``path`` begins as a memoria export does (an empty file counts: nothing is lost)."""
-    try:
-        with path.open("rb") as file:
-            first = file.read(64)
-    except OSError:
-        return False
-    return not first.strip() or first.lstrip().startswith(b'{"memoria_export"')
+def writable_as(path: Path, what: str, example: str, *, force: bool, ours: Callable[[bytes], bool]) -> None:
+    """Refuse to write a memoria ``what`` (export, report) at ``path`` when it is a folder, or a file that is
+    neither empty nor begins as one (``ours``, given its first bytes), unless ``force``: nothing of the
+    user's is lost."""
+    if path.is_dir():
+        raise CommandError(f"{path} is a folder: give the {what} a file name, such as {path / example}")
+    if path.is_file() and not force:
+        try:
+            with path.open("rb") as file:
+                head = file.read(1024)
+        except OSError:
+            head = None
+        if head is None or (head.strip() and not ours(head)):
+            raise CommandError(
+                f"{path} exists and is not a memoria {what}: nothing was written. Give another file name, or "
+                "add --force to write over it"
+            )
 
 
-def _is_report(path: Path) -> bool:
-    """Whether ``path`` begins as a page ``memoria report`` wrote does (an empty file counts too)."""
-    try:
-        with path.open("rb") as file:
-            head = file.read(1024)
-    except OSError:
-        return False
-    return not head.strip() or (head.startswith(b"<!DOCTYPE html>") and b"<title>memoria report" in head)
+def _is_export(head: bytes) -> bool:
+    return head.lstrip().startswith(b'{"memoria_export"')
+
+
+def _is_report(head: bytes) -> bool:
+    return head.startswith(b"<!DOCTYPE html>") and b"<title>memoria report" in head
 
 
 def transfer_readable(result: Any, title: str) -> str:
@@ -1313,17 +1312,9 @@ def report_command(args: argparse.Namespace, settings: Settings) -> int:
     from console.report_page import render_report
 
     target = Path(args.out)
-    if target.is_dir():
-        raise CommandError(
-            f"{target} is a folder: give the report a file name, such as {target / 'memoria-report.html'}"
-        )
-    if target.is_file() and not args.force and not _is_report(target):
-        # An earlier report is written over (the default file, a nightly page); any other file is not: a
-        # trial wrote one over an export backup.
-        raise CommandError(
-            f"{target} exists and is not a memoria report: nothing was written. Give another file name, or add "
-            "--force to write over it"
-        )
+    # An earlier report is written over (the default file, a nightly page); any other file is not: a trial
+    # wrote one over an export backup.
+    writable_as(target, "report", "memoria-report.html", force=args.force, ours=_is_report)
     progress = ProgressBar(sys.stderr)
     with opened(settings) as runtime:
         scope = scope_arg(args, settings)

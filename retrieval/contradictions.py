@@ -639,7 +639,7 @@ def things_given_up(memory: ContradictionInput, others: Sequence[ContradictionIn
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
             continue
-        said = " ".join(other.content.replace("`", " ").lower().split())
+        said = said_of(other)
         rest = set(content_terms(other.content))
         for thing, terms in things:
             if not re.search(rf"(?<![\w-]){re.escape(thing)}(?![\w-])", said) or terms <= subject:

@@ -37,7 +37,7 @@ from retrieval.outcomes import (
     contextual_weight,
     with_credit,
 )
-from retrieval.text import term_set
+from retrieval.text import cached_term_set, term_set
 from storage.forgetting import WITHHELD
 from storage.records import CreditedSession, MemoryRecord, ReportQueries, Scope
 
@@ -101,7 +101,7 @@ def set_apart(asked: frozenset[str], reporting: str | None, said: frozenset[str]
     saw it lifted above the frontend's own memory, which matched the question better."""
     if reporting is None:
         return False
-    mine, theirs, memory = _roots(asked), _roots(term_set(reporting)), _roots(said)
+    mine, theirs, memory = _roots(asked), _roots(cached_term_set(reporting)), _roots(said)
     only_theirs, only_asked = theirs - mine, mine - theirs
     return bool(only_asked) and bool(memory & only_theirs) and not memory & only_asked
 
@@ -227,7 +227,7 @@ class FeedbackIndex:
                     found > 0.0
                     and asked is not None
                     and credited.credit.role in NAMED_ROLES
-                    and set_apart(asked, reporting_query(credited), term_set(memory.content))
+                    and set_apart(asked, reporting_query(credited), cached_term_set(memory.content))
                 ):
                     found = 0.0
                 scored.append((credited, found))
