@@ -95,7 +95,12 @@ def add_people_commands(commands: Any) -> None:
 
     edit = command("edit", "correct a memory: the new text supersedes it (kept for audit)")
     edit.add_argument("memory_id", help="the memory to correct (an id from recall or list)")
-    edit.add_argument("content", help="the corrected memory, verbatim ('-' reads it from stdin)")
+    edit.add_argument(
+        "content",
+        nargs="?",
+        help="the corrected memory, verbatim ('-' reads it from stdin); left out with --tag or --tier: "
+        "the same text, only those change",
+    )
     edit.add_argument("--kind", choices=["fact", "episode", "artifact"], help="default: the memory's")
     edit.add_argument("--tag", action="append", help="a tag (repeat for more; default: the memory's tags)")
     edit.add_argument("--tier", choices=["standard", "protected", "ephemeral"], help="default: the memory's")
@@ -222,6 +227,11 @@ def add_people_commands(commands: Any) -> None:
     )
     listing.add_argument(
         "--time-zone", metavar="ZONE", help="whose days and weeks, e.g. Europe/Paris (default UTC)"
+    )
+    listing.add_argument(
+        "--status",
+        choices=["active", "superseded", "retracted", "any"],
+        help="which memories: active (default), superseded, retracted, or any (a window's history too)",
     )
     listing.add_argument("--cursor", help="the next page (the cursor the previous page printed)")
     listing.add_argument("--limit", type=positive, default=50, metavar="N", help="memories per page (50)")

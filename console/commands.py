@@ -324,6 +324,10 @@ def edit_command(args: argparse.Namespace, settings: Settings) -> int:
     """An explicit update: the new text supersedes the memory (kept for audit), with its kind, tags, tier,
     episode and date unless given (a correction of what happened last week still happened then: a trial's
     edited incident left its week for today)."""
+    if args.content is None and not (args.tag or args.tier):
+        raise CommandError(
+            "pass the corrected text, or --tag or --tier to change only the memory's tags or tier"
+        )
     values = {
         "replaces": args.memory_id,
         "kind": args.kind,
@@ -365,11 +369,10 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
     from tools import remember
 
     content = sys.stdin.read() if args.content == "-" else args.content
-    with opened(settings) as runtime:
-        if values.get("replaces") and values.get("occurred_at") is None:
-            scope = scope_arg(args, settings)
-            dated = date_of(runtime, values["replaces"], scope, values.get("protection_tier"))
-            values = {**values, "occurred_at": dated}
+    with opened(settings) as runtime:  # an edit keeps the memory's date (``tools.remember.inherited``)
+        if content is None:  # `memoria edit ID --tag ...`: the same text, other tags or tier
+            found = runtime.store.get_memory(values["replaces"], scope_arg(args, settings))
+            content = found.content if found is not None else ""  # none: the update says why
         result = call(
             remember.handle,
             remember.RememberInput,
@@ -379,16 +382,6 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
             command,
         )
     return emit(args, result, remembered(result))
-
-
-def date_of(runtime: Runtime, memory_id: str, scope: Scope, tier: str | None = None) -> str | None:
-    """When the memory happened or was learned (its ``occurred_at``), for a correction to keep; None when
-    it is not there (the update then says why) or the correction is ephemeral (``tier``, else the memory's):
-    it lasts its own time from now, not what is left of the old one's."""
-    found = runtime.store.get_memory(memory_id, scope)
-    if found is None or (tier or found.protection_tier) == "ephemeral":
-        return None
-    return found.created_at.isoformat()
 
 
 def recall_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -1107,6 +1100,7 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
         "since": args.since,
         "until": args.until,
         "time_zone": args.time_zone,
+        "status": args.status,
         "cursor": args.cursor,
         "limit": args.limit,
     }
@@ -1126,6 +1120,11 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
             memory.kind,
             memory.agent_id,
             (f"[expires {at(memory.expires_at, args.time_zone)}] " if memory.expires_at else "")
+            + (
+                f"[{memory.status}{f' by {memory.replaced_by}' if memory.replaced_by else ''}] "
+                if memory.status != "active"
+                else ""
+            )
             + clip(memory.preview, 60),
         ]
         for memory in result.memories
@@ -1145,6 +1144,7 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
                 ("--tag", "tag"),
                 ("--kind", "kind"),
                 ("--episode", "episode"),
+                ("--status", "status"),
                 ("--limit", "limit"),
             )
         ]

@@ -103,16 +103,10 @@ class UiServer:
         raise LookupError(path)
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        from console.commands import date_of
         from tools import forget, remember
 
-        if path == "/api/edit":
+        if path == "/api/edit":  # a correction keeps the memory's date (``tools.remember.inherited``)
             values = {"content": body.get("content"), "replaces": body.get("id")}
-            # A correction keeps the memory's date, as `memoria edit` does.
-            if isinstance(body.get("id"), str):
-                settings = self.runtime.settings
-                scope = Scope(settings.org_id, settings.project_id)
-                values["occurred_at"] = date_of(self.runtime, body["id"], scope)
             return self.call(remember, remember.RememberInput, values)
         if path == "/api/forget":
             values = {

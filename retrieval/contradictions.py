@@ -208,12 +208,17 @@ def negated_pairs(
         if not negates[memory.id]:
             continue
         subject = terms[memory.id]
+        # A clause that negates is judged alone too: "Alice is no longer the on-call engineer; Bob is"
+        # negates "Alice is the on-call engineer" as the clause without its successor does (a trial).
+        subjects = [subject, *negating_clauses(memory.content)]
         partners = {
             partner for word in subject if len(index[word]) <= max_word_frequency for partner in index[word]
         }
         for partner in partners:
             other = terms[partner]
-            similarity = len(subject & other) / len(subject | other) if subject | other else 0.0
+            similarity = max(
+                len(said & other) / len(said | other) if said | other else 0.0 for said in subjects
+            )
             if similarity < NEGATION_OVERLAP:
                 continue
             first, second = sorted((memory, by_id[partner]), key=lambda m: (m.created_at, m.id))
@@ -222,6 +227,19 @@ def negated_pairs(
                 Contradiction(first.id, second.id, term[first.id], term[second.id], round(similarity, 6))
             )
     return found
+
+
+# Where a memory's clauses part: a semicolon, a comma or colon before a space, a dash between spaces, "but".
+_CLAUSE_BREAK = re.compile(r"\s*(?:;|[,:](?=\s)|\s[-\u2013\u2014]\s|\bbut\b|\bwhile\b)\s*", re.IGNORECASE)
+
+
+def negating_clauses(text: str) -> list[set[str]]:
+    """The content terms (negation words left out) of each clause of ``text`` that negates, when it has
+    more than one clause."""
+    clauses = [clause for clause in _CLAUSE_BREAK.split(text) if clause.strip()]
+    if len(clauses) < 2:
+        return []
+    return [set(content_terms(without_negations(clause))) for clause in clauses if negated(clause)]
 
 
 # A value changes when two memories say the same words but for their values: numbers, versions, ports,
@@ -604,6 +622,52 @@ def plain_value_changes(
             continue
         if _names_another_thing({new}, {old}) or _PREDICATE_CUES.isdisjoint(tokens[max(0, at - 3) : at]):
             continue
+        found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
+    return found
+
+
+# A command or path said in code (backticks) is a value of what does a thing: "Deploy to production with
+# `make deploy ENV=prod`", then "... with `argocd app sync web-prod`" (a trial: four such memories stood
+# as four facts, the oldest first). The code follows one of these words within three; an imperative that
+# opens with one ("Run `make lint` before pushing", "Run `make test` ...") is one step of several.
+_CODE = re.compile(r"`([^`\n]+)`")
+_COMMAND_CUES = frozenset({"with", "via", "using", "use", "uses", "is", "are", "run", "runs", "by"})
+_CODE_MARK = "codespan"
+
+
+def plain_command_changes(
+    memory: ContradictionInput, others: Sequence[ContradictionInput]
+) -> list[Contradiction]:
+    """The older of ``others`` that say what ``memory`` says word for word but for one command or path in
+    backticks (``_CODE``), with no word of change: two commands for one thing, the newer most likely the
+    current one. Such a pair only disputes, as ``plain_value_changes``'s."""
+    text = memory.content
+    if _CHANGED.search(text) or _ADDING.search(text) or _GIVEN_UP.search(text) or _ASIDE_WAS.search(text):
+        return []
+    mine = _CODE.findall(text)
+    if not mine:
+        return []
+    frame = _TOKEN.findall(_CODE.sub(f" {_CODE_MARK} ", text).lower())
+    found = []
+    for other in others:
+        if other.id == memory.id or other.created_at > memory.created_at or _CHANGED.search(other.content):
+            continue
+        theirs = _CODE.findall(other.content)
+        if (
+            len(theirs) != len(mine)
+            or _TOKEN.findall(_CODE.sub(f" {_CODE_MARK} ", other.content).lower()) != frame
+        ):
+            continue
+        differ = [
+            i for i, (new, old) in enumerate(zip(mine, theirs, strict=True)) if new.strip() != old.strip()
+        ]
+        if len(differ) != 1:
+            continue
+        at = [i for i, token in enumerate(frame) if token == _CODE_MARK][differ[0]]
+        cues = [i for i in range(max(0, at - 3), at) if frame[i] in _COMMAND_CUES]
+        if not cues or cues == [0]:
+            continue
+        new, old = mine[differ[0]].strip(), theirs[differ[0]].strip()
         found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
     return found
 

@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from retrieval.text import STOPWORDS, word_tokens
 from storage.records import TimeWindow
 
 EXAMPLES = '"2026-11-24", "2026-11", "yesterday", "last week", "3 days ago"'
@@ -98,22 +99,48 @@ def time_words(query: str) -> str | None:
     in "what did we decide last week about billing"); None when it is ambiguous: none, several different
     ones, one a following word qualifies ("the last week of June"), or other words that date something
     beside it (a month, a weekday, a year: "last week, as said on November 6, 2023")."""
+    found = _standalone_time(query)
+    return None if found is None else found[0]
+
+
+def without_time_words(query: str) -> tuple[str, str] | None:
+    """``query`` with its one time expression that reads alone (``time_words``) taken out, and the words
+    as written there: ("what did we decide?", "last week") for "what did we decide last week?". None when
+    it holds no such expression, or nothing but stop words would be left. Memories are dated by when they
+    happened, and rarely say "last week": a recall whose window those words name searches for the rest,
+    or the words alone would leave every memory below the relevance floor (a new user's trial)."""
+    found = _standalone_time(query)
+    if found is None:
+        return None
+    text = " ".join(query.split())
+    said = re.search(rf"\b{re.escape(found[1])}\b", text, re.IGNORECASE)
+    if said is None:  # a letter whose lower case is longer ("İ") moved it: the query is left as it is
+        return None
+    rest = re.sub(r"\s+([?!.,;:])", r"\1", f"{text[: said.start()]} {text[said.end() :]}").strip()
+    rest = " ".join(rest.split())
+    if not any(word not in STOPWORDS for word in word_tokens(rest)):
+        return None
+    return rest, said.group(0)
+
+
+def _standalone_time(query: str) -> tuple[str, str] | None:
+    """``time_words``'s expression as ``span`` reads it, and as the (lower-cased) query says it."""
     text = " ".join(query.lower().split())
-    found = set()
+    found: dict[str, str] = {}
     rest = text
     for match in _IN_QUERY.finditer(text):
         if _QUALIFIED.match(text, match.end()) or _BOUNDED.search(text, 0, match.start()):
             return None
-        words = match.group(0)
+        words = said = match.group(0)
         rest = rest.replace(words, " ")
         if re.fullmatch(r"\d+ (?:minute|hour)s? ago|an? (?:minute|hour) ago", words):
             return None  # a moment, not a span: no window to search
         if _PERIOD.fullmatch(words) and words.startswith("last ") and text[: match.start()].endswith("the "):
             words = "past 1 " + words.split()[1]  # "in the last year": the twelve months up to now
-        found.add(words)
+        found.setdefault(words, said)
     if len(found) != 1 or _OTHER_DATES.search(rest):
         return None
-    return found.pop()
+    return next(iter(found.items()))
 
 
 def span(text: str, *, now: datetime, zone: tzinfo = UTC) -> tuple[datetime, datetime]:
@@ -159,6 +186,12 @@ def _span(text: str, *, now: datetime, zone: tzinfo) -> tuple[datetime, datetime
     raise WindowError(f"{text!r} is not a time this server reads; write one such as {EXAMPLES}")
 
 
+# How long a time of day names, by the length of what is written of it: hh:mm, hh:mm:ss, fractions.
+_PRECISION = {5: timedelta(minutes=1), 8: timedelta(seconds=1)} | {
+    9 + digits: timedelta(microseconds=10 ** (6 - min(digits, 6))) for digits in range(1, 10)
+}
+
+
 def _absolute(value: str, zone: tzinfo) -> tuple[datetime, datetime] | None:
     """An ISO-8601 month, date or time; None when ``value`` is not one."""
     try:
@@ -173,7 +206,11 @@ def _absolute(value: str, zone: tzinfo) -> tuple[datetime, datetime] | None:
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=zone)
             moment = moment.astimezone(UTC)
-            return moment, moment
+            # A time names its last written unit, as a date names its day: "10:00" the minute, "10:00:30"
+            # the second, so ``until`` holds a memory of that very time (a trial's "until 10:00" left out
+            # the memory of 10:00).
+            written = len(re.sub(r"(?:z|[+-]\d{2}(?::?\d{2})?)$", "", value[11:]))
+            return moment, moment + _PRECISION.get(written, timedelta(microseconds=1))
     except ValueError:
         raise WindowError(f"{value!r} is not a valid date or time; write one such as {EXAMPLES}") from None
     return None

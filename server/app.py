@@ -70,8 +70,8 @@ def tool_specs() -> list[ToolSpec]:
             name="remember",
             title="Remember",
             description=(
-                "Store one durable fact (a decision, a fix) or artifact verbatim for later "
-                "sessions; not chatter. Identical content is stored once; restatements merge and a "
+                "Store one durable fact (a decision, a fix) or artifact verbatim; not chatter. "
+                "Identical content is stored once; restatements merge and a "
                 "revision ('we switched from X to Y') supersedes the old belief: the result says what changed."
             ),
             input_model=remember.RememberInput,

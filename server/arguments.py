@@ -4,6 +4,8 @@ that a command does not pay for importing it."""
 
 from __future__ import annotations
 
+import calendar
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -75,6 +77,10 @@ def _describe(error: Any, limits: Mapping[str, Mapping[str, int]]) -> str:
         "date_parsing",
         "date_type",
     }:
+        if no_such_day(
+            error.get("input")
+        ):  # well formed, but the day does not exist (a trial read "must be ISO 8601")
+            return f"`{field}` is {value}, a day that does not exist: pass a real date, e.g. 2026-11-30"
         return (
             f"`{field}` must be an ISO 8601 date or time, e.g. 2026-11-24 or 2026-11-24T15:30:00Z (UTC when it "
             f"has no offset), but got {value}"
@@ -101,3 +107,18 @@ def _describe(error: Any, limits: Mapping[str, Mapping[str, int]]) -> str:
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+_DAY = re.compile(r"\s*(\d{4})-(\d{2})-(\d{2})(?:[T ].*)?\s*")
+
+
+def no_such_day(value: object) -> bool:
+    """Whether ``value`` is an ISO 8601 date (or a time on it) whose day its month lacks ("2026-11-31",
+    "2026-02-30") or whose month is no month."""
+    found = _DAY.fullmatch(value) if isinstance(value, str) else None
+    if found is None:
+        return False
+    year, month, day = (int(part) for part in found.groups())
+    if not 1 <= month <= 12:
+        return True
+    return not 1 <= day <= calendar.monthrange(year, month)[1]

@@ -86,6 +86,7 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
         since: str | None = None,
         until: str | None = None,
         time_zone: str | None = None,
+        status: str | None = None,
         cursor: str | None = None,
         limit: str | None = None,
     ) -> str:
@@ -99,6 +100,7 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             "since": _spaced(since),
             "until": _spaced(until),
             "time_zone": time_zone,
+            "status": status,
             "cursor": cursor,
             "limit": limit,
         }
@@ -124,13 +126,14 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             memory,
         ),
         ResourceSpec(
-            "memoria://memories{?org_id,project_id,agent_id,tag,kind,episode_id,since,until,time_zone,cursor,limit}",
+            "memoria://memories{?org_id,project_id,agent_id,tag,kind,episode_id,since,until,time_zone,status,cursor,limit}",
             "memories",
             "Memories",
             "The scope's active memories, newest first, a page at a time (limit, 50 by default): filter by "
             "agent, tag, kind, episode and a window (since, until: an ISO date, month or time, or 'yesterday', 'last "
             "week', '3 days ago'; days and weeks of time_zone, else UTC); pass a page's next_cursor as cursor "
-            "for the next. No memory appears twice across pages, even while writes arrive.",
+            "for the next; status=superseded, retracted or any lists a window's history too. No memory appears "
+            "twice across pages, even while writes arrive.",
             memories,
             listed_uri="memoria://memories",
         ),

@@ -233,22 +233,26 @@ class MemorySearch(StoreTables):
                 if chain
             }
 
-    def holds_memories_in(self, reach: Reach, window: TimeWindow | None) -> bool:
-        """Whether some active memory of ``reach`` (that its viewer may see) is of ``window``'s time (None:
-        of any time)."""
+    def holds_memories_in(
+        self, reach: Reach, window: TimeWindow | None, statuses: Sequence[MemoryStatus] = ("active",)
+    ) -> bool:
+        """Whether some memory of ``reach`` (of ``statuses``, that its viewer may see) is of ``window``'s
+        time (None: of any time)."""
         where = _Filter.of(reach, window=window, held=self._pending.held())
-        return any(self._holds_memories_in(scope, window, where) for scope in self._scopes(reach))
+        return any(self._holds_memories_in(scope, window, where, statuses) for scope in self._scopes(reach))
 
-    def _holds_memories_in(self, scope: Scope, window: TimeWindow | None, where: _Filter) -> bool:
+    def _holds_memories_in(
+        self, scope: Scope, window: TimeWindow | None, where: _Filter, statuses: Sequence[MemoryStatus]
+    ) -> bool:
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 return any(
-                    record.status == "active"
+                    record.status in statuses
                     and (window is None or window.holds(record.created_at))
                     and where.sees(record)
                     for record in copy.records.values()
                 )
-        return bool(scan(self._memories, self._active_in(scope, where), ["id"], limit=1).num_rows)
+        return bool(scan(self._memories, self._active_in(scope, where, statuses), ["id"], limit=1).num_rows)
 
     def fulltext_ceiling(self, reach: Reach, text: str) -> float | None:
         """The score a memory matching all of ``text`` would get in the full-text index (the sum of its

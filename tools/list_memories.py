@@ -19,12 +19,22 @@ from pydantic import BaseModel, Field, field_validator
 
 from retrieval.time_window import EXAMPLES as WINDOW_EXAMPLES
 from retrieval.time_window import WindowError, resolve, span, zone_of
-from storage.records import View
+from storage.records import MemoryStatus, View
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, Tag, TimeText, ToolFailure, ZoneText, iso
 
 PREVIEW_CHARS = 300
 PAGE = 50
 MAX_PAGE = 200
+
+
+ListedStatus = Literal["active", "superseded", "retracted", "any"]
+# What each status lists: "any" is the history a window held (a purged memory has no text to list).
+LISTED_STATUSES: dict[str, tuple[MemoryStatus, ...]] = {
+    "active": ("active",),
+    "superseded": ("superseded",),
+    "retracted": ("retracted",),
+    "any": ("active", "superseded", "retracted"),
+}
 
 
 class ListMemoriesInput(ScopeArgs):
@@ -41,6 +51,10 @@ class ListMemoriesInput(ScopeArgs):
     time_zone: ZoneText | None = Field(None, description='Whose days and weeks, e.g. "Europe/Paris".')
     cursor: str | None = Field(None, max_length=512, description="The next_cursor of the previous page.")
     limit: int = Field(PAGE, ge=1, le=MAX_PAGE, description="Memories per page.")
+    status: ListedStatus = Field(
+        "active",
+        description="active (the default), superseded, retracted, or any: a window's history as well.",
+    )
 
     @field_validator("since", "until")
     @classmethod
@@ -62,12 +76,14 @@ class ListedMemory(BaseModel):
     expires_at: str | None = Field(None, description="When an ephemeral memory expires (null: never).")
     visibility: str = Field(description="Who may read it: org, project, agent or session.")
     weight: float
+    status: str = "active"
+    replaced_by: str | None = Field(None, description="The memory that superseded it, if one did.")
 
 
 class ListMemoriesOutput(BaseModel):
     org_id: str
     project_id: str
-    memories: list[ListedMemory] = Field(description="Active memories, newest first.")
+    memories: list[ListedMemory] = Field(description="Memories of the status asked for, newest first.")
     next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
     since: str | None = Field(None, description="The window's start, resolved (UTC).")
     until: str | None = Field(None, description="The window's end, resolved (UTC, exclusive).")
@@ -112,6 +128,7 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
         kind=args.kind,
         episode_id=args.episode_id,
         window=window,
+        statuses=LISTED_STATUSES[args.status],
     )
     page = found[: args.limit]
     last = page[-1] if page and len(found) > args.limit else None
@@ -131,6 +148,8 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
                 expires_at=iso(memory.expires_at) if memory.expires_at else None,
                 visibility=memory.visibility,
                 weight=round(memory.weight, 6),
+                status=memory.status,
+                replaced_by=memory.replaced_by,
             )
             for memory in page
         ],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -129,6 +129,46 @@ def _link(event: LineageEvent, other_id: str, others: dict[str, MemoryRecord]) -
         reason=event.reason,
         decided_at=iso(event.at),
     )
+
+
+# How far back a recall's include_lineage follows what each memory replaced.
+LINEAGE_DEPTH = 5
+
+
+def replaced_chains(
+    store: LineageReader, scope: Reach, memory_ids: Sequence[str]
+) -> dict[str, list[LineageLink]]:
+    """What each memory replaced, and what those replaced, up to ``LINEAGE_DEPTH`` steps back: the
+    memories it replaced directly first (oldest decision first), then theirs (a trial read only the
+    direct step of a fact corrected twice)."""
+    chains: dict[str, list[LineageLink]] = {memory_id: [] for memory_id in memory_ids}
+    reach = {memory_id: [memory_id] for memory_id in memory_ids}  # each chain's memories one step back
+    for _ in range(LINEAGE_DEPTH):
+        asked = list(dict.fromkeys(i for ids in reach.values() for i in ids))
+        if not asked:
+            break
+        links = lineage_links(store, scope, asked).replaces
+        for memory_id, ids in reach.items():
+            seen = {memory_id, *(link.id for link in chains[memory_id])}  # a cycle ends the chain
+            step = [link for i in ids for link in links.get(i, []) if link.id not in seen]
+            chains[memory_id] += step
+            reach[memory_id] = [link.id for link in step]
+    return chains
+
+
+def lineage_text(memories: Sequence[Any]) -> str | None:
+    """The history a recall with include_lineage shows after its context: per memory in it, what it
+    replaced, further back as far as followed. None when none replaced anything."""
+    lines = []
+    for memory in memories:
+        steps = memory.replaces or []
+        if steps:
+            said = "; ".join(
+                f"{link.id} {link.preview!r} ({link.written_at[:10]}, {link.action} by {link.resolver})"
+                for link in steps
+            )
+            lines.append(f"[{memory.position}] {memory.id} replaced {said}")
+    return "History (include_lineage), newest first:\n" + "\n".join(lines) if lines else None
 
 
 class LineageReader(Protocol):

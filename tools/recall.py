@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, Field, PrivateAttr, field_validator
 
 from retrieval.text import has_visible_text
+from retrieval.time_window import without_time_words
 from retrieval.trace import window_to_dict
 from retrieval.types import RecallRequest
 from storage.records import Scope, TimeWindow, Viewer
@@ -28,13 +29,14 @@ from tools.common import (
     new_retrieval_id,
     view_for,
 )
-from tools.memory_views import LineageLink, lineage_links
-from tools.recall_notes import NOTHING_MATCHED, shortfall_note, unsearched_note
+from tools.memory_views import LineageLink, lineage_text, replaced_chains
+from tools.recall_notes import NOTHING_MATCHED, empty_scope_note, shortfall_note, unsearched_note
 from tools.recall_window import filters_searched, searched_window, shown_zone, time_window
 from writing.journal import record_retrieval
 
 if TYPE_CHECKING:
     from retrieval.models.llm.base import LanguageModel
+    from retrieval.pipeline import RecallResult
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +114,9 @@ class RecalledMemory(BaseModel):
     protection_tier: str
     replaces: list[LineageLink] | None = Field(
         None,
-        description="With include_lineage: the memories this one replaced, who wrote them, when, and which "
-        "resolver decided (the lineage tool shows the whole history).",
+        description="With include_lineage: the memories this one replaced (directly first, then what those "
+        "replaced, up to 5 steps back), who wrote them, when, and which resolver decided; the text shows them "
+        "after the context.",
     )
 
 
@@ -143,6 +146,7 @@ class RecallOutput(BaseModel):
     _among: tuple[str, str] | None = PrivateAttr(None)
     _now: datetime | None = PrivateAttr(None)  # the server's clock when it recalled
     _unsearched: str | None = PrivateAttr(None)  # memories its vector search skipped (in the note too)
+    _history: str | None = PrivateAttr(None)  # what its window held that was superseded (in the note too)
 
 
 def check_bounds(runtime: Runtime, query: str, top_k: int | None, char_budget: int) -> int:
@@ -210,24 +214,39 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     top_k = check_bounds(runtime, args.query, args.top_k, args.char_budget)
     view = view_for(args, runtime, caller)
     window, window_from = time_window(runtime, view, args.query, args.since, args.until, args.time_zone)
-    request = build_request(
-        runtime,
-        view.home,
-        args.query,
-        top_k,
-        args.char_budget,
-        args.kinds,
-        args.tags,
-        caller.llm,
-        agent_id=args.agent_id or caller.agent_id,
-        tags_all=args.tags_all,
-        window=window,
-        window_from=window_from,
-        viewer=view.viewer,
-        time_zone=shown_zone(args.time_zone),
-    )
-    with runtime.store.one_version():
-        result = runtime.pipeline.run(request)
+    # The query's own time words ("what did we decide last week?") say when, not what: memories are dated,
+    # and rarely say "last week". Under a window they are spent on it, and the rest is searched for; without
+    # one they are searched for too, and left out only if nothing matched with them.
+    topic = without_time_words(args.query)
+
+    def run(query: str) -> tuple[RecallRequest, RecallResult]:
+        request = build_request(
+            runtime,
+            view.home,
+            query,
+            top_k,
+            args.char_budget,
+            args.kinds,
+            args.tags,
+            caller.llm,
+            agent_id=args.agent_id or caller.agent_id,
+            tags_all=args.tags_all,
+            window=window,
+            window_from=window_from,
+            viewer=view.viewer,
+            time_zone=shown_zone(args.time_zone),
+        )
+        with runtime.store.one_version():
+            return request, runtime.pipeline.run(request)
+
+    untimed = None  # the time words a recall without a window searched again without
+    if topic is not None and window is not None:
+        request, result = run(topic[0])
+    else:
+        request, result = run(args.query)
+        if topic is not None and not result.gated and not result.in_context:
+            request, result = run(topic[0])
+            untimed = topic[1]
     session_id = args.session_id or caller.session_id
     _, warnings = record_retrieval(
         runtime.store,
@@ -240,7 +259,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         ab_log=not args.skip_ab_log,
     )
     replaced = (
-        lineage_links(runtime.store, request.reach, [c.id for c in result.in_context]).replaces
+        replaced_chains(runtime.store, request.reach, [c.id for c in result.in_context])
         if args.include_lineage
         else {}
     )
@@ -272,18 +291,17 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     among = filters_searched(args.tags, args.tags_all, args.kinds) if nothing else None
     if among:
         note = f"{note} {among[0]}: {among[1]}"
-    elif (
-        nothing
-        and request.window is None
-        and not runtime.store.holds_memories_in(replace(view, with_org=False), None)
-    ):
-        # The scope is empty to this reader (a new user's trial with a mistyped project_id read "Nothing
-        # relevant was found", as for any query in a project full of memories).
-        home = view.home
-        note = (
-            f"nothing is stored in org {home.org_id!r} / project {home.project_id!r} that this caller may "
-            "read: check `org_id` and `project_id` (memories are kept per project)"
+    elif nothing and request.window is None:
+        note = empty_scope_note(runtime, replace(view, with_org=False)) or note
+    history = empty_scope_note(runtime, view, request.window) if nothing and request.window else None
+    note = f"{note}; {history}" if history else note
+    if untimed is not None:
+        how = (
+            f"no memory matched with the time words {untimed!r}, so they were left out (memories are dated "
+            f"by when they happened): pass since/until={untimed!r} to keep to that time"
         )
+        # First when it found something; after "nothing relevant was found" when it did not either.
+        note = f"{how}. {note}" if note and result.in_context else f"{note}. {how}" if note else how
     skipped = None if result.gated else unsearched_note(runtime, request, args)
     note = f"{note}. {skipped}" if note and skipped else note or skipped
     out = RecallOutput(
@@ -299,6 +317,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     )
     out._among = among
     out._unsearched = skipped
+    out._history = history
     out._now = request.now
     return out
 
@@ -316,11 +335,11 @@ def text_of(out: RecallOutput) -> str:
         empty = f"{found} (retrieval {out.retrieval_id})."
     if out.note and not out.note.startswith(NOTHING_MATCHED):  # matched, but none placed: say why
         empty = f"{out.note[0].upper()}{out.note[1:]} (retrieval {out.retrieval_id})."
-    parts = [out.context.rstrip() or empty]
+    parts = [out.context.rstrip() or empty, *filter(None, [lineage_text(out.memories)])]
     if out.note and out.context:
         parts.append(out.note)
-    elif out._unsearched:  # an empty context's text says what its vector search could not see
-        parts.append(f"{out._unsearched[0].upper()}{out._unsearched[1:]}.")
+    elif out._unsearched or out._history:  # an empty context says what its search could not see
+        parts += [f"{said[0].upper()}{said[1:]}." for said in (out._history, out._unsearched) if said]
     parts += [f"Warning: {warning}" for warning in out.warnings]
     return "\n\n".join(parts)
 

@@ -12,6 +12,7 @@ from retrieval.text import counted
 if TYPE_CHECKING:
     from retrieval.pipeline import RecallResult
     from retrieval.types import RecallRequest
+    from storage.records import MemoryStatus
     from tools.common import Runtime
 
 # How the note begins when memories matched but the LLM passes at assembly left none in the context.
@@ -154,4 +155,34 @@ def unsearched_note(runtime: Runtime, request: RecallRequest, args: Any) -> str 
         f"{counted(skipped, 'memory')} searched here {'has' if skipped == 1 else 'have'} no vector from the "
         f"active embedder ({embedder}) yet, so only their words can match and this recall may have missed "
         f"some: {fix}"
+    )
+
+
+def empty_scope_note(runtime: Runtime, view: Any, window: Any = None) -> str | None:
+    """What an empty recall adds when no current memory this caller may read is there to find: the scope
+    holds none at all (a new user's trial with a mistyped project_id read "Nothing relevant was found", as
+    for any query in a project full of memories), or only memories retracted or superseded since (another
+    trial was sent looking for a typo in ids that were right), or ``window`` holds such memories only
+    (a trial asked who was on call a week whose memory was corrected since, and read nothing). None
+    otherwise."""
+    history: tuple[MemoryStatus, ...] = ("superseded", "retracted")
+    home = view.home
+    where = f"org {home.org_id!r} / project {home.project_id!r}"
+    if window is not None:
+        if not runtime.store.holds_memories_in(view, window, history):
+            return None
+        return (
+            "this window also holds memories superseded or retracted since, which recall leaves out: the "
+            "`memoria://memories` resource with status=any and the same since/until lists them"
+        )
+    if runtime.store.holds_memories_in(view, None):
+        return None
+    if runtime.store.holds_memories_in(view, None, history):
+        return (
+            f"every memory of {where} that this caller may read was retracted or superseded since: nothing "
+            "current to recall (the `memoria://memories` resource with status=any lists them)"
+        )
+    return (
+        f"nothing is stored in {where} that this caller may read: check `org_id` and `project_id` "
+        "(memories are kept per project)"
     )

@@ -84,7 +84,7 @@ class RememberInput(ScopeArgs, MemoryFields):
     session_id: Identifier | None = Field(None, description="Default: one per connection.")
     replaces: Identifier | None = Field(
         None,
-        description="A memory this corrects (kept for audit).",
+        description="A memory this corrects (kept for audit); keeps its date.",
     )
     visibility: Visibility | None = Field(None, description="Who reads it. Default project.")
 
@@ -122,7 +122,7 @@ class ConsolidationSummary(BaseModel):
 
 class RememberOutput(BaseModel):
     id: str = Field(description="The memory's id (the existing one for a duplicate).")
-    status: Literal["stored", "duplicate"]
+    status: Literal["stored", "duplicate", "updated"]
     duplicate_of: str | None = Field(
         None, description="For a duplicate: the id of the memory already stored."
     )
@@ -214,11 +214,16 @@ def _update_advice(runtime: Runtime, view: View, old: MemoryRecord) -> str:
 
 
 def inherited(draft: Draft, old: MemoryRecord, given: set[str]) -> Draft:
-    """An update keeps the replaced memory's kind, tags, episode, tier and visibility unless the caller
-    gave them. It cannot change who reads the memory: the replaced memory would vanish for readers who
+    """An update keeps the replaced memory's kind, tags, episode, tier, visibility and date unless the
+    caller gave them. It cannot change who reads the memory: the replaced memory would vanish for readers who
     cannot see its replacement (or the reverse)."""
     kept = {name: getattr(old, name) for name in INHERITED if name not in given}
     updated = replace(draft, **kept)
+    # A correction of what happened then is of that time: it keeps the old memory's date unless given one
+    # (a trial's corrected incident jumped to today and out of its window). Not an ephemeral one: it lasts
+    # its own time from now, not what is left of the old one's.
+    if "occurred_at" not in given and updated.protection_tier != "ephemeral":
+        updated = replace(updated, occurred_at=old.created_at)
     if updated.visibility != old.visibility:
         raise ToolFailure(
             f"{old.id} has visibility {old.visibility!r} and an update keeps who reads a memory; nothing was "
@@ -284,8 +289,28 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
         old = replaced_memory(runtime, view_for(args, runtime, caller), args.replaces)
         draft = inherited(draft, old, args.model_fields_set)
     check_visibility(draft, caller, "remember")
+    prepared = prepare(runtime, draft)
+    given = args.model_fields_set
     try:
-        out = output_of(runtime.writer.remember(prepare(runtime, draft), llm=caller.llm, replaces=old), args)
+        if old is not None and prepared.record.id == old.id and {"tags", "protection_tier"} & given:
+            # The same text with other tags or another tier: those change, in place (a trial could fix a
+            # wrong tag only by rewording the memory).
+            return amended(runtime, old, args)
+        out = output_of(runtime.writer.remember(prepared, llm=caller.llm, replaces=old), args)
+        if (
+            old is None
+            and out.status == "duplicate"
+            and out.protection_tier == "ephemeral"
+            and "protection_tier" in given
+            and args.protection_tier != "ephemeral"
+        ):
+            # An ephemeral memory stated again as lasting: its author makes it so (a trial's went on
+            # expiring, with nothing said).
+            if out.agent_id != prepared.record.agent_id:
+                kept = f"kept its ephemeral tier: only its author ({out.agent_id}) makes it lasting"
+                out.note = f"{out.note}; {kept}" if out.note else kept
+            elif (stored := runtime.store.get_memory(out.id, prepared.record.scope)) is not None:
+                return amended(runtime, stored, args, retag=False)  # restating added its tags
     except WriteRefused as exc:
         raise ToolFailure(str(exc)) from None
     if (
@@ -297,6 +322,22 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
         # A correction of a temporary state ("the runner pool is back") is often lasting: say it expires too.
         kept = f"kept the ephemeral tier of {old.id}: it expires at {out.expires_at} unless remembered with another protection_tier"
         out.note = f"{out.note}; {kept}" if out.note else kept
+    return out
+
+
+def amended(
+    runtime: Runtime, memory: MemoryRecord, args: RememberInput, *, retag: bool = True
+) -> RememberOutput:
+    """``memory`` with the tier ``args`` gives and (``retag``) its tags, its text unchanged
+    (``WriteService.amend``)."""
+    given = args.model_fields_set
+    result = runtime.writer.amend(
+        memory,
+        tags=args.tags if retag and "tags" in given else None,
+        tier=args.protection_tier if "protection_tier" in given else None,
+    )
+    out = output_of(result, args)
+    out.status, out.duplicate_of = "updated", None
     return out
 
 

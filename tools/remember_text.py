@@ -19,10 +19,13 @@ def readers(memory: Any) -> str:
     return where if memory.visibility == "project" else f"{where}, read by its {memory.visibility} only"
 
 
+_SAID = {"stored": "stored", "updated": "updated"}
+
+
 def text_of(result: RememberOutput) -> str:
     """The memory stored (or found stored), and what consolidation or the update changed."""
     lines = [
-        f"{'stored' if result.status == 'stored' else 'already stored'} {result.id} "
+        f"{_SAID.get(result.status, 'already stored')} {result.id} "
         f"({result.kind}, {result.protection_tier}) {readers(result)}"
         + (f", expires {result.expires_at}" if result.expires_at else "")
     ]

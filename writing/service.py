@@ -432,9 +432,10 @@ class WriteService:
                 "or happened, or leave it out for now"
             )
         if when < EARLIEST:
+            where = "is before 1970" if when.year < 1970 else "is the Unix epoch"
             raise WriteRefused(
-                f"`occurred_at` {_iso(when)} is before 1970, where placeholder dates (0001-01-01, the Unix "
-                "epoch) fall: pass when it was learned or happened, or leave it out for now"
+                f"`occurred_at` {_iso(when)} {where}, where placeholder dates (0001-01-01, the Unix epoch) "
+                "fall: pass when it was learned or happened, or leave it out for now"
             )
         # An ephemeral memory expires as it decays, counted from when it happened (``retrieval.stages.decay``).
         lasts = timedelta(seconds=limits.ephemeral_ttl_seconds)
@@ -509,6 +510,45 @@ class WriteService:
         if inserted is not None:
             self._owed_done_behind(behind, inserted.owed)
         return replace(result, redacted=prepared.redacted)
+
+    def amend(
+        self, memory: MemoryRecord, *, tags: Sequence[str] | None, tier: ProtectionTier | None
+    ) -> WriteResult:
+        """An explicit update that keeps the text: ``memory``'s tags replaced by ``tags`` and its protection
+        tier set to ``tier`` (None: as they are). A trial could fix a wrong tag, or make an ephemeral memory
+        lasting, only by rewording it: restating adds tags and never lowers a tier, and an update with the
+        same text was refused. An ephemeral memory made lasting no longer expires; one made ephemeral
+        expires its time from now. An immutable memory keeps its tier."""
+        store = self._store
+        with store.exclusive():  # read again and written in one sequence: a purge in between stays purged
+            current = store.get_memories([memory.id], memory.scope).get(memory.id)
+            if current is None or current.status != "active":
+                raise WriteRefused(f"{memory.id} is no longer active: nothing was changed")
+            new_tags = list(dict.fromkeys(tags)) if tags is not None else list(current.tags)
+            new_tier = tier or current.protection_tier
+            if current.protection_tier == "immutable" and new_tier != "immutable":
+                raise WriteRefused(
+                    f"{memory.id} is immutable and keeps its tier; nothing was changed. Leave protection_tier out "
+                    "to change its tags"
+                )
+            if tuple(new_tags) == current.tags and new_tier == current.protection_tier:
+                raise WriteRefused(
+                    f"{memory.id} already has this text, these tags and this tier: nothing to update. Pass the "
+                    "corrected text, or the tags or protection_tier to change"
+                )
+            expires_at = None
+            if new_tier == "ephemeral":
+                lasts = timedelta(seconds=self.limits.ephemeral_ttl_seconds)
+                expires_at = current.expires_at or self._clock() + lasts
+            self._retag(current, new_tags, (new_tier, expires_at))
+            amended = store.get_memories([current.id], current.scope).get(current.id, current)
+        said = []
+        if tuple(new_tags) != current.tags:
+            said.append(f"its tags are now {new_tags}")
+        if new_tier != current.protection_tier:
+            lasting = "; it no longer expires" if current.protection_tier == "ephemeral" else ""
+            said.append(f"its protection tier is now {new_tier} (was {current.protection_tier}){lasting}")
+        return WriteResult(amended, False, "updated in place, the text unchanged: " + " and ".join(said))
 
     def _commit_one(
         self,

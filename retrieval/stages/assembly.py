@@ -430,18 +430,27 @@ def after_disputers(ordered: list[Candidate], present: set[str]) -> list[Candida
     """``ordered`` with each memory that a newer one in it disputes (``contradicted_by``: an older value a
     newer memory says otherwise about) moved to just after the last of those: an agent reads what is said
     now before what it replaced, and the older one's mark says which memory disputes it (a new user's
-    trial read the older value first). Every other memory keeps its place. ``present``: the ids in
-    ``ordered``."""
+    trial read the older value first). Every other memory keeps its place. In a chain (C disputes B, which
+    disputes A) a memory moved after its disputer may pass one it disputes: passes go on until every
+    disputed memory follows its disputers (another trial read A, C, B), at most one per memory (a pair that
+    disputes each other, which no write makes, cannot loop). ``present``: the ids in ``ordered``."""
     placed = list(ordered)
-    for candidate in ordered:
-        disputers = [
-            other for other in candidate.contradicted_by if other in present and other != candidate.id
-        ]
-        if not disputers:
-            continue
-        placed.remove(candidate)
-        last = max(index for index, other in enumerate(placed) if other.id in disputers)
-        placed.insert(last + 1, candidate)
+    for _ in range(len(placed)):
+        moved = False
+        for candidate in list(placed):
+            disputers = {
+                other for other in candidate.contradicted_by if other in present and other != candidate.id
+            }
+            if not disputers:
+                continue
+            last = max(index for index, other in enumerate(placed) if other.id in disputers)
+            if placed.index(candidate) > last:
+                continue
+            placed.remove(candidate)
+            placed.insert(last, candidate)  # ``last`` moved up by one as the candidate left before it
+            moved = True
+        if not moved:
+            break
     return placed
 
 

@@ -390,6 +390,19 @@ def test_show_of_a_memory_whose_correction_was_forgotten_says_nothing_stands_in_
     )
 
 
+def test_edit_without_text_changes_only_the_tags_or_tier(capsys, db):
+    """A trial: `memoria edit` required new text, so a wrong tag stayed unless the memory was reworded."""
+    stored = as_json(
+        capsys, db, "remember", "Invoices are sent on the 1st", "--tag", "billing", "--tag", "release"
+    )
+    edited = as_json(capsys, db, "edit", stored["id"], "--tag", "billing")
+    assert (edited["status"], edited["id"]) == ("updated", stored["id"])
+    _, out, _ = memoria(capsys, db, "list", "--tag", "release")
+    assert stored["id"] not in out
+    status, _, err = memoria(capsys, db, "edit", stored["id"])
+    assert status != 0 and "pass the corrected text, or --tag or --tier" in err
+
+
 def test_show_says_when_an_ephemeral_memory_expires_and_that_it_has(capsys, db, monkeypatch):
     kept = as_json(capsys, db, "remember", "The staging build is red right now", "--tier", "ephemeral")
     _, out, _ = memoria(capsys, db, "show", kept["id"])

@@ -10,6 +10,7 @@ from retrieval.contradictions import (
     is_value,
     late_value_changes,
     may_restate_a_correction,
+    plain_command_changes,
     plain_value_changes,
     restated_correction,
     says_value_changed,
@@ -77,6 +78,25 @@ def test_a_negation_of_the_same_words_contradicts_them():
     assert [(c.older_id, c.newer_id, c.older_term, c.newer_term, c.subject_similarity) for c in found] == [
         ("old", "new", "(no negation)", "isn't", 1.0)
     ]
+
+
+def test_a_clause_that_negates_the_same_words_contradicts_them_beside_another_clause():
+    # A trial: "...; Bob is" added a word, {alice, call, engineer} against {alice, call, engineer, bob}
+    # (3 / 4, below 0.8), and the stale fact stood unmarked. The negating clause alone says the same words.
+    for said in (
+        "Alice is no longer the on-call engineer; Bob is",
+        "Alice is not the on-call engineer, but Bob is",
+    ):
+        found = detect_contradictions(
+            [memory("old", "Alice is the on-call engineer", 0), memory("new", said, 5)]
+        )
+        assert [(c.older_id, c.newer_id, c.subject_similarity) for c in found] == [("old", "new", 1.0)]
+    # A clause that affirms is not judged alone: it negates nothing.
+    other = [
+        memory("old", "Bob is the on-call engineer", 0),
+        memory("new", "Alice is not the lead; Bob is the on-call engineer", 5),
+    ]
+    assert detect_contradictions(other) == []
 
 
 def test_a_negation_that_shares_only_part_of_the_subject_is_no_contradiction():
@@ -572,3 +592,29 @@ def test_a_thing_named_as_given_up_disputes_the_older_memory_that_says_it():
         ("Migrations are applied with make db-up", "Migrations are applied with make db-up, not make up"),
     ]:
         assert things_given_up(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == [], newer_text
+
+
+def test_the_same_words_but_for_one_command_in_code_dispute_the_older():
+    # A trial: an agent remembered each new deploy command; the four stood as facts, the oldest first.
+    older = memory("old", "Deploy to production with `make deploy ENV=prod`", 0)
+    newer = memory("new", "Deploy to production with `argocd app sync web-prod`", 5)
+    assert [
+        (c.older_id, c.newer_id, c.older_term, c.newer_term, c.only_disputes)
+        for c in plain_command_changes(newer, [older])
+    ] == [("old", "new", "make deploy ENV=prod", "argocd app sync web-prod", NOT_SAID_TO_CHANGE)]
+    assert plain_command_changes(older, [newer]) == []  # only an older memory is disputed
+    # An imperative that opens with its cue is one step of several; other words around the code, or two
+    # commands that differ, are not one command changed.
+    steps = [
+        memory("lint", "Run `make lint` before pushing", 0),
+        memory("test", "Run `make test` before pushing", 5),
+    ]
+    assert plain_command_changes(steps[1], steps[:1]) == []
+    other = memory("o", "Deploy to staging with `make deploy ENV=staging`", 0)
+    assert plain_command_changes(newer, [other]) == []
+    both = memory("b", "Build with `npm run build` and deploy with `make deploy`", 0)
+    changed = memory("c", "Build with `pnpm build` and deploy with `argocd app sync`", 5)
+    assert plain_command_changes(changed, [both]) == []
+    # Said to have changed: ``value_changes``'s to read.
+    said = memory("s", "Deploy to production now with `argocd app sync web-prod`", 5)
+    assert plain_command_changes(said, [older]) == []

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from retrieval.time_window import WindowError, resolve, span, time_words, zone_of
+from retrieval.time_window import WindowError, resolve, span, time_words, without_time_words, zone_of
 from storage.records import TimeWindow
 
 NOW = datetime(2026, 11, 25, 15, 0, tzinfo=UTC)
@@ -34,8 +34,12 @@ def at(*parts: int) -> datetime:
         ("now", NOW, NOW),
         ("2026-11-24", at(2026, 11, 24), at(2026, 11, 25)),
         ("2026-12", at(2026, 12, 1), at(2027, 1, 1)),
-        ("2026-11-24T09:30:00+02:00", at(2026, 11, 24, 7, 30), at(2026, 11, 24, 7, 30)),
-        ("2026-11-24T09:30:00Z", at(2026, 11, 24, 9, 30), at(2026, 11, 24, 9, 30)),
+        # A time names its last written unit, as a date names its day (a trial: "until 10:00" left out
+        # the memory of 10:00).
+        ("2026-11-24T09:30:00+02:00", at(2026, 11, 24, 7, 30), at(2026, 11, 24, 7, 30, 1)),
+        ("2026-11-24T09:30:00Z", at(2026, 11, 24, 9, 30), at(2026, 11, 24, 9, 30, 1)),
+        ("2026-11-24T09:30", at(2026, 11, 24, 9, 30), at(2026, 11, 24, 9, 31)),
+        ("2026-11-24 09:30:00.25z", at(2026, 11, 24, 9, 30, 0, 250000), at(2026, 11, 24, 9, 30, 0, 260000)),
     ],
 )
 def test_an_expression_names_a_span_of_utc_time(text, start, end):
@@ -112,3 +116,21 @@ def test_a_window_holds_its_start_and_not_its_end():
 )
 def test_a_query_gives_its_time_words_only_when_they_are_unambiguous(query, words):
     assert time_words(query) == words
+
+
+@pytest.mark.parametrize(
+    ("query", "left"),
+    [
+        ("what did we decide last week?", ("what did we decide?", "last week")),
+        ("What did we decide LAST WEEK about billing", ("What did we decide about billing", "LAST WEEK")),
+        ("why did the deploy fail  yesterday ?", ("why did the deploy fail?", "yesterday")),
+        ("who visited in the last year", ("who visited in the", "last year")),
+        ("last week", None),  # nothing but the time words: searched as they are
+        ("what did we do last week", None),  # nothing but stop words would be left
+        ("billing decisions since last week", None),  # not words that read alone (``time_words``)
+        ("what we did yesterday and last week", None),
+        ("the billing decision", None),
+    ],
+)
+def test_a_query_without_its_time_words_keeps_the_rest_as_written(query, left):
+    assert without_time_words(query) == left

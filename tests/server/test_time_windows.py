@@ -147,3 +147,61 @@ async def test_query_time_words_are_off_unless_configured(settings):
         await remembered(client)
         asked = await call(client, "recall", {"query": "billing decision invoices last week"})
         assert asked["window"] is None and len(asked["memories"]) == 3
+
+
+async def test_the_querys_time_words_say_when_and_are_not_searched_for_as_what(settings):
+    # A new user's trial: "what did we decide last week?" found nothing, with since/until="last week" or
+    # without: no memory says "last week", and those two words held every memory below the floor. (Its
+    # floor, 0.1, now lets "decide" through in a store this small; a floor of 0.3 stands for the case.)
+    async with connected(server_at_now(settings.model_copy(update={"min_fact_score": 0.3}))) as client:
+        ids = await remembered(client)
+        windowed = await call(
+            client,
+            "recall",
+            {
+                "query": "which billing decision did we take last week?",
+                "since": "last week",
+                "until": "last week",
+            },
+        )
+        assert [m["id"] for m in windowed["memories"]] == [ids["2026-11-18"]]
+        assert windowed["window"]["from"] == "since/until"
+        explained = await call(client, "explain_ranking", {"retrieval_id": windowed["retrieval_id"]})
+        assert explained["query"] == "which billing decision did we take?"  # what was searched for
+
+        # Without a window the words are searched for first; matching nothing with them, the recall is
+        # made again without them, and says so (and how to keep to that time).
+        decided = await call(
+            client,
+            "remember",
+            {
+                "content": "We decided to adopt trunk-based development",
+                "occurred_at": "2026-11-18T10:00:00Z",
+                "project_id": "team",
+            },
+        )
+        unwindowed = await client.call_tool(
+            "recall", {"query": "what did we decide last week?", "project_id": "team"}
+        )
+        found = unwindowed.structured_content
+        assert [m["id"] for m in found["memories"]] == [decided["id"]]
+        assert found["note"].startswith(
+            "no memory matched with the time words 'last week', so they were left out (memories are dated by "
+            "when they happened): pass since/until='last week' to keep to that time"
+        )
+        assert found["note"] in unwindowed.content[0].text
+
+        # A memory that says the words is found with them, and nothing is said.
+        weekly = await call(
+            client,
+            "remember",
+            {
+                "content": "We decided the invoice audit runs in the last week of each month",
+                "project_id": "team",
+            },
+        )
+        with_words = await call(
+            client, "recall", {"query": "what did we decide last week?", "project_id": "team"}
+        )
+        assert with_words["memories"][0]["id"] == weekly["id"]
+        assert "time words" not in (with_words["note"] or "")

@@ -60,6 +60,22 @@ CASES = [
         {"content": "x", "occurred_at": "last tuesday"},
         "`occurred_at` must be an ISO 8601 date or time, e.g. 2026-11-24 or 2026-11-24T15:30:00Z",
     ),
+    # Well formed, but no such day: said so, not "must be ISO 8601" (a trial).
+    (
+        "remember",
+        {"content": "x", "occurred_at": "2026-11-31"},
+        "`occurred_at` is '2026-11-31', a day that does not exist: pass a real date",
+    ),
+    (
+        "remember",
+        {"content": "x", "occurred_at": "2026-02-29T10:00:00Z"},
+        "`occurred_at` is '2026-02-29T10:00:00Z', a day that does not exist",
+    ),
+    (
+        "remember",
+        {"content": "x", "occurred_at": "1970-01-01T00:00:00Z"},
+        "`occurred_at` 1970-01-01T00:00:00Z is the Unix epoch, where placeholder dates",
+    ),
     (
         "forget",
         {"memory_id": "mem_unknown"},

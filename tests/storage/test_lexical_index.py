@@ -21,8 +21,8 @@ def everything(count: int) -> np.ndarray:
 
 def test_scores_are_okapi_bm25_with_lucenes_idf():
     index = index_of("postgres pool size", "postgres replica lag postgres", "redis cache")
-    # N = 3 documents, average length 3; "postgres" is in 2 of them.
-    idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    # N = 3 documents, read as 20 (``MIN_DOCUMENTS``), average length 3; "postgres" is in 2 of them.
+    idf = math.log(1 + (20 - 2 + 0.5) / (2 + 0.5))
     short = 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 3 / 3))  # tf 1, length 3
     long = 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 4 / 3))  # tf 2, length 4
     found = index.search("postgres", everything(3), limit=5)
@@ -32,8 +32,8 @@ def test_scores_are_okapi_bm25_with_lucenes_idf():
 
 def test_query_terms_add_up_and_repeats_count_once():
     index = index_of("postgres pool size", "redis pool", "nothing here")
-    pool_idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
-    size_idf = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+    pool_idf = math.log(1 + (20 - 2 + 0.5) / (2 + 0.5))
+    size_idf = math.log(1 + (20 - 1 + 0.5) / (1 + 0.5))
     average = 7 / 3
     row0 = 2.2 / (1 + 1.2 * (0.25 + 0.75 * 3 / average))
     found = dict(index.search("pool size size", everything(3), limit=5))
@@ -58,8 +58,8 @@ def test_a_rows_new_text_replaces_its_old_terms_and_statistics():
     index.set(1, "")  # a purged memory: no text, not a document any more
     assert index.documents == 1
     assert index.search("redis", everything(2), limit=5) == []
-    # One document of length 2 with the term: idf = ln(1 + 0.5 / 1.5), tf part 2.2 / 2.2.
-    assert index.search("mysql", everything(2), limit=5)[0][1] == pytest.approx(math.log(1 + 0.5 / 1.5))
+    # One document of length 2 with the term (read as one of 20): idf = ln(1 + 19.5 / 1.5), tf part 2.2 / 2.2.
+    assert index.search("mysql", everything(2), limit=5)[0][1] == pytest.approx(math.log(1 + 19.5 / 1.5))
 
 
 def test_compacting_stale_postings_changes_no_result():
@@ -76,12 +76,23 @@ def test_compacting_stale_postings_changes_no_result():
 
 def test_the_ceiling_is_the_score_of_a_full_match_of_average_length():
     index = index_of("postgres pool size", "redis pool", "nothing here")
-    pool_idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
-    size_idf = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
-    # "kafka" is in no memory: it counts with the idf of df 0, log(1 + 3.5 / 0.5); repeats count once.
-    assert index.ceiling("pool size size kafka") == pytest.approx(pool_idf + size_idf + math.log(8))
+    pool_idf = math.log(1 + (20 - 2 + 0.5) / (2 + 0.5))
+    size_idf = math.log(1 + (20 - 1 + 0.5) / (1 + 0.5))
+    # "kafka" is in no memory: it counts with the idf of df 0, log(1 + 20.5 / 0.5); repeats count once.
+    assert index.ceiling("pool size size kafka") == pytest.approx(pool_idf + size_idf + math.log(42))
     # A document of average length holding each term once scores exactly the ceiling: idf x 2.2 / 2.2.
     average = index_of("pool size x", "pool y z", "w v u")  # every document 3 terms long
     full = dict(average.search("pool size", everything(3), limit=5))[0]
     assert full == pytest.approx(average.ceiling("pool size"))
     assert index_of().ceiling("pool") == 0.0
+
+
+def test_a_small_scope_reads_idf_as_if_it_held_twenty_memories():
+    # Every memory of a small store says "billing": read over 3 documents it counts for next to nothing
+    # (ln(1 + 0.5 / 3.5) = 0.13, against 2.08 for a word none holds), over 20 for 1.79 against 3.74.
+    small = index_of("we use postgres for billing", "billing moved to mysql", "billing moved to cockroachdb")
+    assert small.ceiling("billing") == pytest.approx(math.log(1 + (20 - 3 + 0.5) / (3 + 0.5)))
+    assert small.ceiling("database") == pytest.approx(math.log(1 + 20.5 / 0.5))
+    # From 20 memories on, the scope's own counts: 25 documents, "common" in all of them.
+    large = index_of(*(f"word{row} common" for row in range(25)))
+    assert large.ceiling("common") == pytest.approx(math.log(1 + 0.5 / 25.5))

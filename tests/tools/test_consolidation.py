@@ -111,6 +111,38 @@ def test_switching_from_one_version_to_the_next_of_the_same_thing_supersedes_the
 
 
 @pytest.mark.parametrize(
+    ("chain", "query"),
+    [
+        (
+            (
+                "We use Postgres for billing",
+                "We switched from Postgres to MySQL for billing",
+                "We switched from MySQL to CockroachDB for billing",
+            ),
+            "which database do we use for billing",
+        ),
+        (
+            (
+                "We deploy to production with `make deploy`",
+                "We switched from `make deploy` to `./deploy.sh` for production",
+                "We switched from `./deploy.sh` to `argocd app sync` for production",
+            ),
+            "how do we deploy to production",
+        ),
+    ],
+)
+def test_each_switch_of_a_chain_revises_the_one_before(runtime, chain, query):
+    """A new user's trial: the second switch was judged distinct from the first, which it names as what it
+    gives up, and recall put the stale switch first (or, in a store this small, nothing at all)."""
+    ids = [
+        remember(RememberInput(content=text), runtime, caller(f"ses_{n}")).id for n, text in enumerate(chain)
+    ]
+    assert [status(runtime, memory_id) for memory_id in ids] == ["superseded", "superseded", "active"]
+    assert runtime.store.get_memory(ids[1]).replaced_by == ids[2]
+    assert [m.id for m in recall(RecallInput(query=query), runtime, caller()).memories] == [ids[2]]
+
+
+@pytest.mark.parametrize(
     "revision", ["Deploys no longer happen on Fridays", "Deploys don't happen on Fridays anymore"]
 )
 def test_a_short_fact_said_to_hold_no_longer_is_revised(runtime, revision):
@@ -1241,6 +1273,34 @@ def test_a_memory_remembered_as_older_than_one_that_says_otherwise_arrives_dispu
     assert shown[older.id].contradicted_by == [newer] and shown[newer].contradicted_by == []
 
 
+def test_a_choice_remembered_as_older_than_the_switch_away_from_it_arrives_disputed(runtime):
+    """A new user's trial, importing history: "We use Jenkins for CI" dated before the switch from Jenkins,
+    remembered after it, was kept unmarked, and recall answered "what do we use for CI" with it alone."""
+    switch = remember(
+        RememberInput(
+            content="We switched from Jenkins to GitHub Actions for CI", occurred_at="2026-11-20T09:00:00Z"
+        ),
+        runtime,
+        caller(),
+    ).id
+    older = remember(
+        RememberInput(content="We use Jenkins for CI", occurred_at="2026-11-01T09:00:00Z"), runtime, caller()
+    )
+    assert (older.consolidation.resolver, older.consolidation.contradicts) == (
+        "rules:contradiction",
+        [switch],
+    )
+    found = recall(RecallInput(query="what do we use for CI"), runtime, caller("ses_2")).memories
+    assert [(m.id, m.contradicted_by) for m in found] == [(switch, []), (older.id, [switch])]
+    # A memory that names the new choice already is not what the switch gave up.
+    both = remember(
+        RememberInput(content="We use Jenkins and GitHub Actions for CI", occurred_at="2026-11-02T09:00:00Z"),
+        runtime,
+        caller(),
+    )
+    assert both.consolidation.contradicts == []
+
+
 @pytest.mark.parametrize(
     ("newest", "imported"),
     [
@@ -1452,3 +1512,22 @@ def test_a_pair_found_from_rows_read_before_a_retraction_stays_closed(runtime):
     assert runtime.store.open_contradiction_pairs(SCOPE) == []
     shown = recall(RecallInput(query="search for guests"), runtime, caller("s3"))
     assert [m.contradicted_by for m in shown.memories if m.id == a] == [[]]
+
+
+def test_a_command_remembered_again_with_another_value_disputes_the_older_and_reads_first(runtime):
+    """A new user's trial: each new deploy command stood as a fact beside the old ones, the oldest first."""
+    commands = ["make deploy ENV=prod", "./scripts/deploy.sh --prod", "argocd app sync web-prod"]
+    ids = [
+        remember(
+            RememberInput(
+                content=f"Deploy to production with `{command}`",
+                occurred_at=f"2026-11-{2 + 7 * n:02d}T10:00:00Z",
+            ),
+            runtime,
+            caller(f"ses_{n}"),
+        ).id
+        for n, command in enumerate(commands)
+    ]
+    found = recall(RecallInput(query="how do I deploy to production?"), runtime, caller())
+    assert [m.id for m in found.memories] == ids[::-1]
+    assert [sorted(m.contradicted_by) for m in found.memories] == [[], [ids[2]], sorted(ids[1:])]

@@ -39,6 +39,24 @@ def test_memories_are_listed_newest_first_and_forgotten_ones_are_not(runtime, oc
     assert listed(runtime) == [october["runbook"], october["db"], october["deploy"]]
 
 
+def test_a_status_lists_the_history_a_window_held(runtime, october):
+    # A trial: the week's memory, corrected since, could be seen only by the lineage of an id one knew.
+    fixed = remember(
+        RememberInput(content="The billing database is Postgres 17", replaces=october["db"]), runtime, BOB
+    ).id
+    forget(ForgetInput(memory_id=october["gone"]), runtime, ALICE)
+    assert listed(runtime, since="2026-10-10", until="2026-10-10") == [fixed]  # the update keeps the date
+    assert listed(runtime, status="superseded") == [october["db"]]
+    assert listed(runtime, status="retracted") == [october["gone"]]
+    history = list_memories(
+        ListMemoriesInput(status="any", since="2026-10-10", until="2026-10-10"), runtime, ALICE
+    )
+    assert {(m.id, m.status, m.replaced_by) for m in history.memories} == {
+        (fixed, "active", None),
+        (october["db"], "superseded", fixed),
+    }
+
+
 def test_a_cursor_continues_where_the_page_ended_and_the_last_page_has_none(runtime, october):
     first = list_memories(ListMemoriesInput(limit=3), runtime, ALICE)
     assert [m.id for m in first.memories] == [october["gone"], october["runbook"], october["db"]]

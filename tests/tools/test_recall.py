@@ -446,6 +446,75 @@ def test_a_recall_in_a_project_that_holds_nothing_says_so_and_names_it(runtime):
     assert unrelated.note.startswith("nothing relevant was found: no memory matched the query")
 
 
+def test_a_recall_where_every_memory_was_retracted_or_superseded_says_so_not_to_check_the_ids(runtime):
+    """A new user's trial: the project's only memory, corrected and then retracted, read as a mistyped
+    project ("check `org_id` and `project_id`")."""
+    from tools.forget import ForgetInput, forget
+    from tools.recall import text_of
+
+    alice = remember(RememberInput(content="The on-call engineer is Alice"), runtime, CALLER)
+    bob = remember(RememberInput(content="The on-call engineer is Bob", replaces=alice.id), runtime, CALLER)
+    forget(ForgetInput(memory_id=bob.id, reason="rota cancelled"), runtime, CALLER)
+    out = recall(RecallInput(query="who is on call"), runtime, CALLER)
+    assert out.memories == [] and out.note == (
+        "every memory of org 'default' / project 'default' that this caller may read was retracted or "
+        "superseded since: nothing current to recall (the `memoria://memories` resource with status=any "
+        "lists them)"
+    )
+    assert text_of(out).startswith("Every memory of org 'default' / project 'default'")
+
+
+def test_an_empty_recall_in_a_window_says_the_window_holds_memories_corrected_since(runtime):
+    """A new user's trial: "who was on call the week of Nov 9" read nothing, though that week's memory
+    is there, superseded since; nothing said so or how to see it."""
+    from tools.recall import text_of
+
+    bob = remember(
+        RememberInput(content="The on-call engineer is Bob", occurred_at="2026-11-10T09:00:00Z"),
+        runtime,
+        CALLER,
+    )
+    carol = RememberInput(
+        content="The on-call engineer is Carol", replaces=bob.id, occurred_at="2026-11-17T09:00:00Z"
+    )
+    remember(carol, runtime, CALLER)  # the rota of the week after: dated then
+    week = {"since": "2026-11-09", "until": "2026-11-15"}
+    out = recall(RecallInput(query="who is the on-call engineer", **week), runtime, CALLER)
+    said = (
+        "this window also holds memories superseded or retracted since, which recall leaves out: the "
+        "`memoria://memories` resource with status=any and the same since/until lists them"
+    )
+    assert out.memories == [] and out.note.endswith(f"; {said}")
+    assert text_of(out).endswith(f"{said[0].upper()}{said[1:]}.")
+    # A window that held nothing at all says nothing more.
+    empty = recall(
+        RecallInput(query="who is the on-call engineer", since="2026-10-01", until="2026-10-07"),
+        runtime,
+        CALLER,
+    )
+    assert "superseded" not in empty.note
+
+
+def test_include_lineage_shows_the_history_back_through_each_correction_in_the_text_too(runtime):
+    """A new user's trial: include_lineage changed nothing an agent reads, and its structured content
+    held only the direct step of a fact corrected twice."""
+    from tools.recall import text_of
+
+    alice = remember(RememberInput(content="Alice is the on-call engineer"), runtime, CALLER)
+    bob = remember(RememberInput(content="Bob is the on-call engineer", replaces=alice.id), runtime, CALLER)
+    carol = remember(RememberInput(content="Carol is the on-call engineer", replaces=bob.id), runtime, CALLER)
+    out = recall(RecallInput(query="who is the on-call engineer", include_lineage=True), runtime, CALLER)
+    [shown] = out.memories
+    assert shown.id == carol.id and [link.id for link in shown.replaces] == [bob.id, alice.id]
+    lines = text_of(out).split("History (include_lineage), newest first:\n")[1]
+    assert (
+        lines.startswith(f"[1] {carol.id} replaced {bob.id} 'Bob is the on-call engineer' (")
+        and f"; {alice.id} 'Alice is the on-call engineer' (" in lines
+    )
+    plain = recall(RecallInput(query="who is the on-call engineer"), runtime, CALLER)
+    assert "History" not in text_of(plain) and plain.memories[0].replaces is None
+
+
 def test_an_empty_project_is_named_even_when_its_org_shelf_holds_memories(runtime):
     """A review: an org-wide memory anywhere in the org hid the note for a mistyped project."""
     remember(

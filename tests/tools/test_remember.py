@@ -503,6 +503,69 @@ def test_the_same_content_from_two_agents_in_one_batch_is_the_first_agents_and_c
     assert "recorded bob as corroborating it" in (second.note or "")
 
 
+def test_an_update_keeps_the_date_of_what_it_corrects_unless_given_one(runtime):
+    """A new user's trial: a corrected incident, updated over MCP, was dated today and left its week's
+    window (the CLI's edit kept the date; now the tool does, for every caller)."""
+    agent = Caller("agent", "ses_1")
+    incident = remember(
+        RememberInput(content="The Nov 3 outage was caused by DNS", occurred_at="2026-11-03T14:00:00Z"),
+        runtime,
+        agent,
+    )
+    fixed = remember(
+        RememberInput(content="The Nov 3 outage was caused by an expired certificate", replaces=incident.id),
+        runtime,
+        agent,
+    )
+    assert fixed.created_at == "2026-11-03T14:00:00Z"
+    dated = remember(
+        RememberInput(
+            content="The Nov 3 outage was caused by an expired TLS certificate",
+            replaces=fixed.id,
+            occurred_at="2026-11-04T09:00:00Z",
+        ),
+        runtime,
+        agent,
+    )
+    assert dated.created_at == "2026-11-04T09:00:00Z"  # the date given
+
+
+def test_an_update_with_the_same_text_changes_only_its_tags_or_tier_in_place(runtime):
+    """A new user's trial: a wrong tag could be fixed only by rewording the memory (the same text with
+    replaces was refused, and restating adds tags), and `memoria edit` needed new text."""
+    agent = Caller("agent", "ses_1")
+    text = "The release train leaves every second Tuesday"
+    stored = remember(RememberInput(content=text, tags=["billing", "release"]), runtime, agent)
+    retagged = remember(RememberInput(content=text, replaces=stored.id, tags=["release"]), runtime, agent)
+    assert (retagged.status, retagged.id) == ("updated", stored.id)
+    assert retagged.note == "updated in place, the text unchanged: its tags are now ['release']"
+    memory = runtime.store.get_memory(stored.id)
+    assert (memory.status, memory.tags) == ("active", ("release",))
+    tagged = recall(RecallInput(query="release train", tags=["billing"]), runtime, agent)
+    assert tagged.memories == []  # the recall filtered by the wrong tag no longer finds it
+    with pytest.raises(
+        ToolFailure, match="already has this text, these tags and this tier: nothing to update"
+    ):
+        remember(RememberInput(content=text, replaces=stored.id, tags=["release"]), runtime, agent)
+    with pytest.raises(ToolFailure, match="the new content is the same"):  # no tags or tier given: as before
+        remember(RememberInput(content=text, replaces=stored.id), runtime, agent)
+
+
+def test_an_ephemeral_memory_stated_again_as_lasting_by_its_author_no_longer_expires(runtime):
+    """A new user's trial: restated with protection_tier="standard", it stayed ephemeral, and expired."""
+    agent, other = Caller("agent", "ses_1"), Caller("other", "ses_2")
+    text = "The staging cluster runs on the spot node pool"
+    first = remember(RememberInput(content=text, protection_tier="ephemeral", tags=["infra"]), runtime, agent)
+    assert first.expires_at is not None
+    by_other = remember(RememberInput(content=text, protection_tier="standard"), runtime, other)
+    assert by_other.status == "duplicate" and by_other.expires_at is not None
+    assert "kept its ephemeral tier: only its author (agent) makes it lasting" in by_other.note
+    lasting = remember(RememberInput(content=text, protection_tier="standard", tags=["k8s"]), runtime, agent)
+    assert (lasting.status, lasting.protection_tier, lasting.expires_at) == ("updated", "standard", None)
+    assert lasting.note.endswith("its protection tier is now standard (was ephemeral); it no longer expires")
+    assert runtime.store.get_memory(first.id).tags == ("infra", "k8s")  # restating added its tag
+
+
 def test_an_update_of_a_retracted_memory_is_refused_with_what_to_do_instead(runtime):
     from tools.forget import ForgetInput, forget
 

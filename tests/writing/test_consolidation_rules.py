@@ -150,6 +150,13 @@ def test_later_items_of_a_batch_absorb_their_near_duplicates():
         ("we replaced Jenkins with GitHub Actions", ("jenkin",), ("github", "action")),
         ("We no longer use Redis for sessions", ("redis",), ()),
         ("Use pnpm instead of npm for the web package", ("npm",), ("pnpm",)),
+        # A dot or colon inside a name is part of it (a trial: "./deploy.sh" ended the name at its dot).
+        (
+            "We switched from `make deploy` to `./deploy.sh` for production.",
+            ("make", "deploy"),
+            ("deploy", "sh"),
+        ),
+        ("We moved from Node.js to Deno. It is faster.", ("node", "js"), ("deno",)),
     ],
 )
 def test_explicit_revisions_are_parsed(text, old, new):
@@ -177,6 +184,9 @@ def test_only_a_stated_choice_is_revised_not_a_mention():
     assert asserts_use_of("We use Postgres for the billing DB", subject)
     assert asserts_use_of("The billing database is Postgres 15", subject)
     assert not asserts_use_of("Postgres listens on port 5432", subject)
+    # A switch states what it moved to as the choice: the next switch revises it (a trial's chain).
+    assert asserts_use_of("We switched from MySQL to Postgres for billing", subject)
+    assert not asserts_use_of("We switched from Postgres to MySQL for billing", subject)
 
 
 def test_a_batch_keeps_tiers_and_other_agents_restatements():

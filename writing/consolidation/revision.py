@@ -8,23 +8,32 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
-from retrieval.text import content_terms, light_stem, word_tokens
+from retrieval.text import content_terms, light_stem, term_set, word_tokens
 
-_END = r"(?=[.,;:!?)\]]|\s+(?:for|in|on|at|because|since|so|and|but|as|when|after|last|this|next)\b|$)"
+# What a thing's name runs over: anything but punctuation that ends a clause. A dot or colon inside a name
+# ("./deploy.sh", "Node.js", "postgres:16") is part of it (a trial's "switched from `./deploy.sh` to ...").
+_NAME = r"(?:[^.,;:!?]|[.:](?=[^\s.,;:!?]))"
+_END = r"(?=[.,;:!?](?:\s|$)|[)\]]|\s+(?:for|in|on|at|because|since|so|and|but|as|when|after|last|this|next)\b|$)"
 _PATTERNS = (
     re.compile(
         r"\b(?:switched|switching|moved|moving|migrated|migrating|changed|changing|went|transitioned|converted)\s+"
-        r"(?:[\w-]+\s+){0,3}?from\s+(?P<old>[^.,;:!?]+?)\s+(?:to|onto|over to|in favou?r of)\s+"
-        r"(?P<new>[^.,;:!?]+?)" + _END,
-        re.IGNORECASE,
-    ),
-    re.compile(r"\breplaced\s+(?P<old>[^.,;:!?]+?)\s+with\s+(?P<new>[^.,;:!?]+?)" + _END, re.IGNORECASE),
-    re.compile(
-        r"\b(?:no longer|stopped)\s+(?:use|using|uses|run|running)\s+(?P<old>[^.,;:!?]+?)" + _END,
+        r"(?:[\w-]+\s+){0,3}?from\s+(?P<old>" + _NAME + r"+?)\s+(?:to|onto|over to|in favou?r of)\s+"
+        r"(?P<new>" + _NAME + r"+?)" + _END,
         re.IGNORECASE,
     ),
     re.compile(
-        r"\b(?:use|using|uses|run|running|chose|picked)\s+(?P<new>[^.,;:!?]+?)\s+instead of\s+(?P<old>[^.,;:!?]+?)"
+        r"\breplaced\s+(?P<old>" + _NAME + r"+?)\s+with\s+(?P<new>" + _NAME + r"+?)" + _END, re.IGNORECASE
+    ),
+    re.compile(
+        r"\b(?:no longer|stopped)\s+(?:use|using|uses|run|running)\s+(?P<old>" + _NAME + r"+?)" + _END,
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b(?:use|using|uses|run|running|chose|picked)\s+(?P<new>"
+        + _NAME
+        + r"+?)\s+instead of\s+(?P<old>"
+        + _NAME
+        + r"+?)"
         + _END,
         re.IGNORECASE,
     ),
@@ -87,7 +96,9 @@ class Revision:
 # not use X" beside "uses X" says the opposite without saying that anything changed, a contradiction left
 # open (a new user's trial: another agent's denial superseded the fact as a revision).
 _DENIAL = re.compile(
-    r"\b(?:don't|do not|doesn't|does not|won't|will not)\s+(?:use|using|run|running)\s+(?P<old>[^.,;:!?]+?)"
+    r"\b(?:don't|do not|doesn't|does not|won't|will not)\s+(?:use|using|run|running)\s+(?P<old>"
+    + _NAME
+    + r"+?)"
     + _END,
     re.IGNORECASE,
 )
@@ -114,7 +125,9 @@ def has_revision_words(text: str) -> bool:
 
 def asserts_use_of(text: str, subject: tuple[str, ...]) -> bool:
     """Does ``text`` state the subject as the current choice: a usage cue within three words before it
-    ("we use Postgres", "billing runs on Postgres 15"), not merely mention it ("Postgres listens on 5432")?"""
+    ("we use Postgres", "billing runs on Postgres 15"), or a revision that moved to it ("we switched from
+    Postgres to MySQL" for MySQL: each switch of a chain revises the one before, a trial found the second
+    one left standing); not merely mention it ("Postgres listens on 5432")?"""
     words = word_tokens(text)
     stems = [light_stem(word) for word in words]
     head = subject[0]
@@ -123,7 +136,8 @@ def asserts_use_of(text: str, subject: tuple[str, ...]) -> bool:
             continue
         if any(word in USAGE_CUES for word in words[max(0, position - 3) : position]):
             return True
-    return False
+    earlier = parse_revision(text)
+    return earlier is not None and earlier.new[: len(subject)] == subject
 
 
 def names_apart(terms: list[str], wanted: tuple[str, ...], within: tuple[str, ...]) -> bool:
@@ -139,4 +153,18 @@ def names_apart(terms: list[str], wanted: tuple[str, ...], within: tuple[str, ..
     return any(
         tuple(terms[start : start + size]) == wanted and not set(range(start, start + size)) <= covered
         for start in range(len(terms) - size + 1)
+    )
+
+
+def revised_by(text: str, revision: Revision) -> bool:
+    """Whether ``revision`` gives up what ``text`` states as the current choice: it names what was given
+    up, and not already what replaced it ("switched from Postgres 16 to Postgres 17" revises "uses Postgres
+    16", not "uses Postgres 16 and 17", nor, for "from React Native to React", "the web app uses React and
+    the mobile app React Native"), and states it as in use (``asserts_use_of``)."""
+    terms = term_set(text)
+    return (
+        set(revision.old) <= terms
+        and not (set(revision.new) - set(revision.old)) & terms
+        and not names_apart(content_terms(text), revision.new, revision.old)
+        and asserts_use_of(text, revision.old)
     )

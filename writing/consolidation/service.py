@@ -25,6 +25,7 @@ from retrieval.contradictions import (
     detect_contradictions,
     late_value_changes,
     may_restate_a_correction,
+    plain_command_changes,
     plain_value_changes,
     restated_correction,
     says_value_changed,
@@ -38,7 +39,7 @@ from retrieval.models.rerankers.base import Reranker, RerankFailed
 from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
 from retrieval.stages.corroboration import UnionFind
-from retrieval.text import content_hash, content_terms, searchable_text
+from retrieval.text import content_hash, searchable_text
 from storage.records import (
     Audience,
     ContradictionRecord,
@@ -52,8 +53,8 @@ from storage.records import (
 )
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.resolvers import LLMResolver, Resolver, RuleResolver
-from writing.consolidation.revision import asserts_use_of, has_revision_words, names_apart, parse_revision
-from writing.consolidation.rules import Resolution, may_be_superseded, term_set, token_jaccard
+from writing.consolidation.revision import has_revision_words, parse_revision, revised_by
+from writing.consolidation.rules import Resolution, may_be_superseded, token_jaccard
 
 log = logging.getLogger(__name__)
 
@@ -253,19 +254,11 @@ class ConsolidationService:
         revised: list[str] = []
         for hit in hits:
             old = hit.record
-            terms = term_set(old.content)
             if old.id == memory.id or old.created_at > memory.created_at or old.status != "active":
                 continue
-            # It names what was given up, and not already what replaced it: "switched from Postgres 16 to
-            # Postgres 17" revises "uses Postgres 16" (the name both share is no new term; a trial found it
-            # left standing) and not "uses Postgres 16 and 17", nor, for "from React Native to React", "the
-            # web app uses React and the mobile app React Native" (a review).
-            if (
-                not set(revision.old) <= terms
-                or (set(revision.new) - set(revision.old)) & terms
-                or names_apart(content_terms(old.content), revision.new, revision.old)
-                or not asserts_use_of(old.content, revision.old)
-            ):
+            # The name both versions share is no new term: "switched from Postgres 16 to Postgres 17"
+            # revises "uses Postgres 16" (a trial found it left standing).
+            if not revised_by(old.content, revision):
                 continue
             if may_be_superseded(old, by_revision=True):
                 revised.append(old.id)
@@ -401,6 +394,16 @@ class ConsolidationService:
             self._record_contradiction(memory, disputer, "value", detail, late.subject_similarity)
             report.contradicts.append(disputer.id)
             report.resolver = report.resolver or KEPT_OPEN
+        # So does a switch newer than it, written before it: "We use Jenkins for CI" imported with a date
+        # before "We switched from Jenkins to GitHub Actions" was recalled alone, unmarked (a trial).
+        for stated in newer:
+            switch = parse_revision(stated.content)
+            if stated.id in report.contradicts or switch is None or not revised_by(memory.content, switch):
+                continue
+            detail = f"revised by {switch.phrase!r}, remembered after it"
+            self._record_contradiction(memory, by_id[stated.id], "revision", detail)
+            report.contradicts.append(stated.id)
+            report.resolver = report.resolver or KEPT_OPEN
         self._restated_corrections(memory, pool, by_id, report)
         # A thing named as given up (", not make db-up") that an older memory says, by any agent: disputed.
         for given in things_given_up(pool[-1], pool[:-1]):
@@ -430,7 +433,10 @@ class ConsolidationService:
         saw two facts, the older first). A language model, when there is one, may read the same agent's pair
         as a revision, as it may any value change the rules leave open."""
         done = {*report.revised, *report.contradicts}
-        for change in plain_value_changes(pool[-1], pool[:-1]):
+        for change in [
+            *plain_value_changes(pool[-1], pool[:-1]),
+            *plain_command_changes(pool[-1], pool[:-1]),
+        ]:
             if change.older_id in done or change.older_id not in by_id:
                 continue
             older = by_id[change.older_id]

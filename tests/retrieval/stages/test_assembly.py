@@ -719,3 +719,17 @@ def test_a_memory_disputed_by_a_newer_one_in_the_context_comes_right_after_it():
     assert (
         context.index("text of new") < context.index("DISPUTED by newer new") < context.index("text of old")
     )
+
+
+def test_a_chain_of_disputes_reads_newest_first_each_older_value_after_the_one_that_disputes_it():
+    # A new user's trial: "make deploy" (disputed by "./deploy.sh", itself disputed by "argocd") scored
+    # best; moved after "./deploy.sh", which then moved after "argocd", it was left first: A, C, B.
+    candidates = (
+        replace(grouped("make", None, 0.96), contradicted_by=("script",)),
+        replace(grouped("script", None, 0.90), contradicted_by=("argocd",)),
+        grouped("argocd", None, 0.83),
+        grouped("other", None, 0.70),
+    )
+    marked, _ = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r")
+    order = [c.id for c in sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)]
+    assert order == ["argocd", "script", "make", "other"]
