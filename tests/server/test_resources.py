@@ -27,7 +27,7 @@ async def test_the_resources_and_their_templates_are_listed(settings):
     assert listed == {"memoria://memories", "memoria://stats", "memoria://drift"}
     assert templates == {
         "memoria://memory/{memory_id}{?org_id,project_id}",
-        "memoria://memories{?org_id,project_id,agent_id,tag,kind,episode_id,since,until,time_zone,cursor,limit}",
+        "memoria://memories{?org_id,project_id,agent_id,tag,kind,episode_id,since,until,time_zone,status,cursor,limit}",
         "memoria://stats{?org_id,project_id}",
         "memoria://drift{?org_id,project_id}",
     }

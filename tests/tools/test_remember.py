@@ -246,8 +246,11 @@ def test_occurred_at_dates_an_imported_memory_and_the_future_is_refused(runtime)
         remember(
             RememberInput(content="Tomorrow's news", occurred_at="2999-01-01T00:00:00Z"), runtime, CALLER
         )
-    for placeholder in ("0001-01-01T00:00:00Z", "1970-01-01T00:00:00Z"):
-        with pytest.raises(ToolFailure, match="is before 1970, where placeholder dates"):
+    for placeholder, said in (
+        ("0001-01-01T00:00:00Z", "is before 1970"),
+        ("1970-01-01T00:00:00Z", "is the Unix epoch"),
+    ):
+        with pytest.raises(ToolFailure, match=f"{said}, where placeholder dates"):
             remember(RememberInput(content="Ancient news", occurred_at=placeholder), runtime, CALLER)
     assert runtime.store.count_memories() == 1
 
