@@ -372,7 +372,13 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
     with opened(settings) as runtime:  # an edit keeps the memory's date (``tools.remember.inherited``)
         if content is None:  # `memoria edit ID --tag ...`: the same text, other tags or tier
             found = runtime.store.get_memory(values["replaces"], scope_arg(args, settings))
-            content = found.content if found is not None else ""  # none: the update says why
+            if found is None:
+                scope = scope_arg(args, settings)
+                raise CommandError(
+                    f"no memory {values['replaces']!r} in org {scope.org_id!r} / project {scope.project_id!r}: "
+                    "check the id (`memoria list`) and --org/--project"
+                )
+            content = found.content
         result = call(
             remember.handle,
             remember.RememberInput,

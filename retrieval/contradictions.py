@@ -210,15 +210,18 @@ def negated_pairs(
         subject = terms[memory.id]
         # A clause that negates is judged alone too: "Alice is no longer the on-call engineer; Bob is"
         # negates "Alice is the on-call engineer" as the clause without its successor does (a trial).
-        subjects = [subject, *negating_clauses(memory.content)]
+        clauses = negating_clauses(memory.content)
         partners = {
             partner for word in subject if len(index[word]) <= max_word_frequency for partner in index[word]
         }
         for partner in partners:
             other = terms[partner]
-            similarity = max(
-                len(said & other) / len(said | other) if said | other else 0.0 for said in subjects
-            )
+            similarity = len(subject & other) / len(subject | other) if subject | other else 0.0
+            # A clause only says no more than the other memory: "Use Docker ... without root; CI uses
+            # Podman" narrows "Use Docker for local development" by a word, and negates nothing of it (a
+            # review).
+            alone = max((len(said) / len(other) for said in clauses if said and said <= other), default=0.0)
+            similarity = max(similarity, alone)
             if similarity < NEGATION_OVERLAP:
                 continue
             first, second = sorted((memory, by_id[partner]), key=lambda m: (m.created_at, m.id))
@@ -628,10 +631,11 @@ def plain_value_changes(
 
 # A command or path said in code (backticks) is a value of what does a thing: "Deploy to production with
 # `make deploy ENV=prod`", then "... with `argocd app sync web-prod`" (a trial: four such memories stood
-# as four facts, the oldest first). The code follows one of these words within three; an imperative that
-# opens with one ("Run `make lint` before pushing", "Run `make test` ...") is one step of several.
+# as four facts, the oldest first). The code follows one of these words within three, which say how a
+# thing is done; "run" or "is" do not (a review: "Before pushing, run `make lint`" and "... `make test`",
+# "The pre-commit hook runs `ruff check`" and "... `ruff format`" are steps of one list).
 _CODE = re.compile(r"`([^`\n]+)`")
-_COMMAND_CUES = frozenset({"with", "via", "using", "use", "uses", "is", "are", "run", "runs", "by"})
+_COMMAND_CUES = frozenset({"with", "via", "using", "through"})
 _CODE_MARK = "codespan"
 
 
@@ -640,7 +644,9 @@ def plain_command_changes(
 ) -> list[Contradiction]:
     """The older of ``others`` that say what ``memory`` says word for word but for one command or path in
     backticks (``_CODE``), with no word of change: two commands for one thing, the newer most likely the
-    current one. Such a pair only disputes, as ``plain_value_changes``'s."""
+    current one. Such a pair only disputes, as ``plain_value_changes``'s. Not when one command extends the
+    other (`pnpm test`, `pnpm test --watch`: another use of the same). The caller asks it of one agent's
+    memories: another agent's command may be for its own setup."""
     text = memory.content
     if _CHANGED.search(text) or _ADDING.search(text) or _GIVEN_UP.search(text) or _ASIDE_WAS.search(text):
         return []
@@ -664,10 +670,11 @@ def plain_command_changes(
         if len(differ) != 1:
             continue
         at = [i for i, token in enumerate(frame) if token == _CODE_MARK][differ[0]]
-        cues = [i for i in range(max(0, at - 3), at) if frame[i] in _COMMAND_CUES]
-        if not cues or cues == [0]:
+        if not any(frame[i] in _COMMAND_CUES for i in range(max(0, at - 3), at)):
             continue
         new, old = mine[differ[0]].strip(), theirs[differ[0]].strip()
+        if new.split()[: len(old.split())] == old.split() or old.split()[: len(new.split())] == new.split():
+            continue
         found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
     return found
 

@@ -44,6 +44,10 @@ _BOUNDED = re.compile(
 )
 
 
+# What stands either side of a time expression that reads alone: a space, a quote, a bracket, or the
+# punctuation that ends a clause (the first character is the one before it, the second the one after it).
+_APART = re.compile(r"[\s\"'(]?[\s\"),.;:!?]?\Z")  # not "'" after: "today's standup" is no window
+
 # Other words that date something: beside a time expression they leave unclear which one the window is.
 _OTHER_DATES = re.compile(
     r"\b(?:(?:19|20)\d{2}|january|february|march|april|may|june|july|august|september|october|november"
@@ -129,6 +133,8 @@ def _standalone_time(query: str) -> tuple[str, str] | None:
     found: dict[str, str] = {}
     rest = text
     for match in _IN_QUERY.finditer(text):
+        if not _APART.match(text[match.start() - 1 : match.start()] + text[match.end() : match.end() + 1]):
+            continue  # part of a name: "2026-11-24_add_users", "the yesterday-bug fix" (a review)
         if _QUALIFIED.match(text, match.end()) or _BOUNDED.search(text, 0, match.start()):
             return None
         words = said = match.group(0)

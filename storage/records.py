@@ -238,7 +238,7 @@ class AggregationRow:
 
 
 LineageAction = Literal[
-    "supersede", "keep_both", "revise", "version", "reword", "retract", "purge", "restore", "expire"
+    "supersede", "keep_both", "revise", "version", "reword", "retract", "purge", "restore", "expire", "amend"
 ]
 
 

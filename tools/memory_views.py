@@ -131,8 +131,9 @@ def _link(event: LineageEvent, other_id: str, others: dict[str, MemoryRecord]) -
     )
 
 
-# How far back a recall's include_lineage follows what each memory replaced.
+# How far back a recall's include_lineage follows what each memory replaced, and how many it lists.
 LINEAGE_DEPTH = 5
+LINEAGE_LINKS = 5
 
 
 def replaced_chains(
@@ -150,25 +151,40 @@ def replaced_chains(
         links = lineage_links(store, scope, asked).replaces
         for memory_id, ids in reach.items():
             seen = {memory_id, *(link.id for link in chains[memory_id])}  # a cycle ends the chain
-            step = [link for i in ids for link in links.get(i, []) if link.id not in seen]
+            room = LINEAGE_LINKS - len(chains[memory_id])  # a merge of many fans out: at most so many
+            step = [link for i in ids for link in links.get(i, []) if link.id not in seen][:room]
             chains[memory_id] += step
             reach[memory_id] = [link.id for link in step]
     return chains
 
 
-def lineage_text(memories: Sequence[Any]) -> str | None:
+def lineage_text(memories: Sequence[Any], room: int) -> str | None:
     """The history a recall with include_lineage shows after its context: per memory in it, what it
-    replaced, further back as far as followed. None when none replaced anything."""
+    replaced, further back as far as followed, in at most ``room`` characters (what the context left of
+    char_budget; a review found a chain of five corrections four times the budget). None when none
+    replaced anything."""
     lines = []
     for memory in memories:
         steps = memory.replaces or []
         if steps:
             said = "; ".join(
-                f"{link.id} {link.preview!r} ({link.written_at[:10]}, {link.action} by {link.resolver})"
+                f"{link.id} {link.preview[:80]!r} ({link.written_at[:10]}, {link.action} by {link.resolver})"
                 for link in steps
             )
             lines.append(f"[{memory.position}] {memory.id} replaced {said}")
-    return "History (include_lineage), newest first:\n" + "\n".join(lines) if lines else None
+    if not lines:
+        return None
+    head, shown = "History (include_lineage), newest first:", []
+    for line in lines:
+        if len(head) + sum(len(kept) + 1 for kept in shown) + len(line) + 1 > room:
+            break
+        shown.append(line)
+    if len(shown) < len(lines):
+        rest = f"({len(lines) - len(shown)} more in `memories[].replaces`: no room in char_budget)"
+        if len(head) + sum(len(kept) + 1 for kept in shown) + len(rest) + 1 > room:
+            return None if not shown else "\n".join([head, *shown])
+        shown.append(rest)
+    return "\n".join([head, *shown])
 
 
 class LineageReader(Protocol):

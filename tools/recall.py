@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, Field, PrivateAttr, field_validator
 
 from retrieval.text import has_visible_text
-from retrieval.time_window import without_time_words
 from retrieval.trace import window_to_dict
 from retrieval.types import RecallRequest
 from storage.records import Scope, TimeWindow, Viewer
@@ -31,7 +30,7 @@ from tools.common import (
 )
 from tools.memory_views import LineageLink, lineage_text, replaced_chains
 from tools.recall_notes import NOTHING_MATCHED, empty_scope_note, shortfall_note, unsearched_note
-from tools.recall_window import filters_searched, searched_window, shown_zone, time_window
+from tools.recall_window import filters_searched, searched_window, shown_zone, time_window, topic_of
 from writing.journal import record_retrieval
 
 if TYPE_CHECKING:
@@ -147,6 +146,7 @@ class RecallOutput(BaseModel):
     _now: datetime | None = PrivateAttr(None)  # the server's clock when it recalled
     _unsearched: str | None = PrivateAttr(None)  # memories its vector search skipped (in the note too)
     _history: str | None = PrivateAttr(None)  # what its window held that was superseded (in the note too)
+    _budget: int = PrivateAttr(0)  # its char_budget: include_lineage's history fits what the context left
 
 
 def check_bounds(runtime: Runtime, query: str, top_k: int | None, char_budget: int) -> int:
@@ -214,10 +214,9 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     top_k = check_bounds(runtime, args.query, args.top_k, args.char_budget)
     view = view_for(args, runtime, caller)
     window, window_from = time_window(runtime, view, args.query, args.since, args.until, args.time_zone)
-    # The query's own time words ("what did we decide last week?") say when, not what: memories are dated,
-    # and rarely say "last week". Under a window they are spent on it, and the rest is searched for; without
-    # one they are searched for too, and left out only if nothing matched with them.
-    topic = without_time_words(args.query)
+    # The query's own time words ("what did we decide last week?") say when, not what: under a window that
+    # they name they are spent on it; without one they are left out only if nothing matched with them.
+    topic = topic_of(runtime, args.query, window, args.time_zone)
 
     def run(query: str) -> tuple[RecallRequest, RecallResult]:
         request = build_request(
@@ -318,6 +317,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     out._among = among
     out._unsearched = skipped
     out._history = history
+    out._budget = args.char_budget
     out._now = request.now
     return out
 
@@ -335,7 +335,8 @@ def text_of(out: RecallOutput) -> str:
         empty = f"{found} (retrieval {out.retrieval_id})."
     if out.note and not out.note.startswith(NOTHING_MATCHED):  # matched, but none placed: say why
         empty = f"{out.note[0].upper()}{out.note[1:]} (retrieval {out.retrieval_id})."
-    parts = [out.context.rstrip() or empty, *filter(None, [lineage_text(out.memories)])]
+    history = lineage_text(out.memories, out._budget - len(out.context) - 2) if out.memories else None
+    parts = [out.context.rstrip() or empty, *filter(None, [history])]
     if out.note and out.context:
         parts.append(out.note)
     elif out._unsearched or out._history:  # an empty context says what its search could not see

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from retrieval.time_window import WindowError, resolve, time_words, zone_of
+from retrieval.time_window import WindowError, resolve, time_words, without_time_words, zone_of
 from storage.records import Reach, TimeWindow
 from tools.common import Runtime, ToolFailure
 
@@ -34,6 +34,23 @@ def time_window(
     if not runtime.store.holds_memories_in(scope, window):
         return None, f"the query's words {words!r}: no memory is of that time, so none was left out"
     return window, f"the query's words {words!r}"
+
+
+def topic_of(
+    runtime: Runtime, query: str, window: TimeWindow | None, time_zone: str | None
+) -> tuple[str, str] | None:
+    """``query`` without its time words and the words (``without_time_words``), when they say when rather
+    than what: always when no window applies (the recall leaves them out only if nothing matched with
+    them), and under a window only when they name that very window (a review: "the 2026-10 release notes"
+    searched with since/until of November lost its month)."""
+    topic = without_time_words(query)
+    if topic is None or window is None:
+        return topic
+    try:
+        named = resolve(topic[1], topic[1], now=runtime.clock(), zone=zone_of(time_zone))
+    except WindowError:
+        return None
+    return topic if named == window else None
 
 
 def shown_zone(time_zone: str | None) -> str | None:

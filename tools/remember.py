@@ -4,6 +4,7 @@ The writing itself is the write service's (``writing.service``)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 from typing import Literal
 
 import anyio
@@ -12,6 +13,7 @@ from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
 from retrieval.text import counted
 from storage.records import MemoryKind, MemoryRecord, View, Visibility
+from tools.amend import amended, made_lasting
 from tools.common import (
     Caller,
     Identifier,
@@ -219,10 +221,12 @@ def inherited(draft: Draft, old: MemoryRecord, given: set[str]) -> Draft:
     cannot see its replacement (or the reverse)."""
     kept = {name: getattr(old, name) for name in INHERITED if name not in given}
     updated = replace(draft, **kept)
-    # A correction of what happened then is of that time: it keeps the old memory's date unless given one
-    # (a trial's corrected incident jumped to today and out of its window). Not an ephemeral one: it lasts
-    # its own time from now, not what is left of the old one's.
-    if "occurred_at" not in given and updated.protection_tier != "ephemeral":
+    # A correction of what happened then is of that time: a memory dated when it happened (occurred_at
+    # before it was written) hands its date on unless given one (a trial's corrected incident jumped to
+    # today and out of its window). One dated when written is corrected now: consolidation then reads
+    # the correction as newer than what was said since (a review). Not an ephemeral one: it lasts its own
+    # time from now, not what is left of the old one's.
+    if "occurred_at" not in given and updated.protection_tier != "ephemeral" and dated_back(old):
         updated = replace(updated, occurred_at=old.created_at)
     if updated.visibility != old.visibility:
         raise ToolFailure(
@@ -231,6 +235,13 @@ def inherited(draft: Draft, old: MemoryRecord, given: set[str]) -> Draft:
             "without replaces"
         )
     return updated
+
+
+def dated_back(memory: MemoryRecord) -> bool:
+    """Whether ``memory`` was dated before it was written (its occurred_at), read from when consolidation
+    first examined it (as it was written)."""
+    examined = memory.consolidated_at
+    return examined is not None and memory.created_at < examined - timedelta(minutes=1)
 
 
 def check_visibility(draft: Draft, caller: Caller, tool: str) -> None:
@@ -293,24 +304,10 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
     given = args.model_fields_set
     try:
         if old is not None and prepared.record.id == old.id and {"tags", "protection_tier"} & given:
-            # The same text with other tags or another tier: those change, in place (a trial could fix a
-            # wrong tag only by rewording the memory).
-            return amended(runtime, old, args)
+            return amended(runtime, old, prepared, args)  # the same text: only its tags or tier change
         out = output_of(runtime.writer.remember(prepared, llm=caller.llm, replaces=old), args)
-        if (
-            old is None
-            and out.status == "duplicate"
-            and out.protection_tier == "ephemeral"
-            and "protection_tier" in given
-            and args.protection_tier != "ephemeral"
-        ):
-            # An ephemeral memory stated again as lasting: its author makes it so (a trial's went on
-            # expiring, with nothing said).
-            if out.agent_id != prepared.record.agent_id:
-                kept = f"kept its ephemeral tier: only its author ({out.agent_id}) makes it lasting"
-                out.note = f"{out.note}; {kept}" if out.note else kept
-            elif (stored := runtime.store.get_memory(out.id, prepared.record.scope)) is not None:
-                return amended(runtime, stored, args, retag=False)  # restating added its tags
+        if old is None and (lasting := made_lasting(runtime, out, prepared, args)) is not None:
+            return lasting
     except WriteRefused as exc:
         raise ToolFailure(str(exc)) from None
     if (
@@ -322,22 +319,6 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
         # A correction of a temporary state ("the runner pool is back") is often lasting: say it expires too.
         kept = f"kept the ephemeral tier of {old.id}: it expires at {out.expires_at} unless remembered with another protection_tier"
         out.note = f"{out.note}; {kept}" if out.note else kept
-    return out
-
-
-def amended(
-    runtime: Runtime, memory: MemoryRecord, args: RememberInput, *, retag: bool = True
-) -> RememberOutput:
-    """``memory`` with the tier ``args`` gives and (``retag``) its tags, its text unchanged
-    (``WriteService.amend``)."""
-    given = args.model_fields_set
-    result = runtime.writer.amend(
-        memory,
-        tags=args.tags if retag and "tags" in given else None,
-        tier=args.protection_tier if "protection_tier" in given else None,
-    )
-    out = output_of(result, args)
-    out.status, out.duplicate_of = "updated", None
     return out
 
 

@@ -11,6 +11,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from storage.records import Visibility
+from tools.amend import made_lasting
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, ToolFailure
 from tools.remember import (
     MemoryFields,
@@ -21,6 +22,7 @@ from tools.remember import (
     output_of,
     prepare,
 )
+from writing.service import WriteRefused
 
 
 def _described_on_remember(schema: dict[str, Any]) -> None:
@@ -80,6 +82,11 @@ def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> 
             raise ToolFailure(f"item {index}: {exc}") from None
     written = runtime.writer.remember_many(prepared, llm=caller.llm)
     results = [output_of(result, item) for result, item in zip(written, args.items, strict=True)]
+    for index, (out, ready, item) in enumerate(zip(results, prepared, args.items, strict=True)):
+        try:  # an ephemeral memory stated again as lasting, as remember makes it (a review)
+            results[index] = made_lasting(runtime, out, ready, item) or out
+        except WriteRefused as exc:  # forgotten meanwhile: the item stays as written
+            out.note = f"{out.note}; {exc}" if out.note else str(exc)
     return RememberManyOutput(
         results=results,
         stored=sum(1 for r in results if r.status == "stored"),

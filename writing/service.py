@@ -512,13 +512,22 @@ class WriteService:
         return replace(result, redacted=prepared.redacted)
 
     def amend(
-        self, memory: MemoryRecord, *, tags: Sequence[str] | None, tier: ProtectionTier | None
+        self,
+        memory: MemoryRecord,
+        actor: Actor,
+        *,
+        tags: Sequence[str] | None,
+        tier: ProtectionTier | None,
+        redacted: str | None = None,
     ) -> WriteResult:
-        """An explicit update that keeps the text: ``memory``'s tags replaced by ``tags`` and its protection
-        tier set to ``tier`` (None: as they are). A trial could fix a wrong tag, or make an ephemeral memory
+        """An explicit update that keeps the text: ``memory``'s tags replaced by ``tags`` (already redacted,
+        as ``prepare`` makes them) and its protection tier set to ``tier`` (None: as they are), with a
+        lineage event that says what they were. A trial could fix a wrong tag, or make an ephemeral memory
         lasting, only by rewording it: restating adds tags and never lowers a tier, and an update with the
-        same text was refused. An ephemeral memory made lasting no longer expires; one made ephemeral
-        expires its time from now. An immutable memory keeps its tier."""
+        same text was refused. Only the memory's author changes its tier (as a restatement raises it: another
+        agent's word must not make someone's memory unchangeable, or expire it), and an immutable memory
+        keeps its own. An ephemeral memory made lasting no longer expires; one made ephemeral expires its
+        time from now."""
         store = self._store
         with store.exclusive():  # read again and written in one sequence: a purge in between stays purged
             current = store.get_memories([memory.id], memory.scope).get(memory.id)
@@ -526,11 +535,17 @@ class WriteService:
                 raise WriteRefused(f"{memory.id} is no longer active: nothing was changed")
             new_tags = list(dict.fromkeys(tags)) if tags is not None else list(current.tags)
             new_tier = tier or current.protection_tier
-            if current.protection_tier == "immutable" and new_tier != "immutable":
-                raise WriteRefused(
-                    f"{memory.id} is immutable and keeps its tier; nothing was changed. Leave protection_tier out "
-                    "to change its tags"
-                )
+            if new_tier != current.protection_tier:
+                if actor.agent_id != current.agent_id:
+                    raise WriteRefused(
+                        f"{memory.id} was written by {current.agent_id!r}: only its author changes its "
+                        "protection tier; nothing was changed. Leave protection_tier out to change its tags"
+                    )
+                if current.protection_tier == "immutable":
+                    raise WriteRefused(
+                        f"{memory.id} is immutable and keeps its tier; nothing was changed. Leave "
+                        "protection_tier out to change its tags"
+                    )
             if tuple(new_tags) == current.tags and new_tier == current.protection_tier:
                 raise WriteRefused(
                     f"{memory.id} already has this text, these tags and this tier: nothing to update. Pass the "
@@ -540,15 +555,33 @@ class WriteService:
             if new_tier == "ephemeral":
                 lasts = timedelta(seconds=self.limits.ephemeral_ttl_seconds)
                 expires_at = current.expires_at or self._clock() + lasts
+            said = []
+            if tuple(new_tags) != current.tags:
+                said.append(f"its tags are now {new_tags} (were {list(current.tags)})")
+            if new_tier != current.protection_tier:
+                lasting = "; it no longer expires" if current.protection_tier == "ephemeral" else ""
+                said.append(f"its protection tier is now {new_tier} (was {current.protection_tier}){lasting}")
             self._retag(current, new_tags, (new_tier, expires_at))
+            event = LineageEvent.new(
+                current.scope,
+                "amend",
+                current.id,
+                resolver="explicit",
+                reason=" and ".join(said),
+                agent_id=actor.agent_id,
+                session_id=actor.session_id,
+                at=self._clock(),
+            )
+            store.add_lineage([event])
             amended = store.get_memories([current.id], current.scope).get(current.id, current)
-        said = []
-        if tuple(new_tags) != current.tags:
-            said.append(f"its tags are now {new_tags}")
-        if new_tier != current.protection_tier:
-            lasting = "; it no longer expires" if current.protection_tier == "ephemeral" else ""
-            said.append(f"its protection tier is now {new_tier} (was {current.protection_tier}){lasting}")
-        return WriteResult(amended, False, "updated in place, the text unchanged: " + " and ".join(said))
+        if (
+            amended.protection_tier == "immutable" != current.protection_tier
+            and amended.weight < INITIAL_WEIGHT
+        ):
+            # Never weighed below where it started, as a restatement that makes it immutable does.
+            self._hand_ons.submit(partial(self._weigh_behind, amended.scope, amended.id))
+        note = "updated in place, the text unchanged: " + " and ".join(said)
+        return WriteResult(amended, False, note, redacted=redacted)
 
     def _commit_one(
         self,

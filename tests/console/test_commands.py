@@ -401,6 +401,8 @@ def test_edit_without_text_changes_only_the_tags_or_tier(capsys, db):
     assert stored["id"] not in out
     status, _, err = memoria(capsys, db, "edit", stored["id"])
     assert status != 0 and "pass the corrected text, or --tag or --tier" in err
+    status, _, err = memoria(capsys, db, "edit", "mem_missing", "--tag", "ops")
+    assert status != 0 and "no memory 'mem_missing' in org 'default' / project 'default'" in err
 
 
 def test_show_says_when_an_ephemeral_memory_expires_and_that_it_has(capsys, db, monkeypatch):

@@ -91,6 +91,15 @@ def test_a_clause_that_negates_the_same_words_contradicts_them_beside_another_cl
             [memory("old", "Alice is the on-call engineer", 0), memory("new", said, 5)]
         )
         assert [(c.older_id, c.newer_id, c.subject_similarity) for c in found] == [("old", "new", 1.0)]
+    # A clause that narrows the older memory by a word ("without root") negates none of it (a review).
+    for older_text, newer_text in (
+        ("Use Docker for local development", "Use Docker for local development without root; CI uses Podman"),
+        (
+            "The API rate limit is 100 requests per minute",
+            "The API rate limit is 100 requests per minute without an API key; with a key it is 1000",
+        ),
+    ):
+        assert detect_contradictions([memory("old", older_text, 0), memory("new", newer_text, 5)]) == []
     # A clause that affirms is not judged alone: it negates nothing.
     other = [
         memory("old", "Bob is the on-call engineer", 0),
@@ -615,6 +624,14 @@ def test_the_same_words_but_for_one_command_in_code_dispute_the_older():
     both = memory("b", "Build with `npm run build` and deploy with `make deploy`", 0)
     changed = memory("c", "Build with `pnpm build` and deploy with `argocd app sync`", 5)
     assert plain_command_changes(changed, [both]) == []
+    # A review: steps of one list ("runs", "run" and "is" say no how), and one command extending another.
+    for older_text, newer_text in (
+        ("CI runs `make lint` on every pull request", "CI runs `make test` on every pull request"),
+        ("The pre-commit hook runs `ruff check`", "The pre-commit hook runs `ruff format`"),
+        ("Before pushing, run `make lint`", "Before pushing, run `make test`"),
+        ("Test the web app with `pnpm test`", "Test the web app with `pnpm test --watch`"),
+    ):
+        assert plain_command_changes(memory("n", newer_text, 5), [memory("o", older_text, 0)]) == []
     # Said to have changed: ``value_changes``'s to read.
     said = memory("s", "Deploy to production now with `argocd app sync web-prod`", 5)
     assert plain_command_changes(said, [older]) == []

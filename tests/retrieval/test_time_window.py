@@ -130,6 +130,9 @@ def test_a_query_gives_its_time_words_only_when_they_are_unambiguous(query, word
         ("billing decisions since last week", None),  # not words that read alone (``time_words``)
         ("what we did yesterday and last week", None),
         ("the billing decision", None),
+        ("migration 2026-11-24_add_users failed", None),  # part of a name (a review)
+        ("the yesterday-bug fix", None),
+        ("what is today's standup?", None),
     ],
 )
 def test_a_query_without_its_time_words_keeps_the_rest_as_written(query, left):

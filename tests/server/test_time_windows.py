@@ -168,6 +168,14 @@ async def test_the_querys_time_words_say_when_and_are_not_searched_for_as_what(s
         assert windowed["window"]["from"] == "since/until"
         explained = await call(client, "explain_ranking", {"retrieval_id": windowed["retrieval_id"]})
         assert explained["query"] == "which billing decision did we take?"  # what was searched for
+        # Words that name another time than the window are what the query is about: searched for.
+        other = await call(
+            client,
+            "recall",
+            {"query": "billing decision of yesterday", "since": "last week", "until": "last week"},
+        )
+        explained = await call(client, "explain_ranking", {"retrieval_id": other["retrieval_id"]})
+        assert explained["query"] == "billing decision of yesterday"
 
         # Without a window the words are searched for first; matching nothing with them, the recall is
         # made again without them, and says so (and how to keep to that time).

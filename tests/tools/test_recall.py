@@ -514,6 +514,14 @@ def test_include_lineage_shows_the_history_back_through_each_correction_in_the_t
     )
     plain = recall(RecallInput(query="who is the on-call engineer"), runtime, CALLER)
     assert "History" not in text_of(plain) and plain.memories[0].replaces is None
+    # The history fits what the context left of char_budget (a review: five corrections took 1,950
+    # characters beside a context of 442 for a budget of 1,000): what does not fit is counted.
+    tight = recall(
+        RecallInput(query="who is the on-call engineer", include_lineage=True, char_budget=300),
+        runtime,
+        CALLER,
+    )
+    assert len(text_of(tight)) <= 300 + len(tight.note or "") + 4
 
 
 def test_an_empty_project_is_named_even_when_its_org_shelf_holds_memories(runtime):

@@ -531,6 +531,13 @@ def test_an_update_keeps_the_date_of_what_it_corrects_unless_given_one(runtime):
         agent,
     )
     assert dated.created_at == "2026-11-04T09:00:00Z"  # the date given
+    # A memory dated when it was written is corrected now: consolidation then reads the correction as
+    # newer than what was said since (a review).
+    port = remember(RememberInput(content="The billing API listens on port 8080"), runtime, agent)
+    moved = remember(
+        RememberInput(content="The billing API listens on port 9090", replaces=port.id), runtime, agent
+    )
+    assert runtime.store.get_memory(moved.id).created_at > runtime.store.get_memory(port.id).created_at
 
 
 def test_an_update_with_the_same_text_changes_only_its_tags_or_tier_in_place(runtime):
@@ -541,7 +548,10 @@ def test_an_update_with_the_same_text_changes_only_its_tags_or_tier_in_place(run
     stored = remember(RememberInput(content=text, tags=["billing", "release"]), runtime, agent)
     retagged = remember(RememberInput(content=text, replaces=stored.id, tags=["release"]), runtime, agent)
     assert (retagged.status, retagged.id) == ("updated", stored.id)
-    assert retagged.note == "updated in place, the text unchanged: its tags are now ['release']"
+    assert (
+        retagged.note
+        == "updated in place, the text unchanged: its tags are now ['release'] (were ['billing', 'release'])"
+    )
     memory = runtime.store.get_memory(stored.id)
     assert (memory.status, memory.tags) == ("active", ("release",))
     tagged = recall(RecallInput(query="release train", tags=["billing"]), runtime, agent)
@@ -552,6 +562,45 @@ def test_an_update_with_the_same_text_changes_only_its_tags_or_tier_in_place(run
         remember(RememberInput(content=text, replaces=stored.id, tags=["release"]), runtime, agent)
     with pytest.raises(ToolFailure, match="the new content is the same"):  # no tags or tier given: as before
         remember(RememberInput(content=text, replaces=stored.id), runtime, agent)
+
+
+def test_a_same_text_update_redacts_its_tags_and_only_the_author_changes_the_tier(runtime):
+    """A review: the in-place update stored a token given as a tag verbatim, and let any agent make
+    another's memory immutable (or expire it), with no lineage."""
+    alice, bob = Caller("alice", "ses_a"), Caller("bob", "ses_b")
+    text = "Deploy keys live in the vault under ci/deploy"
+    stored = remember(RememberInput(content=text, tags=["ci"]), runtime, alice)
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    retagged = remember(RememberInput(content=text, replaces=stored.id, tags=["ci", token]), runtime, bob)
+    assert token not in str(runtime.store.get_memory(stored.id).tags) and token not in (retagged.note or "")
+    assert retagged.redacted is not None
+    for tier in ("immutable", "ephemeral"):
+        with pytest.raises(
+            ToolFailure, match="was written by 'alice': only its author changes its protection tier"
+        ):
+            remember(RememberInput(content=text, replaces=stored.id, protection_tier=tier), runtime, bob)
+    made = remember(
+        RememberInput(content=text, replaces=stored.id, protection_tier="immutable"), runtime, alice
+    )
+    assert made.protection_tier == "immutable"
+    with pytest.raises(ToolFailure, match="is immutable"):
+        remember(RememberInput(content=text, replaces=stored.id, protection_tier="standard"), runtime, alice)
+    events = [
+        e for e in runtime.store.lineage(Scope("default", "default"), [stored.id]) if e.action == "amend"
+    ]
+    assert [(e.agent_id, e.reason.split(" (")[0]) for e in events] == [
+        ("bob", "its tags are now ['ci', '[REDACTED:github-token]']"),
+        ("alice", "its protection tier is now immutable"),
+    ]
+    other = remember(RememberInput(content="Deploy keys rotate monthly", tags=["ci"]), runtime, alice)
+    with pytest.raises(ToolFailure, match="changes only tags and protection_tier; kind stay"):
+        remember(
+            RememberInput(
+                content="Deploy keys rotate monthly", replaces=other.id, tags=["ops"], kind="episode"
+            ),
+            runtime,
+            alice,
+        )
 
 
 def test_an_ephemeral_memory_stated_again_as_lasting_by_its_author_no_longer_expires(runtime):
@@ -567,6 +616,29 @@ def test_an_ephemeral_memory_stated_again_as_lasting_by_its_author_no_longer_exp
     assert (lasting.status, lasting.protection_tier, lasting.expires_at) == ("updated", "standard", None)
     assert lasting.note.endswith("its protection tier is now standard (was ephemeral); it no longer expires")
     assert runtime.store.get_memory(first.id).tags == ("infra", "k8s")  # restating added its tag
+
+
+def test_a_batch_makes_its_authors_ephemeral_memory_lasting_as_remember_does_and_not_a_superseded_one(
+    runtime,
+):
+    """A review: remember_many left it ephemeral, saying nothing; and a superseded ephemeral memory stated
+    again as lasting failed instead of naming the memory that stands in its place."""
+    agent = Caller("agent", "ses_1")
+    text = "The staging cluster runs on spot nodes this week"
+    first = remember(RememberInput(content=text, protection_tier="ephemeral"), runtime, agent)
+    batch = remember_many(
+        RememberManyInput(items=[BatchItem(content=text, protection_tier="standard")]), runtime, agent
+    )
+    [out] = batch.results
+    assert (out.status, out.protection_tier, out.expires_at) == ("updated", "standard", None)
+    gone = remember(
+        RememberInput(content="The CI queue is paused", protection_tier="ephemeral"), runtime, agent
+    )
+    remember(RememberInput(content="The CI queue is paused until noon", replaces=gone.id), runtime, agent)
+    again = remember(
+        RememberInput(content="The CI queue is paused", protection_tier="standard"), runtime, agent
+    )
+    assert again.status == "duplicate" and runtime.store.get_memory(first.id).expires_at is None
 
 
 def test_an_update_of_a_retracted_memory_is_refused_with_what_to_do_instead(runtime):

@@ -17,23 +17,24 @@ _END = r"(?=[.,;:!?](?:\s|$)|[)\]]|\s+(?:for|in|on|at|because|since|so|and|but|a
 _PATTERNS = (
     re.compile(
         r"\b(?:switched|switching|moved|moving|migrated|migrating|changed|changing|went|transitioned|converted)\s+"
-        r"(?:[\w-]+\s+){0,3}?from\s+(?P<old>" + _NAME + r"+?)\s+(?:to|onto|over to|in favou?r of)\s+"
-        r"(?P<new>" + _NAME + r"+?)" + _END,
+        r"(?:[\w-]+\s+){0,3}?from\s+(?P<old>" + _NAME + r"{1,80}?)\s+(?:to|onto|over to|in favou?r of)\s+"
+        r"(?P<new>" + _NAME + r"{1,80}?)" + _END,
         re.IGNORECASE,
     ),
     re.compile(
-        r"\breplaced\s+(?P<old>" + _NAME + r"+?)\s+with\s+(?P<new>" + _NAME + r"+?)" + _END, re.IGNORECASE
+        r"\breplaced\s+(?P<old>" + _NAME + r"{1,80}?)\s+with\s+(?P<new>" + _NAME + r"{1,80}?)" + _END,
+        re.IGNORECASE,
     ),
     re.compile(
-        r"\b(?:no longer|stopped)\s+(?:use|using|uses|run|running)\s+(?P<old>" + _NAME + r"+?)" + _END,
+        r"\b(?:no longer|stopped)\s+(?:use|using|uses|run|running)\s+(?P<old>" + _NAME + r"{1,80}?)" + _END,
         re.IGNORECASE,
     ),
     re.compile(
         r"\b(?:use|using|uses|run|running|chose|picked)\s+(?P<new>"
         + _NAME
-        + r"+?)\s+instead of\s+(?P<old>"
+        + r"{1,80}?)\s+instead of\s+(?P<old>"
         + _NAME
-        + r"+?)"
+        + r"{1,80}?)"
         + _END,
         re.IGNORECASE,
     ),
@@ -90,6 +91,16 @@ class Revision:
     old: tuple[str, ...]  # content terms of what was given up
     new: tuple[str, ...]  # content terms of what replaced it (empty for "no longer use X")
     phrase: str
+    about: frozenset[str] = frozenset()  # the text's other content words: what the switch is of ("billing")
+
+
+# Words of a switch itself, no part of what it is about.
+_SWITCH_TERMS = frozenset(
+    content_terms(
+        "switched switching moved moving migrated migrating changed changing went transitioned converted "
+        "replaced stopped using use uses run running chose picked instead longer"
+    )
+)
 
 
 # A denial is a revision only with a word of change ("we don't run X anymore", "doesn't use X now"): "does
@@ -98,7 +109,7 @@ class Revision:
 _DENIAL = re.compile(
     r"\b(?:don't|do not|doesn't|does not|won't|will not)\s+(?:use|using|run|running)\s+(?P<old>"
     + _NAME
-    + r"+?)"
+    + r"{1,80}?)"
     + _END,
     re.IGNORECASE,
 )
@@ -113,7 +124,8 @@ def parse_revision(text: str) -> Revision | None:
         old = tuple(content_terms(match.group("old")))[:4]
         new = tuple(content_terms(match.groupdict().get("new") or ""))[:4]
         if old:
-            return Revision(old, new, match.group(0))
+            about = frozenset(content_terms(text)) - set(old) - set(new) - _SWITCH_TERMS
+            return Revision(old, new, match.group(0), about)
     return None
 
 
@@ -125,9 +137,7 @@ def has_revision_words(text: str) -> bool:
 
 def asserts_use_of(text: str, subject: tuple[str, ...]) -> bool:
     """Does ``text`` state the subject as the current choice: a usage cue within three words before it
-    ("we use Postgres", "billing runs on Postgres 15"), or a revision that moved to it ("we switched from
-    Postgres to MySQL" for MySQL: each switch of a chain revises the one before, a trial found the second
-    one left standing); not merely mention it ("Postgres listens on 5432")?"""
+    ("we use Postgres", "billing runs on Postgres 15"), not merely mention it ("Postgres listens on 5432")?"""
     words = word_tokens(text)
     stems = [light_stem(word) for word in words]
     head = subject[0]
@@ -136,8 +146,7 @@ def asserts_use_of(text: str, subject: tuple[str, ...]) -> bool:
             continue
         if any(word in USAGE_CUES for word in words[max(0, position - 3) : position]):
             return True
-    earlier = parse_revision(text)
-    return earlier is not None and earlier.new[: len(subject)] == subject
+    return False
 
 
 def names_apart(terms: list[str], wanted: tuple[str, ...], within: tuple[str, ...]) -> bool:
@@ -160,11 +169,22 @@ def revised_by(text: str, revision: Revision) -> bool:
     """Whether ``revision`` gives up what ``text`` states as the current choice: it names what was given
     up, and not already what replaced it ("switched from Postgres 16 to Postgres 17" revises "uses Postgres
     16", not "uses Postgres 16 and 17", nor, for "from React Native to React", "the web app uses React and
-    the mobile app React Native"), and states it as in use (``asserts_use_of``)."""
+    the mobile app React Native"), and states it as in use (``asserts_use_of``, or a switch to it)."""
     terms = term_set(text)
+    if (
+        not set(revision.old) <= terms
+        or (set(revision.new) - set(revision.old)) & terms
+        or names_apart(content_terms(text), revision.new, revision.old)
+    ):
+        return False
+    if asserts_use_of(text, revision.old):
+        return True
+    # A switch states what it moved to as the choice: in a chain each switch revises the one before (a
+    # trial found the second left standing), when both are of the same thing: "We moved the roadmap from
+    # Notion to Linear" leaves "We moved the docs from Confluence to Notion" (a review).
+    earlier = parse_revision(text)
     return (
-        set(revision.old) <= terms
-        and not (set(revision.new) - set(revision.old)) & terms
-        and not names_apart(content_terms(text), revision.new, revision.old)
-        and asserts_use_of(text, revision.old)
+        earlier is not None
+        and earlier.new[: len(revision.old)] == revision.old
+        and (earlier.about <= revision.about or revision.about <= earlier.about)
     )

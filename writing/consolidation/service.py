@@ -433,13 +433,13 @@ class ConsolidationService:
         saw two facts, the older first). A language model, when there is one, may read the same agent's pair
         as a revision, as it may any value change the rules leave open."""
         done = {*report.revised, *report.contradicts}
-        for change in [
-            *plain_value_changes(pool[-1], pool[:-1]),
-            *plain_command_changes(pool[-1], pool[:-1]),
-        ]:
+        commands = plain_command_changes(pool[-1], pool[:-1])
+        for change in [*plain_value_changes(pool[-1], pool[:-1]), *commands]:
             if change.older_id in done or change.older_id not in by_id:
                 continue
             older = by_id[change.older_id]
+            if change in commands and older.agent_id != memory.agent_id:
+                continue  # another agent's command may be for its own setup
             revises, resolver = (False, KEPT_OPEN)
             if llm is not None and self._same_source(memory, older):
                 revises, resolver = self._is_revision(older, memory, llm)

@@ -1,0 +1,67 @@
+"""An update that keeps a memory's text: its tags or protection tier change in place (``WriteService.amend``).
+A new user's trial could fix a wrong tag, or make an ephemeral memory lasting, only by rewording it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from writing.consolidation.report import Actor
+from writing.service import WriteRefused
+
+if TYPE_CHECKING:
+    from storage.records import MemoryRecord
+    from tools.common import Runtime
+    from tools.remember import MemoryFields, RememberOutput
+    from writing.service import Prepared
+
+
+def amended(
+    runtime: Runtime, memory: MemoryRecord, prepared: Prepared, args: MemoryFields, *, retag: bool = True
+) -> RememberOutput:
+    """``memory`` with the tier ``args`` gives and (``retag``) its tags as ``prepared`` redacted them, its
+    text unchanged. The same text with ``replaces`` changes nothing else: another kind, episode, date or
+    visibility is refused, not dropped unsaid."""
+    from tools.remember import output_of
+
+    given = args.model_fields_set
+    if retag and (
+        others := sorted({"kind", "episode_id", "occurred_at", "visibility"} & given)
+    ):  # one update
+        raise WriteRefused(
+            f"the same text with replaces changes only tags and protection_tier; {', '.join(others)} stay "
+            "as they are: leave them out, or pass the corrected text"
+        )
+    record = prepared.record
+    result = runtime.writer.amend(
+        memory,
+        Actor(record.agent_id, record.session_id),
+        tags=record.tags if retag and "tags" in given else None,
+        tier=args.protection_tier if "protection_tier" in given else None,
+        redacted=prepared.redacted,
+    )
+    out = output_of(result, args)
+    out.status, out.duplicate_of = "updated", None
+    return out
+
+
+def made_lasting(
+    runtime: Runtime, out: RememberOutput, prepared: Prepared, args: MemoryFields
+) -> RememberOutput | None:
+    """An ephemeral memory stated again (``out``, a duplicate) with a lasting tier: its author's makes it
+    lasting (a trial's went on expiring, with nothing said); another agent's says it stays ephemeral (in
+    ``out``'s note). None when there is nothing to change."""
+    if not (
+        out.status == "duplicate"
+        and out.protection_tier == "ephemeral"
+        and "protection_tier" in args.model_fields_set
+        and args.protection_tier != "ephemeral"
+    ):
+        return None
+    if out.agent_id != prepared.record.agent_id:
+        kept = f"kept its ephemeral tier: only its author ({out.agent_id}) makes it lasting"
+        out.note = f"{out.note}; {kept}" if out.note else kept
+        return None
+    stored = runtime.store.get_memory(out.id, prepared.record.scope)
+    if stored is None or stored.status != "active":  # superseded meanwhile: the note names what stands
+        return None
+    return amended(runtime, stored, prepared, args, retag=False)  # restating added its tags
