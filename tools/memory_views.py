@@ -174,16 +174,20 @@ def lineage_text(memories: Sequence[Any], room: int) -> str | None:
             lines.append(f"[{memory.position}] {memory.id} replaced {said}")
     if not lines:
         return None
-    head, shown = "History (include_lineage), newest first:", []
+    head = "History (include_lineage), newest first:"
+    shown: list[str] = []
+    used = len(head)
     for line in lines:
-        if len(head) + sum(len(kept) + 1 for kept in shown) + len(line) + 1 > room:
+        if used + len(line) + 1 > room:
             break
         shown.append(line)
+        used += len(line) + 1
     if len(shown) < len(lines):
         rest = f"({len(lines) - len(shown)} more in `memories[].replaces`: no room in char_budget)"
-        if len(head) + sum(len(kept) + 1 for kept in shown) + len(rest) + 1 > room:
-            return None if not shown else "\n".join([head, *shown])
-        shown.append(rest)
+        if used + len(rest) + 1 <= room:
+            shown.append(rest)
+        elif not shown:
+            return None
     return "\n".join([head, *shown])
 
 
