@@ -371,9 +371,9 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
     content = sys.stdin.read() if args.content == "-" else args.content
     with opened(settings) as runtime:  # an edit keeps the memory's date (``tools.remember.inherited``)
         if content is None:  # `memoria edit ID --tag ...`: the same text, other tags or tier
-            found = runtime.store.get_memory(values["replaces"], scope_arg(args, settings))
+            scope = scope_arg(args, settings)
+            found = runtime.store.get_memory(values["replaces"], scope)
             if found is None:
-                scope = scope_arg(args, settings)
                 raise CommandError(
                     f"no memory {values['replaces']!r} in org {scope.org_id!r} / project {scope.project_id!r}: "
                     "check the id (`memoria list`) and --org/--project"

@@ -653,16 +653,13 @@ def plain_command_changes(
     mine = _CODE.findall(text)
     if not mine:
         return []
-    frame = _TOKEN.findall(_CODE.sub(f" {_CODE_MARK} ", text).lower())
+    frame = _code_frame(text)
     found = []
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at or _CHANGED.search(other.content):
             continue
         theirs = _CODE.findall(other.content)
-        if (
-            len(theirs) != len(mine)
-            or _TOKEN.findall(_CODE.sub(f" {_CODE_MARK} ", other.content).lower()) != frame
-        ):
+        if len(theirs) != len(mine) or _code_frame(other.content) != frame:
             continue
         differ = [
             i for i, (new, old) in enumerate(zip(mine, theirs, strict=True)) if new.strip() != old.strip()
@@ -677,6 +674,11 @@ def plain_command_changes(
             continue
         found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
     return found
+
+
+def _code_frame(text: str) -> list[str]:
+    """``text``'s words with each span of code one mark: what two commands for one thing share."""
+    return _TOKEN.findall(_CODE.sub(f" {_CODE_MARK} ", text).lower())
 
 
 # A thing the newer memory names as given up, a command or a name rather than a value (", not make

@@ -77,9 +77,8 @@ def _describe(error: Any, limits: Mapping[str, Mapping[str, int]]) -> str:
         "date_parsing",
         "date_type",
     }:
-        if no_such_day(
-            error.get("input")
-        ):  # well formed, but the day does not exist (a trial read "must be ISO 8601")
+        # Well formed, but the day does not exist (a trial read "must be ISO 8601").
+        if no_such_day(error.get("input")):
             return f"`{field}` is {value}, a day that does not exist: pass a real date, e.g. 2026-11-30"
         return (
             f"`{field}` must be an ISO 8601 date or time, e.g. 2026-11-24 or 2026-11-24T15:30:00Z (UTC when it "

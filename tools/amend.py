@@ -24,9 +24,7 @@ def amended(
     from tools.remember import output_of
 
     given = args.model_fields_set
-    if retag and (
-        others := sorted({"kind", "episode_id", "occurred_at", "visibility"} & given)
-    ):  # one update
+    if retag and (others := sorted({"kind", "episode_id", "occurred_at", "visibility"} & given)):
         raise WriteRefused(
             f"the same text with replaces changes only tags and protection_tier; {', '.join(others)} stay "
             "as they are: leave them out, or pass the corrected text"

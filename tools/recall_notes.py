@@ -12,7 +12,7 @@ from retrieval.text import counted
 if TYPE_CHECKING:
     from retrieval.pipeline import RecallResult
     from retrieval.types import RecallRequest
-    from storage.records import MemoryStatus
+    from storage.records import MemoryStatus, TimeWindow, View
     from tools.common import Runtime
 
 # How the note begins when memories matched but the LLM passes at assembly left none in the context.
@@ -158,7 +158,7 @@ def unsearched_note(runtime: Runtime, request: RecallRequest, args: Any) -> str 
     )
 
 
-def empty_scope_note(runtime: Runtime, view: Any, window: Any = None) -> str | None:
+def empty_scope_note(runtime: Runtime, view: View, window: TimeWindow | None = None) -> str | None:
     """What an empty recall adds when no current memory this caller may read is there to find: the scope
     holds none at all (a new user's trial with a mistyped project_id read "Nothing relevant was found", as
     for any query in a project full of memories), or only memories retracted or superseded since (another
