@@ -591,6 +591,14 @@ _PREDICATE_CUES = frozenset(
 _TOKEN = re.compile(r"\w+")
 
 
+def says_more_than_a_value(text: str) -> bool:
+    """Whether ``text`` says a value changed, was added, given up or what it was: ``value_changes``'s to
+    read, not a plain value or command set beside another."""
+    return bool(
+        _CHANGED.search(text) or _ADDING.search(text) or _GIVEN_UP.search(text) or _ASIDE_WAS.search(text)
+    )
+
+
 def plain_value_changes(
     memory: ContradictionInput, others: Sequence[ContradictionInput]
 ) -> list[Contradiction]:
@@ -603,7 +611,7 @@ def plain_value_changes(
     14", "issue 123") and one value for two subjects ("We use Node 18", "They use Node 20") stay two facts.
     What ``value_changes`` reads (a word of change, a value given up, "also") is left to it."""
     text = _squashed(memory.content)
-    if _CHANGED.search(text) or _ADDING.search(text) or _GIVEN_UP.search(text) or _ASIDE_WAS.search(text):
+    if says_more_than_a_value(text):
         return []
     tokens = _TOKEN.findall(text.lower())
     if len(tokens) < 3 or not any(is_value(token) for token in tokens):
@@ -648,7 +656,7 @@ def plain_command_changes(
     other (`pnpm test`, `pnpm test --watch`: another use of the same). The caller asks it of one agent's
     memories: another agent's command may be for its own setup."""
     text = memory.content
-    if _CHANGED.search(text) or _ADDING.search(text) or _GIVEN_UP.search(text) or _ASIDE_WAS.search(text):
+    if says_more_than_a_value(text):
         return []
     mine = _CODE.findall(text)
     if not mine:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -29,7 +28,7 @@ from tools.common import (
     view_for,
 )
 from tools.memory_views import LineageLink, lineage_text, replaced_chains
-from tools.recall_notes import NOTHING_MATCHED, empty_scope_note, shortfall_note, unsearched_note
+from tools.recall_notes import NOTHING_MATCHED, empty_recall_note, shortfall_note, unsearched_note
 from tools.recall_window import filters_searched, searched_window, shown_zone, time_window, topic_of
 from writing.journal import record_retrieval
 
@@ -290,10 +289,9 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     among = filters_searched(args.tags, args.tags_all, args.kinds) if nothing else None
     if among:
         note = f"{note} {among[0]}: {among[1]}"
-    elif nothing and request.window is None:
-        note = empty_scope_note(runtime, replace(view, with_org=False)) or note
-    history = empty_scope_note(runtime, view, request.window) if nothing and request.window else None
-    note = f"{note}; {history}" if history else note
+    history = None
+    if nothing and note is not None:
+        note, history = empty_recall_note(runtime, view, request.window, note, scope_too=not among)
     if untimed is not None:
         how = (
             f"no memory matched with the time words {untimed!r}, so they were left out (memories are dated "

@@ -5,6 +5,7 @@ scored; and when its vector search skipped memories that have no vector of the a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from retrieval.text import counted
@@ -158,26 +159,28 @@ def unsearched_note(runtime: Runtime, request: RecallRequest, args: Any) -> str 
     )
 
 
-def empty_scope_note(runtime: Runtime, view: View, window: TimeWindow | None = None) -> str | None:
-    """What an empty recall adds when no current memory this caller may read is there to find: the scope
-    holds none at all (a new user's trial with a mistyped project_id read "Nothing relevant was found", as
-    for any query in a project full of memories), or only memories retracted or superseded since (another
-    trial was sent looking for a typo in ids that were right), or ``window`` holds such memories only
-    (a trial asked who was on call a week whose memory was corrected since, and read nothing). None
-    otherwise."""
-    history: tuple[MemoryStatus, ...] = ("superseded", "retracted")
-    home = view.home
-    where = f"org {home.org_id!r} / project {home.project_id!r}"
-    if window is not None:
-        if not runtime.store.holds_memories_in(view, window, history):
-            return None
-        return (
-            "this window also holds memories superseded or retracted since, which recall leaves out: the "
-            "`memoria://memories` resource with status=any and the same since/until lists them"
-        )
+def empty_recall_note(
+    runtime: Runtime, view: View, window: TimeWindow | None, note: str, *, scope_too: bool
+) -> tuple[str, str | None]:
+    """A recall that matched nothing: its ``note``, in place of which (``scope_too``, without a window) the
+    scope's own emptiness is said, or to which what its window held since is added; and that window part
+    alone, which the text shows beside an empty context."""
+    if window is None:
+        scoped = empty_scope_note(runtime, replace(view, with_org=False)) if scope_too else None
+        return scoped or note, None
+    history = history_note(runtime, view, window)
+    return (f"{note}; {history}" if history else note), history
+
+
+def empty_scope_note(runtime: Runtime, view: View) -> str | None:
+    """What an empty recall adds when the scope holds no current memory this caller may read: none at all
+    (a new user's trial with a mistyped project_id read "Nothing relevant was found", as for any query in a
+    project full of memories), or only memories retracted or superseded since (another trial was sent
+    looking for a typo in ids that were right). None when it holds some."""
     if runtime.store.holds_memories_in(view, None):
         return None
-    if runtime.store.holds_memories_in(view, None, history):
+    where = f"org {view.home.org_id!r} / project {view.home.project_id!r}"
+    if runtime.store.holds_memories_in(view, None, _HISTORY):
         return (
             f"every memory of {where} that this caller may read was retracted or superseded since: nothing "
             "current to recall (the `memoria://memories` resource with status=any lists them)"
@@ -186,3 +189,18 @@ def empty_scope_note(runtime: Runtime, view: View, window: TimeWindow | None = N
         f"nothing is stored in {where} that this caller may read: check `org_id` and `project_id` "
         "(memories are kept per project)"
     )
+
+
+def history_note(runtime: Runtime, view: View, window: TimeWindow) -> str | None:
+    """What an empty recall within ``window`` adds when the window holds memories retracted or superseded
+    since (a trial asked who was on call a week whose memory was corrected since, and read nothing)."""
+    if not runtime.store.holds_memories_in(view, window, _HISTORY):
+        return None
+    return (
+        "this window also holds memories superseded or retracted since, which recall leaves out: the "
+        "`memoria://memories` resource with status=any and the same since/until lists them"
+    )
+
+
+# What a memory retracted or superseded since is; a purged one has no text left to show.
+_HISTORY: tuple[MemoryStatus, ...] = ("superseded", "retracted")
