@@ -35,7 +35,7 @@ from console.terminal import ProgressBar, counts, key_values, printable, table, 
 from retrieval.text import clip, counted, listed
 from server.arguments import friendly_validation_message
 from server.config import Settings, default_data_dir, local_store_folder
-from storage.records import Scope
+from storage.records import Scope, View, Viewer
 from tools.common import Caller, Runtime, ToolFailure, ToolSettings
 from tools.remember_text import readers
 from tools.remember_text import text_of as remembered
@@ -369,10 +369,14 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
     from tools import remember
 
     content = sys.stdin.read() if args.content == "-" else args.content
+    caller = caller_for(args)
     with opened(settings) as runtime:  # an edit keeps the memory's date (``tools.remember.inherited``)
         if content is None:  # `memoria edit ID --tag ...`: the same text, other tags or tier
             scope = scope_arg(args, settings)
-            found = runtime.store.get_memory(values["replaces"], scope)
+            # As the tool reads it: the project and the org's shelf, as this agent sees them (a review found
+            # an org-wide memory said not to exist here, and another agent's private one read).
+            seen_by = View(scope, Viewer(caller.agent_id, caller.session_id))
+            found = runtime.store.get_memory(values["replaces"], seen_by)
             if found is None:
                 raise CommandError(
                     f"no memory {values['replaces']!r} in org {scope.org_id!r} / project {scope.project_id!r}: "
@@ -384,7 +388,7 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
             remember.RememberInput,
             {"content": content, **values, **scope_of(args)},
             runtime,
-            caller_for(args),
+            caller,
             command,
         )
     return emit(args, result, remembered(result))

@@ -328,10 +328,17 @@ def _feedback_impact(
             _moved(memory_id, per_memory[memory_id], applied[memory_id], memories.get(memory_id))
             for memory_id in ranked_ids
         ],
-        # Only the events that moved a weight (a report writes one for every memory it credits, moved or not).
-        weight_events=sum(1 for event in events if event.weight_after != event.weight_before),
+        # Only the events that moved a weight (a report writes one for every memory it credits, moved or not),
+        # of the memories the page may show (a trial counted a private one the page then left out).
+        weight_events=sum(
+            1
+            for event in events
+            if event.weight_after != event.weight_before and event.memory_id not in hidden
+        ),
         memories_with_weight_events=sum(
-            1 for found in event_lists.values() if any(e.weight_after != e.weight_before for e in found)
+            1
+            for memory_id, found in event_lists.items()
+            if memory_id not in hidden and any(e.weight_after != e.weight_before for e in found)
         ),
         weight_histories=[
             _history(memory_id, event_lists[memory_id], movement[memory_id], memories.get(memory_id))

@@ -294,7 +294,7 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
             touched |= {Scope(row["org_id"], row["project_id"]) for row in rows}
         done += len(rows)
         progress("importing", done, total)
-    superseded, reweighed, forgotten = _reconcile(runtime, kept)
+    superseded, reweighed, forgotten, forgotten_there = _reconcile(runtime, kept)
     if superseded or reweighed:
         touched |= {Scope(row["org_id"], row["project_id"]) for row in kept}
     for scope in sorted(touched, key=lambda s: (s.org_id, s.project_id)):
@@ -310,27 +310,38 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
         reembedded=reembedded,
         superseded=superseded,
         reweighed=reweighed,
-        note=_forgotten_note(forgotten),
+        note=_forgotten_note(forgotten, forgotten_there),
         seconds=0.0,
     )
 
 
-def _forgotten_note(forgotten: list[str]) -> str | None:
-    """What an import says of the memories active in the export that this store has forgotten."""
-    if not forgotten:
-        return None
-    return (
-        f"{counted(len(forgotten), 'memory')} active in the export {'is' if len(forgotten) == 1 else 'are'} "
-        f"retracted or purged here ({listed(forgotten)}): kept as "
-        "this store holds them (a forget here stands). To bring one back, remember its text again (the "
-        "export's row of that id holds it)"
-    )
+def _forgotten_note(forgotten: list[str], forgotten_there: list[str]) -> str | None:
+    """What an import says of the memories active in the export that this store has forgotten, and of those
+    the export says were forgotten that are active here (a trial: a memory retracted as poison on one
+    server stayed active on the other after an import, and nothing said so)."""
+    notes = []
+    if forgotten:
+        notes.append(
+            f"{counted(len(forgotten), 'memory')} active in the export {'is' if len(forgotten) == 1 else 'are'} "
+            f"retracted or purged here ({listed(forgotten)}): kept as "
+            "this store holds them (a forget here stands). To bring one back, remember its text again (the "
+            "export's row of that id holds it)"
+        )
+    if forgotten_there:
+        one = len(forgotten_there) == 1
+        notes.append(
+            f"{counted(len(forgotten_there), 'memory')} the export says {'was' if one else 'were'} retracted or "
+            f"purged {'is' if one else 'are'} active here ({listed(forgotten_there)}): kept active (an import "
+            f"forgets nothing). If {'it' if one else 'they'} should go here too, `memoria forget` "
+            f"{'it' if one else 'each'} (`memoria show ID` says who forgot it there and why: the imported lineage)"
+        )
+    return "; ".join(notes) or None
 
 
 _KEPT = ("id", "org_id", "project_id", "status", "replaced_by")
 
 
-def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, list[str]]:
+def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, list[str], list[str]]:
     """Bring the memories the store already held in line with what the import brought (a trial: an export
     imported into a store that held the text an explicit update had corrected left that memory active
     beside its correction, ranked first, with a weight its imported history did not give it):
@@ -340,7 +351,8 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, 
     - its global weight is replayed from every report's credits the store now holds.
 
     Returns (memories superseded, memories whose weight changed, the ids of those active in the export
-    that this store retracted or purged: left so, and said)."""
+    that this store retracted or purged, and of those the export says were retracted or purged that are
+    active here: each left as this store holds it, and said)."""
     from writing.outcomes import replayed_weights, write_weights
 
     store = runtime.store
@@ -350,6 +362,7 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, 
         by_scope.setdefault(Scope(row["org_id"], row["project_id"]), []).append(row)
     superseded = reweighed = 0
     forgotten: list[str] = []
+    forgotten_there: list[str] = []
     for scope, rows in by_scope.items():
         current = store.get_memories([row["id"] for row in rows], scope)
         forgotten += [
@@ -358,6 +371,13 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, 
             if row["status"] == "active"
             and row["id"] in current
             and current[row["id"]].status in ("retracted", "purged")
+        ]
+        forgotten_there += [
+            row["id"]
+            for row in rows
+            if row["status"] in ("retracted", "purged")
+            and row["id"] in current
+            and current[row["id"]].status == "active"
         ]
         replacing = {
             row["replaced_by"] for row in rows if row["status"] == "superseded" and row["replaced_by"]
@@ -384,7 +404,7 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, 
             moved = {m: w for m, w in weights.items() if abs(w - current[m].weight) > 1e-9}
             write_weights(store, runtime.corroboration, current, moved, now)
         reweighed += len(moved)
-    return superseded, reweighed, sorted(forgotten)
+    return superseded, reweighed, sorted(forgotten), sorted(forgotten_there)
 
 
 def as_current(schema_version: int, table: str, row: dict[str, Any]) -> dict[str, Any]:

@@ -589,6 +589,45 @@ _PREDICATE_CUES = frozenset(
     | {"listens", "defaults"}
 )
 _TOKEN = re.compile(r"\w+")
+# What two statements of one value may differ by and still say the same of one thing (a trial planted a
+# conflicting port unmarked with "FYI" in front, "(checked)" after it, or "prod" for "production"): a
+# leading word that only hands the statement over, an aside in brackets that only vouches for it (not one
+# that says where it holds: "(staging)"), an article, and the short forms of a few words every team uses.
+_HANDED_OVER = re.compile(
+    r"^\s*(?:fyi|btw|psa|heads[\s-]+up|reminder|confirmed|note\s*:)[\s:,.\-\u2013\u2014]*", re.IGNORECASE
+)
+_VOUCHED = re.compile(
+    r"\s*\(\s*(?:checked|verified|confirmed|double[\s-]checked|tested|afaik|iirc|as\s+of\s+today)\s*\)",
+    re.IGNORECASE,
+)
+_ARTICLES = frozenset({"the", "a", "an"})
+_SHORT_FORMS = {
+    "prod": "production",
+    "db": "database",
+    "env": "environment",
+    "config": "configuration",
+    "repo": "repository",
+    "k8s": "kubernetes",
+    "postgresql": "postgres",
+    "pg": "postgres",
+}
+
+
+_SHORT_FORM = re.compile(r"\b(?:" + "|".join(_SHORT_FORMS) + r")\b", re.IGNORECASE)
+
+
+def written_out(text: str) -> str:
+    """``text`` without a leading word that hands it over ("FYI") or an aside that vouches for it
+    ("(checked)"), its short forms written out ("prod": "production"): what it states, as two statements
+    of one thing are compared (a value change, a restatement)."""
+    text = _VOUCHED.sub(" ", _HANDED_OVER.sub("", text))
+    return _SHORT_FORM.sub(lambda found: _SHORT_FORMS[found.group(0).lower()], text)
+
+
+def comparable_words(text: str) -> list[str]:
+    """``text``'s words as two statements of one value are compared (``plain_value_changes``): written out
+    (``written_out``), lower case, without articles."""
+    return [word for word in _TOKEN.findall(written_out(text).lower()) if word not in _ARTICLES]
 
 
 def says_more_than_a_value(text: str) -> bool:
@@ -613,7 +652,7 @@ def plain_value_changes(
     text = _squashed(memory.content)
     if says_more_than_a_value(text):
         return []
-    tokens = _TOKEN.findall(text.lower())
+    tokens = comparable_words(text)
     if len(tokens) < 3 or not any(is_value(token) for token in tokens):
         return []
     found = []
@@ -621,7 +660,7 @@ def plain_value_changes(
         if other.id == memory.id or other.created_at > memory.created_at:
             continue
         said = _squashed(other.content)
-        theirs = _TOKEN.findall(said.lower())
+        theirs = comparable_words(said)
         if len(theirs) != len(tokens) or _CHANGED.search(said):
             continue  # the older said a change ("now 18"): a value change, ``value_changes``'s to read
         differ = [i for i, (mine, old) in enumerate(zip(tokens, theirs, strict=True)) if mine != old]

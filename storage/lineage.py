@@ -161,8 +161,16 @@ class Lineage(StoreTables):
         return sorted(records, key=lambda r: (r.detected_at, r.older_id, r.newer_id))
 
     def newer_contradictions(self, reach: Reach, memory_ids: Sequence[str]) -> dict[str, list[str]]:
-        """Older memory id -> the newer memories that contradict it, for open contradictions only."""
-        return self._by_id(reach, memory_ids, self._newer_contradictions_in)
+        """Older memory id -> the newer memories that contradict it, for open contradictions only. A newer
+        memory whose supersede is decided and still being committed (``storage.pending``) is left out:
+        recall no longer shows it, and the memory that restates it takes the pair as it lands."""
+        held = self._pending.held()  # before the read
+        found = self._by_id(reach, memory_ids, self._newer_contradictions_in)
+        if not held:
+            return found
+        return {
+            older: kept for older, newers in found.items() if (kept := [i for i in newers if i not in held])
+        }
 
     def _newer_contradictions_in(self, scope: Scope, memory_ids: list[str]) -> dict[str, list[str]]:
         if not memory_ids:

@@ -11,7 +11,11 @@ Two kinds of entry:
   process killed between the two left a restatement beside the memory it restates, both active, and
   the stamp kept the sweep from ever looking at it again; an explicit update half done left the old text
   active beside the new. The entry names the memories and, for an explicit update, the memory they
-  replace.
+  replace;
+- **a supersede decided** and answered, committed behind the call;
+- **a change of status or of tags** (a retraction, an expiry, a restore, an amend), whose lineage event
+  is a commit of its own after it: a process killed between the two left a memory retracted that no
+  event said was, or active again after a lineage that ended in its retraction.
 
 Each process appends to a file of its own in the store folder's ``.memoria-unfinished/``, which it holds
 an exclusive ``flock`` on while it runs: a line when work begins, a line when it is done. A file whose
@@ -31,7 +35,8 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -88,9 +93,29 @@ class DecidedSupersede:
     session: str
 
 
-Unfinished = HandOn | OwedConsolidation | DecidedSupersede
+@dataclass(frozen=True)
+class StatusChange:
+    """A change of these memories' status (``action``: retract, expire, restore) or of one memory's tags and
+    tier (amend) about to be committed, whose lineage event follows it (``writing.service``), on behalf of
+    ``agent``/``session`` by ``resolver``, begun at ``began`` (ISO 8601, the service's clock). For an amend,
+    ``outcome`` is a digest of the tags and tier it writes (``writing.service.tags_digest``): the entry holds
+    ids and names only, never a memory's words or tags, which a purge must be able to erase."""
+
+    scope: Scope
+    memory_ids: tuple[str, ...]
+    action: str
+    resolver: str
+    agent: str
+    session: str
+    began: str
+    outcome: str | None = None
+
+
+Unfinished = HandOn | OwedConsolidation | DecidedSupersede | StatusChange
 # A decided supersede's fields after its scope and losers, in order, as its journal line names them.
 _SUPERSEDE_NAMES = ("survivor", "action", "resolver", "agent", "session")
+# A status change's fields after its scope and memories, in order, as its journal line names them.
+_STATUS_NAMES = ("action", "resolver", "agent", "session", "began")
 
 
 class UnfinishedWrites:
@@ -139,10 +164,20 @@ class UnfinishedWrites:
             self._file.flush()
 
     def orphans(self) -> list[tuple[Path, list[Unfinished]]]:
-        """The files of processes that are gone, with what they began and never finished."""
+        """The files of processes that are gone, with what they began and never finished (each file's lock
+        let go once read: ``claimed`` holds them while their entries run)."""
+        with self.claimed() as found:
+            return found
+
+    @contextmanager
+    def claimed(self) -> Iterator[list[tuple[Path, list[Unfinished]]]]:
+        """The orphans (``orphans``), each file held locked until the block ends: another server starting on
+        the same store (or its maintenance round) skips them meanwhile, instead of running the same dead
+        process's entries at once (a review: both would record the same supersede's lineage event)."""
         if self._dir is None:
-            return []
-        found = []
+            yield []
+            return
+        found, held = [], []
         paths = [
             path
             for folder in [self._dir, *self._legacy]
@@ -150,21 +185,29 @@ class UnfinishedWrites:
             for path in folder.glob("*.jsonl")
         ]
         self._drop_abandoned_openings()
-        for path in sorted(paths):
-            if path == self._path:
-                continue
-            try:
-                with open(path, encoding="utf-8") as file:
-                    try:
-                        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except BlockingIOError:
-                        continue  # its process runs
+        try:
+            for path in sorted(paths):
+                if path == self._path:
+                    continue
+                try:
+                    file = open(path, encoding="utf-8")  # noqa: SIM115 (held until the block ends)
+                except FileNotFoundError:
+                    continue  # another starting server took it
+                held.append(file)
+                try:
+                    fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # its process runs, or another server holds it
+                try:
                     if os.fstat(file.fileno()).st_ino != os.stat(path).st_ino:
                         continue  # its running process put a new file in its place (``_replace_file``)
-                    found.append((path, _unfinished(file.read().splitlines(), path)))
-            except FileNotFoundError:
-                continue  # another starting server took it
-        return found
+                except FileNotFoundError:
+                    continue  # another server ran it and deleted it
+                found.append((path, _unfinished(file.read().splitlines(), path)))
+            yield found
+        finally:
+            for file in held:
+                file.close()
 
     def _drop_abandoned_openings(self) -> None:
         """Delete the ``.opening`` files of processes that died before renaming one into place (a file of
@@ -240,6 +283,14 @@ def _locked_in_place(path: Path, lines: Iterable[str]) -> IO[str]:
 
 def _fields(entry: Unfinished) -> dict[str, object]:
     where = {"org": entry.scope.org_id, "project": entry.scope.project_id}
+    if isinstance(entry, StatusChange):
+        return {
+            "kind": "status",
+            **where,
+            "memories": list(entry.memory_ids),
+            **{name: getattr(entry, name) for name in _STATUS_NAMES},
+            "outcome": entry.outcome,
+        }
     if isinstance(entry, DecidedSupersede):
         return {
             "kind": "supersede",
@@ -273,11 +324,24 @@ def _entry(fields: dict[str, object]) -> Unfinished:
         return DecidedSupersede(
             scope, tuple(str(memory_id) for memory_id in losers), *(str(fields[n]) for n in _SUPERSEDE_NAMES)
         )
-    if fields["kind"] != "consolidation":
+    if fields["kind"] not in ("consolidation", "status"):
         raise ValueError(f"unknown kind {fields['kind']!r}")
     memories = fields["memories"]
     if not isinstance(memories, list):
         raise TypeError("memories is not a list")
+    if fields["kind"] == "status":
+        outcome = fields.get("outcome")
+        action, resolver, agent, session, began = (str(fields[name]) for name in _STATUS_NAMES)
+        return StatusChange(
+            scope,
+            tuple(str(memory_id) for memory_id in memories),
+            action,
+            resolver,
+            agent,
+            session,
+            began,
+            None if outcome is None else str(outcome),
+        )
     replaces = fields.get("replaces")
     return OwedConsolidation(
         scope, tuple(str(memory_id) for memory_id in memories), None if replaces is None else str(replaces)

@@ -253,8 +253,8 @@ def check_visible(record: RetrievalRecord, view: View, runtime: Runtime) -> None
     hidden = runtime.store.hidden_from(ids, view)
     if hidden:
         raise ToolFailure(
-            f"retrieval {record.retrieval_id!r} holds {len(hidden)} memories private to another agent or "
-            "session, so it is not shown: pass query instead to explain a recall of your own"
+            f"retrieval {record.retrieval_id!r} was made by another agent or session and is not shown to this "
+            "caller: pass query instead to explain a recall of your own"
         )
 
 

@@ -38,6 +38,7 @@ from tools.common import (
 )
 from tools.forget_matches import (
     MAX_BY_QUERY,
+    apart_by_value,
     best_matches,
     closest_first,
     more_matches_note,
@@ -106,6 +107,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         args = args.model_copy(update={"dry_run": dry_run})
     relevance: dict[str, float] = {}
     left_matching: str | None = None  # by query: the note on what matches as closely and is left
+    other_value: str | None = None  # by query: the note on what says the query's words with another value
     if args.tag is not None:
         at_once = TAGGED_AT_ONCE[args.mode]
         # Memories past their expiry too (active until maintenance retracts them), and for a purge the
@@ -136,7 +138,8 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         # looks at every memory whose text is stored (retracted, superseded, past its expiry), as by tag.
         purge = args.mode == "purge"
         found = best_matches(runtime, view, args.query, MAX_BY_QUERY + 1, stored=purge)
-        above = closest_first(args.query, [(memory, score) for memory, score in found if score >= floor])
+        above, other_value = apart_by_value(args.query, [(m, score) for m, score in found if score >= floor])
+        above = closest_first(args.query, above)
         relevance = {memory.id: score for memory, score in above[: args.max_memories]}
         targets = [memory for memory, _ in above[: args.max_memories]]
         if len(above) > args.max_memories:
@@ -146,7 +149,9 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
                 mode=args.mode,
                 dry_run=args.dry_run,
                 forgotten=[],
-                note=nothing_close_note(found, floor, purge),
+                note=f"nothing was forgotten: {other_value}"
+                if other_value
+                else nothing_close_note(found, floor, purge),
             )
     # An immutable memory is its author's to forget: another agent's forget by id is refused, and one by
     # query or tag leaves it (a new user's trial: any agent's query retracted a team's immutable rule).
@@ -184,6 +189,8 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             f"{skipped} already {'purged' if args.mode == 'purge' else 'inactive'}, left as "
             f"{'it was' if skipped == 1 else 'they were'}"
         )
+    org_held = [m for m in held if m.visibility == "org" and not caller.may_change_org(m.org_id)]
+    held = [m for m in held if m not in org_held]
     if held:
         authors = ", ".join(sorted({repr(m.agent_id) for m in held}))
         notes.append(
@@ -191,8 +198,14 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             f"{', '.join(m.id for m in held)} (only {authors}, who remembered "
             f"{'it' if len(held) == 1 else 'them'}, may forget {'it' if len(held) == 1 else 'them'})"
         )
-    if left_matching:
-        notes.append(left_matching)
+    if (
+        org_held
+    ):  # a dry run names what the call will do (a trial's listed them, and the call then refused all)
+        notes.append(
+            f"{counted(len(org_held), 'org-visible memory')} left: {', '.join(m.id for m in org_held)} (read by "
+            f"every project of the org: a token that grants {org_held[0].org_id}/* may forget them)"
+        )
+    notes += filter(None, [left_matching, other_value])
     standing = (
         [m for m in eligible if m.status == "superseded" and m.replaced_by] if args.mode == "purge" else []
     )
@@ -239,9 +252,6 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             mode=args.mode, dry_run=args.dry_run, forgotten=briefs, matches=matches, note=note
         )
 
-    for memory in eligible:
-        if memory.visibility == "org":
-            caller.check_org_change(memory.org_id, f"{memory.id} (org-visible)", "forget")
     actor = Actor(caller.agent_id, caller.session_id)
     reason = args.reason or f"{args.mode} requested"
     if args.mode == "purge":
@@ -261,11 +271,19 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
 
 def may_forget(memory: MemoryRecord, caller: Caller) -> bool:
     """Whether ``caller`` may retract or purge ``memory``: any memory it may read, but an immutable one
-    only if it remembered it (the tier its author chose says that no other agent changes it)."""
+    only if it remembered it (the tier its author chose says that no other agent changes it), and an
+    org-visible one only with a token that writes to every project of its org."""
+    if memory.visibility == "org" and not caller.may_change_org(memory.org_id):
+        return False
     return memory.protection_tier != "immutable" or memory.agent_id == caller.agent_id
 
 
 def not_theirs(memory: MemoryRecord, caller: Caller) -> str:
+    if memory.visibility == "org" and not caller.may_change_org(memory.org_id):
+        return (
+            f"{memory.id} (org-visible) is read by every project of org {memory.org_id!r}, and this token may not "
+            f"write to all of them: nothing was forgotten. A token that grants {memory.org_id}/* may forget it"
+        )
     said = (
         f"{memory.id} is immutable and was remembered by agent {memory.agent_id!r}: only that agent may forget "
         f"it, and {caller.agent_id!r} is another; nothing was forgotten. Ask {memory.agent_id!r} to forget it"
@@ -303,19 +321,9 @@ def _forget_in(
         )
         store.purge(scope, ids, now, quoted_chars=PRECEDING_CHARS, events=events, resolution=resolution)
         forget_cached_texts()  # a purged memory's text leaves this process's caches too
+        runtime.corroboration.retire(scope, ids)
     else:
-        store.retract(scope, ids, now)
-        runtime.consolidation.record_retirement(
-            scope,
-            ids,
-            args.mode,
-            resolver="forget",
-            reason=reason,
-            resolution=resolution,
-            actor=actor,
-            at=now,
-        )
-    runtime.corroboration.retire(scope, ids)
+        runtime.writer.retract(scope, ids, reason=reason, resolution=resolution, actor=actor)
     return note
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from retrieval.contradictions import ContradictionInput, plain_value_changes
 from retrieval.text import clip, counted, negated
 from storage.records import MemoryRecord, Reach
 
@@ -85,3 +87,28 @@ def nothing_close_note(found: Sequence[tuple[MemoryRecord, float]], floor: float
         f"higher. Say more of its words, or pass memory_id={closest.id}{' with mode=purge' if stored else ''} "
         "to forget it."
     )
+
+
+def apart_by_value(
+    query: str, matches: Sequence[tuple[MemoryRecord, float]]
+) -> tuple[list[tuple[MemoryRecord, float]], str | None]:
+    """``matches`` without the memories that say what the query says with another value in its place
+    ("... listens on port 5432" for the query "... listens on port 6543"), and the note that names them. They
+    match the query's words almost all, yet state what the query would remove as wrong: a trial's forget of
+    a planted port took the true port with it."""
+    said = ContradictionInput("query", query, datetime.max.replace(tzinfo=UTC))
+    other = {
+        change.older_id
+        for change in plain_value_changes(
+            said, [ContradictionInput(m.id, m.content, m.created_at) for m, _ in matches]
+        )
+    }
+    if not other:
+        return list(matches), None
+    left = [memory for memory, _ in matches if memory.id in other]
+    note = (
+        f"left {counted(len(left), 'memory')} that {'says' if len(left) == 1 else 'say'} the query's words with "
+        f"another value: {', '.join(f'{m.id} ({clip(m.content, 60)!r})' for m in left)}; pass memory_id to "
+        f"forget {'it' if len(left) == 1 else 'one of them'} too"
+    )
+    return [match for match in matches if match[0].id not in other], note

@@ -185,6 +185,11 @@ def empty_scope_note(runtime: Runtime, view: View) -> str | None:
             f"every memory of {where} that this caller may read was retracted or superseded since: nothing "
             "current to recall (the `memoria://memories` resource with status=any lists them)"
         )
+    if runtime.store.holds_memories_in(replace(view, with_org=True), None):  # the org's shelf only
+        return (
+            f"nothing relevant was found; {where} holds no memory of its own, and the org's shelf, which every "
+            "project reads, matched nothing: check `project_id` if this project should hold some"
+        )
     return (
         f"nothing is stored in {where} that this caller may read: check `org_id` and `project_id` "
         "(memories are kept per project)"

@@ -220,6 +220,8 @@ def inherited(draft: Draft, old: MemoryRecord, given: set[str]) -> Draft:
     caller gave them. It cannot change who reads the memory: the replaced memory would vanish for readers who
     cannot see its replacement (or the reverse)."""
     kept = {name: getattr(old, name) for name in INHERITED if name not in given}
+    if draft.agent_id != old.agent_id and kept.get("protection_tier") in ("protected", "immutable"):
+        kept["protection_tier"] = "standard"  # another agent's word never takes a tier it was not given
     updated = replace(draft, **kept)
     # A correction of what happened then is of that time: a memory dated when it happened (occurred_at
     # before it was written) hands its date on unless given one (a trial's corrected incident jumped to

@@ -31,8 +31,10 @@ def _event(event: EventView) -> str:
 def forget_text(out: ForgetOutput) -> str:
     verb = {"retract": "retracted", "purge": "purged"}.get(out.mode, out.mode)
     count = len(out.forgotten)
-    if out.dry_run:
+    if out.dry_run and count:
         head = f"Dry run: {counted(count, 'memory')} would be {verb}; nothing was changed."
+    elif out.dry_run:  # the note says why nothing would go (a trial read "0 memories would be retracted")
+        head = f"Dry run: nothing would be {verb}."
     elif count:
         head = f"{counted(count, 'memory')} {verb}."
     else:

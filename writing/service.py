@@ -52,12 +52,14 @@ from storage.records import (
     org_shelf,
     written_by,
 )
-from storage.unfinished import DecidedSupersede, HandOn, OwedConsolidation, Unfinished
+from storage.unfinished import DecidedSupersede, HandOn, OwedConsolidation, StatusChange, Unfinished
 from writing.behind import HandOnQueue
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.rules import collapse_batch
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
     import numpy.typing as npt
 
@@ -79,6 +81,20 @@ COMMIT_WAIT_SECONDS = 30.0
 
 class WriteRefused(ValueError):
     """A draft that cannot be stored as it is; the message says what to change."""
+
+
+class UpdateRefused(WriteRefused):
+    """An explicit update of a memory that left the active set meanwhile; ``reason`` says so, without what
+    to do."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"{reason}: nothing was changed. Recall again and update the memory that is current")
+        self.reason = reason
+
+
+def no_longer_active(old: MemoryRecord) -> UpdateRefused:
+    """The refusal of an explicit update of ``old``, which another write superseded or forgot meanwhile."""
+    return UpdateRefused(f"{old.id} is no longer active (another write superseded or forgot it meanwhile)")
 
 
 SHARED = Audience()  # a memory the whole project (or org) reads: its id is its scope's and content's
@@ -230,8 +246,12 @@ class WriteService:
         inserted, then the credits they handed on. Returns how many memories were consolidated and how
         many carries of credits were made. A runtime does it as it is built, before anything is served,
         and in every maintenance round (``server.upkeep.finish_unfinished``)."""
+        with self._journal.claimed() as orphans:  # held: another server skips them meanwhile
+            return self._recover(orphans)
+
+    def _recover(self, orphans: list[tuple[Path, list[Unfinished]]]) -> tuple[int, int]:
         consolidated = carried = 0
-        for path, entries in self._journal.orphans():
+        for path, entries in orphans:
             # Each entry is written down again in this process's file as it is begun (a crash now leaves it
             # there), so the orphan file can go once every entry ran; one that failed keeps it for the next
             # round (running an entry again is idempotent).
@@ -247,6 +267,13 @@ class WriteService:
                             entry,
                             exc_info=True,
                         )
+            for entry in entries:  # a change committed before its lineage: recorded first, as it came first
+                if isinstance(entry, StatusChange):
+                    try:
+                        self._finish_status_change(entry)
+                    except Exception:
+                        failed = True
+                        log.warning("could not record %s; the next round tries again", entry, exc_info=True)
             for entry in entries:
                 if isinstance(entry, OwedConsolidation):
                     try:
@@ -336,6 +363,126 @@ class WriteService:
             corrected = replaced if decided.action == "revise" else []
             self.inherit(scope, [i for i in replaced if i not in corrected], corrected)
         self._owed_done(number)
+
+    def _finish_status_change(self, change: StatusChange) -> None:
+        """A change of status or tags that a crash may have cut off from its lineage event: each memory whose
+        change is committed (``changed``) and that no event after it records gets its event now, with what
+        follows it (a retirement closes the memory's contradictions, a restore reopens them). A change that
+        never committed needs nothing: nothing was changed, and the caller was never answered. Idempotent."""
+        number = self._write_down(change, f"the {change.action} of {list(change.memory_ids)}")
+        store, scope = self._store, change.scope
+        current = store.get_memories(list(change.memory_ids), scope)
+        latest: dict[str, LineageEvent] = {}
+        for event in store.lineage(scope, list(current), settled=False):  # oldest first: the last one stays
+            if event.memory_id in current:
+                latest[event.memory_id] = event
+        began = datetime.fromisoformat(change.began)
+        unrecorded = [
+            memory
+            for memory_id, memory in current.items()
+            if unrecorded_change(change, memory, latest.get(memory_id), began)
+        ]
+        if unrecorded:
+            ids = [memory.id for memory in unrecorded]
+            log.info("recording the %s of %s, which a crash left without lineage", change.action, ids)
+            actor, now = Actor(change.agent, change.session), self._clock()
+            if change.action in ("retract", "expire"):
+                self.consolidation.record_retirement(
+                    scope,
+                    ids,
+                    change.action,
+                    resolver=change.resolver,
+                    reason=RECOVERED,
+                    resolution=f"{change.action} (recorded by the next start)",
+                    actor=actor,
+                    at=now,
+                )
+                self._corroboration.retire(scope, ids)
+            elif change.action == "restore":
+                store.add_lineage([restore_event(memory, actor, now, RECOVERED) for memory in unrecorded])
+                for memory in unrecorded:
+                    self.observe(memory)
+                    self._reopen_contradictions(memory)
+            else:
+                store.add_lineage(
+                    [
+                        LineageEvent.new(
+                            scope,
+                            "amend",
+                            memory.id,
+                            resolver=change.resolver,
+                            reason=f"{RECOVERED}: its tags are {list(memory.tags)} and its protection tier "
+                            f"{memory.protection_tier}; what they were is not known",
+                            agent_id=actor.agent_id,
+                            session_id=actor.session_id,
+                            at=now,
+                        )
+                        for memory in unrecorded
+                    ]
+                )
+        self._owed_done(number)
+
+    @contextmanager
+    def _changing(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        action: str,
+        resolver: str,
+        actor: Actor,
+        outcome: str | None = None,
+    ) -> Iterator[None]:
+        """Write down a change of status (or of tags and tier) whose lineage event is a commit of its own
+        after it, for the length of the block: a process killed between the two leaves it to the next
+        start, which records what was committed (``_finish_status_change``). A block that raises leaves it
+        written down too: the change may be committed already (its lineage is what failed)."""
+        number = self._begin_change(scope, memory_ids, action, resolver, actor, outcome)
+        yield
+        self._owed_done(number)
+
+    def _begin_change(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        action: str,
+        resolver: str,
+        actor: Actor,
+        outcome: str | None = None,
+    ) -> int | None:
+        """Write down a change of status or tags about to be committed (``_changing``); its number."""
+        entry = StatusChange(
+            scope,
+            tuple(memory_ids),
+            action,
+            resolver,
+            actor.agent_id,
+            actor.session_id,
+            self._clock().isoformat(),
+            outcome,
+        )
+        return self._write_down(entry, f"the {action} of {list(memory_ids)}")
+
+    def retract(
+        self, scope: Scope, memory_ids: Sequence[str], *, reason: str, resolution: str, actor: Actor
+    ) -> list[str]:
+        """Retract these memories of ``scope`` (``forget``), with lineage and their contradictions closed;
+        returns the ids whose status changed. Written down first: a crash between the retraction and its
+        lineage leaves it for the next start to record."""
+        with self._changing(scope, memory_ids, "retract", "forget", actor):
+            now = self._clock()
+            changed = self._store.retract(scope, memory_ids, now)
+            self.consolidation.record_retirement(
+                scope,
+                list(memory_ids),
+                "retract",
+                resolver="forget",
+                reason=reason,
+                resolution=resolution,
+                actor=actor,
+                at=now,
+            )
+        self._corroboration.retire(scope, list(memory_ids))
+        return changed
 
     def _mend_retirements(self, memory: MemoryRecord, replaces: str | None, actor: Actor) -> None:
         """What a crash cut off after a status change: the memories ``memory`` replaced that no lineage event
@@ -489,6 +636,8 @@ class WriteService:
                 raise WriteRefused(
                     f"the new content is the same as {replaces.id}'s: nothing to update. Pass the corrected text"
                 )
+            if guarded_from(replaces, prepared.record.agent_id):
+                return self._dispute_update(prepared, replaces, llm)
             # An update decides on the rows of both memories (an update of a restatement, or back to the text
             # it restated): what a remember decided about them is committed first.
             self._store.settle_supersedes([replaces.id, prepared.record.id])
@@ -510,6 +659,26 @@ class WriteService:
         if inserted is not None:
             self._owed_done_behind(behind, inserted.owed)
         return replace(result, redacted=prepared.redacted)
+
+    def _dispute_update(
+        self, prepared: Prepared, protected: MemoryRecord, llm: LanguageModel | None
+    ) -> WriteResult:
+        """Another agent's explicit update of a protected memory: stored as a memory of its own, beside the
+        protected one, disputing it (the pair open, the newer first in recall, the older marked), as another
+        agent's correction in words does. One write token must not make a protected fact, which its author
+        (and perhaps others) stated, vanish from recall: a trial's third agent replaced such a fact with a
+        false host, and the replacement took its tier. Its author can replace it; anyone may forget it."""
+        result = self.remember(prepared, llm=llm)
+        new = result.memory
+        if new.status == "active" and new.id != protected.id:
+            detail = f"{new.agent_id} asked to replace {protected.agent_id}'s protected memory"
+            self.consolidation.dispute(protected, new, detail)
+        said = (
+            f"{protected.id} is protected and was remembered by {protected.agent_id!r}: another agent's update "
+            f"does not replace it. This text is stored as {new.id} beside it, disputing it (recall shows both, "
+            f"this one first). {protected.agent_id!r} can replace it; or forget {protected.id} first"
+        )
+        return replace(result, note=f"{result.note}; {said}" if result.note else said)
 
     def amend(
         self,
@@ -561,18 +730,20 @@ class WriteService:
             if new_tier != current.protection_tier:
                 lasting = "; it no longer expires" if current.protection_tier == "ephemeral" else ""
                 said.append(f"its protection tier is now {new_tier} (was {current.protection_tier}){lasting}")
-            self._retag(current, new_tags, (new_tier, expires_at))
-            event = LineageEvent.new(
-                current.scope,
-                "amend",
-                current.id,
-                resolver="explicit",
-                reason=" and ".join(said),
-                agent_id=actor.agent_id,
-                session_id=actor.session_id,
-                at=self._clock(),
-            )
-            store.add_lineage([event])
+            outcome = tags_digest(new_tags, new_tier)
+            with self._changing(current.scope, [current.id], "amend", "explicit", actor, outcome):
+                self._retag(current, new_tags, (new_tier, expires_at))
+                event = LineageEvent.new(
+                    current.scope,
+                    "amend",
+                    current.id,
+                    resolver="explicit",
+                    reason=" and ".join(said),
+                    agent_id=actor.agent_id,
+                    session_id=actor.session_id,
+                    at=self._clock(),
+                )
+                store.add_lineage([event])
             amended = store.get_memories([current.id], current.scope).get(current.id, current)
         if (
             amended.protection_tier == "immutable" != current.protection_tier
@@ -760,7 +931,7 @@ class WriteService:
                 record = as_restored(existing, record)
             record = self.examined_as_written(record)
             new = self.embedded([record], self.preceding_contents([record]))[0]  # only what is new
-            owed = None
+            owed = restoring = None
             if record.consolidated_at is not None or replaces is not None:
                 owed = self._owe(
                     OwedConsolidation(record.scope, (record.id,), replaces.id if replaces else None)
@@ -775,6 +946,7 @@ class WriteService:
                         stored, added = self.take_restated(stored, record)
                         return self._attested(stored, record, added)
                 else:  # stated again after a retraction or purge: it is live again, with lineage
+                    restoring = self._begin_change(record.scope, [record.id], "restore", "remember", actor)
                     restored = store.restore_memory(new)
                     if restored is None:  # another remember of the same content restored it first
                         done = True  # that remember owes the consolidation
@@ -807,8 +979,9 @@ class WriteService:
                 done = True
                 return result
             finally:
-                if done:
+                if done:  # else left written down for the next start, with the restore if it began one
                     self._owed_done(owed)
+                    self._owed_done(restoring)
         else:
             stored, created = existing, False
             if replaces is not None and stored.status == "active":
@@ -824,10 +997,17 @@ class WriteService:
                     )
                 return WriteResult(stored, False, self._update(replaces, stored, actor))
             if replaces is not None and stored.status == "superseded":
-                # Back to an earlier text (an update reverted): that memory is active again and replaces.
-                revived = self._revive(stored, actor, "an explicit update restored it")
-                if revived is not None:
-                    return WriteResult(revived, False, self._update(replaces, revived, actor))
+                # Back to an earlier text (an update reverted): that memory is active again and replaces. Both
+                # in one write sequence, once the memory it replaces is read active there: an update refused
+                # after the revive would have left the earlier text active beside what stands (a review).
+                store.settle_supersedes([replaces.id, stored.id])
+                with store.exclusive():
+                    current = store.get_memories([replaces.id], replaces.scope).get(replaces.id)
+                    if current is None or current.status != "active":
+                        raise no_longer_active(replaces)
+                    revived = self._revive(stored, actor, "an explicit update restored it")
+                    if revived is not None:
+                        return WriteResult(revived, False, self._update(replaces, revived, actor))
             if stored.status == "superseded":
                 head = current_version(store, stored)
                 now = self._clock()
@@ -875,9 +1055,11 @@ class WriteService:
     def _revive(self, superseded: MemoryRecord, actor: Actor, reason: str) -> MemoryRecord | None:
         """A superseded memory active again, with a ``restore`` lineage record giving ``reason``; None when
         it is not superseded any more."""
-        revived = self._store.reactivate(superseded.scope, superseded.id, self._clock())
+        with self._changing(superseded.scope, [superseded.id], "restore", "remember", actor):
+            revived = self._store.reactivate(superseded.scope, superseded.id, self._clock())
+            if revived is not None:
+                self._store.add_lineage([restore_event(revived, actor, self._clock(), reason)])
         if revived is not None:
-            self._store.add_lineage([restore_event(revived, actor, self._clock(), reason)])
             self.observe(revived)
             self._reopen_contradictions(revived)
         return revived
@@ -911,22 +1093,20 @@ class WriteService:
         now = self._clock()
         changed = self._store.supersede(old.scope, [old.id], new.id, now)
         if not changed:
-            reason = f"{old.id} is no longer active (another write superseded or forgot it meanwhile)"
+            refused = no_longer_active(old)
             if withdraw and self._store.retract(new.scope, [new.id], now):
                 self.consolidation.record_retirement(
                     new.scope,
                     [new.id],
                     "retract",
                     resolver="explicit",
-                    reason=f"the explicit update it was written for was refused: {reason}",
+                    reason=f"the explicit update it was written for was refused: {refused.reason}",
                     resolution="explicit update refused",
                     actor=actor,
                     at=now,
                 )
                 self._corroboration.retire(new.scope, [new.id])
-            raise WriteRefused(
-                f"{reason}: nothing was changed. Recall again and update the memory that is current"
-            )
+            raise refused
         self.consolidation.record_retirement(
             old.scope,
             changed,
@@ -1089,7 +1269,10 @@ class WriteService:
         vectors = {memory_id: as_array(new.vector) for memory_id, new in news.items()}
         authors = {record.id: Actor(record.agent_id, record.session_id) for record in written}
         with unmarked_on_failure(store, [record.id for record in written if record.id in stored]):
-            if losers:  # inside: a failure here must not leave the batch stamped as examined
+            # Only the near-duplicates this batch stored superseded: one another writer stored first stays
+            # as it is (active), and no event may say otherwise (a review).
+            superseded = {loser: survivor for loser, survivor in losers.items() if loser in stored}
+            if superseded:  # inside: a failure here must not leave the batch stamped as examined
                 store.add_lineage(
                     [
                         LineageEvent.new(
@@ -1103,10 +1286,10 @@ class WriteService:
                             session_id=authors[survivor_id].session_id,
                             at=now,
                         )
-                        for loser_id, survivor_id in losers.items()
+                        for loser_id, survivor_id in superseded.items()
                     ]
                 )
-                self.inherit(scope, [loser for loser in losers if loser in stored])  # their tags
+                self.inherit(scope, list(superseded))  # their tags
             for record in written:
                 if record.id not in stored:
                     results.setdefault(record.id, self._remember(record, llm))
@@ -1420,18 +1603,19 @@ class WriteService:
     def expire(self, scope: Scope, memory_ids: Sequence[str]) -> list[str]:
         """Retract these ephemeral memories of ``scope`` past their time, with lineage (the maintenance
         rounds, and a remember that states one again); returns the ids that changed."""
-        now = self._clock()
-        changed = self._store.retract_expired(scope, memory_ids, now)
-        self.consolidation.record_retirement(
-            scope,
-            changed,
-            "expire",
-            resolver="expiry",
-            reason="ephemeral memory past its expiry",
-            resolution="expired",
-            actor=Actor("memoria", "upkeep"),
-            at=now,
-        )
+        now, upkeep = self._clock(), Actor("memoria", "upkeep")
+        with self._changing(scope, memory_ids, "expire", "expiry", upkeep):
+            changed = self._store.retract_expired(scope, memory_ids, now)
+            self.consolidation.record_retirement(
+                scope,
+                changed,
+                "expire",
+                resolver="expiry",
+                reason="ephemeral memory past its expiry",
+                resolution="expired",
+                actor=upkeep,
+                at=now,
+            )
         self._corroboration.retire(scope, changed)
         return changed
 
@@ -1617,6 +1801,39 @@ def current_version(store: MemoryStore, memory: MemoryRecord) -> MemoryRecord:
     """Follow ``replaced_by`` to the memory that is authoritative now."""
     *_, head = [memory, *successors(store, memory)]
     return head
+
+
+def guarded_from(memory: MemoryRecord, agent_id: str) -> bool:
+    """Whether an explicit update by ``agent_id`` may not replace ``memory``: a protected memory another
+    agent remembered (``_dispute_update``)."""
+    return memory.protection_tier == "protected" and memory.agent_id != agent_id
+
+
+RECOVERED = "committed before a crash cut off its lineage; recorded by the next start"
+# What leaves a memory inactive: the event a restore follows.
+RETIRING_ACTIONS = frozenset({"retract", "expire", "supersede", "revise", "absorb", "reword", "purge"})
+
+
+def tags_digest(tags: Sequence[str], tier: str) -> str:
+    """A digest of a memory's tags and protection tier: what an amend's journal entry holds of them (a
+    purge must be able to erase the tags themselves)."""
+    return hashlib.sha256("\x1f".join([tier, *tags]).encode("utf-8")).hexdigest()[:32]
+
+
+def unrecorded_change(
+    change: StatusChange, memory: MemoryRecord, latest: LineageEvent | None, began: datetime
+) -> bool:
+    """Whether ``change`` is committed on ``memory`` and no lineage event records it: retracted (or expired)
+    with a last event that is no retraction; active again with a last event that retired it; amended
+    (its tags and tier as the change wrote them) with no amend event since the change began."""
+    if change.action in ("retract", "expire"):
+        return memory.status == "retracted" and (latest is None or latest.action not in ("retract", "expire"))
+    if change.action == "restore":
+        return memory.status == "active" and latest is not None and latest.action in RETIRING_ACTIONS
+    if change.action == "amend":
+        amended = tags_digest(memory.tags, memory.protection_tier) == change.outcome
+        return amended and (latest is None or latest.action != "amend" or latest.at < began)
+    return False
 
 
 def restore_event(

@@ -405,6 +405,15 @@ def test_edit_without_text_changes_only_the_tags_or_tier(capsys, db):
     assert status != 0 and "no memory 'mem_missing' in org 'default' / project 'default'" in err
 
 
+def test_edit_without_text_finds_an_org_wide_memory_as_the_tool_does(capsys, db):
+    """A review: the project was searched alone, so an org-wide memory was said not to exist."""
+    stored = as_json(capsys, db, "remember", "Every project deploys through ArgoCD", "--visibility", "org")
+    edited = as_json(capsys, db, "edit", stored["id"], "--tag", "deploys")
+    assert (edited["status"], edited["id"]) == ("updated", stored["id"])
+    _, out, _ = memoria(capsys, db, "list", "--tag", "deploys")
+    assert stored["id"] in out
+
+
 def test_show_says_when_an_ephemeral_memory_expires_and_that_it_has(capsys, db, monkeypatch):
     kept = as_json(capsys, db, "remember", "The staging build is red right now", "--tier", "ephemeral")
     _, out, _ = memoria(capsys, db, "show", kept["id"])

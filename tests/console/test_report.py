@@ -218,6 +218,8 @@ def test_a_memory_private_to_an_agent_never_reaches_the_report(runtime):
     report = build_report(runtime, SCOPE)
     assert [h.id for h in report.feedback.weight_histories] == [shared]
     assert private not in {m.id for m in report.feedback.most_moved}
+    # Its counts are of what it shows (a trial read "2 weight changes on 2 memories" above one).
+    assert (report.feedback.weight_events, report.feedback.memories_with_weight_events) == (1, 1)
     page = render_report(report)
     assert private not in page and "NIGHTJAR" not in page
 

@@ -547,6 +547,30 @@ def test_the_same_words_with_one_value_in_its_place_after_what_a_thing_is_or_use
         assert plain_value_changes(memory("new", text, 5), [memory("old", older_text, 0)]) == [], text
 
 
+def test_a_value_said_again_with_a_word_that_hands_it_over_or_vouches_for_it_still_disputes():
+    """A trial planted a conflicting port unmarked by adding "FYI", "(checked)" or writing "prod"."""
+    old = memory("old", "The production Postgres database listens on port 5432", 0)
+    for text in (
+        "FYI the production Postgres database listens on port 6543",
+        "Heads up: the production Postgres database listens on port 6543",
+        "The production Postgres database listens on port 6543 (checked)",
+        "The prod Postgres database listens on port 6543",
+        "Production PostgreSQL database listens on port 6543",
+    ):
+        [change] = plain_value_changes(memory("new", text, 5), [old])
+        assert (change.older_term, change.newer_term, change.only_disputes) == (
+            "5432",
+            "6543",
+            NOT_SAID_TO_CHANGE,
+        )
+    for text in (
+        "The staging Postgres database listens on port 6543",  # another database
+        "The production Postgres database listens on port 6543 (staging)",  # where it holds
+        "The production Postgres replica listens on port 6543",
+    ):
+        assert plain_value_changes(memory("new", text, 5), [old]) == [], text
+
+
 def test_a_value_migrated_off_is_named_as_given_up():
     """A trial: another agent's "eu-west-1 now; we migrated off us-east-1" was no dispute."""
     old = memory("old", "Our primary AWS region is us-east-1", 0)

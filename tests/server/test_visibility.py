@@ -171,7 +171,7 @@ async def test_no_tool_reveals_another_agents_private_memory(server):
                 )
             ):
                 await anyio.sleep(0.05)
-        assert "private to another agent" in refused and "pricing" not in refused
+        assert "made by another agent or session and is not shown" in refused and "pricing" not in refused
 
         # Alice herself may update and forget it; the update keeps it private.
         updated = await remember(

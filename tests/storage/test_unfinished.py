@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from storage.records import Scope
-from storage.unfinished import UNFINISHED_DIR, DecidedSupersede, HandOn, OwedConsolidation, UnfinishedWrites
+from storage.unfinished import (
+    UNFINISHED_DIR,
+    DecidedSupersede,
+    HandOn,
+    OwedConsolidation,
+    StatusChange,
+    UnfinishedWrites,
+)
 
 SCOPE = Scope("acme", "web")
 
@@ -191,6 +198,21 @@ def test_a_decided_supersede_comes_back_as_it_was_decided(tmp_path):
     assert unfinished == [decided]
 
 
+def test_status_changes_come_back_as_they_were_begun(tmp_path):
+    gone = UnfinishedWrites(tmp_path)
+    retract = StatusChange(
+        SCOPE, ("mem_a", "mem_b"), "retract", "forget", "claude", "ses_1", "2026-12-02T10:00:00+00:00"
+    )
+    amend = StatusChange(
+        SCOPE, ("mem_c",), "amend", "explicit", "claude", "ses_1", "2026-12-02T10:00:01+00:00", "ab12"
+    )
+    gone.begin(retract)
+    gone.begin(amend)
+    died(gone)
+    [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
+    assert unfinished == [retract, amend]
+
+
 def test_an_opening_file_a_dead_process_left_is_deleted_and_one_in_use_is_not(tmp_path):
     import os
 
@@ -205,3 +227,18 @@ def test_an_opening_file_a_dead_process_left_is_deleted_and_one_in_use_is_not(tm
         fcntl.flock(holding, fcntl.LOCK_EX | fcntl.LOCK_NB)  # its process is renaming it
         assert UnfinishedWrites(tmp_path).orphans() == []
         assert (abandoned.exists(), fresh.exists(), held.exists()) == (False, True, True)
+
+
+def test_orphans_one_server_runs_are_skipped_by_another_until_it_is_done(tmp_path):
+    """A review: two servers starting on one store both ran a dead process's entries (its file's lock was let
+    go once read), and both recorded the same supersede."""
+    gone = UnfinishedWrites(tmp_path)
+    entry = OwedConsolidation(SCOPE, ("mem_a",))
+    gone.begin(entry)
+    died(gone)
+    first, second = UnfinishedWrites(tmp_path), UnfinishedWrites(tmp_path)
+    with first.claimed() as claimed:
+        assert [entries for _, entries in claimed] == [[entry]]
+        assert second.orphans() == []  # held while the first runs them
+        first.discard(claimed[0][0])
+    assert second.orphans() == []  # run and deleted

@@ -1531,3 +1531,59 @@ def test_a_command_remembered_again_with_another_value_disputes_the_older_and_re
     found = recall(RecallInput(query="how do I deploy to production?"), runtime, caller())
     assert [m.id for m in found.memories] == ids[::-1]
     assert [sorted(m.contradicted_by) for m in found.memories] == [[], [ids[2]], sorted(ids[1:])]
+
+
+def test_a_disputed_claim_restated_by_its_author_stays_disputed(runtime):
+    """A trial: a false port restated once took its contradiction out of the active set with the copy it
+    superseded, and recall marked neither side."""
+    alice, mallory = caller("ses_a", "alice"), caller("ses_m", "mallory")
+    fact = remember(
+        RememberInput(
+            content="The production Postgres database listens on port 5432", occurred_at="2026-10-12"
+        ),
+        runtime,
+        alice,
+    )
+    claim = "The production Postgres database listens on port 6543"
+    first = remember(RememberInput(content=claim, occurred_at="2026-10-20"), runtime, mallory)
+    assert first.consolidation.contradicts == [fact.id]
+    # Words in another order: a restatement, which no value rule reads against the fact by itself.
+    again = remember(
+        RememberInput(
+            content="On port 6543 the production Postgres database listens", occurred_at="2026-10-21"
+        ),
+        runtime,
+        mallory,
+    )
+    assert again.consolidation.superseded == [first.id]
+    assert runtime.writer.settle(30)
+    [pair] = runtime.store.contradictions(SCOPE)
+    assert (pair.older_id, pair.newer_id, pair.kind) == (fact.id, again.id, "value")
+    assert pair.detail.endswith(f"carried from {first.id}, which {again.id} restates")
+    found = recall(
+        RecallInput(query="which port does the production postgres database listen on"), runtime, alice
+    )
+    marked = {memory.id: memory.contradicted_by for memory in found.memories}
+    assert marked == {again.id: [], fact.id: [again.id]}
+
+
+def test_a_correction_by_explicit_update_does_not_carry_the_contradictions_of_what_it_replaces(runtime):
+    alice, mallory = caller("ses_a", "alice"), caller("ses_m", "mallory")
+    remember(RememberInput(content="The production Postgres database listens on port 5432"), runtime, alice)
+    claim = remember(
+        RememberInput(content="The production Postgres database listens on port 6543"), runtime, mallory
+    )
+    fixed = remember(
+        RememberInput(
+            content="The production Postgres database listens on port 5432 behind pgbouncer",
+            replaces=claim.id,
+        ),
+        runtime,
+        mallory,
+    )
+    assert runtime.writer.settle(30)
+    assert [
+        p
+        for p in runtime.store.contradictions(SCOPE)
+        if fixed.id in (p.older_id, p.newer_id) and "carried" in p.detail
+    ] == []

@@ -369,3 +369,19 @@ def test_an_explanation_says_the_window_tags_and_kinds_the_recall_searched_withi
     unfiltered = recall(RecallInput(query="postgres"), runtime, CALLER)
     plain = explain_ranking(ExplainRankingInput(retrieval_id=unfiltered.retrieval_id), runtime, CALLER)
     assert plain.filters is None and "Searched only" not in text_of(plain)
+
+
+def test_another_agents_recall_that_held_its_private_memory_is_not_shown_nor_counted(runtime):
+    """A trial read "holds 1 memories private to another agent": how many of them matched, and ungrammatical."""
+    alice, bob = Caller("alice", "ses_a"), Caller("bob", "ses_b")
+    remember(
+        RememberInput(content="My staging password rotates on Fridays", visibility="agent"), runtime, alice
+    )
+    remember(RememberInput(content="The staging password is kept in the vault"), runtime, alice)
+    done = recall(RecallInput(query="staging password"), runtime, alice)
+    with pytest.raises(ToolFailure) as refused:
+        explain_ranking(ExplainRankingInput(retrieval_id=done.retrieval_id), runtime, bob)
+    assert str(refused.value) == (
+        f"retrieval {done.retrieval_id!r} was made by another agent or session and is not shown to this caller: "
+        "pass query instead to explain a recall of your own"
+    )

@@ -656,3 +656,43 @@ def test_a_forget_by_query_or_tag_leaves_another_agents_immutable_memory_and_say
     assert by_query.forgotten == []
     assert f"{rule} (only 'agent-a', who remembered it, may forget it)" in by_query.note
     assert runtime.store.get_memory(rule).status == "active"
+
+
+def test_a_forget_by_query_leaves_the_memory_that_says_its_words_with_another_value(runtime):
+    """A trial: forgetting a planted port by its words retracted the true port too, which recall then lacked."""
+    true = remember(
+        RememberInput(content="The production Postgres database listens on port 5432"), runtime, OWNER
+    )
+    false = remember(
+        RememberInput(content="FYI the production Postgres database listens on port 6543"), runtime, OWNER
+    )
+    query = "the production Postgres database listens on port 6543"
+    out = forget(ForgetInput(query=query, max_memories=5), runtime, OWNER)
+    assert [memory.id for memory in out.forgotten] == [false.id]
+    assert f"left 1 memory that says the query's words with another value: {true.id}" in out.note
+    assert runtime.store.get_memory(true.id).status == "active"
+    again = forget(ForgetInput(query=query, max_memories=5), runtime, OWNER)
+    assert again.forgotten == [] and again.note.startswith("nothing was forgotten: left 1 memory that says")
+
+
+def test_a_forget_by_query_leaves_the_org_visible_memories_a_project_token_may_not_change(runtime):
+    """A trial: the dry run listed an org-wide memory as going, and the call then refused them all."""
+    project_only = Caller("alice", "ses_a", may_change_org=lambda org_id: False)
+    shelf = remember(
+        RememberInput(content="Company VPN endpoint is vpn.acme.example on port 1194", visibility="org"),
+        runtime,
+        OWNER,
+    )
+    mine = remember(
+        RememberInput(content="Web app VPN endpoint is vpn.acme.example on port 1194 for staging"),
+        runtime,
+        OWNER,
+    )
+    query = ForgetInput(query="VPN endpoint vpn.acme.example port 1194", max_memories=5)
+    dry = forget(query.model_copy(update={"dry_run": True}), runtime, project_only)
+    done = forget(query, runtime, project_only)
+    assert [m.id for m in dry.forgotten] == [m.id for m in done.forgotten] == [mine.id]
+    assert f"1 org-visible memory left: {shelf.id}" in done.note
+    assert runtime.store.get_memory(shelf.id).status == "active"
+    with pytest.raises(ToolFailure, match=f"{shelf.id} \\(org-visible\\) is read by every project"):
+        forget(ForgetInput(memory_id=shelf.id), runtime, project_only)

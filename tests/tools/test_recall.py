@@ -447,6 +447,21 @@ def test_a_recall_in_a_project_that_holds_nothing_says_so_and_names_it(runtime):
     assert unrelated.note.startswith("nothing relevant was found: no memory matched the query")
 
 
+def test_a_recall_in_a_project_that_reads_only_the_orgs_shelf_does_not_say_it_may_read_nothing(runtime):
+    """A trial: an org-wide memory was readable in a new project, and an unrelated query there said nothing
+    was stored that the caller may read."""
+    remember(
+        RememberInput(content="Company VPN endpoint is vpn.acme.example", visibility="org"), runtime, CALLER
+    )
+    miss = recall(RecallInput(query="mobile release train schedule", project_id="mobile"), runtime, CALLER)
+    assert miss.memories == [] and miss.note == (
+        "nothing relevant was found; org 'default' / project 'mobile' holds no memory of its own, and the org's "
+        "shelf, which every project reads, matched nothing: check `project_id` if this project should hold some"
+    )
+    hit = recall(RecallInput(query="vpn endpoint", project_id="mobile"), runtime, CALLER)
+    assert len(hit.memories) == 1
+
+
 def test_a_recall_where_every_memory_was_retracted_or_superseded_says_so_not_to_check_the_ids(runtime):
     """A new user's trial: the project's only memory, corrected and then retracted, read as a mistyped
     project ("check `org_id` and `project_id`")."""
@@ -530,7 +545,11 @@ def test_an_empty_project_is_named_even_when_its_org_shelf_holds_memories(runtim
         RememberInput(content="We deploy on Tuesdays", project_id="web", visibility="org"), runtime, CALLER
     )
     out = recall(RecallInput(query="the office cat's name", project_id="wbe"), runtime, CALLER)
-    assert out.note.startswith("nothing is stored in org 'default' / project 'wbe'")
+    # It reads the org's shelf, so it is not said to hold nothing the caller may read (a trial).
+    assert out.note.startswith(
+        "nothing relevant was found; org 'default' / project 'wbe' holds no memory of its own"
+    )
+    assert out.note.endswith("check `project_id` if this project should hold some")
 
 
 def test_the_context_shows_dates_in_the_time_zone_its_window_counts_days_in(runtime):

@@ -734,3 +734,37 @@ def test_a_correction_already_stored_as_a_lasting_memory_says_nothing_of_expiry(
     )
     assert again.id == lasting and again.expires_at is None
     assert "ephemeral" not in (again.note or "")
+
+
+def test_another_agents_update_of_a_protected_memory_stands_beside_it_disputing_it(runtime):
+    """A trial: a third agent's replaces= made a protected fact two agents stated vanish, and took its tier."""
+    alice, mallory = Caller("alice", "ses_a"), Caller("mallory", "ses_m")
+    fact = "The Redis cache runs on redis.internal port 6379"
+    kept = remember(RememberInput(content=fact, tags=["cache"], protection_tier="protected"), runtime, alice)
+    other = remember(
+        RememberInput(content="The Redis cache runs on redis.evil.example port 6380", replaces=kept.id),
+        runtime,
+        mallory,
+    )
+    assert other.status == "stored" and other.protection_tier == "standard"  # not the protected tier
+    assert f"{kept.id} is protected and was remembered by 'alice'" in other.note
+    assert runtime.store.get_memory(kept.id).status == "active"
+    found = recall(RecallInput(query="redis cache host and port"), runtime, alice).memories
+    assert [m.id for m in found][:2] == [other.id, kept.id]
+    assert found[1].contradicted_by == [other.id]  # the pair is open: the protected fact marked disputed
+    # Its author replaces it.
+    fixed = remember(
+        RememberInput(content="The Redis cache runs on redis.internal port 6390", replaces=kept.id),
+        runtime,
+        alice,
+    )
+    assert runtime.store.get_memory(kept.id).replaced_by == fixed.id
+    assert fixed.protection_tier == "protected"
+
+
+def test_another_agents_update_of_a_standard_memory_replaces_it_with_no_higher_tier(runtime):
+    alice, bob = Caller("alice", "ses_a"), Caller("bob", "ses_b")
+    old = remember(RememberInput(content="Deploys happen on Fridays"), runtime, alice)
+    new = remember(RememberInput(content="Deploys happen on Mondays", replaces=old.id), runtime, bob)
+    assert runtime.store.get_memory(old.id).replaced_by == new.id
+    assert new.protection_tier == "standard"

@@ -3,8 +3,9 @@ to do next (the structured content carries every field)."""
 
 import math
 
+from tools.forget import ForgetOutput
 from tools.report_outcome import ReportOutcomeOutput, WeightUpdate
-from tools.result_text import outcome_text
+from tools.result_text import forget_text, outcome_text
 
 
 def report(*updates: WeightUpdate) -> ReportOutcomeOutput:
@@ -65,3 +66,17 @@ def test_a_report_lists_the_named_memories_and_the_largest_context_moves_and_cou
         "21 more memories of the contexts moved by smaller shares (at most 0.289065): the structured content's "
         "`updated` lists every one."
     ]
+
+
+def test_a_dry_run_that_would_take_nothing_says_so_and_why():
+    """A trial read "Dry run: 0 memories would be retracted" above a note that no memory had the tag."""
+    out = ForgetOutput(
+        mode="retract",
+        dry_run=True,
+        forgotten=[],
+        note="nothing was forgotten: no active memory has the tag 'x'",
+    )
+    assert (
+        forget_text(out)
+        == "Dry run: nothing would be retracted.\nnothing was forgotten: no active memory has the tag 'x'"
+    )

@@ -1090,3 +1090,91 @@ def test_a_remember_waiting_for_the_queue_of_supersedes_does_not_wait_for_the_co
         assert committed_chain(runtime, old, new) == [("superseded", new.id), ("active", None)]
     finally:
         compacting.__exit__(None, None, None)
+
+
+def test_an_update_back_to_an_earlier_text_refused_because_its_memory_was_forgotten_revives_nothing(runtime):
+    from tools.forget import ForgetInput, forget
+    from tools.remember import draft_of
+    from writing.service import WriteRefused
+
+    earlier = said(runtime, "The API gateway listens on port 8080").id
+    current = said(runtime, "The API gateway listens on port 9090", replaces=earlier).id
+    read = runtime.store.get_memory(current)  # the caller read it active ...
+    forget(ForgetInput(memory_id=current), runtime, CALLER)  # ... and another caller forgot it meanwhile
+    again = RememberInput(content="The API gateway listens on port 8080", replaces=current)
+    with pytest.raises(WriteRefused, match="is no longer active"):
+        runtime.writer.remember(
+            runtime.writer.prepare(draft_of(again, runtime, CALLER)), llm=None, replaces=read
+        )
+    # Nothing was changed: the earlier text stays superseded, and no event says it was restored.
+    assert runtime.store.get_memory(earlier).status == "superseded"
+    actions = [
+        e.action
+        for e in runtime.store.lineage(Scope("default", "default"), [earlier])
+        if e.memory_id == earlier
+    ]
+    assert actions == ["supersede"]
+
+
+class StoredMeanwhile(RecordingEmbedder):
+    """While a batch of two is embedded (after its look-up of stored ids, before its insert), the first
+    item's text is remembered by the same agent in another thread."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text, self.runtime, self.fired = text, None, False
+
+    def embed_documents(self, texts):
+        if not self.fired and len(texts) == 2:
+            self.fired = True
+            other = threading.Thread(
+                target=remember, args=(RememberInput(content=self.text), self.runtime, CALLER)
+            )
+            other.start()
+            other.join(TIMEOUT)
+        return super().embed_documents(texts)
+
+
+def test_a_batch_near_duplicate_another_writer_stored_first_gets_no_event_saying_it_was_superseded(settings):
+    loser, survivor = (
+        "the staging deploy runs every friday afternoon",
+        "The staging deploy runs every Friday afternoon.",
+    )
+    embedder = StoredMeanwhile(loser)
+    runtime = make_runtime(settings, embedder=embedder)
+    embedder.runtime = runtime
+    try:
+        items = [BatchItem(content=loser), BatchItem(content=survivor)]
+        first, _ = remember_many(RememberManyInput(items=items), runtime, CALLER).results
+        assert runtime.writer.settle(TIMEOUT)
+        assert runtime.store.get_memory(first.id).status == "active"  # stored by the other writer
+        events = runtime.store.lineage(Scope("default", "default"), [first.id])
+        assert [e.resolver for e in events if e.memory_id == first.id] == []  # before: "rules:intra-batch"
+    finally:
+        runtime.close()
+
+
+def test_a_claim_whose_restatement_is_still_being_committed_marks_nothing_disputed_but_its_restatement(
+    runtime,
+):
+    """A trial read "DISPUTED by newer" ids of copies recall no longer showed, before their supersede landed."""
+    from tools.recall import RecallInput, recall
+
+    fact = said(runtime, "The production Postgres database listens on port 5432")
+    claim = said(runtime, "The production Postgres database listens on port 6543")
+    gated = GatedSupersede(runtime)
+    again = said(
+        runtime, "FYI the production Postgres database listens on port 6543"
+    )  # answered, commit held
+    assert again.consolidation.superseded == [claim.id]
+    context = recall(
+        RecallInput(query="which port does the production postgres database listen on"), runtime, CALLER
+    )
+    marks = {memory.id: memory.contradicted_by for memory in context.memories}
+    assert marks == {again.id: [], fact.id: [again.id]}
+    gated.gate.set()
+    assert runtime.writer.settle(TIMEOUT)
+    context = recall(
+        RecallInput(query="which port does the production postgres database listen on"), runtime, CALLER
+    )
+    assert {memory.id: memory.contradicted_by for memory in context.memories} == marks

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from retrieval.contradictions import is_value
+from retrieval.contradictions import is_value, written_out
 from retrieval.text import (
     content_terms,
     light_stem,
@@ -75,6 +75,9 @@ class Statement:
 
     @classmethod
     def of(cls, text: str) -> Statement:
+        # What it states: "FYI", "(checked)" and "prod" for "production" say nothing more (a trial's four
+        # rewordings of one claim by one agent stood as four memories, outnumbering the fact they denied).
+        text = written_out(text)
         words = frozenset(content_terms(text))
         sides = negation_sides(text)
         if sides is None:

@@ -79,6 +79,10 @@ class SupersedeBehind(Protocol):
     ) -> list[str]: ...
 
 
+# The actions by which a memory says again what the one it supersedes said: its contradictions go on to it.
+RESTATING = frozenset({"supersede", "absorb", "reword"})
+
+
 class ConsolidationStore(CandidateSource, Protocol):
     """What consolidation needs from the store (``storage.store.MemoryStore`` implements it): the
     candidate searches, plus reads and status changes."""
@@ -114,6 +118,10 @@ class ConsolidationStore(CandidateSource, Protocol):
     def resolve_contradictions(
         self, scope: Scope, memory_ids: Sequence[str], resolution: str, at: datetime
     ) -> int: ...
+
+    def contradictions(
+        self, scope: Scope, *, status: str | None = "open", memory_ids: Sequence[str] | None = None
+    ) -> list[ContradictionRecord]: ...
 
 
 @dataclass(frozen=True)
@@ -779,10 +787,13 @@ class ConsolidationService:
         related_id: str | None = None,
     ) -> None:
         """What every memory that just left the active set needs (superseded, forgotten, expired): a
-        lineage event each, and its open contradictions closed with ``resolution``. The caller tells the
-        cluster cache."""
+        lineage event each, and its open contradictions closed with ``resolution``; those of a memory
+        restated by ``related_id`` go on to it (``_carry_contradictions``). The caller tells the cluster
+        cache."""
         if not memory_ids:
             return
+        restated = related_id is not None and action in RESTATING and resolver != "explicit"
+        carried = self._store.contradictions(scope, memory_ids=memory_ids) if restated else []
         self._store.add_lineage(
             self.retirement_events(
                 scope,
@@ -796,6 +807,59 @@ class ConsolidationService:
             )
         )
         self._store.resolve_contradictions(scope, memory_ids, resolution, at)
+        if carried and related_id is not None:
+            self._carry_contradictions(scope, carried, set(memory_ids), related_id, at)
+
+    def _carry_contradictions(
+        self,
+        scope: Scope,
+        pairs: Sequence[ContradictionRecord],
+        restated: AbstractSet[str],
+        survivor_id: str,
+        at: datetime,
+    ) -> None:
+        """The open pairs of memories ``survivor_id`` restates, opened again with it in their place: a claim
+        disputed (or disputing) stays so once its author says it again in other words. Before, the restated
+        copy took its contradiction out of the active set with it, and recall marked neither side (a trial: a
+        false port, restated once, stood unmarked above the fact it contradicted). Each pair is ordered by the
+        memories' times, as the rules order it."""
+        others = {
+            pair.newer_id if pair.older_id in restated else pair.older_id: pair
+            for pair in pairs
+            if (pair.older_id in restated) != (pair.newer_id in restated)
+        }
+        others.pop(survivor_id, None)
+        if not others:
+            return
+        current = self._store.get_memories([survivor_id, *others], scope)
+        survivor = current.get(survivor_id)
+        if survivor is None or survivor.status != "active":
+            return
+        records = []
+        for other_id, pair in others.items():
+            other = current.get(other_id)
+            if other is None or other.status != "active":
+                continue
+            older, newer = sorted((survivor, other), key=lambda memory: (memory.created_at, memory.id))
+            gone = pair.older_id if pair.older_id != other_id else pair.newer_id
+            records.append(
+                ContradictionRecord.detected(
+                    scope,
+                    older.id,
+                    newer.id,
+                    kind=pair.kind,
+                    detail=f"{pair.detail}; carried from {gone}, which {survivor_id} restates",
+                    similarity=pair.similarity,
+                    at=at,
+                )
+            )
+        for record in self._store.put_contradictions(records):
+            self._contradicted(scope, record.older_id, record.newer_id)
+
+    def dispute(self, older: MemoryRecord, newer: MemoryRecord, detail: str) -> None:
+        """``newer`` disputes ``older`` by its writer's word (an explicit update that may not replace it):
+        the pair is open, as a contradiction the rules found would be."""
+        self._record_contradiction(older, newer, "update", detail)
 
     def _record_contradiction(
         self,
