@@ -267,7 +267,7 @@ def configured_model(settings: Settings) -> LanguageModel | None:
 
 def caller_for(args: argparse.Namespace, *, agent: str = CLI_AGENT) -> Caller:
     session = getattr(args, "session", None) or f"{CLI_SESSION_PREFIX}{secrets.token_hex(6)}"
-    return Caller(agent_id=getattr(args, "agent", None) or agent, session_id=session)
+    return Caller(agent_id=getattr(args, "agent", None) or agent, session_id=session, person=True)
 
 
 def scope_of(args: argparse.Namespace) -> dict[str, Any]:

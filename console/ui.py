@@ -39,7 +39,7 @@ class UiServer:
     def __init__(self, runtime: Runtime, *, port: int = 0, token: str | None = None) -> None:
         self.runtime = runtime
         self.token = token or secrets.token_urlsafe(24)
-        self.caller = Caller(agent_id="ui", session_id=f"ses_ui_{secrets.token_hex(6)}")
+        self.caller = Caller(agent_id="ui", session_id=f"ses_ui_{secrets.token_hex(6)}", person=True)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None

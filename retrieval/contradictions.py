@@ -594,7 +594,11 @@ _TOKEN = re.compile(r"\w+")
 # leading word that only hands the statement over, an aside in brackets that only vouches for it (not one
 # that says where it holds: "(staging)"), an article, and the short forms of a few words every team uses.
 _HANDED_OVER = re.compile(
-    r"^\s*(?:fyi|btw|psa|heads[\s-]+up|reminder|confirmed|note\s*:)[\s:,.\-\u2013\u2014]*", re.IGNORECASE
+    # "Confirmed", "Reminder" and "Note" only as a label (a colon, a comma or a dash after them): "Confirmed
+    # bookings are held 48 hours" is about confirmed bookings (a review).
+    r"^\s*(?:(?:fyi|btw|psa|heads[\s-]+up)\b[\s:,.\-\u2013\u2014]*|"
+    r"(?:confirmed|reminder|note)\s*[:,\-\u2013\u2014]\s*)",
+    re.IGNORECASE,
 )
 _VOUCHED = re.compile(
     r"\s*\(\s*(?:checked|verified|confirmed|double[\s-]checked|tested|afaik|iirc|as\s+of\s+today)\s*\)",
@@ -609,11 +613,15 @@ _SHORT_FORMS = {
     "repo": "repository",
     "k8s": "kubernetes",
     "postgresql": "postgres",
-    "pg": "postgres",
 }
 
 
-_SHORT_FORM = re.compile(r"\b(?:" + "|".join(_SHORT_FORMS) + r")\b", re.IGNORECASE)
+# A short form as a word of its own, never inside a name: "db-1", "registry.k8s.io", ".env", "config.yaml" and
+# `pg_dump` are other things than "database-1" or "registry.kubernetes.io" (a review saw one host's backups
+# merged into another's). A full stop after it ends a sentence only when nothing follows it.
+_SHORT_FORM = re.compile(
+    r"(?<![\w.\-/=:`@])(?:" + "|".join(_SHORT_FORMS) + r")(?![\w\-/=:`@])(?!\.\w)", re.IGNORECASE
+)
 
 
 def written_out(text: str) -> str:

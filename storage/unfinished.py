@@ -109,6 +109,9 @@ class StatusChange:
     session: str
     began: str
     outcome: str | None = None
+    # A restore made for an explicit update back to an earlier text: the memory it then replaces (the
+    # next start finishes that update once the restore is committed).
+    replaces: str | None = None
 
 
 Unfinished = HandOn | OwedConsolidation | DecidedSupersede | StatusChange
@@ -290,6 +293,7 @@ def _fields(entry: Unfinished) -> dict[str, object]:
             "memories": list(entry.memory_ids),
             **{name: getattr(entry, name) for name in _STATUS_NAMES},
             "outcome": entry.outcome,
+            "replaces": entry.replaces,
         }
     if isinstance(entry, DecidedSupersede):
         return {
@@ -341,6 +345,7 @@ def _entry(fields: dict[str, object]) -> Unfinished:
             session,
             began,
             None if outcome is None else str(outcome),
+            None if fields.get("replaces") is None else str(fields["replaces"]),
         )
     replaces = fields.get("replaces")
     return OwedConsolidation(

@@ -257,6 +257,9 @@ class Caller:
     llm: LanguageModel | None = None
     may_change_org: Callable[[str], bool] = field(default=lambda org_id: True, compare=False)
     remote: bool = False  # a bearer token's holder: the server's own paths are not theirs to see
+    # A person at this machine (the command line, the page): trusted to correct any memory it may update,
+    # where an agent's update of another agent's protected memory only disputes it.
+    person: bool = False
     # The connection's session before this one (reported, then ended by the next task): a report on a
     # session that recalled nothing, right after, was most likely meant to change that one's.
     previous_session: str | None = None

@@ -307,7 +307,8 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
     try:
         if old is not None and prepared.record.id == old.id and {"tags", "protection_tier"} & given:
             return amended(runtime, old, prepared, args)  # the same text: only its tags or tier change
-        out = output_of(runtime.writer.remember(prepared, llm=caller.llm, replaces=old), args)
+        written = runtime.writer.remember(prepared, llm=caller.llm, replaces=old, by_person=caller.person)
+        out = output_of(written, args)
         if old is None and (lasting := made_lasting(runtime, out, prepared, args)) is not None:
             return lasting
     except WriteRefused as exc:

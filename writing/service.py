@@ -420,7 +420,19 @@ class WriteService:
                         for memory in unrecorded
                     ]
                 )
+        if change.replaces is not None:
+            self._finish_update_back(change, current)
         self._owed_done(number)
+
+    def _finish_update_back(self, change: StatusChange, current: dict[str, MemoryRecord]) -> None:
+        """The explicit update a restore was made for (back to an earlier text), which a crash cut off after
+        the restore: the restored memory, active, replaces the memory named, if that one is still active."""
+        assert change.replaces is not None
+        replaced = self._store.get_memories([change.replaces], change.scope).get(change.replaces)
+        for memory in current.values():
+            if memory.status == "active" and replaced is not None and replaced.status == "active":
+                log.info("finishing the explicit update of %s by %s", replaced.id, memory.id)
+                self._update(replaced, memory, Actor(change.agent, change.session))
 
     @contextmanager
     def _changing(
@@ -431,12 +443,13 @@ class WriteService:
         resolver: str,
         actor: Actor,
         outcome: str | None = None,
+        replaces: str | None = None,
     ) -> Iterator[None]:
         """Write down a change of status (or of tags and tier) whose lineage event is a commit of its own
         after it, for the length of the block: a process killed between the two leaves it to the next
         start, which records what was committed (``_finish_status_change``). A block that raises leaves it
         written down too: the change may be committed already (its lineage is what failed)."""
-        number = self._begin_change(scope, memory_ids, action, resolver, actor, outcome)
+        number = self._begin_change(scope, memory_ids, action, resolver, actor, outcome, replaces)
         yield
         self._owed_done(number)
 
@@ -448,6 +461,7 @@ class WriteService:
         resolver: str,
         actor: Actor,
         outcome: str | None = None,
+        replaces: str | None = None,
     ) -> int | None:
         """Write down a change of status or tags about to be committed (``_changing``); its number."""
         entry = StatusChange(
@@ -459,6 +473,7 @@ class WriteService:
             actor.session_id,
             self._clock().isoformat(),
             outcome,
+            replaces,
         )
         return self._write_down(entry, f"the {action} of {list(memory_ids)}")
 
@@ -622,7 +637,12 @@ class WriteService:
     # -- one memory -------------------------------------------------------------------------------------
 
     def remember(
-        self, prepared: Prepared, *, llm: LanguageModel | None, replaces: MemoryRecord | None = None
+        self,
+        prepared: Prepared,
+        *,
+        llm: LanguageModel | None,
+        replaces: MemoryRecord | None = None,
+        by_person: bool = False,
     ) -> WriteResult:
         """Store one prepared record (or say what was already there), then consolidate it. ``replaces``:
         an explicit update of that active memory of the same scope, which the stored memory supersedes
@@ -630,13 +650,15 @@ class WriteService:
         credits of the sessions the old one served, and the weight they replay.
 
         A new memory is inserted together with the other remembers in flight (``_insert_coalesced``), then
-        consolidated here, in the caller's thread, with the caller's language model."""
+        consolidated here, in the caller's thread, with the caller's language model. ``by_person``: a
+        person at this machine (the command line, the page), whose update of a protected memory replaces
+        it, where another agent's only disputes it (``_dispute_update``)."""
         if replaces is not None:
             if replaces.id == prepared.record.id:
                 raise WriteRefused(
                     f"the new content is the same as {replaces.id}'s: nothing to update. Pass the corrected text"
                 )
-            if guarded_from(replaces, prepared.record.agent_id):
+            if not by_person and guarded_from(replaces, prepared.record.agent_id):
                 return self._dispute_update(prepared, replaces, llm)
             # An update decides on the rows of both memories (an update of a restatement, or back to the text
             # it restated): what a remember decided about them is committed first.
@@ -667,17 +689,29 @@ class WriteService:
         protected one, disputing it (the pair open, the newer first in recall, the older marked), as another
         agent's correction in words does. One write token must not make a protected fact, which its author
         (and perhaps others) stated, vanish from recall: a trial's third agent replaced such a fact with a
-        false host, and the replacement took its tier. Its author can replace it; anyone may forget it."""
+        false host, and the replacement took its tier. Its author can replace it; anyone may forget it. A
+        text the protected memory itself replaced (or another superseded text) is refused: stored again it
+        would stay superseded, and dispute nothing."""
+        record, author = prepared.record, protected.agent_id
+        guarded = f"{protected.id} is protected and was remembered by {author!r}: another agent's update does not replace it"
+        held = self._store.get_memory(record.id, record.scope)
+        if held is not None and held.status == "superseded":
+            raise WriteRefused(
+                f"{guarded}, and this text is {held.id}, which is superseded: nothing was changed. Ask {author!r} "
+                f"to update {protected.id}, or forget {protected.id} first"
+            )
         result = self.remember(prepared, llm=llm)
         new = result.memory
-        if new.status == "active" and new.id != protected.id:
-            detail = f"{new.agent_id} asked to replace {protected.agent_id}'s protected memory"
+        if new.status != "active" or new.id == protected.id:
+            said = f"{guarded}; this text is {new.id} ({new.status}), which disputes nothing"
+        else:
+            detail = f"{record.agent_id} asked to replace {author}'s protected memory"
             self.consolidation.dispute(protected, new, detail)
-        said = (
-            f"{protected.id} is protected and was remembered by {protected.agent_id!r}: another agent's update "
-            f"does not replace it. This text is stored as {new.id} beside it, disputing it (recall shows both, "
-            f"this one first). {protected.agent_id!r} can replace it; or forget {protected.id} first"
-        )
+            where = "is stored as" if result.created else f"was stored already (by {new.agent_id!r}) as"
+            said = (
+                f"{guarded}. This text {where} {new.id} beside it, disputing it (recall shows both, this one "
+                f"first). {author!r} can replace it; or forget {protected.id} first"
+            )
         return replace(result, note=f"{result.note}; {said}" if result.note else said)
 
     def amend(
@@ -1005,9 +1039,14 @@ class WriteService:
                     current = store.get_memories([replaces.id], replaces.scope).get(replaces.id)
                     if current is None or current.status != "active":
                         raise no_longer_active(replaces)
-                    revived = self._revive(stored, actor, "an explicit update restored it")
-                    if revived is not None:
-                        return WriteResult(revived, False, self._update(replaces, revived, actor))
+                    # Written down as one change: a crash between the revive and the update has the next start
+                    # finish the update (a review: both texts stayed active for good).
+                    with self._changing(
+                        stored.scope, [stored.id], "restore", "remember", actor, replaces=replaces.id
+                    ):
+                        revived = self._revive(stored, actor, "an explicit update restored it")
+                        if revived is not None:
+                            return WriteResult(revived, False, self._update(replaces, revived, actor))
             if stored.status == "superseded":
                 head = current_version(store, stored)
                 now = self._clock()

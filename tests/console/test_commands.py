@@ -414,6 +414,24 @@ def test_edit_without_text_finds_an_org_wide_memory_as_the_tool_does(capsys, db)
     assert stored["id"] in out
 
 
+def test_edit_by_the_person_at_the_command_line_replaces_an_agents_protected_memory(capsys, db):
+    """A review: once another agent's update of a protected memory only disputed it, the local operator's
+    `memoria edit` (agent "cli") could no longer correct one."""
+    kept = as_json(
+        capsys,
+        db,
+        "remember",
+        "The release branch is cut on Thursdays",
+        "--tier",
+        "protected",
+        "--agent",
+        "claude-code",
+    )
+    edited = as_json(capsys, db, "edit", kept["id"], "The release branch is cut on Tuesdays")
+    shown = as_json(capsys, db, "show", kept["id"])
+    assert (shown["status"], shown["replaced_by"]) == ("superseded", edited["id"])
+
+
 def test_show_says_when_an_ephemeral_memory_expires_and_that_it_has(capsys, db, monkeypatch):
     kept = as_json(capsys, db, "remember", "The staging build is red right now", "--tier", "ephemeral")
     _, out, _ = memoria(capsys, db, "show", kept["id"])

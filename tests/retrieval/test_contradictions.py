@@ -1,5 +1,7 @@
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from retrieval.contradictions import (
     MAY_BE_A_SERIES,
     NAMED_AS_GIVEN_UP,
@@ -17,6 +19,7 @@ from retrieval.contradictions import (
     shown_value,
     things_given_up,
     value_changes,
+    written_out,
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -569,6 +572,10 @@ def test_a_value_said_again_with_a_word_that_hands_it_over_or_vouches_for_it_sti
         "The production Postgres replica listens on port 6543",
     ):
         assert plain_value_changes(memory("new", text, 5), [old]) == [], text
+    bookings = memory(
+        "old", "Bookings are held for 24 hours", 0
+    )  # "Confirmed" says which bookings (a review)
+    assert plain_value_changes(memory("new", "Confirmed bookings are held for 48 hours", 5), [bookings]) == []
 
 
 def test_a_value_migrated_off_is_named_as_given_up():
@@ -659,3 +666,22 @@ def test_the_same_words_but_for_one_command_in_code_dispute_the_older():
     # Said to have changed: ``value_changes``'s to read.
     said = memory("s", "Deploy to production now with `argocd app sync web-prod`", 5)
     assert plain_command_changes(said, [older]) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "stated"),
+    [
+        ("FYI the prod DB is up", "the production database is up"),
+        ("Heads up: the env var is set", "the environment var is set"),
+        ("Confirmed: the port is 6543 (checked)", "the port is 6543 "),
+        ("It runs in prod.", "It runs in production."),
+        # Never inside a name, nor a word that is no label (a review).
+        ("Backups run on db-1 and registry.k8s.io", "Backups run on db-1 and registry.k8s.io"),
+        ("Load .env and config.yaml with pg_dump", "Load .env and config.yaml with pg_dump"),
+        ("Confirmed bookings are held for 48 hours", "Confirmed bookings are held for 48 hours"),
+        ("Reminders go out at 09:00", "Reminders go out at 09:00"),
+        ("psalm 23", "psalm 23"),
+    ],
+)
+def test_a_statement_written_out_drops_what_only_hands_it_over_and_expands_short_words(text, stated):
+    assert written_out(text) == stated

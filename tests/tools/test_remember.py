@@ -752,6 +752,8 @@ def test_another_agents_update_of_a_protected_memory_stands_beside_it_disputing_
     found = recall(RecallInput(query="redis cache host and port"), runtime, alice).memories
     assert [m.id for m in found][:2] == [other.id, kept.id]
     assert found[1].contradicted_by == [other.id]  # the pair is open: the protected fact marked disputed
+    [pair] = runtime.store.contradictions(Scope("default", "default"))
+    assert (pair.kind, pair.detail) == ("update", "mallory asked to replace alice's protected memory")
     # Its author replaces it.
     fixed = remember(
         RememberInput(content="The Redis cache runs on redis.internal port 6390", replaces=kept.id),
@@ -768,3 +770,30 @@ def test_another_agents_update_of_a_standard_memory_replaces_it_with_no_higher_t
     new = remember(RememberInput(content="Deploys happen on Mondays", replaces=old.id), runtime, bob)
     assert runtime.store.get_memory(old.id).replaced_by == new.id
     assert new.protection_tier == "standard"
+
+
+def test_an_agents_update_of_a_protected_memory_says_what_it_did_with_the_text(runtime):
+    """A review: the note said "stored beside it, disputing it" when the text was superseded and nothing was
+    stored, and named the agent who had stored the text before as the one asking to replace."""
+    alice, bob, mallory = Caller("alice", "ses_a"), Caller("bob", "ses_b"), Caller("mallory", "ses_m")
+    earlier = remember(RememberInput(content="The API gateway listens on port 8080"), runtime, alice)
+    kept = remember(
+        RememberInput(
+            content="The API gateway listens on port 9090", replaces=earlier.id, protection_tier="protected"
+        ),
+        runtime,
+        alice,
+    )
+    with pytest.raises(
+        ToolFailure, match=f"this text is {earlier.id}, which is superseded: nothing was changed"
+    ):
+        remember(
+            RememberInput(content="The API gateway listens on port 8080", replaces=kept.id), runtime, mallory
+        )
+    other = remember(RememberInput(content="The API gateway listens on port 7070"), runtime, bob)
+    said = remember(
+        RememberInput(content="The API gateway listens on port 7070", replaces=kept.id), runtime, mallory
+    )
+    assert f"was stored already (by 'bob') as {other.id} beside it, disputing it" in said.note
+    pairs = runtime.store.contradictions(Scope("default", "default"))
+    assert [(p.older_id, p.newer_id) for p in pairs] == [(kept.id, other.id)]  # bob's value disputed it first

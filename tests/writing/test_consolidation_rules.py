@@ -280,3 +280,22 @@ def test_a_switch_names_at_most_eighty_characters_each_side():
     assert parse_revision("We switched from " + "x" * 80 + " to Postgres.").old == ("x" * 80,)
     assert parse_revision("We switched from " + "x" * 81 + " to Postgres.") is None
     assert parse_revision("We switched from " + "a to " * 4000 + ",x") is None
+
+
+def test_a_restatement_is_read_as_written_out_but_never_inside_a_name():
+    """A trial's rewordings of one claim by one agent ("FYI", "prod", "DB") stood as separate memories; a
+    review then saw the short forms read inside names merge two hosts' facts."""
+    old = memory("old", "The production Postgres database listens on port 6543", 0)
+    new = memory("new", "FYI the prod Postgres DB listens on port 6543", 1)
+    [merged] = near_exact_resolutions([old, new], 0.8)
+    assert (merged.action, merged.survivor_id, merged.loser_ids) == ("supersede", "new", ("old",))
+    for older, newer in [
+        ("Nightly backups run on host db-1", "Nightly backups run on host database-1"),
+        (
+            "CI pulls the pause image from registry.k8s.io",
+            "CI pulls the pause image from registry.kubernetes.io",
+        ),
+        ("Confirmed orders ship within 2 business days", "Orders ship within 2 business days"),
+    ]:
+        resolutions = near_exact_resolutions([memory("a", older, 0), memory("b", newer, 1)], 0.8)
+        assert all(r.action == "keep_both" or r.survivor_id == "a" for r in resolutions), (older, newer)

@@ -49,6 +49,9 @@ def killed(*args, **kwargs):
 
 if cut == "lineage":
     runtime.store.add_lineage = killed
+elif cut == "update":  # the revive and its event are in; the update it was made for is next
+    print(newer.id, flush=True)
+    runtime.store.supersede = killed
 else:
     runtime.store.retract = runtime.store.restore_memory = runtime.store.reactivate = killed
     runtime.store.set_tags = runtime.store.retract_expired = killed
@@ -80,6 +83,8 @@ def killed_changing(settings, step: str, cut: str) -> str:
     )
     try:
         memory_id = process.stdout.readline().strip()
+        if cut == "update":
+            memory_id += " " + process.stdout.readline().strip()  # and the memory it replaces
         reached = process.stdout.readline().strip()
         assert memory_id.startswith("mem_") and reached == "killed", process.stderr.read()
     finally:
@@ -145,5 +150,30 @@ def test_a_change_a_crash_cut_off_before_it_committed_leaves_nothing_to_record(s
         assert actions(runtime, memory_id) == before
         assert runtime.store.get_memory(memory_id).status == memory.status
         assert memory.tags == ()
+    finally:
+        runtime.close()
+
+
+@pytest.mark.slow
+def test_an_update_back_to_an_earlier_text_a_crash_cut_off_after_the_revive_is_finished_by_the_next_start(
+    settings,
+):
+    """A review: the earlier text was active again and the update it was revived for never came, so both
+    texts stood active for good."""
+    earlier, newer = killed_changing(settings, "revive", "update").split()
+    runtime = make_runtime(settings)
+    try:
+        statuses = [runtime.store.get_memory(memory_id).status for memory_id in (earlier, newer)]
+        assert statuses == ["active", "active"]  # half done
+        runtime.writer.recover_unfinished()
+        assert runtime.store.get_memory(earlier).status == "active"
+        assert (runtime.store.get_memory(newer).status, runtime.store.get_memory(newer).replaced_by) == (
+            "superseded",
+            earlier,
+        )
+        [event] = [e for e in runtime.store.lineage(SCOPE, [newer]) if e.memory_id == newer]
+        assert (event.action, event.resolver, event.related_id) == ("supersede", "explicit", earlier)
+        runtime.writer.recover_unfinished()  # done once
+        assert len([e for e in runtime.store.lineage(SCOPE, [newer]) if e.memory_id == newer]) == 1
     finally:
         runtime.close()
