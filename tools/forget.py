@@ -198,9 +198,8 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             f"{', '.join(m.id for m in held)} (only {authors}, who remembered "
             f"{'it' if len(held) == 1 else 'them'}, may forget {'it' if len(held) == 1 else 'them'})"
         )
-    if (
-        org_held
-    ):  # a dry run names what the call will do (a trial's listed them, and the call then refused all)
+    # A dry run names what the call will do (a trial's listed them, and the call then refused them all).
+    if org_held:
         notes.append(
             f"{counted(len(org_held), 'org-visible memory')} left: {', '.join(m.id for m in org_held)} (read by "
             f"every project of the org: a token that grants {org_held[0].org_id}/* may forget them)"

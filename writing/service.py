@@ -366,9 +366,10 @@ class WriteService:
 
     def _finish_status_change(self, change: StatusChange) -> None:
         """A change of status or tags that a crash may have cut off from its lineage event: each memory whose
-        change is committed (``changed``) and that no event after it records gets its event now, with what
-        follows it (a retirement closes the memory's contradictions, a restore reopens them). A change that
-        never committed needs nothing: nothing was changed, and the caller was never answered. Idempotent."""
+        change is committed and that no event records (``unrecorded_change``) gets its event now, with what
+        follows it (a retirement closes the memory's contradictions, a restore reopens them), and a restore
+        made for an update back to an earlier text has that update finished. A change that never committed
+        needs nothing: nothing was changed, and the caller was never answered. Idempotent."""
         number = self._write_down(change, f"the {change.action} of {list(change.memory_ids)}")
         store, scope = self._store, change.scope
         current = store.get_memories(list(change.memory_ids), scope)
@@ -429,8 +430,10 @@ class WriteService:
         the restore: the restored memory, active, replaces the memory named, if that one is still active."""
         assert change.replaces is not None
         replaced = self._store.get_memories([change.replaces], change.scope).get(change.replaces)
+        if replaced is None or replaced.status != "active":
+            return
         for memory in current.values():
-            if memory.status == "active" and replaced is not None and replaced.status == "active":
+            if memory.status == "active" and memory.id != replaced.id:
                 log.info("finishing the explicit update of %s by %s", replaced.id, memory.id)
                 self._update(replaced, memory, Actor(change.agent, change.session))
 
