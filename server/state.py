@@ -97,6 +97,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
     options = pipeline_options(settings, models.embedder.name, reranked=models.reranker is not None)
     stages = build_stages(store, models, options, corroboration, feedback)
     pipeline = RecallPipeline(stages, backend_summary(models))
+    journal = store.unfinished_writes()  # this process's journal of unfinished writes, for both
     consolidation = ConsolidationService(
         store,
         models.embedder,
@@ -104,6 +105,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         memory_id=memory_id_for,
         reranker=models.reranker,
         contradicted=corroboration.keep_apart,
+        journal=journal,
     )
     runtime = ServerRuntime(
         settings=settings,
@@ -125,6 +127,7 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
         WriteLimits(**settings.flat(field.name for field in dataclasses.fields(WriteLimits))),
         clock=lambda: runtime.clock(),
         weights=weight_policy,
+        journal=journal,
     )
     return runtime
 

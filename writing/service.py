@@ -52,7 +52,14 @@ from storage.records import (
     org_shelf,
     written_by,
 )
-from storage.unfinished import DecidedSupersede, HandOn, OwedConsolidation, StatusChange, Unfinished
+from storage.unfinished import (
+    DecidedSupersede,
+    HandOn,
+    OwedConsolidation,
+    StatusChange,
+    Unfinished,
+    UnfinishedWrites,
+)
 from writing.behind import HandOnQueue
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.rules import collapse_batch
@@ -199,9 +206,11 @@ class WriteService:
         limits: WriteLimits,
         clock: Clock,
         weights: WeightPolicy | None = None,
+        journal: UnfinishedWrites | None = None,
     ) -> None:
         """``weights``: the feedback weight policy, to replay a memory's global weight when it inherits
-        the outcome reports' credits of memories it took the place of (default: the spec's)."""
+        the outcome reports' credits of memories it took the place of (default: the spec's). ``journal``:
+        this process's journal of unfinished writes, shared with consolidation (default: the store's)."""
         self._store = store
         self._embedder = embedder
         self.consolidation = consolidation
@@ -224,7 +233,7 @@ class WriteService:
         self._holding = threading.Lock()  # a supersede is held and queued in one step (``_SupersedesBehind``)
         # Credits handed on and consolidations owed are written down first: a crash leaves them to the next
         # start (``storage.unfinished``).
-        self._journal = store.unfinished_writes()
+        self._journal = journal or store.unfinished_writes()
         self._heirs_pending: Counter[str] = Counter()
         self._heirs_lock = threading.Lock()
 
@@ -338,6 +347,10 @@ class WriteService:
         corroboration and the losers' tags and credits handed on. Each step is idempotent."""
         number = self._write_down(decided, f"the supersede of {list(decided.losers)} by {decided.survivor}")
         store, scope, now = self._store, decided.scope, self._clock()
+        if decided.survivor not in store.get_memories([decided.survivor], scope):
+            # A rewording the crash came before: its memory was never inserted, and nothing was changed.
+            self._owed_done(number)
+            return
         store.supersede(scope, list(decided.losers), decided.survivor, now, decided=True)
         superseded, missing = self._replaced_unrecorded(scope, decided.survivor, decided.losers)
         replaced = sorted(m.id for m in superseded)

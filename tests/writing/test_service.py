@@ -372,7 +372,7 @@ from tests.helpers import make_runtime, settings_for
 from tests.writing.test_service import ROLLBACK, RESTATED, helped, said
 
 runtime = make_runtime(settings_for(sys.argv[1]))
-if sys.argv[2] == "llm":
+if sys.argv[2] in ("llm", "reword"):
     old = said(runtime, "The staging database is postgres version fifteen on the big host").id
 else:
     old = helped(runtime) if sys.argv[2].startswith("update-") else said(runtime, ROLLBACK).id
@@ -395,6 +395,25 @@ if sys.argv[2] == "llm":  # a language model's supersede (the rules keep both), 
     new = remember(RememberInput(content=text), runtime, Caller("claude-code", "ses_1", llm))
     assert new.consolidation.superseded == [old], new.consolidation
     print(new.id, flush=True)
+    time.sleep(3600)
+elif sys.argv[2] == "reword":  # a language model's rewording: its memory is in, the group's supersede next
+    from tests.fakes import ScriptedLLM
+    from tools.common import Caller
+    from tools.remember import RememberInput, remember
+
+    reworded = "Staging runs postgres version fifteen on the big host machine"
+    decision = (
+        '{"decision": "supersede", "survivor": 1, "absorb": [0], "reworded": "' + reworded + '", "reason": "one fact"}'
+    )
+    llm = ScriptedLLM({"consolidate": [decision], "revision": ['{"revises": false}']})
+
+    def cut(scope, losers, survivor_id, at, **kwargs):
+        print(survivor_id, flush=True)
+        time.sleep(3600)
+
+    runtime.store.supersede = cut
+    text = "Staging runs postgres fifteen, on the big host machine"
+    remember(RememberInput(content=text), runtime, Caller("claude-code", "ses_1", llm))
     time.sleep(3600)
 elif sys.argv[2] == "update-carry":  # the update and its lineage are in; the credits are carried next
     def cut(scope, heir_id, losers):
@@ -518,6 +537,30 @@ def test_a_language_models_supersede_a_killed_process_answered_is_committed_as_d
         assert (event.action, event.related_id, event.resolver) == ("supersede", new, "llm:scripted-llm")
         assert runtime.store.get_memory(new).status == "active"
         assert runtime.writer.recover_unfinished() == (0, 0)
+    finally:
+        runtime.close()
+
+
+def test_a_rewording_a_crash_cut_off_before_its_group_was_superseded_is_finished_by_the_next_start(settings):
+    """A review: the language model's rewording was inserted, and a crash before the group's supersede left
+    it active beside the memories it rewords, for good."""
+    old, reworded = killed_between_insert_and_consolidation(settings, "reword")
+    runtime = make_runtime(settings)
+    try:
+        scope = Scope("default", "default")
+        assert [m.status for m in runtime.store.get_memories([old, reworded], scope).values()] == [
+            "active"
+        ] * 2
+        runtime.writer.recover_unfinished()
+        after = runtime.store.get_memory(old)
+        assert (after.status, after.replaced_by) == ("superseded", reworded)
+        assert runtime.store.get_memory(reworded).status == "active"
+        events = [e for e in runtime.store.lineage(scope, [old]) if e.memory_id == old]
+        assert [(e.action, e.related_id, e.resolver) for e in events] == [
+            ("reword", reworded, "llm:scripted-llm")
+        ]
+        active = runtime.store.list_memories(scope, limit=10)
+        assert [m.id for m in active] == [reworded]  # the remember's own memory was reworded too
     finally:
         runtime.close()
 
@@ -1178,3 +1221,28 @@ def test_a_claim_whose_restatement_is_still_being_committed_marks_nothing_disput
         RecallInput(query="which port does the production postgres database listen on"), runtime, CALLER
     )
     assert {memory.id: memory.contradicted_by for memory in context.memories} == marks
+
+
+def test_a_rewording_a_crash_cut_off_before_its_memory_was_inserted_leaves_its_group_as_it_is(
+    runtime, settings
+):
+    """Written down before the insert: the next start finds no survivor, and supersedes nothing by it (the
+    store would otherwise point the group at a memory that does not exist)."""
+    from pathlib import Path
+
+    from storage.unfinished import DecidedSupersede, UnfinishedWrites
+
+    kept = said(runtime, ROLLBACK)
+    gone = UnfinishedWrites(Path(settings.db_uri))  # a process that died right after writing it down
+    scope = Scope("default", "default")
+    gone.begin(
+        DecidedSupersede(scope, (kept.id,), "mem_never_inserted", "reword", "llm:m", "claude-code", "ses_1")
+    )
+    gone._file.close()
+    gone._file = None
+    runtime.writer.recover_unfinished()
+    assert (runtime.store.get_memory(kept.id).status, runtime.store.get_memory(kept.id).replaced_by) == (
+        "active",
+        None,
+    )
+    assert runtime.store.lineage(scope, [kept.id]) == []

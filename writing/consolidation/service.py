@@ -51,6 +51,7 @@ from storage.records import (
     View,
     audience_of,
 )
+from storage.unfinished import DecidedSupersede, Unfinished
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.resolvers import LLMResolver, Resolver, RuleResolver
 from writing.consolidation.revision import has_revision_words, parse_revision, revised_by
@@ -59,6 +60,15 @@ from writing.consolidation.rules import Resolution, may_be_superseded, token_jac
 log = logging.getLogger(__name__)
 
 CONSOLIDATOR_AGENT = "memoria-consolidator"
+
+
+class DecisionJournal(Protocol):
+    """Where a decision is written down before it runs, so that a crash leaves it to the next start
+    (``storage.unfinished.UnfinishedWrites``, the write service's)."""
+
+    def begin(self, entry: Unfinished) -> int | None: ...
+
+    def end(self, number: int | None) -> None: ...
 
 
 class SupersedeBehind(Protocol):
@@ -163,11 +173,15 @@ class ConsolidationService:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         reranker: Reranker | None = None,
         contradicted: Callable[[Scope, str, str], None] = lambda scope, older_id, newer_id: None,
+        journal: DecisionJournal | None = None,
     ) -> None:
         """``reranker``: the one the rerank step uses when ``policy.rerank`` is on (None: no rerank step).
         ``contradicted(scope, older_id, newer_id)``: told of each contradiction recorded (the cluster cache
-        keeps the pair apart: ``CorroborationService.keep_apart``)."""
+        keeps the pair apart: ``CorroborationService.keep_apart``). ``journal``: where a rewording is written
+        down before its memory is inserted (None: nowhere; a crash between the insert and the supersede
+        then leaves the rewording active beside its group)."""
         self._store = store
+        self._journal = journal
         self._contradicted = contradicted
         self._embedder = embedder
         self._reranker = reranker
@@ -613,9 +627,13 @@ class ConsolidationService:
             survivor = chosen
             losers = list(resolution.loser_ids)
             reworded = None
+            written_down = None
             if resolution.reworded and may_be_superseded(chosen, by_revision=False):
                 # (an immutable or protected survivor is kept as written: rewording would supersede it)
-                reworded = self._reword(chosen, [by_id[i] for i in losers], resolution.reworded)
+                decided = (resolution.resolver, actor)
+                reworded, written_down = self._reword(
+                    chosen, [by_id[i] for i in losers], resolution.reworded, decided
+                )
             if reworded is not None:
                 survivor = reworded
                 report.reworded_into = survivor.id
@@ -633,6 +651,7 @@ class ConsolidationService:
                 actor,
                 behind=behind if reworded is None else None,
             )
+            self._written_down_done(written_down)
             report.attested.extend(self.carry_corroboration(survivor, [by_id[i] for i in changed]))
             report.superseded.extend(i for i in changed if focus is None or i != focus.id)
             if focus is not None and focus.id in changed:
@@ -658,12 +677,16 @@ class ConsolidationService:
         ]
 
     def _reword(
-        self, survivor: MemoryRecord, losers: Sequence[MemoryRecord], text: str
-    ) -> MemoryRecord | None:
+        self, survivor: MemoryRecord, losers: Sequence[MemoryRecord], text: str, decided: tuple[str, Actor]
+    ) -> tuple[MemoryRecord | None, int | None]:
         """The LLM's reworded statement becomes a new memory that replaces the whole group. It keeps the
         chosen statement's author (the lineage event records who reworded it and which resolver decided).
         None when that text is already a memory that is not active (forgotten or superseded): the group
-        then folds into the chosen statement instead, so nothing is replaced by an inactive memory."""
+        then folds into the chosen statement instead, so nothing is replaced by an inactive memory. The
+        supersede of the group is written down (``decided``: the resolver, on whose behalf) before the
+        memory is inserted, and its journal number returned: a crash between the two has the next start
+        supersede the group as decided (a review: the rewording stood active beside its group), and one
+        before the insert leaves nothing (the survivor it names does not exist)."""
         now = self._clock()
         group = [survivor, *losers]
         # The reworded memory is read by the group's readers (one audience): its id says so, so that it
@@ -671,7 +694,7 @@ class ConsolidationService:
         new_id = self._memory_id(survivor.scope, content_hash(text), audience_of(survivor))
         existing = self._store.get_memories([new_id], survivor.scope).get(new_id)
         if existing is not None and existing.status != "active":
-            return None
+            return None, None
         record = replace(
             survivor,
             id=new_id,
@@ -689,9 +712,33 @@ class ConsolidationService:
         )
         vector = self._embedder.embed_documents([text])[0]
         search_text = searchable_text(text, record.tags, record.agent_id, record.created_at)
+        resolver, actor = decided
+        losers_ids = tuple(member.id for member in group if member.id != new_id)
+        written_down = self._write_down(
+            DecidedSupersede(
+                survivor.scope, losers_ids, new_id, "reword", resolver, actor.agent_id, actor.session_id
+            )
+        )
         stored, _ = self._store.insert_memory(NewMemory(record, tuple(float(x) for x in vector), search_text))
         self._store.mark_consolidated([stored.id], now)
-        return stored
+        return stored, written_down
+
+    def _write_down(self, entry: DecidedSupersede) -> int | None:
+        """Begin ``entry`` in the journal (None: none, or it could not be written: logged)."""
+        if self._journal is None:
+            return None
+        try:
+            return self._journal.begin(entry)
+        except Exception:
+            log.warning("could not write down the rewording of %s", list(entry.losers), exc_info=True)
+            return None
+
+    def _written_down_done(self, number: int | None) -> None:
+        if self._journal is not None and number is not None:
+            try:
+                self._journal.end(number)
+            except Exception:
+                log.warning("could not write down that entry %s ran", number, exc_info=True)
 
     def _keep_both(
         self,
