@@ -62,4 +62,6 @@ def made_lasting(
     stored = runtime.store.get_memory(out.id, prepared.record.scope)
     if stored is None or stored.status != "active":  # superseded meanwhile: the note names what stands
         return None
+    if stored.protection_tier != "ephemeral":  # made lasting already, by an earlier item of the same batch
+        return out.model_copy(update={"protection_tier": stored.protection_tier, "expires_at": None})
     return amended(runtime, stored, prepared, args, retag=False)  # restating added its tags

@@ -797,3 +797,18 @@ def test_an_agents_update_of_a_protected_memory_says_what_it_did_with_the_text(r
     assert f"was stored already (by 'bob') as {other.id} beside it, disputing it" in said.note
     pairs = runtime.store.contradictions(Scope("default", "default"))
     assert [(p.older_id, p.newer_id) for p in pairs] == [(kept.id, other.id)]  # bob's value disputed it first
+
+
+def test_an_ephemeral_memory_restated_as_lasting_twice_in_one_batch_reads_lasting_for_both(runtime):
+    """A review: the second item's note carried the amend's "nothing to update" refusal, and it still
+    read ephemeral with an expiry."""
+    text = "The staging build is red right now"
+    remember(RememberInput(content=text, protection_tier="ephemeral"), runtime, CALLER)
+    items = [
+        BatchItem(content=text, protection_tier="standard"),
+        BatchItem(content=text, protection_tier="standard"),
+    ]
+    first, second = remember_many(RememberManyInput(items=items), runtime, CALLER).results
+    assert (first.protection_tier, first.expires_at) == ("standard", None)
+    assert (second.protection_tier, second.expires_at) == ("standard", None)
+    assert "nothing to update" not in (second.note or "")
