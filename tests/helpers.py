@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -79,6 +80,27 @@ def settings_for(db_path: Any, **overrides: Any) -> Settings:
     }
     values.update(overrides)
     return Settings.from_env({}, **values)
+
+
+@contextmanager
+def killed_after(script: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """Run ``script`` (``python -c``) with ``args`` in the test's folder, hand over the process to read its
+    output (``stdout``; ``stderr`` says why it stopped short), then kill it (kill -9) whatever happened."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=os.getcwd(),
+    )
+    try:
+        yield process
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(TIMEOUT)
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()
+        process.stderr.close()
 
 
 def make_runtime(

@@ -451,25 +451,20 @@ class WriteService:
                 self._update(replaced, memory, Actor(change.agent, change.session))
 
     @contextmanager
-    def _changing(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        action: str,
-        resolver: str,
-        actor: Actor,
-        outcome: str | None = None,
-        replaces: str | None = None,
-    ) -> Iterator[None]:
-        """Write down a change of status (or of tags and tier) whose lineage event is a commit of its own
-        after it, for the length of the block: a process killed between the two leaves it to the next
-        start, which records what was committed (``_finish_status_change``). A block that raises leaves it
-        written down too: the change may be committed already (its lineage is what failed)."""
-        number = self._begin_change(scope, memory_ids, action, resolver, actor, outcome, replaces)
+    def _changing(self, change: StatusChange) -> Iterator[None]:
+        """Write down ``change`` (``_change``), a change of status (or of tags and tier) whose lineage event is
+        a commit of its own after it, for the length of the block: a process killed between the two leaves
+        it to the next start, which records what was committed (``_finish_status_change``). A block that
+        raises leaves it written down too: the change may be committed already (its lineage is what failed)."""
+        number = self._begin_change(change)
         yield
         self._owed_done(number)
 
-    def _begin_change(
+    def _begin_change(self, change: StatusChange) -> int | None:
+        """Write down a change of status or tags about to be committed; its number."""
+        return self._write_down(change, f"the {change.action} of {list(change.memory_ids)}")
+
+    def _change(
         self,
         scope: Scope,
         memory_ids: Sequence[str],
@@ -478,9 +473,9 @@ class WriteService:
         actor: Actor,
         outcome: str | None = None,
         replaces: str | None = None,
-    ) -> int | None:
-        """Write down a change of status or tags about to be committed (``_changing``); its number."""
-        entry = StatusChange(
+    ) -> StatusChange:
+        """A change of status or tags about to begin now, on behalf of ``actor`` (``StatusChange``)."""
+        return StatusChange(
             scope,
             tuple(memory_ids),
             action,
@@ -491,7 +486,6 @@ class WriteService:
             outcome,
             replaces,
         )
-        return self._write_down(entry, f"the {action} of {list(memory_ids)}")
 
     def retract(
         self, scope: Scope, memory_ids: Sequence[str], *, reason: str, resolution: str, actor: Actor
@@ -499,7 +493,7 @@ class WriteService:
         """Retract these memories of ``scope`` (``forget``), with lineage and their contradictions closed;
         returns the ids whose status changed. Written down first: a crash between the retraction and its
         lineage leaves it for the next start to record."""
-        with self._changing(scope, memory_ids, "retract", "forget", actor):
+        with self._changing(self._change(scope, memory_ids, "retract", "forget", actor)):
             now = self._clock()
             changed = self._store.retract(scope, memory_ids, now)
             self.consolidation.record_retirement(
@@ -781,7 +775,9 @@ class WriteService:
                 lasting = "; it no longer expires" if current.protection_tier == "ephemeral" else ""
                 said.append(f"its protection tier is now {new_tier} (was {current.protection_tier}){lasting}")
             outcome = tags_digest(new_tags, new_tier)
-            with self._changing(current.scope, [current.id], "amend", "explicit", actor, outcome):
+            with self._changing(
+                self._change(current.scope, [current.id], "amend", "explicit", actor, outcome)
+            ):
                 self._retag(current, new_tags, (new_tier, expires_at))
                 event = LineageEvent.new(
                     current.scope,
@@ -996,7 +992,9 @@ class WriteService:
                         stored, added = self.take_restated(stored, record)
                         return self._attested(stored, record, added)
                 else:  # stated again after a retraction or purge: it is live again, with lineage
-                    restoring = self._begin_change(record.scope, [record.id], "restore", "remember", actor)
+                    restoring = self._begin_change(
+                        self._change(record.scope, [record.id], "restore", "remember", actor)
+                    )
                     restored = store.restore_memory(new)
                     if restored is None:  # another remember of the same content restored it first
                         done = True  # that remember owes the consolidation
@@ -1057,9 +1055,10 @@ class WriteService:
                         raise no_longer_active(replaces)
                     # Written down as one change: a crash between the revive and the update has the next start
                     # finish the update (a review: both texts stayed active for good).
-                    with self._changing(
+                    back = self._change(
                         stored.scope, [stored.id], "restore", "remember", actor, replaces=replaces.id
-                    ):
+                    )
+                    with self._changing(back):
                         revived = self._revive(stored, actor, "an explicit update restored it")
                         if revived is not None:
                             return WriteResult(revived, False, self._update(replaces, revived, actor))
@@ -1110,7 +1109,7 @@ class WriteService:
     def _revive(self, superseded: MemoryRecord, actor: Actor, reason: str) -> MemoryRecord | None:
         """A superseded memory active again, with a ``restore`` lineage record giving ``reason``; None when
         it is not superseded any more."""
-        with self._changing(superseded.scope, [superseded.id], "restore", "remember", actor):
+        with self._changing(self._change(superseded.scope, [superseded.id], "restore", "remember", actor)):
             revived = self._store.reactivate(superseded.scope, superseded.id, self._clock())
             if revived is not None:
                 self._store.add_lineage([restore_event(revived, actor, self._clock(), reason)])
@@ -1659,7 +1658,7 @@ class WriteService:
         """Retract these ephemeral memories of ``scope`` past their time, with lineage (the maintenance
         rounds, and a remember that states one again); returns the ids that changed."""
         now, upkeep = self._clock(), Actor("memoria", "upkeep")
-        with self._changing(scope, memory_ids, "expire", "expiry", upkeep):
+        with self._changing(self._change(scope, memory_ids, "expire", "expiry", upkeep)):
             changed = self._store.retract_expired(scope, memory_ids, now)
             self.consolidation.record_retirement(
                 scope,

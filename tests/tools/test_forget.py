@@ -5,7 +5,7 @@ from contextlib import contextmanager
 import pytest
 
 from tests.fakes import TableEmbedder
-from tests.helpers import make_runtime, settings_for
+from tests.helpers import killed_after, make_runtime, settings_for
 from tools.common import Caller, ToolFailure
 from tools.forget import ForgetInput, forget
 from tools.recall import RecallInput, recall
@@ -475,25 +475,8 @@ forget(ForgetInput(memory_id=sys.argv[2], mode="purge"), runtime, Caller("agent-
 def killed_mid_purge(settings, memory_id: str, at: str = "_scrub_traces") -> None:
     """Another process purges ``memory_id`` and is killed (kill -9) half way, where it calls the store's
     ``at`` (``_scrub_traces``: after the erase; ``_scrub_quotes``: before it): its journal entry stays."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    process = subprocess.Popen(
-        [sys.executable, "-c", KILLED_MID_PURGE, str(settings.db_uri), memory_id, at],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=os.getcwd(),
-    )
-    try:
+    with killed_after(KILLED_MID_PURGE, str(settings.db_uri), memory_id, at) as process:
         assert process.stdout.readline().strip() == "erased", process.stderr.read()
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait(30)
-        process.stdout.close()
-        process.stderr.close()
 
 
 PHONE = "The on-call phone number is 555 0100"

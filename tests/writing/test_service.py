@@ -10,7 +10,7 @@ import pytest
 from retrieval.text import content_hash
 from storage.records import Scope
 from tests.fakes import RecordingEmbedder
-from tests.helpers import make_runtime, settings_for
+from tests.helpers import killed_after, make_runtime, settings_for
 from tools.common import Caller, memory_id_for
 from tools.remember import RememberInput, remember
 from tools.remember_many import BatchItem, RememberManyInput, remember_many
@@ -335,26 +335,9 @@ time.sleep(3600)
 
 
 def test_credits_a_killed_process_was_handing_on_are_carried_by_the_next_start(settings):
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    process = subprocess.Popen(
-        [sys.executable, "-c", CRASHING_WRITER, str(settings.db_uri)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=os.getcwd(),
-    )
-    try:
+    with killed_after(CRASHING_WRITER, str(settings.db_uri)) as process:  # kill -9: the carry never ran
         restated_id = process.stdout.readline().strip()
         assert restated_id.startswith("mem_"), process.stderr.read()
-    finally:
-        process.send_signal(signal.SIGKILL)  # kill -9: the carry never ran
-        process.wait(TIMEOUT)
-        process.stdout.close()
-        process.stderr.close()
     runtime = make_runtime(settings)
     try:
         assert runtime.store.get_memory(restated_id).weight == 1.0
@@ -451,26 +434,9 @@ def killed_between_insert_and_consolidation(settings, step: str) -> tuple[str, s
     """A process remembers a memory, then a second one, and is killed (kill -9) once the second's row is
     committed, before its consolidation (``step`` "update": before its explicit update) ran. Returns
     the two ids."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    process = subprocess.Popen(
-        [sys.executable, "-c", CRASHING_CONSOLIDATION, str(settings.db_uri), step],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=os.getcwd(),
-    )
-    try:
+    with killed_after(CRASHING_CONSOLIDATION, str(settings.db_uri), step) as process:
         old, new = process.stdout.readline().strip(), process.stdout.readline().strip()
         assert old.startswith("mem_") and new.startswith("mem_"), process.stderr.read()
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait(TIMEOUT)
-        process.stdout.close()
-        process.stderr.close()
     return old, new
 
 

@@ -2,15 +2,10 @@
 commits: a process killed between them leaves the change written down (``storage.unfinished.StatusChange``),
 and the next start records it; one killed before the change committed leaves nothing to record."""
 
-import os
-import signal
-import subprocess
-import sys
-
 import pytest
 
 from storage.records import Scope
-from tests.helpers import TIMEOUT, make_runtime
+from tests.helpers import killed_after, make_runtime
 from writing.service import RECOVERED
 
 SCOPE = Scope("default", "default")
@@ -74,24 +69,12 @@ time.sleep(3600)
 
 def killed_changing(settings, step: str, cut: str) -> str:
     """Run ``CHANGING`` for ``step`` until it reaches ``cut``, kill it (kill -9); the memory's id."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", CHANGING, str(settings.db_uri), step, cut],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=os.getcwd(),
-    )
-    try:
+    with killed_after(CHANGING, str(settings.db_uri), step, cut) as process:
         memory_id = process.stdout.readline().strip()
         if cut == "update":
             memory_id += " " + process.stdout.readline().strip()  # and the memory it replaces
         reached = process.stdout.readline().strip()
         assert memory_id.startswith("mem_") and reached == "killed", process.stderr.read()
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait(TIMEOUT)
-        process.stdout.close()
-        process.stderr.close()
     return memory_id
 
 
