@@ -157,7 +157,7 @@ def store_corpus(
     inserted a batch at a time; ``examined_at`` stamps them as consolidated on the way in. Every
     ``maintain_every`` memories the store is maintained in line (None: the caller maintains it)."""
     from storage.records import Scope
-    from writing.service import Draft
+    from writing.drafts import Draft
 
     for start in range(0, len(memories), batch):
         if maintain_every and start and start % maintain_every == 0:

@@ -27,7 +27,7 @@ from storage.records import Audience, MemoryRecord, Scope, Viewer
 from storage.scope_ids import scope_id_problem
 from tools.common import Caller, Progress, Runtime, Tag, ToolFailure, no_progress
 from tools.remember import RememberInput, draft_of, prepare
-from writing.service import in_batch_order, memory_id_for
+from writing.drafts import in_batch_order, memory_id_for
 
 if TYPE_CHECKING:
     from storage.portable import ExportHeader
@@ -486,7 +486,7 @@ _TAG: TypeAdapter[str] = TypeAdapter(Tag)
 
 def _identity_problem(row: dict[str, Any]) -> str | None:
     """Why a memory row's text is not the one its id and content_hash were made from (None when it is).
-    Both derive from the text (``writing.service.memory_id_for``), so a row whose text was edited after
+    Both derive from the text (``writing.drafts.memory_id_for``), so a row whose text was edited after
     export would shadow the original: remembering that text again reads as a duplicate of the edited row,
     and is never stored. A purged row has no text to check. Ids made before private memories named their
     audience (the shared recipe) are read as well."""

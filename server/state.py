@@ -82,7 +82,8 @@ def assemble_runtime(settings: Settings, store: MemoryStore, models: Models) -> 
     from retrieval.outcomes import closeness_for
     from retrieval.pipeline import RecallPipeline, build_stages
     from writing.consolidation.service import ConsolidationService
-    from writing.service import WriteLimits, WriteService
+    from writing.drafts import WriteLimits
+    from writing.service import WriteService
 
     corroboration = CorroborationService(
         store, max_rows=settings.aggregation.max_rows, oppositions=oppositions(settings)

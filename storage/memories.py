@@ -408,7 +408,7 @@ class Memories(StoreTables):
         tier: tuple[ProtectionTier, datetime | None] | None = None,
     ) -> None:
         """Give a memory these tags, with the search text that indexes them (a memory that took others'
-        place keeps their tags: ``writing.service.WriteService.inherit``), and with ``tier`` this
+        place keeps their tags: ``writing.inheritance.Inheritance.inherit``), and with ``tier`` this
         protection tier and expiry (an identical memory stated again: ``WriteService.take_restated``)."""
         values: dict[str, Any] = {"tags": list(tags), "search_text": search_text, "updated_at": at}
         if tier is not None:

@@ -496,7 +496,7 @@ class OutcomeRecord:
 
     def own_credits(self) -> set[MemoryCredit]:
         """The credits the report gave, without those carried since to memories that took the place of
-        ones it credited (``WriteService.inherit``), which are not among its ``memory_ids``."""
+        ones it credited (``writing.inheritance.Inheritance.inherit``), which are not among its ``memory_ids``."""
         return {credit for credit in self.credits if credit.memory_id in self.memory_ids}
 
     def memory_credits(self) -> tuple[MemoryCredit, ...]:

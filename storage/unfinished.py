@@ -98,7 +98,7 @@ class StatusChange:
     """A change of these memories' status (``action``: retract, expire, restore) or of one memory's tags and
     tier (amend) about to be committed, whose lineage event follows it (``writing.service``), on behalf of
     ``agent``/``session`` by ``resolver``, begun at ``began`` (ISO 8601, the service's clock). For an amend,
-    ``outcome`` is a digest of the tags and tier it writes (``writing.service.tags_digest``): the entry holds
+    ``outcome`` is a digest of the tags and tier it writes (``writing.unfinished.tags_digest``): the entry holds
     ids and names only, never a memory's words or tags, which a purge must be able to erase."""
 
     scope: Scope

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from writing.consolidation.report import Actor
-from writing.service import WriteRefused
+from writing.drafts import WriteRefused
 
 if TYPE_CHECKING:
     from storage.records import MemoryRecord
     from tools.common import Runtime
     from tools.remember import MemoryFields, RememberOutput
-    from writing.service import Prepared
+    from writing.drafts import Prepared
 
 
 def amended(

@@ -21,7 +21,7 @@ from retrieval.text import is_unsafe_char
 from storage.records import Scope, View, Viewer
 from storage.scope_ids import scope_id_problem
 from tools.lanes import Lanes
-from writing.service import memory_id_for
+from writing.drafts import memory_id_for
 
 __all__ = ["memory_id_for"]  # ids are the write service's; tools and tests name them from here too
 

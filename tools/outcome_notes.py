@@ -4,7 +4,7 @@ longer count."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from retrieval.outcomes import NAMED_ROLES, ShownContext
@@ -69,7 +69,7 @@ def inactive_note(
 ) -> str:
     """What the report's detail adds for the named memories recall cannot show (superseded, retracted or
     purged since the session saw them): a superseded one's credit goes on to the memory that stands in its
-    place (``WriteService.hand_on_reported``), as if the report had come before the change; the others'
+    place (``Inheritance.hand_on_reported``), as if the report had come before the change; the others'
     counts if they are restored. "" when all are active."""
     handed, kept, expired = [], [], []
     for memory in (known[memory_id] for memory_id in named if memory_id in known):
@@ -80,7 +80,7 @@ def inactive_note(
             continue
         head = None
         if memory.replaced_by:
-            from writing.service import current_version  # (not imported before the handshake)
+            from writing.inheritance import current_version  # (not imported before the handshake)
 
             head = current_version(store, memory)
         if head is not None and head.status == "active" and head.id != memory.id:
@@ -154,4 +154,25 @@ def amend_note(
     return (
         f". This connection's previous session {previous_session} was reported before a remember or a recall "
         f"began this one: to change that report, report again with session_id={previous_session}"
+    )
+
+
+def without_gone(
+    credits: tuple[MemoryCredit, ...], records: Mapping[str, MemoryRecord], now: datetime
+) -> tuple[MemoryCredit, ...]:
+    """The credits of a report that move a memory shown again. A memory of the contexts that nobody named
+    moves only because it was shown; one retracted, purged or superseded since then will not be shown
+    again, so its share is dropped (``inactive_note``: a named one keeps its credit, handed on to what took
+    its place or counted if it is restored). An ephemeral memory past its expiry is not shown again
+    either: whatever its role, its credit would move a memory nobody reads (a trial saw one moved).
+    ``records``: the credited memories as the scope holds them now."""
+    expired = {memory_id for memory_id, record in records.items() if record.past_expiry(now)}
+    return tuple(
+        credit
+        for credit in credits
+        if credit.memory_id not in expired
+        and (
+            credit.role != "context"
+            or (credit.memory_id in records and records[credit.memory_id].status == "active")
+        )
     )

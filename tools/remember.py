@@ -27,7 +27,7 @@ from tools.common import (
 )
 from tools.memory_views import replacements
 from writing.consolidation.report import ConsolidationReport
-from writing.service import Draft, Prepared, WriteRefused, WriteResult, stored_content
+from writing.drafts import Draft, Prepared, WriteRefused, WriteResult, stored_content
 
 
 class MemoryFields(BaseModel):

@@ -22,7 +22,7 @@ from tools.remember import (
     output_of,
     prepare,
 )
-from writing.service import WriteRefused
+from writing.drafts import WriteRefused
 
 
 def _described_on_remember(schema: dict[str, Any]) -> None:

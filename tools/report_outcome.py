@@ -28,6 +28,7 @@ from tools.outcome_notes import (
     inactive_note,
     unnamed_note,
     unseen_note,
+    without_gone,
 )
 from writing.outcomes import (
     caught_up,
@@ -179,22 +180,14 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             policy=runtime.credit_policy,
         )
     )
-    # A memory of the contexts that nobody named moves only because it was shown; one retracted, purged or
-    # superseded since then will not be shown again, so its share is dropped (``inactive_note``: a named one
-    # keeps its credit, handed on to what took its place or counted if it is restored).
-    shown_only = [credit.memory_id for credit in credits if credit.role == "context"]
-    # Read as the scope holds them, not as the reporter sees them: the session's recalls showed them to
-    # whoever recalled (an agent's private memories, reported from the CLI as another agent).
+    # Only what will be shown again moves (``without_gone``), read as the scope holds them, not as the
+    # reporter sees them: the session's recalls showed them to whoever recalled (an agent's private
+    # memories, reported from the CLI as another agent).
+    shown_only = {credit.memory_id for credit in credits if credit.role == "context"}
     unnamed = [credit.memory_id for credit in credits if credit.memory_id not in known]
     standing = store.get_memories(unnamed, View(scope)) if unnamed else {}
-    # An ephemeral memory past its expiry is not shown again either: whatever its role, its credit would move
-    # a memory nobody reads (a trial saw one moved).
     expired_by = runtime.clock()
-    expired = {m for m, record in {**standing, **known}.items() if record.past_expiry(expired_by)}
-    gone = {m for m in shown_only if m not in standing or standing[m].status != "active" or m in expired}
-    credits = tuple(
-        c for c in credits if c.memory_id not in expired and (c.role != "context" or c.memory_id not in gone)
-    )
+    credits = without_gone(credits, {**standing, **known}, expired_by)
     embedder = runtime.models.embedder
     query_vectors = tuple(tuple(float(x) for x in embedder.embed_query(query)) for query in queries)
     memory_ids = tuple(credit.memory_id for credit in credits)
@@ -211,10 +204,17 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         if store.report_versions() != seen:
             reads = caught_up(reads, store, scope, session_id, memory_ids, seen)
         previous = reads.previous
+        # Read again under the lock: a memory restated since the checks above handed nothing on (no report
+        # had moved it), so read as active it would keep the credit where no recall shows it (a review); one
+        # retracted or expired since is not shown again.
+        known |= store.get_memories(list(known), View(scope))
+        credits = without_gone(credits, store.get_memories(list(memory_ids), View(scope)), runtime.clock())
+        kept = tuple(credit.memory_id for credit in credits)
+        reads, memory_ids = reads.without(set(memory_ids) - set(kept)), kept
         # Named ones superseded since they were shown: their credits go on after this sequence (idempotent).
         used = [credit.memory_id for credit in credits if credit.role == "used"]  # handed on as named ones
         known |= store.get_memories(used, View(scope)) if used else {}
-        runtime.writer.hand_on_reported(
+        runtime.writer.inheritance.hand_on_reported(
             [known[memory_id] for memory_id in (*named, *used) if memory_id in known]
         )
         if (
@@ -330,7 +330,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         status = "applied"
         detail = applied_note(session_id, [credit.role for credit in credits], recalled=bool(queries))
     detail += inactive_note(store, known, named, expired_by) + unseen_note(contexts, named)
-    detail += dropped_note(len(gone))
+    detail += dropped_note(len(shown_only - {c.memory_id for c in credits if c.role == "context"}))
     last = caller.previous_session
     detail += amend_note(
         store, scope, last, named_session=args.session_id is not None, recalled=bool(retrievals)

@@ -1,5 +1,5 @@
 """Work a write hands on after its caller has its answer: the credits a superseded memory earned, carried
-to the memory that took its place (``WriteService.inherit``).
+to the memory that took its place (``writing.inheritance``).
 
 Carrying credits is a report's sequence: it waits for the reports' lock, which outcome reports hold most
 of the time under load, then reads, merges and writes weights (300 ms at the median in the closed loop

@@ -50,6 +50,12 @@ class ReportReads:
     affected: tuple[str, ...]
     credited: Replay
 
+    def without(self, dropped: set[str]) -> ReportReads:
+        """These reads for a report that no longer credits ``dropped`` (gone since they were read): those
+        the session's earlier report (or one that failed half-way) credited are still recomputed."""
+        kept = {*(self.previous.memory_ids if self.previous else ()), *self.half_done}
+        return replace(self, affected=tuple(m for m in self.affected if m not in dropped or m in kept))
+
 
 def read_for_report(
     store: MemoryStore, scope: Scope, session_id: str, memory_ids: Sequence[str]

@@ -10,7 +10,8 @@ from benchmarks.reporting import offline_settings
 from server.state import build_runtime
 from storage.locking import WriteLock
 from storage.records import Scope
-from writing.service import Draft, WriteService
+from writing.drafts import Draft
+from writing.service import WriteService
 
 
 @pytest.fixture

@@ -806,3 +806,54 @@ def test_a_memory_named_for_one_task_is_not_lifted_for_a_task_set_apart_by_what_
     assert again.memories[0].id == backend  # the task reported
     other = recall(RecallInput(query="how do I run the frontend tests"), runtime, Caller("a", "s3"))
     assert other.memories[0].id == frontend
+
+
+def landing_during_the_report(monkeypatch, change):
+    """Run ``change`` once, as another connection's write landing after the report's checks and before
+    its lock (while the report reads what it needs)."""
+    real = report_outcome_module.read_for_report
+    done = []
+
+    def read_for_report(*args, **kwargs):
+        if not done:
+            done.append(change())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(report_outcome_module, "read_for_report", read_for_report)
+
+
+def test_a_named_memory_restated_while_the_report_is_in_flight_hands_its_credit_to_the_restatement(
+    runtime, three, monkeypatch
+):
+    """A review: the report read the named memory active before its lock, the restatement's consolidation
+    found nothing to hand on (no report had moved it yet), and the credit stayed on a memory no recall
+    shows. Read again under the lock, it goes on to the restatement, as when the restatement comes after."""
+    scope = Scope("default", "default")
+    assert recall_top(runtime, S1) == [three["a"], three["b"]]
+    restated = {}
+    landing_during_the_report(
+        monkeypatch,
+        lambda: restated.setdefault(
+            "id", remember(RememberInput(content="Postgres pool size is 20."), runtime, S2).id
+        ),
+    )
+    report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[three["a"]]), runtime, S1)
+    runtime.writer.settle(30)
+    newer = restated["id"]
+    assert runtime.store.get_memory(three["a"]).status == "superseded"
+    assert [(c.session_id, c.credit.role) for c in runtime.store.credits_for(scope, [newer])[newer]] == [
+        ("ses_1", "helpful")
+    ]
+    assert round(runtime.store.get_memory(newer).weight, 6) == 1.15  # one full success step: 1 + 0.15
+
+
+def test_a_context_memory_retracted_while_the_report_is_in_flight_does_not_move(runtime, three, monkeypatch):
+    assert recall_top(runtime, S1) == [three["a"], three["b"]]
+    scope = Scope("default", "default")
+    landing_during_the_report(
+        monkeypatch, lambda: runtime.store.retract(scope, [three["b"]], runtime.clock())
+    )
+    out = report_outcome(ReportOutcomeInput(outcome="success"), runtime, S1)
+    assert three["b"] not in {update.id for update in out.updated}
+    assert weights(runtime, three)["b"] == 1.0 and weights(runtime, three)["a"] > 1.0
+    assert "1 memory of its contexts no longer active" in out.detail

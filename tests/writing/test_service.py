@@ -403,7 +403,7 @@ elif sys.argv[2] == "update-carry":  # the update and its lineage are in; the cr
         print(heir_id, flush=True)
         time.sleep(3600)
 
-    runtime.writer._inherit_credits = cut
+    runtime.writer.inheritance.inherit_credits = cut
     said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=old)
     time.sleep(3600)
 elif sys.argv[2] in ("lineage", "update-lineage"):  # the status change is committed; its lineage is next
@@ -418,7 +418,7 @@ elif sys.argv[2] in ("lineage", "update-lineage"):  # the status change is commi
         said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=old)
     time.sleep(3600)
 elif sys.argv[2] == "update":  # the correction's row is in; the old text is not superseded yet
-    runtime.writer._update = killed_here
+    runtime.writer.apply_update = killed_here
     said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=old)
 elif sys.argv[2] == "commit":  # answered; the supersede it decided is never committed
     runtime.store.supersede = lambda *args, **kwargs: time.sleep(3600)
@@ -597,7 +597,7 @@ def test_a_recovered_entry_that_fails_keeps_the_dead_processs_file_for_the_next_
     gone.begin(OwedConsolidation(Scope("default", "default"), (a.id,)))
     died(gone)
     with monkeypatch.context() as patched:
-        patched.setattr(runtime.writer, "_finish_consolidation", lambda owed: 1 / 0)
+        patched.setattr(runtime.writer.recovery, "_finish_consolidation", lambda owed: 1 / 0)
         assert runtime.writer.recover_unfinished() == (0, 0)
     assert runtime.writer.recover_unfinished() == (1, 0)  # the next round finds it still there
     assert runtime.writer.recover_unfinished() == (0, 0)
@@ -608,7 +608,7 @@ def test_a_remember_leaves_nothing_owed_behind(runtime):
     said(runtime, RESTATED)
     remember_many(RememberManyInput(items=[BatchItem(content="Deploys go out on Tuesdays")]), runtime, CALLER)
     assert runtime.writer.settle(TIMEOUT)  # the restatement's supersede, committed behind the call
-    assert runtime.writer._journal._open == {}
+    assert runtime.writer.journal.entries._open == {}
 
 
 class GatedSupersede:
@@ -654,7 +654,7 @@ def test_a_restatement_is_answered_before_its_supersede_is_committed_and_reads_a
     assert runtime.writer.settle(TIMEOUT)
     assert committed_chain(runtime, old) == [("superseded", new.id)]
     assert not runtime.store._pending
-    assert runtime.writer._journal._open == {}
+    assert runtime.writer.journal.entries._open == {}
 
 
 def test_a_restatement_forgotten_before_its_supersede_is_committed_leaves_neither_active(runtime):
@@ -782,7 +782,7 @@ def test_a_refused_explicit_update_leaves_nothing_owed(runtime):
     import pytest
 
     from tools.remember import draft_of
-    from writing.service import WriteRefused
+    from writing.drafts import WriteRefused
 
     old = said(runtime, ROLLBACK)
     seen = runtime.store.get_memory(old.id)  # as the caller's check saw it: active
@@ -793,7 +793,7 @@ def test_a_refused_explicit_update_leaves_nothing_owed(runtime):
     with pytest.raises(WriteRefused, match="no longer active"):
         runtime.writer.remember(runtime.writer.prepare(draft), llm=None, replaces=seen)
     assert runtime.writer.settle(TIMEOUT)
-    assert runtime.writer._journal._open == {}
+    assert runtime.writer.journal.entries._open == {}
 
 
 def test_a_supersede_whose_commit_fails_is_given_up_and_left_to_the_sweep(runtime, caplog):
@@ -805,7 +805,7 @@ def test_a_supersede_whose_commit_fails_is_given_up_and_left_to_the_sweep(runtim
     assert runtime.store.get_memory(old.id).status == "active"  # read as the rows say again
     assert runtime.store.get_memory(new.id).consolidated_at is None  # the sweep examines it again
     assert "could not supersede" in caplog.text
-    assert runtime.writer._journal._open == {}
+    assert runtime.writer.journal.entries._open == {}
     runtime.store.supersede = gated.original
     runtime.consolidation.sweep(Scope("default", "default"))
     assert runtime.store.get_memory(old.id).replaced_by == new.id
@@ -824,7 +824,7 @@ def test_a_consolidation_that_failed_is_left_to_the_sweep_and_to_the_next_start(
         raise AssertionError("the failure should reach the caller")
     stored = runtime.store.get_memory(memory_id_for(Scope("default", "default"), content_hash(ROLLBACK)))
     assert stored.consolidated_at is None  # unstamped: the sweep examines it
-    [owed] = runtime.writer._journal._open.values()  # still written down: the next start runs it
+    [owed] = runtime.writer.journal.entries._open.values()  # still written down: the next start runs it
     assert stored.id in owed
 
 
@@ -834,13 +834,13 @@ def test_credits_are_carried_when_they_cannot_be_written_down(runtime, caplog):
     def full(*args, **kwargs):
         raise OSError("disk full")
 
-    runtime.writer._journal.begin = full
+    runtime.writer.journal.entries.begin = full
     b = said(runtime, RESTATED)
     assert b.consolidation.superseded == [a]
     assert runtime.writer.settle(TIMEOUT)
     assert weights(runtime, b.id) == [1.15]
     assert "could not write down the credits handed on" in caplog.text
-    assert runtime.writer._pending_heirs({b.id}) == set()
+    assert runtime.writer.inheritance.pending_heirs({b.id}) == set()
 
 
 def test_a_recovered_carry_to_a_memory_replaced_since_goes_on_to_the_one_that_stands(
@@ -854,7 +854,7 @@ def test_a_recovered_carry_to_a_memory_replaced_since_goes_on_to_the_one_that_st
     a = helped(runtime)
     # B restated A in a process that died before carrying A's credits: written down, never carried.
     with monkeypatch.context() as patched:
-        patched.setattr(runtime.writer, "_hand_on", lambda *args: None)
+        patched.setattr(runtime.writer.inheritance, "hand_on", lambda *args: None)
         b = said(runtime, RESTATED)
     gone = UnfinishedWrites(Path(settings.db_uri))
     gone.begin(HandOn(Scope("default", "default"), b.id, ((a, True),)))
@@ -1104,7 +1104,7 @@ def test_a_remember_waiting_for_the_queue_of_supersedes_does_not_wait_for_the_co
 def test_an_update_back_to_an_earlier_text_refused_because_its_memory_was_forgotten_revives_nothing(runtime):
     from tools.forget import ForgetInput, forget
     from tools.remember import draft_of
-    from writing.service import WriteRefused
+    from writing.drafts import WriteRefused
 
     earlier = said(runtime, "The API gateway listens on port 8080").id
     current = said(runtime, "The API gateway listens on port 9090", replaces=earlier).id

@@ -6,7 +6,7 @@ import pytest
 
 from storage.records import Scope
 from tests.helpers import killed_after, make_runtime
-from writing.service import RECOVERED
+from writing.recovery import RECOVERED
 
 SCOPE = Scope("default", "default")
 
