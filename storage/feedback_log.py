@@ -106,11 +106,17 @@ class FeedbackLog(StoreTables):
         (``session_feedback``), so on a local store the rows are appended: a merge joins the whole table
         on its key, and under load the two merges took about a third of the time a report held the lock."""
         self._put_credits(record, previous, cleared, first=first)
+        self.put_report_row(record, append=first and previous is None)
+
+    def put_report_row(self, record: OutcomeRecord, *, append: bool = False) -> None:
+        """Insert or replace the session's report row alone (caller holds ``reporting()``): the last commit of
+        a report, or of one completed after a crash from its credits (``writing.outcomes.finish_report``).
+        ``append``: the session has no row (``put_outcome``'s ``first``)."""
         columns = set(self._schema(self._outcomes).names)
         row = {name: value for name, value in record.__dict__.items() if name in columns}
         rows = [{**row, "memory_ids": list(record.memory_ids)}]
         with self.reporting():
-            if first and previous is None and self._lock.spans_processes:
+            if append and self._lock.spans_processes:
                 self._append_log(self._outcomes, rows)
                 return
             table = pa.Table.from_pylist(rows, schema=self._schema(self._outcomes))
@@ -361,6 +367,17 @@ class FeedbackLog(StoreTables):
     def add_weight_events(self, events: Sequence[WeightEvent]) -> None:
         with self.reporting():
             self._append_log(self._weight_events, [event.__dict__ for event in events])
+
+    def drop_weight_events(self, scope: Scope, session_id: str, revision: int) -> None:
+        """Delete the weight events a report of ``session_id`` at ``revision`` wrote before it died unsaved:
+        the weights they record were taken back (``writing.outcomes.finish_report``)."""
+        condition = filters.all_of(
+            filters.scope_is(scope),
+            filters.equals("session_id", session_id),
+            filters.equals("revision", revision),
+        )
+        with self.reporting():
+            retrying(lambda: self._weight_events.delete(condition))
 
     def weight_events(self, scope: Scope, memory_id: str) -> list[WeightEvent]:
         """The weight history of a memory, from the reports of every project of the scope's org (an

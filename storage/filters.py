@@ -33,7 +33,7 @@ def of_audience(audience: Audience) -> Expr:
     )
 
 
-def equals(column: str, value: str) -> Expr:
+def equals(column: str, value: str | int) -> Expr:
     return col(column) == lit(value)
 
 

@@ -1,7 +1,7 @@
 """Write work that must outlive a crash, written down before it runs: a process that dies first leaves it
 for the next one to finish, instead of leaving half an operation behind.
 
-Two kinds of entry:
+Kinds of entry:
 
 - **a hand-on** (``writing.behind``): the credits a superseded memory earned, carried to the memory that
   took its place after the caller was answered (the scope, the memory they go to, the memories they
@@ -15,7 +15,8 @@ Two kinds of entry:
 - **a supersede decided** and answered, committed behind the call;
 - **a change of status or of tags** (a retraction, an expiry, a restore, an amend), whose lineage event
   is a commit of its own after it: a process killed between the two left a memory retracted that no
-  event said was, or active again after a lineage that ended in its retraction.
+  event said was, or active again after a lineage that ended in its retraction;
+- **an outcome report in flight**: its weights, weight events, credits and report row are four commits.
 
 Each process appends to a file of its own in the store folder's ``.memoria-unfinished/``, which it holds
 an exclusive ``flock`` on while it runs: a line when work begins, a line when it is done. A file whose
@@ -114,7 +115,28 @@ class StatusChange:
     replaces: str | None = None
 
 
-Unfinished = HandOn | OwedConsolidation | DecidedSupersede | StatusChange
+@dataclass(frozen=True)
+class ReportInFlight:
+    """An outcome report about to write (``writing.outcomes.write_report``): the weights of ``affected``,
+    their weight events, the session's credits, then its report row, each a commit of its own. A process
+    killed between them left the report half applied (a review: its credits moved recall with no report
+    saved, or the weights moved with nothing behind them); the next start completes the report from its
+    credits, or takes its weights back (``writing.outcomes.finish_report``). Ids, names and numbers only:
+    the report's note, free text, is not kept (a report completed after a crash is saved without it).
+    ``first_reported_at``/``reported_at``: ISO 8601."""
+
+    scope: Scope
+    session_id: str
+    revision: int
+    outcome: str
+    score: float
+    first_reported_at: str
+    reported_at: str
+    memory_ids: tuple[str, ...]  # what the report credits (its row's)
+    affected: tuple[str, ...]  # every memory whose weight it writes
+
+
+Unfinished = HandOn | OwedConsolidation | DecidedSupersede | StatusChange | ReportInFlight
 # A decided supersede's fields after its scope and losers, in order, as its journal line names them.
 _SUPERSEDE_NAMES = ("survivor", "action", "resolver", "agent", "session")
 # A status change's fields after its scope and memories, in order, as its journal line names them.
@@ -302,6 +324,19 @@ def _fields(entry: Unfinished) -> dict[str, object]:
             "losers": list(entry.losers),
             **{name: getattr(entry, name) for name in _SUPERSEDE_NAMES},
         }
+    if isinstance(entry, ReportInFlight):
+        return {
+            "kind": "report",
+            **where,
+            "session": entry.session_id,
+            "revision": entry.revision,
+            "outcome": entry.outcome,
+            "score": entry.score,
+            "first": entry.first_reported_at,
+            "at": entry.reported_at,
+            "memories": list(entry.memory_ids),
+            "affected": list(entry.affected),
+        }
     if isinstance(entry, HandOn):
         return {
             "kind": "hand_on",
@@ -328,11 +363,30 @@ def _entry(fields: dict[str, object]) -> Unfinished:
         return DecidedSupersede(
             scope, tuple(str(memory_id) for memory_id in losers), *(str(fields[n]) for n in _SUPERSEDE_NAMES)
         )
-    if fields["kind"] not in ("consolidation", "status"):
+    if fields["kind"] not in ("consolidation", "status", "report"):
         raise ValueError(f"unknown kind {fields['kind']!r}")
     memories = fields["memories"]
     if not isinstance(memories, list):
         raise TypeError("memories is not a list")
+    if fields["kind"] == "report":
+        affected, revision, score = fields["affected"], fields["revision"], fields["score"]
+        if (
+            not isinstance(affected, list)
+            or not isinstance(revision, int)
+            or not isinstance(score, int | float)
+        ):
+            raise TypeError("a report's affected, revision or score is not what it should be")
+        return ReportInFlight(
+            scope,
+            str(fields["session"]),
+            revision,
+            str(fields["outcome"]),
+            float(score),
+            str(fields["first"]),
+            str(fields["at"]),
+            tuple(str(memory_id) for memory_id in memories),
+            tuple(str(memory_id) for memory_id in affected),
+        )
     if fields["kind"] == "status":
         outcome = fields.get("outcome")
         action, resolver, agent, session, began = (str(fields[name]) for name in _STATUS_NAMES)

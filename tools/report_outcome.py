@@ -32,13 +32,12 @@ from tools.outcome_notes import (
 )
 from writing.outcomes import (
     caught_up,
-    converge,
     read_for_report,
     replayed_weights,
     shown_contexts,
     used_kept,
     with_report,
-    write_weights,
+    write_report,
 )
 
 log = logging.getLogger(__name__)
@@ -266,10 +265,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             query_vectors=query_vectors,
             query_embedder=embedder.name,
         )
-        half_done = reads.half_done
-        affected = reads.affected
         # The weights and protection tiers as they are now (the scope's copy: no table read).
-        current = store.get_memories(affected, View(scope))
+        current = store.get_memories(reads.affected, View(scope))
         # Every report's credits for these memories, with this session's replaced by the new report's.
         replay = with_report(reads.credited, record)
         weights = replayed_weights(policy, current, replay)
@@ -284,27 +281,21 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             )
             for memory_id, weight in weights.items()
         ]
-        write_weights(store, runtime.corroboration, current, weights, now)
-
-        store.add_weight_events(
-            [
-                WeightEvent(
-                    memory_id=update.id,
-                    org_id=scope.org_id,
-                    project_id=scope.project_id,
-                    session_id=session_id,
-                    weight_before=update.weight_before,
-                    weight_after=update.weight_after,
-                    revision=record.revision,
-                    at=now,
-                )
-                for update in updates
-            ]
-        )
-        # The report is saved last: if a write above fails, the retried call finds no matching report
-        # and redoes the whole update instead of answering "unchanged" over stale weights.
-        store.put_outcome(record, previous, cleared=half_done, first=reads.session_revision is None)
-        converge(store, runtime.corroboration, runtime.weight_policy, runtime.clock, scope, affected, replay)
+        events = [
+            WeightEvent(
+                memory_id=update.id,
+                org_id=scope.org_id,
+                project_id=scope.project_id,
+                session_id=session_id,
+                weight_before=update.weight_before,
+                weight_after=update.weight_after,
+                revision=record.revision,
+                at=now,
+            )
+            for update in updates
+        ]
+        clusters, journal = runtime.corroboration, runtime.writer.journal
+        write_report(store, clusters, policy, runtime.clock, journal, record, reads, weights, events, replay)
 
     status: Literal["applied", "replaced", "unchanged", "nothing_to_update"]
     if previous is not None:

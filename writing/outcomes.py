@@ -9,22 +9,26 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from retrieval.outcomes import ShownContext, ShownMemory, WeightPolicy, with_credit
 from retrieval.trace import lent_after_weighting, parse_trace
 from storage.records import (
     CreditedSession,
     MemoryRecord,
+    OutcomeLabel,
     OutcomeRecord,
     RetrievalRecord,
     Scope,
     View,
+    WeightEvent,
     stored_in,
 )
+from storage.unfinished import ReportInFlight
 
 if TYPE_CHECKING:
     from storage.store import MemoryStore
+    from writing.unfinished import WriteJournal
 
 log = logging.getLogger(__name__)
 
@@ -249,3 +253,86 @@ def _replay_keys(replay: Replay, memory_ids: Sequence[str]) -> list[list[tuple[s
         [(c.session_id, c.revision, c.credit.share, c.credit.score) for c in replay.get(memory_id, ())]
         for memory_id in memory_ids
     ]
+
+
+def write_report(
+    store: MemoryStore,
+    clusters: ClusterWeights,
+    policy: WeightPolicy,
+    clock: Callable[[], datetime],
+    journal: WriteJournal,
+    record: OutcomeRecord,
+    reads: ReportReads,
+    weights: Mapping[str, float],
+    events: Sequence[WeightEvent],
+    replay: Replay,
+) -> None:
+    """Write a report (caller holds ``reporting()``): the weights of every memory it affects, their weight
+    events, the session's credits and, last, its row (a retry after a failure in between finds no
+    matching report and redoes the whole update instead of answering "unchanged" over stale weights).
+    Four commits, written down first (``ReportInFlight``): a process killed between them leaves the
+    report to the next start, which completes it or takes it back (``finish_report``)."""
+    scope = Scope(record.org_id, record.project_id)
+    entry = ReportInFlight(
+        scope,
+        record.session_id,
+        record.revision,
+        record.outcome,
+        record.score,
+        record.first_reported_at.isoformat(),
+        record.reported_at.isoformat(),
+        record.memory_ids,
+        reads.affected,
+    )
+    number = journal.write_down(entry, f"the report of session {record.session_id}")
+    current = store.get_memories(reads.affected, View(scope))  # the scope's copy: no table read
+    write_weights(store, clusters, current, weights, record.reported_at)
+    store.add_weight_events(events)
+    store.put_outcome(record, reads.previous, cleared=reads.half_done, first=reads.session_revision is None)
+    converge(store, clusters, policy, clock, scope, reads.affected, replay)
+    journal.done(number)
+
+
+def finish_report(
+    store: MemoryStore,
+    clusters: ClusterWeights,
+    policy: WeightPolicy,
+    clock: Callable[[], datetime],
+    entry: ReportInFlight,
+) -> str:
+    """A report a dead process left part-way (``write_report``), finished: with its credits committed and
+    its row not, it is completed (its row saved from the entry, without its note, which the entry does not
+    keep); with its credits not committed, it is taken back (the weight events it wrote are deleted).
+    Either way the weights of every memory it affected are replayed from the reports there are. A
+    session reported again since (its row at this revision or later) needs only the weights replayed.
+    Idempotent. Returns what was done, for the log."""
+    scope = entry.scope
+    with store.reporting():
+        saved = store.outcome_revision(scope, entry.session_id)
+        if saved is not None and saved >= entry.revision:
+            done = "saved already"
+        elif store.session_feedback(scope, entry.session_id).revision == entry.revision:
+            outcome = cast(OutcomeLabel, entry.outcome)  # as the report wrote it
+            store.put_report_row(
+                OutcomeRecord(
+                    session_id=entry.session_id,
+                    org_id=scope.org_id,
+                    project_id=scope.project_id,
+                    outcome=outcome,
+                    score=entry.score,
+                    note=None,
+                    memory_ids=entry.memory_ids,
+                    first_reported_at=datetime.fromisoformat(entry.first_reported_at),
+                    reported_at=datetime.fromisoformat(entry.reported_at),
+                    revision=entry.revision,
+                )
+            )
+            done = "completed from its credits"
+        else:
+            store.drop_weight_events(scope, entry.session_id, entry.revision)
+            done = "taken back"
+        replay = store.credits_for(scope, entry.affected, across_org=True)
+        current = store.get_memories(entry.affected, View(scope))
+        write_weights(store, clusters, current, replayed_weights(policy, current, replay), clock())
+        converge(store, clusters, policy, clock, scope, entry.affected, replay)
+    return done

@@ -12,7 +12,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from storage.records import LineageEvent, MemoryRecord, Scope
-from storage.unfinished import DecidedSupersede, HandOn, OwedConsolidation, StatusChange, Unfinished
+from storage.unfinished import (
+    DecidedSupersede,
+    HandOn,
+    OwedConsolidation,
+    ReportInFlight,
+    StatusChange,
+    Unfinished,
+)
 from writing.consolidation.report import Actor
 from writing.unfinished import tags_digest, unmarked_on_failure
 
@@ -64,6 +71,13 @@ class Recovery:
                     except Exception:
                         failed = True
                         log.warning("could not record %s; the next round tries again", entry, exc_info=True)
+            for entry in entries:  # a report's credits settled before a consolidation hands any on
+                if isinstance(entry, ReportInFlight):
+                    try:
+                        self._finish_report(entry)
+                    except Exception:
+                        failed = True
+                        log.warning("could not finish %s; the next round tries again", entry, exc_info=True)
             for entry in entries:
                 if isinstance(entry, OwedConsolidation):
                     try:
@@ -88,6 +102,17 @@ class Recovery:
             if not failed:
                 self._journal.entries.discard(path)
         return consolidated, carried
+
+    def _finish_report(self, entry: ReportInFlight) -> None:
+        """An outcome report a crash cut off between its commits: completed from its credits, or taken back
+        (``writing.outcomes.finish_report``). Written down again first, as every entry run here."""
+        from writing.outcomes import finish_report  # (as the weights' replay elsewhere: not at start-up)
+
+        number = self._journal.write_down(entry, f"the report of session {entry.session_id}")
+        writer = self._writer
+        done = finish_report(self._store, self._corroboration, writer.weights, self._clock, entry)
+        log.info("the report of session %s cut off by a crash: %s", entry.session_id, done)
+        self._journal.done(number)
 
     def _finish_consolidation(self, owed: OwedConsolidation) -> int:
         """The consolidation a process that died owed memories it inserted stamped as examined (and the

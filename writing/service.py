@@ -144,6 +144,10 @@ class WriteService:
     def clock(self) -> Clock:
         return self._clock
 
+    @property
+    def weights(self) -> WeightPolicy:
+        return self._weights
+
     def settle(self, timeout: float | None = None) -> bool:
         """Wait until what superseded memories earned, handed on so far, is carried (``writing.behind``);
         False if ``timeout`` passed first."""

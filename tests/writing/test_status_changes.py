@@ -13,14 +13,6 @@ SCOPE = Scope("default", "default")
 # A process that makes one change and is killed (kill -9) as it reaches ``cut``: "lineage", the change's
 # lineage event (the change is committed), or "change", the change itself (nothing committed).
 CHANGING = """
-import sys, time
-from datetime import timedelta
-from tests.helpers import make_runtime, settings_for
-from tests.writing.test_service import CALLER, said
-from tools.amend import amend_input_for_test if False else None
-"""
-
-CHANGING = """
 import itertools, sys, time
 from datetime import timedelta
 from tests.helpers import make_runtime, settings_for
