@@ -707,6 +707,12 @@ class WriteService:
         now = self._clock()
         changed = self._store.supersede(old.scope, [old.id], new.id, now)
         if not changed:
+            current = self._store.get_memories([old.id], old.scope).get(old.id)
+            if current is not None and current.status == "superseded" and current.replaced_by == new.id:
+                # Another write's consolidation, between this update's insert and this step, found the two
+                # texts alike and superseded the old one by the new one itself (a trial): the update stands
+                # as asked. Refused, it would have retracted the new text, and nothing would stand.
+                return f"explicit update: {new.id} replaces {old.id}, which stays superseded for audit"
             refused = no_longer_active(old)
             if withdraw and self._store.retract(new.scope, [new.id], now):
                 self.consolidation.record_retirement(

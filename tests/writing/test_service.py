@@ -11,7 +11,7 @@ from retrieval.text import content_hash
 from storage.records import Scope
 from tests.fakes import RecordingEmbedder
 from tests.helpers import killed_after, make_runtime, settings_for
-from tools.common import Caller, memory_id_for
+from tools.common import Caller, ToolFailure, memory_id_for
 from tools.remember import RememberInput, remember
 from tools.remember_many import BatchItem, RememberManyInput, remember_many
 
@@ -1212,3 +1212,48 @@ def test_a_rewording_a_crash_cut_off_before_its_memory_was_inserted_leaves_its_g
         None,
     )
     assert runtime.store.lineage(scope, [kept.id]) == []
+
+
+def test_an_explicit_update_whose_old_text_another_write_superseded_by_the_new_one_meanwhile_stands(
+    runtime, monkeypatch
+):
+    """A trial: between an update's insert and its supersede, another write's consolidation found the two
+    texts alike and superseded the old by the new itself. The update was refused and its new text
+    retracted: the old fact stood superseded by a retracted memory, nothing active. It stands now."""
+    old = said(runtime, ROLLBACK)
+    real = runtime.store.supersede
+
+    def consolidated_first(scope, losers, survivor, at, **kwargs):
+        monkeypatch.setattr(runtime.store, "supersede", real)
+        real(scope, losers, survivor, at)  # the other write's consolidation, landing first
+        return real(scope, losers, survivor, at, **kwargs)  # this update's own step: nothing left to change
+
+    monkeypatch.setattr(runtime.store, "supersede", consolidated_first)
+    new = said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=old.id)
+    assert new.note == f"explicit update: {new.id} replaces {old.id}, which stays superseded for audit"
+    assert runtime.store.get_memory(new.id).status == "active"
+    assert (runtime.store.get_memory(old.id).status, runtime.store.get_memory(old.id).replaced_by) == (
+        "superseded",
+        new.id,
+    )
+
+
+def test_an_explicit_update_whose_old_text_another_memory_replaced_meanwhile_is_refused_and_withdrawn(
+    runtime, monkeypatch
+):
+    old = said(runtime, ROLLBACK)
+    other = said(runtime, "Staging resets every Sunday night")
+    real = runtime.store.supersede
+
+    def replaced_first(scope, losers, survivor, at, **kwargs):
+        monkeypatch.setattr(runtime.store, "supersede", real)
+        real(scope, losers, other.id, at)  # another memory took its place first
+        return real(scope, losers, survivor, at, **kwargs)
+
+    monkeypatch.setattr(runtime.store, "supersede", replaced_first)
+    text = "Rollback a bad deploy with make rollback ENV=prod"
+    with pytest.raises(ToolFailure, match="is no longer active"):
+        said(runtime, text, replaces=old.id)
+    assert runtime.store.get_memory(old.id).replaced_by == other.id
+    withdrawn = runtime.store.get_memory(memory_id_for(Scope("default", "default"), content_hash(text)))
+    assert withdrawn.status == "retracted"
