@@ -271,8 +271,9 @@ _UNJOINTS = str.maketrans({"\u01c0": "-", "\u01c1": ".", "\u01c2": "/"})
 _JOINT_LETTERS = "\u01c0\u01c1\u01c2"
 
 
-def _squashed(text: str) -> str:
-    """``text`` with each value joined by hyphens, dots or slashes made one word (``_COMPOUND``)."""
+def joined_as_words(text: str) -> str:
+    """``text`` with each value joined by hyphens, dots or slashes made one word (``_COMPOUND``): its joints
+    become letters, which word tokens keep."""
     return _COMPOUND.sub(
         lambda found: (
             found.group(0).translate(_JOINTS) if any(c.isdigit() for c in found.group(0)) else found.group(0)
@@ -339,7 +340,8 @@ def says_value_changed(text: str, new_values: Iterable[str]) -> bool:
     from" does; any other reading of two values is left to a language model."""
     wanted = set(new_values)
     return any(
-        wanted & set(content_terms(found.group("value"))) for found in _CHANGED_TO.finditer(_squashed(text))
+        wanted & set(content_terms(found.group("value")))
+        for found in _CHANGED_TO.finditer(joined_as_words(text))
     )
 
 
@@ -437,8 +439,8 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     the newer memory says it is a change, by the same author, and never a protected memory (an explicit
     revision in words is needed there)."""
 
-    memory = replace(memory, content=_squashed(memory.content))
-    others = [replace(other, content=_squashed(other.content)) for other in others]
+    memory = replace(memory, content=joined_as_words(memory.content))
+    others = [replace(other, content=joined_as_words(other.content)) for other in others]
 
     # What the memory states, without the values it names as given up and a "Correction:" label: those
     # say that something changed (and what it was), not what is so now.
@@ -575,7 +577,7 @@ _USE_STEMS = frozenset({"use", "run", "using", "uses", "runs"})
 
 def said_of(memory: ContradictionInput) -> str:
     """A memory's text as a given-up phrase is looked for in it: its values joined, lower case, one space."""
-    return " ".join(_squashed(memory.content).lower().split())
+    return " ".join(joined_as_words(memory.content).lower().split())
 
 
 # Why a plain value change only disputes: neither memory says that anything changed.
@@ -657,7 +659,7 @@ def plain_value_changes(
     within three words), so that events on two days ("Deploy failed on Tuesday"), two of a series ("Sprint
     14", "issue 123") and one value for two subjects ("We use Node 18", "They use Node 20") stay two facts.
     What ``value_changes`` reads (a word of change, a value given up, "also") is left to it."""
-    text = _squashed(memory.content)
+    text = joined_as_words(memory.content)
     if says_more_than_a_value(text):
         return []
     tokens = comparable_words(text)
@@ -667,7 +669,7 @@ def plain_value_changes(
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
             continue
-        said = _squashed(other.content)
+        said = joined_as_words(other.content)
         theirs = comparable_words(said)
         if len(theirs) != len(tokens) or _CHANGED.search(said):
             continue  # the older said a change ("now 18"): a value change, ``value_changes``'s to read
@@ -830,7 +832,7 @@ RESTATED_OVERLAP = 0.5
 def _values_and_subject(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """The values a text says, and what it says them of; remembered, as a write's neighbours are mostly the
     neighbours of the writes before it."""
-    text = _squashed(text)
+    text = joined_as_words(text)
     terms = frozenset(content_terms(text))
     values = frozenset(term for term in terms if is_value(term))
     return values, terms - values - _change_stems(text)

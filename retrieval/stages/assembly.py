@@ -221,13 +221,14 @@ SUMMARY_CUT = "ranked below the top_k_episodes="
 EPISODE_CAP = "its episode is beyond the max_episodes="
 
 
-_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_NUMBER = re.compile(r"\d+(?:[.,:\-/]\d+)*")
 
 
 def numbers(text: str) -> frozenset[str]:
     """The numbers ``text`` names, written one way: a thousands comma dropped ("5,000" is "5000"), a time's
     colon read as a point and leading zeros dropped ("09:00" is "9.0"), whatever is around them ("v1.2"
-    and "1.2", "30s" and "30 s" name the same)."""
+    and "1.2", "30s" and "30 s" name the same). Digits joined by hyphens or slashes are one number, in
+    their order ("2026-11-03" is not "2026-03-11": a trial saw one folded into the other)."""
     found = set()
     for match in _NUMBER.finditer(text):
         written = re.sub(r",(?=\d{3}(?!\d))", "", match.group()).replace(":", ".")

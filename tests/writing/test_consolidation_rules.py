@@ -114,6 +114,14 @@ def test_a_newer_statement_that_leaves_a_detail_out_does_not_take_it_away():
             "The on-call handover is on Monday and the standup is on Monday",
             "The on-call handover is on Monday and the standup is on Friday",
         ),
+        # A value joined by dots or hyphens is one value: the same digits in another order are another
+        # value (a trial: as digit groups, each held the other, and the second host superseded the first).
+        ("Worker 10.0.1.2 is out of disk space", "Worker 10.0.2.1 is out of disk space"),
+        ("Library libfoo 1.2.0 has a memory leak", "Library libfoo 2.1.0 has a memory leak"),
+        (
+            "Incident INC-2026-11-03 was caused by the cache",
+            "Incident INC-2026-03-11 was caused by the cache",
+        ),
     ],
 )
 def test_a_value_swapped_for_another_or_words_reversed_is_a_different_fact(older, newer):

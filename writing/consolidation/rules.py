@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from retrieval.contradictions import is_value, written_out
+from retrieval.contradictions import is_value, joined_as_words, written_out
 from retrieval.text import (
     content_terms,
     light_stem,
@@ -113,8 +113,10 @@ def adds_nothing(text: Statement, other: Statement) -> bool:
 
 def _values(text: str) -> Counter[str]:
     """How often ``text`` names each of its values (its words with a digit, days and months by name: as
-    value changes read them, ``retrieval.contradictions.is_value``), stemmed: "Tuesdays" is "Tuesday"."""
-    return Counter(light_stem(word) for word in word_tokens(text) if is_value(word))
+    value changes read them, ``retrieval.contradictions.is_value``), stemmed: "Tuesdays" is "Tuesday". A
+    value joined by hyphens, dots or slashes is one value, as value changes read it: "10.0.1.2" is not
+    "10.0.2.1", nor "INC-2026-11-03" "INC-2026-03-11" (a trial: as digit groups, each held the other)."""
+    return Counter(light_stem(word) for word in word_tokens(joined_as_words(text)) if is_value(word))
 
 
 def absorbs(survivor: Statement, loser: Statement, threshold: float) -> bool:

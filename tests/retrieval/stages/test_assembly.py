@@ -565,6 +565,24 @@ def test_a_number_written_another_way_still_makes_twins(one, other):
     assert [c.id for c in marked if c.in_context] == ["a"]
 
 
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (
+            "Incident INC-2026-11-03 was caused by the cache",
+            "Incident INC-2026-03-11 was caused by the cache",
+        ),
+        ("The 2026/03/11 release was rolled back", "The 2026/11/03 release was rolled back"),
+    ],
+)
+def test_digits_joined_by_hyphens_or_slashes_in_another_order_are_another_number(one, other):
+    """A trial: two incidents whose ids hold the same digit groups in another order were folded into one."""
+    first = replace(candidate("a", one), cluster_canonical="a")
+    second = replace(candidate("b", other), cluster_canonical="a")
+    marked, _ = assemble((first, second), top_k=3, char_budget=10_000, retrieval_id="r", fold_threshold=0.8)
+    assert [c.id for c in marked if c.in_context] == ["a", "b"]
+
+
 def test_a_dispute_mark_naming_a_folded_memory_says_where_its_words_are_shown():
     """A new user's trial: "DISPUTED by newer mem_fd4a" named a restatement folded into another memory
     of the context, which the reader could not find there."""
