@@ -165,6 +165,9 @@ def test_later_items_of_a_batch_absorb_their_near_duplicates():
             ("deploy", "sh"),
         ),
         ("We moved from Node.js to Deno. It is faster.", ("node", "js"), ("deno",)),
+        # At the head of a clause (a trial: not read as a switch at all).
+        ("Instead of Stripe we now use Adyen for payments", ("stripe",), ("adyen",)),
+        ("Instead of Jenkins, the team uses GitHub Actions", ("jenkin",), ("github", "action")),
     ],
 )
 def test_explicit_revisions_are_parsed(text, old, new):
@@ -307,3 +310,28 @@ def test_a_restatement_is_read_as_written_out_but_never_inside_a_name():
     ]:
         resolutions = near_exact_resolutions([memory("a", older, 0), memory("b", newer, 1)], 0.8)
         assert all(r.action == "keep_both" or r.survivor_id == "a" for r in resolutions), (older, newer)
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("The webshop deploys to Fly.io", "We moved the webshop deploys from Fly.io to Render"),
+        ("Error tracking goes to Sentry", "We switched error tracking from Sentry to Rollbar"),
+        ("Payments are processed by Stripe", "Instead of Stripe we now use Adyen for payments"),
+    ],
+)
+def test_a_switch_of_a_named_thing_revises_the_older_statement_of_its_choice_whatever_its_verb(older, newer):
+    """A trial: "deploys to", "goes to" and "processed by" are no usage cues, and the older fact stood,
+    current and unmarked, beside the switch away from it."""
+    assert revised_by(older, parse_revision(newer))
+
+
+def test_a_switch_of_one_thing_leaves_the_choice_of_another_standing():
+    """Every word of what the switch is of must be in the older text: the production deploys' switch does
+    not revise where staging deploys."""
+    assert not revised_by(
+        "Staging deploys to Fly.io", parse_revision("We moved the production deploys from Fly.io to Render")
+    )
+    assert not revised_by(
+        "Sentry alerts page the on-call", parse_revision("We switched error tracking from Sentry to Rollbar")
+    )

@@ -29,6 +29,15 @@ _PATTERNS = (
         r"\b(?:no longer|stopped)\s+(?:use|using|uses|run|running)\s+(?P<old>" + _NAME + r"{1,80}?)" + _END,
         re.IGNORECASE,
     ),
+    # "Instead of Stripe we now use Adyen", at the head of a clause (a trial: not read as a switch).
+    re.compile(
+        r"\binstead of\s+(?P<old>" + _NAME + r"{1,80}?),?\s+(?:(?:we|they|i|the team|it)\s+)?(?:now\s+)?"
+        r"(?:use|uses|run|runs|chose|picked|went with|moved to|switched to)\s+(?P<new>"
+        + _NAME
+        + r"{1,80}?)"
+        + _END,
+        re.IGNORECASE,
+    ),
     re.compile(
         r"\b(?:use|using|uses|run|running|chose|picked)\s+(?P<new>"
         + _NAME
@@ -178,6 +187,14 @@ def revised_by(text: str, revision: Revision) -> bool:
     ):
         return False
     if asserts_use_of(text, revision.old):
+        return True
+    # A switch that names both ends and what it is of ("moved the webshop deploys from Fly.io to Render")
+    # revises an older text that names what was given up for that same thing ("The webshop deploys to
+    # Fly.io"), whatever verb it said its choice with (a trial: "deploys to", "goes to", "processed by" are
+    # no usage cues). Every word of what the switch is of must be there: "Staging deploys to Fly.io" is not
+    # revised by a switch of the production deploys. A switch of nothing named ("switched from Postgres to
+    # MySQL") revises only a stated use ("Postgres listens on 5432" mentions Postgres and is not revised).
+    if revision.new and revision.about and revision.about <= terms:
         return True
     # A switch states what it moved to as the choice: in a chain each switch revises the one before (a
     # trial found the second left standing), when both are of the same thing: "We moved the roadmap from
