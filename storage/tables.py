@@ -453,8 +453,31 @@ class StoreTables:
 
 
 def masked(trace: dict[str, Any], memory_ids: set[str]) -> dict[str, Any]:
-    """``trace`` with the preview of each of ``memory_ids`` among its candidates masked (changed in place)."""
-    for candidate in trace.get("candidates", ()):
-        if candidate.get("id") in memory_ids:
-            candidate["preview"] = PURGED_PREVIEW
+    """``trace`` with the preview of each of ``memory_ids`` among its candidates masked (changed in place).
+    A trace that held one of them also has what a language model wrote in it withheld: its reasons for
+    leaving candidates out (one reason for all it left out, which may quote any of them: a review found a
+    purged memory's words there) and the sub-queries it asked for, which may quote what it was shown."""
+    candidates = trace.get("candidates", ())
+    held = [candidate for candidate in candidates if candidate.get("id") in memory_ids]
+    for candidate in held:
+        candidate["preview"] = PURGED_PREVIEW
+    if not held:
+        return trace
+    for candidate in candidates:
+        reason = candidate.get("exclusion_reason")
+        if isinstance(reason, str) and reason.startswith(MODEL_REASONS) and ": " in reason:
+            candidate["exclusion_reason"] = reason.split(": ", 1)[0] + MODEL_WORDS_WITHHELD
+    for stage in trace.get("stages", ()):
+        for event in stage.get("events", ()):
+            if event.get("event") == "SufficiencyJudged":
+                event["sub_queries"] = [
+                    MODEL_WORDS_WITHHELD.strip(" ()") for _ in event.get("sub_queries", ())
+                ]
+            elif event.get("event") == "SubQueryRan":
+                event["query"] = MODEL_WORDS_WITHHELD.strip(" ()")
     return trace
+
+
+# A language model's reasons for leaving candidates out (``retrieval.stages.llm_passes``), which quote it.
+MODEL_REASONS = ("left out by the language model's", "trimmed by the language model's")
+MODEL_WORDS_WITHHELD = " (what the language model said is withheld: a memory of this recall was purged)"

@@ -679,3 +679,45 @@ def test_a_forget_by_query_leaves_the_org_visible_memories_a_project_token_may_n
     assert runtime.store.get_memory(shelf.id).status == "active"
     with pytest.raises(ToolFailure, match=f"{shelf.id} \\(org-visible\\) is read by every project"):
         forget(ForgetInput(memory_id=shelf.id), runtime, project_only)
+
+
+def test_a_purge_withholds_what_a_language_model_wrote_of_the_memory_in_the_traces_that_showed_it(tmp_path):
+    """A review: the context selection's reason, kept on every candidate it left out, quoted the purged
+    memory's words, and ``explain_ranking`` gave them back after the purge."""
+    import json
+
+    from storage.records import Scope
+    from tests.fakes import ScriptedLLM
+    from tools.explain_ranking import ExplainRankingInput, explain_ranking
+    from tools.explain_text import text_of
+
+    runtime = make_runtime(settings_for(tmp_path / "store", llm_passes=["context_selection"]))
+    try:
+        secret = remember(
+            RememberInput(content="The launch codename is BLUEFINCH and ships on 2027-03-01"), runtime, OWNER
+        ).id
+        remember(RememberInput(content="The launch checklist lives in ops/launch.md"), runtime, OWNER)
+        said = {
+            "drop": [secret],
+            "reason": "the BLUEFINCH codename memory does not say where the checklist is",
+        }
+        llm = ScriptedLLM({"context_selection": [json.dumps(said)]})
+        out = recall(
+            RecallInput(query="where is the launch checklist"),
+            runtime,
+            Caller("agent-a", "ses_owner", llm=llm),
+        )
+        shown = explain_ranking(ExplainRankingInput(retrieval_id=out.retrieval_id), runtime, OWNER)
+        assert "BLUEFINCH" in shown.model_dump_json()  # the model's words, as it said them
+        forget(ForgetInput(memory_id=secret, mode="purge"), runtime, OWNER)
+        explained = explain_ranking(ExplainRankingInput(retrieval_id=out.retrieval_id), runtime, OWNER)
+        [left_out] = [c for c in explained.candidates if c.id == secret]
+        assert left_out.reason == (
+            "left out by the language model's context selection (what the language model said is withheld: "
+            "a memory of this recall was purged)"
+        )
+        assert "BLUEFINCH" not in explained.model_dump_json() and "BLUEFINCH" not in text_of(explained)
+        stored = runtime.store.get_retrieval(out.retrieval_id, Scope("default", "default"))
+        assert "BLUEFINCH" not in stored.trace_json
+    finally:
+        runtime.close()
