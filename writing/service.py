@@ -51,9 +51,11 @@ from writing.drafts import (
     guarded_from,
     identical_note,
     in_batch_order,
+    iso,
     no_longer_active,
     prepare,
     restated_change,
+    spoken,
 )
 from writing.episodes import Quote, preceding_contents
 from writing.inheritance import Inheritance, current_version
@@ -292,7 +294,7 @@ class WriteService:
         same text was refused. Only the memory's author changes its tier (as a restatement raises it: another
         agent's word must not make someone's memory unchangeable, or expire it), and an immutable memory
         keeps its own. An ephemeral memory made lasting no longer expires; one made ephemeral expires its
-        time from now."""
+        time after it happened, as a memory remembered ephemeral does (refused when that time is past)."""
         store = self._store
         with store.exclusive():  # read again and written in one sequence: a purge in between stays purged
             current = store.get_memories([memory.id], memory.scope).get(memory.id)
@@ -318,8 +320,16 @@ class WriteService:
                 )
             expires_at = None
             if new_tier == "ephemeral":
+                # Its time counts from when it happened, as for a memory remembered ephemeral (a trial: an
+                # amend counted it from now, and kept a memory that remembering would have refused).
                 lasts = timedelta(seconds=self.limits.ephemeral_ttl_seconds)
-                expires_at = current.expires_at or self._clock() + lasts
+                expires_at = current.expires_at or current.created_at + lasts
+                if expires_at <= self._clock():
+                    raise WriteRefused(
+                        f"{memory.id} happened at {iso(current.created_at)}: as an ephemeral memory it expired "
+                        f"at {iso(expires_at)} ({spoken(lasts)} later: MEMORIA_EPHEMERAL_TTL_SECONDS), so "
+                        "recall would never show it; nothing was changed. Keep its tier, or forget it"
+                    )
             said = []
             if tuple(new_tags) != current.tags:
                 said.append(f"its tags are now {new_tags} (were {list(current.tags)})")

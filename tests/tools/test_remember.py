@@ -95,6 +95,42 @@ def test_an_ephemeral_memory_expires_counted_from_when_it_happened_as_it_decays(
     assert [m.id for m in runtime.store.list_memories(Scope("default", "default"), limit=10)] == [kept.id]
 
 
+def test_an_amend_to_ephemeral_counts_the_expiry_from_when_the_memory_happened(runtime):
+    """A trial: an amend made a dated memory ephemeral with an expiry a week from now, where remembering it
+    ephemeral was refused as expired; its time now runs from when it happened, as for a new memory."""
+    now = datetime.now(UTC)
+    ttl = timedelta(seconds=runtime.settings.ephemeral.ttl_seconds)  # 7 days
+    recent = remember(
+        RememberInput(content="The demo runs at 3pm", occurred_at=now - timedelta(days=2)), runtime, CALLER
+    )
+    amended = remember(
+        RememberInput(content="The demo runs at 3pm", replaces=recent.id, protection_tier="ephemeral"),
+        runtime,
+        CALLER,
+    )
+    stored = runtime.store.get_memory(amended.id)
+    assert (stored.protection_tier, stored.expires_at) == (
+        "ephemeral",
+        stored.created_at + ttl,
+    )  # in five days
+    old = remember(
+        RememberInput(content="Code freeze for the October release", occurred_at=now - timedelta(days=61)),
+        runtime,
+        CALLER,
+    )
+    with pytest.raises(
+        ToolFailure, match=r"as an ephemeral memory it expired at .*nothing was changed. Keep its tier"
+    ):
+        remember(
+            RememberInput(
+                content="Code freeze for the October release", replaces=old.id, protection_tier="ephemeral"
+            ),
+            runtime,
+            CALLER,
+        )
+    assert runtime.store.get_memory(old.id).protection_tier == "standard"
+
+
 def test_an_ephemeral_memory_stated_again_keeps_its_expiry_unless_its_author_protects_it(runtime):
     first = remember(
         RememberInput(content="The demo runs at 3pm", protection_tier="ephemeral"), runtime, CALLER
