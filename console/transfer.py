@@ -16,14 +16,14 @@ from collections.abc import Generator, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast, get_args
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from console import transcripts
 from retrieval.redaction import redact
 from retrieval.text import clip, content_hash, counted, has_visible_text, listed
-from storage.records import Audience, MemoryRecord, Scope, Viewer
+from storage.records import Audience, MemoryRecord, ProtectionTier, Scope, Viewer
 from storage.scope_ids import scope_id_problem
 from tools.common import Caller, Progress, Runtime, Tag, ToolFailure, no_progress
 from tools.remember import RememberInput, draft_of, prepare
@@ -58,6 +58,11 @@ class TransferSummary(BaseModel):
         None,
         description="An export's import: memories already in the store whose weight the imported reports' "
         "credits moved.",
+    )
+    amended: int | None = Field(
+        None,
+        description="An export's import: memories already in the store whose tags or protection tier the "
+        "export changed later than the store did (an amend): given the export's.",
     )
     episodes: list[str] = Field(
         default_factory=list,
@@ -295,7 +300,8 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
         done += len(rows)
         progress("importing", done, total)
     superseded, reweighed, forgotten, forgotten_there = _reconcile(runtime, kept)
-    if superseded or reweighed:
+    amended = _amended(runtime, kept)
+    if superseded or reweighed or amended:
         touched |= {Scope(row["org_id"], row["project_id"]) for row in kept}
     for scope in sorted(touched, key=lambda s: (s.org_id, s.project_id)):
         # This process's clusters of a scope it already aggregated are built again with the new rows.
@@ -310,6 +316,7 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
         reembedded=reembedded,
         superseded=superseded,
         reweighed=reweighed,
+        amended=amended,
         note=_forgotten_note(forgotten, forgotten_there),
         seconds=0.0,
     )
@@ -338,7 +345,17 @@ def _forgotten_note(forgotten: list[str], forgotten_there: list[str]) -> str | N
     return "; ".join(notes) or None
 
 
-_KEPT = ("id", "org_id", "project_id", "status", "replaced_by")
+_KEPT = (
+    "id",
+    "org_id",
+    "project_id",
+    "status",
+    "replaced_by",
+    "tags",
+    "protection_tier",
+    "expires_at",
+    "updated_at",
+)
 
 
 def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, list[str], list[str]]:
@@ -405,6 +422,35 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, 
             write_weights(store, runtime.corroboration, current, moved, now)
         reweighed += len(moved)
     return superseded, reweighed, sorted(forgotten), sorted(forgotten_there)
+
+
+def _amended(runtime: Runtime, kept: list[dict[str, Any]]) -> int:
+    """The memories the store already held, active here and in the export, whose tags or protection tier the
+    export changed later than this store last changed them (``memoria edit``, an amend): given the export's,
+    as its imported lineage says (a trial: the lineage said "its tags are now [...]" beside the old row, and
+    a tier raised to protected was lost). A change made here since stands. Returns how many."""
+    store, amended = runtime.store, 0
+    for row in kept:
+        if row["status"] != "active" or row.get("updated_at") is None:
+            continue
+        scope = Scope(row["org_id"], row["project_id"])
+        tags, tier = list(row.get("tags") or ()), row.get("protection_tier")
+        if tier not in get_args(ProtectionTier):
+            continue
+        with store.exclusive():  # read again and written in one sequence: a purge in between stays purged
+            here = store.get_memories([row["id"]], scope).get(row["id"])
+            changed_there = datetime.fromisoformat(str(row["updated_at"]))
+            if (
+                here is None
+                or here.status != "active"
+                or (list(here.tags), here.protection_tier) == (tags, tier)
+                or changed_there <= here.updated_at
+            ):
+                continue
+            expires = datetime.fromisoformat(str(row["expires_at"])) if row.get("expires_at") else None
+            runtime.writer.inheritance.retag(here, tags, (cast(ProtectionTier, tier), expires))
+            amended += 1
+    return amended
 
 
 def as_current(schema_version: int, table: str, row: dict[str, Any]) -> dict[str, Any]:

@@ -223,6 +223,37 @@ def test_an_import_says_which_memories_the_export_forgot_that_are_active_here(st
     assert here.store.get_memory(poison).status == "active"
 
 
+def test_a_held_memory_amended_later_in_the_export_takes_its_tags_and_tier(stores, tmp_path):
+    """A trial: a copy of a store took the export of an amend (tags and tier) and kept the old ones beside
+    the imported lineage that said otherwise; a tier raised to protected was lost. A change made here after
+    the export's stands."""
+    source, copy = stores("a"), stores("b")
+    standup = say(source, "Standup is at 9:30 Paris time", tags=["team"])
+    lunch = say(source, "Team lunch is on Thursdays", tags=["team"])
+    import_file(copy, write(tmp_path / "first.jsonl", export_text(source)))
+    for memory_id in (standup, lunch):
+        remember(
+            RememberInput(
+                content=source.store.get_memory(memory_id).content,
+                replaces=memory_id,
+                tags=["team", "meetings"],
+                protection_tier="protected",
+            ),
+            source,
+            ALICE,
+        )
+    remember(RememberInput(content="Team lunch is on Thursdays", replaces=lunch, tags=["food"]), copy, ALICE)
+    summary = import_file(copy, write(tmp_path / "second.jsonl", export_text(source)))
+    assert summary.amended == 1
+    stored = copy.store.get_memory(standup)
+    assert (stored.tags, stored.protection_tier) == (("team", "meetings"), "protected")
+    assert copy.store.get_memory(lunch).tags == ("food",)  # amended here after the export: it stands
+    assert [m.id for m in recall(RecallInput(query="standup", tags=["meetings"]), copy, ALICE).memories] == [
+        standup
+    ]
+    assert import_file(copy, write(tmp_path / "second.jsonl", export_text(source))).amended == 0
+
+
 def test_a_held_memory_corrected_twice_in_the_export_is_superseded_by_the_first_correction(stores, tmp_path):
     """A review: with a chain old -> mid -> new the held old memory stayed active, since mid arrives
     superseded itself; it is superseded by mid, as in the export, and recall shows the newest alone."""
