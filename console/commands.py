@@ -649,6 +649,8 @@ def label_of(score: float | None) -> str | None:
 def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import report_outcome
 
+    if args.score is not None and not 0.0 <= args.score <= 1.0:  # said first: no session is looked for
+        raise CommandError(f"--score {args.score:g} is out of range: pass a number from 0 to 1")
     hook = read_hook_input(sys.stdin) if args.hook else {}
     label = args.outcome or ("partial" if args.hook else None) or label_of(args.score)
     if label is None:

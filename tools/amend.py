@@ -26,8 +26,9 @@ def amended(
     given = args.model_fields_set
     if retag and (others := sorted({"kind", "episode_id", "occurred_at", "visibility"} & given)):
         raise WriteRefused(
-            f"the same text with replaces changes only tags and protection_tier; {', '.join(others)} stay "
-            "as they are: leave them out, or pass the corrected text"
+            f"the same text with replaces changes only tags and protection_tier; its {' and '.join(others)} "
+            f"{'stays' if len(others) == 1 else 'stay'} as {'it is' if len(others) == 1 else 'they are'}: leave "
+            f"{'it' if len(others) == 1 else 'them'} out, or pass the corrected text"
         )
     record = prepared.record
     result = runtime.writer.amend(

@@ -241,6 +241,9 @@ def test_an_outcome_given_as_a_score_alone_takes_the_nearest_label(capsys, db):
     assert [(u["id"], u["weight_after"]) for u in graded["updated"]] == [(stored["id"], pytest.approx(1.12))]
     status, _, err = memoria(capsys, db, "outcome")
     assert status == 1 and "memoria outcome success|failure|partial, or --score 0..1" in err
+    # Out of range, said before any session is looked for (a trial was told no session had recalled).
+    status, _, err = memoria(capsys, db, "outcome", "--score", "2")
+    assert status == 1 and "--score 2 is out of range: pass a number from 0 to 1" in err
 
 
 def test_messages_name_the_commands_flags_not_the_tools_arguments(capsys, db):

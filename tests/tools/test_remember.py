@@ -629,7 +629,9 @@ def test_a_same_text_update_redacts_its_tags_and_only_the_author_changes_the_tie
         ("alice", "its protection tier is now immutable"),
     ]
     other = remember(RememberInput(content="Deploy keys rotate monthly", tags=["ci"]), runtime, alice)
-    with pytest.raises(ToolFailure, match="changes only tags and protection_tier; kind stay"):
+    with pytest.raises(
+        ToolFailure, match="changes only tags and protection_tier; its kind stays as it is: leave it out"
+    ):
         remember(
             RememberInput(
                 content="Deploy keys rotate monthly", replaces=other.id, tags=["ops"], kind="episode"
