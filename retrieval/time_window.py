@@ -189,7 +189,39 @@ def _span(text: str, *, now: datetime, zone: tzinfo) -> tuple[datetime, datetime
             f"{text!r} counts {match.group(1)} {match.group(2)}s, more than the 9999 of a unit this server reads: "
             'give a date instead, such as "2020-01-01"'
         )
+    named = re.fullmatch(r"([a-z]+)\.?(?:,? (\d{4}))?", value)
+    if named and (month := _MONTH_NAMES.get(named.group(1))):
+        # A month by name (a trial's "march"): say how a month is written, with the year it most likely
+        # means (the latest such month not after today) when none is given.
+        year = int(named.group(2)) if named.group(2) else today.year - (month > today.month)
+        raise WindowError(
+            f"{text!r} names a month by name, which this server does not read; write it as "
+            f'"{year}-{month:02d}" (year and month), or a day of it such as "{year}-{month:02d}-01"'
+        )
     raise WindowError(f"{text!r} is not a time this server reads; write one such as {EXAMPLES}")
+
+
+_MONTH_NAMES = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
 
 
 # How long a time of day names, by the length of what is written of it: hh:mm, hh:mm:ss, fractions.

@@ -494,6 +494,8 @@ def _decode_value(field: pa.Field, value: Any, vector_dim: int | None) -> Any:
 
 
 def decode_time(value: Any, name: str) -> datetime:
+    if value is None:
+        raise RowError(f"{name} is missing: it must be an ISO-8601 time, such as 2026-11-24T09:30:00+00:00")
     if not isinstance(value, str):
         raise RowError(f"{name} must be an ISO-8601 time, but got {value!r:.40}")
     try:

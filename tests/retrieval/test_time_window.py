@@ -80,6 +80,17 @@ def test_what_cannot_be_read_is_refused_quoting_it_with_examples():
         zone_of("Mars/Olympus")
 
 
+def test_a_month_by_name_is_refused_with_how_to_write_it():
+    """A trial: "march" was refused with examples that did not show how a month is written."""
+    # NOW is in November 2026: March is this year's, December last year's.
+    with pytest.raises(WindowError, match=r"'march' names a month by name.*\"2026-03\" \(year and month\)"):
+        span("march", now=NOW)
+    with pytest.raises(WindowError, match=r"\"2025-12\""):
+        span("December", now=NOW)
+    with pytest.raises(WindowError, match=r"\"2024-09\""):
+        span("Sept 2024", now=NOW)
+
+
 def test_a_time_zone_is_read_in_any_case():
     """A new user's trial: "utc" was refused while the documented default is "UTC"."""
     assert str(zone_of("utc")) == "UTC"

@@ -236,6 +236,9 @@ def test_the_header_round_trips_and_a_newer_format_is_refused(store):
         portable.parse_header({"role": "user", "content": "hi"})
     with pytest.raises(RowError, match="counts must map"):
         portable.parse_header({**line, "counts": [3]})
+    without = {key: value for key, value in line.items() if key != "exported_at"}
+    with pytest.raises(RowError, match="exported_at is missing: it must be an ISO-8601 time, such as"):
+        portable.parse_header(without)
 
 
 def test_an_export_for_an_agent_leaves_out_what_it_may_not_read_and_every_row_naming_it(store):
