@@ -62,7 +62,7 @@ class TransferSummary(BaseModel):
     amended: int | None = Field(
         None,
         description="An export's import: memories already in the store whose tags or protection tier the "
-        "export changed later than the store did (an amend): given the export's.",
+        "export amended after any amend made here: given the export's.",
     )
     episodes: list[str] = Field(
         default_factory=list,
@@ -279,6 +279,7 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
     done = reembedded = 0
     touched: set[Scope] = set()
     kept: list[dict[str, Any]] = []  # the export's memory rows the store already held (skipped)
+    amends: set[str] = set()  # the export's amend events
     for table, rows in _batches(path):
         if table == schema.MEMORIES:
             here = portable.existing_memory_ids(store, [row["id"] for row in rows])
@@ -287,6 +288,8 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
             reembedded += embedded
         if table == schema.AB_LOGS:
             rows = [as_current(header.schema_version, table, row) for row in rows]
+        if table == schema.LINEAGE:
+            amends |= {str(row["event_id"]) for row in rows if row.get("action") == "amend"}
         written = portable.import_rows(store, table, rows)
         tables[table].written += written.written
         tables[table].skipped += written.skipped
@@ -300,7 +303,7 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
         done += len(rows)
         progress("importing", done, total)
     superseded, reweighed, forgotten, forgotten_there = _reconcile(runtime, kept)
-    amended = _amended(runtime, kept)
+    amended = _amended(runtime, kept, amends)
     if superseded or reweighed or amended:
         touched |= {Scope(row["org_id"], row["project_id"]) for row in kept}
     for scope in sorted(touched, key=lambda s: (s.org_id, s.project_id)):
@@ -345,17 +348,7 @@ def _forgotten_note(forgotten: list[str], forgotten_there: list[str]) -> str | N
     return "; ".join(notes) or None
 
 
-_KEPT = (
-    "id",
-    "org_id",
-    "project_id",
-    "status",
-    "replaced_by",
-    "tags",
-    "protection_tier",
-    "expires_at",
-    "updated_at",
-)
+_KEPT = ("id", "org_id", "project_id", "status", "replaced_by", "tags", "protection_tier", "expires_at")
 
 
 def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, list[str], list[str]]:
@@ -424,28 +417,31 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, 
     return superseded, reweighed, sorted(forgotten), sorted(forgotten_there)
 
 
-def _amended(runtime: Runtime, kept: list[dict[str, Any]]) -> int:
+def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> int:
     """The memories the store already held, active here and in the export, whose tags or protection tier the
-    export changed later than this store last changed them (``memoria edit``, an amend): given the export's,
-    as its imported lineage says (a trial: the lineage said "its tags are now [...]" beside the old row, and
-    a tier raised to protected was lost). A change made here since stands. Returns how many."""
+    export amended (``memoria edit``, ``replaces=`` with the same text) after any amend made here: given the
+    export's, as its imported lineage says (a trial: the lineage said "its tags are now [...]" beside the old
+    row, and a tier raised to protected was lost). ``amends``: the ids of the export's amend events. A memory
+    whose latest amend was made here keeps what it has. Returns how many."""
     store, amended = runtime.store, 0
     for row in kept:
-        if row["status"] != "active" or row.get("updated_at") is None:
+        tags, tier = list(row.get("tags") or ()), row.get("protection_tier")
+        if row["status"] != "active" or tier not in get_args(ProtectionTier):
             continue
         scope = Scope(row["org_id"], row["project_id"])
-        tags, tier = list(row.get("tags") or ()), row.get("protection_tier")
-        if tier not in get_args(ProtectionTier):
-            continue
         with store.exclusive():  # read again and written in one sequence: a purge in between stays purged
             here = store.get_memories([row["id"]], scope).get(row["id"])
-            changed_there = datetime.fromisoformat(str(row["updated_at"]))
             if (
                 here is None
                 or here.status != "active"
                 or (list(here.tags), here.protection_tier) == (tags, tier)
-                or changed_there <= here.updated_at
             ):
+                continue
+            events = [
+                e for e in store.lineage(scope, [here.id]) if e.memory_id == here.id and e.action == "amend"
+            ]
+            latest = max(events, key=lambda event: (event.at, event.event_id), default=None)
+            if latest is None or latest.event_id not in amends:
                 continue
             expires = datetime.fromisoformat(str(row["expires_at"])) if row.get("expires_at") else None
             runtime.writer.inheritance.retag(here, tags, (cast(ProtectionTier, tier), expires))
