@@ -335,3 +335,11 @@ def test_a_switch_of_one_thing_leaves_the_choice_of_another_standing():
     assert not revised_by(
         "Sentry alerts page the on-call", parse_revision("We switched error tracking from Sentry to Rollbar")
     )
+    # Nor a text that says more of it than where it goes (a review: each was superseded, protected as it was).
+    switch = parse_revision("We switched error tracking from Sentry to Rollbar")
+    assert not revised_by("The old Sentry project for error tracking is kept read-only until March", switch)
+    assert not revised_by("Error tracking must never send user emails to Sentry", switch)
+    friday = parse_revision("We moved the Friday deploys from 5pm to 3pm")
+    assert not revised_by("Friday deploys need a second approval after 5pm", friday)
+    staging = parse_revision("We moved the staging database from AWS to GCP")
+    assert not revised_by("Staging database backups are also copied to AWS S3 for disaster recovery", staging)

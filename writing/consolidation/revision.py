@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
-from retrieval.text import content_terms, light_stem, term_set, word_tokens
+from retrieval.text import content_terms, light_stem, negated, term_set, word_tokens
 
 # What a thing's name runs over: anything but punctuation that ends a clause. A dot or colon inside a name
 # ("./deploy.sh", "Node.js", "postgres:16") is part of it (a trial's "switched from `./deploy.sh` to ...").
@@ -189,12 +189,21 @@ def revised_by(text: str, revision: Revision) -> bool:
     if asserts_use_of(text, revision.old):
         return True
     # A switch that names both ends and what it is of ("moved the webshop deploys from Fly.io to Render")
-    # revises an older text that names what was given up for that same thing ("The webshop deploys to
-    # Fly.io"), whatever verb it said its choice with (a trial: "deploys to", "goes to", "processed by" are
-    # no usage cues). Every word of what the switch is of must be there: "Staging deploys to Fly.io" is not
-    # revised by a switch of the production deploys. A switch of nothing named ("switched from Postgres to
-    # MySQL") revises only a stated use ("Postgres listens on 5432" mentions Postgres and is not revised).
-    if revision.new and revision.about and revision.about <= terms:
+    # revises an older text that says only that this thing goes to what was given up ("The webshop deploys
+    # to Fly.io"), whatever verb it said so with (a trial: "deploys to", "goes to", "processed by" are no
+    # usage cues): every word of what the switch is of is there, and nothing else but one word (its verb),
+    # and it negates nothing. "Staging deploys to Fly.io" is not revised by a switch of the production
+    # deploys, nor "Error tracking must never send user emails to Sentry" or "The old Sentry project for
+    # error tracking is kept read-only" by a switch of error tracking (a review: superseded, protected as
+    # they were). A switch of nothing named ("switched from Postgres to MySQL") revises only a stated use
+    # ("Postgres listens on 5432" mentions Postgres and is not revised).
+    if (
+        revision.new
+        and revision.about
+        and revision.about <= terms
+        and len(terms - revision.about - set(revision.old)) <= 1
+        and not negated(text)
+    ):
         return True
     # A switch states what it moved to as the choice: in a chain each switch revises the one before (a
     # trial found the second left standing), when both are of the same thing: "We moved the roadmap from
