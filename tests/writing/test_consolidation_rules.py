@@ -132,6 +132,14 @@ def test_a_value_swapped_for_another_or_words_reversed_is_a_different_fact(older
     assert collapse_batch([old, new], 0.8) == []
 
 
+def test_a_joined_value_written_with_other_joints_or_leading_zeros_is_the_same_value():
+    """A review: "2026/03/11" after "2026-03-11" was kept as another fact once joined values counted whole."""
+    old = memory("old", "The schema freeze starts on 2026-03-11", 0)
+    new = memory("new", "The schema freeze starts on 2026/03/11", 1)
+    [kept] = near_exact_resolutions([old, new], 0.8)
+    assert (kept.action, kept.loser_ids) == ("supersede", ("old",))
+
+
 def test_protection_tiers_limit_who_may_be_superseded():
     assert not may_be_superseded(memory("i", "x", protection_tier="immutable"), by_revision=True)
     assert not may_be_superseded(memory("p", "x", protection_tier="protected"), by_revision=False)

@@ -3,6 +3,7 @@ near-exact restatement rule (a memory that adds nothing to another is absorbed b
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -116,7 +117,21 @@ def _values(text: str) -> Counter[str]:
     value changes read them, ``retrieval.contradictions.is_value``), stemmed: "Tuesdays" is "Tuesday". A
     value joined by hyphens, dots or slashes is one value, as value changes read it: "10.0.1.2" is not
     "10.0.2.1", nor "INC-2026-11-03" "INC-2026-03-11" (a trial: as digit groups, each held the other)."""
-    return Counter(light_stem(word) for word in word_tokens(joined_as_words(text)) if is_value(word))
+    return Counter(
+        _one_spelling(light_stem(word)) for word in word_tokens(joined_as_words(text)) if is_value(word)
+    )
+
+
+_JOINTS = re.compile("[\u01c0\u01c1\u01c2]")  # the letters a joined value's hyphens, dots, slashes became
+
+
+def _one_spelling(value: str) -> str:
+    """A joined value written one way, its groups in their order: "2026/03/11" is "2026-03-11", "v1.02" is
+    "v1.2" (a review: the same date written with slashes read as another value)."""
+    groups = _JOINTS.split(value)
+    if len(groups) == 1:
+        return value
+    return "\u01c0".join(str(int(group)) if group.isdigit() else group for group in groups)
 
 
 def absorbs(survivor: Statement, loser: Statement, threshold: float) -> bool:

@@ -554,6 +554,8 @@ def test_two_memories_that_name_other_values_are_no_twins():
         ("The billing SDK is pinned at v1.2 for now", "The billing SDK is pinned at 1.2 for now"),
         ("The nightly export holds 5,000 rows", "The nightly export holds 5000 rows"),
         ("The standup is at 09:00 every day", "The standup is at 9.00 every day"),
+        # A review: the same date with slashes was no longer folded once joined digits became one number.
+        ("The schema freeze starts on 2026-03-11", "The schema freeze starts on 2026/03/11"),
     ],
 )
 def test_a_number_written_another_way_still_makes_twins(one, other):
