@@ -475,9 +475,14 @@ def masked(trace: dict[str, Any], memory_ids: set[str]) -> dict[str, Any]:
                 ]
             elif event.get("event") == "SubQueryRan":
                 event["query"] = MODEL_WORDS_WITHHELD.strip(" ()")
+            elif event.get("event") in MODEL_ERRORS and ":" in str(event.get("reason") or ""):
+                # Why a model's answer was not used quotes that answer ("... not a JSON object: '...'", a
+                # review): what comes before the quote says why.
+                event["reason"] = str(event["reason"]).split(":", 1)[0] + MODEL_WORDS_WITHHELD
     return trace
 
 
 # A language model's reasons for leaving candidates out (``retrieval.stages.llm_passes``), which quote it.
 MODEL_REASONS = ("left out by the language model's", "trimmed by the language model's")
+MODEL_ERRORS = ("LLMPassRan", "RerankFellBack")  # events whose reason may quote a model's answer
 MODEL_WORDS_WITHHELD = " (what the language model said is withheld: a memory of this recall was purged)"

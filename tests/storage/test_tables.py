@@ -16,6 +16,16 @@ def trace(*candidates: dict) -> dict:
                         "iteration": 1,
                     },
                     {"event": "SubQueryRan", "query": "when does BLUEFINCH ship", "hits": 2},
+                    {
+                        "event": "LLMPassRan",
+                        "reason": "the LLM did not answer with a JSON object: 'Drop the BLUEFINCH memory'",
+                    },
+                    {
+                        "event": "RerankFellBack",
+                        "reason": "bad answer: 'BLUEFINCH first'",
+                        "transient": False,
+                    },
+                    {"event": "LLMPassRan", "reason": "dropped 1 of 3 candidates (3 shown)"},
                 ]
             }
         ],
@@ -35,8 +45,10 @@ def test_a_trace_that_held_a_purged_memory_keeps_no_word_a_language_model_wrote(
     assert {c["exclusion_reason"] for c in held["candidates"]} == {
         "left out by the language model's context selection" + MODEL_WORDS_WITHHELD
     }
-    [judged, ran] = held["stages"][0]["events"]
-    assert "BLUEFINCH" not in str(judged) + str(ran)
+    events = held["stages"][0]["events"]
+    assert "BLUEFINCH" not in str(events)
+    assert events[2]["reason"] == "the LLM did not answer with a JSON object" + MODEL_WORDS_WITHHELD
+    assert events[4]["reason"] == "dropped 1 of 3 candidates (3 shown)"  # it quotes nothing: kept
 
 
 def test_a_trace_that_held_no_purged_memory_is_left_as_it_was():
