@@ -368,13 +368,14 @@ class FeedbackLog(StoreTables):
         with self.reporting():
             self._append_log(self._weight_events, [event.__dict__ for event in events])
 
-    def drop_weight_events(self, scope: Scope, session_id: str, revision: int) -> None:
-        """Delete the weight events a report of ``session_id`` at ``revision`` wrote before it died unsaved:
-        the weights they record were taken back (``writing.outcomes.finish_report``)."""
+    def drop_weight_events(self, scope: Scope, session_id: str, revision: int, at: datetime) -> None:
+        """Delete the weight events a report of ``session_id`` at ``revision``, made at ``at``, wrote before it
+        died unsaved: the weights they record were taken back (``writing.outcomes.finish_report``)."""
         condition = filters.all_of(
             filters.scope_is(scope),
             filters.equals("session_id", session_id),
             filters.equals("revision", revision),
+            filters.equals("at", at),
         )
         with self.reporting():
             retrying(lambda: self._weight_events.delete(condition))

@@ -33,7 +33,7 @@ def of_audience(audience: Audience) -> Expr:
     )
 
 
-def equals(column: str, value: str | int) -> Expr:
+def equals(column: str, value: str | int | datetime) -> Expr:
     return col(column) == lit(value)
 
 

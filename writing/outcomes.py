@@ -304,14 +304,18 @@ def finish_report(
     its row not, it is completed (its row saved from the entry, without its note, which the entry does not
     keep); with its credits not committed, it is taken back (the weight events it wrote are deleted).
     Either way the weights of every memory it affected are replayed from the reports there are. A
-    session reported again since (its row at this revision or later) needs only the weights replayed.
-    Idempotent. Returns what was done, for the log."""
-    scope = entry.scope
+    session reported again since (by a live server, before this one recovered the entry) replaced its
+    credits: the dead report is taken back, its weight events (its revision, at its time) deleted, the
+    live report's kept (a review: two events of one revision, one of a report that never was). Idempotent.
+    Returns what was done, for the log."""
+    scope, at = entry.scope, datetime.fromisoformat(entry.reported_at)
     with store.reporting():
-        saved = store.outcome_revision(scope, entry.session_id)
-        if saved is not None and saved >= entry.revision:
+        saved = store.get_outcome(scope, entry.session_id)
+        if saved is not None and (saved.revision, saved.reported_at) == (entry.revision, at):
             done = "saved already"
-        elif store.session_feedback(scope, entry.session_id).revision == entry.revision:
+        elif (saved is None or saved.revision < entry.revision) and store.session_feedback(
+            scope, entry.session_id
+        ).revision == entry.revision:
             outcome = cast(OutcomeLabel, entry.outcome)  # as the report wrote it
             store.put_report_row(
                 OutcomeRecord(
@@ -323,13 +327,13 @@ def finish_report(
                     note=None,
                     memory_ids=entry.memory_ids,
                     first_reported_at=datetime.fromisoformat(entry.first_reported_at),
-                    reported_at=datetime.fromisoformat(entry.reported_at),
+                    reported_at=at,
                     revision=entry.revision,
                 )
             )
             done = "completed from its credits"
-        else:
-            store.drop_weight_events(scope, entry.session_id, entry.revision)
+        else:  # its credits never committed, or a report of the session made since replaced them
+            store.drop_weight_events(scope, entry.session_id, entry.revision, at)
             done = "taken back"
         replay = store.credits_for(scope, entry.affected, across_org=True)
         current = store.get_memories(entry.affected, View(scope))

@@ -130,3 +130,30 @@ def test_a_replacing_report_killed_part_way_leaves_one_whole_report(settings, cu
             assert revisions(runtime, a, b) == [[1, 2], [1, 2]]
     finally:
         runtime.close()
+
+
+@pytest.mark.slow
+def test_a_dead_report_the_session_reported_again_before_recovery_leaves_only_the_live_reports_events(
+    settings,
+):
+    """A review: a live server reported the session (at the same revision) before recovering the dead
+    report; its weight events stayed beside the live report's, two of revision 1, one of a report that
+    never was."""
+    from tools.common import Caller
+    from tools.report_outcome import ReportOutcomeInput, report_outcome
+
+    a, b = killed_reporting(settings, "credits")
+    runtime = make_runtime(settings)
+    try:
+        live = report_outcome(
+            ReportOutcomeInput(outcome="success", helpful_ids=[b]), runtime, Caller("agent", "ses_1")
+        )
+        assert live.revision == 1
+        runtime.writer.recover_unfinished()
+        assert revisions(runtime, a, b) == [[1], [1]]  # the live report's alone
+        # The live success named b helpful: a full step up from the 1.0 the dead report's weights were taken
+        # back to; a, unnamed at the top of the context, a quarter of its share: 1 + 0.25 x 0.15.
+        assert weights(runtime, a, b) == [1.0375, 1.15]
+        assert runtime.store.get_outcome(SCOPE, "ses_1").outcome == "success"
+    finally:
+        runtime.close()
