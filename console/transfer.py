@@ -444,8 +444,13 @@ def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> 
             if latest is None or latest.event_id not in amends:
                 continue
             expires = datetime.fromisoformat(str(row["expires_at"])) if row.get("expires_at") else None
+            if here.protection_tier == "immutable":  # it keeps its tier, as an amend leaves it (a review)
+                tier, expires = "immutable", None
+            tags = tags[: max(runtime.writer.limits.max_tags, len(here.tags))]
             runtime.writer.inheritance.retag(here, tags, (cast(ProtectionTier, tier), expires))
             amended += 1
+        if tier == "immutable" and here.weight < 1.0:  # never weighed below where it started
+            runtime.writer.inheritance.weigh_behind(scope, here.id)
     return amended
 
 

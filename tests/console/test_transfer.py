@@ -254,6 +254,20 @@ def test_a_held_memory_amended_later_in_the_export_takes_its_tags_and_tier(store
     assert import_file(copy, write(tmp_path / "second.jsonl", export_text(source))).amended == 0
 
 
+def test_an_import_never_lowers_a_held_immutable_memorys_tier(stores, tmp_path):
+    """A review: its author made it immutable here (a restatement, no amend event); the export amended only
+    its tags, and the import gave it the export's standard tier."""
+    source, copy = stores("a"), stores("b")
+    text = "Prod database password rotates every 90 days"
+    held = say(source, text, tags=["db"])
+    import_file(copy, write(tmp_path / "first.jsonl", export_text(source)))
+    say(copy, text, protection_tier="immutable")
+    remember(RememberInput(content=text, replaces=held, tags=["db", "security"]), source, ALICE)
+    assert import_file(copy, write(tmp_path / "second.jsonl", export_text(source))).amended == 1
+    stored = copy.store.get_memory(held)
+    assert (stored.tags, stored.protection_tier) == (("db", "security"), "immutable")
+
+
 def test_a_held_memory_corrected_twice_in_the_export_is_superseded_by_the_first_correction(stores, tmp_path):
     """A review: with a chain old -> mid -> new the held old memory stayed active, since mid arrives
     superseded itself; it is superseded by mid, as in the export, and recall shows the newest alone."""
