@@ -1587,3 +1587,14 @@ def test_a_correction_by_explicit_update_does_not_carry_the_contradictions_of_wh
         for p in runtime.store.contradictions(SCOPE)
         if fixed.id in (p.older_id, p.newer_id) and "carried" in p.detail
     ] == []
+
+
+def test_a_memory_of_the_old_state_itself_stays_beside_a_switch_away_from_it(runtime):
+    """A review: "Archived image uploads: S3" (protected) was superseded, as a changed value, by a switch of
+    image uploads to R2, though it stays true."""
+    archived = remember(
+        RememberInput(content="Archived image uploads: S3", protection_tier="protected"), runtime, caller()
+    ).id
+    switch = remember(RememberInput(content="We moved image uploads from S3 to R2"), runtime, caller("ses_2"))
+    assert archived not in switch.consolidation.revised
+    assert status(runtime, archived) == "active"

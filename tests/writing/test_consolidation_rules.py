@@ -351,3 +351,22 @@ def test_a_switch_of_one_thing_leaves_the_choice_of_another_standing():
     assert not revised_by("Friday deploys need a second approval after 5pm", friday)
     staging = parse_revision("We moved the staging database from AWS to GCP")
     assert not revised_by("Staging database backups are also copied to AWS S3 for disaster recovery", staging)
+    # A second review: a stated use of another thing, or of the old state itself, stays too.
+    cases = [
+        ("Staging deploys run on Fly.io", "We moved the production deploys from Fly.io to Render"),
+        (
+            "The analytics warehouse runs on Postgres",
+            "We migrated the billing database from Postgres to MySQL",
+        ),
+        ("Nightly data jobs run on Jenkins", "We switched CI from Jenkins to GitHub Actions"),
+        ("Legacy image uploads remain on S3", "We moved image uploads from S3 to R2"),
+        ("Alice designed the on-call rotation", "We moved the on-call rotation from Alice to Bob"),
+        ("Historical error tracking: Sentry", "We moved error tracking from Sentry to Rollbar"),
+    ]
+    for older, newer in cases:
+        assert not revised_by(older, parse_revision(newer)), older
+    # When the switch was made is no part of what it is of: a stated use is still revised.
+    assert revised_by(
+        "We use Postgres for the billing database",
+        parse_revision("We switched from Postgres to MySQL in March"),
+    )

@@ -103,6 +103,34 @@ class Revision:
     about: frozenset[str] = frozenset()  # the text's other content words: what the switch is of ("billing")
 
 
+# Verbs that say where a thing goes, is kept or is handled: "The webshop deploys to Fly.io", "Error tracking
+# goes to Sentry", "Payments are processed by Stripe" (stemmed as content terms are).
+_PLACING = frozenset(
+    content_terms(
+        "deploy deploys deployed go goes went live lives host hosts hosted run runs ran point points ship "
+        "ships shipped send sends sent route routes routed store stores stored serve serves served process "
+        "processes processed handle handles handled use uses used upload uploads uploaded push pushes pushed"
+    )
+)
+# Words that say an older text is about the old state itself, which a switch leaves true: "Legacy image
+# uploads remain on S3", "Archived image uploads: S3", "Historical error tracking: Sentry".
+_OLD_STATE = frozenset(
+    content_terms(
+        "legacy archived archive historical historic former formerly previous previously old older remain "
+        "remains remained"
+    )
+)
+
+# When a switch was made, no part of what it is about either ("... to MySQL in March", "last week").
+_WHEN = frozenset(
+    content_terms(
+        "january february march april may june july august september october november december jan feb mar "
+        "apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday day days "
+        "week weeks month months year years quarter ago last yesterday today tonight recently earlier lately "
+        "morning afternoon evening night"
+    )
+)
+
 # Words of a switch itself, no part of what it is about.
 _SWITCH_TERMS = frozenset(
     content_terms(
@@ -133,7 +161,7 @@ def parse_revision(text: str) -> Revision | None:
         old = tuple(content_terms(match.group("old")))[:4]
         new = tuple(content_terms(match.groupdict().get("new") or ""))[:4]
         if old:
-            about = frozenset(content_terms(text)) - set(old) - set(new) - _SWITCH_TERMS
+            about = frozenset(content_terms(text)) - set(old) - set(new) - _SWITCH_TERMS - _WHEN
             return Revision(old, new, match.group(0), about)
     return None
 
@@ -174,6 +202,12 @@ def names_apart(terms: list[str], wanted: tuple[str, ...], within: tuple[str, ..
     )
 
 
+def describes_old_state(text: str) -> bool:
+    """Whether ``text`` is about an old state itself ("Legacy image uploads remain on S3", "Archived image
+    uploads: S3"), which a switch away from it leaves true: never revised by one (a review)."""
+    return not term_set(text).isdisjoint(_OLD_STATE)
+
+
 def revised_by(text: str, revision: Revision) -> bool:
     """Whether ``revision`` gives up what ``text`` states as the current choice: it names what was given
     up, and not already what replaced it ("switched from Postgres 16 to Postgres 17" revises "uses Postgres
@@ -186,24 +220,22 @@ def revised_by(text: str, revision: Revision) -> bool:
         or names_apart(content_terms(text), revision.new, revision.old)
     ):
         return False
+    # A switch of a thing it names ("moved the production deploys from Fly.io to Render") is of that thing
+    # only: an older text about another ("Staging deploys run on Fly.io") or about the old state itself
+    # ("Legacy image uploads remain on S3") stays (a review: protected memories of each were superseded).
+    of_another = bool(revision.about) and not revision.about <= terms
+    if of_another or describes_old_state(text):
+        return False
     if asserts_use_of(text, revision.old):
         return True
     # A switch that names both ends and what it is of ("moved the webshop deploys from Fly.io to Render")
     # revises an older text that says only that this thing goes to what was given up ("The webshop deploys
-    # to Fly.io"), whatever verb it said so with (a trial: "deploys to", "goes to", "processed by" are no
-    # usage cues): every word of what the switch is of is there, and nothing else but one word (its verb),
-    # and it negates nothing. "Staging deploys to Fly.io" is not revised by a switch of the production
-    # deploys, nor "Error tracking must never send user emails to Sentry" or "The old Sentry project for
-    # error tracking is kept read-only" by a switch of error tracking (a review: superseded, protected as
-    # they were). A switch of nothing named ("switched from Postgres to MySQL") revises only a stated use
-    # ("Postgres listens on 5432" mentions Postgres and is not revised).
-    if (
-        revision.new
-        and revision.about
-        and revision.about <= terms
-        and len(terms - revision.about - set(revision.old)) <= 1
-        and not negated(text)
-    ):
+    # to Fly.io"), whatever placing verb it said so with (a trial: "deploys to", "goes to", "processed by"
+    # are no usage cues): every word of what the switch is of is there, nothing else but such a verb, and
+    # it negates nothing. Not "Error tracking must never send user emails to Sentry", nor "Alice designed
+    # the on-call rotation" after the rotation moved from Alice to Bob (reviews).
+    extra = terms - revision.about - set(revision.old)
+    if revision.new and revision.about and extra <= _PLACING and len(extra) <= 1 and not negated(text):
         return True
     # A switch states what it moved to as the choice: in a chain each switch revises the one before (a
     # trial found the second left standing), when both are of the same thing: "We moved the roadmap from

@@ -54,7 +54,7 @@ from storage.records import (
 from storage.unfinished import DecidedSupersede, Unfinished
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.resolvers import LLMResolver, Resolver, RuleResolver
-from writing.consolidation.revision import has_revision_words, parse_revision, revised_by
+from writing.consolidation.revision import describes_old_state, has_revision_words, parse_revision, revised_by
 from writing.consolidation.rules import Resolution, may_be_superseded, token_jaccard
 
 log = logging.getLogger(__name__)
@@ -375,6 +375,8 @@ class ConsolidationService:
             # memory yields only to a revision in words ("switched from"), so the pair stays disputed.
             # "9090, not 8080" and "Correction: ..." say so in words, as "switched from" does.
             # A pair that only covers part of the older memory is made only of a change said in words.
+            if describes_old_state(older.content):  # "Archived image uploads: S3" stays true (a review)
+                continue
             revises, resolver = (
                 (True, "revision:explicit") if said_so else self._is_revision(older, memory, llm)
             )
@@ -545,6 +547,8 @@ class ConsolidationService:
     def _is_revision(
         self, older: MemoryRecord, newer: MemoryRecord, llm: LanguageModel | None
     ) -> tuple[bool, str]:
+        if describes_old_state(older.content):  # "Archived image uploads: S3" stays true after a switch
+            return False, "rules"
         if has_revision_words(newer.content):
             return True, "revision:explicit"
         if llm is None:
