@@ -222,18 +222,20 @@ EPISODE_CAP = "its episode is beyond the max_episodes="
 
 
 _NUMBER = re.compile(r"\d+(?:[.,:\-/]\d+)*")
+_DATE = re.compile(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})")
 
 
 def numbers(text: str) -> frozenset[str]:
     """The numbers ``text`` names, written one way: a thousands comma dropped ("5,000" is "5000"), a time's
     colon read as a point and leading zeros dropped ("09:00" is "9.0"), whatever is around them ("v1.2"
     and "1.2", "30s" and "30 s" name the same). Digits joined by hyphens or slashes are one number, in
-    their order, however they are joined ("2026-11-03" is not "2026-03-11": a trial saw one folded into the
-    other; "2026/03/11" is "2026-03-11")."""
+    their order ("2026-11-03" is not "2026-03-11": a trial saw one folded into the other); a date reads the
+    same however it is joined ("2026/03/11" is "2026-03-11"), other joints count ("12-16" is not "12.16")."""
     found = set()
     for match in _NUMBER.finditer(text):
-        written = re.sub(r",(?=\d{3}(?!\d))", "", match.group())
-        written = re.sub(r"[:\-/]", ".", written)  # "2026/03/11" is "2026-03-11", in its order
+        written = re.sub(r",(?=\d{3}(?!\d))", "", match.group()).replace(":", ".")
+        if date := _DATE.fullmatch(written):  # "2026/03/11" is "2026-03-11"; "12-16" is no "12.16"
+            written = f"{date.group(1)}-{int(date.group(2))}-{int(date.group(3))}"
         found.add(".".join(str(int(part)) if part.isdigit() else part for part in written.split(".")))
     return frozenset(found)
 

@@ -122,16 +122,19 @@ def _values(text: str) -> Counter[str]:
     )
 
 
-_JOINTS = re.compile("[\u01c0\u01c1\u01c2]")  # the letters a joined value's hyphens, dots, slashes became
+# A date joined by hyphens or slashes (the letters ``joined_as_words`` made of them), year first.
+_DATE = re.compile("(\\d{4})[\u01c0\u01c2](\\d{1,2})[\u01c0\u01c2](\\d{1,2})")
 
 
 def _one_spelling(value: str) -> str:
-    """A joined value written one way, its groups in their order: "2026/03/11" is "2026-03-11", "v1.02" is
-    "v1.2" (a review: the same date written with slashes read as another value)."""
-    groups = _JOINTS.split(value)
-    if len(groups) == 1:
+    """A date written one way, however joined and with or without leading zeros: "2026/03/11" is
+    "2026-03-11" (a review: the same date with slashes read as another value). Other joined values keep
+    their joints: "12-16" (a range) is not "12.16" (a version), as a second review showed."""
+    found = _DATE.fullmatch(value)
+    if found is None:
         return value
-    return "\u01c0".join(str(int(group)) if group.isdigit() else group for group in groups)
+    year, month, day = found.groups()
+    return f"{year}\u01c0{int(month)}\u01c0{int(day)}"
 
 
 def absorbs(survivor: Statement, loser: Statement, threshold: float) -> bool:

@@ -575,6 +575,7 @@ def test_a_number_written_another_way_still_makes_twins(one, other):
             "Incident INC-2026-03-11 was caused by the cache",
         ),
         ("The 2026/03/11 release was rolled back", "The 2026/11/03 release was rolled back"),
+        ("Node 18-20 is supported by the SDK", "Node 18.20 is supported by the SDK"),
     ],
 )
 def test_digits_joined_by_hyphens_or_slashes_in_another_order_are_another_number(one, other):
