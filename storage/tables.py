@@ -484,5 +484,9 @@ def masked(trace: dict[str, Any], memory_ids: set[str]) -> dict[str, Any]:
 
 # A language model's reasons for leaving candidates out (``retrieval.stages.llm_passes``), which quote it.
 MODEL_REASONS = ("left out by the language model's", "trimmed by the language model's")
-MODEL_ERRORS = ("LLMPassRan", "RerankFellBack")  # events whose reason may quote a model's answer
+MODEL_ERRORS = (
+    "LLMPassRan",
+    "RerankFellBack",
+    "IterationSkipped",
+)  # events whose reason may quote a model's answer
 MODEL_WORDS_WITHHELD = " (what the language model said is withheld: a memory of this recall was purged)"

@@ -26,6 +26,7 @@ def trace(*candidates: dict) -> dict:
                         "transient": False,
                     },
                     {"event": "LLMPassRan", "reason": "dropped 1 of 3 candidates (3 shown)"},
+                    {"event": "IterationSkipped", "reason": "not a JSON object: 'BLUEFINCH ships in March'"},
                 ]
             }
         ],
