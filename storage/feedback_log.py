@@ -368,6 +368,16 @@ class FeedbackLog(StoreTables):
         with self.reporting():
             self._append_log(self._weight_events, [event.__dict__ for event in events])
 
+    def weight_event_times(self, scope: Scope, session_id: str, revision: int) -> set[datetime]:
+        """When the reports of ``session_id`` at ``revision`` wrote their weight events (one time a report)."""
+        condition = filters.all_of(
+            filters.scope_is(scope),
+            filters.equals("session_id", session_id),
+            filters.equals("revision", revision),
+        )
+        rows = self._select(self._weight_events, condition, ["at"], limit=None)
+        return {row["at"] for row in rows}
+
     def drop_weight_events(self, scope: Scope, session_id: str, revision: int, at: datetime) -> None:
         """Delete the weight events a report of ``session_id`` at ``revision``, made at ``at``, wrote before it
         died unsaved: the weights they record were taken back (``writing.outcomes.finish_report``)."""

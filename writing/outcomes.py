@@ -304,9 +304,10 @@ def finish_report(
     its row not, it is completed (its row saved from the entry, without its note, which the entry does not
     keep); with its credits not committed, it is taken back (the weight events it wrote are deleted).
     Either way the weights of every memory it affected are replayed from the reports there are. A
-    session reported again since (by a live server, before this one recovered the entry) replaced its
-    credits: the dead report is taken back, its weight events (its revision, at its time) deleted, the
-    live report's kept (a review: two events of one revision, one of a report that never was). Idempotent.
+    session reported again since, by a live server before this one recovered the entry, at this report's
+    revision (its row never saved) took its place: the dead report is taken back, its weight events (its
+    revision, at its time) deleted, the live report's kept (a review: two events of one revision, one of a
+    report that never was); one saved and then replaced keeps its events, as history. Idempotent.
     Returns what was done, for the log."""
     scope, at = entry.scope, datetime.fromisoformat(entry.reported_at)
     with store.reporting():
@@ -332,9 +333,16 @@ def finish_report(
                 )
             )
             done = "completed from its credits"
-        else:  # its credits never committed, or a report of the session made since replaced them
+        elif saved is None or saved.revision < entry.revision:  # its credits never committed
             store.drop_weight_events(scope, entry.session_id, entry.revision, at)
             done = "taken back"
+        elif store.weight_event_times(scope, entry.session_id, entry.revision) - {at}:
+            # A live server's report of the session took this revision (and its events) first: this one never
+            # was, and its events go.
+            store.drop_weight_events(scope, entry.session_id, entry.revision, at)
+            done = "taken back: a live report of the session took its revision"
+        else:  # it was saved, and the session reported again since (a second review): its events stay
+            done = "saved already, and reported again since"
         replay = store.credits_for(scope, entry.affected, across_org=True)
         current = store.get_memories(entry.affected, View(scope))
         write_weights(store, clusters, current, replayed_weights(policy, current, replay), clock())

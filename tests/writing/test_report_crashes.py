@@ -41,6 +41,9 @@ if cut == "events":
     store.add_weight_events = killed
 elif cut == "credits":
     store._put_credits = killed
+elif cut == "done":  # every commit is in; only the entry's end is missing
+    import writing.outcomes
+    writing.outcomes.converge = killed
 else:
     store.put_report_row = killed
 report_outcome(
@@ -155,5 +158,28 @@ def test_a_dead_report_the_session_reported_again_before_recovery_leaves_only_th
         # back to; a, unnamed at the top of the context, a quarter of its share: 1 + 0.25 x 0.15.
         assert weights(runtime, a, b) == [1.0375, 1.15]
         assert runtime.store.get_outcome(SCOPE, "ses_1").outcome == "success"
+    finally:
+        runtime.close()
+
+
+@pytest.mark.slow
+def test_a_saved_report_a_crash_left_written_down_keeps_its_events_after_the_session_is_reported_again(
+    settings,
+):
+    """A second review: every commit of the report was in (only its entry's end was not), a live server
+    reported the session again (revision 2), and recovery deleted the saved revision's events as if it had
+    never been."""
+    from tools.common import Caller
+    from tools.report_outcome import ReportOutcomeInput, report_outcome
+
+    a, b = killed_reporting(settings, "done")
+    runtime = make_runtime(settings)
+    try:
+        assert runtime.store.get_outcome(SCOPE, "ses_1").revision == 1
+        again = ReportOutcomeInput(outcome="success", helpful_ids=[b])
+        assert report_outcome(again, runtime, Caller("agent", "ses_1")).revision == 2
+        runtime.writer.recover_unfinished()
+        assert revisions(runtime, a, b) == [[1, 2], [1, 2]]
+        assert weights(runtime, a, b) == [1.0375, 1.15]  # revision 2 alone replays, as computed above
     finally:
         runtime.close()
