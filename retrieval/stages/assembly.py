@@ -222,7 +222,8 @@ EPISODE_CAP = "its episode is beyond the max_episodes="
 
 
 _NUMBER = re.compile(r"\d+(?:[.,:\-/]\d+)*")
-_DATE = re.compile(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})")
+_DATE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
+_DATE_YEAR_LAST = re.compile(r"(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})")
 
 
 def numbers(text: str) -> frozenset[str]:
@@ -234,8 +235,8 @@ def numbers(text: str) -> frozenset[str]:
     found = set()
     for match in _NUMBER.finditer(text):
         written = re.sub(r",(?=\d{3}(?!\d))", "", match.group()).replace(":", ".")
-        if date := _DATE.fullmatch(written):  # "2026/03/11" is "2026-03-11"; "12-16" is no "12.16"
-            written = f"{date.group(1)}-{int(date.group(2))}-{int(date.group(3))}"
+        if date := _DATE.fullmatch(written) or _DATE_YEAR_LAST.fullmatch(written):  # "12-16" is no "12.16"
+            written = "-".join(str(int(group)) for group in date.groups())  # "2026/03/11" is "2026-03-11"
         found.add(".".join(str(int(part)) if part.isdigit() else part for part in written.split(".")))
     return frozenset(found)
 

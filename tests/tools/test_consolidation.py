@@ -1598,3 +1598,18 @@ def test_a_memory_of_the_old_state_itself_stays_beside_a_switch_away_from_it(run
     switch = remember(RememberInput(content="We moved image uploads from S3 to R2"), runtime, caller("ses_2"))
     assert archived not in switch.consolidation.revised
     assert status(runtime, archived) == "active"
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("Remaining budget for Q3 is $5,000", "Remaining budget for Q3 is now $3,000"),
+        ("Archive retention is 30 days", "Archive retention is now 90 days"),
+    ],
+)
+def test_a_change_of_a_thing_named_with_an_old_state_word_still_revises_it(runtime, older, newer):
+    """A third review: "remaining" or "archive" in the thing's own name kept every change of it from
+    revising it, and nothing was disputed either."""
+    first = remember(RememberInput(content=older), runtime, caller()).id
+    second = remember(RememberInput(content=newer), runtime, caller("ses_2"))
+    assert second.consolidation.revised == [first]

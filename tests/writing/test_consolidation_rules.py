@@ -143,6 +143,17 @@ def test_a_joined_value_written_with_other_joints_or_leading_zeros_is_the_same_v
     assert (kept.action, kept.loser_ids) == ("supersede", ("old",))
 
 
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("The schema freeze starts on 2026-03-11", "The schema freeze starts on 2026.03.11"),
+    ],
+)
+def test_a_date_written_with_dots_is_the_same_date(older, newer):
+    [kept] = near_exact_resolutions([memory("old", older, 0), memory("new", newer, 1)], 0.8)
+    assert (kept.action, kept.loser_ids) == ("supersede", ("old",))
+
+
 def test_protection_tiers_limit_who_may_be_superseded():
     assert not may_be_superseded(memory("i", "x", protection_tier="immutable"), by_revision=True)
     assert not may_be_superseded(memory("p", "x", protection_tier="protected"), by_revision=False)
@@ -368,6 +379,21 @@ def test_a_switch_of_one_thing_leaves_the_choice_of_another_standing():
     ]
     for older, newer in cases:
         assert not revised_by(older, parse_revision(newer)), older
+    # What the switch names before "from" is what it is of: a Friday deploys' switch leaves Monday's.
+    friday = parse_revision("We moved the Friday deploys from Fly.io to Render")
+    assert not revised_by("Monday deploys run on Fly.io", friday)
+    assert revised_by("Friday deploys go to Fly.io", friday)
+    # Its reasons and who made it are not (a third review: each left "We use Postgres" standing).
+    for said in (
+        "We switched from Postgres to MySQL because the team knows it better",
+        "Alice switched us from Postgres to MySQL",
+        "Our team switched from Postgres to MySQL",
+    ):
+        assert revised_by("We use Postgres", parse_revision(said)), said
+    # An old state's word that the switch itself says is no old state of the older text.
+    assert revised_by(
+        "We use the legacy auth service", parse_revision("We switched from the legacy auth service to Auth0")
+    )
     # When the switch was made is no part of what it is of: a stated use is still revised.
     assert revised_by(
         "We use Postgres for the billing database",

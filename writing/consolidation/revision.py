@@ -17,7 +17,9 @@ _END = r"(?=[.,;:!?](?:\s|$)|[)\]]|\s+(?:for|in|on|at|because|since|so|and|but|a
 _PATTERNS = (
     re.compile(
         r"\b(?:switched|switching|moved|moving|migrated|migrating|changed|changing|went|transitioned|converted)\s+"
-        r"(?:[\w-]+\s+){0,3}?from\s+(?P<old>" + _NAME + r"{1,80}?)\s+(?:to|onto|over to|in favou?r of)\s+"
+        r"(?P<subject>(?:[\w-]+\s+){0,3}?)from\s+(?P<old>"
+        + _NAME
+        + r"{1,80}?)\s+(?:to|onto|over to|in favou?r of)\s+"
         r"(?P<new>" + _NAME + r"{1,80}?)" + _END,
         re.IGNORECASE,
     ),
@@ -101,6 +103,9 @@ class Revision:
     new: tuple[str, ...]  # content terms of what replaced it (empty for "no longer use X")
     phrase: str
     about: frozenset[str] = frozenset()  # the text's other content words: what the switch is of ("billing")
+    # What the switch names as moved, between its verb and "from" ("switched CI from", "moved the Friday
+    # deploys from"): empty when it names nothing there ("switched from", "the team switched us from").
+    subject: frozenset[str] = frozenset()
 
 
 # Verbs that say where a thing goes, is kept or is handled: "The webshop deploys to Fly.io", "Error tracking
@@ -116,8 +121,8 @@ _PLACING = frozenset(
 # uploads remain on S3", "Archived image uploads: S3", "Historical error tracking: Sentry".
 _OLD_STATE = frozenset(
     content_terms(
-        "legacy archived archive historical historic former formerly previous previously old older remain "
-        "remains remained"
+        "legacy archived archive historical historic former formerly previous previously remain remains "
+        "remained stay stays existing"
     )
 )
 
@@ -130,6 +135,9 @@ _WHEN = frozenset(
         "morning afternoon evening night"
     )
 )
+
+# Who was switched is no part of what was: "Alice switched us from Postgres to MySQL".
+_WHO = frozenset({"us", "them", "it", "me", "you", "everyone", "everybody", "everyth", "everything"})
 
 # Words of a switch itself, no part of what it is about.
 _SWITCH_TERMS = frozenset(
@@ -162,7 +170,8 @@ def parse_revision(text: str) -> Revision | None:
         new = tuple(content_terms(match.groupdict().get("new") or ""))[:4]
         if old:
             about = frozenset(content_terms(text)) - set(old) - set(new) - _SWITCH_TERMS - _WHEN
-            return Revision(old, new, match.group(0), about)
+            subject = frozenset(content_terms(match.groupdict().get("subject") or "")) - _SWITCH_TERMS - _WHO
+            return Revision(old, new, match.group(0), about, subject)
     return None
 
 
@@ -202,10 +211,12 @@ def names_apart(terms: list[str], wanted: tuple[str, ...], within: tuple[str, ..
     )
 
 
-def describes_old_state(text: str) -> bool:
+def describes_old_state(text: str, newer: frozenset[str]) -> bool:
     """Whether ``text`` is about an old state itself ("Legacy image uploads remain on S3", "Archived image
-    uploads: S3"), which a switch away from it leaves true: never revised by one (a review)."""
-    return not term_set(text).isdisjoint(_OLD_STATE)
+    uploads: S3"), which a change away from it leaves true (a review): it says a word of an old state that
+    the newer text (its content terms ``newer``) does not. "Archive retention is 30 days" then "archive
+    retention is now 90 days" is a change of the same thing (a second review)."""
+    return bool((term_set(text) & _OLD_STATE) - newer)
 
 
 def revised_by(text: str, revision: Revision) -> bool:
@@ -220,11 +231,14 @@ def revised_by(text: str, revision: Revision) -> bool:
         or names_apart(content_terms(text), revision.new, revision.old)
     ):
         return False
-    # A switch of a thing it names ("moved the production deploys from Fly.io to Render") is of that thing
-    # only: an older text about another ("Staging deploys run on Fly.io") or about the old state itself
-    # ("Legacy image uploads remain on S3") stays (a review: protected memories of each were superseded).
-    of_another = bool(revision.about) and not revision.about <= terms
-    if of_another or describes_old_state(text):
+    # A switch of a named thing ("moved the production deploys from Fly.io to Render") is of that thing
+    # only: an older text about another ("Staging deploys run on Fly.io", "Monday deploys ...") or about the
+    # old state itself ("Legacy image uploads remain on S3") stays (a review: protected memories of each were
+    # superseded). The thing is what the switch names before "from", not its reasons or who made it ("...
+    # because the team knows it better", "Alice switched us from ...": a second review).
+    of_another = bool(revision.subject) and not revision.subject <= terms
+    said = revision.about | revision.subject | set(revision.old) | set(revision.new)
+    if of_another or describes_old_state(text, frozenset(said)):
         return False
     if asserts_use_of(text, revision.old):
         return True
@@ -234,8 +248,16 @@ def revised_by(text: str, revision: Revision) -> bool:
     # are no usage cues): every word of what the switch is of is there, nothing else but such a verb, and
     # it negates nothing. Not "Error tracking must never send user emails to Sentry", nor "Alice designed
     # the on-call rotation" after the rotation moved from Alice to Bob (reviews).
-    extra = terms - revision.about - set(revision.old)
-    if revision.new and revision.about and extra <= _PLACING and len(extra) <= 1 and not negated(text):
+    thing = revision.subject or revision.about
+    extra = terms - thing - set(revision.old)
+    if (
+        revision.new
+        and thing
+        and thing <= terms
+        and extra <= _PLACING
+        and len(extra) <= 1
+        and not negated(text)
+    ):
         return True
     # A switch states what it moved to as the choice: in a chain each switch revises the one before (a
     # trial found the second left standing), when both are of the same thing: "We moved the roadmap from

@@ -122,19 +122,21 @@ def _values(text: str) -> Counter[str]:
     )
 
 
-# A date joined by hyphens or slashes (the letters ``joined_as_words`` made of them), year first.
-_DATE = re.compile("(\\d{4})[\u01c0\u01c2](\\d{1,2})[\u01c0\u01c2](\\d{1,2})")
+# A date, year first or last, joined by hyphens, dots or slashes (the letters ``joined_as_words`` made of
+# them).
+_YEAR_FIRST = re.compile("(\\d{4})[\u01c0\u01c1\u01c2](\\d{1,2})[\u01c0\u01c1\u01c2](\\d{1,2})")
+_YEAR_LAST = re.compile("(\\d{1,2})[\u01c0\u01c1\u01c2](\\d{1,2})[\u01c0\u01c1\u01c2](\\d{4})")
 
 
 def _one_spelling(value: str) -> str:
-    """A date written one way, however joined and with or without leading zeros: "2026/03/11" is
-    "2026-03-11" (a review: the same date with slashes read as another value). Other joined values keep
-    their joints: "12-16" (a range) is not "12.16" (a version), as a second review showed."""
-    found = _DATE.fullmatch(value)
-    if found is None:
-        return value
-    year, month, day = found.groups()
-    return f"{year}\u01c0{int(month)}\u01c0{int(day)}"
+    """A date written one way, however joined and with or without leading zeros: "2026/03/11" and
+    "2026.03.11" are "2026-03-11", "03/11/2026" is "3/11/2026" (reviews: the same date read as another
+    value). Other joined values keep their joints: "12-16" (a range) is not "12.16" (a version), as a
+    second review showed."""
+    for date in (_YEAR_FIRST, _YEAR_LAST):
+        if found := date.fullmatch(value):
+            return "\u01c0".join(str(int(group)) for group in found.groups())
+    return value
 
 
 def absorbs(survivor: Statement, loser: Statement, threshold: float) -> bool:
