@@ -116,6 +116,23 @@ def without_words_of(text: str, sources: Sequence[str], mark: str = "[purged]") 
     )
 
 
+# A date joined by hyphens, dots or slashes, year first or last.
+_DATES = (
+    re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})"),
+    re.compile(r"(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})"),
+)
+
+
+def one_date_spelling(value: str) -> str | None:
+    """``value`` as one spelling of a date ("2026-3-11" for "2026/03/11", "2026.03.11" or "2026-03-11"),
+    when it is one; None otherwise. A date reads the same however it is joined; other joined values keep
+    their joints ("12-16", a range, is not "12.16", a version: a review)."""
+    for date in _DATES:
+        if found := date.fullmatch(value):
+            return "-".join(str(int(group)) for group in found.groups())
+    return None
+
+
 def word_tokens(text: str) -> list[str]:
     """Lower-cased letter/digit runs after NFKC folding (so "Ｐｏｓｔｇｒｅｓ" == "postgres")."""
     return _WORD.findall(unicodedata.normalize("NFKC", text).lower())

@@ -470,11 +470,9 @@ def masked(trace: dict[str, Any], memory_ids: set[str]) -> dict[str, Any]:
     for stage in trace.get("stages", ()):
         for event in stage.get("events", ()):
             if event.get("event") == "SufficiencyJudged":
-                event["sub_queries"] = [
-                    MODEL_WORDS_WITHHELD.strip(" ()") for _ in event.get("sub_queries", ())
-                ]
+                event["sub_queries"] = [WITHHELD_FROM_MODEL for _ in event.get("sub_queries", ())]
             elif event.get("event") == "SubQueryRan":
-                event["query"] = MODEL_WORDS_WITHHELD.strip(" ()")
+                event["query"] = WITHHELD_FROM_MODEL
             elif event.get("event") in MODEL_ERRORS and ":" in str(event.get("reason") or ""):
                 # Why a model's answer was not used quotes that answer ("... not a JSON object: '...'", a
                 # review): what comes before the quote says why.
@@ -489,4 +487,5 @@ MODEL_ERRORS = (
     "RerankFellBack",
     "IterationSkipped",
 )  # events whose reason may quote a model's answer
-MODEL_WORDS_WITHHELD = " (what the language model said is withheld: a memory of this recall was purged)"
+WITHHELD_FROM_MODEL = "what the language model said is withheld: a memory of this recall was purged"
+MODEL_WORDS_WITHHELD = f" ({WITHHELD_FROM_MODEL})"

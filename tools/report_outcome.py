@@ -179,14 +179,7 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             policy=runtime.credit_policy,
         )
     )
-    # Only what will be shown again moves (``without_gone``), read as the scope holds them, not as the
-    # reporter sees them: the session's recalls showed them to whoever recalled (an agent's private
-    # memories, reported from the CLI as another agent).
     shown_only = {credit.memory_id for credit in credits if credit.role == "context"}
-    unnamed = [credit.memory_id for credit in credits if credit.memory_id not in known]
-    standing = store.get_memories(unnamed, View(scope)) if unnamed else {}
-    expired_by = runtime.clock()
-    credits = without_gone(credits, {**standing, **known}, expired_by)
     embedder = runtime.models.embedder
     query_vectors = tuple(tuple(float(x) for x in embedder.embed_query(query)) for query in queries)
     memory_ids = tuple(credit.memory_id for credit in credits)
@@ -203,16 +196,18 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         if store.report_versions() != seen:
             reads = caught_up(reads, store, scope, session_id, memory_ids, seen)
         previous = reads.previous
-        # Read again under the lock: a memory restated since the checks above handed nothing on (no report
-        # had moved it), so read as active it would keep the credit where no recall shows it (a review); one
-        # retracted or expired since is not shown again.
-        known |= store.get_memories(list(known), View(scope))
-        credits = without_gone(credits, store.get_memories(list(memory_ids), View(scope)), runtime.clock())
+        # Only what will be shown again moves (``without_gone``), read under the lock as the scope holds it,
+        # not as the reporter sees it (the session's recalls showed it to whoever recalled): a memory
+        # restated since the checks above handed nothing on (no report had moved it), so read as active it
+        # would keep the credit where no recall shows it (a review).
+        held = store.get_memories(list(dict.fromkeys([*memory_ids, *known])), View(scope))
+        expired_by = runtime.clock()
+        credits = without_gone(credits, held, expired_by)
         kept = tuple(credit.memory_id for credit in credits)
         reads, memory_ids = reads.without(set(memory_ids) - set(kept)), kept
         # Named ones superseded since they were shown: their credits go on after this sequence (idempotent).
         used = [credit.memory_id for credit in credits if credit.role == "used"]  # handed on as named ones
-        known |= store.get_memories(used, View(scope)) if used else {}
+        known |= {memory_id: held[memory_id] for memory_id in (*known, *used) if memory_id in held}
         runtime.writer.inheritance.hand_on_reported(
             [known[memory_id] for memory_id in (*named, *used) if memory_id in known]
         )
@@ -295,7 +290,9 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
             for update in updates
         ]
         clusters, journal = runtime.corroboration, runtime.writer.journal
-        write_report(store, clusters, policy, runtime.clock, journal, record, reads, weights, events, replay)
+        write_report(
+            store, clusters, policy, runtime.clock, journal, record, reads, current, weights, events, replay
+        )
 
     status: Literal["applied", "replaced", "unchanged", "nothing_to_update"]
     if previous is not None:

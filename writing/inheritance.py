@@ -229,17 +229,9 @@ class Inheritance:
     def _weigh_again(self, scope: Scope, memory_id: str) -> None:
         """Write ``memory_id``'s global weight replayed from its credits, as a report would (inside the
         caller's ``reporting`` sequence)."""
-        from writing.outcomes import converge, replayed_weights, write_weights
+        from writing.outcomes import replay_weights
 
-        store = self._store
-        current = store.get_memories([memory_id], scope)
-        if memory_id not in current:
-            return
-        replay = store.credits_for(scope, [memory_id], across_org=True)
-        weights = replayed_weights(self._weights, current, replay)
-        write_weights(store, self._corroboration, current, weights, self._clock())
-        # Replicas on an object store share no lock: the weight written must replay every report there is.
-        converge(store, self._corroboration, self._weights, self._clock, scope, [memory_id], replay)
+        replay_weights(self._store, self._corroboration, self._weights, self._clock, scope, [memory_id])
 
 
 def successors(store: MemoryStore, memory: MemoryRecord) -> Iterator[MemoryRecord]:

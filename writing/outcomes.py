@@ -18,6 +18,7 @@ from storage.records import (
     MemoryRecord,
     OutcomeLabel,
     OutcomeRecord,
+    Reach,
     RetrievalRecord,
     Scope,
     View,
@@ -263,6 +264,7 @@ def write_report(
     journal: WriteJournal,
     record: OutcomeRecord,
     reads: ReportReads,
+    current: Mapping[str, MemoryRecord],
     weights: Mapping[str, float],
     events: Sequence[WeightEvent],
     replay: Replay,
@@ -271,7 +273,8 @@ def write_report(
     events, the session's credits and, last, its row (a retry after a failure in between finds no
     matching report and redoes the whole update instead of answering "unchanged" over stale weights).
     Four commits, written down first (``ReportInFlight``): a process killed between them leaves the
-    report to the next start, which completes it or takes it back (``finish_report``)."""
+    report to the next start, which completes it or takes it back (``finish_report``). ``current``: the
+    affected memories as the weights were computed from them."""
     scope = Scope(record.org_id, record.project_id)
     entry = ReportInFlight(
         scope,
@@ -285,7 +288,6 @@ def write_report(
         reads.affected,
     )
     number = journal.write_down(entry, f"the report of session {record.session_id}")
-    current = store.get_memories(reads.affected, View(scope))  # the scope's copy: no table read
     write_weights(store, clusters, current, weights, record.reported_at)
     store.add_weight_events(events)
     store.put_outcome(record, reads.previous, cleared=reads.half_done, first=reads.session_revision is None)
@@ -312,11 +314,10 @@ def finish_report(
     scope, at = entry.scope, datetime.fromisoformat(entry.reported_at)
     with store.reporting():
         saved = store.get_outcome(scope, entry.session_id)
+        unsaved = saved is None or saved.revision < entry.revision  # no row of its revision, nor later
         if saved is not None and (saved.revision, saved.reported_at) == (entry.revision, at):
             done = "saved already"
-        elif (saved is None or saved.revision < entry.revision) and store.session_feedback(
-            scope, entry.session_id
-        ).revision == entry.revision:
+        elif unsaved and store.session_feedback(scope, entry.session_id).revision == entry.revision:
             outcome = cast(OutcomeLabel, entry.outcome)  # as the report wrote it
             store.put_report_row(
                 OutcomeRecord(
@@ -333,18 +334,33 @@ def finish_report(
                 )
             )
             done = "completed from its credits"
-        elif saved is None or saved.revision < entry.revision:  # its credits never committed
+        elif unsaved or store.weight_event_times(scope, entry.session_id, entry.revision) - {at}:
+            # Its credits never committed, or a live server's report of the session took its revision (and
+            # its events) first: this one never was, and its events go.
             store.drop_weight_events(scope, entry.session_id, entry.revision, at)
             done = "taken back"
-        elif store.weight_event_times(scope, entry.session_id, entry.revision) - {at}:
-            # A live server's report of the session took this revision (and its events) first: this one never
-            # was, and its events go.
-            store.drop_weight_events(scope, entry.session_id, entry.revision, at)
-            done = "taken back: a live report of the session took its revision"
         else:  # it was saved, and the session reported again since (a second review): its events stay
             done = "saved already, and reported again since"
-        replay = store.credits_for(scope, entry.affected, across_org=True)
-        current = store.get_memories(entry.affected, View(scope))
-        write_weights(store, clusters, current, replayed_weights(policy, current, replay), clock())
-        converge(store, clusters, policy, clock, scope, entry.affected, replay)
+        replay_weights(store, clusters, policy, clock, View(scope), entry.affected)
     return done
+
+
+def replay_weights(
+    store: MemoryStore,
+    clusters: ClusterWeights,
+    policy: WeightPolicy,
+    clock: Callable[[], datetime],
+    reach: Reach,
+    memory_ids: Sequence[str],
+) -> None:
+    """Write the global weights of these memories of ``reach`` replayed from every report's credits, as a
+    report would (inside the caller's ``reporting`` sequence): after credits were carried to a memory, and
+    after a report a crash cut off was finished. Replicas on an object store share no lock: the weights
+    written must replay every report there is (``converge``)."""
+    current = store.get_memories(list(memory_ids), reach)
+    if not current:
+        return
+    scope = reach.home if isinstance(reach, View) else reach
+    replay = store.credits_for(scope, list(current), across_org=True)
+    write_weights(store, clusters, current, replayed_weights(policy, current, replay), clock())
+    converge(store, clusters, policy, clock, scope, list(current), replay)

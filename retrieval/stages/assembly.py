@@ -43,6 +43,7 @@ from retrieval.text import (
     cached_term_set,
     keyed_by_text,
     negated,
+    one_date_spelling,
     quoted_field,
     shown_safely,
     single_line,
@@ -222,8 +223,6 @@ EPISODE_CAP = "its episode is beyond the max_episodes="
 
 
 _NUMBER = re.compile(r"\d+(?:[.,:\-/]\d+)*")
-_DATE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
-_DATE_YEAR_LAST = re.compile(r"(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})")
 
 
 def numbers(text: str) -> frozenset[str]:
@@ -235,8 +234,7 @@ def numbers(text: str) -> frozenset[str]:
     found = set()
     for match in _NUMBER.finditer(text):
         written = re.sub(r",(?=\d{3}(?!\d))", "", match.group()).replace(":", ".")
-        if date := _DATE.fullmatch(written) or _DATE_YEAR_LAST.fullmatch(written):  # "12-16" is no "12.16"
-            written = "-".join(str(int(group)) for group in date.groups())  # "2026/03/11" is "2026-03-11"
+        written = one_date_spelling(written) or written  # "2026/03/11" is "2026-03-11"; "12-16" no "12.16"
         found.add(".".join(str(int(part)) if part.isdigit() else part for part in written.split(".")))
     return frozenset(found)
 

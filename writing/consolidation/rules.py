@@ -3,17 +3,17 @@ near-exact restatement rule (a memory that adds nothing to another is absorbed b
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from retrieval.contradictions import is_value, joined_as_words, written_out
+from retrieval.contradictions import is_value, joined_as_words, shown_value, written_out
 from retrieval.text import (
     content_terms,
     light_stem,
     negation_sides,
+    one_date_spelling,
     set_jaccard,
     swapped_spans,
     term_set,
@@ -122,21 +122,11 @@ def _values(text: str) -> Counter[str]:
     )
 
 
-# A date, year first or last, joined by hyphens, dots or slashes (the letters ``joined_as_words`` made of
-# them).
-_YEAR_FIRST = re.compile("(\\d{4})[\u01c0\u01c1\u01c2](\\d{1,2})[\u01c0\u01c1\u01c2](\\d{1,2})")
-_YEAR_LAST = re.compile("(\\d{1,2})[\u01c0\u01c1\u01c2](\\d{1,2})[\u01c0\u01c1\u01c2](\\d{4})")
-
-
 def _one_spelling(value: str) -> str:
     """A date written one way, however joined and with or without leading zeros: "2026/03/11" and
-    "2026.03.11" are "2026-03-11", "03/11/2026" is "3/11/2026" (reviews: the same date read as another
-    value). Other joined values keep their joints: "12-16" (a range) is not "12.16" (a version), as a
-    second review showed."""
-    for date in (_YEAR_FIRST, _YEAR_LAST):
-        if found := date.fullmatch(value):
-            return "\u01c0".join(str(int(group)) for group in found.groups())
-    return value
+    "2026.03.11" are "2026-03-11" (reviews: the same date read as another value); other joined values keep
+    their joints (``retrieval.text.one_date_spelling``)."""
+    return one_date_spelling(shown_value(value)) or value
 
 
 def absorbs(survivor: Statement, loser: Statement, threshold: float) -> bool:
