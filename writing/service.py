@@ -484,12 +484,13 @@ class WriteService:
                 return results
             news = self.embedded(written, preceding)
             # Left open if the insert fails: whether it committed is then unknown, and the next start looks.
-            owed = [
-                self._journal.owe(OwedConsolidation(record.scope, (record.id,)))
-                if record.consolidated_at
-                else None
-                for record in written
-            ]
+            stamped = [index for index, record in enumerate(written) if record.consolidated_at]
+            numbers = self._journal.owe_many(
+                [OwedConsolidation(written[index].scope, (written[index].id,)) for index in stamped]
+            )
+            owed: list[int | None] = [None] * len(written)
+            for index, number in zip(stamped, numbers, strict=True):
+                owed[index] = number
             stored = self._store.insert_many(news, retry=retry)  # one commit for every scope of the batch
         for index, new, number, (record, created) in zip(writers, news, owed, stored, strict=True):
             if created:

@@ -49,6 +49,16 @@ class WriteJournal:
         """Write down that these memories' consolidation is owed, before their stamped rows are committed."""
         return self.write_down(owed, f"the consolidation owed by {list(owed.memory_ids)}")
 
+    def owe_many(self, owed: Sequence[OwedConsolidation]) -> list[int | None]:
+        """``owe`` for each of a group commit's new memories, written down at once (None for each where the
+        write failed, which is logged)."""
+        try:
+            return self.entries.begin_many(owed)
+        except Exception:
+            memory_ids = [memory_id for entry in owed for memory_id in entry.memory_ids]
+            log.warning("could not write down the consolidation owed by %s", memory_ids, exc_info=True)
+            return [None] * len(owed)
+
     def change(
         self,
         scope: Scope,

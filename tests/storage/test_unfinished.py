@@ -163,6 +163,48 @@ def test_consolidations_owed_and_hand_ons_come_back_as_they_were_written(tmp_pat
     ]
 
 
+def test_a_batch_written_down_at_once_is_numbered_in_order_and_ends_one_by_one(tmp_path):
+    gone = UnfinishedWrites(tmp_path)
+    before = gone.begin(HandOn(SCOPE, "mem_b", (("mem_a", True),)))
+    numbers = gone.begin_many([OwedConsolidation(SCOPE, (f"mem_{n}",)) for n in range(3)])
+    after = gone.begin(OwedConsolidation(SCOPE, ("mem_z",)))
+    assert numbers == [before + 1, before + 2, before + 3] and after == before + 4
+    assert gone.begin_many([]) == []
+    gone.end(numbers[1])
+    died(gone)
+    [(_, unfinished)] = UnfinishedWrites(tmp_path).orphans()
+    assert unfinished == [
+        HandOn(SCOPE, "mem_b", (("mem_a", True),)),
+        OwedConsolidation(SCOPE, ("mem_0",)),
+        OwedConsolidation(SCOPE, ("mem_2",)),
+        OwedConsolidation(SCOPE, ("mem_z",)),
+    ]
+
+
+class CountedFlushes:
+    """The journal's file, counting its flushes (each a write of the file, which gives up the interpreter lock)."""
+
+    def __init__(self, file):
+        self.file, self.flushes = file, 0
+
+    def flush(self):
+        self.flushes += 1
+        self.file.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+
+
+def test_a_batch_is_written_in_one_flush(tmp_path):
+    journal = UnfinishedWrites(tmp_path)
+    journal.begin(OwedConsolidation(SCOPE, ("mem_first",)))  # the file opened
+    counted = journal._file = CountedFlushes(journal._file)
+    journal.begin_many([OwedConsolidation(SCOPE, (f"mem_{n}",)) for n in range(30)])
+    assert counted.flushes == 1
+    journal._file = counted.file
+    journal.close()
+
+
 def test_the_hand_ons_an_earlier_release_left_are_found(tmp_path):
     left_by_a_dead_process(  # where the release before wrote them, without a kind
         tmp_path,
