@@ -3,10 +3,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from retrieval.models.llm.base import LLMUnavailable
+from retrieval.text import term_set
 from tests.fakes import ScriptedLLM
 from tests.records import memory_record
 from writing.consolidation.resolvers import LLMResolver
-from writing.consolidation.revision import asserts_use_of, has_revision_words, parse_revision, revised_by
+from writing.consolidation.revision import (
+    asserts_use_of,
+    describes_old_state,
+    has_revision_words,
+    parse_revision,
+    revised_by,
+)
 from writing.consolidation.rules import (
     collapse_batch,
     may_be_superseded,
@@ -376,9 +383,23 @@ def test_a_switch_of_one_thing_leaves_the_choice_of_another_standing():
         ("Legacy image uploads remain on S3", "We moved image uploads from S3 to R2"),
         ("Alice designed the on-call rotation", "We moved the on-call rotation from Alice to Bob"),
         ("Historical error tracking: Sentry", "We moved error tracking from Sentry to Rollbar"),
+        # Things made before a time stay where they were (a third review: a protected memory was superseded).
+        ("Image uploads from before 2024 are still on S3", "We moved image uploads from S3 to R2"),
+        (
+            "Orders placed prior to March are billed through Stripe",
+            "We switched billing from Stripe to Adyen",
+        ),
+        ("Logs older than last year stay in Splunk", "We moved logs from Splunk to Loki"),
     ]
     for older, newer in cases:
         assert not revised_by(older, parse_revision(newer)), older
+    # A state said to last until a time is no old state (the switch ends it); a time the switch names as well is
+    # no limit.
+    assert not describes_old_state("Deploys go to Fly.io until March", term_set("We moved deploys to Render"))
+    assert not describes_old_state(
+        "Uploads from before 2024 are on S3", term_set("We moved uploads from before 2024 to R2")
+    )
+    assert describes_old_state("Uploads from before 2024 are on S3", term_set("We moved uploads to R2"))
     # What the switch names before "from" is what it is of: a Friday deploys' switch leaves Monday's.
     friday = parse_revision("We moved the Friday deploys from Fly.io to Render")
     assert not revised_by("Monday deploys run on Fly.io", friday)

@@ -126,6 +126,16 @@ _OLD_STATE = frozenset(
     )
 )
 
+# Things named by a time before which they were made ("image uploads from before 2024", "orders placed prior
+# to March", "logs older than 2023"): a change made now leaves them where they were. The time's words. ("Until
+# the migration" is not one: it says the state ends, and a switch is that end.)
+_EARLIER_THAN = re.compile(
+    r"\b(?:before|prior\s+to|older\s+than)\s+((?:(?:the\s+)?(?:end|start|beginning)\s+of\s+)?"
+    r"(?:(?:19|20)\d\d|[a-z]+\s+(?:19|20)\d\d|january|february|march|april|may|june|july|august|september|"
+    r"october|november|december|last\s+\w+|this\s+\w+))",
+    re.IGNORECASE,
+)
+
 # When a switch was made, no part of what it is about either ("... to MySQL in March", "last week").
 _WHEN = frozenset(
     content_terms(
@@ -215,8 +225,12 @@ def describes_old_state(text: str, newer: frozenset[str]) -> bool:
     """Whether ``text`` is about an old state itself ("Legacy image uploads remain on S3", "Archived image
     uploads: S3"), which a change away from it leaves true (a review): it says a word of an old state that
     the newer text (its content terms ``newer``) does not. "Archive retention is 30 days" then "archive
-    retention is now 90 days" is a change of the same thing (a second review)."""
-    return bool((term_set(text) & _OLD_STATE) - newer)
+    retention is now 90 days" is a change of the same thing (a second review). So is a text about the things
+    made before a time ("Image uploads from before 2024 are still on S3") that the newer text does not also
+    name (a third review: a move of image uploads superseded it, protected as it was)."""
+    if (term_set(text) & _OLD_STATE) - newer:
+        return True
+    return any(not term_set(found.group(1)) <= newer for found in _EARLIER_THAN.finditer(text))
 
 
 def revised_by(text: str, revision: Revision) -> bool:
