@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -160,15 +161,13 @@ def swapped_pairs(memories: Sequence[ContradictionInput], memory_id: str) -> lis
     but not on Friday" / "... on Friday but not on Monday", "Alice reports to Bob" / "Bob reports to
     Alice"), older first."""
     focus = next((m for m in memories if m.id == memory_id), None)
-    said = clause_tokens(focus.content) if focus is not None else []
+    said, said_set = _clause_words(focus.content) if focus is not None else ((), frozenset())
     if focus is None or not 2 < len(said) <= SWAP_MAX_WORDS:
         return []
     found = []
     for other in memories:
-        tokens = clause_tokens(other.content)
-        if other.id == memory_id or len(set(said) & set(tokens)) < 0.8 * max(
-            len(set(said)), len(set(tokens))
-        ):
+        tokens, token_set = _clause_words(other.content)
+        if other.id == memory_id or len(said_set & token_set) < 0.8 * max(len(said_set), len(token_set)):
             continue  # a swap shares (nearly) every word
         older, newer = sorted(
             ((focus, said), (other, tokens)), key=lambda pair: (pair[0].created_at, pair[0].id)
@@ -180,6 +179,22 @@ def swapped_pairs(memories: Sequence[ContradictionInput], memory_id: str) -> lis
                 Contradiction(older[0].id, newer[0].id, f"{first} ... {last}", f"{last} ... {first}", 1.0)
             )
     return found
+
+
+@keyed_by_text
+@lru_cache(maxsize=32_768)
+def _clause_words(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    """``clause_tokens`` of a memory, and their set; remembered, as a write's neighbours are mostly the
+    neighbours of the writes before it."""
+    tokens = tuple(clause_tokens(text))
+    return tokens, frozenset(tokens)
+
+
+@keyed_by_text
+@lru_cache(maxsize=32_768)
+def _affirmed_terms(text: str) -> frozenset[str]:
+    """A memory's content terms with its negating words left out (``negated_pairs``); remembered."""
+    return frozenset(content_terms(without_negations(text)))
 
 
 # A negation contradicts only what it restates word for word: "the rotation is not weekly" against "the
@@ -197,7 +212,7 @@ def negated_pairs(
     if not any(negates.values()):
         return []
     by_id = {memory.id: memory for memory in memories}
-    terms = {memory.id: set(content_terms(without_negations(memory.content))) for memory in memories}
+    terms = {memory.id: _affirmed_terms(memory.content) for memory in memories}
     index: dict[str, list[str]] = defaultdict(list)  # affirming memories by word
     for memory in memories:
         if not negates[memory.id]:
@@ -282,7 +297,7 @@ def joined_as_words(text: str) -> str:
     )
 
 
-def _names_another_thing(new_values: set[str], replaced: set[str]) -> bool:
+def _names_another_thing(new_values: AbstractSet[str], replaced: AbstractSet[str]) -> bool:
     """Whether a changed value is a joined name ("prod-1", "k8s-staging": letters that its counterpart's
     letters do not match) beside a changed value that is none: the name says which thing the other value is
     of ("now runs 6 nodes in k8s-staging" after "4 nodes in k8s-prod" is another cluster). A name alone, or
@@ -440,7 +455,6 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     revision in words is needed there)."""
 
     memory = replace(memory, content=joined_as_words(memory.content))
-    others = [replace(other, content=joined_as_words(other.content)) for other in others]
 
     # What the memory states, without the values it names as given up and a "Correction:" label: those
     # say that something changed (and what it was), not what is so now.
@@ -494,14 +508,15 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     if not own_values or not subject or not said_after:
         return []
     found = []
+    # (the older memories read with their values joined, as the memory is; each one's values and what it
+    # says them of remembered: a write's neighbours are mostly the neighbours of the writes before it)
+    others = [replace(other, content=joined_as_words(other.content)) for other in others]
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
             continue
         if negated(other.content) != negated(stated):
             continue
-        terms = set(content_terms(other.content))
-        values = {term for term in terms if is_value(term)}
-        rest = terms - values - _change_stems(other.content)  # "moved to 10:30" then "moved to 11:00"
+        values, rest = _values_and_subject(other.content)  # "moved to 10:30" then "moved to 11:00": rest
         if not values or values <= own_values or own_values <= values:
             continue  # no value, or a value added or dropped: none replaced
         new_values = own_values - values
@@ -640,6 +655,16 @@ def comparable_words(text: str) -> list[str]:
     return [word for word in _TOKEN.findall(written_out(text).lower()) if word not in _ARTICLES]
 
 
+@keyed_by_text
+@lru_cache(maxsize=32_768)
+def _plain_reading(text: str) -> tuple[tuple[str, ...], bool]:
+    """An older memory as ``plain_value_changes`` compares it: its ``comparable_words`` with its values
+    joined, and whether it says a value changed; remembered, as a write's neighbours are mostly the
+    neighbours of the writes before it."""
+    said = joined_as_words(text)
+    return tuple(comparable_words(said)), _CHANGED.search(said) is not None
+
+
 def says_more_than_a_value(text: str) -> bool:
     """Whether ``text`` says a value changed, was added, given up or what it was: ``value_changes``'s to
     read, not a plain value or command set beside another."""
@@ -669,9 +694,8 @@ def plain_value_changes(
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
             continue
-        said = joined_as_words(other.content)
-        theirs = comparable_words(said)
-        if len(theirs) != len(tokens) or _CHANGED.search(said):
+        theirs, says_a_change = _plain_reading(other.content)
+        if len(theirs) != len(tokens) or says_a_change:
             continue  # the older said a change ("now 18"): a value change, ``value_changes``'s to read
         differ = [i for i, (mine, old) in enumerate(zip(tokens, theirs, strict=True)) if mine != old]
         if len(differ) != 1:

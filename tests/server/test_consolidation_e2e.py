@@ -162,11 +162,11 @@ async def test_forget_retracts_or_purges_and_leaves_a_record(tmp_path):
 
 @pytest.mark.slow
 async def test_a_purged_memorys_text_leaves_the_servers_text_caches(tmp_path):
-    from retrieval.contradictions import _values_and_subject
+    from retrieval.contradictions import _clause_words, _plain_reading, _values_and_subject
     from retrieval.stages.instructions import instruction_signals
-    from retrieval.text import cached_term_set
+    from retrieval.text import _TEXT_CACHES, cached_term_set
 
-    caches = (instruction_signals, cached_term_set, _values_and_subject)
+    caches = (instruction_signals, cached_term_set, _values_and_subject, _plain_reading, _clause_words)
     server = server_with(settings_for(tmp_path / "db"))
     async with connected(server) as client:
         await call(
@@ -178,6 +178,7 @@ async def test_a_purged_memorys_text_leaves_the_servers_text_caches(tmp_path):
         await call(client, "forget", {"query": "Alice home address", "mode": "purge"})
 
         assert all(cache.cache_info().currsize == 0 for cache in caches)
+        assert all(cache.cache_info().currsize == 0 for cache in _TEXT_CACHES)  # and every other one
 
 
 @pytest.mark.slow
