@@ -400,6 +400,27 @@ def test_a_switch_of_one_thing_leaves_the_choice_of_another_standing():
         "Uploads from before 2024 are on S3", term_set("We moved uploads from before 2024 to R2")
     )
     assert describes_old_state("Uploads from before 2024 are on S3", term_set("We moved uploads to R2"))
+    # A time is a year, a month or season, or the last or this calendar unit: a count, a time of day, a step
+    # or a release is none, and the older memory is revised as before (a fourth review).
+    switch = term_set("We switched CI from Jenkins to GitHub Actions")
+    for older in (
+        "CI runs on Jenkins; its caches hold entries older than 2000 seconds",
+        "CI runs on Jenkins; requests older than 20000ms are dropped",
+        "CI runs on Jenkins and must finish before 2000 UTC",
+        "CI runs on Jenkins; check it before build 2048 goes out",
+        "CI runs on Jenkins; check it before this release",
+        "CI runs on Jenkins; builds before last merge are cached",
+        "CI runs on Jenkins; run it before deploying, before 5pm, on logs older than 30 days",
+        "CI runs on Jenkins before Mayday",
+    ):
+        assert not describes_old_state(older, switch), older
+    for older in (
+        "CI for releases before March 2024 runs on Jenkins",
+        "CI for releases before Q1 2024 runs on Jenkins",
+        "CI for branches older than this quarter runs on Jenkins",
+        "CI for tags prior to the end of 2023 runs on Jenkins",
+    ):
+        assert describes_old_state(older, switch), older
     # What the switch names before "from" is what it is of: a Friday deploys' switch leaves Monday's.
     friday = parse_revision("We moved the Friday deploys from Fly.io to Render")
     assert not revised_by("Monday deploys run on Fly.io", friday)

@@ -129,10 +129,21 @@ _OLD_STATE = frozenset(
 # Things named by a time before which they were made ("image uploads from before 2024", "orders placed prior
 # to March", "logs older than 2023"): a change made now leaves them where they were. The time's words. ("Until
 # the migration" is not one: it says the state ends, and a switch is that end.)
+# A time is a year (not a count: "older than 2000 seconds", "before 2000 UTC"), a month or season with or
+# without one, or the last or this calendar unit ("before this release", "before last merge" are no times).
+_MONTH = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|"
+    r"apr|jun|jul|aug|sept|sep|oct|nov|dec)"
+)
+_SEASON = r"(?:spring|summer|autumn|fall|winter)"
+_YEAR = (
+    r"(?:19|20)\d\d(?![\w:]|\.\d)(?!\s*(?:ms|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|"
+    r"months?|years?|utc|gmt|am|pm|[kmgt]i?b|bytes?|rows?|items?|requests?|records?|users?|%)(?!\w))"
+)
 _EARLIER_THAN = re.compile(
     r"\b(?:before|prior\s+to|older\s+than)\s+((?:(?:the\s+)?(?:end|start|beginning)\s+of\s+)?"
-    r"(?:(?:19|20)\d\d|[a-z]+\s+(?:19|20)\d\d|january|february|march|april|may|june|july|august|september|"
-    r"october|november|december|last\s+\w+|this\s+\w+))",
+    rf"(?:(?:(?:{_MONTH}|{_SEASON}|q[1-4])\s+)?{_YEAR}|{_MONTH}\b(?!\.?\d)|"
+    rf"(?:last|this)\s+(?:year|quarter|month|week|{_SEASON}|{_MONTH})\b))",
     re.IGNORECASE,
 )
 
