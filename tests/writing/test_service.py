@@ -843,6 +843,20 @@ def test_credits_are_carried_when_they_cannot_be_written_down(runtime, caplog):
     assert runtime.writer.inheritance.pending_heirs({b.id}) == set()
 
 
+def test_a_remember_whose_owed_consolidation_cannot_be_written_down_is_stored_and_consolidated(
+    runtime, caplog
+):
+    def full(*args, **kwargs):
+        raise OSError("disk full")
+
+    runtime.writer.journal.entries.begin_many = full
+    out = said(runtime, ROLLBACK)
+    stored = runtime.store.get_memory(out.id)
+    assert out.status == "stored" and stored.consolidated_at is not None  # consolidated all the same
+    assert runtime.writer.journal.entries._open == {}  # nothing written down, nothing left open
+    assert "could not write down the consolidation owed by" in caplog.text and out.id in caplog.text
+
+
 def test_a_recovered_carry_to_a_memory_replaced_since_goes_on_to_the_one_that_stands(
     runtime, settings, monkeypatch
 ):
