@@ -15,6 +15,11 @@ import numpy as np
 from storage.lexical_index import LexicalIndex
 from storage.records import Audience, EpisodeRecord, MemoryRecord, Viewer, audience_of
 
+# Products primed for a group commit's new memories that may wait for their ``nearest`` (``ScopeCopy.prime``):
+# each is taken by the next write's consolidation; one never taken (a write whose consolidation failed)
+# must not hold a column of the matrix's height for good.
+MAX_PRIMED = 64
+
 Row = tuple[MemoryRecord, "np.ndarray | None", "str | None"]  # record, vector, search text
 
 
@@ -65,6 +70,13 @@ class ScopeCopy:
     # A chain's code by (episode, readers, embedder); each chain's rows in time order.
     _chain_codes: dict[tuple[str, int, int], int] = field(default_factory=dict)
     _chains: dict[int, list[int]] = field(default_factory=dict)
+    # The products of the matrix with the vectors of a group commit's new memories, made at once
+    # (``prime``) and taken by the ``nearest`` each of them asks next (its consolidation's neighbours): one
+    # pass over the matrix for the batch instead of one a write. By the vector's bytes: (rows then, the
+    # rewrites then, the cosines). A product made before a row's vector was replaced is not used.
+    _primed: dict[bytes, tuple[int, int, np.ndarray]] = field(default_factory=dict)
+    _rewrites: int = 0  # vectors of rows already in the copy replaced by another (``put``)
+    primed_taken: int = 0  # products ``nearest`` took from ``prime`` (tests read it)
 
     def __post_init__(self) -> None:
         self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
@@ -83,6 +95,8 @@ class ScopeCopy:
             self._grow(row + 1)
             self.ids.append(record.id)
             self.row_of[record.id] = row
+        elif self._primed and (vector is None or not np.array_equal(self.vectors[row], vector)):
+            self._rewrites += 1  # a product primed before now is stale for this row
         previous = self.records.get(record.id)
         if previous is not None and previous.episode_id and previous.episode_id != record.episode_id:
             self.episodes.get(previous.episode_id, set()).discard(record.id)
@@ -385,7 +399,7 @@ class ScopeCopy:
         if eligible == 0:
             return []
         # One product over the whole matrix (no copy of the eligible rows), then the ineligible set aside.
-        cosines = self.vectors[:count] @ np.asarray(vector, dtype=np.float32)
+        cosines = self._cosines(np.asarray(vector, dtype=np.float32), count)
         contexts: np.ndarray | None = None
         ranking = cosines
         if context_share > 0.0:
@@ -406,6 +420,32 @@ class ScopeCopy:
             )
             for row in best
         ]
+
+    def prime(self, vectors: Sequence[np.ndarray]) -> None:
+        """The matrix's products with ``vectors`` (a group commit's new memories), made in one pass for the
+        ``nearest`` each of them asks next. A product not taken is dropped once ``MAX_PRIMED`` wait."""
+        count = len(self.ids)
+        queries = [np.asarray(v, dtype=np.float32) for v in vectors if len(v) == self.dimension][:MAX_PRIMED]
+        if count == 0 or len(queries) < 2:
+            return
+        products = self.vectors[:count] @ np.stack(queries).T
+        if len(self._primed) + len(queries) > MAX_PRIMED:
+            self._primed.clear()
+        for column, query in enumerate(queries):
+            self._primed[query.tobytes()] = (count, self._rewrites, np.ascontiguousarray(products[:, column]))
+
+    def _cosines(self, query: np.ndarray, count: int) -> np.ndarray:
+        """The first ``count`` rows' cosines with ``query``: primed for it (``prime``), with the rows added
+        since, or made now."""
+        primed = self._primed.pop(query.tobytes(), None) if self._primed else None
+        if primed is not None:
+            rows, rewrites, cosines = primed
+            if rewrites == self._rewrites and rows <= count:
+                self.primed_taken += 1
+                if rows == count:
+                    return cosines
+                return np.concatenate((cosines, self.vectors[rows:count] @ query))
+        return self.vectors[:count] @ query
 
     def context_cosines(
         self, vector: np.ndarray, memory_ids: Iterable[str], *, embedder: str, now: datetime

@@ -109,6 +109,13 @@ class MemorySearch(StoreTables):
                     )
         return found
 
+    def prime_nearest(self, scope: Scope, vectors: Sequence[np.ndarray]) -> None:
+        """Make the products of ``scope``'s copy with a group commit's new vectors at once, for the
+        consolidations about to search with each (``ScopeCopy.prime``); nothing for a scope LanceDB serves."""
+        with self._cache.reading(scope, build=False) as copy:
+            if copy is not None:
+                copy.prime(vectors)
+
     def _vector_search_in(
         self,
         scope: Scope,

@@ -89,6 +89,18 @@ class _Inserted:
     owed: int | None  # its consolidation, written down as owed (``storage.unfinished``)
 
 
+def _new_vectors_by_scope(
+    news: Sequence[NewMemory], stored: Sequence[tuple[MemoryRecord, bool]]
+) -> dict[Scope, list[npt.NDArray[np.float32]]]:
+    """The vectors of the memories an insert created, by scope (those another process stored are not
+    consolidated here)."""
+    found: dict[Scope, list[npt.NDArray[np.float32]]] = {}
+    for new, (record, created) in zip(news, stored, strict=True):
+        if created:
+            found.setdefault(record.scope, []).append(as_array(new.vector))
+    return found
+
+
 class WriteService:
     def __init__(
         self,
@@ -492,6 +504,10 @@ class WriteService:
             for index, number in zip(stamped, numbers, strict=True):
                 owed[index] = number
             stored = self._store.insert_many(news, retry=retry)  # one commit for every scope of the batch
+            # Each new memory's consolidation searches its neighbours next: one pass over each scope's copy
+            # for the batch instead of one a memory.
+            for scope, vectors in _new_vectors_by_scope(news, stored).items():
+                self._store.prime_nearest(scope, vectors)
         for index, new, number, (record, created) in zip(writers, news, owed, stored, strict=True):
             if created:
                 results[index] = _Inserted(record, as_array(new.vector), number)

@@ -209,3 +209,64 @@ def test_links_mended_write_by_write_match_links_built_at_once_and_a_fresh_sort(
     viewer = Viewer("x", "s")
     assert context(mended, *expected, viewer=viewer) == pytest.approx(expected, abs=1e-5)
     assert context(built, *expected, viewer=viewer) == pytest.approx(expected, abs=1e-5)
+
+
+# A group commit's leader primes the products of the matrix with its batch's vectors (``ScopeCopy.prime``);
+# each new memory's consolidation then takes its own from ``nearest``.
+
+
+def hits_of(copy: ScopeCopy, query: np.ndarray) -> list[tuple[str, float]]:
+    """The nearest memories and their cosines, rounded to 4 places (a product made for several vectors at
+    once may differ from one made for one in the last bits)."""
+    return [(hit[0].id, round(hit[1], 4)) for hit in copy.nearest(query, embedder="emb", limit=10, now=NOW)]
+
+
+def test_a_primed_product_gives_the_nearest_a_fresh_one_would_and_is_taken_once():
+    copy = copy_of((turn("a", 0), A), (turn("b", 1), B), (turn("c", 2), C))
+    first, second = unit(1, 1, 0), unit(0, 1, 1)
+    fresh = [hits_of(copy, first), hits_of(copy, second)]
+    copy.prime([first, second])
+    # first: cosine 0.7071 with a and b, 0 with c, ties by row
+    assert hits_of(copy, first) == [("a", 0.7071), ("b", 0.7071), ("c", 0.0)]
+    assert [hits_of(copy, first), hits_of(copy, second)] == fresh
+    assert copy.primed_taken == 2  # the second ask for ``first`` made its own product
+
+
+def test_rows_added_after_priming_are_searched_too():
+    copy = copy_of((turn("a", 0), A), (turn("b", 1), B))
+    first, second = unit(1, 1, 0), unit(0, 0, 1)
+    copy.prime([first, second])
+    copy.put(turn("c", 2), unit(0, 1, 1))  # the batch's own rows, or a later batch's
+    # second: cosine 0.7071 with c (added after), 0 with a and b
+    assert hits_of(copy, second) == [("c", 0.7071), ("a", 0.0), ("b", 0.0)]
+    assert copy.primed_taken == 1
+
+
+def test_a_product_primed_before_a_row_was_embedded_again_is_not_used():
+    copy = copy_of((turn("a", 0), A), (turn("b", 1), B))
+    first, second = unit(1, 0, 0), unit(0, 1, 0)
+    copy.prime([first, second])
+    copy.put(turn("a", 0), C)  # a embedded again: its cosine with ``first`` is now 0, not 1
+    assert hits_of(copy, first) == [("a", 0.0), ("b", 0.0)]
+    assert copy.primed_taken == 0
+    copy.put(turn("b", 1, status="superseded"), B)  # the same vector, another status: still primed
+    copy.prime([first, second])
+    copy.put(turn("b", 1), B)
+    assert hits_of(copy, second) == [("b", 1.0), ("a", 0.0)]
+    assert copy.primed_taken == 1
+
+
+def test_priming_one_vector_makes_nothing_and_products_never_taken_are_bounded():
+    from storage.scope_copy import MAX_PRIMED
+
+    copy = copy_of((turn("a", 0), A))
+    copy.prime([B])
+    hits_of(copy, B)
+    assert copy.primed_taken == 0
+    batch = [unit(1, i, 0) for i in range(1, MAX_PRIMED + 10)]
+    copy.prime(batch)
+    copy.prime(batch[:2])  # more than MAX_PRIMED would wait: the untaken ones are dropped
+    hits_of(copy, batch[-1])  # (beyond MAX_PRIMED of one batch: never primed)
+    hits_of(copy, batch[5])
+    hits_of(copy, batch[0])
+    assert copy.primed_taken == 1

@@ -85,6 +85,10 @@ def test_remembers_arriving_while_one_is_written_are_embedded_and_committed_toge
             assert stored.consolidated_at is not None
         wiki = runtime.store.get_memory(results["The wiki moved to Notion"].id)
         assert (wiki.org_id, wiki.project_id) == ("default", "docs")
+        # Each of the three in one scope searched its neighbours with the product its batch made at once
+        # (``ScopeCopy.prime``); the one alone in "docs", and the first, made their own.
+        with runtime.store.cache.reading(Scope("default", "default")) as copy:
+            assert copy is not None and copy.primed_taken == 3
     finally:
         embedder.release.set()
         runtime.close()
