@@ -5,7 +5,7 @@ episode, for context vectors), and a BM25 index when the cache has an analyzer."
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -14,6 +14,7 @@ import numpy as np
 
 from storage.lexical_index import LexicalIndex
 from storage.records import Audience, EpisodeRecord, MemoryRecord, Viewer, audience_of
+from storage.scope_episodes import EpisodeBook
 
 # Products primed for a group commit's new memories that may wait for their ``nearest`` (``ScopeCopy.prime``):
 # each is taken by the next write's consolidation; one never taken (a write whose consolidation failed)
@@ -24,7 +25,7 @@ Row = tuple[MemoryRecord, "np.ndarray | None", "str | None"]  # record, vector, 
 
 
 @dataclass
-class ScopeCopy:
+class ScopeCopy(EpisodeBook):
     """Every memory of one scope (any status), with a growable matrix of their vectors."""
 
     dimension: int
@@ -46,10 +47,7 @@ class ScopeCopy:
     episodes: dict[str, set[str]] = field(default_factory=dict)  # episode id -> member ids (any status)
     replaced: dict[str, set[str]] = field(default_factory=dict)  # memory id -> ids of those it replaced
     lexical: LexicalIndex | None = None  # BM25 over the search text, when the cache has an analyzer
-    # The scope's episode records. An episode is created, or re-titled, only in the commit before one of
-    # its memories is written or purged, so a memory of an unknown episode, or an episode-kind memory,
-    # marks its episode stale, and a stale one is read again when asked for (mark counters: a read
-    # clears only the marks it saw).
+    # The scope's episode records, fresh or stale (``EpisodeBook``).
     episode_records: dict[str, EpisodeRecord] = field(default_factory=dict)
     stale_episodes: dict[str, int] = field(default_factory=dict)
     # A memory's context vector is its vector plus those of its neighbours right before and after it in
@@ -492,53 +490,6 @@ class ScopeCopy:
         )
         return np.asarray(together / np.sqrt(np.maximum(norm_squared, 1e-12)), dtype=np.float32)
 
-    def load_episodes(self, episodes: Iterable[EpisodeRecord]) -> None:
-        """The scope's episodes, read after its memories (so at least as new): what they cover is fresh."""
-        for episode in episodes:
-            self.episode_records[episode.id] = episode
-            self.stale_episodes.pop(episode.id, None)
-
-    def episodes_for(self, episode_ids: Sequence[str]) -> tuple[dict[str, EpisodeRecord], dict[str, int]]:
-        """The known, fresh episodes among ``episode_ids``, and the stale ones (id -> mark) to read again.
-        An id neither known nor stale belongs to no memory of the scope."""
-        fresh: dict[str, EpisodeRecord] = {}
-        stale: dict[str, int] = {}
-        for episode_id in dict.fromkeys(episode_ids):
-            if episode_id in self.stale_episodes:
-                stale[episode_id] = self.stale_episodes[episode_id]
-            elif episode_id in self.episode_records:
-                fresh[episode_id] = self.episode_records[episode_id]
-        return fresh, stale
-
-    def stale_marks(self, limit: int, *, first: Mapping[str, int]) -> dict[str, int]:
-        """``first`` (stale episodes a read needs), then other stale episodes of the scope up to ``limit``
-        in all, with their marks: what one read of the episodes table brings up to date."""
-        marks = dict(first)
-        for episode_id, mark in self.stale_episodes.items():
-            if len(marks) >= limit:
-                break
-            marks.setdefault(episode_id, mark)
-        return marks
-
-    def episode_known(self, episode_id: str) -> tuple[bool, str | None] | None:
-        """(exists, title) as far as the copy can tell: a fresh record, or no memory of the scope in that
-        episode (then it was never written with one); None when only the table can say (stale)."""
-        if episode_id in self.stale_episodes:
-            return None
-        record = self.episode_records.get(episode_id)
-        if record is not None:
-            return True, record.title
-        return (False, None) if episode_id not in self.episodes else None
-
-    def refresh_episodes(self, marks: Mapping[str, int], read: Mapping[str, EpisodeRecord]) -> None:
-        """Apply episodes read again; a mark set since they were read keeps its episode stale."""
-        for episode_id, mark in marks.items():
-            if self.stale_episodes.get(episode_id) != mark:
-                continue  # marked again since: this read may be older than the change; read next time
-            if episode_id in read:
-                self.episode_records[episode_id] = read[episode_id]
-            del self.stale_episodes[episode_id]
-
     def vector_of(self, memory_id: str) -> np.ndarray | None:
         row = self.row_of.get(memory_id)
         return self.vectors[row].copy() if row is not None and self.has_vector[row] else None
@@ -547,12 +498,6 @@ class ScopeCopy:
 def by_id(copy: ScopeCopy, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]:
     """The records of these ids that the copy has (an id it lacks does not exist in the scope)."""
     return {i: copy.records[i] for i in memory_ids if i in copy.records}
-
-
-def episode_members(copy: ScopeCopy, episode_ids: Sequence[str]) -> list[MemoryRecord]:
-    """The active members of these episodes."""
-    members = (copy.records[i] for e in dict.fromkeys(episode_ids) for i in copy.episodes.get(e, ()))
-    return [record for record in members if record.status == "active"]
 
 
 def _row_dots(vectors: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:

@@ -4,8 +4,8 @@ and the reads the scope copies are built from."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import reduce
 from typing import Any
@@ -17,7 +17,6 @@ from storage import filters
 from storage.pending import replaced_through
 from storage.records import (
     CONTENT_STATUSES,
-    Audience,
     EpisodeMemberStub,
     MemoryRecord,
     MemoryStatus,
@@ -25,13 +24,13 @@ from storage.records import (
     Scope,
     SearchHit,
     TimeWindow,
-    View,
-    Viewer,
     semantic_score,
 )
 from storage.rows import MEMORY_COLUMNS, memory_from_row, vector_of_row
 from storage.scan import EVERY_ROW, scan, utc
-from storage.scope_copy import Row, episode_members
+from storage.scope_copy import Row
+from storage.scope_episodes import episode_members
+from storage.search_filter import SearchFilter
 from storage.tables import StoreTables
 
 VECTOR_SEARCH_EF = 100  # HNSW candidate list: recall about 0.99 at 1M in the issue's measurements
@@ -60,7 +59,9 @@ class MemorySearch(StoreTables):
         With a ``context_share``, nearest by ``semantic_score`` where a scope copy has the memory's
         context (a scope LanceDB serves ranks by cosine: its hits carry no context). With ``stored`` (a
         purge's look), every memory whose text is still stored: retracted, superseded and expired too."""
-        where = _Filter.of(reach, kinds, tags, window, all_tags, held=self._pending.held(), stored=stored)
+        where = SearchFilter.of(
+            reach, kinds, tags, window, all_tags, held=self._pending.held(), stored=stored
+        )
         hits = [
             hit
             for scope in self._scopes(reach)
@@ -84,7 +85,7 @@ class MemorySearch(StoreTables):
         """How many memories of ``reach`` that ``vector_search`` would look at have no vector of ``embedder``
         (only the full-text leg finds them), in the scopes a copy serves (a scope LanceDB serves: not
         counted, as reading it would cost a scan)."""
-        where = _Filter.of(reach, kinds, tags, window, all_tags, held=self._pending.held())
+        where = SearchFilter.of(reach, kinds, tags, window, all_tags, held=self._pending.held())
         skipped = 0
         for scope in self._scopes(reach):
             with self._cache.reading(scope, build=False) as copy:
@@ -122,7 +123,7 @@ class MemorySearch(StoreTables):
         vector: np.ndarray,
         embedder: str,
         limit: int,
-        where: _Filter,
+        where: SearchFilter,
         context_share: float = 0.0,
     ) -> list[SearchHit]:
         with self._cache.reading(scope) as copy:
@@ -171,7 +172,9 @@ class MemorySearch(StoreTables):
         indexes' scores compare. ``stored``: as ``vector_search``'s."""
         if not text.strip():
             return []
-        where = _Filter.of(reach, kinds, tags, window, all_tags, held=self._pending.held(), stored=stored)
+        where = SearchFilter.of(
+            reach, kinds, tags, window, all_tags, held=self._pending.held(), stored=stored
+        )
         scopes = self._scopes(reach)
         found = {scope: self._fulltext_search_in(scope, text, limit, where) for scope in scopes}
         if len(scopes) == 1:
@@ -186,7 +189,9 @@ class MemorySearch(StoreTables):
             hits += scope_hits
         return _best(hits, limit)
 
-    def _fulltext_search_in(self, scope: Scope, text: str, limit: int, where: _Filter) -> list[SearchHit]:
+    def _fulltext_search_in(
+        self, scope: Scope, text: str, limit: int, where: SearchFilter
+    ) -> list[SearchHit]:
         if self._cache.searches_text:
             with self._cache.reading(scope) as copy:
                 if copy is not None:
@@ -214,7 +219,7 @@ class MemorySearch(StoreTables):
         )
 
     def _fulltext_rows(
-        self, scope: Scope, text: str, columns: list[str], limit: int, where: _Filter
+        self, scope: Scope, text: str, columns: list[str], limit: int, where: SearchFilter
     ) -> list[dict[str, Any]]:
         """LanceDB's BM25 index: the best ``limit`` active memories of ``scope``, these columns and _score."""
         query = self._memories.search(text, query_type="fts", fts_columns="search_text")
@@ -245,11 +250,11 @@ class MemorySearch(StoreTables):
     ) -> bool:
         """Whether some memory of ``reach`` (of ``statuses``, that its viewer may see) is of ``window``'s
         time (None: of any time)."""
-        where = _Filter.of(reach, window=window, held=self._pending.held())
+        where = SearchFilter.of(reach, window=window, held=self._pending.held())
         return any(self._holds_memories_in(scope, window, where, statuses) for scope in self._scopes(reach))
 
     def _holds_memories_in(
-        self, scope: Scope, window: TimeWindow | None, where: _Filter, statuses: Sequence[MemoryStatus]
+        self, scope: Scope, window: TimeWindow | None, where: SearchFilter, statuses: Sequence[MemoryStatus]
     ) -> bool:
         with self._cache.reading(scope) as copy:
             if copy is not None:
@@ -301,7 +306,7 @@ class MemorySearch(StoreTables):
         first page, so no page repeats one. An active memory past its expiry is left out, as recall leaves
         it out until maintenance retracts it, unless ``expired``; ``statuses`` other than active are for a
         purge, which erases the text of inactive memories too."""
-        where = _Filter.of(
+        where = SearchFilter.of(
             reach,
             [kind] if kind else None,
             [tag] if tag else None,
@@ -354,10 +359,12 @@ class MemorySearch(StoreTables):
         weight (no content or vector)."""
         if not episode_ids:
             return []
-        where = _Filter.of(reach, held=self._pending.held())
+        where = SearchFilter.of(reach, held=self._pending.held())
         return [stub for scope in self._scopes(reach) for stub in self._stubs_in(scope, episode_ids, where)]
 
-    def _stubs_in(self, scope: Scope, episode_ids: Sequence[str], where: _Filter) -> list[EpisodeMemberStub]:
+    def _stubs_in(
+        self, scope: Scope, episode_ids: Sequence[str], where: SearchFilter
+    ) -> list[EpisodeMemberStub]:
         with self._cache.reading(scope) as copy:
             if copy is not None:
                 return [
@@ -380,7 +387,7 @@ class MemorySearch(StoreTables):
         return list(unique.values())
 
     @staticmethod
-    def _active_in(scope: Scope, where: _Filter, statuses: Sequence[MemoryStatus] = ("active",)) -> Expr:
+    def _active_in(scope: Scope, where: SearchFilter, statuses: Sequence[MemoryStatus] = ("active",)) -> Expr:
         """The active memories (or those of ``statuses``, or for ``where.stored`` every one whose text is
         stored) of ``scope`` that ``where`` keeps, as a LanceDB filter."""
         kinds, tags, window = where.kinds, where.tags, where.window
@@ -456,87 +463,12 @@ class MemorySearch(StoreTables):
         ]
 
 
-def _tag_filter(tags: Sequence[str] | None, every: bool = False) -> Callable[[MemoryRecord], bool] | None:
-    if not tags:
-        return None
-    wanted = set(tags)
-    if every:
-        return lambda record: wanted.issubset(record.tags)
-    return lambda record: not wanted.isdisjoint(record.tags)
-
-
-def _kept(
-    tags: Sequence[str] | None, window: TimeWindow | None, all_tags: bool = False
-) -> Callable[[MemoryRecord], bool] | None:
-    """What a scope copy's search keeps: memories with any of ``tags`` (all: ``all_tags``), in ``window``."""
-    tagged = _tag_filter(tags, all_tags)
-    if window is None or (window.since is None and window.until is None):
-        return tagged
-    if tagged is None:
-        return lambda record: window.holds(record.created_at)
-    return lambda record: tagged(record) and window.holds(record.created_at)
-
-
-@dataclass(frozen=True)
-class _Filter:
-    """What a read keeps of a scope besides its activity: memories of these kinds, with any of these tags
-    (all of them with ``all_tags``), of ``window``'s time, that ``viewer`` may see, of ``audience``, and
-    none of the ``held`` ones (superseded by a commit still on its way, ``storage.pending``)."""
-
-    kinds: Sequence[str] | None = None
-    tags: Sequence[str] | None = None
-    window: TimeWindow | None = None
-    all_tags: bool = False
-    view: View | None = None  # whose reading it is (None: a plain scope's read, which keeps every memory)
-    held: frozenset[str] = frozenset()
-    stored: bool = False  # every memory whose text is stored (a purge's look), not the active ones only
-
-    @classmethod
-    def of(
-        cls,
-        reach: Reach,
-        kinds: Sequence[str] | None = None,
-        tags: Sequence[str] | None = None,
-        window: TimeWindow | None = None,
-        all_tags: bool = False,
-        *,
-        held: Iterable[str] = (),
-        stored: bool = False,
-    ) -> _Filter:
-        view = reach if isinstance(reach, View) else None
-        return cls(kinds, tags, window, all_tags, view, frozenset(held), stored)
-
-    @property
-    def viewer(self) -> Viewer | None:
-        return self.view.viewer if self.view is not None else None
-
-    @property
-    def audience(self) -> Audience | None:
-        return self.view.audience if self.view is not None else None
-
-    def sees(self, record: MemoryRecord) -> bool:
-        """Whether the reader may see ``record`` and it is not held (the rest of the filter is the caller's
-        to apply)."""
-        return record.id not in self.held and (self.view is None or self.view.sees(record))
-
-    def for_copy(self) -> dict[str, Any]:
-        """The arguments of a scope copy's search."""
-        return {
-            "kinds": self.kinds,
-            "keep": _kept(self.tags, self.window, self.all_tags),
-            "viewer": self.viewer,
-            "audience": self.audience,
-            "exclude": self.held,
-            "stored": self.stored,
-        }
-
-
 def _best(hits: list[SearchHit], limit: int) -> list[SearchHit]:
     """The ``limit`` best of the hits of one or several scopes (a view's home scope and org shelf)."""
     return sorted(hits, key=lambda hit: -hit.score)[:limit]
 
 
-def _live(hits: list[SearchHit], where: _Filter) -> list[SearchHit]:
+def _live(hits: list[SearchHit], where: SearchFilter) -> list[SearchHit]:
     """Search results without duplicate ids and without ephemeral memories past their expiry (the
     maintenance job retracts those, but a search between its rounds must not return them), unless the
     search looks at every memory whose text is stored (``where.stored``)."""
