@@ -3,7 +3,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from retrieval.models.llm.base import LLMUnavailable
-from retrieval.text import term_set
 from tests.fakes import ScriptedLLM
 from tests.records import memory_record
 from writing.consolidation.resolvers import LLMResolver
@@ -395,14 +394,14 @@ def test_a_switch_of_one_thing_leaves_the_choice_of_another_standing():
         assert not revised_by(older, parse_revision(newer)), older
     # A state said to last until a time is no old state (the switch ends it); a time the switch names as well is
     # no limit.
-    assert not describes_old_state("Deploys go to Fly.io until March", term_set("We moved deploys to Render"))
+    assert not describes_old_state("Deploys go to Fly.io until March", "We moved deploys to Render")
     assert not describes_old_state(
-        "Uploads from before 2024 are on S3", term_set("We moved uploads from before 2024 to R2")
+        "Uploads from before 2024 are on S3", "We moved uploads from before 2024 to R2"
     )
-    assert describes_old_state("Uploads from before 2024 are on S3", term_set("We moved uploads to R2"))
+    assert describes_old_state("Uploads from before 2024 are on S3", "We moved uploads to R2")
     # A time is a year, a month or season, or the last or this calendar unit: a count, a time of day, a step
     # or a release is none, and the older memory is revised as before (a fourth review).
-    switch = term_set("We switched CI from Jenkins to GitHub Actions")
+    switch = "We switched CI from Jenkins to GitHub Actions"
     for older in (
         "CI runs on Jenkins; its caches hold entries older than 2000 seconds",
         "CI runs on Jenkins; requests older than 20000ms are dropped",
@@ -419,8 +418,33 @@ def test_a_switch_of_one_thing_leaves_the_choice_of_another_standing():
         "CI for releases before Q1 2024 runs on Jenkins",
         "CI for branches older than this quarter runs on Jenkins",
         "CI for tags prior to the end of 2023 runs on Jenkins",
+        "CI for releases made before 1 March 2024 runs on Jenkins",
+        "CI for pre-2024 releases runs on Jenkins",
+        "CI for releases from 2023 and earlier runs on Jenkins",
+        "CI for releases from before the last quarter runs on Jenkins",
+        "CI for releases placed by the old team before Q3 runs on Jenkins",
     ):
         assert describes_old_state(older, switch), older
+    # A switch made in that year does not name the things made before it (a fifth review: "In 2024 we moved
+    # image uploads ..." superseded "Image uploads from before 2024 are on S3").
+    for older, newer in (
+        ("Image uploads from before 2024 are on S3", "In 2024 we moved image uploads from S3 to R2"),
+        (
+            "Orders placed before 2023 are billed through Stripe",
+            "We switched billing from Stripe to Adyen in 2023",
+        ),
+    ):
+        assert describes_old_state(older, newer), older
+        assert not revised_by(older, parse_revision(newer)), older
+    # A time before which something is to be done is no cohort: the current use it is said of is revised.
+    for older in (
+        "We have used Jenkins for CI since before 2020",
+        "We use Jenkins for CI and plan to replace it before 2026",
+        "CI runs on Jenkins; upgrade its plugins before March",
+        "CI runs on Jenkins and we must move off it before Q3",
+    ):
+        assert not describes_old_state(older, switch), older
+        assert revised_by(older, parse_revision(switch)), older
     # What the switch names before "from" is what it is of: a Friday deploys' switch leaves Monday's.
     friday = parse_revision("We moved the Friday deploys from Fly.io to Render")
     assert not revised_by("Monday deploys run on Fly.io", friday)

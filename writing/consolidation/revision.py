@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
-from retrieval.text import content_terms, light_stem, negated, term_set, word_tokens
+from retrieval.text import cached_term_set, content_terms, light_stem, negated, term_set, word_tokens
 
 # What a thing's name runs over: anything but punctuation that ends a clause. A dot or colon inside a name
 # ("./deploy.sh", "Node.js", "postgres:16") is part of it (a trial's "switched from `./deploy.sh` to ...").
@@ -106,6 +106,7 @@ class Revision:
     # What the switch names as moved, between its verb and "from" ("switched CI from", "moved the Friday
     # deploys from"): empty when it names nothing there ("switched from", "the team switched us from").
     subject: frozenset[str] = frozenset()
+    text: str = ""  # the whole text the switch was read from
 
 
 # Verbs that say where a thing goes, is kept or is handled: "The webshop deploys to Fly.io", "Error tracking
@@ -127,10 +128,12 @@ _OLD_STATE = frozenset(
 )
 
 # Things named by a time before which they were made ("image uploads from before 2024", "orders placed prior
-# to March", "logs older than 2023"): a change made now leaves them where they were. The time's words. ("Until
-# the migration" is not one: it says the state ends, and a switch is that end.)
+# to March", "logs older than 2023", "pre-2024 uploads", "uploads from 2023 and earlier"): a change made now
+# leaves them where they were. The time's words. ("Until the migration" is not one: it says the state ends,
+# and a switch is that end.)
 # A time is a year (not a count: "older than 2000 seconds", "before 2000 UTC"), a month or season with or
-# without one, or the last or this calendar unit ("before this release", "before last merge" are no times).
+# without a day or a year, a quarter, or the last or this calendar unit ("before this release", "before last
+# merge" are no times).
 _MONTH = (
     r"(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|"
     r"apr|jun|jul|aug|sept|sep|oct|nov|dec)"
@@ -140,12 +143,58 @@ _YEAR = (
     r"(?:19|20)\d\d(?![\w:]|\.\d)(?!\s*(?:ms|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|"
     r"months?|years?|utc|gmt|am|pm|[kmgt]i?b|bytes?|rows?|items?|requests?|records?|users?|%)(?!\w))"
 )
-_EARLIER_THAN = re.compile(
-    r"\b(?:before|prior\s+to|older\s+than)\s+((?:(?:the\s+)?(?:end|start|beginning)\s+of\s+)?"
-    rf"(?:(?:(?:{_MONTH}|{_SEASON}|q[1-4])\s+)?{_YEAR}|{_MONTH}\b(?!\.?\d)|"
-    rf"(?:last|this)\s+(?:year|quarter|month|week|{_SEASON}|{_MONTH})\b))",
-    re.IGNORECASE,
+_DAY = r"(?:\d{1,2}(?:st|nd|rd|th)?)"
+_TIME = (
+    r"(?:the\s+)?(?:(?:end|start|beginning)\s+of\s+)?"
+    rf"(?:(?:(?:{_DAY}\s+)?(?:{_MONTH}|{_SEASON}|q[1-4])\s+(?:{_DAY},?\s+)?)?{_YEAR}|"
+    rf"(?:{_DAY}\s+)?{_MONTH}\b(?!\.?\d)(?:\s+{_DAY}\b)?|q[1-4]\b|"
+    rf"(?:the\s+)?(?:last|this)\s+(?:year|quarter|month|week|{_SEASON}|{_MONTH})\b)"
 )
+_EARLIER_THAN = (
+    re.compile(rf"\b(?:before|prior\s+to|older\s+than)\s+({_TIME})", re.IGNORECASE),
+    re.compile(rf"\bpre-?({_YEAR})", re.IGNORECASE),
+    re.compile(rf"\b(?:from|in)\s+({_YEAR})\s+(?:and|or)\s+(?:earlier|before|older)\b", re.IGNORECASE),
+)
+# A time before which something is to be done is no cohort: "since before 2020" (still so), "plan to replace
+# it before 2026", "upgrade its plugins before March" (a review: a current use with a deadline was never
+# revised). What comes before the time in its clause says which: "since", an intention or obligation, an
+# object pronoun right before it, or a clause that starts with a verb of doing ("Orders placed by customers
+# before 2023 ..." stays a cohort).
+_CLAUSE_END = re.compile(r"[.;:!?\n]|,\s|\s(?:but|then|so)\s")
+_INTENDED = frozenset(
+    word_tokens(
+        "plan plans planned planning will must should need needs going want wants intend intends scheduled "
+        "due deadline aim aims expect expects hope hopes"
+    )
+)
+_DOING = frozenset(
+    word_tokens(
+        "upgrade replace migrate move switch finish retire drop remove update rotate renew fix ship complete "
+        "check review test run deploy merge patch release submit send pay sign clean delete archive rename "
+        "back"
+    )
+)
+_OBJECTS = frozenset(word_tokens("it them this that these those him her"))
+
+
+def _earlier_times(text: str) -> set[frozenset[str]]:
+    """The times before which ``text`` names things as made (each time's content terms)."""
+    times = set()
+    for pattern in _EARLIER_THAN:
+        for found in pattern.finditer(text):
+            before = text[: found.start()]
+            clause = before[max((m.end() for m in _CLAUSE_END.finditer(before)), default=0) :]
+            words = word_tokens(clause)
+            if words and (
+                words[-1] == "since"
+                or words[-1] in _OBJECTS
+                or words[0] in _DOING
+                or not _INTENDED.isdisjoint(words)
+            ):
+                continue
+            times.add(term_set(found.group(1)))
+    return times
+
 
 # When a switch was made, no part of what it is about either ("... to MySQL in March", "last week").
 _WHEN = frozenset(
@@ -192,7 +241,7 @@ def parse_revision(text: str) -> Revision | None:
         if old:
             about = frozenset(content_terms(text)) - set(old) - set(new) - _SWITCH_TERMS - _WHEN
             subject = frozenset(content_terms(match.groupdict().get("subject") or "")) - _SWITCH_TERMS - _WHO
-            return Revision(old, new, match.group(0), about, subject)
+            return Revision(old, new, match.group(0), about, subject, text)
     return None
 
 
@@ -232,16 +281,17 @@ def names_apart(terms: list[str], wanted: tuple[str, ...], within: tuple[str, ..
     )
 
 
-def describes_old_state(text: str, newer: frozenset[str]) -> bool:
+def describes_old_state(text: str, newer: str) -> bool:
     """Whether ``text`` is about an old state itself ("Legacy image uploads remain on S3", "Archived image
-    uploads: S3"), which a change away from it leaves true (a review): it says a word of an old state that
-    the newer text (its content terms ``newer``) does not. "Archive retention is 30 days" then "archive
-    retention is now 90 days" is a change of the same thing (a second review). So is a text about the things
-    made before a time ("Image uploads from before 2024 are still on S3") that the newer text does not also
-    name (a third review: a move of image uploads superseded it, protected as it was)."""
-    if (term_set(text) & _OLD_STATE) - newer:
+    uploads: S3"), which a change away from it (the ``newer`` text) leaves true (a review): it says a word of
+    an old state that the newer text does not. "Archive retention is 30 days" then "archive retention is now
+    90 days" is a change of the same thing (a second review). So is a text about the things made before a
+    time ("Image uploads from before 2024 are still on S3"), unless the newer text names the things made
+    before that same time too (a third review: a move of image uploads superseded it, protected as it was;
+    a fifth: "In 2024 we moved image uploads ..." names the year, not the uploads made before it)."""
+    if (term_set(text) & _OLD_STATE) - cached_term_set(newer):
         return True
-    return any(not term_set(found.group(1)) <= newer for found in _EARLIER_THAN.finditer(text))
+    return bool(_earlier_times(text) - _earlier_times(newer))
 
 
 def revised_by(text: str, revision: Revision) -> bool:
@@ -262,8 +312,7 @@ def revised_by(text: str, revision: Revision) -> bool:
     # superseded). The thing is what the switch names before "from", not its reasons or who made it ("...
     # because the team knows it better", "Alice switched us from ...": a second review).
     of_another = bool(revision.subject) and not revision.subject <= terms
-    said = revision.about | revision.subject | set(revision.old) | set(revision.new)
-    if of_another or describes_old_state(text, frozenset(said)):
+    if of_another or describes_old_state(text, revision.text):
         return False
     if asserts_use_of(text, revision.old):
         return True

@@ -39,7 +39,7 @@ from retrieval.models.rerankers.base import Reranker, RerankFailed
 from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
 from retrieval.stages.corroboration import UnionFind
-from retrieval.text import content_hash, searchable_text, term_set
+from retrieval.text import content_hash, searchable_text
 from storage.records import (
     Audience,
     ContradictionRecord,
@@ -375,7 +375,7 @@ class ConsolidationService:
             # memory yields only to a revision in words ("switched from"), so the pair stays disputed.
             # "9090, not 8080" and "Correction: ..." say so in words, as "switched from" does.
             # A pair that only covers part of the older memory is made only of a change said in words.
-            if describes_old_state(older.content, term_set(memory.content)):
+            if describes_old_state(older.content, memory.content):
                 continue  # "Archived image uploads: S3" stays true beside a move of image uploads (a review)
             revises, resolver = (
                 (True, "revision:explicit") if said_so else self._is_revision(older, memory, llm)
@@ -547,7 +547,7 @@ class ConsolidationService:
     def _is_revision(
         self, older: MemoryRecord, newer: MemoryRecord, llm: LanguageModel | None
     ) -> tuple[bool, str]:
-        if describes_old_state(older.content, term_set(newer.content)):  # it stays true after a change
+        if describes_old_state(older.content, newer.content):  # it stays true after a change
             return False, "rules"
         if has_revision_words(newer.content):
             return True, "revision:explicit"
