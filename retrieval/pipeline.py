@@ -35,6 +35,7 @@ from retrieval.stages.llm_passes import LLMPass, pass_stages
 from retrieval.stages.neighbourhood import NeighbourhoodStage
 from retrieval.stages.rerank import RerankStage
 from retrieval.stages.threshold import MinScoreStage
+from retrieval.text import after_purges_forgotten
 from retrieval.trace import RecallTrace, StageOutput, StageRecord, StageSkipped
 from retrieval.types import Candidate, RecallRequest
 from storage.records import Reach
@@ -204,6 +205,7 @@ class RecallPipeline:
                 return stage
         raise LookupError("this pipeline has no candidate search stage")
 
+    @after_purges_forgotten
     def run(self, request: RecallRequest) -> RecallResult:
         candidates: tuple[Candidate, ...] = ()
         context = ""

@@ -8,10 +8,10 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from functools import lru_cache
-from typing import Protocol, TypeVar
+from functools import lru_cache, wraps
+from typing import ParamSpec, Protocol, TypeVar
 
 _WHITESPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -277,10 +277,39 @@ def keyed_by_text(cache: _Cache) -> _Cache:
     return cache
 
 
+_purges = 0  # how often ``forget_cached_texts`` ran (``after_purges_forgotten`` compares)
+_Params = ParamSpec("_Params")
+_Result = TypeVar("_Result")
+
+
 def forget_cached_texts() -> None:
     """Empty every cache keyed by memory text (a purged memory's text must not stay in this process)."""
+    global _purges
+    _purges += 1
+    _empty_text_caches()
+
+
+def _empty_text_caches() -> None:
     for cache in _TEXT_CACHES:
         cache.cache_clear()
+
+
+def after_purges_forgotten(work: Callable[_Params, _Result]) -> Callable[_Params, _Result]:
+    """Wrap ``work`` that puts texts it read from the store into these caches (a recall, a consolidation):
+    a purge that ran meanwhile emptied the caches before the work's last reads of a text it had read before
+    the purge, so they are emptied again when it ends (a review: a consolidation's neighbours' readings
+    outlived their purge)."""
+
+    @wraps(work)
+    def run(*args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
+        purges = _purges
+        try:
+            return work(*args, **kwargs)
+        finally:
+            if _purges != purges:
+                _empty_text_caches()
+
+    return run
 
 
 @keyed_by_text

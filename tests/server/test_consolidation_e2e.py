@@ -181,6 +181,42 @@ async def test_a_purged_memorys_text_leaves_the_servers_text_caches(tmp_path):
         assert all(cache.cache_info().currsize == 0 for cache in _TEXT_CACHES)  # and every other one
 
 
+def test_a_purge_while_a_consolidation_reads_the_purged_text_leaves_it_in_no_cache(tmp_path):
+    import threading
+
+    from retrieval.text import _TEXT_CACHES
+    from tests.helpers import make_runtime
+    from tools.common import Caller
+    from tools.forget import ForgetInput, forget
+    from tools.remember import RememberInput, remember
+
+    caller = Caller(agent_id="claude-code", session_id="ses_1")
+    runtime = make_runtime(settings_for(tmp_path / "db"))
+    try:
+        secret = remember(
+            RememberInput(content="Alice lives at 12 Elm Street in Springfield"), runtime, caller
+        )
+        service, purged = runtime.consolidation, threading.Event()
+        neighbours = service._neighbours
+
+        def then_purged(memory, vector, *, limit):  # the neighbours are read; then the purge commits
+            hits = neighbours(memory, vector, limit=limit)
+            if any(hit.record.id == secret.id for hit in hits) and not purged.is_set():
+                purged.set()
+                forget(ForgetInput(memory_id=secret.id, mode="purge"), runtime, caller)
+            return hits
+
+        service._neighbours = then_purged
+        remember(RememberInput(content="Alice lives at 14 Elm Street in Springfield now"), runtime, caller)
+
+        assert purged.is_set() and runtime.store.get_memory(secret.id).status == "purged"
+        # The consolidation went on reading the purged text after the purge emptied the caches: they are
+        # emptied again when it ends.
+        assert all(cache.cache_info().currsize == 0 for cache in _TEXT_CACHES)
+    finally:
+        runtime.close()
+
+
 @pytest.mark.slow
 async def test_a_restatement_keeps_the_tags_and_the_reports_of_the_memory_it_supersedes(settings):
     """An agent restating what it learned (here: case and a full stop) must not undo what its reports

@@ -39,7 +39,7 @@ from retrieval.models.rerankers.base import Reranker, RerankFailed
 from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
 from retrieval.stages.corroboration import UnionFind
-from retrieval.text import content_hash, searchable_text
+from retrieval.text import after_purges_forgotten, content_hash, searchable_text
 from storage.records import (
     Audience,
     ContradictionRecord,
@@ -191,6 +191,7 @@ class ConsolidationService:
 
     # ------------------------------------------------------------------ on write
 
+    @after_purges_forgotten
     def on_write(
         self,
         memory: MemoryRecord,
@@ -965,6 +966,7 @@ class ConsolidationService:
 
     # ------------------------------------------------------------------ sweep
 
+    @after_purges_forgotten
     def sweep(self, scope: Scope, *, llm: LanguageModel | None = None) -> ConsolidationReport:
         """The cluster sweep: memories not yet examined are seeds; their embedding neighbours form
         union-find clusters; every multi-memory cluster is resolved; seeds are marked consolidated."""
