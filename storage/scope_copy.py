@@ -82,6 +82,11 @@ class ScopeCopy(EpisodeBook):
     def __len__(self) -> int:
         return len(self.ids)
 
+    @property
+    def primed_waiting(self) -> int:
+        """Products primed (``prime``) that no ``nearest`` has taken yet."""
+        return len(self._primed)
+
     def put(
         self, record: MemoryRecord, vector: np.ndarray | None, text: str | None = None, *, link: bool = True
     ) -> None:

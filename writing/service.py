@@ -90,13 +90,17 @@ class _Inserted:
 
 
 def _new_vectors_by_scope(
-    news: Sequence[NewMemory], stored: Sequence[tuple[MemoryRecord, bool]]
+    news: Sequence[NewMemory], stored: Sequence[tuple[MemoryRecord, bool]], *, consolidating: bool
 ) -> dict[Scope, list[npt.NDArray[np.float32]]]:
-    """The vectors of the memories an insert created, by scope (those another process stored are not
-    consolidated here)."""
+    """The vectors of the memories an insert created whose consolidation runs next, by scope: active,
+    stamped as examined on the way in, and ``consolidating`` (the policy is on). Those another process
+    stored are not consolidated here, and a product primed for a memory no consolidation searches for would
+    wait in its scope's copy, a column of the matrix's height, until the bound drops it (a review)."""
     found: dict[Scope, list[npt.NDArray[np.float32]]] = {}
+    if not consolidating:
+        return found
     for new, (record, created) in zip(news, stored, strict=True):
-        if created:
+        if created and record.status == "active" and record.consolidated_at is not None:
             found.setdefault(record.scope, []).append(as_array(new.vector))
     return found
 
@@ -506,7 +510,8 @@ class WriteService:
             stored = self._store.insert_many(news, retry=retry)  # one commit for every scope of the batch
             # Each new memory's consolidation searches its neighbours next: one pass over each scope's copy
             # for the batch instead of one a memory.
-            for scope, vectors in _new_vectors_by_scope(news, stored).items():
+            consolidating = self.consolidation.policy.enabled
+            for scope, vectors in _new_vectors_by_scope(news, stored, consolidating=consolidating).items():
                 self._store.prime_nearest(scope, vectors)
         for index, new, number, (record, created) in zip(writers, news, owed, stored, strict=True):
             if created:

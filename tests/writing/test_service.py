@@ -94,6 +94,31 @@ def test_remembers_arriving_while_one_is_written_are_embedded_and_committed_toge
         runtime.close()
 
 
+def test_a_batch_primes_no_products_when_consolidation_is_off(tmp_path):
+    embedder = GatedEmbedder()
+    runtime = make_runtime(settings_for(tmp_path / "store", consolidation_enabled=False), embedder=embedder)
+    try:
+        first = threading.Thread(
+            target=lambda: remember(
+                RememberInput(content="The deploy key rotates every ninety days"), runtime, CALLER
+            )
+        )
+        first.start()
+        assert embedder.entered.wait(TIMEOUT)
+        texts = ["Staging runs Kubernetes 1.29", "Lunch is served at noon", "Billing is written in Go"]
+        others = [
+            threading.Thread(target=lambda text=text: remember(RememberInput(content=text), runtime, CALLER))
+            for text in texts
+        ]
+        queue_behind(runtime, embedder, first, others)
+        assert sorted(embedder.batches[1]) == sorted(texts)  # one batch, which no consolidation searches for
+        with runtime.store.cache.reading(Scope("default", "default")) as copy:
+            assert copy is not None and copy.primed_waiting == 0 and copy.primed_taken == 0
+    finally:
+        embedder.release.set()
+        runtime.close()
+
+
 def test_a_near_duplicate_collapsed_in_a_batch_is_superseded_in_the_name_of_the_agent_who_restated_it(
     runtime,
 ):
