@@ -89,3 +89,12 @@ def test_an_export_is_readable_as_the_model_folders_other_files_are(tiny_models,
     # model folder everyone else's server then fell back to torch.
     assert stat.S_IMODE((folder / "onnx" / "model.onnx").stat().st_mode) == 0o644
     assert not list((folder / "onnx").glob("*.partial"))
+
+
+@pytest.mark.slow
+def test_the_sessions_of_a_model_folder_wait_for_work_without_spinning(tiny_models):
+    from retrieval.models.onnx_models import OnnxTransformer
+
+    # A spinning worker takes a core from the server's request threads (onnxruntime spins by default).
+    assert not OnnxTransformer(tiny_models["embedder"], "encoder").spins
+    assert not OnnxTransformer(tiny_models["cross_encoder"], "classifier").spins
