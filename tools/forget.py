@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from retrieval.text import (
     PRECEDING_CHARS,
+    after_purges_forgotten,
     counted,
     forget_cached_texts,
     has_visible_text,
@@ -44,7 +45,7 @@ from tools.forget_matches import (
     more_matches_note,
     nothing_close_note,
 )
-from tools.memory_views import MemoryBrief, absorbed_events
+from tools.memory_views import MemoryBrief, absorbed_restatements
 from writing.consolidation.report import Actor
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ class ForgetOutput(BaseModel):
 TAGGED_AT_ONCE = {"retract": 1_000, "purge": 100}
 
 
+@after_purges_forgotten  # a forget by query reads its matches' texts into the text caches (apart_by_value)
 def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     if sum(what is not None for what in (args.memory_id, args.query, args.tag)) != 1:
         raise ToolFailure(
@@ -335,14 +337,6 @@ def erased_texts(store: MemoryStore, memories: Sequence[MemoryRecord]) -> list[s
         for memory in store.get_memories([*ids, *absorbed_restatements(store, where, ids)], where).values():
             texts += [memory.content, *memory.tags]
     return texts
-
-
-def absorbed_restatements(store: MemoryStore, scope: Scope, ids: Sequence[str]) -> list[str]:
-    """Memories that ``ids`` superseded or reworded (transitively): restatements, which hold the same text,
-    and what an explicit update (``replaces``) corrected, which often differs by a detail only: a purge for
-    privacy must erase them too, and a dry run names them first. Revised beliefs and older artifact
-    versions say something else and are left as they are."""
-    return [e.memory_id for e in absorbed_events(store, scope, ids, ("supersede", "reword"))]
 
 
 async def handle(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:

@@ -241,3 +241,11 @@ def absorbed_events(
                 frontier.append(event.memory_id)
                 found.append(event)
     return found
+
+
+def absorbed_restatements(store: LineageReader, scope: Reach, ids: Sequence[str]) -> list[str]:
+    """Memories that ``ids`` superseded or reworded (transitively): restatements, which hold the same text,
+    and what an explicit update (``replaces``) corrected, which often differs by a detail only: a purge for
+    privacy must erase them too, and a dry run names them first. Revised beliefs and older artifact
+    versions say something else and are left as they are."""
+    return [e.memory_id for e in absorbed_events(store, scope, ids, ("supersede", "reword"))]

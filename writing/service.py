@@ -22,7 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from retrieval.outcomes import INITIAL_WEIGHT, WeightPolicy
-from retrieval.text import PRECEDING_CHARS, cached_term_set, clip, searchable_text
+from retrieval.text import PRECEDING_CHARS, after_purges_forgotten, cached_term_set, clip, searchable_text
 from storage.group_commit import GroupCommit
 from storage.records import (
     Audience,
@@ -216,6 +216,7 @@ class WriteService:
         (``WriteRefused`` names the one it breaks), its id derived from scope and content."""
         return prepare(draft, self.limits, self._clock(), self._embedder.name)
 
+    @after_purges_forgotten  # it reads neighbours' texts into the text caches, a purge may run beside
     def remember(
         self,
         prepared: Prepared,
@@ -294,6 +295,7 @@ class WriteService:
             )
         return replace(result, note=f"{result.note}; {said}" if result.note else said)
 
+    @after_purges_forgotten  # it reads neighbours' texts into the text caches, a purge may run beside
     def amend(
         self,
         memory: MemoryRecord,
@@ -850,6 +852,7 @@ class WriteService:
 
     # -- a batch ----------------------------------------------------------------------------------------
 
+    @after_purges_forgotten  # it reads neighbours' texts into the text caches, a purge may run beside
     def remember_many(self, prepared: Sequence[Prepared], *, llm: LanguageModel | None) -> list[WriteResult]:
         """Store a batch of one scope: one embedding batch, one insert; near-duplicates within the batch
         by the same agent collapse into the last one (kept as superseded by it, with lineage); then each

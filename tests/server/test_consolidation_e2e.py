@@ -314,3 +314,76 @@ async def test_a_correction_takes_the_place_of_a_misleading_memory_without_its_b
         assert shown["weight"] == pytest.approx(0.85)  # one misleading report: 1.0 -> 0.85, replayed
         # Its history is the old memory's: the report that moved it.
         assert [step["memory_id"] for step in shown["weight_history"]] == [wrong["id"]]
+
+
+def test_a_purge_while_a_forget_by_query_reads_the_purged_text_leaves_it_in_no_cache(tmp_path, monkeypatch):
+    """A forget by query reads its matches' values into the text caches after a purge beside it may have
+    emptied them: they are emptied again when it ends (a review: the purged text stayed cached)."""
+    import tools.forget as forgetting
+    from retrieval.text import _TEXT_CACHES
+    from tests.helpers import make_runtime
+    from tools.common import Caller
+    from tools.remember import RememberInput, remember
+
+    caller = Caller(agent_id="claude-code", session_id="ses_1")
+    runtime = make_runtime(settings_for(tmp_path / "db"))
+    try:
+        secret = remember(
+            RememberInput(content="Alice lives at 12 Elm Street in Springfield"), runtime, caller
+        )
+        remember(RememberInput(content="Bob lives at 9 Elm Street in Springfield"), runtime, caller)
+        matches = forgetting.best_matches
+
+        def then_purged(*args, **kwargs):  # the matches are found; then another call purges one of them
+            found = matches(*args, **kwargs)
+            assert any(memory.id == secret.id for memory, _ in found)
+            forgetting.forget(forgetting.ForgetInput(memory_id=secret.id, mode="purge"), runtime, caller)
+            return found
+
+        monkeypatch.setattr(forgetting, "best_matches", then_purged)
+        forgetting.forget(
+            forgetting.ForgetInput(query="Bob lives at 9 Elm Street in Springfield", max_memories=1),
+            runtime,
+            caller,
+        )
+        monkeypatch.undo()
+
+        assert runtime.store.get_memory(secret.id).status == "purged"
+        assert all(cache.cache_info().currsize == 0 for cache in _TEXT_CACHES)
+    finally:
+        runtime.close()
+
+
+def test_a_purge_while_an_update_reads_the_replaced_text_leaves_it_in_no_cache(tmp_path):
+    """An update to a text already stored compares the two texts through the text caches, after a purge
+    of the replaced memory beside it may have emptied them: they are emptied again when it ends."""
+    from retrieval.text import _TEXT_CACHES
+    from tests.helpers import make_runtime
+    from tools.common import Caller, ToolFailure
+    from tools.forget import ForgetInput, forget
+    from tools.remember import RememberInput, remember
+
+    caller = Caller(agent_id="claude-code", session_id="ses_1")
+    runtime = make_runtime(settings_for(tmp_path / "db"))
+    try:
+        secret = remember(
+            RememberInput(content="Alice lives at 12 Elm Street in Springfield"), runtime, caller
+        )
+        freeze = "The release freeze starts on Friday"
+        remember(RememberInput(content=freeze), runtime, caller)
+        store = runtime.store
+        settle = store.settle_supersedes
+
+        def then_purged(ids):  # the update settles the two rows; then another call purges the replaced one
+            store.settle_supersedes = settle
+            forget(ForgetInput(memory_id=secret.id, mode="purge"), runtime, caller)
+            return settle(ids)
+
+        store.settle_supersedes = then_purged
+        with pytest.raises(ToolFailure, match="shares no word"):
+            remember(RememberInput(content=freeze, replaces=secret.id), runtime, caller)
+
+        assert store.get_memory(secret.id).status == "purged"
+        assert all(cache.cache_info().currsize == 0 for cache in _TEXT_CACHES)
+    finally:
+        runtime.close()

@@ -442,6 +442,14 @@ def test_a_switch_of_one_thing_leaves_the_choice_of_another_standing():
         "We use Jenkins for CI and plan to replace it before 2026",
         "CI runs on Jenkins; upgrade its plugins before March",
         "CI runs on Jenkins and we must move off it before Q3",
+        "CI runs on Jenkins and we have to upgrade it before 2025",
+        "CI runs on Jenkins; an upgrade is required before 2025",
+        "CI runs on Jenkins; the cutover is scheduled before March 2025",
+        # A quarter alone or the year of an event is a deadline or an event unless said of things made
+        # (a sixth review).
+        "CI runs on Jenkins; we have to upgrade before Q3",
+        "CI runs on Jenkins; its upgrade is targeted before Q3",
+        "CI runs on Jenkins; we froze its config before the 2024 launch",
     ):
         assert not describes_old_state(older, switch), older
         assert revised_by(older, parse_revision(switch)), older
@@ -465,3 +473,30 @@ def test_a_switch_of_one_thing_leaves_the_choice_of_another_standing():
         "We use Postgres for the billing database",
         parse_revision("We switched from Postgres to MySQL in March"),
     )
+
+
+def test_a_cohort_named_by_a_noun_that_is_also_a_verb_stays_a_cohort():
+    """A thing named by a word that may be a verb or an intention ("Deploy logs", "Terraform plans",
+    "invoices due") is no deadline: a switch of where it goes leaves the things made before the time
+    (a sixth review: each was superseded)."""
+    cases = [
+        ("Deploy logs from before 2024 are in Splunk", "We moved deploy logs from Splunk to Loki"),
+        ("Run logs older than 2023 are in Splunk", "We moved run logs from Splunk to Loki"),
+        ("Release artifacts before 2024 are on S3", "We moved release artifacts from S3 to R2"),
+        ("Test reports before 2024 are on S3", "We moved test reports from S3 to R2"),
+        ("Merge requests before 2022 are in Gerrit", "We moved merge requests from Gerrit to GitHub"),
+        ("Scheduled backups before 2024 are on S3", "We moved scheduled backups from S3 to R2"),
+        ("Terraform plans before 2023 are stored on S3", "We moved Terraform plans from S3 to R2"),
+        ("Invoices due before 2024 are billed through Stripe", "We switched invoices from Stripe to Adyen"),
+    ]
+    for older, newer in cases:
+        assert describes_old_state(older, newer), older
+        assert not revised_by(older, parse_revision(newer)), older
+
+
+def test_a_time_is_read_within_its_clause_only():
+    """Only the clause's last words before a time say what it bounds: an intention said long before it,
+    in a run without a clause's end, does not make the time a deadline."""
+    filler = " ".join(["uploads"] * 40)
+    assert describes_old_state(f"We plan to keep {filler} from before 2024 on S3", "We moved uploads to R2")
+    assert not describes_old_state("We plan to keep them on S3 before 2024", "We moved uploads to R2")

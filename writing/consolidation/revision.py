@@ -5,10 +5,20 @@ opposite claim into a revision rather than an open contradiction."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 
-from retrieval.text import cached_term_set, content_terms, light_stem, negated, term_set, word_tokens
+from retrieval.text import (
+    cached_term_set,
+    content_terms,
+    keyed_by_text,
+    light_stem,
+    negated,
+    term_set,
+    word_tokens,
+)
 
 # What a thing's name runs over: anything but punctuation that ends a clause. A dot or colon inside a name
 # ("./deploy.sh", "Node.js", "postgres:16") is part of it (a trial's "switched from `./deploy.sh` to ...").
@@ -157,14 +167,28 @@ _EARLIER_THAN = (
 )
 # A time before which something is to be done is no cohort: "since before 2020" (still so), "plan to replace
 # it before 2026", "upgrade its plugins before March" (a review: a current use with a deadline was never
-# revised). What comes before the time in its clause says which: "since", an intention or obligation, an
-# object pronoun right before it, or a clause that starts with a verb of doing ("Orders placed by customers
-# before 2023 ..." stays a cohort).
+# revised). What comes before the time in its clause says which: "since", an intention or obligation said
+# as one ("we plan to", "is scheduled", "must"), an object pronoun right before it, or a clause that starts
+# with a verb of doing and its object ("Upgrade the plugins", not "Deploy logs" nor "Orders placed by
+# customers before 2023 ...", which stay cohorts: a sixth review found such nouns read as verbs).
 _CLAUSE_END = re.compile(r"[.;:!?\n]|,\s|\s(?:but|then|so)\s")
+_CLAUSE_WIDTH = 160  # characters of a clause read before a time: a longer run says nothing more of it
+# Words that say so whatever stands around them.
+_OBLIGED = frozenset(word_tokens("will must should shall deadline"))
+# Words that say so as a verb or predicate: followed by "to" or "on" ("plan to", "planning on", "due to"),
+# or after a subject, a form of "be" or a modal ("we plan", "is scheduled", "are due"): "Terraform plans",
+# "scheduled backups" and "invoices due before 2024" are things.
 _INTENDED = frozenset(
     word_tokens(
-        "plan plans planned planning will must should need needs going want wants intend intends scheduled "
-        "due deadline aim aims expect expects hope hopes"
+        "plan plans planned planning want wants intend intends scheduled due aim aims expect expects hope "
+        "hopes need needs needed required targeted expected"
+    )
+)
+_ONLY_BEFORE_TO = frozenset(word_tokens("have has had going ought supposed meant got"))  # "have to"
+_SAYERS = frozenset(
+    word_tokens(
+        "i we you they he she it is are was were be been being am will would must should shall can could may "
+        "might also still"
     )
 )
 _DOING = frozenset(
@@ -174,26 +198,70 @@ _DOING = frozenset(
         "back"
     )
 )
+# What follows a verb of doing at a clause's head: its object's determiner or pronoun, or its particle
+# ("back up", "clean out").
+_OBJECT_HEADS = frozenset(
+    word_tokens(
+        "the a an its it them this that these those our your their his her my all every each any some up off "
+        "out over"
+    )
+)
 _OBJECTS = frozenset(word_tokens("it them this that these those him her"))
+# A quarter alone or "the <year> launch" is as often a deadline or an event as a cohort's bound ("upgrade
+# before Q3", "froze the config before the 2024 launch"): such a time names a cohort only in a cohort's
+# shape, "from before", "older than", or a participle said of the things ("releases placed by the old team
+# before Q3", not "we placed", "is required").
+_WEAK_TIME = re.compile(rf"(?:q[1-4]|the\s+{_YEAR})$", re.IGNORECASE)
+_PARTICIPLES = frozenset(
+    word_tokens("made built written taken sent done bought sold paid set kept given held won begun run shot")
+)
 
 
-def _earlier_times(text: str) -> set[frozenset[str]]:
-    """The times before which ``text`` names things as made (each time's content terms)."""
+def _intended(words: list[str]) -> bool:
+    for position, word in enumerate(words):
+        following = words[position + 1] if position + 1 < len(words) else ""
+        if word in _OBLIGED or (word in _ONLY_BEFORE_TO and following == "to"):
+            return True
+        if word in _INTENDED and (following in {"to", "on"} or (position and words[position - 1] in _SAYERS)):
+            return True
+    return False
+
+
+def _doing(words: list[str]) -> bool:
+    return words[0] in _DOING and (len(words) == 1 or words[1] in _OBJECT_HEADS)
+
+
+def _participle_of_things(words: list[str]) -> bool:
+    return any(
+        (word.endswith("ed") or word in _PARTICIPLES) and position and words[position - 1] not in _SAYERS
+        for position, word in enumerate(words)
+    )
+
+
+@keyed_by_text
+@lru_cache(maxsize=4_096)
+def earlier_times(text: str) -> frozenset[frozenset[str]]:
+    """The times before which ``text`` names things as made (each time's content terms). Remembered: a
+    write's switch is compared with each of its neighbours, and read once for all of them."""
+    ends = [found.end() for found in _CLAUSE_END.finditer(text)]
     times = set()
     for pattern in _EARLIER_THAN:
         for found in pattern.finditer(text):
-            before = text[: found.start()]
-            clause = before[max((m.end() for m in _CLAUSE_END.finditer(before)), default=0) :]
-            words = word_tokens(clause)
-            if words and (
-                words[-1] == "since"
-                or words[-1] in _OBJECTS
-                or words[0] in _DOING
-                or not _INTENDED.isdisjoint(words)
+            at = found.start()
+            clause_start = ends[bisect_right(ends, at) - 1] if ends and ends[0] <= at else 0
+            words = word_tokens(text[max(clause_start, at - _CLAUSE_WIDTH) : at])
+            if words and (words[-1] == "since" or words[-1] in _OBJECTS or _doing(words) or _intended(words)):
+                continue
+            time = found.group(1)
+            if (
+                _WEAK_TIME.search(time.strip())
+                and not found.group(0).lower().startswith("older")
+                and not (words and words[-1] == "from")
+                and not _participle_of_things(words)
             ):
                 continue
-            times.add(term_set(found.group(1)))
-    return times
+            times.add(term_set(time))
+    return frozenset(times)
 
 
 # When a switch was made, no part of what it is about either ("... to MySQL in March", "last week").
@@ -291,7 +359,7 @@ def describes_old_state(text: str, newer: str) -> bool:
     a fifth: "In 2024 we moved image uploads ..." names the year, not the uploads made before it)."""
     if (term_set(text) & _OLD_STATE) - cached_term_set(newer):
         return True
-    return bool(_earlier_times(text) - _earlier_times(newer))
+    return bool(earlier_times(text) - earlier_times(newer))
 
 
 def revised_by(text: str, revision: Revision) -> bool:
