@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
@@ -24,7 +24,7 @@ from server.prompts import build_prompts
 from server.registry import ToolSpec, build_tool
 from server.resources import build_resources, listed
 from server.state import AppState, RuntimeFactory, build_runtime
-from server.stdio import replying_to_malformed
+from server.stdio import replying_to_malformed, wire
 from tools import (
     drift,
     explain_ranking,
@@ -262,11 +262,14 @@ class MemoriaServer(MCPServer[AppState]):
         """Serve on stdio, answering a line that is not a valid JSON-RPC message with an error reply
         (``server.stdio``) instead of leaving its sender waiting."""
         server = self._lowlevel_server
-        async with (
-            stdio_server() as (read_stream, write_stream),
-            replying_to_malformed(read_stream, write_stream) as messages,
-        ):
-            await server.run(messages, write_stream, server.create_initialization_options())
+        async with wire() as streams:
+            lines, replies = streams if streams is not None else (None, None)
+            transport = stdio_server(stdin=cast(Any, lines), stdout=cast(Any, replies))
+            async with (
+                transport as (read_stream, write_stream),
+                replying_to_malformed(read_stream, write_stream) as messages,
+            ):
+                await server.run(messages, write_stream, server.create_initialization_options())
 
     async def run_streamable_http_async(self, **options: Any) -> None:
         """Serve over streamable HTTP as the SDK does, with uvicorn's own logs (its access log among them)

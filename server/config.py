@@ -414,6 +414,13 @@ class Settings(BaseSettings):
         le=256,
         description="threads of numpy's BLAS in the server process (0: the library's default)",
     )
+    switch_interval_ms: float = Field(
+        5.0,
+        gt=0,
+        le=100,
+        description="how long a thread of the server runs Python before one waiting for the interpreter "
+        "takes its turn (sys.setswitchinterval; Python's default is 5)",
+    )
     uvloop: bool = Field(
         True,
         description="run the server's event loop on uvloop when it is installed (Linux and macOS): "

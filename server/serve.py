@@ -136,6 +136,7 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
     tune_malloc(settings.malloc.arenas, settings.malloc.mmap_threshold_kb)
     limit_blas_threads(settings.blas_threads)
     tune_collector(settings.gc.young_threshold)
+    sys.setswitchinterval(settings.switch_interval_ms / 1000)
     fresh = new_store(settings.db_uri)  # looked at before the server makes it
     listening = bound_socket(*http) if http is not None else None  # a port in use: nothing started
     app = build_server(settings, when_warm=freeze_collector if settings.gc.freeze_when_warm else None)

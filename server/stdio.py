@@ -1,5 +1,5 @@
 """stdio with JSON-RPC hygiene: a line that is not a valid JSON-RPC message gets an error reply, and the
-server goes on serving.
+server goes on serving; and the wire's two descriptors served by a thread each (``wire``).
 
 The SDK's stdio transport hands a line it cannot read to the server as an exception, which logs it and
 answers nothing: a client that sent a request with a bad parameter, or text with a lone surrogate, waits
@@ -11,8 +11,12 @@ those).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
+import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -123,3 +127,209 @@ def _shown(text: str) -> str:
 
 def _error(request_id: str | int | None, code: int, message: str) -> types.JSONRPCError:
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+
+
+# -- the wire: fd 0 and 1, a thread each ---------------------------------------------------------------
+#
+# The SDK's stdio transport reads and writes through anyio.wrap_file: every line read, and every reply
+# written and flushed, is a hop to a worker thread and back (three a request), each taking a token of the
+# worker threads the tools run on. Under 30 remembers in flight those hops were a queue of their own: a
+# reply spent longer between its tool's return and the wire than in the write engine (benchmarks/writes.py:
+# 142 -> 169 writes a second with the wire's own threads). And with every token taken by tool calls (a
+# burst of 40 slow ones), the next line, a ping or a cancellation, waited for one of them to end.
+
+READ_CHUNK = 1 << 16
+# Read ahead of the server, at most this much (a client that floods it waits in its pipe, as before).
+READ_AHEAD_BYTES = 8 << 20
+# Replies queued for the writer thread before the server waits for it (a client that stops reading).
+WRITE_BACKLOG_BYTES = 8 << 20
+DRAIN_SECONDS = 5.0  # how long a stopping server waits for its last replies to reach the client
+
+
+class WireLines:
+    """The lines of file descriptor ``fd``, read by a thread of its own and handed to the event loop a batch
+    at a time: what the SDK's stdio transport iterates over (``async for line in ...``)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._loop = asyncio.get_running_loop()
+        # (lines, their size in bytes); None once the client closed its end
+        self._batches: asyncio.Queue[tuple[list[str], int] | None] = asyncio.Queue()
+        self._taking: list[str] = []  # the batch being taken, last line first
+        self._room = threading.Condition()
+        self._ahead = 0  # bytes handed to the loop and not yet taken by the server
+        self._thread = threading.Thread(target=self._read, name="memoria-stdin", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self._fd, READ_CHUNK)
+            except OSError:
+                chunk = b""
+            if not chunk:  # the client closed its end: what is left is the last line
+                if not pending or self._hand(([_text(pending)], len(pending))):
+                    self._hand(None)
+                return
+            pending += chunk
+            cut = pending.rfind(b"\n")
+            if cut < 0:
+                continue
+            whole, pending = pending[:cut], pending[cut + 1 :]
+            if not self._hand(([_text(line) + "\n" for line in whole.split(b"\n")], len(whole))):
+                return
+
+    def _hand(self, batch: tuple[list[str], int] | None) -> bool:
+        """Give the event loop ``batch`` (None: the end) once what it holds unread is under the read-ahead
+        bound; False when the loop is gone (the server stopped)."""
+        with self._room:
+            while self._ahead > READ_AHEAD_BYTES:
+                self._room.wait()
+            self._ahead += batch[1] if batch is not None else 0
+        try:
+            self._loop.call_soon_threadsafe(self._batches.put_nowait, batch)
+        except RuntimeError:
+            return False
+        return True
+
+    def __aiter__(self) -> WireLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while not self._taking:
+            batch = await self._batches.get()
+            if batch is None:
+                self._batches.put_nowait(None)  # the end, for any later reader too
+                raise StopAsyncIteration
+            lines, size = batch
+            with self._room:
+                self._ahead -= size
+                self._room.notify()
+            self._taking = lines[::-1]
+        return self._taking.pop()
+
+
+def _text(line: bytes) -> str:
+    # As the SDK's reader decodes: UTF-8, an undecodable byte replaced (the message is then refused).
+    return line.decode("utf-8", errors="replace")
+
+
+class WireWriter:
+    """Replies for file descriptor ``fd``, written by a thread of its own in the order flushed: what the
+    SDK's stdio transport writes to (``await write(line)``, then ``await flush()``). A failed write (the
+    client went away) is raised by the next flush, as the SDK's own writer raised it."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._unflushed: list[str] = []
+        self._condition = threading.Condition()
+        self._queued: list[bytes] = []
+        self._backlog = 0  # bytes flushed and not yet written
+        self._error: OSError | None = None
+        self._closing = False
+        self._thread = threading.Thread(target=self._write, name="memoria-stdout", daemon=True)
+        self._thread.start()
+
+    async def write(self, text: str) -> None:
+        self._unflushed.append(text)
+
+    async def flush(self) -> None:
+        data = "".join(self._unflushed).encode("utf-8")
+        self._unflushed.clear()
+        with self._condition:
+            if self._error is not None:
+                raise self._error
+            self._queued.append(data)
+            self._backlog += len(data)
+            self._condition.notify_all()
+            over = self._backlog > WRITE_BACKLOG_BYTES
+        if over:
+            import anyio.to_thread
+
+            await anyio.to_thread.run_sync(self._wait_for_room)
+
+    def _wait_for_room(self) -> None:
+        with self._condition:
+            while self._backlog > WRITE_BACKLOG_BYTES and self._error is None:
+                self._condition.wait()
+
+    def _write(self) -> None:
+        while True:
+            with self._condition:
+                while not self._queued and not self._closing:
+                    self._condition.wait()
+                if not self._queued:
+                    return
+                data = b"".join(self._queued)
+                self._queued.clear()
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._fd, view) :]
+            except OSError as exc:
+                with self._condition:
+                    self._error = exc
+                    self._queued.clear()
+                    self._backlog = 0
+                    self._condition.notify_all()
+                return
+            with self._condition:
+                self._backlog -= len(data)
+                self._condition.notify_all()
+
+    def close(self, timeout: float = DRAIN_SECONDS) -> bool:
+        """Write what was flushed, then stop the thread; False if it did not finish within ``timeout`` (a
+        client that stopped reading)."""
+        with self._condition:
+            self._closing = True
+            self._condition.notify_all()
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+@asynccontextmanager
+async def wire() -> AsyncIterator[tuple[WireLines, WireWriter] | None]:
+    """The process's stdin and stdout for the protocol, each served by a thread (``WireLines``,
+    ``WireWriter``). While serving, fd 0 reads the null device and fd 1 writes to stderr, as the SDK's own
+    transport arranges: a handler's or a library's stray output never reaches the client as a broken
+    message. Both are put back on exit. None where the descriptors cannot be moved (not POSIX, or not
+    open): the SDK's transport serves them then."""
+    if os.name != "posix":
+        yield None
+        return
+    import fcntl
+
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    try:
+        wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        yield None
+        return
+    try:
+        wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        os.close(wire_in)
+        yield None
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+    finally:
+        os.close(null)
+    writer = WireWriter(wire_out)
+    try:
+        yield WireLines(wire_in), writer
+    finally:
+        drained = writer.close()
+        sys.stdout.flush()
+        os.dup2(wire_out, 1)
+        os.dup2(wire_in, 0)
+        # The reader thread may still be blocked reading ``wire_in`` (a client that keeps its pipe open):
+        # it is never closed under it. ``wire_out`` is, once its thread has written everything.
+        if drained:
+            os.close(wire_out)
+        else:
+            log.warning("a client stopped reading: replies still queued when the server stopped were dropped")

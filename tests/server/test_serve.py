@@ -143,6 +143,31 @@ def test_serving_tunes_malloc_from_the_settings_before_building_the_server(monke
     assert asked == [(3, 256)]
 
 
+def test_serving_sets_the_interpreters_switch_interval_from_the_settings_before_building_the_server(
+    monkeypatch,
+):
+    import server.app
+    import server.serve
+    from server.config import Settings
+
+    asked: list[float] = []
+
+    class Built(Exception):
+        pass
+
+    def build_server(settings, **_):
+        assert asked, "the switch interval is set before the server's threads start"
+        raise Built
+
+    monkeypatch.setattr(server.serve.sys, "setswitchinterval", asked.append)
+    monkeypatch.setattr(server.serve, "tune_malloc", lambda arenas, kb: [])
+    monkeypatch.setattr(server.app, "build_server", build_server)
+    for env in ({}, {"MEMORIA_SWITCH_INTERVAL_MS": "0.5"}):
+        with pytest.raises(Built):
+            server.serve.serve(Settings.from_env(env, db_uri="/tmp/x"), None)
+    assert asked == [pytest.approx(0.005), pytest.approx(0.0005)]  # Python's own 5 ms unless told
+
+
 def test_a_port_in_use_is_said_in_one_line_before_anything_starts(monkeypatch, tmp_path):
     """A trial: `serve --http` on a busy port logged that it served, made the store, then failed."""
     import socket

@@ -254,3 +254,95 @@ def test_ctrl_c_stops_a_serving_server_with_one_line_and_the_memory_it_stored_ke
         assert runtime.store.count_memories() == 1
     finally:
         runtime.close()
+
+
+# -- the wire's own threads (server.stdio.wire) ---------------------------------------------------------
+
+
+async def test_the_wire_reads_and_writes_while_every_worker_thread_is_taken():
+    """Tool calls run on anyio's worker threads; the SDK's stdio read and wrote through them too, so with
+    every token taken (a burst of slow calls) the next line, a ping or a cancellation, waited for one of
+    those calls to end. The wire's threads need no token."""
+    import os
+
+    import anyio
+    import anyio.to_thread
+
+    from server.stdio import WireLines, WireWriter
+
+    read_in, write_in = os.pipe()
+    read_out, write_out = os.pipe()
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    borrowers = [object() for _ in range(int(limiter.total_tokens))]
+    for borrower in borrowers:
+        await limiter.acquire_on_behalf_of(borrower)
+    try:
+        lines, replies = WireLines(read_in), WireWriter(write_out)
+        os.write(write_in, b'{"id": 1}\n{"id": 2}\n{"id"')
+        with anyio.fail_after(5):
+            assert [await anext(lines), await anext(lines)] == ['{"id": 1}\n', '{"id": 2}\n']
+            os.write(write_in, b': 3, "text": "caf\xc3\xa9"}\n')  # a line and a character across two reads
+            assert await anext(lines) == '{"id": 3, "text": "café"}\n'
+            await replies.write('{"id": 1, "result": "é"}\n')
+            await replies.flush()
+            assert os.read(read_out, 100) == '{"id": 1, "result": "é"}\n'.encode()
+    finally:
+        for borrower in borrowers:
+            limiter.release_on_behalf_of(borrower)
+        assert replies.close()
+        for fd in (read_in, write_in, read_out, write_out):
+            os.close(fd)
+
+
+async def test_a_reply_to_a_client_that_went_away_fails_the_next_flush():
+    """As the SDK's writer did: the server's transport ends instead of queueing replies for no one."""
+    import os
+
+    import anyio
+
+    from server.stdio import WireWriter
+
+    read_out, write_out = os.pipe()
+    os.close(read_out)
+    replies = WireWriter(write_out)
+    try:
+        with anyio.fail_after(5), pytest.raises(BrokenPipeError):
+            while True:
+                await replies.write("{}\n")
+                await replies.flush()
+                await anyio.sleep(0.01)
+    finally:
+        replies.close()
+        os.close(write_out)
+
+
+def test_the_wire_sends_every_flushed_reply_before_it_stops_and_keeps_stray_output_off_it():
+    """In a process of its own (it moves fd 0 and 1): a stray print while serving goes to stderr; the
+    last line needs no newline; every reply flushed reaches the client before the wire is put back, and
+    after it stdout is the process's own again."""
+    script = """
+import anyio
+from server.stdio import wire
+
+async def main():
+    async with wire() as (lines, replies):
+        print("stray", flush=True)
+        async for line in lines:
+            for _ in range(200):  # more than one write of the pipe
+                await replies.write(line.strip().upper() + "\\n")
+            await replies.flush()
+    print("after")
+
+anyio.run(main)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input="a\nb\nc",
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "A\n" * 200 + "B\n" * 200 + "C\n" * 200 + "after\n"
+    assert "stray" in done.stderr
