@@ -247,11 +247,13 @@ class WireWriter:
         if over:
             import anyio.to_thread
 
-            await anyio.to_thread.run_sync(self._wait_for_room)
+            # Cancellable: a server stopping while its client neither reads nor closes its end must not
+            # hang in a flush (the thread gives up waiting once the writer stops, ``close``).
+            await anyio.to_thread.run_sync(self._wait_for_room, abandon_on_cancel=True)
 
     def _wait_for_room(self) -> None:
         with self._condition:
-            while self._backlog > WRITE_BACKLOG_BYTES and self._error is None:
+            while self._backlog > WRITE_BACKLOG_BYTES and self._error is None and not self._closing:
                 self._condition.wait()
 
     def _write(self) -> None:

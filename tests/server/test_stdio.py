@@ -316,6 +316,41 @@ async def test_a_reply_to_a_client_that_went_away_fails_the_next_flush():
         os.close(write_out)
 
 
+async def test_a_flush_held_back_by_a_client_that_stopped_reading_can_be_cancelled():
+    """Past the backlog a flush waits for the writer; a server stopping meanwhile (its task group
+    cancelled) must not hang there while the client keeps its end open without reading."""
+    import os
+    import threading
+
+    import anyio
+
+    from server.stdio import WRITE_BACKLOG_BYTES, WireWriter
+
+    read_out, write_out = os.pipe()  # never read: the writer blocks once the pipe's buffer is full
+    replies = WireWriter(write_out)
+    outcome: list[str] = []
+
+    def serve() -> None:
+        async def flush_past_the_backlog() -> None:
+            await replies.write("x" * (WRITE_BACKLOG_BYTES + 1) + "\n")
+            with anyio.move_on_after(0.3) as waited:
+                await replies.flush()
+            outcome.append("cancelled" if waited.cancelled_caught else "returned")
+
+        anyio.run(flush_past_the_backlog)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    server.join(10)
+    try:
+        assert not server.is_alive(), "the flush could not be cancelled"
+        assert outcome == ["cancelled"]
+    finally:
+        os.close(read_out)  # the writer's blocked write fails, and its thread ends
+        assert replies.close()
+        os.close(write_out)
+
+
 def test_the_wire_sends_every_flushed_reply_before_it_stops_and_keeps_stray_output_off_it():
     """In a process of its own (it moves fd 0 and 1): a stray print while serving goes to stderr; the
     last line needs no newline; every reply flushed reaches the client before the wire is put back, and
