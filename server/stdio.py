@@ -12,13 +12,15 @@ those).
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import anyio
@@ -143,15 +145,19 @@ READ_CHUNK = 1 << 16
 READ_AHEAD_BYTES = 8 << 20
 # Replies queued for the writer thread before the server waits for it (a client that stops reading).
 WRITE_BACKLOG_BYTES = 8 << 20
-DRAIN_SECONDS = 5.0  # how long a stopping server waits for its last replies to reach the client
+# How long a stopping server waits for its last replies to reach the client: the writer's drain at exit,
+# and a flush held back by a full backlog once the client has closed its input.
+DRAIN_SECONDS = 5.0
 
 
 class WireLines:
     """The lines of file descriptor ``fd``, read by a thread of its own and handed to the event loop a batch
-    at a time: what the SDK's stdio transport iterates over (``async for line in ...``)."""
+    at a time: what the SDK's stdio transport iterates over (``async for line in ...``). ``on_end`` is
+    called on the event loop when the client has closed its end and every line was taken."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, on_end: Callable[[], None] | None = None) -> None:
         self._fd = fd
+        self._on_end = on_end
         self._loop = asyncio.get_running_loop()
         # (lines, their size in bytes); None once the client closed its end
         self._batches: asyncio.Queue[tuple[list[str], int] | None] = asyncio.Queue()
@@ -162,21 +168,28 @@ class WireLines:
         self._thread.start()
 
     def _read(self) -> None:
-        pending = b""
+        # The line being read, in pieces: joined once, when its newline arrives (a line of many reads is
+        # not copied again at each read, nor searched again from its start).
+        pieces: list[bytes] = []
         while True:
             try:
                 chunk = os.read(self._fd, READ_CHUNK)
+            except BlockingIOError:  # a descriptor handed over in non-blocking mode: wait for input
+                _wait_until(self._fd, readable=True)
+                continue
             except OSError:
                 chunk = b""
             if not chunk:  # the client closed its end: what is left is the last line
-                if not pending or self._hand(([_text(pending)], len(pending))):
+                rest = b"".join(pieces)
+                if not rest or self._hand(([_text(rest)], len(rest))):
                     self._hand(None)
                 return
-            pending += chunk
-            cut = pending.rfind(b"\n")
+            cut = chunk.rfind(b"\n")
             if cut < 0:
+                pieces.append(chunk)
                 continue
-            whole, pending = pending[:cut], pending[cut + 1 :]
+            whole = b"".join([*pieces, chunk[:cut]])
+            pieces = [chunk[cut + 1 :]] if cut + 1 < len(chunk) else []
             if not self._hand(([_text(line) + "\n" for line in whole.split(b"\n")], len(whole))):
                 return
 
@@ -201,6 +214,8 @@ class WireLines:
             batch = await self._batches.get()
             if batch is None:
                 self._batches.put_nowait(None)  # the end, for any later reader too
+                if self._on_end is not None:
+                    self._on_end()
                 raise StopAsyncIteration
             lines, size = batch
             with self._room:
@@ -211,23 +226,44 @@ class WireLines:
 
 
 def _text(line: bytes) -> str:
-    # As the SDK's reader decodes: UTF-8, an undecodable byte replaced (the message is then refused).
+    # As the SDK's reader decodes: UTF-8, an undecodable byte replaced by U+FFFD (inside a JSON string the
+    # message is then read with that character in its place; elsewhere it is refused as invalid JSON).
     return line.decode("utf-8", errors="replace")
+
+
+def _wait_until(fd: int, *, readable: bool) -> None:
+    """Until ``fd`` (non-blocking) can be read from or written to again."""
+    import select
+
+    if readable:
+        select.select([fd], [], [])
+    else:
+        select.select([], [fd], [])
 
 
 class WireWriter:
     """Replies for file descriptor ``fd``, written by a thread of its own in the order flushed: what the
     SDK's stdio transport writes to (``await write(line)``, then ``await flush()``). A failed write (the
-    client went away) is raised by the next flush, as the SDK's own writer raised it."""
+    client went away) is raised by the next flush, as the SDK's own writer raised it.
+
+    Past ``WRITE_BACKLOG_BYTES`` of replies not yet written (a client that stopped reading), a flush waits
+    on the event loop until the writer makes room: it takes none of the worker threads the tools run on (a
+    tool that asks the client's model, by sampling, waits for its request to be written), and it can be
+    cancelled. Once the client has closed its input (``input_ended``), a flush waits ``DRAIN_SECONDS`` at
+    most, then fails as a write to a client that went away does: the server then stops instead of waiting
+    for a client that neither reads nor closes its end."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+        self._loop = asyncio.get_running_loop()
         self._unflushed: list[str] = []
         self._condition = threading.Condition()
         self._queued: list[bytes] = []
         self._backlog = 0  # bytes flushed and not yet written
         self._error: OSError | None = None
         self._closing = False
+        self._room: list[asyncio.Future[None]] = []  # flushes waiting for room (on the event loop)
+        self._input_ended_at: float | None = None
         self._thread = threading.Thread(target=self._write, name="memoria-stdout", daemon=True)
         self._thread.start()
 
@@ -243,18 +279,45 @@ class WireWriter:
             self._queued.append(data)
             self._backlog += len(data)
             self._condition.notify_all()
-            over = self._backlog > WRITE_BACKLOG_BYTES
-        if over:
-            import anyio.to_thread
+        while True:
+            room: asyncio.Future[None] = self._loop.create_future()
+            with self._condition:
+                if self._error is not None:
+                    raise self._error
+                if self._backlog <= WRITE_BACKLOG_BYTES or self._closing:
+                    return
+                self._room.append(room)
+            left = None
+            if self._input_ended_at is not None:
+                left = self._input_ended_at + DRAIN_SECONDS - time.monotonic()
+                if left <= 0:
+                    raise BrokenPipeError(
+                        errno.EPIPE, f"the client closed its input and read no reply for {DRAIN_SECONDS:g} s"
+                    )
+            try:
+                await asyncio.wait_for(room, left)
+            except TimeoutError:
+                pass  # the deadline is looked at again above
+            finally:
+                with self._condition:
+                    if room in self._room:
+                        self._room.remove(room)
 
-            # Cancellable: a server stopping while its client neither reads nor closes its end must not
-            # hang in a flush (the thread gives up waiting once the writer stops, ``close``).
-            await anyio.to_thread.run_sync(self._wait_for_room, abandon_on_cancel=True)
+    def input_ended(self) -> None:
+        """The client closed its input (called on the event loop): a flush held back by the backlog waits
+        ``DRAIN_SECONDS`` at most from now."""
+        if self._input_ended_at is None:
+            self._input_ended_at = time.monotonic()
+            with self._condition:
+                waiting, self._room = self._room, []
+            _release(waiting)
 
-    def _wait_for_room(self) -> None:
-        with self._condition:
-            while self._backlog > WRITE_BACKLOG_BYTES and self._error is None and not self._closing:
-                self._condition.wait()
+    def _make_room(self) -> None:
+        """Under the condition, on the writer's thread: wake the flushes waiting for room."""
+        waiting, self._room = self._room, []
+        if waiting:
+            with suppress(RuntimeError):  # the event loop is gone: no one waits any more
+                self._loop.call_soon_threadsafe(_release, waiting)
 
     def _write(self) -> None:
         while True:
@@ -268,17 +331,23 @@ class WireWriter:
             try:
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(self._fd, view) :]
+                    try:
+                        view = view[os.write(self._fd, view) :]
+                    except BlockingIOError:  # handed over in non-blocking mode: the client reads slowly
+                        _wait_until(self._fd, readable=False)
             except OSError as exc:
                 with self._condition:
                     self._error = exc
                     self._queued.clear()
                     self._backlog = 0
                     self._condition.notify_all()
+                    self._make_room()
                 return
             with self._condition:
                 self._backlog -= len(data)
                 self._condition.notify_all()
+                if self._backlog <= WRITE_BACKLOG_BYTES:
+                    self._make_room()
 
     def close(self, timeout: float = DRAIN_SECONDS) -> bool:
         """Write what was flushed, then stop the thread; False if it did not finish within ``timeout`` (a
@@ -286,24 +355,40 @@ class WireWriter:
         with self._condition:
             self._closing = True
             self._condition.notify_all()
+            self._make_room()
         self._thread.join(timeout)
         return not self._thread.is_alive()
+
+
+def _release(waiting: list[asyncio.Future[None]]) -> None:
+    for room in waiting:
+        if not room.done():
+            room.set_result(None)
+
+
+def _flush_quietly(stream: Any) -> None:
+    """Flush ``stream`` (sys.stdout or sys.stderr, None when its descriptor was closed at start-up); a
+    failure (stderr's reader gone) leaves it be: the wire is moved or put back all the same."""
+    if stream is None:
+        return
+    with suppress(OSError, ValueError):
+        stream.flush()
 
 
 @asynccontextmanager
 async def wire() -> AsyncIterator[tuple[WireLines, WireWriter] | None]:
     """The process's stdin and stdout for the protocol, each served by a thread (``WireLines``,
-    ``WireWriter``). While serving, fd 0 reads the null device and fd 1 writes to stderr, as the SDK's own
-    transport arranges: a handler's or a library's stray output never reaches the client as a broken
-    message. Both are put back on exit. None where the descriptors cannot be moved (not POSIX, or not
-    open): the SDK's transport serves them then."""
+    ``WireWriter``). While serving, fd 0 reads the null device and fd 1 writes to stderr (to the null
+    device when stderr is closed), as the SDK's own transport arranges: a handler's or a library's stray
+    output never reaches the client as a broken message. Both are put back on exit. None where the
+    descriptors cannot be moved (not POSIX, or not open): the SDK's transport serves them then."""
     if os.name != "posix":
         yield None
         return
     import fcntl
 
     for stream in (sys.stdout, sys.stderr):
-        stream.flush()
+        _flush_quietly(stream)
     try:
         wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     except OSError:
@@ -315,23 +400,44 @@ async def wire() -> AsyncIterator[tuple[WireLines, WireWriter] | None]:
         os.close(wire_in)
         yield None
         return
-    null = os.open(os.devnull, os.O_RDONLY)
     try:
-        os.dup2(null, 0)
-        os.dup2(2, 1)
-    finally:
-        os.close(null)
-    writer = WireWriter(wire_out)
-    try:
-        yield WireLines(wire_in), writer
-    finally:
-        drained = writer.close()
-        sys.stdout.flush()
+        _move_off_the_wire()
+        writer = WireWriter(wire_out)
+    except BaseException:
         os.dup2(wire_out, 1)
         os.dup2(wire_in, 0)
-        # The reader thread may still be blocked reading ``wire_in`` (a client that keeps its pipe open):
-        # it is never closed under it. ``wire_out`` is, once its thread has written everything.
-        if drained:
-            os.close(wire_out)
-        else:
-            log.warning("a client stopped reading: replies still queued when the server stopped were dropped")
+        os.close(wire_out)
+        os.close(wire_in)
+        raise
+    try:
+        yield WireLines(wire_in, on_end=writer.input_ended), writer
+    finally:
+        drained = writer.close()
+        try:
+            _flush_quietly(sys.stdout)
+        finally:
+            os.dup2(wire_out, 1)
+            os.dup2(wire_in, 0)
+            # The reader thread may still be blocked reading ``wire_in`` (a client that keeps its pipe open):
+            # it is never closed under it. ``wire_out`` is, once its thread has written everything.
+            if drained:
+                os.close(wire_out)
+            else:
+                log.warning(
+                    "a client stopped reading: replies still queued when the server stopped were dropped"
+                )
+
+
+def _move_off_the_wire() -> None:
+    """fd 0 to the null device, fd 1 to stderr (or the null device when fd 2 is not open: a descriptor the
+    process opened since may hold its number)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        os.dup2(null, 0)
+        try:
+            stderr_open = sys.stderr is not None and os.fstat(2) is not None
+        except OSError:
+            stderr_open = False
+        os.dup2(2 if stderr_open else null, 1)
+    finally:
+        os.close(null)

@@ -316,39 +316,192 @@ async def test_a_reply_to_a_client_that_went_away_fails_the_next_flush():
         os.close(write_out)
 
 
-async def test_a_flush_held_back_by_a_client_that_stopped_reading_can_be_cancelled():
+def in_a_thread_of_its_own(main, seconds: float = 10.0) -> None:
+    """``anyio.run(main)`` in a thread, failing the test if it has not ended within ``seconds`` (a wait
+    that cannot be cancelled would otherwise hang the suite)."""
+    import threading
+
+    import anyio
+
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            anyio.run(main)
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "still waiting: the wait could not be cancelled or never ended"
+    if errors:
+        raise errors[0]
+
+
+def test_a_flush_held_back_by_a_client_that_stopped_reading_can_be_cancelled():
     """Past the backlog a flush waits for the writer; a server stopping meanwhile (its task group
     cancelled) must not hang there while the client keeps its end open without reading."""
     import os
-    import threading
 
     import anyio
 
     from server.stdio import WRITE_BACKLOG_BYTES, WireWriter
 
     read_out, write_out = os.pipe()  # never read: the writer blocks once the pipe's buffer is full
-    replies = WireWriter(write_out)
-    outcome: list[str] = []
+    held: list[WireWriter] = []
 
-    def serve() -> None:
-        async def flush_past_the_backlog() -> None:
-            await replies.write("x" * (WRITE_BACKLOG_BYTES + 1) + "\n")
-            with anyio.move_on_after(0.3) as waited:
-                await replies.flush()
-            outcome.append("cancelled" if waited.cancelled_caught else "returned")
+    async def flush_past_the_backlog() -> None:
+        replies = WireWriter(write_out)
+        held.append(replies)
+        await replies.write("x" * (WRITE_BACKLOG_BYTES + 1) + "\n")
+        with anyio.move_on_after(0.3) as waited:
+            await replies.flush()
+        assert waited.cancelled_caught
 
-        anyio.run(flush_past_the_backlog)
-
-    server = threading.Thread(target=serve, daemon=True)
-    server.start()
-    server.join(10)
     try:
-        assert not server.is_alive(), "the flush could not be cancelled"
-        assert outcome == ["cancelled"]
+        in_a_thread_of_its_own(flush_past_the_backlog)
     finally:
         os.close(read_out)  # the writer's blocked write fails, and its thread ends
-        assert replies.close()
+        assert held and held[0].close()
         os.close(write_out)
+
+
+def test_a_flush_past_the_backlog_needs_no_worker_thread_while_the_tools_hold_them_all():
+    """A tool that asks the client's model (sampling) holds a worker thread until its request is written:
+    a flush that took a worker thread to wait for room could wait for ever behind such tools."""
+    import os
+    import threading
+
+    import anyio
+    import anyio.to_thread
+
+    from server.stdio import WRITE_BACKLOG_BYTES, WireWriter
+
+    read_out, write_out = os.pipe()
+    drained: list[int] = []
+
+    def client() -> None:  # reads slowly at first, then everything
+        while chunk := os.read(read_out, 1 << 16):
+            drained.append(len(chunk))
+
+    async def flush_with_every_token_taken() -> None:
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        borrowers = [object() for _ in range(int(limiter.total_tokens))]
+        for borrower in borrowers:
+            await limiter.acquire_on_behalf_of(borrower)
+        replies = WireWriter(write_out)
+        try:
+            await replies.write("y" * (WRITE_BACKLOG_BYTES + 1) + "\n")
+            threading.Thread(target=client, daemon=True).start()
+            with anyio.fail_after(5):
+                await replies.flush()
+        finally:
+            for borrower in borrowers:
+                limiter.release_on_behalf_of(borrower)
+            assert replies.close()
+
+    try:
+        in_a_thread_of_its_own(flush_with_every_token_taken)
+        assert sum(drained) >= WRITE_BACKLOG_BYTES
+    finally:
+        os.close(write_out)
+        os.close(read_out)
+
+
+def test_once_the_client_closed_its_input_a_flush_it_does_not_read_fails_after_the_drain_time(monkeypatch):
+    """A client that closed stdin and neither reads nor closes stdout: the server's last flush gives up
+    after DRAIN_SECONDS, as a write to a client that went away fails, and the server can stop."""
+    import os
+    import time
+
+    import pytest as _pytest
+
+    import server.stdio as stdio
+
+    monkeypatch.setattr(stdio, "DRAIN_SECONDS", 0.3)
+    read_in, write_in = os.pipe()
+    read_out, write_out = os.pipe()  # never read
+    held: list[stdio.WireWriter] = []
+
+    async def serve_until_the_input_ends() -> None:
+        replies = stdio.WireWriter(write_out)
+        held.append(replies)
+        lines = stdio.WireLines(read_in, on_end=replies.input_ended)
+        os.close(write_in)  # the client closes its input
+        assert [line async for line in lines] == []
+        await replies.write("z" * (stdio.WRITE_BACKLOG_BYTES + 1) + "\n")
+        began = time.monotonic()
+        with _pytest.raises(BrokenPipeError, match="closed its input"):
+            await replies.flush()
+        assert 0.2 < time.monotonic() - began < 3
+
+    try:
+        in_a_thread_of_its_own(serve_until_the_input_ends)
+    finally:
+        os.close(read_out)
+        assert held and held[0].close()
+        os.close(write_out)
+        os.close(read_in)
+
+
+async def test_long_lines_read_in_many_pieces_and_a_non_blocking_descriptor_are_read_whole():
+    """A line longer than many reads is joined once, whole; a descriptor handed over in non-blocking mode
+    is waited on, not taken for the end of the input."""
+    import os
+
+    import anyio
+
+    from server.stdio import READ_CHUNK, WireLines
+
+    read_in, write_in = os.pipe()
+    os.set_blocking(read_in, False)
+    lines = WireLines(read_in)
+    long_line = '{"text": "' + "w" * (5 * READ_CHUNK + 7) + '"}'
+
+    def client() -> None:
+        time.sleep(0.2)  # the reader finds nothing to read first
+        data = (long_line + "\n" + '{"id": 2}\n').encode()
+        for start in range(0, len(data), 10_000):
+            os.write(write_in, data[start : start + 10_000])
+        os.close(write_in)
+
+    import threading
+
+    threading.Thread(target=client, daemon=True).start()
+    with anyio.fail_after(10):
+        assert [line async for line in lines] == [long_line + "\n", '{"id": 2}\n']
+    os.close(read_in)
+
+
+def test_the_wire_serves_a_process_started_with_stderr_closed():
+    """With fd 2 closed at start-up Python has no sys.stderr: the wire still serves, and a stray print goes
+    to the null device rather than to whatever descriptor took fd 2's number."""
+    import os
+
+    script = """
+import anyio
+from server.stdio import wire
+
+async def main():
+    async with wire() as (lines, replies):
+        print("stray", flush=True)
+        async for line in lines:
+            await replies.write("echo " + line)
+            await replies.flush()
+
+anyio.run(main)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=b"a\nb\n",
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[2],
+        preexec_fn=lambda: os.close(2),
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, b"echo a\necho b\n")
 
 
 def test_the_wire_sends_every_flushed_reply_before_it_stops_and_keeps_stray_output_off_it():
