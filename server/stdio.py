@@ -153,7 +153,7 @@ DRAIN_SECONDS = 5.0
 class WireLines:
     """The lines of file descriptor ``fd``, read by a thread of its own and handed to the event loop a batch
     at a time: what the SDK's stdio transport iterates over (``async for line in ...``). ``on_end`` is
-    called on the event loop when the client has closed its end and every line was taken."""
+    called on the event loop as soon as the client has closed its end (lines may still wait to be taken)."""
 
     def __init__(self, fd: int, on_end: Callable[[], None] | None = None) -> None:
         self._fd = fd
@@ -172,14 +172,21 @@ class WireLines:
         # not copied again at each read, nor searched again from its start).
         pieces: list[bytes] = []
         while True:
+            chunk: bytes | None
             try:
                 chunk = os.read(self._fd, READ_CHUNK)
             except BlockingIOError:  # a descriptor handed over in non-blocking mode: wait for input
-                _wait_until(self._fd, readable=True)
-                continue
+                chunk = None if _wait_until(self._fd, readable=True) else b""
             except OSError:
                 chunk = b""
+            if chunk is None:
+                continue
             if not chunk:  # the client closed its end: what is left is the last line
+                if self._on_end is not None:
+                    # Said at once, not when the server has taken every line: a flush held back by a client
+                    # that stopped reading may be what keeps the server from taking them (``WireWriter``).
+                    with suppress(RuntimeError):
+                        self._loop.call_soon_threadsafe(self._on_end)
                 rest = b"".join(pieces)
                 if not rest or self._hand(([_text(rest)], len(rest))):
                     self._hand(None)
@@ -214,8 +221,6 @@ class WireLines:
             batch = await self._batches.get()
             if batch is None:
                 self._batches.put_nowait(None)  # the end, for any later reader too
-                if self._on_end is not None:
-                    self._on_end()
                 raise StopAsyncIteration
             lines, size = batch
             with self._room:
@@ -231,14 +236,19 @@ def _text(line: bytes) -> str:
     return line.decode("utf-8", errors="replace")
 
 
-def _wait_until(fd: int, *, readable: bool) -> None:
-    """Until ``fd`` (non-blocking) can be read from or written to again."""
+def _wait_until(fd: int, *, readable: bool) -> bool:
+    """Until ``fd`` (non-blocking) can be read from or written to again (or has hung up); False when it
+    cannot be waited on (closed). ``poll``: ``select`` refuses descriptors numbered 1024 and up, which a
+    process holding many files hands out."""
     import select
 
-    if readable:
-        select.select([fd], [], [])
-    else:
-        select.select([], [fd], [])
+    poller = select.poll()
+    try:
+        poller.register(fd, select.POLLIN if readable else select.POLLOUT)
+        poller.poll()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 class WireWriter:
@@ -286,16 +296,18 @@ class WireWriter:
                     raise self._error
                 if self._backlog <= WRITE_BACKLOG_BYTES or self._closing:
                     return
+                left = None
+                if self._input_ended_at is not None:
+                    left = self._input_ended_at + DRAIN_SECONDS - time.monotonic()
+                    if left <= 0:
+                        raise BrokenPipeError(
+                            errno.EPIPE,
+                            f"the client closed its input and read no reply for {DRAIN_SECONDS:g} s",
+                        )
                 self._room.append(room)
-            left = None
-            if self._input_ended_at is not None:
-                left = self._input_ended_at + DRAIN_SECONDS - time.monotonic()
-                if left <= 0:
-                    raise BrokenPipeError(
-                        errno.EPIPE, f"the client closed its input and read no reply for {DRAIN_SECONDS:g} s"
-                    )
             try:
-                await asyncio.wait_for(room, left)
+                async with asyncio.timeout(left):
+                    await room
             except TimeoutError:
                 pass  # the deadline is looked at again above
             finally:
@@ -334,7 +346,10 @@ class WireWriter:
                     try:
                         view = view[os.write(self._fd, view) :]
                     except BlockingIOError:  # handed over in non-blocking mode: the client reads slowly
-                        _wait_until(self._fd, readable=False)
+                        if not _wait_until(self._fd, readable=False):
+                            raise BrokenPipeError(
+                                errno.EPIPE, "the client's end can no longer be written to"
+                            ) from None
             except OSError as exc:
                 with self._condition:
                     self._error = exc
@@ -410,7 +425,16 @@ async def wire() -> AsyncIterator[tuple[WireLines, WireWriter] | None]:
         os.close(wire_in)
         raise
     try:
-        yield WireLines(wire_in, on_end=writer.input_ended), writer
+        lines = WireLines(wire_in, on_end=writer.input_ended)
+    except BaseException:
+        writer.close()
+        os.dup2(wire_out, 1)
+        os.dup2(wire_in, 0)
+        os.close(wire_out)
+        os.close(wire_in)
+        raise
+    try:
+        yield lines, writer
     finally:
         drained = writer.close()
         try:

@@ -427,9 +427,11 @@ def test_once_the_client_closed_its_input_a_flush_it_does_not_read_fails_after_t
     async def serve_until_the_input_ends() -> None:
         replies = stdio.WireWriter(write_out)
         held.append(replies)
-        lines = stdio.WireLines(read_in, on_end=replies.input_ended)
-        os.close(write_in)  # the client closes its input
-        assert [line async for line in lines] == []
+        stdio.WireLines(read_in, on_end=replies.input_ended)
+        # The client sends a line and closes its input; the server, its writer held back, never takes
+        # the line (the reply to a malformed line waits for that writer too).
+        os.write(write_in, b'{"id": 1}\n')
+        os.close(write_in)
         await replies.write("z" * (stdio.WRITE_BACKLOG_BYTES + 1) + "\n")
         began = time.monotonic()
         with _pytest.raises(BrokenPipeError, match="closed its input"):
@@ -472,6 +474,45 @@ async def test_long_lines_read_in_many_pieces_and_a_non_blocking_descriptor_are_
     with anyio.fail_after(10):
         assert [line async for line in lines] == [long_line + "\n", '{"id": 2}\n']
     os.close(read_in)
+
+
+async def test_a_non_blocking_descriptor_numbered_past_1023_is_read_and_written():
+    """A process holding many files hands the wire a high descriptor: waiting on it must not fail (select
+    refuses 1024 and up), or the reader dies without an end and the writer drops replies unsaid."""
+    import fcntl
+    import os
+    import resource
+
+    import anyio
+
+    from server.stdio import WireLines, WireWriter
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft <= 1100:
+        pytest.skip(f"this process may open {soft} files: no descriptor past 1023 to test")
+    read_in, write_in = os.pipe()
+    read_out, write_out = os.pipe()
+    high_in = fcntl.fcntl(read_in, fcntl.F_DUPFD_CLOEXEC, 1050)
+    high_out = fcntl.fcntl(write_out, fcntl.F_DUPFD_CLOEXEC, 1050)
+    for fd in (high_in, high_out):
+        os.set_blocking(fd, False)
+    lines, replies = WireLines(high_in), WireWriter(high_out)
+    try:
+        with anyio.fail_after(10):
+            os.write(write_in, b'{"id": 1}\n')
+            assert await anext(lines) == '{"id": 1}\n'  # the reader waited on the descriptor first
+            reply = "r" * 300_000 + "\n"  # more than the pipe holds: the writer waits for room
+            await replies.write(reply)
+            await replies.flush()
+            received = b""
+            while len(received) < len(reply):
+                received += await anyio.to_thread.run_sync(os.read, read_out, 1 << 16)
+            assert received == reply.encode()
+    finally:
+        assert replies.close()
+        os.close(write_in)
+        for fd in (read_in, read_out, write_out, high_out):
+            os.close(fd)
 
 
 def test_the_wire_serves_a_process_started_with_stderr_closed():
