@@ -290,7 +290,6 @@ class WireWriter:
             self._backlog += len(data)
             self._condition.notify_all()
         while True:
-            room: asyncio.Future[None] = self._loop.create_future()
             with self._condition:
                 if self._error is not None:
                     raise self._error
@@ -304,6 +303,7 @@ class WireWriter:
                             errno.EPIPE,
                             f"the client closed its input and read no reply for {DRAIN_SECONDS:g} s",
                         )
+                room: asyncio.Future[None] = self._loop.create_future()
                 self._room.append(room)
             try:
                 async with asyncio.timeout(left):
@@ -418,18 +418,13 @@ async def wire() -> AsyncIterator[tuple[WireLines, WireWriter] | None]:
     try:
         _move_off_the_wire()
         writer = WireWriter(wire_out)
+        try:
+            lines = WireLines(wire_in, on_end=writer.input_ended)
+        except BaseException:
+            writer.close()
+            raise
     except BaseException:
-        os.dup2(wire_out, 1)
-        os.dup2(wire_in, 0)
-        os.close(wire_out)
-        os.close(wire_in)
-        raise
-    try:
-        lines = WireLines(wire_in, on_end=writer.input_ended)
-    except BaseException:
-        writer.close()
-        os.dup2(wire_out, 1)
-        os.dup2(wire_in, 0)
+        _put_back(wire_in, wire_out)
         os.close(wire_out)
         os.close(wire_in)
         raise
@@ -437,19 +432,20 @@ async def wire() -> AsyncIterator[tuple[WireLines, WireWriter] | None]:
         yield lines, writer
     finally:
         drained = writer.close()
-        try:
-            _flush_quietly(sys.stdout)
-        finally:
-            os.dup2(wire_out, 1)
-            os.dup2(wire_in, 0)
-            # The reader thread may still be blocked reading ``wire_in`` (a client that keeps its pipe open):
-            # it is never closed under it. ``wire_out`` is, once its thread has written everything.
-            if drained:
-                os.close(wire_out)
-            else:
-                log.warning(
-                    "a client stopped reading: replies still queued when the server stopped were dropped"
-                )
+        _flush_quietly(sys.stdout)
+        _put_back(wire_in, wire_out)
+        # The reader thread may still be blocked reading ``wire_in`` (a client that keeps its pipe open):
+        # it is never closed under it. ``wire_out`` is, once its thread has written everything.
+        if drained:
+            os.close(wire_out)
+        else:
+            log.warning("a client stopped reading: replies still queued when the server stopped were dropped")
+
+
+def _put_back(wire_in: int, wire_out: int) -> None:
+    """fd 0 and 1 the wire's descriptors again, as they were before ``wire()``."""
+    os.dup2(wire_out, 1)
+    os.dup2(wire_in, 0)
 
 
 def _move_off_the_wire() -> None:
@@ -458,10 +454,12 @@ def _move_off_the_wire() -> None:
     null = os.open(os.devnull, os.O_RDWR)
     try:
         os.dup2(null, 0)
-        try:
-            stderr_open = sys.stderr is not None and os.fstat(2) is not None
-        except OSError:
-            stderr_open = False
+        stderr_open = sys.stderr is not None
+        if stderr_open:
+            try:
+                os.fstat(2)
+            except OSError:
+                stderr_open = False
         os.dup2(2 if stderr_open else null, 1)
     finally:
         os.close(null)
