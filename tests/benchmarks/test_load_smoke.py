@@ -115,8 +115,86 @@ def test_calls_due_during_the_warm_up_are_made_but_not_counted():
     report = load.run_load(clients=4, seconds=1, memories=300, rate=8, warm_up=2)
     assert report["errors"] == 0, report["error_examples"]
     assert report["warm_up_calls"] > 0
-    assert report["warm_up_calls"] + report["calls"] == calls_due(4, 3, 8)
+    # Counting began once the warm-up's calls were answered, and the calls ran on 1 s from then.
+    assert report["caught_up"] is True and 0 <= report["caught_up_after_seconds"] < 30
+    assert report["warm_up_calls"] + report["calls"] == report["calls_made"] >= calls_due(4, 3, 8)
     assert report["calls"] == report["overall"]["n"]
     assert load.render(report).startswith(
         "4 clients (open loop, 8 calls a second due) for 1 s after 2 s of warm-up"
     )
+
+
+class ColdServer:
+    """A server that answers one call at a time: 0.25 s a call for its first ``cold`` seconds (a cold start,
+    as the first recall of each scope builds its copy), 5 ms a call after."""
+
+    def __init__(self, cold: float) -> None:
+        import anyio
+
+        self.lock = anyio.Lock()
+        self.cold = cold
+        self.first: float | None = None
+
+    async def call_tool(self, tool, arguments):
+        import time
+
+        import anyio
+
+        async with self.lock:
+            now = time.perf_counter()
+            self.first = now if self.first is None else self.first
+            await anyio.sleep(0.25 if now < self.first + self.cold else 0.005)
+
+        class Result:
+            is_error = False
+            structured_content = {"retrieval_id": "ret_1"} if tool == "recall" else None
+
+        return Result()
+
+
+def run_after_warm_up(warm_up: float, seconds: float, rate: float, cold: float) -> load.Tally:
+    """One client of ``rate`` calls a second against a ColdServer, counted as ``run_load`` counts them."""
+    import math
+    import time
+
+    import anyio
+
+    server, tally, me = ColdServer(cold), load.Tally(), load.Client("client-00", 5)
+
+    async def run() -> None:
+        began = time.perf_counter()
+        tally.counted_from = math.inf
+        async with anyio.create_task_group() as group:
+            group.start_soon(load.start_counting, tally, began + warm_up, True)
+            group.start_soon(
+                load.open_loop, server, me, rate, warm_up + seconds, tally, lambda: tally.counted_from + seconds
+            )
+
+    anyio.run(run)
+    return tally
+
+
+def test_an_open_loop_counts_no_call_that_waited_behind_the_warm_ups_calls():
+    # Calls due 20 a second, answered four a second for the first 0.6 s: a backlog that lasts past a
+    # 0.3 s warm-up. Counted from the warm-up's end, the calls due right after it waited behind that
+    # backlog for about half a second; counted once nothing was in flight, none did.
+    tally = run_after_warm_up(warm_up=0.3, seconds=1.0, rate=20.0, cold=0.6)
+    timed = [ms for values in tally.latencies.values() for ms in values]
+    assert tally.caught_up and tally.caught_up_after > 0.2
+    assert tally.warm_up_calls >= 3 and len(timed) >= 10
+    assert max(timed) < 200
+
+
+def test_an_open_loop_that_never_catches_up_counts_from_the_catch_up_limit(monkeypatch):
+    monkeypatch.setattr(load, "CATCH_UP_SECONDS", 0.2)
+    tally = run_after_warm_up(warm_up=0.3, seconds=0.5, rate=40.0, cold=60.0)  # 0.25 s calls due every 25 ms
+    assert not tally.caught_up
+    assert tally.caught_up_after >= 0.2
+    report = {"caught_up_after_seconds": 0.21, "caught_up": False}
+    assert load.caught_up_note(report) == (
+        " (and 0.21 s more: the server had not answered the warm-up's calls, counted from then)"
+    )
+    assert load.caught_up_note({"caught_up_after_seconds": 1.5, "caught_up": True}) == (
+        " (and 1.5 s more, until the warm-up's calls were answered)"
+    )
+    assert load.caught_up_note({}) == ""
