@@ -167,7 +167,13 @@ def run_after_warm_up(warm_up: float, seconds: float, rate: float, cold: float) 
         async with anyio.create_task_group() as group:
             group.start_soon(load.start_counting, tally, began + warm_up, True)
             group.start_soon(
-                load.open_loop, server, me, rate, warm_up + seconds, tally, lambda: tally.counted_from + seconds
+                load.open_loop,
+                server,
+                me,
+                rate,
+                warm_up + seconds,
+                tally,
+                lambda: tally.counted_from + seconds,
             )
 
     anyio.run(run)
