@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from retrieval.contradictions import ContradictionInput, plain_value_changes
+from retrieval.stages.assembly import numbers
 from retrieval.text import clip, counted, negated
 from storage.records import MemoryRecord, Reach
 
@@ -95,7 +96,11 @@ def apart_by_value(
     """``matches`` without the memories that say what the query says with another value in its place
     ("... listens on port 5432" for the query "... listens on port 6543"), and the note that names them. They
     match the query's words almost all, yet state what the query would remove as wrong: a trial's forget of
-    a planted port took the true port with it."""
+    a planted port took the true port with it. Read two ways: word for word but for one value
+    (``plain_value_changes``), and, for a query in few words, a memory that names numbers, none of them the
+    query's (another trial: "Redis session cache port 6380" retracted "Redis is used as the session cache,
+    on port 6379, ..."; "... listens on port 5434" offered to retract "... on port 5433, not the default
+    5432")."""
     said = ContradictionInput("query", query, datetime.max.replace(tzinfo=UTC))
     other = {
         change.older_id
@@ -103,6 +108,9 @@ def apart_by_value(
             said, [ContradictionInput(m.id, m.content, m.created_at) for m, _ in matches]
         )
     }
+    asked = numbers(query)
+    if asked:
+        other |= {m.id for m, _ in matches if (named := numbers(m.content)) and asked.isdisjoint(named)}
     if not other:
         return list(matches), None
     left = [memory for memory, _ in matches if memory.id in other]

@@ -658,6 +658,34 @@ def test_a_forget_by_query_leaves_the_memory_that_says_its_words_with_another_va
     assert again.forgotten == [] and again.note.startswith("nothing was forgotten: left 1 memory that says")
 
 
+def test_a_forget_by_query_in_few_words_leaves_a_memory_that_names_other_values_than_the_querys(runtime):
+    """A new user's trial: a query naming a port in a few words retracted the memory of another port."""
+    redis = remember(
+        RememberInput(content="Redis is used as the session cache, on port 6379, with a TTL of 30 minutes."),
+        runtime,
+        OWNER,
+    )
+    postgres = remember(
+        RememberInput(content="The production Postgres database listens on port 5433, not the default 5432."),
+        runtime,
+        OWNER,
+    )
+    wrong_port = forget(ForgetInput(query="Redis session cache port 6380"), runtime, OWNER)
+    assert wrong_port.forgotten == []
+    assert f"left 1 memory that says the query's words with another value: {redis.id}" in wrong_port.note
+    other_port = forget(
+        ForgetInput(query="production Postgres database listens on port 5434"), runtime, OWNER
+    )
+    assert other_port.forgotten == [] and postgres.id in other_port.note
+    # A query without a number, or naming one the memory names, forgets as before.
+    assert [
+        m.id for m in forget(ForgetInput(query="Redis session cache port 6379"), runtime, OWNER).forgotten
+    ] == [redis.id]
+    postgres_gone = forget(ForgetInput(query="production Postgres database listens on port"), runtime, OWNER)
+    assert [m.id for m in postgres_gone.forgotten] == [postgres.id]
+    assert runtime.store.get_memory(redis.id).status == "retracted"
+
+
 def test_a_forget_by_query_leaves_the_org_visible_memories_a_project_token_may_not_change(runtime):
     """A trial: the dry run listed an org-wide memory as going, and the call then refused them all."""
     project_only = Caller("alice", "ses_a", may_change_org=lambda org_id: False)
