@@ -76,13 +76,25 @@ def _candidate_line(c: CandidateExplanation) -> str:
         for name, value in (("neighbour", s.neighbourhood), ("answer type", s.answer_type))
         if value
     )
-    score = f"relevance {s.relevance:.3f}"
-    if s.corroboration_boost:  # (relevance + boost) x decay x weight: the sum is what is multiplied
-        score = f"({score} + corroboration {s.corroboration_boost:.3f})"
-    score = f"final {s.final:.3f} = {score}"
-    if s.decay != 1.0:
-        score += f" x decay {s.decay:.3f}"
-    score += f" x weight {s.feedback_weight:.3f}{lent}"
+    if c.source == "sibling":
+        # Episode expansion scored it: alpha x the final of the memory that brought it x min(1, weight) x
+        # attribution (retrieval.stages.expansion), in place of relevance x weight (a trial read "relevance
+        # 0.000 x weight 1.000 + neighbour 0.170" as a final of 0.594 and could not see where it came from).
+        inherited = s.final - s.neighbourhood - s.answer_type
+        own = f"; its own relevance {s.relevance:.3f}" if s.relevance else ""
+        attribution = f" x attribution {s.attribution:.3f}" if s.attribution != 1.0 else ""
+        score = (
+            f"final {s.final:.3f} = {inherited:.3f} from its episode's {c.brought_by} (alpha x that memory's "
+            f"final x min(1, weight {s.feedback_weight:.3f}){attribution}{own}){lent}"
+        )
+    else:
+        score = f"relevance {s.relevance:.3f}"
+        if s.corroboration_boost:  # (relevance + boost) x decay x weight: the sum is what is multiplied
+            score = f"({score} + corroboration {s.corroboration_boost:.3f})"
+        score = f"final {s.final:.3f} = {score}"
+        if s.decay != 1.0:
+            score += f" x decay {s.decay:.3f}"
+        score += f" x weight {s.feedback_weight:.3f}{lent}"
     if c.rank_delta:
         score += f" (feedback moved it {'up' if c.rank_delta > 0 else 'down'} {abs(c.rank_delta)})"
     line = f"[{c.rank + 1}] {c.id} · {score} · {c.reason} · {c.preview!r}"

@@ -86,3 +86,33 @@ def test_a_fallback_backends_reason_is_left_to_the_structured_content(runtime):
         head.endswith("; embedder hashed-v1:384 (offline fallback: `backends` says why)).")
         and reason not in head
     )
+
+
+def test_an_episode_siblings_final_is_shown_as_what_it_took_from_the_memory_that_brought_it(runtime):
+    """A new user's trial: a sibling read "final 0.594 = relevance 0.000 x weight 1.000 + neighbour 0.170",
+    which sums to 0.170; its score is alpha (0.5) x the final of the memory that brought it."""
+    # The cat first: a memory's search text holds the turn before it, which would match the query.
+    cat = remember(
+        RememberInput(content="the office cat is Miso", episode_id="onboarding"), runtime, CALLER
+    ).id
+    pool = remember(
+        RememberInput(content="postgres connection pool size is 20", episode_id="onboarding"), runtime, CALLER
+    ).id
+    recalled = recall(RecallInput(query="postgres pool size", top_k=1), runtime, CALLER)
+    out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
+    by_id = {c.id: c for c in out.candidates}
+    source, sibling = by_id[pool], by_id[cat]
+    assert sibling.source == "sibling" and sibling.brought_by == pool
+    s = sibling.scores
+    lent = s.neighbourhood + s.answer_type
+    # Expected by hand: score_propagation_alpha 0.5 x the source's final x min(1, weight 1.0), plus what was lent.
+    assert abs((s.final - lent) - 0.5 * source.scores.final) < 1e-9
+    line = next(line for line in text_of(out).splitlines() if line.startswith(f"[{sibling.rank + 1}] {cat}"))
+    lent_text = "".join(
+        f" + {name} {value:.3f}"
+        for name, value in (("neighbour", s.neighbourhood), ("answer type", s.answer_type))
+        if value
+    )
+    assert f"final {s.final:.3f} = {0.5 * source.scores.final:.3f} from its episode's {pool} " in line
+    assert f"(alpha x that memory's final x min(1, weight 1.000)){lent_text} · " in line
+    assert "relevance" not in line.split(" · ")[1]
