@@ -23,6 +23,7 @@ from retrieval.text import (
     swapped_tokens,
     without_negations,
 )
+from retrieval.time_window import without_time_words
 
 DEFAULT_OPPOSITIONS: tuple[tuple[str, str], ...] = (
     ("enabled", "disabled"),
@@ -339,12 +340,19 @@ _CHANGE_VERBS = (
 _CHANGED = re.compile(rf"\b(?:now|{_CHANGE_VERBS})\b", re.IGNORECASE)
 
 
-# A value said to have changed to another: the word of change, perhaps where it came from, then "to" and the
-# value itself ("was raised to 45 minutes", "moved from 9:30 to 10:30", "upgraded to 16 GB"). Not "increased
+# A value said to have changed to another: the word of change, perhaps what changed and where it came from,
+# then "to" and the value itself ("was raised to 45 minutes", "moved from 9:30 to 10:30", "upgraded to 16 GB"). Not "increased
 # 12% in Q3", "raised 2 concerns", "moved to Paris 2 years ago": a number there says how much, how many or
 # when, not what the thing is now.
 _CHANGED_TO = re.compile(
-    _CHANGED.pattern + r"(?:\s+from\s+\S+(?:\s+[A-Za-z]+)?)?\s+to\s+(?P<value>" + _VALUE + ")",
+    _CHANGED.pattern
+    # what changed may stand between the word of change and "to" ("upgraded the main database to ..."), and
+    # the value's name before it ("... to Postgres 16"): a new user's trial saw "We upgraded the main
+    # application database to Postgres 16 last week" left beside "We use Postgres 14 ..." as another fact.
+    + r"(?:\s+(?!(?:to|from)\b)[A-Za-z][\w-]*){0,5}?"
+    + r"(?:\s+from\s+\S+(?:\s+[A-Za-z]+)?)?\s+to\s+(?:[A-Za-z][\w-]*\s+)?(?P<value>"
+    + _VALUE
+    + ")",
     re.IGNORECASE,
 )
 
@@ -498,6 +506,11 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     # The word that says it changed is not what the memory is about ("The standup moved to 10:30" is
     # about the standup, as "The standup is at 9:30" is).
     subject = own - own_values - _change_stems(stated)
+    # Nor is when it changed ("We upgraded the database to Postgres 16 last week" is about the database, as
+    # "We use Postgres 14 for the database" is; a new user's trial saw the two kept apart, 14 recalled first).
+    when = without_time_words(stated)
+    if when is not None:
+        subject -= set(content_terms(when[1])) - set(content_terms(when[0]))
     # The values said after the word of change are the new ones; with a value named as given up, every
     # value it states.
     said_after = (

@@ -305,6 +305,18 @@ def test_a_day_said_to_be_changed_to_is_a_value_change_in_words():
     assert not says_value_changed("The standup moved to the big room on Thursday", ["thursday"])
 
 
+def test_what_changed_and_the_values_name_may_stand_around_the_to_of_a_value_change():
+    said = "We upgraded the main application database to Postgres 16 last week."
+    assert says_value_changed(said, ["16"])
+    assert says_value_changed("We moved the weekly standup to 10:30", ["10", "30"])
+    assert not says_value_changed("We moved the standup notes into the wiki, 3 pages", ["3"])
+    # When it changed is not what it is about: {main, application, database, postgre} against {use} and
+    # those, 4 / 5 = 0.8 (with "last week" 4 / 7).
+    older = memory("old", "We use Postgres 14 for the main application database.", 0)
+    [change] = value_changes(memory("new", said, 5), [older])
+    assert (change.older_term, change.newer_term, change.subject_similarity) == ("14", "16", 0.8)
+
+
 def test_why_or_when_a_value_changed_is_not_what_the_value_is_of():
     ttl = memory("old", "The catalog service caches product pages in Redis with a TTL of 300 seconds", 0)
     because = (

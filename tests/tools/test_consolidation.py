@@ -201,6 +201,13 @@ def test_a_value_said_to_have_changed_revises_the_old_one_and_two_values_alone_d
         ("The CI runners have 8 GB of memory", "The CI runners were upgraded to 16 GB of memory"),
         ("The standup moved to 10:30", "The standup moved to 11:00"),  # a second change of the same value
         ("CI timeout was raised to 45 minutes", "CI timeout was raised to 60 minutes"),
+        # A new user's trial: what changed between the verb and "to", the value's name before it, and when
+        # it changed ("last week") kept the two apart, and recall ranked Postgres 14 first.
+        (
+            "We use Postgres 14 for the main application database.",
+            "We upgraded the main application database to Postgres 16 last week.",
+        ),
+        ("The standup is at 9:30", "We moved the standup to 10:30"),
     ],
 )
 def test_a_value_said_to_be_raised_moved_or_upgraded_revises_the_old_one(runtime, old, new):
