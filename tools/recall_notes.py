@@ -77,6 +77,20 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
         + _scored_below(result, floor)
         + _filler(result, filler, f"of the {matched}")
         + by_passes
+        + _siblings_shown(result)
+    )
+
+
+def _siblings_shown(result: RecallResult) -> str:
+    """The clause on the memories shown beside the matches from their episodes (episode expansion): a new
+    user's trial read "2 memories matched ..., fewer than top_k=5" over five memories and took the three
+    others for matches."""
+    siblings = sum(1 for candidate in result.in_context if candidate.source == "sibling")
+    if not siblings:
+        return ""
+    return (
+        f"; {counted(siblings, 'more memory')} from their episodes {'is' if siblings == 1 else 'are'} shown "
+        "beside them (source 'sibling': what was said around a match, not a match)"
     )
 
 

@@ -639,3 +639,19 @@ def test_on_the_offline_fallback_the_skipped_memories_note_says_to_make_the_mode
         assert "the configured model did not load" in note and "memoria reembed" not in note
     finally:
         fallback.close()
+
+
+def test_the_note_says_which_memories_shown_are_episode_neighbours_and_not_matches(runtime):
+    """A new user's trial read "2 memories matched the query ..., fewer than top_k=5" over five memories
+    shown, and took the three from the matches' episode for matches."""
+    # The cat first: a memory's search text holds the turn before it, which would match the query.
+    cat = remember(RememberInput(content="the office cat is Miso", episode_id="onboarding"), runtime, CALLER)
+    pool = remember(
+        RememberInput(content="postgres connection pool size is 20", episode_id="onboarding"), runtime, CALLER
+    )
+    out = recall(RecallInput(query="postgres pool size", top_k=5), runtime, CALLER)
+    assert [(m.id, m.source) for m in out.memories] == [(pool.id, "direct"), (cat.id, "sibling")]
+    assert out.note == (
+        "1 memory matched the query above the relevance floor (0.1), fewer than top_k=5; 1 more memory from "
+        "their episodes is shown beside them (source 'sibling': what was said around a match, not a match)"
+    )
