@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from retrieval.contradictions import ContradictionInput, plain_value_changes
-from retrieval.stages.assembly import numbers
 from retrieval.text import clip, counted, negated
 from storage.records import MemoryRecord, Reach
 
@@ -108,6 +107,8 @@ def apart_by_value(
             said, [ContradictionInput(m.id, m.content, m.created_at) for m, _ in matches]
         )
     }
+    from retrieval.stages.assembly import numbers  # (numpy: after the handshake)
+
     asked = numbers(query)
     if asked:
         other |= {m.id for m, _ in matches if (named := numbers(m.content)) and asked.isdisjoint(named)}
