@@ -341,9 +341,9 @@ _CHANGED = re.compile(rf"\b(?:now|{_CHANGE_VERBS})\b", re.IGNORECASE)
 
 
 # A value said to have changed to another: the word of change, perhaps what changed and where it came from,
-# then "to" and the value itself ("was raised to 45 minutes", "moved from 9:30 to 10:30", "upgraded to 16 GB"). Not "increased
-# 12% in Q3", "raised 2 concerns", "moved to Paris 2 years ago": a number there says how much, how many or
-# when, not what the thing is now.
+# then "to" and the value itself ("was raised to 45 minutes", "moved from 9:30 to 10:30", "upgraded to 16
+# GB"). Not "increased 12% in Q3", "raised 2 concerns", "moved to Paris 2 years ago": a number there says
+# how much, how many or when, not what the thing is now.
 _CHANGED_TO = re.compile(
     _CHANGED.pattern
     # what changed may stand between the word of change and "to" ("upgraded the main database to ..."), and
