@@ -102,8 +102,8 @@ def expand(
             best_so_far = siblings.get(member.id) or by_id.get(member.id)
             if best_so_far is not None and best_so_far.final_score >= score:
                 continue
-            base = by_id.get(member.id) or Candidate(
-                memory=member, feedback_weight=weight, global_weight=member.weight
+            base = by_id.get(member.id) or Candidate.of(
+                member, feedback_weight=weight, global_weight=member.weight
             )
             siblings[member.id] = base.revised(
                 source="sibling", sibling_of=source.id, weighted_score=score, attribution_factor=factor

@@ -31,32 +31,33 @@ def apply_feedback_ranking(
 ) -> tuple[Candidate, ...]:
     """Weight, rank twice, and return the candidates in weighted order (input untouched). Without
     ``weights`` a memory's global weight is applied."""
-    weighted = []
+    # (candidate, its weight for this query, its weighted score, the report steps behind the weight), each
+    # candidate revised once, with its ranks (the scores it ranks by are known before it is revised).
+    scored = []
     for candidate in candidates:
         found = (weights or {}).get(candidate.id)
         weight = found.weight if found is not None else candidate.memory.weight
+        boosted = candidate.boosted_score
+        scored.append((candidate, found, weight, boosted * weight if weighting_enabled else boosted, boosted))
+    unweighted_order = sorted(scored, key=lambda row: (-row[4], row[0].id))
+    unweighted_rank = {row[0].id: rank for rank, row in enumerate(unweighted_order)}
+    weighted_order = sorted(scored, key=lambda row: (-row[3], -row[4], row[0].id))
+    ranked = []
+    for rank, (candidate, found, weight, weighted_score, _) in enumerate(weighted_order):
         steps = found.steps if found is not None else ()
-        weighted.append(
+        ranked.append(
             candidate.revised(
                 feedback_weight=weight,
                 global_weight=candidate.memory.weight,
-                feedback_steps=largest_in_order(steps, FEEDBACK_STEPS_SHOWN),
+                feedback_steps=largest_in_order(steps, FEEDBACK_STEPS_SHOWN) if steps else (),
                 feedback_reports=len(steps),
                 feedback_far=found.far if found is not None else 0,
-                weighted_score=candidate.boosted_score * weight
-                if weighting_enabled
-                else candidate.boosted_score,
+                weighted_score=weighted_score,
+                unweighted_rank=unweighted_rank[candidate.id],
+                weighted_rank=rank,
             )
         )
-    unweighted_order = sorted(weighted, key=lambda candidate: (-candidate.boosted_score, candidate.id))
-    unweighted_rank = {candidate.id: rank for rank, candidate in enumerate(unweighted_order)}
-    weighted_order = sorted(
-        weighted, key=lambda candidate: (-candidate.weighted_score, -candidate.boosted_score, candidate.id)
-    )
-    return tuple(
-        candidate.revised(unweighted_rank=unweighted_rank[candidate.id], weighted_rank=rank)
-        for rank, candidate in enumerate(weighted_order)
-    )
+    return tuple(ranked)
 
 
 class FeedbackStage:

@@ -106,7 +106,9 @@ def fuse(
                 entry.vector_score = float(np.dot(query_vector, entry.vector))
 
     best = max((entry.fulltext_score or 0.0 for entry in merged.values()), default=0.0)
-    candidates = []
+    # Scored first and made into candidates only within ``limit``: the legs find up to twice as many
+    # memories as are kept, and a candidate's making is most of what fusing one costs.
+    scored: list[tuple[float, str, float | None, _Merged]] = []
     for entry in merged.values():
         if entry.context_score is None and contexts:
             entry.context_score = contexts.get(entry.record.id)
@@ -120,19 +122,21 @@ def fuse(
         absolute: float | None = None
         if fulltext_ceiling:
             absolute = vector_weight * semantic + (1.0 - vector_weight) * min(1.0, bm25 / fulltext_ceiling)
-        found_by = tuple(
-            leg for leg, hit in (("vector", entry.vector_leg), ("fulltext", entry.fulltext_leg)) if hit
+        fused = vector_weight * semantic + (1.0 - vector_weight) * keyword
+        scored.append((fused, entry.record.id, absolute, entry))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    candidates = tuple(
+        Candidate.of(
+            entry.record,
+            found_by=tuple(
+                leg for leg, hit in (("vector", entry.vector_leg), ("fulltext", entry.fulltext_leg)) if hit
+            ),
+            vector_score=entry.vector_score,
+            context_score=entry.context_score if context_share > 0.0 else None,
+            fulltext_score=entry.fulltext_score,
+            fused_score=fused,
+            fused_absolute=absolute,
         )
-        candidates.append(
-            Candidate(
-                memory=entry.record,
-                found_by=found_by,
-                vector_score=entry.vector_score,
-                context_score=entry.context_score if context_share > 0.0 else None,
-                fulltext_score=entry.fulltext_score,
-                fused_score=vector_weight * semantic + (1.0 - vector_weight) * keyword,
-                fused_absolute=absolute,
-            )
-        )
-    candidates.sort(key=lambda candidate: (-candidate.fused_score, candidate.id))
-    return tuple(candidates[:limit]), len(merged)
+        for fused, _, absolute, entry in scored[:limit]
+    )
+    return candidates, len(merged)
