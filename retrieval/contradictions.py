@@ -275,6 +275,15 @@ _CALENDAR = (
     r"august|september|october|november|december)s?"
 )
 _CALENDAR_WORD = re.compile(rf"{_CALENDAR}\Z", re.IGNORECASE)
+_CALENDAR_IN_TEXT = re.compile(rf"\b{_CALENDAR}\b", re.IGNORECASE)
+
+
+def calendar_names(text: str) -> frozenset[str]:
+    """The days and months ``text`` names, lower case and singular ("Mondays" is "monday"): values, as
+    numbers are ("frozen every Friday" and "frozen every Thursday" say two things of one freeze)."""
+    return frozenset(found.group(0).lower().removesuffix("s") for found in _CALENDAR_IN_TEXT.finditer(text))
+
+
 # A value as written: a word with a digit in it, or a day or month by name. A word is only read from its
 # start (the look-behind), so a long word without a digit is scanned once, not once from each of its letters.
 _VALUE = rf"(?:(?<![^\s,;!?()])[^\s,;!?()]*?\d[^\s,;!?()]*|\b{_CALENDAR}\b)"

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
+from retrieval.contradictions import calendar_names
 from retrieval.stages.expansion import EpisodeSource
 from retrieval.stages.filler import filler_bar, left_out_as_filler, share_for
 from retrieval.stages.instructions import instruction_signals
@@ -248,9 +249,10 @@ def _negates(text: str) -> bool:
 
 @keyed_by_text
 @lru_cache(maxsize=32_768)
-def _numbers(text: str) -> frozenset[str]:
-    """``numbers``, remembered per text (as ``_negates``)."""
-    return numbers(text)
+def _values(text: str) -> frozenset[str]:
+    """The values ``text`` names: its ``numbers`` and the days and months it names (``calendar_names``),
+    remembered per text (as ``_negates``)."""
+    return numbers(text) | calendar_names(text)
 
 
 class _Twins:
@@ -266,6 +268,7 @@ class _Twins:
         self._terms: list[tuple[str, frozenset[str]]] = []
         self._holding: dict[str, list[int]] = {}  # a word -> the selected memories (indexes) that hold it
         self._texts: dict[str, str] = {}  # selected candidate id -> its text
+        self._disputed: dict[str, tuple[str, ...]] = {}  # selected candidate id -> the newer that dispute it
 
     def of(self, candidate: Candidate) -> str | None:
         if self._threshold is None:
@@ -309,6 +312,7 @@ class _Twins:
         if self._threshold is None:
             return
         self._texts[candidate.id] = candidate.memory.content
+        self._disputed[candidate.id] = candidate.contradicted_by
         if candidate.cluster_canonical:
             self._clusters.setdefault(candidate.cluster_canonical, candidate.id)
         terms = cached_term_set(candidate.memory.content)
@@ -322,10 +326,15 @@ class _Twins:
         return swapped_spans(candidate.memory.content, self._texts[chosen_id]) is not None
 
     def _other_values(self, candidate: Candidate, chosen_id: str) -> bool:
-        """Whether the two name different numbers (``numbers``): "is 100 requests per minute" is no
-        twin of "is 300 requests per minute", though every other word is the same (a new user's trial saw
-        one value or the other, by how the question was put, and nothing said the other was there)."""
-        return _numbers(candidate.memory.content) != _numbers(self._texts[chosen_id])
+        """Whether the two name different values (``_values``: numbers, days and months), or a newer one of
+        the two disputes the other (a contradiction recorded at write): "is 100 requests per minute" is no
+        twin of "is 300 requests per minute", nor "frozen every Friday" of "frozen every Thursday", though
+        every other word is the same (new users' trials saw one value or the other, by how the question
+        was put, and nothing said the other was there: the newer value folded into the older one it
+        disputes)."""
+        if candidate.id in self._disputed[chosen_id] or chosen_id in candidate.contradicted_by:
+            return True
+        return _values(candidate.memory.content) != _values(self._texts[chosen_id])
 
 
 def select(

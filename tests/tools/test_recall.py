@@ -655,3 +655,31 @@ def test_the_note_says_which_memories_shown_are_episode_neighbours_and_not_match
         "1 memory matched the query above the relevance floor (0.1), fewer than top_k=5; 1 more memory from "
         "their episodes is shown beside them (source 'sibling': what was said around a match, not a match)"
     )
+
+
+def test_a_newer_day_for_a_rule_is_shown_beside_the_older_one_it_disputes(runtime):
+    """A new user's trial: the Thursday freeze, recorded at write as contradicting the Friday one, was
+    folded into it as a near-duplicate: recall showed the Friday rule alone, "DISPUTED by newer" a memory
+    that was nowhere in the context."""
+    caller = Caller("agent-a", "ses_1")
+    older = remember(
+        RememberInput(
+            content="Deploys to production are frozen every Friday after 14:00 CET until Monday morning.",
+            occurred_at="2026-10-01T09:00:00Z",
+        ),
+        runtime,
+        caller,
+    )
+    newer = remember(
+        RememberInput(
+            content="Deploys to production are frozen every Thursday after 14:00 CET until Monday morning.",
+            occurred_at="2026-11-20T09:00:00Z",
+        ),
+        runtime,
+        caller,
+    )
+
+    result = recall(RecallInput(query="can I deploy to production on a Friday afternoon?"), runtime, caller)
+
+    assert {m.id for m in result.memories} == {older.id, newer.id}
+    assert "frozen every Thursday" in result.context

@@ -444,6 +444,7 @@ def test_a_memory_is_folded_into_the_first_selected_memory_every_pair_test_reads
 ):
     """Folding compares a candidate only with the selected memories that share a word with it (an index
     of their words): it must fold exactly what comparing it with every selected memory in turn folds."""
+    from retrieval.contradictions import calendar_names
     from retrieval.stages.assembly import numbers, select
     from retrieval.text import negated, swapped_spans
 
@@ -462,6 +463,7 @@ def test_a_memory_is_folded_into_the_first_selected_memory_every_pair_test_reads
                 and set_jaccard(term_set(text), term_set(c.memory.content)) >= threshold
                 and swapped_spans(text, c.memory.content) is None
                 and numbers(text) == numbers(c.memory.content)
+                and calendar_names(text) == calendar_names(c.memory.content)
             ),
             None,
         )
@@ -546,6 +548,53 @@ def test_two_memories_that_name_other_values_are_no_twins():
     assert [c.id for c in marked if c.in_context] == ["old", "new"]
     assert marked[2].exclusion_reason == "a near-duplicate of old, which is in the context: folded into it"
     assert "is 300 requests per minute" in context
+
+
+def test_two_memories_that_name_other_days_are_no_twins():
+    """A new user's trial: "Deploys to production are frozen every Friday after 14:00 CET until Monday
+    morning" and the same with Thursday (token Jaccard 7/9) were folded into each other: recall showed the
+    older Friday rule alone, marked as disputed by a newer memory that was nowhere in the context. A day or
+    a month by name is a value, as a number is; the same days written in the plural still fold."""
+    older = candidate(
+        "old", "Deploys to production are frozen every Friday after 14:00 CET until Monday morning."
+    )
+    newer = candidate(
+        "new", "Deploys to production are frozen every Thursday after 14:00 CET until Monday morning."
+    )
+    plural = candidate(
+        "plural", "Deploys to production are frozen Fridays after 14:00 CET until Monday morning"
+    )
+    marked, context = assemble(
+        (older, newer, plural), top_k=3, char_budget=10_000, retrieval_id="r", fold_threshold=0.7
+    )
+    assert [c.id for c in marked if c.in_context] == ["old", "new"]
+    assert marked[2].exclusion_reason == "a near-duplicate of old, which is in the context: folded into it"
+    assert "frozen every Thursday" in context
+
+
+@pytest.mark.parametrize("disputed", ["older", "newer"])
+def test_a_memory_is_never_folded_into_one_it_disputes_or_that_disputes_it(disputed):
+    """A recorded contradiction keeps the two apart whatever their words share: "owned by Carla Reyes" and
+    "owned by Dmitri Volkov" (term Jaccard 3/7, over a 0.4 threshold) name no number or day to tell them
+    apart, and the newer one folded into the older would hide the current owner. Either may rank first."""
+    older = candidate("old", "The payments service is owned by Carla Reyes")
+    newer = candidate("new", "The payments service is owned by Dmitri Volkov")
+    older = replace(older, contradicted_by=("new",))
+    first, second = (older, newer) if disputed == "older" else (newer, older)
+    marked, context = assemble(
+        (first, second), top_k=3, char_budget=10_000, retrieval_id="r", fold_threshold=0.4
+    )
+    assert [c.id for c in marked if c.in_context] == [first.id, second.id]
+    assert "Dmitri Volkov" in context and "Carla Reyes" in context
+    # Without the record the two are twins at this threshold (the test would pass for no reason otherwise).
+    twins, _ = assemble(
+        (replace(first, contradicted_by=()), replace(second, contradicted_by=())),
+        top_k=3,
+        char_budget=10_000,
+        retrieval_id="r",
+        fold_threshold=0.4,
+    )
+    assert [c.id for c in twins if c.in_context] == [first.id]
 
 
 @pytest.mark.parametrize(
