@@ -626,7 +626,17 @@ NOT_SAID_TO_CHANGE = "neither memory says that the value changed"
 _PREDICATE_CUES = frozenset(
     {"is", "are", "uses", "use", "using", "runs", "requires", "needs", "pinned", "targets", "equals"}
     | {"listens", "defaults"}
+    # When a recurring thing is ("The on-call handoff happens Monday at 10:00", "The release train leaves
+    # every Wednesday": a new user's trial saw each stand beside its Tuesday and Thursday as two facts).
+    | {"every", "happens", "starts", "ends"}
 )
+# Words right before which a name is what a thing is, uses or is owned by ("The payments service is owned by
+# Carla Reyes", "Our primary database is PostgreSQL": a new user's trial saw "... Dmitri Volkov" and "...
+# MySQL" stand beside them as two facts). Right before it, not within three words: "That is awesome,
+# Caroline" and "..., Melanie" say it to two people. Not the name a memory starts with either: "Alice uses
+# vim" and "Bob uses vim" are two facts.
+_NAME_CUES = _PREDICATE_CUES | {"by"}
+MAX_NAME_WORDS = 3  # a name in its place: "Carla Reyes", "Amazon Aurora PostgreSQL"
 _TOKEN = re.compile(r"\w+")
 # What two statements of one value may differ by and still say the same of one thing (a trial planted a
 # conflicting port unmarked with "FYI" in front, "(checked)" after it, or "prod" for "production"): a
@@ -663,12 +673,18 @@ _SHORT_FORM = re.compile(
 )
 
 
-def written_out(text: str) -> str:
+def written_out(text: str, *, keep_case: bool = False) -> str:
     """``text`` without a leading word that hands it over ("FYI") or an aside that vouches for it
     ("(checked)"), its short forms written out ("prod": "production"): what it states, as two statements
-    of one thing are compared (a value change, a restatement)."""
+    of one thing are compared (a value change, a restatement). ``keep_case``: a short form written with a
+    capital is written out with one ("PostgreSQL": "Postgres"), as names are told apart."""
     text = _VOUCHED.sub(" ", _HANDED_OVER.sub("", text))
-    return _SHORT_FORM.sub(lambda found: _SHORT_FORMS[found.group(0).lower()], text)
+
+    def long_form(found: re.Match[str]) -> str:
+        written = _SHORT_FORMS[found.group(0).lower()]
+        return written.capitalize() if keep_case and found.group(0)[:1].isupper() else written
+
+    return _SHORT_FORM.sub(long_form, text)
 
 
 def comparable_words(text: str) -> list[str]:
@@ -677,14 +693,49 @@ def comparable_words(text: str) -> list[str]:
     return [word for word in _TOKEN.findall(written_out(text).lower()) if word not in _ARTICLES]
 
 
+def _names_at(text: str, words: Sequence[str]) -> tuple[bool, ...] | None:
+    """For each of ``text``'s ``comparable_words`` (``words``), whether it is written with a capital first
+    letter there, as names are; None where lower case splits the text into other words than it (a few
+    letters of other scripts), so that no word is read as another's."""
+    cased = [
+        word for word in _TOKEN.findall(written_out(text, keep_case=True)) if word.lower() not in _ARTICLES
+    ]
+    if [word.lower() for word in cased] != list(words):
+        return None
+    return tuple(word[:1].isupper() for word in cased)
+
+
 @keyed_by_text
 @lru_cache(maxsize=32_768)
-def _plain_reading(text: str) -> tuple[tuple[str, ...], bool]:
+def _plain_reading(text: str) -> tuple[tuple[str, ...], tuple[bool, ...] | None, bool]:
     """An older memory as ``plain_value_changes`` compares it: its ``comparable_words`` with its values
-    joined, and whether it says a value changed; remembered, as a write's neighbours are mostly the
-    neighbours of the writes before it."""
+    joined, which of them are written as names (``_names_at``), and whether it says a value changed;
+    remembered, as a write's neighbours are mostly the neighbours of the writes before it."""
     said = joined_as_words(text)
-    return tuple(comparable_words(said)), _CHANGED.search(said) is not None
+    words = tuple(comparable_words(said))
+    return words, _names_at(said, words), _CHANGED.search(said) is not None
+
+
+def _name_in_place(
+    words: Sequence[str], names: Sequence[bool], theirs: Sequence[str], their_names: Sequence[bool]
+) -> tuple[str, str] | None:
+    """(the older name, the newer) when two memories say the same words but for one name in one place (up
+    to ``MAX_NAME_WORDS`` words, each written with a capital in both, none a value) right after one of the
+    ``_NAME_CUES``: "is owned by Carla Reyes", then "... by Dmitri Volkov"."""
+    differ = [i for i, (mine, old) in enumerate(zip(words, theirs, strict=True)) if mine != old]
+    if not differ or len(differ) > MAX_NAME_WORDS or differ != list(range(differ[0], differ[-1] + 1)):
+        return None
+    if not all(names[i] and their_names[i] and not is_value(words[i]) for i in differ):
+        return None
+    start, end = differ[0], differ[-1] + 1
+    # The whole name differs: a first name alike and the last one not ("Carla Reyes", "Carla Diaz") is
+    # read as the same, and a name that goes on past the span ("by Carla Reyes Diaz") as longer, not other.
+    whole = (start == 0 or not (names[start - 1] and their_names[start - 1])) and (
+        end == len(words) or not (names[end] and their_names[end])
+    )
+    if not whole or start == 0 or words[start - 1] not in _NAME_CUES:
+        return None
+    return " ".join(theirs[start:end]), " ".join(words[start:end])
 
 
 def says_more_than_a_value(text: str) -> bool:
@@ -705,20 +756,31 @@ def plain_value_changes(
     must follow, in both, one of the words that say what a thing is, uses or runs on (``_PREDICATE_CUES``,
     within three words), so that events on two days ("Deploy failed on Tuesday"), two of a series ("Sprint
     14", "issue 123") and one value for two subjects ("We use Node 18", "They use Node 20") stay two facts.
-    What ``value_changes`` reads (a word of change, a value given up, "also") is left to it."""
+    A name in the value's place counts as one ("is owned by Carla Reyes", then "... by Dmitri Volkov";
+    ``_name_in_place``). What ``value_changes`` reads (a word of change, a value given up, "also") is left
+    to it."""
     text = joined_as_words(memory.content)
     if says_more_than_a_value(text):
         return []
     tokens = comparable_words(text)
-    if len(tokens) < 3 or not any(is_value(token) for token in tokens):
+    names = _names_at(text, tokens)
+    named = names is not None and any(names[1:])  # (a capital that only starts the text names nothing)
+    if len(tokens) < 3 or not (named or any(is_value(token) for token in tokens)):
         return []
     found = []
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
             continue
-        theirs, says_a_change = _plain_reading(other.content)
+        theirs, their_names, says_a_change = _plain_reading(other.content)
         if len(theirs) != len(tokens) or says_a_change:
             continue  # the older said a change ("now 18"): a value change, ``value_changes``'s to read
+        if named and names is not None and their_names is not None:
+            name = _name_in_place(tokens, names, theirs, their_names)
+            if name is not None:
+                found.append(
+                    Contradiction(other.id, memory.id, *name, 1.0, only_disputes=NOT_SAID_TO_CHANGE)
+                )
+                continue
         differ = [i for i, (mine, old) in enumerate(zip(tokens, theirs, strict=True)) if mine != old]
         if len(differ) != 1:
             continue

@@ -562,6 +562,70 @@ def test_the_same_words_with_one_value_in_its_place_after_what_a_thing_is_or_use
         assert plain_value_changes(memory("new", text, 5), [memory("old", older_text, 0)]) == [], text
 
 
+@pytest.mark.parametrize(
+    ("older_text", "newer_text", "older_term", "newer_term"),
+    [
+        # A new user's trial: each pair stood as two facts, the older often recalled first.
+        (
+            "The on-call handoff happens Monday at 10:00 CET.",
+            "The on-call handoff happens Tuesday at 10:00 CET.",
+            "monday",
+            "tuesday",
+        ),
+        (
+            "The release train leaves every Wednesday afternoon",
+            "The release train leaves every Thursday afternoon",
+            "wednesday",
+            "thursday",
+        ),
+        (
+            "The payments service is owned by Carla Reyes.",
+            "The payments service is owned by Dmitri Volkov.",
+            "carla reyes",
+            "dmitri volkov",
+        ),
+        (
+            "Our primary database for payments is PostgreSQL.",
+            "Our primary database for payments is MySQL.",
+            "postgres",
+            "mysql",
+        ),
+        ("The CI uses GitHub Actions", "The CI uses GitLab CI", "github actions", "gitlab ci"),
+    ],
+)
+def test_a_day_after_a_word_of_when_or_a_name_in_a_values_place_disputes_too(
+    older_text, newer_text, older_term, newer_term
+):
+    [change] = plain_value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)])
+    assert (change.older_id, change.newer_id, change.older_term, change.newer_term) == (
+        "old",
+        "new",
+        older_term,
+        newer_term,
+    )
+    assert change.only_disputes == NOT_SAID_TO_CHANGE
+
+
+@pytest.mark.parametrize(
+    ("older_text", "newer_text"),
+    [
+        ("Alice uses vim for the backend", "Bob uses vim for the backend"),  # a name as the subject
+        ("That is awesome, Caroline", "That is awesome, Melanie"),  # said to two people
+        ("Thanks, Caroline, see you Friday", "Thanks, Melanie, see you Friday"),
+        ("The payments service is owned by Carla Reyes", "The payments service is owned by Carla Diaz"),
+        ("The team is led by Ana", "The team is led by Ben Ortiz"),  # other words in number: read elsewhere
+        ("Our primary database is Postgres", "Our primary database is PostgreSQL"),  # one name written out
+        (
+            "The payments service is owned by the platform team",
+            "The payments service is owned by the data team",
+        ),
+        ("The database is postgres", "The database is mysql"),  # no capitals: no names to tell
+    ],
+)
+def test_a_name_elsewhere_or_in_part_or_in_lower_case_disputes_nothing(older_text, newer_text):
+    assert plain_value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []
+
+
 def test_a_value_said_again_with_a_word_that_hands_it_over_or_vouches_for_it_still_disputes():
     """A trial planted a conflicting port unmarked by adding "FYI", "(checked)" or writing "prod"."""
     old = memory("old", "The production Postgres database listens on port 5432", 0)

@@ -467,6 +467,33 @@ def test_the_same_words_with_another_value_in_place_dispute_the_older_and_recall
         assert remember(RememberInput(content=newer_text), runtime, caller()).consolidation.contradicts == []
 
 
+def test_a_new_owner_or_day_in_the_same_words_disputes_the_older_and_recall_reads_the_newer_first(runtime):
+    """A new user's trial: "The payments service is owned by Carla Reyes", then "... by Dmitri Volkov" (and a
+    handoff on Monday, then on Tuesday) were kept beside each other as two facts, the older shown first and
+    drift reporting no open contradiction."""
+    carla = remember(
+        RememberInput(content="The payments service is owned by Carla Reyes."), runtime, caller()
+    )
+    dmitri = remember(
+        RememberInput(content="The payments service is owned by Dmitri Volkov."), runtime, caller("ses_2")
+    )
+    assert (
+        dmitri.consolidation.contradicts == [carla.id]
+        and dmitri.consolidation.resolver == "rules:contradiction"
+    )
+    found = recall(RecallInput(query="who owns the payments service?"), runtime, caller())
+    assert [m.id for m in found.memories][:2] == [dmitri.id, carla.id]
+    assert f"DISPUTED by newer {dmitri.id}" in found.context
+    monday = remember(
+        RememberInput(content="The on-call handoff happens Monday at 10:00 CET."), runtime, caller()
+    )
+    tuesday = remember(
+        RememberInput(content="The on-call handoff happens Tuesday at 10:00 CET."), runtime, caller("ses_3")
+    )
+    assert tuesday.consolidation.contradicts == [monday.id]
+    assert len(drift(DriftInput(), runtime, caller()).contradictions) == 2
+
+
 def test_a_value_given_up_in_other_words_revises_a_reworded_fact_and_disputes_one_said_otherwise(runtime):
     """A trial: both corrections below left the outdated fact active, the second one first in recall."""
     tokens = remember(RememberInput(content="Access tokens are valid for 60 minutes."), runtime, caller()).id
