@@ -72,8 +72,14 @@ def outcome_text(out: ReportOutcomeOutput) -> str:
             f"{max(u.share for u in left):g}): the structured content's `updated` lists every one."
         )
     if len(moved) < len(out.updated):
+        still = len(out.updated) - len(moved)
+        # (after a list of weights "more"; alone, what was credited: a replaced report often moves none)
         lines.append(
-            f"{len(out.updated) - len(moved)} more credited without a change of their global weight."
+            f"{counted(still, 'more memory')} credited without a change of {'its' if still == 1 else 'their'} "
+            "global weight."
+            if moved
+            else f"{counted(still, 'memory')} credited; {'its' if still == 1 else 'none of their'} global "
+            f"weight{'' if still == 1 else 's'} {'did not change' if still == 1 else 'changed'}."
         )
     misled = misleading_advice(out, "remember the right text with replaces=<its id>, or forget it")
     return "\n".join([*lines, *([misled] if misled else [])])

@@ -68,6 +68,27 @@ def test_a_report_lists_the_named_memories_and_the_largest_context_moves_and_cou
     ]
 
 
+def test_memories_credited_without_a_move_are_counted_as_more_only_after_a_list_of_moves():
+    """A new user's trial: a replaced report that moved no weight read back "12 more credited without a
+    change of their global weight." with nothing listed before it."""
+    still = [
+        WeightUpdate(id=f"mem_{n}", role="context", share=0.5, weight_before=1.15, weight_after=1.15)
+        for n in range(12)
+    ]
+    assert outcome_text(report(*still)).splitlines()[1:] == [
+        "12 memories credited; none of their global weights changed."
+    ]
+    assert outcome_text(report(still[0])).splitlines()[1:] == [
+        "1 memory credited; its global weight did not change."
+    ]
+    moved = WeightUpdate(id="mem_up", role="helpful", share=1.0, weight_before=1.0, weight_after=1.15)
+    assert outcome_text(report(moved, *still[:2])).splitlines()[1:] == [
+        "Global weights:",
+        "- mem_up (helpful, share 1): 1.000 -> 1.150",
+        "2 more memories credited without a change of their global weight.",
+    ]
+
+
 def test_a_dry_run_that_would_take_nothing_says_so_and_why():
     """A trial read "Dry run: 0 memories would be retracted" above a note that no memory had the tag."""
     out = ForgetOutput(
