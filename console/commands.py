@@ -1137,7 +1137,11 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
                 if memory.status != "active"
                 else ""
             )
-            + clip(memory.preview, 60),
+            # Its preview whole (the table wraps it under itself to the terminal's width), marked when the
+            # text goes on: a trial read 60 characters under an 87-character column.
+            + (
+                memory.preview + "…" if len(memory.preview) >= list_memories.PREVIEW_CHARS else memory.preview
+            ),
         ]
         for memory in result.memories
     ]

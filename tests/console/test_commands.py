@@ -547,6 +547,21 @@ def test_list_pages_through_the_scope_newest_first_and_prints_the_next_page(caps
     assert status == 1 and "'someday' is not a time this server reads" in err
 
 
+def test_list_shows_a_memorys_text_to_the_terminals_width_and_marks_what_goes_on(capsys, db, monkeypatch):
+    """A new user's trial: ``memoria list`` cut every memory at 60 characters under an 87-character column,
+    where recall showed the whole text in the same terminal."""
+    short = (
+        "The billing-worker service runs nightly invoices at 02:00 UTC and retries failed ones at 03:00 UTC"
+    )
+    long = "The release checklist: " + "check the changelog, tag the build, " * 12
+    as_json(capsys, db, "remember", short)
+    as_json(capsys, db, "remember", long)
+    _, out, _ = memoria(capsys, db, "list")  # (captured output: no terminal width, nothing wrapped)
+    assert short in out
+    shown = next(line for line in out.splitlines() if "release checklist" in line)
+    assert shown.endswith("…") and long[:300].rstrip() in shown and long not in shown
+
+
 def test_bad_arguments_say_what_to_fix_and_store_nothing(capsys, db):
     status, _, err = memoria(capsys, db, "recall", "x", "--budget", "5")
     assert status == 1 and "`--budget` must be between 200 and 200,000, but got 5" in err
