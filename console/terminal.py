@@ -128,21 +128,27 @@ class ProgressBar:
         finished = total is not None and done >= total
         if self._tty:
             if finished or now - self._last_draw >= 0.1:
-                self._stream.write("\r" + self.render(label, done, total, now - self._started))
-                self._stream.flush()
+                self._write("\r" + self.render(label, done, total, now - self._started))
                 self._last_draw, self._drawn = now, True
             return
         quarter = 4 * done // total if total else -1
         if quarter > self._quarter or (total is None and now - self._last_draw >= 5):
-            self._stream.write(self.render(label, done, total, now - self._started) + "\n")
-            self._stream.flush()
+            self._write(self.render(label, done, total, now - self._started) + "\n")
             self._quarter, self._last_draw = quarter, now
+
+    def _write(self, text: str) -> None:
+        """``text`` on the bar's stream, after what the command printed so far: with both streams sent to
+        one file (``2>&1``) a line of progress then never lands inside a line of output (a trial read
+        "... else LanceDB'sopening the store..."), as it did when standard output was flushed later."""
+        if self._stream is not sys.stdout:
+            sys.stdout.flush()
+        self._stream.write(text)
+        self._stream.flush()
 
     def finish(self) -> None:
         """End the current bar's line (call when the work is done)."""
         if self._drawn:
-            self._stream.write("\n")
-            self._stream.flush()
+            self._write("\n")
             self._drawn = False
 
     @staticmethod

@@ -724,6 +724,32 @@ def test_the_progress_bar_stays_silent_for_quick_work_and_reports_slow_work():
     assert len(lines) == 3
 
 
+def test_a_progress_line_comes_after_what_the_command_printed_so_far(monkeypatch):
+    """A new user's trial, both streams sent to one file (``2>&1``): the progress line landed inside the
+    output's last line ("... else LanceDB'sopening the store..."), standard output being flushed later."""
+    landed: list[str] = []  # what reaches the one file, in order
+
+    class Buffered(io.StringIO):  # standard output to a file: held until flushed
+        def flush(self) -> None:
+            landed.append(self.getvalue())
+            self.seek(0)
+            self.truncate()
+
+    class Unbuffered(io.StringIO):  # standard error: written as it comes
+        def write(self, text: str) -> int:
+            landed.append(text)
+            return len(text)
+
+    monkeypatch.setattr(sys, "stdout", Buffered())
+    now = [0.0]
+    bar = ProgressBar(Unbuffered(), clock=lambda: now[0])
+    bar("opening the store", 0, None)  # (its grace second starts)
+    sys.stdout.write("every check is ok, else LanceDB's")
+    now[0] = 6.0  # (work of unknown length: a line every 5 s once its grace second is over)
+    bar("opening the store", 0, None)
+    assert landed == ["every check is ok, else LanceDB's", "opening the store… (6 s)\n"]
+
+
 @pytest.mark.slow
 def test_export_then_import_through_the_commands_is_lossless_and_idempotent(capsys, db, tmp_path):
     stored = as_json(capsys, db, "remember", "Releases are cut from main on Thursdays", "--tier", "protected")
