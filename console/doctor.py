@@ -256,11 +256,29 @@ def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[C
     return checks
 
 
+# The variables with which the Hugging Face libraries try no download at all (the values they read as on).
+HUB_OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+_ON = {"1", "true", "yes", "on"}
+
+
+def _hub_offline() -> str | None:
+    """The variable that keeps the Hugging Face libraries from downloading, if one is set on."""
+    return next(
+        (name for name in HUB_OFFLINE_VARIABLES if os.environ.get(name, "").strip().lower() in _ON), None
+    )
+
+
 def _model_fix(role: str, *, downloads_allowed: bool) -> str:
     """What makes the model load. Downloads are allowed by default, so when they are the fix is the
-    network (or a local folder), not the setting."""
+    network (or a local folder), not the setting; unless the environment turns downloads off for the
+    Hugging Face libraries themselves (a new user's trial read "let this machine reach Hugging Face" while
+    the reason quoted said that outgoing traffic had been disabled: ``HF_HUB_OFFLINE=1``)."""
+    offline = _hub_offline()
     download = (
-        "or let this machine reach Hugging Face (downloads are allowed; the reason above says what failed)"
+        f"or unset {offline} (it keeps the Hugging Face libraries from downloading anything) on a machine "
+        "that reaches Hugging Face"
+        if downloads_allowed and offline
+        else "or let this machine reach Hugging Face (downloads are allowed; the reason above says what failed)"
         if downloads_allowed
         else "or set MEMORIA_ALLOW_MODEL_DOWNLOADS=true on a machine that reaches Hugging Face"
     )

@@ -607,10 +607,15 @@ def test_doctor_says_when_stored_vectors_come_from_another_embedder(capsys, db, 
     assert "point MEMORIA_EMBEDDING_MODEL at a local sentence-transformers folder" in out
     # Downloads are allowed by default: the advice is then the network, not a setting already on.
     monkeypatch.setenv("MEMORIA_ALLOW_MODEL_DOWNLOADS", "true")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # (no download is tried from here)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # (a missing folder: nothing to download from here either)
     checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
     assert "let this machine reach Hugging Face" in checks["embedder"]["fix"]
     assert "MEMORIA_ALLOW_MODEL_DOWNLOADS=true" not in checks["embedder"]["fix"]
+    # A new user's trial: with the Hugging Face libraries told to stay offline, that is what to change.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
+    assert "unset HF_HUB_OFFLINE" in checks["embedder"]["fix"]
+    assert "let this machine reach Hugging Face" not in checks["embedder"]["fix"]
     monkeypatch.setenv("MEMORIA_ALLOW_MODEL_DOWNLOADS", "false")
     checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
     assert "set MEMORIA_ALLOW_MODEL_DOWNLOADS=true" in checks["embedder"]["fix"]
