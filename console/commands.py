@@ -513,7 +513,25 @@ def _nothing_found(args: argparse.Namespace, window: dict[str, str | None] | Non
     widen = "without it" if len(limits) == 1 else "without some of them"
     # The zone the window's days were read in: not a limit to drop, but part of what was searched.
     zone = f" (days in --time-zone {args.time_zone})" if args.time_zone and (args.since or args.until) else ""
-    return f"nothing relevant found{where} within {' '.join(limits)}{zone}: try again {widen}."
+    said = f"nothing relevant found{where} within {' '.join(limits)}{zone}: try again {widen}."
+    if not (args.since or args.until):
+        return said
+    # A question about a time in few words ("what did we decide?" since last week) may match nothing there
+    # while the window holds what it asks for: a new user's trial, told to drop the window, got an older
+    # memory that matched "week" instead. Listing the window shows what it holds.
+    window_flags = [
+        (flag, value)
+        for flag, value in (
+            ("--since", args.since),
+            ("--until", args.until),
+            ("--time-zone", args.time_zone),
+            ("--project", args.project),
+            ("--org", args.org),
+        )
+        if value
+    ]
+    listing = " ".join(f"{flag} {shlex.quote(str(value))}" for flag, value in window_flags)
+    return f"{said} To read everything stored in that time: memoria list {listing}"
 
 
 def explain_command(args: argparse.Namespace, settings: Settings) -> int:
