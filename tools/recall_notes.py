@@ -183,7 +183,16 @@ def empty_recall_note(
         scoped = empty_scope_note(runtime, replace(view, with_org=False)) if scope_too else None
         return scoped or note, None
     history = history_note(runtime, view, window)
-    return (f"{note}; {history}" if history else note), history
+    # A question in few words about a time ("what did we decide?" since last week) may match nothing there
+    # while the window holds what it asks for (a new user's trial): say how to read the window whole.
+    held = (
+        "this window holds memories that did not match the query: `list_memories` with the same "
+        "since/until lists them"
+        if runtime.store.holds_memories_in(view, window)
+        else None
+    )
+    said = "; ".join(part for part in (note, held, history) if part)
+    return said, "; ".join(part for part in (held, history) if part) or None
 
 
 def empty_scope_note(runtime: Runtime, view: View) -> str | None:

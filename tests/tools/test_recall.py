@@ -683,3 +683,30 @@ def test_a_newer_day_for_a_rule_is_shown_beside_the_older_one_it_disputes(runtim
 
     assert {m.id for m in result.memories} == {older.id, newer.id}
     assert "frozen every Thursday" in result.context
+
+
+def test_an_empty_recall_in_a_window_that_holds_memories_says_how_to_list_them(runtime):
+    """A new user's trial: "what did we decide?" since last week matched nothing, though the week held the
+    decision, and nothing said how to read what the week held."""
+    from tools.recall import text_of
+
+    remember(
+        RememberInput(
+            content="Code review rule: two approvals are needed for billing changes",
+            occurred_at="2026-11-24T09:00:00Z",
+        ),
+        runtime,
+        CALLER,
+    )
+    week = {"since": "2026-11-23", "until": "2026-11-29"}
+    out = recall(RecallInput(query="what did we decide?", **week), runtime, CALLER)
+    said = (
+        "this window holds memories that did not match the query: `list_memories` with the same since/until "
+        "lists them"
+    )
+    assert out.memories == [] and out.note.endswith(f"; {said}")
+    assert text_of(out).endswith(f"{said[0].upper()}{said[1:]}.")
+    elsewhere = recall(
+        RecallInput(query="what did we decide?", since="2026-10-01", until="2026-10-07"), runtime, CALLER
+    )
+    assert elsewhere.memories == [] and "list_memories" not in (elsewhere.note or "")
