@@ -42,6 +42,7 @@ PERCENTILES = (1, 5, 10, 25, 50)
 
 
 CANDIDATE_FLOORS = (0.05, 0.10, 0.15, 0.20)
+WEAK_SHARES = (1.5, 2.0, 2.5, 3.0)  # of the default floor: where a recall's best match might read as weak
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -79,6 +80,7 @@ def run(data: Path, use_models: bool, extra: dict[str, str]) -> dict[str, Any]:
     evidence: list[float] = []
     others: list[float] = []
     off_topic_best: list[float] = []
+    question_best: list[float] = []  # each question's best direct candidate: what a weak-match note reads
     backend = ""
     with tempfile.TemporaryDirectory(prefix="memoria-floor-") as tmp:
         for conversation in load(data):
@@ -96,9 +98,9 @@ def run(data: Path, use_models: bool, extra: dict[str, str]) -> dict[str, Any]:
                 )
                 standing = standing_turns(memories, turns_of)
                 for index, question in enumerate(conversation.scored_questions()):
-                    for memory_id, relevance in relevances(
-                        runtime, conversation.sample_id, question.question, f"q{index}"
-                    ):
+                    found = relevances(runtime, conversation.sample_id, question.question, f"q{index}")
+                    question_best.append(max((relevance for _, relevance in found), default=0.0))
+                    for memory_id, relevance in found:
                         wanted = standing.get(memory_id, set()) & set(question.evidence)
                         (evidence if wanted else others).append(relevance)
                 for index, query in enumerate(OFF_TOPIC):
@@ -108,6 +110,9 @@ def run(data: Path, use_models: bool, extra: dict[str, str]) -> dict[str, Any]:
                 runtime.close()
             say(f"{conversation.sample_id}: done")
     floor = math.floor(percentile(evidence, 1) * 20) / 20
+    from retrieval.stages.threshold import relevance_floor_for
+
+    default = relevance_floor_for(None, backend, reranked=False)  # the floor this backend gets today
     return {
         "backend": backend,
         "evidence": {f"p{p}": round(percentile(evidence, p), 4) for p in PERCENTILES} | {"n": len(evidence)},
@@ -119,7 +124,24 @@ def run(data: Path, use_models: bool, extra: dict[str, str]) -> dict[str, Any]:
             "share below floor": round(sum(v < floor for v in off_topic_best) / len(off_topic_best), 3),
             "n": len(off_topic_best),
         },
+        "question best": {f"p{p}": round(percentile(question_best, p), 4) for p in PERCENTILES}
+        | {"n": len(question_best)},
         "evidence below floor": round(sum(v < floor for v in evidence) / len(evidence), 4),
+        # Where a recall's best match reads as weak (``WEAK_MATCH`` x the backend's default floor, in
+        # tools.recall_notes): the share of the questions, all about what the conversation holds, whose best
+        # match is below it, and of the off-topic queries whose best match clears that floor but not this.
+        "default floor": default,
+        "weak below": {
+            f"{share:g} x {default:g}": {
+                "questions": round(sum(v < share * default for v in question_best) / len(question_best), 4),
+                "off-topic above the floor": round(
+                    sum(default <= v < share * default for v in off_topic_best)
+                    / max(1, sum(v >= default for v in off_topic_best)),
+                    3,
+                ),
+            }
+            for share in WEAK_SHARES
+        },
         "floor": floor,
         # What other floors would cut: the share of the evidence, and of the off-topic queries' best
         # candidates (so of those queries answered with nothing).
@@ -150,13 +172,18 @@ def main(argv: list[str] | None = None) -> int:
         runs["model"] = run(args.data, True, model_settings(args.embedding_model))
     for name, found in runs.items():
         print(f"\n{name}: {found['backend']}")
-        for key in ("evidence", "other candidates", "off-topic best"):
+        for key in ("evidence", "other candidates", "off-topic best", "question best"):
             print(f"  {key:<18} {found[key]}")
         print(f"  floor {found['floor']}: evidence below it {found['evidence below floor']:.2%}")
         for candidate, cut in found["by floor"].items():
             print(
                 f"  at {candidate}: evidence below {cut['evidence below']:.2%}, "
                 f"off-topic queries answered with nothing {cut['off-topic best below']:.1%}"
+            )
+        for share, weak in found["weak below"].items():
+            print(
+                f"  best match below {share}: questions {weak['questions']:.1%}, off-topic queries that clear "
+                f"the floor {weak['off-topic above the floor']:.1%}"
             )
     write_json(args.out, runs)
     return 0

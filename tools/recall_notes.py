@@ -81,6 +81,34 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     )
 
 
+# A recall whose best direct match reads below this many times the relevance floor says that what it shows
+# may not answer the query: it cleared the floor, but barely (docs/retrieval.md, "Weak matches").
+WEAK_MATCH = 2.0
+
+
+def weak_match_note(result: RecallResult) -> str | None:
+    """What to say when even the best match placed clears the relevance floor only barely (below
+    ``WEAK_MATCH`` times it, on the scale the floor reads): a new user's trial on the model path asked
+    "what is the AWS account id for production?" of a store that never held it, and read five unrelated
+    memories at 0.15-0.18 over a floor of 0.15 with nothing said, where the offline backend said that
+    nothing relevant was found. None when there is no floor, or nothing placed."""
+    floor = result.trace.relevance_floor
+    if not floor:
+        return None
+    from retrieval.trace import floor_compared
+
+    read = [
+        floor_compared(c) for c in result.in_context if c.source == "direct" and c.memory.kind != "episode"
+    ]
+    best = max((score for score in read if score is not None), default=None)
+    if best is None or best >= WEAK_MATCH * floor:
+        return None
+    return (
+        f"even the best match is weak: it matches the query at {best:.2f} (the relevance floor reads "
+        f"{floor:g}; explain_ranking shows each score), so what is shown may not answer the query"
+    )
+
+
 def _siblings_shown(result: RecallResult) -> str:
     """The clause on the memories shown beside the matches from their episodes (episode expansion): a new
     user's trial read "2 memories matched ..., fewer than top_k=5" over five memories and took the three

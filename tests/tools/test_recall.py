@@ -710,3 +710,36 @@ def test_an_empty_recall_in_a_window_that_holds_memories_says_how_to_list_them(r
         RecallInput(query="what did we decide?", since="2026-10-01", until="2026-10-07"), runtime, CALLER
     )
     assert elsewhere.memories == [] and "list_memories" not in (elsewhere.note or "")
+
+
+def test_a_recall_whose_best_match_barely_clears_the_floor_says_it_is_weak(tmp_path):
+    """A new user's trial on the model path: "what is the AWS account id for production?" of a store that
+    never held it returned five unrelated memories at 0.15-0.18 over a floor of 0.15, top_k filled, nothing
+    said. The fake model's cosines are set; no word is shared with the query, so each memory's relevance is
+    w x its cosine = 2/3 x cosine (a memory alone is its own context): 2/3 x 0.3 = 0.2, under 2 x 0.15."""
+    from tests.fakes import TableEmbedder
+    from tests.helpers import settings_for
+
+    query, weak, strong = (
+        "aws account id for production",
+        "Lunch is served at noon",
+        "Our cloud ledger number",
+    )
+    embedder = TableEmbedder(
+        {query: (1.0, 0.0, 0.0), weak: (0.3, 0.953939, 0.0), strong: (0.9, 0.0, 0.435890)}, name="table-model"
+    )
+    runtime = make_runtime(settings_for(tmp_path / "db"), embedder=embedder)
+    try:
+        remember(RememberInput(content=weak), runtime, CALLER)
+        out = recall(RecallInput(query=query, top_k=1), runtime, CALLER)
+        assert [m.content for m in out.memories] == [weak]
+        assert out.note == (
+            "even the best match is weak: it matches the query at 0.20 (the relevance floor reads 0.15; "
+            "explain_ranking shows each score), so what is shown may not answer the query"
+        )
+        assert text_of(out).endswith(out.note)
+        remember(RememberInput(content=strong), runtime, CALLER)  # 2/3 x 0.9 = 0.6: a match, not weak
+        out = recall(RecallInput(query=query, top_k=1), runtime, CALLER)
+        assert [m.content for m in out.memories] == [strong] and out.note is None
+    finally:
+        runtime.close()
