@@ -28,13 +28,7 @@ from tools.common import (
     view_for,
 )
 from tools.memory_views import LineageLink, lineage_text, replaced_chains
-from tools.recall_notes import (
-    NOTHING_MATCHED,
-    empty_recall_note,
-    shortfall_note,
-    unsearched_note,
-    weak_match_note,
-)
+from tools.recall_notes import NOTHING_MATCHED, empty_recall_note, recall_note, unsearched_note
 from tools.recall_window import filters_searched, searched_window, shown_zone, time_window, topic_of
 from writing.journal import record_retrieval
 
@@ -290,7 +284,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         for candidate in result.in_context
     ]
 
-    note = None if result.gated else shortfall_note(result, top_k)
+    note = None if result.gated else recall_note(result, top_k)
     nothing = note is not None and note.startswith(NOTHING_MATCHED)
     among = filters_searched(args.tags, args.tags_all, args.kinds) if nothing else None
     if among:
@@ -298,8 +292,6 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
     history = None
     if nothing and note is not None:
         note, history = empty_recall_note(runtime, view, request.window, note, scope_too=not among)
-    weak = None if result.gated else weak_match_note(result)
-    note = f"{note}; {weak}" if note and weak else note or weak
     if untimed is not None:
         how = (
             f"no memory matched with the time words {untimed!r}, so they were left out (memories are dated "

@@ -23,6 +23,13 @@ EMPTIED_BY_PASSES = "nothing left in the context"
 NOTHING_MATCHED = "nothing relevant was found"
 
 
+def recall_note(result: RecallResult, top_k: int) -> str | None:
+    """What a recall says beside its context: the shortfall (``shortfall_note``), and whether even its best
+    match is weak (``weak_match_note``; only when something was placed, so never beside "nothing")."""
+    said, weak = shortfall_note(result, top_k), weak_match_note(result)
+    return f"{said}; {weak}" if said and weak else said or weak
+
+
 def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     """What to say when fewer than ``top_k`` memories matched the query, or fewer were placed than matched
     (None when top_k were placed)."""
