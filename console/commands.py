@@ -519,19 +519,9 @@ def _nothing_found(args: argparse.Namespace, window: dict[str, str | None] | Non
     # A question about a time in few words ("what did we decide?" since last week) may match nothing there
     # while the window holds what it asks for: a new user's trial, told to drop the window, got an older
     # memory that matched "week" instead. Listing the window shows what it holds.
-    window_flags = [
-        (flag, value)
-        for flag, value in (
-            ("--since", args.since),
-            ("--until", args.until),
-            ("--time-zone", args.time_zone),
-            ("--project", args.project),
-            ("--org", args.org),
-        )
-        if value
-    ]
-    listing = " ".join(f"{flag} {shlex.quote(str(value))}" for flag, value in window_flags)
-    return f"{said} To read everything stored in that time: memoria list {listing}"
+    window_flags = (("--since", args.since), ("--until", args.until), ("--time-zone", args.time_zone))
+    listing = "".join(f" {flag} {shlex.quote(str(value))}" for flag, value in window_flags if value)
+    return f"{said} To read everything stored in that time: memoria list{same_store(args)}{listing}"
 
 
 def explain_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -280,7 +280,9 @@ def _model_fix(role: str, *, downloads_allowed: bool) -> str:
         if downloads_allowed and offline
         else "or let this machine reach Hugging Face (downloads are allowed; the reason above says what failed)"
         if downloads_allowed
-        else "or set MEMORIA_ALLOW_MODEL_DOWNLOADS=true on a machine that reaches Hugging Face"
+        else "or set MEMORIA_ALLOW_MODEL_DOWNLOADS=true"
+        + (f" and unset {offline}" if offline else "")
+        + " on a machine that reaches Hugging Face"
     )
     if role == "embedder":
         return (

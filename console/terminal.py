@@ -140,7 +140,7 @@ class ProgressBar:
         """``text`` on the bar's stream, after what the command printed so far: with both streams sent to
         one file (``2>&1``) a line of progress then never lands inside a line of output (a trial read
         "... else LanceDB'sopening the store..."), as it did when standard output was flushed later."""
-        if self._stream is not sys.stdout:
+        if self._stream is not sys.stdout and sys.stdout is not None and not sys.stdout.closed:
             sys.stdout.flush()
         self._stream.write(text)
         self._stream.flush()

@@ -626,16 +626,21 @@ NOT_SAID_TO_CHANGE = "neither memory says that the value changed"
 _PREDICATE_CUES = frozenset(
     {"is", "are", "uses", "use", "using", "runs", "requires", "needs", "pinned", "targets", "equals"}
     | {"listens", "defaults"}
-    # When a recurring thing is ("The on-call handoff happens Monday at 10:00", "The release train leaves
-    # every Wednesday": a new user's trial saw each stand beside its Tuesday and Thursday as two facts).
-    | {"every", "happens", "starts", "ends"}
 )
-# Words right before which a name is what a thing is, uses or is owned by ("The payments service is owned by
-# Carla Reyes", "Our primary database is PostgreSQL": a new user's trial saw "... Dmitri Volkov" and "...
-# MySQL" stand beside them as two facts). Right before it, not within three words: "That is awesome,
-# Caroline" and "..., Melanie" say it to two people. Not the name a memory starts with either: "Alice uses
-# vim" and "Bob uses vim" are two facts.
-_NAME_CUES = _PREDICATE_CUES | {"by"}
+# When a one-off thing of a schedule is, said right after it or after "at" or "on" ("The on-call handoff
+# happens Monday at 10:00", "The meeting starts at 9am": a new user's trial saw the first stand beside its
+# Tuesday as two facts). Not "every": "goes to the gym every Monday" and "... every Wednesday" are two habits
+# (a review), and "closed every Friday in August" names a month it is no schedule of.
+_WHEN_CUES = frozenset({"happens", "starts", "ends"})
+_WHEN_BETWEEN = frozenset({"at", "on"})
+# Words right before which a name is the one value a thing has ("Our primary database is PostgreSQL", "The
+# payments service is owned by Carla Reyes": a new user's trial saw "... MySQL" and "... Dmitri Volkov"
+# stand beside them as two facts): "is", "are", "equals", and "by" after a word of ownership. Not "uses",
+# "runs" or "requires", which take several names ("uses Redis" and "uses Kafka" are both true, a review), nor
+# "approved by" (two approvals). Right before the name, which ends the memory: "That is awesome, Caroline",
+# "Caroline is Melanie's friend" and "is a Python developer" are not what a name is of.
+_NAME_CUES = frozenset({"is", "are", "equals"})
+_OWNED = frozenset({"owned", "led", "maintained", "managed", "run", "operated"})
 MAX_NAME_WORDS = 3  # a name in its place: "Carla Reyes", "Amazon Aurora PostgreSQL"
 _TOKEN = re.compile(r"\w+")
 # What two statements of one value may differ by and still say the same of one thing (a trial planted a
@@ -720,20 +725,23 @@ def _name_in_place(
     words: Sequence[str], names: Sequence[bool], theirs: Sequence[str], their_names: Sequence[bool]
 ) -> tuple[str, str] | None:
     """(the older name, the newer) when two memories say the same words but for one name in one place (up
-    to ``MAX_NAME_WORDS`` words, each written with a capital in both, none a value) right after one of the
-    ``_NAME_CUES``: "is owned by Carla Reyes", then "... by Dmitri Volkov"."""
+    to ``MAX_NAME_WORDS`` words, each written with a capital in both, none a value), the last words of
+    both, right after one of the ``_NAME_CUES`` or after "by" and a word of ownership: "is owned by Carla
+    Reyes", then "... by Dmitri Volkov"."""
     differ = [i for i, (mine, old) in enumerate(zip(words, theirs, strict=True)) if mine != old]
     if not differ or len(differ) > MAX_NAME_WORDS or differ != list(range(differ[0], differ[-1] + 1)):
         return None
-    if not all(names[i] and their_names[i] and not is_value(words[i]) for i in differ):
+    if not all(
+        names[i] and their_names[i] and not is_value(words[i]) and not is_value(theirs[i]) for i in differ
+    ):
         return None
     start, end = differ[0], differ[-1] + 1
     # The whole name differs: a first name alike and the last one not ("Carla Reyes", "Carla Diaz") is
-    # read as the same, and a name that goes on past the span ("by Carla Reyes Diaz") as longer, not other.
-    whole = (start == 0 or not (names[start - 1] and their_names[start - 1])) and (
-        end == len(words) or not (names[end] and their_names[end])
-    )
-    if not whole or start == 0 or words[start - 1] not in _NAME_CUES:
+    # read as the same.
+    if start == 0 or end != len(words) or (names[start - 1] and their_names[start - 1]):
+        return None
+    cue = words[start - 1]
+    if cue not in _NAME_CUES and not (cue == "by" and start >= 2 and words[start - 2] in _OWNED):
         return None
     return " ".join(theirs[start:end]), " ".join(words[start:end])
 
@@ -744,6 +752,18 @@ def says_more_than_a_value(text: str) -> bool:
     return bool(
         _CHANGED.search(text) or _ADDING.search(text) or _GIVEN_UP.search(text) or _ASIDE_WAS.search(text)
     )
+
+
+def _after_a_cue(tokens: Sequence[str], at: int) -> bool:
+    """Whether the value at ``at`` says what a thing is, uses or runs on (one of the ``_PREDICATE_CUES``
+    within three words before it), or when a thing of a schedule is (one of the ``_WHEN_CUES`` right
+    before it, or with only "at" or "on" between)."""
+    if not _PREDICATE_CUES.isdisjoint(tokens[max(0, at - 3) : at]):
+        return True
+    before = at - 1
+    while before >= 0 and tokens[before] in _WHEN_BETWEEN and at - before <= 2:
+        before -= 1
+    return before >= 0 and tokens[before] in _WHEN_CUES
 
 
 def plain_value_changes(
@@ -774,7 +794,7 @@ def plain_value_changes(
         theirs, their_names, says_a_change = _plain_reading(other.content)
         if len(theirs) != len(tokens) or says_a_change:
             continue  # the older said a change ("now 18"): a value change, ``value_changes``'s to read
-        if named and names is not None and their_names is not None:
+        if named and names is not None and their_names is not None and not negated(text + " " + other.content):
             name = _name_in_place(tokens, names, theirs, their_names)
             if name is not None:
                 found.append(
@@ -788,7 +808,7 @@ def plain_value_changes(
         new, old = tokens[at], theirs[at]
         if not (is_value(new) and is_value(old)) or _kinds({new}) != _kinds({old}):
             continue
-        if _names_another_thing({new}, {old}) or _PREDICATE_CUES.isdisjoint(tokens[max(0, at - 3) : at]):
+        if _names_another_thing({new}, {old}) or not _after_a_cue(tokens, at):
             continue
         found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
     return found

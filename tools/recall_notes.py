@@ -222,7 +222,7 @@ def empty_recall_note(
     # while the window holds what it asks for (a new user's trial): say how to read the window whole.
     held = (
         "this window holds memories that did not match the query: `list_memories` with the same "
-        "since/until lists them"
+        "since/until (and time_zone) lists them"
         if runtime.store.holds_memories_in(view, window)
         else None
     )

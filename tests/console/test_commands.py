@@ -1297,7 +1297,7 @@ def test_an_empty_recall_names_the_filters_it_was_given(capsys, db):
     assert "memoria outcome" not in out  # nothing recalled, nothing to report on
     # With a window, how to read everything stored in it (a new user's trial: "what did we decide" since
     # last week matched nothing there, and dropping the window found an older memory instead)
-    assert "To read everything stored in that time: memoria list --since 2020-01-01\n" in out
+    assert f"To read everything stored in that time: memoria list --db {db} --since 2020-01-01\n" in out
     _, out, _ = memoria(capsys, db, "recall", "staging reset", "--tag", "nosuchtag")
     assert out.startswith("nothing relevant found within --tag nosuchtag: try again without it.")
     assert "memoria list" not in out
@@ -1307,7 +1307,7 @@ def test_an_empty_recall_names_the_filters_it_was_given(capsys, db):
     )
     assert out.startswith(
         "nothing relevant found within --until 2020-01-01 (days in --time-zone Asia/Tokyo): try again without it."
-        " To read everything stored in that time: memoria list --until 2020-01-01 --time-zone Asia/Tokyo"
+        f" To read everything stored in that time: memoria list --db {db} --until 2020-01-01 --time-zone Asia/Tokyo"
     )
     _, out, _ = memoria(capsys, db, "recall", "bananas and kiwis")
     assert out.startswith("nothing relevant to this query was found in memory.")

@@ -573,12 +573,6 @@ def test_the_same_words_with_one_value_in_its_place_after_what_a_thing_is_or_use
             "tuesday",
         ),
         (
-            "The release train leaves every Wednesday afternoon",
-            "The release train leaves every Thursday afternoon",
-            "wednesday",
-            "thursday",
-        ),
-        (
             "The payments service is owned by Carla Reyes.",
             "The payments service is owned by Dmitri Volkov.",
             "carla reyes",
@@ -590,7 +584,7 @@ def test_the_same_words_with_one_value_in_its_place_after_what_a_thing_is_or_use
             "postgres",
             "mysql",
         ),
-        ("The CI uses GitHub Actions", "The CI uses GitLab CI", "github actions", "gitlab ci"),
+        ("The weekly sync starts at 9am", "The weekly sync starts at 10am", "9am", "10am"),
     ],
 )
 def test_a_day_after_a_word_of_when_or_a_name_in_a_values_place_disputes_too(
@@ -615,6 +609,19 @@ def test_a_day_after_a_word_of_when_or_a_name_in_a_values_place_disputes_too(
         ("The payments service is owned by Carla Reyes", "The payments service is owned by Carla Diaz"),
         ("The team is led by Ana", "The team is led by Ben Ortiz"),  # other words in number: read elsewhere
         ("Our primary database is Postgres", "Our primary database is PostgreSQL"),  # one name written out
+        # A review: verbs that take several names, approvals, a name that is not the memory's last word, a
+        # denial, a value in either name, and "every", which says one habit of several.
+        ("The backend uses Redis", "The backend uses Kafka"),
+        ("The deploy requires Docker", "The deploy requires Terraform"),
+        ("The CI uses GitHub Actions", "The CI uses GitLab CI"),
+        ("The PR was approved by Alice", "The PR was approved by Bob"),
+        ("The user is a Python developer", "The user is a Go developer"),
+        ("Caroline is Melanie's friend", "Caroline is Jon's friend"),
+        ("The database is not PostgreSQL", "The database is not MySQL"),
+        ("The build uses Python3", "The build uses Python"),
+        ("User goes to the gym every Monday", "User goes to the gym every Wednesday"),
+        ("Office is closed every Friday in August", "Office is closed every Friday in July"),
+        ("Melanie ran a 5k every weekend in 2022", "Melanie ran a 5k every weekend in 2023"),
         (
             "The payments service is owned by the platform team",
             "The payments service is owned by the data team",

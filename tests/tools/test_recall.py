@@ -702,7 +702,7 @@ def test_an_empty_recall_in_a_window_that_holds_memories_says_how_to_list_them(r
     out = recall(RecallInput(query="what did we decide?", **week), runtime, CALLER)
     said = (
         "this window holds memories that did not match the query: `list_memories` with the same since/until "
-        "lists them"
+        "(and time_zone) lists them"
     )
     assert out.memories == [] and out.note.endswith(f"; {said}")
     assert text_of(out).endswith(f"{said[0].upper()}{said[1:]}.")
