@@ -787,6 +787,7 @@ def plain_value_changes(
     named = names is not None and any(names[1:])  # (a capital that only starts the text names nothing)
     if len(tokens) < 3 or not (named or any(is_value(token) for token in tokens)):
         return []
+    named = named and names is not None and not negated(text)  # (a name in a denial disputes nothing)
     found = []
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
@@ -794,12 +795,10 @@ def plain_value_changes(
         theirs, their_names, says_a_change = _plain_reading(other.content)
         if len(theirs) != len(tokens) or says_a_change:
             continue  # the older said a change ("now 18"): a value change, ``value_changes``'s to read
-        if named and names is not None and their_names is not None and not negated(text + " " + other.content):
+        if named and names is not None and their_names is not None and not negated(other.content):
             name = _name_in_place(tokens, names, theirs, their_names)
             if name is not None:
-                found.append(
-                    Contradiction(other.id, memory.id, *name, 1.0, only_disputes=NOT_SAID_TO_CHANGE)
-                )
+                found.append(Contradiction(other.id, memory.id, *name, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
                 continue
         differ = [i for i, (mine, old) in enumerate(zip(tokens, theirs, strict=True)) if mine != old]
         if len(differ) != 1:
