@@ -221,8 +221,8 @@ def empty_recall_note(
     # A question in few words about a time ("what did we decide?" since last week) may match nothing there
     # while the window holds what it asks for (a new user's trial): say how to read the window whole.
     held = (
-        "this window holds memories that did not match the query: `list_memories` with the same "
-        "since/until (and time_zone) lists them"
+        "this window holds memories that did not match the query: the `memoria://memories` resource "
+        "with the same since/until (and time_zone) lists them"
         if runtime.store.holds_memories_in(view, window)
         else None
     )

@@ -701,15 +701,15 @@ def test_an_empty_recall_in_a_window_that_holds_memories_says_how_to_list_them(r
     week = {"since": "2026-11-23", "until": "2026-11-29"}
     out = recall(RecallInput(query="what did we decide?", **week), runtime, CALLER)
     said = (
-        "this window holds memories that did not match the query: `list_memories` with the same since/until "
-        "(and time_zone) lists them"
+        "this window holds memories that did not match the query: the `memoria://memories` resource with the "
+        "same since/until (and time_zone) lists them"
     )
     assert out.memories == [] and out.note.endswith(f"; {said}")
     assert text_of(out).endswith(f"{said[0].upper()}{said[1:]}.")
     elsewhere = recall(
         RecallInput(query="what did we decide?", since="2026-10-01", until="2026-10-07"), runtime, CALLER
     )
-    assert elsewhere.memories == [] and "list_memories" not in (elsewhere.note or "")
+    assert elsewhere.memories == [] and "memoria://memories" not in (elsewhere.note or "")
 
 
 def test_a_recall_whose_best_match_barely_clears_the_floor_says_it_is_weak(tmp_path):
