@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -77,6 +78,7 @@ class ContextWeight:
     global_weight: float
     steps: tuple[FeedbackStep, ...]
     far: int = 0  # its reports about tasks too far from this query to count for it (closeness 0)
+    set_apart: int = 0  # of those, the reports that named it for a task it is set apart from (``set_apart``)
 
 
 @dataclass
@@ -92,18 +94,28 @@ class _Session:
         self.size = max(1, len(self.queries.queries) if self.queries is not None else 0)
 
 
-def set_apart(asked: frozenset[str], reporting: str | None, said: frozenset[str]) -> bool:
+def set_apart(
+    asked: frozenset[str], reporting: str | None, said: frozenset[str], others_say: Callable[[str], bool]
+) -> bool:
     """Whether a memory (its content terms ``said``) is about what set the ``reporting`` query apart from
     the one ``asked`` (content terms): the reporting query has a word this one lacks and the memory says
-    it, while this one has a word the reporting one lacks and the memory says none of them. A memory named
-    helpful for "how do I run the backend tests" ("Backend tests run with make test") is no answer to "how
-    do I run the frontend tests", however close the two questions read (cosine 0.90 with MiniLM): a trial
-    saw it lifted above the frontend's own memory, which matched the question better."""
+    it, while this one has a word the reporting one lacks, the memory says none of them, and another
+    memory of the recall does (``others_say``, by root). A memory named helpful for "how do I run the
+    backend tests" ("Backend tests run with make test") is no answer to "how do I run the frontend tests",
+    however close the two questions read (cosine 0.90 with MiniLM): a trial saw it lifted above the
+    frontend's own memory, which matched the question better. Without such a memory the new word reads as
+    the same task said otherwise ("ship" for "deploy", "page" for "on call"): a later trial saw the memory
+    named helpful for "how do I deploy harbor to staging" lose its lift for "how do I ship harbor to
+    staging", under a memory its session only showed."""
     if reporting is None:
         return False
     mine, theirs, memory = _roots(asked), _roots(cached_term_set(reporting)), _roots(said)
     only_theirs, only_asked = theirs - mine, mine - theirs
-    return bool(only_asked) and bool(memory & only_theirs) and not memory & only_asked
+    return (
+        bool(memory & only_theirs)
+        and not memory & only_asked
+        and any(others_say(root) for root in only_asked)
+    )
 
 
 def _roots(terms: frozenset[str]) -> set[str]:
@@ -163,13 +175,15 @@ class FeedbackIndex:
         *,
         recall_id: str | None = None,
         query_text: str | None = None,
+        rivals: Sequence[MemoryRecord] = (),
     ) -> dict[str, ContextWeight]:
         """Each memory's weight for the query whose embedding is ``query_vector`` (or what calling it
         returns: the query is embedded only when a report of a session with queries counts for one of
         ``memories``, so a recall in a scope without such credit embeds nothing here). Calls with the same
         ``recall_id`` check the table version once (the stages of one recall see one version). With the
         query's ``query_text``, a report that named a memory does not count for it when it says what set
-        the reporting query apart from this one (``set_apart``)."""
+        the reporting query apart from this one (``set_apart``) while another of ``memories`` or
+        ``rivals`` (the recall's other candidates) says what sets this one apart."""
         seen = self._catch_up(recall_id)
         credits = self._credits_of(scope, [memory.id for memory in memories], seen)
         entries = self._sessions_of(
@@ -215,21 +229,40 @@ class FeedbackIndex:
                 index = int(np.argmax(found)) if found is not None and len(found) == len(texts) else None
             return texts[index] if index is not None and texts and texts[index] != WITHHELD else None
 
+        @functools.cache
+        def roots_said() -> Counter[str]:
+            """How many of the recall's memories (weighed here or rivals) say each root."""
+            said: Counter[str] = Counter()
+            for other in {m.id: m for m in (*memories, *rivals)}.values():
+                said.update(_roots(cached_term_set(other.content)))
+            return said
+
+        def said_by_another(memory: MemoryRecord, root: str) -> bool:
+            return roots_said()[root] > (root in _roots(cached_term_set(memory.content)))
+
         weights = {}
         for memory in memories:
-            scored = []
+            scored, apart = [], 0
             for credited in credits.get(memory.id, []):
                 found = closeness_of(credited)  # (the session's cosines, which reporting_query reads)
-                # The agent's word for one task (a named memory) is not lifted for a task set apart from it;
-                # a context's small shares are left as they are (set apart too, the session-only arm of the
-                # feedback experiment lost 0.014 of related R@5 offline, docs/feedback.md).
+                # The agent's word that a memory helped with one task does not lift it for a task set apart
+                # from it. Its word that a memory misled stands for the task said otherwise (a memory wrong
+                # about what it says is no better an answer to a neighbour; a trial saw one named misleading
+                # come first again for a reworded question). A context's small shares are left as they are
+                # (set apart too, the session-only arm of the feedback experiment lost 0.014 of related R@5
+                # offline, docs/feedback.md).
                 if (
                     found > 0.0
                     and asked is not None
-                    and credited.credit.role in NAMED_ROLES
-                    and set_apart(asked, reporting_query(credited), cached_term_set(memory.content))
+                    and credited.credit.role == "helpful"
+                    and set_apart(
+                        asked,
+                        reporting_query(credited),
+                        cached_term_set(memory.content),
+                        partial(said_by_another, memory),
+                    )
                 ):
-                    found = 0.0
+                    found, apart = 0.0, apart + (compared(credited) and query() is not None)
                 scored.append((credited, found))
             close = [
                 CreditedReport(c.session_id, c.credit, found, by_query=compared(c))
@@ -241,10 +274,10 @@ class FeedbackIndex:
             far = sum(1 for c, found in scored if found <= 0.0 and compared(c) and query() is not None)
             counted = close[-self._max_reports :]
             if not counted:
-                weights[memory.id] = ContextWeight(1.0, memory.weight, (), far)
+                weights[memory.id] = ContextWeight(1.0, memory.weight, (), far, apart)
                 continue
             weight, steps = contextual_weight(counted, self.policy, protection_tier=memory.protection_tier)
-            weights[memory.id] = ContextWeight(weight, memory.weight, steps, far)
+            weights[memory.id] = ContextWeight(weight, memory.weight, steps, far, apart)
         return weights
 
     def _closeness(

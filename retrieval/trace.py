@@ -424,6 +424,7 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
         "feedback": {
             "reports": candidate.feedback_reports,
             "far": candidate.feedback_far,
+            "set_apart": candidate.feedback_set_apart,
             "steps": [
                 {
                     "session_id": step.session_id,

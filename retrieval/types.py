@@ -89,6 +89,7 @@ class Candidate:
     feedback_steps: tuple[FeedbackStep, ...] = ()
     feedback_reports: int = 0
     feedback_far: int = 0  # reports about tasks too far from the query to count for it
+    feedback_set_apart: int = 0  # of those, reports that named it for a task the query is set apart from
     weighted_score: float = 0.0
     unweighted_rank: int | None = None
     weighted_rank: int | None = None

@@ -112,10 +112,15 @@ def _candidate_line(c: CandidateExplanation) -> str:
     if moves:
         line += "\n    reports: " + "; ".join(moves)
     if c.feedback.far:  # reported on, for other tasks: why they did not move it here
-        far = c.feedback.far
+        far, apart = c.feedback.far, c.feedback.set_apart
         line += (
-            f"\n    {counted(far, 'report')} about tasks too far from this query, or set apart from it by what "
-            "the memory says, to count here "
-            f"(they moved only its global weight, {s.global_weight:.3f})"
+            f"\n    {counted(far, 'report')} about tasks too far from this query to count here"
+            + (
+                f" ({apart} of them named it for a close task set apart from this one by a word another "
+                "memory says)"
+                if apart
+                else ""
+            )
+            + f" (they moved only its global weight, {s.global_weight:.3f})"
         )
     return line

@@ -166,6 +166,7 @@ class EpisodeExpansionStage:
                     members,
                     recall_id=request.retrieval_id or None,
                     query_text=request.query,
+                    rivals=[c.memory for c in candidates],
                 ).items()
             }
         expanded, used, added = expand(

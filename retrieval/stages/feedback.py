@@ -52,6 +52,7 @@ def apply_feedback_ranking(
                 feedback_steps=largest_in_order(steps, FEEDBACK_STEPS_SHOWN) if steps else (),
                 feedback_reports=len(steps),
                 feedback_far=found.far if found is not None else 0,
+                feedback_set_apart=found.set_apart if found is not None else 0,
                 weighted_score=weighted_score,
                 unweighted_rank=unweighted_rank[candidate.id],
                 weighted_rank=rank,

@@ -9,7 +9,7 @@ import pytest
 
 from retrieval.feedback_index import FeedbackIndex
 from retrieval.outcomes import Closeness, WeightPolicy
-from storage.records import CreditedSession, MemoryCredit, OutcomeRecord, ReportQueries, Scope
+from storage.records import CreditedSession, MemoryCredit, MemoryRecord, OutcomeRecord, ReportQueries, Scope
 from tests.fakes import TableEmbedder
 from tests.records import memory_record
 
@@ -461,19 +461,62 @@ def test_a_report_does_not_count_for_a_memory_that_says_what_set_its_query_apart
     memories = [
         memory_record("make", content="Backend tests run with make test"),
         memory_record("docker", content="The test suite needs Docker running"),  # says neither word
+        memory_record("npm", content="Frontend tests run with npm test"),  # the frontend's own, never named
     ]
 
-    def weights(query: str) -> dict[str, float]:
-        found = index.weights(SCOPE, embedder.embed_query(query), memories, query_text=query)
+    def weights(query: str, weighed: list[MemoryRecord] = memories) -> dict[str, float]:
+        found = index.weights(SCOPE, embedder.embed_query(query), weighed, query_text=query)
         return {memory_id: round(w.weight, 6) for memory_id, w in found.items()}
 
     # Cosine 0.8, closeness 1: one named step of alpha 0.2 towards 1.75 is 1.15, unless set apart.
-    assert weights(frontend) == {"make": 1.0, "docker": 1.15}
+    assert weights(frontend) == {"make": 1.0, "docker": 1.15, "npm": 1.0}
     far = index.weights(SCOPE, embedder.embed_query(frontend), memories, query_text=frontend)["make"].far
     assert far == 1  # explained as a report about a task too far from this one
-    assert weights(backend) == {"make": 1.15, "docker": 1.15}
+    assert weights(backend) == {"make": 1.15, "docker": 1.15, "npm": 1.0}
     # A query with no word the reporting one lacks: nothing sets it apart.
-    assert weights("the backend tests") == {"make": 1.15, "docker": 1.15}
+    assert weights("the backend tests") == {"make": 1.15, "docker": 1.15, "npm": 1.0}
+    # The frontend's memory a candidate of the recall without being weighed here (an episode's siblings
+    # are weighed apart from the candidates): it still sets the backend's memory apart.
+    found = index.weights(
+        SCOPE, embedder.embed_query(frontend), memories[:2], query_text=frontend, rivals=memories[2:]
+    )
+    assert {memory_id: round(w.weight, 6) for memory_id, w in found.items()} == {"make": 1.0, "docker": 1.15}
+    # No memory of the recall says "frontend": the question reads as the reported task said otherwise.
+    assert weights(frontend, memories[:2]) == {"make": 1.15, "docker": 1.15}
+
+
+def test_a_memory_named_for_a_task_keeps_its_lift_for_the_task_said_in_other_words():
+    """A trial: "Deploy harbor to staging with make deploy ENV=staging", named helpful for "how do I deploy
+    harbor to staging", read 1.0 for "how do I ship harbor to staging" (the new word "ship" set it apart)
+    while a memory the session only showed kept its share and ranked above it."""
+    deploy, ship = "how do I deploy harbor to staging", "how do I ship harbor to staging"
+    embedder = TableEmbedder({deploy: (1.0, 0.0), ship: (0.8, 0.6)})
+    credits = [MemoryCredit("deploy", "helpful", 1.0, 1.0, None)]
+    index = index_over(Reports([outcome("s1", credits, queries=(deploy,), embedder=embedder)]), embedder)
+    memories = [
+        memory_record("deploy", content="Deploy harbor to staging with make deploy ENV=staging"),
+        memory_record("url", content="The staging URL is https://staging.harbor.dev"),
+    ]
+    found = index.weights(SCOPE, embedder.embed_query(ship), memories, query_text=ship)
+    # Cosine 0.8, closeness 1: the named step, 0.8 x 1.0 + 0.2 x 1.75 = 1.15.
+    assert found["deploy"].weight == pytest.approx(1.15) and found["deploy"].far == 0
+
+
+def test_a_memory_named_misleading_stays_lowered_for_the_task_said_in_other_words():
+    """A trial: "Use make seed to load demo data", named misleading for "load demo data into the local
+    database", came first again at 1.0 for "populate the local database with demo data", though another
+    memory said "populate": the agent's word against a memory is not set apart by a new word."""
+    load, populate = "load demo data into the local database", "populate the local database with demo data"
+    embedder = TableEmbedder({load: (1.0, 0.0), populate: (0.8, 0.6)})
+    credits = [MemoryCredit("seed", "misleading", 1.0, 0.0, None)]
+    index = index_over(Reports([outcome("s1", credits, queries=(load,), embedder=embedder)]), embedder)
+    memories = [
+        memory_record("seed", content="Use make seed to load demo data"),
+        memory_record("fixtures", content="Populate fixtures with scripts/fixtures.py"),
+    ]
+    found = index.weights(SCOPE, embedder.embed_query(populate), memories, query_text=populate)
+    # The named step towards 0.25: 0.8 x 1.0 + 0.2 x 0.25 = 0.85.
+    assert found["seed"].weight == pytest.approx(0.85) and found["seed"].far == 0
 
 
 def test_set_apart_reads_words_by_their_roots():
@@ -482,8 +525,11 @@ def test_set_apart_reads_words_by_their_roots():
 
     asked = term_set("NATS messages are ending up in the dead letter queue")
     said = term_set("Handlers must be idempotent because redelivery happens")
-    assert set_apart(asked, "NATS messages are being redelivered over and over", said)
+    letters = {"letter"}.__contains__  # another memory of the recall says "letters"
+    assert set_apart(asked, "NATS messages are being redelivered over and over", said, letters)
     assert not set_apart(
-        asked, "NATS messages are being redelivered", term_set("Dead letters are redelivered")
+        asked, "NATS messages are being redelivered", term_set("Dead letters are redelivered"), letters
     )
-    assert not set_apart(asked, None, said)  # a withheld or unknown query sets nothing apart
+    assert not set_apart(asked, None, said, letters)  # a withheld or unknown query sets nothing apart
+    # No other memory says a word of this query's own: the same task said otherwise.
+    assert not set_apart(asked, "NATS messages are being redelivered over and over", said, lambda root: False)

@@ -339,12 +339,33 @@ def test_explain_says_when_reports_about_other_tasks_did_not_count_for_this_quer
     other = Caller("claude-code", "ses_2")
     out = explain_ranking(ExplainRankingInput(query="Bob Chen's phone"), runtime, other)
     [shown] = [c for c in out.candidates if c.id == bob]
-    assert (shown.feedback.reports, shown.feedback.far) == (0, 1)
+    assert (shown.feedback.reports, shown.feedback.far, shown.feedback.set_apart) == (0, 1, 0)
     assert shown.scores.feedback_weight == 1.0 and shown.scores.global_weight == pytest.approx(0.85)
     assert (
-        "1 report about tasks too far from this query, or set apart from it by what the memory says, to count "
-        "here (they moved only its global weight, 0.850)" in text_of(out)
+        "1 report about tasks too far from this query to count here (they moved only its global weight, 0.850)"
+        in text_of(out)
     )
+
+
+def test_explain_says_when_a_report_for_a_close_task_was_set_apart_by_a_word(runtime):
+    """A trial could not tell a report set apart by its words from one about a far task: both read "far"."""
+    from tools.explain_text import text_of
+
+    backend = remember(RememberInput(content="Backend tests run with make test"), runtime, CALLER).id
+    remember(RememberInput(content="Frontend tests run with npm test"), runtime, CALLER)
+    recall(RecallInput(query="how do I run the backend tests"), runtime, CALLER)
+    report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[backend]), runtime, CALLER)
+    other = Caller("claude-code", "ses_2")
+    out = explain_ranking(ExplainRankingInput(query="how do I run the frontend tests"), runtime, other)
+    [shown] = [c for c in out.candidates if c.id == backend]
+    assert (shown.feedback.reports, shown.feedback.far, shown.feedback.set_apart) == (0, 1, 1)
+    assert (
+        "1 report about tasks too far from this query to count here (1 of them named it for a close task set "
+        "apart from this one by a word another memory says)" in text_of(out)
+    )
+    again = explain_ranking(ExplainRankingInput(query="how do I run the backend tests"), runtime, other)
+    [lifted] = [c for c in again.candidates if c.id == backend]
+    assert (lifted.feedback.reports, lifted.feedback.far, lifted.feedback.set_apart) == (1, 0, 0)
 
 
 def test_an_explanation_says_the_window_tags_and_kinds_the_recall_searched_within(runtime, ids):
