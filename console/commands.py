@@ -1057,12 +1057,25 @@ def show_command(args: argparse.Namespace, settings: Settings) -> int:
     )
     parts = [facts, "", result.content or "(content purged)"]
     if result.weight_history:
+        # A correction's history holds the memories it replaced (an explicit update, a restatement): a row
+        # of another memory says whose weight it moved (a new user's trial read a predecessor's misleading
+        # report as the correction's own).
+        inherited = any(s.memory_id != result.id for s in result.weight_history)
         parts += [
             "",
             "weight history:",
             table(
-                ["at", "session", "before", "after"],
-                [[s.at, s.session_id, s.weight_before, s.weight_after] for s in result.weight_history],
+                ["at", "session", "before", "after", *(["memory"] if inherited else [])],
+                [
+                    [
+                        s.at,
+                        s.session_id,
+                        s.weight_before,
+                        s.weight_after,
+                        *([s.memory_id if s.memory_id != result.id else "this one"] if inherited else []),
+                    ]
+                    for s in result.weight_history
+                ],
             ),
         ]
     if lineage.replaces:

@@ -39,13 +39,16 @@ def forget_text(out: ForgetOutput) -> str:
         head = f"{counted(count, 'memory')} {verb}."
     else:
         head = f"Nothing was {verb}."
+    note = out.note
+    if not count and not out.dry_run and note and note.startswith("nothing was forgotten"):
+        head, note = f"{note[0].upper()}{note[1:]}", None  # said once (a trial read it twice)
     relevance = {match.id: match.relevance for match in out.matches}
     lines = [head]
     for memory in out.forgotten:
         close = f" [relevance {relevance[memory.id]:.2f}]" if memory.id in relevance else ""
         lines.append(f"- {_brief(memory)}{close}")
-    if out.note:
-        lines.append(out.note)
+    if note:
+        lines.append(note)
     if out.dry_run and count:
         lines.append("Call forget again with dry_run=false to do it.")
     return "\n".join(lines)

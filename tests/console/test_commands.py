@@ -380,6 +380,21 @@ def test_show_prints_a_memory_with_its_weight_history(capsys, db):
     assert "weight history:" in out and found["session_id"] in out and "1.150" in out
 
 
+def test_show_of_a_correction_says_which_rows_of_its_weight_history_moved_the_memory_it_replaced(capsys, db):
+    """A trial: after `edit`, `show` of the correction listed the old memory's move as its own."""
+    old = as_json(capsys, db, "remember", "Migrations run with alembic upgrade head")
+    found = as_json(capsys, db, "recall", "how do migrations run")
+    as_json(capsys, db, "outcome", "success", "--session", found["session_id"])
+    new = as_json(capsys, db, "edit", old["id"], "Migrations run with make migrate")
+    status, out, _ = memoria(capsys, db, "show", new["id"])
+    history = out.split("weight history:", 1)[1]
+    assert status == 0 and "memory" in history.splitlines()[1]  # the header names whose weight moved
+    [row] = [line for line in history.splitlines() if found["session_id"] in line]
+    assert old["id"] in row and "1.150" in row
+    status, out, _ = memoria(capsys, db, "show", old["id"])  # its own rows only: no such column
+    assert status == 0 and "memory" not in out.split("weight history:", 1)[1].splitlines()[1]
+
+
 def test_show_of_a_memory_whose_correction_was_forgotten_says_nothing_stands_in_its_place(capsys, db):
     """A trial: `show` printed `current <the retracted correction>` as if it stood."""
     old = as_json(capsys, db, "remember", "The billing service listens on port 8081")

@@ -101,3 +101,12 @@ def test_a_dry_run_that_would_take_nothing_says_so_and_why():
         forget_text(out)
         == "Dry run: nothing would be retracted.\nnothing was forgotten: no active memory has the tag 'x'"
     )
+
+
+def test_a_forget_that_took_nothing_says_so_once():
+    """A trial read "Nothing was retracted." above "nothing was forgotten: ..."."""
+    note = "nothing was forgotten: no active memory matches the query closely enough"
+    out = ForgetOutput(mode="retract", dry_run=False, forgotten=[], note=note)
+    assert forget_text(out) == "Nothing was forgotten: no active memory matches the query closely enough"
+    other = ForgetOutput(mode="purge", dry_run=False, forgotten=[], note="the memory is protected")
+    assert forget_text(other) == "Nothing was purged.\nthe memory is protected"
