@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -95,30 +94,29 @@ class _Session:
 
 
 def set_apart(
-    asked: frozenset[str], reporting: str | None, said: frozenset[str], others_say: Callable[[str], bool]
+    asked: frozenset[str], reporting: str | None, said: frozenset[str], rival_says: Callable[[str], bool]
 ) -> bool:
     """Whether a memory (its content terms ``said``) is about what set the ``reporting`` query apart from
     the one ``asked`` (content terms): the reporting query has a word this one lacks and the memory says
-    it, while this one has a word the reporting one lacks, the memory says none of them, and another
-    memory of the recall does (``others_say``, by root). A memory named helpful for "how do I run the
-    backend tests" ("Backend tests run with make test") is no answer to "how do I run the frontend tests",
-    however close the two questions read (cosine 0.90 with MiniLM): a trial saw it lifted above the
-    frontend's own memory, which matched the question better. Without such a memory the new word reads as
-    the same task said otherwise ("ship" for "deploy", "page" for "on call"): a later trial saw the memory
-    named helpful for "how do I deploy harbor to staging" lose its lift for "how do I ship harbor to
-    staging", under a memory its session only showed."""
+    it, while this one has a word the reporting one lacks, the memory says none of them, and a rival says
+    it (``rival_says``, by root: another memory of the recall that shares at least as many of this query's
+    words as the memory does). A memory named helpful for "how do I run the backend tests" ("Backend tests
+    run with make test") is no answer to "how do I run the frontend tests", however close the two
+    questions read (cosine 0.90 with MiniLM): a trial saw it lifted above the frontend's own memory, which
+    matched the question better. Without such a rival the new word reads as the same task said otherwise
+    ("ship" for "deploy", "page" for "on call"), even when some memory says it in passing ("We ship a
+    release every second Friday"): a later trial saw the memory named helpful for "how do I deploy harbor
+    to staging" lose its lift for "how do I ship harbor to staging", under a memory its session only
+    showed."""
     if reporting is None:
         return False
     mine, theirs, memory = _roots(asked), _roots(cached_term_set(reporting)), _roots(said)
     only_theirs, only_asked = theirs - mine, mine - theirs
-    return (
-        bool(memory & only_theirs)
-        and not memory & only_asked
-        and any(others_say(root) for root in only_asked)
-    )
+    return bool(memory & only_theirs) and not memory & only_asked and any(map(rival_says, only_asked))
 
 
-def _roots(terms: frozenset[str]) -> set[str]:
+@functools.lru_cache(maxsize=8192)  # a recall's memories and queries, read for each of their credits
+def _roots(terms: frozenset[str]) -> frozenset[str]:
     """Content terms compared by their first six letters once a light stem's ends agree ("applied" ->
     "appli" is "apply", "named" -> "nam" is "name"): "redelivered" and "redelivery" are one word here."""
     roots = set()
@@ -126,7 +124,7 @@ def _roots(terms: frozenset[str]) -> set[str]:
         if term.endswith("i"):
             term = term[:-1] + "y"
         roots.add(term.rstrip("e")[:6] or term)
-    return roots
+    return frozenset(roots)
 
 
 class FeedbackIndex:
@@ -229,41 +227,59 @@ class FeedbackIndex:
                 index = int(np.argmax(found)) if found is not None and len(found) == len(texts) else None
             return texts[index] if index is not None and texts and texts[index] != WITHHELD else None
 
-        @functools.cache
-        def roots_said() -> Counter[str]:
-            """How many of the recall's memories (weighed here or rivals) say each root."""
-            said: Counter[str] = Counter()
-            for other in {m.id: m for m in (*memories, *rivals)}.values():
-                said.update(_roots(cached_term_set(other.content)))
-            return said
+        asked_roots = _roots(asked) if asked is not None else frozenset()
 
-        def said_by_another(memory: MemoryRecord, root: str) -> bool:
-            return roots_said()[root] > (root in _roots(cached_term_set(memory.content)))
+        def shared(memory: MemoryRecord) -> int:
+            """How many of this query's words (by root) ``memory`` says."""
+            return len(_roots(cached_term_set(memory.content)) & asked_roots)
+
+        @functools.cache
+        def best_saying() -> dict[str, int]:
+            """For each root of this query, the most of the query's words a memory of the recall (weighed
+            here or a rival) shares among those that say it."""
+            best: dict[str, int] = {}
+            for other in {m.id: m for m in (*memories, *rivals)}.values():
+                count = shared(other)
+                for root in _roots(cached_term_set(other.content)) & asked_roots:
+                    best[root] = max(best.get(root, 0), count)
+            return best
+
+        def rival_says(memory: MemoryRecord) -> Callable[[str], bool]:
+            # A memory that says a root this memory does not (``set_apart`` checks that first) is another.
+            own = shared(memory)
+            return lambda root: best_saying().get(root, -1) >= own
 
         weights = {}
         for memory in memories:
-            scored, apart = [], 0
+            scored, set_aside = [], 0
             for credited in credits.get(memory.id, []):
                 found = closeness_of(credited)  # (the session's cosines, which reporting_query reads)
                 # The agent's word that a memory helped with one task does not lift it for a task set apart
-                # from it. Its word that a memory misled stands for the task said otherwise (a memory wrong
-                # about what it says is no better an answer to a neighbour; a trial saw one named misleading
-                # come first again for a reworded question). A context's small shares are left as they are
-                # (set apart too, the session-only arm of the feedback experiment lost 0.014 of related R@5
-                # offline, docs/feedback.md).
+                # from it, nor, then, its word that the memory misled there (a review: one older misleading
+                # report then buried a memory four later reports named helpful). A misleading report alone
+                # stands for the task said otherwise: a memory wrong about what it says is no better an
+                # answer to a neighbour (a trial saw one come first again for a reworded question). A
+                # context's small shares are left as they are (set apart too, the session-only arm of the
+                # feedback experiment lost 0.014 of related R@5 offline, docs/feedback.md).
                 if (
                     found > 0.0
                     and asked is not None
                     and credited.credit.role == "helpful"
                     and set_apart(
-                        asked,
-                        reporting_query(credited),
-                        cached_term_set(memory.content),
-                        partial(said_by_another, memory),
+                        asked, reporting_query(credited), cached_term_set(memory.content), rival_says(memory)
                     )
                 ):
-                    found, apart = 0.0, apart + (compared(credited) and query() is not None)
+                    found, set_aside = 0.0, set_aside + 1
                 scored.append((credited, found))
+            if set_aside:
+                misled = [
+                    i for i, (c, found) in enumerate(scored) if c.credit.role == "misleading" and found > 0.0
+                ]
+                for i in misled:
+                    scored[i] = (scored[i][0], 0.0)
+                set_aside += len(misled)
+            # Of the reports counted far below, those set apart here (their queries were compared).
+            apart = set_aside if set_aside and query() is not None else 0
             close = [
                 CreditedReport(c.session_id, c.credit, found, by_query=compared(c))
                 for c, found in scored

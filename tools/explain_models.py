@@ -82,9 +82,10 @@ class FeedbackExplanation(BaseModel):
     far: int = Field(0, description="Reports about tasks too far from this query (or set apart) to count.")
     set_apart: int = Field(
         0,
-        description="Of `far`, the reports that named this memory for a task whose query is close to this one "
-        "but set apart from it by a word: this query has a word that another memory of the recall says and "
-        "this one does not, and this memory says the reporting query's own word instead.",
+        description="Of `far`, the reports that named this memory (helpful, or misleading beside such a helpful "
+        "one) for a task whose query is close to this one but set apart from it by a word: this query has a "
+        "word that this memory does not say and another memory of the recall, matching as many of the "
+        "query's words, does; this memory says the reporting query's own word instead.",
     )
     moves: list[FeedbackMove] = Field(
         default_factory=list, description="The reports that moved it most (at most 5)."

@@ -500,6 +500,47 @@ def test_a_memory_named_for_a_task_keeps_its_lift_for_the_task_said_in_other_wor
     found = index.weights(SCOPE, embedder.embed_query(ship), memories, query_text=ship)
     # Cosine 0.8, closeness 1: the named step, 0.8 x 1.0 + 0.2 x 1.75 = 1.15.
     assert found["deploy"].weight == pytest.approx(1.15) and found["deploy"].far == 0
+    # A memory that says "ship" in passing shares one of the question's words (ship), the named memory two
+    # (harbor, staging): no rival, the same task said otherwise (a review found the first version set it
+    # apart for any memory of the recall that said the word).
+    passing = memory_record("release", content="We ship a release to customers every second Friday")
+    found = index.weights(SCOPE, embedder.embed_query(ship), [*memories, passing], query_text=ship)
+    assert found["deploy"].weight == pytest.approx(1.15) and found["deploy"].set_apart == 0
+
+
+def test_a_memory_named_misleading_then_helpful_is_set_apart_whole_for_a_task_set_apart():
+    """A review: with only the helpful reports set apart, one older misleading report buried a memory that
+    four later reports named helpful, for the neighbouring task (0.25 against 1.0 before)."""
+    backend, frontend = "how do I run the backend tests", "how do I run the frontend tests"
+    embedder = TableEmbedder({backend: (1.0, 0.0), frontend: (0.8, 0.6)})
+    reports = [
+        outcome(
+            "s0", [MemoryCredit("make", "misleading", 1.0, 0.0, None)], queries=(backend,), embedder=embedder
+        )
+    ]
+    reports += [
+        outcome(
+            f"s{n}",
+            [MemoryCredit("make", "helpful", 1.0, 1.0, None)],
+            queries=(backend,),
+            embedder=embedder,
+            order=n,
+        )
+        for n in range(1, 5)
+    ]
+    index = index_over(Reports(reports), embedder)
+    memories = [
+        memory_record("make", content="Backend tests run with make test"),
+        memory_record("npm", content="Frontend tests run with npm test"),
+    ]
+    found = index.weights(SCOPE, embedder.embed_query(frontend), memories, query_text=frontend)["make"]
+    assert (found.weight, found.far, found.set_apart) == (1.0, 5, 5)
+    # For its own task the five replay in order: 0.85, then four steps towards 1.75 (alpha 0.2).
+    own = index.weights(SCOPE, embedder.embed_query(backend), memories, query_text=backend)["make"]
+    expected = 0.85
+    for _ in range(4):
+        expected = 0.8 * expected + 0.2 * 1.75
+    assert own.weight == pytest.approx(expected) and own.set_apart == 0
 
 
 def test_a_memory_named_misleading_stays_lowered_for_the_task_said_in_other_words():

@@ -342,8 +342,8 @@ def test_explain_says_when_reports_about_other_tasks_did_not_count_for_this_quer
     assert (shown.feedback.reports, shown.feedback.far, shown.feedback.set_apart) == (0, 1, 0)
     assert shown.scores.feedback_weight == 1.0 and shown.scores.global_weight == pytest.approx(0.85)
     assert (
-        "1 report about tasks too far from this query to count here (they moved only its global weight, 0.850)"
-        in text_of(out)
+        "1 report about tasks too far from this query: not counted here (they moved only its global weight, "
+        "0.850)" in text_of(out)
     )
 
 
@@ -360,8 +360,8 @@ def test_explain_says_when_a_report_for_a_close_task_was_set_apart_by_a_word(run
     [shown] = [c for c in out.candidates if c.id == backend]
     assert (shown.feedback.reports, shown.feedback.far, shown.feedback.set_apart) == (0, 1, 1)
     assert (
-        "1 report about tasks too far from this query to count here (1 of them named it for a close task set "
-        "apart from this one by a word another memory says)" in text_of(out)
+        "1 report naming it for a close task set apart from this one by a word that a memory matching this "
+        "query as well says: not counted here" in text_of(out)
     )
     again = explain_ranking(ExplainRankingInput(query="how do I run the backend tests"), runtime, other)
     [lifted] = [c for c in again.candidates if c.id == backend]
