@@ -132,7 +132,7 @@ async def report(client: Client, shared: Shared, session: str, rng: random.Rando
         arguments["score"] = round(rng.random(), 3)
         if label != "partial":  # the label on the score's side of partial (a contradiction is refused)
             arguments["outcome"] = "success" if arguments["score"] >= 0.5 else "failure"
-        else:  # a partial's score lies strictly between 0 and 1 (0.0 is refused: CI drew it once in 2,000)
+        else:  # a partial's score lies strictly between 0 and 1 (0.0 is refused: a CI run drew it)
             arguments["score"] = min(max(arguments["score"], 0.001), 0.999)
     out = await call(client, "report_outcome", arguments)
     shared.statuses[out["status"]] += 1
