@@ -494,6 +494,53 @@ def test_a_new_owner_or_day_in_the_same_words_disputes_the_older_and_recall_read
     assert len(drift(DriftInput(), runtime, caller()).contradictions) == 2
 
 
+def test_a_handover_of_a_role_revises_its_older_holder_even_far_from_it_by_vector(runtime):
+    """A new user's trial: "Priya is the on-call lead ..." and a later "Dan Reyes is the on-call lead ..." stood
+    as two facts, Priya recalled as if still on call. A handover said in words supersedes the older holder,
+    found by the role's words when other handovers of Dan's are its nearer neighbours by vector."""
+    priya = remember(RememberInput(content="Priya is the on-call lead."), runtime, caller()).id
+    for thing in [
+        "billing migration",
+        "code review",
+        "release notes",
+        "flaky test triage",
+        "design doc",
+        "sprint planning",
+        "docs cleanup",
+        "demo prep",
+        "API review",
+        "budget sheet",
+        "hiring loop",
+        "status report",
+    ]:
+        remember(RememberInput(content=f"Dan took over the on-call {thing} from Sam."), runtime, caller())
+    dan = remember(RememberInput(content="Dan took over on-call from Priya."), runtime, caller("ses_2"))
+    assert dan.consolidation.revised == [priya] and dan.consolidation.resolver == "revision:explicit"
+    assert status(runtime, priya) == "superseded"
+    found = recall(RecallInput(query="who is the on-call lead?"), runtime, caller("ses_3"))
+    assert priya not in [m.id for m in found.memories]
+
+
+def test_a_new_holder_of_a_role_said_plainly_or_by_another_agent_disputes_the_older_and_reads_first(runtime):
+    """Two holders of "the" role with no word of change, or another agent's "now": both stay, the older
+    disputed, the newer recalled first."""
+    priya = remember(
+        RememberInput(content="Priya is the on-call lead this quarter for harbor."), runtime, caller()
+    ).id
+    dan = remember(
+        RememberInput(content="Dan Reyes is the on-call lead for harbor starting December."),
+        runtime,
+        caller("ses_2"),
+    )
+    assert dan.consolidation.contradicts == [priya] and status(runtime, priya) == "active"
+    found = recall(RecallInput(query="who is the on-call lead for harbor?"), runtime, caller("ses_3"))
+    assert [m.id for m in found.memories][:2] == [dan.id, priya]
+    assert f"DISPUTED by newer {dan.id}" in found.context
+    lead = remember(RememberInput(content="Ana is the tech lead."), runtime, caller()).id
+    other = remember(RememberInput(content="Ben is now the tech lead."), runtime, Caller("cursor", "ses_4"))
+    assert other.consolidation.contradicts == [lead] and status(runtime, lead) == "active"
+
+
 def test_a_value_given_up_in_other_words_revises_a_reworded_fact_and_disputes_one_said_otherwise(runtime):
     """A trial: both corrections below left the outdated fact active, the second one first in recall."""
     tokens = remember(RememberInput(content="Access tokens are valid for 60 minutes."), runtime, caller()).id

@@ -36,6 +36,7 @@ from retrieval.contradictions import (
 from retrieval.models.embedders.base import Embedder
 from retrieval.models.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
 from retrieval.models.rerankers.base import Reranker, RerankFailed
+from retrieval.role_holders import holder_changes, holding
 from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
 from retrieval.stages.corroboration import UnionFind
@@ -309,9 +310,13 @@ class ConsolidationService:
     ) -> None:
         if not others:
             return
+        others = [*others, *self._holders_beyond(memory, others)]
         pool = [ContradictionInput(m.id, m.content, m.created_at) for m in (*others, memory)]
         by_id = {m.id: m for m in others}
-        changes = value_changes(pool[-1], pool[:-1])
+        holders = holder_changes(pool[-1], pool[:-1])
+        # A new holder of a role said in words ("Dan is now the on-call lead", "took over ... from Priya") is
+        # a value change said so; one said plainly only disputes (``_plain_value_changes``).
+        changes = [*value_changes(pool[-1], pool[:-1]), *(h for h in holders if h.named_in_words)]
         # "9090, not 8080" also reads as a negation of the older memory: it names what it replaces.
         named = {change.older_id for change in changes if change.named_in_words}
         for found in detect_contradictions(pool, self.policy.oppositions, swaps_of=memory.id):
@@ -441,7 +446,27 @@ class ConsolidationService:
             report.contradicts.append(given.older_id)
             report.resolver = report.resolver or KEPT_OPEN
         # After them: a value said again after its correction is the one disputed, not the correction.
-        self._plain_value_changes(memory, pool, by_id, llm, actor, report)
+        self._plain_value_changes(memory, pool, by_id, llm, actor, report, holders)
+
+    def _holders_beyond(self, memory: MemoryRecord, others: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        """For a memory that says who holds a role (``role_holders.holding``), the older active memories
+        that name the role's words, or the holder it says was given up, beyond its nearest neighbours: "Dan
+        took over on-call from Priya" is far, by vector, from "Priya is the on-call lead" in a store of
+        thousands. Read only for such memories (one sentence, a name and "the" role)."""
+        said = holding(memory.content)
+        if said is None:
+            return []
+        seen = {m.id for m in others} | {memory.id}
+        words = [*said.role, *said.former]
+        hits = self._store.fulltext_search(_audience_view(memory), " ".join(words), limit=25)
+        return [
+            hit.record
+            for hit in hits
+            if hit.record.id not in seen
+            and hit.record.status == "active"
+            and hit.record.kind == memory.kind
+            and hit.record.created_at <= memory.created_at
+        ]
 
     def _plain_value_changes(
         self,
@@ -451,6 +476,7 @@ class ConsolidationService:
         llm: LanguageModel | None,
         actor: Actor,
         report: ConsolidationReport,
+        holders: Sequence[Contradiction] = (),
     ) -> None:
         """The same words as an older memory but for one value in its place, with no word of change
         (``plain_value_changes``: "The frontend build uses Node 18", then "... Node 20"), by any agent: the
@@ -459,9 +485,12 @@ class ConsolidationService:
         as a revision, as it may any value change the rules leave open."""
         done = {*report.revised, *report.contradicts}
         commands = plain_command_changes(pool[-1], pool[:-1])
-        for change in [*plain_value_changes(pool[-1], pool[:-1]), *commands]:
+        # Two holders of one role said plainly ("Priya is the on-call lead", then "Dan Reyes is ...").
+        plain_holders = [h for h in holders if not h.named_in_words]
+        for change in [*plain_value_changes(pool[-1], pool[:-1]), *commands, *plain_holders]:
             if change.older_id in done or change.older_id not in by_id:
                 continue
+            done.add(change.older_id)  # one dispute a pair, whichever rule read it first
             older = by_id[change.older_id]
             if change in commands and older.agent_id != memory.agent_id:
                 continue  # another agent's command may be for its own setup

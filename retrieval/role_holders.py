@@ -1,0 +1,161 @@
+"""Who holds a role (pure): "Priya is the on-call lead", then "Dan Reyes is the on-call lead" or "Dan took over
+on-call from Priya". A role said with "the" (or "our") has one holder at a time, so a newer memory that gives
+the same role to another name says the older one's holder is no longer it. A new user's trial saw the two kept
+side by side as two facts, the older recalled first; the value rules (``retrieval.contradictions``) read a name
+only in the place of a value at the end of the same words ("is owned by Carla Reyes", then "... by Dmitri
+Volkov"), never as the subject, and never in names of two lengths.
+
+Read only in memories of one sentence: a turn of a conversation that says more ("Caroline is the best. We
+went hiking ...") is no statement of who holds what."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from retrieval.contradictions import (
+    NOT_SAID_TO_CHANGE,
+    Contradiction,
+    ContradictionInput,
+    is_value,
+)
+from retrieval.text import STOPWORDS, keyed_by_text, negated
+
+# A name: one to three words written with a capital ("Priya", "Dan Reyes", "Amazon Aurora PostgreSQL").
+_NAME_WORD = r"[A-Z][\w'\u2019-]*"
+_NAME = rf"{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}"
+# The words before a role that make it the one of its kind: "the on-call lead", "our tech lead". Not "a" or
+# "an": "Priya is an on-call engineer" and "Dan is an on-call engineer" are both true. Nor "my" or "their",
+# whose holder depends on who says it: "My name is Caroline" and "My name is Melanie" in one conversation.
+_ONE_OF = r"(?:the|our)"
+_ROLE = r"[^.;:!?()]{1,80}?"
+_END = r"\s*\.?\s*\Z"  # not "!": "Caroline is the best!" praises
+# "Priya is the on-call lead", "Dan is now our tech lead", "Dan Reyes is the new on-call lead".
+_HOLDER_IS = re.compile(
+    rf"\A\s*(?P<holder>{_NAME})\s+(?:is|'s)\s+(?P<now>now\s+)?{_ONE_OF}\s+(?P<role>{_ROLE}){_END}"
+)
+# "The on-call lead is Priya", "Our tech lead is now Dan Reyes".
+_ROLE_IS = re.compile(
+    rf"\A\s*(?i:{_ONE_OF})\s+(?P<role>{_ROLE})\s+(?:is|'s)\s+(?P<now>now\s+)?(?P<holder>{_NAME}){_END}"
+)
+# A handover that names the holder given up: "Dan took over on-call from Priya", "Dan has taken over as the
+# on-call lead from Priya", "Dan took over from Priya as on-call lead", "Dan replaced Priya as the tech lead".
+_TAKES_OVER = r"(?:took|takes|has\s+taken|is\s+taking|will\s+take)\s+over"
+_HANDED_OVER = (
+    re.compile(
+        rf"\A\s*(?P<holder>{_NAME})\s+{_TAKES_OVER}\s+(?:as\s+)?(?:{_ONE_OF}\s+)?(?P<role>{_ROLE})\s+"
+        rf"from\s+(?P<former>{_NAME}){_END}"
+    ),
+    re.compile(
+        rf"\A\s*(?P<holder>{_NAME})\s+(?:{_TAKES_OVER}\s+from|(?:has\s+)?replaced|replaces)\s+"
+        rf"(?P<former>{_NAME})\s+as\s+(?:{_ONE_OF}\s+)?(?P<role>{_ROLE}){_END}"
+    ),
+)
+# When a role is held, said beside it: not what the role is ("the on-call lead this quarter", "... starting
+# December", "... for now"). A role named with another time is still the same role; the handover's date is
+# left to the reader (the older memory is then disputed, not superseded).
+_CALENDAR = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|"
+    r"august|september|october|november|december|today|tomorrow)s?"
+)
+_WHEN = re.compile(
+    r"\b(?:(?:this|next|last)\s+(?:week|month|quarter|sprint|year|rotation|cycle)|for\s+now|currently|"
+    r"right\s+now|going\s+forward|from\s+now\s+on|"
+    rf"(?:starting|from|as\s+of|since|until|till|through|effective|in|on)\s+(?:(?:next|this)\s+)?"
+    rf"(?:{_CALENDAR}|week|month|quarter|\S*\d\S*)(?:\s+\S*\d\S*)?)\b",
+    re.IGNORECASE,
+)
+# Words a role may say that add to who holds it rather than name another: "Dan is also the on-call lead".
+_BESIDE = frozenset({"also", "too", "co", "another", "one", "backup", "deputy", "acting"})
+_ROLE_WORD = re.compile(r"[\w'\u2019-]+")
+
+
+@dataclass(frozen=True)
+class Holding:
+    """What a memory of one sentence says of a role: who holds it, the role's words (lower case, without
+    when it is held), whether it says the holder changed ("now", "the new ...", a handover), and the holder
+    it names as given up ("from Priya")."""
+
+    holder: tuple[str, ...]
+    role: tuple[str, ...]
+    changed: bool
+    former: tuple[str, ...] = ()
+
+
+def _name(text: str) -> tuple[str, ...] | None:
+    """A name's words, lower case; None when it is no name: a word of the language that starts a sentence
+    ("The", "We", "That"), or a value ("Monday", "Build 1234")."""
+    words = tuple(text.lower().split())
+    if words[0] in STOPWORDS or any(is_value(word) for word in words):
+        return None
+    return words
+
+
+def _role(text: str) -> tuple[tuple[str, ...], bool] | None:
+    """A role's words without when it is held, and whether it is "the new" one; None when it adds a holder
+    ("also the on-call lead", "a backup on-call lead") or is only a time."""
+    words = [word.lower() for word in _ROLE_WORD.findall(_WHEN.sub(" ", text))]
+    new = bool(words) and words[0] == "new"
+    words = words[1:] if new else words
+    if not words or _BESIDE & set(words) or (len(words) == 1 and words[0].endswith("est")):
+        return None  # (a superlative alone praises: "Caroline is the greatest")
+    return tuple(words), new
+
+
+@keyed_by_text
+@lru_cache(maxsize=8_192)
+def holding(text: str) -> Holding | None:
+    """Who ``text`` says holds which role (``Holding``); None when it says no such thing, denies it ("Dan is
+    not the on-call lead"), or says more than one sentence."""
+    if negated(text) or re.search(r"[.!?;]\s+\S", text.strip()):
+        return None
+    for pattern, handed in ((_HOLDER_IS, False), (_ROLE_IS, False), *((p, True) for p in _HANDED_OVER)):
+        found = pattern.match(text)
+        if found is None:
+            continue
+        holder, role = _name(found.group("holder")), _role(found.group("role"))
+        former = _name(found.group("former")) if handed else ()
+        if holder is None or role is None or former is None:
+            return None
+        if re.search(r"\b(?:also|too)\b", text, re.IGNORECASE):
+            return None
+        now = not handed and found.group("now") is not None
+        return Holding(holder, role[0], handed or now or role[1], former)
+    return None
+
+
+def _same_role(newer: Holding, older: Holding) -> bool:
+    """The same role: the same words, or, for a handover that names the older memory's holder as given up,
+    one role's words among the other's ("took over on-call from Priya" and "Priya is the on-call lead")."""
+    if newer.role == older.role:
+        return True
+    named = newer.former and set(newer.former) == set(older.holder)
+    return bool(named) and (set(newer.role) <= set(older.role) or set(older.role) <= set(newer.role))
+
+
+def holder_changes(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
+    """The older of ``others`` that give the role ``memory`` gives to one name to another, with no word in
+    common ("Priya", then "Dan Reyes"; "Carla Reyes" and "Carla Diaz" may be one person written two ways).
+    The pair is said in words (``named_in_words``) when ``memory`` says the holder changed ("now", "the new
+    on-call lead", "took over ... from Priya"): a revision. Otherwise it only disputes: two holders of one
+    role, the newer most likely the current one."""
+    newer = holding(memory.content)
+    if newer is None:
+        return []
+    found = []
+    for other in others:
+        if other.id == memory.id or other.created_at > memory.created_at:
+            continue
+        older = holding(other.content)
+        if older is None or set(older.holder) & set(newer.holder) or not _same_role(newer, older):
+            continue
+        if newer.former and set(newer.former) != set(older.holder):
+            continue  # a handover from someone else: not this holder's
+        old, new = " ".join(older.holder), " ".join(newer.holder)
+        if newer.changed:
+            found.append(Contradiction(other.id, memory.id, old, new, 1.0, named_in_words=True))
+        else:
+            found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
+    return found
