@@ -541,6 +541,35 @@ def test_a_new_holder_of_a_role_said_plainly_or_by_another_agent_disputes_the_ol
     assert other.consolidation.contradicts == [lead] and status(runtime, lead) == "active"
 
 
+def test_a_handover_in_one_batch_revises_and_an_older_holder_remembered_late_arrives_disputed(runtime):
+    batch = remember_many(
+        RememberManyInput(
+            items=[
+                BatchItem(content="Priya is the on-call lead."),
+                BatchItem(content="Dan took over on-call from Priya."),
+            ]
+        ),
+        runtime,
+        caller(),
+    )
+    priya = batch.results[0].id
+    assert batch.results[1].consolidation.revised == [priya] and status(runtime, priya) == "superseded"
+    # History imported after the handover it predates: kept, disputed by the newer holder.
+    handover = remember(
+        RememberInput(
+            content="Ben took over as the tech lead from Ana.", occurred_at=datetime(2026, 11, 20, tzinfo=UTC)
+        ),
+        runtime,
+        caller(),
+    )
+    ana = remember(
+        RememberInput(content="Ana is the tech lead.", occurred_at=datetime(2026, 11, 1, tzinfo=UTC)),
+        runtime,
+        caller(),
+    )
+    assert ana.consolidation.contradicts == [handover.id] and status(runtime, ana.id) == "active"
+
+
 def test_a_value_given_up_in_other_words_revises_a_reworded_fact_and_disputes_one_said_otherwise(runtime):
     """A trial: both corrections below left the outdated fact active, the second one first in recall."""
     tokens = remember(RememberInput(content="Access tokens are valid for 60 minutes."), runtime, caller()).id

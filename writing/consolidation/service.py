@@ -434,6 +434,18 @@ class ConsolidationService:
             self._record_contradiction(memory, by_id[stated.id], "revision", detail)
             report.contradicts.append(stated.id)
             report.resolver = report.resolver or KEPT_OPEN
+        # And a holder of the role it names, newer than it, written before it ("Dan took over on-call from
+        # Priya" remembered before the history that says "Priya is the on-call lead").
+        for stated in newer:
+            handed = holder_changes(stated, [pool[-1]])
+            if stated.id in report.contradicts or not handed:
+                continue
+            detail = f"{handed[0].detail}, remembered after the newer memory"
+            self._record_contradiction(
+                memory, by_id[stated.id], "value", detail, handed[0].subject_similarity
+            )
+            report.contradicts.append(stated.id)
+            report.resolver = report.resolver or KEPT_OPEN
         self._restated_corrections(memory, pool, by_id, report)
         # A thing named as given up (", not make db-up") that an older memory says, by any agent: disputed.
         for given in things_given_up(pool[-1], pool[:-1]):
