@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from retrieval.contradictions import ContradictionInput, plain_value_changes
+from retrieval.role_holders import holder_changes
 from retrieval.text import clip, counted, negated
 from storage.records import MemoryRecord, Reach
 
@@ -101,11 +102,11 @@ def apart_by_value(
     on port 6379, ..."; "... listens on port 5434" offered to retract "... on port 5433, not the default
     5432")."""
     said = ContradictionInput("query", query, datetime.max.replace(tzinfo=UTC))
+    stated = [ContradictionInput(m.id, m.content, m.created_at) for m, _ in matches]
+    # ... or that give the role the query gives to one name to another ("Dan Reyes is the on-call lead" for
+    # the query "Priya is the on-call lead").
     other = {
-        change.older_id
-        for change in plain_value_changes(
-            said, [ContradictionInput(m.id, m.content, m.created_at) for m, _ in matches]
-        )
+        change.older_id for change in [*plain_value_changes(said, stated), *holder_changes(said, stated)]
     }
     from retrieval.stages.assembly import numbers  # (numpy: after the handshake)
 

@@ -658,6 +658,16 @@ def test_a_forget_by_query_leaves_the_memory_that_says_its_words_with_another_va
     assert again.forgotten == [] and again.note.startswith("nothing was forgotten: left 1 memory that says")
 
 
+def test_a_forget_by_query_leaves_the_memory_that_gives_the_role_to_another_name(runtime):
+    """Forgetting who held a role by its words must not take the current holder with it."""
+    priya = remember(RememberInput(content="Priya is the on-call lead."), runtime, OWNER)
+    dan = remember(RememberInput(content="Dan Reyes is the on-call lead."), runtime, OWNER)
+    out = forget(ForgetInput(query="Priya is the on-call lead", max_memories=5), runtime, OWNER)
+    assert [memory.id for memory in out.forgotten] == [priya.id]
+    assert f"left 1 memory that says the query's words with another value: {dan.id}" in out.note
+    assert runtime.store.get_memory(dan.id).status == "active"
+
+
 def test_a_forget_by_query_in_few_words_leaves_a_memory_that_names_other_values_than_the_querys(runtime):
     """A new user's trial: a query naming a port in a few words retracted the memory of another port."""
     redis = remember(
