@@ -310,10 +310,13 @@ class ConsolidationService:
     ) -> None:
         if not others:
             return
-        others = [*others, *self._holders_beyond(memory, others)]
         pool = [ContradictionInput(m.id, m.content, m.created_at) for m in (*others, memory)]
         by_id = {m.id: m for m in others}
-        holders = holder_changes(pool[-1], pool[:-1])
+        # Who held the role it gives, among its neighbours and beyond them (read by that rule only).
+        beyond = self._holders_beyond(memory, others)
+        by_id.update((m.id, m) for m in beyond)
+        held = [*pool[:-1], *(ContradictionInput(m.id, m.content, m.created_at) for m in beyond)]
+        holders = holder_changes(pool[-1], held)
         # A new holder of a role said in words ("Dan is now the on-call lead", "took over ... from Priya") is
         # a value change said so; one said plainly only disputes (``_plain_value_changes``).
         changes = [*value_changes(pool[-1], pool[:-1]), *(h for h in holders if h.named_in_words)]
