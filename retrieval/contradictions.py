@@ -632,6 +632,11 @@ _PREDICATE_CUES = frozenset(
 # Tuesday as two facts). Not "every": "goes to the gym every Monday" and "... every Wednesday" are two habits
 # (a review), and "closed every Friday in August" names a month it is no schedule of.
 _WHEN_CUES = frozenset({"happens", "starts", "ends"})
+# Words right before which a value is the one that word names, when a word of what a thing is, uses or runs
+# on comes anywhere before ("runs postgres 16 on port 5432": a new user's trial planted "... on port 6543"
+# unmarked, the verb four words away). Not without one: "Opened port 8080 in the firewall" and "Released
+# version 1.2" are events, two of which are both true.
+_VALUE_NAMES = frozenset({"port", "version"})
 _WHEN_BETWEEN = frozenset({"at", "on"})
 # Words right before which a name is the one value a thing has ("Our primary database is PostgreSQL", "The
 # payments service is owned by Carla Reyes": a new user's trial saw "... MySQL" and "... Dmitri Volkov"
@@ -756,9 +761,12 @@ def says_more_than_a_value(text: str) -> bool:
 
 def _after_a_cue(tokens: Sequence[str], at: int) -> bool:
     """Whether the value at ``at`` says what a thing is, uses or runs on (one of the ``_PREDICATE_CUES``
-    within three words before it), or when a thing of a schedule is (one of the ``_WHEN_CUES`` right
-    before it, or with only "at" or "on" between)."""
+    within three words before it, or one of the ``_VALUE_NAMES`` right before it and a cue anywhere before
+    that), or when a thing of a schedule is (one of the ``_WHEN_CUES`` right before it, or with only "at"
+    or "on" between)."""
     if not _PREDICATE_CUES.isdisjoint(tokens[max(0, at - 3) : at]):
+        return True
+    if at and tokens[at - 1] in _VALUE_NAMES and not _PREDICATE_CUES.isdisjoint(tokens[:at]):
         return True
     before = at - 1
     while before >= 0 and tokens[before] in _WHEN_BETWEEN and at - before <= 2:

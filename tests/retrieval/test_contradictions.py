@@ -558,6 +558,8 @@ def test_the_same_words_with_one_value_in_its_place_after_what_a_thing_is_or_use
         ("He is 35 years old", "She is 34 years old"),
         ("They use Node 20 for the frontend", "We use Node 18 for the frontend"),
         ("The API listens on port 9090 after the proxy", "The API listens on port 8080 before the proxy"),
+        ("Opened port 9090 in the firewall", "Opened port 8080 in the firewall"),  # two events
+        ("Released version 1.3 to the beta users", "Released version 1.2 to the beta users"),
     ]:
         assert plain_value_changes(memory("new", text, 5), [memory("old", older_text, 0)]) == [], text
 
@@ -585,6 +587,20 @@ def test_the_same_words_with_one_value_in_its_place_after_what_a_thing_is_or_use
             "mysql",
         ),
         ("The weekly sync starts at 9am", "The weekly sync starts at 10am", "9am", "10am"),
+        # A trial planted a port the verb is four words away from; a value right after "port" or "version"
+        # is the one that word names.
+        (
+            "The staging database runs postgres 16 on port 5432",
+            "The staging database runs postgres 16 on port 6543",
+            "5432",
+            "6543",
+        ),
+        (
+            "Staging runs the postgres database version 15",
+            "Staging runs the postgres database version 16",
+            "15",
+            "16",
+        ),
     ],
 )
 def test_a_day_after_a_word_of_when_or_a_name_in_a_values_place_disputes_too(

@@ -570,6 +570,31 @@ def test_a_handover_in_one_batch_revises_and_an_older_holder_remembered_late_arr
     assert ana.consolidation.contradicts == [handover.id] and status(runtime, ana.id) == "active"
 
 
+def test_a_switch_of_one_value_leaves_a_memory_that_says_another_disputed_and_recalled(runtime):
+    """A new user's trial: "switched ... from postgres 16 to postgres 17" superseded "The staging database runs
+    postgres 16 on port 5432", and the port was recalled no more; a planted port then stood unmarked."""
+    port = remember(
+        RememberInput(content="The staging database runs postgres 16 on port 5432"), runtime, caller()
+    ).id
+    switch = remember(
+        RememberInput(content="We switched the staging database from postgres 16 to postgres 17"),
+        runtime,
+        caller(),
+    )
+    assert switch.consolidation.revised == [] and switch.consolidation.contradicts == [port]
+    assert status(runtime, port) == "active"
+    found = recall(RecallInput(query="which port does the staging database listen on"), runtime, caller())
+    assert port in [m.id for m in found.memories]
+    [pair] = runtime.store.contradictions(SCOPE)
+    assert "but the memory also says 5432" in pair.detail
+    planted = remember(
+        RememberInput(content="The staging database runs postgres 16 on port 6543"),
+        runtime,
+        Caller("agent-b", "ses_9"),
+    )
+    assert planted.consolidation.contradicts == [port]
+
+
 def test_a_value_given_up_in_other_words_revises_a_reworded_fact_and_disputes_one_said_otherwise(runtime):
     """A trial: both corrections below left the outdated fact active, the second one first in recall."""
     tokens = remember(RememberInput(content="Access tokens are valid for 60 minutes."), runtime, caller()).id

@@ -23,6 +23,7 @@ from retrieval.contradictions import (
     Contradiction,
     ContradictionInput,
     detect_contradictions,
+    is_value,
     late_value_changes,
     may_restate_a_correction,
     plain_command_changes,
@@ -40,7 +41,7 @@ from retrieval.role_holders import holder_changes, holding
 from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
 from retrieval.stages.corroboration import UnionFind
-from retrieval.text import after_purges_forgotten, content_hash, searchable_text
+from retrieval.text import after_purges_forgotten, content_hash, content_terms, searchable_text
 from storage.records import (
     Audience,
     ContradictionRecord,
@@ -284,12 +285,19 @@ class ConsolidationService:
             # revises "uses Postgres 16" (a trial found it left standing).
             if not revised_by(old.content, revision):
                 continue
-            if may_be_superseded(old, by_revision=True):
+            # A memory that says a value the switch does not ("runs postgres 16 on port 5432", then "switched
+            # from postgres 16 to postgres 17") says more than what was given up: superseded, its port would
+            # be recalled no more (a new user's trial). It stays, disputed.
+            more = _values_in(old.content) - _values_in(memory.content)
+            if may_be_superseded(old, by_revision=True) and not more:
                 revised.append(old.id)
             else:
-                self._record_contradiction(
-                    old, memory, "revision", f"{reason}, but the memory is {old.protection_tier}"
+                why = (
+                    f"the memory also says {', '.join(sorted(more))}"
+                    if more
+                    else f"the memory is {old.protection_tier}"
                 )
+                self._record_contradiction(old, memory, "revision", f"{reason}, but {why}")
                 report.contradicts.append(old.id)
                 report.resolver = report.resolver or KEPT_OPEN
         if revised:  # one status write for every memory this one revises
@@ -1063,6 +1071,11 @@ class ConsolidationService:
     def _all_kept(ids: Sequence[str], kept: set[frozenset[str]]) -> bool:
         pairs = [frozenset((a, b)) for index, a in enumerate(ids) for b in ids[index + 1 :]]
         return all(pair in kept for pair in pairs)
+
+
+def _values_in(text: str) -> set[str]:
+    """The values ``text`` says (words with a digit, days and months by name), as content terms."""
+    return {term for term in content_terms(text) if is_value(term)}
 
 
 def _audience_view(memory: MemoryRecord) -> View:
