@@ -821,6 +821,89 @@ def plain_value_changes(
     return found
 
 
+_NOW = re.compile(r"\s+now\b(?=\s|[.!]?\s*$)", re.IGNORECASE)
+# A port or a version said to have changed, in the words people use for it: "the API port is now 9090",
+# "... port changed to 9090", "the API moved to port 9090" (a new user's trial: none was linked to "the API
+# listens on port 8080", which recall then put first).
+_NAMED_CHANGE = (
+    re.compile(
+        r"\b(?P<name>port|version)\s+(?:is\s+now|now\s+is|(?:was\s+|has\s+been\s+)?(?:changed|moved|"
+        rf"switched|bumped|upgraded)\s+to)\s+(?P<value>{_VALUE})",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b(?:now\s+)?(?:moved|changed|switched|bumped|upgraded)\s+to\s+(?P<name>port|version)\s+"
+        rf"(?P<value>{_VALUE})",
+        re.IGNORECASE,
+    ),
+)
+# The words of what a thing is or does that say nothing of which thing it is ("the API listens on port").
+_NOT_THE_THING = frozenset({"listen", "run", "use", "serve", "expose", "bind", "now", "port", "version"})
+
+
+def named_value_changes(
+    memory: ContradictionInput, others: Sequence[ContradictionInput]
+) -> list[Contradiction]:
+    """The older of ``others`` whose one port (or version) ``memory`` says changed, in other words than
+    theirs: "the API port is now 9090", "the API port changed to 9090" or "the API moved to port 9090" after
+    "the API listens on port 8080". What the port is of (``memory``'s words before the change, at least
+    one) must all be words of the older memory, which names one value after "port" and another than the new
+    one. An older memory that says another value besides ("... on port 8080 and uses Node 18") is disputed,
+    not revised (``SAYS_MORE``)."""
+    text = joined_as_words(memory.content)
+    said = next((hit for pattern in _NAMED_CHANGE if (hit := pattern.search(text))), None)
+    if said is None or _ADDING.search(text):
+        return []
+    name, new = said.group("name").lower(), said.group("value").lower().rstrip(".")
+    thing = set(content_terms(text[: said.start()])) - _NOT_THE_THING
+    thing = {term for term in thing if not is_value(term)}
+    if not thing:
+        return []
+    named = re.compile(rf"\b{name}\s+(?P<value>{_VALUE})", re.IGNORECASE)
+    several = re.compile(rf"\b{name}s\b", re.IGNORECASE)  # "listens on ports 8080 and 8443": not one
+    found = []
+    for other in others:
+        if other.id == memory.id or other.created_at > memory.created_at or negated(other.content):
+            continue
+        older = joined_as_words(other.content)
+        values = [m.group("value").lower().rstrip(".") for m in named.finditer(older)]
+        if len(values) != 1 or values[0] == new or several.search(older):
+            continue
+        if not thing <= set(content_terms(older)):
+            continue
+        rest = {t for t in content_terms(older) if is_value(t)} - {values[0]} - set(content_terms(text))
+        found.append(
+            Contradiction(
+                other.id,
+                memory.id,
+                values[0],
+                new,
+                1.0,
+                named_in_words=True,
+                only_disputes=SAYS_MORE if rest else None,
+            )
+        )
+    return found
+
+
+def now_value_changes(
+    memory: ContradictionInput, others: Sequence[ContradictionInput]
+) -> list[Contradiction]:
+    """What ``plain_value_changes`` reads once the word "now" is set aside, when "now" is all that says
+    a change ("The billing service is now owned by Lena Ortiz" after "... is owned by Marco Bianchi", "The
+    API port is now 9090" after "The API port is 8080"): a change said in words, so the pair is a revision
+    (``named_in_words``), where without "now" it would only dispute. A new user's trial saw "now" leave the
+    pair unlinked, the older recalled first: a clearer word of change must never read as less."""
+    text = joined_as_words(memory.content)
+    if len(_NOW.findall(text)) != 1:
+        return []
+    plain = _NOW.sub("", text, count=1)
+    if says_more_than_a_value(plain):
+        return []
+    found = plain_value_changes(replace(memory, content=plain), others)
+    return [replace(change, named_in_words=True, only_disputes=None) for change in found]
+
+
 # A command or path said in code (backticks) is a value of what does a thing: "Deploy to production with
 # `make deploy ENV=prod`", then "... with `argocd app sync web-prod`" (a trial: four such memories stood
 # as four facts, the oldest first). The code follows one of these words within three, which say how a

@@ -62,6 +62,7 @@ _CALENDAR = (
 )
 _WHEN = re.compile(
     r"\b(?:(?:this|next|last)\s+(?:week|month|quarter|sprint|year|rotation|cycle)|for\s+now|currently|"
+    r"today|yesterday|"
     r"right\s+now|going\s+forward|from\s+now\s+on|"
     rf"(?:starting|from|as\s+of|since|until|till|through|effective|in|on)\s+(?:(?:next|this)\s+)?"
     rf"(?:{_CALENDAR}|week|month|quarter|\S*\d\S*)(?:\s+\S*\d\S*)?)\b",
@@ -111,19 +112,33 @@ def holding(text: str) -> Holding | None:
     not the on-call lead"), or says more than one sentence."""
     if negated(text) or re.search(r"[.!?;]\s+\S", text.strip()):
         return None
+    said = " ".join(_WHEN.sub(" ", text).split())  # (when: no part of who holds what)
     for pattern, handed in ((_HOLDER_IS, False), (_ROLE_IS, False), *((p, True) for p in _HANDED_OVER)):
-        found = pattern.match(text)
+        found = pattern.match(said)
         if found is None:
             continue
         holder, role = _name(found.group("holder")), _role(found.group("role"))
         former = _name(found.group("former")) if handed else ()
         if holder is None or role is None or former is None:
             return None
-        if re.search(r"\b(?:also|too)\b", text, re.IGNORECASE):
+        if re.search(r"\b(?:also|too)\b", said, re.IGNORECASE):
             return None
         now = not handed and found.group("now") is not None
         return Holding(holder, role[0], handed or now or role[1], former)
     return None
+
+
+def _handed_over_first(text: str) -> Holding | None:
+    """A handover said in the first sentence or clause of a memory that says more ("Dan took over on-call
+    from Priya today; page him for platform incidents"): what the rest says is the newer memory's own."""
+    first = re.split(r";|[.!?](?=\s)", text, maxsplit=1)[0]
+    said = holding(first) if first.strip() != text.strip() else None
+    return said if said is not None and said.former else None
+
+
+def _names_one(some: tuple[str, ...], other: tuple[str, ...]) -> bool:
+    """Whether two names may be one person's: one's words among the other's ("Priya", "Priya Nair")."""
+    return set(some) <= set(other) or set(other) <= set(some)
 
 
 def _same_role(newer: Holding, older: Holding) -> bool:
@@ -131,17 +146,18 @@ def _same_role(newer: Holding, older: Holding) -> bool:
     one role's words among the other's ("took over on-call from Priya" and "Priya is the on-call lead")."""
     if newer.role == older.role:
         return True
-    named = newer.former and set(newer.former) == set(older.holder)
-    return bool(named) and (set(newer.role) <= set(older.role) or set(older.role) <= set(newer.role))
+    named = bool(newer.former) and _names_one(newer.former, older.holder)
+    return named and (set(newer.role) <= set(older.role) or set(older.role) <= set(newer.role))
 
 
 def holder_changes(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
     """The older of ``others`` that give the role ``memory`` gives to one name to another, with no word in
     common ("Priya", then "Dan Reyes"; "Carla Reyes" and "Carla Diaz" may be one person written two ways).
     The pair is said in words (``named_in_words``) when ``memory`` says the holder changed ("now", "the new
-    on-call lead", "took over ... from Priya"): a revision. Otherwise it only disputes: two holders of one
-    role, the newer most likely the current one."""
-    newer = holding(memory.content)
+    on-call lead", "took over ... from Priya", also as the first clause of a memory that says more; "Priya"
+    names "Priya Nair"): a revision. Otherwise it only disputes: two holders of one role, the newer most
+    likely the current one."""
+    newer = holding(memory.content) or _handed_over_first(memory.content)
     if newer is None:
         return []
     found = []
@@ -151,7 +167,7 @@ def holder_changes(memory: ContradictionInput, others: Sequence[ContradictionInp
         older = holding(other.content)
         if older is None or set(older.holder) & set(newer.holder) or not _same_role(newer, older):
             continue
-        if newer.former and set(newer.former) != set(older.holder):
+        if newer.former and not _names_one(newer.former, older.holder):
             continue  # a handover from someone else: not this holder's
         old, new = " ".join(older.holder), " ".join(newer.holder)
         if newer.changed:

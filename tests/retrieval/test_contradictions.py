@@ -7,11 +7,14 @@ from retrieval.contradictions import (
     NAMED_AS_GIVEN_UP,
     NOT_SAID_TO_CHANGE,
     SAID_OTHERWISE,
+    SAYS_MORE,
     ContradictionInput,
     detect_contradictions,
     is_value,
     late_value_changes,
     may_restate_a_correction,
+    named_value_changes,
+    now_value_changes,
     plain_command_changes,
     plain_value_changes,
     restated_correction,
@@ -784,3 +787,74 @@ def test_the_same_words_but_for_one_command_in_code_dispute_the_older():
 )
 def test_a_statement_written_out_drops_what_only_hands_it_over_and_expands_short_words(text, stated):
     assert written_out(text) == stated
+
+
+@pytest.mark.parametrize(
+    ("older_text", "newer_text", "older_term", "newer_term"),
+    [
+        # A new user's trial: "now" left these unlinked, where the same words without it disputed.
+        (
+            "The billing service is owned by Marco Bianchi.",
+            "The billing service is now owned by Lena Ortiz.",
+            "marco bianchi",
+            "lena ortiz",
+        ),
+        ("The API port is 8080", "The API port is now 9090", "8080", "9090"),
+        ("We are on pydantic 2.9", "We are on pydantic 2.10 now.", "2.9", "2.10"),
+    ],
+)
+def test_the_same_words_but_for_one_value_and_now_are_a_change_said_in_words(
+    older_text, newer_text, older_term, newer_term
+):
+    [change] = now_value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)])
+    assert (shown_value(change.older_term), shown_value(change.newer_term)) == (older_term, newer_term)
+    assert (change.named_in_words, change.covers_older) == (True, True)
+
+
+def test_now_with_other_words_changed_or_a_value_added_is_no_such_change():
+    older = [memory("old", "The billing service is owned by Marco Bianchi.", 0)]
+    for text in [
+        "The billing service is now also owned by Lena Ortiz.",  # one more owner
+        "The ledger service is now owned by Lena Ortiz.",  # another service
+        "Now the billing service is owned by Lena Ortiz, and now the ledger too.",
+    ]:
+        assert now_value_changes(memory("new", text, 5), older) == [], text
+
+
+@pytest.mark.parametrize(
+    "newer_text",
+    [
+        "the API port is now 9090",
+        "The API port changed to 9090.",
+        "the API port was changed to 9090 after the mesh migration",
+        "the API moved to port 9090",
+    ],
+)
+def test_a_port_said_to_have_changed_in_other_words_revises_the_older_port_of_the_same_thing(newer_text):
+    """A new user's trial: none of these was linked to "the API listens on port 8080"."""
+    [change] = named_value_changes(
+        memory("new", newer_text, 5), [memory("old", "the API listens on port 8080", 0)]
+    )
+    assert (change.older_id, change.older_term, change.newer_term) == ("old", "8080", "9090")
+    assert (change.named_in_words, change.covers_older) == (True, True)
+
+
+def test_a_port_change_leaves_other_things_ports_and_disputes_an_older_memory_that_says_more():
+    new = memory("new", "The API port is now 9090", 5)
+    assert named_value_changes(new, [memory("m", "The metrics exporter listens on port 9100", 0)]) == []
+    assert named_value_changes(new, [memory("two", "The API listens on ports 8080 and 8443", 0)]) == []
+    assert (
+        named_value_changes(
+            memory("new", "The port is now 9090", 5), [memory("o", "The API listens on port 8080", 0)]
+        )
+        == []
+    )
+    assert (
+        named_value_changes(
+            memory("new", "The API port is now also 9090", 5),
+            [memory("o", "The API listens on port 8080", 0)],
+        )
+        == []
+    )
+    [change] = named_value_changes(new, [memory("more", "The API listens on port 8080 and runs Node 18", 0)])
+    assert change.only_disputes == SAYS_MORE

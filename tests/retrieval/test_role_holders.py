@@ -95,6 +95,14 @@ def test_another_holder_of_the_same_role_said_plainly_disputes_the_older(older_t
         # A handover that names the holder given up may name the role in fewer words.
         ("Priya is the on-call lead.", "Dan took over on-call from Priya.", "priya", "dan"),
         ("Priya Shah is our tech lead.", "Dan replaced Priya Shah as tech lead.", "priya shah", "dan"),
+        # A new user's trial: the older holder named in full, or the handover saying more after it.
+        ("Priya Nair is the on-call lead.", "Dan took over on-call from Priya.", "priya nair", "dan"),
+        (
+            "Priya is the on-call lead.",
+            "Dan took over on-call from Priya today; page him for platform incidents.",
+            "priya",
+            "dan",
+        ),
     ],
 )
 def test_another_holder_said_to_have_taken_over_revises_the_older(
@@ -115,6 +123,9 @@ def test_another_holder_said_to_have_taken_over_revises_the_older(
         ("Priya is the on-call lead.", "Dan took over the billing migration from Priya."),  # another role
         ("Priya is the on-call lead.", "Dan is an on-call engineer."),
         ("Priya is the on-call lead.", "Dan is not the on-call lead."),
+        # More than one sentence reads as a handover only when its first one is one.
+        ("Priya is the on-call lead.", "Dan Reyes is the on-call lead. He starts Monday."),
+        ("Priya is the on-call lead.", "We talked about on-call; Dan took over on-call from Priya."),
     ],
 )
 def test_two_holders_of_different_roles_or_one_holder_written_twice_are_no_change(older_text, newer_text):

@@ -595,6 +595,23 @@ def test_a_switch_of_one_value_leaves_a_memory_that_says_another_disputed_and_re
     assert planted.consolidation.contradicts == [port]
 
 
+def test_an_owner_said_now_and_a_port_said_changed_in_other_words_revise_the_older_fact(runtime):
+    """A new user's trial: "now" left "... is now owned by Lena Ortiz" unlinked (without it, the pair was
+    disputed), and "the API port changed to 9090" left "the API listens on port 8080" first in recall."""
+    marco = remember(
+        RememberInput(content="The billing service is owned by Marco Bianchi."), runtime, caller()
+    ).id
+    lena = remember(
+        RememberInput(content="The billing service is now owned by Lena Ortiz."), runtime, caller("ses_2")
+    )
+    assert lena.consolidation.revised == [marco] and lena.consolidation.resolver == "revision:explicit"
+    port = remember(RememberInput(content="the API listens on port 8080"), runtime, caller()).id
+    changed = remember(RememberInput(content="The API port changed to 9090."), runtime, caller("ses_3"))
+    assert changed.consolidation.revised == [port] and status(runtime, port) == "superseded"
+    found = recall(RecallInput(query="which port does the API listen on"), runtime, caller("ses_4"))
+    assert [m.id for m in found.memories] == [changed.id]
+
+
 def test_a_value_given_up_in_other_words_revises_a_reworded_fact_and_disputes_one_said_otherwise(runtime):
     """A trial: both corrections below left the outdated fact active, the second one first in recall."""
     tokens = remember(RememberInput(content="Access tokens are valid for 60 minutes."), runtime, caller()).id

@@ -26,6 +26,8 @@ from retrieval.contradictions import (
     is_value,
     late_value_changes,
     may_restate_a_correction,
+    named_value_changes,
+    now_value_changes,
     plain_command_changes,
     plain_value_changes,
     restated_correction,
@@ -328,6 +330,12 @@ class ConsolidationService:
         # A new holder of a role said in words ("Dan is now the on-call lead", "took over ... from Priya") is
         # a value change said so; one said plainly only disputes (``_plain_value_changes``).
         changes = [*value_changes(pool[-1], pool[:-1]), *(h for h in holders if h.named_in_words)]
+        # The same words as an older memory but for one value, with "now" ("... is now owned by Lena Ortiz").
+        linked = {change.older_id for change in changes}
+        for said in (*now_value_changes(pool[-1], pool[:-1]), *named_value_changes(pool[-1], pool[:-1])):
+            if said.older_id not in linked:
+                changes.append(said)
+                linked.add(said.older_id)
         # "9090, not 8080" also reads as a negation of the older memory: it names what it replaces.
         named = {change.older_id for change in changes if change.named_in_words}
         for found in detect_contradictions(pool, self.policy.oppositions, swaps_of=memory.id):
