@@ -395,6 +395,7 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
 
 
 def recall_command(args: argparse.Namespace, settings: Settings) -> int:
+    from retrieval.stages.instructions import instruction_signals
     from tools import recall
 
     with opened(settings) as runtime:
@@ -442,7 +443,10 @@ def recall_command(args: argparse.Namespace, settings: Settings) -> int:
                     memory.kind + (" (sibling)" if memory.source == "sibling" else ""),
                     memory.agent_id,
                     day(memory.created_at, args.time_zone),
-                    ("[disputed] " if memory.contradicted_by else "") + memory.content,
+                    ("[disputed] " if memory.contradicted_by else "")
+                    # as the context's WARNING says it (a new user's trial: the table said nothing)
+                    + ("[reads as instructions] " if instruction_signals(memory.content) else "")
+                    + memory.content,
                 ]
                 for memory in result.memories
             ],

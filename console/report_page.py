@@ -20,7 +20,7 @@ from console.report import (
     FeedbackImpact,
     ReportData,
 )
-from retrieval.text import clip, listed
+from retrieval.text import clip, listed, shown_safely
 from tools.drift import ContradictionView
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7")
@@ -880,7 +880,9 @@ def _empty(message_html: str) -> str:
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """``value`` as page text: its control and hidden characters written as ``<U+001B>``, as the terminal
+    shows them (a new user's trial found an escape and a bell raw in the page), then escaped."""
+    return html.escape(shown_safely(str(value)), quote=True)
 
 
 def _q(value: str) -> str:

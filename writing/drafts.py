@@ -149,7 +149,9 @@ def prepare(draft: Draft, limits: WriteLimits, now: datetime, embedder: str) -> 
         found.update(dict(result.found))
     summary = Redacted(content.text, tuple(found.items())).summary() if found else None
     if summary:
-        log.warning("replaced secrets in a memory before storing it: %s", summary)
+        # The caller is told in its result ("redacted before storing: ..."); at warning level the CLI
+        # printed it twice, once as a raw log line (a new user's trial).
+        log.info("replaced secrets in a memory before storing it: %s", summary)
     text = content.text
     if len(text) > limits.max_content_chars:
         raise WriteRefused(

@@ -366,6 +366,14 @@ def test_no_text_anywhere_in_the_data_adds_markup(page_of_the_sample, text):
     assert page.count("<script") == 1
 
 
+def test_control_characters_in_the_data_are_written_as_the_terminal_shows_them(page_of_the_sample):
+    """A new user's trial found a memory's escape and bell raw in the page; the CLI writes <U+001B>."""
+    hostile = _replace_strings(page_of_the_sample.model_dump(), "\x1b[31m\x07")
+    page = render_report(type(page_of_the_sample).model_validate(hostile))
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", page)
+    assert "&lt;U+001B&gt;[31m&lt;U+0007&gt;" in page
+
+
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT")
 
 
