@@ -637,6 +637,9 @@ _WHEN_CUES = frozenset({"happens", "starts", "ends"})
 # unmarked, the verb four words away). Not without one: "Opened port 8080 in the firewall" and "Released
 # version 1.2" are events, two of which are both true.
 _VALUE_NAMES = frozenset({"port", "version"})
+# Of the cues, the verbs of what a thing uses or runs on: "is" anywhere before says too little ("This is a
+# breaking change in version 2.0", "The test is flaky on port 8080": a review).
+_ACTION_CUES = _PREDICATE_CUES - {"is", "are", "equals"}
 _WHEN_BETWEEN = frozenset({"at", "on"})
 # Words right before which a name is the one value a thing has ("Our primary database is PostgreSQL", "The
 # payments service is owned by Carla Reyes": a new user's trial saw "... MySQL" and "... Dmitri Volkov"
@@ -766,7 +769,7 @@ def _after_a_cue(tokens: Sequence[str], at: int) -> bool:
     or "on" between)."""
     if not _PREDICATE_CUES.isdisjoint(tokens[max(0, at - 3) : at]):
         return True
-    if at and tokens[at - 1] in _VALUE_NAMES and not _PREDICATE_CUES.isdisjoint(tokens[:at]):
+    if at and tokens[at - 1] in _VALUE_NAMES and not _ACTION_CUES.isdisjoint(tokens[:at]):
         return True
     before = at - 1
     while before >= 0 and tokens[before] in _WHEN_BETWEEN and at - before <= 2:
@@ -841,6 +844,15 @@ _NAMED_CHANGE = (
 _NOT_THE_THING = frozenset({"listen", "run", "use", "serve", "expose", "bind", "now", "port", "version"})
 
 
+_CONDITION = re.compile(r"\s*(?:if|when|whenever|should|unless|once)\b", re.IGNORECASE)
+
+
+def _the_thing(text: str) -> frozenset[str]:
+    """What a port or version is of, in the words before it: its content terms but the verbs of what it
+    does and values."""
+    return frozenset(t for t in content_terms(text) if t not in _NOT_THE_THING and not is_value(t))
+
+
 def named_value_changes(
     memory: ContradictionInput, others: Sequence[ContradictionInput]
 ) -> list[Contradiction]:
@@ -852,11 +864,17 @@ def named_value_changes(
     not revised (``SAYS_MORE``)."""
     text = joined_as_words(memory.content)
     said = next((hit for pattern in _NAMED_CHANGE if (hit := pattern.search(text))), None)
-    if said is None or _ADDING.search(text):
+    if said is None or _ADDING.search(text) or _CONDITION.match(text):
         return []
+    # Anything after the value may say where it holds ("... in staging", a review): only why or when it
+    # changed is set aside ("because ...", "last week"); "after ..." may say either, and then only disputes.
+    after = text[said.end() :].strip(" .!")
+    reason = _REASON.match(f" {after}") if after else None
+    if after and reason is None:
+        return []
+    where = reason is not None and reason.group("either") is not None
     name, new = said.group("name").lower(), said.group("value").lower().rstrip(".")
-    thing = set(content_terms(text[: said.start()])) - _NOT_THE_THING
-    thing = {term for term in thing if not is_value(term)}
+    thing = _the_thing(text[: said.start()])
     if not thing:
         return []
     named = re.compile(rf"\b{name}\s+(?P<value>{_VALUE})", re.IGNORECASE)
@@ -866,21 +884,26 @@ def named_value_changes(
         if other.id == memory.id or other.created_at > memory.created_at or negated(other.content):
             continue
         older = joined_as_words(other.content)
-        values = [m.group("value").lower().rstrip(".") for m in named.finditer(older)]
-        if len(values) != 1 or values[0] == new or several.search(older):
+        spots = list(named.finditer(older))
+        if len(spots) != 1 or several.search(older):
             continue
-        if not thing <= set(content_terms(older)):
+        spot = spots[0]
+        # The same thing, in the same words, before its value ("The API listens on port": "the API"), and
+        # nothing after it: "The metrics endpoint of the API ..." or "... on port 443 forwards to ..." are
+        # other things (a review).
+        was = spot.group("value").lower().rstrip(".")
+        if was == new or _the_thing(older[: spot.start()]) != thing:
             continue
-        rest = {t for t in content_terms(older) if is_value(t)} - {values[0]} - set(content_terms(text))
+        more = bool(older[spot.end() :].strip(" .!"))  # "... on port 8080 and runs Node 18"
         found.append(
             Contradiction(
                 other.id,
                 memory.id,
-                values[0],
+                was,
                 new,
                 1.0,
                 named_in_words=True,
-                only_disputes=SAYS_MORE if rest else None,
+                only_disputes=SAYS_MORE if more else MAY_HOLD_WHERE if where else None,
             )
         )
     return found

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from retrieval.contradictions import (
     NOT_SAID_TO_CHANGE,
+    SAYS_MORE,
     Contradiction,
     ContradictionInput,
     is_value,
@@ -70,6 +71,10 @@ _WHEN = re.compile(
 )
 # Words a role may say that add to who holds it rather than name another: "Dan is also the on-call lead".
 _BESIDE = frozenset({"also", "too", "co", "another", "one", "backup", "deputy", "acting"})
+# Words that only name a role as a role: "took over on-call" hands over "the on-call lead" whole.
+_ROLE_NOUNS = frozenset({"lead", "owner", "manager", "engineer", "rotation", "duty", "person", "primary"})
+_SOMEONES = frozenset({"my", "your", "his", "her", "their", "we", "i", "me", "us", "you"})
+_COUNTS = frozenset({"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "several"})
 _ROLE_WORD = re.compile(r"[\w'\u2019-]+")
 
 
@@ -102,6 +107,8 @@ def _role(text: str) -> tuple[tuple[str, ...], bool] | None:
     words = words[1:] if new else words
     if not words or _BESIDE & set(words) or (len(words) == 1 and words[0].endswith("est")):
         return None  # (a superlative alone praises: "Caroline is the greatest")
+    if _SOMEONES & set(words) or any(is_value(word) or word in _COUNTS for word in words):
+        return None  # "the name of my dog", "the mother of two": whose, or one of a count (a review)
     return tuple(words), new
 
 
@@ -113,6 +120,8 @@ def holding(text: str) -> Holding | None:
     if negated(text) or re.search(r"[.!?;]\s+\S", text.strip()):
         return None
     said = " ".join(_WHEN.sub(" ", text).split())  # (when: no part of who holds what)
+    # "Dan is the on-call lead now": the change said last (a review found it read as less than without it).
+    said, now_last = re.subn(r"\s+now\s*(?=\.?\Z)", "", said)
     for pattern, handed in ((_HOLDER_IS, False), (_ROLE_IS, False), *((p, True) for p in _HANDED_OVER)):
         found = pattern.match(said)
         if found is None:
@@ -123,12 +132,12 @@ def holding(text: str) -> Holding | None:
             return None
         if re.search(r"\b(?:also|too)\b", said, re.IGNORECASE):
             return None
-        now = not handed and found.group("now") is not None
+        now = not handed and (found.group("now") is not None or now_last > 0)
         return Holding(holder, role[0], handed or now or role[1], former)
     return None
 
 
-def _handed_over_first(text: str) -> Holding | None:
+def handed_over_first(text: str) -> Holding | None:
     """A handover said in the first sentence or clause of a memory that says more ("Dan took over on-call
     from Priya today; page him for platform incidents"): what the rest says is the newer memory's own."""
     first = re.split(r";|[.!?](?=\s)", text, maxsplit=1)[0]
@@ -157,7 +166,7 @@ def holder_changes(memory: ContradictionInput, others: Sequence[ContradictionInp
     on-call lead", "took over ... from Priya", also as the first clause of a memory that says more; "Priya"
     names "Priya Nair"): a revision. Otherwise it only disputes: two holders of one role, the newer most
     likely the current one."""
-    newer = holding(memory.content) or _handed_over_first(memory.content)
+    newer = holding(memory.content) or handed_over_first(memory.content)
     if newer is None:
         return []
     found = []
@@ -171,7 +180,14 @@ def holder_changes(memory: ContradictionInput, others: Sequence[ContradictionInp
             continue  # a handover from someone else: not this holder's
         old, new = " ".join(older.holder), " ".join(newer.holder)
         if newer.changed:
-            found.append(Contradiction(other.id, memory.id, old, new, 1.0, named_in_words=True))
+            # A handover of part of the role ("took over on-call" from "the release manager and on-call
+            # lead", or "... on-call lead for payments") says nothing of the rest: disputed (a review). A
+            # word that only names it as a role is no rest ("on-call" and "the on-call lead").
+            extra = set(older.role) - set(newer.role)
+            part = None if newer.role == older.role or extra <= _ROLE_NOUNS else SAYS_MORE
+            found.append(
+                Contradiction(other.id, memory.id, old, new, 1.0, named_in_words=True, only_disputes=part)
+            )
         else:
             found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
     return found

@@ -67,9 +67,7 @@ class ForgetInput(ScopeArgs):
     reason: Annotated[str, Field(max_length=500), WithoutSecrets] | None = Field(
         None, description="Why, for the record."
     )
-    dry_run: bool = Field(
-        False, description="Only show what would go. Default true with tag, or a purge of several; else false."
-    )
+    dry_run: bool = Field(False, description="Only show what would go.")
     session_id: Identifier | None = None  # whose session-private memories it sees (default: the connection's)
 
 

@@ -2,7 +2,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retrieval.contradictions import NOT_SAID_TO_CHANGE, ContradictionInput
+from retrieval.contradictions import NOT_SAID_TO_CHANGE, SAYS_MORE, ContradictionInput
 from retrieval.role_holders import Holding, holder_changes, holding
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -61,6 +61,8 @@ def test_a_sentence_that_gives_a_role_to_a_name_says_who_holds_it(text, expected
         "Caroline is the greatest.",
         "Priya is the on-call lead. Page her on Slack.",  # says more than who holds the role
         "priya is the on-call lead",  # no name written as one
+        "Oscar is the name of my dog.",  # whose (a review)
+        "Melanie is the mother of two.",  # one of a count
     ],
 )
 def test_a_sentence_that_gives_no_single_holder_a_role_says_none(text):
@@ -130,6 +132,22 @@ def test_another_holder_said_to_have_taken_over_revises_the_older(
 )
 def test_two_holders_of_different_roles_or_one_holder_written_twice_are_no_change(older_text, newer_text):
     assert holder_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []
+
+
+@pytest.mark.parametrize(
+    "older_text",
+    ["Priya is the release manager and on-call lead.", "Priya is the on-call lead for payments."],
+)
+def test_a_handover_of_part_of_an_older_role_only_disputes_it(older_text):
+    """A review: "Dan took over on-call from Priya" superseded Priya's release-manager role with it."""
+    [change] = holder_changes(
+        memory("new", "Dan took over on-call from Priya.", 5), [memory("old", older_text, 0)]
+    )
+    assert change.only_disputes == SAYS_MORE
+
+
+def test_now_said_last_is_a_change_too():
+    assert holding("Dan is the on-call lead now.") == Holding(("dan",), ("on-call", "lead"), True)
 
 
 def test_only_an_older_memory_is_read_as_the_holder_given_up():

@@ -664,6 +664,34 @@ def test_a_protected_value_said_to_have_changed_stays_disputed_rather_than_revis
     assert moved.consolidation.resolver == "rules:contradiction" and status(runtime, kept) == "active"
 
 
+@pytest.mark.parametrize(
+    ("older_text", "newer_text"),
+    [
+        ("The API listens on port 8080", "The API port changed to 9090"),
+        ("The billing service is owned by Marco Bianchi.", "The billing service is now owned by Lena Ortiz."),
+        ("Priya is the on-call lead.", "Dan is now the on-call lead."),
+    ],
+)
+def test_a_protected_fact_said_to_have_changed_without_naming_its_value_stays_disputed(
+    runtime, older_text, newer_text
+):
+    """A review: "changed to", "now" and a new holder superseded a protected memory, which yields only to
+    a change that names what it gives up."""
+    kept = remember(RememberInput(content=older_text, protection_tier="protected"), runtime, caller()).id
+    newer = remember(RememberInput(content=newer_text), runtime, caller("ses_2"))
+    assert newer.consolidation.revised == [] and newer.consolidation.contradicts == [kept]
+    assert status(runtime, kept) == "active"
+
+
+def test_a_switch_supersedes_a_memory_whose_only_value_is_the_version_of_what_it_gave_up(runtime):
+    """A review: "Our CI runs on Jenkins 2.4" was left disputed by a switch from Jenkins."""
+    jenkins = remember(RememberInput(content="Our CI runs on Jenkins 2.4"), runtime, caller()).id
+    switch = remember(
+        RememberInput(content="We switched our CI from Jenkins to GitHub Actions"), runtime, caller()
+    )
+    assert switch.consolidation.revised == [jenkins] and status(runtime, jenkins) == "superseded"
+
+
 def test_an_immutable_memory_survives_a_contradiction_which_stays_visible(runtime):
     rule = remember(
         RememberInput(

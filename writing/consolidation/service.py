@@ -13,6 +13,7 @@ from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Protocol
 
 import numpy as np
@@ -24,6 +25,7 @@ from retrieval.contradictions import (
     ContradictionInput,
     detect_contradictions,
     is_value,
+    joined_as_words,
     late_value_changes,
     may_restate_a_correction,
     named_value_changes,
@@ -39,7 +41,7 @@ from retrieval.contradictions import (
 from retrieval.models.embedders.base import Embedder
 from retrieval.models.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
 from retrieval.models.rerankers.base import Reranker, RerankFailed
-from retrieval.role_holders import holder_changes, holding
+from retrieval.role_holders import handed_over_first, holder_changes, holding
 from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
 from retrieval.stages.corroboration import UnionFind
@@ -290,7 +292,11 @@ class ConsolidationService:
             # A memory that says a value the switch does not ("runs postgres 16 on port 5432", then "switched
             # from postgres 16 to postgres 17") says more than what was given up: superseded, its port would
             # be recalled no more (a new user's trial). It stays, disputed.
-            more = _values_in(old.content) - _values_in(memory.content)
+            more = (
+                _values_in(old.content)
+                - _values_in(memory.content)
+                - _values_after(old.content, revision.old)
+            )
             if may_be_superseded(old, by_revision=True) and not more:
                 revised.append(old.id)
             else:
@@ -329,13 +335,18 @@ class ConsolidationService:
         holders = holder_changes(pool[-1], held)
         # A new holder of a role said in words ("Dan is now the on-call lead", "took over ... from Priya") is
         # a value change said so; one said plainly only disputes (``_plain_value_changes``).
-        changes = [*value_changes(pool[-1], pool[:-1]), *(h for h in holders if h.named_in_words)]
+        found_by_value = value_changes(pool[-1], pool[:-1])
+        changes = [*found_by_value, *(h for h in holders if h.named_in_words)]
         # The same words as an older memory but for one value, with "now" ("... is now owned by Lena Ortiz").
         linked = {change.older_id for change in changes}
         for said in (*now_value_changes(pool[-1], pool[:-1]), *named_value_changes(pool[-1], pool[:-1])):
             if said.older_id not in linked:
                 changes.append(said)
                 linked.add(said.older_id)
+        # Those three say a change ("now", "changed to", "took over") without naming the value given up: a
+        # protected memory yields only to what names it ("9090, not 8080"), as it does to "now listens on
+        # port 9090" (a review found protected memories superseded by them).
+        unnamed = {id(change) for change in changes[len(found_by_value) :]}
         # "9090, not 8080" also reads as a negation of the older memory: it names what it replaces.
         named = {change.older_id for change in changes if change.named_in_words}
         for found in detect_contradictions(pool, self.policy.oppositions, swaps_of=memory.id):
@@ -409,7 +420,7 @@ class ConsolidationService:
                 continue
             # An older memory that says more than the value it held stays, disputed: superseding it would
             # take the rest of what it says along.
-            yields = may_be_superseded(older, by_revision=change.named_in_words)
+            yields = may_be_superseded(older, by_revision=change.named_in_words and id(change) not in unnamed)
             self._revise_or_dispute(
                 memory,
                 older,
@@ -484,7 +495,7 @@ class ConsolidationService:
         that name the role's words, or the holder it says was given up, beyond its nearest neighbours: "Dan
         took over on-call from Priya" is far, by vector, from "Priya is the on-call lead" in a store of
         thousands. Read only for such memories (one sentence, a name and "the" role)."""
-        said = holding(memory.content)
+        said = holding(memory.content) or handed_over_first(memory.content)
         if said is None:
             return []
         seen = {m.id for m in others} | {memory.id}
@@ -1081,9 +1092,16 @@ class ConsolidationService:
         return all(pair in kept for pair in pairs)
 
 
+def _values_after(text: str, names: Sequence[str]) -> set[str]:
+    """The values ``text`` says right after one of ``names`` (content terms): "Jenkins 2.4" is the version of
+    the thing a switch gave up, no other fact (a review)."""
+    terms = content_terms(joined_as_words(text))
+    return {term for before, term in pairwise(terms) if before in names and is_value(term)}
+
+
 def _values_in(text: str) -> set[str]:
     """The values ``text`` says (words with a digit, days and months by name), as content terms."""
-    return {term for term in content_terms(text) if is_value(term)}
+    return {term for term in content_terms(joined_as_words(text)) if is_value(term)}
 
 
 def _audience_view(memory: MemoryRecord) -> View:
