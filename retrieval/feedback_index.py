@@ -272,12 +272,8 @@ class FeedbackIndex:
                     found, set_aside = 0.0, set_aside + 1
                 scored.append((credited, found))
             if set_aside:
-                misled = [
-                    i for i, (c, found) in enumerate(scored) if c.credit.role == "misleading" and found > 0.0
-                ]
-                for i in misled:
-                    scored[i] = (scored[i][0], 0.0)
-                set_aside += len(misled)
+                set_aside += sum(c.credit.role == "misleading" and found > 0.0 for c, found in scored)
+                scored = [(c, 0.0 if c.credit.role == "misleading" else found) for c, found in scored]
             # Of the reports counted far below, those set apart here (their queries were compared).
             apart = set_aside if set_aside and query() is not None else 0
             close = [

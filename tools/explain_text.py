@@ -113,15 +113,16 @@ def _candidate_line(c: CandidateExplanation) -> str:
         line += "\n    reports: " + "; ".join(moves)
     if c.feedback.far:  # reported on, for other tasks: why they did not move it here
         far, apart = c.feedback.far, c.feedback.set_apart
-        why = [
-            f"{counted(apart, 'report')} naming it for a close task set apart from this one by a word that a "
-            "memory matching this query as well says"
-            if apart
-            else "",
-            f"{counted(far - apart, 'report')} about tasks too far from this query" if far > apart else "",
-        ]
+        why = []
+        if apart:
+            why.append(
+                f"{counted(apart, 'report')} naming it for a close task set apart from this one by a word "
+                "that a memory matching this query as well says"
+            )
+        if far > apart:
+            why.append(f"{counted(far - apart, 'report')} about tasks too far from this query")
         line += (
-            f"\n    {'; '.join(part for part in why if part)}: not counted here "
+            f"\n    {'; '.join(why)}: not counted here "
             f"(they moved only its global weight, {s.global_weight:.3f})"
         )
     return line

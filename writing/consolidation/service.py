@@ -333,20 +333,24 @@ class ConsolidationService:
         by_id.update((m.id, m) for m in beyond)
         held = [*pool[:-1], *(ContradictionInput(m.id, m.content, m.created_at) for m in beyond)]
         holders = holder_changes(pool[-1], held)
-        # A new holder of a role said in words ("Dan is now the on-call lead", "took over ... from Priya") is
-        # a value change said so; one said plainly only disputes (``_plain_value_changes``).
-        found_by_value = value_changes(pool[-1], pool[:-1])
-        changes = [*found_by_value, *(h for h in holders if h.named_in_words)]
-        # The same words as an older memory but for one value, with "now" ("... is now owned by Lena Ortiz").
+        changes = value_changes(pool[-1], pool[:-1])
+        # Then, for older memories no value change read: a new holder of a role said in words ("Dan is now
+        # the on-call lead", "took over ... from Priya"; one said plainly only disputes, in
+        # ``_plain_value_changes``), the same words but for one value with "now" ("... is now owned by Lena
+        # Ortiz"), and a port or version said changed in other words. They say a change without naming the
+        # value given up: a protected memory yields only to what names it ("9090, not 8080"), as it does to
+        # "now listens on port 9090" (a review found it superseded).
         linked = {change.older_id for change in changes}
-        for said in (*now_value_changes(pool[-1], pool[:-1]), *named_value_changes(pool[-1], pool[:-1])):
+        unnamed: set[str] = set()
+        for said in (
+            *(h for h in holders if h.named_in_words),
+            *now_value_changes(pool[-1], pool[:-1]),
+            *named_value_changes(pool[-1], pool[:-1]),
+        ):
             if said.older_id not in linked:
                 changes.append(said)
                 linked.add(said.older_id)
-        # Those three say a change ("now", "changed to", "took over") without naming the value given up: a
-        # protected memory yields only to what names it ("9090, not 8080"), as it does to "now listens on
-        # port 9090" (a review found protected memories superseded by them).
-        unnamed = {id(change) for change in changes[len(found_by_value) :]}
+                unnamed.add(said.older_id)
         # "9090, not 8080" also reads as a negation of the older memory: it names what it replaces.
         named = {change.older_id for change in changes if change.named_in_words}
         for found in detect_contradictions(pool, self.policy.oppositions, swaps_of=memory.id):
@@ -420,7 +424,7 @@ class ConsolidationService:
                 continue
             # An older memory that says more than the value it held stays, disputed: superseding it would
             # take the rest of what it says along.
-            yields = may_be_superseded(older, by_revision=change.named_in_words and id(change) not in unnamed)
+            yields = may_be_superseded(older, by_revision=change.named_in_words and older.id not in unnamed)
             self._revise_or_dispute(
                 memory,
                 older,
