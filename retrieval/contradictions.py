@@ -686,12 +686,24 @@ _SHORT_FORM = re.compile(
 )
 
 
+# A pronoun's short form of a verb, written out: "We're on pydantic 2.10 now" says what "We are on pydantic
+# 2.9" says (a new user's trial found the pair unlinked). Never a name's "'s" ("Priya's laptop").
+_CONTRACTIONS = (
+    (re.compile(r"\b(we|you|they)['\u2019]re\b", re.IGNORECASE), r"\1 are"),
+    (re.compile(r"\b(it|that|there|here|what|who)['\u2019]s\b", re.IGNORECASE), r"\1 is"),
+    (re.compile(r"\b(i)['\u2019]m\b", re.IGNORECASE), r"\1 am"),
+    (re.compile(r"\b(i|we|you|they)['\u2019]ve\b", re.IGNORECASE), r"\1 have"),
+)
+
+
 def written_out(text: str, *, keep_case: bool = False) -> str:
     """``text`` without a leading word that hands it over ("FYI") or an aside that vouches for it
     ("(checked)"), its short forms written out ("prod": "production"): what it states, as two statements
     of one thing are compared (a value change, a restatement). ``keep_case``: a short form written with a
     capital is written out with one ("PostgreSQL": "Postgres"), as names are told apart."""
     text = _VOUCHED.sub(" ", _HANDED_OVER.sub("", text))
+    for short, long in _CONTRACTIONS:
+        text = short.sub(long, text)
 
     def long_form(found: re.Match[str]) -> str:
         written = _SHORT_FORMS[found.group(0).lower()]

@@ -27,6 +27,10 @@ from retrieval.text import STOPWORDS, keyed_by_text, negated
 # A name: one to three words written with a capital ("Priya", "Dan Reyes", "Amazon Aurora PostgreSQL").
 _NAME_WORD = r"[A-Z][\w'\u2019-]*"
 _NAME = rf"{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}"
+# Or a host or an identifier that holds it: "pg-billing-02.internal is the billing Postgres primary", "v2.4 is the
+# current release" (a letter first, then a digit or a dot inside).
+_HOST = r"[a-z][\w-]*\d[\w-]*(?:\.[\w-]+)*|[a-z][\w-]*(?:\.[\w-]+)+"
+_HOLDER = rf"(?:{_NAME}|{_HOST})"
 # The words before a role that make it the one of its kind: "the on-call lead", "our tech lead". Not "a" or
 # "an": "Priya is an on-call engineer" and "Dan is an on-call engineer" are both true. Nor "my" or "their",
 # whose holder depends on who says it: "My name is Caroline" and "My name is Melanie" in one conversation.
@@ -35,11 +39,11 @@ _ROLE = r"[^.;:!?()]{1,80}?"
 _END = r"\s*\.?\s*\Z"  # not "!": "Caroline is the best!" praises
 # "Priya is the on-call lead", "Dan is now our tech lead", "Dan Reyes is the new on-call lead".
 _HOLDER_IS = re.compile(
-    rf"\A\s*(?P<holder>{_NAME})\s+(?:is|'s)\s+(?P<now>now\s+)?{_ONE_OF}\s+(?P<role>{_ROLE}){_END}"
+    rf"\A\s*(?P<holder>{_HOLDER})\s+(?:is|'s)\s+(?P<now>now\s+)?{_ONE_OF}\s+(?P<role>{_ROLE}){_END}"
 )
 # "The on-call lead is Priya", "Our tech lead is now Dan Reyes".
 _ROLE_IS = re.compile(
-    rf"\A\s*(?i:{_ONE_OF})\s+(?P<role>{_ROLE})\s+(?:is|'s)\s+(?P<now>now\s+)?(?P<holder>{_NAME}){_END}"
+    rf"\A\s*(?i:{_ONE_OF})\s+(?P<role>{_ROLE})\s+(?:is|'s)\s+(?P<now>now\s+)?(?P<holder>{_HOLDER}){_END}"
 )
 # A handover that names the holder given up: "Dan took over on-call from Priya", "Dan has taken over as the
 # on-call lead from Priya", "Dan took over from Priya as on-call lead", "Dan replaced Priya as the tech lead".
@@ -54,6 +58,18 @@ _HANDED_OVER = (
         rf"(?P<former>{_NAME})\s+as\s+(?:{_ONE_OF}\s+)?(?P<role>{_ROLE}){_END}"
     ),
 )
+# A holder who became it ("Dan became the on-call lead"), or to whom the former one handed it ("Priya handed the
+# on-call lead over to Dan", "Priya handed over on-call to Dan").
+_BECAME = re.compile(
+    rf"\A\s*(?P<holder>{_NAME})\s+(?:became|has\s+become|becomes|is\s+becoming)\s+{_ONE_OF}\s+(?P<role>{_ROLE}){_END}"
+)
+_HANDED_TO = re.compile(
+    rf"\A\s*(?P<former>{_NAME})\s+(?:has\s+)?(?:handed|hands|passed|passes)\s+(?:over\s+)?(?:{_ONE_OF}\s+)?"
+    rf"(?P<role>{_ROLE})\s+(?:over\s+)?to\s+(?P<holder>{_NAME}){_END}"
+)
+# Who owns a thing holds the role of its owner: "Marco Bianchi owns the billing service" (and "Lena took over
+# ownership of the billing service from Marco").
+_OWNS = re.compile(rf"\A\s*(?P<holder>{_NAME})\s+(?P<now>now\s+)?owns\s+(?P<role>{_ONE_OF}\s+{_ROLE}){_END}")
 # When a role is held, said beside it: not what the role is ("the on-call lead this quarter", "... starting
 # December", "... for now"). A role named with another time is still the same role; the handover's date is
 # left to the reader (the older memory is then disputed, not superseded).
@@ -69,6 +85,8 @@ _WHEN = re.compile(
     rf"(?:{_CALENDAR}|week|month|quarter|\S*\d\S*)(?:\s+\S*\d\S*)?)\b",
     re.IGNORECASE,
 )
+_LED_TO = re.compile(r"\A(?:after|following|since|with)\s+[^,;.]{1,60},\s*", re.IGNORECASE)
+_CALENDAR_NAME = re.compile(_CALENDAR, re.IGNORECASE)
 # Words a role may say that add to who holds it rather than name another: "Dan is also the on-call lead".
 _BESIDE = frozenset({"also", "too", "co", "another", "one", "backup", "deputy", "acting"})
 # Words that only name a role as a role: "took over on-call" hands over "the on-call lead" whole.
@@ -94,6 +112,8 @@ def _name(text: str) -> tuple[str, ...] | None:
     """A name's words, lower case; None when it is no name: a word of the language that starts a sentence
     ("The", "We", "That"), or a value ("Monday", "Build 1234")."""
     words = tuple(text.lower().split())
+    if len(words) == 1 and re.fullmatch(_HOST, text) and not _CALENDAR_NAME.fullmatch(words[0]):
+        return words  # a host or an identifier: a value, but one that holds a role
     if words[0] in STOPWORDS or any(is_value(word) for word in words):
         return None
     return words
@@ -105,6 +125,8 @@ def _role(text: str) -> tuple[tuple[str, ...], bool] | None:
     words = [word.lower() for word in _ROLE_WORD.findall(_WHEN.sub(" ", text))]
     new = bool(words) and words[0] == "new"
     words = words[1:] if new else words
+    if words[:1] == ["ownership"]:
+        words[0] = "owner"  # "ownership of the billing service": its owner's role
     if not words or _BESIDE & set(words) or (len(words) == 1 and words[0].endswith("est")):
         return None  # (a superlative alone praises: "Caroline is the greatest")
     if _SOMEONES & set(words) or any(is_value(word) or word in _COUNTS for word in words):
@@ -120,20 +142,32 @@ def holding(text: str) -> Holding | None:
     if negated(text) or re.search(r"[.!?;]\s+\S", text.strip()):
         return None
     said = " ".join(_WHEN.sub(" ", text).split())  # (when: no part of who holds what)
+    # "After the failover, pg-billing-02 is the primary": what led to it is no part of who holds what either.
+    said = _LED_TO.sub("", said, count=1)
     # "Dan is the on-call lead now": the change said last (a review found it read as less than without it).
     said, now_last = re.subn(r"\s+now\s*(?=\.?\Z)", "", said)
-    for pattern, handed in ((_HOLDER_IS, False), (_ROLE_IS, False), *((p, True) for p in _HANDED_OVER)):
+    for pattern, handed in (
+        (_HOLDER_IS, False),
+        (_ROLE_IS, False),
+        (_OWNS, False),
+        (_BECAME, False),
+        *((p, True) for p in (*_HANDED_OVER, _HANDED_TO)),
+    ):
         found = pattern.match(said)
         if found is None:
             continue
-        holder, role = _name(found.group("holder")), _role(found.group("role"))
+        written = found.group("role")
+        holder, role = (
+            _name(found.group("holder")),
+            _role(f"owner of {written}" if pattern is _OWNS else written),
+        )
         former = _name(found.group("former")) if handed else ()
         if holder is None or role is None or former is None:
             return None
         if re.search(r"\b(?:also|too)\b", said, re.IGNORECASE):
             return None
-        now = not handed and (found.group("now") is not None or now_last > 0)
-        return Holding(holder, role[0], handed or now or role[1], former)
+        now = not handed and (("now" in found.groupdict() and found.group("now") is not None) or now_last > 0)
+        return Holding(holder, role[0], handed or now or role[1] or pattern is _BECAME, former)
     return None
 
 

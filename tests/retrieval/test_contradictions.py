@@ -888,3 +888,17 @@ def test_a_port_said_to_have_changed_leaves_other_things_and_conditional_changes
     older_text, newer_text
 ):
     assert named_value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []
+
+
+@pytest.mark.parametrize(
+    ("older_text", "newer_text"),
+    [
+        ("We are on pydantic 2.9.", "We're on pydantic 2.10."),
+        ("It is pinned to 2.9.", "It\u2019s pinned to 2.10."),
+        ("They're on Node 18.", "They are on Node 20."),
+    ],
+)
+def test_a_pronouns_short_form_reads_as_the_words_written_out(older_text, newer_text):
+    """A new user's trial: "We're on pydantic 2.10 now" left "We are on pydantic 2.9" unlinked."""
+    [change] = plain_value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)])
+    assert change.only_disputes == NOT_SAID_TO_CHANGE

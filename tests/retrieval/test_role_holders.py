@@ -40,6 +40,32 @@ def memory(memory_id: str, text: str, minutes: int) -> ContradictionInput:
         ),
         ("Dan replaced Priya as the tech lead.", Holding(("dan",), ("tech", "lead"), True, ("priya",))),
         ("Dan took over from Priya as tech lead.", Holding(("dan",), ("tech", "lead"), True, ("priya",))),
+        # Became it, or was handed it (a new user's trial found these unlinked).
+        ("Dan became the on-call lead.", Holding(("dan",), ("on-call", "lead"), True)),
+        (
+            "Priya handed the on-call lead over to Dan.",
+            Holding(("dan",), ("on-call", "lead"), True, ("priya",)),
+        ),
+        ("Priya handed over on-call to Dan.", Holding(("dan",), ("on-call",), True, ("priya",))),
+        # Who owns a thing holds its owner's role, said either way.
+        (
+            "Marco Bianchi owns the billing service.",
+            Holding(("marco", "bianchi"), ("owner", "of", "the", "billing", "service"), False),
+        ),
+        (
+            "Lena Ortiz took over ownership of the billing service from Marco.",
+            Holding(("lena", "ortiz"), ("owner", "of", "the", "billing", "service"), True, ("marco",)),
+        ),
+        # A host or an identifier holds a role too, and what led to it is no part of the role.
+        (
+            "The billing Postgres primary is pg-billing-01.internal.",
+            Holding(("pg-billing-01.internal",), ("billing", "postgres", "primary"), False),
+        ),
+        (
+            "After the failover, pg-billing-02.internal is the billing Postgres primary.",
+            Holding(("pg-billing-02.internal",), ("billing", "postgres", "primary"), False),
+        ),
+        ("v2.4 is the current release.", Holding(("v2.4",), ("current", "release"), False)),
     ],
 )
 def test_a_sentence_that_gives_a_role_to_a_name_says_who_holds_it(text, expected):
@@ -58,6 +84,8 @@ def test_a_sentence_that_gives_a_role_to_a_name_says_who_holds_it(text, expected
         "Monday is the deadline.",  # a day, not a name
         "My name is Caroline.",  # who "my" is depends on who says it
         "Caroline is the best!",  # praise
+        "2024 is the year.",  # a value that names no holder
+        "monday is the deadline.",
         "Caroline is the greatest.",
         "Priya is the on-call lead. Page her on Slack.",  # says more than who holds the role
         "priya is the on-call lead",  # no name written as one
@@ -105,6 +133,14 @@ def test_another_holder_of_the_same_role_said_plainly_disputes_the_older(older_t
             "priya",
             "dan",
         ),
+        ("Priya is the on-call lead.", "Dan became the on-call lead.", "priya", "dan"),
+        ("Priya is the on-call lead.", "Priya handed the on-call lead over to Dan.", "priya", "dan"),
+        (
+            "Marco Bianchi owns the billing service.",
+            "Lena Ortiz took over ownership of the billing service from Marco.",
+            "marco bianchi",
+            "lena ortiz",
+        ),
     ],
 )
 def test_another_holder_said_to_have_taken_over_revises_the_older(
@@ -128,6 +164,8 @@ def test_another_holder_said_to_have_taken_over_revises_the_older(
         # More than one sentence reads as a handover only when its first one is one.
         ("Priya is the on-call lead.", "Dan Reyes is the on-call lead. He starts Monday."),
         ("Priya is the on-call lead.", "We talked about on-call; Dan took over on-call from Priya."),
+        ("Marco owns the billing service.", "Lena owns the ledger service."),  # two things owned
+        ("Priya is the on-call lead.", "Sam handed the on-call lead over to Dan."),  # not Priya's to hand
     ],
 )
 def test_two_holders_of_different_roles_or_one_holder_written_twice_are_no_change(older_text, newer_text):

@@ -655,6 +655,88 @@ def test_a_command_named_as_given_up_disputes_the_memory_that_gives_it_and_recal
     assert f"DISPUTED by newer {new.id}" in found.context
 
 
+@pytest.mark.parametrize(
+    ("older_text", "newer_text", "query"),
+    [
+        (
+            "We use Redis for the job queue (redis-queue.internal:6379).",
+            "Decision: we're dropping Redis for the job queue and moving it to SQS (queue harbor-jobs-prod).",
+            "what queue do we use for jobs",
+        ),
+        (
+            "To deploy, run `make deploy ENV=staging` from the repo root; prod needs a second approver.",
+            "We deploy with Argo CD now: merge to main and argocd syncs the app. make deploy is deprecated.",
+            "how do we deploy",
+        ),
+        ("We use Redis for the queue.", "Switched the queue to SQS.", "what do we use for the queue"),
+        (
+            "We pin pydantic to 2.7 for now because of the settings migration.",
+            "Bumped pydantic to 2.9 now that the settings migration is done.",
+            "what version of pydantic are we on",
+        ),
+        (
+            "The billing Postgres primary is pg-billing-01.internal.",
+            "After the failover, pg-billing-02.internal is the billing Postgres primary.",
+            "what is the billing postgres primary",
+        ),
+        (
+            "The staging database is wiped and reseeded every Sunday at 02:00 UTC.",
+            "Staging DB reset moved to Saturdays at 03:00 UTC so it doesn't clash with the Sunday batch.",
+            "when is the staging database reset",
+        ),
+    ],
+)
+def test_a_fact_said_changed_in_other_words_disputes_the_older_memory_and_recall_reads_the_newer_first(
+    runtime, older_text, newer_text, query
+):
+    """A new user's trial: "we're dropping Redis ...", "make deploy is deprecated", a version bumped, a
+    primary after a failover left the older memories recalled first and unmarked. They stay (what else they
+    say may hold), disputed."""
+    old = remember(RememberInput(content=older_text), runtime, caller()).id
+    new = remember(RememberInput(content=newer_text), runtime, caller("ses_2"))
+    assert new.consolidation.contradicts == [old] and status(runtime, old) == "active"
+    found = recall(RecallInput(query=query), runtime, caller("ses_3"))
+    assert [m.id for m in found.memories][:2] == [new.id, old]
+    assert f"DISPUTED by newer {new.id}" in found.context
+
+
+def test_a_port_said_to_be_gone_disputes_the_memory_that_gives_it_even_far_from_it_by_vector(runtime):
+    """The memory that gives the port is looked for by the port, beyond the retiring memory's neighbours."""
+    old = remember(
+        RememberInput(content="Heads up: billing API moved to port 8443 after the TLS change."),
+        runtime,
+        caller(),
+    ).id
+    for thing in [
+        "ledger",
+        "search",
+        "auth",
+        "export",
+        "payments",
+        "metrics",
+        "admin",
+        "mailer",
+        "jobs",
+        "cdn",
+    ]:
+        for stage in ("staging", "production"):
+            remember(
+                RememberInput(
+                    content=f"The {thing} API port changed after the service mesh migration in {stage}."
+                ),
+                runtime,
+                caller(),
+            )
+    new = remember(
+        RememberInput(
+            content="The billing API port changed to 9443 after the service mesh migration; 8443 is gone."
+        ),
+        runtime,
+        caller("ses_2"),
+    )
+    assert new.consolidation.contradicts == [old] and status(runtime, old) == "active"
+
+
 def test_a_protected_value_said_to_have_changed_stays_disputed_rather_than_revised(runtime):
     kept = remember(
         RememberInput(content="The API listens on port 8080", protection_tier="protected"), runtime, caller()

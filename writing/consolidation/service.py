@@ -41,6 +41,13 @@ from retrieval.contradictions import (
 from retrieval.models.embedders.base import Embedder
 from retrieval.models.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
 from retrieval.models.rerankers.base import Reranker, RerankFailed
+from retrieval.retirements import (
+    retired_things,
+    switched_away,
+    things_retired,
+    times_moved,
+    versions_moved,
+)
 from retrieval.role_holders import handed_over_first, holder_changes, holding
 from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
@@ -481,8 +488,21 @@ class ConsolidationService:
             report.contradicts.append(stated.id)
             report.resolver = report.resolver or KEPT_OPEN
         self._restated_corrections(memory, pool, by_id, report)
-        # A thing named as given up (", not make db-up") that an older memory says, by any agent: disputed.
-        for given in things_given_up(pool[-1], pool[:-1]):
+        # A thing named as given up (", not make db-up") or said to be ("we're dropping Redis for the job
+        # queue", "make deploy is deprecated") that an older memory says, by any agent: disputed. The older
+        # one may be far by vector from the memory that retires what it says: it is looked for by name too.
+        retired = self._retired_beyond(memory, by_id)
+        by_id.update((m.id, m) for m in retired)
+        given_up = [
+            *things_given_up(pool[-1], pool[:-1]),
+            *things_retired(
+                pool[-1], [*pool[:-1], *(ContradictionInput(m.id, m.content, m.created_at) for m in retired)]
+            ),
+            *switched_away(pool[-1], pool[:-1]),
+            *versions_moved(pool[-1], pool[:-1]),
+            *times_moved(pool[-1], pool[:-1]),
+        ]
+        for given in given_up:
             if given.older_id in {*report.revised, *report.contradicts} or given.older_id not in by_id:
                 continue
             detail = f"{given.detail}, {given.only_disputes}"
@@ -509,6 +529,25 @@ class ConsolidationService:
             hit.record
             for hit in hits
             if hit.record.id not in seen
+            and hit.record.status == "active"
+            and hit.record.kind == memory.kind
+            and hit.record.created_at <= memory.created_at
+        ]
+
+    def _retired_beyond(self, memory: MemoryRecord, known: dict[str, MemoryRecord]) -> list[MemoryRecord]:
+        """For a memory that says something was given up (``retirements.retired_things``), the older active
+        memories that name it, beyond those already read: "8443 is gone" is far, by vector, from "billing API
+        moved to port 8443" in a store of thousands."""
+        things = retired_things(memory.content)
+        if not things:
+            return []
+        words = " ".join(term for item in things for term in sorted(item.terms))
+        hits = self._store.fulltext_search(_audience_view(memory), words, limit=25)
+        return [
+            hit.record
+            for hit in hits
+            if hit.record.id not in known
+            and hit.record.id != memory.id
             and hit.record.status == "active"
             and hit.record.kind == memory.kind
             and hit.record.created_at <= memory.created_at
