@@ -663,7 +663,8 @@ _HANDED_OVER = re.compile(
     re.IGNORECASE,
 )
 _VOUCHED = re.compile(
-    r"\s*\(\s*(?:checked|verified|confirmed|double[\s-]checked|tested|afaik|iirc|as\s+of\s+today)\s*\)",
+    # (starting only where a run of spaces starts: linear on a memory of 20,000 spaces, as a review timed)
+    r"(?<!\s)\s*+\(\s*(?:checked|verified|confirmed|double[\s-]checked|tested|afaik|iirc|as\s+of\s+today)\s*\)",
     re.IGNORECASE,
 )
 _ARTICLES = frozenset({"the", "a", "an"})

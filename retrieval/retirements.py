@@ -1,35 +1,33 @@
-"""Things said to be given up (pure): "we're dropping Redis for the job queue", "make deploy is deprecated",
-"8443 is gone", "We no longer use Jenkins". A memory that says such a thing is no longer used says that an
-older memory using it is outdated on that point: "We use Redis for the job queue", "run `make deploy
-ENV=staging`", "billing API moved to port 8443". A new user's trial found those older memories recalled
-first and unmarked beside the memory that retired what they say.
+"""Facts that change, said in other words (pure): the rules that link a newer memory to the older one it makes
+outdated when the newer does not say the older's words with another value in place. A new user's trial found
+7 of 8 such pairs left with the stale memory recalled first and unmarked:
 
-A retirement names its thing in a clause of its own, in one of two shapes:
+- **A thing given up** (``things_retired``): "we're dropping Redis for the job queue", "make deploy is
+  deprecated", "8443 is gone", "We no longer use Jenkins", against "We use Redis for the job queue", "run
+  `make deploy ENV=staging`", "billing API moved to port 8443".
+- **A switch that names only what it switched to** (``switched_away``): "We switched billing to MySQL" against
+  "we use Postgres for billing".
+- **A version moved** (``versions_moved``): "Bumped pydantic to 2.9 now that ..." against "We pin pydantic to
+  2.7 for now because ...".
+- **A time moved** (``times_moved``): "Staging DB reset moved to Saturdays at 03:00 UTC" against "The staging
+  database is wiped and reseeded every Sunday at 02:00 UTC".
 
-- a verb of giving up before it: "dropping Redis", "removed the nightly export", "moved off Heroku",
-  "no longer use Jenkins", "got rid of the cron job";
-- the thing, then that it is gone: "make deploy is deprecated", "8443 is gone", "The nightly export was
-  removed".
+Each reads a report of what was done, never an instruction, a tip, a plan, a question or a condition ("Remove
+the debug flag before the release", "TODO: drop Redis", "removing node_modules fixes it", "we should drop
+Redis", "if we remove the cache"): a verb of giving up counts in the past ("dropped", "removed"), with "is" or
+"are" before it ("we're dropping"), or as "no longer use", "stopped using", "got rid of". What follows the thing
+and says which use was given up ("for the job queue", "in staging", "from the worker", "to reach staging") must
+be said by the older memory too.
 
-What follows the thing in the same clause and says which use of it was given up ("for the job queue", "in
-staging", "from the worker") must be said by the older memory too: "dropping Redis for the job queue" says
-nothing of "We use Redis for the session cache". A retirement with no such words gives the thing up
-everywhere, if the thing is one that can be named alone (two words or more, a value, a name written with a
-capital, code); a single plain word ("the limit was removed") needs two more words in common with the
-older memory. A retirement planned, asked or put as a condition ("we should drop Redis", "if we drop
-Redis", "Did we drop Redis?") gives nothing up.
-
-A switch that names only what it switched to ("We switched billing to MySQL", "Switched the queue to SQS")
-gives up what an older memory says it used for the same thing ("we use Postgres for billing", "The job queue
-runs on Redis"): the one name or value the older memory ties to it.
-
-Such a pair only disputes: the newer memory says the older is no longer so on one point, not that all it
-says is wrong (its port, its approvers), so recall puts the newer first and marks the older."""
+Each pair only disputes: the newer memory says the older is no longer so on one point, not that all it says is
+wrong (its port, its approvers), so recall puts the newer first and marks the older. Only sentences of up to
+``SENTENCE_LIMIT`` characters are read (a statement of change is short), which also bounds each rule's time on
+a long memory."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -43,68 +41,122 @@ from retrieval.contradictions import (
 )
 from retrieval.text import STOPWORDS, content_terms, keyed_by_text, negated
 
+SENTENCE_LIMIT = 400
+_SENTENCE = re.compile(r"(?:[^.!?;\n]|[.!?;](?![\s)]|\Z))++[.!?;]*+")
+
+
+def _says_any(text: str, stems: tuple[str, ...]) -> bool:
+    """Whether ``text`` holds one of ``stems`` (lower case): a look far cheaper than the patterns, before them
+    (most memories change nothing)."""
+    lowered = text.lower()
+    return any(stem in lowered for stem in stems)
+
+
+def _sentences(text: str) -> Iterator[tuple[int, str]]:
+    """``text``'s sentences (and clauses after ";") of up to ``SENTENCE_LIMIT`` characters, with where each
+    starts. A dot inside a word ("pg-billing-01.internal", "2.7") ends none."""
+    for found in _SENTENCE.finditer(text):
+        if found.group().strip() and len(found.group()) <= SENTENCE_LIMIT:
+            yield found.start(), found.group()
+
+
 # A thing: one to three words, possibly quoted as code ("`make deploy`", "redis-queue.internal:6379").
-_WORD = r"[`'\"]?[\w./:@=+-]*\w[`'\"]?"
+_WORD = r"[`'\"]?\w++(?:[./:@=+-]++\w++)*+[`'\"]?"
 _THING = rf"(?P<thing>{_WORD}(?:\s+{_WORD}){{0,2}}?)"
-# Which use of it was given up: a place or purpose said right after it ("for the job queue", "in staging").
-_WHICH = r"(?P<which>\s+(?:for|in|on|from|at|across)\s+[^.,;:()!?]{1,60}?)?"
+# Which use of it was given up: a purpose or a place said right after it ("for the job queue", "in staging").
+_WHICH = r"(?P<which>\s+(?:for|in|on|from|across)\s+[^.,;:()!?]{1,60}?)?"
+# When, said after the thing: no part of what was given up ("We retired Jenkins last week").
+_WHEN_AFTER = (
+    r"last|yesterday|today|this\s+(?:week|month|quarter|sprint|year|morning)|earlier|recently|"
+    r"(?:on|in)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|"
+    r"may|june|july|august|september|october|november|december|\d+)"
+)
 # Where the clause that gives it up ends: its punctuation, or a word that starts another clause or names the
 # replacement ("and moving it to SQS", "with Argo CD", "in favour of Unleash", "now that ...").
 _CLAUSE_END = (
     r"\s*(?=[.,;:()!?\u2014]|\s+(?:and|but|so|because|since|as|with|by|to|now|then|in\s+favou?r\s+of|"
-    r"after|before|once|when|until)\b|\s*\Z)"
+    rf"after|before|once|when|until|{_WHEN_AFTER})\b|\s*\Z)"
 )
 _ARTICLE = r"(?:(?:the|our|all|any|its|their)\s+)?"
-_GIVING_UP = (
-    r"(?:dropp(?:ed|ing)|drops?|ditch(?:ed|ing|es)?|remov(?:ed|ing|es?)|retir(?:ed|ing|es?)|"
-    r"deprecat(?:ed|ing|es?)|decommission(?:ed|ing|s)?|sunsett(?:ed|ing)|"
-    r"(?:mov|migrat|switch)(?:ed|ing|es?)?\s+(?:away\s+from|off(?:\s+of)?)|"
-    r"no\s+longer\s+(?:use|uses|using|run|runs|need|needs)|stopped\s+using|"
-    r"(?:got|getting|get)\s+rid\s+of|replac(?:ed|ing|es?)|turned\s+off|shut\s+down)"
+# A giving up reported as done: in the past, with "is"/"are" before it, or in words that say it is over.
+_DONE_VERB = (
+    r"(?:dropped|ditched|removed|retired|deprecated|decommissioned|sunsetted|replaced|killed|turned\s+off)"
 )
-# "dropping Redis for the job queue", "We no longer use Jenkins".
+_DOING_VERB = (
+    r"(?:dropping|ditching|removing|retiring|deprecating|decommissioning|sunsetting|replacing|killing|"
+    r"getting\s+rid\s+of|moving\s+(?:away\s+from|off(?:\s+of)?)|migrating\s+off|turning\s+off|shutting\s+down)"
+)
+_GIVING_UP = (
+    rf"(?:\b{_DONE_VERB}|(?:\b(?:am|is|are|was|were|been)\s+|['\u2019]re\s+){_DOING_VERB}|"
+    r"\b(?:moved|migrated|switched)\s+(?:away\s+from|off(?:\s+of)?)|"
+    r"\bno\s+longer\s+(?:use|uses|using|(?:run|runs)(?:\s+on)?|need|needs)|\bstopped\s+using|\bgot\s+rid\s+of|"
+    r"\b(?:we|they|i)\s+shut\s+down)"
+)
+# "we're dropping Redis for the job queue", "We no longer use Jenkins", "Removed the nightly export".
 _GIVEN_UP_THING = re.compile(
-    rf"\b(?P<verb>{_GIVING_UP})\s+{_ARTICLE}{_THING}{_WHICH}{_CLAUSE_END}", re.IGNORECASE
+    rf"(?P<verb>{_GIVING_UP})\s+{_ARTICLE}{_THING}{_WHICH}{_CLAUSE_END}", re.IGNORECASE
 )
 # "make deploy is deprecated", "8443 is gone", "The nightly export was removed": the thing starts its clause.
 _THING_GONE = re.compile(
-    rf"(?:\A|(?<=[.;:!?,\u2014])|(?<=\band)|(?<=\bbut)|(?<=\bso))\s*{_ARTICLE}{_THING}\s+"
-    r"(?:is|are|was|were|has\s+been|have\s+been|got|is\s+now|are\s+now)\s+(?:now\s+)?"
+    rf"(?:\A|(?<=[,:\u2014]\s)|(?<=\band\s)|(?<=\bbut\s)|(?<=\bso\s))\s*{_ARTICLE}{_THING}\s+"
+    r"(?:is|are|was|were|has\s+been|have\s+been|got)\s+(?:now\s+)?"
     r"(?P<verb>gone|deprecated|retired|removed|dropped|decommissioned|dead|obsolete|turned\s+off|shut\s+down|"
     r"no\s+longer\s+(?:used|needed|in\s+use))"
     rf"{_WHICH}{_CLAUSE_END}",
     re.IGNORECASE,
 )
-# Said before the giving up in its sentence, a word that makes it planned, asked, conditional or denied.
+# Said before the giving up in its sentence, a word that makes it planned, asked, conditional, denied or advice.
 _NOT_DONE = re.compile(
     r"\b(?:will|would|should|could|might|may|can|must|shall|plan(?:s|ned|ning)?|want(?:s|ed)?|going\s+to|"
-    r"gonna|about\s+to|consider(?:s|ed|ing)?|propos(?:e|es|ed|ing)|if|unless|whether|until|don't|do\s+not|"
+    r"gonna|about\s+to|consider(?:s|ed|ing)?|propos(?:e|es|ed|ing)|if|unless|whether|until|when|don't|do\s+not|"
     r"doesn't|does\s+not|didn't|did\s+not|never|not|nobody|no\s+one|why|how|let's|let\s+us|please|"
-    r"try(?:ing)?\s+to)\b",
+    r"try(?:ing)?\s+to|todo|tip|remember\s+to|make\s+sure)\b",
     re.IGNORECASE,
 )
 # An older memory that already gives the thing up (or from which it was switched) is not outdated by it.
-_ALREADY_GONE = r"(?:from|off|instead\s+of|not|no\s+longer\s+\w+|rather\s+than|dropp\w*|remov\w*|deprecat\w*|retir\w*|replac\w*)"
+_ALREADY_GONE = (
+    r"(?:from|off|instead\s+of|not|no\s+longer\s+\w+|rather\s+than|dropp\w*|remov\w*|deprecat\w*|retir\w*|"
+    r"replac\w*)"
+)
+_GIVING_UP_STEMS = (
+    "drop",
+    "ditch",
+    "remov",
+    "retir",
+    "deprecat",
+    "decommission",
+    "sunset",
+    "replac",
+    "kill",
+    "turned off",
+    "rid of",
+    "away from",
+    " off",
+    "no longer",
+    "stopped using",
+    "shut down",
+    "shutting down",
+    "gone",
+    "dead",
+    "obsolete",
+)
+_TIME_VALUE = re.compile(r"[\d:.]+", re.ASCII)
 RETIRED = "the newer memory says a thing the older one uses is no longer used"
 
 
 @dataclass(frozen=True)
 class Retired:
     """A thing a memory gives up: its words as written (lower case, values joined as ``said_of`` joins them),
-    its content terms, the terms of the use it was given up for (empty: every use), and whether it can be
-    named alone (two words or more, a value, a capital, code)."""
+    its content terms, the terms of the use it was given up for (empty: every use), whether it can be named
+    alone (two words or more, a value, code, a capital), and whether it is a value or a single name said
+    to be gone ("8443 is gone", "Mom is gone"), which needs more in common with the older memory."""
 
     thing: str
     terms: frozenset[str]
     which: frozenset[str]
     named_alone: bool
+    needs_company: int
     span: tuple[int, int]
-
-
-def _sentence_before(text: str, start: int) -> str:
-    """The part of ``text``'s sentence before ``start``."""
-    cut = max(text.rfind(mark, 0, start) for mark in (". ", "! ", "? ", "; ", "\n"))
-    return text[cut + 1 if cut >= 0 else 0 : start]
 
 
 def _named_alone(thing: str, written: str) -> bool:
@@ -117,44 +169,78 @@ def _named_alone(thing: str, written: str) -> bool:
     )
 
 
+def _use_terms(which: str) -> frozenset[str]:
+    """The words of a use ("for the job queue", "from node-3"): content words, an identifier kept whole, not
+    a time ("in March", "in 2024")."""
+    terms = content_terms(joined_as_words(which))
+    return frozenset(term for term in terms if not (_TIME_VALUE.fullmatch(term) or _is_calendar(term)))
+
+
+def _is_calendar(term: str) -> bool:
+    return is_value(term) and not any(char.isdigit() for char in term)
+
+
+def _which_after(sentence: str, end: int, verb: str) -> str:
+    """The use said after the match's end when the clause goes on: "Removed Priya and Dan from the reviewers
+    list" (after "and"), "Replaced Redis with Valkey in tests" (after what replaced it), "no longer need the
+    VPN to reach staging" (a purpose)."""
+    rest = re.split(r"[.,;:()!?\u2014]", sentence[end:], maxsplit=1)[0]
+    if re.match(r"\s+(?:and|with|by|in\s+favou?r\s+of)\s", rest):
+        # "Replaced Redis with Valkey in the test fixtures": the use is said after what replaced it.
+        found = re.search(r"\s(?:for|in|on|from|across)\s+(.{1,60})", rest)
+        return found.group(0) if found else ""
+    if re.search(r"\b(?:need|needs|use|uses|using)\b", verb, re.IGNORECASE) and re.match(
+        r"\s+to\s+[a-z]", rest
+    ):
+        return rest
+    return ""
+
+
 @keyed_by_text
 @lru_cache(maxsize=8_192)
 def retired_things(text: str) -> tuple[Retired, ...]:
-    """What ``text`` says was given up (``Retired``), in the order said; none in a question."""
+    """What ``text`` reports as given up (``Retired``), in the order said; none in a question."""
+    if not _says_any(text, _GIVING_UP_STEMS):
+        return ()
     found: list[Retired] = []
-    for pattern in (_GIVEN_UP_THING, _THING_GONE):
-        for match in pattern.finditer(text):
-            written = match.group("thing")
-            words = [word.strip("`'\"").lower() for word in written.split()]
-            if not words or all(word in STOPWORDS for word in words) or words[0] in STOPWORDS:
-                continue  # "dropped by the office", "removed it"
-            sentence_end = re.search(r"[.!?](?:\s|\Z)|\Z", text[match.end() :])
-            if text[match.end() + (sentence_end.start() if sentence_end else 0) :][:1] == "?":
-                continue
-            if _NOT_DONE.search(
-                _sentence_before(text, match.start("verb") if pattern is _GIVEN_UP_THING else match.start())
-            ):
-                continue
-            if pattern is _THING_GONE and _NOT_DONE.search(text[match.start("thing") : match.start("verb")]):
-                continue
-            if re.match(r"\s+as\b", text[match.end() :]):
-                continue  # "Dan replaced Priya as the on-call lead": a role handed over (``role_holders``)
-            thing = " ".join(joined_as_words(" ".join(words)).split())
-            which = match.group("which") or ""
-            which_terms = (
-                frozenset(t for t in content_terms(which) if not is_value(t))
-                if which.strip()
-                else frozenset()
-            )
-            found.append(
-                Retired(
-                    thing,
-                    frozenset(content_terms(" ".join(words))),
-                    which_terms,
-                    _named_alone(thing, written),
-                    match.span(),
+    for start, sentence in _sentences(text):
+        if sentence.rstrip().endswith("?"):
+            continue
+        for pattern in (_GIVEN_UP_THING, _THING_GONE):
+            for match in pattern.finditer(sentence):
+                written = match.group("thing")
+                words = [word.strip("`'\"").lower() for word in written.split()]
+                if not words or words[0] in STOPWORDS or all(word in STOPWORDS for word in words):
+                    continue  # "dropped by the office", "removed it"
+                before = sentence[: match.start("verb") if pattern is _GIVEN_UP_THING else match.start()]
+                if _NOT_DONE.search(before) or _NOT_DONE.search(
+                    sentence[match.start("thing") : match.start("verb")]
+                ):
+                    continue
+                after = sentence[match.end() :]
+                if re.match(r"\s+as\b", after):
+                    continue  # "Dan replaced Priya as the on-call lead": a role handed over (``role_holders``)
+                verb = match.group("verb")
+                off = re.compile(r"(?:\A\s+|\s)(?:at|off|by|into)\b", re.IGNORECASE)
+                if verb.lower().startswith("drop") and (off.match(after) or off.search(written)):
+                    continue  # "Dropped the kids at school": dropped off, not given up
+                which = match.group("which") or _which_after(sentence, match.end(), verb)
+                thing = " ".join(joined_as_words(" ".join(words)).split())
+                alone = _named_alone(thing, written)
+                # A value, or one name said to be gone (a person may be), says little alone: "8443 is gone"
+                # of the admin console's port, "Mom is gone now" of what Mom cooks.
+                person = pattern is _THING_GONE and len(words) == 1 and verb.lower() in ("gone", "dead")
+                company = 2 if any(is_value(w) for w in words) else 1 if person else 0
+                found.append(
+                    Retired(
+                        thing,
+                        frozenset(content_terms(" ".join(words))),
+                        _use_terms(which) if which.strip() else frozenset(),
+                        alone,
+                        company,
+                        (start + match.start(), start + match.end()),
+                    )
                 )
-            )
     return tuple(sorted(found, key=lambda retired: retired.span))
 
 
@@ -174,7 +260,7 @@ def things_retired(memory: ContradictionInput, others: Sequence[ContradictionInp
         if other.id == memory.id or other.created_at > memory.created_at or negated(other.content):
             continue
         said = said_of(other)
-        terms = set(content_terms(other.content))
+        terms = set(content_terms(joined_as_words(other.content))) | set(content_terms(other.content))
         for item in retired:
             thing = re.escape(item.thing)
             if not re.search(rf"(?<![\w-]){thing}(?![\w-])", said) or item.terms <= subject:
@@ -183,10 +269,12 @@ def things_retired(memory: ContradictionInput, others: Sequence[ContradictionInp
                 continue  # the older one gives it up too ("switched from Jenkins to ...")
             if any(gone.thing == item.thing for gone in retired_things(other.content)):
                 continue  # the older one says it is gone too
-            if item.which:
-                if not item.which <= terms:
-                    continue  # given up for another use ("for the job queue"; the older: "the session cache")
-            elif not item.named_alone and len((subject & terms) - item.terms) < 2:
+            in_common = len((subject & terms) - item.terms)
+            if item.which and not item.which <= terms:
+                continue  # given up for another use ("for the job queue"; the older: "the session cache")
+            if in_common < item.needs_company:
+                continue
+            if not item.which and not item.named_alone and in_common < 2:
                 continue  # a plain word given up ("the limit was removed") needs more in common
             similarity = len(subject & terms) / len(subject | terms) if subject | terms else 0.0
             found.append(
@@ -205,60 +293,93 @@ def things_retired(memory: ContradictionInput, others: Sequence[ContradictionInp
 
 
 # A switch that names what it switched to and not what from: "We switched billing to MySQL", "Moved the queue
-# over to SQS". (With "from", ``revision.parse_revision`` reads it and names what was given up.)
+# over to SQS". (With "from", ``revision.parse_revision`` reads it and names what was given up.) What it
+# switched to is a name (written with a capital) or code: "moved the team to the 4th floor", "switched the
+# logger to JSON output", "Moved the release to Friday" switch nothing used.
+_NAME_WORD = r"[A-Z][\w+-]*+(?:\.[\w+-]++)*+"
 _SWITCHED_TO = re.compile(
-    r"\b(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|swap|swapped|swapping)\s+"
-    rf"{_ARTICLE}(?P<thing>[\w-]+(?:\s+[\w-]+){{0,2}}?)\s+(?:over\s+)?to\s+(?P<new>{_WORD}(?:\s+{_WORD}){{0,2}}?)"
-    rf"{_CLAUSE_END}",
+    r"\b(?:switched|moved|migrated|swapped|(?:(?:\b(?:am|is|are|was|were)\s+)|['\u2019]re\s+)"
+    r"(?:switching|moving|migrating|swapping))\s+"
+    rf"{_ARTICLE}(?P<thing>[\w-]+(?:\s+[\w-]+){{0,2}}?)\s+(?:over\s+)?to\s+"
+    rf"(?P<new>`[^`\n]+`|(?-i:{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})){_CLAUSE_END}",
     re.IGNORECASE,
-)
-# What an older memory says was used for a thing: a name written with a capital inside its sentence (one to
-# three words), a value, or code.
-_USED = re.compile(
-    r"`[^`\n]+`|(?<!\A)(?<![.!?]\s)\b[A-Z][\w+-]*(?:\.[\w+-]+)*(?:\s+[A-Z][\w+-]*(?:\.[\w+-]+)*){0,2}|\b[\w-]*\d[\w:-]*(?:\.[\w:-]+)*"
 )
 SWITCHED_AWAY = "the newer memory switched what the older one says was used to another, without naming it"
 
 
+def _names_used(text: str) -> set[str]:
+    """The names (written with a capital inside the sentence, up to three words together) and code an older
+    memory says. Read word by word: no pattern over the whole text."""
+    names: set[str] = set(re.findall(r"`[^`\n]+`", text))
+    run: list[str] = []
+    words = text.split()
+    for at, raw in enumerate(words):
+        word = raw.strip("()[]\"',;:!?")
+        starts = at == 0 or words[at - 1].endswith((".", "!", "?"))
+        if word[:1].isupper() and not starts and not any(char.isdigit() for char in word) and len(run) < 3:
+            run.append(word.rstrip("."))
+            if raw.endswith((",", ";", ":", ".", ")")):
+                names.add(" ".join(run))
+                run = []
+            continue
+        if run:
+            names.add(" ".join(run))
+        run = []
+    if run:
+        names.add(" ".join(run))
+    return names
+
+
 def _ties(text: str, used: str, thing: str) -> bool:
-    """Whether ``text`` says ``used`` is what is used for ``thing``: "use Postgres for billing", "The job queue
-    runs on Redis", "Postgres is our billing database"."""
+    """Whether ``text`` says ``used`` is what is used for ``thing``: "use Postgres for billing", "We use Redis
+    for the job queue", "The job queue runs on Redis"."""
     x, t = re.escape(used), r"\s+".join(re.escape(word) for word in thing.split())
     return any(
         re.search(pattern, text, re.IGNORECASE)
         for pattern in (
-            rf"\b(?:use|uses|using|used|run|runs|on|with|via)\s+(?:the\s+)?{x}\s+(?:for|as|in|to\s+run)\s+(?:the\s+|our\s+)?(?:[\w-]+\s+){{0,2}}?{t}\b",
-            rf"\b{t}\s+(?:[\w-]+\s+){{0,2}}?(?:uses|use|runs\s+on|run\s+on|is\s+on|are\s+on|lives\s+(?:in|on)|is|are|on|via|with|in)\s+(?:the\s+)?{x}(?![\w-])",
-            rf"(?<![\w-]){x}\s+(?:is|as)\s+(?:the\s+|our\s+)(?:[\w-]+\s+){{0,2}}?{t}\b",
+            rf"\b(?:use|uses|using|used)\s+(?:the\s+)?{x}\s+(?:for|as)\s+(?:the\s+|our\s+)?(?:[\w-]+\s+){{0,2}}?{t}\b",
+            rf"\b{t}\s+(?:uses|runs\s+on|is\s+on|are\s+on|is\s+hosted\s+on|is\s+backed\s+by)\s+(?:the\s+)?{x}(?![\w-])",
         )
     )
 
 
+@keyed_by_text
+@lru_cache(maxsize=8_192)
+def _switches(text: str) -> tuple[tuple[str, str], ...]:
+    """What ``text`` says was switched to another name without naming what from: (the thing, the name)."""
+    if not _says_any(text, ("switch", "mov", "migrat", "swap")) or re.search(
+        r"\bfrom\b", text, re.IGNORECASE
+    ):
+        return ()
+    switches = []
+    for _, sentence in _sentences(text):
+        for match in _SWITCHED_TO.finditer(sentence):
+            thing = match.group("thing").lower()
+            if all(word in STOPWORDS or word in ("it", "everything", "them") for word in thing.split()):
+                continue
+            if _NOT_DONE.search(sentence[: match.start()]) or _times(match.group("new")):
+                continue  # (to a day or a month: "Moved the release to Friday" moved a time)
+            switches.append((thing, match.group("new").strip("`").lower()))
+    return tuple(switches)
+
+
 def switched_away(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
-    """The older of ``others`` (one sentence each) that tie one name, value or code to the thing ``memory``
-    says was switched to another without naming what from: "we use Postgres for billing", then "We switched
+    """The older of ``others`` (one sentence each) that tie one name or code to the thing ``memory`` says was
+    switched to another name without naming what from: "we use Postgres for billing", then "We switched
     billing to MySQL". An older memory that names more than one such thing, or the one switched to, is left
     alone. Each pair only disputes."""
-    if re.search(r"\bfrom\b", memory.content, re.IGNORECASE):
+    switches = _switches(memory.content)
+    if not switches:
         return []
-    switches = []
-    for match in _SWITCHED_TO.finditer(memory.content):
-        thing = match.group("thing").lower()
-        new = match.group("new").strip("`'\"").lower()
-        if all(word in STOPWORDS or word in ("it", "everything", "them") for word in thing.split()):
-            continue
-        if _NOT_DONE.search(_sentence_before(memory.content, match.start())):
-            continue
-        switches.append((thing, new))
     found: list[Contradiction] = []
     mine = memory.content.lower()
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at or negated(other.content):
             continue
         text = other.content.strip()
-        if re.search(r"[.!?;]\s+\S", text):
+        if len(text) > SENTENCE_LIMIT or re.search(r"[.!?;]\s+\S", text):
             continue  # one sentence only: a memory that says more is more than what was used
-        used = {m.group(0) for m in _USED.finditer(text)}
+        used = _names_used(text)
         for thing, new in switches:
             named = [u for u in used if not set(u.lower().split()) & set(thing.split())]
             if len(named) != 1 or named[0].strip("`").lower() in mine or new in text.lower():
@@ -283,53 +404,95 @@ def switched_away(memory: ContradictionInput, others: Sequence[ContradictionInpu
     return found
 
 
-# A version moved in words, of a thing named right before it: "Bumped pydantic to 2.9", "upgraded Node to 20".
-# (With "from", ``revision.parse_revision`` reads it.)
-_MOVED_VERSION = re.compile(
-    r"\b(?:bump(?:ed|ing|s)?|upgrad(?:ed|ing|es?)|downgrad(?:ed|ing|es?)|updat(?:ed|ing|es?)|pinn(?:ed|ing)|"
-    r"pins?)\s+(?:the\s+|our\s+)?(?P<thing>[a-z][\w-]*)\s+(?:again\s+)?to\s+(?:version\s+|v)?"
-    r"(?P<value>\d+(?:\.\d+)*)\b",
-    re.IGNORECASE,
+# A version moved in words, of a thing named right before it: "Bumped pydantic to 2.9", "upgraded Node to 20",
+# reported as done (not "Upgrade Node to 20 before running the e2e suite"). (With "from",
+# ``revision.parse_revision`` reads it.) Where it was moved, said after the version ("in the frontend"), must
+# be where the older memory's version is.
+_MOVED = r"(?:bumped|upgraded|downgraded|updated|pinned)"
+_TO_VERSION = (
+    r"\s+(?:again\s+)?to\s+(?:version\s+|v)?(?P<value>\d+(?:\.\d+)*+)\b"
+    r"(?:\s+(?:in|for|on)\s+(?:the\s+|our\s+)?(?P<where>[\w-]+))?"
+)
+_MOVED_VERSION = (
+    # "Bumped pydantic to 2.9", "Upgraded prod Postgres to 16" (a word before the thing says where).
+    re.compile(
+        rf"\b{_MOVED}\s+(?:the\s+|our\s+)?(?:(?P<before>[a-z][\w-]*+)\s+)?(?P<thing>[a-z][\w-]*+){_TO_VERSION}",
+        re.IGNORECASE,
+    ),
+    # "pydantic upgraded to 2.9", "Node was bumped to 20".
+    re.compile(
+        rf"(?:\A|(?<=[\s(]))(?P<thing>[a-z][\w-]*+)\s+(?:(?:was|is|got|has\s+been)\s+)?{_MOVED}{_TO_VERSION}",
+        re.IGNORECASE,
+    ),
 )
 VERSION_MOVED = "the newer memory moves the version of a thing the older one says more about"
+# Words before a thing's version that say it is what is used ("uses Node 18", "pin pydantic to 2.7", "on
+# Postgres 15"), not a fact about that version ("numpy 2.0 breaks the ingest script").
+_USE_CUES = frozenset(
+    {"use", "uses", "using", "used", "run", "runs", "on", "pin", "pins", "pinned", "require", "requires"}
+    | {"target", "targets", "is", "are", "at", "with", "need", "needs", "install", "installs"}
+)
 
 
-def _versions_of(text: str, thing: str) -> set[str]:
-    """The versions ``text`` gives ``thing``, right after its name: "pydantic 2.7", "pydantic==2.7", "pin
-    pydantic to 2.7", "Node v18"."""
-    return {
-        found.group(1)
-        for found in re.finditer(
-            rf"(?<![\w-]){re.escape(thing)}(?:\s*==\s*|@|\s+(?:to\s+|at\s+|is\s+)?(?:version\s+|v)?)(\d+(?:\.\d+)*)\b",
-            text,
-            re.IGNORECASE,
+def _versions_used(text: str, thing: str) -> set[str]:
+    """The versions ``text`` gives ``thing``, right after its name ("uses pydantic 2.7", "pydantic==2.7", "pin
+    pydantic to 2.7", "on Node v18"), when it says of one of them that it is what is used; none otherwise
+    ("numpy 2.0 breaks the ingest script")."""
+    found, used = set(), False
+    for match in re.finditer(
+        rf"(?<![\w-]){re.escape(thing)}(?P<eq>\s*==\s*|@|\s+(?:to\s+|at\s+|is\s+)?(?:version\s+|v)?)(\d+(?:\.\d+)*+)\b",
+        text,
+        re.IGNORECASE,
+    ):
+        before = [
+            word.lower() for word in re.findall(r"[\w']+", text[max(0, match.start() - 40) : match.start()])
+        ]
+        found.add(match.group(2))
+        used = (
+            used or "=" in match.group("eq") or "@" in match.group("eq") or bool(_USE_CUES & set(before[-3:]))
         )
-    }
+    return found if used else set()
+
+
+@keyed_by_text
+@lru_cache(maxsize=8_192)
+def _version_moves(text: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """What ``text`` reports moved to another version: (the thing, the version, where it was moved)."""
+    stems = ("bumped", "upgraded", "downgraded", "updated", "pinned")
+    if not _says_any(text, stems) or re.search(r"\bfrom\b", text, re.IGNORECASE):
+        return ()
+    moves = []
+    for _, sentence in _sentences(text):
+        for match in (found for pattern in _MOVED_VERSION for found in pattern.finditer(sentence)):
+            thing = match.group("thing").lower()
+            if thing in STOPWORDS or thing in ("it", "version", "port"):
+                continue
+            if _NOT_DONE.search(sentence[: match.start()]):
+                continue
+            said = (match.group("where") or "").lower(), (match.groupdict().get("before") or "").lower()
+            where = tuple(word for word in said if word and word not in STOPWORDS)
+            moves.append((thing, match.group("value"), where))
+    return tuple(moves)
 
 
 def versions_moved(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
-    """The older of ``others`` that give the thing ``memory`` moves to another version one version of its own
-    ("We pin pydantic to 2.7 for now because of the settings migration", then "Bumped pydantic to 2.9 now
-    that the settings migration is done"). The value rules leave such a pair when the older says more than
-    the version; it only disputes, for what else it says."""
-    if re.search(r"\bfrom\b", memory.content, re.IGNORECASE):
+    """The older of ``others`` that say the thing ``memory`` moves to another version is used at one version
+    of its own ("We pin pydantic to 2.7 for now because of the settings migration", then "Bumped pydantic to
+    2.9 now that the settings migration is done"). The value rules leave such a pair when the older says
+    more than the version; it only disputes, for what else it says."""
+    moves = _version_moves(memory.content)
+    if not moves:
         return []
-    moves = []
-    for match in _MOVED_VERSION.finditer(memory.content):
-        thing = match.group("thing").lower()
-        if thing in STOPWORDS or thing in ("it", "version", "port"):
-            continue
-        if _NOT_DONE.search(_sentence_before(memory.content, match.start())):
-            continue
-        moves.append((thing, match.group("value")))
     found: list[Contradiction] = []
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at or negated(other.content):
             continue
-        for thing, value in moves:
-            held = _versions_of(other.content, thing)
+        for thing, value, where in moves:
+            held = _versions_used(other.content, thing)
             if len(held) != 1 or value in held or value in other.content:
                 continue
+            if any(not re.search(rf"\b{re.escape(word)}", other.content, re.IGNORECASE) for word in where):
+                continue  # moved somewhere the older memory does not speak of ("in the frontend")
             terms = set(content_terms(other.content))
             subject = set(content_terms(memory.content))
             similarity = len(subject & terms) / len(subject | terms) if subject | terms else 0.0
@@ -349,26 +512,31 @@ def versions_moved(memory: ContradictionInput, others: Sequence[ContradictionInp
 
 
 # A time moved in words: "Staging DB reset moved to Saturdays at 03:00 UTC so it doesn't clash with ...",
-# "Standup moved to 10:00", "The release freeze was pushed to Thursday": what moved, then when it is now.
+# "Standup moved to 10:00", "The release freeze was pushed to Thursday": what moved, then when it is now (a
+# day, a month or a time first: "Priya moved to the platform team on Monday" moved no time).
 _MOVED_WHEN = re.compile(
-    r"\A\s*(?:(?:heads\s+up|fyi|note|update)\s*[:,-]\s*)?(?P<thing>[^.;:!?,]{3,80}?)\s+"
+    r"\A\s*+(?:(?:heads\s+up|fyi|note|update)\s*[:,-]\s*)?(?P<thing>[^.;:!?,]{3,80}?)\s+"
     r"(?:(?:was|is|has\s+been|have\s+been|were|got)\s+)?(?:now\s+)?"
-    r"(?:moved|rescheduled|shifted|pushed|changed)\s+(?:back\s+|forward\s+)?to\s+(?P<when>(?:\d{1,2}:\d{2}|[^.;:!?,]){1,60}?)"
+    r"(?:moved|rescheduled|shifted|pushed)\s+(?:back\s+|forward\s+)?to\s+(?P<when>(?:\d{1,2}:\d{2}|[^.;:!?,]){1,60}?)"
     rf"{_CLAUSE_END}",
     re.IGNORECASE,
 )
 TIME_MOVED = "the newer memory moves the time of what the older one says, in other words"
-
-
-def _calendar_kinds(values: set[str]) -> set[bool]:
-    """Which kinds these values are: a day or month by name (True), a number or a time (False)."""
-    return {not any(char.isdigit() for char in value) for value in values}
-
-
 _TIME_TOKEN = re.compile(r"\d{1,2}:\d{2}(?:\s*[ap]m)?|\d[\w.]*|[a-z]+", re.IGNORECASE)
 # Words right before a time that say when something happens: "every Sunday", "is at 9:30", "starts on Wednesday".
 _SCHEDULE_CUES = frozenset(
     {"at", "on", "every", "each", "is", "are", "starts", "runs", "happens", "until", "from"}
+)
+_NOT_SAID_DONE = re.compile(
+    r"\b(?:if|unless|whether|not|never|should|would|could|might|may|will|can|must|my|our|his|her|their|i|we|"
+    r"you|he|she|they)\b",
+    re.IGNORECASE,
+)
+# A move for one time only leaves the usual time standing: "Standup moved to 10:00 tomorrow", "... this week".
+_ONE_OFF = re.compile(
+    r"\b(?:tomorrow|today|tonight|this\s+(?:week|time)|(?<!starting\s)(?<!from\s)next\s+week|only|for\s+now|"
+    r"temporarily|just\s+this|one-off|once)\b",
+    re.IGNORECASE,
 )
 
 
@@ -388,9 +556,31 @@ def _times(text: str, *, cued: bool = False) -> set[str]:
     return found
 
 
-_NOT_SAID_DONE = re.compile(
-    r"\b(?:if|unless|whether|not|never|should|would|could|might|may|will|can|must)\b", re.IGNORECASE
-)
+@keyed_by_text
+@lru_cache(maxsize=8_192)
+def _time_move(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """What ``text``'s first sentence says was moved to another time: the content terms of what moved, and
+    the times it moved to; None when it says no such thing."""
+    if not _says_any(text, ("moved", "rescheduled", "shifted", "pushed")):
+        return None
+    first = next(_sentences(text), None)
+    if first is None or first[0] > len(text) - len(text.lstrip()):
+        return None
+    sentence = first[1]
+    if re.search(r"\bfrom\b", sentence, re.IGNORECASE) or _ONE_OFF.search(text):
+        return None
+    match = _MOVED_WHEN.match(sentence)
+    if match is None or _NOT_SAID_DONE.search(match.group("thing")):
+        return None
+    when = match.group("when")
+    opening = re.sub(r"\A(?:(?:every|each|on|at|the)\s+)*", "", when.strip(), flags=re.IGNORECASE)
+    if not _times(opening.split()[0] if opening.split() else ""):
+        return None  # moved to a place or a team, not to a time
+    moved_to = frozenset(_times(when))
+    thing = frozenset(content_terms(written_out(match.group("thing")))) - {"now"}
+    if not moved_to or not thing or any(is_value(term) for term in thing):
+        return None
+    return thing, moved_to
 
 
 def times_moved(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
@@ -398,19 +588,19 @@ def times_moved(memory: ContradictionInput, others: Sequence[ContradictionInput]
     all but one of two or more: "The staging database is wiped and reseeded every Sunday at 02:00 UTC" for
     "Staging DB reset moved to Saturdays at 03:00 UTC") a time of the same kind that the move does not keep.
     The value rules leave such a pair when the two say it in other words. Each pair only disputes."""
-    if re.search(r"\bfrom\b", memory.content, re.IGNORECASE):
+    moved = _time_move(memory.content)
+    if moved is None:
         return []
-    match = _MOVED_WHEN.match(memory.content)
-    if match is None or _NOT_SAID_DONE.search(match.group("thing")):
-        return []
-    moved_to = _times(match.group("when"))
-    thing = set(content_terms(written_out(match.group("thing")))) - {"now"}
-    if not moved_to or not thing or any(is_value(term) for term in thing):
-        return []
-    kinds = _calendar_kinds(moved_to)
+    thing, moved_to = moved
+    kinds = {_is_calendar(value) for value in moved_to}
     found: list[Contradiction] = []
     for other in others:
-        if other.id == memory.id or other.created_at > memory.created_at or negated(other.content):
+        if (
+            other.id == memory.id
+            or other.created_at > memory.created_at
+            or len(other.content) > 2 * SENTENCE_LIMIT  # (a schedule is said in a sentence or two)
+            or negated(other.content)
+        ):
             continue
         terms = set(content_terms(written_out(other.content)))
         shared = thing & terms
@@ -422,9 +612,13 @@ def times_moved(memory: ContradictionInput, others: Sequence[ContradictionInput]
             re.IGNORECASE,
         ):
             continue  # one word in common: the older memory must say when that thing happens ("standup is at")
-        held = _times(other.content, cued=True) - moved_to
-        if not held or not kinds <= _calendar_kinds(held) or not _calendar_kinds(held) <= kinds:
-            continue  # no time of its own, or one of another kind ("in December" beside "moved to 17:00")
+        # The times of the kinds moved: "Planning moved to Tuesday" moves the day of "Planning is on Monday
+        # at 10:00" (its time may hold); none of that kind ("in December" beside "moved to 17:00") is no pair.
+        held = {
+            value for value in _times(other.content, cued=True) - moved_to if _is_calendar(value) in kinds
+        }
+        if not held:
+            continue
         subject = set(content_terms(memory.content))
         similarity = len(subject & terms) / len(subject | terms) if subject | terms else 0.0
         found.append(

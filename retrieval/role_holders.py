@@ -29,7 +29,7 @@ _NAME_WORD = r"[A-Z][\w'\u2019-]*"
 _NAME = rf"{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}"
 # Or a host or an identifier that holds it: "pg-billing-02.internal is the billing Postgres primary", "v2.4 is the
 # current release" (a letter first, then a digit or a dot inside).
-_HOST = r"[a-z][\w-]*\d[\w-]*(?:\.[\w-]+)*|[a-z][\w-]*(?:\.[\w-]+)+"
+_HOST = r"(?=[a-z][\w-]*\d|[a-z][\w-]*\.)[a-z][\w-]*+(?:\.[\w-]++)*+"
 _HOLDER = rf"(?:{_NAME}|{_HOST})"
 # The words before a role that make it the one of its kind: "the on-call lead", "our tech lead". Not "a" or
 # "an": "Priya is an on-call engineer" and "Dan is an on-call engineer" are both true. Nor "my" or "their",
@@ -85,7 +85,9 @@ _WHEN = re.compile(
     rf"(?:{_CALENDAR}|week|month|quarter|\S*\d\S*)(?:\s+\S*\d\S*)?)\b",
     re.IGNORECASE,
 )
-_LED_TO = re.compile(r"\A(?:after|following|since|with)\s+[^,;.]{1,60},\s*", re.IGNORECASE)
+# What led to it, said first: "After the failover, ...". Not "With Priya out this week, Dan is the on-call lead"
+# nor "Since Priya is at the offsite, ...": a stand-in, while the holder is away (a review).
+_LED_TO = re.compile(r"\A(?:after|following)\s+[^,;.]{1,60},\s*", re.IGNORECASE)
 _CALENDAR_NAME = re.compile(_CALENDAR, re.IGNORECASE)
 # Words a role may say that add to who holds it rather than name another: "Dan is also the on-call lead".
 _BESIDE = frozenset({"also", "too", "co", "another", "one", "backup", "deputy", "acting"})
@@ -213,6 +215,8 @@ def holder_changes(memory: ContradictionInput, others: Sequence[ContradictionInp
         if newer.former and not _names_one(newer.former, older.holder):
             continue  # a handover from someone else: not this holder's
         old, new = " ".join(older.holder), " ".join(newer.holder)
+        if newer.role[0] == "owner" and not newer.changed:
+            continue  # two owners said plainly may own it together ("John owns the house", "Maria owns ...")
         if newer.changed:
             # A handover of part of the role ("took over on-call" from "the release manager and on-call
             # lead", or "... on-call lead for payments") says nothing of the rest: disputed (a review). A

@@ -65,6 +65,13 @@ def test_a_thing_said_to_be_given_up_is_read_with_the_use_it_was_given_up_for(
         "Dan replaced Priya as the on-call lead.",  # a role handed over: role_holders reads it
         "We dropped by the office.",  # no thing
         "Wow, what a chilled-out sunset vibe!",  # "sunset" is no verb here
+        # Instructions, advice and to-dos are no report of what was done (a review).
+        "Before deploying, remove the debug flag.",
+        "TODO: remove the debug flag before the release.",
+        "Remember to remove the debug flag before the release.",
+        "When the build fails, drop the Docker cache and rerun.",
+        "Tip: removing node_modules and reinstalling fixes the esbuild error.",
+        "Dropped the kids at school.",  # dropped off
     ],
 )
 def test_a_giving_up_planned_asked_conditional_or_denied_gives_nothing_up(text):
@@ -120,6 +127,16 @@ def test_an_older_memory_that_uses_what_a_newer_one_gave_up_is_disputed(older_te
         # The older one gave it up already, or denies it.
         ("We switched from Jenkins to GitHub Actions.", "Jenkins is gone."),
         ("We don't use Jenkins anymore.", "Jenkins is gone."),
+        # The use said after the thing, after "and" or as a purpose; an identifier kept whole (a review).
+        ("Priya reviews all database migrations.", "Removed Priya and Dan from the reviewers list."),
+        ("Use the VPN to reach the prod database.", "We no longer need the VPN to reach staging."),
+        ("The ingest worker is pinned to node-7.", "Removed the worker from node-3."),
+        # A value, or a name said to be gone, needs more in common.
+        (
+            "The admin console uses port 8443.",
+            "The billing API port changed to 9443 after the service mesh migration; 8443 is gone.",
+        ),
+        ("Mom makes the best lasagna.", "Mom is gone now, she left for the airport."),
         # Said again by the newer one itself.
         (
             "We use Redis for the job queue.",
@@ -161,6 +178,11 @@ def test_a_switch_that_names_only_what_it_switched_to_disputes_what_the_older_us
         ("We use Postgres for billing.", "We should switch billing to MySQL."),  # planned
         ("We use Postgres for billing. It runs 16.", "We switched billing to MySQL."),  # says more
         ("We use Postgres for billing.", "We switched billing from Oracle to MySQL."),  # names another
+        # Not a tie of use, or switched to no name (a review).
+        ("The API is written in Go.", "Migrated the API to Kubernetes."),
+        ("The release runs on Jenkins.", "Moved the release to Friday."),
+        ("The kids are with Grandma this week.", "We moved the kids to a new school."),
+        ("The logger ships logs via Fluentd.", "Switched the logger to JSON output."),
     ],
 )
 def test_a_switch_to_another_leaves_an_older_memory_it_does_not_tie_to_one_thing(older_text, newer_text):
@@ -178,6 +200,8 @@ def test_a_switch_to_another_leaves_an_older_memory_it_does_not_tie_to_one_thing
         ),
         ("The frontend uses Node 18 and pnpm 8.", "Upgraded Node to 20.", "18", "20"),
         ("pydantic==2.7 is pinned in requirements.txt, see PR 42.", "Bumped pydantic to 2.9.", "2.7", "2.9"),
+        ("We run Postgres 14 in prod.", "Upgraded prod Postgres to 16.", "14", "16"),
+        ("We're on pydantic 2.7.", "pydantic upgraded to 2.9.", "2.7", "2.9"),
     ],
 )
 def test_a_version_moved_in_words_disputes_an_older_memory_that_says_more_beside_the_old_version(
@@ -195,6 +219,10 @@ def test_a_version_moved_in_words_disputes_an_older_memory_that_says_more_beside
         ("We use pydantic 2.7.", "We might bump pydantic to 2.9."),  # planned
         ("We use pydantic 2.7.", "Bumped pydantic from 2.5 to 2.9."),  # names another: the switch rule's
         ("Sprint 14 ends Friday.", "Moved sprint planning to 15:00."),  # no version moved
+        # Moved somewhere else, a fact about a version, an instruction (a review).
+        ("The backend runs Node 18.", "Updated Node to 20 in the frontend."),
+        ("numpy 2.0 breaks the ingest script.", "Pinned numpy to 1.26."),
+        ("The frontend uses Node 18.", "Upgrade Node to 20 before running the e2e suite."),
     ],
 )
 def test_a_version_moved_leaves_an_older_memory_with_another_or_no_single_version(older_text, newer_text):
@@ -216,6 +244,14 @@ def test_a_version_moved_leaves_an_older_memory_with_another_or_no_single_versio
             "Release freeze was pushed to Thursday.",
             "wednesday",
             "thursday",
+        ),
+        # The day moved; the time of day may hold.
+        ("Planning is on Monday at 10:00.", "Planning moved to Tuesday.", "monday", "tuesday"),
+        (
+            "Daily standup is at 9:30.",
+            "The daily standup has been rescheduled to 10:15 starting next week.",
+            "9:30",
+            "10:15",
         ),
     ],
 )
@@ -242,6 +278,10 @@ def test_a_time_moved_in_other_words_disputes_the_older_memory_that_gives_the_ti
         ),  # a time of another kind
         ("Standup is at 9:30.", "If standup moved to 10:00, tell me."),  # a condition
         ("Standup is at 9:30.", "Standup moved from 9:00 to 10:00."),  # names another: the switch rule's
+        # Moved to a place, or for one time only (a review).
+        ("Priya is on vacation until Friday.", "Priya moved to the platform team on Monday."),
+        ("My sister is visiting on Sunday.", "My sister moved to Ohio in March."),
+        ("Daily standup is at 9:30.", "Standup moved to 10:00 tomorrow."),
     ],
 )
 def test_a_time_moved_leaves_an_older_memory_about_another_thing_or_time(older_text, newer_text):

@@ -166,6 +166,10 @@ def test_another_holder_said_to_have_taken_over_revises_the_older(
         ("Priya is the on-call lead.", "We talked about on-call; Dan took over on-call from Priya."),
         ("Marco owns the billing service.", "Lena owns the ledger service."),  # two things owned
         ("Priya is the on-call lead.", "Sam handed the on-call lead over to Dan."),  # not Priya's to hand
+        ("John owns the house on Elm Street.", "Maria owns the house on Elm Street."),  # may own it together
+        # A stand-in while the holder is away (a review).
+        ("Priya is the on-call lead.", "With Priya out this week, Dan is the on-call lead."),
+        ("Priya is the on-call lead.", "Since Priya is at the offsite, Dan is the on-call lead."),
     ],
 )
 def test_two_holders_of_different_roles_or_one_holder_written_twice_are_no_change(older_text, newer_text):
