@@ -64,7 +64,7 @@ def _sentences(text: str) -> Iterator[tuple[int, str]]:
 _WORD = r"[`'\"]?\w++(?:[./:@=+-]++\w++)*+[`'\"]?"
 _THING = rf"(?P<thing>{_WORD}(?:\s+{_WORD}){{0,2}}?)"
 # Which use of it was given up: a purpose or a place said right after it ("for the job queue", "in staging").
-_WHICH = r"(?P<which>\s+(?:for|in|on|from|across)\s+[^.,;:()!?]{1,60}?)?"
+_WHICH = r"(?P<which>\s+(?:for|in|on|from)\s+[^.,;:()!?]{1,60}?)?"
 # When, said after the thing: no part of what was given up ("We retired Jenkins last week").
 _WHEN_AFTER = (
     r"last|yesterday|today|this\s+(?:week|month|quarter|sprint|year|morning)|earlier|recently|"
@@ -96,11 +96,18 @@ _GIVING_UP = (
 _GIVEN_UP_THING = re.compile(
     rf"(?P<verb>{_GIVING_UP})\s+{_ARTICLE}{_THING}{_WHICH}{_CLAUSE_END}", re.IGNORECASE
 )
+# "We moved CI off CircleCI to GitHub Actions": what was moved is the use given up.
+_MOVED_OFF = re.compile(
+    r"\b(?P<verb>(?:moved|migrated|switched|took)\s+(?:the\s+|our\s+)?(?P<use>[\w-]+(?:\s+[\w-]+)?)\s+"
+    rf"(?:away\s+from|off(?:\s+of)?))\s+{_ARTICLE}{_THING}{_CLAUSE_END}",
+    re.IGNORECASE,
+)
 # "make deploy is deprecated", "8443 is gone", "The nightly export was removed": the thing starts its clause.
 _THING_GONE = re.compile(
     rf"(?:\A|(?<=[,:\u2014]\s)|(?<=\band\s)|(?<=\bbut\s)|(?<=\bso\s))\s*{_ARTICLE}{_THING}\s+"
     r"(?:is|are|was|were|has\s+been|have\s+been|got)\s+(?:now\s+)?"
-    r"(?P<verb>gone|deprecated|retired|removed|dropped|decommissioned|dead|obsolete|turned\s+off|shut\s+down|"
+    r"(?P<verb>gone|deprecated|retired|removed|dropped|decommissioned|replaced|dead|obsolete|turned\s+off|"
+    r"shut\s+down|"
     r"no\s+longer\s+(?:used|needed|in\s+use))"
     rf"{_WHICH}{_CLAUSE_END}",
     re.IGNORECASE,
@@ -187,7 +194,7 @@ def _which_after(sentence: str, end: int, verb: str) -> str:
     rest = re.split(r"[.,;:()!?\u2014]", sentence[end:], maxsplit=1)[0]
     if re.match(r"\s+(?:and|with|by|in\s+favou?r\s+of)\s", rest):
         # "Replaced Redis with Valkey in the test fixtures": the use is said after what replaced it.
-        found = re.search(r"\s(?:for|in|on|from|across)\s+(.{1,60})", rest)
+        found = re.search(r"\s(?:for|in|on|from)\s+(.{1,60})", rest)
         return found.group(0) if found else ""
     if re.search(r"\b(?:need|needs|use|uses|using)\b", verb, re.IGNORECASE) and re.match(
         r"\s+to\s+[a-z]", rest
@@ -206,13 +213,13 @@ def retired_things(text: str) -> tuple[Retired, ...]:
     for start, sentence in _sentences(text):
         if sentence.rstrip().endswith("?"):
             continue
-        for pattern in (_GIVEN_UP_THING, _THING_GONE):
+        for pattern in (_GIVEN_UP_THING, _MOVED_OFF, _THING_GONE):
             for match in pattern.finditer(sentence):
                 written = match.group("thing")
                 words = [word.strip("`'\"").lower() for word in written.split()]
                 if not words or words[0] in STOPWORDS or all(word in STOPWORDS for word in words):
                     continue  # "dropped by the office", "removed it"
-                before = sentence[: match.start("verb") if pattern is _GIVEN_UP_THING else match.start()]
+                before = sentence[: match.start("verb") if pattern is not _THING_GONE else match.start()]
                 if _NOT_DONE.search(before) or _NOT_DONE.search(
                     sentence[match.start("thing") : match.start("verb")]
                 ):
@@ -224,7 +231,11 @@ def retired_things(text: str) -> tuple[Retired, ...]:
                 off = re.compile(r"(?:\A\s+|\s)(?:at|off|by|into)\b", re.IGNORECASE)
                 if verb.lower().startswith("drop") and (off.match(after) or off.search(written)):
                     continue  # "Dropped the kids at school": dropped off, not given up
-                which = match.group("which") or _which_after(sentence, match.end(), verb)
+                which = (
+                    f"in {match.group('use')}"
+                    if pattern is _MOVED_OFF
+                    else match.group("which") or _which_after(sentence, match.end(), verb)
+                )
                 thing = " ".join(joined_as_words(" ".join(words)).split())
                 alone = _named_alone(thing, written)
                 # A value, or one name said to be gone (a person may be), says little alone: "8443 is gone"
@@ -242,6 +253,18 @@ def retired_things(text: str) -> tuple[Retired, ...]:
                     )
                 )
     return tuple(sorted(found, key=lambda retired: retired.span))
+
+
+def _used(text: str, thing: str) -> bool:
+    """Whether ``text`` says ``thing`` is used: "We use Jenkins for CI", "CI runs on Jenkins"."""
+    return (
+        re.search(
+            rf"\b(?:use|uses|using|run|runs|runs\s+on|run\s+on|on|with|via|through)\s+(?:the\s+)?{re.escape(thing)}\b",
+            text,
+            re.IGNORECASE,
+        )
+        is not None
+    )
 
 
 def things_retired(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
@@ -272,8 +295,10 @@ def things_retired(memory: ContradictionInput, others: Sequence[ContradictionInp
             in_common = len((subject & terms) - item.terms)
             if item.which and not item.which <= terms:
                 continue  # given up for another use ("for the job queue"; the older: "the session cache")
-            if in_common < item.needs_company:
-                continue
+            if in_common < item.needs_company and not (
+                item.needs_company == 1 and _used(other.content, item.thing)
+            ):
+                continue  # ("Jenkins is gone" does dispute "We use Jenkins for CI": a use of it)
             if not item.which and not item.named_alone and in_common < 2:
                 continue  # a plain word given up ("the limit was removed") needs more in common
             similarity = len(subject & terms) / len(subject | terms) if subject | terms else 0.0
@@ -419,6 +444,12 @@ _MOVED_VERSION = (
         rf"\b{_MOVED}\s+(?:the\s+|our\s+)?(?:(?P<before>[a-z][\w-]*+)\s+)?(?P<thing>[a-z][\w-]*+){_TO_VERSION}",
         re.IGNORECASE,
     ),
+    # "Bumped the project to Python 3.12", "The dashboard was upgraded to React 18": the thing after "to".
+    re.compile(
+        rf"\b{_MOVED}\s+(?:(?:the\s+|our\s+)?(?P<before>[\w-]+)\s+)?to\s+(?P<thing>[A-Za-z][\w-]*+)\s+(?:version\s+|v)?"
+        r"(?P<value>\d+(?:\.\d+)*+)\b(?:\s+(?:in|for|on)\s+(?:the\s+|our\s+)?(?P<where>[\w-]+))?",
+        re.IGNORECASE,
+    ),
     # "pydantic upgraded to 2.9", "Node was bumped to 20".
     re.compile(
         rf"(?:\A|(?<=[\s(]))(?P<thing>[a-z][\w-]*+)\s+(?:(?:was|is|got|has\s+been)\s+)?{_MOVED}{_TO_VERSION}",
@@ -534,7 +565,7 @@ _NOT_SAID_DONE = re.compile(
 )
 # A move for one time only leaves the usual time standing: "Standup moved to 10:00 tomorrow", "... this week".
 _ONE_OFF = re.compile(
-    r"\b(?:tomorrow|today|tonight|this\s+(?:week|time)|(?<!starting\s)(?<!from\s)next\s+week|only|for\s+now|"
+    r"\b(?:tomorrow|today|tonight|(?<!starting\s)(?<!from\s)(?:this|next)\s+week|this\s+time|only|for\s+now|"
     r"temporarily|just\s+this|one-off|once)\b",
     re.IGNORECASE,
 )

@@ -102,6 +102,18 @@ def test_a_giving_up_planned_asked_conditional_or_denied_gives_nothing_up(text):
             "The nightly export was removed.",
             "nightly export",
         ),
+        ("We use Jenkins for CI.", "Jenkins is gone.", "jenkins"),  # a name said to be gone, that was used
+        # Forms a blind test of 60 changes found unread.
+        (
+            "Our CI runs on CircleCI; the config lives in .circleci/config.yml.",
+            "We moved CI off CircleCI to GitHub Actions last week.",
+            "circleci",
+        ),
+        (
+            "We use Jest for JavaScript unit tests.",
+            "Jest has been replaced by Vitest across the repo.",
+            "jest",
+        ),
     ],
 )
 def test_an_older_memory_that_uses_what_a_newer_one_gave_up_is_disputed(older_text, newer_text, thing):
@@ -137,6 +149,9 @@ def test_an_older_memory_that_uses_what_a_newer_one_gave_up_is_disputed(older_te
             "The billing API port changed to 9443 after the service mesh migration; 8443 is gone.",
         ),
         ("Mom makes the best lasagna.", "Mom is gone now, she left for the airport."),
+        # What was moved off it, or where it was replaced, is the use.
+        ("We use CircleCI for the mobile app.", "We moved CI off CircleCI to GitHub Actions."),
+        ("We use Jest for the docs site.", "Jest has been replaced by Vitest in the API."),
         # Said again by the newer one itself.
         (
             "We use Redis for the job queue.",
@@ -202,6 +217,13 @@ def test_a_switch_to_another_leaves_an_older_memory_it_does_not_tie_to_one_thing
         ("pydantic==2.7 is pinned in requirements.txt, see PR 42.", "Bumped pydantic to 2.9.", "2.7", "2.9"),
         ("We run Postgres 14 in prod.", "Upgraded prod Postgres to 16.", "14", "16"),
         ("We're on pydantic 2.7.", "pydantic upgraded to 2.9.", "2.7", "2.9"),
+        (
+            "The project is pinned to Python 3.10.",
+            "Bumped the project to Python 3.12 this morning.",
+            "3.10",
+            "3.12",
+        ),
+        ("We use React 17 in the dashboard frontend.", "The dashboard was upgraded to React 18.", "17", "18"),
     ],
 )
 def test_a_version_moved_in_words_disputes_an_older_memory_that_says_more_beside_the_old_version(
@@ -221,6 +243,7 @@ def test_a_version_moved_in_words_disputes_an_older_memory_that_says_more_beside
         ("Sprint 14 ends Friday.", "Moved sprint planning to 15:00."),  # no version moved
         # Moved somewhere else, a fact about a version, an instruction (a review).
         ("The backend runs Node 18.", "Updated Node to 20 in the frontend."),
+        ("The release builds use Python 3.10.", "Bumped the docs to Python 3.12."),
         ("numpy 2.0 breaks the ingest script.", "Pinned numpy to 1.26."),
         ("The frontend uses Node 18.", "Upgrade Node to 20 before running the e2e suite."),
     ],
@@ -250,6 +273,12 @@ def test_a_version_moved_leaves_an_older_memory_with_another_or_no_single_versio
         (
             "Daily standup is at 9:30.",
             "The daily standup has been rescheduled to 10:15 starting next week.",
+            "9:30",
+            "10:15",
+        ),
+        (
+            "Team standup is at 9:30 every weekday.",
+            "Standup has been moved to 10:15 starting this week.",
             "9:30",
             "10:15",
         ),
