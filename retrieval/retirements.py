@@ -148,6 +148,7 @@ _GIVING_UP_STEMS = (
     "obsolete",
 )
 _TIME_VALUE = re.compile(r"[\d:.]+", re.ASCII)
+_DROPPED_OFF = re.compile(r"(?:\A\s+|\s)(?:at|off|by|into)\b", re.IGNORECASE)  # "dropped the kids at school"
 RETIRED = "the newer memory says a thing the older one uses is no longer used"
 
 
@@ -180,7 +181,11 @@ def _use_terms(which: str) -> frozenset[str]:
     """The words of a use ("for the job queue", "from node-3"): content words, an identifier kept whole, not
     a time ("in March", "in 2024")."""
     terms = content_terms(joined_as_words(which))
-    return frozenset(term for term in terms if not (_TIME_VALUE.fullmatch(term) or _is_calendar(term)))
+    return frozenset(
+        term
+        for term in terms
+        if term not in STOPWORDS and not (_TIME_VALUE.fullmatch(term) or _is_calendar(term))
+    )
 
 
 def _is_calendar(term: str) -> bool:
@@ -228,8 +233,9 @@ def retired_things(text: str) -> tuple[Retired, ...]:
                 if re.match(r"\s+as\b", after):
                     continue  # "Dan replaced Priya as the on-call lead": a role handed over (``role_holders``)
                 verb = match.group("verb")
-                off = re.compile(r"(?:\A\s+|\s)(?:at|off|by|into)\b", re.IGNORECASE)
-                if verb.lower().startswith("drop") and (off.match(after) or off.search(written)):
+                if verb.lower().startswith("drop") and (
+                    _DROPPED_OFF.match(after) or _DROPPED_OFF.search(written)
+                ):
                     continue  # "Dropped the kids at school": dropped off, not given up
                 which = (
                     f"in {match.group('use')}"

@@ -38,6 +38,8 @@ def memory(memory_id: str, text: str, minutes: int) -> ContradictionInput:
         ("Stopped using `make seed`, use the fixtures script.", "make seed", set(), True),
         ("Replaced Jenkins with GitHub Actions.", "jenkins", set(), True),
         ("We moved off Heroku in March.", "heroku", set(), True),  # (a time is no use of it)
+        ("We moved CI off CircleCI last week.", "circleci", {"ci"}, True),  # what was moved is the use
+        ("We moved it off Heroku.", "heroku", set(), True),
         # The thing, then that it is gone.
         ("The billing API port changed to 9443; 8443 is gone.", "8443", set(), True),
         ("We deploy with Argo CD now. make deploy is deprecated.", "make deploy", set(), True),
