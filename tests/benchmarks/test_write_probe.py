@@ -88,9 +88,10 @@ def test_percentiles_and_long_holds_are_summarised_from_the_file(tmp_path):
 def test_a_traced_load_run_reports_where_the_servers_write_time_went():
     # A second of warm-up: the probe is installed once the server has imported what it times. Seed 0:
     # the first client's first call and the third's third are remembers (benchmarks.load.Client), so
-    # a slow machine that answers each client a few calls still times some.
+    # a slow machine that answers each client a few calls still times some. Six seconds: in two CI runs
+    # beside the rest of the suite, three timed no remember at all (stops 83 and 89).
     assert load.Client("client-00", 0).next_call()[0] == "remember"
-    report = load.run_load(clients=3, seconds=3, memories=200, seed=0, trace_writes=True, warm_up=1.0)
+    report = load.run_load(clients=3, seconds=6, memories=200, seed=0, trace_writes=True, warm_up=1.0)
     assert report["errors"] == 0, report["error_examples"]
     traced = report["write_path"]
     assert traced["missing"] == []
