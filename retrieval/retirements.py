@@ -261,6 +261,24 @@ def retired_things(text: str) -> tuple[Retired, ...]:
     return tuple(sorted(found, key=lambda retired: retired.span))
 
 
+def _disputed(
+    older: ContradictionInput,
+    newer: ContradictionInput,
+    was: str,
+    now: str,
+    subject: set[str],
+    terms: set[str],
+    why: str,
+) -> Contradiction:
+    """The pair these rules record: a change said in words that only disputes (``why``), with the share of
+    what the two memories are about in common (``subject``: the newer's terms, ``terms``: the older's)."""
+    union = subject | terms
+    similarity = len(subject & terms) / len(union) if union else 0.0
+    return Contradiction(
+        older.id, newer.id, was, now, round(similarity, 6), named_in_words=True, only_disputes=why
+    )
+
+
 def _used(text: str, thing: str) -> bool:
     """Whether ``text`` says ``thing`` is used: "We use Jenkins for CI", "CI runs on Jenkins"."""
     return (
@@ -307,17 +325,8 @@ def things_retired(memory: ContradictionInput, others: Sequence[ContradictionInp
                 continue  # ("Jenkins is gone" does dispute "We use Jenkins for CI": a use of it)
             if not item.which and not item.named_alone and in_common < 2:
                 continue  # a plain word given up ("the limit was removed") needs more in common
-            similarity = len(subject & terms) / len(subject | terms) if subject | terms else 0.0
             found.append(
-                Contradiction(
-                    other.id,
-                    memory.id,
-                    item.thing,
-                    f"no longer {item.thing}",
-                    round(similarity, 6),
-                    named_in_words=True,
-                    only_disputes=RETIRED,
-                )
+                _disputed(other, memory, item.thing, f"no longer {item.thing}", subject, terms, RETIRED)
             )
             break
     return found
@@ -404,6 +413,7 @@ def switched_away(memory: ContradictionInput, others: Sequence[ContradictionInpu
         return []
     found: list[Contradiction] = []
     mine = memory.content.lower()
+    subject = set(content_terms(memory.content))
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at or negated(other.content):
             continue
@@ -418,19 +428,8 @@ def switched_away(memory: ContradictionInput, others: Sequence[ContradictionInpu
             if not _ties(text, named[0], thing):
                 continue
             terms = set(content_terms(other.content))
-            subject = set(content_terms(memory.content))
-            similarity = len(subject & terms) / len(subject | terms) if subject | terms else 0.0
-            found.append(
-                Contradiction(
-                    other.id,
-                    memory.id,
-                    named[0].strip("`").lower(),
-                    new,
-                    round(similarity, 6),
-                    named_in_words=True,
-                    only_disputes=SWITCHED_AWAY,
-                )
-            )
+            was = named[0].strip("`").lower()
+            found.append(_disputed(other, memory, was, new, subject, terms, SWITCHED_AWAY))
             break
     return found
 
@@ -520,6 +519,7 @@ def versions_moved(memory: ContradictionInput, others: Sequence[ContradictionInp
     moves = _version_moves(memory.content)
     if not moves:
         return []
+    subject = set(content_terms(memory.content))
     found: list[Contradiction] = []
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at or negated(other.content):
@@ -531,19 +531,7 @@ def versions_moved(memory: ContradictionInput, others: Sequence[ContradictionInp
             if any(not re.search(rf"\b{re.escape(word)}", other.content, re.IGNORECASE) for word in where):
                 continue  # moved somewhere the older memory does not speak of ("in the frontend")
             terms = set(content_terms(other.content))
-            subject = set(content_terms(memory.content))
-            similarity = len(subject & terms) / len(subject | terms) if subject | terms else 0.0
-            found.append(
-                Contradiction(
-                    other.id,
-                    memory.id,
-                    next(iter(held)),
-                    value,
-                    round(similarity, 6),
-                    named_in_words=True,
-                    only_disputes=VERSION_MOVED,
-                )
-            )
+            found.append(_disputed(other, memory, next(iter(held)), value, subject, terms, VERSION_MOVED))
             break
     return found
 
@@ -630,6 +618,7 @@ def times_moved(memory: ContradictionInput, others: Sequence[ContradictionInput]
         return []
     thing, moved_to = moved
     kinds = {_is_calendar(value) for value in moved_to}
+    subject = set(content_terms(memory.content))
     found: list[Contradiction] = []
     for other in others:
         if (
@@ -656,17 +645,6 @@ def times_moved(memory: ContradictionInput, others: Sequence[ContradictionInput]
         }
         if not held:
             continue
-        subject = set(content_terms(memory.content))
-        similarity = len(subject & terms) / len(subject | terms) if subject | terms else 0.0
-        found.append(
-            Contradiction(
-                other.id,
-                memory.id,
-                " ".join(sorted(held)),
-                " ".join(sorted(moved_to)),
-                round(similarity, 6),
-                named_in_words=True,
-                only_disputes=TIME_MOVED,
-            )
-        )
+        was, now = " ".join(sorted(held)), " ".join(sorted(moved_to))
+        found.append(_disputed(other, memory, was, now, subject, terms, TIME_MOVED))
     return found

@@ -522,17 +522,7 @@ class ConsolidationService:
         said = holding(memory.content) or handed_over_first(memory.content)
         if said is None:
             return []
-        seen = {m.id for m in others} | {memory.id}
-        words = [*said.role, *said.former]
-        hits = self._store.fulltext_search(_audience_view(memory), " ".join(words), limit=25)
-        return [
-            hit.record
-            for hit in hits
-            if hit.record.id not in seen
-            and hit.record.status == "active"
-            and hit.record.kind == memory.kind
-            and hit.record.created_at <= memory.created_at
-        ]
+        return self._older_by_words(memory, [*said.role, *said.former], {m.id for m in others})
 
     def _retired_beyond(self, memory: MemoryRecord, known: dict[str, MemoryRecord]) -> list[MemoryRecord]:
         """For a memory that says something was given up (``retirements.retired_things``), the older active
@@ -541,12 +531,18 @@ class ConsolidationService:
         things = retired_things(memory.content)
         if not things:
             return []
-        words = " ".join(term for item in things for term in sorted(item.terms))
-        hits = self._store.fulltext_search(_audience_view(memory), words, limit=25)
+        return self._older_by_words(memory, [t for item in things for t in sorted(item.terms)], set(known))
+
+    def _older_by_words(
+        self, memory: MemoryRecord, words: Sequence[str], seen: set[str]
+    ) -> list[MemoryRecord]:
+        """The older active memories of ``memory``'s kind and readers that the full-text index finds by
+        ``words`` (25 at most), leaving out ``memory`` and those ``seen`` already."""
+        hits = self._store.fulltext_search(_audience_view(memory), " ".join(words), limit=25)
         return [
             hit.record
             for hit in hits
-            if hit.record.id not in known
+            if hit.record.id not in seen
             and hit.record.id != memory.id
             and hit.record.status == "active"
             and hit.record.kind == memory.kind
