@@ -12,6 +12,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -369,7 +370,12 @@ class AppState:
             log.warning(
                 "catching up with expiry and unfinished writes failed (the next round retries): %s", exc
             )
+        keep = timedelta(seconds=self.settings.keep_versions_seconds)
         while not self._stop.wait(min(1.0, interval)):
+            try:  # the versions' sightings between rounds: what the next clean-up may drop sooner
+                runtime.store.sight_versions(keep)
+            except Exception as exc:  # the rounds still see them
+                log.debug("could not look at the tables' newest versions: %s", exc)
             due = time.monotonic() - last >= interval
             try:
                 early = not failed and early_round_due(

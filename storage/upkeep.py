@@ -19,7 +19,7 @@ from storage import schema
 from storage.forgetting import Manifests
 from storage.locking import is_retryable, retrying
 from storage.tables import StoreTables, local_folder
-from storage.versions import SupersededVersions
+from storage.versions import SupersededVersions, clean_up_clock_at_most, newest_on_disk
 
 VECTOR_INDEX = "vector_idx"
 
@@ -71,7 +71,8 @@ class Upkeep(StoreTables):
 
     _vector_index_min_rows: int
     _superseded: SupersededVersions  # the maintenance rounds' sightings of each newest version
-    _optimize_seconds: dict[str, float]  # each table's last optimize, for the clean-up margin
+    # Per table, at most how long its last optimize took to read the clean-up's clock: the margin's base
+    _optimize_seconds: dict[str, float]
 
     def maintain(
         self,
@@ -123,6 +124,23 @@ class Upkeep(StoreTables):
         if built:
             report[f"{schema.MEMORIES} vectors"] = built
         return report
+
+    def sight_versions(self, keep_replaced_for: timedelta) -> None:
+        """Between maintenance rounds, note each local table's newest version, read from its manifests'
+        names (``newest_on_disk``, one listing each; an object store's tables only at the rounds, where it
+        costs a request). A cut-off falls at the last sighting of an older version before the one that
+        settled (``SupersededVersions``): seen only at the rounds, a version was kept up to two rounds
+        longer than ``keep_replaced_for``, and a round's clean-up reads every manifest kept. Spaced by a
+        sixteenth of that time, at least a second (the maintenance thread looks every second)."""
+        folder = local_folder(self.uri)
+        if folder is None:
+            return
+        spacing = max(timedelta(seconds=1), keep_replaced_for / 16)
+        for name in self.tables():
+            looked_at = datetime.now(UTC)  # taken before asking for the newest version
+            newest = newest_on_disk(folder / f"{name}.lance")
+            if newest is not None:
+                self._superseded.observe(name, looked_at, newest, spacing=spacing)
 
     def _optimize_beside_writes(
         self, name: str, table: Any, optimize: Callable[..., None], fragments: int, min_fragments: int
@@ -235,9 +253,17 @@ class Upkeep(StoreTables):
             margin = FIRST_OPTIMIZE_MARGIN if last is None else timedelta(seconds=1 + 2 * last)
             cut = self._superseded.cleanup_older_than(name, datetime.now(UTC), keep_replaced_for, margin)
             cleanup_older_than = cut if cut is not None else KEEP_EVERY_VERSION
-        started = time.perf_counter()
+        folder = local_folder(self.uri)
+        table_dir = folder / f"{name}.lance" if folder is not None else None
+        newest_before = newest_on_disk(table_dir) if table_dir is not None else None
+        called_at, started = time.time(), time.perf_counter()
         table.optimize(cleanup_older_than=cleanup_older_than, delete_unverified=delete_unverified)
-        self._optimize_seconds[name] = time.perf_counter() - started
+        took = time.perf_counter() - started
+        self._optimize_seconds[name] = (
+            took
+            if table_dir is None
+            else clean_up_clock_at_most(table_dir, called_at, newest_before, cleanup_older_than, took)
+        )
 
     def _index_vectors(self) -> str | None:
         """Build the ANN index over the vectors once the table is big enough (scopes too big for a copy

@@ -7,16 +7,24 @@ that version's files under it and the read fails. LanceDB drops by age ("version
 a version's age says nothing about how long ago it was replaced: a table idle for an hour has a version an
 hour old that is still the newest, until the next commit replaces it.
 
-So each maintenance round notes, per table, the time it looked and the newest version it saw. A version
-numbered below the newest seen at a round at least ``keep`` ago was replaced at least ``keep`` ago, and
-only versions committed before the last round that saw an older newest one are certainly of that sort.
-That time is the cut-off. LanceDB measures "older than" when it gets to the clean-up, after the
+So each maintenance round notes, per table, the time it looked and the newest version it saw (and, on a
+local store, the maintenance thread between rounds, every second at most: ``Upkeep.sight_versions``). A
+version numbered below the newest seen at a sighting at least ``keep`` ago was replaced at least ``keep``
+ago, and only versions committed before the last sighting of an older newest one are certainly of that
+sort. That time is the cut-off. LanceDB measures "older than" when it gets to the clean-up, after the
 compaction of the same call, so the cut-off is moved earlier by a ``margin`` meant to be longer than that
-compaction takes (``MemoryStore._optimize``: twice the table's last one, plus a second). A read that
-takes less than ``keep`` never loses its version, in this process or another (the newest version at a
-given moment is the same for every process), except to a purge, which drops every
-older version at once by design (``MemoryStore.purge``). Nothing is dropped before the third round that
-needed a compaction has seen the table (two sightings to settle a cut-off, a third to use it).
+compaction takes (``MemoryStore._optimize``: a second plus twice how long the table's last optimize took
+to read the clean-up's clock, at most: ``clean_up_clock_at_most``, which dates it on a local store by the
+oldest version that clean-up kept; the whole call elsewhere). A read that takes less than ``keep`` never
+loses its version, in this process or another (the newest version at a given moment is the same for every
+process), except to a purge, which drops every older version at once by design
+(``MemoryStore.purge``). Nothing is dropped before the third round that needed a compaction has seen the
+table (two sightings to settle a cut-off, a third to use it).
+
+The margin once was twice the whole last optimize, and a clean-up reads every manifest kept (each listing
+every fragment the appends left since the last compaction): under steady writes the versions kept made
+the optimize longer, the longer optimize a wider margin, the wider margin more versions kept, and
+(in process, 2,400 memories written one at a time) a round took 3.8 s and kept 2,400 versions.
 """
 
 from __future__ import annotations
@@ -30,6 +38,10 @@ from pathlib import Path
 from storage.recovery import MANIFEST_SUFFIX, U64_MAX, V2_NAME_DIGITS, VERSION_HINT, VERSIONS_DIR, version_of
 
 MAX_SIGHTINGS = 64
+# How late a manifest may have been written after the time its file is dated with: file systems that date
+# to the second (or two: FAT) cut the rest off; the others date to the kernel's clock tick.
+COARSE_FILE_CLOCK_SECONDS = 2.0
+FINE_FILE_CLOCK_SECONDS = 0.05
 V2_MANIFEST_NAME_LENGTH = V2_NAME_DIGITS + len(MANIFEST_SUFFIX)
 
 
@@ -62,6 +74,50 @@ def newest_on_disk(table_dir: Path) -> int | None:
         ),
         default=None,
     )
+
+
+def oldest_kept(table_dir: Path) -> tuple[int, float] | None:
+    """The oldest version the local table at ``table_dir`` keeps and when its manifest was written at the
+    latest (the file's modification time, seconds since the epoch, and what the file system's dating may
+    have cut off); None when it has none, or it went meanwhile."""
+    try:
+        names = os.listdir(table_dir / VERSIONS_DIR)
+    except OSError:
+        return None
+    versions = [version for name in names if (version := version_of(name)) is not None]
+    if not versions:
+        return None
+    oldest = min(versions)
+    for v2 in (True, False):
+        try:
+            written = os.stat(table_dir / VERSIONS_DIR / manifest_name(oldest, v2=v2)).st_mtime_ns
+        except OSError:
+            continue
+        # A file system that dates files to the second (or coarser) may date one up to that much early.
+        slack = COARSE_FILE_CLOCK_SECONDS if written % 1_000_000_000 == 0 else FINE_FILE_CLOCK_SECONDS
+        return oldest, written / 1e9 + slack
+    return None
+
+
+def clean_up_clock_at_most(
+    table_dir: Path, called_at: float, newest_before: int | None, older_than: timedelta, took: float
+) -> float:
+    """At most how many seconds after ``called_at`` (the epoch's) an optimize's clean-up read its clock,
+    for the margin of the next cut-off (``SupersededVersions``): LanceDB drops the versions committed
+    before its "now" less ``older_than`` except the newest, so a version it kept that was not the newest
+    when the call began (``newest_before``) was committed after that moment, and its manifest's time plus
+    ``older_than`` bounds the clock reading. Never more than the call took (``took``); the call's time
+    when nothing bounds it better (nothing kept from before the call, another file system's clock).
+
+    The clean-up reads its clock after the compaction of the same call, but the call also reads every
+    manifest kept, and the index update follows: timed whole, the margin grew with the versions kept, the
+    versions kept with the margin, and under steady writes a round slowed to seconds (2,400 memories,
+    versions piling up by the hundred a round; docs/benchmarks.md)."""
+    kept = oldest_kept(table_dir)
+    if kept is None or newest_before is None or kept[0] >= newest_before:
+        return took
+    bound = kept[1] + older_than.total_seconds() - called_at
+    return took if bound < 0 else min(took, bound)
 
 
 def manifest_name(version: int, *, v2: bool) -> str:
@@ -137,12 +193,19 @@ class SupersededVersions:
 
     _seen: dict[str, list[tuple[datetime, int]]] = field(default_factory=dict)
 
-    def observe(self, table: str, looked_at: datetime, newest: int) -> None:
+    def observe(
+        self, table: str, looked_at: datetime, newest: int, *, spacing: timedelta = timedelta(0)
+    ) -> None:
         """Note that at ``looked_at`` (taken before asking) the table's newest version was ``newest``. A
         sighting of the same version as the one before replaces it (of a run of sightings of one version
         only the latest can mark a cut-off), and only the last ``MAX_SIGHTINGS`` are kept: forgetting the
-        oldest can only move a cut-off earlier, never drop a version that must stay."""
+        oldest can only move a cut-off earlier, never drop a version that must stay. A sighting of another
+        version less than ``spacing`` after the one before is not noted (the sightings between rounds:
+        spaced so that ``MAX_SIGHTINGS`` span more than the versions are kept); a cut-off read from fewer
+        true sightings is only earlier."""
         seen = self._seen.setdefault(table, [])
+        if seen and seen[-1][1] != newest and looked_at - seen[-1][0] < spacing:
+            return
         if seen and seen[-1][1] == newest:
             seen.pop()
         seen.append((looked_at, newest))

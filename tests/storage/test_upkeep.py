@@ -369,3 +369,65 @@ def test_a_compaction_waiting_for_a_purge_holds_back_no_work_behind_the_calls(st
     maintenance.join()
     assert maintained.is_set()
     assert len(store.list_memories(SCOPE, limit=10)) == 4
+
+
+def test_between_rounds_each_table_s_newest_version_is_noted_a_second_apart_at_least(store, tmp_path):
+    from datetime import timedelta
+
+    from storage import schema
+    from storage.versions import newest_on_disk
+
+    keep = timedelta(seconds=5)
+    store.sight_versions(keep)
+    seen = store._superseded._seen
+    assert set(seen) == set(store.tables())
+    first = seen[schema.MEMORIES][-1][1]
+    assert first == newest_on_disk(tmp_path / "db" / f"{schema.MEMORIES}.lance")
+    store.insert_memory(new("m9", "written between two looks"))
+    store.sight_versions(keep)  # less than a second later: not noted
+    assert [version for _, version in seen[schema.MEMORIES]] == [first]
+    time.sleep(1.05)
+    store.sight_versions(keep)
+    assert [version for _, version in seen[schema.MEMORIES]] == [first, first + 1]
+
+
+class SlowAfterCleanUp:
+    """The memories table, whose optimize takes a second more after LanceDB's own (as a slow index update
+    after the clean-up would)."""
+
+    def __init__(self, table) -> None:
+        self._table = table
+
+    def optimize(self, **options):
+        done = self._table.optimize(**options)
+        time.sleep(1.0)
+        return done
+
+    def __getattr__(self, name):
+        return getattr(self._table, name)
+
+
+def test_the_next_margin_counts_only_the_time_before_the_clean_up_read_its_clock(store, tmp_path):
+    """Versions committed over four seconds and sighted as they came; a round told to keep those replaced
+    a second ago, whose optimize goes on a second after its clean-up. Timed whole, the call would make the
+    next margin 1 + 2 x 1 s and more; dated by the oldest version the clean-up kept, it is the time before
+    the clean-up read its clock (the compaction's), well under the second that followed."""
+    from datetime import timedelta
+
+    from storage import schema
+    from storage.versions import oldest_kept
+
+    keep = timedelta(seconds=1)
+    for number in range(8):
+        store.insert_memory(new(f"m{number}", f"memory number {number}"))
+        store.sight_versions(keep)
+        time.sleep(0.55)
+    store._optimize_seconds[schema.MEMORIES] = 0.0  # a margin of a second for this round
+    store._memories = SlowAfterCleanUp(store._memories)
+    started = time.perf_counter()
+    store.maintain(min_fragments=2, keep_replaced_for=keep)
+    took = time.perf_counter() - started
+    kept = oldest_kept(tmp_path / "db" / f"{schema.MEMORIES}.lance")
+    assert kept is not None and kept[0] > 2  # the clean-up dropped the first versions by age
+    assert store._optimize_seconds[schema.MEMORIES] < 0.9 < 1.0 <= took
+    assert {m.id for m in store.list_memories(SCOPE, limit=10)} == {f"m{number}" for number in range(8)}

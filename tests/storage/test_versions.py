@@ -1,11 +1,23 @@
 import json
+import os
 from datetime import UTC, datetime, timedelta
 
 import lancedb
 import pyarrow as pa
+import pytest
 
 from storage.recovery import U64_MAX
-from storage.versions import MAX_SIGHTINGS, NewestManifest, SupersededVersions, newest_on_disk
+from storage.versions import (
+    COARSE_FILE_CLOCK_SECONDS,
+    FINE_FILE_CLOCK_SECONDS,
+    MAX_SIGHTINGS,
+    NewestManifest,
+    SupersededVersions,
+    clean_up_clock_at_most,
+    manifest_name,
+    newest_on_disk,
+    oldest_kept,
+)
 
 T0 = datetime(2026, 5, 1, 12, tzinfo=UTC)
 KEEP = timedelta(seconds=10)
@@ -106,6 +118,100 @@ def test_sightings_are_bounded():
 
 
 # ---------------------------------------------------------------- the newest version from the manifests
+
+
+def test_a_sighting_between_rounds_closer_than_the_spacing_to_the_one_before_is_not_noted():
+    spaced = SupersededVersions()
+    spaced.observe("memories", at(0), 5)
+    spaced.observe("memories", at(0.5), 7, spacing=timedelta(seconds=1))  # too soon: not noted
+    spaced.observe("memories", at(1.5), 8, spacing=timedelta(seconds=1))
+    spaced.observe("memories", at(20), 9)
+    # now 30: the latest settled sighting is 20 s (version 9); the last before it with an older version
+    # is 1.5 s (version 8), not the one at 0.5 s that was not noted. Cut: (30 - 1.5) + 2 = 30.5 s.
+    assert spaced.cleanup_older_than("memories", at(30), KEEP, MARGIN) == timedelta(seconds=30.5)
+    # A sighting of the version seen last replaces it whatever the spacing: only the latest can cut.
+    spaced.observe("memories", at(20.5), 9, spacing=timedelta(seconds=1))
+    assert spaced.cleanup_older_than("memories", at(30.5), KEEP, MARGIN) == timedelta(seconds=31)
+
+
+def manifests(table_dir, written_ns: dict[int, int]) -> None:
+    """Empty V2 manifests of these versions, dated as given (nanoseconds since the epoch)."""
+    folder = table_dir / "_versions"
+    folder.mkdir(parents=True, exist_ok=True)
+    for version, written in written_ns.items():
+        path = folder / manifest_name(version, v2=True)
+        path.write_bytes(b"")
+        os.utime(path, ns=(written, written))
+
+
+CALLED = 1_800_000_000.0  # when an optimize was called, seconds since the epoch
+
+
+def ns(seconds: float) -> int:
+    return round(seconds * 1e9)
+
+
+def test_the_oldest_version_kept_is_dated_by_its_manifest_and_what_the_file_system_may_cut_off(tmp_path):
+    manifests(tmp_path / "t.lance", {9: ns(CALLED - 4.25), 12: ns(CALLED - 1.0), 10: ns(CALLED - 3.0)})
+    assert oldest_kept(tmp_path / "t.lance") == (9, pytest.approx(CALLED - 4.25 + FINE_FILE_CLOCK_SECONDS))
+    # Dated to the whole second: written up to a second or two later than that.
+    manifests(tmp_path / "coarse.lance", {3: ns(CALLED - 4.0)})
+    assert oldest_kept(tmp_path / "coarse.lance") == (
+        3,
+        pytest.approx(CALLED - 4.0 + COARSE_FILE_CLOCK_SECONDS),
+    )
+    assert oldest_kept(tmp_path / "missing.lance") is None
+
+
+def test_the_clean_up_read_its_clock_at_most_when_the_oldest_version_it_kept_was_dated_plus_its_age(tmp_path):
+    # Versions 9-12 kept after an optimize called at CALLED with version 11 the newest, told to drop what
+    # is older than 5 s. LanceDB drops every version committed before its clock less 5 s but the newest,
+    # so version 9 (not the newest: 11 was) was committed after that: it read its clock at most at
+    # 9's date + 5 s = CALLED - 4.25 + 0.05 + 5, 0.8 s after the call, which took 3 s in all (the
+    # compaction first, then the clean-up reading every manifest, then the indexes).
+    table = tmp_path / "t.lance"
+    manifests(table, {9: ns(CALLED - 4.25), 10: ns(CALLED - 3.0), 11: ns(CALLED - 0.5), 12: ns(CALLED + 1.0)})
+    older_than = timedelta(seconds=5)
+    assert clean_up_clock_at_most(table, CALLED, 11, older_than, took=3.0) == pytest.approx(0.8)
+    # Never more than the call took.
+    assert clean_up_clock_at_most(table, CALLED, 11, older_than, took=0.5) == 0.5
+
+
+def test_the_call_s_time_stands_when_nothing_it_kept_bounds_the_clock_better(tmp_path):
+    table = tmp_path / "t.lance"
+    # Only the version that was newest as the call began is left (the newest is kept however old), and
+    # the commits after it: nothing dates the clean-up's clock.
+    manifests(table, {11: ns(CALLED - 60.0), 12: ns(CALLED + 1.0)})
+    assert clean_up_clock_at_most(table, CALLED, 11, timedelta(seconds=5), took=3.0) == 3.0
+    manifests(tmp_path / "u.lance", {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5)})
+    # The newest version before the call unknown (an object store), or nothing dropped by age (the
+    # clean-up told to keep every version): the call's time.
+    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, None, timedelta(seconds=5), took=3.0) == 3.0
+    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, 11, timedelta(days=36_500), took=3.0) == 3.0
+    # A version kept that is dated before the clock could have been read: the dates are not to be trusted.
+    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, 11, timedelta(seconds=1), took=3.0) == 3.0
+
+
+def test_a_real_clean_up_reads_its_clock_no_later_than_the_bound_says(tmp_path):
+    """LanceDB as it is: versions a second apart, an optimize told to drop those older than 1.5 s. The
+    bound dates the clock reading no earlier than the call and no later than its end."""
+    import time
+
+    db = lancedb.connect(str(tmp_path))
+    table = db.create_table("t", pa.table({"a": [0]}))
+    for value in range(1, 4):
+        time.sleep(0.6)
+        table.add(pa.table({"a": [value]}))
+    newest_before = newest_on_disk(tmp_path / "t.lance")
+    called_at, started = time.time(), time.perf_counter()
+    table.optimize(cleanup_older_than=timedelta(seconds=1.5))
+    took = time.perf_counter() - started
+    kept = oldest_kept(tmp_path / "t.lance")
+    assert kept is not None and kept[0] > 1  # the first versions went
+    bound = clean_up_clock_at_most(
+        tmp_path / "t.lance", called_at, newest_before, timedelta(seconds=1.5), took
+    )
+    assert 0.0 <= bound <= took
 
 
 def test_the_newest_version_on_disk_is_the_table_s_own_after_appends_and_updates(tmp_path):
