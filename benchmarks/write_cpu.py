@@ -203,7 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timed", type=int, default=500, help="remembers timed in process")
     parser.add_argument("--in-flight", type=int, default=30)
     parser.add_argument(
-        "--in-flight-writes", type=int, default=2_500, help="remembers sent with --in-flight outstanding"
+        "--in-flight-writes",
+        type=int,
+        default=2_500,
+        help="remembers sent with --in-flight outstanding (0: the in-process part only)",
     )
     parser.add_argument("--serve-noop", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=RESULTS / "write_cpu.json")
@@ -219,17 +222,22 @@ def main(argv: list[str] | None = None) -> int:
         "MEMORIA_EMBEDDER": "hashed",
         "MEMORIA_RERANKER": "none",
     }
-    with tempfile.TemporaryDirectory(prefix="memoria-write-cpu-") as tmp:
-        env["MEMORIA_DB_URI"] = str(Path(tmp) / "store")
-        report["memoria"] = anyio.run(
-            in_flight, ["-m", "server", "serve"], env, args.in_flight_writes, args.in_flight
+    if args.in_flight_writes > 0:  # 0: the in-process part only
+        with tempfile.TemporaryDirectory(prefix="memoria-write-cpu-") as tmp:
+            env["MEMORIA_DB_URI"] = str(Path(tmp) / "store")
+            report["memoria"] = anyio.run(
+                in_flight, ["-m", "server", "serve"], env, args.in_flight_writes, args.in_flight
+            )
+        report["sdk_only"] = anyio.run(
+            in_flight,
+            ["-m", "benchmarks.write_cpu", "--serve-noop"],
+            {},
+            args.in_flight_writes,
+            args.in_flight,
         )
-    report["sdk_only"] = anyio.run(
-        in_flight, ["-m", "benchmarks.write_cpu", "--serve-noop"], {}, args.in_flight_writes, args.in_flight
-    )
-    report["memoria_adds_ms_per_call"] = round(
-        report["memoria"]["server_cpu_ms_per_call"] - report["sdk_only"]["server_cpu_ms_per_call"], 2
-    )
+        report["memoria_adds_ms_per_call"] = round(
+            report["memoria"]["server_cpu_ms_per_call"] - report["sdk_only"]["server_cpu_ms_per_call"], 2
+        )
     write_json(args.out, report)
     inside = report["in_process"]
     print(
@@ -240,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {label:58s} {step['calls_per_remember']:5.2f} calls  {step['ms_per_remember']:6.3f} ms")
     if inside["missing"]:
         print(f"  not timed (gone): {', '.join(inside['missing'])}")
+    if "memoria" not in report:
+        return 0
     for name in ("memoria", "sdk_only"):
         run = report[name]
         print(

@@ -36,3 +36,13 @@ def test_a_step_renamed_since_shows_as_missing_and_nothing_stays_wrapped(monkeyp
     undo()
     assert missing == ["writing.service.WriteService._renamed_since"]
     assert WriteService.embedded is before
+
+
+def test_no_writes_in_flight_runs_the_in_process_part_only(tmp_path, capsys):
+    out = tmp_path / "write_cpu.json"
+    assert (
+        write_cpu.main(["--stored", "5", "--timed", "3", "--in-flight-writes", "0", "--out", str(out)]) == 0
+    )
+    report = json.loads(out.read_text())
+    assert set(report) == {"in_process"} and report["in_process"]["timed"] == 3
+    assert "ms of CPU a call" not in capsys.readouterr().out
