@@ -127,6 +127,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._row_count = RowCount()
         self._superseded = SupersededVersions()
         self._optimize_seconds = {}
+        self._optimize_took = {}
         self._cache = ScopeCache(
             self,
             dimension=self._vector_dim,

@@ -30,6 +30,8 @@ REPORT_TABLES = (schema.OUTCOMES, schema.FEEDBACK, schema.WEIGHT_EVENTS)
 KEEP_EVERY_VERSION = timedelta(days=36_500)
 # The clean-up margin before a table's first optimize was timed (compacting 50,000 memories took 0.41 s).
 FIRST_OPTIMIZE_MARGIN = timedelta(seconds=30)
+# The optimizes whose times before the clean-up the margin takes the longest of.
+MARGIN_ROUNDS = 8
 # How long before a compaction began a file it writes may be dated (file systems with coarse timestamps).
 FILE_CLOCK_MARGIN_SECONDS = 2.0
 # Compactions of a table beside the writes a round tries before the one under the write lock, when one
@@ -71,8 +73,11 @@ class Upkeep(StoreTables):
 
     _vector_index_min_rows: int
     _superseded: SupersededVersions  # the maintenance rounds' sightings of each newest version
-    # Per table, at most how long its last optimize took to read the clean-up's clock: the margin's base
-    _optimize_seconds: dict[str, float]
+    # Per table, at most how long each of its last optimizes took to read the clean-up's clock: the margin's
+    _optimize_seconds: dict[str, list[float]]
+    _optimize_took: dict[
+        str, float
+    ]  # each table's last optimize, whole (``benchmarks.maintenance`` reads it)
 
     def maintain(
         self,
@@ -242,15 +247,17 @@ class Upkeep(StoreTables):
     ) -> None:
         """One table's compaction, index update and clean-up, in one call. With ``keep_replaced_for`` the
         clean-up's cut-off (``storage.versions``) is worked out just before the call; LanceDB reads its
-        clock after the compaction, so the cut-off carries a margin: a second plus twice this table's last
-        optimize, or ``FIRST_OPTIMIZE_MARGIN`` before one was timed. (A second call for the clean-up alone
+        clock after the compaction, so the cut-off carries a margin: a second plus twice the longest of this
+        table's last ``MARGIN_ROUNDS`` times before the clean-up read its clock (``clean_up_clock_at_most``: a
+        round that compacted little says little of the next whole-table rewrite), or
+        ``FIRST_OPTIMIZE_MARGIN`` before one was timed. (A second call for the clean-up alone
         measured two more versions a round: it updates the indexes again.) No cut-off known yet: nothing
         is dropped. ``delete_unverified``: also the files no version names, however new (only when no
         write is in flight)."""
         cleanup_older_than = keep_versions_for
         if keep_replaced_for is not None:
-            last = self._optimize_seconds.get(name)
-            margin = FIRST_OPTIMIZE_MARGIN if last is None else timedelta(seconds=1 + 2 * last)
+            timed = self._optimize_seconds.get(name)
+            margin = FIRST_OPTIMIZE_MARGIN if not timed else timedelta(seconds=1 + 2 * max(timed))
             cut = self._superseded.cleanup_older_than(name, datetime.now(UTC), keep_replaced_for, margin)
             cleanup_older_than = cut if cut is not None else KEEP_EVERY_VERSION
         folder = local_folder(self.uri)
@@ -259,11 +266,15 @@ class Upkeep(StoreTables):
         called_at, started = time.time(), time.perf_counter()
         table.optimize(cleanup_older_than=cleanup_older_than, delete_unverified=delete_unverified)
         took = time.perf_counter() - started
-        self._optimize_seconds[name] = (
+        before_clean_up = (
             took
             if table_dir is None
             else clean_up_clock_at_most(table_dir, called_at, newest_before, cleanup_older_than, took)
         )
+        self._optimize_took[name] = took
+        timed = self._optimize_seconds.setdefault(name, [])
+        timed.append(before_clean_up)
+        del timed[:-MARGIN_ROUNDS]
 
     def _index_vectors(self) -> str | None:
         """Build the ANN index over the vectors once the table is big enough (scopes too big for a copy

@@ -18,8 +18,8 @@ to read the clean-up's clock, at most: ``clean_up_clock_at_most``, which dates i
 oldest version that clean-up kept; the whole call elsewhere). A read that takes less than ``keep`` never
 loses its version, in this process or another (the newest version at a given moment is the same for every
 process), except to a purge, which drops every older version at once by design
-(``MemoryStore.purge``). Nothing is dropped before the third round that needed a compaction has seen the
-table (two sightings to settle a cut-off, a third to use it).
+(``MemoryStore.purge``). Nothing is dropped before two sightings settled a cut-off, and the first optimize
+that uses one has a margin of ``FIRST_OPTIMIZE_MARGIN``.
 
 The margin once was twice the whole last optimize, and a clean-up reads every manifest kept (each listing
 every fragment the appends left since the last compaction): under steady writes the versions kept made
@@ -107,7 +107,8 @@ def clean_up_clock_at_most(
     before its "now" less ``older_than`` except the newest, so a version it kept that was not the newest
     when the call began (``newest_before``) was committed after that moment, and its manifest's time plus
     ``older_than`` bounds the clock reading. Never more than the call took (``took``); the call's time
-    when nothing bounds it better (nothing kept from before the call, another file system's clock).
+    when nothing bounds it better (nothing kept from before the call, or no version committed during the
+    call dated within it: a file system on another machine's clock).
 
     The clean-up reads its clock after the compaction of the same call, but the call also reads every
     manifest kept, and the index update follows: timed whole, the margin grew with the versions kept, the
@@ -116,8 +117,28 @@ def clean_up_clock_at_most(
     kept = oldest_kept(table_dir)
     if kept is None or newest_before is None or kept[0] >= newest_before:
         return took
+    if not _dated_as_now(table_dir, called_at, newest_before, took):
+        return took
     bound = kept[1] + older_than.total_seconds() - called_at
     return took if bound < 0 else min(took, bound)
+
+
+def _dated_as_now(table_dir: Path, called_at: float, newest_before: int, took: float) -> bool:
+    """Whether the file system dates files by this process's clock: a version committed since the call
+    began (its compaction's, or another write's) dated within the call, give or take the clock's tick. A
+    network or shared folder dated by another machine's clock fails it (and the call's own time is used);
+    so does a call that committed nothing."""
+    newest = newest_on_disk(table_dir)
+    if newest is None or newest <= newest_before:
+        return False
+    for v2 in (True, False):
+        try:
+            written = os.stat(table_dir / VERSIONS_DIR / manifest_name(newest, v2=v2)).st_mtime_ns / 1e9
+        except OSError:
+            continue
+        slack = FINE_FILE_CLOCK_SECONDS
+        return called_at - slack <= written <= called_at + took + slack
+    return False
 
 
 def manifest_name(version: int, *, v2: bool) -> str:

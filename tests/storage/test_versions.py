@@ -124,14 +124,13 @@ def test_a_sighting_between_rounds_closer_than_the_spacing_to_the_one_before_is_
     spaced = SupersededVersions()
     spaced.observe("memories", at(0), 5)
     spaced.observe("memories", at(0.5), 7, spacing=timedelta(seconds=1))  # too soon: not noted
-    spaced.observe("memories", at(1.5), 8, spacing=timedelta(seconds=1))
     spaced.observe("memories", at(20), 9)
     # now 30: the latest settled sighting is 20 s (version 9); the last before it with an older version
-    # is 1.5 s (version 8), not the one at 0.5 s that was not noted. Cut: (30 - 1.5) + 2 = 30.5 s.
-    assert spaced.cleanup_older_than("memories", at(30), KEEP, MARGIN) == timedelta(seconds=30.5)
+    # is 0 s (version 5), the one at 0.5 s not having been noted. Cut: (30 - 0) + 2 = 32 s.
+    assert spaced.cleanup_older_than("memories", at(30), KEEP, MARGIN) == timedelta(seconds=32)
     # A sighting of the version seen last replaces it whatever the spacing: only the latest can cut.
     spaced.observe("memories", at(20.5), 9, spacing=timedelta(seconds=1))
-    assert spaced.cleanup_older_than("memories", at(30.5), KEEP, MARGIN) == timedelta(seconds=31)
+    assert spaced.cleanup_older_than("memories", at(30.5), KEEP, MARGIN) == timedelta(seconds=32.5)
 
 
 def manifests(table_dir, written_ns: dict[int, int]) -> None:
@@ -183,18 +182,37 @@ def test_the_call_s_time_stands_when_nothing_it_kept_bounds_the_clock_better(tmp
     # the commits after it: nothing dates the clean-up's clock.
     manifests(table, {11: ns(CALLED - 60.0), 12: ns(CALLED + 1.0)})
     assert clean_up_clock_at_most(table, CALLED, 11, timedelta(seconds=5), took=3.0) == 3.0
-    manifests(tmp_path / "u.lance", {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5)})
+    manifests(tmp_path / "u.lance", {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5), 12: ns(CALLED + 1.0)})
     # The newest version before the call unknown (an object store), or nothing dropped by age (the
     # clean-up told to keep every version): the call's time.
     assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, None, timedelta(seconds=5), took=3.0) == 3.0
     assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, 11, timedelta(days=36_500), took=3.0) == 3.0
     # A version kept that is dated before the clock could have been read: the dates are not to be trusted.
     assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, 11, timedelta(seconds=1), took=3.0) == 3.0
+    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, 11, timedelta(seconds=5), took=3.0) == (
+        pytest.approx(0.8)
+    )
+
+
+def test_a_file_system_dated_by_another_clock_leaves_the_call_s_time(tmp_path):
+    """A network or shared folder dates files by its own clock: a version committed during the call but
+    dated before it began (a clock behind this process's) or after it ended, or none committed during the
+    call, and the manifests' dates bound nothing."""
+    older_than = timedelta(seconds=5)
+    behind = tmp_path / "behind.lance"
+    manifests(behind, {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5), 12: ns(CALLED - 0.2)})
+    assert clean_up_clock_at_most(behind, CALLED, 11, older_than, took=3.0) == 3.0
+    ahead = tmp_path / "ahead.lance"
+    manifests(ahead, {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5), 12: ns(CALLED + 3.5)})
+    assert clean_up_clock_at_most(ahead, CALLED, 11, older_than, took=3.0) == 3.0
+    idle = tmp_path / "idle.lance"
+    manifests(idle, {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5)})
+    assert clean_up_clock_at_most(idle, CALLED, 11, older_than, took=3.0) == 3.0
 
 
 def test_a_real_clean_up_reads_its_clock_no_later_than_the_bound_says(tmp_path):
-    """LanceDB as it is: versions a second apart, an optimize told to drop those older than 1.5 s. The
-    bound dates the clock reading no earlier than the call and no later than its end."""
+    """LanceDB as it is: versions 0.6 s apart, an optimize told to drop those older than 1.5 s, then two
+    seconds more. The bound dates the clock reading within the call, before those seconds."""
     import time
 
     db = lancedb.connect(str(tmp_path))
@@ -204,14 +222,16 @@ def test_a_real_clean_up_reads_its_clock_no_later_than_the_bound_says(tmp_path):
         table.add(pa.table({"a": [value]}))
     newest_before = newest_on_disk(tmp_path / "t.lance")
     called_at, started = time.time(), time.perf_counter()
-    table.optimize(cleanup_older_than=timedelta(seconds=1.5))
+    table.optimize(cleanup_older_than=timedelta(seconds=1.5))  # compacts the four fragments: a commit
+    time.sleep(2.0)  # as a slow index update after the clean-up would
     took = time.perf_counter() - started
     kept = oldest_kept(tmp_path / "t.lance")
     assert kept is not None and kept[0] > 1  # the first versions went
     bound = clean_up_clock_at_most(
         tmp_path / "t.lance", called_at, newest_before, timedelta(seconds=1.5), took
     )
-    assert 0.0 <= bound <= took
+    # At most the compaction and a gap between two versions (0.6 s): the two seconds after are not counted.
+    assert 0.0 <= bound < took - 1.0
 
 
 def test_the_newest_version_on_disk_is_the_table_s_own_after_appends_and_updates(tmp_path):
