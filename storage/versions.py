@@ -88,14 +88,22 @@ def oldest_kept(table_dir: Path) -> tuple[int, float] | None:
     if not versions:
         return None
     oldest = min(versions)
+    written = _written_ns(table_dir, oldest)
+    if written is None:
+        return None
+    # A file system that dates files to the second (or coarser) may date one up to that much early.
+    slack = COARSE_FILE_CLOCK_SECONDS if written % 1_000_000_000 == 0 else FINE_FILE_CLOCK_SECONDS
+    return oldest, written / 1e9 + slack
+
+
+def _written_ns(table_dir: Path, version: int) -> int | None:
+    """When ``version``'s manifest was written (its file's date, nanoseconds since the epoch), under
+    either naming; None when it is gone."""
     for v2 in (True, False):
         try:
-            written = os.stat(table_dir / VERSIONS_DIR / manifest_name(oldest, v2=v2)).st_mtime_ns
+            return os.stat(table_dir / VERSIONS_DIR / manifest_name(version, v2=v2)).st_mtime_ns
         except OSError:
             continue
-        # A file system that dates files to the second (or coarser) may date one up to that much early.
-        slack = COARSE_FILE_CLOCK_SECONDS if written % 1_000_000_000 == 0 else FINE_FILE_CLOCK_SECONDS
-        return oldest, written / 1e9 + slack
     return None
 
 
@@ -129,16 +137,11 @@ def _dated_as_now(table_dir: Path, called_at: float, newest_before: int, took: f
     network or shared folder dated by another machine's clock fails it (and the call's own time is used);
     so does a call that committed nothing."""
     newest = newest_on_disk(table_dir)
-    if newest is None or newest <= newest_before:
+    written = _written_ns(table_dir, newest) if newest is not None and newest > newest_before else None
+    if written is None:
         return False
-    for v2 in (True, False):
-        try:
-            written = os.stat(table_dir / VERSIONS_DIR / manifest_name(newest, v2=v2)).st_mtime_ns / 1e9
-        except OSError:
-            continue
-        slack = FINE_FILE_CLOCK_SECONDS
-        return called_at - slack <= written <= called_at + took + slack
-    return False
+    slack = FINE_FILE_CLOCK_SECONDS
+    return called_at - slack <= written / 1e9 <= called_at + took + slack
 
 
 def manifest_name(version: int, *, v2: bool) -> str:
