@@ -59,7 +59,9 @@ def build_runtime(settings: Settings, announce: Callable[[str], None] | None = N
     a WARNING by default) and assemble the pipeline; then finish what a process that died left half
     done (``server.upkeep.finish_unfinished``), so that nothing served reads it half done."""
     from retrieval.models.providers import load_models
+    from storage.products import single_blas_thread
 
+    single_blas_thread()  # numpy's BLAS threads would spin beside every write (storage.products)
     store = open_store(settings)
     try:
         models = load_models(model_config(settings), store.vector_dim, announce)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from storage.lexical_index import LexicalIndex
+from storage.products import matrix_product
 from storage.records import Audience, EpisodeRecord, MemoryRecord, Viewer, audience_of
 from storage.scope_episodes import EpisodeBook
 
@@ -431,7 +432,7 @@ class ScopeCopy(EpisodeBook):
         queries = [np.asarray(v, dtype=np.float32) for v in vectors if len(v) == self.dimension][:MAX_PRIMED]
         if count == 0 or len(queries) < 2:
             return
-        products = self.vectors[:count] @ np.stack(queries).T
+        products = matrix_product(self.vectors[:count], np.stack(queries).T)
         if len(self._primed) + len(queries) > MAX_PRIMED:
             self._primed.clear()
         for column, query in enumerate(queries):
@@ -447,8 +448,8 @@ class ScopeCopy(EpisodeBook):
                 self.primed_taken += 1
                 if rows == count:
                     return cosines
-                return np.concatenate((cosines, self.vectors[rows:count] @ query))
-        return self.vectors[:count] @ query
+                return np.concatenate((cosines, matrix_product(self.vectors[rows:count], query)))
+        return matrix_product(self.vectors[:count], query)
 
     def context_cosines(
         self, vector: np.ndarray, memory_ids: Iterable[str], *, embedder: str, now: datetime
