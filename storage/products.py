@@ -13,14 +13,11 @@ large scope's recall keeps both cores.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-
-log = logging.getLogger(__name__)
 
 # Below this many products of a row with a query, a product takes well under a millisecond on one thread
 # (0.4-0.7 ms at 10,000 x 384): handing parts to other threads costs more than it saves. 100,000 x 384: 15.4 ms
@@ -77,10 +74,8 @@ def matrix_product(matrix: np.ndarray, query: np.ndarray, *, parts: int | None =
 
 
 def single_blas_thread() -> None:
-    """Run numpy's BLAS on the calling thread, for the whole process (see the module's docstring). Said
-    once at DEBUG when no BLAS library threadpoolctl knows is loaded."""
+    """Run numpy's BLAS (and any other BLAS library loaded) on the calling thread, for the whole process
+    (see the module's docstring)."""
     from threadpoolctl import threadpool_limits
 
-    limited = threadpool_limits(limits=1, user_api="blas")
-    if not limited.get_original_num_threads().get("blas"):
-        log.debug("no BLAS library found to keep on one thread")
+    threadpool_limits(limits=1, user_api="blas")
