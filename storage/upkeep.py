@@ -74,10 +74,10 @@ class Upkeep(StoreTables):
     _vector_index_min_rows: int
     _superseded: SupersededVersions  # the maintenance rounds' sightings of each newest version
     # Per table, at most how long each of its last optimizes took to read the clean-up's clock: the margin's
+    # base (``MARGIN_ROUNDS`` of them).
     _optimize_seconds: dict[str, list[float]]
-    _optimize_took: dict[
-        str, float
-    ]  # each table's last optimize, whole (``benchmarks.maintenance`` reads it)
+    # Each table's last optimize, whole (``benchmarks.maintenance`` reads it).
+    _optimize_took: dict[str, float]
 
     def maintain(
         self,

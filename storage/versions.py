@@ -140,8 +140,7 @@ def _dated_as_now(table_dir: Path, called_at: float, newest_before: int, took: f
     written = _written_ns(table_dir, newest) if newest is not None and newest > newest_before else None
     if written is None:
         return False
-    slack = FINE_FILE_CLOCK_SECONDS
-    return called_at - slack <= written / 1e9 <= called_at + took + slack
+    return called_at - FINE_FILE_CLOCK_SECONDS <= written / 1e9 <= called_at + took + FINE_FILE_CLOCK_SECONDS
 
 
 def manifest_name(version: int, *, v2: bool) -> str:
