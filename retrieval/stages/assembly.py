@@ -146,12 +146,24 @@ def render_memory(
 
 # A cut memory's last quoted line: the server's words, in brackets, that its text goes on and where.
 CUT_MARK = "[... {left} more characters, cut for char_budget: read memoria://memory/{id} for the whole text]"
-MIN_CUT_SHOWN = 400  # a cut memory shows at least this many characters of its text, or is left out
+# A cut memory shows at least this many characters of its text, or is left out; under a char_budget whose
+# empty context could show less of it than twice that, at least half of what that context could show
+# (``least_shown``), but never fewer than ``MIN_CUT_SHOWN_TIGHT``: a trial's recall with char_budget 500
+# returned nothing when its one relevant memory was longer than the room (a cut needed 400 characters).
+MIN_CUT_SHOWN = 400
+MIN_CUT_SHOWN_TIGHT = 80
 HEADER_ROOM = 200  # the longest episode header: a title of 120 characters, its id, time, agent, matches
 
 
 def cut_mark(left: int, memory_id: str) -> str:
     return CUT_MARK.format(left=f"{left:,}", id=memory_id)
+
+
+def least_shown(whole_room: int, bare: int) -> int:
+    """The fewest characters of its text a cut memory shows: ``MIN_CUT_SHOWN``, or half of what an empty
+    context could show of it (``whole_room``, the room for memories in it, less the block's ``bare`` header
+    and cut mark) when that is less, at least ``MIN_CUT_SHOWN_TIGHT``."""
+    return min(MIN_CUT_SHOWN, max(MIN_CUT_SHOWN_TIGHT, (whole_room - bare) // 2))
 
 
 def cut_to_fit(
@@ -160,17 +172,21 @@ def cut_to_fit(
     room: int,
     folded: Mapping[str, str] | None = None,
     time_zone: str | None = None,
+    *,
+    whole_room: int,
 ) -> tuple[str, int] | None:
     """The block of ``candidate`` cut to ``room`` characters, at the last line end or space of what fits
     (a word is never split unless it alone is longer), and how many characters of its text it shows; None
-    when fewer than ``MIN_CUT_SHOWN`` would be shown."""
+    when fewer than ``least_shown`` would be shown (``whole_room``: the room for memories in an empty
+    context of the budget)."""
     content = candidate.memory.content
     bare = len(render_memory(position, candidate, folded, time_zone, shown_chars=0))  # header and the mark
+    least = least_shown(whole_room, bare)
     # Shown safely, a character may take more room (an escape): shrink until the block fits.
     shown = room - bare
-    while shown >= MIN_CUT_SHOWN:
+    while shown >= least:
         cut = max(content.rfind("\n", 0, shown + 1), content.rfind(" ", 0, shown + 1))
-        shown_chars = cut if cut >= MIN_CUT_SHOWN else shown
+        shown_chars = cut if cut >= least else shown
         block = render_memory(position, candidate, folded, time_zone, shown_chars=shown_chars)
         if len(block) <= room:
             return block, shown_chars
@@ -612,7 +628,9 @@ def assemble(
                         rooms_after = _rooms_after(blocks, whole, time_zone)
                     room = remaining - (0 if header_added else len(header))
                     room = max(room // 2, room - rooms_after[item.id])
-                    cut = cut_to_fit(len(positions) + 1, item, room, shown_twins, time_zone)
+                    cut = cut_to_fit(
+                        len(positions) + 1, item, room, shown_twins, time_zone, whole_room=whole - len(header)
+                    )
                 if cut is None:
                     reasons[item.id] = (
                         f"{DID_NOT_FIT}: needs {needed} chars, {remaining} of char_budget={char_budget} left"

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.stages.assembly import MIN_CUT_SHOWN, assemble, preamble, render_memory
+from retrieval.stages.assembly import MIN_CUT_SHOWN_TIGHT, assemble, least_shown, preamble, render_memory
 from retrieval.text import set_jaccard, term_set
 from retrieval.types import Candidate
 from tests.records import memory_record
@@ -119,6 +119,43 @@ def test_a_memory_too_long_for_any_context_of_the_budget_is_shown_cut_at_a_word_
     assert len(context) <= budget
 
 
+def test_under_a_small_budget_a_memory_too_long_for_it_is_shown_cut_to_what_fits():
+    """A trial: recall with char_budget 500 returned nothing when its one relevant memory was longer than
+    the room, because a cut memory had to show 400 characters."""
+    words = " ".join(f"step{i:03d}" for i in range(200))  # 1,599 characters
+    runbook = candidate("runbook", words)
+    marked, context = assemble((runbook,), top_k=5, char_budget=400, retrieval_id="r")
+    # 400 less the preamble (103) and the group line (1) leaves 296; the block's header and cut mark take
+    # 157 (158 with a text line: "> " before it, not ">"), so 138 characters of text fit; the last space at
+    # or before them ends the 17th word, at 135. Half of 296 - 157 is under MIN_CUT_SHOWN_TIGHT (80): at
+    # least 80 must show, and 135 do.
+    assert (len(preamble("r")), len(render_memory(1, runbook, shown_chars=0))) == (103, 157)
+    assert least_shown(296, 157) == MIN_CUT_SHOWN_TIGHT
+    assert marked[0].shown_chars == 135
+    assert render_memory(1, runbook, shown_chars=135) in context
+    assert len(context) == 103 + 1 + 158 + 135 <= 400
+
+
+def test_a_budget_too_small_to_show_a_cut_memory_its_least_leaves_it_out():
+    words = " ".join(f"step{i:03d}" for i in range(200))
+    runbook = candidate("runbook", words)
+    # 300 - 103 - 1 - 157 = 39 characters of text would fit: fewer than MIN_CUT_SHOWN_TIGHT.
+    assert 300 - 103 - 1 - 157 < MIN_CUT_SHOWN_TIGHT
+    marked, context = assemble((runbook,), top_k=5, char_budget=300, retrieval_id="r")
+    assert context == "" and marked[0].exclusion_reason.startswith("did not fit")
+
+
+def test_under_a_small_budget_a_cut_memory_still_leaves_the_memories_after_it_half_the_room():
+    words = " ".join(f"step{i:03d}" for i in range(200))
+    runbook, contact = candidate("runbook", words), candidate("contact", "Payments on-call is Dana")
+    marked, context = assemble((runbook, contact), top_k=5, char_budget=500, retrieval_id="r")
+    # 396 of room: the runbook may take half (198), 41 characters of text, under the least it must show,
+    # half of 396 - 157 (119): it is left out, and the contact shown whole.
+    assert least_shown(396, 157) == 119
+    assert not marked[0].in_context and marked[0].exclusion_reason.startswith("did not fit")
+    assert marked[1].in_context and render_memory(1, contact) in context
+
+
 def test_a_memory_that_would_fit_a_context_of_the_budget_alone_is_not_cut_but_left_out_for_room():
     first = candidate("first", "a " * 300)
     second = candidate("second", "b " * 300)  # fits an empty context, not one with the first in it
@@ -176,7 +213,9 @@ def test_assembly_never_exceeds_the_budget_and_cuts_only_a_memory_too_long_for_i
         assert render_memory(position, chosen, shown_chars=chosen.shown_chars) in context
         if chosen.shown_chars is not None:  # cut: it could not have fit whole in any context this size
             assert len(preamble("ret_x")) + 1 + len(render_memory(position, chosen)) > budget
-            assert MIN_CUT_SHOWN <= chosen.shown_chars < len(chosen.memory.content)
+            bare = len(render_memory(position, chosen, shown_chars=0))
+            whole_room = budget - len(preamble("ret_x")) - 1
+            assert least_shown(whole_room, bare) <= chosen.shown_chars < len(chosen.memory.content)
     assert all(c.exclusion_reason for c in marked if not c.in_context)
     assert [c.id for c in marked] == [c.id for c in candidates]
 
