@@ -196,6 +196,11 @@ def test_later_items_of_a_batch_absorb_their_near_duplicates():
         # At the head of a clause (a trial: not read as a switch at all).
         ("Instead of Stripe we now use Adyen for payments", ("stripe",), ("adyen",)),
         ("Instead of Jenkins, the team uses GitHub Actions", ("jenkin",), ("github", "action")),
+        # With no usage verb (a trial: "go out with" was read as no switch).
+        ("Deploys now go out with Argo CD instead of Spinnaker.", ("spinnaker",), ("argo", "cd")),
+        ("Alerts go to Opsgenie instead of PagerDuty", ("pagerduty",), ("opsgenie",)),
+        # A usage verb names the new thing before a preposition does.
+        ("The team on call uses Opsgenie instead of PagerDuty", ("pagerduty",), ("opsgenie",)),
     ],
 )
 def test_explicit_revisions_are_parsed(text, old, new):
@@ -216,6 +221,13 @@ def test_plain_statements_are_not_revisions():
         "any of them, more or less"
     )
     assert has_revision_words("Feature X is now disabled") and not has_revision_words("Feature X is disabled")
+
+
+def test_a_switch_said_with_a_preposition_revises_the_memory_that_stated_the_old_choice():
+    switch = parse_revision("Deploys now go out with Argo CD instead of Spinnaker.")
+    assert revised_by("Deploys go out with Spinnaker.", switch)
+    assert not revised_by("Spinnaker has a web UI on port 9000", switch)  # a mention, not the choice
+    assert not revised_by("Deploys go out with Argo CD and Spinnaker", switch)  # names the new one already
 
 
 def test_only_a_stated_choice_is_revised_not_a_mention():

@@ -59,6 +59,18 @@ _PATTERNS = (
         + _END,
         re.IGNORECASE,
     ),
+    # What a thing goes with, on, to or through, instead of another: "Deploys now go out with Argo CD instead
+    # of Spinnaker", "Alerts go to Opsgenie instead of PagerDuty" (a trial: no usage verb, read as no switch,
+    # and the Spinnaker memory kept beside it). After the verbs above, which name the thing more closely.
+    re.compile(
+        r"\b(?:with|on|onto|to|via|through)\s+(?P<new>"
+        + _NAME
+        + r"{1,80}?)\s+instead of\s+(?P<old>"
+        + _NAME
+        + r"{1,80}?)"
+        + _END,
+        re.IGNORECASE,
+    ),
 )
 
 REVISION_WORDS = frozenset(
