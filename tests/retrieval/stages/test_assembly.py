@@ -140,7 +140,7 @@ def test_a_budget_too_small_to_show_a_cut_memory_its_least_leaves_it_out():
     words = " ".join(f"step{i:03d}" for i in range(200))
     runbook = candidate("runbook", words)
     # 300 - 103 - 1 - 157 = 39 characters of text would fit: fewer than MIN_CUT_SHOWN_TIGHT.
-    assert 300 - 103 - 1 - 157 < MIN_CUT_SHOWN_TIGHT
+    assert MIN_CUT_SHOWN_TIGHT > 300 - 103 - 1 - 157
     marked, context = assemble((runbook,), top_k=5, char_budget=300, retrieval_id="r")
     assert context == "" and marked[0].exclusion_reason.startswith("did not fit")
 
