@@ -408,6 +408,23 @@ MAY_BE_A_SERIES = "what the newer memory says it 'was' may be the one before it 
 # A label a correction may start with: not content, so it does not count against the subject's overlap.
 # It is no word of change by itself ("Update: build 1235 failed" is another build, a review found).
 _LABEL = re.compile(r"^\s*(?:correction|corrected|update|updated|note)\s*[:\-\u2013\u2014]\s*", re.IGNORECASE)
+# Words a speaker opens with that say nothing of the subject ("Actually, deploys now go out from the release
+# branch, not main", "FYI: ...", "To be clear, ..."): ``without_opener`` sets them aside before a memory's
+# words are compared with another's. A new user's trial: "Actually," alone kept a correction beside what it
+# corrected, its one extra word enough to read the two as about different things. "Oh", "OK" and "well" only
+# with their comma ("Well water ..." is about wells); "also" never (it says a memory adds, ``_ADDING``).
+_OPENER = re.compile(
+    r"^\s*(?:(?:actually|in fact|fyi|btw|by the way|to be clear|to clarify|just to clarify|heads[- ]up|"
+    r"(?:it\s+|as it\s+)?turns out(?:\s+that)?|psa)\b\s*[,:\-\u2013\u2014]?\s*"
+    r"|(?:oh|ok|okay|well|so|right)\s*[,:\u2013\u2014]\s*)+",
+    re.IGNORECASE,
+)
+
+
+def without_opener(text: str) -> str:
+    """``text`` without the words it opens with that say nothing of its subject (``_OPENER``)."""
+    opened = _OPENER.match(text)
+    return text[opened.end() :] if opened and opened.end() < len(text) else text
 
 
 # A value named as left behind by a change: "changed from 18081 to 18082", "moved the standup from Tuesday
@@ -556,7 +573,10 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             replaced = values - own_values
             # The newer memory names what it replaces ("not 8080"): it says in words that this changed, as
             # "switched from" does.
-            explicit = bool(given_up) and replaced <= given_up
+            # Naming one of them is enough: "every Saturday night at 22:00 UTC, not Sunday" says the day
+            # changed, and the time with it (a new user's trial: the pair was read as no change, and kept
+            # both undisputed).
+            explicit = bool(given_up & replaced)
             only_disputes = (
                 MAY_HOLD_WHERE
                 if conditional
@@ -1012,7 +1032,8 @@ def things_given_up(memory: ContradictionInput, others: Sequence[ContradictionIn
     found: list[Contradiction] = []
     things = []
     for match in _THING_GIVEN_UP.finditer(memory.content):
-        thing = " ".join(match.group("thing").strip("`'\"").lower().split())
+        # (a sentence's full stop is no part of the thing: "..., not main." gives up "main")
+        thing = " ".join(match.group("thing").strip("`'\"").lower().split()).rstrip(".")
         terms = set(content_terms(thing))
         if terms and not any(is_value(term) for term in terms):
             things.append((thing, terms))

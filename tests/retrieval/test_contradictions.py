@@ -23,6 +23,7 @@ from retrieval.contradictions import (
     shown_value,
     things_given_up,
     value_changes,
+    without_opener,
     written_out,
 )
 
@@ -738,6 +739,32 @@ def test_a_thing_named_as_given_up_disputes_the_older_memory_that_says_it():
         ("Migrations are applied with make db-up", "Migrations are applied with make db-up, not make up"),
     ]:
         assert things_given_up(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == [], newer_text
+
+
+def test_a_thing_given_up_at_the_end_of_a_sentence_is_read_without_its_full_stop():
+    # A trial: "..., not main." looked for "main." in the older memory, and found nothing.
+    old = memory("old", "Release tags are cut from the main branch.", 0)
+    [given] = things_given_up(
+        memory("new", "Release tags are cut from the release branch, not main.", 5), [old]
+    )
+    assert (given.older_term, given.newer_term) == ("main", "not main")
+
+
+@pytest.mark.parametrize(
+    ("text", "plain"),
+    [
+        ("Actually, deploys go out from main.", "deploys go out from main."),
+        ("FYI: staging is reset on Sundays.", "staging is reset on Sundays."),
+        ("Oh, actually - to be clear, the port is 9090.", "the port is 9090."),
+        ("Turns out the cache TTL is 24 hours.", "the cache TTL is 24 hours."),
+        # Words that only look like an opener stay: they are the subject, or say the memory adds.
+        ("Well water feeds the office coffee machine.", "Well water feeds the office coffee machine."),
+        ("Also, the API uses gRPC.", "Also, the API uses gRPC."),
+        ("Actually", "Actually"),  # nothing after it: the text itself
+    ],
+)
+def test_an_opener_that_says_nothing_of_the_subject_is_set_aside(text, plain):
+    assert without_opener(text) == plain
 
 
 def test_the_same_words_but_for_one_command_in_code_dispute_the_older():

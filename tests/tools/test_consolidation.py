@@ -253,6 +253,9 @@ def test_a_number_beside_a_word_of_change_that_is_not_what_the_thing_changed_to_
         "The API server now listens on port 9090 instead of 8080.",
         "The API server listens on port 9090 rather than 8080.",
         "The API server listens on port 9090 (not 8080).",
+        # A trial: a correction that opened with "Actually," was kept beside the wrong value.
+        "Actually, the API server now listens on port 9090, not 8080.",
+        "FYI: the API server listens on port 9090, not 8080.",
     ],
 )
 def test_a_correction_that_names_the_old_value_revises_it(runtime, correction):
@@ -274,6 +277,11 @@ def test_a_correction_that_names_the_old_value_revises_it(runtime, correction):
         ),
         ("The weekly standup is on Tuesday at 9:30.", "The weekly standup moved to Thursday at 9:30."),
         ("The team offsite is planned for March.", "The team offsite is planned for April, not March."),
+        # A trial: naming only the day as given up, the time changed with it, was read as no change at all.
+        (
+            "Staging is reset every Sunday night at 23:00 UTC.",
+            "Staging is reset every Saturday night at 22:00 UTC, not Sunday.",
+        ),
     ],
 )
 def test_a_day_or_month_changed_in_words_revises_the_older_memory(runtime, stored, correction):
@@ -284,6 +292,29 @@ def test_a_day_or_month_changed_in_words_revises_the_older_memory(runtime, store
     assert fixed.consolidation.revised == [old] and fixed.consolidation.resolver == "revision:explicit"
     found = recall(RecallInput(query=stored.rstrip(".")), runtime, caller())
     assert [m.id for m in found.memories] == [fixed.id]
+
+
+def test_a_correction_that_opens_with_actually_is_read_as_the_same_words_without_it(runtime):
+    # A new user's trial: "Actually, deploys now go out from the release branch, not main" was kept beside
+    # "Deploys go out from the main branch" (rules:distinct), when the same words without "Actually," revised
+    # it: the one extra word put the pair under the overlap a negation needs.
+    main = remember(RememberInput(content="Deploys go out from the main branch."), runtime, caller()).id
+    fixed = remember(
+        RememberInput(content="Actually, deploys now go out from the release branch, not main."),
+        runtime,
+        caller("ses_2"),
+    )
+    assert fixed.consolidation.revised == [main] and fixed.consolidation.resolver == "revision:explicit"
+    # Without "now" it says no change, but names main as given up: the pair is disputed, the newer first.
+    tags = remember(RememberInput(content="Release tags are cut from the main branch."), runtime, caller()).id
+    named = remember(
+        RememberInput(content="Actually, release tags are cut from the release branch, not main."),
+        runtime,
+        caller("ses_3"),
+    )
+    assert named.consolidation.contradicts == [tags] and status(runtime, tags) == "active"
+    found = recall(RecallInput(query="which branch are release tags cut from"), runtime, caller())
+    assert [m.id for m in found.memories][:2] == [named.id, tags]
 
 
 def test_a_value_lowered_for_a_reason_revises_and_one_changed_from_a_longer_memory_disputes_it(runtime):

@@ -37,6 +37,7 @@ from retrieval.contradictions import (
     says_values,
     things_given_up,
     value_changes,
+    without_opener,
 )
 from retrieval.models.embedders.base import Embedder
 from retrieval.models.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
@@ -333,12 +334,12 @@ class ConsolidationService:
     ) -> None:
         if not others:
             return
-        pool = [ContradictionInput(m.id, m.content, m.created_at) for m in (*others, memory)]
+        pool = [_as_said(m) for m in (*others, memory)]
         by_id = {m.id: m for m in others}
         # Who held the role it gives, among its neighbours and beyond them (read by that rule only).
         beyond = self._holders_beyond(memory, others)
         by_id.update((m.id, m) for m in beyond)
-        held = [*pool[:-1], *(ContradictionInput(m.id, m.content, m.created_at) for m in beyond)]
+        held = [*pool[:-1], *(_as_said(m) for m in beyond)]
         holders = holder_changes(pool[-1], held)
         changes = value_changes(pool[-1], pool[:-1])
         # Then, for older memories no value change read: a new holder of a role said in words ("Dan is now
@@ -495,9 +496,7 @@ class ConsolidationService:
         by_id.update((m.id, m) for m in retired)
         given_up = [
             *things_given_up(pool[-1], pool[:-1]),
-            *things_retired(
-                pool[-1], [*pool[:-1], *(ContradictionInput(m.id, m.content, m.created_at) for m in retired)]
-            ),
+            *things_retired(pool[-1], [*pool[:-1], *(_as_said(m) for m in retired)]),
             *switched_away(pool[-1], pool[:-1]),
             *versions_moved(pool[-1], pool[:-1]),
             *times_moved(pool[-1], pool[:-1]),
@@ -611,7 +610,7 @@ class ConsolidationService:
         looked = [c for c in pool[:-1] if c.id not in done and may_restate_a_correction(said, c)]
         replaced = self._store.replaced_memories(memory.scope, [c.id for c in looked]) if looked else {}
         for current in looked:
-            gone = [ContradictionInput(m.id, m.content, m.created_at) for m in replaced.get(current.id, ())]
+            gone = [_as_said(m) for m in replaced.get(current.id, ())]
             found = restated_correction(said, current, gone) if gone else None
             if found is not None:
                 detail = f"{found.detail}, said again after {current.id} replaced it"
@@ -1141,6 +1140,12 @@ def _values_after(text: str, names: Sequence[str]) -> set[str]:
 def _values_in(text: str) -> set[str]:
     """The values ``text`` says (words with a digit, days and months by name), as content terms."""
     return {term for term in content_terms(joined_as_words(text)) if is_value(term)}
+
+
+def _as_said(memory: MemoryRecord) -> ContradictionInput:
+    """A memory as the contradiction rules read it: its text without the words it opens with that say
+    nothing of its subject ("Actually, ...", ``without_opener``)."""
+    return ContradictionInput(memory.id, without_opener(memory.content), memory.created_at)
 
 
 def _audience_view(memory: MemoryRecord) -> View:
