@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from console.terminal import ticking
+from retrieval.models.embedders.sentence_transformers import local_model_folder
 from retrieval.models.model_files import short_reason
 from server.config import ConfigError, Settings, local_store_folder
 from server.state import model_config, open_store
@@ -245,15 +246,35 @@ def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[C
                 f"{sum(stale.values()):,} memories have vectors from another embedder ("
                 + ", ".join(f"{name}: {count:,}" for name, count in stale.items())
                 + f") than the active {models.embedder.name}; vector search cannot compare them",
-                # On the offline fallback the model's vectors are the ones to keep: load the model first.
-                "make the configured model load (the embedder check above), then run `memoria reembed`"
-                if models.embedder_info.offline_fallback
-                else "run `memoria reembed`",
+                _vectors_fix(stale, offline_fallback=models.embedder_info.offline_fallback),
             )
         )
     else:
         checks.append(Check("vectors", "ok", f"every memory's vector is from {models.embedder.name}"))
     return checks
+
+
+def _vectors_fix(stale: dict[str, int], *, offline_fallback: bool) -> str:
+    """How to make vector search compare every memory again. A model folder that made the stored vectors
+    and is still there is named first: pointing MEMORIA_EMBEDDING_MODEL back at it needs no re-embedding (a
+    new user's trial went back to the default after a run with a local model, and search fell to words
+    alone, the doctor naming no way back). On the offline fallback the model's vectors are the ones to keep:
+    load a model first, or choose the hashed vectors on purpose."""
+    folders = [folder for name in stale if (folder := local_model_folder(name)) is not None]
+    back = (
+        f"the stored vectors were made by the model in {folders[0]}: set MEMORIA_EMBEDDING_MODEL={folders[0]} "
+        "to use it again (nothing to re-embed); or "
+        if len(folders) == 1
+        else ""
+    )
+    if offline_fallback:
+        return (
+            back
+            + "make the configured model load (the embedder check above), then run `memoria reembed`; or, to stay"
+            " on the offline backend, set MEMORIA_EMBEDDER=hashed for the server and run"
+            " `MEMORIA_EMBEDDER=hashed memoria reembed`"
+        )
+    return back + "run `memoria reembed` to give them the active embedder's vectors"
 
 
 # The variables with which the Hugging Face libraries try no download at all (the values they read as on).

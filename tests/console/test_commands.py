@@ -661,8 +661,46 @@ def test_on_the_offline_fallback_the_doctor_keeps_a_models_vectors_until_the_mod
     monkeypatch.setenv("MEMORIA_EMBEDDING_MODEL", str(db.parent / "no-such-model"))
     checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
     assert checks["vectors"]["status"] == "warn" and f"{model.name}: 1" in checks["vectors"]["detail"]
-    # Re-embedding now would replace the model's vectors with hashed ones: the model must load first.
+    # Re-embedding now would replace the model's vectors with hashed ones: the model must load first, or
+    # the hashed vectors be chosen on purpose.
     assert checks["vectors"]["fix"].startswith("make the configured model load")
+    assert "MEMORIA_EMBEDDER=hashed memoria reembed" in checks["vectors"]["fix"]
+
+
+def test_the_doctor_names_the_model_folder_that_made_the_stored_vectors_as_the_way_back(
+    capsys, db, monkeypatch, tmp_path
+):
+    # A new user's trial: back on the default model after a run with a local folder, search fell to words
+    # alone and the doctor named no way back to the folder whose vectors the store holds.
+    from tests.fakes import TokenEmbedder
+    from tests.helpers import make_runtime, settings_for
+    from tools.common import Caller
+    from tools.remember import RememberInput, remember
+
+    folder = tmp_path / "minilm"
+    folder.mkdir()
+
+    class FolderModel(TokenEmbedder):
+        @property
+        def name(self) -> str:
+            return f"st:{folder}:384+prompts"
+
+    runtime = make_runtime(settings_for(db), embedder=FolderModel(dimension=384))
+    remember(
+        RememberInput(content="Vectors made by a folder's model"),
+        runtime,
+        Caller(agent_id="a", session_id="s"),
+    )
+    runtime.close()
+    monkeypatch.setenv("MEMORIA_EMBEDDER", "sentence-transformers")
+    monkeypatch.setenv("MEMORIA_EMBEDDING_MODEL", str(tmp_path / "no-such-model"))
+    fix = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["vectors"]["fix"]
+    assert fix.startswith(
+        f"the stored vectors were made by the model in {folder}: set MEMORIA_EMBEDDING_MODEL={folder} to use it"
+    )
+    folder.rmdir()  # a folder that is gone is no way back
+    fix = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["vectors"]["fix"]
+    assert fix.startswith("make the configured model load")
 
 
 def test_a_store_that_cannot_open_fails_the_doctor_with_the_fix(capsys, tmp_path, monkeypatch):

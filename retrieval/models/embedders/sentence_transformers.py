@@ -78,6 +78,21 @@ def spelled(name: str) -> str:
     return f"st:{model_reference(model)}:{width}{suffix}" if model else name + suffix
 
 
+def local_model_folder(name: str) -> str | None:
+    """The local folder whose model made the vectors of embedder ``name`` ("st:/models/minilm:384+prompts"
+    gives "/models/minilm"), when it is a folder that is there; None for a hub id, another backend's name, or
+    a folder that is gone."""
+    if not name.startswith("st:"):
+        return None
+    for mark in (AUTHORED, PROMPTED):
+        name = name.removesuffix(mark)
+    model = name.removeprefix("st:").rpartition(":")[0]
+    try:
+        return model if model and os.path.isabs(model) and Path(model).is_dir() else None
+    except (OSError, ValueError):
+        return None
+
+
 def same_model(stored: str, active: str) -> bool:
     """Whether two embedder names are two recipes of one model (plain, ``+prompts``, ``+author``), or one
     model's folder spelled two ways (names made before ``model_reference``: "st:minilm/:384"): vectors of

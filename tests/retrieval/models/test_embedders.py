@@ -110,6 +110,17 @@ def test_recipes_of_one_model_are_told_from_another_model():
     assert not same_model("hashed-v1:384", "st:m:384")  # the fallback's vectors are not a recipe of the model
 
 
+def test_the_local_folder_that_made_a_stores_vectors_is_read_from_the_embedders_name(tmp_path):
+    from retrieval.models.embedders.sentence_transformers import local_model_folder
+
+    (tmp_path / "minilm").mkdir()
+    assert local_model_folder(f"st:{tmp_path}/minilm:384") == f"{tmp_path}/minilm"
+    assert local_model_folder(f"st:{tmp_path}/minilm:384+author") == f"{tmp_path}/minilm"
+    assert local_model_folder("st:sentence-transformers/all-MiniLM-L6-v2:384") is None  # a hub id
+    assert local_model_folder(f"st:{tmp_path}/gone:384") is None  # a folder no longer there
+    assert local_model_folder("hashed-v1:384") is None
+
+
 @pytest.mark.slow
 def test_one_model_folder_spelled_two_ways_names_one_embedder(tiny_models, monkeypatch):
     # "minilm/" (a shell's completion) and "./minilm" from its parent are the folder "/.../minilm": their
