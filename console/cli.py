@@ -112,7 +112,12 @@ def add_people_commands(commands: Any) -> None:
     recall.add_argument("query", help="the task or question, in plain words")
     recall.add_argument("--top-k", type=positive, metavar="N", help="at most N directly matched memories")
     recall.add_argument(
-        "--budget", type=int, default=16_000, metavar="CHARS", help="the context's size limit"
+        "--budget",
+        "--char-budget",
+        type=int,
+        default=16_000,
+        metavar="CHARS",
+        help="the context's size limit (the tool's char_budget)",
     )
     recall.add_argument("--tag", action="append", default=[], help="only memories with this tag (repeatable)")
     recall.add_argument(

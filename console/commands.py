@@ -105,6 +105,7 @@ _PHRASES = (
     (re.compile(r"\b(char_budget|top_k)=(\d+)"), lambda m: f"{FLAGS[m.group(1)]} {m.group(2)}"),
     (re.compile(r"\braise (char_budget|top_k)\b"), lambda m: f"raise {FLAGS[m.group(1)]}"),
     (re.compile(r"\b(pass|or) query\b"), lambda m: f"{m.group(1)} --query"),
+    (re.compile(r"\bat memoria://memory/(mem_\w+)"), lambda m: f"with `memoria show {m.group(1)}`"),
     (re.compile(r"\b(?:the )?org_id and project_id\b"), lambda m: "--org and --project"),
     (re.compile(r"\b(a |one of )retrieval_id\b"), lambda m: f"{m.group(1)}retrieval id"),
     (re.compile(r"\bPass memory_id\b"), lambda m: "Pass a memory id"),

@@ -51,12 +51,19 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     no_room = left_out_for_room(result.candidates)
     if no_room:
         chosen = direct + no_room
-        fitted = f"none of the {chosen}" if not direct else f"only {direct} of the {chosen}"
+        if chosen == 1:
+            fitted = "the 1 memory chosen for the context (the best match"
+        else:
+            fitted = (
+                f"{'none' if not direct else f'only {direct}'} of the {chosen} memories chosen for the context "
+                "(the best matches"
+            )
         return (
-            f"{fitted} memories chosen for the context (the best matches{above}, up to top_k={top_k}) fit "
-            f"in char_budget={result.trace.char_budget}: raise char_budget to see "
-            + ("them" if not direct else f"the other {no_room}")
-            + _best_left_out(result)
+            f"{fitted}{above}, up to top_k={top_k}) "
+            + ("does not fit" if chosen == 1 else "fit")
+            + f" in char_budget={result.trace.char_budget}: raise char_budget to see "
+            + ("it" if chosen == 1 else "them" if not direct else f"the other {no_room}")
+            + (_none_fitted(result) if not direct else _best_left_out(result))
             + by_passes
             + _filler(result, filler, "more")
             + (f"; {capped}" if capped else "")
@@ -87,6 +94,22 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
         + by_passes
         + _siblings_shown(result)
     )
+
+
+def _none_fitted(result: RecallResult) -> str:
+    """When nothing fitted: the best match's id, and where its whole text is read (a trial's recall with
+    char_budget 200 returned nothing, and named nothing to read instead)."""
+    from retrieval.stages.assembly import DID_NOT_FIT
+
+    best = next(
+        (
+            c
+            for c in result.candidates
+            if c.source == "direct" and (c.exclusion_reason or "").startswith(DID_NOT_FIT)
+        ),
+        None,
+    )
+    return f", or read the best match, {best.memory.id}, at memoria://memory/{best.memory.id}" if best else ""
 
 
 def _best_left_out(result: RecallResult) -> str:

@@ -91,8 +91,11 @@ class Unanswered:
 def _body(request: RecallRequest, context: str) -> str:
     """The context without its preamble: the retrieval id changes when a client retries the call with a
     recorded answer (the 2026-07-28 input-required flow), and the question must stay the same to find it."""
-    head = preamble(request.retrieval_id, request.time_zone)
-    return context[len(head) :] if context.startswith(head) else context
+    for compact in (False, True):
+        head = preamble(request.retrieval_id, request.time_zone, compact=compact)
+        if context.startswith(head):
+            return context[len(head) :]
+    return context
 
 
 def _items(answer: dict, key: str) -> list[str]:

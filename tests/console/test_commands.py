@@ -266,9 +266,9 @@ def test_messages_name_the_commands_flags_not_the_tools_arguments(capsys, db):
     assert status == 0 and "Name the memories you used with --helpful" in out
     as_json(capsys, db, "remember", "The postgres connection pool size is 20")
     as_json(capsys, db, "remember", "Postgres listens on port 5432 in staging")
-    status, out, _ = memoria(capsys, db, "recall", "postgres", "--budget", "300")
+    status, out, _ = memoria(capsys, db, "recall", "postgres", "--char-budget", "200")
     assert status == 0 and "note: only 1 of the 2 memories chosen" in out
-    assert "fit in --budget 300: raise --budget to see the other 1" in out
+    assert "fit in --budget 200: raise --budget to see the other 1" in out
 
 
 def test_forget_edit_and_remember_messages_name_flags_too(capsys, db):

@@ -54,22 +54,33 @@ def test_memories_that_matched_but_did_not_fit_are_counted_in_the_note(runtime, 
     roomy = recall(RecallInput(query="postgres", char_budget=16_000), runtime, CALLER)
     matched = len(roomy.memories)
     assert matched == 2  # the pool and the port
-    tight = recall(RecallInput(query="postgres", char_budget=200), runtime, CALLER)
-    assert (tight.memories, tight.context) == ([], "")
-    assert tight.note == (
-        "none of the 2 memories chosen for the context (the best matches above the relevance floor (0.1), "
-        "up to top_k=10) fit in char_budget=200: raise char_budget to see them"
-    )
-    assert text_of(tight) == f"{tight.note[0].upper()}{tight.note[1:]} (retrieval {tight.retrieval_id})."
-    one_fits = recall(RecallInput(query="postgres", char_budget=300), runtime, CALLER)
-    assert len(one_fits.memories) == 1
+    # Under 600 characters the context is compact: at 200 (the least allowed) one of them fits.
+    one_fits = recall(RecallInput(query="postgres", char_budget=200), runtime, CALLER)
+    assert len(one_fits.memories) == 1 and len(one_fits.context) <= 200
     assert one_fits.note == (
         "only 1 of the 2 memories chosen for the context (the best matches above the relevance floor (0.1), "
-        "up to top_k=10) fit in char_budget=300: raise char_budget to see the other 1"
+        "up to top_k=10) fit in char_budget=200: raise char_budget to see the other 1"
     )
+    # One too long to show even cut: the note names it, and where to read it (a trial: nothing to read).
+    runbook = remember(
+        RememberInput(
+            content="Postgres failover runbook: promote the replica with pg_ctl promote, repoint pgbouncer, "
+            "then rebuild the old primary as a replica from a fresh base backup."
+        ),
+        runtime,
+        CALLER,
+    ).id
+    tight = recall(RecallInput(query="postgres failover runbook", top_k=1, char_budget=200), runtime, CALLER)
+    assert (tight.memories, tight.context) == ([], "")
+    assert tight.note == (
+        "the 1 memory chosen for the context (the best match above the relevance floor (0.1), up to top_k=1) "
+        f"does not fit in char_budget=200: raise char_budget to see it, or read the best match, {runbook}, at "
+        f"memoria://memory/{runbook}"
+    )
+    assert text_of(tight) == f"{tight.note[0].upper()}{tight.note[1:]} (retrieval {tight.retrieval_id})."
     # top_k caps what is chosen: a third match beyond it is not counted as left out for room.
     remember(RememberInput(content="Postgres backups run nightly"), runtime, CALLER)
-    capped = recall(RecallInput(query="postgres", top_k=2, char_budget=300), runtime, CALLER)
+    capped = recall(RecallInput(query="postgres", top_k=2, char_budget=200), runtime, CALLER)
     assert capped.note is not None and capped.note.startswith("only 1 of the 2 memories chosen")
 
 
