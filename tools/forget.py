@@ -164,13 +164,13 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     # A retraction takes active memories; a purge also erases the text of inactive ones (retracted or
     # superseded), but one already purged has nothing left to erase.
     eligible = [m for m in targets if m.status == "active" or (args.mode == "purge" and m.status != "purged")]
-    # A purge erases for good: of several memories a query matched, shown first unless dry_run=false was
-    # said, and so is the one max_memories took of several (a new user's trial: max_memories=1 purged the
-    # first of two flaky-test notes at once, where max_memories=3 showed all three first).
+    # A purge erases for good: what a query matched is shown first unless dry_run=false was said, however
+    # many it matched (new users' trials: max_memories=1 purged the first of two flaky-test notes at once;
+    # a query's one match was purged unseen, and a description may name another memory than the one meant).
     shown_first = (
         args.query is not None
         and args.mode == "purge"
-        and (len(eligible) > 1 or (eligible and left_matching is not None))
+        and bool(eligible)
         and "dry_run" not in args.model_fields_set
     )
     if shown_first:
@@ -233,6 +233,9 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             f"dry run: a purge erases for good, and {len(eligible)} memories match; check them, then call "
             "again with dry_run=false to purge them"
             if len(eligible) > 1
+            else "dry run: a purge erases for good, and 1 memory matches; check it, then call again with "
+            "dry_run=false to purge it (or pass its memory_id)"
+            if left_matching is None
             else "dry run: a purge erases for good, and more memories match the query than "
             f"max_memories={args.max_memories} takes; check this one, then call again with dry_run=false to "
             "purge it (or pass its memory_id)",

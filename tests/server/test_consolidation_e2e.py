@@ -142,7 +142,9 @@ async def test_forget_retracts_or_purges_and_leaves_a_record(tmp_path):
         kept = await call(client, "remember", {"content": "The staging database password rotates monthly"})
         secret = await call(client, "remember", {"content": "Alice's home address is 12 Elm Street"})
         preview = await call(client, "forget", {"query": "Alice home address", "dry_run": True})
-        purged = await call(client, "forget", {"query": "Alice home address", "mode": "purge"})
+        purged = await call(
+            client, "forget", {"query": "Alice home address", "mode": "purge", "dry_run": False}
+        )
         retracted = await call(client, "forget", {"memory_id": kept["id"], "reason": "rotated to vault"})
         recalled = await call(client, "recall", {"query": "staging database password Alice address"})
         purged_history = await call(client, "lineage", {"memory_id": secret["id"]})
@@ -175,7 +177,7 @@ async def test_a_purged_memorys_text_leaves_the_servers_text_caches(tmp_path):
         await call(client, "remember", {"content": "Alice's home address is 12 Elm Street"})
         await call(client, "recall", {"query": "Alice home address"})  # read: its text is now a cache key
         assert all(cache.cache_info().currsize > 0 for cache in caches)
-        await call(client, "forget", {"query": "Alice home address", "mode": "purge"})
+        await call(client, "forget", {"query": "Alice home address", "mode": "purge", "dry_run": False})
 
         assert all(cache.cache_info().currsize == 0 for cache in caches)
         assert all(cache.cache_info().currsize == 0 for cache in _TEXT_CACHES)  # and every other one

@@ -1205,8 +1205,15 @@ def test_a_purge_by_query_of_several_memories_is_shown_first_unless_dry_run_fals
     said = forget(ForgetInput(query="vault", mode="purge", max_memories=5, dry_run=False), runtime, caller())
     assert not said.dry_run and [status(runtime, m.id) for m in (first, second)] == ["purged", "purged"]
     fake._candidates = Relevances([(weak, 0.8)])._candidates
+    # One memory too is shown first (a second trial: a query's one match was purged at once, unseen).
     one = forget(ForgetInput(query="lunch", mode="purge", max_memories=5), runtime, caller())
-    assert not one.dry_run and status(runtime, weak.id) == "purged"  # one memory: purged as asked
+    assert one.dry_run and status(runtime, weak.id) == "active" and [m.id for m in one.forgotten] == [weak.id]
+    assert one.note == (
+        "dry run: a purge erases for good, and 1 memory matches; check it, then call again with dry_run=false "
+        "to purge it (or pass its memory_id)"
+    )
+    one = forget(ForgetInput(query="lunch", mode="purge", max_memories=5, dry_run=False), runtime, caller())
+    assert not one.dry_run and status(runtime, weak.id) == "purged"
 
 
 def test_a_purge_by_query_that_takes_one_of_several_matches_is_shown_first(runtime, monkeypatch):

@@ -177,9 +177,11 @@ def test_a_purge_by_query_reaches_the_retracted_and_the_expired_memories_that_ma
             ForgetInput(query="vault pin zq7RETRACTED", mode="purge", dry_run=True), runtime, OWNER
         )
         assert [(m.id, m.status) for m in shown.forgotten] == [(retracted, "retracted")]
-        purged = forget(ForgetInput(query="vault pin zq7RETRACTED", mode="purge"), runtime, OWNER)
+        purged = forget(
+            ForgetInput(query="vault pin zq7RETRACTED", mode="purge", dry_run=False), runtime, OWNER
+        )
         assert [(m.id, m.status) for m in purged.forgotten] == [(retracted, "purged")]
-        door = forget(ForgetInput(query="door code zq7EXPIRED", mode="purge"), runtime, OWNER)
+        door = forget(ForgetInput(query="door code zq7EXPIRED", mode="purge", dry_run=False), runtime, OWNER)
         assert [m.id for m in door.forgotten] == [lapsing]
         again = forget(ForgetInput(query="vault pin zq7RETRACTED", mode="purge"), runtime, OWNER)
         assert again.forgotten == [] and again.note.startswith("nothing was forgotten: no stored memory")
