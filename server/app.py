@@ -13,9 +13,10 @@ from contextlib import asynccontextmanager
 from typing import Any, cast
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, GetPromptResult, InputRequiredResult
+from mcp_types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequiredResult
 from mcp_types import Resource as MCPResource
 
 from server.auth import http_auth
@@ -238,6 +239,16 @@ class MemoriaServer(MCPServer[AppState]):
 
     async def list_resources(self) -> list[MCPResource]:
         return [*await super().list_resources(), *self.listed_resources]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | InputRequiredResult:
+        """A call of a tool no tool is named is answered with the tools there are (a new user's trial read
+        the SDK's bare "Unknown tool: recal")."""
+        if self._tool_manager.get_tool(name) is None:
+            known = ", ".join(sorted(tool.name for tool in self._tool_manager.list_tools()))
+            raise ToolError(f"there is no tool {name!r}; the tools are: {known}")
+        return await super().call_tool(name, arguments, context)
 
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Any = None

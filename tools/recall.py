@@ -291,7 +291,9 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         note = f"{note} {among[0]}: {among[1]}"
     history = None
     if nothing and note is not None:
-        note, history = empty_recall_note(runtime, view, request.window, note, scope_too=not among)
+        note, history = empty_recall_note(
+            runtime, view, request.window, note, scope_too=not among, name_projects=not caller.remote
+        )
     if untimed is not None:
         how = (
             f"no memory matched with the time words {untimed!r}, so they were left out (memories are dated "

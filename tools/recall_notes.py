@@ -131,6 +131,7 @@ def _best_left_out(result: RecallResult) -> str:
 # A recall whose best direct match reads below this many times the relevance floor says that what it shows
 # may not answer the query: it cleared the floor, but barely (docs/retrieval.md, "Weak matches").
 WEAK_MATCH = 2.0
+WEAK_SAID = "even the best match is weak"  # how that note's clause begins
 
 
 def weak_match_note(result: RecallResult) -> str | None:
@@ -151,7 +152,7 @@ def weak_match_note(result: RecallResult) -> str | None:
     if best is None or best >= WEAK_MATCH * floor:
         return None
     return (
-        f"even the best match is weak: it matches the query at {best:.2f} (the relevance floor reads "
+        f"{WEAK_SAID}: it matches the query at {best:.2f} (the relevance floor reads "
         f"{floor:g}; explain_ranking shows each score), so what is shown may not answer the query"
     )
 
@@ -210,12 +211,19 @@ def _capped(summaries: int, episodes: int) -> str:
 def _scored_below(result: RecallResult, floor: float | None) -> str:
     """The floor reads how well a memory matches; its score shown is after age decay, feedback weights and
     the instruction flag, which may put a good match below the floor (an ephemeral memory 6 days old)."""
-    below = sum(
-        1 for c in result.in_context if c.source == "direct" and round(c.final_score, 6) < (floor or 0)
-    )
-    which = "it is" if below == 1 else f"{below} of them are"
+    below = [
+        c.memory.id
+        for c in result.in_context
+        if c.source == "direct" and round(c.final_score, 6) < (floor or 0)
+    ]
+    if not below:
+        return ""
+    # Each named: a trial read "(it is scored below it ...)" after a report, with nothing to say which
+    # memory, nor that "it" was the floor.
+    named = ", ".join(below[:3]) + (f" and {len(below) - 3} more" if len(below) > 3 else "")
+    which = f"{named} is" if len(below) == 1 else f"{len(below)} of them, {named}, are"
     after = "age decay, feedback weights or the instruction flag: explain_ranking shows by how much"
-    return f" ({which} scored below it after {after})" if below else ""
+    return f" ({which} scored below the floor after {after})"
 
 
 def unsearched_note(runtime: Runtime, request: RecallRequest, args: Any) -> str | None:
@@ -249,13 +257,23 @@ def unsearched_note(runtime: Runtime, request: RecallRequest, args: Any) -> str 
 
 
 def empty_recall_note(
-    runtime: Runtime, view: View, window: TimeWindow | None, note: str, *, scope_too: bool
+    runtime: Runtime,
+    view: View,
+    window: TimeWindow | None,
+    note: str,
+    *,
+    scope_too: bool,
+    name_projects: bool = False,
 ) -> tuple[str, str | None]:
     """A recall that matched nothing: its ``note``, in place of which (``scope_too``, without a window) the
     scope's own emptiness is said, or to which what its window held since is added; and that window part
     alone, which the text shows beside an empty context."""
     if window is None:
-        scoped = empty_scope_note(runtime, replace(view, with_org=False)) if scope_too else None
+        scoped = (
+            empty_scope_note(runtime, replace(view, with_org=False), name_projects=name_projects)
+            if scope_too
+            else None
+        )
         return scoped or note, None
     history = history_note(runtime, view, window)
     # A question in few words about a time ("what did we decide?" since last week) may match nothing there
@@ -270,11 +288,13 @@ def empty_recall_note(
     return said, "; ".join(part for part in (held, history) if part) or None
 
 
-def empty_scope_note(runtime: Runtime, view: View) -> str | None:
+def empty_scope_note(runtime: Runtime, view: View, *, name_projects: bool = False) -> str | None:
     """What an empty recall adds when the scope holds no current memory this caller may read: none at all
     (a new user's trial with a mistyped project_id read "Nothing relevant was found", as for any query in a
     project full of memories), or only memories retracted or superseded since (another trial was sent
-    looking for a typo in ids that were right). None when it holds some."""
+    looking for a typo in ids that were right). None when it holds some. With ``name_projects`` (a caller
+    on this machine, not a token's holder, to whom other projects' names are no secret), an empty project
+    names the org's projects that hold memories, the nearest spelling first (a trial's "wbe" for "web")."""
     if runtime.store.holds_memories_in(view, None):
         return None
     where = f"org {view.home.org_id!r} / project {view.home.project_id!r}"
@@ -288,10 +308,34 @@ def empty_scope_note(runtime: Runtime, view: View) -> str | None:
             f"nothing relevant was found; {where} holds no memory of its own, and the org's shelf, which every "
             "project reads, matched nothing: check `project_id` if this project should hold some"
         )
+    projects = _projects_like(runtime, view.home.org_id, view.home.project_id) if name_projects else []
+    plural = "s" if len(projects) > 1 else ""
+    named = (
+        f"; org {view.home.org_id!r} holds memories in project{plural} " + ", ".join(map(repr, projects))
+        if projects
+        else ""
+    )
     return (
         f"nothing is stored in {where} that this caller may read: check `org_id` and `project_id` "
-        "(memories are kept per project)"
+        f"(memories are kept per project){named}"
     )
+
+
+# The most projects an empty project's note names.
+PROJECTS_NAMED = 5
+
+
+def _projects_like(runtime: Runtime, org_id: str, project_id: str) -> list[str]:
+    """The projects of ``org_id`` that hold active memories, the nearest spelling of ``project_id`` first
+    (``difflib``'s ratio, then by name), at most ``PROJECTS_NAMED``."""
+    from difflib import SequenceMatcher
+
+    held = {
+        scope.project_id for scope in runtime.store.scopes() if scope.org_id == org_id and scope.project_id
+    }
+    held.discard(project_id)
+    nearest = sorted(held, key=lambda name: (-SequenceMatcher(None, project_id, name).ratio(), name))
+    return nearest[:PROJECTS_NAMED]
 
 
 def history_note(runtime: Runtime, view: View, window: TimeWindow) -> str | None:

@@ -50,6 +50,24 @@ async def test_session_start_on_an_empty_scope_says_memory_holds_nothing_yet(set
     assert "Memory holds nothing relevant to it: what you learn" in started
 
 
+async def test_session_start_says_when_what_it_found_matches_the_task_only_weakly(settings):
+    """A new user's trial: the prompt said "Memory holds 2 memories relevant to it" of matches the same
+    recall called weak. The fake model's cosines are set as in the recall test of weak matches: relevance
+    2/3 x 0.3 = 0.2, under twice the floor of 0.15."""
+    from tests.fakes import TableEmbedder
+
+    task, weak = "aws account id for production", "Lunch is served at noon"
+    embedder = TableEmbedder({task: (1.0, 0.0, 0.0), weak: (0.3, 0.953939, 0.0)}, name="table-model")
+    async with connected(server_with(settings, embedder=embedder)) as client:
+        await call(client, "remember", {"content": weak})
+        started = text_of(await client.get_prompt("session_start", {"task": task}))
+    assert (
+        "Memory holds 1 memory that may not bear on it: even the best match is weak: it matches the query at 0.20"
+        in started
+    )
+    assert "relevant to it" not in started and weak in started
+
+
 @pytest.mark.slow
 async def test_a_long_task_is_searched_by_its_beginning(settings):
     async with connected(server_with(settings)) as client:

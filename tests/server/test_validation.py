@@ -209,3 +209,12 @@ async def test_nul_characters_are_removed_before_storing_and_the_result_says_so(
         recalled = await call(client, "recall", {"query": "VPN host"})
     assert stored["note"] == "1 NUL character removed from the content (none is ever stored)"
     assert [m["content"] for m in recalled["memories"]] == ["the VPN host is vpn2"]
+
+
+async def test_a_call_of_a_tool_that_does_not_exist_names_the_tools_there_are(settings):
+    # A new user's trial read the SDK's bare "Unknown tool: recal".
+    async with connected(server_with(settings)) as client:
+        text = await call_error(client, "recal", {"query": "deploys"})
+        listed = sorted(tool.name for tool in (await client.list_tools()).tools)
+    assert text == f"there is no tool 'recal'; the tools are: {', '.join(listed)}"
+    assert "recall" in listed and "remember" in listed

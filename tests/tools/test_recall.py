@@ -1,5 +1,6 @@
 import json
 import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -435,8 +436,9 @@ def test_the_note_says_when_age_decay_scored_a_match_below_the_floor(runtime):
     [shown] = out.memories
     assert shown.score < 0.1
     assert out.note == (
-        "1 memory matched the query above the relevance floor (0.1), fewer than top_k=10 (it is scored below "
-        "it after age decay, feedback weights or the instruction flag: explain_ranking shows by how much)"
+        f"1 memory matched the query above the relevance floor (0.1), fewer than top_k=10 ({shown.id} is "
+        "scored below the floor after age decay, feedback weights or the instruction flag: explain_ranking "
+        "shows by how much)"
     )
 
 
@@ -474,11 +476,22 @@ def test_a_recall_in_a_project_that_holds_nothing_says_so_and_names_it(runtime):
 
     remember(RememberInput(content="We deploy on Tuesdays", project_id="web"), runtime, CALLER)
     elsewhere = recall(RecallInput(query="when do we deploy", project_id="wbe"), runtime, CALLER)
+    # The org's projects that hold memories are named, the nearest spelling first (a second trial: the
+    # mistyped id said to check the ids, with nothing said of which ones hold memories).
+    remember(RememberInput(content="Payments run on Stripe", project_id="payments"), runtime, CALLER)
     assert elsewhere.memories == [] and elsewhere.note == (
         "nothing is stored in org 'default' / project 'wbe' that this caller may read: check `org_id` and "
-        "`project_id` (memories are kept per project)"
+        "`project_id` (memories are kept per project); org 'default' holds memories in project 'web'"
     )
     assert text_of(elsewhere).startswith("Nothing is stored in org 'default' / project 'wbe'")
+    assert "holds memories in project 'web'" in text_of(elsewhere)
+    again = recall(RecallInput(query="when do we deploy", project_id="wbe"), runtime, CALLER)
+    assert again.note.endswith("holds memories in projects 'web', 'payments'")
+    # A token's holder is told nothing of projects it was not asked about.
+    remote = recall(
+        RecallInput(query="when do we deploy", project_id="wbe"), runtime, replace(CALLER, remote=True)
+    )
+    assert remote.note.endswith("(memories are kept per project)")
     unrelated = recall(RecallInput(query="the office cat's name", project_id="web"), runtime, CALLER)
     assert unrelated.note.startswith("nothing relevant was found: no memory matched the query")
 
