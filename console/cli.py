@@ -208,6 +208,9 @@ def add_people_commands(commands: Any) -> None:
         "--session", metavar="ID", help="the session whose private memories may be forgotten too"
     )
 
+    restore = command("restore", "undo a retraction: the memory is active again, as it was")
+    restore.add_argument("memory_id", nargs="+", help="the retracted memories (ids from forget or list)")
+
     ui = command("ui", "a live page over the scope's memories: search, browse, edit, forget (127.0.0.1 only)")
     ui.add_argument("--port", type=port, default=0, metavar="P", help="the port (default: any free one)")
     ui.add_argument("--no-open", action="store_true", help="print the URL without opening a browser")

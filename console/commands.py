@@ -339,6 +339,66 @@ def edit_command(args: argparse.Namespace, settings: Settings) -> int:
     return remember_with(args, settings, values, "edit")
 
 
+def restore_command(args: argparse.Namespace, settings: Settings) -> int:
+    """Undo a retraction: each retracted memory is remembered again as it was (its text, kind, tags, tier,
+    episode, date, author and readers), which restores it under its id with its weight (``writing``: an
+    identical memory that had been retracted is restored). A new user's trial retracted five memories with
+    one `forget --query` and found no way back but to retype each. A purged memory's text is gone, and a
+    superseded one is corrected with `memoria edit` on what replaced it."""
+    from tools import remember
+
+    scope = scope_arg(args, settings)
+    results = []
+    with opened(settings) as runtime:
+        found = {
+            memory_id: runtime.store.get_memory(memory_id) for memory_id in dict.fromkeys(args.memory_id)
+        }
+        for memory_id, memory in found.items():
+            problem = _not_restorable(memory_id, memory, scope)
+            if problem:
+                raise CommandError(problem + ("; nothing was restored" if len(found) > 1 else ""))
+        for memory in found.values():
+            assert memory is not None
+            caller = Caller(agent_id=memory.agent_id, session_id=memory.session_id, person=True)
+            values = {
+                "content": memory.content,
+                "kind": memory.kind,
+                "tags": list(memory.tags),
+                "episode_id": memory.episode_id,
+                "protection_tier": memory.protection_tier,
+                "occurred_at": memory.created_at.isoformat(),
+                "visibility": memory.visibility,
+                "org_id": memory.org_id,
+                "project_id": memory.project_id,
+            }
+            results.append(call(remember.handle, remember.RememberInput, values, runtime, caller, "restore"))
+    if args.json:
+        print(json.dumps([result.model_dump(mode="json") for result in results], indent=2), file=sys.stdout)
+        return 0
+    print(printable("\n".join(remembered(result) for result in results)), file=sys.stdout)
+    return 0
+
+
+def _not_restorable(memory_id: str, memory: Any, scope: Scope) -> str | None:
+    """Why ``memory_id`` cannot be restored here (None when it can): not found in this scope, active
+    already, superseded, or purged."""
+    if memory is None or (memory.org_id, memory.project_id) != (scope.org_id, scope.project_id):
+        return (
+            f"no memory {memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}: check the id "
+            "(`memoria list --status retracted`) and --org/--project"
+        )
+    if memory.status == "active":
+        return f"{memory_id} is active: there is nothing to restore"
+    if memory.status == "purged":
+        return f"{memory_id} was purged: its text is erased for good, and cannot be restored"
+    if memory.status == "superseded":
+        return (
+            f"{memory_id} was superseded by {memory.replaced_by}: correct that one with `memoria edit "
+            f"{memory.replaced_by}` if it is wrong"
+        )
+    return None
+
+
 def learned_at(text: str | None, zone: str | None) -> str | None:
     """``--occurred-at`` as the tool reads it: ISO 8601 as given (without an offset, in ``zone``), or a
     relative time ("yesterday", "3 days ago", "last week") as the start of the span it names, in ``zone``
@@ -951,7 +1011,11 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                     note=f"{counted(len(gone), 'memory')} tagged {args.tag!r} {verb}",
                 )
                 readable = f"{verb} {counted(len(gone), 'memory')}; {result.note}"
-                return emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
+                return emit(
+                    args,
+                    result,
+                    "\n".join(filter(None, [readable, forgotten_table(result), _undo(args, result)])),
+                )
         result = call(
             forget.handle, forget.ForgetInput, {**values, "dry_run": args.dry_run}, runtime, caller, "forget"
         )
@@ -962,10 +1026,19 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
         )
     else:  # the note says that nothing was forgotten, and why
         readable = in_flags(result.note)
-    emitted = emit(args, result, "\n".join(filter(None, [readable, forgotten_table(result)])))
+    emitted = emit(
+        args, result, "\n".join(filter(None, [readable, forgotten_table(result), _undo(args, result)]))
+    )
     # Nothing chosen by a query or a tag, confirmed, shown (--dry-run) or not: the same exit status as
     # when asked (a new user's trial: --dry-run exited 0 when nothing matched).
     return 1 if chosen and not result.forgotten else emitted
+
+
+def _undo(args: argparse.Namespace, result: Any) -> str | None:
+    """The command that undoes a retraction just made (none for a purge, or a dry run)."""
+    if result.dry_run or result.mode != "retract" or not result.forgotten:
+        return None
+    return "undo: memoria restore " + " ".join(m.id for m in result.forgotten) + same_store(args)
 
 
 # A dry run of a whole tag says so, and how to go ahead with the tool: the command asks instead.
@@ -1568,6 +1641,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "explain": explain_command,
     "outcome": outcome_command,
     "forget": forget_command,
+    "restore": restore_command,
     "show": show_command,
     "stats": stats_command,
     "list": list_command,

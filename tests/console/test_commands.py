@@ -271,6 +271,48 @@ def test_messages_name_the_commands_flags_not_the_tools_arguments(capsys, db):
     assert "fit in --budget 200: raise --budget to see the other 1" in out
 
 
+def test_a_retraction_says_how_to_undo_it_and_restore_brings_the_memories_back_as_they_were(capsys, db):
+    # A new user's trial: `forget --query payments-api --max 5 --yes` retracted five memories, and the only
+    # way back was to retype each one.
+    first = as_json(
+        capsys,
+        db,
+        "remember",
+        "payments-api owns the refunds queue",
+        "--tag",
+        "payments",
+        "--occurred-at",
+        "2026-11-02T09:00Z",
+        "--agent",
+        "cursor",
+    )["id"]
+    second = as_json(capsys, db, "remember", "payments-api pages the payments on-call", "--tag", "payments")[
+        "id"
+    ]
+    status, out, _ = memoria(capsys, db, "forget", "--tag", "payments", "--yes", "--project", "default")
+    [undo] = [line for line in out.splitlines() if line.startswith("undo: ")]
+    assert status == 0 and undo.endswith(f" --db {db} --project default")
+    assert sorted(undo.split()[3:5]) == sorted([first, second])
+    status, out, _ = memoria(capsys, db, "restore", first, second)
+    assert status == 0 and out.count("restored: an identical memory had been retracted") == 2
+    shown = as_json(capsys, db, "show", first)
+    assert shown["status"] == "active" and shown["tags"] == ["payments"] and shown["agent_id"] == "cursor"
+    assert shown["created_at"].startswith("2026-11-02T09:00")  # its date, not the day it was restored
+    # What cannot be restored says why, and restores nothing of the others named with it.
+    status, _, err = memoria(capsys, db, "restore", first)
+    assert status == 1 and f"{first} is active: there is nothing to restore" in err
+    memoria(capsys, db, "forget", second, "--yes")
+    memoria(capsys, db, "forget", first, "--purge", "--yes")
+    status, _, err = memoria(capsys, db, "restore", second, first)
+    assert status == 1 and f"{first} was purged: its text is erased for good" in err
+    assert "nothing was restored" in err and as_json(capsys, db, "show", second)["status"] == "retracted"
+    status, _, err = memoria(capsys, db, "restore", "mem_nope")
+    assert status == 1 and "no memory 'mem_nope' in org 'default' / project 'default'" in err
+    # A purge has no undo line: there is nothing to restore.
+    _, out, _ = memoria(capsys, db, "forget", second, "--purge", "--yes")
+    assert "undo:" not in out
+
+
 def test_forget_edit_and_remember_messages_name_flags_too(capsys, db):
     as_json(capsys, db, "remember", "Rotate the signing keys every 90 days", "--tag", "security")
     status, out, _ = memoria(capsys, db, "forget", "--query", "bananas and kiwis", "--yes")
