@@ -178,12 +178,22 @@ async def invoke(
             raise ToolFailure("this server requires a bearer token for every HTTP request; send one")
         if grant is not None:
             args = authorize(args, spec.effect, grant, state.settings, spec.name)
-        runtime = await state.runtime()
         caller = resolve_caller(ctx, state, grant, begins_task=spec.begins_task)
-        if spec.uses_llm and with_llm:
-            ledger = recorded_ledger(ctx)
-            caller = replace(caller, llm=state.llms.for_request(ctx, ledger))
-        result = await spec.handler(args, runtime, caller)
+        # Registered before the call's first wait, in the order the calls arrived: a read waits for the
+        # writes of its session sent before it (``server.ordering``).
+        key = f"{caller.agent_id}\x00{getattr(args, 'session_id', None) or caller.session_id}"
+        written = state.writes_in_flight.begin(key) if spec.effect != "reads" else None
+        try:
+            if written is None:
+                await state.writes_in_flight.settled(key)
+            runtime = await state.runtime()
+            if spec.uses_llm and with_llm:
+                ledger = recorded_ledger(ctx)
+                caller = replace(caller, llm=state.llms.for_request(ctx, ledger))
+            result = await spec.handler(args, runtime, caller)
+        finally:
+            if written is not None:
+                state.writes_in_flight.end(key, written)
         if spec.ends_session and isinstance(result, spec.output_model):
             # The connection's next task is a session of its own (when its own session was reported).
             end_session(ctx, state, result.session_id, grant)  # type: ignore[attr-defined]

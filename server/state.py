@@ -20,6 +20,7 @@ import anyio
 from retrieval.outcomes import CreditPolicy, WeightPolicy
 from retrieval.text import counted
 from server.config import Settings
+from server.ordering import WritesInFlight
 from server.upkeep import aggregation_pass, catch_up, finish_unfinished, maintenance_round
 from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
 from tools.lanes import READS, READS_WAITING, Lanes
@@ -288,6 +289,8 @@ class AppState:
         self._when_warm = when_warm
         self._closing_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        # Per session, the writes in flight: a read waits for those sent before it (``server.ordering``).
+        self.writes_in_flight = WritesInFlight()
 
     def start(self) -> None:
         builder = threading.Thread(target=self._build, name="memoria-runtime", daemon=True)
