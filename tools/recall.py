@@ -27,8 +27,9 @@ from tools.common import (
     new_retrieval_id,
     view_for,
 )
+from tools.empty_recall_notes import empty_recall_note
 from tools.memory_views import LineageLink, lineage_text, replaced_chains
-from tools.recall_notes import NOTHING_MATCHED, empty_recall_note, recall_note, unsearched_note
+from tools.recall_notes import NOTHING_MATCHED, recall_note, unsearched_note
 from tools.recall_window import filters_searched, searched_window, shown_zone, time_window, topic_of
 from writing.journal import record_retrieval
 

@@ -1,11 +1,11 @@
 """What recall says when it places fewer than ``top_k`` memories: none matched above the relevance floor,
 some matched far below the best match (filler), the LLM passes left some out, or char_budget had no room;
 when age decay, feedback weights or the instruction flag put a match that passed the floor below it as
-scored; and when its vector search skipped memories that have no vector of the active embedder."""
+scored; and when its vector search skipped memories that have no vector of the active embedder. (What a
+recall that matched nothing says of where it looked: ``tools.empty_recall_notes``.)"""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from retrieval.text import counted
@@ -13,7 +13,6 @@ from retrieval.text import counted
 if TYPE_CHECKING:
     from retrieval.pipeline import RecallResult
     from retrieval.types import RecallRequest
-    from storage.records import MemoryStatus, TimeWindow, View
     from tools.common import Runtime
 
 # How the note begins when memories matched but the LLM passes at assembly left none in the context.
@@ -254,100 +253,3 @@ def unsearched_note(runtime: Runtime, request: RecallRequest, args: Any) -> str 
         f"active embedder ({embedder}) yet, so only their words can match and this recall may have missed "
         f"some: {fix}"
     )
-
-
-def empty_recall_note(
-    runtime: Runtime,
-    view: View,
-    window: TimeWindow | None,
-    note: str,
-    *,
-    scope_too: bool,
-    name_projects: bool = False,
-) -> tuple[str, str | None]:
-    """A recall that matched nothing: its ``note``, in place of which (``scope_too``, without a window) the
-    scope's own emptiness is said, or to which what its window held since is added; and that window part
-    alone, which the text shows beside an empty context."""
-    if window is None:
-        scoped = (
-            empty_scope_note(runtime, replace(view, with_org=False), name_projects=name_projects)
-            if scope_too
-            else None
-        )
-        return scoped or note, None
-    history = history_note(runtime, view, window)
-    # A question in few words about a time ("what did we decide?" since last week) may match nothing there
-    # while the window holds what it asks for (a new user's trial): say how to read the window whole.
-    held = (
-        "this window holds memories that did not match the query: the `memoria://memories` resource "
-        "with the same since/until (and time_zone) lists them"
-        if runtime.store.holds_memories_in(view, window)
-        else None
-    )
-    said = "; ".join(part for part in (note, held, history) if part)
-    return said, "; ".join(part for part in (held, history) if part) or None
-
-
-def empty_scope_note(runtime: Runtime, view: View, *, name_projects: bool = False) -> str | None:
-    """What an empty recall adds when the scope holds no current memory this caller may read: none at all
-    (a new user's trial with a mistyped project_id read "Nothing relevant was found", as for any query in a
-    project full of memories), or only memories retracted or superseded since (another trial was sent
-    looking for a typo in ids that were right). None when it holds some. With ``name_projects`` (a caller
-    on this machine, not a token's holder, to whom other projects' names are no secret), an empty project
-    names the org's projects that hold memories, the nearest spelling first (a trial's "wbe" for "web")."""
-    if runtime.store.holds_memories_in(view, None):
-        return None
-    where = f"org {view.home.org_id!r} / project {view.home.project_id!r}"
-    if runtime.store.holds_memories_in(view, None, _HISTORY):
-        return (
-            f"every memory of {where} that this caller may read was retracted or superseded since: nothing "
-            "current to recall (the `memoria://memories` resource with status=any lists them)"
-        )
-    if runtime.store.holds_memories_in(replace(view, with_org=True), None):  # the org's shelf only
-        return (
-            f"nothing relevant was found; {where} holds no memory of its own, and the org's shelf, which every "
-            "project reads, matched nothing: check `project_id` if this project should hold some"
-        )
-    projects = _projects_like(runtime, view.home.org_id, view.home.project_id) if name_projects else []
-    plural = "s" if len(projects) > 1 else ""
-    named = (
-        f"; org {view.home.org_id!r} holds memories in project{plural} " + ", ".join(map(repr, projects))
-        if projects
-        else ""
-    )
-    return (
-        f"nothing is stored in {where} that this caller may read: check `org_id` and `project_id` "
-        f"(memories are kept per project){named}"
-    )
-
-
-# The most projects an empty project's note names.
-PROJECTS_NAMED = 5
-
-
-def _projects_like(runtime: Runtime, org_id: str, project_id: str) -> list[str]:
-    """The projects of ``org_id`` that hold active memories, the nearest spelling of ``project_id`` first
-    (``difflib``'s ratio, then by name), at most ``PROJECTS_NAMED``."""
-    from difflib import SequenceMatcher
-
-    held = {
-        scope.project_id for scope in runtime.store.scopes() if scope.org_id == org_id and scope.project_id
-    }
-    held.discard(project_id)
-    nearest = sorted(held, key=lambda name: (-SequenceMatcher(None, project_id, name).ratio(), name))
-    return nearest[:PROJECTS_NAMED]
-
-
-def history_note(runtime: Runtime, view: View, window: TimeWindow) -> str | None:
-    """What an empty recall within ``window`` adds when the window holds memories retracted or superseded
-    since (a trial asked who was on call a week whose memory was corrected since, and read nothing)."""
-    if not runtime.store.holds_memories_in(view, window, _HISTORY):
-        return None
-    return (
-        "this window also holds memories superseded or retracted since, which recall leaves out: the "
-        "`memoria://memories` resource with status=any and the same since/until lists them"
-    )
-
-
-# What a memory retracted or superseded since is; a purged one has no text left to show.
-_HISTORY: tuple[MemoryStatus, ...] = ("superseded", "retracted")
