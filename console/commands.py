@@ -35,7 +35,7 @@ from console.terminal import ProgressBar, counts, key_values, printable, table, 
 from retrieval.text import clip, counted, listed
 from server.arguments import friendly_validation_message
 from server.config import Settings, default_data_dir, local_store_folder
-from storage.records import Scope, View, Viewer
+from storage.records import Scope, View, Viewer, org_shelf
 from tools.common import Caller, Runtime, ToolFailure, ToolSettings
 from tools.remember_text import readers
 from tools.remember_text import text_of as remembered
@@ -368,8 +368,10 @@ def restore_command(args: argparse.Namespace, settings: Settings) -> int:
                 "protection_tier": memory.protection_tier,
                 "occurred_at": memory.created_at.isoformat(),
                 "visibility": memory.visibility,
-                "org_id": memory.org_id,
-                "project_id": memory.project_id,
+                # An org-visible memory lives on the org's shelf: written from this project, it goes back
+                # there (its visibility says so).
+                "org_id": scope.org_id,
+                "project_id": scope.project_id,
             }
             results.append(call(remember.handle, remember.RememberInput, values, runtime, caller, "restore"))
     if args.json:
@@ -382,7 +384,13 @@ def restore_command(args: argparse.Namespace, settings: Settings) -> int:
 def _not_restorable(memory_id: str, memory: Any, scope: Scope) -> str | None:
     """Why ``memory_id`` cannot be restored here (None when it can): not found in this scope, active
     already, superseded, or purged."""
-    if memory is None or (memory.org_id, memory.project_id) != (scope.org_id, scope.project_id):
+    here = (scope.org_id, scope.project_id)
+    if memory is None or (
+        (memory.org_id, memory.project_id) != here
+        and not (
+            memory.visibility == "org" and Scope(memory.org_id, memory.project_id) == org_shelf(scope.org_id)
+        )
+    ):
         return (
             f"no memory {memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}: check the id "
             "(`memoria list --status retracted`) and --org/--project"
@@ -391,6 +399,13 @@ def _not_restorable(memory_id: str, memory: Any, scope: Scope) -> str | None:
         return f"{memory_id} is active: there is nothing to restore"
     if memory.status == "purged":
         return f"{memory_id} was purged: its text is erased for good, and cannot be restored"
+    expired = memory.expires_at is not None and memory.expires_at <= datetime.now(UTC)
+    if memory.protection_tier == "ephemeral" and expired:  # remembered again, it would expire at once
+        return (
+            f"{memory_id} was ephemeral and its time ran out at {memory.expires_at:%Y-%m-%d %H:%M} UTC: "
+            "remember its text again as a lasting memory (`memoria remember --tier standard ...`) "
+            "if it still holds"
+        )
     if memory.status == "superseded":
         return (
             f"{memory_id} was superseded by {memory.replaced_by}: correct that one with `memoria edit "

@@ -246,7 +246,11 @@ def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[C
                 f"{sum(stale.values()):,} memories have vectors from another embedder ("
                 + ", ".join(f"{name}: {count:,}" for name, count in stale.items())
                 + f") than the active {models.embedder.name}; vector search cannot compare them",
-                _vectors_fix(stale, offline_fallback=models.embedder_info.offline_fallback),
+                _vectors_fix(
+                    stale,
+                    offline_fallback=models.embedder_info.offline_fallback,
+                    hashed_chosen=settings.embedder == "hashed",
+                ),
             )
         )
     else:
@@ -254,16 +258,21 @@ def _models_and_vectors(store: MemoryStore | None, settings: Settings) -> list[C
     return checks
 
 
-def _vectors_fix(stale: dict[str, int], *, offline_fallback: bool) -> str:
+def _vectors_fix(stale: dict[str, int], *, offline_fallback: bool, hashed_chosen: bool) -> str:
     """How to make vector search compare every memory again. A model folder that made the stored vectors
-    and is still there is named first: pointing MEMORIA_EMBEDDING_MODEL back at it needs no re-embedding (a
-    new user's trial went back to the default after a run with a local model, and search fell to words
-    alone, the doctor naming no way back). On the offline fallback the model's vectors are the ones to keep:
-    load a model first, or choose the hashed vectors on purpose."""
+    and is still there is named first: pointing MEMORIA_EMBEDDING_MODEL back at it keeps its vectors (a new
+    user's trial went back to the default after a run with a local model, and search fell to words alone,
+    the doctor naming no way back); the server re-embeds at start what the offline fallback wrote meanwhile,
+    and ``memoria reembed`` what another model did. On the offline fallback the model's vectors are the ones
+    to keep: load a model first, or choose the hashed vectors on purpose."""
     folders = [folder for name in stale if (folder := local_model_folder(name)) is not None]
+    chosen = "MEMORIA_EMBEDDER=sentence-transformers and " if hashed_chosen else ""
+    others = (
+        " (then `memoria reembed` for the memories of the other embedders listed)" if len(stale) > 1 else ""
+    )
     back = (
-        f"the stored vectors were made by the model in {folders[0]}: set MEMORIA_EMBEDDING_MODEL={folders[0]} "
-        "to use it again (nothing to re-embed); or "
+        f"the model in {folders[0]} made {stale_count(stale, folders[0]):,} of them: set {chosen}"
+        f"MEMORIA_EMBEDDING_MODEL={folders[0]} to use it again, its vectors kept{others}; or "
         if len(folders) == 1
         else ""
     )
@@ -275,6 +284,11 @@ def _vectors_fix(stale: dict[str, int], *, offline_fallback: bool) -> str:
             " `MEMORIA_EMBEDDER=hashed memoria reembed`"
         )
     return back + "run `memoria reembed` to give them the active embedder's vectors"
+
+
+def stale_count(stale: dict[str, int], folder: str) -> int:
+    """The memories whose vectors the model in ``folder`` made (under any recipe of its name)."""
+    return sum(count for name, count in stale.items() if local_model_folder(name) == folder)
 
 
 # The variables with which the Hugging Face libraries try no download at all (the values they read as on).

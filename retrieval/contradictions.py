@@ -411,12 +411,14 @@ _LABEL = re.compile(r"^\s*(?:correction|corrected|update|updated|note)\s*[:\-\u2
 # Words a speaker opens with that say nothing of the subject ("Actually, deploys now go out from the release
 # branch, not main", "FYI: ...", "To be clear, ..."): ``without_opener`` sets them aside before a memory's
 # words are compared with another's. A new user's trial: "Actually," alone kept a correction beside what it
-# corrected, its one extra word enough to read the two as about different things. "Oh", "OK" and "well" only
-# with their comma ("Well water ..." is about wells); "also" never (it says a memory adds, ``_ADDING``).
+# corrected, its one extra word enough to read the two as about different things. Each is followed by a
+# comma, a colon, a dash between spaces or a space ("In fact-checking ..." opens with no opener); "Oh",
+# "OK" and "well" only with their comma or dash ("Well water ..." is about wells); "also" never (it says a
+# memory adds, ``_ADDING``).
 _OPENER = re.compile(
     r"^\s*(?:(?:actually|in fact|fyi|btw|by the way|to be clear|to clarify|just to clarify|heads[- ]up|"
-    r"(?:it\s+|as it\s+)?turns out(?:\s+that)?|psa)\b\s*[,:\-\u2013\u2014]?\s*"
-    r"|(?:oh|ok|okay|well|so|right)\s*[,:\u2013\u2014]\s*)+",
+    r"(?:it\s+|as it\s+)?turns out(?:\s+that)?|psa)(?:\s*[,:]\s*|\s+[-\u2013\u2014]\s+|\s+)"
+    r"|(?:oh|ok|okay|well|so|right)(?:\s*[,:]\s*|\s+[-\u2013\u2014]\s+))+",
     re.IGNORECASE,
 )
 
@@ -573,10 +575,14 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             replaced = values - own_values
             # The newer memory names what it replaces ("not 8080"): it says in words that this changed, as
             # "switched from" does.
-            # Naming one of them is enough: "every Saturday night at 22:00 UTC, not Sunday" says the day
-            # changed, and the time with it (a new user's trial: the pair was read as no change, and kept
-            # both undisputed).
-            explicit = bool(given_up & replaced)
+            # Naming one of them is enough when the others come after it in the older memory: "every
+            # Saturday night at 22:00 UTC, not Sunday" says the day changed, and the time with it (a new
+            # user's trial: the pair was read as no change, and kept both undisputed). A value before it
+            # names which thing is meant ("Sprint 14 ends on Friday", "Build 1234 failed on Tuesday": a
+            # review found "Sprint 15 ends on Thursday, not Friday" superseding sprint 14's end).
+            explicit = replaced <= given_up or (
+                bool(given_up & replaced) and _after_the_named(other.content, replaced, given_up)
+            )
             only_disputes = (
                 MAY_HOLD_WHERE
                 if conditional
@@ -630,6 +636,18 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
 
 
 _USE_STEMS = frozenset({"use", "run", "using", "uses", "runs"})
+
+
+def _after_the_named(text: str, replaced: AbstractSet[str], named: AbstractSet[str]) -> bool:
+    """Whether, in ``text`` (an older memory), every value of ``replaced`` not ``named`` as given up comes
+    after the first that is: the time after the day in "reset every Sunday night at 23:00", not the
+    sprint's number before its day in "Sprint 14 ends on Friday"."""
+    terms = content_terms(text)
+    first = {term: terms.index(term) for term in replaced if term in terms}
+    named_at = min((first[term] for term in replaced & named if term in first), default=None)
+    if named_at is None:
+        return False
+    return all(term in first and first[term] > named_at for term in replaced - named)
 
 
 def said_of(memory: ContradictionInput) -> str:

@@ -3,15 +3,21 @@
 A client may send ``remember`` and, without waiting for its answer, ``recall`` on the same connection. The
 server runs the two at once, and the recall found nothing of the memory sent just before it (a new user's
 trial). Each write (``remember``, ``remember_many``, ``forget``, ``report_outcome``) is registered under its
-session as it arrives, before the call's first wait; a read (``recall``, ``explain_ranking``, ...) waits for
-the writes registered before it, and only for those: writes do not wait for each other (group commit
-coalesces them), and a write sent after a read does not hold it up. Nothing is kept once a session has no
-write in flight, so what is held does not grow with the calls served.
+client's session (the connection's, whatever session an argument names) as it arrives, before the call's
+first wait; a read (``recall``, ``explain_ranking``, ...) waits for the writes registered before it, and
+only for those (``READ_WAITS_AT_MOST`` at most): writes do not wait for each other (group commit coalesces
+them), and a write sent after a read does not hold it up. Nothing is kept once a session has no write in
+flight, so what is held does not grow with the calls served.
 """
 
 from __future__ import annotations
 
 import anyio
+
+# How long a read waits for the writes before it: a write that waits on its client (a language model's
+# answer asked by sampling, a person's approval) must not hold the session's reads without end; past it,
+# the read goes on and may miss what those writes store.
+READ_WAITS_AT_MOST = 30.0
 
 
 class WritesInFlight:
@@ -34,10 +40,12 @@ class WritesInFlight:
             if not pending:
                 del self._pending[key]
 
-    async def settled(self, key: str) -> None:
-        """Wait until every write of ``key`` registered before this call has ended."""
-        for done in list(self._pending.get(key, ())):
-            await done.wait()
+    async def settled(self, key: str, at_most: float = READ_WAITS_AT_MOST) -> None:
+        """Wait until every write of ``key`` registered before this call has ended, or ``at_most`` seconds
+        have passed."""
+        with anyio.move_on_after(at_most):
+            for done in list(self._pending.get(key, ())):
+                await done.wait()
 
     def __len__(self) -> int:
         """The sessions with a write in flight."""

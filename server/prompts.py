@@ -15,7 +15,7 @@ from server.auth import current_grant
 from server.registry import ToolSpec, invoke
 from server.state import AppState
 from tools.recall import RecallOutput
-from tools.recall_notes import WEAK_SAID
+from tools.recall_notes import WEAK_ENDS, WEAK_SAID
 from tools.recall_window import searched_window
 
 ROUTINE = """\
@@ -93,7 +93,10 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
                 )
             ]
         assert isinstance(found, RecallOutput)  # without the LLM there is no input-required round trip
-        weak = next((part for part in (found.note or "").split("; ") if part.startswith(WEAK_SAID)), None)
+        # The weak-match clause whole: it holds a "; " of its own.
+        note = found.note or ""
+        begins, ends = note.find(WEAK_SAID), note.find(WEAK_ENDS)
+        weak = note[begins : ends + len(WEAK_ENDS)] if 0 <= begins < ends else None
         if found.memories and weak:
             # A new user's trial: the prompt said "holds 2 memories relevant" of matches recall itself
             # called weak, and the agent read them as the project's answer.

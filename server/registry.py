@@ -181,7 +181,9 @@ async def invoke(
         caller = resolve_caller(ctx, state, grant, begins_task=spec.begins_task)
         # Registered before the call's first wait, in the order the calls arrived: a read waits for the
         # writes of its session sent before it (``server.ordering``).
-        key = f"{caller.agent_id}\x00{getattr(args, 'session_id', None) or caller.session_id}"
+        # (the connection's own session, whatever session an argument names: a remember that names one and
+        # a recall that does not are still one client's calls in order)
+        key = f"{caller.agent_id}\x00{caller.session_id}"
         written = state.writes_in_flight.begin(key) if spec.effect != "reads" else None
         try:
             if written is None:

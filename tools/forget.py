@@ -67,7 +67,10 @@ class ForgetInput(ScopeArgs):
     reason: Annotated[str, Field(max_length=500), WithoutSecrets] | None = Field(
         None, description="Why, for the record."
     )
-    dry_run: bool = Field(False, description="Only show what would go.")
+    dry_run: bool = Field(
+        False,
+        description="Only show what would go. A purge by query, or any forget by tag: true unless false is passed.",
+    )
     session_id: Identifier | None = None  # whose session-private memories it sees (default: the connection's)
 
 

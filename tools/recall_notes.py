@@ -130,7 +130,8 @@ def _best_left_out(result: RecallResult) -> str:
 # A recall whose best direct match reads below this many times the relevance floor says that what it shows
 # may not answer the query: it cleared the floor, but barely (docs/retrieval.md, "Weak matches").
 WEAK_MATCH = 2.0
-WEAK_SAID = "even the best match is weak"  # how that note's clause begins
+WEAK_SAID = "even the best match is weak"  # how that note's clause begins,
+WEAK_ENDS = "so what is shown may not answer the query"  # and how it ends
 
 
 def weak_match_note(result: RecallResult) -> str | None:
@@ -152,7 +153,7 @@ def weak_match_note(result: RecallResult) -> str | None:
         return None
     return (
         f"{WEAK_SAID}: it matches the query at {best:.2f} (the relevance floor reads "
-        f"{floor:g}; explain_ranking shows each score), so what is shown may not answer the query"
+        f"{floor:g}; explain_ranking shows each score), {WEAK_ENDS}"
     )
 
 

@@ -104,7 +104,9 @@ _EN_OVERRIDE = re.compile(
 # what follows for memories the server found: no stored memory has a reason to.
 _FORGED_CONTEXT = re.compile(
     r"\brelevant memories \(retrieval ret_"
-    r"|(?m:^[ \t>]*\[\d+\] mem_\w+ · (?:fact|episode|artifact) · agent )"
+    # The compact context of a small char_budget too (``retrieval.stages.assembly``, ``COMPACT_BELOW``).
+    r"|\bmemories \(ret_\w+\)\. quoted lines are stored data"
+    r"|(?m:^[ \t>]*\[\d+\] mem_\w+ · (?:fact|episode|artifact) · (?:agent |\d{4}-\d{2}-\d{2}))"
 )
 # The same order in Spanish, French, German, Portuguese and Chinese.
 _OTHER_OVERRIDE = re.compile(

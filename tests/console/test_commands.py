@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -311,6 +312,32 @@ def test_a_retraction_says_how_to_undo_it_and_restore_brings_the_memories_back_a
     # A purge has no undo line: there is nothing to restore.
     _, out, _ = memoria(capsys, db, "forget", second, "--purge", "--yes")
     assert "undo:" not in out
+
+
+def test_restore_brings_an_org_wide_memory_back_to_the_orgs_shelf(capsys, db):
+    # A review: the undo line of an org-visible memory's retraction led nowhere (it lives on the org's shelf,
+    # not in the project the command named).
+    shared = as_json(capsys, db, "remember", "The VPN endpoint is vpn.acme.example", "--visibility", "org")[
+        "id"
+    ]
+    _, out, _ = memoria(capsys, db, "forget", shared, "--yes")
+    assert f"undo: memoria restore {shared}" in out
+    status, out, _ = memoria(capsys, db, "restore", shared)
+    assert status == 0 and "restored: an identical memory had been retracted" in out
+    shown = as_json(capsys, db, "show", shared)
+    assert shown["status"] == "active" and shown["visibility"] == "org"
+
+
+def test_restore_refuses_an_ephemeral_memory_whose_time_ran_out(capsys, db, monkeypatch):
+    # A review: remembered again with its date, it would expire at once, and the remember refused it half way
+    # through the ids given.
+    monkeypatch.setenv("MEMORIA_EPHEMERAL_TTL_SECONDS", "0.3")
+    brief = as_json(capsys, db, "remember", "The demo freeze holds", "--tier", "ephemeral")["id"]
+    memoria(capsys, db, "forget", brief, "--yes")
+    time.sleep(0.4)
+    status, _, err = memoria(capsys, db, "restore", brief)
+    assert status == 1 and f"{brief} was ephemeral and its time ran out at " in err
+    assert "memoria remember --tier standard" in err
 
 
 def test_forget_edit_and_remember_messages_name_flags_too(capsys, db):
@@ -738,8 +765,17 @@ def test_the_doctor_names_the_model_folder_that_made_the_stored_vectors_as_the_w
     monkeypatch.setenv("MEMORIA_EMBEDDING_MODEL", str(tmp_path / "no-such-model"))
     fix = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["vectors"]["fix"]
     assert fix.startswith(
-        f"the stored vectors were made by the model in {folder}: set MEMORIA_EMBEDDING_MODEL={folder} to use it"
+        f"the model in {folder} made 1 of them: set MEMORIA_EMBEDDING_MODEL={folder} to use it again, its "
+        "vectors kept; or make the configured model load"
     )
+    # With the hashed vectors chosen on purpose, the model must be chosen too (a review).
+    monkeypatch.setenv("MEMORIA_EMBEDDER", "hashed")
+    fix = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["vectors"]["fix"]
+    assert fix.startswith(
+        f"the model in {folder} made 1 of them: set MEMORIA_EMBEDDER=sentence-transformers and "
+        f"MEMORIA_EMBEDDING_MODEL={folder} to use it again"
+    )
+    monkeypatch.setenv("MEMORIA_EMBEDDER", "sentence-transformers")
     folder.rmdir()  # a folder that is gone is no way back
     fix = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}["vectors"]["fix"]
     assert fix.startswith("make the configured model load")

@@ -760,6 +760,7 @@ def test_a_thing_given_up_at_the_end_of_a_sentence_is_read_without_its_full_stop
         # Words that only look like an opener stay: they are the subject, or say the memory adds.
         ("Well water feeds the office coffee machine.", "Well water feeds the office coffee machine."),
         ("Also, the API uses gRPC.", "Also, the API uses gRPC."),
+        ("In fact-checking we use Snopes.", "In fact-checking we use Snopes."),  # a review
         ("Actually", "Actually"),  # nothing after it: the text itself
     ],
 )

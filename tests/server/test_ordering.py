@@ -35,6 +35,13 @@ async def test_a_read_waits_for_the_earlier_writes_of_its_session_only():
     assert len(writes) == 0  # nothing is kept once no write is in flight
 
 
+async def test_a_read_waits_no_longer_than_its_bound_for_a_write_that_never_ends():
+    writes = WritesInFlight()
+    writes.begin("s1")  # a write waiting on its client, say
+    with anyio.fail_after(5):
+        await writes.settled("s1", at_most=0.05)
+
+
 async def test_a_recall_sent_right_after_a_remember_unawaited_finds_it(settings):
     # A new user's trial: the recall ran beside the remember and found nothing of it.
     found: dict[int, list[str]] = {}

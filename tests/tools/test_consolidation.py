@@ -294,6 +294,25 @@ def test_a_day_or_month_changed_in_words_revises_the_older_memory(runtime, store
     assert [m.id for m in found.memories] == [fixed.id]
 
 
+@pytest.mark.parametrize(
+    ("stored", "other"),
+    [
+        ("Sprint 14 ends on Friday.", "Sprint 15 ends on Thursday, not Friday."),
+        ("Build 1234 failed on Tuesday.", "Build 1235 failed on Wednesday, not Tuesday."),
+        ("Release 2.3 ships on Friday.", "Release 2.4 ships on Monday, not Friday."),
+        ("The sprint 14 demo is on Friday.", "Oh, the sprint 15 demo is on Thursday, not Friday."),
+    ],
+)
+def test_a_value_before_the_one_named_as_given_up_names_another_thing_and_supersedes_nothing(
+    runtime, stored, other
+):
+    # A review: naming only the day as given up superseded the memory of another sprint, build or release,
+    # whose number says which one it is.
+    old = remember(RememberInput(content=stored), runtime, caller()).id
+    remember(RememberInput(content=other), runtime, caller("ses_2"))
+    assert status(runtime, old) == "active"
+
+
 def test_a_correction_that_opens_with_actually_is_read_as_the_same_words_without_it(runtime):
     # A new user's trial: "Actually, deploys now go out from the release branch, not main" was kept beside
     # "Deploys go out from the main branch" (rules:distinct), when the same words without "Actually," revised
