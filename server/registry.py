@@ -180,9 +180,9 @@ async def invoke(
             args = authorize(args, spec.effect, grant, state.settings, spec.name)
         caller = resolve_caller(ctx, state, grant, begins_task=spec.begins_task)
         # Registered before the call's first wait, in the order the calls arrived: a read waits for the
-        # writes of its session sent before it (``server.ordering``).
-        # (the connection's own session, whatever session an argument names: a remember that names one and
-        # a recall that does not are still one client's calls in order)
+        # writes of its client's session sent before it (``server.ordering``); the connection's session,
+        # whatever session an argument names (a remember that names one and a recall that does not are
+        # still one client's calls, in order).
         key = f"{caller.agent_id}\x00{caller.session_id}"
         written = state.writes_in_flight.begin(key) if spec.effect != "reads" else None
         try:
