@@ -67,10 +67,9 @@ class ForgetInput(ScopeArgs):
     reason: Annotated[str, Field(max_length=500), WithoutSecrets] | None = Field(
         None, description="Why, for the record."
     )
-    dry_run: bool = Field(
-        False,
-        description="Only show what would go. A purge by query, or any forget by tag: true unless false is passed.",
-    )
+    # (a purge by query, and any forget by tag, is a dry run unless false is passed: its result says so; the
+    # tool list an agent loads every session has no room for more words here)
+    dry_run: bool = Field(False, description="Only show what would go.")
     session_id: Identifier | None = None  # whose session-private memories it sees (default: the connection's)
 
 
