@@ -51,7 +51,8 @@ def empty_scope_note(runtime: Runtime, view: View, *, name_projects: bool = Fals
     project full of memories), or only memories retracted or superseded since (another trial was sent
     looking for a typo in ids that were right). None when it holds some. With ``name_projects`` (a caller
     on this machine, not a token's holder, to whom other projects' names are no secret), an empty project
-    names the org's projects that hold memories, the nearest spelling first (a trial's "wbe" for "web")."""
+    names the org's projects that hold memories, the nearest spelling first (a trial's "wbe" for "web"), or
+    says that the whole store is empty (``_elsewhere``)."""
     if runtime.store.holds_memories_in(view, None):
         return None
     where = f"org {view.home.org_id!r} / project {view.home.project_id!r}"
@@ -65,13 +66,7 @@ def empty_scope_note(runtime: Runtime, view: View, *, name_projects: bool = Fals
             f"nothing relevant was found; {where} holds no memory of its own, and the org's shelf, which every "
             "project reads, matched nothing: check `project_id` if this project should hold some"
         )
-    projects = _projects_like(runtime, view.home.org_id, view.home.project_id) if name_projects else []
-    plural = "s" if len(projects) > 1 else ""
-    named = (
-        f"; org {view.home.org_id!r} holds memories in project{plural} " + ", ".join(map(repr, projects))
-        if projects
-        else ""
-    )
+    named = _elsewhere(runtime, view) if name_projects else ""
     return (
         f"nothing is stored in {where} that this caller may read: check `org_id` and `project_id` "
         f"(memories are kept per project){named}"
@@ -82,17 +77,29 @@ def empty_scope_note(runtime: Runtime, view: View, *, name_projects: bool = Fals
 PROJECTS_NAMED = 5
 
 
-def _projects_like(runtime: Runtime, org_id: str, project_id: str) -> list[str]:
-    """The projects of ``org_id`` that hold active memories, the nearest spelling of ``project_id`` first
-    (``difflib``'s ratio, then by name), at most ``PROJECTS_NAMED``."""
+def _elsewhere(runtime: Runtime, view: View) -> str:
+    """Where the memories are, for an empty project's note: the projects of its org that hold active
+    memories, the nearest spelling first (``difflib``'s ratio, then by name; at most ``PROJECTS_NAMED``),
+    or, when the whole store holds none, the store itself (a mistyped MEMORIA_DB_URI makes a new, empty
+    store, which a new user's trial saw only as empty recalls: the warning went to the server's stderr)."""
     from difflib import SequenceMatcher
 
-    held = {
-        scope.project_id for scope in runtime.store.scopes() if scope.org_id == org_id and scope.project_id
-    }
+    scopes = runtime.store.scopes()
+    if not scopes:
+        return (
+            f"; the store at {runtime.store.uri} holds no memory in any project: if another store was meant, "
+            "check MEMORIA_DB_URI"
+        )
+    org_id, project_id = view.home.org_id, view.home.project_id
+    held = {scope.project_id for scope in scopes if scope.org_id == org_id and scope.project_id}
     held.discard(project_id)
+    if not held:
+        return ""
     nearest = sorted(held, key=lambda name: (-SequenceMatcher(None, project_id, name).ratio(), name))
-    return nearest[:PROJECTS_NAMED]
+    named = nearest[:PROJECTS_NAMED]
+    return f"; org {org_id!r} holds memories in project{'s' if len(named) > 1 else ''} " + ", ".join(
+        map(repr, named)
+    )
 
 
 def history_note(runtime: Runtime, view: View, window: TimeWindow) -> str | None:

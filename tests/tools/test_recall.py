@@ -496,6 +496,19 @@ def test_a_recall_in_a_project_that_holds_nothing_says_so_and_names_it(runtime):
     assert unrelated.note.startswith("nothing relevant was found: no memory matched the query")
 
 
+def test_a_recall_in_a_store_that_holds_nothing_at_all_names_the_store(runtime):
+    """A new user's trial: a mistyped MEMORIA_DB_URI made a new, empty store, and the agent read only empty
+    recalls (the server's warning went to its stderr)."""
+    empty = recall(RecallInput(query="when do we deploy"), runtime, CALLER)
+    assert empty.note.endswith(
+        f"(memories are kept per project); the store at {runtime.store.uri} holds no memory in any project: "
+        "if another store was meant, check MEMORIA_DB_URI"
+    )
+    # The server's own paths are not a token holder's to see.
+    remote = recall(RecallInput(query="when do we deploy"), runtime, replace(CALLER, remote=True))
+    assert remote.note.endswith("(memories are kept per project)")
+
+
 def test_a_recall_in_a_project_that_reads_only_the_orgs_shelf_does_not_say_it_may_read_nothing(runtime):
     """A trial: an org-wide memory was readable in a new project, and an unrelated query there said nothing
     was stored that the caller may read."""
