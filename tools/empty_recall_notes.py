@@ -45,6 +45,11 @@ def empty_recall_note(
     return said, "; ".join(part for part in (held, history) if part) or None
 
 
+# How the notes of a scope that holds nothing current this caller may read begin (the org's shelf aside).
+SCOPE_EMPTY_NOTES = ("nothing is stored in ", "every memory of ")
+ELSEWHERE = "holds memories in project"  # the clause that names the org's other projects
+
+
 def empty_scope_note(runtime: Runtime, view: View, *, name_projects: bool = False) -> str | None:
     """What an empty recall adds when the scope holds no current memory this caller may read: none at all
     (a new user's trial with a mistyped project_id read "Nothing relevant was found", as for any query in a
@@ -97,9 +102,7 @@ def _elsewhere(runtime: Runtime, view: View) -> str:
         return ""
     nearest = sorted(held, key=lambda name: (-SequenceMatcher(None, project_id, name).ratio(), name))
     named = nearest[:PROJECTS_NAMED]
-    return f"; org {org_id!r} holds memories in project{'s' if len(named) > 1 else ''} " + ", ".join(
-        map(repr, named)
-    )
+    return f"; org {org_id!r} {ELSEWHERE}{'s' if len(named) > 1 else ''} " + ", ".join(map(repr, named))
 
 
 def history_note(runtime: Runtime, view: View, window: TimeWindow) -> str | None:

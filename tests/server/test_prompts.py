@@ -50,6 +50,23 @@ async def test_session_start_on_an_empty_scope_says_memory_holds_nothing_yet(set
     assert "Memory holds nothing relevant to it: what you learn" in started
 
 
+async def test_session_start_in_a_mistyped_project_names_the_projects_that_hold_memories(settings):
+    # A new user's trial: the prompt said only "Memory holds nothing relevant to it: what you learn ...
+    # starts it", and the agent began writing into a project of the typo's name.
+    async with connected(server_with(settings)) as client:
+        await call(
+            client, "remember", {"content": "Deploys of the web app go through Vercel", "project_id": "web"}
+        )
+        started = text_of(
+            await client.get_prompt("session_start", {"task": "deploy the web app", "project_id": "wbe"})
+        )
+    assert (
+        "Memory was searched, and found nothing: nothing is stored in org 'default' / project 'wbe'"
+        in started
+    )
+    assert "holds memories in project 'web'." in started and "starts it" not in started
+
+
 async def test_session_start_says_when_what_it_found_matches_the_task_only_weakly(settings):
     """A new user's trial: the prompt said "Memory holds 2 memories relevant to it" of matches the same
     recall called weak. The fake model's cosines are set as in the recall test of weak matches: relevance
