@@ -354,7 +354,7 @@ def restore_command(args: argparse.Namespace, settings: Settings) -> int:
             memory_id: runtime.store.get_memory(memory_id) for memory_id in dict.fromkeys(args.memory_id)
         }
         for memory_id, memory in found.items():
-            problem = _not_restorable(memory_id, memory, scope)
+            problem = _not_restorable(memory_id, memory, scope, same_store(args))
             if problem:
                 raise CommandError(problem + ("; nothing was restored" if len(found) > 1 else ""))
         for memory in found.values():
@@ -377,11 +377,20 @@ def restore_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps([result.model_dump(mode="json") for result in results], indent=2), file=sys.stdout)
         return 0
-    print(printable("\n".join(remembered(result) for result in results)), file=sys.stdout)
+    print(printable("\n".join(_restored(remembered(result)) for result in results)), file=sys.stdout)
     return 0
 
 
-def _not_restorable(memory_id: str, memory: Any, scope: Scope) -> str | None:
+def _restored(said: str) -> str:
+    """A restore's result as a restore says it: "restored mem_... (fact, standard) in org/project", not the
+    remember's "stored ..." and its line on the identical memory it restored (a trial found it confusing)."""
+    first, *rest = said.split("\n")
+    if first.startswith("stored "):
+        first = "re" + first
+    return "\n".join([first, *(line for line in rest if not line.startswith("restored: "))])
+
+
+def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str = "") -> str | None:
     """Why ``memory_id`` cannot be restored here (None when it can): not found in this scope, active
     already, superseded, or purged."""
     here = (scope.org_id, scope.project_id)
@@ -409,7 +418,7 @@ def _not_restorable(memory_id: str, memory: Any, scope: Scope) -> str | None:
     if memory.status == "superseded":
         return (
             f"{memory_id} was superseded by {memory.replaced_by}: correct that one with `memoria edit "
-            f"{memory.replaced_by}` if it is wrong"
+            f"{memory.replaced_by} TEXT{flags}` if it is wrong"
         )
     return None
 

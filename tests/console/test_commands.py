@@ -295,7 +295,10 @@ def test_a_retraction_says_how_to_undo_it_and_restore_brings_the_memories_back_a
     assert status == 0 and undo.endswith(f" --db {db} --project default")
     assert sorted(undo.split()[3:5]) == sorted([first, second])
     status, out, _ = memoria(capsys, db, "restore", first, second)
-    assert status == 0 and out.count("restored: an identical memory had been retracted") == 2
+    assert (
+        status == 0 and out.count("restored mem_") == 2 and "stored mem_" not in out.replace("restored", "")
+    )
+    assert f"restored {first} (fact, standard) in default/default" in out
     shown = as_json(capsys, db, "show", first)
     assert shown["status"] == "active" and shown["tags"] == ["payments"] and shown["agent_id"] == "cursor"
     assert shown["created_at"].startswith("2026-11-02T09:00")  # its date, not the day it was restored
@@ -323,7 +326,7 @@ def test_restore_brings_an_org_wide_memory_back_to_the_orgs_shelf(capsys, db):
     _, out, _ = memoria(capsys, db, "forget", shared, "--yes")
     assert f"undo: memoria restore {shared}" in out
     status, out, _ = memoria(capsys, db, "restore", shared)
-    assert status == 0 and "restored: an identical memory had been retracted" in out
+    assert status == 0 and out.startswith(f"restored {shared} ")
     shown = as_json(capsys, db, "show", shared)
     assert shown["status"] == "active" and shown["visibility"] == "org"
 
