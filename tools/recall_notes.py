@@ -62,7 +62,7 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
             + ("does not fit" if chosen == 1 else "fit")
             + f" in char_budget={result.trace.char_budget}: raise char_budget to see "
             + ("it" if chosen == 1 else "them" if not direct else f"the other {no_room}")
-            + (_none_fitted(result) if not direct else _best_left_out(result))
+            + (_none_fitted(result) if not direct else "")
             + by_passes
             + _filler(result, filler, "more")
             + (f"; {capped}" if capped else "")
@@ -109,22 +109,6 @@ def _none_fitted(result: RecallResult) -> str:
         None,
     )
     return f", or read the best match, {best.memory.id}, at memoria://memory/{best.memory.id}" if best else ""
-
-
-def _best_left_out(result: RecallResult) -> str:
-    """When a shorter, lesser match was placed and the best one had no room: which one it is (a trial's
-    char_budget of 300 showed a deploy command for "what port does the billing API listen on", the port's
-    memory left out for its length, with nothing said of it)."""
-    from retrieval.stages.assembly import DID_NOT_FIT
-
-    chosen = [
-        c
-        for c in result.candidates
-        if c.source == "direct" and (c.in_context or (c.exclusion_reason or "").startswith(DID_NOT_FIT))
-    ]
-    if not chosen or chosen[0].in_context or not any(c.in_context for c in chosen):
-        return ""
-    return f" (the best match, {chosen[0].memory.id}, is one of them)"
 
 
 # A recall whose best direct match reads below this many times the relevance floor says that what it shows

@@ -20,7 +20,9 @@
 3. Greedy fill: never longer than ``char_budget``; a memory that does not fit is left out whole with the
    reason on its candidate, but one too long to fit in any context of this budget (a direct match or a
    summary, not a sibling) is shown cut to the room left, at a line or word, with a last quoted line that
-   says how much is not shown (``shown_chars``): the best match is never missing only for its length.
+   says how much is not shown (``shown_chars``): the best match is never missing only for its length. Cut,
+   a memory leaves those after it half the room, but the best match takes it all when half would not show
+   enough of it; when even that does not, no lesser match takes its place: the context is empty.
 4. Under a small char_budget (below ``COMPACT_BELOW``, 600) the context's own words are compact: a shorter
    first line, provenance as id, kind and date (a dispute and an instruction warning are kept), an
    episode header as its id, a shorter cut mark, so that the room goes to what the memories say.
@@ -623,6 +625,13 @@ def assemble(
     # What the memories after each one take whole: read only when a memory too long for the budget is cut,
     # computed once.
     rooms_after: dict[str, int] | None = None
+    # The best direct match: when it has no room, even cut, no lesser match takes its place (new users'
+    # trials: char_budget 200-300 answered a deploy question with an owner's name, the deploy runbook left
+    # out for its length). The context is then empty, and the note names the best match.
+    best = next(
+        (i.id for b in blocks for i in b.items if i.source == "direct" and i.memory.kind != "episode"), None
+    )
+    blocked = False
     for each in blocks:
         continued = each.episode_id in shown
         header = (
@@ -639,6 +648,11 @@ def assemble(
         )
         header_added = False
         for item in each.items:
+            if blocked:
+                reasons[item.id] = (
+                    f"{DID_NOT_FIT}: {best}, the best match, had no room, and no lesser one takes its place"
+                )
+                continue
             if item.source == "sibling" and item.sibling_of not in positions:
                 reasons[item.id] = f"the memory that brought it ({item.sibling_of}) did not fit"
                 continue
@@ -654,21 +668,27 @@ def assemble(
                 if len(header) + len(block) > whole and item.source != "sibling":
                     if rooms_after is None:
                         rooms_after = _rooms_after(blocks, whole, time_zone, compact=compact)
-                    room = remaining - (0 if header_added else len(header))
-                    room = max(room // 2, room - rooms_after[item.id])
-                    cut = cut_to_fit(
-                        len(positions) + 1,
-                        item,
-                        room,
-                        shown_twins,
-                        time_zone,
-                        whole_room=whole - len(header),
-                        compact=compact,
+                    left = remaining - (0 if header_added else len(header))
+                    # The best match takes all the room when half would not show enough of it: nothing after
+                    # it is shown without it.
+                    rooms = [max(left // 2, left - rooms_after[item.id])] + (
+                        [left] if item.id == best else []
                     )
+                    for room in rooms:
+                        cut = cut or cut_to_fit(
+                            len(positions) + 1,
+                            item,
+                            room,
+                            shown_twins,
+                            time_zone,
+                            whole_room=whole - len(header),
+                            compact=compact,
+                        )
                 if cut is None:
                     reasons[item.id] = (
                         f"{DID_NOT_FIT}: needs {needed} chars, {remaining} of char_budget={char_budget} left"
                     )
+                    blocked = item.id == best
                     continue
                 block, cut_at[item.id] = cut
             if not header_added:

@@ -93,13 +93,25 @@ def test_context_starts_with_a_data_not_instructions_preamble():
 
 
 def test_memory_that_does_not_fit_is_left_out_whole_and_smaller_ones_still_fill():
-    big, small = candidate("big", "x" * 500), candidate("small", "tiny")
+    best, big, small = candidate("best", "tiny best"), candidate("big", "x" * 500), candidate("small", "tiny")
     budget = len(preamble("r")) + 100
-    marked, context = assemble((big, small), top_k=5, char_budget=budget, retrieval_id="r")
+    marked, context = assemble((best, big, small), top_k=5, char_budget=budget, retrieval_id="r")
     assert "x" * 20 not in context
-    assert "tiny" in context
-    assert marked[0].in_context is False and marked[0].exclusion_reason.startswith("did not fit")
-    assert marked[1].in_context is True
+    assert "tiny best" in context and "> tiny\n" in context
+    assert [c.in_context for c in marked] == [True, False, True]
+    assert marked[1].exclusion_reason.startswith("did not fit")
+
+
+def test_no_lesser_match_takes_the_place_of_a_best_match_with_no_room_even_cut():
+    """New users' trials: char_budget 200-300 answered a deploy question with an owner's name, the deploy
+    runbook left out for its length."""
+    big, small = candidate("big", "x" * 500), candidate("small", "tiny")
+    budget = len(preamble("r")) + 100  # 203: compact, 141 of room, 50 of it for the text of big: under 80
+    marked, context = assemble((big, small), top_k=5, char_budget=budget, retrieval_id="r")
+    assert context == "" and not any(c.in_context for c in marked)
+    assert marked[1].exclusion_reason == (
+        "did not fit: big, the best match, had no room, and no lesser one takes its place"
+    )
 
 
 def test_a_memory_too_long_for_any_context_of_the_budget_is_shown_cut_at_a_word_leaving_room_for_the_rest():
@@ -195,16 +207,23 @@ def test_under_a_small_budget_a_cut_memory_still_leaves_the_memories_after_it_ha
         candidate(f"c{i}", f"Payments on-call is {name}")
         for i, name in enumerate(["Dana", "Omar", "Lena", "Yuki"])
     ]
+    runbook = candidate("runbook", words)
     marked, context = assemble(
-        (candidate("runbook", words), *contacts), top_k=5, char_budget=400, retrieval_id="r"
+        (contacts[0], runbook, *contacts[1:]), top_k=5, char_budget=400, retrieval_id="r"
     )
-    # 337 of room; the four contacts after it take 4 x (54 + 60 for a compact episode header) = 456, more
-    # than the room: the runbook may take half of it (168), 77 characters of text, under the least it must
-    # show (half of 337 - 90, 123): it is left out, and the contacts shown whole.
+    # 400 less the preamble (62), the first contact and its group line (55) and the runbook's group line (1)
+    # leaves 282; the three contacts after it take 3 x (54 + 60 for a compact episode header) = 342, more
+    # than that: the runbook may take half (141), 50 characters of text, under the least it must show (half
+    # of 337 - 90, 123): it is left out, and the contacts shown whole.
     assert len(render_memory(2, contacts[0], compact=True)) == 54
-    assert not marked[0].in_context and marked[0].exclusion_reason.startswith("did not fit")
-    assert all(c.in_context for c in marked[1:])
+    assert least_shown(337, 90) == 123
+    assert not marked[1].in_context and marked[1].exclusion_reason.startswith("did not fit")
+    assert all(c.in_context for c in (marked[0], *marked[2:]))
     assert render_memory(1, contacts[0], compact=True) in context
+    # The best match takes all the room when half is not enough: the runbook first is shown cut (239
+    # characters, as alone at this budget), and the contacts after it are left out for room.
+    marked, _ = assemble((runbook, *contacts), top_k=5, char_budget=400, retrieval_id="r")
+    assert marked[0].shown_chars == 239 and not any(c.in_context for c in marked[1:])
 
 
 def test_a_memory_that_would_fit_a_context_of_the_budget_alone_is_not_cut_but_left_out_for_room():
@@ -375,9 +394,16 @@ def test_an_episode_summary_heads_its_block_whatever_its_score():
 
 
 def test_a_continuation_is_not_called_continued_when_its_episodes_first_block_did_not_fit():
-    candidates = (grouped("a1", "ep-a", 0.9), grouped("b1", "ep-b", 0.8), grouped("a3", "ep-a", 0.5))
-    big = replace(candidates[0], memory=replace(candidates[0].memory, content="x" * 600))
-    marked, context = assemble((big, *candidates[1:]), top_k=10, char_budget=400, retrieval_id="r")
+    candidates = (
+        grouped("lone", None, 0.95),  # the best match, which fits (no lesser one is shown without it)
+        grouped("a1", "ep-a", 0.9),
+        grouped("b1", "ep-b", 0.8),
+        grouped("a3", "ep-a", 0.5),
+    )
+    big = replace(candidates[1], memory=replace(candidates[1].memory, content="x" * 600))
+    marked, context = assemble(
+        (candidates[0], big, *candidates[2:]), top_k=10, char_budget=400, retrieval_id="r"
+    )
     by_id = {c.id: c for c in marked}
     assert by_id["a1"].exclusion_reason.startswith("did not fit") and by_id["a3"].in_context
     headers = [line for line in context.splitlines() if line.startswith("## ")]
@@ -414,7 +440,7 @@ def test_a_sibling_follows_its_source_in_its_group_when_no_later_match_is_better
 def test_a_sibling_comes_only_with_the_memory_that_brought_it():
     candidates = (
         grouped("big-source", "ep", 0.9),
-        grouped("kept-source", "ep2", 0.8),
+        grouped("kept-source", "ep2", 0.95),  # the best match: it fits, and the others are judged after it
         grouped("orphan", "ep", 0.45, sibling_of="big-source"),
         grouped("cut-source", "ep3", 0.4),
         grouped("sib-of-cut", "ep3", 0.2, sibling_of="cut-source"),
@@ -756,10 +782,11 @@ def test_a_dispute_mark_names_no_memory_that_did_not_fit():
         candidate("denial", "The release branch is not cut on Fridays"), contradicted_by=("again",)
     )
     again = replace(candidate("again", claim.memory.content + "."), cluster_canonical="claim")
-    marked, context = assemble(  # (too small a budget for the claim to be shown cut)
-        (claim, denial, again), top_k=3, char_budget=700, retrieval_id="r", fold_threshold=0.85
+    lead = candidate("lead", "Release branches are named release/<date>")  # the best match, which fits
+    marked, context = assemble(  # (too small a budget for the claim to be shown cut beside the denial)
+        (lead, claim, denial, again), top_k=4, char_budget=700, retrieval_id="r", fold_threshold=0.85
     )
-    assert [c.id for c in marked if c.in_context] == ["denial"]
+    assert [c.id for c in marked if c.in_context] == ["lead", "denial"]
     assert "· DISPUTED by newer again\n" in context
 
 
