@@ -118,17 +118,19 @@ def test_the_position_given_is_the_memorys_number_in_the_context(settings):
     from tests.fakes import ScriptedReranker
     from tests.helpers import make_runtime
 
-    big, small = "postgres " + "x" * 600, "postgres port is 5432"
-    runtime = make_runtime(settings, reranker=ScriptedReranker({big: 0.9, small: 0.5}))
+    # The best match fits; the second does not (not even cut, beside the third); the third is [2].
+    best, big, small = "postgres port is 5432", "postgres " + "x" * 600, "postgres runs on db-1"
+    runtime = make_runtime(settings, reranker=ScriptedReranker({best: 0.9, big: 0.7, small: 0.5}))
     try:
+        best_id = remember(RememberInput(content=best), runtime, CALLER).id
         remember(RememberInput(content=big), runtime, CALLER)
         small_id = remember(RememberInput(content=small), runtime, CALLER).id
         recalled = recall(RecallInput(query="postgres", char_budget=400), runtime, CALLER)
-        assert [m.id for m in recalled.memories] == [small_id]
-        assert f"[1] {small_id}" in recalled.context
+        assert [m.id for m in recalled.memories] == [best_id, small_id]
+        assert f"[2] {small_id}" in recalled.context
         out = explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER)
-        assert out.candidates[0].reason.startswith("did not fit")
-        assert out.candidates[1].reason == "in the context at position [1]"
+        assert out.candidates[1].reason.startswith("did not fit")
+        assert out.candidates[2].reason == "in the context at position [2]"
     finally:
         runtime.close()
 
