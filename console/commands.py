@@ -1035,11 +1035,7 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                     note=f"{counted(len(gone), 'memory')} tagged {args.tag!r} {verb}",
                 )
                 readable = f"{verb} {counted(len(gone), 'memory')}; {result.note}"
-                return emit(
-                    args,
-                    result,
-                    "\n".join(filter(None, [readable, forgotten_table(result), _undo(args, result)])),
-                )
+                return emit(args, result, _forgotten_text(args, readable, result))
         result = call(
             forget.handle, forget.ForgetInput, {**values, "dry_run": args.dry_run}, runtime, caller, "forget"
         )
@@ -1050,19 +1046,21 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
         )
     else:  # the note says that nothing was forgotten, and why
         readable = in_flags(result.note)
-    emitted = emit(
-        args, result, "\n".join(filter(None, [readable, forgotten_table(result), _undo(args, result)]))
-    )
+    emitted = emit(args, result, _forgotten_text(args, readable, result))
     # Nothing chosen by a query or a tag, confirmed, shown (--dry-run) or not: the same exit status as
     # when asked (a new user's trial: --dry-run exited 0 when nothing matched).
     return 1 if chosen and not result.forgotten else emitted
 
 
-def _undo(args: argparse.Namespace, result: Any) -> str | None:
-    """The command that undoes a retraction just made (none for a purge, or a dry run)."""
-    if result.dry_run or result.mode != "retract" or not result.forgotten:
-        return None
-    return "undo: memoria restore " + " ".join(m.id for m in result.forgotten) + same_store(args)
+def _forgotten_text(args: argparse.Namespace, readable: str, result: Any) -> str:
+    """What a forget prints: what it did, the memories, and the command that undoes a retraction just
+    made (none for a purge, or a dry run)."""
+    undo = (
+        "undo: memoria restore " + " ".join(m.id for m in result.forgotten) + same_store(args)
+        if result.forgotten and result.mode == "retract" and not result.dry_run
+        else None
+    )
+    return "\n".join(filter(None, [readable, forgotten_table(result), undo]))
 
 
 # A dry run of a whole tag says so, and how to go ahead with the tool: the command asks instead.

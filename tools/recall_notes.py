@@ -51,17 +51,17 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     if no_room:
         chosen = direct + no_room
         if chosen == 1:
-            fitted = "the 1 memory chosen for the context (the best match"
+            fitted = f"the 1 memory chosen for the context (the best match{above}, up to top_k={top_k}) does not fit"
+            left = "it"
         else:
+            which = "none" if not direct else f"only {direct}"
             fitted = (
-                f"{'none' if not direct else f'only {direct}'} of the {chosen} memories chosen for the context "
-                "(the best matches"
+                f"{which} of the {chosen} memories chosen for the context (the best matches{above}, up to "
+                f"top_k={top_k}) fit"
             )
+            left = "them" if not direct else f"the other {no_room}"
         return (
-            f"{fitted}{above}, up to top_k={top_k}) "
-            + ("does not fit" if chosen == 1 else "fit")
-            + f" in char_budget={result.trace.char_budget}: raise char_budget to see "
-            + ("it" if chosen == 1 else "them" if not direct else f"the other {no_room}")
+            f"{fitted} in char_budget={result.trace.char_budget}: raise char_budget to see {left}"
             + (_none_fitted(result) if not direct else "")
             + by_passes
             + _filler(result, filler, "more")
