@@ -345,6 +345,9 @@ _CHANGE_VERBS = (
     r"(?:changed|switched|updated|moved|raised|lowered|increased|decreased|reduced|bumped|upgraded|"
     r"downgraded|extended|shortened)"
 )
+# The verbs of what a thing does with a value it has, as content terms: they say nothing of which thing it
+# is ("listens on port 3000", "runs on port 5173"; "uses Node 18").
+_DOES = frozenset({"use", "using", "run", "listen", "serve", "bind", "expose"})
 # Words that say a value changed; the new value comes after one of them.
 _CHANGED = re.compile(rf"\b(?:now|{_CHANGE_VERBS})\b", re.IGNORECASE)
 
@@ -443,8 +446,8 @@ _FROM = re.compile(
 # nothing. "After ..." and "following ..." are either ("lowered to 60 seconds after the stale pricing
 # incident", "lowered to 10 a minute after 5 failed logins"): set aside too, but the pair then only disputes.
 _REASON = re.compile(
-    r"\s(?:(?P<either>after|following)|because|due\s+to|as\s+part\s+of|so\s+that|last\s+(?:week|month|year)|"
-    r"yesterday|today)\b",
+    r"\s(?:(?P<either>after|following)|because|since|due\s+to|as\s+part\s+of|so\s+that|"
+    r"last\s+(?:week|month|year)|yesterday|today)\b",
     re.IGNORECASE,
 )
 _VALUE_IN_TEXT = re.compile(_VALUE, re.IGNORECASE)
@@ -518,10 +521,12 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         stated = pattern.sub(" ", stated)
     changed = _CHANGED.search(stated)
     conditional = False  # its clause after the new value may say where the value holds
+    went_from: set[str] = set()  # the values it says the thing changed from ("changed from 7070 to 9090")
     if changed is not None:
         # "changed from 18081 to 18082": the value it went from is given up, named in words.
         left = list(_FROM.finditer(stated))
-        given_up |= {term for gone in left for term in content_terms(gone.group("value")) if is_value(term)}
+        went_from = {term for gone in left for term in content_terms(gone.group("value")) if is_value(term)}
+        given_up |= went_from
         for gone in reversed(left):
             stated = stated[: gone.start("gone")] + " " + stated[gone.end("gone") :]
         changed = _CHANGED.search(stated)
@@ -533,7 +538,10 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     own_values = {term for term in own if is_value(term)}
     # The word that says it changed is not what the memory is about ("The standup moved to 10:30" is
     # about the standup, as "The standup is at 9:30" is).
-    subject = own - own_values - _change_stems(stated)
+    # Nor is the verb of what the thing does with its value: "now runs on port 5173" is about the dev server,
+    # as "listens on port 3000" is, and "upgraded the frontend build to Node 20" as "We use Node 18 for the
+    # frontend build" is (a new user's trial saw both pairs kept apart, the older value recalled first).
+    subject = own - own_values - _change_stems(stated) - _DOES
     # Nor is when it changed ("We upgraded the database to Postgres 16 last week" is about the database, as
     # "We use Postgres 14 for the database" is; a new user's trial saw the two kept apart, 14 recalled first).
     when = without_time_words(stated)
@@ -558,6 +566,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         if negated(other.content) != negated(stated):
             continue
         values, rest = _values_and_subject(other.content)  # "moved to 10:30" then "moved to 11:00": rest
+        rest -= _DOES
         if not values or values <= own_values or own_values <= values:
             continue  # no value, or a value added or dropped: none replaced
         new_values = own_values - values
@@ -569,6 +578,8 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             new_values, values - own_values
         ):
             continue  # "Postgres 16 on prod-1" after "Postgres 14 on staging-2": another place, not a value
+        if went_from and not went_from & values:
+            continue  # "changed from 7070 to 9090" after "listens on port 8080": the value of another thing
         similarity = len(subject & rest) / len(subject | rest)
         newer_term = " ".join(sorted(new_values))
         if similarity >= VALUE_OVERLAP:
@@ -828,6 +839,25 @@ def _after_a_cue(tokens: Sequence[str], at: int) -> bool:
     return before >= 0 and tokens[before] in _WHEN_CUES
 
 
+# How often a thing happens, in one word ("rotates weekly", "is backed up nightly"), or as "every" or "each"
+# and a unit of time ("every week"): one value of the thing, as a number is.
+_FREQUENCIES = frozenset(
+    {"hourly", "daily", "nightly", "weekly", "biweekly", "fortnightly", "monthly", "quarterly", "yearly"}
+    | {"annually", "semiannually"}
+)
+_EVERY = frozenset({"every", "each"})
+_UNITS = frozenset(
+    {"hour", "day", "night", "morning", "evening", "week", "weekend", "month", "quarter", "year"}
+)
+_UNITS |= frozenset({"sprint", "release", "minute"})
+
+
+def _how_often(tokens: Sequence[str], at: int) -> bool:
+    """Whether the word at ``at`` of ``comparable_words`` says how often a thing happens."""
+    word = tokens[at]
+    return word in _FREQUENCIES or (at > 0 and tokens[at - 1] in _EVERY and word in _UNITS)
+
+
 def plain_value_changes(
     memory: ContradictionInput, others: Sequence[ContradictionInput]
 ) -> list[Contradiction]:
@@ -847,7 +877,8 @@ def plain_value_changes(
     tokens = comparable_words(text)
     names = _names_at(text, tokens)
     named = names is not None and any(names[1:])  # (a capital that only starts the text names nothing)
-    if len(tokens) < 3 or not (named or any(is_value(token) for token in tokens)):
+    often = [at for at in range(len(tokens)) if _how_often(tokens, at)]
+    if len(tokens) < 3 or not (named or often or any(is_value(token) for token in tokens)):
         return []
     named = named and names is not None and not negated(text)  # (a name in a denial disputes nothing)
     found = []
@@ -867,6 +898,11 @@ def plain_value_changes(
             continue
         at = differ[0]
         new, old = tokens[at], theirs[at]
+        if at in often and _how_often(theirs, at):
+            # How often the same thing happens ("The staging database password rotates monthly", then
+            # "... weekly"): one value of it, whatever the verb (a new user's trial saw both kept undisputed).
+            found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
+            continue
         if not (is_value(new) and is_value(old)) or _kinds({new}) != _kinds({old}):
             continue
         if _names_another_thing({new}, {old}) or not _after_a_cue(tokens, at):
@@ -975,6 +1011,37 @@ def now_value_changes(
     if says_more_than_a_value(plain):
         return []
     found = plain_value_changes(replace(memory, content=plain), others)
+    return [replace(change, named_in_words=True, only_disputes=None) for change in found]
+
+
+# Words that open a correction of what was said before ("Correction: ...", "Scratch that - ...", "I was wrong,
+# ..."): the speaker says in words that what follows replaces something.
+_CORRECTING = re.compile(
+    r"^\s*(?:correction|corrected|scratch\s+that|strike\s+that|to\s+correct\s+(?:that|myself|the\s+above)|"
+    r"i\s+was\s+wrong|my\s+(?:mistake|bad))(?:\s*[:,.]\s*|\s*[-\u2013\u2014]+\s*)",
+    re.IGNORECASE,
+)
+
+
+def without_correction_label(text: str) -> str:
+    """``text`` without a label that opens a correction or an update ("Correction:", "Scratch that -",
+    ``_CORRECTING``, ``_LABEL``)."""
+    opened = _CORRECTING.match(text) or _LABEL.match(text)
+    return text[opened.end() :] if opened and opened.end() < len(text) else text
+
+
+def corrected_value_changes(
+    memory: ContradictionInput, others: Sequence[ContradictionInput]
+) -> list[Contradiction]:
+    """What ``plain_value_changes`` reads once a word that opens a correction is set aside ("Scratch that -
+    the staging database password rotates weekly" after "... rotates monthly"): a change said in words, as
+    with "now" (``now_value_changes``). A new user's trial saw such a correction kept beside what it
+    corrected, undisputed, the older recalled first."""
+    opened = _CORRECTING.match(memory.content)
+    if opened is None or opened.end() >= len(memory.content):
+        return []
+    rest = memory.content[opened.end() :]
+    found = plain_value_changes(replace(memory, content=rest), others)
     return [replace(change, named_in_words=True, only_disputes=None) for change in found]
 
 

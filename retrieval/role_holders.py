@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from retrieval.contradictions import (
@@ -21,6 +21,7 @@ from retrieval.contradictions import (
     Contradiction,
     ContradictionInput,
     is_value,
+    without_correction_label,
 )
 from retrieval.text import STOPWORDS, keyed_by_text, negated
 
@@ -67,6 +68,18 @@ _HANDED_TO = re.compile(
     rf"\A\s*(?P<former>{_NAME})\s+(?:has\s+)?(?:handed|hands|passed|passes)\s+(?:over\s+)?(?:{_ONE_OF}\s+)?"
     rf"(?P<role>{_ROLE})\s+(?:over\s+)?to\s+(?P<holder>{_NAME}){_END}"
 )
+# Ownership said to have moved to someone: "billing-api ownership moved to Dana Kim", "Ownership of the billing
+# service passed to Dana", "The billing-api ownership was transferred to Dana Kim" (a new user's trial saw the
+# first kept beside "The owner of billing-api is Marcus Lee", undisputed, the older recalled first).
+_MOVED_TO = r"(?:has\s+|was\s+|got\s+)?(?:moved|passed|went|transferred|handed\s+over|reassigned)\s+to"
+_OWNERSHIP_MOVED = (
+    re.compile(
+        rf"\A\s*(?i:the\s+)?(?P<role>{_ROLE})\s+(?i:ownership)\s+{_MOVED_TO}\s+(?P<holder>{_NAME}){_END}"
+    ),
+    re.compile(
+        rf"\A\s*(?i:(?:the\s+)?ownership\s+of)\s+(?P<role>{_ROLE})\s+{_MOVED_TO}\s+(?P<holder>{_NAME}){_END}"
+    ),
+)
 # Who owns a thing holds the role of its owner: "Marco Bianchi owns the billing service" (and "Lena took over
 # ownership of the billing service from Marco").
 _OWNS = re.compile(rf"\A\s*(?P<holder>{_NAME})\s+(?P<now>now\s+)?owns\s+(?P<role>{_ONE_OF}\s+{_ROLE}){_END}")
@@ -101,13 +114,16 @@ _ROLE_WORD = re.compile(r"[\w'\u2019-]+")
 @dataclass(frozen=True)
 class Holding:
     """What a memory of one sentence says of a role: who holds it, the role's words (lower case, without
-    when it is held), whether it says the holder changed ("now", "the new ...", a handover), and the holder
-    it names as given up ("from Priya")."""
+    when it is held), whether it says the holder changed ("now", "the new ...", a handover), the holder
+    it names as given up ("from Priya"), and who a memory that says more says has left."""
 
     holder: tuple[str, ...]
     role: tuple[str, ...]
     changed: bool
     former: tuple[str, ...] = ()
+    left: tuple[
+        str, ...
+    ] = ()  # who the rest of the memory says has left ("...; Marcus Lee has left the team")
 
 
 def _name(text: str) -> tuple[str, ...] | None:
@@ -141,6 +157,7 @@ def _role(text: str) -> tuple[tuple[str, ...], bool] | None:
 def holding(text: str) -> Holding | None:
     """Who ``text`` says holds which role (``Holding``); None when it says no such thing, denies it ("Dan is
     not the on-call lead"), or says more than one sentence."""
+    text = without_correction_label(text)  # ("Correction: ...": no part of who holds what)
     if negated(text) or re.search(r"[.!?;]\s+\S", text.strip()):
         return None
     said = " ".join(_WHEN.sub(" ", text).split())  # (when: no part of who holds what)
@@ -154,16 +171,15 @@ def holding(text: str) -> Holding | None:
         (_OWNS, False),
         (_BECAME, False),
         *((p, True) for p in (*_HANDED_OVER, _HANDED_TO)),
+        *((p, True) for p in _OWNERSHIP_MOVED),
     ):
         found = pattern.match(said)
         if found is None:
             continue
         written = found.group("role")
-        holder, role = (
-            _name(found.group("holder")),
-            _role(f"owner of {written}" if pattern is _OWNS else written),
-        )
-        former = _name(found.group("former")) if handed else ()
+        owned = pattern is _OWNS or pattern in _OWNERSHIP_MOVED
+        holder, role = _name(found.group("holder")), _role(f"owner of {written}" if owned else written)
+        former = _name(found.group("former")) if "former" in found.groupdict() else ()
         if holder is None or role is None or former is None:
             return None
         if re.search(r"\b(?:also|too)\b", said, re.IGNORECASE):
@@ -173,12 +189,25 @@ def holding(text: str) -> Holding | None:
     return None
 
 
+# Someone said to have gone, in the rest of a memory that hands a role over ("...; Marcus Lee has left the team").
+_LEFT = re.compile(rf"(?:\A|[;,.])\s*(?:and\s+)?(?P<former>{_NAME})\s+(?:has\s+)?(?:left|quit|departed)\b")
+
+
 def handed_over_first(text: str) -> Holding | None:
     """A handover said in the first sentence or clause of a memory that says more ("Dan took over on-call
-    from Priya today; page him for platform incidents"): what the rest says is the newer memory's own."""
-    first = re.split(r";|[.!?](?=\s)", text, maxsplit=1)[0]
-    said = holding(first) if first.strip() != text.strip() else None
-    return said if said is not None and said.former else None
+    from Priya today; page him for platform incidents", "billing-api ownership moved to Dana Kim; Marcus Lee
+    has left the team"): what the rest says is the newer memory's own, but for whom it says has left
+    (``Holding.left``), whose role is then the one handed over however each memory words it."""
+    text = without_correction_label(text)
+    parts = re.split(r";|[.!?](?=\s)", text, maxsplit=1)
+    said = holding(parts[0]) if len(parts) > 1 and parts[0].strip() != text.strip() else None
+    if said is None or not said.changed:
+        return None
+    left = _LEFT.search(parts[1])
+    gone = _name(left.group("former")) if left is not None else None
+    if gone is not None and not set(gone) & set(said.holder):
+        said = replace(said, left=gone)
+    return said
 
 
 def _names_one(some: tuple[str, ...], other: tuple[str, ...]) -> bool:
@@ -191,7 +220,7 @@ def _same_role(newer: Holding, older: Holding) -> bool:
     one role's words among the other's ("took over on-call from Priya" and "Priya is the on-call lead")."""
     if newer.role == older.role:
         return True
-    named = bool(newer.former) and _names_one(newer.former, older.holder)
+    named = any(gone and _names_one(gone, older.holder) for gone in (newer.former, newer.left))
     return named and (set(newer.role) <= set(older.role) or set(older.role) <= set(newer.role))
 
 
@@ -221,7 +250,7 @@ def holder_changes(memory: ContradictionInput, others: Sequence[ContradictionInp
             # A handover of part of the role ("took over on-call" from "the release manager and on-call
             # lead", or "... on-call lead for payments") says nothing of the rest: disputed (a review). A
             # word that only names it as a role is no rest ("on-call" and "the on-call lead").
-            extra = set(older.role) - set(newer.role)
+            extra = set(older.role) - set(newer.role) - {"the"}  # ("owner of the billing-api": no more)
             part = None if newer.role == older.role or extra <= _ROLE_NOUNS else SAYS_MORE
             found.append(
                 Contradiction(other.id, memory.id, old, new, 1.0, named_in_words=True, only_disputes=part)

@@ -10,6 +10,7 @@ from retrieval.contradictions import (
     SAID_OTHERWISE,
     SAYS_MORE,
     ContradictionInput,
+    corrected_value_changes,
     detect_contradictions,
     is_value,
     late_value_changes,
@@ -23,6 +24,7 @@ from retrieval.contradictions import (
     shown_value,
     things_given_up,
     value_changes,
+    without_correction_label,
     without_opener,
     written_out,
 )
@@ -315,11 +317,11 @@ def test_what_changed_and_the_values_name_may_stand_around_the_to_of_a_value_cha
     assert says_value_changed(said, ["16"])
     assert says_value_changed("We moved the weekly standup to 10:30", ["10", "30"])
     assert not says_value_changed("We moved the standup notes into the wiki, 3 pages", ["3"])
-    # When it changed is not what it is about: {main, application, database, postgre} against {use} and
-    # those, 4 / 5 = 0.8 (with "last week" 4 / 7).
+    # When it changed is not what it is about, nor the verb of what the database does with its value:
+    # {main, application, database, postgre} on both sides, 4 / 4 = 1.0 (with "last week" 4 / 6).
     older = memory("old", "We use Postgres 14 for the main application database.", 0)
     [change] = value_changes(memory("new", said, 5), [older])
-    assert (change.older_term, change.newer_term, change.subject_similarity) == ("14", "16", 0.8)
+    assert (change.older_term, change.newer_term, change.subject_similarity) == ("14", "16", 1.0)
 
 
 def test_why_or_when_a_value_changed_is_not_what_the_value_is_of():
@@ -930,3 +932,88 @@ def test_a_pronouns_short_form_reads_as_the_words_written_out(older_text, newer_
     """A new user's trial: "We're on pydantic 2.10 now" left "We are on pydantic 2.9" unlinked."""
     [change] = plain_value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)])
     assert change.only_disputes == NOT_SAID_TO_CHANGE
+
+
+@pytest.mark.parametrize(
+    ("older_text", "newer_text", "older_term", "newer_term"),
+    [
+        (
+            "The staging database password rotates monthly.",
+            "The staging database password rotates weekly.",
+            "monthly",
+            "weekly",
+        ),
+        ("The full backup runs every week.", "The full backup runs every night.", "week", "night"),
+    ],
+)
+def test_how_often_the_same_thing_happens_said_twice_is_two_values_of_it(
+    older_text, newer_text, older_term, newer_term
+):
+    # A new user's trial: "rotates weekly" stood beside "rotates monthly", undisputed. No verb of use
+    # before it is needed: how often a thing happens is one value of it, as a number after "is" is.
+    [change] = plain_value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)])
+    assert (change.older_term, change.newer_term, change.only_disputes) == (
+        older_term,
+        newer_term,
+        NOT_SAID_TO_CHANGE,
+    )
+
+
+def test_how_often_differs_only_as_one_value_in_the_same_words():
+    older = [memory("old", "We go hiking every week with the kids.", 0)]
+    for text in [
+        "We go climbing every month with the kids.",  # another thing done, too
+        "We go hiking every week with the dogs.",  # the same frequency
+        "We go hiking weekly with the kids and the dogs.",  # more words
+    ]:
+        assert plain_value_changes(memory("new", text, 5), older) == [], text
+
+
+@pytest.mark.parametrize(
+    ("text", "stated"),
+    [
+        ("Correction: the API port is 9090", "the API port is 9090"),
+        ("Scratch that - the password rotates weekly.", "the password rotates weekly."),
+        ("Scratch that, the password rotates weekly.", "the password rotates weekly."),
+        ("I was wrong: the standup is at 10:00.", "the standup is at 10:00."),
+        ("Update: build 1235 failed", "build 1235 failed"),
+        ("Scratchpad notes are in the wiki", "Scratchpad notes are in the wiki"),
+        ("Correction", "Correction"),
+    ],
+)
+def test_a_label_that_opens_a_correction_is_set_aside(text, stated):
+    assert without_correction_label(text) == stated
+
+
+def test_a_correction_label_before_the_same_words_with_another_value_says_the_change_in_words():
+    older = [memory("old", "The staging database password rotates monthly.", 0)]
+    for text in [
+        "Scratch that - the staging database password rotates weekly.",
+        "Correction: the staging database password rotates weekly.",
+        "My mistake, the staging database password rotates weekly.",
+    ]:
+        [change] = corrected_value_changes(memory("new", text, 5), older)
+        assert (change.older_term, change.newer_term, change.named_in_words) == ("monthly", "weekly", True)
+        assert change.only_disputes is None
+    # "Update:" says no change of this thing: another build (a review's case), and no label, no change in words.
+    builds = [memory("b1", "Build 1234 failed on the linter", 0)]
+    assert corrected_value_changes(memory("b2", "Update: build 1235 failed on the linter", 5), builds) == []
+    plain = "The staging database password rotates weekly."
+    assert corrected_value_changes(memory("new", plain, 5), older) == []
+
+
+def test_a_verb_of_what_a_thing_does_with_its_value_and_why_it_changed_are_not_what_it_is_about():
+    # A new user's trial: "now runs on port 5173 since we moved to Vite" after "listens on port 3000", and
+    # "upgraded the frontend build to Node 20" after "We use Node 18 for the frontend build", were kept apart.
+    port = memory("old", "The acme-web dev server listens on port 3000.", 0)
+    said = "The acme-web dev server now runs on port 5173 since we moved to Vite."
+    [change] = value_changes(memory("new", said, 5), [port])
+    # {acme, web, dev, server, port} on both sides: 5 / 5.
+    assert (change.older_term, change.newer_term, change.subject_similarity) == ("3000", "5173", 1.0)
+    node = memory("n1", "We use Node 18 for the frontend build.", 0)
+    [change] = value_changes(memory("n2", "We upgraded the frontend build to Node 20.", 5), [node])
+    # {frontend, build, node} on both sides: 3 / 3.
+    assert (change.older_term, change.newer_term, change.subject_similarity) == ("18", "20", 1.0)
+    # Another thing's value, whatever the verb: {acme, web, api, server, port} against the dev server's.
+    api = "The acme-web API server now runs on port 5173."
+    assert value_changes(memory("api", api, 5), [port]) == []

@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from retrieval.contradictions import NOT_SAID_TO_CHANGE, SAYS_MORE, ContradictionInput
-from retrieval.role_holders import Holding, holder_changes, holding
+from retrieval.role_holders import Holding, handed_over_first, holder_changes, holding
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -55,6 +55,15 @@ def memory(memory_id: str, text: str, minutes: int) -> ContradictionInput:
         (
             "Lena Ortiz took over ownership of the billing service from Marco.",
             Holding(("lena", "ortiz"), ("owner", "of", "the", "billing", "service"), True, ("marco",)),
+        ),
+        # Ownership said to have moved, either way round, after a correction's label (a new user's trial).
+        (
+            "Correction: billing-api ownership moved to Dana Kim last month.",
+            Holding(("dana", "kim"), ("owner", "of", "billing-api"), True),
+        ),
+        (
+            "Ownership of the billing service was transferred to Dana Kim.",
+            Holding(("dana", "kim"), ("owner", "of", "the", "billing", "service"), True),
         ),
         # A host or an identifier holds a role too, and what led to it is no part of the role.
         (
@@ -141,6 +150,26 @@ def test_another_holder_of_the_same_role_said_plainly_disputes_the_older(older_t
             "marco bianchi",
             "lena ortiz",
         ),
+        # A new user's trial: kept beside the older, undisputed, the older recalled first.
+        (
+            "The owner of billing-api is Marcus Lee.",
+            "Correction: billing-api ownership moved to Dana Kim last month; Marcus Lee has left the team.",
+            "marcus lee",
+            "dana kim",
+        ),
+        (
+            "Marco Bianchi owns the billing service.",
+            "Ownership of the billing service passed to Dana Kim.",
+            "marco bianchi",
+            "dana kim",
+        ),
+        # A change said in the first clause of a memory that says more.
+        (
+            "Priya is the on-call lead.",
+            "Dan is now the on-call lead; page him for incidents.",
+            "priya",
+            "dan",
+        ),
     ],
 )
 def test_another_holder_said_to_have_taken_over_revises_the_older(
@@ -170,6 +199,9 @@ def test_another_holder_said_to_have_taken_over_revises_the_older(
         # A stand-in while the holder is away (a review).
         ("Priya is the on-call lead.", "With Priya out this week, Dan is the on-call lead."),
         ("Priya is the on-call lead.", "Since Priya is at the offsite, Dan is the on-call lead."),
+        # Ownership of another thing moved; a first clause that says no change, the rest naming who left.
+        ("The owner of billing-api is Marcus Lee.", "ledger-api ownership moved to Dana Kim."),
+        ("The owner of billing-api is Marcus Lee.", "Dana Kim is the owner of billing-api; Marcus Lee left."),
     ],
 )
 def test_two_holders_of_different_roles_or_one_holder_written_twice_are_no_change(older_text, newer_text):
@@ -195,3 +227,20 @@ def test_now_said_last_is_a_change_too():
 def test_only_an_older_memory_is_read_as_the_holder_given_up():
     newer = memory("new", "Dan Reyes is the on-call lead.", 0)
     assert holder_changes(newer, [memory("later", "Priya is the on-call lead.", 5)]) == []
+
+
+def test_who_has_left_in_the_rest_of_a_handover_names_the_older_holder_of_a_role_worded_otherwise():
+    said = "billing-api ownership moved to Dana Kim; Marcus Lee has left the team."
+    assert handed_over_first(said) == Holding(
+        ("dana", "kim"), ("owner", "of", "billing-api"), True, left=("marcus", "lee")
+    )
+    # "the billing-api" and "billing-api": one role, since the older holder is the one who left.
+    older = memory("old", "The owner of the billing-api is Marcus Lee.", 0)
+    [change] = holder_changes(memory("new", said, 5), [older])
+    assert (change.older_term, change.newer_term, change.covers_older) == ("marcus lee", "dana kim", True)
+    # Someone else said to have left: the same role's older holder is still the one handed over from.
+    other = "billing-api ownership moved to Dana Kim; Sam Wu has left the team."
+    exact = memory("exact", "The owner of billing-api is Marcus Lee.", 0)
+    assert [c.older_id for c in holder_changes(memory("new", other, 5), [older, exact])] == ["exact"]
+    # The new holder said to have left is no one who left the role.
+    assert handed_over_first("billing-api ownership moved to Dana Kim; Dana Kim left.").left == ()

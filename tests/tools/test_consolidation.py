@@ -208,6 +208,8 @@ def test_a_value_said_to_have_changed_revises_the_old_one_and_two_values_alone_d
             "We upgraded the main application database to Postgres 16 last week.",
         ),
         ("The standup is at 9:30", "We moved the standup to 10:30"),
+        # A later trial: the verb of use ("We use Node 18") kept this pair apart where Postgres's was not.
+        ("We use Node 18 for the frontend build.", "We upgraded the frontend build to Node 20."),
     ],
 )
 def test_a_value_said_to_be_raised_moved_or_upgraded_revises_the_old_one(runtime, old, new):
@@ -334,6 +336,55 @@ def test_a_correction_that_opens_with_actually_is_read_as_the_same_words_without
     assert named.consolidation.contradicts == [tags] and status(runtime, tags) == "active"
     found = recall(RecallInput(query="which branch are release tags cut from"), runtime, caller())
     assert [m.id for m in found.memories][:2] == [named.id, tags]
+
+
+@pytest.mark.parametrize(
+    ("stored", "correction", "query"),
+    [
+        (
+            "The acme-web dev server listens on port 3000.",
+            "Actually, the acme-web dev server now runs on port 5173 since we moved to Vite.",
+            "which port does the acme-web dev server use",
+        ),
+        (
+            "The staging database password rotates monthly.",
+            "Scratch that - the staging database password rotates weekly.",
+            "how often does the staging database password rotate",
+        ),
+        (
+            "The staging database password rotates monthly.",
+            "The staging database password now rotates weekly.",
+            "how often does the staging database password rotate",
+        ),
+        (
+            "The owner of billing-api is Marcus Lee.",
+            "Correction: billing-api ownership moved to Dana Kim last month; Marcus Lee has left the team.",
+            "who owns billing-api",
+        ),
+    ],
+)
+def test_a_correction_in_other_words_than_the_fact_it_corrects_revises_it(runtime, stored, correction, query):
+    """A new user's trial: each of these was kept beside the fact it corrects, undisputed, and recall put the
+    stale fact first: another verb for what the server does and why it changed, a frequency, "Scratch that",
+    an ownership moved with its former owner gone."""
+    old = remember(RememberInput(content=stored), runtime, caller()).id
+    fixed = remember(RememberInput(content=correction), runtime, caller("ses_2"))
+    assert fixed.consolidation.revised == [old] and fixed.consolidation.resolver == "revision:explicit"
+    found = recall(RecallInput(query=query), runtime, caller("ses_3"))
+    assert [m.id for m in found.memories] == [fixed.id]
+
+
+def test_how_often_a_thing_happens_said_anew_without_a_word_of_change_disputes_the_older(runtime):
+    old = remember(
+        RememberInput(content="The staging database password rotates monthly."), runtime, caller()
+    ).id
+    new = remember(
+        RememberInput(content="The staging database password rotates weekly."), runtime, caller("ses_2")
+    )
+    assert new.consolidation.contradicts == [old] and status(runtime, old) == "active"
+    found = recall(RecallInput(query="how often does the staging password rotate"), runtime, caller("ses_3"))
+    assert [m.id for m in found.memories][:2] == [new.id, old]
+    assert f"DISPUTED by newer {new.id}" in found.context
 
 
 def test_a_value_lowered_for_a_reason_revises_and_one_changed_from_a_longer_memory_disputes_it(runtime):

@@ -23,6 +23,7 @@ from retrieval.contradictions import (
     NOT_SAID_TO_CHANGE,
     Contradiction,
     ContradictionInput,
+    corrected_value_changes,
     detect_contradictions,
     is_value,
     joined_as_words,
@@ -353,6 +354,7 @@ class ConsolidationService:
         for said in (
             *(h for h in holders if h.named_in_words),
             *now_value_changes(pool[-1], pool[:-1]),
+            *corrected_value_changes(pool[-1], pool[:-1]),
             *named_value_changes(pool[-1], pool[:-1]),
         ):
             if said.older_id not in linked:
