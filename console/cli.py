@@ -378,8 +378,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv or (argv[0].startswith("-") and argv[0] not in top_level):
         argv = ["serve", *argv]  # `memoria` alone, or `memoria --http ...`, means serve
     args, unknown = parser.parse_known_args(argv)
+    command = subparser(parser, args.command) if unknown else None
+    if command is not None and argv[0] == args.command:
+        # An optional argument read after an option: `memoria edit ID --project alpha TEXT` (a trial was
+        # told TEXT was unrecognized). The command's own parser reads its arguments in any order.
+        args, unknown = command.parse_known_intermixed_args(
+            argv[1:], namespace=argparse.Namespace(command=args.command)
+        )
     if unknown:  # said by the command's own parser, with its usage, not the top level's
-        command = subparser(parser, args.command)
         (command or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "token":  # needs no store and no configuration
         from console.commands import issue_token

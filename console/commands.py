@@ -37,6 +37,7 @@ from server.arguments import friendly_validation_message
 from server.config import Settings, default_data_dir, local_store_folder
 from storage.records import Scope, View, Viewer, org_shelf
 from tools.common import Caller, Runtime, ToolFailure, ToolSettings
+from tools.empty_recall_notes import held_elsewhere
 from tools.remember_text import readers
 from tools.remember_text import text_of as remembered
 from tools.result_text import misleading_advice
@@ -140,17 +141,41 @@ _PHRASES = (
 COMMAND_FLAGS = {"forget": {"query": "--query", "tag": "--tag"}}
 
 
+# A command a message suggests, in backticks: "`memoria edit mem_1 TEXT`", "`memoria show mem_1`".
+_SUGGESTED = re.compile(r"`(memoria [a-z]+(?: [^`]*)?)`")
+# Commands that reach no store: a suggestion of them needs no store flags.
+_STORELESS = frozenset({"doctor", "serve", "token"})
+
+
 def in_flags(message: str, command: str | None = None) -> str:
-    """A tool's ``message`` as a command says it: its arguments named by their flags."""
+    """A tool's ``message`` as a command says it: its arguments named by their flags, and each command it
+    suggests given the flags that reach this command's store and scope (``same_store``: a trial followed
+    "`memoria edit ID TEXT`" from a command run with --project, and was told the id was not found)."""
     for name, flag in COMMAND_FLAGS.get(command or "", {}).items():
         message = re.sub(rf"(`|^){name}(`| is empty)", rf"\g<1>{flag}\g<2>", message)
     message = _QUOTED_NAME.sub(lambda match: f"`{FLAGS[match.group(1)]}`", message)
     for pattern, replacement in _PHRASES:
         message = pattern.sub(replacement, message)
-    return message
+    flags = STORE_FLAGS.get()
+
+    def reaching(found: re.Match[str]) -> str:
+        suggested = found.group(1)
+        if suggested.split()[1] in _STORELESS or re.search(r"(?<!\S)--(?:db|org|project)\b", suggested):
+            return found.group(0)
+        return f"`{suggested}{flags}`"
+
+    return _SUGGESTED.sub(reaching, message) if flags else message
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
+    flags = STORE_FLAGS.set(same_store(args))
+    try:
+        return _run_command(args, settings)
+    finally:
+        STORE_FLAGS.reset(flags)  # (commands run in one process, as tests run them, suggest their own)
+
+
+def _run_command(args: argparse.Namespace, settings: Settings) -> int:
     command = COMMANDS[args.command]
     VERBOSE.set(bool(getattr(args, "verbose", False)))
     try:
@@ -215,6 +240,8 @@ def opened(settings: Settings, *, models: bool = True) -> Iterator[Runtime]:
 
 # --verbose: every model message in full (the default is one line about the backend)
 VERBOSE: contextvars.ContextVar[bool] = contextvars.ContextVar("memoria_verbose", default=False)
+# The store flags this command was given (``same_store``), for the commands its messages suggest.
+STORE_FLAGS: contextvars.ContextVar[str] = contextvars.ContextVar("memoria_store_flags", default="")
 
 
 def backend_line(runtime: Runtime) -> str:
@@ -279,7 +306,7 @@ def same_store(args: argparse.Namespace) -> str:
     """The flags a command that follows this one needs to reach the same store and scope (as this one was
     given them): printed in the commands a result suggests (a trial followed `memoria outcome` from a
     recall of another project, and replaced the default project's report)."""
-    given = (("--db", args.db), ("--org", args.org), ("--project", args.project))
+    given = [(f"--{name}", getattr(args, name, None)) for name in ("db", "org", "project")]
     return "".join(f" {flag} {shlex.quote(value)}" for flag, value in given if value)
 
 
@@ -400,9 +427,14 @@ def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str = "") 
             memory.visibility == "org" and Scope(memory.org_id, memory.project_id) == org_shelf(scope.org_id)
         )
     ):
+        there = (
+            f"; it is in org {memory.org_id!r} / project {memory.project_id!r}"
+            if memory is not None and memory.shared
+            else ""
+        )
         return (
-            f"no memory {memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}: check the id "
-            "(`memoria list --status retracted`) and --org/--project"
+            f"no memory {memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}{there}: check the "
+            "id (`memoria list --status retracted`) and --org/--project"
         )
     if memory.status == "active":
         return f"{memory_id} is active: there is nothing to restore"
@@ -464,8 +496,9 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
             found = runtime.store.get_memory(values["replaces"], seen_by)
             if found is None:
                 raise CommandError(
-                    f"no memory {values['replaces']!r} in org {scope.org_id!r} / project {scope.project_id!r}: "
-                    "check the id (`memoria list`) and --org/--project"
+                    f"no memory {values['replaces']!r} in org {scope.org_id!r} / project {scope.project_id!r}"
+                    f"{held_elsewhere(runtime, caller, values['replaces'])}: check the id (`memoria list`) and "
+                    "--org/--project"
                 )
             content = found.content
         result = call(

@@ -56,12 +56,13 @@ class NotFound(ToolFailure):
     "not found" for it, not "internal error"."""
 
 
-def no_such_memory(memory_id: str, org_id: str, project_id: str) -> ToolFailure:
+def no_such_memory(memory_id: str, org_id: str, project_id: str, elsewhere: str = "") -> ToolFailure:
     """The failure for an id the caller may not read here (unknown, another tenant's, or private to
-    another agent: the same words, so that existence is not revealed), with what to check."""
+    another agent: the same words, so that existence is not revealed), with what to check; ``elsewhere``:
+    where it is, for a caller allowed to know (``held_elsewhere``)."""
     return NotFound(
-        f"no memory {memory_id!r} in org {org_id!r} / project {project_id!r}: check the id (each recall result "
-        "carries its memories' ids) and the `org_id` / `project_id` it was stored in"
+        f"no memory {memory_id!r} in org {org_id!r} / project {project_id!r}{elsewhere or ''}: check the id "
+        "(each recall result carries its memories' ids) and the `org_id` / `project_id` it was stored in"
     )
 
 

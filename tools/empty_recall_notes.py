@@ -1,7 +1,8 @@
 """What a recall that matched nothing says of where it looked: a project that holds nothing this caller may
 read (a mistyped ``project_id``, most likely: the org's projects that hold memories are named), one whose
 memories were all retracted or superseded, one that reads only the org's shelf, and a time window that
-holds memories that did not match, or that were corrected since."""
+holds memories that did not match, or that were corrected since; and where a memory not found in the
+caller's scope is (``held_elsewhere``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from storage.records import MemoryStatus, TimeWindow, View
-    from tools.common import Runtime
+    from tools.common import Caller, Runtime
 
 
 def empty_recall_note(
@@ -118,3 +119,17 @@ def history_note(runtime: Runtime, view: View, window: TimeWindow) -> str | None
 
 # What a memory retracted or superseded since is; a purged one has no text left to show.
 _HISTORY: tuple[MemoryStatus, ...] = ("superseded", "retracted")
+
+
+def held_elsewhere(runtime: Runtime, caller: Caller, memory_id: str) -> str:
+    """Where a memory not found in the caller's scope is stored, said to a caller on this machine (the
+    command line, stdio: to whom the store's projects are no secret, as for an empty project's note), when
+    the whole project reads it: "; it is in org 'default' / project 'alpha'". A new user's trial was told
+    an id from `memoria list --project alpha` did not exist, by a command run without --project. Never to a
+    token's holder, and never a memory private to an agent or a session."""
+    if caller.remote:
+        return ""
+    found = runtime.store.get_memory(memory_id)
+    if found is None or not found.shared:
+        return ""
+    return f"; it is in org {found.org_id!r} / project {found.project_id!r}"

@@ -37,6 +37,7 @@ from tools.common import (
     no_such_memory,
     view_for,
 )
+from tools.empty_recall_notes import held_elsewhere
 from tools.forget_matches import (
     MAX_BY_QUERY,
     apart_by_value,
@@ -129,7 +130,8 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     elif args.memory_id is not None:
         memory = store.get_memory(args.memory_id, view)
         if memory is None:
-            raise no_such_memory(args.memory_id, scope.org_id, scope.project_id)
+            elsewhere = held_elsewhere(runtime, caller, args.memory_id)
+            raise no_such_memory(args.memory_id, scope.org_id, scope.project_id, elsewhere)
         targets = [memory]
     else:
         assert args.query is not None

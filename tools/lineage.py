@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from storage.records import MemoryRecord, Reach
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, iso, no_such_memory, view_for
+from tools.empty_recall_notes import held_elsewhere
 from tools.memory_views import (
     MAX_CHAIN,
     REPLACING_ACTIONS,
@@ -53,7 +54,8 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
     memory = store.get_memory(args.memory_id, scope)
     if memory is None:
         home = scope.home
-        raise no_such_memory(args.memory_id, home.org_id, home.project_id)
+        elsewhere = held_elsewhere(runtime, caller, args.memory_id)
+        raise no_such_memory(args.memory_id, home.org_id, home.project_id, elsewhere)
 
     forward: list[ReplacedMemory] = []
     current = memory

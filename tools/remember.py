@@ -25,6 +25,7 @@ from tools.common import (
     iso,
     view_for,
 )
+from tools.empty_recall_notes import held_elsewhere
 from tools.memory_views import replacements
 from writing.consolidation.report import ConsolidationReport
 from writing.drafts import Draft, Prepared, WriteRefused, WriteResult, stored_content
@@ -168,14 +169,15 @@ def draft_of(args: RememberInput, runtime: Runtime, caller: Caller) -> Draft:
 INHERITED = ("kind", "tags", "episode_id", "protection_tier", "visibility")
 
 
-def replaced_memory(runtime: Runtime, view: View, memory_id: str) -> MemoryRecord:
+def replaced_memory(runtime: Runtime, view: View, memory_id: str, caller: Caller) -> MemoryRecord:
     """The memory an explicit update names: active and one the caller may read, else a tool error."""
     scope = view.home
     old = runtime.store.get_memory(memory_id, view)
     if old is None:
         raise ToolFailure(
-            f"no memory {memory_id} in org {scope.org_id!r} / project {scope.project_id!r}; nothing was stored. "
-            "Pass replaces= the id of a memory from a recall result in this project"
+            f"no memory {memory_id} in org {scope.org_id!r} / project {scope.project_id!r}"
+            f"{held_elsewhere(runtime, caller, memory_id)}; nothing was stored. Pass replaces= the id of a "
+            "memory from a recall result in this project"
         )
     if old.status != "active":
         raise ToolFailure(
@@ -299,7 +301,7 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
     draft = draft_of(args, runtime, caller)
     old = None
     if args.replaces is not None:
-        old = replaced_memory(runtime, view_for(args, runtime, caller), args.replaces)
+        old = replaced_memory(runtime, view_for(args, runtime, caller), args.replaces, caller)
         draft = inherited(draft, old, args.model_fields_set)
     check_visibility(draft, caller, "remember")
     prepared = prepare(runtime, draft)

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from storage.records import Scope, View
 from tools.common import Caller, Identifier, Runtime, ScopeArgs, iso, no_such_memory
+from tools.empty_recall_notes import held_elsewhere
 from tools.lineage import LineageInput, LineageOutput, lineage
 
 
@@ -55,7 +56,8 @@ def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> Show
     scope = args.scope(runtime.settings)
     memory = runtime.store.get_memory(args.memory_id, View(scope, caller.viewer))
     if memory is None:
-        raise no_such_memory(args.memory_id, scope.org_id, scope.project_id)
+        elsewhere = held_elsewhere(runtime, caller, args.memory_id)
+        raise no_such_memory(args.memory_id, scope.org_id, scope.project_id, elsewhere)
     history = sorted(
         (
             event

@@ -353,9 +353,15 @@ def test_forget_edit_and_remember_messages_name_flags_too(capsys, db):
     near = as_json(capsys, db, "remember", "The staging database is reset every Sunday night")["id"]
     status, out, _ = memoria(capsys, db, "forget", "--query", "staging db reset schedule", "--yes")
     assert status == 1 and f"The closest is {near} (" in out
-    assert out.rstrip().endswith(f"run `memoria forget {near}` to forget it.") and "memory_id" not in out
+    # (the command suggested reaches the same store: --db, as this one was given)
+    assert (
+        out.rstrip().endswith(f"run `memoria forget {near} --db {db}` to forget it.")
+        and "memory_id" not in out
+    )
     status, out, _ = memoria(capsys, db, "forget", "--query", "staging db reset schedule", "--purge", "--yes")
-    assert status == 1 and out.rstrip().endswith(f"run `memoria forget {near} --purge` to forget it.")
+    assert status == 1 and out.rstrip().endswith(
+        f"run `memoria forget {near} --purge --db {db}` to forget it."
+    )
     status, out, _ = memoria(capsys, db, "forget", "--tag", "security", "--dry-run")
     assert status == 0 and "run again without --dry-run to forget them" in out and "dry_run" not in out
     for nothing in (["--query", "bananas and kiwis"], ["--tag", "nope"]):  # shown or not: nothing is 1
@@ -1274,10 +1280,14 @@ def test_edit_replaces_a_memory_keeping_its_tags_and_the_old_one_for_audit(capsy
     assert datetime.fromisoformat(paused["created_at"]) > datetime.now(UTC) - timedelta(minutes=5)
     # An edit of what it replaced names the command to run, not the tool's argument (a trial's finding).
     status, _, err = memoria(capsys, db, "edit", old["id"], "Deploys go out on Fridays")
-    assert status == 1 and f"Edit {new_id} (`memoria edit {new_id} TEXT`), which replaced it" in err
+    assert status == 1 and f"Edit {new_id} (`memoria edit {new_id} TEXT --db {db}`), which replaced it" in err
     memoria(capsys, db, "forget", new_id, "--yes")
     status, _, err = memoria(capsys, db, "edit", new_id, "Deploys go out on Fridays")
-    assert status == 1 and "Remember the new text with `memoria remember`" in err and "replaces" not in err
+    assert (
+        status == 1
+        and f"Remember the new text with `memoria remember --db {db}`" in err
+        and "replaces=" not in err
+    )
 
 
 @pytest.mark.slow
@@ -1714,3 +1724,34 @@ def test_a_refused_import_leaves_no_new_store_behind(capsys, tmp_path):
     assert status == 0, err
     status, _, err = memoria(capsys, fresh, "import", str(bad))  # an existing store stays
     assert status == 1 and fresh.is_dir() and any(fresh.glob("*.lance"))
+
+
+def test_a_memory_of_another_project_is_named_where_it_is_and_suggestions_keep_the_project(capsys, db):
+    """A new user's trial: `memoria edit ID TEXT` after `memoria list --project alpha` said the id did not
+    exist, the hints it followed dropped --project, and `edit ID --project alpha TEXT` was refused."""
+    stored = as_json(capsys, db, "remember", "The alpha service listens on port 8080", "--project", "alpha")
+    memory_id = stored["id"]
+    for command in (["edit", memory_id, "The alpha service listens on port 9090"], ["show", memory_id]):
+        status, _, err = memoria(capsys, db, *command)
+        assert status == 1 and "project 'default'; it is in org 'default' / project 'alpha'" in err, err
+    # Options before the new text are read as anywhere else.
+    status, out, err = memoria(capsys, db, "edit", memory_id, "--project", "alpha", "The alpha port is 9090")
+    assert status == 0 and f"replaces {memory_id}" in out, err
+    # An edit of what was replaced suggests the command that reaches it: with --project alpha.
+    status, _, err = memoria(capsys, db, "edit", memory_id, "--project", "alpha", "again")
+    assert status == 1 and f"TEXT --db {db} --project alpha`), which replaced it" in err, err
+
+
+def test_a_suggested_command_keeps_flags_it_has_and_one_that_needs_no_store_gets_none():
+    from console.commands import STORE_FLAGS, in_flags
+
+    token = STORE_FLAGS.set(" --project alpha")
+    try:
+        assert in_flags("run `memoria show mem_1`") == "run `memoria show mem_1 --project alpha`"
+        assert (
+            in_flags("run `memoria show mem_1 --project beta`") == "run `memoria show mem_1 --project beta`"
+        )
+        assert in_flags("`memoria doctor` shows what is wrong") == "`memoria doctor` shows what is wrong"
+    finally:
+        STORE_FLAGS.reset(token)
+    assert in_flags("run `memoria show mem_1`") == "run `memoria show mem_1`"

@@ -31,6 +31,25 @@ def test_a_session_private_memory_is_forgotten_by_naming_its_session(runtime):
     )
 
 
+def test_an_id_of_another_project_is_said_to_be_there_only_to_a_caller_on_this_machine(runtime):
+    shared = remember(RememberInput(content="alpha listens on port 8080", project_id="alpha"), runtime, OWNER)
+    private = remember(
+        RememberInput(content="alpha's admin password rotates", project_id="alpha", visibility="session"),
+        runtime,
+        OWNER,
+    )
+    where = "; it is in org 'default' / project 'alpha'"
+    with pytest.raises(ToolFailure, match=f"project 'default'{where}: check the id"):
+        forget(ForgetInput(memory_id=shared.id), runtime, LATER)
+    # A token's holder is told nothing of other projects, nor anyone of a memory private to a session.
+    remote = Caller("agent-a", "ses_remote", remote=True)
+    for memory_id, caller in ((shared.id, remote), (private.id, LATER)):
+        with pytest.raises(ToolFailure) as failure:
+            forget(ForgetInput(memory_id=memory_id), runtime, caller)
+        assert "alpha" not in str(failure.value)
+    assert runtime.store.get_memory(shared.id).status == "active"
+
+
 def test_forget_by_query_judges_a_memory_by_what_it_says_not_by_its_episode(tmp_path):
     turns = {
         "We adopted a rescue puppy": (1.0, 0.6, 0.0),  # on topic
