@@ -121,9 +121,8 @@ class Holding:
     role: tuple[str, ...]
     changed: bool
     former: tuple[str, ...] = ()
-    left: tuple[
-        str, ...
-    ] = ()  # who the rest of the memory says has left ("...; Marcus Lee has left the team")
+    # who the rest of the memory says has left ("...; Marcus Lee has left the team")
+    left: tuple[str, ...] = ()
 
 
 def _name(text: str) -> tuple[str, ...] | None:
