@@ -594,6 +594,11 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             explicit = replaced <= given_up or (
                 bool(given_up & replaced) and _after_the_named(other.content, replaced, given_up)
             )
+            if rest < subject and not explicit:
+                # It says more of what the value is of, and nothing less: a narrower thing ("The staging API
+                # gateway timeout is now 90 seconds" after "The API gateway timeout is 30 seconds"), whose
+                # value leaves the older one standing elsewhere (a new user's trial saw it superseded).
+                continue
             only_disputes = (
                 MAY_HOLD_WHERE
                 if conditional
@@ -843,7 +848,7 @@ def _after_a_cue(tokens: Sequence[str], at: int) -> bool:
 # and a unit of time ("every week"): one value of the thing, as a number is.
 _FREQUENCIES = frozenset(
     {"hourly", "daily", "nightly", "weekly", "biweekly", "fortnightly", "monthly", "quarterly", "yearly"}
-    | {"annually", "semiannually"}
+    | {"annually", "semiannually", "once", "twice", "thrice"}
 )
 _EVERY = frozenset({"every", "each"})
 _UNITS = frozenset(

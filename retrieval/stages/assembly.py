@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
-from retrieval.contradictions import calendar_names
+from retrieval.contradictions import calendar_names, says_more_than_a_value
 from retrieval.stages.expansion import EpisodeSource
 from retrieval.stages.filler import filler_bar, left_out_as_filler, share_for
 from retrieval.stages.instructions import instruction_signals
@@ -373,7 +373,14 @@ class _Twins:
         disputes)."""
         if candidate.id in self._disputed[chosen_id] or chosen_id in candidate.contradicted_by:
             return True
-        return _values(candidate.memory.content) != _values(self._texts[chosen_id])
+        mine, theirs = candidate.memory.content, self._texts[chosen_id]
+        if _values(mine) != _values(theirs):
+            return True
+        # One says that something changed ("now changes every week") where the other says what was so
+        # ("changes every two weeks"), in other words: what changed may be a word no value reads (a trial).
+        return says_more_than_a_value(mine) != says_more_than_a_value(theirs) and cached_term_set(
+            mine
+        ) != cached_term_set(theirs)
 
 
 def select(

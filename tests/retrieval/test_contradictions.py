@@ -1017,3 +1017,21 @@ def test_a_verb_of_what_a_thing_does_with_its_value_and_why_it_changed_are_not_w
     # Another thing's value, whatever the verb: {acme, web, api, server, port} against the dev server's.
     api = "The acme-web API server now runs on port 5173."
     assert value_changes(memory("api", api, 5), [port]) == []
+
+
+def test_a_value_of_a_narrower_thing_is_no_change_of_the_older_value_unless_it_names_it():
+    # A new user's trial: each newer memory superseded the general one, whose value still holds elsewhere.
+    for older_text, newer_text in [
+        ("The API gateway timeout is 30 seconds.", "The staging API gateway timeout is now 90 seconds."),
+        (
+            "Log retention in Elasticsearch is 14 days.",
+            "Audit log retention in Elasticsearch is now 365 days.",
+        ),
+    ]:
+        older = memory("old", older_text, 0)
+        assert value_changes(memory("new", newer_text, 5), [older]) == [], newer_text
+    # Naming the older value as given up says it is the same thing's.
+    older = memory("old", "The API gateway timeout is 30 seconds.", 0)
+    said = "The staging API gateway timeout is now 90 seconds, not 30 seconds."
+    [change] = value_changes(memory("new", said, 5), [older])
+    assert (change.older_term, change.newer_term, change.named_in_words) == ("30", "90", True)

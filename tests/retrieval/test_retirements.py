@@ -313,6 +313,8 @@ def test_a_time_moved_in_other_words_disputes_the_older_memory_that_gives_the_ti
         ("Priya is on vacation until Friday.", "Priya moved to the platform team on Monday."),
         ("My sister is visiting on Sunday.", "My sister moved to Ohio in March."),
         ("Daily standup is at 9:30.", "Standup moved to 10:00 tomorrow."),
+        # Another team's (a new user's trial): its own word right before the words the two share.
+        ("The platform team standup is at 10:00.", "The data team standup moved to 09:45."),
     ],
 )
 def test_a_time_moved_leaves_an_older_memory_about_another_thing_or_time(older_text, newer_text):

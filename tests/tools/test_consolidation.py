@@ -374,6 +374,41 @@ def test_a_correction_in_other_words_than_the_fact_it_corrects_revises_it(runtim
     assert [m.id for m in found.memories] == [fixed.id]
 
 
+def test_a_correction_whose_change_is_a_word_no_value_reads_is_kept_and_recalled(runtime):
+    """A new user's trial: "now happen once a week" was absorbed by "happen twice a week" (no content word
+    of its own), and "now changes every week" folded into "every two weeks" at recall: only the stale fact
+    was read."""
+    twice = remember(
+        RememberInput(content="Deploys to production happen twice a week."), runtime, caller()
+    ).id
+    once = remember(
+        RememberInput(content="Deploys to production now happen once a week."), runtime, caller("ses_2")
+    )
+    assert once.consolidation.revised == [twice]  # "once" for "twice", with "now": a change said in words
+    found = recall(RecallInput(query="how often do we deploy to production"), runtime, caller("ses_3"))
+    assert [m.id for m in found.memories] == [once.id]
+    two = remember(
+        RememberInput(content="The on-call rotation changes every two weeks."), runtime, caller()
+    ).id
+    weekly = remember(
+        RememberInput(content="The on-call rotation now changes every week."), runtime, caller("ses_2")
+    )
+    assert weekly.id != two and status(runtime, two) == "active" and status(runtime, weekly.id) == "active"
+    found = recall(RecallInput(query="how often does the on-call rotation change"), runtime, caller("ses_3"))
+    assert {weekly.id, two} <= {m.id for m in found.memories}
+
+
+def test_a_value_of_a_narrower_thing_leaves_the_general_value_standing(runtime):
+    general = remember(RememberInput(content="The API gateway timeout is 30 seconds."), runtime, caller()).id
+    staging = remember(
+        RememberInput(content="The staging API gateway timeout is now 90 seconds."), runtime, caller("ses_2")
+    )
+    assert staging.consolidation.revised == [] and staging.consolidation.contradicts == []
+    assert status(runtime, general) == "active"
+    found = recall(RecallInput(query="what is the API gateway timeout"), runtime, caller("ses_3"))
+    assert {general, staging.id} <= {m.id for m in found.memories}
+
+
 def test_how_often_a_thing_happens_said_anew_without_a_word_of_change_disputes_the_older(runtime):
     old = remember(
         RememberInput(content="The staging database password rotates monthly."), runtime, caller()

@@ -85,6 +85,19 @@ def test_a_newer_statement_that_leaves_a_detail_out_does_not_take_it_away():
     assert (merged.survivor_id, merged.loser_ids) == ("timed", ("vague",))
 
 
+def test_a_newer_statement_that_says_a_change_is_not_absorbed_by_the_older_one_it_leaves_words_of():
+    # A new user's trial: "once" is no content word, so the correction's words were all in the older
+    # memory, which absorbed it; recall then read only "twice a week".
+    twice = memory("twice", "Deploys to production happen twice a week.", 0)
+    once = memory("once", "Deploys to production now happen once a week.", 1)
+    [kept] = near_exact_resolutions([twice, once], 0.8)
+    assert kept.action == "keep_both"
+    # The same words and "now": nothing changed that the older does not say; the older restates it.
+    again = memory("again", "Deploys to production now happen twice a week.", 1)
+    [merged] = near_exact_resolutions([twice, again], 0.8)
+    assert (merged.action, merged.survivor_id, merged.loser_ids) == ("supersede", "again", ("twice",))
+
+
 @pytest.mark.parametrize(
     "older, newer",
     [

@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from retrieval.contradictions import is_value, joined_as_words, shown_value, written_out
+from retrieval.contradictions import (
+    is_value,
+    joined_as_words,
+    says_more_than_a_value,
+    shown_value,
+    written_out,
+)
 from retrieval.text import (
     content_terms,
     light_stem,
@@ -108,6 +114,16 @@ def adds_nothing(text: Statement, other: Statement) -> bool:
     if not (text.before <= other.before and text.after <= other.after):
         return False
     if not _values(text.text) <= _values(other.text):
+        return False
+    if (
+        other.words - text.words
+        and says_more_than_a_value(text.text)
+        and not says_more_than_a_value(other.text)
+    ):
+        # It says that something changed ("now", "moved to") where the other says what was so, with a word the
+        # other has and it lacks: what changed, not a detail left out. A new user's trial saw "Deploys to
+        # production now happen once a week" absorbed by "... happen twice a week" ("once" is no content word),
+        # and recall keep only the older.
         return False
     return swapped_spans(text.text, other.text) is None
 
