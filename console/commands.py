@@ -129,6 +129,8 @@ _PHRASES = (
     ),
     (re.compile(r"\bwith replaces=(?=[,;) ]|$)"), lambda m: "with `memoria edit`"),
     (re.compile(r"\bcall again with dry_run=false\b"), lambda m: "run again without --dry-run"),
+    # The drift tool has no command: `memoria report` shows the open contradictions (a trial ran `memoria drift`).
+    (re.compile(r"\(drift lists the open pairs\)"), lambda m: "(`memoria report` lists the open pairs)"),
     (
         re.compile(r"\breport this connection's own session\b"),
         lambda m: "report the session `memoria recall` used last",
@@ -509,7 +511,7 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
             caller,
             command,
         )
-    return emit(args, result, remembered(result))
+    return emit(args, result, in_flags(remembered(result)))
 
 
 def recall_command(args: argparse.Namespace, settings: Settings) -> int:

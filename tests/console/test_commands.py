@@ -1755,3 +1755,12 @@ def test_a_suggested_command_keeps_flags_it_has_and_one_that_needs_no_store_gets
     finally:
         STORE_FLAGS.reset(token)
     assert in_flags("run `memoria show mem_1`") == "run `memoria show mem_1`"
+
+
+def test_a_contradiction_said_at_remember_points_to_a_command_that_lists_it(capsys, db):
+    # A new user's trial ran `memoria drift`, which the remember output named and no command is.
+    memoria(capsys, db, "remember", "The API gateway timeout is 30 seconds.", "--agent", "alice")
+    status, out, _ = memoria(
+        capsys, db, "remember", "The API gateway timeout is 60 seconds.", "--agent", "bob"
+    )
+    assert status == 0 and f"(`memoria report --db {db}` lists the open pairs)" in out and "drift" not in out
