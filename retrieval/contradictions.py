@@ -852,9 +852,9 @@ _FREQUENCIES = frozenset(
 )
 _EVERY = frozenset({"every", "each"})
 _UNITS = frozenset(
-    {"hour", "day", "night", "morning", "evening", "week", "weekend", "month", "quarter", "year"}
+    {"minute", "hour", "day", "night", "morning", "evening", "week", "weekend", "month", "quarter", "year"}
+    | {"sprint", "release"}
 )
-_UNITS |= frozenset({"sprint", "release", "minute"})
 
 
 def _how_often(tokens: Sequence[str], at: int) -> bool:
