@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -608,7 +609,7 @@ def _time_move(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
     return thing, moved_to
 
 
-def _named_otherwise(text: str, shared: set[str], thing: set[str]) -> bool:
+def _named_otherwise(text: str, shared: AbstractSet[str], thing: AbstractSet[str]) -> bool:
     """Whether ``text`` names the thing its words ``shared`` with a moved ``thing`` are of with a word of its
     own right before them: "platform" in "The platform team standup is at 10:00", where the move is of "the
     data team standup". Not an article or a time before them ("Every Sunday the staging database ...")."""
