@@ -80,6 +80,11 @@ _OWNERSHIP_MOVED = (
         rf"\A\s*(?i:(?:the\s+)?ownership\s+of)\s+(?P<role>{_ROLE})\s+{_MOVED_TO}\s+(?P<holder>{_NAME}){_END}"
     ),
 )
+# Owned by someone, said of the thing: "The search service is owned by Marta Kowalski" (a trial saw "Ownership of
+# the search service passed to Jonas Weber" leave it standing, undisputed).
+_OWNED_BY = re.compile(
+    rf"\A\s*(?P<role>(?i:the|our)\s+{_ROLE})\s+(?:is|are)\s+(?P<now>now\s+)?owned\s+by\s+(?P<holder>{_NAME}){_END}"
+)
 # Who owns a thing holds the role of its owner: "Marco Bianchi owns the billing service" (and "Lena took over
 # ownership of the billing service from Marco").
 _OWNS = re.compile(rf"\A\s*(?P<holder>{_NAME})\s+(?P<now>now\s+)?owns\s+(?P<role>{_ONE_OF}\s+{_ROLE}){_END}")
@@ -168,6 +173,7 @@ def holding(text: str) -> Holding | None:
         (_HOLDER_IS, False),
         (_ROLE_IS, False),
         (_OWNS, False),
+        (_OWNED_BY, False),
         (_BECAME, False),
         *((p, True) for p in (*_HANDED_OVER, _HANDED_TO)),
         *((p, True) for p in _OWNERSHIP_MOVED),
@@ -176,7 +182,7 @@ def holding(text: str) -> Holding | None:
         if found is None:
             continue
         written = found.group("role")
-        owned = pattern is _OWNS or pattern in _OWNERSHIP_MOVED
+        owned = pattern in (_OWNS, _OWNED_BY) or pattern in _OWNERSHIP_MOVED
         holder, role = _name(found.group("holder")), _role(f"owner of {written}" if owned else written)
         former = _name(found.group("former")) if "former" in found.groupdict() else ()
         if holder is None or role is None or former is None:

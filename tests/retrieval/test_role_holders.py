@@ -163,6 +163,13 @@ def test_another_holder_of_the_same_role_said_plainly_disputes_the_older(older_t
             "marco bianchi",
             "dana kim",
         ),
+        # Owned by someone, said of the thing (a later trial).
+        (
+            "The search service is owned by Marta Kowalski.",
+            "Ownership of the search service passed to Jonas Weber.",
+            "marta kowalski",
+            "jonas weber",
+        ),
         # A change said in the first clause of a memory that says more.
         (
             "Priya is the on-call lead.",
