@@ -37,7 +37,7 @@ from server.arguments import friendly_validation_message
 from server.config import Settings, default_data_dir, local_store_folder
 from storage.records import Scope, View, Viewer, org_shelf
 from tools.common import Caller, Runtime, ToolFailure, ToolSettings
-from tools.empty_recall_notes import held_elsewhere
+from tools.empty_recall_notes import held_elsewhere, stored_in
 from tools.remember_text import readers
 from tools.remember_text import text_of as remembered
 from tools.result_text import misleading_advice
@@ -429,13 +429,8 @@ def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str = "") 
             memory.visibility == "org" and Scope(memory.org_id, memory.project_id) == org_shelf(scope.org_id)
         )
     ):
-        there = (
-            f"; it is in org {memory.org_id!r} / project {memory.project_id!r}"
-            if memory is not None and memory.shared
-            else ""
-        )
         return (
-            f"no memory {memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}{there}: check the "
+            f"no memory {memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}{stored_in(memory)}: check the "
             "id (`memoria list --status retracted`) and --org/--project"
         )
     if memory.status == "active":

@@ -203,8 +203,7 @@ def handed_over_first(text: str) -> Holding | None:
     from Priya today; page him for platform incidents", "billing-api ownership moved to Dana Kim; Marcus Lee
     has left the team"): what the rest says is the newer memory's own, but for whom it says has left
     (``Holding.left``), whose role is then the one handed over however each memory words it."""
-    text = without_correction_label(text)
-    parts = re.split(r";|[.!?](?=\s)", text, maxsplit=1)
+    parts = re.split(r";|[.!?](?=\s)", text, maxsplit=1)  # (``holding`` sets a correction's label aside)
     said = holding(parts[0]) if len(parts) > 1 and parts[0].strip() != text.strip() else None
     if said is None or not said.changed:
         return None

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from storage.records import MemoryStatus, TimeWindow, View
+    from storage.records import MemoryRecord, MemoryStatus, TimeWindow, View
     from tools.common import Caller, Runtime
 
 
@@ -127,9 +127,12 @@ def held_elsewhere(runtime: Runtime, caller: Caller, memory_id: str) -> str:
     the whole project reads it: "; it is in org 'default' / project 'alpha'". A new user's trial was told
     an id from `memoria list --project alpha` did not exist, by a command run without --project. Never to a
     token's holder, and never a memory private to an agent or a session."""
-    if caller.remote:
+    return "" if caller.remote else stored_in(runtime.store.get_memory(memory_id))
+
+
+def stored_in(memory: MemoryRecord | None) -> str:
+    """Where a memory the whole project reads is stored, as a not-found message adds it (``held_elsewhere``);
+    nothing for none, or for a memory private to an agent or a session."""
+    if memory is None or not memory.shared:
         return ""
-    found = runtime.store.get_memory(memory_id)
-    if found is None or not found.shared:
-        return ""
-    return f"; it is in org {found.org_id!r} / project {found.project_id!r}"
+    return f"; it is in org {memory.org_id!r} / project {memory.project_id!r}"
