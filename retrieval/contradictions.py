@@ -343,11 +343,11 @@ _ADDING = re.compile(r"\b(?:also|too|as\s+well|additionally|another|besides)\b",
 # The verbs that say a value changed ("from" one value "to" another may follow them).
 _CHANGE_VERBS = (
     r"(?:changed|switched|updated|moved|raised|lowered|increased|decreased|reduced|bumped|upgraded|"
-    r"downgraded|extended|shortened)"
+    r"downgraded|extended|shortened|postponed|rescheduled|pushed\s+back|brought\s+forward|went(?=\s+from\b))"
 )
 # The verbs of what a thing does with a value it has, as content terms: they say nothing of which thing it
 # is ("listens on port 3000", "runs on port 5173"; "uses Node 18").
-_DOES = frozenset({"use", "using", "run", "listen", "serve", "bind", "expose"})
+_DOES = frozenset({"use", "using", "run", "listen", "serve", "bind", "expose", "happen"})
 # Words that say a value changed; the new value comes after one of them.
 _CHANGED = re.compile(rf"\b(?:now|{_CHANGE_VERBS})\b", re.IGNORECASE)
 
@@ -447,7 +447,8 @@ _FROM = re.compile(
 # incident", "lowered to 10 a minute after 5 failed logins"): set aside too, but the pair then only disputes.
 _REASON = re.compile(
     r"\s(?:(?P<either>after|following)|because|since|due\s+to|as\s+part\s+of|so\s+that|"
-    r"last\s+(?:week|month|year)|yesterday|today)\b",
+    r"last\s+(?:week|weekend|night|month|quarter|year|sprint)|this\s+(?:morning|week)|over\s+the\s+weekend|"
+    r"earlier\s+today|yesterday|today)\b",
     re.IGNORECASE,
 )
 _VALUE_IN_TEXT = re.compile(_VALUE, re.IGNORECASE)
@@ -469,8 +470,9 @@ def _without_reason(text: str, start: int) -> tuple[str, bool]:
 
 
 def _change_stems(text: str) -> set[str]:
-    """The words of ``text`` that say a value changed, as content terms: not what it is about."""
-    return {light_stem(found.group(0).lower()) for found in _CHANGED.finditer(text)}
+    """The words of ``text`` that say a value changed, as content terms: not what it is about ("pushed
+    back": both of its words)."""
+    return {light_stem(word) for found in _CHANGED.finditer(text) for word in found.group(0).lower().split()}
 
 
 def is_value(term: str) -> bool:
@@ -493,7 +495,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     the newer memory says it is a change, by the same author, and never a protected memory (an explicit
     revision in words is needed there)."""
 
-    memory = replace(memory, content=joined_as_words(memory.content))
+    memory = replace(memory, content=joined_as_words(written_out(memory.content)))
 
     # What the memory states, without the values it names as given up and a "Correction:" label: those
     # say that something changed (and what it was), not what is so now.
@@ -552,6 +554,12 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     said_after = (
         {term for term in content_terms(stated[changed.end() :]) if is_value(term)} if changed else set()
     )
+    if changed is not None and not said_after and changed.group(0).lower() == "now":
+        # "now" after its value: "We're on Node 20 now for CI builds", "Sprint planning is on Tuesday at
+        # 11:00 now" (a new user's trial saw both kept beside the older value). The values after the word
+        # that says what the thing is or uses are the new ones; none without one ("Build 1235 is green now"
+        # names which build).
+        said_after = _after_the_predicate(stated[: changed.start()])
     if given_up:
         said_after = own_values
     if not own_values or not subject or not said_after:
@@ -559,7 +567,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     found = []
     # (the older memories read with their values joined, as the memory is; each one's values and what it
     # says them of remembered: a write's neighbours are mostly the neighbours of the writes before it)
-    others = [replace(other, content=joined_as_words(other.content)) for other in others]
+    others = [replace(other, content=joined_as_words(written_out(other.content))) for other in others]
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
             continue
@@ -567,6 +575,9 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             continue
         values, rest = _values_and_subject(other.content)  # "moved to 10:30" then "moved to 11:00": rest
         rest -= _DOES
+        # A value's name said by one of the two only ("runs version 1.27", then "was upgraded to 1.29") says
+        # nothing of which thing it is.
+        rest -= _VALUE_NAMES - subject
         if not values or values <= own_values or own_values <= values:
             continue  # no value, or a value added or dropped: none replaced
         new_values = own_values - values
@@ -580,7 +591,8 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             continue  # "Postgres 16 on prod-1" after "Postgres 14 on staging-2": another place, not a value
         if went_from and not went_from & values:
             continue  # "changed from 7070 to 9090" after "listens on port 8080": the value of another thing
-        similarity = len(subject & rest) / len(subject | rest)
+        about = subject - (_VALUE_NAMES - rest)
+        similarity = len(about & rest) / len(about | rest)
         newer_term = " ".join(sorted(new_values))
         if similarity >= VALUE_OVERLAP:
             replaced = values - own_values
@@ -594,7 +606,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             explicit = replaced <= given_up or (
                 bool(given_up & replaced) and _after_the_named(other.content, replaced, given_up)
             )
-            if rest < subject and not explicit:
+            if rest < about and not explicit:
                 # It says more of what the value is of, and nothing less: a narrower thing ("The staging API
                 # gateway timeout is now 90 seconds" after "The API gateway timeout is 30 seconds"), whose
                 # value leaves the older one standing elsewhere (a new user's trial saw it superseded).
@@ -625,14 +637,14 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         # names the older's very words for the value as given up ("not Node 18" of "runs on Node 18") and
         # shares two more: it disputes it, however else it puts the rest.
         named = given_up & values
-        shared = subject & rest
+        shared = about & rest
         # (and one more word than the value's name and a verb of use: "The docs build uses Python 3.12, not
         # Python 3.11" is about another thing than "The CI image uses Python 3.11")
         verbatim = [phrase for phrase in named_phrases if phrase in said_of(other)]
         if verbatim and not shared - {light_stem(phrase.split()[0]) for phrase in verbatim} - _USE_STEMS:
             verbatim = []
-        if named and len(shared) >= 2 and (len(shared) / len(subject) >= CONTAINED_OVERLAP or verbatim):
-            reworded = len(rest - subject) <= 1 and len(subject - rest) <= 1
+        if named and len(shared) >= 2 and (len(shared) / len(about) >= CONTAINED_OVERLAP or verbatim):
+            reworded = len(rest - about) <= 1 and len(about - rest) <= 1
             found.append(
                 Contradiction(
                     other.id,
@@ -644,7 +656,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
                     only_disputes=None
                     if reworded
                     else SAYS_MORE
-                    if len(shared) / len(subject) >= CONTAINED_OVERLAP
+                    if len(shared) / len(about) >= CONTAINED_OVERLAP
                     else SAID_OTHERWISE,
                 )
             )
@@ -652,6 +664,16 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
 
 
 _USE_STEMS = frozenset({"use", "run", "using", "uses", "runs"})
+
+
+def _after_the_predicate(text: str) -> set[str]:
+    """The values of ``text`` said after its first word of what a thing is, uses or runs on
+    (``_PREDICATE_CUES``): "on Node 20" in "We are on Node 20", not "1235" in "Build 1235 is green"."""
+    words = text.split()
+    cue = next((at for at, word in enumerate(words) if word.lower().strip(",.;:") in _PREDICATE_CUES), None)
+    if cue is None:
+        return set()
+    return {term for term in content_terms(" ".join(words[cue + 1 :])) if is_value(term)}
 
 
 def _after_the_named(text: str, replaced: AbstractSet[str], named: AbstractSet[str]) -> bool:
@@ -857,10 +879,22 @@ _UNITS = frozenset(
 )
 
 
+# Numbers in words, as a count of units after "every" ("every two weeks").
+_NUMBER_WORDS = frozenset({"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve"})
+
+
 def _how_often(tokens: Sequence[str], at: int) -> bool:
-    """Whether the word at ``at`` of ``comparable_words`` says how often a thing happens."""
+    """Whether the word at ``at`` of ``comparable_words`` says how often a thing happens: "weekly", "every
+    week", or the count in "every 6 hours", "every two weeks"."""
     word = tokens[at]
-    return word in _FREQUENCIES or (at > 0 and tokens[at - 1] in _EVERY and word in _UNITS)
+    if word in _FREQUENCIES or (at > 0 and tokens[at - 1] in _EVERY and word in _UNITS):
+        return True
+    return (
+        0 < at < len(tokens) - 1
+        and tokens[at - 1] in _EVERY
+        and (word in _NUMBER_WORDS or word.isdigit())
+        and tokens[at + 1].removesuffix("s") in _UNITS
+    )
 
 
 def plain_value_changes(
@@ -1020,9 +1054,11 @@ def now_value_changes(
 
 
 # Words that open a correction of what was said before ("Correction: ...", "Scratch that - ...", "I was wrong,
-# ..."): the speaker says in words that what follows replaces something.
+# ...", "Actually, ..."): the speaker says in words that what follows replaces something. ("Actually, the max
+# upload size is 25 MB" after "The max upload size is 10 MB" by the same writer: a new user's trial saw the
+# pair only disputed.)
 _CORRECTING = re.compile(
-    r"^\s*(?:correction|corrected|scratch\s+that|strike\s+that|to\s+correct\s+(?:that|myself|the\s+above)|"
+    r"^\s*(?:actually|correction|corrected|scratch\s+that|strike\s+that|to\s+correct\s+(?:that|myself|the\s+above)|"
     r"i\s+was\s+wrong|my\s+(?:mistake|bad))(?:\s*[:,.]\s*|\s*[-\u2013\u2014]+\s*)",
     re.IGNORECASE,
 )
@@ -1047,6 +1083,25 @@ def corrected_value_changes(
         return []
     rest = memory.content[opened.end() :]
     found = plain_value_changes(replace(memory, content=rest), others)
+    return [replace(change, named_in_words=True, only_disputes=None) for change in found]
+
+
+def said_command_changes(
+    memory: ContradictionInput, others: Sequence[ContradictionInput]
+) -> list[Contradiction]:
+    """What ``plain_command_changes`` reads once the one "now" or the label that opens a correction is set
+    aside ("Integration tests are now run with `pnpm test:integration`" after "... with `npm run
+    test:int`"): a command said to have changed in words, as a value is (``now_value_changes``). A new
+    user's trial saw such a pair kept apart, the older command recalled first."""
+    text = memory.content
+    opened = _CORRECTING.match(text)
+    if opened is not None and opened.end() < len(text):
+        plain = text[opened.end() :]
+    elif len(_NOW.findall(text)) == 1:
+        plain = _NOW.sub("", text, count=1)
+    else:
+        return []
+    found = plain_command_changes(replace(memory, content=plain), others)
     return [replace(change, named_in_words=True, only_disputes=None) for change in found]
 
 

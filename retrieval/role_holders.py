@@ -204,10 +204,16 @@ def handed_over_first(text: str) -> Holding | None:
     has left the team"): what the rest says is the newer memory's own, but for whom it says has left
     (``Holding.left``), whose role is then the one handed over however each memory words it."""
     parts = re.split(r";|[.!?](?=\s)", text, maxsplit=1)  # (``holding`` sets a correction's label aside)
-    said = holding(parts[0]) if len(parts) > 1 and parts[0].strip() != text.strip() else None
+    if len(parts) < 2 or parts[0].strip() == text.strip():
+        return None
+    said = holding(parts[0])
+    left = _LEFT.search(parts[1])
+    if said is None and (gone_first := _LEFT.match(without_correction_label(parts[0]))) is not None:
+        # Who left, then who holds the role now: "Dana Kim left the company; Luis Ortega is now the primary
+        # contact for the AWS account" (a new user's trial saw it kept beside Dana's role, undisputed).
+        said, left = holding(parts[1]), gone_first
     if said is None or not said.changed:
         return None
-    left = _LEFT.search(parts[1])
     gone = _name(left.group("former")) if left is not None else None
     if gone is not None and not set(gone) & set(said.holder):
         said = replace(said, left=gone)

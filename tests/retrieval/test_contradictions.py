@@ -20,6 +20,7 @@ from retrieval.contradictions import (
     plain_command_changes,
     plain_value_changes,
     restated_correction,
+    said_command_changes,
     says_value_changed,
     shown_value,
     things_given_up,
@@ -1035,3 +1036,108 @@ def test_a_value_of_a_narrower_thing_is_no_change_of_the_older_value_unless_it_n
     said = "The staging API gateway timeout is now 90 seconds, not 30 seconds."
     [change] = value_changes(memory("new", said, 5), [older])
     assert (change.older_term, change.newer_term, change.named_in_words) == ("30", "90", True)
+
+
+@pytest.mark.parametrize(
+    ("older_text", "newer_text", "older_term", "newer_term"),
+    [
+        # A new user's trial saw each kept beside the fact it corrects, the older recalled first.
+        # "now" after the new value, another verb of use, "all" and "'re":
+        ("We use Node 18 for all CI builds", "We're on Node 20 now for CI builds", "18", "20"),
+        (
+            "Our Python services run on Python 3.10",
+            "All our Python services are on Python 3.12 now",
+            "3.10",
+            "3.12",
+        ),
+        # "happens" is what a meeting does with its time, as "runs" is what a server does with its port:
+        (
+            "Sprint planning happens on Monday at 10:00",
+            "Sprint planning is on Tuesday at 11:00 now",
+            "10 monday",
+            "11 tuesday",
+        ),
+        # a short form, and the value's name said by the older memory only:
+        (
+            "The production Kubernetes cluster runs version 1.27",
+            "The production k8s cluster was upgraded to 1.29",
+            "1.27",
+            "1.29",
+        ),
+        # when it changed, and a change of schedule in words:
+        (
+            "The main database is PostgreSQL 14",
+            "The main database was upgraded to PostgreSQL 16 last weekend",
+            "14",
+            "16",
+        ),
+        (
+            "Code freeze for the winter release starts on November 20",
+            "Code freeze for the winter release got pushed back to November 27",
+            "20",
+            "27",
+        ),
+    ],
+)
+def test_a_change_said_in_the_words_people_use_reads_as_a_value_change(
+    older_text, newer_text, older_term, newer_term
+):
+    [change] = value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)])
+    assert (shown_value(change.older_term), shown_value(change.newer_term)) == (older_term, newer_term)
+    assert change.covers_older
+
+
+def test_now_after_a_value_that_only_names_which_thing_changes_nothing():
+    # "1235" names which build, not what build 1234 now is: no word of what it is or uses before it.
+    assert (
+        value_changes(memory("new", "Build 1235 is green now", 5), [memory("old", "Build 1234 is green", 0)])
+        == []
+    )
+    # The older memory's name for its value set aside, what the newer one is about is still another thing.
+    older = [memory("old", "The billing service connects to Postgres on port 5432", 0)]
+    assert (
+        value_changes(memory("new", "The billing service Postgres timeout was changed to 5433", 5), older)
+        == []
+    )
+
+
+def test_how_often_counted_in_units_is_a_value_of_the_same_words():
+    older = [memory("old", "Database backups run every 6 hours", 0)]
+    [change] = plain_value_changes(memory("new", "Database backups run every 4 hours", 5), older)
+    assert (change.older_term, change.newer_term, change.only_disputes) == ("6", "4", NOT_SAID_TO_CHANGE)
+    [change] = corrected_value_changes(
+        memory("new", "Correction: database backups run every 4 hours", 5), older
+    )
+    assert (change.named_in_words, change.only_disputes) == (True, None)
+    weeks = [memory("old", "The on-call rotation changes every two weeks", 0)]
+    [change] = plain_value_changes(memory("new", "The on-call rotation changes every three weeks", 5), weeks)
+    assert (change.older_term, change.newer_term) == ("two", "three")
+    # a count of things, not of units of time: two things done, not one thing's frequency
+    runs = [memory("old", "We ship every 2 features to staging", 0)]
+    assert plain_value_changes(memory("new", "We ship every 3 features to staging", 5), runs) == []
+
+
+def test_actually_opens_a_correction_of_the_same_words_with_another_value():
+    older = [memory("old", "The max upload size for attachments is 10 MB", 0)]
+    said = "Actually, the max upload size for attachments is 25 MB"
+    [change] = corrected_value_changes(memory("new", said, 5), older)
+    assert (change.older_term, change.newer_term, change.named_in_words) == ("10", "25", True)
+    assert without_correction_label(said) == "the max upload size for attachments is 25 MB"
+
+
+def test_a_command_said_to_have_changed_in_words_revises_the_same_words_with_another_command():
+    older = [memory("old", "Integration tests are run with `npm run test:int`", 0)]
+    for text in [
+        "Integration tests are now run with `pnpm test:integration`",
+        "Correction: integration tests are run with `pnpm test:integration`",
+    ]:
+        [change] = said_command_changes(memory("new", text, 5), older)
+        assert (change.older_term, change.newer_term) == ("npm run test:int", "pnpm test:integration")
+        assert (change.named_in_words, change.covers_older) == (True, True)
+    # Without a word of change it is left to ``plain_command_changes`` (a dispute); another thing's command
+    # is none; an extension of the same command is another use of it.
+    plain = "Integration tests are run with `pnpm test:integration`"
+    assert said_command_changes(memory("new", plain, 5), older) == []
+    assert said_command_changes(memory("new", "Unit tests are now run with `pnpm test:unit`", 5), older) == []
+    watch = "Integration tests are now run with `npm run test:int --watch`"
+    assert said_command_changes(memory("new", watch, 5), older) == []

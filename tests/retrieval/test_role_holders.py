@@ -251,3 +251,17 @@ def test_who_has_left_in_the_rest_of_a_handover_names_the_older_holder_of_a_role
     assert [c.older_id for c in holder_changes(memory("new", other, 5), [older, exact])] == ["exact"]
     # The new holder said to have left is no one who left the role.
     assert handed_over_first("billing-api ownership moved to Dana Kim; Dana Kim left.").left == ()
+
+
+def test_who_left_said_first_then_who_holds_the_role_now_is_a_handover_from_them():
+    # A new user's trial saw this kept beside "Dana Kim is the primary contact ...", undisputed.
+    said = "Dana Kim left the company; Luis Ortega is now the primary contact for the AWS account"
+    role = ("primary", "contact", "for", "the", "aws", "account")
+    assert handed_over_first(said) == Holding(("luis", "ortega"), role, True, left=("dana", "kim"))
+    older = memory("old", "Dana Kim is the primary contact for the AWS account", 0)
+    [change] = holder_changes(memory("new", said, 5), [older])
+    assert (change.older_term, change.newer_term, change.named_in_words) == ("dana kim", "luis ortega", True)
+    # Who holds it, said plainly after who left, says no change in words; nor does a second clause that
+    # gives no role.
+    assert handed_over_first("Dana Kim left the company; Luis Ortega is the primary contact.") is None
+    assert handed_over_first("Dana Kim left the company; we threw her a party.") is None

@@ -361,6 +361,41 @@ def test_a_correction_that_opens_with_actually_is_read_as_the_same_words_without
             "Correction: billing-api ownership moved to Dana Kim last month; Marcus Lee has left the team.",
             "who owns billing-api",
         ),
+        (
+            "We use Node 18 for all CI builds",
+            "We're on Node 20 now for CI builds",
+            "which Node version do CI builds use",
+        ),
+        (
+            "Database backups run every 6 hours",
+            "Correction: database backups run every 4 hours",
+            "how often do database backups run",
+        ),
+        (
+            "Sprint planning happens on Monday at 10:00",
+            "Sprint planning is on Tuesday at 11:00 now",
+            "when is sprint planning",
+        ),
+        (
+            "The max upload size for attachments is 10 MB",
+            "Actually, the max upload size for attachments is 25 MB",
+            "attachment upload size limit",
+        ),
+        (
+            "The production Kubernetes cluster runs version 1.27",
+            "The production k8s cluster was upgraded to 1.29",
+            "production kubernetes version",
+        ),
+        (
+            "The main database is PostgreSQL 14",
+            "The main database was upgraded to PostgreSQL 16 last weekend",
+            "which PostgreSQL version is the main database",
+        ),
+        (
+            "Integration tests are run with `npm run test:int`",
+            "Integration tests are now run with `pnpm test:integration`",
+            "how do I run integration tests",
+        ),
     ],
 )
 def test_a_correction_in_other_words_than_the_fact_it_corrects_revises_it(runtime, stored, correction, query):
@@ -372,6 +407,21 @@ def test_a_correction_in_other_words_than_the_fact_it_corrects_revises_it(runtim
     assert fixed.consolidation.revised == [old] and fixed.consolidation.resolver == "revision:explicit"
     found = recall(RecallInput(query=query), runtime, caller("ses_3"))
     assert [m.id for m in found.memories] == [fixed.id]
+
+
+def test_another_agents_command_said_to_have_changed_is_left_beside_the_older_one(runtime):
+    """A command is how one setup does a thing: another agent's "now run with" may be its own setup's, so it
+    neither revises nor disputes the command the first agent remembered."""
+    old = remember(
+        RememberInput(content="Integration tests are run with `npm run test:int`"), runtime, caller()
+    ).id
+    other = remember(
+        RememberInput(content="Integration tests are now run with `pnpm test:integration`"),
+        runtime,
+        caller("ses_9", agent="cursor"),
+    )
+    assert (other.consolidation.revised, other.consolidation.contradicts) == ([], [])
+    assert status(runtime, old) == "active"
 
 
 def test_a_correction_whose_change_is_a_word_no_value_reads_is_kept_and_recalled(runtime):

@@ -34,6 +34,7 @@ from retrieval.contradictions import (
     plain_command_changes,
     plain_value_changes,
     restated_correction,
+    said_command_changes,
     says_value_changed,
     says_values,
     things_given_up,
@@ -351,11 +352,16 @@ class ConsolidationService:
         # "now listens on port 9090" (a review found it superseded).
         linked = {change.older_id for change in changes}
         unnamed: set[str] = set()
+        # (as written: "Actually, ..." opens a correction, ``corrected_value_changes``)
+        written = ContradictionInput(memory.id, memory.content, memory.created_at)
+        # A command said changed ("now run with `pnpm test`"): another agent's may be for its own setup.
+        commands = said_command_changes(written, pool[:-1])
         for said in (
             *(h for h in holders if h.named_in_words),
             *now_value_changes(pool[-1], pool[:-1]),
-            *corrected_value_changes(pool[-1], pool[:-1]),
+            *corrected_value_changes(written, pool[:-1]),
             *named_value_changes(pool[-1], pool[:-1]),
+            *(change for change in commands if self._same_source(memory, by_id[change.older_id])),
         ):
             if said.older_id not in linked:
                 changes.append(said)
