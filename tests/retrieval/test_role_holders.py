@@ -265,3 +265,17 @@ def test_who_left_said_first_then_who_holds_the_role_now_is_a_handover_from_them
     # gives no role.
     assert handed_over_first("Dana Kim left the company; Luis Ortega is the primary contact.") is None
     assert handed_over_first("Dana Kim left the company; we threw her a party.") is None
+
+
+def test_what_a_role_does_names_the_role_and_a_quarter_is_when_it_is_held():
+    # A new user's trial saw "Ahmed handed release management over to Sofia Rossi" kept beside "Ahmed Ali is
+    # the release manager for Q3", undisputed.
+    older = memory("old", "Ahmed Ali is the release manager for Q3", 0)
+    assert holding(older.content) == Holding(("ahmed", "ali"), ("release", "manager"), False)
+    said = "Ahmed handed release management over to Sofia Rossi"
+    assert holding(said) == Holding(("sofia", "rossi"), ("release", "manager"), True, former=("ahmed",))
+    [change] = holder_changes(memory("new", said, 5), [older])
+    assert (change.older_term, change.newer_term, change.covers_older) == ("ahmed ali", "sofia rossi", True)
+    assert holding("Dan took over team leadership from Priya").role == ("team", "lead")
+    # A count of weeks is no time it is held at: the role is left unread, as before.
+    assert holding("Priya is the lead for 2 weeks") is None
