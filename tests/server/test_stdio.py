@@ -393,7 +393,7 @@ def test_a_flush_past_the_backlog_needs_no_worker_thread_while_the_tools_hold_th
         replies = WireWriter(write_out)
         try:
             await replies.write("y" * (WRITE_BACKLOG_BYTES + 1) + "\n")
-            threading.Thread(target=client, daemon=True).start()
+            reader.start()
             with anyio.fail_after(5):
                 await replies.flush()
         finally:
@@ -401,12 +401,16 @@ def test_a_flush_past_the_backlog_needs_no_worker_thread_while_the_tools_hold_th
                 limiter.release_on_behalf_of(borrower)
             assert replies.close()
 
+    reader = threading.Thread(target=client, daemon=True)
     try:
         in_a_thread_of_its_own(flush_with_every_token_taken)
-        assert sum(drained) >= WRITE_BACKLOG_BYTES
     finally:
-        os.close(write_out)
+        os.close(write_out)  # the client reads what the pipe still holds, then the end of it
+        if reader.ident is not None:  # (started)
+            reader.join(timeout=10)
         os.close(read_out)
+    # (read once the client is done: a flush returns when the pipe took the last bytes, not when they were read)
+    assert not reader.is_alive() and sum(drained) >= WRITE_BACKLOG_BYTES
 
 
 def test_once_the_client_closed_its_input_a_flush_it_does_not_read_fails_after_the_drain_time(monkeypatch):
