@@ -447,8 +447,7 @@ _FROM = re.compile(
 # incident", "lowered to 10 a minute after 5 failed logins"): set aside too, but the pair then only disputes.
 _REASON = re.compile(
     r"\s(?:(?P<either>after|following)|because|since|due\s+to|as\s+part\s+of|so\s+that|"
-    r"last\s+(?:week|weekend|night|month|quarter|year|sprint)|this\s+(?:morning|week)|over\s+the\s+weekend|"
-    r"earlier\s+today|yesterday|today)\b",
+    r"last\s+(?:week|weekend|month|year)|yesterday|today)\b",
     re.IGNORECASE,
 )
 _VALUE_IN_TEXT = re.compile(_VALUE, re.IGNORECASE)
@@ -575,9 +574,6 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             continue
         values, rest = _values_and_subject(other.content)  # "moved to 10:30" then "moved to 11:00": rest
         rest -= _DOES
-        # A value's name said by one of the two only ("runs version 1.27", then "was upgraded to 1.29") says
-        # nothing of which thing it is.
-        rest -= _VALUE_NAMES - subject
         if not values or values <= own_values or own_values <= values:
             continue  # no value, or a value added or dropped: none replaced
         new_values = own_values - values
@@ -591,7 +587,18 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             continue  # "Postgres 16 on prod-1" after "Postgres 14 on staging-2": another place, not a value
         if went_from and not went_from & values:
             continue  # "changed from 7070 to 9090" after "listens on port 8080": the value of another thing
-        about = subject - (_VALUE_NAMES - rest)
+        about = subject
+        said_once = (subject ^ rest) & _VALUE_NAMES
+        # A value's name said by one of the two only ("runs version 1.27", then "was upgraded to 1.29") says
+        # nothing of which thing it is, when the values are alike: not "port 6379" and "5GB", nor "version
+        # 2.4" and "99.9%" (a review).
+        if (
+            said_once
+            and subject - said_once
+            and rest - said_once
+            and _alike(new_values, values - own_values, memory.content, other.content)
+        ):
+            about, rest = subject - said_once, rest - said_once
         similarity = len(about & rest) / len(about | rest)
         newer_term = " ".join(sorted(new_values))
         if similarity >= VALUE_OVERLAP:
@@ -666,11 +673,31 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
 _USE_STEMS = frozenset({"use", "run", "using", "uses", "runs"})
 
 
+def _alike(new_values: AbstractSet[str], old_values: AbstractSet[str], text: str, older_text: str) -> bool:
+    """Whether the changed values are written alike: one each, the same letters and joints around their
+    digits ("1.27" and "1.29", "8080" and "9090"), neither a share ("99.9%")."""
+    if len(new_values) != 1 or len(old_values) != 1:
+        return False
+    [new], [old] = new_values, old_values
+
+    def shape(term: str) -> str:
+        return re.sub(r"\d+", "9", term)
+
+    def a_share(term: str, said: str) -> bool:  # (``said`` as read: its values joined)
+        return (
+            re.search(rf"(?<![\w{_JOINT_LETTERS}]){re.escape(term)}\s*%", joined_as_words(said).lower())
+            is not None
+        )
+
+    return shape(new) == shape(old) and not a_share(new, text) and not a_share(old, older_text)
+
+
 def _after_the_predicate(text: str) -> set[str]:
     """The values of ``text`` said after its first word of what a thing is, uses or runs on
     (``_PREDICATE_CUES``): "on Node 20" in "We are on Node 20", not "1235" in "Build 1235 is green"."""
     words = text.split()
-    cue = next((at for at, word in enumerate(words) if word.lower().strip(",.;:") in _PREDICATE_CUES), None)
+    cues = _PREDICATE_CUES | _WHEN_CUES | {"opens", "closes"}
+    cue = next((at for at, word in enumerate(words) if word.lower().strip(",.;:") in cues), None)
     if cue is None:
         return set()
     return {term for term in content_terms(" ".join(words[cue + 1 :])) if is_value(term)}
@@ -1086,6 +1113,11 @@ def corrected_value_changes(
     return [replace(change, named_in_words=True, only_disputes=None) for change in found]
 
 
+# "now" that says how a thing is done now, before the command: "are now run with", "now runs with", "is now
+# done through". Not an instruction's next step ("Deploy with `./deploy.sh production` now", a review).
+_STATED_NOW = re.compile(r"\b(?:is|are|gets?)\s+now\b|\bnow\s+[a-z]+s\b", re.IGNORECASE)
+
+
 def said_command_changes(
     memory: ContradictionInput, others: Sequence[ContradictionInput]
 ) -> list[Contradiction]:
@@ -1096,8 +1128,10 @@ def said_command_changes(
     text = memory.content
     opened = _CORRECTING.match(text)
     if opened is not None and opened.end() < len(text):
+        if opened.group(0).strip(" ,:").lower() == "actually":
+            return []  # ("Actually, install it with `apt install jq`": maybe another platform's way, a review)
         plain = text[opened.end() :]
-    elif len(_NOW.findall(text)) == 1:
+    elif len(_NOW.findall(text)) == 1 and _STATED_NOW.search(text.split("`", 1)[0]):
         plain = _NOW.sub("", text, count=1)
     else:
         return []

@@ -202,6 +202,19 @@ def holding(text: str) -> Holding | None:
 _LEFT = re.compile(rf"(?:\A|[;,.])\s*(?:and\s+)?(?P<former>{_NAME})\s+(?:has\s+)?(?:left|quit|departed)\b")
 
 
+# Someone gone for good, said as a memory's first clause: "Dana Kim left the company", "Marcus has retired".
+_LEFT_FOR_GOOD = re.compile(
+    rf"(?P<former>{_NAME})\s+(?:has\s+)?(?:(?:left|quit)\s+(?:the\s+|our\s+)?(?:company|team|org|organi[sz]ation|"
+    rf"project|job|firm)|resigned|retired|departed)\.?"
+)
+# What says a holder only stands in while the other is away.
+_STANDING_IN = re.compile(
+    r"\b(?:until|till|while|temporarily|covering|in\s+the\s+meantime|meanwhile|for\s+now|"
+    r"for\s+the\s+(?:day|evening|night|week|weekend)|today|tonight|this\s+week)\b",
+    re.IGNORECASE,
+)
+
+
 def handed_over_first(text: str) -> Holding | None:
     """A handover said in the first sentence or clause of a memory that says more ("Dan took over on-call
     from Priya today; page him for platform incidents", "billing-api ownership moved to Dana Kim; Marcus Lee
@@ -212,9 +225,12 @@ def handed_over_first(text: str) -> Holding | None:
         return None
     said = holding(parts[0])
     left = _LEFT.search(parts[1])
-    if said is None and (gone_first := _LEFT.match(without_correction_label(parts[0]))) is not None:
-        # Who left, then who holds the role now: "Dana Kim left the company; Luis Ortega is now the primary
-        # contact for the AWS account" (a new user's trial saw it kept beside Dana's role, undisputed).
+    first = without_correction_label(parts[0]).strip()
+    if said is None and (gone_first := _LEFT_FOR_GOOD.fullmatch(first)) and not _STANDING_IN.search(parts[1]):
+        # Who left for good, then who holds the role now: "Dana Kim left the company; Luis Ortega is now the
+        # primary contact for the AWS account" (a new user's trial saw it kept beside Dana's role,
+        # undisputed). Not someone away ("left for vacation", "left early today") nor a stand-in ("until
+        # Friday", "for the evening"): the role is theirs again after (a review).
         said, left = holding(parts[1]), gone_first
     if said is None or not said.changed:
         return None

@@ -279,3 +279,17 @@ def test_what_a_role_does_names_the_role_and_a_quarter_is_when_it_is_held():
     assert holding("Dan took over team leadership from Priya").role == ("team", "lead")
     # A count of weeks is no time it is held at: the role is left unread, as before.
     assert holding("Priya is the lead for 2 weeks") is None
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Dana Kim left for vacation; Luis Ortega is now the on-call lead until Friday.",
+        "Dana Kim left for parental leave; Luis Ortega is now the on-call lead.",
+        "Dana Kim left early today; Luis Ortega is now the support contact for the evening.",
+        "Dana Kim left the company; Luis Ortega is now the on-call lead until Friday.",
+    ],
+)
+def test_someone_away_or_a_stand_in_is_no_handover_from_who_left(said):
+    # (a review) The role is theirs again once they are back.
+    assert handed_over_first(said) is None
