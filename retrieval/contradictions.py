@@ -694,7 +694,8 @@ def _alike(new_values: AbstractSet[str], old_values: AbstractSet[str], text: str
 
 def _after_the_predicate(text: str) -> set[str]:
     """The values of ``text`` said after its first word of what a thing is, uses or runs on
-    (``_PREDICATE_CUES``): "on Node 20" in "We are on Node 20", not "1235" in "Build 1235 is green"."""
+    (``_PREDICATE_CUES``), or of when it happens ("happens", "opens"): "on Node 20" in "We are on Node 20",
+    not "1235" in "Build 1235 is green"."""
     words = text.split()
     cues = _PREDICATE_CUES | _WHEN_CUES | {"opens", "closes"}
     cue = next((at for at, word in enumerate(words) if word.lower().strip(",.;:") in cues), None)

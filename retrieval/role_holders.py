@@ -148,10 +148,9 @@ def _role(text: str) -> tuple[tuple[str, ...], bool] | None:
     words = [word.lower() for word in _ROLE_WORD.findall(_WHEN.sub(" ", text))]
     new = bool(words) and words[0] == "new"
     words = words[1:] if new else words
-    if words[:1] == ["ownership"]:
-        words[0] = "owner"  # "ownership of the billing service": its owner's role
-    # What the role does, as its holder's name: "handed release management over" hands over the release
-    # manager's role (a new user's trial saw it kept beside "Ahmed Ali is the release manager for Q3").
+    # What the role does, as its holder's name: "ownership of the billing service" gives its owner's role, and
+    # "handed release management over" the release manager's (a new user's trial saw it kept beside "Ahmed Ali
+    # is the release manager for Q3").
     words = [_HOLDER_OF.get(word, word) for word in words]
     if not words or _BESIDE & set(words) or (len(words) == 1 and words[0].endswith("est")):
         return None  # (a superlative alone praises: "Caroline is the greatest")
