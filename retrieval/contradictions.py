@@ -683,11 +683,8 @@ def _alike(new_values: AbstractSet[str], old_values: AbstractSet[str], text: str
     def shape(term: str) -> str:
         return re.sub(r"\d+", "9", term)
 
-    def a_share(term: str, said: str) -> bool:  # (``said`` as read: its values joined)
-        return (
-            re.search(rf"(?<![\w{_JOINT_LETTERS}]){re.escape(term)}\s*%", joined_as_words(said).lower())
-            is not None
-        )
+    def a_share(term: str, said: str) -> bool:  # (``said`` as ``value_changes`` reads it: its values joined)
+        return re.search(rf"(?<![\w{_JOINT_LETTERS}]){re.escape(term)}\s*%", said.lower()) is not None
 
     return shape(new) == shape(old) and not a_share(new, text) and not a_share(old, older_text)
 
@@ -697,8 +694,7 @@ def _after_the_predicate(text: str) -> set[str]:
     (``_PREDICATE_CUES``), or of when it happens ("happens", "opens"): "on Node 20" in "We are on Node 20",
     not "1235" in "Build 1235 is green"."""
     words = text.split()
-    cues = _PREDICATE_CUES | _WHEN_CUES | {"opens", "closes"}
-    cue = next((at for at, word in enumerate(words) if word.lower().strip(",.;:") in cues), None)
+    cue = next((at for at, word in enumerate(words) if word.lower().strip(",.;:") in _STATE_CUES), None)
     if cue is None:
         return set()
     return {term for term in content_terms(" ".join(words[cue + 1 :])) if is_value(term)}
@@ -736,6 +732,9 @@ _PREDICATE_CUES = frozenset(
 # Tuesday as two facts). Not "every": "goes to the gym every Monday" and "... every Wednesday" are two habits
 # (a review), and "closed every Friday in August" names a month it is no schedule of.
 _WHEN_CUES = frozenset({"happens", "starts", "ends"})
+# The words after which "now" at the end says what a thing is now ("is on Tuesday at 11:00 now",
+# ``_after_the_predicate``).
+_STATE_CUES = _PREDICATE_CUES | _WHEN_CUES | {"opens", "closes"}
 # Words right before which a value is the one that word names, when a word of what a thing is, uses or runs
 # on comes anywhere before ("runs postgres 16 on port 5432": a new user's trial planted "... on port 6543"
 # unmarked, the verb four words away). Not without one: "Opened port 8080 in the firewall" and "Released

@@ -378,9 +378,10 @@ class _Twins:
             return True
         # One says that something changed ("now changes every week") where the other says what was so
         # ("changes every two weeks"), in other words: what changed may be a word no value reads (a trial).
-        return says_more_than_a_value(mine) != says_more_than_a_value(theirs) and cached_term_set(
+        # (the remembered words first: most twins say the same words, and then no pattern is read)
+        return cached_term_set(mine) != cached_term_set(theirs) and says_more_than_a_value(
             mine
-        ) != cached_term_set(theirs)
+        ) != says_more_than_a_value(theirs)
 
 
 def select(
