@@ -289,11 +289,13 @@ def calendar_names(text: str) -> frozenset[str]:
 _VALUE = rf"(?:(?<![^\s,;!?()])[^\s,;!?()]*?\d[^\s,;!?()]*|\b{_CALENDAR}\b)"
 # A value joined by hyphens, dots or slashes ("us-east-1", "3.11-slim", "10.0.0.2", "2024-03-01") is one
 # value: content words would split it ("us" a stop word, "east" and "1" left), so that "eu-west-1" would
-# differ from "us-east-1" only in its words, never in its value. Its joints become letters the words keep.
-_COMPOUND = re.compile(r"(?<!\w)\w++(?:[-./]\w++)+")  # possessive: linear on long runs
-_JOINTS = str.maketrans({"-": "\u01c0", ".": "\u01c1", "/": "\u01c2"})
-_UNJOINTS = str.maketrans({"\u01c0": "-", "\u01c1": ".", "\u01c2": "/"})
-_JOINT_LETTERS = "\u01c0\u01c1\u01c2"
+# differ from "us-east-1" only in its words, never in its value. So is a time of day ("9:30": a colon
+# between digits), which would otherwise be two values, its hours and its minutes, so that "at 10:00" after
+# "at 9:30" would differ in two words. Its joints become letters the words keep.
+_COMPOUND = re.compile(r"(?<!\w)\w++(?:(?:[-./]|(?<=\d):(?=\d))\w++)+")  # possessive: linear on long runs
+_JOINTS = str.maketrans({"-": "\u01c0", ".": "\u01c1", "/": "\u01c2", ":": "\u01c3"})
+_UNJOINTS = str.maketrans({"\u01c0": "-", "\u01c1": ".", "\u01c2": "/", "\u01c3": ":"})
+_JOINT_LETTERS = "\u01c0\u01c1\u01c2\u01c3"
 
 
 def joined_as_words(text: str) -> str:
@@ -381,11 +383,13 @@ def says_value_changed(text: str, new_values: Iterable[str]) -> bool:
 
 
 # A value the newer memory names as given up ("9090, not 8080", "9090 (not 8080)", "now 3.12 instead of
-# 3.11", "rather than port 8080", "no longer 8080", "eu-west-1; we migrated off us-east-1"): it names the
-# old value, and says in so many words that it changed.
+# 3.11", "rather than port 8080", "no longer 8080", "no longer happens on Thursdays", "eu-west-1; we migrated
+# off us-east-1"): it names the old value, and says in so many words that it changed.
 _GIVEN_UP = re.compile(
     # Tried from the start of a run of spaces only: a long run is then scanned once, not once a space.
-    r"(?<!\s)(?:,\s*+|\s*+\(\s*+|\s++)(?:and\s+)?(?:not|instead\s+of|rather\s+than|no\s+longer|in\s+place\s+of|"
+    r"(?<!\s)(?:,\s*+|\s*+\(\s*+|\s++)(?:and\s+)?(?:not|instead\s+of|rather\s+than|in\s+place\s+of|"
+    # ("no longer happens on Thursdays": a verb and where or when it happens, before the value)
+    r"no\s+longer(?:\s+[a-z]+\s+(?:on|at|in|every|from|with|for))?|"
     r"replacing|(?:moved|migrated|switched)\s+(?:away\s+from|off(?:\s+of)?))\s+"
     r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + ")",
     re.IGNORECASE,
@@ -528,8 +532,10 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         left = list(_FROM.finditer(stated))
         went_from = {term for gone in left for term in content_terms(gone.group("value")) if is_value(term)}
         given_up |= went_from
+        # Its "from" stays, without the value: "went" is a word of change only before it ("The build went
+        # from 12 to 4 minutes"), and so a word of what the memory is about once it went.
         for gone in reversed(left):
-            stated = stated[: gone.start("gone")] + " " + stated[gone.end("gone") :]
+            stated = stated[: gone.start("gone")] + " from " + stated[gone.end("gone") :]
         changed = _CHANGED.search(stated)
         if changed is not None:
             stated, conditional = _without_reason(stated, changed.end())
