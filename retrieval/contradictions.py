@@ -20,6 +20,7 @@ from retrieval.text import (
     light_stem,
     negated,
     negating_word,
+    porter2_stem,
     swapped_tokens,
     without_negations,
 )
@@ -593,7 +594,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             continue  # "Postgres 16 on prod-1" after "Postgres 14 on staging-2": another place, not a value
         if went_from and not went_from & values:
             continue  # "changed from 7070 to 9090" after "listens on port 8080": the value of another thing
-        about = subject
+        about: AbstractSet[str] = subject
         said_once = (subject ^ rest) & _VALUE_NAMES
         # A value's name said by one of the two only ("runs version 1.27", then "was upgraded to 1.29") says
         # nothing of which thing it is, when the values are alike: not "port 6379" and "5GB", nor "version
@@ -605,6 +606,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             and _alike(new_values, values - own_values, memory.content, other.content)
         ):
             about, rest = subject - said_once, rest - said_once
+        about, rest = _one_form(about), _one_form(rest)
         similarity = len(about & rest) / len(about | rest)
         newer_term = " ".join(sorted(new_values))
         if similarity >= VALUE_OVERLAP:
@@ -654,7 +656,10 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         # (and one more word than the value's name and a verb of use: "The docs build uses Python 3.12, not
         # Python 3.11" is about another thing than "The CI image uses Python 3.11")
         verbatim = [phrase for phrase in named_phrases if phrase in said_of(other)]
-        if verbatim and not shared - {light_stem(phrase.split()[0]) for phrase in verbatim} - _USE_STEMS:
+        if (
+            verbatim
+            and not shared - _one_form({light_stem(phrase.split()[0]) for phrase in verbatim}) - _USE_STEMS
+        ):
             verbatim = []
         if named and len(shared) >= 2 and (len(shared) / len(about) >= CONTAINED_OVERLAP or verbatim):
             reworded = len(rest - about) <= 1 and len(about - rest) <= 1
@@ -676,7 +681,15 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     return found
 
 
-_USE_STEMS = frozenset({"use", "run", "using", "uses", "runs"})
+_USE_STEMS = frozenset({"use", "run"})  # (as ``_one_form`` writes "using", "uses", "runs")
+
+
+def _one_form(terms: AbstractSet[str]) -> frozenset[str]:
+    """What two memories' words are about, compared as one form of each word: Porter2's stem of each content
+    term ("rotation", "rotates" and "rotated" are "rotat"; "deployment" is "deploy"), without "every" and
+    "each", which say how often, not of what. A new user's trial: "Key rotation went from 90 to 30 days" was
+    read as about another thing than "API keys are rotated every 90 days"."""
+    return frozenset(porter2_stem(term) for term in terms if term not in _EVERY)
 
 
 def _alike(new_values: AbstractSet[str], old_values: AbstractSet[str], text: str, older_text: str) -> bool:
