@@ -11,7 +11,8 @@
 
 2. Group by episode: a header (title, time, agent), then the episode's summary, then its direct matches
    by score; groups ordered by their best direct match, so the best match comes first; groups with only
-   an episode summary ("residual episodes") last. A memory with no episode is its own group. A direct
+   an episode summary ("residual episodes") in their summary's place in that order (the spec puts them
+   last; they stay last when every group scores higher). A memory with no episode is its own group. A direct
    match joins its episode's group ahead of better matches of other episodes only when it scores at
    least ``KEEP_WITH_EPISODE`` (0.7) of that group's best; a weaker one waits for its place in score
    order, in a continuation of its episode ("continued"). An episode sibling follows the memory that
@@ -480,7 +481,22 @@ def group(chosen: Sequence[Candidate]) -> list[_Group]:
             residual.append(_Group(summary.memory.episode_id, [summary]))
             if summary.memory.episode_id is not None:
                 first_block[summary.memory.episode_id] = residual[-1]
-    blocks.extend(residual)
+    # A residual episode takes its place in score order: before the first block that scores lower (its best
+    # direct match, or a residual episode's summary), last when every block scores higher. A new user's trial:
+    # an incident stored as an episode, the best match at 0.66, came after facts at 0.16, and was the memory
+    # left out under a small char_budget.
+    placed = {id(summary_group) for summary_group in residual}
+    for summary_group in residual:
+        score = summary_group.items[0].final_score
+        at = next(
+            (
+                at
+                for at, block in enumerate(blocks)
+                if (block.items[0].final_score if id(block) in placed else block.best) < score
+            ),
+            len(blocks),
+        )
+        blocks.insert(at, summary_group)
     for sibling in sorted((c for c in chosen if c.source == "sibling"), key=lambda c: (-c.final_score, c.id)):
         blocks = _with_sibling(blocks, sibling)
     return blocks
@@ -631,8 +647,14 @@ def assemble(
     # The best direct match: when it has no room, even cut, no lesser match takes its place (new users'
     # trials: char_budget 200-300 answered a deploy question with an owner's name, the deploy runbook left
     # out for its length). The context is then empty, and the note names the best match.
-    best = next(
-        (i.id for b in blocks for i in b.items if i.source == "direct" and i.memory.kind != "episode"), None
+    # (A residual episode placed first is the best match.)
+    best = (
+        blocks[0].items[0].id
+        if blocks and all(item.memory.kind == "episode" for item in blocks[0].items)
+        else next(
+            (i.id for b in blocks for i in b.items if i.source == "direct" and i.memory.kind != "episode"),
+            None,
+        )
     )
     blocked = False
     for each in blocks:

@@ -495,16 +495,37 @@ def test_no_share_of_the_best_keeps_every_match_and_a_match_left_out_by_a_pass_i
     assert [c.id for c in half if c.in_context] == ["m1"]
 
 
-def test_episode_summaries_count_against_top_k_episodes_and_residual_episodes_come_last():
+def test_episode_summaries_count_against_top_k_episodes_and_residual_episodes_take_their_place_by_score():
     candidates = (
         grouped("summary-1", "ep-x", 0.99, kind="episode"),
         grouped("summary-2", "ep-y", 0.98, kind="episode"),
         grouped("fact", "ep-z", 0.50),
+        grouped("summary-3", None, 0.30, kind="episode"),
     )
-    marked, context = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r", top_k_episodes=1)
+    marked, context = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r", top_k_episodes=2)
     by_id = {c.id: c for c in marked}
-    assert by_id["summary-2"].exclusion_reason == "ranked below the top_k_episodes=1 cut"
-    assert context.index("text of fact") < context.index("text of summary-1")  # residual episode last
+    assert by_id["summary-3"].exclusion_reason == "ranked below the top_k_episodes=2 cut"
+    # summary-1 (0.99) scores above the fact's group (0.50): before it; summary-2 (0.98) after summary-1.
+    order = [context.index(f"text of {name}") for name in ("summary-1", "summary-2", "fact")]
+    assert order == sorted(order)
+    marked, context = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r", top_k_episodes=3)
+    # summary-3 (0.30) scores below every group: last, as the spec's residual episodes are.
+    assert context.index("text of fact") < context.index("text of summary-3")
+
+
+def test_an_episode_that_is_the_best_match_is_not_the_one_left_out_under_a_small_budget():
+    # A new user's trial: an incident stored as an episode matched at 0.66, facts at 0.16-0.40; with
+    # char_budget 700 the context held three facts and not the incident.
+    def said_at_length(c: Candidate) -> Candidate:
+        return replace(c, memory=replace(c.memory, content=f"text of {c.id} " + "x" * 100))
+
+    incident = said_at_length(grouped("incident", None, 0.66, kind="episode"))
+    facts = tuple(said_at_length(grouped(f"f{i}", None, 0.4 - i / 10)) for i in range(3))
+    everything, _ = assemble((*facts, incident), top_k=10, char_budget=10_000, retrieval_id="r")
+    assert all(c.in_context for c in everything)
+    marked, context = assemble((*facts, incident), top_k=10, char_budget=400, retrieval_id="r")
+    assert [c.id for c in marked if c.in_context] == ["f0", "incident"]  # (in the order given; placed first)
+    assert context.index("text of incident") < context.index("text of f0")
 
 
 def test_max_episodes_caps_distinct_episodes():
