@@ -61,17 +61,19 @@ def one_of(column: str, values: Iterable[str]) -> Expr:
 
 
 def any_tag(tags: Iterable[str]) -> Expr:
-    """Rows carrying at least one of ``tags`` (tags never contain ``|``; see ``tags_key``)."""
-    return reduce(
-        lambda left, right: left | right, (col("tags_key").contains(lit(f"|{tag}|")) for tag in tags)
-    )
+    """Rows carrying at least one of ``tags``, in any case (tags never contain ``|``; see ``tags_key``):
+    a tag is a word a person types again, "IT-Ops" or "it-ops" (a new user's trial found nothing with the
+    other case, and was told to drop the tag)."""
+    return reduce(lambda left, right: left | right, (_tagged(tag) for tag in tags))
 
 
 def every_tag(tags: Iterable[str]) -> Expr:
-    """Rows carrying all of ``tags``."""
-    return reduce(
-        lambda left, right: left & right, (col("tags_key").contains(lit(f"|{tag}|")) for tag in tags)
-    )
+    """Rows carrying all of ``tags``, in any case."""
+    return reduce(lambda left, right: left & right, (_tagged(tag) for tag in tags))
+
+
+def _tagged(tag: str) -> Expr:
+    return col("tags_key").lower().contains(lit(f"|{tag.lower()}|"))
 
 
 def later_than(column: str, moment: datetime) -> Expr:

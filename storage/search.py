@@ -323,7 +323,7 @@ class MemorySearch(StoreTables):
                 and (expired or not record.past_expiry(now))
                 and where.sees(record)
                 and (agent_id is None or record.agent_id == agent_id)
-                and (tag is None or tag in record.tags)
+                and (tag is None or tag.lower() in {each.lower() for each in record.tags})
                 and (kind is None or record.kind == kind)
                 and (episode_id is None or record.episode_id == episode_id)
                 and (window is None or window.holds(at))

@@ -13,10 +13,10 @@ from storage.records import Audience, MemoryRecord, Reach, TimeWindow, View, Vie
 def _tag_filter(tags: Sequence[str] | None, every: bool = False) -> Callable[[MemoryRecord], bool] | None:
     if not tags:
         return None
-    wanted = set(tags)
+    wanted = {tag.lower() for tag in tags}  # in any case, as ``storage.filters.any_tag`` reads them
     if every:
-        return lambda record: wanted.issubset(record.tags)
-    return lambda record: not wanted.isdisjoint(record.tags)
+        return lambda record: wanted.issubset(tag.lower() for tag in record.tags)
+    return lambda record: not wanted.isdisjoint(tag.lower() for tag in record.tags)
 
 
 def _kept(

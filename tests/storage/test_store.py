@@ -876,6 +876,16 @@ def test_searches_keep_memories_with_any_or_with_every_tag(tmp_path, copies):
             assert {hit.record.id for hit in by_text} == expected
         anyof = store.vector_search(SCOPE, vec(0), embedder="emb", limit=10, tags=["billing", "ops"])
         assert {hit.record.id for hit in anyof} == {"both", "ops"}
+        # A tag in any case: "IT-Ops" stored, "it-ops" asked (a new user's trial found nothing).
+        store.insert_many([new("it", "deploy notes four", tags=("IT-Ops",))])
+        for asked in (["it-ops"], ["IT-OPS", "billing"]):
+            by_vector = store.vector_search(
+                SCOPE, vec(0), embedder="emb", limit=10, tags=asked, all_tags=False
+            )
+            by_text = store.fulltext_search(SCOPE, "deploy notes", limit=10, tags=asked)
+            expected = {"it"} | ({"both"} if "billing" in asked else set())
+            assert {hit.record.id for hit in by_vector} == {hit.record.id for hit in by_text} == expected
+        assert [r.id for r in store.list_memories(SCOPE, limit=10, tag="it-ops")] == ["it"]
 
 
 def versions_of(table) -> set[int]:
