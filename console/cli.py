@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from server.config import ConfigError, Settings, default_data_dir, local_store_folder
 from server.log_setup import configure_logging
@@ -33,8 +33,24 @@ def dated(parser: argparse.ArgumentParser, when: str) -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, which names the closest command to one mistyped ("recal": did you mean recall?)."""
+
+    def error(self, message: str) -> NoReturn:
+        import difflib
+        import re
+
+        found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if found:
+            choices = re.findall(r"'([^']*)'", found.group(2))
+            close = difflib.get_close_matches(found.group(1), choices, n=1)
+            if close:
+                message = f"{message}; did you mean {close[0]!r}?"
+        super().error(message)
+
+
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="memoria",
         description="Long-term memory for AI agents, over MCP. With no command, `memoria` serves MCP on stdio "
         "(as `memoria serve`): it waits for a client's messages on stdin.",
@@ -42,12 +58,19 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"memoria {installed_version()}")
     commands = parser.add_subparsers(dest="command")
     add_serve_arguments(
-        commands.add_parser("serve", help="run the MCP server (stdio unless --http is given)")
+        commands.add_parser(
+            "serve",
+            help="run the MCP server (stdio unless --http is given)",
+            description="Run the MCP server: on stdio (it waits for a client's messages on stdin; Ctrl-C "
+            "stops it), or with --http HOST:PORT as streamable HTTP at http://HOST:PORT/mcp.",
+        )
     )
     add_people_commands(commands)
     token = commands.add_parser(
         "token",
         help="issue a static bearer token: prints the token once and the entry for MEMORIA_HTTP_TOKENS_FILE",
+        description="Issue a static bearer token for `memoria serve --http`: prints the token once, and its "
+        'entry for the "tokens" list of the file MEMORIA_HTTP_TOKENS_FILE names (its SHA-256, never the token).',
     )
     token.add_argument("--principal", required=True, help="who holds it (becomes the agent of its memories)")
     token.add_argument("--read", action="append", default=[], metavar="ORG/PROJECT", help="scope it may read")
@@ -191,7 +214,7 @@ def add_people_commands(commands: Any) -> None:
     forget = command(
         "forget", "retract (or purge) a memory, the best matches of a query, or a tag's memories"
     )
-    forget.add_argument("memory_id", nargs="?")
+    forget.add_argument("memory_id", nargs="?", help="the memory to forget (or --query / --tag instead)")
     forget.add_argument("--query", help="forget the best matches of this query instead")
     forget.add_argument("--tag", help="forget every memory with this tag instead")
     forget.add_argument(
@@ -216,7 +239,9 @@ def add_people_commands(commands: Any) -> None:
     ui.add_argument("--no-open", action="store_true", help="print the URL without opening a browser")
 
     show = command("show", "one memory in full: provenance, weight history, lineage")
-    show.add_argument("memory_id")
+    show.add_argument("memory_id", help="the memory's id (from recall, list or remember)")
+    show.add_argument("--agent", metavar="NAME", help="the agent whose private memory it is (default cli)")
+    show.add_argument("--session", metavar="ID", help="with --agent: the session whose private memory it is")
 
     command("stats", "what the scope's memory holds and which backends serve it")
 
@@ -245,7 +270,7 @@ def add_people_commands(commands: Any) -> None:
     listing.add_argument("--limit", type=positive, default=50, metavar="N", help="memories per page (50)")
 
     importing = command("import", "import a memoria export (JSONL), a LoCoMo file or a chat transcript")
-    importing.add_argument("path")
+    importing.add_argument("path", help="the file to import")
     importing.add_argument("--format", choices=["auto", "memoria", "locomo", "transcript"], default="auto")
     importing.add_argument(
         "--agent", metavar="NAME", help="transcripts: the agent for lines without a speaker"

@@ -793,7 +793,36 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
             # The session `memoria recall` used last: reporting it again replaces the earlier report,
             # never an older session's.
             scope = scope_arg(args, runtime.settings)
-            recent = runtime.store.recent_sessions(scope, agent, datetime.now(UTC) - HOOK_WINDOW)
+            since = datetime.now(UTC) - HOOK_WINDOW
+            recent = runtime.store.recent_sessions(scope, agent, since)
+            # A newer recall of another project waiting for its report is the one meant, most likely: say so
+            # rather than report this project's (a new user's trial: `outcome success` after a recall with
+            # --project mobile replaced the report of an earlier session of the default project).
+            elsewhere = next(
+                (
+                    (name, project)
+                    for name, project, at in runtime.store.sessions_in_other_projects(scope, agent, since)
+                    if (not recent or at > recent[0][1])
+                    and runtime.store.get_outcome(Scope(scope.org_id, project), name) is None
+                ),
+                None,
+            )
+            if (
+                elsewhere is not None
+                and not args.replace
+                and (not recent or runtime.store.get_outcome(scope, recent[0][0]))
+            ):
+                name, project = elsewhere
+                this = (
+                    f"its newest session here, {recent[0][0]}, was reported already"
+                    if recent
+                    else "none here"
+                )
+                raise CommandError(
+                    f"{agent}'s newest recall was in project {project!r} (session {name}), not in "
+                    f"{scope.project_id!r} ({this}): pass --project {project} to report it"
+                    + (", or --replace to replace this project's report" if recent else "")
+                )
             if not recent:
                 raise CommandError(
                     f"no session of {agent} recalled in the last {HOOK_WINDOW.total_seconds() / 3600:.0f} hours: "
@@ -1298,6 +1327,18 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
     ]
     zone = f" ({args.time_zone})" if args.time_zone else ""
     parts = [table(["id", f"dated{zone}", "kind", "agent", "memory"], rows) if rows else "no memories match"]
+    if args.since or args.until:
+        # The window as read: "1 week ago" is the calendar week (from Monday) before this one, "7 days ago"
+        # a day (a new user's trial expected seven days back, and the window showed only in --json).
+        window = [
+            f"{name} {given!r} = {at(resolved, args.time_zone)}"
+            for name, given, resolved in (
+                ("since", args.since, result.since),
+                ("until", args.until, result.until),
+            )
+            if given
+        ]
+        parts.append(f"window: {', '.join(window)}{zone or ' (UTC)'}" + (" (excluded)" if args.until else ""))
     if result.next_cursor:
         # The same listing's next page: every option given again (the cursor carries none of them), the
         # time window as resolved now ("2 hours ago" read again later would be another window).

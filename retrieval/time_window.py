@@ -3,7 +3,7 @@
 An expression names a span of time: an ISO-8601 date ("2026-11-24"), month ("2026-11") or time
 ("2026-11-24T09:30:00Z"), or a relative one ("today", "yesterday", "this week", "last week", "this
 month", "last month", "this year", "last year", "3 days ago", "2 weeks ago", "an hour ago", "past 10
-days", "last 3 months", "now"). ``since`` takes the start of its span and ``until`` its end, so
+days", "past week", "last 3 months", "now"). ``since`` takes the start of its span and ``until`` its end, so
 ``since="last week"`` starts on last week's Monday and ``until="2026-11"`` includes every day of November.
 Days, weeks (from Monday), months and years are those of the caller's time zone when one is given, else
 UTC; "N hours ago" and a time of day are moments. Anything else is refused with examples.
@@ -26,6 +26,7 @@ _NUMBER = r"(\d{1,4}|a|an|one|two|three|four|five|six|seven)"
 _UNIT = r"(minute|hour|day|week|month|year)s?"
 _AGO = re.compile(rf"{_NUMBER} {_UNIT} ago")
 _PAST = re.compile(rf"(?:last|past) {_NUMBER} {_UNIT}")
+_PAST_ONE = re.compile(r"past (day|week|month|year)")  # "past week": the seven days up to now
 _PERIOD = re.compile(r"(this|last) (week|month|year)")
 
 
@@ -181,8 +182,10 @@ def _span(text: str, *, now: datetime, zone: tzinfo) -> tuple[datetime, datetime
             moment = (now - timedelta(**{unit + "s": count})).astimezone(UTC)
             return moment, moment
         return _period(unit, today, -count, zone)
-    if match := _PAST.fullmatch(value):
-        count, unit = _count(match.group(1)), match.group(2)
+    if match := _PAST.fullmatch(value) or _PAST_ONE.fullmatch(value):
+        count, unit = (
+            (1, match.group(1)) if match.re is _PAST_ONE else (_count(match.group(1)), match.group(2))
+        )
         return _back(now, count, unit, zone), now.astimezone(UTC)
     if match := re.fullmatch(rf"(?:(?:last|past) )?(\d{{5,}}) {_UNIT}(?: ago)?", value):
         raise WindowError(

@@ -97,3 +97,34 @@ class RetrievalJournal(StoreTables):
             at = utc(row["created_at"])
             last[row["session_id"]] = max(at, last.get(row["session_id"], at))
         return sorted(last.items(), key=lambda item: item[1], reverse=True)
+
+    def sessions_in_other_projects(
+        self, scope: Scope, agent_id: str, since: datetime
+    ) -> list[tuple[str, str, datetime]]:
+        """The sessions in which ``agent_id`` recalled since ``since`` in the org's other projects: (session id,
+        project, its last recall), newest first. ``memoria outcome`` reads them to say that the recall it
+        would report on is not the newest one."""
+        condition = filters.all_of(
+            filters.equals("org_id", scope.org_id),
+            filters.equals("agent_id", agent_id),
+            filters.equals("purpose", "recall"),
+            filters.later_than("created_at", since),
+        )
+        rows = self._logged(
+            self._retrievals,
+            condition,
+            lambda row: (
+                row["org_id"] == scope.org_id
+                and row["agent_id"] == agent_id
+                and row["purpose"] == "recall"
+                and utc(row["created_at"]) > since
+            ),
+            ["session_id", "project_id", "created_at"],
+        )
+        last: dict[tuple[str, str], datetime] = {}
+        for row in rows:
+            if row["project_id"] == scope.project_id:
+                continue
+            key, at = (row["session_id"], row["project_id"]), utc(row["created_at"])
+            last[key] = max(at, last.get(key, at))
+        return sorted(((*key, at) for key, at in last.items()), key=lambda item: item[2], reverse=True)

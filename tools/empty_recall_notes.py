@@ -126,8 +126,20 @@ def held_elsewhere(runtime: Runtime, caller: Caller, memory_id: str) -> str:
     command line, stdio: to whom the store's projects are no secret, as for an empty project's note), when
     the whole project reads it: "; it is in org 'default' / project 'alpha'". A new user's trial was told
     an id from `memoria list --project alpha` did not exist, by a command run without --project. Never to a
-    token's holder, and never a memory private to an agent or a session."""
-    return "" if caller.remote else stored_in(runtime.store.get_memory(memory_id))
+    token's holder, and a memory private to an agent or a session only to a person at the command line, who
+    may read it with ``--agent`` (a new user's trial listed such a memory with `list --agent alice`, and
+    `show`, `edit` and `forget` then said that it did not exist)."""
+    if caller.remote:
+        return ""
+    memory = runtime.store.get_memory(memory_id)
+    if memory is not None and not memory.shared and caller.person:
+        session = f" --session {memory.session_id}" if memory.visibility == "session" else ""
+        whose = f"a session of agent {memory.agent_id!r}" if session else f"agent {memory.agent_id!r}"
+        return (
+            f"; it is private to {whose} in org {memory.org_id!r} / project {memory.project_id!r} (pass "
+            f"--agent {memory.agent_id}{session})"
+        )
+    return stored_in(memory)
 
 
 def stored_in(memory: MemoryRecord | None) -> str:

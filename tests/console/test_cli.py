@@ -55,6 +55,17 @@ def test_a_port_out_of_range_is_refused_by_the_parser(given, capsys):
     assert "is not a port: give a number from 0 to 65535" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "meant"), [(["recal", "x"], "'recall'"), (["remember", "x", "--kind", "epsiode"], "'episode'")]
+)
+def test_a_mistyped_command_or_choice_is_told_the_closest_one(argv, meant, capsys):
+    from console.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and capsys.readouterr().err.rstrip().endswith(f"; did you mean {meant}?")
+
+
 def test_memoria_version_prints_the_installed_version(capsys):
     from importlib.metadata import version
 

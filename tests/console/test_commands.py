@@ -188,6 +188,26 @@ def test_explain_lists_the_reports_behind_a_weight(capsys, db):
     assert f"  {report['session_id']}: helpful, share 1.00, closeness 1.00, 1.000 -> 1.750" in out
 
 
+def test_outcome_after_a_recall_in_another_project_names_that_project_instead_of_replacing_a_report(
+    capsys, db
+):
+    """A new user's trial: `outcome success` after a recall with --project mobile replaced the report of an
+    earlier, already reported session of the default project."""
+    as_json(capsys, db, "remember", "Use pnpm, not npm, in the web repo")
+    as_json(capsys, db, "remember", "iOS builds run on the Mac mini runner", "--project", "mobile")
+    as_json(capsys, db, "recall", "which package manager")
+    first = as_json(capsys, db, "outcome", "partial")
+    mobile = as_json(capsys, db, "recall", "ios build", "--project", "mobile")
+    status, _, err = memoria(capsys, db, "outcome", "success")
+    assert status == 1 and f"newest recall was in project 'mobile' (session {mobile['session_id']})" in err
+    assert "pass --project mobile to report it" in err
+    reported = as_json(capsys, db, "outcome", "success", "--project", "mobile")
+    assert reported["session_id"] == mobile["session_id"]
+    # Reported there, nothing waits elsewhere: this project's own session is reported again, as before.
+    again = as_json(capsys, db, "outcome", "success")
+    assert again["session_id"] == first["session_id"] and again["status"] == "replaced"
+
+
 @pytest.mark.slow
 def test_recall_and_outcome_share_a_session_and_a_repeated_outcome_replaces_the_report(capsys, db):
     stored = as_json(capsys, db, "remember", "Use pnpm, not npm, in the web repo")
@@ -647,6 +667,14 @@ def test_list_pages_through_the_scope_newest_first_and_prints_the_next_page(caps
     assert status == 0 and ids[0] in rest_out and "not tagged" not in rest_out and "next page" not in rest_out
     status, _, err = memoria(capsys, db, "list", "--since", "someday")
     assert status == 1 and "'someday' is not a time this server reads" in err
+    # The window as read, in the listing itself (a trial read "1 week ago" as seven days back; it is the
+    # calendar week before this one, and only --json said so).
+    _, out, _ = memoria(
+        capsys, db, "list", "--since", "2026-11-23", "--until", "2026-11-24", "--time-zone", "Europe/Paris"
+    )
+    assert out.rstrip().endswith(
+        "window: since '2026-11-23' = 2026-11-23 00:00, until '2026-11-24' = 2026-11-25 00:00 (Europe/Paris) (excluded)"
+    )
 
 
 def test_list_shows_a_memorys_text_to_the_terminals_width_and_marks_what_goes_on(capsys, db, monkeypatch):
@@ -1740,6 +1768,42 @@ def test_a_memory_of_another_project_is_named_where_it_is_and_suggestions_keep_t
     # An edit of what was replaced suggests the command that reaches it: with --project alpha.
     status, _, err = memoria(capsys, db, "edit", memory_id, "--project", "alpha", "again")
     assert status == 1 and f"TEXT --db {db} --project alpha`), which replaced it" in err, err
+
+
+def test_a_private_memory_is_named_as_whose_it_is_and_show_reads_it_with_agent(capsys, db):
+    """A new user's trial: `list --agent alice` showed alice's private memory, then `show`, `edit` and
+    `forget` said that it did not exist, and `show` had no --agent."""
+    stored = as_json(
+        capsys,
+        db,
+        "remember",
+        "Alice's scratch: try the new cache key",
+        "--visibility",
+        "agent",
+        "--agent",
+        "alice",
+    )
+    memory_id = stored["id"]
+    hint = "it is private to agent 'alice' in org 'default' / project 'default' (pass --agent alice)"
+    for command in (
+        ["show", memory_id],
+        ["edit", memory_id, "Alice's scratch: it works"],
+        ["forget", memory_id],
+    ):
+        status, _, err = memoria(capsys, db, *command)
+        assert status == 1 and hint in err, err
+    shown = as_json(capsys, db, "show", memory_id, "--agent", "alice")
+    assert shown["content"] == "Alice's scratch: try the new cache key"
+    note = as_json(
+        capsys, db, "remember", "bob's note", "--visibility", "session", "--agent", "bob", "--session", "s9"
+    )
+    status, _, err = memoria(capsys, db, "show", note["id"])
+    assert (
+        status == 1
+        and "private to a session of agent 'bob' in org 'default' / project 'default' (pass --agent bob --session s9)"
+        in err
+    )
+    assert as_json(capsys, db, "show", note["id"], "--agent", "bob", "--session", "s9")["id"] == note["id"]
 
 
 def test_a_suggested_command_keeps_flags_it_has_and_one_that_needs_no_store_gets_none():

@@ -30,6 +30,8 @@ def at(*parts: int) -> datetime:
         ("two months ago", at(2026, 9, 1), at(2026, 10, 1)),
         ("2 hours ago", at(2026, 11, 25, 13), at(2026, 11, 25, 13)),
         ("past 10 days", at(2026, 11, 15, 15), NOW),
+        ("past week", at(2026, 11, 18, 15), NOW),  # (a trial's; "past 1 week" was read, "past week" refused)
+        ("past month", at(2026, 10, 25, 15), NOW),
         ("last 3 months", at(2026, 8, 25, 15), NOW),
         ("now", NOW, NOW),
         ("2026-11-24", at(2026, 11, 24), at(2026, 11, 25)),
