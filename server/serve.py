@@ -144,6 +144,13 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
     if http is None:
         say_new_store(fresh)
         log.info("memoria serving MCP on stdio; store %s", settings.db_uri)
+        if sys.stdin.isatty():  # a person at a terminal, not a client: say what it waits for
+            print(
+                "memoria is an MCP server: it waits for a client's messages on stdin (Ctrl-C stops it). "
+                "`memoria --help` lists the commands for people; `memoria client claude-code` prints the "
+                "entry that makes a client start it.",
+                file=sys.stderr,
+            )
         return _until_interrupted(app.run_stdio_async, loop)
     host, port = http
     authenticated = app.settings.auth is not None  # build_server read the tokens file or OAuth settings

@@ -374,3 +374,35 @@ def test_an_http_body_holds_the_largest_batch_of_memories_the_tools_take(tmp_pat
     assert body_limit(said) == 4096
     # Never more than the setting itself may say (a review: 764 MiB with the longest content allowed).
     assert body_limit(Settings(db_uri=str(tmp_path / "db"), max_content_chars=1_000_000)) == 256 * 1024 * 1024
+
+
+def test_a_person_at_a_terminal_is_told_what_the_stdio_server_waits_for(tmp_path):
+    """A new user's trial: bare `memoria` in a terminal printed one log line and waited without a word."""
+    import os
+    import pty
+    import select
+    import signal
+    import time
+
+    reader, terminal = pty.openpty()  # stdin a terminal, as a person's shell gives it
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server", "serve"],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "MEMORIA_DB_URI": str(tmp_path / "db"), "MEMORIA_EMBEDDER": "hashed"},
+    )
+    said = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"waits for a client's messages on stdin" not in said and time.monotonic() < deadline:
+            ready, _, _ = select.select([process.stderr], [], [], 1.0)
+            if ready:
+                said += os.read(process.stderr.fileno(), 4096)
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=30)
+        os.close(reader)
+        os.close(terminal)
+    assert b"memoria is an MCP server: it waits for a client's messages on stdin (Ctrl-C stops it)" in said
+    assert out == b""  # stdout is the protocol's
