@@ -211,11 +211,12 @@ def _run_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 @contextlib.contextmanager
-def opened(settings: Settings, *, models: bool = True) -> Iterator[Runtime]:
+def opened(settings: Settings, *, models: bool = True, writes: bool = False) -> Iterator[Runtime]:
     """The runtime a command works with (the store, the models, the pipeline), closed afterwards; a
     message on stderr while it loads, if that takes more than a second. ``models=False`` for commands
     that embed and rank nothing (an outcome report, an export): the offline backend stands in, so they
-    neither wait for model loading nor warn about models they do not use."""
+    neither wait for model loading nor warn about models they do not use. ``writes``: a command that
+    writes compacts what piled up once it is done (``compact_if_piled``)."""
     from server.state import build_runtime
 
     if not models:
@@ -236,8 +237,24 @@ def opened(settings: Settings, *, models: bool = True) -> Iterator[Runtime]:
         print(line, file=sys.stderr)
     try:
         yield runtime
+        if writes:
+            compact_if_piled(runtime, settings.compaction.min_fragments)
     finally:
         runtime.close()
+
+
+def compact_if_piled(runtime: Runtime, min_fragments: int) -> None:
+    """One maintenance round, as `memoria doctor --fix` runs it, once a table's appends piled up into
+    ``MEMORIA_COMPACTION_MIN_FRAGMENTS`` fragments (nothing otherwise: a look at each table's fragments). No
+    server runs rounds for a store that only the command line writes: a new user's trial found 42 fragments
+    after 46 remembers, each making the next search and append slower, and doctor warned. Best effort: what
+    the command did is committed already."""
+    try:
+        runtime.store.maintain(min_fragments=min_fragments)
+    except Exception as exc:
+        print(
+            f"memoria: could not compact the store ({exc}); `memoria doctor --fix` does it", file=sys.stderr
+        )
 
 
 # --verbose: every model message in full (the default is one line about the backend)
@@ -378,7 +395,7 @@ def restore_command(args: argparse.Namespace, settings: Settings) -> int:
 
     scope = scope_arg(args, settings)
     results = []
-    with opened(settings) as runtime:
+    with opened(settings, writes=True) as runtime:
         found = {
             memory_id: runtime.store.get_memory(memory_id) for memory_id in dict.fromkeys(args.memory_id)
         }
@@ -484,7 +501,9 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
 
     content = sys.stdin.read() if args.content == "-" else args.content
     caller = caller_for(args)
-    with opened(settings) as runtime:  # an edit keeps the memory's date (``tools.remember.inherited``)
+    with opened(
+        settings, writes=True
+    ) as runtime:  # an edit keeps the memory's date (``tools.remember.inherited``)
         if content is None:  # `memoria edit ID --tag ...`: the same text, other tags or tier
             scope = scope_arg(args, settings)
             # As the tool reads it: the project and the org's shelf, as this agent sees them (a review found
@@ -784,7 +803,7 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
         raise CommandError("say how the task went: memoria outcome success|failure|partial, or --score 0..1")
     agent = args.agent or (HOOK_AGENT if args.hook else CLI_AGENT)
     note = args.note or (hook_note(hook) if args.hook else None)
-    with opened(settings, models=False) as runtime:
+    with opened(settings, models=False, writes=True) as runtime:
         if args.session:
             session = args.session
             if not args.replace:
@@ -1045,7 +1064,7 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
         "reason": args.reason,
         **scope_of(args),
     }
-    with opened(settings) as runtime:
+    with opened(settings, writes=True) as runtime:
         caller = caller_for(args)
         # A purge, or anything chosen by a query or a tag, is shown and confirmed first.
         chosen = args.query is not None or args.tag is not None
@@ -1383,7 +1402,7 @@ def import_command(args: argparse.Namespace, settings: Settings) -> int:
     folder = local_store_folder(settings.db_uri)
     made_here = folder is not None and not folder.exists()
     try:
-        with opened(settings) as runtime:
+        with opened(settings, writes=True) as runtime:
             scope = scope_arg(args, settings) if named else None
             result = transfer.import_file(
                 runtime, path, format=kind, scope=scope, agent_id=args.agent or "import", progress=progress

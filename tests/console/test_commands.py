@@ -713,9 +713,10 @@ def test_bad_arguments_say_what_to_fix_and_store_nothing(capsys, db):
 
 @pytest.mark.slow
 def test_doctor_reports_the_store_models_and_backend_and_fixes_piled_up_appends(capsys, db, monkeypatch):
-    monkeypatch.setenv("MEMORIA_COMPACTION_MIN_FRAGMENTS", "3")
+    monkeypatch.setenv("MEMORIA_COMPACTION_MIN_FRAGMENTS", "50")  # the remembers compact nothing
     for n in range(4):
         as_json(capsys, db, "remember", f"separate fact number {n} about the deploy pipeline")
+    monkeypatch.setenv("MEMORIA_COMPACTION_MIN_FRAGMENTS", "3")
     checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
     assert checks["store"]["status"] == "ok" and checks["full-text index"]["status"] == "ok"
     assert checks["embedder"]["detail"].startswith("hashed") and "offline" in checks["backend"]["detail"]
@@ -724,6 +725,16 @@ def test_doctor_reports_the_store_models_and_backend_and_fixes_piled_up_appends(
     )
     status, out, _ = memoria(capsys, db, "doctor", "--fix")
     assert status == 0 and "fixed  maintenance" in out and "compacted" in out
+    checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
+    assert checks["maintenance"]["status"] == "ok"
+
+
+def test_a_command_that_writes_compacts_the_appends_that_piled_up(capsys, db, monkeypatch):
+    """A new user's trial: after 46 `memoria remember` and no server, doctor warned of 42 fragments; no
+    server's rounds compact a store only the command line writes."""
+    monkeypatch.setenv("MEMORIA_COMPACTION_MIN_FRAGMENTS", "3")
+    for n in range(4):
+        as_json(capsys, db, "remember", f"separate fact number {n} about the deploy pipeline")
     checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
     assert checks["maintenance"]["status"] == "ok"
 
