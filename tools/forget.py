@@ -43,6 +43,7 @@ from tools.forget_matches import (
     apart_by_value,
     best_matches,
     closest_first,
+    left_as_they_are,
     more_matches_note,
     nothing_close_note,
 )
@@ -106,10 +107,8 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     view = view_for(args, runtime, caller)
     scope = view.home
     store = runtime.store
-    if args.tag is not None:
-        # A whole tag at once: shown first unless the caller said dry_run=false.
-        dry_run = args.dry_run if "dry_run" in args.model_fields_set else True
-        args = args.model_copy(update={"dry_run": dry_run})
+    if args.tag is not None and "dry_run" not in args.model_fields_set:
+        args = args.model_copy(update={"dry_run": True})  # a whole tag: shown first unless told otherwise
     relevance: dict[str, float] = {}
     left_matching: str | None = None  # by query: the note on what matches as closely and is left
     other_value: str | None = None  # by query: the note on what says the query's words with another value
@@ -148,8 +147,8 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         above = closest_first(args.query, above)
         relevance = {memory.id: score for memory, score in above[: args.max_memories]}
         targets = [memory for memory, _ in above[: args.max_memories]]
-        if len(above) > args.max_memories:
-            left_matching = more_matches_note(above[args.max_memories :], len(found) > MAX_BY_QUERY, floor)
+        left = left_as_they_are(store, view, above, len(targets), purge)
+        left_matching = more_matches_note(left, len(found) > MAX_BY_QUERY, floor) if left else None
         if not targets:
             return ForgetOutput(
                 mode=args.mode,

@@ -10,6 +10,7 @@ from retrieval.contradictions import ContradictionInput, plain_value_changes
 from retrieval.role_holders import holder_changes
 from retrieval.text import clip, counted, negated
 from storage.records import MemoryRecord, Reach
+from tools.memory_views import LineageReader, absorbed_restatements
 
 if TYPE_CHECKING:
     from tools.common import Runtime
@@ -54,6 +55,17 @@ def closest_first(
             match[0].status != "active",
         ),
     )
+
+
+def left_as_they_are(
+    store: LineageReader, view: Reach, above: Sequence[tuple[MemoryRecord, float]], taken: int, purge: bool
+) -> list[tuple[MemoryRecord, float]]:
+    """The matches after the ``taken`` first of ``above`` that a forget by query leaves as they are: for a
+    purge, not those the taken ones replaced (restatements, what an update corrected), which it erases with
+    them (a new user's trial was told of "1 more memory" matching as closely, then of the same memory among
+    those the purge also erases)."""
+    erased = set(absorbed_restatements(store, view, [m.id for m, _ in above[:taken]])) if purge else set()
+    return [(memory, score) for memory, score in above[taken:] if memory.id not in erased]
 
 
 def more_matches_note(left: Sequence[tuple[MemoryRecord, float]], capped: bool, floor: float) -> str:

@@ -264,6 +264,33 @@ def test_a_purge_names_the_earlier_memories_it_erases_with_it_before_it_does(set
     assert files_holding(Path(settings.db_uri), b"Zq7elm") == []
 
 
+def test_a_purge_by_query_counts_what_it_erases_with_its_match_as_no_match_left(settings):
+    """A new user's trial: a dry run said "1 more memory matches the query closely enough too (the next
+    0.85)" and then named that same memory among those the purge also erases: the restatement its match
+    replaced, which says the same words."""
+    from tools.remember_many import RememberManyInput, remember_many
+
+    runtime = make_runtime(settings)
+    try:
+        said = "Retro 2026-12-04: we agreed to timebox code reviews to 24 hours"
+        items = [
+            {"content": said, "tags": ["process"]},
+            {
+                "content": "Retro 2026-12-04: flaky e2e tests get quarantined within a day",
+                "tags": ["process"],
+            },
+            {"content": said + ".", "tags": ["process"]},
+        ]
+        first, _, again = remember_many(RememberManyInput(items=items), runtime, OWNER).results
+        assert runtime.store.get_memory(first.id).replaced_by == again.id  # a restatement in the batch
+        shown = forget(ForgetInput(query="code review timebox", mode="purge", max_memories=1), runtime, OWNER)
+        assert [m.id for m in shown.forgotten] == [again.id] and shown.dry_run
+        assert "more memory matches" not in shown.note
+        assert shown.note.endswith(f"(restatements, or what an explicit update corrected): {first.id}")
+    finally:
+        runtime.close()
+
+
 def test_a_purge_among_many_memories_and_recalls_leaves_its_text_in_no_file(settings):
     """Found this stop: LanceDB rewrites a row by marking its old place deleted, and its compaction leaves a
     fragment with few deleted rows as it is, so a memory purged among 40 others stayed word for word in a
