@@ -41,8 +41,8 @@ class _Parser(argparse.ArgumentParser):
         import re
 
         found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-        if found:
-            choices = re.findall(r"'([^']*)'", found.group(2))
+        if found:  # (choices quoted up to Python 3.12.7, bare since: both are read)
+            choices = [choice.strip().strip("'") for choice in found.group(2).split(",")]
             close = difflib.get_close_matches(found.group(1), choices, n=1)
             if close:
                 message = f"{message}; did you mean {close[0]!r}?"

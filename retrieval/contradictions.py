@@ -20,7 +20,6 @@ from retrieval.text import (
     light_stem,
     negated,
     negating_word,
-    porter2_stem,
     swapped_tokens,
     without_negations,
 )
@@ -384,13 +383,11 @@ def says_value_changed(text: str, new_values: Iterable[str]) -> bool:
 
 
 # A value the newer memory names as given up ("9090, not 8080", "9090 (not 8080)", "now 3.12 instead of
-# 3.11", "rather than port 8080", "no longer 8080", "no longer happens on Thursdays", "eu-west-1; we migrated
-# off us-east-1"): it names the old value, and says in so many words that it changed.
+# 3.11", "rather than port 8080", "no longer 8080", "eu-west-1; we migrated off us-east-1"): it names the
+# old value, and says in so many words that it changed.
 _GIVEN_UP = re.compile(
     # Tried from the start of a run of spaces only: a long run is then scanned once, not once a space.
-    r"(?<!\s)(?:,\s*+|\s*+\(\s*+|\s++)(?:and\s+)?(?:not|instead\s+of|rather\s+than|in\s+place\s+of|"
-    # ("no longer happens on Thursdays": a verb and where or when it happens, before the value)
-    r"no\s+longer(?:\s+[a-z]+\s+(?:on|at|in|every|from|with|for))?|"
+    r"(?<!\s)(?:,\s*+|\s*+\(\s*+|\s++)(?:and\s+)?(?:not|instead\s+of|rather\s+than|no\s+longer|in\s+place\s+of|"
     r"replacing|(?:moved|migrated|switched)\s+(?:away\s+from|off(?:\s+of)?))\s+"
     r"(?:the\s+)?(?:(?:old|previous|former)\s+)?(?:[A-Za-z]+\s+)?(?P<value>" + _VALUE + ")",
     re.IGNORECASE,
@@ -566,7 +563,10 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         # that says what the thing is or uses are the new ones; none without one ("Build 1235 is green now"
         # names which build).
         said_after = _after_the_predicate(stated[: changed.start()])
-    if given_up:
+    if given_up - went_from:
+        # A value given up in words ("not 8080", "no longer 8080"): every value it states is new. One it went
+        # from leaves the values after the word of change the new ones: "Sprint 15 went from 10 to 12 days"
+        # says 12 of sprint 15, not 15 of "Sprint 14 lasted 10 days" (a review).
         said_after = own_values
     if not own_values or not subject or not said_after:
         return []
@@ -594,7 +594,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             continue  # "Postgres 16 on prod-1" after "Postgres 14 on staging-2": another place, not a value
         if went_from and not went_from & values:
             continue  # "changed from 7070 to 9090" after "listens on port 8080": the value of another thing
-        about: AbstractSet[str] = subject
+        about = subject
         said_once = (subject ^ rest) & _VALUE_NAMES
         # A value's name said by one of the two only ("runs version 1.27", then "was upgraded to 1.29") says
         # nothing of which thing it is, when the values are alike: not "port 6379" and "5GB", nor "version
@@ -606,7 +606,8 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             and _alike(new_values, values - own_values, memory.content, other.content)
         ):
             about, rest = subject - said_once, rest - said_once
-        about, rest = _one_form(about), _one_form(rest)
+        if (about - rest) & _ENVIRONMENTS and (rest - about) & _ENVIRONMENTS:
+            continue  # "for staging" against "for prod": the same setting of another environment (a review)
         similarity = len(about & rest) / len(about | rest)
         newer_term = " ".join(sorted(new_values))
         if similarity >= VALUE_OVERLAP:
@@ -656,10 +657,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         # (and one more word than the value's name and a verb of use: "The docs build uses Python 3.12, not
         # Python 3.11" is about another thing than "The CI image uses Python 3.11")
         verbatim = [phrase for phrase in named_phrases if phrase in said_of(other)]
-        if (
-            verbatim
-            and not shared - _one_form({light_stem(phrase.split()[0]) for phrase in verbatim}) - _USE_STEMS
-        ):
+        if verbatim and not shared - {light_stem(phrase.split()[0]) for phrase in verbatim} - _USE_STEMS:
             verbatim = []
         if named and len(shared) >= 2 and (len(shared) / len(about) >= CONTAINED_OVERLAP or verbatim):
             reworded = len(rest - about) <= 1 and len(about - rest) <= 1
@@ -681,15 +679,12 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     return found
 
 
-_USE_STEMS = frozenset({"use", "run"})  # (as ``_one_form`` writes "using", "uses", "runs")
-
-
-def _one_form(terms: AbstractSet[str]) -> frozenset[str]:
-    """What two memories' words are about, compared as one form of each word: Porter2's stem of each content
-    term ("rotation", "rotates" and "rotated" are "rotat"; "deployment" is "deploy"), without "every" and
-    "each", which say how often, not of what. A new user's trial: "Key rotation went from 90 to 30 days" was
-    read as about another thing than "API keys are rotated every 90 days"."""
-    return frozenset(porter2_stem(term) for term in terms if term not in _EVERY)
+_USE_STEMS = frozenset({"use", "run", "using", "uses", "runs"})
+# The environments a setting may hold in, as content terms (short forms written out: "prod" is "production").
+_ENVIRONMENTS = frozenset(
+    light_stem(word)
+    for word in ("production", "staging", "development", "qa", "sandbox", "preview", "canary")
+)
 
 
 def _alike(new_values: AbstractSet[str], old_values: AbstractSet[str], text: str, older_text: str) -> bool:

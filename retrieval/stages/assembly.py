@@ -485,14 +485,21 @@ def group(chosen: Sequence[Candidate]) -> list[_Group]:
     # direct match, or a residual episode's summary), last when every block scores higher. A new user's trial:
     # an incident stored as an episode, the best match at 0.66, came after facts at 0.16, and was the memory
     # left out under a small char_budget.
+    # Never before a memory that disputes it, as ``after_disputers`` orders them (a review).
     placed = {id(summary_group) for summary_group in residual}
     for summary_group in residual:
-        score = summary_group.items[0].final_score
+        summary = summary_group.items[0]
+        disputers = set(summary.contradicted_by) & present
+        after = max(
+            (at + 1 for at, block in enumerate(blocks) if disputers & {item.id for item in block.items}),
+            default=0,
+        )
         at = next(
             (
                 at
                 for at, block in enumerate(blocks)
-                if (block.items[0].final_score if id(block) in placed else block.best) < score
+                if at >= after
+                and (block.items[0].final_score if id(block) in placed else block.best) < summary.final_score
             ),
             len(blocks),
         )

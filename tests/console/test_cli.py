@@ -66,6 +66,15 @@ def test_a_mistyped_command_or_choice_is_told_the_closest_one(argv, meant, capsy
     assert exit_.value.code == 2 and capsys.readouterr().err.rstrip().endswith(f"; did you mean {meant}?")
 
 
+def test_the_closest_choice_is_read_from_either_way_python_lists_the_choices(capsys):
+    from console.cli import _Parser
+
+    for listed in ("serve, remember, recall", "'serve', 'remember', 'recall'"):  # 3.12.8+ and before
+        with pytest.raises(SystemExit):
+            _Parser(prog="memoria").error(f"argument command: invalid choice: 'recal' (choose from {listed})")
+        assert capsys.readouterr().err.rstrip().endswith("; did you mean 'recall'?")
+
+
 def test_memoria_version_prints_the_installed_version(capsys):
     from importlib.metadata import version
 

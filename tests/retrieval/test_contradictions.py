@@ -1083,19 +1083,8 @@ def test_a_value_of_a_narrower_thing_is_no_change_of_the_older_value_unless_it_n
             "20",
             "27",
         ),
-        # the value given up after "no longer", a verb and where or when, and the same time said again:
-        (
-            "Design review happens on Thursdays at 15:00",
-            "Design review no longer happens on Thursdays; it's Fridays at 15:00 now",
-            "thursday",
-            "friday",
-        ),
         # "went from" the value: "went" says what changed, not what the memory is about
         ("The build takes 12 minutes", "The build went from 12 to 4 minutes", "12", "4"),
-        # one form of each word ("rotation", "rotated": Porter2's "rotat"), without "every":
-        # {key, rotat, day} against those and {api}: 3 / 4 short of 0.8, but 90 is named as what it went from
-        # and one word differs at most on either side.
-        ("API keys are rotated every 90 days", "Key rotation went from 90 to 30 days", "90", "30"),
     ],
 )
 def test_a_change_said_in_the_words_people_use_reads_as_a_value_change(
@@ -1160,11 +1149,23 @@ def test_a_time_of_day_is_one_value():
     assert joined_as_words("redis:6379") == "redis:6379"
 
 
-def test_went_from_a_value_revises_only_what_says_the_same_words():
-    older = [memory("old", "The build takes 12 minutes on CI", 0)]
-    assert (
-        value_changes(memory("new", "The test suite went from 12 to 4 minutes after caching", 5), older) == []
-    )
+@pytest.mark.parametrize(
+    ("older_text", "newer_text"),
+    [
+        ("The build takes 12 minutes on CI", "The test suite went from 12 to 4 minutes after caching"),
+        # A value before the word of change names which thing (a review of "went from": each of these was
+        # superseded, or already was before it).
+        ("Sprint 14 lasted 10 days", "Sprint 15 went from 10 to 12 days"),
+        ("Sprint 14 velocity was 30 points", "Sprint 15 velocity went from 30 to 40 points"),
+        ("Q1 revenue went from 2M to 3M", "Q2 revenue went from 3M to 4M"),
+        ("In 2023 we went from 3 to 5 regions", "In 2024 we went from 5 to 7 regions"),
+        ("Release 2.3 went from 4 to 6 weeks of testing", "Release 2.4 went from 6 to 3 weeks of testing"),
+        # the same setting of another environment
+        ("Key rotation for prod happens every 90 days", "Key rotation for staging went from 90 to 30 days"),
+    ],
+)
+def test_went_from_a_value_revises_only_the_same_thing(older_text, newer_text):
+    assert value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []
 
 
 def test_a_command_said_to_have_changed_in_words_revises_the_same_words_with_another_command():

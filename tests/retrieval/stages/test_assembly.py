@@ -513,6 +513,15 @@ def test_episode_summaries_count_against_top_k_episodes_and_residual_episodes_ta
     assert context.index("text of fact") < context.index("text of summary-3")
 
 
+def test_a_residual_episode_placed_by_score_still_follows_the_memory_that_disputes_it():
+    # A review: an episode summary at 0.9 disputed by a newer fact at 0.5 came first, marked DISPUTED.
+    old = replace(grouped("summary-old", None, 0.9, kind="episode"), contradicted_by=("fact-new",))
+    candidates = (old, grouped("fact-new", None, 0.5), grouped("fact-other", None, 0.3))
+    _, context = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r")
+    order = [context.index(f"text of {name}") for name in ("fact-new", "summary-old", "fact-other")]
+    assert order == sorted(order)
+
+
 def test_an_episode_that_is_the_best_match_is_not_the_one_left_out_under_a_small_budget():
     # A new user's trial: an incident stored as an episode matched at 0.66, facts at 0.16-0.40; with
     # char_budget 700 the context held three facts and not the incident.
