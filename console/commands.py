@@ -826,21 +826,20 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
                 ),
                 None,
             )
-            if (
-                elsewhere is not None
-                and not args.replace
-                and (not recent or runtime.store.get_outcome(scope, recent[0][0]))
-            ):
+            if elsewhere is not None and not args.replace:
                 name, project = elsewhere
+                here = recent[0][0] if recent else None
                 this = (
-                    f"its newest session here, {recent[0][0]}, was reported already"
-                    if recent
-                    else "none here"
+                    "none here"
+                    if here is None
+                    else f"its newest session here, {here}, was reported already"
+                    if runtime.store.get_outcome(scope, here)
+                    else f"its newest session here is {here}"
                 )
                 raise CommandError(
                     f"{agent}'s newest recall was in project {project!r} (session {name}), not in "
                     f"{scope.project_id!r} ({this}): pass --project {project} to report it"
-                    + (", or --replace to replace this project's report" if recent else "")
+                    + (f", or --session {here} for this project's" if here else "")
                 )
             if not recent:
                 raise CommandError(

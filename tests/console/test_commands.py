@@ -200,12 +200,19 @@ def test_outcome_after_a_recall_in_another_project_names_that_project_instead_of
     mobile = as_json(capsys, db, "recall", "ios build", "--project", "mobile")
     status, _, err = memoria(capsys, db, "outcome", "success")
     assert status == 1 and f"newest recall was in project 'mobile' (session {mobile['session_id']})" in err
-    assert "pass --project mobile to report it" in err
+    assert f"pass --project mobile to report it, or --session {first['session_id']} for this project's" in err
     reported = as_json(capsys, db, "outcome", "success", "--project", "mobile")
     assert reported["session_id"] == mobile["session_id"]
     # Reported there, nothing waits elsewhere: this project's own session is reported again, as before.
     again = as_json(capsys, db, "outcome", "success")
     assert again["session_id"] == first["session_id"] and again["status"] == "replaced"
+    # This project's newest session not reported yet, and a newer recall of another project waiting: which
+    # one is meant is not known either (a review).
+    waiting = as_json(capsys, db, "recall", "package manager")
+    newer = as_json(capsys, db, "recall", "ios runner", "--project", "mobile")
+    status, _, err = memoria(capsys, db, "outcome", "success")
+    assert status == 1 and f"(session {newer['session_id']})" in err
+    assert f"(its newest session here is {waiting['session_id']})" in err
 
 
 @pytest.mark.slow
