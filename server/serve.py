@@ -145,11 +145,10 @@ def serve(settings: Settings, http: tuple[str, int] | None) -> int:
         say_new_store(fresh)
         log.info("memoria serving MCP on stdio; store %s", settings.db_uri)
         if sys.stdin.isatty():  # a person at a terminal, not a client: say what it waits for
-            print(
+            log.info(
                 "memoria is an MCP server: it waits for a client's messages on stdin (Ctrl-C stops it). "
                 "`memoria --help` lists the commands for people; `memoria client claude-code` prints the "
-                "entry that makes a client start it.",
-                file=sys.stderr,
+                "entry that makes a client start it."
             )
         return _until_interrupted(app.run_stdio_async, loop)
     host, port = http

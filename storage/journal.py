@@ -77,26 +77,9 @@ class RetrievalJournal(StoreTables):
     def recent_sessions(self, scope: Scope, agent_id: str, since: datetime) -> list[tuple[str, datetime]]:
         """The sessions in which ``agent_id`` recalled since ``since``: (session id, its last recall),
         newest first."""
-        condition = filters.all_of(
-            self._in_scope(scope, agent_id=agent_id, purpose="recall"),
-            filters.later_than("created_at", since),
-        )
-        rows = self._logged(
-            self._retrievals,
-            condition,
-            lambda row: (
-                scope_of_row(row) == scope
-                and row["agent_id"] == agent_id
-                and row["purpose"] == "recall"
-                and utc(row["created_at"]) > since
-            ),
-            ["session_id", "created_at"],
-        )
-        last: dict[str, datetime] = {}
-        for row in rows:
-            at = utc(row["created_at"])
-            last[row["session_id"]] = max(at, last.get(row["session_id"], at))
-        return sorted(last.items(), key=lambda item: item[1], reverse=True)
+        return [
+            (session, at) for session, _, at in self._recalled_since(scope, agent_id, since, whole_org=False)
+        ]
 
     def sessions_in_other_projects(
         self, scope: Scope, agent_id: str, since: datetime
@@ -104,8 +87,17 @@ class RetrievalJournal(StoreTables):
         """The sessions in which ``agent_id`` recalled since ``since`` in the org's other projects: (session id,
         project, its last recall), newest first. ``memoria outcome`` reads them to say that the recall it
         would report on is not the newest one."""
+        recalled = self._recalled_since(scope, agent_id, since, whole_org=True)
+        return [found for found in recalled if found[1] != scope.project_id]
+
+    def _recalled_since(
+        self, scope: Scope, agent_id: str, since: datetime, *, whole_org: bool
+    ) -> list[tuple[str, str, datetime]]:
+        """(session id, project, its last recall) of ``agent_id``'s recalls since ``since`` in ``scope``
+        (``whole_org``: in every project of its org), newest first."""
+        where = filters.equals("org_id", scope.org_id) if whole_org else filters.scope_is(scope)
         condition = filters.all_of(
-            filters.equals("org_id", scope.org_id),
+            where,
             filters.equals("agent_id", agent_id),
             filters.equals("purpose", "recall"),
             filters.later_than("created_at", since),
@@ -114,7 +106,7 @@ class RetrievalJournal(StoreTables):
             self._retrievals,
             condition,
             lambda row: (
-                row["org_id"] == scope.org_id
+                (row["org_id"] == scope.org_id if whole_org else scope_of_row(row) == scope)
                 and row["agent_id"] == agent_id
                 and row["purpose"] == "recall"
                 and utc(row["created_at"]) > since
@@ -123,8 +115,6 @@ class RetrievalJournal(StoreTables):
         )
         last: dict[tuple[str, str], datetime] = {}
         for row in rows:
-            if row["project_id"] == scope.project_id:
-                continue
             key, at = (row["session_id"], row["project_id"]), utc(row["created_at"])
             last[key] = max(at, last.get(key, at))
-        return sorted(((*key, at) for key, at in last.items()), key=lambda item: item[2], reverse=True)
+        return sorted(((*key, at) for key, at in last.items()), key=lambda found: found[2], reverse=True)

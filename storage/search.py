@@ -30,7 +30,7 @@ from storage.rows import MEMORY_COLUMNS, memory_from_row, vector_of_row
 from storage.scan import EVERY_ROW, scan, utc
 from storage.scope_copy import Row
 from storage.scope_episodes import episode_members
-from storage.search_filter import SearchFilter
+from storage.search_filter import SearchFilter, tag_filter
 from storage.tables import StoreTables
 
 VECTOR_SEARCH_EF = 100  # HNSW candidate list: recall about 0.99 at 1M in the measurements
@@ -315,6 +315,7 @@ class MemorySearch(StoreTables):
         )
 
         now = datetime.now(UTC)
+        tagged = tag_filter([tag] if tag else None)
 
         def wanted(record: MemoryRecord) -> bool:
             at = utc(record.created_at)
@@ -323,7 +324,7 @@ class MemorySearch(StoreTables):
                 and (expired or not record.past_expiry(now))
                 and where.sees(record)
                 and (agent_id is None or record.agent_id == agent_id)
-                and (tag is None or tag.lower() in {each.lower() for each in record.tags})
+                and (tagged is None or tagged(record))
                 and (kind is None or record.kind == kind)
                 and (episode_id is None or record.episode_id == episode_id)
                 and (window is None or window.holds(at))

@@ -10,7 +10,8 @@ from typing import Any
 from storage.records import Audience, MemoryRecord, Reach, TimeWindow, View, Viewer
 
 
-def _tag_filter(tags: Sequence[str] | None, every: bool = False) -> Callable[[MemoryRecord], bool] | None:
+def tag_filter(tags: Sequence[str] | None, every: bool = False) -> Callable[[MemoryRecord], bool] | None:
+    """What keeps memories with any of ``tags`` (all: ``every``), in any case; None for no tags."""
     if not tags:
         return None
     wanted = {tag.lower() for tag in tags}  # in any case, as ``storage.filters.any_tag`` reads them
@@ -23,7 +24,7 @@ def _kept(
     tags: Sequence[str] | None, window: TimeWindow | None, all_tags: bool = False
 ) -> Callable[[MemoryRecord], bool] | None:
     """What a scope copy's search keeps: memories with any of ``tags`` (all: ``all_tags``), in ``window``."""
-    tagged = _tag_filter(tags, all_tags)
+    tagged = tag_filter(tags, all_tags)
     if window is None or (window.since is None and window.until is None):
         return tagged
     if tagged is None:
