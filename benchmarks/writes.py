@@ -107,6 +107,13 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time ``pid`` used so far, user and system, every thread (Linux /proc): a write's cost that the
+    client's own share of the cores and the machine's other load move less than its rate."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def server_pid(parent: int) -> int | None:
     """The `memoria serve` process the client started (a child of this process)."""
     for entry in Path("/proc").iterdir():
@@ -159,7 +166,9 @@ async def run(
             await call(client, "recall", {"query": "warm up", "project_id": "warm"})
             samples = [(0, rss_mb(pid) if pid else float("nan"), 0.0, *on_disk(db))]
             started = window_start = time.perf_counter()
-            rates = []
+            rates: list[float] = []
+            cpu_per_write: list[float] = []  # the server's CPU ms a write, per window
+            window_cpu = cpu_seconds(pid) if pid else float("nan")
             for number in range(1, writes + 1):
                 await call(client, "remember", {"content": sentence(rng, number), "project_id": "endurance"})
                 if number % 10 == 0:
@@ -172,11 +181,15 @@ async def run(
                     now = time.perf_counter()
                     rates.append(WINDOW / (now - window_start))
                     window_start = now
+                    cpu = cpu_seconds(pid) if pid else float("nan")
+                    cpu_per_write.append((cpu - window_cpu) * 1000 / WINDOW)
+                    window_cpu = cpu
                     samples.append(
                         (number, rss_mb(pid) if pid else float("nan"), now - started, *on_disk(db))
                     )
                     print(
-                        f"{number} writes, {samples[-1][1]:,.0f} MB, {rates[-1]:.1f}/s, memories table on disk: "
+                        f"{number} writes, {samples[-1][1]:,.0f} MB, {rates[-1]:.1f}/s, server CPU "
+                        f"{cpu_per_write[-1]:.1f} ms a write, memories table on disk: "
                         f"{samples[-1][3]} versions, {samples[-1][4]} data files",
                         file=sys.stderr,
                     )
@@ -190,6 +203,8 @@ async def run(
                 "rate_first_300": round(rates[0], 1) if rates else None,
                 "rate_2100_2400": round(late, 1) if late else None,
                 "late_over_first": round(late / rates[0], 3) if late and rates else None,
+                "cpu_ms_per_write_first_300": round(cpu_per_write[0], 2) if cpu_per_write else None,
+                "cpu_ms_per_write_2100_2400": round(cpu_per_write[7], 2) if len(cpu_per_write) > 7 else None,
                 "samples": [
                     {
                         "writes": n,
@@ -197,8 +212,9 @@ async def run(
                         "seconds": round(s, 1),
                         "versions": v,
                         "data_files": f,
+                        "cpu_ms_per_write": round(cpu_per_write[i - 1], 2) if i else None,
                     }
-                    for n, r, s, v, f in samples
+                    for i, (n, r, s, v, f) in enumerate(samples)
                 ],
             }
 
@@ -341,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"endurance: {endurance['writes']:,} writes, RSS {endurance['rss_start_mb']:,.0f} -> {endurance['rss_end_mb']:,.0f} MB "
         f"({endurance['rss_growth_kb_per_write']} KB a write); writes 2,100-2,400 at {endurance['late_over_first']}x "
-        f"the rate of the first 300 ({endurance['rate_2100_2400']} vs {endurance['rate_first_300']} a second)"
+        f"the rate of the first 300 ({endurance['rate_2100_2400']} vs {endurance['rate_first_300']} a second; server CPU "
+        f"{endurance['cpu_ms_per_write_2100_2400']} vs {endurance['cpu_ms_per_write_first_300']} ms a write)"
     )
     print(
         f"concurrency: {concurrency['one_at_a_time_per_s']}/s one at a time, {concurrency['in_flight_per_s']}/s with "

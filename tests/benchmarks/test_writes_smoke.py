@@ -29,3 +29,14 @@ def test_a_restated_note_keeps_its_words_and_changes_its_wording():
     content = writes.sentence(random.Random(3), 17)
     again = writes.restated(content)
     assert again != content and again.split(" (")[0] == content.split(" (")[0]
+
+
+def test_the_servers_cpu_is_read_as_the_seconds_a_process_computed():
+    import os
+    import time
+
+    before, started, computed = writes.cpu_seconds(os.getpid()), time.perf_counter(), time.thread_time()
+    while time.thread_time() - computed < 0.3:  # this thread computes 0.3 s, however busy the machine
+        sum(range(1_000))
+    used, wall = writes.cpu_seconds(os.getpid()) - before, time.perf_counter() - started
+    assert 0.25 <= used <= wall * (os.cpu_count() or 1) + 0.05
