@@ -110,6 +110,24 @@ def test_index_terms_are_porter2_stems_of_the_content_words():
     assert index_terms("what did you do") == ["what", "did", "you", "do"]  # nothing but stop words: all kept
 
 
+def test_an_irregular_verb_form_is_indexed_as_its_verb():
+    assert index_terms("I went to a support group") == index_terms("go to a support group")
+    assert index_terms("We bought a van and chose Redis") == ["buy", "van", "choos", "redi"]
+    assert index_terms("which cache did we choose") == ["cach", "choos"]
+
+
+def test_an_action_noun_is_indexed_as_its_verb():
+    assert index_terms("Decision: Postgres for billing") == ["decid", "postgr", "bill"]
+    assert index_terms("what did we decide") == ["decid"]
+    assert index_terms("the deployment failure") == index_terms("the deploy failed") == ["deploy", "fail"]
+    assert index_terms("maintenance window") == index_terms("maintain window")
+
+
+def test_words_that_are_often_something_else_keep_their_own_stem():
+    # "left" is a side, "drew" a name, "division" a part of a company, "resolution" a screen's.
+    assert index_terms("left drew division resolution") == ["left", "drew", "divis", "resolut"]
+
+
 def test_porter2_stems_are_right_from_many_threads_at_once():
     import random
     import threading

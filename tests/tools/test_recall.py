@@ -365,6 +365,26 @@ def test_a_querys_clitics_find_nothing_on_their_own(runtime):
     assert [memory.content for memory in found.memories][:1] == ["Bob's laptop runs Ubuntu 22.04."]
 
 
+def test_a_question_in_the_verb_finds_the_memory_that_names_the_action_or_tells_it_in_the_past(runtime):
+    """A new user's trial asked "what did we decide" and found no "Decision: ..." memory: Porter2 stems the
+    verb and its noun apart, and both legs scored the question below the floor."""
+    for text in (
+        "Decision: billing moves to Postgres 16 in March.",
+        "The billing service runs on three pods in staging.",
+        "We went to the Lisbon office for the offsite last spring.",
+        "The Lisbon office has a rooftop terrace.",
+    ):
+        remember(RememberInput(content=text), runtime, CALLER)
+    decided = recall(RecallInput(query="what did we decide"), runtime, CALLER)
+    assert [memory.content for memory in decided.memories] == [
+        "Decision: billing moves to Postgres 16 in March."
+    ]
+    went = recall(RecallInput(query="when did we go to Lisbon?"), runtime, CALLER)
+    assert [memory.content for memory in went.memories][:1] == [
+        "We went to the Lisbon office for the offsite last spring."
+    ]
+
+
 def test_no_memory_is_shown_below_the_relevance_floor_the_note_names(runtime):
     """A new user's trial: "how do I run the web tests" over ten developer facts showed three that share
     only "web" at 0.092-0.094 under a note that said they matched above the relevance floor (0.1): they
