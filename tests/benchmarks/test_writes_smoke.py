@@ -1,8 +1,11 @@
 """The write benchmark runs end to end on a few writes: every phase reports its figures, and each
-restatement supersedes the memory it restates (no timing is asserted)."""
+restatement supersedes the memory it restates (no speed is asserted; its CPU reading is checked against
+what this process computed)."""
 
 import json
+import os
 import random
+import time
 
 import pytest
 
@@ -32,9 +35,6 @@ def test_a_restated_note_keeps_its_words_and_changes_its_wording():
 
 
 def test_the_servers_cpu_is_read_as_the_seconds_a_process_computed():
-    import os
-    import time
-
     before, started, computed = writes.cpu_seconds(os.getpid()), time.perf_counter(), time.thread_time()
     while time.thread_time() - computed < 0.3:  # this thread computes 0.3 s, however busy the machine
         sum(range(1_000))
