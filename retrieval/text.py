@@ -315,6 +315,29 @@ _BASE_FORMS = (
 )
 
 
+# Each base word with its other forms: what a query for LanceDB's own full-text index (scopes beyond the
+# copies, ``with_other_forms``) asks for besides the word it says.
+_OTHER_FORMS: dict[str, tuple[str, ...]] = {}
+for _form, _base in _BASE_FORMS.items():
+    _OTHER_FORMS[_base] = (*_OTHER_FORMS.get(_base, ()), _form)
+
+
+def with_other_forms(query: str) -> str:
+    """``query`` with the other forms of each word ``index_term`` reads as one ("decide" adds "decision
+    decisions", "went" adds "go gone"), for LanceDB's own full-text index, which stems without those
+    readings: a scope searched there finds what a scope copy finds. A word is added once."""
+    words = word_tokens(query)
+    said = set(words)
+    added: list[str] = []
+    for word in words:
+        base = _BASE_FORMS.get(word, word)
+        for form in (base, *_OTHER_FORMS.get(base, ())):
+            if form not in said:
+                said.add(form)
+                added.append(form)
+    return f"{query} {' '.join(added)}" if added else query
+
+
 def index_term(word: str) -> str:
     """One content word as the BM25 index holds it: its Porter2 stem, after reading an irregular verb form
     as its verb ("went" as "go"), an irregular plural as its singular ("children" as "child") and an action

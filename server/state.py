@@ -39,7 +39,7 @@ RuntimeFactory = Callable[[Settings], "ServerRuntime"]
 
 def open_store(settings: Settings) -> MemoryStore:
     """The store ``settings`` name, created and migrated if needed."""
-    from retrieval.text import index_terms
+    from retrieval.text import index_terms, with_other_forms
     from storage.store import MemoryStore
 
     return MemoryStore.open(
@@ -50,6 +50,7 @@ def open_store(settings: Settings) -> MemoryStore:
         cache_total_rows=settings.cache.total_rows,
         vector_index_min_rows=settings.vector.index_min_rows,
         analyzer=index_terms,
+        lancedb_query=with_other_forms,
         index_cache_bytes=settings.lancedb.index_cache_mb << 20,
         metadata_cache_bytes=settings.lancedb.metadata_cache_mb << 20,
     )

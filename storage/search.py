@@ -4,7 +4,7 @@ and the reads the scope copies are built from."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import reduce
@@ -39,6 +39,8 @@ VECTOR_SEARCH_EF = 100  # HNSW candidate list: recall about 0.99 at 1M in the is
 class MemorySearch(StoreTables):
     """Searches and listings of active memories, and the scope copies' reads of the memories table
     (``storage.scope_cache.CacheReader``)."""
+
+    _lancedb_query: Callable[[str], str] | None  # a query as LanceDB's full-text index is asked it
 
     def vector_search(
         self,
@@ -221,7 +223,10 @@ class MemorySearch(StoreTables):
     def _fulltext_rows(
         self, scope: Scope, text: str, columns: list[str], limit: int, where: SearchFilter
     ) -> list[dict[str, Any]]:
-        """LanceDB's BM25 index: the best ``limit`` active memories of ``scope``, these columns and _score."""
+        """LanceDB's BM25 index: the best ``limit`` active memories of ``scope``, these columns and _score.
+        The query is asked as the store's ``lancedb_query`` rewrites it, if it has one."""
+        if self._lancedb_query is not None:
+            text = self._lancedb_query(text)
         query = self._memories.search(text, query_type="fts", fts_columns="search_text")
         query = query.where(self._active_in(scope, where), prefilter=True)
         return query.select([*columns, "_score"]).limit(limit).to_arrow().to_pylist()

@@ -88,9 +88,11 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         vector_index_min_rows: int = DEFAULT_VECTOR_INDEX_MIN_ROWS,
         appenders: Appenders,
         analyzer: Analyzer | None = None,
+        lancedb_query: Callable[[str], str] | None = None,
         generations: Generations | None = None,
     ) -> None:
         self._vector_index_min_rows = vector_index_min_rows
+        self._lancedb_query = lancedb_query
         self._db = db
         self._uri = uri
         self._lock = lock
@@ -184,13 +186,15 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         cache_total_rows: int = DEFAULT_CACHE_TOTAL_ROWS,
         vector_index_min_rows: int = DEFAULT_VECTOR_INDEX_MIN_ROWS,
         analyzer: Analyzer | None = None,
+        lancedb_query: Callable[[str], str] | None = None,
         index_cache_bytes: int = DEFAULT_INDEX_CACHE_BYTES,
         metadata_cache_bytes: int = DEFAULT_METADATA_CACHE_BYTES,
     ) -> MemoryStore:
         """Open (creating and migrating if needed) the store at ``uri``: a folder or any LanceDB URI.
         Scopes of up to ``cache_scope_rows`` memories are searched from an in-process copy (0: never),
         ``cache_total_rows`` memories in all; with an ``analyzer`` (text -> index terms) the copies answer
-        full-text searches too (BM25), otherwise LanceDB's full-text index does. Maintenance builds an
+        full-text searches too (BM25), otherwise LanceDB's full-text index does, asked ``lancedb_query``'s
+        rewrite of a query when one is given (the words the analyzer reads as one). Maintenance builds an
         ANN index over the vectors once the table holds ``vector_index_min_rows`` memories (0: never).
         LanceDB's caches of index data and of table metadata (manifests, fragment and deletion files: an
         entry per table version, so they grow with every commit) are held to ``index_cache_bytes`` and
@@ -241,6 +245,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
                 cache_total_rows=cache_total_rows,
                 vector_index_min_rows=vector_index_min_rows,
                 analyzer=analyzer,
+                lancedb_query=lancedb_query,
                 appenders=Appenders(append_db),
                 generations=generations,
             )

@@ -22,7 +22,7 @@ from retrieval.models.embedders.base import Embedder
 from retrieval.models.embedders.hashed import HashedEmbedder
 from retrieval.models.providers import BackendInfo, Models
 from retrieval.models.rerankers.base import Reranker
-from retrieval.text import index_terms
+from retrieval.text import index_terms, with_other_forms
 from server.app import build_server
 from server.config import Settings
 from server.state import assemble_runtime
@@ -110,6 +110,7 @@ def make_runtime(
         settings.db_uri,
         vector_dim=embedder.dimension if embedder else settings.vector.dim,
         analyzer=index_terms,
+        lancedb_query=with_other_forms,
     )
     embedder = embedder or HashedEmbedder(store.vector_dim)
     models = Models(

@@ -15,6 +15,7 @@ from retrieval.text import (
     query_word_tokens,
     searchable_text,
     swapped_spans,
+    with_other_forms,
     without_negations,
     word_tokens,
 )
@@ -125,6 +126,13 @@ def test_an_action_noun_is_indexed_as_its_verb():
     assert index_terms("what did we decide") == ["decid"]
     assert index_terms("the deployment failure") == index_terms("the deploy failed") == ["deploy", "fail"]
     assert index_terms("two decisions, three deliveries") == ["two", "decid", "three", "deliv"]
+
+
+def test_a_query_for_lancedbs_index_asks_for_every_form_the_analyzer_reads_as_one():
+    assert with_other_forms("what did we decide") == "what did we decide decision decisions"
+    assert with_other_forms("When did she go?") == "When did she go? went gone"
+    assert with_other_forms("went or go") == "went or go gone"  # each form once
+    assert with_other_forms("cats on mats") == "cats on mats"
 
 
 def test_words_that_are_often_something_else_keep_their_own_stem():

@@ -220,6 +220,23 @@ def test_new_tags_are_searched_at_once_in_this_process_and_in_another(store, tmp
     assert (store.get_memory("m2").tags, store.get_memory("m2").expires_at) == ((), NOW + timedelta(days=1))
 
 
+def test_lancedbs_full_text_index_is_asked_the_query_as_the_store_rewrites_it(tmp_path):
+    """LanceDB's own index (a scope beyond the copies) stems without the analyzer's readings of a word's
+    other forms: the store asks it the query with those forms added, as the server's store does."""
+    from retrieval.text import with_other_forms
+
+    texts = [new("m1", "Decision: billing moves to Postgres"), new("m2", "cats on mats")]
+    with MemoryStore.open(str(tmp_path / "plain"), vector_dim=DIM, cache_scope_rows=0) as plain:
+        plain.insert_many(texts)
+        assert plain.fulltext_search(SCOPE, "decide", limit=10) == []
+    with MemoryStore.open(
+        str(tmp_path / "forms"), vector_dim=DIM, cache_scope_rows=0, lancedb_query=with_other_forms
+    ) as forms:
+        forms.insert_many(texts)
+        assert forms.fulltext_engine(SCOPE) == "lancedb-bm25"
+        assert [hit.record.id for hit in forms.fulltext_search(SCOPE, "decide", limit=10)] == ["m1"]
+
+
 def test_fulltext_search_matches_word_forms_and_filters_by_kind_and_tag(store):
     store.insert_many(
         [
