@@ -317,9 +317,10 @@ _BASE_FORMS = (
 
 # Each base word with its other forms: what a query for LanceDB's own full-text index (scopes beyond the
 # copies, ``with_other_forms``) asks for besides the word it says.
-_OTHER_FORMS: dict[str, tuple[str, ...]] = {}
-for _form, _base in _BASE_FORMS.items():
-    _OTHER_FORMS[_base] = (*_OTHER_FORMS.get(_base, ()), _form)
+_OTHER_FORMS = {
+    base: tuple(form for form, its_base in _BASE_FORMS.items() if its_base == base)
+    for base in set(_BASE_FORMS.values())
+}
 
 
 def with_other_forms(query: str) -> str:
