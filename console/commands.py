@@ -513,7 +513,7 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
             if found is None:
                 raise CommandError(
                     f"no memory {values['replaces']!r} in org {scope.org_id!r} / project {scope.project_id!r}"
-                    f"{held_elsewhere(runtime, caller, values['replaces'])}: check the id (`memoria list`) and "
+                    f"{held_elsewhere(runtime, caller, values['replaces'], scope)}: check the id (`memoria list`) and "
                     "--org/--project"
                 )
             content = found.content

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from storage.records import MemoryRecord, MemoryStatus, TimeWindow, View
+    from storage.records import MemoryRecord, MemoryStatus, Scope, TimeWindow, View
     from tools.common import Caller, Runtime
 
 
@@ -121,23 +121,32 @@ def history_note(runtime: Runtime, view: View, window: TimeWindow) -> str | None
 _HISTORY: tuple[MemoryStatus, ...] = ("superseded", "retracted")
 
 
-def held_elsewhere(runtime: Runtime, caller: Caller, memory_id: str) -> str:
+def held_elsewhere(runtime: Runtime, caller: Caller, memory_id: str, asked: Scope | None = None) -> str:
     """Where a memory not found in the caller's scope is stored, said to a caller on this machine (the
     command line, stdio: to whom the store's projects are no secret, as for an empty project's note), when
     the whole project reads it: "; it is in org 'default' / project 'alpha'". A new user's trial was told
     an id from `memoria list --project alpha` did not exist, by a command run without --project. Never to a
     token's holder, and a memory private to an agent or a session only to a person at the command line, who
     may read it with ``--agent`` (a new user's trial listed such a memory with `list --agent alice`, and
-    `show`, `edit` and `forget` then said that it did not exist)."""
+    `show`, `edit` and `forget` then said that it did not exist), and with ``--org``/``--project`` too when
+    it is stored elsewhere than the ``asked`` scope."""
     if caller.remote:
         return ""
     memory = runtime.store.get_memory(memory_id)
     if memory is not None and not memory.shared and caller.person:
         session = f" --session {memory.session_id}" if memory.visibility == "session" else ""
         whose = f"a session of agent {memory.agent_id!r}" if session else f"agent {memory.agent_id!r}"
+        where = "".join(
+            f"--{flag} {value} "
+            for flag, value, theirs in (
+                ("org", memory.org_id, asked.org_id if asked else memory.org_id),
+                ("project", memory.project_id, asked.project_id if asked else memory.project_id),
+            )
+            if value != theirs
+        )
         return (
             f"; it is private to {whose} in org {memory.org_id!r} / project {memory.project_id!r} (pass "
-            f"--agent {memory.agent_id}{session})"
+            f"{where}--agent {memory.agent_id}{session})"
         )
     return stored_in(memory)
 

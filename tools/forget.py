@@ -129,7 +129,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     elif args.memory_id is not None:
         memory = store.get_memory(args.memory_id, view)
         if memory is None:
-            elsewhere = held_elsewhere(runtime, caller, args.memory_id)
+            elsewhere = held_elsewhere(runtime, caller, args.memory_id, scope)
             raise no_such_memory(args.memory_id, scope.org_id, scope.project_id, elsewhere)
         targets = [memory]
     else:

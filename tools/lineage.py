@@ -54,7 +54,7 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
     memory = store.get_memory(args.memory_id, scope)
     if memory is None:
         home = scope.home
-        elsewhere = held_elsewhere(runtime, caller, args.memory_id)
+        elsewhere = held_elsewhere(runtime, caller, args.memory_id, home)
         raise no_such_memory(args.memory_id, home.org_id, home.project_id, elsewhere)
 
     forward: list[ReplacedMemory] = []

@@ -176,7 +176,7 @@ def replaced_memory(runtime: Runtime, view: View, memory_id: str, caller: Caller
     if old is None:
         raise ToolFailure(
             f"no memory {memory_id} in org {scope.org_id!r} / project {scope.project_id!r}"
-            f"{held_elsewhere(runtime, caller, memory_id)}; nothing was stored. Pass replaces= the id of a "
+            f"{held_elsewhere(runtime, caller, memory_id, scope)}; nothing was stored. Pass replaces= the id of a "
             "memory from a recall result in this project"
         )
     if old.status != "active":

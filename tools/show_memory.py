@@ -56,7 +56,7 @@ def show_memory(args: ShowMemoryInput, runtime: Runtime, caller: Caller) -> Show
     scope = args.scope(runtime.settings)
     memory = runtime.store.get_memory(args.memory_id, View(scope, caller.viewer))
     if memory is None:
-        elsewhere = held_elsewhere(runtime, caller, args.memory_id)
+        elsewhere = held_elsewhere(runtime, caller, args.memory_id, scope)
         raise no_such_memory(args.memory_id, scope.org_id, scope.project_id, elsewhere)
     history = sorted(
         (

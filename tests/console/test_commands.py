@@ -1824,6 +1824,29 @@ def test_a_private_memory_is_named_as_whose_it_is_and_show_reads_it_with_agent(c
     assert as_json(capsys, db, "show", note["id"], "--agent", "bob", "--session", "s9")["id"] == note["id"]
 
 
+def test_a_private_memory_of_another_project_is_named_with_the_project_to_pass(capsys, db):
+    """A review of the hint above: for a private memory of another project, `--agent` alone still did not
+    find it. The hint names the project (and the org) to pass when they are not the ones asked."""
+    stored = as_json(
+        capsys,
+        db,
+        "remember",
+        "Alice's scratch",
+        "--visibility",
+        "agent",
+        "--agent",
+        "alice",
+        "--project",
+        "alpha",
+    )
+    status, _, err = memoria(capsys, db, "show", stored["id"])
+    assert status == 1 and "project 'alpha' (pass --project alpha --agent alice)" in err, err
+    status, _, err = memoria(capsys, db, "show", stored["id"], "--org", "other", "--project", "alpha")
+    assert status == 1 and "(pass --org default --agent alice)" in err, err
+    shown = as_json(capsys, db, "show", stored["id"], "--project", "alpha", "--agent", "alice")
+    assert shown["content"] == "Alice's scratch"
+
+
 def test_a_suggested_command_keeps_flags_it_has_and_one_that_needs_no_store_gets_none():
     from console.commands import STORE_FLAGS, in_flags
 
