@@ -501,9 +501,8 @@ def remember_with(args: argparse.Namespace, settings: Settings, values: dict[str
 
     content = sys.stdin.read() if args.content == "-" else args.content
     caller = caller_for(args)
-    with opened(
-        settings, writes=True
-    ) as runtime:  # an edit keeps the memory's date (``tools.remember.inherited``)
+    # An edit keeps the memory's date (``tools.remember.inherited``).
+    with opened(settings, writes=True) as runtime:
         if content is None:  # `memoria edit ID --tag ...`: the same text, other tags or tier
             scope = scope_arg(args, settings)
             # As the tool reads it: the project and the org's shelf, as this agent sees them (a review found

@@ -211,6 +211,11 @@ def porter2_stem(word: str) -> str:
     return str(stemmer.stemWord(word))
 
 
+def plural(noun: str) -> str:
+    """A regular noun's plural: "memory" -> "memories", "tag" -> "tags", "delivery" -> "deliveries"."""
+    return noun[:-1] + "ies" if re.search(r"[^aeiou]y$", noun) else noun + "s"
+
+
 # Irregular verb forms, read as their verb before stemming: Porter2 strips suffixes, so "went" never met
 # "go" nor "bought" "buy", and a question asks with the verb's base ("When did she go to ...?") what the
 # memory tells in its past ("I went to ..."). Only forms that are rarely another word of their own: not
@@ -308,10 +313,7 @@ _BASE_FORMS = (
     {form: verb for verb, forms in _IRREGULAR_VERBS.items() for form in forms.split()}
     | _IRREGULAR_PLURALS
     | _ACTION_NOUNS
-    | {
-        (noun[:-1] + "ies" if noun.endswith("y") else noun + "s"): verb
-        for noun, verb in _ACTION_NOUNS.items()
-    }
+    | {plural(noun): verb for noun, verb in _ACTION_NOUNS.items()}
 )
 
 
@@ -590,10 +592,7 @@ def fulltext_query(query: str) -> str:
 
 def counted(count: int, singular: str) -> str:
     """``count`` and the noun agreeing with it: "1 memory", "2 memories", "0 memories", "3 tags"."""
-    if count == 1:
-        return f"{count:,} {singular}"
-    plural = singular[:-1] + "ies" if re.search(r"[^aeiou]y$", singular) else singular + "s"
-    return f"{count:,} {plural}"
+    return f"{count:,} {singular if count == 1 else plural(singular)}"
 
 
 def listed(values: Sequence[object], shown: int = 5) -> str:

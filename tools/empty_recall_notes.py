@@ -121,7 +121,7 @@ def history_note(runtime: Runtime, view: View, window: TimeWindow) -> str | None
 _HISTORY: tuple[MemoryStatus, ...] = ("superseded", "retracted")
 
 
-def held_elsewhere(runtime: Runtime, caller: Caller, memory_id: str, asked: Scope | None = None) -> str:
+def held_elsewhere(runtime: Runtime, caller: Caller, memory_id: str, asked: Scope) -> str:
     """Where a memory not found in the caller's scope is stored, said to a caller on this machine (the
     command line, stdio: to whom the store's projects are no secret, as for an empty project's note), when
     the whole project reads it: "; it is in org 'default' / project 'alpha'". A new user's trial was told
@@ -136,13 +136,8 @@ def held_elsewhere(runtime: Runtime, caller: Caller, memory_id: str, asked: Scop
     if memory is not None and not memory.shared and caller.person:
         session = f" --session {memory.session_id}" if memory.visibility == "session" else ""
         whose = f"a session of agent {memory.agent_id!r}" if session else f"agent {memory.agent_id!r}"
-        where = "".join(
-            f"--{flag} {value} "
-            for flag, value, theirs in (
-                ("org", memory.org_id, asked.org_id if asked else memory.org_id),
-                ("project", memory.project_id, asked.project_id if asked else memory.project_id),
-            )
-            if value != theirs
+        where = (f"--org {memory.org_id} " if memory.org_id != asked.org_id else "") + (
+            f"--project {memory.project_id} " if memory.project_id != asked.project_id else ""
         )
         return (
             f"; it is private to {whose} in org {memory.org_id!r} / project {memory.project_id!r} (pass "
