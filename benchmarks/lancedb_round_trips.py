@@ -19,7 +19,9 @@ for the newest version on every call (``read_consistency_interval=0``), as ``ver
 table's manifests (``storage.versions.newest_on_disk``: no LanceDB call at all, but a listing of every
 version kept, which grows by two each round here), and ``version (probe)`` the same from the version found
 last and a check for the names after it (``storage.versions.NewestManifest``, what the store uses since
-2026-12-01). Medians in ms, and
+2026-12-01). ``scan (builder)`` is a filtered read of one row through LanceDB's synchronous query
+builder on the store's kind of handle, ``scan`` the same read as the store makes it
+(``storage.scan``: one round trip). Medians in ms, and
 the native append's ratio to ``Table.add``. A busy thread runs Python only, so it gives the lock up only
 when the interpreter makes it (every 5 ms by default) or another thread asks for it: each crossing of a
 call then waits up to that long. That is the worst case; threads that also wait on I/O or numpy hand the
@@ -45,6 +47,8 @@ import pyarrow as pa
 
 from benchmarks.reporting import RESULTS, write_json
 from storage.appenders import Appenders
+from storage.filters import equals
+from storage.scan import EVERY_ROW, scan
 from storage.versions import NewestManifest, newest_on_disk
 
 SCHEMA = pa.schema([pa.field("id", pa.string()), pa.field("vector", pa.list_(pa.float32(), 384))])
@@ -77,6 +81,12 @@ class BusyThreads:
         self._stop.set()
         for thread in self._threads:
             thread.join()
+
+
+def builder_scan(table: Any, row_id: str) -> pa.Table:
+    """A filtered read through LanceDB's synchronous query builder, as ``storage.scan`` read before."""
+    found: pa.Table = table.search().where(equals("id", row_id)).select(["id"]).limit(EVERY_ROW).to_arrow()
+    return found
 
 
 def medians_ms(calls: dict[str, Callable[[int], Any]], count: int) -> dict[str, float]:
@@ -113,6 +123,8 @@ def measure(folder: Path, busy: int, calls: int) -> dict[str, float]:
                 "version (strong)": lambda _: strong.version,
                 "version (manifests)": lambda _: newest_on_disk(folder / f"t{busy}.lance"),
                 "version (probe)": lambda _: probe.read(),
+                "scan (builder)": lambda i: builder_scan(strong, f"row-{i}"),
+                "scan": lambda i: scan(strong, equals("id", f"row-{i}"), ["id"]),
             },
             calls,
         )

@@ -24,7 +24,7 @@ from storage.records import (
     View,
 )
 from storage.rows import contradiction_from_row, from_int64, scope_of_row
-from storage.scan import EVERY_ROW, utc
+from storage.scan import scan, utc
 from storage.snapshots import ScopeSnapshots
 from storage.tables import StoreTables
 
@@ -231,10 +231,7 @@ class Lineage(StoreTables):
 
     def scopes(self) -> list[Scope]:
         """Every scope that holds an active memory."""
-        table = (
-            self._memories.search().where(filters.equals("status", "active")).select(["org_id", "project_id"])
-        )
-        rows = table.limit(EVERY_ROW).to_arrow()
+        rows = scan(self._memories, filters.equals("status", "active"), ["org_id", "project_id"])
         pairs = set(
             zip(rows.column("org_id").to_pylist(), rows.column("project_id").to_pylist(), strict=True)
         )

@@ -27,7 +27,7 @@ from storage.records import (
     semantic_score,
 )
 from storage.rows import MEMORY_COLUMNS, memory_from_row, vector_of_row
-from storage.scan import EVERY_ROW, scan, utc
+from storage.scan import scan, utc
 from storage.scope_copy import Row
 from storage.scope_episodes import episode_members
 from storage.search_filter import SearchFilter, tag_filter
@@ -425,8 +425,7 @@ class MemorySearch(StoreTables):
         return self._memories_version.current()
 
     def scope_size_above(self, scope: Scope, limit: int) -> bool:
-        rows = self._memories.search().where(filters.scope_is(scope)).select(["id"]).limit(limit + 1)
-        return rows.to_arrow().num_rows > limit
+        return scan(self._memories, filters.scope_is(scope), ["id"], limit + 1).num_rows > limit
 
     def scope_rows(self, scope: Scope) -> list[Row]:
         return self._rows_with_vectors(filters.scope_is(scope))
@@ -442,14 +441,7 @@ class MemorySearch(StoreTables):
     def _rows_with_vectors(self, condition: Expr) -> list[Row]:
         """Records, vectors and search texts; the vectors come out of Arrow as one numpy block, not Python
         lists."""
-        table = (
-            self._memories.search()
-            .where(condition)
-            .select([*MEMORY_COLUMNS, "vector", "search_text"])
-            .with_row_id(True)
-            .limit(EVERY_ROW)
-            .to_arrow()
-        )
+        table = scan(self._memories, condition, [*MEMORY_COLUMNS, "vector", "search_text"], with_row_id=True)
         if table.num_rows == 0:
             return []
         self._row_ids.learn(
