@@ -1,5 +1,6 @@
 """The round-trip benchmark end to end, a few calls per run: every call timed, and the appends it
-compares are the two paths (through ``Table.add``, and the store's native append)."""
+compares are the two paths (through ``Table.add``, and the store's native append), and so are the reads
+(through LanceDB's query builder, and the store's one round trip)."""
 
 import json
 
@@ -21,6 +22,8 @@ def test_the_benchmark_times_each_call_beside_each_number_of_busy_threads(tmp_pa
             "version (strong)",
             "version (manifests)",
             "version (probe)",
+            "scan (builder)",
+            "scan",
         ]
         assert all(value > 0 for value in medians.values())
     printed = capsys.readouterr()
