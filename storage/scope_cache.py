@@ -6,6 +6,8 @@ Kept correct under writes from any process: before every read the cache compares
 with the one it reflects (one manifest check) and, when another write happened, reads only the rows
 whose ``_row_last_updated_at_version`` is newer (the memories table has stable row ids for this).
 Memories are never deleted (a purge blanks a row), so updates and inserts are all there is to apply.
+Those rows are read with the copies' lock free, so other recalls read the copies and this process's own
+writes are applied meanwhile; the lock is taken alone only to put them in (``_caught_up_beside_reads``).
 
 Scopes larger than ``max_scope_rows`` are not copied (their searches go to LanceDB and its indexes). The
 copies together hold at most ``max_total_rows``: a new copy that does not fit displaces only copies idle for
@@ -75,6 +77,7 @@ class ScopeCache:
         # Readers share it; applying writes, catching up and building copies take it alone.
         self._lock = SharedLock()
         self._touching = threading.Lock()  # the recency bookkeeping readers update while they share it
+        self._catching = threading.Lock()  # one catch-up beside the reads at a time
         self._pin = threading.local()  # one_version(): depth, and whether the version was checked
         self.loads = 0  # scope copies built from a full read (tests and the benchmark read these)
         self.deltas = 0  # catch-ups that read only the changed rows
@@ -122,13 +125,16 @@ class ScopeCache:
         version = self._observed_version()
         nested = self._lock.reads_here()  # inside another read: within its snapshot, never catching up
         served = False
-        with self._lock.read():
-            current, copy = self._readable(scope, version, build=build)
-            if current or nested:
-                served = True
-                yield copy
-        if served:
-            return
+        for look in ("as it is", "after a catch-up beside the reads"):
+            with self._lock.read():
+                current, copy = self._readable(scope, version, build=build)
+                if current or nested:
+                    served = True
+                    yield copy
+            if served:
+                return
+            if look == "as it is" and (copy is None or not self._caught_up_beside_reads(version)):
+                break  # a copy to build, or the catch-up beside the reads did not apply: under the lock
         with self._lock.write():  # catch up with the table, or build the copy
             copy = self._copy_of(scope, build=build, version=version)
         with self._lock.read():  # a write applied meanwhile waits for this read; the copy only gets newer
@@ -284,6 +290,40 @@ class ScopeCache:
         self._pin.checked = pinned
         return version
 
+    def _caught_up_beside_reads(self, version: int | None) -> bool:
+        """Bring the copies to ``version`` reading the changed rows with the copies' lock free, then taking
+        it alone only to apply them; whether the copies are at ``version`` now. A catch-up's read is a
+        LanceDB scan (tens of ms under load): under the lock, every recall and every write's apply waited
+        for it. One catch-up at a time: the others wait here and find it done. When a write was applied
+        or a copy built meanwhile, the rows read may be older than what the copies hold: nothing is applied
+        (False), and the catch-up under the lock reads again."""
+        if version is None:
+            return False
+        with self._catching:
+            with self._lock.read():
+                base = self._version
+                scopes = set(self._copies)
+            if base is not None and version <= base:
+                return True  # another reader caught up meanwhile
+            if base is None or not scopes:
+                return False
+            changed = self._reader.rows_changed_since(base, list(scopes))
+            with self._lock.write():
+                if self._version != base or not set(self._copies) <= scopes:
+                    return False
+                self._apply_changed(changed)
+                self._version = version
+        return True
+
+    def _apply_changed(self, changed: Iterable[Row]) -> None:
+        """Rows read from the table since the copies' version, put into the copies of their scopes."""
+        for record, vector, text in changed:
+            copy = self._copies.get(record.scope)
+            if copy is not None:
+                copy.put(record, vector, text)
+        self.deltas += 1
+        self._evict()
+
     def _catch_up(self, version: int | None = None) -> None:
         """Bring the copies to ``version`` (the table's, checked by the caller; None: check it now
         unless this thread's request already did)."""
@@ -294,13 +334,7 @@ class ScopeCache:
         if self._version is not None and version <= self._version:
             return
         if self._version is not None and self._copies:
-            changed = self._reader.rows_changed_since(self._version, list(self._copies))
-            for record, vector, text in changed:
-                copy = self._copies.get(record.scope)
-                if copy is not None:
-                    copy.put(record, vector, text)
-            self.deltas += 1
-            self._evict()
+            self._apply_changed(self._reader.rows_changed_since(self._version, list(self._copies)))
         self._version = version
 
     def _evict(self) -> None:

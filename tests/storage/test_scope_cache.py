@@ -1,6 +1,8 @@
 """The in-process scope copies: they answer like LanceDB, follow other processes' writes, apply this
 process's own writes without reading them back, and step aside for scopes that are too big."""
 
+import threading
+from dataclasses import replace
 from datetime import timedelta
 
 import numpy as np
@@ -459,3 +461,88 @@ def test_a_memorys_context_follows_writes_of_this_process_and_of_another(tmp_pat
         # a and c are neighbours now: (a + c) . q / sqrt(2) = 0.5 each; b is in no chain (its own cosine)
         assert contexts(mine) == pytest.approx({"a": 0.5, "b": 0.7071, "c": 0.5}, abs=1e-4)
         assert contexts(theirs) == pytest.approx({"a": 0.5, "b": 0.7071, "c": 0.5}, abs=1e-4)
+
+
+class SlowChangesReader(CountingReader):
+    """Another process rewrote m1 at version 2; reading the changed rows (a LanceDB scan) waits for ``go``."""
+
+    def __init__(self, rows, changed_text: str = "m1 as another process rewrote it") -> None:
+        super().__init__(rows)
+        self.version = 1
+        self.changed_text = changed_text
+        self.changed_reads: list[int] = []
+        self.in_read = threading.Event()
+        self.go = threading.Event()
+
+    def latest_version(self) -> int:
+        return self.version
+
+    def rows_changed_since(self, version, scopes):
+        self.changed_reads.append(version)
+        self.in_read.set()
+        self.go.wait(5)
+        m1 = next(n for n in self.rows if n.record.id == "m1")
+        record = replace(m1.record, content=self.changed_text)
+        return [(record, np.asarray(m1.vector, dtype=np.float32), self.changed_text)]
+
+
+def built(reader) -> ScopeCache:
+    cache = ScopeCache(reader, dimension=DIM, max_scope_rows=100, max_total_rows=1000)
+    with cache.reading(SCOPE):  # built at version 1
+        pass
+    return cache
+
+
+def test_a_catch_up_reads_the_changed_rows_while_a_write_takes_the_copies_and_one_read_serves_all():
+    reader = SlowChangesReader(corpus())
+    cache = built(reader)
+    reader.version = 2
+    seen: list[str] = []
+
+    def read() -> None:
+        with cache.reading(SCOPE) as copy:
+            seen.append(copy.records["m1"].content)
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for thread in readers:
+        thread.start()
+    assert reader.in_read.wait(5)
+
+    def write() -> None:
+        with cache.updating(SCOPE):  # the copies to itself, as applying a write does
+            pass
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    writer.join(2)
+    written_during_the_read = not writer.is_alive()
+    reader.go.set()
+    writer.join(5)
+    assert written_during_the_read  # the write did not wait for the catch-up's read
+    for thread in readers:
+        thread.join(5)
+    assert seen == ["m1 as another process rewrote it"] * 2
+    assert reader.changed_reads == [1]  # the second reader waited for the first's catch-up, and read nothing
+    assert cache.deltas == 1
+
+
+def test_rows_read_while_a_write_was_applied_are_not_put_over_it():
+    reader = SlowChangesReader(corpus(), changed_text="m1 as read before the write")
+    cache = built(reader)
+    reader.version = 2  # this process's own write, applied by advance while the catch-up reads
+    seen: list[str] = []
+
+    def read() -> None:
+        with cache.reading(SCOPE) as copy:
+            seen.append(copy.records["m1"].content)
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    assert reader.in_read.wait(5)
+    m1 = next(n for n in corpus() if n.record.id == "m1")
+    written = replace(m1.record, content="m1 as this process wrote it")
+    cache.advance(1, 2, inserted=[(written, np.asarray(m1.vector, dtype=np.float32), written.content)])
+    reader.go.set()
+    thread.join(5)
+    assert seen == ["m1 as this process wrote it"]
+    assert cache.deltas == 0  # what the catch-up read was set aside: the copies were at version 2 already
