@@ -6,8 +6,9 @@ Kept correct under writes from any process: before every read the cache compares
 with the one it reflects (one manifest check) and, when another write happened, reads only the rows
 whose ``_row_last_updated_at_version`` is newer (the memories table has stable row ids for this).
 Memories are never deleted (a purge blanks a row), so updates and inserts are all there is to apply.
-Those rows are read with the copies' lock free, so other recalls read the copies and this process's own
-writes are applied meanwhile; the lock is taken alone only to put them in (``_caught_up_beside_reads``).
+Those rows are read with the copies' lock free, so other recalls go on reading the copies meanwhile; the
+lock is taken alone only to put them in, and this process's writes committed during the read are applied
+after them (``_caught_up_beside_reads``).
 
 Scopes larger than ``max_scope_rows`` are not copied (their searches go to LanceDB and its indexes). The
 copies together hold at most ``max_total_rows``: a new copy that does not fit displaces only copies idle for
@@ -23,7 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -48,6 +49,18 @@ class CacheReader(Protocol):
     def rows_changed_since(self, version: int, scopes: Sequence[Scope]) -> Iterable[Row]: ...
 
     def scope_episodes(self, scope: Scope) -> Iterable[EpisodeRecord]: ...
+
+
+@dataclass(frozen=True)
+class _Write:
+    """This process's write of the memories table from version ``before`` to the next (``advance``)."""
+
+    before: int
+    inserted: Sequence[Row]
+    updated: Mapping[str, Mapping[str, Any]]
+    vectors: Mapping[str, np.ndarray | None]
+    texts: Mapping[str, str]
+    episodes: Sequence[EpisodeRecord]
 
 
 class ScopeCache:
@@ -78,6 +91,9 @@ class ScopeCache:
         self._lock = SharedLock()
         self._touching = threading.Lock()  # the recency bookkeeping readers update while they share it
         self._catching = threading.Lock()  # one catch-up beside the reads at a time
+        # While a catch-up beside the reads reads: this process's writes it is to apply after its rows
+        # (``advance`` finds the copies behind meanwhile). None when none is reading.
+        self._handed: list[_Write] | None = None
         self._pin = threading.local()  # one_version(): depth, and whether the version was checked
         self.loads = 0  # scope copies built from a full read (tests and the benchmark read these)
         self.deltas = 0  # catch-ups that read only the changed rows
@@ -258,25 +274,33 @@ class ScopeCache:
         ``episodes`` are the episodes the write created just before (as written), so that its memories
         do not leave them stale for the next read to fetch from the table (after a bulk write, every
         recall did, one episode read each)."""
+        write = _Write(before, inserted, updated or {}, vectors or {}, texts or {}, episodes)
         with self._lock.write():
             if self._version is None or self._version != before or after != before + 1:
-                return  # someone else committed too: the next read catches up from the table
-            for record, vector, text in inserted:
-                copy = self._copies.get(record.scope)
-                if copy is not None:
-                    copy.put(record, vector, text)
-            for episode in episodes:  # after the puts: as written with these memories, titles included
-                copy = self._copies.get(Scope(episode.org_id, episode.project_id))
-                if copy is not None:
-                    copy.load_episodes([episode])
-            for memory_id, columns in (updated or {}).items():
-                for copy in self._copies.values():
-                    cached = copy.records.get(memory_id)
-                    if cached is not None:
-                        vector = (vectors or {}).get(memory_id, copy.vector_of(memory_id))
-                        copy.put(replace(cached, **columns), vector, (texts or {}).get(memory_id))
-            self._version = after
+                if self._handed is not None and after == before + 1:
+                    self._handed.append(write)  # a catch-up beside the reads applies it after its rows
+                return  # else someone else committed too: the next read catches up from the table
+            self._apply_write(write)
             self._evict()
+
+    def _apply_write(self, write: _Write) -> None:
+        """Under the lock alone: this process's write (``advance``) put into the copies, which are then at
+        the version it made."""
+        for record, vector, text in write.inserted:
+            copy = self._copies.get(record.scope)
+            if copy is not None:
+                copy.put(record, vector, text)
+        for episode in write.episodes:  # after the puts: as written with these memories, titles included
+            copy = self._copies.get(Scope(episode.org_id, episode.project_id))
+            if copy is not None:
+                copy.load_episodes([episode])
+        for memory_id, columns in write.updated.items():
+            for copy in self._copies.values():
+                cached = copy.records.get(memory_id)
+                if cached is not None:
+                    vector = write.vectors.get(memory_id, copy.vector_of(memory_id))
+                    copy.put(replace(cached, **columns), vector, write.texts.get(memory_id))
+        self._version = write.before + 1
 
     def _observed_version(self) -> int | None:
         """The table's version for this read: None when this thread's request already checked it
@@ -295,8 +319,10 @@ class ScopeCache:
         it alone only to apply them; whether the copies are at ``version`` now. A catch-up's read is a
         LanceDB scan (tens of ms under load): under the lock, every recall and every write's apply waited
         for it. One catch-up at a time: the others wait here and find it done. When a write was applied
-        or a copy built meanwhile, the rows read may be older than what the copies hold: nothing is applied
-        (False), and the catch-up under the lock reads again."""
+        or a copy built meanwhile (its rows are newer than what was read, or its scope was not read): nothing
+        is applied (False), and the catch-up under the lock reads again. This process's writes committed
+        meanwhile (``advance``, which finds the copies behind) are handed to it and applied after its rows
+        when they follow on from ``version``, as ``advance`` would have once the catch-up was done."""
         if version is None:
             return False
         with self._catching:
@@ -307,12 +333,21 @@ class ScopeCache:
                 return True  # another reader caught up meanwhile
             if base is None or not scopes:
                 return False
-            changed = self._reader.rows_changed_since(base, list(scopes))
-            with self._lock.write():
-                if self._version != base or not set(self._copies) <= scopes:
-                    return False
-                self._apply_changed(changed)
-                self._version = version
+            self._handed = []
+            try:
+                changed = self._reader.rows_changed_since(base, list(scopes))
+                with self._lock.write():
+                    handed, self._handed = self._handed, None
+                    if self._version != base or not set(self._copies) <= scopes:
+                        return False
+                    self._apply_changed(changed)
+                    self._version = version
+                    for write in sorted(handed, key=lambda write: write.before):
+                        if write.before == self._version:
+                            self._apply_write(write)
+                    self._evict()
+            finally:
+                self._handed = None
         return True
 
     def _apply_changed(self, changed: Iterable[Row]) -> None:
@@ -330,7 +365,11 @@ class ScopeCache:
         if version is None:
             version = self._observed_version()
             if version is None:  # this request checked already
-                return
+                if self._version is not None:
+                    return
+                # Never caught up (a copy warmed inside a request that had checked): the version now,
+                # else a copy read before a later commit would be marked caught up with it unread.
+                version = self._reader.latest_version()
         if self._version is not None and version <= self._version:
             return
         if self._version is not None and self._copies:

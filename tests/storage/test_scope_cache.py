@@ -546,3 +546,57 @@ def test_rows_read_while_a_write_was_applied_are_not_put_over_it():
     thread.join(5)
     assert seen == ["m1 as this process wrote it"]
     assert cache.deltas == 0  # what the catch-up read was set aside: the copies were at version 2 already
+
+
+def test_this_processs_write_committed_during_a_catch_up_is_applied_after_its_rows_not_read_back():
+    reader = SlowChangesReader(corpus())
+    cache = built(reader)
+    reader.version = 2  # another process's commit: the copies fall behind
+
+    def read() -> None:
+        with cache.reading(SCOPE):
+            pass
+
+    reading = threading.Thread(target=read)
+    reading.start()
+    assert reader.in_read.wait(5)
+    m2 = next(n for n in corpus() if n.record.id == "m2")
+    mine = replace(m2.record, content="m2 as this process wrote it")
+    reader.version = 3  # this process's commit, 2 -> 3, while the catch-up reads
+    cache.advance(2, 3, inserted=[(mine, np.asarray(m2.vector, dtype=np.float32), mine.content)])
+    reader.go.set()
+    reading.join(5)
+    with cache.reading(SCOPE) as copy:
+        assert copy.records["m2"].content == "m2 as this process wrote it"
+        assert copy.records["m1"].content == "m1 as another process rewrote it"
+    assert reader.changed_reads == [1]  # the write was applied, not read back from the table
+    assert cache.deltas == 1
+
+
+class RetractedAtTwo(CountingReader):
+    """At version 2 another process retracts m1."""
+
+    def __init__(self, rows) -> None:
+        super().__init__(rows)
+        self.version = 1
+
+    def latest_version(self) -> int:
+        return self.version
+
+    def rows_changed_since(self, version, scopes):
+        if version >= 2 or SCOPE not in scopes:
+            return []
+        m1 = next(n for n in self.rows if n.record.id == "m1")
+        return [(replace(m1.record, status="retracted"), np.asarray(m1.vector, dtype=np.float32), "m1")]
+
+
+def test_a_copy_warmed_inside_a_request_that_had_checked_the_version_still_follows_later_commits():
+    reader = RetractedAtTwo(corpus())
+    cache = ScopeCache(reader, dimension=DIM, max_scope_rows=100, max_total_rows=1000)
+    with cache.one_version():
+        with cache.reading(OTHER, build=False):  # the request's one version check; nothing built
+            pass
+        assert cache.warm([SCOPE]) == 1  # read at version 1
+    reader.version = 2
+    with cache.reading(SCOPE) as copy:
+        assert copy.records["m1"].status == "retracted"
