@@ -6,9 +6,9 @@ synchronous query builder makes several: it asks the table for its schema as the
 to decide whether the scan needs row ids, again to finish the result, and once more per batch read. Each
 round trip hands the interpreter lock between threads (the caller, LanceDB's event loop, the Rust threads
 completing it), and under load each hand-over waits its turn (``storage.appenders`` says the same of an
-append). A filtered scan of 1,000 rows measured 3.9 ms the builder's way against 2.5 ms in one round
-trip alone, 195 against 92 ms beside one thread running Python and 737 against 268 ms beside two
-(``python -m benchmarks.lancedb_round_trips``). A table that is not LanceDB's (a test's) is read through
+append). A filtered read of one row measured 6.75 ms the builder's way against 4.97 ms in one round
+trip alone, 201 against 92 ms beside one thread running Python and 685 against 292 ms beside two
+(``python -m benchmarks.lancedb_round_trips --calls 60``, 2026-12-05). A table that is not LanceDB's (a test's) is read through
 its own ``search()``."""
 
 from __future__ import annotations
