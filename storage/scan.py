@@ -36,11 +36,7 @@ def scan(
     native = _native(table)
     if native is not None:
         return _one_round_trip(native, condition, columns, limit, with_row_id)
-    query = table.search()
-    if condition is not None:
-        query = query.where(condition)
-    if columns is not None:
-        query = query.select(columns)
+    query = _narrowed(table.search(), condition, columns)
     if with_row_id:
         query = query.with_row_id(True)
     result: pa.Table = query.limit(limit).to_arrow()
@@ -57,6 +53,16 @@ def scan_rows(
 def utc(value: datetime) -> datetime:
     """Every stored time is UTC: a naive one is taken as UTC, an aware one converted."""
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _narrowed(query: Any, condition: Expr | None, columns: list[str] | None) -> Any:
+    """A query of either LanceDB builder (synchronous or asynchronous: the same clauses) limited to the
+    rows matching ``condition`` and to ``columns``."""
+    if condition is not None:
+        query = query.where(condition)
+    if columns is not None:
+        query = query.select(columns)
+    return query
 
 
 def _native(table: Any) -> Any | None:
@@ -78,11 +84,7 @@ def _one_round_trip(
     from lancedb.background_loop import LOOP
 
     async def read() -> pa.Table:
-        query = native.query()
-        if condition is not None:
-            query = query.where(condition)
-        if columns is not None:
-            query = query.select(columns)
+        query = _narrowed(native.query(), condition, columns)
         if with_row_id:
             query = query.with_row_id()
         result: pa.Table = await query.limit(limit).to_arrow()

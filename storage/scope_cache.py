@@ -345,7 +345,7 @@ class ScopeCache:
                     for write in sorted(handed, key=lambda write: write.before):
                         if write.before == self._version:
                             self._apply_write(write)
-                    self._evict()
+                    self._evict()  # once, after the rows and the writes handed on
             finally:
                 self._handed = None
         return True
@@ -357,7 +357,6 @@ class ScopeCache:
             if copy is not None:
                 copy.put(record, vector, text)
         self.deltas += 1
-        self._evict()
 
     def _catch_up(self, version: int | None = None) -> None:
         """Bring the copies to ``version`` (the table's, checked by the caller; None: check it now
@@ -374,6 +373,7 @@ class ScopeCache:
             return
         if self._version is not None and self._copies:
             self._apply_changed(self._reader.rows_changed_since(self._version, list(self._copies)))
+            self._evict()
         self._version = version
 
     def _evict(self) -> None:
