@@ -79,3 +79,14 @@ def single_blas_thread() -> None:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")
+
+
+def row_dots(vectors: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``vectors[left[i]] . vectors[right[i]]`` for each i, 0 where either index is -1; in blocks, so that
+    no copy of the whole matrix is made."""
+    dots = np.zeros(len(left), dtype=np.float32)
+    for start in range(0, len(left), 8192):
+        a, b = left[start : start + 8192], right[start : start + 8192]
+        both = (a >= 0) & (b >= 0)
+        dots[start : start + 8192][both] = np.einsum("ij,ij->i", vectors[a[both]], vectors[b[both]])
+    return dots

@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from storage.lexical_index import LexicalIndex
-from storage.products import matrix_product
+from storage.products import matrix_product, row_dots
 from storage.records import Audience, EpisodeRecord, MemoryRecord, Viewer, audience_of
 from storage.scope_episodes import EpisodeBook
+from storage.scope_masks import KeptMasks, one_of
 
 # Products primed for a group commit's new memories that may wait for their ``nearest`` (``ScopeCopy.prime``):
 # each is taken by the next write's consolidation; one never taken (a write whose consolidation failed)
@@ -75,6 +76,10 @@ class ScopeCopy(EpisodeBook):
     # rewrites then, the cosines). A product made before a row's vector was replaced is not used.
     _primed: dict[bytes, tuple[int, int, np.ndarray]] = field(default_factory=dict)
     _rewrites: int = 0  # vectors of rows already in the copy replaced by another (``put``)
+    # Rows with a vector, per embedder code: when one embedder's count is every row, no search by it skips
+    # a row (``without_vector_of`` answers without a pass over the masks, on every recall).
+    _embedded_rows: dict[int, int] = field(default_factory=dict)
+    _masks: KeptMasks = field(default_factory=KeptMasks)  # searches' masks until a row changes
     primed_taken: int = 0  # products ``nearest`` took from ``prime`` (tests read it)
 
     def __post_init__(self) -> None:
@@ -93,6 +98,7 @@ class ScopeCopy(EpisodeBook):
     ) -> None:
         """Add or replace ``record`` (``text``: its search text; None keeps the indexed one). ``link``: mend
         its chain now (``load`` links every row at once instead)."""
+        self._masks.clear()
         row = self.row_of.get(record.id)
         if row is None:
             row = len(self.ids)
@@ -113,14 +119,18 @@ class ScopeCopy(EpisodeBook):
             if record.kind == "episode" or record.episode_id not in self.episode_records:
                 self.stale_episodes[record.episode_id] = self.stale_episodes.get(record.episode_id, 0) + 1
         self.records[record.id] = record
+        if self.has_vector[row]:  # the row's vector as it was: counted no more
+            self._embedded_rows[int(self.embedder_code[row])] -= 1
+        code = self.embedders.setdefault(record.embedder, len(self.embedders))
         if vector is not None and len(vector) == self.dimension:
             self.vectors[row] = vector
             self.has_vector[row] = True
+            self._embedded_rows[code] = self._embedded_rows.get(code, 0) + 1
         else:
             self.vectors[row] = 0.0
             self.has_vector[row] = False
         self.active[row] = record.status == "active"
-        self.embedder_code[row] = self.embedders.setdefault(record.embedder, len(self.embedders))
+        self.embedder_code[row] = code
         self.kind_code[row] = self.kinds.setdefault(record.kind, len(self.kinds))
         audience = audience_of(record)
         self.audience_code[row] = (
@@ -208,10 +218,10 @@ class ScopeCopy(EpisodeBook):
         before[order[1:][same]] = order[:-1][same]
         self.chain_of[:count], self.chain_time[:count] = codes, times
         self.prev_row[:count], self.next_row[:count] = before, after
-        self.self_dot[:count] = _row_dots(self.vectors, np.arange(count), np.arange(count))
-        self.dot_prev[:count] = _row_dots(self.vectors, np.arange(count), before)
-        self.dot_next[:count] = _row_dots(self.vectors, np.arange(count), after)
-        self.dot_around[:count] = _row_dots(self.vectors, before, after)
+        self.self_dot[:count] = row_dots(self.vectors, np.arange(count), np.arange(count))
+        self.dot_prev[:count] = row_dots(self.vectors, np.arange(count), before)
+        self.dot_next[:count] = row_dots(self.vectors, np.arange(count), after)
+        self.dot_around[:count] = row_dots(self.vectors, before, after)
         for group in np.split(order, np.flatnonzero(~same) + 1):
             if len(group):
                 self._chains[int(codes[group[0]])] = group.tolist()
@@ -285,23 +295,50 @@ class ScopeCopy(EpisodeBook):
         """Rows that are active, unexpired, that ``viewer`` may read, of ``audience`` (if given) and not of
         ``exclude`` (memory ids: a few, each found by its row). With ``stored`` (a purge's look), every row
         whose text is still stored instead of the active, unexpired ones: retracted, superseded or past
-        its expiry too, not purged."""
+        its expiry too, not purged. Read-only: a caller narrows it into a new mask."""
         if stored:
             purged = (self.records[memory_id].status == "purged" for memory_id in self.ids[:count])
-            mask = ~np.fromiter(purged, dtype=bool, count=count)
+            mask = self._for_readers(~np.fromiter(purged, dtype=bool, count=count), viewer, audience)
         else:
-            mask = self.active[:count] & (self.expires[:count] > now.timestamp())
-        for memory_id in exclude:
-            row = self.row_of.get(memory_id)
-            if row is not None and row < count:
-                mask[row] = False
-        readers = self.audience_code[:count]
-        if viewer is not None:
-            own = [self.audiences[key] for key in viewer.own_audiences if key in self.audiences]
-            mask &= (readers == -1) | _one_of(readers, own)
-        if audience is not None:  # -2: an audience with no memory here
-            mask &= readers == (self.audiences.get(audience, -2) if audience.private else -1)
+            mask = self._readable_now(count, now.timestamp(), viewer, audience)
+        rows = [row for row in map(self.row_of.get, exclude) if row is not None and row < count]
+        if rows:
+            mask = mask.copy()
+            mask[rows] = False
         return mask
+
+    def _readable_now(
+        self, count: int, at: float, viewer: Viewer | None, audience: Audience | None
+    ) -> np.ndarray:
+        """The rows active and unexpired at ``at`` (epoch seconds) that ``viewer`` may read, of ``audience``:
+        from ``_masks`` while no row changed and no row expired since it was made, else made and kept."""
+        own = None if viewer is None else tuple(self._own_codes(viewer))
+        wanted = None if audience is None else self._audience_code_of(audience)
+        key = ("readable", count, own, wanted)
+        kept = self._masks.get(key, at)
+        if kept is not None:
+            return kept
+        expires = self.expires[:count]
+        mask = self._for_readers(self.active[:count] & (expires > at), viewer, audience)
+        later = expires[expires > at]
+        until = float(later.min()) if later.size else np.inf  # the next row to expire leaves it then
+        return self._masks.keep(key, mask, at, until)
+
+    def _for_readers(self, mask: np.ndarray, viewer: Viewer | None, audience: Audience | None) -> np.ndarray:
+        """``mask`` narrowed to the rows ``viewer`` may read and of ``audience`` (if given)."""
+        readers = self.audience_code[: len(mask)]
+        if viewer is not None:
+            mask = mask & ((readers == -1) | one_of(readers, self._own_codes(viewer)))
+        if audience is not None:
+            mask = mask & (readers == self._audience_code_of(audience))
+        return mask
+
+    def _own_codes(self, viewer: Viewer) -> list[int]:
+        return [self.audiences[key] for key in viewer.own_audiences if key in self.audiences]
+
+    def _audience_code_of(self, audience: Audience) -> int:
+        """-1 for the shared memories, -2 for a private audience with no memory here."""
+        return self.audiences.get(audience, -2) if audience.private else -1
 
     def _narrowed(
         self, mask: np.ndarray, kinds: Sequence[str] | None, keep: Callable[[MemoryRecord], bool] | None
@@ -310,7 +347,7 @@ class ScopeCopy(EpisodeBook):
         a time window) is Python: it is asked of the rows still in, not of the whole scope."""
         if kinds:
             codes = [self.kinds[kind] for kind in kinds if kind in self.kinds]
-            mask = mask & _one_of(self.kind_code[: len(mask)], codes)
+            mask = mask & one_of(self.kind_code[: len(mask)], codes)
         if keep is not None:
             mask = mask.copy()
             for row in np.flatnonzero(mask):
@@ -318,8 +355,13 @@ class ScopeCopy(EpisodeBook):
         return mask
 
     def _embedded_by(self, count: int, code: int) -> np.ndarray:
-        """The first ``count`` rows with a vector from the embedder of ``code`` (what ``nearest`` searches)."""
-        return self.has_vector[:count] & (self.embedder_code[:count] == code)
+        """The first ``count`` rows with a vector from the embedder of ``code`` (what ``nearest`` searches);
+        read-only."""
+        key = ("embedded", count, code)
+        kept = self._masks.get(key)
+        if kept is not None:
+            return kept
+        return self._masks.keep(key, self.has_vector[:count] & (self.embedder_code[:count] == code))
 
     def best_matching(
         self,
@@ -365,12 +407,12 @@ class ScopeCopy(EpisodeBook):
         """How many of the memories ``nearest`` would look at (the same filters) it skips: no vector of
         ``embedder`` (another model's, the offline fallback's, one waiting to be re-embedded)."""
         count = len(self.ids)
-        if count == 0:
-            return 0
-        mask = self._readable(count, now, viewer, audience, exclude, stored)
         code = self.embedders.get(embedder)
+        if count == 0 or (code is not None and self._embedded_rows.get(code, 0) == count):
+            return 0  # every row has a vector of ``embedder``: whatever the filters, none is skipped
+        mask = self._readable(count, now, viewer, audience, exclude, stored)
         if code is not None:
-            mask &= ~self._embedded_by(count, code)
+            mask = mask & ~self._embedded_by(count, code)
         return int(self._narrowed(mask, kinds, keep).sum())
 
     def nearest(
@@ -504,23 +546,3 @@ class ScopeCopy(EpisodeBook):
 def by_id(copy: ScopeCopy, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]:
     """The records of these ids that the copy has (an id it lacks does not exist in the scope)."""
     return {i: copy.records[i] for i in memory_ids if i in copy.records}
-
-
-def _row_dots(vectors: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """``vectors[left[i]] . vectors[right[i]]`` for each i, 0 where either index is -1; in blocks, so that
-    no copy of the whole matrix is made."""
-    dots = np.zeros(len(left), dtype=np.float32)
-    for start in range(0, len(left), 8192):
-        a, b = left[start : start + 8192], right[start : start + 8192]
-        both = (a >= 0) & (b >= 0)
-        dots[start : start + 8192][both] = np.einsum("ij,ij->i", vectors[a[both]], vectors[b[both]])
-    return dots
-
-
-def _one_of(values: np.ndarray, codes: Sequence[int]) -> np.ndarray:
-    """``values`` equal to any of ``codes``, a handful at most (a viewer's audiences, a search's kinds):
-    one comparison each, several times faster than ``np.isin`` on so few."""
-    mask = np.zeros(len(values), dtype=bool)
-    for code in codes:
-        mask |= values == code
-    return mask

@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from storage.lexical_index import LexicalIndex
 
@@ -96,3 +98,48 @@ def test_a_small_scope_reads_idf_as_if_it_held_twenty_memories():
     # From 20 memories on, the scope's own counts: 25 documents, "common" in all of them.
     large = index_of(*(f"word{row} common" for row in range(25)))
     assert large.ceiling("common") == pytest.approx(math.log(1 + 0.5 / 25.5))
+
+
+def bm25_by_hand(texts: dict[int, str], query: str) -> dict[int, float]:
+    """Each row's score from its current text alone, a term at a time (repeats in the query once)."""
+    documents = [text.split() for text in texts.values() if text.split()]
+    count, average = max(len(documents), 20), sum(map(len, documents)) / max(len(documents), 1)
+    scores: dict[int, float] = {}
+    for term in dict.fromkeys(query.split()):
+        holding = sum(1 for words in documents if term in words)
+        if not holding:
+            continue
+        weight = math.log(1.0 + (count - holding + 0.5) / (holding + 0.5))
+        for row, text in texts.items():
+            words = text.split()
+            if term in words:
+                tf = words.count(term)
+                norm = 1.2 * (1.0 - 0.75 + 0.75 * len(words) / average)
+                scores[row] = scores.get(row, 0.0) + weight * tf * 2.2 / (tf + norm)
+    return scores
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 11), st.lists(st.sampled_from("abcdef"), max_size=6)),
+        min_size=1,
+        max_size=40,
+    ),
+    st.lists(st.sampled_from("abcdefg"), min_size=1, max_size=5),
+)
+def test_scores_after_any_rewrites_match_bm25_of_the_current_texts(writes, query_words):
+    index = LexicalIndex(str.split)
+    texts: dict[int, str] = {}
+    for row, words in writes:  # rewriting a row leaves stale postings the search must not count
+        texts[row] = " ".join(words)
+        index.set(row, texts[row])
+    query = " ".join(query_words)
+    expected = bm25_by_hand(texts, query)
+    rows = max(texts) + 1
+    found = dict(index.search(query, everything(rows), limit=rows))
+    assert found == pytest.approx(expected)
+    # Rows past the eligible mask's length are never returned.
+    assert set(index.search(query, everything(3), limit=rows)) <= {
+        (row, found[row]) for row in found if row < 3
+    }

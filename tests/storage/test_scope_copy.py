@@ -22,7 +22,10 @@ def unit(*values: float) -> np.ndarray:
 
 def turn(memory_id: str, minute: int, episode: str | None = "e1", **overrides) -> MemoryRecord:
     return memory_record(
-        memory_id, episode_id=episode, created_at=NOW + timedelta(minutes=minute), embedder="emb", **overrides
+        memory_id,
+        episode_id=episode,
+        created_at=NOW + timedelta(minutes=minute),
+        **{"embedder": "emb", **overrides},
     )
 
 
@@ -270,3 +273,110 @@ def test_priming_one_vector_makes_nothing_and_products_never_taken_are_bounded()
     hits_of(copy, batch[5])
     hits_of(copy, batch[0])
     assert copy.primed_taken == 1
+
+
+# A recall says how many memories its vector search skipped for want of a vector of the active embedder
+# (``without_vector_of``); a copy counts each embedder's vectors as rows change, and when one embedder's
+# vectors are on every row it answers 0 without a pass over the masks.
+
+
+def skipped_by_hand(rows: dict[str, tuple[MemoryRecord, np.ndarray | None]], embedder: str) -> int:
+    """Active memories the search by ``embedder`` cannot compare: no vector, or another embedder's."""
+    return sum(
+        1
+        for record, vector in rows.values()
+        if record.status == "active" and (vector is None or record.embedder != embedder)
+    )
+
+
+def test_a_copy_whose_every_row_has_the_embedders_vector_skips_none_and_counts_those_that_lose_it():
+    copy = ScopeCopy(DIM)
+    copy.put(turn("a", 0), A)
+    copy.put(turn("b", 1), B)
+    assert copy.without_vector_of("emb", now=NOW) == 0
+    copy.put(turn("b", 1, embedder="older"), B)  # b re-embedded by another model: no longer searched
+    assert copy.without_vector_of("emb", now=NOW) == 1
+    assert copy.without_vector_of("older", now=NOW) == 1  # a, for a search by the other model
+    copy.put(turn("b", 1), B)  # back: every row has a vector of "emb" again
+    assert copy.without_vector_of("emb", now=NOW) == 0
+    copy.put(turn("a", 0), None)  # a waits for a vector
+    assert copy.without_vector_of("emb", now=NOW) == 1
+    assert copy.without_vector_of("unknown", now=NOW) == 2  # no row has that embedder's vector
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 5),  # which memory
+            st.sampled_from(["emb", "older"]),
+            st.booleans(),  # with a vector
+            st.sampled_from(["active", "superseded"]),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_memories_skipped_by_a_search_match_a_count_by_hand_after_any_writes(writes):
+    copy = ScopeCopy(DIM)
+    rows: dict[str, tuple[MemoryRecord, np.ndarray | None]] = {}
+    for memory, embedder, with_vector, status in writes:
+        record = turn(f"m{memory}", memory, embedder=embedder, status=status)
+        vector = A if with_vector else None
+        copy.put(record, vector)
+        rows[record.id] = (record, vector)
+    for embedder in ("emb", "older", "unknown"):
+        assert copy.without_vector_of(embedder, now=NOW) == skipped_by_hand(rows, embedder)
+
+
+# A copy keeps the masks its searches start from until a row changes (``ScopeCopy._masks``); a kept mask
+# must still follow time (a memory expires between two searches), the reader and every write.
+
+
+def found_by(copy: ScopeCopy, at, viewer: Viewer | None = None) -> list[str]:
+    hits = copy.nearest(A, embedder="emb", limit=10, now=at, viewer=viewer)
+    words = copy.best_matching("m", limit=10, now=at, viewer=viewer) if copy.lexical is not None else []
+    assert not words or sorted(hit[0].id for hit in words) == sorted(hit[0].id for hit in hits)
+    return sorted(hit[0].id for hit in hits)
+
+
+def test_a_memory_that_expires_between_two_searches_leaves_the_second_and_is_back_for_an_earlier_time():
+    copy = copy_of(
+        (turn("lasting", 0), A),
+        (turn("brief", 1, expires_at=NOW + timedelta(minutes=10)), A),
+        (turn("later", 2, expires_at=NOW + timedelta(minutes=30)), A),
+    )
+    assert found_by(copy, NOW) == ["brief", "lasting", "later"]
+    assert found_by(copy, NOW + timedelta(minutes=5)) == ["brief", "lasting", "later"]  # before any expiry
+    assert found_by(copy, NOW + timedelta(minutes=10)) == ["lasting", "later"]  # expired at that instant
+    assert found_by(copy, NOW + timedelta(minutes=40)) == ["lasting"]
+    assert found_by(copy, NOW) == ["brief", "lasting", "later"]  # asked as of an earlier time
+    assert copy.without_vector_of("emb", now=NOW + timedelta(minutes=40)) == 0
+
+
+def test_each_reader_searches_with_its_own_mask_and_a_write_changes_what_every_reader_finds():
+    copy = copy_of(
+        (turn("shared", 0), A),
+        (turn("mine", 1, visibility="agent", agent_id="x"), A),
+        (turn("theirs", 2, visibility="agent", agent_id="y"), A),
+    )
+    x, y = Viewer("x", "s"), Viewer("y", "s")
+    assert found_by(copy, NOW, x) == ["mine", "shared"]
+    assert found_by(copy, NOW, y) == ["shared", "theirs"]
+    assert found_by(copy, NOW, x) == ["mine", "shared"]
+    copy.put(turn("shared", 0, status="superseded"), A)
+    assert found_by(copy, NOW, x) == ["mine"]
+    assert found_by(copy, NOW, y) == ["theirs"]
+    copy.put(turn("new", 3), A)
+    assert found_by(copy, NOW, y) == ["new", "theirs"]
+    assert copy.nearest(A, embedder="emb", limit=10, now=NOW, viewer=y, exclude=["new"])[0][0].id == "theirs"
+    assert found_by(copy, NOW, y) == ["new", "theirs"]  # the exclusion narrowed that search alone
+
+
+def test_a_copy_keeps_the_masks_of_a_few_readers_only():
+    from storage.scope_masks import MAX_MASKS
+
+    copy = copy_of((turn("shared", 0), A))
+    for agent in range(3 * MAX_MASKS):
+        assert found_by(copy, NOW, Viewer(f"agent-{agent}", "s")) == ["shared"]
+    assert len(copy._masks) <= MAX_MASKS
