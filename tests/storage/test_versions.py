@@ -11,12 +11,14 @@ from storage.versions import (
     COARSE_FILE_CLOCK_SECONDS,
     FINE_FILE_CLOCK_SECONDS,
     MAX_SIGHTINGS,
+    SMALL_FILE_BYTES,
     NewestManifest,
     SupersededVersions,
     clean_up_clock_at_most,
     manifest_name,
     newest_on_disk,
     oldest_kept,
+    read_small_file,
 )
 
 T0 = datetime(2026, 5, 1, 12, tzinfo=UTC)
@@ -344,3 +346,15 @@ def test_the_newest_manifest_reads_v1_names_and_an_empty_folder_as_nothing(tmp_p
     _committed(versions, 3, v2=False)
     assert newest.read() == 3
     assert newest.listings == 2
+
+
+@pytest.mark.parametrize("size", [0, 15, SMALL_FILE_BYTES, SMALL_FILE_BYTES + 1, 3 * SMALL_FILE_BYTES + 7])
+def test_a_small_file_is_read_whole_whatever_its_size(tmp_path, size):
+    written = bytes(range(256)) * (size // 256 + 1)
+    (tmp_path / "hint").write_bytes(written[:size])
+    assert read_small_file(tmp_path / "hint") == written[:size]
+
+
+def test_a_missing_small_file_raises_as_a_read_of_it_would(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        read_small_file(tmp_path / "gone")
