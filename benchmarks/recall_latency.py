@@ -75,7 +75,9 @@ def measure(conversation: Any, settings: Any, rounds: int, beside: int = 0) -> d
         counted.queries = 0
         times = []
         stop = threading.Event()
-        others = [threading.Thread(target=busy, args=(stop,), daemon=True) for _ in range(beside)]
+        others = [
+            threading.Thread(target=busy, args=(stop,), daemon=True, name=f"busy-{n}") for n in range(beside)
+        ]
         for other in others:
             other.start()
         try:

@@ -42,3 +42,29 @@ def test_the_counter_sits_under_every_wrapper_and_passes_calls_through():
     assert counter.queries == 2
     alone = Model()
     assert recall_latency.QueryCounter(alone).queries == 0 and alone.embed_query("a") == [1, 0]
+
+
+def test_recalls_beside_busy_threads_are_timed_and_the_threads_stop_with_the_run(tmp_path):
+    import threading
+
+    data = tmp_path / "sample.json"
+    data.write_text(json.dumps([SAMPLE]))
+    out = tmp_path / "latency.json"
+    arguments = ["--data", str(data), "--conversations", SAMPLE["sample_id"], "--out", str(out)]
+    assert recall_latency.main([*arguments, "--beside", "2", "--rounds", "1"]) == 0
+    report = json.loads(out.read_text())
+    assert report["beside"] == 2
+    assert report["runs"][SAMPLE["sample_id"]]["recalls"] == len(load(data)[0].scored_questions())
+    assert not any(thread.name.startswith("busy-") for thread in threading.enumerate())  # joined
+
+
+def test_a_busy_thread_runs_until_told_to_stop():
+    import threading
+
+    stop = threading.Event()
+    thread = threading.Thread(target=recall_latency.busy, args=(stop,))
+    thread.start()
+    assert thread.is_alive()
+    stop.set()
+    thread.join(timeout=5)
+    assert not thread.is_alive()
