@@ -119,16 +119,18 @@ class ScopeCopy(EpisodeBook):
             if record.kind == "episode" or record.episode_id not in self.episode_records:
                 self.stale_episodes[record.episode_id] = self.stale_episodes.get(record.episode_id, 0) + 1
         self.records[record.id] = record
-        if self.has_vector[row]:  # the row's vector as it was: counted no more
-            self._embedded_rows[int(self.embedder_code[row])] -= 1
+        had = int(self.embedder_code[row]) if self.has_vector[row] else None  # the vector as it was
         code = self.embedders.setdefault(record.embedder, len(self.embedders))
         if vector is not None and len(vector) == self.dimension:
             self.vectors[row] = vector
             self.has_vector[row] = True
-            self._embedded_rows[code] = self._embedded_rows.get(code, 0) + 1
         else:
             self.vectors[row] = 0.0
             self.has_vector[row] = False
+        if had is not None:
+            self._embedded_rows[had] -= 1
+        if self.has_vector[row]:
+            self._embedded_rows[code] = self._embedded_rows.get(code, 0) + 1
         self.active[row] = record.status == "active"
         self.embedder_code[row] = code
         self.kind_code[row] = self.kinds.setdefault(record.kind, len(self.kinds))
@@ -310,8 +312,8 @@ class ScopeCopy(EpisodeBook):
     def _readable_now(
         self, count: int, at: float, viewer: Viewer | None, audience: Audience | None
     ) -> np.ndarray:
-        """The rows active and unexpired at ``at`` (epoch seconds) that ``viewer`` may read, of ``audience``:
-        from ``_masks`` while no row changed and no row expired since it was made, else made and kept."""
+        """The rows active and unexpired at ``at`` (epoch seconds) that ``viewer`` may read, of ``audience``: from
+        ``_masks`` while no row changed and ``at`` falls between the same two expiries, else made and kept."""
         own = None if viewer is None else tuple(self._own_codes(viewer))
         wanted = None if audience is None else self._audience_code_of(audience)
         key = ("readable", count, own, wanted)
@@ -319,10 +321,10 @@ class ScopeCopy(EpisodeBook):
         if kept is not None:
             return kept
         expires = self.expires[:count]
-        mask = self._for_readers(self.active[:count] & (expires > at), viewer, audience)
-        later = expires[expires > at]
-        until = float(later.min()) if later.size else np.inf  # the next row to expire leaves it then
-        return self._masks.keep(key, mask, at, until)
+        unexpired = expires > at
+        mask = self._for_readers(self.active[:count] & unexpired, viewer, audience)
+        since, until = expires[~unexpired].max(initial=-np.inf), expires[unexpired].min(initial=np.inf)
+        return self._masks.keep(key, mask, float(since), float(until))
 
     def _for_readers(self, mask: np.ndarray, viewer: Viewer | None, audience: Audience | None) -> np.ndarray:
         """``mask`` narrowed to the rows ``viewer`` may read and of ``audience`` (if given)."""

@@ -380,3 +380,27 @@ def test_a_copy_keeps_the_masks_of_a_few_readers_only():
     for agent in range(3 * MAX_MASKS):
         assert found_by(copy, NOW, Viewer(f"agent-{agent}", "s")) == ["shared"]
     assert len(copy._masks) <= MAX_MASKS
+
+
+def test_a_mask_kept_between_two_expiries_serves_any_time_between_them_in_any_order():
+    copy = copy_of(
+        (turn("lasting", 0), A),
+        (turn("gone", 1, expires_at=NOW - timedelta(minutes=10)), A),
+        (turn("brief", 2, expires_at=NOW + timedelta(minutes=10)), A),
+    )
+    assert found_by(copy, NOW) == ["brief", "lasting"]
+    kept = copy._masks.get(("readable", 3, None, None), (NOW - timedelta(minutes=5)).timestamp())
+    assert kept is not None  # made at NOW, it holds from the last expiry before it (recalls out of order)
+    assert found_by(copy, NOW - timedelta(minutes=5)) == ["brief", "lasting"]
+    assert found_by(copy, NOW - timedelta(minutes=10)) == ["brief", "lasting"]  # "gone" expired then
+    assert found_by(copy, NOW - timedelta(minutes=11)) == ["brief", "gone", "lasting"]
+    assert found_by(copy, NOW + timedelta(minutes=9)) == ["brief", "lasting"]
+    assert found_by(copy, NOW + timedelta(minutes=10)) == ["lasting"]
+
+
+def test_a_vector_that_cannot_be_stored_leaves_the_embedders_count_as_it_was():
+    copy = copy_of((turn("a", 0), A), (turn("b", 1), B))
+    with pytest.raises(ValueError):
+        copy.put(turn("a", 0), np.ones((DIM, 2), dtype=np.float32))  # the right length, not a vector
+    assert copy._embedded_rows == {0: 2}  # both rows still hold their vectors of "emb" (code 0)
+    assert copy.without_vector_of("emb", now=NOW) == 0
