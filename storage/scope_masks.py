@@ -1,6 +1,6 @@
 """The masks a scope copy's searches start from (``storage.scope_copy``), kept between searches until a row
-of the copy changes: the rows a reader may read, each valid from the time it was made until the next
-expiry after it, and the rows with a vector of an embedder.
+of the copy changes: the rows a reader may read, each valid at any time between the same two expiries as
+the time it was made for, and the rows with a vector of an embedder.
 
 Why keep them: each NumPy operation over more than 500 values lets the interpreter go to another thread
 and, on a busy server, waits for its turn back (up to the switch interval, 5 ms, per busy thread). Masks
