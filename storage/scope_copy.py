@@ -298,11 +298,13 @@ class ScopeCopy(EpisodeBook):
         ``exclude`` (memory ids: a few, each found by its row). With ``stored`` (a purge's look), every row
         whose text is still stored instead of the active, unexpired ones: retracted, superseded or past
         its expiry too, not purged. Read-only: a caller narrows it into a new mask."""
+        own = None if viewer is None else self._own_codes(viewer)
+        wanted = None if audience is None else self._audience_code_of(audience)
         if stored:
             purged = (self.records[memory_id].status == "purged" for memory_id in self.ids[:count])
-            mask = self._for_readers(~np.fromiter(purged, dtype=bool, count=count), viewer, audience)
+            mask = self._for_readers(~np.fromiter(purged, dtype=bool, count=count), own, wanted)
         else:
-            mask = self._readable_now(count, now.timestamp(), viewer, audience)
+            mask = self._readable_now(count, now.timestamp(), own, wanted)
         rows = [row for row in map(self.row_of.get, exclude) if row is not None and row < count]
         if rows:
             mask = mask.copy()
@@ -310,33 +312,31 @@ class ScopeCopy(EpisodeBook):
         return mask
 
     def _readable_now(
-        self, count: int, at: float, viewer: Viewer | None, audience: Audience | None
+        self, count: int, at: float, own: tuple[int, ...] | None, wanted: int | None
     ) -> np.ndarray:
-        """The rows active and unexpired at ``at`` (epoch seconds) that ``viewer`` may read, of ``audience``: from
+        """The rows active and unexpired at ``at`` (epoch seconds) for ``_for_readers(own, wanted)``: from
         ``_masks`` while no row changed and ``at`` falls between the same two expiries, else made and kept."""
-        own = None if viewer is None else tuple(self._own_codes(viewer))
-        wanted = None if audience is None else self._audience_code_of(audience)
         key = ("readable", count, own, wanted)
         kept = self._masks.get(key, at)
         if kept is not None:
             return kept
         expires = self.expires[:count]
         unexpired = expires > at
-        mask = self._for_readers(self.active[:count] & unexpired, viewer, audience)
+        mask = self._for_readers(self.active[:count] & unexpired, own, wanted)
         since, until = expires[~unexpired].max(initial=-np.inf), expires[unexpired].min(initial=np.inf)
         return self._masks.keep(key, mask, float(since), float(until))
 
-    def _for_readers(self, mask: np.ndarray, viewer: Viewer | None, audience: Audience | None) -> np.ndarray:
-        """``mask`` narrowed to the rows ``viewer`` may read and of ``audience`` (if given)."""
+    def _for_readers(self, mask: np.ndarray, own: tuple[int, ...] | None, wanted: int | None) -> np.ndarray:
+        """``mask`` narrowed to what a viewer of audience codes ``own`` may read, of audience code ``wanted``."""
         readers = self.audience_code[: len(mask)]
-        if viewer is not None:
-            mask = mask & ((readers == -1) | one_of(readers, self._own_codes(viewer)))
-        if audience is not None:
-            mask = mask & (readers == self._audience_code_of(audience))
+        if own is not None:
+            mask = mask & ((readers == -1) | one_of(readers, own))
+        if wanted is not None:
+            mask = mask & (readers == wanted)
         return mask
 
-    def _own_codes(self, viewer: Viewer) -> list[int]:
-        return [self.audiences[key] for key in viewer.own_audiences if key in self.audiences]
+    def _own_codes(self, viewer: Viewer) -> tuple[int, ...]:
+        return tuple(self.audiences[key] for key in viewer.own_audiences if key in self.audiences)
 
     def _audience_code_of(self, audience: Audience) -> int:
         """-1 for the shared memories, -2 for a private audience with no memory here."""
