@@ -195,28 +195,34 @@ async def run(
                     )
             first, last = samples[0][1], samples[-1][1]
             late = rates[7] if len(rates) > 7 else None  # writes 2,101-2,400
-            report["endurance"] = {
-                "writes": writes,
-                "rss_start_mb": round(first, 1),
-                "rss_end_mb": round(last, 1),
-                "rss_growth_kb_per_write": round((last - first) * 1024 / writes, 2),
-                "rate_first_300": round(rates[0], 1) if rates else None,
-                "rate_2100_2400": round(late, 1) if late else None,
-                "late_over_first": round(late / rates[0], 3) if late and rates else None,
-                "cpu_ms_per_write_first_300": round(cpu_per_write[0], 2) if cpu_per_write else None,
-                "cpu_ms_per_write_2100_2400": round(cpu_per_write[7], 2) if len(cpu_per_write) > 7 else None,
-                "samples": [
-                    {
-                        "writes": n,
-                        "rss_mb": round(r, 1),
-                        "seconds": round(s, 1),
-                        "versions": v,
-                        "data_files": f,
-                        "cpu_ms_per_write": round(cpu_per_write[i - 1], 2) if i else None,
-                    }
-                    for i, (n, r, s, v, f) in enumerate(samples)
-                ],
-            }
+            report["endurance"] = (
+                None
+                if not writes
+                else {
+                    "writes": writes,
+                    "rss_start_mb": round(first, 1),
+                    "rss_end_mb": round(last, 1),
+                    "rss_growth_kb_per_write": round((last - first) * 1024 / writes, 2),
+                    "rate_first_300": round(rates[0], 1) if rates else None,
+                    "rate_2100_2400": round(late, 1) if late else None,
+                    "late_over_first": round(late / rates[0], 3) if late and rates else None,
+                    "cpu_ms_per_write_first_300": round(cpu_per_write[0], 2) if cpu_per_write else None,
+                    "cpu_ms_per_write_2100_2400": round(cpu_per_write[7], 2)
+                    if len(cpu_per_write) > 7
+                    else None,
+                    "samples": [
+                        {
+                            "writes": n,
+                            "rss_mb": round(r, 1),
+                            "seconds": round(s, 1),
+                            "versions": v,
+                            "data_files": f,
+                            "cpu_ms_per_write": round(cpu_per_write[i - 1], 2) if i else None,
+                        }
+                        for i, (n, r, s, v, f) in enumerate(samples)
+                    ],
+                }
+            )
 
             contents = [sentence(rng, 100_000 + n) for n in range(2 * concurrent_writes)]
             started = time.perf_counter()
@@ -354,12 +360,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     report["settings"] = env
     endurance, concurrency = report["endurance"], report["concurrency"]
-    print(
-        f"endurance: {endurance['writes']:,} writes, RSS {endurance['rss_start_mb']:,.0f} -> {endurance['rss_end_mb']:,.0f} MB "
-        f"({endurance['rss_growth_kb_per_write']} KB a write); writes 2,100-2,400 at {endurance['late_over_first']}x "
-        f"the rate of the first 300 ({endurance['rate_2100_2400']} vs {endurance['rate_first_300']} a second; server CPU "
-        f"{endurance['cpu_ms_per_write_2100_2400']} vs {endurance['cpu_ms_per_write_first_300']} ms a write)"
-    )
+    if endurance:
+        print(
+            f"endurance: {endurance['writes']:,} writes, RSS {endurance['rss_start_mb']:,.0f} -> {endurance['rss_end_mb']:,.0f} MB "
+            f"({endurance['rss_growth_kb_per_write']} KB a write); writes 2,100-2,400 at {endurance['late_over_first']}x "
+            f"the rate of the first 300 ({endurance['rate_2100_2400']} vs {endurance['rate_first_300']} a second; server CPU "
+            f"{endurance['cpu_ms_per_write_2100_2400']} vs {endurance['cpu_ms_per_write_first_300']} ms a write)"
+        )
     print(
         f"concurrency: {concurrency['one_at_a_time_per_s']}/s one at a time, {concurrency['in_flight_per_s']}/s with "
         f"{concurrency['in_flight']} in flight ({concurrency['ratio']}x); p50 {concurrency['latency_p50_ms']} ms, "

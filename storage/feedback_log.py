@@ -25,6 +25,7 @@ from storage.records import (
 from storage.rows import (
     CREDIT_COLUMNS,
     QUERY_COLUMNS,
+    arrow_rows,
     credit_values,
     credited_sessions,
     outcome_from_row,
@@ -119,7 +120,7 @@ class FeedbackLog(StoreTables):
             if append and self._lock.spans_processes:
                 self._append_log(self._outcomes, rows)
                 return
-            table = pa.Table.from_pylist(rows, schema=self._schema(self._outcomes))
+            table = arrow_rows(rows, self._schema(self._outcomes))
             retrying(
                 lambda: (
                     self._outcomes.merge_insert(["org_id", "project_id", "session_id"])
@@ -175,9 +176,7 @@ class FeedbackLog(StoreTables):
     def _merge_credits(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert or replace credit-table rows by (scope, session, memory) (caller holds ``reporting()``)."""
         columns = self._schema(self._feedback)
-        table = pa.Table.from_pylist(
-            [{name: row.get(name) for name in columns.names} for row in rows], schema=columns
-        )
+        table = arrow_rows([{name: row.get(name) for name in columns.names} for row in rows], columns)
         retrying(
             lambda: (
                 self._feedback.merge_insert(["org_id", "project_id", "session_id", "memory_id"])

@@ -15,7 +15,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from lancedb.expr import Expr
 from lancedb.index import FTS
 
@@ -25,6 +24,7 @@ from storage.locking import retrying
 from storage.memories import Memories
 from storage.records import LineageEvent, MemoryRecord, Scope
 from storage.rows import (
+    arrow_rows,
     ids_of_key,
     query_withheld,
     quoted_by,
@@ -468,7 +468,7 @@ class Forgetting(Memories, Lineage):
             return
         fragments = sorted({row.pop("_rowaddr") >> 32 for row in rows})  # a row's address: fragment, offset
         self._vacate(table, key, where, fragments)
-        update = pa.Table.from_pylist([change(row) for row in rows], schema=table.schema)
+        update = arrow_rows([change(row) for row in rows], table.schema)
         if table is self._memories:
             self._merge_update(update)  # with what the scope copies need to know
         else:

@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import pyarrow as pa
 from lancedb.expr import Expr
 
 from storage import filters
@@ -23,7 +22,7 @@ from storage.records import (
     Scope,
     View,
 )
-from storage.rows import contradiction_from_row, from_int64, scope_of_row
+from storage.rows import arrow_rows, contradiction_from_row, from_int64, scope_of_row
 from storage.scan import scan, utc
 from storage.snapshots import ScopeSnapshots
 from storage.tables import StoreTables
@@ -95,7 +94,7 @@ class Lineage(StoreTables):
 
     def add_lineage_once(self, events: Sequence[LineageEvent]) -> None:
         """Add the events whose ids are not there yet (a purge finished again adds each once)."""
-        table = pa.Table.from_pylist([event.__dict__ for event in events], schema=self._schema(self._lineage))
+        table = arrow_rows([event.__dict__ for event in events], self._schema(self._lineage))
         with self.exclusive():
             retrying(
                 lambda: self._lineage.merge_insert("event_id").when_not_matched_insert_all().execute(table)
@@ -115,9 +114,7 @@ class Lineage(StoreTables):
             records = [record for record in records if self._still_to_record(record)]
             if not records:
                 return []
-            table = pa.Table.from_pylist(
-                [record.__dict__ for record in records], schema=self._schema(self._contradictions)
-            )
+            table = arrow_rows([record.__dict__ for record in records], self._schema(self._contradictions))
             retrying(
                 lambda: (
                     self._contradictions.merge_insert(["org_id", "project_id", "older_id", "newer_id"])
@@ -210,12 +207,12 @@ class Lineage(StoreTables):
         open_pairs = self.contradictions(scope, memory_ids=memory_ids)
         if not open_pairs:
             return 0
-        update = pa.Table.from_pylist(
+        update = arrow_rows(
             [
                 {**pair.__dict__, "status": "resolved", "resolution": resolution, "resolved_at": at}
                 for pair in open_pairs
             ],
-            schema=self._schema(self._contradictions),
+            self._schema(self._contradictions),
         )
         with self.exclusive():
             retrying(

@@ -26,7 +26,7 @@ from storage.records import (
     View,
     written_by,
 )
-from storage.rows import MEMORY_COLUMNS, episode_from_row, memory_from_row, memory_to_row
+from storage.rows import MEMORY_COLUMNS, arrow_rows, episode_from_row, memory_from_row, memory_to_row
 from storage.scope_copy import by_id
 from storage.tables import StoreError, StoreTables
 
@@ -192,7 +192,7 @@ class Memories(StoreTables):
                         first = counted - len(rows)
                     self._row_ids.appended([row["id"] for row in rows], first)
                 else:  # replicas on an object store: insert-if-absent in one commit, so no id twice
-                    data = pa.Table.from_pylist(rows, schema=self._schema(self._memories))
+                    data = arrow_rows(rows, self._schema(self._memories))
                     merged = retrying(
                         lambda: self._memories.merge_insert("id").when_not_matched_insert_all().execute(data)
                     )
@@ -279,7 +279,7 @@ class Memories(StoreTables):
             restored = {new.record.id: new}
             self._unquote_purged(restored)  # the memory before it, purged since its text was read
             row = {**memory_to_row(restored[new.record.id]), "purged_at": None}
-            self._merge_update(pa.Table.from_pylist([row], schema=self._schema(self._memories)))
+            self._merge_update(arrow_rows([row], self._schema(self._memories)))
         return new.record
 
     def memory_vectors(self, memory_ids: Sequence[str], reach: Reach) -> dict[str, np.ndarray]:

@@ -14,6 +14,7 @@ from storage import filters, schema
 from storage.locking import retrying
 from storage.portable import RowError
 from storage.records import CONTENT_STATUSES, Scope
+from storage.rows import arrow_rows
 from storage.scan import scan
 from storage.store import MemoryStore
 
@@ -93,7 +94,7 @@ def replace_vectors(store: MemoryStore, vectors: Mapping[str, Any], embedder: st
         new = {memory_id: np.asarray(vectors[memory_id], dtype=np.float32) for memory_id in kept}
         for memory_id in kept:
             rows[memory_id] |= {"embedder": embedder, "vector": new[memory_id]}
-        update = pa.Table.from_pylist([rows[memory_id] for memory_id in kept], schema=memories.schema)
+        update = arrow_rows([rows[memory_id] for memory_id in kept], memories.schema)
         result = retrying(
             lambda: (
                 memories.merge_insert("id")

@@ -23,7 +23,7 @@ from storage.locking import COMPACTION_YIELD_SECONDS, CompactionsBeside, LogsLoc
 from storage.pending import PendingSupersedes
 from storage.records import PURGED_PREVIEW, Reach, Scope, org_shelf, scopes_of
 from storage.row_ids import RowCount, RowIds
-from storage.rows import ids_of_key, record_values, stored_retrieval, vector_of_row
+from storage.rows import arrow_rows, ids_of_key, record_values, stored_retrieval, vector_of_row
 from storage.scan import scan_rows
 from storage.scope_cache import ScopeCache
 from storage.scope_copy import by_id
@@ -395,7 +395,7 @@ class StoreTables:
         }
 
     def _append_rows(self, table: Any, rows: Sequence[Mapping[str, Any]]) -> int:
-        data = pa.Table.from_pylist(list(rows), schema=self._appenders.schema(table.name))
+        data = arrow_rows(rows, self._appenders.schema(table.name))
         version = retrying(lambda: self._appenders.add(table.name, data))
         self._appends_since_maintenance += 1  # a lost increment under a race only delays a round
         return version

@@ -1,9 +1,22 @@
-"""How a retrieval record's trace is laid out in its row: compressed, with the memories it quotes."""
+"""How records are laid out in rows: a retrieval record's trace (compressed, with what it quotes), rows as Arrow."""
 
 import json
 import zlib
+from datetime import UTC
 
-from storage.rows import ids_of_key, quoted_by, retrieval_from_row, trace_ids_key, trace_of_row, with_trace
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from storage.rows import (
+    arrow_rows,
+    ids_of_key,
+    quoted_by,
+    retrieval_from_row,
+    trace_ids_key,
+    trace_of_row,
+    with_trace,
+)
 from tests.storage.test_store import NOW
 
 TRACE = json.dumps(
@@ -56,3 +69,35 @@ def test_a_trace_that_quotes_nothing_has_an_empty_key():
     assert trace_ids_key([]) == "\n"
     assert ids_of_key("\n") == set()
     assert quoted_by("{}") == []
+
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("weight", pa.float64()),
+        pa.field("created_at", pa.timestamp("us", tz="UTC")),
+        pa.field("vector", pa.list_(pa.float32(), 3)),
+    ],
+    metadata={b"kept": b"yes"},
+)
+
+
+def test_rows_become_the_table_from_pylist_makes_missing_keys_null_and_unknown_keys_left_out():
+    rows = [
+        {"id": "mem_a", "tags": ["x"], "weight": 1.0, "created_at": NOW, "vector": np.ones(3, np.float32)},
+        {"id": "mem_b", "vector": [0.5, 0.25, 0.0], "not_a_column": 7},
+    ]
+    table = arrow_rows(rows, SCHEMA)
+    assert table.equals(pa.Table.from_pylist(rows, schema=SCHEMA), check_metadata=True)
+    assert table.column("weight").to_pylist() == [1.0, None]
+    assert table.column("vector").to_pylist()[1] == [0.5, 0.25, 0.0]
+    assert table.column("created_at").to_pylist()[0] == NOW.astimezone(UTC)
+    assert arrow_rows([], SCHEMA).num_rows == 0 and arrow_rows([], SCHEMA).schema == SCHEMA
+
+
+def test_a_value_of_the_wrong_type_is_refused_as_from_pylist_refuses_it():
+    with pytest.raises(pa.ArrowInvalid, match="Could not convert 'heavy'"):
+        arrow_rows([{"id": "mem_a", "weight": "heavy"}], SCHEMA)
+    with pytest.raises(pa.ArrowInvalid, match="Could not convert 'heavy'"):
+        pa.Table.from_pylist([{"id": "mem_a", "weight": "heavy"}], schema=SCHEMA)

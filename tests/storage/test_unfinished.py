@@ -195,6 +195,20 @@ class CountedFlushes:
         return getattr(self.file, name)
 
 
+def test_the_file_is_emptied_when_nothing_is_open_and_the_next_entry_starts_it_again(tmp_path):
+    journal = UnfinishedWrites(tmp_path)
+    for n in range(3):
+        journal.end(journal.begin(OwedConsolidation(SCOPE, (f"mem_{n}",))))
+        assert journal._path.read_text() == ""
+    journal.begin(OwedConsolidation(SCOPE, ("mem_last",)))
+    lines = journal._path.read_text().splitlines()
+    assert len(lines) == 1 and '"mem_last"' in lines[0]  # at the start: nothing left of the earlier lines
+    died(journal)
+    assert [entries for _, entries in UnfinishedWrites(tmp_path).orphans()] == [
+        [OwedConsolidation(SCOPE, ("mem_last",))]
+    ]
+
+
 def test_a_batch_is_written_in_one_flush(tmp_path):
     journal = UnfinishedWrites(tmp_path)
     journal.begin(OwedConsolidation(SCOPE, ("mem_first",)))  # the file opened
