@@ -3,6 +3,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from retrieval.models.llm.base import LLMUnavailable
+from retrieval.text import forget_cached_texts
 from tests.fakes import ScriptedLLM
 from tests.records import memory_record
 from writing.consolidation.resolvers import LLMResolver
@@ -14,6 +15,7 @@ from writing.consolidation.revision import (
     revised_by,
 )
 from writing.consolidation.rules import (
+    Statement,
     collapse_batch,
     may_be_superseded,
     near_exact_resolutions,
@@ -525,3 +527,12 @@ def test_a_time_is_read_within_its_clause_only():
     filler = " ".join(["uploads"] * 40)
     assert describes_old_state(f"We plan to keep {filler} from before 2024 on S3", "We moved uploads to R2")
     assert not describes_old_state("We plan to keep them on S3 before 2024", "We moved uploads to R2")
+
+
+def test_a_texts_statement_is_read_once_and_forgotten_with_the_text_caches():
+    said = Statement.of("FYI the deploy does not run on Fridays")
+    assert Statement.of("FYI the deploy does not run on Fridays") is said  # remembered
+    assert said.negates and "friday" in said.after and "deploy" in said.before  # what it states, as before
+    forget_cached_texts()  # a purge: no memory text stays in the process
+    again = Statement.of("FYI the deploy does not run on Fridays")
+    assert again is not said and again == said

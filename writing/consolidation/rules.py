@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from retrieval.contradictions import (
@@ -17,6 +18,7 @@ from retrieval.contradictions import (
 )
 from retrieval.text import (
     content_terms,
+    keyed_by_text,
     light_stem,
     negation_sides,
     one_date_spelling,
@@ -82,20 +84,28 @@ class Statement:
 
     @classmethod
     def of(cls, text: str) -> Statement:
-        # What it states: "FYI", "(checked)" and "prod" for "production" say nothing more (a trial's four
-        # rewordings of one claim by one agent stood as four memories, outnumbering the fact they denied).
-        text = written_out(text)
-        words = frozenset(content_terms(text))
-        sides = negation_sides(text)
-        if sides is None:
-            return cls(words, frozenset(), False, text)
-        # The text's content words on each side (a side of stop words alone has none: "We do not ...").
-        before, after = (words & {light_stem(word) for word in word_tokens(side)} for side in sides)
-        return cls(before, after, True, text)
+        return _statement_of(text)
 
     @property
     def words(self) -> frozenset[str]:
         return self.before | self.after
+
+
+@keyed_by_text
+@lru_cache(maxsize=8_192)
+def _statement_of(text: str) -> Statement:
+    """``Statement.of``; remembered, as a write's group is mostly the group of the writes before it (each
+    member's text was read again on every write: 3% of a remember's time in the process)."""
+    # What it states: "FYI", "(checked)" and "prod" for "production" say nothing more (a trial's four
+    # rewordings of one claim by one agent stood as four memories, outnumbering the fact they denied).
+    written = written_out(text)
+    words = frozenset(content_terms(written))
+    sides = negation_sides(written)
+    if sides is None:
+        return Statement(words, frozenset(), False, written)
+    # The text's content words on each side (a side of stop words alone has none: "We do not ...").
+    before, after = (words & {light_stem(word) for word in word_tokens(side)} for side in sides)
+    return Statement(before, after, True, written)
 
 
 def adds_nothing(text: Statement, other: Statement) -> bool:
