@@ -2,10 +2,11 @@
 
     python -m benchmarks.writes                         # 10,000 writes, then 30 in flight
     python -m benchmarks.writes --writes 3000 --in-flight 30 --concurrent-writes 600
+    python -m benchmarks.writes --writes 0 --concurrent-writes 1200 --restatements 0   # concurrency alone
 
-1. Endurance: ``--writes`` remembers, one at a time, each followed by a recall every tenth write (as an
-   agent works); the server's resident memory (VmRSS of its process) and the write rate are sampled every
-   300 writes. Reported: RSS at start and end, its growth per write, and the rate of writes 2,100-2,400
+1. Endurance (none with ``--writes 0``): ``--writes`` remembers, one at a time, each followed by a recall
+   every tenth write (as an agent works); the server's resident memory (VmRSS of its process) and the write
+   rate are sampled every 300 writes. Reported: RSS at start and end, its growth per write, and the rate of writes 2,100-2,400
    against the first 300 (a server that slows with use shows it there).
 2. Concurrency: the same number of remembers one at a time, then with ``--in-flight`` calls outstanding
    at once (one MCP session, concurrent requests), in a fresh scope each: writes per second and the ratio.

@@ -28,6 +28,17 @@ def test_a_short_write_run_reports_every_phase_and_each_restatement_supersedes(t
     assert "restatements: 6 remembers restating earlier ones" in capsys.readouterr().out
 
 
+def test_no_endurance_writes_measures_the_concurrency_alone(tmp_path, capsys):
+    out = tmp_path / "writes.json"
+    args = ["--writes", "0", "--concurrent-writes", "8", "--in-flight", "4", "--restatements", "0"]
+    assert writes.main([*args, "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["endurance"] is None and "restatements" not in report
+    assert report["concurrency"]["writes"] == 8 and report["concurrency"]["in_flight"] == 4
+    printed = capsys.readouterr().out
+    assert "endurance" not in printed and "concurrency: " in printed
+
+
 def test_a_restated_note_keeps_its_words_and_changes_its_wording():
     content = writes.sentence(random.Random(3), 17)
     again = writes.restated(content)
