@@ -34,7 +34,8 @@ def arrow_rows(rows: Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table
     Each conversion lets the interpreter go to another thread and, on a busy server, waits for its turn
     back (up to the switch interval, 5 ms): ``from_pylist`` converts column by column and then validates,
     about twenty hand-overs for a memory's row, on every append of a remember."""
-    whole = pa.array(list(rows), type=pa.struct(list(schema)))
+    dicts = [row if isinstance(row, dict) else dict(row) for row in rows]  # the conversion reads dicts
+    whole = pa.array(dicts, type=pa.struct(list(schema)))
     return pa.Table.from_batches([pa.RecordBatch.from_struct_array(whole)], schema=schema)
 
 

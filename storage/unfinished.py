@@ -189,9 +189,11 @@ class UnfinishedWrites:
                 return
             self._open.pop(number, None)
             if not self._open:  # nothing in flight: the file starts again empty
-                # By its descriptor: the buffers are empty (every write is flushed at once), appends go to
-                # the new end, and ``truncate`` would also ask where the file stands, one system call more
-                # on every remember (each lets the interpreter go to another thread).
+                # By its descriptor (appends go to the new end): ``truncate`` would also ask where the file
+                # stands, one system call more on every remember, and each lets the interpreter go to
+                # another thread. The buffer is empty (every write is flushed at once); flushing it first
+                # costs nothing then, and keeps a line a failed flush left from landing after the cut.
+                self._file.flush()
                 os.ftruncate(self._file.fileno(), 0)
                 self._lines = 0
             elif self._lines >= REWRITE_AFTER_LINES:  # it grew long: only what is open, in a new file

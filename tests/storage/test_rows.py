@@ -3,6 +3,7 @@
 import json
 import zlib
 from datetime import UTC
+from types import MappingProxyType
 
 import numpy as np
 import pyarrow as pa
@@ -94,6 +95,8 @@ def test_rows_become_the_table_from_pylist_makes_missing_keys_null_and_unknown_k
     assert table.column("vector").to_pylist()[1] == [0.5, 0.25, 0.0]
     assert table.column("created_at").to_pylist()[0] == NOW.astimezone(UTC)
     assert arrow_rows([], SCHEMA).num_rows == 0 and arrow_rows([], SCHEMA).schema == SCHEMA
+    read_only = MappingProxyType({"id": "mem_c", "weight": 0.5})  # any mapping, as from_pylist takes
+    assert arrow_rows([read_only], SCHEMA).equals(pa.Table.from_pylist([read_only], schema=SCHEMA))
 
 
 def test_a_value_of_the_wrong_type_is_refused_as_from_pylist_refuses_it():
