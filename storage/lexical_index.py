@@ -28,6 +28,8 @@ B = 0.75
 MIN_DOCUMENTS = 20
 
 Analyzer = Callable[[str], Sequence[str]]
+# Live postings of some terms: rows, term frequencies, the term of each (its position), postings per term.
+_Gathered = tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]
 
 
 class LexicalIndex:
@@ -42,6 +44,10 @@ class LexicalIndex:
         self._total_length = 0.0
         self._live_postings = 0
         self._stale_postings = 0
+        self._changes = 0  # texts indexed (``set``), so that a gathering of postings knows it still holds
+        # The last terms' live postings (``_live_postings_of``) at ``_changes``: a recall asks the same query's
+        # ``search`` and ``ceiling`` one after the other, and gathered them twice.
+        self._gathered: tuple[int, tuple[str, ...], _Gathered] | None = None
 
     @property
     def documents(self) -> int:
@@ -54,6 +60,7 @@ class LexicalIndex:
         if self._length[row] > 0 and self._text_key[row] == key:
             return
         terms = Counter(self._analyze(text)) if text else Counter()
+        self._changes += 1
         self._drop(row)
         self._generation[row] += 1
         self._text_key[row] = key
@@ -114,12 +121,16 @@ class LexicalIndex:
         candidates = candidates[np.lexsort((candidates, -scores[candidates]))]
         return [(int(row), float(scores[row])) for row in candidates]
 
-    def _live_postings_of(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    def _live_postings_of(self, terms: Sequence[str]) -> _Gathered:
         """The live postings of ``terms`` gathered in the terms' order: their rows, term frequencies (as
-        floats) and terms (positions in ``terms``), and how many live postings each term has. Gathered
-        before any arithmetic, so that a search makes a few operations over them all instead of a few per
-        term: each operation over more than 500 values lets the interpreter go to another thread, and
-        under load waits for its turn back (``benchmarks.recall_latency --beside``)."""
+        floats) and terms (positions in ``terms``), and how many live postings each term has; read-only.
+        Gathered before any arithmetic, so that a search makes a few operations over them all instead of a
+        few per term: each operation over more than 500 values lets the interpreter go to another thread,
+        and under load waits for its turn back (``benchmarks.recall_latency --beside``). The last
+        gathering is kept until a text is indexed (``_gathered``)."""
+        key, last = tuple(terms), self._gathered
+        if last is not None and last[0] == self._changes and last[1] == key:
+            return last[2]
         found = [(at, postings) for at, term in enumerate(terms) if (postings := self._postings.get(term))]
         sizes = [len(postings[0]) for _, postings in found]
 
@@ -133,8 +144,11 @@ class LexicalIndex:
         live = gathered(2) == self._generation[rows]
         rows, term_of = rows[live], term_of[live]
         frequencies = gathered(1)[live].astype(np.float64)
-        holding = np.bincount(term_of, minlength=len(terms)).tolist()
-        return rows, frequencies, term_of, holding
+        for part in (rows, frequencies, term_of):
+            part.flags.writeable = False
+        result = (rows, frequencies, term_of, tuple(np.bincount(term_of, minlength=len(terms)).tolist()))
+        self._gathered = (self._changes, key, result)
+        return result
 
     def _drop(self, row: int) -> None:
         length = float(self._length[row])

@@ -89,6 +89,18 @@ def test_the_ceiling_is_the_score_of_a_full_match_of_average_length():
     assert index_of().ceiling("pool") == 0.0
 
 
+def test_a_querys_search_and_ceiling_gather_its_postings_once_until_a_text_is_indexed():
+    index = index_of("postgres pool size", "redis cache")
+    found = index.search("postgres cache", everything(2), limit=5)
+    gathered = index._gathered
+    ceiling = index.ceiling("postgres cache")
+    assert index._gathered is gathered  # the ceiling read what the search gathered
+    index.set(2, "postgres replica")  # a text indexed: gathered again, and the new row counts
+    assert index.search("postgres cache", everything(3), limit=5) != found
+    assert index._gathered is not gathered
+    assert index.ceiling("postgres cache") < ceiling  # "postgres" in 2 documents now, not 1
+
+
 def test_a_small_scope_reads_idf_as_if_it_held_twenty_memories():
     # Every memory of a small store says "billing": read over 3 documents it counts for next to nothing
     # (ln(1 + 0.5 / 3.5) = 0.13, against 2.08 for a word none holds), over 20 for 1.79 against 3.74.
