@@ -55,10 +55,15 @@ class Manifests:
     """A table's version manifests, read newest first and only as far as needed: a data file some
     version holds is named in its manifest, and most are named in the newest."""
 
-    def __init__(self, table: Path, *, newest: int | None = None) -> None:
-        """``newest``: read only that many of the newest manifests (what most files are named in)."""
+    def __init__(
+        self, table: Path, *, newest: int | None = None, leaving_out: frozenset[str] = frozenset()
+    ) -> None:
+        """``newest``: read only that many of the newest manifests (what most files are named in).
+        ``leaving_out``: the names of manifests not to read (those a listing found earlier)."""
         found: list[tuple[float, Path]] = []
         for path in (table / "_versions").glob("*.manifest"):
+            if path.name in leaving_out:
+                continue
             try:
                 found.append((path.stat().st_mtime, path))
             except FileNotFoundError:  # a version the clean-up dropped meanwhile

@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -32,8 +33,6 @@ KEEP_EVERY_VERSION = timedelta(days=36_500)
 FIRST_OPTIMIZE_MARGIN = timedelta(seconds=30)
 # The optimizes whose times before the clean-up the margin takes the longest of.
 MARGIN_ROUNDS = 8
-# How long before a compaction began a file it writes may be dated (file systems with coarse timestamps).
-FILE_CLOCK_MARGIN_SECONDS = 2.0
 # Compactions of a table beside the writes a round tries before the one under the write lock, when one
 # raised a conflict: an update in flight as it began (a status change behind the calls that had the lock
 # already, a caller's own update) preempts it, and work behind the calls waits through both attempts.
@@ -42,25 +41,43 @@ ATTEMPTS_BESIDE_WRITES = 2
 log = logging.getLogger(__name__)
 
 
-def files_left_since(table: Path, began: float, *, every_version: bool = True) -> list[str]:
-    """Data files of a local table written at or after ``began`` (a ``time.time()``) that no version of it
-    names: what a compaction that could not commit some of its groups left behind (or a write not yet
-    committed). Without ``every_version``, those the newest version does not name: one manifest read,
-    where a file no version names would have every kept version read (hundreds on a busy table). A file
-    or version gone meanwhile is skipped."""
-    data = table / "data"
-    if not data.is_dir():
+@dataclass(frozen=True)
+class TableFiles:
+    """The data files and version manifests a local table's folder held when listed."""
+
+    data: frozenset[str]
+    versions: frozenset[str]
+
+    @classmethod
+    def listed(cls, table: Path) -> TableFiles:
+        """The versions are listed before the data files: a data file missing from this listing was
+        written after every version it holds was committed, so only a version missing from it can name
+        that file (a version is committed after the files it names)."""
+        return cls(data=frozenset(_names(table / "data")), versions=frozenset(_names(table / "_versions")))
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return [entry.name for entry in os.scandir(folder)]
+    except FileNotFoundError:
         return []
+
+
+def files_left_since(table: Path, before: TableFiles, *, every_version: bool = True) -> list[str]:
+    """Data files of a local table written since the listing ``before`` that no version of it names: what
+    a compaction that could not commit some of its groups left behind (or a write not yet committed).
+    Only the versions committed since that listing are read, the only ones that can name such a file
+    (``TableFiles.listed``); without ``every_version``, only the newest of them (what most files are
+    named in). A busy table keeps hundreds of versions, each manifest carrying every row's versions (690
+    KB each at 10,000 memories): reading them all took 6% of the interpreter's time under steady
+    writes, under the write lock. A file or version gone meanwhile is skipped."""
     recent = []
-    for entry in os.scandir(data):
-        try:
-            if entry.is_file() and entry.stat().st_mtime >= began:
-                recent.append(entry.name)
-        except FileNotFoundError:
-            continue
+    for name in _names(table / "data"):
+        if name not in before.data and (table / "data" / name).is_file():
+            recent.append(name)
     if not recent:
         return []
-    manifests = Manifests(table, newest=None if every_version else 1)
+    manifests = Manifests(table, newest=None if every_version else 1, leaving_out=before.versions)
     return sorted(name for name in recent if not manifests.name(name))
 
 
@@ -178,11 +195,11 @@ class Upkeep(StoreTables):
         store the round also looks for data files written while it ran that no version names
         (``files_left_since``, under the compaction lock, so that no purge deletes files meanwhile; against
         the newest version only, one manifest read), and deletes them under the write lock, after looking
-        again there against every version kept: a file of an append that was still committing is named by
-        then, in the newest, and stays (it costs that short hold of the write lock)."""
+        again there against every version committed since the round listed the table's folder: a file of
+        an append that was still committing is named by then, in the newest, and stays (it costs that
+        short hold of the write lock, and the versions committed meanwhile, not all those kept)."""
         folder = local_folder(self.uri) if name == schema.MEMORIES and self.excludes_other_processes else None
         table_dir = folder / f"{name}.lance" if folder is not None else None
-        began = time.time() - FILE_CLOCK_MARGIN_SECONDS
         left: list[str] = []
         outcome = "lost"  # every attempt raised a conflict
         # Not while a purge runs (``Forgetting._finish_purge``), through both attempts. Work behind the calls
@@ -190,11 +207,13 @@ class Upkeep(StoreTables):
         # their status changes and weights are the updates that preempt it).
         gate = self._compactions_beside.running() if name == schema.MEMORIES else nullcontext()
         with self._compaction_lock.hold(), gate:
+            # Listed before the first attempt: what the attempts write is not in it.
+            local = (table_dir, TableFiles.listed(table_dir)) if table_dir is not None else None
             for attempt in range(1, ATTEMPTS_BESIDE_WRITES + 1):
                 try:
                     optimize()
-                    if table_dir is not None:  # under the lock: no purge deletes files meanwhile
-                        left = files_left_since(table_dir, began, every_version=False)
+                    if local is not None:  # under the lock: no purge deletes files meanwhile
+                        left = files_left_since(*local, every_version=False)
                 except Exception as exc:
                     if not is_retryable(exc):
                         raise
@@ -211,8 +230,8 @@ class Upkeep(StoreTables):
                 outcome = "done" if done else "preempted"
                 break
         if outcome == "done":
-            if table_dir is not None and left:  # the lost attempts' files too: written since ``began``
-                self._clear_left_files(name, table_dir, began)
+            if local is not None and left:  # the lost attempts' files too
+                self._clear_left_files(name, *local)
             return
         if outcome == "preempted":
             log.info("compacting %s beside the writes left its fragments: another write preempted it", name)
@@ -223,12 +242,12 @@ class Upkeep(StoreTables):
         with self.exclusive(), self._compaction_lock.hold():
             retrying(partial(optimize, delete_unverified=clear))
 
-    def _clear_left_files(self, name: str, table_dir: Path, began: float) -> None:
+    def _clear_left_files(self, name: str, table_dir: Path, before: TableFiles) -> None:
         """Delete the data files a compaction beside the writes left and no version names. Looked for
         again under the write lock, where no write of the table is in flight in any process: a file of an
         append that was still committing is named by then and stays."""
         with self.exclusive(), self._compaction_lock.hold():
-            left = files_left_since(table_dir, began)
+            left = files_left_since(table_dir, before)
             for file_name in left:
                 (table_dir / "data" / file_name).unlink(missing_ok=True)
         if left:

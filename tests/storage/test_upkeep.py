@@ -302,21 +302,43 @@ def test_files_left_are_those_no_version_names_and_a_first_look_reads_the_newest
 
     import lancedb
 
-    from storage.upkeep import files_left_since
+    from storage.upkeep import TableFiles, files_left_since
 
     table = lancedb.connect(str(tmp_path)).create_table("t", data=[{"x": 0}])
-    began = time.time() - 2
+    folder = tmp_path / "t.lance"
+    before = TableFiles.listed(folder)
     table.add([{"x": 1}])  # a second fragment: its file is named by the newest version
     table.delete("x = 1")  # now only by the version before
-    folder = tmp_path / "t.lance"
     orphan = folder / "data" / "0110-left-by-a-compaction.lance"
     orphan.write_bytes(b"rows")
-    assert files_left_since(folder, began) == [orphan.name]
-    quick = files_left_since(folder, began, every_version=False)
+    assert files_left_since(folder, before) == [orphan.name]
+    quick = files_left_since(folder, before, every_version=False)
     assert (
         orphan.name in quick and len(quick) == 2
     )  # the deleted fragment's file too: named by an older version
-    assert files_left_since(folder, time.time() + 5) == []  # nothing written since
+    assert files_left_since(folder, TableFiles.listed(folder)) == []  # nothing written since
+
+
+def test_files_left_are_looked_for_in_the_versions_committed_since_the_listing_only(tmp_path):
+    # A version is committed after the files it names: one listed before a file was written cannot name
+    # it, and is not read (a busy table keeps hundreds, each manifest carrying every row's versions).
+    import lancedb
+
+    from storage.upkeep import TableFiles, files_left_since
+
+    table = lancedb.connect(str(tmp_path)).create_table("t", data=[{"x": 0}])
+    folder = tmp_path / "t.lance"
+    before = TableFiles.listed(folder)
+    orphan = folder / "data" / "0110-left-by-a-compaction.lance"
+    orphan.write_bytes(b"rows")
+    # Were the versions listed before read, this one would name the orphan.
+    listed = next((folder / "_versions").iterdir())
+    listed.write_bytes(listed.read_bytes() + orphan.name.encode())
+    assert files_left_since(folder, before) == [orphan.name]
+    table.add([{"x": 1}])
+    (newest,) = [path for path in (folder / "_versions").iterdir() if path.name not in before.versions]
+    newest.write_bytes(newest.read_bytes() + orphan.name.encode())
+    assert files_left_since(folder, before) == []  # named by a version committed since the listing
 
 
 def test_only_the_memories_compaction_holds_back_work_behind_the_calls(store):
