@@ -81,6 +81,16 @@ class Contradiction:
         return f"{older!r} then {newer!r} (subject overlap {self.subject_similarity:.2f})"
 
 
+@lru_cache(maxsize=8)
+def _opposition_scan(oppositions: tuple[tuple[str, str], ...]) -> tuple[dict[str, str], re.Pattern[str]]:
+    """The stems of the opposite terms (each with a word that has it), and a cheap prefilter on the raw
+    text: only memories that may contain an opposition word are tokenised. Made once per list of
+    oppositions, not for every write."""
+    stems = {light_stem(word): word for pair in oppositions for word in pair}
+    mentions = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, stems), key=len, reverse=True)) + ")")
+    return stems, mentions
+
+
 def detect_contradictions(
     memories: Sequence[ContradictionInput],
     oppositions: Sequence[tuple[str, str]] = DEFAULT_OPPOSITIONS,
@@ -96,9 +106,7 @@ def detect_contradictions(
     place (``swapped_pairs``). Those two looks tokenise every memory given (the opposite terms are found by
     a cheap scan first): the write path asks them of a memory and its neighbours, a pass over a whole scope
     does not."""
-    stems = {light_stem(word): word for pair in oppositions for word in pair}
-    # A cheap prefilter on the raw text: only memories that may contain an opposition word are tokenised.
-    mentions = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, stems), key=len, reverse=True)) + ")")
+    stems, mentions = _opposition_scan(tuple(oppositions))
     terms: dict[str, set[str]] = {}
     holders: dict[str, set[str]] = defaultdict(set)
     by_id = {}
@@ -298,9 +306,11 @@ _UNJOINTS = str.maketrans({"\u01c0": "-", "\u01c1": ".", "\u01c2": "/", "\u01c3"
 _JOINT_LETTERS = "\u01c0\u01c1\u01c2\u01c3"
 
 
+@keyed_by_text
+@lru_cache(maxsize=8_192)
 def joined_as_words(text: str) -> str:
     """``text`` with each value joined by hyphens, dots or slashes made one word (``_COMPOUND``): its joints
-    become letters, which word tokens keep."""
+    become letters, which word tokens keep. Remembered, as ``written_out``."""
     return _COMPOUND.sub(
         lambda found: (
             found.group(0).translate(_JOINTS) if any(c.isdigit() for c in found.group(0)) else found.group(0)
@@ -814,11 +824,15 @@ _CONTRACTIONS = (
 )
 
 
+@keyed_by_text
+@lru_cache(maxsize=8_192)
 def written_out(text: str, *, keep_case: bool = False) -> str:
     """``text`` without a leading word that hands it over ("FYI") or an aside that vouches for it
     ("(checked)"), its short forms written out ("prod": "production"): what it states, as two statements
     of one thing are compared (a value change, a restatement). ``keep_case``: a short form written with a
-    capital is written out with one ("PostgreSQL": "Postgres"), as names are told apart."""
+    capital is written out with one ("PostgreSQL": "Postgres"), as names are told apart. Remembered:
+    consolidation reads a write's neighbours, mostly the neighbours of the writes before it, with
+    several rules (written out each time, 3% of the interpreter's time with 30 remembers in flight)."""
     text = _VOUCHED.sub(" ", _HANDED_OVER.sub("", text))
     for short, long in _CONTRACTIONS:
         text = short.sub(long, text)
@@ -884,6 +898,8 @@ def _name_in_place(
     return " ".join(theirs[start:end]), " ".join(words[start:end])
 
 
+@keyed_by_text
+@lru_cache(maxsize=8_192)
 def says_more_than_a_value(text: str) -> bool:
     """Whether ``text`` says a value changed, was added, given up or what it was: ``value_changes``'s to
     read, not a plain value or command set beside another."""

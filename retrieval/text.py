@@ -376,11 +376,6 @@ _NEGATION = re.compile(
 _WITH_NEGATION = re.compile(r"\b(?:any\s*more)\b", re.IGNORECASE)
 
 
-def negated(text: str) -> bool:
-    """Whether ``text`` holds a negating word."""
-    return _NEGATION.search(text) is not None
-
-
 def negation_sides(text: str) -> tuple[str, str] | None:
     """``text`` before and after its first negating word ("from main, not from the release branch": "from
     main, ", " from the release branch"); None when it negates nothing."""
@@ -413,6 +408,14 @@ def keyed_by_text(cache: _Cache) -> _Cache:
     """Register an ``lru_cache`` whose keys are memory texts, so that a purge empties it."""
     _TEXT_CACHES.append(cache)
     return cache
+
+
+@keyed_by_text
+@lru_cache(maxsize=8_192)
+def negated(text: str) -> bool:
+    """Whether ``text`` holds a negating word. Remembered: consolidation asks it of a write's neighbours,
+    mostly the neighbours of the writes before it."""
+    return _NEGATION.search(text) is not None
 
 
 _purges = 0  # how often ``forget_cached_texts`` ran (``after_purges_forgotten`` compares)

@@ -830,6 +830,24 @@ def test_a_statement_written_out_drops_what_only_hands_it_over_and_expands_short
     assert written_out(text) == stated
 
 
+def test_a_texts_readings_are_remembered_and_forgotten_with_the_text_caches():
+    # Consolidation reads a write's neighbours with several rules; each reading of a text is made once,
+    # and a purge empties them as it does every cache keyed by memory text.
+    from retrieval.contradictions import says_more_than_a_value
+    from retrieval.text import _TEXT_CACHES, forget_cached_texts, negated
+
+    text = "FYI the API in prod moved to port 9090, not 8080"
+    readings = (written_out, joined_as_words, negated, says_more_than_a_value)
+    assert all(reading in _TEXT_CACHES for reading in readings)
+    first = [reading(text) for reading in readings]
+    assert first == ["the API in production moved to port 9090, not 8080", text, True, True]
+    hits = [reading.cache_info().hits for reading in readings]
+    assert [reading(text) for reading in readings] == first
+    assert [reading.cache_info().hits for reading in readings] == [hit + 1 for hit in hits]
+    forget_cached_texts()
+    assert all(reading.cache_info().currsize == 0 for reading in readings)
+
+
 @pytest.mark.parametrize(
     ("older_text", "newer_text", "older_term", "newer_term"),
     [
