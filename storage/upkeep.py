@@ -20,7 +20,7 @@ from storage import schema
 from storage.forgetting import Manifests
 from storage.locking import is_retryable, retrying
 from storage.tables import StoreTables, local_folder
-from storage.versions import SupersededVersions, clean_up_clock_at_most, newest_on_disk
+from storage.versions import SupersededVersions, clean_up_clock_at_most, kept_before, newest_on_disk
 
 VECTOR_INDEX = "vector_idx"
 
@@ -268,7 +268,8 @@ class Upkeep(StoreTables):
         clean-up's cut-off (``storage.versions``) is worked out just before the call; LanceDB reads its
         clock after the compaction, so the cut-off carries a margin: a second plus twice the longest of this
         table's last ``MARGIN_ROUNDS`` times before the clean-up read its clock (``clean_up_clock_at_most``: a
-        round that compacted little says little of the next whole-table rewrite), or
+        round that compacted little says little of the next whole-table rewrite; a round it cannot date,
+        its whole time if shorter than those, so that it never widens the margin), or
         ``FIRST_OPTIMIZE_MARGIN`` before one was timed. (A second call for the clean-up alone
         measured two more versions a round: it updates the indexes again.) No cut-off known yet: nothing
         is dropped. ``delete_unverified``: also the files no version names, however new (only when no
@@ -281,17 +282,19 @@ class Upkeep(StoreTables):
             cleanup_older_than = cut if cut is not None else KEEP_EVERY_VERSION
         folder = local_folder(self.uri)
         table_dir = folder / f"{name}.lance" if folder is not None else None
-        newest_before = newest_on_disk(table_dir) if table_dir is not None else None
+        before = kept_before(table_dir) if table_dir is not None else None
         called_at, started = time.time(), time.perf_counter()
         table.optimize(cleanup_older_than=cleanup_older_than, delete_unverified=delete_unverified)
         took = time.perf_counter() - started
         before_clean_up = (
             took
             if table_dir is None
-            else clean_up_clock_at_most(table_dir, called_at, newest_before, cleanup_older_than, took)
+            else clean_up_clock_at_most(table_dir, called_at, before, cleanup_older_than, took)
         )
         self._optimize_took[name] = took
         timed = self._optimize_seconds.setdefault(name, [])
+        if before_clean_up is None:  # undated: it may narrow the margin, never widen it
+            before_clean_up = min(took, max(timed)) if timed else took
         timed.append(before_clean_up)
         del timed[:-MARGIN_ROUNDS]
 

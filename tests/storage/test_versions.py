@@ -15,6 +15,7 @@ from storage.versions import (
     NewestManifest,
     SupersededVersions,
     clean_up_clock_at_most,
+    kept_before,
     manifest_name,
     newest_on_disk,
     oldest_kept,
@@ -165,51 +166,71 @@ def test_the_oldest_version_kept_is_dated_by_its_manifest_and_what_the_file_syst
 
 
 def test_the_clean_up_read_its_clock_at_most_when_the_oldest_version_it_kept_was_dated_plus_its_age(tmp_path):
-    # Versions 9-12 kept after an optimize called at CALLED with version 11 the newest, told to drop what
-    # is older than 5 s. LanceDB drops every version committed before its clock less 5 s but the newest,
-    # so version 9 (not the newest: 11 was) was committed after that: it read its clock at most at
+    # Versions 9-12 kept after an optimize called at CALLED with versions 5-11 kept, 11 the newest, told to
+    # drop what is older than 5 s. LanceDB drops every version committed before its clock less 5 s but the
+    # newest, so version 9 (not the newest: 11 was) was committed after that: it read its clock at most at
     # 9's date + 5 s = CALLED - 4.25 + 0.05 + 5, 0.8 s after the call, which took 3 s in all (the
     # compaction first, then the clean-up reading every manifest, then the indexes).
     table = tmp_path / "t.lance"
     manifests(table, {9: ns(CALLED - 4.25), 10: ns(CALLED - 3.0), 11: ns(CALLED - 0.5), 12: ns(CALLED + 1.0)})
     older_than = timedelta(seconds=5)
-    assert clean_up_clock_at_most(table, CALLED, 11, older_than, took=3.0) == pytest.approx(0.8)
+    assert clean_up_clock_at_most(table, CALLED, (5, 11), older_than, took=3.0) == pytest.approx(0.8)
     # Never more than the call took.
-    assert clean_up_clock_at_most(table, CALLED, 11, older_than, took=0.5) == 0.5
+    quick = tmp_path / "quick.lance"
+    manifests(quick, {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5), 12: ns(CALLED + 0.3)})
+    assert clean_up_clock_at_most(quick, CALLED, (5, 11), older_than, took=0.5) == 0.5
 
 
-def test_the_call_s_time_stands_when_nothing_it_kept_bounds_the_clock_better(tmp_path):
+def test_a_clean_up_that_dropped_nothing_is_not_dated(tmp_path):
+    # Every version kept as the call began is still there: nothing was old enough, so the oldest kept says
+    # nothing of when the clock was read. Timed whole instead, such a round (reading every version kept)
+    # widened the margin and the next cut-off, so the next round dropped nothing either, and the versions
+    # piled up by one a write (2026-12-06).
+    table = tmp_path / "t.lance"
+    manifests(table, {9: ns(CALLED - 4.25), 10: ns(CALLED - 3.0), 11: ns(CALLED - 0.5), 12: ns(CALLED + 1.0)})
+    assert clean_up_clock_at_most(table, CALLED, (9, 11), timedelta(seconds=5), took=3.0) is None
+    assert clean_up_clock_at_most(table, CALLED, (8, 11), timedelta(seconds=5), took=3.0) == pytest.approx(
+        0.8
+    )
+
+
+def test_nothing_dates_the_clock_when_nothing_kept_bounds_it(tmp_path):
     table = tmp_path / "t.lance"
     # Only the version that was newest as the call began is left (the newest is kept however old), and
     # the commits after it: nothing dates the clean-up's clock.
     manifests(table, {11: ns(CALLED - 60.0), 12: ns(CALLED + 1.0)})
-    assert clean_up_clock_at_most(table, CALLED, 11, timedelta(seconds=5), took=3.0) == 3.0
+    assert clean_up_clock_at_most(table, CALLED, (5, 11), timedelta(seconds=5), took=3.0) is None
     manifests(tmp_path / "u.lance", {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5), 12: ns(CALLED + 1.0)})
-    # The newest version before the call unknown (an object store), or nothing dropped by age (the
-    # clean-up told to keep every version): the call's time.
-    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, None, timedelta(seconds=5), took=3.0) == 3.0
-    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, 11, timedelta(days=36_500), took=3.0) == 3.0
+    # The versions before the call unknown, or nothing dropped by age (the clean-up told to keep every
+    # version).
+    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, None, timedelta(seconds=5), took=3.0) is None
+    assert (
+        clean_up_clock_at_most(tmp_path / "u.lance", CALLED, (9, 11), timedelta(days=36_500), took=3.0)
+        is None
+    )
     # A version kept that is dated before the clock could have been read: the dates are not to be trusted.
-    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, 11, timedelta(seconds=1), took=3.0) == 3.0
-    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, 11, timedelta(seconds=5), took=3.0) == (
+    assert (
+        clean_up_clock_at_most(tmp_path / "u.lance", CALLED, (5, 11), timedelta(seconds=1), took=3.0) is None
+    )
+    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, (5, 11), timedelta(seconds=5), took=3.0) == (
         pytest.approx(0.8)
     )
 
 
-def test_a_file_system_dated_by_another_clock_leaves_the_call_s_time(tmp_path):
+def test_a_file_system_dated_by_another_clock_dates_nothing(tmp_path):
     """A network or shared folder dates files by its own clock: a version committed during the call but
     dated before it began (a clock behind this process's) or after it ended, or none committed during the
     call, and the manifests' dates bound nothing."""
     older_than = timedelta(seconds=5)
     behind = tmp_path / "behind.lance"
     manifests(behind, {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5), 12: ns(CALLED - 0.2)})
-    assert clean_up_clock_at_most(behind, CALLED, 11, older_than, took=3.0) == 3.0
+    assert clean_up_clock_at_most(behind, CALLED, (5, 11), older_than, took=3.0) is None
     ahead = tmp_path / "ahead.lance"
     manifests(ahead, {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5), 12: ns(CALLED + 3.5)})
-    assert clean_up_clock_at_most(ahead, CALLED, 11, older_than, took=3.0) == 3.0
+    assert clean_up_clock_at_most(ahead, CALLED, (5, 11), older_than, took=3.0) is None
     idle = tmp_path / "idle.lance"
     manifests(idle, {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5)})
-    assert clean_up_clock_at_most(idle, CALLED, 11, older_than, took=3.0) == 3.0
+    assert clean_up_clock_at_most(idle, CALLED, (5, 11), older_than, took=3.0) is None
 
 
 def test_a_real_clean_up_reads_its_clock_no_later_than_the_bound_says(tmp_path):
@@ -222,18 +243,16 @@ def test_a_real_clean_up_reads_its_clock_no_later_than_the_bound_says(tmp_path):
     for value in range(1, 4):
         time.sleep(0.6)
         table.add(pa.table({"a": [value]}))
-    newest_before = newest_on_disk(tmp_path / "t.lance")
+    before = kept_before(tmp_path / "t.lance")
     called_at, started = time.time(), time.perf_counter()
     table.optimize(cleanup_older_than=timedelta(seconds=1.5))  # compacts the four fragments: a commit
     time.sleep(2.0)  # as a slow index update after the clean-up would
     took = time.perf_counter() - started
     kept = oldest_kept(tmp_path / "t.lance")
     assert kept is not None and kept[0] > 1  # the first versions went
-    bound = clean_up_clock_at_most(
-        tmp_path / "t.lance", called_at, newest_before, timedelta(seconds=1.5), took
-    )
+    bound = clean_up_clock_at_most(tmp_path / "t.lance", called_at, before, timedelta(seconds=1.5), took)
     # At most the compaction and a gap between two versions (0.6 s): the two seconds after are not counted.
-    assert 0.0 <= bound < took - 1.0
+    assert bound is not None and 0.0 <= bound < took - 1.0
 
 
 def test_the_newest_version_on_disk_is_the_table_s_own_after_appends_and_updates(tmp_path):
