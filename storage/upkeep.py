@@ -17,8 +17,8 @@ from typing import Any
 from lancedb.index import IvfHnswSq
 
 from storage import schema
-from storage.forgetting import Manifests
 from storage.locking import is_retryable, retrying
+from storage.manifests import Manifests
 from storage.tables import StoreTables, local_folder
 from storage.versions import SupersededVersions, clean_up_clock_at_most, kept_before, newest_on_disk
 

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from storage.forgetting import Manifests
 from storage.locking import COMPACTION_YIELD_SECONDS
+from storage.manifests import Manifests
 from storage.records import LineageEvent, WeightEvent
 from storage.store import MemoryStore
 from tests.storage.test_store import DIM, NOW, SCOPE, new
