@@ -51,9 +51,10 @@ class TableFiles:
     @classmethod
     def listed(cls, table: Path) -> TableFiles:
         """The versions are listed before the data files: a data file missing from this listing was
-        written after every version it holds was committed, so only a version missing from it can name
-        that file (a version is committed after the files it names)."""
-        return cls(data=frozenset(_names(table / "data")), versions=frozenset(_names(table / "_versions")))
+        written after every version in it was committed, so only a version missing from it can name that
+        file (a version is committed after the files it names)."""
+        versions = frozenset(_names(table / "_versions"))  # first
+        return cls(data=frozenset(_names(table / "data")), versions=versions)
 
 
 def _names(folder: Path) -> list[str]:

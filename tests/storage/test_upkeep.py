@@ -341,6 +341,34 @@ def test_files_left_are_looked_for_in_the_versions_committed_since_the_listing_o
     assert files_left_since(folder, before) == []  # named by a version committed since the listing
 
 
+def test_an_append_committed_while_the_table_is_listed_leaves_no_file_taken_for_left(tmp_path, monkeypatch):
+    # An append that commits between the two listings: its file must not count as written since the
+    # listing while its version counts as listed before (it would then be deleted as named by no version
+    # read). Listing the versions first makes a file missing from the listing newer than every version in it.
+    import lancedb
+
+    import storage.upkeep
+    from storage.upkeep import TableFiles, files_left_since
+
+    table = lancedb.connect(str(tmp_path)).create_table("t", data=[{"x": 0}])
+    folder = tmp_path / "t.lance"
+    listed = storage.upkeep._names
+    calls = []
+
+    def an_append_after_the_first_listing(where):
+        names = listed(where)
+        calls.append(where.name)
+        if len(calls) == 1:
+            table.add([{"x": 1}])
+        return names
+
+    monkeypatch.setattr(storage.upkeep, "_names", an_append_after_the_first_listing)
+    before = TableFiles.listed(folder)
+    monkeypatch.setattr(storage.upkeep, "_names", listed)
+    assert len(calls) == 2
+    assert files_left_since(folder, before) == []
+
+
 def test_only_the_memories_compaction_holds_back_work_behind_the_calls(store):
     # A status change or a weight preempts the memories' compaction; another table's compaction beside
     # the writes (here the lineage's) holds nothing back.
