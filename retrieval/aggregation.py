@@ -106,7 +106,9 @@ def cluster_members(rows: Sequence[AggregationRow]) -> list[ClusterMember]:
             row.weight,
             row.created_at,
             row.simhash if row.simhash is not None else simhash(row.content),
-            negated(row.content),
+            # Read uncached: a pass over a whole scope would churn the cache kept for a write's neighbours,
+            # and this pass does not empty it after a purge that ran meanwhile (a review).
+            negated.__wrapped__(row.content),
             wording(row.content),
         )
         for row in rows

@@ -20,15 +20,18 @@ from storage import schema
 from storage.locking import is_retryable, retrying
 from storage.manifests import Manifests
 from storage.tables import StoreTables, local_folder
-from storage.versions import SupersededVersions, clean_up_clock_at_most, kept_before, newest_on_disk
+from storage.versions import (
+    KEEP_EVERY_VERSION,
+    SupersededVersions,
+    clean_up_clock_at_most,
+    kept_before,
+    newest_on_disk,
+)
 
 VECTOR_INDEX = "vector_idx"
 
 # Tables written under the reports' lock (``reporting()``).
 REPORT_TABLES = (schema.OUTCOMES, schema.FEEDBACK, schema.WEIGHT_EVENTS)
-# A clean-up threshold no version reaches: an optimize that compacts and drops nothing (LanceDB's own
-# default, a week, would drop by age a version a read may still be on).
-KEEP_EVERY_VERSION = timedelta(days=36_500)
 # The clean-up margin before a table's first optimize was timed (compacting 50,000 memories took 0.41 s).
 FIRST_OPTIMIZE_MARGIN = timedelta(seconds=30)
 # The optimizes whose times before the clean-up the margin takes the longest of.
@@ -269,8 +272,8 @@ class Upkeep(StoreTables):
         clean-up's cut-off (``storage.versions``) is worked out just before the call; LanceDB reads its
         clock after the compaction, so the cut-off carries a margin: a second plus twice the longest of this
         table's last ``MARGIN_ROUNDS`` times before the clean-up read its clock (``clean_up_clock_at_most``: a
-        round that compacted little says little of the next whole-table rewrite; a round it cannot date,
-        its whole time if shorter than those, so that it never widens the margin), or
+        round that compacted little says little of the next whole-table rewrite; one that dropped nothing
+        leaves the margin as it was), or
         ``FIRST_OPTIMIZE_MARGIN`` before one was timed. (A second call for the clean-up alone
         measured two more versions a round: it updates the indexes again.) No cut-off known yet: nothing
         is dropped. ``delete_unverified``: also the files no version names, however new (only when no
@@ -294,9 +297,9 @@ class Upkeep(StoreTables):
         )
         self._optimize_took[name] = took
         timed = self._optimize_seconds.setdefault(name, [])
-        if before_clean_up is None:  # undated: it may narrow the margin, never widen it
-            before_clean_up = min(took, max(timed)) if timed else took
-        timed.append(before_clean_up)
+        if before_clean_up is None and timed:  # it dropped nothing: the margin stays as it was
+            return
+        timed.append(took if before_clean_up is None else before_clean_up)
         del timed[:-MARGIN_ROUNDS]
 
     def _index_vectors(self) -> str | None:

@@ -15,8 +15,8 @@ sort. That time is the cut-off. LanceDB measures "older than" when it gets to th
 compaction of the same call, so the cut-off is moved earlier by a ``margin`` meant to be longer than that
 compaction takes (``MemoryStore._optimize``: a second plus twice how long the table's last optimize took
 to read the clean-up's clock, at most: ``clean_up_clock_at_most``, which dates it on a local store by the
-oldest version that clean-up kept; a round it cannot date may narrow the margin, never widen it; the
-whole call elsewhere). A read that takes less than ``keep`` never
+oldest version that clean-up kept, left as it was by a round that dropped nothing; the whole call
+elsewhere). A read that takes less than ``keep`` never
 loses its version, in this process or another (the newest version at a given moment is the same for every
 process), except to a purge, which drops every older version at once by design
 (``MemoryStore.purge``). Nothing is dropped before two sightings settled a cut-off, and the first optimize
@@ -77,6 +77,11 @@ def newest_on_disk(table_dir: Path) -> int | None:
     )
 
 
+# A clean-up threshold no version reaches: an optimize that compacts and drops nothing (LanceDB's own
+# default, a week, would drop by age a version a read may still be on).
+KEEP_EVERY_VERSION = timedelta(days=36_500)
+
+
 def kept_before(table_dir: Path) -> tuple[int, int] | None:
     """The oldest and the newest version the local table at ``table_dir`` keeps (one listing), or None
     when it has none."""
@@ -127,34 +132,35 @@ def clean_up_clock_at_most(
     took: float,
 ) -> float | None:
     """At most how many seconds after ``called_at`` (the epoch's) an optimize's clean-up read its clock,
-    for the margin of the next cut-off (``SupersededVersions``), or None when nothing the call left
-    bounds it. ``before``: the oldest and the newest version the table kept as the call began. LanceDB
-    drops the versions committed before its "now" less ``older_than`` except the newest, so when it
-    dropped some, the oldest it kept that was not the newest as the call began was committed after that
-    moment, and its manifest's time plus ``older_than`` bounds the clock reading. Never more than the
-    call took (``took``).
+    for the margin of the next cut-off (``SupersededVersions``). ``before``: the oldest and the newest
+    version the table kept as the call began. LanceDB drops the versions committed before its "now" less
+    ``older_than`` except the newest, so a version it kept that was not the newest when the call began
+    was committed after that moment, and its manifest's time plus ``older_than`` bounds the clock reading.
+    Never more than the call took (``took``); the call's time when nothing bounds it better (nothing kept
+    from before the call, or no version committed during the call dated within it: a file system on
+    another machine's clock).
 
-    None when the clean-up dropped nothing (nothing was that old), dropped every version from before the
-    call, or the versions are not dated by this process's clock (no version committed during the call
-    dated within it: a file system on another machine's clock): such a round may then narrow the margin
-    (its whole time, when shorter), never widen it. The clean-up reads its clock after the compaction of the same call, but the call
-    also reads every manifest kept, and the index update follows. Timed whole, the margin grew with the
-    versions kept, the versions kept with the margin, and under steady writes a round slowed to seconds
-    (2,400 memories, versions piling up by the hundred a round; docs/benchmarks.md). The call's time
-    stood in when nothing dated the clock, and a round that dropped nothing is undated: once a slow round
-    widened the margin so far that the next dropped nothing, each round after it timed whole, reading
-    every version kept, kept the margin wider than the versions' age (10,000 writes one at a time, the
-    versions kept grew by one a write from the 5,100th to the end in two runs of four; 2026-12-06)."""
+    None when the clean-up dropped nothing although it was given a cut-off: what it kept dates nothing,
+    and its clock reading mattered to no version. The clean-up reads its clock after the compaction of
+    the same call, but the call also reads every manifest kept, and the index update follows. Timed
+    whole, the margin grew with the versions kept, the versions kept with the margin, and under steady
+    writes a round slowed to seconds (2,400 memories, versions piling up by the hundred a round;
+    docs/benchmarks.md). A round that dropped nothing was timed whole too: once a slow round widened the
+    margin so far that the next dropped nothing, each round after it, reading every version kept, widened
+    it further, and the versions kept grew by one a write to the end (10,000 writes one at a time, four
+    runs of nine; 2026-12-06)."""
     kept = oldest_kept(table_dir)
     if kept is None or before is None:
-        return None
+        return took
     oldest_before, newest_before = before
-    if kept[0] <= oldest_before or kept[0] >= newest_before:
+    if kept[0] >= newest_before:
+        return took
+    if kept[0] <= oldest_before and older_than < KEEP_EVERY_VERSION:
         return None
     if not _dated_as_now(table_dir, called_at, newest_before, took):
-        return None
+        return took
     bound = kept[1] + older_than.total_seconds() - called_at
-    return None if bound < 0 else min(took, bound)
+    return took if bound < 0 else min(took, bound)
 
 
 def _dated_as_now(table_dir: Path, called_at: float, newest_before: int, took: float) -> bool:

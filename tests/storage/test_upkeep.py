@@ -484,25 +484,31 @@ def test_the_next_margin_counts_only_the_time_before_the_clean_up_read_its_clock
     assert {m.id for m in store.list_memories(SCOPE, limit=10)} == {f"m{number}" for number in range(8)}
 
 
-def test_a_round_whose_clean_up_dropped_nothing_does_not_widen_the_margin(store, tmp_path):
-    """No version was replaced long enough ago to go, so the clean-up dropped none and nothing dates its
-    clock. Timed whole, this round (three seconds after its clean-up, as reading thousands of kept versions
-    would take) made the next margin 1 + 2 x 3 s: the next cut-off kept more versions, the next round read
-    more and took longer, and under steady writes the versions piled up by one a write (2026-12-06)."""
+def test_a_round_whose_clean_up_dropped_nothing_leaves_the_margin_as_it_was(store, tmp_path):
+    """A cut-off is known, but with the margin (1 + 2 x 2 s) no version is that old: the clean-up drops
+    none, and nothing dates its clock. Timed whole, this round (three seconds after its clean-up, as
+    reading thousands of kept versions would take) widened the next margin to 1 + 2 x 3 s: the next
+    cut-off kept more versions, the next round read more and took longer, and under steady writes the
+    versions piled up by one a write (2026-12-06)."""
     from datetime import timedelta
 
     from storage import schema
     from storage.versions import kept_before
 
-    keep = timedelta(seconds=60)
-    for number in range(4):
+    keep = timedelta(seconds=0.5)
+    store.insert_memory(new("m0", "memory number 0"))
+    store.sight_versions(keep)
+    time.sleep(1.1)
+    for number in range(1, 4):
         store.insert_memory(new(f"m{number}", f"memory number {number}"))
-        store.sight_versions(keep)
-    store._optimize_seconds[schema.MEMORIES] = [0.3]
+    store.sight_versions(keep)  # a newer version, a second later: the cut-off falls at the first sighting
+    time.sleep(1.1)
+    store.insert_memory(new("m4", "memory number 4"))  # the round's own sighting: newer again
+    store._optimize_seconds[schema.MEMORIES] = [2.0]
     folder = tmp_path / "db" / f"{schema.MEMORIES}.lance"
     before = kept_before(folder)
     store._memories = SlowAfterCleanUp(store._memories)
     store.maintain(min_fragments=2, keep_replaced_for=keep)
     after = kept_before(folder)
     assert before is not None and after is not None and after[0] == before[0]  # nothing dropped
-    assert max(store._optimize_seconds[schema.MEMORIES]) == 0.3  # it may narrow the margin, not widen it
+    assert store._optimize_seconds[schema.MEMORIES] == [2.0]  # the margin stays as it was

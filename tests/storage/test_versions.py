@@ -10,6 +10,7 @@ from storage.recovery import U64_MAX
 from storage.versions import (
     COARSE_FILE_CLOCK_SECONDS,
     FINE_FILE_CLOCK_SECONDS,
+    KEEP_EVERY_VERSION,
     MAX_SIGHTINGS,
     SMALL_FILE_BYTES,
     NewestManifest,
@@ -181,56 +182,55 @@ def test_the_clean_up_read_its_clock_at_most_when_the_oldest_version_it_kept_was
     assert clean_up_clock_at_most(quick, CALLED, (5, 11), older_than, took=0.5) == 0.5
 
 
-def test_a_clean_up_that_dropped_nothing_is_not_dated(tmp_path):
-    # Every version kept as the call began is still there: nothing was old enough, so the oldest kept says
-    # nothing of when the clock was read. Timed whole instead, such a round (reading every version kept)
-    # widened the margin and the next cut-off, so the next round dropped nothing either, and the versions
-    # piled up by one a write (2026-12-06).
+def test_a_clean_up_that_dropped_nothing_is_not_timed(tmp_path):
+    # Every version kept as the call began is still there although the clean-up was given a cut-off:
+    # nothing was that old, and its clock reading mattered to no version. Timed whole instead, such a round
+    # (reading every version kept) widened the margin and the next cut-off, so the next round dropped
+    # nothing either, and the versions piled up by one a write (2026-12-06).
     table = tmp_path / "t.lance"
     manifests(table, {9: ns(CALLED - 4.25), 10: ns(CALLED - 3.0), 11: ns(CALLED - 0.5), 12: ns(CALLED + 1.0)})
     assert clean_up_clock_at_most(table, CALLED, (9, 11), timedelta(seconds=5), took=3.0) is None
     assert clean_up_clock_at_most(table, CALLED, (8, 11), timedelta(seconds=5), took=3.0) == pytest.approx(
         0.8
     )
+    # Told to keep every version (no cut-off known yet), it drops nothing by design: the call's time.
+    assert clean_up_clock_at_most(table, CALLED, (9, 11), KEEP_EVERY_VERSION, took=3.0) == 3.0
 
 
-def test_nothing_dates_the_clock_when_nothing_kept_bounds_it(tmp_path):
+def test_the_call_s_time_stands_when_nothing_it_kept_bounds_the_clock_better(tmp_path):
     table = tmp_path / "t.lance"
     # Only the version that was newest as the call began is left (the newest is kept however old), and
     # the commits after it: nothing dates the clean-up's clock.
     manifests(table, {11: ns(CALLED - 60.0), 12: ns(CALLED + 1.0)})
-    assert clean_up_clock_at_most(table, CALLED, (5, 11), timedelta(seconds=5), took=3.0) is None
+    assert clean_up_clock_at_most(table, CALLED, (5, 11), timedelta(seconds=5), took=3.0) == 3.0
     manifests(tmp_path / "u.lance", {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5), 12: ns(CALLED + 1.0)})
-    # The versions before the call unknown, or nothing dropped by age (the clean-up told to keep every
-    # version).
-    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, None, timedelta(seconds=5), took=3.0) is None
-    assert (
-        clean_up_clock_at_most(tmp_path / "u.lance", CALLED, (9, 11), timedelta(days=36_500), took=3.0)
-        is None
-    )
+    # The versions before the call unknown (an object store), or nothing dropped by age (the clean-up told
+    # to keep every version): the call's time.
+    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, None, timedelta(seconds=5), took=3.0) == 3.0
+    assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, (5, 11), KEEP_EVERY_VERSION, took=3.0) == 3.0
     # A version kept that is dated before the clock could have been read: the dates are not to be trusted.
     assert (
-        clean_up_clock_at_most(tmp_path / "u.lance", CALLED, (5, 11), timedelta(seconds=1), took=3.0) is None
+        clean_up_clock_at_most(tmp_path / "u.lance", CALLED, (5, 11), timedelta(seconds=1), took=3.0) == 3.0
     )
     assert clean_up_clock_at_most(tmp_path / "u.lance", CALLED, (5, 11), timedelta(seconds=5), took=3.0) == (
         pytest.approx(0.8)
     )
 
 
-def test_a_file_system_dated_by_another_clock_dates_nothing(tmp_path):
+def test_a_file_system_dated_by_another_clock_leaves_the_call_s_time(tmp_path):
     """A network or shared folder dates files by its own clock: a version committed during the call but
     dated before it began (a clock behind this process's) or after it ended, or none committed during the
     call, and the manifests' dates bound nothing."""
     older_than = timedelta(seconds=5)
     behind = tmp_path / "behind.lance"
     manifests(behind, {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5), 12: ns(CALLED - 0.2)})
-    assert clean_up_clock_at_most(behind, CALLED, (5, 11), older_than, took=3.0) is None
+    assert clean_up_clock_at_most(behind, CALLED, (5, 11), older_than, took=3.0) == 3.0
     ahead = tmp_path / "ahead.lance"
     manifests(ahead, {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5), 12: ns(CALLED + 3.5)})
-    assert clean_up_clock_at_most(ahead, CALLED, (5, 11), older_than, took=3.0) is None
+    assert clean_up_clock_at_most(ahead, CALLED, (5, 11), older_than, took=3.0) == 3.0
     idle = tmp_path / "idle.lance"
     manifests(idle, {9: ns(CALLED - 4.25), 11: ns(CALLED - 0.5)})
-    assert clean_up_clock_at_most(idle, CALLED, (5, 11), older_than, took=3.0) is None
+    assert clean_up_clock_at_most(idle, CALLED, (5, 11), older_than, took=3.0) == 3.0
 
 
 def test_a_real_clean_up_reads_its_clock_no_later_than_the_bound_says(tmp_path):
