@@ -297,9 +297,11 @@ class Upkeep(StoreTables):
         )
         self._optimize_took[name] = took
         timed = self._optimize_seconds.setdefault(name, [])
-        if before_clean_up is None and timed:  # it dropped nothing: the margin stays as it was
-            return
-        timed.append(took if before_clean_up is None else before_clean_up)
+        if before_clean_up is None:  # it dropped nothing: the margin stays as it was, once there is one
+            if timed:
+                return
+            before_clean_up = took
+        timed.append(before_clean_up)
         del timed[:-MARGIN_ROUNDS]
 
     def _index_vectors(self) -> str | None:

@@ -97,14 +97,10 @@ def oldest_kept(table_dir: Path) -> tuple[int, float] | None:
     """The oldest version the local table at ``table_dir`` keeps and when its manifest was written at the
     latest (the file's modification time, seconds since the epoch, and what the file system's dating may
     have cut off); None when it has none, or it went meanwhile."""
-    try:
-        names = os.listdir(table_dir / VERSIONS_DIR)
-    except OSError:
+    kept = kept_before(table_dir)
+    if kept is None:
         return None
-    versions = [version for name in names if (version := version_of(name)) is not None]
-    if not versions:
-        return None
-    oldest = min(versions)
+    oldest = kept[0]
     written = _written_ns(table_dir, oldest)
     if written is None:
         return None
