@@ -100,10 +100,36 @@ class LexicalIndex:
     def search(self, text: str, eligible: np.ndarray, limit: int) -> list[tuple[int, float]]:
         """The best ``limit`` eligible rows (``eligible`` is a boolean mask over rows) matching ``text``:
         (row, BM25 score), best first, ties in row order."""
-        terms = list(dict.fromkeys(self._analyze(text))) if text.strip() else []
-        if not terms or self._documents == 0 or limit <= 0:
+        if limit <= 0:
             return []
         count = len(eligible)
+        scores = self._scores(text, count)
+        if scores is None:
+            return []
+        candidates = np.flatnonzero((scores > 0) & eligible)
+        if len(candidates) == 0:
+            return []
+        if len(candidates) > limit:
+            candidates = candidates[np.argpartition(-scores[candidates], limit - 1)[:limit]]
+        candidates = candidates[np.lexsort((candidates, -scores[candidates]))]
+        return [(int(row), float(scores[row])) for row in candidates]
+
+    def scores_of(self, text: str, rows: Sequence[int]) -> list[float]:
+        """The BM25 score of each of ``rows`` for ``text``, as ``search`` scores it (0.0: no term matches).
+        For the memories the vector leg found and the full-text leg did not return: fused on their real
+        keyword score instead of none."""
+        if not rows:
+            return []
+        scores = self._scores(text, max(rows) + 1)
+        if scores is None:
+            return [0.0] * len(rows)
+        return [float(scores[row]) for row in rows]
+
+    def _scores(self, text: str, count: int) -> np.ndarray | None:
+        """Every row's BM25 score for ``text`` over the first ``count`` rows; None when nothing can match."""
+        terms = list(dict.fromkeys(self._analyze(text))) if text.strip() else []
+        if not terms or self._documents == 0:
+            return None
         average = self._total_length / self._documents
         rows, frequencies, term_of, holding = self._live_postings_of(terms)
         weights = np.array([idf(self._documents, live) for live in holding], dtype=np.float64)
@@ -112,14 +138,7 @@ class LexicalIndex:
         inside = rows < count
         # Each row's parts summed in the terms' order, from 0.0: the sums a loop over the terms would make (a
         # row has at most one live posting per term).
-        scores = np.bincount(rows[inside], weights=parts[inside], minlength=count)
-        candidates = np.flatnonzero((scores > 0) & eligible)
-        if len(candidates) == 0:
-            return []
-        if len(candidates) > limit:
-            candidates = candidates[np.argpartition(-scores[candidates], limit - 1)[:limit]]
-        candidates = candidates[np.lexsort((candidates, -scores[candidates]))]
-        return [(int(row), float(scores[row])) for row in candidates]
+        return np.bincount(rows[inside], weights=parts[inside], minlength=count)
 
     def _live_postings_of(self, terms: Sequence[str]) -> _Gathered:
         """The live postings of ``terms`` gathered in the terms' order: their rows, term frequencies (as

@@ -28,7 +28,7 @@ from storage.records import (
 )
 from storage.rows import MEMORY_COLUMNS, memory_from_row, vector_of_row
 from storage.scan import scan, utc
-from storage.scope_copy import Row
+from storage.scope_copy import Row, ScopeCopy
 from storage.scope_episodes import episode_members
 from storage.search_filter import SearchFilter, tag_filter
 from storage.tables import StoreTables
@@ -271,6 +271,29 @@ class MemorySearch(StoreTables):
                 )
         return bool(scan(self._memories, self._active_in(scope, where, statuses), ["id"], limit=1).num_rows)
 
+    def fulltext_scores(self, reach: Reach, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        """The BM25 score of each of ``memory_ids`` for ``text``, on the scale of ``fulltext_search``'s
+        hits, from the scope copies that hold them; a memory no copy holds with an index is left out (LanceDB's
+        index scores only what it returns)."""
+        if not text.strip() or not memory_ids or not self._cache.searches_text:
+            return {}
+        scopes = self._scopes(reach)
+        scale = self.fulltext_ceiling(reach, text) if len(scopes) > 1 else None
+        found: dict[str, float] = {}
+        for scope in scopes:
+            wanted = [memory_id for memory_id in memory_ids if memory_id not in found]
+            if not wanted or not self._cache.holds(scope):
+                continue
+            with self._cache.reading(scope, build=False) as copy:
+                if copy is None:
+                    continue
+                scores = keyword_scores(copy, text, wanted)
+                ceiling = copy.fulltext_ceiling(text) if scale else None
+            if scale and ceiling and ceiling != scale:
+                scores = {memory_id: score * scale / ceiling for memory_id, score in scores.items()}
+            found |= scores
+        return found
+
     def fulltext_ceiling(self, reach: Reach, text: str) -> float | None:
         """The score a memory matching all of ``text`` would get in the full-text index (the sum of its
         terms' idf), so that BM25 scores read as absolute relevance: of ``reach``'s home scope, or for a
@@ -484,3 +507,12 @@ def _dedupe(hits: list[SearchHit]) -> list[SearchHit]:
             seen.add(hit.record.id)
             unique.append(hit)
     return unique
+
+
+def keyword_scores(copy: ScopeCopy, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
+    """The BM25 score of each of ``memory_ids`` ``copy`` holds, as its ``best_matching`` scores it (0.0:
+    no term matches); nothing when the copy has no index."""
+    if copy.lexical is None:
+        return {}
+    rows = [copy.row_of[memory_id] for memory_id in memory_ids if memory_id in copy.row_of]
+    return dict(zip([copy.ids[row] for row in rows], copy.lexical.scores_of(text, rows), strict=True))

@@ -143,6 +143,12 @@ class FakeSource:
         ]
         return sorted((h for h in hits if h.score > 0), key=lambda h: -h.score)[:limit]
 
+    def fulltext_scores(self, scope, text, memory_ids):
+        words, wanted = set(text.lower().split()), set(memory_ids)
+        return {
+            m.id: float(len(words & set(m.content.lower().split()))) for m in self.memories if m.id in wanted
+        }
+
     def fulltext_engine(self, scope):
         return "word-overlap"
 

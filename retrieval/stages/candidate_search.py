@@ -64,6 +64,11 @@ class CandidateSource(Protocol):
         stored: bool = False,
     ) -> list[SearchHit]: ...
 
+    def fulltext_scores(self, reach: Reach, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        """The BM25 score of each of ``memory_ids`` on the scale of ``fulltext_search``'s hits, for those the
+        store can tell (the rest: none)."""
+        ...
+
     def fulltext_engine(self, reach: Reach) -> str:
         """What answers ``reach``'s full-text searches (for the trace)."""
         ...
@@ -189,6 +194,15 @@ class CandidateSearchStage:
                 contexts = self._source.context_scores(
                     reach, query_vector, unknown, embedder=self._embedder.name
                 )
+        keywords: dict[str, float] = {}
+        if fulltext_hits:
+            # The vector hits the full-text leg did not return (below its best ``leg_limit``, or matching no
+            # term) are fused on their own BM25, as the full-text hits are on their own cosine: a memory
+            # the model finds first and whose words rank 70th is not scored as if it shared none.
+            returned = {hit.record.id for hit in fulltext_hits}
+            missing = [hit.record.id for hit in vector_hits if hit.record.id not in returned]
+            if missing:
+                keywords = self._source.fulltext_scores(reach, words, missing)
         fused, seen = fuse(
             vector_hits,
             fulltext_hits,
@@ -199,6 +213,7 @@ class CandidateSearchStage:
             fulltext_ceiling=ceiling,
             context_share=share,
             contexts=contexts,
+            keywords=keywords,
         )
         events.append(
             CandidatesFused(

@@ -19,8 +19,10 @@ scope LanceDB serves) its context is unknown and semantic is its cosine. Two rea
   there is, so it is filler and the floor keeps it out. Where the index keeps no term statistics (LanceDB's,
   for scopes too big to copy) there is no full match to read against and the floor reads the ranking score.
 
-A memory found by only one leg still gets its cosine from its stored vector when that vector came from the
-same embedder, and its context cosine from ``contexts``.
+A memory found by only one leg is still scored on both: a full-text hit gets its cosine from its stored
+vector when that vector came from the same embedder, and its context cosine from ``contexts``; a vector hit
+gets its BM25 from ``keywords`` (the scope copy's index scores any memory; a memory it does not hold, or
+that LanceDB's index serves, scores none there).
 """
 
 from __future__ import annotations
@@ -80,11 +82,13 @@ def fuse(
     fulltext_ceiling: float | None = None,
     context_share: float = 0.0,
     contexts: Mapping[str, float] | None = None,
+    keywords: Mapping[str, float] | None = None,
 ) -> tuple[tuple[Candidate, ...], int]:
     """Return the best ``limit`` candidates by fused score, and how many distinct memories were seen.
     ``fulltext_ceiling``: the BM25 score of a full match of the query (None or 0: unknown, and the
     candidates carry no ``fused_absolute``). ``context_share``: c in the semantic score, with each
-    memory's context cosine from its vector hit or ``contexts``."""
+    memory's context cosine from its vector hit or ``contexts``. ``keywords``: the BM25 of vector hits the
+    full-text leg did not return, on its hits' scale."""
     merged: dict[str, _Merged] = {}
     for hit in vector_hits:
         entry = merged.setdefault(hit.record.id, _Merged(hit.record, hit.vector))
@@ -95,6 +99,10 @@ def fuse(
         entry = merged.setdefault(hit.record.id, _Merged(hit.record, hit.vector))
         entry.fulltext_score = hit.score
         entry.fulltext_leg = True
+    if keywords:
+        for entry in merged.values():
+            if entry.fulltext_score is None:
+                entry.fulltext_score = keywords.get(entry.record.id)
 
     if query_vector is not None:
         unscored = [

@@ -109,6 +109,43 @@ def test_candidate_search_fuses_each_memory_with_its_context_and_asks_it_for_ful
     assert fused_event.context_share == 0.5
 
 
+class ShallowFulltextSource(FakeSource):
+    """A FakeSource whose full-text leg returns only its best hit, as a leg limit leaves the rest out."""
+
+    def __init__(self, embedder, memories) -> None:
+        super().__init__(embedder, memories)
+        self.asked_keywords: list[tuple[str, ...]] = []
+
+    def fulltext_search(self, scope, text, *, limit, **filters):
+        return super().fulltext_search(scope, text, limit=1, **filters)
+
+    def fulltext_scores(self, scope, text, memory_ids):
+        self.asked_keywords.append(tuple(memory_ids))
+        return super().fulltext_scores(scope, text, memory_ids)
+
+
+def test_a_vector_hit_the_fulltext_leg_left_out_is_fused_with_its_own_keyword_score():
+    embedder = TokenEmbedder()
+    memories = [
+        record("m1", "postgres pool size is 20", embedder.name),
+        record("m2", "the pool is shared", embedder.name),
+        record("m3", "cats", embedder.name),
+    ]
+    source = ShallowFulltextSource(embedder, memories)
+    output = CandidateSearchStage(source, embedder, vector_weight=0.5)(request(query="postgres pool"), ())
+    # Full text returned m1 alone; the vector leg's other hits are scored by the index, once.
+    assert source.asked_keywords == [("m2", "m3")]
+    found = {c.id: c for c in output.candidates}
+    assert found["m2"].found_by == ("vector",)
+    assert found["m2"].fulltext_score == 1.0  # one of the query's two words
+    # Half the cosine and half the words over the best full-text hit (m1 holds both: 2).
+    assert found["m2"].fused_score == pytest.approx(
+        0.5 * cosine(embedder, "postgres pool", "the pool is shared") + 0.5 * 1 / 2
+    )
+    assert found["m3"].fulltext_score == 0.0
+    assert found["m3"].fused_score == pytest.approx(0.5 * max(cosine(embedder, "postgres pool", "cats"), 0.0))
+
+
 def said_by(agent: str, memory_id: str, content: str, embedder: TokenEmbedder) -> MemoryRecord:
     return memory_record(
         memory_id, org_id="acme", project_id="web", content=content, embedder=embedder.name, agent_id=agent

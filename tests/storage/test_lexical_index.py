@@ -52,6 +52,18 @@ def test_only_eligible_rows_come_back_best_first_ties_in_row_order():
     assert index.search("   ", everything(4), limit=5) == []
 
 
+def test_any_rows_score_is_the_one_a_search_would_give_it_whatever_its_rank():
+    # What the vector leg's hits are fused with when the full-text leg's limit left them out.
+    index = index_of("postgres pool size", "postgres replica lag postgres", "redis cache")
+    idf = math.log(1 + (20 - 2 + 0.5) / (2 + 0.5))
+    short = 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 3 / 3))
+    # Row 0 ranks second for "postgres": a search limited to one hit leaves it out, scores_of does not.
+    assert [row for row, _ in index.search("postgres", everything(3), limit=1)] == [1]
+    assert index.scores_of("postgres", [0, 2]) == pytest.approx([idf * short, 0.0])
+    assert index.scores_of("kafka", [0, 1]) == [0.0, 0.0]  # no memory holds the term
+    assert index.scores_of("postgres", []) == []
+
+
 def test_a_rows_new_text_replaces_its_old_terms_and_statistics():
     index = index_of("postgres pool", "redis cache")
     index.set(0, "mysql pool")
@@ -151,6 +163,9 @@ def test_scores_after_any_rewrites_match_bm25_of_the_current_texts(writes, query
     rows = max(texts) + 1
     found = dict(index.search(query, everything(rows), limit=rows))
     assert found == pytest.approx(expected)
+    assert index.scores_of(query, list(range(rows))) == pytest.approx(
+        [expected.get(row, 0.0) for row in range(rows)]
+    )
     # Rows past the eligible mask's length are never returned.
     assert set(index.search(query, everything(3), limit=rows)) <= {
         (row, found[row]) for row in found if row < 3

@@ -190,3 +190,17 @@ def test_a_views_full_text_hits_read_on_one_scale_whichever_index_found_them(sto
     assert store.fulltext_ceiling(empty, query) == store.fulltext_ceiling(org_shelf("acme"), query)
     [only] = store.fulltext_search(empty, query, limit=10)
     assert only.score == pytest.approx(alone.score)
+
+
+@pytest.mark.slow
+def test_a_memorys_own_keyword_score_is_its_fulltext_hits_score_on_the_views_scale(store):
+    # The score the vector leg's hits are fused with when the full-text leg's limit left them out: the org
+    # shelf's index is put on the home scope's scale, as its hits are.
+    view = View(WEB, ALICE)
+    query = "deploy notes every project acme"
+    hits = {hit.record.id: hit.score for hit in store.fulltext_search(view, query, limit=10)}
+    scores = store.fulltext_scores(view, query, ["project", "org", "no-such-memory"])
+    if store.fulltext_engine(WEB) == "copy-bm25":
+        assert scores == pytest.approx({"project": hits["project"], "org": hits["org"]})
+    else:  # LanceDB's index scores only the hits it returns
+        assert scores == {}
