@@ -274,9 +274,10 @@ class MemorySearch(StoreTables):
     def fulltext_scores(self, reach: Reach, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
         """The BM25 score of each of ``memory_ids`` for ``text``, on the scale of ``fulltext_search``'s
         hits, from the scope copies that hold them; a memory no copy holds with an index is left out (LanceDB's
-        index scores only what it returns)."""
+        index scores only what it returns), and so is one ``reach``'s viewer may not see, or a purge holds."""
         if not text.strip() or not memory_ids or not self._cache.searches_text:
             return {}
+        where = SearchFilter.of(reach, held=self._pending.held())
         scopes = self._scopes(reach)
         scale = self.fulltext_ceiling(reach, text) if len(scopes) > 1 else None
         found: dict[str, float] = {}
@@ -287,7 +288,9 @@ class MemorySearch(StoreTables):
             with self._cache.reading(scope, build=False) as copy:
                 if copy is None:
                     continue
-                scores = keyword_scores(copy, text, wanted)
+                scores = keyword_scores(
+                    copy, text, [i for i in wanted if i in copy.records and where.sees(copy.records[i])]
+                )
                 ceiling = copy.fulltext_ceiling(text) if scale else None
             if scale and ceiling and ceiling != scale:
                 scores = {memory_id: score * scale / ceiling for memory_id, score in scores.items()}

@@ -145,6 +145,11 @@ def test_a_vector_hit_the_fulltext_leg_left_out_is_fused_with_its_own_keyword_sc
     assert found["m3"].fulltext_score == 0.0
     assert found["m3"].fused_score == pytest.approx(0.5 * max(cosine(embedder, "postgres pool", "cats"), 0.0))
 
+    # A query whose words no memory holds: the full-text leg found nothing, so nothing is asked.
+    source.asked_keywords.clear()
+    CandidateSearchStage(source, embedder, vector_weight=0.5)(request(query="kafka"), ())
+    assert source.asked_keywords == []
+
 
 def said_by(agent: str, memory_id: str, content: str, embedder: TokenEmbedder) -> MemoryRecord:
     return memory_record(

@@ -204,3 +204,5 @@ def test_a_memorys_own_keyword_score_is_its_fulltext_hits_score_on_the_views_sca
         assert scores == pytest.approx({"project": hits["project"], "org": hits["org"]})
     else:  # LanceDB's index scores only the hits it returns
         assert scores == {}
+    # Another agent's private memory is not scored for alice, whatever the caller asks.
+    assert store.fulltext_scores(view, "deploy notes bob himself", ["bobs"]) == {}

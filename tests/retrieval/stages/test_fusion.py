@@ -36,6 +36,31 @@ def test_fused_score_is_weighted_cosine_plus_max_normalised_bm25():
     assert seen == 3
 
 
+def test_a_vector_only_hit_is_fused_on_its_own_bm25_on_both_scales_and_a_fulltext_hit_keeps_its_own():
+    query = unit(1, 0)
+    vector_hits = [SearchHit(record("a"), 0.8, unit(0.8, 0.6)), SearchHit(record("b"), 0.6, unit(0.6, 0.8))]
+    fulltext_hits = [SearchHit(record("b"), 4.0, unit(0.6, 0.8))]
+    # The store scored a (left out of the full-text leg) at 1.0; a score given for b does not replace its hit's.
+    fused, _ = fuse(
+        vector_hits,
+        fulltext_hits,
+        query_vector=query,
+        embedder_name="emb",
+        vector_weight=0.5,
+        limit=10,
+        fulltext_ceiling=8.0,
+        keywords={"a": 1.0, "b": 0.5},
+    )
+    found = {c.id: c for c in fused}
+    assert (found["a"].fulltext_score, found["a"].found_by) == (1.0, ("vector",))
+    assert found["b"].fulltext_score == 4.0
+    # a: 0.5 x 0.8 + 0.5 x 1/4 = 0.525 ranking, 0.5 x 0.8 + 0.5 x 1/8 = 0.4625 against the full match;
+    # b: 0.5 x 0.6 + 0.5 x 4/4 = 0.80, and 0.5 x 0.6 + 0.5 x 4/8 = 0.55.
+    assert found["a"].fused_score == pytest.approx(0.525)
+    assert found["a"].fused_absolute == pytest.approx(0.4625)
+    assert (found["b"].fused_score, found["b"].fused_absolute) == pytest.approx((0.80, 0.55))
+
+
 def test_fulltext_only_hit_gets_cosine_from_its_stored_vector():
     query = unit(1, 0)
     fused, _ = fuse(
