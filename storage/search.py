@@ -288,9 +288,13 @@ class MemorySearch(StoreTables):
             with self._cache.reading(scope, build=False) as copy:
                 if copy is None:
                     continue
-                scores = keyword_scores(
-                    copy, text, [i for i in wanted if i in copy.records and where.sees(copy.records[i])]
-                )
+                records = copy.records
+                seen = [
+                    memory_id
+                    for memory_id in wanted
+                    if memory_id in records and where.sees(records[memory_id])
+                ]
+                scores = keyword_scores(copy, text, seen)
                 ceiling = copy.fulltext_ceiling(text) if scale else None
             if scale and ceiling and ceiling != scale:
                 scores = {memory_id: score * scale / ceiling for memory_id, score in scores.items()}

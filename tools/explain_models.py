@@ -11,7 +11,7 @@ class StageScores(BaseModel):
     fulltext: float | None = Field(
         description="BM25 score from the full-text index (>= 0), also for a vector hit the full-text leg did "
         "not return (its found_by names the vector leg alone; 0 when it matches no word of the query); null "
-        "when the index cannot score it (a scope LanceDB's index serves) or no full-text search ran."
+        "when the index cannot score it (a scope LanceDB's index serves) or the full-text leg found nothing."
     )
     fused: float = Field(
         description="w x semantic + (1 - w) x bm25 / the best bm25 of the query's candidates, [0, 1]: what "
