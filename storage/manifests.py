@@ -1,5 +1,4 @@
-"""A table's version manifests, read as the search for files no version names needs them: a data file
-some version holds is named in its manifest."""
+"""Reading a table's version manifests for the data files they name (the search for left files)."""
 
 from __future__ import annotations
 
