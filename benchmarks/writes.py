@@ -3,6 +3,7 @@
     python -m benchmarks.writes                         # 10,000 writes, then 30 in flight
     python -m benchmarks.writes --writes 3000 --in-flight 30 --concurrent-writes 600
     python -m benchmarks.writes --writes 0 --concurrent-writes 1200 --restatements 0   # concurrency alone
+    python -m benchmarks.writes --concurrent-writes 0                                  # endurance alone
 
 1. Endurance (none with ``--writes 0``): ``--writes`` remembers, one at a time, each followed by a recall
    every tenth write (as an agent works); the server's resident memory (VmRSS of its process) and the write
@@ -225,6 +226,8 @@ async def run(
                 }
             )
 
+            if not concurrent_writes:  # endurance alone
+                return report
             contents = [sentence(rng, 100_000 + n) for n in range(2 * concurrent_writes)]
             started = time.perf_counter()
             stored: dict[str, str] = {}  # content -> the id of the memory it became
@@ -360,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
             min(args.restatements, args.concurrent_writes),
         )
     report["settings"] = env
-    endurance, concurrency = report["endurance"], report["concurrency"]
+    endurance, concurrency = report["endurance"], report.get("concurrency")
     if endurance:
         print(
             f"endurance: {endurance['writes']:,} writes, RSS {endurance['rss_start_mb']:,.0f} -> {endurance['rss_end_mb']:,.0f} MB "
@@ -368,11 +371,12 @@ def main(argv: list[str] | None = None) -> int:
             f"the rate of the first 300 ({endurance['rate_2100_2400']} vs {endurance['rate_first_300']} a second; server CPU "
             f"{endurance['cpu_ms_per_write_2100_2400']} vs {endurance['cpu_ms_per_write_first_300']} ms a write)"
         )
-    print(
-        f"concurrency: {concurrency['one_at_a_time_per_s']}/s one at a time, {concurrency['in_flight_per_s']}/s with "
-        f"{concurrency['in_flight']} in flight ({concurrency['ratio']}x); p50 {concurrency['latency_p50_ms']} ms, "
-        f"p95 {concurrency['latency_p95_ms']} ms"
-    )
+    if concurrency:
+        print(
+            f"concurrency: {concurrency['one_at_a_time_per_s']}/s one at a time, {concurrency['in_flight_per_s']}/s with "
+            f"{concurrency['in_flight']} in flight ({concurrency['ratio']}x); p50 {concurrency['latency_p50_ms']} ms, "
+            f"p95 {concurrency['latency_p95_ms']} ms"
+        )
     if "restatements" in report:
         restating_report = report["restatements"]
         serial, parallel = restating_report["one_at_a_time"], restating_report["in_flight"]

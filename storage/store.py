@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -168,8 +168,10 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
 
         def newest() -> int:
             if manifests is not None:
+                looked_at = datetime.now(UTC)  # taken before asking, as a sighting's time must be
                 found = manifests.read()
                 if found is not None:
+                    self._superseded.sighted(table.name, looked_at, found)
                     return found
             return int(table.version)
 

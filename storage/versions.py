@@ -8,7 +8,9 @@ a version's age says nothing about how long ago it was replaced: a table idle fo
 hour old that is still the newest, until the next commit replaces it.
 
 So each maintenance round notes, per table, the time it looked and the newest version it saw (and, on a
-local store, the maintenance thread between rounds, every second at most: ``Upkeep.sight_versions``). A
+local store, the maintenance thread between rounds, every second at most: ``Upkeep.sight_versions``, and
+every version check of a table's manifests, as far apart: ``SupersededVersions.sighted``, so that a round
+that takes long does not leave the next one without a recent sighting). A
 version numbered below the newest seen at a sighting at least ``keep`` ago was replaced at least ``keep``
 ago, and only versions committed before the last sighting of an older newest one are certainly of that
 sort. That time is the cut-off. LanceDB measures "older than" when it gets to the clean-up, after the
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -258,9 +261,15 @@ def read_small_file(path: Path) -> bytes:
 
 @dataclass
 class SupersededVersions:
-    """Per table, the rounds' sightings of its newest version, oldest first."""
+    """Per table, the sightings of its newest version, oldest first: the rounds', the maintenance
+    thread's between them, and (once that thread has set ``spacing``) every version check of a local
+    table's manifests (``sighted``)."""
 
     _seen: dict[str, list[tuple[datetime, int]]] = field(default_factory=dict)
+    # How far apart the sightings between rounds are noted; None until the maintenance thread sets it.
+    spacing: timedelta | None = None
+    # Sightings come from the maintenance thread and from any thread that checks a version.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def observe(
         self, table: str, looked_at: datetime, newest: int, *, spacing: timedelta = timedelta(0)
@@ -271,14 +280,31 @@ class SupersededVersions:
         oldest can only move a cut-off earlier, never drop a version that must stay. A sighting of another
         version less than ``spacing`` after the one before is not noted (the sightings between rounds:
         spaced so that ``MAX_SIGHTINGS`` span more than the versions are kept); a cut-off read from fewer
-        true sightings is only earlier."""
-        seen = self._seen.setdefault(table, [])
-        if seen and seen[-1][1] != newest and looked_at - seen[-1][0] < spacing:
-            return
-        if seen and seen[-1][1] == newest:
-            seen.pop()
-        seen.append((looked_at, newest))
-        del seen[:-MAX_SIGHTINGS]
+        true sightings is only earlier. So is one that comes after a later sighting, or that saw an older
+        version than the last one noted (threads that looked at once, a table handle behind the
+        manifests): it is not noted."""
+        with self._lock:
+            seen = self._seen.setdefault(table, [])
+            if seen and (looked_at < seen[-1][0] or newest < seen[-1][1]):
+                return
+            if seen and seen[-1][1] != newest and looked_at - seen[-1][0] < spacing:
+                return
+            if seen and seen[-1][1] == newest:
+                seen.pop()
+            seen.append((looked_at, newest))
+            del seen[:-MAX_SIGHTINGS]
+
+    def sighted(self, table: str, looked_at: datetime, newest: int) -> None:
+        """A version check's sighting, spaced as the maintenance thread's (nothing before it set
+        ``spacing``). A round can last longer than the versions are kept (a compaction that loses to
+        the appends retries for half a minute), and with only the rounds' sightings and the thread's
+        between them, the next round's cut-off fell that far back: it dropped nothing, the versions kept
+        made every round slower, and the cut-off fell further back each round (10,000 writes one at a
+        time, the memories table's versions growing by one a write to the end; 2026-12-06). The writes'
+        own version checks keep the sightings as close together as the writes."""
+        spacing = self.spacing
+        if spacing is not None:
+            self.observe(table, looked_at, newest, spacing=spacing)
 
     def cleanup_older_than(
         self, table: str, now: datetime, keep: timedelta, margin: timedelta
@@ -286,6 +312,10 @@ class SupersededVersions:
         """How old a version must be for this round to drop it, or None while the rounds have not yet seen
         a version replaced at least ``keep`` ago (then nothing is dropped). ``margin`` covers the seconds
         between ``now`` and LanceDB's own clock reading. Forgets sightings it no longer needs."""
+        with self._lock:
+            return self._cut(table, now, keep, margin)
+
+    def _cut(self, table: str, now: datetime, keep: timedelta, margin: timedelta) -> timedelta | None:
         seen = self._seen.get(table, [])
         settled = [index for index, (looked_at, _) in enumerate(seen) if looked_at <= now - keep]
         if not settled:

@@ -117,6 +117,19 @@ def test_a_compaction_that_lost_to_the_writes_is_tried_once_more_beside_them_the
     assert len(store.list_memories(SCOPE, limit=10)) == 4
 
 
+def test_a_compaction_that_lost_slowly_to_the_writes_goes_under_the_write_lock_at_once(store, monkeypatch):
+    # A loss after SLOW_LOSS_SECONDS is a loss to the appends themselves, which a second try would lose too.
+    import storage.upkeep
+
+    four_fragments(store)
+    gated = gate_memories(store, failures=1)
+    gated.release.set()
+    monkeypatch.setattr(storage.upkeep, "SLOW_LOSS_SECONDS", 0.0)  # every loss is slow
+    report = store.maintain(min_fragments=2)
+    assert gated.calls == [False, True]
+    assert report["memories_v4"].startswith("compacted 4 -> 1 fragments")
+
+
 def test_work_behind_the_calls_waits_for_a_compaction_beside_the_writes_and_a_callers_write_does_not(store):
     # An update of a row the compaction rewrites would preempt its commit; nobody waits for work behind
     # the calls (a supersede committed after its remember answered), so it lets the compaction commit.
@@ -438,6 +451,22 @@ def test_between_rounds_each_table_s_newest_version_is_noted_a_second_apart_at_l
     assert [version for _, version in seen[schema.MEMORIES]] == [first]
     time.sleep(1.05)
     store.sight_versions(keep)
+    assert [version for _, version in seen[schema.MEMORIES]] == [first, first + 1]
+
+
+def test_once_the_rounds_began_the_writes_version_checks_note_the_newest_version_too(store, tmp_path):
+    from datetime import timedelta
+
+    from storage import schema
+
+    seen = store._superseded._seen
+    store.insert_memory(new("m8", "written before the maintenance thread looked"))
+    assert schema.MEMORIES not in seen  # no spacing set yet: the version checks note nothing
+    store.sight_versions(timedelta(seconds=5))
+    first = seen[schema.MEMORIES][-1][1]
+    store.insert_memory(new("m9", "written at once"))
+    time.sleep(1.05)
+    store.insert_memory(new("m10", "written a second later"))  # its version check sees m9's version
     assert [version for _, version in seen[schema.MEMORIES]] == [first, first + 1]
 
 

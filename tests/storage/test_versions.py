@@ -121,6 +121,43 @@ def test_sightings_are_bounded():
     assert versions._seen["memories"][0][0] >= at(first)
 
 
+def test_a_version_check_is_noted_only_once_the_maintenance_thread_set_the_spacing():
+    versions = SupersededVersions()
+    versions.sighted("memories", at(0), 5)  # no maintenance thread yet: not noted
+    assert versions._seen == {}
+    versions.spacing = timedelta(seconds=1)
+    versions.sighted("memories", at(1), 6)
+    versions.sighted("memories", at(1.5), 7)  # half a second after the one before: not noted
+    versions.sighted("memories", at(2.5), 9)
+    assert versions._seen["memories"] == [(at(1), 6), (at(2.5), 9)]
+
+
+def test_a_sighting_older_than_the_last_noted_or_of_an_older_version_is_not_noted():
+    versions = SupersededVersions()
+    versions.observe("memories", at(10), 8)
+    versions.observe("memories", at(9), 9)  # looked before the last one noted (another thread)
+    versions.observe("memories", at(11), 7)  # a table handle behind the manifests
+    assert versions._seen["memories"] == [(at(10), 8)]
+
+
+def test_a_round_longer_than_the_versions_are_kept_leaves_a_recent_cut_off_when_writes_sighted_versions():
+    # A round at 0 s sees version 0; its compaction loses to the appends for a minute (50 a second), and
+    # the next round starts at 60 s. Seen only by the rounds, nothing settles a cut-off: the round drops
+    # nothing, and the next ones, slower with every version kept, fell further behind (the lock-in).
+    rounds_only = SupersededVersions()
+    rounds_only.observe("memories", at(0), 0)
+    rounds_only.observe("memories", at(60), 3_000)
+    assert rounds_only.cleanup_older_than("memories", at(60), KEEP, MARGIN) is None
+    # The writes' version checks, a second apart: the latest settled sighting is 50 s (version 2,500), the
+    # last before it of an older version 49 s (2,450). Cut: (60 - 49) + 2 = 13 s, whatever the round took.
+    with_writes = SupersededVersions(spacing=timedelta(seconds=1))
+    with_writes.observe("memories", at(0), 0)
+    for second in range(1, 60):
+        with_writes.sighted("memories", at(second), 50 * second)
+    with_writes.observe("memories", at(60), 3_000)
+    assert with_writes.cleanup_older_than("memories", at(60), KEEP, MARGIN) == timedelta(seconds=13)
+
+
 # ---------------------------------------------------------------- the newest version from the manifests
 
 
