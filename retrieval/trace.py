@@ -6,7 +6,7 @@ The pipeline writes this at recall time; explain never recomputes it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -451,6 +451,31 @@ def lent_after_weighting(scores: Mapping[str, Any]) -> float:
     """What a traced candidate's final score holds beyond its weighted score: what its episode neighbours
     and its answer type lent it."""
     return float(scores.get("neighbourhood") or 0.0) + float(scores.get("answer_type") or 0.0)
+
+
+def ranks_without_feedback(entries: Sequence[Mapping[str, Any]], weighting_enabled: bool) -> list[int]:
+    """Each traced candidate's 0-based place in the final order (the order of ``entries``) had this query's
+    feedback weights been 1: its final score with its weight taken out of the part the weight scales (its
+    weighted score and what the answer type lent in proportion to it), what its episode neighbours lent
+    left as it was. The feedback stage's own ranks come before episode expansion, the neighbours and the
+    answer type, which can undo or reverse what the weights did (a trial found explain_ranking saying
+    "feedback moved it up 1" of a memory that the weights had moved down in the order recall returned).
+    Without weighting, the order itself."""
+    if not weighting_enabled:
+        return list(range(len(entries)))
+
+    def unweighted(entry: Mapping[str, Any]) -> float:
+        scores = entry.get("scores") or {}
+        final = float(scores.get("final") or 0.0)
+        weight = float(scores.get("feedback_weight") or 1.0)
+        lent = float(scores.get("neighbourhood") or 0.0)
+        return (final - lent) / weight + lent
+
+    order = sorted(range(len(entries)), key=lambda index: (-unweighted(entries[index]), index))
+    places = [0] * len(entries)
+    for place, index in enumerate(order):
+        places[index] = place
+    return places
 
 
 def placement(entry: dict[str, Any]) -> str:

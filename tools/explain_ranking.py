@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from retrieval.text import has_visible_text
-from retrieval.trace import not_a_candidate, parse_trace, placement
+from retrieval.trace import not_a_candidate, parse_trace, placement, ranks_without_feedback
 from storage.records import PURGED_PREVIEW, RetrievalRecord, View
 from tools.common import (
     Caller,
@@ -72,9 +72,16 @@ class CandidateExplanation(BaseModel):
     scores: StageScores
     feedback: FeedbackExplanation = Field(default_factory=FeedbackExplanation)
     rank: int = Field(0, description="0-based place in the order recall ranked the candidates (final score).")
-    unweighted_rank: int | None = Field(description="0-based rank by relevance alone.")
-    weighted_rank: int | None = Field(description="0-based rank after feedback weighting.")
-    rank_delta: int | None = Field(description="unweighted_rank - weighted_rank: > 0 if feedback lifted it.")
+    unweighted_rank: int | None = Field(
+        description="0-based rank at the feedback stage by relevance alone (the A/B log's; a sibling has none)."
+    )
+    weighted_rank: int | None = Field(
+        description="0-based rank at the feedback stage after feedback weighting."
+    )
+    rank_delta: int | None = Field(
+        description="Places feedback moved it in the final order: its rank there with this query's feedback "
+        "weight taken out of its score, less rank (> 0 if feedback lifted it; 0 without weighting)."
+    )
     in_context: bool
     context_position: int | None = None
     reason: str
@@ -183,7 +190,8 @@ def _explain(
     record: RetrievalRecord, memory_id: str | None, runtime: Runtime, view: View
 ) -> ExplainRankingOutput:
     trace = parse_trace(record.trace_json)
-    candidates = [_candidate(entry, rank) for rank, entry in enumerate(trace["candidates"])]
+    without = ranks_without_feedback(trace["candidates"], bool(trace["weighting_enabled"]))
+    candidates = [_candidate(entry, rank, without[rank]) for rank, entry in enumerate(trace["candidates"])]
     notes: list[str] = []
     if memory_id is not None:
         candidates = [candidate for candidate in candidates if candidate.id == memory_id]
@@ -244,8 +252,7 @@ def _with_lineage(
     return updated
 
 
-def _candidate(entry: dict[str, Any], rank: int) -> CandidateExplanation:
-    unweighted, weighted = entry["unweighted_rank"], entry["weighted_rank"]
+def _candidate(entry: dict[str, Any], rank: int, rank_without_feedback: int) -> CandidateExplanation:
     feedback = entry.get("feedback", {})
     # The trace's fields under the explanation's names, then those the explanation builds itself.
     built = {"scores", "feedback", "rank_delta", "reason", "brought_by"}
@@ -263,7 +270,7 @@ def _candidate(entry: dict[str, Any], rank: int) -> CandidateExplanation:
             set_apart=feedback.get("set_apart", 0),
             moves=[FeedbackMove(**step) for step in feedback.get("steps", [])],
         ),
-        rank_delta=unweighted - weighted if unweighted is not None and weighted is not None else None,
+        rank_delta=rank_without_feedback - rank,
         reason=placement(entry),
     )
 

@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from retrieval.trace import FloorApplied, RecallTrace, StageRecord, parse_trace
+from retrieval.trace import FloorApplied, RecallTrace, StageRecord, parse_trace, ranks_without_feedback
 from retrieval.types import Candidate
 from tests.records import memory_record
 
@@ -73,3 +73,29 @@ def test_a_window_is_shown_to_the_second():
         "until": None,
         "from": "past 7 days",
     }
+
+
+def traced(final: float, weight: float, neighbourhood: float | None = None) -> dict:
+    return {"scores": {"final": final, "feedback_weight": weight, "neighbourhood": neighbourhood}}
+
+
+def test_without_feedback_each_memory_keeps_its_own_score_less_its_weight():
+    # In the final order: a 1.0 at weight 1.0 -> 1.0; b 0.9 at 1.5 -> 0.6; c 0.8 at 1.0 with 0.1 lent by
+    # a neighbour -> 0.8. Without the weights: a, c, b. The weights lifted b one place and lowered c one.
+    entries = [traced(1.0, 1.0), traced(0.9, 1.5), traced(0.8, 1.0, neighbourhood=0.1)]
+    assert ranks_without_feedback(entries, weighting_enabled=True) == [0, 2, 1]
+
+
+def test_a_lift_after_the_weights_is_kept_and_a_neighbour_s_loan_is_not_divided():
+    # d: relevance 0.5 at weight 1.0, the answer type lends 0.7 x 0.5: final 0.85. e: relevance 0.45 at
+    # weight 1.2: final 0.54. The feedback stage ranked e above d (0.54 > 0.5), but the answer type put d
+    # first; without the weights d stays first (0.85 > 0.45): the weights moved neither in the final order.
+    assert ranks_without_feedback([traced(0.85, 1.0), traced(0.54, 1.2)], weighting_enabled=True) == [0, 1]
+    # g: 1.0 at weight 1.0. f: final 0.8 at weight 0.5, 0.3 of it lent by a neighbour: (0.8 - 0.3) / 0.5
+    # + 0.3 = 1.3 without the weight, above g's 1.0: the weight moved f down one.
+    assert ranks_without_feedback([traced(1.0, 1.0), traced(0.8, 0.5, 0.3)], weighting_enabled=True) == [1, 0]
+
+
+def test_without_weighting_the_order_is_its_own():
+    entries = [traced(1.0, 1.0), traced(0.9, 1.5)]
+    assert ranks_without_feedback(entries, weighting_enabled=False) == [0, 1]
