@@ -105,6 +105,27 @@ def _new_vectors_by_scope(
     return found
 
 
+def absorbed_by_earlier(results: dict[str, WriteResult]) -> None:
+    """A batch's memories are all stored before any is examined, so an earlier item's consolidation can
+    absorb a later item that says nothing more (``collapse_batch`` only folds an item into a later one).
+    The later item's result then says so, as ``remember`` of it after the earlier one would have: its
+    ``consolidation.absorbed_into`` and a note (a trial found it reading as stored, with only the earlier
+    item's result naming it among those it superseded)."""
+    for survivor_id, result in list(results.items()):
+        report = result.consolidation
+        if report is None:
+            continue
+        for loser_id in report.superseded:
+            loser = results.get(loser_id)
+            if loser is None or loser.absorbed_into is not None or loser_id == survivor_id:
+                continue
+            absorbed = ConsolidationReport(resolver=report.resolver, absorbed_into=survivor_id)
+            note = f"absorbed by {survivor_id}, an earlier item of this batch that says all it says"
+            results[loser_id] = replace(
+                loser, consolidation=absorbed, note="; ".join(filter(None, [loser.note, note]))
+            )
+
+
 class WriteService:
     def __init__(
         self,
@@ -964,6 +985,7 @@ class WriteService:
                 )
                 self.track(scope, report, record.id)
                 results[record.id] = WriteResult(record, True, consolidation=report)
+            absorbed_by_earlier(results)
 
     def _in_input_order(
         self, prepared: Sequence[Prepared], results: dict[str, WriteResult]

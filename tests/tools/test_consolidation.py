@@ -1496,6 +1496,24 @@ def test_a_batch_collapses_its_own_near_duplicates_into_the_last_one(runtime):
     assert [m.id for m in found.memories] == [last.id]
 
 
+def test_a_later_item_an_earlier_one_of_its_batch_absorbs_says_so_as_remember_would(runtime):
+    fuller = "The nightly ETL job runs at 03:00 UTC on the airflow-prod scheduler."
+    less = "The nightly ETL job runs at 03:00 UTC on airflow-prod."
+    one, other = (
+        remember(RememberInput(content=fuller, project_id="alone"), runtime, caller()),
+        remember(RememberInput(content=less, project_id="alone"), runtime, caller()),
+    )
+    assert other.consolidation.absorbed_into == one.id  # one at a time: the fuller one stays
+    out = remember_many(
+        RememberManyInput(items=[BatchItem(content=fuller), BatchItem(content=less)]), runtime, caller()
+    )
+    first, last = out.results
+    assert first.consolidation.superseded == [last.id] and status(runtime, last.id) == "superseded"
+    assert last.consolidation.absorbed_into == first.id  # before: stored, absorbed into nothing
+    assert last.consolidation.resolver == first.consolidation.resolver
+    assert last.note == f"absorbed by {first.id}, an earlier item of this batch that says all it says"
+
+
 @pytest.mark.parametrize("arguments", [{}, {"memory_id": "mem_x", "query": "y"}])
 def test_forget_needs_exactly_one_target(runtime, arguments):
     from tools.common import ToolFailure
