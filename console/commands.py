@@ -703,7 +703,7 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
         head += f"\nthe gate skipped retrieval: {result.gated}"
     # The candidates come in the order recall ranked them (final score, after the episode neighbourhood and
     # the answer type); "weighted" is the rank before siblings and neighbours joined, "unweighted" the rank
-    # by relevance alone.
+    # by relevance alone, "delta" the places feedback moved it in the order recall returned.
     ranked = result.candidates
     body = table(
         [

@@ -455,27 +455,49 @@ def lent_after_weighting(scores: Mapping[str, Any]) -> float:
 
 def ranks_without_feedback(entries: Sequence[Mapping[str, Any]], weighting_enabled: bool) -> list[int]:
     """Each traced candidate's 0-based place in the final order (the order of ``entries``) had this query's
-    feedback weights been 1: its final score with its weight taken out of the part the weight scales (its
-    weighted score and what the answer type lent in proportion to it), what its episode neighbours lent
-    left as it was. The feedback stage's own ranks come before episode expansion, the neighbours and the
-    answer type, which can undo or reverse what the weights did (a trial found explain_ranking saying
-    "feedback moved it up 1" of a memory that the weights had moved down in the order recall returned).
-    Without weighting, the order itself."""
+    feedback weights been 1, read from the trace's scores: a direct match's weighted score and what the
+    answer type lent in proportion to it divided by its weight; what an episode neighbour lent divided by the
+    ``min(1, weight)`` it was scaled by and by the lender's weight; an episode sibling's score divided by its
+    ``min(1, weight)`` and moved as its source's was (it is ``alpha x`` the source's final). A sibling's or
+    a loan's cap at its source's score is not replayed. The feedback stage's own ranks come before episode
+    expansion, the neighbours and the answer type, which can undo or reverse what the weights did (a trial
+    found explain_ranking saying "feedback moved it up 1" of three memories the weights had each moved down
+    in the order recall returned). Without weighting, the order itself."""
     if not weighting_enabled:
         return list(range(len(entries)))
+    weights = {entry.get("id"): _weight(entry) for entry in entries}
+    unweighted: dict[int, float] = {}
 
-    def unweighted(entry: Mapping[str, Any]) -> float:
+    def replayed(entry: Mapping[str, Any], ratio: float) -> float:
         scores = entry.get("scores") or {}
-        final = float(scores.get("final") or 0.0)
-        weight = float(scores.get("feedback_weight") or 1.0)
+        final, weight = float(scores.get("final") or 0.0), _weight(entry)
         lent = float(scores.get("neighbourhood") or 0.0)
-        return (final - lent) / weight + lent
+        lender = weights.get(entry.get("neighbourhood_of"), 1.0)
+        own = weight if entry.get("source") != "sibling" else min(1.0, weight)
+        if own == 1.0 and lender == 1.0 and ratio == 1.0:
+            return final  # nothing to take out: the same float, so an exact tie stays one
+        return (final - lent) / own * ratio + lent / min(1.0, weight) / lender
 
-    order = sorted(range(len(entries)), key=lambda index: (-unweighted(entries[index]), index))
+    finals = {entry.get("id"): float((entry.get("scores") or {}).get("final") or 0.0) for entry in entries}
+    for index, entry in enumerate(entries):
+        if entry.get("source") != "sibling":
+            unweighted[index] = replayed(entry, 1.0)
+    by_id = {entries[index].get("id"): score for index, score in unweighted.items()}
+    for index, entry in enumerate(entries):
+        if entry.get("source") == "sibling":
+            source = entry.get("sibling_of")
+            ratio = by_id[source] / finals[source] if source in by_id and finals.get(source) else 1.0
+            unweighted[index] = replayed(entry, ratio)
+    order = sorted(range(len(entries)), key=lambda index: (-unweighted[index], index))
     places = [0] * len(entries)
     for place, index in enumerate(order):
         places[index] = place
     return places
+
+
+def _weight(entry: Mapping[str, Any]) -> float:
+    weight = (entry.get("scores") or {}).get("feedback_weight")
+    return float(weight) if weight else 1.0
 
 
 def placement(entry: dict[str, Any]) -> str:

@@ -40,10 +40,11 @@ MARGIN_ROUNDS = 8
 # raised a conflict: an update in flight as it began (a status change behind the calls that had the lock
 # already, a caller's own update) preempts it, and work behind the calls waits through both attempts.
 ATTEMPTS_BESIDE_WRITES = 2
-# A compaction beside the writes that lost after this long is not tried beside them again: it lost to the
-# appends themselves (each retry of its commit slower than the gap between two appends; Lance gives up
-# after 20 retries or 30 s), and a second try would lose the same way while versions pile up.
-SLOW_LOSS_SECONDS = 5.0
+# A compaction beside the writes that Lance gave up committing (each retry of its commit slower than the gap
+# between two appends: 20 retries, or 30 s) is not tried beside them again: it lost to the appends
+# themselves, and a second try would lose the same way while versions pile up. One that an update
+# preempted (a conflict Lance does not retry) is tried once more.
+GAVE_UP = ("failed to commit the transaction after", "too many concurrent writers")
 
 log = logging.getLogger(__name__)
 
@@ -190,9 +191,10 @@ class Upkeep(StoreTables):
         Work behind the calls (the supersedes committed after a remember answered) waits for the memories'
         compaction first (``CompactionsBeside``); a caller's update, or one that had the lock as it began,
         still preempts it. A compaction that raised a conflict is tried once more beside the writes
-        (``ATTEMPTS_BESIDE_WRITES``), unless it took ``SLOW_LOSS_SECONDS`` or more to lose (10,000 writes one at a
-        time on a busy machine: 26-33 s each, the versions piling up meanwhile, and the round under the lock
-        after them took 23-26 s); when that loses too, or one only logged its loss, the table has as
+        (``ATTEMPTS_BESIDE_WRITES``), unless Lance gave up its commit after its own retries (``GAVE_UP``:
+        10,000 writes one at a time on a busy machine, 26-33 s each, the versions piling up meanwhile, and
+        the round under the lock after them took 23-26 s); when that loses too, or one only logged its loss,
+        the table has as
         many fragments as before (or more: appends went on), and the
         compaction runs under the write lock, where no write lands in between (under steady writes
         a compaction beside them could otherwise lose round after round while appends slow down). That run
@@ -221,7 +223,6 @@ class Upkeep(StoreTables):
             # Listed before the first attempt: what the attempts write is not in it.
             local = (table_dir, TableFiles.listed(table_dir)) if table_dir is not None else None
             for attempt in range(1, ATTEMPTS_BESIDE_WRITES + 1):
-                began = time.perf_counter()
                 try:
                     optimize()
                     if local is not None:  # under the lock: no purge deletes files meanwhile
@@ -229,16 +230,16 @@ class Upkeep(StoreTables):
                 except Exception as exc:
                     if not is_retryable(exc):
                         raise
-                    slow = time.perf_counter() - began >= SLOW_LOSS_SECONDS
+                    gave_up = any(marker in str(exc).lower() for marker in GAVE_UP)
                     log.info(
                         "compacting %s beside the writes lost to them (attempt %d of %d%s): %s",
                         name,
                         attempt,
                         ATTEMPTS_BESIDE_WRITES,
-                        ", slowly: next under the write lock" if slow else "",
+                        ", to the appends: next under the write lock" if gave_up else "",
                         exc,
                     )
-                    if slow:
+                    if gave_up:
                         break
                     continue
                 # Appends that landed meanwhile add fragments; a compaction that committed took away more.

@@ -105,25 +105,14 @@ def _new_vectors_by_scope(
     return found
 
 
-def absorbed_by_earlier(results: dict[str, WriteResult]) -> None:
-    """A batch's memories are all stored before any is examined, so an earlier item's consolidation can
-    absorb a later item that says nothing more (``collapse_batch`` only folds an item into a later one).
-    The later item's result then says so, as ``remember`` of it after the earlier one would have: its
-    ``consolidation.absorbed_into`` and a note (a trial found it reading as stored, with only the earlier
-    item's result naming it among those it superseded)."""
-    for survivor_id, result in list(results.items()):
-        report = result.consolidation
-        if report is None:
-            continue
-        for loser_id in report.superseded:
-            loser = results.get(loser_id)
-            if loser is None or loser.absorbed_into is not None or loser_id == survivor_id:
-                continue
-            absorbed = ConsolidationReport(resolver=report.resolver, absorbed_into=survivor_id)
-            note = f"absorbed by {survivor_id}, an earlier item of this batch that says all it says"
-            results[loser_id] = replace(
-                loser, consolidation=absorbed, note="; ".join(filter(None, [loser.note, note]))
-            )
+def absorbed_in_batch(record: MemoryRecord, report: ConsolidationReport, survivor: str) -> WriteResult:
+    """The result of a batch item that the consolidation of an earlier item (its ``report``) superseded by
+    ``survivor``: a batch is stored whole before any of it is examined, so an earlier item can absorb a later
+    one (``collapse_batch`` only folds an item into a later one). It says so, as ``remember`` of it after the
+    earlier one would have (a trial found it reading as plainly stored)."""
+    absorbed = ConsolidationReport(resolver=report.resolver, absorbed_into=survivor)
+    note = f"superseded by {survivor} when an earlier item of this batch was examined"
+    return WriteResult(record, True, consolidation=absorbed, note=note)
 
 
 class WriteService:
@@ -968,12 +957,23 @@ class WriteService:
                     ]
                 )
                 self.inheritance.inherit(scope, list(superseded))  # their tags
+            gone: dict[
+                str, tuple[ConsolidationReport, str]
+            ] = {}  # items an earlier one's consolidation superseded
             for record in written:
                 if record.id not in stored:
                     results.setdefault(record.id, self._remember(record, llm))
                     continue
                 if record.id in losers:
                     results[record.id] = WriteResult(record, True, absorbed_into=losers[record.id])
+                    continue
+                if record.id in gone:  # not examined again from its copy read as active (a review)
+                    report, examined = gone[record.id]
+                    # The memory that resolution kept: the earlier item, or one it was absorbed into or
+                    # reworded as (a review); read as it will be once the supersede behind the calls lands.
+                    now_stored = store.get_memories([record.id], scope).get(record.id)
+                    survivor = now_stored.replaced_by if now_stored is not None else None
+                    results[record.id] = absorbed_in_batch(record, report, survivor or examined)
                     continue
                 self.observe(record)
                 report = self.consolidation.on_write(
@@ -985,7 +985,8 @@ class WriteService:
                 )
                 self.track(scope, report, record.id)
                 results[record.id] = WriteResult(record, True, consolidation=report)
-            absorbed_by_earlier(results)
+                for memory_id in report.superseded:
+                    gone.setdefault(memory_id, (report, record.id))
 
     def _in_input_order(
         self, prepared: Sequence[Prepared], results: dict[str, WriteResult]

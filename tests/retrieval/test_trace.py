@@ -75,8 +75,8 @@ def test_a_window_is_shown_to_the_second():
     }
 
 
-def traced(final: float, weight: float, neighbourhood: float | None = None) -> dict:
-    return {"scores": {"final": final, "feedback_weight": weight, "neighbourhood": neighbourhood}}
+def traced(final: float, weight: float, neighbourhood: float | None = None, **fields) -> dict:
+    return {"scores": {"final": final, "feedback_weight": weight, "neighbourhood": neighbourhood}, **fields}
 
 
 def test_without_feedback_each_memory_keeps_its_own_score_less_its_weight():
@@ -94,6 +94,38 @@ def test_a_lift_after_the_weights_is_kept_and_a_neighbour_s_loan_is_not_divided(
     # g: 1.0 at weight 1.0. f: final 0.8 at weight 0.5, 0.3 of it lent by a neighbour: (0.8 - 0.3) / 0.5
     # + 0.3 = 1.3 without the weight, above g's 1.0: the weight moved f down one.
     assert ranks_without_feedback([traced(1.0, 1.0), traced(0.8, 0.5, 0.3)], weighting_enabled=True) == [1, 0]
+
+
+def test_a_neighbour_s_loan_is_replayed_without_the_lender_s_weight_or_its_own_cap():
+    # h: 0.85 at weight 1.0. k: relevance 0.3 at weight 0.8 (0.24), lent 0.5 x 1.5 (its neighbour l's
+    # weighted score, l at weight 1.5) x min(1, 0.8) = 0.6: final 0.84. Without the weights: 0.3 + 0.5 x 1.0
+    # = 0.8, still below h (the loan kept as lent would give 0.3 + 0.6 = 0.9, above it). l: 1.5 at weight
+    # 1.5 -> 1.0, first either way.
+    entries = [
+        traced(1.5, 1.5, id="l"),
+        traced(0.85, 1.0, id="h"),
+        traced(0.84, 0.8, 0.6, id="k", neighbourhood_of="l"),
+    ]
+    assert ranks_without_feedback(entries, weighting_enabled=True) == [0, 1, 2]
+
+
+def test_a_sibling_moves_with_its_source_and_its_own_weight_above_one_lifted_nothing():
+    # s: 1.0 at weight 1.0; its sibling t, alpha 0.5 x 1.0 x min(1, 1.5): 0.5; u: 0.4 at 1.0. Feedback moved
+    # nothing: t's weight above 1 never lifted it (a review found it read as lifted one place, u as lowered).
+    entries = [
+        traced(1.0, 1.0, id="s"),
+        traced(0.5, 1.5, id="t", source="sibling", sibling_of="s"),
+        traced(0.4, 1.0, id="u"),
+    ]
+    assert ranks_without_feedback(entries, weighting_enabled=True) == [0, 1, 2]
+    # v: 1.2 at weight 1.5 (0.8 without); its sibling w, 0.5 x 1.2 x min(1, 0.9) = 0.54 -> 0.5 x 0.8 = 0.4
+    # without, below x's 0.45: the weights lifted w with its source, one place above x.
+    entries = [
+        traced(1.2, 1.5, id="v"),
+        traced(0.54, 0.9, id="w", source="sibling", sibling_of="v"),
+        traced(0.45, 1.0, id="x"),
+    ]
+    assert ranks_without_feedback(entries, weighting_enabled=True) == [0, 2, 1]
 
 
 def test_without_weighting_the_order_is_its_own():

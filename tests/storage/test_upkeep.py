@@ -28,13 +28,18 @@ class GatedTable:
         self.release = threading.Event()
         self.failures = failures  # optimizes that lose to the writes first and raise (a commit conflict)
         self.preempted = preempted  # optimizes that lose and say so only in LanceDB's log: nothing changes
+        # What a failure raises: an update preempted the compaction's commit.
+        self.failure = (
+            "Retryable commit conflict for version 12: This Rewrite transaction was preempted by concurrent "
+            "transaction Update at version 13. Please retry."
+        )
         self.calls: list[bool] = []  # per optimize: whether this thread held the write lock
 
     def optimize(self, **options):
         self.calls.append(self.lock_held())
         if self.failures:
             self.failures -= 1
-            raise RuntimeError("Retryable commit conflict for version 12: compaction lost to an update")
+            raise RuntimeError(self.failure)
         if self.preempted:
             self.preempted -= 1
             return None
@@ -117,14 +122,19 @@ def test_a_compaction_that_lost_to_the_writes_is_tried_once_more_beside_them_the
     assert len(store.list_memories(SCOPE, limit=10)) == 4
 
 
-def test_a_compaction_that_lost_slowly_to_the_writes_goes_under_the_write_lock_at_once(store, monkeypatch):
-    # A loss after SLOW_LOSS_SECONDS is a loss to the appends themselves, which a second try would lose too.
-    import storage.upkeep
-
+@pytest.mark.parametrize(
+    "error",
+    [
+        "Commit conflict for version 4217: Failed to commit the transaction after 20 retries.",
+        "Too many concurrent writers. Attempted 5 times, but failed on retry_timeout of 30.000 seconds.",
+    ],
+)
+def test_a_compaction_lance_gave_up_committing_goes_under_the_write_lock_at_once(store, error):
+    # Lost to the appends themselves, which a second try beside them would lose too (Lance's own errors).
     four_fragments(store)
     gated = gate_memories(store, failures=1)
+    gated.failure = f"lance error: {error}"
     gated.release.set()
-    monkeypatch.setattr(storage.upkeep, "SLOW_LOSS_SECONDS", 0.0)  # every loss is slow
     report = store.maintain(min_fragments=2)
     assert gated.calls == [False, True]
     assert report["memories_v4"].startswith("compacted 4 -> 1 fragments")

@@ -1511,7 +1511,23 @@ def test_a_later_item_an_earlier_one_of_its_batch_absorbs_says_so_as_remember_wo
     assert first.consolidation.superseded == [last.id] and status(runtime, last.id) == "superseded"
     assert last.consolidation.absorbed_into == first.id  # before: stored, absorbed into nothing
     assert last.consolidation.resolver == first.consolidation.resolver
-    assert last.note == f"absorbed by {first.id}, an earlier item of this batch that says all it says"
+    assert last.note == f"superseded by {first.id} when an earlier item of this batch was examined"
+
+
+def test_a_later_item_absorbed_with_an_earlier_one_into_a_stored_memory_names_that_memory(runtime):
+    stored = remember(
+        RememberInput(content="The nightly ETL job runs at 03:00 UTC on the airflow-prod scheduler daily."),
+        runtime,
+        caller(),
+    )
+    items = [
+        BatchItem(content="The nightly ETL job runs at 03:00 UTC on the airflow-prod scheduler."),
+        BatchItem(content="The nightly ETL job runs at 03:00 UTC on airflow-prod."),
+    ]
+    first, last = remember_many(RememberManyInput(items=items), runtime, caller()).results
+    assert first.consolidation.absorbed_into == stored.id
+    assert last.consolidation.absorbed_into == stored.id  # a review: named the earlier item, itself absorbed
+    assert runtime.store.get_memory(last.id).replaced_by == stored.id
 
 
 @pytest.mark.parametrize("arguments", [{}, {"memory_id": "mem_x", "query": "y"}])
