@@ -80,7 +80,7 @@ class CandidateExplanation(BaseModel):
     )
     rank_delta: int | None = Field(
         description="Places feedback moved it in the final order: its rank there with this query's feedback "
-        "weight taken out of its score, less rank (> 0 if feedback lifted it; 0 without weighting)."
+        "weights taken out of the scores, less rank (> 0 if feedback lifted it; 0 without weighting)."
     )
     in_context: bool
     context_position: int | None = None

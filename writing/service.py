@@ -957,9 +957,8 @@ class WriteService:
                     ]
                 )
                 self.inheritance.inherit(scope, list(superseded))  # their tags
-            gone: dict[
-                str, tuple[ConsolidationReport, str]
-            ] = {}  # items an earlier one's consolidation superseded
+            # The items an earlier item's consolidation superseded: its report, and that item.
+            gone: dict[str, tuple[ConsolidationReport, str]] = {}
             for record in written:
                 if record.id not in stored:
                     results.setdefault(record.id, self._remember(record, llm))
