@@ -521,5 +521,6 @@ def keyword_scores(copy: ScopeCopy, text: str, memory_ids: Sequence[str]) -> dic
     no term matches); nothing when the copy has no index."""
     if copy.lexical is None:
         return {}
-    rows = [copy.row_of[memory_id] for memory_id in memory_ids if memory_id in copy.row_of]
-    return dict(zip([copy.ids[row] for row in rows], copy.lexical.scores_of(text, rows), strict=True))
+    held = [memory_id for memory_id in memory_ids if memory_id in copy.row_of]
+    scores = copy.lexical.scores_of(text, [copy.row_of[memory_id] for memory_id in held])
+    return dict(zip(held, scores, strict=True))
