@@ -1305,10 +1305,23 @@ def late_value_changes(
     return found
 
 
-# The look before reading what a neighbour replaced: half of what the two are about in common. The value
-# said again must then be about what the replaced memory was about as a value change is (``VALUE_OVERLAP``):
-# "The metrics server listens on port 8080" is another server's port, not the API's corrected one.
+# The look before reading what a neighbour replaced: half of what the two are about in common, the words
+# that link a thing to its value ("listens on", "runs on") left out. A restatement must then name its value's
+# thing as the memory it restates does (``_names_alike``).
 RESTATED_OVERLAP = 0.5
+# Words that say how a thing holds its value, not what the thing is ("billing-api runs on port 8081" and
+# "The billing-api service listens on port 8081" say one port of one service), as content terms.
+_LINKING = frozenset(
+    content_terms(
+        "listen listens listening listened run runs running ran use uses using used serve serves serving served "
+        "host hosts hosted hosting bind binds bound live lives expose exposes exposed point points pointed "
+        "set sits sit located answer answers reachable available"
+    )
+)
+# Where a memory's statements part: its clauses (``_CLAUSE_BREAK``) and its sentences.
+_STATEMENT_BREAK = re.compile(r"[.!?](?:\s+|$)|" + _CLAUSE_BREAK.pattern, re.IGNORECASE)
+# "from 8081 to 8085": what stands between "from" and "to" is what was given up.
+_FROM_TO = re.compile(r"\bfrom\b(?P<old>[^.;,!?]{1,80}?)\bto\b", re.IGNORECASE)
 
 
 @keyed_by_text
@@ -1322,6 +1335,43 @@ def _values_and_subject(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return values, terms - values - _change_stems(text)
 
 
+def held_values(text: str) -> frozenset[str]:
+    """The values ``text`` says hold: those of its statements that negate nothing, less those it says were
+    given up "from" one "to" another. "The billing-api does not listen on port 8081 anymore; it listens on
+    8085" holds 8085, as "moved billing-api from port 8081 to 8085" does: a correction names the value it
+    replaces, and still holds only its own."""
+    given_up = {value for found in _FROM_TO.finditer(text) for value in _values_and_subject(found["old"])[0]}
+    held: set[str] = set()
+    for statement in _STATEMENT_BREAK.split(text):
+        if statement and statement.strip() and not negated(statement):
+            held |= _values_and_subject(statement)[0]
+    return frozenset(held - given_up)
+
+
+def _about(text: str) -> frozenset[str]:
+    """What a text says its values of, without its negations ("no longer", "not ... anymore") and the words
+    that link a thing to its value (``_LINKING``)."""
+    return _values_and_subject(without_negations(text))[1] - _LINKING
+
+
+def _named_before(text: str, values: AbstractSet[str]) -> frozenset[str]:
+    """The content words before the first of ``values`` in ``text`` (linking words left out): what it names
+    as holding the value ("billing-api runs on port" for 8081)."""
+    words: list[str] = []
+    for word in content_terms(joined_as_words(text)):
+        if word in values:
+            return frozenset(words) - _LINKING
+        words.append(word)
+    return frozenset()
+
+
+def _names_alike(memory: str, other: str, values: AbstractSet[str]) -> bool:
+    """Whether the two name the thing that holds ``values`` alike: the words before the value in one are
+    among those before it in the other ("billing-api ... port" and "The billing-api service ... port"), not
+    another thing of the same kind ("The metrics server ... port" is not "The API server ... port")."""
+    return _names_before_alike(memory, values, other, values)
+
+
 def says_values(memory: ContradictionInput) -> bool:
     """Whether the memory states a value at all (most of a conversation's turns do not)."""
     return bool(_values_and_subject(memory.content)[0])
@@ -1329,47 +1379,88 @@ def says_values(memory: ContradictionInput) -> bool:
 
 def may_restate_a_correction(memory: ContradictionInput, current: ContradictionInput) -> bool:
     """The cheap look before ``restated_correction`` reads what ``current`` replaced: each says a value the
-    other does not, of one kind, about the same thing (``RESTATED_OVERLAP`` of what they are about)."""
+    other does not hold (``held_values``), of one kind, about the same thing (``RESTATED_OVERLAP`` of what
+    they are about)."""
     values, subject = _values_and_subject(memory.content)
-    current_values, current_subject = _values_and_subject(current.content)
+    current_values = held_values(current.content)
+    mine, theirs = _about(memory.content), _about(current.content)
     return bool(
         values - current_values
         and current_values - values
         and _kinds(values - current_values) == _kinds(current_values - values)
         and subject
-        and len(subject & current_subject) / len(subject | current_subject) >= RESTATED_OVERLAP
+        and mine
+        and len(mine & theirs) / len(mine | theirs) >= RESTATED_OVERLAP
     )
+
+
+def values_replaced(older: ContradictionInput, newer: ContradictionInput) -> Contradiction | None:
+    """``newer`` names each value ``older`` says and holds none of them (``held_values``), and holds another
+    of the same kind in their place, for a thing named alike (``RESTATED_OVERLAP`` of what they are about,
+    ``_names_alike``): "search-indexer now listens on port 9090; port 8090 is no longer used" after "The
+    search-indexer service listens on port 8090" (a new user's trial found the pair only disputed). A
+    revision in words, as "9090, not 8090" is. None when ``older`` says no value, negates, or says a value
+    the newer one does not name (it says more than what was given up)."""
+    values = _values_and_subject(older.content)[0]
+    said, held = _values_and_subject(newer.content)[0], held_values(newer.content)
+    instead = held - values
+    if not values or not values <= said or values & held or not instead or negated(older.content):
+        return None
+    if _kinds(values) != _kinds(instead):
+        return None
+    mine, theirs = _about(older.content), _about(newer.content)
+    overlap = len(mine & theirs) / len(mine | theirs) if mine else 0.0
+    if overlap < RESTATED_OVERLAP or not _names_before_alike(older.content, values, newer.content, instead):
+        return None
+    return Contradiction(
+        older.id,
+        newer.id,
+        " ".join(sorted(values)),
+        " ".join(sorted(instead)),
+        round(overlap, 6),
+        named_in_words=True,
+    )
+
+
+def _names_before_alike(
+    text: str, values: AbstractSet[str], other: str, other_values: AbstractSet[str]
+) -> bool:
+    """Whether the words before ``values`` in ``text`` and before ``other_values`` in ``other`` name one
+    thing alike (one set among the other's)."""
+    mine, theirs = _named_before(text, values), _named_before(other, other_values)
+    return bool(mine and theirs) and (mine <= theirs or theirs <= mine)
 
 
 def restated_correction(
     memory: ContradictionInput, current: ContradictionInput, replaced: Sequence[ContradictionInput]
 ) -> Contradiction | None:
-    """``memory`` says again a value that ``current`` replaced: one of ``replaced`` (the memories ``current``
-    superseded, directly or through others) held it, ``current`` holds another in its place, and ``memory``
-    says nothing of ``current``'s value. "Billing service listens on port 8081" after "The billing service
-    listens on port 8081" was corrected to "... port 9090", by any agent: the two stay, ``memory``
-    disputed by ``current`` (its ``older_id``, though written later: it says what the correction replaced;
-    neither is superseded, since a restatement by another agent is no revision). None when no replaced
-    memory held one of its values about the same thing (``VALUE_OVERLAP`` of what they are about, with
-    the replaced memory or the correction, and no value of its own that neither holds), or when it negates
-    where they do not."""
-    values, subject = _values_and_subject(memory.content)
-    current_values, current_subject = _values_and_subject(current.content)
-    if not subject or negated(memory.content) != negated(current.content):
+    """``memory`` says a value that ``current`` replaced: one of ``replaced`` (the memories ``current``
+    superseded, directly or through others) held it, ``current`` holds another in its place
+    (``held_values``: "does not listen on 8081 anymore; it listens on 8085" holds 8085), and ``memory`` says
+    nothing of ``current``'s value. "Billing service listens on port 8081" after "The billing service listens
+    on port 8081" was corrected to "... port 9090", by any agent; or "billing-api runs on port 8081 (HTTP)",
+    written before the correction beside the memory it revised. The two stay, ``memory`` disputed by
+    ``current`` (its ``older_id``: it says what the correction replaced; neither is superseded, since a
+    restatement the rules link by words is no revision). None when no replaced memory held one of its values
+    about the same thing (``RESTATED_OVERLAP`` of what they are about, linking words left out, with the thing
+    named alike: ``_names_alike``), when it says a value of its own that neither holds, or when it negates
+    where the replaced memory does not."""
+    values = _values_and_subject(memory.content)[0]
+    subject = _about(memory.content)
+    current_values = held_values(current.content)
+    if not subject:
         return None
     for gone in replaced:
-        gone_values, gone_subject = _values_and_subject(gone.content)
+        gone_values = _values_and_subject(gone.content)[0]
+        gone_subject = _about(gone.content)
         revived = (values & gone_values) - current_values
         instead = current_values - gone_values  # what the correction put in its place
         if not revived or not instead or instead & values or negated(gone.content) != negated(memory.content):
             continue
         if values - gone_values - current_values:
             continue  # a value of its own says which thing or when: "in us-east-1", "PR 14", "until 2025"
-        overlap = max(
-            len(subject & gone_subject) / len(subject | gone_subject),
-            len(subject & current_subject) / len(subject | current_subject),
-        )
-        if overlap >= VALUE_OVERLAP:
+        overlap = len(subject & gone_subject) / len(subject | gone_subject)
+        if overlap >= RESTATED_OVERLAP and _names_alike(memory.content, gone.content, revived):
             return Contradiction(
                 memory.id, current.id, " ".join(sorted(revived)), " ".join(sorted(instead)), round(overlap, 6)
             )

@@ -12,6 +12,7 @@ from retrieval.contradictions import (
     ContradictionInput,
     corrected_value_changes,
     detect_contradictions,
+    held_values,
     is_value,
     joined_as_words,
     late_value_changes,
@@ -26,6 +27,7 @@ from retrieval.contradictions import (
     shown_value,
     things_given_up,
     value_changes,
+    values_replaced,
     without_correction_label,
     without_opener,
     written_out,
@@ -464,6 +466,69 @@ def test_a_value_no_correction_replaced_or_said_of_another_thing_is_no_restated_
         restated_correction(memory("m3", "The API server never listens on port 8080", 2), current, [replaced])
         is None
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        ("The billing-api does not listen on port 8081 anymore; it listens on 8085.", {"8085"}),
+        ("The billing-api listens on 8085, not 8081.", {"8085"}),
+        ("Moved the billing-api from port 8081 to 8085.", {"8085"}),
+        ("Port 8081 is no longer used. The billing-api listens on 8085.", {"8085"}),
+        ("The billing-api listens on 8081 and the admin UI on 8443.", {"8081", "8443"}),
+        ("The billing-api no longer listens on 8081.", set()),
+    ],
+)
+def test_the_values_a_memory_holds_leave_out_those_it_negates_or_moves_from(text, held):
+    assert held_values(text) == held
+
+
+def test_a_correction_said_as_a_negation_finds_the_old_value_said_again_in_other_words():
+    """A new user's trial: "billing-api runs on port 8081 (HTTP)", kept beside the memory a correction
+    revised, stood undisputed above the correction. The correction holds 8085 only (8081 is in its negated
+    clause); what the two are about, linking words ("runs", "listens") left out: {bill, api, http, port} and
+    {bill, api, service, port}, 3 of 5 = 0.6 >= 0.5; before 8081 each names {bill, api, port} and
+    {bill, api, service, port}, one among the other."""
+    replaced = memory("m1", "The billing-api service listens on port 8081.", 0)
+    current = memory(
+        "m3", "The billing-api service does not listen on port 8081 anymore; it listens on 8085.", 2
+    )
+    again = memory("m2", "billing-api runs on port 8081 (HTTP).", 1)
+    assert may_restate_a_correction(again, current)
+    found = restated_correction(again, current, [replaced])
+    assert found is not None
+    assert (found.older_id, found.newer_id, found.older_term, found.newer_term) == (
+        "m2",
+        "m3",
+        "8081",
+        "8085",
+    )
+    assert found.subject_similarity == 0.6
+    # Another thing of the same kind: what they are about, {bill, api, metric, exporter, port}, overlaps by 3 of 6
+    # = 0.5, but before 8081 neither names the thing as the other does.
+    other = memory("m2", "The billing-api metrics exporter runs on port 8081.", 1)
+    assert restated_correction(other, current, [replaced]) is None
+
+
+def test_values_named_as_given_up_with_another_held_in_their_place_are_replaced():
+    """A new user's trial: "search-indexer now listens on port 9090; port 8090 is no longer used" only
+    disputed "The search-indexer service listens on port 8090". What they are about, negations and linking
+    words left out: {search, indexer, service, port} and {search, indexer, port}, 3 of 4 = 0.75."""
+    older = memory("m1", "The search-indexer service listens on port 8090.", 0)
+    newer = memory("m2", "search-indexer now listens on port 9090; port 8090 is no longer used.", 1)
+    found = values_replaced(older, newer)
+    assert found is not None
+    assert (found.older_term, found.newer_term, found.subject_similarity) == ("8090", "9090", 0.75)
+    assert found.named_in_words and found.only_disputes is None
+    for text in [
+        "The search-indexer service listens on port 8090 with 4 workers.",  # a value the newer does not name
+        "The search-indexer service listens on port 8090 behind the nginx proxy.",  # 3 of 7: says more
+        "The metrics service listens on port 8090.",  # another thing's port: 1 of 5
+        "The search-indexer service does not listen on port 8090.",  # negates
+    ]:
+        assert values_replaced(memory("m1", text, 0), newer) is None, text
+    # It names the old value but does not hold another in its place.
+    assert values_replaced(older, memory("m2", "search-indexer no longer listens on port 8090.", 1)) is None
 
 
 def test_the_look_before_reading_what_a_memory_replaced_needs_another_value_of_one_kind():

@@ -572,6 +572,73 @@ def test_a_value_said_again_after_its_correction_was_restated_is_still_disputed(
     assert again.consolidation.contradicts == [latest]
 
 
+@pytest.mark.parametrize("agent", ["claude-code", "cursor"], ids=["same agent", "another agent"])
+def test_a_correction_disputes_an_older_restatement_of_what_it_revised(runtime, agent):
+    """A new user's trial: a correction revised the memory it named, but "billing-api runs on port 8081
+    (HTTP)", kept beside it as a distinct fact, stayed undisputed and was recalled above the correction."""
+    port = remember(
+        RememberInput(content="The billing-api service listens on port 8081."), runtime, caller()
+    ).id
+    restated = remember(
+        RememberInput(content="billing-api runs on port 8081 (HTTP)."), runtime, caller("ses_2", agent)
+    )
+    assert restated.consolidation.superseded == [] and status(runtime, port) == "active"
+    exporter = remember(
+        RememberInput(content="The billing-api metrics exporter runs on port 8081."), runtime, caller("ses_3")
+    ).id
+    fixed = remember(
+        RememberInput(
+            content="The billing-api service does not listen on port 8081 anymore; it listens on 8085."
+        ),
+        runtime,
+        caller("ses_4"),
+    )
+    assert fixed.consolidation.revised == [port]
+    assert fixed.consolidation.contradicts == [restated.id]  # the exporter's port is another thing's
+    assert status(runtime, restated.id) == "active" and status(runtime, exporter) == "active"
+    found = recall(RecallInput(query="billing-api port"), runtime, caller("ses_5"))
+    shown = [m.id for m in found.memories]
+    assert shown.index(fixed.id) < shown.index(restated.id)  # what is said now is read first
+    assert {m.id: m.contradicted_by for m in found.memories}[restated.id] == [fixed.id]
+    assert f"DISPUTED by newer {fixed.id}" in found.context
+    # Said again after the correction, in the same other words: disputed on arrival, as the correction
+    # holds 8085 only.
+    again = remember(
+        RememberInput(content="billing-api answers on port 8081."), runtime, caller("ses_6", agent)
+    )
+    assert again.consolidation.contradicts == [fixed.id]
+
+
+@pytest.mark.parametrize(
+    ("older", "agent", "revises"),
+    [
+        ("The search-indexer service listens on port 8090.", "claude-code", True),
+        ("The search-indexer service listens on port 8090.", "cursor", False),  # another agent's word
+        ("The search-indexer service listens on port 8090 behind the nginx proxy.", "claude-code", False),
+    ],
+    ids=["same agent", "another agent", "says more"],
+)
+def test_a_new_value_said_with_the_old_one_no_longer_used_revises_the_older_fact(
+    runtime, older, agent, revises
+):
+    """A new user's trial: "now listens on port 9090; port 8090 is no longer used" only disputed the fact
+    it corrects, by the agent that had said it."""
+    port = remember(RememberInput(content=older), runtime, caller("ses_1", agent)).id
+    moved = remember(
+        RememberInput(content="search-indexer now listens on port 9090; port 8090 is no longer used."),
+        runtime,
+        caller("ses_2"),
+    )
+    if revises:
+        assert moved.consolidation.revised == [port] and moved.consolidation.contradicts == []
+        assert moved.consolidation.resolver == "revision:explicit" and status(runtime, port) == "superseded"
+        events = lineage(LineageInput(memory_id=port), runtime, caller()).events
+        assert any(e.action == "revise" and e.related_id == moved.id for e in events)
+    else:
+        assert moved.consolidation.revised == [] and moved.consolidation.contradicts == [port]
+        assert status(runtime, port) == "active"
+
+
 def test_another_agents_value_said_to_have_changed_disputes_the_older_one_without_replacing_it(runtime):
     """A trial: another agent's "now uses Node 20" (and a hyphenated region "now eu-west-1") left the older
     value unmarked, and recall read either first; one agent's word does not overwrite another's."""

@@ -39,6 +39,7 @@ from retrieval.contradictions import (
     says_values,
     things_given_up,
     value_changes,
+    values_replaced,
     without_opener,
 )
 from retrieval.models.embedders.base import Embedder
@@ -55,7 +56,7 @@ from retrieval.role_holders import handed_over_first, holder_changes, holding
 from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
 from retrieval.stages.corroboration import UnionFind
-from retrieval.text import after_purges_forgotten, content_hash, content_terms, searchable_text
+from retrieval.text import after_purges_forgotten, content_hash, content_terms, searchable_text, word_tokens
 from storage.records import (
     Audience,
     ContradictionRecord,
@@ -233,6 +234,7 @@ class ConsolidationService:
             self._version(memory, neighbours, actor, report)
         else:
             self._contradictions(memory, [hit.record for hit in neighbours], llm, actor, report)
+            self._restatements_of_revised(memory, report)
             close = [
                 hit.record
                 for hit in neighbours
@@ -512,6 +514,25 @@ class ConsolidationService:
         for given in given_up:
             if given.older_id in {*report.revised, *report.contradicts} or given.older_id not in by_id:
                 continue
+            # Its only values named as given up, another held in their place ("now listens on port 9090; port
+            # 8090 is no longer used"), by its author: a revision in words, as "9090, not 8090" is.
+            older = by_id[given.older_id]
+            replaced = (
+                values_replaced(_as_said(older), pool[-1]) if self._same_source(memory, older) else None
+            )
+            if replaced is not None and may_be_superseded(older, by_revision=True):
+                self._revise_or_dispute(
+                    memory,
+                    older,
+                    replaced,
+                    "revision:explicit",
+                    revises=True,
+                    kind="value",
+                    kept_by=KEPT_OPEN,
+                    actor=actor,
+                    report=report,
+                )
+                continue
             detail = f"{given.detail}, {given.only_disputes}"
             self._record_contradiction(
                 by_id[given.older_id], memory, "opposition", detail, given.subject_similarity
@@ -626,6 +647,32 @@ class ConsolidationService:
                     memory, by_id[current.id], "value", detail, found.subject_similarity
                 )
                 report.contradicts.append(current.id)
+                report.resolver = report.resolver or KEPT_OPEN
+
+    def _restatements_of_revised(self, memory: MemoryRecord, report: ConsolidationReport) -> None:
+        """The older active memories that say again a value of one ``memory`` just revised, about the same
+        thing (``restated_correction``), are disputed by it, by any agent: "billing-api runs on port 8081
+        (HTTP)", kept beside "The billing-api service listens on port 8081" as a distinct fact, stood
+        undisputed above "The billing-api service does not listen on port 8081 anymore; it listens on 8085"
+        once the correction had revised the other (a new user's trial). They are looked for by the revised
+        memory's words, beyond ``memory``'s neighbours. Disputed, not superseded: words link them, and recall
+        puts the correction first and marks them; ``drift`` lists them for a person to settle."""
+        if not report.revised or not says_values(_as_said(memory)):
+            return
+        revised = self._store.get_memories(report.revised, memory.scope)
+        said = _as_said(memory)
+        seen = {memory.id, *report.revised, *report.contradicts}
+        for gone in revised.values():
+            if not says_values(_as_said(gone)):
+                continue
+            for older in self._older_by_words(memory, word_tokens(gone.content), seen):
+                found = restated_correction(_as_said(older), said, [_as_said(gone)])
+                if found is None:
+                    continue
+                seen.add(older.id)
+                detail = f"{found.detail}, said as {gone.id} said it before {memory.id} revised that"
+                self._record_contradiction(older, memory, "value", detail, found.subject_similarity)
+                report.contradicts.append(older.id)
                 report.resolver = report.resolver or KEPT_OPEN
 
     def _revise_or_dispute(
