@@ -18,6 +18,16 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+# What a key or token said in prose looks like: 16 characters or more of a key's alphabet, with at least two
+# digits and a letter, and no run of eight lower-case letters (a word: "2048-dimensional", "valid", "stored
+# in Vault" are no keys; a random key seldom has one). It ends before
+# trailing punctuation.
+_KEY_WORDS = r"(?:api|access|secret|private|signing)[\s_-]?key|client[\s_-]?secret|token"
+_CREDENTIAL = (
+    r"(?=(?:[^\s\"'`,;()\[\]]*?[0-9]){2})(?=[^\s\"'`,;()\[\]]*[A-Za-z])(?![^\s\"'`,;()\[\]]*(?-i:[a-z]{8}))"
+    r"[A-Za-z0-9_\-+/=.~]{15,}[A-Za-z0-9=](?![\w-])"
+)
+
 # (kind, pattern, the group that holds the secret: 0 = the whole match). Order matters: earlier, more
 # specific patterns replace their matches first, so a later generic one does not see them again.
 _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
@@ -163,6 +173,28 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(
             r"(?i)(?<![\w-])--(?:password|passwd|passphrase|secret|token|api-?key|access-?token)(?:=|\s+)"
             r"[\"']?([^\s\"',;]{4,})"
+        ),
+        1,
+    ),
+    (
+        # In prose, a key, token or secret said with its value: "The ops console API key is 9f8e7d6c...", "the
+        # CI token for the deploy bot was 3fa85f64-...", and a key or token named right before its value:
+        # "API key sk-live-abc123...", "token abc123def456ghi789jkl" (a new user's trial: both were stored as
+        # written). The value must look like one (``_CREDENTIAL``); "the secret" right before a value names
+        # what a commit leaked more often than the secret ("leaked the secret 9fceb02...").
+        "secret",
+        re.compile(
+            r"(?i)\b(?:" + _KEY_WORDS + r"|secret|credential|passkey)s?"
+            r"(?:\s+(?:for|of|on|to|in|at)(?:\s+[^\s\"',;:]+){1,8}?)?\s+(?:is|was)\s+[\"'`(]?("
+            + _CREDENTIAL
+            + ")"
+        ),
+        1,
+    ),
+    (
+        "secret",
+        re.compile(
+            r"(?i)\b(?:" + _KEY_WORDS + r")s?\s+[\"'`(]?(?![0-9a-f]{40}(?![\w-]))(" + _CREDENTIAL + ")"
         ),
         1,
     ),

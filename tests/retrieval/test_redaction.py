@@ -87,6 +87,12 @@ CASES = [
     ),
     ("HF token hf_" + "aB3" * 12 + " for the model hub", "huggingface-token", "aB3aB3aB3aB3"),
     ("mail via SG." + "aB3_" * 5 + "." + "cD4-" * 10 + " key", "sendgrid-key", "aB3_aB3_aB3_"),
+    # A new user's trial (stop 102): keys and tokens said in prose with their values were stored as written.
+    ("The ops console API key is 9f8e7d6c5b4a39281726354453627181", "secret", "9f8e7d6c5b4a3928"),
+    ("Contact the DBA, API key sk-live-abc123def456ghi789jkl000 for the ops console.", "secret", "abc123def"),
+    ("the CI token for the deploy bot was 3fa85f64-5717-4562-b3fc-2c963f66afa6.", "secret", "3fa85f64-5717"),
+    ("token abc123def456ghi789jkl", "secret", "abc123def456"),
+    ("The API key is ABCD1234EFGH5678IJKL", "secret", "ABCD1234EFGH"),
 ]
 
 
@@ -142,6 +148,11 @@ def test_the_text_around_a_secret_is_kept_as_it_was():
         "podman login quay.io; podman run -d -p 5432:5432 postgres",
         "The mysql service: docker run -d -p3306:3306 mysql:8",
         "The password is one-time-use-only for now; it is re-generated-every-night.",
+        # Keys and tokens in prose whose value is no key: a word, a size, a commit, a version.
+        "Embedding tokens are 2048-dimensional vectors; the refresh token is valid for 3600 seconds.",
+        "The API key is stored in Vault under ops/2024/keys; we pass the API key v2 header.",
+        "Reverted the commit that leaked the token 9fceb02d0ae598e95dc970b74767f19372d61af8 last week.",
+        "The access key rotation-policy-2024 applies; the token ttl2024 expires.",
     ],
 )
 def test_ordinary_prose_about_secrets_is_left_alone(prose):
