@@ -1335,22 +1335,31 @@ def _values_and_subject(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return values, terms - values - _change_stems(text)
 
 
+def _values_of(text: str) -> frozenset[str]:
+    """The values of ``_values_and_subject``, not remembered: for parts of a text."""
+    return frozenset(term for term in content_terms(joined_as_words(text)) if is_value(term))
+
+
+@keyed_by_text
+@lru_cache(maxsize=4_096)
 def held_values(text: str) -> frozenset[str]:
     """The values ``text`` says hold: those of its statements that negate nothing, less those it says were
     given up "from" one "to" another. "The billing-api does not listen on port 8081 anymore; it listens on
     8085" holds 8085, as "moved billing-api from port 8081 to 8085" does: a correction names the value it
-    replaces, and still holds only its own."""
-    given_up = {value for found in _FROM_TO.finditer(text) for value in _values_and_subject(found["old"])[0]}
+    replaces, and still holds only its own. Remembered for the texts of the latest writes' neighbours."""
+    given_up = {value for found in _FROM_TO.finditer(text) for value in _values_of(found["old"])}
     held: set[str] = set()
     for statement in _STATEMENT_BREAK.split(text):
-        if statement and statement.strip() and not negated(statement):
-            held |= _values_and_subject(statement)[0]
+        if statement and statement.strip() and negating_word(statement) is None:
+            held |= _values_of(statement)
     return frozenset(held - given_up)
 
 
+@keyed_by_text
+@lru_cache(maxsize=4_096)
 def _about(text: str) -> frozenset[str]:
     """What a text says its values of, without its negations ("no longer", "not ... anymore") and the words
-    that link a thing to its value (``_LINKING``)."""
+    that link a thing to its value (``_LINKING``); remembered as ``held_values`` is."""
     return _values_and_subject(without_negations(text))[1] - _LINKING
 
 
