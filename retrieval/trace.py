@@ -196,7 +196,7 @@ class NeighbourhoodApplied:
 
 @dataclass(frozen=True)
 class AnswerTypeApplied:
-    answer_type: str | None  # what the question asks for: time, place, quantity; None: none of them
+    answer_type: str | None  # what the question asks for: time, place, host, quantity; None: none of them
     weight: float  # the share of its weighted score a match stating it is lent
     matched: int  # matches lent it
 
@@ -514,7 +514,9 @@ def placement(entry: dict[str, Any]) -> str:
     if entry.get("neighbourhood_of"):
         reason += f"; lifted by its episode neighbour {entry['neighbourhood_of']}"
     if (entry.get("scores") or {}).get("answer_type"):
-        reason += "; lifted for stating the kind of answer the question asks for (a time, place or quantity)"
+        reason += (
+            "; lifted for stating the kind of answer the question asks for (a time, place, host or quantity)"
+        )
     if entry.get("instruction_signals"):
         reason += "; reads as instructions to the model (" + ", ".join(entry["instruction_signals"]) + ")"
     return reason

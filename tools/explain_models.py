@@ -55,7 +55,7 @@ class StageScores(BaseModel):
         1.0, description="The memory's EMA weight over every report, whatever the query (the baseline)."
     )
     neighbourhood: float = Field(0.0, description="Lent by its best episode neighbour (neighbourhood_of).")
-    answer_type: float = Field(0.0, description="Lent for stating the time, place or quantity asked.")
+    answer_type: float = Field(0.0, description="Lent for stating the time, place, host or quantity asked.")
     final: float = Field(
         description="(relevance + boost) x decay x feedback_weight (a sibling: alpha x its source's final), "
         "plus neighbourhood and answer_type: what ranks."

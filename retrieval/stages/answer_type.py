@@ -14,10 +14,12 @@ held-out conversations it lifted best-first R@5 by 0.008-0.011 on both backends,
 
 What it reads, in English only. The question's first words (``asked_for``): "when" followed by a verb
 ("when did", "when is", "when's": not "when running the tests, ..."), "what date", "which year", "how long
-ago"; "where", "which file", "in which city"; "how many", "how much", "how long", "how often". The
-memory's text (``states``): a date, a clock time, a year, a month or weekday name, or a relative time
-("yesterday", "last week", "3 days ago"); a capitalised name after a preposition ("in Lisbon", "at the
-Acme office"), a path, a file name or a URL; a number, or a number word from two up ("three", "twice").
+ago"; "where", "which file", "in which city"; "what host", "which server"; "how many", "how much", "how
+long", "how often". The memory's text (``states``): a date, a clock time, a year, a month or weekday name,
+or a relative time ("yesterday", "last week", "3 days ago"); a capitalised name after a preposition ("in
+Lisbon", "at the Acme office"), a path, a file name or a URL, and for a host also a name in a domain such
+as ".internal" or ".com", an IPv4 address or localhost; a number, or a number word from two up ("three",
+"twice").
 A query that asks for none of these changes nothing. The stage runs after the relevance floor, so it never
 lets a memory in. A match is a direct one, or one episode expansion lifted to a sibling's score (it was
 matched); a memory only expansion brought is not, and a lifted one stays at most at its source's score.
@@ -32,8 +34,12 @@ from retrieval.stages.expansion import ranked, within_source
 from retrieval.trace import AnswerTypeApplied, StageOutput
 from retrieval.types import Candidate, RecallRequest
 
-AnswerType = Literal["time", "place", "quantity"]
+AnswerType = Literal["time", "place", "host", "quantity"]
 
+_QUALIFIED = (
+    r"(?:ports?|names?|keys?|config(?:uration)?s?|settings?|types?|formats?|sizes?|versions?|limits?|counts?|"
+    r"numbers?|ids?|owners?|timeouts?|users?|passwords?|tokens?)\b"
+)
 _QUESTIONS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
     (
         "time",
@@ -44,15 +50,21 @@ _QUESTIONS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
         ),
     ),
     ("quantity", re.compile(r"how (?:many|much|long|often|old|far)\b", re.IGNORECASE)),
+    # A place word before the noun it qualifies asks for that thing ("what host port", "which file format"),
+    # not for a place (``_QUALIFIED``).
+    (
+        "host",
+        re.compile(
+            r"(?:on |at )?(?:what|which) (?:hosts?|hostnames?|servers?|machines?|ip(?: address)?|address)\b"
+            r"(?!\s+" + _QUALIFIED + r")",
+            re.IGNORECASE,
+        ),
+    ),
     (
         "place",
         re.compile(
             r"(?:where\b|(?:in )?(?:what|which) (?:city|cities|country|countries|town|place|state|"
-            r"director(?:y|ies)|folders?|files?|repo(?:sitory|sitories|s)?|hosts?|servers?)\b"
-            # A place word before the noun it qualifies asks for that thing ("what host port", "which file
-            # format"), not for a place.
-            r"(?!\s+(?:ports?|names?|keys?|config(?:uration)?s?|settings?|types?|formats?|sizes?|versions?|"
-            r"limits?|counts?|numbers?|ids?|owners?|timeouts?|users?|passwords?|tokens?)\b))",
+            r"director(?:y|ies)|folders?|files?|repo(?:sitory|sitories|s)?)\b(?!\s+" + _QUALIFIED + r"))",
             re.IGNORECASE,
         ),
     ),
@@ -77,6 +89,10 @@ _NUMBER_WORDS = (
     r"thousand|million|billion|dozen|twice"
 )
 _FILE = r"[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|php|cs|c|h|cpp|hpp|sh|sql|toml|ya?ml|json|ini|cfg|conf|md|txt|env|lock)"
+_HOST = (
+    r"(?i:\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:internal|local|lan|corp|intra|cluster|svc|com|net|org|io|"
+    r"dev|app|cloud|ai|co|us|eu|uk|de)\b(?![.-]\w)|\b(?:\d{1,3}\.){3}\d{1,3}\b(?!\.\d)|\blocalhost\b)"
+)
 _STATES: dict[AnswerType, re.Pattern[str]] = {
     "time": re.compile(
         rf"\b(?:\d{{4}}-\d{{2}}(?:-\d{{2}})?|\d{{1,2}}:\d{{2}}|\d{{1,2}}\s?(?:[ap]\.?m)\b|(?:19|20)\d{{2}}|"
@@ -91,6 +107,11 @@ _STATES: dict[AnswerType, re.Pattern[str]] = {
         r"|(?<![\w/.~])(?:~|\.{1,2})?/[\w.-]+/[\w./-]*|\b[\w.-]+/[\w.-]+/[\w./-]*|\b[A-Za-z]:\\\S+|\bhttps?://\S+"
         rf"|\b(?:[\w.-]+/)*{_FILE}\b"
     ),
+    # A place, or a host: a name in a domain a host lives in, an IPv4 address, localhost (a new user's trial:
+    # "what host is the staging database on?" lent "CI runs on GitHub Actions" and "stored in UTC", not
+    # "moved from db-stg-01.internal to db-stg-02.internal"). Only a question that asks for a host reads
+    # hosts: "where are the backups stored?" lent the database's host as much as the backups' bucket.
+    "host": re.compile(_HOST),
 }
 
 
@@ -105,7 +126,9 @@ def asked_for(question: str) -> AnswerType | None:
 
 
 def states(answer_type: AnswerType, text: str) -> bool:
-    """Whether ``text`` states an answer of that type (a time, a place, a quantity)."""
+    """Whether ``text`` states an answer of that type (a time, a place, a host or a place, a quantity)."""
+    if answer_type == "host" and _STATES["place"].search(text) is not None:
+        return True
     return _STATES[answer_type].search(text) is not None
 
 

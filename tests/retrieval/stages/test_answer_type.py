@@ -37,7 +37,9 @@ def candidate(
         ("Where is the deploy config kept?", "place"),
         ("In which city is the support office?", "place"),
         ("which files set the retry policy?", "place"),
-        ("Which host runs the nightly cron?", "place"),
+        ("Which host runs the nightly cron?", "host"),
+        ("what host is the staging database on?", "host"),
+        ("On which server does Redis run?", "host"),
         # A place word qualifying the noun asked for (a new user's trial: read as a place, paths lent).
         ("What host port does billing-api use with docker compose?", None),
         ("Which file format do the exports use?", None),
@@ -75,6 +77,15 @@ def test_the_question_says_what_kind_of_answer_it_asks_for(question, expected):
         ("place", "The docs are at https://example.com/docs.", True),
         ("place", "We met in May.", False),  # a month after a preposition is a time
         ("place", "It is kept somewhere safe.", False),
+        # A host (a new user's trial: "what host is the staging database on?" lent none of the hosts), for a
+        # question that asks for one; a place answers it too. "Where ... stored?" reads no host.
+        ("host", "The staging database moved from db-stg-01.internal to db-stg-02.internal.", True),
+        ("host", "Redis is at 10.0.3.17:6379", True),
+        ("host", "Connect with psql -h localhost -p 5432", True),
+        ("host", "Mail goes out via smtp.sendgrid.net", True),
+        ("host", "The CI runners live in Frankfurt.", True),
+        ("host", "Python 3.11.4 is required, e.g. for the type hints", False),
+        ("place", "Redis is at 10.0.3.17:6379", False),
         ("quantity", "Staging runs three replicas.", True),
         ("quantity", "The build takes 12 minutes.", True),
         ("quantity", "Deploys retry twice.", True),
