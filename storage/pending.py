@@ -7,8 +7,9 @@ for the restatements (docs/benchmarks.md). Now the write service decides the sup
 it here, answers, and commits it right after on a thread of its own (``writing.service``).
 
 Until the commit lands, this process reads a held memory as it will be: ``get_memory``/``get_memories``
-return it superseded by the memory that restated it, searches and listings leave it out, and a read of
-the lineage of either memory waits for the commit (its event is written with it). The writes that decide
+return it superseded by the memory that restated it, searches and listings of active memories leave it out
+(one of the superseded lists it so), and a read of the lineage of either memory waits for the commit (its
+event is written with it). The writes that decide
 on a memory's status (``storage.memories``) read the rows as committed. Other processes read the row as
 it is until the commit lands, as they did between a restatement's insert and its status change before
 (while this process compacts the memories beside the writes, up to ``COMPACTION_YIELD_SECONDS`` longer:

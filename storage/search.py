@@ -14,7 +14,7 @@ import numpy as np
 from lancedb.expr import Expr
 
 from storage import filters
-from storage.pending import replaced_through
+from storage.pending import overlaid, replaced_through
 from storage.records import (
     CONTENT_STATUSES,
     EpisodeMemberStub,
@@ -340,13 +340,17 @@ class MemorySearch(StoreTables):
         one of the previous page) in that order. A memory written after the listing began comes before the
         first page, so no page repeats one. An active memory past its expiry is left out, as recall leaves
         it out until maintenance retracts it, unless ``expired``; ``statuses`` other than active are for a
-        purge, which erases the text of inactive memories too."""
+        purge, which erases the text of inactive memories too, and for the listing of a scope's history. A
+        memory whose supersede is still being committed (``storage.pending``) is listed as it will be:
+        superseded, when ``statuses`` lists those (a new user's trial saw it missing from a listing of every
+        status), else left out."""
+        held = self._pending.held()
         where = SearchFilter.of(
             reach,
             [kind] if kind else None,
             [tag] if tag else None,
             window,
-            held=self._pending.held(),
+            held=() if "superseded" in statuses else held,
         )
 
         now = datetime.now(UTC)
@@ -368,7 +372,7 @@ class MemorySearch(StoreTables):
 
         def page(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
             found = sorted(
-                (record for record in records if wanted(record)),
+                (record for record in (overlaid(row, held) for row in records) if wanted(record)),
                 key=lambda record: (utc(record.created_at), record.id),
                 reverse=True,
             )
@@ -379,8 +383,14 @@ class MemorySearch(StoreTables):
                 with self._cache.reading(scope) as copy:
                     if copy is not None:
                         return page(copy.records.values())
+            # A held memory's row still reads active: read those too when listing the superseded.
+            read = (
+                (*statuses, "active")
+                if held and "superseded" in statuses and "active" not in statuses
+                else statuses
+            )
             condition = filters.all_of(
-                self._active_in(scope, where, statuses),
+                self._active_in(scope, where, read),
                 filters.equals("agent_id", agent_id) if agent_id is not None else None,
                 filters.equals("episode_id", episode_id) if episode_id is not None else None,
                 filters.at_or_before("created_at", before[0]) if before is not None else None,

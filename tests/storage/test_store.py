@@ -529,6 +529,28 @@ def test_a_listing_leaves_out_an_ephemeral_memory_past_its_expiry_as_recall_does
     assert {m.id for m in store.list_memories(SCOPE, limit=10)} == {"kept", "soon"}
 
 
+def test_a_listing_of_superseded_memories_shows_one_whose_supersede_is_still_being_committed(store):
+    """A new user's trial: a restatement's old memory, held while its supersede was committed behind the
+    call, was missing for a moment from a listing of every status."""
+    store.insert_many([new("mem_old", "i prefer typescript"), new("mem_new", "I prefer TypeScript!")])
+    assert store.hold_superseded(["mem_old"], "mem_new") == ["mem_old"]
+
+    def listed(*statuses):
+        return {
+            m.id: (m.status, m.replaced_by) for m in store.list_memories(SCOPE, limit=10, statuses=statuses)
+        }
+
+    assert listed("active", "superseded", "retracted") == {
+        "mem_old": ("superseded", "mem_new"),
+        "mem_new": ("active", None),
+    }
+    assert listed("superseded") == {"mem_old": ("superseded", "mem_new")}
+    assert listed("active") == {"mem_new": ("active", None)}  # it will be superseded: not listed as active
+    store.supersede(SCOPE, ["mem_old"], "mem_new", NOW, decided=True)
+    store.release_superseded(["mem_old"], "mem_new")
+    assert listed("superseded") == {"mem_old": ("superseded", "mem_new")}
+
+
 def test_an_attestation_is_recorded_once_per_other_agent(store):
     stored, _ = store.insert_memory(new("m1", "shared conclusion", agent_id="author"))
     assert store.add_attestation(stored, "author", "s", NOW) is False
