@@ -1318,6 +1318,7 @@ _LINKING = frozenset(
         "set sits sit located answer answers reachable available"
     )
 )
+_AFTER_NEGATION = frozenset(content_terms("longer anymore"))
 # Where a memory's statements part: its clauses (``_CLAUSE_BREAK``) and its sentences.
 _STATEMENT_BREAK = re.compile(r"[.!?](?:\s+|$)|" + _CLAUSE_BREAK.pattern, re.IGNORECASE)
 # "from 8081 to 8085": what stands between "from" and "to" is what was given up.
@@ -1341,7 +1342,7 @@ def _values_of(text: str) -> frozenset[str]:
 
 
 @keyed_by_text
-@lru_cache(maxsize=4_096)
+@lru_cache(maxsize=2_048)
 def held_values(text: str) -> frozenset[str]:
     """The values ``text`` says hold: those of its statements that negate nothing, less those it says were
     given up "from" one "to" another. "The billing-api does not listen on port 8081 anymore; it listens on
@@ -1355,12 +1356,14 @@ def held_values(text: str) -> frozenset[str]:
     return frozenset(held - given_up)
 
 
-@keyed_by_text
-@lru_cache(maxsize=4_096)
 def _about(text: str) -> frozenset[str]:
     """What a text says its values of, without its negations ("no longer", "not ... anymore") and the words
-    that link a thing to its value (``_LINKING``); remembered as ``held_values`` is."""
-    return _values_and_subject(without_negations(text))[1] - _LINKING
+    that link a thing to its value (``_LINKING``). Read from the text's remembered subject; the words of a
+    negation that are content words ("longer", "anymore") send it through the text without its negations."""
+    subject = _values_and_subject(text)[1]
+    if subject & _AFTER_NEGATION:
+        subject = _values_and_subject(without_negations(text))[1]
+    return subject - _LINKING
 
 
 def _named_before(text: str, values: AbstractSet[str]) -> frozenset[str]:
