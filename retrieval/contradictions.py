@@ -1307,7 +1307,7 @@ def late_value_changes(
 
 # The look before reading what a neighbour replaced: half of what the two are about in common, the words
 # that link a thing to its value ("listens on", "runs on") left out. A restatement must then name its value's
-# thing as the memory it restates does (``_names_alike``).
+# thing as the memory it restates or the correction does (``_names_alike``).
 RESTATED_OVERLAP = 0.5
 # Words that say how a thing holds its value, not what the thing is ("billing-api runs on port 8081" and
 # "The billing-api service listens on port 8081" say one port of one service), as content terms.
@@ -1319,10 +1319,20 @@ _LINKING = frozenset(
     )
 )
 _AFTER_NEGATION = frozenset(content_terms("longer anymore"))
-# Where a memory's statements part: its clauses (``_CLAUSE_BREAK``) and its sentences.
-_STATEMENT_BREAK = re.compile(r"[.!?](?:\s+|$)|" + _CLAUSE_BREAK.pattern, re.IGNORECASE)
-# "from 8081 to 8085": what stands between "from" and "to" is what was given up.
-_FROM_TO = re.compile(r"\bfrom\b(?P<old>[^.;,!?]{1,80}?)\bto\b", re.IGNORECASE)
+# Where a memory's statements part: its clauses (``_CLAUSE_BREAK``), its sentences, an aside in parentheses
+# and "and" ("9090 (8090 is no longer used)", "9090, and 8090 is no longer used").
+_STATEMENT_BREAK = re.compile(r"[.!?](?:\s+|$)|[()]|\band\b|" + _CLAUSE_BREAK.pattern, re.IGNORECASE)
+# A change "from" one value "to" another ("moved billing-api from port 8081 to 8085", "migrated from
+# 10.0.0.5 to 10.0.0.6"): what stands between is what was given up. Not a range or a route without a word
+# of change ("allows ports from 8000 to 8100", "forwards requests from port 8090 to port 9090").
+_FROM_TO = re.compile(
+    r"\b(?:moved|moving|changed|changing|switched|switching|migrated|migrating|upgraded|downgraded|bumped|"
+    r"raised|lowered|increased|decreased|reduced|updated|went|shifted|relocated|rotated|renamed)\b"
+    r"(?:[^.;!?]|\.(?=\S)){0,60}?\bfrom\b(?P<old>(?:[^.;,!?]|\.(?=\S)){1,80}?)\bto\b",
+    re.IGNORECASE,
+)
+# A negating word that leaves the values of its statement held: "listens on 8085 without TLS".
+_HOLDS_WITH = frozenset({"without"})
 
 
 @keyed_by_text
@@ -1351,7 +1361,7 @@ def held_values(text: str) -> frozenset[str]:
     given_up = {value for found in _FROM_TO.finditer(text) for value in _values_of(found["old"])}
     held: set[str] = set()
     for statement in _STATEMENT_BREAK.split(text):
-        if statement and statement.strip() and negating_word(statement) is None:
+        if statement and statement.strip() and (negating_word(statement) or "without") in _HOLDS_WITH:
             held |= _values_of(statement)
     return frozenset(held - given_up)
 
@@ -1377,11 +1387,14 @@ def _named_before(text: str, values: AbstractSet[str]) -> frozenset[str]:
     return frozenset()
 
 
-def _names_alike(memory: str, other: str, values: AbstractSet[str]) -> bool:
-    """Whether the two name the thing that holds ``values`` alike: the words before the value in one are
-    among those before it in the other ("billing-api ... port" and "The billing-api service ... port"), not
-    another thing of the same kind ("The metrics server ... port" is not "The API server ... port")."""
-    return _names_before_alike(memory, values, other, values)
+def _names_alike(memory: str, gone: str, current: str, values: AbstractSet[str]) -> bool:
+    """Whether ``memory`` names the thing that holds ``values`` as ``gone`` did: each word before the value
+    in it is one ``gone`` has before the value, or one the correction ``current`` is about ("billing-api ...
+    port" beside "The billing-api service ... port"); not another thing of the same kind ("The metrics
+    server ... port" is not "The API server ... port"), nor a part of the thing ("The billing-api metrics
+    exporter ... port" is not "billing-api ... port")."""
+    mine = _named_before(memory, values)
+    return bool(mine) and mine <= _named_before(gone, values) | _about(current)
 
 
 def says_values(memory: ContradictionInput) -> bool:
@@ -1408,10 +1421,10 @@ def may_restate_a_correction(memory: ContradictionInput, current: ContradictionI
 
 def values_replaced(older: ContradictionInput, newer: ContradictionInput) -> Contradiction | None:
     """``newer`` names each value ``older`` says and holds none of them (``held_values``), and holds another
-    of the same kind in their place, for a thing named alike (``RESTATED_OVERLAP`` of what they are about,
-    ``_names_alike``): "search-indexer now listens on port 9090; port 8090 is no longer used" after "The
-    search-indexer service listens on port 8090" (a new user's trial found the pair only disputed). A
-    revision in words, as "9090, not 8090" is. None when ``older`` says no value, negates, or says a value
+    of the same kind in their place, for the thing the older one names (``RESTATED_OVERLAP`` of what they
+    are about, ``_names_no_more``): "search-indexer now listens on port 9090; port 8090 is no longer used"
+    after "The search-indexer service listens on port 8090" (a new user's trial found the pair only
+    disputed). A revision in words, as "9090, not 8090" is. None when ``older`` says no value, negates, or says a value
     the newer one does not name (it says more than what was given up)."""
     values = _values_and_subject(older.content)[0]
     said, held = _values_and_subject(newer.content)[0], held_values(newer.content)
@@ -1422,7 +1435,7 @@ def values_replaced(older: ContradictionInput, newer: ContradictionInput) -> Con
         return None
     mine, theirs = _about(older.content), _about(newer.content)
     overlap = len(mine & theirs) / len(mine | theirs) if mine else 0.0
-    if overlap < RESTATED_OVERLAP or not _names_before_alike(older.content, values, newer.content, instead):
+    if overlap < RESTATED_OVERLAP or not _names_no_more(newer.content, instead, older.content, values):
         return None
     return Contradiction(
         older.id,
@@ -1434,13 +1447,14 @@ def values_replaced(older: ContradictionInput, newer: ContradictionInput) -> Con
     )
 
 
-def _names_before_alike(
-    text: str, values: AbstractSet[str], other: str, other_values: AbstractSet[str]
+def _names_no_more(
+    newer: str, new_values: AbstractSet[str], older: str, old_values: AbstractSet[str]
 ) -> bool:
-    """Whether the words before ``values`` in ``text`` and before ``other_values`` in ``other`` name one
-    thing alike (one set among the other's)."""
-    mine, theirs = _named_before(text, values), _named_before(other, other_values)
-    return bool(mine and theirs) and (mine <= theirs or theirs <= mine)
+    """Whether the words before ``new_values`` in ``newer`` are among those before ``old_values`` in
+    ``older``: the new value is of the thing the older memory named, not of a part of it ("search-indexer
+    metrics now listen on port 9090" does not replace "search-indexer listens on port 8090")."""
+    mine = _named_before(newer, new_values)
+    return bool(mine) and mine <= _named_before(older, old_values)
 
 
 def restated_correction(
@@ -1455,8 +1469,8 @@ def restated_correction(
     ``current`` (its ``older_id``: it says what the correction replaced; neither is superseded, since a
     restatement the rules link by words is no revision). None when no replaced memory held one of its values
     about the same thing (``RESTATED_OVERLAP`` of what they are about, linking words left out, with the thing
-    named alike: ``_names_alike``), when it says a value of its own that neither holds, or when it negates
-    where the replaced memory does not."""
+    named as the replaced memory or the correction names it: ``_names_alike``), when it says a value of its
+    own that neither holds, or when it negates where the replaced memory does not."""
     values = _values_and_subject(memory.content)[0]
     subject = _about(memory.content)
     current_values = held_values(current.content)
@@ -1472,7 +1486,9 @@ def restated_correction(
         if values - gone_values - current_values:
             continue  # a value of its own says which thing or when: "in us-east-1", "PR 14", "until 2025"
         overlap = len(subject & gone_subject) / len(subject | gone_subject)
-        if overlap >= RESTATED_OVERLAP and _names_alike(memory.content, gone.content, revived):
+        if overlap >= RESTATED_OVERLAP and _names_alike(
+            memory.content, gone.content, current.content, revived
+        ):
             return Contradiction(
                 memory.id, current.id, " ".join(sorted(revived)), " ".join(sorted(instead)), round(overlap, 6)
             )

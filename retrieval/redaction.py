@@ -18,15 +18,20 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-# What a key or token said in prose looks like: 16 characters or more of a key's alphabet, with at least two
-# digits and a letter, and no run of eight lower-case letters (a word: "2048-dimensional", "valid", "stored
-# in Vault" are no keys; a random key seldom has one). It ends before
-# trailing punctuation.
+# What a key or token said in prose looks like: 16 characters or more of a key's alphabet (no dot: "1.2.3-beta",
+# "id_ed25519.pub" are a version and a file), with at least two digits and a letter; no run of eight
+# lower-case letters nor a part between hyphens or underscores that is a word of five ("2048-dimensional",
+# "v2024-01-01-preview", "base64-encoded-v2" are no keys; a random key seldom has one); not a variable's
+# name in capitals ("AWS_SECRET_ACCESS_KEY_2024"). It ends before trailing punctuation.
 _KEY_WORDS = r"(?:api|access|secret|private|signing)[\s_-]?key|client[\s_-]?secret|token"
 _CREDENTIAL = (
     r"(?=(?:[^\s\"'`,;()\[\]]*?[0-9]){2})(?=[^\s\"'`,;()\[\]]*[A-Za-z])(?![^\s\"'`,;()\[\]]*(?-i:[a-z]{8}))"
-    r"[A-Za-z0-9_\-+/=.~]{15,}[A-Za-z0-9=](?![\w-])"
+    r"(?!(?:[A-Za-z0-9+/=~]*[-_])*(?-i:[a-z]{5,})(?![A-Za-z0-9+/=~]))"
+    r"(?!(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-]))"
+    r"[A-Za-z0-9_\-+/=~]{15,}[A-Za-z0-9=](?![\w-]|\.\w)"
 )
+# A UUID right after a key's or token's name is more often the id of a row or a request than the key.
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?![\w-])"
 
 # (kind, pattern, the group that holds the secret: 0 = the whole match). Order matters: earlier, more
 # specific patterns replace their matches first, so a later generic one does not see them again.
@@ -185,16 +190,21 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         "secret",
         re.compile(
             r"(?i)\b(?:" + _KEY_WORDS + r"|secret|credential|passkey)s?"
-            r"(?:\s+(?:for|of|on|to|in|at)(?:\s+[^\s\"',;:]+){1,8}?)?\s+(?:is|was)\s+[\"'`(]?("
-            + _CREDENTIAL
-            + ")"
+            r"(?:\s+(?:for|of|on|to|in|at)(?:\s+[^\s\"',;:=]+){1,8}?)?"
+            r"(?:\s+(?:is|was)(?:\s+now)?\s+|\s*[:=]\s*)[\"'`(]?(" + _CREDENTIAL + ")"
         ),
         1,
     ),
     (
         "secret",
         re.compile(
-            r"(?i)\b(?:" + _KEY_WORDS + r")s?\s+[\"'`(]?(?![0-9a-f]{40}(?![\w-]))(" + _CREDENTIAL + ")"
+            r"(?i)\b(?:"
+            + _KEY_WORDS
+            + r")s?\s+[\"'`(]?(?![0-9a-f]{40}(?![\w-]))(?!"
+            + _UUID
+            + ")("
+            + _CREDENTIAL
+            + ")"
         ),
         1,
     ),

@@ -17,9 +17,9 @@ What it reads, in English only. The question's first words (``asked_for``): "whe
 ago"; "where", "which file", "in which city"; "what host", "which server"; "how many", "how much", "how
 long", "how often". The memory's text (``states``): a date, a clock time, a year, a month or weekday name,
 or a relative time ("yesterday", "last week", "3 days ago"); a capitalised name after a preposition ("in
-Lisbon", "at the Acme office"), a path, a file name or a URL, and for a host also a name in a domain such
-as ".internal" or ".com", an IPv4 address or localhost; a number, or a number word from two up ("three",
-"twice").
+Lisbon", "at the Acme office"), a path, a file name or a URL, and for a host also a name in a private
+domain ("db-stg-02.internal") or of three labels in a public one ("smtp.sendgrid.net"), an IPv4 address or
+localhost; a number, or a number word from two up ("three", "twice").
 A query that asks for none of these changes nothing. The stage runs after the relevance floor, so it never
 lets a memory in. A match is a direct one, or one episode expansion lifted to a sibling's score (it was
 matched); a memory only expansion brought is not, and a lifted one stays at most at its source's score.
@@ -55,8 +55,11 @@ _QUESTIONS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
     (
         "host",
         re.compile(
-            r"(?:on |at )?(?:what|which) (?:hosts?|hostnames?|servers?|machines?|ip(?: address)?|address)\b"
-            r"(?!\s+" + _QUALIFIED + r")",
+            r"(?:on |at )?(?:what|which) (?:hosts?|hostnames?|servers?|ips?(?: address(?:es)?)?)\b(?!-)"
+            # nor what runs on one ("what host OS", "which server framework", "which hosts file")
+            r"(?!\s+(?:"
+            + _QUALIFIED
+            + r"|os|oses|operating|files?|frameworks?|software|ranges?|spaces?|blocks?))",
             re.IGNORECASE,
         ),
     ),
@@ -89,9 +92,14 @@ _NUMBER_WORDS = (
     r"thousand|million|billion|dozen|twice"
 )
 _FILE = r"[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|php|cs|c|h|cpp|hpp|sh|sql|toml|ya?ml|json|ini|cfg|conf|md|txt|env|lock)"
+# A host: a name in a private domain ("db-stg-02.internal"), a name of three labels or more in a public one
+# ("smtp.sendgrid.net"; two, "socket.io", "example.com", name a library or a site as often), not an email
+# address's domain; an IPv4 address; localhost.
+_LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
 _HOST = (
-    r"(?i:\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:internal|local|lan|corp|intra|cluster|svc|com|net|org|io|"
-    r"dev|app|cloud|ai|co|us|eu|uk|de)\b(?![.-]\w)|\b(?:\d{1,3}\.){3}\d{1,3}\b(?!\.\d)|\blocalhost\b)"
+    rf"(?i:(?<![@\w.-])(?:(?:{_LABEL}\.)+(?:internal|local|lan|corp|intra|cluster|svc)"
+    rf"|(?:{_LABEL}\.){{2,}}(?:com|net|org|io|dev|app|cloud|ai|co|us|eu|uk|de))\b(?![.-]\w)"
+    r"|(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.]\d?)|\blocalhost\b)"
 )
 _STATES: dict[AnswerType, re.Pattern[str]] = {
     "time": re.compile(

@@ -477,6 +477,14 @@ def test_a_value_no_correction_replaced_or_said_of_another_thing_is_no_restated_
         ("Port 8081 is no longer used. The billing-api listens on 8085.", {"8085"}),
         ("The billing-api listens on 8081 and the admin UI on 8443.", {"8081", "8443"}),
         ("The billing-api no longer listens on 8081.", set()),
+        # A review: dotted values move too; a range or a route is no change; an aside or "and" parts
+        # statements; "without" negates no value.
+        ("The API server moved from 10.0.0.5 to 10.0.0.6.", {"10ǁ0ǁ0ǁ6"}),
+        ("The firewall allows ports from 8000 to 8100.", {"8000", "8100"}),
+        ("The proxy forwards requests from port 8090 to port 9090.", {"8090", "9090"}),
+        ("search-indexer is now on 9090 (8090 is no longer used)", {"9090"}),
+        ("search-indexer is now on 9090, and port 8090 is no longer used", {"9090"}),
+        ("The billing-api listens on port 8085 without TLS.", {"8085"}),
     ],
 )
 def test_the_values_a_memory_holds_leave_out_those_it_negates_or_moves_from(text, held):
@@ -488,7 +496,7 @@ def test_a_correction_said_as_a_negation_finds_the_old_value_said_again_in_other
     revised, stood undisputed above the correction. The correction holds 8085 only (8081 is in its negated
     clause); what the two are about, linking words ("runs", "listens") left out: {bill, api, http, port} and
     {bill, api, service, port}, 3 of 5 = 0.6 >= 0.5; before 8081 each names {bill, api, port} and
-    {bill, api, service, port}, one among the other."""
+    {bill, api, service, port}: each of its words is one the replaced memory names there."""
     replaced = memory("m1", "The billing-api service listens on port 8081.", 0)
     current = memory(
         "m3", "The billing-api service does not listen on port 8081 anymore; it listens on 8085.", 2
@@ -505,8 +513,13 @@ def test_a_correction_said_as_a_negation_finds_the_old_value_said_again_in_other
     )
     assert found.subject_similarity == 0.6
     # Another thing of the same kind: what they are about, {bill, api, metric, exporter, port}, overlaps by 3 of 6
-    # = 0.5, but before 8081 neither names the thing as the other does.
+    # = 0.5, but before 8081 it names "metric" and "exporter", which neither the replaced memory nor the
+    # correction names.
     other = memory("m2", "The billing-api metrics exporter runs on port 8081.", 1)
+    assert restated_correction(other, current, [replaced]) is None
+    # A review: before 8081, each word must be one the replaced memory or the correction names: "admin" is
+    # neither's, so the admin service is another thing.
+    other = memory("m2", "The billing-api admin service listens on port 8081.", 1)
     assert restated_correction(other, current, [replaced]) is None
 
 
@@ -527,6 +540,16 @@ def test_values_named_as_given_up_with_another_held_in_their_place_are_replaced(
         "The search-indexer service does not listen on port 8090.",  # negates
     ]:
         assert values_replaced(memory("m1", text, 0), newer) is None, text
+    # A review: a new value of a part of the thing ("metrics", "lint job") replaces nothing of the whole.
+    for older_text, newer_text in [
+        (
+            "search-indexer listens on port 8090.",
+            "search-indexer metrics now listen on port 9090; port 8090 is no longer used by metrics.",
+        ),
+        ("CI uses Node 18.", "CI lint job now uses Node 20; Node 18 is no longer used by lint."),
+        ("The firewall allows port 8000.", "The firewall allows ports from 8000 to 8100."),  # a range
+    ]:
+        assert values_replaced(memory("m1", older_text, 0), memory("m2", newer_text, 1)) is None, newer_text
     # It names the old value but does not hold another in its place.
     assert values_replaced(older, memory("m2", "search-indexer no longer listens on port 8090.", 1)) is None
 

@@ -93,6 +93,10 @@ CASES = [
     ("the CI token for the deploy bot was 3fa85f64-5717-4562-b3fc-2c963f66afa6.", "secret", "3fa85f64-5717"),
     ("token abc123def456ghi789jkl", "secret", "abc123def456"),
     ("The API key is ABCD1234EFGH5678IJKL", "secret", "ABCD1234EFGH"),
+    # A review: after a colon or "=", with "now", and named in the plural.
+    ("The staging API key: 9f8e7d6c5b4a39281726354453627181", "secret", "9f8e7d6c5b4a3928"),
+    ("API key for staging = 9f8e7d6c5b4a39281726354453627181", "secret", "9f8e7d6c5b4a3928"),
+    ("The API key is now 9f8e7d6c5b4a39281726354453627181", "secret", "9f8e7d6c5b4a3928"),
 ]
 
 
@@ -153,6 +157,11 @@ def test_the_text_around_a_secret_is_kept_as_it_was():
         "The API key is stored in Vault under ops/2024/keys; we pass the API key v2 header.",
         "Reverted the commit that leaked the token 9fceb02d0ae598e95dc970b74767f19372d61af8 last week.",
         "The access key rotation-policy-2024 applies; the token ttl2024 expires.",
+        # A review: a UUID naming a row, a version, an API version, a variable's name, a file name, words.
+        "The access token 3fa85f64-5717-4562-b3fc-2c963f66afa6 row was deleted.",
+        "The token is 1.2.3-beta.4+build.20240101; the API key is v2024-01-01-preview for Azure.",
+        "The API key is AWS_SECRET_ACCESS_KEY_2024_PROD in the env.",
+        "The private key is id_ed25519.pub-2024-backup.pem; the client secret is base64-encoded-v2.",
     ],
 )
 def test_ordinary_prose_about_secrets_is_left_alone(prose):

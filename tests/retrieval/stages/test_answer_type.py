@@ -40,6 +40,13 @@ def candidate(
         ("Which host runs the nightly cron?", "host"),
         ("what host is the staging database on?", "host"),
         ("On which server does Redis run?", "host"),
+        ("which IPs are allowed to reach the admin API?", "host"),
+        # A review: what runs on a host, or another address, is not asked for as a host.
+        ("What host OS runs the CI?", None),
+        ("Which server-side framework do we use?", None),
+        ("Which hosts file does the VPN write?", None),
+        ("What IP range does the VPC use?", None),
+        ("What machine learning model ranks the results?", None),
         # A place word qualifying the noun asked for (a new user's trial: read as a place, paths lent).
         ("What host port does billing-api use with docker compose?", None),
         ("Which file format do the exports use?", None),
@@ -86,6 +93,8 @@ def test_the_question_says_what_kind_of_answer_it_asks_for(question, expected):
         ("host", "The CI runners live in Frankfurt.", True),
         ("host", "Python 3.11.4 is required, e.g. for the type hints", False),
         ("place", "Redis is at 10.0.3.17:6379", False),
+        # A review: an email address, a library, a site of two labels name no host.
+        ("host", "Mail alice@example.com about socket.io and example.com", False),
         ("quantity", "Staging runs three replicas.", True),
         ("quantity", "The build takes 12 minutes.", True),
         ("quantity", "Deploys retry twice.", True),
