@@ -1354,14 +1354,17 @@ def _values_of(text: str) -> frozenset[str]:
 @keyed_by_text
 @lru_cache(maxsize=2_048)
 def held_values(text: str) -> frozenset[str]:
-    """The values ``text`` says hold: those of its statements that negate nothing, less those it says were
-    given up "from" one "to" another. "The billing-api does not listen on port 8081 anymore; it listens on
+    """The values ``text`` says hold: those of its statements that negate nothing (or only say "without"),
+    less those it says were given up "from" one "to" another after a word of change. "The billing-api does not listen on port 8081 anymore; it listens on
     8085" holds 8085, as "moved billing-api from port 8081 to 8085" does: a correction names the value it
     replaces, and still holds only its own. Remembered for the texts of the latest writes' neighbours."""
     given_up = {value for found in _FROM_TO.finditer(text) for value in _values_of(found["old"])}
     held: set[str] = set()
     for statement in _STATEMENT_BREAK.split(text):
-        if statement and statement.strip() and (negating_word(statement) or "without") in _HOLDS_WITH:
+        if not statement or not statement.strip():
+            continue
+        negation = negating_word(statement)
+        if negation is None or negation in _HOLDS_WITH:
             held |= _values_of(statement)
     return frozenset(held - given_up)
 
@@ -1406,14 +1409,13 @@ def may_restate_a_correction(memory: ContradictionInput, current: ContradictionI
     """The cheap look before ``restated_correction`` reads what ``current`` replaced: each says a value the
     other does not hold (``held_values``), of one kind, about the same thing (``RESTATED_OVERLAP`` of what
     they are about)."""
-    values, subject = _values_and_subject(memory.content)
+    values = _values_and_subject(memory.content)[0]
     current_values = held_values(current.content)
     mine, theirs = _about(memory.content), _about(current.content)
     return bool(
         values - current_values
         and current_values - values
         and _kinds(values - current_values) == _kinds(current_values - values)
-        and subject
         and mine
         and len(mine & theirs) / len(mine | theirs) >= RESTATED_OVERLAP
     )
@@ -1424,8 +1426,8 @@ def values_replaced(older: ContradictionInput, newer: ContradictionInput) -> Con
     of the same kind in their place, for the thing the older one names (``RESTATED_OVERLAP`` of what they
     are about, ``_names_no_more``): "search-indexer now listens on port 9090; port 8090 is no longer used"
     after "The search-indexer service listens on port 8090" (a new user's trial found the pair only
-    disputed). A revision in words, as "9090, not 8090" is. None when ``older`` says no value, negates, or says a value
-    the newer one does not name (it says more than what was given up)."""
+    disputed). A revision in words, as "9090, not 8090" is. None when ``older`` says no value, negates, or
+    says a value the newer one does not name (it says more than what was given up)."""
     values = _values_and_subject(older.content)[0]
     said, held = _values_and_subject(newer.content)[0], held_values(newer.content)
     instead = held - values

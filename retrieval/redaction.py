@@ -189,22 +189,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         # what a commit leaked more often than the secret ("leaked the secret 9fceb02...").
         "secret",
         re.compile(
-            r"(?i)\b(?:" + _KEY_WORDS + r"|secret|credential|passkey)s?"
+            rf"(?i)\b(?:{_KEY_WORDS}|secret|credential|passkey)s?"
             r"(?:\s+(?:for|of|on|to|in|at)(?:\s+[^\s\"',;:=]+){1,8}?)?"
-            r"(?:\s+(?:is|was)(?:\s+now)?\s+|\s*[:=]\s*)[\"'`(]?(" + _CREDENTIAL + ")"
+            rf"(?:\s+(?:is|was)(?:\s+now)?\s+|\s*[:=]\s*)[\"'`(]?({_CREDENTIAL})"
         ),
         1,
     ),
     (
         "secret",
         re.compile(
-            r"(?i)\b(?:"
-            + _KEY_WORDS
-            + r")s?\s+[\"'`(]?(?![0-9a-f]{40}(?![\w-]))(?!"
-            + _UUID
-            + ")("
-            + _CREDENTIAL
-            + ")"
+            rf"(?i)\b(?:{_KEY_WORDS})s?\s+[\"'`(]?(?![0-9a-f]{{40}}(?![\w-]))(?!{_UUID})({_CREDENTIAL})"
         ),
         1,
     ),
