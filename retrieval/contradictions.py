@@ -1449,6 +1449,44 @@ def values_replaced(older: ContradictionInput, newer: ContradictionInput) -> Con
     )
 
 
+# Words that say a value is added beside the one held, not put in its place ("now also listens on 9443").
+_ADDS = re.compile(r"\b(?:also|as well|too|additionally|in addition|another)\b", re.IGNORECASE)
+
+
+def value_said_now(older: ContradictionInput, newer: ContradictionInput) -> Contradiction | None:
+    """``newer``, which says that something changed (its words of change are the caller's to read), holds a
+    value of a thing to which ``older`` gives another value of that kind: the words before the new value
+    in ``newer`` (two at least) are those before one of ``older``'s values that ``newer`` does not hold, and
+    all that ``newer`` is about, ``older`` is about too. "Grafana now listens on port 9090" after "Grafana
+    listens on port 3000 on grafana.kestrel.internal", "Update: api-gateway port is 9090" after "The
+    api-gateway listens on port 8080" (a new user's trial: neither was read, the older value recalled
+    first). Not "The api-gateway now listens on port 9090" beside "The api-gateway exposes metrics on port
+    9102": the metrics port is a part of it; nor, so, "The SMTP relay now uses port 2525" beside "Outgoing
+    mail is sent through the SMTP relay ... on port 587", which names the relay among more words. The older
+    memory says more than the value (a host after it, a framework), so the pair only disputes
+    (``SAYS_MORE``): recall reads the newer first and marks the older. None when ``newer`` adds a value
+    ("now also listens on 9443"), or ``older`` negates."""
+    text = without_correction_label(newer.content)
+    if _ADDS.search(text) or negated(older.content):
+        return None
+    old_values = _values_and_subject(older.content)[0]
+    held = held_values(text)
+    new = held - old_values
+    names = _named_before(text, new) if new else frozenset()
+    if len(names) < 2:
+        return None
+    mine, theirs = _about(older.content), _about(text)
+    if not theirs or len(mine & theirs) < len(theirs):
+        return None
+    for value in sorted(old_values - held):
+        if _kinds({value}) == _kinds(new) and names == _named_before(older.content, {value}):
+            overlap = round(len(mine & theirs) / len(mine | theirs), 6)
+            return Contradiction(
+                older.id, newer.id, value, " ".join(sorted(new)), overlap, only_disputes=SAYS_MORE
+            )
+    return None
+
+
 def _names_no_more(
     newer: str, new_values: AbstractSet[str], older: str, old_values: AbstractSet[str]
 ) -> bool:

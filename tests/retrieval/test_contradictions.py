@@ -27,6 +27,7 @@ from retrieval.contradictions import (
     shown_value,
     things_given_up,
     value_changes,
+    value_said_now,
     values_replaced,
     without_correction_label,
     without_opener,
@@ -552,6 +553,41 @@ def test_values_named_as_given_up_with_another_held_in_their_place_are_replaced(
         assert values_replaced(memory("m1", older_text, 0), memory("m2", newer_text, 1)) is None, newer_text
     # It names the old value but does not hold another in its place.
     assert values_replaced(older, memory("m2", "search-indexer no longer listens on port 8090.", 1)) is None
+
+
+def test_a_new_value_said_now_of_the_thing_an_older_memory_names_disputes_it_when_it_says_more():
+    """A new user's trial: "Grafana now listens on port 9090" left "Grafana listens on port 3000 on
+    grafana.kestrel.internal" active, unmarked and recalled first. Before the values: {grafana, port} in
+    both; what the newer is about, {grafana, port}, all in the older's {grafana, port, kestrel, internal}:
+    2 of 4 = 0.5."""
+    older = memory("m1", "Grafana listens on port 3000 on grafana.kestrel.internal.", 0)
+    found = value_said_now(older, memory("m2", "Grafana now listens on port 9090.", 1))
+    assert found is not None
+    assert (found.older_id, found.newer_id, found.older_term, found.newer_term) == (
+        "m1",
+        "m2",
+        "3000",
+        "9090",
+    )
+    assert found.subject_similarity == 0.5 and found.only_disputes == SAYS_MORE
+    # A label says it changed as well: {api, gateway, port} before each value, 1.0.
+    port = memory("m1", "The api-gateway listens on port 8080.", 0)
+    labelled = value_said_now(port, memory("m2", "Update: api-gateway port is 9090.", 1))
+    assert labelled is not None and labelled.subject_similarity == 1.0
+    for older_text, newer_text in [
+        (
+            "The api-gateway exposes metrics on port 9102.",
+            "The api-gateway now listens on port 9090.",
+        ),  # a part
+        ("The metrics server listens on port 8080.", "The API server now listens on port 9090."),  # another
+        ("Grafana listens on port 3000.", "Grafana now also listens on port 3443."),  # one added
+        (
+            "Grafana listens on port 3000 on grafana.kestrel.internal.",
+            "Grafana now listens on 9090 for the admin UI.",
+        ),
+        ("The deploy took 10 minutes.", "Now it takes 4 minutes."),  # fewer than two words name the thing
+    ]:
+        assert value_said_now(memory("m1", older_text, 0), memory("m2", newer_text, 1)) is None, newer_text
 
 
 def test_the_look_before_reading_what_a_memory_replaced_needs_another_value_of_one_kind():

@@ -639,6 +639,24 @@ def test_a_new_value_said_with_the_old_one_no_longer_used_revises_the_older_fact
         assert status(runtime, port) == "active"
 
 
+@pytest.mark.parametrize("agent", ["claude-code", "cursor"], ids=["same agent", "another agent"])
+def test_a_new_value_said_now_of_a_fact_that_says_more_disputes_it_and_is_read_first(runtime, agent):
+    """A new user's trial: "Grafana now listens on port 9090" left the fact with its host active, unmarked
+    and recalled first."""
+    old = remember(
+        RememberInput(content="Grafana listens on port 3000 on grafana.kestrel.internal."), runtime, caller()
+    ).id
+    new = remember(
+        RememberInput(content="Grafana now listens on port 9090."), runtime, caller("ses_2", agent)
+    )
+    assert new.consolidation.contradicts == [old] and new.consolidation.revised == []
+    assert status(runtime, old) == "active"  # its host is still true
+    found = recall(RecallInput(query="which port does grafana listen on"), runtime, caller("ses_3"))
+    shown = [m.id for m in found.memories]
+    assert shown.index(new.id) < shown.index(old)
+    assert f"DISPUTED by newer {new.id}" in found.context
+
+
 def test_another_agents_value_said_to_have_changed_disputes_the_older_one_without_replacing_it(runtime):
     """A trial: another agent's "now uses Node 20" (and a hyphenated region "now eu-west-1") left the older
     value unmarked, and recall read either first; one agent's word does not overwrite another's."""
@@ -678,7 +696,9 @@ def test_another_agents_correction_naming_the_old_value_disputes_it_as_a_plain_o
         runtime,
         caller("ses_3", agent="cursor"),
     )
-    assert named.consolidation.revised == [] and named.consolidation.contradicts == [port]
+    # It disputes 7070 too: a new value of the thing 7070 is said of, said to be a correction.
+    assert named.consolidation.revised == []
+    assert sorted(named.consolidation.contradicts) == sorted([port, plain.id])
     assert status(runtime, port) == "active"
     found = recall(RecallInput(query="which port does the API server listen on"), runtime, caller())
     assert f"DISPUTED by newer {plain.id}, {named.id}" in found.context

@@ -39,7 +39,9 @@ from retrieval.contradictions import (
     says_values,
     things_given_up,
     value_changes,
+    value_said_now,
     values_replaced,
+    without_correction_label,
     without_opener,
 )
 from retrieval.models.embedders.base import Embedder
@@ -455,6 +457,20 @@ class ConsolidationService:
                 report=report,
                 why_kept=f", but {change.only_disputes or f'the memory is {older.protection_tier}'}",
             )
+        # A new value of a thing an older memory gives another value and says more of ("Grafana now listens
+        # on port 9090" after "Grafana listens on port 3000 on grafana.kestrel.internal"), said to be a
+        # change: disputed, for any agent (``value_said_now``).
+        if has_revision_words(memory.content) or without_correction_label(memory.content) != memory.content:
+            done = {*report.revised, *report.contradicts}
+            for older in others:
+                if older.id in done or older.created_at > memory.created_at:
+                    continue
+                said_now = value_said_now(_as_said(older), pool[-1])
+                if said_now is not None:
+                    detail = f"{said_now.detail}, {said_now.only_disputes}"
+                    self._record_contradiction(older, memory, "value", detail, said_now.subject_similarity)
+                    report.contradicts.append(older.id)
+                    report.resolver = report.resolver or KEPT_OPEN
         # Remembered with an earlier occurred_at (history imported late): a memory newer than it, written
         # before it, that says another value of the same thing (or that it changed) leaves it disputed on
         # arrival, as an opposition does above (a new user's trial found it unmarked).
