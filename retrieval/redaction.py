@@ -52,9 +52,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         0,
     ),
     (
-        "aws-secret-key",  # named: aws_secret_access_key=..., AWS_SECRET_ACCESS_KEY ..., aws secret key is ...
+        # named: aws_secret_access_key=..., AWS_SECRET_ACCESS_KEY ..., aws secret key is ..., and what it is
+        # for before "is" ("AWS secret access key for the backup job is ...": a new user's trial)
+        "aws-secret-key",
         re.compile(
-            r"(?i)\baws[_ -]?secret(?:[_ -]?access)?[_ -]?key[\"']?(?:\s*[:=]\s*|\s+(?:is\s+|was\s+)?)[\"']?"
+            r"(?i)\baws[_ -]?secret(?:[_ -]?access)?[_ -]?key[\"']?"
+            r"(?:\s*[:=]\s*|(?:\s+(?:for|of|on|in|used\s+by)(?:\s+[^\s\"',;:=]+){1,8}?)?\s+(?:is|was)\s+|\s+)[\"']?"
             r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
         ),
         1,
@@ -169,6 +172,18 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
             r"|:\s*(?=[^\s\"',;]*[0-9!@#$%^&*_+=/~\\]|[^\s\"',;]*[.\-][^\s\"',;.\-]|[^\s\"',;]+(?-i:[A-Z]))"
             r"|:[ \t]*(?=[^\s\"',;]{5,}[^\s\"',;.!?:](?:[ \t]*(?:\r?\n|$)|[ \t]+#|[}\]]|,\s*[\w\"']+\s*:)))"
             r"([^\s\"',;]{6,})"
+        ),
+        1,
+    ),
+    (
+        # In prose, a login with its password: "orders_db login is orders_app with password hunter2hunter2"
+        # (a new user's trial: stored as written). After "with", "using" or "via" only, and a value with a
+        # letter and a digit or a symbol ("with password rotation" stays).
+        "password",
+        re.compile(
+            r"(?i)\b(?:with|using|via)\s+(?:the\s+)?(?:password|passwd|passphrase)\s+[\"'(]?"
+            r"((?=[^\s\"',;()\[\]]*[A-Za-z])(?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}"
+            r"[^\s\"',;.!?:()\[\]])(?![\w-])"
         ),
         1,
     ),

@@ -97,6 +97,17 @@ CASES = [
     ("The staging API key: 9f8e7d6c5b4a39281726354453627181", "secret", "9f8e7d6c5b4a3928"),
     ("API key for staging = 9f8e7d6c5b4a39281726354453627181", "secret", "9f8e7d6c5b4a3928"),
     ("The API key is now 9f8e7d6c5b4a39281726354453627181", "secret", "9f8e7d6c5b4a3928"),
+    # A second trial: a login with its password, and what an AWS secret key is for before "is".
+    (
+        "orders_db login is orders_app with password hunter2hunter2, only from the bastion.",
+        "password",
+        "hunter2",
+    ),
+    (
+        f"AWS secret access key for the backup job is {AWS_SECRET} and rotated yearly",
+        "aws-secret-key",
+        AWS_SECRET,
+    ),
 ]
 
 
@@ -162,6 +173,8 @@ def test_the_text_around_a_secret_is_kept_as_it_was():
         "The token is 1.2.3-beta.4+build.20240101; the API key is v2024-01-01-preview for Azure.",
         "The API key is AWS_SECRET_ACCESS_KEY_2024_PROD in the env.",
         "The private key is id_ed25519.pub-2024-backup.pem; the client secret is base64-encoded-v2.",
+        "Log in with password rotation enabled, or sign in with the password from 1Password.",
+        "The AWS secret access key is rotated every 90 days.",
     ],
 )
 def test_ordinary_prose_about_secrets_is_left_alone(prose):
