@@ -20,6 +20,7 @@ from retrieval.text import (
     light_stem,
     negated,
     negating_word,
+    set_jaccard,
     swapped_tokens,
     without_negations,
 )
@@ -1417,7 +1418,7 @@ def may_restate_a_correction(memory: ContradictionInput, current: ContradictionI
         and current_values - values
         and _kinds(values - current_values) == _kinds(current_values - values)
         and mine
-        and len(mine & theirs) / len(mine | theirs) >= RESTATED_OVERLAP
+        and set_jaccard(mine, theirs) >= RESTATED_OVERLAP
     )
 
 
@@ -1436,7 +1437,7 @@ def values_replaced(older: ContradictionInput, newer: ContradictionInput) -> Con
     if _kinds(values) != _kinds(instead):
         return None
     mine, theirs = _about(older.content), _about(newer.content)
-    overlap = len(mine & theirs) / len(mine | theirs) if mine else 0.0
+    overlap = set_jaccard(mine, theirs) if mine else 0.0
     if overlap < RESTATED_OVERLAP or not _names_no_more(newer.content, instead, older.content, values):
         return None
     return Contradiction(
@@ -1480,7 +1481,7 @@ def value_said_now(older: ContradictionInput, newer: ContradictionInput) -> Cont
         return None
     for value in sorted(old_values - held):
         if _kinds({value}) == _kinds(new) and names == _named_before(older.content, {value}):
-            overlap = round(len(mine & theirs) / len(mine | theirs), 6)
+            overlap = round(set_jaccard(mine, theirs), 6)
             return Contradiction(
                 older.id, newer.id, value, " ".join(sorted(new)), overlap, only_disputes=SAYS_MORE
             )
@@ -1525,7 +1526,7 @@ def restated_correction(
             continue
         if values - gone_values - current_values:
             continue  # a value of its own says which thing or when: "in us-east-1", "PR 14", "until 2025"
-        overlap = len(subject & gone_subject) / len(subject | gone_subject)
+        overlap = set_jaccard(subject, gone_subject)
         if overlap >= RESTATED_OVERLAP and _names_alike(
             memory.content, gone.content, current.content, revived
         ):

@@ -673,10 +673,10 @@ class ConsolidationService:
         once the correction had revised the other (a new user's trial). They are looked for by the revised
         memory's words, beyond ``memory``'s neighbours. Disputed, not superseded: words link them, and recall
         puts the correction first and marks them; ``drift`` lists them for a person to settle."""
-        if not report.revised or not says_values(_as_said(memory)):
+        said = _as_said(memory)
+        if not report.revised or not says_values(said):
             return
         revised = self._store.get_memories(report.revised, memory.scope)
-        said = _as_said(memory)
         seen = {memory.id, *report.revised, *report.contradicts}
         for gone in revised.values():
             if not says_values(_as_said(gone)):
