@@ -17,9 +17,10 @@ What it reads, in English only. The question's first words (``asked_for``): "whe
 ago"; "where", "which file", "in which city"; "what host", "which server"; "how many", "how much", "how
 long", "how often". The memory's text (``states``): a date, a clock time, a year, a month or weekday name,
 or a relative time ("yesterday", "last week", "3 days ago"); a capitalised name after a preposition ("in
-Lisbon", "at the Acme office"), a path, a file name or a URL, and for a host also a name in a private
-domain ("db-stg-02.internal") or of three labels in a public one ("smtp.sendgrid.net"), an IPv4 address or
-localhost; a number, or a number word from two up ("three", "twice").
+Lisbon", "at the Acme office"), a path, a file name or a URL; for a host, a name in a private domain
+("db-stg-02.internal") or of three labels in a public one ("smtp.sendgrid.net"), an IPv4 address,
+localhost, a URL, or a capitalised name after a preposition with no version number after it (not "on
+Python 3.10"); a number, or a number word from two up ("three", "twice").
 A query that asks for none of these changes nothing. The stage runs after the relevance floor, so it never
 lets a memory in. A match is a direct one, or one episode expansion lifted to a sibling's score (it was
 matched); a memory only expansion brought is not, and a lifted one stays at most at its source's score.
@@ -115,12 +116,22 @@ _STATES: dict[AnswerType, re.Pattern[str]] = {
         r"|(?<![\w/.~])(?:~|\.{1,2})?/[\w.-]+/[\w./-]*|\b[\w.-]+/[\w.-]+/[\w./-]*|\b[A-Za-z]:\\\S+|\bhttps?://\S+"
         rf"|\b(?:[\w.-]+/)*{_FILE}\b"
     ),
-    # A place, or a host: a name in a domain a host lives in, an IPv4 address, localhost (a new user's trial:
-    # "what host is the staging database on?" lent "CI runs on GitHub Actions" and "stored in UTC", not
-    # "moved from db-stg-01.internal to db-stg-02.internal"). Only a question that asks for a host reads
-    # hosts: "where are the backups stored?" lent the database's host as much as the backups' bucket.
+    # A host: a name in a domain a host lives in, an IPv4 address, localhost (a new user's trial: "what host
+    # is the staging database on?" lent "CI runs on GitHub Actions" and "stored in UTC", not "moved from
+    # db-stg-01.internal to db-stg-02.internal"). Only a question that asks for a host reads hosts: "where
+    # are the backups stored?" lent the database's host as much as the backups' bucket.
     "host": re.compile(_HOST),
 }
+# The places that answer a host question (``states``): a capitalised name after a preposition ("the runners
+# live in Frankfurt", "runs on the bastion Kestrel-Bastion") that no version number follows, or a URL. Not
+# a path or a file name, nor a runtime with its version: a second trial's "what host is the orders-service
+# on?" lent "Deploy the orders-service with `./scripts/deploy.sh orders prod`" and "The orders-service runs
+# on Python 3.10 with Django 4.2" as much as the host it had moved to, and ranked that one fourth.
+_HOST_PLACE = re.compile(
+    rf"\b(?i:in|at|to|from|near|into|inside|outside|around|under|on)\s+(?:the\s+)?"
+    rf"(?!(?:{_MONTHS}|{_DAYS}|I)\b)[A-Z][\w'-]+(?!\s+v?\d)(?![\w'-])"
+    r"|\bhttps?://\S+"
+)
 
 
 def asked_for(question: str) -> AnswerType | None:
@@ -135,7 +146,7 @@ def asked_for(question: str) -> AnswerType | None:
 
 def states(answer_type: AnswerType, text: str) -> bool:
     """Whether ``text`` states an answer of that type (a time, a place, a host or a place, a quantity)."""
-    if answer_type == "host" and _STATES["place"].search(text) is not None:
+    if answer_type == "host" and _HOST_PLACE.search(text) is not None:
         return True
     return _STATES[answer_type].search(text) is not None
 

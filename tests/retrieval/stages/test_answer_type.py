@@ -92,6 +92,14 @@ def test_the_question_says_what_kind_of_answer_it_asks_for(question, expected):
         ("host", "Mail goes out via smtp.sendgrid.net", True),
         ("host", "The CI runners live in Frankfurt.", True),
         ("host", "Python 3.11.4 is required, e.g. for the type hints", False),
+        ("host", "The docs are at https://docs.kestrel.io/ci.", True),
+        # A second trial: a path, a file name or a runtime with its version answers no host question (they
+        # were lent as much as the host the service had moved to, and ranked above it).
+        ("host", "Deploy the orders-service with `./scripts/deploy.sh orders prod`.", False),
+        ("host", "The orders-service runs on Python 3.10 with Django 4.2.", False),
+        ("host", "The storefront is built on Node v18.", False),
+        ("host", "retries are set in settings.toml", False),
+        ("place", "The orders-service runs on Python 3.10 with Django 4.2.", True),
         ("place", "Redis is at 10.0.3.17:6379", False),
         # A review: an email address, a library, a site of two labels name no host.
         ("host", "Mail alice@example.com about socket.io and example.com", False),
