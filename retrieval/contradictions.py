@@ -557,7 +557,10 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     # Nor is the verb of what the thing does with its value: "now runs on port 5173" is about the dev server,
     # as "listens on port 3000" is, and "upgraded the frontend build to Node 20" as "We use Node 18 for the
     # frontend build" is (a new user's trial saw both pairs kept apart, the older value recalled first).
-    subject = own - own_values - _change_stems(stated) - _DOES
+    # Nor the word that says a value stayed ("(Django still 4.2)": what the memory says of Django).
+    # Nor how often or how many of the values hold: "Releases now go out only on Wednesdays at 13:00" is about
+    # what "Releases go out every Tuesday and Thursday at 14:00" is about (a second trial kept the two apart).
+    subject = own - own_values - _change_stems(stated) - _DOES - _STILL - _HOW_MANY_OF
     # Nor is when it changed ("We upgraded the database to Postgres 16 last week" is about the database, as
     # "We use Postgres 14 for the database" is; a new user's trial saw the two kept apart, 14 recalled first).
     when = without_time_words(stated)
@@ -568,12 +571,13 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     said_after = (
         {term for term in content_terms(stated[changed.end() :]) if is_value(term)} if changed else set()
     )
-    if changed is not None and not said_after and changed.group(0).lower() == "now":
+    if changed is not None and changed.group(0).lower() == "now":
         # "now" after its value: "We're on Node 20 now for CI builds", "Sprint planning is on Tuesday at
         # 11:00 now" (a new user's trial saw both kept beside the older value). The values after the word
-        # that says what the thing is or uses are the new ones; none without one ("Build 1235 is green now"
-        # names which build).
-        said_after = _after_the_predicate(stated[: changed.start()])
+        # that says what the thing is or uses are new ones; none without one ("Build 1235 is green now"
+        # names which build). With those after "now" too: "orders-service is on Python 3.12 now (Django
+        # still 4.2)" (a second trial read only 4.2 as said after the change, and kept the two apart).
+        said_after |= _after_the_predicate(stated[: changed.start()])
     if given_up - went_from:
         # A value given up in words ("not 8080", "no longer 8080"): every value it states is new. One it went
         # from leaves the values after the word of change the new ones: "Sprint 15 went from 10 to 12 days"
@@ -584,6 +588,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     found = []
     # (the older memories read with their values joined, as the memory is; each one's values and what it
     # says them of remembered: a write's neighbours are mostly the neighbours of the writes before it)
+    written = {other.id: other.content for other in others}
     others = [replace(other, content=joined_as_words(written_out(other.content))) for other in others]
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
@@ -591,7 +596,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
         if negated(other.content) != negated(stated):
             continue
         values, rest = _values_and_subject(other.content)  # "moved to 10:30" then "moved to 11:00": rest
-        rest -= _DOES
+        rest -= _DOES | _HOW_MANY_OF
         if not values or values <= own_values or own_values <= values:
             continue  # no value, or a value added or dropped: none replaced
         new_values = own_values - values
@@ -643,6 +648,12 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
                 if conditional
                 else MAY_BE_A_SERIES
                 if explicit and replaced <= was and changed is None  # ("now ..." says it changed)
+                # It says less of the thing than the older memory, which says more than the value: "The
+                # api-gateway metrics port changed to 9200" after "api-gateway exposes Prometheus metrics on
+                # port 9102 at /metrics" (a second trial saw the older superseded, and with it Prometheus
+                # and the path). Unless it names the value it replaces, the older stays, disputed.
+                else SAYS_MORE
+                if not explicit and _details_beyond(written[other.id], own)
                 else None
             )
             found.append(
@@ -691,6 +702,27 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
 
 
 _USE_STEMS = frozenset({"use", "run", "using", "uses", "runs"})
+_STILL = frozenset(content_terms("still"))
+_HOW_MANY_OF = frozenset(content_terms("every each only"))
+# A detail of a memory a newer value would take with it: a name (a capitalised word inside a sentence) or a
+# path.
+_DETAIL = re.compile(r"(?<=[\w,;:)]\s)[A-Z][\w'-]*[a-z][\w'-]*|(?<![\w/.])/[\w.-][\w./-]*")
+
+
+def _details_beyond(older: str, newer_terms: AbstractSet[str]) -> bool:
+    """Whether ``older`` (as written) holds a name or a path the newer memory (its content terms) does not
+    say: "Prometheus" and "/metrics" in "api-gateway exposes Prometheus metrics on port 9102 at /metrics"
+    beside "The api-gateway metrics port changed to 9200"."""
+    return any(
+        found.group(0).startswith("/")
+        or not (
+            _CALENDAR_WORD.match(found.group(0))  # a day or a month is a value
+            or set(content_terms(joined_as_words(written_out(found.group(0))))) <= newer_terms
+        )
+        for found in _DETAIL.finditer(older)
+    )
+
+
 # The environments a setting may hold in, as content terms (short forms written out: "prod" is "production").
 _ENVIRONMENTS = frozenset(
     light_stem(word)
@@ -1230,6 +1262,21 @@ _THING_GIVEN_UP = re.compile(
     r"\s*(?=[.,;:)(]|$)",
     re.IGNORECASE,
 )
+# Or given up in a sentence of its own: "catalog-service does not use Memcached anymore", "no longer runs on
+# Jenkins", "Memcached is no longer used" (a second trial: "The catalog-service caches product lookups in
+# Memcached on cache-01.kestrel.internal:11211" stood undisputed beside the first).
+_THING = r"[`'\"]?[\w./-]+(?:\s+[\w./-]+){0,2}?[`'\"]?"
+_THING_NO_LONGER_USED = (
+    re.compile(
+        r"\b(?:does\s+not|doesn't|do\s+not|don't|no\s+longer)\s+(?:uses?|runs?\s+on|depends?\s+on)\s+"
+        rf"(?P<thing>{_THING})\s*(?=\bany\s*more\b|[.,;:)(]|$)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        rf"(?:^|(?<=[.;:,]\s))(?P<thing>{_THING})\s+(?:is|are)\s+no\s+longer\s+(?:used|in\s+use)\b",
+        re.IGNORECASE,
+    ),
+)
 NAMED_AS_GIVEN_UP = "the newer memory names what the older one says as given up"
 
 
@@ -1241,7 +1288,8 @@ def things_given_up(memory: ContradictionInput, others: Sequence[ContradictionIn
     all the older says is wrong. Values ("not 8080") are ``value_changes``'s."""
     found: list[Contradiction] = []
     things = []
-    for match in _THING_GIVEN_UP.finditer(memory.content):
+    patterns = (_THING_GIVEN_UP, *_THING_NO_LONGER_USED)
+    for match in (found for pattern in patterns for found in pattern.finditer(memory.content)):
         # (a sentence's full stop is no part of the thing: "..., not main." gives up "main")
         thing = " ".join(match.group("thing").strip("`'\"").lower().split()).rstrip(".")
         terms = set(content_terms(thing))
@@ -1249,7 +1297,9 @@ def things_given_up(memory: ContradictionInput, others: Sequence[ContradictionIn
             things.append((thing, terms))
     if not things:
         return found
-    stated = _THING_GIVEN_UP.sub(" ", memory.content)
+    stated = memory.content
+    for pattern in patterns:
+        stated = pattern.sub(" ", stated)
     subject = set(content_terms(stated))
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
@@ -1383,12 +1433,34 @@ def _about(text: str) -> frozenset[str]:
 def _named_before(text: str, values: AbstractSet[str]) -> frozenset[str]:
     """The content words before the first of ``values`` in ``text`` (linking words left out): what it names
     as holding the value ("billing-api runs on port" for 8081)."""
+    return frozenset(_words_before(text, values)) - _LINKING
+
+
+def _words_before(text: str, values: AbstractSet[str]) -> tuple[str, ...]:
+    """The content words before the first of ``values`` in ``text``, in order (none when no value is in it)."""
     words: list[str] = []
     for word in content_terms(joined_as_words(text)):
         if word in values:
-            return frozenset(words) - _LINKING
+            return tuple(words)
         words.append(word)
-    return frozenset()
+    return ()
+
+
+def _names_the_thing(names: AbstractSet[str], older: str, value: str) -> bool:
+    """Whether ``older`` names the thing that holds ``value`` with ``names`` (a newer memory's words before
+    its value): the same words, or those after more words before them and a host's name among them ("The
+    SMTP relay ... port" in "Outgoing mail is sent through the SMTP relay mail-relay.kestrel.internal on
+    port 587"). Not with another word among them: "The api-gateway exposes metrics on port 9102" names a
+    part of the api-gateway ("metrics"), not the thing "The api-gateway ... port" names."""
+    before = _words_before(_DOTTED_NAME.sub(" ", older), {value})
+    starts = [at for at, word in enumerate(before) if word in names]
+    if not starts or not names <= set(before) - _LINKING:
+        return False
+    return not set(before[starts[0] :]) - _LINKING - names
+
+
+# A host's or a file's name: words joined by dots, with no digit ("mail-relay.kestrel.internal").
+_DOTTED_NAME = re.compile(r"(?<![\w.-])(?:[A-Za-z][\w-]*\.)+[A-Za-z][\w-]*(?![\w-]|\.\w)")
 
 
 def _names_alike(memory: str, gone: str, current: str, values: AbstractSet[str]) -> bool:
@@ -1457,16 +1529,16 @@ _ADDS = re.compile(r"\b(?:also|as well|too|additionally|in addition|another)\b",
 def value_said_now(older: ContradictionInput, newer: ContradictionInput) -> Contradiction | None:
     """``newer``, which says that something changed (its words of change are the caller's to read), holds a
     value of a thing to which ``older`` gives another value of that kind: the words before the new value
-    in ``newer`` (two at least) are those before one of ``older``'s values that ``newer`` does not hold, and
-    all that ``newer`` is about, ``older`` is about too. "Grafana now listens on port 9090" after "Grafana
-    listens on port 3000 on grafana.kestrel.internal", "Update: api-gateway port is 9090" after "The
-    api-gateway listens on port 8080" (a new user's trial: neither was read, the older value recalled
-    first). Not "The api-gateway now listens on port 9090" beside "The api-gateway exposes metrics on port
-    9102": the metrics port is a part of it; nor, so, "The SMTP relay now uses port 2525" beside "Outgoing
-    mail is sent through the SMTP relay ... on port 587", which names the relay among more words. The older
-    memory says more than the value (a host after it, a framework), so the pair only disputes
-    (``SAYS_MORE``): recall reads the newer first and marks the older. None when ``newer`` adds a value
-    ("now also listens on 9443"), or ``older`` negates."""
+    in ``newer`` (two at least) name the thing as ``older`` names it before one of its values that ``newer``
+    does not hold (``_names_the_thing``), and all that ``newer`` is about, ``older`` is about too. "Grafana
+    now listens on port 9090" after "Grafana listens on port 3000 on grafana.kestrel.internal", "Update:
+    api-gateway port is 9090" after "The api-gateway listens on port 8080" (a new user's trial: neither was
+    read, the older value recalled first); "The SMTP relay now uses port 2525" after "Outgoing mail is sent
+    through the SMTP relay mail-relay.kestrel.internal on port 587" (a second trial). Not "The api-gateway
+    now listens on port 9090" beside "The api-gateway exposes metrics on port 9102": the metrics port is a
+    part of it. The older memory says more than the value (a host after it, a framework), so the pair only
+    disputes (``SAYS_MORE``): recall reads the newer first and marks the older. None when ``newer`` adds a
+    value ("now also listens on 9443"), or ``older`` negates."""
     text = without_correction_label(newer.content)
     if _ADDS.search(text) or negated(older.content):
         return None
@@ -1480,7 +1552,7 @@ def value_said_now(older: ContradictionInput, newer: ContradictionInput) -> Cont
     if not theirs or len(mine & theirs) < len(theirs):
         return None
     for value in sorted(old_values - held):
-        if _kinds({value}) == _kinds(new) and names == _named_before(older.content, {value}):
+        if _kinds({value}) == _kinds(new) and _names_the_thing(names, older.content, value):
             overlap = round(set_jaccard(mine, theirs), 6)
             return Contradiction(
                 older.id, newer.id, value, " ".join(sorted(new)), overlap, only_disputes=SAYS_MORE

@@ -336,6 +336,30 @@ def test_what_changed_and_the_values_name_may_stand_around_the_to_of_a_value_cha
     assert (change.older_term, change.newer_term, change.subject_similarity) == ("14", "16", 1.0)
 
 
+def test_a_new_value_said_of_less_than_the_older_memory_says_only_disputes_it():
+    # A second trial: "The api-gateway metrics port changed to 9200" superseded the memory below, and with it
+    # Prometheus and the path. {api, gateway, metric, port} against those and {prometheu}: 4 / 5 = 0.8 (the
+    # path "/metrics" reads as "metric"), a value change; the older names Prometheus and a path the newer
+    # does not say, so the two stay, the older disputed.
+    metrics = memory("old", "api-gateway exposes Prometheus metrics on port 9102 at /metrics.", 0)
+    [change] = value_changes(memory("new", "The api-gateway metrics port changed to 9200.", 5), [metrics])
+    assert (change.older_term, change.newer_term, change.subject_similarity) == ("9102", "9200", 0.8)
+    assert change.only_disputes == SAYS_MORE and not change.covers_older
+    # The same words without the name and the path: a revision.
+    plain = memory("old", "api-gateway exposes its metrics on port 9102.", 0)
+    [change] = value_changes(memory("new", "The api-gateway metrics port changed to 9200.", 5), [plain])
+    assert change.only_disputes is None
+    # Naming the value it replaces revises, however much the older says.
+    [change] = value_changes(
+        memory("new", "The api-gateway metrics port changed to 9200, not 9102.", 5), [metrics]
+    )
+    assert change.named_in_words and change.only_disputes is None
+    # A name the newer memory says too is no more ("Redis", "TTL" below), nor a day: a value.
+    day = memory("old", "Sprint planning happens on Monday at 10:00", 0)
+    [change] = value_changes(memory("new", "Sprint planning is on Tuesday at 11:00 now", 5), [day])
+    assert change.only_disputes is None
+
+
 def test_why_or_when_a_value_changed_is_not_what_the_value_is_of():
     ttl = memory("old", "The catalog service caches product pages in Redis with a TTL of 300 seconds", 0)
     because = (
@@ -565,7 +589,20 @@ def test_a_new_value_said_now_of_the_thing_an_older_memory_names_disputes_it_whe
     port = memory("m1", "The api-gateway listens on port 8080.", 0)
     labelled = value_said_now(port, memory("m2", "Update: api-gateway port is 9090.", 1))
     assert labelled is not None and labelled.subject_similarity == 1.0
+    # A second trial: the older names the relay after more words, and its host's name after it. Before the
+    # values, {smtp, relay, port} and {outgoing, mail, sent, smtp, relay, mail-relay.kestrel.internal, port}:
+    # from "smtp" on, only the host's name is more. About: {smtp, relay, port} of those 7 (with "through").
+    smtp = memory(
+        "m1", "Outgoing mail is sent through the SMTP relay mail-relay.kestrel.internal on port 587.", 0
+    )
+    relay = value_said_now(smtp, memory("m2", "The SMTP relay now uses port 2525.", 1))
+    assert relay is not None and terms_of(relay) == ("m1", "m2", "587", "2525")
+    assert relay.only_disputes == SAYS_MORE
     for older_text, newer_text in [
+        (
+            "Outgoing mail is sent through the SMTP relay backup node on port 587.",
+            "The SMTP relay now uses port 2525.",
+        ),  # another word between the thing and its value: a part of it
         (
             "The api-gateway exposes metrics on port 9102.",
             "The api-gateway now listens on port 9090.",
@@ -863,6 +900,33 @@ def test_a_thing_named_as_given_up_disputes_the_older_memory_that_says_it():
         ("Migrations are applied with make db-up", "Migrations are applied with make db-up, not make up"),
     ]:
         assert things_given_up(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == [], newer_text
+
+
+@pytest.mark.parametrize(
+    "newer_text",
+    [
+        "catalog-service does not use Memcached anymore; it uses Redis on redis-03.kestrel.internal.",
+        "The catalog-service no longer uses Memcached.",
+        "Memcached is no longer used, catalog-service uses Redis now.",
+    ],
+)
+def test_a_thing_no_longer_used_disputes_the_older_memory_that_says_it(newer_text):
+    """A second trial: "does not use Memcached anymore" revised "catalog-service uses Memcached for caching"
+    but left this longer one undisputed. Beside "memcached", {catalog, service} in common."""
+    old = memory(
+        "old",
+        "The catalog-service caches product lookups in Memcached on cache-01.kestrel.internal:11211.",
+        0,
+    )
+    [given] = things_given_up(memory("new", newer_text, 5), [old])
+    assert (given.older_term, given.newer_term, given.only_disputes) == (
+        "memcached",
+        "not memcached",
+        NAMED_AS_GIVEN_UP,
+    )
+    # Another service giving it up shares one word ("service"): nothing.
+    other = memory("new", "The search-service no longer uses Memcached.", 5)
+    assert things_given_up(other, [old]) == []
 
 
 def test_a_thing_given_up_at_the_end_of_a_sentence_is_read_without_its_full_stop():
@@ -1195,6 +1259,22 @@ def test_a_value_of_a_narrower_thing_is_no_change_of_the_older_value_unless_it_n
             "Sprint planning is on Tuesday at 11:00 now",
             "10:00 monday",
             "11:00 tuesday",
+        ),
+        # a second trial: "now" after the new value and an aside after it that a value stayed (it was read
+        # as the only value said after the change, and the pair kept apart):
+        (
+            "The orders-service runs on Python 3.10 with Django 4.2.",
+            "orders-service is on Python 3.12 now (Django still 4.2).",
+            "3.10",
+            "3.12",
+        ),
+        # how often or how many of the values hold ("every", "only") is not what the memory is about (a
+        # second trial kept the two apart: {release, go, utc} against those and {every}, 0.75):
+        (
+            "Releases go out every Tuesday and Thursday at 14:00 UTC.",
+            "Releases now go out only on Wednesdays at 13:00 UTC.",
+            "14:00 thursday tuesday",
+            "13:00 wednesday",
         ),
         # a short form, and the value's name said by the older memory only:
         (
