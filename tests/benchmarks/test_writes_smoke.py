@@ -51,3 +51,46 @@ def test_the_servers_cpu_is_read_as_the_seconds_a_process_computed():
         sum(range(1_000))
     used, wall = writes.cpu_seconds(os.getpid()) - before, time.perf_counter() - started
     assert 0.25 <= used <= wall * (os.cpu_count() or 1) + 0.05
+
+
+def test_repeated_endurance_runs_report_each_run_and_their_medians(tmp_path, capsys):
+    out = tmp_path / "writes.json"
+    args = ["--writes", "10", "--concurrent-writes", "0", "--restatements", "0", "--repeats", "3"]
+    assert writes.main([*args, "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert [run["writes"] for run in report["endurance_runs"]] == [10, 10, 10]
+    growth = sorted(run["rss_growth_kb_per_write"] for run in report["endurance_runs"])
+    assert report["endurance_median"]["rss_growth_kb_per_write"] == round(growth[1], 3)
+    # Ten writes reach no window of writes 2,100-2,400: no ratio, and none made up.
+    assert report["endurance_median"]["late_over_first"] is None
+    assert "median of 3 endurance runs" in capsys.readouterr().out
+
+
+def test_the_median_of_endurance_runs_is_taken_figure_by_figure():
+    runs = [
+        {
+            "rss_growth_kb_per_write": 30.0,
+            "rate_first_300": 100.0,
+            "rate_2100_2400": 60.0,
+            "late_over_first": 0.6,
+        },
+        {
+            "rss_growth_kb_per_write": 28.0,
+            "rate_first_300": 80.0,
+            "rate_2100_2400": 64.0,
+            "late_over_first": 0.8,
+        },
+        {
+            "rss_growth_kb_per_write": 29.0,
+            "rate_first_300": 90.0,
+            "rate_2100_2400": None,
+            "late_over_first": None,
+        },
+    ]
+    assert writes.endurance_median(runs) == {
+        "runs": 3,
+        "rss_growth_kb_per_write": 29.0,
+        "rate_first_300": 90.0,
+        "rate_2100_2400": 62.0,  # the two runs that reached the window
+        "late_over_first": 0.7,
+    }
