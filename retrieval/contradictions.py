@@ -1452,11 +1452,23 @@ def _names_the_thing(names: AbstractSet[str], older: str, value: str) -> bool:
     SMTP relay ... port" in "Outgoing mail is sent through the SMTP relay mail-relay.kestrel.internal on
     port 587"). Not with another word among them: "The api-gateway exposes metrics on port 9102" names a
     part of the api-gateway ("metrics"), not the thing "The api-gateway ... port" names."""
-    before = _words_before(_DOTTED_NAME.sub(" ", older), {value})
+    plain = _DOTTED_NAME.sub(" ", older)
+    before = _words_before(plain, {value})
     starts = [at for at, word in enumerate(before) if word in names]
-    if not starts or not names <= set(before) - _LINKING:
+    if not starts or not names <= set(before) - _LINKING or set(before[starts[0] :]) - _LINKING - names:
         return False
-    return not set(before[starts[0] :]) - _LINKING - names
+    if starts[0] == 0:
+        return True
+    # After more words, the thing's name opens a phrase of its own ("through the SMTP relay"), not one that a
+    # word before it qualifies: "The metrics server listens on port 8080" is not "The server" of "The server
+    # now listens on port 9090".
+    words = _RAW_WORD.findall(plain)
+    first = next((at for at, word in enumerate(words) if set(content_terms(word)) & names), None)
+    return first is not None and (first == 0 or words[first - 1].lower() in _DETERMINERS)
+
+
+_RAW_WORD = re.compile(r"[\w'-]+")
+_DETERMINERS = frozenset({"the", "a", "an", "our", "its", "their", "this", "that", "these", "those"})
 
 
 # A host's or a file's name: words joined by dots, with no digit ("mail-relay.kestrel.internal").

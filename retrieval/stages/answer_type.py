@@ -123,7 +123,7 @@ _STATES: dict[AnswerType, re.Pattern[str]] = {
     "host": re.compile(_HOST),
 }
 # The places that answer a host question (``states``): a capitalised name after a preposition ("the runners
-# live in Frankfurt", "runs on the bastion Kestrel-Bastion") that no version number follows, or a URL. Not
+# live in Frankfurt", "runs on Kestrel-Bastion") that no version number follows, or a URL. Not
 # a path or a file name, nor a runtime with its version: a second trial's "what host is the orders-service
 # on?" lent "Deploy the orders-service with `./scripts/deploy.sh orders prod`" and "The orders-service runs
 # on Python 3.10 with Django 4.2" as much as the host it had moved to, and ranked that one fourth.
@@ -145,7 +145,8 @@ def asked_for(question: str) -> AnswerType | None:
 
 
 def states(answer_type: AnswerType, text: str) -> bool:
-    """Whether ``text`` states an answer of that type (a time, a place, a host or a place, a quantity)."""
+    """Whether ``text`` states an answer of that type (a time, a place, a host or a place that may be one, a
+    quantity)."""
     if answer_type == "host" and _HOST_PLACE.search(text) is not None:
         return True
     return _STATES[answer_type].search(text) is not None

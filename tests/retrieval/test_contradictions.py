@@ -603,6 +603,7 @@ def test_a_new_value_said_now_of_the_thing_an_older_memory_names_disputes_it_whe
             "Outgoing mail is sent through the SMTP relay backup node on port 587.",
             "The SMTP relay now uses port 2525.",
         ),  # another word between the thing and its value: a part of it
+        ("The metrics server listens on port 8080.", "The server now listens on port 9090."),  # a kind of it
         (
             "The api-gateway exposes metrics on port 9102.",
             "The api-gateway now listens on port 9090.",
