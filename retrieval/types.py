@@ -101,6 +101,9 @@ class Candidate:
     # answer_type_weight x its weighted score, when the question asks for what its text states
     answer_type_bonus: float = 0.0
     contradicted_by: tuple[str, ...] = ()  # newer memories that contradict it, unresolved
+    # What those of them the caller may read say, (id, text): the context quotes one that is not in it
+    # (``retrieval.stages.contradiction_marks``).
+    disputers_said: tuple[tuple[str, str], ...] = ()
     in_context: bool = False
     context_position: int | None = None  # its [n] in the context block
     # The characters of its text the context shows when it was cut there (never fitting whole); None: all.

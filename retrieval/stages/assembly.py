@@ -119,11 +119,14 @@ def render_memory(
     shown_chars: int | None = None,
     *,
     compact: bool = False,
+    newer_said: Mapping[str, str] | None = None,
 ) -> str:
     """One memory's block; ``folded``: the near-duplicates folded into a memory of the context (id -> that
     memory's id), so that a mark naming one says where its words are shown; ``shown_chars``: only the
     first that many characters of its text, then a line saying what is left out; ``compact``: the
-    provenance of a small char_budget (``COMPACT_BELOW``)."""
+    provenance of a small char_budget (``COMPACT_BELOW``); ``newer_said``: the words of the newer memories
+    that dispute it and are not in the context (id -> text), quoted after its own (at most
+    ``DISPUTER_QUOTED`` characters each; not in a compact context, whose mark names them)."""
     memory = candidate.memory
     # What a writer chose (agent id, tags) is shown as JSON strings: it cannot pose as the server's words.
     provenance = [memory.id, memory.kind]
@@ -156,7 +159,24 @@ def render_memory(
     if shown_chars is not None:
         lines.append(cut_mark(len(memory.content) - shown_chars, memory.id, compact=compact))
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
-    return f"[{position}] {header}\n{quoted}\n"
+    disputers = "".join(
+        _disputer_quoted(other, text) for other, text in (newer_said or {}).items() if not compact
+    )
+    return f"[{position}] {header}\n{quoted}\n{disputers}"
+
+
+# The characters of a disputing memory's text quoted beside the memory it disputes, when it is not in the
+# context itself: what it says now, not a second copy of a long memory.
+DISPUTER_QUOTED = 240
+
+
+def _disputer_quoted(memory_id: str, text: str) -> str:
+    """The lines that quote a newer memory disputing the one before them: the server's line naming it
+    (ids are the server's), then its words as stored data."""
+    shown = text if len(text) <= DISPUTER_QUOTED else text[: DISPUTER_QUOTED - 1].rstrip() + "\u2026"
+    lines = shown_safely(shown).splitlines() or [""]
+    quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
+    return f"Newer {single_line(memory_id)}, not among these memories, disputes it:\n{quoted}\n"
 
 
 # A cut memory's last quoted line: the server's words, in brackets, that its text goes on and where.
@@ -192,6 +212,7 @@ def cut_to_fit(
     *,
     whole_room: int,
     compact: bool = False,
+    newer_said: Mapping[str, str] | None = None,
 ) -> tuple[str, int] | None:
     """The block of ``candidate`` cut to ``room`` characters, at the last line end or space of what fits
     (a word is never split unless it alone is longer), and how many characters of its text it shows; None
@@ -199,7 +220,11 @@ def cut_to_fit(
     context of the budget)."""
     content = candidate.memory.content
     # The block's header and cut mark, with no text
-    bare = len(render_memory(position, candidate, folded, time_zone, shown_chars=0, compact=compact))
+    bare = len(
+        render_memory(
+            position, candidate, folded, time_zone, shown_chars=0, compact=compact, newer_said=newer_said
+        )
+    )
     least = least_shown(whole_room, bare)
     # Shown safely, a character may take more room (an escape): shrink until the block fits.
     shown = room - bare
@@ -207,7 +232,13 @@ def cut_to_fit(
         cut = max(content.rfind("\n", 0, shown + 1), content.rfind(" ", 0, shown + 1))
         shown_chars = cut if cut >= least else shown
         block = render_memory(
-            position, candidate, folded, time_zone, shown_chars=shown_chars, compact=compact
+            position,
+            candidate,
+            folded,
+            time_zone,
+            shown_chars=shown_chars,
+            compact=compact,
+            newer_said=newer_said,
         )
         if len(block) <= room:
             return block, shown_chars
@@ -690,7 +721,12 @@ def assemble(
                 continue
             # A mark names where a folded memory's words are shown only if that memory fits.
             shown_twins = {folded_id: twin for folded_id, twin in folded.items() if twin in positions}
-            block = render_memory(len(positions) + 1, item, shown_twins, time_zone, compact=compact)
+            # A newer memory that disputes it and is not shown before it is quoted with it (``after_disputers``
+            # put each one in the context before the memories it disputes).
+            absent = {other: text for other, text in item.disputers_said if other not in positions}
+            block = render_memory(
+                len(positions) + 1, item, shown_twins, time_zone, compact=compact, newer_said=absent
+            )
             needed = len(block) + (0 if header_added else len(header))
             remaining = char_budget - len(context)
             if needed > remaining:
@@ -715,6 +751,7 @@ def assemble(
                             time_zone,
                             whole_room=whole - len(header),
                             compact=compact,
+                            newer_said=absent,
                         )
                 if cut is None:
                     reasons[item.id] = (
@@ -759,7 +796,8 @@ def _rooms_after(
     taken = 0
     for item in reversed(items):
         after[item.id] = taken
-        size = len(render_memory(0, item, None, time_zone, compact=compact)) + (
+        said = dict(item.disputers_said)  # at most: a disputer shown before it is not quoted
+        size = len(render_memory(0, item, None, time_zone, compact=compact, newer_said=said)) + (
             COMPACT_HEADER_ROOM if compact else HEADER_ROOM
         )
         taken += size if size <= room else 0

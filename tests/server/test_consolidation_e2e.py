@@ -389,3 +389,20 @@ def test_a_purge_while_an_update_reads_the_replaced_text_leaves_it_in_no_cache(t
         assert all(cache.cache_info().currsize == 0 for cache in _TEXT_CACHES)
     finally:
         runtime.close()
+
+
+async def test_a_stale_memory_recalled_without_the_one_that_disputes_it_carries_its_words(tmp_path):
+    """A second trial: "where does catalog-service cache product lookups?" recalled the Memcached memory
+    first with only the disputing memory's id; that memory ranked below the context's cut."""
+    stale = "The catalog-service caches product lookups in Memcached on cache-01.kestrel.internal:11211."
+    redis = "catalog-service does not use Memcached anymore; it uses Redis on redis-03.kestrel.internal."
+    async with connected(server_with(settings_for(tmp_path / "db"))) as client:
+        old = await call(client, "remember", {"content": stale})
+        new = await call(client, "remember", {"content": redis})
+        recalled = await call(
+            client, "recall", {"query": "where does catalog-service cache product lookups?", "top_k": 1}
+        )
+    assert new["consolidation"]["contradicts"] == [old["id"]]
+    assert [m["id"] for m in recalled["memories"]] == [old["id"]]
+    assert recalled["memories"][0]["contradicted_by"] == [new["id"]]
+    assert f"Newer {new['id']}, not among these memories, disputes it:\n> {redis}\n" in recalled["context"]

@@ -1,0 +1,64 @@
+"""The contradiction marks carry what each disputing memory says, read within the caller's view."""
+
+from collections.abc import Sequence
+
+from retrieval.stages.contradiction_marks import ContradictionStage
+from retrieval.types import Candidate, RecallRequest
+from storage.records import MemoryRecord, Reach, Scope, View, Viewer
+from tests.records import memory_record
+
+SCOPE = Scope("o", "p")
+REDIS = "catalog-service does not use Memcached anymore; it uses Redis on redis-03.kestrel.internal."
+
+
+class FakeLineage:
+    """Open contradictions by older id, and the memories a view may read (``visible``)."""
+
+    def __init__(self, newer: dict[str, list[str]], visible: dict[str, MemoryRecord]) -> None:
+        self.newer = newer
+        self.visible = visible
+        self.read: list[tuple[list[str], Reach]] = []
+
+    def newer_contradictions(self, reach: Reach, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        return {i: self.newer[i] for i in memory_ids if i in self.newer}
+
+    def get_memories(self, memory_ids: Sequence[str], reach: Reach) -> dict[str, MemoryRecord]:
+        self.read.append((list(memory_ids), reach))
+        return {i: self.visible[i] for i in memory_ids if i in self.visible}
+
+
+def request() -> RecallRequest:
+    return RecallRequest(
+        query="where does catalog-service cache product lookups?",
+        scope=SCOPE,
+        top_k=5,
+        char_budget=2000,
+        candidate_limit=10,
+        viewer=Viewer("claude-code", "s1"),
+    )
+
+
+def test_a_disputed_memory_carries_what_its_readable_active_disputers_say():
+    memcached = Candidate(memory=memory_record("old", content="catalog-service caches lookups in Memcached"))
+    shown = Candidate(memory=memory_record("shown", content="Memcached is no longer used"))
+    lineage = FakeLineage(
+        {"old": ["redis", "shown", "private", "retracted"]},
+        {
+            "redis": memory_record("redis", content=REDIS),
+            # "private" is another agent's: the view does not return it.
+            "retracted": memory_record("retracted", content="Memcached was dropped", status="retracted"),
+        },
+    )
+    marked, untouched = ContradictionStage(lineage)(request(), (memcached, shown)).candidates
+    assert marked.contradicted_by == ("redis", "shown", "private", "retracted")
+    # A candidate's own words need no read; the rest are read once, in the caller's view.
+    assert marked.disputers_said == (("redis", REDIS), ("shown", "Memcached is no longer used"))
+    assert lineage.read == [(["private", "redis", "retracted"], View(SCOPE, Viewer("claude-code", "s1")))]
+    assert untouched == shown
+
+
+def test_no_dispute_reads_nothing():
+    lineage = FakeLineage({}, {})
+    only = Candidate(memory=memory_record("m", content="Redis on redis-03"))
+    assert ContradictionStage(lineage)(request(), (only,)).candidates == (only,)
+    assert lineage.read == []
