@@ -6,7 +6,9 @@ only in the place of a value at the end of the same words ("is owned by Carla Re
 Volkov"), never as the subject, and never in names of two lengths.
 
 Read only in memories of one sentence: a turn of a conversation that says more ("Caroline is the best. We
-went hiking ...") is no statement of who holds what."""
+went hiking ...") is no statement of who holds what. An older memory's sentence of clauses is read clause by
+clause ("The orders-service is owned by the Checkout team; the tech lead is Priya Nair"), and a newer
+holder of a role one of them names only disputes it (``clause_holding``)."""
 
 from __future__ import annotations
 
@@ -253,6 +255,32 @@ def _same_role(newer: Holding, older: Holding) -> bool:
     return named and (set(newer.role) <= set(older.role) or set(older.role) <= set(newer.role))
 
 
+# Words that tie a role to its thing: "the tech lead of the orders-service", "the on-call lead for payments".
+_OF_THING = frozenset({"of", "for", "the", "our"})
+
+
+def clause_holding(text: str, newer: Holding) -> Holding | None:
+    """Who a clause of ``text``, a sentence of clauses, says holds ``newer``'s role: "The
+    orders-service is owned by the Checkout team; the tech lead is Priya Nair" beside "The tech lead of the
+    orders-service is now Marco Rossi" (a second trial kept the two undisputed, the older recalled first).
+    The clause may leave out the thing the role is of when the memory names it elsewhere ("orders-service"
+    in its first clause); with ``newer``'s role words then, as ``_same_role`` compares them."""
+    if re.search(r"[.!?]\s+\S", text.strip()):
+        return None  # more than one sentence: no statement of who holds what (as ``holding``)
+    clauses = [clause for clause in text.split(";") if clause.strip()]
+    if len(clauses) < 2:
+        return None
+    words = {word.lower() for word in _ROLE_WORD.findall(text)}
+    for clause in clauses:
+        said = holding(clause)
+        if said is None:
+            continue
+        thing = set(newer.role) - set(said.role) - _OF_THING
+        if said.role == newer.role or (set(said.role) < set(newer.role) and thing <= words):
+            return replace(said, role=newer.role)
+    return None
+
+
 def holder_changes(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
     """The older of ``others`` that give the role ``memory`` gives to one name to another, with no word in
     common ("Priya", then "Dan Reyes"; "Carla Reyes" and "Carla Diaz" may be one person written two ways).
@@ -267,7 +295,9 @@ def holder_changes(memory: ContradictionInput, others: Sequence[ContradictionInp
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
             continue
-        older = holding(other.content)
+        older, says_more = holding(other.content), False
+        if older is None:  # a clause of a memory that says more, then only disputed
+            older, says_more = clause_holding(other.content, newer), True
         if older is None or set(older.holder) & set(newer.holder) or not _same_role(newer, older):
             continue
         if newer.former and not _names_one(newer.former, older.holder):
@@ -275,7 +305,9 @@ def holder_changes(memory: ContradictionInput, others: Sequence[ContradictionInp
         old, new = " ".join(older.holder), " ".join(newer.holder)
         if newer.role[0] == "owner" and not newer.changed:
             continue  # two owners said plainly may own it together ("John owns the house", "Maria owns ...")
-        if newer.changed:
+        if says_more:
+            found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=SAYS_MORE))
+        elif newer.changed:
             # A handover of part of the role ("took over on-call" from "the release manager and on-call
             # lead", or "... on-call lead for payments") says nothing of the rest: disputed (a review). A
             # word that only names it as a role is no rest ("on-call" and "the on-call lead").

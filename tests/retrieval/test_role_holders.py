@@ -293,3 +293,24 @@ def test_what_a_role_does_names_the_role_and_a_quarter_is_when_it_is_held():
 def test_someone_away_or_a_stand_in_is_no_handover_from_who_left(said):
     # (a review) The role is theirs again once they are back.
     assert handed_over_first(said) is None
+
+
+def test_a_role_said_in_a_clause_of_an_older_memory_that_says_more_is_disputed():
+    # A second trial kept the two undisputed, the older recalled first. The clause leaves out what the role
+    # is of, which the memory names in its first clause.
+    older = memory("old", "The orders-service is owned by the Checkout team; the tech lead is Priya Nair.", 0)
+    for newer_text in (
+        "The tech lead of the orders-service is now Marco Rossi.",
+        "Marco Rossi is now the tech lead of the orders-service.",
+    ):
+        [change] = holder_changes(memory("new", newer_text, 5), [older])
+        assert (change.older_term, change.newer_term) == ("priya nair", "marco rossi")
+        # The owning team stays said: disputed, never superseded.
+        assert change.only_disputes == SAYS_MORE and not change.covers_older
+    # Another service's tech lead; a memory of two sentences (a conversation's turn) is no such statement.
+    assert (
+        holder_changes(memory("new", "The tech lead of the billing-api is now Marco Rossi.", 5), [older])
+        == []
+    )
+    turns = memory("old", "We met the team. The tech lead is Priya Nair; she is great.", 0)
+    assert holder_changes(memory("new", "The tech lead is now Marco Rossi.", 5), [turns]) == []
