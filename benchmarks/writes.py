@@ -357,7 +357,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--embedding-model", type=Path, help="a local sentence-transformers model folder")
     add_settings_argument(parser)
-    parser.add_argument("--server-log", type=Path, help="keep the server's stderr in this file")
+    parser.add_argument(
+        "--server-log",
+        type=Path,
+        help="keep the server's stderr in this file (a repeated run's in NAME.2.log, NAME.3.log, ...)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "writes.json")
     args = parser.parse_args(argv)
     env = {"MEMORIA_ALLOW_MODEL_DOWNLOADS": "false", "HF_HUB_OFFLINE": "1", "MEMORIA_LLM": "none"}
@@ -384,9 +388,16 @@ def main(argv: list[str] | None = None) -> int:
             min(args.restatements, args.concurrent_writes),
         )
     runs = [report["endurance"]] if report["endurance"] else []
-    for _ in range(args.repeats - 1 if runs else 0):  # endurance alone, each on a fresh store
+    for repeat in range(2, args.repeats + 1 if runs else 0):  # endurance alone, each on a fresh store
+        log = (
+            args.server_log.with_name(f"{args.server_log.stem}.{repeat}{args.server_log.suffix}")
+            if args.server_log
+            else None
+        )
         with tempfile.TemporaryDirectory(prefix="memoria-writes-") as tmp:
-            runs.append(anyio.run(run, Path(tmp) / "store", args.writes, args.in_flight, 0, env)["endurance"])
+            runs.append(
+                anyio.run(run, Path(tmp) / "store", args.writes, args.in_flight, 0, env, log)["endurance"]
+            )
     report["settings"] = env
     concurrency = report.get("concurrency")
     for endurance in runs:

@@ -123,13 +123,14 @@ _STATES: dict[AnswerType, re.Pattern[str]] = {
     "host": re.compile(_HOST),
 }
 # The places that answer a host question (``states``): a capitalised name after a preposition ("the runners
-# live in Frankfurt", "runs on Kestrel-Bastion") that no version number follows, or a URL. Not
+# live in Frankfurt", "runs on Kestrel-Bastion") with no digit in it and no version number after it, or a
+# URL. Not
 # a path or a file name, nor a runtime with its version: a second trial's "what host is the orders-service
 # on?" lent "Deploy the orders-service with `./scripts/deploy.sh orders prod`" and "The orders-service runs
 # on Python 3.10 with Django 4.2" as much as the host it had moved to, and ranked that one fourth.
 _HOST_PLACE = re.compile(
     rf"\b(?i:in|at|to|from|near|into|inside|outside|around|under|on)\s+(?:the\s+)?"
-    rf"(?!(?:{_MONTHS}|{_DAYS}|I)\b)[A-Z][\w'-]+(?!\s+v?\d)(?![\w'-])"
+    rf"(?!(?:{_MONTHS}|{_DAYS}|I)\b)(?![\w'-]*\d)[A-Z][\w'-]+(?!\s+v?\d)(?![\w'-])"
     r"|\bhttps?://\S+"
 )
 

@@ -721,14 +721,20 @@ def assemble(
                 continue
             # A mark names where a folded memory's words are shown only if that memory fits.
             shown_twins = {folded_id: twin for folded_id, twin in folded.items() if twin in positions}
-            # A newer memory that disputes it and is not shown before it is quoted with it (``after_disputers``
-            # put each one in the context before the memories it disputes).
+            # A newer memory that disputes it and is not shown before it is quoted with it
+            # (``after_disputers`` put each one in the context before the memories it disputes).
             absent = {other: text for other, text in item.disputers_said if other not in positions}
             block = render_memory(
                 len(positions) + 1, item, shown_twins, time_zone, compact=compact, newer_said=absent
             )
             needed = len(block) + (0 if header_added else len(header))
             remaining = char_budget - len(context)
+            if needed > remaining and absent:
+                # The quotes go before the memory does: its mark still names them (a review found a disputed
+                # memory left out of an 800-character context for its two quotes).
+                absent = {}
+                block = render_memory(len(positions) + 1, item, shown_twins, time_zone, compact=compact)
+                needed = len(block) + (0 if header_added else len(header))
             if needed > remaining:
                 # Too long for any context of this budget: shown cut, not left out, to the room left but
                 # what the memories after it take whole (at least half of that room).

@@ -8,8 +8,10 @@ Memcached was given up ranked out of the context: the agent read the stale fact 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Protocol
 
+from retrieval.stages.instructions import instruction_signals
 from retrieval.trace import ContradictionsMarked, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import MemoryRecord, Reach
@@ -47,8 +49,10 @@ class ContradictionStage:
         self, request: RecallRequest, candidates: tuple[Candidate, ...], newer: dict[str, list[str]]
     ) -> dict[str, str]:
         """What each disputing memory says: a candidate's own text, else read (one read for all of them)
-        within the caller's view, so another agent's private memory is neither quoted nor revealed; one
-        no longer active (retracted, superseded since) is not quoted."""
+        within the caller's view, so another agent's private memory is neither quoted nor revealed. Not
+        quoted: one no longer active (retracted, superseded since) or past its expiry, and one whose text
+        reads as instructions to the model (recall demotes such a memory; quoted, it would ride in on any
+        memory it disputes, a review found). The mark still names them."""
         wanted = {other for others in newer.values() for other in others}
         if not wanted:
             return {}
@@ -56,4 +60,11 @@ class ContradictionStage:
         missing = wanted - set(known)
         if missing:
             known |= self._source.get_memories(sorted(missing), request.reach)
-        return {memory_id: record.content for memory_id, record in known.items() if record.status == "active"}
+        now = request.now or datetime.now(UTC)
+        return {
+            memory_id: record.content
+            for memory_id, record in known.items()
+            if record.status == "active"
+            and (record.expires_at is None or record.expires_at > now)
+            and not instruction_signals(record.content)
+        }

@@ -98,6 +98,7 @@ def test_the_question_says_what_kind_of_answer_it_asks_for(question, expected):
         ("host", "Deploy the orders-service with `./scripts/deploy.sh orders prod`.", False),
         ("host", "The orders-service runs on Python 3.10 with Django 4.2.", False),
         ("host", "The storefront is built on Node v18.", False),
+        ("host", "The tests run on Python3.12.", False),  # a review: the version written on
         ("host", "retries are set in settings.toml", False),
         ("place", "The orders-service runs on Python 3.10 with Django 4.2.", True),
         ("place", "Redis is at 10.0.3.17:6379", False),

@@ -990,3 +990,18 @@ def test_a_quoted_disputer_stays_stored_data_and_is_shortened():
     # A context of a small char_budget keeps the mark and leaves the quote out.
     compact = render_memory(1, candidate("mem_1", "Memcached"), newer_said={"mem_2": "Redis"}, compact=True)
     assert "Newer mem_2" not in compact
+
+
+def test_the_quotes_of_disputers_go_before_the_memory_they_follow_does():
+    # A review: two 240-character quotes left a disputed memory out of an 800-character context.
+    quoted = (("new1", "a" * 300), ("new2", "b" * 300))
+    stale = replace(grouped("old", None, 0.90), contradicted_by=("new1", "new2"), disputers_said=quoted)
+    for budget in (600, 700, 800):
+        marked, context = assemble((stale,), top_k=5, char_budget=budget, retrieval_id="r")
+        assert marked[0].in_context and len(context) <= budget
+        assert "DISPUTED by newer new1, new2" in context
+    # At 600 the memory with both quotes (about 750 characters) does not fit: the quotes go, the mark stays.
+    _, context = assemble((stale,), top_k=5, char_budget=600, retrieval_id="r")
+    assert "text of old" in context and "Newer new1" not in context
+    marked, context = assemble((stale,), top_k=5, char_budget=2000, retrieval_id="r")
+    assert "Newer new1, not among these memories" in context and "Newer new2" in context
