@@ -1067,7 +1067,8 @@ _NAMED_CHANGE = (
 _NOT_THE_THING = frozenset({"listen", "run", "use", "serve", "expose", "bind", "now", "port", "version"})
 
 
-_CONDITION = re.compile(r"\s*(?:if|when|whenever|should|unless|once)\b", re.IGNORECASE)
+_CONDITION_WORDS = r"(?:if|when|whenever|should|unless|once)\b"
+_CONDITION = re.compile(rf"\s*{_CONDITION_WORDS}", re.IGNORECASE)
 
 
 def _the_thing(text: str) -> frozenset[str]:
@@ -1273,19 +1274,18 @@ _THING_GIVEN_UP = re.compile(
 # Jenkins", "Memcached is no longer used" (a second trial: "The catalog-service caches product lookups in
 # Memcached on cache-01.kestrel.internal:11211" stood undisputed beside the first).
 _THING = r"[`'\"]?[\w./-]+(?:\s+[\w./-]+){0,2}?[`'\"]?"
-_THING_NO_LONGER_USED = (
-    re.compile(
-        r"\b(?:does\s+not|doesn't|do\s+not|don't|no\s+longer)\s+(?:uses?|runs?\s+on|depends?\s+on)\s+"
-        rf"(?P<thing>{_THING})\s*(?=\bany\s*more\b|[.,;:)(]|$)",
-        re.IGNORECASE,
-    ),
-    re.compile(
-        rf"(?:^|(?<=[.;:,]\s))(?P<thing>{_THING})\s+(?:is|are)\s+no\s+longer\s+(?:used|in\s+use)\b",
-        re.IGNORECASE,
-    ),
+# (who no longer uses it is said before: "catalog-service does not use ...")
+_NO_LONGER_USES = re.compile(
+    r"\b(?:does\s+not|doesn't|do\s+not|don't|no\s+longer)\s+(?:uses?|runs?\s+on|depends?\s+on)\s+"
+    rf"(?P<thing>{_THING})\s*(?=\bany\s*more\b|[.,;:)(]|$)",
+    re.IGNORECASE,
+)
+_NO_LONGER_USED = re.compile(
+    rf"(?:^|(?<=[.;:,]\s))(?P<thing>{_THING})\s+(?:is|are)\s+no\s+longer\s+(?:used|in\s+use)\b",
+    re.IGNORECASE,
 )
 NAMED_AS_GIVEN_UP = "the newer memory names what the older one says as given up"
-_CONDITION_IN = re.compile(r"\b(?:if|when|whenever|unless|once|should)\b", re.IGNORECASE)
+_CONDITION_IN = re.compile(rf"\b{_CONDITION_WORDS}", re.IGNORECASE)
 _NO_USER_WORDS = frozenset(content_terms("we our now longer"))
 
 
@@ -1297,15 +1297,14 @@ def things_given_up(memory: ContradictionInput, others: Sequence[ContradictionIn
     all the older says is wrong. Values ("not 8080") are ``value_changes``'s."""
     found: list[Contradiction] = []
     things: list[tuple[str, set[str], frozenset[str]]] = []  # (thing, its terms, who gives it up)
-    no_longer_used, _ = _THING_NO_LONGER_USED
-    patterns = (_THING_GIVEN_UP, *_THING_NO_LONGER_USED)
+    patterns = (_THING_GIVEN_UP, _NO_LONGER_USES, _NO_LONGER_USED)
     for pattern in patterns:
         for match in pattern.finditer(memory.content):
             # (a sentence's full stop is no part of the thing: "..., not main." gives up "main")
             thing = " ".join(match.group("thing").strip("`'\"").lower().split()).rstrip(".")
             terms = set(content_terms(thing))
             user: frozenset[str] = frozenset()
-            if pattern is no_longer_used:
+            if pattern is _NO_LONGER_USES:
                 # Who no longer uses it, said before, in its sentence: the older memory must say all of it
                 # ("Unit tests for the billing service do not use Postgres" is about the tests, "The mobile app
                 # CI pipeline no longer runs on Jenkins" about the mobile app's); and not as a condition ("If
@@ -1469,6 +1468,12 @@ def _words_before(text: str, values: AbstractSet[str]) -> tuple[str, ...]:
     return ()
 
 
+# A host's or a file's name: words joined by dots, with no digit ("mail-relay.kestrel.internal").
+_DOTTED_NAME = re.compile(r"(?<![\w.-])(?:[A-Za-z][\w-]*\.)+[A-Za-z][\w-]*(?![\w-]|\.\w)")
+_RAW_WORD = re.compile(r"[\w'-]+")
+_DETERMINERS = frozenset({"the", "a", "an", "our", "its", "their", "this", "that", "these", "those"})
+
+
 def _names_the_thing(names: AbstractSet[str], older: str, value: str) -> bool:
     """Whether ``older`` names the thing that holds ``value`` with ``names`` (a newer memory's words before
     its value): the same words, or those after more words before them and a host's name among them ("The
@@ -1491,14 +1496,6 @@ def _names_the_thing(names: AbstractSet[str], older: str, value: str) -> bool:
     words = _RAW_WORD.findall(plain)
     first = next((at for at, word in enumerate(words) if set(content_terms(word)) & names), None)
     return first is not None and (first == 0 or words[first - 1].lower() in _DETERMINERS)
-
-
-_RAW_WORD = re.compile(r"[\w'-]+")
-_DETERMINERS = frozenset({"the", "a", "an", "our", "its", "their", "this", "that", "these", "those"})
-
-
-# A host's or a file's name: words joined by dots, with no digit ("mail-relay.kestrel.internal").
-_DOTTED_NAME = re.compile(r"(?<![\w.-])(?:[A-Za-z][\w-]*\.)+[A-Za-z][\w-]*(?![\w-]|\.\w)")
 
 
 def _names_alike(memory: str, gone: str, current: str, values: AbstractSet[str]) -> bool:

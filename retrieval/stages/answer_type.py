@@ -102,6 +102,15 @@ _HOST = (
     rf"|(?:{_LABEL}\.){{2,}}(?:com|net|org|io|dev|app|cloud|ai|co|us|eu|uk|de))\b(?![.-]\w)"
     r"|(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.]\d?)|\blocalhost\b)"
 )
+# A capitalised name after a preposition ("in Lisbon", "at the Acme office"), not a month, a day or "I".
+_AFTER_PREPOSITION = rf"\b(?i:in|at|to|from|near|into|inside|outside|around|under|on)\s+(?:the\s+)?(?!(?:{_MONTHS}|{_DAYS}|I)\b)"
+_URL = r"\bhttps?://\S+"
+# The places that answer a host question: a capitalised name after a preposition ("the runners live in
+# Frankfurt", "runs on Kestrel-Bastion") with no digit in it and no version number after it, or a URL. Not a
+# path or a file name, nor a runtime with its version: a second trial's "what host is the orders-service on?"
+# lent "Deploy the orders-service with `./scripts/deploy.sh orders prod`" and "The orders-service runs on
+# Python 3.10 with Django 4.2" as much as the host it had moved to, and ranked that one fourth.
+_HOST_PLACE = rf"{_AFTER_PREPOSITION}(?![\w'-]*\d)[A-Z][\w'-]+(?!\s+v?\d)(?![\w'-])|{_URL}"
 _STATES: dict[AnswerType, re.Pattern[str]] = {
     "time": re.compile(
         rf"\b(?:\d{{4}}-\d{{2}}(?:-\d{{2}})?|\d{{1,2}}:\d{{2}}|\d{{1,2}}\s?(?:[ap]\.?m)\b|(?:19|20)\d{{2}}|"
@@ -111,28 +120,17 @@ _STATES: dict[AnswerType, re.Pattern[str]] = {
     ),
     "quantity": re.compile(rf"\b\d+(?:[.,]\d+)?\b|(?i:\b(?:{_NUMBER_WORDS})\b)"),
     "place": re.compile(
-        rf"\b(?i:in|at|to|from|near|into|inside|outside|around|under|on)\s+(?:the\s+)?"
-        rf"(?!(?:{_MONTHS}|{_DAYS}|I)\b)[A-Z][\w'-]+"
-        r"|(?<![\w/.~])(?:~|\.{1,2})?/[\w.-]+/[\w./-]*|\b[\w.-]+/[\w.-]+/[\w./-]*|\b[A-Za-z]:\\\S+|\bhttps?://\S+"
-        rf"|\b(?:[\w.-]+/)*{_FILE}\b"
+        rf"{_AFTER_PREPOSITION}[A-Z][\w'-]+"
+        r"|(?<![\w/.~])(?:~|\.{1,2})?/[\w.-]+/[\w./-]*|\b[\w.-]+/[\w.-]+/[\w./-]*|\b[A-Za-z]:\\\S+"
+        rf"|{_URL}|\b(?:[\w.-]+/)*{_FILE}\b"
     ),
     # A host: a name in a domain a host lives in, an IPv4 address, localhost (a new user's trial: "what host
     # is the staging database on?" lent "CI runs on GitHub Actions" and "stored in UTC", not "moved from
     # db-stg-01.internal to db-stg-02.internal"). Only a question that asks for a host reads hosts: "where
-    # are the backups stored?" lent the database's host as much as the backups' bucket.
-    "host": re.compile(_HOST),
+    # are the backups stored?" lent the database's host as much as the backups' bucket. Or a place that may
+    # be one (``_HOST_PLACE``).
+    "host": re.compile(f"{_HOST}|{_HOST_PLACE}"),
 }
-# The places that answer a host question (``states``): a capitalised name after a preposition ("the runners
-# live in Frankfurt", "runs on Kestrel-Bastion") with no digit in it and no version number after it, or a
-# URL. Not
-# a path or a file name, nor a runtime with its version: a second trial's "what host is the orders-service
-# on?" lent "Deploy the orders-service with `./scripts/deploy.sh orders prod`" and "The orders-service runs
-# on Python 3.10 with Django 4.2" as much as the host it had moved to, and ranked that one fourth.
-_HOST_PLACE = re.compile(
-    rf"\b(?i:in|at|to|from|near|into|inside|outside|around|under|on)\s+(?:the\s+)?"
-    rf"(?!(?:{_MONTHS}|{_DAYS}|I)\b)(?![\w'-]*\d)[A-Z][\w'-]+(?!\s+v?\d)(?![\w'-])"
-    r"|\bhttps?://\S+"
-)
 
 
 def asked_for(question: str) -> AnswerType | None:
@@ -148,8 +146,6 @@ def asked_for(question: str) -> AnswerType | None:
 def states(answer_type: AnswerType, text: str) -> bool:
     """Whether ``text`` states an answer of that type (a time, a place, a host or a place that may be one, a
     quantity)."""
-    if answer_type == "host" and _HOST_PLACE.search(text) is not None:
-        return True
     return _STATES[answer_type].search(text) is not None
 
 

@@ -155,12 +155,11 @@ def render_memory(
     # The header is the one unquoted line per memory: nothing stored may break out of it.
     header = single_line(" · ".join(provenance))
     text = memory.content if shown_chars is None else memory.content[:shown_chars]
-    lines = shown_safely(text).splitlines() or [""]
+    quoted = _quoted(text)
     if shown_chars is not None:
-        lines.append(cut_mark(len(memory.content) - shown_chars, memory.id, compact=compact))
-    quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
+        quoted += "\n> " + cut_mark(len(memory.content) - shown_chars, memory.id, compact=compact)
     disputers = "".join(
-        _disputer_quoted(other, text) for other, text in (newer_said or {}).items() if not compact
+        _disputer_quoted(other, said) for other, said in (newer_said or {}).items() if not compact
     )
     return f"[{position}] {header}\n{quoted}\n{disputers}"
 
@@ -174,9 +173,12 @@ def _disputer_quoted(memory_id: str, text: str) -> str:
     """The lines that quote a newer memory disputing the one before them: the server's line naming it
     (ids are the server's), then its words as stored data."""
     shown = text if len(text) <= DISPUTER_QUOTED else text[: DISPUTER_QUOTED - 1].rstrip() + "\u2026"
-    lines = shown_safely(shown).splitlines() or [""]
-    quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
-    return f"Newer {single_line(memory_id)}, not among these memories, disputes it:\n{quoted}\n"
+    return f"Newer {single_line(memory_id)}, not among these memories, disputes it:\n{_quoted(shown)}\n"
+
+
+def _quoted(text: str) -> str:
+    """``text`` as stored data: each of its lines after "> " (an empty one as ">")."""
+    return "\n".join(f"> {line}" if line else ">" for line in shown_safely(text).splitlines() or [""])
 
 
 # A cut memory's last quoted line: the server's words, in brackets, that its text goes on and where.

@@ -64,7 +64,5 @@ class ContradictionStage:
         return {
             memory_id: record.content
             for memory_id, record in known.items()
-            if record.status == "active"
-            and (record.expires_at is None or record.expires_at > now)
-            and not instruction_signals(record.content)
+            if record.status_at(now) == "active" and not instruction_signals(record.content)
         }
