@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from retrieval.text import (
+    STOPWORDS,
     SWAP_MAX_WORDS,
     clause_tokens,
     content_terms,
@@ -23,6 +24,7 @@ from retrieval.text import (
     set_jaccard,
     swapped_tokens,
     without_negations,
+    word_tokens,
 )
 from retrieval.time_window import without_time_words
 
@@ -1274,19 +1276,34 @@ _THING_GIVEN_UP = re.compile(
 # Jenkins", "Memcached is no longer used" (a second trial: "The catalog-service caches product lookups in
 # Memcached on cache-01.kestrel.internal:11211" stood undisputed beside the first).
 _THING = r"[`'\"]?[\w./-]+(?:\s+[\w./-]+){0,2}?[`'\"]?"
+# What it is no longer used for, or where, up to the end of the clause: "no longer use Postgres for the
+# billing service storage", "Memcached is no longer used for product lookups". The older memory must say
+# all of it too: "We no longer use Postgres for caching" gives up no Postgres the storage still uses.
+# (word by word, each run of spaces read once: a review timed a run of 100,000 in an earlier pattern)
+_PURPOSE = (
+    r"(?:\s+(?P<purpose>(?:for|in|on|at|as|with|by)(?:\s+[^\s.,;:()]+)+?)"
+    r"(?=\s*(?:\bany\s*more\b|[.,;:)(]|$)))?"
+)
 # (who no longer uses it is said before: "catalog-service does not use ...")
 _NO_LONGER_USES = re.compile(
     r"\b(?:does\s+not|doesn't|do\s+not|don't|no\s+longer)\s+(?:uses?|runs?\s+on|depends?\s+on)\s+"
-    rf"(?P<thing>{_THING})\s*(?=\bany\s*more\b|[.,;:)(]|$)",
+    rf"(?P<thing>{_THING}){_PURPOSE}\s*(?=\bany\s*more\b|[.,;:)(]|$)",
     re.IGNORECASE,
 )
 _NO_LONGER_USED = re.compile(
-    rf"(?:^|(?<=[.;:,]\s))(?P<thing>{_THING})\s+(?:is|are)\s+no\s+longer\s+(?:used|in\s+use)\b",
+    rf"(?:^|(?<=[.;:,]\s))(?P<thing>{_THING})\s+(?:is|are)\s+no\s+longer\s+(?:used|in\s+use)\b{_PURPOSE}",
     re.IGNORECASE,
 )
 NAMED_AS_GIVEN_UP = "the newer memory names what the older one says as given up"
 _CONDITION_IN = re.compile(rf"\b{_CONDITION_WORDS}", re.IGNORECASE)
 _NO_USER_WORDS = frozenset(content_terms("we our now longer"))
+_LEADING_ARTICLE = re.compile(r"^(?:the|a|an|our)\s+(?=\S)")
+
+
+def _named_terms(text: str) -> frozenset[str]:
+    """The stemmed content words of ``text`` that name who or what (none for "We ": unlike
+    ``content_terms``, function words alone are not kept)."""
+    return frozenset(light_stem(w) for w in word_tokens(text) if w not in STOPWORDS) - _NO_USER_WORDS
 
 
 def things_given_up(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
@@ -1302,8 +1319,11 @@ def things_given_up(memory: ContradictionInput, others: Sequence[ContradictionIn
         for match in pattern.finditer(memory.content):
             # (a sentence's full stop is no part of the thing: "..., not main." gives up "main")
             thing = " ".join(match.group("thing").strip("`'\"").lower().split()).rstrip(".")
+            # ("the staging cluster": what is named is "staging cluster")
+            thing = _LEADING_ARTICLE.sub("", thing)
             terms = set(content_terms(thing))
-            user: frozenset[str] = frozenset()
+            # What it was used for, the older memory must say as well (``_PURPOSE``).
+            user = _named_terms(match.groupdict().get("purpose") or "")
             if pattern is _NO_LONGER_USES:
                 # Who no longer uses it, said before, in its sentence: the older memory must say all of it
                 # ("Unit tests for the billing service do not use Postgres" is about the tests, "The mobile app
@@ -1312,14 +1332,14 @@ def things_given_up(memory: ContradictionInput, others: Sequence[ContradictionIn
                 before = re.split(r"[.!?;]\s", memory.content[: match.start()])[-1]
                 if _CONDITION_IN.search(before):
                     continue
-                user = frozenset(content_terms(before)) - _NO_USER_WORDS
+                user |= _named_terms(before)
             if terms and not any(is_value(term) for term in terms):
                 things.append((thing, terms, user))
     if not things:
         return found
     stated = memory.content
-    for pattern in patterns:
-        stated = pattern.sub(" ", stated)
+    for pattern in patterns:  # what it was used for stays part of what the newer memory is about
+        stated = pattern.sub(lambda match: f" {match.groupdict().get('purpose') or ''} ", stated)
     subject = set(content_terms(stated))
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:

@@ -23,7 +23,12 @@ from dataclasses import dataclass, field
 # lower-case letters nor a part between hyphens or underscores that is a word of five ("2048-dimensional",
 # "v2024-01-01-preview", "base64-encoded-v2" are no keys; a random key seldom has one); not a variable's
 # name in capitals ("AWS_SECRET_ACCESS_KEY_2024"). It ends before trailing punctuation.
-_KEY_WORDS = r"(?:api|access|secret|private|signing)[\s_-]?key|client[\s_-]?secret|token"
+# The keys named: those that are credentials by their name ("the deploy key is ...", "license key: ..."; a
+# trial found them stored as written), not "the key" alone nor a primary, sort, cache or object key.
+_KEY_WORDS = (
+    r"(?:api|access|secret|private|signing|deploy|license|licence|master|encryption|webhook|shared|admin|root"
+    r"|app|service|integration|auth|session)[\s_-]?key|client[\s_-]?secret|token"
+)
 _CREDENTIAL = (
     r"(?=(?:[^\s\"'`,;()\[\]]*?[0-9]){2})(?=[^\s\"'`,;()\[\]]*[A-Za-z])(?![^\s\"'`,;()\[\]]*(?-i:[a-z]{8}))"
     r"(?!(?:[A-Za-z0-9+/=~]*[-_])*(?-i:[a-z]{5,})(?![A-Za-z0-9+/=~]))"
@@ -85,6 +90,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"), 0),
     ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), 0),
     ("stripe-key", re.compile(r"\b[sr]k_(?:live|test)_[0-9A-Za-z]{20,}"), 0),
+    ("stripe-webhook-secret", re.compile(r"\bwhsec_[0-9A-Za-z]{20,}"), 0),  # a webhook's signing secret
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
     ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{32,}"), 0),
     ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),

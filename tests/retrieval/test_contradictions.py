@@ -972,6 +972,67 @@ def test_a_thing_another_user_or_a_condition_gives_up_disputes_nothing(older_tex
     assert things_given_up(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []
 
 
+@pytest.mark.parametrize(
+    ("older_text", "newer_text", "thing"),
+    [
+        (
+            "The billing service uses Postgres 15 for storage on db-02.",
+            "We no longer use Postgres for the billing service storage.",
+            "postgres",
+        ),
+        (
+            "The catalog-service caches product lookups in Memcached on cache-01.kestrel.internal:11211.",
+            "Memcached is no longer used for product lookups in catalog-service.",
+            "memcached",
+        ),
+        (
+            "The catalog-service caches product lookups in Memcached on cache-01.kestrel.internal:11211.",
+            "We don't use Memcached for product lookups anymore.",
+            "memcached",
+        ),
+        (
+            "Load tests run on the staging cluster every night.",
+            "We no longer use the staging cluster for load tests.",
+            "staging cluster",  # the article is no part of what is named
+        ),
+    ],
+)
+def test_a_thing_no_longer_used_for_what_the_older_memory_says_disputes_it(older_text, newer_text, thing):
+    # What it is no longer used for follows the thing: "We" names no user, and "for the billing service
+    # storage" is what both memories are about (the older says all of it).
+    [given] = things_given_up(memory("new", newer_text, 5), [memory("old", older_text, 0)])
+    assert (given.older_term, given.newer_term, given.only_disputes) == (
+        thing,
+        f"not {thing}",
+        NAMED_AS_GIVEN_UP,
+    )
+
+
+@pytest.mark.parametrize(
+    ("older_text", "newer_text"),
+    [
+        # No longer used for something the older memory does not say it is used for.
+        (
+            "The billing service uses Postgres 15 for storage.",
+            "We no longer use Postgres for caching in the billing service.",
+        ),
+        (
+            "Our CI pipeline runs on Jenkins for the web app",
+            "We no longer run on Jenkins for the mobile app CI pipeline.",
+        ),
+        # By another user.
+        (
+            "The catalog-service caches product lookups in Memcached on cache-01.kestrel.internal:11211.",
+            "The search-service no longer uses Memcached for product lookups.",
+        ),
+        # Not a purpose: "since March" says when, and the older memory does not say Memcached.
+        ("The billing service uses Postgres 15 for storage.", "Memcached is no longer used since March."),
+    ],
+)
+def test_a_thing_no_longer_used_for_something_else_disputes_nothing(older_text, newer_text):
+    assert things_given_up(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []
+
+
 def test_a_long_run_of_spaces_is_read_in_one_pass():
     # A review: the clause break, tried at each space of a run, read the rest of the run each time (434 s for
     # 100,000 spaces). Linear now: what is asserted is the split, the time is only bounded by the test's run.
@@ -981,6 +1042,10 @@ def test_a_long_run_of_spaces_is_read_in_one_pass():
         "Redis is not used" + " " * 50_000 + "- Memcached is not used;" + " " * 50_000 + "Kafka is not used"
     )
     assert len(negating_clauses(spaced)) == 3
+    # What a thing is no longer used for, word by word (a run of spaces inside it cost 5 s at 10,000).
+    long_purpose = memory("m2", "We no longer use Postgres for caching" + " " * 100_000 + "billing.", 1)
+    older = memory("m1", "The billing service uses Postgres 15 for storage.", 0)
+    assert things_given_up(long_purpose, [older]) == []  # the older memory says no caching
 
 
 def test_a_thing_given_up_at_the_end_of_a_sentence_is_read_without_its_full_stop():

@@ -97,6 +97,11 @@ CASES = [
     ("The staging API key: 9f8e7d6c5b4a39281726354453627181", "secret", "9f8e7d6c5b4a3928"),
     ("API key for staging = 9f8e7d6c5b4a39281726354453627181", "secret", "9f8e7d6c5b4a3928"),
     ("The API key is now 9f8e7d6c5b4a39281726354453627181", "secret", "9f8e7d6c5b4a3928"),
+    # Keys that are credentials by their name, and a Stripe webhook's signing secret.
+    ("The deploy key is xK9mQ2pL7vR4tN8wZ3 for the release bot.", "secret", "xK9mQ2pL7vR4tN8wZ3"),
+    ("license key: ABCD1-EFGH2-IJKL3-MNOP4", "secret", "ABCD1-EFGH2"),
+    ("the master key 7f3a9c2e1b8d4f6a0c5e opens the backups", "secret", "7f3a9c2e1b8d4f6a"),
+    ("Stripe signs webhooks with whsec_4f8a9B2c3d1e7f6a5b0cX9y8", "stripe-webhook-secret", "4f8a9B2c3d1e7"),
     # A second trial: a login with its password, and what an AWS secret key is for before "is".
     (
         "orders_db login is orders_app with password hunter2hunter2, only from the bastion.",
@@ -175,6 +180,9 @@ def test_the_text_around_a_secret_is_kept_as_it_was():
         "The private key is id_ed25519.pub-2024-backup.pem; the client secret is base64-encoded-v2.",
         "Log in with password rotation enabled, or sign in with the password from 1Password.",
         "The AWS secret access key is rotated every 90 days.",
+        # Keys that are no credential: a primary, sort or object key, and a credential's name without one.
+        "The primary key is the id column; the sort key is created_at; the S3 key is backups/2024/11/29/db.tar.gz",
+        "The deploy key is stored in the vault; the session key expires after 3600 seconds.",
     ],
 )
 def test_ordinary_prose_about_secrets_is_left_alone(prose):
