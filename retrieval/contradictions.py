@@ -476,12 +476,31 @@ _VALUE_IN_TEXT = re.compile(_VALUE, re.IGNORECASE)
 CONTAINED_OVERLAP = 0.75
 
 
+# What the new value is, said right after it: "to db-staging-02.internal (new SSD host)", "..., a new SSD
+# host", "..., which has more memory" (a trial: the words made the memory about more than the older one, and
+# the two were kept as two facts). Not one that may say where or when the value holds ("(staging only)",
+# "(for the EU region)"): the memory then says less than a change of the whole thing.
+_ASIDE_ON_VALUE = re.compile(
+    r"\s*(?:\((?P<paren>[^()]{1,80})\)|,\s+(?P<appositive>(?:a|an|which)\s[^.;,()]{1,80}))", re.IGNORECASE
+)
+_HOLDS_WHERE = frozenset(
+    word_tokens("only for in on at when if except unless until during while before after per where")
+)
+
+
 def _without_reason(text: str, start: int) -> tuple[str, bool]:
-    """``text`` up to a clause of why or when that follows the first value said after ``start``, and
-    whether that clause may instead say where the value holds ("after", "following")."""
+    """``text`` up to a clause of why or when that follows the first value said after ``start``, or up to
+    what that value is (``_ASIDE_ON_VALUE``), and whether that clause may instead say where the value holds
+    ("after", "following")."""
     first = _VALUE_IN_TEXT.search(text, start)
     if first is None:
         return text, False
+    aside = _ASIDE_ON_VALUE.match(text, first.end())
+    if aside is not None:
+        said = aside.group("paren") or aside.group("appositive")
+        words = set(word_tokens(said))
+        if not words & _HOLDS_WHERE and not set(content_terms(said)) & _ENVIRONMENTS:
+            return text[: aside.start()], False
     reason = _REASON.search(text, first.end())
     if reason is None:
         return text, False
@@ -1149,8 +1168,48 @@ def now_value_changes(
     plain = _NOW.sub("", text, count=1)
     if says_more_than_a_value(plain):
         return []
-    found = plain_value_changes(replace(memory, content=plain), others)
+    found = plain_value_changes(replace(memory, content=plain), others) or _choice_in_place(
+        plain, memory, others
+    )
     return [replace(change, named_in_words=True, only_disputes=None) for change in found]
+
+
+# Words after which a word names what someone chooses, prefers or holds: with "now", another word in that
+# place says the choice changed ("Bob prefers rebase merges now" after "Bob prefers squash merges", a trial:
+# the two were kept as two facts and the older recalled first).
+_CHOICE_CUES = _PREDICATE_CUES | frozenset(
+    {"prefers", "prefer", "likes", "like", "favours", "favors", "wants", "want", "chose", "picked"}
+)
+
+
+def _choice_in_place(
+    plain: str, memory: ContradictionInput, others: Sequence[ContradictionInput]
+) -> list[Contradiction]:
+    """The older of ``others`` that say ``plain`` (``memory`` without its "now") word for word but for one
+    word, no function word, within three words after one of the ``_CHOICE_CUES``; neither denies, nor does
+    the older say a change. Not a value (``plain_value_changes`` reads those) nor the subject: "Alice prefers
+    rebase merges now" names another person than "Bob prefers squash merges"."""
+    tokens = comparable_words(plain)
+    if len(tokens) < 3 or negated(plain):
+        return []
+    found = []
+    for other in others:
+        if other.id == memory.id or other.created_at > memory.created_at or negated(other.content):
+            continue
+        theirs, _, says_a_change = _plain_reading(other.content)
+        if len(theirs) != len(tokens) or says_a_change:
+            continue
+        differ = [i for i, (mine, old) in enumerate(zip(tokens, theirs, strict=True)) if mine != old]
+        if len(differ) != 1:
+            continue
+        at = differ[0]
+        new, old = tokens[at], theirs[at]
+        if {new, old} & STOPWORDS or is_value(new) or is_value(old):
+            continue
+        if _CHOICE_CUES.isdisjoint(tokens[max(0, at - 3) : at]):
+            continue
+        found.append(Contradiction(other.id, memory.id, old, new, 1.0))
+    return found
 
 
 # Words that open a correction of what was said before ("Correction: ...", "Scratch that - ...", "I was wrong,

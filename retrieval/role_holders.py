@@ -73,7 +73,11 @@ _HANDED_TO = re.compile(
 # Ownership said to have moved to someone: "billing-api ownership moved to Dana Kim", "Ownership of the billing
 # service passed to Dana", "The billing-api ownership was transferred to Dana Kim" (a new user's trial saw the
 # first kept beside "The owner of billing-api is Marcus Lee", undisputed, the older recalled first).
-_MOVED_TO = r"(?:has\s+|was\s+|got\s+)?(?:moved|passed|went|transferred|handed\s+over|reassigned)\s+to"
+# (and from whom, when it says: "Billing service ownership moved from Alice Chen to Dave Patel", a trial)
+_MOVED_TO = (
+    r"(?:has\s+|was\s+|got\s+)?(?:moved|passed|went|transferred|handed\s+over|reassigned)"
+    rf"(?:\s+from\s+(?P<former>{_NAME}))?\s+to"
+)
 _OWNERSHIP_MOVED = (
     re.compile(
         rf"\A\s*(?i:the\s+)?(?P<role>{_ROLE})\s+(?i:ownership)\s+{_MOVED_TO}\s+(?P<holder>{_NAME}){_END}"
@@ -116,6 +120,7 @@ _ROLE_NOUNS = frozenset({"lead", "owner", "manager", "engineer", "rotation", "du
 _SOMEONES = frozenset({"my", "your", "his", "her", "their", "we", "i", "me", "us", "you"})
 _COUNTS = frozenset({"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "several"})
 _HOLDER_OF = {"management": "manager", "leadership": "lead", "ownership": "owner"}
+_ARTICLES = frozenset({"the", "our"})
 _ROLE_WORD = re.compile(r"[\w'\u2019-]+")
 
 
@@ -147,7 +152,10 @@ def _name(text: str) -> tuple[str, ...] | None:
 def _role(text: str) -> tuple[tuple[str, ...], bool] | None:
     """A role's words without when it is held, and whether it is "the new" one; None when it adds a holder
     ("also the on-call lead", "a backup on-call lead") or is only a time."""
+    # (without "the" or "our": "Alice owns the billing service" and "billing service ownership moved to Dave"
+    # name one role, as "owner of the billing service" and "owner of billing service" do)
     words = [word.lower() for word in _ROLE_WORD.findall(_WHEN.sub(" ", text))]
+    words = [word for word in words if word not in _ARTICLES]
     new = bool(words) and words[0] == "new"
     words = words[1:] if new else words
     # What the role does, as its holder's name: "ownership of the billing service" gives its owner's role, and
@@ -189,7 +197,7 @@ def holding(text: str) -> Holding | None:
         written = found.group("role")
         owned = pattern in (_OWNS, _OWNED_BY) or pattern in _OWNERSHIP_MOVED
         holder, role = _name(found.group("holder")), _role(f"owner of {written}" if owned else written)
-        former = _name(found.group("former")) if "former" in found.groupdict() else ()
+        former = _name(found.group("former")) if found.groupdict().get("former") else ()
         if holder is None or role is None or former is None:
             return None
         if re.search(r"\b(?:also|too)\b", said, re.IGNORECASE):

@@ -555,6 +555,8 @@ class WriteService:
             consolidation = self.consolidation.on_write(
                 stored, vector, llm=llm, actor=actor, mark=False, behind=behind
             )
+            if replaces is not None:  # what said the same as the text it corrects is disputed by it
+                self.consolidation.on_correction(replaces, stored, consolidation)
         self.track(stored.scope, consolidation, stored.id)
         return WriteResult(stored, True, note, consolidation)
 

@@ -1569,3 +1569,66 @@ def test_a_command_to_run_next_or_said_actually_is_no_change_of_the_command_in_w
         [memory("old", "The build runs with `make all`", 0)],
     )
     assert (change.older_term, change.newer_term) == ("make all", "ninja")
+
+
+@pytest.mark.parametrize(
+    ("older_text", "newer_text", "old", "new"),
+    [
+        ("Bob prefers squash merges.", "Bob prefers rebase merges now.", "squash", "rebase"),
+        ("Bob prefers squash merges.", "Bob now prefers rebase merges.", "squash", "rebase"),
+        (
+            "The team uses spaces for indentation.",
+            "The team uses tabs for indentation now.",
+            "spaces",
+            "tabs",
+        ),
+    ],
+)
+def test_a_choice_said_with_now_in_the_place_of_another_is_a_change_in_words(
+    older_text, newer_text, old, new
+):
+    # A trial: "Bob prefers rebase merges now" was kept beside "Bob prefers squash merges", the older first.
+    [change] = now_value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)])
+    assert (change.older_term, change.newer_term, change.named_in_words, change.covers_older) == (
+        old,
+        new,
+        True,
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("older_text", "newer_text"),
+    [
+        ("Bob prefers squash merges.", "Alice prefers squash merges now."),  # another person's choice
+        ("The frontend uses React.", "The backend uses React now."),  # another thing's
+        ("Bob prefers squash merges.", "Bob prefers squash merges now."),  # nothing in its place
+        ("Bob prefers squash merges.", "Bob does not prefer rebase merges now."),  # a denial
+        ("Bob prefers squash merges.", "Bob prefers rebase commits now."),  # two words
+    ],
+)
+def test_now_beside_another_subject_or_more_than_one_word_changes_no_choice(older_text, newer_text):
+    assert now_value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []
+
+
+@pytest.mark.parametrize(
+    "newer_text",
+    [
+        "We moved the staging Postgres database from db-staging-01.internal to db-staging-02.internal.",
+        "We moved the staging Postgres database from db-staging-01.internal to db-staging-02.internal "
+        "(new SSD host).",
+        "We moved the staging Postgres database from db-staging-01.internal to db-staging-02.internal, a new "
+        "SSD host.",
+    ],
+)
+def test_what_a_new_value_is_said_after_it_is_no_part_of_what_changed(newer_text):
+    # A trial: "(new SSD host)" after the new host made the memory about more than the older one.
+    old = memory("old", "The staging Postgres database runs on host db-staging-01.internal.", 0)
+    [change] = value_changes(memory("new", newer_text, 5), [old])
+    assert change.newer_term.startswith("db") and change.covers_older
+
+
+def test_an_aside_that_says_where_the_new_value_holds_keeps_the_change_apart():
+    old = memory("old", "The staging Postgres database runs on host db-staging-01.internal.", 0)
+    newer = "We moved the staging Postgres database from db-staging-01.internal to db-staging-02.internal (EU region only)."
+    assert value_changes(memory("new", newer, 5), [old]) == []

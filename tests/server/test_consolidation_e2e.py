@@ -406,3 +406,74 @@ async def test_a_stale_memory_recalled_without_the_one_that_disputes_it_carries_
     assert [m["id"] for m in recalled["memories"]] == [old["id"]]
     assert recalled["memories"][0]["contradicted_by"] == [new["id"]]
     assert f"Newer {new['id']}, not among these memories, disputes it:\n> {redis}\n" in recalled["context"]
+
+
+@pytest.mark.parametrize(
+    ("stale", "correction", "query", "revised"),
+    [
+        # A handover that names both holders; the older memory says more (who to page), so it stays, disputed.
+        (
+            "Alice Chen owns the billing service; page her for billing incidents.",
+            "Billing service ownership moved from Alice Chen to Dave Patel as of December.",
+            "who owns the billing service?",
+            False,
+        ),
+        # A choice said with "now", one word in its place.
+        (
+            "Bob prefers squash merges.",
+            "Bob prefers rebase merges now.",
+            "what merge style does Bob prefer?",
+            True,
+        ),
+        # A move whose new value is described after it.
+        (
+            "The staging Postgres database runs on host db-staging-01.internal.",
+            "We moved the staging Postgres database from db-staging-01.internal to db-staging-02.internal "
+            "(new SSD host).",
+            "which host runs the staging database?",
+            True,
+        ),
+    ],
+)
+async def test_a_correction_in_everyday_words_is_recalled_before_what_it_corrects(
+    tmp_path, stale, correction, query, revised
+):
+    """A third trial: each correction was kept as a second fact, and the stale one was recalled first,
+    unmarked."""
+    async with connected(server_with(settings_for(tmp_path / "db"))) as client:
+        old = await call(client, "remember", {"content": stale})
+        new = await call(client, "remember", {"content": correction})
+        recalled = await call(client, "recall", {"query": query})
+    summary = new["consolidation"]
+    assert summary.get("revised" if revised else "contradicts") == [old["id"]]
+    assert recalled["memories"][0]["id"] == new["id"]
+    shown = {m["id"]: m for m in recalled["memories"]}
+    assert old["id"] not in shown if revised else shown[old["id"]]["contradicted_by"] == [new["id"]]
+
+
+async def test_an_explicit_update_disputes_another_memory_that_said_what_it_corrected(tmp_path):
+    """A trial: after `memoria edit` corrected who owns the billing service, another agent's memory that said
+    the old owner stayed active, undisputed, and was recalled first."""
+    server = server_with(settings_for(tmp_path / "db"))
+    async with connected(server, agent="claude-code") as first, connected(server, agent="cursor") as second:
+        wrong = await call(
+            first,
+            "remember",
+            {"content": "Alice Chen owns the billing service; page her for billing incidents."},
+        )
+        again = await call(second, "remember", {"content": "Alice Chen owns the billing service."})
+        unrelated = await call(second, "remember", {"content": "Alice Chen runs the Friday demo."})
+        fixed = await call(
+            first,
+            "remember",
+            {
+                "content": "Dave Patel owns the billing service; page him for billing incidents.",
+                "replaces": wrong["id"],
+            },
+        )
+        recalled = await call(first, "recall", {"query": "who owns the billing service?"})
+    assert fixed["consolidation"]["contradicts"] == [again["id"]]  # not the demo: it says nothing of billing
+    shown = {m["id"]: m for m in recalled["memories"]}
+    assert recalled["memories"][0]["id"] == fixed["id"] and wrong["id"] not in shown
+    assert shown[again["id"]]["contradicted_by"] == [fixed["id"]]
+    assert unrelated["id"] not in shown or not shown[unrelated["id"]].get("contradicted_by")

@@ -58,7 +58,14 @@ from retrieval.role_holders import handed_over_first, holder_changes, holding
 from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
 from retrieval.stages.corroboration import UnionFind
-from retrieval.text import after_purges_forgotten, content_hash, content_terms, searchable_text, word_tokens
+from retrieval.text import (
+    after_purges_forgotten,
+    cached_term_set,
+    content_hash,
+    content_terms,
+    searchable_text,
+    word_tokens,
+)
 from storage.records import (
     Audience,
     ContradictionRecord,
@@ -271,6 +278,30 @@ class ConsolidationService:
         }
         ranked = sorted(zip(close, scores, strict=True), key=lambda pair: -pair[1])
         return [record for record, score in ranked if score >= self.policy.rerank_min_score]
+
+    def on_correction(self, old: MemoryRecord, new: MemoryRecord, report: ConsolidationReport) -> None:
+        """Memories that say what ``old`` said before an explicit update replaced it with ``new``: each is
+        disputed by ``new``. One says nothing ``old`` did not, and says a word the update took out and a
+        word it kept: "Alice Chen owns the billing service." after "Alice Chen owns the billing service; page
+        her ..." was edited to "Dave Patel owns ..." (a trial: it stayed, undisputed, and was recalled
+        first). Only among the memories the same people read (``_audience_view``)."""
+        said, kept = cached_term_set(old.content), cached_term_set(new.content)
+        removed = said - kept
+        if not removed or not self.policy.enabled:
+            return
+        hits = self._store.fulltext_search(_audience_view(new), " ".join(sorted(removed)), limit=25)
+        done = {old.id, new.id, *report.revised, *report.contradicts}
+        for hit in hits:
+            other = hit.record
+            if other.id in done or other.status != "active":
+                continue
+            terms = cached_term_set(other.content)
+            if not terms <= said or not terms & removed or not terms & kept:
+                continue
+            detail = f"says what {old.id} said before an explicit update replaced it"
+            self._record_contradiction(other, new, "value", detail, token_jaccard(other.content, old.content))
+            report.contradicts.append(other.id)
+            report.resolver = report.resolver or KEPT_OPEN
 
     def _neighbours(self, memory: MemoryRecord, vector: np.ndarray, *, limit: int) -> list[SearchHit]:
         """The memories closest to ``memory`` that the same people read (``storage.records.Audience``):
