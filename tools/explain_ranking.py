@@ -67,7 +67,8 @@ class CandidateExplanation(BaseModel):
     instruction_signals: list[str] = Field(
         default_factory=list,
         description="Why its text reads as instructions to the model (override, role-change, "
-        "prompt-extraction, chat-markup, tool-call): shown as data, demoted by instruction_factor.",
+        "prompt-extraction, chat-markup, tool-call, exfiltration): shown as data, demoted by "
+        "instruction_factor.",
     )
     scores: StageScores
     feedback: FeedbackExplanation = Field(default_factory=FeedbackExplanation)
