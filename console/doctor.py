@@ -43,7 +43,20 @@ def diagnose(settings: Settings, *, fix: bool = False, progress: Progress = no_p
     checks: list[Check] = []
     steps: list[Callable[[], list[Check]]] = []
     store: MemoryStore | None = None
+    local = local_store_folder(settings.db_uri)
     try:
+        if local is not None and not local.is_file() and not _holds_a_store(local):
+            # Diagnosing makes nothing: the default folder (or an empty one) has no store until first use (a
+            # trial: doctor on a fresh machine made the ten tables it then reported as fine).
+            checks.append(
+                Check(
+                    "store",
+                    "ok",
+                    f"no store at {settings.db_uri} yet: `memoria serve`, or a first `memoria remember`, makes "
+                    "it there (doctor makes none)",
+                )
+            )
+            raise _NoStoreYet
         progress("opening the store", 0, 1)
         store = open_store(settings)
         checks.append(
@@ -53,10 +66,11 @@ def diagnose(settings: Settings, *, fix: bool = False, progress: Progress = no_p
                 f"{settings.db_uri} opens (schema version {store.schema_version}, {store.vector_dim}-d vectors)",
             )
         )
+    except _NoStoreYet:
+        pass
     except Exception as exc:
         # A file is said so by the folder check below; the store's own message would name MEMORIA_DB_URI
         # and say the folder is made if missing, whichever way the path was given (a trial's --db).
-        local = local_store_folder(settings.db_uri)
         afile = local is not None and local.is_file()
         checks.append(
             Check(
@@ -100,6 +114,18 @@ def diagnose(settings: Settings, *, fix: bool = False, progress: Progress = no_p
     return checks
 
 
+class _NoStoreYet(Exception):
+    """No store to open: the checks go on without one."""
+
+
+def _holds_a_store(folder: Path) -> bool:
+    """Whether ``folder`` holds a store's tables (a folder of LanceDB tables)."""
+    try:
+        return folder.is_dir() and any(entry.name.endswith(".lance") for entry in folder.iterdir())
+    except OSError:
+        return True  # unreadable: opening it says why
+
+
 def _local_folder(settings: Settings) -> list[Check]:
     from storage.recovery import QUARANTINE_DIR
 
@@ -120,6 +146,19 @@ def _local_folder(settings: Settings) -> list[Check]:
         checks.append(
             Check("folder", "fail", f"{folder} is not writable", f"chmod u+w {folder}, or use another --db")
         )
+    elif not folder.exists():
+        parent = next((up for up in folder.parents if up.exists()), None)
+        if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+            checks.append(
+                Check(
+                    "folder",
+                    "fail",
+                    f"{folder} does not exist, and {parent} is not writable: no store can be made there",
+                    f"chmod u+w {parent}, or use another --db",
+                )
+            )
+        else:
+            checks.append(Check("folder", "ok", f"{folder} does not exist yet; it can be made"))
     else:
         checks.append(Check("folder", "ok", f"{folder} is writable"))
     if folder.exists():

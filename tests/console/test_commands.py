@@ -1869,3 +1869,15 @@ def test_a_contradiction_said_at_remember_points_to_a_command_that_lists_it(caps
         capsys, db, "remember", "The API gateway timeout is 60 seconds.", "--agent", "bob"
     )
     assert status == 0 and f"(`memoria report --db {db}` lists the open pairs)" in out and "drift" not in out
+
+
+def test_doctor_makes_no_store_where_there_is_none_yet(capsys, tmp_path, monkeypatch):
+    # A trial: on a fresh machine doctor made the default store's ten tables, then reported them as fine.
+    monkeypatch.setenv("MEMORIA_EMBEDDER", "hashed")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    status, out, _ = memoria(capsys, empty, "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out)}
+    assert status == 0 and checks["store"]["status"] == "ok"
+    assert checks["store"]["detail"].startswith(f"no store at {empty} yet")
+    assert "backend" in checks and list(empty.iterdir()) == []
