@@ -108,6 +108,12 @@ def add_people_commands(commands: Any) -> None:
     remember.add_argument("--episode", metavar="ID", help="the episode it belongs to")
     dated(remember, "when it was learned: 2026-11-24T09:30Z, 'yesterday' (default now)")
     remember.add_argument(
+        "--until",
+        metavar="WHEN",
+        help="when it stops being true: 2026-12-11 (through that day, in --time-zone) or 2026-12-11T18:00Z; "
+        "recall no longer shows it then (default: never)",
+    )
+    remember.add_argument(
         "--visibility",
         choices=["org", "project", "agent", "session"],
         default="project",
@@ -128,6 +134,11 @@ def add_people_commands(commands: Any) -> None:
     edit.add_argument("--tag", action="append", help="a tag (repeat for more; default: the memory's tags)")
     edit.add_argument("--tier", choices=["standard", "protected", "ephemeral"], help="default: the memory's")
     dated(edit, "when it happened or was learned: 2026-11-24, 'yesterday' (default: the memory's date)")
+    edit.add_argument(
+        "--until",
+        metavar="WHEN",
+        help="when it stops being true: 2026-12-11 (through that day) or 2026-12-11T18:00Z (default: the memory's)",
+    )
     edit.add_argument("--agent", metavar="NAME", help="who corrects it (default cli)")
     edit.add_argument("--session", metavar="ID", help="the working session (default a new one)")
 

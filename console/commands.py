@@ -24,7 +24,7 @@ import sys
 import webbrowser
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
@@ -82,6 +82,7 @@ FLAGS = {
     "agent_id": "--agent",
     "episode_id": "--episode",
     "occurred_at": "--occurred-at",
+    "expires_at": "--until",
     "protection_tier": "--tier",
     "tags": "--tag",
     "kinds": "--kind",
@@ -99,7 +100,7 @@ _QUOTED_NAME = re.compile(r"`(" + "|".join(FLAGS) + r")(?:\.\d+)?`")
 _PHRASES = (
     (re.compile(r"(?<![\w-])(helpful_ids|misleading_ids)(?![\w-])"), lambda m: FLAGS[m.group(1)]),
     (
-        re.compile(r"\b(another |leave )(protection_tier|occurred_at)\b"),
+        re.compile(r"\b(another |leave )(protection_tier|occurred_at|expires_at)\b"),
         lambda m: m.group(1) + FLAGS[m.group(2)],
     ),
     (re.compile(r"\b(char_budget|top_k)( must be between)"), lambda m: FLAGS[m.group(1)] + m.group(2)),
@@ -363,6 +364,7 @@ def remember_command(args: argparse.Namespace, settings: Settings) -> int:
         "protection_tier": args.tier,
         "occurred_at": learned_at(args.occurred_at, args.time_zone),
         "visibility": args.visibility,
+        "expires_at": true_until(args.until, args.time_zone),
     }
     return remember_with(args, settings, values, "remember")
 
@@ -371,9 +373,10 @@ def edit_command(args: argparse.Namespace, settings: Settings) -> int:
     """An explicit update: the new text supersedes the memory (kept for audit), with its kind, tags, tier,
     episode and date unless given (a correction of what happened last week still happened then: a trial's
     edited incident left its week for today)."""
-    if args.content is None and not (args.tag or args.tier):
+    if args.content is None and not (args.tag or args.tier or args.until):
         raise CommandError(
-            "pass the corrected text, or --tag or --tier to change only the memory's tags or tier"
+            "pass the corrected text, or --tag, --tier or --until to change only the memory's tags, tier or "
+            "expiry"
         )
     values = {
         "replaces": args.memory_id,
@@ -381,6 +384,7 @@ def edit_command(args: argparse.Namespace, settings: Settings) -> int:
         "tags": args.tag,
         "protection_tier": args.tier,
         "occurred_at": learned_at(args.occurred_at, args.time_zone),
+        "expires_at": true_until(args.until, args.time_zone),
     }
     return remember_with(args, settings, values, "edit")
 
@@ -467,6 +471,27 @@ def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str = "") 
             f"{memory.replaced_by} TEXT{flags}` if it is wrong"
         )
     return None
+
+
+def true_until(text: str | None, zone: str | None) -> str | None:
+    """``--until`` as the tool reads it: a date alone through the end of that day in ``zone`` (--time-zone,
+    default UTC), an ISO 8601 time as given (without an offset, in ``zone``)."""
+    if text is None:
+        return None
+    from retrieval.time_window import zone_of
+
+    said = text.strip()
+    try:
+        day = date.fromisoformat(said) if re.fullmatch(r"\d{4}-?\d{2}-?\d{2}", said) else None
+        moment = None if day else datetime.fromisoformat(said.replace("Z", "+00:00"))
+    except ValueError:
+        raise CommandError(
+            f"--until {text!r} is not a date or a time: give 2026-12-11 (through that day) or 2026-12-11T18:00Z"
+        ) from None
+    if day is not None:  # through that day where the user is
+        return (datetime.combine(day, time(), zone_of(zone)) + timedelta(days=1)).isoformat()
+    assert moment is not None
+    return moment.replace(tzinfo=zone_of(zone)).isoformat() if moment.tzinfo is None else moment.isoformat()
 
 
 def learned_at(text: str | None, zone: str | None) -> str | None:

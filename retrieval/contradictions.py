@@ -1182,6 +1182,9 @@ _CHOICE_CUES = _PREDICATE_CUES | frozenset(
 )
 
 
+_OPPOSED = frozenset(word for pair in DEFAULT_OPPOSITIONS for word in pair)
+
+
 def _choice_in_place(
     plain: str, memory: ContradictionInput, others: Sequence[ContradictionInput]
 ) -> list[Contradiction]:
@@ -1204,8 +1207,8 @@ def _choice_in_place(
             continue
         at = differ[0]
         new, old = tokens[at], theirs[at]
-        if {new, old} & STOPWORDS or is_value(new) or is_value(old):
-            continue
+        if {new, old} & STOPWORDS or is_value(new) or is_value(old) or {new, old} <= _OPPOSED:
+            continue  # (opposites, "enabled" then "disabled": ``detect_contradictions`` reads those)
         if _CHOICE_CUES.isdisjoint(tokens[max(0, at - 3) : at]):
             continue
         found.append(Contradiction(other.id, memory.id, old, new, 1.0))

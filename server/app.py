@@ -135,8 +135,8 @@ def tool_specs() -> list[ToolSpec]:
             name="explain_ranking",
             title="Explain ranking",
             description=(
-                "Why each memory of a recall ranked where it did: score per stage, feedback behind it, rank "
-                "with and without feedback, why one was left out. Pass a retrieval_id or a query."
+                "Why each memory of a recall ranked where it did: score per stage, feedback behind it, why "
+                "one was left out. Pass a retrieval_id or a query."
             ),
             input_model=explain_ranking.ExplainRankingInput,
             output_model=explain_ranking.ExplainRankingOutput,
@@ -173,8 +173,8 @@ def tool_specs() -> list[ToolSpec]:
             name="drift",
             title="Drift",
             description=(
-                "Where beliefs conflict or changed: open contradictions (opposite claims, neither revised), "
-                "recent revisions and merges, who decided."
+                "Where beliefs conflict or changed: open contradictions, recent revisions and merges, who "
+                "decided."
             ),
             input_model=drift.DriftInput,
             output_model=drift.DriftOutput,

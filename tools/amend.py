@@ -1,4 +1,5 @@
-"""An update that keeps a memory's text: its tags or protection tier change in place (``WriteService.amend``).
+"""An update that keeps a memory's text: its tags, protection tier or expiry change in place
+(``WriteService.amend``).
 A new user's trial could fix a wrong tag, or make an ephemeral memory lasting, only by rewording it."""
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def amended(
     given = args.model_fields_set
     if retag and (others := sorted({"kind", "episode_id", "occurred_at", "visibility"} & given)):
         raise WriteRefused(
-            f"the same text with replaces changes only tags and protection_tier; its {' and '.join(others)} "
+            f"the same text with replaces changes only tags, protection_tier and expires_at; its {' and '.join(others)} "
             f"{'stays' if len(others) == 1 else 'stay'} as {'it is' if len(others) == 1 else 'they are'}: leave "
             f"{'it' if len(others) == 1 else 'them'} out, or pass the corrected text"
         )
@@ -37,6 +38,7 @@ def amended(
         tags=record.tags if retag and "tags" in given else None,
         tier=args.protection_tier if "protection_tier" in given else None,
         redacted=prepared.redacted,
+        until=args.expires_at if "expires_at" in given else None,
     )
     out = output_of(result, args)
     out.status, out.duplicate_of = "updated", None

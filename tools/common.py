@@ -10,10 +10,10 @@ import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from retrieval.outcomes import CreditPolicy, WeightPolicy
 from retrieval.redaction import redact_text
@@ -165,6 +165,33 @@ def _iso_text(value: Any) -> Any:
 # Not strict: JSON has no datetime, so the ISO 8601 text is what arrives (and only that: ``_iso_text``).
 OccurredAt = Annotated[
     datetime | None, Field(strict=False), BeforeValidator(_iso_text), AfterValidator(_aware_utc)
+]
+
+_DATE_ONLY = re.compile(r"\s*(\d{4})-?(\d{2})-?(\d{2})\s*")
+
+
+def _until_text(value: Any) -> Any:
+    """An expiry as ISO 8601 text (``_iso_text``); a date alone names the whole day, so a memory true "until
+    Friday 2026-12-11" expires at the end of it: the next day's start, UTC."""
+    if isinstance(value, str) and (day := _DATE_ONLY.fullmatch(value)):
+        try:
+            year, month, date = (int(part) for part in day.groups())
+            return datetime(year, month, date) + timedelta(days=1)
+        except (ValueError, OverflowError):
+            raise ValueError(
+                f'is {value!r}, which names no real date: pass one such as "2026-12-11"'
+            ) from None
+    return _iso_text(value)
+
+
+# When a memory stops being true: a time, or a date (through the end of that day, UTC).
+# (its schema says text: a date alone is no "date-time")
+ExpiresAt = Annotated[
+    datetime | None,
+    Field(strict=False),
+    BeforeValidator(_until_text),
+    AfterValidator(_aware_utc),
+    WithJsonSchema({"type": "string"}),
 ]
 
 

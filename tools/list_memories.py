@@ -73,7 +73,9 @@ class ListedMemory(BaseModel):
     episode_id: str | None
     created_at: str
     protection_tier: str
-    expires_at: str | None = Field(None, description="When an ephemeral memory expires (null: never).")
+    expires_at: str | None = Field(
+        None, description="When it expires: an ephemeral one, or one given expires_at (null: never)."
+    )
     visibility: str = Field(description="Who may read it: org, project, agent or session.")
     weight: float
     status: str = "active"

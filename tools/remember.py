@@ -16,6 +16,7 @@ from storage.records import MemoryKind, MemoryRecord, View, Visibility
 from tools.amend import amended, made_lasting
 from tools.common import (
     Caller,
+    ExpiresAt,
     Identifier,
     OccurredAt,
     Runtime,
@@ -43,7 +44,7 @@ class MemoryFields(BaseModel):
     )
     kind: Literal["fact", "episode", "artifact"] = Field(
         "fact",
-        description="episode: a summary, shown after the facts; artifact: code, config, a document.",
+        description="episode: a summary; artifact: code, config, a document.",
     )
     tags: list[Tag] = Field(default_factory=list, max_length=1_000, description="Labels to filter recall by.")
     episode_id: Identifier | None = Field(None, description="One task or conversation.")
@@ -54,6 +55,10 @@ class MemoryFields(BaseModel):
     occurred_at: OccurredAt = Field(
         None,
         description="When it happened (ISO 8601; UTC if no offset).",
+    )
+    expires_at: ExpiresAt = Field(
+        None,
+        description="Until when it holds (ISO 8601).",
     )
 
     # NUL characters the content arrived with: removed before it is stored, and said in the result.
@@ -87,7 +92,7 @@ class RememberInput(ScopeArgs, MemoryFields):
     session_id: Identifier | None = Field(None, description="Default: one per connection.")
     replaces: Identifier | None = Field(
         None,
-        description="A memory this corrects (kept for audit); keeps its date.",
+        description="A memory this corrects (kept for audit).",
     )
     visibility: Visibility | None = Field(None, description="Who reads it. Default project.")
 
@@ -162,6 +167,7 @@ def draft_of(args: RememberInput, runtime: Runtime, caller: Caller) -> Draft:
         protection_tier=args.protection_tier,
         occurred_at=args.occurred_at,
         visibility=args.visibility or "project",
+        expires_at=args.expires_at,
     )
 
 
@@ -232,6 +238,11 @@ def inherited(draft: Draft, old: MemoryRecord, given: set[str]) -> Draft:
     # time from now, not what is left of the old one's.
     if "occurred_at" not in given and updated.protection_tier != "ephemeral" and dated_back(old):
         updated = replace(updated, occurred_at=old.created_at)
+    # A correction of something true until a time is true until then too, unless it says otherwise: an expiry
+    # given (``expires_at``), not the one an ephemeral tier counts from when it happened.
+    lasting = old.protection_tier != "ephemeral" and updated.protection_tier != "immutable"
+    if "expires_at" not in given and old.expires_at is not None and lasting:
+        updated = replace(updated, expires_at=old.expires_at)
     if updated.visibility != old.visibility:
         raise ToolFailure(
             f"{old.id} has visibility {old.visibility!r} and an update keeps who reads a memory; nothing was "
@@ -307,12 +318,27 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
     prepared = prepare(runtime, draft)
     given = args.model_fields_set
     try:
-        if old is not None and prepared.record.id == old.id and {"tags", "protection_tier"} & given:
-            return amended(runtime, old, prepared, args)  # the same text: only its tags or tier change
+        if (
+            old is not None
+            and prepared.record.id == old.id
+            and {"tags", "protection_tier", "expires_at"} & given
+        ):
+            return amended(
+                runtime, old, prepared, args
+            )  # the same text: only its tags, tier or expiry change
         written = runtime.writer.remember(prepared, llm=caller.llm, replaces=old, by_person=caller.person)
         out = output_of(written, args)
         if old is None and (lasting := made_lasting(runtime, out, prepared, args)) is not None:
             return lasting
+        if (
+            out.status == "duplicate"
+            and "expires_at" in given
+            and out.expires_at != prepared.record.expires_at
+        ):
+            # The text is stored already: its expiry changes only by an update of it (a restatement by another
+            # agent must not expire someone's memory).
+            kept = f"kept its expiry ({out.expires_at or 'none'}): pass replaces={out.id} with expires_at to change it"
+            out.note = f"{out.note}; {kept}" if out.note else kept
     except WriteRefused as exc:
         raise ToolFailure(str(exc)) from None
     if (

@@ -96,6 +96,7 @@ class Draft:
     protection_tier: ProtectionTier = "standard"
     occurred_at: datetime | None = None
     visibility: Visibility = "project"
+    expires_at: datetime | None = None  # when it stops being true (None: never, or the ephemeral tier's time)
 
     @property
     def home(self) -> Scope:
@@ -177,13 +178,25 @@ def prepare(draft: Draft, limits: WriteLimits, now: datetime, embedder: str) -> 
         )
     # An ephemeral memory expires as it decays, counted from when it happened (``retrieval.stages.decay``).
     lasts = timedelta(seconds=limits.ephemeral_ttl_seconds)
-    if draft.protection_tier == "ephemeral" and when + lasts <= now:
+    if draft.protection_tier == "ephemeral" and draft.expires_at is None and when + lasts <= now:
         raise WriteRefused(
             f"an ephemeral memory that happened at {iso(when)} expired at {iso(when + lasts)} "
             f"({spoken(lasts)} after it happened: MEMORIA_EPHEMERAL_TTL_SECONDS), so "
             "recall would never show it: remember it with another protection_tier, or leave occurred_at out "
             "if it still holds now"
         )
+    expires_at = draft.expires_at or (when + lasts if draft.protection_tier == "ephemeral" else None)
+    if draft.expires_at is not None:
+        if draft.protection_tier == "immutable":
+            raise WriteRefused(
+                "an immutable memory never changes, and never expires: leave expires_at out, or remember it "
+                "with another protection_tier"
+            )
+        if draft.expires_at <= now:  # (when it happened is never after now)
+            raise WriteRefused(
+                f"`expires_at` {iso(draft.expires_at)} is not after now (now is {iso(now)}), so recall would "
+                "never show it: pass when it stops being true, or leave expires_at out if it still holds"
+            )
     digest = content_hash(text)
     home = draft.home
     record = MemoryRecord(
@@ -205,7 +218,7 @@ def prepare(draft: Draft, limits: WriteLimits, now: datetime, embedder: str) -> 
         updated_at=now,
         embedder=embedder,
         simhash=fingerprint(text),
-        expires_at=when + lasts if draft.protection_tier == "ephemeral" else None,
+        expires_at=expires_at,
         visibility=draft.visibility,
     )
     return Prepared(record, summary)

@@ -311,7 +311,7 @@ def unrecorded_change(
     if change.action == "restore":
         return memory.status == "active" and latest is not None and latest.action in RETIRING_ACTIONS
     if change.action == "amend":
-        amended = tags_digest(memory.tags, memory.protection_tier) == change.outcome
+        amended = tags_digest(memory.tags, memory.protection_tier, memory.expires_at) == change.outcome
         return amended and (latest is None or latest.action != "amend" or latest.at < began)
     return False
 

@@ -314,6 +314,7 @@ class WriteService:
         tags: Sequence[str] | None,
         tier: ProtectionTier | None,
         redacted: str | None = None,
+        until: datetime | None = None,
     ) -> WriteResult:
         """An explicit update that keeps the text: ``memory``'s tags replaced by ``tags`` (already redacted,
         as ``prepare`` makes them) and its protection tier set to ``tier`` (None: as they are), with a
@@ -322,7 +323,8 @@ class WriteService:
         same text was refused. Only the memory's author changes its tier (as a restatement raises it: another
         agent's word must not make someone's memory unchangeable, or expire it), and an immutable memory
         keeps its own. An ephemeral memory made lasting no longer expires; one made ephemeral expires its
-        time after it happened, as a memory remembered ephemeral does (refused when that time is past)."""
+        time after it happened, as a memory remembered ephemeral does (refused when that time is past).
+        ``until``: when it stops being true now (an expiry given; a lasting memory keeps the one it has)."""
         store = self._store
         with store.exclusive():  # read again and written in one sequence: a purge in between stays purged
             current = store.get_memories([memory.id], memory.scope).get(memory.id)
@@ -341,13 +343,34 @@ class WriteService:
                         f"{memory.id} is immutable and keeps its tier; nothing was changed. Leave "
                         "protection_tier out to change its tags"
                     )
-            if tuple(new_tags) == current.tags and new_tier == current.protection_tier:
+            if until is not None:
+                if new_tier == "immutable":
+                    raise WriteRefused(
+                        f"{memory.id} is immutable and never expires; nothing was changed. Leave expires_at out"
+                    )
+                if until <= self._clock():
+                    raise WriteRefused(
+                        f"`expires_at` {iso(until)} is past (now is {iso(self._clock())}); nothing was changed. "
+                        f"Pass when it stops being true, or forget {memory.id} if it no longer holds"
+                    )
+            if (
+                tuple(new_tags) == current.tags
+                and new_tier == current.protection_tier
+                and (until is None or until == current.expires_at)
+            ):
                 raise WriteRefused(
-                    f"{memory.id} already has this text, these tags and this tier: nothing to update. Pass the "
-                    "corrected text, or the tags or protection_tier to change"
+                    f"{memory.id} already has this text, these tags, this tier and this expiry: nothing to "
+                    "update. Pass the corrected text, or the tags, protection_tier or expires_at to change"
                 )
-            expires_at = None
-            if new_tier == "ephemeral":
+            # An expiry given stays under a lasting tier; an ephemeral memory made lasting no longer expires.
+            expires_at = (
+                until
+                if until is not None
+                else current.expires_at
+                if new_tier != "immutable" and current.protection_tier != "ephemeral"
+                else None
+            )
+            if until is None and new_tier == "ephemeral":
                 # Its time counts from when it happened, as for a memory remembered ephemeral (a trial: an
                 # amend counted it from now, and kept a memory that remembering would have refused).
                 lasts = timedelta(seconds=self.limits.ephemeral_ttl_seconds)
@@ -361,10 +384,19 @@ class WriteService:
             said = []
             if tuple(new_tags) != current.tags:
                 said.append(f"its tags are now {new_tags} (were {list(current.tags)})")
+            if until is not None and until != current.expires_at:
+                was = (
+                    f"was to expire at {iso(current.expires_at)}" if current.expires_at else "did not expire"
+                )
+                said.append(f"it expires at {iso(until)} (it {was})")
             if new_tier != current.protection_tier:
-                lasting = "; it no longer expires" if current.protection_tier == "ephemeral" else ""
+                lasting = (
+                    "; it no longer expires"
+                    if current.protection_tier == "ephemeral" and until is None
+                    else ""
+                )
                 said.append(f"its protection tier is now {new_tier} (was {current.protection_tier}){lasting}")
-            outcome = tags_digest(new_tags, new_tier)
+            outcome = tags_digest(new_tags, new_tier, expires_at)
             with self._journal.changing(
                 self._journal.change(current.scope, [current.id], "amend", "explicit", actor, outcome)
             ):
@@ -840,7 +872,10 @@ class WriteService:
                 return current, None
             tags, tier, left_out = change
             if tuple(tags) != current.tags or tier != current.protection_tier:
-                expires_at = current.expires_at if tier == "ephemeral" else None  # only the ephemeral expire
+                # An ephemeral memory made lasting no longer expires, nor does one made immutable; an expiry
+                # given (``expires_at``) stays under another lasting tier.
+                kept_expiry = tier != "immutable" and current.protection_tier != "ephemeral"
+                expires_at = current.expires_at if tier == "ephemeral" or kept_expiry else None
                 self.inheritance.retag(current, tags, (tier, expires_at))
                 current = store.get_memories([current.id], current.scope).get(current.id, current)
         if (
@@ -1077,7 +1112,7 @@ class WriteService:
                 changed,
                 "expire",
                 resolver="expiry",
-                reason="ephemeral memory past its expiry",
+                reason="past its expiry",
                 resolution="expired",
                 actor=upkeep,
                 at=now,

@@ -100,10 +100,14 @@ class WriteJournal:
         self.entries.close()
 
 
-def tags_digest(tags: Sequence[str], tier: str) -> str:
-    """A digest of a memory's tags and protection tier: what an amend's journal entry holds of them (a
-    purge must be able to erase the tags themselves)."""
-    return hashlib.sha256("\x1f".join([tier, *tags]).encode("utf-8")).hexdigest()[:32]
+def tags_digest(tags: Sequence[str], tier: str, expires_at: datetime | None = None) -> str:
+    """A digest of a memory's tags, protection tier and an expiry given to a lasting memory (an ephemeral
+    one's follows its tier): what an amend's journal entry holds of them (a purge must be able to erase the
+    tags themselves)."""
+    parts = [tier, *tags]
+    if expires_at is not None and tier != "ephemeral":
+        parts.append("\x1e" + expires_at.isoformat())
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
 
 
 @contextmanager

@@ -532,7 +532,7 @@ def test_edit_without_text_changes_only_the_tags_or_tier(capsys, db):
     _, out, _ = memoria(capsys, db, "list", "--tag", "release")
     assert stored["id"] not in out
     status, _, err = memoria(capsys, db, "edit", stored["id"])
-    assert status != 0 and "pass the corrected text, or --tag or --tier" in err
+    assert status != 0 and "pass the corrected text, or --tag, --tier or --until" in err
     status, _, err = memoria(capsys, db, "edit", "mem_missing", "--tag", "ops")
     assert status != 0 and "no memory 'mem_missing' in org 'default' / project 'default'" in err
 
@@ -1881,3 +1881,31 @@ def test_doctor_makes_no_store_where_there_is_none_yet(capsys, tmp_path, monkeyp
     assert status == 0 and checks["store"]["status"] == "ok"
     assert checks["store"]["detail"].startswith(f"no store at {empty} yet")
     assert "backend" in checks and list(empty.iterdir()) == []
+
+
+def test_a_memory_true_until_a_day_is_remembered_and_edited_with_until(capsys, db):
+    # A trial: "until Friday" could only be said with --tier ephemeral, which kept it a week.
+    status, out, err = memoria(
+        capsys,
+        db,
+        "remember",
+        "The staging DB is frozen",
+        "--until",
+        "2999-12-10",
+        "--time-zone",
+        "Europe/Paris",
+    )
+    assert status == 0, err
+    assert "expires 2999-12-10T23:00:00Z" in out  # through that day in Paris
+    memory_id = out.split()[1]
+    status, out, err = memoria(capsys, db, "edit", memory_id, "--until", "2999-12-12T18:00Z")
+    assert status == 0, err
+    assert "it expires at 2999-12-12T18:00:00Z (it was to expire at 2999-12-10T23:00:00Z)" in out
+    status, _, err = memoria(capsys, db, "remember", "The demo is over", "--until", "next friday")
+    assert status != 0 and "--until 'next friday' is not a date or a time" in err
+    status, _, err = memoria(capsys, db, "remember", "The demo is over", "--until", "2020-01-01")
+    assert (
+        status != 0
+        and "`--until` 2020-01-02T00:00:00Z is not after now" in err
+        and "leave --until out" in err
+    )

@@ -1,3 +1,4 @@
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -593,7 +594,7 @@ def test_an_update_with_the_same_text_changes_only_its_tags_or_tier_in_place(run
     tagged = recall(RecallInput(query="release train", tags=["billing"]), runtime, agent)
     assert tagged.memories == []  # the recall filtered by the wrong tag no longer finds it
     with pytest.raises(
-        ToolFailure, match="already has this text, these tags and this tier: nothing to update"
+        ToolFailure, match="already has this text, these tags, this tier and this expiry: nothing to update"
     ):
         remember(RememberInput(content=text, replaces=stored.id, tags=["release"]), runtime, agent)
     with pytest.raises(ToolFailure, match="the new content is the same"):  # no tags or tier given: as before
@@ -630,7 +631,8 @@ def test_a_same_text_update_redacts_its_tags_and_only_the_author_changes_the_tie
     ]
     other = remember(RememberInput(content="Deploy keys rotate monthly", tags=["ci"]), runtime, alice)
     with pytest.raises(
-        ToolFailure, match="changes only tags and protection_tier; its kind stays as it is: leave it out"
+        ToolFailure,
+        match="changes only tags, protection_tier and expires_at; its kind stays as it is: leave it out",
     ):
         remember(
             RememberInput(
@@ -850,3 +852,101 @@ def test_an_ephemeral_memory_restated_as_lasting_twice_in_one_batch_reads_lastin
     assert (first.protection_tier, first.expires_at) == ("standard", None)
     assert (second.protection_tier, second.expires_at) == ("standard", None)
     assert "nothing to update" not in (second.note or "")
+
+
+def _at(runtime, moment):
+    runtime.clock = lambda: moment[0]
+
+
+def test_a_memory_true_until_a_day_is_recalled_through_that_day_and_not_after(runtime):
+    """A trial: "Until Friday 2026-12-11 the staging DB is frozen" could only be made ephemeral, which kept it
+    for a week, and recall went on telling agents not to migrate over the weekend."""
+    now = [datetime(2026, 12, 6, 20, 0, tzinfo=UTC)]
+    _at(runtime, now)
+    text = "Until Friday the staging DB is frozen; do not run migrations there."
+    out = remember(RememberInput(content=text, expires_at="2026-12-11"), runtime, CALLER)
+    assert out.expires_at == "2026-12-12T00:00:00Z"  # a date alone: through its end (UTC)
+    assert runtime.store.get_memory(out.id).protection_tier == "standard"
+    shown = recall(RecallInput(query="can I run migrations on staging?"), runtime, CALLER)
+    assert [m.id for m in shown.memories] == [out.id] and "expires 2026-12-12 00:00" in shown.context
+
+
+def test_a_memory_past_the_time_it_was_true_until_is_no_longer_recalled_or_listed(runtime):
+    # (on the store's own clock: the scope copies and searches read the time themselves)
+    until = datetime.now(UTC) + timedelta(seconds=1)
+    text = "The deploy queue is paused while the registry is migrated."
+    out = remember(RememberInput(content=text, expires_at=until), runtime, CALLER)
+    assert [
+        m.id for m in recall(RecallInput(query="is the deploy queue paused?"), runtime, CALLER).memories
+    ] == [out.id]
+    time.sleep(max(0.0, (until - datetime.now(UTC)).total_seconds()) + 0.05)
+    assert recall(RecallInput(query="is the deploy queue paused?"), runtime, CALLER).memories == []
+    assert runtime.store.list_memories(Scope("default", "default"), limit=10) == []
+
+
+def test_an_expiry_that_is_past_or_given_to_an_immutable_memory_is_refused(runtime):
+    now = [datetime(2026, 12, 6, 20, 0, tzinfo=UTC)]
+    _at(runtime, now)
+    with pytest.raises(ToolFailure, match=r"`expires_at` 2026-12-06T00:00:00Z is not after now"):
+        remember(RememberInput(content="The demo is today", expires_at="2026-12-05"), runtime, CALLER)
+    with pytest.raises(ToolFailure, match="an immutable memory never changes, and never expires"):
+        remember(
+            RememberInput(content="Prod is eu-west-1", protection_tier="immutable", expires_at="2026-12-31"),
+            runtime,
+            CALLER,
+        )
+    with pytest.raises(ValueError, match="names no real date"):
+        RememberInput(content="x", expires_at="2026-02-30")
+    assert runtime.store.list_memories(Scope("default", "default"), limit=10) == []
+
+
+def test_an_update_keeps_the_expiry_unless_given_one_and_the_same_text_changes_it_in_place(runtime):
+    now = [datetime(2026, 12, 6, 20, 0, tzinfo=UTC)]
+    _at(runtime, now)
+    first = remember(
+        RememberInput(content="The staging DB is frozen", expires_at="2026-12-11"), runtime, CALLER
+    )
+    # A correction of it is true until then too.
+    fixed = remember(
+        RememberInput(content="The staging and QA DBs are frozen", replaces=first.id), runtime, CALLER
+    )
+    assert fixed.expires_at == "2026-12-12T00:00:00Z"
+    # The same text with replaces and expires_at: the expiry changes in place, and says what it was.
+    later = remember(
+        RememberInput(
+            content="The staging and QA DBs are frozen", replaces=fixed.id, expires_at="2026-12-14"
+        ),
+        runtime,
+        CALLER,
+    )
+    assert (later.id, later.status, later.expires_at) == (fixed.id, "updated", "2026-12-15T00:00:00Z")
+    assert "it expires at 2026-12-15T00:00:00Z (it was to expire at 2026-12-12T00:00:00Z)" in later.note
+    # A change of its tags keeps it.
+    tagged = remember(
+        RememberInput(content="The staging and QA DBs are frozen", replaces=fixed.id, tags=["ops"]),
+        runtime,
+        CALLER,
+    )
+    assert tagged.expires_at == "2026-12-15T00:00:00Z"
+    # Stated again, the stored memory keeps its expiry, and the note says how to change it.
+    again = remember(
+        RememberInput(content="The staging and QA DBs are frozen", expires_at="2026-12-20"), runtime, CALLER
+    )
+    assert again.status == "duplicate" and again.expires_at == "2026-12-15T00:00:00Z"
+    assert f"kept its expiry (2026-12-15T00:00:00Z): pass replaces={fixed.id} with expires_at" in again.note
+
+
+def test_each_item_of_a_batch_may_say_until_when_it_holds(runtime):
+    now = [datetime(2026, 12, 6, 20, 0, tzinfo=UTC)]
+    _at(runtime, now)
+    out = remember_many(
+        RememberManyInput(
+            items=[
+                BatchItem(content="The runner pool is degraded", expires_at="2026-12-07T06:00:00Z"),
+                BatchItem(content="The runner pool has 12 machines"),
+            ]
+        ),
+        runtime,
+        CALLER,
+    )
+    assert [result.expires_at for result in out.results] == ["2026-12-07T06:00:00Z", None]

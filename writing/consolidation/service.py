@@ -281,8 +281,8 @@ class ConsolidationService:
 
     def on_correction(self, old: MemoryRecord, new: MemoryRecord, report: ConsolidationReport) -> None:
         """Memories that say what ``old`` said before an explicit update replaced it with ``new``: each is
-        disputed by ``new``. One says nothing ``old`` did not, and says a word the update took out and a
-        word it kept: "Alice Chen owns the billing service." after "Alice Chen owns the billing service; page
+        disputed by ``new``. One says nothing ``old`` did not, in the order it said it, and says a word the
+        update took out and a word it kept: "Alice Chen owns the billing service." after "Alice Chen owns the billing service; page
         her ..." was edited to "Dave Patel owns ..." (a trial: it stayed, undisputed, and was recalled
         first). Only among the memories the same people read (``_audience_view``)."""
         said, kept = cached_term_set(old.content), cached_term_set(new.content)
@@ -298,6 +298,8 @@ class ConsolidationService:
             terms = cached_term_set(other.content)
             if not terms <= said or not terms & removed or not terms & kept:
                 continue
+            if not _in_order(content_terms(other.content), content_terms(old.content)):
+                continue  # the same words in another order say another thing: "Bob reports to Alice"
             detail = f"says what {old.id} said before an explicit update replaced it"
             self._record_contradiction(other, new, "value", detail, token_jaccard(other.content, old.content))
             report.contradicts.append(other.id)
@@ -1248,6 +1250,12 @@ def _as_said(memory: MemoryRecord) -> ContradictionInput:
     """A memory as the contradiction rules read it: its text without the words it opens with that say
     nothing of its subject ("Actually, ...", ``without_opener``)."""
     return ContradictionInput(memory.id, without_opener(memory.content), memory.created_at)
+
+
+def _in_order(words: Sequence[str], within: Sequence[str]) -> bool:
+    """Whether ``words`` come in ``within`` in the same order (not necessarily side by side)."""
+    rest = iter(within)
+    return all(word in rest for word in words)
 
 
 def _audience_view(memory: MemoryRecord) -> View:
