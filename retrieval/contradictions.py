@@ -1431,6 +1431,32 @@ def things_given_up(memory: ContradictionInput, others: Sequence[ContradictionIn
     return found
 
 
+def restates_given_up(
+    memory: ContradictionInput, others: Sequence[ContradictionInput]
+) -> list[Contradiction]:
+    """The pairs of ``memory``, which states a value plainly (it says no change itself), and an older of
+    ``others`` that names that value as given up while it says the new one ("... now listens on port 9443
+    after the mTLS migration (it was 8443)", then another agent's "Payments service port is 8443 in prod":
+    a trial saw the stale value recalled first, unmarked). ``memory`` is the disputed one of each pair
+    (``older_id``), as if the older memory's change had come after it: what ``value_changes`` reads then,
+    with the value named in words."""
+    if says_more_than_a_value(memory.content) or not says_values(memory):
+        return []
+    after = memory.created_at + timedelta(microseconds=1)
+    found = []
+    for other in others:
+        if (
+            other.id == memory.id
+            or other.created_at > memory.created_at
+            or not says_more_than_a_value(other.content)
+        ):
+            continue
+        for change in value_changes(replace(other, created_at=after), [memory]):
+            if change.older_id == memory.id and change.named_in_words:
+                found.append(change)
+    return found
+
+
 def late_value_changes(
     memory: ContradictionInput, newer: Sequence[ContradictionInput]
 ) -> list[Contradiction]:

@@ -24,6 +24,7 @@ from retrieval.contradictions import (
     plain_command_changes,
     plain_value_changes,
     restated_correction,
+    restates_given_up,
     said_command_changes,
     says_value_changed,
     shown_value,
@@ -1632,3 +1633,53 @@ def test_an_aside_that_says_where_the_new_value_holds_keeps_the_change_apart():
     old = memory("old", "The staging Postgres database runs on host db-staging-01.internal.", 0)
     newer = "We moved the staging Postgres database from db-staging-01.internal to db-staging-02.internal (EU region only)."
     assert value_changes(memory("new", newer, 5), [old]) == []
+
+
+@pytest.mark.parametrize(
+    "stale",
+    [
+        "Payments service port is 8443 in prod.",
+        "The payments service listens on port 8443.",
+    ],
+)
+def test_a_value_said_plainly_that_an_older_memory_names_as_given_up_is_disputed_by_it(stale):
+    # A trial: another agent's "port is 8443" after "now listens on port 9443 ... (it was 8443)" stood first,
+    # unmarked. The stale statement is the disputed one, whenever it was written.
+    correction = memory(
+        "fix",
+        "The payments service now listens on port 9443 in production after the mTLS migration (it was 8443).",
+        0,
+    )
+    [pair] = restates_given_up(memory("stale", stale, 5), [correction])
+    assert (pair.older_id, pair.newer_id, pair.older_term, pair.newer_term) == (
+        "stale",
+        "fix",
+        "8443",
+        "9443",
+    )
+
+
+@pytest.mark.parametrize(
+    ("older_text", "newer_text"),
+    [
+        # The older names no value as given up: two values, for the value rules.
+        (
+            "The payments service listens on port 9443 in production.",
+            "Payments service port is 8443 in prod.",
+        ),
+        # The newer says a change itself: the value rules read it.
+        (
+            "The payments service now listens on port 9443 (it was 8443).",
+            "The payments service is back on port 8443 now.",
+        ),
+        # Another thing's port.
+        (
+            "The payments service now listens on port 9443 (it was 8443).",
+            "The search service listens on port 8443.",
+        ),
+    ],
+)
+def test_a_plain_value_beside_no_given_up_value_or_saying_a_change_itself_is_left_to_the_value_rules(
+    older_text, newer_text
+):
+    assert restates_given_up(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []

@@ -477,3 +477,20 @@ async def test_an_explicit_update_disputes_another_memory_that_said_what_it_corr
     assert recalled["memories"][0]["id"] == fixed["id"] and wrong["id"] not in shown
     assert shown[again["id"]]["contradicted_by"] == [fixed["id"]]
     assert unrelated["id"] not in shown or not shown[unrelated["id"]].get("contradicted_by")
+
+
+async def test_a_value_another_agent_says_after_a_correction_named_it_given_up_is_disputed(tmp_path):
+    """A trial: after "now listens on port 9443 ... (it was 8443)", another agent's "Payments service port is
+    8443 in prod" was recalled first, unmarked."""
+    server = server_with(settings_for(tmp_path / "db"))
+    correction = (
+        "The payments service now listens on port 9443 in production after the mTLS migration (it was 8443)."
+    )
+    async with connected(server, agent="claude-code") as first, connected(server, agent="cursor") as second:
+        fixed = await call(first, "remember", {"content": correction})
+        stale = await call(second, "remember", {"content": "Payments service port is 8443 in prod."})
+        recalled = await call(first, "recall", {"query": "What port does the payments service use?"})
+    assert stale["consolidation"]["contradicts"] == [fixed["id"]]
+    order = [m["id"] for m in recalled["memories"]]
+    assert order.index(fixed["id"]) < order.index(stale["id"])
+    assert {m["id"]: m for m in recalled["memories"]}[stale["id"]]["contradicted_by"] == [fixed["id"]]

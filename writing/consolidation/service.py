@@ -34,6 +34,7 @@ from retrieval.contradictions import (
     plain_command_changes,
     plain_value_changes,
     restated_correction,
+    restates_given_up,
     said_command_changes,
     says_value_changed,
     says_values,
@@ -548,6 +549,17 @@ class ConsolidationService:
             report.contradicts.append(stated.id)
             report.resolver = report.resolver or KEPT_OPEN
         self._restated_corrections(memory, pool, by_id, report)
+        # A value said plainly that a neighbour names as given up ("... (it was 8443)"), by any agent: the
+        # neighbour's change is the newer word on it, whenever each was written (a trial: another agent's
+        # "Payments service port is 8443 in prod" stood first, unmarked, beside "now 9443 ... (it was 8443)").
+        done = {*report.revised, *report.contradicts}
+        for stale in restates_given_up(pool[-1], [c for c in pool[:-1] if c.id not in done]):
+            detail = f"{stale.detail}, said after {stale.newer_id} named it given up"
+            self._record_contradiction(
+                memory, by_id[stale.newer_id], "value", detail, stale.subject_similarity
+            )
+            report.contradicts.append(stale.newer_id)
+            report.resolver = report.resolver or KEPT_OPEN
         # A thing named as given up (", not make db-up") or said to be ("we're dropping Redis for the job
         # queue", "make deploy is deprecated") that an older memory says, by any agent: disputed. The older
         # one may be far by vector from the memory that retires what it says: it is looked for by name too.
