@@ -1177,7 +1177,10 @@ def now_value_changes(
 # Words after which a word names what someone chooses, prefers or holds: with "now", another word in that
 # place says the choice changed ("Bob prefers rebase merges now" after "Bob prefers squash merges", a trial:
 # the two were kept as two facts and the older recalled first).
-_CHOICE_CUES = _PREDICATE_CUES | frozenset(
+# Only verbs of a preference or a choice: after "is", "uses" or "requires" another word with "now" often adds
+# to what holds ("The frontend uses TypeScript now" beside React; "The API is documented now": a review saw
+# both retire a memory still true).
+_CHOICE_CUES = frozenset(
     {"prefers", "prefer", "likes", "like", "favours", "favors", "wants", "want", "chose", "picked"}
 )
 

@@ -146,7 +146,8 @@ def expire_journal(runtime: Runtime, *, now: float | None = None) -> tuple[int, 
 
 
 def expire_ephemeral(runtime: Runtime) -> int:
-    """Retract ephemeral memories past their time, with lineage; returns how many."""
+    """Retract memories past their time (ephemeral ones, and those given an expiry), with lineage; returns
+    how many."""
     by_scope: dict[Scope, list[str]] = {}
     for memory in runtime.store.expired(runtime.clock()):
         by_scope.setdefault(memory.scope, []).append(memory.id)

@@ -438,9 +438,10 @@ class Memories(StoreTables):
         return sorted(found.values(), key=lambda record: (record.created_at, record.id))
 
     def expired(self, now: datetime) -> list[MemoryRecord]:
-        """Active memories whose ``expires_at`` has passed (ephemeral tier), in every scope."""
+        """Active memories whose ``expires_at`` has passed (the ephemeral tier's, or one given), in every
+        scope."""
         condition = filters.all_of(
-            filters.equals("status", "active"), filters.equals("protection_tier", "ephemeral")
+            filters.equals("status", "active"), filters.at_or_before("expires_at", now)
         )
         rows = self._select(self._memories, condition, MEMORY_COLUMNS, limit=None)
         return [memory for memory in map(memory_from_row, rows) if memory.past_expiry(now)]

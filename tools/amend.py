@@ -39,6 +39,7 @@ def amended(
         tier=args.protection_tier if "protection_tier" in given else None,
         redacted=prepared.redacted,
         until=args.expires_at if "expires_at" in given else None,
+        clear_expiry="expires_at" in given and args.expires_at is None,
     )
     out = output_of(result, args)
     out.status, out.duplicate_of = "updated", None
@@ -68,3 +69,14 @@ def made_lasting(
     if stored.protection_tier != "ephemeral":  # made lasting already, by an earlier item of the same batch
         return out.model_copy(update={"protection_tier": stored.protection_tier, "expires_at": None})
     return amended(runtime, stored, prepared, args, retag=False)  # restating added its tags
+
+
+def kept_expiry(out: RememberOutput, prepared: Prepared, args: MemoryFields) -> None:
+    """A text stored already keeps its expiry: it changes only by an update of it (a restatement by another
+    agent must not expire someone's memory); ``out``'s note says so when another was asked for."""
+    from tools.common import iso
+
+    asked = iso(prepared.record.expires_at) if prepared.record.expires_at else None
+    if out.status == "duplicate" and "expires_at" in args.model_fields_set and out.expires_at != asked:
+        kept = f"kept its expiry ({out.expires_at or 'none'}): pass replaces={out.id} with expires_at to change it"
+        out.note = f"{out.note}; {kept}" if out.note else kept

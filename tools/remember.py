@@ -13,12 +13,10 @@ from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
 from retrieval.text import counted
 from storage.records import MemoryKind, MemoryRecord, View, Visibility
-from tools.amend import amended, made_lasting
+from tools.amend import amended, kept_expiry, made_lasting
 from tools.common import (
     Caller,
-    ExpiresAt,
     Identifier,
-    OccurredAt,
     Runtime,
     ScopeArgs,
     Tag,
@@ -28,6 +26,7 @@ from tools.common import (
 )
 from tools.empty_recall_notes import held_elsewhere
 from tools.memory_views import replacements
+from tools.times import ExpiresAt, OccurredAt
 from writing.consolidation.report import ConsolidationReport
 from writing.drafts import Draft, Prepared, WriteRefused, WriteResult, stored_content
 
@@ -330,15 +329,7 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
         out = output_of(written, args)
         if old is None and (lasting := made_lasting(runtime, out, prepared, args)) is not None:
             return lasting
-        if (
-            out.status == "duplicate"
-            and "expires_at" in given
-            and out.expires_at != prepared.record.expires_at
-        ):
-            # The text is stored already: its expiry changes only by an update of it (a restatement by another
-            # agent must not expire someone's memory).
-            kept = f"kept its expiry ({out.expires_at or 'none'}): pass replaces={out.id} with expires_at to change it"
-            out.note = f"{out.note}; {kept}" if out.note else kept
+        kept_expiry(out, prepared, args)
     except WriteRefused as exc:
         raise ToolFailure(str(exc)) from None
     if (

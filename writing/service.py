@@ -315,6 +315,7 @@ class WriteService:
         tier: ProtectionTier | None,
         redacted: str | None = None,
         until: datetime | None = None,
+        clear_expiry: bool = False,
     ) -> WriteResult:
         """An explicit update that keeps the text: ``memory``'s tags replaced by ``tags`` (already redacted,
         as ``prepare`` makes them) and its protection tier set to ``tier`` (None: as they are), with a
@@ -324,7 +325,9 @@ class WriteService:
         agent's word must not make someone's memory unchangeable, or expire it), and an immutable memory
         keeps its own. An ephemeral memory made lasting no longer expires; one made ephemeral expires its
         time after it happened, as a memory remembered ephemeral does (refused when that time is past).
-        ``until``: when it stops being true now (an expiry given; a lasting memory keeps the one it has)."""
+        ``until``: when it stops being true now (an expiry given; a lasting memory keeps the one it has);
+        ``clear_expiry``: it no longer expires (not an ephemeral one: its tier is its time). Only its author
+        changes when it expires (another agent's word must not expire someone's memory)."""
         store = self._store
         with store.exclusive():  # read again and written in one sequence: a purge in between stays purged
             current = store.get_memories([memory.id], memory.scope).get(memory.id)
@@ -343,6 +346,11 @@ class WriteService:
                         f"{memory.id} is immutable and keeps its tier; nothing was changed. Leave "
                         "protection_tier out to change its tags"
                     )
+            if (until is not None or clear_expiry) and actor.agent_id != current.agent_id:
+                raise WriteRefused(
+                    f"{memory.id} was written by {current.agent_id!r}: only its author changes when it expires; "
+                    "nothing was changed. Leave expires_at out to change its tags"
+                )
             if until is not None:
                 if new_tier == "immutable":
                     raise WriteRefused(
@@ -357,6 +365,7 @@ class WriteService:
                 tuple(new_tags) == current.tags
                 and new_tier == current.protection_tier
                 and (until is None or until == current.expires_at)
+                and not (clear_expiry and current.expires_at is not None and new_tier != "ephemeral")
             ):
                 raise WriteRefused(
                     f"{memory.id} already has this text, these tags, this tier and this expiry: nothing to "
@@ -367,7 +376,7 @@ class WriteService:
                 until
                 if until is not None
                 else current.expires_at
-                if new_tier != "immutable" and current.protection_tier != "ephemeral"
+                if new_tier != "immutable" and current.protection_tier != "ephemeral" and not clear_expiry
                 else None
             )
             if until is None and new_tier == "ephemeral":
@@ -389,11 +398,13 @@ class WriteService:
                     f"was to expire at {iso(current.expires_at)}" if current.expires_at else "did not expire"
                 )
                 said.append(f"it expires at {iso(until)} (it {was})")
+            elif (
+                current.expires_at is not None and expires_at is None and new_tier == current.protection_tier
+            ):
+                said.append(f"it no longer expires (it was to expire at {iso(current.expires_at)})")
             if new_tier != current.protection_tier:
                 lasting = (
-                    "; it no longer expires"
-                    if current.protection_tier == "ephemeral" and until is None
-                    else ""
+                    "; it no longer expires" if current.expires_at is not None and expires_at is None else ""
                 )
                 said.append(f"its protection tier is now {new_tier} (was {current.protection_tier}){lasting}")
             outcome = tags_digest(new_tags, new_tier, expires_at)
@@ -1102,8 +1113,8 @@ class WriteService:
             self.inheritance.inherit(scope, restated, report.revised)
 
     def expire(self, scope: Scope, memory_ids: Sequence[str]) -> list[str]:
-        """Retract these ephemeral memories of ``scope`` past their time, with lineage (the maintenance
-        rounds, and a remember that states one again); returns the ids that changed."""
+        """Retract these memories of ``scope`` past their time (ephemeral, or given an expiry), with lineage
+        (the maintenance rounds, and a remember that states one again); returns the ids that changed."""
         now, upkeep = self._clock(), Actor("memoria", "upkeep")
         with self._journal.changing(self._journal.change(scope, memory_ids, "expire", "expiry", upkeep)):
             changed = self._store.retract_expired(scope, memory_ids, now)

@@ -101,11 +101,10 @@ class WriteJournal:
 
 
 def tags_digest(tags: Sequence[str], tier: str, expires_at: datetime | None = None) -> str:
-    """A digest of a memory's tags, protection tier and an expiry given to a lasting memory (an ephemeral
-    one's follows its tier): what an amend's journal entry holds of them (a purge must be able to erase the
-    tags themselves)."""
+    """A digest of a memory's tags, protection tier and expiry: what an amend's journal entry holds of them
+    (a purge must be able to erase the tags themselves)."""
     parts = [tier, *tags]
-    if expires_at is not None and tier != "ephemeral":
+    if expires_at is not None:
         parts.append("\x1e" + expires_at.isoformat())
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
 

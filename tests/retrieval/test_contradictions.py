@@ -1577,12 +1577,7 @@ def test_a_command_to_run_next_or_said_actually_is_no_change_of_the_command_in_w
     [
         ("Bob prefers squash merges.", "Bob prefers rebase merges now.", "squash", "rebase"),
         ("Bob prefers squash merges.", "Bob now prefers rebase merges.", "squash", "rebase"),
-        (
-            "The team uses spaces for indentation.",
-            "The team uses tabs for indentation now.",
-            "spaces",
-            "tabs",
-        ),
+        ("Ana likes dark themes.", "Ana likes light themes now.", "dark", "light"),
     ],
 )
 def test_a_choice_said_with_now_in_the_place_of_another_is_a_change_in_words(
@@ -1603,6 +1598,10 @@ def test_a_choice_said_with_now_in_the_place_of_another_is_a_change_in_words(
     [
         ("Bob prefers squash merges.", "Alice prefers squash merges now."),  # another person's choice
         ("The frontend uses React.", "The backend uses React now."),  # another thing's
+        # After "uses", "is" or "requires" another word often adds to what holds (a review).
+        ("The frontend uses React.", "The frontend uses TypeScript now."),
+        ("The API is stable.", "The API is documented now."),
+        ("The release branch is protected.", "The release branch is frozen now."),
         ("Bob prefers squash merges.", "Bob prefers squash merges now."),  # nothing in its place
         ("Bob prefers squash merges.", "Bob does not prefer rebase merges now."),  # a denial
         ("Bob prefers squash merges.", "Bob prefers rebase commits now."),  # two words

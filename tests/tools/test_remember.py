@@ -950,3 +950,43 @@ def test_each_item_of_a_batch_may_say_until_when_it_holds(runtime):
         CALLER,
     )
     assert [result.expires_at for result in out.results] == ["2026-12-07T06:00:00Z", None]
+
+
+def test_only_its_author_changes_when_a_memory_expires(runtime):
+    # A review: another agent's update with the same text and an expiry made a protected memory expire.
+    text = "Prod DB is in eu-west-1"
+    stored = remember(RememberInput(content=text, protection_tier="protected"), runtime, CALLER)
+    with pytest.raises(ToolFailure, match="only its author changes when it expires; nothing was changed"):
+        remember(
+            RememberInput(content=text, replaces=stored.id, expires_at=datetime.now(UTC) + timedelta(days=1)),
+            runtime,
+            Caller("cursor", "ses_9"),
+        )
+    assert runtime.store.get_memory(stored.id).expires_at is None
+
+
+def test_an_expiry_given_again_or_taken_away(runtime):
+    now = [datetime(2026, 12, 6, 20, 0, tzinfo=UTC)]
+    _at(runtime, now)
+    text = "The staging DB is frozen"
+    first = remember(RememberInput(content=text, expires_at="2026-12-11"), runtime, CALLER)
+    # Stated again with the expiry it has: nothing to say about it.
+    again = remember(RememberInput(content=text, expires_at="2026-12-11"), runtime, CALLER)
+    assert again.status == "duplicate" and again.note is None
+    # Taken away (null, with replaces and the same text): it no longer expires, and says so.
+    cleared = remember(RememberInput(content=text, replaces=first.id, expires_at=None), runtime, CALLER)
+    assert cleared.expires_at is None
+    assert "it no longer expires (it was to expire at 2026-12-12T00:00:00Z)" in cleared.note
+
+
+def test_the_maintenance_round_retracts_a_memory_past_the_time_it_was_given(runtime):
+    # A review: the round looked at the ephemeral tier only, and such a memory stayed active for good.
+    from server.upkeep import expire_ephemeral
+
+    until = datetime.now(UTC) + timedelta(seconds=1)
+    out = remember(RememberInput(content="The deploy queue is paused", expires_at=until), runtime, CALLER)
+    time.sleep(max(0.0, (until - datetime.now(UTC)).total_seconds()) + 0.05)
+    assert expire_ephemeral(runtime) == 1
+    assert runtime.store.get_memory(out.id).status == "retracted"
+    events = runtime.store.lineage(Scope("default", "default"), [out.id])
+    assert [event.action for event in events][-1] == "expire"

@@ -8,6 +8,7 @@ Near-duplicates written by different agents are corroboration and are kept unles
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
@@ -60,10 +61,12 @@ from retrieval.simhash import simhash
 from retrieval.stages.candidate_search import CandidateSource
 from retrieval.stages.corroboration import UnionFind
 from retrieval.text import (
+    STOPWORDS,
     after_purges_forgotten,
     cached_term_set,
     content_hash,
     content_terms,
+    light_stem,
     searchable_text,
     word_tokens,
 )
@@ -287,7 +290,15 @@ class ConsolidationService:
         her ..." was edited to "Dave Patel owns ..." (a trial: it stayed, undisputed, and was recalled
         first). Only among the memories the same people read (``_audience_view``)."""
         said, kept = cached_term_set(old.content), cached_term_set(new.content)
-        removed = said - kept
+        # A name or a value swapped for another of its kind ("Alice Chen" for "Dave Patel", 8443 for 9443):
+        # words only dropped or reworded ("The billing service" as "Billing", "k8s" as "Kubernetes") correct
+        # nothing another memory said (a review saw such edits dispute memories still true).
+        names, values = _names_and_values(old.content)
+        new_names, new_values = _names_and_values(new.content)
+        removed = ((names - new_names) if new_names - names else set()) | (
+            (values - new_values) if new_values - values else set()
+        )
+        removed &= said - kept
         if not removed or not self.policy.enabled:
             return
         hits = self._store.fulltext_search(_audience_view(new), " ".join(sorted(removed)), limit=25)
@@ -1262,6 +1273,19 @@ def _as_said(memory: MemoryRecord) -> ContradictionInput:
     """A memory as the contradiction rules read it: its text without the words it opens with that say
     nothing of its subject ("Actually, ...", ``without_opener``)."""
     return ContradictionInput(memory.id, without_opener(memory.content), memory.created_at)
+
+
+def _names_and_values(text: str) -> tuple[set[str], set[str]]:
+    """The content terms of ``text`` that are names (written with a capital, no function word) and those
+    that are values (a digit, a day or a month)."""
+    names, values = set(), set()
+    for word in re.findall(r"[^\W_][\w'-]*", text):
+        lower = word.lower()
+        if is_value(lower):
+            values.add(light_stem(lower))
+        elif word[0].isupper() and lower not in STOPWORDS:
+            names.add(light_stem(lower))
+    return names, values
 
 
 def _in_order(words: Sequence[str], within: Sequence[str]) -> bool:
