@@ -44,46 +44,44 @@ def diagnose(settings: Settings, *, fix: bool = False, progress: Progress = no_p
     steps: list[Callable[[], list[Check]]] = []
     store: MemoryStore | None = None
     local = local_store_folder(settings.db_uri)
-    try:
-        if local is not None and not local.is_file() and not _holds_a_store(local):
-            # Diagnosing makes nothing: the default folder (or an empty one) has no store until first use (a
-            # trial: doctor on a fresh machine made the ten tables it then reported as fine).
-            checks.append(
-                Check(
-                    "store",
-                    "ok",
-                    f"no store at {settings.db_uri} yet: `memoria serve`, or a first `memoria remember`, makes "
-                    "it there (doctor makes none)",
-                )
-            )
-            raise _NoStoreYet
-        progress("opening the store", 0, 1)
-        store = open_store(settings)
+    if local is not None and not local.is_file() and not _holds_a_store(local):
+        # Diagnosing makes nothing: the default folder (or an empty one) has no store until first use (a
+        # trial: doctor on a fresh machine made the ten tables it then reported as fine).
         checks.append(
             Check(
                 "store",
                 "ok",
-                f"{settings.db_uri} opens (schema version {store.schema_version}, {store.vector_dim}-d vectors)",
+                f"no store at {settings.db_uri} yet: `memoria serve`, or a first `memoria remember`, makes "
+                "it there (doctor makes none)",
             )
         )
-    except _NoStoreYet:
-        pass
-    except Exception as exc:
-        # A file is said so by the folder check below; the store's own message would name MEMORIA_DB_URI
-        # and say the folder is made if missing, whichever way the path was given (a trial's --db).
-        afile = local is not None and local.is_file()
-        checks.append(
-            Check(
-                "store",
-                "fail",
-                f"{settings.db_uri} does not open: "
-                + ("it is a file, not a store's folder" if afile else str(exc)),
-                "point --db or MEMORIA_DB_URI at a store's folder (a command with --create makes a new one)"
-                if afile
-                else "set MEMORIA_DB_URI to a writable folder (or a LanceDB URI with credentials in "
-                "MEMORIA_STORAGE_OPTIONS), or pass --db",
+    else:
+        try:
+            progress("opening the store", 0, 1)
+            store = open_store(settings)
+            checks.append(
+                Check(
+                    "store",
+                    "ok",
+                    f"{settings.db_uri} opens (schema version {store.schema_version}, {store.vector_dim}-d vectors)",
+                )
             )
-        )
+        except Exception as exc:
+            # A file is said so by the folder check below; the store's own message would name MEMORIA_DB_URI
+            # and say the folder is made if missing, whichever way the path was given (a trial's --db).
+            afile = local is not None and local.is_file()
+            checks.append(
+                Check(
+                    "store",
+                    "fail",
+                    f"{settings.db_uri} does not open: "
+                    + ("it is a file, not a store's folder" if afile else str(exc)),
+                    "point --db or MEMORIA_DB_URI at a store's folder (a command with --create makes a new one)"
+                    if afile
+                    else "set MEMORIA_DB_URI to a writable folder (or a LanceDB URI with credentials in "
+                    "MEMORIA_STORAGE_OPTIONS), or pass --db",
+                )
+            )
     try:
         checks += _local_folder(settings)
         if store is not None:
@@ -112,10 +110,6 @@ def diagnose(settings: Settings, *, fix: bool = False, progress: Progress = no_p
         if store is not None:
             store.close()
     return checks
-
-
-class _NoStoreYet(Exception):
-    """No store to open: the checks go on without one."""
 
 
 def _holds_a_store(folder: Path) -> bool:

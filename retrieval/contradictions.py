@@ -934,6 +934,11 @@ def _plain_reading(text: str) -> tuple[tuple[str, ...], tuple[bool, ...] | None,
     return words, _names_at(said, words), _CHANGED.search(said) is not None
 
 
+def _places_apart(words: Sequence[str], theirs: Sequence[str]) -> list[int]:
+    """Where two statements of the same length say another word."""
+    return [at for at, (mine, old) in enumerate(zip(words, theirs, strict=True)) if mine != old]
+
+
 def _name_in_place(
     words: Sequence[str], names: Sequence[bool], theirs: Sequence[str], their_names: Sequence[bool]
 ) -> tuple[str, str] | None:
@@ -941,7 +946,7 @@ def _name_in_place(
     to ``MAX_NAME_WORDS`` words, each written with a capital in both, none a value), the last words of
     both, right after one of the ``_NAME_CUES`` or after "by" and a word of ownership: "is owned by Carla
     Reyes", then "... by Dmitri Volkov"."""
-    differ = [i for i, (mine, old) in enumerate(zip(words, theirs, strict=True)) if mine != old]
+    differ = _places_apart(words, theirs)
     if not differ or len(differ) > MAX_NAME_WORDS or differ != list(range(differ[0], differ[-1] + 1)):
         return None
     if not all(
@@ -1050,7 +1055,7 @@ def plain_value_changes(
             if name is not None:
                 found.append(Contradiction(other.id, memory.id, *name, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
                 continue
-        differ = [i for i, (mine, old) in enumerate(zip(tokens, theirs, strict=True)) if mine != old]
+        differ = _places_apart(tokens, theirs)
         if len(differ) != 1:
             continue
         at = differ[0]
@@ -1203,7 +1208,7 @@ def _choice_in_place(
         theirs, _, says_a_change = _plain_reading(other.content)
         if len(theirs) != len(tokens) or says_a_change:
             continue
-        differ = [i for i, (mine, old) in enumerate(zip(tokens, theirs, strict=True)) if mine != old]
+        differ = _places_apart(tokens, theirs)
         if len(differ) != 1:
             continue
         at = differ[0]

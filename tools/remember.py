@@ -28,7 +28,7 @@ from tools.empty_recall_notes import held_elsewhere
 from tools.memory_views import replacements
 from tools.times import ExpiresAt, OccurredAt
 from writing.consolidation.report import ConsolidationReport
-from writing.drafts import Draft, Prepared, WriteRefused, WriteResult, stored_content
+from writing.drafts import Draft, Prepared, WriteRefused, WriteResult, expiry_under, stored_content
 
 
 class MemoryFields(BaseModel):
@@ -239,9 +239,8 @@ def inherited(draft: Draft, old: MemoryRecord, given: set[str]) -> Draft:
         updated = replace(updated, occurred_at=old.created_at)
     # A correction of something true until a time is true until then too, unless it says otherwise: an expiry
     # given (``expires_at``), not the one an ephemeral tier counts from when it happened.
-    lasting = old.protection_tier != "ephemeral" and updated.protection_tier != "immutable"
-    if "expires_at" not in given and old.expires_at is not None and lasting:
-        updated = replace(updated, expires_at=old.expires_at)
+    if "expires_at" not in given and old.protection_tier != "ephemeral":
+        updated = replace(updated, expires_at=expiry_under(old, updated.protection_tier))
     if updated.visibility != old.visibility:
         raise ToolFailure(
             f"{old.id} has visibility {old.visibility!r} and an update keeps who reads a memory; nothing was "
@@ -317,14 +316,13 @@ def remember(args: RememberInput, runtime: Runtime, caller: Caller) -> RememberO
     prepared = prepare(runtime, draft)
     given = args.model_fields_set
     try:
+        # The same text: only its tags, tier or expiry change.
         if (
             old is not None
             and prepared.record.id == old.id
             and {"tags", "protection_tier", "expires_at"} & given
         ):
-            return amended(
-                runtime, old, prepared, args
-            )  # the same text: only its tags, tier or expiry change
+            return amended(runtime, old, prepared, args)
         written = runtime.writer.remember(prepared, llm=caller.llm, replaces=old, by_person=caller.person)
         out = output_of(written, args)
         if old is None and (lasting := made_lasting(runtime, out, prepared, args)) is not None:

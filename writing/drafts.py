@@ -261,6 +261,15 @@ def identical_note(added: str | None) -> str | None:
     return f"an identical memory is stored; {added}" if added else None
 
 
+def expiry_under(memory: MemoryRecord, tier: ProtectionTier) -> datetime | None:
+    """The expiry ``memory`` keeps once its tier is ``tier``: an ephemeral memory's (its tier's time) only
+    while it stays ephemeral; one given to a lasting memory (``expires_at``) under any tier but immutable,
+    which never expires."""
+    if tier == "immutable" or (memory.protection_tier == "ephemeral" and tier != "ephemeral"):
+        return None
+    return memory.expires_at
+
+
 # Protection tiers from the least to the most protected: a memory stated again never loses protection.
 TIER_ORDER: tuple[ProtectionTier, ...] = ("ephemeral", "standard", "protected", "immutable")
 

@@ -48,6 +48,7 @@ from writing.drafts import (
     as_array,
     as_restored,
     cluster_member,
+    expiry_under,
     guarded_from,
     identical_note,
     in_batch_order,
@@ -371,14 +372,7 @@ class WriteService:
                     f"{memory.id} already has this text, these tags, this tier and this expiry: nothing to "
                     "update. Pass the corrected text, or the tags, protection_tier or expires_at to change"
                 )
-            # An expiry given stays under a lasting tier; an ephemeral memory made lasting no longer expires.
-            expires_at = (
-                until
-                if until is not None
-                else current.expires_at
-                if new_tier != "immutable" and current.protection_tier != "ephemeral" and not clear_expiry
-                else None
-            )
+            expires_at = until or (None if clear_expiry else expiry_under(current, new_tier))
             if until is None and new_tier == "ephemeral":
                 # Its time counts from when it happened, as for a memory remembered ephemeral (a trial: an
                 # amend counted it from now, and kept a memory that remembering would have refused).
@@ -883,11 +877,7 @@ class WriteService:
                 return current, None
             tags, tier, left_out = change
             if tuple(tags) != current.tags or tier != current.protection_tier:
-                # An ephemeral memory made lasting no longer expires, nor does one made immutable; an expiry
-                # given (``expires_at``) stays under another lasting tier.
-                kept_expiry = tier != "immutable" and current.protection_tier != "ephemeral"
-                expires_at = current.expires_at if tier == "ephemeral" or kept_expiry else None
-                self.inheritance.retag(current, tags, (tier, expires_at))
+                self.inheritance.retag(current, tags, (tier, expiry_under(current, tier)))
                 current = store.get_memories([current.id], current.scope).get(current.id, current)
         if (
             current.protection_tier == "immutable" != stored.protection_tier

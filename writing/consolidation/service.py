@@ -285,10 +285,11 @@ class ConsolidationService:
 
     def on_correction(self, old: MemoryRecord, new: MemoryRecord, report: ConsolidationReport) -> None:
         """Memories that say what ``old`` said before an explicit update replaced it with ``new``: each is
-        disputed by ``new``. One says nothing ``old`` did not, in the order it said it, and says a word the
-        update took out and a word it kept: "Alice Chen owns the billing service." after "Alice Chen owns the billing service; page
-        her ..." was edited to "Dave Patel owns ..." (a trial: it stayed, undisputed, and was recalled
-        first). Only among the memories the same people read (``_audience_view``)."""
+        disputed by ``new``. One says nothing ``old`` did not, in the order it said it, and says a name or
+        value the update swapped for another and a word it kept: "Alice Chen owns the billing service."
+        after "Alice Chen owns the billing service; page her ..." was edited to "Dave Patel owns ..." (a
+        trial: it stayed, undisputed, and was recalled first). Only among the memories the same people read
+        (``_audience_view``)."""
         said, kept = cached_term_set(old.content), cached_term_set(new.content)
         # A name or a value swapped for another of its kind ("Alice Chen" for "Dave Patel", 8443 for 9443):
         # words only dropped or reworded ("The billing service" as "Billing", "k8s" as "Kubernetes") correct
