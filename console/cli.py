@@ -137,7 +137,8 @@ def add_people_commands(commands: Any) -> None:
     edit.add_argument(
         "--until",
         metavar="WHEN",
-        help="when it stops being true: 2026-12-11 (through that day) or 2026-12-11T18:00Z (default: the memory's)",
+        help="when it stops being true: 2026-12-11 (through that day) or 2026-12-11T18:00Z; never: it no longer "
+        "expires (default: the memory's)",
     )
     edit.add_argument("--agent", metavar="NAME", help="who corrects it (default cli)")
     edit.add_argument("--session", metavar="ID", help="the working session (default a new one)")

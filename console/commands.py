@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TextIO, TypeVar
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -277,6 +277,11 @@ def backend_line(runtime: Runtime) -> str:
     )
 
 
+# ``--until never``: an argument given as null (a memory's expiry taken away), where a flag left out is
+# an argument left out.
+NO_EXPIRY: Final = object()
+
+
 def call(
     handler: Callable[[Any, Runtime, Caller], Awaitable[Model]],
     model: type[BaseModel],
@@ -289,7 +294,10 @@ def call(
     """``handler`` on ``values`` validated as the MCP tool validates them (``private``: attributes of the
     arguments no tool call can set, for what only a command knows)."""
     try:
-        arguments = model.model_validate({key: value for key, value in values.items() if value is not None})
+        given = {
+            key: None if value is NO_EXPIRY else value for key, value in values.items() if value is not None
+        }
+        arguments = model.model_validate(given)
         for name, value in (private or {}).items():
             setattr(arguments, name, value)
     except ValidationError as exc:
@@ -473,11 +481,14 @@ def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str = "") 
     return None
 
 
-def true_until(text: str | None, zone: str | None) -> str | None:
+def true_until(text: str | None, zone: str | None) -> str | object | None:
     """``--until`` as the tool reads it: a date alone through the end of that day in ``zone`` (--time-zone,
-    default UTC), an ISO 8601 time as given (without an offset, in ``zone``)."""
+    default UTC), an ISO 8601 time as given (without an offset, in ``zone``); "never" takes an expiry away
+    (``NO_EXPIRY``: the tool's expires_at null, which an edit passes on)."""
     if text is None:
         return None
+    if text.strip().lower() == "never":
+        return NO_EXPIRY
     from retrieval.time_window import zone_of
 
     said = text.strip()
@@ -486,7 +497,8 @@ def true_until(text: str | None, zone: str | None) -> str | None:
         moment = None if day else datetime.fromisoformat(said.replace("Z", "+00:00"))
     except ValueError:
         raise CommandError(
-            f"--until {text!r} is not a date or a time: give 2026-12-11 (through that day) or 2026-12-11T18:00Z"
+            f"--until {text!r} is not a date or a time: give 2026-12-11 (through that day), 2026-12-11T18:00Z, "
+            "or never"
         ) from None
     if day is not None:  # through that day where the user is
         return (datetime.combine(day, time(), zone_of(zone)) + timedelta(days=1)).isoformat()

@@ -117,7 +117,8 @@ class Recovery:
     def _finish_consolidation(self, owed: OwedConsolidation) -> int:
         """The consolidation a process that died owed memories it inserted stamped as examined (and the
         explicit update they were written for): done now as the remember would have done it, with the
-        rules (no request, so no language model). Idempotent: a memory no longer active, or never
+        rules (no request, so no language model), the update's corrections included (``on_correction``,
+        whose disputes keep their first detection). Idempotent: a memory no longer active, or never
         inserted, is left alone, and one consolidated already finds its restatements gone from the active
         set. Written down again first, so that a crash now leaves it to the next start once more."""
         store = self._store
@@ -143,6 +144,8 @@ class Recovery:
                     report = self._writer.consolidation.on_write(
                         memory, vectors[memory.id], llm=None, actor=actor, mark=False
                     )
+                    if replaced is not None:  # as the update would have: what said the old text is disputed
+                        self._writer.consolidation.on_correction(replaced, memory, report)
                     self._writer.track(owed.scope, report, memory.id)
         self._journal.done(number)
         return len(active)

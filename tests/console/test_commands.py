@@ -1901,6 +1901,12 @@ def test_a_memory_true_until_a_day_is_remembered_and_edited_with_until(capsys, d
     status, out, err = memoria(capsys, db, "edit", memory_id, "--until", "2999-12-12T18:00Z")
     assert status == 0, err
     assert "it expires at 2999-12-12T18:00:00Z (it was to expire at 2999-12-10T23:00:00Z)" in out
+    # The tool takes an expiry away with null; the command says never (noticed after a trial: it could not).
+    status, out, err = memoria(capsys, db, "edit", memory_id, "--until", "never")
+    assert status == 0, err
+    assert "it no longer expires (it was to expire at 2999-12-12T18:00:00Z)" in out
+    status, out, err = memoria(capsys, db, "--json", "list")
+    assert status == 0 and [m.get("expires_at") for m in json.loads(out)["memories"]] == [None]
     status, _, err = memoria(capsys, db, "remember", "The demo is over", "--until", "next friday")
     assert status != 0 and "--until 'next friday' is not a date or a time" in err
     status, _, err = memoria(capsys, db, "remember", "The demo is over", "--until", "2020-01-01")

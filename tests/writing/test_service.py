@@ -386,12 +386,14 @@ from tests.writing.test_service import ROLLBACK, RESTATED, helped, said
 runtime = make_runtime(settings_for(sys.argv[1]))
 if sys.argv[2] in ("llm", "reword"):
     old = said(runtime, "The staging database is postgres version fifteen on the big host").id
+elif sys.argv[2] == "correction":
+    old = said(runtime, "Alice Chen owns the billing service; page her for billing incidents").id
 else:
     old = helped(runtime) if sys.argv[2].startswith("update-") else said(runtime, ROLLBACK).id
 print(old, flush=True)
 
 def killed_here(*args, **kwargs):
-    print(args[1].id if sys.argv[2] == "update" else args[0].id, flush=True)
+    print(args[1].id if sys.argv[2] in ("update", "correction") else args[0].id, flush=True)
     time.sleep(3600)
 
 if sys.argv[2] == "llm":  # a language model's supersede (the rules keep both), answered, never committed
@@ -446,6 +448,14 @@ elif sys.argv[2] in ("lineage", "update-lineage"):  # the status change is commi
     else:
         said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=old)
     time.sleep(3600)
+elif sys.argv[2] == "correction":  # the update is done; what said the old text is disputed next
+    from tools.common import Caller
+    from tools.remember import RememberInput, remember
+
+    other = remember(RememberInput(content="Alice Chen owns the billing service."), runtime, Caller("cursor", "ses_2"))
+    print(other.id, flush=True)
+    runtime.writer.consolidation.on_correction = killed_here
+    said(runtime, "Dave Patel owns the billing service; page him for billing incidents", replaces=old)
 elif sys.argv[2] == "update":  # the correction's row is in; the old text is not superseded yet
     runtime.writer.apply_update = killed_here
     said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=old)
@@ -511,6 +521,24 @@ def test_an_explicit_update_a_killed_process_left_half_done_is_finished_by_the_n
         assert runtime.store.get_memory(new).status == "active"
         [event] = runtime.store.lineage(Scope("default", "default"), [old])
         assert (event.action, event.resolver, event.reason) == ("supersede", "explicit", "explicit update")
+    finally:
+        runtime.close()
+
+
+def test_an_explicit_updates_correction_a_killed_process_never_made_is_made_by_the_next_start(settings):
+    """Another agent's "Alice Chen owns the billing service." is disputed by the update that handed the
+    service to Dave Patel, even when a crash came between the update and that dispute."""
+    with killed_after(CRASHING_CONSOLIDATION, str(settings.db_uri), "correction") as process:
+        old, other, new = (process.stdout.readline().strip() for _ in range(3))
+        assert all(i.startswith("mem_") for i in (old, other, new)), process.stderr.read()
+    runtime = make_runtime(settings)
+    try:
+        reach = Scope("default", "default")
+        assert runtime.store.newer_contradictions(reach, [other]) == {}  # the dispute never made
+        assert runtime.writer.recover_unfinished() == (1, 0)
+        assert runtime.store.get_memory(old).replaced_by == new
+        assert runtime.store.newer_contradictions(reach, [other]) == {other: [new]}
+        assert runtime.writer.recover_unfinished() == (0, 0)
     finally:
         runtime.close()
 
