@@ -412,7 +412,9 @@ def restore_command(args: argparse.Namespace, settings: Settings) -> int:
             memory_id: runtime.store.get_memory(memory_id) for memory_id in dict.fromkeys(args.memory_id)
         }
         for memory_id, memory in found.items():
-            problem = _not_restorable(memory_id, memory, scope, same_store(args))
+            problem = _not_restorable(memory_id, memory, scope, same_store(args)) or _refused_update(
+                runtime, memory_id, scope
+            )
             if problem:
                 raise CommandError(problem + ("; nothing was restored" if len(found) > 1 else ""))
         for memory in found.values():
@@ -446,6 +448,25 @@ def _restored(said: str) -> str:
     if first.startswith("stored "):
         first = "re" + first
     return "\n".join([first, *(line for line in rest if not line.startswith("restored: "))])
+
+
+def _refused_update(runtime: Runtime, memory_id: str, scope: Scope) -> str | None:
+    """Why a memory written for an explicit update that was refused cannot be restored: it never stood,
+    and restored it would be a second, unmarked successor of the memory it was to replace (a trial: two
+    servers raced updates of one memory, and `restore` of the loser's text set it beside the winner's)."""
+    from writing.drafts import REFUSED_UPDATE
+
+    retractions = [
+        event
+        for event in runtime.store.lineage(scope, [memory_id])
+        if event.memory_id == memory_id and event.action == "retract"
+    ]
+    if not retractions or not retractions[-1].reason.startswith(REFUSED_UPDATE):
+        return None
+    return (
+        f"{memory_id} was written for an explicit update that was refused ({retractions[-1].reason}) and never "
+        "stood: recall again, and update the memory that stands (`memoria edit ID ...`) or remember the text anew"
+    )
 
 
 def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str = "") -> str | None:
@@ -700,6 +721,7 @@ def _nothing_found(args: argparse.Namespace, window: dict[str, str | None] | Non
 
 def explain_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import explain_ranking
+    from tools.explain_text import relevance_floor
 
     if (args.retrieval_id is None) == (args.query is None):
         raise CommandError(
@@ -720,12 +742,18 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
             replace(caller_for(args), llm=configured_model(settings)),
             "explain_ranking",
         )
+    floor = relevance_floor(result)
     head = key_values(
         [
             ("retrieval", f"{result.retrieval_id} ({result.purpose}, {result.created_at})"),
             ("query", clip(result.query, 100)),
             ("by", f"{result.agent_id}, session {result.session_id}"),
             ("weighting", "on" if result.weighting_enabled else "off (A/B control)"),
+            *(
+                [("relevance floor", f"{floor:g}, compared with each memory's match (not its relevance)")]
+                if floor is not None
+                else []
+            ),
             *((f"backend: {name}", value) for name, value in result.backends.items()),
             ("stages (ms)", ", ".join(f"{s.stage} {s.elapsed_ms:.1f}" for s in result.stages)),
             *(
@@ -750,6 +778,7 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
             "delta",
             "final",
             "relevance",
+            "match",
             "rerank",
             "boost",
             "nbhd",
@@ -768,6 +797,7 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
                 c.rank_delta,
                 c.scores.final,
                 c.scores.relevance,
+                c.scores.floor,
                 c.scores.rerank,
                 c.scores.corroboration_boost,
                 c.scores.neighbourhood,

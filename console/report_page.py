@@ -359,7 +359,8 @@ def _weight_histories(feedback: FeedbackImpact) -> str:
             )
         legend.append(
             f'<li><span class="swatch" style="background:{colour}"></span><span><code>{_e(history.id)}</code> '
-            f"moved {history.movement:.3f}, now {line[-1][1]:.3f} — "
+            f"{_reports_moved(line)} moved it {history.movement:.3f} in all, now {line[-1][1]:.3f} (from "
+            f"{start_weight:.3f}) — "
             f'<span class="preview">{_e(history.preview) or "<em>not in the store</em>"}</span></span></li>'
         )
     out.append(chart.x_title("time of the outcome report"))
@@ -372,6 +373,14 @@ def _weight_histories(feedback: FeedbackImpact) -> str:
 
 
 # ---------------------------------------------------------------------------------------- drift
+
+
+def _reports_moved(line: Sequence[tuple[datetime, float, str | None]]) -> str:
+    """How many reports moved a memory's weight: the legend's sum of every step is "in all", not the distance
+    from where it started (a trial read "moved 0.474, now 1.174" of a weight that went 1.0, 0.85, 1.03,
+    1.174)."""
+    reports = sum(1 for _, _, session in line if session)
+    return f"{reports} report{'' if reports == 1 else 's'}"
 
 
 def _drift_section(data: ReportData) -> str:

@@ -40,6 +40,14 @@ def text_of(out: ExplainRankingOutput) -> str:
         lines.append(f"Searched only{within}.")
     placed = [c for c in out.candidates if c.in_context]
     left = [c for c in out.candidates if not c.in_context]
+    floor = relevance_floor(out)
+    if floor is not None and any(c.scores.floor is not None for c in out.candidates):
+        # The floor reads its own scale, not the relevance the final multiplies: a trial read recall's "it
+        # matches the query at 0.25 (floor 0.15)" and found only "relevance 0.528" here.
+        lines.append(
+            f'The relevance floor is {floor:g}, on the scale of each match\'s "matches the query at" (not its '
+            "relevance): below it a memory never enters the context."
+        )
     lines += [_candidate_line(c) for c in placed]
     if left:
         shown = left[:LEFT_OUT_SHOWN]
@@ -58,6 +66,19 @@ def text_of(out: ExplainRankingOutput) -> str:
     lines += [f"Note: {note}" for note in out.notes]
     lines.append("Stages (ms): " + ", ".join(f"{s.stage} {s.elapsed_ms:.1f}" for s in out.stages) + ".")
     return "\n".join(lines)
+
+
+def relevance_floor(out: ExplainRankingOutput) -> float | None:
+    """The relevance floor the recall applied (its min_score stage's event), None when it had none."""
+    return next(
+        (
+            e["floor"]
+            for s in out.stages
+            for e in s.events
+            if e.get("event") == "FloorApplied" and e.get("floor")
+        ),
+        None,
+    )
 
 
 def _searched_within(out: ExplainRankingOutput) -> str:
@@ -97,7 +118,10 @@ def _candidate_line(c: CandidateExplanation) -> str:
         score += f" x weight {s.feedback_weight:.3f}{lent}"
     if c.rank_delta:
         score += f" (feedback moved it {'up' if c.rank_delta > 0 else 'down'} {abs(c.rank_delta)})"
-    line = f"[{c.rank + 1}] {c.id} · {score} · {c.reason} · {c.preview!r}"
+    matched = (
+        f" · matches the query at {s.floor:.3f}" if s.floor is not None and c.source != "sibling" else ""
+    )
+    line = f"[{c.rank + 1}] {c.id} · {score}{matched} · {c.reason} · {c.preview!r}"
     if c.status_now:  # changed since the recall: what an agent would act on is no longer this memory
         replaced = c.replaced_by_now
         line += f"\n    now {c.status_now}" + (

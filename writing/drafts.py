@@ -45,9 +45,27 @@ class UpdateRefused(WriteRefused):
     """An explicit update of a memory that left the active set meanwhile; ``reason`` says so, without what
     to do."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"{reason}: nothing was changed. Recall again and update the memory that is current")
+    def __init__(self, reason: str, *, withdrawn: str | None = None, standing: str | None = None) -> None:
+        """``withdrawn``: the memory written for the update, retracted again as it was refused (kept for the
+        audit trail, never recalled: a trial read "nothing was changed" and then found it listed as
+        retracted); ``standing``: the memory that replaced the one the update named, if one did."""
+        done = (
+            f"the update was refused, and the text written for it ({withdrawn}) is retracted again (kept for "
+            "audit only; recall never shows it)"
+            if withdrawn
+            else "nothing was changed"
+        )
+        then = (
+            f"update {standing}, the memory that replaced it"
+            if standing
+            else "update the memory that is current"
+        )
+        super().__init__(f"{reason}: {done}. Recall again and {then}")
         self.reason = reason
+
+
+# The reason a refused update's own memory was retracted with (its lineage): `memoria restore` reads it.
+REFUSED_UPDATE = "the explicit update it was written for was refused"
 
 
 def no_longer_active(old: MemoryRecord) -> UpdateRefused:

@@ -39,9 +39,11 @@ from writing.behind import HandOnQueue
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.rules import collapse_batch
 from writing.drafts import (
+    REFUSED_UPDATE,
     Clock,
     Draft,
     Prepared,
+    UpdateRefused,
     WriteLimits,
     WriteRefused,
     WriteResult,
@@ -797,19 +799,21 @@ class WriteService:
                 # as asked. Refused, it would have retracted the new text, and nothing would stand.
                 return f"explicit update: {new.id} replaces {old.id}, which stays superseded for audit"
             refused = no_longer_active(old)
-            if withdraw and self._store.retract(new.scope, [new.id], now):
+            withdrawn = withdraw and bool(self._store.retract(new.scope, [new.id], now))
+            if withdrawn:
                 self.consolidation.record_retirement(
                     new.scope,
                     [new.id],
                     "retract",
                     resolver="explicit",
-                    reason=f"the explicit update it was written for was refused: {refused.reason}",
+                    reason=f"{REFUSED_UPDATE}: {refused.reason}",
                     resolution="explicit update refused",
                     actor=actor,
                     at=now,
                 )
                 self._corroboration.retire(new.scope, [new.id])
-            raise refused
+            standing = current.replaced_by if current is not None and current.status == "superseded" else None
+            raise UpdateRefused(refused.reason, withdrawn=new.id if withdrawn else None, standing=standing)
         self.consolidation.record_retirement(
             old.scope,
             changed,

@@ -160,15 +160,16 @@ def test_explain_lists_candidates_in_the_order_recall_ranked_them_with_what_neig
     assert lent[ids[1]] > 0.0  # the answer is lent by the question next to it
     _, out, _ = memoria(capsys, db, "explain", found["retrieval_id"])
     header, _, *rows = out.split("\n\n")[1].splitlines()
-    assert header.split()[:10] == [
-        "rank", "weighted", "unweighted", "delta", "final", "relevance", "rerank", "boost", "nbhd", "answer"
+    assert header.split()[:11] == [
+        "rank", "weighted", "unweighted", "delta", "final", "relevance", "match", "rerank", "boost", "nbhd",
+        "answer",
     ]  # fmt: skip
-    listed = [row.split()[13] for row in rows]  # the id column
+    listed = [row.split()[14] for row in rows]  # the id column
     # Best final score first, ranked 1, 2, 3...; each row shows what its neighbour lent it.
     assert listed == sorted(finals, key=lambda i: -finals[i])
     assert [row.split()[0] for row in rows] == [str(n) for n in range(1, len(rows) + 1)]
     answer_row = rows[listed.index(ids[1])].split()
-    assert float(answer_row[8]) == pytest.approx(lent[ids[1]], abs=5e-4)
+    assert float(answer_row[9]) == pytest.approx(lent[ids[1]], abs=5e-4)
     # One memory explained alone keeps its rank in the whole recall
     place = listed.index(ids[2]) + 1
     _, out, _ = memoria(capsys, db, "explain", found["retrieval_id"], "--memory", ids[2])
@@ -368,6 +369,42 @@ def test_restore_refuses_an_ephemeral_memory_whose_time_ran_out(capsys, db, monk
     status, _, err = memoria(capsys, db, "restore", brief)
     assert status == 1 and f"{brief} was ephemeral and its time ran out at " in err
     assert "memoria remember --tier standard" in err
+
+
+def test_restore_refuses_the_text_of_an_explicit_update_that_was_refused(capsys, db):
+    # A trial: two servers raced updates of one memory; the loser's text, retracted again as its update was
+    # refused, was restored beside the winner's as a second, unmarked successor.
+    from tests.helpers import make_runtime, settings_for
+    from tools.common import Caller, ToolFailure
+    from tools.remember import RememberInput, remember
+
+    runtime = make_runtime(settings_for(db))
+    try:
+        caller = Caller("claude-code", "ses_1")
+        old = remember(RememberInput(content="Build server 3 uses JDK 17."), runtime, caller)
+        real = runtime.store.supersede
+
+        def replaced_first(scope, losers, survivor, at, **kwargs):
+            runtime.store.supersede = real
+            real(scope, losers, winner.id, at)  # the other server's update landed first
+            return real(scope, losers, survivor, at, **kwargs)
+
+        winner = remember(RememberInput(content="Build server 3 uses JDK 21."), runtime, caller)
+        runtime.store.supersede = replaced_first
+        with pytest.raises(ToolFailure) as refused:
+            remember(RememberInput(content="Build server 3 uses JDK 11.", replaces=old.id), runtime, caller)
+    finally:
+        runtime.close()
+    loser = as_json(capsys, db, "list", "--status", "retracted")["memories"][0]["id"]
+    assert str(refused.value) == (
+        f"{old.id} is no longer active (another write superseded or forgot it meanwhile): the update was "
+        f"refused, and the text written for it ({loser}) is retracted again (kept for audit only; recall never "
+        f"shows it). Recall again and update {winner.id}, the memory that replaced it"
+    )
+    status, _, err = memoria(capsys, db, "restore", loser)
+    assert status == 1 and f"{loser} was written for an explicit update that was refused (" in err
+    assert "update the memory that stands" in err
+    assert [m["id"] for m in as_json(capsys, db, "list")["memories"]] == [winner.id]
 
 
 def test_forget_edit_and_remember_messages_name_flags_too(capsys, db):

@@ -186,6 +186,9 @@ def test_weight_history_starts_at_neutral_and_follows_each_report(runtime, sampl
     ]
     # ses_1: pool, port; ses_2: pool, backup; ses_4: hostile
     assert (feedback.weight_events, feedback.memories_with_weight_events) == (5, 4)
+    # The legend's figure is every step's size added up, and says so beside where the weight started.
+    page = render_report(build_report(runtime, SCOPE))
+    assert f"{sample.ids['pool']}</code> 2 reports moved it 0.330 in all, now 1.030 (from 1.000)" in page
 
 
 @pytest.mark.slow

@@ -95,20 +95,24 @@ def test_a_token_grant_is_read_from_its_memoria_scopes_and_its_subject():
 
 
 def test_a_call_naming_no_scope_runs_in_the_tokens_home_scope():
-    args = authorize(RecallInput(query="deploys"), "reads", grant(write=("acme/web",)), SETTINGS, "recall")
+    args = authorize(
+        RecallInput(query="deploys"), "reads", grant(write=("acme/web",)), SETTINGS, "call recall again"
+    )
     assert args.scope(SETTINGS) == ACME_WEB
 
 
 def test_an_org_wide_tokens_call_naming_no_scope_runs_in_its_org_not_the_servers_default_org():
     """A trial: a token granting `acme` wrote to org 'default' and was refused."""
     for written in (("acme",), ("acme/*",), ("*/*", "acme/*")):
-        args = authorize(RememberInput(content="x"), "writes", grant(write=written), SETTINGS, "remember")
+        args = authorize(
+            RememberInput(content="x"), "writes", grant(write=written), SETTINGS, "call remember again"
+        )
         assert args.scope(SETTINGS) == Scope("acme", SETTINGS.project_id)
     # A scope it writes, whole, comes before one it only reads (a review: it wrote to the one it read).
     writer = grant(write=("acme/*",), read=("beta/web",))
-    args = authorize(RememberInput(content="x"), "writes", writer, SETTINGS, "remember")
+    args = authorize(RememberInput(content="x"), "writes", writer, SETTINGS, "call remember again")
     assert args.scope(SETTINGS) == Scope("acme", SETTINGS.project_id)
-    args = authorize(RecallInput(query="x"), "reads", grant(write=("*/*",)), SETTINGS, "recall")
+    args = authorize(RecallInput(query="x"), "reads", grant(write=("*/*",)), SETTINGS, "call recall again")
     assert args.scope(SETTINGS) == Scope(SETTINGS.org_id, SETTINGS.project_id)  # no org of its own
 
 
@@ -116,18 +120,26 @@ def test_a_call_naming_one_part_of_its_scope_takes_the_other_from_the_grant_when
     """A trial: a token for acme/web and acme/mobile passing project_id "mobile" alone was refused org
     'default', and a `*/web` reader naming no scope was refused default/default."""
     team = grant(write=("acme/web",), read=("acme/mobile",))
-    args = authorize(RecallInput(query="x", project_id="mobile"), "reads", team, SETTINGS, "recall")
+    args = authorize(
+        RecallInput(query="x", project_id="mobile"), "reads", team, SETTINGS, "call recall again"
+    )
     assert args.scope(SETTINGS) == Scope("acme", "mobile")
     args = authorize(
-        RecallInput(query="x", org_id="acme"), "reads", grant(read=("acme/mobile",)), SETTINGS, "recall"
+        RecallInput(query="x", org_id="acme"),
+        "reads",
+        grant(read=("acme/mobile",)),
+        SETTINGS,
+        "call recall again",
     )
     assert args.scope(SETTINGS) == Scope("acme", "mobile")
     web_anywhere = grant(read=("*/web",))
-    args = authorize(RecallInput(query="x"), "reads", web_anywhere, SETTINGS, "recall")
+    args = authorize(RecallInput(query="x"), "reads", web_anywhere, SETTINGS, "call recall again")
     assert args.scope(SETTINGS) == Scope(SETTINGS.org_id, "web")
     # The default part stays when the grant allows it; with two orgs that fit, the call must say which.
     both = grant(read=(f"{SETTINGS.org_id}/mobile", "beta/mobile"))
-    args = authorize(RecallInput(query="x", project_id="mobile"), "reads", both, SETTINGS, "recall")
+    args = authorize(
+        RecallInput(query="x", project_id="mobile"), "reads", both, SETTINGS, "call recall again"
+    )
     assert args.scope(SETTINGS) == Scope(SETTINGS.org_id, "mobile")
     with pytest.raises(
         ToolFailure,
@@ -138,11 +150,13 @@ def test_a_call_naming_one_part_of_its_scope_takes_the_other_from_the_grant_when
             "reads",
             grant(read=("acme/mobile", "beta/mobile")),
             SETTINGS,
-            "recall",
+            "call recall again",
         )
     # Writing picks among the scopes written only: a scope read alone is no place to write.
     with pytest.raises(ToolFailure, match="may not write to org 'default' project 'mobile'"):
-        authorize(RememberInput(content="x", project_id="mobile"), "writes", team, SETTINGS, "remember")
+        authorize(
+            RememberInput(content="x", project_id="mobile"), "writes", team, SETTINGS, "call remember again"
+        )
 
 
 def test_a_scope_the_token_does_not_grant_is_refused_with_what_it_does_grant():
@@ -152,7 +166,7 @@ def test_a_scope_the_token_does_not_grant_is_refused_with_what_it_does_grant():
             "writes",
             grant(read=("other/web",), write=("acme/web",)),
             SETTINGS,
-            "remember",
+            "call remember again",
         )
     message = str(refused.value)
     assert "may not write to org 'other' project 'web'" in message
@@ -161,7 +175,9 @@ def test_a_scope_the_token_does_not_grant_is_refused_with_what_it_does_grant():
 
 def test_a_read_only_token_cannot_write_its_own_scope():
     with pytest.raises(ToolFailure, match="may not write to org 'acme' project 'web'"):
-        authorize(RememberInput(content="x"), "writes", grant(read=("acme/web",)), SETTINGS, "remember")
+        authorize(
+            RememberInput(content="x"), "writes", grant(read=("acme/web",)), SETTINGS, "call remember again"
+        )
 
 
 @pytest.mark.parametrize(
@@ -174,12 +190,16 @@ def test_a_read_only_token_cannot_write_its_own_scope():
 )
 def test_a_token_cannot_attribute_memories_or_recalls_to_another_agent(args):
     with pytest.raises(ToolFailure, match="attributed to the token's principal 'alice', not to 'mallory'"):
-        authorize(args, "writes", grant(write=("acme/web",)), SETTINGS, "remember")
+        authorize(args, "writes", grant(write=("acme/web",)), SETTINGS, "call remember again")
 
 
 def test_naming_the_principal_itself_as_agent_is_allowed():
     args = authorize(
-        RememberInput(content="x", agent_id="alice"), "writes", grant(write=("acme/web",)), SETTINGS, "r"
+        RememberInput(content="x", agent_id="alice"),
+        "writes",
+        grant(write=("acme/web",)),
+        SETTINGS,
+        "call r again",
     )
     assert args.agent_id == "alice"
 
@@ -190,11 +210,11 @@ def test_explicit_sessions_are_the_principals_own():
         "writes",
         grant(write=("acme/web",)),
         SETTINGS,
-        "r",
+        "call r again",
     )
     namespace = hashlib.sha256(b"alice").hexdigest()[:16] + ":"
     assert reported.session_id == namespace + "ses_1"
-    again = authorize(reported, "writes", grant(write=("acme/web",)), SETTINGS, "r")
+    again = authorize(reported, "writes", grant(write=("acme/web",)), SETTINGS, "call r again")
     assert again.session_id == namespace + "ses_1"  # a session id the server returned is used as it is
 
 

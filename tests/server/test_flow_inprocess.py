@@ -66,16 +66,19 @@ async def test_feedback_reorders_recall_and_explain_shows_why(settings):
         text = result.content[0].text
         assert text.startswith(f"Ranking of retrieval {second['retrieval_id']} for 'postgres settings'")
         lines = text.splitlines()
-        assert lines[1].startswith(
-            f"[1] {ids[PORT]} · final 0.750 = relevance 0.750 x weight 1.000 (feedback moved it up 1)"
+        assert lines[1].startswith("The relevance floor is 0.02, on the scale of each match's")
+        assert lines[2].startswith(
+            f"[1] {ids[PORT]} · final 0.750 = relevance 0.750 x weight 1.000 (feedback moved it up 1) · "
+            "matches the query at "
         )
-        assert lines[2].startswith("Left out (2):")
-        assert lines[3].startswith(
+        assert lines[3].startswith("Left out (2):")
+        assert lines[4].startswith(
             f"[2] {ids[POOL]} · final 0.200 = relevance 0.800 x weight 0.250 (feedback moved it down 1) · "
-            "ranked below the top_k=1 cut"
+            "matches the query at "
         )
+        assert "ranked below the top_k=1 cut" in lines[4]
         assert (
-            lines[4].startswith("    reports: ") and "misleading (closeness 1.00): 1.000 -> 0.250" in lines[4]
+            lines[5].startswith("    reports: ") and "misleading (closeness 1.00): 1.000 -> 0.250" in lines[5]
         )
         assert lines[-1].startswith("Stages (ms): gate ")
         assert len(text) < len(json.dumps(result.structured_content)) / 3

@@ -242,9 +242,14 @@ async def test_the_resources_serve_only_the_scopes_a_token_grants(static_server)
             f"memoria://memory/{stored['id']}?org_id=acme&project_id=web",
             "memoria://stats?org_id=acme&project_id=web",
             "memoria://drift?org_id=acme&project_id=web",
+            "memoria://memories?org_id=acme&project_id=web",
         ):
-            with pytest.raises(MCPError, match=r"this token \(carol\) may not read org 'acme' project 'web'"):
+            with pytest.raises(
+                MCPError, match=r"this token \(carol\) may not read org 'acme' project 'web'"
+            ) as refused:
                 await carol.read_resource(uri)
+            # What to do names the resource, not the tool behind it (a trial was told to call list_memories).
+            assert str(refused.value).endswith("then read the resource again.")
         with pytest.raises(MCPError, match="no memory"):  # her home scope: acme's id is not there
             await carol.read_resource(f"memoria://memory/{stored['id']}")
         stats = json.loads((await carol.read_resource("memoria://stats")).contents[0].text)

@@ -16,17 +16,24 @@ def test_the_text_lists_the_context_in_ranked_order_then_what_was_left_out_and_w
     assert lines[0].startswith(f"Ranking of retrieval {out.retrieval_id} for 'postgres pool size' (")
     top = out.candidates[0]
     assert top.in_context and top.id == ids[0]
-    # No report moved anything: final = relevance x weight 1.000.
+    # The floor's scale is not the relevance's (a trial read "matches the query at 0.25 (floor 0.15)" in
+    # recall's note and found only "relevance 0.528" here): each match says both.
     assert lines[1] == (
+        'The relevance floor is 0.1, on the scale of each match\'s "matches the query at" (not its relevance): '
+        "below it a memory never enters the context."
+    )
+    # No report moved anything: final = relevance x weight 1.000.
+    assert lines[2] == (
         f"[1] {ids[0]} · final {top.scores.final:.3f} = relevance {top.scores.relevance:.3f} x weight 1.000 · "
-        f"in the context at position [1] · 'postgres connection pool size is 20'"
+        f"matches the query at {top.scores.floor:.3f} · in the context at position [1] · "
+        "'postgres connection pool size is 20'"
     )
     left = [c for c in out.candidates if not c.in_context]
-    assert lines[2] == f"Left out ({len(left)}):"
-    assert [line.split(" · ")[0] for line in lines[3 : 3 + len(left)]] == [
+    assert lines[3] == f"Left out ({len(left)}):"
+    assert [line.split(" · ")[0] for line in lines[4 : 4 + len(left)]] == [
         f"[{c.rank + 1}] {c.id}" for c in left
     ]
-    assert all(" · ranked below the top_k=1 cut · " in line for line in lines[3 : 3 + len(left)])
+    assert all(" · ranked below the top_k=1 cut · " in line for line in lines[4 : 4 + len(left)])
     assert lines[-1].startswith("Stages (ms): gate ")
 
 
