@@ -23,14 +23,16 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from console import transcripts
 from retrieval.redaction import redact
 from retrieval.text import clip, content_hash, counted, has_visible_text, listed
-from storage.records import Audience, MemoryRecord, ProtectionTier, Scope, Viewer
+from storage.records import Audience, ContradictionRecord, MemoryRecord, ProtectionTier, Scope, Viewer
 from storage.scope_ids import scope_id_problem
 from tools.common import Caller, Progress, Runtime, Tag, ToolFailure, no_progress
 from tools.remember import RememberInput, draft_of, prepare
+from writing.consolidation.rules import token_jaccard
 from writing.drafts import in_batch_order, memory_id_for
 
 if TYPE_CHECKING:
     from storage.portable import ExportHeader
+    from storage.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -302,7 +304,7 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
             touched |= {Scope(row["org_id"], row["project_id"]) for row in rows}
         done += len(rows)
         progress("importing", done, total)
-    superseded, reweighed, forgotten, forgotten_there = _reconcile(runtime, kept)
+    superseded, reweighed, forgotten, forgotten_there, forks = _reconcile(runtime, kept)
     amended = _amended(runtime, kept, amends)
     if superseded or reweighed or amended:
         touched |= {Scope(row["org_id"], row["project_id"]) for row in kept}
@@ -320,8 +322,24 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
         superseded=superseded,
         reweighed=reweighed,
         amended=amended,
-        note=_forgotten_note(forgotten, forgotten_there),
+        note="; ".join(
+            note for note in (_forgotten_note(forgotten, forgotten_there), _forks_note(forks)) if note
+        )
+        or None,
         seconds=0.0,
+    )
+
+
+def _forks_note(forks: list[tuple[str, str, str]]) -> str | None:
+    """What an import says of memories corrected one way here and another way in the export."""
+    if not forks:
+        return None
+    pairs = ", ".join(f"{corrected}: {here} here, {there} there" for corrected, here, there in forks[:5])
+    one = len(forks) == 1
+    return (
+        f"{counted(len(forks), 'memory')} {'was' if one else 'were'} corrected differently here and in the export "
+        f"({pairs}{', ...' if len(forks) > 5 else ''}): both corrections kept and disputed (`memoria drift` "
+        "lists them); `memoria edit` the one that stands with what holds, or forget the other"
     )
 
 
@@ -351,7 +369,9 @@ def _forgotten_note(forgotten: list[str], forgotten_there: list[str]) -> str | N
 _KEPT = ("id", "org_id", "project_id", "status", "replaced_by", "tags", "protection_tier", "expires_at")
 
 
-def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, list[str], list[str]]:
+def _reconcile(
+    runtime: Runtime, kept: list[dict[str, Any]]
+) -> tuple[int, int, list[str], list[str], list[tuple[str, str, str]]]:
     """Bring the memories the store already held in line with what the import brought (a trial: an export
     imported into a store that held the text an explicit update had corrected left that memory active
     beside its correction, ranked first, with a weight its imported history did not give it):
@@ -360,9 +380,12 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, 
       superseded by it, as the imported lineage says;
     - its global weight is replayed from every report's credits the store now holds.
 
+    - one corrected here by another memory than the export's correction: the two corrections dispute
+      each other (``_forked_corrections``).
+
     Returns (memories superseded, memories whose weight changed, the ids of those active in the export
     that this store retracted or purged, and of those the export says were retracted or purged that are
-    active here: each left as this store holds it, and said)."""
+    active here: each left as this store holds it, and said; the corrections that fork)."""
     from writing.outcomes import replayed_weights, write_weights
 
     store = runtime.store
@@ -373,6 +396,7 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, 
     superseded = reweighed = 0
     forgotten: list[str] = []
     forgotten_there: list[str] = []
+    forks: list[tuple[str, str, str]] = []
     for scope, rows in by_scope.items():
         current = store.get_memories([row["id"] for row in rows], scope)
         forgotten += [
@@ -404,6 +428,7 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, 
                 # ``decided``: a survivor itself superseded since (a chain of updates) still takes it, as in
                 # the export; one retracted or purged here does not.
                 superseded += len(store.supersede(scope, [here.id], row["replaced_by"], now, decided=True))
+        forks += _forked_corrections(store, scope, rows, current, held, now)
         # Under the reports' lock, as every weight write: a report made meanwhile is not written over.
         with store.reporting():
             current = store.get_memories(list(current), scope)
@@ -414,7 +439,45 @@ def _reconcile(runtime: Runtime, kept: list[dict[str, Any]]) -> tuple[int, int, 
             moved = {m: w for m, w in weights.items() if abs(w - current[m].weight) > 1e-9}
             write_weights(store, runtime.corroboration, current, moved, now)
         reweighed += len(moved)
-    return superseded, reweighed, sorted(forgotten), sorted(forgotten_there)
+    return superseded, reweighed, sorted(forgotten), sorted(forgotten_there), sorted(forks)
+
+
+def _forked_corrections(
+    store: MemoryStore,
+    scope: Scope,
+    rows: list[dict[str, Any]],
+    current: dict[str, MemoryRecord],
+    held: dict[str, MemoryRecord],
+    now: datetime,
+) -> list[tuple[str, str, str]]:
+    """The memories corrected one way in the export and another way here (a trial: a memory edited to
+    "Wednesday" on one server and to "Thursday" on the other; after the import both stood, undisputed):
+    each pair of corrections still active is an open contradiction, the later one disputing the earlier,
+    as two statements of one thing that disagree are. Returns (corrected, here, there) for each."""
+    forks = []
+    records = []
+    for row in rows:
+        here, there = current.get(row["id"]), held.get(row["replaced_by"] or "")
+        if row["status"] != "superseded" or here is None or there is None or here.status != "superseded":
+            continue
+        mine = store.get_memory(here.replaced_by) if here.replaced_by else None
+        if mine is None or mine.id == there.id or mine.status != "active" or there.status != "active":
+            continue
+        older, newer = sorted((mine, there), key=lambda m: (m.created_at, m.id))
+        records.append(
+            ContradictionRecord.detected(
+                scope,
+                older.id,
+                newer.id,
+                kind="revision",
+                detail=f"both correct {here.id}: one here, one in an imported export",
+                similarity=token_jaccard(older.content, newer.content),
+                at=now,
+            )
+        )
+        forks.append((here.id, mine.id, there.id))
+    store.put_contradictions(records)
+    return forks
 
 
 def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> int:

@@ -215,6 +215,12 @@ NEGATION_OVERLAP = 0.8
 AFFIRMED = "(no negation)"
 
 
+# Words that say a thing has ended ("anymore", "no longer"), and the words of what an older memory allowed
+# of it that such an ending ends as well.
+_CEASED = re.compile(r"\b(?:any\s?more|no\s+longer|stopped)\b", re.IGNORECASE)
+_PERMITTING = frozenset(content_terms("allowed permitted okay ok fine possible"))
+
+
 def negated_pairs(
     memories: Sequence[ContradictionInput], *, max_word_frequency: int = 500
 ) -> list[Contradiction]:
@@ -223,6 +229,7 @@ def negated_pairs(
     negates = {memory.id: negated(memory.content) for memory in memories}
     if not any(negates.values()):
         return []
+    ceased = {memory.id: bool(negates[memory.id] and _CEASED.search(memory.content)) for memory in memories}
     by_id = {memory.id: memory for memory in memories}
     terms = {memory.id: _affirmed_terms(memory.content) for memory in memories}
     index: dict[str, list[str]] = defaultdict(list)  # affirming memories by word
@@ -248,6 +255,25 @@ def negated_pairs(
             # Podman" narrows "Use Docker for local development" by a word, and negates nothing of it (a
             # review).
             alone = max((len(said) / len(other) for said in clauses if said and said <= other), default=0.0)
+            if ceased[memory.id]:
+                # A thing said to have ended ("no production deploys on Fridays anymore") ends what the
+                # older memory allowed of it, whatever limits it put on it ("Deploys to production are
+                # allowed on Fridays until 15:00": a trial saw the two kept apart, the older recalled first).
+                # Its values are the older memory's ("on Fridays"), and the rest is what it allowed.
+                values = {word for word in other if is_value(word)}
+                bare = other - values - _PERMITTING
+                alone = max(
+                    [
+                        alone,
+                        *(
+                            len(said - values) / len(bare)
+                            for said in (*clauses, subject)
+                            if len(said - values) >= 2
+                            and said - values <= bare
+                            and not {word for word in said if is_value(word)} - values
+                        ),
+                    ]
+                )
             similarity = max(similarity, alone)
             if similarity < NEGATION_OVERLAP:
                 continue
@@ -465,8 +491,11 @@ _FROM = re.compile(
 # ("raised to 1000 requests a minute when the caller has an enterprise key"), and such a value revises
 # nothing. "After ..." and "following ..." are either ("lowered to 60 seconds after the stale pricing
 # incident", "lowered to 10 a minute after 5 failed logins"): set aside too, but the pair then only disputes.
+# "For ..." is either too: why ("extended to 90 days for compliance": a trial saw the two kept apart, the
+# 30 days recalled first) or for whom ("raised to 1000 a minute for enterprise keys"); never an environment
+# ("for staging" is another setting, ``_ENVIRONMENTS``).
 _REASON = re.compile(
-    r"\s(?:(?P<either>after|following)|because|since|due\s+to|as\s+part\s+of|so\s+that|"
+    r"\s(?:(?P<either>after|following|for)|because|since|due\s+to|as\s+part\s+of|so\s+that|"
     r"last\s+(?:week|weekend|month|year)|yesterday|today)\b",
     re.IGNORECASE,
 )
@@ -504,6 +533,10 @@ def _without_reason(text: str, start: int) -> tuple[str, bool]:
     reason = _REASON.search(text, first.end())
     if reason is None:
         return text, False
+    if reason.group("either") and reason.group("either").lower() == "for":
+        said = text[reason.end() :]
+        if set(content_terms(said)) & _ENVIRONMENTS or re.search(r"\bonly\b", said, re.IGNORECASE):
+            return text, False  # which setting, or whom alone it holds for ("for the mobile team only")
     return text[: reason.start()], reason.group("either") is not None
 
 

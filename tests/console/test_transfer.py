@@ -223,6 +223,28 @@ def test_an_import_says_which_memories_the_export_forgot_that_are_active_here(st
     assert here.store.get_memory(poison).status == "active"
 
 
+def test_a_memory_corrected_one_way_here_and_another_in_the_export_leaves_the_two_corrections_disputed(
+    stores, tmp_path
+):
+    """A trial: a memory copied to two stores was edited to Wednesday on one and to Thursday on the other;
+    the import of the first into the second left both active, undisputed, and said nothing."""
+    here, there = stores("a"), stores("b")
+    train = say(here, "The release train leaves every second Tuesday.")
+    import_file(there, write(tmp_path / "copy.jsonl", export_text(here)))
+    wednesday = say(there, "The release train leaves every Wednesday.", replaces=train)
+    thursday = say(here, "The release train leaves every Thursday.", replaces=train)
+    summary = import_file(here, write(tmp_path / "back.jsonl", export_text(there)))
+    assert summary.note == (
+        f"1 memory was corrected differently here and in the export ({train}: {thursday} here, {wednesday} "
+        "there): both corrections kept and disputed (`memoria drift` lists them); `memoria edit` the one "
+        "that stands with what holds, or forget the other"
+    )
+    assert here.store.get_memory(train).replaced_by == thursday  # this store's correction stands
+    older, newer = sorted([wednesday, thursday], key=lambda i: here.store.get_memory(i).created_at)
+    assert here.store.newer_contradictions(Scope("default", "default"), [older]) == {older: [newer]}
+    assert import_file(here, write(tmp_path / "back.jsonl", export_text(there))).note == summary.note
+
+
 def test_a_held_memory_amended_later_in_the_export_takes_its_tags_and_tier(stores, tmp_path):
     """A trial: a copy of a store took the export of an amend (tags and tier) and kept the old ones beside
     the imported lineage that said otherwise; a tier raised to protected was lost. A change made here after

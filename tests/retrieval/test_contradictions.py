@@ -131,6 +131,24 @@ def test_a_clause_that_negates_the_same_words_contradicts_them_beside_another_cl
     assert detect_contradictions(other) == []
 
 
+def test_a_thing_said_to_have_ended_contradicts_what_the_older_memory_allowed_of_it():
+    # A trial: the newer decision was kept apart from what it ended, the older recalled first. What the older
+    # allowed ("allowed") and its limits ("until 15:00") are set aside; the day it names is not.
+    older = memory("old", "Deploys to production are allowed on Fridays until 15:00.", 0)
+    ended = "After the refund incident we decided: no production deploys on Fridays anymore."
+    found = detect_contradictions([older, memory("new", ended, 5)])
+    # {deploy, production} of {deploy, production} once Friday (a value of both) and the rest are aside
+    assert [(c.older_id, c.newer_id, c.newer_term, c.subject_similarity) for c in found] == [
+        ("old", "new", "no", 1.0)
+    ]
+    for newer_text in (
+        "After the refund incident we decided: no production deploys on Mondays anymore.",  # another day
+        "We decided: no staging deploys on Fridays anymore.",  # another thing
+        "After the refund incident we decided: no production deploys on Fridays.",  # nothing said ended
+    ):
+        assert detect_contradictions([older, memory("new", newer_text, 5)]) == []
+
+
 def test_a_negation_that_shares_only_part_of_the_subject_is_no_contradiction():
     # {rotat, weekly} vs {rotat, handov, weekly}: 2 / 3, below the 0.8 a negation needs
     pair = [memory("a", "the rotation is weekly", 0), memory("b", "the rotation handover is not weekly", 1)]
@@ -1219,6 +1237,22 @@ def test_a_port_change_leaves_other_things_ports_and_disputes_an_older_memory_th
     old = memory("old", "The API listens on port 8080", 0)
     [after] = named_value_changes(memory("new", "The API port changed to 9090 after the migration", 5), [old])
     assert after.only_disputes == MAY_HOLD_WHERE  # "after" may say when it holds
+
+
+def test_what_a_value_changed_for_is_set_aside_and_the_pair_only_disputes():
+    # A trial: "for compliance" made the newer memory about more than the older, and the 30 days stood.
+    older = memory("old", "Log retention for payments logs is 30 days.", 0)
+    [change] = value_changes(
+        memory("new", "Log retention for payments logs was extended to 90 days for compliance.", 5), [older]
+    )
+    assert (terms_of(change), change.only_disputes) == (("old", "new", "30", "90"), MAY_HOLD_WHERE)
+    # "for" an environment says which setting: another one's value, not this one's.
+    assert (
+        value_changes(
+            memory("new", "Log retention for payments logs was extended to 90 days for staging.", 5), [older]
+        )
+        == []
+    )
 
 
 @pytest.mark.parametrize(
