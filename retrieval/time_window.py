@@ -192,6 +192,13 @@ def _span(text: str, *, now: datetime, zone: tzinfo) -> tuple[datetime, datetime
             f"{text!r} counts {match.group(1)} {match.group(2)}s, more than the 9999 of a unit this server reads: "
             'give a date instead, such as "2020-01-01"'
         )
+    if match := _WEEKDAY.fullmatch(value):
+        # A day of the week (a trial's "since Monday" was refused): the latest such day, today included,
+        # or before today with "last".
+        back = (today.weekday() - _WEEKDAYS.index(match.group(2))) % 7
+        if match.group(1) and back == 0:
+            back = 7
+        return _days(today - timedelta(days=back), 1, zone)
     named = re.fullmatch(r"([a-z]+)\.?(?:,? (\d{4}))?", value)
     if named and (month := _MONTH_NAMES.get(named.group(1))):
         # A month by name (a trial's "march"): say how a month is written, with the year it most likely
@@ -203,6 +210,9 @@ def _span(text: str, *, now: datetime, zone: tzinfo) -> tuple[datetime, datetime
         )
     raise WindowError(f"{text!r} is not a time this server reads; write one such as {EXAMPLES}")
 
+
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAY = re.compile(rf"(last )?({'|'.join(_WEEKDAYS)})")
 
 _MONTH_NAMES = {
     name: number

@@ -58,8 +58,9 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
         raise no_such_memory(args.memory_id, home.org_id, home.project_id, elsewhere)
 
     forward: list[ReplacedMemory] = []
-    current = memory
+    current = previous = memory
     for before, following in replacements(store, scope, memory):
+        previous = before
         how = next(
             (
                 e
@@ -81,10 +82,12 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
         )
     elif shown != "active" and current.id != memory.id:
         # A new user's trial read a retracted correction as "current", with no way back in sight.
+        # The version it replaced, the last that stood (a trial: after A -> B -> C and C retracted, the
+        # note named A, the oldest).
         again = (
             ""
-            if memory.status == "purged"
-            else f": remember the text of {memory.id} again to make it current"
+            if previous.status == "purged"
+            else f": remember the text of {previous.id}, the version it replaced, again to make it current"
         )
         note = f"nothing stands in its place: {current.id}, the last memory to replace it, is {shown}{again}"
     return LineageOutput(

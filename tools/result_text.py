@@ -49,7 +49,7 @@ def forget_text(out: ForgetOutput) -> str:
         lines.append(f"- {_brief(memory)}{close}")
     if note:
         lines.append(note)
-    if out.dry_run and count:
+    if out.dry_run and count and "dry_run=false" not in (note or ""):  # said once (a trial read it twice)
         lines.append("Call forget again with dry_run=false to do it.")
     return "\n".join(lines)
 

@@ -34,6 +34,13 @@ def at(*parts: int) -> datetime:
         ("past month", at(2026, 10, 25, 15), NOW),
         ("last 3 months", at(2026, 8, 25, 15), NOW),
         ("now", NOW, NOW),
+        # A day of the week: the latest such day, today included (NOW is a Wednesday), or before today
+        # with "last" (a trial's "since Monday" was refused).
+        ("Monday", at(2026, 11, 23), at(2026, 11, 24)),
+        ("last monday", at(2026, 11, 23), at(2026, 11, 24)),
+        ("wednesday", at(2026, 11, 25), at(2026, 11, 26)),
+        ("last Wednesday", at(2026, 11, 18), at(2026, 11, 19)),
+        ("thursday", at(2026, 11, 19), at(2026, 11, 20)),
         ("2026-11-24", at(2026, 11, 24), at(2026, 11, 25)),
         ("2026-12", at(2026, 12, 1), at(2027, 1, 1)),
         # A time names its last written unit, as a date names its day (a trial: "until 10:00" left out

@@ -407,7 +407,11 @@ async def test_what_an_agent_reads_of_forget_report_outcome_and_lineage_is_lines
     assert lines[2] == "Replaced by, in order:" and "supersede" in lines[3] and "explicit" in lines[3]
     text = dry.content[0].text
     assert text.startswith("Dry run: 1 memory would be purged; nothing was changed.\n- ")
-    assert "[relevance " in text and text.endswith("Call forget again with dry_run=false to do it.")
+    assert "[relevance " in text and (
+        "\ndry run: a purge erases for good, and 1 memory matches; check it, then call again with dry_run=false "
+        "to purge it (or pass its memory_id); " in text
+    )
+    assert text.count("dry_run=false") == 1  # a trial read it twice
     assert done.content[0].text.splitlines()[:2] == [
         "1 memory retracted.",
         f"- {new['id']} (retracted, cursor, {new['created_at'][:10]}): 'The API server listens on port 9090'",

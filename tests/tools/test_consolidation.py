@@ -1967,10 +1967,22 @@ def test_lineage_says_when_nothing_stands_in_place_of_a_replaced_memory_and_how_
     assert (history.current.id, history.current.status) == (new, "retracted")
     assert history.note == (
         f"nothing stands in its place: {new}, the last memory to replace it, is retracted: remember the text "
-        f"of {old} again to make it current"
+        f"of {old}, the version it replaced, again to make it current"
     )
     again = remember(RememberInput(content="The on-call phone is 555-0100"), runtime, caller())
     assert again.id == old and lineage(LineageInput(memory_id=old), runtime, caller()).note is None
+
+
+def test_lineage_names_the_version_before_a_retracted_correction_not_the_first(runtime):
+    """A trial: after A -> B -> C and C retracted, the note said to state A again, the oldest."""
+    a = remember(RememberInput(content="The on-call phone is 555-0100"), runtime, caller()).id
+    b = remember(RememberInput(content="The on-call phone is 555-0150", replaces=a), runtime, caller()).id
+    c = remember(RememberInput(content="The on-call phone is 555-0199", replaces=b), runtime, caller()).id
+    forget(ForgetInput(memory_id=c, reason="wrong number"), runtime, caller())
+    assert lineage(LineageInput(memory_id=a), runtime, caller()).note == (
+        f"nothing stands in its place: {c}, the last memory to replace it, is retracted: remember the text "
+        f"of {b}, the version it replaced, again to make it current"
+    )
 
 
 def test_within_a_batch_the_later_item_judges_its_contradiction_of_an_earlier_one_alone(runtime):

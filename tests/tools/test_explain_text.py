@@ -123,3 +123,18 @@ def test_an_episode_siblings_final_is_shown_as_what_it_took_from_the_memory_that
     assert f"final {s.final:.3f} = {0.5 * source.scores.final:.3f} from its episode's {pool} " in line
     assert f"(alpha x that memory's final x min(1, weight 1.000)){lent_text} · " in line
     assert "relevance" not in line.split(" · ")[1]
+
+
+def test_a_disputed_memory_says_so_and_by_which_as_the_context_did(runtime):
+    """A trial: the context marked a memory DISPUTED, and the explanation's text said nothing of it."""
+    old = remember(
+        RememberInput(content="Feature flag checkout_v2 is enabled in staging"), runtime, CALLER
+    ).id
+    new = remember(
+        RememberInput(content="Feature flag checkout_v2 is disabled in staging"), runtime, CALLER
+    ).id
+    recalled = recall(RecallInput(query="checkout_v2 flag in staging"), runtime, CALLER)
+    text = text_of(explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER))
+    [line] = [line for line in text.splitlines() if f"] {old} · " in line]
+    assert f" · DISPUTED by newer {new} · 'Feature flag checkout_v2 is enabled in staging'" in line
+    assert "DISPUTED" not in next(line for line in text.splitlines() if f"] {new} · " in line)
