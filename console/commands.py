@@ -463,9 +463,10 @@ def _refused_update(runtime: Runtime, memory_id: str, scope: Scope) -> str | Non
     ]
     if not retractions or not retractions[-1].reason.startswith(REFUSED_UPDATE):
         return None
+    why = retractions[-1].reason.removeprefix(REFUSED_UPDATE).removeprefix(": ")
     return (
-        f"{memory_id} was written for an explicit update that was refused ({retractions[-1].reason}) and never "
-        "stood: recall again, and update the memory that stands (`memoria edit ID ...`) or remember the text anew"
+        f"{memory_id} was written for an explicit update that was refused ({why}) and never stood: recall "
+        "again, and update the memory that stands (`memoria edit ID ...`) or remember the text anew"
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import itertools
 import math
 import string
 from collections.abc import Callable, Sequence
@@ -376,10 +377,14 @@ def _weight_histories(feedback: FeedbackImpact) -> str:
 
 
 def _reports_moved(line: Sequence[tuple[datetime, float, str | None]]) -> str:
-    """How many reports moved a memory's weight: the legend's sum of every step is "in all", not the distance
+    """How many reports moved a memory's weight (not those that credited it and left it where it was): the legend's sum of every step is "in all", not the distance
     from where it started (a trial read "moved 0.474, now 1.174" of a weight that went 1.0, 0.85, 1.03,
     1.174)."""
-    reports = sum(1 for _, _, session in line if session)
+    reports = sum(
+        1
+        for (_, before, _), (_, after, session) in itertools.pairwise(line)
+        if session and abs(after - before) > 1e-9  # a report writes an event for each credit, moved or not
+    )
     return f"{reports} report{'' if reports == 1 else 's'}"
 
 

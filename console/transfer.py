@@ -32,7 +32,6 @@ from writing.drafts import in_batch_order, memory_id_for
 
 if TYPE_CHECKING:
     from storage.portable import ExportHeader
-    from storage.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -428,7 +427,7 @@ def _reconcile(
                 # ``decided``: a survivor itself superseded since (a chain of updates) still takes it, as in
                 # the export; one retracted or purged here does not.
                 superseded += len(store.supersede(scope, [here.id], row["replaced_by"], now, decided=True))
-        forks += _forked_corrections(store, scope, rows, current, held, now)
+        forks += _forked_corrections(runtime, scope, rows, current, held, now)
         # Under the reports' lock, as every weight write: a report made meanwhile is not written over.
         with store.reporting():
             current = store.get_memories(list(current), scope)
@@ -443,7 +442,7 @@ def _reconcile(
 
 
 def _forked_corrections(
-    store: MemoryStore,
+    runtime: Runtime,
     scope: Scope,
     rows: list[dict[str, Any]],
     current: dict[str, MemoryRecord],
@@ -452,16 +451,23 @@ def _forked_corrections(
 ) -> list[tuple[str, str, str]]:
     """The memories corrected one way in the export and another way here (a trial: a memory edited to
     "Wednesday" on one server and to "Thursday" on the other; after the import both stood, undisputed):
-    each pair of corrections still active is an open contradiction, the later one disputing the earlier,
-    as two statements of one thing that disagree are. Returns (corrected, here, there) for each."""
+    where each correction leads now (a correction corrected again, on either side, leads on) are two active
+    memories, they are an open contradiction, the later one disputing the earlier, as two statements of
+    one thing that disagree are. Returns (corrected, here, there) for each."""
+    from writing.inheritance import current_version
+
+    store = runtime.store
     forks = []
     records = []
     for row in rows:
-        here, there = current.get(row["id"]), held.get(row["replaced_by"] or "")
-        if row["status"] != "superseded" or here is None or there is None or here.status != "superseded":
+        here, theirs = current.get(row["id"]), held.get(row["replaced_by"] or "")
+        if row["status"] != "superseded" or here is None or theirs is None or here.status != "superseded":
             continue
-        mine = store.get_memory(here.replaced_by) if here.replaced_by else None
-        if mine is None or mine.id == there.id or mine.status != "active" or there.status != "active":
+        ours = store.get_memory(here.replaced_by, scope) if here.replaced_by else None
+        if ours is None or ours.id == theirs.id:
+            continue
+        mine, there = current_version(store, ours), current_version(store, theirs)
+        if mine.id == there.id or mine.status != "active" or there.status != "active":
             continue
         older, newer = sorted((mine, there), key=lambda m: (m.created_at, m.id))
         records.append(
@@ -476,7 +482,8 @@ def _forked_corrections(
             )
         )
         forks.append((here.id, mine.id, there.id))
-    store.put_contradictions(records)
+    for record in store.put_contradictions(records):  # as consolidation's: they corroborate nothing
+        runtime.corroboration.keep_apart(scope, record.older_id, record.newer_id)
     return forks
 
 

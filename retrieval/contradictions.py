@@ -217,8 +217,11 @@ AFFIRMED = "(no negation)"
 
 # Words that say a thing has ended ("anymore", "no longer"), and the words of what an older memory allowed
 # of it that such an ending ends as well.
-_CEASED = re.compile(r"\b(?:any\s?more|no\s+longer|stopped)\b", re.IGNORECASE)
+# ("any more" apart is a quantity: "We don't have any more Jira licences", a review.)
+_CEASED = re.compile(r"\b(?:anymore|no\s+longer)\b", re.IGNORECASE)
 _PERMITTING = frozenset(content_terms("allowed permitted okay ok fine possible"))
+# A time of day: a limit an older memory put on what it allowed ("until 15:00"), not which thing it is.
+_TIME_OF_DAY = re.compile(r"\b\d{1,2}[:.]\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?(?!\d)", re.IGNORECASE)
 
 
 def negated_pairs(
@@ -230,6 +233,17 @@ def negated_pairs(
     if not any(negates.values()):
         return []
     ceased = {memory.id: bool(negates[memory.id] and _CEASED.search(memory.content)) for memory in memories}
+    # What each affirming memory allowed, without its times of day and its words of permission
+    # (``ended_by``).
+    allowed = (
+        {
+            memory.id: _affirmed_terms(_TIME_OF_DAY.sub(" ", memory.content)) - _PERMITTING
+            for memory in memories
+            if not negates[memory.id]
+        }
+        if any(ceased.values())
+        else {}
+    )
     by_id = {memory.id: memory for memory in memories}
     terms = {memory.id: _affirmed_terms(memory.content) for memory in memories}
     index: dict[str, list[str]] = defaultdict(list)  # affirming memories by word
@@ -256,24 +270,7 @@ def negated_pairs(
             # review).
             alone = max((len(said) / len(other) for said in clauses if said and said <= other), default=0.0)
             if ceased[memory.id]:
-                # A thing said to have ended ("no production deploys on Fridays anymore") ends what the
-                # older memory allowed of it, whatever limits it put on it ("Deploys to production are
-                # allowed on Fridays until 15:00": a trial saw the two kept apart, the older recalled first).
-                # Its values are the older memory's ("on Fridays"), and the rest is what it allowed.
-                values = {word for word in other if is_value(word)}
-                bare = other - values - _PERMITTING
-                alone = max(
-                    [
-                        alone,
-                        *(
-                            len(said - values) / len(bare)
-                            for said in (*clauses, subject)
-                            if len(said - values) >= 2
-                            and said - values <= bare
-                            and not {word for word in said if is_value(word)} - values
-                        ),
-                    ]
-                )
+                alone = max(alone, ended_by(allowed[partner], [*clauses, subject]))
             similarity = max(similarity, alone)
             if similarity < NEGATION_OVERLAP:
                 continue
@@ -283,6 +280,26 @@ def negated_pairs(
                 Contradiction(first.id, second.id, term[first.id], term[second.id], round(similarity, 6))
             )
     return found
+
+
+def ended_by(allowed: AbstractSet[str], clauses: Sequence[AbstractSet[str]]) -> float:
+    """How much of what an older memory ``allowed`` (its content terms without its times of day and its
+    words of permission) the best of a newer memory's negating ``clauses`` says has ended ("anymore", "no
+    longer"): "no production deploys on Fridays anymore" ends "Deploys to production are allowed on
+    Fridays until 15:00" (a trial saw the two kept apart, the older recalled first). Every value of the
+    older memory must be said again (the day it allowed it on, the release or ticket it is about: "Releases
+    no longer ship on Fridays" ends nothing of "Release 4.2 shipped on Friday", and "No deploys on Saturdays
+    anymore" nothing of a permission for Fridays and Saturdays, a review), and nothing the older did not
+    say. 0 when none does."""
+    values = {word for word in allowed if is_value(word)}
+    return max(
+        (
+            len(said) / len(allowed)
+            for said in clauses
+            if len(said) >= 2 and said <= allowed and values <= said
+        ),
+        default=0.0,
+    )
 
 
 # Where a memory's clauses part: a semicolon, a comma or colon before a space, a dash between spaces, "but".
@@ -491,11 +508,13 @@ _FROM = re.compile(
 # ("raised to 1000 requests a minute when the caller has an enterprise key"), and such a value revises
 # nothing. "After ..." and "following ..." are either ("lowered to 60 seconds after the stale pricing
 # incident", "lowered to 10 a minute after 5 failed logins"): set aside too, but the pair then only disputes.
-# "For ..." is either too: why ("extended to 90 days for compliance": a trial saw the two kept apart, the
-# 30 days recalled first) or for whom ("raised to 1000 a minute for enterprise keys"); never an environment
-# ("for staging" is another setting, ``_ENVIRONMENTS``).
+# "For" a reason is why too ("extended to 90 days for compliance", "for security reasons": a trial saw the
+# two kept apart, the 30 days recalled first); "for" anything else says what the value is of ("now uses
+# port 9090 for metrics", "raised to 1000 for enterprise customers": another, narrower thing, a review).
 _REASON = re.compile(
-    r"\s(?:(?P<either>after|following|for)|because|since|due\s+to|as\s+part\s+of|so\s+that|"
+    r"\s(?:(?P<either>after|following)|because|since|due\s+to|as\s+part\s+of|so\s+that|"
+    r"for\s+(?:compliance|security|performance|reliability|stability|safety|privacy|cost|legal|audit)"
+    r"(?:\s+reasons?)?(?=\s*(?:[.;,)]|$))|for\s+(?:[\w-]+\s+){0,3}(?:reasons|purposes)(?=\s*(?:[.;,)]|$))|"
     r"last\s+(?:week|weekend|month|year)|yesterday|today)\b",
     re.IGNORECASE,
 )
@@ -533,10 +552,6 @@ def _without_reason(text: str, start: int) -> tuple[str, bool]:
     reason = _REASON.search(text, first.end())
     if reason is None:
         return text, False
-    if reason.group("either") and reason.group("either").lower() == "for":
-        said = text[reason.end() :]
-        if set(content_terms(said)) & _ENVIRONMENTS or re.search(r"\bonly\b", said, re.IGNORECASE):
-            return text, False  # which setting, or whom alone it holds for ("for the mobile team only")
     return text[: reason.start()], reason.group("either") is not None
 
 

@@ -3,7 +3,8 @@
 An expression names a span of time: an ISO-8601 date ("2026-11-24"), month ("2026-11") or time
 ("2026-11-24T09:30:00Z"), or a relative one ("today", "yesterday", "this week", "last week", "this
 month", "last month", "this year", "last year", "3 days ago", "2 weeks ago", "an hour ago", "past 10
-days", "past week", "last 3 months", "now"). ``since`` takes the start of its span and ``until`` its end, so
+days", "past week", "last 3 months", "now"), or a day of the week ("monday": the latest Monday, today
+included; "last monday": the latest before today). ``since`` takes the start of its span and ``until`` its end, so
 ``since="last week"`` starts on last week's Monday and ``until="2026-11"`` includes every day of November.
 Days, weeks (from Monday), months and years are those of the caller's time zone when one is given, else
 UTC; "N hours ago" and a time of day are moments. Anything else is refused with examples.

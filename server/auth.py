@@ -523,6 +523,11 @@ def current_grant() -> Grant | None:
     return grant_from_token(token) if token is not None else None
 
 
+def _then(then: str) -> str:
+    """What a refusal tells the caller to do last, after a comma ("" when nothing: a prompt's)."""
+    return f", then {then}" if then else ""
+
+
 def authorize(args: BaseModel, effect: Effect, grant: Grant, settings: Settings, then: str) -> BaseModel:
     """``args`` as the grant lets them run: a call naming no scope works in the token's home scope, a
     scope the token does not grant is refused, memories are attributed to the principal and sessions
@@ -544,7 +549,7 @@ def authorize(args: BaseModel, effect: Effect, grant: Grant, settings: Settings,
             raise ToolFailure(
                 f"this token ({grant.principal}) may not {verb} org {scope.org_id!r} project {scope.project_id!r}; "
                 f"it may {verb.split()[0]}: {grant.describe(effect)}. Pass org_id and project_id of a scope it "
-                f"grants, or ask the server's operator for a token that grants this one, then {then}."
+                f"grants, or ask the server's operator for a token that grants this one{_then(then)}."
             )
     declared = [
         None if getattr(args, "agent_id_filters", False) else getattr(args, "agent_id", None),
@@ -554,8 +559,8 @@ def authorize(args: BaseModel, effect: Effect, grant: Grant, settings: Settings,
     if foreign:
         raise ToolFailure(
             f"with a bearer token, memories and recalls are attributed to the token's principal "
-            f"{grant.principal!r}, not to {', '.join(map(repr, foreign))}: omit agent_id (use one token per agent), "
-            f"then {then}."
+            f"{grant.principal!r}, not to {', '.join(map(repr, foreign))}: omit agent_id (use one token per agent)"
+            f"{_then(then)}."
         )
     session = getattr(args, "session_id", None)
     if isinstance(session, str):
@@ -564,8 +569,8 @@ def authorize(args: BaseModel, effect: Effect, grant: Grant, settings: Settings,
             raise ToolFailure(
                 f"`session_id` is {len(session)} characters; with a bearer token at most "
                 f"{MAX_SESSION_ID - len(session_namespace(grant.principal))} are allowed (the server keeps each principal's "
-                f"sessions apart under a prefix). Pass a shorter id, or the session_id a recall returned, "
-                f"then {then}."
+                f"sessions apart under a prefix). Pass a shorter id, or the session_id a recall returned"
+                f"{_then(then)}."
             )
         update["session_id"] = owned
     return args.model_copy(update=update) if update else args

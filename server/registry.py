@@ -177,7 +177,8 @@ async def invoke(
         if grant is None and tokens_required and ctx.request_context.request is not None:
             raise ToolFailure("this server requires a bearer token for every HTTP request; send one")
         if grant is not None:
-            args = authorize(args, spec.effect, grant, state.settings, retry or f"call {spec.name} again")
+            then = retry if retry is not None else f"call {spec.name} again"  # "": a prompt's, nothing said
+            args = authorize(args, spec.effect, grant, state.settings, then)
         caller = resolve_caller(ctx, state, grant, begins_task=spec.begins_task)
         # Registered before the call's first wait, in the order the calls arrived: a read waits for the
         # writes of its client's session sent before it (``server.ordering``); the connection's session,

@@ -354,6 +354,12 @@ class WriteService:
                     f"{memory.id} was written by {current.agent_id!r}: only its author changes when it expires; "
                     "nothing was changed. Leave expires_at out to change its tags"
                 )
+            if clear_expiry and new_tier == "ephemeral":
+                # A review: `--until never` of an ephemeral memory was answered "nothing to update".
+                raise WriteRefused(
+                    f"{memory.id} is ephemeral: its tier is when it expires, and an ephemeral memory always "
+                    "does; nothing was changed. Pass protection_tier 'standard' too to keep it"
+                )
             if until is not None:
                 if new_tier == "immutable":
                     raise WriteRefused(
@@ -812,7 +818,15 @@ class WriteService:
                     at=now,
                 )
                 self._corroboration.retire(new.scope, [new.id])
-            standing = current.replaced_by if current is not None and current.status == "superseded" else None
+            standing = None
+            if current is not None and current.status == "superseded" and current.replaced_by:
+                # The memory that stands now, at the end of the replacements (a review).
+                replacement = self._store.get_memories([current.replaced_by], old.scope).get(
+                    current.replaced_by
+                )
+                standing = (
+                    current_version(self._store, replacement).id if replacement else current.replaced_by
+                )
             raise UpdateRefused(refused.reason, withdrawn=new.id if withdrawn else None, standing=standing)
         self.consolidation.record_retirement(
             old.scope,

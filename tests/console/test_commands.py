@@ -402,7 +402,10 @@ def test_restore_refuses_the_text_of_an_explicit_update_that_was_refused(capsys,
         f"shows it). Recall again and update {winner.id}, the memory that replaced it"
     )
     status, _, err = memoria(capsys, db, "restore", loser)
-    assert status == 1 and f"{loser} was written for an explicit update that was refused (" in err
+    assert status == 1 and (
+        f"{loser} was written for an explicit update that was refused ({old.id} is no longer active (another "
+        "write superseded or forgot it meanwhile)) and never stood" in err
+    )
     assert "update the memory that stands" in err
     assert [m["id"] for m in as_json(capsys, db, "list")["memories"]] == [winner.id]
 

@@ -411,3 +411,13 @@ def test_a_report_on_an_empty_scope_names_the_scopes_that_hold_memories(runtime)
     assert report.health.memories == 0 and report.health.elsewhere == ["acme/api"]
     page = render_report(report)
     assert "these scopes of the store do: acme/api." in page
+
+
+def test_the_weight_legend_counts_only_the_reports_that_moved_the_weight():
+    # A review: a report writes a weight event for every memory it credits, moved or not.
+    from console.report_page import _reports_moved
+
+    t = datetime(2026, 12, 1, tzinfo=UTC)
+    line = [(t, 1.0, None), (t, 0.85, "ses_1"), (t, 0.85, "ses_2"), (t, 1.03, "ses_3")]
+    assert _reports_moved(line) == "2 reports"
+    assert _reports_moved(line[:2]) == "1 report"

@@ -245,6 +245,22 @@ def test_a_memory_corrected_one_way_here_and_another_in_the_export_leaves_the_tw
     assert import_file(here, write(tmp_path / "back.jsonl", export_text(there))).note == summary.note
 
 
+def test_corrections_corrected_again_on_either_side_are_followed_to_what_stands_on_import(stores, tmp_path):
+    """A review: a correction corrected once more (there, or here) was skipped, and the two that stand now
+    were left undisputed."""
+    here, there = stores("a"), stores("b")
+    train = say(here, "The release train leaves every second Tuesday.")
+    import_file(there, write(tmp_path / "copy.jsonl", export_text(here)))
+    wednesday = say(there, "The release train leaves every Wednesday.", replaces=train)
+    at_ten = say(there, "The release train leaves every Wednesday at 10:00.", replaces=wednesday)
+    thursday = say(here, "The release train leaves every Thursday.", replaces=train)
+    at_nine = say(here, "The release train leaves every Thursday at 09:00.", replaces=thursday)
+    summary = import_file(here, write(tmp_path / "back.jsonl", export_text(there)))
+    assert summary.note is not None and f"({train}: {at_nine} here, {at_ten} there)" in summary.note
+    older, newer = sorted([at_ten, at_nine], key=lambda i: here.store.get_memory(i).created_at)
+    assert here.store.newer_contradictions(Scope("default", "default"), [older]) == {older: [newer]}
+
+
 def test_a_held_memory_amended_later_in_the_export_takes_its_tags_and_tier(stores, tmp_path):
     """A trial: a copy of a store took the export of an amend (tags and tier) and kept the old ones beside
     the imported lineage that said otherwise; a tier raised to protected was lost. A change made here after

@@ -133,11 +133,11 @@ def test_a_clause_that_negates_the_same_words_contradicts_them_beside_another_cl
 
 def test_a_thing_said_to_have_ended_contradicts_what_the_older_memory_allowed_of_it():
     # A trial: the newer decision was kept apart from what it ended, the older recalled first. What the older
-    # allowed ("allowed") and its limits ("until 15:00") are set aside; the day it names is not.
+    # allowed ("allowed") and its times of day ("until 15:00") are set aside; its other values are not.
     older = memory("old", "Deploys to production are allowed on Fridays until 15:00.", 0)
     ended = "After the refund incident we decided: no production deploys on Fridays anymore."
     found = detect_contradictions([older, memory("new", ended, 5)])
-    # {deploy, production} of {deploy, production} once Friday (a value of both) and the rest are aside
+    # {deploy, production, friday} of {deploy, production, friday}
     assert [(c.older_id, c.newer_id, c.newer_term, c.subject_similarity) for c in found] == [
         ("old", "new", "no", 1.0)
     ]
@@ -147,6 +147,21 @@ def test_a_thing_said_to_have_ended_contradicts_what_the_older_memory_allowed_of
         "After the refund incident we decided: no production deploys on Fridays.",  # nothing said ended
     ):
         assert detect_contradictions([older, memory("new", newer_text, 5)]) == []
+    # A review: a value that says which thing it is (a release, a ticket, a date: an event), or one of two
+    # days, is not what the ending names; "any more" apart is a quantity.
+    for older_text, newer_text in (
+        ("Release 4.2 shipped on Friday.", "Releases no longer ship on Fridays."),
+        ("Sprint 14 ends on Friday.", "Sprints don't end on Fridays anymore."),
+        ("Ticket OPS-1234 is blocked by the VPN outage.", "Tickets are no longer blocked by the VPN outage."),
+        ("The payments job crashed on 2026-11-02 at 03:00.", "The payments job no longer crashes."),
+        ("SDK 2.3 supports Python 3.8 and 3.9.", "The SDK no longer supports Python 3.8."),
+        (
+            "Deploys to production are allowed on Fridays until 15:00 and on Saturdays until 12:00.",
+            "No production deploys on Saturdays anymore.",
+        ),
+        ("We have 20 Jira licences.", "We don't have any more Jira licences."),
+    ):
+        assert detect_contradictions([memory("old", older_text, 0), memory("new", newer_text, 5)]) == []
 
 
 def test_a_negation_that_shares_only_part_of_the_subject_is_no_contradiction():
@@ -1239,20 +1254,31 @@ def test_a_port_change_leaves_other_things_ports_and_disputes_an_older_memory_th
     assert after.only_disputes == MAY_HOLD_WHERE  # "after" may say when it holds
 
 
-def test_what_a_value_changed_for_is_set_aside_and_the_pair_only_disputes():
+def test_why_a_value_changed_said_with_for_is_set_aside_and_for_what_is_not():
     # A trial: "for compliance" made the newer memory about more than the older, and the 30 days stood.
     older = memory("old", "Log retention for payments logs is 30 days.", 0)
-    [change] = value_changes(
-        memory("new", "Log retention for payments logs was extended to 90 days for compliance.", 5), [older]
-    )
-    assert (terms_of(change), change.only_disputes) == (("old", "new", "30", "90"), MAY_HOLD_WHERE)
-    # "for" an environment says which setting: another one's value, not this one's.
-    assert (
-        value_changes(
-            memory("new", "Log retention for payments logs was extended to 90 days for staging.", 5), [older]
-        )
-        == []
-    )
+    for why in ("for compliance", "for compliance reasons", "for security purposes"):
+        newer = memory("new", f"Log retention for payments logs was extended to 90 days {why}.", 5)
+        [change] = value_changes(newer, [older])
+        assert (terms_of(change), change.only_disputes) == (("old", "new", "30", "90"), None)
+    # "For" what says which thing the value is of: another, narrower one (a review).
+    for older_text, newer_text in (
+        (
+            "Log retention for payments logs is 30 days.",
+            "Log retention for payments logs was extended to 90 days for staging.",
+        ),
+        ("The API server uses port 8080.", "The API server now uses port 9090 for metrics."),
+        (
+            "The connection pool size is 20.",
+            "The connection pool size was raised to 50 for the reporting jobs.",
+        ),
+        ("The retry limit is 3.", "The retry limit was raised to 5 for webhook deliveries."),
+        (
+            "The rate limit is 100 a minute.",
+            "The rate limit was raised to 1000 a minute for enterprise customers.",
+        ),
+    ):
+        assert value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []
 
 
 @pytest.mark.parametrize(

@@ -171,6 +171,16 @@ def test_a_scope_the_token_does_not_grant_is_refused_with_what_it_does_grant():
     message = str(refused.value)
     assert "may not write to org 'other' project 'web'" in message
     assert "it may write: acme/web" in message and "call remember again" in message
+    # A prompt says nothing of what to call (a review: "" was read as "call recall again").
+    with pytest.raises(ToolFailure) as refused:
+        authorize(
+            RecallInput(query="x", org_id="other", project_id="web"),
+            "reads",
+            grant(read=("acme/web",)),
+            SETTINGS,
+            "",
+        )
+    assert str(refused.value).endswith("ask the server's operator for a token that grants this one.")
 
 
 def test_a_read_only_token_cannot_write_its_own_scope():

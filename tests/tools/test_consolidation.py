@@ -2212,36 +2212,49 @@ def test_a_change_of_a_thing_named_with_an_old_state_word_still_revises_it(runti
 
 def test_a_decision_changed_in_plain_words_is_read_before_what_it_changed(runtime):
     """A fourth trial: each changed decision stood as a second fact, the older recalled first, unmarked."""
-    pairs = [
-        # a thing said to have ended: the author's older permission is revised
-        (
-            "Deploys to production are allowed on Fridays until 15:00.",
-            "After the refund incident we decided: no production deploys on Fridays anymore.",
-            "are we allowed to deploy to production on Fridays",
+    # A thing said to have ended: the author's older permission is revised by it.
+    allowed = remember(
+        RememberInput(
+            content="Deploys to production are allowed on Fridays until 15:00.",
+            occurred_at="2026-11-20T10:00:00Z",
         ),
-        # a value changed "for" a reason: the older is disputed (the clause may say where the value holds)
-        (
-            "Log retention for payments logs is 30 days.",
-            "Log retention for payments logs was extended to 90 days for compliance.",
-            "how long are payments logs retained",
+        runtime,
+        caller("ses_a"),
+    )
+    ended = remember(
+        RememberInput(
+            content="After the refund incident we decided: no production deploys on Fridays anymore.",
+            occurred_at="2026-12-01T10:00:00Z",
         ),
+        runtime,
+        caller("ses_b"),
+    )
+    assert (status(runtime, allowed.id), runtime.store.get_memory(allowed.id).replaced_by) == (
+        "superseded",
+        ended.id,
+    )
+    found = recall(RecallInput(query="are we allowed to deploy to production on Fridays"), runtime, caller())
+    assert [m.id for m in found.memories][:1] == [ended.id] and allowed.id not in [
+        m.id for m in found.memories
     ]
-    for n, (older, newer, question) in enumerate(pairs):
-        old = remember(
-            RememberInput(content=older, occurred_at=f"2026-11-2{n}T10:00:00Z"), runtime, caller(f"ses_{n}a")
-        )
-        new = remember(
-            RememberInput(content=newer, occurred_at=f"2026-12-0{n + 1}T10:00:00Z"),
-            runtime,
-            caller(f"ses_{n}b"),
-        )
-        found = recall(RecallInput(query=question), runtime, caller())
-        shown = [m.id for m in found.memories]
-        assert new.id in shown and (old.id not in shown or shown.index(new.id) < shown.index(old.id))
-        if old.id in shown:  # still active: disputed by the newer
-            assert found.memories[shown.index(old.id)].contradicted_by == [new.id]
-        else:
-            assert (status(runtime, old.id), runtime.store.get_memory(old.id).replaced_by) == (
-                "superseded",
-                new.id,
-            )
+    # A value changed for a reason, of an older memory that says more (where the logs are): disputed, read
+    # after the change.
+    thirty = remember(
+        RememberInput(
+            content="Log retention for payments logs is 30 days in Loki.", occurred_at="2026-11-21T10:00:00Z"
+        ),
+        runtime,
+        caller("ses_c"),
+    )
+    ninety = remember(
+        RememberInput(
+            content="Log retention for payments logs was extended to 90 days for compliance.",
+            occurred_at="2026-12-02T10:00:00Z",
+        ),
+        runtime,
+        caller("ses_d"),
+    )
+    assert status(runtime, thirty.id) == "active"
+    found = recall(RecallInput(query="how long are payments logs retained"), runtime, caller())
+    shown = [m.id for m in found.memories]
+    assert shown[:2] == [ninety.id, thirty.id] and found.memories[1].contradicted_by == [ninety.id]

@@ -478,7 +478,9 @@ def test_an_update_refused_because_its_memory_left_meanwhile_leaves_nothing_new_
     is an error, and the memory written for it is retracted again, with lineage."""
     old = remember(RememberInput(content="The cache TTL is 60 seconds"), runtime, CALLER)
     monkeypatch.setattr(runtime.store, "supersede", lambda *args, **kwargs: [])  # as if it had gone meanwhile
-    with pytest.raises(ToolFailure, match=f"{old.id} is no longer active.*nothing was changed"):
+    with pytest.raises(
+        ToolFailure, match=f"{old.id} is no longer active.*the update was refused, and the text"
+    ):
         remember(RememberInput(content="The cache TTL is 300 seconds", replaces=old.id), runtime, CALLER)
     monkeypatch.undo()
     listed = [m.content for m in runtime.store.list_memories(Scope("default", "default"), limit=10)]
@@ -977,6 +979,27 @@ def test_an_expiry_given_again_or_taken_away(runtime):
     cleared = remember(RememberInput(content=text, replaces=first.id, expires_at=None), runtime, CALLER)
     assert cleared.expires_at is None
     assert "it no longer expires (it was to expire at 2026-12-12T00:00:00Z)" in cleared.note
+    # An ephemeral memory's tier is its expiry: taken away alone, it says what to pass (a review read
+    # "nothing to update").
+    brief = remember(
+        RememberInput(content="The demo freeze holds", protection_tier="ephemeral"), runtime, CALLER
+    )
+    with pytest.raises(
+        ToolFailure, match=f"{brief.id} is ephemeral: its tier is when it expires.*'standard' too"
+    ):
+        remember(
+            RememberInput(content="The demo freeze holds", replaces=brief.id, expires_at=None),
+            runtime,
+            CALLER,
+        )
+    kept = remember(
+        RememberInput(
+            content="The demo freeze holds", replaces=brief.id, expires_at=None, protection_tier="standard"
+        ),
+        runtime,
+        CALLER,
+    )
+    assert kept.expires_at is None and kept.protection_tier == "standard"
 
 
 def test_the_maintenance_round_retracts_a_memory_past_the_time_it_was_given(runtime):
