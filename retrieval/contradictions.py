@@ -514,7 +514,7 @@ _FROM = re.compile(
 _REASON = re.compile(
     r"\s(?:(?P<either>after|following)|because|since|due\s+to|as\s+part\s+of|so\s+that|"
     r"for\s+(?:compliance|security|performance|reliability|stability|safety|privacy|cost|legal|audit)"
-    r"(?:\s+reasons?)?(?=\s*(?:[.;,)]|$))|for\s+(?:[\w-]+\s+){0,3}(?:reasons|purposes)(?=\s*(?:[.;,)]|$))|"
+    r"(?:\s+reasons?)?(?=\s*(?:[.;,)]|$))|for\s+(?:[\w-]+\s+){0,3}(?:reasons|purposes|improvements|benefits)(?=\s*(?:[.;,)]|$))|"
     r"last\s+(?:week|weekend|month|year)|yesterday|today)\b",
     re.IGNORECASE,
 )

@@ -1257,7 +1257,12 @@ def test_a_port_change_leaves_other_things_ports_and_disputes_an_older_memory_th
 def test_why_a_value_changed_said_with_for_is_set_aside_and_for_what_is_not():
     # A trial: "for compliance" made the newer memory about more than the older, and the 30 days stood.
     older = memory("old", "Log retention for payments logs is 30 days.", 0)
-    for why in ("for compliance", "for compliance reasons", "for security purposes"):
+    for why in (
+        "for compliance",
+        "for compliance reasons",
+        "for security purposes",
+        "for query speed improvements",
+    ):
         newer = memory("new", f"Log retention for payments logs was extended to 90 days {why}.", 5)
         [change] = value_changes(newer, [older])
         assert (terms_of(change), change.only_disputes) == (("old", "new", "30", "90"), None)

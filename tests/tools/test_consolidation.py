@@ -2258,3 +2258,27 @@ def test_a_decision_changed_in_plain_words_is_read_before_what_it_changed(runtim
     found = recall(RecallInput(query="how long are payments logs retained"), runtime, caller())
     shown = [m.id for m in found.memories]
     assert shown[:2] == [ninety.id, thirty.id] and found.memories[1].contradicted_by == [ninety.id]
+
+
+def test_a_decision_restated_in_other_words_is_revised_by_the_correction_that_gives_its_value_up(runtime):
+    """A fourth trial: the decision's restatement stayed, the only answer, once the decision was corrected
+    with "16, not 15, for logical replication improvements" (the reason made it about more)."""
+    decided = remember(
+        RememberInput(content="Payments service: we decided to use PostgreSQL 15 for the payments database."),
+        runtime,
+        caller("ses_a"),
+    )
+    restated = remember(
+        RememberInput(content="We're going with Postgres 15 for the payments DB."), runtime, caller("ses_b")
+    )
+    corrected = remember(
+        RememberInput(
+            content="Decision changed: the payments database will be upgraded to PostgreSQL 16, not 15, for "
+            "logical replication improvements.",
+            replaces=decided.id,
+        ),
+        runtime,
+        caller("ses_c"),
+    )
+    assert restated.id in corrected.consolidation.revised
+    assert runtime.store.get_memory(restated.id).replaced_by == corrected.id
