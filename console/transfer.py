@@ -377,10 +377,9 @@ def _reconcile(
 
     - one the export says was superseded by a memory now in the store, and still active here, is
       superseded by it, as the imported lineage says;
-    - its global weight is replayed from every report's credits the store now holds.
-
     - one corrected here by another memory than the export's correction: the two corrections dispute
-      each other (``_forked_corrections``).
+      each other (``_forked_corrections``);
+    - its global weight is replayed from every report's credits the store now holds.
 
     Returns (memories superseded, memories whose weight changed, the ids of those active in the export
     that this store retracted or purged, and of those the export says were retracted or purged that are

@@ -215,9 +215,8 @@ NEGATION_OVERLAP = 0.8
 AFFIRMED = "(no negation)"
 
 
-# Words that say a thing has ended ("anymore", "no longer"), and the words of what an older memory allowed
-# of it that such an ending ends as well.
-# ("any more" apart is a quantity: "We don't have any more Jira licences", a review.)
+# Words that say a thing has ended ("any more" apart is a quantity: "We don't have any more Jira licences",
+# a review), and the words of permission of an older memory that such an ending ends as well.
 _CEASED = re.compile(r"\b(?:anymore|no\s+longer)\b", re.IGNORECASE)
 _PERMITTING = frozenset(content_terms("allowed permitted okay ok fine possible"))
 # A time of day: a limit an older memory put on what it allowed ("until 15:00"), not which thing it is.
@@ -514,7 +513,8 @@ _FROM = re.compile(
 _REASON = re.compile(
     r"\s(?:(?P<either>after|following)|because|since|due\s+to|as\s+part\s+of|so\s+that|"
     r"for\s+(?:compliance|security|performance|reliability|stability|safety|privacy|cost|legal|audit)"
-    r"(?:\s+reasons?)?(?=\s*(?:[.;,)]|$))|for\s+(?:[\w-]+\s+){0,3}(?:reasons|purposes|improvements|benefits)(?=\s*(?:[.;,)]|$))|"
+    r"(?:\s+reasons?)?(?=\s*(?:[.;,)]|$))|"
+    r"for\s+(?:[\w-]+\s+){0,3}(?:reasons|purposes|improvements|benefits)(?=\s*(?:[.;,)]|$))|"
     r"last\s+(?:week|weekend|month|year)|yesterday|today)\b",
     re.IGNORECASE,
 )
