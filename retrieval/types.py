@@ -104,6 +104,9 @@ class Candidate:
     # What those of them the caller may read say, (id, text): the context quotes one that is not in it
     # (``retrieval.stages.contradiction_marks``).
     disputers_said: tuple[tuple[str, str], ...] = ()
+    # Those of them written before it: a correction that gave up the value it states again
+    # ("DISPUTED by earlier ...", not "newer").
+    disputers_earlier: tuple[str, ...] = ()
     in_context: bool = False
     context_position: int | None = None  # its [n] in the context block
     # The characters of its text the context shows when it was cut there (never fitting whole); None: all.

@@ -121,7 +121,7 @@ def _candidate_line(c: CandidateExplanation) -> str:
     matched = (
         f" · matches the query at {s.floor:.3f}" if s.floor is not None and c.source != "sibling" else ""
     )
-    disputed = f" · DISPUTED by newer {', '.join(c.contradicted_by)}" if c.contradicted_by else ""
+    disputed = f" · DISPUTED by {', '.join(c.contradicted_by)}" if c.contradicted_by else ""
     line = f"[{c.rank + 1}] {c.id} · {score}{matched} · {c.reason}{disputed} · {c.preview!r}"
     if c.status_now:  # changed since the recall: what an agent would act on is no longer this memory
         replaced = c.replaced_by_now

@@ -33,11 +33,16 @@ class ContradictionStage:
         newer = (
             self._source.newer_contradictions(request.reach, [c.id for c in candidates]) if candidates else {}
         )
-        said = self._disputers_said(request, candidates, newer)
+        said, written = self._disputers_said(request, candidates, newer)
         marked = tuple(
             candidate.revised(
                 contradicted_by=tuple(newer[candidate.id]),
                 disputers_said=tuple((other, said[other]) for other in newer[candidate.id] if other in said),
+                disputers_earlier=tuple(
+                    other
+                    for other in newer[candidate.id]
+                    if other in written and written[other] < candidate.memory.created_at
+                ),
             )
             if candidate.id in newer
             else candidate
@@ -47,22 +52,24 @@ class ContradictionStage:
 
     def _disputers_said(
         self, request: RecallRequest, candidates: tuple[Candidate, ...], newer: dict[str, list[str]]
-    ) -> dict[str, str]:
+    ) -> tuple[dict[str, str], dict[str, datetime]]:
         """What each disputing memory says: a candidate's own text, else read (one read for all of them)
         within the caller's view, so another agent's private memory is neither quoted nor revealed. Not
         quoted: one no longer active (retracted, superseded since) or past its expiry, and one whose text
         reads as instructions to the model (recall demotes such a memory; quoted, it would ride in on any
-        memory it disputes, a review found). The mark still names them."""
+        memory it disputes, a review found). The mark still names them. Also when each the caller may read
+        was written (a disputer written before the memory it disputes is marked "earlier")."""
         wanted = {other for others in newer.values() for other in others}
         if not wanted:
-            return {}
+            return {}, {}
         known = {c.id: c.memory for c in candidates if c.id in wanted}
         missing = wanted - set(known)
         if missing:
             known |= self._source.get_memories(sorted(missing), request.reach)
         now = request.now or datetime.now(UTC)
-        return {
+        said = {
             memory_id: record.content
             for memory_id, record in known.items()
             if record.status_at(now) == "active" and not instruction_signals(record.content)
         }
+        return said, {memory_id: record.created_at for memory_id, record in known.items()}

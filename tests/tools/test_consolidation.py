@@ -538,7 +538,8 @@ def test_a_corrected_value_said_again_is_disputed_by_the_correction(runtime, age
     shown = [m.id for m in found.memories]
     assert shown.index(fixed) < shown.index(again.id)  # the correction is read first
     assert {m.id: m.contradicted_by for m in found.memories}[again.id] == [fixed]
-    assert f"DISPUTED by newer {fixed}" in found.context
+    # The correction was written first: it is named as the earlier memory that gave this value up.
+    assert f"DISPUTED by earlier {fixed}, which gave this up" in found.context
     # Another service's port 8081 is no dispute (a review: at half the subject in common it was, and the new
     # memory was the one marked).
     other = remember(
@@ -873,6 +874,13 @@ def test_a_switch_of_one_value_leaves_a_memory_that_says_another_disputed_and_re
     )
     # Another port for it, and postgres 16, which the switch names as given up (``restates_given_up``).
     assert set(planted.consolidation.contradicts) == {port, switch.id}
+    # The switch was written before the planted port: it disputes it as an earlier memory that gave its
+    # value up, not as a "newer" one (a trial read "newer" of a memory dated before it).
+    found = recall(RecallInput(query="which port does the staging database listen on"), runtime, caller())
+    [entry] = [m for m in found.memories if m.id == planted.id]
+    assert switch.id in entry.contradicted_by
+    header = next(line for line in found.context.splitlines() if line.startswith(f"[{entry.position}] "))
+    assert f"DISPUTED by earlier {switch.id}, which gave this up" in header
 
 
 def test_an_owner_said_now_and_a_port_said_changed_in_other_words_revise_the_older_fact(runtime):

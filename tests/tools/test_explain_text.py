@@ -136,5 +136,5 @@ def test_a_disputed_memory_says_so_and_by_which_as_the_context_did(runtime):
     recalled = recall(RecallInput(query="checkout_v2 flag in staging"), runtime, CALLER)
     text = text_of(explain_ranking(ExplainRankingInput(retrieval_id=recalled.retrieval_id), runtime, CALLER))
     [line] = [line for line in text.splitlines() if f"] {old} · " in line]
-    assert f" · DISPUTED by newer {new} · 'Feature flag checkout_v2 is enabled in staging'" in line
+    assert f" · DISPUTED by {new} · 'Feature flag checkout_v2 is enabled in staging'" in line
     assert "DISPUTED" not in next(line for line in text.splitlines() if f"] {new} · " in line)

@@ -1005,3 +1005,17 @@ def test_the_quotes_of_disputers_go_before_the_memory_they_follow_does():
     assert "text of old" in context and "Newer new1" not in context
     marked, context = assemble((stale,), top_k=5, char_budget=2000, retrieval_id="r")
     assert "Newer new1, not among these memories" in context and "Newer new2" in context
+
+
+def test_a_dispute_mark_says_newer_and_earlier_disputers_apart():
+    """A correction written before the memory it disputes (it gave up the value that memory states again)
+    is no "newer" memory (a trial read the mark of a memory dated before it)."""
+    said_again = replace(
+        candidate("again", "Payments port is 8443"),
+        contradicted_by=("fix", "later"),
+        disputers_earlier=("fix",),
+    )
+    header = render_memory(1, said_again, folded={"later": "kept"}).splitlines()[0]
+    assert header.endswith(
+        "DISPUTED by newer later (folded into kept) and by earlier fix, which gave this up"
+    )

@@ -85,3 +85,18 @@ def test_a_disputer_past_its_expiry_or_reading_as_instructions_is_named_not_quot
     [marked] = ContradictionStage(lineage)(asked, (memcached,)).candidates
     assert marked.contradicted_by == ("expired", "bossy", "redis")
     assert marked.disputers_said == (("redis", REDIS),)
+
+
+def test_a_disputer_written_before_the_memory_it_disputes_is_marked_earlier():
+    # A correction that gave up 8443 disputes the port said again after it: not a "newer" memory.
+    t = datetime(2026, 12, 1, tzinfo=UTC)
+    said_again = Candidate(memory=memory_record("again", content="Payments port is 8443", created_at=t))
+    lineage = FakeLineage(
+        {"again": ["fix", "later"]},
+        {
+            "fix": memory_record("fix", content="now 9443 (it was 8443)", created_at=t - timedelta(days=1)),
+            "later": memory_record("later", content="9443", created_at=t + timedelta(days=1)),
+        },
+    )
+    [marked] = ContradictionStage(lineage)(request(), (said_again,)).candidates
+    assert (marked.contradicted_by, marked.disputers_earlier) == (("fix", "later"), ("fix",))
