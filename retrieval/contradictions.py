@@ -987,6 +987,12 @@ def _places_apart(words: Sequence[str], theirs: Sequence[str]) -> list[int]:
     return [at for at, (mine, old) in enumerate(zip(words, theirs, strict=True)) if mine != old]
 
 
+def _one_place_apart(words: Sequence[str], theirs: Sequence[str]) -> int | None:
+    """The one place where two statements of the same length say another word (None: none, or more)."""
+    differ = _places_apart(words, theirs)
+    return differ[0] if len(differ) == 1 else None
+
+
 def _name_in_place(
     words: Sequence[str], names: Sequence[bool], theirs: Sequence[str], their_names: Sequence[bool]
 ) -> tuple[str, str] | None:
@@ -1103,10 +1109,9 @@ def plain_value_changes(
             if name is not None:
                 found.append(Contradiction(other.id, memory.id, *name, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
                 continue
-        differ = _places_apart(tokens, theirs)
-        if len(differ) != 1:
+        at = _one_place_apart(tokens, theirs)
+        if at is None:
             continue
-        at = differ[0]
         new, old = tokens[at], theirs[at]
         if at in often and _how_often(theirs, at):
             # How often the same thing happens ("The staging database password rotates monthly", then
@@ -1256,10 +1261,9 @@ def _choice_in_place(
         theirs, _, says_a_change = _plain_reading(other.content)
         if len(theirs) != len(tokens) or says_a_change:
             continue
-        differ = _places_apart(tokens, theirs)
-        if len(differ) != 1:
+        at = _one_place_apart(tokens, theirs)
+        if at is None:
             continue
-        at = differ[0]
         new, old = tokens[at], theirs[at]
         if {new, old} & STOPWORDS or is_value(new) or is_value(old) or {new, old} <= _OPPOSED:
             continue  # (opposites, "enabled" then "disabled": ``detect_contradictions`` reads those)

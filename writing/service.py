@@ -374,7 +374,7 @@ class WriteService:
                 tuple(new_tags) == current.tags
                 and new_tier == current.protection_tier
                 and (until is None or until == current.expires_at)
-                and not (clear_expiry and current.expires_at is not None and new_tier != "ephemeral")
+                and not (clear_expiry and current.expires_at is not None)
             ):
                 raise WriteRefused(
                     f"{memory.id} already has this text, these tags, this tier and this expiry: nothing to "
@@ -818,15 +818,9 @@ class WriteService:
                     at=now,
                 )
                 self._corroboration.retire(new.scope, [new.id])
-            standing = None
-            if current is not None and current.status == "superseded" and current.replaced_by:
-                # The memory that stands now, at the end of the replacements (a review).
-                replacement = self._store.get_memories([current.replaced_by], old.scope).get(
-                    current.replaced_by
-                )
-                standing = (
-                    current_version(self._store, replacement).id if replacement else current.replaced_by
-                )
+            standing = None  # the memory that stands now, at the end of the replacements (a review)
+            if current is not None and (head := current_version(self._store, current)).id != current.id:
+                standing = head.id
             raise UpdateRefused(refused.reason, withdrawn=new.id if withdrawn else None, standing=standing)
         self.consolidation.record_retirement(
             old.scope,
