@@ -572,6 +572,17 @@ def _kinds(values: Iterable[str]) -> set[bool]:
     return {_CALENDAR_WORD.match(value) is not None for value in values}
 
 
+# A scope that leaves nothing out ("in all environments", "across every service", "everywhere") says no more of
+# which thing has the value than a memory without it: "The API now listens on port 9090" revises "The API
+# listens on port 8080 in all environments" (a fifth trial saw the two kept apart, unmarked).
+_EVERYWHERE = re.compile(
+    r"\b(?:in|across|for|on|at|throughout)\s+(?:all|every|each|any)\s+(?:(?:of\s+)?(?:the|our)\s+)?"
+    r"(?:environments?|envs?|regions?|services?|clusters?|stages?|servers?|hosts?|machines?|nodes?|deployments?"
+    r"|apps?|applications?|places|cases|situations)\b|\beverywhere\b",
+    re.IGNORECASE,
+)
+
+
 def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInput]) -> list[Contradiction]:
     """The older of ``others`` that say what ``memory`` says with other values: the same content words
     once their values (words with a digit, days and months by name) are set aside (Jaccard >=
@@ -582,7 +593,7 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     revision in words is needed there)."""
 
     said_as_written = memory.content
-    memory = replace(memory, content=joined_as_words(written_out(memory.content)))
+    memory = replace(memory, content=_EVERYWHERE.sub(" ", joined_as_words(written_out(memory.content))))
 
     # What the memory states, without the values it names as given up and a "Correction:" label: those
     # say that something changed (and what it was), not what is so now.
@@ -664,7 +675,10 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     # (the older memories read with their values joined, as the memory is; each one's values and what it
     # says them of remembered: a write's neighbours are mostly the neighbours of the writes before it)
     written = {other.id: other.content for other in others}
-    others = [replace(other, content=joined_as_words(written_out(other.content))) for other in others]
+    others = [
+        replace(other, content=_EVERYWHERE.sub(" ", joined_as_words(written_out(other.content))))
+        for other in others
+    ]
     for other in others:
         if other.id == memory.id or other.created_at > memory.created_at:
             continue

@@ -94,6 +94,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
     ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{32,}"), 0),
     ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
+    # HashiCorp Vault's service, batch and recovery tokens, a PyPI upload token, a DigitalOcean token (a new
+    # user's trial: a Vault token was stored as written, its dot keeping it from reading as a key).
+    ("vault-token", re.compile(r"\bhv[sbr]\.[A-Za-z0-9_\-]{20,}"), 0),
+    ("pypi-token", re.compile(r"\bpypi-AgE[A-Za-z0-9_\-]{50,}"), 0),
+    ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0),
     ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), 0),
     ("sendgrid-key", re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"), 0),
     # An incoming webhook's URL is its own credential: whoever holds it posts to the channel.
@@ -140,6 +145,19 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         1,
     ),
     (
+        # A user and password joined by a colon: curl's "-u admin:Pa55w0rd!", "--user ci:...", and "basic
+        # auth harbor:Pa55w0rd!" in prose (a new user's trial: both stored as written). The password ends
+        # before trailing punctuation; a shell variable ("-u $USER:$TOKEN"), a URL or a port is no value.
+        "password",
+        re.compile(
+            r"(?:\bcurl\b[^\n;&|]{0,120}?\s(?:-u\s*|--user[=\s]\s*)"
+            r"|(?i:\bbasic[\s-]?auth(?:entication)?(?:\s+(?:credentials|creds|login))?(?:\s+(?:is|are|with))?"
+            r"\s*:?\s+))"
+            r"[\"']?[^\s:\"'/@$]+:(?!\$|//|\d+(?![^\s\"'@]))([^\s\"'@]{2,}[^\s\"'@.,;:)])(?![^\s\"']*@)"
+        ),
+        1,
+    ),
+    (
         # A password on a login's command line: "docker login -u bob -p ...", "mysql -uroot -p..." (a "-p"
         # elsewhere is a port or a parent folder: "ssh -p 2222", "mkdir -p build"), within 120 characters of
         # the command and not past the next command ("docker login ghcr.io && docker run -p 8080:80" keeps its port;
@@ -173,7 +191,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         # scans the value once (no nested repeats: linear time).
         "password",
         re.compile(
-            r"(?i)(?<![a-z0-9])(?:password|passwd|pwd|passphrase|secret)[\"']?\s*"
+            r"(?i)(?<![a-z0-9])(?:password|passwd|pwd|pw|passphrase|secret)[\"']?\s*"
             r"(?:=\s*[\"']?|:(?=[^\s])[\"']?|:\t[ \t]*[\"']?|:\s*[\"']"
             r"|:\s*(?=[^\s\"',;]*[0-9!@#$%^&*_+=/~\\]|[^\s\"',;]*[.\-][^\s\"',;.\-]|[^\s\"',;]+(?-i:[A-Z]))"
             r"|:[ \t]*(?=[^\s\"',;]{5,}[^\s\"',;.!?:](?:[ \t]*(?:\r?\n|$)|[ \t]+#|[}\]]|,\s*[\w\"']+\s*:)))"
@@ -187,7 +205,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         # letter and a digit or a symbol ("with password rotation" stays).
         "password",
         re.compile(
-            r"(?i)\b(?:with|using|via)\s+(?:the\s+)?(?:password|passwd|passphrase)\s+[\"'(]?"
+            r"(?i)\b(?:with|using|via|and)\s+(?:the\s+)?(?:password|passwd|passphrase)\s+[\"'(]?"
             r"((?=[^\s\"',;()\[\]]*[A-Za-z])(?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}"
             r"[^\s\"',;.!?:()\[\]])(?![\w-])"
         ),
@@ -231,7 +249,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         "password",
         re.compile(
             r"(?i)\b(?:password|passwd|passphrase)(?:\s+(?:for|of|on|to|in|at)(?:\s+[^\s\"',;.:]+(?:['.][^\s\"',;.:]+)*){1,8}?)?"
-            r"\s+(?:is|was)\s+[\"'(]?"
+            r"(?:\s+(?:is|was)\s+|(?<=[^\s\"',;.:])\s*:\s+)[\"'(]?"
             r"((?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}[^\s\"',;.!?:()\[\]]"
             # or a passphrase of four words or more of four letters or more, joined by hyphens
             # ("correct-horse-battery-staple"; "case-sensitive", "one-time-use-only" stay)

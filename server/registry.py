@@ -166,7 +166,9 @@ async def invoke(
     state: AppState = ctx.request_context.lifespan_context
     try:
         # None: the models' own strictness (strict, but JSON's text for a datetime); False: lax throughout.
-        args = spec.input_model.model_validate(arguments, strict=None if strict else False)
+        args = spec.input_model.model_validate(
+            whole_numbers(spec.input_model, arguments), strict=None if strict else False
+        )
     except ValidationError as exc:
         # Bounds are said as this server enforces them (its settings), not the models' hard caps.
         limits = state.settings.schema_limits(spec.name)
@@ -223,6 +225,32 @@ def sent_arguments(ctx: Context[AppState, Any], parsed: dict[str, Any]) -> dict[
     if not isinstance(raw, dict):  # no raw request to compare with: what the SDK parsed
         return {name: value for name, value in parsed.items() if value is not None}
     return {name: parsed.get(name, value) for name, value in raw.items()}
+
+
+def whole_numbers(input_model: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` with a number that has no fraction given as one where a whole number goes (``"top_k":
+    5.0``): JSON Schema's "integer" is any number without one, and some clients send every number as a
+    float (a trial saw 5.0 refused). 5.5 stays, for the model to refuse."""
+    fields = input_model.model_fields
+    return {
+        name: int(value)
+        if isinstance(value, float)
+        and value.is_integer()
+        and name in fields
+        and is_whole(fields[name].annotation)
+        else value
+        for name, value in arguments.items()
+    }
+
+
+def is_whole(annotation: Any) -> bool:
+    """``int``, optionally ``Annotated`` and optionally ``| None`` (not ``bool``)."""
+    if get_origin(annotation) in (Union, UnionType):
+        members = [member for member in get_args(annotation) if member is not type(None)]
+        return len(members) == 1 and is_whole(members[0])
+    if get_origin(annotation) is Annotated:
+        return is_whole(get_args(annotation)[0])
+    return annotation is int
 
 
 def is_text(annotation: Any) -> bool:

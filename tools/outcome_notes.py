@@ -42,9 +42,7 @@ def applied_note(session_id: str, roles: Sequence[str], *, recalled: bool) -> st
     )
     return (
         f"session {session_id} reported: {moved}; {used}"
-        f"{counted(roles.count('context'), 'other memory')} of its contexts a share by their position. The "
-        "global weights listed (moved a step, or a share of one, of their moving average) are the logged "
-        "baseline over every report; explain_ranking shows them beside the weight a recall applies"
+        f"{counted(roles.count('context'), 'other memory')} of its contexts a share by their position"
     )
 
 

@@ -23,14 +23,14 @@ from tools.common import (
     ToolFailure,
     WithoutSecrets,
     ZoneText,
-    iso,
     new_retrieval_id,
     view_for,
 )
 from tools.empty_recall_notes import empty_recall_note
-from tools.memory_views import LineageLink, lineage_text, replaced_chains
+from tools.memory_views import lineage_text, replaced_chains
 from tools.recall_notes import NOTHING_MATCHED, recall_note, unsearched_note
 from tools.recall_window import filters_searched, searched_window, shown_zone, time_window, topic_of
+from tools.recalled import RecalledMemory, recalled
 from writing.journal import record_retrieval
 
 if TYPE_CHECKING:
@@ -84,39 +84,6 @@ class RecallInput(ScopeArgs):
                 "holds only control or blank characters: describe what you need to know in words"
             )
         return value
-
-
-class RecalledMemory(BaseModel):
-    id: str
-    content: str
-    kind: str
-    agent_id: str
-    episode_id: str | None
-    created_at: str
-    score: float = Field(
-        description="Final score: (relevance + corroboration boost) x decay x feedback weight, plus what its "
-        "episode neighbours lend it."
-    )
-    position: int = Field(description="Its [n] in the context.")
-    rank: int = Field(description="Its rank by score among the memories in the context (1: the best).")
-    source: Literal["direct", "sibling"] = Field(
-        description="direct: matched the query; sibling: from the same episode as a memory that did."
-    )
-    sibling_of: str | None = Field(None, description="For a sibling: the memory that brought it.")
-    corroborated_by: list[str] = Field(
-        default_factory=list, description="Other agents that stated the same conclusion independently."
-    )
-    contradicted_by: list[str] = Field(
-        default_factory=list,
-        description="Newer memories that claim the opposite and were not resolved: treat this one as disputed.",
-    )
-    protection_tier: str
-    replaces: list[LineageLink] | None = Field(
-        None,
-        description="With include_lineage: the memories this one replaced (directly first, then what those "
-        "replaced, up to 5 steps back), who wrote them, when, and which resolver decided; the text shows them "
-        "after the context.",
-    )
 
 
 class RecallOutput(BaseModel):
@@ -262,28 +229,7 @@ def recall(args: RecallInput, runtime: Runtime, caller: Caller) -> RecallOutput:
         if args.include_lineage
         else {}
     )
-    by_score = sorted(result.in_context, key=lambda c: (-c.final_score, c.context_position or 0))
-    rank_of = {candidate.id: rank for rank, candidate in enumerate(by_score, start=1)}
-    memories = [
-        RecalledMemory(
-            id=candidate.id,
-            content=candidate.memory.content,
-            kind=candidate.memory.kind,
-            agent_id=candidate.memory.agent_id,
-            episode_id=candidate.memory.episode_id,
-            created_at=iso(candidate.memory.created_at),
-            score=round(candidate.final_score, 6),
-            position=candidate.context_position or 0,
-            rank=rank_of[candidate.id],
-            source=candidate.source,
-            sibling_of=candidate.sibling_of,
-            corroborated_by=list(candidate.corroborating_agents),
-            contradicted_by=list(candidate.contradicted_by),
-            protection_tier=candidate.memory.protection_tier,
-            replaces=replaced[candidate.id] if args.include_lineage else None,
-        )
-        for candidate in result.in_context
-    ]
+    memories = recalled(result.in_context, replaced if args.include_lineage else None)
 
     note = None if result.gated else recall_note(result, top_k)
     nothing = note is not None and note.startswith(NOTHING_MATCHED)

@@ -63,7 +63,10 @@ def text_of(result: RememberOutput) -> str:
 
 def batch_text_of(result: RememberManyOutput) -> str:
     """The batch's counts, then each item's text, numbered in the order given."""
-    head = f"{result.stored} stored, {result.duplicates} already stored, {result.collapsed} collapsed"
+    # A collapsed item is stored (superseded, for audit) by the later item it was folded into: said as part
+    # of the stored, not beside them (a trial read "4 stored, 1 collapsed" as five items).
+    folded = f" ({result.collapsed} of them folded into a later item)" if result.collapsed else ""
+    head = f"{result.stored} stored{folded}, {result.duplicates} already stored"
     items = (
         f"{number}. " + text_of(item).replace("\n", "\n   ") for number, item in enumerate(result.results, 1)
     )

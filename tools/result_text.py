@@ -55,7 +55,11 @@ def forget_text(out: ForgetOutput) -> str:
 
 
 def outcome_text(out: ReportOutcomeOutput) -> str:
-    lines = [f"Session {out.session_id}: {out.outcome} (score {out.score:g}), {out.status}. {out.detail}"]
+    # (the session named once: the detail's own "session <id> reported:" is the head's; a trial counted 900
+    # characters of a report's text that every report repeats)
+    detail = out.detail.removeprefix(f"session {out.session_id} reported: ")
+    joint = ": " if detail != out.detail else ". "
+    lines = [f"Session {out.session_id}: {out.outcome} (score {out.score:g}), {out.status}{joint}{detail}"]
     moved = [u for u in out.updated if abs(u.weight_after - u.weight_before) > 1e-9]
     # The memories the agent named, then the context's largest moves: a trial's report after a recall of
     # top_k 100 read back 101 lines, one per memory of the context (the structured content lists them all).
@@ -63,7 +67,10 @@ def outcome_text(out: ReportOutcomeOutput) -> str:
     rest = sorted((u for u in moved if u.role not in ("helpful", "misleading")), key=lambda u: -u.share)
     shown = named + rest[: max(0, LISTED_MOVES - len(named))]
     if moved:
-        lines.append("Global weights:")
+        # (each a step, or a share of one, of its moving average over every report: the logged baseline)
+        lines.append(
+            "Global weights (the logged baseline; explain_ranking shows the weight a recall applies):"
+        )
         lines += [
             f"- {u.id} ({u.role}, share {u.share:g}): {u.weight_before:.3f} -> {u.weight_after:.3f}"
             for u in shown

@@ -50,8 +50,14 @@ def _iso_text(value: Any) -> Any:
 
 
 # Not strict: JSON has no datetime, so the ISO 8601 text is what arrives (and only that: ``_iso_text``).
+# (its schema says text, as ExpiresAt's: a date alone, which it takes, is no "date-time", and a client that
+# checks a call against the schema refused one; a trial)
 OccurredAt = Annotated[
-    datetime | None, Field(strict=False), BeforeValidator(_iso_text), AfterValidator(_aware_utc)
+    datetime | None,
+    Field(strict=False),
+    BeforeValidator(_iso_text),
+    AfterValidator(_aware_utc),
+    WithJsonSchema({"type": "string"}),
 ]
 
 _DATE_ONLY = re.compile(r"\s*(\d{4})-?(\d{2})-?(\d{2})\s*")

@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, time, timedelta
 from functools import lru_cache
 
 from retrieval.contradictions import calendar_names, says_more_than_a_value
@@ -80,6 +80,15 @@ def preamble(retrieval_id: str, time_zone: str | None = None, *, compact: bool =
 def _dates_in(time_zone: str | None) -> str:
     """The sentence of a context's first line that names the zone its dates are in (none for UTC)."""
     return f" Dates are in {time_zone}." if time_zone else ""
+
+
+def expiry_shown(ends: datetime) -> str:
+    """When a memory stops holding, as its header says it: a day's end as the last day it holds ("holds
+    through 2026-12-20": a trial read "expires 2026-12-21 00:00", what a date alone gives, as "still valid on
+    the 21st"), any other moment as it is."""
+    if ends.time() == time(0, 0):
+        return f"holds through {(ends - timedelta(days=1)):%Y-%m-%d}"
+    return f"expires {ends:%Y-%m-%d %H:%M}"
 
 
 def _in_zone(moment: datetime, time_zone: str | None) -> datetime:
@@ -155,7 +164,7 @@ def render_memory(
     if memory.visibility != "project" and not compact:  # who else reads it: the org, or only this agent
         provenance.append(VISIBILITY_WORDS[memory.visibility])
     if memory.expires_at is not None and not compact:  # an ephemeral memory: how long it holds (a trial)
-        provenance.append(f"expires {_in_zone(memory.expires_at, time_zone).strftime('%Y-%m-%d %H:%M')}")
+        provenance.append(expiry_shown(_in_zone(memory.expires_at, time_zone)))
     if memory.tags and not compact:
         provenance.append("tags " + quoted_field(list(memory.tags)))
     if candidate.corroborating_agents and not compact:

@@ -1230,6 +1230,24 @@ def test_a_port_said_to_have_changed_in_other_words_revises_the_older_port_of_th
     assert (change.named_in_words, change.covers_older) == (True, True)
 
 
+@pytest.mark.parametrize(
+    "newer_text",
+    ["We moved the API to port 9090.", "The API port changed to 9090.", "The API now listens on port 9090."],
+)
+def test_a_scope_that_leaves_nothing_out_says_no_more_of_which_thing_has_the_value(newer_text):
+    """A fifth trial: "in all environments" kept the older port apart from each of these, unmarked."""
+    for older_text in (
+        "The API listens on port 8080 in all environments.",
+        "The API listens on port 8080 everywhere.",
+        "Across every cluster the API listens on port 8080.",
+    ):
+        [change] = value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)])
+        assert (change.older_term, change.newer_term, change.only_disputes) == ("8080", "9090", None)
+    # A narrower thing still leaves the older value standing elsewhere.
+    older = [memory("old", "The API listens on port 8080 in all environments.", 0)]
+    assert value_changes(memory("new", "The staging API now listens on port 9090.", 5), older) == []
+
+
 def test_a_port_change_leaves_other_things_ports_and_disputes_an_older_memory_that_says_more():
     new = memory("new", "The API port is now 9090", 5)
     assert named_value_changes(new, [memory("m", "The metrics exporter listens on port 9100", 0)]) == []

@@ -113,6 +113,14 @@ CASES = [
         "aws-secret-key",
         AWS_SECRET,
     ),
+    # A fifth trial: a Vault token (its dot kept it from reading as a key), a user and password joined by a
+    # colon on curl's command line or after "basic auth", a password after "and", after "... for X:", "pw=".
+    ("The vault root token is hvs.CAESIJlU9JMYEhOPYv4igdhm9PnZ", "vault-token", "CAESIJlU9JMYEhOPYv4ig"),
+    ("check it: curl -u admin:Pa55w0rd! https://api.example.com/admin", "password", "Pa55w0rd"),
+    ("Use basic auth harbor:Pa55w0rd! against the admin API", "password", "Pa55w0rd"),
+    ("login with user admin and password hunter2", "password", "hunter2"),
+    ("the password for the staging admin: hunter2", "password", "hunter2"),
+    ("pw=Sup3rS3cret", "password", "Sup3rS3cret"),
 ]
 
 
@@ -183,6 +191,10 @@ def test_the_text_around_a_secret_is_kept_as_it_was():
         # Keys that are no credential: a primary, sort or object key, and a credential's name without one.
         "The primary key is the id column; the sort key is created_at; the S3 key is backups/2024/11/29/db.tar.gz",
         "The deploy key is stored in the vault; the session key expires after 3600 seconds.",
+        # A user and password by colon that are no value: shell variables, a URL, a port; "and password" words.
+        "curl -u $USER:$TOKEN https://api.example.com and curl -u admin https://api.example.com",
+        "Basic auth https://registry.example.com:8443/v2 is on; basic auth db.internal:5432 too.",
+        "The password for the admin UI: rotated by CI. Users and password rotation are audited.",
     ],
 )
 def test_ordinary_prose_about_secrets_is_left_alone(prose):

@@ -380,7 +380,7 @@ async def test_what_an_agent_reads_of_a_remember_is_a_line_not_the_json(settings
         f"stored {new} (fact, standard) in default/default\nrevised: {old}\ndecided by revision:explicit"
     )
     lines = batch.content[0].text.splitlines()
-    assert lines[0] == "1 stored, 1 already stored, 0 collapsed"
+    assert lines[0] == "1 stored, 1 already stored"
     assert lines[1].startswith("1. stored mem_") and lines[2].startswith("2. already stored mem_")
 
 
@@ -399,8 +399,11 @@ async def test_what_an_agent_reads_of_forget_report_outcome_and_lineage_is_lines
         done = await client.call_tool("forget", {"memory_id": new["id"]})
     session = report.structured_content["session_id"]
     lines = report.content[0].text.splitlines()
-    assert lines[0].startswith(f"Session {session}: success (score 1), applied. ")
-    assert lines[1:] == ["Global weights:", f"- {new['id']} (helpful, share 1): 1.000 -> 1.150"]
+    assert lines[0].startswith(f"Session {session}: success (score 1), applied: 1 helpful memory moved ")
+    assert lines[1:] == [
+        "Global weights (the logged baseline; explain_ranking shows the weight a recall applies):",
+        f"- {new['id']} (helpful, share 1): 1.000 -> 1.150",
+    ]
     lines = history.content[0].text.splitlines()
     assert lines[0].startswith(f"Memory {old['id']} (superseded, cursor, ")
     assert lines[1].startswith(f"Stands in its place now: {new['id']} (active, cursor, ")

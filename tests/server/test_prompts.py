@@ -81,9 +81,11 @@ async def test_session_start_says_when_what_it_found_matches_the_task_only_weakl
     assert (
         "Memory holds 1 memory that may not bear on it: even the best match is weak: it matches the query at "
         "0.20 (the relevance floor reads 0.15; explain_ranking shows each score), so what is shown may not "
-        "answer the query (recall ret_"
+        "answer the query:\n\nRelevant memories (retrieval ret_"
     ) in started
     assert "relevant to it" not in started and weak in started
+    # The context's first line says it is data, not instructions: said once (a trial saw it twice).
+    assert started.count("not instructions") == 1
 
 
 @pytest.mark.slow

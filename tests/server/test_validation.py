@@ -53,7 +53,7 @@ CASES = [
     # JSON types as the schema says: a boolean or a string is not a number, a string is not a boolean.
     ("recall", {"query": "x", "top_k": True}, "`top_k` must be a whole number, but got True"),
     ("recall", {"query": "x", "top_k": "5"}, "`top_k` must be a whole number, but got '5'"),
-    ("recall", {"query": "x", "top_k": 5.0}, "`top_k` must be a whole number, but got 5.0"),
+    ("recall", {"query": "x", "top_k": 5.5}, "`top_k` must be a whole number, but got 5.5"),
     ("recall", {"query": "x", "tags_all": "yes"}, "`tags_all` must be true or false, but got 'yes'"),
     (
         "remember",
@@ -131,6 +131,18 @@ async def test_bad_input_gets_a_clear_tool_error_and_stores_nothing(settings, to
         still = await call(client, "recall", {"query": "memory"})
     assert [m["id"] for m in still["memories"]] == [kept["id"]]
     assert still["memories"][0]["score"] == recalled["memories"][0]["score"]
+
+
+async def test_a_whole_number_sent_as_a_float_and_a_date_alone_are_what_the_schema_allows(settings):
+    """JSON Schema's "integer" is any number without a fraction, and a date alone is what ``occurred_at``
+    documents: a client that checks its calls against the schema sends both (a trial saw 5.0 refused and a
+    "date-time" format published for a field that takes a date)."""
+    async with connected(server_with(settings)) as client:
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+        await call(client, "remember", {"content": "The pager woke us at 3am.", "occurred_at": "2026-12-01"})
+        recalled = await call(client, "recall", {"query": "pager", "top_k": 1.0})
+    assert "format" not in listed["remember"].input_schema["properties"]["occurred_at"]
+    assert len(recalled["memories"]) == 1 and recalled["memories"][0]["created_at"] == "2026-12-01T00:00:00Z"
 
 
 async def test_json_looking_text_is_stored_verbatim(settings):

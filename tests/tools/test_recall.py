@@ -43,6 +43,20 @@ def test_recall_returns_a_context_and_the_memories_in_it(runtime, stored):
     assert out.session_id == "ses_1"
 
 
+def test_each_recalled_memory_carries_its_tags_expiry_and_instruction_marks_as_the_text_does(runtime, stored):
+    ends = datetime.now(UTC).replace(microsecond=0) + timedelta(days=30)
+    held = remember(
+        RememberInput(content="Postgres port 5433 is used by the migration replica", expires_at=ends),
+        runtime,
+        CALLER,
+    ).id
+    out = recall(RecallInput(query="postgres port", top_k=3), runtime, CALLER)
+    by_id = {memory.id: memory for memory in out.memories}
+    assert by_id[stored["port"]].tags == ["db"] and by_id[stored["port"]].expires_at is None
+    assert by_id[held].expires_at == ends.strftime("%Y-%m-%dT%H:%M:%SZ") and by_id[held].tags == []
+    assert all(memory.instruction_signals == [] for memory in out.memories)
+
+
 def test_context_never_exceeds_the_char_budget(runtime, stored):
     out = recall(RecallInput(query="postgres deploy cat", char_budget=300), runtime, CALLER)
     assert 0 < len(out.context) <= 300

@@ -11,6 +11,7 @@ from tools.common import Caller, ToolFailure, memory_id_for
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
 from tools.remember_many import BatchItem, RememberManyInput, remember_many
+from tools.remember_text import batch_text_of
 
 CALLER = Caller(agent_id="claude-code", session_id="ses_1")
 
@@ -411,6 +412,10 @@ def test_a_batch_is_one_write_with_its_own_near_duplicates_already_superseded(ru
         CALLER,
     )
     assert out.collapsed == 1
+    assert (
+        batch_text_of(out).splitlines()[0]
+        == "3 stored (1 of them folded into a later item), 0 already stored"
+    )
     assert runtime.store.table_version() == before + 1
     loser, survivor, other = (runtime.store.get_memory(r.id) for r in out.results)
     assert (loser.status, loser.replaced_by) == ("superseded", survivor.id)
@@ -870,7 +875,7 @@ def test_a_memory_true_until_a_day_is_recalled_through_that_day_and_not_after(ru
     assert out.expires_at == "2026-12-12T00:00:00Z"  # a date alone: through its end (UTC)
     assert runtime.store.get_memory(out.id).protection_tier == "standard"
     shown = recall(RecallInput(query="can I run migrations on staging?"), runtime, CALLER)
-    assert [m.id for m in shown.memories] == [out.id] and "expires 2026-12-12 00:00" in shown.context
+    assert [m.id for m in shown.memories] == [out.id] and "holds through 2026-12-11" in shown.context
 
 
 def test_a_memory_past_the_time_it_was_true_until_is_no_longer_recalled_or_listed(runtime):

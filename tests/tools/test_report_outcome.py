@@ -78,7 +78,7 @@ def test_success_moves_each_memory_of_the_context_by_its_position(runtime, three
     assert weights(runtime, three) == {"a": 1.15, "b": 1.094639, "c": 1.0}  # 1 + 0.630930 x 0.15
     assert out.detail.startswith(
         f"session {S1.session_id} reported: no memory was named; 2 other memories of its contexts a share by "
-        "their position. The global weights listed"
+        "their position"
     )
 
 

@@ -30,7 +30,7 @@ def test_a_report_naming_a_memory_misleading_says_how_to_stop_every_task_reading
         )
     )
     assert text.splitlines()[1:] == [
-        "Global weights:",
+        "Global weights (the logged baseline; explain_ranking shows the weight a recall applies):",
         "- mem_bad (misleading, share 1): 1.000 -> 0.850",
         "- mem_ok (context, share 0.5): 1.000 -> 0.950",
         "Named misleading: mem_bad. Recall ranks them lower for tasks like this one; other tasks still read "
@@ -60,7 +60,10 @@ def test_a_report_lists_the_named_memories_and_the_largest_context_moves_and_cou
         for rank in range(30, 0, -1)  # listed in any order: the largest shares are shown
     ]
     lines = outcome_text(report(*context, helpful)).splitlines()
-    assert lines[1:3] == ["Global weights:", "- mem_used (helpful, share 1): 1.000 -> 1.150"]
+    assert lines[1:3] == [
+        "Global weights (the logged baseline; explain_ranking shows the weight a recall applies):",
+        "- mem_used (helpful, share 1): 1.000 -> 1.150",
+    ]
     assert [line.split()[1] for line in lines[3:12]] == [f"mem_{rank:02d}" for rank in range(1, 10)]
     assert lines[12:] == [
         "21 more memories of the contexts moved by smaller shares (at most 0.289065): the structured content's "
@@ -83,7 +86,7 @@ def test_memories_credited_without_a_move_are_counted_as_more_only_after_a_list_
     ]
     moved = WeightUpdate(id="mem_up", role="helpful", share=1.0, weight_before=1.0, weight_after=1.15)
     assert outcome_text(report(moved, *still[:2])).splitlines()[1:] == [
-        "Global weights:",
+        "Global weights (the logged baseline; explain_ranking shows the weight a recall applies):",
         "- mem_up (helpful, share 1): 1.000 -> 1.150",
         "2 more memories credited without a change of their global weight.",
     ]

@@ -47,6 +47,10 @@ def test_an_ephemeral_memory_says_when_it_expires_in_the_readers_zone():
         '[1] mem_e · fact · agent "claude-code" · 2026-03-14 · expires 2026-03-20 23:30\n'
     )
     assert " · expires 2026-03-21 08:30\n" in render_memory(1, expiring, time_zone="Asia/Tokyo")
+    # A day's end (what a date alone gives) reads as the last day it holds, in the reader's zone.
+    through = candidate("mem_d", "Staging is frozen", expires_at=datetime(2026, 12, 12, tzinfo=UTC))
+    assert " · holds through 2026-12-11\n" in render_memory(1, through)
+    assert " · expires 2026-12-12 09:00\n" in render_memory(1, through, time_zone="Asia/Tokyo")
 
 
 def test_what_a_writer_chose_cannot_pose_as_the_servers_words_in_the_header():
