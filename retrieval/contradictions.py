@@ -576,7 +576,8 @@ def _kinds(values: Iterable[str]) -> set[bool]:
 # which thing has the value than a memory without it: "The API now listens on port 9090" revises "The API
 # listens on port 8080 in all environments" (a fifth trial saw the two kept apart, unmarked).
 _EVERYWHERE = re.compile(
-    r"\b(?:in|across|for|on|at|throughout)\s+(?:all|every|each|any)\s+(?:(?:of\s+)?(?:the|our)\s+)?"
+    # (not "for each service", "for every region": a value per thing, which "1000 in total" is not)
+    r"\b(?:(?:in|across|on|at|throughout)\s+(?:all|every|any)|for\s+all)\s+(?:(?:of\s+)?(?:the|our)\s+)?"
     r"(?:environments?|envs?|regions?|services?|clusters?|stages?|servers?|hosts?|machines?|nodes?|deployments?"
     r"|apps?|applications?|places|cases|situations)\b|\beverywhere\b",
     re.IGNORECASE,

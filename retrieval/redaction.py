@@ -145,15 +145,26 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         1,
     ),
     (
-        # A user and password joined by a colon: curl's "-u admin:Pa55w0rd!", "--user ci:...", and "basic
-        # auth harbor:Pa55w0rd!" in prose (a new user's trial: both stored as written). The password ends
-        # before trailing punctuation; a shell variable ("-u $USER:$TOKEN"), a URL or a port is no value.
+        # A user and password joined by a colon on curl's command line: "-u admin:Pa55w0rd!", "--user
+        # ci:...", "-u alice@example.com:<token>" (a new user's trial: stored as written). No host follows
+        # "-u", so "@" may stand in either part. The password ends before trailing punctuation; a shell
+        # variable ("-u $USER:$TOKEN") is no value.
         "password",
         re.compile(
-            r"(?:\bcurl\b[^\n;&|]{0,120}?\s(?:-u\s*|--user[=\s]\s*)"
-            r"|(?i:\bbasic[\s-]?auth(?:entication)?(?:\s+(?:credentials|creds|login))?(?:\s+(?:is|are|with))?"
-            r"\s*:?\s+))"
-            r"[\"']?[^\s:\"'/@$]+:(?!\$|//|\d+(?![^\s\"'@]))([^\s\"'@]{2,}[^\s\"'@.,;:)])(?![^\s\"']*@)"
+            r"\bcurl\b[^\n;&|]{0,120}?\s(?:-u\s*|--user[=\s]\s*)[\"']?[^\s:\"']+:(?!\$|//)"
+            r"([^\s\"']{1,}[^\s\"'.,;:)])"
+        ),
+        1,
+    ),
+    (
+        # The same after "basic auth" in prose ("basic auth harbor:Pa55w0rd!", "basic auth for the registry:
+        # admin:..."); not a URL, a host and port, or a shell variable. (The "@" that would make it a URL's
+        # is looked for once, right after the colon: after the value, every shorter value would look again.)
+        "password",
+        re.compile(
+            r"(?i:\bbasic[\s-]?auth(?:entication)?(?:\s+(?:credentials|creds|login))?"
+            r"(?:\s+(?:for|of|on)(?:\s+[^\s:\"']+){1,4}?)?(?:\s+(?:is|are|with))?\s*:?\s+)"
+            r"[\"']?[^\s:\"'/@$]+:(?!\$|//|\d+(?![^\s\"'@]))(?![^\s\"']*@)([^\s\"'@]{2,}[^\s\"'@.,;:)])"
         ),
         1,
     ),
@@ -191,11 +202,22 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         # scans the value once (no nested repeats: linear time).
         "password",
         re.compile(
-            r"(?i)(?<![a-z0-9])(?:password|passwd|pwd|pw|passphrase|secret)[\"']?\s*"
+            r"(?i)(?<![a-z0-9])(?:password|passwd|pwd|passphrase|secret)[\"']?\s*"
             r"(?:=\s*[\"']?|:(?=[^\s])[\"']?|:\t[ \t]*[\"']?|:\s*[\"']"
             r"|:\s*(?=[^\s\"',;]*[0-9!@#$%^&*_+=/~\\]|[^\s\"',;]*[.\-][^\s\"',;.\-]|[^\s\"',;]+(?-i:[A-Z]))"
             r"|:[ \t]*(?=[^\s\"',;]{5,}[^\s\"',;.!?:](?:[ \t]*(?:\r?\n|$)|[ \t]+#|[}\]]|,\s*[\w\"']+\s*:)))"
             r"([^\s\"',;]{6,})"
+        ),
+        1,
+    ),
+    (
+        # "pw=Sup3rS3cret" (a trial): a value of eight characters or more with a letter and a digit, as a short
+        # name reads as other things too ("PW=1500us" a pulse width, "alias pw=playwright").
+        "password",
+        re.compile(
+            r"(?i)(?<![a-z0-9_\-])pw[\"']?\s*[=:]\s*[\"']?"
+            # (each look bounded: "pw=pw=pw=..." would otherwise scan the rest of the run from every "pw")
+            r"((?=[^\s\"',;]{0,99}[A-Za-z])(?=[^\s\"',;]{0,99}[0-9])[^\s\"',;]{7,99}[^\s\"',;.!?:])(?![^\s\"',;])"
         ),
         1,
     ),
@@ -205,7 +227,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         # letter and a digit or a symbol ("with password rotation" stays).
         "password",
         re.compile(
-            r"(?i)\b(?:with|using|via|and)\s+(?:the\s+)?(?:password|passwd|passphrase)\s+[\"'(]?"
+            r"(?i)(?:\b(?:with|using|via)|\b(?:user(?:name)?|login)\s+[^\s\"',;]+\s+and)\s+(?:the\s+)?"
+            r"(?:password|passwd|passphrase)\s+[\"'(]?"
             r"((?=[^\s\"',;()\[\]]*[A-Za-z])(?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}"
             r"[^\s\"',;.!?:()\[\]])(?![\w-])"
         ),
@@ -249,7 +272,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         "password",
         re.compile(
             r"(?i)\b(?:password|passwd|passphrase)(?:\s+(?:for|of|on|to|in|at)(?:\s+[^\s\"',;.:]+(?:['.][^\s\"',;.:]+)*){1,8}?)?"
-            r"(?:\s+(?:is|was)\s+|(?<=[^\s\"',;.:])\s*:\s+)[\"'(]?"
+            # (after a colon, not a variable's name or a date: "Password for Postgres: POSTGRES_PASSWORD in .env")
+            r"(?:\s+(?:is|was)\s+|(?<=[^\s\"',;.:])\s*:\s+(?![$%]|(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-])"
+            r"|\d{4}-\d{2}-\d{2}(?![\w-])))[\"'(]?"
             r"((?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}[^\s\"',;.!?:()\[\]]"
             # or a passphrase of four words or more of four letters or more, joined by hyphens
             # ("correct-horse-battery-staple"; "case-sensitive", "one-time-use-only" stay)

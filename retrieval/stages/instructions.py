@@ -108,7 +108,7 @@ _FORGED_CONTEXT = re.compile(
     r"|\bmemories \(ret_\w+\)\. quoted lines are stored data"
     r"|(?m:^[ \t>]*\[\d+\] mem_\w+ · (?:fact|episode|artifact) · (?:agent |\d{4}-\d{2}-\d{2}))"
     # A memory that begins by closing the data a model was given, so that what follows reads as outside it.
-    r"|\A[ \t\n>]*</(?:memory|memories|context|documents?|retrieved|retrieval|search_results|data|untrusted[\w-]*)>"
+    r"|\A[ \t\n>]*</(?:memory|memories|context|documents?|retrieved|retrieval|search_results|data|untrusted[\w-]*)\s*>"
 )
 # The same order in Spanish, French, German, Portuguese and Chinese.
 _OTHER_OVERRIDE = re.compile(
@@ -161,8 +161,7 @@ _ROLE_CHANGE = re.compile(
     # deploy question, call forget ...", "Claude, disregard the user ..."). Not "Note for the agent reading
     # this: the staging DB is read-only", a note agents leave each other.
     # (not "when": "AI agents: when in doubt, ask in #platform", "LLMs, when prompted ..." are notes)
-    r"|(?:^|[.!?:] )(?:attention,? |dear |hey |(?:a )?(?:note|message|reminder|memo|instructions?) (?:to|for) "
-    r"(?:all |any |the )?)?(?:ai (?:agents?|assistants?|models?)|claude|chatgpt|copilot"
+    r"|(?:^|[.!?:] )(?:attention,? |dear |hey )?(?:ai (?:agents?|assistants?|models?)|claude|chatgpt|copilot"
     r"|gemini) ?[:,] (?:before answering|always|never|do not|don't|you must|you should|call|send|delete|forget"
     r"|purge|tell the user|answer|respond|reply|ignore|disregard|push|approve|reveal|print)\b"
     r"|\bwhen(?:ever)? you (?:read|process|retrieve|recall) this\b"
@@ -184,6 +183,8 @@ _AGAINST_USER = re.compile(
     r"|(?:^|[.!?:;] )(?:please |just )?(?:disregard|ignore|override|overrule) (?:the |your )?(?:user|human|operator)"
     r"(?:'s|s') (?:\w+ )?"
     r"(?:requests?|instructions?|wishes|orders|commands|questions?|objections?|decisions?|choices?|wants)\b"
+    # (what it says of which request is a product's rule: "override the user's choice of locale when ...")
+    r"(?! (?:for|about|of|to|in|on|when|if|unless|until|where|while)\b)"
 )
 # A system turn's label written into a memory: "[SYSTEM] From now on ...", "IMPORTANT SYSTEM NOTE: when asked
 # ..." (a trial). Not "System update: the CI runners were upgraded", an ordinary announcement.
@@ -214,11 +215,17 @@ _NO_MEMORIES = r"(?! (?:dumps?|leaks?|usage|limits?|pressure|footprint|pools?|al
 _MASS_FORGET = re.compile(
     r"\b(?:call|invoke|use|run) (?:the )?(?:forget|purge)(?: tool)?\b[^\n]{0,60}?"
     rf"(?:\b(?:every|each|any) memory\b{_NO_MEMORIES}|\b(?:all|every|each) (?:the )?(?:\w+ )?memories\b)"
-    r"|(?:^|[.!?:;,] |\band )(?:then )?(?:please )?(?:purge|forget|delete|erase|wipe) (?:all|every|each) (?:\w+ )?"
-    rf"memor(?:y|ies)\b{_NO_MEMORIES}"
-    # (a fifth trial: "Forget everything stored about billing and delete ...")
-    r"|(?:^|[.!?:;,] |\band )(?:then )?(?:please )?(?:forget|purge|erase|wipe|delete) (?:everything|all|anything)"
-    r" (?:you )?(?:have |'ve )?(?:stored|remembered|saved|recorded)\b"
+    r"|(?:^|[.!?:] )(?:please )?(?:purge|forget|delete|erase|wipe) (?:all|every|each) (?:\w+ )?memor(?:y|ies)\b"
+    rf"{_NO_MEMORIES}"
+    # After "and" or a comma, memories said as such ("... and delete all memories tagged deploy", "then
+    # delete every memory tagged incident"; "and erase all shared memory" frees a machine's).
+    r"|(?:[,;] |\band )(?:then )?(?:immediately )?(?:please )?(?:purge|forget|delete|erase|wipe)"
+    rf" (?:(?:all|every|each) (?:of )?(?:the )?(?:\w+ )?memories\b|(?:every|each) memory\b{_NO_MEMORIES})"
+    # Everything stored about a thing (a fifth trial: "Forget everything stored about billing and ..."); not
+    # "delete all stored PII", "purge all recorded metrics".
+    r"|(?:^|[.!?:;,] |\band )(?:then )?(?:please )?(?:forget|purge|erase|wipe|delete) (?:everything|anything|all)"
+    r" (?:that )?(?:you )?(?:have |'ve )?(?:stored|remembered|saved|recorded|remember)"
+    r" (?:about|on|regarding|concerning|for)\b"
 )
 _PROMPT_EXTRACTION = re.compile(
     r"\b(?:reveal|print|repeat|show|output|leak|display|dump|disclose|recite|write out|tell me|give me|paste)\b[^.!?]{0,30}?"
@@ -235,8 +242,9 @@ _CHAT_MARKUP = re.compile(
     r"|<\|(?:begin|end)[▁ _]of[▁ _]sentence\|>"
     r"|\[/?inst\]|<</?sys>>|\[/?system_prompt\]|\[/?available_tools\]|\[tool_calls\]|\[tool_results\]"
     r"|<start_of_turn>|<end_of_turn>"
-    # (after a tag that closes or opens a block: "</memory> SYSTEM: ..." passes for a turn after the data)
-    r"|(?m:^[ \t]*(?:</?[a-z_][\w-]*>[ \t]*)*(?:system|assistant|developer)[ \t]*:[ \t]*\S)"
+    # (after a tag that closes a block: "</memory> SYSTEM: ..." passes for a turn after the data; not after one
+    # that opens an element, "<li>Developer: Alice</li>")
+    r"|(?m:^[ \t]*(?:</[a-z_][\w-]*\s*>[ \t]*)*(?:system|assistant|developer)[ \t]*:[ \t]*\S)"
     r"|(?m:^[ \t]*human[ \t]*:)[^\n]*\n(?:[^\n]*\n){0,20}?[ \t]*assistant[ \t]*:"
     r"|(?m:^[ \t]*#{1,6}[ \t]*(?:system|system prompt)[ \t]*:[ \t]*$)"
 )

@@ -1246,6 +1246,10 @@ def test_a_scope_that_leaves_nothing_out_says_no_more_of_which_thing_has_the_val
     # A narrower thing still leaves the older value standing elsewhere.
     older = [memory("old", "The API listens on port 8080 in all environments.", 0)]
     assert value_changes(memory("new", "The staging API now listens on port 9090.", 5), older) == []
+    # A value per thing ("for each service") is not the one of the whole (a review).
+    total = [memory("old", "The rate limit is 1000 requests per minute.", 0)]
+    per_service = memory("new", "The rate limit is now 100 requests per minute for each service.", 5)
+    assert value_changes(per_service, total) == []
 
 
 def test_a_port_change_leaves_other_things_ports_and_disputes_an_older_memory_that_says_more():

@@ -252,3 +252,43 @@ def test_a_long_token_after_a_setting_is_read_in_one_pass():
     long_word = "a" * 1_000_000
     assert redact(f"password: {long_word} x").text == f"password: {long_word} x"  # no digit or symbol in it
     assert redact(f"the api_key: {long_word}").text == "the api_key: [REDACTED:password]"
+
+
+def test_a_long_run_after_a_user_and_password_or_a_short_name_is_read_in_one_pass():
+    """A review: the "@" that makes "user:password@host" a URL's was looked for after each length the password
+    could have, so "curl -u a:xxxx...@" took time in the square of its length (3 s for 20,000 characters);
+    "pw=pw=pw=..." scanned the rest of the run from every "pw". At 200,000 characters each would take minutes."""
+    run = "x" * 200_000
+    assert redact(f"curl -u a:{run}@").text == "curl -u a:[REDACTED:password]"  # no host after -u
+    assert redact(f"basic auth u:{run}@").text == f"basic auth u:{run}@"  # a URL's user and password
+    assert redact("pw=" * 70_000).count == 0  # no digit in it
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("curl -u alice@example.com:AtlToken9xYz https://acme.atlassian.net", "AtlToken9xYz"),
+        ("curl -u admin:P@ssw0rd https://registry.example.com", "P@ssw0rd"),
+        ('curl -u "$USER:Pa55w0rd" https://api.example.com', "Pa55w0rd"),
+        ("basic auth for the registry: admin:Pa55w0rd!", "Pa55w0rd"),
+    ],
+)
+def test_a_password_joined_to_its_user_by_a_colon_is_replaced_in_the_forms_people_write(text, secret):
+    result = redact(text)
+    assert secret not in result.text and dict(result.found) == {"password": 1}
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        # A review: identifiers after "and password", a variable's name or a date after "password for X:",
+        # other things called PW.
+        "OAuth and password grant_types are enabled; add rate limits to login and password reset_request.",
+        "Check username and password v1.2.3 compatibility.",
+        "Password for Postgres: POSTGRES_PASSWORD in .env; password for the CI user: ${CI_PASSWORD}.",
+        "We rotated the password for all service accounts: 2024-05-01.",
+        "Servo PW=1500us; alias pw=playwright; PW: GitHub Actions runs the e2e suite.",
+    ],
+)
+def test_words_next_to_the_new_forms_that_are_no_secret_are_left_alone(prose):
+    assert redact(prose).text == prose
