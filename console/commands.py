@@ -36,7 +36,7 @@ from retrieval.text import clip, counted, listed
 from server.arguments import friendly_validation_message
 from server.config import Settings, default_data_dir, local_store_folder
 from storage.records import Scope, View, Viewer, org_shelf
-from tools.common import Caller, Runtime, ToolFailure, ToolSettings
+from tools.common import Caller, Runtime, ToolFailure, ToolSettings, expired_by
 from tools.empty_recall_notes import held_elsewhere, stored_in
 from tools.remember_text import readers
 from tools.remember_text import text_of as remembered
@@ -483,6 +483,13 @@ def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str = "") 
         return (
             f"no memory {memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}{stored_in(memory)}: check the "
             "id (`memoria list --status retracted`) and --org/--project"
+        )
+    if memory.status == "active" and memory.past_expiry(datetime.now(UTC)):
+        # Past its expiry, not yet retracted (a trial was told it "is active"): it is out of recall already.
+        return (
+            f"{memory_id} expired at {memory.expires_at:%Y-%m-%d %H:%M} UTC ({expired_by(memory)}) and recall "
+            "leaves it out: remember its text again (`memoria remember TEXT`, with a later --until or none) "
+            "to have it back"
         )
     if memory.status == "active":
         return f"{memory_id} is active: there is nothing to restore"
@@ -937,6 +944,16 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
                 datetime.now(UTC) - HOOK_WINDOW, conversation_start(hook) or datetime.min.replace(tzinfo=UTC)
             )
             waiting = sessions_waiting(runtime, args, agent, since, hook_reports_only=args.hook)
+            if args.hook and waiting:
+                others, waiting = waiting, recalled_in_transcript(runtime, args, waiting, hook)
+                if not waiting:
+                    print(
+                        f"memoria outcome: the ending conversation's transcript shows no recall of the "
+                        f"{counted(len(others), 'session')} of {agent} waiting for a report ({', '.join(others)}: "
+                        "another conversation's); nothing reported",
+                        file=sys.stderr,
+                    )
+                    return 0
             if not waiting:  # never recalled, or the agent reported it itself: nothing to do
                 print(
                     f"memoria outcome: no session of {agent} that recalled since {since:%Y-%m-%d %H:%M} UTC "
@@ -1076,6 +1093,26 @@ def sessions_waiting(
         ):
             waiting.append(session)
     return waiting
+
+
+def recalled_in_transcript(
+    runtime: Runtime, args: argparse.Namespace, waiting: list[str], hook: dict[str, Any]
+) -> list[str]:
+    """Of the sessions ``waiting``, those whose recalls the ending conversation's transcript shows (their
+    ids are in memoria's results there): another window's session that recalled while this conversation
+    ran is not this one's to report (a trial saw a conversation that never called memoria report it).
+    All of them when there is no transcript to read."""
+    from console.hook_usage import retrievals_in
+
+    shown = retrievals_in(hook.get("transcript_path"))
+    if shown is None:
+        return waiting
+    scope = scope_arg(args, runtime.settings)
+    return [
+        session
+        for session in waiting
+        if any(r.retrieval_id in shown for r in runtime.store.session_retrievals(scope, session))
+    ]
 
 
 def conversation_start(hook: dict[str, Any]) -> datetime | None:
@@ -1793,10 +1830,14 @@ def client_command(args: argparse.Namespace, settings: Settings) -> int:
     # The store the user chose (--db, or MEMORIA_DB_URI in this shell) goes into the entry; without a
     # choice the entry leaves it out and the server uses its default, as this command would.
     chosen = args.db or (settings.db_uri if settings.db_uri != str(default_data_dir() / "lancedb") else None)
+    # The project too: one this shell names (MEMORIA_PROJECT_ID) is the one the user's commands use (a trial
+    # saw the agent's server write to "default" while `memoria recall` read the shell's project).
+    unset = type(settings).model_fields["project_id"].default
+    project = args.project or (settings.project_id if settings.project_id != unset else None)
     setup = client_setup(
         args.client,
         memoria_executable(),
-        args.project,
+        project,
         chosen and absolute_uri(chosen),
         shared_settings(dict(os.environ)),
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,11 @@ from writing.outcomes import shown_contexts
 log = logging.getLogger(__name__)
 
 OWN_TOOLS = "mcp__memoria__"  # how Claude Code names memoria's tools: their input is not the agent's work
+# A recall's id, as its context's first line names it ("Relevant memories (retrieval ret_...)").
+RETRIEVAL_ID = re.compile(r"\bret_[0-9a-f]{20}\b")
+# The context block recall writes, in a user message: the session_start prompt's (Claude Code gives a prompt
+# to the model as the user's words), whose memories are memoria's, not the user's.
+CONTEXT_BLOCK = re.compile(r"(?:Relevant memories \(retrieval |Memories \()ret_[0-9a-f]{20}\)")
 MAX_TRANSCRIPT_BYTES = 32 << 20  # the conversation's end; the hook has 60 s
 
 
@@ -71,6 +77,24 @@ def read_transcript(path: str, since: datetime) -> Transcript:
     return found
 
 
+def retrievals_in(path: Any) -> set[str] | None:
+    """The recall ids the transcript at ``path`` shows (in memoria's results and in a prompt's context):
+    the recalls of the ending conversation. None when there is no transcript to read."""
+    if not isinstance(path, str):
+        return None
+    try:
+        if not os.path.isfile(path):
+            return None
+    except (OSError, ValueError):
+        return None
+    shown: set[str] = set()
+    for entry in _entries(path):
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        shown.update(found for text in _strings(content) for found in RETRIEVAL_ID.findall(text))
+    return shown
+
+
 def _entries(path: str) -> Iterator[dict[str, Any]]:
     try:
         with open(path, "rb") as transcript:
@@ -94,7 +118,11 @@ def _entries(path: str) -> Iterator[dict[str, Any]]:
 def _texts(block: dict[str, Any], kind: str, own_calls: set[str]) -> Iterator[tuple[str, bool]]:
     """Each text of a block, and whether the agent wrote it (its text, its tool calls' input)."""
     if block.get("type") == "text" and isinstance(block.get("text"), str):
-        yield block["text"], kind == "assistant"
+        text = block["text"]
+        shown = CONTEXT_BLOCK.search(text) if kind == "user" else None
+        # The memories of a prompt's context are memoria's: what the agent writes of them after is what it
+        # used (a trial: session_start's memories counted as the user's words, and none was credited).
+        yield (text[: shown.start()] if shown else text), kind == "assistant"
     elif block.get("type") == "tool_use" and kind == "assistant":
         if str(block.get("name", "")).startswith(OWN_TOOLS):
             own_calls.add(str(block.get("id")))

@@ -230,7 +230,7 @@ class Forgetting(Memories, Lineage):
         # whatever read it meanwhile (traces).
         self._scrub_quotes(scope, [m for m in current.values() if m.content], journal.quoted_chars)
         # So do the queries that asked for them in their words (the reports' copies went before: ``purge``).
-        self._scrub_queries(self._asked_for(scope, words))
+        self._scrub_queries(self._asked_for(scope, words, ids))
         # Episode titles first: a scope copy re-reads an episode when one of its memories changes, so
         # the episode must already be as it will stay when the memory's commit lands.
         for record in current.values():
@@ -257,7 +257,9 @@ class Forgetting(Memories, Lineage):
             where = filters.equals("key", journal.key)
             retrying(partial(self._meta.update, where=where, values={"value": journal.to_json()}))
         self._scrub_traces(scope, ids)
-        self._scrub_queries(self._asked_for(scope, words))  # those recorded meanwhile (another process's)
+        self._scrub_queries(
+            self._asked_for(scope, words, ids)
+        )  # those recorded meanwhile (another process's)
         self._scrub_lineage(scope, ids)
         if journal.events:
             self.add_lineage_once(journal.events)
@@ -291,22 +293,29 @@ class Forgetting(Memories, Lineage):
                 lambda row: {**row, "search_text": changed[row["id"]]},
             )
 
-    def _asked_for(self, scope: Scope, words: dict[str, set[str]]) -> dict[str, tuple[str, str]]:
+    def _asked_for(
+        self, scope: Scope, words: dict[str, set[str]], memory_ids: Sequence[str] = ()
+    ) -> dict[str, tuple[str, str]]:
         """The recalls that returned one of the memories of ``words`` (id -> its telling words,
         ``telling_words``) and asked for it in those words ("BLUEFINCH" found the memory of codename
-        BLUEFINCH): retrieval id -> (session, query)."""
-        if not any(words.values()):
+        BLUEFINCH): retrieval id -> (session, query). With ``memory_ids`` (a purge's, some perhaps erased
+        already, with no words left), also those that returned one of them and whose query a purge withheld
+        already."""
+        ids = list(dict.fromkeys([*words, *memory_ids]))
+        if not any(words.values()) and not memory_ids:
             return {}
         self._logs.flush()
-        quoting = filters.any_of(*(filters.quotes(memory_id) for memory_id in words))
+        quoting = filters.any_of(*(filters.quotes(memory_id) for memory_id in ids))
         columns = ["retrieval_id", "session_id", "query", "trace_ids"]
         asked = {}
         for row in self._select(
             self._retrievals, filters.all_of(_recalled_in(scope), quoting), columns, limit=None
         ):
-            shown = ids_of_key(row["trace_ids"]) if row["trace_ids"] else set(words)
+            shown = ids_of_key(row["trace_ids"]) if row["trace_ids"] else set(ids)
             said = telling_words(row["query"])
-            if row["query"] != WITHHELD and any(said & words[i] for i in shown if i in words):
+            # One withheld already by a purge of these memories that a crash stopped before their A/B rows
+            # (a trial: "finished" at the next start, the rows kept the query): its A/B rows go too.
+            if row["query"] == WITHHELD or any(said & words[i] for i in shown if i in words):
                 asked[row["retrieval_id"]] = (row["session_id"], row["query"])
         return asked
 
@@ -315,14 +324,19 @@ class Forgetting(Memories, Lineage):
         if not asked:
             return
         withheld = partial(query_withheld, withheld=WITHHELD)
+        telling = [retrieval for retrieval, (_, query) in asked.items() if query != WITHHELD]
         with self._logs_lock.exclusive():
-            self._rewrite(
-                self._retrievals, ["retrieval_id"], filters.one_of("retrieval_id", list(asked)), withheld
-            )
+            if telling:
+                self._rewrite(
+                    self._retrievals, ["retrieval_id"], filters.one_of("retrieval_id", telling), withheld
+                )
+            # (every asked recall's A/B rows that still hold a query: those of a record withheld before too)
             self._rewrite(
                 self._ab_logs,
                 ["retrieval_id", "observation_id"],
-                filters.one_of("retrieval_id", list(asked)),
+                filters.all_of(
+                    filters.one_of("retrieval_id", list(asked)), filters.differs("query_text", WITHHELD)
+                ),
                 lambda row: {**row, "query_text": WITHHELD},
             )
 

@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from retrieval.outcomes import CreditPolicy, WeightPolicy
 from retrieval.redaction import redact_text
 from retrieval.text import is_unsafe_char
-from storage.records import Scope, View, Viewer
+from storage.records import MemoryRecord, Scope, View, Viewer
 from storage.scope_ids import scope_id_problem
 from tools.lanes import Lanes
 from writing.drafts import memory_id_for
@@ -292,3 +292,9 @@ def new_retrieval_id() -> str:
 
 def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def expired_by(memory: MemoryRecord) -> str:
+    """What made ``memory`` expire, as a message says it: its ephemeral tier's time, or the expiry it was given
+    (a trial read "its standard tier" of a memory given --until)."""
+    return "its ephemeral tier" if memory.protection_tier == "ephemeral" else "the expiry it was given"

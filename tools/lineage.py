@@ -9,7 +9,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from storage.records import MemoryRecord, Reach
-from tools.common import Caller, Identifier, Runtime, ScopeArgs, iso, no_such_memory, view_for
+from tools.common import Caller, Identifier, Runtime, ScopeArgs, expired_by, iso, no_such_memory, view_for
 from tools.empty_recall_notes import held_elsewhere
 from tools.memory_views import (
     MAX_CHAIN,
@@ -77,7 +77,7 @@ def lineage(args: LineageInput, runtime: Runtime, caller: Caller) -> LineageOutp
     shown = current.status_at(now)
     if shown == "expired" and current.id == memory.id and current.expires_at is not None:
         note = (
-            f"it expired at {iso(current.expires_at)} (its {current.protection_tier} tier) and is no longer "
+            f"it expired at {iso(current.expires_at)} ({expired_by(current)}) and is no longer "
             "recalled: remember its text again to restore it"
         )
     elif shown != "active" and current.id != memory.id:

@@ -53,7 +53,8 @@ class ListMemoriesInput(ScopeArgs):
     limit: int = Field(PAGE, ge=1, le=MAX_PAGE, description="Memories per page.")
     status: ListedStatus = Field(
         "active",
-        description="active (the default), superseded, retracted, or any: a window's history as well.",
+        description="active (the default), superseded, retracted, or any: a window's history as well (with "
+        "memories past their expiry, status expired).",
     )
 
     @field_validator("since", "until")
@@ -131,7 +132,11 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
         episode_id=args.episode_id,
         window=window,
         statuses=LISTED_STATUSES[args.status],
+        # A window's history holds what expired too: past its time, not yet retracted (a trial saw a store
+        # only the command line used list it nowhere, though `show` and `stats` said it expired).
+        expired=args.status == "any",
     )
+    now = runtime.clock()
     page = found[: args.limit]
     last = page[-1] if page and len(found) > args.limit else None
     return ListMemoriesOutput(
@@ -150,7 +155,7 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
                 expires_at=iso(memory.expires_at) if memory.expires_at else None,
                 visibility=memory.visibility,
                 weight=round(memory.weight, 6),
-                status=memory.status,
+                status=memory.status_at(now),
                 replaced_by=memory.replaced_by,
             )
             for memory in page

@@ -21,6 +21,7 @@ from tools.common import (
     ScopeArgs,
     Tag,
     ToolFailure,
+    expired_by,
     iso,
     view_for,
 )
@@ -190,7 +191,7 @@ def replaced_memory(runtime: Runtime, view: View, memory_id: str, caller: Caller
         )
     if old.expires_at is not None and old.past_expiry(runtime.clock()):
         raise ToolFailure(
-            f"{memory_id} expired at {iso(old.expires_at)} (its {old.protection_tier} tier) and is no longer "
+            f"{memory_id} expired at {iso(old.expires_at)} ({expired_by(old)}) and is no longer "
             "recalled; nothing was stored. Remember the new text without replaces (its own text remembered "
             "again restores it)"
         )

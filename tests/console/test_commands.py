@@ -371,6 +371,17 @@ def test_restore_refuses_an_ephemeral_memory_whose_time_ran_out(capsys, db, monk
     assert "memoria remember --tier standard" in err
 
 
+def test_restore_of_a_memory_past_its_expiry_says_it_expired_and_how_to_have_it_back(capsys, db):
+    # A trial: it was told the memory "is active: there is nothing to restore", which recall no longer showed.
+    ends = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
+    until = ends.strftime("%Y-%m-%dT%H:%M:%SZ")
+    brief = as_json(capsys, db, "remember", "The wifi password changes tonight", "--until", until)["id"]
+    time.sleep(max(0.0, (ends - datetime.now(UTC)).total_seconds()) + 0.2)
+    status, _, err = memoria(capsys, db, "restore", brief)
+    assert status == 1 and f"{brief} expired at " in err and "(the expiry it was given)" in err
+    assert "remember its text again" in err and "is active" not in err
+
+
 def test_restore_refuses_the_text_of_an_explicit_update_that_was_refused(capsys, db):
     # A trial: two servers raced updates of one memory; the loser's text, retracted again as its update was
     # refused, was restored beside the winner's as a second, unmarked successor.
@@ -1051,6 +1062,26 @@ def test_the_hook_reports_nothing_when_several_sessions_wait_and_skips_conversat
     assert status == 0 and "nothing reported" in err
 
 
+def test_the_hook_leaves_a_session_its_conversations_transcript_shows_no_recall_of(
+    capsys, db, tmp_path, monkeypatch
+):
+    """A trial: a window whose conversation never called memoria reported, as it ended, the session another
+    window was still working in (it recalled while this conversation ran)."""
+    as_json(capsys, db, "remember", "The billing API listens on port 9090")
+    other = as_json(capsys, db, "recall", "billing API port", "--agent", "claude-code")
+    transcript = tmp_path / "b.jsonl"
+    began = (datetime.now(UTC) - timedelta(minutes=1)).isoformat().replace("+00:00", "Z")
+    transcript.write_text(
+        json.dumps({"type": "user", "timestamp": began, "message": {"content": "fix a typo"}})
+    )
+    hook = {"session_id": "window-b", "reason": "exit", "transcript_path": str(transcript)}
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(hook)))
+    status, out, err = memoria(capsys, db, "outcome", "--hook")
+    assert status == 0 and out == "" and "transcript shows no recall" in err and other["session_id"] in err
+    status, out, _ = memoria(capsys, db, "outcome", "success", "--session", other["session_id"], "--json")
+    assert status == 0 and json.loads(out)["status"] == "applied"  # still the other window's to report
+
+
 def test_the_hook_never_fails_the_session_even_when_the_store_cannot_open(capsys, tmp_path, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
@@ -1311,6 +1342,14 @@ def test_memoria_client_writes_the_users_store_and_project_into_the_entry(capsys
     status = main(["client", "cursor", "--json"])
     entry = json.loads(capsys.readouterr().out)["files"][".cursor/mcp.json"]["mcpServers"]["memoria"]
     assert status == 0 and entry["env"] == {"MEMORIA_DB_URI": str(db.resolve())}
+    # The project this shell names goes in too, as the org does (a trial: the agent's server wrote to
+    # "default" while the user's commands read the shell's project).
+    monkeypatch.setenv("MEMORIA_PROJECT_ID", "webapp")
+    status = main(["client", "claude-code", "--json"])
+    setup = json.loads(capsys.readouterr().out)
+    entry = setup["files"][".mcp.json"]["mcpServers"]["memoria"]
+    hook = setup["files"][".claude/settings.json"]["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
+    assert status == 0 and entry["env"]["MEMORIA_PROJECT_ID"] == "webapp" and "--project webapp" in hook
 
 
 def test_a_command_says_the_backend_in_one_line_and_everything_with_verbose(capsys, db, monkeypatch):
@@ -1654,6 +1693,27 @@ def test_the_hook_credits_the_memories_its_transcript_shows_the_agent_used(capsy
             [
                 # Before the session's recall: what it wrote then was not from memory.
                 line(-10, {"type": "text", "text": "Previews are at preview-42.example.dev, I think."}),
+                # The recall, as Claude Code keeps it: memoria's call and its result (the hook reports the
+                # session whose recalls the ending conversation shows).
+                line(
+                    0,
+                    {"type": "tool_use", "id": "r1", "name": "mcp__memoria__recall", "input": {"query": "q"}},
+                ),
+                json.dumps(
+                    {
+                        "type": "user",
+                        "timestamp": now.isoformat(),
+                        "message": {
+                            "content": [
+                                {
+                                    "type": "tool_result",
+                                    "tool_use_id": "r1",
+                                    "content": f"Relevant memories (retrieval {recalled['retrieval_id']}).",
+                                }
+                            ]
+                        },
+                    }
+                ),
                 line(1, {"type": "tool_use", "name": "Bash", "input": {"command": "make rollback ENV=prod"}}),
                 # memoria's own calls are not the agent's work.
                 line(
@@ -1698,11 +1758,17 @@ def test_after_clear_the_hooks_report_of_the_next_conversation_keeps_what_the_fi
     first = as_json(capsys, db, "recall", "deploy rollback", "--agent", "claude-code")
     now = datetime.now(UTC)
 
-    def transcript(name: str, text: str) -> str:
+    def transcript(name: str, text: str, recall: dict) -> str:
         path = tmp_path / name
         began, wrote = ((now + timedelta(minutes=m)).isoformat().replace("+00:00", "Z") for m in (-5, 1))
+        shown = {
+            "type": "tool_result",
+            "tool_use_id": "r1",
+            "content": f"(retrieval {recall['retrieval_id']})",
+        }
         lines = [
             {"type": "user", "timestamp": began, "message": {"content": "hello"}},
+            {"type": "user", "timestamp": began, "message": {"content": [shown]}},  # its recall's result
             {"type": "assistant", "timestamp": wrote, "message": {"content": text}},
         ]
         path.write_text("\n".join(json.dumps(line) for line in lines))
@@ -1716,9 +1782,9 @@ def test_after_clear_the_hooks_report_of_the_next_conversation_keeps_what_the_fi
         assert status == 0, err
         return json.loads(out)
 
-    one = hook(transcript("one.jsonl", "Ran make rollback ENV=prod."))
+    one = hook(transcript("one.jsonl", "Ran make rollback ENV=prod.", first))
     # /clear: the server's session goes on into the next conversation, which recalls again.
-    as_json(
+    again = as_json(
         capsys,
         db,
         "recall",
@@ -1728,7 +1794,7 @@ def test_after_clear_the_hooks_report_of_the_next_conversation_keeps_what_the_fi
         "--session",
         first["session_id"],
     )
-    two = hook(transcript("two.jsonl", "Nothing from memory this time."))
+    two = hook(transcript("two.jsonl", "Nothing from memory this time.", again))
     assert (one["session_id"], two["session_id"], two["status"]) == (first["session_id"],) * 2 + ("replaced",)
     assert {u["id"]: u["role"] for u in two["updated"]}.get(rollback["id"]) == "used"  # kept, not dropped
 

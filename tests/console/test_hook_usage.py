@@ -4,7 +4,7 @@ import json
 import os
 from datetime import UTC, datetime, timedelta
 
-from console.hook_usage import read_transcript
+from console.hook_usage import read_transcript, retrievals_in
 from retrieval.usage import ShownText, used_by_values, used_memories
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -70,6 +70,30 @@ def test_the_agents_writing_after_the_recall_is_said_and_everything_else_is_hear
     # recalled memories), its own call's input, its thinking.
     assert read.heard == {"7001", "7002", "7006", "7007"}
     assert read.wrote == {"app.env", "port=8080", "debug=0"}
+
+
+def test_the_memories_of_a_prompts_context_are_memorias_and_the_recalls_it_shows_are_read(tmp_path):
+    """A trial: Claude Code gives the session_start prompt to the model as the user's words, so the
+    memories of its context counted as heard from the user, and the agent's use of them credited none."""
+    prompt = (
+        "You are starting this task: open port 7010\n\nMemory holds 1 memory relevant to it:\n\n"
+        "Relevant memories (retrieval ret_0123456789abcdef0123). Quoted lines are stored data.\n\n"
+        "[1] mem_a · fact\n> The release bot listens on port 8443"
+    )
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "t1",
+        "content": "Memories (ret_abcdefabcdefabcdef00). ...",
+    }
+    call = {"type": "tool_use", "id": "t1", "name": "mcp__memoria__recall", "input": {"query": "port"}}
+    lines = [entry("user", 0, prompt), entry("assistant", 1, [call]), entry("user", 2, [result])]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([*lines, entry("assistant", 3, "using 8443 and 7010")]))
+    read = read_transcript(str(path), NOW)
+    assert read.heard == {"7010"}  # the task's words are the user's; the context's are not
+    assert read.wrote == {"8443"}
+    assert retrievals_in(str(path)) == {"ret_0123456789abcdef0123", "ret_abcdefabcdefabcdef00"}
+    assert retrievals_in(str(tmp_path / "missing.jsonl")) is None and retrievals_in(None) is None
 
 
 def test_a_tool_result_echoing_what_the_agent_wrote_does_not_take_it_back(tmp_path):

@@ -8,9 +8,19 @@ import numpy as np
 import pytest
 
 from storage import migrations, schema
+from storage.forgetting import WITHHELD
 from storage.migrations import StoreVersionError
-from storage.records import LineageEvent, NewMemory, OutcomeRecord, RetrievalRecord, Scope, SessionFeedback
+from storage.records import (
+    AbLogRow,
+    LineageEvent,
+    NewMemory,
+    OutcomeRecord,
+    RetrievalRecord,
+    Scope,
+    SessionFeedback,
+)
 from storage.store import MemoryStore, StoreError
+from tests.ab_logs import ab_log_rows
 from tests.forensics import files_holding
 from tests.records import memory_record
 
@@ -665,6 +675,57 @@ def test_a_purge_a_crash_interrupted_is_finished_at_the_next_opening(tmp_path, m
         assert not any(key.startswith("pending_purge:") for key in migrations.read_meta(reopened._db))
         assert files_holding(root, b"zq7SECRETxk9") == []
         assert reopened.finish_pending_purges() == 0  # nothing left to finish
+    finally:
+        reopened.close()
+
+
+@pytest.mark.parametrize("erased", [False, True])
+def test_a_purge_killed_between_a_recalls_record_and_its_ab_rows_withholds_both_at_the_next_opening(
+    tmp_path, monkeypatch, erased
+):
+    """A trial: killed after the recall's record was withheld but before its A/B rows were, the purge was
+    "finished" at the next start and the A/B rows kept the query that asked for the purged memory in its
+    words (the record withheld, it no longer said so), for `memoria export` to carry. Killed once before the
+    memory's erase and once after it (its words gone with it)."""
+    root = tmp_path / "db"
+    store = MemoryStore.open(str(root), vector_dim=DIM)
+    store.insert_many([new("m1", "Project zephyr's launch codename is QX42ZEBRA")])
+    store.record_retrieval(
+        RetrievalRecord(
+            "r1", "acme", "web", "s1", "agent", "codename QX42ZEBRA", "recall", NOW, 5, 100, ("m1",), "{}"
+        ),
+        quoted=["m1"],
+    )
+    store.log_ab_rows(
+        [AbLogRow("r1", "s1", "acme", "web", "codename QX42ZEBRA", "m1", 0.8, 1.0, 0.8, 1, 1, True, NOW)]
+    )
+    store.flush_logs()
+    real_rewrite, real_asked_for, rewritten, asked = MemoryStore._rewrite, MemoryStore._asked_for, [], []
+
+    def killed_at_the_ab_rows(self, table, *args, **kwargs):
+        rewritten.append(table is self._memories)
+        if table is self._ab_logs and (not erased or any(rewritten)):
+            raise KeyboardInterrupt("killed")  # what a SIGKILL leaves: the operation stops half way
+        return real_rewrite(self, table, *args, **kwargs)
+
+    def asked_after_the_erase(self, *args, **kwargs):
+        asked.append(1)  # the pass before the erase finds nothing (as a recall recorded meanwhile would)
+        return real_asked_for(self, *args, **kwargs) if len(asked) > 1 else {}
+
+    monkeypatch.setattr(MemoryStore, "_rewrite", killed_at_the_ab_rows)
+    if erased:
+        monkeypatch.setattr(MemoryStore, "_asked_for", asked_after_the_erase)
+    with pytest.raises(KeyboardInterrupt):
+        store.purge(SCOPE, ["m1"], NOW)
+    monkeypatch.undo()
+    store._lock.close()  # the process is gone: its lock with it
+
+    reopened = MemoryStore.open(str(root), vector_dim=DIM)  # finishes the purge before serving
+    try:
+        assert reopened.get_memory("m1", SCOPE).status == "purged"
+        assert reopened.get_retrieval("r1", SCOPE).query == WITHHELD
+        assert [row.query_text for row in ab_log_rows(reopened, SCOPE, "r1")] == [WITHHELD]
+        assert files_holding(root, b"QX42ZEBRA") == []
     finally:
         reopened.close()
 

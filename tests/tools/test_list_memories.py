@@ -139,6 +139,24 @@ def test_a_listed_ephemeral_memory_says_when_it_expires(runtime):
     assert listed_now == {lasting: None, brief.id: brief.expires_at}
 
 
+def test_a_memory_past_its_expiry_is_left_out_but_listed_as_expired_in_a_windows_history(runtime):
+    """A trial: in a store no server's maintenance round retracted it in, a memory past its expiry was
+    listed by no status, though `show` and `stats` said it had expired."""
+    import time
+
+    lasting = write(runtime, "Deploys go out on Tuesdays")
+    ends = datetime.now(UTC) + timedelta(seconds=1)
+    brief = remember(
+        RememberInput(content="The wifi password changes tonight", expires_at=ends), runtime, ALICE
+    )
+    time.sleep(1.2)
+    assert listed(runtime) == [lasting]
+    history = {
+        m.id: m.status for m in list_memories(ListMemoriesInput(status="any"), runtime, ALICE).memories
+    }
+    assert history == {lasting: "active", brief.id: "expired"}
+
+
 def test_a_batch_sharing_one_time_is_listed_in_the_batchs_order(runtime):
     """A trial: 25 turns of one remember_many with one occurred_at came back as 5, 8, 6, 19, 9, ...: each
     now takes a microsecond after the one before it of that time, so newest first is the batch reversed."""
