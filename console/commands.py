@@ -948,9 +948,10 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
                 others, waiting = waiting, recalled_in_transcript(runtime, args, waiting, hook)
                 if not waiting:
                     print(
-                        f"memoria outcome: the ending conversation's transcript shows no recall of the "
-                        f"{counted(len(others), 'session')} of {agent} waiting for a report ({', '.join(others)}: "
-                        "another conversation's); nothing reported",
+                        f"memoria outcome: the ending conversation's transcript shows memoria never used, so "
+                        f"{'neither' if len(others) > 1 else 'not'} the {counted(len(others), 'session')} of "
+                        f"{agent} waiting for a report ({', '.join(others)}: another conversation's); nothing "
+                        "reported",
                         file=sys.stderr,
                     )
                     return 0
@@ -1098,21 +1099,25 @@ def sessions_waiting(
 def recalled_in_transcript(
     runtime: Runtime, args: argparse.Namespace, waiting: list[str], hook: dict[str, Any]
 ) -> list[str]:
-    """Of the sessions ``waiting``, those whose recalls the ending conversation's transcript shows (their
-    ids are in memoria's results there): another window's session that recalled while this conversation
-    ran is not this one's to report (a trial saw a conversation that never called memoria report it).
-    All of them when there is no transcript to read."""
-    from console.hook_usage import retrievals_in
+    """Of the sessions ``waiting``, the ending conversation's: none when its transcript shows memoria never
+    used (another window's session that recalled while it ran is that window's to report: a trial saw a
+    conversation that never called memoria report it); those whose recall ids it names; else (no
+    transcript to read, or memoria used and no id of these named: a subagent's, a cut transcript) all of
+    them, as before."""
+    from console.hook_usage import recalls_in
 
-    shown = retrievals_in(hook.get("transcript_path"))
-    if shown is None:
+    seen = recalls_in(hook.get("transcript_path"))
+    if seen is None:
         return waiting
+    if not seen.used:
+        return []
     scope = scope_arg(args, runtime.settings)
-    return [
+    named = [
         session
         for session in waiting
-        if any(r.retrieval_id in shown for r in runtime.store.session_retrievals(scope, session))
+        if any(r.retrieval_id in seen.ids for r in runtime.store.session_retrievals(scope, session))
     ]
+    return named or waiting
 
 
 def conversation_start(hook: dict[str, Any]) -> datetime | None:

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
+import mmap
 import os
 import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from retrieval.usage import ShownText, used_by_values, values
@@ -33,10 +35,13 @@ log = logging.getLogger(__name__)
 
 OWN_TOOLS = "mcp__memoria__"  # how Claude Code names memoria's tools: their input is not the agent's work
 # A recall's id, as its context's first line names it ("Relevant memories (retrieval ret_...)").
-RETRIEVAL_ID = re.compile(r"\bret_[0-9a-f]{20}\b")
-# The context block recall writes, in a user message: the session_start prompt's (Claude Code gives a prompt
-# to the model as the user's words), whose memories are memoria's, not the user's.
+RETRIEVAL_ID_BYTES = re.compile(rb"\bret_[0-9a-f]{20}\b")
+# What shows memoria used in a conversation: its tools' calls, its prompt, its command in a shell.
+MEMORIA_SIGNS = (OWN_TOOLS.encode(), b"You are starting this task:", b"memoria recall", b"memoria remember")
+# The context block of the session_start prompt, which Claude Code gives the model as the user's words: its
+# memories are memoria's, not the user's (a message the user pasted a context into keeps all it says).
 CONTEXT_BLOCK = re.compile(r"(?:Relevant memories \(retrieval |Memories \()ret_[0-9a-f]{20}\)")
+PROMPT_OPENING = "You are starting this task:"
 MAX_TRANSCRIPT_BYTES = 32 << 20  # the conversation's end; the hook has 60 s
 
 
@@ -77,22 +82,43 @@ def read_transcript(path: str, since: datetime) -> Transcript:
     return found
 
 
-def retrievals_in(path: Any) -> set[str] | None:
-    """The recall ids the transcript at ``path`` shows (in memoria's results and in a prompt's context):
-    the recalls of the ending conversation. None when there is no transcript to read."""
+@dataclass(frozen=True)
+class TranscriptRecalls:
+    """What a transcript shows of memoria: the recall ids it names, and whether memoria was used at all."""
+
+    ids: frozenset[str]
+    used: bool
+
+
+def recalls_in(path: Any) -> TranscriptRecalls | None:
+    """The recall ids the transcript at ``path`` names (memoria's results, a prompt's context, a `memoria
+    recall` run in a shell), its subagents' transcripts beside it included, each read whole as bytes (a
+    conversation's first recall comes early, before the last ``MAX_TRANSCRIPT_BYTES``), and whether it
+    shows memoria used at all. None when there is no transcript to read."""
     if not isinstance(path, str):
         return None
     try:
-        if not os.path.isfile(path):
+        main = Path(path)
+        if not main.is_file():
             return None
+        files = [main, *sorted(main.with_suffix("").joinpath("subagents").glob("*.jsonl"))]
     except (OSError, ValueError):
         return None
-    shown: set[str] = set()
-    for entry in _entries(path):
-        message = entry.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        shown.update(found for text in _strings(content) for found in RETRIEVAL_ID.findall(text))
-    return shown
+    ids: set[str] = set()
+    used = False
+    for file in files:
+        try:
+            with open(file, "rb") as transcript:
+                size = os.fstat(transcript.fileno()).st_size
+                if not stat.S_ISREG(os.fstat(transcript.fileno()).st_mode) or not size:
+                    continue
+                with mmap.mmap(transcript.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                    ids.update(found.decode() for found in RETRIEVAL_ID_BYTES.findall(mapped))
+                    used = used or any(mapped.find(sign) != -1 for sign in MEMORIA_SIGNS)
+        except (OSError, ValueError):
+            if file == main:
+                return None  # the conversation's own transcript unreadable: nothing shown either way
+    return TranscriptRecalls(frozenset(ids), used or bool(ids))
 
 
 def _entries(path: str) -> Iterator[dict[str, Any]]:
@@ -119,7 +145,7 @@ def _texts(block: dict[str, Any], kind: str, own_calls: set[str]) -> Iterator[tu
     """Each text of a block, and whether the agent wrote it (its text, its tool calls' input)."""
     if block.get("type") == "text" and isinstance(block.get("text"), str):
         text = block["text"]
-        shown = CONTEXT_BLOCK.search(text) if kind == "user" else None
+        shown = CONTEXT_BLOCK.search(text) if kind == "user" and text.startswith(PROMPT_OPENING) else None
         # The memories of a prompt's context are memoria's: what the agent writes of them after is what it
         # used (a trial: session_start's memories counted as the user's words, and none was credited).
         yield (text[: shown.start()] if shown else text), kind == "assistant"

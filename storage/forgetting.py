@@ -315,7 +315,7 @@ class Forgetting(Memories, Lineage):
             said = telling_words(row["query"])
             # One withheld already by a purge of these memories that a crash stopped before their A/B rows
             # (a trial: "finished" at the next start, the rows kept the query): its A/B rows go too.
-            if row["query"] == WITHHELD or any(said & words[i] for i in shown if i in words):
+            if (memory_ids and row["query"] == WITHHELD) or any(said & words[i] for i in shown if i in words):
                 asked[row["retrieval_id"]] = (row["session_id"], row["query"])
         return asked
 

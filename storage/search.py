@@ -334,6 +334,7 @@ class MemorySearch(StoreTables):
         episode_id: str | None = None,
         statuses: Sequence[MemoryStatus] = ("active",),
         expired: bool = False,
+        now: datetime | None = None,
     ) -> list[MemoryRecord]:
         """One page of the scope's active, unexpired memories (of ``window``'s time, if given), newest
         first (by ``created_at``, then id, descending): the ``limit`` that come after ``before`` (the last
@@ -353,7 +354,7 @@ class MemorySearch(StoreTables):
             held=() if "superseded" in statuses else held,
         )
 
-        now = datetime.now(UTC)
+        now = now or datetime.now(UTC)  # (the caller's clock, which labels what expired)
         tagged = tag_filter([tag] if tag else None)
 
         def wanted(record: MemoryRecord) -> bool:

@@ -121,6 +121,7 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
     except WindowError as exc:
         raise ToolFailure(str(exc)) from None
     before = decode_cursor(args.cursor) if args.cursor else None
+    now = runtime.clock()  # one moment: what is left out as expired and what is listed so
     # One more than a page: whether another page follows.
     found = runtime.store.list_memories(
         view,
@@ -135,8 +136,8 @@ def list_memories(args: ListMemoriesInput, runtime: Runtime, caller: Caller) -> 
         # A window's history holds what expired too: past its time, not yet retracted (a trial saw a store
         # only the command line used list it nowhere, though `show` and `stats` said it expired).
         expired=args.status == "any",
+        now=now,
     )
-    now = runtime.clock()
     page = found[: args.limit]
     last = page[-1] if page and len(found) > args.limit else None
     return ListMemoriesOutput(

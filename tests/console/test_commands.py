@@ -1077,9 +1077,16 @@ def test_the_hook_leaves_a_session_its_conversations_transcript_shows_no_recall_
     hook = {"session_id": "window-b", "reason": "exit", "transcript_path": str(transcript)}
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(hook)))
     status, out, err = memoria(capsys, db, "outcome", "--hook")
-    assert status == 0 and out == "" and "transcript shows no recall" in err and other["session_id"] in err
-    status, out, _ = memoria(capsys, db, "outcome", "success", "--session", other["session_id"], "--json")
-    assert status == 0 and json.loads(out)["status"] == "applied"  # still the other window's to report
+    assert status == 0 and out == "" and "transcript shows memoria never used" in err
+    assert other["session_id"] in err
+    # A transcript that shows memoria used but names no recall of it (a subagent's, a cut transcript):
+    # as before, the one session waiting is reported.
+    transcript.write_text(
+        json.dumps({"type": "user", "timestamp": began, "message": {"content": "run memoria recall deploys"}})
+    )
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(hook)))
+    status, out, err = memoria(capsys, db, "outcome", "--hook", "--json")
+    assert status == 0 and json.loads(out)["session_id"] == other["session_id"]
 
 
 def test_the_hook_never_fails_the_session_even_when_the_store_cannot_open(capsys, tmp_path, monkeypatch):

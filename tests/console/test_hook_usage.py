@@ -4,7 +4,7 @@ import json
 import os
 from datetime import UTC, datetime, timedelta
 
-from console.hook_usage import read_transcript, retrievals_in
+from console.hook_usage import read_transcript, recalls_in
 from retrieval.usage import ShownText, used_by_values, used_memories
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -92,8 +92,32 @@ def test_the_memories_of_a_prompts_context_are_memorias_and_the_recalls_it_shows
     read = read_transcript(str(path), NOW)
     assert read.heard == {"7010"}  # the task's words are the user's; the context's are not
     assert read.wrote == {"8443"}
-    assert retrievals_in(str(path)) == {"ret_0123456789abcdef0123", "ret_abcdefabcdefabcdef00"}
-    assert retrievals_in(str(tmp_path / "missing.jsonl")) is None and retrievals_in(None) is None
+    seen = recalls_in(str(path))
+    assert seen is not None and seen.used
+    assert seen.ids == {"ret_0123456789abcdef0123", "ret_abcdefabcdefabcdef00"}
+    assert recalls_in(str(tmp_path / "missing.jsonl")) is None and recalls_in(None) is None
+    # A context the user pasted is what the user said: all of it is heard.
+    pasted = tmp_path / "pasted.jsonl"
+    pasted.write_text(entry("user", 0, prompt.removeprefix("You are starting this task: ")))
+    assert "8443" in read_transcript(str(pasted), NOW).heard
+
+
+def test_a_transcripts_recalls_are_read_whole_with_its_subagents_and_memoria_unused_is_said(tmp_path):
+    """A review: the recall ids were read from the last 32 MB only (a long conversation's first recall comes
+    early), and a subagent's recalls are in its own file beside the conversation's."""
+    first, subagents = "ret_000000000000000000a1", "ret_000000000000000000b2"
+    path = tmp_path / "conv.jsonl"
+    early = {"type": "tool_result", "tool_use_id": "t1", "content": f"(retrieval {first})"}
+    path.write_text(entry("user", 0, [early]) + "\n" + entry("user", 1, "x" * 1_000_000))
+    (tmp_path / "conv" / "subagents").mkdir(parents=True)
+    beside = {"type": "tool_result", "tool_use_id": "s1", "content": f"Memories ({subagents})."}
+    (tmp_path / "conv" / "subagents" / "agent-1.jsonl").write_text(entry("user", 2, [beside]))
+    seen = recalls_in(str(path))
+    assert seen is not None and seen.ids == {first, subagents} and seen.used
+    quiet = tmp_path / "quiet.jsonl"
+    quiet.write_text(entry("user", 0, "fix the typo in README"))
+    unused = recalls_in(str(quiet))
+    assert unused is not None and (unused.ids, unused.used) == (frozenset(), False)
 
 
 def test_a_tool_result_echoing_what_the_agent_wrote_does_not_take_it_back(tmp_path):
