@@ -36,12 +36,13 @@ log = logging.getLogger(__name__)
 OWN_TOOLS = "mcp__memoria__"  # how Claude Code names memoria's tools: their input is not the agent's work
 # A recall's id, as its context's first line names it ("Relevant memories (retrieval ret_...)").
 RETRIEVAL_ID_BYTES = re.compile(rb"\bret_[0-9a-f]{20}\b")
-# What shows memoria used in a conversation: its tools' calls, its prompt, its command in a shell.
-MEMORIA_SIGNS = (OWN_TOOLS.encode(), b"You are starting this task:", b"memoria recall", b"memoria remember")
-# The context block of the session_start prompt, which Claude Code gives the model as the user's words: its
-# memories are memoria's, not the user's (a message the user pasted a context into keeps all it says).
-CONTEXT_BLOCK = re.compile(r"(?:Relevant memories \(retrieval |Memories \()ret_[0-9a-f]{20}\)")
+# The session_start prompt's opening (``server.prompts``), and its context block, which Claude Code gives the
+# model as the user's words: its memories are memoria's, not the user's (a context the user pasted into a
+# message of its own is what the user said).
 PROMPT_OPENING = "You are starting this task:"
+CONTEXT_BLOCK = re.compile(r"(?:Relevant memories \(retrieval |Memories \()ret_[0-9a-f]{20}\)")
+# What shows memoria used in a conversation: its tools' calls, its prompt, its command in a shell.
+MEMORIA_SIGNS = (OWN_TOOLS.encode(), PROMPT_OPENING.encode(), b"memoria recall", b"memoria remember")
 MAX_TRANSCRIPT_BYTES = 32 << 20  # the conversation's end; the hook has 60 s
 
 
@@ -109,8 +110,8 @@ def recalls_in(path: Any) -> TranscriptRecalls | None:
     for file in files:
         try:
             with open(file, "rb") as transcript:
-                size = os.fstat(transcript.fileno()).st_size
-                if not stat.S_ISREG(os.fstat(transcript.fileno()).st_mode) or not size:
+                info = os.fstat(transcript.fileno())
+                if not stat.S_ISREG(info.st_mode) or not info.st_size:  # (an empty file cannot be mapped)
                     continue
                 with mmap.mmap(transcript.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
                     ids.update(found.decode() for found in RETRIEVAL_ID_BYTES.findall(mapped))

@@ -377,9 +377,9 @@ def _weight_histories(feedback: FeedbackImpact) -> str:
 
 
 def _reports_moved(line: Sequence[tuple[datetime, float, str | None]]) -> str:
-    """How many reports moved a memory's weight (not those that credited it and left it where it was): the legend's sum of every step is "in all", not the distance
-    from where it started (a trial read "moved 0.474, now 1.174" of a weight that went 1.0, 0.85, 1.03,
-    1.174)."""
+    """How many reports moved a memory's weight (not those that credited it and left it where it was): the
+    legend's sum of every step is "in all", not the distance from where it started (a trial read "moved
+    0.474, now 1.174" of a weight that went 1.0, 0.85, 1.03, 1.174)."""
     reports = sum(
         1
         for (_, before, _), (_, after, session) in itertools.pairwise(line)

@@ -237,30 +237,21 @@ def whole_numbers(input_model: type[BaseModel], arguments: dict[str, Any]) -> di
         if isinstance(value, float)
         and value.is_integer()
         and name in fields
-        and is_whole(fields[name].annotation)
+        and plain_type(fields[name].annotation) is int
         else value
         for name, value in arguments.items()
     }
 
 
-def is_whole(annotation: Any) -> bool:
-    """``int``, optionally ``Annotated`` and optionally ``| None`` (not ``bool``)."""
+def plain_type(annotation: Any) -> Any:
+    """The one type an annotation names under ``Annotated`` and ``| None`` (``int`` of ``Annotated[int, ...]
+    | None``); a union of several, as it is."""
     if get_origin(annotation) in (Union, UnionType):
         members = [member for member in get_args(annotation) if member is not type(None)]
-        return len(members) == 1 and is_whole(members[0])
+        return plain_type(members[0]) if len(members) == 1 else annotation
     if get_origin(annotation) is Annotated:
-        return is_whole(get_args(annotation)[0])
-    return annotation is int
-
-
-def is_text(annotation: Any) -> bool:
-    """``str``, optionally ``Annotated`` and optionally ``| None``."""
-    if get_origin(annotation) in (Union, UnionType):
-        members = [member for member in get_args(annotation) if member is not type(None)]
-        return len(members) == 1 and is_text(members[0])
-    if get_origin(annotation) is Annotated:
-        return is_text(get_args(annotation)[0])
-    return annotation is str
+        return plain_type(get_args(annotation)[0])
+    return annotation
 
 
 def _pass_through(value: Any, _handler: Any) -> Any:
@@ -332,7 +323,9 @@ def _signature(input_model: type[BaseModel], output_model: Any) -> inspect.Signa
         # The SDK json-decodes string arguments of non-`str` parameters (for clients that send lists as JSON
         # text); text must reach the model verbatim ("null" is an org name, not None), so text parameters
         # are typed `str` and passed through.
-        annotation: Any = Annotated[str, WrapValidator(_pass_through)] if is_text(field.annotation) else Any
+        annotation: Any = (
+            Annotated[str, WrapValidator(_pass_through)] if plain_type(field.annotation) is str else Any
+        )
         parameters.append(
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=None)
         )

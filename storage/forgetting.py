@@ -257,9 +257,8 @@ class Forgetting(Memories, Lineage):
             where = filters.equals("key", journal.key)
             retrying(partial(self._meta.update, where=where, values={"value": journal.to_json()}))
         self._scrub_traces(scope, ids)
-        self._scrub_queries(
-            self._asked_for(scope, words, ids)
-        )  # those recorded meanwhile (another process's)
+        # Those recorded meanwhile (another process's).
+        self._scrub_queries(self._asked_for(scope, words, ids))
         self._scrub_lineage(scope, ids)
         if journal.events:
             self.add_lineage_once(journal.events)

@@ -146,9 +146,7 @@ class Recovery:
                     )
                     # As the update would have: what said the old text is disputed by it, if it replaced it
                     # (another write may have superseded or forgotten the old text first: a review).
-                    now_replaced = (
-                        store.get_memories([replaced.id], owed.scope).get(replaced.id) if replaced else None
-                    )
+                    now_replaced = store.get_memory(replaced.id, owed.scope) if replaced else None
                     if now_replaced is not None and now_replaced.replaced_by == memory.id:
                         self._writer.consolidation.on_correction(now_replaced, memory, report)
                     self._writer.track(owed.scope, report, memory.id)
