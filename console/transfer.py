@@ -337,7 +337,7 @@ def _forks_note(forks: list[tuple[str, str, str]]) -> str | None:
     one = len(forks) == 1
     return (
         f"{counted(len(forks), 'memory')} {'was' if one else 'were'} corrected differently here and in the export "
-        f"({pairs}{', ...' if len(forks) > 5 else ''}): both corrections kept and disputed (`memoria drift` "
+        f"({pairs}{', ...' if len(forks) > 5 else ''}): both corrections kept and disputed (`memoria report` "
         "lists them); `memoria edit` the one that stands with what holds, or forget the other"
     )
 

@@ -236,7 +236,7 @@ def test_a_memory_corrected_one_way_here_and_another_in_the_export_leaves_the_tw
     summary = import_file(here, write(tmp_path / "back.jsonl", export_text(there)))
     assert summary.note == (
         f"1 memory was corrected differently here and in the export ({train}: {thursday} here, {wednesday} "
-        "there): both corrections kept and disputed (`memoria drift` lists them); `memoria edit` the one "
+        "there): both corrections kept and disputed (`memoria report` lists them); `memoria edit` the one "
         "that stands with what holds, or forget the other"
     )
     assert here.store.get_memory(train).replaced_by == thursday  # this store's correction stands
