@@ -97,6 +97,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     # HashiCorp Vault's service, batch and recovery tokens, a PyPI upload token, a DigitalOcean token (a new
     # user's trial: a Vault token was stored as written, its dot keeping it from reading as a key).
     ("vault-token", re.compile(r"\bhv[sbr]\.[A-Za-z0-9_\-]{20,}"), 0),
+    # Vault's tokens before 1.10: "s." (service) and "b." (batch) with 24 characters or more of base62, mixed
+    # case with a digit (a trial: "Vault token for CI: s.AbC..." was stored as written).
+    (
+        "vault-token",
+        re.compile(
+            r"(?<![\w.])[sb]\.(?=[A-Za-z0-9]{0,199}[0-9])(?=[A-Za-z0-9]{0,199}[A-Z])(?=[A-Za-z0-9]{0,199}[a-z])"
+            r"[A-Za-z0-9]{24,}(?![\w.\-])"
+        ),
+        0,
+    ),
     ("pypi-token", re.compile(r"\bpypi-AgE[A-Za-z0-9_\-]{50,}"), 0),
     ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0),
     ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), 0),
@@ -157,12 +167,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         1,
     ),
     (
-        # The same after "basic auth" in prose ("basic auth harbor:Pa55w0rd!", "basic auth for the registry:
-        # admin:..."); not a URL, a host and port, or a shell variable. (The "@" that would make it a URL's
+        # The same after "basic auth" or "credentials" in prose ("basic auth harbor:Pa55w0rd!", "basic auth for
+        # the registry: admin:...", "DB creds admin:Pa55word99"); not a URL, a host and port, or a shell variable. (The "@" that would make it a URL's
         # is looked for once, right after the colon: after the value, every shorter value would look again.)
         "password",
         re.compile(
-            r"(?i:\bbasic[\s-]?auth(?:entication)?(?:\s+(?:credentials|creds|login))?"
+            r"(?i:\b(?:basic[\s-]?auth(?:entication)?(?:\s+(?:credentials|creds|login))?|credentials|creds)"
             r"(?:\s+(?:for|of|on)(?:\s+[^\s:\"']+){1,4}?)?(?:\s+(?:is|are|with))?\s*:?\s+)"
             r"[\"']?[^\s:\"'/@$]+:(?!\$|//|\d+(?![^\s\"'@]))(?![^\s\"']*@)([^\s\"'@]{2,}[^\s\"'@.,;:)])"
         ),
@@ -190,6 +200,17 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
             r"|private_?key)[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{6,})"
         ),
         1,
+    ),
+    (
+        # A quoted password said in prose or after a colon: the whole of what is between the quotes, its last
+        # character and its spaces too ('the root password for the NAS is "Winter2024!"' left the "!",
+        # 'the wifi password: "correct horse battery staple"' kept all but its first word).
+        "password",
+        re.compile(
+            r"(?i)\b(?:password|passwd|passphrase)(?:\s+(?:for|of|on|to|in|at)(?:\s+[^\s\"',;.:]+){1,8}?)?"
+            r"(?:\s+(?:is|was)\s+|\s*[:=]\s*)([\"'`])(?!\[REDACTED:)([^\"'`\n]{4,100})\1"
+        ),
+        2,
     ),
     (
         # A setting named by a word of prose, "password", "secret" (also "DB_PASSWORD"): after "=", after a
@@ -222,12 +243,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         1,
     ),
     (
-        # In prose, a login with its password: "orders_db login is orders_app with password hunter2hunter2"
-        # (a new user's trial: stored as written). After "with", "using" or "via" only, and a value with a
-        # letter and a digit or a symbol ("with password rotation" stays).
+        # In prose, a login with its password: "orders_db login is orders_app with password hunter2hunter2",
+        # "user admin, password Tr0ub4dor&3" (new users' trials: stored as written). After "with", "using",
+        # "via" or a user's name only, and a value with a letter and a digit or a symbol ("with password
+        # rotation" stays).
         "password",
         re.compile(
-            r"(?i)(?:\b(?:with|using|via)|\b(?:user(?:name)?|login)\s+[^\s\"',;]+\s+and)\s+(?:the\s+)?"
+            r"(?i)(?:\b(?:with|using|via)|\b(?:user(?:name)?|login)\s+[^\s\"',;]+(?:\s+and|,))\s+(?:the\s+)?"
             r"(?:password|passwd|passphrase)\s+[\"'(]?"
             r"((?=[^\s\"',;()\[\]]*[A-Za-z])(?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}"
             r"[^\s\"',;.!?:()\[\]])(?![\w-])"

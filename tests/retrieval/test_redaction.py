@@ -211,6 +211,25 @@ def test_a_key_pair_written_in_prose_loses_both_halves():
     assert dict(result.found) == {"aws-access-key": 1, "aws-secret-key": 1}
 
 
+def test_a_quoted_password_is_replaced_whole_with_its_last_character_and_its_spaces():
+    """A trial: the prose pattern ends a value before trailing punctuation, which left a quoted password's
+    "!" visible, and a quoted passphrase kept all but its first word."""
+    assert (
+        redact('The NAS root password is "Winter2024!"').text
+        == 'The NAS root password is "[REDACTED:password]"'
+    )
+    assert (
+        redact("wifi password: 'correct horse battery staple'").text == "wifi password: '[REDACTED:password]'"
+    )
+    assert redact('the password field says "Enter password"').count == 0  # no "is" or colon before it
+
+
+def test_a_vault_token_of_the_older_form_is_replaced_but_not_a_file_or_a_short_name():
+    token = "s." + "AbCdEfGh1jKlMnOpQrStUvWx"
+    assert redact(f"Vault token for CI: {token}").text == "Vault token for CI: [REDACTED:vault-token]"
+    assert redact(f"see {token}.txt, s.py and s.T0ken_name").count == 0
+
+
 def test_a_password_in_prose_keeps_the_punctuation_after_it():
     assert redact("The db password is hunter2xyz.").text == "The db password is [REDACTED:password]."
     assert redact("(the password is hunter2xyz)").text == "(the password is [REDACTED:password])"
@@ -271,6 +290,9 @@ def test_a_long_run_after_a_user_and_password_or_a_short_name_is_read_in_one_pas
         ("curl -u admin:P@ssw0rd https://registry.example.com", "P@ssw0rd"),
         ('curl -u "$USER:Pa55w0rd" https://api.example.com', "Pa55w0rd"),
         ("basic auth for the registry: admin:Pa55w0rd!", "Pa55w0rd"),
+        ("DB creds admin:Pa55word99 on db.internal", "Pa55word99"),
+        ("credentials for the registry: ci:Tok3nTok3n", "Tok3nTok3n"),
+        ("The staging login is user admin, password Tr0ub4dor&3!", "Tr0ub4dor&3"),
     ],
 )
 def test_a_password_joined_to_its_user_by_a_colon_is_replaced_in_the_forms_people_write(text, secret):
