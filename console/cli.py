@@ -230,7 +230,7 @@ def add_people_commands(commands: Any) -> None:
     forget.add_argument("--query", help="forget the best matches of this query instead")
     forget.add_argument("--tag", help="forget every memory with this tag instead")
     forget.add_argument(
-        "--max", type=positive, default=1, metavar="N", help="with --query: at most N memories"
+        "--max", type=positive, metavar="N", help="with --query: at most N memories (default 1)"
     )
     forget.add_argument("--purge", action="store_true", help="erase content, tags and vector for good")
     forget.add_argument("--reason", help="why (kept in the lineage record)")

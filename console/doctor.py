@@ -354,8 +354,9 @@ def _model_fix(role: str, *, downloads_allowed: bool) -> str:
     )
     if role == "embedder":
         return (
+            # (not always: a team's trial was told to re-embed vectors the model it pointed back to had made)
             f"point MEMORIA_EMBEDDING_MODEL at a local sentence-transformers folder, {download}; then "
-            "`memoria reembed`"
+            "`memoria reembed` if the vectors check lists memories of another embedder than that model"
         )
     return (
         f"point MEMORIA_RERANK_MODEL at a local cross-encoder folder, set COHERE_API_KEY for Cohere Rerank, "

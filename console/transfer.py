@@ -79,6 +79,12 @@ class ReembedSummary(BaseModel):
         "that still has content (every status but purged)."
     )
     reembedded: int
+    consolidated: int = Field(
+        0,
+        description="Memories whose vectors another embedder made, compared again with their neighbours by "
+        "consolidation (while a store holds two embedders' vectors, a write is compared only with its own's)",
+    )
+    superseded: int = Field(0, description="Memories that comparison found restated, and superseded")
     seconds: float
     embedder: str
 
@@ -943,9 +949,30 @@ def reembed(
     done = reembedding.reembed(
         store, embedder, scope=scope, all_memories=all_memories, batch_size=batch_size, progress=progress
     )
+    consolidated, superseded = _consolidated_again(runtime, scope) if done.written else (0, 0)
     return ReembedSummary(
         examined=done.examined,
         reembedded=done.written,
+        consolidated=consolidated,
+        superseded=superseded,
         seconds=time.perf_counter() - started,
         embedder=embedder.name,
     )
+
+
+def _consolidated_again(runtime: Runtime, scope: Scope | None) -> tuple[int, int]:
+    """The consolidation sweep over the memories re-embedding left to it (those another embedder's vectors
+    kept from their neighbours: ``storage.reembedding``), now rather than at a server's next pass: how many
+    it examined, and superseded."""
+    examined = superseded = 0
+    batch = runtime.consolidation.policy.sweep_batch
+    for each in [scope] if scope is not None else runtime.store.scopes():
+        seen: set[str] = set()
+        # Each sweep marks its seeds examined; one that could not is not swept again (no endless loop).
+        while (seeds := {m.id for m in runtime.store.unconsolidated(each, batch)}) and not seeds <= seen:
+            seen |= seeds
+            swept = runtime.consolidation.sweep(each)
+            runtime.writer.track(each, swept)
+            examined += len(seeds)
+            superseded += len(swept.superseded)
+    return examined, superseded

@@ -36,6 +36,7 @@ from retrieval.simhash import (
     near_duplicate_pair_arrays,
     simhash,
 )
+from retrieval.stages.assembly import stated_values
 from retrieval.stages.corroboration import ClusterMember, MemoryCluster, UnionFind, make_cluster
 from retrieval.text import negated, wording
 from storage.records import AggregationRow, Reach, Scope, scopes_of
@@ -110,6 +111,7 @@ def cluster_members(rows: Sequence[AggregationRow]) -> list[ClusterMember]:
             # and this pass does not empty it after a purge that ran meanwhile (a review).
             negated.__wrapped__(row.content),
             wording(row.content),
+            stated_values(row.content, remembered=False),
         )
         for row in rows
     ]
@@ -146,6 +148,11 @@ class ScopeIndex:
         negates = np.asarray([member.negates for member in members], dtype=bool)
         alike = negates[left] == negates[right] if len(left) else np.zeros(0, dtype=bool)
         left, right = left[alike], right[alike]  # a claim and its negation corroborate nothing
+        # nor two that state other values or names
+        same = [
+            members[i].values == members[j].values for i, j in zip(left.tolist(), right.tolist(), strict=True)
+        ]
+        left, right = left[np.asarray(same, dtype=bool)], right[np.asarray(same, dtype=bool)]
         labels = connected_components(len(ids), left, right)
         self._blocks = _BlockTables(ids, fingerprints)
         self._union = UnionFind.from_labels(ids, labels.tolist())
@@ -174,6 +181,7 @@ class ScopeIndex:
             for other in self._blocks.candidates(member.simhash)
             if other in self.members
             and self.members[other].negates == member.negates
+            and self.members[other].values == member.values
             and hamming(self.members[other].simhash, member.simhash) <= self.max_distance
         }
         self.members[member.id] = member

@@ -13,12 +13,14 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from retrieval.text import (
+    CALENDAR_NAMES,
     STOPWORDS,
     SWAP_MAX_WORDS,
     clause_tokens,
     content_terms,
     keyed_by_text,
     light_stem,
+    names_in,
     negated,
     negating_word,
     set_jaccard,
@@ -328,10 +330,7 @@ def negating_clauses(text: str) -> list[set[str]]:
 # tea" does not revise "Alice likes green tea", and no rule tells the two apart.
 VALUE_OVERLAP = 0.8
 # The days and months by name ("May" is left out: a modal verb far more often), singular or plural.
-_CALENDAR = (
-    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|june|july|"
-    r"august|september|october|november|december)s?"
-)
+_CALENDAR = CALENDAR_NAMES
 _CALENDAR_WORD = re.compile(rf"{_CALENDAR}\Z", re.IGNORECASE)
 _CALENDAR_IN_TEXT = re.compile(rf"\b{_CALENDAR}\b", re.IGNORECASE)
 
@@ -1014,7 +1013,7 @@ def _name_in_place(
     """(the older name, the newer) when two memories say the same words but for one name in one place (up
     to ``MAX_NAME_WORDS`` words, each written with a capital in both, none a value), the last words of
     both, right after one of the ``_NAME_CUES`` or after "by" and a word of ownership: "is owned by Carla
-    Reyes", then "... by Dmitri Volkov"."""
+    Reyes", then "... by Dmitri Volkov" (after ownership also followed by other words)."""
     differ = _places_apart(words, theirs)
     if not differ or len(differ) > MAX_NAME_WORDS or differ != list(range(differ[0], differ[-1] + 1)):
         return None
@@ -1024,11 +1023,18 @@ def _name_in_place(
         return None
     start, end = differ[0], differ[-1] + 1
     # The whole name differs: a first name alike and the last one not ("Carla Reyes", "Carla Diaz") is
-    # read as the same.
-    if start == 0 or end != len(words) or (names[start - 1] and their_names[start - 1]):
+    # read as the same. The name ends the text, or follows a word of ownership and the words after it are no
+    # name (a team's trial: "is owned by Priya and pages the payments channel ..." beside "... by Marco and
+    # ..." went undisputed).
+    if start == 0 or (names[start - 1] and their_names[start - 1]):
         return None
     cue = words[start - 1]
-    if cue not in _NAME_CUES and not (cue == "by" and start >= 2 and words[start - 2] in _OWNED):
+    owned = cue == "by" and start >= 2 and words[start - 2] in _OWNED
+    if cue not in _NAME_CUES and not owned:
+        return None
+    # A name in the middle is an owner's only: "is a Python developer" and "is a Go developer" say two things
+    # the user is, "Caroline is Melanie's friend" and "... Jon's friend" two friends.
+    if end != len(words) and (not owned or names[end] or their_names[end]):
         return None
     return " ".join(theirs[start:end]), " ".join(words[start:end])
 
@@ -1109,7 +1115,8 @@ def plain_value_changes(
     names = _names_at(text, tokens)
     named = names is not None and any(names[1:])  # (a capital that only starts the text names nothing)
     often = [at for at in range(len(tokens)) if _how_often(tokens, at)]
-    if len(tokens) < 3 or not (named or often or any(is_value(token) for token in tokens)):
+    identified = any(joint in name for name in names_in(memory.content) for joint in "./@:_")
+    if len(tokens) < 3 or not (named or often or identified or any(is_value(token) for token in tokens)):
         return []
     named = named and names is not None and not negated(text)  # (a name in a denial disputes nothing)
     found = []
@@ -1133,12 +1140,50 @@ def plain_value_changes(
             # "... weekly"): one value of it, whatever the verb (a new user's trial saw both kept undisputed).
             found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
             continue
+        if not (is_value(new) or is_value(old)) and _where_it_is(tokens, at):
+            # An identifier in the value's place ("runs on host ash.internal", then "... oak.internal": a
+            # team's trial saw the two stand undisputed): the parts that differ, read whole.
+            identifiers = _identifier_of(new, memory.content), _identifier_of(old, other.content)
+            if identifiers[0] and identifiers[1]:
+                found.append(
+                    Contradiction(
+                        other.id,
+                        memory.id,
+                        identifiers[1],
+                        identifiers[0],
+                        1.0,
+                        only_disputes=NOT_SAID_TO_CHANGE,
+                    )
+                )
+            continue
         if not (is_value(new) and is_value(old)) or _kinds({new}) != _kinds({old}):
             continue
         if _names_another_thing({new}, {old}) or not _after_a_cue(tokens, at):
             continue
         found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
     return found
+
+
+# Where one thing is, runs or points (one place at a time): "runs on host ...", "lives in ...", "is ...".
+# Not "uses": "the backend uses cache.internal" and "... uses db.internal" say two things it uses.
+_WHERE_CUES = frozenset({"runs", "lives", "hosted", "located", "points", "deployed", "served", "stored"})
+
+
+def _where_it_is(tokens: Sequence[str], at: int) -> bool:
+    """Whether the identifier at ``at`` says where a thing is (a ``_WHERE_CUES`` word within three words
+    before it) or what it is (one of the ``_NAME_CUES`` right before it)."""
+    return bool(at) and (
+        tokens[at - 1] in _NAME_CUES or not _WHERE_CUES.isdisjoint(tokens[max(0, at - 3) : at])
+    )
+
+
+def _identifier_of(part: str, text: str) -> str | None:
+    """The identifier of ``text`` (``retrieval.text.names_in``: a host, a path, an address, joined by a dot,
+    a slash, "@", a colon or an underscore) that ``part`` is a word of, if any."""
+    for name in names_in(text):
+        if any(joint in name for joint in "./@:_") and part in _TOKEN.findall(name):
+            return name
+    return None
 
 
 _NOW = re.compile(r"\s+now\b(?=\s|[.!]?\s*$)", re.IGNORECASE)

@@ -138,6 +138,58 @@ def word_tokens(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
 
 
+# The days and months by name, a word's whole (``retrieval.contradictions`` reads them as values).
+CALENDAR_NAMES = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|june|july|"
+    r"august|september|october|november|december)s?"
+)
+_CALENDAR_NAME = re.compile(rf"{CALENDAR_NAMES}\Z", re.IGNORECASE)
+# A number however written, alone or joined ("1.2", "v1.2", "09:00", "30s", "10.0.1.2"): ``numbers`` reads it.
+_NUMBER_PART = re.compile(r"v?\d+[a-z]{0,2}\Z", re.IGNORECASE)
+# An identifier: letters or digits joined by a dot, slash, "@", colon or underscore, or by a hyphen with a
+# digit somewhere ("ash.internal", "cmd/api", "ops@acme.io", "job_queue", "alice-node-8"); not a hyphenated
+# word ("on-call", "read-only"), nor an abbreviation of single letters ("e.g", "U.S").
+_IDENTIFIER = re.compile(r"(?<![\w./@:\-])[^\W_]+(?:[./@:_\-][^\W_]+)+")
+# A word written with a capital inside a sentence: after a space that follows neither a sentence's end, a
+# line's start nor a list's mark.
+_CAPITALISED = re.compile(r"(?<=[^\s.!?:\-\u2013\u2014\u2022*])[ \t]+([A-Z][^\W_]*)")
+
+
+def names_in(text: str) -> frozenset[str]:
+    """The names and identifiers ``text`` states, lower-cased: identifiers (``_IDENTIFIER``) and words
+    written with a capital inside a sentence ("owned by Priya", "runs on Postgres"), not a function word
+    nor "I"; not numbers, days or months (values, read as such). Two memories that name different ones say different things, however alike their other words
+    (a team's trial: "... runs on host ash.internal" was folded into "... runs on host oak.internal", and
+    "owned by Priya" into "owned by Marco", as one claim stated by both agents)."""
+    written = unicodedata.normalize("NFKC", text)
+    found = {
+        token.lower()
+        for token in _IDENTIFIER.findall(written)
+        if (any(joint in token for joint in "./@:_") or any(char.isdigit() for char in token))
+        and max(len(part) for part in _WORD.findall(token)) > 1  # not "e.g"
+        and not all(_NUMBER_PART.match(part) for part in _WORD.findall(token))  # a number's, not a name's
+    }
+    found.update(
+        word.lower()
+        for word in _CAPITALISED.findall(written)
+        if word != "I" and word.lower() not in STOPWORDS and not _CALENDAR_NAME.match(word)  # a value's
+    )
+    return frozenset(found)
+
+
+def names_present(names: frozenset[str], text: str) -> bool:
+    """Whether each of ``names`` (``names_in`` of another text) is said in ``text`` as a word, written
+    with a capital or not ("the api" says the "API" of another), or by all its parts ("alice node 8")."""
+    words = set(word_tokens(text))
+    lowered = unicodedata.normalize("NFKC", text).lower()
+    for name in names:
+        if name in words or re.search(rf"(?<![\w.@/:-]){re.escape(name)}(?![\w@/-]|[.:][\w])", lowered):
+            continue
+        if not set(_WORD.findall(name)) <= words:
+            return False
+    return True
+
+
 def query_word_tokens(query: str) -> list[str]:
     """``word_tokens`` of a query, whose English clitics match nothing: a word's clitic goes ("Bob's" ->
     "bob", "what's" -> "what", "we'll" -> "we"), and a negative contraction reads "not" ("don't", "isn't":

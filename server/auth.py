@@ -137,12 +137,19 @@ class Grant:
         org, project = org_id or default.org_id, project_id or default.project_id
         if self.allows(effect, Scope(org, project)):
             return Scope(org, project)
-        patterns = self.patterns(effect)
-        if org_id is None:
-            orgs = {p.org_id for p in patterns if p.org_id != ANY and p.project_id in (ANY, project)}
-            return Scope(orgs.pop(), project) if len(orgs) == 1 else Scope(org, project)
-        projects = {p.project_id for p in patterns if p.project_id != ANY and p.org_id in (ANY, org)}
-        return Scope(org, projects.pop()) if len(projects) == 1 else Scope(org, project)
+        # What the grant allows, else what it names at all: a write to a scope the token may only read is
+        # refused naming that scope (a team's trial, with write on acme/web and read on acme/mobile, passing
+        # project_id "mobile" alone, was refused org "default", which it never named).
+        for patterns in (self.patterns(effect), (*self.write, *self.read)):
+            if org_id is None:
+                orgs = {p.org_id for p in patterns if p.org_id != ANY and p.project_id in (ANY, project)}
+                if len(orgs) == 1:
+                    return Scope(orgs.pop(), project)
+            else:
+                projects = {p.project_id for p in patterns if p.project_id != ANY and p.org_id in (ANY, org)}
+                if len(projects) == 1:
+                    return Scope(org, projects.pop())
+        return Scope(org, project)
 
     def describe(self, effect: Effect) -> str:
         return ", ".join(dict.fromkeys(str(p) for p in self.patterns(effect))) or "nothing"
@@ -273,11 +280,17 @@ class StaticTokenVerifier:
 
     RELOAD_SECONDS = 1.0
 
+    # Unknown tokens are said in the log at most once this often (the client's 401 says only that a token
+    # is needed: the operator is the one who can tell a mistyped or revoked token from a missing one).
+    UNKNOWN_SAID_EVERY = 60.0
+
     def __init__(self, tokens: list[StaticToken], path: Path | None = None) -> None:
         self._tokens = tokens
         self._path = path
         self._seen = self._stamp()
         self._looked = time.monotonic()
+        self._unknown = 0  # requests with a token no entry names, since the log last said so
+        self._unknown_said = -self.UNKNOWN_SAID_EVERY
 
     def _stamp(self) -> tuple[int, int, int] | None:
         try:
@@ -322,11 +335,27 @@ class StaticTokenVerifier:
             if hmac.compare_digest(entry.digest, digest):
                 match = entry
         if match is None:
+            self._say_unknown()
             return None
         grant = match.grant
         return AccessToken(
             token=token, client_id=grant.principal, subject=grant.principal, scopes=grant.scopes
         )
+
+    def _say_unknown(self) -> None:
+        """Count a request whose bearer token no entry names, and say so in the log once a
+        ``UNKNOWN_SAID_EVERY`` at most (a team's trial: a mistyped token got the same 401 as none, and
+        nothing anywhere said which it was). Never the token, nor any part of it."""
+        self._unknown += 1
+        now = time.monotonic()
+        if now - self._unknown_said < self.UNKNOWN_SAID_EVERY:
+            return
+        log.warning(
+            "%s came with a bearer token that no entry of MEMORIA_HTTP_TOKENS_FILE names (mistyped, revoked, "
+            "or for another server), answered 401",
+            "a request" if self._unknown == 1 else f"{self._unknown} requests since the last such line",
+        )
+        self._unknown, self._unknown_said = 0, now
 
 
 def _text_of(path: Path) -> str | None:

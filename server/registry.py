@@ -40,6 +40,11 @@ class NotFoundError(ToolError):
     a resource read turns it into "resource not found" (``server.resources``)."""
 
 
+class FaultError(ToolError):
+    """A tool error for a store or model fault, not for what the caller asked: a resource read says "internal
+    error" for it, and "invalid params" for any other tool error (a refusal, a bad argument)."""
+
+
 Handler = Callable[[Any, Runtime, Caller], Awaitable[BaseModel]]
 
 
@@ -211,7 +216,7 @@ async def invoke(
         raise ToolError(str(exc)) from None
     except Exception as exc:  # a store or model fault: say what failed instead of a bare "error"
         log.exception("%s failed", spec.name)
-        raise ToolError(
+        raise FaultError(
             f"{spec.name} failed: {short_reason(exc)}. Nothing was changed by this call if it did not "
             "complete; retrying is safe. If it keeps failing, check the server's stderr log."
         ) from None

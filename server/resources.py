@@ -17,10 +17,12 @@ from urllib.parse import parse_qs, urlsplit
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from mcp_types import Resource as MCPResource
 from pydantic import BaseModel
 
-from server.registry import NotFoundError, ToolSpec, invoke
+from server.registry import FaultError, NotFoundError, ToolSpec, invoke
 from server.state import AppState
 
 JSON = "application/json"
@@ -43,9 +45,10 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
         query = sorted(set(arguments) - set(path))  # ``path``: the parameters in the URI's path
         unknown = _unknown_parameters(ctx, query)
         if unknown:  # the template would drop them: a misspelt filter would list everything unfiltered
-            raise ResourceError(
+            raise MCPError(
+                INVALID_PARAMS,
                 f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: this "
-                f"resource takes {', '.join(query)}"
+                f"resource takes {', '.join(query)}",
             )
         sent = {name: value for name, value in arguments.items() if value is not None}
         try:
@@ -60,8 +63,13 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             )
         except NotFoundError as exc:  # JSON-RPC invalid params (-32602), MCP's "resource not found"
             raise ResourceNotFoundError(str(exc)) from None
-        except ToolError as exc:  # the SDK shows a bare "Error reading resource" for anything else
+        except FaultError as exc:  # the server's own fault: internal error (-32603), with what failed
             raise ResourceError(str(exc)) from None
+        except ToolError as exc:
+            # What the request asked for cannot be served (a token's refusal, a bad argument): invalid params
+            # (-32602), not the internal error the SDK gives any other failure (a team's trial read a refusal
+            # as a server fault, which clients may retry).
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
         assert isinstance(result, BaseModel)
         return result.model_dump_json(indent=2)
 

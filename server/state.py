@@ -520,7 +520,7 @@ def _refresh_stale_vectors(runtime: ServerRuntime, stopping: Callable[[], bool])
         until = (
             "the configured model loads (see `memoria doctor`)"
             if fallback
-            else "`memoria reembed` makes them again"
+            else "`memoria reembed` makes them again (and compares them with what was written meanwhile)"
         )
         log.warning(
             "%s %s vectors from another embedder (%s) than the active %s: vector search skips them until %s",

@@ -92,8 +92,14 @@ def replace_vectors(store: MemoryStore, vectors: Mapping[str, Any], embedder: st
         if not kept:
             return 0
         new = {memory_id: np.asarray(vectors[memory_id], dtype=np.float32) for memory_id in kept}
+        # A memory whose vector another embedder made is examined by consolidation again: while the scope's
+        # vectors were of two embedders, a write's neighbours were only those of its own (a team's trial: a
+        # restatement written after a model switch stood beside the memory it restates for good).
+        renewed = {memory_id for memory_id in kept if rows[memory_id]["embedder"] != embedder}
         for memory_id in kept:
             rows[memory_id] |= {"embedder": embedder, "vector": new[memory_id]}
+            if memory_id in renewed:
+                rows[memory_id]["consolidated_at"] = None
         update = arrow_rows([rows[memory_id] for memory_id in kept], memories.schema)
         result = retrying(
             lambda: (
@@ -110,15 +116,22 @@ def replace_vectors(store: MemoryStore, vectors: Mapping[str, Any], embedder: st
         store.cache.advance(
             after - 1,
             after,
-            updated={memory_id: {"embedder": embedder} for memory_id in kept},
+            updated={
+                memory_id: {
+                    "embedder": embedder,
+                    **({"consolidated_at": None} if memory_id in renewed else {}),
+                }
+                for memory_id in kept
+            },
             vectors={memory_id: new[memory_id] for memory_id in kept},
         )
     return len(kept)
 
 
-# Left out of the merge's condition: the key and the columns the merge sets. Lists (tags, and the
-# vector) are too: LanceDB's SQL does not compare them, and ``tags_key`` is the tags' stored form.
-_SET_OR_KEY = frozenset({"id", "embedder", "vector"})
+# Left out of the merge's condition: the key and the columns the merge sets (``consolidated_at`` for a
+# vector of another embedder). Lists (tags, and the vector) are too: LanceDB's SQL does not compare them,
+# and ``tags_key`` is the tags' stored form.
+_SET_OR_KEY = frozenset({"id", "embedder", "vector", "consolidated_at"})
 
 
 def _unchanged(columns: pa.Schema) -> str:

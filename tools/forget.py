@@ -60,17 +60,13 @@ class ForgetInput(ScopeArgs):
         None,
         description="Instead: its close matches. Try dry_run first.",
     )
-    mode: Literal["retract", "purge"] = Field(
-        "retract",
-        description="purge: irreversible.",
-    )
+    mode: Literal["retract", "purge"] = Field("retract", description="purge: irreversible.")
     tag: Tag | None = Field(None, description="Instead: all with this tag; dry_run defaults to true.")
     max_memories: int = Field(1, ge=1, le=MAX_BY_QUERY, description="With query: at most this many.")
     reason: Annotated[str, Field(max_length=500), WithoutSecrets] | None = Field(
         None, description="Why, for the record."
     )
-    # (a purge by query, and any forget by tag, is a dry run unless false is passed: its result says so; the
-    # tool list an agent loads every session has no room for more words here)
+    # (a purge by query, or a forget by tag, is a dry run unless false is passed; its result says so)
     dry_run: bool = Field(False, description="Only show what would go.")
     session_id: Identifier | None = None  # whose session-private memories it sees (default: the connection's)
 
@@ -103,6 +99,11 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
     if sum(what is not None for what in (args.memory_id, args.query, args.tag)) != 1:
         raise ToolFailure(
             "pass exactly one of memory_id, query (with max_memories) or tag to say what to forget"
+        )
+    if "max_memories" in args.model_fields_set and args.query is None:  # (a trial's went unheeded, unsaid)
+        raise ToolFailure(
+            "max_memories applies to a forget by query (a tag takes every memory with it, a memory_id one): "
+            "drop it, or forget by query to take the best matches only"
         )
     view = view_for(args, runtime, caller)
     scope = view.home

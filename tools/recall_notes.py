@@ -92,6 +92,7 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
         + _filler(result, filler, f"of the {matched}")
         + by_passes
         + _siblings_shown(result)
+        + _folded(result)
     )
 
 
@@ -138,6 +139,23 @@ def weak_match_note(result: RecallResult) -> str | None:
     return (
         f"{WEAK_SAID}: it matches the query at {best:.2f} (the relevance floor reads "
         f"{floor:g}; explain_ranking shows each score), {WEAK_ENDS}"
+    )
+
+
+def _folded(result: RecallResult) -> str:
+    """The clause on the near-duplicates folded into the memories shown: they matched too, and say what a
+    memory shown says (a team's trial read "1 memory matched" where three agents had said it)."""
+    from retrieval.stages.assembly import FOLDED
+
+    folded = sum(
+        1 for c in result.candidates if c.source == "direct" and (c.exclusion_reason or "").endswith(FOLDED)
+    )
+    if not folded:
+        return ""
+    return (
+        f"; {counted(folded, 'more memory')} that {'says' if folded == 1 else 'say'} the same {'is' if folded == 1 else 'are'}"
+        " folded into the memories shown (their authors are listed as also stating them; explain_ranking "
+        "lists each)"
     )
 
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
 from retrieval.redaction import Redacted, redact
+from retrieval.stages.assembly import stated_values
 from retrieval.stages.corroboration import ClusterMember
 from retrieval.text import content_hash, has_visible_text, negated, wording
 from storage.records import (
@@ -338,6 +339,7 @@ def cluster_member(record: MemoryRecord) -> ClusterMember:
         value,
         negated(record.content),
         wording(record.content),
+        stated_values(record.content),
     )
 
 

@@ -7,7 +7,8 @@
    A near-duplicate of a memory already selected (same SimHash cluster, or token Jaccard >=
    ``fold_threshold``) takes no slot: it is the corroboration of the one shown, not new information. A
    text that negates is no twin of one that does not, nor one with two parts swapped (``swapped_spans``),
-   nor one that names other numbers (``numbers``: "100 requests a minute", "300 requests a minute").
+   nor one that names other numbers (``numbers``: "100 requests a minute", "300 requests a minute"), or
+   other names ("host ash.internal", "host oak.internal"; "owned by Priya", "owned by Marco").
 
 2. Group by episode: a header (title, time, agent), then the episode's summary, then its direct matches
    by score; groups ordered by their best direct match, so the best match comes first; groups with only
@@ -49,6 +50,8 @@ from retrieval.stages.instructions import instruction_signals
 from retrieval.text import (
     cached_term_set,
     keyed_by_text,
+    names_in,
+    names_present,
     negated,
     one_date_spelling,
     quoted_field,
@@ -352,6 +355,28 @@ def _values(text: str) -> frozenset[str]:
     return numbers(text) | calendar_names(text)
 
 
+@keyed_by_text
+@lru_cache(maxsize=32_768)
+def _names(text: str) -> frozenset[str]:
+    """``names_in``, remembered per text (as ``_negates``)."""
+    return names_in(text)
+
+
+def stated_values(text: str, *, remembered: bool = True) -> frozenset[str]:
+    """The values (``_values``) and names (``names_in``) ``text`` states: what two near-duplicates must
+    share to be one claim said twice (the aggregation's clusters compare them as sets). Not
+    ``remembered``: read uncached (a pass over a whole scope would churn the caches recall reads)."""
+    if not remembered:
+        return numbers(text) | calendar_names(text) | names_in(text)
+    return _values(text) | _names(text)
+
+
+def names_other_things(text: str, other: str) -> bool:
+    """Whether either text names a name or an identifier (``names_in``) the other does not say: "runs on
+    host ash.internal" and "runs on host oak.internal" are two claims, not one said twice."""
+    return not (names_present(_names(text), other) and names_present(_names(other), text))
+
+
 class _Twins:
     """The memories selected so far, to recognise a near-duplicate of one of them. A memory that negates
     is never the twin of one that does not ("is not weekly" / "is weekly"), nor one that names other
@@ -423,8 +448,8 @@ class _Twins:
         return swapped_spans(candidate.memory.content, self._texts[chosen_id]) is not None
 
     def _other_values(self, candidate: Candidate, chosen_id: str) -> bool:
-        """Whether the two name different values (``_values``: numbers, days and months), or a newer one of
-        the two disputes the other (a contradiction recorded at write): "is 100 requests per minute" is no
+        """Whether the two name different values (``_values``: numbers, days and months) or names
+        (``names_other_things``), or a newer one of the two disputes the other (a contradiction recorded at write): "is 100 requests per minute" is no
         twin of "is 300 requests per minute", nor "frozen every Friday" of "frozen every Thursday", though
         every other word is the same (new users' trials saw one value or the other, by how the question
         was put, and nothing said the other was there: the newer value folded into the older one it
@@ -432,7 +457,7 @@ class _Twins:
         if candidate.id in self._disputed[chosen_id] or chosen_id in candidate.contradicted_by:
             return True
         mine, theirs = candidate.memory.content, self._texts[chosen_id]
-        if _values(mine) != _values(theirs):
+        if _values(mine) != _values(theirs) or names_other_things(mine, theirs):
             return True
         # One says that something changed ("now changes every week") where the other says what was so
         # ("changes every two weeks"), in other words: what changed may be a word no value reads (a trial).
@@ -693,6 +718,8 @@ def assemble(
         fold_threshold=fold_threshold,
         min_share_of_best=min_share_of_best,
     )
+    chosen = _carrying_folded_authors(chosen, folded, candidates)
+    stands_for = {candidate.id: candidate for candidate in chosen}
     positions: dict[str, int] = {}
     cut_at: dict[str, int] = {}  # the memories shown cut, and how many characters of their text show
     if len(context) > char_budget:  # not even the header fits: every chosen memory is left out for room
@@ -800,7 +827,7 @@ def assemble(
             context += block
             positions[item.id] = len(positions) + 1
     marked = tuple(
-        candidate.revised(
+        stands_for.get(candidate.id, candidate).revised(
             in_context=True,
             context_position=positions[candidate.id],
             exclusion_reason=None,
@@ -815,6 +842,35 @@ def assemble(
         for candidate in candidates
     )
     return marked, context if positions else ""
+
+
+def _carrying_folded_authors(
+    chosen: Sequence[Candidate], folded: Mapping[str, str], candidates: Sequence[Candidate]
+) -> list[Candidate]:
+    """The memories placed, each that near-duplicates by other agents were folded into listing those agents
+    with its corroborating ones ("also stated by"): the one shown carries the corroboration (a team's trial
+    read three agents' paraphrases of one rule as one agent's, with no one else named). Its score keeps
+    the corroboration boost the clusters gave it (rewordings seldom share a fingerprint)."""
+    if not folded:
+        return list(chosen)
+    by_id = {candidate.id: candidate for candidate in candidates}
+    stated: dict[str, set[str]] = {}
+    for folded_id, twin in folded.items():
+        member = by_id[folded_id]
+        stated.setdefault(twin, set()).update((member.memory.agent_id, *member.corroborating_agents))
+    carried = []
+    for candidate in chosen:
+        agents = (
+            stated.get(candidate.id, set())
+            - {candidate.memory.agent_id}
+            - set(candidate.corroborating_agents)
+        )
+        carried.append(
+            candidate.revised(corroborating_agents=tuple(sorted({*candidate.corroborating_agents, *agents})))
+            if agents
+            else candidate
+        )
+    return carried
 
 
 def _rooms_after(

@@ -432,11 +432,19 @@ def test_reembedding_gives_every_memory_of_another_model_new_vectors_and_keeps_t
         calls = []
         summary = reembed(new, batch_size=1, progress=lambda *call: calls.append(call))
         assert (summary.examined, summary.reembedded, summary.embedder) == (2, 2, "hashed-v1:384")
+        assert (summary.consolidated, summary.superseded) == (1, 0)  # the active one, compared again
         assert calls == [("re-embedding", 0, 2), ("re-embedding", 1, 2), ("re-embedding", 2, 2)]
         hashed = HashedEmbedder(384)
         for memory_id in (kept, retracted):
             after = new.store.get_memory(memory_id, SCOPE)
-            assert after == type(after)(**{**before[memory_id].__dict__, "embedder": hashed.name})
+            # (its consolidation stamp is the sweep's, after the new vector)
+            assert after == type(after)(
+                **{
+                    **before[memory_id].__dict__,
+                    "embedder": hashed.name,
+                    "consolidated_at": after.consolidated_at,
+                }
+            )
             np.testing.assert_allclose(
                 new.store.memory_vectors([memory_id], SCOPE)[memory_id],
                 hashed.embed_documents([after.content])[0],
@@ -448,6 +456,28 @@ def test_reembedding_gives_every_memory_of_another_model_new_vectors_and_keeps_t
         assert "vector" in {c["id"]: c for c in trace["candidates"]}[kept]["found_by"]
         assert reembed(new).reembedded == 0
         assert reembed(new, all_memories=True).reembedded == 2
+    finally:
+        new.close()
+
+
+@pytest.mark.slow
+def test_a_restatement_written_after_a_model_switch_is_consolidated_once_the_old_vectors_are_remade(tmp_path):
+    """A team's trial: written while the store's other vectors were another model's, a restatement found no
+    neighbour and stood beside the memory it restates, through `memoria reembed` and restarts."""
+    settings = settings_for(tmp_path / "store")
+    old = make_runtime(settings, embedder=TokenEmbedder(384))
+    try:
+        first = say(old, "The API server is written in Go 1.22 and lives in cmd/api")
+    finally:
+        old.close()
+    new = make_runtime(settings)
+    try:
+        again = say(new, "The API server is written in Go 1.22 and is in cmd/api")
+        assert new.store.get_memory(again, SCOPE).status == "active"  # no neighbour of its embedder's
+        summary = reembed(new)
+        assert (summary.reembedded, summary.consolidated, summary.superseded) == (1, 1, 1)
+        statuses = {i: new.store.get_memory(i, SCOPE).status for i in (first, again)}
+        assert sorted(statuses.values()) == ["active", "superseded"]
     finally:
         new.close()
 

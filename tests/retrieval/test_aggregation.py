@@ -4,7 +4,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from retrieval.aggregation import CorroborationService, ScopeIndex
-from retrieval.simhash import simhash
+from retrieval.simhash import MAX_DISTANCE, hamming, simhash
+from retrieval.stages.assembly import stated_values
 from retrieval.stages.corroboration import ClusterMember
 from retrieval.text import wording
 from storage.records import AggregationRow, Scope
@@ -76,7 +77,7 @@ def test_a_new_memory_joins_its_cluster_without_waiting_for_the_next_pass():
     source = FakeSource([row("a", "x", SAME)])
     service = CorroborationService(source)
     assert service.clusters_for(SCOPE, ["a"]) == {}
-    service.observe(SCOPE, ClusterMember("b", "y", 1.0, T0, simhash(SAME)))
+    service.observe(SCOPE, ClusterMember("b", "y", 1.0, T0, simhash(SAME), values=stated_values(SAME)))
     cluster = service.clusters_for(SCOPE, ["a"])["a"]
     assert cluster.corroborating_agents == ("y",)
     service.attest(SCOPE, "a", "z")
@@ -130,7 +131,7 @@ def test_a_write_during_a_pass_survives_it_and_passes_do_not_overlap():
     first.start()
     entered.wait(10)
     source.rows.append(row("b", "y", SAME, 1))  # committed to the store, then observed by this process
-    service.observe(SCOPE, ClusterMember("b", "y", 1.0, T0, simhash(SAME)))
+    service.observe(SCOPE, ClusterMember("b", "y", 1.0, T0, simhash(SAME), values=stated_values(SAME)))
     second = threading.Thread(target=service.run_pass, args=(SCOPE,))
     second.start()
     gate.set()
@@ -161,7 +162,9 @@ OTHER = "Completely different text about caching"
 
 
 def member(memory_id: str, agent: str, text: str = SAME, weight: float = 1.0) -> ClusterMember:
-    return ClusterMember(memory_id, agent, weight, T0, simhash(text), wording=wording(text))
+    return ClusterMember(
+        memory_id, agent, weight, T0, simhash(text), wording=wording(text), values=stated_values(text)
+    )
 
 
 def groups(service: CorroborationService, ids: list[str]) -> set[tuple[str, ...]]:
@@ -234,3 +237,19 @@ def test_a_memory_that_leaves_takes_its_contradictions_with_it():
     assert index._apart == {}
     index.retire(["a", "e"])  # a set with no member left has no cluster
     assert index.clusters() == ()
+
+
+def test_near_duplicate_fingerprints_that_name_other_hosts_corroborate_nothing():
+    """A team's trial: "... runs on host ash.internal ..." and "... oak.internal ..." by two agents formed a
+    cluster, each listed as stating the other's host, with a corroboration boost."""
+    said = (
+        "The nightly search indexer job for the web project runs on host {} with the default settings and "
+        "retries twice before paging the on-call channel about it"
+    )
+    ash, oak = said.format("ash.corp"), said.format("oak.corp")
+    assert hamming(simhash(ash), simhash(oak)) <= MAX_DISTANCE  # near-duplicate fingerprints
+    source = FakeSource([row("a", "alice", ash), row("b", "bob", oak, 1), row("c", "carol", ash, 2)])
+    service = CorroborationService(source)
+    assert groups(service, ["a", "b", "c"]) == {("a", "c")}
+    service.observe(SCOPE, member("d", "dave", oak))
+    assert groups(service, ["a", "b", "c", "d"]) == {("a", "c"), ("b", "d")}

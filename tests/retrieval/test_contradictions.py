@@ -867,6 +867,9 @@ def test_a_day_after_a_word_of_when_or_a_name_in_a_values_place_disputes_too(
             "The payments service is owned by the data team",
         ),
         ("The database is postgres", "The database is mysql"),  # no capitals: no names to tell
+        # identifiers a thing uses (several), not where it is
+        ("The backend uses cache.internal", "The backend uses db.internal"),
+        ("Alerts go to ops@acme.io", "Alerts go to dev@acme.io"),
     ],
 )
 def test_a_name_elsewhere_or_in_part_or_in_lower_case_disputes_nothing(older_text, newer_text):
@@ -1769,3 +1772,30 @@ def test_a_plain_value_beside_no_given_up_value_or_saying_a_change_itself_is_lef
     older_text, newer_text
 ):
     assert restates_given_up(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []
+
+
+@pytest.mark.parametrize(
+    ("older_text", "newer_text", "older_term", "newer_term"),
+    [
+        # A team's trial: two agents' hosts and owners stood undisputed, the one folded into the other.
+        (
+            "The nightly search indexer job runs on host ash.internal with the default settings",
+            "The nightly search indexer job runs on host oak.internal with the default settings",
+            "ash.internal",
+            "oak.internal",
+        ),
+        ("The wiki lives at wiki.acme.io", "The wiki lives at docs.acme.io", "wiki.acme.io", "docs.acme.io"),
+        (
+            "The billing reconciliation cron is owned by Priya and pages the payments channel when it fails",
+            "The billing reconciliation cron is owned by Marco and pages the payments channel when it fails",
+            "priya",
+            "marco",
+        ),
+    ],
+)
+def test_a_host_where_a_thing_runs_or_an_owner_followed_by_more_words_disputes(
+    older_text, newer_text, older_term, newer_term
+):
+    [change] = plain_value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)])
+    assert (change.older_term, change.newer_term) == (older_term, newer_term)
+    assert change.only_disputes == NOT_SAID_TO_CHANGE

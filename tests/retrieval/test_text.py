@@ -9,6 +9,8 @@ from retrieval.text import (
     fulltext_query,
     index_terms,
     light_stem,
+    names_in,
+    names_present,
     negated,
     negating_word,
     normalize_content,
@@ -248,3 +250,20 @@ def test_a_text_without_the_words_of_others_keeps_its_own_and_the_stop_words():
         == "Leaked [purged] ([purged]) in the chat"
     )
     assert without_words_of("no reason given", []) == "no reason given"
+
+
+def test_names_are_identifiers_and_words_with_a_capital_inside_a_sentence_not_values():
+    text = (
+        "Deploys go through Argo CD.\n- Postgres 16 runs on db-1.prod; mail ops@acme.io, see cmd/api.\n"
+        "The standup is at 09:00 on Mondays, v2.3.1 ships Friday, e.g. today. I asked Bob."
+    )
+    assert names_in(text) == {"argo", "cd", "db-1.prod", "ops@acme.io", "cmd/api", "bob"}
+    # a hyphenated word is no name; a number or a day written any way is a value, not a name
+    assert names_in("pages the on-call channel, read-only, at 10.0.1.2 and v1.2 on Friday") == frozenset()
+
+
+def test_a_name_is_present_in_another_text_in_any_case_whole_or_by_all_its_parts():
+    assert names_present(frozenset({"api", "cmd/api"}), "the api lives in cmd/api")
+    assert names_present(frozenset({"alice-node-8"}), "runs on alice node 8")
+    assert not names_present(frozenset({"ash.internal"}), "runs on host oak.internal")
+    assert not names_present(frozenset({"priya"}), "owned by Marco")

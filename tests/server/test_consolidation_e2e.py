@@ -494,3 +494,36 @@ async def test_a_value_another_agent_says_after_a_correction_named_it_given_up_i
     order = [m["id"] for m in recalled["memories"]]
     assert order.index(fixed["id"]) < order.index(stale["id"])
     assert {m["id"]: m for m in recalled["memories"]}[stale["id"]]["contradicted_by"] == [fixed["id"]]
+
+
+ASH = "The nightly search indexer job for the web project runs on host ash.internal with the default settings"
+OAK = "The nightly search indexer job for the web project runs on host oak.internal with the default settings"
+RULES = {
+    "alice": "We run database migrations with alembic upgrade head before each deploy",
+    "bob": "Before each deploy we run database migrations with alembic upgrade head",
+    "erin": "Database migrations run with alembic upgrade head before each deploy",
+}
+
+
+async def test_two_agents_hosts_stay_two_claims_and_a_rule_said_by_three_names_all_three(settings):
+    """A team's trial, through the tools: bob's host was folded into alice's, shown "also stated by" alice,
+    undisputed; three agents' rewordings of one rule were shown as alice's alone, "1 memory matched"."""
+    server = server_with(settings)
+    ids = {}
+    for agent in ("alice", "bob", "erin"):
+        async with connected(server, agent=agent) as client:
+            if agent != "erin":
+                ids[agent] = (await call(client, "remember", {"content": ASH if agent == "alice" else OAK}))[
+                    "id"
+                ]
+            await call(client, "remember", {"content": RULES[agent]})
+    async with connected(server, agent="dave") as client:
+        hosts = await call(client, "recall", {"query": "which host runs the nightly search indexer job"})
+        rule = await call(client, "recall", {"query": "alembic upgrade head before deploy", "top_k": 3})
+    shown = {m["id"]: m for m in hosts["memories"]}
+    assert ids["alice"] in shown and ids["bob"] in shown
+    assert shown[ids["alice"]]["corroborated_by"] == [] and shown[ids["bob"]]["corroborated_by"] == []
+    assert shown[ids["alice"]]["contradicted_by"] == [ids["bob"]]  # the newer host disputes the older
+    [said] = rule["memories"]
+    assert sorted([said["agent_id"], *said["corroborated_by"]]) == ["alice", "bob", "erin"]
+    assert "2 more memories that say the same are folded into the memories shown" in rule["note"]

@@ -268,7 +268,8 @@ def test_vectors_not_remade_at_start_are_left_to_the_user_with_what_to_do(tmp_pa
     )
     assert said(caplog, "another embedder") == [
         f"2 memories have vectors from another embedder ({stored}: 2) than the active {model.name}: vector "
-        "search skips them until `memoria reembed` makes them again"
+        "search skips them until `memoria reembed` makes them again (and compares them with what was written "
+        "meanwhile)"
     ]
     assert not said(caplog, "re-embedded")
     assert counts(settings, model) == {stored: 2}  # nothing was re-embedded

@@ -3,7 +3,7 @@
 from storage.stats import embedder_counts
 from tests.fakes import TokenEmbedder
 from tests.storage.test_portable import DIM, open_store
-from tests.storage.test_store import new
+from tests.storage.test_store import NOW, SCOPE, new
 from writing.reembedding import reembed
 
 
@@ -40,5 +40,28 @@ def test_a_stop_between_batches_keeps_what_was_embedded_and_the_next_run_finishe
         assert embedder_counts(store) == {"old": 3, model.name: 2}
         assert reembed(store, model, batch_size=2).written == 3
         assert embedder_counts(store) == {model.name: 5}
+    finally:
+        store.close()
+
+
+def test_a_memory_given_another_embedders_vector_is_examined_by_consolidation_again(tmp_path):
+    """A team's trial: after a model switch, a restatement written before `memoria reembed` found no
+    neighbours (vector search compares one embedder's vectors) and stood beside the memory it restates for
+    good. A memory whose vector is remade is left to the consolidation sweep again; one remade by the same
+    embedder (``all_memories``) is not."""
+    model = TokenEmbedder(dimension=DIM)
+    store = open_store(tmp_path / "db")
+    try:
+        store.insert_memory(new("m1", "The API server is written in Go and lives in cmd/api", embedder="old"))
+        store.insert_memory(
+            new("m2", "The API server is written in Go and is in cmd/api", embedder=model.name)
+        )
+        store.mark_consolidated(["m1", "m2"], NOW)
+        assert store.unconsolidated(SCOPE, 10) == []
+        assert reembed(store, model).written == 1
+        assert [memory.id for memory in store.unconsolidated(SCOPE, 10)] == ["m1"]
+        store.mark_consolidated(["m1"], NOW)
+        assert reembed(store, model, all_memories=True).written == 2
+        assert store.unconsolidated(SCOPE, 10) == []
     finally:
         store.close()

@@ -734,18 +734,19 @@ def test_two_memories_that_name_other_days_are_no_twins():
 
 @pytest.mark.parametrize("disputed", ["older", "newer"])
 def test_a_memory_is_never_folded_into_one_it_disputes_or_that_disputes_it(disputed):
-    """A recorded contradiction keeps the two apart whatever their words share: "owned by Carla Reyes" and
-    "owned by Dmitri Volkov" (term Jaccard 3/7, over a 0.4 threshold) name no number or day to tell them
-    apart, and the newer one folded into the older would hide the current owner. Either may rank first."""
-    older = candidate("old", "The payments service is owned by Carla Reyes")
-    newer = candidate("new", "The payments service is owned by Dmitri Volkov")
+    """A recorded contradiction keeps the two apart whatever their words share: "owned by the billing team"
+    and "owned by the platform team" (term Jaccard 4/6, over a 0.4 threshold) name no number, day or name to
+    tell them apart, and the newer one folded into the older would hide the current owner. Either may rank
+    first."""
+    older = candidate("old", "The payments service is owned by the billing team")
+    newer = candidate("new", "The payments service is owned by the platform team")
     older = replace(older, contradicted_by=("new",))
     first, second = (older, newer) if disputed == "older" else (newer, older)
     marked, context = assemble(
         (first, second), top_k=3, char_budget=10_000, retrieval_id="r", fold_threshold=0.4
     )
     assert [c.id for c in marked if c.in_context] == [first.id, second.id]
-    assert "Dmitri Volkov" in context and "Carla Reyes" in context
+    assert "billing team" in context and "platform team" in context
     # Without the record the two are twins at this threshold (the test would pass for no reason otherwise).
     twins, _ = assemble(
         (replace(first, contradicted_by=()), replace(second, contradicted_by=())),
@@ -1023,3 +1024,48 @@ def test_a_dispute_mark_says_newer_and_earlier_disputers_apart():
     assert header.endswith(
         "DISPUTED by newer later (folded into kept) and by earlier fix, which gave this up"
     )
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (
+            "The nightly search indexer job runs on host ash.internal with the default settings",
+            "The nightly search indexer job runs on host oak.internal with the default settings",
+        ),
+        (
+            "The billing reconciliation cron is owned by Priya and pages the payments on-call channel",
+            "The billing reconciliation cron is owned by Marco and pages the payments on-call channel",
+        ),
+    ],
+)
+def test_two_memories_that_name_other_hosts_or_owners_are_no_twins(first, second):
+    """A team's trial: each pair (term Jaccard 8/10 and more) was folded into one, shown as stated by both
+    agents: one host or owner hidden, the other vouched for by an agent who never said it."""
+    assert set_jaccard(term_set(first), term_set(second)) >= 0.7
+    marked, context = assemble(
+        (candidate("a", first, agent_id="alice"), candidate("b", second, agent_id="bob")),
+        top_k=3,
+        char_budget=10_000,
+        retrieval_id="r",
+        fold_threshold=0.7,
+    )
+    assert [c.id for c in marked if c.in_context] == ["a", "b"]
+    assert "also stated by" not in context
+
+
+def test_a_paraphrase_by_other_agents_folds_into_the_memory_shown_which_lists_them_as_stating_it():
+    """A team's trial: three agents' rewordings of one rule were folded into alice's, shown as hers alone."""
+    shown = candidate("a", "We run alembic upgrade head before each deploy", agent_id="alice")
+    bob = candidate("b", "We run alembic upgrade head before every deploy", agent_id="bob")
+    erin = candidate("e", "we run Alembic upgrade head before each deploy", agent_id="erin")
+    own = candidate("o", "We run alembic upgrade head before each deploy!", agent_id="alice")
+    marked, context = assemble(
+        (shown, bob, erin, own), top_k=5, char_budget=10_000, retrieval_id="r", fold_threshold=0.7
+    )
+    assert [c.id for c in marked if c.in_context] == ["a"]
+    assert marked[0].corroborating_agents == ("bob", "erin")
+    assert 'also stated by ["bob", "erin"]' in context
+    assert [c.exclusion_reason for c in marked[1:]] == [
+        "a near-duplicate of a, which is in the context: folded into it"
+    ] * 3
