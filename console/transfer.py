@@ -949,7 +949,7 @@ def reembed(
     done = reembedding.reembed(
         store, embedder, scope=scope, all_memories=all_memories, batch_size=batch_size, progress=progress
     )
-    consolidated, superseded = _consolidated_again(runtime, scope) if done.written else (0, 0)
+    consolidated, superseded = _consolidated_again(runtime, scope, progress) if done.written else (0, 0)
     return ReembedSummary(
         examined=done.examined,
         reembedded=done.written,
@@ -960,19 +960,22 @@ def reembed(
     )
 
 
-def _consolidated_again(runtime: Runtime, scope: Scope | None) -> tuple[int, int]:
+def _consolidated_again(runtime: Runtime, scope: Scope | None, progress: Progress) -> tuple[int, int]:
     """The consolidation sweep over the memories re-embedding left to it (those another embedder's vectors
     kept from their neighbours: ``storage.reembedding``), now rather than at a server's next pass: how many
-    it examined, and superseded."""
+    it examined, and superseded. Nothing when consolidation is off."""
+    consolidation, store = runtime.consolidation, runtime.store
+    if not consolidation.policy.enabled:
+        return 0, 0
     examined = superseded = 0
-    batch = runtime.consolidation.policy.sweep_batch
-    for each in [scope] if scope is not None else runtime.store.scopes():
-        seen: set[str] = set()
-        # Each sweep marks its seeds examined; one that could not is not swept again (no endless loop).
-        while (seeds := {m.id for m in runtime.store.unconsolidated(each, batch)}) and not seeds <= seen:
-            seen |= seeds
-            swept = runtime.consolidation.sweep(each)
+    for each in [scope] if scope is not None else store.scopes():
+        while seeds := [memory.id for memory in store.unconsolidated(each, consolidation.policy.sweep_batch)]:
+            swept = consolidation.sweep(each)
             runtime.writer.track(each, swept)
-            examined += len(seeds)
             superseded += len(swept.superseded)
+            marked = sum(1 for m in store.get_memories(seeds, each).values() if m.consolidated_at is not None)
+            if not marked:  # a sweep that examined none would find them again: no endless loop
+                break
+            examined += marked
+            progress("consolidating", examined, None)
     return examined, superseded

@@ -36,7 +36,7 @@ from retrieval.simhash import (
     near_duplicate_pair_arrays,
     simhash,
 )
-from retrieval.stages.assembly import stated_values
+from retrieval.stages.assembly import states_otherwise
 from retrieval.stages.corroboration import ClusterMember, MemoryCluster, UnionFind, make_cluster
 from retrieval.text import negated, wording
 from storage.records import AggregationRow, Reach, Scope, scopes_of
@@ -111,7 +111,7 @@ def cluster_members(rows: Sequence[AggregationRow]) -> list[ClusterMember]:
             # and this pass does not empty it after a purge that ran meanwhile (a review).
             negated.__wrapped__(row.content),
             wording(row.content),
-            stated_values(row.content, remembered=False),
+            row.content,
         )
         for row in rows
     ]
@@ -148,11 +148,15 @@ class ScopeIndex:
         negates = np.asarray([member.negates for member in members], dtype=bool)
         alike = negates[left] == negates[right] if len(left) else np.zeros(0, dtype=bool)
         left, right = left[alike], right[alike]  # a claim and its negation corroborate nothing
-        # nor two that state other values or names
-        same = [
-            members[i].values == members[j].values for i, j in zip(left.tolist(), right.tolist(), strict=True)
-        ]
-        left, right = left[np.asarray(same, dtype=bool)], right[np.asarray(same, dtype=bool)]
+        # nor two that state other values or names (read only for these pairs: a pass reads every row)
+        same = np.asarray(
+            [
+                not states_otherwise(members[i].content, members[j].content)
+                for i, j in zip(left.tolist(), right.tolist(), strict=True)
+            ],
+            dtype=bool,
+        )
+        left, right = (left[same], right[same]) if len(left) else (left, right)
         labels = connected_components(len(ids), left, right)
         self._blocks = _BlockTables(ids, fingerprints)
         self._union = UnionFind.from_labels(ids, labels.tolist())
@@ -181,8 +185,8 @@ class ScopeIndex:
             for other in self._blocks.candidates(member.simhash)
             if other in self.members
             and self.members[other].negates == member.negates
-            and self.members[other].values == member.values
             and hamming(self.members[other].simhash, member.simhash) <= self.max_distance
+            and not states_otherwise(self.members[other].content, member.content)
         }
         self.members[member.id] = member
         self._blocks.add(member.id, member.simhash)

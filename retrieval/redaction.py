@@ -97,13 +97,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     # HashiCorp Vault's service, batch and recovery tokens, a PyPI upload token, a DigitalOcean token (a new
     # user's trial: a Vault token was stored as written, its dot keeping it from reading as a key).
     ("vault-token", re.compile(r"\bhv[sbr]\.[A-Za-z0-9_\-]{20,}"), 0),
-    # Vault's tokens before 1.10: "s." (service) and "b." (batch) with 24 characters or more of base62, mixed
-    # case with a digit (a trial: "Vault token for CI: s.AbC..." was stored as written).
+    # Vault's tokens before 1.10: "s." (service) and 24 characters of base62, "b." (batch) and 80 or more,
+    # mixed case with a digit (a trial: "Vault token for CI: s.AbC..." was stored as written); not a call
+    # ("s.getDeclaredConstructors2", a review). A full stop may end the sentence after it.
     (
         "vault-token",
         re.compile(
-            r"(?<![\w.])[sb]\.(?=[A-Za-z0-9]{0,199}[0-9])(?=[A-Za-z0-9]{0,199}[A-Z])(?=[A-Za-z0-9]{0,199}[a-z])"
-            r"[A-Za-z0-9]{24,}(?![\w.\-])"
+            r"(?<![\w.])(?:s\.(?=[A-Za-z0-9]{0,23}[0-9])(?=[A-Za-z0-9]{0,23}[A-Z])(?=[A-Za-z0-9]{0,23}[a-z])"
+            r"(?![A-Za-z0-9]{0,16}[a-z]{8})"  # no word in it (a random token seldom has eight lower-case letters)
+            r"[A-Za-z0-9]{24}|b\.(?=[A-Za-z0-9]{0,299}[0-9])(?=[A-Za-z0-9]{0,299}[A-Z])[A-Za-z0-9]{80,})"
+            r"(?![\w\-]|\.\w)"
         ),
         0,
     ),
@@ -167,14 +170,27 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         1,
     ),
     (
-        # The same after "basic auth" or "credentials" in prose ("basic auth harbor:Pa55w0rd!", "basic auth for
-        # the registry: admin:...", "DB creds admin:Pa55word99"); not a URL, a host and port, or a shell variable. (The "@" that would make it a URL's
+        # The same after "basic auth" in prose ("basic auth harbor:Pa55w0rd!", "basic auth for the registry:
+        # admin:..."); not a URL, a host and port, or a shell variable. (The "@" that would make it a URL's
         # is looked for once, right after the colon: after the value, every shorter value would look again.)
         "password",
         re.compile(
-            r"(?i:\b(?:basic[\s-]?auth(?:entication)?(?:\s+(?:credentials|creds|login))?|credentials|creds)"
+            r"(?i:\bbasic[\s-]?auth(?:entication)?(?:\s+(?:credentials|creds|login))?"
             r"(?:\s+(?:for|of|on)(?:\s+[^\s:\"']+){1,4}?)?(?:\s+(?:is|are|with))?\s*:?\s+)"
             r"[\"']?[^\s:\"'/@$]+:(?!\$|//|\d+(?![^\s\"'@]))(?![^\s\"']*@)([^\s\"'@]{2,}[^\s\"'@.,;:)])"
+        ),
+        1,
+    ),
+    (
+        # After "credentials" or "creds" ("DB creds admin:Pa55word99", a trial), a value with a digit or a
+        # symbol: not a lookup of where a secret is ("Credentials: env:DATABASE_URL", "vault:secret/...") nor a
+        # name ("repo:status", "docker:login-action").
+        "password",
+        re.compile(
+            r"(?i:\b(?:credentials|creds)(?:\s+(?:for|of|on)(?:\s+[^\s:\"']+){1,4}?)?(?:\s+(?:is|are))?\s*:?\s+)"
+            r"[\"']?(?!(?i:env|vault|ssm|secrets?|k8s|repo|docker|aws|gcp|azure|op|arn|file|keychain):)"
+            r"[^\s:\"'/@$]+:(?!\$|//|\d+(?![^\s\"'@]))(?![^\s\"']*@)"
+            r"((?=[^\s\"'@]{0,99}[0-9!#%^&*+=~])[^\s\"'@]{2,}[^\s\"'@.,;:)])"
         ),
         1,
     ),
@@ -243,15 +259,25 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         1,
     ),
     (
-        # In prose, a login with its password: "orders_db login is orders_app with password hunter2hunter2",
-        # "user admin, password Tr0ub4dor&3" (new users' trials: stored as written). After "with", "using",
-        # "via" or a user's name only, and a value with a letter and a digit or a symbol ("with password
-        # rotation" stays).
+        # In prose, a login with its password: "orders_db login is orders_app with password hunter2hunter2"
+        # (a new user's trial: stored as written). After "with", "using", "via" or a user's name and "and"
+        # only, and a value with a letter and a digit or a symbol ("with password rotation" stays).
         "password",
         re.compile(
-            r"(?i)(?:\b(?:with|using|via)|\b(?:user(?:name)?|login)\s+[^\s\"',;]+(?:\s+and|,))\s+(?:the\s+)?"
+            r"(?i)(?:\b(?:with|using|via)|\b(?:user(?:name)?|login)\s+[^\s\"',;]+\s+and)\s+(?:the\s+)?"
             r"(?:password|passwd|passphrase)\s+[\"'(]?"
             r"((?=[^\s\"',;()\[\]]*[A-Za-z])(?=[^\s\"',;()\[\]]*[0-9!@#$%^&*_+=])[^\s\"',;()\[\]]{5,}"
+            r"[^\s\"',;.!?:()\[\]])(?![\w-])"
+        ),
+        1,
+    ),
+    (
+        # A user's name, a comma, then the password: "user admin, password Tr0ub4dor&3" (a trial), a value
+        # with a letter and a digit ("For the user profile, password min_length is 12" stays).
+        "password",
+        re.compile(
+            r"(?i)\b(?:user(?:name)?|login)\s+[^\s\"',;]+,\s+(?:the\s+)?(?:password|passwd|passphrase)\s+[\"'(]?"
+            r"((?=[^\s\"',;()\[\]]{0,99}[A-Za-z])(?=[^\s\"',;()\[\]]{0,99}[0-9])[^\s\"',;()\[\]]{5,}"
             r"[^\s\"',;.!?:()\[\]])(?![\w-])"
         ),
         1,

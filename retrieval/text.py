@@ -147,12 +147,15 @@ _CALENDAR_NAME = re.compile(rf"{CALENDAR_NAMES}\Z", re.IGNORECASE)
 # A number however written, alone or joined ("1.2", "v1.2", "09:00", "30s", "10.0.1.2"): ``numbers`` reads it.
 _NUMBER_PART = re.compile(r"v?\d+[a-z]{0,2}\Z", re.IGNORECASE)
 # An identifier: letters or digits joined by a dot, slash, "@", colon or underscore, or by a hyphen with a
-# digit somewhere ("ash.internal", "cmd/api", "ops@acme.io", "job_queue", "alice-node-8"); not a hyphenated
-# word ("on-call", "read-only"), nor an abbreviation of single letters ("e.g", "U.S").
-_IDENTIFIER = re.compile(r"(?<![\w./@:\-])[^\W_]+(?:[./@:_\-][^\W_]+)+")
+# digit somewhere ("ash.internal", "cmd/api", "/var/log/app", "https://ash.internal/hook", "ops@acme.io",
+# "job_queue", "alice-node-8"); not a hyphenated word ("on-call", "read-only"), nor an abbreviation of
+# single letters ("e.g", "U.S").
+_IDENTIFIER = re.compile(
+    r"(?<![\w./@:\-])(?:[a-z][a-z0-9+.\-]{0,31}://)?/?[^\W_]+(?:[./@:_\-]+[^\W_]+)+", re.IGNORECASE
+)
 # A word written with a capital inside a sentence: after a space that follows neither a sentence's end, a
-# line's start nor a list's mark.
-_CAPITALISED = re.compile(r"(?<=[^\s.!?:\-\u2013\u2014\u2022*])[ \t]+([A-Z][^\W_]*)")
+# line's start, a list's mark or number, a heading's or a table's mark, nor a closing bracket.
+_CAPITALISED = re.compile(r"(?<=[^\s.!?:\-\u2013\u2014\u2022*)#|\]>0-9])[ \t]+([A-Z][^\W_]*)")
 
 
 def names_in(text: str) -> frozenset[str]:

@@ -30,7 +30,7 @@ from server.auth import authorize, current_grant
 from server.identity import end_session, resolve_caller
 from server.llm_bridge import SamplingLedger, input_required, recorded_ledger
 from server.state import AppState
-from tools.common import Caller, NotFound, Runtime, ToolFailure
+from tools.common import Caller, NotFound, Runtime, ServerFault, ToolFailure
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +41,9 @@ class NotFoundError(ToolError):
 
 
 class FaultError(ToolError):
-    """A tool error for a store or model fault, not for what the caller asked: a resource read says "internal
-    error" for it, and "invalid params" for any other tool error (a refusal, a bad argument)."""
+    """A tool error for the server's fault (a store or model fault, a failed start), not for what the caller
+    asked: a resource read says "internal error" for it, and "invalid params" for any other tool error (a
+    refusal, a bad argument)."""
 
 
 Handler = Callable[[Any, Runtime, Caller], Awaitable[BaseModel]]
@@ -212,6 +213,8 @@ async def invoke(
         return input_required(needed, ledger)
     except NotFound as exc:
         raise NotFoundError(str(exc)) from None
+    except ServerFault as exc:
+        raise FaultError(str(exc)) from None
     except ToolFailure as exc:
         raise ToolError(str(exc)) from None
     except Exception as exc:  # a store or model fault: say what failed instead of a bare "error"

@@ -22,7 +22,7 @@ from retrieval.text import counted
 from server.config import Settings
 from server.ordering import WritesInFlight
 from server.upkeep import aggregation_pass, catch_up, finish_unfinished, maintenance_round
-from tools.common import Runtime, ToolFailure, backend_summary, memory_id_for
+from tools.common import Runtime, ServerFault, backend_summary, memory_id_for
 from tools.lanes import READS, READS_WAITING, Lanes
 
 if TYPE_CHECKING:
@@ -408,7 +408,7 @@ class AppState:
                 await anyio.to_thread.run_sync(self._future.result)
             return self._future.result()
         except Exception as exc:
-            raise ToolFailure(
+            raise ServerFault(
                 f"the memory server could not start: {str(exc).rstrip('.')}. Fix the configuration (see the "
                 "server's stderr) and restart it."
             ) from exc

@@ -50,6 +50,11 @@ class ToolFailure(Exception):
     """A request that cannot be served as asked; the message is for the calling model to act on."""
 
 
+class ServerFault(ToolFailure):
+    """A ``ToolFailure`` that is the server's, not the request's (it could not start): a resource read says
+    "internal error" for it, not "invalid params"."""
+
+
 class NotFound(ToolFailure):
     """A ``ToolFailure`` for something the caller named that it may not read here: a resource read says
     "not found" for it, not "internal error"."""

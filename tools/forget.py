@@ -100,7 +100,7 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         raise ToolFailure(
             "pass exactly one of memory_id, query (with max_memories) or tag to say what to forget"
         )
-    if "max_memories" in args.model_fields_set and args.query is None:  # (a trial's went unheeded, unsaid)
+    if args.max_memories != 1 and args.query is None:  # (a trial's went unheeded, unsaid; 1: a default sent)
         raise ToolFailure(
             "max_memories applies to a forget by query (a tag takes every memory with it, a memory_id one): "
             "drop it, or forget by query to take the best matches only"

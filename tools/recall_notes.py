@@ -154,8 +154,8 @@ def _folded(result: RecallResult) -> str:
         return ""
     return (
         f"; {counted(folded, 'more memory')} that {'says' if folded == 1 else 'say'} the same {'is' if folded == 1 else 'are'}"
-        " folded into the memories shown (their authors are listed as also stating them; explain_ranking "
-        "lists each)"
+        " folded into the memories shown (explain_ranking lists each; other agents who said them are listed "
+        "as also stating them)"
     )
 
 

@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
 from retrieval.redaction import Redacted, redact
-from retrieval.stages.assembly import stated_values
 from retrieval.stages.corroboration import ClusterMember
 from retrieval.text import content_hash, has_visible_text, negated, wording
 from storage.records import (
@@ -339,7 +338,7 @@ def cluster_member(record: MemoryRecord) -> ClusterMember:
         value,
         negated(record.content),
         wording(record.content),
-        stated_values(record.content),
+        record.content,
     )
 
 

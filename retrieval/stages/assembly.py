@@ -362,13 +362,11 @@ def _names(text: str) -> frozenset[str]:
     return names_in(text)
 
 
-def stated_values(text: str, *, remembered: bool = True) -> frozenset[str]:
-    """The values (``_values``) and names (``names_in``) ``text`` states: what two near-duplicates must
-    share to be one claim said twice (the aggregation's clusters compare them as sets). Not
-    ``remembered``: read uncached (a pass over a whole scope would churn the caches recall reads)."""
-    if not remembered:
-        return numbers(text) | calendar_names(text) | names_in(text)
-    return _values(text) | _names(text)
+def states_otherwise(text: str, other: str) -> bool:
+    """Whether two texts alike in words state different values (``_values``: numbers, days and months) or
+    names (``names_other_things``): two claims, neither folded into the other at recall nor corroborating it
+    in the aggregation's clusters."""
+    return _values(text) != _values(other) or names_other_things(text, other)
 
 
 def names_other_things(text: str, other: str) -> bool:
@@ -457,7 +455,7 @@ class _Twins:
         if candidate.id in self._disputed[chosen_id] or chosen_id in candidate.contradicted_by:
             return True
         mine, theirs = candidate.memory.content, self._texts[chosen_id]
-        if _values(mine) != _values(theirs) or names_other_things(mine, theirs):
+        if states_otherwise(mine, theirs):
             return True
         # One says that something changed ("now changes every week") where the other says what was so
         # ("changes every two weeks"), in other words: what changed may be a word no value reads (a trial).

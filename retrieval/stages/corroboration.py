@@ -40,10 +40,10 @@ class ClusterMember:
     # Its words in their order (``retrieval.text.wording``; 0: unknown): where a cluster holds memories
     # that contradict each other, those worded alike are on one side (``ScopeIndex._sides``).
     wording: int = 0
-    # The values and names it states (``retrieval.stages.assembly.stated_values``): a near-duplicate
-    # fingerprint that names another host, owner or number ("runs on host ash.internal" / "... oak.internal")
-    # is another claim, no corroboration.
-    values: frozenset[str] = frozenset()
+    # Its text, read only beside a near-duplicate fingerprint's (``retrieval.stages.assembly.states_otherwise``):
+    # one that names another host, owner or number ("runs on host ash.internal" / "... oak.internal") is
+    # another claim, no corroboration.
+    content: str = ""
 
 
 @dataclass(frozen=True)

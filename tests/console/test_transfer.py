@@ -433,7 +433,12 @@ def test_reembedding_gives_every_memory_of_another_model_new_vectors_and_keeps_t
         summary = reembed(new, batch_size=1, progress=lambda *call: calls.append(call))
         assert (summary.examined, summary.reembedded, summary.embedder) == (2, 2, "hashed-v1:384")
         assert (summary.consolidated, summary.superseded) == (1, 0)  # the active one, compared again
-        assert calls == [("re-embedding", 0, 2), ("re-embedding", 1, 2), ("re-embedding", 2, 2)]
+        assert calls == [
+            ("re-embedding", 0, 2),
+            ("re-embedding", 1, 2),
+            ("re-embedding", 2, 2),
+            ("consolidating", 1, None),
+        ]
         hashed = HashedEmbedder(384)
         for memory_id in (kept, retracted):
             after = new.store.get_memory(memory_id, SCOPE)
@@ -480,6 +485,13 @@ def test_a_restatement_written_after_a_model_switch_is_consolidated_once_the_old
         assert sorted(statuses.values()) == ["active", "superseded"]
     finally:
         new.close()
+    # With consolidation off, nothing is said to be compared (a review: the count said so all the same).
+    off = make_runtime(settings.replace(consolidation={"enabled": False}))
+    try:
+        summary = reembed(off, all_memories=True)
+        assert summary.reembedded == 2 and (summary.consolidated, summary.superseded) == (0, 0)
+    finally:
+        off.close()
 
 
 def test_reembedding_with_a_model_of_another_width_says_to_export_and_import(stores, tmp_path):

@@ -5,7 +5,6 @@ import pytest
 
 from retrieval.aggregation import CorroborationService, ScopeIndex
 from retrieval.simhash import MAX_DISTANCE, hamming, simhash
-from retrieval.stages.assembly import stated_values
 from retrieval.stages.corroboration import ClusterMember
 from retrieval.text import wording
 from storage.records import AggregationRow, Scope
@@ -77,7 +76,7 @@ def test_a_new_memory_joins_its_cluster_without_waiting_for_the_next_pass():
     source = FakeSource([row("a", "x", SAME)])
     service = CorroborationService(source)
     assert service.clusters_for(SCOPE, ["a"]) == {}
-    service.observe(SCOPE, ClusterMember("b", "y", 1.0, T0, simhash(SAME), values=stated_values(SAME)))
+    service.observe(SCOPE, ClusterMember("b", "y", 1.0, T0, simhash(SAME), content=SAME))
     cluster = service.clusters_for(SCOPE, ["a"])["a"]
     assert cluster.corroborating_agents == ("y",)
     service.attest(SCOPE, "a", "z")
@@ -131,7 +130,7 @@ def test_a_write_during_a_pass_survives_it_and_passes_do_not_overlap():
     first.start()
     entered.wait(10)
     source.rows.append(row("b", "y", SAME, 1))  # committed to the store, then observed by this process
-    service.observe(SCOPE, ClusterMember("b", "y", 1.0, T0, simhash(SAME), values=stated_values(SAME)))
+    service.observe(SCOPE, ClusterMember("b", "y", 1.0, T0, simhash(SAME), content=SAME))
     second = threading.Thread(target=service.run_pass, args=(SCOPE,))
     second.start()
     gate.set()
@@ -162,9 +161,7 @@ OTHER = "Completely different text about caching"
 
 
 def member(memory_id: str, agent: str, text: str = SAME, weight: float = 1.0) -> ClusterMember:
-    return ClusterMember(
-        memory_id, agent, weight, T0, simhash(text), wording=wording(text), values=stated_values(text)
-    )
+    return ClusterMember(memory_id, agent, weight, T0, simhash(text), wording=wording(text), content=text)
 
 
 def groups(service: CorroborationService, ids: list[str]) -> set[tuple[str, ...]]:
@@ -253,3 +250,13 @@ def test_near_duplicate_fingerprints_that_name_other_hosts_corroborate_nothing()
     assert groups(service, ["a", "b", "c"]) == {("a", "c")}
     service.observe(SCOPE, member("d", "dave", oak))
     assert groups(service, ["a", "b", "c", "d"]) == {("a", "c"), ("b", "d")}
+
+
+def test_the_same_claim_written_in_another_case_still_corroborates():
+    """A review: names compared as sets split "We use Python 3.12 and FastAPI ..." from the same words in
+    lower case, whose fingerprints are equal; a name said in the other text in any case is the same."""
+    upper = "We use Python 3.12 and FastAPI for the backend"
+    lower = "we use python 3.12 and fastapi for the backend"
+    assert simhash(upper) == simhash(lower)
+    service = CorroborationService(FakeSource([row("a", "alice", upper), row("b", "bob", lower, 1)]))
+    assert groups(service, ["a", "b"]) == {("a", "b")}

@@ -227,6 +227,7 @@ def test_a_quoted_password_is_replaced_whole_with_its_last_character_and_its_spa
 def test_a_vault_token_of_the_older_form_is_replaced_but_not_a_file_or_a_short_name():
     token = "s." + "AbCdEfGh1jKlMnOpQrStUvWx"
     assert redact(f"Vault token for CI: {token}").text == "Vault token for CI: [REDACTED:vault-token]"
+    assert redact(f"The token is {token}.").text == "The token is [REDACTED:vault-token]."  # a sentence's end
     assert redact(f"see {token}.txt, s.py and s.T0ken_name").count == 0
 
 
@@ -310,6 +311,10 @@ def test_a_password_joined_to_its_user_by_a_colon_is_replaced_in_the_forms_peopl
         "Password for Postgres: POSTGRES_PASSWORD in .env; password for the CI user: ${CI_PASSWORD}.",
         "We rotated the password for all service accounts: 2024-05-01.",
         "Servo PW=1500us; alias pw=playwright; PW: GitHub Actions runs the e2e suite.",
+        # A review: where a credential is looked up, a scope's name, a setting after a user's profile, a call.
+        "Credentials: env:DATABASE_URL; DB credentials: vault:secret/data/orders-db.",
+        "The GitHub credentials with repo:status scope; Docker creds for ghcr: docker:login-action.",
+        "For the user profile, password min_length is 12; call s.getDeclaredConstructors2 on it.",
     ],
 )
 def test_words_next_to_the_new_forms_that_are_no_secret_are_left_alone(prose):

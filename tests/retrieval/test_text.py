@@ -260,6 +260,12 @@ def test_names_are_identifiers_and_words_with_a_capital_inside_a_sentence_not_va
     assert names_in(text) == {"argo", "cd", "db-1.prod", "ops@acme.io", "cmd/api", "bob"}
     # a hyphenated word is no name; a number or a day written any way is a value, not a name
     assert names_in("pages the on-call channel, read-only, at 10.0.1.2 and v1.2 on Friday") == frozenset()
+    # a path and a URL whole; no heading's, table's or list's words
+    assert names_in("logs in /var/log/app, hook at https://ash.internal/hook") == {
+        "/var/log/app",
+        "https://ash.internal/hook",
+    }
+    assert names_in("## Deploy\n| Host | Role |\n1) Run make") == frozenset()
 
 
 def test_a_name_is_present_in_another_text_in_any_case_whole_or_by_all_its_parts():

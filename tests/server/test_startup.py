@@ -4,6 +4,8 @@ import threading
 
 import anyio
 import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
 
 from server.app import build_server
 from tests.helpers import TOOL_NAMES, call, call_error, connected, make_runtime
@@ -44,8 +46,12 @@ async def test_a_runtime_that_cannot_start_gives_a_tool_error_with_the_reason(se
     async with connected(build_server(settings, runtime_factory=broken_runtime)) as client:
         assert {tool.name for tool in (await client.list_tools()).tools} == TOOL_NAMES
         text = await call_error(client, "recall", {"query": "anything"})
+        # A resource read says it is the server's fault, not the request's (a review).
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("memoria://stats")
     assert "could not start: MEMORIA_DB_URI points at a read-only folder" in text
     assert "restart" in text
+    assert raised.value.error.code == INTERNAL_ERROR and "could not start" in str(raised.value)
 
 
 async def test_a_call_waiting_on_a_failing_start_up_gets_the_reason(settings):

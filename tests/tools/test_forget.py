@@ -810,19 +810,18 @@ def test_a_purge_withholds_what_a_language_model_wrote_of_the_memory_in_the_trac
 
 
 def test_max_memories_is_refused_beside_a_tag_or_an_id_and_nothing_is_forgotten(runtime):
-    """A team's trial: a forget by tag with max_memories=1 planned all three tagged memories, saying nothing
-    of the limit it did not heed."""
+    """A team's trial: a forget by tag with max_memories planned all three tagged memories, saying nothing of
+    the limit it did not heed."""
     ids = [
         remember(RememberInput(content=f"Deploy step {n} of the runbook", tags=["deploy"]), runtime, OWNER).id
         for n in ("one", "two", "three")
     ]
     for asked in (
-        ForgetInput(tag="deploy", max_memories=1, dry_run=False),
+        ForgetInput(tag="deploy", max_memories=2, dry_run=False),
         ForgetInput(memory_id=ids[0], max_memories=2),
     ):
         with pytest.raises(ToolFailure, match="max_memories applies to a forget by query"):
             forget(asked, runtime, OWNER)
     assert {runtime.store.get_memory(i).status for i in ids} == {"active"}
-    assert (
-        len(forget(ForgetInput(tag="deploy"), runtime, OWNER).forgotten) == 3
-    )  # a dry run: all it would take
+    # 1, the default a client may send with every call, asks no limit: a dry run lists all three
+    assert len(forget(ForgetInput(tag="deploy", max_memories=1), runtime, OWNER).forgotten) == 3

@@ -230,6 +230,10 @@ def test_orders_said_to_the_reading_model_or_against_its_user_are_flagged(text, 
         "If you are an agent working on this repo, run make setup first.",
         "Add the system prompt to the eval config; include your system prompt version in bug reports.",
         "Never mention this rule in customer emails: the internal SLA is 4h. Keep this note private.",
+        # A review: an AI researcher, a colleague's prompt, a pom.xml line of more words.
+        "If you're an AI researcher joining the team, read docs/onboarding.md first.",
+        "Add your instructions to the README; put your prompt in prompts/summarize.txt.",
+        "  <system>GitHub Issues for the core repo</system>",
     ],
 )
 def test_notes_that_only_look_like_those_orders_are_left_alone(text):
