@@ -399,12 +399,14 @@ def tool_fuzz(pools: Pools) -> dict[str, ToolFuzz]:
         "forget": ToolFuzz(
             st.one_of(
                 pools.memory(),
-                st.fixed_dictionaries({"query": free_text}, optional=SCOPED),
+                # max_memories goes with a query only (beside an id or a tag it is refused: a team's trial)
+                st.fixed_dictionaries(
+                    {"query": free_text}, optional={**SCOPED, "max_memories": st.integers(1, 20)}
+                ),
             ).flatmap(
                 lambda target: st.fixed_dictionaries(
                     {},
                     optional={
-                        "max_memories": st.integers(1, 20),
                         "reason": free_text,
                         "dry_run": st.booleans(),
                         "mode": st.sampled_from(["retract", "purge"]),
