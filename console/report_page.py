@@ -598,7 +598,8 @@ def _cluster_details(cluster: ClusterView) -> str:
         for member in cluster.members
     )
     summary = (
-        f"<b>{cluster.size}</b> {'member' if cluster.size == 1 else 'members'} · agents {_e(', '.join(cluster.agents))} · corroboration "
+        f"<b>{cluster.size}</b> {'member' if cluster.size == 1 else 'members'} · "
+        f"agents {_e(', '.join(cluster.agents))} · corroboration "
         f"{cluster.corroboration_score} · boost +{cluster.boost:.3f} — "
         f'<span class="preview">{_e(clip(_canonical_preview(cluster), 90))}</span>'
     )

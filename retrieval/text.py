@@ -161,9 +161,10 @@ _CAPITALISED = re.compile(r"(?<=[^\s.!?:\-\u2013\u2014\u2022*)#|\]>0-9])[ \t]+([
 def names_in(text: str) -> frozenset[str]:
     """The names and identifiers ``text`` states, lower-cased: identifiers (``_IDENTIFIER``) and words
     written with a capital inside a sentence ("owned by Priya", "runs on Postgres"), not a function word
-    nor "I"; not numbers, days or months (values, read as such). Two memories that name different ones say different things, however alike their other words
-    (a team's trial: "... runs on host ash.internal" was folded into "... runs on host oak.internal", and
-    "owned by Priya" into "owned by Marco", as one claim stated by both agents)."""
+    nor "I"; not numbers, days or months (values, read as such). Two memories that name different ones
+    say different things, however alike their other words (a team's trial: "... runs on host
+    ash.internal" was folded into "... runs on host oak.internal", and "owned by Priya" into "owned by
+    Marco", as one claim stated by both agents)."""
     written = unicodedata.normalize("NFKC", text)
     found = {
         token.lower()

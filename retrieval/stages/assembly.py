@@ -446,12 +446,12 @@ class _Twins:
         return swapped_spans(candidate.memory.content, self._texts[chosen_id]) is not None
 
     def _other_values(self, candidate: Candidate, chosen_id: str) -> bool:
-        """Whether the two name different values (``_values``: numbers, days and months) or names
-        (``names_other_things``), or a newer one of the two disputes the other (a contradiction recorded at write): "is 100 requests per minute" is no
-        twin of "is 300 requests per minute", nor "frozen every Friday" of "frozen every Thursday", though
-        every other word is the same (new users' trials saw one value or the other, by how the question
-        was put, and nothing said the other was there: the newer value folded into the older one it
-        disputes)."""
+        """Whether the two state other values or names (``states_otherwise``), or a newer one of the two
+        disputes the other (a contradiction recorded at write): "is 100 requests per minute" is no twin of
+        "is 300 requests per minute", nor "frozen every Friday" of "frozen every Thursday", nor "owned by
+        Priya" of "owned by Marco", though every other word is the same (new users' trials saw one value or
+        the other, by how the question was put, and nothing said the other was there: the newer value
+        folded into the older one it disputes)."""
         if candidate.id in self._disputed[chosen_id] or chosen_id in candidate.contradicted_by:
             return True
         mine, theirs = candidate.memory.content, self._texts[chosen_id]

@@ -40,9 +40,9 @@ class ClusterMember:
     # Its words in their order (``retrieval.text.wording``; 0: unknown): where a cluster holds memories
     # that contradict each other, those worded alike are on one side (``ScopeIndex._sides``).
     wording: int = 0
-    # Its text, read only beside a near-duplicate fingerprint's (``retrieval.stages.assembly.states_otherwise``):
-    # one that names another host, owner or number ("runs on host ash.internal" / "... oak.internal") is
-    # another claim, no corroboration.
+    # Its text, read only beside a near-duplicate fingerprint's (``retrieval.stages.assembly.
+    # states_otherwise``): one that names another host, owner or number ("runs on host ash.internal" /
+    # "... oak.internal") is another claim, no corroboration.
     content: str = ""
 
 
