@@ -660,6 +660,19 @@ def listed(values: Sequence[object], shown: int = 5) -> str:
     return ", ".join(str(value) for value in values[:shown]) + more
 
 
+# An episode's title, at most: its first line (its summary, when shown, follows in full).
+TITLE_CHARS = 120
+
+
+def clip_at_word(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters at a word, an ellipsis marking the cut (a trial read an episode's
+    title "fixed by raising pool size to 5" whose summary said 50)."""
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    return (cut.rsplit(None, 1)[0] if " " in cut.strip() else cut).rstrip(" ,;:") + "…"
+
+
 def clip(text: str, width: int) -> str:
     """``text`` on one line of at most ``width`` characters (an ellipsis marks a cut)."""
     line = " ".join(str(text).split())

@@ -48,7 +48,9 @@ from retrieval.stages.expansion import EpisodeSource
 from retrieval.stages.filler import filler_bar, left_out_as_filler, share_for
 from retrieval.stages.instructions import instruction_signals
 from retrieval.text import (
+    TITLE_CHARS,
     cached_term_set,
+    clip_at_word,
     keyed_by_text,
     names_in,
     names_present,
@@ -289,7 +291,7 @@ def render_episode_header(
         return "\n## " + single_line(parts[0]) + "\n"
     if episode is not None:
         if episode.title:
-            parts.append(quoted_field(episode.title[:120]))
+            parts.append(quoted_field(clip_at_word(episode.title, TITLE_CHARS)))
         parts.append(_in_zone(episode.started_at, time_zone).strftime("%Y-%m-%d %H:%M"))
         if episode.agent_id:  # none when a private memory began the episode
             parts.append(f"agent {quoted_field(episode.agent_id)}")
@@ -388,6 +390,7 @@ class _Twins:
         self._terms: list[tuple[str, frozenset[str]]] = []
         self._holding: dict[str, list[int]] = {}  # a word -> the selected memories (indexes) that hold it
         self._texts: dict[str, str] = {}  # selected candidate id -> its text
+        self._summaries: dict[str, bool] = {}  # selected candidate id -> whether it is an episode's summary
         self._disputed: dict[str, tuple[str, ...]] = {}  # selected candidate id -> the newer that dispute it
 
     def of(self, candidate: Candidate) -> str | None:
@@ -432,6 +435,7 @@ class _Twins:
         if self._threshold is None:
             return
         self._texts[candidate.id] = candidate.memory.content
+        self._summaries[candidate.id] = candidate.memory.kind == "episode"
         self._disputed[candidate.id] = candidate.contradicted_by
         if candidate.cluster_canonical:
             self._clusters.setdefault(candidate.cluster_canonical, candidate.id)
@@ -453,6 +457,9 @@ class _Twins:
         the other, by how the question was put, and nothing said the other was there: the newer value
         folded into the older one it disputes)."""
         if candidate.id in self._disputed[chosen_id] or chosen_id in candidate.contradicted_by:
+            return True
+        # An episode's summary heads its block: never folded into a fact, nor a fact into it (a trial).
+        if (candidate.memory.kind == "episode") != self._summaries[chosen_id]:
             return True
         mine, theirs = candidate.memory.content, self._texts[chosen_id]
         if states_otherwise(mine, theirs):

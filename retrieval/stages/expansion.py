@@ -151,7 +151,9 @@ class EpisodeExpansionStage:
         records = self._source.get_memories(
             nearest_members(sources, stubs, self._max_siblings), request.reach
         )
-        members = list(records.values())
+        # Of the kinds and tags the recall asked for too (a trial: kinds=["artifact"] brought an episode's
+        # facts and its summary beside its config).
+        members = [memory for memory in records.values() if _asked_for(request, memory)]
         authors = [c.memory.agent_id for c in candidates] + [m.agent_id for m in members]
         named = named_agents(request.query, authors) if self._author_discount else ()
         weights = None
@@ -181,3 +183,14 @@ class EpisodeExpansionStage:
             weighting_enabled=request.weighting_enabled,
         )
         return StageOutput(expanded, (SiblingsAdded(used, added, self._alpha),))
+
+
+def _asked_for(request: RecallRequest, memory: MemoryRecord) -> bool:
+    """Whether ``memory`` is of a kind and has tags the recall searched within (any of ``tags``, or all of
+    them with ``tags_all``)."""
+    if request.kinds and memory.kind not in request.kinds:
+        return False
+    if not request.tags:
+        return True
+    held = set(memory.tags)
+    return held.issuperset(request.tags) if request.tags_all else not held.isdisjoint(request.tags)

@@ -1223,6 +1223,24 @@ def test_similar_artifacts_are_linked_as_versions_and_the_chain_is_queryable(run
     assert status(runtime, v1) == status(runtime, v2.id) == "superseded"
 
 
+def test_an_artifact_tagged_for_another_environment_is_no_version_of_it(runtime):
+    """A trial: the staging copy of the prod nginx.conf (tags share nothing) superseded the prod one, and a
+    recall with tags=["prod"] gave the staging IPs. A copy with a tag in common is still a version."""
+    prod = "nginx.conf\nupstream checkout { server 10.0.3.11:8080; }\nserver_name checkout.example.com;"
+    staging = prod.replace("10.0.3.", "10.9.3.")
+    first = remember(RememberInput(content=prod, kind="artifact", tags=["prod"]), runtime, caller()).id
+    copy = remember(
+        RememberInput(content=staging, kind="artifact", tags=["staging"]), runtime, caller("ses_2")
+    )
+    assert copy.consolidation.version_of is None and status(runtime, first) == "active"
+    newer = remember(
+        RememberInput(content=prod.replace("10.0.3.11", "10.0.3.21"), kind="artifact", tags=["prod", "edge"]),
+        runtime,
+        caller("ses_3"),
+    )
+    assert newer.consolidation.version_of == first and status(runtime, first) == "superseded"
+
+
 def test_an_artifact_edit_that_adds_a_negation_is_still_its_next_version(runtime):
     # Code and config hold "not" and "None" everywhere: for an artifact, a negation is an edit like any other.
     v1 = remember(

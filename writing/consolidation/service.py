@@ -811,10 +811,14 @@ class ConsolidationService:
     def _version(
         self, memory: MemoryRecord, neighbours: Sequence[SearchHit], actor: Actor, report: ConsolidationReport
     ) -> None:
+        # Tags that share nothing say another thing, not a newer one: "prod" and "staging" copies of one
+        # config (a trial: the staging copy superseded the prod one, and recall for "prod" gave staging IPs).
         candidates = [
             (token_jaccard(memory.content, hit.record.content), hit.record)
             for hit in neighbours
-            if hit.score >= self.policy.resolve_threshold and hit.record.created_at <= memory.created_at
+            if hit.score >= self.policy.resolve_threshold
+            and hit.record.created_at <= memory.created_at
+            and not (memory.tags and hit.record.tags and set(memory.tags).isdisjoint(hit.record.tags))
         ]
         candidates = [
             (score, record) for score, record in candidates if score >= self.policy.artifact_threshold

@@ -11,10 +11,12 @@ from retrieval.stages.assembly import (
     assemble,
     least_shown,
     preamble,
+    render_episode_header,
     render_memory,
 )
 from retrieval.text import set_jaccard, term_set
 from retrieval.types import Candidate
+from storage.records import EpisodeRecord
 from tests.records import memory_record
 
 NOW = datetime(2026, 3, 14, tzinfo=UTC)
@@ -1069,3 +1071,32 @@ def test_a_paraphrase_by_other_agents_folds_into_the_memory_shown_which_lists_th
     assert [c.exclusion_reason for c in marked[1:]] == [
         "a near-duplicate of a, which is in the context: folded into it"
     ] * 3
+
+
+def test_an_episodes_long_title_is_cut_at_a_word_with_an_ellipsis():
+    """A trial read "... fixed by raising pool size to 5" in a header whose summary said 50."""
+    title = (
+        "Incident INC-42: payments-api outage on 2026-11-20 caused by connection pool exhaustion; fixed by raising "
+        "pool size to 50 connections"
+    )
+    header = render_episode_header("inc-42", EpisodeRecord("inc-42", "o", "p", title, "a", "s", NOW, NOW), 1)
+    assert (
+        '"Incident INC-42: payments-api outage on 2026-11-20 caused by connection pool exhaustion; fixed by raising pool size…"'
+        in header
+    )
+
+
+def test_an_episodes_summary_and_a_fact_of_it_are_never_folded_into_each_other():
+    """A trial: a summary that said nearly what a fact of its episode said was folded into it, missing from
+    the memories, its words left only in the header."""
+    fact = candidate(
+        "fact", "The payments-api outage was caused by connection pool exhaustion", episode_id="ep"
+    )
+    summary = candidate(
+        "summary",
+        "The payments-api outage was caused by connection pool exhaustion.",
+        kind="episode",
+        episode_id="ep",
+    )
+    marked, _ = assemble((fact, summary), top_k=3, char_budget=10_000, retrieval_id="r", fold_threshold=0.7)
+    assert sorted(c.id for c in marked if c.in_context) == ["fact", "summary"]

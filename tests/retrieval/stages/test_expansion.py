@@ -2,8 +2,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retrieval.stages.expansion import expand
-from retrieval.types import Candidate
+from retrieval.stages.expansion import EpisodeExpansionStage, expand
+from retrieval.types import Candidate, RecallRequest
+from storage.records import EpisodeMemberStub, Scope
 from tests.records import memory_record
 
 T0 = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -115,3 +116,54 @@ def test_a_sibling_by_another_agent_than_the_one_the_query_names_keeps_part_of_i
     # by-named: 0.5 x 0.8 = 0.40; by-other: 0.5 x 0.8 x (1 - 0.5) = 0.20
     assert scores["by-named"] == (pytest.approx(0.40), 1.0)
     assert scores["by-other"] == (pytest.approx(0.20), 0.5)
+
+
+class _Episode:
+    """An EpisodeSource over records held in memory."""
+
+    def __init__(self, records):
+        self.records = {record.id: record for record in records}
+
+    def episode_member_stubs(self, reach, episode_ids):
+        return [
+            EpisodeMemberStub(r.id, r.episode_id, r.created_at, r.weight)
+            for r in self.records.values()
+            if r.episode_id in episode_ids
+        ]
+
+    def get_memories(self, memory_ids, reach):
+        return {i: self.records[i] for i in memory_ids if i in self.records}
+
+
+@pytest.mark.parametrize(
+    ("asked", "joined"),
+    [
+        ({"kinds": ("artifact",)}, ["config"]),
+        ({"kinds": ("episode",)}, ["summary"]),
+        ({"tags": ("config",)}, ["config"]),
+        ({"tags": ("config", "db"), "tags_all": True}, []),
+        ({}, ["config", "fact", "summary"]),
+    ],
+)
+def test_siblings_are_of_the_kinds_and_tags_the_recall_searched_within(asked, joined):
+    """A trial: kinds=["artifact"] brought the episode's summary and facts beside its config."""
+    source = memory_record("source", kind="artifact", tags=("config",), episode_id="ep", created_at=T0)
+    others = [
+        memory_record(
+            "config", kind="artifact", tags=("config",), episode_id="ep", created_at=T0 + timedelta(minutes=1)
+        ),
+        memory_record(
+            "summary",
+            kind="episode",
+            tags=("incident",),
+            episode_id="ep",
+            created_at=T0 + timedelta(minutes=2),
+        ),
+        memory_record("fact", tags=("db",), episode_id="ep", created_at=T0 + timedelta(minutes=3)),
+    ]
+    stage = EpisodeExpansionStage(_Episode([source, *others]), alpha=0.5)
+    request = RecallRequest(
+        query="config", scope=Scope("o", "p"), top_k=5, char_budget=2000, candidate_limit=10, **asked
+    )
+    out = stage(request, (Candidate(memory=source, relevance_score=0.9, weighted_score=0.9),))
+    assert sorted(c.id for c in out.candidates if c.source == "sibling") == joined
