@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator
 
-from retrieval.text import has_visible_text
+from retrieval.text import counted, has_visible_text
 from retrieval.trace import window_to_dict
 from retrieval.types import RecallRequest
 from storage.records import Scope, TimeWindow, Viewer
@@ -288,6 +288,12 @@ def text_of(out: RecallOutput) -> str:
         parts.append(out.note)
     elif out._unsearched or out._history:  # an empty context says what its search could not see
         parts += [f"{said[0].upper()}{said[1:]}." for said in (out._history, out._unsearched) if said]
+    replaced = sum(1 for memory in out.memories if memory.replaces)
+    if replaced and history is None:  # asked for, and no room for even its count (a trial read nothing)
+        parts.append(
+            f"History (include_lineage): no room in char_budget for what {counted(replaced, 'memory')} "
+            f"replaced; read `memories[].replaces`, or raise char_budget."
+        )
     parts += [f"Warning: {warning}" for warning in out.warnings]
     return "\n\n".join(parts)
 

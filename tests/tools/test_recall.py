@@ -631,6 +631,17 @@ def test_include_lineage_shows_the_history_back_through_each_correction_in_the_t
         CALLER,
     )
     assert len(text_of(tight)) <= 300 + len(tight.note or "") + 4
+    # With no room for even its count, the text says so after the note (a trial read nothing at all).
+    tighter = recall(
+        RecallInput(query="who is the on-call engineer", include_lineage=True, char_budget=240),
+        runtime,
+        CALLER,
+    )
+    said = text_of(tighter)
+    assert "newest first" not in said and said.endswith(
+        "History (include_lineage): no room in char_budget for what 1 memory replaced; read "
+        "`memories[].replaces`, or raise char_budget."
+    )
 
 
 def test_an_empty_project_is_named_even_when_its_org_shelf_holds_memories(runtime):
