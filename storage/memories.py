@@ -546,6 +546,4 @@ class Memories(StoreTables):
 
 def _episode_title(record: MemoryRecord) -> str:
     first_line = record.content.strip().splitlines()[0] if record.content.strip() else ""
-    # Kept whole up to a bound; where it is shown, it is cut at a word (a trial read "... pool size to 5" in a
-    # header whose summary said 50: it was cut here at 120 characters, in the middle of the number).
-    return first_line[:500]
+    return first_line[:500]  # shown cut at a word (a trial read "pool size to 5" for 50: cut here at 120)
