@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from retrieval.text import (
     CALENDAR_NAMES,
+    CALENDAR_WORD,
     STOPWORDS,
     SWAP_MAX_WORDS,
     clause_tokens,
@@ -331,7 +332,7 @@ def negating_clauses(text: str) -> list[set[str]]:
 VALUE_OVERLAP = 0.8
 # The days and months by name ("May" is left out: a modal verb far more often), singular or plural.
 _CALENDAR = CALENDAR_NAMES
-_CALENDAR_WORD = re.compile(rf"{_CALENDAR}\Z", re.IGNORECASE)
+_CALENDAR_WORD = CALENDAR_WORD
 _CALENDAR_IN_TEXT = re.compile(rf"\b{_CALENDAR}\b", re.IGNORECASE)
 
 

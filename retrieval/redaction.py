@@ -35,6 +35,9 @@ _CREDENTIAL = (
     r"(?!(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-]))"
     r"[A-Za-z0-9_\-+/=~]{15,}[A-Za-z0-9=](?![\w-]|\.\w)"
 )
+# A user and the colon before a password in prose ("basic auth harbor:...", "creds admin:..."): not a URL's
+# scheme, a shell variable, a port, nor a URL's user (the "@" is looked for once, right after the colon).
+_USER_COLON = r"[^\s:\"'/@$]+:(?!\$|//|\d+(?![^\s\"'@]))(?![^\s\"']*@)"
 # A UUID right after a key's or token's name is more often the id of a row or a request than the key.
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?![\w-])"
 
@@ -177,7 +180,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(
             r"(?i:\bbasic[\s-]?auth(?:entication)?(?:\s+(?:credentials|creds|login))?"
             r"(?:\s+(?:for|of|on)(?:\s+[^\s:\"']+){1,4}?)?(?:\s+(?:is|are|with))?\s*:?\s+)"
-            r"[\"']?[^\s:\"'/@$]+:(?!\$|//|\d+(?![^\s\"'@]))(?![^\s\"']*@)([^\s\"'@]{2,}[^\s\"'@.,;:)])"
+            rf"[\"']?{_USER_COLON}([^\s\"'@]{{2,}}[^\s\"'@.,;:)])"
         ),
         1,
     ),
@@ -189,7 +192,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(
             r"(?i:\b(?:credentials|creds)(?:\s+(?:for|of|on)(?:\s+[^\s:\"']+){1,4}?)?(?:\s+(?:is|are))?\s*:?\s+)"
             r"[\"']?(?!(?i:env|vault|ssm|secrets?|k8s|repo|docker|aws|gcp|azure|op|arn|file|keychain):)"
-            r"[^\s:\"'/@$]+:(?!\$|//|\d+(?![^\s\"'@]))(?![^\s\"']*@)"
+            rf"{_USER_COLON}"
             r"((?=[^\s\"'@]{0,99}[0-9!#%^&*+=~])[^\s\"'@]{2,}[^\s\"'@.,;:)])"
         ),
         1,

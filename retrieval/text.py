@@ -143,7 +143,7 @@ CALENDAR_NAMES = (
     r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|june|july|"
     r"august|september|october|november|december)s?"
 )
-_CALENDAR_NAME = re.compile(rf"{CALENDAR_NAMES}\Z", re.IGNORECASE)
+CALENDAR_WORD = re.compile(rf"{CALENDAR_NAMES}\Z", re.IGNORECASE)
 # A number however written, alone or joined ("1.2", "v1.2", "09:00", "30s", "10.0.1.2"): ``numbers`` reads it.
 _NUMBER_PART = re.compile(r"v?\d+[a-z]{0,2}\Z", re.IGNORECASE)
 # An identifier: letters or digits joined by a dot, slash, "@", colon or underscore, or by a hyphen with a
@@ -176,7 +176,7 @@ def names_in(text: str) -> frozenset[str]:
     found.update(
         word.lower()
         for word in _CAPITALISED.findall(written)
-        if word != "I" and word.lower() not in STOPWORDS and not _CALENDAR_NAME.match(word)  # a value's
+        if word != "I" and word.lower() not in STOPWORDS and not CALENDAR_WORD.match(word)  # a value's
     )
     return frozenset(found)
 

@@ -16,6 +16,7 @@ from retrieval.stages.attribution import author_factor, named_agents
 from retrieval.trace import SiblingsAdded, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeMemberStub, EpisodeRecord, MemoryRecord, Reach
+from storage.search_filter import tag_filter
 
 
 class EpisodeSource(Protocol):
@@ -186,11 +187,7 @@ class EpisodeExpansionStage:
 
 
 def _asked_for(request: RecallRequest, memory: MemoryRecord) -> bool:
-    """Whether ``memory`` is of a kind and has tags the recall searched within (any of ``tags``, or all of
-    them with ``tags_all``)."""
-    if request.kinds and memory.kind not in request.kinds:
-        return False
-    if not request.tags:
-        return True
-    held = set(memory.tags)
-    return held.issuperset(request.tags) if request.tags_all else not held.isdisjoint(request.tags)
+    """Whether ``memory`` is of a kind and has tags the recall searched within (``tag_filter``, as the
+    search itself reads them)."""
+    tagged = tag_filter(request.tags, request.tags_all)
+    return (not request.kinds or memory.kind in request.kinds) and (tagged is None or tagged(memory))

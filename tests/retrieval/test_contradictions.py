@@ -825,6 +825,20 @@ def test_the_same_words_with_one_value_in_its_place_after_what_a_thing_is_or_use
             "15",
             "16",
         ),
+        # A team's trial: two agents' hosts and owners stood undisputed, the one folded into the other.
+        (
+            "The nightly search indexer job runs on host ash.internal with the default settings",
+            "The nightly search indexer job runs on host oak.internal with the default settings",
+            "ash.internal",
+            "oak.internal",
+        ),
+        ("The wiki lives at wiki.acme.io", "The wiki lives at docs.acme.io", "wiki.acme.io", "docs.acme.io"),
+        (
+            "The billing reconciliation cron is owned by Priya and pages the payments channel when it fails",
+            "The billing reconciliation cron is owned by Marco and pages the payments channel when it fails",
+            "priya",
+            "marco",
+        ),
     ],
 )
 def test_a_day_after_a_word_of_when_or_a_name_in_a_values_place_disputes_too(
@@ -1772,30 +1786,3 @@ def test_a_plain_value_beside_no_given_up_value_or_saying_a_change_itself_is_lef
     older_text, newer_text
 ):
     assert restates_given_up(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []
-
-
-@pytest.mark.parametrize(
-    ("older_text", "newer_text", "older_term", "newer_term"),
-    [
-        # A team's trial: two agents' hosts and owners stood undisputed, the one folded into the other.
-        (
-            "The nightly search indexer job runs on host ash.internal with the default settings",
-            "The nightly search indexer job runs on host oak.internal with the default settings",
-            "ash.internal",
-            "oak.internal",
-        ),
-        ("The wiki lives at wiki.acme.io", "The wiki lives at docs.acme.io", "wiki.acme.io", "docs.acme.io"),
-        (
-            "The billing reconciliation cron is owned by Priya and pages the payments channel when it fails",
-            "The billing reconciliation cron is owned by Marco and pages the payments channel when it fails",
-            "priya",
-            "marco",
-        ),
-    ],
-)
-def test_a_host_where_a_thing_runs_or_an_owner_followed_by_more_words_disputes(
-    older_text, newer_text, older_term, newer_term
-):
-    [change] = plain_value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)])
-    assert (change.older_term, change.newer_term) == (older_term, newer_term)
-    assert change.only_disputes == NOT_SAID_TO_CHANGE
