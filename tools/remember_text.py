@@ -33,12 +33,16 @@ def text_of(result: RememberOutput) -> str:
         lines.append(result.note)
     found = result.consolidation
     if found is not None:
-        changes = (
-            ("superseded", found.superseded),
-            ("revised", found.revised),
-            ("kept beside", found.kept),
-            ("contradicts", found.contradicts),
-        )
+        said = result.note or ""  # an explicit update's note names the memory it superseded
+        changes = [
+            (label, [i for i in ids if i not in said])
+            for label, ids in (
+                ("superseded", found.superseded),
+                ("revised", found.revised),
+                ("kept beside", found.kept),
+                ("contradicts", found.contradicts),
+            )
+        ]
         for label, ids in changes:
             if ids:
                 lines.append(

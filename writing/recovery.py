@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from storage.unfinished import (
     Unfinished,
 )
 from writing.consolidation.report import Actor
+from writing.consolidation.rules import explicit_version
 from writing.unfinished import tags_digest, unmarked_on_failure
 
 if TYPE_CHECKING:
@@ -140,14 +142,20 @@ class Recovery:
                 if replaced is not None and replaced.status == "active":
                     log.info("finishing the explicit update of %s by %s", replaced.id, memory.id)
                     self._writer.apply_update(replaced, memory, actor, carry=True)
+                # As the update would have, if it replaced the old text (another write may have superseded
+                # or forgotten it first: a review): the next version of an artifact (a crash may have come
+                # between the supersede and the link), and what said the old text disputed by it.
+                now_replaced = store.get_memory(replaced.id, owed.scope) if replaced else None
+                if now_replaced is not None and now_replaced.replaced_by != memory.id:
+                    now_replaced = None
+                if now_replaced is not None and explicit_version(now_replaced, memory):
+                    store.set_version_of(memory.id, now_replaced.id)
+                    memory = replace(memory, version_of=now_replaced.id)
                 if memory.id in vectors:
                     report = self._writer.consolidation.on_write(
                         memory, vectors[memory.id], llm=None, actor=actor, mark=False
                     )
-                    # As the update would have: what said the old text is disputed by it, if it replaced it
-                    # (another write may have superseded or forgotten the old text first: a review).
-                    now_replaced = store.get_memory(replaced.id, owed.scope) if replaced else None
-                    if now_replaced is not None and now_replaced.replaced_by == memory.id:
+                    if now_replaced is not None:
                         self._writer.consolidation.on_correction(now_replaced, memory, report)
                     self._writer.track(owed.scope, report, memory.id)
         self._journal.done(number)

@@ -37,7 +37,7 @@ from storage.records import (
 from storage.unfinished import DecidedSupersede, OwedConsolidation, UnfinishedWrites
 from writing.behind import HandOnQueue
 from writing.consolidation.report import Actor, ConsolidationReport
-from writing.consolidation.rules import collapse_batch
+from writing.consolidation.rules import collapse_batch, explicit_version
 from writing.drafts import (
     REFUSED_UPDATE,
     Clock,
@@ -597,12 +597,20 @@ class WriteService:
                 self._store.add_lineage([restore_event(stored, actor, self._clock())])
             if replaces is not None:
                 note = self.apply_update(replaces, stored, actor, carry=True, withdraw=True)
+                if explicit_version(replaces, stored):  # the rules look for no other previous version
+                    stored = replace(stored, version_of=replaces.id)
             consolidation = self.consolidation.on_write(
                 stored, vector, llm=llm, actor=actor, mark=False, behind=behind
             )
             if replaces is not None:  # what said the same as the text it corrects is disputed by it
                 self.consolidation.on_correction(replaces, stored, consolidation)
         self.track(stored.scope, consolidation, stored.id)
+        if replaces is not None:
+            # Said in the report too (after `track`: the update carried its credits itself), as a version or
+            # a supersede the rules found would be (a trial read "superseded: []" after an update).
+            consolidation.superseded.insert(0, replaces.id)
+            consolidation.resolver = consolidation.resolver or "explicit"
+            consolidation.version_of = stored.version_of or consolidation.version_of
         return WriteResult(stored, True, note, consolidation)
 
     def _remember(
@@ -822,6 +830,8 @@ class WriteService:
             if current is not None and (head := current_version(self._store, current)).id != current.id:
                 standing = head.id
             raise UpdateRefused(refused.reason, withdrawn=new.id if withdrawn else None, standing=standing)
+        if explicit_version(old, new):
+            self._store.set_version_of(new.id, old.id)
         self.consolidation.record_retirement(
             old.scope,
             changed,

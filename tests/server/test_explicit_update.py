@@ -104,6 +104,64 @@ async def test_an_update_back_to_an_earlier_text_makes_that_memory_current_again
         assert history["memory"]["status"] == "active"
 
 
+RETRY = (
+    "def retry(fn, attempts=5, backoff=0.2):\n    for i in range(attempts):\n        try:\n"
+    "            return fn()\n        except ConnectionError:\n            time.sleep(backoff * 2 ** i)"
+)
+
+
+async def test_an_explicit_update_of_an_artifact_is_its_next_version_in_the_result_and_in_lineage(settings):
+    async with connected(server_with(settings)) as client:
+        first = await call(client, "remember", {"content": RETRY, "kind": "artifact"})
+        second = await call(
+            client,
+            "remember",
+            {"content": RETRY.replace("attempts=5", "attempts=7"), "replaces": first["id"]},
+        )
+        # A trial: the result said nothing was superseded, and lineage listed no earlier version.
+        found = second["consolidation"]
+        assert (found["superseded"], found["resolver"], found["version_of"]) == (
+            [first["id"]],
+            "explicit",
+            first["id"],
+        )
+        versions = (await call(client, "lineage", {"memory_id": second["id"]}))["versions"]
+        assert [v["id"] for v in versions] == [first["id"]]
+
+        # A version the rules find next continues the chain through the explicit update.
+        third = await call(
+            client, "remember", {"content": RETRY.replace("attempts=5", "attempts=9"), "kind": "artifact"}
+        )
+        assert third["consolidation"]["version_of"] == second["id"]
+        versions = (await call(client, "lineage", {"memory_id": third["id"]}))["versions"]
+        assert [v["id"] for v in versions] == [second["id"], first["id"]]
+
+        # The text says the version once, and not the supersede the note already says.
+        shown = await client.call_tool(
+            "remember", {"content": RETRY.replace("attempts=5", "attempts=11"), "replaces": third["id"]}
+        )
+        fourth = shown.structured_content["id"]
+        assert shown.content[0].text.splitlines()[1:] == [
+            f"explicit update: {fourth} replaces {third['id']}, which stays superseded for audit",
+            f"a new version of {third['id']}",
+        ]
+
+
+async def test_an_artifact_updated_back_to_its_earlier_text_lists_its_versions_without_a_loop(settings):
+    async with connected(server_with(settings)) as client:
+        first = await call(client, "remember", {"content": RETRY, "kind": "artifact"})
+        edited = RETRY.replace("attempts=5", "attempts=7")
+        second = await call(client, "remember", {"content": edited, "replaces": first["id"]})
+        back = await call(client, "remember", {"content": RETRY, "replaces": second["id"]})
+        assert back["id"] == first["id"]
+        assert [
+            v["id"] for v in (await call(client, "lineage", {"memory_id": first["id"]}))["versions"]
+        ] == []
+        assert [
+            v["id"] for v in (await call(client, "lineage", {"memory_id": second["id"]}))["versions"]
+        ] == [first["id"]]
+
+
 @pytest.mark.slow
 async def test_an_explicit_update_of_a_memory_that_misled_does_not_inherit_the_blame(settings):
     async with connected(server_with(settings)) as client:

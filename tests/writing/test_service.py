@@ -388,6 +388,8 @@ if sys.argv[2] in ("llm", "reword"):
     old = said(runtime, "The staging database is postgres version fifteen on the big host").id
 elif sys.argv[2] == "correction":
     old = said(runtime, "Alice Chen owns the billing service; page her for billing incidents").id
+elif sys.argv[2] == "version":
+    old = said(runtime, "make rollback ENV=prod TIMEOUT=30", kind="artifact").id
 else:
     old = helped(runtime) if sys.argv[2].startswith("update-") else said(runtime, ROLLBACK).id
 print(old, flush=True)
@@ -456,6 +458,14 @@ elif sys.argv[2] == "correction":  # the update is done; what said the old text 
     print(other.id, flush=True)
     runtime.writer.consolidation.on_correction = killed_here
     said(runtime, "Dave Patel owns the billing service; page him for billing incidents", replaces=old)
+elif sys.argv[2] == "version":  # an artifact's update is committed; the link to its previous version next
+    def cut(memory_id, previous_id):
+        print(memory_id, flush=True)
+        time.sleep(3600)
+
+    runtime.store.set_version_of = cut
+    said(runtime, "make rollback ENV=prod TIMEOUT=60", replaces=old)
+    time.sleep(3600)
 elif sys.argv[2] == "update":  # the correction's row is in; the old text is not superseded yet
     runtime.writer.apply_update = killed_here
     said(runtime, "Rollback a bad deploy with make rollback ENV=prod", replaces=old)
@@ -623,6 +633,20 @@ def test_an_explicit_update_a_crash_cut_off_before_its_lineage_and_credits_is_fi
         )
         assert runtime.writer.settle(TIMEOUT)
         assert weights(runtime, new) == [1.15]  # the sessions the old text served go on with the correction
+    finally:
+        runtime.close()
+
+
+def test_an_artifacts_update_a_crash_cut_off_before_its_version_link_is_linked_at_the_next_start(settings):
+    old, new = killed_between_insert_and_consolidation(settings, "version")
+    runtime = make_runtime(settings)
+    try:
+        assert runtime.store.get_memory(old).replaced_by == new
+        assert runtime.store.get_memory(new).version_of is None
+        assert runtime.writer.recover_unfinished() == (1, 0)
+        assert runtime.store.get_memory(new).version_of == old
+        [event] = runtime.store.lineage(Scope("default", "default"), [old])
+        assert (event.action, event.related_id, event.resolver) == ("supersede", new, "explicit")
     finally:
         runtime.close()
 

@@ -46,6 +46,14 @@ def may_be_superseded(memory: MemoryRecord, *, by_revision: bool) -> bool:
     return True
 
 
+def explicit_version(old: MemoryRecord, new: MemoryRecord) -> bool:
+    """An explicit update of an artifact by an artifact makes ``new`` its next version (``version_of``),
+    as a new version found by the rules does (a trial: ``replaces=`` left the versions chain empty). Not
+    when ``new`` already has its own previous version, nor back onto the version ``old`` came from (an
+    update reverted to it): that would loop the chain."""
+    return old.kind == new.kind == "artifact" and new.version_of is None and old.version_of != new.id
+
+
 @dataclass(frozen=True)
 class Resolution:
     """What to do with a group of similar memories, and who decided."""

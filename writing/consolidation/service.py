@@ -244,7 +244,8 @@ class ConsolidationService:
         pool = max(10, self.policy.max_existing_matches + 1, self.policy.rerank_pool if reranking else 0)
         neighbours = self._neighbours(memory, vector, limit=pool)
         if memory.kind == "artifact" and self.policy.artifacts:
-            self._version(memory, neighbours, actor, report)
+            if memory.version_of is None:  # else an explicit update named its previous version
+                self._version(memory, neighbours, actor, report)
         else:
             self._contradictions(memory, [hit.record for hit in neighbours], llm, actor, report)
             self._restatements_of_revised(memory, report)
