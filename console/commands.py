@@ -399,7 +399,7 @@ def edit_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def restore_command(args: argparse.Namespace, settings: Settings) -> int:
     """Undo a retraction: each retracted memory is remembered again as it was (its text, kind, tags, tier,
-    episode, date, author and readers), which restores it under its id with its weight (``writing``: an
+    episode, date, expiry, author and readers), which restores it under its id with its weight (``writing``: an
     identical memory that had been retracted is restored). A new user's trial retracted five memories with
     one `forget --query` and found no way back but to retype each. A purged memory's text is gone, and a
     superseded one is corrected with `memoria edit` on what replaced it."""
@@ -427,6 +427,7 @@ def restore_command(args: argparse.Namespace, settings: Settings) -> int:
                 "episode_id": memory.episode_id,
                 "protection_tier": memory.protection_tier,
                 "occurred_at": memory.created_at.isoformat(),
+                "expires_at": memory.expires_at.isoformat() if memory.expires_at else None,
                 "visibility": memory.visibility,
                 # An org-visible memory lives on the org's shelf: written from this project, it goes back
                 # there (its visibility says so).
@@ -501,6 +502,11 @@ def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str = "") 
             f"{memory_id} was ephemeral and its time ran out at {memory.expires_at:%Y-%m-%d %H:%M} UTC: "
             "remember its text again as a lasting memory (`memoria remember --tier standard ...`) "
             "if it still holds"
+        )
+    if expired:  # its expiry is restored with it (a trial: restored without it, it never expired again)
+        return (
+            f"{memory_id} expired at {memory.expires_at:%Y-%m-%d %H:%M} UTC: remember its text again "
+            "(`memoria remember TEXT`, with a later --until or none) if it still holds"
         )
     if memory.status == "superseded":
         return (
@@ -713,6 +719,12 @@ def _nothing_found(args: argparse.Namespace, window: dict[str, str | None] | Non
         )
     if not limits:
         return f"nothing relevant to this query was found in memory{where}."
+    since = (window or {}).get("since")
+    if args.since and since and datetime.fromisoformat(since) > datetime.now(UTC):  # (a trial)
+        return (
+            f"nothing found{where}: --since {args.since} starts in the future ({since}), and no memory is "
+            "dated after now: pass a --since before now, or none."
+        )
     widen = "without it" if len(limits) == 1 else "without some of them"
     # The zone the window's days were read in: not a limit to drop, but part of what was searched.
     zone = f" (days in --time-zone {args.time_zone})" if args.time_zone and (args.since or args.until) else ""
@@ -729,7 +741,7 @@ def _nothing_found(args: argparse.Namespace, window: dict[str, str | None] | Non
 
 def explain_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import explain_ranking
-    from tools.explain_text import relevance_floor
+    from tools.explain_text import relevance_floor, searched_within
 
     if (args.retrieval_id is None) == (args.query is None):
         raise CommandError(
@@ -757,6 +769,8 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
             ("query", clip(result.query, 100)),
             ("by", f"{result.agent_id}, session {result.session_id}"),
             ("weighting", "on" if result.weighting_enabled else "off (A/B control)"),
+            # The window and filters the recall searched within (a trial: only the tool's text said them).
+            *([("searched only", searched)] if (searched := searched_within(result).strip()) else []),
             *(
                 [("relevance floor", f"{floor:g}, compared with each memory's match (not its relevance)")]
                 if floor is not None
@@ -933,8 +947,10 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
                     f"{len(unreported)} sessions of {agent} wait for a report ({', '.join(unreported)}); pass "
                     "--session ID for the one this report is about"
                 )
-            if not session.startswith(CLI_SESSION_PREFIX) and runtime.store.get_outcome(scope, session):
-                # Not a session of this command: its report was the agent's (or its hook's) to make.
+            reported = runtime.store.get_outcome(scope, session)
+            if not session.startswith(CLI_SESSION_PREFIX) and reported and not args.replace:
+                # Not a session of this command: its report was the agent's (or its hook's) to make; with
+                # --replace, this one is meant (a trial was refused, and told to pass what it had passed).
                 raise CommandError(
                     f"{agent}'s newest session {session} was already reported; pass --session {session} "
                     "--replace to replace that report"
@@ -1221,10 +1237,11 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                     note=f"{counted(len(gone), 'memory')} tagged {args.tag!r} {verb}",
                 )
                 readable = f"{verb} {counted(len(gone), 'memory')}; {result.note}"
-                return emit(args, result, _forgotten_text(args, readable, result))
+                return emit(args, result, _forgotten_text(args, readable, result, _expired(runtime, result)))
         result = call(
             forget.handle, forget.ForgetInput, {**values, "dry_run": args.dry_run}, runtime, caller, "forget"
         )
+        expired = _expired(runtime, result)
     verb = "would " + mode if result.dry_run else {"purge": "purged", "retract": "retracted"}[mode]
     if result.forgotten or not result.note:
         readable = f"{verb} {counted(len(result.forgotten), 'memory')}" + (
@@ -1232,20 +1249,30 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
         )
     else:  # the note says that nothing was forgotten, and why
         readable = in_flags(result.note)
-    emitted = emit(args, result, _forgotten_text(args, readable, result))
+    emitted = emit(args, result, _forgotten_text(args, readable, result, expired))
     # Nothing chosen by a query or a tag, confirmed, shown (--dry-run) or not: the same exit status as
     # when asked (a new user's trial: --dry-run exited 0 when nothing matched).
     return 1 if chosen and not result.forgotten else emitted
 
 
-def _forgotten_text(args: argparse.Namespace, readable: str, result: Any) -> str:
+def _expired(runtime: Runtime, result: Any) -> set[str]:
+    """The ids of the memories a forget took whose expiry had passed (a tag takes them too)."""
+    now = datetime.now(UTC)
+    found = [runtime.store.get_memory(memory.id) for memory in result.forgotten]
+    return {m.id for m in found if m is not None and m.expires_at is not None and m.expires_at <= now}
+
+
+def _forgotten_text(args: argparse.Namespace, readable: str, result: Any, expired: set[str]) -> str:
     """What a forget prints: what it did, the memories, and the command that undoes a retraction just
-    made (none for a purge, or a dry run)."""
-    undo = (
-        "undo: memoria restore " + " ".join(m.id for m in result.forgotten) + same_store(args)
-        if result.forgotten and result.mode == "retract" and not result.dry_run
-        else None
-    )
+    made (none for a purge, or a dry run), without the memories whose expiry had passed: `restore` brings
+    a memory back with its expiry, so those stay out (a trial: the undo brought one back for good)."""
+    back = [m.id for m in result.forgotten if m.id not in expired]
+    undo = None
+    if result.forgotten and result.mode == "retract" and not result.dry_run:
+        undo = "undo: memoria restore " + " ".join(back) + same_store(args) if back else None
+        if expired:  # on a line of its own: the undo line is a command to copy
+            gone = ", ".join(sorted(expired))
+            undo = "\n".join(filter(None, [undo, f"not restorable, their time had run out: {gone}"]))
     return "\n".join(filter(None, [readable, forgotten_table(result), undo]))
 
 
@@ -1466,6 +1493,10 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
             if given
         ]
         parts.append(f"window: {', '.join(window)}{zone or ' (UTC)'}" + (" (excluded)" if args.until else ""))
+        if (
+            not rows and result.since and datetime.fromisoformat(result.since) > datetime.now(UTC)
+        ):  # (a trial)
+            parts.append("the window starts in the future: no memory is dated after now")
     if result.next_cursor:
         # The same listing's next page: every option given again (the cursor carries none of them), the
         # time window as resolved now ("2 hours ago" read again later would be another window).
@@ -1481,6 +1512,7 @@ def list_command(args: argparse.Namespace, settings: Settings) -> int:
                 ("--episode", "episode"),
                 ("--status", "status"),
                 ("--limit", "limit"),
+                ("--time-zone", "time_zone"),  # the dates shown (a trial: page 2 showed them in UTC)
             )
         ]
         given += [("--since", result.since), ("--until", result.until)]

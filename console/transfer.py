@@ -493,8 +493,8 @@ def _forked_corrections(
 
 
 def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> int:
-    """The memories the store already held, active here and in the export, whose tags or protection tier the
-    export amended (``memoria edit``, ``replaces=`` with the same text) after any amend made here: given the
+    """The memories the store already held, active here and in the export, whose tags, protection tier or
+    expiry the export amended (``memoria edit``, ``replaces=`` with the same text) after any amend made here: given the
     export's, as its imported lineage says (a trial: the lineage said "its tags are now [...]" beside the old
     row, and a tier raised to protected was lost). ``amends``: the ids of the export's amend events. A memory
     whose latest amend was made here keeps what it has. Returns how many."""
@@ -504,12 +504,14 @@ def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> 
         if row["status"] != "active" or tier not in get_args(ProtectionTier):
             continue
         scope = Scope(row["org_id"], row["project_id"])
+        expires = datetime.fromisoformat(str(row["expires_at"])) if row.get("expires_at") else None
         with store.exclusive():  # read again and written in one sequence: a purge in between stays purged
             here = store.get_memories([row["id"]], scope).get(row["id"])
             if (
                 here is None
                 or here.status != "active"
-                or (list(here.tags), here.protection_tier) == (tags, tier)
+                # an expiry changed alone too (a trial: `memoria edit --until never` was not imported)
+                or (list(here.tags), here.protection_tier, here.expires_at) == (tags, tier, expires)
             ):
                 continue
             events = [
@@ -518,7 +520,6 @@ def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> 
             latest = max(events, key=lambda event: (event.at, event.event_id), default=None)
             if latest is None or latest.event_id not in amends:
                 continue
-            expires = datetime.fromisoformat(str(row["expires_at"])) if row.get("expires_at") else None
             if here.protection_tier == "immutable":  # it keeps its tier, as an amend leaves it (a review)
                 tier, expires = "immutable", None
             tags = tags[: max(runtime.writer.limits.max_tags, len(here.tags))]

@@ -90,14 +90,22 @@ def _zone_names() -> dict[str, str]:
 def resolve(since: str | None, until: str | None, *, now: datetime, zone: tzinfo = UTC) -> TimeWindow:
     """The window ``since`` .. ``until`` (either may be None: open on that side) as UTC moments; the end
     is exclusive. ``WindowError`` when an expression cannot be read or the window is empty."""
-    start = span(since, now=now, zone=zone)[0] if since else None
-    end = span(until, now=now, zone=zone)[1] if until else None
+    start = _named_span("since", since, now, zone)[0] if since else None
+    end = _named_span("until", until, now, zone)[1] if until else None
     if start is not None and end is not None and start >= end:
         raise WindowError(
             f"since {since!r} ({_iso(start)}) is not before until {until!r} ({_iso(end)}): swap them, or "
             "widen the window"
         )
     return TimeWindow(start, end)
+
+
+def _named_span(name: str, text: str, now: datetime, zone: tzinfo) -> tuple[datetime, datetime]:
+    """``span``, its error naming the argument it reads (a trial: a recall's said neither)."""
+    try:
+        return span(text, now=now, zone=zone)
+    except WindowError as exc:
+        raise WindowError(f"`{name}` {exc}") from None
 
 
 def time_words(query: str) -> str | None:
@@ -167,7 +175,7 @@ def _span(text: str, *, now: datetime, zone: tzinfo) -> tuple[datetime, datetime
     value = " ".join(text.strip().lower().split())
     local_now = now.astimezone(zone)
     today = local_now.date()
-    found = _absolute(value, zone)
+    found = _absolute(value, zone, text)
     if found is not None:
         return found
     if value == "now":
@@ -244,8 +252,16 @@ _PRECISION = {5: timedelta(minutes=1), 8: timedelta(seconds=1)} | {
 }
 
 
-def _absolute(value: str, zone: tzinfo) -> tuple[datetime, datetime] | None:
-    """An ISO-8601 month, date or time; None when ``value`` is not one."""
+def _absolute(value: str, zone: tzinfo, text: str) -> tuple[datetime, datetime] | None:
+    """An ISO-8601 month, date or time (a date or time in the basic form too, "20261124", as ``occurred_at``
+    takes it: a trial's ``--since 20261124`` was refused); None when ``value`` (``text`` as written,
+    lowercased) is not one."""
+    if match := re.fullmatch(r"(\d{4})(\d{2})(\d{2})(t.*)?", value):  # the basic form, as the extended
+        value = f"{match.group(1)}-{match.group(2)}-{match.group(3)}" + (
+            "t" + re.sub(r"^t(\d{2}):?(\d{2})(?::?(\d{2}))?", _colons, match.group(4))
+            if match.group(4)
+            else ""
+        )
     try:
         if re.fullmatch(r"\d{4}-\d{2}", value):
             year, month = int(value[:4]), int(value[5:])
@@ -264,8 +280,15 @@ def _absolute(value: str, zone: tzinfo) -> tuple[datetime, datetime] | None:
             written = len(re.sub(r"(?:z|[+-]\d{2}(?::?\d{2})?)$", "", value[11:]))
             return moment, moment + _PRECISION.get(written, timedelta(microseconds=1))
     except ValueError:
-        raise WindowError(f"{value!r} is not a valid date or time; write one such as {EXAMPLES}") from None
+        raise WindowError(
+            f"{text.strip()!r} is not a valid date or time; write one such as {EXAMPLES}"
+        ) from None
     return None
+
+
+def _colons(time: re.Match[str]) -> str:
+    """A basic-form time of day ("0930", "093015") as the extended form writes it."""
+    return ":".join(part for part in time.groups() if part)
 
 
 def _count(word: str) -> int:

@@ -523,9 +523,9 @@ def placement(entry: dict[str, Any]) -> str:
 
 
 def not_a_candidate(memory: MemoryRecord, recalled_at: datetime, trace: dict[str, Any], embedder: str) -> str:
-    """Why ``memory`` is not among a traced recall's candidates: past its expiry (ephemeral), not active,
-    stored later, found but below the relevance floor, or ranked below both search legs' limits (only
-    full-text search when another embedder made its vector)."""
+    """Why ``memory`` is not among a traced recall's candidates: past its expiry, not active, stored later,
+    outside the recall's time window or filters, found but below the relevance floor, or ranked below both
+    search legs' limits (only full-text search when another embedder made its vector)."""
     expires = memory.expires_at
     # Expired before the recall: still active until a maintenance round retracts it, or retracted by it.
     if (
@@ -533,14 +533,20 @@ def not_a_candidate(memory: MemoryRecord, recalled_at: datetime, trace: dict[str
         and expires <= recalled_at
         and (memory.status == "active" or expires <= memory.updated_at)
     ):
+        which = (
+            "an ephemeral memory that" if memory.protection_tier == "ephemeral" else "a memory whose expiry"
+        )
         return (
-            f"{memory.id} is an ephemeral memory that expired at {_utc_iso(expires, 'seconds')}, before this retrieval "
+            f"{memory.id} is {which} expired at {_utc_iso(expires, 'seconds')}, before this retrieval "
             "ran: recall leaves out memories past their expiry"
         )
     if memory.status != "active":
         return f"{memory.id} is {memory.status}: only active memories are searched"
     if memory.created_at > recalled_at:
         return f"{memory.id} was stored after this retrieval ran"
+    left_out = _outside(memory, trace)  # a trial was told the searches ranked it too low
+    if left_out:
+        return left_out
     events = [event for stage in trace["stages"] for event in stage["events"]]
     for event in events:
         if event.get("event") == "BelowThreshold" and event.get("memory_id") == memory.id:
@@ -556,3 +562,29 @@ def not_a_candidate(memory: MemoryRecord, recalled_at: datetime, trace: dict[str
     if memory.embedder != embedder:
         note += f" (its vector was made by {memory.embedder}, not {embedder}, so only full-text search can find it)"
     return note
+
+
+def _outside(memory: MemoryRecord, trace: dict[str, Any]) -> str | None:
+    """Why the recall's time window or its kinds and tags left ``memory`` out of the search, if they did."""
+    window = trace.get("window") or {}
+    dated = _utc_iso(memory.created_at, "seconds")
+    since, until = window.get("since"), window.get("until")
+    if since and memory.created_at < datetime.fromisoformat(since):
+        return f"{memory.id} is dated {dated}, before the time window this retrieval searched (from {since})"
+    if until and memory.created_at >= datetime.fromisoformat(until):
+        return f"{memory.id} is dated {dated}, after the time window this retrieval searched (until {until})"
+    filters = trace.get("filters") or {}
+    kinds = filters.get("kinds") or []
+    if kinds and memory.kind not in kinds:
+        article = "an" if memory.kind[0] in "aeiou" else "a"
+        return f"{memory.id} is {article} {memory.kind}: this retrieval searched only {', '.join(kinds)}"
+    wanted = list(filters.get("tags") or [])
+    has = {tag.casefold() for tag in memory.tags}
+    lacking = [tag for tag in wanted if tag.casefold() not in has]
+    if wanted and (lacking if filters.get("tags_all") else len(lacking) == len(wanted)):
+        said = f"tagged {', '.join(memory.tags)}" if memory.tags else "untagged"
+        need = "" if len(wanted) == 1 else "all of " if filters.get("tags_all") else "one of "
+        return (
+            f"{memory.id} is {said}: this retrieval searched only memories tagged {need}{', '.join(wanted)}"
+        )
+    return None

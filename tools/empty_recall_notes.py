@@ -7,7 +7,10 @@ caller's scope is (``held_elsewhere``)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC
 from typing import TYPE_CHECKING
+
+from tools.recall_notes import NOTHING_MATCHED
 
 if TYPE_CHECKING:
     from storage.records import MemoryRecord, MemoryStatus, Scope, TimeWindow, View
@@ -33,6 +36,13 @@ def empty_recall_note(
             else None
         )
         return scoped or note, None
+    if window.since is not None and window.since > runtime.clock():  # (a trial was told of the floor)
+        moment = window.since.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        return (
+            f"{NOTHING_MATCHED}: the time window searched starts in the future ({moment}), and no memory "
+            "is dated after now: search from a time before now, or without since",
+            None,
+        )
     history = history_note(runtime, view, window)
     # A question in few words about a time ("what did we decide?" since last week) may match nothing there
     # while the window holds what it asks for (a new user's trial): say how to read the window whole.

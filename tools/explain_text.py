@@ -35,7 +35,7 @@ def text_of(out: ExplainRankingOutput) -> str:
     ]
     if out.gated:
         lines.append(f"The gate skipped retrieval: {out.gated}.")
-    within = _searched_within(out)
+    within = searched_within(out)
     if within:
         lines.append(f"Searched only{within}.")
     placed = [c for c in out.candidates if c.in_context]
@@ -81,7 +81,7 @@ def relevance_floor(out: ExplainRankingOutput) -> float | None:
     )
 
 
-def _searched_within(out: ExplainRankingOutput) -> str:
+def searched_within(out: ExplainRankingOutput) -> str:
     """The window, tags and kinds the recall searched within ("" for all of memory), as its note says them."""
     from tools.recall_window import filters_searched, searched_window
 

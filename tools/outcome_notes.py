@@ -69,10 +69,11 @@ def inactive_note(
     purged since the session saw them): a superseded one's credit goes on to the memory that stands in its
     place (``Inheritance.hand_on_reported``), as if the report had come before the change; the others'
     counts if they are restored. "" when all are active."""
-    handed, kept, expired = [], [], []
+    handed, kept, expired, ephemeral = [], [], [], False
     for memory in (known[memory_id] for memory_id in named if memory_id in known):
         if memory.past_expiry(now):
             expired.append(f"{memory.id} (expired at {memory.expires_at:%Y-%m-%d %H:%M} UTC)")
+            ephemeral = ephemeral or memory.protection_tier == "ephemeral"
             continue
         if memory.status == "active":
             continue
@@ -99,7 +100,10 @@ def inactive_note(
     if expired:
         note += (
             f". Recall does not show {', '.join(expired)}: an expired memory's credit counts for nothing, and "
-            "it did not move (remember its text again, with a tier that lasts, if it still holds)"
+            "it did not move (remember its text again"
+            # A tier that lasts for an ephemeral one; a later expiry, or none, for one given its own (a trial).
+            + (", with a tier that lasts," if ephemeral else ", with a later expires_at or none,")
+            + " if it still holds)"
         )
     return note
 

@@ -79,7 +79,8 @@ def remember_many(args: RememberManyInput, runtime: Runtime, caller: Caller) -> 
         try:  # every item is checked before anything is written: a refused batch stores nothing
             prepared.append(prepare(runtime, draft))
         except ToolFailure as exc:
-            raise ToolFailure(f"item {index}: {exc}") from None
+            # Counted from 1, as the results are numbered, with its place in `items` (a trial read "item 0").
+            raise ToolFailure(f"item {index + 1} (`items.{index}`): {exc}") from None
     written = runtime.writer.remember_many(prepared, llm=caller.llm)
     results = [output_of(result, item) for result, item in zip(written, args.items, strict=True)]
     for index, (out, ready, item) in enumerate(zip(results, prepared, args.items, strict=True)):

@@ -312,7 +312,12 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         status = "nothing_to_update"
         detail = (
             f"session {session_id}'s recalls put no memory that is still active into a context above the "
-            "relevance floor and none was named: nothing moved. Name the memories you used with helpful_ids"
+            + (
+                # Named, but none of them moves (a trial was told none was named): the notes below say why.
+                "relevance floor and none of the memories named can move: nothing moved"
+                if named
+                else "relevance floor and none was named: nothing moved. Name the memories you used with helpful_ids"
+            )
         )
     else:
         status = "applied"

@@ -110,7 +110,12 @@ def misleading_advice(out: ReportOutcomeOutput, fix: str) -> str | None:
 def lineage_text(out: LineageOutput) -> str:
     lines = [f"Memory {_brief(out.memory)}"]
     if out.current.id != out.memory.id:
-        lines.append(f"Stands in its place now: {_brief(out.current)}")
+        # The end of its chain may itself be out of the active set (the note says so): it stands for nothing
+        # then (a trial read "stands in its place" beside the note's "nothing stands in its place").
+        stands = out.current.status == "active"
+        lines.append(
+            f"{'Stands in its place now' if stands else 'Last to replace it'}: {_brief(out.current)}"
+        )
     for title, steps in (("Replaced by, in order:", out.replaced_by_chain), ("It replaced:", out.replaces)):
         if steps:
             lines.append(title)

@@ -249,6 +249,12 @@ class WriteService:
         it, where another agent's only disputes it (``_dispute_update``)."""
         if replaces is not None:
             if replaces.id == prepared.record.id:
+                if prepared.redacted:  # the texts differ only in a secret (a trial's changed wifi password)
+                    raise WriteRefused(
+                        f"with its secrets redacted ({prepared.redacted}), the new content is the same as "
+                        f"{replaces.id}'s: secrets are never stored, so a changed secret is nothing to update. "
+                        "Keep the secret in a secret manager, and remember where it is kept"
+                    )
                 raise WriteRefused(
                     f"the new content is the same as {replaces.id}'s: nothing to update. Pass the corrected text"
                 )

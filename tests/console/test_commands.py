@@ -138,6 +138,13 @@ def test_explain_shows_each_candidates_ranks_and_scores(capsys, db):
     rank, weighted, unweighted, delta, *_ = row.split()
     assert (rank, weighted, unweighted, delta) == ("1", "1", "1", "0")
     assert "feedback on" not in out  # no report moved anything yet
+    assert "searched only" not in out  # all of memory
+    # A trial: the window and tags a recall searched within were in the tool's text only.
+    within = as_json(capsys, db, "recall", "API rate limit", "--since", "2026-06-01", "--tag", "api")
+    _, out, _ = memoria(capsys, db, "explain", within["retrieval_id"])
+    assert (
+        "searched only      from 2026-06-01T00:00:00Z on among the memories tagged `api`" in out.splitlines()
+    )
 
 
 def test_explain_lists_candidates_in_the_order_recall_ranked_them_with_what_neighbours_lent(capsys, db):
@@ -267,6 +274,9 @@ def test_the_cli_never_joins_or_replaces_a_connected_agents_session(capsys, db):
         and "newest session ses_agent was already reported" in err
         and "--session ses_agent" in err
     )
+    # With --replace the report is meant to replace it (a trial was refused and told to pass --replace).
+    replaced = as_json(capsys, db, "outcome", "failure", "--agent", "claude-code", "--replace")
+    assert (replaced["session_id"], replaced["status"]) == ("ses_agent", "replaced")
 
 
 def test_an_outcome_given_as_a_score_alone_takes_the_nearest_label(capsys, db):
@@ -380,6 +390,34 @@ def test_restore_of_a_memory_past_its_expiry_says_it_expired_and_how_to_have_it_
     status, _, err = memoria(capsys, db, "restore", brief)
     assert status == 1 and f"{brief} expired at " in err and "(the expiry it was given)" in err
     assert "remember its text again" in err and "is active" not in err
+
+
+def test_restore_brings_a_memory_back_with_its_expiry_and_the_undo_leaves_out_what_expired(capsys, db):
+    # A trial: restored, a memory lost its expiry, and the undo line of a forget by tag brought back for
+    # good one whose time had run out.
+    lasting = as_json(capsys, db, "remember", "The boiler service is due in spring", "--until", "2099-03-31")
+    memoria(capsys, db, "forget", lasting["id"], "--yes")
+    status, out, _ = memoria(capsys, db, "restore", lasting["id"])
+    assert (
+        status == 0 and out.startswith(f"restored {lasting['id']} ") and "expires 2099-04-01T00:00:00Z" in out
+    )
+    assert (
+        as_json(capsys, db, "show", lasting["id"])["expires_at"]
+        == lasting["expires_at"]
+        == "2099-04-01T00:00:00Z"
+    )
+
+    ends = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
+    until = ends.strftime("%Y-%m-%dT%H:%M:%SZ")
+    brief = as_json(capsys, db, "remember", "Road works on Main street", "--tag", "traffic", "--until", until)
+    kept = as_json(capsys, db, "remember", "The bridge is closed for inspection", "--tag", "traffic")
+    time.sleep(max(0.0, (ends - datetime.now(UTC)).total_seconds()) + 0.2)
+    status, out, _ = memoria(capsys, db, "forget", "--tag", "traffic", "--yes")
+    assert status == 0 and f"undo: memoria restore {kept['id']} --db {db}" in out.splitlines()
+    assert f"not restorable, their time had run out: {brief['id']}" in out.splitlines()
+    status, _, err = memoria(capsys, db, "restore", brief["id"])
+    assert status == 1 and f"{brief['id']} expired at " in err and "remember its text again" in err
+    assert as_json(capsys, db, "show", brief["id"])["status"] == "retracted"
 
 
 def test_restore_refuses_the_text_of_an_explicit_update_that_was_refused(capsys, db):
@@ -732,6 +770,18 @@ def test_list_pages_through_the_scope_newest_first_and_prints_the_next_page(caps
     )
     assert out.rstrip().endswith(
         "window: since '2026-11-23' = 2026-11-23 00:00, until '2026-11-24' = 2026-11-25 00:00 (Europe/Paris) (excluded)"
+    )
+    # A trial: the next page's command dropped --time-zone, and its dates were in UTC.
+    _, out, _ = memoria(capsys, db, "list", "--limit", "1", "--tag", "l", "--time-zone", "Europe/Paris")
+    hint = out.rsplit("next page: memoria ", 1)[1].strip()
+    assert hint.startswith(f"list --db {db} --tag l --limit 1 --time-zone Europe/Paris --cursor ")
+    # ...and a window that starts in the future, listed or recalled, says so (a trial read nothing of it).
+    _, out, _ = memoria(capsys, db, "list", "--since", "2999-01-01")
+    assert out.rstrip().endswith("the window starts in the future: no memory is dated after now")
+    _, out, _ = memoria(capsys, db, "recall", "list me", "--since", "2999-01-01")
+    assert out.startswith(
+        "nothing found: --since 2999-01-01 starts in the future (2999-01-01T00:00:00Z), and no memory is dated "
+        "after now: pass a --since before now, or none."
     )
 
 

@@ -292,6 +292,19 @@ def test_a_held_memory_amended_later_in_the_export_takes_its_tags_and_tier(store
     assert import_file(copy, write(tmp_path / "second.jsonl", export_text(source))).amended == 0
 
 
+def test_a_held_memory_whose_expiry_alone_the_export_amended_takes_it(stores, tmp_path):
+    """A trial: `memoria edit ID --until never` in one store, exported and imported into a copy that held
+    the memory, left the copy's expiry (amended 0): only tags and tier were compared."""
+    source, copy = stores("a"), stores("b")
+    text = "The boiler service is due in spring"
+    held = say(source, text, expires_at="2099-03-31T00:00:00Z")
+    import_file(copy, write(tmp_path / "first.jsonl", export_text(source)))
+    remember(RememberInput(content=text, replaces=held, expires_at="2099-06-30T00:00:00Z"), source, ALICE)
+    assert import_file(copy, write(tmp_path / "second.jsonl", export_text(source))).amended == 1
+    assert copy.store.get_memory(held).expires_at == datetime(2099, 6, 30, tzinfo=UTC)
+    assert import_file(copy, write(tmp_path / "second.jsonl", export_text(source))).amended == 0
+
+
 def test_an_import_never_lowers_a_held_immutable_memorys_tier(stores, tmp_path):
     """A review: its author made it immutable here (a restatement, no amend event); the export amended only
     its tags, and the import gave it the export's standard tier."""

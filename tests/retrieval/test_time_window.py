@@ -49,6 +49,10 @@ def at(*parts: int) -> datetime:
         ("2026-11-24T09:30:00Z", at(2026, 11, 24, 9, 30), at(2026, 11, 24, 9, 30, 1)),
         ("2026-11-24T09:30", at(2026, 11, 24, 9, 30), at(2026, 11, 24, 9, 31)),
         ("2026-11-24 09:30:00.25z", at(2026, 11, 24, 9, 30, 0, 250000), at(2026, 11, 24, 9, 30, 0, 260000)),
+        # ISO 8601's basic form, as occurred_at reads it (a trial: `--since 20261124` was refused).
+        ("20261124", at(2026, 11, 24), at(2026, 11, 25)),
+        ("20261124T0930Z", at(2026, 11, 24, 9, 30), at(2026, 11, 24, 9, 31)),
+        ("20261124T093000+0200", at(2026, 11, 24, 7, 30), at(2026, 11, 24, 7, 30, 1)),
     ],
 )
 def test_an_expression_names_a_span_of_utc_time(text, start, end):
@@ -75,6 +79,15 @@ def test_what_cannot_be_read_is_refused_quoting_it_with_examples():
         span("last tuesday-ish", now=NOW)
     with pytest.raises(WindowError, match="'2026-13-01' is not a valid date"):
         span("2026-13-01", now=NOW)
+    with pytest.raises(
+        WindowError, match=r"^'2026-11-24T24:00' is not a valid date"
+    ):  # as written, not lowercased
+        span("2026-11-24T24:00", now=NOW)
+    with pytest.raises(WindowError, match="'20261324' is not a valid date"):
+        span("20261324", now=NOW)
+    # The argument read is named (a trial: recall's message named neither).
+    with pytest.raises(WindowError, match=r"^`until` 'someday' is not a time this server reads"):
+        resolve("2026-11", "someday", now=NOW)
     with pytest.raises(WindowError, match="outside the calendar"):
         span("past 9999 years", now=NOW)
     with pytest.raises(WindowError, match="at least one"):

@@ -106,7 +106,7 @@ CASES = [
     (
         "remember_many",
         {"items": [{"content": "a"}, {"content": "b", "occurred_at": "2999-01-01T00:00:00Z"}]},
-        "item 1: `occurred_at` 2999-01-01T00:00:00Z is in the future",
+        "item 2 (`items.1`): `occurred_at` 2999-01-01T00:00:00Z is in the future",
     ),
     ("explain_ranking", {}, "pass exactly one of retrieval_id (from a recall result) or query"),
     # a token grant names org/project, either part "*" for all: an org with a "/" could never be granted

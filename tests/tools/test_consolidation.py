@@ -1995,6 +1995,11 @@ def test_lineage_says_when_nothing_stands_in_place_of_a_replaced_memory_and_how_
         f"nothing stands in its place: {new}, the last memory to replace it, is retracted: remember the text "
         f"of {old}, the version it replaced, again to make it current"
     )
+    # ...and its text does not say that the retracted correction stands in its place (a trial).
+    from tools.result_text import lineage_text
+
+    assert lineage_text(history).splitlines()[1].startswith(f"Last to replace it: {new} (retracted, ")
+    assert "Stands in its place" not in lineage_text(history)
     again = remember(RememberInput(content="The on-call phone is 555-0100"), runtime, caller())
     assert again.id == old and lineage(LineageInput(memory_id=old), runtime, caller()).note is None
 

@@ -265,6 +265,63 @@ def test_an_ephemeral_memory_past_its_expiry_is_explained_as_expired(settings):
     ]
 
 
+def test_a_memory_past_the_expiry_it_was_given_is_explained_as_expired_not_as_ephemeral(settings):
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    runtime = make_runtime(settings)
+    try:
+        ends = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+        lapsed = remember(
+            RememberInput(content="The staging deploy is frozen", expires_at=ends), runtime, CALLER
+        )
+        time.sleep(1.2)
+        [note] = explain_ranking(
+            ExplainRankingInput(query="staging deploy frozen", memory_id=lapsed.id), runtime, CALLER
+        ).notes
+    finally:
+        runtime.close()
+    assert note.startswith(f"{lapsed.id} is a memory whose expiry expired at ") and "ephemeral" not in note
+
+
+def test_a_memory_the_recalls_window_kinds_or_tags_left_out_is_explained_by_them(runtime):
+    """A trial: each was explained as ranked below both search legs' limits."""
+    remember(RememberInput(content="Water the plants every Wednesday", tags=["home"]), runtime, CALLER)
+    old = remember(
+        RememberInput(
+            content="Water the garden plants on Sundays", tags=["Garden"], occurred_at="2026-01-10"
+        ),
+        runtime,
+        CALLER,
+    ).id
+
+    def why(**asked):
+        recalled = recall(RecallInput(query="water the plants", **asked), runtime, CALLER)
+        explained = ExplainRankingInput(retrieval_id=recalled.retrieval_id, memory_id=old)
+        [note] = explain_ranking(explained, runtime, CALLER).notes
+        return note
+
+    assert why(since="2026-06-01") == (
+        f"{old} is dated 2026-01-10T00:00:00Z, before the time window this retrieval searched "
+        "(from 2026-06-01T00:00:00Z)"
+    )
+    assert why(until="2026-01-01") == (
+        f"{old} is dated 2026-01-10T00:00:00Z, after the time window this retrieval searched "
+        "(until 2026-01-02T00:00:00Z)"  # a date alone: through its end
+    )
+    assert why(tags=["home"]) == f"{old} is tagged Garden: this retrieval searched only memories tagged home"
+    assert why(tags=["garden", "home"], tags_all=True) == (
+        f"{old} is tagged Garden: this retrieval searched only memories tagged all of garden, home"
+    )
+    assert why(kinds=["artifact", "episode"]) == (
+        f"{old} is a fact: this retrieval searched only artifact, episode"
+    )
+    # A tag in another case is the same tag, as the search reads it: found, nothing to explain away.
+    assert [
+        m.id for m in recall(RecallInput(query="water the plants", tags=["garden"]), runtime, CALLER).memories
+    ] == [old]
+
+
 def test_the_floor_shown_is_what_the_floor_compared_before_the_instruction_flag_halved_it(runtime):
     """A review: a memory flagged as instructions showed floor 0.072 beside a floor of 0.1, in the context:
     the trace read the floor score after the instruction stage, which runs after the floor."""

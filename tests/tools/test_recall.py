@@ -687,6 +687,10 @@ def test_a_window_that_starts_in_the_future_is_said_to(runtime):
         "Nothing relevant was found from 2999-01-01T00:00:00Z on, which starts in the future: no memory is "
         "dated after now (retrieval "
     )
+    assert later.note == (  # the structured note as well (a trial: it blamed the relevance floor)
+        "nothing relevant was found: the time window searched starts in the future (2999-01-01T00:00:00Z), "
+        "and no memory is dated after now: search from a time before now, or without since"
+    )
 
 
 def test_recall_says_when_its_vector_search_skipped_memories_without_a_vector_of_the_active_embedder(

@@ -608,6 +608,17 @@ def test_an_update_with_the_same_text_changes_only_its_tags_or_tier_in_place(run
         remember(RememberInput(content=text, replaces=stored.id), runtime, agent)
 
 
+def test_an_update_that_changes_only_a_secret_says_that_redaction_made_the_texts_the_same(runtime):
+    """A trial: "the wifi password is tr0ub4dor" after "... hunter2" was told the text was the same."""
+    stored = remember(RememberInput(content="The wifi password is hunter2"), runtime, CALLER)
+    with pytest.raises(ToolFailure) as refused:
+        remember(RememberInput(content="The wifi password is tr0ub4dor", replaces=stored.id), runtime, CALLER)
+    assert str(refused.value).startswith(
+        f"with its secrets redacted (1 password), the new content is the same as {stored.id}'s: secrets are "
+        "never stored, so a changed secret is nothing to update"
+    )
+
+
 def test_a_same_text_update_redacts_its_tags_and_only_the_author_changes_the_tier(runtime):
     """A review: the in-place update stored a token given as a tag verbatim, and let any agent make
     another's memory immutable (or expire it), with no lineage."""

@@ -472,10 +472,32 @@ def test_an_ephemeral_memory_that_expired_since_it_was_shown_does_not_move_and_t
         named = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[note]), runtime, S1)
         assert f"Recall does not show {note} (expired at " in named.detail
         assert "an expired memory's credit counts for nothing, and it did not move" in named.detail
+        assert "with a tier that lasts" in named.detail
         assert note not in {update.id for update in named.updated}  # a review: the weight moved all the same
         assert runtime.store.get_memory(note).weight == 1.0
     finally:
         runtime.close()
+
+
+def test_a_report_naming_only_memories_that_expired_since_says_they_were_named(runtime):
+    """A trial was told "none was named" (and to remember the memory with a tier that lasts, a standard
+    memory whose given expiry had passed)."""
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    ends = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+    closed = remember(
+        RememberInput(content="Elm street is closed for the parade", expires_at=ends), runtime, S1
+    )
+    assert [m.id for m in recall(RecallInput(query="is Elm street closed"), runtime, S1).memories] == [
+        closed.id
+    ]
+    time.sleep(1.2)
+    out = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[closed.id]), runtime, S1)
+    assert out.status == "nothing_to_update" and out.updated == []
+    assert "none of the memories named can move: nothing moved" in out.detail
+    assert "none was named" not in out.detail and "Name the memories you used" not in out.detail
+    assert "(remember its text again, with a later expires_at or none, if it still holds)" in out.detail
 
 
 def test_outcomes_do_not_cross_projects(runtime, three):
