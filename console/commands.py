@@ -948,9 +948,10 @@ def outcome_command(args: argparse.Namespace, settings: Settings) -> int:
                     "--session ID for the one this report is about"
                 )
             reported = runtime.store.get_outcome(scope, session)
-            if not session.startswith(CLI_SESSION_PREFIX) and reported and not args.replace:
+            if not session.startswith(CLI_SESSION_PREFIX) and reported and (not args.replace or elsewhere):
                 # Not a session of this command: its report was the agent's (or its hook's) to make; with
-                # --replace, this one is meant (a trial was refused, and told to pass what it had passed).
+                # --replace, this one is meant (a trial was refused, and told to pass what it had passed),
+                # unless a newer recall of another project waits for its report (a review).
                 raise CommandError(
                     f"{agent}'s newest session {session} was already reported; pass --session {session} "
                     "--replace to replace that report"

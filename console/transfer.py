@@ -498,21 +498,23 @@ def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> 
     export's, as its imported lineage says (a trial: the lineage said "its tags are now [...]" beside the old
     row, and a tier raised to protected was lost). ``amends``: the ids of the export's amend events. A memory
     whose latest amend was made here keeps what it has. Returns how many."""
+    from storage.portable import decode_time
+
     store, amended = runtime.store, 0
     for row in kept:
         tags, tier = list(row.get("tags") or ()), row.get("protection_tier")
         if row["status"] != "active" or tier not in get_args(ProtectionTier):
             continue
         scope = Scope(row["org_id"], row["project_id"])
-        expires = datetime.fromisoformat(str(row["expires_at"])) if row.get("expires_at") else None
+        expires = decode_time(row["expires_at"], "expires_at") if row.get("expires_at") else None
         with store.exclusive():  # read again and written in one sequence: a purge in between stays purged
             here = store.get_memories([row["id"]], scope).get(row["id"])
-            if (
-                here is None
-                or here.status != "active"
-                # an expiry changed alone too (a trial: `memoria edit --until never` was not imported)
-                or (list(here.tags), here.protection_tier, here.expires_at) == (tags, tier, expires)
-            ):
+            if here is None or here.status != "active":
+                continue
+            if here.protection_tier == "immutable":  # it keeps its tier, as an amend leaves it (a review)
+                tier, expires = "immutable", None
+            # An expiry changed alone too (a trial: `memoria edit --until never` was not imported).
+            if (list(here.tags), here.protection_tier, here.expires_at) == (tags, tier, expires):
                 continue
             events = [
                 e for e in store.lineage(scope, [here.id]) if e.memory_id == here.id and e.action == "amend"
@@ -520,8 +522,6 @@ def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> 
             latest = max(events, key=lambda event: (event.at, event.event_id), default=None)
             if latest is None or latest.event_id not in amends:
                 continue
-            if here.protection_tier == "immutable":  # it keeps its tier, as an amend leaves it (a review)
-                tier, expires = "immutable", None
             tags = tags[: max(runtime.writer.limits.max_tags, len(here.tags))]
             runtime.writer.inheritance.retag(here, tags, (cast(ProtectionTier, tier), expires))
             amended += 1

@@ -15,6 +15,7 @@ import orjson
 
 from retrieval.types import Candidate
 from storage.records import MemoryRecord, TimeWindow
+from storage.search_filter import tag_filter
 
 PREVIEW_CHARS = 160
 
@@ -550,8 +551,8 @@ def not_a_candidate(memory: MemoryRecord, recalled_at: datetime, trace: dict[str
     events = [event for stage in trace["stages"] for event in stage["events"]]
     for event in events:
         if event.get("event") == "BelowThreshold" and event.get("memory_id") == memory.id:
-            return (
-                f"{memory.id} was found by the search, but its relevance to the query, "
+            return (  # the floor's scale, not the relevance (a trial read one number under both names)
+                f'{memory.id} was found by the search, but its match to the query ("matches the query at"), '
                 f"{float(event['score']):.3f}, is below the relevance floor ({float(event['threshold']):g}): "
                 "a memory below it never enters the context. Ask in words closer to the memory's, or lower "
                 "the floor (the MEMORIA_MIN_FACT_SCORE setting)"
@@ -579,9 +580,8 @@ def _outside(memory: MemoryRecord, trace: dict[str, Any]) -> str | None:
         article = "an" if memory.kind[0] in "aeiou" else "a"
         return f"{memory.id} is {article} {memory.kind}: this retrieval searched only {', '.join(kinds)}"
     wanted = list(filters.get("tags") or [])
-    has = {tag.casefold() for tag in memory.tags}
-    lacking = [tag for tag in wanted if tag.casefold() not in has]
-    if wanted and (lacking if filters.get("tags_all") else len(lacking) == len(wanted)):
+    tagged = tag_filter(wanted, bool(filters.get("tags_all")))  # as the search read them, in any case
+    if tagged is not None and not tagged(memory):
         said = f"tagged {', '.join(memory.tags)}" if memory.tags else "untagged"
         need = "" if len(wanted) == 1 else "all of " if filters.get("tags_all") else "one of "
         return (

@@ -69,11 +69,11 @@ def inactive_note(
     purged since the session saw them): a superseded one's credit goes on to the memory that stands in its
     place (``Inheritance.hand_on_reported``), as if the report had come before the change; the others'
     counts if they are restored. "" when all are active."""
-    handed, kept, expired, ephemeral = [], [], [], False
+    handed, kept, expired, tiers = [], [], [], set()  # tiers: whether each expired one was ephemeral
     for memory in (known[memory_id] for memory_id in named if memory_id in known):
         if memory.past_expiry(now):
             expired.append(f"{memory.id} (expired at {memory.expires_at:%Y-%m-%d %H:%M} UTC)")
-            ephemeral = ephemeral or memory.protection_tier == "ephemeral"
+            tiers.add(memory.protection_tier == "ephemeral")
             continue
         if memory.status == "active":
             continue
@@ -100,10 +100,7 @@ def inactive_note(
     if expired:
         note += (
             f". Recall does not show {', '.join(expired)}: an expired memory's credit counts for nothing, and "
-            "it did not move (remember its text again"
-            # A tier that lasts for an ephemeral one; a later expiry, or none, for one given its own (a trial).
-            + (", with a tier that lasts," if ephemeral else ", with a later expires_at or none,")
-            + " if it still holds)"
+            "it did not move (remember its text again" + _how_to_renew(tiers) + " if it still holds)"
         )
     return note
 
@@ -178,3 +175,13 @@ def without_gone(
             or (credit.memory_id in records and records[credit.memory_id].status == "active")
         )
     )
+
+
+def _how_to_renew(ephemeral: set[bool]) -> str:
+    """How to have expired memories back: a tier that lasts for an ephemeral one, a later expiry (or none)
+    for one given its own (a trial was told the first of a standard memory)."""
+    if ephemeral == {True}:
+        return ", with a tier that lasts,"
+    if ephemeral == {False}:
+        return ", with a later expires_at or none,"
+    return " (with a tier that lasts if it was ephemeral, else a later expires_at or none)"

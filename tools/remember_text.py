@@ -33,7 +33,8 @@ def text_of(result: RememberOutput) -> str:
         lines.append(result.note)
     found = result.consolidation
     if found is not None:
-        said = result.note or ""  # an explicit update's note names the memory it superseded
+        # An explicit update's note names the memory it superseded: not said twice.
+        said = result.note if result.note and result.note.startswith("explicit update: ") else ""
         changes = [
             (label, [i for i in ids if i not in said])
             for label, ids in (

@@ -305,8 +305,12 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         status = "nothing_to_update"
         detail = (
             f"session {session_id} recalled nothing in org {scope.org_id!r} / project {scope.project_id!r} "
-            "and named no memory: nothing moved. Report after recalling, and name the memories you used with "
-            "helpful_ids"
+            + (
+                "and none of the memories named can move: nothing moved"
+                if named
+                else "and named no memory: nothing moved. Report after recalling, and name the memories you used "
+                "with helpful_ids"
+            )
         )
     elif not credits:
         status = "nothing_to_update"

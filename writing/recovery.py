@@ -22,7 +22,6 @@ from storage.unfinished import (
     Unfinished,
 )
 from writing.consolidation.report import Actor
-from writing.consolidation.rules import explicit_version
 from writing.unfinished import tags_digest, unmarked_on_failure
 
 if TYPE_CHECKING:
@@ -142,13 +141,14 @@ class Recovery:
                 if replaced is not None and replaced.status == "active":
                     log.info("finishing the explicit update of %s by %s", replaced.id, memory.id)
                     self._writer.apply_update(replaced, memory, actor, carry=True)
+                    memory = store.get_memory(memory.id, owed.scope) or memory  # it may be a version now
                 # As the update would have, if it replaced the old text (another write may have superseded
                 # or forgotten it first: a review): the next version of an artifact (a crash may have come
                 # between the supersede and the link), and what said the old text disputed by it.
                 now_replaced = store.get_memory(replaced.id, owed.scope) if replaced else None
                 if now_replaced is not None and now_replaced.replaced_by != memory.id:
                     now_replaced = None
-                if now_replaced is not None and explicit_version(now_replaced, memory):
+                if now_replaced is not None and self._writer.next_version(now_replaced, memory):
                     store.set_version_of(memory.id, now_replaced.id)
                     memory = replace(memory, version_of=now_replaced.id)
                 if memory.id in vectors:

@@ -79,6 +79,7 @@ log = logging.getLogger(__name__)
 
 COALESCED_WRITES = 256  # remembers in flight inserted as one batch at most
 MAX_SUPERSEDES_BEHIND = 64  # restatements whose supersede is still being committed, at most
+MAX_VERSIONS = 50  # links followed along an artifact's chain of versions (as `lineage` follows them)
 SUPERSEDES_YIELDING = 4  # with at most this many commits waiting, they let callers take the lock first
 COMMIT_WAIT_SECONDS = 30.0
 
@@ -252,8 +253,8 @@ class WriteService:
                 if prepared.redacted:  # the texts differ only in a secret (a trial's changed wifi password)
                     raise WriteRefused(
                         f"with its secrets redacted ({prepared.redacted}), the new content is the same as "
-                        f"{replaces.id}'s: secrets are never stored, so a changed secret is nothing to update. "
-                        "Keep the secret in a secret manager, and remember where it is kept"
+                        f"{replaces.id}'s: secrets are never stored, so only the text around them can be "
+                        "updated. Keep the secret in a secret manager, and remember where it is kept"
                     )
                 raise WriteRefused(
                     f"the new content is the same as {replaces.id}'s: nothing to update. Pass the corrected text"
@@ -603,8 +604,8 @@ class WriteService:
                 self._store.add_lineage([restore_event(stored, actor, self._clock())])
             if replaces is not None:
                 note = self.apply_update(replaces, stored, actor, carry=True, withdraw=True)
-                if explicit_version(replaces, stored):  # the rules look for no other previous version
-                    stored = replace(stored, version_of=replaces.id)
+                if explicit_version(replaces, stored):  # read again: the update may have made it a version
+                    stored = self._store.get_memory(stored.id, stored.scope) or stored
             consolidation = self.consolidation.on_write(
                 stored, vector, llm=llm, actor=actor, mark=False, behind=behind
             )
@@ -795,6 +796,23 @@ class WriteService:
         for pair in reopened:
             self._corroboration.keep_apart(memory.scope, pair.older_id, pair.newer_id)
 
+    def next_version(self, old: MemoryRecord, new: MemoryRecord) -> bool:
+        """Whether ``new``, replacing artifact ``old`` by an explicit update, is its next version: not when
+        ``new`` is one of ``old``'s earlier versions (an update back to an earlier text: A -> B -> C, then
+        C updated with A's text, would loop the chain A -> C -> B -> A)."""
+        if not explicit_version(old, new):
+            return False
+        current, seen = old, {old.id}
+        while current.version_of and current.version_of not in seen and len(seen) < MAX_VERSIONS:
+            if current.version_of == new.id:
+                return False
+            previous = self._store.get_memory(current.version_of, old.scope)
+            if previous is None:
+                break
+            current = previous
+            seen.add(current.id)
+        return True
+
     def apply_update(
         self,
         old: MemoryRecord,
@@ -836,7 +854,7 @@ class WriteService:
             if current is not None and (head := current_version(self._store, current)).id != current.id:
                 standing = head.id
             raise UpdateRefused(refused.reason, withdrawn=new.id if withdrawn else None, standing=standing)
-        if explicit_version(old, new):
+        if self.next_version(old, new):
             self._store.set_version_of(new.id, old.id)
         self.consolidation.record_retirement(
             old.scope,

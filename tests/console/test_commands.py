@@ -259,7 +259,7 @@ def test_recall_and_outcome_share_a_session_and_a_repeated_outcome_replaces_the_
 
 
 @pytest.mark.slow
-def test_the_cli_never_joins_or_replaces_a_connected_agents_session(capsys, db):
+def test_the_cli_never_joins_a_connected_agents_session_nor_replaces_its_report_unless_told(capsys, db):
     as_json(capsys, db, "remember", "Deploys freeze on Fridays")
     agents = as_json(
         capsys, db, "recall", "deploy freeze", "--agent", "claude-code", "--session", "ses_agent"

@@ -162,6 +162,24 @@ async def test_an_artifact_updated_back_to_its_earlier_text_lists_its_versions_w
         ] == [first["id"]]
 
 
+async def test_an_artifact_updated_back_to_its_first_text_of_three_leaves_each_versions_chain_as_it_was(
+    settings,
+):
+    # A review: A -> B -> C, then C updated with A's text, linked A to C: A -> C -> B -> A, and B listed C,
+    # which came after it, among its earlier versions.
+    async with connected(server_with(settings)) as client:
+        a = await call(client, "remember", {"content": RETRY, "kind": "artifact"})
+        b = await call(client, "remember", {"content": RETRY.replace("=5", "=7"), "replaces": a["id"]})
+        c = await call(client, "remember", {"content": RETRY.replace("=5", "=9"), "replaces": b["id"]})
+        back = await call(client, "remember", {"content": RETRY, "replaces": c["id"]})
+        assert back["id"] == a["id"]
+
+        async def versions(memory: dict) -> list[str]:
+            return [v["id"] for v in (await call(client, "lineage", {"memory_id": memory["id"]}))["versions"]]
+
+        assert [await versions(m) for m in (a, b, c)] == [[], [a["id"]], [b["id"], a["id"]]]
+
+
 @pytest.mark.slow
 async def test_an_explicit_update_of_a_memory_that_misled_does_not_inherit_the_blame(settings):
     async with connected(server_with(settings)) as client:

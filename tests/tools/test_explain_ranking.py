@@ -295,8 +295,8 @@ def test_a_memory_the_recalls_window_kinds_or_tags_left_out_is_explained_by_them
         CALLER,
     ).id
 
-    def why(**asked):
-        recalled = recall(RecallInput(query="water the plants", **asked), runtime, CALLER)
+    def why(query="water the plants", **asked):
+        recalled = recall(RecallInput(query=query, **asked), runtime, CALLER)
         explained = ExplainRankingInput(retrieval_id=recalled.retrieval_id, memory_id=old)
         [note] = explain_ranking(explained, runtime, CALLER).notes
         return note
@@ -316,7 +316,9 @@ def test_a_memory_the_recalls_window_kinds_or_tags_left_out_is_explained_by_them
     assert why(kinds=["artifact", "episode"]) == (
         f"{old} is a fact: this retrieval searched only artifact, episode"
     )
-    # A tag in another case is the same tag, as the search reads it: found, nothing to explain away.
+    # A tag in another case is the same tag, as the search reads it: not what left it out here...
+    assert why("quarterly tax filing deadline", tags=["GARDEN"]).startswith(f"{old} was found by the search")
+    # ...and found, nothing to explain away.
     assert [
         m.id for m in recall(RecallInput(query="water the plants", tags=["garden"]), runtime, CALLER).memories
     ] == [old]
@@ -381,7 +383,8 @@ def test_a_memory_the_relevance_floor_left_out_is_explained_as_found_below_it(ru
     ]
     [dropped] = floor  # the search found it: the floor dropped it, with its score
     assert out.candidates == [] and out.notes[0] == (
-        f"{ids[1]} was found by the search, but its relevance to the query, {dropped['score']:.3f}, is below "
+        f'{ids[1]} was found by the search, but its match to the query ("matches the query at"), '
+        f"{dropped['score']:.3f}, is below "
         f"the relevance floor ({dropped['threshold']:g}): a memory below it never enters the context. Ask in "
         "words closer to the memory's, or lower the floor (the MEMORIA_MIN_FACT_SCORE setting)"
     )

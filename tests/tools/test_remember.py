@@ -615,7 +615,7 @@ def test_an_update_that_changes_only_a_secret_says_that_redaction_made_the_texts
         remember(RememberInput(content="The wifi password is tr0ub4dor", replaces=stored.id), runtime, CALLER)
     assert str(refused.value).startswith(
         f"with its secrets redacted (1 password), the new content is the same as {stored.id}'s: secrets are "
-        "never stored, so a changed secret is nothing to update"
+        "never stored, so only the text around them can be updated"
     )
 
 

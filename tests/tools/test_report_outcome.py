@@ -498,6 +498,10 @@ def test_a_report_naming_only_memories_that_expired_since_says_they_were_named(r
     assert "none of the memories named can move: nothing moved" in out.detail
     assert "none was named" not in out.detail and "Name the memories you used" not in out.detail
     assert "(remember its text again, with a later expires_at or none, if it still holds)" in out.detail
+    # A session that recalled nothing, naming it, is not told that it named nothing either (a review).
+    unrecalled = report_outcome(ReportOutcomeInput(outcome="success", helpful_ids=[closed.id]), runtime, S2)
+    assert "recalled nothing" in unrecalled.detail and "named no memory" not in unrecalled.detail
+    assert "none of the memories named can move: nothing moved" in unrecalled.detail
 
 
 def test_outcomes_do_not_cross_projects(runtime, three):

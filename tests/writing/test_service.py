@@ -637,6 +637,28 @@ def test_an_explicit_update_a_crash_cut_off_before_its_lineage_and_credits_is_fi
         runtime.close()
 
 
+def test_a_new_version_whose_supersede_failed_is_superseded_when_the_remember_is_retried(runtime):
+    """A review: the rules link a new version (``version_of``) before they supersede the old one; a retry
+    after a failure in between found the link and left the old version active beside the new."""
+    old = said(runtime, "make rollback ENV=prod TIMEOUT=30 RETRIES=3", kind="artifact").id
+    real = runtime.writer.consolidation._supersede
+
+    def failing(*args, **kwargs):
+        runtime.writer.consolidation._supersede = real
+        raise RuntimeError("the store went away")
+
+    runtime.writer.consolidation._supersede = failing
+    newer = "make rollback ENV=prod TIMEOUT=60 RETRIES=3"
+    with pytest.raises(RuntimeError, match="the store went away"):
+        said(runtime, newer, kind="artifact")
+    again = said(runtime, newer, kind="artifact")
+    assert runtime.store.get_memory(again.id).version_of == old
+    assert (runtime.store.get_memory(old).status, runtime.store.get_memory(old).replaced_by) == (
+        "superseded",
+        again.id,
+    )
+
+
 def test_an_artifacts_update_a_crash_cut_off_before_its_version_link_is_linked_at_the_next_start(settings):
     old, new = killed_between_insert_and_consolidation(settings, "version")
     runtime = make_runtime(settings)

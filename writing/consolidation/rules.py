@@ -47,11 +47,11 @@ def may_be_superseded(memory: MemoryRecord, *, by_revision: bool) -> bool:
 
 
 def explicit_version(old: MemoryRecord, new: MemoryRecord) -> bool:
-    """An explicit update of an artifact by an artifact makes ``new`` its next version (``version_of``),
-    as a new version found by the rules does (a trial: ``replaces=`` left the versions chain empty). Not
-    when ``new`` already has its own previous version, nor back onto the version ``old`` came from (an
-    update reverted to it): that would loop the chain."""
-    return old.kind == new.kind == "artifact" and new.version_of is None and old.version_of != new.id
+    """Whether an explicit update of artifact ``old`` by ``new`` may make ``new`` its next version
+    (``version_of``), as a new version found by the rules is (a trial: ``replaces=`` left the versions
+    chain empty): both artifacts, and ``new`` without a previous version of its own. (Nor may ``new`` be
+    one of ``old``'s earlier versions, an update back to it: ``WriteService.next_version``.)"""
+    return old.kind == new.kind == "artifact" and new.version_of is None
 
 
 @dataclass(frozen=True)

@@ -244,7 +244,7 @@ class ConsolidationService:
         pool = max(10, self.policy.max_existing_matches + 1, self.policy.rerank_pool if reranking else 0)
         neighbours = self._neighbours(memory, vector, limit=pool)
         if memory.kind == "artifact" and self.policy.artifacts:
-            if memory.version_of is None:  # else an explicit update named its previous version
+            if not self._versioned(memory):
                 self._version(memory, neighbours, actor, report)
         else:
             self._contradictions(memory, [hit.record for hit in neighbours], llm, actor, report)
@@ -808,6 +808,14 @@ class ConsolidationService:
         except LLMUnavailable:
             return False, "rules"
         return answer.get("revises") is True, f"llm:{response.model}"
+
+    def _versioned(self, memory: MemoryRecord) -> bool:
+        """Whether ``memory`` already replaced its previous version: an explicit update named it. A link
+        the rules set before a crash or failure cut off their supersede is not (they look again)."""
+        if memory.version_of is None:
+            return False
+        previous = self._store.get_memories([memory.version_of], memory.scope).get(memory.version_of)
+        return previous is not None and previous.replaced_by == memory.id
 
     def _version(
         self, memory: MemoryRecord, neighbours: Sequence[SearchHit], actor: Actor, report: ConsolidationReport
