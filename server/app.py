@@ -253,13 +253,21 @@ class MemoriaServer(MCPServer[AppState]):
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
     ) -> GetPromptResult | InputRequiredResult:
-        """A prompt asked for without an argument it needs, or by a name no prompt has, is the caller's
-        error, said as such (the SDK answers it as an internal error)."""
+        """A prompt asked for without an argument it needs, with one it does not take, or by a name no prompt
+        has, is the caller's error, said as such (the SDK answers it as an internal error)."""
         prompt = self._prompt_manager.get_prompt(name)
         if prompt is None:
             known = ", ".join(sorted(p.name for p in self._prompt_manager.list_prompts()))
             raise MCPError(INVALID_PARAMS, f"there is no prompt {name!r}; the prompts are: {known}")
         given = arguments or {}
+        takes = [arg.name for arg in prompt.arguments or []]
+        unknown = sorted(set(given) - set(takes))
+        if unknown:  # a misspelt argument (a trial got "Error rendering prompt", and a trace in the log)
+            raise MCPError(
+                INVALID_PARAMS,
+                f"prompt {name!r} takes no argument {', '.join(map(repr, unknown))}: its arguments are "
+                f"{', '.join(takes) or 'none'}",
+            )
         missing = [arg.name for arg in prompt.arguments or [] if arg.required and not given.get(arg.name)]
         if missing:
             raise MCPError(

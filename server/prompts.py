@@ -160,7 +160,7 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
         if given in OUTCOMES:
             how = f"The task's outcome is `{given}`."
         elif given:  # an argument is free text: one report_outcome refuses is not passed on as it is
-            how = f"`{said}` is not an outcome `report_outcome` takes. {judge}"
+            how = f"`{said_back(said, 80)}` is not an outcome `report_outcome` takes. {judge}"  # (a trial: whole)
         else:
             how = judge
         extra = (

@@ -380,8 +380,9 @@ async def test_what_an_agent_reads_of_a_remember_is_a_line_not_the_json(settings
         f"stored {new} (fact, standard) in default/default\nrevised: {old}\ndecided by revision:explicit"
     )
     lines = batch.content[0].text.splitlines()
-    assert lines[0] == "1 stored, 1 already stored"
+    assert lines[0] == "1 stored, 1 already stored, in default/default"  # said once (a trial: on every line)
     assert lines[1].startswith("1. stored mem_") and lines[2].startswith("2. already stored mem_")
+    assert lines[1].endswith("(fact, standard)") and "default/default" not in "".join(lines[1:])
 
 
 async def test_what_an_agent_reads_of_forget_report_outcome_and_lineage_is_lines_not_the_json(settings):

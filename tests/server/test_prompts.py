@@ -119,7 +119,10 @@ async def test_session_end_asks_for_one_outcome_report_with_the_given_outcome_an
         judged = text_of(await client.get_prompt("session_end", {}))
         unknown = text_of(await client.get_prompt("session_end", {"outcome": "awesome"}))
         cased = text_of(await client.get_prompt("session_end", {"outcome": " Success "}))
+        long = text_of(await client.get_prompt("session_end", {"outcome": "great\u202e " * 2000}))
     assert "`awesome` is not an outcome `report_outcome` takes. Judge the outcome: success" in unknown
+    # An outcome that is not one is said back clipped and escaped, as notes are (a trial: 20,000 characters).
+    assert len(long) < 1500 and "\u202e" not in long
     assert "The task's outcome is `success`" in cased
     assert "The task's outcome is `partial`" in given and "Pass this as the note: docs were stale." in given
     # Remember first: a report ends the session, and an agent acting line by line followed "Before that"
@@ -143,7 +146,14 @@ async def test_a_prompt_asked_for_without_its_task_or_by_a_wrong_name_gets_an_er
             await client.get_prompt("session_start", {"task": ""})
         with pytest.raises(MCPError) as unknown:
             await client.get_prompt("session_begin", {"task": "deploy"})
-    assert missing.value.code == INVALID_PARAMS == blank.value.code == unknown.value.code
+        with pytest.raises(MCPError) as misspelt:
+            await client.get_prompt("session_start", {"task": "deploy", "projectid": "web"})
+    assert (
+        missing.value.code == INVALID_PARAMS == blank.value.code == unknown.value.code == misspelt.value.code
+    )
+    assert misspelt.value.message == (
+        "prompt 'session_start' takes no argument 'projectid': its arguments are task, org_id, project_id"
+    )
     assert missing.value.message == (
         "prompt 'session_start' needs task: pass it in the prompt's arguments (task: a sentence saying what "
         "you are about to do)"

@@ -11,7 +11,7 @@ from tools.common import Caller, ToolFailure, memory_id_for
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
 from tools.remember_many import BatchItem, RememberManyInput, remember_many
-from tools.remember_text import batch_text_of
+from tools.remember_text import batch_text_of, text_of
 
 CALLER = Caller(agent_id="claude-code", session_id="ses_1")
 
@@ -414,7 +414,7 @@ def test_a_batch_is_one_write_with_its_own_near_duplicates_already_superseded(ru
     assert out.collapsed == 1
     assert (
         batch_text_of(out).splitlines()[0]
-        == "3 stored (1 of them folded into a later item), 0 already stored"
+        == "3 stored (1 of them folded into a later item), 0 already stored, in default/default"
     )
     assert runtime.store.table_version() == before + 1
     loser, survivor, other = (runtime.store.get_memory(r.id) for r in out.results)
@@ -1029,3 +1029,13 @@ def test_the_maintenance_round_retracts_a_memory_past_the_time_it_was_given(runt
     assert runtime.store.get_memory(out.id).status == "retracted"
     events = runtime.store.lineage(Scope("default", "default"), [out.id])
     assert [event.action for event in events][-1] == "expire"
+
+
+def test_what_an_agent_reads_of_a_remember_leaves_out_the_similar_memories_kept_as_distinct(runtime):
+    """A trial: "kept beside: <ids>" and "decided by rules:distinct" were most of a batch's text, and nothing
+    to act on; the structured content keeps them."""
+    remember(RememberInput(content="The billing service deploys every Tuesday"), runtime, CALLER)
+    text = "The billing service deploys every Tuesday at noon UTC via Argo"
+    near = remember(RememberInput(content=text), runtime, CALLER)
+    assert near.consolidation is not None and near.consolidation.kept
+    assert text_of(near) == f"stored {near.id} (fact, standard) in default/default"
