@@ -109,6 +109,11 @@ def _new_vectors_by_scope(
     return found
 
 
+def joined(*notes: str | None) -> str | None:
+    """Notes said one after the other (None for none)."""
+    return "; ".join(note for note in notes if note) or None
+
+
 def absorbed_in_batch(record: MemoryRecord, report: ConsolidationReport, survivor: str) -> WriteResult:
     """The result of a batch item that the consolidation of an earlier item (its ``report``) superseded by
     ``survivor``: a batch is stored whole before any of it is examined, so an earlier item can absorb a later
@@ -765,10 +770,27 @@ class WriteService:
                             stored, vectors[stored.id], llm=llm, actor=actor
                         )
                 else:
-                    return self._attested(stored, record, added)
+                    attested = self._attested(stored, record, added)
+                    return replace(attested, note=joined(attested.note, self._disputed(stored)))
+                note = joined(note, self._disputed(stored))
         if consolidation is not None:
             self.track(stored.scope, consolidation, stored.id)
         return WriteResult(stored, created, note, consolidation)
+
+    def _disputed(self, stored: MemoryRecord) -> str | None:
+        """What a write of ``stored``'s text again is told when newer memories dispute it: said again, it
+        stays below them, marked DISPUTED (a trial restated "... port 8080" after 9090 and read only
+        "already stored"), and how to make it current."""
+        newer = self._store.newer_contradictions(stored.scope, [stored.id]).get(stored.id)
+        if not newer:
+            return None
+        one = len(newer) == 1
+        return (
+            f"{'a newer memory disputes' if one else 'newer memories dispute'} it ({', '.join(newer)}): recall "
+            f"shows it below {'that one' if one else 'them'}, marked DISPUTED. If this text is what holds now, "
+            f"remember it with {f'replaces={newer[0]}' if one else 'replaces= each of them in turn'} to make it "
+            "current"
+        )
 
     def _revive(self, superseded: MemoryRecord, actor: Actor, reason: str) -> MemoryRecord | None:
         """A superseded memory active again, with a ``restore`` lineage record giving ``reason``; None when
@@ -1070,6 +1092,21 @@ class WriteService:
                 results[record.id] = WriteResult(record, True, consolidation=report)
                 for memory_id in report.superseded:
                     gone.setdefault(memory_id, (report, record.id))
+            self._later_in_batch(scope, results)
+
+    def _later_in_batch(self, scope: Scope, results: dict[str, WriteResult]) -> None:
+        """The results of a batch's items that the batch's consolidation superseded or revised after their own
+        was reported (by a later item's, or theirs found a newer item revising them): each says so, and no longer that it contradicts or was kept beside what replaced it (a trial read "kept beside"
+        an item that had revised it, and "contradicts" a pair drift no longer listed)."""
+        examined = [i for i, r in results.items() if r.created and r.consolidation is not None and not r.note]
+        now = self._store.get_memories(examined, scope)
+        for memory_id in examined:
+            memory, result = now.get(memory_id), results[memory_id]
+            if memory is None or memory.status != "superseded" or result.consolidation is None:
+                continue
+            report = replace(result.consolidation, kept=[], contradicts=[])
+            note = f"superseded by {memory.replaced_by} when this batch was examined"
+            results[memory_id] = replace(result, memory=memory, consolidation=report, note=note)
 
     def _in_input_order(
         self, prepared: Sequence[Prepared], results: dict[str, WriteResult]
@@ -1090,7 +1127,14 @@ class WriteService:
                     result = self._attested(memory, item.record, added)
                 else:
                     said = "the same content as an earlier item of this batch"
-                    result = WriteResult(memory, False, f"{said}; {added}" if added else said)
+                    # Folded into a later item with it: said, as for that item (a trial read the id of a
+                    # superseded memory as the one stored).
+                    folded = result.absorbed_into or (
+                        memory.replaced_by if memory.status == "superseded" else None
+                    )
+                    if folded:
+                        said += f", superseded by {folded}"
+                    result = WriteResult(memory, False, joined(said, added))
             seen.add(item.record.id)
             ordered.append(replace(result, redacted=item.redacted))
         return ordered

@@ -1039,3 +1039,78 @@ def test_what_an_agent_reads_of_a_remember_leaves_out_the_similar_memories_kept_
     near = remember(RememberInput(content=text), runtime, CALLER)
     assert near.consolidation is not None and near.consolidation.kept
     assert text_of(near) == f"stored {near.id} (fact, standard) in default/default"
+
+
+def test_a_text_stated_again_that_a_newer_memory_disputes_says_so_and_how_to_make_it_current(runtime):
+    """A trial: "... port 8080" stated again after "... 9090" answered "already stored", nothing more, and
+    recall went on showing 9090 first."""
+    old = remember(
+        RememberInput(content="The billing API listens on port 8080", occurred_at="2026-12-01T09:00:00Z"),
+        runtime,
+        CALLER,
+    )
+    newer = remember(
+        RememberInput(content="The billing API listens on port 9090", occurred_at="2026-12-02T09:00:00Z"),
+        runtime,
+        CALLER,
+    )
+    again = remember(RememberInput(content="The billing API listens on port 8080"), runtime, CALLER)
+    assert (again.id, again.status) == (old.id, "duplicate")
+    assert again.note == (
+        f"a newer memory disputes it ({newer.id}): recall shows it below that one, marked DISPUTED. If this text "
+        f"is what holds now, remember it with replaces={newer.id} to make it current"
+    )
+    current = remember(
+        RememberInput(content="The billing API listens on port 8080", replaces=newer.id), runtime, CALLER
+    )
+    assert current.id == old.id and runtime.store.get_memory(newer.id).replaced_by == old.id
+    shown = recall(RecallInput(query="billing API port"), runtime, CALLER)
+    assert [m.id for m in shown.memories] == [old.id]
+    assert (
+        remember(RememberInput(content="The billing API listens on port 8080"), runtime, CALLER).note is None
+    )
+
+
+def test_a_batch_item_a_later_step_of_the_batch_superseded_says_so_and_not_what_it_said_before(runtime):
+    """A trial: an item revised by a later one read "kept beside" it, an older backup time given last read
+    "contradicts" a pair drift no longer listed, and an item repeating an earlier one folded into a third
+    read as plainly stored."""
+    out = remember_many(
+        RememberManyInput(
+            items=[
+                BatchItem(content="The API gateway listens on port 8080", occurred_at="2026-12-01T09:00:00Z"),
+                BatchItem(
+                    content="The API gateway now listens on port 9090", occurred_at="2026-12-03T09:00:00Z"
+                ),
+                BatchItem(
+                    content="The nightly backup now runs at 04:00 UTC", occurred_at="2026-12-04T09:00:00Z"
+                ),
+                BatchItem(content="The nightly backup runs at 02:00 UTC", occurred_at="2026-12-01T09:00:00Z"),
+            ]
+        ),
+        runtime,
+        CALLER,
+    )
+    port, new_port, backup, old_backup = out.results
+    for item, survivor in ((port, new_port), (old_backup, backup)):
+        assert runtime.store.get_memory(item.id).replaced_by == survivor.id
+        assert item.note == f"superseded by {survivor.id} when this batch was examined"
+        assert item.consolidation is not None
+        assert (item.consolidation.kept, item.consolidation.contradicts) == ([], [])
+
+    repeated = remember_many(
+        RememberManyInput(
+            items=[
+                BatchItem(content="The CI pipeline runs on GitHub Actions"),
+                BatchItem(content="The CI pipeline runs on GitHub Actions"),
+                BatchItem(content="The CI pipeline runs on GitHub Actions, with the ci tag", tags=["ci"]),
+            ]
+        ),
+        runtime,
+        CALLER,
+    )
+    first, again, last = repeated.results
+    assert first.consolidation is not None and first.consolidation.absorbed_into == last.id
+    assert (again.status, again.id) == ("duplicate", first.id)
+    assert again.note == f"the same content as an earlier item of this batch, superseded by {last.id}"
+    assert (repeated.stored, repeated.collapsed, repeated.duplicates) == (2, 1, 1)
