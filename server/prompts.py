@@ -4,11 +4,12 @@ to call what; ``session_end`` asks for the outcome report that moves the weights
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import Message, Prompt, UserMessage
+from pydantic import Field
 
 from retrieval.text import clip, counted, shown_safely
 from server.auth import current_grant
@@ -70,7 +71,14 @@ def _scope_note(note: str | None) -> str | None:
 
 def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Prompt]:
     async def session_start(
-        task: str, ctx: Context[AppState, Any], org_id: str | None = None, project_id: str | None = None
+        task: Annotated[str, Field(description="What you are about to do, in a sentence.")],
+        ctx: Context[AppState, Any],
+        org_id: Annotated[
+            str | None, Field(description="The org to recall from (default: the server's).")
+        ] = None,
+        project_id: Annotated[
+            str | None, Field(description="The project to recall from (default: the server's).")
+        ] = None,
     ) -> list[Message]:
         """Recall the project context for a task and explain the memory routine."""
         # A long task description is searched by its beginning, up to the query limit.
@@ -141,7 +149,12 @@ def build_prompts(recall_spec: ToolSpec, *, tokens_required: bool) -> list[Promp
             )
         ]
 
-    def session_end(outcome: str | None = None, notes: str | None = None) -> list[Message]:
+    def session_end(
+        outcome: Annotated[str | None, Field(description="success, failure or partial, if known.")] = None,
+        notes: Annotated[
+            str | None, Field(description="What helped or misled, for the report's note.")
+        ] = None,
+    ) -> list[Message]:
         """Report how the task went, so the memories that helped rise and those that misled sink."""
         if reads_only():
             return [

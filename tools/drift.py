@@ -3,6 +3,8 @@ neither revised), and the recent revisions and consolidations with what replaced
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import anyio
 from pydantic import BaseModel, Field
 
@@ -37,6 +39,7 @@ class DriftOutput(BaseModel):
     open_contradictions: int
     contradictions: list[ContradictionView]
     changes: list[ChangeView] = Field(description="Recent revisions and consolidations, newest first.")
+    note: str | None = Field(None, description="With nothing to show: the project holds nothing to read.")
 
 
 def drift(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
@@ -57,7 +60,13 @@ def drift(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
     changes = sorted(
         (event for event in events if event.memory_id in memories), key=lambda e: e.at, reverse=True
     )[: args.limit]
+    note = None
+    if not found and not changes:  # a mistyped project_id, most likely, as recall says (a trial)
+        from tools.empty_recall_notes import empty_scope_note
+
+        note = empty_scope_note(runtime, replace(view, with_org=False), name_projects=not caller.remote)
     return DriftOutput(
+        note=note,
         open_contradictions=open_count,
         contradictions=[
             ContradictionView(
@@ -93,17 +102,17 @@ def text_of(out: DriftOutput) -> str:
     settle it, then the recent changes, one line each (a trial read raw JSON, and "'(no negation)' then
     'not'" for a denial). The structured content carries every field."""
     lines = [f"{out.open_contradictions} open contradiction{'s' if out.open_contradictions != 1 else ''}."]
+    if any(pair.status == "open" for pair in out.contradictions):  # said once (a trial read it per pair)
+        lines[0] += (
+            " Settle each: forget the one that is wrong (forget memory_id=...), or remember what is true with "
+            "replaces= the wrong one's id."
+        )
     for pair in out.contradictions:
         state = "open" if pair.status == "open" else f"{pair.status}: {pair.resolution or 'settled'}"
         lines.append(
             f"[{state}] {_brief(pair.newer)}\n    against the older {_brief(pair.older)}\n"
             f"    ({pair.kind}: {_readable(pair.detail)})"
         )
-        if pair.status == "open":
-            lines.append(
-                f"    Settle it: forget the one that is wrong (forget memory_id=...), or remember what is true "
-                f"with replaces= the wrong one's id ({pair.older.id} or {pair.newer.id})."
-            )
     listed = sum(1 for pair in out.contradictions if pair.status == "open")
     if out.open_contradictions > listed:
         lines.append(f"{out.open_contradictions - listed} more open beyond `limit`: raise it to see them.")
@@ -116,6 +125,8 @@ def text_of(out: DriftOutput) -> str:
             lines.append(
                 f"- {event.at[:10]} {event.action}: {replaced}{by} ({event.resolver}; {event.reason})"
             )
+    if out.note:
+        lines.append(f"{out.note[0].upper()}{out.note[1:]}.")
     return "\n".join(lines)
 
 

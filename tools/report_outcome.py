@@ -162,8 +162,8 @@ def report_outcome(args: ReportOutcomeInput, runtime: Runtime, caller: Caller) -
         # mistyped id, and a report of it would make up a session (and move what it names).
         raise ToolFailure(
             f"no recall of session {session_id!r} is recorded in org {scope.org_id!r} / project "
-            f"{scope.project_id!r}; nothing was reported. Check `session_id` (every recall result carries its "
-            "session_id), or leave it out to report this connection's own session."
+            f"{scope.project_id!r}; nothing was reported. Check `session_id` (the structured content of every recall "
+            "result carries its session_id), or leave it out to report this connection's own session."
         )
     contexts, queries, query_of_context = shown_contexts(retrievals)
     credits = tuple(

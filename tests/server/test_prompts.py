@@ -22,6 +22,9 @@ async def test_the_prompts_are_listed_with_their_arguments(settings):
     start = {argument.name: argument.required for argument in prompts["session_start"].arguments}
     assert start == {"task": True, "org_id": False, "project_id": False}
     assert {argument.name for argument in prompts["session_end"].arguments} == {"outcome", "notes"}
+    # Each argument says what it is for (a trial found no description on any).
+    described = [a.description for name in prompts for a in prompts[name].arguments]
+    assert len(described) == 5 and all(described)
 
 
 @pytest.mark.slow
