@@ -1786,3 +1786,22 @@ def test_a_plain_value_beside_no_given_up_value_or_saying_a_change_itself_is_lef
     older_text, newer_text
 ):
     assert restates_given_up(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []
+
+
+def test_a_version_deployed_or_shipped_in_the_same_words_disputes_the_older_one():
+    """A trial: "We deploy billing version 2.4.0 to production" stood beside "... 2.3.1 ...", recalled
+    after it; "runs version" disputed. A deploy that happened ("Deployed version 2.4.0 ... on Friday") is an
+    event of a series, and one of another service says another thing's version."""
+    older = [memory("old", "We deploy billing version 2.3.1 to production", 0)]
+    [change] = plain_value_changes(memory("new", "We deploy billing version 2.4.0 to production", 5), older)
+    assert (shown_value(change.older_term), shown_value(change.newer_term), change.only_disputes) == (
+        "2.3.1",
+        "2.4.0",
+        NOT_SAID_TO_CHANGE,
+    )
+    shipped = [memory("old", "The mobile team ships app version 7.1", 0)]
+    assert len(plain_value_changes(memory("new", "The mobile team ships app version 7.2", 5), shipped)) == 1
+    events = [memory("old", "Deployed version 2.3.1 to prod on Monday", 0)]
+    assert plain_value_changes(memory("new", "Deployed version 2.4.0 to prod on Friday", 5), events) == []
+    other = [memory("old", "We deploy payments version 2.3.1 to production", 0)]
+    assert plain_value_changes(memory("new", "We deploy billing version 2.4.0 to production", 5), other) == []
