@@ -120,9 +120,15 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
         return await run(specs["stats"], ctx, {"org_id": org_id, "project_id": project_id})
 
     async def drift(
-        ctx: Context[AppState, Any], org_id: str | None = None, project_id: str | None = None
+        ctx: Context[AppState, Any],
+        org_id: str | None = None,
+        project_id: str | None = None,
+        include_resolved: str | None = None,
+        limit: str | None = None,
     ) -> str:
-        return await run(specs["drift"], ctx, {"org_id": org_id, "project_id": project_id})
+        # As the drift tool takes them (a trial: the resource took neither).
+        arguments = {"org_id": org_id, "project_id": project_id, "include_resolved": include_resolved}
+        return await run(specs["drift"], ctx, {**arguments, "limit": limit})
 
     return [
         ResourceSpec(
@@ -155,11 +161,12 @@ def build_resources(specs: dict[str, ToolSpec], *, tokens_required: bool) -> lis
             listed_uri="memoria://stats",
         ),
         ResourceSpec(
-            "memoria://drift{?org_id,project_id}",
+            "memoria://drift{?org_id,project_id,include_resolved,limit}",
             "drift",
             "Drift",
-            "Where beliefs changed or conflict: open contradiction pairs and recent revisions and "
-            "consolidations, with what replaced what and who decided.",
+            "Where beliefs changed or conflict: open contradiction pairs (include_resolved=true: settled ones "
+            "too) and recent revisions and consolidations, with what replaced what and who decided; at most "
+            "limit of each (50 by default).",
             drift,
             listed_uri="memoria://drift",
         ),

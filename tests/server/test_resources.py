@@ -29,7 +29,7 @@ async def test_the_resources_and_their_templates_are_listed(settings):
         "memoria://memory/{memory_id}{?org_id,project_id}",
         "memoria://memories{?org_id,project_id,agent_id,tag,kind,episode_id,since,until,time_zone,status,cursor,limit}",
         "memoria://stats{?org_id,project_id}",
-        "memoria://drift{?org_id,project_id}",
+        "memoria://drift{?org_id,project_id,include_resolved,limit}",
     }
 
 
@@ -124,6 +124,22 @@ async def test_drift_lists_what_superseded_what(settings):
         drift = await read_json(client, "memoria://drift")
     [change] = [c for c in drift["changes"] if c["replaced"] and c["replaced"]["id"] == old["id"]]
     assert change["by"]["id"] == new["id"] and change["event"]["action"] in {"revise", "supersede"}
+
+
+async def test_the_drift_resource_takes_the_tools_include_resolved_and_limit(settings):
+    # A trial: the resource said it works as the tool, and took neither.
+    async with connected(server_with(settings)) as client:
+        await call(client, "remember", {"content": "The API gateway listens on port 9090"})
+        await call(client, "remember", {"content": "The API gateway listens on port 8080"})
+        opened = await read_json(client, "memoria://drift")
+        [pair] = opened["contradictions"]
+        await call(client, "forget", {"memory_id": pair["older"]["id"]})
+        left = await read_json(client, "memoria://drift")
+        settled = await read_json(client, "memoria://drift?include_resolved=true&limit=1")
+        with pytest.raises(MCPError) as bad:
+            await client.read_resource("memoria://drift?limit=0")
+    assert left["contradictions"] == [] and [p["status"] for p in settled["contradictions"]] == ["resolved"]
+    assert len(settled["changes"]) <= 1 and "`limit`" in str(bad.value)
 
 
 async def test_a_bad_scope_in_the_query_gets_an_error_that_names_it(settings):
