@@ -2,6 +2,7 @@
 the aggregation job runs at start and then every interval."""
 
 import json
+import re
 import threading
 
 import anyio
@@ -130,7 +131,7 @@ async def test_stats_carry_the_last_aggregation_pass_with_the_source_documents_n
     last = stats["aggregation"]
     assert set(last) >= {"clusters", "contradictions", "corroboratedCount", "elapsedMs"}
     assert (last["clusters"], last["contradictions"], last["corroboratedCount"], last["rows"]) == (1, 0, 1, 2)
-    assert last["elapsedMs"] >= 0 and last["finished_at"]
+    assert last["elapsedMs"] >= 0 and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", last["finished_at"])
 
 
 def test_an_early_round_needs_the_set_appends_and_one_per_hundred_memories():
