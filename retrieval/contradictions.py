@@ -468,6 +468,7 @@ _ASIDE_WAS = re.compile(
 )
 SAYS_MORE = "the older memory says more than this value"
 SAID_OTHERWISE = "the newer memory names the older one's value as given up, but says the rest in other words"
+GAVE_UP_ANOTHER = "the newer memory names another value than the older one's as given up"
 MAY_HOLD_WHERE = "the newer memory's clause after its value may say when the value holds"
 MAY_BE_A_SERIES = "what the newer memory says it 'was' may be the one before it in a series"
 # A label a correction may start with: not content, so it does not count against the subject's overlap.
@@ -736,6 +737,10 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
             only_disputes = (
                 MAY_HOLD_WHERE
                 if conditional
+                # "no longer 10 seconds; it is 90" of "... 17 seconds for region 7": not the value it gave up,
+                # most likely another thing's (a trial saw ten regions' timeouts superseded by one sentence)
+                else GAVE_UP_ANOTHER
+                if given_up - went_from and not given_up & values
                 else MAY_BE_A_SERIES
                 if explicit and replaced <= was and changed is None  # ("now ..." says it changed)
                 # It says less of the thing than the older memory, which says more than the value: "The

@@ -3,6 +3,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from retrieval.contradictions import (
+    GAVE_UP_ANOTHER,
     MAY_BE_A_SERIES,
     MAY_HOLD_WHERE,
     NAMED_AS_GIVEN_UP,
@@ -1805,3 +1806,14 @@ def test_a_version_deployed_or_shipped_in_the_same_words_disputes_the_older_one(
     assert plain_value_changes(memory("new", "Deployed version 2.4.0 to prod on Friday", 5), events) == []
     other = [memory("old", "We deploy payments version 2.3.1 to production", 0)]
     assert plain_value_changes(memory("new", "We deploy billing version 2.4.0 to production", 5), other) == []
+
+
+def test_a_value_given_up_revises_only_what_held_it_and_disputes_another_value():
+    """A trial: "The staging API gateway timeout is no longer 10 seconds; it is 90 seconds" superseded ten
+    regions' timeouts (17 seconds for region 7, ...), not only the one that said 10."""
+    newer = memory("new", "The staging API gateway timeout is no longer 10 seconds; it is 90 seconds", 5)
+    held = memory("ten", "The staging API gateway timeout is 10 seconds", 0)
+    other = memory("region", "The staging API gateway timeout is 17 seconds for region 7", 0)
+    by_id = {found.older_id: found for found in value_changes(newer, [held, other])}
+    assert by_id["ten"].covers_older and by_id["ten"].named_in_words
+    assert (by_id["region"].covers_older, by_id["region"].only_disputes) == (False, GAVE_UP_ANOTHER)

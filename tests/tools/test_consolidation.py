@@ -2313,3 +2313,22 @@ def test_a_decision_restated_in_other_words_is_revised_by_the_correction_that_gi
     )
     assert restated.id in corrected.consolidation.revised
     assert runtime.store.get_memory(restated.id).replaced_by == corrected.id
+
+
+def test_a_value_said_given_up_supersedes_only_the_memory_that_held_it(runtime):
+    """A trial: "... no longer 10 seconds; it is 90 seconds" superseded every region's timeout."""
+    regions = [
+        remember(
+            RememberInput(content=f"The staging API gateway timeout is {17 + i} seconds for region {i + 2}"),
+            runtime,
+            caller(),
+        ).id
+        for i in range(3)
+    ]
+    held = remember(
+        RememberInput(content="The staging API gateway timeout is 10 seconds"), runtime, caller()
+    ).id
+    text = "The staging API gateway timeout is no longer 10 seconds; it is 90 seconds"
+    revision = remember(RememberInput(content=text), runtime, caller())
+    assert revision.consolidation is not None and revision.consolidation.revised == [held]
+    assert [runtime.store.get_memory(i).status for i in regions] == ["active"] * 3
