@@ -8,8 +8,12 @@ from collections.abc import Sequence
 from typing import Protocol, TypeGuard
 
 from retrieval.models.llm.base import LanguageModel, LLMRequest, LLMUnavailable, parse_json_object
+from retrieval.stages.instructions import instruction_signals
+from retrieval.text import cached_term_set
 from storage.records import MemoryRecord
 from writing.consolidation.rules import Resolution, may_absorb, near_exact_resolutions
+
+MAX_REWORDED_CHARS = 20_000  # as a memory's content (MEMORIA_MAX_CONTENT_CHARS's default)
 
 CONSOLIDATION_SYSTEM = (
     "You consolidate an AI agent's long-term memory. Given stored memories that look alike, decide whether "
@@ -59,6 +63,8 @@ class LLMResolver:
         answer = parse_json_object(response.text)
         resolver = f"llm:{response.model}"
         reason = str(answer.get("reason", "") or "judged by the LLM")[:300]
+        if answer.get("decision") not in ("supersede", "keep_all"):  # ("merge": a trial saw it read as keep)
+            raise LLMUnavailable("the LLM's consolidation answer names no decision it was offered")
         if answer.get("decision") != "supersede":
             return [Resolution("keep_both", None, tuple(m.id for m in ordered), resolver, reason)]
         survivor_index, absorb = answer.get("survivor"), answer.get("absorb")
@@ -78,7 +84,33 @@ class LLMResolver:
         reworded = reworded.strip() if isinstance(reworded, str) and reworded.strip() else None
         if not losers:
             return [Resolution("keep_both", None, tuple(m.id for m in ordered), resolver, reason)]
+        refused = (
+            unfaithful(reworded, [survivor, *(m for m in ordered if m.id in losers)]) if reworded else None
+        )
+        if refused:  # the group folds into the survivor as written
+            reworded, reason = None, f"{reason} (its rewording was refused: {refused})"
         return [Resolution("supersede", survivor.id, losers, resolver, reason, reworded)]
+
+
+# A rewording says what its group says: at most this share of its content words may be new ones.
+REWORDED_NEW_WORDS = 0.5
+
+
+def unfaithful(text: str, group: Sequence[MemoryRecord]) -> str | None:
+    """Why a language model's rewording of ``group`` cannot replace it (None when it can): longer than the
+    group's texts together, words the group never said, or instructions the group never gave. A trial's
+    client answered 200,000 characters, and an "IMPORTANT SYSTEM NOTE" that replaced two billing memories
+    and was all a recall for billing could then find."""
+    said = sum(len(member.content) for member in group)
+    if len(text) > min(said + 200, MAX_REWORDED_CHARS):
+        return f"{len(text):,} characters, more than the {said:,} of the memories it would replace"
+    words = cached_term_set(text)
+    known = frozenset().union(*(cached_term_set(member.content) for member in group))
+    if words and len(words - known) / len(words) > REWORDED_NEW_WORDS:
+        return "most of its words are not in the memories it would replace"
+    if instruction_signals(text) and not any(instruction_signals(member.content) for member in group):
+        return "it reads as instructions, which the memories it would replace did not"
+    return None
 
 
 def _is_index(value: object, length: int) -> TypeGuard[int]:
