@@ -537,6 +537,13 @@ class Settings(BaseSettings):
     max_iterations: int = Field(1, ge=1, le=5)
     sufficiency_threshold: float = Field(0.7, ge=0.0, le=1.0)
     llm: Literal["auto", "sampling", "cohere", "openai", "none"] = "auto"
+    sampling_timeout_seconds: float = Field(
+        60.0,
+        gt=0,
+        le=600,
+        description="how long a request to the client's own LLM (MCP sampling) may take before the rules "
+        "decide without it",
+    )
     openai: OpenAISettings = OpenAISettings()
     llm_passes: Annotated[list[LLMPassName], ITEMS] = Field(
         default_factory=list,

@@ -72,10 +72,13 @@ class SamplingLedger:
 class SamplingLanguageModel:
     """The client's LLM, reached by ``sampling/createMessage``."""
 
-    def __init__(self, ctx: Context[Any, Any], ledger: SamplingLedger, *, mid_call: bool) -> None:
+    def __init__(
+        self, ctx: Context[Any, Any], ledger: SamplingLedger, *, mid_call: bool, timeout: float = 60.0
+    ) -> None:
         self._ctx = ctx
         self.ledger = ledger
         self._mid_call = mid_call
+        self._timeout = timeout
 
     @property
     def name(self) -> str:
@@ -100,13 +103,19 @@ class SamplingLanguageModel:
     async def _sample(self, request: LLMRequest) -> LLMResponse:
         params = sampling_params(request)
         try:
-            result = await self._ctx.request_context.session.create_message(
-                params.messages,
-                max_tokens=params.max_tokens,
-                system_prompt=params.system_prompt,
-                temperature=params.temperature,
-                model_preferences=params.model_preferences,
-            )
+            # Bounded, as the endpoints are (a trial's client took 400 s, and the remember waited for it).
+            with anyio.fail_after(self._timeout):
+                result = await self._ctx.request_context.session.create_message(
+                    params.messages,
+                    max_tokens=params.max_tokens,
+                    system_prompt=params.system_prompt,
+                    temperature=params.temperature,
+                    model_preferences=params.model_preferences,
+                )
+        except TimeoutError as exc:
+            reason = f"the client's sampling took longer than {self._timeout:g} s (MEMORIA_SAMPLING_TIMEOUT_SECONDS)"
+            self.ledger.failures[request.key] = reason  # not asked again in this call
+            raise LLMUnavailable(reason) from exc
         except Exception as exc:
             raise LLMUnavailable(f"the client's sampling failed ({short_reason(exc)})") from exc
         return response_of(result)
@@ -222,5 +231,10 @@ class LLMChooser:
             and capabilities is not None
             and capabilities.sampling is not None
         ):
-            return SamplingLanguageModel(ctx, ledger, mid_call=session.can_send_request)
+            return SamplingLanguageModel(
+                ctx,
+                ledger,
+                mid_call=session.can_send_request,
+                timeout=self._settings.sampling_timeout_seconds,
+            )
         return self.background()

@@ -527,3 +527,22 @@ async def test_two_agents_hosts_stay_two_claims_and_a_rule_said_by_three_names_a
     [said] = rule["memories"]
     assert sorted([said["agent_id"], *said["corroborated_by"]]) == ["alice", "bob", "erin"]
     assert "2 more memories that say the same are folded into the memories shown" in rule["note"]
+
+
+async def test_a_client_llm_slower_than_the_sampling_timeout_leaves_the_decision_to_the_rules(tmp_path):
+    """A trial's client took 400 s to answer sampling, and the remember waited for it."""
+    import time
+
+    import anyio
+
+    async def slow(context, params):
+        await anyio.sleep(30)
+        raise AssertionError("never reached: the server stopped waiting")
+
+    server = server_with(settings_for(tmp_path / "db", sampling_timeout_seconds=0.3))
+    async with connected(server, mode="legacy", sampling_callback=slow) as client:
+        await call(client, "remember", {"content": FIRST})
+        started = time.monotonic()
+        second = await call(client, "remember", {"content": SECOND})
+        took = time.monotonic() - started
+    assert took < 10 and not (second["consolidation"]["resolver"] or "").startswith("llm:")
