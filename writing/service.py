@@ -763,12 +763,15 @@ class WriteService:
                     return self._remember(record, llm, replaces)
                 note = identical_note(added)
                 if stored.consolidated_at is None and stored.agent_id == record.agent_id:
-                    # A retried call (or the next round of one) finishes the consolidation the first one began.
+                    # A retried call (or the next round of one) finishes the consolidation the first one began:
+                    # the write is done now, and said stored (a trial: the next round of a call that asked
+                    # the client's LLM was told its own new memory was a duplicate of itself).
                     vectors = store.memory_vectors([stored.id], stored.scope)
                     if stored.id in vectors:
                         consolidation = self.consolidation.on_write(
                             stored, vectors[stored.id], llm=llm, actor=actor
                         )
+                        created = True
                 else:
                     attested = self._attested(stored, record, added)
                     return replace(attested, note=joined(attested.note, self._disputed(stored)))

@@ -55,6 +55,7 @@ async def test_the_llm_resolver_merges_a_paraphrase_into_a_reworded_memory_throu
         explained = await call(client, "explain_ranking", {"retrieval_id": recalled["retrieval_id"]})
 
     summary = second["consolidation"]
+    assert second["status"] == "stored"  # not, in the round after asking, a duplicate of itself (a trial)
     assert summary["resolver"] == "llm:client-llm"
     merged_id = summary["reworded_into"]
     assert merged_id and summary["superseded"] == [first["id"]] and summary["absorbed_into"] == merged_id
