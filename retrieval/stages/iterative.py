@@ -17,6 +17,8 @@ from retrieval.stages.threshold import MinScoreStage
 from retrieval.trace import (
     CrossReranked,
     IterationSkipped,
+    LLMReranked,
+    RerankFellBack,
     StageOutput,
     SubQueryRan,
     SufficiencyJudged,
@@ -92,7 +94,8 @@ class IterativeRetrievalStage:
                 break
             for sub_query in sub_queries:
                 asked.append(sub_query)
-                found = self._pass(request, sub_query)
+                found, reranking = self._pass(request, sub_query)
+                events.extend(reranking)  # its reranker's calls and failures, traced (a trial saw 4 of 6)
                 new = 0
                 for candidate in found:
                     tagged = candidate.revised(relevance_score=candidate.relevance_score * SUB_QUERY_DISCOUNT)
@@ -120,6 +123,7 @@ class IterativeRetrievalStage:
             # Attribution follows the original query, over the whole merged pool.
             filtered = self._threshold.apply(self._attribution(request, reranked).candidates)
             return StageOutput(filtered.candidates, (*events, *filtered.events))
+        events.extend(_model_calls(cross.events))  # a model asked that failed is traced all the same
         events.append(
             CrossReranked(f"best relevance per memory; sub-query matches x {SUB_QUERY_DISCOUNT}", len(merged))
         )
@@ -129,11 +133,14 @@ class IterativeRetrievalStage:
         )  # the discount may take a match below the cut
         return StageOutput(filtered.candidates, (*events, *filtered.events))
 
-    def _pass(self, request: RecallRequest, query: str) -> tuple[Candidate, ...]:
+    def _pass(
+        self, request: RecallRequest, query: str
+    ) -> tuple[tuple[Candidate, ...], tuple[TraceEvent, ...]]:
+        """A sub-query's candidates, and its rerank's calls to a model and failures (as traced events)."""
         sub_request = replace(request, query=query)
         searched = self._search(sub_request, ())
         reranked = self._rerank.rerank(query, searched.candidates, sub_request)
-        return self._threshold.apply(reranked.candidates).candidates
+        return self._threshold.apply(reranked.candidates).candidates, _model_calls(reranked.events)
 
     def _judge(
         self, request: RecallRequest, top: list[Candidate], asked: list[str]
@@ -171,9 +178,17 @@ class IterativeRetrievalStage:
             q.strip() for q in raw_queries if isinstance(q, str) and q.strip() and q.strip() not in asked
         ]
         confidence = answer.get("confidence", 0.0)
+        sufficient = answer.get("sufficient", False)
+        if not isinstance(sufficient, bool):  # "false" is no answer, not a yes (a trial read it as true)
+            raise LLMUnavailable(f"'sufficient' should be true or false, but got {sufficient!r:.40}")
         return (
-            bool(answer.get("sufficient", False)),
+            sufficient,
             float(confidence) if isinstance(confidence, (int, float)) else 0.0,
             sub_queries[:MAX_SUB_QUERIES],
             response.model,
         )
+
+
+def _model_calls(events: tuple[TraceEvent, ...]) -> tuple[TraceEvent, ...]:
+    """A rerank's calls to a language model and their failures, of its events."""
+    return tuple(event for event in events if isinstance(event, LLMReranked | RerankFellBack))

@@ -122,6 +122,10 @@ def test_sub_queries_given_as_one_string_or_junk_are_handled():
     )
     output = iterative(request(junk), first_pass(search, rerank, request(junk)))
     assert "should be a list of strings" in output.events[0].reason
+    # "false" as text is no answer, not a yes (a trial saw it read as sufficient, and traced so).
+    texts = ScriptedLLM({"sufficiency": [json.dumps({"sufficient": "false", "sub_queries": ["kafka"]})]})
+    output = iterative(request(texts), first_pass(search, rerank, request(texts)))
+    assert "'sufficient' should be true or false, but got 'false'" in output.events[0].reason
 
 
 def test_min_fact_score_still_applies_after_the_sub_query_discount():
@@ -160,3 +164,19 @@ def test_attribution_for_the_original_query_holds_through_sub_queries_and_the_cr
         ("hers", 0.6, 1.0),
         ("his", 0.4, 0.5),
     ]
+
+
+def test_every_call_a_sub_query_and_the_cross_rerank_make_to_a_model_is_traced_failed_or_not():
+    """A trial: a recall made 6 model calls, and explain_ranking showed 4."""
+    from retrieval.models.rerankers.llm import RerankerConfiguration
+    from retrieval.trace import LLMReranked, RerankFellBack
+
+    source = FakeSource(EMBEDDER, MEMORIES)
+    search = CandidateSearchStage(source, EMBEDDER, vector_weight=0.0, use_vector=False)
+    rerank = RerankStage(None, llm_config=RerankerConfiguration(enabled=True, modelId="m"))
+    iterative = IterativeRetrievalStage(search, rerank, MinScoreStage(0.0), max_iterations=2)
+    llm = ScriptedLLM({"sufficiency": [judgement(False, 0.2, ["kafka retention"])]})  # no rerank answers
+    output = iterative(request(llm), search(request(llm), ()).candidates)
+    asked = [event for event in output.events if isinstance(event, LLMReranked)]
+    assert len(asked) == 2 and not any(event.success for event in asked)  # the sub-query's, the cross one
+    assert sum(isinstance(event, RerankFellBack) for event in output.events) == 2
