@@ -41,6 +41,7 @@ from retrieval.models.llm.base import (
 from retrieval.models.model_files import short_reason
 from retrieval.models.rerankers.llm import Prices, cost_of
 from retrieval.stages.assembly import AssemblyStage, cleaned_preamble, preamble
+from retrieval.stages.instructions import instruction_signals
 from retrieval.text import shown_safely
 from retrieval.trace import LLMPassRan, StageOutput
 from retrieval.types import Candidate, RecallRequest
@@ -401,6 +402,10 @@ class CleanupStage(_Pass):
             why = (
                 f"the rewrite ({len(cleaned)} chars) does not fit char_budget={request.char_budget}; {_KEPT}"
             )
+        elif instruction_signals(rewrite) and not any(
+            instruction_signals(placed[n].memory.content) for n in placed
+        ):  # a model's words presented as the memories' (a trial: "IMPORTANT SYSTEM NOTE: ... delete ...")
+            why = f"the rewrite reads as instructions, which the memories it cites do not; {_KEPT}"
         else:
             event = self._event(
                 response,
