@@ -10,6 +10,7 @@ that asked falls back to its deterministic path and traces why.
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -54,7 +55,7 @@ class OpenAIChatModel:
         )
         try:
             with urllib.request.urlopen(post, timeout=self._timeout) as response:
-                answer = json.loads(response.read())
+                answer = json.loads(_read_within(response, time.monotonic() + self._timeout))
         except urllib.error.HTTPError as exc:
             raise LLMUnavailable(f"the chat endpoint answered HTTP {exc.code}") from exc
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
@@ -73,6 +74,24 @@ class OpenAIChatModel:
             input_tokens=_int(usage.get("prompt_tokens")),
             output_tokens=_int(usage.get("completion_tokens")),
         )
+
+
+# At most this much of an answer is read (a chat answer is a few kilobytes; a trial's endpoint sent on).
+MAX_ANSWER_BYTES = 4 << 20
+_CHUNK = 64 << 10
+
+
+def _read_within(response: Any, deadline: float) -> bytes:
+    """The answer's body, read by chunks until ``deadline``: the socket's timeout bounds each read, not the
+    call (a trial's endpoint sent a byte a second, and the remember waited minutes)."""
+    read = bytearray()
+    while chunk := response.read1(_CHUNK) if hasattr(response, "read1") else response.read(_CHUNK):
+        read += chunk
+        if time.monotonic() > deadline:
+            raise LLMUnavailable("the chat endpoint's answer took longer than its timeout to arrive")
+        if len(read) > MAX_ANSWER_BYTES:
+            raise LLMUnavailable(f"the chat endpoint's answer is larger than {MAX_ANSWER_BYTES >> 20} MB")
+    return bytes(read)
 
 
 def _int(value: Any) -> int | None:

@@ -63,3 +63,41 @@ def test_a_base_url_that_is_no_url_or_a_missing_model_is_refused():
         OpenAIChatModel("127.0.0.1:11434", model="m")
     with pytest.raises(ValueError, match="MEMORIA_OPENAI_MODEL"):
         OpenAIChatModel("http://127.0.0.1:11434/v1", model="")
+
+
+@pytest.mark.slow
+def test_an_answer_that_trickles_in_is_bounded_by_the_timeout_as_a_whole():
+    """A trial's endpoint sent its answer a byte a second: each read was within the socket's timeout, and
+    the remember waited minutes."""
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Trickle(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            try:
+                for byte in b'{"choices": [{"message": {"content": "ok"}}]}':
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass  # the client gave up
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        model = OpenAIChatModel(f"http://127.0.0.1:{server.server_port}/v1", model="m", timeout=1)
+        started = time.monotonic()
+        with pytest.raises(LLMUnavailable, match="took longer than its timeout"):
+            model.complete(QUESTION)
+        assert time.monotonic() - started < 4  # the whole answer takes 4.6 s to trickle in
+    finally:
+        server.shutdown()
+        server.server_close()
