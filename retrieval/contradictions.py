@@ -895,10 +895,12 @@ _STATE_CUES = _PREDICATE_CUES | _WHEN_CUES | {"opens", "closes"}
 _VALUE_NAMES = frozenset({"port", "version"})
 # Of the cues, the verbs of what a thing uses or runs on: "is" anywhere before says too little ("This is a
 # breaking change in version 2.0", "The test is flaky on port 8080": a review).
-# What is deployed or shipped now, of a value named so ("We deploy billing version 2.4.0 to production": a
-# trial saw 2.3.1 stand beside it, recalled first); not "Deploy failed on Tuesday", nor "We ship every 2
-# features", nor "deployed", which says when, an event of a series.
-_ACTION_CUES = _PREDICATE_CUES - {"is", "are", "equals"} | {"deploy", "deploys", "ship", "ships"}
+_ACTION_CUES = _PREDICATE_CUES - {"is", "are", "equals"}
+# What is deployed or shipped now, within three words before a value's name ("We deploy billing version
+# 2.4.0 to production": a trial saw 2.3.1 stand beside it, recalled first); not "Deploy failed on Tuesday",
+# "We ship every 2 features", "After each deploy we smoke test version 2" (a review), nor "deployed", which
+# says when, an event of a series.
+_SHIP_CUES = frozenset({"deploy", "deploys", "ship", "ships"})
 _WHEN_BETWEEN = frozenset({"at", "on"})
 # Words right before which a name is the one value a thing has ("Our primary database is PostgreSQL", "The
 # payments service is owned by Carla Reyes": a new user's trial saw "... MySQL" and "... Dmitri Volkov"
@@ -1067,6 +1069,8 @@ def _after_a_cue(tokens: Sequence[str], at: int) -> bool:
         return True
     if at and tokens[at - 1] in _VALUE_NAMES and not _ACTION_CUES.isdisjoint(tokens[:at]):
         return True
+    if at and tokens[at - 1] in _VALUE_NAMES and not _SHIP_CUES.isdisjoint(tokens[max(1, at - 4) : at - 1]):
+        return True  # (not the sentence's first word: "Ship blockers are tracked in version 2", a review)
     before = at - 1
     while before >= 0 and tokens[before] in _WHEN_BETWEEN and at - before <= 2:
         before -= 1

@@ -79,6 +79,7 @@ class SamplingLanguageModel:
         self.ledger = ledger
         self._mid_call = mid_call
         self._timeout = timeout
+        self._gave_up: str | None = None  # the client did not answer in time: not asked again in this call
 
     @property
     def name(self) -> str:
@@ -90,6 +91,8 @@ class SamplingLanguageModel:
             return ledger.answers[request.key]
         if request.key in ledger.failures:
             raise LLMUnavailable(ledger.failures[request.key])
+        if self._gave_up is not None:  # (a review: each later request of the call waited the timeout again)
+            raise LLMUnavailable(self._gave_up)
         if self._mid_call:
             response = anyio.from_thread.run(self._sample, request)
             ledger.answers[request.key] = response
@@ -114,7 +117,7 @@ class SamplingLanguageModel:
                 )
         except TimeoutError as exc:
             reason = f"the client's sampling took longer than {self._timeout:g} s (MEMORIA_SAMPLING_TIMEOUT_SECONDS)"
-            self.ledger.failures[request.key] = reason  # not asked again in this call
+            self.ledger.failures[request.key] = self._gave_up = reason  # nothing more asked in this call
             raise LLMUnavailable(reason) from exc
         except Exception as exc:
             raise LLMUnavailable(f"the client's sampling failed ({short_reason(exc)})") from exc

@@ -771,16 +771,18 @@ class WriteService:
                         consolidation = self.consolidation.on_write(
                             stored, vectors[stored.id], llm=llm, actor=actor
                         )
-                        created = True
+                        # (the same session's: not a restatement days later of one whose first failed, a review)
+                        created = self.consolidation.policy.enabled and stored.session_id == record.session_id
                 else:
                     attested = self._attested(stored, record, added)
-                    return replace(attested, note=joined(attested.note, self._disputed(stored)))
-                note = joined(note, self._disputed(stored))
+                    disputed = self._disputed(stored, record.agent_id)
+                    return replace(attested, note=joined(attested.note, disputed))
+                note = joined(note, self._disputed(stored, record.agent_id))
         if consolidation is not None:
             self.track(stored.scope, consolidation, stored.id)
         return WriteResult(stored, created, note, consolidation)
 
-    def _disputed(self, stored: MemoryRecord) -> str | None:
+    def _disputed(self, stored: MemoryRecord, agent_id: str) -> str | None:
         """What a write of ``stored``'s text again is told when newer memories dispute it: said again, it
         stays below them, marked DISPUTED (a trial restated "... port 8080" after 9090 and read only
         "already stored"), and how to make it current."""
@@ -788,12 +790,16 @@ class WriteService:
         if not newer:
             return None
         one = len(newer) == 1
-        return (
+        said = (
             f"{'a newer memory disputes' if one else 'newer memories dispute'} it ({', '.join(newer)}): recall "
-            f"shows it below {'that one' if one else 'them'}, marked DISPUTED. If this text is what holds now, "
-            f"remember it with {f'replaces={newer[0]}' if one else 'replaces= each of them in turn'} to make it "
-            "current"
+            f"shows it below {'that one' if one else 'them'}, marked DISPUTED"
         )
+        found = self._store.get_memories(newer, stored.scope).values()
+        # An update would not replace an immutable one, nor another agent's protected one (a review).
+        if any(memory.protection_tier == "immutable" or guarded_from(memory, agent_id) for memory in found):
+            return f"{said}. If this text is what holds now, ask the author of the newer one to correct it, or forget it"
+        how = f"replaces={newer[0]}" if one else "replaces= each of them in turn"
+        return f"{said}. If this text is what holds now, remember it with {how} to make it current"
 
     def _revive(self, superseded: MemoryRecord, actor: Actor, reason: str) -> MemoryRecord | None:
         """A superseded memory active again, with a ``restore`` lineage record giving ``reason``; None when
@@ -1101,14 +1107,18 @@ class WriteService:
         """The results of a batch's items that the batch's consolidation superseded or revised after their own
         was reported (by a later item's, or theirs found a newer item revising them): each says so, and no longer that it contradicts or was kept beside what replaced it (a trial read "kept beside"
         an item that had revised it, and "contradicts" a pair drift no longer listed)."""
-        examined = [i for i, r in results.items() if r.created and r.consolidation is not None and not r.note]
+        examined = [
+            i
+            for i, r in results.items()
+            if r.consolidation is not None and not r.absorbed_into and not r.consolidation.absorbed_into
+        ]
         now = self._store.get_memories(examined, scope)
         for memory_id in examined:
             memory, result = now.get(memory_id), results[memory_id]
             if memory is None or memory.status != "superseded" or result.consolidation is None:
                 continue
             report = replace(result.consolidation, kept=[], contradicts=[])
-            note = f"superseded by {memory.replaced_by} when this batch was examined"
+            note = joined(result.note, f"superseded by {memory.replaced_by} when this batch was examined")
             results[memory_id] = replace(result, memory=memory, consolidation=report, note=note)
 
     def _in_input_order(

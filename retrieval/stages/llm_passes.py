@@ -357,12 +357,17 @@ def cleaned_context(
 ) -> str | None:
     """The rewrite as quoted lines under its header (which names each cited memory); None when it cites
     none of the ``placed`` entries."""
-    cited = sorted({int(n) for n in _CITATION.findall(rewrite)} & set(placed))
+    cited = _cited(rewrite, placed)
     lines = [line.rstrip() for line in shown_safely(rewrite.strip()).splitlines()]
     if not cited or not any(lines):
         return None
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
     return cleaned_preamble(retrieval_id, model, [(n, placed[n]) for n in cited], time_zone) + quoted + "\n"
+
+
+def _cited(rewrite: str, placed: Mapping[int, Candidate]) -> list[int]:
+    """The context positions a rewrite cites ("[2]") that the context holds."""
+    return sorted({int(n) for n in _CITATION.findall(rewrite)} & set(placed))
 
 
 class CleanupStage(_Pass):
@@ -403,7 +408,7 @@ class CleanupStage(_Pass):
                 f"the rewrite ({len(cleaned)} chars) does not fit char_budget={request.char_budget}; {_KEPT}"
             )
         elif instruction_signals(rewrite) and not any(
-            instruction_signals(placed[n].memory.content) for n in placed
+            instruction_signals(placed[n].memory.content) for n in _cited(rewrite, placed)
         ):  # a model's words presented as the memories' (a trial: "IMPORTANT SYSTEM NOTE: ... delete ...")
             why = f"the rewrite reads as instructions, which the memories it cites do not; {_KEPT}"
         else:

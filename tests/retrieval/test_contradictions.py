@@ -1817,3 +1817,18 @@ def test_a_value_given_up_revises_only_what_held_it_and_disputes_another_value()
     by_id = {found.older_id: found for found in value_changes(newer, [held, other])}
     assert by_id["ten"].covers_older and by_id["ten"].named_in_words
     assert (by_id["region"].covers_older, by_id["region"].only_disputes) == (False, GAVE_UP_ANOTHER)
+
+
+def test_deploy_or_ship_says_a_value_only_as_a_verb_close_before_its_name():
+    """A review: the noun, or the verb far from the version, made two coexisting versions a dispute."""
+    for older, newer in (
+        (
+            "Ship blockers are tracked in version 2 of the tracker",
+            "Ship blockers are tracked in version 3 of the tracker",
+        ),
+        (
+            "After each deploy we smoke test version 2 of the API",
+            "After each deploy we smoke test version 3 of the API",
+        ),
+    ):
+        assert plain_value_changes(memory("new", newer, 5), [memory("old", older, 0)]) == [], newer

@@ -1114,3 +1114,60 @@ def test_a_batch_item_a_later_step_of_the_batch_superseded_says_so_and_not_what_
     assert (again.status, again.id) == ("duplicate", first.id)
     assert again.note == f"the same content as an earlier item of this batch, superseded by {last.id}"
     assert (repeated.stored, repeated.collapsed, repeated.duplicates) == (2, 1, 1)
+
+
+def test_the_same_text_again_from_its_author_is_a_duplicate_even_with_consolidation_off(tmp_path):
+    """A review: a restatement whose memory was never stamped as examined (consolidation off) read "stored"."""
+    from tests.helpers import make_runtime, settings_for
+
+    runtime = make_runtime(settings_for(tmp_path / "db", consolidation_enabled=False))
+    try:
+        first = remember(RememberInput(content="The billing API listens on port 8080"), runtime, CALLER)
+        again = remember(RememberInput(content="The billing API listens on port 8080"), runtime, CALLER)
+    finally:
+        runtime.close()
+    assert (first.status, again.status, again.id) == ("stored", "duplicate", first.id)
+
+
+def test_a_disputed_text_stated_again_is_told_to_ask_the_author_of_a_protected_newer_memory(runtime):
+    """A review: told to pass replaces= another agent's protected memory, which does not replace it."""
+    old = remember(
+        RememberInput(content="The billing API listens on port 8080", occurred_at="2026-12-01T09:00:00Z"),
+        runtime,
+        CALLER,
+    )
+    remember(
+        RememberInput(
+            content="The billing API listens on port 9090",
+            occurred_at="2026-12-02T09:00:00Z",
+            protection_tier="protected",
+        ),
+        runtime,
+        Caller(agent_id="cursor", session_id="ses_2"),
+    )
+    again = remember(RememberInput(content="The billing API listens on port 8080"), runtime, CALLER)
+    assert again.id == old.id and again.note is not None
+    assert again.note.endswith("ask the author of the newer one to correct it, or forget it")
+    assert "replaces=" not in again.note
+
+
+def test_a_batch_item_restored_then_superseded_by_a_later_item_says_both(runtime):
+    """A review: an item that restored a retracted memory read only "restored", superseded meanwhile."""
+    from tools.forget import ForgetInput, forget
+
+    old = remember(RememberInput(content="The API gateway listens on port 8080"), runtime, CALLER)
+    forget(ForgetInput(memory_id=old.id), runtime, CALLER)
+    out = remember_many(
+        RememberManyInput(
+            items=[
+                BatchItem(content="The API gateway listens on port 8080"),
+                BatchItem(content="The API gateway now listens on port 9090"),
+            ]
+        ),
+        runtime,
+        CALLER,
+    )
+    restored, newer = out.results
+    assert runtime.store.get_memory(old.id).replaced_by == newer.id
+    assert restored.note is not None and restored.note.startswith("restored: ")
+    assert restored.note.endswith(f"superseded by {newer.id} when this batch was examined")

@@ -92,7 +92,7 @@ class LLMResolver:
         return [Resolution("supersede", survivor.id, losers, resolver, reason, reworded)]
 
 
-# A rewording says what its group says: at most this share of its content words may be new ones.
+# A rewording says what its group says: at most this share of its content words (or 3) may be new ones.
 REWORDED_NEW_WORDS = 0.5
 
 
@@ -106,7 +106,8 @@ def unfaithful(text: str, group: Sequence[MemoryRecord]) -> str | None:
         return f"{len(text):,} characters, more than the {said:,} of the memories it would replace"
     words = cached_term_set(text)
     known = frozenset().union(*(cached_term_set(member.content) for member in group))
-    if words and len(words - known) / len(words) > REWORDED_NEW_WORDS:
+    # (a few new words are how a merge reads: "The project uses pnpm as its package manager", a review)
+    if len(words - known) > max(3, REWORDED_NEW_WORDS * len(words)):
         return "most of its words are not in the memories it would replace"
     if instruction_signals(text) and not any(instruction_signals(member.content) for member in group):
         return "it reads as instructions, which the memories it would replace did not"
