@@ -1105,8 +1105,9 @@ class WriteService:
 
     def _later_in_batch(self, scope: Scope, results: dict[str, WriteResult]) -> None:
         """The results of a batch's items that the batch's consolidation superseded or revised after their own
-        was reported (by a later item's, or theirs found a newer item revising them): each says so, and no longer that it contradicts or was kept beside what replaced it (a trial read "kept beside"
-        an item that had revised it, and "contradicts" a pair drift no longer listed)."""
+        was reported (by a later item's, or theirs found a newer item revising them): each says so, and no
+        longer that it contradicts or was kept beside what replaced it (a trial read "kept beside" an item that
+        had revised it, and "contradicts" a pair drift no longer listed)."""
         examined = [
             i
             for i, r in results.items()
@@ -1115,8 +1116,9 @@ class WriteService:
         now = self._store.get_memories(examined, scope)
         for memory_id in examined:
             memory, result = now.get(memory_id), results[memory_id]
-            if memory is None or memory.status != "superseded" or result.consolidation is None:
+            if memory is None or memory.status != "superseded":
                 continue
+            assert result.consolidation is not None  # (examined: each has one)
             report = replace(result.consolidation, kept=[], contradicts=[])
             note = joined(result.note, f"superseded by {memory.replaced_by} when this batch was examined")
             results[memory_id] = replace(result, memory=memory, consolidation=report, note=note)
