@@ -53,9 +53,11 @@ class OpenAIChatModel:
         post = urllib.request.Request(
             self._url, data=json.dumps(body).encode(), headers=headers, method="POST"
         )
+        # The timeout bounds the whole call, from the request on: the wait for the answer's headers counts.
+        deadline = time.monotonic() + self._timeout
         try:
             with urllib.request.urlopen(post, timeout=self._timeout) as response:
-                answer = json.loads(_read_within(response, time.monotonic() + self._timeout))
+                answer = json.loads(_read_within(response, deadline))
         except urllib.error.HTTPError as exc:
             raise LLMUnavailable(f"the chat endpoint answered HTTP {exc.code}") from exc
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
@@ -84,6 +86,8 @@ _CHUNK = 64 << 10
 def _read_within(response: Any, deadline: float) -> bytes:
     """The answer's body, read by chunks until ``deadline``: the socket's timeout bounds each read, not the
     call (a trial's endpoint sent a byte a second, and the remember waited minutes)."""
+    if time.monotonic() > deadline:
+        raise LLMUnavailable("the chat endpoint's answer took longer than its timeout to arrive")
     read = bytearray()
     while chunk := response.read1(_CHUNK) if hasattr(response, "read1") else response.read(_CHUNK):
         read += chunk

@@ -101,3 +101,43 @@ def test_an_answer_that_trickles_in_is_bounded_by_the_timeout_as_a_whole():
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.slow
+def test_the_wait_for_the_answers_headers_counts_towards_the_timeout():
+    """The deadline started once the headers had come: an endpoint slow to answer and then slow to send
+    got up to twice its timeout."""
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    body = b'{"choices": [{"message": {"content": "ok"}}]}'
+
+    class SlowThenTrickle(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            time.sleep(0.9)  # within the socket's timeout of 1 s
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for part in (body[:15], body[15:30], body[30:]):
+                    self.wfile.write(part)
+                    self.wfile.flush()
+                    time.sleep(0.3)
+            except OSError:
+                pass  # the client gave up
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowThenTrickle)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        model = OpenAIChatModel(f"http://127.0.0.1:{server.server_port}/v1", model="m", timeout=1)
+        with pytest.raises(LLMUnavailable, match="took longer than its timeout"):
+            model.complete(QUESTION)  # the answer is whole after 1.5 s
+    finally:
+        server.shutdown()
+        server.server_close()
