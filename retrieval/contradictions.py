@@ -24,6 +24,7 @@ from retrieval.text import (
     names_in,
     negated,
     negating_word,
+    plain_thousands,
     set_jaccard,
     swapped_tokens,
     without_negations,
@@ -55,6 +56,10 @@ class ContradictionInput:
     id: str
     content: str
     created_at: datetime
+
+    def __post_init__(self) -> None:
+        # A number's thousands separators are not the joints of two values: "10,000" is read as 10000.
+        object.__setattr__(self, "content", plain_thousands(self.content))
 
 
 @dataclass(frozen=True)

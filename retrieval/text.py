@@ -133,6 +133,28 @@ def one_date_spelling(value: str) -> str | None:
     return None
 
 
+# A number written with thousands separators ("10,000", "1,500,000"): 1-3 digits, then groups of exactly three
+# after commas, not inside a longer run of digits and commas. A list after "port(s)" ("ports 80,443") is not one.
+_THOUSANDS = re.compile(r"(?<![\d,.])(?<!\d,)\d{1,3}(?:,\d{3})+(?![\d]|,\d)")
+_PORTS_BEFORE = re.compile(r"\bports?\s*[:=]?\s*\Z", re.IGNORECASE)
+
+
+def plain_thousands(text: str) -> str:
+    """``text`` with each number written with thousands separators written without them: "10,000 MB" is
+    "10000 MB", so a value change reads one value where it read "10" and "000" (a trial: "The cache holds
+    1,500 entries" then "... 2,000 entries" stood side by side, neither read as a change)."""
+    if "," not in text:
+        return text
+    return _THOUSANDS.sub(
+        lambda found: (
+            found.group(0)
+            if _PORTS_BEFORE.search(text, max(0, found.start() - 12), found.start())
+            else found.group(0).replace(",", "")
+        ),
+        text,
+    )
+
+
 def word_tokens(text: str) -> list[str]:
     """Lower-cased letter/digit runs after NFKC folding (so "Ｐｏｓｔｇｒｅｓ" == "postgres")."""
     return _WORD.findall(unicodedata.normalize("NFKC", text).lower())

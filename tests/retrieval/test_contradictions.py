@@ -1819,6 +1819,21 @@ def test_a_value_given_up_revises_only_what_held_it_and_disputes_another_value()
     assert (by_id["region"].covers_older, by_id["region"].only_disputes) == (False, GAVE_UP_ANOTHER)
 
 
+def test_a_value_written_with_thousands_separators_is_one_value():
+    """A trial: "... no longer 10000 MB; it is 12000 MB" only disputed "... 10,000 MB" (the comma split it into
+    "10" and "000", so the value given up was another), and a change of "1,000" read as one of "1"."""
+    older = memory("old", "The export job's memory limit is 10,000 MB", 0)
+    [revised] = value_changes(
+        memory("new", "The export job's memory limit is no longer 10000 MB; it is 12000 MB", 5), [older]
+    )
+    assert revised.covers_older and revised.named_in_words
+    [change] = value_changes(
+        memory("new", "The API rate limit is now 5,000 requests per minute", 5),
+        [memory("old", "The API rate limit is 1,000 requests per minute", 0)],
+    )
+    assert (shown_value(change.older_term), shown_value(change.newer_term)) == ("1000", "5000")
+
+
 def test_deploy_or_ship_says_a_value_only_as_a_verb_close_before_its_name():
     """A review: the noun, or the verb far from the version, made two coexisting versions a dispute."""
     for older, newer in (

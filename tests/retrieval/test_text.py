@@ -3,6 +3,7 @@ from datetime import UTC, datetime
 import pytest
 
 from retrieval.text import (
+    plain_thousands,
     PRECEDING_CHARS,
     content_hash,
     content_terms,
@@ -273,3 +274,24 @@ def test_a_name_is_present_in_another_text_in_any_case_whole_or_by_all_its_parts
     assert names_present(frozenset({"alice-node-8"}), "runs on alice node 8")
     assert not names_present(frozenset({"ash.internal"}), "runs on host oak.internal")
     assert not names_present(frozenset({"priya"}), "owned by Marco")
+
+
+def test_a_number_with_thousands_separators_is_read_without_them():
+    assert (
+        plain_thousands("The cache holds 1,500 entries; 2,000,000 rows")
+        == "The cache holds 1500 entries; 2000000 rows"
+    )
+    assert plain_thousands("10,000.5 units") == "10000.5 units"
+
+
+def test_what_only_looks_like_thousands_keeps_its_commas():
+    for text in (
+        "ports 80,443 open",
+        "port: 80,443",
+        "ids 1,2,3",
+        "1,2345",
+        "x 12,345,67",
+        "in 2024, 100 users",
+        "a,123",
+    ):
+        assert plain_thousands(text) == text

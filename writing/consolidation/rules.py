@@ -22,6 +22,7 @@ from retrieval.text import (
     light_stem,
     negation_sides,
     one_date_spelling,
+    plain_thousands,
     set_jaccard,
     swapped_spans,
     term_set,
@@ -152,7 +153,9 @@ def _values(text: str) -> Counter[str]:
     value joined by hyphens, dots or slashes is one value, as value changes read it: "10.0.1.2" is not
     "10.0.2.1", nor "INC-2026-11-03" "INC-2026-03-11" (a trial: as digit groups, each held the other)."""
     return Counter(
-        _one_spelling(light_stem(word)) for word in word_tokens(joined_as_words(text)) if is_value(word)
+        _one_spelling(light_stem(word))
+        for word in word_tokens(joined_as_words(plain_thousands(text)))
+        if is_value(word)
     )
 
 
