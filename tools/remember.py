@@ -122,6 +122,9 @@ class ConsolidationSummary(BaseModel):
         "(those below MEMORIA_CONSOLIDATION_RERANK_MIN_SCORE were left alone).",
     )
     rerank_skipped: str | None = Field(None, description="Why the rerank step did not run, when it failed.")
+    model_skipped: str | None = Field(
+        None, description="Why the language model did not decide where it was asked; the rules decided."
+    )
 
     @classmethod
     def of(cls, report: ConsolidationReport) -> ConsolidationSummary:

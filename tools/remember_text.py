@@ -62,6 +62,8 @@ def text_of(result: RememberOutput) -> str:
                 lines.append(f"{label} {other}")
         if found.rerank_skipped:
             lines.append(f"rerank skipped: {found.rerank_skipped}")
+        if found.model_skipped:
+            lines.append(f"language model skipped: {found.model_skipped}")
     if result.redacted:
         lines.append(f"redacted before storing: {result.redacted}")
     return "\n".join(lines)

@@ -20,6 +20,7 @@ from tools.lineage import LineageInput, lineage
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
 from tools.remember_many import BatchItem, RememberManyInput, remember_many
+from tools.remember_text import text_of
 
 SCOPE = Scope("default", "default")
 
@@ -1702,6 +1703,27 @@ def test_a_consolidation_answer_with_a_decision_it_was_not_offered_is_left_to_th
         RememberInput(content="We deploy on Tuesdays!"), runtime, Caller("claude-code", "ses_2", llm)
     )
     assert not (again.consolidation.resolver or "").startswith("llm:")
+    # and says that the model did not decide, and why (a trial: the fall-back to the rules was silent)
+    assert again.consolidation.model_skipped == (
+        "scripted-llm could not decide (the LLM's consolidation answer names no decision it was offered); "
+        "the rules decided instead"
+    )
+    assert "language model skipped: scripted-llm could not decide" in text_of(again)
+
+
+def test_a_language_model_that_fails_to_judge_a_revision_is_named_in_the_result(runtime):
+    older = remember(RememberInput(content="The frontend build uses Node 18"), runtime, caller()).id
+    llm = ScriptedLLM({})  # it answers nothing: each question fails
+    newer = remember(
+        RememberInput(content="The frontend build uses Node 20"), runtime, Caller("claude-code", "ses_2", llm)
+    )
+    assert [r.purpose for r in llm.asked] == ["revision"]
+    assert newer.consolidation.contradicts == [older] and status(runtime, older) == "active"
+    assert newer.consolidation.model_skipped == (
+        "scripted-llm could not decide (no scripted answer for revision); the rules decided instead"
+    )
+    quiet = remember(RememberInput(content="The frontend build uses Node 22"), runtime, caller())
+    assert quiet.consolidation.model_skipped is None  # no model was asked
 
 
 def test_a_rewording_that_matches_a_forgotten_memory_folds_into_the_chosen_one(runtime):

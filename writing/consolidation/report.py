@@ -31,8 +31,12 @@ class ConsolidationReport:
     # did not run.
     rerank_scores: dict[str, float] = field(default_factory=dict)
     rerank_skipped: str | None = None
+    # Why the language model did not decide where it was asked (it failed, or answered out of shape): the
+    # rules decided in its place.
+    model_skipped: str | None = None
 
     def merge(self, other: ConsolidationReport) -> None:
         for name in ("superseded", "kept", "revised", "contradicts", "attested", "created"):
             getattr(self, name).extend(getattr(other, name))
         self.resolver = self.resolver or other.resolver
+        self.model_skipped = self.model_skipped or other.model_skipped

@@ -440,7 +440,7 @@ class ConsolidationService:
             older = by_id[found.older_id]
             if older.id in named:
                 continue  # a value change said in words: judged below, with the other value changes
-            revises, resolver = self._is_revision(older, memory, llm)
+            revises, resolver = self._is_revision(older, memory, llm, report)
             # A protected memory yields only to an explicit revision, never to an LLM's reading of one. Who
             # judged a pair left open: the rules (an opposition, a negation, a revision a protected or
             # immutable memory does not yield to), or the language model that read no revision.
@@ -485,7 +485,7 @@ class ConsolidationService:
             if describes_old_state(older.content, memory.content):
                 continue  # "Archived image uploads: S3" stays true beside a move of image uploads (a review)
             revises, resolver = (
-                (True, "revision:explicit") if said_so else self._is_revision(older, memory, llm)
+                (True, "revision:explicit") if said_so else self._is_revision(older, memory, llm, report)
             )
             if not revises:
                 continue
@@ -679,7 +679,7 @@ class ConsolidationService:
                 continue  # another agent's command may be for its own setup
             revises, resolver = (False, KEPT_OPEN)
             if llm is not None and self._same_source(memory, older):
-                revises, resolver = self._is_revision(older, memory, llm)
+                revises, resolver = self._is_revision(older, memory, llm, report)
             self._revise_or_dispute(
                 memory,
                 older,
@@ -784,7 +784,11 @@ class ConsolidationService:
             report.resolver = report.resolver or kept_by
 
     def _is_revision(
-        self, older: MemoryRecord, newer: MemoryRecord, llm: LanguageModel | None
+        self,
+        older: MemoryRecord,
+        newer: MemoryRecord,
+        llm: LanguageModel | None,
+        report: ConsolidationReport,
     ) -> tuple[bool, str]:
         if describes_old_state(older.content, newer.content):  # it stays true after a change
             return False, "rules"
@@ -805,7 +809,8 @@ class ConsolidationService:
         try:
             response = llm.complete(request)
             answer = parse_json_object(response.text)
-        except LLMUnavailable:
+        except LLMUnavailable as exc:
+            report.model_skipped = report.model_skipped or _skipped(llm, exc)
             return False, "rules"
         return answer.get("revises") is True, f"llm:{response.model}"
 
@@ -869,6 +874,8 @@ class ConsolidationService:
             resolutions = resolver.resolve(members)
         except LLMUnavailable as exc:
             log.info("LLM consolidation unavailable (%s); using the rules", exc)
+            assert llm is not None  # the rules' resolver raises no LLMUnavailable
+            report.model_skipped = report.model_skipped or _skipped(llm, exc)
             resolutions = RuleResolver(self.policy.text_dedup_threshold).resolve(members)
         by_id = {m.id: m for m in members}
         for resolution in resolutions:
@@ -1312,3 +1319,8 @@ def _audience_view(memory: MemoryRecord) -> View:
     """The memories of ``memory``'s scope read by the same people (``storage.records.Audience``): the
     only ones consolidation compares it with (the search filters them before its limit)."""
     return View(memory.scope, with_org=False, audience=audience_of(memory))
+
+
+def _skipped(llm: LanguageModel, exc: LLMUnavailable) -> str:
+    """What a consolidation result says when the language model it asked could not decide."""
+    return f"{llm.name} could not decide ({exc}); the rules decided instead"
