@@ -4,6 +4,7 @@ index of subject words, never by comparing every memory with every other."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -745,7 +746,8 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
                 # "no longer 10 seconds; it is 90" of "... 17 seconds for region 7": not the value it gave up,
                 # most likely another thing's (a trial saw ten regions' timeouts superseded by one sentence)
                 else GAVE_UP_ANOTHER
-                if given_up - went_from and not given_up & values
+                if given_up - went_from
+                and not _holds_given_up(given_up & values, memory.content, other.content)
                 else MAY_BE_A_SERIES
                 if explicit and replaced <= was and changed is None  # ("now ..." says it changed)
                 # It says less of the thing than the older memory, which says more than the value: "The
@@ -799,6 +801,26 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
                 )
             )
     return found
+
+
+def _holds_given_up(values: AbstractSet[str], newer: str, older: str) -> bool:
+    """Whether ``older`` holds one of the ``values`` ``newer`` names as given up, with the unit ``newer``
+    gives it where ``older`` uses that unit for a value of its own: "no longer 10 seconds" gave up "10
+    seconds for region 7", not "17 seconds for region 10", whose 10 names the region (a trial saw it
+    superseded). A value given up without a unit the older memory uses is held wherever it is said."""
+    newer_words, older_words = _TOKEN.findall(newer.lower()), _TOKEN.findall(older.lower())
+    units_in_older = {
+        word for value, word in itertools.pairwise(older_words) if is_value(value) and not is_value(word)
+    }
+    for value in values:
+        units = {
+            word for said, word in itertools.pairwise(newer_words) if said == value and word in units_in_older
+        }
+        if not units or any(
+            said == value and word in units for said, word in itertools.pairwise(older_words)
+        ):
+            return True
+    return False
 
 
 _USE_STEMS = frozenset({"use", "run", "using", "uses", "runs"})

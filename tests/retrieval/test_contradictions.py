@@ -1817,6 +1817,15 @@ def test_a_value_given_up_revises_only_what_held_it_and_disputes_another_value()
     by_id = {found.older_id: found for found in value_changes(newer, [held, other])}
     assert by_id["ten"].covers_older and by_id["ten"].named_in_words
     assert (by_id["region"].covers_older, by_id["region"].only_disputes) == (False, GAVE_UP_ANOTHER)
+    # The value given up, said as another thing's name ("region 10"), is not held: its unit is missing.
+    named = memory("named", "The staging API gateway timeout is 17 seconds for region 10", 0)
+    [found] = value_changes(newer, [named])
+    assert (found.covers_older, found.only_disputes) == (False, GAVE_UP_ANOTHER)
+    # With the unit, in a region of its own, it is held.
+    [found] = value_changes(
+        newer, [memory("seven", "The staging API gateway timeout is 10 seconds for region 7", 0)]
+    )
+    assert found.covers_older
 
 
 def test_a_value_written_with_thousands_separators_is_one_value():
