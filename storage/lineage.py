@@ -157,12 +157,32 @@ class Lineage(StoreTables):
         records = [contradiction_from_row(row) for row in rows]
         return sorted(records, key=lambda r: (r.detected_at, r.older_id, r.newer_id))
 
+    def _org_contradictions(self, org_id: str, memory_ids: Sequence[str]) -> list[ContradictionRecord]:
+        """The open pairs of any scope of ``org_id`` that name one of ``memory_ids``."""
+        if not memory_ids:
+            return []
+        ids = list(memory_ids)
+        condition = filters.all_of(
+            filters.equals("org_id", org_id),
+            filters.equals("status", "open"),
+            filters.one_of("older_id", ids) | filters.one_of("newer_id", ids),
+        )
+        rows = self._select(self._contradictions, condition, None, limit=None)
+        return [contradiction_from_row(row) for row in rows]
+
     def newer_contradictions(self, reach: Reach, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         """Older memory id -> the newer memories that contradict it, for open contradictions only. A newer
         memory whose supersede is decided and still being committed (``storage.pending``) is left out:
         recall no longer shows it, and the memory that restates it takes the pair as it lands."""
         held = self._pending.held()  # before the read
-        found = self._by_id(reach, memory_ids, self._newer_contradictions_in)
+        # Each scope's pairs, merged: a shelf memory's are its shelf's and those of the reader's project,
+        # where a project memory disputes it (``writing.consolidation``).
+        found: dict[str, list[str]] = {}
+        for scope in self._scopes(reach):
+            for older, newers in self._newer_contradictions_in(
+                scope, list(dict.fromkeys(memory_ids))
+            ).items():
+                found.setdefault(older, []).extend(n for n in newers if n not in found[older])
         if not held:
             return found
         return {
@@ -201,10 +221,14 @@ class Lineage(StoreTables):
         self, scope: Scope, memory_ids: Sequence[str], resolution: str, at: datetime
     ) -> int:
         """Close the open contradictions involving memories that left the active set."""
-        snapshot = self._contradiction_snapshots.get(scope)
-        if snapshot is not None and not _involves(snapshot, memory_ids):
-            return 0  # the usual case (a restatement superseded): no read of the table (5.7 ms)
-        open_pairs = self.contradictions(scope, memory_ids=memory_ids)
+        if scope.is_org_shelf:
+            # A shelf memory's pairs with the org's projects' memories are kept in those projects.
+            open_pairs = self._org_contradictions(scope.org_id, memory_ids)
+        else:
+            snapshot = self._contradiction_snapshots.get(scope)
+            if snapshot is not None and not _involves(snapshot, memory_ids):
+                return 0  # the usual case (a restatement superseded): no read of the table (5.7 ms)
+            open_pairs = self.contradictions(scope, memory_ids=memory_ids)
         if not open_pairs:
             return 0
         update = arrow_rows(

@@ -2389,3 +2389,86 @@ def test_a_value_said_given_up_supersedes_only_the_memory_that_held_it(runtime):
     revision = remember(RememberInput(content=text), runtime, caller())
     assert revision.consolidation is not None and revision.consolidation.revised == [held]
     assert [runtime.store.get_memory(i).status for i in regions] == ["active"] * 3
+
+
+def test_a_project_memory_that_says_another_value_than_the_orgs_shelf_disputes_it_for_its_readers(runtime):
+    """A trial: the org's "... listens on port 5432" and a project's "... port 6543" were marked by neither,
+    drift listed nothing, and the project's readers read both unmarked. A project's memory only disputes the
+    org's (it never supersedes what every project reads), and only its own project sees the dispute."""
+    shelf = remember(
+        RememberInput(content="The shared Postgres cluster listens on port 5432", visibility="org"),
+        runtime,
+        caller(agent="erin"),
+    ).id
+    web = remember(
+        RememberInput(content="The shared Postgres cluster listens on port 6543", project_id="web"),
+        runtime,
+        caller("ses_2", agent="alice"),
+    )
+    assert web.consolidation.contradicts == [shelf] and status(runtime, shelf) == "active"
+    query = "which port does the shared Postgres cluster listen on"
+    found = recall(RecallInput(query=query, project_id="web"), runtime, caller())
+    assert [m.id for m in found.memories][:2] == [web.id, shelf]
+    assert f"DISPUTED by newer {web.id}" in found.context
+    [pair] = drift(DriftInput(project_id="web"), runtime, caller()).contradictions
+    assert (pair.older.id, pair.newer.id) == (shelf, web.id)
+    # Another project reads the org's memory undisputed: the dispute is the web project's.
+    mobile = recall(RecallInput(query=query, project_id="mobile"), runtime, caller())
+    assert [m.id for m in mobile.memories] == [shelf] and "DISPUTED" not in mobile.context
+    assert drift(DriftInput(project_id="mobile"), runtime, caller()).contradictions == []
+    # Said as a change, by the shelf memory's own author: still a dispute, not a supersede.
+    changed = remember(
+        RememberInput(content="The shared Postgres cluster now listens on port 7000", project_id="api"),
+        runtime,
+        caller(agent="erin"),
+    )
+    assert changed.consolidation.contradicts == [shelf] and changed.consolidation.revised == []
+    assert status(runtime, shelf) == "active"
+    # A dispute on the shelf itself is read beside the project's.
+    again = remember(
+        RememberInput(content="The shared Postgres cluster listens on port 5433", visibility="org"),
+        runtime,
+        caller(agent="erin"),
+    )
+    assert sorted(again.consolidation.contradicts) == sorted([shelf, web.id])  # web's memory too
+    again = again.id
+    [marked] = [
+        m
+        for m in recall(RecallInput(query=query, project_id="web"), runtime, caller()).memories
+        if m.id == shelf
+    ]
+    assert sorted(marked.contradicted_by) == sorted([web.id, again])
+    # The org's memory forgotten, the pairs it was in close with it, in every project (the web memory's
+    # with the shelf's newer value stays open).
+    forget(ForgetInput(memory_id=shelf, mode="retract"), runtime, caller(agent="erin"))
+    web_pairs = drift(DriftInput(project_id="web"), runtime, caller()).contradictions
+    assert [(pair.older.id, pair.newer.id) for pair in web_pairs] == [(web.id, again)]
+    assert drift(DriftInput(project_id="api"), runtime, caller()).open_contradictions == 0
+
+
+def test_an_org_memory_that_says_another_value_than_a_projects_disputes_it_in_that_project(runtime):
+    """The same trial, in the other order: the project's memory first, then the org's."""
+    web = remember(
+        RememberInput(content="The shared Postgres cluster listens on port 6543", project_id="web"),
+        runtime,
+        caller(agent="alice"),
+    ).id
+    mobile = remember(
+        RememberInput(content="The mobile app's Postgres cluster listens on port 6543", project_id="mobile"),
+        runtime,
+        caller(agent="bob"),
+    ).id
+    shelf = remember(
+        RememberInput(content="The shared Postgres cluster listens on port 5432", visibility="org"),
+        runtime,
+        caller("ses_2", agent="erin"),
+    )
+    assert shelf.consolidation.contradicts == [web]  # not the mobile app's own cluster
+    assert status(runtime, web) == "active" and status(runtime, mobile) == "active"
+    query = "which port does the shared Postgres cluster listen on"
+    found = recall(RecallInput(query=query, project_id="web"), runtime, caller())
+    assert [m.id for m in found.memories][:2] == [shelf.id, web]
+    assert f"DISPUTED by newer {shelf.id}" in found.context
+    [pair] = drift(DriftInput(project_id="web"), runtime, caller()).contradictions
+    assert (pair.older.id, pair.newer.id) == (web, shelf.id)
+    assert drift(DriftInput(project_id="mobile"), runtime, caller()).contradictions == []

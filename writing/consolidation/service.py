@@ -80,6 +80,7 @@ from storage.records import (
     SearchHit,
     View,
     audience_of,
+    org_shelf,
 )
 from storage.unfinished import DecidedSupersede, Unfinished
 from writing.consolidation.report import Actor, ConsolidationReport
@@ -128,6 +129,8 @@ class ConsolidationStore(CandidateSource, Protocol):
     candidate searches, plus reads and status changes."""
 
     def get_memories(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, MemoryRecord]: ...
+
+    def scopes(self) -> list[Scope]: ...
 
     def replaced_memories(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[MemoryRecord]]: ...
 
@@ -183,6 +186,9 @@ class ConsolidationPolicy:
     rerank_pool: int = 20
     rerank_min_score: float = 0.5
 
+
+# The most projects a memory written to the org's shelf is compared with (each a vector search).
+SHELF_PROJECTS_COMPARED = 50
 
 KEPT_OPEN = "rules:contradiction"  # the resolver of a contradiction the rules leave open (both memories stay)
 
@@ -247,7 +253,13 @@ class ConsolidationService:
             if not self._versioned(memory):
                 self._version(memory, neighbours, actor, report)
         else:
-            self._contradictions(memory, [hit.record for hit in neighbours], llm, actor, report)
+            # The org's shelf too, for a project's memory (and the projects, for the shelf's): what it says
+            # otherwise is disputed, never superseded (``_revise_or_dispute``), never merged (only
+            # ``neighbours`` are).
+            elsewhere = self._across_scopes(memory, vector, limit=pool)
+            self._contradictions(
+                memory, [*(hit.record for hit in neighbours), *elsewhere], llm, actor, report
+            )
             self._restatements_of_revised(memory, report)
             close = [
                 hit.record
@@ -330,6 +342,35 @@ class ConsolidationService:
             kinds=[memory.kind],
         )
         return [hit for hit in hits if hit.record.id != memory.id and hit.record.status == "active"][:limit]
+
+    def _across_scopes(self, memory: MemoryRecord, vector: np.ndarray, *, limit: int) -> list[MemoryRecord]:
+        """The memories of other scopes read beside ``memory``, closest first: for a project's shared memory,
+        the org shelf's; for one of the shelf, each project's (``SHELF_PROJECTS_COMPARED`` at most). One that
+        says another value of the same thing is an open contradiction for the project's readers (a trial:
+        "... listens on port 6543" in a project beside the org's "... port 5432" was marked by neither, in
+        either order). A private memory disputes nothing others read."""
+        if memory.scope.is_org_shelf and memory.visibility == "org":
+            projects = [
+                scope
+                for scope in self._store.scopes()
+                if scope.org_id == memory.org_id and not scope.is_org_shelf
+            ]
+            views = [View(scope, with_org=False, audience=Audience("project")) for scope in projects]
+        elif memory.visibility == "project" and not memory.scope.is_org_shelf:
+            views = [View(org_shelf(memory.org_id), with_org=False, audience=Audience("org"))]
+        else:
+            return []
+        found: list[MemoryRecord] = []
+        for view in views[:SHELF_PROJECTS_COMPARED]:
+            hits = self._store.vector_search(
+                view,
+                np.asarray(vector, dtype=np.float32),
+                embedder=memory.embedder,
+                limit=limit,
+                kinds=[memory.kind],
+            )
+            found.extend(hit.record for hit in hits if hit.record.status == "active")
+        return found
 
     def _same_source(self, left: MemoryRecord, right: MemoryRecord) -> bool:
         """Near-duplicates from different agents are corroboration, kept unless configured otherwise."""
@@ -766,6 +807,13 @@ class ConsolidationService:
         """``memory`` revises ``older`` (superseded by ``resolver``), or the pair stays an open contradiction
         of ``kind`` (recorded with ``why_kept``; the report's resolver is then ``kept_by``)."""
         detail = pair.detail
+        if revises and older.scope != memory.scope:
+            # A memory of another scope (the org's shelf and a project): only disputed. The org's is read by
+            # every project; a project's is its own (its readers see both, the newer first).
+            revises, why_kept = (
+                False,
+                ", but one is the org's, on its shelf, and the other a project's: only disputed",
+            )
         if revises:
             changed = self._supersede(
                 memory.scope,
@@ -1182,10 +1230,13 @@ class ConsolidationService:
         found it measured (the ``subject overlap`` its ``detail`` says), else their words' overlap."""
         if similarity is None:
             similarity = token_jaccard(older.content, newer.content)
+        # A pair of a project's memory and one of the org's shelf is the project's: only its readers read
+        # both, and its drift lists it.
+        scope = newer.scope if older.scope.is_org_shelf else older.scope
         self._store.put_contradictions(
             [
                 ContradictionRecord.detected(
-                    older.scope,
+                    scope,
                     older.id,
                     newer.id,
                     kind=kind,
@@ -1195,7 +1246,7 @@ class ConsolidationService:
                 )
             ]
         )
-        self._contradicted(older.scope, older.id, newer.id)
+        self._contradicted(scope, older.id, newer.id)
 
     def _event(
         self,
