@@ -1172,6 +1172,7 @@ def scope_arg(args: argparse.Namespace, settings: ToolSettings) -> Scope:
 
 def forget_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import forget
+    from tools.forget_matches import org_wide_note
 
     given = sum(what is not None for what in (args.memory_id, args.query, args.tag))
     if given != 1:
@@ -1231,11 +1232,16 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                 ]
                 gone = [memory for result in done for memory in result.forgotten]
                 verb = "purged" if mode == "purge" else "retracted"
+                # Said of the org-wide ones, as the preview said (each was forgotten by its id).
+                home = forget.ForgetInput(**{**one_by_one, "memory_id": "x"}).scope(runtime.settings)
+                stored = [runtime.store.get_memory(memory.id) for memory in gone]
+                org_wide = org_wide_note([m for m in stored if m is not None], home, dry_run=False)
+                note = f"{counted(len(gone), 'memory')} tagged {args.tag!r} {verb}"
                 result = forget.ForgetOutput(
                     mode=mode,
                     dry_run=False,
                     forgotten=gone,
-                    note=f"{counted(len(gone), 'memory')} tagged {args.tag!r} {verb}",
+                    note=f"{note}; {org_wide}" if org_wide else note,
                 )
                 readable = f"{verb} {counted(len(gone), 'memory')}; {result.note}"
                 return emit(args, result, _forgotten_text(args, readable, result, _expired(runtime, result)))

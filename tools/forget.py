@@ -46,6 +46,7 @@ from tools.forget_matches import (
     left_as_they_are,
     more_matches_note,
     nothing_close_note,
+    org_wide_note,
 )
 from tools.memory_views import MemoryBrief, absorbed_restatements
 from writing.consolidation.report import Actor
@@ -121,12 +122,9 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         tagged = store.list_memories(view, limit=at_once + 1, tag=args.tag, statuses=statuses, expired=True)
         targets = tagged[:at_once]
         if not targets:
-            return ForgetOutput(
-                mode=args.mode,
-                dry_run=args.dry_run,
-                forgotten=[],
-                note=f"nothing was forgotten: no {'memory' if args.mode == 'purge' else 'active memory'} has the tag {args.tag!r}",
-            )
+            which = "memory" if args.mode == "purge" else "active memory"
+            nothing = f"nothing was forgotten: no {which} has the tag {args.tag!r}"
+            return ForgetOutput(mode=args.mode, dry_run=args.dry_run, forgotten=[], note=nothing)
     elif args.memory_id is not None:
         memory = store.get_memory(args.memory_id, view)
         if memory is None:
@@ -210,7 +208,8 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             f"{counted(len(org_held), 'org-visible memory')} left: {', '.join(m.id for m in org_held)} (read by "
             f"every project of the org: a token that grants {org_held[0].org_id}/* may forget them)"
         )
-    notes += filter(None, [left_matching, other_value])
+    org_wide = org_wide_note(eligible, scope, dry_run=args.dry_run) if args.memory_id is None else None
+    notes += filter(None, [left_matching, other_value, org_wide])
     standing = (
         [m for m in eligible if m.status == "superseded" and m.replaced_by] if args.mode == "purge" else []
     )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from retrieval.contradictions import ContradictionInput, plain_value_changes
 from retrieval.role_holders import holder_changes
 from retrieval.text import clip, counted, negated
-from storage.records import MemoryRecord, Reach
+from storage.records import MemoryRecord, Reach, Scope
 from tools.memory_views import LineageReader, absorbed_restatements
 
 if TYPE_CHECKING:
@@ -134,3 +134,18 @@ def apart_by_value(
         f"forget {'it' if len(left) == 1 else 'one of them'} too"
     )
     return [match for match in matches if match[0].id not in other], note
+
+
+def org_wide_note(memories: Sequence[MemoryRecord], home: Scope, *, dry_run: bool) -> str | None:
+    """For a forget by tag or query from a project: which of ``memories`` are org-wide, and so forgotten for
+    every project of the org (a trial: ``memoria forget --tag logging --project web`` retracted the org's
+    memory tagged so for every project, and neither its preview nor its result said so)."""
+    shelf = [memory.id for memory in memories if memory.visibility == "org"]
+    if not shelf or home.is_org_shelf:
+        return None
+    one = len(shelf) == 1
+    return (
+        f"{len(shelf)} of these {'is' if one else 'are'} org-wide, read by every project of org "
+        f"{home.org_id!r}, not {home.project_id!r} alone: {'it' if one else 'they'} "
+        f"{'would be' if dry_run else 'was' if one else 'were'} forgotten for all of them ({', '.join(shelf)})"
+    )

@@ -1496,6 +1496,20 @@ def test_forget_by_tag_is_confirmed_first_and_recall_can_need_every_tag(capsys, 
     assert status == 0 and out.startswith("retracted 2 memories; 2 memories tagged 'ops' retracted")
 
 
+def test_forget_by_tag_in_a_project_names_the_org_wide_memories_it_would_take_from_every_project(capsys, db):
+    """A trial: ``memoria forget --tag logging --project web`` listed the org's memory like the project's,
+    and retracted it for every project, saying nothing."""
+    shelf = as_json(
+        capsys, db, "remember", "Emit logs as JSON lines", "--tag", "logging", "--visibility", "org"
+    )
+    as_json(capsys, db, "remember", "The web app logs through pino", "--tag", "logging")
+    status, _, err = memoria(capsys, db, "forget", "--tag", "logging")
+    assert status == 1 and f"it would be forgotten for all of them ({shelf['id']})" in err
+    status, out, _ = memoria(capsys, db, "forget", "--tag", "logging", "--yes")
+    assert status == 0 and "1 of these is org-wide, read by every project of org 'default'" in out
+    assert f"it was forgotten for all of them ({shelf['id']})" in out
+
+
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

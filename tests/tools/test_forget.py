@@ -767,6 +767,27 @@ def test_a_forget_by_query_leaves_the_org_visible_memories_a_project_token_may_n
         forget(ForgetInput(memory_id=shelf.id), runtime, project_only)
 
 
+def test_a_forget_by_tag_from_a_project_names_the_org_wide_memories_it_takes_from_every_project(runtime):
+    """A trial: ``memoria forget --tag logging --project web`` retracted the org's memory tagged so, for every
+    project, and neither its preview nor its result said it was org-wide."""
+    shelf = remember(
+        RememberInput(
+            content="Every service must emit logs as JSON lines", tags=["logging"], visibility="org"
+        ),
+        runtime,
+        OWNER,
+    ).id
+    remember(RememberInput(content="The web app logs through pino", tags=["logging"]), runtime, OWNER)
+    said = "1 of these is org-wide, read by every project of org 'default', not 'default' alone: it"
+    dry = forget(ForgetInput(tag="logging"), runtime, OWNER)
+    assert f"{said} would be forgotten for all of them ({shelf})" in dry.note
+    done = forget(ForgetInput(tag="logging", dry_run=False), runtime, OWNER)
+    assert f"{said} was forgotten for all of them ({shelf})" in done.note
+    # By its id, the memory is named: nothing to add.
+    again = remember(RememberInput(content="Logs are kept for 30 days", visibility="org"), runtime, OWNER).id
+    assert forget(ForgetInput(memory_id=again), runtime, OWNER).note is None
+
+
 def test_a_purge_withholds_what_a_language_model_wrote_of_the_memory_in_the_traces_that_showed_it(tmp_path):
     """A review: the context selection's reason, kept on every candidate it left out, quoted the purged
     memory's words, and ``explain_ranking`` gave them back after the purge."""
