@@ -64,7 +64,9 @@ def drift(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
     if not found and not changes:  # a mistyped project_id, most likely, as recall says (a trial)
         from tools.empty_recall_notes import empty_scope_note
 
-        note = empty_scope_note(runtime, replace(view, with_org=False), name_projects=not caller.remote)
+        note = empty_scope_note(
+            runtime, replace(view, with_org=False), name_projects=not caller.remote, searched=False
+        )
     return DriftOutput(
         note=note,
         open_contradictions=open_count,

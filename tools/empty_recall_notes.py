@@ -61,14 +61,17 @@ SCOPE_EMPTY_NOTES = ("nothing is stored in ", "every memory of ")
 ELSEWHERE = "holds memories in project"  # the clause that names the org's other projects
 
 
-def empty_scope_note(runtime: Runtime, view: View, *, name_projects: bool = False) -> str | None:
+def empty_scope_note(
+    runtime: Runtime, view: View, *, name_projects: bool = False, searched: bool = True
+) -> str | None:
     """What an empty recall adds when the scope holds no current memory this caller may read: none at all
     (a new user's trial with a mistyped project_id read "Nothing relevant was found", as for any query in a
     project full of memories), or only memories retracted or superseded since (another trial was sent
     looking for a typo in ids that were right). None when it holds some. With ``name_projects`` (a caller
     on this machine, not a token's holder, to whom other projects' names are no secret), an empty project
     names the org's projects that hold memories, the nearest spelling first (a trial's "wbe" for "web"), or
-    says that the whole store is empty (``_elsewhere``)."""
+    says that the whole store is empty (``_elsewhere``). ``searched`` False: the caller searched for nothing
+    (drift), so nothing "matched nothing" (a trial)."""
     if runtime.store.holds_memories_in(view, None):
         return None
     where = f"org {view.home.org_id!r} / project {view.home.project_id!r}"
@@ -78,6 +81,11 @@ def empty_scope_note(runtime: Runtime, view: View, *, name_projects: bool = Fals
             "current to recall (the `memoria://memories` resource with status=any lists them)"
         )
     if runtime.store.holds_memories_in(replace(view, with_org=True), None):  # the org's shelf only
+        if not searched:  # (drift: nothing was searched for, and nothing of the shelf's is in dispute)
+            return (
+                f"{where} holds no memory of its own, only the org's shelf, which every project reads: check "
+                "`project_id` if this project should hold some"
+            )
         return (
             f"nothing relevant was found; {where} holds no memory of its own, and the org's shelf, which every "
             "project reads, matched nothing: check `project_id` if this project should hold some"

@@ -45,3 +45,16 @@ def test_drift_of_a_project_that_holds_nothing_says_which_projects_do(runtime):
     assert out.note is not None and "'wbe'" in out.note and "web" in out.note
     assert text_of(out).splitlines()[1] == f"{out.note[0].upper()}{out.note[1:]}."
     assert drift(DriftInput(project_id="web"), runtime, CALLER).note is None
+
+
+def test_drift_of_a_project_that_reads_only_the_orgs_shelf_says_so_without_a_search_that_matched_nothing(
+    runtime,
+):
+    """A trial: drift, which searches for nothing, said "Nothing relevant was found ... the org's shelf ...
+    matched nothing" in a project whose recall then found the shelf's memory."""
+    remember(RememberInput(content="Deploys go out on Tuesdays", visibility="org"), runtime, CALLER)
+    out = drift(DriftInput(project_id="mobile"), runtime, CALLER)
+    assert out.note == (
+        "org 'default' / project 'mobile' holds no memory of its own, only the org's shelf, which every project "
+        "reads: check `project_id` if this project should hold some"
+    )
