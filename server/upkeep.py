@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from retrieval.text import forget_cached_texts
+from retrieval.text import counted, forget_cached_texts
 from storage.records import ContradictionRecord, Scope
 
 if TYPE_CHECKING:
@@ -101,7 +101,10 @@ def catch_up(runtime: Runtime) -> None:
     Every maintenance round, and once as a server starts (what happened while none ran)."""
     expired = expire_ephemeral(runtime)
     if expired:
-        log.info("retracted %d expired ephemeral memories", expired)
+        # (a standard memory given an expiry expires too: not "ephemeral", as a trial's log read)
+        log.info(
+            "retracted %s past %s expiry", counted(expired, "memory"), "its" if expired == 1 else "their"
+        )
     if runtime.store.finish_pending_purges(running=True):  # another server's, killed mid-purge meanwhile
         forget_cached_texts()  # the purged text leaves this process's caches too
     finish_unfinished(runtime)

@@ -43,3 +43,23 @@ def test_a_round_compacts_the_appends_before_it_scans_for_expired_memories(tmp_p
         assert runtime.store.get_memory(note.id, SCOPE).status == "retracted"
     finally:
         runtime.close()
+
+
+def test_the_log_of_a_round_counts_the_memories_past_their_expiry_whatever_their_tier(tmp_path, caplog):
+    """A trial: a standard memory given an expiry was logged as "retracted 1 expired ephemeral memories"."""
+    import logging
+
+    runtime = make_runtime(settings_for(tmp_path / "db"))
+    try:
+        until = (runtime.clock() + timedelta(hours=1)).isoformat()
+        note = remember(
+            RememberInput(content="The staging database is frozen until the release", expires_at=until),
+            runtime,
+            Caller("claude-code", "ses_1"),
+        )
+        runtime.clock = lambda: runtime.store.get_memory(note.id, SCOPE).expires_at + timedelta(seconds=1)
+        with caplog.at_level(logging.INFO, logger="server.upkeep"):
+            maintenance_round(runtime)
+        assert "retracted 1 memory past its expiry" in caplog.messages
+    finally:
+        runtime.close()
