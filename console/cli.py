@@ -279,7 +279,9 @@ def add_people_commands(commands: Any) -> None:
         help="which memories: active (default), superseded, retracted, or any (a window's history too)",
     )
     listing.add_argument("--cursor", help="the next page (the cursor the previous page printed)")
-    listing.add_argument("--limit", type=positive, default=50, metavar="N", help="memories per page (50)")
+    listing.add_argument(
+        "--limit", type=positive, default=50, metavar="N", help="memories per page (50; at most 200)"
+    )
 
     importing = command("import", "import a memoria export (JSONL), a LoCoMo file or a chat transcript")
     importing.add_argument("path", help="the file to import")

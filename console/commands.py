@@ -1431,7 +1431,8 @@ def stats_command(args: argparse.Namespace, settings: Settings) -> int:
                 f"{weights.moved:,} ({weights.raised:,} raised, {weights.lowered:,} lowered; "
                 f"range {_span(weights.lowest, weights.highest)})",
             ),
-            ("written", f"{result.first_written or '-'} .. {result.last_written or '-'}"),
+            # (when each happened, else when written: a trial read "written" of a history imported today)
+            ("dated", f"{result.first_written or '-'} .. {result.last_written or '-'}"),
             ("recalls recorded", result.retrievals),
             ("sessions reported", counts(result.sessions_reported)),
             ("open contradictions", result.open_contradictions),
@@ -1439,6 +1440,8 @@ def stats_command(args: argparse.Namespace, settings: Settings) -> int:
             *((f"backend: {name}", value) for name, value in result.backends.items()),
         ]
     )
+    if result.note:
+        readable += f"\nnote: {in_flags(result.note)}"
     return emit(args, result, readable)
 
 

@@ -4,7 +4,7 @@ numbers: nothing here counts across a tenant boundary."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import anyio
 from pydantic import BaseModel, Field
@@ -51,8 +51,10 @@ class StatsOutput(BaseModel):
     agents: int = Field(description="Distinct agents that wrote the active memories.")
     episodes: int
     weights: WeightStats
-    first_written: str | None
-    last_written: str | None
+    first_written: str | None = Field(
+        description="The earliest memory's date: when it happened (occurred_at), else when it was written."
+    )
+    last_written: str | None = Field(description="The latest memory's date, read the same way.")
     retrievals: int = Field(
         description="Recalls and explains recorded (kept for explain_ranking and outcomes)."
     )
@@ -60,6 +62,10 @@ class StatsOutput(BaseModel):
     open_contradictions: int
     lineage_events: int
     backends: dict[str, str]
+    note: str | None = Field(
+        None,
+        description="With no memory here: the projects that hold some, or that only the org's shelf does.",
+    )
     aggregation: AggregationView | None = Field(
         None,
         description="The last aggregation pass over the scope (first at start, then every "
@@ -80,6 +86,14 @@ def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
     # stdio and at the command line the store is the operator's own, counted whole as the report does.
     viewer = view.viewer if caller.remote else None
     found = scope_stats(runtime.store, scope, viewer)
+    org_wide = org_wide_active(runtime.store, scope, viewer)
+    note = None
+    if not found.memories:  # a mistyped project, most likely (a trial read "memories 0 (none)" alone)
+        from tools.empty_recall_notes import empty_scope_note
+
+        note = empty_scope_note(
+            runtime, replace(view, with_org=False), name_projects=not caller.remote, searched=False
+        )
     return StatsOutput(
         org_id=scope.org_id,
         project_id=scope.project_id,
@@ -87,7 +101,7 @@ def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
         schema_version=runtime.store.schema_version,
         memories=found.memories,
         active=found.by_status.get("active", 0),
-        org_wide=org_wide_active(runtime.store, scope, viewer),
+        org_wide=org_wide,
         by_status=found.by_status,
         by_kind=found.by_kind,
         by_tier=found.by_tier,
@@ -102,6 +116,7 @@ def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
         open_contradictions=found.open_contradictions,
         lineage_events=found.lineage_events,
         backends=runtime.backends,
+        note=note,
         # The pass reads every memory of the scope: its counts are not a token holder's to see.
         aggregation=None if caller.remote else aggregation_view(runtime, scope),
     )

@@ -679,6 +679,15 @@ def test_stats_counts_the_scope(capsys, db):
     _, out, _ = memoria(capsys, db, "stats", "--project", "web")
     assert "memories             2 (active 2)" in out and "active by kind       fact 1, artifact 1" in out
     assert "org-wide             1 active, read here too" in out
+    assert "\ndated                " in out and "note:" not in out  # when each happened, else when written
+    # A scope with nothing in it names where the memories are (a trial read "memories 0 (none)" alone).
+    empty = as_json(capsys, db, "stats", "--project", "wbe")
+    assert (empty["memories"], empty["org_wide"]) == (0, 1)
+    assert empty["note"].startswith("org 'default' / project 'wbe' holds no memory of its own, only the org's")
+    _, out, _ = memoria(capsys, db, "stats", "--project", "wbe")
+    assert "note: org 'default' / project 'wbe' holds no memory" in out and "check `--project`" in out
+    _, out, _ = memoria(capsys, db, "stats", "--org", "acme", "--project", "web")
+    assert "note: nothing is stored in org 'acme' / project 'web'" in out
 
 
 def test_tables_show_dates_in_the_commands_time_zone_as_its_context_does(capsys, db):
