@@ -3,7 +3,6 @@ from datetime import UTC, datetime
 import pytest
 
 from retrieval.text import (
-    plain_thousands,
     PRECEDING_CHARS,
     content_hash,
     content_terms,
@@ -15,6 +14,7 @@ from retrieval.text import (
     negated,
     negating_word,
     normalize_content,
+    plain_thousands,
     query_word_tokens,
     searchable_text,
     swapped_spans,
