@@ -683,7 +683,9 @@ def test_stats_counts_the_scope(capsys, db):
     # A scope with nothing in it names where the memories are (a trial read "memories 0 (none)" alone).
     empty = as_json(capsys, db, "stats", "--project", "wbe")
     assert (empty["memories"], empty["org_wide"]) == (0, 1)
-    assert empty["note"].startswith("org 'default' / project 'wbe' holds no memory of its own, only the org's")
+    assert empty["note"].startswith(
+        "org 'default' / project 'wbe' holds no memory of its own, only the org's"
+    )
     _, out, _ = memoria(capsys, db, "stats", "--project", "wbe")
     assert "note: org 'default' / project 'wbe' holds no memory" in out and "check `--project`" in out
     _, out, _ = memoria(capsys, db, "stats", "--org", "acme", "--project", "web")
