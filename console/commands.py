@@ -1233,7 +1233,7 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                 gone = [memory for result in done for memory in result.forgotten]
                 verb = "purged" if mode == "purge" else "retracted"
                 # Said of the org-wide ones, as the preview said (each was forgotten by its id).
-                home = forget.ForgetInput(**{**one_by_one, "memory_id": "x"}).scope(runtime.settings)
+                home = Scope(args.org or runtime.settings.org_id, args.project or runtime.settings.project_id)
                 stored = [runtime.store.get_memory(memory.id) for memory in gone]
                 org_wide = org_wide_note([m for m in stored if m is not None], home, dry_run=False)
                 note = f"{counted(len(gone), 'memory')} tagged {args.tag!r} {verb}"
@@ -1426,10 +1426,10 @@ def stats_command(args: argparse.Namespace, settings: Settings) -> int:
             ("active by tier", counts(result.by_tier)),
             ("by embedder", counts(result.by_embedder)),
             ("agents / episodes", f"{result.agents:,} / {result.episodes:,}"),
-            (
+            (  # (active memories whose weight is not 1.0 now; the report counts every move, of any memory)
                 "weights moved",
-                f"{weights.moved:,} ({weights.raised:,} raised, {weights.lowered:,} lowered; "
-                f"range {_span(weights.lowest, weights.highest)})",
+                f"{weights.moved:,} active memories off 1.0 now ({weights.raised:,} raised, "
+                f"{weights.lowered:,} lowered; range {_span(weights.lowest, weights.highest)})",
             ),
             # (when each happened, else when written: a trial read "written" of a history imported today)
             ("dated", f"{result.first_written or '-'} .. {result.last_written or '-'}"),

@@ -302,8 +302,9 @@ def _most_moved_table(feedback: FeedbackImpact) -> str:
 
 def _weight_histories(feedback: FeedbackImpact) -> str:
     intro = (
-        f'<h3>Weight history</h3><p class="lede">{feedback.weight_events:,} weight changes on '
-        f"{feedback.memories_with_weight_events:,} memories so far (all time). Each memory starts at 1.0; "
+        f'<h3>Weight history</h3><p class="lede">{feedback.weight_events:,} weight changes (one per '
+        f"memory an outcome report moved) on {feedback.memories_with_weight_events:,} memories so far (all time, "
+        f"those since superseded or forgotten too). Each memory starts at 1.0; "
         f"weights stay within [{feedback.min_weight:g}, {feedback.max_weight:g}].</p>"
     )
     if not feedback.weight_histories:

@@ -1507,7 +1507,9 @@ def test_forget_by_tag_is_confirmed_first_and_recall_can_need_every_tag(capsys, 
     assert status == 0 and out.startswith("retracted 2 memories; 2 memories tagged 'ops' retracted")
 
 
-def test_forget_by_tag_in_a_project_names_the_org_wide_memories_it_would_take_from_every_project(capsys, db):
+def test_forget_by_tag_in_a_project_names_the_org_wide_memories_it_would_take_from_every_project(
+    capsys, db, monkeypatch
+):
     """A trial: ``memoria forget --tag logging --project web`` listed the org's memory like the project's,
     and retracted it for every project, saying nothing."""
     shelf = as_json(
@@ -1518,6 +1520,21 @@ def test_forget_by_tag_in_a_project_names_the_org_wide_memories_it_would_take_fr
     assert status == 1 and f"it would be forgotten for all of them ({shelf['id']})" in err
     status, out, _ = memoria(capsys, db, "forget", "--tag", "logging", "--yes")
     assert status == 0 and "1 of these is org-wide, read by every project of org 'default'" in out
+    assert f"it was forgotten for all of them ({shelf['id']})" in out
+    # Confirmed at a terminal (each memory shown is then forgotten by its id): said the same.
+    for text in ("Emit logs as JSON lines", "The web app logs through pino"):
+        as_json(
+            capsys,
+            db,
+            "remember",
+            text,
+            "--tag",
+            "logging",
+            *(["--visibility", "org"] if "JSON" in text else []),
+        )
+    monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
+    status, out, err = memoria(capsys, db, "forget", "--tag", "logging")
+    assert status == 0 and "it would be forgotten for all of them" in err
     assert f"it was forgotten for all of them ({shelf['id']})" in out
 
 
