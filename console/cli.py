@@ -257,6 +257,12 @@ def add_people_commands(commands: Any) -> None:
 
     command("stats", "what the scope's memory holds and which backends serve it")
 
+    drift = command("drift", "the scope's open contradictions, newest first, and its recent revisions")
+    drift.add_argument("--include-resolved", action="store_true", help="settled contradictions too")
+    drift.add_argument(
+        "--limit", type=positive, default=50, metavar="N", help="at most N of each (50; at most 500)"
+    )
+
     listing = command("list", "the scope's memories, newest first, a page at a time")
     listing.add_argument("--agent", metavar="NAME", help="only memories this agent wrote")
     listing.add_argument("--tag", help="only memories with this tag")

@@ -1445,6 +1445,21 @@ def stats_command(args: argparse.Namespace, settings: Settings) -> int:
     return emit(args, result, readable)
 
 
+def drift_command(args: argparse.Namespace, settings: Settings) -> int:
+    """The scope's open contradictions, newest first, and its recent revisions (the drift tool; a trial found
+    no command for it)."""
+    from tools import drift
+
+    arguments = {"include_resolved": args.include_resolved, "limit": args.limit, **scope_of(args)}
+    with opened(settings) as runtime:
+        result = call(drift.handle, drift.DriftInput, arguments, runtime, caller_for(args), "drift")
+    settle = (
+        "Settle each: `memoria forget ID` the one that is wrong, or `memoria edit ID TEXT` it with what is "
+        "true."
+    )
+    return emit(args, result, in_flags(drift.text_of(result, settle)))
+
+
 def list_command(args: argparse.Namespace, settings: Settings) -> int:
     from tools import list_memories
 
@@ -1910,6 +1925,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "restore": restore_command,
     "show": show_command,
     "stats": stats_command,
+    "drift": drift_command,
     "list": list_command,
     "import": import_command,
     "export": export_command,

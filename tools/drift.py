@@ -99,16 +99,20 @@ async def handle(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOut
     return await anyio.to_thread.run_sync(drift, args, runtime, caller)
 
 
-def text_of(out: DriftOutput) -> str:
+# How to settle a dispute, as the tools do it (``memoria drift`` says it with its commands).
+SETTLE = (
+    "Settle each: forget the one that is wrong (forget memory_id=...), or remember what is true with replaces= "
+    "the wrong one's id."
+)
+
+
+def text_of(out: DriftOutput, settle: str = SETTLE) -> str:
     """What an agent reads of drift: each contradiction as the two statements, newer first, with how to
     settle it, then the recent changes, one line each (a trial read raw JSON, and "'(no negation)' then
     'not'" for a denial). The structured content carries every field."""
     lines = [f"{out.open_contradictions} open contradiction{'s' if out.open_contradictions != 1 else ''}."]
     if any(pair.status == "open" for pair in out.contradictions):  # said once (a trial read it per pair)
-        lines[0] += (
-            " Settle each: forget the one that is wrong (forget memory_id=...), or remember what is true with "
-            "replaces= the wrong one's id."
-        )
+        lines[0] += f" {settle}"
     for pair in out.contradictions:
         state = "open" if pair.status == "open" else f"{pair.status}: {pair.resolution or 'settled'}"
         lines.append(

@@ -2120,3 +2120,20 @@ def test_a_memory_true_until_a_day_is_remembered_and_edited_with_until(capsys, d
         and "`--until` 2020-01-02T00:00:00Z is not after now" in err
         and "leave --until out" in err
     )
+
+
+def test_drift_lists_the_open_contradictions_with_how_to_settle_them_by_command(capsys, db):
+    """A trial found no command for drift: the report or an MCP client were the only ways to read it."""
+    older = as_json(capsys, db, "remember", "The API gateway listens on port 9090")["id"]
+    newer = as_json(capsys, db, "remember", "The API gateway listens on port 9191")["id"]
+    status, out, _ = memoria(capsys, db, "drift")
+    first, second, third = out.splitlines()[:3]
+    assert status == 0 and first == (
+        f"1 open contradiction. Settle each: `memoria forget ID --db {db}` the one that is wrong, or "
+        f"`memoria edit ID TEXT --db {db}` it with what is true."
+    )
+    assert second.startswith(f"[open] {newer} (") and third.startswith(f"    against the older {older} (")
+    found = as_json(capsys, db, "drift", "--limit", "1")
+    assert found["open_contradictions"] == 1 and found["contradictions"][0]["newer"]["id"] == newer
+    status, _, err = memoria(capsys, db, "drift", "--limit", "501")
+    assert status == 1 and "500" in err
