@@ -29,6 +29,7 @@ from retrieval.text import (
     set_jaccard,
     swapped_tokens,
     without_negations,
+    without_references,
     word_tokens,
 )
 from retrieval.time_window import without_time_words
@@ -59,8 +60,9 @@ class ContradictionInput:
     created_at: datetime
 
     def __post_init__(self) -> None:
-        # A number's thousands separators are not the joints of two values: "10,000" is read as 10000.
-        object.__setattr__(self, "content", plain_thousands(self.content))
+        # A number's thousands separators are not the joints of two values: "10,000" is read as 10000. A
+        # reference beside what the memory says ("(ticket OPS-12)") names the note, not a value of the fact.
+        object.__setattr__(self, "content", without_references(plain_thousands(self.content)))
 
 
 @dataclass(frozen=True)

@@ -155,6 +155,24 @@ def plain_thousands(text: str) -> str:
     )
 
 
+# A reference a note carries beside what it says: "(note 1)", "(ticket OPS-12)", "(JIRA-4411)", "(see #123)",
+# "[PR #45]", or a last clause ", see OPS-12". Its number names the note, not a value of the fact: two notes
+# that differ in their value and their reference differ in one value (a trial: "... port 1111 in staging
+# (note 1)" and "... port 2222 ... (note 2)" were kept apart, undisputed). A number alone in parentheses
+# ("(8080)") or a lower-case joined name ("(eu-west-1)") is a value, and stays.
+_REFERENCE_WORD = r"(?i:note|notes|ticket|issue|bug|pr|mr|pull\s+request|incident|inc|change|cr|jira|story|task|adr|rfc|case)"
+_KEYED = r"(?:#\s?\d+|[A-Z][A-Z0-9]+-\d+)"  # "#123", "OPS-12", "JIRA-4411"
+_REFERENCE = re.compile(  # (tried from the start of a run of spaces only, possessive: linear on long runs)
+    rf"(?<!\s)\s*+[(\[]\s*+(?:(?i:see|ref|refs|cf\.?|per)\s++)?(?:{_REFERENCE_WORD}\.?\s*+(?:{_KEYED}|\d++)|{_KEYED})"
+    rf"\s*+[)\]]|(?<![\s,;])[,;]?+\s++(?i:see|ref|refs|cf\.?|per)\s++(?:{_REFERENCE_WORD}\.?\s*+)?{_KEYED}\.?\s*+$"
+)
+
+
+def without_references(text: str) -> str:
+    """``text`` without the references it carries beside what it says (``_REFERENCE``)."""
+    return _REFERENCE.sub("", text)
+
+
 def word_tokens(text: str) -> list[str]:
     """Lower-cased letter/digit runs after NFKC folding (so "Ｐｏｓｔｇｒｅｓ" == "postgres")."""
     return _WORD.findall(unicodedata.normalize("NFKC", text).lower())

@@ -1843,6 +1843,16 @@ def test_a_value_written_with_thousands_separators_is_one_value():
     assert (shown_value(change.older_term), shown_value(change.newer_term)) == ("1000", "5000")
 
 
+def test_two_notes_that_differ_in_a_value_and_in_their_reference_dispute_each_other():
+    """A trial: "... port 1111 in staging (note 1)" then "... port 2222 ... (note 2)" were kept apart as
+    distinct (two values differed), and recall read five ports, none marked."""
+    for reference in ("(note {})", "(ticket OPS-{}0)", "(see #{}00)"):
+        older = memory("old", f"The billing service listens on port 1111 in staging {reference.format(1)}", 0)
+        newer = memory("new", f"The billing service listens on port 2222 in staging {reference.format(2)}", 5)
+        [change] = plain_value_changes(newer, [older])
+        assert (shown_value(change.older_term), shown_value(change.newer_term)) == ("1111", "2222")
+
+
 def test_deploy_or_ship_says_a_value_only_as_a_verb_close_before_its_name():
     """A review: the noun, or the verb far from the version, made two coexisting versions a dispute."""
     for older, newer in (

@@ -20,6 +20,7 @@ from retrieval.text import (
     swapped_spans,
     with_other_forms,
     without_negations,
+    without_references,
     word_tokens,
 )
 
@@ -295,3 +296,25 @@ def test_what_only_looks_like_thousands_keeps_its_commas():
         "a,123",
     ):
         assert plain_thousands(text) == text
+
+
+def test_a_reference_beside_what_a_note_says_is_left_out_and_a_value_in_parentheses_is_not():
+    for text, without in (
+        (
+            "The billing service listens on port 1111 in staging (note 1)",
+            "The billing service listens on port 1111 in staging",
+        ),
+        ("Pool size is 80 (ticket OPS-40)", "Pool size is 80"),
+        ("Pool size is 80 (JIRA-4520)", "Pool size is 80"),
+        ("Pool size is 80 (see #456)", "Pool size is 80"),
+        ("Pool size is 80, see OPS-12.", "Pool size is 80"),
+    ):
+        assert without_references(text) == without
+    for text in (
+        "The API listens on the HTTP port (8080)",
+        "The bucket is in (eu-west-1)",
+        "Sprint 14 ends",
+        "per 100 requests",
+        "Filed as (INC-2026-11-03)",
+    ):
+        assert without_references(text) == text
