@@ -134,9 +134,16 @@ def one_date_spelling(value: str) -> str | None:
 
 
 # A number written with thousands separators ("10,000", "1,500,000"): 1-3 digits, then groups of exactly three
-# after commas, not inside a longer run of digits and commas. A list after "port(s)" ("ports 80,443") is not one.
-_THOUSANDS = re.compile(r"(?<![\d,.])(?<!\d,)\d{1,3}(?:,\d{3})+(?![\d]|,\d)")
-_PORTS_BEFORE = re.compile(r"\bports?\s*[:=]?\s*\Z", re.IGNORECASE)
+# after commas, not inside a longer run of digits and commas. It is read as one number when a group after the
+# first starts with 0 ("10,000", "2,050") or a word that is not a small word follows it ("1,500 entries"): a
+# list of values written with commas ("listens on 80,443", "HTTP 500,502,503", "PIDs 123,456") is none.
+_THOUSANDS = re.compile(r"(?<![\d,.])\d{1,3}(?:,\d{3})+(?![\d]|,\d)")
+_GROUP_FROM_ZERO = re.compile(r",0")
+_NOUN_AFTER = re.compile(
+    r"\s++(?!(?:and|or|nor|to|for|in|on|at|is|are|was|were|of|with|by|as|but|then|than|from)\b)[A-Za-z]",
+    re.IGNORECASE,
+)
+_LIST_BEFORE = re.compile(r"\b(?:ports?|codes?|ids?|pids?|expose)\s*+[:=]?\s*+\Z", re.IGNORECASE)
 
 
 def plain_thousands(text: str) -> str:
@@ -145,26 +152,31 @@ def plain_thousands(text: str) -> str:
     1,500 entries" then "... 2,000 entries" stood side by side, neither read as a change)."""
     if "," not in text:
         return text
-    return _THOUSANDS.sub(
-        lambda found: (
-            found.group(0)
-            if _PORTS_BEFORE.search(text, max(0, found.start() - 12), found.start())
-            else found.group(0).replace(",", "")
-        ),
-        text,
-    )
+
+    def one_number(found: re.Match[str]) -> str:
+        number = found.group(0)
+        if _LIST_BEFORE.search(text, max(0, found.start() - 12), found.start()):
+            return number
+        if _GROUP_FROM_ZERO.search(number) or _NOUN_AFTER.match(text, found.end()):
+            return number.replace(",", "")
+        return number
+
+    return _THOUSANDS.sub(one_number, text)
 
 
-# A reference a note carries beside what it says: "(note 1)", "(ticket OPS-12)", "(JIRA-4411)", "(see #123)",
+# A reference a note carries beside what it says: "(note 1)", "(ticket OPS-12)", "(see JIRA-4411)", "(#123)",
 # "[PR #45]", or a last clause ", see OPS-12". Its number names the note, not a value of the fact: two notes
 # that differ in their value and their reference differ in one value (a trial: "... port 1111 in staging
-# (note 1)" and "... port 2222 ... (note 2)" were kept apart, undisputed). A number alone in parentheses
-# ("(8080)") or a lower-case joined name ("(eu-west-1)") is a value, and stays.
-_REFERENCE_WORD = r"(?i:note|notes|ticket|issue|bug|pr|mr|pull\s+request|incident|inc|change|cr|jira|story|task|adr|rfc|case)"
-_KEYED = r"(?:#\s?\d+|[A-Z][A-Z0-9]+-\d+)"  # "#123", "OPS-12", "JIRA-4411"
+# (note 1)" and "... port 2222 ... (note 2)" were kept apart, undisputed). A key alone in parentheses is a
+# value ("(AES-256)", "(GPT-4)", "(US-1)"), as are a number ("(8080)") and a joined name ("(eu-west-1)").
+_REFERENCE_WORD = r"(?i:note|notes|ticket|issue|bug|pr|mr|pull\s+request|incident|jira)"
+_SEE = r"(?i:see|ref|refs|cf\.?)\s++"
+_NUMBERED = r"#\s?\d++"  # "#123"
+_KEY = r"[A-Z][A-Z0-9]+-\d++"  # "OPS-12", "JIRA-4411": a reference only after a word that says so
 _REFERENCE = re.compile(  # (tried from the start of a run of spaces only, possessive: linear on long runs)
-    rf"(?<!\s)\s*+[(\[]\s*+(?:(?i:see|ref|refs|cf\.?|per)\s++)?(?:{_REFERENCE_WORD}\.?\s*+(?:{_KEYED}|\d++)|{_KEYED})"
-    rf"\s*+[)\]]|(?<![\s,;])[,;]?+\s++(?i:see|ref|refs|cf\.?|per)\s++(?:{_REFERENCE_WORD}\.?\s*+)?{_KEYED}\.?\s*+$"
+    rf"(?<!\s)\s*+[(\[]\s*+(?:(?:{_SEE})?{_REFERENCE_WORD}\.?[\s-]*+(?:{_NUMBERED}|{_KEY}|\d++)|(?:{_SEE})?{_NUMBERED}"
+    rf"|{_SEE}{_KEY})\s*+[)\]]"
+    rf"|(?<![\s,;])[,;]?+\s++{_SEE}(?:{_REFERENCE_WORD}\.?\s*+)?(?:{_NUMBERED}|{_KEY})\.?\s*+$"
 )
 
 

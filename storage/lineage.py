@@ -143,7 +143,11 @@ class Lineage(StoreTables):
     def contradictions(
         self, scope: Scope, *, status: str | None = "open", memory_ids: Sequence[str] | None = None
     ) -> list[ContradictionRecord]:
-        condition = filters.scope_is(scope)
+        """The scope's pairs (of ``status``, None: any), or those naming ``memory_ids``: for memories of the
+        org's shelf, those kept in any project of the org too (a shelf memory's pairs with a project's
+        memories are kept in that project: ``writing.consolidation``)."""
+        shelf_ids = scope.is_org_shelf and memory_ids is not None
+        condition = filters.equals("org_id", scope.org_id) if shelf_ids else filters.scope_is(scope)
         if status is not None:
             condition = filters.all_of(condition, filters.equals("status", status))
         if memory_ids is not None:
@@ -156,19 +160,6 @@ class Lineage(StoreTables):
         rows = self._select(self._contradictions, condition, None, limit=None)
         records = [contradiction_from_row(row) for row in rows]
         return sorted(records, key=lambda r: (r.detected_at, r.older_id, r.newer_id))
-
-    def _org_contradictions(self, org_id: str, memory_ids: Sequence[str]) -> list[ContradictionRecord]:
-        """The open pairs of any scope of ``org_id`` that name one of ``memory_ids``."""
-        if not memory_ids:
-            return []
-        ids = list(memory_ids)
-        condition = filters.all_of(
-            filters.equals("org_id", org_id),
-            filters.equals("status", "open"),
-            filters.one_of("older_id", ids) | filters.one_of("newer_id", ids),
-        )
-        rows = self._select(self._contradictions, condition, None, limit=None)
-        return [contradiction_from_row(row) for row in rows]
 
     def newer_contradictions(self, reach: Reach, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         """Older memory id -> the newer memories that contradict it, for open contradictions only. A newer
@@ -221,14 +212,11 @@ class Lineage(StoreTables):
         self, scope: Scope, memory_ids: Sequence[str], resolution: str, at: datetime
     ) -> int:
         """Close the open contradictions involving memories that left the active set."""
-        if scope.is_org_shelf:
-            # A shelf memory's pairs with the org's projects' memories are kept in those projects.
-            open_pairs = self._org_contradictions(scope.org_id, memory_ids)
-        else:
-            snapshot = self._contradiction_snapshots.get(scope)
-            if snapshot is not None and not _involves(snapshot, memory_ids):
-                return 0  # the usual case (a restatement superseded): no read of the table (5.7 ms)
-            open_pairs = self.contradictions(scope, memory_ids=memory_ids)
+        # (a shelf memory's pairs with the org's projects' memories are kept in those projects: read them all)
+        snapshot = None if scope.is_org_shelf else self._contradiction_snapshots.get(scope)
+        if snapshot is not None and not _involves(snapshot, memory_ids):
+            return 0  # the usual case (a restatement superseded): no read of the table (5.7 ms)
+        open_pairs = self.contradictions(scope, memory_ids=memory_ids)
         if not open_pairs:
             return 0
         update = arrow_rows(
@@ -257,6 +245,12 @@ class Lineage(StoreTables):
             zip(rows.column("org_id").to_pylist(), rows.column("project_id").to_pylist(), strict=True)
         )
         return [Scope(org_id, project_id) for org_id, project_id in sorted(pairs)]
+
+    def projects_of(self, org_id: str) -> list[Scope]:
+        """The projects of ``org_id`` that hold an active memory (not its shelf), by name."""
+        where = filters.all_of(filters.equals("org_id", org_id), filters.equals("status", "active"))
+        names = set(scan(self._memories, where, ["project_id"]).column("project_id").to_pylist())
+        return [Scope(org_id, name) for name in sorted(names) if not Scope(org_id, name).is_org_shelf]
 
     def aggregation_rows(self, scope: Scope, limit: int) -> list[AggregationRow]:
         """The scope's newest ``limit`` active shared memories, as the aggregation job reads them (a memory

@@ -94,6 +94,13 @@ def scope_stats(store: MemoryStore, scope: Scope, viewer: Viewer | None = None) 
     )
     seen = {row["id"] for row in memories}
     if viewer is not None:  # only pairs of memories the viewer may read
+        # (the org shelf's too, which every project reads: a pair with a project's memory is kept here)
+        named = {memory_id for row in contradictions for memory_id in (row["older_id"], row["newer_id"])}
+        if named - seen and not scope.is_org_shelf:
+            shelf = filters.all_of(
+                filters.scope_is(org_shelf(scope.org_id)), filters.one_of("id", sorted(named - seen))
+            )
+            seen |= {row["id"] for row in scan_rows(tables[schema.MEMORIES], shelf, ["id"])}
         contradictions = [row for row in contradictions if {row["older_id"], row["newer_id"]} <= seen]
     return ScopeStats(
         scope=scope,

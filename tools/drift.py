@@ -4,11 +4,13 @@ neither revised), and the recent revisions and consolidations with what replaced
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 import anyio
 from pydantic import BaseModel, Field
 
 from retrieval.contradictions import AFFIRMED
+from storage.records import MemoryRecord
 from tools.common import Caller, Runtime, ScopeArgs, iso, view_for
 from tools.memory_views import REPLACING_ACTIONS, EventView, MemoryBrief
 
@@ -26,6 +28,10 @@ class ContradictionView(BaseModel):
     subject_similarity: float
     status: str
     resolution: str | None
+    org_wide: Literal["older", "newer"] | None = Field(
+        None,
+        description="Which of the two is the org's (on its shelf, read by every project), beside a project's.",
+    )
     detected_at: str
 
 
@@ -80,6 +86,7 @@ def drift(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
                 status=pair.status,
                 resolution=pair.resolution,
                 detected_at=iso(pair.detected_at),
+                org_wide=_org_wide(memories[pair.older_id], memories[pair.newer_id]),
             )
             for pair in pairs
             if pair.older_id in memories and pair.newer_id in memories
@@ -119,6 +126,11 @@ def text_of(out: DriftOutput, settle: str = SETTLE) -> str:
             f"[{state}] {_brief(pair.newer)}\n    against the older {_brief(pair.older)}\n"
             f"    ({pair.kind}: {_readable(pair.detail)})"
         )
+        if pair.org_wide:  # (a review: the advice above had a project's agent replace the org's memory)
+            lines.append(
+                f"    (the {pair.org_wide} is the org's, on its shelf: replacing it changes it for every project; "
+                "settle this project's side)"
+            )
     listed = sum(1 for pair in out.contradictions if pair.status == "open")
     if out.open_contradictions > listed:
         lines.append(f"{out.open_contradictions - listed} more open beyond `limit`: raise it to see them.")
@@ -154,3 +166,10 @@ def _readable(detail: str) -> str:
 
 def _brief(memory: MemoryBrief) -> str:
     return f"{memory.id} ({memory.agent_id}, {memory.created_at[:10]}) {memory.preview!r}"
+
+
+def _org_wide(older: MemoryRecord, newer: MemoryRecord) -> Literal["older", "newer"] | None:
+    """Which of a pair of the org's shelf and a project is the org's."""
+    if older.scope == newer.scope:
+        return None
+    return "older" if older.scope.is_org_shelf else "newer"

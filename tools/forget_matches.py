@@ -147,5 +147,5 @@ def org_wide_note(memories: Sequence[MemoryRecord], home: Scope, *, dry_run: boo
     return (
         f"{len(shelf)} of these {'is' if one else 'are'} org-wide, read by every project of org "
         f"{home.org_id!r}, not {home.project_id!r} alone: {'it' if one else 'they'} "
-        f"{'would be' if dry_run else 'was' if one else 'were'} forgotten for all of them ({', '.join(shelf)})"
+        f"{'would be' if dry_run else 'was' if one else 'were'} forgotten for every project ({', '.join(shelf)})"
     )

@@ -20,6 +20,9 @@ def readers(memory: Any) -> str:
 
 
 _SAID = {"stored": "stored", "updated": "updated"}
+# An org-wide memory's pairs with projects' memories are kept in those projects (a review: drift in the
+# writer's own project did not list them).
+_DRIFT_OF_THE_SHELF = " (drift lists the open pairs: those with a project's memory, that project's drift)"
 
 
 def text_of(result: RememberOutput) -> str:
@@ -49,7 +52,8 @@ def text_of(result: RememberOutput) -> str:
             if ids:
                 lines.append(
                     f"{label}: {', '.join(ids)}"
-                    + (" (drift lists the open pairs)" if label == "contradicts" else "")
+                    + (_DRIFT_OF_THE_SHELF if result.visibility == "org" else " (drift lists the open pairs)")
+                    * (label == "contradicts")
                 )
         if found.resolver and any(ids for _, ids in changes):
             lines.append(f"decided by {found.resolver}")

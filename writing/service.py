@@ -31,6 +31,7 @@ from storage.records import (
     NewMemory,
     ProtectionTier,
     Scope,
+    View,
     audience_of,
     written_by,
 )
@@ -794,7 +795,22 @@ class WriteService:
             f"{'a newer memory disputes' if one else 'newer memories dispute'} it ({', '.join(newer)}): recall "
             f"shows it below {'that one' if one else 'them'}, marked DISPUTED"
         )
-        found = self._store.get_memories(newer, stored.scope).values()
+        found = self._store.get_memories(newer, View(stored.scope)).values()
+        # One of the org's shelf and one of a project only dispute each other: an update of the org's changes
+        # it for every project (a review: the advice below had a project's agent replace the org's memory).
+        across = [memory for memory in found if memory.scope != stored.scope]
+        if across and stored.scope.is_org_shelf:
+            projects = ", ".join(sorted({repr(memory.project_id) for memory in across}))
+            return (
+                f"{said} in project {projects}, whose memory disputes the org's there only: if it is wrong, "
+                "correct or forget it in that project"
+            )
+        if across:
+            return (
+                f"{said}. {'It is' if one else 'One of them is'} the org's, on its shelf: replacing it changes it "
+                "for every project of the org. If it is wrong, ask who writes the org's memories; if this "
+                "project's text is wrong, forget it"
+            )
         # An update would not replace an immutable one, nor another agent's protected one (a review).
         if any(memory.protection_tier == "immutable" or guarded_from(memory, agent_id) for memory in found):
             return f"{said}. If this text is what holds now, ask the author of the newer one to correct it, or forget it"
@@ -824,8 +840,8 @@ class WriteService:
         reopened = self._store.put_contradictions(
             [replace(pair, status="open", resolution=None, resolved_at=None) for pair in closed]
         )
-        for pair in reopened:
-            self._corroboration.keep_apart(memory.scope, pair.older_id, pair.newer_id)
+        for pair in reopened:  # (in the pair's own scope: one with the org's shelf is a project's)
+            self._corroboration.keep_apart(Scope(pair.org_id, pair.project_id), pair.older_id, pair.newer_id)
 
     def next_version(self, old: MemoryRecord, new: MemoryRecord) -> bool:
         """Whether ``new``, replacing artifact ``old`` by an explicit update, is its next version: not when

@@ -1517,10 +1517,10 @@ def test_forget_by_tag_in_a_project_names_the_org_wide_memories_it_would_take_fr
     )
     as_json(capsys, db, "remember", "The web app logs through pino", "--tag", "logging")
     status, _, err = memoria(capsys, db, "forget", "--tag", "logging")
-    assert status == 1 and f"it would be forgotten for all of them ({shelf['id']})" in err
+    assert status == 1 and f"it would be forgotten for every project ({shelf['id']})" in err
     status, out, _ = memoria(capsys, db, "forget", "--tag", "logging", "--yes")
     assert status == 0 and "1 of these is org-wide, read by every project of org 'default'" in out
-    assert f"it was forgotten for all of them ({shelf['id']})" in out
+    assert f"it was forgotten for every project ({shelf['id']})" in out
     # Confirmed at a terminal (each memory shown is then forgotten by its id): said the same.
     for text in ("Emit logs as JSON lines", "The web app logs through pino"):
         as_json(
@@ -1534,8 +1534,8 @@ def test_forget_by_tag_in_a_project_names_the_org_wide_memories_it_would_take_fr
         )
     monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
     status, out, err = memoria(capsys, db, "forget", "--tag", "logging")
-    assert status == 0 and "it would be forgotten for all of them" in err
-    assert f"it was forgotten for all of them ({shelf['id']})" in out
+    assert status == 0 and "it would be forgotten for every project" in err
+    assert f"it was forgotten for every project ({shelf['id']})" in out
 
 
 class Terminal(io.StringIO):

@@ -1851,6 +1851,13 @@ def test_two_notes_that_differ_in_a_value_and_in_their_reference_dispute_each_ot
         newer = memory("new", f"The billing service listens on port 2222 in staging {reference.format(2)}", 5)
         [change] = plain_value_changes(newer, [older])
         assert (shown_value(change.older_term), shown_value(change.newer_term)) == ("1111", "2222")
+    # A key alone in parentheses, and a list written with commas, are values (a review: they were read as
+    # a reference and as one number, and the change went unmarked).
+    for old_text, new_text in (
+        ("Backups are encrypted with (AES-128)", "Backups are encrypted with (AES-256)"),
+        ("The load balancer listens on 80,443", "The load balancer listens on 80,8443"),
+    ):
+        assert len(plain_value_changes(memory("new", new_text, 5), [memory("old", old_text, 0)])) == 1
 
 
 def test_deploy_or_ship_says_a_value_only_as_a_verb_close_before_its_name():

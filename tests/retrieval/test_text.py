@@ -289,6 +289,11 @@ def test_what_only_looks_like_thousands_keeps_its_commas():
     for text in (
         "ports 80,443 open",
         "port: 80,443",
+        "nginx listens on 80,443",
+        "EXPOSE 80,443",
+        "Retry on HTTP 500,502,503",
+        "PIDs 123,456",
+        "codes 500,502 and more",
         "ids 1,2,3",
         "1,2345",
         "x 12,345,67",
@@ -306,6 +311,7 @@ def test_a_reference_beside_what_a_note_says_is_left_out_and_a_value_in_parenthe
         ),
         ("Pool size is 80 (ticket OPS-40)", "Pool size is 80"),
         ("Pool size is 80 (JIRA-4520)", "Pool size is 80"),
+        ("Pool size is 80 (see OPS-40)", "Pool size is 80"),
         ("Pool size is 80 (see #456)", "Pool size is 80"),
         ("Pool size is 80, see OPS-12.", "Pool size is 80"),
     ):

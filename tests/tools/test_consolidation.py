@@ -15,6 +15,7 @@ from tests.forensics import files_holding
 from tests.helpers import make_runtime, settings_for
 from tools.common import Caller
 from tools.drift import DriftInput, drift
+from tools.drift import text_of as drift_text
 from tools.forget import ForgetInput, forget
 from tools.lineage import LineageInput, lineage
 from tools.recall import RecallInput, recall
@@ -2472,3 +2473,83 @@ def test_an_org_memory_that_says_another_value_than_a_projects_disputes_it_in_th
     [pair] = drift(DriftInput(project_id="web"), runtime, caller()).contradictions
     assert (pair.older.id, pair.newer.id) == (web, shelf.id)
     assert drift(DriftInput(project_id="mobile"), runtime, caller()).contradictions == []
+
+
+def test_a_pair_of_the_orgs_shelf_and_a_project_is_carried_to_what_restates_its_project_memory(runtime):
+    """A review: a restated project memory's pair with the shelf was closed, not carried (its memories were
+    read in the project alone, where the shelf's is not)."""
+    from datetime import UTC, datetime
+
+    from storage.records import Scope
+
+    shelf = remember(
+        RememberInput(content="The shared Postgres cluster listens on port 5432", visibility="org"),
+        runtime,
+        caller(agent="erin"),
+    ).id
+    web = remember(
+        RememberInput(content="The shared Postgres cluster listens on port 6543", project_id="web"),
+        runtime,
+        caller(agent="alice"),
+    ).id
+    said_again = remember(
+        RememberInput(content="Postgres for everyone: port 6543", project_id="web"),
+        runtime,
+        caller(agent="alice"),
+    ).id
+    home = Scope("default", "web")
+    pairs = runtime.store.contradictions(home, memory_ids=[web])
+    assert [(pair.older_id, pair.newer_id) for pair in pairs] == [(shelf, web)]
+    runtime.consolidation._carry_contradictions(home, pairs, {web}, said_again, datetime.now(UTC))
+    carried = runtime.store.contradictions(home, memory_ids=[said_again])
+    assert [(pair.older_id, pair.newer_id) for pair in carried] == [(shelf, said_again)]
+
+
+def test_a_text_said_again_that_the_orgs_memory_disputes_is_not_told_to_replace_the_orgs(runtime):
+    """A review: the advice was to remember it with replaces= the org's memory, which then changed it for
+    every project; drift's text says which side is the org's."""
+    web = remember(
+        RememberInput(content="The shared Postgres cluster listens on port 6543", project_id="web"),
+        runtime,
+        caller(agent="alice"),
+    ).id
+    shelf = remember(
+        RememberInput(content="The shared Postgres cluster listens on port 5432", visibility="org"),
+        runtime,
+        caller(agent="erin"),
+    )
+    assert text_of(shelf).count("that project's drift") == 1
+    again = remember(
+        RememberInput(content="The shared Postgres cluster listens on port 6543", project_id="web"),
+        runtime,
+        caller("ses_2", agent="alice"),
+    )
+    assert again.id == web and "replaces=" not in again.note
+    assert "It is the org's, on its shelf: replacing it changes it for every project of the org" in again.note
+    [pair] = drift(DriftInput(project_id="web"), runtime, caller()).contradictions
+    assert pair.org_wide == "newer"
+    assert "(the newer is the org's, on its shelf: replacing it changes it for every project" in drift_text(
+        drift(DriftInput(project_id="web"), runtime, caller())
+    )
+
+
+def test_stats_counts_for_a_token_holder_the_pairs_of_its_project_with_the_orgs_shelf(runtime):
+    """A review: a remote caller's stats counted 0 open contradictions where drift listed 1 (a pair was
+    counted only when both memories were the project's own)."""
+    from dataclasses import replace
+
+    from tools.stats import StatsInput, stats
+
+    remember(
+        RememberInput(content="The shared Postgres cluster listens on port 5432", visibility="org"),
+        runtime,
+        caller(agent="erin"),
+    )
+    remember(
+        RememberInput(content="The shared Postgres cluster listens on port 6543", project_id="web"),
+        runtime,
+        caller(agent="alice"),
+    )
+    remote = replace(caller(agent="alice"), remote=True)
+    assert stats(StatsInput(project_id="web"), runtime, remote).open_contradictions == 1
+    assert drift(DriftInput(project_id="web"), runtime, remote).open_contradictions == 1

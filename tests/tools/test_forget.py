@@ -780,9 +780,9 @@ def test_a_forget_by_tag_from_a_project_names_the_org_wide_memories_it_takes_fro
     remember(RememberInput(content="The web app logs through pino", tags=["logging"]), runtime, OWNER)
     said = "1 of these is org-wide, read by every project of org 'default', not 'default' alone: it"
     dry = forget(ForgetInput(tag="logging"), runtime, OWNER)
-    assert f"{said} would be forgotten for all of them ({shelf})" in dry.note
+    assert f"{said} would be forgotten for every project ({shelf})" in dry.note
     done = forget(ForgetInput(tag="logging", dry_run=False), runtime, OWNER)
-    assert f"{said} was forgotten for all of them ({shelf})" in done.note
+    assert f"{said} was forgotten for every project ({shelf})" in done.note
     # By its id, the memory is named: nothing to add.
     again = remember(RememberInput(content="Logs are kept for 30 days", visibility="org"), runtime, OWNER).id
     assert forget(ForgetInput(memory_id=again), runtime, OWNER).note is None

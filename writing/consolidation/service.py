@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
@@ -128,9 +129,9 @@ class ConsolidationStore(CandidateSource, Protocol):
     """What consolidation needs from the store (``storage.store.MemoryStore`` implements it): the
     candidate searches, plus reads and status changes."""
 
-    def get_memories(self, memory_ids: Sequence[str], scope: Scope) -> dict[str, MemoryRecord]: ...
+    def get_memories(self, memory_ids: Sequence[str], scope: Scope | View) -> dict[str, MemoryRecord]: ...
 
-    def scopes(self) -> list[Scope]: ...
+    def projects_of(self, org_id: str) -> list[Scope]: ...
 
     def replaced_memories(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, list[MemoryRecord]]: ...
 
@@ -187,8 +188,10 @@ class ConsolidationPolicy:
     rerank_min_score: float = 0.5
 
 
-# The most projects a memory written to the org's shelf is compared with (each a vector search).
+# The most projects a memory written to the org's shelf is compared with (each a vector search), and how
+# long the list of an org's projects is kept (a project new since is compared once it is read again).
 SHELF_PROJECTS_COMPARED = 50
+PROJECTS_READ_EVERY = 60.0
 
 KEPT_OPEN = "rules:contradiction"  # the resolver of a contradiction the rules leave open (both memories stay)
 
@@ -224,6 +227,7 @@ class ConsolidationService:
         self.policy = policy
         self._memory_id = memory_id
         self._clock = clock
+        self._org_projects: dict[str, tuple[float, list[Scope]]] = {}  # org -> (read at, its projects)
 
     # ------------------------------------------------------------------ on write
 
@@ -350,13 +354,14 @@ class ConsolidationService:
         "... listens on port 6543" in a project beside the org's "... port 5432" was marked by neither, in
         either order). A private memory disputes nothing others read."""
         if memory.scope.is_org_shelf and memory.visibility == "org":
-            projects = [
-                scope
-                for scope in self._store.scopes()
-                if scope.org_id == memory.org_id and not scope.is_org_shelf
+            views = [
+                View(scope, with_org=False, audience=Audience("project"))
+                for scope in self._projects_of(memory.org_id)
             ]
-            views = [View(scope, with_org=False, audience=Audience("project")) for scope in projects]
         elif memory.visibility == "project" and not memory.scope.is_org_shelf:
+            known = self._org_projects.get(memory.org_id)
+            if known is not None and memory.scope not in known[1]:  # a project new since it was read
+                self._org_projects[memory.org_id] = (known[0], sorted([*known[1], memory.scope], key=str))
             views = [View(org_shelf(memory.org_id), with_org=False, audience=Audience("org"))]
         else:
             return []
@@ -371,6 +376,16 @@ class ConsolidationService:
             )
             found.extend(hit.record for hit in hits if hit.record.status == "active")
         return found
+
+    def _projects_of(self, org_id: str) -> list[Scope]:
+        """The org's projects that hold memories, read again at most every ``PROJECTS_READ_EVERY`` seconds: a
+        scan of the org's memories for each of a batch's shelf memories cost a second (a review)."""
+        now = time.monotonic()
+        read = self._org_projects.get(org_id)
+        if read is None or now - read[0] > PROJECTS_READ_EVERY:
+            read = (now, self._store.projects_of(org_id))
+            self._org_projects[org_id] = read
+        return read[1]
 
     def _same_source(self, left: MemoryRecord, right: MemoryRecord) -> bool:
         """Near-duplicates from different agents are corroboration, kept unless configured otherwise."""
@@ -1188,7 +1203,11 @@ class ConsolidationService:
         others.pop(survivor_id, None)
         if not others:
             return
-        current = self._store.get_memories([survivor_id, *others], scope)
+        # Each pair read and kept in its own scope: one of the org's shelf and a project is the project's
+        # (a review: a restated project memory's pair with the shelf was closed, not carried).
+        current: dict[str, MemoryRecord] = {}
+        for where in {Scope(pair.org_id, pair.project_id) for pair in others.values()}:
+            current |= self._store.get_memories([survivor_id, *others], View(where))
         survivor = current.get(survivor_id)
         if survivor is None or survivor.status != "active":
             return
@@ -1201,7 +1220,7 @@ class ConsolidationService:
             gone = pair.older_id if pair.older_id != other_id else pair.newer_id
             records.append(
                 ContradictionRecord.detected(
-                    scope,
+                    Scope(pair.org_id, pair.project_id),
                     older.id,
                     newer.id,
                     kind=pair.kind,
@@ -1211,7 +1230,7 @@ class ConsolidationService:
                 )
             )
         for record in self._store.put_contradictions(records):
-            self._contradicted(scope, record.older_id, record.newer_id)
+            self._contradicted(Scope(record.org_id, record.project_id), record.older_id, record.newer_id)
 
     def dispute(self, older: MemoryRecord, newer: MemoryRecord, detail: str) -> None:
         """``newer`` disputes ``older`` by its writer's word (an explicit update that may not replace it):

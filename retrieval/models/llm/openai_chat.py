@@ -86,16 +86,26 @@ _CHUNK = 64 << 10
 def _read_within(response: Any, deadline: float) -> bytes:
     """The answer's body, read by chunks until ``deadline``: the socket's timeout bounds each read, not the
     call (a trial's endpoint sent a byte a second, and the remember waited minutes)."""
-    if time.monotonic() > deadline:
-        raise LLMUnavailable("the chat endpoint's answer took longer than its timeout to arrive")
+    late = LLMUnavailable("the chat endpoint's answer took longer than its timeout to arrive")
+    # Each read waits only for what is left of the time (a review: a read begun just before the deadline
+    # waited a whole timeout more).
+    sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
     read = bytearray()
-    while chunk := response.read1(_CHUNK) if hasattr(response, "read1") else response.read(_CHUNK):
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise late
+        if sock is not None:
+            sock.settimeout(left)
+        try:
+            chunk = response.read1(_CHUNK) if hasattr(response, "read1") else response.read(_CHUNK)
+        except TimeoutError:
+            raise late from None
+        if not chunk:
+            return bytes(read)
         read += chunk
-        if time.monotonic() > deadline:
-            raise LLMUnavailable("the chat endpoint's answer took longer than its timeout to arrive")
         if len(read) > MAX_ANSWER_BYTES:
             raise LLMUnavailable(f"the chat endpoint's answer is larger than {MAX_ANSWER_BYTES >> 20} MB")
-    return bytes(read)
 
 
 def _int(value: Any) -> int | None:
