@@ -348,8 +348,9 @@ class ConsolidationService:
         return [hit for hit in hits if hit.record.id != memory.id and hit.record.status == "active"][:limit]
 
     def _across_scopes(self, memory: MemoryRecord, vector: np.ndarray, *, limit: int) -> list[MemoryRecord]:
-        """The memories of other scopes read beside ``memory``, closest first: for a project's shared memory,
-        the org shelf's; for one of the shelf, each project's (``SHELF_PROJECTS_COMPARED`` at most). One that
+        """The memories of other scopes read beside ``memory`` (each scope's closest first): for a project's
+        shared memory, the org shelf's; for one of the shelf, each project's (``SHELF_PROJECTS_COMPARED`` at
+        most, the first by name). One that
         says another value of the same thing is an open contradiction for the project's readers (a trial:
         "... listens on port 6543" in a project beside the org's "... port 5432" was marked by neither, in
         either order). A private memory disputes nothing others read."""
