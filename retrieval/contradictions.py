@@ -805,12 +805,31 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     return found
 
 
+# A unit however it is spelt: "10 s" and "10 seconds" are one value.
+_UNIT_SPELLINGS = {
+    spelling: unit
+    for unit, spellings in (
+        ("ms", "ms msec msecs millisecond milliseconds"),
+        ("seconds", "s sec secs second seconds"),
+        ("minutes", "min mins minute minutes"),
+        ("hours", "h hr hrs hour hours"),
+        ("days", "d day days"),
+        ("mb", "mb mib megabyte megabytes"),
+        ("gb", "gb gib gigabyte gigabytes"),
+    )
+    for spelling in spellings.split()
+}
+
+
 def _holds_given_up(values: AbstractSet[str], newer: str, older: str) -> bool:
     """Whether ``older`` holds one of the ``values`` ``newer`` names as given up, with the unit ``newer``
     gives it where ``older`` uses that unit for a value of its own: "no longer 10 seconds" gave up "10
     seconds for region 7", not "17 seconds for region 10", whose 10 names the region (a trial saw it
-    superseded). A value given up without a unit the older memory uses is held wherever it is said."""
-    newer_words, older_words = _TOKEN.findall(newer.lower()), _TOKEN.findall(older.lower())
+    superseded). A value given up without a unit the older memory uses is held wherever it is said; a unit
+    is read however it is spelt (``_UNIT_SPELLINGS``)."""
+    newer_words, older_words = (
+        [_UNIT_SPELLINGS.get(word, word) for word in _TOKEN.findall(text.lower())] for text in (newer, older)
+    )
     units_in_older = {
         word for value, word in itertools.pairwise(older_words) if is_value(value) and not is_value(word)
     }

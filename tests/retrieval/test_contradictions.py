@@ -1826,6 +1826,12 @@ def test_a_value_given_up_revises_only_what_held_it_and_disputes_another_value()
         newer, [memory("seven", "The staging API gateway timeout is 10 seconds for region 7", 0)]
     )
     assert found.covers_older
+    # However its unit is spelt (a review: "10 s" was another unit than "10 seconds").
+    from retrieval.contradictions import _holds_given_up
+
+    said = "The staging API gateway timeout is no longer 10 seconds; it is 90 seconds"
+    assert _holds_given_up({"10"}, said, "The gateway timeout is 10 s and the retry wait 30 seconds")
+    assert not _holds_given_up({"10"}, said, "The gateway timeout is 17 seconds for region 10")
 
 
 def test_a_value_written_with_thousands_separators_is_one_value():
