@@ -1233,7 +1233,7 @@ def forget_command(args: argparse.Namespace, settings: Settings) -> int:
                 gone = [memory for result in done for memory in result.forgotten]
                 verb = "purged" if mode == "purge" else "retracted"
                 # Said of the org-wide ones, as the preview said (each was forgotten by its id).
-                home = Scope(args.org or runtime.settings.org_id, args.project or runtime.settings.project_id)
+                home = scope_arg(args, runtime.settings)
                 stored = [runtime.store.get_memory(memory.id) for memory in gone]
                 org_wide = org_wide_note([m for m in stored if m is not None], home, dry_run=False)
                 note = f"{counted(len(gone), 'memory')} tagged {args.tag!r} {verb}"

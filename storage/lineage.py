@@ -13,6 +13,7 @@ from lancedb.expr import Expr
 from storage import filters
 from storage.locking import retrying
 from storage.records import (
+    ORG_SHELF_PROJECT,
     SHARED_VISIBILITIES,
     AggregationRow,
     ContradictionRecord,
@@ -128,7 +129,7 @@ class Lineage(StoreTables):
     def _still_to_record(self, record: ContradictionRecord) -> bool:
         """Whether both memories of the pair are active, and the pair is not open already (which keeps its
         row, its first detection)."""
-        scope = Scope(record.org_id, record.project_id)
+        scope = record.scope
         if self._inactive_of(View(scope), [record.older_id, record.newer_id]):
             return False
         return record.newer_id not in self._newer_contradictions(scope, [record.older_id]).get(
@@ -169,10 +170,9 @@ class Lineage(StoreTables):
         # Each scope's pairs, merged: a shelf memory's are its shelf's and those of the reader's project,
         # where a project memory disputes it (``writing.consolidation``).
         found: dict[str, list[str]] = {}
+        wanted = list(dict.fromkeys(memory_ids))
         for scope in self._scopes(reach):
-            for older, newers in self._newer_contradictions_in(
-                scope, list(dict.fromkeys(memory_ids))
-            ).items():
+            for older, newers in self._newer_contradictions_in(scope, wanted).items():
                 found.setdefault(older, []).extend(n for n in newers if n not in found[older])
         if not held:
             return found
@@ -250,7 +250,7 @@ class Lineage(StoreTables):
         """The projects of ``org_id`` that hold an active memory (not its shelf), by name."""
         where = filters.all_of(filters.equals("org_id", org_id), filters.equals("status", "active"))
         names = set(scan(self._memories, where, ["project_id"]).column("project_id").to_pylist())
-        return [Scope(org_id, name) for name in sorted(names) if not Scope(org_id, name).is_org_shelf]
+        return [Scope(org_id, name) for name in sorted(names) if name != ORG_SHELF_PROJECT]
 
     def aggregation_rows(self, scope: Scope, limit: int) -> list[AggregationRow]:
         """The scope's newest ``limit`` active shared memories, as the aggregation job reads them (a memory

@@ -305,6 +305,10 @@ class ContradictionRecord:
     detected_at: datetime
     resolved_at: datetime | None
 
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.org_id, self.project_id)
+
     @classmethod
     def detected(
         cls,

@@ -3,7 +3,6 @@ neither revised), and the recent revisions and consolidations with what replaced
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Literal
 
 import anyio
@@ -68,11 +67,9 @@ def drift(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
     )[: args.limit]
     note = None
     if not found and not changes:  # a mistyped project_id, most likely, as recall says (a trial)
-        from tools.empty_recall_notes import empty_scope_note
+        from tools.empty_recall_notes import empty_project_note
 
-        note = empty_scope_note(
-            runtime, replace(view, with_org=False), name_projects=not caller.remote, searched=False
-        )
+        note = empty_project_note(runtime, view, caller)
     return DriftOutput(
         note=note,
         open_contradictions=open_count,

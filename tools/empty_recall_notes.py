@@ -97,6 +97,14 @@ def empty_scope_note(
     )
 
 
+def empty_project_note(runtime: Runtime, view: View, caller: Caller) -> str | None:
+    """``empty_scope_note`` for a call that searched for nothing (drift, stats): the project's emptiness as
+    it is, nothing said to have "matched nothing"."""
+    return empty_scope_note(
+        runtime, replace(view, with_org=False), name_projects=not caller.remote, searched=False
+    )
+
+
 # The most projects an empty project's note names.
 PROJECTS_NAMED = 5
 

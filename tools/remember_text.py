@@ -48,13 +48,10 @@ def text_of(result: RememberOutput) -> str:
                 ("contradicts", found.contradicts),
             )
         ]
+        listed = _DRIFT_OF_THE_SHELF if result.visibility == "org" else " (drift lists the open pairs)"
         for label, ids in changes:
             if ids:
-                lines.append(
-                    f"{label}: {', '.join(ids)}"
-                    + (_DRIFT_OF_THE_SHELF if result.visibility == "org" else " (drift lists the open pairs)")
-                    * (label == "contradicts")
-                )
+                lines.append(f"{label}: {', '.join(ids)}" + (listed if label == "contradicts" else ""))
         if found.resolver and any(ids for _, ids in changes):
             lines.append(f"decided by {found.resolver}")
         for label, other in (

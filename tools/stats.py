@@ -4,7 +4,7 @@ numbers: nothing here counts across a tenant boundary."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 import anyio
 from pydantic import BaseModel, Field
@@ -86,14 +86,11 @@ def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
     # stdio and at the command line the store is the operator's own, counted whole as the report does.
     viewer = view.viewer if caller.remote else None
     found = scope_stats(runtime.store, scope, viewer)
-    org_wide = org_wide_active(runtime.store, scope, viewer)
     note = None
     if not found.memories:  # a mistyped project, most likely (a trial read "memories 0 (none)" alone)
-        from tools.empty_recall_notes import empty_scope_note
+        from tools.empty_recall_notes import empty_project_note
 
-        note = empty_scope_note(
-            runtime, replace(view, with_org=False), name_projects=not caller.remote, searched=False
-        )
+        note = empty_project_note(runtime, view, caller)
     return StatsOutput(
         org_id=scope.org_id,
         project_id=scope.project_id,
@@ -101,7 +98,7 @@ def stats(args: StatsInput, runtime: Runtime, caller: Caller) -> StatsOutput:
         schema_version=runtime.store.schema_version,
         memories=found.memories,
         active=found.by_status.get("active", 0),
-        org_wide=org_wide,
+        org_wide=org_wide_active(runtime.store, scope, viewer),
         by_status=found.by_status,
         by_kind=found.by_kind,
         by_tier=found.by_tier,

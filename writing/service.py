@@ -841,7 +841,7 @@ class WriteService:
             [replace(pair, status="open", resolution=None, resolved_at=None) for pair in closed]
         )
         for pair in reopened:  # (in the pair's own scope: one with the org's shelf is a project's)
-            self._corroboration.keep_apart(Scope(pair.org_id, pair.project_id), pair.older_id, pair.newer_id)
+            self._corroboration.keep_apart(pair.scope, pair.older_id, pair.newer_id)
 
     def next_version(self, old: MemoryRecord, new: MemoryRecord) -> bool:
         """Whether ``new``, replacing artifact ``old`` by an explicit update, is its next version: not when

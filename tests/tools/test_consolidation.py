@@ -2392,20 +2392,24 @@ def test_a_value_said_given_up_supersedes_only_the_memory_that_held_it(runtime):
     assert [runtime.store.get_memory(i).status for i in regions] == ["active"] * 3
 
 
+def org_port(runtime, port: int, session: str = "ses_1"):
+    """The org's shelf says, as erin, which port the shared Postgres cluster listens on."""
+    said = RememberInput(content=f"The shared Postgres cluster listens on port {port}", visibility="org")
+    return remember(said, runtime, caller(session, agent="erin"))
+
+
+def web_port(runtime, port: int, session: str = "ses_1"):
+    """Project web says, as alice, which port the shared Postgres cluster listens on."""
+    said = RememberInput(content=f"The shared Postgres cluster listens on port {port}", project_id="web")
+    return remember(said, runtime, caller(session, agent="alice"))
+
+
 def test_a_project_memory_that_says_another_value_than_the_orgs_shelf_disputes_it_for_its_readers(runtime):
     """A trial: the org's "... listens on port 5432" and a project's "... port 6543" were marked by neither,
     drift listed nothing, and the project's readers read both unmarked. A project's memory only disputes the
     org's (it never supersedes what every project reads), and only its own project sees the dispute."""
-    shelf = remember(
-        RememberInput(content="The shared Postgres cluster listens on port 5432", visibility="org"),
-        runtime,
-        caller(agent="erin"),
-    ).id
-    web = remember(
-        RememberInput(content="The shared Postgres cluster listens on port 6543", project_id="web"),
-        runtime,
-        caller("ses_2", agent="alice"),
-    )
+    shelf = org_port(runtime, 5432).id
+    web = web_port(runtime, 6543, "ses_2")
     assert web.consolidation.contradicts == [shelf] and status(runtime, shelf) == "active"
     query = "which port does the shared Postgres cluster listen on"
     found = recall(RecallInput(query=query, project_id="web"), runtime, caller())
@@ -2426,11 +2430,7 @@ def test_a_project_memory_that_says_another_value_than_the_orgs_shelf_disputes_i
     assert changed.consolidation.contradicts == [shelf] and changed.consolidation.revised == []
     assert status(runtime, shelf) == "active"
     # A dispute on the shelf itself is read beside the project's.
-    again = remember(
-        RememberInput(content="The shared Postgres cluster listens on port 5433", visibility="org"),
-        runtime,
-        caller(agent="erin"),
-    )
+    again = org_port(runtime, 5433)
     assert sorted(again.consolidation.contradicts) == sorted([shelf, web.id])  # web's memory too
     again = again.id
     [marked] = [
@@ -2449,21 +2449,13 @@ def test_a_project_memory_that_says_another_value_than_the_orgs_shelf_disputes_i
 
 def test_an_org_memory_that_says_another_value_than_a_projects_disputes_it_in_that_project(runtime):
     """The same trial, in the other order: the project's memory first, then the org's."""
-    web = remember(
-        RememberInput(content="The shared Postgres cluster listens on port 6543", project_id="web"),
-        runtime,
-        caller(agent="alice"),
-    ).id
+    web = web_port(runtime, 6543).id
     mobile = remember(
         RememberInput(content="The mobile app's Postgres cluster listens on port 6543", project_id="mobile"),
         runtime,
         caller(agent="bob"),
     ).id
-    shelf = remember(
-        RememberInput(content="The shared Postgres cluster listens on port 5432", visibility="org"),
-        runtime,
-        caller("ses_2", agent="erin"),
-    )
+    shelf = org_port(runtime, 5432, "ses_2")
     assert shelf.consolidation.contradicts == [web]  # not the mobile app's own cluster
     assert status(runtime, web) == "active" and status(runtime, mobile) == "active"
     query = "which port does the shared Postgres cluster listen on"
@@ -2482,16 +2474,8 @@ def test_a_pair_of_the_orgs_shelf_and_a_project_is_carried_to_what_restates_its_
 
     from storage.records import Scope
 
-    shelf = remember(
-        RememberInput(content="The shared Postgres cluster listens on port 5432", visibility="org"),
-        runtime,
-        caller(agent="erin"),
-    ).id
-    web = remember(
-        RememberInput(content="The shared Postgres cluster listens on port 6543", project_id="web"),
-        runtime,
-        caller(agent="alice"),
-    ).id
+    shelf = org_port(runtime, 5432).id
+    web = web_port(runtime, 6543).id
     said_again = remember(
         RememberInput(content="Postgres for everyone: port 6543", project_id="web"),
         runtime,
@@ -2508,22 +2492,10 @@ def test_a_pair_of_the_orgs_shelf_and_a_project_is_carried_to_what_restates_its_
 def test_a_text_said_again_that_the_orgs_memory_disputes_is_not_told_to_replace_the_orgs(runtime):
     """A review: the advice was to remember it with replaces= the org's memory, which then changed it for
     every project; drift's text says which side is the org's."""
-    web = remember(
-        RememberInput(content="The shared Postgres cluster listens on port 6543", project_id="web"),
-        runtime,
-        caller(agent="alice"),
-    ).id
-    shelf = remember(
-        RememberInput(content="The shared Postgres cluster listens on port 5432", visibility="org"),
-        runtime,
-        caller(agent="erin"),
-    )
+    web = web_port(runtime, 6543).id
+    shelf = org_port(runtime, 5432)
     assert text_of(shelf).count("that project's drift") == 1
-    again = remember(
-        RememberInput(content="The shared Postgres cluster listens on port 6543", project_id="web"),
-        runtime,
-        caller("ses_2", agent="alice"),
-    )
+    again = web_port(runtime, 6543, "ses_2")
     assert again.id == web and "replaces=" not in again.note
     assert "It is the org's, on its shelf: replacing it changes it for every project of the org" in again.note
     [pair] = drift(DriftInput(project_id="web"), runtime, caller()).contradictions
@@ -2540,16 +2512,8 @@ def test_stats_counts_for_a_token_holder_the_pairs_of_its_project_with_the_orgs_
 
     from tools.stats import StatsInput, stats
 
-    remember(
-        RememberInput(content="The shared Postgres cluster listens on port 5432", visibility="org"),
-        runtime,
-        caller(agent="erin"),
-    )
-    remember(
-        RememberInput(content="The shared Postgres cluster listens on port 6543", project_id="web"),
-        runtime,
-        caller(agent="alice"),
-    )
+    org_port(runtime, 5432)
+    web_port(runtime, 6543)
     remote = replace(caller(agent="alice"), remote=True)
     assert stats(StatsInput(project_id="web"), runtime, remote).open_contradictions == 1
     assert drift(DriftInput(project_id="web"), runtime, remote).open_contradictions == 1

@@ -350,10 +350,9 @@ class ConsolidationService:
     def _across_scopes(self, memory: MemoryRecord, vector: np.ndarray, *, limit: int) -> list[MemoryRecord]:
         """The memories of other scopes read beside ``memory`` (each scope's closest first): for a project's
         shared memory, the org shelf's; for one of the shelf, each project's (``SHELF_PROJECTS_COMPARED`` at
-        most, the first by name). One that
-        says another value of the same thing is an open contradiction for the project's readers (a trial:
-        "... listens on port 6543" in a project beside the org's "... port 5432" was marked by neither, in
-        either order). A private memory disputes nothing others read."""
+        most, the first by name). One that says another value of the same thing is an open contradiction
+        for the project's readers (a trial: "... listens on port 6543" in a project beside the org's "...
+        port 5432" was marked by neither, in either order). A private memory disputes nothing others read."""
         if memory.scope.is_org_shelf and memory.visibility == "org":
             views = [
                 View(scope, with_org=False, audience=Audience("project"))
@@ -1207,7 +1206,7 @@ class ConsolidationService:
         # Each pair read and kept in its own scope: one of the org's shelf and a project is the project's
         # (a review: a restated project memory's pair with the shelf was closed, not carried).
         current: dict[str, MemoryRecord] = {}
-        for where in {Scope(pair.org_id, pair.project_id) for pair in others.values()}:
+        for where in {pair.scope for pair in others.values()}:
             current |= self._store.get_memories([survivor_id, *others], View(where))
         survivor = current.get(survivor_id)
         if survivor is None or survivor.status != "active":
@@ -1221,7 +1220,7 @@ class ConsolidationService:
             gone = pair.older_id if pair.older_id != other_id else pair.newer_id
             records.append(
                 ContradictionRecord.detected(
-                    Scope(pair.org_id, pair.project_id),
+                    pair.scope,
                     older.id,
                     newer.id,
                     kind=pair.kind,
@@ -1231,7 +1230,7 @@ class ConsolidationService:
                 )
             )
         for record in self._store.put_contradictions(records):
-            self._contradicted(Scope(record.org_id, record.project_id), record.older_id, record.newer_id)
+            self._contradicted(record.scope, record.older_id, record.newer_id)
 
     def dispute(self, older: MemoryRecord, newer: MemoryRecord, detail: str) -> None:
         """``newer`` disputes ``older`` by its writer's word (an explicit update that may not replace it):

@@ -1,6 +1,11 @@
 """The OpenAI-compatible chat model against a local stand-in of that API."""
 
 import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -65,83 +70,62 @@ def test_a_base_url_that_is_no_url_or_a_missing_model_is_refused():
         OpenAIChatModel("http://127.0.0.1:11434/v1", model="")
 
 
-@pytest.mark.slow
-def test_an_answer_that_trickles_in_is_bounded_by_the_timeout_as_a_whole():
-    """A trial's endpoint sent its answer a byte a second: each read was within the socket's timeout, and
-    the remember waited minutes."""
-    import threading
-    import time
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+ANSWER = b'{"choices": [{"message": {"content": "ok"}}]}'
 
-    class Trickle(BaseHTTPRequestHandler):
+
+@contextmanager
+def slow_endpoint(parts: list[bytes], *, first_after: float = 0.0, between: float = 0.0) -> Iterator[str]:
+    """A chat endpoint that waits ``first_after`` seconds before its headers, then sends the answer in
+    ``parts``, ``between`` seconds after each; yields its base URL."""
+
+    class Slow(BaseHTTPRequestHandler):
         def do_POST(self):
             self.rfile.read(int(self.headers["Content-Length"]))
+            time.sleep(first_after)
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(sum(map(len, parts))))
             self.end_headers()
             try:
-                for byte in b'{"choices": [{"message": {"content": "ok"}}]}':
-                    self.wfile.write(bytes([byte]))
+                for part in parts:
+                    self.wfile.write(part)
                     self.wfile.flush()
-                    time.sleep(0.1)
+                    time.sleep(between)
             except OSError:
                 pass  # the client gave up
 
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        model = OpenAIChatModel(f"http://127.0.0.1:{server.server_port}/v1", model="m", timeout=1)
-        started = time.monotonic()
-        with pytest.raises(LLMUnavailable, match="took longer than its timeout"):
-            model.complete(QUESTION)
-        assert time.monotonic() - started < 4  # the whole answer takes 4.6 s to trickle in
+        yield f"http://127.0.0.1:{server.server_port}/v1"
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.slow
+def test_an_answer_that_trickles_in_is_bounded_by_the_timeout_as_a_whole():
+    """A trial's endpoint sent its answer a byte a second: each read was within the socket's timeout, and
+    the remember waited minutes."""
+    with slow_endpoint([bytes([byte]) for byte in ANSWER], between=0.1) as url:
+        started = time.monotonic()
+        with pytest.raises(LLMUnavailable, match="took longer than its timeout"):
+            OpenAIChatModel(url, model="m", timeout=1).complete(QUESTION)
+        assert time.monotonic() - started < 4  # the whole answer takes 4.6 s to trickle in
 
 
 @pytest.mark.slow
 def test_the_wait_for_the_answers_headers_counts_towards_the_timeout():
     """The deadline started once the headers had come: an endpoint slow to answer and then slow to send
     got up to twice its timeout."""
-    import threading
-    import time
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    body = b'{"choices": [{"message": {"content": "ok"}}]}'
-
-    class SlowThenTrickle(BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            time.sleep(0.9)  # within the socket's timeout of 1 s
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            try:
-                for part in (body[:15], body[15:30], body[30:]):
-                    self.wfile.write(part)
-                    self.wfile.flush()
-                    time.sleep(0.6)
-            except OSError:
-                pass  # the client gave up
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowThenTrickle)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        model = OpenAIChatModel(f"http://127.0.0.1:{server.server_port}/v1", model="m", timeout=1)
+    # (headers after 0.9 s, within the socket's timeout of 1 s)
+    with slow_endpoint([ANSWER[:15], ANSWER[15:30], ANSWER[30:]], first_after=0.9, between=0.6) as url:
         started = time.monotonic()
         with pytest.raises(LLMUnavailable, match="took longer than its timeout"):
-            model.complete(QUESTION)  # the answer is whole after 2.1 s
+            OpenAIChatModel(url, model="m", timeout=1).complete(QUESTION)  # the answer is whole after 2.1 s
         # A read begun before the deadline waits only for what is left of it (a review: up to a whole
         # timeout more).
         assert time.monotonic() - started < 1.3  # 1.5 s, when the read waited for its part
-    finally:
-        server.shutdown()
-        server.server_close()
