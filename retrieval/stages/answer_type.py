@@ -95,12 +95,13 @@ _NUMBER_WORDS = (
 _FILE = r"[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|php|cs|c|h|cpp|hpp|sh|sql|toml|ya?ml|json|ini|cfg|conf|md|txt|env|lock)"
 # A host: a name in a private domain ("db-stg-02.internal"), a name of three labels or more in a public one
 # ("smtp.sendgrid.net"; two, "socket.io", "example.com", name a library or a site as often), not an email
-# address's domain; an IPv4 address; localhost.
+# address's domain; an IPv4 address (not a version of four numbers); localhost.
 _LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
 _HOST = (
     rf"(?i:(?<![@\w.-])(?:(?:{_LABEL}\.)+(?:internal|local|lan|corp|intra|cluster|svc)"
     rf"|(?:{_LABEL}\.){{2,}}(?:com|net|org|io|dev|app|cloud|ai|co|us|eu|uk|de))\b(?![.-]\w)"
-    r"|(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.]\d?)|\blocalhost\b)"
+    # (a version of four numbers is not one: "version 1.2.3.4", "release 4.0.1.2", "build 1.2.3.4")
+    r"|(?<![\w.])(?<!(?i:version|release) )(?<!(?i:build) )(?:\d{1,3}\.){3}\d{1,3}(?![\w.]\d?)|\blocalhost\b)"
 )
 # A capitalised name after a preposition ("in Lisbon", "at the Acme office"), not a month, a day or "I".
 _AFTER_PREPOSITION = rf"\b(?i:in|at|to|from|near|into|inside|outside|around|under|on)\s+(?:the\s+)?(?!(?:{_MONTHS}|{_DAYS}|I)\b)"
