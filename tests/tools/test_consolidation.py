@@ -1243,6 +1243,39 @@ def test_an_artifact_tagged_for_another_environment_is_no_version_of_it(runtime)
     assert newer.consolidation.version_of == first and status(runtime, first) == "superseded"
 
 
+def test_an_artifact_about_another_service_in_the_same_words_is_no_version_of_it(runtime):
+    """A trial: billing-api's health check was read as the next version of the ledger's, superseded it, and
+    recall for the ledger's health check found only billing-api's."""
+    ledger = remember(
+        RememberInput(
+            content="Health check for ledger: curl -fsS http://localhost:8017/healthz returns ok.",
+            kind="artifact",
+        ),
+        runtime,
+        caller(),
+    ).id
+    billing = remember(
+        RememberInput(
+            content="Health check for billing-api: curl -fsS http://localhost:8002/healthz returns ok.",
+            kind="artifact",
+        ),
+        runtime,
+        caller("ses_2"),
+    )
+    assert billing.consolidation.version_of is None and billing.consolidation.superseded == []
+    assert status(runtime, ledger) == "active"
+    newer = remember(
+        RememberInput(
+            content="Health check for ledger: curl -fsS http://localhost:8018/healthz returns ok.",
+            kind="artifact",
+        ),
+        runtime,
+        caller("ses_3"),
+    )
+    assert newer.consolidation.version_of == ledger and status(runtime, ledger) == "superseded"
+    assert status(runtime, billing.id) == "active"
+
+
 def test_an_artifact_edit_that_adds_a_negation_is_still_its_next_version(runtime):
     # Code and config hold "not" and "None" everywhere: for an artifact, a negation is an edit like any other.
     v1 = remember(

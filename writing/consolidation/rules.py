@@ -3,6 +3,8 @@ near-exact restatement rule (a memory that adds nothing to another is absorbed b
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from retrieval.contradictions import (
     written_out,
 )
 from retrieval.text import (
+    STOPWORDS,
     content_terms,
     keyed_by_text,
     light_stem,
@@ -53,6 +56,43 @@ def explicit_version(old: MemoryRecord, new: MemoryRecord) -> bool:
     chain empty): both artifacts, and ``new`` without a previous version of its own. (Nor may ``new`` be
     one of ``old``'s earlier versions, an update back to it: ``WriteService.next_version``.)"""
     return old.kind == new.kind == "artifact" and new.version_of is None
+
+
+# An artifact's head: its first line when it has several, or a single line's title before ": " ("Health check
+# for ledger: curl ..."), not the colon of a URL, a port or a time.
+_TITLE = re.compile(r"([^\n:]{1,80}?):\s")
+
+
+def _head(text: str) -> str | None:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    if len(lines) > 1:
+        return lines[0]
+    title = _TITLE.match(text.strip())
+    return title.group(1) if title else None
+
+
+def names_another_artifact(older: str, newer: str) -> bool:
+    """Whether ``newer`` is an artifact about another thing than ``older`` rather than its next version: where
+    the two put a word in the same place, each has a word of its own that is not a value ("Health check for
+    ledger: curl ... :8017" and "Health check for billing-api: curl ... :8002"; "make rollback ENV=prod" and
+    "make rollback ENV=staging"; a trial saw the ledger's health check superseded by billing-api's and no
+    longer recalled). Values changed ("TIMEOUT=30" -> "60"), words added or dropped ("if not args.force"),
+    are an edit. Where both have a head (a first line of several, or a title before ": "), only their heads
+    are compared: a file's body changes from one version to the next ("deploy.yaml" with "log_level: debug"
+    for "info") while its name stays."""
+    older_head, newer_head = _head(older), _head(newer)
+    if older_head is not None and newer_head is not None:
+        older, newer = older_head, newer_head
+    before, after = word_tokens(older), word_tokens(newer)
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    return any(
+        tag == "replace" and _has_a_name(before[i1:i2]) and _has_a_name(after[j1:j2])
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+    )
+
+
+def _has_a_name(words: Sequence[str]) -> bool:
+    return any(word not in STOPWORDS and not is_value(word) for word in words)
 
 
 @dataclass(frozen=True)

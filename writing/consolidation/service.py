@@ -87,7 +87,7 @@ from storage.unfinished import DecidedSupersede, Unfinished
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.resolvers import LLMResolver, Resolver, RuleResolver
 from writing.consolidation.revision import describes_old_state, has_revision_words, parse_revision, revised_by
-from writing.consolidation.rules import Resolution, may_be_superseded, token_jaccard
+from writing.consolidation.rules import Resolution, may_be_superseded, names_another_artifact, token_jaccard
 
 log = logging.getLogger(__name__)
 
@@ -896,6 +896,8 @@ class ConsolidationService:
             if hit.score >= self.policy.resolve_threshold
             and hit.record.created_at <= memory.created_at
             and not (memory.tags and hit.record.tags and set(memory.tags).isdisjoint(hit.record.tags))
+            # Nor one that names another thing where the other says its own ("ledger" and "billing-api").
+            and not names_another_artifact(hit.record.content, memory.content)
         ]
         candidates = [
             (score, record) for score, record in candidates if score >= self.policy.artifact_threshold
