@@ -575,6 +575,22 @@ def test_a_value_said_again_after_its_correction_was_restated_is_still_disputed(
     assert again.consolidation.contradicts == [latest]
 
 
+def test_a_switch_disputes_an_older_memory_that_says_more_of_what_was_given_up(runtime):
+    """A trial: "We moved async jobs from RabbitMQ to Kafka" left "Async jobs go through RabbitMQ on the shared
+    cluster" active and unmarked, recalled before it. The older says more (the shared cluster): disputed."""
+    older = remember(
+        RememberInput(content="Async jobs go through RabbitMQ on the shared cluster."), runtime, caller()
+    ).id
+    moved = remember(
+        RememberInput(content="We moved async jobs from RabbitMQ to Kafka."), runtime, caller("ses_2")
+    )
+    assert moved.consolidation.revised == [] and moved.consolidation.contradicts == [older]
+    assert status(runtime, older) == "active"
+    found = recall(RecallInput(query="which message broker do async jobs use"), runtime, caller())
+    marks = {m.id: m.contradicted_by for m in found.memories}
+    assert marks[older] == [moved.id]
+
+
 @pytest.mark.parametrize("agent", ["claude-code", "cursor"], ids=["same agent", "another agent"])
 def test_a_correction_disputes_an_older_restatement_of_what_it_revised(runtime, agent):
     """A new user's trial: a correction revised the memory it named, but "billing-api runs on port 8081

@@ -10,6 +10,7 @@ from writing.consolidation.resolvers import LLMResolver
 from writing.consolidation.revision import (
     asserts_use_of,
     describes_old_state,
+    disputed_by,
     has_revision_words,
     parse_revision,
     revised_by,
@@ -578,3 +579,46 @@ def test_an_artifact_that_puts_its_own_word_where_the_other_has_one_names_anothe
     older, newer, another
 ):
     assert names_another_artifact(older, newer) is another
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "disputed"),
+    [
+        # A trial: the older places the thing on what was given up ("go through") and says more of it.
+        (
+            "Async jobs go through RabbitMQ on the shared cluster.",
+            "We moved async jobs from RabbitMQ to Kafka.",
+            True,
+        ),
+        # Another thing, the old state itself, a rule about the thing, a mention: left alone, as the revision
+        # leaves them.
+        ("Staging deploys run on Fly.io", "We moved the production deploys from Fly.io to Render", False),
+        ("Legacy image uploads remain on S3", "We moved image uploads from S3 to R2", False),
+        ("Alice designed the on-call rotation", "We moved the on-call rotation from Alice to Bob", False),
+        (
+            "Friday deploys need a second approval after 5pm",
+            "We moved the Friday deploys from 5pm to 3pm",
+            False,
+        ),
+        (
+            "Error tracking must never send user emails to Sentry",
+            "We switched error tracking from Sentry to Rollbar",
+            False,
+        ),
+        # One that already names what replaced it, or says nothing of the thing.
+        (
+            "Async jobs go through RabbitMQ, Kafka for events.",
+            "We moved async jobs from RabbitMQ to Kafka.",
+            False,
+        ),
+        (
+            "Webhooks go through RabbitMQ on the shared cluster.",
+            "We moved async jobs from RabbitMQ to Kafka.",
+            False,
+        ),
+    ],
+)
+def test_a_switch_disputes_what_places_the_thing_on_what_was_given_up_and_says_more(older, newer, disputed):
+    switch = parse_revision(newer)
+    assert switch is not None and not revised_by(older, switch)
+    assert disputed_by(older, switch) is disputed

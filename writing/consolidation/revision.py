@@ -374,6 +374,28 @@ def describes_old_state(text: str, newer: str) -> bool:
     return bool(earlier_times(text) - earlier_times(newer))
 
 
+def disputed_by(text: str, revision: Revision) -> bool:
+    """Whether ``revision`` disputes ``text`` that it does not revise: ``text`` places what the switch is of on
+    what was given up, with a verb of use or placing, and says more of it ("Async jobs go through RabbitMQ on
+    the shared cluster", then "We moved async jobs from RabbitMQ to Kafka": a trial saw the two kept apart,
+    the older recalled unmarked). Not the old state itself, a text that names what replaced it, a negation,
+    nor one that only mentions the two ("Alice designed the on-call rotation")."""
+    terms = term_set(text)
+    thing = revision.subject or revision.about
+    if (
+        not revision.new
+        or not thing
+        or not (set(revision.old) | thing) <= terms
+        or (set(revision.new) - set(revision.old)) & terms
+        or names_apart(content_terms(text), revision.new, revision.old)
+        or negated(text)
+        or describes_old_state(text, revision.text)
+    ):
+        return False
+    # (a verb of its own: "Friday deploys need a second approval after 5pm" names the deploys, places nothing)
+    return bool((terms - thing) & _PLACING) or asserts_use_of(text, revision.old)
+
+
 def revised_by(text: str, revision: Revision) -> bool:
     """Whether ``revision`` gives up what ``text`` states as the current choice: it names what was given
     up, and not already what replaced it ("switched from Postgres 16 to Postgres 17" revises "uses Postgres

@@ -86,7 +86,13 @@ from storage.records import (
 from storage.unfinished import DecidedSupersede, Unfinished
 from writing.consolidation.report import Actor, ConsolidationReport
 from writing.consolidation.resolvers import LLMResolver, Resolver, RuleResolver
-from writing.consolidation.revision import describes_old_state, has_revision_words, parse_revision, revised_by
+from writing.consolidation.revision import (
+    describes_old_state,
+    disputed_by,
+    has_revision_words,
+    parse_revision,
+    revised_by,
+)
 from writing.consolidation.rules import Resolution, may_be_superseded, names_another_artifact, token_jaccard
 
 log = logging.getLogger(__name__)
@@ -405,6 +411,13 @@ class ConsolidationService:
             # The name both versions share is no new term: "switched from Postgres 16 to Postgres 17"
             # revises "uses Postgres 16" (a trial found it left standing).
             if not revised_by(old.content, revision):
+                # It places the thing on what was given up and says more of it: disputed, the newer first.
+                if disputed_by(old.content, revision):
+                    self._record_contradiction(
+                        old, memory, "revision", f"{reason}, but the memory says more of it"
+                    )
+                    report.contradicts.append(old.id)
+                    report.resolver = report.resolver or KEPT_OPEN
                 continue
             # A memory that says a value the switch does not ("runs postgres 16 on port 5432", then "switched
             # from postgres 16 to postgres 17") says more than what was given up: superseded, its port would
