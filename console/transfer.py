@@ -63,7 +63,8 @@ class TransferSummary(BaseModel):
     amended: int | None = Field(
         None,
         description="An export's import: memories already in the store whose tags or protection tier the "
-        "export amended after any amend made here: given the export's.",
+        "export amended after any amend made here: given the export's; or, amended on neither side, given the "
+        "tags the export's copy adds.",
     )
     episodes: list[str] = Field(
         default_factory=list,
@@ -497,7 +498,8 @@ def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> 
     expiry the export amended (``memoria edit``, ``replaces=`` with the same text) after any amend made here: given the
     export's, as its imported lineage says (a trial: the lineage said "its tags are now [...]" beside the old
     row, and a tier raised to protected was lost). ``amends``: the ids of the export's amend events. A memory
-    whose latest amend was made here keeps what it has. Returns how many."""
+    whose latest amend was made here keeps what it has; one amended on neither side takes the tags the
+    export's copy adds (its tier and expiry stay). Returns how many."""
     from storage.portable import decode_time
 
     store, amended = runtime.store, 0
@@ -520,7 +522,16 @@ def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> 
                 e for e in store.lineage(scope, [here.id]) if e.memory_id == here.id and e.action == "amend"
             ]
             latest = max(events, key=lambda event: (event.at, event.event_id), default=None)
-            if latest is None or latest.event_id not in amends:
+            if latest is None:
+                # Amended on neither side, each written with its own tags (the same text remembered on two
+                # machines): the export's add theirs, as a restatement's do (a trial saw them dropped).
+                added = [tag for tag in tags if tag not in here.tags]
+                merged = [*here.tags, *added][: max(runtime.writer.limits.max_tags, len(here.tags))]
+                if len(merged) > len(here.tags):
+                    runtime.writer.inheritance.retag(here, merged)
+                    amended += 1
+                continue
+            if latest.event_id not in amends:
                 continue
             tags = tags[: max(runtime.writer.limits.max_tags, len(here.tags))]
             runtime.writer.inheritance.retag(here, tags, (cast(ProtectionTier, tier), expires))

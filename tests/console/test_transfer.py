@@ -292,6 +292,27 @@ def test_a_held_memory_amended_later_in_the_export_takes_its_tags_and_tier(store
     assert import_file(copy, write(tmp_path / "second.jsonl", export_text(source))).amended == 0
 
 
+def test_a_memory_remembered_on_both_sides_with_other_tags_takes_the_exports_as_a_restatement_would(
+    stores, tmp_path
+):
+    """A trial: the same text remembered on two machines, tagged on one: importing that one's export skipped
+    the memory held already, and its tags with it (recall with the tag found nothing)."""
+    source, copy = stores("a"), stores("b")
+    freeze = say(
+        source, "Change freeze for the holidays runs from December 20 to January 3.", tags=["policy", "org"]
+    )
+    assert (
+        say(copy, "Change freeze for the holidays runs from December 20 to January 3.", tags=["ops"])
+        == freeze
+    )
+    summary = import_file(copy, write(tmp_path / "a.jsonl", export_text(source)))
+    assert summary.amended == 1
+    assert copy.store.get_memory(freeze).tags == ("ops", "policy", "org")
+    found = recall(RecallInput(query="holiday change freeze", tags=["policy"]), copy, ALICE).memories
+    assert [m.id for m in found] == [freeze]
+    assert import_file(copy, write(tmp_path / "a.jsonl", export_text(source))).amended == 0
+
+
 def test_a_held_memory_whose_expiry_alone_the_export_amended_takes_it(stores, tmp_path):
     """A trial: `memoria edit ID --until never` in one store, exported and imported into a copy that held
     the memory, left the copy's expiry (amended 0): only tags and tier were compared."""
