@@ -59,7 +59,18 @@ def drift(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
     ids = {pair.older_id for pair in every} | {pair.newer_id for pair in every}
     ids |= {event.memory_id for event in events} | {event.related_id for event in events if event.related_id}
     memories = store.get_memories(sorted(ids), view)
-    found = [pair for pair in every if pair.older_id in memories and pair.newer_id in memories]
+    # An open pair with a side superseded a moment ago is being carried to what restated it (the write
+    # path's work behind the call): listed once carried, not as a dispute of a memory gone (a trial).
+    found = [
+        pair
+        for pair in every
+        if pair.older_id in memories
+        and pair.newer_id in memories
+        and (
+            pair.status != "open"
+            or memories[pair.older_id].status == memories[pair.newer_id].status == "active"
+        )
+    ]
     open_count = sum(1 for pair in found if pair.status == "open")
     pairs = sorted(found, key=lambda pair: pair.detected_at, reverse=True)[: args.limit]
     changes = sorted(

@@ -58,3 +58,21 @@ def test_drift_of_a_project_that_reads_only_the_orgs_shelf_says_so_without_a_sea
         "org 'default' / project 'mobile' holds no memory of its own, only the org's shelf, which every project "
         "reads: check `project_id` if this project should hold some"
     )
+
+
+def test_an_open_pair_whose_side_was_just_superseded_is_not_listed_until_it_is_carried(runtime):
+    """A trial: drift right after a restatement superseded one side of an open pair listed the superseded
+    memory as disputed; a moment later, the pair carried to its restatement, it did not."""
+    from datetime import UTC, datetime
+
+    remember(RememberInput(content="The API gateway listens on port 9090"), runtime, CALLER)
+    newer = remember(
+        RememberInput(content="The API gateway does not listen on port 9090"), runtime, Caller("cursor", "s2")
+    ).id
+    assert drift(DriftInput(), runtime, CALLER).open_contradictions == 1
+    other = remember(RememberInput(content="Billing exports run nightly"), runtime, CALLER).id
+    scope = runtime.store.get_memory(newer).scope
+    # The supersede committed, its pair not carried yet (as between a restatement and the work behind it).
+    assert runtime.store.supersede(scope, [newer], other, datetime.now(UTC)) == [newer]
+    out = drift(DriftInput(), runtime, CALLER)
+    assert (out.open_contradictions, out.contradictions) == (0, [])
