@@ -961,7 +961,9 @@ def reembed(
     done = reembedding.reembed(
         store, embedder, scope=scope, all_memories=all_memories, batch_size=batch_size, progress=progress
     )
-    consolidated, superseded = _consolidated_again(runtime, scope, progress) if done.written else (0, 0)
+    # Also after a run that found nothing to embed: one stopped between its vectors and its sweep left the
+    # sweep's memories waiting (a trial: the second run said "consolidated 0" and never compared them).
+    consolidated, superseded = _consolidated_again(runtime, scope, progress)
     return ReembedSummary(
         examined=done.examined,
         reembedded=done.written,

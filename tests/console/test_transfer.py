@@ -519,6 +519,27 @@ def test_a_restatement_written_after_a_model_switch_is_consolidated_once_the_old
         assert sorted(statuses.values()) == ["active", "superseded"]
     finally:
         new.close()
+    # A run stopped after its vectors and before its sweep: the next run embeds nothing and sweeps what waits
+    # (a trial: it said "consolidated 0", and the restatement stood beside what it restates).
+    other = settings_for(tmp_path / "stopped")
+    old = make_runtime(other, embedder=TokenEmbedder(384))
+    try:
+        first = say(old, "The API server is written in Go 1.22 and lives in cmd/api")
+    finally:
+        old.close()
+    stopped = make_runtime(other)
+    try:
+        again = say(stopped, "The API server is written in Go 1.22 and is in cmd/api")
+        from writing import reembedding
+
+        assert reembedding.reembed(stopped.store, stopped.models.embedder).written == 1  # then stopped
+        summary = reembed(stopped)
+        assert (summary.reembedded, summary.consolidated, summary.superseded) == (0, 1, 1)
+        statuses = {i: stopped.store.get_memory(i, SCOPE).status for i in (first, again)}
+        assert sorted(statuses.values()) == ["active", "superseded"]
+        assert reembed(stopped).consolidated == 0
+    finally:
+        stopped.close()
     # With consolidation off, nothing is said to be compared (a review: the count said so all the same).
     off = make_runtime(settings.replace(consolidation={"enabled": False}))
     try:
