@@ -1309,6 +1309,54 @@ def test_an_artifact_edit_that_adds_a_negation_is_still_its_next_version(runtime
     assert v2.consolidation.version_of == v1 and status(runtime, v1) == "superseded"
 
 
+def test_the_sweep_records_as_distinct_the_pairs_it_found_close_not_every_two_of_a_cluster(runtime):
+    """A trial: after a model switch, `memoria reembed`'s sweep of 802 similar notes wrote 317,973 keep_both
+    events, every two memories of one cluster. Only the pairs the neighbour search found close are judged."""
+    import random
+
+    import numpy as np
+
+    from tools.remember import draft_of, prepare
+
+    pick = random.Random(3)
+    words = [
+        "deploy",
+        "kafka",
+        "redis",
+        "ledger",
+        "billing",
+        "port",
+        "config",
+        "rollback",
+        "schema",
+        "cache",
+        "latency",
+        "pager",
+        "review",
+    ]
+    texts = [f"note {i}: " + " ".join(pick.choice(words) for _ in range(12)) for i in range(40)]
+    records = [
+        prepare(runtime, draft_of(RememberInput(content=text), runtime, caller(f"s{i}"))).record
+        for i, text in enumerate(texts)
+    ]
+    runtime.store.insert_many(runtime.writer.embedded(records))
+    assert aggregation_pass(runtime).superseded == 0
+    runtime.store.flush_logs()
+    ids = [record.id for record in records]
+    pairs = {
+        frozenset((e.memory_id, e.related_id))
+        for e in runtime.store.lineage(SCOPE, ids)
+        if e.action == "keep_both" and e.related_id is not None
+    }
+    policy = runtime.writer.consolidation.policy
+    # Each seed's few neighbours, not the 780 pairs of the one cluster all 40 make.
+    assert 0 < len(pairs) <= len(ids) * policy.max_existing_matches
+    vectors = runtime.store.memory_vectors(ids, SCOPE)
+    for left, right in map(tuple, pairs):
+        a, b = np.asarray(vectors[left]), np.asarray(vectors[right])
+        assert float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)) >= policy.resolve_threshold - 1e-6
+
+
 def test_the_sweep_consolidates_what_bypassed_the_write_path_and_then_leaves_it_alone(runtime):
     from tools.remember import draft_of, prepare
 
