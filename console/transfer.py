@@ -23,7 +23,15 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from console import transcripts
 from retrieval.redaction import redact
 from retrieval.text import clip, content_hash, counted, has_visible_text, listed
-from storage.records import Audience, ContradictionRecord, MemoryRecord, ProtectionTier, Scope, Viewer
+from storage.records import (
+    Audience,
+    ContradictionRecord,
+    MemoryRecord,
+    ProtectionTier,
+    Scope,
+    Viewer,
+    WeightEvent,
+)
 from storage.scope_ids import scope_id_problem
 from tools.common import Caller, Progress, Runtime, Tag, ToolFailure, no_progress
 from tools.remember import RememberInput, draft_of, prepare
@@ -275,6 +283,11 @@ def _fail(path: Path, where: str, what: str, advice: str) -> ToolFailure:
 # ------------------------------------------------------------------ memoria exports
 
 
+# The session a weight replayed by an import is recorded under in a memory's weight history (no report's: a
+# session id holds no parentheses).
+IMPORT_SESSION = "(import: replayed every report)"
+
+
 def _import_export(runtime: Runtime, path: Path, progress: Progress) -> TransferSummary:
     from storage import portable, schema
     from storage.migrations import legacy_credit_rows
@@ -443,6 +456,23 @@ def _reconcile(
             )
             moved = {m: w for m, w in weights.items() if abs(w - current[m].weight) > 1e-9}
             write_weights(store, runtime.corroboration, current, moved, now)
+            # Each move said in the memory's weight history, whose rows come from both stores' reports and
+            # end at the weight replayed here (a trial: `memoria show` gave 0.970 under rows that end at 0.850).
+            store.add_weight_events(
+                [
+                    WeightEvent(
+                        memory_id=m,
+                        org_id=scope.org_id,
+                        project_id=scope.project_id,
+                        session_id=IMPORT_SESSION,
+                        weight_before=current[m].weight,
+                        weight_after=weight,
+                        revision=0,
+                        at=now,
+                    )
+                    for m, weight in moved.items()
+                ]
+            )
         reweighed += len(moved)
     return superseded, reweighed, sorted(forgotten), sorted(forgotten_there), sorted(forks)
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from console.transfer import episode_stem, export_store, import_file, reembed
+from console.transfer import IMPORT_SESSION, episode_stem, export_store, import_file, reembed
 from retrieval.models.embedders.hashed import HashedEmbedder
 from retrieval.models.providers import BackendInfo
 from retrieval.text import content_hash
@@ -24,6 +24,7 @@ from tools.forget import ForgetInput, forget
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
 from tools.report_outcome import ReportOutcomeInput, report_outcome
+from tools.show_memory import ShowMemoryInput, show_memory
 
 SCOPE = Scope("default", "default")
 ALICE = Caller("claude-code", "ses_1")
@@ -187,8 +188,16 @@ def test_a_memory_the_store_held_is_superseded_and_reweighed_as_the_import_says(
     assert target.store.get_memory(old).replaced_by == new
     assert target.store.get_memory(pool).weight == pytest.approx(source.store.get_memory(pool).weight)
     assert recalled(target, "what is the API rate limit")[0] == new
+    # Its weight history ends at that weight: the source's report, then the replay here (a second trial:
+    # `memoria show` gave a weight no row of its history ended at).
+    history = show_memory(ShowMemoryInput(memory_id=pool), target, ALICE).weight_history
+    assert [(step.session_id, step.weight_before, step.weight_after) for step in history] == [
+        (ALICE.session_id, 1.0, pytest.approx(target.store.get_memory(pool).weight)),
+        (IMPORT_SESSION, 1.0, pytest.approx(target.store.get_memory(pool).weight)),
+    ]
     again = import_file(target, path)  # nothing left to bring in line
     assert (again.superseded, again.reweighed) == (0, 0)
+    assert len(show_memory(ShowMemoryInput(memory_id=pool), target, ALICE).weight_history) == 2
 
 
 def test_restoring_a_backup_says_which_memories_it_holds_active_that_the_store_has_forgotten(
