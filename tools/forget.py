@@ -3,7 +3,6 @@ tags and vector erased from the store's files). Either way a record of what was 
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -48,6 +47,7 @@ from tools.forget_matches import (
     nothing_close_note,
     org_wide_note,
 )
+from tools.forget_rights import may_forget, not_theirs
 from tools.memory_views import MemoryBrief, absorbed_restatements
 from writing.consolidation.report import Actor
 
@@ -266,41 +266,21 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         # quoted a leaked secret kept it in lineage, the export and the store's files, a new user's trial
         # found).
         reason = without_words_of(reason, erased_texts(store, eligible))
-    extras = []
+    extras, raced = [], []
     for where, memories in stored_in(eligible).items():  # the project's memories, then the org shelf's
-        extra = _forget_in(runtime, where, [m.id for m in memories], args, reason, actor, caller.agent_id)
-        if extra:
-            extras.append(extra)
+        extra, lost = _forget_in(
+            runtime, where, [m.id for m in memories], args, reason, actor, caller.agent_id
+        )
+        extras += [extra] if extra else []
+        raced += lost
+    if raced:  # another call retracted them first (a trial: both callers were told they did, lineage twice)
+        briefs = [brief for brief in briefs if brief.id not in raced]
+        extras.append(
+            f"{counted(len(raced), 'memory')} retracted by another call meanwhile: {', '.join(raced)}"
+        )
     if extras:
         note = "; ".join([note, *extras]) if note else "; ".join(extras)
     return ForgetOutput(mode=args.mode, dry_run=False, forgotten=briefs, matches=matches, note=note)
-
-
-def may_forget(memory: MemoryRecord, caller: Caller) -> bool:
-    """Whether ``caller`` may retract or purge ``memory``: any memory it may read, but an immutable one
-    only if it remembered it (the tier its author chose says that no other agent changes it), and an
-    org-visible one only with a token that writes to every project of its org."""
-    if memory.visibility == "org" and not caller.may_change_org(memory.org_id):
-        return False
-    return memory.protection_tier != "immutable" or memory.agent_id == caller.agent_id
-
-
-def not_theirs(memory: MemoryRecord, caller: Caller) -> str:
-    if memory.visibility == "org" and not caller.may_change_org(memory.org_id):
-        return (
-            f"{memory.id} (org-visible) is read by every project of org {memory.org_id!r}, and this token may not "
-            f"write to all of them: nothing was forgotten. A token that grants {memory.org_id}/* may forget it"
-        )
-    said = (
-        f"{memory.id} is immutable and was remembered by agent {memory.agent_id!r}: only that agent may forget "
-        f"it, and {caller.agent_id!r} is another; nothing was forgotten. Ask {memory.agent_id!r} to forget it"
-    )
-    if caller.remote:  # a token's holder: the command line of the server's machine is not theirs
-        return said
-    flags = f" --org {shlex.quote(memory.org_id)}" + (
-        f" --project {shlex.quote(memory.project_id)}" if memory.project_id else ""
-    )
-    return f"{said} (from this machine's command line: memoria forget {memory.id}{flags} --agent {shlex.quote(memory.agent_id)})"
 
 
 def _forget_in(
@@ -311,8 +291,9 @@ def _forget_in(
     reason: str,
     actor: Actor,
     agent_id: str,
-) -> str | None:
-    """Retract or purge these memories of one scope, with lineage; returns a note on what else went."""
+) -> tuple[str | None, list[str]]:
+    """Retract or purge these memories of one scope, with lineage; returns a note on what else went, and
+    the ids another call retracted first."""
     store = runtime.store
     now = runtime.clock()
     resolution = f"{args.mode} by {agent_id}"
@@ -329,9 +310,9 @@ def _forget_in(
         store.purge(scope, ids, now, quoted_chars=PRECEDING_CHARS, events=events, resolution=resolution)
         forget_cached_texts()  # a purged memory's text leaves this process's caches too
         runtime.corroboration.retire(scope, ids)
-    else:
-        runtime.writer.retract(scope, ids, reason=reason, resolution=resolution, actor=actor)
-    return note
+        return note, []
+    changed = runtime.writer.retract(scope, ids, reason=reason, resolution=resolution, actor=actor)
+    return note, [i for i in ids if i not in changed]
 
 
 def erased_texts(store: MemoryStore, memories: Sequence[MemoryRecord]) -> list[str]:

@@ -216,9 +216,9 @@ class WriteService:
         with self._journal.changing(self._journal.change(scope, memory_ids, "retract", "forget", actor)):
             now = self._clock()
             changed = self._store.retract(scope, memory_ids, now)
-            self.consolidation.record_retirement(
+            self.consolidation.record_retirement(  # those it retracted: not another call's, twice
                 scope,
-                list(memory_ids),
+                changed,
                 "retract",
                 resolver="forget",
                 reason=reason,
@@ -1239,7 +1239,7 @@ class WriteService:
                 actor=upkeep,
                 at=now,
             )
-        self._corroboration.retire(scope, changed)
+        self._corroboration.retire(scope, list(memory_ids))
         return changed
 
     def observe(self, memory: MemoryRecord) -> None:

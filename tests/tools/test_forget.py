@@ -846,3 +846,27 @@ def test_max_memories_is_refused_beside_a_tag_or_an_id_and_nothing_is_forgotten(
     assert {runtime.store.get_memory(i).status for i in ids} == {"active"}
     # 1, the default a client may send with every call, asks no limit: a dry run lists all three
     assert len(forget(ForgetInput(tag="deploy", max_memories=1), runtime, OWNER).forgotten) == 3
+
+
+def test_a_memory_another_call_retracted_first_is_not_said_forgotten_again_nor_recorded_twice(runtime):
+    """A trial: two servers retracting one memory at once both answered that they had, and its lineage held
+    two retractions. The second is told another call did it, and records nothing."""
+    kept = remember(RememberInput(content="the billing cron runs at 02:00"), runtime, OWNER).id
+    raced = remember(RememberInput(content="the staging cron runs at 04:00"), runtime, OWNER).id
+    real = runtime.writer.retract
+
+    def another_call_first(scope, ids, **fields):
+        real(scope, [raced], reason="the other call", resolution="retract by agent-b", actor=fields["actor"])
+        return real(scope, ids, **fields)
+
+    runtime.writer.retract = another_call_first
+    out = forget(ForgetInput(query="cron runs at", max_memories=2, dry_run=False), runtime, OWNER)
+    assert [m.id for m in out.forgotten] == [kept]
+    assert out.note is not None and f"1 memory retracted by another call meanwhile: {raced}" in out.note
+    runtime.store.flush_logs()
+    events = [
+        e
+        for e in runtime.store.lineage(runtime.store.get_memory(raced).scope, [raced])
+        if e.action == "retract"
+    ]
+    assert [e.reason for e in events] == ["the other call"]
