@@ -259,8 +259,20 @@ def _text_of(path: Path) -> str:
             return str(file.read())
     except UnicodeDecodeError as exc:
         raise ToolFailure(
-            f"{path}: is not UTF-8 text ({exc.reason}): save it as UTF-8 and import again"
+            f"{path}: is not UTF-8 text ({exc.reason}{_first_bad_byte(path)}): save it as UTF-8 and import again"
         ) from None
+
+
+def _first_bad_byte(path: Path) -> str:
+    """Where the file's first byte that is no UTF-8 is, as " at line N, byte B (0xXX)" (a trial's error said
+    nothing of where; the decoder's own position counts from the chunk it read)."""
+    raw = path.read_bytes()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        return f" at line {line}, byte {exc.start:,} (0x{raw[exc.start]:02x})"
+    return ""
 
 
 def _numbered_lines(path: Path) -> Generator[tuple[int, str], None, None]:
@@ -272,7 +284,8 @@ def _numbered_lines(path: Path) -> Generator[tuple[int, str], None, None]:
                     yield number, line
         except UnicodeDecodeError as exc:
             raise ToolFailure(
-                f"{path}: is not UTF-8 text ({exc.reason}): save it as UTF-8 and import again"
+                f"{path}: is not UTF-8 text ({exc.reason}{_first_bad_byte(path)}): save it as UTF-8 and import "
+                "again"
             ) from None
 
 
@@ -680,16 +693,13 @@ def _identity_problem(row: dict[str, Any]) -> str | None:
     return None
 
 
-def _json_line(path: Path, number: int, line: str) -> Any:
+def _json_line(
+    path: Path, number: int, line: str, advice: str = "the file may be truncated or edited: export it again"
+) -> Any:
     try:
         return json.loads(line)
     except ValueError as exc:
-        raise _fail(
-            path,
-            f"line {number}",
-            f"is not JSON ({getattr(exc, 'msg', exc)})",
-            "the file may be truncated or edited: export it again",
-        ) from None
+        raise _fail(path, f"line {number}", f"is not JSON ({getattr(exc, 'msg', exc)})", advice) from None
 
 
 def _entry(path: Path, number: int, value: Any) -> tuple[str, dict[str, Any]]:
@@ -792,7 +802,7 @@ def _read_sessions(path: Path, kind: Literal["locomo", "transcript"]) -> list[tr
             if isinstance(data, dict) and "messages" in data:
                 return transcripts.json_sessions(data)
             lines = (
-                (number, _json_line(path, number, line))
+                (number, _json_line(path, number, line, "fix that line (each line one JSON message)"))
                 for number, line in enumerate(text.splitlines(), start=1)
                 if line.strip()
             )
