@@ -452,7 +452,8 @@ _MOVED_VERSION = (
     ),
     # "Bumped the project to Python 3.12", "The dashboard was upgraded to React 18": the thing after "to".
     re.compile(
-        rf"\b{_MOVED}\s+(?:(?:the\s+|our\s+)?(?P<before>[\w-]+)\s+)?to\s+(?P<thing>[A-Za-z][\w-]*+)\s+(?:version\s+|v)?"
+        rf"\b{_MOVED}\s+(?:(?:the\s+|our\s+)?(?P<before>[\w-]+(?:\s+[\w-]+)?)\s+)?to\s+(?P<thing>[A-Za-z][\w-]*+)\s+"
+        r"(?:version\s+|v)?"
         r"(?P<value>\d+(?:\.\d+)*+)\b(?:\s+(?:in|for|on)\s+(?:the\s+|our\s+)?(?P<where>[\w-]+))?",
         re.IGNORECASE,
     ),
@@ -463,6 +464,10 @@ _MOVED_VERSION = (
     ),
 )
 VERSION_MOVED = "the newer memory moves the version of a thing the older one says more about"
+# Words for the kind of thing a version runs on, which an older memory need not say: "We upgraded the GKE
+# clusters to Kubernetes 1.30" moves "We deploy on Kubernetes 1.27 on GKE" (a trial saw it left unmarked).
+_HOST_KINDS = "cluster server host machine instance vm runner container pod box fleet"
+_KINDS_OF_HOST = frozenset(kind + plural for kind in _HOST_KINDS.split() for plural in ("", "s", "es"))
 # Words before a thing's version that say it is what is used ("uses Node 18", "pin pydantic to 2.7", "on
 # Postgres 15"), not a fact about that version ("numpy 2.0 breaks the ingest script").
 _USE_CUES = frozenset(
@@ -507,7 +512,13 @@ def _version_moves(text: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
             if _NOT_DONE.search(sentence[: match.start()]):
                 continue
             said = (match.group("where") or "").lower(), (match.groupdict().get("before") or "").lower()
-            where = tuple(word for word in said if word and word not in STOPWORDS)
+            # What names where it was moved, not the kind of thing moved there ("the GKE clusters": GKE).
+            where = tuple(
+                word
+                for part in said
+                for word in part.split()
+                if word not in STOPWORDS and word not in _KINDS_OF_HOST
+            )
             moves.append((thing, match.group("value"), where))
     return tuple(moves)
 

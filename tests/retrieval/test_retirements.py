@@ -226,6 +226,13 @@ def test_a_switch_to_another_leaves_an_older_memory_it_does_not_tie_to_one_thing
             "3.12",
         ),
         ("We use React 17 in the dashboard frontend.", "The dashboard was upgraded to React 18.", "17", "18"),
+        # Two words before "to", the second the kind of thing it runs on (a trial saw the pair left unmarked).
+        (
+            "We deploy on Kubernetes 1.27 on GKE.",
+            "We upgraded the GKE clusters to Kubernetes 1.30.",
+            "1.27",
+            "1.30",
+        ),
     ],
 )
 def test_a_version_moved_in_words_disputes_an_older_memory_that_says_more_beside_the_old_version(
@@ -248,6 +255,7 @@ def test_a_version_moved_in_words_disputes_an_older_memory_that_says_more_beside
         ("The release builds use Python 3.10.", "Bumped the docs to Python 3.12."),
         ("numpy 2.0 breaks the ingest script.", "Pinned numpy to 1.26."),
         ("The frontend uses Node 18.", "Upgrade Node to 20 before running the e2e suite."),
+        ("The prod servers run Node 18.", "We upgraded the staging servers to Node 20."),
     ],
 )
 def test_a_version_moved_leaves_an_older_memory_with_another_or_no_single_version(older_text, newer_text):
