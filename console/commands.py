@@ -35,9 +35,9 @@ from console.terminal import ProgressBar, counts, key_values, printable, table, 
 from retrieval.text import clip, counted, listed
 from server.arguments import friendly_validation_message
 from server.config import Settings, default_data_dir, local_store_folder
-from storage.records import Scope, View, Viewer, org_shelf
-from tools.common import Caller, Runtime, ToolFailure, ToolSettings, expired_by
-from tools.empty_recall_notes import held_elsewhere, stored_in
+from storage.records import Scope, View, Viewer
+from tools.common import Caller, Runtime, ToolFailure, ToolSettings
+from tools.empty_recall_notes import held_elsewhere
 from tools.remember_text import readers
 from tools.remember_text import text_of as remembered
 from tools.result_text import misleading_advice
@@ -398,43 +398,15 @@ def edit_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def restore_command(args: argparse.Namespace, settings: Settings) -> int:
-    """Undo a retraction: each retracted memory is remembered again as it was (its text, kind, tags, tier,
-    episode, date, expiry, author and readers), which restores it under its id with its weight (``writing``: an
-    identical memory that had been retracted is restored). A new user's trial retracted five memories with
-    one `forget --query` and found no way back but to retype each. A purged memory's text is gone, and a
-    superseded one is corrected with `memoria edit` on what replaced it."""
-    from tools import remember
+    """Undo a retraction (``console.restoring``): each retracted memory is remembered again as it was."""
+    from console.restoring import restore
 
     scope = scope_arg(args, settings)
-    results = []
     with opened(settings, writes=True) as runtime:
-        found = {
-            memory_id: runtime.store.get_memory(memory_id) for memory_id in dict.fromkeys(args.memory_id)
-        }
-        for memory_id, memory in found.items():
-            problem = _not_restorable(memory_id, memory, scope, same_store(args)) or _refused_update(
-                runtime, memory_id, scope
-            )
-            if problem:
-                raise CommandError(problem + ("; nothing was restored" if len(found) > 1 else ""))
-        for memory in found.values():
-            assert memory is not None
-            caller = Caller(agent_id=memory.agent_id, session_id=memory.session_id, person=True)
-            values = {
-                "content": memory.content,
-                "kind": memory.kind,
-                "tags": list(memory.tags),
-                "episode_id": memory.episode_id,
-                "protection_tier": memory.protection_tier,
-                "occurred_at": memory.created_at.isoformat(),
-                "expires_at": memory.expires_at.isoformat() if memory.expires_at else None,
-                "visibility": memory.visibility,
-                # An org-visible memory lives on the org's shelf: written from this project, it goes back
-                # there (its visibility says so).
-                "org_id": scope.org_id,
-                "project_id": scope.project_id,
-            }
-            results.append(call(remember.handle, remember.RememberInput, values, runtime, caller, "restore"))
+        try:
+            results = restore(runtime, scope, args.memory_id, flags=same_store(args))
+        except ToolFailure as exc:
+            raise CommandError(str(exc)) from None
     if args.json:
         print(json.dumps([result.model_dump(mode="json") for result in results], indent=2), file=sys.stdout)
         return 0
@@ -449,71 +421,6 @@ def _restored(said: str) -> str:
     if first.startswith("stored "):
         first = "re" + first
     return "\n".join([first, *(line for line in rest if not line.startswith("restored: "))])
-
-
-def _refused_update(runtime: Runtime, memory_id: str, scope: Scope) -> str | None:
-    """Why a memory written for an explicit update that was refused cannot be restored: it never stood,
-    and restored it would be a second, unmarked successor of the memory it was to replace (a trial: two
-    servers raced updates of one memory, and `restore` of the loser's text set it beside the winner's)."""
-    from writing.drafts import REFUSED_UPDATE
-
-    retractions = [
-        event
-        for event in runtime.store.lineage(scope, [memory_id])
-        if event.memory_id == memory_id and event.action == "retract"
-    ]
-    if not retractions or not retractions[-1].reason.startswith(REFUSED_UPDATE):
-        return None
-    why = retractions[-1].reason.removeprefix(REFUSED_UPDATE).removeprefix(": ")
-    return (
-        f"{memory_id} was written for an explicit update that was refused ({why}) and never stood: recall "
-        "again, and update the memory that stands (`memoria edit ID ...`) or remember the text anew"
-    )
-
-
-def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str = "") -> str | None:
-    """Why ``memory_id`` cannot be restored here (None when it can): not found in this scope, active
-    already, superseded, or purged."""
-    here = (scope.org_id, scope.project_id)
-    if memory is None or (
-        (memory.org_id, memory.project_id) != here
-        and not (
-            memory.visibility == "org" and Scope(memory.org_id, memory.project_id) == org_shelf(scope.org_id)
-        )
-    ):
-        return (
-            f"no memory {memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}{stored_in(memory)}: check the "
-            "id (`memoria list --status retracted`) and --org/--project"
-        )
-    if memory.status == "active" and memory.past_expiry(datetime.now(UTC)):
-        # Past its expiry, not yet retracted (a trial was told it "is active"): it is out of recall already.
-        return (
-            f"{memory_id} expired at {memory.expires_at:%Y-%m-%d %H:%M} UTC ({expired_by(memory)}) and recall "
-            "leaves it out: remember its text again (`memoria remember TEXT`, with a later --until or none) "
-            "to have it back"
-        )
-    if memory.status == "active":
-        return f"{memory_id} is active: there is nothing to restore"
-    if memory.status == "purged":
-        return f"{memory_id} was purged: its text is erased for good, and cannot be restored"
-    expired = memory.expires_at is not None and memory.expires_at <= datetime.now(UTC)
-    if memory.protection_tier == "ephemeral" and expired:  # remembered again, it would expire at once
-        return (
-            f"{memory_id} was ephemeral and its time ran out at {memory.expires_at:%Y-%m-%d %H:%M} UTC: "
-            "remember its text again as a lasting memory (`memoria remember --tier standard ...`) "
-            "if it still holds"
-        )
-    if expired:  # its expiry is restored with it (a trial: restored without it, it never expired again)
-        return (
-            f"{memory_id} expired at {memory.expires_at:%Y-%m-%d %H:%M} UTC: remember its text again "
-            "(`memoria remember TEXT`, with a later --until or none) if it still holds"
-        )
-    if memory.status == "superseded":
-        return (
-            f"{memory_id} was superseded by {memory.replaced_by}: correct that one with `memoria edit "
-            f"{memory.replaced_by} TEXT{flags}` if it is wrong"
-        )
-    return None
 
 
 def true_until(text: str | None, zone: str | None) -> str | object | None:

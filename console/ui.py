@@ -4,7 +4,8 @@ Every request carries the token printed with the URL (made anew each run): the p
 own calls in an ``Authorization: Bearer`` header; anything else gets 401. The page searches through
 recall, browses the scope's memories by agent, tag, kind, episode and time, shows one memory with its
 weight history and lineage, edits one (an explicit update through the write path, so lineage records it),
-forgets one (retract or purge, after a confirmation), and links to the report's feedback-impact and drift
+forgets one (retract or purge, after a confirmation), restores a retracted one (``console.restoring``, as
+`memoria restore` does), and links to the report's feedback-impact and drift
 views. It calls the same tool functions an MCP client does, so their validation and errors are the
 page's; it never names another org or project. Memory text reaches the page as JSON and is set as text,
 never parsed as markup.
@@ -115,6 +116,15 @@ class UiServer:
                 "reason": "forgotten in memoria ui",
             }
             return self.call(forget, forget.ForgetInput, values)
+        if path == "/api/restore":  # a retraction undone, as `memoria restore` does it (a trial found no way)
+            from console.restoring import restore
+
+            memory_id = body.get("id")
+            if not isinstance(memory_id, str) or not memory_id:
+                raise ToolFailure("restore needs the id of a retracted memory")
+            settings = self.runtime.settings
+            [restored] = restore(self.runtime, Scope(settings.org_id, settings.project_id), [memory_id])
+            return dict(restored.model_dump(mode="json"))
         raise LookupError(path)
 
     def report_page(self) -> str:
@@ -274,6 +284,7 @@ async function open(id) {
     const active = memory.status === "active", stored = active || memory.status === "expired";
     $("save").disabled = !active;
     for (const id of ["retract", "purge"]) $(id).disabled = !stored;
+    $("restore").disabled = memory.status !== "retracted";
   } catch (error) { say(error.message, true); }
 }
 
@@ -299,12 +310,23 @@ async function forget(mode) {
   } catch (error) { say(error.message, true); }
 }
 
+async function restore() {
+  if (!current) return;
+  try {
+    const done = await api("/api/restore", {method: "POST", body: JSON.stringify({id: current.id})});
+    await browse(false);
+    await open(done.id);
+    say("restored " + done.id);
+  } catch (error) { say(error.message, true); }
+}
+
 $("search").addEventListener("submit", search);
 $("filters").addEventListener("submit", (event) => { event.preventDefault(); browse(false); });
 $("more").addEventListener("click", () => browse(true));
 $("save").addEventListener("click", save);
 $("retract").addEventListener("click", () => forget("retract"));
 $("purge").addEventListener("click", () => forget("purge"));
+$("restore").addEventListener("click", restore);
 $("episode-link").addEventListener("click", () => { $("episode_id").value = current.episode_id; browse(false); });
 $("report").href = "/report?token=" + encodeURIComponent(token);
 browse(false);
@@ -345,7 +367,7 @@ HTML = """<!doctype html>
 <button id="episode-link" hidden>Browse its episode</button>
 <h4>Edit (the new text supersedes this one, which stays for audit)</h4>
 <textarea id="edit-text" maxlength="20000"></textarea><button id="save">Save as a revision</button>
-<h4>Forget</h4><button id="retract">Retract</button> <button id="purge">Purge</button>
+<h4>Forget</h4><button id="retract">Retract</button> <button id="purge">Purge</button> <button id="restore">Restore</button>
 <h4>Weight history</h4><ul id="weights"></ul>
 <h4>Lineage</h4><ul id="events"></ul>
 </aside>

@@ -113,6 +113,23 @@ def test_the_calls_stay_in_the_configured_scope_and_errors_say_what_to_do(ui):
 
 
 @pytest.mark.slow
+def test_a_memory_retracted_from_the_page_is_restored_from_it_as_it_was(ui):
+    """A trial: a retraction made in the page could be undone only with `memoria restore` in a terminal."""
+    _, listed = fetch(ui, "/api/memories", token=ui.token)
+    memory_id = next(m["id"] for m in listed["memories"] if "Postgres" in m["preview"])
+    status, _ = fetch(ui, "/api/forget", token=ui.token, body={"id": memory_id, "mode": "retract"})
+    assert status == 200
+    status, restored = fetch(ui, "/api/restore", token=ui.token, body={"id": memory_id})
+    assert status == 200 and restored["id"] == memory_id
+    _, shown = fetch(ui, f"/api/memory?id={memory_id}", token=ui.token)
+    assert (shown["status"], shown["tags"]) == ("active", ["db"])
+    status, error = fetch(ui, "/api/restore", token=ui.token, body={"id": memory_id})
+    assert status == 400 and error["error"] == f"{memory_id} is active: there is nothing to restore"
+    status, error = fetch(ui, "/api/restore", token=ui.token, body={})
+    assert status == 400 and "restore needs the id of a retracted memory" in error["error"]
+
+
+@pytest.mark.slow
 def test_an_edit_from_the_page_keeps_the_memorys_date(ui):
     """A trial: the page's edit form has no date, so a corrected incident always left its week for today."""
     from datetime import UTC, datetime
@@ -206,10 +223,15 @@ def test_the_page_searches_browses_shows_edits_and_forgets(ui, browser):
     assert old["status"] == "superseded" and old["replaced_by"] == new_id
     assert old["lineage"]["events"][-1]["reason"] == "explicit update"
 
+    assert page.is_disabled("#restore")  # active: nothing to restore
     page.click("#retract")  # confirmed by the dialog handler
     page.wait_for_selector(f"#message:has-text('retract: {new_id}')")
     assert "status: retracted" in page.inner_text("#facts")
     assert page.is_disabled("#save") and page.is_disabled("#purge")
+
+    page.click("#restore")  # the retraction undone (a trial found no way back in the page)
+    page.wait_for_selector(f"#message:has-text('restored {new_id}')")
+    assert "status: active" in page.inner_text("#facts") and page.is_disabled("#restore")
 
     report = browser.new_page()
     report.goto(ui.url.replace("/?token=", "/report?token="), wait_until="load")
