@@ -310,7 +310,7 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
     embedder = runtime.models.embedder
     tables = {name: TableCount() for name in portable.TABLE_ORDER}
     total = sum(counts.values())
-    done = reembedded = 0
+    done = reembedded = kept_foreign = 0
     touched: set[Scope] = set()
     kept: list[dict[str, Any]] = []  # the export's memory rows the store already held (skipped)
     amends: set[str] = set()  # the export's amend events
@@ -318,8 +318,9 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
         if table == schema.MEMORIES:
             here = portable.existing_memory_ids(store, [row["id"] for row in rows])
             kept += [{key: row.get(key) for key in _KEPT} for row in rows if row["id"] in here]
-            rows, embedded = _with_vectors(rows, runtime, progress)
+            rows, embedded, foreign = _with_vectors(rows, runtime, progress)
             reembedded += embedded
+            kept_foreign += foreign
         if table == schema.AB_LOGS:
             rows = [as_current(header.schema_version, table, row) for row in rows]
         if table == schema.LINEAGE:
@@ -355,7 +356,13 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
         reweighed=reweighed,
         amended=amended,
         note="; ".join(
-            note for note in (_forgotten_note(forgotten, forgotten_there), _forks_note(forks)) if note
+            note
+            for note in (
+                _forgotten_note(forgotten, forgotten_there),
+                _forks_note(forks),
+                _foreign_note(kept_foreign, runtime),
+            )
+            if note
         )
         or None,
         seconds=0.0,
@@ -534,6 +541,19 @@ def _forked_corrections(
     for record in store.put_contradictions(records):  # as consolidation's: they corroborate nothing
         runtime.corroboration.keep_apart(scope, record.older_id, record.newer_id)
     return forks
+
+
+def _foreign_note(kept: int, runtime: Runtime) -> str | None:
+    """The memories whose exported vectors another embedder made, kept because the configured one did not
+    load (a trial: the summary said nothing of them, where docs/cli.md says they are embedded again)."""
+    if not kept:
+        return None
+    info = runtime.models.embedder_info
+    return (
+        f"{counted(kept, 'memory')} keep the vectors another embedder made: the configured {info.requested} did "
+        f"not load ({info.reason}), and the offline fallback's would replace them; once it loads, run `memoria "
+        "reembed`"
+    )
 
 
 def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> int:
@@ -743,13 +763,13 @@ def _batches(path: Path) -> Iterator[tuple[str, list[dict[str, Any]]]]:
 
 def _with_vectors(
     rows: list[dict[str, Any]], runtime: Runtime, progress: Progress
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[dict[str, Any]], int, int]:
     """Memory rows with vectors this store can use: made by this server's embedder (kept as exported)
     or embedded again by it. A purged memory has no text to embed: it gets a blank vector, as a purge
     leaves. Rows the store already holds are not embedded (the import skips them). When the configured
     embedder did not load (the offline fallback runs), exported vectors are kept as they are rather than
     replaced by hashed ones: `memoria doctor` then lists them and `memoria reembed` redoes them once the
-    model loads. Returns the rows and how many were embedded."""
+    model loads. Returns the rows, how many were embedded, and how many keep another embedder's vectors."""
     import numpy as np
 
     from storage import portable
@@ -760,14 +780,16 @@ def _with_vectors(
     present = portable.existing_memory_ids(store, [row["id"] for row in rows])
     ready: list[dict[str, Any]] = []
     pending: list[int] = []  # positions to embed
+    kept = 0
     for row in rows:
         usable = portable.has_vector(store, row)
         if row["status"] == "purged" or not row["content"]:
             ready.append(row if usable else portable.with_vector(row, np.zeros(store.vector_dim)))
         else:
-            foreign = row["embedder"] != embedder.name and not keep_foreign
-            if row["id"] not in present and (foreign or not usable):
+            foreign = row["embedder"] != embedder.name
+            if row["id"] not in present and ((foreign and not keep_foreign) or not usable):
                 pending.append(len(ready))
+            kept += row["id"] not in present and foreign and keep_foreign and usable
             ready.append(row)
     for start in range(0, len(pending), EMBED_BATCH):
         positions = pending[start : start + EMBED_BATCH]
@@ -775,7 +797,7 @@ def _with_vectors(
         for position, vector in zip(positions, vectors, strict=True):
             ready[position] = portable.with_vector(ready[position], vector, embedder.name)
         progress("embedding", start + len(positions), len(pending))
-    return ready, len(pending)
+    return ready, len(pending), kept
 
 
 # ------------------------------------------------------------------ transcripts

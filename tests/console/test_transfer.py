@@ -429,6 +429,11 @@ def test_an_import_on_the_offline_fallback_keeps_the_exported_vectors_instead_of
     target = as_fallback(stores("b"))
     summary = import_file(target, write(tmp_path / "export.jsonl", exported))
     assert summary.reembedded == 0
+    # ... and says so (a trial: nothing was said, where the docs say another model's vectors are remade).
+    assert summary.note is not None and (
+        "11 memories keep the vectors another embedder made: the configured sentence-transformers/all-MiniLM-L6-v2 "
+        "did not load (no weights)" in summary.note
+    )
     assert export_text(target).splitlines()[1:] == exported.splitlines()[1:]  # still lossless
     with pytest.raises(ToolFailure, match=r"did not load \(no weights\).*fix the model first"):
         reembed(target)
