@@ -854,7 +854,7 @@ def _import_sessions(
 ) -> TransferSummary:
     from storage import schema
 
-    records, blank, split = _records(runtime, path, kind, sessions, scope, agent_id)
+    records, blank, split, with_secrets = _records(runtime, path, kind, sessions, scope, agent_id)
     store = runtime.store
     written = 0
     progress("importing", 0, len(records))
@@ -869,15 +869,21 @@ def _import_sessions(
         progress("importing", start + len(batch), len(records))
     memories = TableCount(written=written, skipped=len(records) - written + blank)
     episodes = list(dict.fromkeys(record.episode_id for record in records if record.episode_id))
-    note = None
+    notes = []
     if split:
-        note = (
+        notes.append(
             f"{split} message{'s' if split > 1 else ''} longer than a memory may be "
             f"(MEMORIA_MAX_CONTENT_CHARS, {runtime.writer.limits.max_content_chars:,}) stored in parts, each "
             "labelled [part i of n], in order in its episode"
         )
+    if with_secrets:  # as remember says it of one memory (a trial: an import said nothing of them)
+        notes.append(f"{counted(with_secrets, 'message')} stored with what looked like secrets replaced")
     return TransferSummary(
-        format=kind, tables={schema.MEMORIES: memories}, episodes=episodes, note=note, seconds=0.0
+        format=kind,
+        tables={schema.MEMORIES: memories},
+        episodes=episodes,
+        note="; ".join(notes) or None,
+        seconds=0.0,
     )
 
 
@@ -897,15 +903,16 @@ def _records(
     sessions: Sequence[transcripts.Session],
     scope: Scope,
     agent_id: str,
-) -> tuple[list[MemoryRecord], int, int]:
+) -> tuple[list[MemoryRecord], int, int, int]:
     """Every message as the record ``remember`` would store, checked before anything is written; and
-    how many messages were blank (not stored), and how many were too long for one memory (stored in parts)."""
+    how many messages were blank (not stored), too long for one memory (stored in parts), and stored with
+    secrets replaced (``retrieval.redaction``)."""
     now = runtime.clock()
     stem = episode_stem(path)
     undated = sum(1 for s in sessions if s.when is None for m in s.messages if m.when is None)
     undated_at = now - timedelta(seconds=undated)  # undated messages: one second apart, ending now
     records: list[MemoryRecord] = []
-    blank = split = 0
+    blank = split = with_secrets = 0
     limit = runtime.writer.limits.max_content_chars
     for session in sessions:
         episode_id = session.name if kind == "locomo" else f"{stem}:{session.name[:60]}"
@@ -921,9 +928,10 @@ def _records(
             # A message longer than a memory may be goes in parts, in order (``in_batch_order`` below), cut
             # from its redacted text: a secret's marker may be longer than the secret, and a part over the
             # limit would refuse the whole file (a review).
-            texts = [message.text]
+            texts, secret = [message.text], False
             if len(said) + len(message.text) > limit // 8:  # a marker is at most a few times its secret
                 redacted = redact(message.text).text
+                secret = redacted != message.text
                 if len(said) + len(redacted) > limit:
                     texts = transcripts.parts_of(redacted, max(1, limit - len(said) - PART_LABEL))
                     texts = [f"[part {n} of {len(texts)}] {text}" for n, text in enumerate(texts, start=1)]
@@ -940,7 +948,9 @@ def _records(
                         org_id=scope.org_id,
                         project_id=scope.project_id,
                     )
-                    record = prepare(runtime, draft_of(args, runtime, Caller(agent_id, episode_id))).record
+                    prepared = prepare(runtime, draft_of(args, runtime, Caller(agent_id, episode_id)))
+                    record = prepared.record
+                    secret = secret or prepared.redacted is not None
                 except ValidationError as exc:
                     problems = "; ".join(
                         f"{'.'.join(str(p) for p in error['loc'])} {error['msg']}" for error in exc.errors()
@@ -949,8 +959,9 @@ def _records(
                 except ToolFailure as exc:
                     raise _fail(path, message.where, str(exc), "fix the message") from None
                 records.append(replace(record, consolidated_at=now))
+            with_secrets += secret
     # Messages (and parts) that share a time keep the file's order, a microsecond apart.
-    return _in_stored_episodes(runtime, in_batch_order(records), scope), blank, split
+    return _in_stored_episodes(runtime, in_batch_order(records), scope), blank, split, with_secrets
 
 
 def _in_stored_episodes(runtime: Runtime, records: list[MemoryRecord], scope: Scope) -> list[MemoryRecord]:

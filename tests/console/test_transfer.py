@@ -693,6 +693,8 @@ def test_a_long_message_is_cut_after_redaction_and_the_next_message_of_its_time_
         path = write(tmp_path / "chat.jsonl", "\n".join(json.dumps(line) for line in lines) + "\n")
         summary = import_file(runtime, path)
         assert summary.note is not None and summary.note.startswith("1 message longer")
+        # It held secrets, said as remember says it (a trial: the import said nothing of them).
+        assert summary.note.endswith("; 1 message stored with what looked like secrets replaced")
         memories = sorted(runtime.store.list_memories(SCOPE, limit=100), key=lambda memory: memory.created_at)
         assert all(len(memory.content) <= 200 for memory in memories) and "u:p@" not in str(memories)
         assert memories[-1].content == "dev: Rotate those now."  # after every part of the message before
