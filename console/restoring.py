@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from server.arguments import friendly_validation_message
 from storage.records import Scope, org_shelf
 from tools.common import Caller, Runtime, ToolFailure, expired_by
 from tools.empty_recall_notes import stored_in
@@ -20,10 +23,11 @@ if TYPE_CHECKING:
 
 
 def restore(
-    runtime: Runtime, scope: Scope, memory_ids: Sequence[str], *, flags: str = ""
+    runtime: Runtime, scope: Scope, memory_ids: Sequence[str], *, flags: str | None = ""
 ) -> list[RememberOutput]:
     """Restore these retracted memories of ``scope``, all or none: a ``ToolFailure`` says why one cannot be
-    (``flags``: what a command that follows needs to reach the same store and scope)."""
+    (``flags``: what a command that follows needs to reach the same store and scope; None for the live page,
+    which names no other org or project and no command's flags)."""
     from tools.remember import RememberInput, remember
 
     found = {memory_id: runtime.store.get_memory(memory_id) for memory_id in dict.fromkeys(memory_ids)}
@@ -51,8 +55,11 @@ def restore(
             "org_id": scope.org_id,
             "project_id": scope.project_id,
         }
-        given = {key: value for key, value in values.items() if value is not None}
-        results.append(remember(RememberInput.model_validate(given), runtime, caller))
+        try:  # kept under limits that have changed since (fewer tags, shorter texts): said as the tool says it
+            arguments = RememberInput.model_validate({k: v for k, v in values.items() if v is not None})
+        except ValidationError as exc:
+            raise ToolFailure(friendly_validation_message("restore", exc, retry="")) from None
+        results.append(remember(arguments, runtime, caller))
     return results
 
 
@@ -76,9 +83,9 @@ def _refused_update(runtime: Runtime, memory_id: str, scope: Scope) -> str | Non
     )
 
 
-def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str = "") -> str | None:
+def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str | None = "") -> str | None:
     """Why ``memory_id`` cannot be restored here (None when it can): not found in this scope, active
-    already, superseded, or purged."""
+    already, superseded, or purged. ``flags`` None: said for the live page (no other scope named)."""
     here = (scope.org_id, scope.project_id)
     if memory is None or (
         (memory.org_id, memory.project_id) != here
@@ -86,6 +93,8 @@ def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str = "") 
             memory.visibility == "org" and Scope(memory.org_id, memory.project_id) == org_shelf(scope.org_id)
         )
     ):
+        if flags is None:
+            return f"no memory {memory_id!r} here: check the id"
         return (
             f"no memory {memory_id!r} in org {scope.org_id!r} / project {scope.project_id!r}{stored_in(memory)}: check the "
             "id (`memoria list --status retracted`) and --org/--project"
@@ -116,6 +125,6 @@ def _not_restorable(memory_id: str, memory: Any, scope: Scope, flags: str = "") 
     if memory.status == "superseded":
         return (
             f"{memory_id} was superseded by {memory.replaced_by}: correct that one with `memoria edit "
-            f"{memory.replaced_by} TEXT{flags}` if it is wrong"
+            f"{memory.replaced_by} TEXT{flags or ''}` if it is wrong"
         )
     return None

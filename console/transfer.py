@@ -271,7 +271,8 @@ def _first_bad_byte(path: Path) -> str:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        return f" at line {line}, byte {exc.start:,} (0x{raw[exc.start]:02x})"
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        return f" at line {line}, byte {column} of the line (0x{raw[exc.start]:02x})"
     return ""
 
 
@@ -296,8 +297,8 @@ def _fail(path: Path, where: str, what: str, advice: str) -> ToolFailure:
 # ------------------------------------------------------------------ memoria exports
 
 
-# The session a weight replayed by an import is recorded under in a memory's weight history (no report's: a
-# session id holds no parentheses).
+# The session a weight replayed by an import is recorded under in a memory's weight history: a name no client's
+# session has in practice (one that took it would see these rows as its report's).
 IMPORT_SESSION = "(import: replayed every report)"
 
 
@@ -1048,9 +1049,10 @@ def reembed(
 
 
 def _consolidated_again(runtime: Runtime, scope: Scope | None, progress: Progress) -> tuple[int, int]:
-    """The consolidation sweep over the memories re-embedding left to it (those another embedder's vectors
-    kept from their neighbours: ``storage.reembedding``), now rather than at a server's next pass: how many
-    it examined, and superseded. Nothing when consolidation is off."""
+    """The consolidation sweep over every memory waiting for it (those another embedder's vectors kept from
+    their neighbours: ``storage.reembedding``, this run's or an earlier one's stopped before its sweep), now
+    rather than at a server's next pass: how many it examined, and superseded. Nothing when consolidation is
+    off."""
     consolidation, store = runtime.consolidation, runtime.store
     if not consolidation.policy.enabled:
         return 0, 0

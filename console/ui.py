@@ -123,7 +123,9 @@ class UiServer:
             if not isinstance(memory_id, str) or not memory_id:
                 raise ToolFailure("restore needs the id of a retracted memory")
             settings = self.runtime.settings
-            [restored] = restore(self.runtime, Scope(settings.org_id, settings.project_id), [memory_id])
+            [restored] = restore(
+                self.runtime, Scope(settings.org_id, settings.project_id), [memory_id], flags=None
+            )
             return dict(restored.model_dump(mode="json"))
         raise LookupError(path)
 

@@ -464,8 +464,9 @@ _MOVED_VERSION = (
     ),
 )
 VERSION_MOVED = "the newer memory moves the version of a thing the older one says more about"
-# Words for the kind of thing a version runs on, which an older memory need not say: "We upgraded the GKE
-# clusters to Kubernetes 1.30" moves "We deploy on Kubernetes 1.27 on GKE" (a trial saw it left unmarked).
+# Words for the kind of thing a version runs on, which an older memory need not say after the name of where:
+# "We upgraded the GKE clusters to Kubernetes 1.30" moves "We deploy on Kubernetes 1.27 on GKE" (a trial saw
+# it left unmarked). Alone ("Upgraded the servers to Ubuntu 24.04") it still names where (a review).
 _HOST_KINDS = "cluster server host machine instance vm runner container pod box fleet"
 _KINDS_OF_HOST = frozenset(kind + plural for kind in _HOST_KINDS.split() for plural in ("", "s", "es"))
 # Words before a thing's version that say it is what is used ("uses Node 18", "pin pydantic to 2.7", "on
@@ -511,14 +512,12 @@ def _version_moves(text: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
                 continue
             if _NOT_DONE.search(sentence[: match.start()]):
                 continue
-            said = (match.group("where") or "").lower(), (match.groupdict().get("before") or "").lower()
-            # What names where it was moved, not the kind of thing moved there ("the GKE clusters": GKE).
-            where = tuple(
-                word
-                for part in said
-                for word in part.split()
-                if word not in STOPWORDS and word not in _KINDS_OF_HOST
-            )
+            before = (match.groupdict().get("before") or "").lower().split()
+            # "the GKE clusters": GKE names where (not "both clusters": a word of its own is left)
+            if len(before) == 2 and before[1] in _KINDS_OF_HOST and before[0] not in STOPWORDS:
+                before = before[:1]
+            said = [(match.group("where") or "").lower(), *before]
+            where = tuple(word for word in said if word and word not in STOPWORDS)
             moves.append((thing, match.group("value"), where))
     return tuple(moves)
 

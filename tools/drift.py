@@ -59,8 +59,9 @@ def drift(args: DriftInput, runtime: Runtime, caller: Caller) -> DriftOutput:
     ids = {pair.older_id for pair in every} | {pair.newer_id for pair in every}
     ids |= {event.memory_id for event in events} | {event.related_id for event in events if event.related_id}
     memories = store.get_memories(sorted(ids), view)
-    # An open pair with a side superseded a moment ago is being carried to what restated it (the write
-    # path's work behind the call): listed once carried, not as a dispute of a memory gone (a trial).
+    # An open pair with a side no longer active is being carried to what restated it, or closed (the write
+    # path's work behind the call): listed once that is done, not as a dispute of a memory gone (a trial).
+    # (`stats` counts the table's open pairs as they are.)
     found = [
         pair
         for pair in every

@@ -244,19 +244,27 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
             "purge it (or pass its memory_id)",
         )
     note = "; ".join(notes) or None
-    if args.tag is not None:
+
+    def tagged_note(count: int, note: str | None) -> str | None:  # what a forget by tag did, first
+        if args.tag is None:
+            return note
         more = f" (the first {at_once:,}; call again for the rest)" if len(tagged) > at_once else ""
         done = "purged" if args.mode == "purge" else "retracted"
         said = (
-            f"dry run: the {counted(len(eligible), 'memory')} tagged {args.tag!r} would be {done}{more}; call "
+            f"dry run: the {counted(count, 'memory')} tagged {args.tag!r} would be {done}{more}; call "
             "again with dry_run=false to forget them"
             if args.dry_run
-            else f"{counted(len(eligible), 'memory')} tagged {args.tag!r} {done}{more}"
+            else f"{counted(count, 'memory')} tagged {args.tag!r} {done}{more}"
         )
-        note = f"{said}; {note}" if note else said
+        return f"{said}; {note}" if note else said
+
     if args.dry_run or not eligible:
         return ForgetOutput(
-            mode=args.mode, dry_run=args.dry_run, forgotten=briefs, matches=matches, note=note
+            mode=args.mode,
+            dry_run=args.dry_run,
+            forgotten=briefs,
+            matches=matches,
+            note=tagged_note(len(eligible), note),
         )
 
     actor = Actor(caller.agent_id, caller.session_id)
@@ -273,13 +281,14 @@ def forget(args: ForgetInput, runtime: Runtime, caller: Caller) -> ForgetOutput:
         )
         extras += [extra] if extra else []
         raced += lost
-    if raced:  # another call retracted them first (a trial: both callers were told they did, lineage twice)
+    if raced:  # changed by another call first (a trial: both callers were told they did it, lineage twice)
         briefs = [brief for brief in briefs if brief.id not in raced]
         extras.append(
-            f"{counted(len(raced), 'memory')} retracted by another call meanwhile: {', '.join(raced)}"
+            f"{counted(len(raced), 'memory')} no longer active, changed by another call meanwhile: {', '.join(raced)}"
         )
     if extras:
         note = "; ".join([note, *extras]) if note else "; ".join(extras)
+    note = tagged_note(len(eligible) - len(raced), note)
     return ForgetOutput(mode=args.mode, dry_run=False, forgotten=briefs, matches=matches, note=note)
 
 

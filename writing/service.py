@@ -1239,7 +1239,7 @@ class WriteService:
                 actor=upkeep,
                 at=now,
             )
-        self._corroboration.retire(scope, list(memory_ids))
+        self._corroboration.retire(scope, changed)
         return changed
 
     def observe(self, memory: MemoryRecord) -> None:

@@ -100,8 +100,9 @@ _LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
 _HOST = (
     rf"(?i:(?<![@\w.-])(?:(?:{_LABEL}\.)+(?:internal|local|lan|corp|intra|cluster|svc)"
     rf"|(?:{_LABEL}\.){{2,}}(?:com|net|org|io|dev|app|cloud|ai|co|us|eu|uk|de))\b(?![.-]\w)"
-    # (a version of four numbers is not one: "version 1.2.3.4", "release 4.0.1.2", "build 1.2.3.4")
-    r"|(?<![\w.])(?<!(?i:version|release) )(?<!(?i:build) )(?:\d{1,3}\.){3}\d{1,3}(?![\w.]\d?)|\blocalhost\b)"
+    # (a version of four numbers is not one: "version 1.2.3.4", "version: 1.2.3.4", "release 4.0.1.2")
+    r"|(?<![\w.])(?<!version )(?<!version: )(?<!versions )(?<!release )(?<!release: )"
+    r"(?:\d{1,3}\.){3}\d{1,3}(?![\w.]\d?)|\blocalhost\b)"
 )
 # A capitalised name after a preposition ("in Lisbon", "at the Acme office"), not a month, a day or "I".
 _AFTER_PREPOSITION = rf"\b(?i:in|at|to|from|near|into|inside|outside|around|under|on)\s+(?:the\s+)?(?!(?:{_MONTHS}|{_DAYS}|I)\b)"

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from console.ui import UiServer
+from storage.records import Scope
 from tests.console.test_report_browser import browser as browser  # the shared Chromium fixture
 from tests.helpers import make_runtime, settings_for
 from tools.common import Caller
@@ -127,6 +128,14 @@ def test_a_memory_retracted_from_the_page_is_restored_from_it_as_it_was(ui):
     assert status == 400 and error["error"] == f"{memory_id} is active: there is nothing to restore"
     status, error = fetch(ui, "/api/restore", token=ui.token, body={})
     assert status == 400 and "restore needs the id of a retracted memory" in error["error"]
+    # Another project's memory is no memory here: the page names no other project (a review).
+    other = next(
+        m
+        for m in ui.runtime.store.list_memories(Scope("default", "other"), limit=5)
+        if "secret plan" in m.content
+    )
+    status, error = fetch(ui, "/api/restore", token=ui.token, body={"id": other.id})
+    assert (status, error["error"]) == (400, f"no memory {other.id!r} here: check the id")
 
 
 @pytest.mark.slow

@@ -256,6 +256,10 @@ def test_a_version_moved_in_words_disputes_an_older_memory_that_says_more_beside
         ("numpy 2.0 breaks the ingest script.", "Pinned numpy to 1.26."),
         ("The frontend uses Node 18.", "Upgrade Node to 20 before running the e2e suite."),
         ("The prod servers run Node 18.", "We upgraded the staging servers to Node 20."),
+        # A kind of host alone, or after "on the", still names where (a review).
+        ("Our laptops use Ubuntu 22.04.", "Upgraded the servers to Ubuntu 24.04."),
+        ("Local dev uses Postgres 14 via docker compose.", "Upgraded Postgres to 16 on the cluster."),
+        ("Minikube for local dev uses Kubernetes 1.27.", "We upgraded both clusters to Kubernetes 1.30."),
     ],
 )
 def test_a_version_moved_leaves_an_older_memory_with_another_or_no_single_version(older_text, newer_text):

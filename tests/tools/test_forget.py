@@ -862,7 +862,10 @@ def test_a_memory_another_call_retracted_first_is_not_said_forgotten_again_nor_r
     runtime.writer.retract = another_call_first
     out = forget(ForgetInput(query="cron runs at", max_memories=2, dry_run=False), runtime, OWNER)
     assert [m.id for m in out.forgotten] == [kept]
-    assert out.note is not None and f"1 memory retracted by another call meanwhile: {raced}" in out.note
+    assert (
+        out.note is not None
+        and f"1 memory no longer active, changed by another call meanwhile: {raced}" in out.note
+    )
     runtime.store.flush_logs()
     events = [
         e
@@ -870,3 +873,26 @@ def test_a_memory_another_call_retracted_first_is_not_said_forgotten_again_nor_r
         if e.action == "retract"
     ]
     assert [e.reason for e in events] == ["the other call"]
+
+
+def test_a_forget_by_tag_that_another_call_beat_to_one_memory_counts_what_it_retracted(runtime):
+    """A review: the tag's note counted the memories read before the race ("2 memories tagged ...
+    retracted") where this call retracted one."""
+    first = remember(
+        RememberInput(content="the billing cron runs at 02:00", tags=["cron"]), runtime, OWNER
+    ).id
+    raced = remember(
+        RememberInput(content="the staging cron runs at 04:00", tags=["cron"]), runtime, OWNER
+    ).id
+    real = runtime.writer.retract
+
+    def another_call_first(scope, ids, **fields):
+        real(scope, [raced], reason="the other call", resolution="retract by agent-b", actor=fields["actor"])
+        return real(scope, ids, **fields)
+
+    runtime.writer.retract = another_call_first
+    out = forget(ForgetInput(tag="cron", dry_run=False), runtime, OWNER)
+    assert [m.id for m in out.forgotten] == [first]
+    assert out.note == (
+        f"1 memory tagged 'cron' retracted; 1 memory no longer active, changed by another call meanwhile: {raced}"
+    )

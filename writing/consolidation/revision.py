@@ -376,24 +376,57 @@ def describes_old_state(text: str, newer: str) -> bool:
 
 def disputed_by(text: str, revision: Revision) -> bool:
     """Whether ``revision`` disputes ``text`` that it does not revise: ``text`` places what the switch is of on
-    what was given up, with a verb of use or placing, and says more of it ("Async jobs go through RabbitMQ on
-    the shared cluster", then "We moved async jobs from RabbitMQ to Kafka": a trial saw the two kept apart,
-    the older recalled unmarked). Not the old state itself, a text that names what replaced it, a negation,
-    nor one that only mentions the two ("Alice designed the on-call rotation")."""
+    what was given up, with a verb of placing in the present right before it, and says more of it ("Async
+    jobs go through RabbitMQ on the shared cluster", then "We moved async jobs from RabbitMQ to Kafka": a trial
+    saw the two kept apart, the older recalled unmarked). Not the old state itself, a text that names what
+    replaced it, a negation, one that only mentions the two ("Alice designed the on-call rotation"), a past
+    ("Async jobs went through RabbitMQ in 2022"), nor one whose verb places another thing ("Billing service
+    backups of Postgres 14 are stored in S3", a review)."""
     terms = term_set(text)
     thing = revision.subject or revision.about
-    if (
-        not revision.new
-        or not thing
-        or not (set(revision.old) | thing) <= terms
-        or (set(revision.new) - set(revision.old)) & terms
-        or names_apart(content_terms(text), revision.new, revision.old)
-        or negated(text)
-        or describes_old_state(text, revision.text)
-    ):
-        return False
-    # (a verb of its own: "Friday deploys need a second approval after 5pm" names the deploys, places nothing)
-    return bool((terms - thing) & _PLACING) or asserts_use_of(text, revision.old)
+    return (
+        bool(revision.new and thing and thing <= terms)
+        and _names_what_was_given_up(text, terms, revision)
+        and not negated(text)
+        and not describes_old_state(text, revision.text)
+        and _placed_on(text, revision.old)
+    )
+
+
+# A verb that places a thing on what it names right after it, said in the present: "go through RabbitMQ",
+# "runs on Jenkins", "is hosted on Fly.io" (a participle after "is" or "are").
+_PLACES = frozenset(
+    word_tokens(
+        "go goes run runs live lives deploy deploys host hosts point points ship ships send sends route routes "
+        "store stores serve serves process processes handle handles use uses push pushes upload uploads"
+    )
+)
+_PLACED = frozenset(
+    word_tokens("hosted stored served processed handled routed sent deployed pushed uploaded kept")
+)
+
+
+def _placed_on(text: str, old: tuple[str, ...]) -> bool:
+    """Whether ``text`` places something on ``old`` (its first content term) with a verb of ``_PLACES``
+    within the three words before it, or a participle of ``_PLACED`` after "is" or "are" there."""
+    words = word_tokens(text)
+    for position, word in enumerate(words):
+        if light_stem(word) != old[0]:
+            continue
+        before = words[max(0, position - 3) : position]
+        if _PLACES & set(before) or (_PLACED & set(before) and {"is", "are"} & set(before)):
+            return True
+    return False
+
+
+def _names_what_was_given_up(text: str, terms: set[str] | frozenset[str], revision: Revision) -> bool:
+    """Whether ``text`` (its content ``terms``) names what ``revision`` gave up, and not already what replaced
+    it: "uses React and React Native" names React Native apart from React (``names_apart``)."""
+    return (
+        set(revision.old) <= terms
+        and not (set(revision.new) - set(revision.old)) & terms
+        and not names_apart(content_terms(text), revision.new, revision.old)
+    )
 
 
 def revised_by(text: str, revision: Revision) -> bool:
@@ -402,11 +435,7 @@ def revised_by(text: str, revision: Revision) -> bool:
     16", not "uses Postgres 16 and 17", nor, for "from React Native to React", "the web app uses React and
     the mobile app React Native"), and states it as in use (``asserts_use_of``, or a switch to it)."""
     terms = term_set(text)
-    if (
-        not set(revision.old) <= terms
-        or (set(revision.new) - set(revision.old)) & terms
-        or names_apart(content_terms(text), revision.new, revision.old)
-    ):
+    if not _names_what_was_given_up(text, terms, revision):
         return False
     # A switch of a named thing ("moved the production deploys from Fly.io to Render") is of that thing
     # only: an older text about another ("Staging deploys run on Fly.io", "Monday deploys ...") or about the

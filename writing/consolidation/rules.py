@@ -58,32 +58,36 @@ def explicit_version(old: MemoryRecord, new: MemoryRecord) -> bool:
     return old.kind == new.kind == "artifact" and new.version_of is None
 
 
-# An artifact's head: its first line when it has several, or a single line's title before ": " ("Health check
-# for ledger: curl ..."), not the colon of a URL, a port or a time.
-_TITLE = re.compile(r"([^\n:]{1,80}?):\s")
+# An artifact's title: its first line when it has several, or a single line's words before ": " ("Health
+# check for ledger: curl ..."); words, spaces and a file name's marks only, so that no command, quote, flag,
+# code fence or shebang is read as one ("curl -H 'Authorization: ...", "```bash", "#!/bin/sh").
+_TITLE = re.compile(r"#{0,3}+ ?+(\w[\w ./-]{0,79}+)")
+_TITLED = re.compile(r"([^\n:]{1,80}?):\s")
 
 
-def _head(text: str) -> str | None:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    if len(lines) > 1:
-        return lines[0]
-    title = _TITLE.match(text.strip())
-    return title.group(1) if title else None
+def _title(text: str) -> str | None:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    head = (
+        lines[0] if len(lines) > 1 else (found.group(1) if (found := _TITLED.match(text.strip())) else None)
+    )
+    if head is None:
+        return None
+    title = _TITLE.fullmatch(head.rstrip(":"))
+    return title.group(1) if title and " -" not in title.group(1) else None  # (" -x": a command's flag)
 
 
 def names_another_artifact(older: str, newer: str) -> bool:
-    """Whether ``newer`` is an artifact about another thing than ``older`` rather than its next version: where
-    the two put a word in the same place, each has a word of its own that is not a value ("Health check for
-    ledger: curl ... :8017" and "Health check for billing-api: curl ... :8002"; "make rollback ENV=prod" and
-    "make rollback ENV=staging"; a trial saw the ledger's health check superseded by billing-api's and no
-    longer recalled). Values changed ("TIMEOUT=30" -> "60"), words added or dropped ("if not args.force"),
-    are an edit. Where both have a head (a first line of several, or a title before ": "), only their heads
-    are compared: a file's body changes from one version to the next ("deploy.yaml" with "log_level: debug"
-    for "info") while its name stays."""
-    older_head, newer_head = _head(older), _head(newer)
-    if older_head is not None and newer_head is not None:
-        older, newer = older_head, newer_head
-    before, after = word_tokens(older), word_tokens(newer)
+    """Whether ``newer`` is an artifact about another thing than ``older`` rather than its next version: both
+    have a title (a first line of several, or a single line's words before ": ") and, where the two titles put
+    a word in the same place, each has a word of its own that is not a value ("Health check for ledger: curl
+    ... :8017" and "Health check for billing-api: curl ... :8002"; "deploy.yaml" and "service.yaml"): a trial
+    saw the ledger's health check superseded by billing-api's and no longer recalled. Only titles are read: an
+    edit of a command or a file's body changes its words ("postgres redis" -> "postgres valkey", "log_level:
+    info" -> "debug", a review), and values changed in a title ("# deploy v1.2" -> "v1.3") are an edit too."""
+    titles = _title(older), _title(newer)
+    if titles[0] is None or titles[1] is None:
+        return False
+    before, after = word_tokens(titles[0]), word_tokens(titles[1])
     matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
     return any(
         tag == "replace" and _has_a_name(before[i1:i2]) and _has_a_name(after[j1:j2])

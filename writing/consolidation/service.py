@@ -1100,20 +1100,25 @@ class ConsolidationService:
         compacted by every maintenance round). Such a pair stays unrecorded unless a write of one of the
         two recorded it, or the sweep clusters it: the lineage then says less about older pairs, and
         nothing reads these events but the sweep and the audit views. When the resolver left the focus out
-        of the kept (a restatement outranked it), every pair is recorded, as the sweep records its
-        clusters' pairs: those not in ``kept``, the pairs recorded already. A sweep records the pairs it
-        found close (``close``), not every two memories its clusters joined: a cluster of 600 similar notes
-        after a model switch wrote 179,458 events (a trial: 317,973 for 802 memories)."""
+        of the kept (a restatement outranked it), every pair of the group is recorded but those in
+        ``kept``, the pairs recorded already. A sweep records the pairs of its cluster it found close
+        (``close``), not every two memories the cluster joined: 600 similar notes swept after a model
+        switch wrote 179,458 events (a trial: 317,973 for 802 memories)."""
         ids = list(resolution.loser_ids)
         if focus is not None and focus.id not in ids:
             focus = None
+        if close is not None:  # a sweep's: its close pairs among the kept, in the group's order
+            place = {memory_id: index for index, memory_id in enumerate(ids)}
+            pairs = sorted(
+                (tuple(sorted(pair, key=place.__getitem__)) for pair in close if pair <= place.keys()),
+                key=lambda pair: (place[pair[0]], place[pair[1]]),
+            )
+        else:
+            pairs = [(left, right) for index, left in enumerate(ids) for right in ids[index + 1 :]]
         events = [
             self._event(scope, "keep_both", left, right, resolution.resolver, resolution.reason, actor)
-            for index, left in enumerate(ids)
-            for right in ids[index + 1 :]
-            if (focus is None or focus.id in (left, right))
-            and frozenset((left, right)) not in kept
-            and (close is None or frozenset((left, right)) in close)
+            for left, right in pairs
+            if (focus is None or focus.id in (left, right)) and frozenset((left, right)) not in kept
         ]
         if events:
             self._store.add_lineage(events, deferred=True)  # nothing changed: an audit record, off the lock

@@ -92,10 +92,15 @@ def test_the_question_says_what_kind_of_answer_it_asks_for(question, expected):
         ("host", "Mail goes out via smtp.sendgrid.net", True),
         ("host", "The CI runners live in Frankfurt.", True),
         ("host", "Python 3.11.4 is required, e.g. for the type hints", False),
-        # A version of four numbers is not an IPv4 address (a note's leftover).
+        # A version of four numbers is not an IPv4 address (a note's leftover), however its label is written.
         ("host", "The agent runs version 1.2.3.4 of the SDK", False),
         ("host", "Release 4.0.1.2 fixed the leak", False),
-        ("host", "The host 10.0.3.17 runs build 1.2.3.4", True),
+        ("host", "The agent's config says version: 1.2.3.4", False),
+        (
+            "host",
+            "The build 10.0.3.17 box runs the nightly jobs",
+            True,
+        ),  # an address after "build" (a review)
         ("host", "The docs are at https://docs.kestrel.io/ci.", True),
         # A second trial: a path, a file name or a runtime with its version answers no host question (they
         # were lent as much as the host the service had moved to, and ranked above it).
