@@ -258,22 +258,20 @@ def _text_of(path: Path) -> str:
         with _opened(path) as file:
             return str(file.read())
     except UnicodeDecodeError as exc:
-        raise ToolFailure(
-            f"{path}: is not UTF-8 text ({exc.reason}{_first_bad_byte(path)}): save it as UTF-8 and import again"
-        ) from None
+        raise _not_utf8(path, exc) from None
 
 
-def _first_bad_byte(path: Path) -> str:
-    """Where the file's first byte that is no UTF-8 is, as " at line N, byte B (0xXX)" (a trial's error said
-    nothing of where; the decoder's own position counts from the chunk it read)."""
-    raw = path.read_bytes()
+def _not_utf8(path: Path, exc: UnicodeDecodeError) -> ToolFailure:
+    """The file is no UTF-8 text: where its first such byte is, "at line N, byte B of the line (0xXX)" (a
+    trial's error said nothing of where; the decoder's own position counts from the chunk it read)."""
+    raw, where = path.read_bytes(), ""
     try:
         raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        return f" at line {line}, byte {column} of the line (0x{raw[exc.start]:02x})"
-    return ""
+    except UnicodeDecodeError as first:
+        line = raw.count(b"\n", 0, first.start) + 1
+        column = first.start - (raw.rfind(b"\n", 0, first.start) + 1) + 1
+        where = f" at line {line}, byte {column} of the line (0x{raw[first.start]:02x})"
+    return ToolFailure(f"{path}: is not UTF-8 text ({exc.reason}{where}): save it as UTF-8 and import again")
 
 
 def _numbered_lines(path: Path) -> Generator[tuple[int, str], None, None]:
@@ -284,10 +282,7 @@ def _numbered_lines(path: Path) -> Generator[tuple[int, str], None, None]:
                 if line.strip():
                     yield number, line
         except UnicodeDecodeError as exc:
-            raise ToolFailure(
-                f"{path}: is not UTF-8 text ({exc.reason}{_first_bad_byte(path)}): save it as UTF-8 and import "
-                "again"
-            ) from None
+            raise _not_utf8(path, exc) from None
 
 
 def _fail(path: Path, where: str, what: str, advice: str) -> ToolFailure:

@@ -513,16 +513,20 @@ def test_reembedding_gives_every_memory_of_another_model_new_vectors_and_keeps_t
         new.close()
 
 
+def said_by_another_model(path) -> str:
+    """The id of a memory a store at ``path`` keeps with another model's vectors (written by it, then closed)."""
+    old = make_runtime(settings_for(path), embedder=TokenEmbedder(384))
+    try:
+        return say(old, "The API server is written in Go 1.22 and lives in cmd/api")
+    finally:
+        old.close()
+
+
 @pytest.mark.slow
 def test_a_restatement_written_after_a_model_switch_is_consolidated_once_the_old_vectors_are_remade(tmp_path):
     """A team's trial: written while the store's other vectors were another model's, a restatement found no
     neighbour and stood beside the memory it restates, through `memoria reembed` and restarts."""
-    settings = settings_for(tmp_path / "store")
-    old = make_runtime(settings, embedder=TokenEmbedder(384))
-    try:
-        first = say(old, "The API server is written in Go 1.22 and lives in cmd/api")
-    finally:
-        old.close()
+    settings, first = settings_for(tmp_path / "store"), said_by_another_model(tmp_path / "store")
     new = make_runtime(settings)
     try:
         again = say(new, "The API server is written in Go 1.22 and is in cmd/api")
@@ -535,13 +539,8 @@ def test_a_restatement_written_after_a_model_switch_is_consolidated_once_the_old
         new.close()
     # A run stopped after its vectors and before its sweep: the next run embeds nothing and sweeps what waits
     # (a trial: it said "consolidated 0", and the restatement stood beside what it restates).
-    other = settings_for(tmp_path / "stopped")
-    old = make_runtime(other, embedder=TokenEmbedder(384))
-    try:
-        first = say(old, "The API server is written in Go 1.22 and lives in cmd/api")
-    finally:
-        old.close()
-    stopped = make_runtime(other)
+    first = said_by_another_model(tmp_path / "stopped")
+    stopped = make_runtime(settings_for(tmp_path / "stopped"))
     try:
         again = say(stopped, "The API server is written in Go 1.22 and is in cmd/api")
         from writing import reembedding

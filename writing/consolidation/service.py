@@ -1346,16 +1346,14 @@ class ConsolidationService:
                 sets.union(seed.id, hit.record.id)
                 close.add(frozenset((seed.id, hit.record.id)))
         kept_pairs = self._kept_pairs(scope, list(members))
-        groups = [ids for ids in sets.groups().values() if len(ids) > 1]
-        group_of = {memory_id: number for number, ids in enumerate(groups) for memory_id in ids}
-        pairs_of: list[set[frozenset[str]]] = [set() for _ in groups]
+        pairs_of: dict[str, set[frozenset[str]]] = {}  # each cluster's close pairs, by its root
         for pair in close:
-            pairs_of[group_of[next(iter(pair))]].add(pair)
+            pairs_of.setdefault(sets.find(next(iter(pair))), set()).add(pair)
         # A cluster whose close pairs were all judged distinct before is not judged again.
         clusters = [
-            ([members[i] for i in ids], pairs)
-            for ids, pairs in zip(groups, pairs_of, strict=True)
-            if not pairs <= kept_pairs
+            ([members[i] for i in ids], pairs_of[root])
+            for root, ids in sets.groups().items()
+            if len(ids) > 1 and not pairs_of[root] <= kept_pairs
         ]
         actor = Actor(CONSOLIDATOR_AGENT, "sweep")
 
