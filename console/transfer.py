@@ -26,6 +26,7 @@ from retrieval.text import clip, content_hash, counted, has_visible_text, listed
 from storage.records import (
     Audience,
     ContradictionRecord,
+    LineageEvent,
     MemoryRecord,
     ProtectionTier,
     Scope,
@@ -295,6 +296,7 @@ def _fail(path: Path, where: str, what: str, advice: str) -> ToolFailure:
 # The session a weight replayed by an import is recorded under in a memory's weight history: a name no client's
 # session has in practice (one that took it would see these rows as its report's).
 IMPORT_SESSION = "(import: replayed every report)"
+IMPORT_ACTOR = "import"  # the agent and session of what an import changes itself
 
 
 def _import_export(runtime: Runtime, path: Path, progress: Progress) -> TransferSummary:
@@ -588,6 +590,19 @@ def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> 
                 merged = [*here.tags, *added][: max(runtime.writer.limits.max_tags, len(here.tags))]
                 if len(merged) > len(here.tags):
                     runtime.writer.inheritance.retag(here, merged)
+                    # Said in its lineage, as an amend is (a trial: the tags changed and nothing said why).
+                    event = LineageEvent.new(
+                        scope,
+                        "amend",
+                        here.id,
+                        resolver="import",
+                        reason=f"its tags are now {merged} (were {list(here.tags)}): the imported copy had "
+                        f"{added[: len(merged) - len(here.tags)]}",
+                        agent_id=IMPORT_ACTOR,
+                        session_id=IMPORT_ACTOR,
+                        at=runtime.clock(),
+                    )
+                    store.add_lineage([event])
                     amended += 1
                 continue
             if latest.event_id not in amends:

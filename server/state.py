@@ -24,6 +24,7 @@ from server.ordering import WritesInFlight
 from server.upkeep import aggregation_pass, catch_up, finish_unfinished, maintenance_round
 from tools.common import Runtime, ServerFault, backend_summary, memory_id_for
 from tools.lanes import READS, READS_WAITING, Lanes
+from writing.repairs import restore_misread_versions
 
 if TYPE_CHECKING:
     from retrieval.models.providers import Models
@@ -376,6 +377,10 @@ class AppState:
             log.warning(
                 "catching up with expiry and unfinished writes failed (the next round retries): %s", exc
             )
+        try:  # what an earlier release's rules decided and today's would not (``writing.repairs``)
+            restore_misread_versions(runtime.writer)
+        except Exception as exc:  # the next start tries again
+            log.warning("repairing what an earlier release decided failed (the next start retries): %s", exc)
         keep = timedelta(seconds=self.settings.keep_versions_seconds)
         while not self._stop.wait(min(1.0, interval)):
             try:  # the versions' sightings between rounds: what the next clean-up may drop sooner

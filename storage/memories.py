@@ -395,8 +395,11 @@ class Memories(StoreTables):
         if memory_ids:
             self._update_rows(list(memory_ids), {"consolidated_at": at})
 
-    def set_version_of(self, memory_id: str, previous_id: str) -> None:
-        self._merge_update(pa.table({"id": [memory_id], "version_of": [previous_id]}))
+    def set_version_of(self, memory_id: str, previous_id: str | None) -> None:
+        """Link a memory to the artifact it is the next version of (None: to none)."""
+        self._merge_update(
+            pa.table({"id": [memory_id], "version_of": pa.array([previous_id], type=pa.string())})
+        )
 
     def set_tags(
         self,

@@ -235,7 +235,9 @@ class Recovery:
                 )
                 self._corroboration.retire(scope, ids)
             elif change.action == "restore":
-                store.add_lineage([restore_event(memory, actor, now, RECOVERED) for memory in unrecorded])
+                store.add_lineage(
+                    [restore_event(memory, actor, now, RECOVERED, change.resolver) for memory in unrecorded]
+                )
                 for memory in unrecorded:
                     self._writer.observe(memory)
                     self._writer.reopen_contradictions(memory)
@@ -331,13 +333,17 @@ def unrecorded_change(
 
 
 def restore_event(
-    memory: MemoryRecord, actor: Actor, at: datetime, reason: str = "the same content was remembered again"
+    memory: MemoryRecord,
+    actor: Actor,
+    at: datetime,
+    reason: str = "the same content was remembered again",
+    resolver: str = "remember",
 ) -> LineageEvent:
     return LineageEvent.new(
         memory.scope,
         "restore",
         memory.id,
-        resolver="remember",
+        resolver=resolver,
         reason=reason,
         agent_id=actor.agent_id,
         session_id=actor.session_id,

@@ -729,7 +729,7 @@ class WriteService:
                         stored.scope, [stored.id], "restore", "remember", actor, replaces=replaces.id
                     )
                     with self._journal.changing(back):
-                        revived = self._revive(stored, actor, "an explicit update restored it")
+                        revived = self.revive(stored, actor, "an explicit update restored it")
                         if revived is not None:
                             return WriteResult(revived, False, self.apply_update(replaces, revived, actor))
             if stored.status == "superseded":
@@ -744,7 +744,7 @@ class WriteService:
                     # What replaced it was forgotten since: nothing stands in its place, so said again it is
                     # current again (with lineage), as after a retraction of its own.
                     reason = f"stated again; {head.id}, which had replaced it, is {head.status}"
-                    revived = self._revive(stored, actor, reason)
+                    revived = self.revive(stored, actor, reason)
                     if revived is not None and revived.past_expiry(now):
                         # Its own time ran out too: it expires, and is restored with this write's tier and
                         # expiry (a trial was told "restored" of a memory recall would never show).
@@ -817,15 +817,17 @@ class WriteService:
         how = f"replaces={newer[0]}" if one else "replaces= each of them in turn"
         return f"{said}. If this text is what holds now, remember it with {how} to make it current"
 
-    def _revive(self, superseded: MemoryRecord, actor: Actor, reason: str) -> MemoryRecord | None:
-        """A superseded memory active again, with a ``restore`` lineage record giving ``reason``; None when
-        it is not superseded any more."""
+    def revive(
+        self, superseded: MemoryRecord, actor: Actor, reason: str, resolver: str = "remember"
+    ) -> MemoryRecord | None:
+        """A superseded memory active again, with a ``restore`` lineage record by ``resolver`` giving
+        ``reason``; None when it is not superseded any more."""
         with self._journal.changing(
-            self._journal.change(superseded.scope, [superseded.id], "restore", "remember", actor)
+            self._journal.change(superseded.scope, [superseded.id], "restore", resolver, actor)
         ):
             revived = self._store.reactivate(superseded.scope, superseded.id, self._clock())
             if revived is not None:
-                self._store.add_lineage([restore_event(revived, actor, self._clock(), reason)])
+                self._store.add_lineage([restore_event(revived, actor, self._clock(), reason, resolver)])
         if revived is not None:
             self.observe(revived)
             self.reopen_contradictions(revived)

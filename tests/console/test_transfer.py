@@ -317,6 +317,12 @@ def test_a_memory_remembered_on_both_sides_with_other_tags_takes_the_exports_as_
     summary = import_file(copy, write(tmp_path / "a.jsonl", export_text(source)))
     assert summary.amended == 1
     assert copy.store.get_memory(freeze).tags == ("ops", "policy", "org")
+    [event] = [e for e in copy.store.lineage(SCOPE, [freeze]) if e.action == "amend"]
+    assert (event.resolver, event.agent_id) == ("import", "import")
+    assert (
+        event.reason
+        == "its tags are now ['ops', 'policy', 'org'] (were ['ops']): the imported copy had ['policy', 'org']"
+    )
     found = recall(RecallInput(query="holiday change freeze", tags=["policy"]), copy, ALICE).memories
     assert [m.id for m in found] == [freeze]
     assert import_file(copy, write(tmp_path / "a.jsonl", export_text(source))).amended == 0

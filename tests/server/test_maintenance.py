@@ -369,3 +369,30 @@ def test_re_embedding_at_start_stopped_by_a_shutdown_says_how_far_it_got(tmp_pat
     assert line.startswith("re-embedded 16 of 20 memories in ") and line.endswith(
         "before stopping; the next start goes on"
     )
+
+
+@pytest.mark.slow
+async def test_a_server_starting_on_a_store_an_earlier_release_wrote_repairs_it(tmp_path, monkeypatch):
+    """The next-version rule of releases before 2026-12-06 superseded one service's artifact by another's
+    (writing.repairs); a server started on such a store makes the first active again."""
+    from tools.remember import RememberInput, remember
+    from writing.consolidation import service as consolidation_service
+
+    settings = settings_for(tmp_path / "db")
+    earlier = make_runtime(settings)
+    monkeypatch.setattr(consolidation_service, "names_another_artifact", lambda older, newer: False)
+    ledger = "Health check for ledger: curl -fsS http://localhost:8017/healthz returns ok."
+    billing = "Health check for billing-api: curl -fsS http://localhost:8002/healthz returns ok."
+    first = remember(RememberInput(content=ledger, kind="artifact"), earlier, Caller("a", "s1")).id
+    remember(RememberInput(content=billing, kind="artifact"), earlier, Caller("a", "s2"))
+    assert earlier.store.get_memory(first).status == "superseded"
+    earlier.close()
+    monkeypatch.undo()
+
+    built = Recorded()
+    async with connected(build_server(settings, runtime_factory=built)) as client:
+        with anyio.fail_after(30):
+            while built.runtime is None or built.runtime.store.get_memory(first).status != "active":
+                await anyio.sleep(0.1)
+        recalled = await call(client, "recall", {"query": "health check for the ledger"})
+    assert recalled["memories"][0]["id"] == first
