@@ -1276,7 +1276,13 @@ def show_command(args: argparse.Namespace, settings: Settings) -> int:
             ("expires", expiry(result.expires_at, result.status)),
             ("episode", result.episode_id),
             ("tags", ", ".join(result.tags) or None),
-            ("weight", result.weight),
+            # Over every report (a trial read it as what recall applies; that is a weight per query, closer
+            # reports counting more: `memoria explain` shows it).
+            (
+                "global weight",
+                f"{result.weight:.3f} (every report; recall applies a weight per task: memoria explain "
+                f"--query QUERY --memory {result.id})",
+            ),
             ("embedder", result.embedder),
             # Where nothing active stands in its place (its correction forgotten since), the note says so.
             ("current", None if lineage.current.id == result.id else lineage.note or lineage.current.id),

@@ -48,7 +48,7 @@ def text_of(out: ExplainRankingOutput) -> str:
             f'The relevance floor is {floor:g}, on the scale of each match\'s "matches the query at" (not its '
             "relevance): below it a memory never enters the context."
         )
-    lines += [_candidate_line(c) for c in placed]
+    lines += [_candidate_line(c, out.weighting_enabled) for c in placed]
     if left:
         shown = left[:LEFT_OUT_SHOWN]
         more = len(left) - len(shown)
@@ -57,7 +57,7 @@ def text_of(out: ExplainRankingOutput) -> str:
             + (f"; the first {len(shown)} here, every one in the structured content" if more else "")
             + "):"
         )
-        lines += [_candidate_line(c) for c in shown]
+        lines += [_candidate_line(c, out.weighting_enabled) for c in shown]
     floored = sum(1 for s in out.stages for e in s.events if e.get("event") == "BelowThreshold")
     if floored:
         lines.append(
@@ -90,7 +90,10 @@ def searched_within(out: ExplainRankingOutput) -> str:
     return searched_window(out.window) + (f" {among[0]}" if among else "")
 
 
-def _candidate_line(c: CandidateExplanation) -> str:
+def _candidate_line(c: CandidateExplanation, weighted: bool = True) -> str:
+    """``weighted``: whether feedback weighting applied (the org's ``feedback_weighting_disabled`` off); when
+    it did not, the weight is said beside the arithmetic, not in it (a trial read "final 0.814 = relevance
+    0.814 x weight 0.250")."""
     s = c.scores
     lent = "".join(
         f" + {name} {value:.3f}"
@@ -104,9 +107,10 @@ def _candidate_line(c: CandidateExplanation) -> str:
         inherited = s.final - s.neighbourhood - s.answer_type
         own = f"; its own relevance {s.relevance:.3f}" if s.relevance else ""
         attribution = f" x attribution {s.attribution:.3f}" if s.attribution != 1.0 else ""
+        weight = f" x min(1, weight {s.feedback_weight:.3f})" if weighted else ""
         score = (
             f"final {s.final:.3f} = {inherited:.3f} from its episode's {c.brought_by} (alpha x that memory's "
-            f"final x min(1, weight {s.feedback_weight:.3f}){attribution}{own}){lent}"
+            f"final{weight}{attribution}{own}){lent}"
         )
     else:
         score = f"relevance {s.relevance:.3f}"
@@ -115,7 +119,9 @@ def _candidate_line(c: CandidateExplanation) -> str:
         score = f"final {s.final:.3f} = {score}"
         if s.decay != 1.0:
             score += f" x decay {s.decay:.3f}"
-        score += f" x weight {s.feedback_weight:.3f}{lent}"
+        score += f" x weight {s.feedback_weight:.3f}{lent}" if weighted else lent
+    if not weighted and s.feedback_weight != 1.0:
+        score += f" (its weight here, {s.feedback_weight:.3f}, not applied: feedback weighting is off)"
     if c.rank_delta:
         score += f" (feedback moved it {'up' if c.rank_delta > 0 else 'down'} {abs(c.rank_delta)})"
     matched = (

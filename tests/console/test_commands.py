@@ -581,6 +581,11 @@ def test_show_prints_a_memory_with_its_weight_history(capsys, db):
     status, out, _ = memoria(capsys, db, "show", stored["id"])
     assert status == 0 and "Migrations run with alembic upgrade head" in out
     assert "weight history:" in out and found["session_id"] in out and "1.150" in out
+    # The weight over every report, said as such: recall's is per query (a trial read one for the other).
+    assert (
+        "global weight  1.150 (every report; recall applies a weight per task: memoria explain --query QUERY "
+        f"--memory {stored['id']})"
+    ) in out
 
 
 def test_show_of_a_correction_says_which_rows_of_its_weight_history_moved_the_memory_it_replaced(capsys, db):

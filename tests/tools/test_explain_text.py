@@ -3,6 +3,7 @@ from tools.explain_ranking import ExplainRankingInput, explain_ranking
 from tools.explain_text import LEFT_OUT_SHOWN, text_of
 from tools.recall import RecallInput, recall
 from tools.remember import RememberInput, remember
+from tools.report_outcome import ReportOutcomeInput, report_outcome
 
 CALLER = Caller("claude-code", "ses_1")
 
@@ -138,3 +139,39 @@ def test_a_disputed_memory_says_so_and_by_which_as_the_context_did(runtime):
     [line] = [line for line in text.splitlines() if f"] {old} · " in line]
     assert f" · DISPUTED by {new} · 'Feature flag checkout_v2 is enabled in staging'" in line
     assert "DISPUTED" not in next(line for line in text.splitlines() if f"] {new} · " in line)
+
+
+def test_with_weighting_off_the_weight_is_said_beside_the_arithmetic_not_in_it(tmp_path):
+    """A trial, with the org's feedback_weighting_disabled: "final 0.814 = relevance 0.814 x weight 0.250"."""
+    from server.config import OrgFeatures
+    from tests.helpers import make_runtime, settings_for
+
+    settings = settings_for(
+        tmp_path / "db", org_features={"acme": OrgFeatures(feedback_weighting_disabled=True)}
+    )
+    runtime = make_runtime(settings)
+    try:
+        memory = remember(
+            RememberInput(content="postgres listens on 5432", org_id="acme"), runtime, CALLER
+        ).id
+        recall(RecallInput(query="postgres port", org_id="acme"), runtime, CALLER)
+        report_outcome(
+            ReportOutcomeInput(outcome="failure", misleading_ids=[memory], org_id="acme"), runtime, CALLER
+        )
+        recalled = recall(
+            RecallInput(query="postgres port", org_id="acme"), runtime, Caller("other", "ses_2")
+        )
+        out = explain_ranking(
+            ExplainRankingInput(retrieval_id=recalled.retrieval_id, org_id="acme"),
+            runtime,
+            Caller("other", "ses_2"),
+        )
+        [line] = [line for line in text_of(out).splitlines() if line.startswith(f"[1] {memory}")]
+        s = out.candidates[0].scores
+        assert s.final == s.relevance
+        assert line.startswith(
+            f"[1] {memory} · final {s.final:.3f} = relevance {s.relevance:.3f} (its weight here, 0.250, not "
+            "applied: feedback weighting is off) · "
+        )
+    finally:
+        runtime.close()
