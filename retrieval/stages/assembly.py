@@ -44,6 +44,7 @@ from datetime import datetime, time, timedelta
 from functools import lru_cache
 
 from retrieval.contradictions import calendar_names, says_more_than_a_value
+from retrieval.outcomes import INITIAL_WEIGHT
 from retrieval.stages.expansion import EpisodeSource
 from retrieval.stages.filler import filler_bar, left_out_as_filler, share_for
 from retrieval.stages.instructions import instruction_signals
@@ -537,11 +538,11 @@ def select(
 KEEP_WITH_EPISODE = 0.7
 
 
-def group(chosen: Sequence[Candidate]) -> list[_Group]:
-    """The chosen memories in context order, as episode blocks (see the module's step 2)."""
-    present = {candidate.id for candidate in chosen}
+def group(chosen: Sequence[Candidate], disputing: Mapping[str, set[str]]) -> list[_Group]:
+    """The chosen memories in context order, as episode blocks (see the module's step 2); ``disputing``:
+    each one's disputers it is read after (``standing_disputers``)."""
     # Stable: ties keep the selection's order.
-    by_score = after_disputers(sorted(chosen, key=lambda c: -c.final_score), present)
+    by_score = after_disputers(sorted(chosen, key=lambda c: -c.final_score), disputing)
     blocks: list[_Group] = []
     first_block: dict[str, _Group] = {}
     for candidate in by_score:
@@ -550,7 +551,7 @@ def group(chosen: Sequence[Candidate]) -> list[_Group]:
         episode_id = candidate.memory.episode_id
         home = first_block.get(episode_id) if episode_id is not None else None
         # A disputed memory joins no earlier block: that would put it back before what disputes it.
-        disputed = any(other in present for other in candidate.contradicted_by)
+        disputed = bool(disputing.get(candidate.id))
         if home is not None and not disputed and candidate.final_score >= KEEP_WITH_EPISODE * home.best:
             home.items.append(candidate)
         elif home is not None and blocks[-1].episode_id == episode_id:
@@ -576,7 +577,7 @@ def group(chosen: Sequence[Candidate]) -> list[_Group]:
     placed = {id(summary_group) for summary_group in residual}
     for summary_group in residual:
         summary = summary_group.items[0]
-        disputers = set(summary.contradicted_by) & present
+        disputers = disputing.get(summary.id, set())
         after = max(
             (at + 1 for at, block in enumerate(blocks) if disputers & {item.id for item in block.items}),
             default=0,
@@ -596,21 +597,39 @@ def group(chosen: Sequence[Candidate]) -> list[_Group]:
     return blocks
 
 
-def after_disputers(ordered: list[Candidate], present: set[str]) -> list[Candidate]:
-    """``ordered`` with each memory that a newer one in it disputes (``contradicted_by``: an older value a
-    newer memory says otherwise about) moved to just after the last of those: an agent reads what is said
-    now before what it replaced, and the older one's mark says which memory disputes it (a new user's
-    trial read the older value first). Every other memory keeps its place. In a chain (C disputes B, which
-    disputes A) a memory moved after its disputer may pass one it disputes: passes go on until every
-    disputed memory follows its disputers (another trial read A, C, B), at most one per memory (a pair that
-    disputes each other, which no write makes, cannot loop). ``present``: the ids in ``ordered``."""
+def standing_disputers(chosen: Sequence[Candidate], *, weighted: bool = True) -> dict[str, set[str]]:
+    """Per memory of ``chosen``, the others of ``chosen`` that dispute it (``contradicted_by``: an older value
+    a newer memory says otherwise about) and that it is read after. Not one the reports of tasks like this
+    query's lowered while they raised the disputed memory (``feedback_weight`` below and above neutral, with
+    feedback weighting on): agents named the older memory as what served such tasks and the newer as what
+    misled them, and the older one keeps its place by score, still marked (a trial: a port three sessions
+    named helpful was read last, after the newer value they named misleading and two unrelated memories)."""
+    by_id = {candidate.id: candidate for candidate in chosen}
+    return {
+        candidate.id: {
+            other
+            for other in candidate.contradicted_by
+            if other in by_id
+            and other != candidate.id
+            and not (weighted and candidate.feedback_weight > INITIAL_WEIGHT > by_id[other].feedback_weight)
+        }
+        for candidate in chosen
+    }
+
+
+def after_disputers(ordered: list[Candidate], disputing: Mapping[str, set[str]]) -> list[Candidate]:
+    """``ordered`` with each memory that a newer one in it disputes (``disputing``: ``standing_disputers``)
+    moved to just after the last of those: an agent reads what is said now before what it replaced, and the
+    older one's mark says which memory disputes it (a new user's trial read the older value first). Every
+    other memory keeps its place. In a chain (C disputes B, which disputes A) a memory moved after its
+    disputer may pass one it disputes: passes go on until every disputed memory follows its disputers
+    (another trial read A, C, B), at most one per memory (a pair that disputes each other, which no write
+    makes, cannot loop)."""
     placed = list(ordered)
     for _ in range(len(placed)):
         moved = False
         for candidate in list(placed):
-            disputers = {
-                other for other in candidate.contradicted_by if other in present and other != candidate.id
-            }
+            disputers = disputing.get(candidate.id)
             if not disputers:
                 continue
             last = max(index for index, other in enumerate(placed) if other.id in disputers)
@@ -710,9 +729,11 @@ def assemble(
     fold_threshold: float | None = None,
     min_share_of_best: float | None = 0.0,
     time_zone: str | None = None,
+    weighted: bool = True,
 ) -> tuple[tuple[Candidate, ...], str]:
     """Return the candidates (in final order) marked in or out of the context, and the context
-    (``""`` when nothing fits); dates shown in ``time_zone`` (None: UTC)."""
+    (``""`` when nothing fits); dates shown in ``time_zone`` (None: UTC); ``weighted``: whether feedback
+    weighting applies."""
     compact = char_budget < COMPACT_BELOW
     context = preamble(retrieval_id, time_zone, compact=compact)
     chosen, reasons, folded = select(
@@ -731,7 +752,8 @@ def assemble(
         reason = f"{DID_NOT_FIT}: char_budget {char_budget} is smaller than the context header ({len(context)} chars)"
         reasons |= {item.id: reason for item in chosen}
         chosen = []
-    blocks = group(chosen)
+    disputing = standing_disputers(chosen, weighted=weighted)
+    blocks = group(chosen, disputing)
     matches: dict[str | None, int] = {}  # an episode's direct matches in all its blocks
     for each in blocks:
         matches[each.episode_id] = matches.get(each.episode_id, 0) + each.matches
@@ -781,7 +803,13 @@ def assemble(
             shown_twins = {folded_id: twin for folded_id, twin in folded.items() if twin in positions}
             # A newer memory that disputes it and is not shown before it is quoted with it
             # (``after_disputers`` put each one in the context before the memories it disputes).
-            absent = {other: text for other, text in item.disputers_said if other not in positions}
+            # (Not one the reports overruled: it follows in the context, ``standing_disputers``.)
+            overruled = set(item.contradicted_by) & stands_for.keys() - disputing.get(item.id, set())
+            absent = {
+                other: text
+                for other, text in item.disputers_said
+                if other not in positions and other not in overruled
+            }
             block = render_memory(
                 len(positions) + 1, item, shown_twins, time_zone, compact=compact, newer_said=absent
             )
@@ -939,6 +967,7 @@ class AssemblyStage:
             fold_threshold=self._fold_threshold,
             min_share_of_best=share,
             time_zone=request.time_zone,
+            weighted=request.weighting_enabled,
         )
         included = sum(1 for candidate in marked if candidate.in_context)
         folded = sum(1 for c in marked if (c.exclusion_reason or "").endswith(FOLDED))

@@ -955,6 +955,34 @@ def test_a_memory_disputed_by_a_newer_one_in_the_context_comes_right_after_it():
     )
 
 
+@pytest.mark.parametrize(
+    "older_weight, newer_weight, weighted, order",
+    [
+        # Reports of tasks like this one raised the older and lowered the newer: it keeps its place by score.
+        (1.75, 0.25, True, ["old", "other", "new"]),
+        (1.75, 0.25, False, ["other", "new", "old"]),  # weighting off: feedback places nothing
+        (1.75, 1.0, True, ["other", "new", "old"]),  # the newer not judged: what is said now comes first
+        (1.0, 0.25, True, ["other", "new", "old"]),  # nor the older
+    ],
+)
+def test_a_disputed_memory_that_reports_raised_over_the_one_they_lowered_keeps_its_place(
+    older_weight, newer_weight, weighted, order
+):
+    """A trial: a port three sessions named helpful was read last, after the newer value that disputes it,
+    which they named misleading, and after two unrelated memories."""
+    candidates = (
+        replace(grouped("old", None, 0.90), contradicted_by=("new",), feedback_weight=older_weight),
+        grouped("other", None, 0.80),
+        replace(grouped("new", None, 0.20), feedback_weight=newer_weight),
+    )
+    marked, context = assemble(candidates, top_k=10, char_budget=10_000, retrieval_id="r", weighted=weighted)
+    assert [
+        c.id for c in sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)
+    ] == order
+    assert "DISPUTED by newer new" in context  # still marked
+    assert "not among these memories" not in context  # the newer is, shown once
+
+
 def test_a_chain_of_disputes_reads_newest_first_each_older_value_after_the_one_that_disputes_it():
     # A new user's trial: "make deploy" (disputed by "./deploy.sh", itself disputed by "argocd") scored
     # best; moved after "./deploy.sh", which then moved after "argocd", it was left first: A, C, B.
