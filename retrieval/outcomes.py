@@ -302,16 +302,29 @@ def contextual_weight(
     after misleading, further up after helpful) until a report names it again. A memory named misleading
     that stays in the contexts of sessions that went well (shown below the memory that served them, and
     named by nobody) stays down instead of climbing back over the memory the agent relied on; its step is
-    listed, with the weight held."""
+    listed, with the weight held.
+
+    Agents that disagree are weighed against each other: a named report takes the part of its step that the
+    named reports so far and itself that agree with it make of them all (each counted by its closeness), so
+    one report against four takes a fifth of its step, and
+    two opposite reports leave the weight where they met, in either order (a trial: four sessions named a
+    memory helpful, a fifth misleading, and it fell to the floor, below the outdated memory it had beaten)."""
     weight = INITIAL_WEIGHT
     steps = []
     judged = 0.0  # the latest named credit: +1 helpful, -1 misleading, 0 none
+    said = {"helpful": 0.0, "misleading": 0.0}  # the named reports so far, by their closeness
     for report in reports:
         share = report.credit.share * report.closeness
         if share <= 0.0:
             continue
         named = report.by_query and report.credit.role in NAMED_ROLES
-        after = policy.step(weight, report.credit.score, share, named=named)
+        step = share
+        if named:
+            agreeing = said[report.credit.role]
+            disagreeing = sum(said.values()) - agreeing
+            step = share * (report.closeness + agreeing) / (report.closeness + agreeing + disagreeing)
+            said[report.credit.role] += report.closeness
+        after = policy.step(weight, report.credit.score, step, named=named)
         # Never past the report's reach (a context's, unnamed: ``context_reach`` of it); a weight already
         # beyond it stays where it is.
         reach = policy.reach(

@@ -183,8 +183,8 @@ def test_what_is_held_is_read_once_and_a_new_report_costs_one_read_of_its_rows()
         weight_for(index, "deploy")
     assert index.reads == 3  # which memories the scope's reports credit, m's credits, its session's queries
     outcomes.add(outcome("s2", [MemoryCredit("m", "misleading", 1.0, 0.0, 0)], embedder=embedder, order=1))
-    # 1.15, then a full failure step: 1.15 + 0.2 x (0.25 - 1.15) = 0.97
-    assert weight_for(index, "deploy") == pytest.approx(0.97)
+    # 1.15, then a failure step, one of two named reports: 1.15 + 1/2 x 0.2 x (0.25 - 1.15) = 1.06
+    assert weight_for(index, "deploy") == pytest.approx(1.06)
     assert index.reads == 4  # the rows the report wrote; s2's queries came with them
 
 
@@ -203,11 +203,11 @@ def test_a_memory_no_report_credits_is_weighed_without_a_read_until_a_report_cre
     assert weight_for(index, "deploy", "never") == pytest.approx(1.15)
     assert outcomes.credited_reads == 1
     assert index.reads == reads + 1  # the rows the report wrote, nothing more
-    # A second report of "never" is applied to what is held: 1.15 + 0.2 x (0.25 - 1.15) = 0.97.
+    # A second report of "never" is applied to what is held: 1.15 + 1/2 x 0.2 x (0.25 - 1.15) = 1.06.
     outcomes.add(
         outcome("s3", [MemoryCredit("never", "misleading", 1.0, 0.0, 0)], embedder=embedder, order=2)
     )
-    assert weight_for(index, "deploy", "never") == pytest.approx(0.97)
+    assert weight_for(index, "deploy", "never") == pytest.approx(1.06)
     assert index.reads == reads + 2
 
 
@@ -535,11 +535,12 @@ def test_a_memory_named_misleading_then_helpful_is_set_apart_whole_for_a_task_se
     ]
     found = index.weights(SCOPE, embedder.embed_query(frontend), memories, query_text=frontend)["make"]
     assert (found.weight, found.far, found.set_apart) == (1.0, 5, 5)
-    # For its own task the five replay in order: 0.85, then four steps towards 1.75 (alpha 0.2).
+    # For its own task the five replay in order: 0.85, then four steps towards 1.75 (alpha 0.2), the n-th
+    # helpful one of n + 1 named reports taking n / (n + 1) of its step.
     own = index.weights(SCOPE, embedder.embed_query(backend), memories, query_text=backend)["make"]
     expected = 0.85
-    for _ in range(4):
-        expected = 0.8 * expected + 0.2 * 1.75
+    for n in range(1, 5):
+        expected += n / (n + 1) * 0.2 * (1.75 - expected)
     assert own.weight == pytest.approx(expected) and own.set_apart == 0
 
 

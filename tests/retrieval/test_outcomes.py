@@ -278,15 +278,33 @@ def test_context_failures_never_lower_a_memory_the_agent_named_helpful_but_succe
 
 
 def test_naming_a_memory_again_is_what_turns_the_agents_judgement():
-    # misleading 0.25, then named helpful: 0.25 + 1.0 x (1.75 - 0.25) = 1.75; a context failure after it
-    # is held, a misleading name after that takes it to 0.25 again.
+    # misleading 0.25, then named helpful by one of two named reports: 0.25 + 1/2 x (1.75 - 0.25) = 1.0; a
+    # context failure after it is held (the latest name is helpful); a second misleading name, two of three:
+    # 1.0 + 2/3 x (0.25 - 1.0) = 0.5.
     reports = [report(1.0, 0.0, 1.0, "s0", "misleading"), report(1.0, 1.0, 1.0, "s1", "helpful")]
-    assert contextual_weight([*reports, report(1.0, 0.0, 1.0, "s2")], POLICY)[0] == pytest.approx(1.75)
+    assert contextual_weight([*reports, report(1.0, 0.0, 1.0, "s2")], POLICY)[0] == pytest.approx(1.0)
     turned = [*reports, report(1.0, 0.0, 1.0, "s3", "misleading")]
-    assert contextual_weight(turned, POLICY)[0] == pytest.approx(0.25)
+    assert contextual_weight(turned, POLICY)[0] == pytest.approx(0.5)
     # before any name, context credits move it freely: 1.15, 1.27, then a failure 1.27 - 0.2 x 1.02 = 1.066
     free = [report(1.0, 1.0, 1.0, "a"), report(1.0, 1.0, 1.0, "b"), report(1.0, 0.0, 1.0, "c")]
     assert contextual_weight(free, POLICY)[0] == pytest.approx(1.066)
+
+
+def test_agents_that_disagree_are_weighed_against_each_other_in_either_order():
+    """A trial: four sessions named a memory helpful (1.75), a fifth misleading, and it fell to 0.25, below
+    the outdated memory it had beaten; the same two opposite reports gave 0.25 or 1.75 by their order."""
+    helpful = [report(1.0, 1.0, 1.0, f"h{i}", "helpful") for i in range(4)]
+    # One against four takes a fifth of its step: 1.75 + 1/5 x (0.25 - 1.75) = 1.45.
+    assert contextual_weight([*helpful, report(1.0, 0.0, 1.0, "m", "misleading")], POLICY)[
+        0
+    ] == pytest.approx(1.45)
+    one_each = [report(1.0, 1.0, 1.0, "h", "helpful"), report(1.0, 0.0, 1.0, "m", "misleading")]
+    assert contextual_weight(one_each, POLICY)[0] == pytest.approx(1.0)  # 1.75 + 1/2 x (0.25 - 1.75)
+    assert contextual_weight(one_each[::-1], POLICY)[0] == pytest.approx(1.0)  # 0.25 + 1/2 x (1.75 - 0.25)
+    # A report counts by its closeness: a misleading one at closeness 0.5 after a helpful one at 1.0 takes
+    # 0.5 x 0.5 / (0.5 + 1.0) of the way: 1.75 + 1/6 x (0.25 - 1.75) = 1.5.
+    far = [report(1.0, 1.0, 1.0, "h", "helpful"), report(1.0, 0.0, 0.5, "m", "misleading")]
+    assert contextual_weight(far, POLICY)[0] == pytest.approx(1.5)
 
 
 def test_a_named_memory_whose_closeness_no_query_measured_takes_the_spec_step():
