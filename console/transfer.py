@@ -313,14 +313,15 @@ def _import_export(runtime: Runtime, path: Path, progress: Progress) -> Transfer
     kept: list[dict[str, Any]] = []  # the export's memory rows the store already held (skipped)
     amends: set[str] = set()  # the export's amend events
     for table, rows in _batches(path):
+        # Rows of an older release as this schema holds them, as the check read them (a trial: an export
+        # from before visibility passed the check, then failed to write: "visibility needs a value").
+        rows = [as_current(header.schema_version, table, row) for row in rows]
         if table == schema.MEMORIES:
             here = portable.existing_memory_ids(store, [row["id"] for row in rows])
             kept += [{key: row.get(key) for key in _KEPT} for row in rows if row["id"] in here]
             rows, embedded, foreign = _with_vectors(rows, runtime, progress)
             reembedded += embedded
             kept_foreign += foreign
-        if table == schema.AB_LOGS:
-            rows = [as_current(header.schema_version, table, row) for row in rows]
         if table == schema.LINEAGE:
             amends |= {str(row["event_id"]) for row in rows if row.get("action") == "amend"}
         written = portable.import_rows(store, table, rows)
@@ -389,8 +390,8 @@ def _forgotten_note(forgotten: list[str], forgotten_there: list[str]) -> str | N
         notes.append(
             f"{counted(len(forgotten), 'memory')} active in the export {'is' if len(forgotten) == 1 else 'are'} "
             f"retracted or purged here ({listed(forgotten)}): kept as "
-            "this store holds them (a forget here stands). To bring one back, remember its text again (the "
-            "export's row of that id holds it)"
+            "this store holds them (a forget here stands). To bring a retracted one back, `memoria restore ID`; "
+            "a purged one's text is gone here: remember it again (the export's row of that id holds it)"
         )
     if forgotten_there:
         one = len(forgotten_there) == 1
