@@ -65,6 +65,15 @@ def diagnose(settings: Settings, *, fix: bool = False, progress: Progress = no_p
                     "ok",
                     f"{settings.db_uri} opens (schema version {store.schema_version}, {store.vector_dim}-d vectors)",
                 )
+                if store.upgraded_from is None
+                else Check(
+                    "store",
+                    "warn",
+                    f"{settings.db_uri} was at schema version {store.upgraded_from}, an older release's, and was "
+                    f"upgraded to {store.schema_version} as it opened ({store.vector_dim}-d vectors)",
+                    "stop any server of an older release still running on this store (its writes now fail), "
+                    "upgrade it and start it again",
+                )
             )
         except Exception as exc:
             # A file is said so by the folder check below; the store's own message would name MEMORIA_DB_URI

@@ -24,6 +24,9 @@ from storage.locking import retrying
 log = logging.getLogger(__name__)
 
 MIGRATION_LEASE = "migration_lease"
+# In the meta ``apply_pending`` returns (never written): the schema version the store had before this
+# open upgraded it.
+UPGRADED_FROM = "upgraded_from"
 # A lease older than this was left by a process that died mid-migration; the migrations are idempotent,
 # so the next process takes it over and runs them again.
 LEASE_EXPIRES_AFTER = timedelta(minutes=10)
@@ -412,6 +415,16 @@ def _migrate(db: Any, meta: dict[str, str], vector_dim: int) -> dict[str, str]:
         meta = read_meta(db)
     if current == schema.SCHEMA_VERSION:
         return meta
+    if current:
+        # Said where every process logs it (a trial: `memoria doctor` upgraded a store an older server was
+        # serving, said nothing, and that server's writes then failed with "retrying is safe").
+        log.warning(
+            "upgrading the store from schema version %d to %d: memoria releases older than this one no longer "
+            "open it, and a server of one still running on it must be stopped (its writes would fail); "
+            "upgrade each and start it again",
+            current,
+            schema.SCHEMA_VERSION,
+        )
     dim = int(meta.get("vector_dim", vector_dim))
     ctx = MigrationContext(vector_dim=dim)
     for migration in MIGRATIONS:
@@ -422,4 +435,4 @@ def _migrate(db: Any, meta: dict[str, str], vector_dim: int) -> dict[str, str]:
                 update["created_at"] = datetime.now(UTC).isoformat()
             write_meta(db, update)
             meta = {**meta, **update}
-    return meta
+    return {**meta, UPGRADED_FROM: str(current)} if current else meta

@@ -106,6 +106,8 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         )
         self._compactions_beside = CompactionsBeside()
         self._schema_version = int(meta["schema_version"])
+        # The schema version this open upgraded the store from (None: it was current, or new).
+        self.upgraded_from = int(meta[migrations.UPGRADED_FROM]) if migrations.UPGRADED_FROM in meta else None
         self._vector_dim = int(meta["vector_dim"])
         self._memories = db.open_table(schema.MEMORIES)
         self._episodes = db.open_table(schema.EPISODES)

@@ -853,6 +853,31 @@ def test_doctor_reports_the_store_models_and_backend_and_fixes_piled_up_appends(
     assert checks["maintenance"]["status"] == "ok"
 
 
+def test_doctor_says_it_upgraded_a_store_of_an_older_release_and_what_that_means_for_its_servers(capsys, db):
+    """A trial: `memoria doctor` upgraded a store an older server was serving and said "ok"; that server's
+    writes then failed."""
+    import lancedb
+
+    from storage import migrations, schema
+
+    as_json(capsys, db, "remember", "the deploy pipeline runs on GitHub Actions")
+    older = schema.SCHEMA_VERSION - 1
+    migrations.write_meta(
+        lancedb.connect(db), {"schema_version": str(older)}
+    )  # as the release before wrote it
+    checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
+    assert checks["store"]["status"] == "warn"
+    assert (
+        f"was at schema version {older}, an older release's, and was upgraded to "
+        in checks["store"]["detail"]
+    )
+    assert checks["store"]["fix"].startswith(
+        "stop any server of an older release still running on this store"
+    )
+    checks = {c["name"]: c for c in json.loads(memoria(capsys, db, "doctor", "--json")[1])}
+    assert checks["store"]["status"] == "ok"  # upgraded once
+
+
 def test_a_command_that_writes_compacts_the_appends_that_piled_up(capsys, db, monkeypatch):
     """A new user's trial: after 46 `memoria remember` and no server, doctor warned of 42 fragments; no
     server's rounds compact a store only the command line writes."""

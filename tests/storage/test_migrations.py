@@ -50,10 +50,13 @@ def test_migrations_are_numbered_in_order():
     assert [m.number for m in migrations.MIGRATIONS] == list(range(1, schema.SCHEMA_VERSION + 1))
 
 
-def test_a_version_1_store_is_upgraded_and_keeps_its_rows(tmp_path):
+def test_a_version_1_store_is_upgraded_and_keeps_its_rows(tmp_path, caplog):
     make_v1_store(tmp_path / "db")
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as store:
         assert store.schema_version == schema.SCHEMA_VERSION
+        # Said, and known to the caller (a trial: a store an older server was serving was upgraded silently).
+        assert store.upgraded_from == 1
+        assert f"upgrading the store from schema version 1 to {schema.SCHEMA_VERSION}" in caplog.text
         old = store.get_memory("mem_old")
         assert old.content == "written before simhash existed" and old.simhash is None
         rows = store.aggregation_rows(Scope("o", "p"), 10)
@@ -61,6 +64,7 @@ def test_a_version_1_store_is_upgraded_and_keeps_its_rows(tmp_path):
         assert [m.id for m in store.episode_member_stubs(Scope("o", "p"), ["ep"])] == ["mem_old"]
     with MemoryStore.open(str(tmp_path / "db"), vector_dim=8) as again:  # re-opening applies nothing twice
         assert again.schema_version == schema.SCHEMA_VERSION and again.count_memories() == 1
+        assert again.upgraded_from is None
 
 
 def test_memories_stored_before_visibility_existed_are_read_by_their_whole_project(tmp_path):
