@@ -1,6 +1,6 @@
 """The ``memoria`` console script: ``memoria serve`` (stdio, the default) or ``memoria serve --http HOST:PORT``,
 and the commands for people (remember, recall, explain, outcome, forget, show, stats, import, export,
-reembed, doctor, report, token) in ``console.commands``: they print to stdout, so they live apart from
+reembed, consolidate, doctor, report, token) in ``console.commands``: they print to stdout, so they live apart from
 the serving path (``server.serve``), which writes only to stderr. Only their arguments are declared here."""
 
 from __future__ import annotations
@@ -311,6 +311,11 @@ def add_people_commands(commands: Any) -> None:
 
     reembed = command("reembed", "recompute vectors made by another embedder than the active one")
     reembed.add_argument("--all", action="store_true", help="recompute every vector")
+
+    command(
+        "consolidate",
+        "examine every active memory again with this release's rules (after upgrading: what an older one missed)",
+    )
 
     doctor = command("doctor", "check the store, indexes, models and backend, and say how to fix problems")
     doctor.add_argument("--fix", action="store_true", help="also compact tables and build missing indexes")

@@ -1612,6 +1612,39 @@ def reembed_command(args: argparse.Namespace, settings: Settings) -> int:
     return emit(args, result, key_values(list(result.model_dump().items())))
 
 
+def consolidate_command(args: argparse.Namespace, settings: Settings) -> int:
+    """Consolidation run again over every active memory (of ``--org``/``--project``, or of every scope),
+    oldest first, with this release's rules (``writing.reconsolidation``)."""
+    from time import perf_counter
+
+    from writing.reconsolidation import consolidate_again
+
+    progress = ProgressBar(sys.stderr)
+    with opened(settings) as runtime:
+        if not runtime.consolidation.policy.enabled:
+            raise ToolFailure(
+                "consolidation is off (MEMORIA_CONSOLIDATION_ENABLED=false): turn it on to examine memories"
+            )
+        scopes = [scope_arg(args, settings)] if args.org or args.project else runtime.store.scopes()
+        started = perf_counter()
+        found = [consolidate_again(runtime.writer, scope, progress) for scope in scopes]
+    progress.finish()
+    result = {
+        "scopes": len(scopes),
+        "examined": sum(f.examined for f in found),
+        "superseded": sum(f.superseded for f in found),
+        "disputed": sum(f.disputed for f in found),
+        "seconds": round(perf_counter() - started, 1),
+    }
+    if args.json:
+        print(json.dumps(result), file=sys.stdout)
+    else:
+        print(key_values(list(result.items())), file=sys.stdout)
+        if result["superseded"] or result["disputed"]:
+            print("\n`memoria drift` lists the pairs now disputed; `memoria show ID` a memory's lineage.")
+    return 0
+
+
 def report_command(args: argparse.Namespace, settings: Settings) -> int:
     from console.report import build_report
     from console.report_page import render_report
@@ -1843,6 +1876,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "import": import_command,
     "export": export_command,
     "reembed": reembed_command,
+    "consolidate": consolidate_command,
     "doctor": doctor_command,
     "report": report_command,
     "client": client_command,

@@ -395,11 +395,9 @@ class Memories(StoreTables):
         if memory_ids:
             self._update_rows(list(memory_ids), {"consolidated_at": at})
 
-    def set_version_of(self, memory_id: str, previous_id: str | None) -> None:
-        """Link a memory to the artifact it is the next version of (None: to none)."""
-        self._merge_update(
-            pa.table({"id": [memory_id], "version_of": pa.array([previous_id], type=pa.string())})
-        )
+    def set_version_of(self, memory_id: str, previous_id: str | None) -> None:  # None: a version of none
+        version_of = pa.array([previous_id], type=pa.string())
+        self._merge_update(pa.table({"id": [memory_id], "version_of": version_of}))
 
     def set_tags(
         self,

@@ -878,6 +878,25 @@ def test_doctor_says_it_upgraded_a_store_of_an_older_release_and_what_that_means
     assert checks["store"]["status"] == "ok"  # upgraded once
 
 
+def test_consolidate_examines_every_memory_again_and_finds_what_an_earlier_release_missed(
+    capsys, db, monkeypatch
+):
+    """A trial upgrading a store: "now listens on port 9090" stood beside "listens on port 8080", both
+    active and unmarked, and neither a server's start nor `reembed --all` ever examined them again."""
+    monkeypatch.setenv("MEMORIA_CONSOLIDATION_ENABLED", "false")  # as an earlier release's rules missed it
+    old = as_json(capsys, db, "remember", "The billing API listens on port 8080.")["id"]
+    new = as_json(capsys, db, "remember", "The billing API now listens on port 9090.")["id"]
+    assert as_json(capsys, db, "show", old)["status"] == "active"
+    status, out, _ = memoria(capsys, db, "consolidate")
+    assert status == 1 and "consolidation is off (MEMORIA_CONSOLIDATION_ENABLED=false)" in out + _
+    monkeypatch.delenv("MEMORIA_CONSOLIDATION_ENABLED")
+    found = as_json(capsys, db, "consolidate")
+    assert (found["scopes"], found["examined"], found["superseded"], found["disputed"]) == (1, 2, 1, 0)
+    shown = as_json(capsys, db, "show", old)
+    assert (shown["status"], shown["replaced_by"]) == ("superseded", new)
+    assert as_json(capsys, db, "consolidate")["superseded"] == 0  # nothing left to find
+
+
 def test_a_command_that_writes_compacts_the_appends_that_piled_up(capsys, db, monkeypatch):
     """A new user's trial: after 46 `memoria remember` and no server, doctor warned of 42 fragments; no
     server's rounds compact a store only the command line writes."""

@@ -247,18 +247,24 @@ class ConsolidationService:
         actor: Actor,
         mark: bool = True,
         behind: SupersedeBehind | None = None,
+        as_written: bool = False,
     ) -> ConsolidationReport:
         """Revise, version, flag contradictions and consolidate around a memory just written. With
         ``mark=False`` the caller marks it examined itself (a batch marks all its memories in one write;
         until then the sweep would pick it up again, which is harmless). With ``behind``, a restatement's
-        supersede is committed after the caller answers (revisions, versions and rewordings are not)."""
+        supersede is committed after the caller answers (revisions, versions and rewordings are not). With
+        ``as_written``, a memory examined again long after its write (``writing.reconsolidation``) meets only
+        the memories written before it, as its write did: not a later restatement to be absorbed into, nor a
+        later revision to be kept apart from (that one's own examination finds the pair)."""
         report = ConsolidationReport()
         if not self.policy.enabled or memory.status != "active":
             return report
-        self._revise(memory, actor, report)
+        self._revise(memory, actor, report)  # (only older memories are revised)
         reranking = self.policy.rerank and self._reranker is not None
         pool = max(10, self.policy.max_existing_matches + 1, self.policy.rerank_pool if reranking else 0)
         neighbours = self._neighbours(memory, vector, limit=pool)
+        if as_written:
+            neighbours = [hit for hit in neighbours if hit.record.created_at <= memory.created_at]
         if memory.kind == "artifact" and self.policy.artifacts:
             if not self._versioned(memory):
                 self._version(memory, neighbours, actor, report)
@@ -267,6 +273,8 @@ class ConsolidationService:
             # otherwise is disputed, never superseded (``_revise_or_dispute``), never merged (only
             # ``neighbours`` are).
             elsewhere = self._across_scopes(memory, vector, limit=pool)
+            if as_written:
+                elsewhere = [other for other in elsewhere if other.created_at <= memory.created_at]
             self._contradictions(
                 memory, [*(hit.record for hit in neighbours), *elsewhere], llm, actor, report
             )
