@@ -94,7 +94,12 @@ class _Session:
 
 
 def set_apart(
-    asked: frozenset[str], reporting: str | None, said: frozenset[str], rival_says: Callable[[str], bool]
+    asked: frozenset[str],
+    reporting: str | None,
+    said: frozenset[str],
+    rival_says: Callable[[str], bool],
+    *,
+    paraphrase: bool = True,
 ) -> bool:
     """Whether a memory (its content terms ``said``) is about what set the ``reporting`` query apart from
     the one ``asked`` (content terms): the reporting query has a word this one lacks and the memory says
@@ -107,12 +112,18 @@ def set_apart(
     ("ship" for "deploy", "page" for "on call"), even when some memory says it in passing ("We ship a
     release every second Friday"): a later trial saw the memory named helpful for "how do I deploy harbor
     to staging" lose its lift for "how do I ship harbor to staging", under a memory its session only
-    showed."""
+    showed. A rival is looked for only between queries that read as a ``paraphrase`` of each other (their
+    closeness full): two that are only partly close ask about two things, and the word this one adds is
+    its own task's whether or not a memory says it as the query does ("vpn for staging" against "deploy
+    billing to staging", closeness 0.18 on the offline backend, and the VPN memory says "OpenVPN": a
+    trial saw the billing deploy memory lifted over it)."""
     if reporting is None:
         return False
     mine, theirs, memory = _roots(asked), _roots(cached_term_set(reporting)), _roots(said)
     only_theirs, only_asked = theirs - mine, mine - theirs
-    return bool(memory & only_theirs) and not memory & only_asked and any(map(rival_says, only_asked))
+    if not (memory & only_theirs) or memory & only_asked or not only_asked:
+        return False
+    return not paraphrase or any(map(rival_says, only_asked))
 
 
 @functools.lru_cache(maxsize=8192)  # a recall's memories and queries, read for each of their credits
@@ -266,7 +277,11 @@ class FeedbackIndex:
                     and asked is not None
                     and credited.credit.role == "helpful"
                     and set_apart(
-                        asked, reporting_query(credited), cached_term_set(memory.content), rival_says(memory)
+                        asked,
+                        reporting_query(credited),
+                        cached_term_set(memory.content),
+                        rival_says(memory),
+                        paraphrase=found >= 1.0,
                     )
                 ):
                     found, set_aside = 0.0, set_aside + 1

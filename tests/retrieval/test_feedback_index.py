@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from retrieval.feedback_index import FeedbackIndex
+from retrieval.feedback_index import FeedbackIndex, set_apart
 from retrieval.outcomes import Closeness, WeightPolicy
+from retrieval.text import term_set
 from storage.records import CreditedSession, MemoryCredit, MemoryRecord, OutcomeRecord, ReportQueries, Scope
 from tests.fakes import TableEmbedder
 from tests.records import memory_record
@@ -575,3 +576,18 @@ def test_set_apart_reads_words_by_their_roots():
     assert not set_apart(asked, None, said, letters)  # a withheld or unknown query sets nothing apart
     # No other memory says a word of this query's own: the same task said otherwise.
     assert not set_apart(asked, "NATS messages are being redelivered over and over", said, lambda root: False)
+
+
+def test_a_task_only_partly_close_is_set_apart_by_its_own_word_without_a_rival_saying_it():
+    """A trial (offline backend): a report naming the billing deploy memory for "how do I deploy billing to
+    staging" (closeness 0.18) lifted it over the VPN memory for "vpn for staging", which says "OpenVPN": no
+    memory says "vpn" as the query does, so no rival set the report apart. Between paraphrases (full
+    closeness) a rival is still needed: "ship" for "deploy" is the same task said otherwise."""
+    asked = term_set("vpn for staging")
+    reporting = "how do I deploy billing to staging"
+    said = term_set("Deploy billing to staging with ./ops/deploy.sh billing staging from the ops repo.")
+    assert set_apart(asked, reporting, said, lambda root: False, paraphrase=False)
+    assert not set_apart(asked, reporting, said, lambda root: False, paraphrase=True)
+    # Nor is a memory that says this query's own word set apart, partly close or not.
+    both = term_set("Deploy billing to staging over the vpn")
+    assert not set_apart(asked, reporting, both, lambda root: True, paraphrase=False)
