@@ -1612,6 +1612,16 @@ def reembed_command(args: argparse.Namespace, settings: Settings) -> int:
     return emit(args, result, key_values(list(result.model_dump().items())))
 
 
+class ConsolidateSummary(BaseModel):
+    """What `memoria consolidate` found: memories examined, superseded (revised included), newly disputed."""
+
+    scopes: int
+    examined: int
+    superseded: int
+    disputed: int
+    seconds: float
+
+
 def consolidate_command(args: argparse.Namespace, settings: Settings) -> int:
     """Consolidation run again over every active memory (of ``--org``/``--project``, or of every scope),
     oldest first, with this release's rules (``writing.reconsolidation``)."""
@@ -1629,20 +1639,17 @@ def consolidate_command(args: argparse.Namespace, settings: Settings) -> int:
         started = perf_counter()
         found = [consolidate_again(runtime.writer, scope, progress) for scope in scopes]
     progress.finish()
-    result = {
-        "scopes": len(scopes),
-        "examined": sum(f.examined for f in found),
-        "superseded": sum(f.superseded for f in found),
-        "disputed": sum(f.disputed for f in found),
-        "seconds": round(perf_counter() - started, 1),
-    }
-    if args.json:
-        print(json.dumps(result), file=sys.stdout)
-    else:
-        print(key_values(list(result.items())), file=sys.stdout)
-        if result["superseded"] or result["disputed"]:
-            print("\n`memoria drift` lists the pairs now disputed; `memoria show ID` a memory's lineage.")
-    return 0
+    result = ConsolidateSummary(
+        scopes=len(scopes),
+        examined=sum(f.examined for f in found),
+        superseded=sum(f.superseded for f in found),
+        disputed=sum(f.disputed for f in found),
+        seconds=round(perf_counter() - started, 1),
+    )
+    readable = key_values(list(result.model_dump().items()))
+    if result.superseded or result.disputed:
+        readable += "\n\n`memoria drift` lists the pairs now disputed; `memoria show ID` a memory's lineage."
+    return emit(args, result, readable)
 
 
 def report_command(args: argparse.Namespace, settings: Settings) -> int:
