@@ -1619,6 +1619,7 @@ class ConsolidateSummary(BaseModel):
     examined: int
     superseded: int
     disputed: int
+    artifacts_restored: int  # superseded by an artifact of another title (``writing.repairs``)
     seconds: float
 
 
@@ -1628,6 +1629,7 @@ def consolidate_command(args: argparse.Namespace, settings: Settings) -> int:
     from time import perf_counter
 
     from writing.reconsolidation import consolidate_again
+    from writing.repairs import restore_misread_versions
 
     progress = ProgressBar(sys.stderr)
     with opened(settings) as runtime:
@@ -1637,6 +1639,7 @@ def consolidate_command(args: argparse.Namespace, settings: Settings) -> int:
             )
         scopes = [scope_arg(args, settings)] if args.org or args.project else runtime.store.scopes()
         started = perf_counter()
+        restored = restore_misread_versions(runtime.writer)  # as a server's start does (a CLI-only store)
         found = [consolidate_again(runtime.writer, scope, progress) for scope in scopes]
     progress.finish()
     result = ConsolidateSummary(
@@ -1644,6 +1647,7 @@ def consolidate_command(args: argparse.Namespace, settings: Settings) -> int:
         examined=sum(f.examined for f in found),
         superseded=sum(f.superseded for f in found),
         disputed=sum(f.disputed for f in found),
+        artifacts_restored=len(restored),
         seconds=round(perf_counter() - started, 1),
     )
     readable = key_values(list(result.model_dump().items()))

@@ -580,8 +580,11 @@ def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> 
             # An expiry changed alone too (a trial: `memoria edit --until never` was not imported).
             if (list(here.tags), here.protection_tier, here.expires_at) == (tags, tier, expires):
                 continue
+            # (Not the tags an import merged before: a later import merges the next export's too, a review.)
             events = [
-                e for e in store.lineage(scope, [here.id]) if e.memory_id == here.id and e.action == "amend"
+                e
+                for e in store.lineage(scope, [here.id])
+                if e.memory_id == here.id and e.action == "amend" and e.resolver != IMPORT_ACTOR
             ]
             latest = max(events, key=lambda event: (event.at, event.event_id), default=None)
             if latest is None:
@@ -596,7 +599,7 @@ def _amended(runtime: Runtime, kept: list[dict[str, Any]], amends: set[str]) -> 
                         scope,
                         "amend",
                         here.id,
-                        resolver="import",
+                        resolver=IMPORT_ACTOR,
                         reason=f"its tags are now {merged} (were {list(here.tags)}): the imported copy had "
                         f"{added[: len(merged) - len(here.tags)]}",
                         agent_id=IMPORT_ACTOR,

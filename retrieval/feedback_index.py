@@ -41,6 +41,10 @@ from retrieval.text import cached_term_set, term_set
 from storage.forgetting import WITHHELD
 from storage.records import CreditedSession, MemoryRecord, ReportQueries, Scope
 
+# From this closeness two queries may be one task said otherwise ("ship" for "deploy": closeness 0.67 with
+# MiniLM, a review), and a rival must say the query's own word for a report to be set apart; below it they
+# ask about two things (``set_apart``).
+PARAPHRASE_CLOSENESS = 0.5
 MAX_REPORTS_PER_MEMORY = 64
 MAX_CREDITS_PER_MEMORY = 256
 MAX_HELD_CREDITS = 500_000  # about 100 MB of credits at most
@@ -112,8 +116,8 @@ def set_apart(
     ("ship" for "deploy", "page" for "on call"), even when some memory says it in passing ("We ship a
     release every second Friday"): a later trial saw the memory named helpful for "how do I deploy harbor
     to staging" lose its lift for "how do I ship harbor to staging", under a memory its session only
-    showed. A rival is looked for only between queries that read as a ``paraphrase`` of each other (their
-    closeness full): two that are only partly close ask about two things, and the word this one adds is
+    showed. A rival is looked for only between queries that may read as a ``paraphrase`` of each other
+    (``PARAPHRASE_CLOSENESS`` or closer): two that are less close ask about two things, and the word this one adds is
     its own task's whether or not a memory says it as the query does ("vpn for staging" against "deploy
     billing to staging", closeness 0.18 on the offline backend, and the VPN memory says "OpenVPN": a
     trial saw the billing deploy memory lifted over it)."""
@@ -281,7 +285,7 @@ class FeedbackIndex:
                         reporting_query(credited),
                         cached_term_set(memory.content),
                         rival_says(memory),
-                        paraphrase=found >= 1.0,
+                        paraphrase=found >= PARAPHRASE_CLOSENESS,
                     )
                 ):
                     found, set_aside = 0.0, set_aside + 1

@@ -30,8 +30,6 @@ from storage.tables import StoreTables
 
 log = logging.getLogger(__name__)
 
-REPAIRED = "repaired:"  # the meta key of a repair that ran to its end, before its name
-
 
 class Lineage(StoreTables):
     """Lineage events, contradictions and attestations, and the reads the aggregation job makes."""
@@ -99,15 +97,6 @@ class Lineage(StoreTables):
         )
         events = {row["event_id"]: LineageEvent(**{**row, "at": utc(row["at"])}) for row in rows}
         return sorted(events.values(), key=lambda event: (event.at, event.event_id))
-
-    def repaired(self, name: str) -> bool:
-        """Whether the repair ``name`` (``writing.repairs``) ran to its end on this store."""
-        return bool(self._select(self._meta, filters.equals("key", REPAIRED + name), ["key"], limit=1))
-
-    def mark_repaired(self, name: str, at: datetime) -> None:
-        """Record that the repair ``name`` ran to its end (two processes may both: either row says so)."""
-        row = {"key": REPAIRED + name, "value": at.isoformat()}
-        retrying(lambda: self._meta.add(arrow_rows([row], self._schema(self._meta))))
 
     def _settle_lineage(self, memory_ids: list[str] | None) -> None:
         """Wait for the supersedes still being committed (of these memories; None: of any) that write their

@@ -39,7 +39,9 @@ def consolidate_again(
     store = writer.store
     ids: list[str] = []
     before = None
-    while page := store.list_memories(scope, limit=PAGE, before=before, expired=True, now=writer.clock()):
+    # Not a memory past its expiry: recall no longer shows it, and maintenance retracts it (a review: an
+    # expired "now listens on 9090" superseded the live "listens on 8080", leaving nothing on the subject).
+    while page := store.list_memories(scope, limit=PAGE, before=before, now=writer.clock()):
         ids += [memory.id for memory in page]
         before = (page[-1].created_at, page[-1].id)
     ids.reverse()  # oldest first: each memory meets what was written before it as its write did

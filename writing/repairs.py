@@ -1,8 +1,10 @@
-"""Repairs of what an earlier release's rules decided and today's rules would not: run once as a server
-starts (``server.state``), each idempotent (what was repaired reads as repaired; two servers starting on
-one store at once restore a memory once: ``MemoryStore.reactivate`` changes only a superseded one).
+"""Repairs of what an earlier release's rules decided and today's rules would not: run as a server starts
+(``server.state``) and by ``memoria consolidate``, each idempotent (what was repaired reads as repaired; two
+servers starting on one store at once restore a memory once: ``MemoryStore.reactivate`` changes only a
+superseded one). Every start looks again, one read of the lineage of one kind: a server of the earlier
+release still running on the store, or an import of its export, may have misread more since.
 
-- **Artifacts superseded by another artifact.** Until 2026-12-06 an artifact was read as the next version
+- **Artifacts superseded by another artifact.** Until 2026-12-07 an artifact was read as the next version
   of any artifact whose words it shared enough ("Health check for billing-api: curl ... :8002" superseded
   "Health check for ledger: curl ... :8017"); a trial upgrading a two-month store found 8 of a project's 10
   health checks superseded, recall for each finding another service's. The rule now keeps two artifacts
@@ -28,7 +30,6 @@ log = logging.getLogger(__name__)
 ARTIFACT_VERSION = "rules:artifact-version"  # the resolver of a supersede by the next version of an artifact
 REPAIRER = Actor("memoria", "repair")
 REPAIR_RESOLVER = "repair:artifact-title"
-ARTIFACT_TITLES = "artifact-titles"  # the repair's name in the store's meta
 
 
 def misread_versions(writer: WriteService) -> list[tuple[MemoryRecord, MemoryRecord]]:
@@ -58,21 +59,27 @@ def misread_versions(writer: WriteService) -> list[tuple[MemoryRecord, MemoryRec
 
 
 def restore_misread_versions(writer: WriteService) -> list[str]:
-    """Make each artifact ``misread_versions`` finds active again, once per store; the ids restored."""
-    if writer.store.repaired(ARTIFACT_TITLES):
-        return []
-    restored = []
+    """Make each artifact ``misread_versions`` finds active again; the ids restored. Then each newer artifact
+    whose link was cleared, still active, is versioned again as its write would version it now: in a chain
+    (ledger's check, then billing-api's, then ledger's again, each read as the next of the one before) the
+    second ledger check supersedes the first, as its write does today (a review found all three active)."""
+    restored, unlinked = [], {}
     for older, newer in misread_versions(writer):
         reason = (
             f"an earlier release superseded it as an older version of {newer.id}, an artifact whose title "
             "names another thing"
         )
-        if writer.revive(older, REPAIRER, reason, REPAIR_RESOLVER) is None:
-            continue  # another server restored it first
-        if newer.version_of == older.id:
+        if newer.version_of == older.id:  # first: a crash before the revive leaves the pair to the next start
             writer.store.set_version_of(newer.id, None)
-        restored.append(older.id)
-    writer.store.mark_repaired(ARTIFACT_TITLES, writer.clock())
+            unlinked[newer.id] = newer
+        if writer.revive(older, REPAIRER, reason, REPAIR_RESOLVER) is not None:
+            restored.append(older.id)
+    for memory_id, newer in sorted(unlinked.items(), key=lambda item: item[1].created_at):
+        current = writer.store.get_memories([memory_id], newer.scope).get(memory_id)
+        vector = writer.store.memory_vectors([memory_id], newer.scope).get(memory_id)
+        if current is not None and current.status == "active" and vector is not None:
+            report = writer.consolidation.on_write(current, vector, llm=None, actor=REPAIRER, as_written=True)
+            writer.track(newer.scope, report, memory_id)
     if restored:
         log.info(
             "restored %d artifacts an earlier release had superseded as versions of another artifact: %s",

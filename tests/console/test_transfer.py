@@ -329,6 +329,20 @@ def test_a_memory_remembered_on_both_sides_with_other_tags_takes_the_exports_as_
     assert import_file(copy, write(tmp_path / "a.jsonl", export_text(source))).amended == 0
 
 
+def test_a_later_import_still_merges_the_tags_a_restatement_added_there(stores, tmp_path):
+    """A review: the amend event the first import's merge records read as an amend made here, and the next
+    import merged nothing more."""
+    source, copy = stores("a"), stores("b")
+    text = "Change freeze for the holidays runs from December 20 to January 3."
+    freeze = say(source, text, tags=["policy"])
+    assert say(copy, text, tags=["ops"]) == freeze
+    import_file(copy, write(tmp_path / "a.jsonl", export_text(source)))
+    assert copy.store.get_memory(freeze).tags == ("ops", "policy")
+    say(source, text, tags=["org"])  # restated there with a tag of its own
+    assert import_file(copy, write(tmp_path / "b.jsonl", export_text(source))).amended == 1
+    assert copy.store.get_memory(freeze).tags == ("ops", "policy", "org")
+
+
 def test_a_held_memory_whose_expiry_alone_the_export_amended_takes_it(stores, tmp_path):
     """A trial: `memoria edit ID --until never` in one store, exported and imported into a copy that held
     the memory, left the copy's expiry (amended 0): only tags and tier were compared."""

@@ -591,3 +591,20 @@ def test_a_task_only_partly_close_is_set_apart_by_its_own_word_without_a_rival_s
     # Nor is a memory that says this query's own word set apart, partly close or not.
     both = term_set("Deploy billing to staging over the vpn")
     assert not set_apart(asked, reporting, both, lambda root: True, paraphrase=False)
+
+
+@pytest.mark.parametrize("cosine, lifted", [(0.8, True), (0.5, True), (0.4, False)])
+def test_a_rival_is_needed_from_the_closeness_of_a_paraphrase_down_to_half(cosine, lifted):
+    """A review: "ship" for "deploy" at closeness 0.67 (a paraphrase MiniLM puts at cosine 0.82) lost its lift
+    when only full closeness asked for a rival. Closeness here: (cosine - 0.3) / 0.3, so 1.0, 0.67, 0.33."""
+    deploy, ship = "how do I deploy harbor to staging", "how do I ship harbor to staging"
+    embedder = TableEmbedder({deploy: (1.0, 0.0), ship: (cosine, (1 - cosine**2) ** 0.5)})
+    credits = [MemoryCredit("deploy", "helpful", 1.0, 1.0, None)]
+    index = index_over(Reports([outcome("s1", credits, queries=(deploy,), embedder=embedder)]), embedder)
+    memories = [
+        memory_record("deploy", content="Deploy harbor to staging with make deploy ENV=staging"),
+        memory_record("url", content="The staging URL is https://staging.harbor.dev"),  # says no "ship"
+    ]
+    found = index.weights(SCOPE, embedder.embed_query(ship), memories, query_text=ship)["deploy"]
+    # Under half as close the query's own word sets the report apart, no rival needed.
+    assert (found.weight > 1.0, found.set_apart) == (lifted, 0 if lifted else 1)

@@ -40,16 +40,32 @@ def test_an_artifact_the_old_rule_superseded_by_another_artifact_is_active_again
     assert misread_versions(runtime.writer) == []
 
 
-def test_the_repair_runs_once_per_store(runtime, monkeypatch):
-    assert restore_misread_versions(runtime.writer) == []  # a store with nothing to repair: marked repaired
-    # An artifact superseded the old way afterwards (an earlier release on the same store) is not looked for.
+def test_every_start_looks_again_and_finds_what_was_misread_since(runtime, monkeypatch):
+    assert restore_misread_versions(runtime.writer) == []
+    # Superseded the old way afterwards (a server of the earlier release still running on the store).
     monkeypatch.setattr(consolidation_service, "names_another_artifact", lambda older, newer: False)
     ledger = artifact(runtime, LEDGER, "ses_1").id
     artifact(runtime, BILLING, "ses_2")
     monkeypatch.undo()
-    assert [older.id for older, _ in misread_versions(runtime.writer)] == [ledger]
-    assert restore_misread_versions(runtime.writer) == []
-    assert runtime.store.get_memory(ledger).status == "superseded"
+    assert restore_misread_versions(runtime.writer) == [ledger]
+    assert restore_misread_versions(runtime.writer) == []  # repaired: nothing left to find
+
+
+def test_in_a_chain_the_artifact_of_the_same_title_is_versioned_again(runtime, old_rule):
+    """A review: ledger's check, billing-api's, then ledger's again, each read as the next of the one before;
+    restoring the first two left all three active, the first ledger check beside its own next version."""
+    first = artifact(runtime, LEDGER, "ses_1").id
+    billing = artifact(runtime, BILLING, "ses_2").id
+    again = artifact(runtime, LEDGER.replace("8017", "8018"), "ses_3").id
+    assert runtime.store.get_memory(again).version_of == billing
+    old_rule.undo()
+
+    assert sorted(restore_misread_versions(runtime.writer)) == sorted([first, billing])
+    store = runtime.store
+    assert (store.get_memory(first).status, store.get_memory(first).replaced_by) == ("superseded", again)
+    assert store.get_memory(again).version_of == first
+    assert {store.get_memory(i).status for i in (billing, again)} == {"active"}
+    assert store.get_memory(billing).version_of is None
 
 
 def test_a_real_next_version_stays_superseded(runtime):

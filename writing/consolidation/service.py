@@ -287,11 +287,25 @@ class ConsolidationService:
                 and hit.record.id not in report.contradicts
                 and self._same_source(memory, hit.record)
             ]
+            kept: set[frozenset[str]] = set()
+            if as_written and close:
+                # Examined again: its pairs recorded as distinct are not recorded twice (a review: each run
+                # wrote every keep_both again), and what a language model judged distinct the rules leave.
+                pairs = [
+                    (frozenset((event.memory_id, event.related_id)), event.resolver)
+                    for event in self._store.lineage(memory.scope, [memory.id])
+                    if event.action == "keep_both" and event.related_id is not None
+                ]
+                kept = {pair for pair, _ in pairs}
+                judged = {pair for pair, resolver in pairs if resolver.startswith("llm")}
+                close = [other for other in close if frozenset((memory.id, other.id)) not in judged]
             if reranking and close:
                 close = self._reranked(memory, close, report)
             close = close[: self.policy.max_existing_matches]
             if close:
-                self._resolve_group([memory, *close], llm, actor, report, focus=memory, behind=behind)
+                self._resolve_group(
+                    [memory, *close], llm, actor, report, focus=memory, behind=behind, kept=kept
+                )
         if mark:
             self._store.mark_consolidated([memory.id], self._clock())
         return report
