@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import shutil
 import tempfile
 import time
@@ -987,7 +988,12 @@ def _in_stored_episodes(runtime: Runtime, records: list[MemoryRecord], scope: Sc
     already: dict[str, str] = {}  # this import's episode -> the one its stored messages are in
     for record in records:
         found = stored.get(record.id)
-        if record.episode_id and found is not None and found.episode_id:
+        if (
+            record.episode_id
+            and found is not None
+            and found.episode_id
+            and _session_of(found.episode_id) == _session_of(record.episode_id)
+        ):
             already.setdefault(record.episode_id, found.episode_id)
     if not already:
         return records
@@ -997,6 +1003,19 @@ def _in_stored_episodes(runtime: Runtime, records: list[MemoryRecord], scope: Sc
         else record
         for record in records
     ]
+
+
+_FOLDER_MARK = re.compile(r"-[0-9a-f]{6}$")  # what ``episode_stem`` adds after a file's name
+
+
+def _session_of(episode_id: str) -> tuple[str, str]:
+    """An imported episode's file name and session, without the mark of the folder the file lay in: the same
+    session of the same file, imported from another folder (or by an earlier release, which named episodes
+    after the file alone). Only such a session goes on in the episode its stored messages are in; one that
+    shares a message with another file's ("ok", "thanks!") keeps its own (a trial: 1,143 sessions of 16
+    quarterly files became 111 episodes, one holding 1,022 memories from 2023 to 2026)."""
+    stem, _, session = episode_id.partition(":")
+    return _FOLDER_MARK.sub("", stem), session
 
 
 def _when(

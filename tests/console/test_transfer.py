@@ -866,6 +866,19 @@ def test_a_transcript_moved_and_grown_goes_on_in_the_episode_its_stored_messages
     assert bob.episode_id == episode
 
 
+def test_a_session_that_shares_a_message_with_another_files_session_keeps_its_own_episode(stores, tmp_path):
+    """A trial: quarterly chat files repeat "ok"; every session holding one already stored went on in the
+    first file's episode (1,143 sessions became 111 episodes, one of 1,022 memories from 2023 to 2026)."""
+    runtime = stores("a")
+    jan = write(tmp_path / "jan.txt", "## a\nAlice: The billing-api talks to Postgres on 5432.\nBob: ok\n")
+    jun = write(tmp_path / "jun.txt", "## a\nAlice: The search-indexer was rewritten in Rust.\nBob: ok\n")
+    [first] = import_file(runtime, jan).episodes
+    [second] = import_file(runtime, jun).episodes
+    assert first != second and second.startswith(episode_stem(jun))
+    rust = runtime.store.get_memory(expected_id("Alice: The search-indexer was rewritten in Rust."), SCOPE)
+    assert rust.episode_id == second
+
+
 # ------------------------------------------------------------------ bad input
 
 
