@@ -103,6 +103,9 @@ def _in_zone(moment: datetime, time_zone: str | None) -> datetime:
     return moment.astimezone(zone_of(time_zone)) if time_zone else moment
 
 
+DISPUTERS_NAMED = 3  # the disputers a mark names (the latest); the others are counted
+
+
 def disputed_mark(candidate: Candidate, folded: Mapping[str, str] | None = None) -> str:
     """The mark of a memory that others dispute: "DISPUTED by newer <id>", and "by earlier <id>, which gave
     this up" for a disputer written before it (a correction that gave up the value it states again: a
@@ -111,13 +114,18 @@ def disputed_mark(candidate: Candidate, folded: Mapping[str, str] | None = None)
     def named(other: str) -> str:
         return f"{other} (folded into {folded[other]})" if folded and other in folded else other
 
+    def listed(ids: list[str]) -> str:  # the latest few (a trial's header named 40 ids, 993 characters)
+        shown = [named(other) for other in ids[-DISPUTERS_NAMED:]]
+        more = len(ids) - len(shown)
+        return ", ".join(shown) + (f" and {more} more" if more else "")
+
     earlier = set(candidate.disputers_earlier)
-    newer = [named(other) for other in candidate.contradicted_by if other not in earlier]
-    before = [named(other) for other in candidate.contradicted_by if other in earlier]
+    newer = [other for other in candidate.contradicted_by if other not in earlier]
+    before = [other for other in candidate.contradicted_by if other in earlier]
     return "DISPUTED by " + " and by ".join(
         [
-            *([f"newer {', '.join(newer)}"] if newer else []),
-            *([f"earlier {', '.join(before)}, which gave this up"] if before else []),
+            *([f"newer {listed(newer)}"] if newer else []),
+            *([f"earlier {listed(before)}, which gave this up"] if before else []),
         ]
     )
 
@@ -754,6 +762,7 @@ def assemble(
         chosen = []
     disputing = standing_disputers(chosen, weighted=weighted)
     blocks = group(chosen, disputing)
+    quoted: set[str] = set()  # the disputers quoted so far, each once
     matches: dict[str | None, int] = {}  # an episode's direct matches in all its blocks
     for each in blocks:
         matches[each.episode_id] = matches.get(each.episode_id, 0) + each.matches
@@ -805,11 +814,15 @@ def assemble(
             # (``after_disputers`` put each one in the context before the memories it disputes).
             # (Not one the reports overruled: it follows in the context, ``standing_disputers``.)
             overruled = set(item.contradicted_by) & stands_for.keys() - disputing.get(item.id, set())
-            absent = {
-                other: text
-                for other, text in item.disputers_said
-                if other not in positions and other not in overruled
-            }
+            # The latest such memory only, and none once one of its disputers was quoted already: a value
+            # restated forty times quoted each newer one under every older one (a trial: 83 quotes filled a
+            # 16,000-character context, nine memories placed). The mark names the others.
+            said = [
+                (other, text)
+                for other, text in reversed(item.disputers_said)
+                if other not in overruled and other not in positions
+            ]
+            absent = {} if any(other in quoted for other, _ in said) else dict(said[:1])
             block = render_memory(
                 len(positions) + 1, item, shown_twins, time_zone, compact=compact, newer_said=absent
             )
@@ -859,6 +872,7 @@ def assemble(
                     shown.add(each.episode_id)
             context += block
             positions[item.id] = len(positions) + 1
+            quoted |= absent.keys()
     marked = tuple(
         stands_for.get(candidate.id, candidate).revised(
             in_context=True,

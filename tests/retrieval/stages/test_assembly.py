@@ -1031,15 +1031,35 @@ def test_the_quotes_of_disputers_go_before_the_memory_they_follow_does():
     # A review: two 240-character quotes left a disputed memory out of an 800-character context.
     quoted = (("new1", "a" * 300), ("new2", "b" * 300))
     stale = replace(grouped("old", None, 0.90), contradicted_by=("new1", "new2"), disputers_said=quoted)
-    for budget in (600, 700, 800):
+    for budget in (400, 600, 800):
         marked, context = assemble((stale,), top_k=5, char_budget=budget, retrieval_id="r")
         assert marked[0].in_context and len(context) <= budget
         assert "DISPUTED by newer new1, new2" in context
-    # At 600 the memory with both quotes (about 750 characters) does not fit: the quotes go, the mark stays.
-    _, context = assemble((stale,), top_k=5, char_budget=600, retrieval_id="r")
-    assert "text of old" in context and "Newer new1" not in context
+    # At 400 the memory with its quote (about 460 characters) does not fit: the quote goes, the mark stays.
+    _, context = assemble((stale,), top_k=5, char_budget=400, retrieval_id="r")
+    assert "text of old" in context and "Newer new2" not in context
+    # With room, the latest disputer is quoted; the mark names the other (one quote a memory: a trial).
     marked, context = assemble((stale,), top_k=5, char_budget=2000, retrieval_id="r")
-    assert "Newer new1, not among these memories" in context and "Newer new2" in context
+    assert "Newer new2, not among these memories" in context and "Newer new1" not in context
+
+
+def test_a_disputer_is_quoted_once_in_a_context_and_a_mark_names_the_latest_three():
+    """A trial: a port restated forty times quoted each newer memory under every older one (83 quotes in a
+    16,000-character context, nine memories placed) and a mark named up to 40 ids (993 characters)."""
+    newer = tuple((f"new{n}", f"billing-api listens on port {8000 + n}") for n in range(6))
+    stale = [
+        replace(
+            grouped(f"old{n}", None, 0.9 - n / 100),
+            contradicted_by=tuple(other for other, _ in newer),
+            disputers_said=newer,
+        )
+        for n in range(3)
+    ]
+    marked, context = assemble(tuple(stale), top_k=5, char_budget=10_000, retrieval_id="r")
+    assert all(m.in_context for m in marked)
+    assert context.count("not among these memories, disputes it") == 1
+    assert context.count("Newer new5, not among these memories") == 1
+    assert context.count("DISPUTED by newer new3, new4, new5 and 3 more") == 3
 
 
 def test_a_dispute_mark_says_newer_and_earlier_disputers_apart():
