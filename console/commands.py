@@ -402,11 +402,13 @@ def restore_command(args: argparse.Namespace, settings: Settings) -> int:
     from console.restoring import restore
 
     scope = scope_arg(args, settings)
+    progress = ProgressBar(sys.stderr)
     with opened(settings, writes=True) as runtime:
         try:
-            results = restore(runtime, scope, args.memory_id, flags=same_store(args))
+            results = restore(runtime, scope, args.memory_id, flags=same_store(args), progress=progress)
         except ToolFailure as exc:
             raise CommandError(str(exc)) from None
+    progress.finish()
     if args.json:
         print(json.dumps([result.model_dump(mode="json") for result in results], indent=2), file=sys.stdout)
         return 0

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from server.arguments import friendly_validation_message
 from storage.records import Scope, org_shelf
-from tools.common import Caller, Runtime, ToolFailure, expired_by
+from tools.common import Caller, Progress, Runtime, ToolFailure, expired_by, no_progress
 from tools.empty_recall_notes import stored_in
 
 if TYPE_CHECKING:
@@ -23,7 +23,12 @@ if TYPE_CHECKING:
 
 
 def restore(
-    runtime: Runtime, scope: Scope, memory_ids: Sequence[str], *, flags: str | None = ""
+    runtime: Runtime,
+    scope: Scope,
+    memory_ids: Sequence[str],
+    *,
+    flags: str | None = "",
+    progress: Progress = no_progress,
 ) -> list[RememberOutput]:
     """Restore these retracted memories of ``scope``, all or none: a ``ToolFailure`` says why one cannot be
     (``flags``: what a command that follows needs to reach the same store and scope; None for the live page,
@@ -60,6 +65,9 @@ def restore(
         except ValidationError as exc:
             raise ToolFailure(friendly_validation_message("restore", exc, retry="")) from None
         results.append(remember(arguments, runtime, caller))
+        # Each is a remember, consolidated again: hundreds take minutes (a trial's undo of a forget by tag
+        # of 310 memories ran 35 minutes with nothing said).
+        progress("restoring", len(results), len(found))
     return results
 
 

@@ -355,6 +355,26 @@ def test_a_retraction_says_how_to_undo_it_and_restore_brings_the_memories_back_a
     assert "undo:" not in out
 
 
+def test_restore_says_how_far_it_is_memory_by_memory(runtime):
+    """A trial: the undo a forget by tag printed restored 310 memories in 35 minutes, saying nothing."""
+    from console.restoring import restore
+    from storage.records import Scope
+    from tools.common import Caller
+    from tools.forget import ForgetInput, forget
+    from tools.remember import RememberInput, remember
+
+    caller = Caller("claude-code", "ses_1")
+    ids = [
+        remember(RememberInput(content=f"fact number {n} about the deploy"), runtime, caller).id
+        for n in range(3)
+    ]
+    for memory_id in ids:
+        forget(ForgetInput(memory_id=memory_id), runtime, caller)
+    said: list[tuple[str, int, int | None]] = []
+    restore(runtime, Scope("default", "default"), ids, progress=lambda *step: said.append(step))
+    assert said == [("restoring", 1, 3), ("restoring", 2, 3), ("restoring", 3, 3)]
+
+
 def test_restore_brings_an_org_wide_memory_back_to_the_orgs_shelf(capsys, db):
     # A review: the undo line of an org-visible memory's retraction led nowhere (it lives on the org's shelf,
     # not in the project the command named).
