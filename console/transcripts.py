@@ -11,7 +11,9 @@ lists of messages). JSON Lines: one message, or one ``{"messages": [...]}`` sess
 is ``{"role"|"speaker"|"name": ..., "content"|"text": ..., "timestamp"|"time": ..., "session": ...}``
 (only the text is required); messages naming a ``session`` are grouped by it, in order of first mention.
 
-Plain text: ``Name: message`` lines; a line without a ``Name:`` prefix continues the message before it.
+Plain text: ``Name: message`` lines; a line without a ``Name:`` prefix continues the message before it (a
+name is at most four words, without brackets, quotes or sentence punctuation: "for attempt in range(8):" is
+code and "The CI slowdown comes from cache misses:" a sentence, both the message's own lines).
 Sessions are separated by a blank line or a line starting with ``---`` or ``#``, which may carry the
 session's date (``--- 2024-03-01 14:00``, ``## 1:56 pm on 8 May, 2023``).
 """
@@ -28,6 +30,21 @@ SESSION_KEY = re.compile(r"^session_(\d+)$")
 DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 _SPEAKER_LINE = re.compile(r"^([^\s:][^:]{0,63}?)\s*:\s+(\S.*)$")
 _SPEAKER_ALONE = re.compile(r"^([^\s:][^:]{0,63}?)\s*:$")  # "Alice:", the message on the lines after
+# What no name holds: a line of code or a sentence before a colon is no speaker ("for attempt in range(8):",
+# "The CI slowdown comes from cache misses: ..."; a trial's infra chat had 53 "speakers" for 2 people).
+_NOT_IN_A_NAME = re.compile(r"[()\[\]{}`=<>\"!?;]")
+MAX_NAME_WORDS = 4
+
+
+def _speaker(match: re.Match[str] | None) -> str | None:
+    """The speaker a line names (``_SPEAKER_LINE`` or ``_SPEAKER_ALONE``'s match), None when what comes before
+    its colon reads as no name: more than ``MAX_NAME_WORDS`` words, or code or a sentence's punctuation."""
+    if match is None:
+        return None
+    name = match.group(1)
+    return None if len(name.split()) > MAX_NAME_WORDS or _NOT_IN_A_NAME.search(name) else name
+
+
 _SPEAKER_FIELDS = ("role", "speaker", "name")
 _TEXT_FIELDS = ("content", "text")
 _TIME_FIELDS = ("timestamp", "time")
@@ -318,7 +335,7 @@ def text_sessions(lines: Iterable[str]) -> list[Session]:
     date: datetime | None = None
     lines = list(lines)
     # The transcript's speakers: those with a message on their line, anywhere in it.
-    speakers = {m.group(1) for line in lines if (m := _SPEAKER_LINE.match(line.strip())) is not None}
+    speakers = {name for line in lines if (name := _speaker(_SPEAKER_LINE.match(line.strip()))) is not None}
 
     def close() -> None:
         nonlocal current, date
@@ -333,7 +350,7 @@ def text_sessions(lines: Iterable[str]) -> list[Session]:
         elif stripped.startswith(("---", "#")):
             close()
             date = read_time(stripped.lstrip("-#").strip()) or date
-        elif (match := _SPEAKER_LINE.match(stripped)) is not None:
+        elif (match := _SPEAKER_LINE.match(stripped)) is not None and _speaker(match) is not None:
             current.append(Message(match.group(1), match.group(2).strip(), None, f"line {number}"))
         elif (match := _SPEAKER_ALONE.match(stripped)) is not None and match.group(1) in speakers:
             # A known speaker's name alone: a message whose text is on the lines after (or none: then it is

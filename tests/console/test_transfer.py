@@ -791,6 +791,28 @@ def test_a_speakers_name_alone_begins_a_message_and_blank_or_nul_messages_are_no
         assert runtime.store.get_memory(expected_id(content), SCOPE) is not None, content
 
 
+def test_a_line_of_code_or_a_sentence_before_a_colon_goes_on_the_message_and_names_no_speaker(
+    stores, tmp_path
+):
+    """A trial: "for attempt in range(8):" and "The CI slowdown comes from cache misses: ..." read as
+    speakers (53 agents in a chat of two people)."""
+    runtime = stores("a")
+    text = (
+        "Dr. Li: The retry loop is\n"
+        "for attempt in range(8):\n"
+        "    call()\n"
+        "Sam: Noted.\n"
+        "The CI slowdown comes from cache misses: the runners lost their volume.\n"
+    )
+    import_file(runtime, write(tmp_path / "chat.txt", text))
+    for content, agent in (
+        ("Dr. Li: The retry loop is\nfor attempt in range(8):\ncall()", "Dr. Li"),
+        ("Sam: Noted.\nThe CI slowdown comes from cache misses: the runners lost their volume.", "Sam"),
+    ):
+        memory = runtime.store.get_memory(expected_id(content), SCOPE)
+        assert memory is not None and memory.agent_id == agent, content
+
+
 def test_a_compressed_file_is_refused_with_how_to_decompress_it(stores, tmp_path):
     import gzip
 
