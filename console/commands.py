@@ -1653,8 +1653,10 @@ def consolidate_command(args: argparse.Namespace, settings: Settings) -> int:
         seconds=round(perf_counter() - started, 1),
     )
     readable = key_values(list(result.model_dump().items()))
-    if result.superseded or result.disputed:
-        readable += "\n\n`memoria drift` lists the pairs now disputed; `memoria show ID` a memory's lineage."
+    if result.disputed:
+        readable += "\n\n`memoria drift` lists the pairs now disputed."
+    if result.superseded or result.artifacts_restored:
+        readable += "\n\n`memoria show ID` says what replaced a memory, or what restored it, and why."
     return emit(args, result, readable)
 
 
