@@ -291,14 +291,13 @@ class ConsolidationService:
             if as_written and close:
                 # Examined again: its pairs recorded as distinct are not recorded twice (a review: each run
                 # wrote every keep_both again), and what a language model judged distinct the rules leave.
-                pairs = [
-                    (frozenset((event.memory_id, event.related_id)), event.resolver)
-                    for event in self._store.lineage(memory.scope, [memory.id])
-                    if event.action == "keep_both" and event.related_id is not None
+                kept_by = self._kept_pairs(memory.scope, [memory.id])
+                kept = set(kept_by)
+                close = [
+                    other
+                    for other in close
+                    if not kept_by.get(frozenset((memory.id, other.id)), "").startswith("llm")
                 ]
-                kept = {pair for pair, _ in pairs}
-                judged = {pair for pair, resolver in pairs if resolver.startswith("llm")}
-                close = [other for other in close if frozenset((memory.id, other.id)) not in judged]
             if reranking and close:
                 close = self._reranked(memory, close, report)
             close = close[: self.policy.max_existing_matches]
@@ -1367,7 +1366,7 @@ class ConsolidationService:
                 sets.add(hit.record.id)
                 sets.union(seed.id, hit.record.id)
                 close.add(frozenset((seed.id, hit.record.id)))
-        kept_pairs = self._kept_pairs(scope, list(members))
+        kept_pairs = self._kept_pairs(scope, list(members)).keys()
         pairs_of: dict[str, set[frozenset[str]]] = {}  # each cluster's close pairs, by its root
         for pair in close:
             pairs_of.setdefault(sets.find(next(iter(pair))), set()).add(pair)
@@ -1390,12 +1389,16 @@ class ConsolidationService:
         self._store.mark_consolidated([seed.id for seed in seeds], self._clock())
         return report
 
-    def _kept_pairs(self, scope: Scope, ids: Sequence[str]) -> set[frozenset[str]]:
-        return {
-            frozenset((event.memory_id, event.related_id))
-            for event in self._store.lineage(scope, ids)
-            if event.action == "keep_both" and event.related_id is not None
-        }
+    def _kept_pairs(self, scope: Scope, ids: Sequence[str]) -> dict[frozenset[str], str]:
+        """The pairs of these memories recorded as distinct, each with who decided (a language model's
+        decision first, when both a model and the rules kept a pair)."""
+        kept: dict[frozenset[str], str] = {}
+        for event in self._store.lineage(scope, ids):
+            if event.action == "keep_both" and event.related_id is not None:
+                pair = frozenset((event.memory_id, event.related_id))
+                if not kept.get(pair, "").startswith("llm"):
+                    kept[pair] = event.resolver
+        return kept
 
 
 def _values_after(text: str, names: Sequence[str]) -> set[str]:
