@@ -121,6 +121,7 @@ class MemoryStore(Forgetting, MemorySearch, RetrievalJournal, FeedbackLog, Upkee
         self._lineage = db.open_table(schema.LINEAGE)
         self._contradictions = db.open_table(schema.CONTRADICTIONS)
         self._writing = threading.local()  # write-sequence nesting depth, per thread
+        self._gathered = threading.local()
         self._behind = threading.local()
         self._exact = threading.local()
         self._appenders = appenders

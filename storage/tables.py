@@ -164,8 +164,13 @@ class StoreTables:
         background = getattr(self._behind, "on", False) and not getattr(self._reporting, "depth", 0)
         if background:
             self.after_compactions_beside()
+        self._before_write_sequence()
         with self._sequence(self._lock, self._writing, WRITES, background=background):
             yield
+
+    def _before_write_sequence(self) -> None:
+        """What this thread must write before any write sequence it begins (``storage.lineage``: the
+        contradictions it gathers)."""
 
     @contextmanager
     def behind_the_calls(self) -> Iterator[None]:

@@ -1068,7 +1068,9 @@ class WriteService:
         now = self._clock()
         vectors = {memory_id: as_array(new.vector) for memory_id, new in news.items()}
         authors = {record.id: Actor(record.agent_id, record.session_id) for record in written}
-        with unmarked_on_failure(store, [record.id for record in written if record.id in stored]):
+        # The pairs the items dispute are written together as the batch ends (one commit, not one each).
+        stored_ids = [record.id for record in written if record.id in stored]
+        with unmarked_on_failure(store, stored_ids), store.gathering_contradictions():
             # Only the near-duplicates this batch stored superseded: one another writer stored first stays
             # as it is (active), and no event may say otherwise (a review).
             superseded = {loser: survivor for loser, survivor in losers.items() if loser in stored}

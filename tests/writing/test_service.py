@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from retrieval.text import content_hash
+from storage import schema
 from storage.records import Scope
 from tests.fakes import RecordingEmbedder
 from tests.helpers import killed_after, make_runtime, settings_for
@@ -137,6 +138,25 @@ def test_a_near_duplicate_collapsed_in_a_batch_is_superseded_in_the_name_of_the_
     [event] = runtime.store.recent_lineage(Scope("default", "default"), ["supersede"], 5)
     assert (event.memory_id, event.related_id) == (out.results[1].id, out.results[2].id)
     assert event.agent_id == "ops-bot"
+
+
+def test_the_values_a_batch_disputes_are_written_in_one_commit(runtime):
+    ports = [f"billing-api listens on port {port} in staging" for port in (8001, 8002, 8003, 8004)]
+    contradictions = runtime.store.tables()[schema.CONTRADICTIONS]
+    before = contradictions.version
+    out = remember_many(RememberManyInput(items=[BatchItem(content=text) for text in ports]), runtime, CALLER)
+    assert contradictions.version == before + 1  # one commit, not one a pair (each also left a fragment)
+    place = {result.id: index for index, result in enumerate(out.results)}
+    pairs = runtime.store.contradictions(Scope("default", "default"))
+    # every port disputes every port stated before it, as when remembered one at a time
+    assert sorted((place[p.older_id], place[p.newer_id]) for p in pairs) == [
+        (0, 1),
+        (0, 2),
+        (0, 3),
+        (1, 2),
+        (1, 3),
+        (2, 3),
+    ]
 
 
 class BrokenLLM:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -161,6 +162,8 @@ class ConsolidationStore(CandidateSource, Protocol):
 
     def put_contradictions(self, records: Sequence[ContradictionRecord]) -> list[ContradictionRecord]: ...
 
+    def gathering_contradictions(self) -> AbstractContextManager[None]: ...
+
     def add_attestation(self, memory: MemoryRecord, agent_id: str, session_id: str, at: datetime) -> bool: ...
 
     def attesters(self, scope: Scope, memory_ids: Sequence[str] | None = None) -> dict[str, set[str]]: ...
@@ -255,10 +258,28 @@ class ConsolidationService:
         supersede is committed after the caller answers (revisions, versions and rewordings are not). With
         ``as_written``, a memory examined again long after its write (``writing.reconsolidation``) meets only
         the memories written before it, as its write did: not a later restatement to be absorbed into, nor a
-        later revision to be kept apart from (that one's own examination finds the pair)."""
-        report = ConsolidationReport()
+        later revision to be kept apart from (that one's own examination finds the pair). The pairs it
+        disputes are written together as it ends (``gathering_contradictions``)."""
         if not self.policy.enabled or memory.status != "active":
-            return report
+            return ConsolidationReport()
+        with self._store.gathering_contradictions():
+            return self._examine(
+                memory, vector, llm=llm, actor=actor, mark=mark, behind=behind, as_written=as_written
+            )
+
+    def _examine(
+        self,
+        memory: MemoryRecord,
+        vector: np.ndarray,
+        *,
+        llm: LanguageModel | None,
+        actor: Actor,
+        mark: bool,
+        behind: SupersedeBehind | None,
+        as_written: bool,
+    ) -> ConsolidationReport:
+        """``on_write``'s examination of ``memory``."""
+        report = ConsolidationReport()
         self._revise(memory, actor, report)  # (only older memories are revised)
         reranking = self.policy.rerank and self._reranker is not None
         pool = max(10, self.policy.max_existing_matches + 1, self.policy.rerank_pool if reranking else 0)
