@@ -381,7 +381,10 @@ class MemorySearch(StoreTables):
 
         def scope_page(scope: Scope) -> list[MemoryRecord]:
             if tuple(statuses) == ("active",):  # a scope copy holds the active memories only
-                with self._cache.reading(scope) as copy:
+                # A copy the server warmed or a recall built, never one built for a listing: a one-off
+                # `memoria list` spent 3.5 of its 6 s on the copy of a 36,000-memory scope (its vectors,
+                # its full-text index), to page 5 memories the table gives in 1.4 s.
+                with self._cache.reading(scope, build=False) as copy:
                     if copy is not None:
                         return page(copy.records.values())
             # A held memory's row still reads active: read those too when listing the superseded.

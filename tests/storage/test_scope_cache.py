@@ -228,6 +228,18 @@ def test_warming_builds_the_copies_before_the_first_read(tmp_path):
         assert store.cache.warm(store.scopes()) == 0
 
 
+def test_a_listing_reads_a_copy_there_is_and_builds_none(tmp_path):
+    with open_store(tmp_path / "db") as writer:
+        writer.insert_many(corpus())
+    with open_store(tmp_path / "db") as store:  # a one-off command: nothing read yet
+        listed = [m.id for m in store.list_memories(SCOPE, limit=3)]
+        assert store.cache.loads == 0
+        store.vector_search(SCOPE, np.asarray(vec(5), dtype=np.float32), embedder="emb", limit=3)
+        assert store.cache.loads == 1  # a search builds one, and the next listing reads it
+        assert [m.id for m in store.list_memories(SCOPE, limit=3)] == listed
+        assert store.cache.loads == 1
+
+
 class AnotherProcessWritesDuringTheRead:
     """The store as the cache reads it, but another process commits a memory while a scope is read."""
 
