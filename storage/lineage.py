@@ -147,21 +147,27 @@ class Lineage(StoreTables):
         self._gathered.pairs = {}
         try:
             yield
-        except BaseException:
+            self.write_gathered_contradictions()
+        finally:  # written, or dropped with the block's error or the write's own
             self._gathered.pairs = None
-            raise
-        self._land_gathered()
-        self._gathered.pairs = None
 
-    def _land_gathered(self) -> None:
-        """Write the pairs this thread gathered so far (``gathering_contradictions``), if any."""
+    def write_gathered_contradictions(self) -> None:
+        """Write the pairs this thread gathered so far (``gathering_contradictions``), if any: before work
+        is handed to another thread that reads them (a supersede committed behind the call carries the
+        superseded memory's open pairs to its survivor). A write that fails keeps them gathered, for the
+        block's end to write or to drop with its error (a caller that catches the failure of the write
+        sequence they preceded must not lose them)."""
         gathered = getattr(self._gathered, "pairs", None)
         if gathered:
-            self._gathered.pairs = {}  # taken first: the write's own sequence finds nothing to land
-            self._write_contradictions(list(gathered.values()))
+            self._gathered.pairs = {}  # taken first: the write's own sequence finds nothing to write
+            try:
+                self._write_contradictions(list(gathered.values()))
+            except BaseException:
+                self._gathered.pairs = gathered | self._gathered.pairs
+                raise
 
     def _before_write_sequence(self) -> None:
-        self._land_gathered()
+        self.write_gathered_contradictions()
 
     def _write_contradictions(self, records: Sequence[ContradictionRecord]) -> list[ContradictionRecord]:
         with self.exclusive():
@@ -225,7 +231,7 @@ class Lineage(StoreTables):
         """The scope's pairs (of ``status``, None: any), or those naming ``memory_ids``: for memories of the
         org's shelf, those kept in any project of the org too (a shelf memory's pairs with a project's
         memories are kept in that project: ``writing.consolidation``)."""
-        self._land_gathered()
+        self.write_gathered_contradictions()
         shelf_ids = scope.is_org_shelf and memory_ids is not None
         condition = filters.equals("org_id", scope.org_id) if shelf_ids else filters.scope_is(scope)
         if status is not None:
@@ -245,7 +251,7 @@ class Lineage(StoreTables):
         """Older memory id -> the newer memories that contradict it, for open contradictions only. A newer
         memory whose supersede is decided and still being committed (``storage.pending``) is left out:
         recall no longer shows it, and the memory that restates it takes the pair as it lands."""
-        self._land_gathered()
+        self.write_gathered_contradictions()
         held = self._pending.held()  # before the read
         # Each scope's pairs, merged: a shelf memory's are its shelf's and those of the reader's project,
         # where a project memory disputes it (``writing.consolidation``).
@@ -271,7 +277,7 @@ class Lineage(StoreTables):
     def open_contradiction_pairs(self, scope: Scope) -> list[tuple[str, str]]:
         """The (older, newer) ids of the scope's open contradictions: the aggregation pass keeps the two
         memories of each pair out of one near-duplicate cluster (a claim and its reversal share their words)."""
-        self._land_gathered()
+        self.write_gathered_contradictions()
         snapshot = self._contradiction_snapshots.get(scope)
         if snapshot is None:
             snapshot = _newer_by_older(self._open_contradiction_rows(filters.scope_is(scope), None))
@@ -293,7 +299,7 @@ class Lineage(StoreTables):
         self, scope: Scope, memory_ids: Sequence[str], resolution: str, at: datetime
     ) -> int:
         """Close the open contradictions involving memories that left the active set."""
-        self._land_gathered()
+        self.write_gathered_contradictions()
         # (a shelf memory's pairs with the org's projects' memories are kept in those projects: read them all)
         snapshot = None if scope.is_org_shelf else self._contradiction_snapshots.get(scope)
         if snapshot is not None and not _involves(snapshot, memory_ids):

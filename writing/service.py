@@ -465,6 +465,9 @@ class WriteService:
         they stay as they are. One whose commit fails is given up (the rows stay as they are) and
         ``written`` loses its stamp, so that the sweep examines it again."""
         store, written = self._store, behind.written
+        # The pairs this write gathered so far are written first: the commit, on another thread, carries the
+        # losers' open pairs to the survivor (a pair still gathered was missed, then found both inactive).
+        store.write_gathered_contradictions()
         # Written down as decided before the caller is answered: a crash before the commit lands has the next
         # start commit this very step (a language model's decision is not taken again by the rules).
         number = (
@@ -514,6 +517,8 @@ class WriteService:
         if behind is None or not behind.queued:
             self._journal.done(owed)
             return
+
+        self._store.write_gathered_contradictions()  # (inside a batch's block) before it is written down done
 
         def done() -> None:  # after this remember's commits, on the same thread
             if not behind.stamp_kept:

@@ -119,3 +119,36 @@ def test_a_resolved_pair_gathered_again_opens_again_beside_new_ones(stores):
         mine.put_contradictions([replace(pair("m0", "m1"), detail="again"), pair("m2", "m3")])
     assert sorted(pairs_in(theirs)) == [("m0", "m1", "again"), ("m2", "m3", "on vs off")]
     assert len(theirs.contradictions(SCOPE, status=None)) == 2  # the resolved row opened, not a second one
+
+
+class FailingOnce:
+    """The store's write of the pairs, failing the first time (a disk error, say)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.write, self.failed = store._write_contradictions, False
+
+    def __call__(self, records):
+        if not self.failed:
+            self.failed = True
+            raise OSError("simulated I/O error")
+        return self.write(records)
+
+
+def test_gathered_pairs_whose_write_failed_are_kept_for_the_blocks_end(stores, monkeypatch):
+    mine, theirs = stores
+    monkeypatch.setattr(mine, "_write_contradictions", FailingOnce(mine))
+    with mine.gathering_contradictions():
+        mine.put_contradictions([pair("m0", "m1")])
+        # a write sequence whose caller logs its failure and goes on (a tag hand-on, say)
+        with pytest.raises(OSError), mine.exclusive():
+            pass
+    assert pairs_in(theirs) == [("m0", "m1", "on vs off")]
+
+
+def test_a_block_whose_write_failed_leaves_its_thread_gathering_nothing(stores, monkeypatch):
+    mine, theirs = stores
+    monkeypatch.setattr(mine, "_write_contradictions", FailingOnce(mine))
+    with pytest.raises(OSError), mine.gathering_contradictions():
+        mine.put_contradictions([pair("m0", "m1")])
+    mine.put_contradictions([pair("m2", "m3")])  # written at once, as outside any block
+    assert pairs_in(theirs) == [("m2", "m3", "on vs off")]

@@ -159,6 +159,25 @@ def test_the_values_a_batch_disputes_are_written_in_one_commit(runtime):
     ]
 
 
+def test_a_restatement_absorbed_behind_the_call_hands_its_dispute_to_the_memory_it_restates(runtime):
+    # The supersede is committed on another thread, which carries the restatement's open pairs to the
+    # memory it restates: it must find the pair this remember found, not one still waiting to be written.
+    ops = Caller(agent_id="ops-bot", session_id="ses_2")
+    restated = remember(
+        RememberInput(content="billing-api now listens on nginx port 8002 in staging"), runtime, ops
+    )
+    older = remember(RememberInput(content="billing-api listens on port 8001 in staging"), runtime, CALLER)
+    again = remember(RememberInput(content="billing-api now listens on port 8002 in staging"), runtime, ops)
+    assert again.consolidation.absorbed_into == restated.id
+    assert runtime.writer.settle(TIMEOUT)
+    names = {restated.id: "restated", older.id: "older", again.id: "again"}
+    pairs = runtime.store.contradictions(Scope("default", "default"), status=None)
+    assert sorted((names[p.older_id], names[p.newer_id], p.status) for p in pairs) == [
+        ("older", "again", "resolved"),
+        ("restated", "older", "open"),
+    ]
+
+
 class BrokenLLM:
     """An LLM whose connection breaks mid-call: consolidation asks it only about a near-duplicate."""
 
