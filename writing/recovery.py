@@ -133,7 +133,7 @@ class Recovery:
             return 0
         vectors = store.memory_vectors([memory.id for memory in active], owed.scope)
         replaced = current.get(owed.replaces) if owed.replaces else None
-        for memory in active:
+        for index, memory in enumerate(active):
             actor = Actor(memory.agent_id, memory.session_id)
             self._writer.observe(memory)
             self._mend_retirements(memory, owed.replaces, actor)
@@ -153,7 +153,12 @@ class Recovery:
                     memory = replace(memory, version_of=now_replaced.id)
                 if memory.id in vectors:
                     report = self._writer.consolidation.on_write(
-                        memory, vectors[memory.id], llm=None, actor=actor, mark=False
+                        memory,
+                        vectors[memory.id],
+                        llm=None,
+                        actor=actor,
+                        mark=False,
+                        later=frozenset(m.id for m in active[index + 1 :]),  # each judges its own pairs
                     )
                     if now_replaced is not None:
                         self._writer.consolidation.on_correction(now_replaced, memory, report)

@@ -613,6 +613,10 @@ class WriteService:
         with unmarked_on_failure(self._store, [stored.id]):  # inside: a failure must not leave it stamped
             if restored:
                 self._store.add_lineage([restore_event(stored, actor, self._clock())])
+                # The disputes its retraction closed, with memories still active, open again (examined
+                # again below, it finds only what its neighbours say: a trial's undo of a forget of 20
+                # values left 28 of their 117 disputes closed between two active memories).
+                self.reopen_contradictions(stored)
             if replaces is not None:
                 note = self.apply_update(replaces, stored, actor, carry=True, withdraw=True)
                 if explicit_version(replaces, stored):  # read again: the update may have made it a version
@@ -1099,7 +1103,9 @@ class WriteService:
                 self.inheritance.inherit(scope, list(superseded))  # their tags
             # The items an earlier item's consolidation superseded: its report, and that item.
             gone: dict[str, tuple[ConsolidationReport, str]] = {}
+            examined_later = {record.id for record in written if record.id in stored}  # each judges its pairs
             for record in written:
+                examined_later.discard(record.id)
                 if record.id not in stored:
                     results.setdefault(record.id, self._remember(record, llm))
                     continue
@@ -1121,6 +1127,7 @@ class WriteService:
                     llm=llm,
                     actor=Actor(record.agent_id, record.session_id),
                     mark=False,
+                    later=frozenset(examined_later),
                 )
                 self.track(scope, report, record.id)
                 results[record.id] = WriteResult(record, True, consolidation=report)

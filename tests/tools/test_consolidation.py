@@ -9,7 +9,7 @@ import pytest
 
 from retrieval.types import Candidate
 from server.upkeep import aggregation_pass, expire_ephemeral
-from storage.records import Scope
+from storage.records import ContradictionRecord, Scope
 from tests.fakes import ScriptedLLM
 from tests.forensics import files_holding
 from tests.helpers import make_runtime, settings_for
@@ -1480,6 +1480,34 @@ def test_retract_keeps_the_row_and_remembering_it_again_restores_it(runtime):
     assert [e.action for e in lineage(LineageInput(memory_id=memory), runtime, caller()).events] == [
         "retract",
         "restore",
+    ]
+
+
+def test_a_retracted_memory_stated_again_has_the_disputes_its_retraction_closed_open_again(runtime):
+    older = remember(RememberInput(content="Deploys go out on Tuesdays"), runtime, caller()).id
+    newer = remember(RememberInput(content="The release train leaves every Thursday"), runtime, caller()).id
+    # a dispute no rule finds again from the two texts (an update that could not replace the older memory)
+    runtime.store.put_contradictions(
+        [
+            ContradictionRecord.detected(
+                SCOPE,
+                older,
+                newer,
+                kind="update",
+                detail="said instead",
+                similarity=0.1,
+                at=datetime.now(UTC),
+            )
+        ]
+    )
+    forget(ForgetInput(memory_id=newer, reason="for now"), runtime, caller())
+    assert runtime.store.contradictions(SCOPE) == []  # closed with the retraction
+    again = remember(
+        RememberInput(content="The release train leaves every Thursday"), runtime, caller("ses_2")
+    )
+    assert again.note == "restored: an identical memory had been retracted"
+    assert [(p.older_id, p.newer_id, p.detail) for p in runtime.store.contradictions(SCOPE)] == [
+        (older, newer, "said instead")
     ]
 
 

@@ -13,7 +13,7 @@ from storage.records import Scope
 from tests.fakes import RecordingEmbedder
 from tests.helpers import killed_after, make_runtime, settings_for
 from tools.common import Caller, ToolFailure, memory_id_for
-from tools.remember import RememberInput, remember
+from tools.remember import RememberInput, draft_of, prepare, remember
 from tools.remember_many import BatchItem, RememberManyInput, remember_many
 
 CALLER = Caller(agent_id="claude-code", session_id="ses_1")
@@ -176,6 +176,24 @@ def test_a_restatement_absorbed_behind_the_call_hands_its_dispute_to_the_memory_
         ("older", "again", "resolved"),
         ("restated", "older", "open"),
     ]
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_value_stored_after_a_newer_value_another_writer_stored_first_is_disputed_by_it(runtime, batch):
+    # Two writers at once: this memory was made (its time taken) before the other's and stored after it, so
+    # the other's examination never saw it; its own must judge the pair (two processes left it to each other).
+    ops = Caller(agent_id="ops-bot", session_id="ses_2")
+    said = RememberInput(content="The amber gateway listens on port 8001 in staging")
+    made = prepare(runtime, draft_of(said, runtime, CALLER))
+    newer = remember(RememberInput(content="The amber gateway listens on port 8002 in staging"), runtime, ops)
+    assert newer.consolidation.contradicts == []  # the older value was not stored yet
+    if batch:
+        [stored] = runtime.writer.remember_many([made], llm=None)
+    else:
+        stored = runtime.writer.remember(made, llm=None)
+    assert stored.consolidation.contradicts == [newer.id]
+    [dispute] = runtime.store.contradictions(Scope("default", "default"))
+    assert (dispute.older_id, dispute.newer_id) == (made.record.id, newer.id)
 
 
 class BrokenLLM:
@@ -444,7 +462,7 @@ if sys.argv[2] == "llm":  # a language model's supersede (the rules keep both), 
     decision = '{"decision": "supersede", "survivor": 1, "absorb": [0], "reworded": null, "reason": "one fact"}'
     llm = ScriptedLLM({"consolidate": [decision], "revision": ['{"revises": false}']})
     runtime.store.supersede = lambda *args, **kwargs: time.sleep(3600)
-    from tools.remember import RememberInput, remember
+    from tools.remember import RememberInput, draft_of, prepare, remember
 
     text = "Staging runs postgres fifteen, on the big host machine"  # the rules alone would keep both
     new = remember(RememberInput(content=text), runtime, Caller("claude-code", "ses_1", llm))
@@ -454,7 +472,7 @@ if sys.argv[2] == "llm":  # a language model's supersede (the rules keep both), 
 elif sys.argv[2] == "reword":  # a language model's rewording: its memory is in, the group's supersede next
     from tests.fakes import ScriptedLLM
     from tools.common import Caller
-    from tools.remember import RememberInput, remember
+    from tools.remember import RememberInput, draft_of, prepare, remember
 
     reworded = "Staging runs postgres version fifteen on the big host machine"
     decision = (
@@ -491,7 +509,7 @@ elif sys.argv[2] in ("lineage", "update-lineage"):  # the status change is commi
     time.sleep(3600)
 elif sys.argv[2] == "correction":  # the update is done; what said the old text is disputed next
     from tools.common import Caller
-    from tools.remember import RememberInput, remember
+    from tools.remember import RememberInput, draft_of, prepare, remember
 
     other = remember(RememberInput(content="Alice Chen owns the billing service."), runtime, Caller("cursor", "ses_2"))
     print(other.id, flush=True)

@@ -251,6 +251,7 @@ class ConsolidationService:
         mark: bool = True,
         behind: SupersedeBehind | None = None,
         as_written: bool = False,
+        later: AbstractSet[str] = frozenset(),
     ) -> ConsolidationReport:
         """Revise, version, flag contradictions and consolidate around a memory just written. With
         ``mark=False`` the caller marks it examined itself (a batch marks all its memories in one write;
@@ -258,13 +259,23 @@ class ConsolidationService:
         supersede is committed after the caller answers (revisions, versions and rewordings are not). With
         ``as_written``, a memory examined again long after its write (``writing.reconsolidation``) meets only
         the memories written before it, as its write did: not a later restatement to be absorbed into, nor a
-        later revision to be kept apart from (that one's own examination finds the pair). The pairs it
-        disputes are written together as it ends (``gathering_contradictions``)."""
+        later revision to be kept apart from (that one's own examination finds the pair). ``later``: the
+        memories written with it that are examined after it (a batch's later items), which judge their
+        pairs with it themselves; any other memory newer than it that is stored already was written before
+        its examination, by this process or another, and is judged here. The pairs it disputes are written
+        together as it ends (``gathering_contradictions``)."""
         if not self.policy.enabled or memory.status != "active":
             return ConsolidationReport()
         with self._store.gathering_contradictions():
             return self._examine(
-                memory, vector, llm=llm, actor=actor, mark=mark, behind=behind, as_written=as_written
+                memory,
+                vector,
+                llm=llm,
+                actor=actor,
+                mark=mark,
+                behind=behind,
+                as_written=as_written,
+                later=later,
             )
 
     def _examine(
@@ -277,6 +288,7 @@ class ConsolidationService:
         mark: bool,
         behind: SupersedeBehind | None,
         as_written: bool,
+        later: AbstractSet[str],
     ) -> ConsolidationReport:
         """``on_write``'s examination of ``memory``."""
         report = ConsolidationReport()
@@ -297,7 +309,7 @@ class ConsolidationService:
             if as_written:
                 elsewhere = [other for other in elsewhere if other.created_at <= memory.created_at]
             self._contradictions(
-                memory, [*(hit.record for hit in neighbours), *elsewhere], llm, actor, report
+                memory, [*(hit.record for hit in neighbours), *elsewhere], llm, actor, report, later
             )
             self._restatements_of_revised(memory, report)
             close = [
@@ -495,6 +507,7 @@ class ConsolidationService:
         llm: LanguageModel | None,
         actor: Actor,
         report: ConsolidationReport,
+        later: AbstractSet[str] = frozenset(),
     ) -> None:
         if not others:
             return
@@ -532,14 +545,12 @@ class ConsolidationService:
         # "9090, not 8080" also reads as a negation of the older memory: it names what it replaces.
         named = {change.older_id for change in changes if change.named_in_words}
         for found in detect_contradictions(pool, self.policy.oppositions, swaps_of=memory.id):
-            if (
-                found.older_id == memory.id
-                and found.newer_id in by_id
-                and by_id[found.newer_id].updated_at < memory.updated_at
-            ):
-                # Remembered with an earlier occurred_at (history imported late): a memory newer than it,
-                # written before it, already says otherwise, so it arrives disputed (a new user's trial
-                # found it unmarked). One written after it (later in a batch) judges the pair itself.
+            if found.older_id == memory.id and found.newer_id in by_id and found.newer_id not in later:
+                # Remembered with an earlier occurred_at (history imported late), or written at once with
+                # a newer memory that another writer stored first: a memory newer than it, stored before
+                # its examination, already says otherwise, so it arrives disputed (a new user's trial found
+                # it unmarked; another's found writers in two processes leaving the pair to each other).
+                # One written with it and examined after it (later in a batch) judges the pair itself.
                 self._record_contradiction(
                     memory, by_id[found.newer_id], "opposition", found.detail, found.subject_similarity
                 )
@@ -629,13 +640,12 @@ class ConsolidationService:
                     self._record_contradiction(older, memory, "value", detail, said_now.subject_similarity)
                     report.contradicts.append(older.id)
                     report.resolver = report.resolver or KEPT_OPEN
-        # Remembered with an earlier occurred_at (history imported late): a memory newer than it, written
-        # before it, that says another value of the same thing (or that it changed) leaves it disputed on
-        # arrival, as an opposition does above (a new user's trial found it unmarked).
+        # Remembered with an earlier occurred_at (history imported late), or stored after a newer memory of
+        # another writer: a memory newer than it, stored before its examination, that says another value of
+        # the same thing (or that it changed) leaves it disputed, as an opposition does above (a new user's
+        # trial found it unmarked).
         newer = [
-            stated
-            for stated in pool[:-1]
-            if stated.created_at > memory.created_at and by_id[stated.id].updated_at < memory.updated_at
+            stated for stated in pool[:-1] if stated.created_at > memory.created_at and stated.id not in later
         ]
         for late in late_value_changes(pool[-1], newer) if newer else ():
             disputer = by_id[late.newer_id]
