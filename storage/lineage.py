@@ -126,9 +126,8 @@ class Lineage(StoreTables):
         if not records:
             return []
         gathered = getattr(self._gathered, "pairs", None)
-        if gathered is not None:
-            added = [record for record in records if gathered.setdefault(_pair_key(record), record) is record]
-            return added
+        if gathered is not None:  # the first detection of each pair is kept
+            return [record for record in records if gathered.setdefault(_pair_key(record), record) is record]
         return self._write_contradictions(records)
 
     @contextmanager
@@ -176,12 +175,13 @@ class Lineage(StoreTables):
             records, reopened = self._still_to_record(records)
             if not records:
                 return []
-            table = arrow_rows([record.__dict__ for record in records], self._schema(self._contradictions))
+            rows = [record.__dict__ for record in records]
             # Only new pairs, and the write lock keeps out other processes (a local store): an append (a
             # merge reads every key of the table). On an object store concurrent merges conflict instead.
             if not reopened and self._lock.path is not None:
-                self._append_rows(self._contradictions, [record.__dict__ for record in records])
+                self._append_rows(self._contradictions, rows)
                 return records
+            table = arrow_rows(rows, self._schema(self._contradictions))
             retrying(
                 lambda: (
                     self._contradictions.merge_insert(["org_id", "project_id", "older_id", "newer_id"])
