@@ -133,7 +133,7 @@ class Recovery:
             return 0
         vectors = store.memory_vectors([memory.id for memory in active], owed.scope)
         replaced = current.get(owed.replaces) if owed.replaces else None
-        for index, memory in enumerate(active):
+        for memory in active:
             actor = Actor(memory.agent_id, memory.session_id)
             self._writer.observe(memory)
             self._mend_retirements(memory, owed.replaces, actor)
@@ -158,7 +158,7 @@ class Recovery:
                         llm=None,
                         actor=actor,
                         mark=False,
-                        later=frozenset(m.id for m in active[index + 1 :]),  # each judges its own pairs
+                        late=True,  # what was written since met it
                     )
                     if now_replaced is not None:
                         self._writer.consolidation.on_correction(now_replaced, memory, report)

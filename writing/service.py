@@ -26,6 +26,7 @@ from retrieval.text import PRECEDING_CHARS, after_purges_forgotten, cached_term_
 from storage.group_commit import GroupCommit
 from storage.records import (
     Audience,
+    ContradictionRecord,
     LineageEvent,
     MemoryRecord,
     NewMemory,
@@ -779,7 +780,7 @@ class WriteService:
                     vectors = store.memory_vectors([stored.id], stored.scope)
                     if stored.id in vectors:
                         consolidation = self.consolidation.on_write(
-                            stored, vectors[stored.id], llm=llm, actor=actor
+                            stored, vectors[stored.id], llm=llm, actor=actor, late=True
                         )
                         # (the same session's: not a restatement days later of one whose first failed, a review)
                         created = self.consolidation.policy.enabled and stored.session_id == record.session_id
@@ -847,9 +848,27 @@ class WriteService:
         again now that it is back (it is not consolidated again: what it says was judged when written; a
         review found a revived claim clustered with its reversal, unmarked)."""
         closed = self._store.contradictions(memory.scope, status="resolved", memory_ids=[memory.id])
-        # Those with a memory no longer active stay closed (``put_contradictions`` writes none of them).
+        # Those with a memory no longer active stay closed (``put_contradictions`` writes none of them), and
+        # so do those with one past its expiry (recall no longer shows it) or that no longer read in date
+        # order (its text said again takes the new statement's time: its examination judges the pair again).
+        others = self._store.get_memories(
+            [pair.newer_id if pair.older_id == memory.id else pair.older_id for pair in closed], memory.scope
+        )
+        now = self._clock()
+
+        def still_holds(pair: ContradictionRecord) -> bool:
+            other = others.get(pair.newer_id if pair.older_id == memory.id else pair.older_id)
+            if other is None:
+                return True  # (another scope's: a shelf memory's pair kept in a project)
+            older, newer = (memory, other) if pair.older_id == memory.id else (other, memory)
+            return not other.past_expiry(now) and older.created_at <= newer.created_at
+
         reopened = self._store.put_contradictions(
-            [replace(pair, status="open", resolution=None, resolved_at=None) for pair in closed]
+            [
+                replace(pair, status="open", resolution=None, resolved_at=None)
+                for pair in closed
+                if still_holds(pair)
+            ]
         )
         for pair in reopened:  # (in the pair's own scope: one with the org's shelf is a project's)
             self._corroboration.keep_apart(pair.scope, pair.older_id, pair.newer_id)
@@ -1103,9 +1122,7 @@ class WriteService:
                 self.inheritance.inherit(scope, list(superseded))  # their tags
             # The items an earlier item's consolidation superseded: its report, and that item.
             gone: dict[str, tuple[ConsolidationReport, str]] = {}
-            examined_later = {record.id for record in written if record.id in stored}  # each judges its pairs
             for record in written:
-                examined_later.discard(record.id)
                 if record.id not in stored:
                     results.setdefault(record.id, self._remember(record, llm))
                     continue
@@ -1127,7 +1144,7 @@ class WriteService:
                     llm=llm,
                     actor=Actor(record.agent_id, record.session_id),
                     mark=False,
-                    later=frozenset(examined_later),
+                    written_with=frozenset(stored_ids),
                 )
                 self.track(scope, report, record.id)
                 results[record.id] = WriteResult(record, True, consolidation=report)

@@ -3,10 +3,12 @@ handlers on a real store (the deterministic resolver: no LLM here)."""
 
 import itertools
 import json
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from console.restoring import restore
 from retrieval.types import Candidate
 from server.upkeep import aggregation_pass, expire_ephemeral
 from storage.records import ContradictionRecord, Scope
@@ -1509,6 +1511,39 @@ def test_a_retracted_memory_stated_again_has_the_disputes_its_retraction_closed_
     assert [(p.older_id, p.newer_id, p.detail) for p in runtime.store.contradictions(SCOPE)] == [
         (older, newer, "said instead")
     ]
+
+
+def test_a_retracted_value_stated_again_is_disputed_as_the_newer_one_only(runtime):
+    older = remember(
+        RememberInput(content="The amber gateway listens on port 8001 in staging"), runtime, caller()
+    )
+    newer = remember(
+        RememberInput(content="The amber gateway listens on port 8002 in staging"),
+        runtime,
+        caller(agent="cursor"),
+    )
+    forget(ForgetInput(memory_id=older.id, reason="for now"), runtime, caller())
+    # said again now, it takes this time: the newer of the two, so its old pair, older first, stays closed
+    remember(
+        RememberInput(content="The amber gateway listens on port 8001 in staging"), runtime, caller("ses_2")
+    )
+    assert [(p.older_id, p.newer_id) for p in runtime.store.contradictions(SCOPE)] == [(newer.id, older.id)]
+
+
+def test_a_dispute_with_a_memory_past_its_expiry_is_not_opened_again(runtime):
+    kept = remember(
+        RememberInput(content="The amber gateway listens on port 8001 in staging"), runtime, caller()
+    )
+    soon = datetime.now(UTC) + timedelta(seconds=1)
+    brief = RememberInput(
+        content="The amber gateway listens on port 8002 in staging", expires_at=soon.isoformat()
+    )
+    remember(brief, runtime, caller(agent="cursor"))
+    forget(ForgetInput(memory_id=kept.id, reason="for now"), runtime, caller())
+    while datetime.now(UTC) <= soon:  # recall no longer shows the newer one; the round has not retracted it
+        time.sleep(0.1)
+    restore(runtime, SCOPE, [kept.id])
+    assert runtime.store.contradictions(SCOPE) == []
 
 
 def test_a_retracted_memory_stated_again_comes_back_with_its_tags_and_weight_at_the_new_time(runtime):

@@ -3,7 +3,7 @@ together, and each is consolidated by its own caller."""
 
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -194,6 +194,42 @@ def test_a_value_stored_after_a_newer_value_another_writer_stored_first_is_dispu
     assert stored.consolidation.contradicts == [newer.id]
     [dispute] = runtime.store.contradictions(Scope("default", "default"))
     assert (dispute.older_id, dispute.newer_id) == (made.record.id, newer.id)
+
+
+def test_a_write_retried_after_its_examination_failed_leaves_alone_what_a_newer_memory_judged_of_it(
+    runtime, monkeypatch
+):
+    # The newer memory met it, by their dates, and kept it: the old state itself stays beside a move away.
+    archived = RememberInput(content="Archived image uploads: S3")
+    examine = runtime.consolidation.on_write
+    monkeypatch.setattr(runtime.consolidation, "on_write", FailingExamination())
+    with pytest.raises(ConnectionResetError):
+        remember(archived, runtime, CALLER)
+    monkeypatch.setattr(runtime.consolidation, "on_write", examine)
+    moved = remember(RememberInput(content="We moved image uploads from S3 to R2"), runtime, CALLER)
+    assert (moved.consolidation.contradicts, moved.consolidation.revised) == ([], [])
+    again = remember(archived, runtime, CALLER)  # the retry examines the first write's memory
+    assert again.consolidation is not None and again.consolidation.contradicts == []
+    assert runtime.store.contradictions(Scope("default", "default")) == []
+
+
+def test_a_batchs_items_judge_each_other_once_by_their_dates(runtime):
+    # The move is examined first and keeps the older archive; the archive, dated before it, met it there.
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).isoformat()
+    items = [
+        BatchItem(content="We moved image uploads from S3 to R2"),
+        BatchItem(content="Archived image uploads: S3", occurred_at=yesterday),
+    ]
+    out = remember_many(RememberManyInput(items=items), runtime, CALLER)
+    assert [result.consolidation.contradicts for result in out.results] == [[], []]
+    assert runtime.store.contradictions(Scope("default", "default")) == []
+
+
+class FailingExamination:
+    """A consolidation whose connection breaks (the memory is stored, not examined)."""
+
+    def __call__(self, *args, **kwargs):
+        raise ConnectionResetError("connection reset by peer")
 
 
 class BrokenLLM:

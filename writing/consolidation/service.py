@@ -251,7 +251,8 @@ class ConsolidationService:
         mark: bool = True,
         behind: SupersedeBehind | None = None,
         as_written: bool = False,
-        later: AbstractSet[str] = frozenset(),
+        written_with: AbstractSet[str] = frozenset(),
+        late: bool = False,
     ) -> ConsolidationReport:
         """Revise, version, flag contradictions and consolidate around a memory just written. With
         ``mark=False`` the caller marks it examined itself (a batch marks all its memories in one write;
@@ -259,11 +260,12 @@ class ConsolidationService:
         supersede is committed after the caller answers (revisions, versions and rewordings are not). With
         ``as_written``, a memory examined again long after its write (``writing.reconsolidation``) meets only
         the memories written before it, as its write did: not a later restatement to be absorbed into, nor a
-        later revision to be kept apart from (that one's own examination finds the pair). ``later``: the
-        memories written with it that are examined after it (a batch's later items), which judge their
-        pairs with it themselves; any other memory newer than it that is stored already was written before
-        its examination, by this process or another, and is judged here. The pairs it disputes are written
-        together as it ends (``gathering_contradictions``)."""
+        later revision to be kept apart from (that one's own examination finds the pair). A memory newer
+        than it that is stored already, by this process or another, never met it, and is judged here:
+        except ``written_with``, the memories written with it (a batch's other items, each examined with
+        this one stored), and, when ``late`` (examined well after its write: a retried write, a dead
+        process's owed consolidation), those written after it, whose examination met it. The pairs it
+        disputes are written together as it ends (``gathering_contradictions``)."""
         if not self.policy.enabled or memory.status != "active":
             return ConsolidationReport()
         with self._store.gathering_contradictions():
@@ -275,7 +277,7 @@ class ConsolidationService:
                 mark=mark,
                 behind=behind,
                 as_written=as_written,
-                later=later,
+                met_it=_met_by(memory, written_with, late),
             )
 
     def _examine(
@@ -288,7 +290,7 @@ class ConsolidationService:
         mark: bool,
         behind: SupersedeBehind | None,
         as_written: bool,
-        later: AbstractSet[str],
+        met_it: Callable[[MemoryRecord], bool],
     ) -> ConsolidationReport:
         """``on_write``'s examination of ``memory``."""
         report = ConsolidationReport()
@@ -309,7 +311,7 @@ class ConsolidationService:
             if as_written:
                 elsewhere = [other for other in elsewhere if other.created_at <= memory.created_at]
             self._contradictions(
-                memory, [*(hit.record for hit in neighbours), *elsewhere], llm, actor, report, later
+                memory, [*(hit.record for hit in neighbours), *elsewhere], llm, actor, report, met_it
             )
             self._restatements_of_revised(memory, report)
             close = [
@@ -507,8 +509,10 @@ class ConsolidationService:
         llm: LanguageModel | None,
         actor: Actor,
         report: ConsolidationReport,
-        later: AbstractSet[str] = frozenset(),
+        met_it: Callable[[MemoryRecord], bool] = lambda newer: False,
     ) -> None:
+        """The contradictions ``memory`` makes with ``others``: with the older ones by their dates, and with
+        newer ones that never met it (``met_it``: whose own examination judged their pair with it)."""
         if not others:
             return
         pool = [_as_said(m) for m in (*others, memory)]
@@ -545,12 +549,12 @@ class ConsolidationService:
         # "9090, not 8080" also reads as a negation of the older memory: it names what it replaces.
         named = {change.older_id for change in changes if change.named_in_words}
         for found in detect_contradictions(pool, self.policy.oppositions, swaps_of=memory.id):
-            if found.older_id == memory.id and found.newer_id in by_id and found.newer_id not in later:
+            if found.older_id == memory.id and found.newer_id in by_id and not met_it(by_id[found.newer_id]):
                 # Remembered with an earlier occurred_at (history imported late), or written at once with
                 # a newer memory that another writer stored first: a memory newer than it, stored before
                 # its examination, already says otherwise, so it arrives disputed (a new user's trial found
                 # it unmarked; another's found writers in two processes leaving the pair to each other).
-                # One written with it and examined after it (later in a batch) judges the pair itself.
+                # One that met it (written with it in a batch, or after it) judged the pair itself.
                 self._record_contradiction(
                     memory, by_id[found.newer_id], "opposition", found.detail, found.subject_similarity
                 )
@@ -645,7 +649,9 @@ class ConsolidationService:
         # the same thing (or that it changed) leaves it disputed, as an opposition does above (a new user's
         # trial found it unmarked).
         newer = [
-            stated for stated in pool[:-1] if stated.created_at > memory.created_at and stated.id not in later
+            stated
+            for stated in pool[:-1]
+            if stated.created_at > memory.created_at and not met_it(by_id[stated.id])
         ]
         for late in late_value_changes(pool[-1], newer) if newer else ():
             disputer = by_id[late.newer_id]
@@ -1478,3 +1484,19 @@ def _audience_view(memory: MemoryRecord) -> View:
 def _skipped(llm: LanguageModel, exc: LLMUnavailable) -> str:
     """What a consolidation result says when the language model it asked could not decide."""
     return f"{llm.name} could not decide ({exc}); the rules decided instead"
+
+
+def _met_by(
+    memory: MemoryRecord, written_with: AbstractSet[str], late: bool
+) -> Callable[[MemoryRecord], bool]:
+    """Whether a memory newer than ``memory`` (stored already as it is examined) met it in its own
+    examination, and judged their pair by their dates: one written with it (a batch's items are all stored
+    before any is examined), and, when ``memory`` is examined ``late``, one written after it. Otherwise it
+    was stored first: history remembered late (an ``occurred_at`` before it), or another writer's memory
+    made after this one and stored before it (two processes each writing a value left the pair to each
+    other)."""
+
+    def met(newer: MemoryRecord) -> bool:
+        return newer.id in written_with or (late and newer.updated_at >= memory.updated_at)
+
+    return met
