@@ -27,7 +27,13 @@ from typing import Any
 
 import anyio
 
-from benchmarks.reporting import RESULTS, add_settings_argument, settings_of, write_json
+from benchmarks.reporting import (
+    OFFLINE_SERVER_ENV,
+    RESULTS,
+    add_settings_argument,
+    settings_of,
+    write_json,
+)
 from benchmarks.writes import call
 
 SERVICES = (
@@ -146,13 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.batches < 1 or args.batch_size < 1 or args.singles < 0:
         parser.error("--batches and --batch-size need 1 or more, --singles 0 or more")
-    env = {
-        "MEMORIA_ALLOW_MODEL_DOWNLOADS": "false",
-        "HF_HUB_OFFLINE": "1",
-        "MEMORIA_LLM": "none",
-        "MEMORIA_EMBEDDER": "hashed",
-        "MEMORIA_RERANKER": "none",
-    } | settings_of(parser, args.set)
+    env = OFFLINE_SERVER_ENV | settings_of(parser, args.set)
     with tempfile.TemporaryDirectory(prefix="memoria-batches-") as tmp:
         report = anyio.run(run, Path(tmp) / "store", args.batches, args.batch_size, args.singles, env)
     write_json(args.out, report)

@@ -11,6 +11,16 @@ from typing import Any
 
 RESULTS = Path(__file__).parent / "results"
 
+# The environment of a `memoria serve` a benchmark starts on the offline backend: hashed vectors, no reranker,
+# no language model, no model downloads.
+OFFLINE_SERVER_ENV = {
+    "MEMORIA_ALLOW_MODEL_DOWNLOADS": "false",
+    "HF_HUB_OFFLINE": "1",
+    "MEMORIA_LLM": "none",
+    "MEMORIA_EMBEDDER": "hashed",
+    "MEMORIA_RERANKER": "none",
+}
+
 
 def offline_settings(db: Path, env: dict[str, str] | None = None, **overrides: Any) -> Any:
     """Server settings for a store at ``db`` on the offline backend (hashed vectors, no reranker, no LLM,

@@ -36,7 +36,7 @@ from typing import Any
 
 import anyio
 
-from benchmarks.reporting import RESULTS, offline_settings, write_json
+from benchmarks.reporting import OFFLINE_SERVER_ENV, RESULTS, offline_settings, write_json
 from benchmarks.writes import call, sentence, server_pid
 
 # (module, class, method, what it is called in the report), outermost first
@@ -215,13 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         serve_noop()
         return 0
     report: dict[str, Any] = {"in_process": in_process(args.stored, args.timed)}
-    env = {
-        "MEMORIA_ALLOW_MODEL_DOWNLOADS": "false",
-        "HF_HUB_OFFLINE": "1",
-        "MEMORIA_LLM": "none",
-        "MEMORIA_EMBEDDER": "hashed",
-        "MEMORIA_RERANKER": "none",
-    }
+    env = dict(OFFLINE_SERVER_ENV)
     if args.in_flight_writes > 0:  # 0: the in-process part only
         with tempfile.TemporaryDirectory(prefix="memoria-write-cpu-") as tmp:
             env["MEMORIA_DB_URI"] = str(Path(tmp) / "store")

@@ -509,7 +509,7 @@ class ConsolidationService:
         llm: LanguageModel | None,
         actor: Actor,
         report: ConsolidationReport,
-        met_it: Callable[[MemoryRecord], bool] = lambda newer: False,
+        met_it: Callable[[MemoryRecord], bool],
     ) -> None:
         """The contradictions ``memory`` makes with ``others``: with the older ones by their dates, and with
         newer ones that never met it (``met_it``: whose own examination judged their pair with it)."""
