@@ -489,9 +489,12 @@ def select(
     max_episodes: int,
     fold_threshold: float | None = None,
     min_share_of_best: float | None = 0.0,
+    weighted: bool = True,
 ) -> tuple[list[Candidate], dict[str, str], dict[str, str]]:
     """The memories to place, in final order, the reason each other candidate was left out, and the
-    near-duplicates folded into a memory placed (id -> that memory's id)."""
+    near-duplicates folded into a memory placed (id -> that memory's id). A memory's close disputers
+    (``close_disputers``) are taken before it: with more values of one thing than ``top_k``, the newest
+    fill the slots, not the oldest (``weighted``: whether feedback weighting applies)."""
     bar = filler_bar(candidates, min_share_of_best)
     chosen: list[Candidate] = []
     chosen_ids: set[str] = set()
@@ -500,35 +503,48 @@ def select(
     facts = summaries = 0
     episodes: set[str] = set()
     twins = _Twins(fold_threshold)
-    for candidate in candidates:
+    disputing = close_disputers(candidates, weighted=weighted)
+    by_id = {candidate.id: candidate for candidate in candidates}
+    taken: set[str] = set()  # the candidates judged (chosen or left out), and those being judged
+
+    def take(candidate: Candidate) -> None:
+        nonlocal facts, summaries
+        taken.add(candidate.id)
+        # Its close disputers first, newest (best placed) first, each after its own.
+        for other in sorted(disputing.get(candidate.id, ()), key=lambda i: -by_id[i].final_score):
+            if other not in taken:
+                take(by_id[other])
         memory = candidate.memory
         if candidate.dropped is not None:  # an LLM pass (context or fact selection) left it out
             reasons[candidate.id] = candidate.dropped
-            continue
+            return
         if memory.kind == "episode" and summaries >= top_k_episodes:
             reasons[candidate.id] = f"{SUMMARY_CUT}{top_k_episodes} cut"
-            continue
+            return
         # Episode siblings are extra context around the top_k matches, bounded by max_siblings per source,
         # and come only with the memory that brought them.
         if candidate.source == "sibling" and candidate.sibling_of not in chosen_ids:
             reasons[candidate.id] = (
                 f"the memory that brought it ({candidate.sibling_of}) is not in the context"
             )
-            continue
+            return
         twin = twins.of(candidate)
         if twin is not None:
             reasons[candidate.id] = f"a near-duplicate of {twin}, which is in the context{FOLDED}"
             folded[candidate.id] = twin
-            continue
+            return
         if memory.kind != "episode" and candidate.source == "direct" and facts >= top_k:
-            reasons[candidate.id] = f"ranked below the top_k={top_k} cut"
-            continue
+            ahead = sorted(disputing.get(candidate.id, set()) & chosen_ids)
+            reasons[candidate.id] = f"ranked below the top_k={top_k} cut" + (
+                f" (newer memories that dispute it were placed first: {', '.join(ahead)})" if ahead else ""
+            )
+            return
         if bar.holds_out(candidate):
             reasons[candidate.id] = bar.reason(candidate)
-            continue
+            return
         if memory.episode_id and memory.episode_id not in episodes and len(episodes) >= max_episodes:
             reasons[candidate.id] = f"{EPISODE_CAP}{max_episodes} cap"
-            continue
+            return
         chosen.append(candidate)
         chosen_ids.add(candidate.id)
         twins.add(candidate)
@@ -538,7 +554,38 @@ def select(
             summaries += 1
         elif candidate.source == "direct":
             facts += 1
+
+    for candidate in candidates:
+        if candidate.id not in taken:
+            take(candidate)
     return chosen, reasons, folded
+
+
+# A newer memory that disputes a candidate is taken before it when it matches the query at least this share
+# of what the candidate does: the same thing with another value, asked about without naming either value.
+# One that matches far less (the query names the older value, or another part of the older memory) leaves
+# the candidate its place by score; both placed, the context still puts the newer first (``group``).
+DISPUTER_SHARE = 0.8
+
+
+def close_disputers(candidates: Sequence[Candidate], *, weighted: bool = True) -> dict[str, set[str]]:
+    """Per direct match of ``candidates``, the direct matches among them that stand as its disputers
+    (``standing_disputers``) and match the query at least ``DISPUTER_SHARE`` of what it does. A value
+    stated fifteen times, asked about with top_k 10, filled the context with the ten oldest by a score
+    tie, the current one only quoted under one of them (a trial)."""
+    direct = [c for c in candidates if c.source == "direct" and c.memory.kind != "episode"]
+    by_id = {c.id: c for c in direct}
+    return {
+        memory_id: close
+        for memory_id, others in standing_disputers(direct, weighted=weighted).items()
+        if (
+            close := {
+                other
+                for other in others
+                if by_id[other].final_score >= DISPUTER_SHARE * by_id[memory_id].final_score
+            }
+        )
+    }
 
 
 # A direct match joins its episode's first block, ahead of better matches of other episodes, only when it
@@ -751,6 +798,7 @@ def assemble(
         max_episodes=max_episodes,
         fold_threshold=fold_threshold,
         min_share_of_best=min_share_of_best,
+        weighted=weighted,
     )
     chosen = _carrying_folded_authors(chosen, folded, candidates)
     stands_for = {candidate.id: candidate for candidate in chosen}

@@ -794,6 +794,28 @@ def test_a_newer_day_for_a_rule_is_shown_beside_the_older_one_it_disputes(runtim
     assert "frozen every Thursday" in result.context
 
 
+def test_a_value_stated_more_times_than_top_k_is_recalled_newest_first(runtime):
+    """A trial: a port stated fifteen times and asked about with top_k 10 filled the context with the ten
+    oldest values, all disputed, the current one only quoted under the first."""
+    caller = Caller("agent-a", "ses_1")
+    for fact in ("The billing service is written in Go", "The billing service owner is Dana Kim"):
+        remember(RememberInput(content=fact), runtime, caller)
+    ids = [
+        remember(RememberInput(content=f"The billing service listens on port {8000 + n}"), runtime, caller).id
+        for n in range(8)
+    ]
+
+    result = recall(
+        RecallInput(query="which port does the billing service listen on", top_k=3), runtime, caller
+    )
+
+    assert [m.id for m in result.memories] == ids[:-4:-1]  # 8007, then 8006 and 8005, each disputed
+    assert (
+        result.context.index("port 8007") < result.context.index("port 8006") < result.context.index("8005")
+    )
+    assert "not among these memories" not in result.context
+
+
 def test_an_empty_recall_in_a_window_that_holds_memories_says_how_to_list_them(runtime):
     """A new user's trial: "what did we decide?" since last week matched nothing, though the week held the
     decision, and nothing said how to read what the week held."""

@@ -997,6 +997,65 @@ def test_a_chain_of_disputes_reads_newest_first_each_older_value_after_the_one_t
     assert order == ["argocd", "script", "make", "other"]
 
 
+def test_more_values_of_one_thing_than_top_k_fill_it_newest_first():
+    # A trial: a port stated fifteen times, asked about with top_k 10, placed the ten oldest by a score tie
+    # and only quoted the current one under one of them. Each value is disputed by the newer ones; a
+    # disputer matching the query at least 0.8 of what the memory it disputes does is taken before it.
+    values = [f"v{n}" for n in range(5)]  # v4 the newest
+    scores = [0.95, 0.96, 0.94, 0.95, 0.80]  # v4 at 0.80 >= 0.8 x 0.96
+    candidates = tuple(
+        sorted(
+            (
+                replace(grouped(value, None, score), contradicted_by=tuple(values[n + 1 :]))
+                for n, (value, score) in enumerate(zip(values, scores, strict=True))
+            ),
+            key=lambda c: -c.final_score,
+        )
+    )
+    marked, context = assemble(candidates, top_k=2, char_budget=10_000, retrieval_id="r")
+    placed = [c.id for c in sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)]
+    assert placed == ["v4", "v3"]
+    reasons = {c.id: c.exclusion_reason for c in marked if not c.in_context}
+    assert reasons["v1"] == (
+        "ranked below the top_k=2 cut (newer memories that dispute it were placed first: v3, v4)"
+    )
+    assert reasons["v0"].startswith("ranked below the top_k=2 cut (newer memories that dispute it")
+    assert "not among these memories" not in context  # the current value is placed, not quoted
+
+
+@pytest.mark.parametrize(
+    "newer_score, placed",
+    [
+        (0.80, ["new", "old"]),  # 0.8 x 1.0: close enough, taken first
+        (0.79, ["old", "other"]),  # the query matches the older memory far better: it keeps its slot
+    ],
+)
+def test_a_disputer_takes_a_slot_before_the_memory_it_disputes_only_when_it_matches_nearly_as_well(
+    newer_score, placed
+):
+    candidates = (
+        replace(grouped("old", None, 1.0), contradicted_by=("new",)),
+        grouped("other", None, 0.9),
+        grouped("new", None, newer_score),
+    )
+    marked, _ = assemble(candidates, top_k=2, char_budget=10_000, retrieval_id="r")
+    assert [
+        c.id for c in sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)
+    ] == placed
+
+
+def test_a_disputed_memory_that_reports_raised_keeps_its_slot_over_the_one_they_lowered():
+    candidates = (
+        replace(grouped("old", None, 0.90), contradicted_by=("new",), feedback_weight=1.75),
+        replace(grouped("new", None, 0.88), feedback_weight=0.25),
+        grouped("other", None, 0.85),
+    )
+    marked, _ = assemble(candidates, top_k=1, char_budget=10_000, retrieval_id="r")
+    assert [c.id for c in marked if c.in_context] == ["old"]
+    marked, _ = assemble(candidates, top_k=1, char_budget=10_000, retrieval_id="r", weighted=False)
+    assert [c.id for c in marked if c.in_context] == ["new"]
+
+
 def test_a_newer_memory_that_disputes_one_and_is_not_in_the_context_is_quoted_with_it():
     # A second trial: the stale Memcached fact was recalled first, marked with an id only, and the memory
     # saying Memcached was given up was ranked out of the context.
