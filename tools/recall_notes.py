@@ -93,6 +93,7 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
         + by_passes
         + _siblings_shown(result)
         + _folded(result)
+        + _older(result)
     )
 
 
@@ -169,6 +170,20 @@ def _siblings_shown(result: RecallResult) -> str:
     return (
         f"; {counted(siblings, 'more memory')} from their episodes {'is' if siblings == 1 else 'are'} shown "
         "beside them (source 'sibling': what was said around a match, not a match)"
+    )
+
+
+def _older(result: RecallResult) -> str:
+    """The clause on the older values left out: matches that say another value of what a memory shown
+    says now, behind the value it replaced (``retrieval.stages.assembly.select``)."""
+    from retrieval.stages.assembly import left_out_as_older
+
+    older = left_out_as_older(result.candidates)
+    if not older:
+        return ""
+    return (
+        f"; {counted(older, 'older value')} of things the memories shown say now {'was' if older == 1 else 'were'}"
+        " left out: a value is shown with the one it replaced, not every earlier one (explain_ranking lists each)"
     )
 
 

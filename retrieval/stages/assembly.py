@@ -506,6 +506,7 @@ def select(
     disputing = close_disputers(candidates, weighted=weighted)
     by_id = {candidate.id: candidate for candidate in candidates}
     taken: set[str] = set()  # the candidates judged (chosen or left out), and those being judged
+    older: set[str] = set()  # left out as older values (two or more behind what is placed)
 
     def take(candidate: Candidate) -> None:
         nonlocal facts, summaries
@@ -533,6 +534,22 @@ def select(
             reasons[candidate.id] = f"a near-duplicate of {twin}, which is in the context{FOLDED}"
             folded[candidate.id] = twin
             return
+        behind = next(
+            (
+                other
+                for other in sorted(disputing.get(candidate.id, ()))
+                if (other in older or (other in chosen_ids and disputing.get(other, set()) & chosen_ids))
+                and _only_another_value(memory.content, by_id[other].memory.content)
+            ),
+            None,
+        )
+        if behind is not None:
+            older.add(candidate.id)
+            # Two values behind: what is said now is placed, and the value it replaced, not every value
+            # before (a trial: six older ports of one service filled the context of "what do we know about
+            # the billing service", its region and alerts channel left out).
+            reasons[candidate.id] = f"{OLDER_VALUE}: {behind}, newer, is an older value of what is placed too"
+            return
         if memory.kind != "episode" and candidate.source == "direct" and facts >= top_k:
             ahead = sorted(disputing.get(candidate.id, set()) & chosen_ids)
             reasons[candidate.id] = f"ranked below the top_k={top_k} cut" + (
@@ -559,6 +576,31 @@ def select(
         if candidate.id not in taken:
             take(candidate)
     return chosen, reasons, folded
+
+
+# How the exclusion reason of an older value left out begins (the recall note counts them).
+OLDER_VALUE = "an older value left out"
+
+
+def left_out_as_older(candidates: Sequence[Candidate]) -> int:
+    """Direct matches left out as older values of what a memory placed says (``select``)."""
+    return sum(
+        1
+        for c in candidates
+        if c.source == "direct" and not c.in_context and (c.exclusion_reason or "").startswith(OLDER_VALUE)
+    )
+
+
+# At most this many of an older memory's words missing from the newer one that disputes it: another value
+# and a word around it. An older memory that says more than that is never left out as an older value.
+OLDER_VALUE_WORDS = 2
+
+
+def _only_another_value(older: str, newer: str) -> bool:
+    """Whether ``older`` says nothing but what ``newer`` says, a value or so aside (``OLDER_VALUE_WORDS``):
+    "... listens on port 8008" beside "... on port 8012", not "Grafana listens on port 3000 on
+    grafana.kestrel.internal" beside "Grafana now listens on port 9090"."""
+    return len(cached_term_set(older) - cached_term_set(newer)) <= OLDER_VALUE_WORDS
 
 
 # A newer memory that disputes a candidate is taken before it when it matches the query at least this share

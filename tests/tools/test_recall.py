@@ -794,7 +794,7 @@ def test_a_newer_day_for_a_rule_is_shown_beside_the_older_one_it_disputes(runtim
     assert "frozen every Thursday" in result.context
 
 
-def test_a_value_stated_more_times_than_top_k_is_recalled_newest_first(runtime):
+def test_a_value_stated_more_times_than_top_k_shows_the_newest_and_the_one_it_replaced(runtime):
     """A trial: a port stated fifteen times and asked about with top_k 10 filled the context with the ten
     oldest values, all disputed, the current one only quoted under the first."""
     caller = Caller("agent-a", "ses_1")
@@ -805,15 +805,23 @@ def test_a_value_stated_more_times_than_top_k_is_recalled_newest_first(runtime):
         for n in range(8)
     ]
 
-    result = recall(
-        RecallInput(query="which port does the billing service listen on", top_k=3), runtime, caller
-    )
+    result = recall(RecallInput(query="what do we know about the billing service", top_k=10), runtime, caller)
 
-    assert [m.id for m in result.memories] == ids[:-4:-1]  # 8007, then 8006 and 8005, each disputed
-    assert (
-        result.context.index("port 8007") < result.context.index("port 8006") < result.context.index("8005")
-    )
+    # The current port, then the one it replaced, and what else is known; not six older ports.
+    assert [m.content for m in result.memories if "port" in m.content] == [
+        "The billing service listens on port 8007",
+        "The billing service listens on port 8006",
+    ]
+    assert ids[-1] in {m.id for m in result.memories}
+    assert {m.content for m in result.memories if "port" not in m.content} == {
+        "The billing service is written in Go",
+        "The billing service owner is Dana Kim",
+    }
     assert "not among these memories" not in result.context
+    assert (
+        "6 older values of things the memories shown say now were left out: a value is shown with the one it "
+        "replaced, not every earlier one (explain_ranking lists each)"
+    ) in (result.note or "")
 
 
 def test_an_empty_recall_in_a_window_that_holds_memories_says_how_to_list_them(runtime):
