@@ -53,6 +53,48 @@ DEFAULT_OPPOSITIONS: tuple[tuple[str, str], ...] = (
 )
 
 
+# A number and its unit, however the unit is spelt: "10s", "10 sec", "1 hour", "512MB" (not a decade, "1990s").
+_UNIT_AFTER_NUMBER = re.compile(
+    r"(?<![\w.$])(\d{1,3}(?:\.\d+)?|\d+(?:\.\d+)?(?=\s?[^\Ws]))\s?"
+    r"(milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|d|megabytes?|mib|mb"
+    r"|gigabytes?|gib|gb)(?![\w-]|\.\w)",
+    re.IGNORECASE,
+)
+_UNIT_WORDS = {
+    spelling: unit
+    for unit, spellings in (
+        ("milliseconds", "millisecond milliseconds msec msecs ms"),
+        ("seconds", "second seconds sec secs s"),
+        ("minutes", "minute minutes min mins"),
+        ("hours", "hour hours hr hrs h"),
+        ("days", "day days d"),
+        ("MB", "megabyte megabytes mib mb"),
+        ("GB", "gigabyte gigabytes gib gb"),
+    )
+    for spelling in spellings.split()
+}
+
+
+# A note's key and its number: "port: 8080", "interval = 30s" (a word of lower case letters, not a command's
+# variable, "DOCKER_BUILDKIT=1", nor a label, "Update: 5 replicas now").
+_KEY_THEN_NUMBER = re.compile(
+    r"(?<![\w`$-])(?!(?i:correction|corrected|update|updated|fix|note|nb|fyi|edit|steps?|todo)\b)"
+    r"([A-Za-z][a-z-]{1,30})\s*+[:=]\s*+(?=\d)"
+)
+
+
+def spelled_units(text: str) -> str:
+    """``text`` with each unit after a number spelt one way: "10s" and "10 seconds" are "10 seconds", "1
+    hour" is "1 hours", "512MB" is "512 MB", so that two values of one thing differ in one word (a trial:
+    "The timeout is 10s." then "... is now 30 seconds." was linked to nothing); and a note's key and number
+    said as a sentence says them: "orders-worker port: 8080" is "orders-worker port is 8080" (the trial's
+    "port: 8080" then "port: 9091" was linked to nothing)."""
+    text = _KEY_THEN_NUMBER.sub(lambda found: f"{found.group(1)} is ", text)
+    return _UNIT_AFTER_NUMBER.sub(
+        lambda found: f"{found.group(1)} {_UNIT_WORDS[found.group(2).lower()]}", text
+    )
+
+
 @dataclass(frozen=True)
 class ContradictionInput:
     id: str
@@ -62,7 +104,8 @@ class ContradictionInput:
     def __post_init__(self) -> None:
         # A number's thousands separators are not the joints of two values: "10,000" is read as 10000. A
         # reference beside what the memory says ("(ticket OPS-12)") names the note, not a value of the fact.
-        object.__setattr__(self, "content", without_references(plain_thousands(self.content)))
+        # A unit however it is spelt ("10s", "10 sec", "10 seconds") is one word (``spelled_units``).
+        object.__setattr__(self, "content", spelled_units(without_references(plain_thousands(self.content))))
 
 
 @dataclass(frozen=True)
@@ -157,7 +200,7 @@ def detect_contradictions(
             for partner in partners:
                 other = terms[partner] - stems.keys()
                 similarity = len(subject & other) / len(subject | other) if subject | other else 0.0
-                if similarity < threshold:
+                if similarity < threshold or _values_apart(subject, other):
                     continue
                 first, second = sorted((by_id[memory_id], by_id[partner]), key=lambda m: (m.created_at, m.id))
                 older_term, newer_term = (
@@ -176,6 +219,14 @@ def detect_contradictions(
         if key not in found:
             found[key] = contradiction
     return sorted(found.values(), key=lambda c: (c.older_id, c.newer_id))
+
+
+def _values_apart(subject: set[str], other: set[str]) -> bool:
+    """Whether two subjects each name a value the other does not: "PR 481 passes CI" and "PR 482 fails CI"
+    are two things, not one said to pass and fail (a trial saw PR 481 marked DISPUTED by PR 482); "Port 8080
+    is open" and "Port 8080 is closed", or "The port is closed", are one."""
+    said, theirs = {w for w in subject if is_value(w)}, {w for w in other if is_value(w)}
+    return bool(said - theirs) and bool(theirs - said)
 
 
 def swapped_pairs(memories: Sequence[ContradictionInput], memory_id: str) -> list[Contradiction]:

@@ -180,9 +180,28 @@ _REFERENCE = re.compile(  # (tried from the start of a run of spaces only, posse
 )
 
 
+# Who said it, beside what it says: "(per Dana)", "(per Dana, 2026-03)", "(according to the SRE team)",
+# ", per @dkim", "Per Dana, ...", "... - Dana". It names a source, not a value of the fact: "The timeout is
+# now 30 seconds (per Dana)" says what "The timeout is now 30 seconds" does (a trial: a change with its
+# source named was linked to nothing, the older value recalled first, unmarked). Only after "per" or
+# "according to" with a name, a handle or "the ... team" ("(per second)" is a unit), or a name alone after a
+# dash at the end.
+_SOURCE_NAME = (
+    r"(?:@[\w.-]++|[A-Z][a-z][\w'-]*+(?:\s++[A-Z][a-z][\w'-]*+)?+|the\s++(?:[\w-]+\s+){1,2}?team\b)"
+)
+_ATTRIBUTED = rf"(?i:per|according\s++to)\s++{_SOURCE_NAME}"
+_ATTRIBUTION = re.compile(
+    rf"(?<!\s)\s*+[(\[]\s*+{_ATTRIBUTED}(?:\s*+[,;]\s*+[^()\[\]]{{1,40}}?)?\s*+[)\]]"  # "(per Dana, 2026-03)"
+    rf"|(?<=\S)\s*+[,;]\s*+{_ATTRIBUTED}(?:\s*+\([^()]{{1,40}}\))?(?=\s*+[.!]?\s*+$)"  # ", per Dana (2026-03)"
+    rf"|^\s*+{_ATTRIBUTED}\s*+,\s*+"  # "Per Dana, ..."
+    rf"|(?<=\S)\s++[-\u2013\u2014]\s++{_SOURCE_NAME}(?=\s*+\.?\s*+$)"  # "... - Dana"
+)
+
+
 def without_references(text: str) -> str:
-    """``text`` without the references it carries beside what it says (``_REFERENCE``)."""
-    return _REFERENCE.sub("", text)
+    """``text`` without the references it carries beside what it says (``_REFERENCE``), nor who it says
+    it (``_ATTRIBUTION``)."""
+    return _ATTRIBUTION.sub("", _REFERENCE.sub("", text))
 
 
 def word_tokens(text: str) -> list[str]:

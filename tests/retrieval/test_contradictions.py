@@ -29,6 +29,7 @@ from retrieval.contradictions import (
     said_command_changes,
     says_value_changed,
     shown_value,
+    spelled_units,
     things_given_up,
     value_changes,
     value_said_now,
@@ -1847,6 +1848,63 @@ def test_a_value_written_with_thousands_separators_is_one_value():
         [memory("old", "The API rate limit is 1,000 requests per minute", 0)],
     )
     assert (shown_value(change.older_term), shown_value(change.newer_term)) == ("1000", "5000")
+
+
+def test_a_unit_spelt_another_way_and_a_notes_key_are_read_as_one_value_change():
+    """A trial: "... timeout is 10s." then "... is now 30 seconds." and "orders-worker port: 8080" then
+    "... port: 9091" were linked to nothing, the older value recalled first, unmarked."""
+    for text, spelt in (
+        ("The timeout is 10s.", "The timeout is 10 seconds."),
+        ("The timeout is 10 sec", "The timeout is 10 seconds"),
+        ("Retention is 1 hour, then 7d", "Retention is 1 hours, then 7 days"),
+        ("A 512MB limit, 2000ms and 1.5s", "A 512 MB limit, 2000 milliseconds and 1.5 seconds"),
+        ("orders-worker port: 8080", "orders-worker port is 8080"),
+        ("interval = 30s", "interval is 30 seconds"),
+    ):
+        assert spelled_units(text) == spelt
+    for text in ("Music of the 1990s", "4 s3 buckets", "DOCKER_BUILDKIT=1", "Update: 5 replicas", "at 10:00"):
+        assert spelled_units(text) == text
+    [change] = now_value_changes(
+        memory("new", "The payments API timeout is now 30 seconds.", 5),
+        [memory("old", "The payments API timeout is 10s.", 0)],
+    )
+    assert (shown_value(change.older_term), shown_value(change.newer_term)) == ("10", "30")
+    [change] = plain_value_changes(
+        memory("new", "orders-worker port: 9091", 5), [memory("old", "orders-worker port: 8080", 0)]
+    )
+    assert (shown_value(change.older_term), shown_value(change.newer_term)) == ("8080", "9091")
+
+
+def test_opposite_words_about_two_numbered_things_are_no_contradiction():
+    """A trial: "PR 482 fails CI." marked "PR 481 passes CI." DISPUTED, and recall read PR 482 first."""
+    for older, newer in (
+        ("PR 481 passes CI.", "PR 482 fails CI."),
+        ("Deploys are allowed on Mondays.", "Deploys are forbidden on Fridays."),
+    ):
+        assert detect_contradictions([memory("old", older, 0), memory("new", newer, 5)]) == [], newer
+    for older, newer in (
+        ("Port 8080 is enabled on the bastion.", "Port 8080 is disabled on the bastion."),
+        ("Port 8080 is enabled on the bastion.", "The bastion port is disabled."),
+    ):
+        [found] = detect_contradictions([memory("old", older, 0), memory("new", newer, 5)])
+        assert (found.older_term, found.newer_term) == ("enabled", "disabled")
+
+
+def test_a_change_that_names_who_said_it_is_read_as_the_same_change_without_the_name():
+    """A trial: "The payments API timeout is now 30 seconds (per Dana)" after "... is 10 seconds" was linked
+    to nothing, the older value recalled first, unmarked."""
+    older = memory("old", "The payments API timeout is 10 seconds.", 0)
+    for said in (
+        "The payments API timeout is now 30 seconds (per Dana).",
+        "The payments API timeout is now 30 seconds, per Dana (2026-03).",
+        "Per Dana, the payments API timeout is now 30 seconds.",
+    ):
+        [change] = now_value_changes(memory("new", said, 5), [older])
+        assert (shown_value(change.older_term), shown_value(change.newer_term)) == ("10", "30")
+    # Two events said by two people stay two events.
+    assert not plain_value_changes(
+        memory("new", "Deploy failed (per Marco).", 5), [memory("old", "Deploy failed (per Dana).", 0)]
+    )
 
 
 def test_two_notes_that_differ_in_a_value_and_in_their_reference_dispute_each_other():

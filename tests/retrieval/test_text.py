@@ -303,6 +303,31 @@ def test_what_only_looks_like_thousands_keeps_its_commas():
         assert plain_thousands(text) == text
 
 
+def test_who_said_it_beside_what_a_note_says_is_left_out_and_a_unit_after_per_is_not():
+    # A trial: "... is now 30 seconds (per Dana)" was linked to nothing, the older value recalled first.
+    for text, without in (
+        ("The API timeout is now 30 seconds (per Dana).", "The API timeout is now 30 seconds."),
+        ("Retention is now 3 days (per Dana, 2026-03).", "Retention is now 3 days."),
+        ("Retention is now 3 days [per Dana Kim]", "Retention is now 3 days"),
+        ("The TTL is now 60 minutes, per Dana.", "The TTL is now 60 minutes."),
+        ("The interval is now 30s, per Dana (2026-03).", "The interval is now 30s."),
+        ("Per Dana, the TTL is now 60 minutes.", "the TTL is now 60 minutes."),
+        ("The TTL is now 60 minutes (per @dkim)", "The TTL is now 60 minutes"),
+        ("The TTL is now 60 minutes (according to the SRE team).", "The TTL is now 60 minutes."),
+        ("The TTL is now 60 minutes - Dana", "The TTL is now 60 minutes"),
+        ("We pay 5 dollars per Month, per Dana", "We pay 5 dollars per Month"),
+    ):
+        assert without_references(text) == without
+    for text in (
+        "The rate limit is 5 requests (per second).",
+        "The rate limit is 5 requests per second, per user",
+        "Billing is per seat",
+        "Costs are per the contract",
+        "The pipeline is lint, build - test",
+    ):
+        assert without_references(text) == text
+
+
 def test_a_reference_beside_what_a_note_says_is_left_out_and_a_value_in_parentheses_is_not():
     for text, without in (
         (

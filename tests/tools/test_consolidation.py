@@ -722,7 +722,10 @@ def test_another_agents_correction_naming_the_old_value_disputes_it_as_a_plain_o
     assert sorted(named.consolidation.contradicts) == sorted([port, plain.id])
     assert status(runtime, port) == "active"
     found = recall(RecallInput(query="which port does the API server listen on"), runtime, caller())
-    assert f"DISPUTED by newer {plain.id}, {named.id}" in found.context
+    # The correction first, the value it replaced marked; 8080, two values behind, is left out and counted.
+    assert found.context.index("port 9090, not 8080") < found.context.index(f"DISPUTED by newer {named.id}")
+    assert "port 8080." not in found.context
+    assert "1 older value of things the memories shown say now was left out" in (found.note or "")
 
 
 def test_the_same_words_with_another_value_in_place_dispute_the_older_and_recall_reads_the_newer_first(
@@ -2373,8 +2376,10 @@ def test_a_command_remembered_again_with_another_value_disputes_the_older_and_re
         for n, command in enumerate(commands)
     ]
     found = recall(RecallInput(query="how do I deploy to production?"), runtime, caller())
-    assert [m.id for m in found.memories] == ids[::-1]
-    assert [sorted(m.contradicted_by) for m in found.memories] == [[], [ids[2]], sorted(ids[1:])]
+    # The newest, then the one it replaced; the first, two commands behind, is left out and counted.
+    assert [m.id for m in found.memories] == ids[:0:-1]
+    assert [sorted(m.contradicted_by) for m in found.memories] == [[], [ids[2]]]
+    assert "1 older value of things the memories shown say now was left out" in (found.note or "")
 
 
 def test_a_disputed_claim_restated_by_its_author_stays_disputed(runtime):
@@ -2593,12 +2598,15 @@ def test_a_project_memory_that_says_another_value_than_the_orgs_shelf_disputes_i
     again = org_port(runtime, 5433)
     assert sorted(again.consolidation.contradicts) == sorted([shelf, web.id])  # web's memory too
     again = again.id
-    [marked] = [
-        m
-        for m in recall(RecallInput(query=query, project_id="web"), runtime, caller()).memories
-        if m.id == shelf
-    ]
-    assert sorted(marked.contradicted_by) == sorted([web.id, again])
+    pairs = drift(DriftInput(project_id="web"), runtime, caller()).contradictions
+    assert sorted(pair.newer.id for pair in pairs if pair.older.id == shelf) == sorted([web.id, again])
+    # Recall reads the newest value first, then the one it replaced; the shelf's first value, two behind,
+    # is left out and counted.
+    found = recall(RecallInput(query=query, project_id="web"), runtime, caller())
+    assert [m.id for m in found.memories][:2] == [again, web.id] and shelf not in {
+        m.id for m in found.memories
+    }
+    assert "1 older value of things" in (found.note or "")
     # The org's memory forgotten, the pairs it was in close with it, in every project (the web memory's
     # with the shelf's newer value stays open).
     forget(ForgetInput(memory_id=shelf, mode="retract"), runtime, caller(agent="erin"))
