@@ -53,11 +53,11 @@ DEFAULT_OPPOSITIONS: tuple[tuple[str, str], ...] = (
 )
 
 
-# A number and its unit, however the unit is spelt: "10s", "10 sec", "1 hour", "512MB" (not a decade, "1990s").
+# A number and its unit of time, however the unit is spelt: "10s", "10 sec", "1 hour" (not a decade, "1990s").
+# (A size keeps its spelling: "512MB" then "1GB" reads as one value for another.)
 _UNIT_AFTER_NUMBER = re.compile(
     r"(?<![\w.$])(\d{1,3}(?:\.\d+)?|\d+(?:\.\d+)?(?=\s?[^\Ws]))\s?"
-    r"(milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|d|megabytes?|mib|mb"
-    r"|gigabytes?|gib|gb)(?![\w-]|\.\w)",
+    r"(milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|d)(?![\w-]|\.\w)",
     re.IGNORECASE,
 )
 _UNIT_WORDS = {
@@ -68,8 +68,6 @@ _UNIT_WORDS = {
         ("minutes", "minute minutes min mins"),
         ("hours", "hour hours hr hrs h"),
         ("days", "day days d"),
-        ("MB", "megabyte megabytes mib mb"),
-        ("GB", "gigabyte gigabytes gib gb"),
     )
     for spelling in spellings.split()
 }
@@ -84,8 +82,8 @@ _KEY_THEN_NUMBER = re.compile(
 
 
 def spelled_units(text: str) -> str:
-    """``text`` with each unit after a number spelt one way: "10s" and "10 seconds" are "10 seconds", "1
-    hour" is "1 hours", "512MB" is "512 MB", so that two values of one thing differ in one word (a trial:
+    """``text`` with each unit of time after a number spelt one way: "10s", "10 sec" and "10 seconds" are
+    "10 seconds", "1 hour" is "1 hours", so that two values of one thing differ in one word (a trial:
     "The timeout is 10s." then "... is now 30 seconds." was linked to nothing); and a note's key and number
     said as a sentence says them: "orders-worker port: 8080" is "orders-worker port is 8080" (the trial's
     "port: 8080" then "port: 9091" was linked to nothing)."""

@@ -1857,7 +1857,7 @@ def test_a_unit_spelt_another_way_and_a_notes_key_are_read_as_one_value_change()
         ("The timeout is 10s.", "The timeout is 10 seconds."),
         ("The timeout is 10 sec", "The timeout is 10 seconds"),
         ("Retention is 1 hour, then 7d", "Retention is 1 hours, then 7 days"),
-        ("A 512MB limit, 2000ms and 1.5s", "A 512 MB limit, 2000 milliseconds and 1.5 seconds"),
+        ("A 512MB limit, 2000ms and 1.5s", "A 512MB limit, 2000 milliseconds and 1.5 seconds"),
         ("orders-worker port: 8080", "orders-worker port is 8080"),
         ("interval = 30s", "interval is 30 seconds"),
     ):
