@@ -2685,3 +2685,50 @@ def test_stats_counts_for_a_token_holder_the_pairs_of_its_project_with_the_orgs_
     remote = replace(caller(agent="alice"), remote=True)
     assert stats(StatsInput(project_id="web"), runtime, remote).open_contradictions == 1
     assert drift(DriftInput(project_id="web"), runtime, remote).open_contradictions == 1
+
+
+@pytest.mark.parametrize(
+    "older_text, newer_text, resolved",
+    [
+        ("The payments API timeout is 10s.", "The payments API timeout is now 30 seconds.", "revised"),
+        (
+            "Kafka retention on the events topic is 7 days.",
+            "Kafka retention on the events topic is 3 days now (per Dana, 2026-03).",
+            "revised",
+        ),
+        ("- orders-worker port: 8080", "- orders-worker port: 9091", "contradicts"),
+        ("PR 481 passes CI.", "PR 482 fails CI.", None),
+    ],
+)
+def test_changes_said_as_developers_write_them_are_linked_and_two_numbered_things_are_not(
+    runtime, older_text, newer_text, resolved
+):
+    """Trial 184: a unit spelt another way, who said it, a note's key linked nothing; PR 482 failing
+    disputed PR 481 passing."""
+    older = remember(RememberInput(content=older_text), runtime, caller()).id
+    newer = remember(RememberInput(content=newer_text), runtime, caller("ses_2"))
+    assert newer.consolidation.revised == ([older] if resolved == "revised" else [])
+    assert newer.consolidation.contradicts == ([older] if resolved == "contradicts" else [])
+    found = recall(RecallInput(query=newer_text), runtime, caller("ses_3"))
+    assert found.memories[0].id == newer.id
+
+
+def test_a_value_disputes_its_own_things_older_values_among_many_alike_of_other_things(runtime):
+    """A benchmark (benchmarks/current_values.py): with eight services each stating its replicas fifteen
+    times, the ten nearest memories by vector were mostly other services', and the latest value of one
+    disputed neither the value before it nor two others; recall read an older value first, unmarked."""
+    import random
+
+    rng = random.Random(11)
+    services = ["search-gateway", "ledger-worker", "payments-api", "mailer", "audit-log", "image-proxy"]
+    services += ["checkout-web", "fraud-scorer"]
+    said: dict[str, dict[str, str]] = {service: {} for service in services}  # text -> id, in order
+    for _ in range(15):
+        for service in rng.sample(services, len(services)):
+            text = f"{service} runs {rng.randrange(2, 99)} replicas in production"
+            if text not in said[service]:
+                said[service][text] = remember(RememberInput(content=text), runtime, caller()).id
+    *older, latest = said["search-gateway"].values()
+    assert len(older) >= 12
+    disputed = {old for old, new in runtime.store.open_contradiction_pairs(SCOPE) if new == latest}
+    assert disputed == set(older)

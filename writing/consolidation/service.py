@@ -202,6 +202,12 @@ class ConsolidationPolicy:
 SHELF_PROJECTS_COMPARED = 50
 PROJECTS_READ_EVERY = 60.0
 
+# A memory's contradictions are also looked for among the memories that say most of its words (full text),
+# this many at most, its first this many characters the query: a name is a rare word there, where vectors
+# put every service's "runs N replicas" alike.
+LEXICAL_NEIGHBOURS = 10
+LEXICAL_QUERY_CHARS = 500
+LEXICAL_TIES = 15  # read beyond them, so that the latest of those that score alike are among them
 KEPT_OPEN = "rules:contradiction"  # the resolver of a contradiction the rules leave open (both memories stay)
 
 REVISION_SYSTEM = (
@@ -308,10 +314,17 @@ class ConsolidationService:
             # otherwise is disputed, never superseded (``_revise_or_dispute``), never merged (only
             # ``neighbours`` are).
             elsewhere = self._across_scopes(memory, vector, limit=pool)
+            lexical = self._lexical_neighbours(memory, {hit.record.id for hit in neighbours})
             if as_written:
                 elsewhere = [other for other in elsewhere if other.created_at <= memory.created_at]
+                lexical = [other for other in lexical if other.created_at <= memory.created_at]
             self._contradictions(
-                memory, [*(hit.record for hit in neighbours), *elsewhere], llm, actor, report, met_it
+                memory,
+                [*(hit.record for hit in neighbours), *lexical, *elsewhere],
+                llm,
+                actor,
+                report,
+                met_it,
             )
             self._restatements_of_revised(memory, report)
             close = [
@@ -408,6 +421,28 @@ class ConsolidationService:
             kinds=[memory.kind],
         )
         return [hit for hit in hits if hit.record.id != memory.id and hit.record.status == "active"][:limit]
+
+    def _lexical_neighbours(self, memory: MemoryRecord, seen: set[str]) -> list[MemoryRecord]:
+        """The active memories of ``memory``'s kind and readers that say most of its words (BM25 over its
+        text, ``LEXICAL_NEIGHBOURS`` at most), beyond its nearest by vector (``seen``): among many memories
+        alike ("ledger-worker runs 12 replicas in production", "search-gateway runs 13 replicas ..."), the
+        ten nearest by vector were mostly other services', and "search-gateway runs 8 replicas" disputed
+        none of its own service's older values (``benchmarks/current_values.py``). Their names are words
+        the full-text index weighs."""
+        hits = self._store.fulltext_search(
+            _audience_view(memory),
+            memory.content[:LEXICAL_QUERY_CHARS],
+            limit=LEXICAL_NEIGHBOURS + len(seen) + LEXICAL_TIES,
+            kinds=[memory.kind],
+        )
+        beyond = [
+            hit
+            for hit in hits
+            if hit.record.id not in seen and hit.record.id != memory.id and hit.record.status == "active"
+        ]
+        # Alike but for a value, many score the same: the latest of them first, the value most likely current.
+        beyond.sort(key=lambda hit: (-round(hit.score, 6), -hit.record.created_at.timestamp()))
+        return [hit.record for hit in beyond[:LEXICAL_NEIGHBOURS]]
 
     def _across_scopes(self, memory: MemoryRecord, vector: np.ndarray, *, limit: int) -> list[MemoryRecord]:
         """The memories of other scopes read beside ``memory`` (each scope's closest first): for a project's
