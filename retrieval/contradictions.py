@@ -73,20 +73,22 @@ _UNIT_WORDS = {
 }
 
 
-# A note's key and its number: "port: 8080", "interval = 30s" (a word of lower case letters, not a command's
-# variable, "DOCKER_BUILDKIT=1", nor a label, "Update: 5 replicas now").
+# A note's key and its number or the name that ends it: "port: 8080", "interval = 30s", "release manager:
+# Sam Patel" (a word of lower case letters, not a command's variable, "DOCKER_BUILDKIT=1", nor a label,
+# "Update: 5 replicas now", "Warning: Do ...").
 _KEY_THEN_NUMBER = re.compile(
-    r"(?<![\w`$-])(?!(?i:correction|corrected|update|updated|fix|note|nb|fyi|edit|steps?|todo)\b)"
-    r"([A-Za-z][a-z-]{1,30})\s*+[:=]\s*+(?=\d)"
+    r"(?<![\w`$-])(?!(?i:correction|corrected|update|updated|fix|note|nb|fyi|edit|steps?|todo|warning|caution"
+    r"|important|tip|reminder|question|answer|summary|context|decision|reason|example|e\.g|i\.e)\b)"
+    r"([A-Za-z][a-z-]{1,30})\s*+[:=]\s*+(?=\d|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\s*+[.!]?\s*+$)"
 )
 
 
 def spelled_units(text: str) -> str:
     """``text`` with each unit of time after a number spelt one way: "10s", "10 sec" and "10 seconds" are
     "10 seconds", "1 hour" is "1 hours", so that two values of one thing differ in one word (a trial:
-    "The timeout is 10s." then "... is now 30 seconds." was linked to nothing); and a note's key and number
-    said as a sentence says them: "orders-worker port: 8080" is "orders-worker port is 8080" (the trial's
-    "port: 8080" then "port: 9091" was linked to nothing)."""
+    "The timeout is 10s." then "... is now 30 seconds." was linked to nothing); and a note's key and number,
+    or the name that ends it, said as a sentence says them: "orders-worker port: 8080" is "orders-worker
+    port is 8080" (the trial's "port: 8080" then "port: 9091" was linked to nothing)."""
     text = _KEY_THEN_NUMBER.sub(lambda found: f"{found.group(1)} is ", text)
     return _UNIT_AFTER_NUMBER.sub(
         lambda found: f"{found.group(1)} {_UNIT_WORDS[found.group(2).lower()]}", text
@@ -1478,7 +1480,10 @@ def corrected_value_changes(
 
 # "now" that says how a thing is done now, before the command: "are now run with", "now runs with", "is now
 # done through". Not an instruction's next step ("Deploy with `./deploy.sh production` now", a review).
-_STATED_NOW = re.compile(r"\b(?:is|are|gets?)\s+now\b|\bnow\s+[a-z]+s\b", re.IGNORECASE)
+# ("We now deploy ...": a person's "now" before a verb too, trial 184.)
+_STATED_NOW = re.compile(
+    r"\b(?:is|are|gets?)\s+now\b|\bnow\s+[a-z]+s\b|\b(?:we|they|you|i)\s+now\s+[a-z]+\b", re.IGNORECASE
+)
 
 
 def said_command_changes(

@@ -1623,6 +1623,12 @@ def test_a_command_said_to_have_changed_in_words_revises_the_same_words_with_ano
     assert said_command_changes(memory("new", "Unit tests are now run with `pnpm test:unit`", 5), older) == []
     watch = "Integration tests are now run with `npm run test:int --watch`"
     assert said_command_changes(memory("new", watch, 5), older) == []
+    # A person's "now" before the verb (trial 184: "We now deploy ..." linked nothing, "We deploy ..." did).
+    deploy = [memory("old", "We deploy the web app with `make deploy`.", 0)]
+    [change] = said_command_changes(
+        memory("new", "We now deploy the web app with `argocd app sync web`.", 5), deploy
+    )
+    assert (change.older_term, change.newer_term) == ("make deploy", "argocd app sync web")
 
 
 @pytest.mark.parametrize(
@@ -1860,9 +1866,18 @@ def test_a_unit_spelt_another_way_and_a_notes_key_are_read_as_one_value_change()
         ("A 512MB limit, 2000ms and 1.5s", "A 512MB limit, 2000 milliseconds and 1.5 seconds"),
         ("orders-worker port: 8080", "orders-worker port is 8080"),
         ("interval = 30s", "interval is 30 seconds"),
+        ("Release manager for the 4.x line: Sam Patel.", "Release manager for the 4.x line is Sam Patel."),
     ):
         assert spelled_units(text) == spelt
-    for text in ("Music of the 1990s", "4 s3 buckets", "DOCKER_BUILDKIT=1", "Update: 5 replicas", "at 10:00"):
+    for text in (
+        "Music of the 1990s",
+        "4 s3 buckets",
+        "DOCKER_BUILDKIT=1",
+        "Update: 5 replicas",
+        "at 10:00",
+        "Warning: Do not deploy",
+        "Deploys: Monday and Tuesday",
+    ):
         assert spelled_units(text) == text
     [change] = now_value_changes(
         memory("new", "The payments API timeout is now 30 seconds.", 5),
