@@ -57,7 +57,7 @@ DEFAULT_OPPOSITIONS: tuple[tuple[str, str], ...] = (
 # (A size keeps its spelling: "512MB" then "1GB" reads as one value for another.)
 _UNIT_AFTER_NUMBER = re.compile(
     r"(?<![\w.$])(\d{1,3}(?:\.\d+)?|\d+(?:\.\d+)?(?=\s?[^\Ws]))\s?"
-    r"(milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|d)(?![\w-]|\.\w)",
+    r"(milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)(?![\w-]|\.\w)",
     re.IGNORECASE,
 )
 _UNIT_WORDS = {
@@ -65,7 +65,7 @@ _UNIT_WORDS = {
     for unit, spellings in (
         ("milliseconds", "millisecond milliseconds msec msecs ms"),
         ("seconds", "second seconds sec secs s"),
-        ("minutes", "minute minutes min mins"),
+        ("minutes", "minute minutes min mins m"),
         ("hours", "hour hours hr hrs h"),
         ("days", "day days d"),
     )
@@ -200,7 +200,9 @@ def detect_contradictions(
             for partner in partners:
                 other = terms[partner] - stems.keys()
                 similarity = len(subject & other) / len(subject | other) if subject | other else 0.0
-                if similarity < threshold or _values_apart(subject, other):
+                if similarity < threshold or _numbered_apart(
+                    by_id[memory_id].content, by_id[partner].content
+                ):
                     continue
                 first, second = sorted((by_id[memory_id], by_id[partner]), key=lambda m: (m.created_at, m.id))
                 older_term, newer_term = (
@@ -221,12 +223,22 @@ def detect_contradictions(
     return sorted(found.values(), key=lambda c: (c.older_id, c.newer_id))
 
 
-def _values_apart(subject: set[str], other: set[str]) -> bool:
-    """Whether two subjects each name a value the other does not: "PR 481 passes CI" and "PR 482 fails CI"
-    are two things, not one said to pass and fail (a trial saw PR 481 marked DISPUTED by PR 482); "Port 8080
-    is open" and "Port 8080 is closed", or "The port is closed", are one."""
-    said, theirs = {w for w in subject if is_value(w)}, {w for w in other if is_value(w)}
-    return bool(said - theirs) and bool(theirs - said)
+@lru_cache(maxsize=8192)
+def _numbered(text: str) -> dict[str, str]:
+    """The things ``text`` names by number, each number by the word before it: {"pr": "481"} of "PR 481
+    passes CI" (not a date's or a version's parts, which follow a value)."""
+    words = content_terms(text)
+    return {
+        before: word for before, word in itertools.pairwise(words) if word.isdigit() and not is_value(before)
+    }
+
+
+def _numbered_apart(left: str, right: str) -> bool:
+    """Whether two texts name the same kind of thing by different numbers: "PR 481 passes CI" and "PR 482
+    fails CI" are two PRs, not one said to pass and fail (a trial saw PR 481 marked DISPUTED by PR 482).
+    "SSO is enabled since 2024-01-10" and "... disabled since 2024-03-02" are one thing (a review)."""
+    theirs = _numbered(right)
+    return any(theirs.get(name, number) != number for name, number in _numbered(left).items())
 
 
 def swapped_pairs(memories: Sequence[ContradictionInput], memory_id: str) -> list[Contradiction]:
@@ -1111,6 +1123,28 @@ def _places_apart(words: Sequence[str], theirs: Sequence[str]) -> list[int]:
     return [at for at, (mine, old) in enumerate(zip(words, theirs, strict=True)) if mine != old]
 
 
+_TIME_UNITS = frozenset(
+    {"milliseconds", "seconds", "minutes", "hours", "days"}
+)  # as ``spelled_units`` spells
+
+
+def _time_apart(words: Sequence[str], theirs: Sequence[str]) -> tuple[int, str, str] | None:
+    """(where, the older time, the newer) when two statements of the same length say another time in one
+    place, its unit another ("10 seconds" / "10 minutes", "15 minutes" / "1 hours"): a number and a unit of
+    time, the unit or both differing, nothing else."""
+    differ = _places_apart(words, theirs)
+    if not differ or len(differ) > 2:
+        return None
+    unit = differ[-1]
+    if unit < 1 or (len(differ) == 2 and differ[0] != unit - 1):
+        return None
+    if words[unit] not in _TIME_UNITS or theirs[unit] not in _TIME_UNITS or words[unit] == theirs[unit]:
+        return None
+    if not (words[unit - 1].replace(".", "").isdigit() and theirs[unit - 1].replace(".", "").isdigit()):
+        return None
+    return unit - 1, f"{theirs[unit - 1]} {theirs[unit]}", f"{words[unit - 1]} {words[unit]}"
+
+
 def _one_place_apart(words: Sequence[str], theirs: Sequence[str]) -> int | None:
     """The one place where two statements of the same length say another word (None: none, or more)."""
     differ = _places_apart(words, theirs)
@@ -1243,6 +1277,17 @@ def plain_value_changes(
             if name is not None:
                 found.append(Contradiction(other.id, memory.id, *name, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
                 continue
+        timed = _time_apart(tokens, theirs)
+        if timed is not None:
+            # A time with another unit ("10 seconds", then "10 minutes"; "15 minutes", then "1 hours"): a
+            # value of it, read whole (a review: spelt one way, the unit alone differed and nothing was read).
+            if _after_a_cue(tokens, timed[0]):
+                found.append(
+                    Contradiction(
+                        other.id, memory.id, timed[1], timed[2], 1.0, only_disputes=NOT_SAID_TO_CHANGE
+                    )
+                )
+            continue
         at = _one_place_apart(tokens, theirs)
         if at is None:
             continue

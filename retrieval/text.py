@@ -186,13 +186,29 @@ _REFERENCE = re.compile(  # (tried from the start of a run of spaces only, posse
 # source named was linked to nothing, the older value recalled first, unmarked). Only after "per" or
 # "according to" with a name, a handle or "the ... team" ("(per second)" is a unit), or a name alone after a
 # dash at the end.
+# Not a source: what a rate or a limit is counted by ("(per User)", "Per Node, ..."), nor a day or month
+# ("Tuesday - Thursday" is a range), whatever its capital (a review).
+_COUNTED_BY = (
+    r"(?i:users?|tenants?|pods?|nodes?|seats?|hosts?|instances?|regions?|zones?|namespaces?|clusters?|"
+    r"accounts?|orgs?|organi[sz]ations?|projects?|services?|customers?|clients?|devices?|ips?|keys?|tokens?|"
+    r"requests?|calls?|connections?|sessions?|jobs?|workers?|cores?|cpus?|gpus?|containers?|deployments?|"
+    r"environments?|envs?|tables?|databases?|quer(?:y|ies)|units?|items?|pages?|files?|records?|rows?|"
+    r"events?|messages?|routes?|endpoints?|shards?|partitions?|topics?|teams?|apps?|repos?|builds?|"
+    r"seconds?|minutes?|hours?|days?|weeks?|months?|quarters?|years?|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?|january|february|march|april|may|june|july|august|"
+    r"september|october|november|december)\b"
+)
 _SOURCE_NAME = (
-    r"(?:@[\w.-]++|[A-Z][a-z][\w'-]*+(?:\s++[A-Z][a-z][\w'-]*+)?+|the\s++(?:[\w-]+\s+){1,2}?team\b)"
+    rf"(?:@[\w.-]++|(?!{_COUNTED_BY})[A-Z][a-z][\w'-]*+(?:\s++[A-Z][a-z][\w'-]*+)?+"
+    r"|the\s++(?:[\w-]+\s+){1,2}?team\b)"
 )
 _ATTRIBUTED = rf"(?i:per|according\s++to)\s++{_SOURCE_NAME}"
+# What may follow the source: when it was said ("2026-03", "March 2026"), nothing else ("(per Dana, not
+# 8080)" names the value given up, a review).
+_WHEN_SAID = r"(?:\d{4}(?:[-/]\d{1,2}){0,2}|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*+\.?(?:\s++\d{1,4}){0,2})"
 _ATTRIBUTION = re.compile(
-    rf"(?<!\s)\s*+[(\[]\s*+{_ATTRIBUTED}(?:\s*+[,;]\s*+[^()\[\]]{{1,40}}?)?\s*+[)\]]"  # "(per Dana, 2026-03)"
-    rf"|(?<=\S)\s*+[,;]\s*+{_ATTRIBUTED}(?:\s*+\([^()]{{1,40}}\))?(?=\s*+[.!]?\s*+$)"  # ", per Dana (2026-03)"
+    rf"(?<!\s)\s*+[(\[]\s*+{_ATTRIBUTED}(?:\s*+[,;]\s*+{_WHEN_SAID})?\s*+[)\]]"  # "(per Dana, 2026-03)"
+    rf"|(?<=\S)\s*+[,;]\s*+{_ATTRIBUTED}(?:\s*+\(\s*+{_WHEN_SAID}\s*+\))?(?=\s*+[.!]?\s*+$)"  # ", per Dana (2026-03)"
     rf"|^\s*+{_ATTRIBUTED}\s*+,\s*+"  # "Per Dana, ..."
     rf"|(?<=\S)\s++[-\u2013\u2014]\s++{_SOURCE_NAME}(?=\s*+\.?\s*+$)"  # "... - Dana"
 )

@@ -66,6 +66,7 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
             + by_passes
             + _filler(result, filler, "more")
             + (f"; {capped}" if capped else "")
+            + _older(result)
         )
     if not result.in_context:
         if capped:
@@ -76,7 +77,7 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
                 "memories that matched" + _filler(result, filler, "more")
             )
         return f"{NOTHING_MATCHED}: no memory matched the query{above}"
-    matched = direct + filler + summaries + episodes
+    matched = direct + filler + summaries + episodes + _older_count(result)
     fewer = f", fewer than top_k={top_k}" if matched < top_k else ""
     if capped:
         return (
@@ -85,6 +86,7 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
             + f"; {direct} {'is' if direct == 1 else 'are'} shown: {capped}"
             + _filler(result, filler, f"of the {matched}")
             + by_passes
+            + _older(result)
         )
     return (
         f"{counted(matched, 'memory')} matched the query{above}{fewer}"
@@ -173,12 +175,16 @@ def _siblings_shown(result: RecallResult) -> str:
     )
 
 
+def _older_count(result: RecallResult) -> int:
+    from retrieval.stages.assembly import left_out_as_older
+
+    return left_out_as_older(result.candidates)
+
+
 def _older(result: RecallResult) -> str:
     """The clause on the older values left out: matches that say another value of what a memory shown
     says now, behind the value it replaced (``retrieval.stages.assembly.select``)."""
-    from retrieval.stages.assembly import left_out_as_older
-
-    older = left_out_as_older(result.candidates)
+    older = _older_count(result)
     if not older:
         return ""
     return (

@@ -38,7 +38,7 @@ characters and zero-width spaces are shown escaped everywhere (``retrieval.text.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 from functools import lru_cache
@@ -508,13 +508,26 @@ def select(
     taken: set[str] = set()  # the candidates judged (chosen or left out), and those being judged
     older: set[str] = set()  # left out as older values (two or more behind what is placed)
 
-    def take(candidate: Candidate) -> None:
+    def disputers_of(memory_id: str) -> Iterator[str]:
+        return iter(sorted(disputing.get(memory_id, ()), key=lambda i: -by_id[i].final_score))
+
+    def take(first: Candidate) -> None:
+        """``first``, after its close disputers (best scored first, each after its own): depth first, on a
+        stack of its own (a chain of a thousand values would pass Python's recursion limit, a review)."""
+        taken.add(first.id)
+        stack = [(first, disputers_of(first.id))]
+        while stack:
+            candidate, pending = stack[-1]
+            other = next((i for i in pending if i not in taken), None)
+            if other is not None:
+                taken.add(other)
+                stack.append((by_id[other], disputers_of(other)))
+                continue
+            stack.pop()
+            judge(candidate)
+
+    def judge(candidate: Candidate) -> None:
         nonlocal facts, summaries
-        taken.add(candidate.id)
-        # Its close disputers first, newest (best placed) first, each after its own.
-        for other in sorted(disputing.get(candidate.id, ()), key=lambda i: -by_id[i].final_score):
-            if other not in taken:
-                take(by_id[other])
         memory = candidate.memory
         if candidate.dropped is not None:  # an LLM pass (context or fact selection) left it out
             reasons[candidate.id] = candidate.dropped

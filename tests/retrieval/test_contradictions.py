@@ -1888,18 +1888,33 @@ def test_a_unit_spelt_another_way_and_a_notes_key_are_read_as_one_value_change()
         memory("new", "orders-worker port: 9091", 5), [memory("old", "orders-worker port: 8080", 0)]
     )
     assert (shown_value(change.older_term), shown_value(change.newer_term)) == ("8080", "9091")
+    # The same number with another unit, or both: a time read whole (a review: "10s" then "now 10min" read
+    # nothing once the units were spelt one way).
+    for older, newer, terms in (
+        ("The API timeout is 10s.", "The API timeout is now 10min.", ("10 seconds", "10 minutes")),
+        ("The cache TTL is 15 minutes.", "The cache TTL is now 1 hour.", ("15 minutes", "1 hours")),
+        ("The API timeout is 30s.", "The API timeout is now 30m.", ("30 seconds", "30 minutes")),
+    ):
+        [change] = now_value_changes(memory("new", newer, 5), [memory("old", older, 0)])
+        assert (change.older_term, change.newer_term) == terms
 
 
 def test_opposite_words_about_two_numbered_things_are_no_contradiction():
     """A trial: "PR 482 fails CI." marked "PR 481 passes CI." DISPUTED, and recall read PR 482 first."""
     for older, newer in (
         ("PR 481 passes CI.", "PR 482 fails CI."),
-        ("Deploys are allowed on Mondays.", "Deploys are forbidden on Fridays."),
+        ("Build 1234 of the web app passes.", "Build 1235 of the web app fails."),
     ):
         assert detect_contradictions([memory("old", older, 0), memory("new", newer, 5)]) == [], newer
     for older, newer in (
         ("Port 8080 is enabled on the bastion.", "Port 8080 is disabled on the bastion."),
         ("Port 8080 is enabled on the bastion.", "The bastion port is disabled."),
+        # Dates and versions are when, not which (a review: these were left undisputed).
+        ("SSO login is enabled since 2024-01-10.", "SSO login is disabled since 2024-03-02."),
+        (
+            "As of v3.1 the checkout feature flag is enabled.",
+            "As of v3.2 the checkout feature flag is disabled.",
+        ),
     ):
         [found] = detect_contradictions([memory("old", older, 0), memory("new", newer, 5)])
         assert (found.older_term, found.newer_term) == ("enabled", "disabled")

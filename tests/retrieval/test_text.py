@@ -324,6 +324,12 @@ def test_who_said_it_beside_what_a_note_says_is_left_out_and_a_unit_after_per_is
         "Billing is per seat",
         "Costs are per the contract",
         "The pipeline is lint, build - test",
+        # What a limit is counted by, a range of days, a value given up after the source (a review)
+        "The API rate limit is 100 requests per minute (per User).",
+        "Per Node, the pod limit is 110.",
+        "The limit is 5, per Tenant.",
+        "The deploy window is Tuesday - Thursday",
+        "The API listens on port 9090 (per Dana, not 8080)",
     ):
         assert without_references(text) == text
 

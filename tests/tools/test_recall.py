@@ -818,6 +818,7 @@ def test_a_value_stated_more_times_than_top_k_shows_the_newest_and_the_one_it_re
         "The billing service owner is Dana Kim",
     }
     assert "not among these memories" not in result.context
+    assert (result.note or "").startswith("10 memories matched the query")  # the older values among them
     assert (
         "6 older values of things the memories shown say now were left out: a value is shown with the one it "
         "replaced, not every earlier one (explain_ranking lists each)"

@@ -1056,6 +1056,18 @@ def test_an_older_memory_that_says_more_than_the_value_is_never_left_out_as_an_o
     assert {c.id for c in marked if c.in_context} == {"v1", "v2"}
 
 
+def test_a_chain_of_a_thousand_values_is_selected_without_recursion():
+    # A review: each value taken after its disputers by recursion passed Python's limit at ~1,000.
+    candidates = tuple(
+        replace(grouped(f"v{n}", None, 1.0 - n / 100_000), contradicted_by=(f"v{n - 1}",) if n else ())
+        for n in range(1500)
+    )  # v0 the newest, each disputed by the one before it in this list
+    marked, _ = assemble(candidates[::-1], top_k=100, char_budget=100_000, retrieval_id="r")
+    placed = sorted((c for c in marked if c.in_context), key=lambda c: c.context_position)
+    assert [c.id for c in placed] == ["v0", "v1"]
+    assert left_out_as_older(marked) == 1498
+
+
 def test_a_memory_cut_at_top_k_after_its_disputers_says_they_were_placed_first():
     candidates = (
         replace(grouped("old", None, 0.90), contradicted_by=("new",)),
