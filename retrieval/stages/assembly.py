@@ -8,7 +8,9 @@
    ``fold_threshold``) takes no slot: it is the corroboration of the one shown, not new information. A
    text that negates is no twin of one that does not, nor one with two parts swapped (``swapped_spans``),
    nor one that names other numbers (``numbers``: "100 requests a minute", "300 requests a minute"), or
-   other names ("host ash.internal", "host oak.internal"; "owned by Priya", "owned by Marco").
+   other names ("host ash.internal", "host oak.internal"; "owned by Priya", "owned by Marco"). A newer
+   memory that disputes a match and matches the query nearly as well (``DISPUTER_SHARE``) is taken before
+   it, and a value two or more behind one placed is left out: a value is shown with the one it replaced.
 
 2. Group by episode: a header (title, time, agent), then the episode's summary, then its direct matches
    by score; groups ordered by their best direct match, so the best match comes first; groups with only
@@ -494,7 +496,8 @@ def select(
     """The memories to place, in final order, the reason each other candidate was left out, and the
     near-duplicates folded into a memory placed (id -> that memory's id). A memory's close disputers
     (``close_disputers``) are taken before it: with more values of one thing than ``top_k``, the newest
-    fill the slots, not the oldest (``weighted``: whether feedback weighting applies)."""
+    fill the slots, not the oldest (``weighted``: whether feedback weighting applies); and a value two or
+    more behind one placed, saying nothing else (``_only_another_value``), is left out (``OLDER_VALUE``)."""
     bar = filler_bar(candidates, min_share_of_best)
     chosen: list[Candidate] = []
     chosen_ids: set[str] = set()
