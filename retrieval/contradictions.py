@@ -1145,6 +1145,30 @@ def _time_apart(words: Sequence[str], theirs: Sequence[str]) -> tuple[int, str, 
     return unit - 1, f"{theirs[unit - 1]} {theirs[unit]}", f"{words[unit - 1]} {words[unit]}"
 
 
+# What a duration said before it is a setting of: "with a 5 minute TTL", "a 30 second timeout".
+_SETTINGS = frozenset(
+    {
+        "ttl",
+        "timeout",
+        "interval",
+        "window",
+        "retention",
+        "delay",
+        "expiry",
+        "lease",
+        "grace",
+        "cooldown",
+        "backoff",
+    }
+)
+
+
+def _setting_after(words: Sequence[str], at: int) -> bool:
+    """Whether the value at ``at`` is a duration of the setting named right after its unit ("caches sessions
+    in Redis with a 5 minute TTL", then "... 60 minute TTL": the TTL's value, whatever verb comes before)."""
+    return at + 2 < len(words) and words[at + 1] in _TIME_UNITS and words[at + 2] in _SETTINGS
+
+
 def _one_place_apart(words: Sequence[str], theirs: Sequence[str]) -> int | None:
     """The one place where two statements of the same length say another word (None: none, or more)."""
     differ = _places_apart(words, theirs)
@@ -1315,7 +1339,7 @@ def plain_value_changes(
             continue
         if not (is_value(new) and is_value(old)) or _kinds({new}) != _kinds({old}):
             continue
-        if _names_another_thing({new}, {old}) or not _after_a_cue(tokens, at):
+        if _names_another_thing({new}, {old}) or not (_after_a_cue(tokens, at) or _setting_after(tokens, at)):
             continue
         found.append(Contradiction(other.id, memory.id, old, new, 1.0, only_disputes=NOT_SAID_TO_CHANGE))
     return found

@@ -1899,6 +1899,21 @@ def test_a_unit_spelt_another_way_and_a_notes_key_are_read_as_one_value_change()
         assert (change.older_term, change.newer_term) == terms
 
 
+def test_a_duration_said_before_the_setting_it_is_of_is_that_settings_value():
+    """Noticed in the last notes: "... with a 5 minute TTL" then "... 60 minute TTL" was not disputed, though
+    "TTL is 5 minutes" then "... 60 minutes" was."""
+    older = memory("old", "billing-api caches user sessions in Redis db 3 with a 5 minute TTL", 0)
+    [change] = plain_value_changes(
+        memory("new", "billing-api caches user sessions in Redis db 3 with a 60 minute TTL", 5), [older]
+    )
+    assert (change.older_term, change.newer_term) == ("5", "60")
+    # Not a duration of something that happened: two runs, two facts.
+    assert not plain_value_changes(
+        memory("new", "The nightly export took 60 minutes after the upgrade", 5),
+        [memory("old", "The nightly export took 5 minutes after the upgrade", 0)],
+    )
+
+
 def test_opposite_words_about_two_numbered_things_are_no_contradiction():
     """A trial: "PR 482 fails CI." marked "PR 481 passes CI." DISPUTED, and recall read PR 482 first."""
     for older, newer in (
