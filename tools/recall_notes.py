@@ -176,6 +176,7 @@ def _siblings_shown(result: RecallResult) -> str:
 
 
 def _older_count(result: RecallResult) -> int:
+    """The direct matches left out as older values of what a memory shown says now."""
     from retrieval.stages.assembly import left_out_as_older
 
     return left_out_as_older(result.candidates)

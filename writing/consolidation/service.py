@@ -208,6 +208,7 @@ PROJECTS_READ_EVERY = 60.0
 LEXICAL_NEIGHBOURS = 10
 LEXICAL_QUERY_CHARS = 500
 LEXICAL_TIES = 15  # read beyond them, so that the latest of those that score alike are among them
+
 KEPT_OPEN = "rules:contradiction"  # the resolver of a contradiction the rules leave open (both memories stay)
 
 REVISION_SYSTEM = (
