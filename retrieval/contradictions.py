@@ -53,13 +53,7 @@ DEFAULT_OPPOSITIONS: tuple[tuple[str, str], ...] = (
 )
 
 
-# A number and its unit of time, however the unit is spelt: "10s", "10 sec", "1 hour" (not a decade, "1990s").
-# (A size keeps its spelling: "512MB" then "1GB" reads as one value for another.)
-_UNIT_AFTER_NUMBER = re.compile(
-    r"(?<![\w.$])(\d{1,3}(?:\.\d+)?|\d+(?:\.\d+)?(?=\s?[^\Ws]))\s?"
-    r"(milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)(?![\w-]|\.\w)",
-    re.IGNORECASE,
-)
+# A unit of time however it is spelt, as one spelling: "10s", "10 sec" and "10 seconds" are "10 seconds".
 _UNIT_WORDS = {
     spelling: unit
     for unit, spellings in (
@@ -71,6 +65,14 @@ _UNIT_WORDS = {
     )
     for spelling in spellings.split()
 }
+_TIME_UNITS = frozenset(_UNIT_WORDS.values())  # as ``spelled_units`` spells them
+# A number and its unit of time (not a decade, "1990s"). A size keeps its spelling: "512MB" then "1GB" reads
+# as one value for another.
+_UNIT_AFTER_NUMBER = re.compile(
+    r"(?<![\w.$])(\d{1,3}(?:\.\d+)?|\d+(?:\.\d+)?(?=\s?[^\Ws]))\s?"
+    rf"({'|'.join(sorted(_UNIT_WORDS, key=len, reverse=True))})(?![\w-]|\.\w)",
+    re.IGNORECASE,
+)
 
 
 # A note's key and its number or the name that ends it: "port: 8080", "interval = 30s", "release manager:
@@ -104,7 +106,7 @@ class ContradictionInput:
     def __post_init__(self) -> None:
         # A number's thousands separators are not the joints of two values: "10,000" is read as 10000. A
         # reference beside what the memory says ("(ticket OPS-12)") names the note, not a value of the fact.
-        # A unit however it is spelt ("10s", "10 sec", "10 seconds") is one word (``spelled_units``).
+        # A unit of time and a note's key are spelt one way ("10s", "10 sec": "10 seconds"; ``spelled_units``).
         object.__setattr__(self, "content", spelled_units(without_references(plain_thousands(self.content))))
 
 
@@ -868,18 +870,10 @@ def value_changes(memory: ContradictionInput, others: Sequence[ContradictionInpu
     return found
 
 
-# A unit however it is spelt: "10 s" and "10 seconds" are one value.
-_UNIT_SPELLINGS = {
+# A unit however it is spelt: "10 s" and "10 seconds" are one value (a time's as ``spelled_units`` spells it).
+_UNIT_SPELLINGS = _UNIT_WORDS | {
     spelling: unit
-    for unit, spellings in (
-        ("ms", "ms msec msecs millisecond milliseconds"),
-        ("seconds", "s sec secs second seconds"),
-        ("minutes", "min mins minute minutes"),
-        ("hours", "h hr hrs hour hours"),
-        ("days", "d day days"),
-        ("mb", "mb mib megabyte megabytes"),
-        ("gb", "gb gib gigabyte gigabytes"),
-    )
+    for unit, spellings in (("mb", "mb mib megabyte megabytes"), ("gb", "gb gib gigabyte gigabytes"))
     for spelling in spellings.split()
 }
 
@@ -1121,11 +1115,6 @@ def _plain_reading(text: str) -> tuple[tuple[str, ...], tuple[bool, ...] | None,
 def _places_apart(words: Sequence[str], theirs: Sequence[str]) -> list[int]:
     """Where two statements of the same length say another word."""
     return [at for at, (mine, old) in enumerate(zip(words, theirs, strict=True)) if mine != old]
-
-
-_TIME_UNITS = frozenset(
-    {"milliseconds", "seconds", "minutes", "hours", "days"}
-)  # as ``spelled_units`` spells
 
 
 def _time_apart(words: Sequence[str], theirs: Sequence[str]) -> tuple[int, str, str] | None:

@@ -180,6 +180,14 @@ _REFERENCE = re.compile(  # (tried from the start of a run of spaces only, posse
 )
 
 
+# The days and months by name, a word's whole (``retrieval.contradictions`` reads them as values).
+CALENDAR_NAMES = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|june|july|"
+    r"august|september|october|november|december)s?"
+)
+CALENDAR_WORD = re.compile(rf"{CALENDAR_NAMES}\Z", re.IGNORECASE)
+
+
 # Who said it, beside what it says: "(per Dana)", "(per Dana, 2026-03)", "(according to the SRE team)",
 # ", per @dkim", "Per Dana, ...", "... - Dana". It names a source, not a value of the fact: "The timeout is
 # now 30 seconds (per Dana)" says what "The timeout is now 30 seconds" does (a trial: a change with its
@@ -194,9 +202,7 @@ _COUNTED_BY = (
     r"requests?|calls?|connections?|sessions?|jobs?|workers?|cores?|cpus?|gpus?|containers?|deployments?|"
     r"environments?|envs?|tables?|databases?|quer(?:y|ies)|units?|items?|pages?|files?|records?|rows?|"
     r"events?|messages?|routes?|endpoints?|shards?|partitions?|topics?|teams?|apps?|repos?|builds?|"
-    r"seconds?|minutes?|hours?|days?|weeks?|months?|quarters?|years?|"
-    r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?|january|february|march|april|may|june|july|august|"
-    r"september|october|november|december)\b"
+    rf"seconds?|minutes?|hours?|days?|weeks?|months?|quarters?|years?|{CALENDAR_NAMES}|may)\b"
 )
 _SOURCE_NAME = (
     rf"(?:@[\w.-]++|(?!{_COUNTED_BY})[A-Z][a-z][\w'-]*+(?:\s++[A-Z][a-z][\w'-]*+)?+"
@@ -225,12 +231,6 @@ def word_tokens(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
 
 
-# The days and months by name, a word's whole (``retrieval.contradictions`` reads them as values).
-CALENDAR_NAMES = (
-    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|june|july|"
-    r"august|september|october|november|december)s?"
-)
-CALENDAR_WORD = re.compile(rf"{CALENDAR_NAMES}\Z", re.IGNORECASE)
 # A number however written, alone or joined ("1.2", "v1.2", "09:00", "30s", "10.0.1.2"): ``numbers`` reads it.
 _NUMBER_PART = re.compile(r"v?\d+[a-z]{0,2}\Z", re.IGNORECASE)
 # An identifier: letters or digits joined by a dot, slash, "@", colon or underscore, or by a hyphen with a

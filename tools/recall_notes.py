@@ -41,10 +41,15 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
     by_passes = (
         f"; the language model's context or fact selection left out {left_out} more" if left_out else ""
     )
-    from retrieval.stages.assembly import left_out_by_caps, left_out_for_room  # (numpy: after the handshake)
+    from retrieval.stages.assembly import (  # (numpy: after the handshake)
+        left_out_as_older,
+        left_out_by_caps,
+        left_out_for_room,
+    )
     from retrieval.stages.filler import left_out_as_filler
 
     filler = left_out_as_filler(result.candidates)
+    older = left_out_as_older(result.candidates)
     summaries, episodes = left_out_by_caps(result.candidates)
     capped = _capped(summaries, episodes)
     no_room = left_out_for_room(result.candidates)
@@ -66,7 +71,7 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
             + by_passes
             + _filler(result, filler, "more")
             + (f"; {capped}" if capped else "")
-            + _older(result)
+            + _older(older)
         )
     if not result.in_context:
         if capped:
@@ -77,7 +82,7 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
                 "memories that matched" + _filler(result, filler, "more")
             )
         return f"{NOTHING_MATCHED}: no memory matched the query{above}"
-    matched = direct + filler + summaries + episodes + _older_count(result)
+    matched = direct + filler + summaries + episodes + older
     fewer = f", fewer than top_k={top_k}" if matched < top_k else ""
     if capped:
         return (
@@ -86,7 +91,7 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
             + f"; {direct} {'is' if direct == 1 else 'are'} shown: {capped}"
             + _filler(result, filler, f"of the {matched}")
             + by_passes
-            + _older(result)
+            + _older(older)
         )
     return (
         f"{counted(matched, 'memory')} matched the query{above}{fewer}"
@@ -95,7 +100,7 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
         + by_passes
         + _siblings_shown(result)
         + _folded(result)
-        + _older(result)
+        + _older(older)
     )
 
 
@@ -175,17 +180,9 @@ def _siblings_shown(result: RecallResult) -> str:
     )
 
 
-def _older_count(result: RecallResult) -> int:
-    """The direct matches left out as older values of what a memory shown says now."""
-    from retrieval.stages.assembly import left_out_as_older
-
-    return left_out_as_older(result.candidates)
-
-
-def _older(result: RecallResult) -> str:
-    """The clause on the older values left out: matches that say another value of what a memory shown
+def _older(older: int) -> str:
+    """The clause on the ``older`` values left out: matches that say another value of what a memory shown
     says now, behind the value it replaced (``retrieval.stages.assembly.select``)."""
-    older = _older_count(result)
     if not older:
         return ""
     return (
