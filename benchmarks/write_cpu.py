@@ -53,6 +53,12 @@ STEPS: tuple[tuple[str, str, str, str], ...] = (
         "_contradictions",
         "consolidation: contradictions",
     ),
+    (
+        "writing.consolidation.service",
+        "ConsolidationService",
+        "_lexical_neighbours",
+        "consolidation: neighbours by their words (full-text)",
+    ),
     ("storage.generations", "VersionWatch", "current", "store: version checks (any caller)"),
 )
 

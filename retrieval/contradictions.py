@@ -104,10 +104,18 @@ class ContradictionInput:
     created_at: datetime
 
     def __post_init__(self) -> None:
-        # A number's thousands separators are not the joints of two values: "10,000" is read as 10000. A
-        # reference beside what the memory says ("(ticket OPS-12)") names the note, not a value of the fact.
-        # A unit of time and a note's key are spelt one way ("10s", "10 sec": "10 seconds"; ``spelled_units``).
-        object.__setattr__(self, "content", spelled_units(without_references(plain_thousands(self.content))))
+        object.__setattr__(self, "content", _as_compared(self.content))
+
+
+@lru_cache(maxsize=8_192)
+def _as_compared(text: str) -> str:
+    """What a memory's text is compared as. A number's thousands separators are not the joints of two
+    values: "10,000" is read as 10000. A reference beside what the memory says ("(ticket OPS-12)") names the
+    note, not a value of the fact. A unit of time and a note's key are spelt one way ("10s", "10 sec": "10
+    seconds"; ``spelled_units``). Kept for the texts seen last: a write compares its memory with twenty
+    others or so, mostly the neighbours of the writes before it, and these rewrites were a fifth of a
+    remember's own processor time (``benchmarks.write_cpu``)."""
+    return spelled_units(without_references(plain_thousands(text)))
 
 
 @dataclass(frozen=True)
