@@ -486,7 +486,8 @@ _ADDING = re.compile(r"\b(?:also|too|as\s+well|additionally|another|besides)\b",
 # The verbs that say a value changed ("from" one value "to" another may follow them).
 _CHANGE_VERBS = (
     r"(?:changed|switched|updated|moved|raised|lowered|increased|decreased|reduced|bumped|upgraded|"
-    r"downgraded|extended|shortened|postponed|rescheduled|pushed\s+back|brought\s+forward|went(?=\s+from\b))"
+    r"downgraded|extended|shortened|postponed|rescheduled|pushed\s+back|brought\s+forward|scaled|migrated|ramped|"
+    r"went(?=\s+from\b))"
 )
 # The verbs of what a thing does with a value it has, as content terms: they say nothing of which thing it
 # is ("listens on port 3000", "runs on port 5173"; "uses Node 18").
@@ -610,8 +611,13 @@ CONTAINED_OVERLAP = 0.75
 # host", "..., which has more memory" (a trial: the words made the memory about more than the older one, and
 # the two were kept as two facts). Not one that may say where or when the value holds ("(staging only)",
 # "(for the EU region)"): the memory then says less than a change of the whole thing.
+# The value's unit or what it counts may stand between ("now 30 minutes (the 5 minute TTL overloaded the
+# database)": a trial saw the reason's old value read as a value the memory states, and nothing linked).
 _ASIDE_ON_VALUE = re.compile(
-    r"\s*(?:\((?P<paren>[^()]{1,80})\)|,\s+(?P<appositive>(?:a|an|which)\s[^.;,()]{1,80}))", re.IGNORECASE
+    r"(?P<unit>(?:\s+(?!(?:only|for|in|on|at|when|if|except|unless|until|during|while|before|after|per|where)\b)"
+    r"[A-Za-z][\w-]*){0,2}?)"
+    r"\s*(?:\((?P<paren>[^()]{1,80})\)|,\s+(?P<appositive>(?:a|an|which)\s[^.;,()]{1,80}))",
+    re.IGNORECASE,
 )
 _HOLDS_WHERE = frozenset(
     word_tokens("only for in on at when if except unless until during while before after per where")
@@ -630,7 +636,7 @@ def _without_reason(text: str, start: int) -> tuple[str, bool]:
         said = aside.group("paren") or aside.group("appositive")
         words = set(word_tokens(said))
         if not words & _HOLDS_WHERE and not set(content_terms(said)) & _ENVIRONMENTS:
-            return text[: aside.start()], False
+            return text[: aside.end("unit")], False
     reason = _REASON.search(text, first.end())
     if reason is None:
         return text, False
@@ -1023,6 +1029,7 @@ _WHEN_BETWEEN = frozenset({"at", "on"})
 # "Caroline is Melanie's friend" and "is a Python developer" are not what a name is of.
 _NAME_CUES = frozenset({"is", "are", "equals"})
 _OWNED = frozenset({"owned", "led", "maintained", "managed", "run", "operated"})
+_TEAMS = frozenset({"team", "squad", "group", "guild", "department"})  # what a team's name comes before
 MAX_NAME_WORDS = 3  # a name in its place: "Carla Reyes", "Amazon Aurora PostgreSQL"
 _TOKEN = re.compile(r"\w+")
 # What two statements of one value may differ by and still say the same of one thing (a trial planted a
@@ -1172,6 +1179,18 @@ def _one_place_apart(words: Sequence[str], theirs: Sequence[str]) -> int | None:
     return differ[0] if len(differ) == 1 else None
 
 
+def _owned_by(words: Sequence[str], at: int) -> bool:
+    """Whether the word at ``at`` follows "by" and a word of ownership ("owned by", "maintained by")."""
+    return at >= 2 and words[at - 1] == "by" and words[at - 2] in _OWNED
+
+
+def _team_named(words: Sequence[str]) -> bool:
+    """Whether ``words`` name a team as what owns a thing: "maintained by (the) platform team"."""
+    return any(
+        _owned_by(words, at) and at + 1 < len(words) and words[at + 1] in _TEAMS for at in range(len(words))
+    )
+
+
 def _name_in_place(
     words: Sequence[str], names: Sequence[bool], theirs: Sequence[str], their_names: Sequence[bool]
 ) -> tuple[str, str] | None:
@@ -1182,11 +1201,15 @@ def _name_in_place(
     differ = _places_apart(words, theirs)
     if not differ or len(differ) > MAX_NAME_WORDS or differ != list(range(differ[0], differ[-1] + 1)):
         return None
+    start, end = differ[0], differ[-1] + 1
+    # A team is named in lower case too: "maintained by the platform team", then "... by the networking
+    # team" (a trial saw the two kept as two facts): the word after it, in both, says it is a name.
+    team = _owned_by(words, start) and end < len(words) and words[end] in _TEAMS
     if not all(
-        names[i] and their_names[i] and not is_value(words[i]) and not is_value(theirs[i]) for i in differ
+        (team or (names[i] and their_names[i])) and not is_value(words[i]) and not is_value(theirs[i])
+        for i in differ
     ):
         return None
-    start, end = differ[0], differ[-1] + 1
     # The whole name differs: a first name alike and the last one not ("Carla Reyes", "Carla Diaz") is
     # read as the same. The name ends the text, or follows a word of ownership and the words after it are no
     # name (a team's trial: "is owned by Priya and pages the payments channel ..." beside "... by Marco and
@@ -1194,7 +1217,7 @@ def _name_in_place(
     if start == 0 or (names[start - 1] and their_names[start - 1]):
         return None
     cue = words[start - 1]
-    owned = cue == "by" and start >= 2 and words[start - 2] in _OWNED
+    owned = _owned_by(words, start)
     if cue not in _NAME_CUES and not owned:
         return None
     # A name in the middle is an owner's only: "is a Python developer" and "is a Go developer" say two things
@@ -1238,6 +1261,7 @@ _FREQUENCIES = frozenset(
     | {"annually", "semiannually", "once", "twice", "thrice"}
 )
 _EVERY = frozenset({"every", "each"})
+_TIMES_A = frozenset({"once", "twice", "thrice"})  # "twice a week": how often with the words after it
 _UNITS = frozenset(
     {"minute", "hour", "day", "night", "morning", "evening", "week", "weekend", "month", "quarter", "year"}
     | {"sprint", "release"}
@@ -1262,6 +1286,83 @@ def _how_often(tokens: Sequence[str], at: int) -> bool:
     )
 
 
+def _frequency_spans(words: Sequence[str]) -> list[tuple[int, int]]:
+    """Where ``words`` say how often, as (start, end): "hourly", "every week", "every 15 minutes"."""
+    spans = []
+    for at, word in enumerate(words):
+        if word in _FREQUENCIES and word not in _TIMES_A:
+            spans.append((at, at + 1))
+        elif word in _EVERY and at + 1 < len(words):
+            count = words[at + 1]
+            if count.removesuffix("s") in _UNITS:
+                spans.append((at, at + 2))
+            elif (
+                (count in _NUMBER_WORDS or count.isdigit())
+                and at + 2 < len(words)
+                and words[at + 2].removesuffix("s") in _UNITS
+            ):
+                spans.append((at, at + 3))
+    return spans
+
+
+# How often, said in one word, as a count of units ("hourly": every 1 hour).
+_PERIODS = {
+    "hourly": (1, "hour"),
+    "daily": (1, "day"),
+    "nightly": (1, "day"),
+    "weekly": (1, "week"),
+    "biweekly": (2, "week"),
+    "fortnightly": (2, "week"),
+    "monthly": (1, "month"),
+    "quarterly": (1, "quarter"),
+    "yearly": (1, "year"),
+    "annually": (1, "year"),
+}
+_COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_SAME_UNIT = {"night": "day", "morning": "day", "evening": "day"}  # "every night" is "daily"
+_IN_BASE = {
+    "minute": (1, "minute"),
+    "hour": (60, "minute"),
+    "day": (1_440, "minute"),
+    "week": (10_080, "minute"),
+    "month": (1, "month"),
+    "quarter": (3, "month"),
+    "year": (12, "month"),
+}
+
+
+def _period(said: Sequence[str]) -> tuple[int, str] | None:
+    """How often ``said`` (a ``_frequency_spans`` span) says, as a count of minutes or of months ("every 60
+    minutes" is "hourly"); None when it says it otherwise."""
+    if len(said) == 1:
+        count, unit = _PERIODS.get(said[0], (0, ""))
+    else:
+        unit = said[-1].removesuffix("s")
+        number = said[1] if len(said) == 3 else "1"
+        count = _COUNTS.get(number) or (int(number) if number.isdigit() else 0)
+    factor, base = _IN_BASE.get(_SAME_UNIT.get(unit, unit), (0, ""))
+    return (count * factor, base) if count and factor else None
+
+
+def _often_apart(words: Sequence[str], theirs: Sequence[str]) -> tuple[str, str] | None:
+    """(the older, the newer) when two statements say the same words but how often, said in a word in one
+    and in several in the other, not the same period ("The backup job runs every 15 minutes", then "... runs
+    hourly": a trial saw the two kept as two facts; "every week" is "weekly"; one word for another is
+    ``_how_often``'s)."""
+    for start, end in _frequency_spans(words):
+        for their_start, their_end in _frequency_spans(theirs):
+            if (
+                end - start != their_end - their_start
+                and tuple(words[:start]) == tuple(theirs[:their_start])
+                and tuple(words[end:]) == tuple(theirs[their_end:])
+            ):
+                mine, old = _period(words[start:end]), _period(theirs[their_start:their_end])
+                if mine is not None and old is not None and mine == old:
+                    return None  # the same period in other words
+                return " ".join(theirs[their_start:their_end]), " ".join(words[start:end])
+    return None
+
+
 def plain_value_changes(
     memory: ContradictionInput, others: Sequence[ContradictionInput]
 ) -> list[Contradiction]:
@@ -1280,7 +1381,8 @@ def plain_value_changes(
         return []
     tokens = comparable_words(text)
     names = _names_at(text, tokens)
-    named = names is not None and any(names[1:])  # (a capital that only starts the text names nothing)
+    # (a capital that only starts the text names nothing; a team is named in lower case too)
+    named = names is not None and (any(names[1:]) or _team_named(tokens))
     often = [at for at in range(len(tokens)) if _how_often(tokens, at)]
     identified = any(joint in name for name in names_in(memory.content) for joint in "./@:_")
     if len(tokens) < 3 or not (named or often or identified or any(is_value(token) for token in tokens)):
@@ -1291,8 +1393,15 @@ def plain_value_changes(
         if other.id == memory.id or other.created_at > memory.created_at:
             continue
         theirs, their_names, says_a_change = _plain_reading(other.content)
-        if len(theirs) != len(tokens) or says_a_change:
+        if says_a_change:
             continue  # the older said a change ("now 18"): a value change, ``value_changes``'s to read
+        if len(theirs) != len(tokens):
+            how_often = _often_apart(tokens, theirs)
+            if how_often is not None:
+                found.append(
+                    Contradiction(other.id, memory.id, *how_often, 1.0, only_disputes=NOT_SAID_TO_CHANGE)
+                )
+            continue
         if named and names is not None and their_names is not None and not negated(other.content):
             name = _name_in_place(tokens, names, theirs, their_names)
             if name is not None:
