@@ -107,6 +107,7 @@ class ContradictionInput:
         object.__setattr__(self, "content", _as_compared(self.content))
 
 
+@keyed_by_text
 @lru_cache(maxsize=8_192)
 def _as_compared(text: str) -> str:
     """What a memory's text is compared as. A number's thousands separators are not the joints of two
@@ -233,6 +234,7 @@ def detect_contradictions(
     return sorted(found.values(), key=lambda c: (c.older_id, c.newer_id))
 
 
+@keyed_by_text
 @lru_cache(maxsize=8192)
 def _numbered(text: str) -> dict[str, str]:
     """The things ``text`` names by number, each number by the word before it: {"pr": "481"} of "PR 481
@@ -486,7 +488,7 @@ _ADDING = re.compile(r"\b(?:also|too|as\s+well|additionally|another|besides)\b",
 # The verbs that say a value changed ("from" one value "to" another may follow them).
 _CHANGE_VERBS = (
     r"(?:changed|switched|updated|moved|raised|lowered|increased|decreased|reduced|bumped|upgraded|"
-    r"downgraded|extended|shortened|postponed|rescheduled|pushed\s+back|brought\s+forward|scaled|migrated|ramped|"
+    r"downgraded|extended|shortened|postponed|rescheduled|pushed\s+back|brought\s+forward|scaled|migrated|"
     r"went(?=\s+from\b))"
 )
 # The verbs of what a thing does with a value it has, as content terms: they say nothing of which thing it
@@ -635,7 +637,11 @@ def _without_reason(text: str, start: int) -> tuple[str, bool]:
     if aside is not None:
         said = aside.group("paren") or aside.group("appositive")
         words = set(word_tokens(said))
-        if not words & _HOLDS_WHERE and not set(content_terms(said)) & _ENVIRONMENTS:
+        after = text[aside.end() :].strip(" .!;")
+        # Only an aside that ends what the memory says, or that a reason follows: "... 60 minutes (customer
+        # request) in staging" says where the value holds after it (a review).
+        ends = not after or _REASON.match(f" {after}") is not None
+        if ends and not words & _HOLDS_WHERE and not set(content_terms(said)) & _ENVIRONMENTS:
             return text[: aside.end("unit")], False
     reason = _REASON.search(text, first.end())
     if reason is None:
@@ -1030,6 +1036,10 @@ _WHEN_BETWEEN = frozenset({"at", "on"})
 _NAME_CUES = frozenset({"is", "are", "equals"})
 _OWNED = frozenset({"owned", "led", "maintained", "managed", "run", "operated"})
 _TEAMS = frozenset({"team", "squad", "group", "guild", "department"})  # what a team's name comes before
+# Words before "team" that name no team ("the same team", "our team", "the whole team", "the scrum team").
+_NO_TEAM_NAME = STOPWORDS | frozenset(
+    {"same", "whole", "entire", "other", "another", "own", "new", "old", "scrum", "agile", "core", "dev"}
+)
 MAX_NAME_WORDS = 3  # a name in its place: "Carla Reyes", "Amazon Aurora PostgreSQL"
 _TOKEN = re.compile(r"\w+")
 # What two statements of one value may differ by and still say the same of one thing (a trial planted a
@@ -1204,7 +1214,12 @@ def _name_in_place(
     start, end = differ[0], differ[-1] + 1
     # A team is named in lower case too: "maintained by the platform team", then "... by the networking
     # team" (a trial saw the two kept as two facts): the word after it, in both, says it is a name.
-    team = _owned_by(words, start) and end < len(words) and words[end] in _TEAMS
+    team = (
+        _owned_by(words, start)
+        and end < len(words)
+        and words[end] in _TEAMS
+        and not {*words[start:end], *theirs[start:end]} & _NO_TEAM_NAME
+    )
     if not all(
         (team or (names[i] and their_names[i])) and not is_value(words[i]) and not is_value(theirs[i])
         for i in differ
@@ -1315,51 +1330,102 @@ _PERIODS = {
     "fortnightly": (2, "week"),
     "monthly": (1, "month"),
     "quarterly": (1, "quarter"),
+    "semiannually": (6, "month"),
     "yearly": (1, "year"),
     "annually": (1, "year"),
 }
-_COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
-_SAME_UNIT = {"night": "day", "morning": "day", "evening": "day"}  # "every night" is "daily"
-_IN_BASE = {
-    "minute": (1, "minute"),
-    "hour": (60, "minute"),
-    "day": (1_440, "minute"),
-    "week": (10_080, "minute"),
-    "month": (1, "month"),
-    "quarter": (3, "month"),
-    "year": (12, "month"),
+_COUNTS = {
+    word: count
+    for count, word in enumerate(
+        ["two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"], 2
+    )
 }
+# Each unit in days ("every night" is "daily"; a month is about 30 days). Not a weekend, a sprint or a
+# release: how long those are is not said.
+_DAYS = {
+    "minute": 1 / 1_440,
+    "hour": 1 / 24,
+    "day": 1.0,
+    "night": 1.0,
+    "morning": 1.0,
+    "evening": 1.0,
+    "week": 7.0,
+    "month": 30.44,
+    "quarter": 91.31,
+    "year": 365.25,
+}
+_SAME_PERIOD = 0.1  # "every 4 weeks" and "monthly", "every 30 days" and "monthly": said as one period
 
 
-def _period(said: Sequence[str]) -> tuple[int, str] | None:
-    """How often ``said`` (a ``_frequency_spans`` span) says, as a count of minutes or of months ("every 60
-    minutes" is "hourly"); None when it says it otherwise."""
+def _count(word: str) -> int | None:
+    """A count of units after "every": "15", "two" (not "²", nor a number too long to be a count)."""
+    if word in _COUNTS:
+        return _COUNTS[word]
+    return int(word) if word.isascii() and word.isdigit() and len(word) <= 6 else None
+
+
+def _frequency_spans(words: Sequence[str]) -> dict[int, list[int]]:
+    """Where ``words`` say how often: for each start, the ends ("hourly", "every week", "every 15 minutes")."""
+    spans: dict[int, list[int]] = {}
+    for at, word in enumerate(words):
+        if word in _FREQUENCIES and word not in _TIMES_A:
+            spans.setdefault(at, []).append(at + 1)
+        elif word in _EVERY and at + 1 < len(words):
+            if words[at + 1].removesuffix("s") in _UNITS:
+                spans.setdefault(at, []).append(at + 2)
+            elif (
+                _count(words[at + 1]) is not None
+                and at + 2 < len(words)
+                and words[at + 2].removesuffix("s") in _UNITS
+            ):
+                spans.setdefault(at, []).append(at + 3)
+    return spans
+
+
+def _period(said: Sequence[str]) -> float | None:
+    """How often ``said`` (a ``_frequency_spans`` span) says, in days; None when it does not say how long
+    ("every sprint", "every weekend")."""
     if len(said) == 1:
         count, unit = _PERIODS.get(said[0], (0, ""))
     else:
         unit = said[-1].removesuffix("s")
-        number = said[1] if len(said) == 3 else "1"
-        count = _COUNTS.get(number) or (int(number) if number.isdigit() else 0)
-    factor, base = _IN_BASE.get(_SAME_UNIT.get(unit, unit), (0, ""))
-    return (count * factor, base) if count and factor else None
+        count = (_count(said[1]) or 0) if len(said) == 3 else 1
+    days = _DAYS.get(unit)
+    return count * days if count and days else None
 
 
 def _often_apart(words: Sequence[str], theirs: Sequence[str]) -> tuple[str, str] | None:
     """(the older, the newer) when two statements say the same words but how often, said in a word in one
-    and in several in the other, not the same period ("The backup job runs every 15 minutes", then "... runs
-    hourly": a trial saw the two kept as two facts; "every week" is "weekly"; one word for another is
-    ``_how_often``'s)."""
-    for start, end in _frequency_spans(words):
-        for their_start, their_end in _frequency_spans(theirs):
+    and in several in the other, and another period ("The backup job runs every 15 minutes", then "... runs
+    hourly": a trial saw the two kept as two facts; not "every 60 minutes" and "hourly", nor "every sprint",
+    whose length is not said; one word for another is ``_how_often``'s)."""
+    same_start = 0
+    for mine, old in zip(words, theirs, strict=False):
+        if mine != old:
+            break
+        same_start += 1
+    same_end = 0
+    for mine, old in zip(reversed(words), reversed(theirs), strict=False):
+        if mine != old:
+            break
+        same_end += 1
+    their_spans = _frequency_spans(theirs)
+    for start, ends in _frequency_spans(words).items():
+        if start > same_start:
+            break
+        for end in ends:
+            after = len(words) - end
+            their_end = len(theirs) - after
             if (
-                end - start != their_end - their_start
-                and tuple(words[:start]) == tuple(theirs[:their_start])
-                and tuple(words[end:]) == tuple(theirs[their_end:])
+                after > same_end
+                or their_end not in their_spans.get(start, ())
+                or their_end - start == end - start
             ):
-                mine, old = _period(words[start:end]), _period(theirs[their_start:their_end])
-                if mine is not None and old is not None and mine == old:
-                    return None  # the same period in other words
-                return " ".join(theirs[their_start:their_end]), " ".join(words[start:end])
+                continue
+            mine_days, old_days = _period(words[start:end]), _period(theirs[start:their_end])
+            if mine_days is None or old_days is None or abs(mine_days - old_days) <= _SAME_PERIOD * old_days:
+                return None  # the same period in other words, or one whose length is not said
+            return " ".join(theirs[start:their_end]), " ".join(words[start:end])
     return None
 
 
@@ -1396,7 +1462,9 @@ def plain_value_changes(
         if says_a_change:
             continue  # the older said a change ("now 18"): a value change, ``value_changes``'s to read
         if len(theirs) != len(tokens):
-            how_often = _often_apart(tokens, theirs)
+            how_often = (
+                _often_apart(tokens, theirs) if not (negated(text) or negated(other.content)) else None
+            )
             if how_often is not None:
                 found.append(
                     Contradiction(other.id, memory.id, *how_often, 1.0, only_disputes=NOT_SAID_TO_CHANGE)

@@ -1990,11 +1990,10 @@ def test_deploy_or_ship_says_a_value_only_as_a_verb_close_before_its_name():
             "4",
             "6",
         ),
-        ("The checkout canary is at 10%.", "Ramped the checkout canary to 50%.", "10", "50"),
         ("The reports database runs on 3 nodes.", "The reports database was migrated to 5 nodes.", "3", "5"),
     ],
 )
-def test_scaled_ramped_or_migrated_to_a_value_says_it_changed(older_text, newer_text, older_term, newer_term):
+def test_scaled_or_migrated_to_a_value_says_it_changed(older_text, newer_text, older_term, newer_term):
     # Trial 184: "Scaled the web deployment to 6 replicas" stood beside "... runs 4 replicas", unlinked.
     [change] = value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)])
     assert (change.older_term, change.newer_term) == (older_term, newer_term)
@@ -2034,6 +2033,8 @@ def test_a_team_named_in_lower_case_is_an_owner_in_its_place():
     )
     for text in [
         "The VPN gateway is monitored by the networking team.",  # not who owns it
+        "The VPN gateway is maintained by the same team.",  # no team's name (a review)
+        "The VPN gateway is maintained by our team.",
         "The billing API is maintained by the platform team.",  # another thing
     ]:
         assert plain_value_changes(memory("new", text, 5), older) == [], text
@@ -2066,7 +2067,32 @@ def test_how_often_in_one_word_against_a_count_of_units_is_another_value():
         ("The backup job runs every 3 months.", "The backup job runs quarterly."),
         ("We go hiking every week with the kids.", "We go hiking weekly with the kids."),
         ("The cleanup job runs every 15 minutes.", "The backup job runs hourly."),  # another job
+        # a review: a period said in days against months, a count in words, one whose length is not said,
+        # two denials, and a count that is no number Python reads
+        ("The backup job runs every 30 days.", "The backup job runs monthly."),
+        ("The backup job runs every twelve months.", "The backup job runs annually."),
+        ("The backup job runs every six months.", "The backup job runs semiannually."),
+        ("The backup job runs every weekend.", "The backup job runs weekly."),
+        ("The backup job does not run every 15 minutes.", "The backup job does not run hourly."),
+        ("The backup job runs hourly.", "The backup job runs every \u00b2 hours."),
+        ("The backup job runs hourly.", "The backup job runs every " + "9" * 5_000 + " hours."),
     ],
 )
 def test_the_same_period_in_other_words_or_another_things_is_no_change(older_text, newer_text):
     assert plain_value_changes(memory("new", newer_text, 5), [memory("old", older_text, 0)]) == []
+
+
+def test_every_reading_of_a_text_the_rules_keep_is_forgotten_with_the_text_caches():
+    # A review: the compared text of a purged memory stayed in a cache no purge emptied.
+    import retrieval.contradictions as rules
+    from retrieval.text import _TEXT_CACHES
+
+    kept = [
+        name
+        for name, value in vars(rules).items()
+        if hasattr(value, "cache_info")
+        and value.__module__ == rules.__name__  # (the rules' own, not the text module's)
+        and name != "_opposition_scan"  # (keyed by the oppositions)
+    ]
+    assert "_as_compared" in kept and "_numbered" in kept
+    assert [name for name in kept if getattr(rules, name) not in _TEXT_CACHES] == []
