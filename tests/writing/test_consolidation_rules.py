@@ -641,3 +641,13 @@ def test_a_switch_disputes_what_places_the_thing_on_what_was_given_up_and_says_m
     switch = parse_revision(newer)
     assert switch is not None and not revised_by(older, switch)
     assert disputed_by(older, switch) is disputed
+
+
+def test_a_rename_revises_the_memory_that_stated_the_old_name_not_one_that_mentions_it():
+    # Trial 184: "The api repo's default branch was renamed from master to main" stood beside "... is master".
+    rename = parse_revision("The api repo's default branch was renamed from master to main.")
+    assert (rename.old, rename.new) == (("master",), ("main",))
+    assert revised_by("The default branch of the api repo is master.", rename)
+    assert not revised_by("Alice maintains the master branch release notes.", rename)  # a mention
+    service = parse_revision("The service was renamed from payments-core to billing-api.")
+    assert not revised_by("The payments-core service listens on port 8080.", service)

@@ -26,7 +26,7 @@ _NAME = r"(?:[^.,;:!?]|[.:](?=[^\s.,;:!?]))"
 _END = r"(?=[.,;:!?](?:\s|$)|[)\]]|\s+(?:for|in|on|at|because|since|so|and|but|as|when|after|last|this|next)\b|$)"
 _PATTERNS = (
     re.compile(
-        r"\b(?:switched|switching|moved|moving|migrated|migrating|changed|changing|went|transitioned|converted)\s+"
+        r"\b(?:switched|switching|moved|moving|migrated|migrating|changed|changing|went|transitioned|converted|renamed)\s+"
         r"(?P<subject>(?:[\w-]+\s+){0,3}?)from\s+(?P<old>"
         + _NAME
         + r"{1,80}?)\s+(?:to|onto|over to|in favou?r of)\s+"
