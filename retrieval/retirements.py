@@ -345,6 +345,15 @@ _SWITCHED_TO = re.compile(
     rf"(?P<new>`[^`\n]+`|(?-i:{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})){_CLAUSE_END}",
     re.IGNORECASE,
 )
+# The same said of the thing first: "The orders database was migrated to Postgres 15" (trial 184: left beside
+# "The orders database is hosted on MySQL 5.7", the older recalled first). A version may follow the name.
+_SWITCHED_TO_PASSIVE = re.compile(
+    rf"(?:\A|(?<=[\s(])){_ARTICLE}(?P<thing>[\w-]+(?:\s+[\w-]+){{0,2}}?)\s+"
+    r"(?:was|were|has\s+been|have\s+been|got|is\s+now|are\s+now)\s+(?:switched|moved|migrated|swapped)\s+"
+    rf"(?:over\s+)?to\s+(?P<new>`[^`\n]+`|(?-i:{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}))"
+    rf"(?:\s+v?\d+(?:\.\d+)*+)?{_CLAUSE_END}",
+    re.IGNORECASE,
+)
 SWITCHED_AWAY = "the newer memory switched what the older one says was used to another, without naming it"
 
 
@@ -394,7 +403,7 @@ def _switches(text: str) -> tuple[tuple[str, str], ...]:
         return ()
     switches = []
     for _, sentence in _sentences(text):
-        for match in _SWITCHED_TO.finditer(sentence):
+        for match in (*_SWITCHED_TO.finditer(sentence), *_SWITCHED_TO_PASSIVE.finditer(sentence)):
             thing = match.group("thing").lower()
             if all(word in STOPWORDS or word in ("it", "everything", "them") for word in thing.split()):
                 continue

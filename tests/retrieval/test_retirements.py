@@ -176,6 +176,14 @@ def test_only_an_older_memory_is_outdated_by_a_giving_up():
         ("we use Postgres for billing", "We switched billing to MySQL", "postgres", "mysql"),
         ("We use Redis for the queue.", "Switched the queue to SQS.", "redis", "sqs"),
         ("The job queue runs on Redis.", "We moved the job queue over to SQS.", "redis", "sqs"),
+        # Said of the thing first, a version after the name (trial 184: left unlinked, the older first).
+        (
+            "The orders database is hosted on MySQL 5.7.",
+            "The orders database was migrated to Postgres 15.",
+            "mysql",
+            "postgres",
+        ),
+        ("CI runs on Jenkins.", "Our CI has been moved to GitHub Actions.", "jenkins", "github actions"),
     ],
 )
 def test_a_switch_that_names_only_what_it_switched_to_disputes_what_the_older_used(
@@ -200,6 +208,10 @@ def test_a_switch_that_names_only_what_it_switched_to_disputes_what_the_older_us
         ("The release runs on Jenkins.", "Moved the release to Friday."),
         ("The kids are with Grandma this week.", "We moved the kids to a new school."),
         ("The logger ships logs via Fluentd.", "Switched the logger to JSON output."),
+        ("The billing database is hosted on MySQL 5.7.", "The orders database was migrated to Postgres 15."),
+        ("The release runs on Jenkins.", "The release was moved to Friday."),
+        ("The logs are stored on GCS.", "All the data was migrated to S3."),
+        ("We use Postgres for billing.", "Billing will be migrated to MySQL."),  # planned
     ],
 )
 def test_a_switch_to_another_leaves_an_older_memory_it_does_not_tie_to_one_thing(older_text, newer_text):
