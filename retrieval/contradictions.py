@@ -1301,25 +1301,6 @@ def _how_often(tokens: Sequence[str], at: int) -> bool:
     )
 
 
-def _frequency_spans(words: Sequence[str]) -> list[tuple[int, int]]:
-    """Where ``words`` say how often, as (start, end): "hourly", "every week", "every 15 minutes"."""
-    spans = []
-    for at, word in enumerate(words):
-        if word in _FREQUENCIES and word not in _TIMES_A:
-            spans.append((at, at + 1))
-        elif word in _EVERY and at + 1 < len(words):
-            count = words[at + 1]
-            if count.removesuffix("s") in _UNITS:
-                spans.append((at, at + 2))
-            elif (
-                (count in _NUMBER_WORDS or count.isdigit())
-                and at + 2 < len(words)
-                and words[at + 2].removesuffix("s") in _UNITS
-            ):
-                spans.append((at, at + 3))
-    return spans
-
-
 # How often, said in one word, as a count of units ("hourly": every 1 hour).
 _PERIODS = {
     "hourly": (1, "hour"),

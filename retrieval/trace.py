@@ -205,6 +205,7 @@ class AnswerTypeApplied:
 @dataclass(frozen=True)
 class ContradictionsMarked:
     marked: int
+    joined: int = 0  # newer values of disputed matches the search did not find, joined as candidates
 
 
 @dataclass(frozen=True)
@@ -398,6 +399,7 @@ def candidate_to_dict(candidate: Candidate) -> dict[str, Any]:
         "queries": list(candidate.queries),
         "source": candidate.source,
         "sibling_of": candidate.sibling_of,
+        "newer_value_of": candidate.newer_value_of,
         "corroborating_agents": list(candidate.corroborating_agents),
         "contradicted_by": list(candidate.contradicted_by),
         "cluster_canonical": candidate.cluster_canonical,
@@ -514,6 +516,11 @@ def placement(entry: dict[str, Any]) -> str:
         reason += f"; a sibling from the episode of {entry.get('sibling_of')}"
     if entry.get("neighbourhood_of"):
         reason += f"; lifted by its episode neighbour {entry['neighbourhood_of']}"
+    if entry.get("newer_value_of"):
+        reason += (
+            f"; not found by the search: joined as the newer value of {entry['newer_value_of']}, which it"
+            " disputes, and scored as it"
+        )
     if (entry.get("scores") or {}).get("answer_type"):
         reason += (
             "; lifted for stating the kind of answer the question asks for (a time, place, host or quantity)"

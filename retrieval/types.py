@@ -95,6 +95,9 @@ class Candidate:
     weighted_rank: int | None = None
     source: Literal["direct", "sibling"] = "direct"
     sibling_of: str | None = None
+    # The candidate whose newer value it is: a memory that disputes a direct match and that the search did
+    # not find, joined at the contradiction marks and scored as that match (``contradiction_marks``).
+    newer_value_of: str | None = None
     # weight x the best weighted score of a direct match within a few turns of it in its episode
     neighbourhood_bonus: float = 0.0
     neighbourhood_of: str | None = None  # that direct match

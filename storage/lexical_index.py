@@ -97,9 +97,14 @@ class LexicalIndex:
             total += idf(self._documents, live)
         return total
 
-    def search(self, text: str, eligible: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    def search(
+        self, text: str, eligible: np.ndarray, limit: int, *, written: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
         """The best ``limit`` eligible rows (``eligible`` is a boolean mask over rows) matching ``text``:
-        (row, BM25 score), best first, ties in row order."""
+        (row, BM25 score), best first. Ties in row order, or, given when each row was ``written``, the
+        latest first: memories that say the same words but for a value score alike, and the latest is the
+        value most likely current (fifteen values of a service's port, replicas and timeout each filled the
+        leg's hits with the oldest, and an overview question's context with values long replaced)."""
         if limit <= 0:
             return []
         count = len(eligible)
@@ -109,10 +114,18 @@ class LexicalIndex:
         candidates = np.flatnonzero((scores > 0) & eligible)
         if len(candidates) == 0:
             return []
+        # (the row itself last: a tie of times stays in row order)
+        later = -written[candidates] if written is not None else candidates
         if len(candidates) > limit:
-            candidates = candidates[np.argpartition(-scores[candidates], limit - 1)[:limit]]
-        candidates = candidates[np.lexsort((candidates, -scores[candidates]))]
-        return [(int(row), float(scores[row])) for row in candidates]
+            least = np.partition(-scores[candidates], limit - 1)[limit - 1]  # the limit-th score, negated
+            above = -scores[candidates] < least
+            tied = np.flatnonzero(-scores[candidates] == least)
+            tied = tied[np.lexsort((candidates[tied], later[tied]))][: limit - int(above.sum())]
+            keep = np.flatnonzero(above)
+            keep = np.concatenate((keep, tied))
+            candidates, later = candidates[keep], later[keep]
+        order = np.lexsort((candidates, later, -scores[candidates]))
+        return [(int(row), float(scores[row])) for row in candidates[order]]
 
     def scores_of(self, text: str, rows: Sequence[int]) -> list[float]:
         """The BM25 score of each of ``rows`` for ``text``, as ``search`` scores it (0.0: no term matches).

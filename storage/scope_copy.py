@@ -39,6 +39,7 @@ class ScopeCopy(EpisodeBook):
     active: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     embedder_code: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     expires: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))  # epoch s, inf
+    written: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))  # created_at, epoch s
     embedders: dict[str, int] = field(default_factory=dict)
     kind_code: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     kinds: dict[str, int] = field(default_factory=dict)
@@ -132,6 +133,7 @@ class ScopeCopy(EpisodeBook):
         if self.has_vector[row]:
             self._embedded_rows[code] = self._embedded_rows.get(code, 0) + 1
         self.active[row] = record.status == "active"
+        self.written[row] = record.created_at.timestamp()
         self.embedder_code[row] = code
         self.kind_code[row] = self.kinds.setdefault(record.kind, len(self.kinds))
         audience = audience_of(record)
@@ -260,6 +262,7 @@ class ScopeCopy(EpisodeBook):
         self.kind_code = grown(self.kind_code, -1)
         self.audience_code = grown(self.audience_code, -1)
         self.expires = grown(self.expires, np.inf)
+        self.written = grown(self.written, 0.0)
         self.prev_row = grown(self.prev_row, -1)
         self.next_row = grown(self.next_row, -1)
         self.self_dot = grown(self.self_dot, 0.0)
@@ -384,7 +387,7 @@ class ScopeCopy(EpisodeBook):
         if self.lexical is None or count == 0:
             return []
         eligible = self._eligible(count, now, kinds, keep, viewer, audience, exclude, stored)
-        found = self.lexical.search(text, eligible, limit)
+        found = self.lexical.search(text, eligible, limit, written=self.written[:count])
         return [
             (self.records[self.ids[row]], score, self.vectors[row].copy() if self.has_vector[row] else None)
             for row, score in found

@@ -60,6 +60,11 @@ class CandidateExplanation(BaseModel):
     source: str = Field("direct", description="direct match, or sibling brought by episode expansion")
     brought_by: str | None = Field(None, description="For a sibling: the memory whose episode brought it.")
     neighbourhood_of: str | None = Field(None, description="The direct match near it that lent it a score.")
+    newer_value_of: str | None = Field(
+        None,
+        description="Not found by the search: joined as the newer value of this match, which it disputes, "
+        "and scored as it.",
+    )
     corroborating_agents: list[str] = Field(default_factory=list)
     cluster_canonical: str | None = Field(
         None, description="The canonical member of its near-duplicate cluster."

@@ -99,6 +99,7 @@ def shortfall_note(result: RecallResult, top_k: int) -> str | None:
         + _filler(result, filler, f"of the {matched}")
         + by_passes
         + _siblings_shown(result)
+        + _joined(result)
         + _folded(result)
         + _older(older)
     )
@@ -177,6 +178,19 @@ def _siblings_shown(result: RecallResult) -> str:
     return (
         f"; {counted(siblings, 'more memory')} from their episodes {'is' if siblings == 1 else 'are'} shown "
         "beside them (source 'sibling': what was said around a match, not a match)"
+    )
+
+
+def _joined(result: RecallResult) -> str:
+    """The clause on the newer values shown that the search did not find: joined for a match they dispute
+    (``retrieval.stages.contradiction_marks``), counted among the matches."""
+    joined = sum(1 for candidate in result.in_context if candidate.newer_value_of)
+    if not joined:
+        return ""
+    return (
+        f"; {'1 of them is the newer value' if joined == 1 else f'{joined} of them are the newer values'} of "
+        f"{'a match' if joined == 1 else 'matches'} the search did not find (newer_value_of: scored as the "
+        "match it disputes)"
     )
 
 

@@ -32,6 +32,11 @@ class RecalledMemory(BaseModel):
         description="direct: matched the query; sibling: from the same episode as a memory that did."
     )
     sibling_of: str | None = Field(None, description="For a sibling: the memory that brought it.")
+    newer_value_of: str | None = Field(
+        None,
+        description="Not found by the search: the newer value of this memory, which it disputes, joined and "
+        "scored as it.",
+    )
     corroborated_by: list[str] = Field(
         default_factory=list, description="Other agents that stated the same conclusion independently."
     )
@@ -76,6 +81,7 @@ def recalled(
             rank=rank_of[candidate.id],
             source=candidate.source,
             sibling_of=candidate.sibling_of,
+            newer_value_of=candidate.newer_value_of,
             corroborated_by=list(candidate.corroborating_agents),
             contradicted_by=list(candidate.contradicted_by),
             protection_tier=candidate.memory.protection_tier,

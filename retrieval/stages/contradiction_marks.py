@@ -23,6 +23,11 @@ class ContradictionSource(Protocol):
     def get_memories(self, memory_ids: Sequence[str], reach: Reach) -> dict[str, MemoryRecord]: ...
 
 
+# How many times a joined newer value is followed to the one that disputes it in turn (a value stated again
+# and again: the newest of a chain, not the one after the match).
+JOIN_HOPS = 4
+
+
 class ContradictionStage:
     name = "contradictions"
 
@@ -33,43 +38,141 @@ class ContradictionStage:
         newer = (
             self._source.newer_contradictions(request.reach, [c.id for c in candidates]) if candidates else {}
         )
-        said, written = self._disputers_said(request, candidates, newer)
-        marked = tuple(
-            candidate.revised(
-                contradicted_by=tuple(newer[candidate.id]),
-                disputers_said=tuple((other, said[other]) for other in newer[candidate.id] if other in said),
-                disputers_earlier=tuple(
-                    other
-                    for other in newer[candidate.id]
-                    if other in written and written[other] < candidate.memory.created_at
-                ),
+        quoted, written = self._disputers(request, candidates, newer)
+        marked = tuple(self._marked(candidate, newer, quoted, written) for candidate in candidates)
+        joined = self._joined(request, marked, quoted)
+        if joined:
+            after = {candidate.newer_value_of: candidate for candidate in joined}
+            marked = tuple(
+                kept
+                for candidate in marked
+                for kept in ((candidate, after[candidate.id]) if candidate.id in after else (candidate,))
             )
-            if candidate.id in newer
-            else candidate
-            for candidate in candidates
+        return StageOutput(
+            marked,
+            (ContradictionsMarked(sum(1 for c in marked if c.contradicted_by), joined=len(joined)),),
         )
-        return StageOutput(marked, (ContradictionsMarked(sum(1 for c in marked if c.contradicted_by)),))
 
-    def _disputers_said(
-        self, request: RecallRequest, candidates: tuple[Candidate, ...], newer: dict[str, list[str]]
-    ) -> tuple[dict[str, str], dict[str, datetime]]:
-        """What each disputing memory says: a candidate's own text, else read (one read for all of them)
-        within the caller's view, so another agent's private memory is neither quoted nor revealed. Not
-        quoted: one no longer active (retracted, superseded since) or past its expiry, and one whose text
-        reads as instructions to the model (recall demotes such a memory; quoted, it would ride in on any
-        memory it disputes, a review found). The mark still names them. Also when each the caller may read
-        was written (a disputer written before the memory it disputes is marked "earlier")."""
+    @staticmethod
+    def _marked(
+        candidate: Candidate,
+        newer: dict[str, list[str]],
+        quoted: dict[str, MemoryRecord],
+        written: dict[str, datetime],
+    ) -> Candidate:
+        """``candidate`` with its open contradictions: the newer memories' ids, what those quoted say
+        (``_disputers``), and which were written before it."""
+        if candidate.id not in newer:
+            return candidate
+        others = newer[candidate.id]
+        return candidate.revised(
+            contradicted_by=tuple(others),
+            disputers_said=tuple((other, quoted[other].content) for other in others if other in quoted),
+            disputers_earlier=tuple(
+                other for other in others if other in written and written[other] < candidate.memory.created_at
+            ),
+        )
+
+    def _disputers(
+        self, request: RecallRequest, candidates: Sequence[Candidate], newer: dict[str, list[str]]
+    ) -> tuple[dict[str, MemoryRecord], dict[str, datetime]]:
+        """The disputing memories of ``newer`` that are quoted, and when each the caller may read was written
+        (a disputer written before the memory it disputes is marked "earlier"). A candidate's own record, else
+        read (one read for all of them) within the caller's view, so another agent's private memory is neither
+        quoted nor revealed. Not quoted: one no longer active (retracted, superseded since) or past its
+        expiry, and one whose text reads as instructions to the model (recall demotes such a memory; quoted,
+        it would ride in on any memory it disputes, a review found). The mark still names them."""
         wanted = {other for others in newer.values() for other in others}
         if not wanted:
             return {}, {}
-        known = {c.id: c.memory for c in candidates if c.id in wanted}
-        missing = wanted - set(known)
+        records = {c.id: c.memory for c in candidates if c.id in wanted}
+        missing = wanted - set(records)
         if missing:
-            known |= self._source.get_memories(sorted(missing), request.reach)
-        now = request.now or datetime.now(UTC)
-        said = {
-            memory_id: record.content
-            for memory_id, record in known.items()
-            if record.status_at(now) == "active" and not instruction_signals(record.content)
+            records |= self._source.get_memories(sorted(missing), request.reach)
+        return _quoted(records, request), {
+            memory_id: record.created_at for memory_id, record in records.items()
         }
-        return said, {memory_id: record.created_at for memory_id, record in known.items()}
+
+    def _joined(
+        self, request: RecallRequest, marked: Sequence[Candidate], quoted: dict[str, MemoryRecord]
+    ) -> list[Candidate]:
+        """The newest value of each disputed direct match that the search did not find: the latest of its
+        newer disputers the caller may read (quoted), followed to the one that disputes that in turn
+        (``JOIN_HOPS`` at most), joined right after it and scored as it (its relevance, faded as it is; no
+        weight of reports, corroboration or loans of its own). An overview question over a service whose
+        port, replicas and timeout were each stated fifteen times found 45 values competing for the search's
+        hits: the current value was often no candidate, and the context showed an older one, quoting it. A
+        disputer is joined once, for the best match it disputes; none that is a candidate already."""
+        present = {candidate.id for candidate in marked}
+        chosen: dict[str, Candidate] = {}  # joined id -> the match it was joined for
+        by_score = sorted(
+            (c for c in marked if c.source == "direct" and c.contradicted_by), key=lambda c: -c.final_score
+        )
+        for candidate in by_score:
+            later = [
+                record
+                for other in candidate.contradicted_by
+                if (record := quoted.get(other)) is not None
+                and record.created_at > candidate.memory.created_at
+            ]
+            if not later or any(record.id in present for record in later):
+                continue  # nothing newer to show, or a newer value is a candidate already
+            newest = max(later, key=lambda record: (record.created_at, record.id))
+            if newest.id not in chosen:
+                chosen[newest.id] = candidate
+        if not chosen:
+            return []
+        records = {memory_id: quoted[memory_id] for memory_id in chosen}
+        for _ in range(JOIN_HOPS):
+            onward = self._source.newer_contradictions(request.reach, sorted(records))
+            ahead = {other for others in onward.values() for other in others} - set(records) - present
+            read = _quoted(self._source.get_memories(sorted(ahead), request.reach), request) if ahead else {}
+            moved = False
+            for memory_id, record in list(records.items()):
+                later = [
+                    other
+                    for other_id in onward.get(memory_id, [])
+                    if (other := read.get(other_id)) is not None and other.created_at > record.created_at
+                ]
+                if later:
+                    newest = max(later, key=lambda other: (other.created_at, other.id))
+                    if newest.id not in records and newest.id not in chosen:
+                        chosen[newest.id] = chosen.pop(memory_id)
+                        del records[memory_id]
+                        records[newest.id] = newest
+                        moved = True
+            if not moved:
+                break
+        last = self._source.newer_contradictions(request.reach, sorted(records))
+        also_quoted, written = self._disputers(request, [], last)
+        return [
+            self._marked(_newer_value(record, chosen[memory_id]), last, also_quoted, written)
+            for memory_id, record in records.items()
+        ]
+
+
+def _quoted(records: dict[str, MemoryRecord], request: RecallRequest) -> dict[str, MemoryRecord]:
+    """Those of ``records`` a context may quote: active now and not reading as instructions to the model."""
+    now = request.now or datetime.now(UTC)
+    return {
+        memory_id: record
+        for memory_id, record in records.items()
+        if record.status_at(now) == "active" and not instruction_signals(record.content)
+    }
+
+
+def _newer_value(record: MemoryRecord, match: Candidate) -> Candidate:
+    """``record`` as a candidate joined for ``match``, whose newer value it is: scored as it (its fused and
+    relevance scores, its age's fade), with no weight of reports, corroboration or loan of its own."""
+    weighted = match.relevance_score * match.decay_factor
+    return Candidate.of(
+        record,
+        queries=match.queries,
+        fused_score=match.fused_score,
+        fused_absolute=match.fused_absolute,
+        attribution_factor=match.attribution_factor,
+        relevance_score=match.relevance_score,
+        decay_factor=match.decay_factor,
+        weighted_score=weighted,
+        newer_value_of=match.id,
+    )

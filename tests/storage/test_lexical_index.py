@@ -170,3 +170,17 @@ def test_scores_after_any_rewrites_match_bm25_of_the_current_texts(writes, query
     assert set(index.search(query, everything(3), limit=rows)) <= {
         (row, found[row]) for row in found if row < 3
     }
+
+
+def test_rows_that_score_alike_come_latest_written_first_and_the_latest_make_the_cut():
+    # Fifteen values of one port score alike for "payments-api port": the oldest filled the hits, and the
+    # current value was no candidate. Given when each row was written, the latest come first.
+    index = index_of(*(f"payments-api port {8000 + row}" for row in range(6)), "payments-api owner dana")
+    written = np.array([10.0, 50.0, 20.0, 60.0, 30.0, 40.0, 5.0])
+    found = index.search("payments-api port", everything(7), limit=3, written=written)
+    assert [row for row, _ in found] == [3, 1, 5]
+    # Without the times, ties stay in row order.
+    assert [row for row, _ in index.search("payments-api port", everything(7), limit=3)] == [0, 1, 2]
+    # A better score still comes first, whenever it was written.
+    index.set(6, "payments-api port port")
+    assert index.search("port", everything(7), limit=2, written=written)[0][0] == 6

@@ -404,3 +404,14 @@ def test_a_vector_that_cannot_be_stored_leaves_the_embedders_count_as_it_was():
         copy.put(turn("a", 0), np.ones((DIM, 2), dtype=np.float32))  # the right length, not a vector
     assert copy._embedded_rows == {0: 2}  # both rows still hold their vectors of "emb" (code 0)
     assert copy.without_vector_of("emb", now=NOW) == 0
+
+
+def test_memories_that_score_alike_by_their_words_come_latest_written_first():
+    from storage.lexical_index import LexicalIndex
+
+    copy = ScopeCopy(DIM, lexical=LexicalIndex(str.split))
+    # written out of time order: the copy's rows are not the order memories were written in
+    for memory_id, minute in [("m2", 2), ("m0", 0), ("m3", 3), ("m1", 1)]:
+        copy.put(turn(memory_id, minute, episode=None), A, f"payments-api port {minute}")
+    found = copy.best_matching("payments-api port", limit=2, now=NOW + timedelta(hours=1))
+    assert [record.id for record, _, _ in found] == ["m3", "m2"]

@@ -883,3 +883,25 @@ def test_a_recall_whose_best_match_barely_clears_the_floor_says_it_is_weak(tmp_p
         assert [m.content for m in out.memories] == [strong] and out.note is None
     finally:
         runtime.close()
+
+
+def test_the_newer_value_of_a_match_the_search_missed_is_shown_and_explained(runtime):
+    """An overview question over a service whose values were stated again and again found the older values
+    and not the current one, which the context only quoted under them: the newer value joins the match it
+    disputes, scored as it, and is read first."""
+    older = remember(RememberInput(content="payments-api listens on port 8080"), runtime, CALLER)
+    for text in [
+        "Port 8080 is blocked on the office VPN",
+        "The proxy forwards port 8080 to payments-api",
+        "Port 8080 conflicts with Jenkins on payments-api hosts",
+    ]:
+        remember(RememberInput(content=text), runtime, CALLER)
+    newer = remember(RememberInput(content="payments-api listens on port 9443"), runtime, CALLER)
+    assert newer.consolidation.contradicts == [older.id]  # two values said alike: disputed, not revised
+    # top_k 1: three candidates a search leg, each of the other three matches "port 8080" better
+    out = recall(RecallInput(query="payments-api port 8080", top_k=1), runtime, CALLER)
+    [shown] = out.memories
+    assert (shown.id, shown.newer_value_of, shown.source) == (newer.id, older.id, "direct")
+    explained = explain_ranking(ExplainRankingInput(retrieval_id=out.retrieval_id), runtime, CALLER)
+    entry = next(c for c in explained.candidates if c.id == newer.id)
+    assert entry.newer_value_of == older.id and f"joined as the newer value of {older.id}" in entry.reason
