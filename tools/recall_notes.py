@@ -188,9 +188,9 @@ def _joined(result: RecallResult) -> str:
     if not joined:
         return ""
     return (
-        f"; {'1 of them is the newer value' if joined == 1 else f'{joined} of them are the newer values'} of "
-        f"{'a match' if joined == 1 else 'matches'} the search did not find (newer_value_of: scored as the "
-        "match it disputes)"
+        f"; {'1 of them is a newer value' if joined == 1 else f'{joined} of them are newer values'} that the "
+        f"search did not find, of {'a match it disputes' if joined == 1 else 'matches they dispute'} "
+        "(newer_value_of: scored as that match)"
     )
 
 

@@ -104,8 +104,13 @@ def ab_rows(request: RecallRequest, result: RecallResult, *, session_id: str, at
                 unweighted_rank=candidate.unweighted_rank,
                 weighted_rank=candidate.weighted_rank,
                 weighting_enabled=request.weighting_enabled,
-                # A direct match an episode lifted is shown as a sibling but was ranked: logged as direct.
-                source="direct" if candidate.weighted_rank is not None else "sibling",
+                # A direct match an episode lifted is shown as a sibling but was ranked: logged as direct. A
+                # newer value joined for a match was not ranked either (``contradiction_marks``).
+                source="direct"
+                if candidate.weighted_rank is not None
+                else "newer_value"
+                if candidate.newer_value_of
+                else "sibling",
                 created_at=at,
             )
         )

@@ -641,6 +641,7 @@ def close_disputers(candidates: Sequence[Candidate], *, weighted: bool = True) -
                 other
                 for other in others
                 if by_id[other].final_score >= DISPUTER_SHARE * by_id[memory_id].final_score
+                or by_id[other].newer_value_of == memory_id  # joined for it (``contradiction_marks``)
             }
         )
     }

@@ -15,6 +15,7 @@ from retrieval.stages.instructions import instruction_signals
 from retrieval.trace import ContradictionsMarked, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import MemoryRecord, Reach
+from storage.search_filter import tag_filter
 
 
 class ContradictionSource(Protocol):
@@ -41,13 +42,11 @@ class ContradictionStage:
         quoted, written = self._disputers(request, candidates, newer)
         marked = tuple(self._marked(candidate, newer, quoted, written) for candidate in candidates)
         joined = self._joined(request, marked, quoted)
-        if joined:
-            after = {candidate.newer_value_of: candidate for candidate in joined}
-            marked = tuple(
-                kept
-                for candidate in marked
-                for kept in ((candidate, after[candidate.id]) if candidate.id in after else (candidate,))
-            )
+        for (
+            candidate
+        ) in joined:  # in score order, after those that score the same (the order ranks are read in)
+            at = next((i for i, c in enumerate(marked) if c.final_score < candidate.final_score), len(marked))
+            marked = (*marked[:at], candidate, *marked[at:])
         return StageOutput(
             marked,
             (ContradictionsMarked(sum(1 for c in marked if c.contradicted_by), joined=len(joined)),),
@@ -114,6 +113,7 @@ class ContradictionStage:
                 for other in candidate.contradicted_by
                 if (record := quoted.get(other)) is not None
                 and record.created_at > candidate.memory.created_at
+                and _asked_for(request, record)
             ]
             if not later or any(record.id in present for record in later):
                 continue  # nothing newer to show, or a newer value is a candidate already
@@ -129,10 +129,17 @@ class ContradictionStage:
             read = _quoted(self._source.get_memories(sorted(ahead), request.reach), request) if ahead else {}
             moved = False
             for memory_id, record in list(records.items()):
+                if present.intersection(onward.get(memory_id, ())):
+                    # a newer value of it is a candidate already: that one stands for the match (a review:
+                    # a value between the two was joined with the match's score, and the current one cut)
+                    del records[memory_id], chosen[memory_id]
+                    continue
                 later = [
                     other
                     for other_id in onward.get(memory_id, [])
-                    if (other := read.get(other_id)) is not None and other.created_at > record.created_at
+                    if (other := read.get(other_id)) is not None
+                    and other.created_at > record.created_at
+                    and _asked_for(request, other)
                 ]
                 if later:
                     newest = max(later, key=lambda other: (other.created_at, other.id))
@@ -151,6 +158,17 @@ class ContradictionStage:
         ]
 
 
+def _asked_for(request: RecallRequest, memory: MemoryRecord) -> bool:
+    """Whether ``memory`` is of what the recall searched within: its kinds, tags and time window (a review: a
+    newer value tagged otherwise, or written after the window asked about, took a filtered recall's place)."""
+    tagged = tag_filter(request.tags, request.tags_all)
+    return (
+        (not request.kinds or memory.kind in request.kinds)
+        and (tagged is None or tagged(memory))
+        and (request.window is None or request.window.holds(memory.created_at))
+    )
+
+
 def _quoted(records: dict[str, MemoryRecord], request: RecallRequest) -> dict[str, MemoryRecord]:
     """Those of ``records`` a context may quote: active now and not reading as instructions to the model."""
     now = request.now or datetime.now(UTC)
@@ -163,8 +181,11 @@ def _quoted(records: dict[str, MemoryRecord], request: RecallRequest) -> dict[st
 
 def _newer_value(record: MemoryRecord, match: Candidate) -> Candidate:
     """``record`` as a candidate joined for ``match``, whose newer value it is: scored as it (its fused and
-    relevance scores, its age's fade), with no weight of reports, corroboration or loan of its own."""
+    relevance scores, its age's fade, and what stating the kind of answer asked for lent it, in the same
+    share), with no weight of reports, corroboration or episode loan of its own. Assembly takes it before
+    the match at the top_k cut whatever the two score (``close_disputers``)."""
     weighted = match.relevance_score * match.decay_factor
+    share = match.answer_type_bonus / match.weighted_score if match.weighted_score > 0 else 0.0
     return Candidate.of(
         record,
         queries=match.queries,
@@ -174,5 +195,6 @@ def _newer_value(record: MemoryRecord, match: Candidate) -> Candidate:
         relevance_score=match.relevance_score,
         decay_factor=match.decay_factor,
         weighted_score=weighted,
+        answer_type_bonus=weighted * share,
         newer_value_of=match.id,
     )

@@ -212,6 +212,16 @@ def test_a_switch_that_names_only_what_it_switched_to_disputes_what_the_older_us
         ("The release runs on Jenkins.", "The release was moved to Friday."),
         ("The logs are stored on GCS.", "All the data was migrated to S3."),
         ("We use Postgres for billing.", "Billing will be migrated to MySQL."),  # planned
+        # what the sentence opens with was moved, not the thing named inside it (a review)
+        ("The checkout service runs on AWS.", "Traffic for the checkout service was moved to Cloudflare."),
+        (
+            "The payments service runs on Kubernetes.",
+            "The logs of the payments service were moved to Datadog.",
+        ),
+        (
+            "The orders database is hosted on MySQL 5.7.",
+            "Monitoring for the orders database was migrated to Grafana Cloud.",
+        ),
     ],
 )
 def test_a_switch_to_another_leaves_an_older_memory_it_does_not_tie_to_one_thing(older_text, newer_text):

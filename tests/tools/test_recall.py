@@ -905,3 +905,8 @@ def test_the_newer_value_of_a_match_the_search_missed_is_shown_and_explained(run
     explained = explain_ranking(ExplainRankingInput(retrieval_id=out.retrieval_id), runtime, CALLER)
     entry = next(c for c in explained.candidates if c.id == newer.id)
     assert entry.newer_value_of == older.id and f"joined as the newer value of {older.id}" in entry.reason
+    # The A/B log keeps it apart from the ranked matches and the episode siblings: it was never ranked.
+    rows = ab_log_rows(
+        runtime.store, Scope(runtime.settings.org_id, runtime.settings.project_id), out.retrieval_id
+    )
+    assert {row.observation_id: row.source for row in rows}[newer.id] == "newer_value"

@@ -643,11 +643,18 @@ def test_a_switch_disputes_what_places_the_thing_on_what_was_given_up_and_says_m
     assert disputed_by(older, switch) is disputed
 
 
-def test_a_rename_revises_the_memory_that_stated_the_old_name_not_one_that_mentions_it():
-    # Trial 184: "The api repo's default branch was renamed from master to main" stood beside "... is master".
-    rename = parse_revision("The api repo's default branch was renamed from master to main.")
+def test_a_rename_that_names_what_it_renamed_revises_the_memory_that_stated_the_old_name():
+    # Trial 184: a default branch renamed from master to main stood beside "... is master".
+    rename = parse_revision("We renamed the default branch from master to main.")
     assert (rename.old, rename.new) == (("master",), ("main",))
     assert revised_by("The default branch of the api repo is master.", rename)
     assert not revised_by("Alice maintains the master branch release notes.", rename)  # a mention
-    service = parse_revision("The service was renamed from payments-core to billing-api.")
-    assert not revised_by("The payments-core service listens on port 8080.", service)
+    assert not revised_by("The scheduler uses the master-worker pattern.", rename)
+    # Said without what it renamed, the old name is an ordinary word other memories use (a review: "We use
+    # the API gateway from Kong" was retired by "The repo was renamed from api to api-server").
+    for text in [
+        "The repo was renamed from api to api-server.",
+        "The default branch was renamed from master to main.",
+        "The state bucket was renamed from infra to infra-prod.",
+    ]:
+        assert parse_revision(text) is None, text

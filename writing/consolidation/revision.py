@@ -26,11 +26,23 @@ _NAME = r"(?:[^.,;:!?]|[.:](?=[^\s.,;:!?]))"
 _END = r"(?=[.,;:!?](?:\s|$)|[)\]]|\s+(?:for|in|on|at|because|since|so|and|but|as|when|after|last|this|next)\b|$)"
 _PATTERNS = (
     re.compile(
-        r"\b(?:switched|switching|moved|moving|migrated|migrating|changed|changing|went|transitioned|converted|renamed)\s+"
+        r"\b(?:switched|switching|moved|moving|migrated|migrating|changed|changing|went|transitioned|converted)\s+"
         r"(?P<subject>(?:[\w-]+\s+){0,3}?)from\s+(?P<old>"
         + _NAME
         + r"{1,80}?)\s+(?:to|onto|over to|in favou?r of)\s+"
         r"(?P<new>" + _NAME + r"{1,80}?)" + _END,
+        re.IGNORECASE,
+    ),
+    # A rename names what it renamed ("We renamed the default branch from master to main"): said without it
+    # ("The repo was renamed from api to api-server"), the old name is an ordinary word that memories of
+    # other things use ("We use the API gateway from Kong"), and a review saw such memories retired.
+    re.compile(
+        r"\b(?:renamed|renaming)\s+(?P<subject>(?:[\w-]+\s+){1,3}?)from\s+(?P<old>"
+        + _NAME
+        + r"{1,80}?)\s+to\s+(?P<new>"
+        + _NAME
+        + r"{1,80}?)"
+        + _END,
         re.IGNORECASE,
     ),
     re.compile(

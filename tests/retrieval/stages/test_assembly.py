@@ -1101,6 +1101,18 @@ def test_a_disputer_takes_a_slot_before_the_memory_it_disputes_only_when_it_matc
     ] == placed
 
 
+def test_a_newer_value_joined_for_a_match_takes_its_slot_whatever_the_loans_the_match_had():
+    # A review: a match lent by its episode or its answer type outscored the newer value joined for it by
+    # more than 0.8, and the stale value took the one slot of top_k 1.
+    candidates = (
+        replace(grouped("old", None, 1.0), contradicted_by=("new",)),
+        grouped("other", None, 0.9),
+        replace(grouped("new", None, 0.5), newer_value_of="old"),
+    )
+    marked, _ = assemble(candidates, top_k=1, char_budget=10_000, retrieval_id="r")
+    assert [c.id for c in marked if c.in_context] == ["new"]
+
+
 def test_a_disputed_memory_that_reports_raised_keeps_its_slot_over_the_one_they_lowered():
     candidates = (
         replace(grouped("old", None, 0.90), contradicted_by=("new",), feedback_weight=1.75),

@@ -1,11 +1,12 @@
 """The contradiction marks carry what each disputing memory says, read within the caller's view."""
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from retrieval.stages.contradiction_marks import ContradictionStage
 from retrieval.types import Candidate, RecallRequest
-from storage.records import MemoryRecord, Reach, Scope, View, Viewer
+from storage.records import MemoryRecord, Reach, Scope, TimeWindow, View, Viewer
 from tests.records import memory_record
 
 SCOPE = Scope("o", "p")
@@ -186,6 +187,28 @@ def test_a_newer_value_disputing_two_matches_joins_once_after_the_better():
     worse = Candidate(memory=port("b", 8081, 1), relevance_score=0.3, weighted_score=0.3)
     lineage = FakeLineage({"a": ["c"], "b": ["c"]}, {"c": port("c", 8082, 2)})
     ids = [
-        (c.id, c.newer_value_of) for c in ContradictionStage(lineage)(request(), (worse, better)).candidates
+        (c.id, c.newer_value_of) for c in ContradictionStage(lineage)(request(), (better, worse)).candidates
     ]
-    assert ids == [("b", None), ("a", None), ("c", "a")]
+    # in score order, after the match it scores as (the order explain_ranking reads ranks in)
+    assert ids == [("a", None), ("c", "a"), ("b", None)]
+
+
+def test_a_newer_value_outside_the_recalls_tags_or_window_is_not_joined():
+    # A review: a newer value tagged otherwise took a tagged recall's place; one written after the window
+    # asked about answered a question about the past.
+    older = Candidate(memory=port("v1", 8080, 0, tags=("payments",)), relevance_score=0.5, weighted_score=0.5)
+    lineage = FakeLineage({"v1": ["v2"]}, {"v2": port("v2", 8081, 10, tags=("scratch",))})
+    tagged = replace(request(), tags=("payments",))
+    assert [c.id for c in ContradictionStage(lineage)(tagged, (older,)).candidates] == ["v1"]
+    lineage = FakeLineage({"v1": ["v2"]}, {"v2": port("v2", 8081, 10, tags=("payments",))})
+    assert [c.id for c in ContradictionStage(lineage)(tagged, (older,)).candidates] == ["v1", "v2"]
+    before = replace(request(), window=TimeWindow(until=T + timedelta(days=5)))
+    assert [c.id for c in ContradictionStage(lineage)(before, (older,)).candidates] == ["v1"]
+
+
+def test_a_chain_whose_newer_value_is_a_candidate_already_joins_nothing():
+    # v1 -> v2 -> v3, v3 a candidate: joining v2 with v1's score would cut the current value (a review).
+    v1 = Candidate(memory=port("v1", 8080, 0), relevance_score=0.5, weighted_score=0.5)
+    v3 = Candidate(memory=port("v3", 8082, 2), relevance_score=0.2, weighted_score=0.2)
+    lineage = FakeLineage({"v1": ["v2"], "v2": ["v3"]}, {"v2": port("v2", 8081, 1)})
+    assert [c.id for c in ContradictionStage(lineage)(request(), (v1, v3)).candidates] == ["v1", "v3"]
