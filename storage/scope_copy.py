@@ -381,8 +381,8 @@ class ScopeCopy(EpisodeBook):
         exclude: Collection[str] = (),
         stored: bool = False,
     ) -> list[tuple[MemoryRecord, float, np.ndarray | None]]:
-        """Active, unexpired memories (of ``kinds``, that ``viewer`` may read, passing ``keep``, not of
-        ``exclude``) by BM25 over their search text."""
+        """Active, unexpired memories (of ``kinds``, ``viewer``'s, passing ``keep``, not ``exclude``d) by BM25,
+        ties latest written first (``written``)."""
         count = len(self.ids)
         if self.lexical is None or count == 0:
             return []
@@ -435,11 +435,10 @@ class ScopeCopy(EpisodeBook):
         exclude: Collection[str] = (),
         stored: bool = False,
     ) -> list[tuple[MemoryRecord, float, np.ndarray, float | None]]:
-        """Active, unexpired memories embedded by ``embedder``, of one of ``kinds`` (if given), that
-        ``viewer`` may read (if given), passing ``keep`` and not of ``exclude``: (record, cosine, vector,
-        context cosine). By cosine similarity; with a ``context_share`` c > 0, by ``semantic_score`` with the
-        cosine of the memory's context vector (``context_cosines``), which each hit then carries (else
-        None)."""
+        """Active, unexpired memories embedded by ``embedder``, of one of ``kinds`` (if given), that ``viewer``
+        may read (if given), passing ``keep`` and not of ``exclude``: (record, cosine, vector, context cosine).
+        By cosine similarity; with a ``context_share`` c > 0, by ``semantic_score`` with the cosine of the
+        memory's context vector (``context_cosines``), which each hit then carries (else None)."""
         code = self.embedders.get(embedder)
         count = len(self.ids)
         if code is None or count == 0 or limit <= 0:
@@ -486,8 +485,7 @@ class ScopeCopy(EpisodeBook):
             self._primed[query.tobytes()] = (count, self._rewrites, np.ascontiguousarray(products[:, column]))
 
     def _cosines(self, query: np.ndarray, count: int) -> np.ndarray:
-        """The first ``count`` rows' cosines with ``query``: primed for it (``prime``), with the rows added
-        since, or made now."""
+        """The first ``count`` rows' cosines with ``query``: primed for it (``prime``), with those added since."""
         primed = self._primed.pop(query.tobytes(), None) if self._primed else None
         if primed is not None:
             rows, rewrites, cosines = primed
@@ -501,9 +499,8 @@ class ScopeCopy(EpisodeBook):
     def context_cosines(
         self, vector: np.ndarray, memory_ids: Iterable[str], *, embedder: str, now: datetime
     ) -> dict[str, float]:
-        """The cosine of ``vector`` with the context vector of each of ``memory_ids`` that the copy holds
-        with a vector of ``embedder``: the memory's vector plus its neighbours' in its chain (a memory in
-        no chain, or whose neighbours have expired, is its own context)."""
+        """The cosine of ``vector`` with the context vector of each of ``memory_ids`` held with a vector of
+        ``embedder``: its vector plus its chain neighbours' (in no chain, or theirs expired: its own)."""
         code = self.embedders.get(embedder)
         if code is None:
             return {}
