@@ -348,9 +348,10 @@ _SWITCHED_TO = re.compile(
 # The same said of the thing first: "The orders database was migrated to Postgres 15" (trial 184: left beside
 # "The orders database is hosted on MySQL 5.7", the older recalled first). A version may follow the name.
 # The thing is what the sentence opens with: "Traffic for the checkout service was moved to Cloudflare" moved
-# the traffic, not what the checkout service runs on (a review).
+# the traffic, not what the checkout service runs on (a review), after an opening of a few words at most
+# ("Last week, ...", "Update: ...").
 _SWITCHED_TO_PASSIVE = re.compile(
-    rf"\A\s*{_ARTICLE}(?P<thing>[\w-]+(?:\s+[\w-]+){{0,2}}?)\s+"
+    rf"\A\s*(?:[\w-]+(?:\s+[\w-]+){{0,3}}[,:]\s+)?{_ARTICLE}(?P<thing>[\w-]+(?:\s+[\w-]+){{0,2}}?)\s+"
     r"(?:was|were|has\s+been|have\s+been|got|is\s+now|are\s+now)\s+(?:switched|moved|migrated|swapped)\s+"
     rf"(?:over\s+)?to\s+(?P<new>`[^`\n]+`|(?-i:{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}))"
     rf"(?:\s+v?\d+(?:\.\d+)*+)?{_CLAUSE_END}",

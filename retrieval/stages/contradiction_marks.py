@@ -153,7 +153,12 @@ class ContradictionStage:
         last = self._source.newer_contradictions(request.reach, sorted(records))
         also_quoted, written = self._disputers(request, [], last)
         return [
-            self._marked(_newer_value(record, chosen[memory_id]), last, also_quoted, written)
+            self._marked(
+                _newer_value(record, chosen[memory_id], weighting=request.weighting_enabled),
+                last,
+                also_quoted,
+                written,
+            )
             for memory_id, record in records.items()
         ]
 
@@ -179,12 +184,16 @@ def _quoted(records: dict[str, MemoryRecord], request: RecallRequest) -> dict[st
     }
 
 
-def _newer_value(record: MemoryRecord, match: Candidate) -> Candidate:
+def _newer_value(record: MemoryRecord, match: Candidate, *, weighting: bool) -> Candidate:
     """``record`` as a candidate joined for ``match``, whose newer value it is: scored as it (its fused and
     relevance scores, its age's fade, and what stating the kind of answer asked for lent it, in the same
-    share), with no weight of reports, corroboration or episode loan of its own. Assembly takes it before
-    the match at the top_k cut whatever the two score (``close_disputers``)."""
-    weighted = match.relevance_score * match.decay_factor
+    share), times its own weight of reports when weighting is on (the memory's global weight: the search did
+    not find it, so no query's closeness is replayed for it), with no corroboration or episode loan of its
+    own. Assembly takes it before the match at the top_k cut whatever the two score (``close_disputers``),
+    unless the reports raised the match and lowered it (``standing_disputers``: a review saw three sessions'
+    reports overruled)."""
+    weight = record.weight if weighting else 1.0
+    weighted = match.relevance_score * match.decay_factor * weight
     share = match.answer_type_bonus / match.weighted_score if match.weighted_score > 0 else 0.0
     return Candidate.of(
         record,
@@ -194,6 +203,8 @@ def _newer_value(record: MemoryRecord, match: Candidate) -> Candidate:
         attribution_factor=match.attribution_factor,
         relevance_score=match.relevance_score,
         decay_factor=match.decay_factor,
+        feedback_weight=weight,
+        global_weight=record.weight,
         weighted_score=weighted,
         answer_type_bonus=weighted * share,
         newer_value_of=match.id,

@@ -184,6 +184,12 @@ def test_only_an_older_memory_is_outdated_by_a_giving_up():
             "postgres",
         ),
         ("CI runs on Jenkins.", "Our CI has been moved to GitHub Actions.", "jenkins", "github actions"),
+        (
+            "The orders database is hosted on MySQL 5.7.",
+            "Last week, the orders database was migrated to Postgres 15.",
+            "mysql",
+            "postgres",
+        ),
     ],
 )
 def test_a_switch_that_names_only_what_it_switched_to_disputes_what_the_older_used(

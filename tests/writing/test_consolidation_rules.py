@@ -656,5 +656,6 @@ def test_a_rename_that_names_what_it_renamed_revises_the_memory_that_stated_the_
         "The repo was renamed from api to api-server.",
         "The default branch was renamed from master to main.",
         "The state bucket was renamed from infra to infra-prod.",
+        "We renamed it from api to api-server.",  # a pronoun says no more (a second review)
     ]:
         assert parse_revision(text) is None, text

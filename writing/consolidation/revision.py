@@ -24,6 +24,18 @@ from retrieval.text import (
 # ("./deploy.sh", "Node.js", "postgres:16") is part of it (a trial's "switched from `./deploy.sh` to ...").
 _NAME = r"(?:[^.,;:!?]|[.:](?=[^\s.,;:!?]))"
 _END = r"(?=[.,;:!?](?:\s|$)|[)\]]|\s+(?:for|in|on|at|because|since|so|and|but|as|when|after|last|this|next)\b|$)"
+# A rename names what it renamed ("We renamed the default branch from master to main"): said without it
+# ("The repo was renamed from api to api-server"), the old name is an ordinary word that memories of
+# other things use ("We use the API gateway from Kong"), and a review saw such memories retired.
+_RENAMED = re.compile(
+    r"\b(?:renamed|renaming)\s+(?P<subject>(?:[\w-]+\s+){1,3}?)from\s+(?P<old>"
+    + _NAME
+    + r"{1,80}?)\s+to\s+(?P<new>"
+    + _NAME
+    + r"{1,80}?)"
+    + _END,
+    re.IGNORECASE,
+)
 _PATTERNS = (
     re.compile(
         r"\b(?:switched|switching|moved|moving|migrated|migrating|changed|changing|went|transitioned|converted)\s+"
@@ -33,18 +45,7 @@ _PATTERNS = (
         r"(?P<new>" + _NAME + r"{1,80}?)" + _END,
         re.IGNORECASE,
     ),
-    # A rename names what it renamed ("We renamed the default branch from master to main"): said without it
-    # ("The repo was renamed from api to api-server"), the old name is an ordinary word that memories of
-    # other things use ("We use the API gateway from Kong"), and a review saw such memories retired.
-    re.compile(
-        r"\b(?:renamed|renaming)\s+(?P<subject>(?:[\w-]+\s+){1,3}?)from\s+(?P<old>"
-        + _NAME
-        + r"{1,80}?)\s+to\s+(?P<new>"
-        + _NAME
-        + r"{1,80}?)"
-        + _END,
-        re.IGNORECASE,
-    ),
+    _RENAMED,
     re.compile(
         r"\breplaced\s+(?P<old>" + _NAME + r"{1,80}?)\s+with\s+(?P<new>" + _NAME + r"{1,80}?)" + _END,
         re.IGNORECASE,
@@ -333,6 +334,8 @@ def parse_revision(text: str) -> Revision | None:
         if old:
             about = frozenset(content_terms(text)) - set(old) - set(new) - _SWITCH_TERMS - _WHEN
             subject = frozenset(content_terms(match.groupdict().get("subject") or "")) - _SWITCH_TERMS - _WHO
+            if pattern is _RENAMED and not subject:
+                continue  # "We renamed it from api to api-server": what was renamed is not said (a review)
             return Revision(old, new, match.group(0), about, subject, text)
     return None
 

@@ -1111,6 +1111,14 @@ def test_a_newer_value_joined_for_a_match_takes_its_slot_whatever_the_loans_the_
     )
     marked, _ = assemble(candidates, top_k=1, char_budget=10_000, retrieval_id="r")
     assert [c.id for c in marked if c.in_context] == ["new"]
+    # Unless reports raised the match and lowered the newer value: they keep their say (a review).
+    reported = (
+        replace(candidates[0], feedback_weight=1.5),
+        candidates[1],
+        replace(candidates[2], feedback_weight=0.6),
+    )
+    marked, _ = assemble(reported, top_k=1, char_budget=10_000, retrieval_id="r")
+    assert [c.id for c in marked if c.in_context] == ["old"]
 
 
 def test_a_disputed_memory_that_reports_raised_keeps_its_slot_over_the_one_they_lowered():

@@ -4,6 +4,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from retrieval.stages.contradiction_marks import ContradictionStage
 from retrieval.types import Candidate, RecallRequest
 from storage.records import MemoryRecord, Reach, Scope, TimeWindow, View, Viewer
@@ -212,3 +214,16 @@ def test_a_chain_whose_newer_value_is_a_candidate_already_joins_nothing():
     v3 = Candidate(memory=port("v3", 8082, 2), relevance_score=0.2, weighted_score=0.2)
     lineage = FakeLineage({"v1": ["v2"], "v2": ["v3"]}, {"v2": port("v2", 8081, 1)})
     assert [c.id for c in ContradictionStage(lineage)(request(), (v1, v3)).candidates] == ["v1", "v3"]
+
+
+def test_a_joined_newer_value_carries_its_own_weight_of_reports():
+    # A review: three sessions named 8080 helpful and 9443 misleading; joined at a neutral weight, 9443
+    # overruled them. Its global weight (0.6 here) scales it, as the search's matches are scaled.
+    match = Candidate.of(port("v1", 8080, 0), relevance_score=0.5, decay_factor=0.8, weighted_score=0.6)
+    lineage = FakeLineage({"v1": ["v2"]}, {"v2": port("v2", 9443, 1, weight=0.6)})
+    _, joined = ContradictionStage(lineage)(request(), (match,)).candidates
+    assert (joined.feedback_weight, joined.global_weight) == (0.6, 0.6)
+    assert joined.weighted_score == pytest.approx(0.5 * 0.8 * 0.6)
+    unweighted = replace(request(), weighting_enabled=False)
+    _, joined = ContradictionStage(lineage)(unweighted, (match,)).candidates
+    assert (joined.feedback_weight, joined.weighted_score) == (1.0, 0.5 * 0.8)
