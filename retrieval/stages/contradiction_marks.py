@@ -3,7 +3,8 @@ opposite claim, neither revised) is marked, so the context and the caller can se
 carry what each disputing memory says (those the caller may read, active): the context quotes a disputer that
 is not in it beside the memory it disputes. A second trial recalled "The catalog-service caches product
 lookups in Memcached on cache-01..." first, marked "DISPUTED by newer mem_...", with the memory that said
-Memcached was given up ranked out of the context: the agent read the stale fact and only an id."""
+Memcached was given up ranked out of the context: the agent read the stale fact and only an id. A newer value
+the search did not find joins the match it disputes (``ContradictionStage._joined``)."""
 
 from __future__ import annotations
 
@@ -42,9 +43,8 @@ class ContradictionStage:
         quoted, written = self._disputers(request, candidates, newer)
         marked = tuple(self._marked(candidate, newer, quoted, written) for candidate in candidates)
         joined = self._joined(request, marked, quoted)
-        for (
-            candidate
-        ) in joined:  # in score order, after those that score the same (the order ranks are read in)
+        # Each joined one in score order, after those that score the same: the order ranks are read in.
+        for candidate in joined:
             at = next((i for i, c in enumerate(marked) if c.final_score < candidate.final_score), len(marked))
             marked = (*marked[:at], candidate, *marked[at:])
         return StageOutput(
@@ -96,12 +96,12 @@ class ContradictionStage:
         self, request: RecallRequest, marked: Sequence[Candidate], quoted: dict[str, MemoryRecord]
     ) -> list[Candidate]:
         """The newest value of each disputed direct match that the search did not find: the latest of its
-        newer disputers the caller may read (quoted), followed to the one that disputes that in turn
-        (``JOIN_HOPS`` at most), joined right after it and scored as it (its relevance, faded as it is; no
-        weight of reports, corroboration or loans of its own). An overview question over a service whose
-        port, replicas and timeout were each stated fifteen times found 45 values competing for the search's
-        hits: the current value was often no candidate, and the context showed an older one, quoting it. A
-        disputer is joined once, for the best match it disputes; none that is a candidate already."""
+        newer disputers the caller may read (quoted) within the recall's kinds, tags and window, followed to
+        the one that disputes that in turn (``JOIN_HOPS`` at most), scored as the match (``_newer_value``).
+        An overview question over a service whose port, replicas and timeout were each stated fifteen times
+        found 45 values competing for the search's hits: the current value was often no candidate, and the
+        context showed an older one, quoting it. A disputer is joined once, for the best match it disputes;
+        none when a newer value of the match, or of the one joined, is a candidate already."""
         present = {candidate.id for candidate in marked}
         chosen: dict[str, Candidate] = {}  # joined id -> the match it was joined for
         by_score = sorted(
