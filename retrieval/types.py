@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from retrieval.outcomes import FeedbackStep
 from storage.records import MemoryRecord, Scope, TimeWindow, View, Viewer
+from storage.search_filter import tag_filter
 
 if TYPE_CHECKING:
     from retrieval.models.llm.base import LanguageModel
@@ -36,6 +37,12 @@ class RecallRequest:
     # The IANA time zone the caller reads times in (its recall's ``time_zone``): the context's dates are
     # shown there, as its window's days are counted there. None: UTC.
     time_zone: str | None = None
+
+    def asks_for(self, memory: MemoryRecord) -> bool:
+        """Whether ``memory`` is of the kinds and has the tags the recall searched within (``tag_filter``, as
+        the search itself reads them): what a stage that brings memories in beside the search's keeps to."""
+        tagged = tag_filter(self.tags, self.tags_all)
+        return (not self.kinds or memory.kind in self.kinds) and (tagged is None or tagged(memory))
 
     @property
     def reach(self) -> View:

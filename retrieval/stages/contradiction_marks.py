@@ -16,7 +16,6 @@ from retrieval.stages.instructions import instruction_signals
 from retrieval.trace import ContradictionsMarked, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import MemoryRecord, Reach
-from storage.search_filter import tag_filter
 
 
 class ContradictionSource(Protocol):
@@ -123,8 +122,12 @@ class ContradictionStage:
         if not chosen:
             return []
         records = {memory_id: quoted[memory_id] for memory_id in chosen}
-        for _ in range(JOIN_HOPS):
+        # Each hop reads what disputes the values joined so far; the last read (no value moved, or the hops
+        # spent) is what marks them.
+        for hop in range(JOIN_HOPS + 1):
             onward = self._source.newer_contradictions(request.reach, sorted(records))
+            if hop == JOIN_HOPS:
+                break
             ahead = {other for others in onward.values() for other in others} - set(records) - present
             read = _quoted(self._source.get_memories(sorted(ahead), request.reach), request) if ahead else {}
             moved = False
@@ -150,7 +153,7 @@ class ContradictionStage:
                         moved = True
             if not moved:
                 break
-        last = self._source.newer_contradictions(request.reach, sorted(records))
+        last = {memory_id: onward[memory_id] for memory_id in records if memory_id in onward}
         also_quoted, written = self._disputers(request, [], last)
         return [
             self._marked(
@@ -166,12 +169,7 @@ class ContradictionStage:
 def _asked_for(request: RecallRequest, memory: MemoryRecord) -> bool:
     """Whether ``memory`` is of what the recall searched within: its kinds, tags and time window (a review: a
     newer value tagged otherwise, or written after the window asked about, took a filtered recall's place)."""
-    tagged = tag_filter(request.tags, request.tags_all)
-    return (
-        (not request.kinds or memory.kind in request.kinds)
-        and (tagged is None or tagged(memory))
-        and (request.window is None or request.window.holds(memory.created_at))
-    )
+    return request.asks_for(memory) and (request.window is None or request.window.holds(memory.created_at))
 
 
 def _quoted(records: dict[str, MemoryRecord], request: RecallRequest) -> dict[str, MemoryRecord]:

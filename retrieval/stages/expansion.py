@@ -16,7 +16,6 @@ from retrieval.stages.attribution import author_factor, named_agents
 from retrieval.trace import SiblingsAdded, StageOutput
 from retrieval.types import Candidate, RecallRequest
 from storage.records import EpisodeMemberStub, EpisodeRecord, MemoryRecord, Reach
-from storage.search_filter import tag_filter
 
 
 class EpisodeSource(Protocol):
@@ -154,7 +153,7 @@ class EpisodeExpansionStage:
         )
         # Of the kinds and tags the recall asked for too (a trial: kinds=["artifact"] brought an episode's
         # facts and its summary beside its config).
-        members = [memory for memory in records.values() if _asked_for(request, memory)]
+        members = [memory for memory in records.values() if request.asks_for(memory)]
         authors = [c.memory.agent_id for c in candidates] + [m.agent_id for m in members]
         named = named_agents(request.query, authors) if self._author_discount else ()
         weights = None
@@ -184,10 +183,3 @@ class EpisodeExpansionStage:
             weighting_enabled=request.weighting_enabled,
         )
         return StageOutput(expanded, (SiblingsAdded(used, added, self._alpha),))
-
-
-def _asked_for(request: RecallRequest, memory: MemoryRecord) -> bool:
-    """Whether ``memory`` is of a kind and has tags the recall searched within (``tag_filter``, as the
-    search itself reads them)."""
-    tagged = tag_filter(request.tags, request.tags_all)
-    return (not request.kinds or memory.kind in request.kinds) and (tagged is None or tagged(memory))
